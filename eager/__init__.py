@@ -1,0 +1,78 @@
+"""eager: define-by-run tensors with PyTorch's autograd semantics, on NumPy or CuPy.
+
+    import eager as torch
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    (x * x).sum().backward()
+    x.grad  # tensor([2., 4.])
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import ops  # noqa: F401  (fills the registry first)
+from ._dtypes import (  # noqa: F401
+    bool_ as bool, dtype, float16, float32, float64, int8, int16, int32, int64, uint8,
+)
+from ._dtypes import float16 as half, float32 as float, float64 as double, int64 as long  # noqa: F401
+from ._dtypes import int32 as int, int16 as short  # noqa: F401
+from ._device import cuda_is_available as _cuda_is_available, device  # noqa: F401
+from ._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from ._tensor import Size, Tensor  # noqa: F401
+from . import _inplace  # noqa: F401  (installs the in-place methods on Tensor)
+from ._factories import (  # noqa: F401
+    BoolTensor, ByteTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor,
+    arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, manual_seed,
+    ones, ones_like, rand, rand_like, randint, randn, randn_like, randperm, seed, tensor, zeros,
+    zeros_like,
+)
+from ._functional import (  # noqa: F401
+    abs, add, amax, amin, argmax, argmin, broadcast_to, cat, chunk, clamp, clip, clone, concat,
+    concatenate, cos, div, dot, eq, erf, exp, expand, expm1, flatten, ge, gelu, gt, le, log,
+    log1p, log_softmax, logical_and, logical_not, logsumexp, lt, matmul, max, maximum, mean, min,
+    minimum, mm, mul, narrow, ne, neg, permute, pow, prod, relu, reshape, rsqrt, rsub, select,
+    sigmoid, sign, sin, softmax, softplus, split, sqrt, square, squeeze, stack, std, sub, sum,
+    swapaxes, t, tanh, transpose, true_divide, unbind, unsqueeze, var, where,
+)
+from . import autograd  # noqa: F401
+from .autograd import Function  # noqa: F401
+
+
+class cuda:  # noqa: N801  (mirrors the torch.cuda namespace users call)
+    """`eager.cuda.is_available()`: CuPy imports and a GPU answers."""
+
+    is_available = staticmethod(_cuda_is_available)
+
+    @staticmethod
+    def manual_seed(seed: int) -> None:
+        manual_seed(seed)
+
+    @staticmethod
+    def synchronize() -> None:
+        from ._device import cupy_module  # noqa: PLC0415
+
+        cp = cupy_module()
+        if cp is not None:
+            cp.cuda.Device().synchronize()
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:
+    return input.numel()
+
+
+def get_default_dtype() -> dtype:
+    return float32
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> bool:
+    import numpy as _np  # noqa: PLC0415
+
+    return bool(_np.allclose(_np.asarray(input.detach()), _np.asarray(other.detach()), rtol=rtol, atol=atol,
+                             equal_nan=equal_nan))
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    return tuple(input.shape) == tuple(other.shape) and bool((input == other).all())

@@ -1,0 +1,89 @@
+"""Devices: "cpu" runs on NumPy, "cuda" on CuPy when it imports and sees a GPU.
+
+A tensor's device is read off its array's type, so there is one source of truth and no
+per-tensor bookkeeping to keep in sync.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+
+class device:
+    """`eager.device("cpu")` / `eager.device("cuda:0")`; prints as PyTorch's does."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, spec: "str | device" = "cpu", index: int | None = None) -> None:
+        if isinstance(spec, device):
+            self.type, self.index = spec.type, spec.index
+            return
+        if not isinstance(spec, str):
+            raise TypeError(f"device(): expected a string such as 'cpu' or 'cuda', got {type(spec).__name__}")
+        kind, _, idx = spec.partition(":")
+        if kind not in ("cpu", "cuda"):
+            raise RuntimeError(
+                f"Expected one of cpu, cuda device type at start of device string: {spec}"
+            )
+        self.type = kind
+        self.index = int(idx) if idx else index
+        if kind == "cuda" and self.index is None:
+            self.index = 0
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __repr__(self) -> str:
+        return f"device(type='{self.type}')" if self.index is None else f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+
+CPU = device("cpu")
+
+
+@functools.lru_cache(maxsize=None)
+def cupy_module():
+    """CuPy if it imports and a CUDA device answers; None otherwise."""
+    try:
+        import cupy  # noqa: PLC0415
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return None
+        return cupy
+    except Exception:  # ImportError, or a CUDA runtime that cannot start
+        return None
+
+
+def cuda_is_available() -> bool:
+    return cupy_module() is not None
+
+
+def xp_for(dev: device):
+    """The array module for a device, with the error PyTorch users know when CUDA is absent."""
+    if dev.type == "cpu":
+        return np
+    cp = cupy_module()
+    if cp is None:
+        raise RuntimeError(
+            "Torch not compiled with CUDA enabled: eager's 'cuda' device needs CuPy and a GPU "
+            "(pip install 'graphmode[cuda12]'); use device='cpu' instead"
+        )
+    return cp
+
+
+def device_of_array(arr) -> device:
+    if isinstance(arr, (np.ndarray, np.generic)):
+        return CPU
+    return device("cuda", int(arr.device.id))
+
+
+def xp_of_array(arr):
+    return np if isinstance(arr, (np.ndarray, np.generic)) else cupy_module()

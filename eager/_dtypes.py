@@ -1,0 +1,132 @@
+"""Dtypes as PyTorch spells them, backed by NumPy dtypes.
+
+`eager.float32` is a `dtype` object rather than a raw NumPy dtype so that it prints as
+users expect and so that promotion can follow PyTorch's rules (where a Python float never
+upcasts a float32 tensor and 0-d tensors do not upcast dimensioned ones).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class dtype:
+    """A tensor element type. Compare with `==`; `.np` is the NumPy dtype."""
+
+    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "category")
+
+    def __init__(self, name: str, np_dtype: np.dtype, category: int) -> None:
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.category = category  # 0 bool, 1 integer, 2 floating
+        self.is_floating_point = category == 2
+        self.is_signed = self.np.kind in "fi"
+        self.itemsize = self.np.itemsize
+
+    def __repr__(self) -> str:
+        return f"eager.{self.name}"
+
+    def __reduce__(self):
+        return (from_name, (self.name,))
+
+
+bool_ = dtype("bool", np.bool_, 0)
+uint8 = dtype("uint8", np.uint8, 1)
+int8 = dtype("int8", np.int8, 1)
+int16 = dtype("int16", np.int16, 1)
+int32 = dtype("int32", np.int32, 1)
+int64 = dtype("int64", np.int64, 1)
+float16 = dtype("float16", np.float16, 2)
+float32 = dtype("float32", np.float32, 2)
+float64 = dtype("float64", np.float64, 2)
+
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64)
+_BY_NP = {d.np: d for d in ALL}
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME.update(
+    bool=bool_, half=float16, float=float32, double=float64, short=int16, int=int32, long=int64,
+    f16=float16, f32=float32, f64=float64, i8=int8, i16=int16, i32=int32, i64=int64, u8=uint8,
+)
+
+DEFAULT_FLOAT = float32
+DEFAULT_INT = int64
+
+
+def from_name(name: str) -> dtype:
+    return _BY_NAME[name]
+
+
+def from_numpy(np_dtype) -> dtype:
+    """The eager dtype of a NumPy dtype; TypeError for ones eager has no tensor type for."""
+    try:
+        return _BY_NP[np.dtype(np_dtype)]
+    except (KeyError, TypeError):
+        raise TypeError(
+            f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
+            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+        ) from None
+
+
+def as_dtype(value) -> dtype:
+    """Accept an eager dtype, its name ('float32', 'double'), a NumPy dtype or a Python type."""
+    if isinstance(value, dtype):
+        return value
+    if value is float:
+        return float64  # torch.tensor(..., dtype=float) is float64, as in NumPy
+    if value is int:
+        return int64
+    if value is bool:
+        return bool_
+    if isinstance(value, str):
+        found = _BY_NAME.get(value.removeprefix("torch.").removeprefix("eager."))
+        if found is None:
+            raise TypeError(
+                f"unknown dtype {value!r}; expected one of {', '.join(d.name for d in ALL)} "
+                "(or an alias such as 'float', 'double', 'long')"
+            )
+        return found
+    try:
+        return from_numpy(value)
+    except TypeError:
+        raise TypeError(f"unknown dtype {value!r}; expected an eager dtype such as eager.float32") from None
+
+
+def short_name(d: dtype) -> str:
+    """The compact name the IR prints: f32, i64, bool."""
+    return {"bool": "bool", "uint8": "u8"}.get(d.name, d.name[0] + d.name.lstrip("abcdefghijklmnopqrstuvwxyz"))
+
+
+def promote(a: dtype, b: dtype) -> dtype:
+    """Promotion of two tensor dtypes of equal standing (both dimensioned or both 0-d)."""
+    if a is b:
+        return a
+    return _BY_NP[np.promote_types(a.np, b.np)]
+
+
+def scalar_category(value) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        return 0
+    if isinstance(value, (int, np.integer)):
+        return 1
+    return 2
+
+
+def result_type(dims: list[dtype], zero_dims: list[dtype], scalars: list) -> dtype:
+    """PyTorch's three-tier promotion.
+
+    Dimensioned tensors decide first; a 0-d tensor or a Python scalar only matters when it
+    is of a higher category (bool < integer < floating) than everything above it, and then
+    contributes the default dtype of its category (for scalars) or its own dtype (0-d).
+    """
+    result = None
+    for d in dims:
+        result = d if result is None else promote(result, d)
+    zd = None
+    for d in zero_dims:
+        zd = d if zd is None else promote(zd, d)
+    if zd is not None and (result is None or zd.category > result.category):
+        result = zd
+    if scalars:
+        cat = max(scalar_category(s) for s in scalars)
+        if result is None or cat > result.category:
+            result = (bool_, DEFAULT_INT, DEFAULT_FLOAT)[cat]
+    return result

@@ -1,0 +1,246 @@
+"""Tensor creation: `tensor`, `zeros`, `randn`, ... and the global random generator."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _dtypes
+from ._device import CPU, device, xp_for
+from ._tensor import Tensor, _as_device, _legacy_init
+
+_RNG = {"seed": None, "numpy": np.random.default_rng(), "cupy": None}
+
+
+def manual_seed(seed: int):
+    """Seed eager's generators (CPU and, when present, CUDA) for reproducible runs."""
+    _RNG["seed"] = int(seed)
+    _RNG["numpy"] = np.random.default_rng(int(seed))
+    _RNG["cupy"] = None
+    return _RNG["numpy"]
+
+
+seed = manual_seed
+
+
+def _dev(dev) -> device:
+    return CPU if dev is None else _as_device(dev)
+
+
+def _finish(arr, requires_grad: bool) -> Tensor:
+    t = Tensor._make(arr)
+    if requires_grad:
+        t.requires_grad = True  # the setter refuses non-float dtypes with PyTorch's message
+    return t
+
+
+def _infer_dtype(data) -> _dtypes.dtype:
+    """Python floats give float32 (the default dtype), ints int64, bools bool."""
+    flat = data
+    while isinstance(flat, (list, tuple)) and flat:
+        flat = flat[0]
+    if isinstance(flat, (bool, np.bool_)):
+        return _dtypes.bool_
+    if isinstance(flat, (int, np.integer)):
+        # a nested list can mix ints and floats: look at every element
+        arr = np.asarray(data)
+        return _dtypes.int64 if arr.dtype.kind in "iu" else (_dtypes.bool_ if arr.dtype.kind == "b" else _dtypes.DEFAULT_FLOAT)
+    return _dtypes.DEFAULT_FLOAT
+
+
+def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of `data` (a number, nested lists, an array or a tensor)."""
+    if isinstance(data, Tensor):
+        arr = data._data
+        dt = _dtypes.as_dtype(dtype) if dtype is not None else data.dtype
+        dev = _dev(device) if device is not None else data.device
+        xp = xp_for(dev)
+        out = xp.array(arr if dev == data.device else (arr.get() if dev == CPU else arr), dtype=dt.np, copy=True)
+        return _finish(out, requires_grad)
+    dev = _dev(device)
+    xp = xp_for(dev)
+    if isinstance(data, np.ndarray) or hasattr(data, "__cuda_array_interface__"):
+        src = data.get() if (dev == CPU and not isinstance(data, np.ndarray)) else data
+        dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.from_numpy(data.dtype)
+        return _finish(xp.array(src, dtype=dt.np, copy=True), requires_grad)
+    if isinstance(data, np.generic):
+        data = data.item()
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
+    try:
+        arr = np.array(data, dtype=dt.np)
+    except (ValueError, TypeError) as exc:
+        raise TypeError(f"tensor(): could not build a {dt.name} tensor from {type(data).__name__}: {exc}") from None
+    if arr.dtype == object:
+        raise TypeError(f"tensor(): nested sequences must be rectangular lists of numbers, got {data!r}")
+    return _finish(arr if xp is np else xp.asarray(arr), requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    if isinstance(data, Tensor) and dtype is None and device is None:
+        return data
+    if isinstance(data, np.ndarray) and device is None and (dtype is None or _dtypes.as_dtype(dtype).np == data.dtype):
+        return from_numpy(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing memory with `array` (writes show through both ways)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    _dtypes.from_numpy(array.dtype)
+    return Tensor._make(array)
+
+
+def _shape_args(size) -> tuple:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    for s in size:
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(f"expected a sequence of integers for the size, got {type(s).__name__} ({s!r})")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+    return tuple(int(s) for s in size)
+
+
+def _filled(fn_name, size, dtype, device, requires_grad, value=None):
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
+    xp = xp_for(_dev(device))
+    shape = _shape_args(size)
+    if fn_name == "full":
+        arr = xp.full(shape, value, dtype=dt.np)
+    else:
+        arr = getattr(xp, fn_name)(shape, dtype=dt.np)
+    return _finish(arr, requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _filled("zeros", size, dtype, device, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _filled("ones", size, dtype, device, requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _filled("zeros", size, dtype, device, requires_grad)  # zeroed: no uninitialized reads
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    if dtype is None:
+        dtype = _infer_dtype(fill_value)
+    return _filled("full", (size,) if isinstance(size, int) else tuple(size), dtype, device, requires_grad, fill_value)
+
+
+def zeros_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return zeros(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
+                 requires_grad=requires_grad)
+
+
+def ones_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return ones(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
+
+
+def empty_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return zeros_like(input, dtype, device, requires_grad)
+
+
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = _dtypes.int64 if all(isinstance(v, int) for v in (start, end, step)) else _dtypes.DEFAULT_FLOAT
+    dt = _dtypes.as_dtype(dtype)
+    return _finish(xp_for(_dev(device)).arange(start, end, step, dtype=dt.np), requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) -> Tensor:
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
+    return _finish(xp_for(_dev(device)).linspace(start, end, steps, dtype=dt.np), requires_grad)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
+    return _finish(xp_for(_dev(device)).eye(n, m, dtype=dt.np), requires_grad)
+
+
+def _rng_array(kind, shape, dt, dev, a=0.0, b=1.0, high=None):
+    """Random numbers drawn on the tensor's device from eager's seeded generators."""
+    shape = tuple(shape)
+    if dev.type == "cuda":
+        xp = xp_for(dev)
+        if _RNG["cupy"] is None:
+            _RNG["cupy"] = xp.random.RandomState(_RNG["seed"])
+        g = _RNG["cupy"]
+        if kind == "normal":
+            return (g.standard_normal(shape) * b + a).astype(dt.np)
+        if kind == "uniform":
+            return g.uniform(a, b, shape).astype(dt.np)
+        return g.randint(a, high, shape).astype(dt.np)
+    g = _RNG["numpy"]
+    if kind == "normal":
+        return (g.standard_normal(shape) * b + a).astype(dt.np)
+    if kind == "uniform":
+        return g.uniform(a, b, shape).astype(dt.np)
+    return g.integers(a, high, shape).astype(dt.np)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
+    return _finish(_rng_array("normal", _shape_args(size), dt, _dev(device)), requires_grad)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
+    return _finish(_rng_array("uniform", _shape_args(size), dt, _dev(device)), requires_grad)
+
+
+def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    if size is None:
+        low, high, size = 0, low, high
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64
+    return _finish(_rng_array("int", _shape_args(tuple(size)), dt, _dev(device), low, high=high), requires_grad)
+
+
+def randn_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return randn(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
+                 requires_grad=requires_grad)
+
+
+def rand_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return rand(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
+
+
+def randperm(n, dtype=None, device=None) -> Tensor:
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64
+    arr = _RNG["numpy"].permutation(n).astype(dt.np)
+    return _finish(arr if _dev(device) == CPU else xp_for(_dev(device)).asarray(arr), False)
+
+
+class _LegacyTensor(Tensor):
+    """Base of FloatTensor & co.: constructing one gives a plain Tensor of that dtype."""
+
+    def __new__(cls, *args, device=None):
+        t = object.__new__(Tensor)
+        _legacy_init(t, args, device, cls._default_dtype)
+        return t
+
+    def __init__(self, *args, **kwargs) -> None:
+        pass
+
+
+def _legacy(name: str, dt: _dtypes.dtype):
+    return type(name, (_LegacyTensor,), {"_default_dtype": dt, "__doc__": f"Legacy constructor of {dt.name} tensors."})
+
+
+FloatTensor = _legacy("FloatTensor", _dtypes.float32)
+DoubleTensor = _legacy("DoubleTensor", _dtypes.float64)
+HalfTensor = _legacy("HalfTensor", _dtypes.float16)
+LongTensor = _legacy("LongTensor", _dtypes.int64)
+IntTensor = _legacy("IntTensor", _dtypes.int32)
+BoolTensor = _legacy("BoolTensor", _dtypes.bool_)
+ByteTensor = _legacy("ByteTensor", _dtypes.uint8)

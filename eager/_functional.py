@@ -1,0 +1,488 @@
+"""The `eager.*` functions and the Tensor methods that share them: argument handling as
+PyTorch spells it (dim/keepdim, *sizes, negative axes), then one op call. The math lives
+in eager.ops; nothing here computes on arrays."""
+from __future__ import annotations
+
+from collections import namedtuple
+
+from . import _dtypes
+from .ops import elementwise as E
+from .ops import linalg as L
+from .ops import reductions as R
+from .ops import shape_ops as S
+from .ops._checks import norm_dim, norm_dims
+
+return_types_max = namedtuple("max", ["values", "indices"])
+return_types_min = namedtuple("min", ["values", "indices"])
+
+
+def _sizes(args) -> tuple:
+    """Accept f(2, 3), f((2, 3)) and f([2, 3]) alike."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    return tuple(int(a) for a in args)
+
+
+def _ndim(x) -> int:
+    return len(x.shape)
+
+
+# -- elementwise ------------------------------------------------------------------------------
+def add(input, other, *, alpha=1):
+    return E.ADD(input, other if alpha == 1 else other * alpha)
+
+
+def sub(input, other, *, alpha=1):
+    return E.SUB(input, other if alpha == 1 else other * alpha)
+
+
+def rsub(input, other, *, alpha=1):
+    return E.RSUB(input if alpha == 1 else input * alpha, other)
+
+
+def mul(input, other):
+    return E.MUL(input, other)
+
+
+def div(input, other, *, rounding_mode=None):
+    out = E.DIV(input, other)
+    if rounding_mode is None:
+        return out
+    raise NotImplementedError(f"div: rounding_mode={rounding_mode!r} is not supported; use floor() of the result")
+
+
+def true_divide(input, other):
+    return E.DIV(input, other)
+
+
+def pow(input, exponent):
+    return E.POW(input, exponent)
+
+
+def neg(input):
+    return E.NEG(input)
+
+
+def exp(input):
+    return E.EXP(input)
+
+
+def log(input):
+    return E.LOG(input)
+
+
+def log1p(input):
+    return E.LOG1P(input)
+
+
+def expm1(input):
+    return E.EXPM1(input)
+
+
+def sqrt(input):
+    return E.SQRT(input)
+
+
+def rsqrt(input):
+    return E.RSQRT(input)
+
+
+def abs(input):
+    return E.ABS(input)
+
+
+def sign(input):
+    return E.SIGN(input)
+
+
+def sin(input):
+    return E.SIN(input)
+
+
+def cos(input):
+    return E.COS(input)
+
+
+def tanh(input):
+    return E.TANH(input)
+
+
+def sigmoid(input):
+    return E.SIGMOID(input)
+
+
+def relu(input):
+    return E.RELU(input)
+
+
+def erf(input):
+    return E.ERF(input)
+
+
+def softplus(input, beta: float = 1.0, threshold: float = 20.0):
+    return E.SOFTPLUS(input, beta=float(beta), threshold=float(threshold))
+
+
+def gelu(input, approximate: str = "none"):
+    return E.GELU(input, approximate=approximate)
+
+
+def square(input):
+    return E.MUL(input, input)
+
+
+def maximum(input, other):
+    return E.MAXIMUM(input, other)
+
+
+def minimum(input, other):
+    return E.MINIMUM(input, other)
+
+
+def where(condition, input=None, other=None):
+    if input is None and other is None:
+        raise NotImplementedError("where(condition) with one argument (nonzero) is not supported; "
+                                  "pass where(condition, input, other)")
+    return E.WHERE(condition, input, other)
+
+
+def clamp(input, min=None, max=None):
+    return E.CLAMP(input, min=None if min is None else float(min), max=None if max is None else float(max))
+
+
+clip = clamp
+
+
+def eq(input, other):
+    return E.EQ(input, other)
+
+
+def ne(input, other):
+    return E.NE(input, other)
+
+
+def lt(input, other):
+    return E.LT(input, other)
+
+
+def le(input, other):
+    return E.LE(input, other)
+
+
+def gt(input, other):
+    return E.GT(input, other)
+
+
+def ge(input, other):
+    return E.GE(input, other)
+
+
+def logical_and(input, other):
+    return E.LOGICAL_AND(input, other)
+
+
+def logical_not(input):
+    return E.LOGICAL_NOT(input)
+
+
+def clone(input):
+    return E.CLONE(input)
+
+
+def to_dtype(input, dtype):
+    dt = _dtypes.as_dtype(dtype)
+    return input if input.dtype is dt else E.TO_DTYPE(input, dtype=dt)
+
+
+# -- reductions --------------------------------------------------------------------------------
+def _reduce(op, input, dim, keepdim, name, **extra):
+    dims = norm_dims(name, dim, _ndim(input))
+    return op(input, dims=dims, keepdim=bool(keepdim), **extra)
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return _reduce(R.SUM, input, dim, keepdim, "sum")
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return _reduce(R.MEAN, input, dim, keepdim, "mean")
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return _reduce(R.PROD, input, dim, keepdim, "prod")
+
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return int(correction)
+    return 1 if unbiased in (None, True) else 0
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(unbiased, bool) is False and unbiased is not None and dim is None:
+        dim, unbiased = unbiased, None
+    return _reduce(R.VAR, input, dim, keepdim, "var", correction=_correction(unbiased, correction))
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(unbiased, bool) is False and unbiased is not None and dim is None:
+        dim, unbiased = unbiased, None
+    return _reduce(R.STD, input, dim, keepdim, "std", correction=_correction(unbiased, correction))
+
+
+def logsumexp(input, dim, keepdim=False):
+    return _reduce(R.LOGSUMEXP, input, dim, keepdim, "logsumexp")
+
+
+def amax(input, dim=(), keepdim=False):
+    return _reduce(R.AMAX, input, None if dim == () else dim, keepdim, "amax")
+
+
+def amin(input, dim=(), keepdim=False):
+    return _reduce(R.AMIN, input, None if dim == () else dim, keepdim, "amin")
+
+
+def _max_min(input, dim, keepdim, is_max):
+    """max(x): the largest value; max(x, dim): (values, indices); max(x, other): elementwise."""
+    if dim is None:
+        return (R.MAX_ALL if is_max else R.MIN_ALL)(input, dims=None, keepdim=False)
+    if not isinstance(dim, int):
+        return maximum(input, dim) if is_max else minimum(input, dim)
+    d = norm_dim("max" if is_max else "min", dim, _ndim(input))
+    index = (R.ARGMAX if is_max else R.ARGMIN)(input, dim=d, keepdim=bool(keepdim))
+    values = R.TAKE_ALONG(input, index, dim=d, keepdim=bool(keepdim))
+    return (return_types_max if is_max else return_types_min)(values, index)
+
+
+def max(input, dim=None, keepdim=False):
+    return _max_min(input, dim, keepdim, True)
+
+
+def min(input, dim=None, keepdim=False):
+    return _max_min(input, dim, keepdim, False)
+
+
+def argmax(input, dim=None, keepdim=False):
+    d = None if dim is None else norm_dim("argmax", dim, _ndim(input))
+    return R.ARGMAX(input, dim=d, keepdim=bool(keepdim))
+
+
+def argmin(input, dim=None, keepdim=False):
+    d = None if dim is None else norm_dim("argmin", dim, _ndim(input))
+    return R.ARGMIN(input, dim=d, keepdim=bool(keepdim))
+
+
+def softmax(input, dim, dtype=None):
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return R.SOFTMAX(input, dim=norm_dim("softmax", dim, _ndim(input)))
+
+
+def log_softmax(input, dim, dtype=None):
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return R.LOG_SOFTMAX(input, dim=norm_dim("log_softmax", dim, _ndim(input)))
+
+
+# -- linear algebra -----------------------------------------------------------------------------
+def matmul(input, other):
+    return L.MATMUL(input, other)
+
+
+def mm(input, mat2):
+    if _ndim(input) != 2 or _ndim(mat2) != 2:
+        raise RuntimeError(f"mm: self must be a matrix (got shapes {tuple(input.shape)} and {tuple(mat2.shape)})")
+    return L.MATMUL(input, mat2)
+
+
+def dot(input, other):
+    if _ndim(input) != 1 or _ndim(other) != 1:
+        raise RuntimeError(f"dot: 1D tensors expected, but got {_ndim(input)}D and {_ndim(other)}D tensors")
+    return L.MATMUL(input, other)
+
+
+# -- shapes ------------------------------------------------------------------------------------------
+def _resolve_shape(shape: tuple, numel: int, name: str) -> tuple:
+    if list(shape).count(-1) > 1:
+        raise RuntimeError(f"{name}: only one dimension can be inferred")
+    if -1 in shape:
+        known = 1
+        for s in shape:
+            if s != -1:
+                known *= s
+        if known == 0 or numel % known:
+            raise RuntimeError(f"{name}: shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    return shape
+
+
+def reshape(input, *shape):
+    shape = _resolve_shape(_sizes(shape), _numel(input), "reshape")
+    return input if tuple(input.shape) == shape else S.RESHAPE(input, shape=shape)
+
+
+def _numel(x) -> int:
+    n = 1
+    for s in x.shape:
+        n *= s
+    return n
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    nd = _ndim(input)
+    if nd == 0:
+        return reshape(input, (1,))
+    s, e = norm_dim("flatten", start_dim, nd), norm_dim("flatten", end_dim, nd)
+    shape = tuple(input.shape)
+    mid = 1
+    for n in shape[s:e + 1]:
+        mid *= n
+    return reshape(input, shape[:s] + (mid,) + shape[e + 1:])
+
+
+def transpose(input, dim0, dim1):
+    nd = _ndim(input)
+    d0, d1 = norm_dim("transpose", dim0, nd), norm_dim("transpose", dim1, nd)
+    return S.TRANSPOSE(input, dim0=d0, dim1=d1)
+
+
+swapaxes = transpose
+
+
+def t(input):
+    if _ndim(input) > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {_ndim(input)}D")
+    return input if _ndim(input) < 2 else S.TRANSPOSE(input, dim0=0, dim1=1)
+
+
+def permute(input, *dims):
+    nd = _ndim(input)
+    dims = tuple(norm_dim("permute", d, nd) for d in _sizes(dims))
+    return S.PERMUTE(input, dims=dims)
+
+
+def expand(input, *sizes):
+    sizes = _sizes(sizes)
+    lead = len(sizes) - _ndim(input)
+    shape = tuple(input.shape[i - lead] if (n == -1 and i >= lead) else n for i, n in enumerate(sizes))
+    return input if shape == tuple(input.shape) else S.EXPAND(input, shape=shape)
+
+
+def broadcast_to(input, size):
+    return expand(input, *size)
+
+
+def squeeze(input, dim=None):
+    dims = norm_dims("squeeze", dim, _ndim(input))
+    return S.SQUEEZE(input, dims=dims)
+
+
+def unsqueeze(input, dim):
+    nd = _ndim(input) + 1
+    return S.UNSQUEEZE(input, dim=norm_dim("unsqueeze", dim, nd))
+
+
+def cat(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("cat: expected a non-empty list of Tensors")
+    return S.CAT(*tensors, dim=norm_dim("cat", dim, _ndim(tensors[0])))
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack: expected a non-empty list of Tensors")
+    return S.STACK(*tensors, dim=norm_dim("stack", dim, _ndim(tensors[0]) + 1))
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    d = norm_dim("split", dim, _ndim(tensor))
+    n = tensor.shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0:
+            raise RuntimeError(f"split: split_size must be positive, got {step}")
+        sizes = tuple(builtins_min(step, n - i) for i in range(0, n, step)) or (0,)
+    else:
+        sizes = tuple(int(s) for s in split_size_or_sections)
+    return S.SPLIT(tensor, sizes=sizes, dim=d)
+
+
+def chunk(input, chunks, dim=0):
+    d = norm_dim("chunk", dim, _ndim(input))
+    n = input.shape[d]
+    step = -(-n // chunks) if n else 1
+    return split(input, step, d)
+
+
+def unbind(input, dim=0):
+    d = norm_dim("unbind", dim, _ndim(input))
+    return tuple(select(input, d, i) for i in range(input.shape[d]))
+
+
+def select(input, dim, index):
+    d = norm_dim("select", dim, _ndim(input))
+    return S.INDEX(input, key=(("slice", None, None, None),) * d + (("int", index),), n_index=0)
+
+
+def narrow(input, dim, start, length):
+    d = norm_dim("narrow", dim, _ndim(input))
+    return S.INDEX(input, key=(("slice", None, None, None),) * d + (("slice", start, start + length, None),),
+                   n_index=0)
+
+
+def builtins_min(a, b):
+    return a if a < b else b
+
+
+# -- indexing -------------------------------------------------------------------------------------
+def index_key(index, make_tensor):
+    """Turn a Python index into (key, index operands) for the index ops."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    key, operands = [], []
+    for item in index:
+        if item is None:
+            key.append(("none",))
+        elif item is Ellipsis:
+            key.append(("ellipsis",))
+        elif isinstance(item, bool):
+            operands.append(make_tensor(item))
+            key.append(("tensor", len(operands) - 1))
+        elif isinstance(item, int) or (hasattr(item, "__index__") and not hasattr(item, "shape")):
+            key.append(("int", int(item)))
+        elif isinstance(item, slice):
+            key.append(("slice", _opt_int(item.start), _opt_int(item.stop), _opt_int(item.step)))
+        else:
+            t = item if hasattr(item, "_data") or hasattr(item, "__graphmode_dispatch__") else make_tensor(item)
+            if t.dtype.is_floating_point:
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            operands.append(t)
+            key.append(("tensor", len(operands) - 1))
+    return tuple(key), operands
+
+
+def _opt_int(v):
+    return None if v is None else int(v)
+
+
+def getitem(input, index, make_tensor):
+    key, operands = index_key(index, make_tensor)
+    if any(e[1:] and e[0] == "slice" and e[3] is not None and e[3] <= 0 for e in key):
+        raise ValueError("step must be greater than zero")
+    return S.INDEX(input, *operands, key=key, n_index=len(operands))
+
+
+def index_put(input, index, value, make_tensor):
+    key, operands = index_key(index, make_tensor)
+    return S.INDEX_PUT(input, value, *operands, key=key, n_index=len(operands))

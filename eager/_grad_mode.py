@@ -1,0 +1,89 @@
+"""Grad modes (thread-local), usable as context managers and as decorators."""
+from __future__ import annotations
+
+import functools
+import threading
+
+
+class _State(threading.local):
+    enabled = True
+    anomaly = False
+
+
+STATE = _State()
+
+
+def is_grad_enabled() -> bool:
+    return STATE.enabled
+
+
+class _GradModeBase:
+    """Context manager that also decorates functions (as torch.no_grad does)."""
+
+    _target: bool
+
+    def __enter__(self):
+        self._prev = STATE.enabled
+        STATE.enabled = self._target
+        return None
+
+    def __exit__(self, *exc) -> bool:
+        STATE.enabled = self._prev
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__._clone(self):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+    def _clone(self):
+        return self.__class__()
+
+
+class no_grad(_GradModeBase):
+    """Operations inside record no backward graph (an optimizer step, evaluation)."""
+
+    _target = False
+
+
+class enable_grad(_GradModeBase):
+    """Re-enables recording inside a `no_grad` block."""
+
+    _target = True
+
+
+class set_grad_enabled(_GradModeBase):
+    """Sets grad mode at once (like torch.set_grad_enabled) and restores it as a context."""
+
+    def __init__(self, mode: bool) -> None:
+        self._target = bool(mode)
+        self._prev = STATE.enabled
+        STATE.enabled = self._target
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc) -> bool:
+        STATE.enabled = self._prev
+        return False
+
+    def __call__(self, fn):
+        STATE.enabled = self._prev  # as a decorator it must not change the mode at definition
+        return super().__call__(fn)
+
+    def _clone(self):
+        clone = object.__new__(set_grad_enabled)
+        clone._target = self._target
+        clone._prev = STATE.enabled
+        STATE.enabled = self._target
+        return clone
+
+
+class inference_mode(no_grad):
+    """Alias of no_grad: eager has no separate inference tensors."""
+
+    def __init__(self, mode: bool = True) -> None:
+        self._target = not mode

@@ -1,0 +1,184 @@
+"""In-place ops (`add_`, `x[i] = v`, `+=`, ...).
+
+With no graph to record (no_grad, or nothing requires grad) the result is written into the
+tensor's own buffer. Otherwise the op runs out of place on a snapshot of the tensor and
+the result's history is moved onto the tensor ("rebasing"), so the tensor object the user
+holds carries the new grad_fn, as in PyTorch. Version counters record every write."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _dtypes
+from . import _functional as F
+from ._device import cupy_module, device
+from ._grad_mode import STATE, no_grad
+from ._tensor import Tensor
+from .ops import elementwise as E
+from .ops._registry import TensorSpec, defop
+
+_LEAF_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
+
+
+def _to_device_forward(xp, x, device, source):
+    if device == "cpu":
+        return x if isinstance(x, np.ndarray) else x.get()
+    cp = cupy_module()
+    if cp is None:
+        raise RuntimeError("Torch not compiled with CUDA enabled: eager's 'cuda' device needs CuPy and a GPU")
+    with cp.cuda.Device(int(device.partition(":")[2] or 0)):
+        return cp.asarray(x)
+
+
+TO_DEVICE = defop(
+    "to_device", forward=_to_device_forward, abstract=lambda x, device, source: x,
+    vjp=lambda ctx, g: (TO_DEVICE(g, device=ctx.attrs["source"], source=ctx.attrs["device"]),),
+    grad_name="ToCopyBackward0", kind="other",
+    samples=lambda rng: [((rng.standard_normal((3,)),), {"device": "cpu", "source": "cpu"})],
+)
+_orig_to_device = TO_DEVICE.__call__
+
+
+def _any_requires_grad(values) -> bool:
+    return any(isinstance(v, Tensor) and v._requires_grad for v in values)
+
+
+def _check(self: Tensor, others) -> bool:
+    """Whether this in-place op must be recorded; raises where PyTorch refuses it."""
+    if not STATE.enabled or not (self._requires_grad or _any_requires_grad(others)):
+        return False
+    if self.grad_fn is None and self._requires_grad:
+        raise RuntimeError(_LEAF_MSG)
+    if self._base is not None and self._base._requires_grad:
+        raise RuntimeError(
+            "eager does not support in-place modification of a view of a tensor that requires grad "
+            "(PyTorch would rebase the view's base); apply the op out of place instead, e.g. y = y * 2"
+        )
+    return True
+
+
+def write(self: Tensor, arr, name: str) -> None:
+    """Copy arr into self's buffer (broadcasting, same-kind casting) and bump its version."""
+    data = self._data
+    shape = tuple(getattr(arr, "shape", ()))
+    if len(shape) > data.ndim or any(s not in (1, n) for s, n in zip(shape[::-1], data.shape[::-1])):
+        raise RuntimeError(f"{name}: output with shape {list(data.shape)} doesn't match the broadcast shape "
+                           f"{list(np.broadcast_shapes(shape, data.shape))}")
+    src_dtype = getattr(arr, "dtype", None)
+    if src_dtype is not None and not np.can_cast(src_dtype, data.dtype, "same_kind"):
+        raise RuntimeError(f"{name}: result type {_dtypes.from_numpy(src_dtype).name} can't be cast to the "
+                           f"desired output type {_dtypes.from_numpy(data.dtype).name}")
+    if not data.flags.writeable:
+        raise RuntimeError(f"{name}: unsupported operation: more than one element of the written-to tensor "
+                           "refers to a single memory location. Please clone() the tensor before performing "
+                           "the operation.")
+    xp = np if isinstance(data, np.ndarray) else cupy_module()
+    xp.copyto(data, arr, casting="unsafe")
+    self._version[0] += 1
+
+
+def _commit(self: Tensor, result: Tensor, name: str) -> Tensor:
+    write(self, result._data, name)
+    self.grad_fn = result.grad_fn
+    self._output_nr = result._output_nr
+    self._requires_grad = result._requires_grad
+    return self
+
+
+def _snapshot(self: Tensor, copy: bool) -> Tensor:
+    """The tensor as it is before the write, for the out-of-place op to read."""
+    prev = Tensor._make(self._data.copy() if copy else self._data, self._requires_grad)
+    prev.grad_fn = self.grad_fn
+    prev._output_nr = self._output_nr
+    if not copy:
+        prev._version = self._version
+    return prev
+
+
+def apply_inplace(self: Tensor, fn, others, name: str, saves_self: bool = True) -> Tensor:
+    """Run `fn(self_value, *others)` and store its result into self."""
+    if _check(self, others):
+        prev = _snapshot(self, copy=saves_self)
+        return _commit(self, fn(prev, *others), name)
+    with no_grad():
+        result = fn(self, *others)
+    write(self, result._data, name)
+    return self
+
+
+def assign(self: Tensor, recorded, raw, name: str) -> None:
+    """`x[key] = v`: `recorded` is the functional result when it must be recorded."""
+    if recorded is None:
+        raw()
+        self._version[0] += 1
+        return
+    _check(self, ())
+    _commit(self, recorded, name)
+
+
+def _method(fn, name, saves_self=True):
+    def method(self, *args, **kwargs):
+        return apply_inplace(self, lambda s, *o: fn(s, *o, **kwargs), args, name, saves_self)
+
+    method.__name__ = name
+    method.__doc__ = f"In-place {fn.__name__}: writes the result into this tensor."
+    return method
+
+
+def _fill(self: Tensor, value) -> Tensor:
+    if isinstance(value, Tensor):
+        value = value.item()
+    return apply_inplace(self, lambda s: s * 0 + value, (), "fill_", saves_self=False)
+
+
+def _zero(self: Tensor) -> Tensor:
+    return _fill(self, 0)
+
+
+def _copy(self: Tensor, src, non_blocking: bool = False) -> Tensor:
+    if not isinstance(src, Tensor):
+        from ._factories import tensor  # noqa: PLC0415
+
+        src = tensor(src)
+    if src.device != self.device:
+        src = src.to(self.device)
+
+    def value(s, source):
+        out = F.expand(F.to_dtype(source, s.dtype), *s.shape)
+        return E.CLONE(out) if out is source else out
+
+    return apply_inplace(self, value, (src,), "copy_", saves_self=False)
+
+
+def _uniform(self: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
+    from ._factories import _rng_array  # noqa: PLC0415
+
+    _check(self, ())
+    write(self, _rng_array("uniform", self.shape, self.dtype, self.device, a, b), "uniform_")
+    return self
+
+
+def _normal(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+    from ._factories import _rng_array  # noqa: PLC0415
+
+    _check(self, ())
+    write(self, _rng_array("normal", self.shape, self.dtype, self.device, mean, std), "normal_")
+    return self
+
+
+_SIMPLE = {
+    "add_": (F.add, False), "sub_": (F.sub, False), "mul_": (F.mul, True), "div_": (F.div, True),
+    "pow_": (F.pow, True), "neg_": (F.neg, False), "exp_": (F.exp, False), "log_": (F.log, True),
+    "sqrt_": (F.sqrt, False), "tanh_": (F.tanh, False), "sigmoid_": (F.sigmoid, False),
+    "relu_": (F.relu, False), "abs_": (F.abs, True), "clamp_": (F.clamp, True), "clip_": (F.clamp, True),
+    "sin_": (F.sin, True), "cos_": (F.cos, True),
+}
+for _name, (_fn, _saves) in _SIMPLE.items():
+    setattr(Tensor, _name, _method(_fn, _name, _saves))
+for _op, _name in (("add", "add_"), ("sub", "sub_"), ("mul", "mul_"), ("truediv", "div_"), ("pow", "pow_")):
+    setattr(Tensor, f"__i{_op}__", getattr(Tensor, _name))
+Tensor.fill_ = _fill
+Tensor.zero_ = _zero
+Tensor.copy_ = _copy
+Tensor.uniform_ = _uniform
+Tensor.normal_ = _normal
+Tensor.masked_fill_ = _method(lambda s, mask, value: F.where(mask, value, s), "masked_fill_", False)

@@ -1,0 +1,45 @@
+"""Printing tensors the way PyTorch does: `tensor([1., 2.], requires_grad=True)`."""
+from __future__ import annotations
+
+import numpy as np
+
+_DEFAULT_DTYPES = ("float32", "int64", "bool")
+
+
+def _format_array(arr: np.ndarray, indent: int) -> str:
+    if arr.dtype.kind == "f":
+        finite = arr[np.isfinite(arr)]
+        integral = finite.size == 0 or bool(np.all(finite == np.round(finite)))
+        big = finite.size and (np.abs(finite).max() >= 1e8 or (np.abs(finite[finite != 0]).min(initial=1) < 1e-4))
+        if integral and not big:
+            base = lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)  # noqa: E731
+        elif big:
+            base = lambda v: f"{v:.4e}"  # noqa: E731
+        else:
+            base = lambda v: f"{v:.4f}"  # noqa: E731
+        sample = arr.reshape(-1)[:2000]
+        width = max((len(base(v)) for v in sample), default=0)
+        fmt = {"float_kind": lambda v: base(v).rjust(width)}
+        return np.array2string(arr, separator=", ", formatter=fmt, prefix=" " * indent, threshold=1000, edgeitems=3)
+    if arr.dtype.kind == "b":
+        return np.array2string(arr, separator=", ", formatter={"bool": lambda v: "True" if v else "False"},
+                               prefix=" " * indent)
+    return np.array2string(arr, separator=", ", prefix=" " * indent, threshold=1000, edgeitems=3)
+
+
+def tensor_repr(t, prefix: str = "tensor(") -> str:
+    data = t._data if isinstance(t._data, np.ndarray) else t._data.get()
+    body = _format_array(np.asarray(data), len(prefix))
+    extras = []
+    if t.device.type != "cpu":
+        extras.append(f"device='{t.device}'")
+    if t.dtype.name not in _DEFAULT_DTYPES or data.size == 0:
+        if data.size == 0 and t.dtype.name == "float32":
+            extras.append(f"size={tuple(data.shape)}")
+        else:
+            extras.append(f"dtype=eager.{t.dtype.name}")
+    if t.grad_fn is not None:
+        extras.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t.requires_grad:
+        extras.append("requires_grad=True")
+    return prefix + body + "".join(", " + e for e in extras) + ")"

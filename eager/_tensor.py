@@ -1,0 +1,620 @@
+"""`Tensor`: an array (NumPy or CuPy) plus the autograd state PyTorch users expect."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from . import _dispatch, _dtypes
+from . import _functional as F
+from ._device import CPU, device, device_of_array, xp_for, xp_of_array
+from ._grad_mode import STATE, no_grad
+from ._repr import tensor_repr
+from .autograd.graph import AccumulateGrad, RemovableHandle
+from .ops import elementwise as E
+
+_NONLEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+    "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
+    "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor "
+    "by mistake, make sure you access the leaf Tensor instead."
+)
+
+
+class Size(tuple):
+    """A shape; a tuple that prints as PyTorch's torch.Size does."""
+
+    def __repr__(self) -> str:
+        return f"eager.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class Tensor:
+    """A multi-dimensional array with autograd.
+
+    `Tensor(3, 5)` / `Tensor([1., 2.])` are the legacy constructors (float32); prefer
+    `eager.tensor(data)` and the factories."""
+
+    __slots__ = ("_data", "_requires_grad", "grad_fn", "_grad", "_version", "_base", "_output_nr",
+                 "_retains_grad", "_acc", "__weakref__", "__dict__")
+    __array_priority__ = 1000  # ndarray <op> Tensor defers to Tensor's reflected operator
+
+    def __new__(cls, *args, **kwargs):
+        return object.__new__(cls)
+
+    def __init__(self, *args, device=None) -> None:
+        _legacy_init(self, args, device, _dtypes.float32)
+
+    def _init(self, data, requires_grad=False) -> None:
+        self._data = data
+        self._requires_grad = requires_grad
+        self.grad_fn = None
+        self._grad = None
+        self._version = [0]
+        self._base = None
+        self._output_nr = 0
+        self._retains_grad = False
+        self._acc = None
+
+    @classmethod
+    def _make(cls, data, requires_grad: bool = False) -> "Tensor":
+        t = object.__new__(Tensor)
+        t._data = data
+        t._requires_grad = requires_grad
+        t.grad_fn = None
+        t._grad = None
+        t._version = [0]
+        t._base = None
+        t._output_nr = 0
+        t._retains_grad = False
+        t._acc = None
+        return t
+
+    # -- metadata -----------------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[F.norm_dim("size", dim, self._data.ndim)]
+
+    @property
+    def dtype(self) -> _dtypes.dtype:
+        return _dtypes._BY_NP[self._data.dtype]
+
+    @property
+    def device(self) -> device:
+        return device_of_array(self._data)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def is_contiguous(self) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def stride(self, dim: int | None = None):
+        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        return strides if dim is None else strides[dim]
+
+    def type(self, dtype=None):
+        if dtype is None:
+            names = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+                     "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+                     "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
+            prefix = "torch.cuda." if self.is_cuda else "torch."
+            return prefix + names[self.dtype.name]
+        return self.to(dtype)
+
+    @property
+    def T(self) -> "Tensor":
+        return F.permute(self, tuple(range(self._data.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self) -> "Tensor":
+        return F.transpose(self, -2, -1)
+
+    # -- autograd state -----------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+            )
+        if value and self._data.dtype.kind not in "fc":
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def grad(self):
+        if self.grad_fn is not None and not self._retains_grad:
+            warnings.warn(_NONLEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of {type(value).__name__}")
+            if tuple(value.shape) != tuple(self.shape):
+                raise RuntimeError(f"assigned grad has data of a different size: {tuple(value.shape)} "
+                                   f"vs the tensor's {tuple(self.shape)}")
+        self._grad = value
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def _accumulator(self) -> AccumulateGrad:
+        if self._acc is None:
+            self._acc = AccumulateGrad(self)
+        return self._acc
+
+    def retain_grad(self) -> None:
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        self._retains_grad = True
+        target = self
+
+        def keep(grad):
+            if target._grad is None:
+                target._grad = grad.detach().clone() if not STATE.enabled else grad
+            else:
+                target._grad = target._grad + grad
+            return None
+
+        keep._output_nr = self._output_nr
+        self.grad_fn.register_prehook(keep)
+
+    def register_hook(self, hook) -> RemovableHandle:
+        """`hook(grad)` runs when this tensor's gradient is computed; it may return a new one."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+
+        def wrapped(grad):
+            return hook(grad)
+
+        wrapped._output_nr = self._output_nr
+        node = self.grad_fn if self.grad_fn is not None else self._accumulator()
+        return node.register_prehook(wrapped)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        from .autograd import backward  # noqa: PLC0415
+
+        backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
+
+    def detach(self) -> "Tensor":
+        t = Tensor._make(self._data)
+        t._version = self._version
+        t._base = self if self._base is None else self._base
+        return t
+
+    def detach_(self) -> "Tensor":
+        if self._base is not None and self._base.requires_grad:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self.grad_fn = None
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self) -> "Tensor":
+        return self.detach()
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        self._data = value._data
+
+    # -- conversion ---------------------------------------------------------------------------
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if not isinstance(self._data, np.ndarray):
+            if not force:
+                raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy "
+                                "the tensor to host memory first.")
+            return self._data.get()
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        arr = self._data if isinstance(self._data, np.ndarray) else self._data.get()
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(-1)[0].item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(F.unbind(self, 0))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return tensor_repr(self)
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return repr(self)
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild, (np.asarray(self._data if isinstance(self._data, np.ndarray) else self._data.get()),
+                           self._requires_grad))
+
+    def to(self, *args, **kwargs) -> "Tensor":
+        """`to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other)`; a new tensor only if needed."""
+        dev, dt = kwargs.pop("device", None), kwargs.pop("dtype", None)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("copy", None)
+        for a in args:
+            if isinstance(a, Tensor):
+                dev, dt = a.device, a.dtype
+            elif isinstance(a, (_dtypes.dtype, type)) or (isinstance(a, str) and a.split(":")[0] not in ("cpu", "cuda")):
+                dt = a
+            else:
+                dev = a
+        out = self
+        if dev is not None:
+            out = _to_device(out, _as_device(dev))
+        if dt is not None:
+            out = F.to_dtype(out, dt)
+        return out
+
+    def cpu(self) -> "Tensor":
+        return _to_device(self, CPU)
+
+    def cuda(self, device=None) -> "Tensor":
+        return _to_device(self, _as_device("cuda" if device is None else device))
+
+    def float(self):
+        return F.to_dtype(self, _dtypes.float32)
+
+    def double(self):
+        return F.to_dtype(self, _dtypes.float64)
+
+    def half(self):
+        return F.to_dtype(self, _dtypes.float16)
+
+    def long(self):
+        return F.to_dtype(self, _dtypes.int64)
+
+    def int(self):
+        return F.to_dtype(self, _dtypes.int32)
+
+    def bool(self):
+        return F.to_dtype(self, _dtypes.bool_)
+
+    def type_as(self, other):
+        return F.to_dtype(self, other.dtype)
+
+    def contiguous(self):
+        return self if self._data.flags.c_contiguous else F.clone(self)
+
+    # -- operators ------------------------------------------------------------------------------
+    def __add__(self, other):
+        return _dispatch.dispatch(E.ADD, (self, other), {})
+
+    def __radd__(self, other):
+        return _dispatch.dispatch(E.ADD, (other, self), {})
+
+    def __sub__(self, other):
+        return _dispatch.dispatch(E.SUB, (self, other), {})
+
+    def __rsub__(self, other):
+        return _dispatch.dispatch(E.RSUB, (self, other), {})
+
+    def __mul__(self, other):
+        return _dispatch.dispatch(E.MUL, (self, other), {})
+
+    def __rmul__(self, other):
+        return _dispatch.dispatch(E.MUL, (other, self), {})
+
+    def __truediv__(self, other):
+        return _dispatch.dispatch(E.DIV, (self, other), {})
+
+    def __rtruediv__(self, other):
+        return _dispatch.dispatch(E.DIV, (other, self), {})
+
+    def __pow__(self, other):
+        return _dispatch.dispatch(E.POW, (self, other), {})
+
+    def __rpow__(self, other):
+        return _dispatch.dispatch(E.POW, (other, self), {})
+
+    def __neg__(self):
+        return _dispatch.dispatch(E.NEG, (self,), {})
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _dispatch.dispatch(E.ABS, (self,), {})
+
+    def __matmul__(self, other):
+        return F.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return F.matmul(other, self)
+
+    def __eq__(self, other):
+        return _dispatch.dispatch(E.EQ, (self, other), {})
+
+    def __ne__(self, other):
+        return _dispatch.dispatch(E.NE, (self, other), {})
+
+    def __lt__(self, other):
+        return _dispatch.dispatch(E.LT, (self, other), {})
+
+    def __le__(self, other):
+        return _dispatch.dispatch(E.LE, (self, other), {})
+
+    def __gt__(self, other):
+        return _dispatch.dispatch(E.GT, (self, other), {})
+
+    def __ge__(self, other):
+        return _dispatch.dispatch(E.GE, (self, other), {})
+
+    def __and__(self, other):
+        return F.logical_and(self, other)
+
+    def __invert__(self):
+        return F.logical_not(self)
+
+    def __getitem__(self, index):
+        return F.getitem(self, index, _index_tensor)
+
+    def __setitem__(self, index, value) -> None:
+        if not isinstance(value, Tensor):
+            value = float(value) if self.is_floating_point() else value
+        elif value.dtype is not self.dtype:
+            value = F.to_dtype(value, self.dtype)
+        from ._inplace import assign  # noqa: PLC0415
+
+        assign(self, F.index_put(self, index, value, _index_tensor) if _records(self, value) else None,
+               lambda: _setitem_raw(self, index, value), "index_put_")
+
+    # in-place arithmetic: see eager._inplace (installed below)
+
+    # methods shared with the eager.* functions
+    add = F.add
+    sub = F.sub
+    mul = F.mul
+    div = F.div
+    true_divide = F.true_divide
+    pow = F.pow
+    neg = F.neg
+    exp = F.exp
+    log = F.log
+    log1p = F.log1p
+    expm1 = F.expm1
+    sqrt = F.sqrt
+    rsqrt = F.rsqrt
+    abs = F.abs
+    sign = F.sign
+    sin = F.sin
+    cos = F.cos
+    tanh = F.tanh
+    sigmoid = F.sigmoid
+    relu = F.relu
+    erf = F.erf
+    square = F.square
+    maximum = F.maximum
+    minimum = F.minimum
+    clamp = F.clamp
+    clip = F.clamp
+    eq = F.eq
+    ne = F.ne
+    lt = F.lt
+    le = F.le
+    gt = F.gt
+    ge = F.ge
+    logical_and = F.logical_and
+    logical_not = F.logical_not
+    clone = F.clone
+    sum = F.sum
+    mean = F.mean
+    prod = F.prod
+    var = F.var
+    std = F.std
+    logsumexp = F.logsumexp
+    amax = F.amax
+    amin = F.amin
+    max = F.max
+    min = F.min
+    argmax = F.argmax
+    argmin = F.argmin
+    softmax = F.softmax
+    log_softmax = F.log_softmax
+    matmul = F.matmul
+    mm = F.mm
+    dot = F.dot
+    flatten = F.flatten
+    transpose = F.transpose
+    swapaxes = F.transpose
+    t = F.t
+    permute = F.permute
+    expand = F.expand
+    broadcast_to = F.broadcast_to
+    squeeze = F.squeeze
+    unsqueeze = F.unsqueeze
+    split = F.split
+    chunk = F.chunk
+    unbind = F.unbind
+    select = F.select
+    narrow = F.narrow
+
+    def where(self, condition, other):
+        return F.where(condition, self, other)
+
+    def reshape(self, *shape):
+        return F.reshape(self, *shape)
+
+    def view(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (_dtypes.dtype, str)):
+            raise NotImplementedError("view(dtype) is not supported; use .to(dtype)")
+        out = F.reshape(self, *shape)
+        if out is not self and not (out._data.size == 0 or xp_of_array(self._data).may_share_memory(out._data, self._data)):
+            raise RuntimeError(
+                "view size is not compatible with input tensor's size and stride (at least one dimension spans "
+                "across two contiguous subspaces). Use .reshape(...) instead.")
+        return out
+
+    def view_as(self, other):
+        return self.view(*other.shape)
+
+    def reshape_as(self, other):
+        return F.reshape(self, *other.shape)
+
+    def expand_as(self, other):
+        return F.expand(self, *other.shape)
+
+    def softplus(self, beta=1.0, threshold=20.0):
+        return F.softplus(self, beta, threshold)
+
+    def all(self):
+        return Tensor._make(np.asarray(self._data.all()) if isinstance(self._data, np.ndarray) else self._data.all())
+
+    def any(self):
+        return Tensor._make(np.asarray(self._data.any()) if isinstance(self._data, np.ndarray) else self._data.any())
+
+    def masked_fill(self, mask, value):
+        return F.where(mask, value, self)
+
+    def new_tensor(self, data, dtype=None, requires_grad=False):
+        from ._factories import tensor  # noqa: PLC0415
+
+        return tensor(data, dtype=dtype or self.dtype, device=self.device, requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None):
+        from ._factories import zeros  # noqa: PLC0415
+
+        return zeros(*size, dtype=dtype or self.dtype, device=self.device)
+
+    def new_ones(self, *size, dtype=None):
+        from ._factories import ones  # noqa: PLC0415
+
+        return ones(*size, dtype=dtype or self.dtype, device=self.device)
+
+    def new_full(self, size, fill_value, dtype=None):
+        from ._factories import full  # noqa: PLC0415
+
+        return full(size, fill_value, dtype=dtype or self.dtype, device=self.device)
+
+
+def _legacy_init(t: Tensor, args, device, dt) -> None:
+    """`Tensor(3, 5)` (zeros of that shape) or `Tensor([1., 2.])` (a copy), of dtype dt."""
+    if len(args) == 1 and not isinstance(args[0], int):
+        from ._factories import tensor  # noqa: PLC0415
+
+        data = tensor(args[0], dtype=dt, device=device)._data
+    else:
+        data = xp_for(CPU if device is None else _as_device(device)).zeros(F._sizes(args), dtype=dt.np)
+    t._init(data)
+
+
+def _rebuild(array, requires_grad):
+    t = Tensor._make(array)
+    t._requires_grad = requires_grad
+    return t
+
+
+def _as_device(dev) -> device:
+    return dev if isinstance(dev, device) else device(dev) if isinstance(dev, str) else device("cuda", int(dev))
+
+
+def _to_device(t: Tensor, dev: device) -> Tensor:
+    if t.device == dev:
+        return t
+    from ._inplace import TO_DEVICE  # noqa: PLC0415
+
+    return TO_DEVICE(t, device=str(dev))
+
+
+def _index_tensor(value) -> Tensor:
+    from ._factories import tensor  # noqa: PLC0415
+
+    return tensor(value)
+
+
+def _records(self: Tensor, value) -> bool:
+    return STATE.enabled and (self._requires_grad or (isinstance(value, Tensor) and value._requires_grad))
+
+
+def _setitem_raw(self: Tensor, index, value) -> None:
+    key, operands = F.index_key(index, _index_tensor)
+    from .ops.shape_ops import build_key  # noqa: PLC0415
+
+    arr = value._data if isinstance(value, Tensor) else value
+    self._data[build_key(key, [o._data for o in operands])] = arr
+
+
+_dispatch.Tensor = Tensor

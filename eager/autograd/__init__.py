@@ -1,0 +1,85 @@
+"""`eager.autograd`: backward/grad, custom Functions, gradient checks, anomaly mode."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .._grad_mode import STATE
+from .engine import run_backward
+from .function import Function, FunctionCtx
+from .gradcheck import gradcheck, gradgradcheck
+from .anomaly import detect_anomaly, set_detect_anomaly
+from . import functional  # noqa: F401
+
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "gradcheck", "gradgradcheck",
+           "detect_anomaly", "set_detect_anomaly", "functional"]
+
+
+def _as_list(x) -> list:
+    if x is None:
+        return []
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _make_grads(outputs, grad_outputs, create_graph: bool) -> list:
+    from .._factories import ones_like  # noqa: PLC0415
+    from .._tensor import Tensor  # noqa: PLC0415
+
+    grads = []
+    for i, out in enumerate(outputs):
+        g = grad_outputs[i] if i < len(grad_outputs) else None
+        if g is None:
+            if out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not out.is_floating_point():
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
+            g = ones_like(out)
+        else:
+            if not isinstance(g, Tensor):
+                from .._factories import tensor  # noqa: PLC0415
+
+                g = tensor(g, dtype=out.dtype, device=out.device)
+            if tuple(g.shape) != tuple(out.shape):
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(g.shape)} and output[{i}] "
+                    f"has a shape of {tuple(out.shape)}."
+                )
+            if not create_graph:
+                g = g.detach()
+        grads.append(g)
+    return grads
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
+    """Accumulate d(tensors)/d(leaf) into each leaf's `.grad`."""
+    tensors = _as_list(tensors)
+    grads = _make_grads(tensors, _as_list(grad_tensors), create_graph)
+    if retain_graph is None:
+        retain_graph = create_graph
+    run_backward(tensors, grads, retain_graph, create_graph, inputs=_as_list(inputs) or None)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
+         allow_unused: bool = False, materialize_grads: bool = False) -> tuple:
+    """The gradients of `outputs` with respect to `inputs`, returned rather than accumulated."""
+    outputs, inputs = _as_list(outputs), _as_list(inputs)
+    for i, t in enumerate(inputs):
+        if not t.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    grads = _make_grads(outputs, _as_list(grad_outputs), create_graph)
+    if retain_graph is None:
+        retain_graph = create_graph
+    result = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs, accumulate=False)
+    out = []
+    for t, g in zip(inputs, result):
+        if g is None:
+            if materialize_grads:
+                from .._factories import zeros_like  # noqa: PLC0415
+
+                g = zeros_like(t)
+            elif not allow_unused:
+                raise RuntimeError(
+                    "One of the differentiated Tensors appears to not have been used in the graph. "
+                    "Set allow_unused=True if this is the desired behavior."
+                )
+        out.append(g)
+    return tuple(out)

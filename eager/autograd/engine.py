@@ -1,0 +1,160 @@
+"""The backward engine: walks the graph from the roots in dependency order, summing the
+gradients that meet at a node before running it (as PyTorch's engine does)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._grad_mode import STATE
+from .graph import AccumulateGrad
+
+_NO_GRAD_FN = "element {} of tensors does not require grad and does not have a grad_fn"
+
+
+def _edge(t):
+    """The (node, output_nr) a gradient for tensor t flows into."""
+    if t.grad_fn is not None:
+        return t.grad_fn, t._output_nr
+    return t._accumulator(), 0
+
+
+def _collect(roots):
+    """Dependency counts: how many edges from reachable nodes point at each node."""
+    deps: dict = {}
+    stack = [n for n in roots if n is not None]
+    seen = set(map(id, stack))
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if id(nxt) not in seen:
+                seen.add(id(nxt))
+                stack.append(nxt)
+    return deps
+
+
+def _leads_to(roots, targets: set) -> set:
+    """Nodes from which some target node can be reached (the ones worth running)."""
+    useful: set = set()
+    order, stack, seen = [], [n for n in roots if n is not None], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        order.append(node)
+        stack.extend(n for n, _ in node.next_functions if n is not None)
+    changed = True
+    while changed:  # a fixed point; graphs here are DAGs, so this ends quickly
+        changed = False
+        for node in order:
+            if id(node) in useful:
+                continue
+            if id(node) in targets or any(n is not None and id(n) in useful for n, _ in node.next_functions):
+                useful.add(id(node))
+                changed = True
+    return useful
+
+
+def _run_hooks(node, nr, grad):
+    hooks = node._pre_hooks
+    if not hooks:
+        return grad
+    for hook in list(hooks):
+        if getattr(hook, "_output_nr", nr) != nr:
+            continue
+        result = hook(grad)
+        if result is not None:
+            grad = result
+    return grad
+
+
+def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool, inputs=None,
+                 accumulate: bool = True):
+    """Backpropagate from `tensors`. With accumulate=False (autograd.grad) the gradients at
+    `inputs` are returned instead of being added into `.grad`."""
+    for i, t in enumerate(tensors):
+        if not t.requires_grad:
+            raise RuntimeError(_NO_GRAD_FN.format(i))
+    roots = [_edge(t) for t in tensors]
+    targets = {}
+    if inputs is not None:
+        for k, t in enumerate(inputs):
+            targets.setdefault(_edge(t), []).append(k)
+    target_nodes = {id(n) for n, _ in targets}
+
+    prev_mode = STATE.enabled
+    STATE.enabled = create_graph
+    errstate = np.errstate(all="ignore")  # masked branches (where) may overflow harmlessly
+    errstate.__enter__()
+    try:
+        root_nodes = [n for n, _ in roots]
+        deps = _collect(root_nodes)
+        useful = _leads_to(root_nodes, target_nodes) if inputs is not None else None
+        buffers: dict = {}
+        owned = {id(g._data) for g in grad_tensors}
+        for (node, nr), g in zip(roots, grad_tensors):
+            _add(buffers, node, nr, g)
+        captured = [None] * (len(inputs) if inputs is not None else 0)
+        ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
+        while ready:
+            node = ready.pop()
+            grads = buffers.pop(node, None)
+            outs = _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned)
+            if not retain_graph and not isinstance(node, AccumulateGrad):
+                node.release()
+            for k, (nxt, nr) in enumerate(node.next_functions):
+                if nxt is None:
+                    continue
+                if outs is not None and outs[k] is not None:
+                    _add(buffers, nxt, nr, outs[k])
+                deps[nxt] -= 1
+                if deps[nxt] == 0:
+                    ready.append(nxt)
+        return captured
+    finally:
+        errstate.__exit__(None, None, None)
+        STATE.enabled = prev_mode
+
+
+def _add(buffers, node, nr, g):
+    slots = buffers.get(node)
+    if slots is None:
+        slots = buffers[node] = [None] * node.n_outputs
+    slots[nr] = g if slots[nr] is None else slots[nr] + g
+
+
+def _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned):
+    """Run one node; returns the gradients for its next edges (or None: nothing flows on)."""
+    if grads is None:
+        return None
+    grads = [None if g is None else _run_hooks(node, nr, g) for nr, g in enumerate(grads)]
+    for nr, g in enumerate(grads):
+        for k in targets.get((node, nr), ()):
+            captured[k] = g
+    if isinstance(node, AccumulateGrad):
+        if accumulate and grads[0] is not None and (not targets or (node, 0) in targets):
+            node.accumulate(grads[0], create_graph, owned)
+        return None
+    if useful is not None and id(node) not in useful:
+        return None
+    if all(g is None for g in grads):
+        return None
+    return _call(node, grads)
+
+
+def _call(node, grads):
+    try:
+        out = node.apply(grads)
+    except Exception as exc:
+        if node._trace is not None:
+            from .anomaly import annotate  # noqa: PLC0415
+
+            annotate(exc, node)
+        raise
+    if STATE.anomaly:
+        from .anomaly import check_nan  # noqa: PLC0415
+
+        check_nan(node, out)
+    return out

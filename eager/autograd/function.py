@@ -1,0 +1,163 @@
+"""Custom autograd Functions, as in PyTorch:
+
+    class Exp(Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp(); ctx.save_for_backward(y); return y
+        @staticmethod
+        def backward(ctx, grad):
+            (y,) = ctx.saved_tensors; return grad * y
+
+    Exp.apply(x)
+"""
+from __future__ import annotations
+
+import traceback
+
+from .._grad_mode import STATE, no_grad
+from .graph import _FREED_MSG, RemovableHandle, SavedTensor
+
+
+class FunctionCtx:
+    """The `ctx` of a custom Function; after forward it is also its backward node."""
+
+    def __init__(self, fn_cls, inputs) -> None:
+        self._cls = fn_cls
+        self.needs_input_grad = tuple(bool(getattr(i, "_requires_grad", False)) for i in inputs)
+        self._saved = None
+        self._freed = False
+        self._non_diff: set = set()
+        self._in_meta = [(tuple(i.shape), i.dtype) if hasattr(i, "_data") else None for i in inputs]
+        self.next_functions = ()
+        self._pre_hooks = None
+        self._out_meta = []
+        self._trace = traceback.format_stack()[:-3] if STATE.anomaly else None
+        self.materialize_grads = True
+
+    # -- what forward() uses --------------------------------------------------------------------
+    def save_for_backward(self, *tensors) -> None:
+        self._saved = [None if t is None else SavedTensor(t) for t in tensors]
+
+    @property
+    def saved_tensors(self) -> tuple:
+        if self._freed:
+            raise RuntimeError(_FREED_MSG)
+        return tuple(None if s is None else s.unpack(self, f"saved tensor {i}") for i, s in enumerate(self._saved or ()))
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        self._non_diff.update(id(t) for t in tensors)
+
+    def mark_dirty(self, *tensors) -> None:
+        """Accepted for compatibility: eager rebases in-place outputs when it wraps them."""
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = bool(value)
+
+    # -- the node protocol the engine uses ------------------------------------------------------
+    def name(self) -> str:
+        return f"{self._cls.__name__}Backward"
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    @property
+    def n_outputs(self) -> int:
+        return len(self._out_meta)
+
+    def register_prehook(self, hook):
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        self._pre_hooks.append(hook)
+        return RemovableHandle(self._pre_hooks, hook)
+
+    def release(self) -> None:
+        if self._saved:
+            self._freed = True
+        self._saved = None
+
+    def apply(self, grads: list) -> list:
+        from .._factories import zeros  # noqa: PLC0415
+
+        if self.materialize_grads:
+            grads = [zeros(meta[0], dtype=meta[1]) if g is None and meta is not None else g
+                     for g, meta in zip(grads, self._out_meta)]
+        result = self._cls.backward(self, *grads)
+        if not isinstance(result, tuple):
+            result = (result,)
+        expected = len(self._in_meta)
+        if len(result) != expected:
+            if len(result) > expected and all(r is None for r in result[expected:]):
+                result = result[:expected]
+            else:
+                raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
+                                   f"(expected {expected}, got {len(result)})")
+        out = []
+        for i, (g, meta) in enumerate(zip(result, self._in_meta)):
+            if g is None or meta is None or not self.needs_input_grad[i]:
+                if g is not None and meta is None:
+                    raise RuntimeError(f"function {self.name()} returned a gradient different than None at "
+                                       f"position {i + 1}, but the corresponding forward input was not a Variable")
+                out.append(None)
+                continue
+            if tuple(g.shape) != tuple(meta[0]):
+                try:
+                    from ..ops._registry import reduce_to_shape  # noqa: PLC0415
+
+                    g = reduce_to_shape(g, meta[0])
+                except Exception:
+                    g = None
+                if g is None or tuple(g.shape) != tuple(meta[0]):
+                    raise RuntimeError(f"Function {self.name()} returned an invalid gradient at index {i} - got "
+                                       f"{list(result[i].shape)} but expected shape compatible with {list(meta[0])}")
+            out.append(g)
+        return out
+
+
+class _FunctionMeta(type):
+    pass
+
+
+class Function(metaclass=_FunctionMeta):
+    """Subclass with static `forward(ctx, *args)` and `backward(ctx, *grads)`; call `.apply`."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        from .._tensor import Tensor  # noqa: PLC0415
+
+        ctx = FunctionCtx(cls, args)
+        with no_grad():
+            raw = cls.forward(ctx, *args, **kwargs)
+        single = not isinstance(raw, tuple)
+        outputs = (raw,) if single else raw
+        record = STATE.enabled and any(ctx.needs_input_grad)
+        wrapped = []
+        for nr, o in enumerate(outputs):
+            if not isinstance(o, Tensor):
+                wrapped.append(o)
+                continue
+            t = Tensor._make(o._data)
+            t._version = o._version
+            if record and id(o) not in ctx._non_diff and o.is_floating_point():
+                t._requires_grad = True
+                t.grad_fn = ctx
+                t._output_nr = nr
+            wrapped.append(t)
+        if record:
+            ctx.next_functions = tuple(
+                ((a.grad_fn, a._output_nr) if a.grad_fn is not None else (a._accumulator(), 0))
+                if isinstance(a, Tensor) and a._requires_grad else (None, 0)
+                for a in args
+            )
+            ctx._out_meta = [(tuple(o.shape), o.dtype) if isinstance(o, Tensor) else None for o in outputs]
+        return wrapped[0] if single else tuple(wrapped)

@@ -1,0 +1,197 @@
+"""Nodes of the dynamic backward graph: one `Node` per recorded op, one `AccumulateGrad`
+per leaf. A node keeps exactly what its op's VJP asked to save, checks version counters
+when it reads them back, and frees them after a backward pass (unless retained)."""
+from __future__ import annotations
+
+import traceback
+
+from .._grad_mode import STATE
+from ..ops._registry import fit_grad
+
+_FREED_MSG = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
+
+
+class SavedTensor:
+    """A tensor saved for backward, with the version it had when saved."""
+
+    __slots__ = ("tensor", "version")
+
+    def __init__(self, tensor) -> None:
+        self.tensor = tensor
+        self.version = tensor._version[0]
+
+    def unpack(self, node: "Node", index: str):
+        t = self.tensor
+        if t._version[0] != self.version:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: [{t.type()} {list(t.shape)}], which is {index} of {node.name()}, is at version "
+                f"{t._version[0]}; expected version {self.version} instead. Hint: the backtrace further "
+                "above can point to the operation that failed to compute its gradient. The variable in "
+                "question was changed in there or anywhere later. Good luck!"
+            )
+        return t
+
+
+class RemovableHandle:
+    """Returned by register_hook; `.remove()` takes the hook out again."""
+
+    def __init__(self, hooks: list, hook) -> None:
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+class Node:
+    """The backward of one recorded op (PyTorch's `grad_fn`). It is also the `ctx` the op's
+    VJP rule reads from (see eager.ops._registry)."""
+
+    __slots__ = ("op", "attrs", "next_functions", "_saved", "_saved_out", "_needs", "_in_meta",
+                 "_out_meta", "_name", "_pre_hooks", "_freed", "_trace", "__weakref__")
+
+    def __init__(self, op, attrs, operands, edges, needs, name) -> None:
+        self.op = op
+        self.attrs = attrs
+        self.next_functions = edges
+        self._needs = needs
+        self._name = name
+        self._in_meta = [(o.shape, o.dtype) if hasattr(o, "_data") else None for o in operands]
+        self._saved = {}
+        for i in op.save:
+            if i < len(operands):
+                o = operands[i]
+                self._saved[i] = SavedTensor(o) if hasattr(o, "_data") else o
+        self._saved_out = None
+        self._out_meta = None
+        self._pre_hooks = None
+        self._freed = False
+        self._trace = traceback.format_stack()[:-3] if STATE.anomaly else None
+
+    # -- what PyTorch users inspect ---------------------------------------------------------
+    def name(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"<{self._name} object at {hex(id(self))}>"
+
+    def register_prehook(self, hook):
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        self._pre_hooks.append(hook)
+        return RemovableHandle(self._pre_hooks, hook)
+
+    @property
+    def metadata(self) -> dict:
+        return {}
+
+    # -- the ctx protocol of VJP rules ------------------------------------------------------
+    @property
+    def n_inputs(self) -> int:
+        return len(self._in_meta)
+
+    def needs(self, i: int) -> bool:
+        return self._needs[i]
+
+    def input(self, i: int):
+        if self._freed:
+            raise RuntimeError(_FREED_MSG)
+        value = self._saved[i]
+        return value.unpack(self, f"input {i}") if isinstance(value, SavedTensor) else value
+
+    @property
+    def out(self):
+        if self._freed:
+            raise RuntimeError(_FREED_MSG)
+        return self._saved_out.unpack(self, "output 0")
+
+    def in_shape(self, i: int) -> tuple:
+        return self._in_meta[i][0]
+
+    def in_dtype(self, i: int):
+        return self._in_meta[i][1]
+
+    @property
+    def out_shape(self) -> tuple:
+        return self._out_meta[0][0]
+
+    # -- running ----------------------------------------------------------------------------
+    def apply(self, grads: list) -> list:
+        """Gradients for each next edge from the gradients of this node's outputs."""
+        if self.op.multi_output:
+            raw = self.op.vjp(self, tuple(grads))
+        else:
+            raw = self.op.vjp(self, grads[0])
+        out = []
+        for i, g in enumerate(raw):
+            meta = self._in_meta[i] if i < len(self._in_meta) else None
+            if g is None or meta is None or not self._needs[i]:
+                out.append(None)
+            else:
+                out.append(fit_grad(g, meta[0], meta[1]))
+        return out
+
+    def release(self) -> None:
+        if self._saved or self._saved_out is not None:
+            self._freed = True
+        self._saved = {}
+        self._saved_out = None
+
+    @property
+    def n_outputs(self) -> int:
+        return len(self._out_meta)
+
+
+class AccumulateGrad:
+    """The sink for a leaf: adds the incoming gradient into `leaf.grad`."""
+
+    __slots__ = ("variable", "next_functions", "_pre_hooks", "__weakref__")
+
+    def __init__(self, variable) -> None:
+        self.variable = variable
+        self.next_functions = ()
+        self._pre_hooks = None
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {hex(id(self))}>"
+
+    n_outputs = 1
+
+    def register_prehook(self, hook):
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        self._pre_hooks.append(hook)
+        return RemovableHandle(self._pre_hooks, hook)
+
+    def accumulate(self, grad, create_graph: bool, owned: set) -> None:
+        var = self.variable
+        if not create_graph:
+            grad = grad.detach()
+        arr = grad._data
+        if var._grad is None:
+            # Store without a copy only when nothing else can see the array.
+            if create_graph or (getattr(arr, "base", None) is None and id(arr) not in owned
+                                and getattr(arr, "flags", None) is not None and arr.flags.writeable):
+                owned.add(id(arr))
+                var._grad = grad
+            else:
+                var._grad = grad.clone()
+                owned.add(id(var._grad._data))
+        elif create_graph or var._grad.requires_grad:
+            var._grad = var._grad + grad
+        else:
+            current = var._grad._data
+            if current.shape == arr.shape and current.flags.writeable:
+                current += arr
+                var._grad._version[0] += 1
+            else:
+                var._grad = var._grad + grad

@@ -1,0 +1,84 @@
+"""Shape and dtype helpers that abstract rules share; errors read as PyTorch's do,
+prefixed with the op's name and followed by what to do."""
+from __future__ import annotations
+
+from .._dtypes import dtype
+from ._registry import TensorSpec
+
+
+def broadcast_shapes(op: str, *shapes: tuple) -> tuple:
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(-ndim, 0):
+        size = 1
+        for k, s in enumerate(shapes):
+            if -i > len(s):
+                continue
+            n = s[i]
+            if n == 1 or n == size:
+                continue
+            if size == 1:
+                size = n
+                continue
+            first = next(j for j, t in enumerate(shapes) if -i <= len(t) and t[i] == size)
+            raise RuntimeError(
+                f"{op}: The size of tensor a ({size}) must match the size of tensor b ({n}) at "
+                f"non-singleton dimension {ndim + i} (shapes {tuple(shapes[first])} and {tuple(s)}); "
+                "make the shapes broadcastable, e.g. with unsqueeze() or reshape()"
+            )
+        out.append(size)
+    return tuple(out)
+
+
+def specs_of(operands) -> list[TensorSpec]:
+    return [o for o in operands if isinstance(o, TensorSpec)]
+
+
+def same_dtype(op: str, specs: list[TensorSpec]) -> dtype:
+    dts = {s.dtype for s in specs}
+    if len(dts) > 1:
+        raise TypeError(
+            f"{op}: expected operands of one dtype, got {', '.join(sorted(d.name for d in dts))}; "
+            "cast with .to(dtype) first"
+        )
+    return specs[0].dtype
+
+
+def norm_dim(op: str, dim: int, ndim: int) -> int:
+    lo, hi = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
+    if dim < lo or dim > hi:
+        raise IndexError(f"{op}: Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})")
+    return dim % ndim if ndim else 0
+
+
+def norm_dims(op: str, dims, ndim: int) -> tuple | None:
+    """None (all axes) or a sorted tuple of distinct non-negative axes."""
+    if dims is None:
+        return None
+    if isinstance(dims, int):
+        dims = (dims,)
+    out = tuple(sorted({norm_dim(op, d, ndim) for d in dims}))
+    if len(out) != len(tuple(dims)):
+        raise RuntimeError(f"{op}: dim {tuple(dims)} appears multiple times in the list of dims")
+    return out
+
+
+def reduced_shape(shape: tuple, dims: tuple | None, keepdim: bool) -> tuple:
+    axes = range(len(shape)) if dims is None else dims
+    if keepdim:
+        return tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in axes)
+
+
+def require_float(op: str, spec: TensorSpec) -> None:
+    if not spec.dtype.is_floating_point:
+        raise TypeError(f'{op}: "{op}" not implemented for \'{spec.dtype.name}\'; cast with .float() first')
+
+
+def numel(shape: tuple) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n

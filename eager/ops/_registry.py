@@ -1,0 +1,117 @@
+"""The operator registry: one `OpDef` per op, shared by eager and static.
+
+An op is declared once with
+- `forward(xp, *operands, **attrs)`: the computation on NumPy or CuPy arrays (operands may
+  also be Python scalars where the op allows them);
+- `abstract(*specs, **attrs)`: the result's `TensorSpec` (shape, dtype) from the operands'
+  specs, raising the error a user should see on a mismatch. Static tracing runs it on every
+  op; eager runs it only to explain a failed forward, so the fast path pays nothing;
+- `vjp(ctx, grad)`: the gradients of the operands, written with ops (operators, methods,
+  other OpDefs) and never with raw arrays. The same rule then gives eager tensors, a
+  differentiable graph under `create_graph=True`, and IR when static traces it.
+
+The `ctx` a VJP receives (an eager `Node` or static's trace-time stand-in) offers:
+`ctx.attrs`, `ctx.needs(i)` (does operand i want a gradient), `ctx.input(i)` (a saved
+operand, listed in `save`), `ctx.out` (the saved output, when `save_output`),
+`ctx.in_shape(i)`, `ctx.in_dtype(i)` and `ctx.out_shape`.
+A VJP may return gradients of the broadcast shape or of another dtype: `fit_grad` reduces
+and casts them, once, for both modes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple
+
+from .._dtypes import dtype
+
+
+class TensorSpec(NamedTuple):
+    """What abstract rules see of a tensor: its shape and dtype, no data."""
+
+    shape: tuple
+    dtype: dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+@dataclass(eq=False)
+class OpDef:
+    name: str
+    forward: Callable
+    abstract: Callable
+    vjp: Callable | None = None
+    grad_name: str | Callable | None = None
+    save: tuple = ()  # operand indices the VJP reads with ctx.input(i)
+    save_output: bool = False
+    kind: str = "elementwise"  # elementwise | reduction | shape | linalg | index | other
+    is_view: bool = False  # eager output aliases operand 0's memory (shares its version counter)
+    promote: str | None = None  # "same": operands promoted to one dtype; "float": and to a float dtype
+    samples: Callable | None = None  # rng -> [(operands, attrs)] for the registry-wide tests
+    multi_output: bool = False
+    doc: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def __call__(self, *operands, **attrs):
+        """Apply the op to tensors, tracer values or arrays: dispatches on the operands."""
+        from .._dispatch import dispatch
+
+        return dispatch(self, operands, attrs)
+
+    def backward_name(self, operands, attrs) -> str:
+        g = self.grad_name
+        if callable(g):
+            return g(operands, attrs)
+        return g or (self.name.title().replace("_", "") + "Backward0")
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def defop(name: str, **kwargs: Any) -> OpDef:
+    """Declare an op. Its name is its IR name; a second declaration is a bug."""
+    if name in REGISTRY:
+        raise ValueError(f"op {name!r} is declared twice")
+    op = OpDef(name=name, **kwargs)
+    REGISTRY[name] = op
+    return op
+
+
+def get(name: str) -> OpDef:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown op {name!r}") from None
+
+
+def reduce_to_shape(grad, shape: tuple):
+    """Sum a broadcast gradient back to an operand's shape, with ops (so it traces and
+    differentiates like any other step)."""
+    gshape = tuple(grad.shape)
+    if gshape == tuple(shape):
+        return grad
+    lead = len(gshape) - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1
+    )
+    from . import reductions, shape_ops
+
+    if axes:
+        grad = reductions.SUM(grad, dims=axes, keepdim=True)
+    if tuple(grad.shape) != tuple(shape):
+        grad = shape_ops.RESHAPE(grad, shape=tuple(shape))
+    return grad
+
+
+def fit_grad(grad, shape: tuple, dt: dtype):
+    """The one place where a VJP's gradient is made to match its operand."""
+    grad = reduce_to_shape(grad, shape)
+    if grad.dtype != dt:
+        from .elementwise import TO_DTYPE
+
+        grad = TO_DTYPE(grad, dtype=dt)
+    return grad

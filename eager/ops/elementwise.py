@@ -1,0 +1,364 @@
+"""Elementwise ops: each forward beside its abstract rule and its VJP (written with ops)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _dtypes
+from ._checks import broadcast_shapes, require_float, same_dtype, specs_of
+from ._registry import TensorSpec, defop
+
+
+# -- abstract rules -------------------------------------------------------------------------
+def _unary_float(name):
+    def abstract(x, **attrs):
+        require_float(name, x)
+        return x
+
+    return abstract
+
+
+def _elementwise(name, result_dtype=None):
+    def abstract(*operands, **attrs):
+        specs = specs_of(operands)
+        shape = broadcast_shapes(name, *(s.shape for s in specs))
+        return TensorSpec(shape, result_dtype or same_dtype(name, specs))
+
+    return abstract
+
+
+# -- samples for the registry-wide tests (float64, broadcasting shapes) -----------------------
+def _any(*shapes, **attrs):
+    return lambda rng: [(tuple(rng.standard_normal(s) for s in shapes), attrs)]
+
+
+def _positive(*shapes, **attrs):
+    return lambda rng: [(tuple(rng.uniform(0.5, 2.0, s) for s in shapes), attrs)]
+
+
+def _away_from_zero(*shapes, **attrs):
+    def make(rng):
+        arrays = []
+        for s in shapes:
+            a = rng.uniform(0.3, 1.5, s) * rng.choice([-1.0, 1.0], s)
+            arrays.append(a)
+        return [(tuple(arrays), attrs)]
+
+    return make
+
+
+def _unary(name, forward, vjp, grad_name, samples, save=(0,), save_output=False, doc=""):
+    return defop(
+        name, forward=forward, abstract=_unary_float(name), vjp=vjp, grad_name=grad_name,
+        save=save, save_output=save_output, promote="float", samples=samples, doc=doc,
+    )
+
+
+# -- unary math ------------------------------------------------------------------------------
+NEG = defop(
+    "neg", forward=lambda xp, x: xp.negative(x), abstract=lambda x: x,
+    vjp=lambda ctx, g: (-g,), grad_name="NegBackward0", samples=_any((3, 4)),
+)
+EXP = _unary("exp", lambda xp, x: xp.exp(x), lambda ctx, g: (g * ctx.out,), "ExpBackward0",
+             _any((3, 4)), save=(), save_output=True)
+LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.input(0),), "LogBackward0",
+             _positive((3, 4)))
+LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.input(0) + 1.0),),
+               "Log1PBackward0", _positive((3, 4)))
+EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * (ctx.out + 1.0),),
+               "Expm1Backward0", _any((3, 4)), save=(), save_output=True)
+SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2.0),),
+              "SqrtBackward0", _positive((3, 4)), save=(), save_output=True)
+RSQRT = _unary("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x),
+               lambda ctx, g: (g * (ctx.out * ctx.out * ctx.out) * -0.5,),
+               "RsqrtBackward0", _positive((3, 4)), save=(), save_output=True)
+SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * COS(ctx.input(0)),),
+             "SinBackward0", _any((3, 4)))
+COS = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-(g * SIN(ctx.input(0))),),
+             "CosBackward0", _any((3, 4)))
+TANH = _unary("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (g * (1.0 - ctx.out * ctx.out),),
+              "TanhBackward0", _any((3, 4)), save=(), save_output=True)
+
+
+def _sigmoid(xp, x):
+    # exp of a non-positive number only: no overflow warnings for large |x|
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
+
+
+SIGMOID = _unary("sigmoid", _sigmoid, lambda ctx, g: (g * (ctx.out * (1.0 - ctx.out)),),
+                 "SigmoidBackward0", _any((3, 4)), save=(), save_output=True)
+ABS = defop(
+    "abs", forward=lambda xp, x: xp.abs(x), abstract=lambda x: x,
+    vjp=lambda ctx, g: (g * SIGN(ctx.input(0)),), grad_name="AbsBackward0", save=(0,),
+    samples=_away_from_zero((3, 4)),
+)
+SIGN = defop(
+    "sign", forward=lambda xp, x: xp.sign(x), abstract=lambda x: x,
+    vjp=lambda ctx, g: (g * 0.0,), grad_name="SignBackward0", samples=_away_from_zero((3, 4)),
+)
+RELU = defop(
+    "relu", forward=lambda xp, x: xp.maximum(x, 0), abstract=lambda x: x,
+    vjp=lambda ctx, g: (WHERE(GT(ctx.out, 0.0), g, 0.0),), grad_name="ReluBackward0",
+    save_output=True, samples=_away_from_zero((3, 4)),
+)
+
+
+def _erf(xp, x):
+    if xp is not np:
+        from cupyx.scipy.special import erf  # noqa: PLC0415
+
+        return erf(x)
+    try:
+        from scipy.special import erf  # noqa: PLC0415
+
+        return erf(x).astype(x.dtype, copy=False)
+    except ImportError:
+        return np.asarray(np.vectorize(math.erf, otypes=[x.dtype])(x), dtype=x.dtype)
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+ERF = _unary("erf", _erf, lambda ctx, g: (g * EXP(-(ctx.input(0) * ctx.input(0))) * _TWO_OVER_SQRT_PI,),
+             "ErfBackward0", _any((3, 4)))
+
+
+def _softplus(xp, x, beta=1.0, threshold=20.0):
+    bx = x * beta
+    # log1p(exp(-|bx|)) + max(bx, 0) is log(1 + exp(bx)) without overflow
+    soft = (xp.log1p(xp.exp(-xp.abs(bx))) + xp.maximum(bx, 0)) / beta
+    return xp.where(bx > threshold, x, soft).astype(x.dtype, copy=False)
+
+
+def _softplus_vjp(ctx, g):
+    x, beta, threshold = ctx.input(0), ctx.attrs["beta"], ctx.attrs["threshold"]
+    bx = x * beta
+    return (WHERE(GT(bx, threshold), g, g * SIGMOID(bx)),)
+
+
+SOFTPLUS = defop(
+    "softplus", forward=_softplus, abstract=_unary_float("softplus"), vjp=_softplus_vjp,
+    grad_name="SoftplusBackward0", save=(0,), promote="float",
+    samples=_any((3, 4), beta=1.0, threshold=20.0),
+)
+
+_GELU_K = math.sqrt(2.0 / math.pi)
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+
+
+def _gelu(xp, x, approximate="none"):
+    if approximate == "tanh":
+        return 0.5 * x * (1.0 + xp.tanh(_GELU_K * (x + 0.044715 * x * x * x)))
+    return 0.5 * x * (1.0 + _erf(xp, x * _INV_SQRT2))
+
+
+def _gelu_vjp(ctx, g):
+    x = ctx.input(0)
+    if ctx.attrs["approximate"] == "tanh":
+        t = TANH((x + x * x * x * 0.044715) * _GELU_K)
+        dt = (1.0 - t * t) * ((x * x * (3 * 0.044715) + 1.0) * _GELU_K)
+        return (g * ((t + 1.0) * 0.5 + x * dt * 0.5),)
+    cdf = (ERF(x * _INV_SQRT2) + 1.0) * 0.5
+    pdf = EXP(x * x * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
+    return (g * (cdf + x * pdf),)
+
+
+def _gelu_abstract(x, approximate="none"):
+    require_float("gelu", x)
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"gelu: approximate argument must be either none or tanh, got {approximate!r}")
+    return x
+
+
+GELU = defop(
+    "gelu", forward=_gelu, abstract=_gelu_abstract, vjp=_gelu_vjp, grad_name="GeluBackward0",
+    save=(0,), promote="float",
+    samples=lambda rng: _any((3, 4), approximate="none")(rng) + _any((3, 4), approximate="tanh")(rng),
+)
+
+
+# -- binary arithmetic -----------------------------------------------------------------------
+def _needs(ctx, i, value):
+    return value if ctx.needs(i) else None
+
+
+ADD = defop(
+    "add", forward=lambda xp, a, b: xp.add(a, b), abstract=_elementwise("add"),
+    vjp=lambda ctx, g: (g, g), grad_name="AddBackward0", promote="same",
+    samples=_any((3, 4), (4,)),
+)
+SUB = defop(
+    "sub", forward=lambda xp, a, b: xp.subtract(a, b), abstract=_elementwise("sub"),
+    vjp=lambda ctx, g: (g, _needs(ctx, 1, -g)), grad_name="SubBackward0", promote="same",
+    samples=_any((3, 1), (1, 4)),
+)
+RSUB = defop(
+    "rsub", forward=lambda xp, a, b: xp.subtract(b, a), abstract=_elementwise("rsub"),
+    vjp=lambda ctx, g: (_needs(ctx, 0, -g), g), grad_name="RsubBackward1", promote="same",
+    samples=_any((3, 4), ()),
+    doc="rsub(x, other) = other - x: the op behind `2 - x`",
+)
+MUL = defop(
+    "mul", forward=lambda xp, a, b: xp.multiply(a, b), abstract=_elementwise("mul"),
+    vjp=lambda ctx, g: (_needs(ctx, 0, g * ctx.input(1)), _needs(ctx, 1, g * ctx.input(0))),
+    grad_name="MulBackward0", save=(0, 1), promote="same", samples=_any((2, 3, 4), (3, 1)),
+)
+DIV = defop(
+    "div", forward=lambda xp, a, b: xp.true_divide(a, b), abstract=_elementwise("div"),
+    vjp=lambda ctx, g: (
+        _needs(ctx, 0, g / ctx.input(1)),
+        _needs(ctx, 1, -(g * ctx.input(0)) / (ctx.input(1) * ctx.input(1))),
+    ),
+    grad_name="DivBackward0", save=(0, 1), promote="float",
+    samples=lambda rng: [((rng.standard_normal((3, 4)), rng.uniform(0.5, 2.0, (4,))), {})],
+)
+
+
+def _pow_grad_name(operands, attrs):
+    a, b = operands
+    if not hasattr(b, "shape"):
+        return "PowBackward0"
+    return "PowBackward1" if hasattr(a, "shape") else "PowBackward2"
+
+
+def _pow_vjp(ctx, g):
+    a, b = ctx.input(0), ctx.input(1)
+    ga = gb = None
+    if ctx.needs(0):
+        if isinstance(b, (int, float)):
+            ga = g * 0.0 if b == 0 else g * (POW(a, b - 1) * b)
+        else:
+            ga = g * (POW(a, b - 1.0) * b)
+    if ctx.needs(1):
+        # d(a**b)/db = a**b * log(a); 0 where a == 0 and b >= 0, as PyTorch defines it
+        if isinstance(a, (int, float)):
+            gb = g * ctx.out * math.log(a) if a > 0 else g * 0.0
+        else:
+            gb = g * WHERE(EQ(a, 0.0), 0.0, ctx.out * LOG(a))
+    return ga, gb
+
+
+POW = defop(
+    "pow", forward=lambda xp, a, b: xp.power(a, b), abstract=_elementwise("pow"), vjp=_pow_vjp,
+    grad_name=_pow_grad_name, save=(0, 1), save_output=True, promote="same",
+    samples=lambda rng: [
+        ((rng.uniform(0.5, 2.0, (3, 4)), rng.standard_normal((4,))), {}),
+        ((rng.uniform(0.5, 2.0, (3, 4)), 3.0), {}),
+        ((2.0, rng.standard_normal((3, 4))), {}),
+    ],
+)
+
+
+def _max_min_vjp(is_max):
+    def vjp(ctx, g):
+        a, b = ctx.input(0), ctx.input(1)
+        win_a = GT(a, b) if is_max else LT(a, b)
+        tie = EQ(a, b)
+        half = g * 0.5
+        ga = WHERE(win_a, g, WHERE(tie, half, 0.0)) if ctx.needs(0) else None
+        gb = WHERE(win_a, 0.0, WHERE(tie, half, g)) if ctx.needs(1) else None
+        return ga, gb
+
+    return vjp
+
+
+MAXIMUM = defop(
+    "maximum", forward=lambda xp, a, b: xp.maximum(a, b), abstract=_elementwise("maximum"),
+    vjp=_max_min_vjp(True), grad_name="MaximumBackward0", save=(0, 1), promote="same",
+    samples=_any((3, 4), (4,)),
+)
+MINIMUM = defop(
+    "minimum", forward=lambda xp, a, b: xp.minimum(a, b), abstract=_elementwise("minimum"),
+    vjp=_max_min_vjp(False), grad_name="MinimumBackward0", save=(0, 1), promote="same",
+    samples=_any((3, 4), (4,)),
+)
+
+
+# -- selection and clamping -------------------------------------------------------------------
+def _where_abstract(cond, a, b):
+    specs = [s for s in (a, b) if isinstance(s, TensorSpec)]
+    if isinstance(cond, TensorSpec) and cond.dtype is not _dtypes.bool_:
+        raise TypeError(f"where: expected condition to be a bool tensor, but got a tensor with dtype {cond.dtype.name}")
+    shape = broadcast_shapes("where", *(s.shape for s in [cond, *specs] if isinstance(s, TensorSpec)))
+    return TensorSpec(shape, same_dtype("where", specs) if specs else _dtypes.DEFAULT_FLOAT)
+
+
+WHERE = defop(
+    "where", forward=lambda xp, c, a, b: xp.where(c, a, b), abstract=_where_abstract,
+    vjp=lambda ctx, g: (
+        None,
+        _needs(ctx, 1, WHERE(ctx.input(0), g, 0.0)),
+        _needs(ctx, 2, WHERE(ctx.input(0), 0.0, g)),
+    ),
+    grad_name="WhereBackward0", save=(0,), promote="same",
+    samples=lambda rng: [((rng.standard_normal((3, 4)) > 0, rng.standard_normal((3, 4)),
+                           rng.standard_normal((4,))), {})],
+)
+
+
+def _clamp(xp, x, min=None, max=None):
+    return xp.clip(x, min, max).astype(x.dtype, copy=False)
+
+
+def _clamp_abstract(x, min=None, max=None):
+    if min is None and max is None:
+        raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+    return x
+
+
+def _clamp_vjp(ctx, g):
+    x, lo, hi = ctx.input(0), ctx.attrs["min"], ctx.attrs["max"]
+    keep = None
+    if lo is not None:
+        keep = GE(x, lo)
+    if hi is not None:
+        below = LE(x, hi)
+        keep = below if keep is None else LOGICAL_AND(keep, below)
+    return (WHERE(keep, g, 0.0),)
+
+
+CLAMP = defop(
+    "clamp", forward=_clamp, abstract=_clamp_abstract, vjp=_clamp_vjp, grad_name="ClampBackward1",
+    save=(0,), samples=_any((3, 4), min=-0.5, max=0.7),
+)
+
+
+# -- comparisons and logic: bool results, no gradient ----------------------------------------
+def _compare(name, ufunc):
+    return defop(
+        name, forward=lambda xp, a, b: getattr(xp, ufunc)(a, b),
+        abstract=_elementwise(name, result_dtype=_dtypes.bool_), promote="same",
+        samples=_any((3, 4), (4,)),
+    )
+
+
+EQ = _compare("eq", "equal")
+NE = _compare("ne", "not_equal")
+LT = _compare("lt", "less")
+LE = _compare("le", "less_equal")
+GT = _compare("gt", "greater")
+GE = _compare("ge", "greater_equal")
+LOGICAL_AND = defop(
+    "logical_and", forward=lambda xp, a, b: xp.logical_and(a, b),
+    abstract=_elementwise("logical_and", result_dtype=_dtypes.bool_),
+    samples=lambda rng: [((rng.standard_normal((3, 4)) > 0, rng.standard_normal((4,)) > 0), {})],
+)
+LOGICAL_NOT = defop(
+    "logical_not", forward=lambda xp, a: xp.logical_not(a),
+    abstract=lambda a: TensorSpec(a.shape, _dtypes.bool_),
+    samples=lambda rng: [((rng.standard_normal((3, 4)) > 0,), {})],
+)
+
+
+# -- casts and copies ------------------------------------------------------------------------
+TO_DTYPE = defop(
+    "to_dtype", forward=lambda xp, x, dtype: x.astype(dtype.np),
+    abstract=lambda x, dtype: TensorSpec(x.shape, dtype),
+    vjp=lambda ctx, g: (g,),  # fit_grad casts back to the operand's dtype
+    grad_name="ToCopyBackward0",
+    samples=lambda rng: [((rng.standard_normal((3, 4)),), {"dtype": _dtypes.float32})],
+)
+CLONE = defop(
+    "clone", forward=lambda xp, x: xp.array(x, copy=True), abstract=lambda x: x,
+    vjp=lambda ctx, g: (g,), grad_name="CloneBackward0", samples=_any((3, 4)),
+)

@@ -1,0 +1,331 @@
+"""Ops that move, view or select elements: reshape, transpose, expand, indexing, cat..."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtypes
+from ._checks import broadcast_shapes, norm_dim, numel, same_dtype
+from ._registry import TensorSpec, defop
+
+
+def _any(*shapes, **attrs):
+    return lambda rng: [(tuple(rng.standard_normal(s) for s in shapes), attrs)]
+
+
+# -- reshape and friends ---------------------------------------------------------------------
+def _reshape_abstract(x, shape):
+    if numel(shape) != numel(x.shape) or any(n < 0 for n in shape):
+        raise RuntimeError(f"reshape: shape '{list(shape)}' is invalid for input of size {numel(x.shape)} "
+                           f"(input shape {tuple(x.shape)})")
+    return TensorSpec(tuple(shape), x.dtype)
+
+
+RESHAPE = defop(
+    "reshape", forward=lambda xp, x, shape: xp.reshape(x, shape), abstract=_reshape_abstract,
+    vjp=lambda ctx, g: (RESHAPE(g, shape=ctx.in_shape(0)),), grad_name="ViewBackward0",
+    kind="shape", is_view=True, samples=_any((3, 4), shape=(2, 6)),
+)
+
+
+def _transpose_abstract(x, dim0, dim1):
+    shape = list(x.shape)
+    shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
+    return TensorSpec(tuple(shape), x.dtype)
+
+
+TRANSPOSE = defop(
+    "transpose", forward=lambda xp, x, dim0, dim1: xp.swapaxes(x, dim0, dim1),
+    abstract=_transpose_abstract,
+    vjp=lambda ctx, g: (TRANSPOSE(g, dim0=ctx.attrs["dim0"], dim1=ctx.attrs["dim1"]),),
+    grad_name="TransposeBackward0", kind="shape", is_view=True,
+    samples=_any((2, 3, 4), dim0=0, dim1=2),
+)
+
+
+def _permute_abstract(x, dims):
+    if sorted(dims) != list(range(x.ndim)):
+        raise RuntimeError(f"permute: number of dims don't match in permute (dims {tuple(dims)} "
+                           f"for a tensor of shape {tuple(x.shape)})")
+    return TensorSpec(tuple(x.shape[d] for d in dims), x.dtype)
+
+
+def _inverse_permutation(dims):
+    inv = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inv[d] = i
+    return tuple(inv)
+
+
+PERMUTE = defop(
+    "permute", forward=lambda xp, x, dims: xp.transpose(x, dims), abstract=_permute_abstract,
+    vjp=lambda ctx, g: (PERMUTE(g, dims=_inverse_permutation(ctx.attrs["dims"])),),
+    grad_name="PermuteBackward0", kind="shape", is_view=True,
+    samples=_any((2, 3, 4), dims=(2, 0, 1)),
+)
+
+
+def _expand_abstract(x, shape):
+    lead = len(shape) - x.ndim
+    if lead < 0:
+        raise RuntimeError(
+            f"expand: the number of sizes provided ({len(shape)}) must be greater or equal to the "
+            f"number of dimensions in the tensor ({x.ndim})")
+    for i, n in enumerate(x.shape):
+        if n != 1 and n != shape[lead + i]:
+            raise RuntimeError(
+                f"expand: The expanded size of the tensor ({shape[lead + i]}) must match the existing size "
+                f"({n}) at non-singleton dimension {lead + i}.  Target sizes: {list(shape)}.  "
+                f"Tensor sizes: {list(x.shape)}")
+    return TensorSpec(tuple(shape), x.dtype)
+
+
+EXPAND = defop(
+    "expand", forward=lambda xp, x, shape: xp.broadcast_to(x, shape), abstract=_expand_abstract,
+    vjp=lambda ctx, g: (g,),  # fit_grad sums the broadcast dimensions away
+    grad_name="ExpandBackward0", kind="shape", is_view=True, samples=_any((3, 1), shape=(2, 3, 4)),
+)
+
+
+def _squeeze_abstract(x, dims=None):
+    if dims is None:
+        return TensorSpec(tuple(n for n in x.shape if n != 1), x.dtype)
+    return TensorSpec(tuple(n for i, n in enumerate(x.shape) if not (i in dims and n == 1)), x.dtype)
+
+
+def _squeeze(xp, x, dims=None):
+    axes = tuple(i for i, n in enumerate(x.shape) if n == 1 and (dims is None or i in dims))
+    return xp.squeeze(x, axis=axes) if axes else x.view() if hasattr(x, "view") else x
+
+
+SQUEEZE = defop(
+    "squeeze", forward=_squeeze, abstract=_squeeze_abstract,
+    vjp=lambda ctx, g: (RESHAPE(g, shape=ctx.in_shape(0)),),
+    grad_name=lambda operands, attrs: "SqueezeBackward0" if attrs.get("dims") is None else "SqueezeBackward1",
+    kind="shape", is_view=True, samples=lambda rng: [((rng.standard_normal((3, 1, 4, 1)),), {"dims": None}),
+                                                     ((rng.standard_normal((3, 1, 4, 1)),), {"dims": (1,)})],
+)
+UNSQUEEZE = defop(
+    "unsqueeze", forward=lambda xp, x, dim: xp.expand_dims(x, dim),
+    abstract=lambda x, dim: TensorSpec(x.shape[:dim] + (1,) + x.shape[dim:], x.dtype),
+    vjp=lambda ctx, g: (RESHAPE(g, shape=ctx.in_shape(0)),),
+    grad_name="UnsqueezeBackward0", kind="shape", is_view=True, samples=_any((3, 4), dim=1),
+)
+
+
+# -- indexing --------------------------------------------------------------------------------
+# A key is a tuple of entries: ("int", i), ("slice", start, stop, step), ("none",),
+# ("ellipsis",), or ("tensor", k) for the k-th index operand (integer or bool array).
+def build_key(key, index_arrays):
+    parts = []
+    for entry in key:
+        tag = entry[0]
+        if tag == "int":
+            parts.append(entry[1])
+        elif tag == "slice":
+            parts.append(slice(entry[1], entry[2], entry[3]))
+        elif tag == "none":
+            parts.append(None)
+        elif tag == "ellipsis":
+            parts.append(Ellipsis)
+        else:
+            parts.append(index_arrays[entry[1]])
+    return tuple(parts)
+
+
+def is_basic_key(key) -> bool:
+    return all(entry[0] != "tensor" for entry in key)
+
+
+def _index_abstract(x, *index_specs, key):
+    for s in index_specs:
+        if s.dtype is _dtypes.bool_:
+            raise ValueError("index: a boolean mask gives a shape that depends on the data")
+        if s.dtype.is_floating_point:
+            raise IndexError("index: tensors used as indices must be long, int, byte or bool tensors")
+    probe = np.broadcast_to(np.empty((), x.dtype.np), x.shape)
+    arrays = [np.zeros(s.shape, dtype=np.int64) for s in index_specs]
+    try:
+        shape = probe[build_key(key, arrays)].shape
+    except IndexError as e:
+        raise IndexError(f"index: {e} (indexing a tensor of shape {tuple(x.shape)})") from None
+    return TensorSpec(tuple(shape), x.dtype)
+
+
+def _index_grad_name(operands, attrs):
+    key = attrs["key"]
+    if not is_basic_key(key):
+        return "IndexBackward0"
+    real = [e for e in key if e[0] in ("int", "slice")]
+    if len(real) == 1 and real[0][0] == "int":
+        return "SelectBackward0"
+    return "SliceBackward0"
+
+
+def _index_forward(xp, x, *index_arrays, key):
+    return x[build_key(key, index_arrays)]
+
+
+def _index_vjp(ctx, g):
+    idx = [ctx.input(k) for k in range(1, 1 + ctx.attrs["n_index"])]
+    return (INDEX_GRAD(g, *idx, key=ctx.attrs["key"], shape=ctx.in_shape(0)),) + (None,) * len(idx)
+
+
+INDEX = defop(
+    "index", forward=lambda xp, x, *idx, key, n_index=0: _index_forward(xp, x, *idx, key=key),
+    abstract=lambda x, *idx, key, n_index=0: _index_abstract(x, *idx, key=key),
+    vjp=_index_vjp, grad_name=_index_grad_name, kind="index", is_view=False,
+    save=(1, 2, 3, 4, 5, 6, 7, 8),
+    samples=lambda rng: [
+        ((rng.standard_normal((4, 5)),), {"key": (("int", 1),), "n_index": 0}),
+        ((rng.standard_normal((4, 5)),), {"key": (("slice", 1, None, 2), ("none",), ("int", -1)), "n_index": 0}),
+        ((rng.standard_normal((4, 5)), np.array([0, 2, 2])), {"key": (("ellipsis",), ("tensor", 0)), "n_index": 1}),
+    ],
+)
+
+
+def _index_grad(xp, g, *index_arrays, key, shape, n_index=0):
+    out = xp.zeros(shape, dtype=g.dtype)
+    k = build_key(key, index_arrays)
+    if index_arrays:
+        if xp is np:
+            np.add.at(out, k, g)
+        else:
+            import cupyx  # noqa: PLC0415
+
+            cupyx.scatter_add(out, k, g)
+    else:
+        out[k] = g
+    return out
+
+
+INDEX_GRAD = defop(
+    "index_grad", forward=_index_grad,
+    abstract=lambda g, *idx, key, shape, n_index=0: TensorSpec(tuple(shape), g.dtype),
+    vjp=lambda ctx, g: (INDEX(g, *[ctx.input(k) for k in range(1, 1 + ctx.attrs.get("n_index", 0))],
+                              key=ctx.attrs["key"], n_index=ctx.attrs.get("n_index", 0)),)
+    + (None,) * ctx.attrs.get("n_index", 0),
+    grad_name="IndexBackwardBackward0", kind="index", save=(1, 2, 3, 4, 5, 6, 7, 8),
+    samples=lambda rng: [((rng.standard_normal((3,)), np.array([0, 2, 2])),
+                          {"key": (("tensor", 0),), "shape": (4,), "n_index": 1})],
+    doc="scatter-add of an index's gradient into zeros of the indexed tensor's shape",
+)
+
+
+def _index_put(xp, x, v, *index_arrays, key, n_index=0):
+    out = xp.array(x, copy=True)
+    out[build_key(key, index_arrays)] = v
+    return out
+
+
+def _index_put_vjp(ctx, g):
+    n = ctx.attrs["n_index"]
+    idx = [ctx.input(k) for k in range(2, 2 + n)]
+    key = ctx.attrs["key"]
+    gx = INDEX_PUT(g, 0.0, *idx, key=key, n_index=n) if ctx.needs(0) else None
+    gv = INDEX(g, *idx, key=key, n_index=n) if ctx.needs(1) else None
+    return (gx, gv) + (None,) * n
+
+
+INDEX_PUT = defop(
+    "index_put", forward=_index_put,
+    abstract=lambda x, v, *idx, key, n_index=0: TensorSpec(x.shape, x.dtype),
+    vjp=_index_put_vjp, grad_name="IndexPutBackward0", kind="index",
+    save=(2, 3, 4, 5, 6, 7, 8, 9),
+    samples=lambda rng: [
+        ((rng.standard_normal((4, 5)), rng.standard_normal((5,))), {"key": (("int", 1),), "n_index": 0}),
+        ((rng.standard_normal((4, 5)), rng.standard_normal((2, 1)), np.array([3, 0])),
+         {"key": (("tensor", 0), ("slice", 1, 3, None)), "n_index": 1}),
+    ],
+    doc="functional `x[key] = v`: a copy of x with v written at key",
+)
+
+
+# -- joining and splitting -------------------------------------------------------------------
+def _cat_abstract(*xs, dim):
+    if not xs:
+        raise RuntimeError("cat: expected a non-empty list of Tensors")
+    nd = xs[0].ndim
+    d = norm_dim("cat", dim, nd)
+    for s in xs[1:]:
+        if s.ndim != nd or any(a != b for i, (a, b) in enumerate(zip(s.shape, xs[0].shape)) if i != d):
+            raise RuntimeError(
+                f"cat: Sizes of tensors must match except in dimension {d}. "
+                f"Got shapes {tuple(xs[0].shape)} and {tuple(s.shape)}")
+    shape = list(xs[0].shape)
+    shape[d] = sum(s.shape[d] for s in xs)
+    return TensorSpec(tuple(shape), same_dtype("cat", list(xs)))
+
+
+def _cat_vjp(ctx, g):
+    dim = ctx.attrs["dim"]
+    grads, start = [], 0
+    for i in range(ctx.n_inputs):
+        n = ctx.in_shape(i)[dim]
+        key = (("slice", None, None, None),) * dim + (("slice", start, start + n, None),)
+        grads.append(INDEX(g, key=key, n_index=0) if ctx.needs(i) else None)
+        start += n
+    return tuple(grads)
+
+
+CAT = defop(
+    "cat", forward=lambda xp, *xs, dim: xp.concatenate(xs, axis=dim), abstract=_cat_abstract,
+    vjp=_cat_vjp, grad_name="CatBackward0", kind="shape",
+    samples=_any((2, 3), (4, 3), dim=0),
+)
+
+
+def _stack_abstract(*xs, dim):
+    if not xs:
+        raise RuntimeError("stack: expected a non-empty list of Tensors")
+    for s in xs[1:]:
+        if s.shape != xs[0].shape:
+            raise RuntimeError(f"stack: stack expects each tensor to be equal size, but got "
+                               f"{list(xs[0].shape)} at entry 0 and {list(s.shape)} at another entry")
+    shape = xs[0].shape[:dim] + (len(xs),) + xs[0].shape[dim:]
+    return TensorSpec(shape, same_dtype("stack", list(xs)))
+
+
+def _stack_vjp(ctx, g):
+    dim = ctx.attrs["dim"]
+    return tuple(
+        INDEX(g, key=(("slice", None, None, None),) * dim + (("int", i),), n_index=0) if ctx.needs(i) else None
+        for i in range(ctx.n_inputs)
+    )
+
+
+STACK = defop(
+    "stack", forward=lambda xp, *xs, dim: xp.stack(xs, axis=dim), abstract=_stack_abstract,
+    vjp=_stack_vjp, grad_name="StackBackward0", kind="shape", samples=_any((2, 3), (2, 3), dim=1),
+)
+
+
+def _split_abstract(x, sizes, dim):
+    if sum(sizes) != x.shape[dim]:
+        raise RuntimeError(f"split: split sizes {list(sizes)} do not add up to the size {x.shape[dim]} "
+                           f"of dimension {dim} (shape {tuple(x.shape)})")
+    return tuple(TensorSpec(x.shape[:dim] + (n,) + x.shape[dim + 1:], x.dtype) for n in sizes)
+
+
+def _split(xp, x, sizes, dim):
+    cuts = np.cumsum(sizes)[:-1].tolist()
+    return tuple(xp.split(x, cuts, axis=dim))
+
+
+def _split_vjp(ctx, grads):
+    dim, sizes = ctx.attrs["dim"], ctx.attrs["sizes"]
+    shape = ctx.in_shape(0)
+    total, start = None, 0
+    for g, n in zip(grads, sizes):
+        if g is not None:
+            key = (("slice", None, None, None),) * dim + (("slice", start, start + n, None),)
+            part = INDEX_GRAD(g, key=key, shape=shape, n_index=0)
+            total = part if total is None else total + part
+        start += n
+    return (total,)
+
+
+SPLIT = defop(
+    "split", forward=_split, abstract=_split_abstract, vjp=_split_vjp,
+    grad_name="SplitWithSizesBackward0", kind="shape", is_view=True, multi_output=True,
+    samples=_any((5, 3), sizes=(2, 3), dim=0),
+)
