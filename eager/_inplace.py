@@ -98,10 +98,25 @@ def apply_inplace(self: Tensor, fn, others, name: str, saves_self: bool = True) 
     """Run `fn(self_value, *others)` and store its result into self."""
     if _check(self, others):
         prev = _snapshot(self, copy=saves_self)
-        return _commit(self, fn(prev, *others), name)
+        result = fn(prev, *others)
+        if not isinstance(result, Tensor):
+            return _hand_over(self, result)
+        return _commit(self, result, name)
     with no_grad():
         result = fn(self, *others)
+    if not isinstance(result, Tensor):
+        return _hand_over(self, result)
     write(self, result._data, name)
+    return self
+
+
+def _hand_over(self: Tensor, result) -> Tensor:
+    """The result is another tensor-like type (static's tracer, updating a tensor captured by
+    a traced function): that type records the update; eager's buffer stays as it is."""
+    handler = getattr(type(result), "__graphmode_inplace__", None)
+    if handler is None:
+        raise TypeError(f"in-place op produced {type(result).__name__}, not a Tensor")
+    handler(self, result)
     return self
 
 

@@ -1,0 +1,17 @@
+"""Ops that matter most to graphs: `full_like` (a constant of another value's shape,
+how zeros and seeds enter a traced backward) and `stop_gradient` (what `detach()` traces to)."""
+from __future__ import annotations
+
+from ._registry import TensorSpec, defop
+
+FULL_LIKE = defop(
+    "full_like", forward=lambda xp, x, value, dtype=None: xp.full(x.shape, value, dtype=(dtype.np if dtype else x.dtype)),
+    abstract=lambda x, value, dtype=None: TensorSpec(x.shape, dtype or x.dtype), kind="elementwise",
+    samples=lambda rng: [((rng.standard_normal((3, 2)),), {"value": 1.5, "dtype": None})],
+    doc="a tensor of x's shape filled with value; x's data is not read",
+)
+STOP_GRADIENT = defop(
+    "stop_gradient", forward=lambda xp, x: x, abstract=lambda x: x, kind="elementwise",
+    samples=lambda rng: [((rng.standard_normal((3, 2)),), {})],
+    doc="identity whose result carries no gradient (detach)",
+)
