@@ -110,7 +110,7 @@ def apply(op, operands, attrs):
         for t in outs:
             if xp.may_share_memory(t._data, first._data):
                 t._base = first if first._base is None else first._base
-                t._version = first._version
+                t._vc = first._vc
     if record:
         _record(op, operands, attrs, outs)
     return outs if op.multi_output else outs[0]

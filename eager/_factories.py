@@ -5,7 +5,7 @@ import numpy as np
 
 from . import _dtypes
 from ._device import CPU, device, xp_for
-from ._tensor import Tensor, _as_device, _legacy_init
+from ._tensor import Tensor, _as_device, _legacy_init, _set_requires_grad
 
 _RNG = {"seed": None, "numpy": np.random.default_rng(), "cupy": None}
 
@@ -28,7 +28,7 @@ def _dev(dev) -> device:
 def _finish(arr, requires_grad: bool) -> Tensor:
     t = Tensor._make(arr)
     if requires_grad:
-        t.requires_grad = True  # the setter refuses non-float dtypes with PyTorch's message
+        _set_requires_grad(t, True)  # refuses non-float dtypes with PyTorch's message
     return t
 
 

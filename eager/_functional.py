@@ -358,7 +358,18 @@ swapaxes = transpose
 def t(input):
     if _ndim(input) > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {_ndim(input)}D")
-    return input if _ndim(input) < 2 else S.TRANSPOSE(input, dim0=0, dim1=1)
+    if _ndim(input) < 2:
+        return input
+    return _renamed(S.TRANSPOSE(input, dim0=0, dim1=1), "TBackward0")
+
+
+def _renamed(out, grad_name: str):
+    """PyTorch names some nodes after the method called, not the op run (t() -> TBackward0);
+    the op is the same, so only the eager node's name changes."""
+    node = getattr(out, "grad_fn", None)
+    if node is not None and hasattr(node, "_name"):
+        node._name = grad_name
+    return out
 
 
 def permute(input, *dims):

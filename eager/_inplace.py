@@ -73,7 +73,7 @@ def write(self: Tensor, arr, name: str) -> None:
                            "the operation.")
     xp = np if isinstance(data, np.ndarray) else cupy_module()
     xp.copyto(data, arr, casting="unsafe")
-    self._version[0] += 1
+    self._vc[0] += 1
 
 
 def _commit(self: Tensor, result: Tensor, name: str) -> Tensor:
@@ -90,7 +90,7 @@ def _snapshot(self: Tensor, copy: bool) -> Tensor:
     prev.grad_fn = self.grad_fn
     prev._output_nr = self._output_nr
     if not copy:
-        prev._version = self._version
+        prev._vc = self._vc
     return prev
 
 
@@ -124,7 +124,7 @@ def assign(self: Tensor, recorded, raw, name: str) -> None:
     """`x[key] = v`: `recorded` is the functional result when it must be recorded."""
     if recorded is None:
         raw()
-        self._version[0] += 1
+        self._vc[0] += 1
         return
     _check(self, ())
     _commit(self, recorded, name)

@@ -22,7 +22,8 @@ def _format_array(arr: np.ndarray, indent: int) -> str:
         fmt = {"float_kind": lambda v: base(v).rjust(width)}
         return np.array2string(arr, separator=", ", formatter=fmt, prefix=" " * indent, threshold=1000, edgeitems=3)
     if arr.dtype.kind == "b":
-        return np.array2string(arr, separator=", ", formatter={"bool": lambda v: "True" if v else "False"},
+        width = 5 if arr.size and not arr.all() else 4  # PyTorch pads True to False's width
+        return np.array2string(arr, separator=", ", formatter={"bool": lambda v: str(bool(v)).rjust(width)},
                                prefix=" " * indent)
     return np.array2string(arr, separator=", ", prefix=" " * indent, threshold=1000, edgeitems=3)
 
@@ -33,11 +34,14 @@ def tensor_repr(t, prefix: str = "tensor(") -> str:
     extras = []
     if t.device.type != "cpu":
         extras.append(f"device='{t.device}'")
-    if t.dtype.name not in _DEFAULT_DTYPES or data.size == 0:
-        if data.size == 0 and t.dtype.name == "float32":
+    if data.size == 0:
+        # nothing to infer the shape or dtype from: PyTorch names them unless (0,) / float32
+        if data.ndim != 1:
             extras.append(f"size={tuple(data.shape)}")
-        else:
+        if t.dtype.name != "float32":
             extras.append(f"dtype=eager.{t.dtype.name}")
+    elif t.dtype.name not in _DEFAULT_DTYPES:
+        extras.append(f"dtype=eager.{t.dtype.name}")
     if t.grad_fn is not None:
         extras.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:

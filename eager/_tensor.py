@@ -40,7 +40,7 @@ class Tensor:
     `Tensor(3, 5)` / `Tensor([1., 2.])` are the legacy constructors (float32); prefer
     `eager.tensor(data)` and the factories."""
 
-    __slots__ = ("_data", "_requires_grad", "grad_fn", "_grad", "_version", "_base", "_output_nr",
+    __slots__ = ("_data", "_requires_grad", "grad_fn", "_grad", "_vc", "_base", "_output_nr",
                  "_retains_grad", "_acc", "__weakref__", "__dict__")
     __array_priority__ = 1000  # ndarray <op> Tensor defers to Tensor's reflected operator
 
@@ -55,7 +55,7 @@ class Tensor:
         self._requires_grad = requires_grad
         self.grad_fn = None
         self._grad = None
-        self._version = [0]
+        self._vc = [0]
         self._base = None
         self._output_nr = 0
         self._retains_grad = False
@@ -68,7 +68,7 @@ class Tensor:
         t._requires_grad = requires_grad
         t.grad_fn = None
         t._grad = None
-        t._version = [0]
+        t._vc = [0]
         t._base = None
         t._output_nr = 0
         t._retains_grad = False
@@ -146,18 +146,34 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        # PyTorch's Python setter: leaves only (whatever the value), lower-case message.
         if self.grad_fn is not None:
-            raise RuntimeError(
-                "you can only change requires_grad flags of leaf variables. If you want to use a computed "
-                "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
-            )
+            raise RuntimeError(_leaf_only_message(bool(value)))
         if value and self._data.dtype.kind not in "fc":
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
-        self.requires_grad = requires_grad
+        """As torch's: turning it on for a non-leaf is a no-op; turning it off is an error."""
+        if self.grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(_leaf_only_message(False))
+            return self
+        _set_requires_grad(self, requires_grad)
         return self
+
+    @property
+    def _version(self) -> int:
+        """How many in-place writes this tensor's memory has seen (shared with its views)."""
+        return self._vc[0]
+
+    @_version.setter
+    def _version(self, value) -> None:
+        # Compatibility: a list shares that counter; an int sets this tensor's count.
+        if isinstance(value, list):
+            self._vc = value
+        else:
+            self._vc[0] = int(value)
 
     @property
     def is_leaf(self) -> bool:
@@ -189,6 +205,7 @@ class Tensor:
         return self._acc
 
     def retain_grad(self) -> None:
+        """Keep this non-leaf's gradient in `.grad` (after its other hooks ran, as PyTorch does)."""
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.grad_fn is None or self._retains_grad:
@@ -198,25 +215,19 @@ class Tensor:
 
         def keep(grad):
             if target._grad is None:
-                target._grad = grad.detach().clone() if not STATE.enabled else grad
+                target._grad = grad.clone() if STATE.enabled else grad.detach().clone()
             else:
                 target._grad = target._grad + grad
             return None
 
-        keep._output_nr = self._output_nr
-        self.grad_fn.register_prehook(keep)
+        self.grad_fn._add_tensor_hook(self._output_nr, keep, retain=True)
 
     def register_hook(self, hook) -> RemovableHandle:
         """`hook(grad)` runs when this tensor's gradient is computed; it may return a new one."""
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-
-        def wrapped(grad):
-            return hook(grad)
-
-        wrapped._output_nr = self._output_nr
         node = self.grad_fn if self.grad_fn is not None else self._accumulator()
-        return node.register_prehook(wrapped)
+        return node._add_tensor_hook(self._output_nr if self.grad_fn is not None else 0, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
         from .autograd import backward  # noqa: PLC0415
@@ -225,7 +236,7 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         t = Tensor._make(self._data)
-        t._version = self._version
+        t._vc = self._vc
         t._base = self if self._base is None else self._base
         return t
 
@@ -570,6 +581,21 @@ class Tensor:
         return full(size, fill_value, dtype=dtype or self.dtype, device=self.device)
 
 
+def _leaf_only_message(requires_grad: bool) -> str:
+    msg = "you can only change requires_grad flags of leaf variables."
+    if not requires_grad:
+        msg += (" If you want to use a computed variable in a subgraph that doesn't require "
+                "differentiation use var_no_grad = var.detach().")
+    return msg
+
+
+def _set_requires_grad(t: Tensor, value: bool) -> None:
+    """The check of constructors and requires_grad_() (PyTorch's capitalised message)."""
+    if value and t._data.dtype.kind not in "fc":
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    t._requires_grad = bool(value)
+
+
 def _legacy_init(t: Tensor, args, device, dt) -> None:
     """`Tensor(3, 5)` (zeros of that shape) or `Tensor([1., 2.])` (a copy), of dtype dt."""
     if len(args) == 1 and not isinstance(args[0], int):
@@ -577,7 +603,8 @@ def _legacy_init(t: Tensor, args, device, dt) -> None:
 
         data = tensor(args[0], dtype=dt, device=device)._data
     else:
-        data = xp_for(CPU if device is None else _as_device(device)).zeros(F._sizes(args), dtype=dt.np)
+        shape = F._sizes(args) if args else (0,)  # Tensor() is an empty 1-d tensor
+        data = xp_for(CPU if device is None else _as_device(device)).zeros(shape, dtype=dt.np)
     t._init(data)
 
 

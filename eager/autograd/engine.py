@@ -57,19 +57,6 @@ def _leads_to(roots, targets: set) -> set:
     return useful
 
 
-def _run_hooks(node, nr, grad):
-    hooks = node._pre_hooks
-    if not hooks:
-        return grad
-    for hook in list(hooks):
-        if getattr(hook, "_output_nr", nr) != nr:
-            continue
-        result = hook(grad)
-        if result is not None:
-            grad = result
-    return grad
-
-
 def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool, inputs=None,
                  accumulate: bool = True):
     """Backpropagate from `tensors`. With accumulate=False (autograd.grad) the gradients at
@@ -129,7 +116,9 @@ def _execute(node, grads, targets, captured, useful, accumulate, create_graph, o
     """Run one node; returns the gradients for its next edges (or None: nothing flows on)."""
     if grads is None:
         return None
-    grads = [None if g is None else _run_hooks(node, nr, g) for nr, g in enumerate(grads)]
+    hooks = node._hooks
+    if hooks is not None:
+        grads = hooks.run_pre(grads)
     for nr, g in enumerate(grads):
         for k in targets.get((node, nr), ()):
             captured[k] = g
@@ -141,7 +130,10 @@ def _execute(node, grads, targets, captured, useful, accumulate, create_graph, o
         return None
     if all(g is None for g in grads):
         return None
-    return _call(node, grads)
+    out = _call(node, grads)
+    if hooks is not None and hooks.post:
+        out = hooks.run_post(out, grads)
+    return out
 
 
 def _call(node, grads):

@@ -15,10 +15,10 @@ from __future__ import annotations
 import traceback
 
 from .._grad_mode import STATE, no_grad
-from .graph import _FREED_MSG, RemovableHandle, SavedTensor
+from .graph import _FREED_MSG, HookMixin, SavedTensor
 
 
-class FunctionCtx:
+class FunctionCtx(HookMixin):
     """The `ctx` of a custom Function; after forward it is also its backward node."""
 
     def __init__(self, fn_cls, inputs) -> None:
@@ -29,7 +29,7 @@ class FunctionCtx:
         self._non_diff: set = set()
         self._in_meta = [(tuple(i.shape), i.dtype) if hasattr(i, "_data") else None for i in inputs]
         self.next_functions = ()
-        self._pre_hooks = None
+        self._hooks = None
         self._out_meta = []
         self._trace = traceback.format_stack()[:-3] if STATE.anomaly else None
         self.materialize_grads = True
@@ -42,7 +42,7 @@ class FunctionCtx:
     def saved_tensors(self) -> tuple:
         if self._freed:
             raise RuntimeError(_FREED_MSG)
-        return tuple(None if s is None else s.unpack(self, f"saved tensor {i}") for i, s in enumerate(self._saved or ()))
+        return tuple(None if s is None else s.unpack(self) for i, s in enumerate(self._saved or ()))
 
     def mark_non_differentiable(self, *tensors) -> None:
         self._non_diff.update(id(t) for t in tensors)
@@ -63,12 +63,6 @@ class FunctionCtx:
     @property
     def n_outputs(self) -> int:
         return len(self._out_meta)
-
-    def register_prehook(self, hook):
-        if self._pre_hooks is None:
-            self._pre_hooks = []
-        self._pre_hooks.append(hook)
-        return RemovableHandle(self._pre_hooks, hook)
 
     def release(self) -> None:
         if self._saved:
@@ -147,7 +141,7 @@ class Function(metaclass=_FunctionMeta):
                 wrapped.append(o)
                 continue
             t = Tensor._make(o._data)
-            t._version = o._version
+            t._vc = o._vc
             if record and id(o) not in ctx._non_diff and o.is_floating_point():
                 t._requires_grad = True
                 t.grad_fn = ctx

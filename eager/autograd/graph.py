@@ -17,44 +17,129 @@ _FREED_MSG = (
 
 
 class SavedTensor:
-    """A tensor saved for backward, with the version it had when saved."""
+    """A tensor saved for backward, with the version it had when saved.
 
-    __slots__ = ("tensor", "version")
+    `is_output` marks a node's own output (PyTorch names the node itself in the error then;
+    for an input it names the tensor's current grad_fn, if any)."""
 
-    def __init__(self, tensor) -> None:
+    __slots__ = ("tensor", "version", "is_output")
+
+    def __init__(self, tensor, is_output: bool = False) -> None:
         self.tensor = tensor
-        self.version = tensor._version[0]
+        self.version = tensor._vc[0]
+        self.is_output = is_output
 
-    def unpack(self, node: "Node", index: str):
+    def unpack(self, node):
         t = self.tensor
-        if t._version[0] != self.version:
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an inplace "
-                f"operation: [{t.type()} {list(t.shape)}], which is {index} of {node.name()}, is at version "
-                f"{t._version[0]}; expected version {self.version} instead. Hint: the backtrace further "
-                "above can point to the operation that failed to compute its gradient. The variable in "
-                "question was changed in there or anywhere later. Good luck!"
-            )
+        if t._vc[0] != self.version:
+            raise RuntimeError(_modified_message(t, node if self.is_output else None, self.version))
         return t
+
+
+def _modified_message(t, owner, expected: int) -> str:
+    """PyTorch's text for a saved tensor that an in-place op changed after it was saved."""
+    msg = ("one of the variables needed for gradient computation has been modified by an inplace "
+           f"operation: [{t.type()} {list(t.shape)}]")
+    if owner is not None:
+        msg += f", which is output 0 of {owner.name()}"
+    elif t.grad_fn is not None:
+        msg += f", which is output {t._output_nr} of {t.grad_fn.name()}"
+    msg += f", is at version {t._vc[0]}; expected version {expected} instead. "
+    if STATE.anomaly:
+        return msg + ("Hint: the backtrace further above can point to the operation that failed to "
+                      "compute its gradient. The variable in question was changed in there or anywhere "
+                      "later. Good luck!")
+    return msg + ("Hint: enable anomaly detection to find the operation that failed to compute its "
+                  "gradient, with torch.autograd.set_detect_anomaly(True).")
 
 
 class RemovableHandle:
     """Returned by register_hook; `.remove()` takes the hook out again."""
 
-    def __init__(self, hooks: list, hook) -> None:
-        self._hooks, self._hook = hooks, hook
+    __slots__ = ("_hooks", "_entry")
+
+    def __init__(self, hooks: list, entry) -> None:
+        self._hooks, self._entry = hooks, entry
 
     def remove(self) -> None:
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
+        for i, e in enumerate(self._hooks):
+            if e is self._entry:
+                del self._hooks[i]
+                return
 
 
-class Node:
+class NodeHooks:
+    """The hooks of one backward node, in the order PyTorch runs them: tensor hooks (from
+    `tensor.register_hook`, per output), then retain_grad's, then the node's pre-hooks
+    (which see all output gradients); post-hooks see inputs' and outputs' gradients."""
+
+    __slots__ = ("tensor", "retain", "pre", "post")
+
+    def __init__(self) -> None:
+        self.tensor: list = []  # (output_nr, fn)
+        self.retain: list = []  # (output_nr, fn)
+        self.pre: list = []
+        self.post: list = []
+
+    def run_pre(self, grads: list) -> list:
+        for nr, fn in tuple(self.tensor):
+            if grads[nr] is not None:
+                out = fn(grads[nr])
+                if out is not None:
+                    grads[nr] = out
+        for nr, fn in self.retain:
+            if grads[nr] is not None:
+                fn(grads[nr])
+        for fn in tuple(self.pre):
+            out = fn(tuple(grads))
+            if out is not None:
+                grads = list(out)
+        return grads
+
+    def run_post(self, grad_inputs: list, grad_outputs: list) -> list:
+        for fn in tuple(self.post):
+            out = fn(tuple(grad_inputs), tuple(grad_outputs))
+            if out is not None:
+                grad_inputs = list(out)
+        return grad_inputs
+
+
+class HookMixin:
+    """Hook registration shared by Node, AccumulateGrad and custom Function nodes."""
+
+    __slots__ = ()
+
+    def _node_hooks(self) -> NodeHooks:
+        if self._hooks is None:
+            self._hooks = NodeHooks()
+        return self._hooks
+
+    def _add_tensor_hook(self, nr: int, fn, retain: bool = False) -> RemovableHandle:
+        hooks = self._node_hooks()
+        lst = hooks.retain if retain else hooks.tensor
+        entry = (nr, fn)
+        lst.append(entry)
+        return RemovableHandle(lst, entry)
+
+    def register_prehook(self, fn) -> RemovableHandle:
+        """`fn(grad_outputs) -> new grad_outputs or None`, before this node runs."""
+        lst = self._node_hooks().pre
+        lst.append(fn)
+        return RemovableHandle(lst, fn)
+
+    def register_hook(self, fn) -> RemovableHandle:
+        """`fn(grad_inputs, grad_outputs) -> new grad_inputs or None`, after this node runs."""
+        lst = self._node_hooks().post
+        lst.append(fn)
+        return RemovableHandle(lst, fn)
+
+
+class Node(HookMixin):
     """The backward of one recorded op (PyTorch's `grad_fn`). It is also the `ctx` the op's
     VJP rule reads from (see eager.ops._registry)."""
 
     __slots__ = ("op", "attrs", "next_functions", "_saved", "_saved_out", "_needs", "_in_meta",
-                 "_out_meta", "_name", "_pre_hooks", "_freed", "_trace", "__weakref__")
+                 "_out_meta", "_name", "_hooks", "_freed", "_trace", "__weakref__")
 
     def __init__(self, op, attrs, operands, edges, needs, name) -> None:
         self.op = op
@@ -70,7 +155,7 @@ class Node:
                 self._saved[i] = SavedTensor(o) if hasattr(o, "_data") else o
         self._saved_out = None
         self._out_meta = None
-        self._pre_hooks = None
+        self._hooks = None
         self._freed = False
         self._trace = traceback.format_stack()[:-3] if STATE.anomaly else None
 
@@ -80,12 +165,6 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<{self._name} object at {hex(id(self))}>"
-
-    def register_prehook(self, hook):
-        if self._pre_hooks is None:
-            self._pre_hooks = []
-        self._pre_hooks.append(hook)
-        return RemovableHandle(self._pre_hooks, hook)
 
     @property
     def metadata(self) -> dict:
@@ -103,13 +182,13 @@ class Node:
         if self._freed:
             raise RuntimeError(_FREED_MSG)
         value = self._saved[i]
-        return value.unpack(self, f"input {i}") if isinstance(value, SavedTensor) else value
+        return value.unpack(self) if isinstance(value, SavedTensor) else value
 
     @property
     def out(self):
         if self._freed:
             raise RuntimeError(_FREED_MSG)
-        return self._saved_out.unpack(self, "output 0")
+        return self._saved_out.unpack(self)
 
     def in_shape(self, i: int) -> tuple:
         return self._in_meta[i][0]
@@ -148,15 +227,15 @@ class Node:
         return len(self._out_meta)
 
 
-class AccumulateGrad:
+class AccumulateGrad(HookMixin):
     """The sink for a leaf: adds the incoming gradient into `leaf.grad`."""
 
-    __slots__ = ("variable", "next_functions", "_pre_hooks", "__weakref__")
+    __slots__ = ("variable", "next_functions", "_hooks", "__weakref__")
 
     def __init__(self, variable) -> None:
         self.variable = variable
         self.next_functions = ()
-        self._pre_hooks = None
+        self._hooks = None
 
     def name(self) -> str:
         return "torch::autograd::AccumulateGrad"
@@ -165,12 +244,6 @@ class AccumulateGrad:
         return f"<AccumulateGrad object at {hex(id(self))}>"
 
     n_outputs = 1
-
-    def register_prehook(self, hook):
-        if self._pre_hooks is None:
-            self._pre_hooks = []
-        self._pre_hooks.append(hook)
-        return RemovableHandle(self._pre_hooks, hook)
 
     def accumulate(self, grad, create_graph: bool, owned: set) -> None:
         var = self.variable
@@ -192,6 +265,6 @@ class AccumulateGrad:
             current = var._grad._data
             if current.shape == arr.shape and current.flags.writeable:
                 current += arr
-                var._grad._version[0] += 1
+                var._grad._vc[0] += 1
             else:
                 var._grad = var._grad + grad
