@@ -1,0 +1,86 @@
+"""Reverse-mode autodiff on a trace: the VJP rules of the ops, the same functions eager's
+engine calls, run on Tracers, so the backward is recorded into the same graph as the
+forward (a joint graph). Gradients flow only where requested inputs reach."""
+from __future__ import annotations
+
+from eager.ops import REGISTRY, fit_grad
+from eager.ops.special import FULL_LIKE
+
+from .ir import Value
+from .tracer import Tracer, TraceState
+
+
+class TraceCtx:
+    """The ctx a VJP rule reads (see eager.ops._registry), over graph values."""
+
+    def __init__(self, state: TraceState, node, needs: list) -> None:
+        self._state, self._node, self._needs = state, node, needs
+        self.attrs = node.attrs
+
+    @property
+    def n_inputs(self) -> int:
+        return len(self._node.inputs)
+
+    def needs(self, i: int) -> bool:
+        return self._needs[i]
+
+    def input(self, i: int):
+        v = self._node.inputs[i]
+        return Tracer(self._state, v) if isinstance(v, Value) else v
+
+    @property
+    def out(self):
+        return Tracer(self._state, self._node.outputs[0])
+
+    def in_shape(self, i: int) -> tuple:
+        return tuple(self._node.inputs[i].type.shape)
+
+    def in_dtype(self, i: int):
+        return self._node.inputs[i].type.dtype
+
+    @property
+    def out_shape(self) -> tuple:
+        return tuple(self._node.outputs[0].type.shape)
+
+
+def _differentiable(v) -> bool:
+    return isinstance(v, Value) and v.type.dtype.is_floating_point
+
+
+def vjp(state: TraceState, outputs: list, seeds: list, wrt: list) -> list:
+    """Cotangents of `wrt` (Values) given `seeds` (Tracers) for `outputs` (Values).
+    An input that no output depends on gets zeros."""
+    nodes = list(state.graph.nodes)  # the backward appends to the graph; walk the forward only
+    reaches = {v for v in wrt if _differentiable(v)}
+    for node in nodes:
+        op = REGISTRY.get(node.op)
+        if op is None or op.vjp is None:
+            continue
+        if any(isinstance(v, Value) and v in reaches for v in node.inputs):
+            reaches.update(o for o in node.outputs if _differentiable(o))
+    cot: dict = {}
+    for out, seed in zip(outputs, seeds):
+        if out in reaches:
+            cot[out] = seed if out not in cot else cot[out] + seed
+    for node in reversed(nodes):
+        grads_out = [cot.get(o) for o in node.outputs]
+        if all(g is None for g in grads_out):
+            continue
+        op = REGISTRY[node.op]
+        needs = [isinstance(v, Value) and v in reaches for v in node.inputs]
+        if op.vjp is None or not any(needs):
+            continue
+        ctx = TraceCtx(state, node, needs)
+        raw = op.vjp(ctx, tuple(grads_out) if op.multi_output else grads_out[0])
+        for v, g, need in zip(node.inputs, raw, needs):
+            if g is None or not need:
+                continue
+            g = fit_grad(g, tuple(v.type.shape), v.type.dtype)
+            cot[v] = g if v not in cot else cot[v] + g
+    result = []
+    for v in wrt:
+        g = cot.get(v)
+        if g is None:
+            g = FULL_LIKE(Tracer(state, v), value=0.0 if v.type.dtype.is_floating_point else 0)
+        result.append(g)
+    return result

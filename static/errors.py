@@ -1,0 +1,19 @@
+"""Errors static raises, with the types users can catch."""
+from __future__ import annotations
+
+
+class TraceError(RuntimeError):
+    """Tracing met something it cannot turn into a graph (a branch on a traced value,
+    `.item()` of a traced value, ...). The message names the user's file and line."""
+
+
+class IRParseError(ValueError):
+    """IR text that does not parse; the message gives line:column and what was expected."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.line, self.column = line, column
+
+
+class IRVerifyError(ValueError):
+    """A graph that breaks SSA form, the op's abstract rule, or names an unknown op."""

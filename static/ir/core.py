@@ -1,0 +1,169 @@
+"""The IR: a function is a `Graph` of typed SSA `Value`s produced by `Node`s.
+
+Plain Python objects, printed as text (see `format_graph`) that `static.parse_ir` reads
+back exactly. A node may carry a nested `body` graph (a fused region)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from eager import _dtypes
+from eager.ops import TensorSpec
+
+Type = TensorSpec  # a value's type: shape and dtype
+
+
+def format_type(t: Type) -> str:
+    return f"{_dtypes.short_name(t.dtype)}[{','.join(map(str, t.shape))}]"
+
+
+class Value:
+    """An SSA value: a graph input or one result of a node."""
+
+    __slots__ = ("name", "type", "producer", "index", "__weakref__")
+
+    def __init__(self, name: str, type: Type, producer: "Node | None" = None, index: int = 0) -> None:
+        self.name = name
+        self.type = type
+        self.producer = producer
+        self.index = index
+
+    @property
+    def shape(self) -> tuple:
+        return self.type.shape
+
+    @property
+    def dtype(self):
+        return self.type.dtype
+
+    def __repr__(self) -> str:
+        return f"%{self.name}: {format_type(self.type)}"
+
+
+Operand = Any  # a Value, or a Python int/float/bool literal
+
+
+@dataclass(eq=False)
+class Node:
+    """One op application. `inputs` are Values or Python scalar literals."""
+
+    op: str
+    inputs: list
+    attrs: dict
+    outputs: list = field(default_factory=list)
+    body: "Graph | None" = None
+    loc: str | None = None  # the user's file:line that produced it, when traced
+    line: int | None = None  # the text line, when parsed
+
+    def input_values(self) -> list:
+        return [v for v in self.inputs if isinstance(v, Value)]
+
+    def __repr__(self) -> str:
+        return format_node(self, "")
+
+
+@dataclass(eq=False)
+class Graph:
+    """A function: named inputs, nodes in execution order, outputs."""
+
+    name: str = "f"
+    inputs: list = field(default_factory=list)
+    nodes: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return format_graph(self)
+
+    def __repr__(self) -> str:
+        return f"<static.Graph @{self.name}: {len(self.inputs)} inputs, {len(self.nodes)} nodes>"
+
+    def users(self) -> dict:
+        """Value -> list of nodes that read it (including a body's outer inputs)."""
+        out: dict = {}
+        for node in self.nodes:
+            for v in node.input_values():
+                out.setdefault(v, []).append(node)
+        return out
+
+    def renumber(self) -> "Graph":
+        """Name node results %0, %1, ... in order (inputs keep their names)."""
+        taken = {v.name for v in self.inputs}
+        counter = 0
+        for node in self.nodes:
+            for out in node.outputs:
+                while str(counter) in taken:
+                    counter += 1
+                out.name = str(counter)
+                counter += 1
+            if node.body is not None:
+                node.body.renumber()
+        return self
+
+    def count_nodes(self) -> int:
+        return sum(1 + (n.body.count_nodes() if n.body is not None else 0) for n in self.nodes)
+
+
+# -- text form ---------------------------------------------------------------------------------
+def format_literal(v) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        r = repr(v)
+        return r if any(c in r for c in ".en") else r + ".0"
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, _dtypes.dtype):
+        return _dtypes.short_name(v)
+    if isinstance(v, (tuple, list)):
+        return "[" + ", ".join(format_literal(x) for x in v) + "]"
+    raise TypeError(f"cannot print attribute value {v!r} of type {type(v).__name__} in IR text")
+
+
+def format_operand(v) -> str:
+    return f"%{v.name}" if isinstance(v, Value) else format_literal(v)
+
+
+def format_node(node: Node, indent: str) -> str:
+    lhs = ", ".join(f"%{o.name}" for o in node.outputs)
+    text = f"{indent}{lhs} = {node.op}"
+    if node.inputs:
+        text += " " + ", ".join(format_operand(v) for v in node.inputs)
+    if node.attrs:
+        text += " {" + ", ".join(f"{k} = {format_literal(node.attrs[k])}" for k in sorted(node.attrs)) + "}"
+    text += " : " + ", ".join(format_type(o.type) for o in node.outputs)
+    if node.body is not None:
+        text += " " + format_body(node.body, indent)
+    return text
+
+
+def _signature(g: Graph) -> str:
+    return ", ".join(f"%{v.name}: {format_type(v.type)}" for v in g.inputs)
+
+
+def format_body(body: Graph, indent: str) -> str:
+    inner = indent + "  "
+    lines = ["{", f"{inner}^body({_signature(body)}):"]
+    lines += [format_node(n, inner) for n in body.nodes]
+    lines.append(f"{inner}yield " + ", ".join(format_operand(v) for v in body.outputs))
+    lines.append(indent + "}")
+    return "\n".join(lines)
+
+
+def format_graph(g: Graph) -> str:
+    results = ", ".join(format_type(v.type) if isinstance(v, Value) else "literal" for v in g.outputs)
+    if len(g.outputs) != 1:
+        results = f"({results})"
+    lines = [f"func @{g.name}({_signature(g)}) -> {results} {{"]
+    lines += [format_node(n, "  ") for n in g.nodes]
+    lines.append("  return " + ", ".join(format_operand(v) for v in g.outputs))
+    lines.append("}")
+    return "\n".join(lines)

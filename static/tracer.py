@@ -1,0 +1,359 @@
+"""Tracing: run the user's function on `Tracer` values that record every op into a Graph.
+
+A Tracer implements the Tensor API users write in eager (operators, methods, `eager.*`
+functions, indexing) by borrowing eager's own definitions: those call ops through the
+registry, and the registry hands any op with a Tracer operand to `_record`. So the same
+source runs in both modes without a line changed."""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import eager
+from eager import _dtypes
+from eager import _functional as F
+from eager._tensor import Size, Tensor
+from eager.ops import REGISTRY, TensorSpec
+from eager.ops.elementwise import TO_DTYPE
+from eager.ops.special import STOP_GRADIENT
+
+from .errors import TraceError
+from .ir import Graph, Node, Value
+
+_LIBRARY_DIRS = (os.path.dirname(eager.__file__) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
+_SCALARS = (bool, int, float)
+
+
+def user_location(skip_library: bool = True) -> str:
+    """file:line of the innermost frame outside graphmode: the user's line."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_LIBRARY_DIRS) and "codegen" + os.sep not in filename:
+            return f"{os.path.basename(filename)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "<unknown>"
+
+
+@dataclass(eq=False)
+class TraceState:
+    """Everything one trace accumulates."""
+
+    graph: Graph
+    captured: dict = field(default_factory=dict)  # id(tensor) -> (tensor, input Value)
+    latest: dict = field(default_factory=dict)  # id(tensor) -> latest Value after in-place updates
+    weak: set = field(default_factory=set)  # inputs that came from Python numbers
+    counter: int = 0
+
+    def fresh_name(self) -> str:
+        name = str(self.counter)
+        self.counter += 1
+        return name
+
+    def capture(self, obj) -> Value:
+        """A tensor or array from outside the function: an implicit input, read at call time."""
+        key = id(obj)
+        if key in self.latest:
+            return self.latest[key]
+        data = obj._data if isinstance(obj, Tensor) else obj
+        dt = _dtypes.from_numpy(data.dtype)
+        base = getattr(obj, "_graphmode_name", None) or f"c{len(self.captured)}"
+        name = base
+        taken = {v.name for v in self.graph.inputs}
+        while name in taken:
+            name = f"{base}_{len(taken)}"
+        v = Value(name, TensorSpec(tuple(data.shape), dt))
+        self.graph.inputs.append(v)
+        self.captured[key] = (obj, v)
+        self.latest[key] = v
+        return v
+
+
+class _Active(threading.local):
+    stack: list
+
+    def __init__(self) -> None:
+        self.stack = []
+
+
+ACTIVE = _Active()
+
+
+def current_state() -> TraceState | None:
+    return ACTIVE.stack[-1] if ACTIVE.stack else None
+
+
+def _operand(state: TraceState, o):
+    if isinstance(o, Tracer):
+        return o._value
+    if isinstance(o, _SCALARS):
+        return o
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, Tensor) or isinstance(o, np.ndarray) or hasattr(o, "__cuda_array_interface__"):
+        return state.capture(o)
+    if isinstance(o, (list, tuple)):
+        return state.capture(eager.tensor(o))
+    raise TypeError(f"expected a tensor or a number as an operand, got {type(o).__name__}")
+
+
+def _promote(state: TraceState, op, operands: list) -> list:
+    """PyTorch's promotion, as eager applies it, with casts recorded into the graph."""
+    start = 1 if op.name == "where" else 0
+    dims, zero, scalars = [], [], []
+    for v in operands[start:]:
+        if isinstance(v, Value):
+            if v in state.weak:
+                scalars.append(1.0 if v.dtype.is_floating_point else (True if v.dtype is _dtypes.bool_ else 1))
+            else:
+                (dims if v.type.shape else zero).append(v.dtype)
+        else:
+            scalars.append(v)
+    target = _dtypes.result_type(dims, zero, scalars)
+    if op.promote == "float" and not target.is_floating_point:
+        target = _dtypes.DEFAULT_FLOAT
+    out = list(operands)
+    for i in range(start, len(out)):
+        v = out[i]
+        if isinstance(v, Value) and v.dtype is not target:
+            out[i] = _emit(state, TO_DTYPE, [v], {"dtype": target})[0]
+        elif isinstance(v, bool) and target.category:
+            out[i] = int(v)
+    return out
+
+
+def _emit(state: TraceState, op, operands: list, attrs: dict) -> list:
+    """Check the op's abstract rule and append the node; returns its result Values."""
+    specs = [v.type if isinstance(v, Value) else v for v in operands]
+    try:
+        result = op.abstract(*specs, **attrs)
+    except (TypeError, ValueError, RuntimeError, IndexError) as exc:
+        loc = user_location()
+        raise type(exc)(f"{exc} (traced at {loc})") from None
+    types = [result] if isinstance(result, TensorSpec) else list(result)
+    node = Node(op=op.name, inputs=list(operands), attrs=dict(attrs), loc=user_location())
+    node.outputs = [Value(state.fresh_name(), t, node, i) for i, t in enumerate(types)]
+    state.graph.nodes.append(node)
+    return node.outputs
+
+
+def record(op, operands, attrs):
+    """The registry's hook: an op applied to at least one Tracer."""
+    state = next(o._state for o in operands if isinstance(o, Tracer))
+    values = [_operand(state, o) for o in operands]
+    if op.promote is not None:
+        values = _promote(state, op, values)
+    outs = _emit(state, op, values, attrs)
+    wrapped = tuple(Tracer(state, v) for v in outs)
+    if op.is_view:
+        base = next((o for o in operands if isinstance(o, Tracer)), None)
+        for t in wrapped:
+            t._view_of = base if base is None or base._view_of is None else base._view_of
+    return wrapped if op.multi_output else wrapped[0]
+
+
+def _data_error(what: str, suggestion: str = "") -> TraceError:
+    loc = user_location()
+    return TraceError(
+        f"{loc}: {what} needs the data of a traced value, which does not exist while tracing. "
+        + (suggestion or "Use eager.where(cond, a, b) for data-dependent choices, or mark the argument "
+           "static with static_argnums so its value is known when compiling.")
+    )
+
+
+class Tracer:
+    """A stand-in for a Tensor during tracing: it has a shape and dtype but no data."""
+
+    __slots__ = ("_value", "_state", "_view_of", "__weakref__")
+    __graphmode_dispatch__ = staticmethod(record)
+    __array_priority__ = 2000
+
+    def __init__(self, state: TraceState, value: Value) -> None:
+        self._state = state
+        self._value = value
+        self._view_of = None
+
+    # -- metadata (static, so Python control flow on it unrolls) ---------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._value.type.shape)
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self.shape[dim]
+
+    @property
+    def dtype(self):
+        return self._value.type.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._value.type.shape)
+
+    def dim(self) -> int:
+        return self.ndim
+
+    def numel(self) -> int:
+        n = 1
+        for s in self._value.type.shape:
+            n *= s
+        return n
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    @property
+    def device(self):
+        return eager.device("cpu")
+
+    requires_grad = False
+    grad = None
+    grad_fn = None
+    is_leaf = True
+
+    def __len__(self) -> int:
+        if not self.ndim:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        return iter(F.unbind(self, 0))
+
+    def __repr__(self) -> str:
+        return f"Tracer(%{self._value.name}: {self._value.type.dtype.name}{list(self.shape)})"
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    # -- what needs data: refused with the user's line -----------------------------------------
+    def __bool__(self):
+        raise _data_error("a Python branch or bool() on a traced value")
+
+    def __float__(self):
+        raise _data_error("float() of a traced value")
+
+    def __int__(self):
+        raise _data_error("int() of a traced value")
+
+    def __index__(self):
+        raise _data_error("using a traced value as a Python index")
+
+    def item(self):
+        raise _data_error(".item() of a traced value", "Return the tensor instead, or keep the computation on tensors.")
+
+    def tolist(self):
+        raise _data_error(".tolist() of a traced value", "Return the tensor instead.")
+
+    def numpy(self):
+        raise _data_error(".numpy() of a traced value", "Return the tensor and convert it after the call.")
+
+    def __array__(self, *args, **kwargs):
+        raise _data_error("NumPy conversion of a traced value",
+                          "Use eager's operations inside the function; convert the result after the call.")
+
+    # -- autograd-flavoured API ----------------------------------------------------------------
+    def detach(self) -> "Tracer":
+        return STOP_GRADIENT(self)
+
+    def requires_grad_(self, flag: bool = True) -> "Tracer":
+        return self
+
+    def clone(self):
+        return F.clone(self)
+
+    def contiguous(self):
+        return self
+
+    def view(self, *shape):
+        return F.reshape(self, *shape)
+
+    def to(self, *args, **kwargs):
+        dt = kwargs.get("dtype")
+        for a in args:
+            if isinstance(a, (_dtypes.dtype, type)) or (isinstance(a, str) and a.split(":")[0] not in ("cpu", "cuda")):
+                dt = a
+            elif isinstance(a, Tracer):
+                dt = a.dtype
+        return self if dt is None else F.to_dtype(self, dt)
+
+    def cpu(self):
+        return self
+
+    # -- in-place ops: functionalized (the tracer now names the new value) ----------------------
+    def _assign(self, result: "Tracer", name: str) -> "Tracer":
+        if self._view_of is not None:
+            raise TraceError(f"{user_location()}: {name} writes through a view; static functionalizes in-place "
+                             "ops on whole tensors only. Write the update out of place (y = y + 1).")
+        if tuple(result.shape) != tuple(self.shape):
+            raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match the broadcast shape "
+                               f"{list(result.shape)}")
+        if result.dtype is not self.dtype:
+            result = F.to_dtype(result, self.dtype)
+        self._value = result._value
+        return self
+
+    def __setitem__(self, index, value) -> None:
+        if isinstance(value, Tracer) and value.dtype is not self.dtype:
+            value = F.to_dtype(value, self.dtype)
+        self._assign(F.index_put(self, index, value, eager.tensor), "index_put_")
+
+
+def _borrow():
+    """Give Tracer the Tensor methods that only call ops (operators and eager functions)."""
+    fn_module = F.__name__
+    operator_names = [n for n in vars(Tensor) if n.startswith("__") and n.endswith("__")
+                      and n[2:-2] in {"add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv",
+                                      "pow", "rpow", "neg", "pos", "abs", "matmul", "rmatmul", "eq", "ne",
+                                      "lt", "le", "gt", "ge", "and", "invert", "getitem"}]
+    for name in operator_names:
+        setattr(Tracer, name, vars(Tensor)[name])
+    for name, value in vars(Tensor).items():
+        if callable(value) and getattr(value, "__module__", None) == fn_module and not hasattr(Tracer, name):
+            setattr(Tracer, name, value)
+    for name in ("T", "mT"):
+        setattr(Tracer, name, vars(Tensor)[name])
+    for name in ("reshape", "where", "view_as", "reshape_as", "expand_as", "softplus", "masked_fill",
+                 "float", "double", "half", "long", "int", "bool", "type_as"):
+        if name in vars(Tensor):
+            setattr(Tracer, name, vars(Tensor)[name])
+    inplace = {"add_": F.add, "sub_": F.sub, "mul_": F.mul, "div_": F.div, "pow_": F.pow, "neg_": F.neg,
+               "exp_": F.exp, "log_": F.log, "sqrt_": F.sqrt, "tanh_": F.tanh, "sigmoid_": F.sigmoid,
+               "relu_": F.relu, "abs_": F.abs, "clamp_": F.clamp, "clip_": F.clamp}
+    for name, fn in inplace.items():
+        setattr(Tracer, name, _inplace_method(fn, name))
+    for op, name in (("add", "add_"), ("sub", "sub_"), ("mul", "mul_"), ("truediv", "div_"), ("pow", "pow_")):
+        setattr(Tracer, f"__i{op}__", getattr(Tracer, name))
+    Tracer.zero_ = lambda self: self._assign(REGISTRY["full_like"](self, value=0.0 if self.is_floating_point() else 0), "zero_")
+    Tracer.fill_ = lambda self, v: self._assign(REGISTRY["full_like"](self, value=v), "fill_")
+    Tracer.copy_ = lambda self, src: self._assign(F.expand(F.to_dtype(src, self.dtype), *self.shape), "copy_")
+
+
+def _inplace_method(fn, name):
+    def method(self, *args, **kwargs):
+        return self._assign(fn(self, *args, **kwargs), name)
+
+    method.__name__ = name
+    return method
+
+
+_borrow()
+
+
+def inplace_on_captured(target, result: Tracer) -> None:
+    """An eager tensor from outside the function updated in place by a traced value (an
+    optimizer step on a module's parameter): the update becomes a graph output that is
+    written back after the call."""
+    state = result._state
+    state.capture(target)
+    if tuple(result.shape) != tuple(target.shape):
+        raise RuntimeError(f"in-place update of a captured tensor of shape {list(target.shape)} with a value of "
+                           f"shape {list(result.shape)}")
+    if result.dtype != target.dtype:
+        result = F.to_dtype(result, target.dtype)
+    state.latest[id(target)] = result._value
+
+
+Tracer.__graphmode_inplace__ = staticmethod(inplace_on_captured)
