@@ -7,6 +7,8 @@
 """
 from __future__ import annotations
 
+import builtins as _builtins
+
 __version__ = "0.1.0"
 
 from . import ops  # noqa: F401  (fills the registry first)
@@ -67,12 +69,14 @@ def get_default_dtype() -> dtype:
     return float32
 
 
+# `bool`, `int` and `float` are eager dtypes in this module (as in torch): use builtins here.
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> bool:
     import numpy as _np  # noqa: PLC0415
 
-    return bool(_np.allclose(_np.asarray(input.detach()), _np.asarray(other.detach()), rtol=rtol, atol=atol,
+    return _builtins.bool(_np.allclose(_np.asarray(input.detach()), _np.asarray(other.detach()), rtol=rtol, atol=atol,
                              equal_nan=equal_nan))
 
 
 def equal(input: Tensor, other: Tensor) -> bool:
-    return tuple(input.shape) == tuple(other.shape) and bool((input == other).all())
+    return tuple(input.shape) == tuple(other.shape) and _builtins.bool((input == other).all())
+from . import nn, optim, viz  # noqa: E402,F401  (training API and graph pictures, built on the core above)

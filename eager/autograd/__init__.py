@@ -40,8 +40,8 @@ def _make_grads(outputs, grad_outputs, create_graph: bool) -> list:
                 g = tensor(g, dtype=out.dtype, device=out.device)
             if tuple(g.shape) != tuple(out.shape):
                 raise RuntimeError(
-                    f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(g.shape)} and output[{i}] "
-                    f"has a shape of {tuple(out.shape)}."
+                    f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape!r} and output[{i}] "
+                    f"has a shape of {out.shape!r}."
                 )
             if not create_graph:
                 g = g.detach()

@@ -89,8 +89,8 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool, 
             node = ready.pop()
             grads = buffers.pop(node, None)
             outs = _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned)
-            if not retain_graph and not isinstance(node, AccumulateGrad):
-                node.release()
+            if outs is not None and not retain_graph:
+                node.release()  # only nodes that ran give up their saved tensors, as in PyTorch
             for k, (nxt, nr) in enumerate(node.next_functions):
                 if nxt is None:
                     continue
