@@ -107,13 +107,24 @@ def apply(op, operands, attrs):
     else:
         outs = (_wrap(result),)
     if op.is_view and first is not None:
-        for t in outs:
-            if xp.may_share_memory(t._data, first._data):
-                t._base = first if first._base is None else first._base
-                t._vc = first._vc
+        _mark_views(op, attrs, first, outs, xp)
     if record:
         _record(op, operands, attrs, outs)
     return outs if op.multi_output else outs[0]
+
+
+def _mark_views(op, attrs, first, outs, xp):
+    """Outputs that alias `first`'s memory share its version counter and remember the view
+    steps from the memory's owner (eager._inplace replays them for writes into a view)."""
+    for k, t in enumerate(outs):
+        if xp.may_share_memory(t._data, first._data):
+            step = (op, attrs, k if op.multi_output else None)
+            if first._base is None:
+                t._base, t._view = first, (step,)
+            else:
+                t._base = first._base
+                t._view = None if first._view is None else first._view + (step,)
+            t._vc = first._vc
 
 
 def _wrap(arr):
@@ -139,4 +150,4 @@ def _record(op, operands, attrs, outs):
             t.grad_fn = node
             t._output_nr = nr
     if op.save_output:
-        node._saved_out = SavedTensor(outs[0])
+        node._saved_out = SavedTensor(outs[0], is_output=True)

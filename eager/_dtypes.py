@@ -90,6 +90,15 @@ def as_dtype(value) -> dtype:
         raise TypeError(f"unknown dtype {value!r}; expected an eager dtype such as eager.float32") from None
 
 
+_SCALAR_TYPE = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+                "int64": "Long", "float16": "Half", "float32": "Float", "float64": "Double"}
+
+
+def scalar_type_name(d: dtype) -> str:
+    """The name PyTorch's messages use for a dtype (Float, Long, ...)."""
+    return _SCALAR_TYPE[d.name]
+
+
 def short_name(d: dtype) -> str:
     """The compact name the IR prints: f32, i64, bool."""
     return {"bool": "bool", "uint8": "u8"}.get(d.name, d.name[0] + d.name.lstrip("abcdefghijklmnopqrstuvwxyz"))

@@ -38,49 +38,99 @@ TO_DEVICE = defop(
 _orig_to_device = TO_DEVICE.__call__
 
 
+_VIEW_OF_LEAF_MSG = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+
+
+def _fill_vjp(ctx, g):
+    from .ops.special import FULL_LIKE  # noqa: PLC0415
+
+    return (FULL_LIKE(g, value=0.0),)
+
+
+FILL = defop(
+    "fill", forward=lambda xp, x, value: xp.full_like(x, value), abstract=lambda x, value: x,
+    vjp=_fill_vjp, grad_name="FillBackward0", kind="other",
+    samples=lambda rng: [((rng.standard_normal((3,)),), {"value": 2.5})],
+    doc="x's shape filled with value, still connected to x's graph (fill_/zero_ on a non-leaf)",
+)
+
+
 def _any_requires_grad(values) -> bool:
     return any(isinstance(v, Tensor) and v._requires_grad for v in values)
 
 
+def _graph_view(self: Tensor) -> bool:
+    """A view whose writes must be replayed onto its base's graph (PyTorch's CopySlices)."""
+    return self._view is not None
+
+
 def _check(self: Tensor, others) -> bool:
     """Whether this in-place op must be recorded; raises where PyTorch refuses it."""
-    if not STATE.enabled or not (self._requires_grad or _any_requires_grad(others)):
+    if not STATE.enabled:
         return False
-    if self.grad_fn is None and self._requires_grad:
+    base = self._base if _graph_view(self) else None
+    if not (self._requires_grad or _any_requires_grad(others) or (base is not None and base._requires_grad)):
+        return False
+    if self.grad_fn is None and self._requires_grad and base is None:
         raise RuntimeError(_LEAF_MSG)
-    if self._base is not None and self._base._requires_grad:
-        raise RuntimeError(
-            "eager does not support in-place modification of a view of a tensor that requires grad "
-            "(PyTorch would rebase the view's base); apply the op out of place instead, e.g. y = y * 2"
-        )
+    if base is not None and base.grad_fn is None and base._requires_grad:
+        raise RuntimeError(_VIEW_OF_LEAF_MSG)
     return True
+
+
+def validate(self: Tensor, arr, name: str) -> None:
+    """Refuse a write PyTorch refuses (growing shape, lossy cast, overlapping memory) before
+    anything changes."""
+    data = self._data
+    shape = tuple(getattr(arr, "shape", ()))
+    if len(shape) > data.ndim or any(s not in (1, n) for s, n in zip(shape[::-1], data.shape[::-1])):
+        raise RuntimeError(f"output with shape {list(data.shape)} doesn't match the broadcast shape "
+                           f"{list(np.broadcast_shapes(shape, data.shape))}")
+    src_dtype = getattr(arr, "dtype", None)
+    if src_dtype is not None and not np.can_cast(src_dtype, data.dtype, "same_kind"):
+        raise RuntimeError(f"result type {_dtypes.scalar_type_name(_dtypes.from_numpy(src_dtype))} can't be "
+                           f"cast to the desired output type {_dtypes.scalar_type_name(_dtypes.from_numpy(data.dtype))}")
+    if not data.flags.writeable:
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location. Please clone() the tensor before performing the operation.")
 
 
 def write(self: Tensor, arr, name: str) -> None:
     """Copy arr into self's buffer (broadcasting, same-kind casting) and bump its version."""
+    validate(self, arr, name)
     data = self._data
-    shape = tuple(getattr(arr, "shape", ()))
-    if len(shape) > data.ndim or any(s not in (1, n) for s, n in zip(shape[::-1], data.shape[::-1])):
-        raise RuntimeError(f"{name}: output with shape {list(data.shape)} doesn't match the broadcast shape "
-                           f"{list(np.broadcast_shapes(shape, data.shape))}")
-    src_dtype = getattr(arr, "dtype", None)
-    if src_dtype is not None and not np.can_cast(src_dtype, data.dtype, "same_kind"):
-        raise RuntimeError(f"{name}: result type {_dtypes.from_numpy(src_dtype).name} can't be cast to the "
-                           f"desired output type {_dtypes.from_numpy(data.dtype).name}")
-    if not data.flags.writeable:
-        raise RuntimeError(f"{name}: unsupported operation: more than one element of the written-to tensor "
-                           "refers to a single memory location. Please clone() the tensor before performing "
-                           "the operation.")
     xp = np if isinstance(data, np.ndarray) else cupy_module()
     xp.copyto(data, arr, casting="unsafe")
     self._vc[0] += 1
 
 
+def _rebase(t: Tensor, result: Tensor) -> None:
+    t.grad_fn = result.grad_fn
+    t._output_nr = result._output_nr
+    t._requires_grad = result._requires_grad
+
+
 def _commit(self: Tensor, result: Tensor, name: str) -> Tensor:
+    """Store a recorded out-of-place result into self; self takes its history."""
+    if _graph_view(self):
+        return _commit_view(self, result, name)
     write(self, result._data, name)
-    self.grad_fn = result.grad_fn
-    self._output_nr = result._output_nr
-    self._requires_grad = result._requires_grad
+    _rebase(self, result)
+    return self
+
+
+def _commit_view(self: Tensor, result: Tensor, name: str) -> Tensor:
+    """A write into a view: the base becomes `view_scatter(base, result)` (CopySlices) and the
+    view is re-derived from the new base, so gradients flow through both, as in PyTorch."""
+    from .ops.shape_ops import VIEW_SCATTER, replay_view  # noqa: PLC0415
+
+    validate(self, result._data, name)
+    base = self._base
+    steps = tuple((op.name, tuple(sorted(attrs.items())), k) for op, attrs, k in self._view)
+    new_base = VIEW_SCATTER(_snapshot(base, copy=False), result, steps=steps)
+    write(self, result._data, name)
+    _rebase(base, new_base)
+    _rebase(self, replay_view(base, steps))
     return self
 
 
@@ -94,13 +144,15 @@ def _snapshot(self: Tensor, copy: bool) -> Tensor:
     return prev
 
 
-def apply_inplace(self: Tensor, fn, others, name: str, saves_self: bool = True) -> Tensor:
+def apply_inplace(self: Tensor, fn, others, name: str, saves_self: bool = True, grad_name: str | None = None):
     """Run `fn(self_value, *others)` and store its result into self."""
     if _check(self, others):
         prev = _snapshot(self, copy=saves_self)
         result = fn(prev, *others)
         if not isinstance(result, Tensor):
             return _hand_over(self, result)
+        if grad_name is not None:
+            F._renamed(result, grad_name)
         return _commit(self, result, name)
     with no_grad():
         result = fn(self, *others)
@@ -120,14 +172,18 @@ def _hand_over(self: Tensor, result) -> Tensor:
     return self
 
 
-def assign(self: Tensor, recorded, raw, name: str) -> None:
-    """`x[key] = v`: `recorded` is the functional result when it must be recorded."""
-    if recorded is None:
-        raw()
-        self._vc[0] += 1
+def assign(self: Tensor, others, recorded, raw, name: str) -> None:
+    """`x[key] = v`: `recorded()` gives the functional result when the write is recorded;
+    `raw()` writes directly otherwise."""
+    if _check(self, others):
+        result = recorded()
+        if not isinstance(result, Tensor):
+            _hand_over(self, result)
+            return
+        _commit(self, result, name)
         return
-    _check(self, ())
-    _commit(self, recorded, name)
+    raw()
+    self._vc[0] += 1
 
 
 def _method(fn, name, saves_self=True):
@@ -139,14 +195,14 @@ def _method(fn, name, saves_self=True):
     return method
 
 
-def _fill(self: Tensor, value) -> Tensor:
+def _fill(self: Tensor, value, grad_name: str = "FillBackward0") -> Tensor:
     if isinstance(value, Tensor):
         value = value.item()
-    return apply_inplace(self, lambda s: s * 0 + value, (), "fill_", saves_self=False)
+    return apply_inplace(self, lambda s: FILL(s, value=value), (), "fill_", saves_self=False, grad_name=grad_name)
 
 
 def _zero(self: Tensor) -> Tensor:
-    return _fill(self, 0)
+    return _fill(self, 0, "ZeroBackward0")
 
 
 def _copy(self: Tensor, src, non_blocking: bool = False) -> Tensor:
@@ -161,7 +217,7 @@ def _copy(self: Tensor, src, non_blocking: bool = False) -> Tensor:
         out = F.expand(F.to_dtype(source, s.dtype), *s.shape)
         return E.CLONE(out) if out is source else out
 
-    return apply_inplace(self, value, (src,), "copy_", saves_self=False)
+    return apply_inplace(self, value, (src,), "copy_", saves_self=False, grad_name="CopyBackwards")
 
 
 def _uniform(self: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:

@@ -40,7 +40,10 @@ class Tensor:
     `Tensor(3, 5)` / `Tensor([1., 2.])` are the legacy constructors (float32); prefer
     `eager.tensor(data)` and the factories."""
 
-    __slots__ = ("_data", "_requires_grad", "grad_fn", "_grad", "_vc", "_base", "_output_nr",
+    # _vc: the version counter, a one-element list shared with views of the same memory.
+    # _base/_view: for a view, the tensor owning the memory and the view ops that lead from
+    # it here (so an in-place write to the view can be replayed onto the base's graph).
+    __slots__ = ("_data", "_requires_grad", "grad_fn", "_grad", "_vc", "_base", "_view", "_output_nr",
                  "_retains_grad", "_acc", "__weakref__", "__dict__")
     __array_priority__ = 1000  # ndarray <op> Tensor defers to Tensor's reflected operator
 
@@ -57,6 +60,7 @@ class Tensor:
         self._grad = None
         self._vc = [0]
         self._base = None
+        self._view = None
         self._output_nr = 0
         self._retains_grad = False
         self._acc = None
@@ -70,6 +74,7 @@ class Tensor:
         t._grad = None
         t._vc = [0]
         t._base = None
+        t._view = None
         t._output_nr = 0
         t._retains_grad = False
         t._acc = None
@@ -450,7 +455,7 @@ class Tensor:
             value = F.to_dtype(value, self.dtype)
         from ._inplace import assign  # noqa: PLC0415
 
-        assign(self, F.index_put(self, index, value, _index_tensor) if _records(self, value) else None,
+        assign(self, (value,), lambda: F.index_put(self, index, value, _index_tensor),
                lambda: _setitem_raw(self, index, value), "index_put_")
 
     # in-place arithmetic: see eager._inplace (installed below)
@@ -630,10 +635,6 @@ def _index_tensor(value) -> Tensor:
     from ._factories import tensor  # noqa: PLC0415
 
     return tensor(value)
-
-
-def _records(self: Tensor, value) -> bool:
-    return STATE.enabled and (self._requires_grad or (isinstance(value, Tensor) and value._requires_grad))
 
 
 def _setitem_raw(self: Tensor, index, value) -> None:

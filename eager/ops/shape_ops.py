@@ -162,7 +162,10 @@ def _index_grad_name(operands, attrs):
 
 
 def _index_forward(xp, x, *index_arrays, key):
-    return x[build_key(key, index_arrays)]
+    k = build_key(key, index_arrays)
+    if not index_arrays and Ellipsis not in k:
+        k = k + (Ellipsis,)  # basic indexing then always gives a view, even of one element
+    return x[k]
 
 
 def _index_vjp(ctx, g):
@@ -173,7 +176,8 @@ def _index_vjp(ctx, g):
 INDEX = defop(
     "index", forward=lambda xp, x, *idx, key, n_index=0: _index_forward(xp, x, *idx, key=key),
     abstract=lambda x, *idx, key, n_index=0: _index_abstract(x, *idx, key=key),
-    vjp=_index_vjp, grad_name=_index_grad_name, kind="index", is_view=False,
+    vjp=_index_vjp, grad_name=_index_grad_name, kind="index",
+    is_view=True,  # basic indexing aliases its operand; integer-array and mask indexing copy
     save=(1, 2, 3, 4, 5, 6, 7, 8),
     samples=lambda rng: [
         ((rng.standard_normal((4, 5)),), {"key": (("int", 1),), "n_index": 0}),
@@ -229,7 +233,8 @@ def _index_put_vjp(ctx, g):
 INDEX_PUT = defop(
     "index_put", forward=_index_put,
     abstract=lambda x, v, *idx, key, n_index=0: TensorSpec(x.shape, x.dtype),
-    vjp=_index_put_vjp, grad_name="IndexPutBackward0", kind="index",
+    vjp=_index_put_vjp, kind="index",
+    grad_name=lambda operands, attrs: "CopySlices" if is_basic_key(attrs["key"]) else "IndexPutBackward0",
     save=(2, 3, 4, 5, 6, 7, 8, 9),
     samples=lambda rng: [
         ((rng.standard_normal((4, 5)), rng.standard_normal((5,))), {"key": (("int", 1),), "n_index": 0}),
@@ -328,4 +333,57 @@ SPLIT = defop(
     "split", forward=_split, abstract=_split_abstract, vjp=_split_vjp,
     grad_name="SplitWithSizesBackward0", kind="shape", is_view=True, multi_output=True,
     samples=_any((5, 3), sizes=(2, 3), dim=0),
+)
+
+
+# -- writing through a view --------------------------------------------------------------------
+# A view is described by the steps that made it from the tensor owning the memory:
+# ((op name, attrs as sorted items, output index or None), ...). In-place writes to a view
+# of a tensor in the graph become `view_scatter` of the new view value into its base.
+def _replay_array(xp, arr, steps):
+    from ._registry import REGISTRY  # noqa: PLC0415
+
+    for name, attrs, k in steps:
+        arr = REGISTRY[name].forward(xp, arr, **dict(attrs))
+        if k is not None:
+            arr = arr[k]
+    return arr
+
+
+def replay_view(x, steps):
+    """The view of x that `steps` describe, made with ops (so it is recorded)."""
+    from ._registry import REGISTRY  # noqa: PLC0415
+
+    for name, attrs, k in steps:
+        x = REGISTRY[name](x, **dict(attrs))
+        if k is not None:
+            x = x[k]
+    return x
+
+
+def _view_scatter(xp, base, value, steps):
+    out = xp.array(base, copy=True)
+    _replay_array(xp, out, steps)[...] = value
+    return out
+
+
+def _view_scatter_vjp(ctx, g):
+    steps = ctx.attrs["steps"]
+    g_base = VIEW_SCATTER(g, 0.0, steps=steps) if ctx.needs(0) else None
+    g_value = replay_view(g, steps) if ctx.needs(1) else None
+    return g_base, g_value
+
+
+VIEW_SCATTER = defop(
+    "view_scatter", forward=_view_scatter,
+    abstract=lambda base, value, steps: TensorSpec(base.shape, base.dtype),
+    vjp=_view_scatter_vjp, grad_name="CopySlices", kind="index",
+    samples=lambda rng: [
+        ((rng.standard_normal((4, 5)), rng.standard_normal((5,))),
+         {"steps": (("index", (("key", (("int", 1),)), ("n_index", 0)), None),)}),
+        ((rng.standard_normal((2, 3)), rng.standard_normal((2,))),
+         {"steps": (("transpose", (("dim0", 0), ("dim1", 1)), None),
+                    ("index", (("key", (("slice", 1, None, None),)), ("n_index", 0)), None))}),
+    ],
+    doc="a copy of base with `value` written into the view of it that `steps` make (CopySlices)",
 )
