@@ -79,3 +79,6 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-
 
 def equal(input: Tensor, other: Tensor) -> bool:
     return tuple(input.shape) == tuple(other.shape) and _builtins.bool((input == other).all())
+
+
+from . import nn, optim, viz  # noqa: E402,F401  (training API and graph pictures, built on the core above)

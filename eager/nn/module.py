@@ -1,0 +1,402 @@
+"""`Module`: the base of every layer and model.
+
+Assigning a Parameter, a Module or (through register_buffer) a Tensor as an attribute
+registers it, so `parameters()`, `state_dict()`, `to()` and `zero_grad()` find it without
+the user listing anything: the bookkeeping PyTorch users expect."""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Callable, Iterator, NamedTuple
+
+from .._grad_mode import no_grad
+from .._tensor import Tensor
+from .parameter import Parameter
+
+
+class IncompatibleKeys(NamedTuple):
+    """What `load_state_dict` returns: the keys it did not find and the ones it did not use."""
+
+    missing_keys: list
+    unexpected_keys: list
+
+
+def _addindent(text: str, spaces: int) -> str:
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
+
+
+class Module:
+    """Base class of layers: subclass it, set parameters and submodules in `__init__`,
+    compute in `forward`; call the module itself (`model(x)`) to run forward."""
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
+
+    # -- forward ------------------------------------------------------------------------------
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        result = self.forward(*args, **kwargs)
+        for hook in list(self.__dict__.get("_forward_hooks", {}).values()):
+            replaced = hook(self, args, result)
+            if replaced is not None:
+                result = replaced
+        return result
+
+    def register_forward_hook(self, hook: Callable) -> "_HookHandle":
+        """`hook(module, inputs, output)` runs after forward; a non-None return replaces the output."""
+        hooks = self._forward_hooks
+        key = object()
+        hooks[key] = hook
+        return _HookHandle(hooks, key)
+
+    # -- registration -------------------------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._forget(name)
+            params[name] = value
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                                "(eager.nn.Parameter or None expected)")
+            params[name] = None
+        elif isinstance(value, Module):
+            modules = self.__dict__.get("_modules")
+            if modules is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._forget(name)
+            modules[name] = value
+        elif name in self.__dict__.get("_modules", {}):
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                                "(eager.nn.Module or None expected)")
+            self._modules[name] = None
+        elif name in self.__dict__.get("_buffers", {}):
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                                "(eager.Tensor or None expected)")
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _forget(self, name: str) -> None:
+        """Drop `name` from every registry and the instance dict before re-registering it."""
+        self.__dict__.pop(name, None)
+        for key in ("_parameters", "_buffers", "_modules"):
+            self.__dict__[key].pop(name, None)
+        self._non_persistent.discard(name)
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached when ordinary lookup fails: look in the registries
+        d = self.__dict__
+        for key in ("_parameters", "_buffers", "_modules"):
+            registry = d.get(key)
+            if registry is not None and name in registry:
+                return registry[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for key in ("_parameters", "_buffers", "_modules"):
+            registry = self.__dict__.get(key)
+            if registry is not None and name in registry:
+                del registry[name]
+                self._non_persistent.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        extra = [*self._parameters, *self._buffers, *self._modules]
+        return sorted(set(super().__dir__()) | set(extra))
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                            "(eager.nn.Parameter or None required)")
+        self._check_name(name)
+        self._forget(name)
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """A tensor that belongs to the module's state (moved by `to`, saved by `state_dict`
+        unless persistent=False) but is not trained."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            "(eager.Tensor or None required)")
+        self._check_name(name)
+        self._forget(name)
+        self._buffers[name] = tensor
+        if not persistent:
+            self._non_persistent.add(name)
+
+    def add_module(self, name: str, module: "Module | None") -> None:
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_name(name)
+        self._forget(name)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    @staticmethod
+    def _check_name(name: str) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"name should be a string, got {type(name).__name__}")
+        if name == "" or "." in name:
+            raise KeyError(f'name can\'t be empty or contain ".", got: {name!r}')
+
+    # -- traversal ----------------------------------------------------------------------------
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, "Module"]]:
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            yield from module.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
+
+    def modules(self) -> Iterator["Module"]:
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        seen: set = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self) -> Iterator["Module"]:
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, registry: str, prefix: str, recurse: bool,
+                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        seen: set = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse \
+            else [(prefix, self)]
+        for module_prefix, module in modules:
+            for name, value in getattr(module, registry).items():
+                if value is None or (remove_duplicate and id(value) in seen):
+                    continue
+                seen.add(id(value))
+                yield module_prefix + ("." if module_prefix else "") + name, value
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """(dotted name, parameter) pairs, each shared parameter once."""
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def get_submodule(self, target: str) -> "Module":
+        module = self
+        for part in target.split(".") if target else []:
+            if part not in module._modules or module._modules[part] is None:
+                raise AttributeError(f"{type(module).__name__} has no attribute `{part}`")
+            module = module._modules[part]
+        return module
+
+    def apply(self, fn: Callable[["Module"], None]) -> "Module":
+        """Call fn on every submodule (children first) and then on self; used for custom init."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # -- modes and gradients --------------------------------------------------------------------
+    def train(self, mode: bool = True) -> "Module":
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        for module in self.modules():
+            object.__setattr__(module, "training", mode)
+        return self
+
+    def eval(self) -> "Module":
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Forget the gradients of every parameter (PyTorch's default: set them to None)."""
+        for p in self.parameters():
+            _clear_grad(p, set_to_none)
+
+    # -- state --------------------------------------------------------------------------------
+    def state_dict(self, destination: dict | None = None, prefix: str = "",
+                   keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
+        """Parameters and persistent buffers by dotted name; detached unless keep_vars."""
+        out = OrderedDict() if destination is None else destination
+        for name, p in self._parameters.items():
+            if p is not None:
+                out[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent:
+                out[prefix + name] = b if keep_vars else b.detach()
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(out, prefix + name + ".", keep_vars)
+        return out
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True) -> IncompatibleKeys:
+        """Copy values into the existing parameters and buffers (in place, shapes must agree)."""
+        own = self.state_dict(keep_vars=True)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        errors = []
+        if strict:
+            if unexpected:
+                errors.append("Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ".")
+            if missing:
+                errors.append("Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ".")
+        for key, target in own.items():
+            if key not in state_dict:
+                continue
+            value = state_dict[key]
+            if not isinstance(value, Tensor):
+                from .._factories import tensor  # noqa: PLC0415
+
+                value = tensor(value, dtype=target.dtype)
+            if tuple(value.shape) != tuple(target.shape):
+                errors.append(f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} from "
+                              f"checkpoint, the shape in current model is {tuple(target.shape)}.")
+                continue
+            with no_grad():
+                target.copy_(value)
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
+        return IncompatibleKeys(missing, unexpected)
+
+    # -- devices and dtypes ----------------------------------------------------------------------
+    def _apply(self, fn: Callable[[Tensor], Tensor]) -> "Module":
+        """Replace every parameter's data (and gradient) and every buffer by fn of it, keeping
+        the Parameter objects, so optimizers built earlier still hold the right tensors."""
+        for module in self.modules():
+            for p in module._parameters.values():
+                if p is None:
+                    continue
+                with no_grad():
+                    p.data = fn(p.detach())
+                    if p.grad is not None:
+                        p.grad = fn(p.grad.detach())
+            for name, b in list(module._buffers.items()):
+                if b is not None:
+                    module._buffers[name] = fn(b)
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> "Module":
+        """`to(device)`, `to(dtype)`, `to(device, dtype)`: floating tensors change dtype only."""
+
+        def convert(t: Tensor) -> Tensor:
+            if t.is_floating_point():
+                return t.to(*args, **kwargs)
+            dev_args = [a for a in args if not _is_dtype(a)]
+            dev_kwargs = {k: v for k, v in kwargs.items() if k != "dtype"}
+            return t.to(*dev_args, **dev_kwargs) if (dev_args or dev_kwargs) else t
+
+        return self._apply(convert)
+
+    def cpu(self) -> "Module":
+        return self._apply(lambda t: t.cpu())
+
+    def cuda(self, device: Any = None) -> "Module":
+        return self._apply(lambda t: t.cuda(device))
+
+    def float(self) -> "Module":
+        return self._apply(lambda t: t.float() if t.is_floating_point() else t)
+
+    def double(self) -> "Module":
+        return self._apply(lambda t: t.double() if t.is_floating_point() else t)
+
+    def half(self) -> "Module":
+        return self._apply(lambda t: t.half() if t.is_floating_point() else t)
+
+    # -- printing -----------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        """The text inside the parentheses of this module's repr line; layers override it."""
+        return ""
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        lines = []
+        extra = self.extra_repr()
+        if extra:
+            lines.extend(extra.split("\n"))
+        for name, module in self._modules.items():
+            lines.append(f"({name}): " + _addindent(repr(module), 2))
+        main = self._get_name() + "("
+        if lines:
+            if len(lines) == 1 and not self._modules:
+                main += lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
+
+
+def _clear_grad(p: Tensor, set_to_none: bool) -> None:
+    """PyTorch's zero_grad for one tensor: drop the gradient, or zero it in place."""
+    grad = p.grad
+    if grad is None:
+        return
+    if set_to_none:
+        p.grad = None
+        return
+    if grad.grad_fn is not None:
+        grad = grad.detach()
+        p.grad = grad
+    else:
+        grad.requires_grad_(False)
+    with no_grad():
+        grad.zero_()
+
+
+def _is_dtype(value: Any) -> bool:
+    from .._dtypes import dtype  # noqa: PLC0415
+
+    return isinstance(value, dtype)
+
+
+class _HookHandle:
+    """Returned by register_forward_hook; `.remove()` takes the hook out."""
+
+    def __init__(self, hooks: dict, key: object) -> None:
+        self._hooks, self._key = hooks, key
+
+    def remove(self) -> None:
+        self._hooks.pop(self._key, None)

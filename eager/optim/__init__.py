@@ -1,0 +1,8 @@
+"""`eager.optim`: optimizers that update Parameters in place under no_grad, as torch.optim."""
+from __future__ import annotations
+
+from .adam import Adam, AdamW  # noqa: F401
+from .optimizer import Optimizer  # noqa: F401
+from .sgd import SGD  # noqa: F401
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]

@@ -1,0 +1,120 @@
+"""`Optimizer`: parameter groups, per-parameter state and the bookkeeping every optimizer
+shares. Subclasses implement `step()`, which must run under `no_grad()` and update the
+parameters in place, so the Parameter objects a model holds stay the same."""
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, Iterable
+
+from .._tensor import Tensor
+from ..nn.module import _clear_grad
+
+
+class _Required:
+    """Marks a hyper-parameter with no default (PyTorch's `required`)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _Required()
+
+
+class Optimizer:
+    """Holds `param_groups` (dicts with 'params' and hyper-parameters) and `state` (per
+    parameter, keyed by the parameter object)."""
+
+    def __init__(self, params: Iterable[Any], defaults: dict) -> None:
+        self.defaults = defaults
+        self.state: dict = {}
+        self.param_groups: list[dict] = []
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            f"but got {type(params).__name__}")
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group (e.g. layers with their own lr); unset options take the defaults."""
+        group = dict(param_group)
+        params = group["params"]
+        group["params"] = [params] if isinstance(params, Tensor) else list(params)
+        for p in group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            group.setdefault(name, default)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in group["params"]) or len({id(p) for p in group["params"]}) != len(group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                _clear_grad(p, set_to_none)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        raise NotImplementedError
+
+    def _closure_loss(self, closure: Callable[[], Any] | None) -> Any:
+        if closure is None:
+            return None
+        from .._grad_mode import enable_grad  # noqa: PLC0415
+
+        with enable_grad():
+            return closure()
+
+    # -- saving -----------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}: parameters
+        are named by their position across groups, as PyTorch does."""
+        index: dict = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            packed["params"] = []
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+                packed["params"].append(index[id(p)])
+            groups.append(packed)
+        state = {index[id(p)]: {k: (v.clone() if isinstance(v, Tensor) else copy.deepcopy(v)) for k, v in s.items()}
+                 for p, s in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        params = []
+        for mine, saved in zip(self.param_groups, groups):
+            if len(mine["params"]) != len(saved["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
+                                 "optimizer's group")
+            params.extend(zip(saved["params"], mine["params"]))
+        by_index = dict(params)
+        self.state = {}
+        for i, s in state_dict["state"].items():
+            p = by_index[i]
+            self.state[p] = {k: (v.clone().to(p.device) if isinstance(v, Tensor) else copy.deepcopy(v))
+                             for k, v in s.items()}
+        for mine, saved in zip(self.param_groups, groups):
+            mine.update({k: v for k, v in saved.items() if k != "params"})
+
+    def __repr__(self) -> str:
+        lines = [type(self).__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(k for k in group if k != "params"):
+                lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)

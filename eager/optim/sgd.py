@@ -1,0 +1,58 @@
+"""SGD with momentum, dampening, Nesterov and weight decay: PyTorch's update, step by step."""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from .._grad_mode import no_grad
+from .optimizer import Optimizer, required
+
+
+class SGD(Optimizer):
+    """For each parameter p with gradient g (PyTorch's formulation):
+
+        g = g + weight_decay * p
+        b = g (first step) else momentum * b + (1 - dampening) * g
+        g = g + momentum * b if nesterov else b          (when momentum != 0)
+        p = p - lr * g                                    (p + lr * g when maximize)
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False) -> None:
+        if lr is not required and lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                                      nesterov=nesterov, maximize=maximize))
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = self._closure_loss(closure)
+        with no_grad():
+            for group in self.param_groups:
+                self._update_group(group)
+        return loss
+
+    def _update_group(self, group: dict) -> None:
+        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        weight_decay, nesterov = group["weight_decay"], group["nesterov"]
+        for p in group["params"]:
+            g = p.grad
+            if g is None:
+                continue
+            if group["maximize"]:
+                g = -g
+            if weight_decay != 0:
+                g = g.add(p, alpha=weight_decay)
+            if momentum != 0:
+                state = self.state.setdefault(p, {})
+                buf = state.get("momentum_buffer")
+                if buf is None:
+                    buf = state["momentum_buffer"] = g.clone()
+                else:
+                    buf.mul_(momentum).add_(g, alpha=1 - dampening)
+                g = g.add(buf, alpha=momentum) if nesterov else buf
+            p.add_(g, alpha=-lr)
