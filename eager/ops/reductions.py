@@ -186,7 +186,7 @@ INDEX_MASK = defop(
     ),
     abstract=lambda index, dim, size: TensorSpec(
         index.shape[:dim] + (size,) + index.shape[dim + 1:], _dtypes.bool_),
-    samples=lambda rng: [((rng.integers(0, 4, (3, 1)),), {"dim": 1, "size": 4})],
+    samples=lambda rng: [((rng.integers(0, 4, (3, 1)),), {"dim": 1, "size": 4})], kind="index",
     doc="True where the position along `dim` equals `index` (keepdim form)",
 )
 

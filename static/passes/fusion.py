@@ -1,0 +1,289 @@
+"""Fusion: elementwise chains and siblings sharing inputs become one `fused` node whose
+body holds them; elementwise producers fuse into the reductions that consume them, and
+elementwise consumers of a reduction's result fuse after it (an epilogue).
+
+Legality: every member iterates over one space (the elementwise shape, or a reduction's
+input shape plus its reduced shape for the epilogue); the fused set stays convex (no
+path leaves the set and comes back, which would make the fused node depend on itself);
+a size cap bounds kernels. Each rejected candidate pair is reported with its reason."""
+from __future__ import annotations
+
+from eager.ops import REGISTRY
+
+from ..ir import Graph, Node, Value
+from .rewrite import Namer, replace_uses
+
+MAX_FUSED_OPS = 64
+REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min"}
+NOT_FUSIBLE = {"stop_gradient", "to_device"}
+
+
+def _role(node: Node) -> str | None:
+    if node.body is not None or len(node.outputs) != 1 or node.op in NOT_FUSIBLE:
+        return None
+    kind = REGISTRY[node.op].kind
+    if kind == "elementwise":
+        return "ew"
+    if node.op in REDUCTIONS:
+        return "red"
+    return None
+
+
+class Group:
+    """A set of nodes that will become one fused node."""
+
+    def __init__(self, node: Node, role: str) -> None:
+        self.nodes = [node]
+        if role == "ew":
+            self.space = tuple(node.outputs[0].type.shape)
+            self.reduce = None
+        else:
+            self.space = tuple(node.inputs[0].type.shape)
+            self.reduce = (node.attrs.get("dims"), node.attrs.get("keepdim"), tuple(node.outputs[0].type.shape))
+
+    @property
+    def reduced_shape(self):
+        return self.reduce[2] if self.reduce else None
+
+
+def _describe(node: Node) -> str:
+    return f"%{node.outputs[0].name} ({node.op})" if node.outputs else node.op
+
+
+class Fuser:
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.pos = {id(n): i for i, n in enumerate(graph.nodes)}
+        self.group_of: dict = {}
+        self.rejections: list = []
+
+    # -- legality ------------------------------------------------------------------------------
+    def _space_ok(self, group: Group, node: Node, role: str):
+        out_shape = tuple(node.outputs[0].type.shape)
+        if role == "ew":
+            if out_shape == group.space:
+                from_group = [v for v in node.input_values() if self._in(v, group)]
+                if group.reduce and any(tuple(v.type.shape) != group.space for v in from_group):
+                    return "it reads a reduced value at the full iteration shape"
+                return None
+            if group.reduce and out_shape == group.reduced_shape:
+                return None
+            return f"iteration spaces differ: {list(out_shape)} vs {list(group.space)}"
+        in_shape = tuple(node.inputs[0].type.shape)
+        if in_shape != group.space:
+            return f"the reduction reads {list(in_shape)} but the group iterates over {list(group.space)}"
+        signature = (node.attrs.get("dims"), node.attrs.get("keepdim"), out_shape)
+        if group.reduce and group.reduce != signature:
+            return "the group already reduces over other axes"
+        if any(self._in(v, group) and tuple(v.type.shape) != group.space for v in node.input_values()):
+            return "it reduces a value of the reduced shape"
+        return None
+
+    def _in(self, v, group: Group) -> bool:
+        return isinstance(v, Value) and v.producer is not None and self.group_of.get(id(v.producer)) is group
+
+    def _depends_on(self, start_values, members: set, low: int) -> Node | None:
+        """A node outside `members` on a path from `members` to start_values (a cycle if merged)."""
+        stack = [v.producer for v in start_values if v.producer is not None and id(v.producer) not in members]
+        seen = set()
+        while stack:
+            node = stack.pop()
+            if id(node) in seen or self.pos.get(id(node), -1) < low:
+                continue
+            seen.add(id(node))
+            for v in node.input_values():
+                p = v.producer
+                if p is None:
+                    continue
+                if id(p) in members:
+                    return node
+                stack.append(p)
+        return None
+
+    def _convex(self, a: list, b: list):
+        members = {id(n) for n in a} | {id(n) for n in b}
+        low = min(self.pos[id(n)] for n in a + b)
+        inputs = [v for n in a + b for v in n.input_values()]
+        culprit = self._depends_on(inputs, members, low)
+        return None if culprit is None else f"fusing would create a cycle through {_describe(culprit)}"
+
+    # -- grouping --------------------------------------------------------------------------------
+    def try_join(self, group: Group, node: Node, role: str, why_pair) -> bool:
+        reason = None
+        if len(group.nodes) >= MAX_FUSED_OPS:
+            reason = f"size cap of {MAX_FUSED_OPS} ops reached"
+        if reason is None:
+            reason = self._space_ok(group, node, role)
+        if reason is None:
+            reason = self._convex(group.nodes, [node])
+        if reason is not None:
+            self.rejections.append(f"{_describe(why_pair)} -> {_describe(node)}: {reason}")
+            return False
+        group.nodes.append(node)
+        if role == "red" and group.reduce is None:
+            group.reduce = (node.attrs.get("dims"), node.attrs.get("keepdim"), tuple(node.outputs[0].type.shape))
+        self.group_of[id(node)] = group
+        return True
+
+    def try_merge(self, a: Group, b: Group) -> bool:
+        if a is b:
+            return True
+        if a.space != b.space or (a.reduce and b.reduce and a.reduce != b.reduce):
+            return False
+        if len(a.nodes) + len(b.nodes) > MAX_FUSED_OPS or self._convex(a.nodes, b.nodes):
+            return False
+        a.nodes.extend(b.nodes)
+        a.reduce = a.reduce or b.reduce
+        for n in b.nodes:
+            self.group_of[id(n)] = a
+        return True
+
+    def run(self) -> list:
+        users: dict = {}
+        for node in self.graph.nodes:
+            for v in node.input_values():
+                users.setdefault(v, []).append(node)
+        for node in self.graph.nodes:
+            role = _role(node)
+            if role is None:
+                for v in node.input_values():
+                    p = v.producer
+                    if p is not None and _role(p) is not None and REGISTRY.get(node.op) is not None:
+                        kind = REGISTRY[node.op].kind if node.body is None else "fused"
+                        self.rejections.append(f"{_describe(p)} -> {_describe(node)}: {node.op} ({kind}) is not fusible")
+                continue
+            joined = None
+            producers = [v.producer for v in node.input_values() if v.producer is not None
+                         and id(v.producer) in self.group_of]
+            for p in producers:
+                g = self.group_of[id(p)]
+                if joined is None:
+                    if self.try_join(g, node, role, p):
+                        joined = g
+                elif g is not joined:
+                    self.try_merge(joined, g)
+            if joined is None and role == "ew":
+                # siblings: an earlier elementwise reader of one of our inputs
+                for v in node.input_values():
+                    for s in users.get(v, []):
+                        if s is node or id(s) not in self.group_of or self.pos[id(s)] > self.pos[id(node)]:
+                            continue
+                        g = self.group_of[id(s)]
+                        if g.reduce is None and g.space == tuple(node.outputs[0].type.shape) \
+                                and self.try_join(g, node, role, s):
+                            joined = g
+                            break
+                    if joined is not None:
+                        break
+            if joined is None:
+                self.group_of[id(node)] = Group(node, role)
+        seen, groups = set(), []
+        for node in self.graph.nodes:
+            g = self.group_of.get(id(node))
+            if g is not None and id(g) not in seen:
+                seen.add(id(g))
+                groups.append(g)
+        return groups
+
+
+def _build_fused(graph: Graph, group: Group, namer: Namer, outside_users: dict, graph_outputs: set):
+    members = {id(n) for n in group.nodes}
+    order = sorted(group.nodes, key=lambda n: n.loc_index)
+    ext_inputs: list = []
+    for n in order:
+        for v in n.input_values():
+            if (v.producer is None or id(v.producer) not in members) and v not in ext_inputs:
+                ext_inputs.append(v)
+    body = Graph(name="body")
+    remap = {}
+    for v in ext_inputs:
+        p = Value(namer(), v.type)
+        body.inputs.append(p)
+        remap[v] = p
+    exported = []
+    for n in order:
+        copy = Node(op=n.op, inputs=[remap.get(v, v) if isinstance(v, Value) else v for v in n.inputs],
+                    attrs=dict(n.attrs), loc=n.loc)
+        copy.outputs = [Value(namer(), o.type, copy, i) for i, o in enumerate(n.outputs)]
+        for o, c in zip(n.outputs, copy.outputs):
+            remap[o] = c
+            if o in graph_outputs or any(id(u) not in members for u in outside_users.get(o, [])):
+                exported.append(o)
+        body.nodes.append(copy)
+    body.outputs = [remap[o] for o in exported]
+    fused = Node(op="fused", inputs=list(ext_inputs), attrs={}, body=body, loc=order[-1].loc)
+    fused.outputs = [Value(namer(), o.type, fused, i) for i, o in enumerate(exported)]
+    return fused, dict(zip(exported, fused.outputs))
+
+
+def _toposort(nodes: list) -> list:
+    """Order nodes so operands come first, keeping the original order where free."""
+    import heapq  # noqa: PLC0415
+
+    index = {id(n): i for i, n in enumerate(nodes)}
+    producer = {}
+    for n in nodes:
+        for o in n.outputs:
+            producer[o] = n
+    deps = {id(n): 0 for n in nodes}
+    children: dict = {}
+    for n in nodes:
+        for v in set(n.input_values()):
+            p = producer.get(v)
+            if p is not None:
+                deps[id(n)] += 1
+                children.setdefault(id(p), []).append(n)
+    ready = [(index[id(n)], n) for n in nodes if deps[id(n)] == 0]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        _, n = heapq.heappop(ready)
+        out.append(n)
+        for c in children.get(id(n), []):
+            deps[id(c)] -= 1
+            if deps[id(c)] == 0:
+                heapq.heappush(ready, (index[id(c)], c))
+    if len(out) != len(nodes):
+        raise AssertionError("fusion produced a cycle; the convexity check has a bug")
+    return out
+
+
+def fuse(graph: Graph, **_) -> dict:
+    for i, n in enumerate(graph.nodes):
+        n.loc_index = i
+    fuser = Fuser(graph)
+    groups = fuser.run()
+    namer = Namer(graph)
+    outside: dict = {}
+    for node in graph.nodes:
+        for v in node.input_values():
+            outside.setdefault(v, []).append(node)
+    graph_outputs = {v for v in graph.outputs if isinstance(v, Value)}
+    mapping: dict = {}
+    fused_ids: set = set()
+    new_nodes = []
+    regions = 0
+    fused_ops = 0
+    replaced = {}
+    for g in groups:
+        if len(g.nodes) < 2:
+            continue
+        fused, out_map = _build_fused(graph, g, namer, outside, graph_outputs)
+        mapping.update(out_map)
+        for n in g.nodes:
+            fused_ids.add(id(n))
+        replaced[id(g.nodes[0])] = fused
+        regions += 1
+        fused_ops += len(g.nodes)
+    for node in graph.nodes:
+        if id(node) in replaced:
+            new_nodes.append(replaced[id(node)])
+        elif id(node) not in fused_ids:
+            new_nodes.append(node)
+    for node in graph.nodes:
+        if hasattr(node, "loc_index"):
+            del node.loc_index
+    graph.nodes = new_nodes
+    replace_uses(graph, mapping)
+    graph.nodes = _toposort(graph.nodes)
+    return {"regions": regions, "fused_ops": fused_ops, "why_not_fused": fuser.rejections}

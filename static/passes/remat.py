@@ -1,0 +1,152 @@
+"""Rematerialization: choose what the forward saves for the backward by a minimum cut
+(as AOTAutograd's partitioner does). Saving a value costs its bytes; cheap elementwise
+and shape values may instead be recomputed in the backward from what is saved. Inputs
+are always available to save; matmuls and reductions are never recomputed."""
+from __future__ import annotations
+
+from collections import deque
+
+from eager.ops import REGISTRY
+
+from ..ir import Graph, Node, Value
+from ..partition import Split
+from .rewrite import nbytes
+
+INF = float("inf")
+RECOMPUTABLE_KINDS = {"elementwise", "shape"}
+
+
+class _FlowGraph:
+    def __init__(self) -> None:
+        self.cap: dict = {}
+        self.adj: dict = {}
+
+    def add(self, a, b, c) -> None:
+        self.adj.setdefault(a, set()).add(b)
+        self.adj.setdefault(b, set()).add(a)
+        self.cap[(a, b)] = self.cap.get((a, b), 0) + c
+        self.cap.setdefault((b, a), 0)
+
+    def max_flow(self, s, t) -> float:
+        flow = 0
+        while True:
+            parent = {s: None}
+            q = deque([s])
+            while q and t not in parent:
+                u = q.popleft()
+                for v in self.adj.get(u, ()):
+                    if v not in parent and self.cap[(u, v)] > 0:
+                        parent[v] = u
+                        q.append(v)
+            if t not in parent:
+                return flow
+            push, v = INF, t
+            while parent[v] is not None:
+                push = min(push, self.cap[(parent[v], v)])
+                v = parent[v]
+            if push == INF:
+                raise ValueError("remat: no finite cut (a backward value cannot be saved or recomputed)")
+            v = t
+            while parent[v] is not None:
+                u = parent[v]
+                self.cap[(u, v)] -= push
+                self.cap[(v, u)] += push
+                v = u
+            flow += push
+
+    def reachable(self, s) -> set:
+        seen, q = {s}, deque([s])
+        while q:
+            u = q.popleft()
+            for v in self.adj.get(u, ()):
+                if v not in seen and self.cap[(u, v)] > 0:
+                    seen.add(v)
+                    q.append(v)
+        return seen
+
+
+def _recomputable(node: Node) -> bool:
+    return node.body is None and len(node.outputs) == 1 and REGISTRY[node.op].kind in RECOMPUTABLE_KINDS
+
+
+def _needed_by(nodes: list, values: list) -> list:
+    want = set(values)
+    out = []
+    for n in reversed(nodes):
+        if any(o in want for o in n.outputs):
+            out.append(n)
+            want.update(n.input_values())
+    out.reverse()
+    return out
+
+
+def partition(joint: Graph, primal: list, seeds: list, n_forward_outputs: int) -> tuple[Split, dict]:
+    from_seed = set(seeds)
+    fwd_nodes, bwd_nodes = [], []
+    for node in joint.nodes:
+        if any(v in from_seed for v in node.input_values()):
+            bwd_nodes.append(node)
+            from_seed.update(node.outputs)
+        else:
+            fwd_nodes.append(node)
+    grads = joint.outputs[n_forward_outputs:]
+    bwd_nodes = _needed_by(bwd_nodes, [g for g in grads if isinstance(g, Value)])
+    bwd_defined = set(seeds) | {o for n in bwd_nodes for o in n.outputs}
+    needed = []
+    for v in [v for n in bwd_nodes for v in n.input_values()] + [g for g in grads if isinstance(g, Value)]:
+        if v not in bwd_defined and v not in needed:
+            needed.append(v)
+    baseline = sum(nbytes(v) for v in needed)
+
+    # the flow network over forward values: v_in -> v_out costs bytes(v) to cut (save v)
+    fg = _FlowGraph()
+    relevant = _needed_by(fwd_nodes, needed)
+    for v in primal:
+        fg.add("source", ("in", v), INF)
+        fg.add(("in", v), ("out", v), nbytes(v))
+    for node in relevant:
+        for o in node.outputs:
+            fg.add(("in", o), ("out", o), nbytes(o))
+            if not _recomputable(node):
+                fg.add("source", ("in", o), INF)
+            for v in node.input_values():
+                fg.add(("out", v), ("in", o), INF)
+    for v in needed:
+        fg.add(("out", v), "sink", INF)
+    fg.max_flow("source", "sink")
+    side = fg.reachable("source")
+    saved = [v for v in list(primal) + [o for n in relevant for o in n.outputs]
+             if ("in", v) in side and ("out", v) not in side]
+
+    recompute = _needed_by([n for n in relevant if not any(o in saved for o in n.outputs)],
+                           [v for v in needed if v not in saved])
+    recompute = [n for n in recompute if all(o not in saved for o in n.outputs)]
+    fwd_outputs = list(joint.outputs[:n_forward_outputs])
+    forward_nodes = _needed_by(fwd_nodes, fwd_outputs + saved)
+    forward = Graph(name=joint.name + "_forward", inputs=list(primal), nodes=forward_nodes,
+                    outputs=fwd_outputs + saved)
+    # the backward recomputes with its own copies of those nodes (graphs never share nodes)
+    mapping: dict = {}
+    copies = []
+    for n in recompute:
+        c = Node(op=n.op, inputs=[mapping.get(v, v) if isinstance(v, Value) else v for v in n.inputs],
+                 attrs=dict(n.attrs), loc=n.loc)
+        c.outputs = [Value(o.name, o.type, c, i) for i, o in enumerate(n.outputs)]
+        mapping.update(zip(n.outputs, c.outputs))
+        copies.append(c)
+    back_nodes = []
+    for n in bwd_nodes:
+        c = Node(op=n.op, inputs=[mapping.get(v, v) if isinstance(v, Value) else v for v in n.inputs],
+                 attrs=dict(n.attrs), loc=n.loc, body=n.body)
+        c.outputs = [Value(o.name, o.type, c, i) for i, o in enumerate(n.outputs)]
+        mapping.update(zip(n.outputs, c.outputs))
+        back_nodes.append(c)
+    backward = Graph(name=joint.name + "_backward", inputs=saved + list(seeds), nodes=copies + back_nodes,
+                     outputs=[mapping.get(g, g) for g in grads])
+    stats = {
+        "saved_values": len(saved),
+        "saved_bytes": sum(nbytes(v) for v in saved),
+        "saved_bytes_without_remat": baseline,
+        "recomputed_ops": len(copies),
+    }
+    return Split(forward, backward, saved), stats

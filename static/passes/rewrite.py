@@ -1,0 +1,109 @@
+"""Small tools every pass shares: fresh names, use lists, replacing a value everywhere,
+building a node with its result types from the op's abstract rule, copying graphs."""
+from __future__ import annotations
+
+import copy
+import itertools
+
+from eager.ops import REGISTRY, TensorSpec
+
+from ..ir import Graph, Node, Value
+
+
+class Namer:
+    """Fresh value names that collide with nothing in the graph (bodies included)."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.taken = set(all_names(graph))
+        self._counter = itertools.count()
+
+    def __call__(self) -> str:
+        while True:
+            name = f"t{next(self._counter)}"
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+
+
+def all_names(graph: Graph):
+    for v in graph.inputs:
+        yield v.name
+    for node in graph.nodes:
+        for o in node.outputs:
+            yield o.name
+        if node.body is not None:
+            yield from all_names(node.body)
+
+
+def users(graph: Graph) -> dict:
+    out: dict = {}
+    for node in graph.nodes:
+        for v in node.input_values():
+            out.setdefault(v, []).append(node)
+    return out
+
+
+def replace_uses(graph: Graph, mapping: dict) -> None:
+    """Rewrite every operand and output through `mapping` (old Value -> new Value/literal),
+    following chains (a -> b -> c)."""
+    if not mapping:
+        return
+
+    def resolve(v):
+        seen = 0
+        while isinstance(v, Value) and v in mapping and seen < 1000:
+            v = mapping[v]
+            seen += 1
+        return v
+
+    for node in graph.nodes:
+        node.inputs = [resolve(v) for v in node.inputs]
+    graph.outputs = [resolve(v) for v in graph.outputs]
+
+
+def make_node(op: str, inputs: list, attrs: dict, namer: Namer, loc=None) -> Node:
+    """A new node whose result types come from the op's abstract rule."""
+    specs = [v.type if isinstance(v, Value) else v for v in inputs]
+    result = REGISTRY[op].abstract(*specs, **attrs)
+    types = [result] if isinstance(result, TensorSpec) else list(result)
+    node = Node(op=op, inputs=list(inputs), attrs=dict(attrs), loc=loc)
+    node.outputs = [Value(namer(), t, node, i) for i, t in enumerate(types)]
+    return node
+
+
+def clone(graph: Graph) -> Graph:
+    """A deep copy (new Value and Node objects), so passes never change what earlier
+    stages showed."""
+    return copy.deepcopy(graph)
+
+
+def renumber(graph: Graph) -> Graph:
+    """%0, %1, ... in program order across the graph and its bodies: names unique everywhere."""
+    taken = {v.name for v in graph.inputs}
+    counter = itertools.count()
+
+    def fresh():
+        while True:
+            name = str(next(counter))
+            if name not in taken:
+                return name
+
+    def walk(g: Graph, top: bool) -> None:
+        if not top:
+            for v in g.inputs:
+                v.name = fresh()
+        for node in g.nodes:
+            if node.body is not None:
+                walk(node.body, False)
+            for o in node.outputs:
+                o.name = fresh()
+
+    walk(graph, True)
+    return graph
+
+
+def nbytes(v: Value) -> int:
+    n = v.type.dtype.itemsize
+    for s in v.type.shape:
+        n *= s
+    return n

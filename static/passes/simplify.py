@@ -1,0 +1,140 @@
+"""Dead code elimination, common subexpression elimination and constant folding."""
+from __future__ import annotations
+
+import numpy as np
+
+from eager.ops import REGISTRY
+
+from ..ir import Graph, Value
+from .rewrite import Namer, make_node, replace_uses
+
+COMMUTATIVE = {"add", "mul", "maximum", "minimum", "eq", "ne", "logical_and"}
+
+
+def dce(graph: Graph, **_) -> dict:
+    """Drop nodes whose results nobody reads."""
+    live = {v for v in graph.outputs if isinstance(v, Value)}
+    kept = []
+    for node in reversed(graph.nodes):
+        if any(o in live for o in node.outputs):
+            kept.append(node)
+            live.update(node.input_values())
+    removed = len(graph.nodes) - len(kept)
+    kept.reverse()
+    graph.nodes = kept
+    return {"removed": removed}
+
+
+def _operand_key(v):
+    return ("v", id(v)) if isinstance(v, Value) else ("lit", type(v).__name__, repr(v))
+
+
+def _freeze(value):
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(x) for x in value)
+    return (type(value).__name__, repr(value)) if isinstance(value, float) else value
+
+
+def cse(graph: Graph, **_) -> dict:
+    """One node per distinct (op, operands, attributes); commutative operands sorted."""
+    seen: dict = {}
+    mapping: dict = {}
+    kept = []
+    for node in graph.nodes:
+        if mapping:
+            node.inputs = [mapping.get(v, v) if isinstance(v, Value) else v for v in node.inputs]
+        if node.body is not None:
+            kept.append(node)
+            continue
+        operands = [_operand_key(v) for v in node.inputs]
+        if node.op in COMMUTATIVE:
+            operands.sort()
+        key = (node.op, tuple(operands), tuple(sorted((k, _freeze(v)) for k, v in node.attrs.items())))
+        prior = seen.get(key)
+        if prior is not None and all(a.type == b.type for a, b in zip(prior.outputs, node.outputs)):
+            for old, new in zip(node.outputs, prior.outputs):
+                mapping[old] = new
+            continue
+        seen[key] = node
+        kept.append(node)
+    replace_uses(graph, mapping)
+    removed = len(graph.nodes) - len(kept)
+    graph.nodes = kept
+    return {"merged": removed}
+
+
+def splat_value(v):
+    """The constant every element of v has, if v is a `full` splat; else None."""
+    if isinstance(v, Value) and v.producer is not None and v.producer.op == "full":
+        return v.producer.attrs["value"]
+    return None
+
+
+def _as_scalar(x):
+    return x if not isinstance(x, Value) else splat_value(x)
+
+
+_FOLDABLE_KINDS = {"elementwise"}
+_SHAPE_ONLY = {"reshape", "expand", "transpose", "permute", "squeeze", "unsqueeze", "to_dtype"}
+
+
+def fold(graph: Graph, **_) -> dict:
+    """Constant folding on splat constants: full_like(x) no longer reads x; elementwise ops
+    of splats and literals, and shape ops of splats, become splats. Only splats are ever
+    produced (O(1) storage), so no size cap is needed to bound constant memory."""
+    namer = Namer(graph)
+    mapping: dict = {}
+    folded = 0
+    new_nodes = []
+    for node in graph.nodes:
+        node.inputs = [mapping.get(v, v) if isinstance(v, Value) else v for v in node.inputs]
+        out = node.outputs[0] if len(node.outputs) == 1 else None
+        replacement = None
+        if node.op == "full_like":
+            replacement = make_node("full", [], {"shape": tuple(out.type.shape), "value": node.attrs["value"],
+                                                 "dtype": out.type.dtype}, namer, node.loc)
+        elif out is not None and node.body is None and node.op != "full":
+            values = [_as_scalar(v) for v in node.inputs]
+            has_tensor = any(isinstance(v, Value) for v in node.inputs)
+            if has_tensor and all(x is not None for x in values):
+                op = REGISTRY[node.op]
+                if node.op in _SHAPE_ONLY or op.kind in _FOLDABLE_KINDS:
+                    value = _evaluate(node, values)
+                    if value is not None:
+                        replacement = make_node("full", [], {"shape": tuple(out.type.shape), "value": value,
+                                                             "dtype": out.type.dtype}, namer, node.loc)
+        if replacement is not None:
+            mapping[out] = replacement.outputs[0]
+            new_nodes.append(replacement)
+            folded += 1
+        else:
+            new_nodes.append(node)
+    graph.nodes = new_nodes
+    replace_uses(graph, mapping)
+    return {"folded": folded}
+
+
+def _evaluate(node, scalars):
+    """The op applied to one element of each splat, in the result dtype."""
+    op = REGISTRY[node.op]
+    out_type = node.outputs[0].type
+    arrays = []
+    for v, s in zip(node.inputs, scalars):
+        if isinstance(v, Value):
+            arrays.append(np.full((1,) * len(v.type.shape), s, dtype=v.type.dtype.np))
+        else:
+            arrays.append(s)
+    attrs = dict(node.attrs)
+    if node.op in ("reshape", "expand"):
+        return scalars[0] if isinstance(node.inputs[0], Value) else None
+    if node.op in ("transpose", "permute", "squeeze", "unsqueeze"):
+        return scalars[0]
+    try:
+        with np.errstate(all="ignore"):
+            result = np.asarray(op.forward(np, *arrays, **attrs), dtype=out_type.dtype.np)
+    except Exception:  # an op that cannot run on size-1 stand-ins: leave it computed
+        return None
+    if result.size != 1:
+        return None
+    value = result.reshape(-1)[0].item()
+    return value
