@@ -323,8 +323,9 @@ def _resolve_shape(shape: tuple, numel: int, name: str) -> tuple:
 
 
 def reshape(input, *shape):
+    """Always a new tensor (a view when it can be), as in PyTorch, even for the same shape."""
     shape = _resolve_shape(_sizes(shape), _numel(input), "reshape")
-    return input if tuple(input.shape) == shape else S.RESHAPE(input, shape=shape)
+    return S.RESHAPE(input, shape=shape)
 
 
 def _numel(x) -> int:
@@ -340,6 +341,8 @@ def flatten(input, start_dim=0, end_dim=-1):
         return reshape(input, (1,))
     s, e = norm_dim("flatten", start_dim, nd), norm_dim("flatten", end_dim, nd)
     shape = tuple(input.shape)
+    if s == e:
+        return input  # PyTorch returns the tensor itself here
     mid = 1
     for n in shape[s:e + 1]:
         mid *= n
@@ -382,7 +385,7 @@ def expand(input, *sizes):
     sizes = _sizes(sizes)
     lead = len(sizes) - _ndim(input)
     shape = tuple(input.shape[i - lead] if (n == -1 and i >= lead) else n for i, n in enumerate(sizes))
-    return input if shape == tuple(input.shape) else S.EXPAND(input, shape=shape)
+    return S.EXPAND(input, shape=shape)
 
 
 def broadcast_to(input, size):

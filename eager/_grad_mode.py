@@ -43,13 +43,22 @@ class _GradModeBase:
         return self.__class__()
 
 
-class no_grad(_GradModeBase):
+class _NoParamDecorator(_GradModeBase):
+    """Also usable as a bare decorator, `@no_grad` (as torch >= 2.0 allows)."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecorator):
     """Operations inside record no backward graph (an optimizer step, evaluation)."""
 
     _target = False
 
 
-class enable_grad(_GradModeBase):
+class enable_grad(_NoParamDecorator):
     """Re-enables recording inside a `no_grad` block."""
 
     _target = True
@@ -82,8 +91,11 @@ class set_grad_enabled(_GradModeBase):
         return clone
 
 
-class inference_mode(no_grad):
+class inference_mode(_GradModeBase):
     """Alias of no_grad: eager has no separate inference tensors."""
 
     def __init__(self, mode: bool = True) -> None:
         self._target = not mode
+
+    def _clone(self):
+        return inference_mode(not self._target)

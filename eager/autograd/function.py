@@ -154,4 +154,16 @@ class Function(metaclass=_FunctionMeta):
                 for a in args
             )
             ctx._out_meta = [(tuple(o.shape), o.dtype) if isinstance(o, Tensor) else None for o in outputs]
+            _save_outputs_as_returned(ctx, outputs, wrapped)
         return wrapped[0] if single else tuple(wrapped)
+
+
+def _save_outputs_as_returned(ctx, outputs, wrapped) -> None:
+    """A saved output is unpacked as the tensor the caller got (with this node as grad_fn),
+    so a backward written with ops can itself be differentiated (create_graph=True)."""
+    for s in ctx._saved or ():
+        if s is None:
+            continue
+        for o, t in zip(outputs, wrapped):
+            if s.tensor is o and t is not o:
+                s.tensor, s.is_output = t, True
