@@ -99,6 +99,15 @@ def scalar_type_name(d: dtype) -> str:
     return _SCALAR_TYPE[d.name]
 
 
+_CPP_TYPE = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int",
+             "int32": "int", "int64": "long int", "float16": "c10::Half", "float32": "float", "float64": "double"}
+
+
+def cpp_type_name(d: dtype) -> str:
+    """The element type's C++ name, which some PyTorch messages print (float, long int)."""
+    return _CPP_TYPE[d.name]
+
+
 def short_name(d: dtype) -> str:
     """The compact name the IR prints: f32, i64, bool."""
     return {"bool": "bool", "uint8": "u8"}.get(d.name, d.name[0] + d.name.lstrip("abcdefghijklmnopqrstuvwxyz"))

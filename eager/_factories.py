@@ -66,11 +66,28 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
     try:
         arr = np.array(data, dtype=dt.np)
-    except (ValueError, TypeError) as exc:
+    except ValueError as exc:
+        _check_rectangular(data, 0)
+        raise TypeError(f"tensor(): could not build a {dt.name} tensor from {type(data).__name__}: {exc}") from None
+    except TypeError as exc:
         raise TypeError(f"tensor(): could not build a {dt.name} tensor from {type(data).__name__}: {exc}") from None
     if arr.dtype == object:
         raise TypeError(f"tensor(): nested sequences must be rectangular lists of numbers, got {data!r}")
     return _finish(arr if xp is np else xp.asarray(arr), requires_grad)
+
+
+def _check_rectangular(data, dim: int) -> None:
+    """PyTorch's error for ragged nested lists: the first length that differs, and where."""
+    if not isinstance(data, (list, tuple)) or not data:
+        return
+    first = data[0]
+    n = len(first) if isinstance(first, (list, tuple)) else None
+    for item in data:
+        m = len(item) if isinstance(item, (list, tuple)) else None
+        if m != n:
+            raise ValueError(f"expected sequence of length {n} at dim {dim + 1} (got {m})")
+    for item in data:
+        _check_rectangular(item, dim + 1)
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:

@@ -143,6 +143,10 @@ def where(condition, input=None, other=None):
     if input is None and other is None:
         raise NotImplementedError("where(condition) with one argument (nonzero) is not supported; "
                                   "pass where(condition, input, other)")
+    dt = getattr(condition, "dtype", None)
+    if isinstance(dt, _dtypes.dtype) and dt is not _dtypes.bool_:
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{_dtypes.scalar_type_name(dt)}")
     return E.WHERE(condition, input, other)
 
 
@@ -209,7 +213,16 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     if dtype is not None:
         input = to_dtype(input, dtype)
+    _require_float_input(input, "mean(): could not infer output dtype. Input dtype must be either a floating "
+                                "point or complex dtype. Got: {}")
     return _reduce(R.MEAN, input, dim, keepdim, "mean")
+
+
+def _require_float_input(input, message: str) -> None:
+    """NumPy would compute in float64 silently where PyTorch refuses an integer input."""
+    dt = getattr(input, "dtype", None)
+    if isinstance(dt, _dtypes.dtype) and not dt.is_floating_point:
+        raise RuntimeError(message.format(_dtypes.scalar_type_name(dt)))
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
@@ -292,16 +305,27 @@ def log_softmax(input, dim, dtype=None):
 
 # -- linear algebra -----------------------------------------------------------------------------
 def matmul(input, other):
+    _same_dtype_for_matmul(input, other)
     return L.MATMUL(input, other)
 
 
+def _same_dtype_for_matmul(a, b) -> None:
+    """matmul does not promote in PyTorch (NumPy would)."""
+    da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
+    if isinstance(da, _dtypes.dtype) and isinstance(db, _dtypes.dtype) and da is not db:
+        raise RuntimeError(f"matmul: expected m1 and m2 to have the same dtype, but got: "
+                           f"{_dtypes.cpp_type_name(da)} != {_dtypes.cpp_type_name(db)}")
+
+
 def mm(input, mat2):
+    _same_dtype_for_matmul(input, mat2)
     if _ndim(input) != 2 or _ndim(mat2) != 2:
         raise RuntimeError(f"mm: self must be a matrix (got shapes {tuple(input.shape)} and {tuple(mat2.shape)})")
     return L.MATMUL(input, mat2)
 
 
 def dot(input, other):
+    _same_dtype_for_matmul(input, other)
     if _ndim(input) != 1 or _ndim(other) != 1:
         raise RuntimeError(f"dot: 1D tensors expected, but got {_ndim(input)}D and {_ndim(other)}D tensors")
     return L.MATMUL(input, other)

@@ -628,7 +628,7 @@ def _to_device(t: Tensor, dev: device) -> Tensor:
         return t
     from ._inplace import TO_DEVICE  # noqa: PLC0415
 
-    return TO_DEVICE(t, device=str(dev))
+    return TO_DEVICE(t, device=str(dev), source=str(t.device))
 
 
 def _index_tensor(value) -> Tensor:
