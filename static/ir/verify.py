@@ -2,6 +2,8 @@
 abstract rule computes from its operands. It runs after tracing, parsing and every pass."""
 from __future__ import annotations
 
+import inspect
+
 from eager.ops import REGISTRY, TensorSpec
 
 from ..errors import IRVerifyError
@@ -18,11 +20,52 @@ def _where(node: Node) -> str:
     return ""
 
 
+_MEMO: dict = {}
+
+
+_ARITY_OK: set = set()  # (op, operand count, attribute names) already checked against the op's forward
+
+
+def _check_arity(node: Node, where: str) -> None:
+    """Operands and attributes must fit the op's forward signature (the interpreter calls
+    `forward(xp, *operands, **attrs)`); an abstract rule written with **attrs would not notice
+    `add %x` or a stray attribute, and the graph would only fail when run."""
+    key = (node.op, len(node.inputs), tuple(sorted(node.attrs)))
+    if key in _ARITY_OK:
+        return
+    sig = inspect.signature(REGISTRY[node.op].forward)
+    try:
+        sig.bind(None, *node.inputs, **node.attrs)
+    except TypeError as exc:
+        params = list(sig.parameters.values())[1:]
+        operands = [("*" if p.kind is p.VAR_POSITIONAL else "") + p.name for p in params
+                    if p.kind in (p.POSITIONAL_ONLY, p.VAR_POSITIONAL)
+                    or (p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty)]
+        attrs = [p.name for p in params if p.kind is p.KEYWORD_ONLY
+                 or (p.kind is p.POSITIONAL_OR_KEYWORD and p.default is not p.empty)]
+        result = node.outputs[0].name if node.outputs else "?"
+        raise IRVerifyError(f"{where}{node.op} producing %{result}: {exc}; {node.op} takes operands "
+                            f"({', '.join(operands)}) and attributes {{{', '.join(attrs)}}}") from None
+    _ARITY_OK.add(key)
+
+
 def _expected_types(node: Node) -> list:
+    """The op's abstract rule on the node's operands, memoized: verification runs after
+    every pass, and graphs repeat the same (op, operand types, attributes) a lot."""
+    operands = tuple(v.type if isinstance(v, Value) else (type(v), v) for v in node.inputs)
+    try:
+        key = (node.op, operands, tuple(sorted(node.attrs.items())))
+        hit = _MEMO.get(key)
+    except TypeError:  # an unhashable attribute: no memo
+        key, hit = None, None
+    if hit is not None:
+        return hit
     op = REGISTRY[node.op]
-    operands = [v.type if isinstance(v, Value) else v for v in node.inputs]
-    result = op.abstract(*operands, **node.attrs)
-    return [result] if isinstance(result, TensorSpec) else list(result)
+    result = op.abstract(*[v.type if isinstance(v, Value) else v for v in node.inputs], **node.attrs)
+    types = [result] if isinstance(result, TensorSpec) else list(result)
+    if key is not None and len(_MEMO) < 100_000:
+        _MEMO[key] = types
+    return types
 
 
 def verify(graph: Graph, outer: set | None = None) -> Graph:
@@ -55,6 +98,7 @@ def verify(graph: Graph, outer: set | None = None) -> Graph:
         else:
             if node.op not in REGISTRY:
                 raise IRVerifyError(f"{where}unknown op '{node.op}' (result %{node.outputs[0].name if node.outputs else '?'})")
+            _check_arity(node, where)
             try:
                 expected = _expected_types(node)
             except (TypeError, ValueError, RuntimeError, IndexError, KeyError) as exc:

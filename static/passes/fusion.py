@@ -83,14 +83,21 @@ class Fuser:
         return isinstance(v, Value) and v.producer is not None and self.group_of.get(id(v.producer)) is group
 
     def _depends_on(self, start_values, members: set, low: int) -> Node | None:
-        """A node outside `members` on a path from `members` to start_values (a cycle if merged)."""
+        """A node outside `members` on a path from `members` to start_values (a cycle if
+        merged). Other groups count as the single node they will become: reaching one
+        member reaches the inputs of all, so two groups can never wait on each other."""
         stack = [v.producer for v in start_values if v.producer is not None and id(v.producer) not in members]
         seen = set()
         while stack:
             node = stack.pop()
-            if id(node) in seen or self.pos.get(id(node), -1) < low:
+            if id(node) in seen:
                 continue
             seen.add(id(node))
+            other = self.group_of.get(id(node))
+            if other is not None and len(other.nodes) > 1:
+                stack.extend(n for n in other.nodes if id(n) not in seen and id(n) not in members)
+            if self.pos.get(id(node), -1) < low:
+                continue  # older than every member: its own operands cannot depend on them
             for v in node.input_values():
                 p = v.producer
                 if p is None:
@@ -125,10 +132,28 @@ class Fuser:
         self.group_of[id(node)] = group
         return True
 
+    def _reads_reduced_at_full_shape(self, nodes: list, space: tuple) -> bool:
+        """A member reading a reduced value (shape != space) while itself iterating over the
+        full space: that would need a second pass over the data inside one kernel."""
+        ids = {id(n) for n in nodes}
+        for n in nodes:
+            if n.op in REDUCTIONS:
+                continue
+            if tuple(n.outputs[0].type.shape) != space:
+                continue
+            for v in n.input_values():
+                if v.producer is not None and id(v.producer) in ids and tuple(v.type.shape) != space:
+                    return True
+        return False
+
     def try_merge(self, a: Group, b: Group) -> bool:
         if a is b:
             return True
         if a.space != b.space or (a.reduce and b.reduce and a.reduce != b.reduce):
+            return False
+        if (a.reduce or b.reduce) and self._reads_reduced_at_full_shape(a.nodes + b.nodes, a.space):
+            self.rejections.append(f"{_describe(a.nodes[-1])} + {_describe(b.nodes[-1])}: a member would read "
+                                   "a reduced value at the full iteration shape")
             return False
         if len(a.nodes) + len(b.nodes) > MAX_FUSED_OPS or self._convex(a.nodes, b.nodes):
             return False

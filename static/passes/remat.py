@@ -125,8 +125,9 @@ def partition(joint: Graph, primal: list, seeds: list, n_forward_outputs: int) -
     forward_nodes = _needed_by(fwd_nodes, fwd_outputs + saved)
     forward = Graph(name=joint.name + "_forward", inputs=list(primal), nodes=forward_nodes,
                     outputs=fwd_outputs + saved)
-    # the backward recomputes with its own copies of those nodes (graphs never share nodes)
-    mapping: dict = {}
+    # the backward has its own Values and nodes: graphs never share objects, so renaming
+    # or rewriting one half leaves the other intact
+    mapping: dict = {v: Value(v.name, v.type) for v in list(saved) + list(seeds)}
     copies = []
     for n in recompute:
         c = Node(op=n.op, inputs=[mapping.get(v, v) if isinstance(v, Value) else v for v in n.inputs],
@@ -141,7 +142,8 @@ def partition(joint: Graph, primal: list, seeds: list, n_forward_outputs: int) -
         c.outputs = [Value(o.name, o.type, c, i) for i, o in enumerate(n.outputs)]
         mapping.update(zip(n.outputs, c.outputs))
         back_nodes.append(c)
-    backward = Graph(name=joint.name + "_backward", inputs=saved + list(seeds), nodes=copies + back_nodes,
+    backward = Graph(name=joint.name + "_backward", inputs=[mapping[v] for v in list(saved) + list(seeds)],
+                     nodes=copies + back_nodes,
                      outputs=[mapping.get(g, g) for g in grads])
     stats = {
         "saved_values": len(saved),

@@ -2,7 +2,6 @@
 building a node with its result types from the op's abstract rule, copying graphs."""
 from __future__ import annotations
 
-import copy
 import itertools
 
 from eager.ops import REGISTRY, TensorSpec
@@ -71,10 +70,24 @@ def make_node(op: str, inputs: list, attrs: dict, namer: Namer, loc=None) -> Nod
     return node
 
 
-def clone(graph: Graph) -> Graph:
-    """A deep copy (new Value and Node objects), so passes never change what earlier
-    stages showed."""
-    return copy.deepcopy(graph)
+def clone(graph: Graph, mapping: dict | None = None) -> Graph:
+    """A copy with new Value and Node objects (types and attributes are immutable and
+    shared), so passes never change what earlier stages showed."""
+    mapping = {} if mapping is None else mapping
+    out = Graph(name=graph.name)
+    for v in graph.inputs:
+        mapping[v] = Value(v.name, v.type)
+        out.inputs.append(mapping[v])
+    for node in graph.nodes:
+        new = Node(op=node.op, inputs=[mapping.get(v, v) if isinstance(v, Value) else v for v in node.inputs],
+                   attrs=dict(node.attrs), loc=node.loc, line=node.line)
+        if node.body is not None:
+            new.body = clone(node.body, mapping)
+        new.outputs = [Value(o.name, o.type, new, i) for i, o in enumerate(node.outputs)]
+        mapping.update(zip(node.outputs, new.outputs))
+        out.nodes.append(new)
+    out.outputs = [mapping.get(v, v) if isinstance(v, Value) else v for v in graph.outputs]
+    return out
 
 
 def renumber(graph: Graph) -> Graph:

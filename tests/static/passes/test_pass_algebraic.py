@@ -1,0 +1,99 @@
+"""Algebraic simplification: value-preserving by default, more under fast_math."""
+import pytest
+
+from passcheck import check, run
+
+
+@pytest.mark.parametrize("expr", ["mul %x, 1", "mul 1.0, %x", "add %x, 0", "sub %x, 0.0", "div %x, 1", "pow %x, 1"])
+def test_identities_fold_away(expr):
+    out, stats = run("algebraic", f"""
+        func @f(%x: f32[4]) -> f32[4] {{
+          %0 = {expr} : f32[4]
+          %1 = exp %0 : f32[4]
+          return %1
+        }}""")
+    check(out, "CHECK: exp %x")
+    assert stats["rewritten"] == 1
+
+
+def test_broadcasting_identity_is_kept_when_it_changes_the_shape():
+    out, stats = run("algebraic", """
+        func @f(%x: f32[4]) -> f32[3,4] {
+          %0 = full {dtype = f32, shape = [3, 4], value = 1.0} : f32[3,4]
+          %1 = mul %x, %0 : f32[3,4]
+          return %1
+        }""")
+    assert stats["rewritten"] == 0
+
+
+def test_double_negation_transpose_and_reshape_chains():
+    out, _ = run("algebraic", """
+        func @f(%x: f32[2,3]) -> (f32[2,3], f32[2,3], f32[6]) {
+          %0 = neg %x : f32[2,3]
+          %1 = neg %0 : f32[2,3]
+          %2 = transpose %x {dim0 = 0, dim1 = 1} : f32[3,2]
+          %3 = transpose %2 {dim0 = 1, dim1 = 0} : f32[2,3]
+          %4 = reshape %x {shape = [3, 2]} : f32[3,2]
+          %5 = reshape %4 {shape = [6]} : f32[6]
+          return %1, %3, %5
+        }""")
+    check(out, """
+        CHECK: reshape %x {shape = [6]}
+        CHECK: return %x, %x""")
+
+
+def test_square_becomes_multiply():
+    out, _ = run("algebraic", """
+        func @f(%x: f32[4]) -> f32[4] {
+          %0 = pow %x, 2 : f32[4]
+          return %0
+        }""")
+    check(out, "CHECK: mul %x, %x\nCHECK-NOT: pow")
+
+
+def test_sum_over_size_one_axes_is_a_reshape():
+    out, _ = run("algebraic", """
+        func @f(%x: f32[3,1]) -> f32[3] {
+          %0 = sum %x {dims = [1], keepdim = false} : f32[3]
+          return %0
+        }""")
+    check(out, "CHECK: reshape %x {shape = [3]}\nCHECK-NOT: sum")
+
+
+def test_expand_then_sum_exact_for_powers_of_two_only():
+    ir = """
+        func @f(%x: f32[1,3]) -> f32[1,3] {{
+          %0 = expand %x {{shape = [{n}, 3]}} : f32[{n},3]
+          %1 = sum %0 {{dims = [0], keepdim = true}} : f32[1,3]
+          return %1
+        }}"""
+    out, _ = run("algebraic", ir.format(n=4))
+    check(out, "CHECK: mul %x, 4.0\nCHECK-NOT: sum")
+    out, stats = run("algebraic", ir.format(n=3))
+    check(out, "CHECK: sum")
+    out, _ = run("algebraic", ir.format(n=3), fast_math=True)
+    check(out, "CHECK: mul %x, 3.0")
+
+
+def test_broadcast_of_scalar_is_dropped():
+    out, _ = run("algebraic", """
+        func @f(%x: f32[2,3], %s: f32[]) -> f32[2,3] {
+          %0 = expand %s {shape = [2, 3]} : f32[2,3]
+          %1 = mul %x, %0 : f32[2,3]
+          return %1
+        }""")
+    check(out, "CHECK: mul %x, %s")
+
+
+def test_value_changing_rewrites_need_fast_math():
+    ir = """
+        func @f(%x: f32[4]) -> (f32[4], f32[4]) {
+          %0 = mul %x, 0.0 : f32[4]
+          %1 = sub %x, %x : f32[4]
+          return %0, %1
+        }"""
+    _, stats = run("algebraic", ir)
+    assert stats["rewritten"] == 0  # x*0 is nan for x = inf; x-x too
+    out, stats = run("algebraic", ir, fast_math=True)
+    assert stats["rewritten"] == 2
+    check(out, "CHECK: full {dtype = f32, shape = [4], value = 0.0}")
