@@ -22,27 +22,33 @@ from .errors import TraceError
 from .executable import build_executable
 from .ir import Graph, Value, verify
 from .partition import split_joint
-from .trace import TraceResult, is_leaf, trace_function
+from .trace import TraceResult, check_hashable, flatten_args, is_leaf, static_positions, trace_function
 from .tracer import ACTIVE, Tracer
 
 
 # -- signatures -----------------------------------------------------------------------------
 def _leaf_key(leaf, static: bool):
+    """The part of the cache key one argument leaf contributes: what the trace depends on."""
     if static:
-        return ("static", leaf)
+        return ("static", type(leaf), leaf)  # the type too: 1, 1.0 and True hash alike
     if isinstance(leaf, Tensor):
         d = leaf._data
-        return ("tensor", d.shape, d.dtype.str, type(d).__module__, leaf._requires_grad)
+        return ("tensor", d.shape, d.dtype.str, _device_of(d), leaf._requires_grad)
     if isinstance(leaf, np.ndarray):
-        return ("array", leaf.shape, leaf.dtype.str, "numpy")
+        return ("array", leaf.shape, leaf.dtype.str, "cpu")
     if hasattr(leaf, "__cuda_array_interface__"):
-        return ("array", leaf.shape, leaf.dtype.str, "cupy")
+        return ("array", leaf.shape, leaf.dtype.str, _device_of(leaf))
     if isinstance(leaf, (bool, int, float)):
         return ("number", type(leaf))
-    return ("static", leaf)
+    return ("static", type(leaf), leaf)
+
+
+def _device_of(data) -> str:
+    return "cpu" if type(data) is np.ndarray else f"cuda:{data.device.id}"
 
 
 def _describe_change(old: tuple, new: tuple) -> str:
+    """Which part of the cache key differs: the reason a call retraces."""
     if old[0] != new[0]:
         return "the structure of the arguments changed"
     if len(old[1]) != len(new[1]):
@@ -57,20 +63,26 @@ def _describe_change(old: tuple, new: tuple) -> str:
                 if a[2] != b[2]:
                     return f"argument leaf {i} changed dtype {a[2]} -> {b[2]}"
                 if a[3] != b[3]:
-                    return f"argument leaf {i} moved to another device"
+                    return f"argument leaf {i} moved from {a[3]} to {b[3]}"
                 return f"argument leaf {i} changed requires_grad"
             if a[0] == "static":
-                return f"static argument leaf {i} changed value {a[1]!r} -> {b[1]!r}"
+                return f"static argument leaf {i} changed value {a[2]!r} -> {b[2]!r}"
             return f"argument leaf {i} changed type"
     if old[2] != new[2]:
         return "grad mode changed"
+    if old[3:] != new[3:]:
+        return "the module's training mode changed"
     return "a captured tensor changed shape or dtype"
+
+
+_NO_STATIC = frozenset()
+_PLAIN = (Tensor, np.ndarray)  # argument types that are leaves by themselves
 
 
 # -- entries -------------------------------------------------------------------------------
 class _Entry:
-    """One compiled signature: the trace, and executables for the forward and, when a
-    call needs gradients, for the split forward/backward."""
+    """One compiled signature: the trace, and executables for the forward and, for calls that
+    need gradients, split forward/backward graphs (one per set of inputs that require grad)."""
 
     def __init__(self, owner: "Compiled", args: tuple, key) -> None:
         self.owner = owner
@@ -80,26 +92,41 @@ class _Entry:
         self.stages.append(("verified", self.trace.graph))
         self.graph = owner._optimize(self.trace.graph, self.stages)
         self.forward = build_executable(self.graph, owner.backend)
-        self.split = None
-        self.captured_keys = [(tuple(_data(o).shape), _data(o).dtype.str) for o, _ in self.trace.captured]
+        self.splits: dict = {}
+        self.captured_keys = [(_data(o).shape, _data(o).dtype.str) for o, _ in self.trace.captured]
 
-    def captured_unchanged(self) -> bool:
-        return all((tuple(_data(o).shape), _data(o).dtype.str) == k
-                   for (o, _), k in zip(self.trace.captured, self.captured_keys))
+    def still_valid(self) -> bool:
+        """Captured tensors re-read and still of the traced shapes and dtypes."""
+        if not self.trace.refresh_captured():
+            return False
+        for (o, _), k in zip(self.trace.captured, self.captured_keys):
+            d = _data(o)
+            if d.shape != k[0] or d.dtype.str != k[1]:
+                return False
+        return True
 
-    def autograd_split(self, args, diff_leaves: list, diff_captured: list):
-        if self.split is None:
-            self.split = _build_split(self.owner, args, diff_leaves, diff_captured)
-        return self.split
+    def autograd_split(self, args, diff_inputs: tuple, diff_captured: tuple) -> "_SplitGraphs":
+        """The forward/backward pair for calls where exactly these inputs require grad."""
+        key = (diff_inputs, diff_captured)
+        sg = self.splits.get(key)
+        if sg is None:
+            leaf_ids = [self.trace.input_leaves[i] for i in diff_inputs]
+            objects = [self.trace.captured[i][0] for i in diff_captured]
+            sg = self.splits[key] = _build_split(self.owner, args, leaf_ids, objects)
+        elif not sg.trace.refresh_captured():
+            sg = self.splits[key] = _build_split(self.owner, args, [self.trace.input_leaves[i] for i in diff_inputs],
+                                                 [self.trace.captured[i][0] for i in diff_captured])
+        return sg
 
 
 def _data(obj):
     return obj._data if isinstance(obj, Tensor) else obj
 
 
-def _input_arrays(entry: _Entry, leaves: list) -> list:
+def _input_arrays(trace: TraceResult, leaves: list) -> list:
+    """One array per graph input: the explicit leaves, then the captured tensors as they are now."""
     arrays = []
-    for leaf_index, v in zip(entry.trace.input_leaves, entry.trace.graph.inputs):
+    for leaf_index, v in zip(trace.input_leaves, trace.graph.inputs):
         leaf = leaves[leaf_index]
         if isinstance(leaf, Tensor):
             arrays.append(leaf._data)
@@ -107,20 +134,34 @@ def _input_arrays(entry: _Entry, leaves: list) -> list:
             arrays.append(np.asarray(leaf, dtype=v.type.dtype.np))
         else:
             arrays.append(leaf)
-    arrays += [_data(o) for o, _ in entry.trace.captured]
+    for o, _ in trace.captured:
+        arrays.append(o._data if isinstance(o, Tensor) else o)
     return arrays
 
 
+def _update_targets(trace: TraceResult, leaves: list) -> list:
+    """What each in-place update output is written into (None: a Python number, immutable)."""
+    targets = []
+    for kind, ref in trace.updates:
+        target = leaves[ref] if kind == "input" else trace.captured[ref][0]
+        targets.append(None if isinstance(target, (bool, int, float)) else target)
+    return targets
+
+
 def _write_back(trace: TraceResult, leaves: list, results: list) -> None:
-    for (kind, ref), value in zip(trace.updates, results):
-        target = leaves[ref] if kind == "input" else ref
-        if isinstance(target, (bool, int, float)):
-            continue  # a Python number is immutable: rebinding it is the caller's business
+    """Store in-place updates (an optimizer step inside the function) into the caller's tensors."""
+    for target, value in zip(_update_targets(trace, leaves), results):
+        if target is None:
+            continue  # rebinding a Python number is the caller's business
         data = _data(target)
         xp = np if isinstance(data, np.ndarray) else eager._device.cupy_module()
         xp.copyto(data, value, casting="unsafe")
         if isinstance(target, Tensor):
-            target._version[0] += 1
+            target._vc[0] += 1  # an in-place change: saved-tensor checks must see it
+
+
+def _as_tensor(v):
+    return v if isinstance(v, Tensor) else Tensor._make(np.asarray(v) if isinstance(v, np.generic) else v)
 
 
 def _wrap_outputs(trace: TraceResult, values: list, as_tensors: bool):
@@ -132,17 +173,25 @@ def _wrap_outputs(trace: TraceResult, values: list, as_tensors: bool):
             leaves.append(trace.out_consts[k])
         else:
             v = next(it)
-            leaves.append(v if not as_tensors or isinstance(v, Tensor) else eager._tensor.Tensor._make(
-                v if not isinstance(v, np.generic) else np.asarray(v)))
+            leaves.append(_as_tensor(v) if as_tensors else v)
     return pytree.unflatten(trace.out_tree, leaves)
 
 
 # -- composition with eager autograd --------------------------------------------------------
 class _SplitGraphs:
-    def __init__(self, owner, split, trace, diff_inputs, n_out, backend):
-        self.split, self.trace, self.diff_inputs, self.n_out = split, trace, diff_inputs, n_out
+    """The joint graph of one signature, split for eager autograd: the forward runs at call
+    time and returns the residuals; the backward runs when eager's engine reaches the node."""
+
+    def __init__(self, joint_graph: Graph, split, trace: TraceResult, backend: str) -> None:
+        self.joint, self.split, self.trace = joint_graph, split, trace
         self.forward = build_executable(split.forward, backend)
         self.backward = build_executable(split.backward, backend)
+        self.seed_outputs: list = []
+        self.user_outputs: list = []
+        primal = {v: i for i, v in enumerate(split.forward.inputs)}
+        # residuals that are inputs themselves: the backward reads the caller's buffer, so an
+        # in-place change to it after the call must be detected, as eager does for saved tensors
+        self.input_residuals = [(k, primal[v]) for k, v in enumerate(split.residuals) if v in primal]
 
 
 def _build_split(owner: "Compiled", args: tuple, diff_leaves: list, diff_captured: list) -> _SplitGraphs:
@@ -153,7 +202,7 @@ def _build_split(owner: "Compiled", args: tuple, diff_leaves: list, diff_capture
         out = owner._traceable(*traced_args)
         state = ACTIVE.stack[-1]
         out_leaves, _ = pytree.flatten(out, is_leaf)
-        flat_args, _ = pytree.flatten(traced_args, is_leaf)
+        flat_args, _, _ = flatten_args(traced_args, static_positions(owner.static_argnums, len(traced_args)))
         wrt = [flat_args[i]._value for i in diff_leaves]
         wrt += [state.capture(o) for o in diff_captured]
         outs = [t for t in out_leaves if isinstance(t, Tracer) and t.is_floating_point()]
@@ -175,14 +224,28 @@ def _build_split(owner: "Compiled", args: tuple, diff_leaves: list, diff_capture
     user, grads, updates = outs[:n_user], outs[n_user:joint.n_outputs], outs[joint.n_outputs:]
     joint.graph.outputs = user + updates + grads
     primal = [v for v in joint.graph.inputs if v not in seeds]
-    split = split_joint(joint.graph, primal, seeds, len(user) + len(updates))
+    stages: list = [("joint (forward + backward)", str(joint.graph), "")]
+    split = _partition(owner, joint.graph, primal, seeds, len(user) + len(updates), stages)
     verify(split.forward)
     verify(split.backward)
     joint.n_outputs = n_user
-    sg = _SplitGraphs(owner, split, joint, diff_leaves, n_user, owner.backend)
+    sg = _SplitGraphs(joint.graph, split, joint, owner.backend)
     sg.seed_outputs = seeds_holder["outs"]
     sg.user_outputs = user
+    sg.pass_stages = stages
     return sg
+
+
+def _partition(owner: "Compiled", graph: Graph, primal: list, seeds: list, n_forward: int, stages: list):
+    """Optimize forward and backward together, then split them (by static.passes' min-cut
+    when the passes are available; saving everything the backward reads otherwise)."""
+    try:
+        from .passes import optimize_joint  # noqa: PLC0415
+    except ImportError:
+        return split_joint(graph, primal, seeds, n_forward)
+    split, _ = optimize_joint(graph, primal, seeds, n_forward, stages, opt_level=owner.opt_level,
+                              passes=owner.passes, fast_math=owner.fast_math)
+    return split
 
 
 class CompiledFunction(eager.autograd.Function):
@@ -193,11 +256,22 @@ class CompiledFunction(eager.autograd.Function):
         trace = sg.trace
         n_user, n_upd = len(sg.user_outputs), len(trace.updates)
         results = sg.forward.run(arrays)
-        user, updates, residuals = results[:n_user], results[n_user:n_user + n_upd], results[n_user + n_upd:]
+        user, updates, residuals = results[:n_user], results[n_user:n_user + n_upd], list(results[n_user + n_upd:])
+        targets = [t for t in _update_targets(trace, leaves) if t is not None]
+        if targets:
+            # a residual that aliases a buffer about to be overwritten must keep the old values
+            xp = eager._device.xp_of_array(arrays[0]) if arrays else np
+            for k, r in enumerate(residuals):
+                if any(xp.may_share_memory(r, _data(t)) for t in targets):
+                    residuals[k] = r.copy()
         _write_back(trace, leaves, updates)
         ctx.sg, ctx.residuals = sg, residuals
+        # version of each caller tensor a residual aliases, checked before the backward reads it
+        inputs = _input_objects(trace, leaves)
+        ctx.versions = [(k, inputs[i], inputs[i]._vc[0]) for k, i in sg.input_residuals
+                        if isinstance(inputs[i], Tensor) and not any(inputs[i] is t for t in targets)]
         ctx.float_out = [k for k, v in enumerate(sg.user_outputs) if v in sg.seed_outputs]
-        outs = tuple(Tensor._make(np.asarray(r) if isinstance(r, np.generic) else r) for r in user)
+        outs = tuple(_as_tensor(r) for r in user)
         for k, t in enumerate(outs):
             if k not in ctx.float_out:
                 ctx.mark_non_differentiable(t)
@@ -206,13 +280,20 @@ class CompiledFunction(eager.autograd.Function):
     @staticmethod
     def backward(ctx, *grads):
         sg = ctx.sg
-        seeds = []
-        for k in ctx.float_out:
-            g = grads[k]
-            seeds.append(g._data)
+        for k, tensor, version in ctx.versions:
+            if tensor._vc[0] != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an inplace "
+                    f"operation: [{tensor.dtype.name} {list(tensor.shape)}] is at version {tensor._vc[0]}; "
+                    f"expected version {version} instead (it is saved by a compiled function's forward).")
+        seeds = [grads[k]._data for k in ctx.float_out]
         results = sg.backward.run(list(ctx.residuals) + seeds)
-        return (None, None, None) + tuple(Tensor._make(np.asarray(r) if isinstance(r, np.generic) else r)
-                                          for r in results)
+        return (None, None, None) + tuple(_as_tensor(r) for r in results)
+
+
+def _input_objects(trace: TraceResult, leaves: list) -> list:
+    """The caller's object behind each graph input (explicit leaves, then captured tensors)."""
+    return [leaves[k] for k in trace.input_leaves] + [o for o, _ in trace.captured]
 
 
 # -- the public wrapper ----------------------------------------------------------------------
@@ -237,11 +318,13 @@ class Compiled:
         self.fast_math = fast_math
         self.__name__ = name or getattr(fn, "__name__", type(fn).__name__)
         self.__doc__ = getattr(fn, "__doc__", None)
+        self._module = fn if _is_module(fn) else None  # its training mode is part of the key
         self._cache: dict = {}
         self._eager_keys: set = set()
         self._last_key = None
-        self.retraces: list = []  # (reason) per trace after the first
+        self.retraces: list = []  # why, for each trace after the first
         self._gave_up = False
+        self._warned_fallback = False
 
     @property
     def _graphmode_traceable(self):
@@ -259,69 +342,92 @@ class Compiled:
         return run_pipeline(graph, stages, opt_level=self.opt_level, passes=self.passes, fast_math=self.fast_math)
 
     def _key(self, args: tuple):
-        leaves, tree = pytree.flatten(args, is_leaf)
-        static = set(i % max(len(args), 1) for i in self.static_argnums)
-        owners = []
-        for i, a in enumerate(args):
-            owners += [i] * len(pytree.flatten(a, is_leaf)[0])
-        leaf_keys = tuple(_leaf_key(leaf, owners[k] in static) for k, leaf in enumerate(leaves))
-        return leaves, (tree, leaf_keys, STATE.enabled)
+        """Leaves of the arguments and the cache key of this call."""
+        static = static_positions(self.static_argnums, len(args)) if self.static_argnums else _NO_STATIC
+        if not static and all(type(a) in _PLAIN for a in args):
+            leaves, tree = list(args), None  # the common case: a flat tuple of tensors or arrays
+            leaf_keys = tuple(_leaf_key(a, False) for a in args)
+        else:
+            leaves, tree, owners = flatten_args(args, static)
+            for k in static:
+                check_hashable(args[k], k)  # an error, not a retrace on every call
+            leaf_keys = tuple(_leaf_key(leaf, owners[k] in static) for k, leaf in enumerate(leaves))
+        key = (tree, leaf_keys, STATE.enabled)
+        if self._module is not None:
+            key += (tuple(m.training for m in self._module.modules()),)
+        return leaves, key
 
     def _entry(self, args: tuple):
+        """The compiled entry for this call, tracing on a miss; None when the call runs eagerly."""
         leaves, key = self._key(args)
-        entry = self._cache.get(key)
-        if entry is not None and entry.captured_unchanged():
-            return leaves, key, entry
+        try:
+            entry = self._cache.get(key)
+        except TypeError:  # an unhashable non-array leaf inside a pytree argument
+            for leaf in leaves:
+                check_hashable(leaf, "leaf")
+            raise
+        if entry is not None:
+            if entry.still_valid():
+                return leaves, key, entry
+            reason = "a captured tensor changed shape, dtype or kind"
+        else:
+            reason = _describe_change(self._last_key, key) if self._cache else None
         if key in self._eager_keys or self._gave_up:
             return leaves, key, None
-        if self._cache:
-            reason = _describe_change(self._last_key, key) if entry is None else "a captured tensor changed"
-            self.retraces.append(reason)
-            if len(self.retraces) >= self.max_retraces:
-                self._gave_up = True
-                warnings.warn(f"static.compile: {self.__name__} was traced {len(self.retraces) + 1} times (last "
-                              f"because {reason}); running it eagerly from now on. Keep shapes and dtypes "
-                              "fixed, or mark changing Python values with static_argnums.", RuntimeWarning,
-                              stacklevel=3)
-                return leaves, key, None
+        if reason is not None and len(self.retraces) >= self.max_retraces:
+            self._gave_up = True
+            warnings.warn(f"static.compile: {self.__name__} was retraced {len(self.retraces)} times (the limit, "
+                          f"max_retraces={self.max_retraces}) and needs another trace because {reason}; calls "
+                          "with new signatures run eagerly from now on. Keep shapes and dtypes fixed, or mark "
+                          "changing Python values with static_argnums.", RuntimeWarning, stacklevel=3)
+            return leaves, key, None
         try:
-            entry = _Entry(self, args, key)
+            new_entry = _Entry(self, args, key)
         except TraceError as exc:
             if self.fallback != "eager":
-                raise
+                raise  # nothing was cached: the next valid call traces afresh
             self._eager_keys.add(key)
-            warnings.warn(f"static.compile: {self.__name__} cannot be traced ({exc}); running it eagerly "
-                          "(fallback='eager').", RuntimeWarning, stacklevel=3)
+            if not self._warned_fallback:
+                self._warned_fallback = True
+                warnings.warn(f"static.compile: {self.__name__} cannot be traced ({exc}); running it eagerly "
+                              "(fallback='eager').", RuntimeWarning, stacklevel=3)
             return leaves, key, None
-        self._cache[key] = entry
+        if reason is not None:
+            self.retraces.append(reason)
+        self._cache[key] = new_entry
         self._last_key = key
-        return leaves, key, entry
+        return leaves, key, new_entry
 
     def __call__(self, *args):
-        if ACTIVE.stack and any(isinstance(leaf, Tracer) for leaf in pytree.flatten(args, is_leaf)[0]):
-            return self._traceable(*args)  # called inside another trace: inline it
+        if ACTIVE.stack:
+            return self._traceable(*args)  # called while tracing another function: inline it
         leaves, key, entry = self._entry(args)
         if entry is None:
             return self._traceable(*args)
         trace = entry.trace
-        as_tensors = any(isinstance(leaf, Tensor) for leaf in leaves) or not any(
-            isinstance(leaf, np.ndarray) or hasattr(leaf, "__cuda_array_interface__") for leaf in leaves)
-        arrays = _input_arrays(entry, leaves)
+        as_tensors = True
+        for leaf_key in key[1]:
+            if leaf_key[0] == "tensor":
+                break
+            if leaf_key[0] == "array":
+                as_tensors = False
         if STATE.enabled:
-            diff_leaves = [trace.input_leaves.index(k) for k in trace.input_leaves
-                           if isinstance(leaves[k], Tensor) and leaves[k]._requires_grad]
-            diff_captured = [o for o, _ in trace.captured if isinstance(o, Tensor) and o._requires_grad]
-            if diff_leaves or diff_captured:
-                return self._call_with_grad(entry, args, leaves, arrays, diff_leaves, diff_captured)
-        results = entry.forward.run(arrays)
-        _write_back(trace, leaves, results[trace.n_outputs:])
+            diff_inputs = tuple(i for i, k in enumerate(trace.input_leaves)
+                                if isinstance(leaves[k], Tensor) and leaves[k]._requires_grad)
+            diff_captured = tuple(i for i, (o, _) in enumerate(trace.captured)
+                                  if isinstance(o, Tensor) and o._requires_grad)
+            if diff_inputs or diff_captured:
+                return self._call_with_grad(entry, args, leaves, diff_inputs, diff_captured)
+        results = entry.forward.run(_input_arrays(trace, leaves))
+        if trace.updates:
+            _write_back(trace, leaves, results[trace.n_outputs:])
         return _wrap_outputs(trace, results[:trace.n_outputs], as_tensors)
 
-    def _call_with_grad(self, entry, args, leaves, arrays, diff_leaves, diff_captured):
-        leaf_ids = [entry.trace.input_leaves[i] for i in diff_leaves]
-        sg = entry.autograd_split(args, leaf_ids, diff_captured)
-        tensors = [leaves[k] for k in leaf_ids] + list(diff_captured)
-        outs = CompiledFunction.apply(sg, arrays, leaves, *tensors)
+    def _call_with_grad(self, entry, args, leaves, diff_inputs, diff_captured):
+        sg = entry.autograd_split(args, diff_inputs, diff_captured)
+        tensors = [leaves[entry.trace.input_leaves[i]] for i in diff_inputs]
+        tensors += [entry.trace.captured[i][0] for i in diff_captured]
+        outs = CompiledFunction.apply(sg, _input_arrays(sg.trace, leaves), leaves, *tensors)
         return _wrap_outputs(entry.trace, list(outs), True)
 
     # -- looking inside -------------------------------------------------------------------------
@@ -330,20 +436,39 @@ class Compiled:
         if entry is None:
             raise RuntimeError(f"{self.__name__} runs eagerly for these arguments (see the earlier warning); "
                                "there is no compiled graph to show")
-        return entry
+        return leaves, entry
 
     def ir(self, *args) -> Graph:
         """The final, optimized graph for these arguments."""
-        return self._entry_for(args).graph
+        return self._entry_for(args)[1].graph
 
     def explain(self, *args) -> str:
-        """The IR after each stage, then how it runs (and the generated source, when there is one)."""
-        entry = self._entry_for(args)
+        """The IR after each stage, the joint forward+backward graph when these arguments want
+        gradients, then how it runs (and the generated source, when there is one)."""
+        leaves, entry = self._entry_for(args)
         parts = []
         for name, graph, *note in entry.stages:
             header = f"== {name} ==" + (f"  ({note[0]})" if note and note[0] else "")
             parts.append(f"{header}\n{graph}")
-        parts.append(f"== execution ==\n{entry.forward.describe()}")
+        trace = entry.trace
+        diff_inputs = tuple(i for i, k in enumerate(trace.input_leaves)
+                            if isinstance(leaves[k], Tensor) and leaves[k]._requires_grad)
+        diff_captured = tuple(i for i, (o, _) in enumerate(trace.captured)
+                              if isinstance(o, Tensor) and o._requires_grad)
+        if STATE.enabled and (diff_inputs or diff_captured):
+            sg = entry.autograd_split(args, diff_inputs, diff_captured)
+            for name, graph, *note in getattr(sg, "pass_stages", [("joint (forward + backward)", sg.joint)]):
+                header = f"== {name} ==" + (f"  ({note[0]})" if note and note[0] else "")
+                parts.append(f"{header}\n{graph}")
+            parts.append(f"== forward (returns {len(sg.split.residuals)} residuals for the backward) ==\n"
+                         f"{sg.split.forward}")
+            parts.append(f"== backward ==\n{sg.split.backward}")
+            parts.append(f"== execution ==\nforward: {sg.forward.describe()}\nbackward: {sg.backward.describe()}\n"
+                         "the result's grad_fn is CompiledFunctionBackward, which runs the backward")
+        else:
+            parts.append("== joint (forward + backward) ==\nnot built: no input of this call requires grad "
+                         "(static.grad builds it into the traced graph)")
+            parts.append(f"== execution ==\n{entry.forward.describe()}")
         src = entry.forward.source()
         if src:
             parts.append(f"== generated source ==\n{src}")
@@ -351,7 +476,7 @@ class Compiled:
 
     def source(self, *args) -> str:
         """The generated source for these arguments ('' when the interpreter runs the graph)."""
-        return self._entry_for(args).forward.source()
+        return self._entry_for(args)[1].forward.source()
 
 
 def compile(fn: Callable | None = None, **options) -> Any:  # noqa: A001  (the public name is compile)

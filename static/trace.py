@@ -7,6 +7,7 @@ from outside (globals, closures, module parameters) become implicit inputs, read
 time. In-place updates of inputs are graph outputs written back after the call."""
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from dataclasses import dataclass, field
@@ -20,9 +21,8 @@ from eager._tensor import Tensor
 from eager.ops import TensorSpec
 
 from . import pytree
-from .errors import TraceError
 from .ir import Graph, Value, verify
-from .tracer import ACTIVE, TraceState, Tracer
+from .tracer import ACTIVE, TraceState, Tracer, capturing_dispatch
 
 _NUMBER_DTYPES = {bool: _dtypes.bool_, int: _dtypes.int64, float: _dtypes.float64}
 
@@ -42,10 +42,36 @@ class TraceResult:
     out_tree: Any
     leaf_kinds: list  # per flattened argument leaf: "array", "number" or "static"
     input_leaves: list  # leaf index of each explicit graph input, in order
-    captured: list  # (object, Value) implicit inputs, in graph-input order after explicit ones
+    captured: list  # [object, Value] implicit inputs, in graph-input order after explicit ones
     out_consts: dict  # output leaf index -> constant (a non-traced leaf the function returned)
     n_outputs: int  # user outputs among graph.outputs (updates follow them)
-    updates: list = field(default_factory=list)  # ("input", leaf index) or ("captured", obj), per extra output
+    updates: list = field(default_factory=list)  # ("input", leaf index) or ("captured", index), per extra output
+    sources: list = field(default_factory=list)  # (captured index, getter): where the user's code reads it
+
+    def refresh_captured(self) -> bool:
+        """Re-read captured tensors from where the function reads them (a global, a closure
+        cell, a module attribute), so that rebinding `W = W - lr * g` between calls is seen.
+        False when one now has another shape, dtype or kind: the graph no longer fits."""
+        for i, getter in self.sources:
+            entry = self.captured[i]
+            try:
+                current = getter()
+            except Exception:  # noqa: BLE001  (the name went away: keep what was traced)
+                continue
+            if current is entry[0]:
+                continue
+            if not is_array(current):
+                return False
+            old, new = _array_of(entry[0]), _array_of(current)
+            if (new.shape != old.shape or new.dtype != old.dtype or type(new) is not type(old)
+                    or isinstance(current, Tensor) != isinstance(entry[0], Tensor)):
+                return False
+            entry[0] = current
+        return True
+
+
+def _array_of(x):
+    return x._data if isinstance(x, Tensor) else x
 
 
 def _param_names(fn: Callable, n: int) -> list:
@@ -62,31 +88,61 @@ def _clean(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.]", "_", name) or "x"
 
 
-def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | None = None) -> TraceResult:
-    static_argnums = {i % max(len(args), 1) for i in static_argnums}
-    leaves, in_tree = pytree.flatten(args, is_leaf)
-    # which argument does each leaf belong to (for names and static_argnums)
-    owners = []
+def static_positions(static_argnums, n_args: int) -> frozenset:
+    """`static_argnums` as positions of this call (negative ones count from the end; positions
+    past the end, possible with *args, do not apply)."""
+    out = set()
+    for i in (static_argnums,) if isinstance(static_argnums, int) else static_argnums:
+        j = i + n_args if i < 0 else i
+        if 0 <= j < n_args:
+            out.add(j)
+    return frozenset(out)
+
+
+def flatten_args(args: tuple, static: frozenset) -> tuple[list, Any, list]:
+    """Leaves, structure and owning argument of each leaf. A static argument is one leaf as a
+    whole (its value is part of the cache key, so it must be hashable, as in JAX); the others
+    are pytrees of arrays and numbers."""
+    leaves: list = []
+    trees = []
+    owners: list = []
     for i, a in enumerate(args):
-        n = len(pytree.flatten(a, is_leaf)[0])
-        owners += [i] * n
+        if i in static:
+            leaves.append(a)
+            trees.append(("leaf",))
+            owners.append(i)
+        else:
+            sub, tree = pytree.flatten(a, is_leaf)
+            leaves += sub
+            trees.append(tree)
+            owners += [i] * len(sub)
+    return leaves, ("tuple", tuple(trees)), owners
+
+
+def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | None = None) -> TraceResult:
+    static = static_positions(static_argnums, len(args))
+    leaves, in_tree, owners = flatten_args(args, static)
     names = _param_names(fn, len(args))
     graph = Graph(name=_clean(name or getattr(fn, "__name__", "f")))
     state = TraceState(graph)
     kinds, tracers, input_leaves = [], [], []
     per_arg_count: dict = {}
+    leaves_per_arg: dict = {}
+    for o in owners:
+        leaves_per_arg[o] = leaves_per_arg.get(o, 0) + 1
     for k, leaf in enumerate(leaves):
         owner = owners[k]
-        count = sum(1 for o in owners if o == owner)
-        base = _clean(names[owner]) if count == 1 else f"{_clean(names[owner])}_{per_arg_count.get(owner, 0)}"
+        base = _clean(names[owner])
+        if leaves_per_arg[owner] > 1:
+            base = f"{base}_{per_arg_count.get(owner, 0)}"
         per_arg_count[owner] = per_arg_count.get(owner, 0) + 1
-        if owner in static_argnums or not (is_array(leaf) or isinstance(leaf, (bool, int, float))):
-            _check_hashable(leaf, owner)
+        if owner in static or not (is_array(leaf) or isinstance(leaf, (bool, int, float))):
+            check_hashable(leaf, owner)
             kinds.append("static")
             tracers.append(leaf)
             continue
         if is_array(leaf):
-            data = leaf._data if isinstance(leaf, Tensor) else leaf
+            data = _array_of(leaf)
             spec = TensorSpec(tuple(data.shape), _dtypes.from_numpy(data.dtype))
             kinds.append("array")
         else:
@@ -103,42 +159,108 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
     ACTIVE.stack.append(state)
     prev_grad = STATE.enabled
     try:
-        result = fn(*traced_args)
+        with capturing_dispatch():
+            result = fn(*traced_args)
+            out_leaves, out_tree = pytree.flatten(result, is_leaf)
+            outputs, out_consts = [], {}
+            for k, leaf in enumerate(out_leaves):
+                if isinstance(leaf, Tracer):
+                    outputs.append(leaf._value)
+                elif is_array(leaf):
+                    outputs.append(state.capture(leaf))
+                else:
+                    out_consts[k] = leaf
     finally:
         ACTIVE.stack.pop()
         STATE.enabled = prev_grad
-    out_leaves, out_tree = pytree.flatten(result, is_leaf)
-    outputs, out_consts = [], {}
-    for k, leaf in enumerate(out_leaves):
-        if isinstance(leaf, Tracer):
-            outputs.append(leaf._value)
-        elif isinstance(leaf, Tensor) or isinstance(leaf, np.ndarray):
-            outputs.append(state.capture(leaf))
-        else:
-            out_consts[k] = leaf
+        state.finished = True
     n_outputs = len(outputs)
     updates = []
     for leaf_index, t, v in zip(input_leaves, [tracers[i] for i in input_leaves], explicit):
         if t._value is not v:
             outputs.append(t._value)
             updates.append(("input", leaf_index))
-    for key, (obj, v) in state.captured.items():
+    for index, (key, (obj, v)) in enumerate(state.captured.items()):
         if state.latest[key] is not v:
             outputs.append(state.latest[key])
-            updates.append(("captured", obj))
+            updates.append(("captured", index))
     graph.outputs = outputs
-    captured = [(obj, v) for obj, v in state.captured.values()]
+    captured = [[obj, v] for obj, v in state.captured.values()]
     verify(graph)
-    return TraceResult(graph, in_tree, out_tree, kinds, input_leaves, captured, out_consts, n_outputs, updates)
+    return TraceResult(graph, in_tree, out_tree, kinds, input_leaves, captured, out_consts, n_outputs, updates,
+                       capture_sources(fn, [obj for obj, _ in captured]))
 
 
-def _check_hashable(value, argnum: int) -> None:
+def capture_sources(fn, objects: list) -> list:
+    """(index, getter) for each captured object the function reads through a name it owns: a
+    global or closure variable of the function (or of what it wraps), or a parameter or buffer
+    of a module. Tensors reached any other way (a helper's globals) are read through the object
+    traced, which still sees in-place updates."""
+    wanted = {id(o): i for i, o in enumerate(objects)}
+    found: dict = {}
+    seen = set()
+    todo = [fn]
+    while todo and len(found) < len(wanted):
+        f = todo.pop()
+        if f is None or id(f) in seen:
+            continue
+        seen.add(id(f))
+        todo.append(getattr(f, "__wrapped__", None))
+        if hasattr(f, "named_parameters"):  # an eager.nn.Module
+            for method in ("named_parameters", "named_buffers"):
+                for path, t in getattr(f, method, lambda: ())():
+                    if id(t) in wanted:
+                        found.setdefault(wanted[id(t)], functools.partial(_attribute_path, f, path.split(".")))
+            todo.append(getattr(f, "forward", None))
+            continue
+        if inspect.ismethod(f):
+            todo += [f.__self__, f.__func__]
+            continue
+        code = getattr(f, "__code__", None)
+        if code is None:
+            todo.append(getattr(type(f), "__call__", None) if not isinstance(f, type) else None)
+            continue
+        gl = getattr(f, "__globals__", {})
+        for name in _global_names(code):
+            value = gl.get(name)
+            if value is not None and id(value) in wanted:
+                found.setdefault(wanted[id(value)], functools.partial(gl.__getitem__, name))
+        for cell in getattr(f, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if id(value) in wanted:
+                found.setdefault(wanted[id(value)], functools.partial(getattr, cell, "cell_contents"))
+            elif callable(value) and not isinstance(value, type):
+                todo.append(value)  # a decorator's wrapped function
+    return sorted(found.items())
+
+
+def _global_names(code) -> set:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):  # nested functions, lambdas, comprehensions
+            names |= _global_names(const)
+    return names
+
+
+def _attribute_path(obj, path: list):
+    for part in path:
+        obj = getattr(obj, part)
+    return obj
+
+
+def check_hashable(value, argnum) -> None:
+    """Static values are part of the cache key: an unhashable one is an error up front (a list
+    would otherwise defeat the cache and retrace on every call)."""
     try:
         hash(value)
     except TypeError:
+        where = f"static argument {argnum}" if isinstance(argnum, int) else "a non-array argument leaf"
         raise TypeError(
-            f"static argument {argnum} has unhashable type {type(value).__name__}; static arguments are part "
-            "of the compile cache key, so pass a hashable value (a tuple instead of a list)"
+            f"{where} has unhashable type {type(value).__name__}; static values are part of the compile "
+            "cache key, so pass a hashable value (a tuple instead of a list)"
         ) from None
 
 

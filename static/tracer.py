@@ -6,6 +6,7 @@ registry, and the registry hands any op with a Tracer operand to `_record`. So t
 source runs in both modes without a line changed."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import eager
-from eager import _dtypes
+from eager import _dispatch, _dtypes, _factories
 from eager import _functional as F
 from eager._tensor import Size, Tensor
 from eager.ops import REGISTRY, TensorSpec
@@ -48,6 +49,8 @@ class TraceState:
     latest: dict = field(default_factory=dict)  # id(tensor) -> latest Value after in-place updates
     weak: set = field(default_factory=set)  # inputs that came from Python numbers
     counter: int = 0
+    rng: object = field(default_factory=lambda: _rng_fingerprint())  # eager's generator when tracing began
+    finished: bool = False  # set when the trace is over: its Tracers must not record any more
 
     def fresh_name(self) -> str:
         name = str(self.counter)
@@ -59,6 +62,11 @@ class TraceState:
         key = id(obj)
         if key in self.latest:
             return self.latest[key]
+        if _rng_fingerprint() != self.rng:
+            raise TraceError(
+                f"{user_location()}: the function draws random numbers (eager.rand, randn, dropout, ...) while "
+                "it is traced; the compiled graph would replay the same numbers on every call. Pass random "
+                "tensors in as arguments, or put the model in eval() mode before compiling.")
         data = obj._data if isinstance(obj, Tensor) else obj
         dt = _dtypes.from_numpy(data.dtype)
         base = getattr(obj, "_graphmode_name", None) or f"c{len(self.captured)}"
@@ -71,6 +79,13 @@ class TraceState:
         self.captured[key] = (obj, v)
         self.latest[key] = v
         return v
+
+
+def _rng_fingerprint():
+    """The state of eager's CPU generator (and which GPU generator is in use): if it moves while a
+    function is traced, the function drew random numbers that would be frozen into the graph."""
+    gen = _factories._RNG["numpy"]
+    return id(gen), gen.bit_generator.state["state"], id(_factories._RNG.get("cupy"))
 
 
 class _Active(threading.local):
@@ -142,18 +157,64 @@ def _emit(state: TraceState, op, operands: list, attrs: dict) -> list:
 
 
 def record(op, operands, attrs):
-    """The registry's hook: an op applied to at least one Tracer."""
-    state = next(o._state for o in operands if isinstance(o, Tracer))
+    """The registry's hook: an op applied to at least one Tracer, or, while a trace is active on
+    this thread, to tensors captured from outside the function (see `capturing_dispatch`)."""
+    state = next((o._state for o in operands if isinstance(o, Tracer)), None) or current_state()
+    if state is None or state.finished:
+        raise TraceError(f"{user_location()}: {op.name} is applied to a traced value whose trace has ended "
+                         "(a Tracer leaked out of the traced function, e.g. into a global or a list); return "
+                         "values from the function instead of storing them.")
     values = [_operand(state, o) for o in operands]
     if op.promote is not None:
         values = _promote(state, op, values)
     outs = _emit(state, op, values, attrs)
     wrapped = tuple(Tracer(state, v) for v in outs)
     if op.is_view:
-        base = next((o for o in operands if isinstance(o, Tracer)), None)
-        for t in wrapped:
-            t._view_of = base if base is None or base._view_of is None else base._view_of
+        base = operands[0] if operands else None
+        # a view of a Tracer or of a captured tensor: writing through it must not be silently lost
+        marker = base._view_of if isinstance(base, Tracer) and base._view_of is not None else base
+        if isinstance(marker, (Tracer, Tensor)):
+            for t in wrapped:
+                t._view_of = marker
     return wrapped if op.multi_output else wrapped[0]
+
+
+_EAGER_DISPATCH = _dispatch.dispatch
+_INSTALL = {"count": 0, "lock": threading.Lock()}
+
+
+def _dispatch_while_tracing(op, operands, attrs):
+    """eager's dispatch while some thread traces. An op whose operands are all eager tensors
+    (a module's `weight.t()`, `w * 2` on a global) would otherwise run at trace time and its
+    result be frozen into the graph as a snapshot: stale after the next optimizer step, and cut
+    off from gradients. On a tracing thread it is recorded instead, its tensors becoming implicit
+    inputs read at call time; an op with no tensor operand (a constant) becomes a node too.
+    Other threads take eager's own path."""
+    if ACTIVE.stack:
+        for o in operands:
+            if getattr(type(o), "__graphmode_dispatch__", None) is not None:
+                break
+        else:
+            return record(op, operands, attrs)
+    return _EAGER_DISPATCH(op, operands, attrs)
+
+
+@contextlib.contextmanager
+def capturing_dispatch():
+    """Route eager's dispatch through `_dispatch_while_tracing` for the duration of a trace.
+    eager has no dispatch-mode hook of its own, so the module attribute every op call reads
+    (`eager._dispatch.dispatch`) is swapped while at least one trace runs, and restored after:
+    eager's fast path is untouched when nothing is traced."""
+    with _INSTALL["lock"]:
+        _INSTALL["count"] += 1
+        _dispatch.dispatch = _dispatch_while_tracing
+    try:
+        yield
+    finally:
+        with _INSTALL["lock"]:
+            _INSTALL["count"] -= 1
+            if _INSTALL["count"] == 0:
+                _dispatch.dispatch = _EAGER_DISPATCH
 
 
 def _data_error(what: str, suggestion: str = "") -> TraceError:

@@ -15,7 +15,7 @@ from eager import _dtypes
 from eager.ops import TensorSpec
 
 from ..errors import IRParseError, IRVerifyError
-from .core import Graph, Node, Value
+from .core import Graph, Node, Value, format_type
 from .verify import verify
 
 _DTYPES = {_dtypes.short_name(d): d for d in _dtypes.ALL}
@@ -86,12 +86,19 @@ class _Builder:
         for nt in node_trees:
             g.nodes.append(self._node(nt, scope))
         g.outputs = self._operands(ret, scope, ret)
-        declared = self._results(results)
-        actual = [v.type for v in g.outputs if isinstance(v, Value)]
-        if declared is not None and [tuple(t) for t in declared] != [tuple(t) for t in actual]:
-            raise IRVerifyError(f"line {ret.meta.line if hasattr(ret, 'meta') else '?'}: the function declares "
-                                f"results {declared} but returns values of types {actual}")
+        self.declared = self._results(results)
+        self.return_line = ret.meta.line if ret is not None and not ret.meta.empty else None
         return g
+
+    def check_results(self, g: Graph) -> None:
+        """The signature's declared result types against what `return` returns (after the
+        nodes are verified, so a wrong node type is reported at its own line)."""
+        actual = [v.type for v in g.outputs if isinstance(v, Value)]
+        if [tuple(t) for t in self.declared] != [tuple(t) for t in actual]:
+            where = f"line {self.return_line}: " if self.return_line else ""
+            declared = ", ".join(format_type(t) for t in self.declared)
+            returned = ", ".join(f"%{v.name}: {format_type(v.type)}" for v in g.outputs if isinstance(v, Value))
+            raise IRVerifyError(f"{where}the function declares results ({declared}) but returns ({returned})")
 
     def _type(self, tree) -> TensorSpec:
         dtype_tok, *dims = tree.children
@@ -164,15 +171,36 @@ class _Builder:
         return g
 
 
+_TERMINAL_WORDS = {"DTYPE": "a dtype (f32, i64, ...)", "FUNCNAME": "a function name (@name)", "VALUE": "a value (%name)",
+                   "OPNAME": "an op name", "ATTRNAME": "an attribute name", "SIGNED_INT": "an integer",
+                   "SIGNED_FLOAT": "a float", "INT": "an integer", "ESCAPED_STRING": "a string", "$END": "end of input"}
+
+
+def _readable(names) -> str:
+    """Lark's terminal names as a reader would say them: `'{'` rather than LBRACE."""
+    terminals = {t.name: t for t in _parser().terminals}
+    words = set()
+    for name in names:
+        t = terminals.get(name)
+        if name in _TERMINAL_WORDS:
+            words.add(_TERMINAL_WORDS[name])
+        elif t is not None and t.pattern.type == "str":
+            words.add(repr(t.pattern.value))
+        else:
+            words.add(name)
+    return ", ".join(sorted(words))
+
+
 def _describe(exc: UnexpectedInput, text: str) -> str:
     line, col = exc.line, exc.column
     src = text.splitlines()[line - 1] if 0 < line <= len(text.splitlines()) else ""
     pointer = " " * max(col - 1, 0) + "^"
     if isinstance(exc, UnexpectedToken):
-        expected = sorted(exc.accepts or exc.expected)
-        what = f"unexpected {exc.token.type} {str(exc.token)!r}; expected one of: {', '.join(expected[:12])}"
+        found = "end of input" if exc.token.type == "$END" else repr(str(exc.token))
+        what = f"unexpected {found}; expected {_readable(exc.accepts or exc.expected)}"
     elif isinstance(exc, UnexpectedCharacters):
-        what = f"unexpected character {text[exc.pos_in_stream]!r}"
+        allowed = f"; expected {_readable(exc.allowed)}" if exc.allowed else ""
+        what = f"unexpected character {text[exc.pos_in_stream]!r}{allowed}"
     else:
         what = "unexpected end of input"
     return f"line {line}:{col}: {what}\n  {src}\n  {pointer}"
@@ -186,9 +214,11 @@ def parse_ir(text: str) -> Graph:
     except UnexpectedEOF as exc:
         lines = text.splitlines() or [""]
         raise IRParseError(f"line {len(lines)}:{len(lines[-1]) + 1}: unexpected end of input; "
-                           f"expected one of: {', '.join(sorted(exc.expected)[:12])}", len(lines), len(lines[-1]) + 1) from None
+                           f"expected {_readable(exc.expected)}", len(lines), len(lines[-1]) + 1) from None
     except UnexpectedInput as exc:
         raise IRParseError(_describe(exc, text), exc.line, exc.column) from None
-    graph = _Builder().build(tree)
+    builder = _Builder()
+    graph = builder.build(tree)
     verify(graph)
+    builder.check_results(graph)
     return graph
