@@ -1,0 +1,23 @@
+"""codegen: graphmode's optimized IR -> NumPy or CuPy source, from jinja2 templates,
+loaded as real modules and cached on disk.
+
+    exe = codegen.build(graph, "numpy")     # or "cupy", or "auto"
+    exe.run(arrays) -> list of arrays; exe.source(); exe.describe()
+
+The pieces, one job each: lowering.py (every op, per backend), regions.py (what a fused
+region computes), numpy_gen.py / cupy_gen.py (module emitters), templates/ (the module
+skeletons), cache.py + loader.py (the disk cache and importing), runtime.py (what the
+NumPy modules call: blocks, threads, scratch buffers)."""
+from __future__ import annotations
+
+from static.ir import Graph
+
+from .executable import CompiledGraph, generate_source
+from .lowering import TABLE, lowering_for, missing_ops
+
+__all__ = ["build", "CompiledGraph", "generate_source", "TABLE", "lowering_for", "missing_ops"]
+
+
+def build(graph: Graph, backend: str = "auto") -> CompiledGraph:
+    """Generate (or find in the cache) and load the module(s) running `graph`."""
+    return CompiledGraph(graph, backend)

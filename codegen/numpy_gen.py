@@ -1,0 +1,398 @@
+"""Generate the NumPy module for a graph: straight-line Python, one statement per op,
+each under a comment with its IR line.
+
+- A fused region that `regions.analyze` can block becomes a block function: per row
+  block it evaluates the region's pointwise ops with `out=` into per-thread scratch
+  buffers (or straight into the region's output arrays) and returns the partials of its
+  reductions; `_rt.run_blocks` spreads the blocks over the cores. Values that do not vary
+  along the block axis are computed once, before the blocks; the epilogue after them.
+- 0-d arithmetic runs on NumPy scalars (same IEEE float32/float64 operations as on 0-d
+  arrays, a fraction of the overhead), with literals as typed module constants.
+- Results that a ufunc can write into an existing buffer reuse dead buffers (memory.py).
+"""
+from __future__ import annotations
+
+from static.ir import Graph, Node, Value
+
+from .lowering import NumpyLowering, lowering_for
+from .memory import BufferPlanner
+from .regions import Region, analyze
+from .render import Names, fields, fill, line_numbers, node_line, np_dtype, py_literal
+from .templates import render
+
+_REDUCE_FN = {"sum": "sum", "mean": "mean", "amax": "amax", "max": "amax", "amin": "amin", "min": "amin",
+              "prod": "prod"}
+_COMBINE = {"sum": "sum", "mean": "mean", "amax": "max", "max": "max", "amin": "min", "min": "min",
+            "prod": "prod"}
+
+
+def _is_scalar_node(node: Node) -> bool:
+    return all(len(v.type.shape) == 0 for v in node.input_values() + node.outputs)
+
+
+def _compute_dtype(node: Node):
+    """The dtype an op computes in: its data operands' (what a literal is converted to)."""
+    data = node.inputs[1:] if node.op == "where" else node.inputs
+    for v in data:
+        if isinstance(v, Value):
+            return v.type.dtype
+    return node.outputs[0].type.dtype
+
+
+class Emitter:
+    """Statements for ops, shared by the entry function and the block functions."""
+
+    def __init__(self, module: "NumpyModule", names: Names) -> None:
+        self.module = module
+        self.names = names
+        self.env: dict = {}  # Value -> source expression (bindings of body inputs)
+        self.lines: list = []
+
+    def src(self, v) -> str:
+        if isinstance(v, Value):
+            return self.env[v] if v in self.env else self.names(v)
+        return py_literal(v)
+
+    def comment(self, node: Node) -> None:
+        self.lines.append(f"# L{self.module.lines.get(id(node), '?')}: {node_line(node)}")
+
+    def op(self, node: Node, dest: str | None = None, scalar: bool | None = None) -> bool:
+        """Emit node; with dest, write the (single) result into that buffer. Returns
+        whether the result is a fresh array of our own (not a possible view)."""
+        low: NumpyLowering = lowering_for(node.op).numpy
+        outs = [self.names(o) for o in node.outputs]
+        pointwise = lowering_for(node.op).pointwise
+        if scalar is None:
+            scalar = pointwise and _is_scalar_node(node)
+        if scalar and pointwise:
+            dt = _compute_dtype(node)
+            operands = [self.src(v) if isinstance(v, Value) else self.module.const(v, dt) for v in node.inputs]
+            f = fields(node, operands)
+            if node.op in ("full", "full_like"):
+                f["const"] = self.module.const(node.attrs["value"], node.outputs[0].type.dtype)
+            self.lines.append(f"{outs[0]} = {fill(low.scalar or low.call, operands, f)}")
+            return False
+        operands = [self.src(v) for v in node.inputs]
+        f = fields(node, operands)
+        if dest is not None and low.ufunc is not None:
+            args = fill(low.ufunc_args, operands, f) if low.ufunc_args else ", ".join(operands)
+            self.lines.append(f"{outs[0]} = {low.ufunc}({args}, out={dest})")
+            return True
+        if dest is not None and low.into is not None:
+            self.lines.append(f"{outs[0]} = {dest}")
+            self.lines.append(fill(low.into, operands, {**f, "out": outs[0]}))
+            return True
+        target = ", ".join(outs) + ("," if len(outs) == 1 and node.op == "split" else "")
+        self.lines.append(f"{target} = {fill(low.call, operands, f)}")
+        return not low.alias
+
+
+class NumpyModule:
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.lines = line_numbers(graph)
+        self.names = Names()
+        self.constants: dict = {}
+        self.regions: list = []
+        self.kinds = {"blocked": 0, "scalar": 0, "unfused": 0}
+        self.notes: list = []
+
+    def const(self, value, dt) -> str:
+        """A module constant holding `value` as a NumPy scalar of dtype dt."""
+        key = (py_literal(value), dt.name)
+        name = self.constants.get(key)
+        if name is None:
+            name = f"_K{len(self.constants)}"
+            self.constants[key] = name
+        return name
+
+    # -- the module ------------------------------------------------------------------------
+    def source(self) -> str:
+        g = self.graph
+        params = [self.names(v) for v in g.inputs]
+        entry = [f"{self.names(v)} = {self.names(v)}[()]  # 0-d: computed on NumPy scalars"
+                 for v in g.inputs if len(v.type.shape) == 0]
+        top = Emitter(self, self.names)
+        planner = BufferPlanner(g)
+        for i, node in enumerate(g.nodes):
+            top.comment(node)
+            if node.body is not None:
+                owned = self.region(i, node, top, planner)
+            else:
+                owned = self._top_op(i, node, top, planner)
+            planner.produced(i, node, owned)
+        returns = []
+        for v in g.outputs:
+            s = top.src(v)
+            returns.append(f"np.asarray({s})" if isinstance(v, Value) and len(v.type.shape) == 0 else s)
+        constants = [{"name": name, "expr": f"{np_dtype(_dtype(dt))}({lit})"}
+                     for (lit, dt), name in self.constants.items()]
+        return render("numpy_module.py.j2", graph_name=g.name, description=self.describe(), ir_text=str(g),
+                      constants=constants, regions=self.regions, params=params, entry=entry,
+                      body=top.lines, returns=returns)
+
+    def describe(self) -> str:
+        k = self.kinds
+        n_ops = sum(1 for n in self.graph.nodes if n.body is None)
+        parts = [f"{n_ops} top-level op statement(s)",
+                 f"{k['blocked']} fused region(s) as blocked kernels (row blocks of "
+                 "_rt.CONFIG.block_elems elements, spread over _rt.CONFIG.threads threads)"]
+        if k["scalar"]:
+            parts.append(f"{k['scalar']} 0-d region(s) as NumPy-scalar arithmetic")
+        if k["unfused"]:
+            parts.append(f"{k['unfused']} region(s) op by op ({'; '.join(self.notes)})")
+        return "Runs " + ", ".join(parts) + "."
+
+    def _top_op(self, i: int, node: Node, em: Emitter, planner: BufferPlanner) -> dict:
+        low = lowering_for(node.op)
+        dest = None
+        if low.pointwise and len(node.outputs) == 1 and not _is_scalar_node(node) and (
+                low.numpy.ufunc or low.numpy.into):
+            reuse = planner.choose(i, node, node.outputs[0], "array", in_place_ok=low.numpy.ufunc is not None)
+            if reuse is not None:
+                dest = self.names(reuse)
+        fresh = em.op(node, dest=dest)
+        return {o: "array" for o in node.outputs} if fresh else {}
+
+    # -- fused regions ---------------------------------------------------------------------
+    def region(self, i: int, node: Node, top: Emitter, planner: BufferPlanner) -> dict:
+        region = analyze(node)
+        self.kinds[region.kind] += 1
+        for p, outer in region.binding.items():
+            top.env[p] = top.src(outer)
+        if region.kind != "blocked":
+            if region.kind == "unfused":
+                self.notes.append(f"%{node.outputs[0].name}: {region.reason}")
+                top.lines.append(f"# not blocked: {region.reason}; its ops run one by one")
+            for n in node.body.nodes:
+                top.comment(n)
+                top.op(n)
+            self._bind_outputs(node, top)
+            return {}
+        return BlockedRegion(self, region, top, planner, i).emit()
+
+    def _bind_outputs(self, node: Node, em: Emitter) -> None:
+        for o, y in zip(node.outputs, node.body.outputs):
+            em.lines.append(f"{self.names(o)} = {em.src(y)}")
+
+
+def _dtype(name: str):
+    from eager import _dtypes  # noqa: PLC0415
+
+    return _dtypes.from_name(name)
+
+
+class BlockedRegion:
+    """One fused region as a block function plus the statements that drive it."""
+
+    def __init__(self, module: NumpyModule, region: Region, top: Emitter, planner: BufferPlanner, index: int):
+        self.m, self.r, self.top, self.planner, self.i = module, region, top, planner, index
+        self.rid = len(module.regions)
+        self.fn = f"_region{self.rid}"
+        self.block = Emitter(module, Names(taken={"lo", "hi"}))
+        self.params: list = []  # block function parameters
+        self.args: list = []  # what the driver passes for them
+        self.slots: list = []  # (row shape, dtype) per scratch buffer
+        self.partials: list = []  # (reduction node, index in the returned tuple)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _block_view(self, outer: str, v: Value) -> str:
+        """The driver's argument for sliced v: the array with its leading k axes collapsed."""
+        r = self.r
+        shape = (r.nrows,) + r.block_shape(v)
+        if r.k == 1 and len(v.type.shape) == len(r.space):
+            return outer
+        return f"{outer}.reshape({py_literal(shape)})"
+
+    def _invariant_view(self, outer: str, v: Value) -> str:
+        shape = self.r.block_shape(v)
+        if tuple(v.type.shape) == shape:
+            return outer
+        return f"np.reshape({outer}, {py_literal(shape)})"
+
+    def _param(self, v: Value, outer: str, sliced: bool) -> str:
+        name = self.block.names(v)
+        self.params.append(name)
+        self.args.append(self._block_view(outer, v) if sliced else self._invariant_view(outer, v))
+        if sliced:
+            self.block.lines.append(f"{name} = {name}[lo:hi]")
+        return name
+
+    # -- emission --------------------------------------------------------------------------
+    def emit(self) -> dict:
+        r, top, body = self.r, self.top, self.r.body
+        owned: dict = {}
+        yielded = {}
+        for o, y in zip(r.node.outputs, body.outputs):
+            yielded.setdefault(y, []).append(o)
+        in_block = [n for n in r.prologue if n.outputs[0] in r.sliced]
+        hoisted = [n for n in r.prologue if n.outputs[0] not in r.sliced]
+        used_in_block = {v for n in in_block + r.reductions for v in n.input_values()}
+        # values computed once, before the blocks
+        for n in hoisted:
+            top.comment(n)
+            top.op(n)
+        # the region's inputs as block parameters
+        for p in body.inputs:
+            if p in used_in_block and isinstance(r.binding[p], Value):
+                self._param(p, top.src(p), p in r.sliced)
+            elif p in used_in_block:
+                self.block.env[p] = py_literal(r.binding[p])
+        for n in hoisted:
+            v = n.outputs[0]
+            if v in used_in_block:
+                self._param(v, top.src(v), False)
+        # outputs written by the blocks
+        dest: dict = {}
+        for n in in_block:
+            v = n.outputs[0]
+            if v in yielded:
+                outer = yielded[v][0]
+                name = self.m.names(outer)
+                reuse = self.planner.choose(self.i, r.node, outer, "region", in_place_ok=False)
+                alloc = self.m.names(reuse) if reuse is not None else \
+                    f"np.empty({py_literal(tuple(outer.type.shape))}, {np_dtype(outer.type.dtype)})"
+                top.lines.append(f"{name} = {alloc}  # %{outer.name}, written block by block")
+                owned[outer] = "region"
+                dest[v] = self._out_param(v, name, sliced=True)
+        rowwise = [red for red in r.reductions if not r.reduces_block_axis(red)]
+        for red in rowwise:
+            v = red.outputs[0]
+            outer = yielded.get(v, [None])[0]
+            name = self.m.names(outer) if outer is not None else top.names.fresh(f"r{self.rid}_{v.name}")
+            top.env[v] = name
+            top.lines.append(f"{name} = np.empty({py_literal(tuple(v.type.shape))}, {np_dtype(v.type.dtype)})")
+            if outer is not None:
+                owned[outer] = "array"
+            dest[v] = self._out_param(v, name, sliced=False)
+        self._block_body(in_block, dest)
+        # the driver
+        n_elems = r.nrows
+        row_elems = 1
+        for s in r.rest:
+            row_elems *= s
+        args = ", ".join(self.args) + ("," if len(self.args) == 1 else "")
+        call = f"_rt.run_blocks({self.fn}, {n_elems}, {row_elems}, ({args}))"
+        if self.partials:
+            parts = top.names.fresh(f"parts{self.rid}")
+            top.lines.append(f"{parts} = {call}")
+            for red, j in self.partials:
+                v = red.outputs[0]
+                name = top.names.fresh(f"r{self.rid}_{v.name}")
+                top.env[v] = name
+                count = ""
+                if red.op == "mean":
+                    total = 1
+                    for a in r.reduce_axes(red):
+                        total *= r.space[a]
+                    count = f", count={total}"
+                top.lines.append(f"{name} = _rt.combine({parts}, {j}, {_COMBINE[red.op]!r}, "
+                                 f"{py_literal(tuple(v.type.shape))}{count})  # {node_line(red)}")
+        else:
+            top.lines.append(call)
+        for n in r.epilogue:
+            top.comment(n)
+            top.op(n)
+        for o, y in zip(r.node.outputs, body.outputs):
+            if y in dest and (o in owned or o in yielded.get(y, [])[1:]):
+                continue
+            top.lines.append(f"{self.m.names(o)} = {top.src(y)}")
+        for o in r.node.outputs:
+            for b, outs in yielded.items():
+                if o in outs[1:] and b in dest:
+                    top.lines.append(f"{self.m.names(o)} = {self.m.names(outs[0])}")
+        self.m.regions.append(self._function())
+        return owned
+
+    def _out_param(self, v: Value, outer: str, sliced: bool) -> str:
+        name = self.block.names.fresh(f"out_{v.name}")
+        self.params.append(name)
+        self.args.append(self._block_view(outer, v) if sliced else outer)
+        self.block.lines.append(f"{name} = {name}[lo:hi]")
+        return name
+
+    def _block_body(self, in_block: list, dest: dict) -> None:
+        r, em = self.r, self.block
+        order = in_block + [red for red in r.reductions]
+        order.sort(key=lambda n: r.body.nodes.index(n))
+        last: dict = {}
+        for j, n in enumerate(order):
+            for v in n.input_values():
+                last[v] = j
+        slot_of: dict = {}
+        free: dict = {}
+        slot_lines_at = len(em.lines)
+        for j, n in enumerate(order):
+            em.comment(n)
+            if n in r.reductions:
+                self._reduction(n, dest)
+            else:
+                v = n.outputs[0]
+                low = lowering_for(n.op).numpy
+                spec = (r.block_shape(v), v.type.dtype.np.str)
+                target = dest.get(v)
+                if target is None:
+                    slot = None
+                    if low.ufunc is not None:
+                        for u in n.input_values():
+                            if u in slot_of and last.get(u) == j and self.slots[slot_of[u]] == spec \
+                                    and tuple(u.type.shape) == tuple(v.type.shape):
+                                slot = slot_of.pop(u)
+                                break
+                    if slot is None:
+                        pool = free.get(spec, [])
+                        slot = pool.pop() if pool else self._new_slot(spec)
+                    slot_of[v] = slot
+                    target = f"s{slot}"
+                em.op(n, dest=target, scalar=False)
+                if v not in last and v in slot_of:
+                    free.setdefault(spec, []).append(slot_of.pop(v))
+            for u in set(n.input_values()):
+                if last.get(u) == j and u in slot_of:
+                    free.setdefault(self.slots[slot_of[u]], []).append(slot_of.pop(u))
+        if self.slots:
+            names = ", ".join(f"s{k}" for k in range(len(self.slots))) + ("," if len(self.slots) == 1 else "")
+            em.lines.insert(slot_lines_at, f"{names} = _rt.scratch(_R{self.rid}_SCRATCH, hi - lo)")
+        if self.partials:
+            em.lines.append("return (" + ", ".join(f"p{j}" for _, j in self.partials)
+                            + ("," if len(self.partials) == 1 else "") + ")")
+
+    def _new_slot(self, spec) -> int:
+        self.slots.append(spec)
+        return len(self.slots) - 1
+
+    def _reduction(self, red: Node, dest: dict) -> None:
+        r, em = self.r, self.block
+        x = em.src(red.inputs[0])
+        fn = _REDUCE_FN[red.op]
+        if r.reduces_block_axis(red):
+            j = len(self.partials)
+            axis = None if r.is_full_reduction(red) else r.reduce_axes(red)
+            partial_fn = "sum" if fn == "mean" else fn
+            em.lines.append(f"p{j} = np.{partial_fn}({x}, axis={py_literal(axis)}, keepdims=True)")
+            self.partials.append((red, j))
+        else:
+            em.lines.append(f"np.{fn}({x}, axis={py_literal(r.reduce_axes(red))}, "
+                            f"keepdims={red.attrs.get('keepdim', False)!r}, out={dest[red.outputs[0]]})")
+
+    def _function(self) -> dict:
+        r = self.r
+        specs = py_literal(tuple((shape, dt) for shape, dt in self.slots))
+        ops = len(r.prologue) + len(r.reductions)
+        return {
+            "name": self.fn,
+            "title": f"L{self.m.lines.get(id(r.node), '?')}: {node_line(r.node)}",
+            "doc": (f"Rows [lo, hi) of the fused region at L{self.m.lines.get(id(r.node), '?')}: {ops} op(s) over "
+                    f"{list(r.space)} as {r.nrows} row(s) of {list(r.rest)}."),
+            "params": self.params,
+            "lines": self.block.lines,
+            "scratch_name": f"_R{self.rid}_SCRATCH",
+            "scratch_specs": specs,
+        }
+
+
+def generate(graph: Graph) -> tuple[str, str]:
+    """(module source, one-paragraph description of how it runs)."""
+    module = NumpyModule(graph)
+    src = module.source()
+    return src, module.describe()

@@ -1,0 +1,152 @@
+"""What a fused region computes, in the terms kernels need (shared by both backends).
+
+A body is split into phases:
+- prologue: pointwise ops over the iteration space (broadcasting operands allowed);
+- reductions (sum, mean, amax, amin, max, min, prod) of prologue values;
+- epilogue: pointwise ops on reduced values, after the reductions.
+A body that does not fit (an op that is not pointwise, an epilogue reading a value at the
+full iteration shape, a reduction of an epilogue value...) is `unfused`: the backends then
+run its ops one by one, which is always correct.
+
+For NumPy the iteration space is cut into row blocks: the leading `k` axes are collapsed
+into one block axis (as many as every operand either spans fully or broadcasts over), so a
+block is `(rows,) + space[k:]`. Values spanning the block axis are *sliced* per block;
+the others are *invariant* and computed once, before the blocks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from static.ir import Node, Value
+
+from .lowering import lowering_for
+
+FLOAT_KINDS = "f"
+
+
+@dataclass
+class Region:
+    node: Node
+    kind: str  # "blocked" | "scalar" | "unfused"
+    reason: str = ""
+    space: tuple = ()
+    k: int = 0  # leading axes collapsed into the block axis
+    prologue: list = field(default_factory=list)
+    reductions: list = field(default_factory=list)
+    epilogue: list = field(default_factory=list)
+    sliced: set = field(default_factory=set)  # body values that vary along the block axis
+    binding: dict = field(default_factory=dict)  # body input -> outer operand (Value or literal)
+
+    @property
+    def body(self):
+        return self.node.body
+
+    @property
+    def nrows(self) -> int:
+        return int(np.prod(self.space[: self.k], dtype=np.int64))
+
+    @property
+    def rest(self) -> tuple:
+        return tuple(self.space[self.k:])
+
+    def padded(self, v: Value) -> tuple:
+        shape = tuple(v.type.shape)
+        return (1,) * (len(self.space) - len(shape)) + shape
+
+    def block_shape(self, v: Value) -> tuple:
+        """v's shape inside a block, after the leading k axes: (rows,) + tail or tail."""
+        return self.padded(v)[self.k:]
+
+    def reduce_axes(self, red: Node) -> tuple:
+        dims = red.attrs.get("dims")
+        return tuple(range(len(self.space))) if dims is None else tuple(dims)
+
+    def is_full_reduction(self, red: Node) -> bool:
+        return len(self.reduce_axes(red)) == len(self.space)
+
+    def reduces_block_axis(self, red: Node) -> bool:
+        return self.is_full_reduction(red) or 0 in self.reduce_axes(red)
+
+
+def _unfused(node: Node, reason: str) -> Region:
+    return Region(node=node, kind="unfused", reason=reason)
+
+
+def analyze(node: Node) -> Region:
+    """Split a fused node's body into phases and choose its blocking (or say why not)."""
+    body = node.body
+    binding = dict(zip(body.inputs, node.inputs))
+    values = list(body.inputs) + [o for n in body.nodes for o in n.outputs]
+    if all(len(v.type.shape) == 0 for v in values):
+        return Region(node=node, kind="scalar", binding=binding)
+    reduced: set = set()  # values computed from a reduction's result
+    prologue, reductions, epilogue = [], [], []
+    for n in body.nodes:
+        low = lowering_for(n.op)
+        reads_reduced = any(v in reduced for v in n.input_values())
+        if low.reduction is not None and set(n.attrs) <= {"dims", "keepdim"}:
+            x = n.inputs[0]
+            if reads_reduced:
+                return _unfused(node, f"%{n.outputs[0].name}: a reduction of a reduced value")
+            if not isinstance(x, Value) or x.type.dtype.np.kind not in FLOAT_KINDS:
+                return _unfused(node, f"%{n.outputs[0].name}: only floating-point reductions are blocked")
+            reductions.append(n)
+            reduced.update(n.outputs)
+        elif low.pointwise and len(n.outputs) == 1:
+            if reads_reduced:
+                epilogue.append(n)
+                reduced.update(n.outputs)
+            else:
+                prologue.append(n)
+        else:
+            return _unfused(node, f"%{n.outputs[0].name if n.outputs else '?'}: {n.op} is not pointwise")
+    prologue_values = [o for n in prologue for o in n.outputs]
+    read = [v for n in prologue + reductions for v in n.input_values()]
+    shapes = [tuple(v.type.shape) for v in read + prologue_values]
+    if not shapes:
+        return _unfused(node, "no values over an iteration space")
+    try:
+        space = tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        return _unfused(node, "operands do not broadcast to one iteration space")
+    region = Region(node=node, kind="blocked", space=space, prologue=prologue, reductions=reductions,
+                    epilogue=epilogue, binding=binding)
+    if len(space) == 0:
+        return _unfused(node, "a 0-d iteration space with values of other shapes")
+    for r in reductions:
+        if tuple(r.inputs[0].type.shape) != space:
+            return _unfused(node, f"%{r.outputs[0].name} reduces a value that is not of the iteration shape")
+    region.k = _block_axes(region, read + prologue_values)
+    region.sliced = {v for v in read + prologue_values if _spans(region, v)}
+    for n in epilogue:
+        for v in n.input_values():
+            if v in region.sliced and v not in reduced and v not in body.inputs:
+                return _unfused(node, f"%{n.outputs[0].name} reads %{v.name} at the full iteration shape "
+                                      "after a reduction")
+    return region
+
+
+def _spans(region: Region, v: Value) -> bool:
+    """Whether v varies along the block axis (spans all k leading axes of the space)."""
+    return region.padded(v)[: region.k] == region.space[: region.k]
+
+
+def _block_axes(region: Region, values: list) -> int:
+    """How many leading axes to collapse: each value must span all of them or none."""
+    space = region.space
+    if any(not region.is_full_reduction(r) for r in region.reductions):
+        return 1
+    best = 1
+    for k in range(2, len(space) + 1):
+        ok = True
+        for v in values:
+            p = region.padded(v)[:k]
+            if p != space[:k] and any(s != 1 for s in p):
+                ok = False
+                break
+        if not ok:
+            break
+        best = k
+    return best

@@ -1,0 +1,165 @@
+"""What generated NumPy modules call at run time: the block scheduler and its thread
+pool, per-thread scratch buffers, and the few ops that are not one NumPy call.
+
+Kept small and free of generation logic, so a generated module reads as straight-line
+NumPy plus `_rt.run_blocks(...)` where a fused region is spread over the cores."""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from eager import _dtypes
+from eager.ops import REGISTRY
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return max(1, int(os.environ.get(name, default)))
+    except ValueError:
+        return default
+
+
+@dataclass
+class Config:
+    """Blocking and threading knobs, read at every call (tests force tiny blocks).
+
+    block_elems: elements per block of a fused region; with the handful of block-sized
+      buffers a region keeps live this keeps them in a core's L2 cache.
+    threads: workers a region is spread over (NumPy releases the GIL in its loops).
+    parallel_min_elems: below this many elements a region runs in the calling thread,
+      where handing blocks to other threads would cost more than it saves."""
+
+    block_elems: int = _env_int("GRAPHMODE_BLOCK_ELEMS", 16384)
+    threads: int = _env_int("GRAPHMODE_THREADS", os.cpu_count() or 1)
+    parallel_min_elems: int = _env_int("GRAPHMODE_PARALLEL_MIN_ELEMS", 1 << 16)
+
+
+CONFIG = Config()
+
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_pool_lock = threading.Lock()
+
+
+def _get_pool(workers: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size < workers:
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="graphmode-block")
+            _pool_size = workers
+        return _pool
+
+
+def _run_span(fn, spans, args) -> list:
+    with np.errstate(all="ignore"):
+        return [fn(lo, hi, *args) for lo, hi in spans]
+
+
+def block_rows(nrows: int, row_elems: int) -> int:
+    """Rows per block: CONFIG.block_elems elements, at least one row."""
+    return max(1, min(nrows, CONFIG.block_elems // max(row_elems, 1)))
+
+
+def run_blocks(fn, nrows: int, row_elems: int, args: tuple) -> list:
+    """Call fn(lo, hi, *args) for consecutive row blocks [lo, hi) covering [0, nrows) and
+    return the results in block order (so combining partials is deterministic). Blocks
+    are dealt to CONFIG.threads workers in contiguous runs; the caller works on one."""
+    rows = block_rows(nrows, row_elems)
+    spans = [(lo, min(lo + rows, nrows)) for lo in range(0, max(nrows, 1), rows)]
+    workers = min(CONFIG.threads, len(spans))
+    if workers <= 1 or nrows * row_elems < CONFIG.parallel_min_elems:
+        return _run_span(fn, spans, args)
+    per = -(-len(spans) // workers)
+    runs = [spans[k:k + per] for k in range(0, len(spans), per)]
+    pool = _get_pool(workers - 1)
+    futures = [pool.submit(_run_span, fn, run, args) for run in runs[1:]]
+    out = _run_span(fn, runs[0], args)
+    for f in futures:
+        out += f.result()
+    return out
+
+
+_local = threading.local()
+
+
+def scratch(specs: tuple, rows: int) -> list:
+    """Per-thread block buffers: one array of shape (rows,) + row_shape per (row_shape,
+    dtype) in specs, reused from block to block and call to call (a thread runs one
+    block at a time, so sharing them between regions with equal specs is safe)."""
+    cache = _local.__dict__.setdefault("buffers", {})
+    have = cache.get(specs)
+    if have is None or have[0] < rows:
+        have = (rows, [np.empty((rows,) + tuple(shape), dtype=dt) for shape, dt in specs])
+        cache[specs] = have
+    if have[0] == rows:
+        return have[1]
+    return [b[:rows] for b in have[1]]
+
+
+# -- ops that are more than one NumPy call: computed as their forward computes them ----------
+def forward(name: str, xp, *operands, **attrs):
+    """The op's own forward (the reference implementation), for library-call lowerings."""
+    return REGISTRY[name].forward(xp, *operands, **attrs)
+
+
+def _into(result, out):
+    if out is None:
+        return result
+    np.copyto(out, result, casting="unsafe")
+    return out
+
+
+def rsqrt(x, out=None):
+    if out is None:
+        return np.true_divide(1.0, np.sqrt(x))
+    np.sqrt(x, out=out)
+    return np.true_divide(1.0, out, out=out)
+
+
+def sigmoid(x, out=None):
+    return _into(REGISTRY["sigmoid"].forward(np, np.asarray(x)), out)
+
+
+def erf(x, out=None):
+    return _into(REGISTRY["erf"].forward(np, np.asarray(x)), out)
+
+
+def softplus(x, beta, threshold, out=None):
+    return _into(REGISTRY["softplus"].forward(np, np.asarray(x), beta=beta, threshold=threshold), out)
+
+
+def gelu(x, approximate, out=None):
+    return _into(REGISTRY["gelu"].forward(np, np.asarray(x), approximate=approximate), out)
+
+
+def where(cond, a, b, out):
+    """np.where into a buffer that is none of the operands."""
+    np.copyto(out, b, casting="unsafe")
+    np.copyto(out, a, casting="unsafe", where=cond)
+    return out
+
+
+def dtype(name: str):
+    """An eager dtype by name, for attributes passed on to an op's forward."""
+    return _dtypes.from_name(name)
+
+
+def as_scalar(x):
+    """A 0-d array as a NumPy scalar (same dtype, same arithmetic, less overhead)."""
+    return x[()] if isinstance(x, np.ndarray) else x
+
+
+_COMBINERS = {"sum": np.sum, "mean": np.sum, "max": np.amax, "min": np.amin, "prod": np.prod}
+
+
+def combine(parts: list, j: int, how: str, shape: tuple, count: int | None = None):
+    """Reduce the j-th partial of every block (in block order) into the final value."""
+    stacked = np.stack([p[j] for p in parts])
+    total = _COMBINERS[how](stacked, axis=0)
+    if count is not None:
+        total = np.true_divide(total, count)
+    return np.reshape(total, shape)

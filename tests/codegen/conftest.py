@@ -1,0 +1,30 @@
+"""Codegen tests write their generated modules to a private temporary cache directory,
+and can force tiny blocks so the blocked/threaded paths run on small arrays."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from codegen import runtime
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache_dir(tmp_path_factory):
+    old = os.environ.get("GRAPHMODE_CACHE_DIR")
+    os.environ["GRAPHMODE_CACHE_DIR"] = str(tmp_path_factory.mktemp("graphmode-cache"))
+    yield
+    if old is None:
+        os.environ.pop("GRAPHMODE_CACHE_DIR", None)
+    else:
+        os.environ["GRAPHMODE_CACHE_DIR"] = old
+
+
+@pytest.fixture
+def small_blocks():
+    """Blocks of 7 elements, spread over 2 threads even for tiny arrays."""
+    cfg = runtime.CONFIG
+    saved = (cfg.block_elems, cfg.threads, cfg.parallel_min_elems)
+    cfg.block_elems, cfg.threads, cfg.parallel_min_elems = 7, 2, 1
+    yield cfg
+    cfg.block_elems, cfg.threads, cfg.parallel_min_elems = saved
