@@ -47,9 +47,20 @@ def _differentiable(v) -> bool:
     return isinstance(v, Value) and v.type.dtype.is_floating_point
 
 
+def _stable_forms(state: TraceState, outputs: list) -> list:
+    """Rewrite unstable forms (log(softmax x), log(sigmoid x), ...) before differentiating,
+    so the backward is derived from the stable form too (see static.passes.stability)."""
+    try:
+        from .passes.stability import stabilize_values  # noqa: PLC0415
+    except ImportError:
+        return outputs
+    return stabilize_values(state.graph, outputs)
+
+
 def vjp(state: TraceState, outputs: list, seeds: list, wrt: list) -> list:
     """Cotangents of `wrt` (Values) given `seeds` (Tracers) for `outputs` (Values).
     An input that no output depends on gets zeros."""
+    outputs = _stable_forms(state, outputs)
     nodes = list(state.graph.nodes)  # the backward appends to the graph; walk the forward only
     reaches = {v for v in wrt if _differentiable(v)}
     for node in nodes:
