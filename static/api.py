@@ -15,6 +15,7 @@ import numpy as np
 import eager
 from eager._grad_mode import STATE
 from eager._tensor import Tensor
+from eager.ops import REGISTRY
 
 from . import pytree
 from .autodiff import vjp
@@ -188,10 +189,23 @@ class _SplitGraphs:
         self.backward = build_executable(split.backward, backend)
         self.seed_outputs: list = []
         self.user_outputs: list = []
-        primal = {v: i for i, v in enumerate(split.forward.inputs)}
-        # residuals that are inputs themselves: the backward reads the caller's buffer, so an
-        # in-place change to it after the call must be detected, as eager does for saved tensors
-        self.input_residuals = [(k, primal[v]) for k, v in enumerate(split.residuals) if v in primal]
+        self.aliased_inputs = _aliased_inputs(split.forward, split.residuals)
+
+
+def _aliased_inputs(forward: Graph, residuals: list) -> list:
+    """Indices of the forward's inputs whose buffers a residual may share: the input itself, or
+    a view of it (reshape, transpose, ...). The backward reads those buffers later, so an
+    in-place change to the caller's tensor in between must be detected, as eager does."""
+    alias = {v: {i} for i, v in enumerate(forward.inputs)}
+    for node in forward.nodes:
+        op = REGISTRY.get(node.op)
+        if op is not None and op.is_view and node.inputs and isinstance(node.inputs[0], Value):
+            for out in node.outputs:
+                alias[out] = alias.get(node.inputs[0], set())
+    found: set = set()
+    for v in residuals:
+        found |= alias.get(v, set())
+    return sorted(found)
 
 
 def _build_split(owner: "Compiled", args: tuple, diff_leaves: list, diff_captured: list) -> _SplitGraphs:
@@ -249,7 +263,12 @@ def _partition(owner: "Compiled", graph: Graph, primal: list, seeds: list, n_for
 
 
 class CompiledFunction(eager.autograd.Function):
-    """The eager autograd node of a compiled call: its backward runs the compiled backward."""
+    """The eager autograd node of a compiled call: its backward runs the compiled backward.
+
+    Residuals are saved with `save_for_backward`, together with every caller tensor a residual
+    aliases (an input saved as is, or a view of one): eager's engine then frees them after the
+    backward and refuses a second backward or an in-place change made in between, with the
+    messages it gives for its own nodes."""
 
     @staticmethod
     def forward(ctx, sg: _SplitGraphs, arrays: list, leaves: list, *diff_tensors):
@@ -265,11 +284,15 @@ class CompiledFunction(eager.autograd.Function):
                 if any(xp.may_share_memory(r, _data(t)) for t in targets):
                     residuals[k] = r.copy()
         _write_back(trace, leaves, updates)
-        ctx.sg, ctx.residuals = sg, residuals
-        # version of each caller tensor a residual aliases, checked before the backward reads it
         inputs = _input_objects(trace, leaves)
-        ctx.versions = [(k, inputs[i], inputs[i]._vc[0]) for k, i in sg.input_residuals
-                        if isinstance(inputs[i], Tensor) and not any(inputs[i] is t for t in targets)]
+        aliased = []
+        for i in sg.aliased_inputs:
+            t = inputs[i]
+            if isinstance(t, Tensor) and not any(t is u for u in targets) and not any(t is a for a in aliased):
+                aliased.append(t)
+        ctx.save_for_backward(*[_as_tensor(r) for r in residuals], *aliased)
+        ctx.sg, ctx.n_residuals = sg, len(residuals)
+        ctx.diff_tensors = diff_tensors
         ctx.float_out = [k for k, v in enumerate(sg.user_outputs) if v in sg.seed_outputs]
         outs = tuple(_as_tensor(r) for r in user)
         for k, t in enumerate(outs):
@@ -279,16 +302,29 @@ class CompiledFunction(eager.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        sg = ctx.sg
-        for k, tensor, version in ctx.versions:
-            if tensor._vc[0] != version:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified by an inplace "
-                    f"operation: [{tensor.dtype.name} {list(tensor.shape)}] is at version {tensor._vc[0]}; "
-                    f"expected version {version} instead (it is saved by a compiled function's forward).")
+        saved = ctx.saved_tensors  # raises after a first backward, or if an aliased input changed
+        residuals = [t._data for t in saved[:ctx.n_residuals]]
         seeds = [grads[k]._data for k in ctx.float_out]
-        results = sg.backward.run(list(ctx.residuals) + seeds)
-        return (None, None, None) + tuple(_as_tensor(r) for r in results)
+        results = tuple(_as_tensor(r) for r in ctx.sg.backward.run(residuals + seeds))
+        if STATE.enabled and results:  # create_graph=True: the compiled backward has no graph of its own
+            results = _NotTwiceDifferentiable.apply(len(results), *results, *ctx.diff_tensors)
+            results = results if isinstance(results, tuple) else (results,)
+        return (None, None, None) + tuple(results)
+
+
+class _NotTwiceDifferentiable(eager.autograd.Function):
+    """Marks gradients computed by a compiled backward under create_graph=True: using them for
+    a second derivative is an error rather than a silently missing term."""
+
+    @staticmethod
+    def forward(ctx, n: int, *tensors):
+        return tuple(Tensor._make(t._data) for t in tensors[:n])
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError("a compiled function's backward is not differentiable (a higher-order gradient "
+                           "through CompiledFunctionBackward); use static.grad(static.grad(f)) for higher "
+                           "order, or call the function uncompiled")
 
 
 def _input_objects(trace: TraceResult, leaves: list) -> list:

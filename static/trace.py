@@ -76,7 +76,8 @@ def _array_of(x):
 
 def _param_names(fn: Callable, n: int) -> list:
     try:
-        params = list(inspect.signature(fn).parameters.values())
+        target = fn.forward if hasattr(fn, "named_parameters") and hasattr(fn, "forward") else fn  # a Module
+        params = list(inspect.signature(target).parameters.values())
         names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         star = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), "arg")
     except (TypeError, ValueError):

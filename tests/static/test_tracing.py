@@ -1,0 +1,367 @@
+"""What tracing means: Python control flow on static values unrolls, data-dependent Python
+is a TraceError naming the user's line, captured tensors are implicit inputs read at call
+time, Python numbers are 0-d inputs unless static, in-place ops are functionalized and
+written back, and pytrees go in and out."""
+from __future__ import annotations
+
+import collections
+import os
+
+import numpy as np
+import pytest
+
+import eager
+import static
+
+HERE = os.path.basename(__file__)
+
+
+def _ops(graph):
+    return [n.op for n in graph.nodes]
+
+
+# -- Python control flow on static values -------------------------------------------------------
+def test_loops_and_branches_on_shapes_and_numbers_unroll():
+    def f(x, n):
+        total = x[0]
+        for i in range(1, x.shape[0]):  # a loop over a static length
+            total = total + x[i]
+        if x.ndim == 1 and len(x) == 3:  # branches on shapes
+            total = total * 2
+        for _ in range(n):  # n is static: the loop count is known
+            total = eager.sin(total)
+        return total
+
+    g = static.trace(f, eager.ones(3), 4, static_argnums=1)
+    assert _ops(g).count("add") == 2 and _ops(g).count("sin") == 4
+    assert [v.name for v in g.inputs] == ["x"]
+    x = np.array([0.1, 0.2, 0.3], np.float32)
+    (out,) = static.run_graph(g, [x])
+    np.testing.assert_allclose(out, f(eager.tensor(x), 4).numpy(), rtol=1e-6)
+
+
+def test_shape_metadata_is_static_on_tracers():
+    seen = {}
+
+    def f(x):
+        seen.update(shape=tuple(x.shape), size=x.size(1), ndim=x.ndim, numel=x.numel(), dtype=x.dtype,
+                    fp=x.is_floating_point(), length=len(x))
+        return x.reshape(x.shape[0] * x.shape[1])
+
+    static.trace(f, eager.ones(2, 3))
+    assert seen == dict(shape=(2, 3), size=3, ndim=2, numel=6, dtype=eager.float32, fp=True, length=2)
+
+
+# -- using a traced value's data is an error naming the user's line ------------------------------
+def _line_of(fn, marker):
+    import inspect
+
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if marker in line)
+
+
+def branch_on_value(x):
+    if x.sum() > 0:  # MARK
+        return x
+    return -x
+
+
+def float_of_value(x):
+    return float(x.sum())  # MARK
+
+
+def item_of_value(x):
+    return x.sum().item() * x  # MARK
+
+
+def tolist_of_value(x):
+    return x.tolist()  # MARK
+
+
+def numpy_of_value(x):
+    return x.numpy()  # MARK
+
+
+def asarray_of_value(x):
+    return np.asarray(x) + 1  # MARK
+
+
+def numpy_ufunc_on_value(x):
+    return np.exp(x)  # MARK
+
+
+def while_on_value(x):
+    while x.max() > 1:  # MARK
+        x = x / 2
+    return x
+
+
+def int_index_from_value(x):
+    return x[int(x.argmax())]  # MARK
+
+
+@pytest.mark.parametrize("fn", [branch_on_value, float_of_value, item_of_value, tolist_of_value, numpy_of_value,
+                                asarray_of_value, numpy_ufunc_on_value, while_on_value, int_index_from_value])
+def test_data_dependent_python_raises_trace_error_with_the_users_line(fn):
+    with pytest.raises(static.TraceError) as info:
+        static.trace(fn, eager.ones(3))
+    msg = str(info.value)
+    assert f"{HERE}:{_line_of(fn, '# MARK')}" in msg, msg
+    assert "traced value" in msg
+
+
+@pytest.mark.parametrize("fn", [branch_on_value, float_of_value, while_on_value])
+def test_trace_error_suggests_where_or_static_argnums(fn):
+    with pytest.raises(static.TraceError, match=r"eager\.where.*static_argnums"):
+        static.compile(fn)(eager.ones(3))
+
+
+def test_trace_error_is_a_runtime_error_and_exported():
+    assert issubclass(static.TraceError, RuntimeError)
+
+
+def test_shape_errors_are_raised_at_trace_time_naming_the_op_and_line():
+    def f(x, y):
+        return x @ y  # MARK
+
+    with pytest.raises(RuntimeError, match=rf"matmul.*{HERE}:{_line_of(f, '# MARK')}"):
+        static.trace(f, eager.ones(3, 2), eager.ones(4))
+
+
+def test_a_tracer_leaking_out_of_its_trace_is_an_error():
+    leaked = []
+
+    def f(x):
+        leaked.append(x * 2)
+        return x
+
+    static.trace(f, eager.ones(2))
+    with pytest.raises(static.TraceError, match="trace has ended"):
+        leaked[0] + 1
+
+
+def test_random_numbers_drawn_while_tracing_are_an_error_not_frozen():
+    def noisy(x):
+        return x + eager.randn(3)  # MARK
+
+    with pytest.raises(static.TraceError, match=rf"{HERE}:{_line_of(noisy, '# MARK')}.*random"):
+        static.compile(noisy)(eager.ones(3))
+
+
+# -- captured tensors: implicit inputs read at call time -----------------------------------------
+W_GLOBAL = eager.tensor([1.0, 2.0, 3.0])
+
+
+def uses_global(x):
+    return (x * W_GLOBAL).sum()
+
+
+def test_captured_global_is_an_implicit_input_not_a_constant():
+    g = static.trace(uses_global, eager.ones(3))
+    assert [v.name for v in g.inputs] == ["x", "c0"]
+    assert "1.0" not in str(g) and "const" not in str(g)
+
+
+def test_captured_global_is_read_at_each_call_in_place_and_rebound():
+    global W_GLOBAL
+    saved = W_GLOBAL
+    try:
+        f = static.compile(uses_global)
+        x = eager.ones(3)
+        assert f(x).item() == 6.0
+        W_GLOBAL.mul_(2)  # changed in place
+        assert f(x).item() == 12.0
+        W_GLOBAL = eager.tensor([5.0, 5.0, 5.0])  # rebound to a new tensor of the same type
+        assert f(x).item() == 15.0
+        assert f.retraces == [] and len(f._cache) == 1
+        W_GLOBAL = eager.tensor([2.0])  # another shape: the graph no longer fits, so it retraces
+        assert f(x).item() == 6.0
+        assert f.retraces == ["a captured tensor changed shape, dtype or kind"]
+        W_GLOBAL = eager.tensor([1.0, 1.0])  # a retrace that fails, on the shapes, like eager would
+        with pytest.raises(RuntimeError, match="size of tensor"):
+            f(x)
+        assert len(f.retraces) == 1  # a failed trace records nothing
+    finally:
+        W_GLOBAL = saved
+
+
+def test_captured_closure_tensor_is_read_at_call_time():
+    scale = eager.tensor(2.0)
+
+    def f(x):
+        return x * scale
+
+    cf = static.compile(f)
+    assert cf(eager.ones(2)).tolist() == [2.0, 2.0]
+    scale = eager.tensor(3.0)  # rebinding the closure variable  # noqa: F841
+    assert cf(eager.ones(2)).tolist() == [3.0, 3.0]
+    assert len(cf._cache) == 1
+
+
+def test_ops_on_captured_tensors_alone_are_recorded_not_frozen():
+    """`w.t()` or `w * 2` touch no argument, but must not be snapshots taken at trace time."""
+    w = eager.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+
+    def f(x):
+        return (x @ w.t() * 2).sum()
+
+    g = static.trace(f, eager.ones(2))
+    assert "transpose" in _ops(g)
+    cf = static.compile(f)
+    x = eager.ones(2)
+    out = cf(x)
+    out.backward()
+    np.testing.assert_allclose(w.grad.numpy(), np.full((2, 2), 2.0))  # gradient reaches the captured tensor
+    with eager.no_grad():
+        w.mul_(10)
+    assert cf(x).item() == pytest.approx(200.0)
+
+
+# -- Python numbers: 0-d inputs, or constants with static_argnums --------------------------------
+def scaled(x, lr):
+    return x * lr
+
+
+def test_python_numbers_are_weak_0d_inputs_and_do_not_retrace():
+    g = static.trace(scaled, eager.ones(2), 0.5)
+    assert [(v.name, v.type.shape) for v in g.inputs] == [("x", (2,)), ("lr", ())]
+    assert g.outputs[0].type.dtype is eager.float32  # weak: a float never promotes float32 to float64
+    f = static.compile(scaled)
+    assert f(eager.ones(2), 0.5).tolist() == [0.5, 0.5]
+    assert f(eager.ones(2), 0.25).tolist() == [0.25, 0.25]
+    assert f.retraces == [] and len(f._cache) == 1
+
+
+def test_static_argnums_make_numbers_constants_and_retrace_on_change():
+    f = static.compile(scaled, static_argnums=(1,))
+    assert "0.5" in str(f.ir(eager.ones(2), 0.5)) or "0.5" in f.explain(eager.ones(2), 0.5)
+    assert f(eager.ones(2), 0.5).tolist() == [0.5, 0.5]
+    assert f(eager.ones(2), 0.25).tolist() == [0.25, 0.25]
+    assert len(f._cache) == 2
+    assert f.retraces == ["static argument leaf 1 changed value 0.5 -> 0.25"]
+
+
+def test_static_argnums_distinguish_equal_values_of_different_types():
+    f = static.compile(lambda x, k: x * k, static_argnums=1)
+    assert f(eager.ones(1, dtype=eager.int64), 1).dtype is eager.int64
+    assert f(eager.ones(1, dtype=eager.int64), 1.0).dtype is eager.float32  # 1 == 1.0, but not the same constant
+    assert len(f._cache) == 2
+
+
+def test_unhashable_static_argument_is_a_type_error():
+    f = static.compile(lambda x, cfg: x * cfg[0], static_argnums=1)
+    with pytest.raises(TypeError, match="static argument 1 has unhashable type list"):
+        f(eager.ones(2), [2.0])
+    assert f(eager.ones(2), (2.0,)).tolist() == [2.0, 2.0]  # a tuple is fine
+
+
+def test_negative_static_argnums_count_from_the_end():
+    f = static.compile(lambda x, n: x * n, static_argnums=-1)
+    assert "3" in str(f.ir(eager.ones(2), 3))
+    assert [v.name for v in f.ir(eager.ones(2), 3).inputs] == ["x"]
+
+
+# -- in-place ops: functionalized, updates written back -------------------------------------------
+def sgd_step(p, g, lr):
+    with eager.no_grad():
+        p -= lr * g
+    return (p * p).sum()
+
+
+def test_inplace_update_of_an_input_is_functionalized_and_written_back():
+    graph = static.trace(sgd_step, eager.ones(3), eager.ones(3), 0.1)
+    assert not any(op.endswith("_") for op in _ops(graph))  # the graph is pure
+    assert len(graph.outputs) == 2  # the loss, then the new value of p
+
+    f = static.compile(sgd_step)
+    p, g = eager.tensor([1.0, 2.0, 3.0]), eager.tensor([1.0, 1.0, 1.0])
+    version = p._version
+    loss = f(p, g, 0.5)
+    np.testing.assert_allclose(p.numpy(), [0.5, 1.5, 2.5])
+    assert loss.item() == pytest.approx(0.25 + 2.25 + 6.25)
+    assert p._version > version  # the write-back is an in-place change eager can see
+    f(p, g, 0.5)
+    np.testing.assert_allclose(p.numpy(), [0.0, 1.0, 2.0])
+    assert len(f._cache) == 1
+
+
+def test_inplace_updates_of_numpy_inputs_are_written_back():
+    f = static.compile(sgd_step)
+    p = np.array([1.0, 2.0], np.float32)
+    out = f(p, np.ones(2, np.float32), 0.5)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_allclose(p, [0.5, 1.5])
+
+
+def test_setitem_and_method_inplace_ops_are_written_back():
+    def f(x):
+        x[0] = 10.0
+        x.mul_(2)
+        x.add_(1)
+        return x.sum()
+
+    x = eager.tensor([1.0, 2.0])
+    out = static.compile(f)(x)
+    np.testing.assert_allclose(x.numpy(), [21.0, 5.0])
+    assert out.item() == 26.0
+
+
+def test_inplace_update_of_a_captured_tensor_is_written_back():
+    state = eager.zeros(2)
+
+    def accumulate(x):
+        with eager.no_grad():
+            state.add_(x)
+        return state * 1
+
+    f = static.compile(accumulate)
+    f(eager.ones(2))
+    out = f(eager.ones(2))
+    np.testing.assert_allclose(state.numpy(), [2.0, 2.0])
+    np.testing.assert_allclose(out.numpy(), [2.0, 2.0])
+
+
+def test_writing_through_a_view_is_refused_not_dropped():
+    def f(x):
+        x[0].add_(1)
+        return x
+
+    with pytest.raises(static.TraceError, match="view"):
+        static.trace(f, eager.ones(2, 2))
+
+
+def test_inplace_on_a_local_temporary_needs_no_write_back():
+    def f(x):
+        y = x * 1
+        y += 1
+        return y
+
+    graph = static.trace(f, eager.ones(2))
+    assert len(graph.outputs) == 1
+    x = eager.ones(2)
+    assert static.compile(f)(x).tolist() == [2.0, 2.0]
+    assert x.tolist() == [1.0, 1.0]
+
+
+# -- pytrees --------------------------------------------------------------------------------------
+Pair = collections.namedtuple("Pair", "a b")
+
+
+def test_nested_pytrees_in_and_out():
+    def f(tree):
+        x, (ys, d) = tree["x"], tree["rest"]
+        return {"sum": x + ys[0] + ys[1], "parts": [d["k"] * 2, (x,)], "pair": Pair(x, None), "n": 3}
+
+    tree = {"x": eager.ones(2), "rest": ([eager.ones(2), eager.full((2,), 2.0)], {"k": eager.full((2,), 3.0)})}
+    cf = static.compile(f)
+    out = cf(tree)
+    assert set(out) == {"sum", "parts", "pair", "n"}
+    assert out["sum"].tolist() == [4.0, 4.0]
+    assert out["parts"][0].tolist() == [6.0, 6.0] and out["parts"][1][0].tolist() == [1.0, 1.0]
+    assert isinstance(out["pair"], Pair) and out["pair"].b is None
+    assert out["n"] == 3
+    names = [v.name for v in cf.ir(tree).inputs]
+    assert names == ["tree_0", "tree_1", "tree_2", "tree_3"]
+    # another structure is another signature
+    cf({"x": eager.ones(2), "rest": ([eager.ones(2)] * 3, {"k": eager.ones(2)})})
+    assert cf.retraces == ["the structure of the arguments changed"]
