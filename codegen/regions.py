@@ -71,7 +71,7 @@ class Region:
 
 
 def _unfused(node: Node, reason: str) -> Region:
-    return Region(node=node, kind="unfused", reason=reason)
+    return Region(node=node, kind="unfused", reason=reason, binding=dict(zip(node.body.inputs, node.inputs)))
 
 
 def analyze(node: Node) -> Region:
