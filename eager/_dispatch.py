@@ -7,25 +7,83 @@ import numpy as np
 
 from . import _dtypes
 from ._grad_mode import STATE
+from ._device import xp_of_array
 from .autograd.graph import Node, SavedTensor
 
 _SCALARS = (int, float, bool)
+_SCALAR_TYPES = frozenset(_SCALARS)
+_NO_EDGE = (None, 0)
 Tensor = None  # set by eager._tensor (a cycle at import time otherwise)
 
 
 def dispatch(op, operands, attrs):
+    """Run `op` eagerly, unless an operand's type takes it over (static's tracer).
+    (static swaps this module attribute while it traces: every op call must read it.)
+
+    The common case, tensors and Python numbers, is scanned once here and run at once."""
+    first = None
+    np_dtype = None  # the NumPy dtype all tensor operands share; False when they differ
+    wants_grad = False
+    n_tensors = 0
+    for o in operands:
+        t = type(o)
+        if t is float or t is int:
+            continue
+        if t is Tensor or isinstance(o, Tensor):
+            n_tensors += 1
+            if first is None:
+                first, np_dtype = o, o._data.dtype
+            elif np_dtype is not False and o._data.dtype != np_dtype:
+                np_dtype = False
+            if o._requires_grad:
+                wants_grad = True
+        elif t is not bool:
+            return _dispatch_other(op, operands, attrs)
+    return _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors)
+
+
+def _dispatch_other(op, operands, attrs):
+    """An operand that is neither a Tensor nor a Python number: a type that takes the op
+    over, or a value (list, array, NumPy scalar) to turn into a tensor or number first."""
     for o in operands:
         handler = getattr(type(o), "__graphmode_dispatch__", None)
         if handler is not None:
             return handler(op, operands, attrs)
-    return apply(op, operands, attrs)
+    return apply(op, tuple(_as_operand(v) for v in operands), attrs)
+
+
+def apply(op, operands, attrs):
+    """The eager path for operands that are Tensors or Python numbers."""
+    first = None
+    np_dtype = None
+    wants_grad = False
+    n_tensors = 0
+    for o in operands:
+        if isinstance(o, Tensor):
+            n_tensors += 1
+            if first is None:
+                first, np_dtype = o, o._data.dtype
+            elif np_dtype is not False and o._data.dtype != np_dtype:
+                np_dtype = False
+            if o._requires_grad:
+                wants_grad = True
+        elif type(o) not in _SCALAR_TYPES:
+            return apply(op, tuple(_as_operand(v) for v in operands), attrs)
+    return _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors)
 
 
 def _as_operand(o):
-    if isinstance(o, Tensor) or isinstance(o, _SCALARS):
+    """A Tensor or a plain Python number (NumPy scalars and number subclasses become one)."""
+    if isinstance(o, Tensor):
         return o
     if isinstance(o, np.generic):
         return o.item()
+    if isinstance(o, bool):
+        return bool(o)
+    if isinstance(o, int):
+        return int(o)
+    if isinstance(o, float):
+        return float(o)
     if isinstance(o, (list, tuple, np.ndarray)) or hasattr(o, "__cuda_array_interface__"):
         from ._factories import tensor  # noqa: PLC0415
 
@@ -84,33 +142,56 @@ def _explain_failure(op, operands, attrs, exc):
     raise exc
 
 
-def apply(op, operands, attrs):
-    operands = tuple(_as_operand(o) for o in operands)
-    first = _check_devices(op, operands)
-    if op.promote is not None:
+def _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors):
+    """Check devices, promote (only when something would change), run the forward, wrap
+    the result and record the backward node when gradients are wanted."""
+    if n_tensors > 1:
+        _check_devices(op, operands)
+    if op.promote is not None and not _already_promoted(op, operands, np_dtype):
         operands = _promote(op, operands)
-    from ._device import xp_of_array  # noqa: PLC0415
-
-    xp = xp_of_array(first._data) if first is not None else np
-    arrays = [o._data if isinstance(o, Tensor) else o for o in operands]
+        first = next((o for o in operands if isinstance(o, Tensor)), None)
+    xp = np if first is None or type(first._data) is np.ndarray else xp_of_array(first._data)
+    if len(operands) == 2:  # the common binary case, without building a list
+        a, b = operands
+        a = a._data if isinstance(a, Tensor) else a
+        b = b._data if isinstance(b, Tensor) else b
+        arrays = (a, b)
+    else:
+        arrays = [o._data if isinstance(o, Tensor) else o for o in operands]
     try:
         result = op.forward(xp, *arrays, **attrs)
     except (ValueError, IndexError, TypeError) as exc:
         _explain_failure(op, operands, attrs, exc)
 
-    record = (
-        STATE.enabled and op.vjp is not None
-        and any(isinstance(o, Tensor) and o.requires_grad for o in operands)
-    )
     if op.multi_output:
         outs = tuple(_wrap(r) for r in result)
     else:
-        outs = (_wrap(result),)
+        if type(result) is not np.ndarray and isinstance(result, np.generic):
+            result = np.asarray(result)  # NumPy gives scalars for 0-d results; tensors hold arrays
+        outs = (Tensor._make(result),)
     if op.is_view and first is not None:
         _mark_views(op, attrs, first, outs, xp)
-    if record:
+    if wants_grad and STATE.enabled and op.vjp is not None:
         _record(op, operands, attrs, outs)
     return outs if op.multi_output else outs[0]
+
+
+def _already_promoted(op, operands, np_dtype) -> bool:
+    """True when promotion would change nothing: the tensors share a dtype that every Python
+    number operand fits in by category (and it is floating for ops that need that)."""
+    if np_dtype is None or np_dtype is False:
+        return False
+    kind = np_dtype.kind
+    if op.promote == "float" and kind != "f":
+        return False
+    for o in operands:
+        t = type(o)
+        if t is float:
+            if kind != "f":
+                return False
+        elif t is int and kind == "b":
+            return False
+    return True
 
 
 def _mark_views(op, attrs, first, outs, xp):
@@ -129,25 +210,45 @@ def _mark_views(op, attrs, first, outs, xp):
 
 def _wrap(arr):
     if type(arr) is not np.ndarray and isinstance(arr, np.generic):
-        arr = np.asarray(arr)
+        arr = np.asarray(arr)  # NumPy gives scalars for 0-d results; tensors hold arrays
     return Tensor._make(arr)
 
 
 def _record(op, operands, attrs, outs):
-    edges, needs = [], []
+    edges, needs, meta = [], [], []
     for o in operands:
-        if isinstance(o, Tensor) and o.requires_grad:
-            edges.append((o.grad_fn, o._output_nr) if o.grad_fn is not None else (o._accumulator(), 0))
-            needs.append(True)
+        if isinstance(o, Tensor):
+            data = o._data
+            meta.append((data.shape, data.dtype))
+            if o._requires_grad:
+                fn = o.grad_fn
+                edges.append((fn, o._output_nr) if fn is not None else (o._acc or o._accumulator(), 0))
+                needs.append(True)
+                continue
         else:
-            edges.append((None, 0))
-            needs.append(False)
-    node = Node(op, attrs, operands, tuple(edges), needs, op.backward_name(operands, attrs))
-    node._out_meta = [(t.shape, t.dtype) for t in outs]
+            meta.append(None)
+        edges.append(_NO_EDGE)
+        needs.append(False)
+    node = Node(op, attrs, operands, tuple(edges), needs, op.backward_name(operands, attrs), meta)
+    out_meta = []
     for nr, t in enumerate(outs):
-        if t._data.dtype.kind in "fc":
-            t.requires_grad = True
+        data = t._data
+        out_meta.append((data.shape, data.dtype))
+        if data.dtype.kind in "fc":
+            t._requires_grad = True
             t.grad_fn = node
             t._output_nr = nr
+    node._out_meta = out_meta
     if op.save_output:
         node._saved_out = SavedTensor(outs[0], is_output=True)
+
+
+def _register_with_the_op_registry() -> None:
+    import sys  # noqa: PLC0415
+
+    from .ops import _registry  # noqa: PLC0415
+
+    _registry._DISPATCH["module"] = sys.modules[__name__]
+
+
+_register_with_the_op_registry()

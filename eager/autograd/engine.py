@@ -96,8 +96,9 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool, 
                     continue
                 if outs is not None and outs[k] is not None:
                     _add(buffers, nxt, nr, outs[k])
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if left == 0:
                     ready.append(nxt)
         return captured
     finally:
@@ -119,17 +120,21 @@ def _execute(node, grads, targets, captured, useful, accumulate, create_graph, o
     hooks = node._hooks
     if hooks is not None:
         grads = hooks.run_pre(grads)
-    for nr, g in enumerate(grads):
-        for k in targets.get((node, nr), ()):
-            captured[k] = g
-    if isinstance(node, AccumulateGrad):
+    if targets:
+        for nr, g in enumerate(grads):
+            for k in targets.get((node, nr), ()):
+                captured[k] = g
+    if type(node) is AccumulateGrad:
         if accumulate and grads[0] is not None and (not targets or (node, 0) in targets):
             node.accumulate(grads[0], create_graph, owned)
         return None
     if useful is not None and id(node) not in useful:
         return None
-    if all(g is None for g in grads):
-        return None
+    for g in grads:
+        if g is not None:
+            break
+    else:
+        return None  # nothing flows into this node
     out = _call(node, grads)
     if hooks is not None and hooks.post:
         out = hooks.run_post(out, grads)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import traceback
 
+from .. import _dtypes
 from .._grad_mode import STATE
 from ..ops._registry import fit_grad
 
@@ -141,18 +142,20 @@ class Node(HookMixin):
     __slots__ = ("op", "attrs", "next_functions", "_saved", "_saved_out", "_needs", "_in_meta",
                  "_out_meta", "_name", "_hooks", "_freed", "_trace", "__weakref__")
 
-    def __init__(self, op, attrs, operands, edges, needs, name) -> None:
+    def __init__(self, op, attrs, operands, edges, needs, name, in_meta) -> None:
         self.op = op
         self.attrs = attrs
         self.next_functions = edges
         self._needs = needs
         self._name = name
-        self._in_meta = [(o.shape, o.dtype) if hasattr(o, "_data") else None for o in operands]
-        self._saved = {}
+        self._in_meta = in_meta  # (array shape, NumPy dtype) per tensor operand, None for numbers
+        saved = {}
+        n = len(operands)
         for i in op.save:
-            if i < len(operands):
+            if i < n:
                 o = operands[i]
-                self._saved[i] = SavedTensor(o) if hasattr(o, "_data") else o
+                saved[i] = SavedTensor(o) if in_meta[i] is not None else o
+        self._saved = saved
         self._saved_out = None
         self._out_meta = None
         self._hooks = None
@@ -194,7 +197,7 @@ class Node(HookMixin):
         return self._in_meta[i][0]
 
     def in_dtype(self, i: int):
-        return self._in_meta[i][1]
+        return _dtypes._BY_NP[self._in_meta[i][1]]
 
     @property
     def out_shape(self) -> tuple:
@@ -208,12 +211,16 @@ class Node(HookMixin):
         else:
             raw = self.op.vjp(self, grads[0])
         out = []
+        meta, needs = self._in_meta, self._needs
         for i, g in enumerate(raw):
-            meta = self._in_meta[i] if i < len(self._in_meta) else None
-            if g is None or meta is None or not self._needs[i]:
+            if g is None or i >= len(meta) or meta[i] is None or not needs[i]:
                 out.append(None)
-            else:
-                out.append(fit_grad(g, meta[0], meta[1]))
+                continue
+            data = g._data
+            shape, np_dtype = meta[i]
+            if data.shape != shape or data.dtype != np_dtype:
+                g = fit_grad(g, shape, _dtypes._BY_NP[np_dtype])
+            out.append(g)
         return out
 
     def release(self) -> None:

@@ -55,9 +55,7 @@ class OpDef:
 
     def __call__(self, *operands, **attrs):
         """Apply the op to tensors, tracer values or arrays: dispatches on the operands."""
-        from .._dispatch import dispatch
-
-        return dispatch(self, operands, attrs)
+        return _DISPATCH["module"].dispatch(self, operands, attrs)
 
     def backward_name(self, operands, attrs) -> str:
         g = self.grad_name
@@ -70,6 +68,9 @@ class OpDef:
 
 
 REGISTRY: dict[str, OpDef] = {}
+# eager._dispatch registers itself here when it loads (it imports this module, so this module
+# cannot import it); its `dispatch` attribute is read on every call, as static swaps it.
+_DISPATCH: dict = {"module": None}
 
 
 def defop(name: str, **kwargs: Any) -> OpDef:

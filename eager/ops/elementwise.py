@@ -178,8 +178,10 @@ GELU = defop(
 
 
 # -- binary arithmetic -----------------------------------------------------------------------
-def _needs(ctx, i, value):
-    return value if ctx.needs(i) else None
+def _needs(ctx, i, make):
+    """The gradient of operand i, computed only when that operand wants one (a constant
+    operand such as the 2.0 of `x * 2.0` costs no backward op)."""
+    return make() if ctx.needs(i) else None
 
 
 ADD = defop(
@@ -189,25 +191,25 @@ ADD = defop(
 )
 SUB = defop(
     "sub", forward=lambda xp, a, b: xp.subtract(a, b), abstract=_elementwise("sub"),
-    vjp=lambda ctx, g: (g, _needs(ctx, 1, -g)), grad_name="SubBackward0", promote="same",
+    vjp=lambda ctx, g: (g, _needs(ctx, 1, lambda: -g)), grad_name="SubBackward0", promote="same",
     samples=_any((3, 1), (1, 4)),
 )
 RSUB = defop(
     "rsub", forward=lambda xp, a, b: xp.subtract(b, a), abstract=_elementwise("rsub"),
-    vjp=lambda ctx, g: (_needs(ctx, 0, -g), g), grad_name="RsubBackward1", promote="same",
+    vjp=lambda ctx, g: (_needs(ctx, 0, lambda: -g), g), grad_name="RsubBackward1", promote="same",
     samples=_any((3, 4), ()),
     doc="rsub(x, other) = other - x: the op behind `2 - x`",
 )
 MUL = defop(
     "mul", forward=lambda xp, a, b: xp.multiply(a, b), abstract=_elementwise("mul"),
-    vjp=lambda ctx, g: (_needs(ctx, 0, g * ctx.input(1)), _needs(ctx, 1, g * ctx.input(0))),
+    vjp=lambda ctx, g: (_needs(ctx, 0, lambda: g * ctx.input(1)), _needs(ctx, 1, lambda: g * ctx.input(0))),
     grad_name="MulBackward0", save=(0, 1), promote="same", samples=_any((2, 3, 4), (3, 1)),
 )
 DIV = defop(
     "div", forward=lambda xp, a, b: xp.true_divide(a, b), abstract=_elementwise("div"),
     vjp=lambda ctx, g: (
-        _needs(ctx, 0, g / ctx.input(1)),
-        _needs(ctx, 1, -(g * ctx.input(0)) / (ctx.input(1) * ctx.input(1))),
+        _needs(ctx, 0, lambda: g / ctx.input(1)),
+        _needs(ctx, 1, lambda: -(g * ctx.input(0)) / (ctx.input(1) * ctx.input(1))),
     ),
     grad_name="DivBackward0", save=(0, 1), promote="float",
     samples=lambda rng: [((rng.standard_normal((3, 4)), rng.uniform(0.5, 2.0, (4,))), {})],
@@ -287,8 +289,8 @@ WHERE = defop(
     "where", forward=lambda xp, c, a, b: xp.where(c, a, b), abstract=_where_abstract,
     vjp=lambda ctx, g: (
         None,
-        _needs(ctx, 1, WHERE(ctx.input(0), g, 0.0)),
-        _needs(ctx, 2, WHERE(ctx.input(0), 0.0, g)),
+        _needs(ctx, 1, lambda: WHERE(ctx.input(0), g, 0.0)),
+        _needs(ctx, 2, lambda: WHERE(ctx.input(0), 0.0, g)),
     ),
     grad_name="WhereBackward0", save=(0,), promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) > 0, rng.standard_normal((3, 4)),
