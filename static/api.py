@@ -7,6 +7,7 @@ whose `grad_fn` (CompiledFunctionBackward) runs the compiled backward graph."""
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 from typing import Any, Callable
 
@@ -78,6 +79,17 @@ def _describe_change(old: tuple, new: tuple) -> str:
 
 _NO_STATIC = frozenset()
 _PLAIN = (Tensor, np.ndarray)  # argument types that are leaves by themselves
+
+
+def _closest(keys, new: tuple) -> tuple:
+    """The cached key most like `new`, so that a retrace reason names the one thing that
+    differs (not everything that differs from whichever signature happened to come last)."""
+    def distance(old):
+        if old[0] != new[0] or len(old[1]) != len(new[1]):
+            return 1 << 20
+        return sum(a != b for a, b in zip(old[1], new[1])) + sum(a != b for a, b in zip(old[2:], new[2:]))
+
+    return min(reversed(list(keys)), key=distance)  # ties: the most recent signature
 
 
 # -- entries -------------------------------------------------------------------------------
@@ -230,6 +242,8 @@ def _build_split(owner: "Compiled", args: tuple, diff_leaves: list, diff_capture
         grads = vjp(state, [t._value for t in outs], [Tracer(state, s) for s in seeds], wrt)
         return out, tuple(grads)
 
+    joint_fn.__signature__ = _signature_of(owner._traceable)  # inputs keep the user's parameter names
+    joint_fn.__wrapped__ = owner._traceable  # and captured tensors their names and call-time sources
     joint = trace_function(joint_fn, args, owner.static_argnums, owner.__name__ + "_joint")
     seeds = seeds_holder["seeds"]
     n_user = joint.n_outputs - len(diff_leaves) - len(diff_captured)
@@ -248,6 +262,13 @@ def _build_split(owner: "Compiled", args: tuple, diff_leaves: list, diff_capture
     sg.user_outputs = user
     sg.pass_stages = stages
     return sg
+
+
+def _signature_of(fn):
+    try:
+        return inspect.signature(fn.forward if _is_module(fn) else fn)
+    except (TypeError, ValueError):
+        return None
 
 
 def _partition(owner: "Compiled", graph: Graph, primal: list, seeds: list, n_forward: int, stages: list):
@@ -357,7 +378,6 @@ class Compiled:
         self._module = fn if _is_module(fn) else None  # its training mode is part of the key
         self._cache: dict = {}
         self._eager_keys: set = set()
-        self._last_key = None
         self.retraces: list = []  # why, for each trace after the first
         self._gave_up = False
         self._warned_fallback = False
@@ -407,7 +427,7 @@ class Compiled:
                 return leaves, key, entry
             reason = "a captured tensor changed shape, dtype or kind"
         else:
-            reason = _describe_change(self._last_key, key) if self._cache else None
+            reason = _describe_change(_closest(self._cache, key), key) if self._cache else None
         if key in self._eager_keys or self._gave_up:
             return leaves, key, None
         if reason is not None and len(self.retraces) >= self.max_retraces:
@@ -431,7 +451,6 @@ class Compiled:
         if reason is not None:
             self.retraces.append(reason)
         self._cache[key] = new_entry
-        self._last_key = key
         return leaves, key, new_entry
 
     def __call__(self, *args):
@@ -441,12 +460,9 @@ class Compiled:
         if entry is None:
             return self._traceable(*args)
         trace = entry.trace
-        as_tensors = True
-        for leaf_key in key[1]:
-            if leaf_key[0] == "tensor":
-                break
-            if leaf_key[0] == "array":
-                as_tensors = False
+        # eager tensors in (or only numbers): tensors out; NumPy/CuPy arrays in: arrays out
+        kinds = {leaf_key[0] for leaf_key in key[1]}
+        as_tensors = "tensor" in kinds or "array" not in kinds
         if STATE.enabled:
             diff_inputs = tuple(i for i, k in enumerate(trace.input_leaves)
                                 if isinstance(leaves[k], Tensor) and leaves[k]._requires_grad)
@@ -525,10 +541,7 @@ def compile(fn: Callable | None = None, **options) -> Any:  # noqa: A001  (the p
             return fn
         return Compiled(fn._traceable, **{**_options_of(fn), **options})
     if _is_module(fn):
-        module = fn
-        for pname, p in module.named_parameters():
-            p._graphmode_name = pname
-        return Compiled(module, name=type(module).__name__, **options)
+        return Compiled(fn, name=type(fn).__name__, **options)
     return Compiled(fn, **options)
 
 

@@ -125,7 +125,8 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
     leaves, in_tree, owners = flatten_args(args, static)
     names = _param_names(fn, len(args))
     graph = Graph(name=_clean(name or getattr(fn, "__name__", "f")))
-    state = TraceState(graph)
+    known = named_sources(fn)
+    state = TraceState(graph, names={k: _clean(n) for k, (n, _) in known.items()})
     kinds, tracers, input_leaves = [], [], []
     per_arg_count: dict = {}
     leaves_per_arg: dict = {}
@@ -188,20 +189,22 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
     graph.outputs = outputs
     captured = [[obj, v] for obj, v in state.captured.values()]
     verify(graph)
+    sources = [(i, known[id(obj)][1]) for i, (obj, _) in enumerate(captured) if id(obj) in known]
     return TraceResult(graph, in_tree, out_tree, kinds, input_leaves, captured, out_consts, n_outputs, updates,
-                       capture_sources(fn, [obj for obj, _ in captured]))
+                       sources)
 
 
-def capture_sources(fn, objects: list) -> list:
-    """(index, getter) for each captured object the function reads through a name it owns: a
-    global or closure variable of the function (or of what it wraps), or a parameter or buffer
-    of a module. Tensors reached any other way (a helper's globals) are read through the object
-    traced, which still sees in-place updates."""
-    wanted = {id(o): i for i, o in enumerate(objects)}
+def named_sources(fn) -> dict:
+    """id(tensor) -> (name, getter) for the tensors and arrays the function can reach through a
+    name it owns: a global or closure variable of the function (or of what it wraps, or of a
+    decorator's inner function), or a parameter or buffer of a module. Captured inputs take
+    these names in the IR (%W rather than %c0), and are re-read through the getters at call
+    time. Tensors reached any other way (a helper's globals) keep the object traced, which
+    still sees in-place updates."""
     found: dict = {}
     seen = set()
     todo = [fn]
-    while todo and len(found) < len(wanted):
+    while todo:
         f = todo.pop()
         if f is None or id(f) in seen:
             continue
@@ -210,8 +213,7 @@ def capture_sources(fn, objects: list) -> list:
         if hasattr(f, "named_parameters"):  # an eager.nn.Module
             for method in ("named_parameters", "named_buffers"):
                 for path, t in getattr(f, method, lambda: ())():
-                    if id(t) in wanted:
-                        found.setdefault(wanted[id(t)], functools.partial(_attribute_path, f, path.split(".")))
+                    found.setdefault(id(t), (path, functools.partial(_attribute_path, f, path.split("."))))
             todo.append(getattr(f, "forward", None))
             continue
         if inspect.ismethod(f):
@@ -224,18 +226,24 @@ def capture_sources(fn, objects: list) -> list:
         gl = getattr(f, "__globals__", {})
         for name in _global_names(code):
             value = gl.get(name)
-            if value is not None and id(value) in wanted:
-                found.setdefault(wanted[id(value)], functools.partial(gl.__getitem__, name))
-        for cell in getattr(f, "__closure__", None) or ():
+            if is_array(value):
+                found.setdefault(id(value), (name, functools.partial(gl.__getitem__, name)))
+            elif _is_module(value):
+                todo.append(value)
+        for name, cell in zip(code.co_freevars, getattr(f, "__closure__", None) or ()):
             try:
                 value = cell.cell_contents
             except ValueError:  # an empty cell
                 continue
-            if id(value) in wanted:
-                found.setdefault(wanted[id(value)], functools.partial(getattr, cell, "cell_contents"))
-            elif callable(value) and not isinstance(value, type):
-                todo.append(value)  # a decorator's wrapped function
-    return sorted(found.items())
+            if is_array(value):
+                found.setdefault(id(value), (name, functools.partial(getattr, cell, "cell_contents")))
+            elif _is_module(value) or (callable(value) and not isinstance(value, type)):
+                todo.append(value)  # a module, or a decorator's wrapped function
+    return found
+
+
+def _is_module(value) -> bool:
+    return hasattr(value, "named_parameters") and hasattr(value, "forward")
 
 
 def _global_names(code) -> set:

@@ -45,6 +45,7 @@ class TraceState:
     """Everything one trace accumulates."""
 
     graph: Graph
+    names: dict = field(default_factory=dict)  # id(tensor) -> the name the user's code reads it by
     captured: dict = field(default_factory=dict)  # id(tensor) -> (tensor, input Value)
     latest: dict = field(default_factory=dict)  # id(tensor) -> latest Value after in-place updates
     weak: set = field(default_factory=set)  # inputs that came from Python numbers
@@ -69,7 +70,7 @@ class TraceState:
                 "tensors in as arguments, or put the model in eval() mode before compiling.")
         data = obj._data if isinstance(obj, Tensor) else obj
         dt = _dtypes.from_numpy(data.dtype)
-        base = getattr(obj, "_graphmode_name", None) or f"c{len(self.captured)}"
+        base = self.names.get(key) or f"c{len(self.captured)}"
         name = base
         taken = {v.name for v in self.graph.inputs}
         while name in taken:

@@ -158,7 +158,7 @@ def uses_global(x):
 
 def test_captured_global_is_an_implicit_input_not_a_constant():
     g = static.trace(uses_global, eager.ones(3))
-    assert [v.name for v in g.inputs] == ["x", "c0"]
+    assert [v.name for v in g.inputs] == ["x", "W_GLOBAL"]  # named after the global it reads
     assert "1.0" not in str(g) and "const" not in str(g)
 
 
