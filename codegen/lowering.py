@@ -127,7 +127,7 @@ _add("where", NumpyLowering(call="np.where({0}, {1}, {2})", into="_rt.where({0},
                             scalar="({1} if {0} else {2})"),
      CupyLowering(call="cp.where({0}, {1}, {2})", expr="({0} ? {1} : {2})"), pointwise=True)
 _add("clamp", NumpyLowering(call="np.clip({0}, {min}, {max})", into="np.clip({0}, {min}, {max}, out={out})"),
-     CupyLowering(call="cp.clip({0}, {min}, {max})", expr="gm_clamp({0}, {min_c}, {max_c})",
+     CupyLowering(call="cp.clip({0}, {min}, {max})", expr="gm_clamp({0}, {min_c}, {max_c}, {has_min}, {has_max})",
                   helpers=("gm_clamp",)), pointwise=True)
 _add("to_dtype", NumpyLowering(call="{0}.astype({dtype})", into="np.copyto({out}, {0}, casting='unsafe')",
                                scalar="{0}.astype({dtype})"),

@@ -74,12 +74,13 @@ def _unfused(node: Node, reason: str) -> Region:
     return Region(node=node, kind="unfused", reason=reason, binding=dict(zip(node.body.inputs, node.inputs)))
 
 
-def analyze(node: Node) -> Region:
-    """Split a fused node's body into phases and choose its blocking (or say why not)."""
+def analyze(node: Node, scalar_code: bool = True) -> Region:
+    """Split a fused node's body into phases and choose its blocking (or say why not).
+    scalar_code: an all-0-d body is run as scalar statements (NumPy) rather than a kernel."""
     body = node.body
     binding = dict(zip(body.inputs, node.inputs))
     values = list(body.inputs) + [o for n in body.nodes for o in n.outputs]
-    if all(len(v.type.shape) == 0 for v in values):
+    if scalar_code and all(len(v.type.shape) == 0 for v in values):
         return Region(node=node, kind="scalar", binding=binding)
     reduced: set = set()  # values computed from a reduction's result
     prologue, reductions, epilogue = [], [], []
@@ -114,7 +115,9 @@ def analyze(node: Node) -> Region:
     region = Region(node=node, kind="blocked", space=space, prologue=prologue, reductions=reductions,
                     epilogue=epilogue, binding=binding)
     if len(space) == 0:
-        return _unfused(node, "a 0-d iteration space with values of other shapes")
+        if scalar_code:
+            return _unfused(node, "a 0-d iteration space with values of other shapes")
+        return region  # one kernel over 0-d arrays
     for r in reductions:
         if tuple(r.inputs[0].type.shape) != space:
             return _unfused(node, f"%{r.outputs[0].name} reduces a value that is not of the iteration shape")

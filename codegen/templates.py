@@ -10,7 +10,7 @@ import jinja2
 
 @functools.lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("codegen", "templates"),
         autoescape=False,  # Python and C source, not HTML
         trim_blocks=True,
@@ -18,6 +18,8 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
+    env.filters["py"] = repr  # a Python literal of a string
+    return env
 
 
 def render(name: str, **context) -> str:

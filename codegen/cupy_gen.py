@@ -1,0 +1,279 @@
+"""Generate the CuPy module for a graph. Needs no CuPy to run: the source is text.
+
+- A fused region's pointwise values that leave it become one `cupy.ElementwiseKernel`
+  per output shape: typed parameters, one C statement per IR op (commented with its IR
+  line), every literal and every operand of another type cast explicitly to the type
+  the op computes in (a Python float becomes a double, then that type: NumPy's rule).
+- Each reduction of the region becomes one `cupy.ReductionKernel` whose map expression
+  is a device function recomputing its pointwise prologue from the region's inputs (no
+  intermediate array), with mean's division in the post-map; the epilogue on reduced
+  values is one more ElementwiseKernel.
+- Everything else is a CuPy library call (matmul goes to cuBLAS).
+Kernel objects are module globals: built once per module, compiled by CuPy on first use.
+"""
+from __future__ import annotations
+
+import re
+
+from static.ir import Graph, Node, Value
+
+from .cuda_helpers import PREAMBLE
+from .lowering import lowering_for
+from .regions import Region, analyze
+from .render import (CUPY_PARAM_TYPES, Names, c_literal, c_number, c_type, compute_c_type, fields, fill,
+                     line_numbers, node_line, np_dtype, py_literal)
+from .templates import render
+
+
+def _compute_dtype(node: Node):
+    data = node.inputs[1:] if node.op == "where" else node.inputs
+    for v in data:
+        if isinstance(v, Value):
+            return v.type.dtype
+    return node.outputs[0].type.dtype
+
+
+class KernelBody:
+    """C statements for a chain of pointwise body nodes; values become locals t_<name>."""
+
+    def __init__(self, module: "CupyModule", env: dict) -> None:
+        self.m = module
+        self.env = dict(env)  # body Value -> (C expression, C type)
+        self.lines: list = []
+
+    def operand(self, v, want: str, keep_type: bool = False) -> str:
+        if not isinstance(v, Value):
+            return c_literal(v, want)
+        expr, ctype = self.env[v]
+        if keep_type or ctype == want:
+            return expr
+        return f"(({want}){expr})"
+
+    def emit(self, n: Node) -> None:
+        low = lowering_for(n.op).cupy
+        out = n.outputs[0]
+        T = compute_c_type(_compute_dtype(n))
+        R = c_type(out.type.dtype)
+        operands = [self.operand(v, T, keep_type=(n.op == "where" and i == 0) or n.op == "to_dtype")
+                    for i, v in enumerate(n.inputs)]
+        f = fields(n, operands, module="cp", T=T, R=R)
+        if n.op in ("full", "full_like"):
+            f["value_c"] = c_number(n.attrs["value"])
+        if n.op == "clamp":
+            lo, hi = n.attrs.get("min"), n.attrs.get("max")
+            f.update(min_c=c_literal(lo if lo is not None else 0, T), max_c=c_literal(hi if hi is not None else 0, T),
+                     has_min="true" if lo is not None else "false", has_max="true" if hi is not None else "false")
+        if n.op == "softplus":
+            f.update(beta=c_number(n.attrs["beta"]), threshold=c_number(n.attrs["threshold"]))
+        name = "t_" + re.sub(r"\W", "_", out.name)
+        self.lines.append(f"// L{self.m.lines.get(id(n), '?')}: {node_line(n)}")
+        self.lines.append(f"{R} {name} = ({R})({fill(low.expr, operands, f)});")
+        self.env[out] = (name, R)
+
+
+class CupyModule:
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.lines = line_numbers(graph)
+        self.names = Names(taken={"cp"})
+        self.kernels: list = []
+        self.body: list = []
+        self.stats = {"elementwise": 0, "reduction": 0, "unfused": 0}
+        self.notes: list = []
+        self.prefix = "gm_" + re.sub(r"\W", "_", graph.name)
+
+    def src(self, v) -> str:
+        return self.names(v) if isinstance(v, Value) else py_literal(v)
+
+    def comment(self, node: Node) -> None:
+        self.body.append(f"# L{self.lines.get(id(node), '?')}: {node_line(node)}")
+
+    def call(self, node: Node, env: dict | None = None) -> None:
+        """A library call; env maps body values to the source of their outer value."""
+        low = lowering_for(node.op).cupy
+        env = env or {}
+        operands = [env.get(v, self.src(v)) if isinstance(v, Value) else py_literal(v) for v in node.inputs]
+        outs = [self.names(o) for o in node.outputs]
+        target = ", ".join(outs) + ("," if len(outs) == 1 and node.op == "split" else "")
+        self.body.append(f"{target} = {fill(low.call, operands, fields(node, operands, module='cp'))}")
+
+    def source(self) -> str:
+        g = self.graph
+        params = [self.names(v) for v in g.inputs]
+        entry = [f"{p} = cp.asarray({p})" for p in params]
+        for node in g.nodes:
+            self.comment(node)
+            if node.body is None:
+                self.call(node)
+            else:
+                self.region(node)
+        returns = [self.src(v) for v in g.outputs]
+        return render("cupy_module.py.j2", graph_name=g.name, description=self.describe(), ir_text=str(g),
+                      preamble=PREAMBLE, kernels=self.kernels, params=params, entry=entry, body=self.body,
+                      returns=returns)
+
+    def describe(self) -> str:
+        s = self.stats
+        text = (f"Runs {s['elementwise']} cupy.ElementwiseKernel(s) and {s['reduction']} cupy.ReductionKernel(s) "
+                f"for fused regions; other ops are CuPy library calls (matmul through cuBLAS).")
+        if s["unfused"]:
+            text += f" {s['unfused']} region(s) op by op: " + "; ".join(self.notes) + "."
+        return text
+
+    # -- fused regions ---------------------------------------------------------------------
+    def region(self, node: Node) -> None:
+        region = analyze(node, scalar_code=False)
+        outer = {p: self.src(v) for p, v in region.binding.items()}
+        if region.kind != "blocked" or not self._kernelizable(region):
+            reason = region.reason or "an epilogue reads a value computed before the reductions"
+            self.stats["unfused"] += 1
+            self.notes.append(f"%{node.outputs[0].name}: {reason}")
+            self.body.append(f"# not one kernel: {reason}; its ops run one by one")
+            env = dict(outer)
+            for n in node.body.nodes:
+                self.comment(n)
+                self.call(n, env)
+                for o in n.outputs:
+                    env[o] = self.names(o)
+            for o, y in zip(node.outputs, node.body.outputs):
+                self.body.append(f"{self.names(o)} = {env.get(y, self.src(y)) if isinstance(y, Value) else py_literal(y)}")
+            return
+        rid = len(self.kernels)
+        env_src = dict(outer)  # body value -> Python source of its array, once computed
+        yielded: dict = {}
+        for o, y in zip(node.outputs, node.body.outputs):
+            yielded.setdefault(y, []).append(o)
+        # prologue outputs: one elementwise kernel per output shape
+        pro_out = [y for y in yielded if isinstance(y, Value) and y.producer in region.prologue]
+        by_shape: dict = {}
+        for y in pro_out:
+            by_shape.setdefault(tuple(y.type.shape), []).append(y)
+        for shape, values in by_shape.items():
+            self._elementwise(region, region.prologue, values, env_src, yielded, f"k{rid}_{len(self.kernels)}")
+        for red in region.reductions:
+            self._reduction(region, red, env_src, yielded, f"r{rid}_{len(self.kernels)}")
+        epi_out = [y for y in yielded if isinstance(y, Value) and y.producer in region.epilogue]
+        by_shape = {}
+        for y in epi_out:
+            by_shape.setdefault(tuple(y.type.shape), []).append(y)
+        for shape, values in by_shape.items():
+            self._elementwise(region, region.epilogue, values, env_src, yielded, f"e{rid}_{len(self.kernels)}")
+        for y, outs in yielded.items():
+            first = env_src.get(y) if isinstance(y, Value) else py_literal(y)
+            for o in outs:
+                name = self.names(o)
+                if name != first:
+                    self.body.append(f"{name} = {first}")
+
+    @staticmethod
+    def _kernelizable(region: Region) -> bool:
+        """Epilogue kernels read reduced values and the region's inputs, nothing else."""
+        allowed = set(region.body.inputs) | {o for n in region.reductions + region.epilogue for o in n.outputs}
+        return all(v in allowed for n in region.epilogue for v in n.input_values())
+
+    def _closure(self, nodes: list, wanted: list) -> list:
+        need = set(wanted)
+        chain = []
+        for n in reversed(nodes):
+            if any(o in need for o in n.outputs):
+                chain.append(n)
+                need.update(n.input_values())
+        return list(reversed(chain)), need
+
+    def _params(self, region: Region, reads: set, env_src: dict, exclude: set) -> tuple:
+        """Kernel inputs: region inputs bound to arrays, and reduced values, that the chain reads."""
+        names, types, args, env = [], [], [], {}
+        literal_inputs = {p: v for p, v in region.binding.items() if not isinstance(v, Value)}
+        candidates = [p for p in region.body.inputs if p in reads] + \
+                     [o for n in region.reductions + region.epilogue for o in n.outputs if o in reads and o not in exclude]
+        for v in candidates:
+            if v in literal_inputs:
+                env[v] = (c_literal(literal_inputs[v], c_type(v.type.dtype)), c_type(v.type.dtype))
+                continue
+            name = f"in{len(names)}"
+            names.append(name)
+            types.append(f"{CUPY_PARAM_TYPES[v.type.dtype.np.name]} {name}")
+            args.append(env_src[v])
+            env[v] = (name, c_type(v.type.dtype))
+        return names, types, args, env
+
+    def _elementwise(self, region: Region, phase: list, values: list, env_src: dict, yielded: dict, tag: str):
+        chain, reads = self._closure(phase, values)
+        produced = {o for n in chain for o in n.outputs}
+        _, in_types, args, env = self._params(region, reads - produced, env_src, produced)
+        body = KernelBody(self, env)
+        for n in chain:
+            body.emit(n)
+        out_types, outs = [], []
+        for k, y in enumerate(values):
+            name = self.names(yielded[y][0])
+            out_types.append(f"{CUPY_PARAM_TYPES[y.type.dtype.np.name]} out{k}")
+            body.lines.append(f"out{k} = {body.env[y][0]};")
+            self.body.append(f"{name} = cp.empty({py_literal(tuple(y.type.shape))}, {np_dtype(y.type.dtype, 'cp')})")
+            outs.append(name)
+            env_src[y] = name
+        kname = f"_{tag}"
+        self.body.append(f"{kname}({', '.join(args + outs)})")
+        self.kernels.append({
+            "kind": "elementwise", "name": kname, "kernel_name": f"{self.prefix}_{tag}",
+            "title": f"L{self.lines.get(id(region.node), '?')}: {node_line(region.node)} ({len(chain)} ops)",
+            "in_params": ", ".join(in_types), "out_params": ", ".join(out_types), "body": body.lines,
+        })
+        self.stats["elementwise"] += 1
+
+    def _reduction(self, region: Region, red: Node, env_src: dict, yielded: dict, tag: str):
+        x = red.inputs[0]
+        chain, reads = self._closure(region.prologue, [x])
+        produced = {o for n in chain for o in n.outputs}
+        _, in_types, args, env = self._params(region, (reads - produced) | ({x} if not chain else set()),
+                                              env_src, produced)
+        body = KernelBody(self, env)
+        for n in chain:
+            body.emit(n)
+        acc_dt = x.type.dtype
+        T = compute_c_type(acc_dt)
+        fn = f"{self.prefix}_{tag}_map"
+        sig = ", ".join(f"{c_type_of_param(t.split()[0])} {t.split()[1]}" for t in in_types)
+        map_function = [f"__device__ __forceinline__ {T} {fn}({sig}) {{"]
+        map_function += [f"    {line}" for line in body.lines]
+        map_function += [f"    return ({T})({body.env[x][0]});", "}"]
+        low = lowering_for(red.op).reduction
+        count = 1
+        for a in region.reduce_axes(red):
+            count *= region.space[a]
+        post = low.post.format(T=T, count=count)
+        out = red.outputs[0]
+        R = c_type(out.type.dtype)
+        outer = yielded.get(red.outputs[0])
+        name = self.names(outer[0]) if outer else self.names.fresh(f"red_{out.name}")
+        env_src[out] = name
+        kname = f"_{tag}"
+        axis = None if region.is_full_reduction(red) else region.reduce_axes(red)
+        arg_names = ", ".join(t.split()[1] for t in in_types)
+        self.body.append(f"{name} = {kname}({', '.join(args)}, axis={py_literal(axis)}, "
+                         f"keepdims={bool(red.attrs.get('keepdim', False))!r})  # {node_line(red)}")
+        self.kernels.append({
+            "kind": "reduction", "name": kname, "kernel_name": f"{self.prefix}_{tag}",
+            "title": f"L{self.lines.get(id(red), '?')}: {node_line(red)} (with {len(chain)} prologue ops)",
+            "in_params": ", ".join(in_types), "out_params": f"{CUPY_PARAM_TYPES[out.type.dtype.np.name]} out0",
+            "map_expr": f"{fn}({arg_names})", "reduce_expr": low.reduce, "post_map_expr": f"out0 = ({R})({post})",
+            "identity": low.identity.format(T=T), "reduce_type": "float32" if T == "float" else "float64",
+            "map_function": map_function,
+        })
+        self.stats["reduction"] += 1
+
+
+def c_type_of_param(param_type: str) -> str:
+    """C type of a CuPy parameter type name ("float32" -> "float")."""
+    for k, v in CUPY_PARAM_TYPES.items():
+        if v == param_type:
+            from .render import C_TYPES  # noqa: PLC0415
+
+            return C_TYPES[k]
+    raise KeyError(param_type)
+
+
+def generate(graph: Graph) -> tuple[str, str]:
+    module = CupyModule(graph)
+    src = module.source()
+    return src, module.describe()

@@ -1,0 +1,198 @@
+"""The CuPy backend without a GPU: generation needs no CuPy, the source matches reviewed
+snapshots, and every generated kernel compiles with nvcc (where installed). With CuPy and
+a GPU (@pytest.mark.gpu) the generated code runs and agrees with the NumPy backend."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import codegen
+import eager
+import static
+from cuda_tu import kernels, translation_unit
+from eager.ops import REGISTRY
+from test_codegen_regions import CASES
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+UPDATE = os.environ.get("GRAPHMODE_UPDATE_SNAPSHOTS") == "1"
+
+W2_FUSED = """func @w2_grad(%x: f32[1000], %w: f32[1000]) -> (f32[], f32[1000], f32[1000]) {
+  %25, %26, %27 = fused %x, %w : f32[1000], f32[], f32[1000] {
+    ^body(%0: f32[1000], %1: f32[1000]):
+    %2 = mul 0.5, %0 : f32[1000]
+    %3 = pow %0, 3 : f32[1000]
+    %4 = mul 0.044715, %3 : f32[1000]
+    %5 = add %0, %4 : f32[1000]
+    %6 = mul 0.7978845608, %5 : f32[1000]
+    %7 = tanh %6 : f32[1000]
+    %8 = add 1, %7 : f32[1000]
+    %9 = mul %2, %8 : f32[1000]
+    %10 = mul %9, %1 : f32[1000]
+    %11 = sum %10 {dims = none, keepdim = false} : f32[]
+    %12 = mul %1, %8 : f32[1000]
+    %13 = mul %1, %2 : f32[1000]
+    %14 = mul %7, %7 : f32[1000]
+    %15 = rsub %14, 1.0 : f32[1000]
+    %16 = mul %13, %15 : f32[1000]
+    %17 = mul %16, 0.7978845608 : f32[1000]
+    %18 = mul %17, 0.044715 : f32[1000]
+    %19 = mul %0, %0 : f32[1000]
+    %20 = mul %19, 3 : f32[1000]
+    %21 = mul %18, %20 : f32[1000]
+    %22 = add %17, %21 : f32[1000]
+    %23 = mul %12, 0.5 : f32[1000]
+    %24 = add %22, %23 : f32[1000]
+    yield %9, %11, %24
+  }
+  return %26, %27, %25
+}"""
+
+GRAPHS = {"w2_grad": W2_FUSED, **{name: text for name, (text, _, _) in CASES.items()}}
+
+
+def _cupy_source(text: str) -> str:
+    return codegen.generate_source(static.parse_ir(text), "cupy")[0]
+
+
+def test_generation_does_not_import_cupy():
+    code = ("import sys, static, codegen\n"
+            f"codegen.generate_source(static.parse_ir({W2_FUSED!r}), 'cupy')\n"
+            "print('cupy' in sys.modules)")
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(root)},
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_cupy_source_snapshot(name):
+    src = _cupy_source(GRAPHS[name])
+    compile(src, f"<{name}>", "exec")  # valid Python
+    path = SNAPSHOTS / f"cupy_{name}.py.txt"
+    if UPDATE or not path.exists():
+        SNAPSHOTS.mkdir(exist_ok=True)
+        path.write_text(src)
+        if not UPDATE:
+            pytest.skip(f"wrote new snapshot {path.name}; review and commit it")
+    assert src == path.read_text(), f"generated CuPy source changed; rerun with GRAPHMODE_UPDATE_SNAPSHOTS=1 " \
+                                    f"after reviewing the difference ({path.name})"
+
+
+def test_w2_is_one_elementwise_and_one_reduction_kernel():
+    found = kernels(_cupy_source(W2_FUSED))
+    assert [k for k, _, _ in found] == ["ElementwiseKernel", "ReductionKernel"]
+    _, (in_params, out_params, body, name), _ = found[0]
+    assert in_params == "float32 in0, float32 in1" and out_params == "float32 out0, float32 out1"
+    assert "((float)0.7978845608)" in body and "// L9: %7 = tanh %6 : f32[1000]" in body
+
+
+def test_every_pointwise_op_has_a_kernel_expression():
+    """One fused kernel per pointwise op (float32), so the nvcc test compiles every expression."""
+    for name in _pointwise_ops():
+        src = _cupy_source(_single_op_region(name))
+        assert "ElementwiseKernel" in src, name
+
+
+def _pointwise_ops():
+    return [n for n in sorted(REGISTRY) if codegen.TABLE.get(n) and codegen.TABLE[n].pointwise]
+
+
+_OP_TEXT = {
+    "where": ("%c: bool[8], %a: f32[8], %b: f32[8]", "where %c, %a, %b", "f32[8]"),
+    "logical_and": ("%a: bool[8], %b: bool[8]", "logical_and %a, %b", "bool[8]"),
+    "logical_not": ("%a: bool[8]", "logical_not %a", "bool[8]"),
+    "to_dtype": ("%a: f32[8]", "to_dtype %a {dtype = f64}", "f64[8]"),
+    "full": ("%a: f32[8]", "full {dtype = f32, shape = [8], value = 1.5}", "f32[8]"),
+    "full_like": ("%a: f32[8]", "full_like %a {value = -inf}", "f32[8]"),
+    "clamp": ("%a: f32[8]", "clamp %a {max = 0.5, min = -0.5}", "f32[8]"),
+    "softplus": ("%a: f32[8]", "softplus %a {beta = 1.0, threshold = 20.0}", "f32[8]"),
+    "gelu": ("%a: f32[8]", 'gelu %a {approximate = "none"}', "f32[8]"),
+}
+
+
+def _single_op_region(name):
+    binary = {"add", "sub", "rsub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"}
+    if name in _OP_TEXT:
+        params, expr, result = _OP_TEXT[name]
+    elif name in binary:
+        params, expr = "%a: f32[8], %b: f32[8]", f"{name} %a, %b"
+        result = "bool[8]" if name in {"eq", "ne", "lt", "le", "gt", "ge"} else "f32[8]"
+    else:
+        params, expr, result = "%a: f32[8]", f"{name} %a", "f32[8]"
+    names = [p.split(":")[0].strip() for p in params.split(",")]
+    operands = ", ".join(names)
+    op, _, rest = expr.partition(" ")
+    return (f"func @{name}_k({params}) -> {result} {{\n"
+            f"  %r = fused {operands} : {result} {{\n"
+            f"    ^body({params.replace('%', '%p_')}):\n"
+            f"    %y = {op} {rest.replace('%', '%p_')} : {result}\n"
+            f"    yield %y\n  }}\n  return %r\n}}")
+
+
+NVCC = shutil.which("nvcc")
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_generated_kernels_compile_with_nvcc(tmp_path):
+    sources = {f"g_{name}": _cupy_source(text) for name, text in GRAPHS.items()}
+    sources.update({f"op_{name}": _cupy_source(_single_op_region(name)) for name in _pointwise_ops()})
+    sources["f64_w2"] = _cupy_source(W2_FUSED.replace("f32", "f64"))
+    sources["f16_chain"] = _cupy_source(CASES["chain_and_full_sum"][0].replace("f32", "f16"))
+    cu = tmp_path / "kernels.cu"
+    cu.write_text(translation_unit(sources))
+    run = subprocess.run([NVCC, "-c", "-std=c++17", "-o", str(tmp_path / "kernels.o"), str(cu)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-4000:]
+
+
+# -- on a GPU ------------------------------------------------------------------------------------
+def _cupy_or_skip():
+    cp = pytest.importorskip("cupy")
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("no CUDA device")
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"no usable CUDA device ({exc})")
+    return cp
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_gpu_region_matches_numpy_backend(name):
+    cp = _cupy_or_skip()
+    graph = static.parse_ir(GRAPHS[name])
+    from test_codegen_regions import _inputs  # noqa: PLC0415
+
+    arrays = _inputs(graph, np.random.default_rng(1))
+    expected = codegen.build(graph, "numpy").run(arrays)
+    got = codegen.build(graph, "cupy").run([cp.asarray(a) for a in arrays])
+    for g, e in zip(got, expected):
+        tol = 1e-5 if np.asarray(e).dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(cp.asnumpy(g), np.asarray(e), rtol=tol, atol=tol)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_gpu_op_matches_numpy_backend(name):
+    cp = _cupy_or_skip()
+    for arrays, attrs in REGISTRY[name].samples(np.random.default_rng(0)):
+        positions = [i for i, a in enumerate(arrays) if isinstance(a, np.ndarray)]
+
+        def fn(*xs, arrays=arrays, attrs=attrs, positions=positions):
+            operands = list(arrays)
+            for i, x in zip(positions, xs):
+                operands[i] = x
+            return REGISTRY[name](*operands, **attrs)
+
+        inputs = [arrays[i] for i in positions]
+        graph = static.trace(fn, *[eager.tensor(a) for a in inputs])
+        expected = codegen.build(graph, "numpy").run(inputs)
+        got = codegen.build(graph, "auto").run([cp.asarray(a) for a in inputs])
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(cp.asnumpy(g), np.asarray(e), rtol=1e-10, atol=1e-12, err_msg=name)
