@@ -35,14 +35,31 @@ def _leaf_key(leaf, static: bool):
         return ("static", type(leaf), leaf)  # the type too: 1, 1.0 and True hash alike
     if isinstance(leaf, Tensor):
         d = leaf._data
-        return ("tensor", d.shape, d.dtype.str, _device_of(d), leaf._requires_grad)
+        return ("tensor", d.shape, d.dtype, "cpu" if type(d) is np.ndarray else _device_of(d), leaf._requires_grad)
     if isinstance(leaf, np.ndarray):
-        return ("array", leaf.shape, leaf.dtype.str, "cpu")
+        return ("array", leaf.shape, leaf.dtype, "cpu")
     if hasattr(leaf, "__cuda_array_interface__"):
-        return ("array", leaf.shape, leaf.dtype.str, _device_of(leaf))
+        return ("array", leaf.shape, leaf.dtype, _device_of(leaf))
     if isinstance(leaf, (bool, int, float)):
         return ("number", type(leaf))
     return ("static", type(leaf), leaf)
+
+
+def _flat_keys(args: tuple):
+    """Leaf keys of a flat tuple of eager tensors and NumPy arrays (the common call), or None:
+    the same keys `_leaf_key` gives, without the general flattening."""
+    keys = []
+    for a in args:
+        t = type(a)
+        if t is Tensor:
+            d = a._data
+            keys.append(("tensor", d.shape, d.dtype, "cpu" if type(d) is np.ndarray else _device_of(d),
+                         a._requires_grad))
+        elif t is np.ndarray:
+            keys.append(("array", a.shape, a.dtype, "cpu"))
+        else:
+            return None
+    return tuple(keys)
 
 
 def _device_of(data) -> str:
@@ -95,7 +112,9 @@ def _closest(keys, new: tuple) -> tuple:
 # -- entries -------------------------------------------------------------------------------
 class _Entry:
     """One compiled signature: the trace, and executables for the forward and, for calls that
-    need gradients, split forward/backward graphs (one per set of inputs that require grad)."""
+    need gradients, split forward/backward graphs (one per set of inputs that require grad).
+    What the key already decides (output kind, which inputs require grad) is worked out once
+    here, so that a cached call does no more than look up, run and wrap."""
 
     def __init__(self, owner: "Compiled", args: tuple, key) -> None:
         self.owner = owner
@@ -106,7 +125,20 @@ class _Entry:
         self.graph = owner._optimize(self.trace.graph, self.stages)
         self.forward = build_executable(self.graph, owner.backend)
         self.splits: dict = {}
-        self.captured_keys = [(_data(o).shape, _data(o).dtype.str) for o, _ in self.trace.captured]
+        trace = self.trace
+        self.captured_keys = [(_data(o).shape, _data(o).dtype) for o, _ in trace.captured]
+        leaf_keys = key[1]
+        kinds = {k[0] for k in leaf_keys}
+        # eager tensors in (or only numbers): tensors out; NumPy/CuPy arrays in: arrays out
+        self.as_tensors = "tensor" in kinds or "array" not in kinds
+        self.diff_inputs = tuple(i for i, k in enumerate(trace.input_leaves)
+                                 if leaf_keys[k][0] == "tensor" and leaf_keys[k][4])
+        self.n_captured = len(trace.captured)
+        # the fast paths: every leaf a graph input given as an eager tensor; one plain output
+        self.all_tensor_inputs = (trace.input_leaves == list(range(len(leaf_keys)))
+                                  and all(k[0] == "tensor" for k in leaf_keys) and not trace.captured)
+        self.single_output = (trace.out_tree == ("leaf",) and trace.n_outputs == 1 and not trace.updates
+                              and not trace.out_consts)
 
     def still_valid(self) -> bool:
         """Captured tensors re-read and still of the traced shapes and dtypes."""
@@ -114,7 +146,7 @@ class _Entry:
             return False
         for (o, _), k in zip(self.trace.captured, self.captured_keys):
             d = _data(o)
-            if d.shape != k[0] or d.dtype.str != k[1]:
+            if d.shape != k[0] or d.dtype != k[1]:
                 return False
         return True
 
@@ -399,11 +431,11 @@ class Compiled:
 
     def _key(self, args: tuple):
         """Leaves of the arguments and the cache key of this call."""
-        static = static_positions(self.static_argnums, len(args)) if self.static_argnums else _NO_STATIC
-        if not static and all(type(a) in _PLAIN for a in args):
-            leaves, tree = list(args), None  # the common case: a flat tuple of tensors or arrays
-            leaf_keys = tuple(_leaf_key(a, False) for a in args)
+        leaf_keys = None if self.static_argnums else _flat_keys(args)
+        if leaf_keys is not None:
+            leaves, tree = args, None  # the common case: a flat tuple of tensors or arrays
         else:
+            static = static_positions(self.static_argnums, len(args)) if self.static_argnums else _NO_STATIC
             leaves, tree, owners = flatten_args(args, static)
             for k in static:
                 check_hashable(args[k], k)  # an error, not a retrace on every call
@@ -413,30 +445,37 @@ class Compiled:
             key += (tuple(m.training for m in self._module.modules()),)
         return leaves, key
 
-    def _entry(self, args: tuple):
-        """The compiled entry for this call, tracing on a miss; None when the call runs eagerly."""
-        leaves, key = self._key(args)
+    def _lookup(self, key, leaves):
         try:
-            entry = self._cache.get(key)
+            return self._cache.get(key)
         except TypeError:  # an unhashable non-array leaf inside a pytree argument
             for leaf in leaves:
                 check_hashable(leaf, "leaf")
             raise
-        if entry is not None:
-            if entry.still_valid():
-                return leaves, key, entry
+
+    def _entry(self, args: tuple):
+        """The compiled entry for this call, tracing on a miss; None when the call runs eagerly."""
+        leaves, key = self._key(args)
+        entry = self._lookup(key, leaves)
+        if entry is not None and entry.still_valid():
+            return leaves, key, entry
+        return leaves, key, self._miss(args, key, entry)
+
+    def _miss(self, args: tuple, key, stale):
+        """Trace a new entry (or replace a stale one), within the retrace limit."""
+        if stale is not None:
             reason = "a captured tensor changed shape, dtype or kind"
         else:
             reason = _describe_change(_closest(self._cache, key), key) if self._cache else None
         if key in self._eager_keys or self._gave_up:
-            return leaves, key, None
+            return None
         if reason is not None and len(self.retraces) >= self.max_retraces:
             self._gave_up = True
             warnings.warn(f"static.compile: {self.__name__} was retraced {len(self.retraces)} times (the limit, "
                           f"max_retraces={self.max_retraces}) and needs another trace because {reason}; calls "
                           "with new signatures run eagerly from now on. Keep shapes and dtypes fixed, or mark "
-                          "changing Python values with static_argnums.", RuntimeWarning, stacklevel=3)
-            return leaves, key, None
+                          "changing Python values with static_argnums.", RuntimeWarning, stacklevel=4)
+            return None
         try:
             new_entry = _Entry(self, args, key)
         except TraceError as exc:
@@ -446,34 +485,38 @@ class Compiled:
             if not self._warned_fallback:
                 self._warned_fallback = True
                 warnings.warn(f"static.compile: {self.__name__} cannot be traced ({exc}); running it eagerly "
-                              "(fallback='eager').", RuntimeWarning, stacklevel=3)
-            return leaves, key, None
+                              "(fallback='eager').", RuntimeWarning, stacklevel=4)
+            return None
         if reason is not None:
             self.retraces.append(reason)
         self._cache[key] = new_entry
-        return leaves, key, new_entry
+        return new_entry
 
     def __call__(self, *args):
         if ACTIVE.stack:
             return self._traceable(*args)  # called while tracing another function: inline it
-        leaves, key, entry = self._entry(args)
-        if entry is None:
-            return self._traceable(*args)
+        leaves, key = self._key(args)
+        entry = self._lookup(key, leaves)
+        if entry is None or (entry.n_captured and not entry.still_valid()):
+            entry = self._miss(args, key, entry)
+            if entry is None:
+                return self._traceable(*args)
         trace = entry.trace
-        # eager tensors in (or only numbers): tensors out; NumPy/CuPy arrays in: arrays out
-        kinds = {leaf_key[0] for leaf_key in key[1]}
-        as_tensors = "tensor" in kinds or "array" not in kinds
-        if STATE.enabled:
-            diff_inputs = tuple(i for i, k in enumerate(trace.input_leaves)
-                                if isinstance(leaves[k], Tensor) and leaves[k]._requires_grad)
+        if STATE.enabled and (entry.diff_inputs or entry.n_captured):
             diff_captured = tuple(i for i, (o, _) in enumerate(trace.captured)
                                   if isinstance(o, Tensor) and o._requires_grad)
-            if diff_inputs or diff_captured:
-                return self._call_with_grad(entry, args, leaves, diff_inputs, diff_captured)
-        results = entry.forward.run(_input_arrays(trace, leaves))
+            if entry.diff_inputs or diff_captured:
+                return self._call_with_grad(entry, args, leaves, entry.diff_inputs, diff_captured)
+        if entry.all_tensor_inputs:
+            results = entry.forward.run([t._data for t in leaves])
+        else:
+            results = entry.forward.run(_input_arrays(trace, leaves))
+        if entry.single_output:
+            r = results[0]
+            return Tensor._make(np.asarray(r) if isinstance(r, np.generic) else r) if entry.as_tensors else r
         if trace.updates:
             _write_back(trace, leaves, results[trace.n_outputs:])
-        return _wrap_outputs(trace, results[:trace.n_outputs], as_tensors)
+        return _wrap_outputs(trace, results[:trace.n_outputs], entry.as_tensors)
 
     def _call_with_grad(self, entry, args, leaves, diff_inputs, diff_captured):
         sg = entry.autograd_split(args, diff_inputs, diff_captured)

@@ -93,7 +93,7 @@ def test_each_retrace_records_which_part_of_the_key_changed():
         f(eager.ones(3))
     assert f.retraces == [
         "argument leaf 0 changed shape (2,) -> (3,)",
-        "argument leaf 0 changed dtype <f4 -> <f8",
+        "argument leaf 0 changed dtype float32 -> float64",
         "argument leaf 0 changed kind (tensor -> array)",
         "argument leaf 0 changed kind (array -> tensor)",
         "grad mode changed",
