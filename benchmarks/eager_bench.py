@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 import eager  # noqa: E402
 from eager import nn, optim  # noqa: E402
 
-from common import format_table, repeats_for, time_interleaved, write_json  # noqa: E402
+from common import format_table, repeats_for, steady_malloc, time_interleaved, write_json  # noqa: E402
 
 F32 = np.float32
 GELU_K, GELU_C = 0.7978845608, 0.044715
@@ -283,11 +283,14 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--repeats", type=int, default=None, help="timed runs per measurement (default: adaptive)")
     parser.add_argument("--cube", choices=("pow", "mul"), default="pow",
                         help="W2's NumPy baseline: x**3 as written (pow) or x*x*x (mul)")
+    parser.add_argument("--malloc", choices=("steady", "default"), default="steady",
+                        help="steady: keep freed memory for reuse (see common.steady_malloc); default: as is")
     parser.add_argument("--json", metavar="FILE", default=None, help="also write the results as JSON")
     parser.add_argument("--profile", metavar="WORKLOAD", default=None,
                         help="profile eager on this workload (its largest size) instead of timing")
     args = parser.parse_args(argv)
     only = {w.strip().upper() for w in args.only.split(",")} if args.only else None
+    malloc = steady_malloc() if args.malloc == "steady" else "default"
 
     if args.profile:
         case = cases(args.quick, {args.profile.upper()}, args.cube)[-1]
@@ -303,10 +306,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     table = [[r["workload"], r["size"], r["numpy_fwd_s"] * 1e3, r["eager_fwd_s"] * 1e3, r["fwd_ratio"],
               r["numpy_fwd_bwd_s"] * 1e3, r["eager_fwd_bwd_s"] * 1e3, r["fwd_bwd_ratio"],
               r.get("eager_us_per_op_fwd_bwd", "")] for r in rows]
-    print("eager vs hand-written NumPy (medians; ratio = eager / NumPy)")
+    print(f"eager vs hand-written NumPy (medians; ratio = eager / NumPy; W2 cube: {args.cube}; malloc: {malloc})")
     print(format_table(headers, table))
     if args.json:
-        write_json(args.json, {"benchmark": "eager_bench", "quick": args.quick, "results": rows})
+        write_json(args.json, {"benchmark": "eager_bench", "quick": args.quick, "cube": args.cube, "malloc": malloc,
+                               "results": rows})
     return rows
 
 
