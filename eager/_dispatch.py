@@ -14,6 +14,7 @@ _SCALARS = (int, float, bool)
 _SCALAR_TYPES = frozenset(_SCALARS)
 _NO_EDGE = (None, 0)
 Tensor = None  # set by eager._tensor (a cycle at import time otherwise)
+_new_tensor = None  # eager._tensor's constructor of a plain tensor from an array (set with Tensor)
 
 
 def dispatch(op, operands, attrs):
@@ -24,22 +25,42 @@ def dispatch(op, operands, attrs):
     first = None
     np_dtype = None  # the NumPy dtype all tensor operands share; False when they differ
     wants_grad = False
-    n_tensors = 0
+    n_tensors = 0  # counts only tensors whose arrays are not NumPy's (a device check is due)
     for o in operands:
         t = type(o)
         if t is float or t is int:
             continue
         if t is Tensor or isinstance(o, Tensor):
-            n_tensors += 1
+            data = o._data
             if first is None:
-                first, np_dtype = o, o._data.dtype
-            elif np_dtype is not False and o._data.dtype != np_dtype:
+                first, np_dtype = o, data.dtype
+            elif np_dtype is not False and data.dtype != np_dtype:
                 np_dtype = False
+            if type(data) is not np.ndarray:
+                n_tensors += 2
             if o._requires_grad:
                 wants_grad = True
         elif t is not bool:
             return _dispatch_other(op, operands, attrs)
+    if n_tensors == 0 and np_dtype is not None and np_dtype is not False and np_dtype.kind == "f" and op.simple:
+        return _run_float(op, operands, attrs, wants_grad)
     return _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors)
+
+
+def _run_float(op, operands, attrs, wants_grad):
+    """The hot path: NumPy tensors of one floating dtype with Python numbers, a one-output
+    op that makes no view. Nothing to promote (a Python number never upcasts a float
+    tensor) and no device to check."""
+    try:
+        result = op.forward(np, *[o._data if isinstance(o, Tensor) else o for o in operands], **attrs)
+    except (ValueError, IndexError, TypeError) as exc:
+        _explain_failure(op, operands, attrs, exc)
+    if type(result) is not np.ndarray:
+        result = np.asarray(result)  # NumPy gives scalars for 0-d results; tensors hold arrays
+    out = _new_tensor(result)
+    if wants_grad and STATE.enabled and op.vjp is not None:
+        _record_one(op, operands, attrs, out)
+    return out
 
 
 def _dispatch_other(op, operands, attrs):
@@ -215,6 +236,33 @@ def _wrap(arr):
 
 
 def _record(op, operands, attrs, outs):
+    """Make the backward node of this op and hang the outputs on it."""
+    node = _make_node(op, operands, attrs)
+    out_meta = []
+    for nr, t in enumerate(outs):
+        data = t._data
+        out_meta.append((data.shape, data.dtype))
+        if data.dtype.kind in "fc":
+            t._requires_grad = True
+            t.grad_fn = node
+            t._output_nr = nr
+    node._out_meta = out_meta
+    if op.save_output:
+        node._saved_out = SavedTensor(outs[0], is_output=True)
+
+
+def _record_one(op, operands, attrs, out):
+    """_record for the hot path: one floating output."""
+    node = _make_node(op, operands, attrs)
+    data = out._data
+    node._out_meta = [(data.shape, data.dtype)]
+    out._requires_grad = True
+    out.grad_fn = node
+    if op.save_output:
+        node._saved_out = SavedTensor(out, is_output=True)
+
+
+def _make_node(op, operands, attrs):
     edges, needs, meta = [], [], []
     for o in operands:
         if isinstance(o, Tensor):
@@ -229,18 +277,10 @@ def _record(op, operands, attrs, outs):
             meta.append(None)
         edges.append(_NO_EDGE)
         needs.append(False)
-    node = Node(op, attrs, operands, tuple(edges), needs, op.backward_name(operands, attrs), meta)
-    out_meta = []
-    for nr, t in enumerate(outs):
-        data = t._data
-        out_meta.append((data.shape, data.dtype))
-        if data.dtype.kind in "fc":
-            t._requires_grad = True
-            t.grad_fn = node
-            t._output_nr = nr
-    node._out_meta = out_meta
-    if op.save_output:
-        node._saved_out = SavedTensor(outs[0], is_output=True)
+    name = op.grad_name
+    if type(name) is not str:
+        name = op.backward_name(operands, attrs)
+    return Node(op, attrs, operands, tuple(edges), needs, name, meta)
 
 
 def _register_with_the_op_registry() -> None:

@@ -43,8 +43,14 @@ class Tensor:
     # _vc: the version counter, a one-element list shared with views of the same memory.
     # _base/_view: for a view, the tensor owning the memory and the view ops that lead from
     # it here (so an in-place write to the view can be replayed onto the base's graph).
-    __slots__ = ("_data", "_requires_grad", "grad_fn", "_grad", "_vc", "_base", "_view", "_output_nr",
-                 "_retains_grad", "_acc", "__weakref__", "__dict__")
+    # Attributes most tensors never set are class-level defaults rather than slots, so that
+    # making a tensor (once per op) assigns only what every tensor needs.
+    __slots__ = ("_data", "_requires_grad", "grad_fn", "_vc", "_output_nr", "__weakref__", "__dict__")
+    _grad = None
+    _base = None
+    _view = None
+    _retains_grad = False
+    _acc = None
     __array_priority__ = 1000  # ndarray <op> Tensor defers to Tensor's reflected operator
 
     def __new__(cls, *args, **kwargs):
@@ -71,13 +77,8 @@ class Tensor:
         t._data = data
         t._requires_grad = requires_grad
         t.grad_fn = None
-        t._grad = None
         t._vc = [0]
-        t._base = None
-        t._view = None
         t._output_nr = 0
-        t._retains_grad = False
-        t._acc = None
         return t
 
     # -- metadata -----------------------------------------------------------------------------
@@ -646,3 +647,4 @@ def _setitem_raw(self: Tensor, index, value) -> None:
 
 
 _dispatch.Tensor = Tensor
+_dispatch._new_tensor = Tensor._make

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._grad_mode import STATE
-from .graph import AccumulateGrad
+from .graph import AccumulateGrad, Node
 
 _NO_GRAD_FN = "element {} of tensors does not require grad and does not have a grad_fn"
 
@@ -21,16 +21,19 @@ def _collect(roots):
     """Dependency counts: how many edges from reachable nodes point at each node."""
     deps: dict = {}
     stack = [n for n in roots if n is not None]
-    seen = set(map(id, stack))
+    seen = set(stack)
     while stack:
-        node = stack.pop()
-        for nxt, _ in node.next_functions:
+        for nxt, _ in stack.pop().next_functions:
             if nxt is None:
                 continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if id(nxt) not in seen:
-                seen.add(id(nxt))
-                stack.append(nxt)
+            count = deps.get(nxt)
+            if count is None:
+                deps[nxt] = 1
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+            else:
+                deps[nxt] = count + 1
     return deps
 
 
@@ -85,17 +88,27 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool, 
             _add(buffers, node, nr, g)
         captured = [None] * (len(inputs) if inputs is not None else 0)
         ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
+        plain = not targets and useful is None
         while ready:
             node = ready.pop()
             grads = buffers.pop(node, None)
-            outs = _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned)
+            if grads is not None and plain and node._hooks is None and type(node) is Node and _any(grads):
+                outs = _call(node, grads)  # the common case, without _execute's special cases
+            else:
+                outs = _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned)
             if outs is not None and not retain_graph:
                 node.release()  # only nodes that ran give up their saved tensors, as in PyTorch
             for k, (nxt, nr) in enumerate(node.next_functions):
                 if nxt is None:
                     continue
-                if outs is not None and outs[k] is not None:
-                    _add(buffers, nxt, nr, outs[k])
+                if outs is not None:
+                    g = outs[k]
+                    if g is not None:  # sum what meets at nxt's input slot (inlined _add)
+                        slots = buffers.get(nxt)
+                        if slots is None:
+                            slots = buffers[nxt] = [None] * nxt.n_outputs
+                        prev = slots[nr]
+                        slots[nr] = g if prev is None else prev + g
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
@@ -104,6 +117,13 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool, 
     finally:
         errstate.__exit__(None, None, None)
         STATE.enabled = prev_mode
+
+
+def _any(grads) -> bool:
+    for g in grads:
+        if g is not None:
+            return True
+    return False
 
 
 def _add(buffers, node, nr, g):

@@ -135,12 +135,17 @@ class HookMixin:
         return RemovableHandle(lst, fn)
 
 
+_NOTHING_SAVED: dict = {}  # shared by released nodes; never written to
+
+
 class Node(HookMixin):
     """The backward of one recorded op (PyTorch's `grad_fn`). It is also the `ctx` the op's
     VJP rule reads from (see eager.ops._registry)."""
 
     __slots__ = ("op", "attrs", "next_functions", "_saved", "_saved_out", "_needs", "_in_meta",
-                 "_out_meta", "_name", "_hooks", "_freed", "_trace", "__weakref__")
+                 "_out_meta", "_name", "_freed", "__weakref__", "__dict__")
+    _hooks = None  # set on the few nodes that get hooks
+    _trace = None  # the forward stack, kept in anomaly mode only
 
     def __init__(self, op, attrs, operands, edges, needs, name, in_meta) -> None:
         self.op = op
@@ -158,9 +163,9 @@ class Node(HookMixin):
         self._saved = saved
         self._saved_out = None
         self._out_meta = None
-        self._hooks = None
         self._freed = False
-        self._trace = traceback.format_stack()[:-3] if STATE.anomaly else None
+        if STATE.anomaly:
+            self._trace = traceback.format_stack()[:-3]
 
     # -- what PyTorch users inspect ---------------------------------------------------------
     def name(self) -> str:
@@ -226,8 +231,8 @@ class Node(HookMixin):
     def release(self) -> None:
         if self._saved or self._saved_out is not None:
             self._freed = True
-        self._saved = {}
-        self._saved_out = None
+            self._saved = _NOTHING_SAVED
+            self._saved_out = None
 
     @property
     def n_outputs(self) -> int:

@@ -53,6 +53,10 @@ class OpDef:
     doc: str = ""
     extra: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # eager's hot path applies to ops with one output that is not a view
+        self.simple = not self.multi_output and not self.is_view
+
     def __call__(self, *operands, **attrs):
         """Apply the op to tensors, tracer values or arrays: dispatches on the operands."""
         return _DISPATCH["module"].dispatch(self, operands, attrs)

@@ -178,9 +178,10 @@ GELU = defop(
 
 
 # -- binary arithmetic -----------------------------------------------------------------------
+# A VJP computes the gradient of operand i only when ctx.needs(i): a constant operand such
+# as the 2.0 of `x * 2.0` then costs no backward op.
 def _needs(ctx, i, make):
-    """The gradient of operand i, computed only when that operand wants one (a constant
-    operand such as the 2.0 of `x * 2.0` costs no backward op)."""
+    """`make()` when operand i wants a gradient, else None."""
     return make() if ctx.needs(i) else None
 
 
@@ -191,25 +192,25 @@ ADD = defop(
 )
 SUB = defop(
     "sub", forward=lambda xp, a, b: xp.subtract(a, b), abstract=_elementwise("sub"),
-    vjp=lambda ctx, g: (g, _needs(ctx, 1, lambda: -g)), grad_name="SubBackward0", promote="same",
+    vjp=lambda ctx, g: (g, -g if ctx.needs(1) else None), grad_name="SubBackward0", promote="same",
     samples=_any((3, 1), (1, 4)),
 )
 RSUB = defop(
     "rsub", forward=lambda xp, a, b: xp.subtract(b, a), abstract=_elementwise("rsub"),
-    vjp=lambda ctx, g: (_needs(ctx, 0, lambda: -g), g), grad_name="RsubBackward1", promote="same",
+    vjp=lambda ctx, g: (-g if ctx.needs(0) else None, g), grad_name="RsubBackward1", promote="same",
     samples=_any((3, 4), ()),
     doc="rsub(x, other) = other - x: the op behind `2 - x`",
 )
 MUL = defop(
     "mul", forward=lambda xp, a, b: xp.multiply(a, b), abstract=_elementwise("mul"),
-    vjp=lambda ctx, g: (_needs(ctx, 0, lambda: g * ctx.input(1)), _needs(ctx, 1, lambda: g * ctx.input(0))),
+    vjp=lambda ctx, g: (g * ctx.input(1) if ctx.needs(0) else None, g * ctx.input(0) if ctx.needs(1) else None),
     grad_name="MulBackward0", save=(0, 1), promote="same", samples=_any((2, 3, 4), (3, 1)),
 )
 DIV = defop(
     "div", forward=lambda xp, a, b: xp.true_divide(a, b), abstract=_elementwise("div"),
     vjp=lambda ctx, g: (
-        _needs(ctx, 0, lambda: g / ctx.input(1)),
-        _needs(ctx, 1, lambda: -(g * ctx.input(0)) / (ctx.input(1) * ctx.input(1))),
+        g / ctx.input(1) if ctx.needs(0) else None,
+        -(g * ctx.input(0)) / (ctx.input(1) * ctx.input(1)) if ctx.needs(1) else None,
     ),
     grad_name="DivBackward0", save=(0, 1), promote="float",
     samples=lambda rng: [((rng.standard_normal((3, 4)), rng.uniform(0.5, 2.0, (4,))), {})],
