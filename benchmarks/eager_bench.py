@@ -250,8 +250,9 @@ def measure(case: Case, repeats: int | None, budget: float = 2.0) -> dict:
     probe = time_interleaved([case.eager_step], repeats=1, warmup=1)[0]
     reps = repeats or repeats_for(probe, budget)
     inner = max(1, int(2e-3 / max(probe, 1e-9)))  # time short calls in batches of ~2 ms
-    np_fwd, e_fwd = time_interleaved([case.numpy_fwd, case.eager_fwd], reps, inner=inner)
-    np_step, e_step = time_interleaved([case.numpy_step, case.eager_step], reps, inner=inner)
+    # all four in one rotation, so load changes on a shared machine hit each alike
+    np_fwd, e_fwd, np_step, e_step = time_interleaved(
+        [case.numpy_fwd, case.eager_fwd, case.numpy_step, case.eager_step], reps, inner=inner)
     row = {
         "workload": case.workload, "size": case.size, "repeats": reps,
         "numpy_fwd_s": np_fwd, "eager_fwd_s": e_fwd, "fwd_ratio": e_fwd / np_fwd,
