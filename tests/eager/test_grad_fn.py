@@ -194,3 +194,12 @@ def test_node_hooks_see_and_may_replace_gradients():
     x.grad = None
     (x * 2).sum().backward()
     assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_view_and_reshape_to_the_same_shape_make_new_nodes():
+    x = _x(2, 3)
+    for y in (x.view(2, 3), x.reshape(2, 3), x.expand(2, 3)):
+        assert y is not x and not y.is_leaf
+    assert x.view(2, 3).grad_fn.name() == "ViewBackward0"
+    assert x.expand(2, 3).grad_fn.name() == "ExpandBackward0"
+    assert x.T.grad_fn.name() == "PermuteBackward0" and x.mT.grad_fn.name() == "TransposeBackward0"

@@ -336,3 +336,13 @@ def test_in_place_on_an_output_that_its_op_saved_is_an_error_as_in_pytorch():
     y.mul_(x)
     with pytest.raises(RuntimeError, match="which is output 0 of ExpBackward0, is at version 1"):
         y.backward()
+
+
+def test_writing_a_grad_requiring_value_into_a_slice_of_a_plain_buffer():
+    buf = eager.zeros(4)
+    src = eager.tensor([1.0, 2.0], requires_grad=True)
+    buf[1:3] = src * 3
+    assert buf.requires_grad and buf.grad_fn.name() == "CopySlices"
+    assert buf.tolist() == [0.0, 3.0, 6.0, 0.0]
+    (buf * eager.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    assert src.grad.tolist() == [6.0, 9.0]
