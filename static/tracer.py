@@ -165,6 +165,10 @@ def record(op, operands, attrs):
         raise TraceError(f"{user_location()}: {op.name} is applied to a traced value whose trace has ended "
                          "(a Tracer leaked out of the traced function, e.g. into a global or a list); return "
                          "values from the function instead of storing them.")
+    if op.name == "index" and any(getattr(o, "dtype", None) is _dtypes.bool_ for o in operands[1:]):
+        raise TraceError(f"{user_location()}: indexing with a boolean mask (x[mask]) gives a shape that depends on "
+                         "the data of a traced value. Keep the shape with eager.where(mask, x, 0) or "
+                         "x.masked_fill(~mask, 0), or mark the mask's argument static with static_argnums.")
     values = [_operand(state, o) for o in operands]
     if op.promote is not None:
         values = _promote(state, op, values)
@@ -344,6 +348,60 @@ class Tracer:
     def cpu(self):
         return self
 
+    def cuda(self, device=None):
+        return self  # a graph is device-agnostic: it runs where its inputs are
+
+    @property
+    def T(self) -> "Tracer":
+        return F.permute(self, tuple(range(self.ndim - 1, -1, -1)))
+
+    @property
+    def data(self) -> "Tracer":
+        """The value without gradient tracking. It counts as a view: an in-place op through
+        `.data` (`p.data.add_(...)`) is refused rather than lost."""
+        out = STOP_GRADIENT(self)
+        out._view_of = self if self._view_of is None else self._view_of
+        return out
+
+    def detach_(self) -> "Tracer":
+        self._value = STOP_GRADIENT(self)._value
+        return self
+
+    def all(self):
+        return (F.logical_not(F.to_dtype(self, _dtypes.bool_))).sum() == 0
+
+    def any(self):
+        return F.to_dtype(self, _dtypes.bool_).sum() > 0
+
+    def nelement(self) -> int:
+        return self.numel()
+
+    def element_size(self) -> int:
+        return self.dtype.np.itemsize
+
+    def is_contiguous(self) -> bool:
+        return True
+
+    is_cuda = False
+
+    def stride(self, dim=None):
+        strides, step = [], 1
+        for n in reversed(self.shape):
+            strides.append(step)
+            step *= n
+        strides = tuple(reversed(strides))
+        return strides if dim is None else strides[dim]
+
+    def backward(self, *args, **kwargs):
+        raise TraceError(f"{user_location()}: backward() inside a traced function; use static.grad or "
+                         "static.value_and_grad to get gradients in a compiled function")
+
+    def register_hook(self, hook):
+        raise TraceError(f"{user_location()}: register_hook on a traced value; hooks run eagerly only")
+
+    def retain_grad(self):
+        raise TraceError(f"{user_location()}: retain_grad on a traced value; use static.grad for gradients")
+
     # -- in-place ops: functionalized (the tracer now names the new value) ----------------------
     def _assign(self, result: "Tracer", name: str) -> "Tracer":
         if self._view_of is not None:
@@ -375,15 +433,16 @@ def _borrow():
     for name, value in vars(Tensor).items():
         if callable(value) and getattr(value, "__module__", None) == fn_module and not hasattr(Tracer, name):
             setattr(Tracer, name, value)
-    for name in ("T", "mT"):
-        setattr(Tracer, name, vars(Tensor)[name])
+    Tracer.mT = vars(Tensor)["mT"]
     for name in ("reshape", "where", "view_as", "reshape_as", "expand_as", "softplus", "masked_fill",
-                 "float", "double", "half", "long", "int", "bool", "type_as"):
+                 "float", "double", "half", "long", "int", "bool", "type_as", "new_tensor", "new_zeros", "new_ones",
+                 "new_full"):
         if name in vars(Tensor):
             setattr(Tracer, name, vars(Tensor)[name])
     inplace = {"add_": F.add, "sub_": F.sub, "mul_": F.mul, "div_": F.div, "pow_": F.pow, "neg_": F.neg,
                "exp_": F.exp, "log_": F.log, "sqrt_": F.sqrt, "tanh_": F.tanh, "sigmoid_": F.sigmoid,
-               "relu_": F.relu, "abs_": F.abs, "clamp_": F.clamp, "clip_": F.clamp}
+               "relu_": F.relu, "abs_": F.abs, "clamp_": F.clamp, "clip_": F.clamp, "sin_": F.sin, "cos_": F.cos,
+               "masked_fill_": lambda x, mask, value: F.where(mask, value, x)}
     for name, fn in inplace.items():
         setattr(Tracer, name, _inplace_method(fn, name))
     for op, name in (("add", "add_"), ("sub", "sub_"), ("mul", "mul_"), ("truediv", "div_"), ("pow", "pow_")):

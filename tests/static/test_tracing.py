@@ -365,3 +365,90 @@ def test_nested_pytrees_in_and_out():
     # another structure is another signature
     cf({"x": eager.ones(2), "rest": ([eager.ones(2)] * 3, {"k": eager.ones(2)})})
     assert cf.retraces == ["the structure of the arguments changed"]
+
+
+# -- the Tensor API on tracers -------------------------------------------------------------------
+API = {
+    "operators": lambda x: (-x + 1) * 2 / (x.abs() + 1) - x ** 2,
+    "matmul and T": lambda x: x.T @ x,
+    "reductions": lambda x: x.sum(1) + x.mean(0).sum() + x.amax(1) + x.std(1),
+    "max with dim": lambda x: x.max(dim=1),
+    "indexing": lambda x: x[1:, ::2] * x[0, 1] + x[[0, 2]].sum(),
+    "masked_fill": lambda x: x.masked_fill(x > 0, 0.0),
+    "where": lambda x: eager.where(x > 0, x, 0.1 * x),
+    "shape ops": lambda x: x.reshape(4, 3).transpose(0, 1).unsqueeze(0).squeeze(0).flatten(),
+    "cat stack split": lambda x: eager.cat(list(x.split(2, dim=1)) + [eager.stack([x[0], x[1]])[:, :2]], dim=0),
+    "dtype casts": lambda x: x.double().float() + x.long().float() + x.bool().float(),
+    "comparisons and all/any": lambda x: ((x > 0) & (x < 1)).float() + (x > -10).all().float() + (x > 10).any(),
+    "new tensors": lambda x: x + x.new_zeros(3, 4) + x.new_full((4,), 2.0) + eager.ones(4),
+    "softmax family": lambda x: eager.softmax(x, dim=1) + eager.log_softmax(x, dim=0) + eager.logsumexp(x, dim=1,
+                                                                                                     keepdim=True),
+    "metadata": lambda x: x * (x.nelement() + x.element_size() + x.stride(0) + x.dim() + int(x.is_contiguous())),
+    "detach and data": lambda x: x.detach() * x.data,
+    "in-place methods": lambda x: x.clone().sin_().cos_().masked_fill_(x > 0, 1.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(API))
+def test_tensor_api_traces_like_eager(name):
+    fn = API[name]
+    x = eager.tensor(np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32))
+    got, expected = static.compile(fn)(x), fn(x)
+    for g, e in zip(got if isinstance(got, tuple) else (got,), expected if isinstance(expected, tuple) else (expected,)):
+        assert g.dtype == e.dtype and tuple(g.shape) == tuple(e.shape)
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_boolean_mask_indexing_is_a_trace_error_but_masked_assignment_works():
+    def select(x):
+        return x[x > 0]  # MARK
+
+    with pytest.raises(static.TraceError, match=rf"{HERE}:{_line_of(select, '# MARK')}.*boolean mask.*where"):
+        static.trace(select, eager.ones(3))
+
+    def clip(x):
+        x[x > 0] = 0.0
+        return x
+
+    x = eager.tensor([-1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(static.compile(clip)(x.clone()).numpy(), [-1.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("call", [lambda x: x.sum().backward(), lambda x: x.register_hook(print),
+                                  lambda x: x.retain_grad()])
+def test_autograd_calls_inside_a_trace_point_to_static_grad(call):
+    with pytest.raises(static.TraceError):
+        static.trace(lambda x: call(x) or x, eager.ones(2))
+
+
+def test_inplace_through_data_is_refused():
+    with pytest.raises(static.TraceError, match="view"):
+        static.trace(lambda x: x.data.add_(1), eager.ones(2))
+
+
+def test_other_threads_run_eagerly_while_one_traces():
+    """Tracing swaps eager's dispatch so that ops on captured tensors are recorded; only the
+    tracing thread may see that."""
+    import threading
+
+    inside, release, results = threading.Event(), threading.Event(), {}
+
+    def slow(x):
+        inside.set()
+        assert release.wait(5)
+        return x * 2
+
+    def tracer_thread():
+        results["graph"] = static.trace(slow, eager.ones(2))
+
+    t = threading.Thread(target=tracer_thread)
+    t.start()
+    assert inside.wait(5)
+    try:
+        y = eager.ones(2) + eager.ones(2)  # meanwhile, on this thread: plain eager
+        results["eager"] = y
+    finally:
+        release.set()
+        t.join(5)
+    assert isinstance(results["eager"], eager.Tensor) and results["eager"].tolist() == [2.0, 2.0]
+    assert [n.op for n in results["graph"].nodes] == ["mul"]
