@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from eager._device import xp_of_array
 from eager.ops import REGISTRY
 
 from .ir import Graph, Value
 
 
-def run_graph(graph: Graph, inputs: list, xp=np) -> list:
-    """Evaluate `graph` on arrays (one per graph input); returns one array per output."""
+def run_graph(graph: Graph, inputs: list, xp=None) -> list:
+    """Evaluate `graph` on arrays (one per graph input); returns one array per output.
+    `xp` is the array module (numpy or cupy); by default the one of the first array input."""
     if len(inputs) != len(graph.inputs):
         raise TypeError(f"@{graph.name} takes {len(graph.inputs)} inputs, got {len(inputs)}")
+    if xp is None:
+        first = next((a for a in inputs if hasattr(a, "shape") and not isinstance(a, np.generic)), None)
+        xp = np if first is None or isinstance(first, np.ndarray) else xp_of_array(first)
     env = dict(zip(graph.inputs, inputs))
     with np.errstate(all="ignore"):
         for node in graph.nodes:
