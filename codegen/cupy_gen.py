@@ -18,7 +18,7 @@ import re
 from static.ir import Graph, Node, Value
 
 from .cuda_helpers import PREAMBLE
-from .lowering import lowering_for
+from .lowering import lowering_for, small_power
 from .regions import Region, analyze
 from .render import (CUPY_PARAM_TYPES, Names, c_literal, c_number, c_type, compute_c_type, fields, fill,
                      line_numbers, node_line, np_dtype, py_literal)
@@ -65,9 +65,13 @@ class KernelBody:
                      has_min="true" if lo is not None else "false", has_max="true" if hi is not None else "false")
         if n.op == "softplus":
             f.update(beta=c_number(n.attrs["beta"]), threshold=c_number(n.attrs["threshold"]))
+        expr = fill(low.expr, operands, f)
+        power = small_power(n)
+        if power is not None:  # as the NumPy backend: x**2, x**3 multiplied out
+            expr = "(" + " * ".join([operands[0]] * power) + ")"
         name = "t_" + re.sub(r"\W", "_", out.name)
         self.lines.append(f"// L{self.m.lines.get(id(n), '?')}: {node_line(n)}")
-        self.lines.append(f"{R} {name} = ({R})({fill(low.expr, operands, f)});")
+        self.lines.append(f"{R} {name} = ({R})({expr});")
         self.env[out] = (name, R)
 
 

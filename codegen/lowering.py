@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eager.ops import REGISTRY
+from static.ir import Node, Value
 
 
 @dataclass(frozen=True)
@@ -234,10 +235,20 @@ def lowering_for(op: str) -> OpLowering:
     return found if found is not None else _fallback(op)
 
 
+def small_power(node: Node) -> int | None:
+    """2 or 3 when node is x ** 2 or x ** 3 with a literal exponent: multiplied out (one or
+    two roundings instead of powf's slow general path; NumPy squares `x ** 2` itself)."""
+    if node.op != "pow" or not isinstance(node.inputs[0], Value) or isinstance(node.inputs[1], (Value, bool)):
+        return None
+    if not node.inputs[0].type.dtype.is_floating_point:
+        return None
+    return int(node.inputs[1]) if node.inputs[1] in (2, 3) else None
+
+
 def missing_ops() -> list[str]:
     """Registry ops without an entry in the table (the registry-wide test wants none)."""
     return sorted(set(REGISTRY) - set(TABLE))
 
 
 __all__ = ["TABLE", "OpLowering", "NumpyLowering", "CupyLowering", "ReductionLowering", "lowering_for",
-           "missing_ops"]
+           "missing_ops", "small_power"]

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from static.ir import Graph, Node, Value
 
-from .lowering import NumpyLowering, lowering_for
+from .lowering import NumpyLowering, lowering_for, small_power
 from .memory import BufferPlanner
 from .regions import Region, analyze
 from .render import Names, fields, fill, line_numbers, node_line, np_dtype, py_literal
 from .templates import render
 
-_REDUCE_FN = {"sum": "sum", "mean": "mean", "amax": "amax", "max": "amax", "amin": "amin", "min": "amin",
-              "prod": "prod"}
+_REDUCE_UFUNC = {"sum": "np.add", "mean": "np.add", "amax": "np.maximum", "max": "np.maximum",
+                 "amin": "np.minimum", "min": "np.minimum", "prod": "np.multiply"}  # ufunc.reduce: np.sum & co.
+                                                                                # minus their Python wrappers
 _COMBINE = {"sum": "sum", "mean": "mean", "amax": "max", "max": "max", "amin": "min", "min": "min",
             "prod": "prod"}
 
@@ -74,6 +75,15 @@ class Emitter:
             return False
         operands = [self.src(v) for v in node.inputs]
         f = fields(node, operands)
+        power = small_power(node)
+        if power is not None:
+            x = operands[0]
+            if power == 2:
+                self.lines.append(f"{outs[0]} = np.square({x}{f', out={dest}' if dest else ''})  # x**2, as NumPy does")
+            else:
+                self.lines.append(f"{outs[0]} = np.multiply({x}, {x}{f', out={dest}' if dest else ''})  # x**3 as x*x*x")
+                self.lines.append(f"{outs[0]} = np.multiply({outs[0]}, {x}, out={outs[0]})")
+            return True
         if dest is not None and low.ufunc is not None:
             args = fill(low.ufunc_args, operands, f) if low.ufunc_args else ", ".join(operands)
             self.lines.append(f"{outs[0]} = {low.ufunc}({args}, out={dest})")
@@ -148,7 +158,8 @@ class NumpyModule:
         dest = None
         if low.pointwise and len(node.outputs) == 1 and not _is_scalar_node(node) and (
                 low.numpy.ufunc or low.numpy.into):
-            reuse = planner.choose(i, node, node.outputs[0], "array", in_place_ok=low.numpy.ufunc is not None)
+            reuse = planner.choose(i, node, node.outputs[0], "array",
+                                   in_place_ok=low.numpy.ufunc is not None and small_power(node) != 3)
             if reuse is not None:
                 dest = self.names(reuse)
         fresh = em.op(node, dest=dest)
@@ -333,7 +344,7 @@ class BlockedRegion:
                 target = dest.get(v)
                 if target is None:
                     slot = None
-                    if low.ufunc is not None:
+                    if low.ufunc is not None and small_power(n) != 3:
                         for u in n.input_values():
                             if u in slot_of and last.get(u) == j and self.slots[slot_of[u]] == spec \
                                     and tuple(u.type.shape) == tuple(v.type.shape):
@@ -364,16 +375,21 @@ class BlockedRegion:
     def _reduction(self, red: Node, dest: dict) -> None:
         r, em = self.r, self.block
         x = em.src(red.inputs[0])
-        fn = _REDUCE_FN[red.op]
+        ufunc = _REDUCE_UFUNC[red.op]
         if r.reduces_block_axis(red):
             j = len(self.partials)
             axis = None if r.is_full_reduction(red) else r.reduce_axes(red)
-            partial_fn = "sum" if fn == "mean" else fn
-            em.lines.append(f"p{j} = np.{partial_fn}({x}, axis={py_literal(axis)}, keepdims=True)")
+            em.lines.append(f"p{j} = {ufunc}.reduce({x}, axis={py_literal(axis)}, keepdims=True)")
             self.partials.append((red, j))
         else:
-            em.lines.append(f"np.{fn}({x}, axis={py_literal(r.reduce_axes(red))}, "
-                            f"keepdims={red.attrs.get('keepdim', False)!r}, out={dest[red.outputs[0]]})")
+            out = dest[red.outputs[0]]
+            em.lines.append(f"{ufunc}.reduce({x}, axis={py_literal(r.reduce_axes(red))}, "
+                            f"keepdims={red.attrs.get('keepdim', False)!r}, out={out})")
+            if red.op == "mean":
+                count = 1
+                for a in r.reduce_axes(red):
+                    count *= r.space[a]
+                em.lines.append(f"np.true_divide({out}, {count}, out={out})  # mean = sum / count, as np.mean")
 
     def _function(self) -> dict:
         r = self.r

@@ -68,11 +68,13 @@ def run_blocks(fn, nrows: int, row_elems: int, args: tuple) -> list:
     """Call fn(lo, hi, *args) for consecutive row blocks [lo, hi) covering [0, nrows) and
     return the results in block order (so combining partials is deterministic). Blocks
     are dealt to CONFIG.threads workers in contiguous runs; the caller works on one."""
+    if nrows * row_elems <= CONFIG.block_elems:
+        return [fn(0, nrows, *args)]  # one block, in the caller (already under errstate)
     rows = block_rows(nrows, row_elems)
     spans = [(lo, min(lo + rows, nrows)) for lo in range(0, max(nrows, 1), rows)]
     workers = min(CONFIG.threads, len(spans))
     if workers <= 1 or nrows * row_elems < CONFIG.parallel_min_elems:
-        return _run_span(fn, spans, args)
+        return [fn(lo, hi, *args) for lo, hi in spans]
     per = -(-len(spans) // workers)
     runs = [spans[k:k + per] for k in range(0, len(spans), per)]
     pool = _get_pool(workers - 1)
@@ -153,13 +155,15 @@ def as_scalar(x):
     return x[()] if isinstance(x, np.ndarray) else x
 
 
-_COMBINERS = {"sum": np.sum, "mean": np.sum, "max": np.amax, "min": np.amin, "prod": np.prod}
+_COMBINERS = {"sum": np.add, "mean": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
 
 
 def combine(parts: list, j: int, how: str, shape: tuple, count: int | None = None):
     """Reduce the j-th partial of every block (in block order) into the final value."""
-    stacked = np.stack([p[j] for p in parts])
-    total = _COMBINERS[how](stacked, axis=0)
+    if len(parts) == 1:
+        total = parts[0][j]
+    else:
+        total = _COMBINERS[how].reduce(np.stack([p[j] for p in parts]), axis=0)
     if count is not None:
         total = np.true_divide(total, count)
-    return np.reshape(total, shape)
+    return total.reshape(shape)
