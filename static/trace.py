@@ -22,7 +22,7 @@ from eager.ops import TensorSpec
 
 from . import pytree
 from .ir import Graph, Value, verify
-from .tracer import ACTIVE, TraceState, Tracer, capturing_dispatch
+from .tracer import ACTIVE, TraceState, Tracer, capturing_dispatch, check_view_current
 
 _NUMBER_DTYPES = {bool: _dtypes.bool_, int: _dtypes.int64, float: _dtypes.float64}
 
@@ -167,6 +167,8 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
             outputs, out_consts = [], {}
             for k, leaf in enumerate(out_leaves):
                 if isinstance(leaf, Tracer):
+                    if leaf._view_of is not None:
+                        check_view_current(leaf, "the function returns")
                     outputs.append(leaf._value)
                 elif is_array(leaf):
                     outputs.append(state.capture(leaf))

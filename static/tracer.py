@@ -52,6 +52,7 @@ class TraceState:
     counter: int = 0
     rng: object = field(default_factory=lambda: _rng_fingerprint())  # eager's generator when tracing began
     finished: bool = False  # set when the trace is over: its Tracers must not record any more
+    versions: dict = field(default_factory=dict)  # id(tensor or Tracer) -> in-place updates so far
 
     def fresh_name(self) -> str:
         name = str(self.counter)
@@ -169,19 +170,32 @@ def record(op, operands, attrs):
         raise TraceError(f"{user_location()}: indexing with a boolean mask (x[mask]) gives a shape that depends on "
                          "the data of a traced value. Keep the shape with eager.where(mask, x, 0) or "
                          "x.masked_fill(~mask, 0), or mark the mask's argument static with static_argnums.")
+    for o in operands:
+        if isinstance(o, Tracer) and o._view_of is not None:
+            check_view_current(o)
     values = [_operand(state, o) for o in operands]
     if op.promote is not None:
         values = _promote(state, op, values)
     outs = _emit(state, op, values, attrs)
     wrapped = tuple(Tracer(state, v) for v in outs)
-    if op.is_view:
+    if op.is_view and not attrs.get("n_index"):  # indexing with tensors copies, as in eager
         base = operands[0] if operands else None
         # a view of a Tracer or of a captured tensor: writing through it must not be silently lost
         marker = base._view_of if isinstance(base, Tracer) and base._view_of is not None else base
         if isinstance(marker, (Tracer, Tensor)):
             for t in wrapped:
                 t._view_of = marker
+                t._view_version = state.versions.get(id(marker), 0)
     return wrapped if op.multi_output else wrapped[0]
+
+
+def check_view_current(t: "Tracer", what: str = "this value is") -> None:
+    """A view taken before its base was updated in place: eager would show the update through
+    the view, the functionalized graph holds the old value. Reading it is refused, not wrong."""
+    if t._state.versions.get(id(t._view_of), 0) != t._view_version:
+        raise TraceError(f"{user_location()}: {what} a view (reshape, transpose, indexing, ...) of a tensor "
+                         "that was updated in place after the view was taken; in eager the view would show the "
+                         "update, which a compiled graph does not replay. Take the view after the update.")
 
 
 _EAGER_DISPATCH = _dispatch.dispatch
@@ -234,14 +248,15 @@ def _data_error(what: str, suggestion: str = "") -> TraceError:
 class Tracer:
     """A stand-in for a Tensor during tracing: it has a shape and dtype but no data."""
 
-    __slots__ = ("_value", "_state", "_view_of", "__weakref__")
+    __slots__ = ("_value", "_state", "_view_of", "_view_version", "__weakref__")
     __graphmode_dispatch__ = staticmethod(record)
     __array_priority__ = 2000
 
     def __init__(self, state: TraceState, value: Value) -> None:
         self._state = state
         self._value = value
-        self._view_of = None
+        self._view_of = None  # the tensor this is a view of (a Tracer, or a captured eager tensor)
+        self._view_version = 0  # that tensor's in-place version when the view was taken
 
     # -- metadata (static, so Python control flow on it unrolls) ---------------------------
     @property
@@ -361,6 +376,7 @@ class Tracer:
         `.data` (`p.data.add_(...)`) is refused rather than lost."""
         out = STOP_GRADIENT(self)
         out._view_of = self if self._view_of is None else self._view_of
+        out._view_version = self._state.versions.get(id(out._view_of), 0)
         return out
 
     def detach_(self) -> "Tracer":
@@ -413,6 +429,7 @@ class Tracer:
         if result.dtype is not self.dtype:
             result = F.to_dtype(result, self.dtype)
         self._value = result._value
+        self._state.versions[id(self)] = self._state.versions.get(id(self), 0) + 1  # its views are now stale
         return self
 
     def __setitem__(self, index, value) -> None:
@@ -475,6 +492,7 @@ def inplace_on_captured(target, result: Tracer) -> None:
     if result.dtype != target.dtype:
         result = F.to_dtype(result, target.dtype)
     state.latest[id(target)] = result._value
+    state.versions[id(target)] = state.versions.get(id(target), 0) + 1
 
 
 Tracer.__graphmode_inplace__ = staticmethod(inplace_on_captured)

@@ -452,3 +452,33 @@ def test_other_threads_run_eagerly_while_one_traces():
         t.join(5)
     assert isinstance(results["eager"], eager.Tensor) and results["eager"].tolist() == [2.0, 2.0]
     assert [n.op for n in results["graph"].nodes] == ["mul"]
+
+
+def test_reading_a_view_after_its_base_changed_in_place_is_refused():
+    """Eager views share memory, so they show a later in-place update; a functionalized graph
+    would give the old value. Static refuses instead of differing from eager."""
+    def stale(p):
+        q = p.t()
+        p.add_(1)
+        return q * 2  # MARK
+
+    with pytest.raises(static.TraceError, match=rf"{HERE}:{_line_of(stale, '# MARK')}.*view"):
+        static.trace(stale, eager.ones(2, 2))
+
+    def returned(p):
+        q = p.reshape(4)
+        p.mul_(3)
+        return q
+
+    with pytest.raises(static.TraceError, match="returns a view"):
+        static.trace(returned, eager.ones(2, 2))
+
+    def fresh(p):
+        p.add_(1)
+        rows = p[[0, 1]]  # indexing with a tensor copies, in eager too
+        p.mul_(10)
+        return p.reshape(4) + rows.reshape(4)  # views taken after the update are fine
+
+    x = eager.ones(2, 2)
+    expected = fresh(eager.ones(2, 2)).numpy()
+    np.testing.assert_array_equal(static.compile(fresh)(x).numpy(), expected)
