@@ -19,10 +19,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 
-def time_interleaved(fns: Sequence[Callable[[], object]], repeats: int, warmup: int = 1,
-                     inner: int = 1) -> list[float]:
-    """Median seconds per call of each fn, running them in turn so drift hits all alike.
-    `inner` calls are timed together (for calls too short to time one by one)."""
+def sample_interleaved(fns: Sequence[Callable[[], object]], repeats: int, warmup: int = 1,
+                       inner: int = 1) -> list[list[float]]:
+    """Seconds per call of each fn, `repeats` samples each, running them in turn so drift
+    hits all alike. `inner` calls are timed together (for calls too short to time alone)."""
     for _ in range(warmup):
         for fn in fns:
             fn()
@@ -34,7 +34,13 @@ def time_interleaved(fns: Sequence[Callable[[], object]], repeats: int, warmup: 
             for _ in range(inner):
                 fn()
             samples[k].append((time.perf_counter() - start) / inner)
-    return [statistics.median(s) for s in samples]
+    return samples
+
+
+def time_interleaved(fns: Sequence[Callable[[], object]], repeats: int, warmup: int = 1,
+                     inner: int = 1) -> list[float]:
+    """Median seconds per call of each fn (see sample_interleaved)."""
+    return [statistics.median(s) for s in sample_interleaved(fns, repeats, warmup, inner)]
 
 
 def repeats_for(seconds_per_call: float, budget: float = 2.0, lo: int = 3, hi: int = 50) -> int:

@@ -16,6 +16,7 @@ import argparse
 import cProfile
 import os
 import pstats
+import statistics
 import sys
 from dataclasses import dataclass
 from typing import Callable
@@ -27,7 +28,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 import eager  # noqa: E402
 from eager import nn, optim  # noqa: E402
 
-from common import format_table, repeats_for, steady_malloc, time_interleaved, write_json  # noqa: E402
+from common import (  # noqa: E402
+    format_table, repeats_for, sample_interleaved, steady_malloc, time_interleaved, write_json,
+)
 
 F32 = np.float32
 GELU_K, GELU_C = 0.7978845608, 0.044715
@@ -251,12 +254,15 @@ def measure(case: Case, repeats: int | None, budget: float = 2.0) -> dict:
     reps = repeats or repeats_for(probe, budget)
     inner = max(1, int(2e-3 / max(probe, 1e-9)))  # time short calls in batches of ~2 ms
     # all four in one rotation, so load changes on a shared machine hit each alike
-    np_fwd, e_fwd, np_step, e_step = time_interleaved(
-        [case.numpy_fwd, case.eager_fwd, case.numpy_step, case.eager_step], reps, inner=inner)
+    samples = sample_interleaved([case.numpy_fwd, case.eager_fwd, case.numpy_step, case.eager_step], reps,
+                                 inner=inner)
+    np_fwd, e_fwd, np_step, e_step = (statistics.median(s) for s in samples)
+    best = [min(s) for s in samples]  # the least disturbed run: a check on the medians when the machine is busy
     row = {
         "workload": case.workload, "size": case.size, "repeats": reps,
         "numpy_fwd_s": np_fwd, "eager_fwd_s": e_fwd, "fwd_ratio": e_fwd / np_fwd,
         "numpy_fwd_bwd_s": np_step, "eager_fwd_bwd_s": e_step, "fwd_bwd_ratio": e_step / np_step,
+        "min_fwd_ratio": best[1] / best[0], "min_fwd_bwd_ratio": best[3] / best[2],
         "max_rel_grad_diff": max_error,
     }
     if case.ops:
@@ -303,9 +309,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
         rows.append(measure(case, args.repeats, budget=0.2 if args.quick else 2.0))
         print(f"  measured {case.workload} {case.size}", file=sys.stderr, flush=True)
     headers = ["workload", "size", "numpy fwd ms", "eager fwd ms", "fwd ratio", "numpy f+b ms", "eager f+b ms",
-               "f+b ratio", "us/op f+b"]
+               "f+b ratio", "(of mins)", "us/op f+b"]
     table = [[r["workload"], r["size"], r["numpy_fwd_s"] * 1e3, r["eager_fwd_s"] * 1e3, r["fwd_ratio"],
-              r["numpy_fwd_bwd_s"] * 1e3, r["eager_fwd_bwd_s"] * 1e3, r["fwd_bwd_ratio"],
+              r["numpy_fwd_bwd_s"] * 1e3, r["eager_fwd_bwd_s"] * 1e3, r["fwd_bwd_ratio"], r["min_fwd_bwd_ratio"],
               r.get("eager_us_per_op_fwd_bwd", "")] for r in rows]
     print(f"eager vs hand-written NumPy (medians; ratio = eager / NumPy; W2 cube: {args.cube}; malloc: {malloc})")
     print(format_table(headers, table))
