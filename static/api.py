@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 import warnings
 from typing import Any, Callable
 
@@ -421,6 +422,24 @@ class Compiled:
     def __repr__(self) -> str:
         return f"<static.compile of {self.__name__}: {len(self._cache)} signatures>"
 
+    def __get__(self, instance, owner=None):
+        """Decorating a method: `instance.method(x)` calls the compiled function with the
+        instance as its first (static, hashable by identity) argument."""
+        return self if instance is None else types.MethodType(self, instance)
+
+    def _positional(self, args: tuple, kwargs: dict) -> tuple:
+        """Keyword arguments bound to their positions, so that `f(x, lr=0.1)` and `f(x, 0.1)` are
+        one signature (and static_argnums keep meaning positions)."""
+        sig = _signature_of(self._traceable)
+        if sig is None:
+            raise TypeError(f"{self.__name__}: keyword arguments need an inspectable signature")
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        if bound.kwargs:
+            raise TypeError(f"{self.__name__}: keyword-only parameters ({', '.join(bound.kwargs)}) are not supported "
+                            "by static.compile; make them positional")
+        return tuple(bound.args)
+
     def _optimize(self, graph: Graph, stages: list) -> Graph:
         """The optimization pipeline (static.passes when present)."""
         try:
@@ -492,7 +511,9 @@ class Compiled:
         self._cache[key] = new_entry
         return new_entry
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            args = self._positional(args, kwargs)
         if ACTIVE.stack:
             return self._traceable(*args)  # called while tracing another function: inline it
         leaves, key = self._key(args)
@@ -533,13 +554,14 @@ class Compiled:
                                "there is no compiled graph to show")
         return leaves, entry
 
-    def ir(self, *args) -> Graph:
+    def ir(self, *args, **kwargs) -> Graph:
         """The final, optimized graph for these arguments."""
-        return self._entry_for(args)[1].graph
+        return self._entry_for(self._positional(args, kwargs) if kwargs else args)[1].graph
 
-    def explain(self, *args) -> str:
+    def explain(self, *args, **kwargs) -> str:
         """The IR after each stage, the joint forward+backward graph when these arguments want
         gradients, then how it runs (and the generated source, when there is one)."""
+        args = self._positional(args, kwargs) if kwargs else args
         leaves, entry = self._entry_for(args)
         parts = []
         for name, graph, *note in entry.stages:
@@ -569,9 +591,9 @@ class Compiled:
             parts.append(f"== generated source ==\n{src}")
         return "\n\n".join(parts)
 
-    def source(self, *args) -> str:
+    def source(self, *args, **kwargs) -> str:
         """The generated source for these arguments ('' when the interpreter runs the graph)."""
-        return self._entry_for(args)[1].forward.source()
+        return self._entry_for(self._positional(args, kwargs) if kwargs else args)[1].forward.source()
 
 
 def compile(fn: Callable | None = None, **options) -> Any:  # noqa: A001  (the public name is compile)

@@ -315,3 +315,32 @@ def test_compiled_function_called_inside_another_trace_is_inlined():
     assert "exp" in str(g)
     assert inner._cache == {}
     assert outer(eager.zeros(3)).item() == 3.0
+
+
+def test_keyword_arguments_bind_to_positions_and_defaults_apply():
+    @static.compile(static_argnums=2)
+    def f(x, lr=0.5, power=2):
+        return (x ** power) * lr
+
+    assert f(eager.ones(2), lr=0.25).tolist() == [0.25, 0.25]
+    assert f(eager.ones(2), 0.25, 2).tolist() == [0.25, 0.25]
+    assert len(f._cache) == 1  # the same signature either way
+    assert f(x=eager.full((2,), 2.0), power=3).tolist() == [4.0, 4.0]  # power is static: a new trace
+    assert isinstance(f.ir(eager.ones(2), power=3), static.Graph)
+    with pytest.raises(TypeError):
+        f(eager.ones(2), nonsense=1)
+
+
+def test_decorating_a_method_binds_the_instance():
+    class Scaler:
+        def __init__(self, k):
+            self.k = k
+
+        @static.compile
+        def apply(self, x):
+            return x * self.k
+
+    a, b = Scaler(2.0), Scaler(3.0)
+    assert a.apply(eager.ones(2)).tolist() == [2.0, 2.0]
+    assert b.apply(eager.ones(2)).tolist() == [3.0, 3.0]  # another instance: another static argument
+    assert len(Scaler.apply._cache) == 2
