@@ -16,3 +16,4 @@ from .trace import trace
 
 __all__ = ["Compiled", "compile", "grad", "value_and_grad", "IRParseError", "IRVerifyError", "TraceError",
            "Graph", "Node", "Value", "parse_ir", "verify", "trace", "run_graph"]
+from .compare import compare  # noqa: E402

@@ -1,0 +1,459 @@
+"""`static.compare(fn, *args)`: run the same function eagerly and compiled, and report
+what compiling bought (or cost).
+
+The two modes share one operator set, so the same code can run both ways; this module
+measures both on the same inputs in the same process:
+
+- eager: `fn(*args).backward()`, gradients collected from `.grad` of every argument that
+  requires grad (what a PyTorch user writes);
+- compiled: `static.value_and_grad(fn, argnums=<those arguments>)`, one traced,
+  differentiated, optimized graph that returns the loss and the gradients.
+
+Runs are interleaved (eager, compiled, eager, ...) after a warm-up, so drift on a shared
+machine hits both alike; medians and their ratio are what to read (design.md,
+"Measuring"). Compile time is measured apart from run time: cold with an empty codegen
+disk cache, warm with a fresh compiled object whose generated code comes from that cache.
+Before reporting a time, the two results are checked to agree."""
+from __future__ import annotations
+
+import contextlib
+import gc
+import math
+import os
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+import eager
+from eager import Tensor
+
+from .api import Compiled, compile as static_compile, value_and_grad
+from .ir import Graph
+from .trace import trace
+
+DEFAULT_TOLERANCE = 1e-3  # float32 results reassociated by fusion differ in the 6th-7th digit
+MIN_SAMPLE_S = 2e-3  # a sample shorter than this times several calls together
+
+
+# -- the report ---------------------------------------------------------------------------------
+@dataclass
+class Timing:
+    """Seconds per call of repeated runs; the median is the number to read."""
+
+    samples: list[float]
+    calls_per_sample: int = 1
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples) if self.samples else math.nan
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range in seconds: robust to the odd slow run of a shared machine."""
+        if len(self.samples) < 2:
+            return 0.0
+        q1, _, q3 = statistics.quantiles(self.samples, n=4, method="inclusive")
+        return q3 - q1
+
+    def to_dict(self) -> dict:
+        return {"median_s": self.median, "spread_s": self.spread, "calls_per_sample": self.calls_per_sample,
+                "samples_s": list(self.samples)}
+
+
+@dataclass
+class PeerResult:
+    """Another library's eager and compiled runs of the same workload (`--peers`)."""
+
+    library: str
+    available: bool
+    note: str = ""
+    eager: Timing | None = None
+    compiled: Timing | None = None
+    compile_s: float | None = None
+    max_rel_error: float | None = None
+
+    def to_dict(self) -> dict:
+        return {"library": self.library, "available": self.available, "note": self.note,
+                "eager": self.eager.to_dict() if self.eager else None,
+                "compiled": self.compiled.to_dict() if self.compiled else None,
+                "compile_s": self.compile_s, "max_rel_error": self.max_rel_error}
+
+
+@dataclass
+class CompareReport:
+    """One comparison of eager and compiled runs of one function on one set of inputs.
+
+    `ratio` is eager time / compiled time: above 1 the compiled version is faster."""
+
+    name: str
+    backend: str
+    device: str
+    mode: str  # "forward+backward", or "forward" when no argument requires grad
+    eager: Timing
+    compiled: Timing
+    compile_cold_s: float
+    compile_warm_s: float
+    nodes_before: int  # top-level IR nodes as traced (forward and backward)
+    nodes_after: int  # top-level IR nodes after optimization (a fused region counts once)
+    fused_kernels: int
+    peak_bytes: int | None  # the memory plan's estimate for intermediates; None without one
+    max_rel_error: float
+    tolerance: float
+    input_elements: int
+    peers: list[PeerResult] = field(default_factory=list)
+
+    @property
+    def eager_median_s(self) -> float:
+        return self.eager.median
+
+    @property
+    def eager_spread_s(self) -> float:
+        return self.eager.spread
+
+    @property
+    def compiled_median_s(self) -> float:
+        return self.compiled.median
+
+    @property
+    def compiled_spread_s(self) -> float:
+        return self.compiled.spread
+
+    @property
+    def ratio(self) -> float:
+        return self.eager.median / self.compiled.median if self.compiled.median > 0 else math.inf
+
+    @property
+    def ok(self) -> bool:
+        return self.max_rel_error <= self.tolerance
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "backend": self.backend, "device": self.device, "mode": self.mode,
+                "input_elements": self.input_elements, "eager": self.eager.to_dict(),
+                "compiled": self.compiled.to_dict(), "ratio": self.ratio,
+                "compile": {"cold_s": self.compile_cold_s, "warm_s": self.compile_warm_s},
+                "ir": {"nodes_before": self.nodes_before, "nodes_after": self.nodes_after,
+                       "fused_kernels": self.fused_kernels},
+                "peak_bytes": self.peak_bytes, "max_rel_error": self.max_rel_error,
+                "tolerance": self.tolerance, "ok": self.ok, "peers": [p.to_dict() for p in self.peers]}
+
+    def __str__(self) -> str:
+        verdict = "agree" if self.ok else "DISAGREE"
+        lines = [
+            f"{self.name}: eager vs compiled {self.mode} ({self.backend} backend, {self.device}, "
+            f"{len(self.eager.samples)} runs each)",
+            f"  eager      {format_seconds(self.eager.median):>10}  ±{format_seconds(self.eager.spread / 2)}",
+            f"  compiled   {format_seconds(self.compiled.median):>10}  ±{format_seconds(self.compiled.spread / 2)}",
+            f"  speedup    {self.ratio:>9.2f}x  (eager time / compiled time)",
+            f"  compile    {format_seconds(self.compile_cold_s)} cold, {format_seconds(self.compile_warm_s)} warm "
+            "(disk cache)",
+            f"  IR nodes   {self.nodes_before} traced -> {self.nodes_after} optimized, "
+            f"{self.fused_kernels} fused kernel{'s' if self.fused_kernels != 1 else ''}",
+            f"  peak mem   {format_bytes(self.peak_bytes)} (estimated, intermediates)",
+            f"  max error  {self.max_rel_error:.2e} relative: {verdict} (tolerance {self.tolerance:.0e})",
+        ]
+        for p in self.peers:
+            lines.append(f"  {p.library:<10} {describe_peer(p)}")
+        return "\n".join(lines)
+
+
+def format_seconds(s: float | None) -> str:
+    if s is None or not math.isfinite(s):
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if s >= scale:
+            return f"{s / scale:.3g} {unit}"
+    return f"{s * 1e9:.3g} ns"
+
+
+def format_bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
+
+
+def describe_peer(p: PeerResult) -> str:
+    if not p.available:
+        return p.note
+    parts = [f"eager {format_seconds(p.eager.median if p.eager else None)}"]
+    if p.compiled is not None:
+        parts.append(f"compiled {format_seconds(p.compiled.median)} (compile {format_seconds(p.compile_s)})")
+    if p.max_rel_error is not None:
+        parts.append(f"max error {p.max_rel_error:.1e}")
+    if p.note:
+        parts.append(p.note)
+    return ", ".join(parts)
+
+
+# -- measuring ----------------------------------------------------------------------------------
+def compare(fn: Callable, *args: Any, repeat: int = 5, warmup: int = 1, backend: str = "auto",
+            device: str | None = None, tolerance: float = DEFAULT_TOLERANCE, cache_dir: str | None = None,
+            name: str | None = None, peers: Sequence[str] = (), peer_fns: dict | None = None,
+            progress: Callable[[str], None] | None = None) -> CompareReport:
+    """Run `fn(*args)` eagerly and compiled, check they agree, and time both.
+
+    `fn` returns a scalar loss and must not modify its arguments; its tensor arguments
+    that require grad are differentiated (none: the forward alone is compared).
+    `device` moves tensor arguments first. Compile time is measured with the codegen disk
+    cache in `cache_dir` (a fresh temporary directory when None, so 'cold' is cold).
+    `peers` ("torch", "jax") are measured with `peer_fns[library]`, the same loss written
+    for that library; `progress` is called after each step (for a progress bar)."""
+    if repeat < 1:
+        raise ValueError(f"compare: repeat must be at least 1, got {repeat}")
+    tick = progress or (lambda _event: None)
+    args = tuple(_prepare(a, device) for a in args)
+    diff = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
+    name = name or getattr(fn, "__name__", "fn")
+    dev = next((str(a.device) for a in args if isinstance(a, Tensor)), "cpu")
+    sync = eager.cuda.synchronize if dev.startswith("cuda") else (lambda: None)
+    plain = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
+
+    def make() -> Compiled:
+        if diff:
+            return value_and_grad(fn, argnums=diff, backend=backend)
+        return static_compile(fn, backend=backend)
+
+    with _codegen_cache(cache_dir):
+        cold, compiled = _timed_compile(make, plain)
+        tick("compile cold")
+        warm, compiled = _timed_compile(make, plain)
+        tick("compile warm")
+
+    def run_eager():
+        for i in diff:
+            args[i].grad = None
+        out = fn(*args)
+        if diff:
+            out.backward()
+        sync()
+        return out, [args[i].grad for i in diff]
+
+    def run_compiled():
+        out = compiled(*plain)
+        sync()
+        return out if diff else (out, [])
+
+    error = max_relative_error(_flatten(run_eager()), _flatten(run_compiled()))
+    eager_t, compiled_t = time_interleaved(run_eager, run_compiled, repeat, warmup, tick)
+    final = compiled.ir(*plain)
+    plan = getattr(final, "memory_plan", None)
+    report = CompareReport(
+        name=name, backend=resolved_backend(backend, dev), device=dev, mode="forward+backward" if diff else "forward",
+        eager=eager_t, compiled=compiled_t, compile_cold_s=cold, compile_warm_s=warm,
+        nodes_before=len(trace(compiled, *plain).nodes), nodes_after=len(final.nodes),
+        fused_kernels=count_fused(final), peak_bytes=plan.peak_bytes if plan is not None else None,
+        max_rel_error=error, tolerance=tolerance,
+        input_elements=sum(int(a.numel()) for a in args if isinstance(a, Tensor)))
+    for library in peers:
+        report.peers.append(measure_peer(library, (peer_fns or {}).get(library), args, diff, repeat, warmup,
+                                         reference=_flatten(run_eager())))
+        tick(f"peer {library}")
+    return report
+
+
+def resolved_backend(backend: str, device: str) -> str:
+    """The backend that runs: 'auto' picks by device; without codegen the interpreter runs."""
+    if backend == "interpret":
+        return "interpret"
+    try:
+        import codegen  # noqa: F401, PLC0415
+    except ImportError:
+        return "interpret (codegen not installed)"
+    if backend == "auto":
+        return "cupy" if device.startswith("cuda") else "numpy"
+    return backend
+
+
+def _prepare(a: Any, device: str | None) -> Any:
+    """A tensor argument as a fresh leaf (on `device`), so .grad collects this run's gradient."""
+    if not isinstance(a, Tensor):
+        return a
+    t = a.detach()
+    if device is not None:
+        t = t.to(device)
+    return t.requires_grad_(a.requires_grad) if a.requires_grad else t
+
+
+def _timed_compile(make: Callable[[], Compiled], args: tuple) -> tuple[float, Compiled]:
+    """Seconds to trace, optimize, generate (or find on disk) and load: a fresh compiled
+    object and an empty in-process module memo, so only the disk cache can help."""
+    _forget_loaded_modules()
+    compiled = make()
+    start = time.perf_counter()
+    compiled.ir(*args)
+    return time.perf_counter() - start, compiled
+
+
+def _forget_loaded_modules() -> None:
+    try:
+        from codegen import loader  # noqa: PLC0415
+    except ImportError:
+        return
+    loader.forget()
+
+
+@contextlib.contextmanager
+def _codegen_cache(cache_dir: str | None) -> Iterator[str]:
+    """Point GRAPHMODE_CACHE_DIR at `cache_dir` (or an empty temporary directory)."""
+    old = os.environ.get("GRAPHMODE_CACHE_DIR")
+    with contextlib.ExitStack() as stack:
+        path = cache_dir or stack.enter_context(tempfile.TemporaryDirectory(prefix="graphmode-compare-"))
+        os.environ["GRAPHMODE_CACHE_DIR"] = path
+        try:
+            yield path
+        finally:
+            if old is None:
+                os.environ.pop("GRAPHMODE_CACHE_DIR", None)
+            else:
+                os.environ["GRAPHMODE_CACHE_DIR"] = old
+
+
+def time_interleaved(a: Callable[[], object], b: Callable[[], object], repeat: int, warmup: int = 1,
+                     tick: Callable[[str], None] = lambda _e: None) -> tuple[Timing, Timing]:
+    """Per-call seconds of `a` and `b`, alternated so that a noisy neighbour slows both. Calls
+    shorter than MIN_SAMPLE_S are timed in groups (the sample is the group's mean)."""
+    first = []
+    for fn in (a, b):
+        start = time.perf_counter()
+        for _ in range(max(warmup, 1)):
+            fn()
+        first.append((time.perf_counter() - start) / max(warmup, 1))
+    numbers = [max(1, min(1000, math.ceil(MIN_SAMPLE_S / max(t, 1e-9)))) for t in first]
+    samples: list[list[float]] = [[], []]
+    gc_was_on = gc.isenabled()
+    gc.collect()
+    gc.disable()  # a collection in the middle of one sample is noise, not either mode's cost
+    try:
+        for _ in range(repeat):
+            for k, fn in enumerate((a, b)):
+                start = time.perf_counter()
+                for _ in range(numbers[k]):
+                    fn()
+                samples[k].append((time.perf_counter() - start) / numbers[k])
+            tick("sample")
+    finally:
+        if gc_was_on:
+            gc.enable()
+    return Timing(samples[0], numbers[0]), Timing(samples[1], numbers[1])
+
+
+# -- what is compared ---------------------------------------------------------------------------
+def to_numpy(x: Any) -> np.ndarray:
+    """Host copy of a tensor, NumPy or CuPy array, or number."""
+    if isinstance(x, Tensor):
+        x = x.detach().cpu()
+        return np.asarray(x)
+    if hasattr(x, "get") and hasattr(x, "__cuda_array_interface__"):
+        return x.get()
+    if hasattr(x, "detach") and hasattr(x, "numpy"):  # a torch tensor
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def _flatten(result: tuple) -> list[np.ndarray]:
+    """(output, gradients) -> host arrays, output first."""
+    out, grads = result
+    return [to_numpy(out)] + [to_numpy(g) for g in grads]
+
+
+def max_relative_error(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray]) -> float:
+    """Largest |actual - expected| relative to the scale of each expected array (its largest
+    magnitude): elementwise relative error would blow up on entries that cancel to ~0.
+    Mismatched shapes, NaN or a missing gradient count as infinite error."""
+    if len(expected) != len(actual):
+        return math.inf
+    worst = 0.0
+    for e, a in zip(expected, actual):
+        e = np.asarray(e, dtype=np.float64)
+        a = np.asarray(a, dtype=np.float64)
+        if e.shape != a.shape:
+            return math.inf
+        if e.size == 0:
+            continue
+        diff = np.abs(a - e)
+        if np.isnan(diff).any() and not np.array_equal(np.isnan(a), np.isnan(e)):
+            return math.inf
+        scale = float(np.nanmax(np.abs(e))) if not np.isnan(e).all() else 0.0
+        err = float(np.nanmax(diff)) if not np.isnan(diff).all() else 0.0
+        worst = max(worst, err / scale if scale > 0 else err)
+    return worst
+
+
+def count_fused(graph: Graph) -> int:
+    """Fused regions: each becomes one kernel (one blocked loop, or one CuPy kernel)."""
+    return sum(1 for node in graph.nodes if node.op == "fused")
+
+
+# -- peers: the same loss in another library ------------------------------------------------------
+PEER_LIBRARIES = ("torch", "jax")
+
+
+def measure_peer(library: str, peer_fn: Callable | None, args: tuple, diff: tuple, repeat: int, warmup: int,
+                 reference: list[np.ndarray]) -> PeerResult:
+    """Eager and compiled runs of `peer_fn` (the workload written for `library`) on copies of
+    the same inputs, checked against our eager results. The library is imported only here,
+    so a missing one is a note in the report, not an error."""
+    if library not in PEER_LIBRARIES:
+        return PeerResult(library, False, f"unknown peer (known: {', '.join(PEER_LIBRARIES)})")
+    try:
+        module = __import__(library)
+    except ImportError:
+        return PeerResult(library, False, f"not installed (pip install {library})")
+    if peer_fn is None:
+        return PeerResult(library, False, f"the workload has no {library} version (see its peer() function)")
+    runner = _torch_runners if library == "torch" else _jax_runners
+    try:
+        run_eager, make_compiled, note = runner(module, peer_fn, args, diff)
+        error = max_relative_error(reference, _flatten(run_eager()))
+        start = time.perf_counter()
+        run_compiled = make_compiled()
+        _flatten(run_compiled())
+        compile_s = time.perf_counter() - start
+    except Exception as exc:  # noqa: BLE001  (a peer's failure is reported, ours go on)
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return PeerResult(library, True, f"failed: {type(exc).__name__}: {first[:160]}")
+    eager_t, compiled_t = time_interleaved(run_eager, run_compiled, repeat, warmup)
+    return PeerResult(library, True, note, eager_t, compiled_t, compile_s, error)
+
+
+def _torch_runners(torch, fn: Callable, args: tuple, diff: tuple):
+    cuda = any(isinstance(a, Tensor) and a.device.type == "cuda" for a in args)
+    if cuda and not torch.cuda.is_available():
+        raise RuntimeError("this torch has no CUDA")
+    dev = "cuda" if cuda else "cpu"
+    targs = [torch.from_numpy(to_numpy(a).copy()).to(dev) if isinstance(a, Tensor) else a for a in args]
+    for i in diff:
+        targs[i].requires_grad_(True)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+
+    def runner(f: Callable) -> Callable:
+        def run():
+            for i in diff:
+                targs[i].grad = None
+            out = f(*targs)
+            if diff:
+                out.backward()
+            sync()
+            return out, [targs[i].grad for i in diff]
+        return run
+
+    return runner(fn), lambda: runner(torch.compile(fn)), "eager and torch.compile"
+
+
+def _jax_runners(jax, fn: Callable, args: tuple, diff: tuple):
+    jargs = [jax.numpy.asarray(to_numpy(a)) if isinstance(a, Tensor) else a for a in args]
+    step = jax.value_and_grad(fn, argnums=diff) if diff else fn
+
+    def runner(f: Callable) -> Callable:
+        def run():
+            out = jax.block_until_ready(f(*jargs))
+            return out if diff else (out, [])
+        return run
+
+    return runner(step), lambda: runner(jax.jit(step)), "op by op and jax.jit"

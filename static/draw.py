@@ -1,0 +1,279 @@
+"""Drawing the static IR as Graphviz DOT, and rendering DOT to a picture.
+
+A picture answers what the printed IR makes you count by hand: which ops were fused into
+one kernel (a fused region is a cluster around its body's ops) and what the forward keeps
+alive for the backward (saved values, orange, between the forward and backward halves).
+Colours follow `eager.viz.to_dot`, so the eager and static pictures of one function read
+alike: inputs light blue, outputs green, saved values orange, ops grey.
+
+    dot_text = static.draw.to_dot(loss, x, w)      # x, w eager tensors that require grad
+    static.draw.render(dot_text, "loss.svg")       # Graphviz when installed, else loss.dot
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from eager import Tensor
+
+from .ir import Graph, Node, Value, format_type
+from .ir.core import format_literal, format_operand
+
+MAX_BODY_NODES = 40  # a larger fused region is drawn as one box that counts its ops
+FORMATS = (".svg", ".png", ".pdf", ".dot")
+
+_STYLE = {
+    "input": 'shape=box, style="filled,rounded", fillcolor="lightblue"',
+    "seed": 'shape=box, style="filled,rounded", fillcolor="lightyellow"',
+    "op": 'shape=box, style=filled, fillcolor="lightgrey"',
+    "output": 'shape=box, style=filled, fillcolor="darkolivegreen1"',
+    "saved": 'shape=box, style=filled, fillcolor="orange"',
+    "summary": 'shape=box, style="filled,dashed", fillcolor="white"',
+}
+_FUSED_CLUSTER = 'style="filled,rounded"; fillcolor="#e8f0fe"; color="#4a6fa5"'
+_HALF_CLUSTER = 'style="rounded"; color="grey50"'
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _node_text(node: Node) -> str:
+    """The node as the IR prints it, without the result type (shown on the next line)."""
+    lhs = ", ".join(f"%{o.name}" for o in node.outputs)
+    text = f"{lhs} = {node.op}"
+    if node.inputs:
+        text += " " + ", ".join(format_operand(v) for v in node.inputs)
+    if node.attrs:
+        text += " {" + ", ".join(f"{k}={format_literal(node.attrs[k])}" for k in sorted(node.attrs)) + "}"
+    return text
+
+
+def _nbytes(v: Value) -> int:
+    n = 1
+    for s in v.type.shape:
+        n *= int(s)
+    return n * v.type.dtype.itemsize
+
+
+class _Dot:
+    """Accumulates DOT statements; maps each IR Value to the DOT node that produces it."""
+
+    def __init__(self, name: str) -> None:
+        self.lines = [f"digraph {_quote(name)} {{",
+                      '  graph [rankdir=TB, fontname="monospace", compound=true];',
+                      '  node [fontname="monospace", fontsize=10];',
+                      '  edge [arrowsize=0.6];']
+        self.edges: list[str] = []  # drawn at top level: an edge inside a cluster pulls its ends in
+        self.source: dict[Value, str] = {}
+        self.count = 0
+        self.fused = 0
+
+    def node(self, label: str, style: str, indent: str = "  ") -> str:
+        nid = f"n{self.count}"
+        self.count += 1
+        self.lines.append(f"{indent}{nid} [label={_quote(label)}, {_STYLE[style]}];")
+        return nid
+
+    def edge(self, src: str, dst: str) -> None:
+        self.edges.append(f"  {src} -> {dst};")
+
+    def edges_into(self, nid: str, node: Node) -> None:
+        for v in dict.fromkeys(node.input_values()):
+            if v in self.source:
+                self.edge(self.source[v], nid)
+
+    def graph_nodes(self, graph: Graph, indent: str, max_body_nodes: int) -> None:
+        for node in graph.nodes:
+            if node.body is not None:
+                self.fused_region(node, indent, max_body_nodes)
+            else:
+                nid = self.node(f"{_node_text(node)}\n{_types(node.outputs)}", "op", indent)
+                self.edges_into(nid, node)
+                for o in node.outputs:
+                    self.source[o] = nid
+
+    def fused_region(self, node: Node, indent: str, max_body_nodes: int) -> None:
+        """A cluster around the region's body: each body op is a box inside it, fed by the
+        producers of the region's operands, feeding the users of the region's results."""
+        body = node.body
+        k = self.fused
+        self.fused += 1
+        ops = body.count_nodes()
+        self.lines.append(f"{indent}subgraph cluster_fused{k} {{")
+        inner = indent + "  "
+        self.lines.append(f"{inner}{_FUSED_CLUSTER};")
+        self.lines.append(f"{inner}label={_quote(f'fused #{k}: {ops} ops -> one kernel')};")
+        for param, operand in zip(body.inputs, node.inputs):
+            if isinstance(operand, Value) and operand in self.source:
+                self.source[param] = self.source[operand]
+        if len(body.nodes) > max_body_nodes:
+            tally = Counter(n.op for n in body.nodes)
+            summary = ", ".join(f"{op} x{c}" for op, c in tally.most_common(6))
+            label = (f"{', '.join('%' + o.name for o in node.outputs)} = fused ({ops} ops)\n{summary}"
+                     f"{', ...' if len(tally) > 6 else ''}\n{_types(node.outputs)}")
+            nid = self.node(label, "summary", inner)
+            self.edges_into(nid, node)
+            for o in node.outputs:
+                self.source[o] = nid
+        else:
+            self.graph_nodes(body, inner, max_body_nodes)
+            for o, y in zip(node.outputs, body.outputs):
+                if isinstance(y, Value) and y in self.source:
+                    self.source[o] = self.source[y]
+        self.lines.append(f"{indent}}}")
+
+    def text(self) -> str:
+        return "\n".join(self.lines + self.edges + ["}"]) + "\n"
+
+
+def _types(values: Sequence[Value]) -> str:
+    return ", ".join(format_type(v.type) for v in values)
+
+
+def graph_to_dot(graph: Graph, name: str | None = None, max_body_nodes: int = MAX_BODY_NODES) -> str:
+    """DOT text of one graph: inputs, ops, fused regions as clusters, outputs."""
+    dot = _Dot(name or graph.name)
+    _draw_half(dot, graph, "  ", max_body_nodes, seeds=0)
+    for k, v in enumerate(graph.outputs):
+        if isinstance(v, Value) and v in dot.source:
+            out = dot.node(f"output {k}\n{format_type(v.type)}", "output")
+            dot.edge(dot.source[v], out)
+    return dot.text()
+
+
+def _draw_half(dot: _Dot, graph: Graph, indent: str, max_body_nodes: int, seeds: int,
+               saved_sources: Sequence[str] = ()) -> None:
+    """Inputs then nodes of one graph. The first len(saved_sources) inputs are values saved
+    by the forward (drawn there); the last `seeds` inputs are output gradients."""
+    n_saved = len(saved_sources)
+    for k, v in enumerate(graph.inputs):
+        if k < n_saved:
+            dot.source[v] = saved_sources[k]
+        else:
+            is_seed = k >= len(graph.inputs) - seeds
+            dot.source[v] = dot.node(f"%{v.name}\n{format_type(v.type)}", "seed" if is_seed else "input", indent)
+    dot.graph_nodes(graph, indent, max_body_nodes)
+
+
+def split_to_dot(forward: Graph, backward: Graph, n_saved: int, name: str | None = None,
+                 max_body_nodes: int = MAX_BODY_NODES, grad_names: Sequence[str] = ()) -> str:
+    """DOT text of a forward/backward pair: the forward's last `n_saved` outputs are the
+    values it saves for the backward, whose first `n_saved` inputs they become.
+    `grad_names` names the input each backward output is the gradient of."""
+    dot = _Dot(name or forward.name)
+    user_outputs = forward.outputs[:len(forward.outputs) - n_saved]
+    saved = forward.outputs[len(forward.outputs) - n_saved:]
+    dot.lines.append("  subgraph cluster_forward {")
+    dot.lines.append(f"    {_HALF_CLUSTER}; label={_quote('forward')};")
+    _draw_half(dot, forward, "    ", max_body_nodes, seeds=0)
+    for k, v in enumerate(user_outputs):
+        if isinstance(v, Value) and v in dot.source:
+            out = dot.node(f"output {k}\n{format_type(v.type)}", "output", "    ")
+            dot.edge(dot.source[v], out)
+    dot.lines.append("  }")
+    saved_ids = []
+    for v in saved:
+        sid = dot.node(f"saved %{v.name}\n{format_type(v.type)}\n{_nbytes(v)} bytes", "saved")
+        if v in dot.source:
+            dot.edge(dot.source[v], sid)
+        saved_ids.append(sid)
+    dot.lines.append("  subgraph cluster_backward {")
+    dot.lines.append(f"    {_HALF_CLUSTER}; label={_quote('backward')};")
+    seeds = len(backward.inputs) - n_saved
+    _draw_half(dot, backward, "    ", max_body_nodes, seeds=seeds, saved_sources=saved_ids)
+    for k, v in enumerate(backward.outputs):
+        if isinstance(v, Value) and v in dot.source:
+            of = f"%{grad_names[k]}" if k < len(grad_names) else str(k)
+            out = dot.node(f"gradient of {of}\n{format_type(v.type)}", "output", "    ")
+            dot.edge(dot.source[v], out)
+    dot.lines.append("  }")
+    return dot.text()
+
+
+# -- what static.compile runs for a function ------------------------------------------------------
+@dataclass
+class AutogradGraphs:
+    """The optimized graphs a compiled call on tensors that require grad runs."""
+
+    forward: Graph
+    backward: Graph | None  # None when no argument requires grad
+    n_saved: int  # how many of the forward's last outputs the backward reads
+    grad_names: list  # the forward input each backward output is the gradient of
+
+
+def autograd_graphs(fn: Callable, *args) -> AutogradGraphs:
+    """Compile `fn` and return the forward and backward graphs for these arguments.
+
+    static.compile has no public accessor for the split halves yet, so this reads the
+    compiled entry's split (the same objects `explain` prints)."""
+    from .api import compile as static_compile  # noqa: PLC0415
+
+    compiled = static_compile(fn)
+    leaves, _key, entry = compiled._entry(args)
+    if entry is None:
+        raise RuntimeError(f"{compiled.__name__} runs eagerly for these arguments: there is no graph to draw")
+    trace = entry.trace
+    diff_inputs = tuple(i for i, k in enumerate(trace.input_leaves)
+                        if isinstance(leaves[k], Tensor) and leaves[k].requires_grad)
+    diff_captured = tuple(i for i, (o, _) in enumerate(trace.captured) if isinstance(o, Tensor) and o.requires_grad)
+    if not (diff_inputs or diff_captured):
+        return AutogradGraphs(entry.graph, None, 0, [])
+    split = entry.autograd_split(args, diff_inputs, diff_captured).split
+    wrt = list(diff_inputs) + [len(trace.input_leaves) + j for j in diff_captured]
+    names = [split.forward.inputs[i].name for i in wrt]
+    return AutogradGraphs(split.forward, split.backward, len(split.residuals), names)
+
+
+def to_dot(fn: Callable, *args, max_body_nodes: int = MAX_BODY_NODES) -> str:
+    """DOT text of what static.compile runs for fn(*args): the forward and, when an argument
+    requires grad, the backward, with the values saved between them."""
+    graphs = autograd_graphs(fn, *args)
+    name = getattr(fn, "__name__", "f")
+    if graphs.backward is None:
+        return graph_to_dot(graphs.forward, name, max_body_nodes)
+    return split_to_dot(graphs.forward, graphs.backward, graphs.n_saved, name, max_body_nodes, graphs.grad_names)
+
+
+# -- rendering ----------------------------------------------------------------------------------
+@dataclass
+class Rendered:
+    path: Path  # what was written
+    rendered: bool  # False: DOT text was written because Graphviz is missing
+    message: str
+
+
+def find_dot() -> str | None:
+    """The Graphviz `dot` executable, or None."""
+    return shutil.which("dot")
+
+
+def render(dot_text: str, path: str | Path) -> Rendered:
+    """Write `dot_text` to `path`: as is for .dot, through Graphviz for .svg/.png/.pdf.
+    Without Graphviz, the DOT text goes next to `path` (suffix .dot) and the message says
+    how to render it later. Raises ValueError for another suffix or a Graphviz failure."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise ValueError(f"cannot write {suffix or 'a file without suffix'}: use one of {', '.join(FORMATS)}")
+    if suffix == ".dot":
+        path.write_text(dot_text, encoding="utf-8")
+        return Rendered(path, True, f"wrote {path}")
+    exe = find_dot()
+    if exe is None:
+        dot_path = path.with_suffix(".dot")
+        dot_path.write_text(dot_text, encoding="utf-8")
+        return Rendered(dot_path, False,
+                        f"Graphviz 'dot' is not installed, so wrote {dot_path} instead of {path}; render it with "
+                        f"`dot -T{suffix[1:]} {dot_path} -o {path}` (Graphviz: apt-get install graphviz, "
+                        "brew install graphviz, or conda install graphviz)")
+    proc = subprocess.run([exe, f"-T{suffix[1:]}", "-o", str(path)], input=dot_text.encode("utf-8"),
+                          capture_output=True, timeout=120, check=False)
+    if proc.returncode != 0:
+        first = (proc.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[0]
+        raise ValueError(f"Graphviz failed to render {path}: {first}")
+    return Rendered(path, True, f"wrote {path}")
