@@ -236,8 +236,18 @@ class BlockedRegion:
         yielded = {}
         for o, y in zip(r.node.outputs, body.outputs):
             yielded.setdefault(y, []).append(o)
-        in_block = [n for n in r.prologue if n.outputs[0] in r.sliced]
-        hoisted = [n for n in r.prologue if n.outputs[0] not in r.sliced]
+        readers: dict = {}
+        for n in body.nodes:
+            for v in n.input_values():
+                readers.setdefault(v, []).append(n)
+        for n in r.prologue:  # a constant read by in-block pointwise ops is just its literal (out= broadcasts)
+            v = n.outputs[0]
+            if n.op in ("full", "full_like") and v not in yielded and v in r.sliced and all(
+                    m in r.prologue and m.outputs[0] in r.sliced for m in readers.get(v, [])):
+                self.block.env[n.outputs[0]] = top.env[n.outputs[0]] = py_literal(n.attrs["value"])
+        in_block = [n for n in r.prologue if n.outputs[0] in r.sliced and n.outputs[0] not in self.block.env]
+        hoisted_skip = set(self.block.env)
+        hoisted = [n for n in r.prologue if n.outputs[0] not in r.sliced and n.outputs[0] not in hoisted_skip]
         used_in_block = {v for n in in_block + r.reductions for v in n.input_values()}
         # values computed once, before the blocks
         for n in hoisted:
