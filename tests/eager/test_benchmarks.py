@@ -24,7 +24,8 @@ def _load(monkeypatch, name: str):
 def test_eager_bench_quick_rows_and_json(monkeypatch, tmp_path, capsys):
     bench = _load(monkeypatch, "eager_bench")
     out = tmp_path / "eager.json"
-    rows = bench.main(["--quick", "--only", "W1,W3,W4", "--repeats", "1", "--json", str(out)])
+    rows = bench.main(["--quick", "--only", "W1,W3,W4", "--repeats", "1", "--malloc", "default",
+                       "--json", str(out)])
     assert [r["workload"].split()[0] for r in rows] == ["W1", "W1", "W3", "W4"]
     for row in rows:
         assert row["eager_fwd_bwd_s"] > 0 and row["numpy_fwd_bwd_s"] > 0
