@@ -124,7 +124,8 @@ def w2(n: int, rng: np.random.Generator, cube: str = "pow") -> Case:
         return (y * ew).sum()
 
     step = _eager_step(leaves, e_fwd)
-    return Case("W2 gelu", f"n={n:.0e}" + ("" if cube == "pow" else " x*x*x"), np_fwd, np_step, e_fwd, step, np_step, step, ops=10)
+    size = f"n={n:.0e}" + ("" if cube == "pow" else " x*x*x")
+    return Case("W2 gelu", size, np_fwd, np_step, e_fwd, step, np_step, step, ops=10)
 
 
 # -- W3: MLP with softmax cross-entropy and an SGD update -----------------------------------------------

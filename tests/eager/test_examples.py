@@ -18,7 +18,8 @@ TUTORIALS = {
                                  "fix 1: L.sum().backward()", "fix 2: L.backward(gradient=torch.ones_like(L))"],
     "tutorial_backward_ones.py": ["x.grad = tensor([2., 4., 6., 8.])"],
     "tutorial_gradients.py": ["all gradients match the analytic formulas"],
-    "tutorial_no_grad.py": ["detach:", "no_grad:", "retain_graph:", "Trying to backward through the graph a second time"],
+    "tutorial_no_grad.py": ["detach:", "no_grad:", "retain_graph:",
+                            "Trying to backward through the graph a second time"],
 }
 QUICK = ["--epochs", "120", "--points", "100", "--seed", "1", "--log-every", "20"]
 
