@@ -15,7 +15,12 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(PY) -m pytest
 
-demo: $(STAMP)
+# the demo also draws a runtime chart: matplotlib comes with the `plot` extra
+$(VENV)/.installed-plot: $(STAMP)
+	$(PY) -m pip install -q -e '.[test,plot]'
+	touch $@
+
+demo: $(VENV)/.installed-plot
 	$(PY) examples/demo.py
 
 bench: $(STAMP)

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .compare import PEER_LIBRARIES, CompareReport, compare, format_bytes, format_seconds
+from .compare import PEER_LIBRARIES, CompareReport, compare, format_bytes, format_seconds, steady_malloc
 
 USAGE_ERROR, DISAGREE = 2, 1
 
@@ -188,6 +188,7 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     check_device(ns.device, ns.backend)
     if ns.plot:
         check_plotting()
+    ns.malloc_setting = steady_malloc() if ns.malloc == "steady" else "default"
     reports = measure(workload, sizes, ns, peers)
     print_table(workload, sizes, reports, ns)
     if ns.json:
@@ -260,8 +261,9 @@ def print_table(workload: Workload, sizes: list, reports: list[CompareReport], n
     mode = "fwd+bwd" if all(r.mode == "forward+backward" for r in reports) else "fwd"
     first = reports[0]
     with_peers = any(r.peers for r in reports)
+    malloc = "steady" if ns.malloc_setting.startswith("steady") else "default"
     title = Text(f"{workload.description}\neager vs compiled {mode}: backend {first.backend}, device {first.device}, "
-                 f"median of {ns.repeat} runs")
+                 f"median of {ns.repeat} runs, malloc {malloc}")
     table = Table(title=title, title_justify="left")
     headers = [("size", "left")] + ([("run", "left")] if with_peers else []) + [
         (f"eager {mode}", "right"), (f"compiled {mode}", "right"), ("speedup", "right"),
@@ -320,6 +322,7 @@ def write_json(path: str, workload: Workload, ns: argparse.Namespace, sizes: lis
         "device": ns.device,
         "repeat": ns.repeat,
         "tolerance": ns.tolerance,
+        "malloc": ns.malloc_setting,
         "machine": _machine(),
         "results": [{"size": label, "size_value": list(value) if isinstance(value, tuple) else value,
                      **r.to_dict()} for (label, value), r in zip(sizes, reports)],
@@ -506,6 +509,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="FILE.png", help="write a log-log runtime-vs-size chart (needs matplotlib)")
     p.add_argument("--json", metavar="FILE", help="write every sample as JSON")
     p.add_argument("--peers", metavar="torch,jax", help="also run the workload's torch/jax versions when installed")
+    p.add_argument("--malloc", choices=("steady", "default"), default="steady",
+                   help="steady (default): glibc keeps freed memory, so page faults do not decide the ratio; "
+                   "default: leave the allocator as it is")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("ir", help="print the IR after each optimization stage and the generated source")

@@ -37,6 +37,8 @@ from .trace import trace
 
 DEFAULT_TOLERANCE = 1e-3  # float32 results reassociated by fusion differ in the 6th-7th digit
 MIN_SAMPLE_S = 2e-3  # a sample shorter than this times several calls together
+WARMUP_S = 0.05  # warm-up runs go on (up to MAX_WARMUP calls) until each mode has run this long
+MAX_WARMUP = 50
 
 
 # -- the report ---------------------------------------------------------------------------------
@@ -316,31 +318,53 @@ def _codegen_cache(cache_dir: str | None) -> Iterator[str]:
 
 def time_interleaved(a: Callable[[], object], b: Callable[[], object], repeat: int, warmup: int = 1,
                      tick: Callable[[str], None] = lambda _e: None) -> tuple[Timing, Timing]:
-    """Per-call seconds of `a` and `b`, alternated so that a noisy neighbour slows both. Calls
-    shorter than MIN_SAMPLE_S are timed in groups (the sample is the group's mean)."""
-    first = []
-    for fn in (a, b):
-        start = time.perf_counter()
-        for _ in range(max(warmup, 1)):
+    """Per-call seconds of `a` and `b`, alternated so that a noisy neighbour slows both.
+
+    Warm-up runs both at least `warmup` times and, for quick calls, until each has run for
+    WARMUP_S: the first calls pay for caches and for the allocator growing its heap, which
+    a training loop pays once. Calls shorter than MIN_SAMPLE_S are timed in groups (the
+    sample is the group's mean)."""
+    spent, calls = [0.0, 0.0], 0
+    while calls < max(warmup, 1) or (min(spent) < WARMUP_S and calls < MAX_WARMUP):
+        for k, fn in enumerate((a, b)):
+            start = time.perf_counter()
             fn()
-        first.append((time.perf_counter() - start) / max(warmup, 1))
-    numbers = [max(1, min(1000, math.ceil(MIN_SAMPLE_S / max(t, 1e-9)))) for t in first]
+            spent[k] += time.perf_counter() - start
+        calls += 1
+    numbers = [max(1, min(1000, math.ceil(MIN_SAMPLE_S * calls / max(t, 1e-9)))) for t in spent]
     samples: list[list[float]] = [[], []]
-    gc_was_on = gc.isenabled()
-    gc.collect()
-    gc.disable()  # a collection in the middle of one sample is noise, not either mode's cost
-    try:
-        for _ in range(repeat):
-            for k, fn in enumerate((a, b)):
-                start = time.perf_counter()
-                for _ in range(numbers[k]):
-                    fn()
-                samples[k].append((time.perf_counter() - start) / numbers[k])
-            tick("sample")
-    finally:
-        if gc_was_on:
-            gc.enable()
+    for _ in range(repeat):
+        for k, fn in enumerate((a, b)):
+            gc.collect()  # garbage of the other mode is not this one's cost; its own is (gc stays on)
+            start = time.perf_counter()
+            for _ in range(numbers[k]):
+                fn()
+            samples[k].append((time.perf_counter() - start) / numbers[k])
+        tick("sample")
     return Timing(samples[0], numbers[0]), Timing(samples[1], numbers[1])
+
+
+def steady_malloc() -> str:
+    """Make glibc keep freed memory for reuse instead of returning it to the OS.
+
+    By default glibc serves large arrays with fresh mmaps and trims its heap after big
+    frees, so a new array can cost page faults, how many depending on the order of earlier
+    allocations: interleaving eager and compiled runs then changes either's time by up to
+    3x (W1 at n=1e4: compiled 37 us alone, 110-210 us after eager runs). With this setting
+    both run at the steady state a training loop reaches. A process-wide change, so the
+    `graphmode` command makes it (--malloc) and static.compare() does not. Returns what was
+    set, or "default" where the call is unavailable (not glibc)."""
+    import ctypes  # noqa: PLC0415
+    import ctypes.util  # noqa: PLC0415
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        mallopt = libc.mallopt
+    except (OSError, AttributeError, TypeError):
+        return "default"
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    ok = mallopt(m_mmap_threshold, 32 * 1024 * 1024) == 1 and mallopt(m_trim_threshold, 2 ** 31 - 1) == 1
+    return "steady (glibc: mmap_threshold=32MiB, no trimming)" if ok else "default"
 
 
 # -- what is compared ---------------------------------------------------------------------------

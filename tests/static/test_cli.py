@@ -88,7 +88,8 @@ def test_compare_json_holds_every_sample_and_the_schema(capsys, small, tmp_path)
     assert code == 0, err
     data = json.loads(out_file.read_text())
     assert data["schema"] == "graphmode-compare/1"
-    for key in ("graphmode_version", "workload", "target", "backend", "device", "repeat", "tolerance", "machine"):
+    for key in ("graphmode_version", "workload", "target", "backend", "device", "repeat", "tolerance", "malloc",
+                "machine"):
         assert key in data
     assert [r["size"] for r in data["results"]] == ["64", "4x8"]
     assert data["results"][1]["size_value"] == [4, 8]
