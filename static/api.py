@@ -285,7 +285,7 @@ def _build_split(owner: "Compiled", args: tuple, diff_leaves: list, diff_capture
     user, grads, updates = outs[:n_user], outs[n_user:joint.n_outputs], outs[joint.n_outputs:]
     joint.graph.outputs = user + updates + grads
     primal = [v for v in joint.graph.inputs if v not in seeds]
-    stages: list = [("joint (forward + backward)", str(joint.graph), "")]
+    stages: list = [("joint (forward + backward)", str(joint.graph) if _recording() else None, "")]
     split = _partition(owner, joint.graph, primal, seeds, len(user) + len(updates), stages)
     verify(split.forward)
     verify(split.backward)
@@ -302,6 +302,14 @@ def _signature_of(fn):
         return inspect.signature(fn.forward if _is_module(fn) else fn)
     except (TypeError, ValueError):
         return None
+
+
+def _recording() -> bool:
+    try:
+        from .passes import is_recording  # noqa: PLC0415
+    except ImportError:
+        return True
+    return is_recording()
 
 
 def _partition(owner: "Compiled", graph: Graph, primal: list, seeds: list, n_forward: int, stages: list):
@@ -563,6 +571,12 @@ class Compiled:
         gradients, then how it runs (and the generated source, when there is one)."""
         args = self._positional(args, kwargs) if kwargs else args
         leaves, entry = self._entry_for(args)
+        # compiles keep no stage texts (printing every graph would cost more than the passes):
+        # build this signature once more, recording them, without touching the cache
+        from .passes import recording  # noqa: PLC0415
+
+        with recording():
+            entry = _Entry(self, args, self._key(args)[1])
         parts = []
         for name, graph, *note in entry.stages:
             header = f"== {name} ==" + (f"  ({note[0]})" if note and note[0] else "")

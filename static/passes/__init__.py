@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from ..ir import Graph, verify
 from ..partition import Split
-from .manager import PASSES, pipeline_for, run_passes, summarize
+from .manager import PASSES, is_recording, pipeline_for, recording, run_passes, summarize
 from .remat import partition
 from .rewrite import clone, renumber
 from .stability import stabilize_values
 
-__all__ = ["PASSES", "run_pipeline", "optimize_joint", "stabilize_values", "partition"]
+__all__ = ["PASSES", "run_pipeline", "optimize_joint", "stabilize_values", "partition", "recording"]
 
 
 def run_pipeline(graph: Graph, stages: list, opt_level: int = 2, passes=None, fast_math: bool = False) -> Graph:
@@ -42,7 +42,7 @@ def optimize_joint(joint: Graph, primal: list, seeds: list, n_forward_outputs: i
         split = split_joint(joint, primal, seeds, n_forward_outputs)
         stats = {"saved_values": len(split.residuals)}
     stages.append(("partition" + (" (min-cut remat)" if remat_on else ""),
-                   f"{split.forward}\n\n{split.backward}", summarize(stats)))
+                   f"{split.forward}\n\n{split.backward}" if is_recording() else None, summarize(stats)))
     for half, name in ((split.forward, "forward"), (split.backward, "backward")):
         verify(half)
         run_passes(half, lower, stages, options, label=f"{name}: ")

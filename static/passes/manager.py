@@ -2,6 +2,8 @@
 what it changed; the verifier runs after each; every stage is recorded for `explain`."""
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from typing import Callable
 
 from ..ir import Graph, verify
@@ -45,6 +47,28 @@ def pipeline_for(opt_level: int, passes=None) -> tuple[list, list]:
     return simplify, lower
 
 
+class _Recording(threading.local):
+    on = False
+
+
+_RECORDING = _Recording()
+
+
+@contextmanager
+def recording():
+    """Record each stage's IR text (what `explain` shows). Off by default: printing every
+    intermediate graph would cost more than the passes themselves."""
+    prev, _RECORDING.on = _RECORDING.on, True
+    try:
+        yield
+    finally:
+        _RECORDING.on = prev
+
+
+def is_recording() -> bool:
+    return _RECORDING.on
+
+
 def summarize(stats: dict) -> str:
     parts = []
     for k, v in stats.items():
@@ -56,13 +80,14 @@ def summarize(stats: dict) -> str:
 
 
 def run_passes(graph: Graph, names: list, stages: list, options: dict, label: str = "") -> Graph:
-    previous = str(graph)
+    record = _RECORDING.on
+    previous = str(graph) if record else None
     for name in names:
         stats = PASSES[name](graph, **options)
         verify(graph)
         stage = f"{label}{name}"
-        text = str(graph)
-        stages.append((stage, text if text != previous else "(no change)", summarize(stats)))
+        text = str(graph) if record else None
+        stages.append((stage, "(no change)" if text == previous else text, summarize(stats)))
         previous = text
         why = stats.get("why_not_fused")
         if why:

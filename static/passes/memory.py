@@ -10,7 +10,9 @@ from eager.ops import REGISTRY
 from ..ir import Graph, Value
 from .rewrite import nbytes
 
-VIEW_OPS = {"reshape", "transpose", "permute", "expand", "squeeze", "unsqueeze", "split", "stop_gradient"}
+# results that may share their first operand's memory: the ops the registry marks as views,
+# and those that can return their operand itself (stop_gradient; to_device on one device)
+VIEW_OPS = {name for name, op in REGISTRY.items() if op.is_view} | {"stop_gradient", "to_device"}
 
 
 @dataclass
