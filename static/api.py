@@ -24,7 +24,7 @@ from .autodiff import vjp
 from .errors import TraceError
 from .executable import build_executable
 from .ir import Graph, Value, verify
-from .partition import split_joint
+from .passes import is_recording, optimize_joint, recording, run_pipeline
 from .trace import TraceResult, check_hashable, flatten_args, is_leaf, static_positions, trace_function
 from .tracer import ACTIVE, Tracer
 
@@ -285,7 +285,7 @@ def _build_split(owner: "Compiled", args: tuple, diff_leaves: list, diff_capture
     user, grads, updates = outs[:n_user], outs[n_user:joint.n_outputs], outs[joint.n_outputs:]
     joint.graph.outputs = user + updates + grads
     primal = [v for v in joint.graph.inputs if v not in seeds]
-    stages: list = [("joint (forward + backward)", str(joint.graph) if _recording() else None, "")]
+    stages: list = [("joint (forward + backward)", str(joint.graph) if is_recording() else None, "")]
     split = _partition(owner, joint.graph, primal, seeds, len(user) + len(updates), stages)
     verify(split.forward)
     verify(split.backward)
@@ -304,21 +304,8 @@ def _signature_of(fn):
         return None
 
 
-def _recording() -> bool:
-    try:
-        from .passes import is_recording  # noqa: PLC0415
-    except ImportError:
-        return True
-    return is_recording()
-
-
 def _partition(owner: "Compiled", graph: Graph, primal: list, seeds: list, n_forward: int, stages: list):
-    """Optimize forward and backward together, then split them (by static.passes' min-cut
-    when the passes are available; saving everything the backward reads otherwise)."""
-    try:
-        from .passes import optimize_joint  # noqa: PLC0415
-    except ImportError:
-        return split_joint(graph, primal, seeds, n_forward)
+    """Optimize forward and backward together, then split them by a min-cut."""
     split, _ = optimize_joint(graph, primal, seeds, n_forward, stages, opt_level=owner.opt_level,
                               passes=owner.passes, fast_math=owner.fast_math)
     return split
@@ -449,11 +436,7 @@ class Compiled:
         return tuple(bound.args)
 
     def _optimize(self, graph: Graph, stages: list) -> Graph:
-        """The optimization pipeline (static.passes when present)."""
-        try:
-            from .passes import run_pipeline  # noqa: PLC0415
-        except ImportError:
-            return graph
+        """The forward-only optimization pipeline."""
         return run_pipeline(graph, stages, opt_level=self.opt_level, passes=self.passes, fast_math=self.fast_math)
 
     def _key(self, args: tuple):
@@ -573,8 +556,6 @@ class Compiled:
         leaves, entry = self._entry_for(args)
         # compiles keep no stage texts (printing every graph would cost more than the passes):
         # build this signature once more, recording them, without touching the cache
-        from .passes import recording  # noqa: PLC0415
-
         with recording():
             entry = _Entry(self, args, self._key(args)[1])
         parts = []

@@ -7,6 +7,7 @@ from eager.ops import REGISTRY, fit_grad
 from eager.ops.special import FULL_LIKE
 
 from .ir import Value
+from .passes.stability import stabilize_values
 from .tracer import Tracer, TraceState
 
 
@@ -50,10 +51,6 @@ def _differentiable(v) -> bool:
 def _stable_forms(state: TraceState, outputs: list) -> list:
     """Rewrite unstable forms (log(softmax x), log(sigmoid x), ...) before differentiating,
     so the backward is derived from the stable form too (see static.passes.stability)."""
-    try:
-        from .passes.stability import stabilize_values  # noqa: PLC0415
-    except ImportError:
-        return outputs
     return stabilize_values(state.graph, outputs)
 
 

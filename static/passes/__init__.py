@@ -4,13 +4,12 @@ memory plan. Each pass is a function `graph -> stats` that edits the graph in pl
 from __future__ import annotations
 
 from ..ir import Graph, verify
-from ..partition import Split
 from .manager import PASSES, is_recording, pipeline_for, recording, run_passes, summarize
-from .remat import partition
+from .remat import Split, partition
 from .rewrite import clone, renumber
 from .stability import stabilize_values
 
-__all__ = ["PASSES", "run_pipeline", "optimize_joint", "stabilize_values", "partition", "recording"]
+__all__ = ["PASSES", "Split", "run_pipeline", "optimize_joint", "stabilize_values", "partition", "recording"]
 
 
 def run_pipeline(graph: Graph, stages: list, opt_level: int = 2, passes=None, fast_math: bool = False) -> Graph:
@@ -34,13 +33,7 @@ def optimize_joint(joint: Graph, primal: list, seeds: list, n_forward_outputs: i
     run_passes(joint, simplify, stages, options, label="joint: ")
     remat_on = opt_level >= 2 and (passes is None or (isinstance(passes, dict) and passes.get("remat", True))
                                    or (not isinstance(passes, dict) and "remat" in passes))
-    if remat_on:
-        split, stats = partition(joint, primal, seeds, n_forward_outputs)
-    else:
-        from ..partition import split_joint  # noqa: PLC0415
-
-        split = split_joint(joint, primal, seeds, n_forward_outputs)
-        stats = {"saved_values": len(split.residuals)}
+    split, stats = partition(joint, primal, seeds, n_forward_outputs, recompute=remat_on)
     stages.append(("partition" + (" (min-cut remat)" if remat_on else ""),
                    f"{split.forward}\n\n{split.backward}" if is_recording() else None, summarize(stats)))
     for half, name in ((split.forward, "forward"), (split.backward, "backward")):

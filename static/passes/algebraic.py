@@ -8,7 +8,7 @@ from eager.ops import REGISTRY
 from eager.ops._checks import broadcast_shapes
 
 from ..ir import Graph, Value
-from .rewrite import Namer, make_node, replace_uses
+from .rewrite import Namer, make_node, replace_uses, rewrite_each
 from .simplify import splat_value
 
 
@@ -169,21 +169,6 @@ class _Rewriter:
 
 
 def algebraic(graph: Graph, fast_math: bool = False, **_) -> dict:
-    rw = _Rewriter(graph, fast_math)
-    mapping: dict = {}
-    new_nodes = []
-    rewritten = 0
-    for node in graph.nodes:
-        node.inputs = [mapping.get(v, v) if isinstance(v, Value) else v for v in node.inputs]
-        rw.emitted = []
-        replacement = rw.rewrite(node)
-        if replacement is not None and replacement is not node.outputs[0]:
-            new_nodes.extend(rw.emitted)
-            new_nodes.append(node)  # left for DCE; later nodes read the replacement
-            mapping[node.outputs[0]] = replacement
-            rewritten += 1
-        else:
-            new_nodes.append(node)
-    graph.nodes = new_nodes
+    mapping = rewrite_each(graph, _Rewriter(graph, fast_math))
     replace_uses(graph, mapping)
-    return {"rewritten": rewritten}
+    return {"rewritten": len(mapping)}

@@ -1,16 +1,28 @@
-"""Rematerialization: choose what the forward saves for the backward by a minimum cut
-(as AOTAutograd's partitioner does). Saving a value costs its bytes; cheap elementwise
-and shape values may instead be recomputed in the backward from what is saved. Inputs
-are always available to save; matmuls and reductions are never recomputed."""
+"""Splitting a joint forward+backward graph, and rematerialization: the forward returns
+the user's outputs and the residuals; the backward takes residuals and output cotangents
+and returns the gradients.
+
+Which values are residuals is chosen by a minimum cut (as AOTAutograd's partitioner
+does): saving a value costs its bytes; cheap elementwise and shape values may instead be
+recomputed in the backward from what is saved. Inputs are always available to save;
+matmuls and reductions are never recomputed. With recomputation off, the cut saves
+exactly the forward values the backward reads."""
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 
 from eager.ops import REGISTRY
 
 from ..ir import Graph, Node, Value
-from ..partition import Split
 from .rewrite import nbytes
+
+
+@dataclass
+class Split:
+    forward: Graph  # inputs: primal inputs; outputs: user outputs, then residuals
+    backward: Graph  # inputs: residuals, then seeds; outputs: gradients
+    residuals: list  # the forward Values saved for the backward
 
 INF = float("inf")
 RECOMPUTABLE_KINDS = {"elementwise", "shape"}
@@ -80,7 +92,8 @@ def _needed_by(nodes: list, values: list) -> list:
     return out
 
 
-def partition(joint: Graph, primal: list, seeds: list, n_forward_outputs: int) -> tuple[Split, dict]:
+def partition(joint: Graph, primal: list, seeds: list, n_forward_outputs: int,
+              recompute: bool = True) -> tuple[Split, dict]:
     from_seed = set(seeds)
     fwd_nodes, bwd_nodes = [], []
     for node in joint.nodes:
@@ -107,7 +120,7 @@ def partition(joint: Graph, primal: list, seeds: list, n_forward_outputs: int) -
     for node in relevant:
         for o in node.outputs:
             fg.add(("in", o), ("out", o), nbytes(o))
-            if not _recomputable(node):
+            if not (recompute and _recomputable(node)):
                 fg.add("source", ("in", o), INF)
             for v in node.input_values():
                 fg.add(("out", v), ("in", o), INF)

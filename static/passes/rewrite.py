@@ -120,3 +120,22 @@ def nbytes(v: Value) -> int:
     for s in v.type.shape:
         n *= s
     return n
+
+
+def rewrite_each(graph: Graph, rewriter) -> dict:
+    """Offer every node, in order, to `rewriter.rewrite(node)`, which returns a Value equal to
+    the node's result (built from nodes it appended to `rewriter.emitted`) or None. Later
+    nodes read the replacement; the replaced node stays for DCE. Returns old -> new."""
+    mapping: dict = {}
+    new_nodes = []
+    for node in graph.nodes:
+        if mapping:
+            node.inputs = [mapping.get(v, v) if isinstance(v, Value) else v for v in node.inputs]
+        rewriter.emitted = []
+        replacement = rewriter.rewrite(node)
+        new_nodes.append(node)
+        if replacement is not None and replacement is not node.outputs[0]:
+            new_nodes.extend(rewriter.emitted)  # operands of new nodes all precede `node`
+            mapping[node.outputs[0]] = replacement
+    graph.nodes = new_nodes
+    return mapping

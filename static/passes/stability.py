@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..ir import Graph, Value
 from .algebraic import _is, _producer, _same_type
-from .rewrite import Namer, make_node, replace_uses
+from .rewrite import Namer, make_node, replace_uses, rewrite_each
 
 
 class _Stabilizer:
@@ -62,40 +62,15 @@ class _Stabilizer:
 
 
 def stability(graph: Graph, **_) -> dict:
-    st = _Stabilizer(graph)
-    mapping: dict = {}
-    new_nodes = []
-    count = 0
-    for node in graph.nodes:
-        node.inputs = [mapping.get(v, v) if isinstance(v, Value) else v for v in node.inputs]
-        st.emitted = []
-        replacement = st.rewrite(node)
-        new_nodes.append(node)
-        if replacement is not None:
-            # the new nodes go right after the old one: its operands are defined by then
-            new_nodes.extend(st.emitted)
-            mapping[node.outputs[0]] = replacement
-            count += 1
-    graph.nodes = new_nodes
+    mapping = rewrite_each(graph, _Stabilizer(graph))
     replace_uses(graph, mapping)
-    return {"rewritten": count}
+    return {"rewritten": len(mapping)}
 
 
 def stabilize_values(graph: Graph, values: list) -> list:
     """Rewrite the graph in place mid-trace (no outputs set yet) and return what `values`
     now map to. Used right before autodiff so the backward follows the stable forms."""
-    st = _Stabilizer(graph)
-    mapping: dict = {}
-    new_nodes = []
-    for node in graph.nodes:
-        node.inputs = [mapping.get(v, v) if isinstance(v, Value) else v for v in node.inputs]
-        st.emitted = []
-        replacement = st.rewrite(node)
-        new_nodes.append(node)
-        if replacement is not None:
-            new_nodes.extend(st.emitted)
-            mapping[node.outputs[0]] = replacement
-    graph.nodes = new_nodes
+    mapping = rewrite_each(graph, _Stabilizer(graph))
 
     def resolve(v):
         while isinstance(v, Value) and v in mapping:
