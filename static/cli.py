@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .compare import PEER_LIBRARIES, CompareReport, compare, format_bytes, format_seconds, steady_malloc
+from .compare import (PEER_LIBRARIES, CompareReport, compare, format_bytes, format_seconds, python_function,
+                      steady_malloc)
 
 USAGE_ERROR, DISAGREE = 2, 1
 
@@ -450,6 +451,7 @@ def cmd_graph(ns: argparse.Namespace) -> int:
     if ns.mode == "eager":
         import eager  # noqa: PLC0415
 
+        fn = python_function(fn)  # a @static.compile'd workload: draw what eager records
         names = _argument_names(fn, args)
         text = eager.viz.to_dot(fn(*args), params=names, name=f"{workload.name} (eager backward graph)")
     else:
@@ -534,6 +536,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that flushing at exit does not raise again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def _one_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
@@ -559,6 +570,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("graphmode: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `graphmode ir ... | head`: the reader left, nothing to report
+        _silence_stdout()
+        return 141
     except Exception as exc:  # noqa: BLE001  (the workload's own code failed: say where, briefly)
         if ns.traceback:
             raise

@@ -208,6 +208,7 @@ def compare(fn: Callable, *args: Any, repeat: int = 5, warmup: int = 1, backend:
     for that library; `progress` is called after each step (for a progress bar)."""
     if repeat < 1:
         raise ValueError(f"compare: repeat must be at least 1, got {repeat}")
+    fn = python_function(fn)
     tick = progress or (lambda _event: None)
     args = tuple(_prepare(a, device) for a in args)
     diff = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
@@ -257,6 +258,12 @@ def compare(fn: Callable, *args: Any, repeat: int = 5, warmup: int = 1, backend:
                                          reference=_flatten(run_eager())))
         tick(f"peer {library}")
     return report
+
+
+def python_function(fn: Callable) -> Callable:
+    """The plain Python function behind a @static.compile'd one: calling the compiled
+    object on tensors would run compiled code where eager code is meant."""
+    return fn._graphmode_traceable if isinstance(fn, Compiled) else fn
 
 
 def resolved_backend(backend: str, device: str) -> str:

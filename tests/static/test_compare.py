@@ -78,6 +78,18 @@ def test_a_compiled_result_that_differs_is_reported_not_hidden():
     assert "DISAGREE" in str(report)
 
 
+def test_a_compiled_function_is_compared_with_its_eager_self():
+    calls = []
+
+    def counted(*args):
+        calls.append(1)  # compiled code runs without calling back into Python; eager calls it every time
+        return seed_loss(*args)
+
+    report = static.compare(static.compile(counted), *seed_args(64), repeat=3)
+    assert report.ok and report.name == "counted"
+    assert len(calls) >= 3 * report.eager.calls_per_sample + 2
+
+
 def test_interpret_backend_is_measured_too():
     report = static.compare(seed_loss, *seed_args(32), repeat=1, backend="interpret")
     assert report.backend == "interpret" and report.ok
