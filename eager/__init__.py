@@ -28,12 +28,12 @@ from ._factories import (  # noqa: F401
     zeros_like,
 )
 from ._functional import (  # noqa: F401
-    abs, add, amax, amin, argmax, argmin, broadcast_to, cat, chunk, clamp, clip, clone, concat,
-    concatenate, cos, div, dot, eq, erf, exp, expand, expm1, flatten, ge, gelu, gt, le, log,
-    log1p, log_softmax, logical_and, logical_not, logsumexp, lt, matmul, max, maximum, mean, min,
-    minimum, mm, mul, narrow, ne, neg, permute, pow, prod, relu, reshape, rsqrt, rsub, select,
-    sigmoid, sign, sin, softmax, softplus, split, sqrt, square, squeeze, stack, std, sub, sum,
-    swapaxes, t, tanh, transpose, true_divide, unbind, unsqueeze, var, where,
+    abs, add, all, amax, amin, any, argmax, argmin, broadcast_to, cat, chunk, clamp, clip, clone,
+    concat, concatenate, cos, div, dot, eq, erf, exp, expand, expm1, flatten, ge, gelu, gt, le,
+    log, log1p, log_softmax, logical_and, logical_not, logsumexp, lt, matmul, max, maximum, mean,
+    min, minimum, mm, mul, narrow, ne, neg, norm, permute, pow, prod, relu, reshape, rsqrt, rsub,
+    select, sigmoid, sign, sin, softmax, softplus, split, sqrt, square, squeeze, stack, std, sub,
+    sum, swapaxes, t, tanh, transpose, true_divide, unbind, unsqueeze, var, where,
 )
 from . import autograd  # noqa: F401
 from .autograd import Function  # noqa: F401

@@ -1,7 +1,18 @@
 """Running an op eagerly: promote dtypes, call its forward, wrap the result and, when
-gradients are wanted, record a backward `Node`. Other tensor-like types (static's tracer
-values) take over an op by defining `__graphmode_dispatch__`."""
+gradients are wanted, record a backward `Node`.
+
+Two hooks let other code take an op over, consulted in this order:
+1. an operand whose type defines `__graphmode_dispatch__(op, operands, attrs)` (static's
+   tracer values): the op is applied to that type's values, so it handles it;
+2. dispatch modes, a per-thread stack (`push_mode`/`pop_mode`, or `dispatch_mode` as a
+   context): when no operand claims an op, the innermost mode gets it first. A tracer can
+   use one to record ops on plain tensors captured from outside the traced function; a logger
+   or a counter can watch every op. Only then does eager run the op itself.
+"""
 from __future__ import annotations
+
+import contextlib
+import threading
 
 import numpy as np
 
@@ -17,9 +28,85 @@ Tensor = None  # set by eager._tensor (a cycle at import time otherwise)
 _new_tensor = None  # eager._tensor's constructor of a plain tensor from an array (set with Tensor)
 
 
+# -- dispatch modes -----------------------------------------------------------------------------
+class _ModeStack(threading.local):
+    def __init__(self) -> None:
+        self.modes = []
+
+
+_MODES = _ModeStack()
+# Modes pushed on all threads together. The per-op check reads only this global, so eager's
+# hot path costs one global load while no thread has a mode (the thread-local stack decides).
+_n_modes_pushed = 0
+_modes_lock = threading.Lock()
+
+
+def push_mode(handler) -> None:
+    """Push a dispatch mode on this thread's stack: `handler(op, operands, attrs)` is called
+    for every op that no operand's type claims (see the module docstring), before eager runs
+    it, and returns the op's result, or NotImplemented to pass the op on to the next mode
+    down and finally to eager.
+
+    `operands` are as the op was called: eager Tensors and Python numbers, or values eager
+    would convert first (lists, NumPy arrays and scalars); `attrs` is the op's keyword dict.
+    While a handler runs, it and the modes above it are off, so the ops it issues itself
+    (running `op` eagerly to log its result) reach only the modes below it and eager.
+    A handler must leave the mode stack as it found it."""
+    global _n_modes_pushed
+    if not callable(handler):
+        raise TypeError(f"push_mode: a dispatch mode is a callable (op, operands, attrs), got {type(handler).__name__}")
+    _MODES.modes.append(handler)
+    with _modes_lock:
+        _n_modes_pushed += 1
+
+
+def pop_mode():
+    """Pop and return this thread's innermost dispatch mode."""
+    global _n_modes_pushed
+    modes = _MODES.modes
+    if not modes:
+        raise RuntimeError("pop_mode: no dispatch mode is pushed on this thread")
+    handler = modes.pop()
+    with _modes_lock:
+        _n_modes_pushed -= 1
+    return handler
+
+
+@contextlib.contextmanager
+def dispatch_mode(handler):
+    """`with dispatch_mode(handler):` pushes the mode for the block and pops it after."""
+    push_mode(handler)
+    try:
+        yield handler
+    finally:
+        pop_mode()
+
+
+def current_modes() -> tuple:
+    """This thread's dispatch modes, outermost first."""
+    return tuple(_MODES.modes)
+
+
+def _dispatch_modes(op, operands, attrs):
+    """Offer the op to this thread's modes, innermost first; eager runs what none takes."""
+    modes = _MODES.modes
+    for i in range(len(modes) - 1, -1, -1):
+        switched_off = modes[i:]  # the handler and those above it, while the handler runs
+        del modes[i:]
+        try:
+            result = switched_off[0](op, operands, attrs)
+        finally:
+            modes.extend(switched_off)
+        if result is not NotImplemented:
+            return result
+    return apply(op, operands, attrs)
+
+
+# -- eager execution -----------------------------------------------------------------------------
 def dispatch(op, operands, attrs):
-    """Run `op` eagerly, unless an operand's type takes it over (static's tracer).
-    (static swaps this module attribute while it traces: every op call must read it.)
+    """Run `op` eagerly, unless an operand's type or a dispatch mode takes it over.
+    (static still swaps this module attribute while it traces, so every op call reads it;
+    `push_mode` is the supported hook for that.)
 
     The common case, tensors and Python numbers, is scanned once here and run at once."""
     first = None
@@ -42,6 +129,8 @@ def dispatch(op, operands, attrs):
                 wants_grad = True
         elif t is not bool:
             return _dispatch_other(op, operands, attrs)
+    if _n_modes_pushed:
+        return _dispatch_modes(op, operands, attrs)
     if n_tensors == 0 and np_dtype is not None and np_dtype is not False and np_dtype.kind == "f" and op.simple:
         return _run_float(op, operands, attrs, wants_grad)
     return _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors)
@@ -70,6 +159,8 @@ def _dispatch_other(op, operands, attrs):
         handler = getattr(type(o), "__graphmode_dispatch__", None)
         if handler is not None:
             return handler(op, operands, attrs)
+    if _n_modes_pushed:
+        return _dispatch_modes(op, operands, attrs)
     return apply(op, tuple(_as_operand(v) for v in operands), attrs)
 
 

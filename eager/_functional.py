@@ -3,6 +3,8 @@ PyTorch spells it (dim/keepdim, *sizes, negative axes), then one op call. The ma
 in eager.ops; nothing here computes on arrays."""
 from __future__ import annotations
 
+import builtins as _builtins
+import math
 from collections import namedtuple
 
 from . import _dtypes
@@ -291,6 +293,54 @@ def argmin(input, dim=None, keepdim=False):
     return R.ARGMIN(input, dim=d, keepdim=bool(keepdim))
 
 
+def all(input, dim=None, keepdim=False):
+    """True where every element (along dim) is nonzero, as a bool tensor. Counted with ops
+    (the zeros, summed) rather than read from the array, so it works on any tensor-like a
+    tracer hands in, and an empty reduction is True."""
+    zeros = logical_not(to_dtype(input, _dtypes.bool_))
+    return eq(sum(zeros, dim, keepdim), 0)
+
+
+def any(input, dim=None, keepdim=False):
+    """True where some element (along dim) is nonzero, as a bool tensor (see `all`)."""
+    return gt(sum(to_dtype(input, _dtypes.bool_), dim, keepdim), 0)
+
+
+def norm(input, p=2, dim=None, keepdim=False, dtype=None):
+    """The vector p-norm over `dim` (all elements when None), as PyTorch's torch.norm for
+    p = 2 (or "fro"), 1, inf, -inf, 0 and any other positive p.
+
+    Composed from ops, so gradients come from their rules. Where the norm is 0 the gradient
+    is 0, as in PyTorch, rather than the NaN that d sqrt(s)/ds = inf at s = 0 would give:
+    the root is taken of where(s == 0, 1, s) and its value replaced by 0 there."""
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    _require_float_input(input, "linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                                "Got {}")
+    if p == "fro":
+        p = 2
+    if isinstance(p, str) or not isinstance(p, (int, float)):
+        raise RuntimeError(f"norm: p={p!r} is not supported (use a number, inf, -inf or 'fro')")
+    if p == math.inf:
+        return amax(abs(input), () if dim is None else dim, keepdim)
+    if p == -math.inf:
+        return amin(abs(input), () if dim is None else dim, keepdim)
+    if p == 0:
+        return sum(to_dtype(ne(input, 0), input.dtype), dim, keepdim)
+    if p == 1:
+        return sum(abs(input), dim, keepdim)
+    if p < 0:
+        raise RuntimeError(f"norm: p={p} is not supported (negative p other than -inf)")
+    if p == 2:
+        total = sum(input * input, dim, keepdim)
+    else:
+        total = sum(pow(abs(input), p), dim, keepdim)
+    is_zero = eq(total, 0)
+    safe = where(is_zero, 1.0, total)
+    root = sqrt(safe) if p == 2 else pow(safe, 1.0 / p)
+    return where(is_zero, 0.0, root)
+
+
 def softmax(input, dim, dtype=None):
     if dtype is not None:
         input = to_dtype(input, dtype)
@@ -516,7 +566,7 @@ def _opt_int(v):
 
 def getitem(input, index, make_tensor):
     key, operands = index_key(index, make_tensor)
-    if any(e[1:] and e[0] == "slice" and e[3] is not None and e[3] <= 0 for e in key):
+    if _builtins.any(e[1:] and e[0] == "slice" and e[3] is not None and e[3] <= 0 for e in key):
         raise ValueError("step must be greater than zero")
     return S.INDEX(input, *operands, key=key, n_index=len(operands))
 

@@ -8,6 +8,7 @@ import threading
 class _State(threading.local):
     enabled = True
     anomaly = False
+    anomaly_check_nan = True  # in anomaly mode, is a NaN from a backward node an error
 
 
 STATE = _State()

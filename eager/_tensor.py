@@ -139,7 +139,8 @@ class Tensor:
 
     @property
     def T(self) -> "Tensor":
-        return F.permute(self, tuple(range(self._data.ndim - 1, -1, -1)))
+        # self.ndim, not self._data: static's tracer values borrow Tensor methods like this one
+        return F.permute(self, tuple(range(self.ndim - 1, -1, -1)))
 
     @property
     def mT(self) -> "Tensor":
@@ -509,6 +510,9 @@ class Tensor:
     min = F.min
     argmax = F.argmax
     argmin = F.argmin
+    all = F.all
+    any = F.any
+    norm = F.norm
     softmax = F.softmax
     log_softmax = F.log_softmax
     matmul = F.matmul
@@ -556,12 +560,6 @@ class Tensor:
 
     def softplus(self, beta=1.0, threshold=20.0):
         return F.softplus(self, beta, threshold)
-
-    def all(self):
-        return Tensor._make(np.asarray(self._data.all()) if isinstance(self._data, np.ndarray) else self._data.all())
-
-    def any(self):
-        return Tensor._make(np.asarray(self._data.any()) if isinstance(self._data, np.ndarray) else self._data.any())
 
     def masked_fill(self, mask, value):
         return F.where(mask, value, self)

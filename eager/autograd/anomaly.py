@@ -1,44 +1,57 @@
 """Anomaly mode: when on, every node remembers the forward stack that created it, a failing
-backward names that node and shows where it came from, and a NaN produced in backward is
-an error naming the node."""
+backward names that node and shows where it came from, and (unless check_nan=False) a NaN
+produced in backward is an error naming the node."""
 from __future__ import annotations
 
+import functools
+import os
+import traceback
 
 from .._grad_mode import STATE
 
+# Frames in files under this folder are eager's own (dispatch, Module.__call__, nn.functional):
+# a forward trace leaves them out so that the user's lines are what it shows.
+_EAGER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
 
 class set_detect_anomaly:
-    """`set_detect_anomaly(True)` switches anomaly mode on now; as a context it restores."""
+    """`set_detect_anomaly(True)` switches anomaly mode on now; as a context it restores.
+
+    check_nan=False keeps the forward traces but lets NaN gradients through (as PyTorch's)."""
 
     def __init__(self, mode: bool, check_nan: bool = True) -> None:
-        self._prev = STATE.anomaly
+        self._prev = (STATE.anomaly, STATE.anomaly_check_nan)
         STATE.anomaly = bool(mode)
+        STATE.anomaly_check_nan = bool(check_nan)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> bool:
-        STATE.anomaly = self._prev
+        STATE.anomaly, STATE.anomaly_check_nan = self._prev
         return False
 
 
 class detect_anomaly(set_detect_anomaly):
-    """Context manager (and decorator) enabling anomaly mode."""
+    """Context manager (and decorator) enabling anomaly mode. The mode it restores is read
+    on entry, so one instance can be entered again later or wrap a function."""
 
     def __init__(self, check_nan: bool = True) -> None:
-        self._prev = STATE.anomaly
-        self._check = check_nan
+        self._check = bool(check_nan)
+        self._prev = None
 
     def __enter__(self):
+        self._prev = (STATE.anomaly, STATE.anomaly_check_nan)
         STATE.anomaly = True
+        STATE.anomaly_check_nan = self._check
         return self
 
     def __call__(self, fn):
-        import functools  # noqa: PLC0415
+        check = self._check
 
         @functools.wraps(fn)
         def wrapper(*a, **k):
-            with detect_anomaly():
+            with detect_anomaly(check_nan=check):
                 return fn(*a, **k)
 
         return wrapper
@@ -48,8 +61,27 @@ def is_anomaly_enabled() -> bool:
     return STATE.anomaly
 
 
+def is_anomaly_check_nan_enabled() -> bool:
+    return STATE.anomaly_check_nan
+
+
+def capture_stack():
+    """The stack of the forward call creating a node (anomaly mode only: it costs a stack
+    walk per op). Kept whole; `_forward_trace` chooses what to show when an error needs it."""
+    return traceback.extract_stack()
+
+
+def _is_eager_frame(frame) -> bool:
+    return os.path.abspath(frame.filename).startswith(_EAGER_DIR)
+
+
 def _forward_trace(node) -> str:
-    return "".join(node._trace[-6:]) if node._trace else "(created before anomaly mode was enabled)"
+    """The node's forward stack without eager's own frames: however deep the modules nest
+    (Sequential inside a Module inside ...), the user's line that made the node survives."""
+    if not node._trace:
+        return "(created before anomaly mode was enabled)"
+    frames = [f for f in node._trace if not _is_eager_frame(f)] or list(node._trace)
+    return "".join(traceback.format_list(frames))
 
 
 def annotate(exc: BaseException, node) -> None:

@@ -170,7 +170,7 @@ def _call(node, grads):
 
             annotate(exc, node)
         raise
-    if STATE.anomaly:
+    if STATE.anomaly and STATE.anomaly_check_nan:
         from .anomaly import check_nan  # noqa: PLC0415
 
         check_nan(node, out)

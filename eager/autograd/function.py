@@ -12,9 +12,8 @@
 """
 from __future__ import annotations
 
-import traceback
-
 from .._grad_mode import STATE, no_grad
+from .anomaly import capture_stack
 from .graph import _FREED_MSG, HookMixin, SavedTensor
 
 
@@ -31,7 +30,7 @@ class FunctionCtx(HookMixin):
         self.next_functions = ()
         self._hooks = None
         self._out_meta = []
-        self._trace = traceback.format_stack()[:-3] if STATE.anomaly else None
+        self._trace = capture_stack() if STATE.anomaly else None
         self.materialize_grads = True
 
     # -- what forward() uses --------------------------------------------------------------------

@@ -16,10 +16,25 @@ def _prepare(inputs, create_graph):
 
 
 def _grads(outputs, inputs, grad_outputs, create_graph):
-    from . import grad  # noqa: PLC0415
+    """d(outputs)/d(inputs) against grad_outputs, zeros where nothing connects them.
 
-    return grad(outputs, inputs, grad_outputs, create_graph=create_graph, retain_graph=True,
-                allow_unused=True, materialize_grads=True)
+    An output that does not require grad is constant in the inputs: a function that ignores
+    them (`lambda a: eager.ones(2)`), or a gradient that came out as materialized zeros (the
+    second pass of jvp and hessian through a linear function). It contributes zeros rather
+    than the engine's "does not require grad" error, as PyTorch's transforms do with
+    strict=False."""
+    from . import grad  # noqa: PLC0415
+    from .._factories import zeros_like  # noqa: PLC0415
+
+    pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
+    if not pairs:
+        return tuple(zeros_like(i) for i in inputs)
+    return grad([o for o, _ in pairs], inputs, [g for _, g in pairs], create_graph=create_graph,
+                retain_graph=True, allow_unused=True, materialize_grads=True)
+
+
+def _single_element(tensors) -> bool:
+    return len(tensors) == 1 and tensors[0].numel() == 1
 
 
 def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
@@ -27,6 +42,9 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     with enable_grad():
         ins, in_tuple = _prepare(inputs, create_graph)
         outs, out_tuple = _tuple(func(*ins))
+        if v is None and not _single_element(outs):
+            raise RuntimeError("The vector v can only be None if the user-provided function returns a single "
+                               "Tensor with a single element.")
         vs = _tuple(v)[0] if v is not None else (None,) * len(outs)
         grads = _grads(list(outs), list(ins), list(vs), create_graph)
     outs = tuple(o if create_graph else o.detach() for o in outs)
@@ -38,6 +56,9 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """(func(inputs), J v), computed as the vjp of a vjp (no forward-mode AD needed)."""
     from .._factories import ones_like, zeros_like  # noqa: PLC0415
 
+    if v is None and not _single_element(_tuple(inputs)[0]):
+        raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
+                           "single Tensor with a single element.")
     with enable_grad():
         ins, in_tuple = _prepare(inputs, create_graph)
         outs, out_tuple = _tuple(func(*ins))

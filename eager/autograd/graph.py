@@ -3,10 +3,9 @@ per leaf. A node keeps exactly what its op's VJP asked to save, checks version c
 when it reads them back, and frees them after a backward pass (unless retained)."""
 from __future__ import annotations
 
-import traceback
-
 from .. import _dtypes
 from .._grad_mode import STATE
+from .anomaly import capture_stack
 from ..ops._registry import fit_grad
 
 _FREED_MSG = (
@@ -165,7 +164,7 @@ class Node(HookMixin):
         self._out_meta = None
         self._freed = False
         if STATE.anomaly:
-            self._trace = traceback.format_stack()[:-3]
+            self._trace = capture_stack()
 
     # -- what PyTorch users inspect ---------------------------------------------------------
     def name(self) -> str:

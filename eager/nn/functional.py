@@ -120,10 +120,15 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore
     n_classes = logp.shape[1]
     valid = flat_target != ignore_index
     safe_target = _F.where(valid, flat_target, 0)
-    if safe_target.numel() and (int(safe_target.min()) < 0 or int(safe_target.max()) >= n_classes):
+    # Checks that read the target's values run only on an eager Tensor: a tensor-like without
+    # data (static's tracer) would fail the read, and the compiled graph cannot raise anyway.
+    has_data = isinstance(target, Tensor)
+    if has_data and safe_target.numel() and (int(safe_target.min()) < 0 or int(safe_target.max()) >= n_classes):
         raise IndexError(f"Target out of bounds: class indices must lie in [0, {n_classes})")
     picked = logp[arange(logp.shape[0], device=logp.device), safe_target]
-    plain = weight is None and bool(valid.all())
+    # With no weight and no ignored target the loss is a plain mean of -picked; telling needs
+    # the data, so a traced target takes the masked path below, which gives the same value.
+    plain = weight is None and has_data and bool(valid.all())
     if plain:
         loss = -picked
         return _reduce(loss.reshape(*out_shape), reduction)

@@ -73,7 +73,8 @@ class OpDef:
 
 REGISTRY: dict[str, OpDef] = {}
 # eager._dispatch registers itself here when it loads (it imports this module, so this module
-# cannot import it); its `dispatch` attribute is read on every call, as static swaps it.
+# cannot import it); its `dispatch` attribute is read on every call, as static still swaps it
+# (eager._dispatch.push_mode is the supported way to take ops over).
 _DISPATCH: dict = {"module": None}
 
 

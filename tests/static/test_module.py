@@ -157,8 +157,6 @@ def test_training_mode_is_part_of_the_signature_and_dropout_must_not_be_frozen()
     assert cm.retraces == ["the module's training mode changed"]
 
 
-@pytest.mark.xfail(strict=True, reason="eager.nn.functional.nll_loss checks the target range with int(target.min()), "
-                   "which needs data: cross_entropy on a traced target cannot be traced until eager moves that check")
 def test_cross_entropy_with_a_traced_target():
     model = _mlp(7)
     static.compile(lambda x, t: nn.functional.cross_entropy(model(x), t))(X, T)
