@@ -105,8 +105,6 @@ def _dispatch_modes(op, operands, attrs):
 # -- eager execution -----------------------------------------------------------------------------
 def dispatch(op, operands, attrs):
     """Run `op` eagerly, unless an operand's type or a dispatch mode takes it over.
-    (static still swaps this module attribute while it traces, so every op call reads it;
-    `push_mode` is the supported hook for that.)
 
     The common case, tensors and Python numbers, is scanned once here and run at once."""
     first = None

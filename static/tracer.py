@@ -198,42 +198,23 @@ def check_view_current(t: "Tracer", what: str = "this value is") -> None:
                          "update, which a compiled graph does not replay. Take the view after the update.")
 
 
-_EAGER_DISPATCH = _dispatch.dispatch
-_INSTALL = {"count": 0, "lock": threading.Lock()}
-
-
-def _dispatch_while_tracing(op, operands, attrs):
-    """eager's dispatch while some thread traces. An op whose operands are all eager tensors
-    (a module's `weight.t()`, `w * 2` on a global) would otherwise run at trace time and its
+def _record_captured(op, operands, attrs):
+    """The dispatch mode of a tracing thread. An op whose operands are all eager tensors (a
+    module's `weight.t()`, `w * 2` on a global) would otherwise run at trace time and its
     result be frozen into the graph as a snapshot: stale after the next optimizer step, and cut
-    off from gradients. On a tracing thread it is recorded instead, its tensors becoming implicit
-    inputs read at call time; an op with no tensor operand (a constant) becomes a node too.
-    Other threads take eager's own path."""
-    if ACTIVE.stack:
-        for o in operands:
-            if getattr(type(o), "__graphmode_dispatch__", None) is not None:
-                break
-        else:
-            return record(op, operands, attrs)
-    return _EAGER_DISPATCH(op, operands, attrs)
+    off from gradients. It is recorded instead, its tensors becoming implicit inputs read at
+    call time; an op with no tensor operand (a constant) becomes a node too."""
+    if not ACTIVE.stack:
+        return NotImplemented
+    return record(op, operands, attrs)
 
 
 @contextlib.contextmanager
 def capturing_dispatch():
-    """Route eager's dispatch through `_dispatch_while_tracing` for the duration of a trace.
-    eager has no dispatch-mode hook of its own, so the module attribute every op call reads
-    (`eager._dispatch.dispatch`) is swapped while at least one trace runs, and restored after:
-    eager's fast path is untouched when nothing is traced."""
-    with _INSTALL["lock"]:
-        _INSTALL["count"] += 1
-        _dispatch.dispatch = _dispatch_while_tracing
-    try:
+    """Record ops on captured tensors for the duration of a trace (eager's dispatch modes are
+    per thread, so other threads keep running eagerly)."""
+    with _dispatch.dispatch_mode(_record_captured):
         yield
-    finally:
-        with _INSTALL["lock"]:
-            _INSTALL["count"] -= 1
-            if _INSTALL["count"] == 0:
-                _dispatch.dispatch = _EAGER_DISPATCH
 
 
 def _data_error(what: str, suggestion: str = "") -> TraceError:
