@@ -124,9 +124,10 @@ _add("softplus", NumpyLowering(call="_rt.softplus({0}, {beta}, {threshold})",
 _add("gelu", NumpyLowering(call="_rt.gelu({0}, {approximate})", into="_rt.gelu({0}, {approximate}, out={out})"),
      CupyLowering(call="_rt.forward('gelu', cp, {0}, approximate={approximate})", expr="gm_gelu_{approximate_c}({0})",
                   helpers=("gm_gelu_none", "gm_gelu_tanh")), pointwise=True)
-_add("where", NumpyLowering(call="np.where({0}, {1}, {2})", into="_rt.where({0}, {1}, {2}, out={out})",
+# the op's own forward for a standalone where: two Python-number branches give PyTorch's dtype
+_add("where", NumpyLowering(call="_rt.forward('where', np, {0}, {1}, {2})", into="_rt.where({0}, {1}, {2}, out={out})",
                             scalar="({1} if {0} else {2})"),
-     CupyLowering(call="cp.where({0}, {1}, {2})", expr="({0} ? {1} : {2})"), pointwise=True)
+     CupyLowering(call="_rt.forward('where', cp, {0}, {1}, {2})", expr="({0} ? {1} : {2})"), pointwise=True)
 _add("clamp", NumpyLowering(call="np.clip({0}, {min}, {max})", into="np.clip({0}, {min}, {max}, out={out})"),
      CupyLowering(call="cp.clip({0}, {min}, {max})", expr="gm_clamp({0}, {min_c}, {max_c}, {has_min}, {has_max})",
                   helpers=("gm_clamp",)), pointwise=True)

@@ -306,11 +306,19 @@ def _where_abstract(cond, a, b):
     if isinstance(cond, TensorSpec) and cond.dtype is not _dtypes.bool_:
         raise TypeError(f"where: expected condition to be a bool tensor, but got a tensor with dtype {cond.dtype.name}")
     shape = broadcast_shapes("where", *(s.shape for s in [cond, *specs] if isinstance(s, TensorSpec)))
-    return TensorSpec(shape, same_dtype("where", specs) if specs else _dtypes.DEFAULT_FLOAT)
+    return TensorSpec(shape, same_dtype("where", specs) if specs else _dtypes.result_type([], [], [a, b]))
+
+
+def _where(xp, c, a, b):
+    out = xp.where(c, a, b)
+    if not hasattr(a, "dtype") and not hasattr(b, "dtype"):
+        # two Python numbers: PyTorch's dtype for them (float32 for floats), not NumPy's float64
+        out = out.astype(_dtypes.result_type([], [], [a, b]).np, copy=False)
+    return out
 
 
 WHERE = defop(
-    "where", forward=lambda xp, c, a, b: xp.where(c, a, b), abstract=_where_abstract,
+    "where", forward=_where, abstract=_where_abstract,
     vjp=lambda ctx, g: (
         None,
         _needs(ctx, 1, lambda: WHERE(ctx.input(0), g, 0.0)),
