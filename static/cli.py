@@ -2,7 +2,7 @@
 
     graphmode compare TARGET [--sizes 1e4,1e6] [--device cpu|cuda] [--repeat N]
                              [--backend numpy|cupy|interpret] [--plot F.png] [--json F]
-                             [--peers torch,jax] [--tolerance T]
+                             [--peers torch,jax] [--tolerance T] [--malloc steady|default]
     graphmode ir TARGET [--size S] [--stage NAME|all] [--source]
     graphmode graph TARGET --mode eager|static -o FILE.svg|.png|.dot [--size S]
 
@@ -31,13 +31,14 @@ import json
 import math
 import os
 import platform
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .compare import (PEER_LIBRARIES, CompareReport, compare, format_bytes, format_seconds, python_function,
-                      steady_malloc)
+from .compare import (PEER_LIBRARIES, CompareReport, PeerResult, compare, eager_reference, format_bytes,
+                      format_seconds, measure_peer, prepare_args, python_function, steady_malloc)
 
 USAGE_ERROR, DISAGREE = 2, 1
 
@@ -223,11 +224,47 @@ def measure(workload: Workload, sizes: list, ns: argparse.Namespace, peers: list
             def tick(event: str, label: str = label) -> None:
                 progress.update(task, advance=1, description=f"{workload.name} {label}: {event}")
 
-            peer_fns = {lib: _peer_fn(workload, lib, size) for lib in peers}
-            reports.append(compare(fn, *args, repeat=ns.repeat, backend=ns.backend, device=ns.device,
-                                   tolerance=ns.tolerance, name=workload.name, peers=peers, peer_fns=peer_fns,
-                                   progress=tick))
+            report = compare(fn, *args, repeat=ns.repeat, backend=ns.backend, device=ns.device,
+                             tolerance=ns.tolerance, name=workload.name, progress=tick)
+            for library in peers:
+                report.peers.append(measure_peer_apart(ns, workload, label, library))
+                tick(f"peer {library}")
+            reports.append(report)
     return reports
+
+
+def measure_peer_apart(ns: argparse.Namespace, workload: Workload, label: str, library: str) -> PeerResult:
+    """Measure a peer in a child process (`graphmode _peer`): in this one, its thread pool
+    (OpenMP, XLA) and ours would share the cores and slow each other unpredictably."""
+    if not installed(library):
+        return PeerResult(library, False, f"not installed (pip install {library})")
+    if workload.peer is None:
+        return PeerResult(library, False, f"the workload has no {library} version (define peer(library, size))")
+    root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    argv = [sys.executable, "-m", "static.cli", "_peer", str(Path(ns.target).resolve()) if Path(ns.target).is_file()
+            else ns.target, "--size", label, "--library", library, "--repeat", str(ns.repeat),
+            "--device", ns.device, "--malloc", ns.malloc]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        why = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        return PeerResult(library, True, f"failed: {why[:160]}")
+    return PeerResult.from_dict(json.loads(lines[-1]))
+
+
+def cmd_peer(ns: argparse.Namespace) -> int:
+    """The child side of measure_peer_apart: one library, one size; a JSON line out."""
+    if ns.malloc == "steady":
+        steady_malloc()
+    workload = load_workload(ns.target)
+    label, size = parse_sizes(ns.size)[0]
+    fn, args = workload.build(size, label)
+    args = prepare_args(args, ns.device)
+    diff, reference = eager_reference(fn, args)
+    result = measure_peer(ns.library, _peer_fn(workload, ns.library, size), args, diff, ns.repeat, 1, reference)
+    print(json.dumps(result.to_dict()))
+    return 0
 
 
 def installed(module: str) -> bool:
@@ -530,6 +567,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.svg, .png, .pdf or .dot")
     p.add_argument("--size", help="the size to draw at (default: the workload's first size)")
     p.set_defaults(func=cmd_graph)
+
+    p = sub.add_parser("_peer")  # internal, no help: compare --peers runs each peer in a child process
+    p.add_argument("target")
+    p.add_argument("--size", required=True)
+    p.add_argument("--library", choices=PEER_LIBRARIES, required=True)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--malloc", choices=("steady", "default"), default="steady")
+    p.set_defaults(func=cmd_peer)
 
     for p in sub.choices.values():
         p.add_argument("--traceback", action="store_true", help="show Python's traceback on errors")

@@ -84,6 +84,14 @@ class PeerResult:
                 "compiled": self.compiled.to_dict() if self.compiled else None,
                 "compile_s": self.compile_s, "max_rel_error": self.max_rel_error}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "PeerResult":
+        """The inverse of to_dict (the command line measures peers in a child process)."""
+        def timing(d):
+            return Timing(list(d["samples_s"]), d["calls_per_sample"]) if d else None
+        return cls(data["library"], data["available"], data.get("note", ""), timing(data.get("eager")),
+                   timing(data.get("compiled")), data.get("compile_s"), data.get("max_rel_error"))
+
 
 @dataclass
 class CompareReport:
@@ -163,6 +171,7 @@ class CompareReport:
 
 
 def format_seconds(s: float | None) -> str:
+    """3 significant digits in the unit that keeps them readable ('-' for none)."""
     if s is None or not math.isfinite(s):
         return "-"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
@@ -172,6 +181,7 @@ def format_seconds(s: float | None) -> str:
 
 
 def format_bytes(n: int | None) -> str:
+    """Binary units, 3 significant digits ('-' when there is no memory plan)."""
     if n is None:
         return "-"
     for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
@@ -181,6 +191,7 @@ def format_bytes(n: int | None) -> str:
 
 
 def describe_peer(p: PeerResult) -> str:
+    """One line for a peer: its times and agreement, or why it was not measured."""
     if not p.available:
         return p.note
     parts = [f"eager {format_seconds(p.eager.median if p.eager else None)}"]
@@ -210,7 +221,7 @@ def compare(fn: Callable, *args: Any, repeat: int = 5, warmup: int = 1, backend:
         raise ValueError(f"compare: repeat must be at least 1, got {repeat}")
     fn = python_function(fn)
     tick = progress or (lambda _event: None)
-    args = tuple(_prepare(a, device) for a in args)
+    args = prepare_args(args, device)
     diff = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
     name = name or getattr(fn, "__name__", "fn")
     dev = next((str(a.device) for a in args if isinstance(a, Tensor)), "cpu")
@@ -260,6 +271,17 @@ def compare(fn: Callable, *args: Any, repeat: int = 5, warmup: int = 1, backend:
     return report
 
 
+def eager_reference(fn: Callable, args: tuple) -> tuple[tuple, list[np.ndarray]]:
+    """(differentiated argument positions, [output, gradients...] as host arrays) of one
+    eager run: what a peer's results are checked against."""
+    args = prepare_args(args, None)
+    diff = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
+    out = python_function(fn)(*args)
+    if diff:
+        out.backward()
+    return diff, _flatten((out, [args[i].grad for i in diff]))
+
+
 def python_function(fn: Callable) -> Callable:
     """The plain Python function behind a @static.compile'd one: calling the compiled
     object on tensors would run compiled code where eager code is meant."""
@@ -277,6 +299,11 @@ def resolved_backend(backend: str, device: str) -> str:
     if backend == "auto":
         return "cupy" if device.startswith("cuda") else "numpy"
     return backend
+
+
+def prepare_args(args: Sequence[Any], device: str | None) -> tuple:
+    """Tensor arguments as fresh leaves (on `device`), so .grad collects this run's gradients."""
+    return tuple(_prepare(a, device) for a in args)
 
 
 def _prepare(a: Any, device: str | None) -> Any:

@@ -64,7 +64,12 @@ def small(tmp_path) -> Path:
 
 
 def run_main(capsys, *argv: str) -> tuple[int, str, str]:
-    code = cli.main([str(a) for a in argv])
+    """cli.main in this process; compare leaves the test process's allocator settings alone
+    (--malloc default) unless a test asks otherwise."""
+    argv = [str(a) for a in argv]
+    if argv[:1] == ["compare"] and "--malloc" not in argv:
+        argv += ["--malloc", "default"]
+    code = cli.main(argv)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -125,6 +130,51 @@ def test_compare_peers_are_measured_or_reported_missing(capsys, small, monkeypat
     code, out, err = run_main(capsys, "compare", small, "--sizes", "64", "--repeat", "1", "--peers", "torch,jax")
     assert code == 0, err
     assert "torch: not installed (pip install torch)" in out and "jax: not installed (pip install jax)" in out
+
+
+FAKE_JAX = textwrap.dedent('''
+    """A stand-in for JAX in tests: value_and_grad through eager, jit as the identity."""
+    import numpy as _np
+
+    import eager as _eager
+
+
+    class numpy:  # noqa: N801  (jax.numpy)
+        asarray = staticmethod(_np.asarray)
+
+
+    def value_and_grad(fn, argnums):
+        def run(*args):
+            ts = [_eager.from_numpy(_np.array(a)).requires_grad_(i in argnums) for i, a in enumerate(args)]
+            out = fn(*ts)
+            out.backward()
+            return out.detach().numpy(), tuple(ts[i].grad.numpy() for i in argnums)
+        return run
+
+
+    def jit(fn):
+        return fn
+
+
+    def block_until_ready(x):
+        return x
+''')
+
+
+def test_compare_peers_run_in_a_child_process_and_are_checked(capsys, small, tmp_path, monkeypatch):
+    fake = tmp_path / "fakes"
+    (fake / "jax").mkdir(parents=True)
+    (fake / "jax" / "__init__.py").write_text(FAKE_JAX)
+    monkeypatch.syspath_prepend(str(fake))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(fake), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    json_file = tmp_path / "peers.json"
+    code, out, err = run_main(capsys, "compare", small, "--sizes", "64", "--repeat", "2", "--peers", "jax",
+                              "--json", json_file)
+    assert code == 0, err
+    assert re.search(r"^\W*64\W+jax\b", out, re.M), out
+    peer = json.loads(json_file.read_text())["results"][0]["peers"][0]
+    assert peer["library"] == "jax" and peer["available"] and peer["max_rel_error"] == 0.0
+    assert len(peer["eager"]["samples_s"]) == 2 and len(peer["compiled"]["samples_s"]) == 2
 
 
 def test_compare_plot_writes_a_png(capsys, small, tmp_path):
@@ -305,7 +355,10 @@ def _subprocess(*argv: str, env_extra: dict | None = None) -> subprocess.Complet
 def test_python_m_static_cli_runs_compare_and_reports_errors_without_traceback(small, tmp_path):
     ok = _subprocess("compare", str(small), "--sizes", "64", "--repeat", "1", "--json", str(tmp_path / "r.json"))
     assert ok.returncode == 0, ok.stderr
-    assert "compiled fwd+bwd" in ok.stdout and json.loads((tmp_path / "r.json").read_text())["results"]
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert "compiled fwd+bwd" in ok.stdout and data["results"]
+    if sys.platform.startswith("linux"):  # glibc: the command steadies malloc by default
+        assert "malloc steady" in ok.stdout and data["malloc"].startswith("steady")
     bad = _subprocess("compare", str(tmp_path / "missing.py"))
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr == f"graphmode: error: no such file: {tmp_path / 'missing.py'}\n"
