@@ -10,6 +10,7 @@ import functools
 import inspect
 import types
 import warnings
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -562,11 +563,7 @@ class Compiled:
         for name, graph, *note in entry.stages:
             header = f"== {name} ==" + (f"  ({note[0]})" if note and note[0] else "")
             parts.append(f"{header}\n{graph}")
-        trace = entry.trace
-        diff_inputs = tuple(i for i, k in enumerate(trace.input_leaves)
-                            if isinstance(leaves[k], Tensor) and leaves[k]._requires_grad)
-        diff_captured = tuple(i for i, (o, _) in enumerate(trace.captured)
-                              if isinstance(o, Tensor) and o._requires_grad)
+        diff_inputs, diff_captured = _diff_sets(entry.trace, leaves)
         if STATE.enabled and (diff_inputs or diff_captured):
             sg = entry.autograd_split(args, diff_inputs, diff_captured)
             for name, graph, *note in getattr(sg, "pass_stages", [("joint (forward + backward)", sg.joint)]):
@@ -586,9 +583,41 @@ class Compiled:
             parts.append(f"== generated source ==\n{src}")
         return "\n\n".join(parts)
 
+    def autograd_graphs(self, *args, **kwargs) -> "AutogradGraphs":
+        """The optimized graphs a call on these arguments runs: the forward and, when an
+        argument requires grad, the backward that CompiledFunctionBackward runs."""
+        args = self._positional(args, kwargs) if kwargs else args
+        leaves, entry = self._entry_for(args)
+        trace = entry.trace
+        diff_inputs, diff_captured = _diff_sets(trace, leaves)
+        if not (diff_inputs or diff_captured):
+            return AutogradGraphs(entry.graph, None, 0, [])
+        split = entry.autograd_split(args, diff_inputs, diff_captured).split
+        wrt = list(diff_inputs) + [len(trace.input_leaves) + j for j in diff_captured]
+        names = [split.forward.inputs[i].name for i in wrt]
+        return AutogradGraphs(split.forward, split.backward, len(split.residuals), names)
+
     def source(self, *args, **kwargs) -> str:
         """The generated source for these arguments ('' when the interpreter runs the graph)."""
         return self._entry_for(self._positional(args, kwargs) if kwargs else args)[1].forward.source()
+
+
+@dataclass
+class AutogradGraphs:
+    """What `Compiled.autograd_graphs` returns."""
+
+    forward: Graph
+    backward: Graph | None  # None when no argument requires grad
+    n_saved: int  # how many of the forward's last outputs the backward reads
+    grad_names: list  # the forward input each backward output is the gradient of
+
+
+def _diff_sets(trace: TraceResult, leaves: list) -> tuple:
+    """(explicit input positions, captured positions) whose tensors require grad now."""
+    diff_inputs = tuple(i for i, k in enumerate(trace.input_leaves)
+                        if isinstance(leaves[k], Tensor) and leaves[k]._requires_grad)
+    diff_captured = tuple(i for i, (o, _) in enumerate(trace.captured) if isinstance(o, Tensor) and o._requires_grad)
+    return diff_inputs, diff_captured
 
 
 def compile(fn: Callable | None = None, **options) -> Any:  # noqa: A001  (the public name is compile)

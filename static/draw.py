@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from eager import Tensor
 
+from .api import AutogradGraphs
 from .ir import Graph, Node, Value, format_type
 from .ir.core import format_literal, format_operand
 
@@ -196,37 +196,11 @@ def split_to_dot(forward: Graph, backward: Graph, n_saved: int, name: str | None
 
 
 # -- what static.compile runs for a function ------------------------------------------------------
-@dataclass
-class AutogradGraphs:
-    """The optimized graphs a compiled call on tensors that require grad runs."""
-
-    forward: Graph
-    backward: Graph | None  # None when no argument requires grad
-    n_saved: int  # how many of the forward's last outputs the backward reads
-    grad_names: list  # the forward input each backward output is the gradient of
-
-
 def autograd_graphs(fn: Callable, *args) -> AutogradGraphs:
-    """Compile `fn` and return the forward and backward graphs for these arguments.
-
-    static.compile has no public accessor for the split halves yet, so this reads the
-    compiled entry's split (the same objects `explain` prints)."""
+    """Compile `fn` and return the forward and backward graphs for these arguments."""
     from .api import compile as static_compile  # noqa: PLC0415
 
-    compiled = static_compile(fn)
-    leaves, _key, entry = compiled._entry(args)
-    if entry is None:
-        raise RuntimeError(f"{compiled.__name__} runs eagerly for these arguments: there is no graph to draw")
-    trace = entry.trace
-    diff_inputs = tuple(i for i, k in enumerate(trace.input_leaves)
-                        if isinstance(leaves[k], Tensor) and leaves[k].requires_grad)
-    diff_captured = tuple(i for i, (o, _) in enumerate(trace.captured) if isinstance(o, Tensor) and o.requires_grad)
-    if not (diff_inputs or diff_captured):
-        return AutogradGraphs(entry.graph, None, 0, [])
-    split = entry.autograd_split(args, diff_inputs, diff_captured).split
-    wrt = list(diff_inputs) + [len(trace.input_leaves) + j for j in diff_captured]
-    names = [split.forward.inputs[i].name for i in wrt]
-    return AutogradGraphs(split.forward, split.backward, len(split.residuals), names)
+    return static_compile(fn).autograd_graphs(*args)
 
 
 def to_dot(fn: Callable, *args, max_body_nodes: int = MAX_BODY_NODES) -> str:

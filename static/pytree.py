@@ -27,20 +27,21 @@ def flatten(tree, is_leaf: Callable[[Any], bool]) -> tuple[list, Any]:
 
 
 def unflatten(structure, leaves) -> Any:
-    it = iter(leaves)
+    return _build(structure, iter(leaves))
 
-    def build(s):
-        kind = s[0]
-        if kind == "leaf":
-            return next(it)
-        if kind == "none":
-            return None
-        if kind == "tuple":
-            return tuple(build(x) for x in s[1])
-        if kind == "namedtuple":
-            return s[1](*(build(x) for x in s[2]))
-        if kind == "list":
-            return [build(x) for x in s[1]]
-        return {k: build(x) for k, x in zip(s[1], s[2])}
 
-    return build(structure)
+def _build(s, it) -> Any:
+    # a module-level function, not a closure: a recursive closure is a reference cycle, which
+    # would leave every compiled call's outputs to the cyclic garbage collector
+    kind = s[0]
+    if kind == "leaf":
+        return next(it)
+    if kind == "none":
+        return None
+    if kind == "tuple":
+        return tuple(_build(x, it) for x in s[1])
+    if kind == "namedtuple":
+        return s[1](*(_build(x, it) for x in s[2]))
+    if kind == "list":
+        return [_build(x, it) for x in s[1]]
+    return {k: _build(x, it) for k, x in zip(s[1], s[2])}
