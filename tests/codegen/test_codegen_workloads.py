@@ -57,8 +57,11 @@ def test_w2(n, dtype, small_blocks):
 
 def test_w2_default_blocks_threaded():
     """A size above the parallel threshold and not a multiple of the default block."""
-    arrays = w2_inputs(100_003, np.float32)
-    _check(w2, arrays, (0, 1), np.float32, scale=300)
+    from codegen.runtime import CONFIG
+
+    assert 600_003 > CONFIG.parallel_min_elems
+    arrays = w2_inputs(600_003, np.float32)
+    _check(w2, arrays, (0, 1), np.float32, scale=800)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
