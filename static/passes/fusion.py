@@ -88,13 +88,15 @@ class Fuser:
         member reaches the inputs of all, so two groups can never wait on each other."""
         stack = [v.producer for v in start_values if v.producer is not None and id(v.producer) not in members]
         seen = set()
+        expanded = set()  # groups whose members are already on the stack
         while stack:
             node = stack.pop()
             if id(node) in seen:
                 continue
             seen.add(id(node))
             other = self.group_of.get(id(node))
-            if other is not None and len(other.nodes) > 1:
+            if other is not None and len(other.nodes) > 1 and id(other) not in expanded:
+                expanded.add(id(other))
                 stack.extend(n for n in other.nodes if id(n) not in seen and id(n) not in members)
             if self.pos.get(id(node), -1) < low:
                 continue  # older than every member: its own operands cannot depend on them
@@ -107,10 +109,12 @@ class Fuser:
                 stack.append(p)
         return None
 
-    def _convex(self, a: list, b: list):
+    def _convex(self, a: list, b: list, new_inputs_only: bool = False):
+        """None if a and b together stay convex, else why not. With new_inputs_only, a is an
+        existing (convex) group and only b's operands can close a cycle through it."""
         members = {id(n) for n in a} | {id(n) for n in b}
         low = min(self.pos[id(n)] for n in a + b)
-        inputs = [v for n in a + b for v in n.input_values()]
+        inputs = [v for n in (b if new_inputs_only else a + b) for v in n.input_values()]
         culprit = self._depends_on(inputs, members, low)
         return None if culprit is None else f"fusing would create a cycle through {_describe(culprit)}"
 
@@ -122,7 +126,7 @@ class Fuser:
         if reason is None:
             reason = self._space_ok(group, node, role)
         if reason is None:
-            reason = self._convex(group.nodes, [node])
+            reason = self._convex(group.nodes, [node], new_inputs_only=True)
         if reason is not None:
             self.rejections.append(f"{_describe(why_pair)} -> {_describe(node)}: {reason}")
             return False
