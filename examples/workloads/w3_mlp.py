@@ -3,8 +3,8 @@
 Sizes are shapes BxDxHxC (batch, inputs, hidden, classes); a plain number is the batch
 with D, H, C = 784, 512, 10. Gradients of W1, b1, W2, b2 (the SGD update that uses them is
 in examples/compare_training.py). Matmuls dominate; compiling fuses what surrounds them.
-The labels are one-hot rows (class probabilities): cross_entropy with class indices checks
-their range with int(), which cannot be traced.
+The labels are one-hot rows (class probabilities), the form every peer library takes too;
+cross_entropy with class indices compiles as well.
 
     graphmode compare examples/workloads/w3_mlp.py --sizes 32x64x64x10,256x784x512x10
 """
