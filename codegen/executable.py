@@ -9,7 +9,7 @@ import numpy as np
 
 from static.ir import Graph
 
-from . import cache, loader
+from . import cache, loader, settings
 
 BACKENDS = ("auto", "numpy", "cupy")
 
@@ -58,7 +58,7 @@ class CompiledGraph:
     def _load(self, which: str) -> loader.Loaded:
         found = self._loaded.get(which)
         if found is None:
-            key = cache.key(self.ir_text, which, _library_version(which))
+            key = cache.key(self.ir_text, which, _library_version(which) + settings.fingerprint(which))
 
             def generate() -> str:
                 src, desc = generate_source(self.graph, which)

@@ -12,8 +12,11 @@ each under a comment with its IR line.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from static.ir import Graph, Node, Value
 
+from . import settings
 from .lowering import NumpyLowering, lowering_for, small_power
 from .memory import BufferPlanner
 from .regions import Region, analyze
@@ -104,7 +107,7 @@ class NumpyModule:
         self.names = Names()
         self.constants: dict = {}
         self.regions: list = []
-        self.kinds = {"blocked": 0, "scalar": 0, "unfused": 0}
+        self.kinds = {"blocked": 0, "small": 0, "scalar": 0, "unfused": 0}
         self.notes: list = []
 
     def const(self, value, dt) -> str:
@@ -147,6 +150,8 @@ class NumpyModule:
         parts = [f"{n_ops} top-level op statement(s)",
                  f"{k['blocked']} fused region(s) as blocked kernels (row blocks of "
                  "_rt.CONFIG.block_elems elements, spread over _rt.CONFIG.threads threads)"]
+        if k["small"]:
+            parts.append(f"{k['small']} small region(s) (at most {settings.INLINE_MAX_ELEMS} elements) op by op")
         if k["scalar"]:
             parts.append(f"{k['scalar']} 0-d region(s) as NumPy-scalar arithmetic")
         if k["unfused"]:
@@ -171,6 +176,15 @@ class NumpyModule:
         self.kinds[region.kind] += 1
         for p, outer in region.binding.items():
             top.env[p] = top.src(outer)
+        if region.kind == "blocked" and int(np.prod(region.space, dtype=np.int64)) <= settings.INLINE_MAX_ELEMS:
+            self.kinds["small"] += 1
+            top.lines.append(f"# small region ({int(np.prod(region.space, dtype=np.int64))} elements): its ops run "
+                             "one by one, cheaper than blocking at this size")
+            for n in node.body.nodes:
+                top.comment(n)
+                top.op(n)
+            self._bind_outputs(node, top)
+            return {}
         if region.kind != "blocked":
             if region.kind == "unfused":
                 self.notes.append(f"%{node.outputs[0].name}: {region.reason}")

@@ -28,3 +28,13 @@ def small_blocks():
     cfg.block_elems, cfg.threads, cfg.parallel_min_elems = 7, 2, 1
     yield cfg
     cfg.block_elems, cfg.threads, cfg.parallel_min_elems = saved
+
+
+@pytest.fixture(autouse=True)
+def blocked_regions(monkeypatch):
+    """These tests use small arrays to exercise the blocked region code, which the NumPy
+    generator would otherwise replace by op-by-op code at these sizes (see
+    test_codegen_regions.py::test_small_regions_run_op_by_op for that path)."""
+    from codegen import settings
+
+    monkeypatch.setattr(settings, "INLINE_MAX_ELEMS", 0)

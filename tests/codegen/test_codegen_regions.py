@@ -220,3 +220,22 @@ func @f(%x: f32[8]) -> (f32[2,4], f32[8]) {
     x = np.arange(8, dtype=np.float32)
     for g, e in zip(exe.run([x]), static.run_graph(graph, [x])):
         np.testing.assert_array_equal(g, e)
+
+
+def test_small_regions_run_op_by_op(monkeypatch):
+    """Below INLINE_MAX_ELEMS a region's ops run one by one (no block function), with the
+    same results; the threshold is part of the cache key."""
+    from codegen import settings
+
+    text = CASES["bias_broadcast_and_column_sum"][0]
+    graph = static.parse_ir(text)
+    blocked = codegen.build(graph, "numpy")
+    monkeypatch.setattr(settings, "INLINE_MAX_ELEMS", 4096)
+    small = codegen.build(static.parse_ir(text), "numpy")
+    assert "def _region0" in blocked.source()
+    assert "def _region0" not in small.source() and "# small region (" in small.source()
+    assert "small region(s)" in small.source()
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(tuple(v.type.shape)).astype(v.type.dtype.np) for v in graph.inputs]
+    for a, b in zip(blocked.run(arrays), small.run(arrays)):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
