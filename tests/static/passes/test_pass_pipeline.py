@@ -97,3 +97,23 @@ def test_explain_shows_every_pass_with_counts():
         assert stage in text
     assert "regions: 1" in text
     assert "peak_bytes" in text
+
+
+def test_w3_saved_values_are_the_min_cut():
+    """Under eager autograd, W3's forward keeps X, the labels, W2, the pre-activation and the
+    log-probabilities (plus 0-d scalars); tanh(pre-activation) is recomputed, not saved."""
+    def loss(X, labels, W1, b1, W2, b2):
+        h = eager.tanh(X @ W1 + b1)
+        return eager.nn.functional.cross_entropy(h @ W2 + b2, labels)
+
+    B, D, H, C = 32, 64, 64, 10
+    args = [eager.randn(B, D), eager.randint(0, C, (B,)), eager.randn(D, H, requires_grad=True),
+            eager.zeros(H, requires_grad=True), eager.randn(H, C, requires_grad=True), eager.zeros(C, requires_grad=True)]
+    graphs = static.compile(loss).autograd_graphs(*args)
+    saved = graphs.forward.outputs[-graphs.n_saved:]
+    shapes = sorted(tuple(v.type.shape) for v in saved if v.type.shape)
+    assert shapes == sorted([(B, D), (B,), (H, C), (B,), (B, H), (B, C)])
+    saved_bytes = sum(v.type.dtype.itemsize * int(np.prod(v.type.shape)) for v in saved)
+    assert saved_bytes <= 4 * (2 * B * D + H * C + B * C) + 2 * 8 * B + 8
+    assert "tanh" in [n.op for n in graphs.backward.nodes] + [m.op for n in graphs.backward.nodes if n.body
+                                                            for m in n.body.nodes]
