@@ -38,7 +38,7 @@ def _leaf_key(leaf, static: bool):
     if isinstance(leaf, Tensor):
         d = leaf._data
         return ("tensor", d.shape, d.dtype, "cpu" if type(d) is np.ndarray else _device_of(d), leaf._requires_grad)
-    if isinstance(leaf, np.ndarray):
+    if isinstance(leaf, (np.ndarray, np.generic)):  # a NumPy scalar is a 0-d array of its dtype
         return ("array", leaf.shape, leaf.dtype, "cpu")
     if hasattr(leaf, "__cuda_array_interface__"):
         return ("array", leaf.shape, leaf.dtype, _device_of(leaf))

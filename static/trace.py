@@ -28,7 +28,9 @@ _NUMBER_DTYPES = {bool: _dtypes.bool_, int: _dtypes.int64, float: _dtypes.float6
 
 
 def is_array(x) -> bool:
-    return isinstance(x, (Tensor, np.ndarray)) or hasattr(x, "__cuda_array_interface__")
+    """Tensors and arrays, NumPy scalars included (0-d arrays of a definite dtype, where a
+    Python number is a weak scalar)."""
+    return isinstance(x, (Tensor, np.ndarray, np.generic)) or hasattr(x, "__cuda_array_interface__")
 
 
 def is_leaf(x) -> bool:
