@@ -70,7 +70,8 @@ class CompiledGraph:
         return found
 
     def run(self, arrays: list) -> list:
-        if self.backend == "cupy" or (self.backend == "auto" and arrays and any(_is_cupy(a) for a in arrays)):
+        if self.backend == "cupy" or (self.backend == "auto" and any(
+                type(a) is not np.ndarray and _is_cupy(a) for a in arrays)):
             return self._load("cupy").module.forward(*arrays)
         return self._forward(*arrays)
 

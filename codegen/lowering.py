@@ -181,20 +181,23 @@ _add("index_mask", NumpyLowering(call="_rt.forward('index_mask', np, {0}, dim={d
      note="compares positions along dim with an index: not pointwise in its operand")
 
 # -- reductions -------------------------------------------------------------------------------
-_SUM = ReductionLowering(partial="np.sum({0}, axis={axis}, keepdims=True)", combine="np.sum({0}, axis=0)",
+_SUM = ReductionLowering(partial="np.add.reduce({0}, axis={axis}, keepdims=True)", combine="np.add.reduce({0}, axis=0)",
                          identity="({T})0", reduce="a + b")
-_MEAN = ReductionLowering(partial="np.sum({0}, axis={axis}, keepdims=True)", combine="np.sum({0}, axis=0)",
+_MEAN = ReductionLowering(partial="np.add.reduce({0}, axis={axis}, keepdims=True)", combine="np.add.reduce({0}, axis=0)",
                           identity="({T})0", reduce="a + b", post="a / ({T}){count}", divide_by_count=True)
-_MAX = ReductionLowering(partial="np.amax({0}, axis={axis}, keepdims=True)", combine="np.amax({0}, axis=0)",
+_MAX = ReductionLowering(partial="np.maximum.reduce({0}, axis={axis}, keepdims=True)", combine="np.maximum.reduce({0}, axis=0)",
                          identity="gm_lowest<{T}>()", reduce="gm_max(a, b)")
-_MIN = ReductionLowering(partial="np.amin({0}, axis={axis}, keepdims=True)", combine="np.amin({0}, axis=0)",
+_MIN = ReductionLowering(partial="np.minimum.reduce({0}, axis={axis}, keepdims=True)", combine="np.minimum.reduce({0}, axis=0)",
                          identity="gm_highest<{T}>()", reduce="gm_min(a, b)")
-_PROD = ReductionLowering(partial="np.prod({0}, axis={axis}, keepdims=True)", combine="np.prod({0}, axis=0)",
+_PROD = ReductionLowering(partial="np.multiply.reduce({0}, axis={axis}, keepdims=True)", combine="np.multiply.reduce({0}, axis=0)",
                           identity="({T})1", reduce="a * b")
+# NumPy: the ufuncs' own reduce (np.sum & co. are Python wrappers around it, ~1 us a call)
+_NP_REDUCE = {"sum": "np.add.reduce", "mean": "np.mean", "amax": "np.maximum.reduce",
+              "amin": "np.minimum.reduce", "prod": "np.multiply.reduce"}
 for _name, _fn, _red in [("sum", "sum", _SUM), ("mean", "mean", _MEAN), ("amax", "amax", _MAX),
                          ("amin", "amin", _MIN), ("max", "amax", _MAX), ("min", "amin", _MIN),
                          ("prod", "prod", _PROD)]:
-    _add(_name, NumpyLowering(call=f"np.{_fn}({{0}}, axis={{dims}}, keepdims={{keepdim}})"),
+    _add(_name, NumpyLowering(call=f"{_NP_REDUCE[_fn]}({{0}}, axis={{dims}}, keepdims={{keepdim}})"),
          CupyLowering(call=f"cp.{_fn}({{0}}, axis={{dims}}, keepdims={{keepdim}})"), reduction=_red)
 _add("prod_except_self", NumpyLowering(call="_rt.forward('prod_except_self', np, {0}, dims={dims})"),
      CupyLowering(call="_rt.forward('prod_except_self', cp, {0}, dims={dims})"))

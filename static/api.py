@@ -137,8 +137,9 @@ class _Entry:
                                  if leaf_keys[k][0] == "tensor" and leaf_keys[k][4])
         self.n_captured = len(trace.captured)
         # the fast paths: every leaf a graph input given as an eager tensor; one plain output
-        self.all_tensor_inputs = (trace.input_leaves == list(range(len(leaf_keys)))
-                                  and all(k[0] == "tensor" for k in leaf_keys) and not trace.captured)
+        every_leaf_an_input = trace.input_leaves == list(range(len(leaf_keys))) and not trace.captured
+        self.all_tensor_inputs = every_leaf_an_input and all(k[0] == "tensor" for k in leaf_keys)
+        self.all_array_inputs = every_leaf_an_input and all(k[0] == "array" for k in leaf_keys)
         self.single_output = (trace.out_tree == ("leaf",) and trace.n_outputs == 1 and not trace.updates
                               and not trace.out_consts)
 
@@ -522,6 +523,8 @@ class Compiled:
                 return self._call_with_grad(entry, args, leaves, entry.diff_inputs, diff_captured)
         if entry.all_tensor_inputs:
             results = entry.forward.run([t._data for t in leaves])
+        elif entry.all_array_inputs:
+            results = entry.forward.run(list(leaves))
         else:
             results = entry.forward.run(_input_arrays(trace, leaves))
         if entry.single_output:
