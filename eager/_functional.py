@@ -500,7 +500,7 @@ def split(tensor, split_size_or_sections, dim=0):
         step = split_size_or_sections
         if step <= 0:
             raise RuntimeError(f"split: split_size must be positive, got {step}")
-        sizes = tuple(builtins_min(step, n - i) for i in range(0, n, step)) or (0,)
+        sizes = tuple(_builtins.min(step, n - i) for i in range(0, n, step)) or (0,)
     else:
         sizes = tuple(int(s) for s in split_size_or_sections)
     return S.SPLIT(tensor, sizes=sizes, dim=d)
@@ -527,10 +527,6 @@ def narrow(input, dim, start, length):
     d = norm_dim("narrow", dim, _ndim(input))
     return S.INDEX(input, key=(("slice", None, None, None),) * d + (("slice", start, start + length, None),),
                    n_index=0)
-
-
-def builtins_min(a, b):
-    return a if a < b else b
 
 
 # -- indexing -------------------------------------------------------------------------------------
