@@ -117,6 +117,10 @@ def promote(a: dtype, b: dtype) -> dtype:
     """Promotion of two tensor dtypes of equal standing (both dimensioned or both 0-d)."""
     if a is b:
         return a
+    if a.category != b.category:
+        # PyTorch: the higher category wins with its own dtype (int32 + float32 -> float32),
+        # where NumPy would widen to hold every integer exactly (float64)
+        return a if a.category > b.category else b
     return _BY_NP[np.promote_types(a.np, b.np)]
 
 

@@ -26,6 +26,7 @@ from .errors import TraceError
 from .executable import build_executable
 from .ir import Graph, Value, verify
 from .passes import is_recording, optimize_joint, recording, run_pipeline
+from .passes.memory import VIEW_OPS
 from .trace import TraceResult, check_hashable, flatten_args, is_leaf, static_positions, trace_function
 from .tracer import ACTIVE, Tracer
 
@@ -142,6 +143,8 @@ class _Entry:
         self.all_array_inputs = every_leaf_an_input and all(k[0] == "array" for k in leaf_keys)
         self.single_output = (trace.out_tree == ("leaf",) and trace.n_outputs == 1 and not trace.updates
                               and not trace.out_consts)
+        self.output_aliases = _output_aliases(self.graph, trace.n_outputs)
+        self.has_output_aliases = any(self.output_aliases)
 
     def still_valid(self) -> bool:
         """Captured tensors re-read and still of the traced shapes and dtypes."""
@@ -212,16 +215,22 @@ def _as_tensor(v):
     return v if isinstance(v, Tensor) else Tensor._make(np.asarray(v) if isinstance(v, np.generic) else v)
 
 
-def _wrap_outputs(trace: TraceResult, values: list, as_tensors: bool):
+def _wrap_outputs(trace: TraceResult, values: list, as_tensors: bool, link=None):
+    """The function's result: its structure rebuilt around the output arrays (as tensors when
+    tensors came in). `link` = (aliases, caller objects) shares version counters (above)."""
     it = iter(values)
-    leaves = []
+    leaves, outs = [], []
     total = trace.n_outputs + len(trace.out_consts)
     for k in range(total):
         if k in trace.out_consts:
             leaves.append(trace.out_consts[k])
         else:
             v = next(it)
-            leaves.append(_as_tensor(v) if as_tensors else v)
+            v = _as_tensor(v) if as_tensors else v
+            outs.append(v)
+            leaves.append(v)
+    if link is not None and as_tensors:
+        _link_aliases(outs, *link)
     return pytree.unflatten(trace.out_tree, leaves)
 
 
@@ -239,20 +248,43 @@ class _SplitGraphs:
         self.aliased_inputs = _aliased_inputs(split.forward, split.residuals)
 
 
-def _aliased_inputs(forward: Graph, residuals: list) -> list:
-    """Indices of the forward's inputs whose buffers a residual may share: the input itself, or
-    a view of it (reshape, transpose, ...). The backward reads those buffers later, so an
-    in-place change to the caller's tensor in between must be detected, as eager does."""
-    alias = {v: {i} for i, v in enumerate(forward.inputs)}
-    for node in forward.nodes:
-        op = REGISTRY.get(node.op)
-        if op is not None and op.is_view and node.inputs and isinstance(node.inputs[0], Value):
+def _alias_sets(graph: Graph) -> dict:
+    """Value -> indices of the graph inputs whose buffer it may share (the input itself, or a
+    view of it: reshape, transpose, basic indexing, ...)."""
+    alias = {v: frozenset((i,)) for i, v in enumerate(graph.inputs)}
+    for node in graph.nodes:
+        if node.op in VIEW_OPS and node.inputs and isinstance(node.inputs[0], Value):
             for out in node.outputs:
-                alias[out] = alias.get(node.inputs[0], set())
-    found: set = set()
-    for v in residuals:
-        found |= alias.get(v, set())
-    return sorted(found)
+                alias[out] = alias.get(node.inputs[0], frozenset())
+    return alias
+
+
+def _aliased_inputs(forward: Graph, residuals: list) -> list:
+    """Indices of the forward's inputs whose buffers a residual may share. The backward reads
+    those buffers later, so an in-place change to the caller's tensor in between must be
+    detected, as eager does."""
+    alias = _alias_sets(forward)
+    return sorted(set().union(*(alias.get(v, ()) for v in residuals)))
+
+
+def _output_aliases(graph: Graph, n_outputs: int) -> list:
+    """Per user output, the inputs it may share memory with (empty for fresh results)."""
+    alias = _alias_sets(graph)
+    return [tuple(sorted(alias.get(v, ()))) if isinstance(v, Value) else () for v in graph.outputs[:n_outputs]]
+
+
+def _link_aliases(tensors, aliases: list, inputs: list) -> None:
+    """An output sharing memory with a caller's tensor shares its version counter too, as an
+    eager view does: an in-place write through either one is then seen by every saved-tensor
+    check (a compiled `x.reshape(-1)` would otherwise hide a write into x from autograd)."""
+    for t, candidates in zip(tensors, aliases):
+        for i in candidates:
+            src = inputs[i]
+            if isinstance(src, Tensor) and isinstance(t, Tensor) and \
+                    eager._device.xp_of_array(src._data).may_share_memory(t._data, src._data):
+                t._vc = src._vc
+                t._base = src if src._base is None else src._base
+                break
 
 
 def _build_split(owner: "Compiled", args: tuple, diff_leaves: list, diff_captured: list) -> _SplitGraphs:
@@ -295,6 +327,7 @@ def _build_split(owner: "Compiled", args: tuple, diff_leaves: list, diff_capture
     sg = _SplitGraphs(joint.graph, split, joint, owner.backend)
     sg.seed_outputs = seeds_holder["outs"]
     sg.user_outputs = user
+    sg.output_aliases = _output_aliases(split.forward, len(user))
     sg.pass_stages = stages
     return sg
 
@@ -346,6 +379,7 @@ class CompiledFunction(eager.autograd.Function):
         ctx.diff_tensors = diff_tensors
         ctx.float_out = [k for k, v in enumerate(sg.user_outputs) if v in sg.seed_outputs]
         outs = tuple(_as_tensor(r) for r in user)
+        _link_aliases(outs, sg.output_aliases, inputs)
         for k, t in enumerate(outs):
             if k not in ctx.float_out:
                 ctx.mark_non_differentiable(t)
@@ -527,12 +561,13 @@ class Compiled:
             results = entry.forward.run(list(leaves))
         else:
             results = entry.forward.run(_input_arrays(trace, leaves))
-        if entry.single_output:
+        if entry.single_output and not entry.has_output_aliases:
             r = results[0]
             return Tensor._make(np.asarray(r) if isinstance(r, np.generic) else r) if entry.as_tensors else r
         if trace.updates:
             _write_back(trace, leaves, results[trace.n_outputs:])
-        return _wrap_outputs(trace, results[:trace.n_outputs], entry.as_tensors)
+        link = (entry.output_aliases, _input_objects(trace, leaves)) if entry.has_output_aliases else None
+        return _wrap_outputs(trace, results[:trace.n_outputs], entry.as_tensors, link)
 
     def _call_with_grad(self, entry, args, leaves, diff_inputs, diff_captured):
         sg = entry.autograd_split(args, diff_inputs, diff_captured)
