@@ -128,7 +128,9 @@ _add("gelu", NumpyLowering(call="_rt.gelu({0}, {approximate})", into="_rt.gelu({
 _add("where", NumpyLowering(call="_rt.forward('where', np, {0}, {1}, {2})", into="_rt.where({0}, {1}, {2}, out={out})",
                             scalar="({1} if {0} else {2})"),
      CupyLowering(call="_rt.forward('where', cp, {0}, {1}, {2})", expr="({0} ? {1} : {2})"), pointwise=True)
-_add("clamp", NumpyLowering(call="np.clip({0}, {min}, {max})", into="np.clip({0}, {min}, {max}, out={out})"),
+# a standalone clamp: the op's forward, which gives PyTorch's dtype (int tensor, float bounds: float32)
+_add("clamp", NumpyLowering(call="_rt.forward('clamp', np, {0}, min={min}, max={max})",
+                            into="np.clip({0}, {min}, {max}, out={out})"),
      CupyLowering(call="cp.clip({0}, {min}, {max})", expr="gm_clamp({0}, {min_c}, {max_c}, {has_min}, {has_max})",
                   helpers=("gm_clamp",)), pointwise=True)
 _add("to_dtype", NumpyLowering(call="{0}.astype({dtype})", into="np.copyto({out}, {0}, casting='unsafe')",

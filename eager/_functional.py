@@ -152,8 +152,17 @@ def where(condition, input=None, other=None):
     return E.WHERE(condition, input, other)
 
 
+def _bound(b):
+    """A clamp bound as a plain Python number; an int stays an int (it keeps int tensors int)."""
+    if b is None or isinstance(b, bool):
+        return b
+    if hasattr(b, "item"):
+        b = b.item()
+    return b if isinstance(b, int) else float(b)
+
+
 def clamp(input, min=None, max=None):
-    return E.CLAMP(input, min=None if min is None else float(min), max=None if max is None else float(max))
+    return E.CLAMP(input, min=_bound(min), max=_bound(max))
 
 
 clip = clamp

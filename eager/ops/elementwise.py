@@ -330,14 +330,21 @@ WHERE = defop(
 )
 
 
+def _clamp_dtype(dt, min, max):
+    """PyTorch's: the bounds promote like Python scalars (an int tensor clamped to 0.5
+    gives float32)."""
+    return _dtypes.result_type([dt], [], [b for b in (min, max) if b is not None])
+
+
 def _clamp(xp, x, min=None, max=None):
-    return xp.clip(x, min, max).astype(x.dtype, copy=False)
+    out_dtype = _clamp_dtype(_dtypes.from_numpy(x.dtype), min, max).np
+    return xp.clip(x, min, max).astype(out_dtype, copy=False)
 
 
 def _clamp_abstract(x, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
-    return x
+    return TensorSpec(x.shape, _clamp_dtype(x.dtype, min, max))
 
 
 def _clamp_vjp(ctx, g):
