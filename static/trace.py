@@ -154,8 +154,8 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
             kinds.append("number")
         v = Value(base, spec)
         graph.inputs.append(v)
-        if kinds[-1] == "number":
-            state.weak.add(v)
+        if kinds[-1] == "number" or isinstance(leaf, np.generic):
+            state.weak.add(v)  # promotes as a Python number does in eager (eager takes .item())
         input_leaves.append(k)
         tracers.append(Tracer(state, v))
     traced_args = pytree.unflatten(in_tree, tracers)

@@ -1,5 +1,5 @@
-"""NumPy scalars as arguments are 0-d arrays of their dtype: traced as inputs (a new value
-does not retrace) and promoted as 0-d tensors are."""
+"""NumPy scalars as arguments are 0-d inputs of their dtype (a new value does not retrace)
+that promote as Python numbers do, which is what eager does with them."""
 import numpy as np
 
 import eager
@@ -21,7 +21,7 @@ def test_numpy_scalar_is_an_input_not_a_constant():
     assert not np.allclose(a, b)
 
 
-def test_numpy_scalar_promotes_like_a_zero_dim_tensor():
+def test_numpy_scalar_does_not_widen_a_float32_tensor():
     f = static.compile(lambda s, v: s * v)
     out = f(np.float64(2.0), np.ones(3, np.float32))
     assert out.dtype == np.float32 and np.all(out == 2.0)
@@ -32,3 +32,12 @@ def test_grad_of_numpy_scalar():
     x = eager.tensor(np.float32(0.3), requires_grad=True)
     step(x).backward()
     assert np.allclose(g, x.grad.numpy(), rtol=1e-6)
+
+
+def test_numpy_scalar_promotes_like_eager():
+    x = eager.tensor([1, 2], dtype=eager.int32)
+    f = lambda t, s: t * s  # noqa: E731
+    eager_out = f(x, np.float64(1.5))
+    compiled = static.compile(f)(x, np.float64(1.5))
+    assert eager_out.dtype == compiled.dtype == eager.float32
+    assert np.array_equal(eager_out.numpy(), compiled.numpy())
