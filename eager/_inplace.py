@@ -87,12 +87,19 @@ def validate(self: Tensor, arr, name: str) -> None:
         raise RuntimeError(f"output with shape {list(data.shape)} doesn't match the broadcast shape "
                            f"{list(np.broadcast_shapes(shape, data.shape))}")
     src_dtype = getattr(arr, "dtype", None)
-    if src_dtype is not None and not np.can_cast(src_dtype, data.dtype, "same_kind"):
-        raise RuntimeError(f"result type {_dtypes.scalar_type_name(_dtypes.from_numpy(src_dtype))} can't be "
-                           f"cast to the desired output type {_dtypes.scalar_type_name(_dtypes.from_numpy(data.dtype))}")
+    if src_dtype is not None:
+        check_result_cast(_dtypes.from_numpy(src_dtype), _dtypes.from_numpy(data.dtype))
     if not data.flags.writeable:
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
                            "single memory location. Please clone() the tensor before performing the operation.")
+
+
+def check_result_cast(result: _dtypes.dtype, target: _dtypes.dtype) -> None:
+    """An in-place op may store its result only within its kind (float into int refused),
+    as PyTorch decides; shared with static, whose traced in-place ops must refuse alike."""
+    if not np.can_cast(result.np, target.np, "same_kind"):
+        raise RuntimeError(f"result type {_dtypes.scalar_type_name(result)} can't be cast to the desired output "
+                           f"type {_dtypes.scalar_type_name(target)}")
 
 
 def write(self: Tensor, arr, name: str) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 import eager
 from eager import _dispatch, _dtypes, _factories
 from eager import _functional as F
+from eager._inplace import check_result_cast
 from eager._tensor import Size, Tensor
 from eager.ops import REGISTRY, TensorSpec
 from eager.ops.elementwise import TO_DTYPE
@@ -408,6 +409,7 @@ class Tracer:
             raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match the broadcast shape "
                                f"{list(result.shape)}")
         if result.dtype is not self.dtype:
+            check_result_cast(result.dtype, self.dtype)
             result = F.to_dtype(result, self.dtype)
         self._value = result._value
         self._state.versions[id(self)] = self._state.versions.get(id(self), 0) + 1  # its views are now stale
@@ -471,6 +473,7 @@ def inplace_on_captured(target, result: Tracer) -> None:
         raise RuntimeError(f"in-place update of a captured tensor of shape {list(target.shape)} with a value of "
                            f"shape {list(result.shape)}")
     if result.dtype != target.dtype:
+        check_result_cast(result.dtype, target.dtype)
         result = F.to_dtype(result, target.dtype)
     state.latest[id(target)] = result._value
     state.versions[id(target)] = state.versions.get(id(target), 0) + 1
