@@ -1,7 +1,7 @@
 """Algebraic simplification. Without fast_math every rewrite gives the same value
 (x*1 -> x, neg(neg x) -> x, x**2 -> x*x, transpose/reshape/expand chains, sums over
-size-1 axes, expand+sum pairs when exact, needless broadcasts of scalars). With
-fast_math=True also value-changing ones (x*0 -> 0, x-x -> 0, reassociation of constants)."""
+size-1 axes, needless broadcasts of scalars). With fast_math=True also value-changing ones
+(x*0 -> 0, x-x -> 0, sum(expand(y)) -> y*n, reassociation of constants)."""
 from __future__ import annotations
 
 from eager.ops import REGISTRY
@@ -32,10 +32,6 @@ def _producer(v, op=None):
 
 def _same_type(a, b) -> bool:
     return isinstance(a, Value) and isinstance(b, Value) and a.type == b.type
-
-
-def _power_of_two(n: int) -> bool:
-    return n > 0 and n & (n - 1) == 0
 
 
 class _Rewriter:
@@ -141,8 +137,8 @@ class _Rewriter:
         n = 1
         for d in axes:
             n *= x.type.shape[d]
-        if not (_power_of_two(n) or self.fast_math):
-            return None  # n equal terms summed may round differently from one product
+        if not self.fast_math:
+            return None  # n equal terms summed (in NumPy's order) round differently from one product
         kept = y if lead == 0 else self.emit("reshape", [y], {"shape": tuple(
             1 for _ in range(lead)) + tuple(y.type.shape)}, node.loc)
         if tuple(kept.type.shape) != tuple(out.type.shape):
