@@ -38,25 +38,22 @@ def _collect(roots):
 
 
 def _leads_to(roots, targets: set) -> set:
-    """Nodes from which some target node can be reached (the ones worth running)."""
+    """Nodes from which some target node can be reached (the ones worth running): one
+    post-order walk, each node decided after all the nodes it points to."""
     useful: set = set()
-    order, stack, seen = [], [n for n in roots if n is not None], set()
+    done: set = set()
+    stack = [(n, False) for n in roots if n is not None]
     while stack:
-        node = stack.pop()
-        if id(node) in seen:
+        node, children_done = stack.pop()
+        if id(node) in done:
             continue
-        seen.add(id(node))
-        order.append(node)
-        stack.extend(n for n, _ in node.next_functions if n is not None)
-    changed = True
-    while changed:  # a fixed point; graphs here are DAGs, so this ends quickly
-        changed = False
-        for node in order:
-            if id(node) in useful:
-                continue
-            if id(node) in targets or any(n is not None and id(n) in useful for n, _ in node.next_functions):
-                useful.add(id(node))
-                changed = True
+        if not children_done:
+            stack.append((node, True))
+            stack.extend((n, False) for n, _ in node.next_functions if n is not None and id(n) not in done)
+            continue
+        done.add(id(node))
+        if id(node) in targets or any(n is not None and id(n) in useful for n, _ in node.next_functions):
+            useful.add(id(node))
     return useful
 
 
