@@ -1,6 +1,8 @@
 """Tensor creation: `tensor`, `zeros`, `randn`, ... and the global random generator."""
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from . import _dtypes
@@ -184,8 +186,23 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     return _finish(xp_for(_dev(device)).eye(n, m, dtype=dt.np), requires_grad)
 
 
+class _Draws(threading.local):
+    count = 0
+
+
+_DRAWS = _Draws()
+
+
+def draws_on_this_thread() -> int:
+    """How many random draws this thread has made: static compares it before and after a
+    trace to refuse functions whose random numbers would be frozen into the graph (per thread,
+    so another thread drawing meanwhile is not mistaken for the traced function)."""
+    return _DRAWS.count
+
+
 def _rng_array(kind, shape, dt, dev, a=0.0, b=1.0, high=None):
     """Random numbers drawn on the tensor's device from eager's seeded generators."""
+    _DRAWS.count += 1
     shape = tuple(shape)
     if dev.type == "cuda":
         xp = xp_for(dev)
@@ -234,6 +251,7 @@ def rand_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 def randperm(n, dtype=None, device=None) -> Tensor:
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64
+    _DRAWS.count += 1
     arr = _RNG["numpy"].permutation(n).astype(dt.np)
     return _finish(arr if _dev(device) == CPU else xp_for(_dev(device)).asarray(arr), False)
 

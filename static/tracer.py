@@ -51,7 +51,7 @@ class TraceState:
     latest: dict = field(default_factory=dict)  # id(tensor) -> latest Value after in-place updates
     weak: set = field(default_factory=set)  # inputs that came from Python numbers
     counter: int = 0
-    rng: object = field(default_factory=lambda: _rng_fingerprint())  # eager's generator when tracing began
+    draws: int = field(default_factory=lambda: _factories.draws_on_this_thread())  # when tracing began
     finished: bool = False  # set when the trace is over: its Tracers must not record any more
     versions: dict = field(default_factory=dict)  # id(tensor or Tracer) -> in-place updates so far
 
@@ -65,7 +65,7 @@ class TraceState:
         key = id(obj)
         if key in self.latest:
             return self.latest[key]
-        if _rng_fingerprint() != self.rng:
+        if _factories.draws_on_this_thread() != self.draws:
             raise TraceError(
                 f"{user_location()}: the function draws random numbers (eager.rand, randn, dropout, ...) while "
                 "it is traced; the compiled graph would replay the same numbers on every call. Pass random "
@@ -82,13 +82,6 @@ class TraceState:
         self.captured[key] = (obj, v)
         self.latest[key] = v
         return v
-
-
-def _rng_fingerprint():
-    """The state of eager's CPU generator (and which GPU generator is in use): if it moves while a
-    function is traced, the function drew random numbers that would be frozen into the graph."""
-    gen = _factories._RNG["numpy"]
-    return id(gen), gen.bit_generator.state["state"], id(_factories._RNG.get("cupy"))
 
 
 class _Active(threading.local):

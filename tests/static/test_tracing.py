@@ -482,3 +482,25 @@ def test_reading_a_view_after_its_base_changed_in_place_is_refused():
     x = eager.ones(2, 2)
     expected = fresh(eager.ones(2, 2)).numpy()
     np.testing.assert_array_equal(static.compile(fresh)(x).numpy(), expected)
+
+
+def test_random_draws_on_another_thread_do_not_fail_a_trace():
+    """The draw check is per thread: a data loader drawing meanwhile is not the function's."""
+    import threading
+
+    weight = eager.ones(3)
+    stop = threading.Event()
+
+    def draw():
+        while not stop.is_set():
+            eager.randn(4)
+
+    worker = threading.Thread(target=draw)
+    worker.start()
+    try:
+        for _ in range(20):
+            f = static.compile(lambda x: x * weight)
+            assert f(eager.ones(3)).tolist() == [1.0, 1.0, 1.0]
+    finally:
+        stop.set()
+        worker.join()
