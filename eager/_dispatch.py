@@ -373,11 +373,9 @@ def _make_node(op, operands, attrs):
 
 
 def _register_with_the_op_registry() -> None:
-    import sys  # noqa: PLC0415
-
     from .ops import _registry  # noqa: PLC0415
 
-    _registry._DISPATCH["module"] = sys.modules[__name__]
+    _registry._DISPATCH["dispatch"] = dispatch
 
 
 _register_with_the_op_registry()

@@ -35,7 +35,6 @@ TO_DEVICE = defop(
     grad_name="ToCopyBackward0", kind="other",
     samples=lambda rng: [((rng.standard_normal((3,)),), {"device": "cpu", "source": "cpu"})],
 )
-_orig_to_device = TO_DEVICE.__call__
 
 
 _VIEW_OF_LEAF_MSG = "a view of a leaf Variable that requires grad is being used in an in-place operation."

@@ -106,11 +106,7 @@ class FunctionCtx(HookMixin):
         return out
 
 
-class _FunctionMeta(type):
-    pass
-
-
-class Function(metaclass=_FunctionMeta):
+class Function:
     """Subclass with static `forward(ctx, *args)` and `backward(ctx, *grads)`; call `.apply`."""
 
     @staticmethod

@@ -59,7 +59,7 @@ class OpDef:
 
     def __call__(self, *operands, **attrs):
         """Apply the op to tensors, tracer values or arrays: dispatches on the operands."""
-        return _DISPATCH["module"].dispatch(self, operands, attrs)
+        return _DISPATCH["dispatch"](self, operands, attrs)
 
     def backward_name(self, operands, attrs) -> str:
         g = self.grad_name
@@ -72,10 +72,10 @@ class OpDef:
 
 
 REGISTRY: dict[str, OpDef] = {}
-# eager._dispatch registers itself here when it loads (it imports this module, so this module
-# cannot import it); its `dispatch` attribute is read on every call, as static still swaps it
-# (eager._dispatch.push_mode is the supported way to take ops over).
-_DISPATCH: dict = {"module": None}
+# eager._dispatch registers its `dispatch` here when it loads (it imports this module, so this
+# module cannot import it). Other tensor types and dispatch modes take ops over through it
+# (see eager._dispatch), never by replacing it.
+_DISPATCH: dict = {"dispatch": None}
 
 
 def defop(name: str, **kwargs: Any) -> OpDef:
