@@ -20,17 +20,9 @@ from static.ir import Graph, Node, Value
 from .cuda_helpers import PREAMBLE
 from .lowering import lowering_for, small_power
 from .regions import Region, analyze
-from .render import (CUPY_PARAM_TYPES, Names, c_literal, c_number, c_type, compute_c_type, fields, fill,
+from .render import (CUPY_PARAM_TYPES, Names, c_literal, c_number, c_type, compute_c_type, compute_dtype, fields, fill,
                      line_numbers, node_line, np_dtype, py_literal)
 from .templates import render
-
-
-def _compute_dtype(node: Node):
-    data = node.inputs[1:] if node.op == "where" else node.inputs
-    for v in data:
-        if isinstance(v, Value):
-            return v.type.dtype
-    return node.outputs[0].type.dtype
 
 
 class KernelBody:
@@ -52,7 +44,7 @@ class KernelBody:
     def emit(self, n: Node) -> None:
         low = lowering_for(n.op).cupy
         out = n.outputs[0]
-        T = compute_c_type(_compute_dtype(n))
+        T = compute_c_type(compute_dtype(n))
         R = c_type(out.type.dtype)
         operands = [self.operand(v, T, keep_type=(n.op == "where" and i == 0) or n.op == "to_dtype")
                     for i, v in enumerate(n.inputs)]

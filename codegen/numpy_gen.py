@@ -20,7 +20,7 @@ from . import settings
 from .lowering import NumpyLowering, lowering_for, small_power
 from .memory import BufferPlanner
 from .regions import Region, analyze
-from .render import Names, fields, fill, line_numbers, node_line, np_dtype, py_literal
+from .render import Names, compute_dtype, fields, fill, line_numbers, node_line, np_dtype, py_literal
 from .templates import render
 
 _REDUCE_UFUNC = {"sum": "np.add", "mean": "np.add", "amax": "np.maximum", "max": "np.maximum",
@@ -32,15 +32,6 @@ _COMBINE = {"sum": "sum", "mean": "mean", "amax": "max", "max": "max", "amin": "
 
 def _is_scalar_node(node: Node) -> bool:
     return all(len(v.type.shape) == 0 for v in node.input_values() + node.outputs)
-
-
-def _compute_dtype(node: Node):
-    """The dtype an op computes in: its data operands' (what a literal is converted to)."""
-    data = node.inputs[1:] if node.op == "where" else node.inputs
-    for v in data:
-        if isinstance(v, Value):
-            return v.type.dtype
-    return node.outputs[0].type.dtype
 
 
 class Emitter:
@@ -69,7 +60,7 @@ class Emitter:
         if scalar is None:
             scalar = pointwise and _is_scalar_node(node)
         if scalar and pointwise:
-            dt = _compute_dtype(node)
+            dt = compute_dtype(node)
             operands = [self.src(v) if isinstance(v, Value) else self.module.const(v, dt) for v in node.inputs]
             f = fields(node, operands)
             if node.op in ("full", "full_like"):

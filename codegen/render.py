@@ -187,3 +187,14 @@ def line_numbers(graph: Graph) -> dict:
 
     walk(graph)
     return lines
+
+
+def compute_dtype(node):
+    """The dtype an op computes in: its data operands' (what a literal is converted to)."""
+    from static.ir import Value  # noqa: PLC0415
+
+    data = node.inputs[1:] if node.op == "where" else node.inputs
+    for v in data:
+        if isinstance(v, Value):
+            return v.type.dtype
+    return node.outputs[0].type.dtype

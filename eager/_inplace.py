@@ -10,11 +10,11 @@ import numpy as np
 
 from . import _dtypes
 from . import _functional as F
-from ._device import cupy_module, device
+from ._device import cupy_module
 from ._grad_mode import STATE, no_grad
 from ._tensor import Tensor
 from .ops import elementwise as E
-from .ops._registry import TensorSpec, defop
+from .ops._registry import defop
 
 _LEAF_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
 

@@ -8,7 +8,7 @@ import numpy as np
 from . import _dispatch, _dtypes
 from . import _functional as F
 from ._device import CPU, device, device_of_array, xp_for, xp_of_array
-from ._grad_mode import STATE, no_grad
+from ._grad_mode import STATE
 from ._repr import tensor_repr
 from .autograd.graph import AccumulateGrad, RemovableHandle
 from .ops import elementwise as E
@@ -300,7 +300,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __len__(self) -> int:

@@ -18,7 +18,6 @@ import numpy as np
 import eager
 from eager._grad_mode import STATE
 from eager._tensor import Tensor
-from eager.ops import REGISTRY
 
 from . import pytree
 from .autodiff import vjp

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtypes
-from ._checks import broadcast_shapes, norm_dim, numel, same_dtype
+from ._checks import norm_dim, numel, same_dtype
 from ._registry import TensorSpec, defop
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, Iterable
 
+from .._grad_mode import no_grad
 from .._tensor import Tensor
 from ..nn.module import _clear_grad
 
@@ -64,7 +65,16 @@ class Optimizer:
                 _clear_grad(p, set_to_none)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        raise NotImplementedError
+        """One update of every parameter group (under no_grad, in place); returns the
+        closure's loss when a closure is given."""
+        loss = self._closure_loss(closure)
+        with no_grad():
+            for group in self.param_groups:
+                self._update_group(group)
+        return loss
+
+    def _update_group(self, group: dict) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must define _update_group(group)")
 
     def _closure_loss(self, closure: Callable[[], Any] | None) -> Any:
         if closure is None:

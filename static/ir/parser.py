@@ -8,7 +8,7 @@ import functools
 import json
 from importlib import resources
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from eager import _dtypes

@@ -119,7 +119,7 @@ class _Rewriter:
 
     def _sum(self, node, out):
         x = node.inputs[0]
-        dims, keepdim = node.attrs["dims"], node.attrs["keepdim"]
+        dims = node.attrs["dims"]
         axes = range(len(x.type.shape)) if dims is None else dims
         if x.type.dtype != out.type.dtype:
             return None
