@@ -145,7 +145,9 @@ def _run_float(op, operands, attrs, wants_grad):
     if type(result) is not np.ndarray:
         result = np.asarray(result)  # NumPy gives scalars for 0-d results; tensors hold arrays
     out = _new_tensor(result)
-    if wants_grad and STATE.enabled and op.vjp is not None:
+    # a float input can give a non-float result (a cast to an integer dtype), which never
+    # requires grad
+    if wants_grad and STATE.enabled and op.vjp is not None and result.dtype.kind in "fc":
         _record_one(op, operands, attrs, out)
     return out
 

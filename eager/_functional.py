@@ -476,6 +476,8 @@ def broadcast_to(input, size):
 
 
 def squeeze(input, dim=None):
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+        return S.SQUEEZE(input, dims=())  # PyTorch: squeeze(x, ()) squeezes nothing
     dims = norm_dims("squeeze", dim, _ndim(input))
     return S.SQUEEZE(input, dims=dims)
 

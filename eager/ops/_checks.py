@@ -59,6 +59,8 @@ def norm_dims(op: str, dims, ndim: int) -> tuple | None:
         return None
     if isinstance(dims, int):
         dims = (dims,)
+    if len(tuple(dims)) == 0:
+        return tuple(range(ndim))  # PyTorch: an empty dim list reduces over every dim
     out = tuple(sorted({norm_dim(op, d, ndim) for d in dims}))
     if len(out) != len(tuple(dims)):
         raise RuntimeError(f"{op}: dim {tuple(dims)} appears multiple times in the list of dims")

@@ -11,8 +11,10 @@ from .shape_ops import EXPAND, RESHAPE
 _int_dtypes_to_i64 = {_dtypes.bool_, _dtypes.uint8, _dtypes.int8, _dtypes.int16, _dtypes.int32}
 
 
-def _axes(dims):
-    return None if dims is None else tuple(dims)
+def _axes(dims, x=None):
+    """NumPy's `axis` for `dims`; a 0-d tensor reduces over its (only) dim 0 or -1, as in
+    PyTorch, which NumPy spells axis=None."""
+    return None if dims is None or (x is not None and x.ndim == 0) else tuple(dims)
 
 
 def _reduce_abstract(name, float_only=False, widen_ints=False):
@@ -40,7 +42,7 @@ def _expand_back(ctx, g):
 
 def _count(ctx):
     shape, dims = ctx.in_shape(0), ctx.attrs["dims"]
-    return numel(shape) if dims is None else numel([shape[d] for d in dims])
+    return numel(shape) if dims is None or not shape else numel([shape[d] for d in dims])
 
 
 def _reduce_samples(**extra):
@@ -58,14 +60,14 @@ def _by_dims(full: str, partial: str):
 
 
 SUM = defop(
-    "sum", forward=lambda xp, x, dims=None, keepdim=False: xp.sum(x, axis=_axes(dims), keepdims=keepdim),
+    "sum", forward=lambda xp, x, dims=None, keepdim=False: xp.sum(x, axis=_axes(dims, x), keepdims=keepdim),
     abstract=_reduce_abstract("sum", widen_ints=True), vjp=lambda ctx, g: (_expand_back(ctx, g),),
     grad_name=_by_dims("SumBackward0", "SumBackward1"), kind="reduction", samples=_reduce_samples(),
 )
 MEAN = defop(
-    "mean", forward=lambda xp, x, dims=None, keepdim=False: xp.mean(x, axis=_axes(dims), keepdims=keepdim),
+    "mean", forward=lambda xp, x, dims=None, keepdim=False: xp.mean(x, axis=_axes(dims, x), keepdims=keepdim),
     abstract=_reduce_abstract("mean", float_only=True),
-    vjp=lambda ctx, g: (_expand_back(ctx, g) * (1.0 / _count(ctx)),),
+    vjp=lambda ctx, g: (_expand_back(ctx, g) * (1.0 / max(_count(ctx), 1)),),  # count 0: an empty input
     grad_name=_by_dims("MeanBackward0", "MeanBackward1"), kind="reduction", samples=_reduce_samples(),
 )
 
@@ -75,7 +77,7 @@ def _prod_vjp(ctx, g):
 
 
 PROD = defop(
-    "prod", forward=lambda xp, x, dims=None, keepdim=False: xp.prod(x, axis=_axes(dims), keepdims=keepdim),
+    "prod", forward=lambda xp, x, dims=None, keepdim=False: xp.prod(x, axis=_axes(dims, x), keepdims=keepdim),
     abstract=_reduce_abstract("prod", widen_ints=True), vjp=_prod_vjp, save=(0,),
     grad_name=_by_dims("ProdBackward0", "ProdBackward1"), kind="reduction",
     samples=_reduce_samples(),
@@ -86,6 +88,8 @@ def _prod_except_self(xp, x, dims=None):
     """For each element, the product of the others in its reduction group; exact with
     zeros (no division), by products of prefixes and suffixes along the flattened group."""
     nd = x.ndim
+    if nd == 0 or x.size == 0:
+        return xp.ones_like(x)  # a group of one element (or none): the empty product
     axes = tuple(range(nd)) if dims is None else tuple(dims)
     rest = tuple(i for i in range(nd) if i not in axes)
     moved = xp.transpose(x, rest + axes)
@@ -118,7 +122,7 @@ def _amax_vjp(ctx, g):
 def _amax_like(name, fn, grad_name):
     return defop(
         name,
-        forward=lambda xp, x, dims=None, keepdim=False: getattr(xp, fn)(x, axis=_axes(dims), keepdims=keepdim),
+        forward=lambda xp, x, dims=None, keepdim=False: getattr(xp, fn)(x, axis=_axes(dims, x), keepdims=keepdim),
         abstract=_reduce_abstract(name), vjp=_amax_vjp, grad_name=grad_name, save=(0,), save_output=True,
         kind="reduction", samples=_reduce_samples(),
         doc="gradient shared evenly between tied maxima",
@@ -208,10 +212,19 @@ def _dof(ctx):
     return max(_count(ctx) - ctx.attrs["correction"], 0)
 
 
+def _std_vjp(ctx, g):
+    """d std = centered / (std * dof); 0 where the std is 0 (a constant group), as PyTorch
+    masks it, rather than the NaN of 0/0."""
+    out = _keep(ctx, ctx.out)
+    zero = EQ(out, 0.0)
+    safe = WHERE(zero, 1.0, out)
+    return WHERE(zero, 0.0, _expand_back(ctx, g) * _centered(ctx) / (safe * float(_dof(ctx))))
+
+
 VAR = defop(
     "var",
     forward=lambda xp, x, dims=None, correction=1, keepdim=False: xp.var(
-        x, axis=_axes(dims), ddof=correction, keepdims=keepdim),
+        x, axis=_axes(dims, x), ddof=correction, keepdims=keepdim),
     abstract=_var_abstract("var"),
     vjp=lambda ctx, g: (_expand_back(ctx, g) * _centered(ctx) * (2.0 / _dof(ctx)),),
     grad_name="VarBackward0", save=(0,), kind="reduction", samples=_reduce_samples(correction=1),
@@ -219,19 +232,19 @@ VAR = defop(
 STD = defop(
     "std",
     forward=lambda xp, x, dims=None, correction=1, keepdim=False: xp.std(
-        x, axis=_axes(dims), ddof=correction, keepdims=keepdim),
+        x, axis=_axes(dims, x), ddof=correction, keepdims=keepdim),
     abstract=_var_abstract("std"),
-    vjp=lambda ctx, g: (_expand_back(ctx, g) * _centered(ctx) / (_keep(ctx, ctx.out) * float(_dof(ctx))),),
+    vjp=lambda ctx, g: (_std_vjp(ctx, g),),
     grad_name="StdBackward0", save=(0,), save_output=True, kind="reduction",
     samples=_reduce_samples(correction=1),
 )
 
 
 def _logsumexp(xp, x, dims=None, keepdim=False):
-    m = xp.amax(x, axis=_axes(dims), keepdims=True)
+    m = xp.amax(x, axis=_axes(dims, x), keepdims=True)
     m = xp.where(xp.isfinite(m), m, 0)
-    out = xp.log(xp.sum(xp.exp(x - m), axis=_axes(dims), keepdims=True)) + m
-    return out if keepdim else xp.squeeze(out, axis=_axes(dims))
+    out = xp.log(xp.sum(xp.exp(x - m), axis=_axes(dims, x), keepdims=True)) + m
+    return out if keepdim else xp.squeeze(out, axis=_axes(dims, x))
 
 
 LOGSUMEXP = defop(
@@ -252,8 +265,9 @@ def _dim_abstract(name):
 
 
 def _softmax(xp, x, dim):
-    e = xp.exp(x - xp.amax(x, axis=dim, keepdims=True))
-    return e / xp.sum(e, axis=dim, keepdims=True)
+    axis = dim if x.ndim else None
+    e = xp.exp(x - xp.amax(x, axis=axis, keepdims=True))
+    return e / xp.sum(e, axis=axis, keepdims=True)
 
 
 def _log_softmax(xp, x, dim):

@@ -1,0 +1,66 @@
+"""Behaviours checked against PyTorch 2.13 (CPU) by a differential run; the expected values
+are PyTorch's, hard-coded, so these tests do not need torch installed."""
+import math
+
+import numpy as np
+
+import eager as torch
+
+
+def test_integer_cast_of_a_grad_tensor_does_not_require_grad():
+    # PyTorch 2.13: x.int() of a float leaf with requires_grad is a plain int tensor, and
+    # float ops on it record nothing
+    x = torch.tensor([1.5, -2.0], requires_grad=True)
+    assert x.int().requires_grad is False
+    assert x.int().grad_fn is None
+    assert x.long().float().requires_grad is False
+    assert (x.int() / 2).requires_grad is False
+    assert x.bool().requires_grad is False
+
+
+def test_empty_dim_list_reduces_every_dim():
+    # PyTorch 2.13: x.sum(()) and x.mean(()) reduce over all dims (SumBackward1 / MeanBackward1)
+    x = torch.arange(6.0).reshape(2, 3).requires_grad_()
+    s = x.sum(())
+    assert tuple(s.shape) == () and s.item() == 15.0
+    assert s.grad_fn.name() == "SumBackward1"
+    m = x.mean(())
+    assert tuple(m.shape) == () and m.item() == 2.5
+    m.backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full((2, 3), 1 / 6))
+    # ...while squeeze(()) squeezes nothing
+    assert tuple(torch.zeros(2, 1, 3).squeeze(()).shape) == (2, 1, 3)
+
+
+def test_reductions_of_a_0d_tensor_along_dim_0():
+    # PyTorch 2.13: a 0-d tensor has one dim for reductions (dim 0 or -1)
+    x = torch.tensor(2.0, requires_grad=True)
+    assert x.sum(0).item() == 2.0 and x.sum(0).grad_fn.name() == "SumBackward1"
+    assert x.mean(-1).item() == 2.0
+    assert x.var(0, correction=0).item() == 0.0
+    assert math.isnan(x.std(0).item())
+    assert torch.logsumexp(x, 0).item() == 2.0
+    assert x.softmax(0).item() == 1.0 and x.log_softmax(0).item() == 0.0
+    assert x.amax(0).item() == 2.0
+    assert tuple(x.sum(0, keepdim=True).shape) == ()
+    p = x.prod(0)
+    assert p.grad_fn.name() == "ProdBackward1"
+    p.backward()
+    assert x.grad.item() == 1.0
+
+
+def test_std_gradient_of_a_constant_group_is_zero():
+    # PyTorch 2.13 masks d std where std == 0: grad 0, not NaN
+    x = torch.tensor([[1.0, 1.0, 1.0], [1.0, 2.0, 3.0]], requires_grad=True)
+    x.std(1).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[0.0, 0.0, 0.0], [-0.5, 0.0, 0.5]])
+
+
+def test_mean_and_prod_of_an_empty_tensor_backward():
+    # PyTorch 2.13: mean() of an empty tensor is nan, prod() is 1, both differentiate to an empty grad
+    x = torch.zeros(0, 3, requires_grad=True)
+    assert math.isnan(x.mean().item())
+    assert x.prod().item() == 1.0
+    x.mean().backward()
+    x.prod().backward()
+    assert tuple(x.grad.shape) == (0, 3)
