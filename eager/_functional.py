@@ -34,11 +34,35 @@ def add(input, other, *, alpha=1):
     return E.ADD(input, other if alpha == 1 else other * alpha)
 
 
+_BOOL_SUB = ("Subtraction, the `-` operator, with two bool tensors is not supported. "
+             "Use the `^` or `logical_xor()` operator instead.")
+_BOOL_SUB_ONE = ("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                 "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _is_bool(v) -> bool:
+    return type(v) is bool or getattr(v, "dtype", None) is _dtypes.bool_
+
+
+def check_sub(a, b) -> None:
+    """PyTorch refuses `-` with a bool operand (NumPy would compute it as integers)."""
+    if _is_bool(a) or _is_bool(b):
+        raise RuntimeError(_BOOL_SUB if _is_bool(a) and _is_bool(b) else _BOOL_SUB_ONE)
+
+
+def check_neg(a) -> None:
+    if _is_bool(a):
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
 def sub(input, other, *, alpha=1):
+    check_sub(input, other)
     return E.SUB(input, other if alpha == 1 else other * alpha)
 
 
 def rsub(input, other, *, alpha=1):
+    check_sub(input, other)
     return E.RSUB(input if alpha == 1 else input * alpha, other)
 
 
@@ -62,6 +86,7 @@ def pow(input, exponent):
 
 
 def neg(input):
+    check_neg(input)
     return E.NEG(input)
 
 
@@ -198,6 +223,34 @@ def logical_and(input, other):
 
 def logical_not(input):
     return E.LOGICAL_NOT(input)
+
+
+def _category(v) -> int:
+    dt = getattr(v, "dtype", None)
+    if isinstance(dt, _dtypes.dtype):
+        return dt.category
+    return _dtypes.scalar_category(v)
+
+
+def bitwise_not(input):
+    """`~x`: logical not of a bool tensor, two's complement not (-x - 1) of an integer one."""
+    cat = _category(input)
+    if cat == 0:
+        return E.LOGICAL_NOT(input)
+    if cat == 1:
+        return E.SUB(E.NEG(input), 1)
+    raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+
+
+def bitwise_and(input, other):
+    """`a & b` of bool operands (logical and). PyTorch also takes integers bit by bit, which
+    eager has no op for: refuse them rather than answer with a logical and."""
+    cats = (_category(input), _category(other))
+    if cats == (0, 0):
+        return E.LOGICAL_AND(input, other)
+    kind = "floating point" if 2 in cats else "integer"
+    raise NotImplementedError(f"bitwise_and: not implemented for {kind} operands in eager (only bool & bool); "
+                              "use logical_and() for a truth-value and")
 
 
 def clone(input):

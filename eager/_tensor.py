@@ -385,9 +385,11 @@ class Tensor:
         return _dispatch.dispatch(E.ADD, (other, self), {})
 
     def __sub__(self, other):
+        F.check_sub(self, other)
         return _dispatch.dispatch(E.SUB, (self, other), {})
 
     def __rsub__(self, other):
+        F.check_sub(self, other)
         return _dispatch.dispatch(E.RSUB, (self, other), {})
 
     def __mul__(self, other):
@@ -409,6 +411,7 @@ class Tensor:
         return _dispatch.dispatch(E.POW, (other, self), {})
 
     def __neg__(self):
+        F.check_neg(self)
         return _dispatch.dispatch(E.NEG, (self,), {})
 
     def __pos__(self):
@@ -442,10 +445,13 @@ class Tensor:
         return _dispatch.dispatch(E.GE, (self, other), {})
 
     def __and__(self, other):
-        return F.logical_and(self, other)
+        return F.bitwise_and(self, other)
+
+    def __rand__(self, other):
+        return F.bitwise_and(self, other)
 
     def __invert__(self):
-        return F.logical_not(self)
+        return F.bitwise_not(self)
 
     def __getitem__(self, index):
         return F.getitem(self, index, _index_tensor)

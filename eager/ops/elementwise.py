@@ -197,7 +197,9 @@ SUB = defop(
 )
 RSUB = defop(
     "rsub", forward=lambda xp, a, b: xp.subtract(b, a), abstract=_elementwise("rsub"),
-    vjp=lambda ctx, g: (-g if ctx.needs(0) else None, g), grad_name="RsubBackward1", promote="same",
+    vjp=lambda ctx, g: (-g if ctx.needs(0) else None, g), promote="same",
+    # PyTorch names rsub(tensor, tensor) RsubBackward0 and rsub(tensor, number) RsubBackward1
+    grad_name=lambda operands, attrs: "RsubBackward1" if isinstance(operands[1], (int, float)) else "RsubBackward0",
     samples=_any((3, 4), ()),
     doc="rsub(x, other) = other - x: the op behind `2 - x`",
 )

@@ -3,6 +3,7 @@ are PyTorch's, hard-coded, so these tests do not need torch installed."""
 import math
 
 import numpy as np
+import pytest
 
 import eager as torch
 
@@ -64,3 +65,44 @@ def test_mean_and_prod_of_an_empty_tensor_backward():
     x.mean().backward()
     x.prod().backward()
     assert tuple(x.grad.shape) == (0, 3)
+
+
+def test_invert_is_bitwise_on_integers():
+    # PyTorch 2.13: ~ is bitwise not on integer tensors, logical not on bool, TypeError on float
+    np.testing.assert_array_equal((~torch.tensor([5, 3, -1])).numpy(), [-6, -4, 0])
+    np.testing.assert_array_equal((~torch.tensor([0, 255], dtype=torch.uint8)).numpy(), [255, 0])
+    assert (~torch.tensor([5])).dtype == torch.int64
+    np.testing.assert_array_equal((~torch.tensor([True, False])).numpy(), [False, True])
+    with pytest.raises(TypeError):
+        ~torch.tensor([1.0])
+
+
+def test_and_of_bools_and_refusals():
+    # PyTorch 2.13: bool & bool is a logical and (either side may be a Python bool); & of a
+    # float tensor raises NotImplementedError. (PyTorch computes int & int bit by bit; eager
+    # refuses it with the same exception type rather than give a logical and.)
+    m = torch.tensor([True, False])
+    np.testing.assert_array_equal((m & torch.tensor([True, True])).numpy(), [True, False])
+    np.testing.assert_array_equal((True & m).numpy(), [True, False])
+    with pytest.raises(NotImplementedError):
+        torch.tensor([1.0]) & m
+    with pytest.raises(NotImplementedError):
+        torch.tensor([5]) & torch.tensor([3])
+
+
+@pytest.mark.parametrize("expr", [
+    lambda a, m: a - m, lambda a, m: m - a, lambda a, m: m - m, lambda a, m: a - True,
+    lambda a, m: True - a, lambda a, m: torch.sub(a, m), lambda a, m: torch.rsub(m, a),
+    lambda a, m: -m, lambda a, m: torch.neg(m), lambda a, m: a.clone().sub_(m),
+])
+def test_subtraction_and_negation_of_bools_raise(expr):
+    # PyTorch 2.13: RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported...")
+    with pytest.raises(RuntimeError):
+        expr(torch.tensor([1.0, 2.0]), torch.tensor([True, False]))
+
+
+def test_rsub_backward_names():
+    # PyTorch 2.13: rsub(tensor, tensor) -> RsubBackward0, 2 - tensor -> RsubBackward1
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    assert torch.rsub(a, a * 2).grad_fn.name() == "RsubBackward0"
+    assert (2 - a).grad_fn.name() == "RsubBackward1"
