@@ -332,6 +332,8 @@ def _max_min(input, dim, keepdim, is_max):
     if not isinstance(dim, int):
         return maximum(input, dim) if is_max else minimum(input, dim)
     d = norm_dim("max" if is_max else "min", dim, _ndim(input))
+    if _ndim(input) == 0:  # PyTorch: a 0-d tensor is its own maximum, at index 0
+        input, keepdim = S.RESHAPE(input, shape=(1,)), False
     index = (R.ARGMAX if is_max else R.ARGMIN)(input, dim=d, keepdim=bool(keepdim))
     values = R.TAKE_ALONG(input, index, dim=d, keepdim=bool(keepdim))
     return (return_types_max if is_max else return_types_min)(values, index)

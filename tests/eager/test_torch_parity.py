@@ -106,3 +106,14 @@ def test_rsub_backward_names():
     a = torch.tensor([1.0, 2.0], requires_grad=True)
     assert torch.rsub(a, a * 2).grad_fn.name() == "RsubBackward0"
     assert (2 - a).grad_fn.name() == "RsubBackward1"
+
+
+def test_max_and_min_along_a_dim_of_a_0d_tensor():
+    # PyTorch 2.13: tensor(2.).max(0) -> (tensor(2.), tensor(0)), 0-d results, keepdim or not
+    x = eager.tensor(2.0, requires_grad=True)
+    values, indices = x.max(0)
+    assert values.shape == () and indices.shape == () and values.item() == 2.0 and indices.item() == 0
+    values.backward()
+    assert x.grad.item() == 1.0
+    values, indices = eager.tensor(3.0).min(-1, keepdim=True)
+    assert values.shape == () and indices.item() == 0
