@@ -110,10 +110,10 @@ def test_rsub_backward_names():
 
 def test_max_and_min_along_a_dim_of_a_0d_tensor():
     # PyTorch 2.13: tensor(2.).max(0) -> (tensor(2.), tensor(0)), 0-d results, keepdim or not
-    x = eager.tensor(2.0, requires_grad=True)
+    x = torch.tensor(2.0, requires_grad=True)
     values, indices = x.max(0)
     assert values.shape == () and indices.shape == () and values.item() == 2.0 and indices.item() == 0
     values.backward()
     assert x.grad.item() == 1.0
-    values, indices = eager.tensor(3.0).min(-1, keepdim=True)
+    values, indices = torch.tensor(3.0).min(-1, keepdim=True)
     assert values.shape == () and indices.item() == 0
