@@ -626,10 +626,47 @@ def _opt_int(v):
     return None if v is None else int(v)
 
 
+_FULL = ("slice", None, None, None)
+
+
+def _selects_first(key, operands):
+    """PyTorch applies integer indices first (as selects), then the tensor indices; NumPy
+    counts an int as one more advanced index, which moves the result's dims when the two are
+    apart (x of shape (2, 3, 4): x[0, :, idx] is (3, 2) in PyTorch, (2, 3) in NumPy).
+    Returns (basic key, advanced key), or None where both rules agree."""
+    if not (_builtins.any(e[0] == "int" for e in key) and _builtins.any(e[0] == "tensor" for e in key)):
+        return None
+    basic, advanced = [], []
+    for e in key:
+        tag = e[0]
+        if tag == "int":
+            basic.append(e)
+        elif tag == "tensor":
+            t = operands[e[1]]
+            if t.dtype is _dtypes.bool_:
+                if not t.ndim:
+                    return None  # x[True]: adds a dim; leave such keys to the one-step rule
+                basic.extend([_FULL] * t.ndim)
+            else:
+                basic.append(_FULL)
+            advanced.append(e)
+        elif tag == "ellipsis":
+            basic.append(e)
+            advanced.append(e)
+        else:  # a slice or None: applied by the basic step, kept whole by the advanced one
+            basic.append(e)
+            advanced.append(_FULL)
+    return tuple(basic), tuple(advanced)
+
+
 def getitem(input, index, make_tensor):
     key, operands = index_key(index, make_tensor)
     if _builtins.any(e[1:] and e[0] == "slice" and e[3] is not None and e[3] <= 0 for e in key):
         raise ValueError("step must be greater than zero")
+    two_steps = _selects_first(key, operands)
+    if two_steps is not None:
+        basic, advanced = two_steps
+        input, key = S.INDEX(input, key=basic, n_index=0), advanced
     return S.INDEX(input, *operands, key=key, n_index=len(operands))
 
 

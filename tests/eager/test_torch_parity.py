@@ -117,3 +117,24 @@ def test_max_and_min_along_a_dim_of_a_0d_tensor():
     assert x.grad.item() == 1.0
     values, indices = torch.tensor(3.0).min(-1, keepdim=True)
     assert values.shape == () and indices.item() == 0
+
+
+@pytest.mark.parametrize("make_key,shape", [
+    (lambda i: (0, slice(None), i), (3, 2)),      # NumPy would give (2, 3)
+    (lambda i: (0, i), (2, 4)),
+    (lambda i: (slice(None), 1, i), (2, 2)),
+    (lambda i: (1, i, 2), (2,)),
+])
+def test_integer_indices_apply_before_tensor_indices(make_key, shape):
+    # PyTorch 2.13 selects the integer-indexed dims first, then applies the tensor indices
+    x = torch.arange(24.0).reshape(2, 3, 4).requires_grad_()
+    y = x[make_key(torch.tensor([0, 2]))]
+    assert tuple(y.shape) == shape
+    assert y.grad_fn.name() == "IndexBackward0"
+    y.sum().backward()
+    assert x.grad.sum().item() == np.prod(shape)
+
+
+def test_select_then_index_values():
+    x = torch.arange(24.0).reshape(2, 3, 4)
+    assert x[0, :, torch.tensor([0, 2])].tolist() == [[0.0, 2.0], [4.0, 6.0], [8.0, 10.0]]
