@@ -139,6 +139,10 @@ def _run_float(op, operands, attrs, wants_grad):
     op that makes no view. Nothing to promote (a Python number never upcasts a float
     tensor) and no device to check."""
     try:
+        if STATE.compact_broadcasts and op.kind == "elementwise":
+            result = _on_broadcast_base(op, operands, attrs)
+            if result is not None:
+                return _new_tensor(result)  # backward without create_graph: nothing to record
         result = op.forward(np, *[o._data if isinstance(o, Tensor) else o for o in operands], **attrs)
     except (ValueError, IndexError, TypeError) as exc:
         _explain_failure(op, operands, attrs, exc)
@@ -150,6 +154,38 @@ def _run_float(op, operands, attrs, wants_grad):
     if wants_grad and STATE.enabled and op.vjp is not None and result.dtype.kind in "fc":
         _record_one(op, operands, attrs, out)
     return out
+
+
+_COMPACT_MIN_ELEMS = 4096
+
+
+def _on_broadcast_base(op, operands, attrs):
+    """An elementwise op whose tensor operands all repeat along the same dims (stride 0, as
+    the expanded gradient of a sum does) computed once per distinct element and broadcast
+    back, or None when that does not apply.
+
+    The engine allows this only inside a backward pass that records no graph, where no
+    one writes into the result in place. `-g` for `L = (10 - d).sum()` then costs one
+    element instead of a pass over a million (a strided unary loop, slower than a copy)."""
+    shape = None
+    repeated = None
+    for o in operands:
+        if isinstance(o, Tensor):
+            a = o._data
+            if shape is None:
+                shape = a.shape
+                if a.size < _COMPACT_MIN_ELEMS or op.name == "clone":
+                    return None
+                repeated = [s == 0 or n == 1 for s, n in zip(a.strides, shape)]
+            elif a.shape != shape:
+                return None
+            else:
+                repeated = [r and (s == 0 or n == 1) for r, s, n in zip(repeated, a.strides, shape)]
+    if shape is None or not any(r and n > 1 for r, n in zip(repeated, shape)):
+        return None
+    base = tuple(slice(0, 1) if r else slice(None) for r in repeated)
+    result = op.forward(np, *[o._data[base] if isinstance(o, Tensor) else o for o in operands], **attrs)
+    return np.broadcast_to(result, shape)
 
 
 def _dispatch_other(op, operands, attrs):

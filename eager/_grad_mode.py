@@ -9,6 +9,9 @@ class _State(threading.local):
     enabled = True
     anomaly = False
     anomaly_check_nan = True  # in anomaly mode, is a NaN from a backward node an error
+    # Set by the engine during a backward pass that records no graph: elementwise ops on
+    # broadcast gradients (the expand of a sum's backward) may then return broadcast views.
+    compact_broadcasts = False
 
 
 STATE = _State()

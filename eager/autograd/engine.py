@@ -71,8 +71,9 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool, 
             targets.setdefault(_edge(t), []).append(k)
     target_nodes = {id(n) for n, _ in targets}
 
-    prev_mode = STATE.enabled
+    prev_mode, prev_compact = STATE.enabled, STATE.compact_broadcasts
     STATE.enabled = create_graph
+    STATE.compact_broadcasts = not create_graph
     errstate = np.errstate(all="ignore")  # masked branches (where) may overflow harmlessly
     errstate.__enter__()
     try:
@@ -114,6 +115,7 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool, 
     finally:
         errstate.__exit__(None, None, None)
         STATE.enabled = prev_mode
+        STATE.compact_broadcasts = prev_compact
 
 
 def _any(grads) -> bool:
