@@ -7,16 +7,19 @@ each under a comment with its IR line.
   reductions; `_rt.run_blocks` spreads the blocks over the cores. Values that do not vary
   along the block axis are computed once, before the blocks; the epilogue after them.
 - 0-d arithmetic runs on NumPy scalars (same IEEE float32/float64 operations as on 0-d
-  arrays, a fraction of the overhead), with literals as typed module constants.
+  arrays, a fraction of the overhead), with literals as typed module constants; many
+  independent 0-d calls of one ufunc become one array call (batching.py).
 - Results that a ufunc can write into an existing buffer reuse dead buffers (memory.py).
 """
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
 from static.ir import Graph, Node, Value
 
-from . import settings
+from . import batching, settings
 from .lowering import NumpyLowering, lowering_for, small_power
 from .memory import BufferPlanner
 from .regions import Region, analyze
@@ -30,6 +33,9 @@ _COMBINE = {"sum": "sum", "mean": "mean", "amax": "max", "max": "max", "amin": "
             "prod": "prod"}
 
 
+_CALL = re.compile(r"\b((?:np|_rt)\.[A-Za-z_][A-Za-z0-9_]*)\(")  # a library call in a 0-d statement
+
+
 def _is_scalar_node(node: Node) -> bool:
     return all(len(v.type.shape) == 0 for v in node.input_values() + node.outputs)
 
@@ -37,11 +43,27 @@ def _is_scalar_node(node: Node) -> bool:
 class Emitter:
     """Statements for ops, shared by the entry function and the block functions."""
 
-    def __init__(self, module: "NumpyModule", names: Names) -> None:
+    def __init__(self, module: "NumpyModule", names: Names, local_globals: bool = False) -> None:
         self.module = module
         self.names = names
         self.env: dict = {}  # Value -> source expression (bindings of body inputs)
         self.lines: list = []
+        # 0-d statements read module constants and library functions through local
+        # aliases (the entry function binds them once): a local read is cheaper than a
+        # global one, and a 100-step scalar loop does ~900 of them
+        self.local_globals = local_globals
+        self.aliases: dict = {}  # global expression -> local name
+
+    def alias(self, expr: str) -> str:
+        if not self.local_globals:
+            return expr
+        name = self.aliases.get(expr)
+        if name is None:
+            name = self.aliases[expr] = self.names.fresh(expr.lstrip("_").replace(".", "_"))
+        return name
+
+    def _alias_calls(self, expr: str) -> str:
+        return _CALL.sub(lambda m: self.alias(m.group(1)) + "(", expr)
 
     def src(self, v) -> str:
         if isinstance(v, Value):
@@ -55,17 +77,22 @@ class Emitter:
         """Emit node; with dest, write the (single) result into that buffer. Returns
         whether the result is a fresh array of our own (not a possible view)."""
         low: NumpyLowering = lowering_for(node.op).numpy
+        batch = self.module.batches.get(node)
+        if batch is not None:
+            self.lines.append(f"# (computed in the batch of {len(batch.members)} `{node.op}` ops above)")
+            return False
         outs = [self.names(o) for o in node.outputs]
         pointwise = lowering_for(node.op).pointwise
         if scalar is None:
             scalar = pointwise and _is_scalar_node(node)
         if scalar and pointwise:
             dt = compute_dtype(node)
-            operands = [self.src(v) if isinstance(v, Value) else self.module.const(v, dt) for v in node.inputs]
+            operands = [self.src(v) if isinstance(v, Value) else self.alias(self.module.const(v, dt))
+                        for v in node.inputs]
             f = fields(node, operands)
             if node.op in ("full", "full_like"):
-                f["const"] = self.module.const(node.attrs["value"], node.outputs[0].type.dtype)
-            self.lines.append(f"{outs[0]} = {fill(low.scalar or low.call, operands, f)}")
+                f["const"] = self.alias(self.module.const(node.attrs["value"], node.outputs[0].type.dtype))
+            self.lines.append(f"{outs[0]} = {self._alias_calls(fill(low.scalar or low.call, operands, f))}")
             return False
         operands = [self.src(v) for v in node.inputs]
         f = fields(node, operands)
@@ -91,6 +118,24 @@ class Emitter:
         return not low.alias
 
 
+    def batches_after(self, node: Node | None) -> None:
+        """The batches planned right after node's statement(s) (None: before the first)."""
+        for batch in self.module.batches_after.get(node, ()):
+            self.batch(batch, lowering_for(batch.op).numpy)
+
+    def batch(self, batch: batching.Batch, low: NumpyLowering) -> None:
+        """One array call for a batch of independent 0-d ops, unpacked into their names."""
+        first = batch.first
+        lines = [self.module.lines.get(id(n), "?") for n in batch.members]
+        self.lines.append(f"# batch: {len(batch.members)} independent 0-d `{first.op}` ops as one array call "
+                          f"(IR lines {', '.join(f'L{k}' for k in lines)})")
+        dt = np_dtype(batch.operands[0].type.dtype)
+        packed = f"np.array([{', '.join(self.src(v) for v in batch.operands)}], dtype={dt})"
+        call = fill(low.call, [packed], fields(first, [packed]))
+        targets = ", ".join(self.names(n.outputs[0]) for n in batch.members)
+        self.lines.append(f"{targets}, = {call}")
+
+
 class NumpyModule:
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
@@ -100,6 +145,9 @@ class NumpyModule:
         self.regions: list = []
         self.kinds = {"blocked": 0, "small": 0, "scalar": 0, "unfused": 0}
         self.notes: list = []
+        self.analyzed = {n: analyze(n) for n in graph.nodes if n.body is not None}
+        plan = batching.plan(graph, {n: not self._blocked(r) for n, r in self.analyzed.items()})
+        self.batches, self.batches_after = plan.of, plan.after
 
     def const(self, value, dt) -> str:
         """A module constant holding `value` as a NumPy scalar of dtype dt."""
@@ -116,8 +164,9 @@ class NumpyModule:
         params = [self.names(v) for v in g.inputs]
         entry = [f"{self.names(v)} = {self.names(v)}[()]  # 0-d: computed on NumPy scalars"
                  for v in g.inputs if len(v.type.shape) == 0]
-        top = Emitter(self, self.names)
+        top = Emitter(self, self.names, local_globals=True)
         planner = BufferPlanner(g)
+        top.batches_after(None)
         for i, node in enumerate(g.nodes):
             top.comment(node)
             if node.body is not None:
@@ -125,6 +174,10 @@ class NumpyModule:
             else:
                 owned = self._top_op(i, node, top, planner)
             planner.produced(i, node, owned)
+            top.batches_after(node)
+        if top.aliases:
+            entry.append("# module constants and library functions of the 0-d statements, as locals")
+            entry.append(f"{', '.join(top.aliases.values())} = {', '.join(top.aliases)}")
         returns = []
         for v in g.outputs:
             s = top.src(v)
@@ -162,30 +215,36 @@ class NumpyModule:
         return {o: "array" for o in node.outputs} if fresh else {}
 
     # -- fused regions ---------------------------------------------------------------------
+    @staticmethod
+    def _blocked(region: Region) -> bool:
+        """Whether the region runs as a block function (else its ops run inline, in order)."""
+        return region.kind == "blocked" and int(np.prod(region.space, dtype=np.int64)) > settings.INLINE_MAX_ELEMS
+
     def region(self, i: int, node: Node, top: Emitter, planner: BufferPlanner) -> dict:
-        region = analyze(node)
+        region = self.analyzed[node]
         self.kinds[region.kind] += 1
         for p, outer in region.binding.items():
             top.env[p] = top.src(outer)
-        if region.kind == "blocked" and int(np.prod(region.space, dtype=np.int64)) <= settings.INLINE_MAX_ELEMS:
+        if region.kind == "blocked" and not self._blocked(region):
             self.kinds["small"] += 1
             top.lines.append(f"# small region ({int(np.prod(region.space, dtype=np.int64))} elements): its ops run "
                              "one by one, cheaper than blocking at this size")
-            for n in node.body.nodes:
-                top.comment(n)
-                top.op(n)
-            self._bind_outputs(node, top)
+            self._inline_body(node, top)
             return {}
         if region.kind != "blocked":
             if region.kind == "unfused":
                 self.notes.append(f"%{node.outputs[0].name}: {region.reason}")
                 top.lines.append(f"# not blocked: {region.reason}; its ops run one by one")
-            for n in node.body.nodes:
-                top.comment(n)
-                top.op(n)
-            self._bind_outputs(node, top)
+            self._inline_body(node, top)
             return {}
         return BlockedRegion(self, region, top, planner, i).emit()
+
+    def _inline_body(self, node: Node, top: Emitter) -> None:
+        for n in node.body.nodes:
+            top.comment(n)
+            top.op(n)
+            top.batches_after(n)
+        self._bind_outputs(node, top)
 
     def _bind_outputs(self, node: Node, em: Emitter) -> None:
         for o, y in zip(node.outputs, node.body.outputs):

@@ -144,6 +144,11 @@ class _Entry:
                               and not trace.out_consts)
         self.output_aliases = _output_aliases(self.graph, trace.n_outputs)
         self.has_output_aliases = any(self.output_aliases)
+        # a tuple of arrays out, arrays in, nothing else to do: value_and_grad's (value, grad)
+        self.plain_tuple_output = (
+            trace.out_tree == ("tuple", tuple(("leaf",) for _ in range(trace.n_outputs)))
+            and not trace.updates and not trace.out_consts and not self.as_tensors
+            and not self.has_output_aliases)
 
     def still_valid(self) -> bool:
         """Captured tensors re-read and still of the traced shapes and dtypes."""
@@ -560,6 +565,8 @@ class Compiled:
             results = entry.forward.run(list(leaves))
         else:
             results = entry.forward.run(_input_arrays(trace, leaves))
+        if entry.plain_tuple_output:
+            return tuple(results)
         if entry.single_output and not entry.has_output_aliases:
             r = results[0]
             return Tensor._make(np.asarray(r) if isinstance(r, np.generic) else r) if entry.as_tensors else r
