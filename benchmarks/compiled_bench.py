@@ -26,8 +26,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import codegen  # noqa: E402
+from common import steady_malloc  # noqa: E402
 import eager  # noqa: E402
 import static  # noqa: E402
 
@@ -192,10 +194,13 @@ def check_agree(a, b, rtol=2e-3, atol=2e-3):
                                    rtol=rtol, atol=atol)
 
 
-def run_workloads(quick: bool) -> list:
+def run_workloads(quick: bool, only: set | None = None) -> list:
     rng = np.random.default_rng(0)
     rows = []
-    sizes1 = [10_000, 1_000_000] if quick else [100, 10_000, 1_000_000]
+    def wanted(w: str) -> bool:
+        return only is None or w in only
+
+    sizes1 = ([10_000, 1_000_000] if quick else [100, 10_000, 1_000_000]) if wanted("W1") else []
     for n in sizes1:
         arrays = [rng.standard_normal(n).astype(F32) for _ in range(5)]
         comp = static.value_and_grad(w1, argnums=(0, 1, 2, 3, 4), backend="numpy")
@@ -205,7 +210,7 @@ def run_workloads(quick: bool) -> list:
         check_agree([loss, *grads], ref, rtol=1e-3, atol=1e-2 * n ** 0.5)
         rows.append(bench_case(f"W1 n={n:.0e}", arrays, comp, unf,
                                lambda arrays=arrays: _eager_grads(w1, arrays, (0, 1, 2, 3, 4)), w1_numpy, quick))
-    sizes2 = [1_000_000, 8_000_000] if quick else [10_000, 1_000_000, 8_000_000]
+    sizes2 = ([1_000_000, 8_000_000] if quick else [10_000, 1_000_000, 8_000_000]) if wanted("W2") else []
     for n in sizes2:
         arrays = [rng.standard_normal(n).astype(F32) for _ in range(2)]
         comp = static.value_and_grad(w2, argnums=(0, 1), backend="numpy")
@@ -216,7 +221,7 @@ def run_workloads(quick: bool) -> list:
         for label, hand in (("x**3", w2_numpy), ("x*x*x", w2_numpy_cubed)):
             rows.append(bench_case(f"W2 n={n:.0e} (numpy {label})", arrays, comp, unf,
                                    lambda arrays=arrays: _eager_grads(w2, arrays, (0, 1)), hand, quick))
-    for dims in [(256, 784, 512, 10), (32, 64, 64, 10)]:
+    for dims in [(256, 784, 512, 10), (32, 64, 64, 10)] if wanted("W3") else []:
         B, D, H, C = dims
         arrays = [rng.standard_normal((B, D)).astype(F32), np.eye(C, dtype=F32)[rng.integers(0, C, B)],
                   (rng.standard_normal((D, H)) / np.sqrt(D)).astype(F32), np.zeros(H, F32),
@@ -228,6 +233,8 @@ def run_workloads(quick: bool) -> list:
         check_agree([loss, *params], [ref_loss, *ref_params])
         rows.append(bench_case(f"W3 {'large' if B == 256 else 'small'} {dims}", arrays, comp, unf,
                                lambda arrays=arrays: _eager_w3(arrays), w3_numpy, quick))
+    if not wanted("W4"):
+        return rows
     x = np.asarray(0.3, dtype=F32)
     comp = static.value_and_grad(w4, backend="numpy")
     unf = static.value_and_grad(w4, backend="numpy", opt_level=1)
@@ -292,11 +299,18 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--malloc", choices=("steady", "default"), default="steady",
+                    help="steady (as eager_bench and `graphmode compare`): glibc keeps freed memory for reuse, "
+                         "so no side pays page faults for the other's frees; default: as is")
+    ap.add_argument("--only", default=None, help="comma-separated workloads, e.g. W1,W4")
     args = ap.parse_args(argv)
-    rows = run_workloads(args.quick)
+    malloc = steady_malloc() if args.malloc == "steady" else "default"
+    only = {w.strip().upper() for w in args.only.split(",")} if args.only else None
+    rows = run_workloads(args.quick, only)
     header = f"{'case':38} {'compiled':>9} {'generated':>9} {'unfused':>9} {'eager':>9} {'numpy':>9}  " \
              f"{'comp/np':>7} {'gen/np':>7} {'unf/np':>7} {'eager/np':>8}"
-    print(f"graphmode compiled benchmark - numpy {np.__version__}, {os.cpu_count()} cores; medians, ratios from one run")
+    print(f"graphmode compiled benchmark - numpy {np.__version__}, {os.cpu_count()} cores, malloc: {malloc}; "
+          "medians, ratios from one run")
     print(header)
     print("-" * len(header))
     for r in rows:

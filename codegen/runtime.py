@@ -28,16 +28,17 @@ def _env_int(name: str, default: int) -> int:
 class Config:
     """Blocking and threading knobs, read at every call (tests force tiny blocks).
 
-    block_elems: elements per block of a fused region (64Ki: a block's few buffers stay in
-      L2/L3 while the per-op Python overhead, ~1 us, stays small against the work; measured
-      faster than 4Ki-32Ki on W2 and no slower than 128Ki-256Ki).
+    block_elems: elements per block of a fused region (128Ki: big enough that the per-op
+      Python overhead, ~1 us, stays small against the work, small enough that a block's few
+      buffers stay in L2/L3; with compiled_bench's steady allocator, 128Ki-256Ki blocks ran
+      W1/W2 at 1e6 elements 10-45% faster than 64Ki, and 512Ki no faster).
     threads: workers a region is spread over (NumPy releases the GIL in its loops).
     parallel_min_elems: below this many elements a region runs in the calling thread,
       where handing blocks to other threads would cost more than it saves (512Ki: on two
       cores W3's 256x512 and 784x512 regions ran 5% slower threaded, while W1/W2 at 1e6
       elements ran 1.3-1.6x faster)."""
 
-    block_elems: int = _env_int("GRAPHMODE_BLOCK_ELEMS", 65536)
+    block_elems: int = _env_int("GRAPHMODE_BLOCK_ELEMS", 1 << 17)
     threads: int = _env_int("GRAPHMODE_THREADS", os.cpu_count() or 1)
     parallel_min_elems: int = _env_int("GRAPHMODE_PARALLEL_MIN_ELEMS", 1 << 19)
 
