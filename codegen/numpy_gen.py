@@ -117,7 +117,6 @@ class Emitter:
         self.lines.append(f"{target} = {fill(low.call, operands, f)}")
         return not low.alias
 
-
     def batches_after(self, node: Node | None) -> None:
         """The batches planned right after node's statement(s) (None: before the first)."""
         for batch in self.module.batches_after.get(node, ()):
