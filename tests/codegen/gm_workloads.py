@@ -1,5 +1,6 @@
-"""The design's workloads W1-W4 as plain functions of eager tensors (shared by the tests
-and benchmarks/compiled_bench.py)."""
+"""The design's workloads W1-W4 as plain functions of eager tensors, for the codegen tests
+(the same functions as examples/workloads/ and benchmarks/compiled_bench.py, kept here so
+the tests import nothing from scripts)."""
 from __future__ import annotations
 
 import numpy as np
