@@ -1,6 +1,9 @@
 """Ops that move, view or select elements: reshape, transpose, expand, indexing, cat..."""
 from __future__ import annotations
 
+import math
+import operator
+
 import numpy as np
 
 from .. import _dtypes
@@ -142,13 +145,71 @@ def _index_abstract(x, *index_specs, key):
             raise ValueError("index: a boolean mask gives a shape that depends on the data")
         if s.dtype.is_floating_point:
             raise IndexError("index: tensors used as indices must be long, int, byte or bool tensors")
-    probe = np.broadcast_to(np.empty((), x.dtype.np), x.shape)
-    arrays = [np.zeros(s.shape, dtype=np.int64) for s in index_specs]
     try:
-        shape = probe[build_key(key, arrays)].shape
+        shape = index_shape(tuple(x.shape), key, [tuple(s.shape) for s in index_specs])
     except IndexError as e:
         raise IndexError(f"index: {e} (indexing a tensor of shape {tuple(x.shape)})") from None
-    return TensorSpec(tuple(shape), x.dtype)
+    return TensorSpec(shape, x.dtype)
+
+
+def index_shape(shape: tuple, key, index_shapes: list) -> tuple:
+    """NumPy's result shape of `x[build_key(key, arrays)]` from shapes alone: an abstract
+    rule must not materialize the (possibly huge) index arrays or result to learn it.
+    Advanced indices (tensors, and ints when a tensor is present) broadcast together; their
+    dims replace theirs in place when adjacent in the key, else they come first."""
+    entries, n_ellipsis = [], 0
+    consuming = sum(1 for e in key if e[0] in ("int", "slice", "tensor"))
+    if consuming > len(shape):
+        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, "
+                         f"but {consuming} were indexed")
+    for e in key:
+        if e[0] == "ellipsis":
+            n_ellipsis += 1
+            if n_ellipsis > 1:
+                raise IndexError("an index can only have a single ellipsis ('...')")
+            entries.append(("gap",))  # even an empty ellipsis separates advanced indices
+            entries += [("slice", None, None, None)] * (len(shape) - consuming)
+        else:
+            entries.append(e)
+    if not n_ellipsis:
+        entries += [("slice", None, None, None)] * (len(shape) - consuming)
+    tensors = [index_shapes[e[1]] for e in entries if e[0] == "tensor"]
+    try:
+        advanced_shape = np.broadcast_shapes(*tensors) if tensors else ()
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         + " ".join(str(t) for t in tensors)) from None
+    advanced_size = math.prod(advanced_shape)
+    out, advanced_at, dim = [], [], 0
+    for pos, e in enumerate(entries):
+        tag = e[0]
+        if tag == "gap":
+            continue
+        if tag == "none":
+            out.append(1)
+            continue
+        n = shape[dim]
+        if tag == "int":
+            i = operator.index(e[1])
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {dim} with size {n}")
+            if tensors:
+                advanced_at.append((pos, len(out)))
+        elif tag == "slice":
+            out.append(len(range(*slice(e[1], e[2], e[3]).indices(n))))
+        elif tag == "tensor":
+            if n == 0 and (advanced_size or not index_shapes[e[1]]):  # a 0-d index is an int
+                raise IndexError(f"index 0 is out of bounds for axis {dim} with size 0")
+            advanced_at.append((pos, len(out)))
+        else:
+            raise IndexError(f"unknown index entry {e!r}")
+        dim += 1
+    if not tensors:
+        return tuple(out)
+    positions = [p for p, _ in advanced_at]
+    adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
+    at = advanced_at[0][1] if adjacent else 0
+    return tuple(out[:at]) + tuple(advanced_shape) + tuple(out[at:])
 
 
 def _index_grad_name(operands, attrs):

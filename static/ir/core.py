@@ -4,6 +4,7 @@ Plain Python objects, printed as text (see `format_graph`) that `static.parse_ir
 back exactly. A node may carry a nested `body` graph (a fused region)."""
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,7 +121,7 @@ def format_literal(v) -> str:
         r = repr(v)
         return r if any(c in r for c in ".en") else r + ".0"
     if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return json.dumps(v)  # every escape the parser's JSON string literal reads back
     if isinstance(v, _dtypes.dtype):
         return _dtypes.short_name(v)
     if isinstance(v, (tuple, list)):

@@ -1,14 +1,17 @@
 """`parse_ir(text) -> Graph`: the inverse of `str(graph)`, verified on the way out.
 
-The grammar lives beside this file (grammar.lark). Nothing in the text is ever evaluated
-as Python: literals are built from tokens."""
+The grammar lives beside this file (grammar.lark). The contract: whatever the text, parsing
+raises only IRParseError or IRVerifyError (both ValueError) carrying a line and column,
+never evaluates the text as Python, never recurses without bound (nesting is limited), and
+never allocates by the sizes it reads (shapes are numbers; abstract rules work on specs)."""
 from __future__ import annotations
 
 import functools
 import json
+import math
 from importlib import resources
 
-from lark import Lark, Transformer, v_args
+from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from eager import _dtypes
@@ -20,6 +23,10 @@ from .verify import verify
 
 _DTYPES = {_dtypes.short_name(d): d for d in _dtypes.ALL}
 
+MAX_NESTING = 64  # list literals inside list literals, fused bodies inside fused bodies
+MAX_INT_DIGITS = 100  # an integer literal or dimension longer than this is refused
+MAX_ELEMENTS = 2**63 - 1  # a declared type with more elements than an int64 can count is refused
+
 
 @functools.lru_cache(maxsize=1)
 def _parser() -> Lark:
@@ -27,54 +34,68 @@ def _parser() -> Lark:
     return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
 
 
-class _Literal:
-    """Literals from tokens; lists become tuples, as attributes are stored."""
+def _at(item) -> tuple:
+    """(line, column) of a token or tree, (None, None) when lark recorded none."""
+    if isinstance(item, Token):
+        return item.line, item.column
+    if isinstance(item, Tree) and not item.meta.empty:
+        return item.meta.line, item.meta.column
+    return None, None
 
 
-@v_args(inline=True)
-class _ToPython(Transformer):
-    def int_lit(self, tok):
-        return int(tok)
+def _error(item, message: str) -> IRParseError:
+    line, column = _at(item)
+    where = f"line {line}:{column}: " if line is not None else ""
+    return IRParseError(where + message, line, column)
 
-    def float_lit(self, tok):
-        return float(tok)
 
-    def inf_lit(self):
-        return float("inf")
+def _int(tok: Token) -> int:
+    digits = str(tok).lstrip("-")
+    if len(digits) > MAX_INT_DIGITS:
+        raise _error(tok, f"integer literal of {len(digits)} digits; at most {MAX_INT_DIGITS} are allowed")
+    return int(tok)
 
-    def ninf_lit(self):
-        return float("-inf")
 
-    def nan_lit(self):
-        return float("nan")
+def _string(tok: Token) -> str:
+    try:
+        value = json.loads(str(tok))
+    except ValueError as exc:  # a bad escape (\q), a raw control character, a lone backslash
+        raise _error(tok, f"bad string literal {str(tok)[:40]!r}: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+    if not isinstance(value, str):
+        raise _error(tok, f"bad string literal {str(tok)[:40]!r}")
+    return value
 
-    def true_lit(self):
-        return True
 
-    def false_lit(self):
-        return False
+_CONSTANTS = {"inf_lit": float("inf"), "ninf_lit": float("-inf"), "nan_lit": float("nan"),
+              "true_lit": True, "false_lit": False, "none_lit": None}
 
-    def none_lit(self):
-        return None
 
-    def str_lit(self, tok):
-        return json.loads(tok)
-
-    def dtype_lit(self, tok):
+def _literal(item, depth: int = 0):
+    """A literal from its parse tree: numbers, strings, dtypes and (nested) lists as tuples."""
+    if depth > MAX_NESTING:
+        raise _error(item, f"list literal nested more than {MAX_NESTING} deep")
+    kind = item.data
+    if kind in _CONSTANTS:
+        return _CONSTANTS[kind]
+    if kind == "list_lit":
+        return tuple(_literal(c, depth + 1) for c in item.children if c is not None)
+    (tok,) = item.children
+    if kind == "int_lit":
+        return _int(tok)
+    if kind == "float_lit":
+        return float(tok)  # a float token never fails: out of range gives inf, as Python reads it
+    if kind == "str_lit":
+        return _string(tok)
+    if kind == "dtype_lit":
         return _DTYPES[str(tok)]
-
-    def list_lit(self, *items):
-        return tuple(i for i in items if i is not _NOTHING) if items != (None,) else ()
-
-
-_NOTHING = object()
+    raise _error(item, f"unknown literal {kind}")  # grammar and parser out of step
 
 
 class _Builder:
     """Walks the parse tree, binding names to Values in SSA scope."""
 
     def __init__(self) -> None:
-        self.lit = _ToPython()
+        self.columns: dict = {}  # id(node) -> column of its op name, for verify errors
 
     def build(self, tree) -> Graph:
         func = tree.children[0]
@@ -84,25 +105,32 @@ class _Builder:
         scope: dict = {}
         g.inputs = self._params(params, scope)
         for nt in node_trees:
-            g.nodes.append(self._node(nt, scope))
-        g.outputs = self._operands(ret, scope, ret)
+            g.nodes.append(self._node(nt, scope, 0))
+        g.outputs = self._operands(ret, scope)
         self.declared = self._results(results)
-        self.return_line = ret.meta.line if ret is not None and not ret.meta.empty else None
+        self.return_at = _at(ret) if ret is not None else (None, None)
         return g
 
     def check_results(self, g: Graph) -> None:
         """The signature's declared result types against what `return` returns (after the
         nodes are verified, so a wrong node type is reported at its own line)."""
-        actual = [v.type for v in g.outputs if isinstance(v, Value)]
-        if [tuple(t) for t in self.declared] != [tuple(t) for t in actual]:
-            where = f"line {self.return_line}: " if self.return_line else ""
+        actual = [tuple(v.type) if isinstance(v, Value) else None for v in g.outputs]
+        if [tuple(t) for t in self.declared] != actual:
+            line, column = self.return_at
+            where = f"line {line}: " if line else ""
             declared = ", ".join(format_type(t) for t in self.declared)
-            returned = ", ".join(f"%{v.name}: {format_type(v.type)}" for v in g.outputs if isinstance(v, Value))
-            raise IRVerifyError(f"{where}the function declares results ({declared}) but returns ({returned})")
+            returned = ", ".join(f"%{v.name}: {format_type(v.type)}" if isinstance(v, Value) else f"literal {v!r}"
+                                 for v in g.outputs)
+            exc = IRVerifyError(f"{where}the function declares results ({declared}) but returns ({returned})")
+            exc.line, exc.column = line, column
+            raise exc
 
     def _type(self, tree) -> TensorSpec:
         dtype_tok, *dims = tree.children
-        return TensorSpec(tuple(int(d) for d in dims if d is not None), _DTYPES[str(dtype_tok)])
+        shape = tuple(_int(d) for d in dims if d is not None)
+        if math.prod(shape) > MAX_ELEMENTS:
+            raise _error(tree, f"type {str(dtype_tok)}{list(shape)} has more elements than an int64 can count")
+        return TensorSpec(shape, _DTYPES[str(dtype_tok)])
 
     def _results(self, tree):
         return [self._type(t) for t in tree.children if t is not None]
@@ -115,59 +143,72 @@ class _Builder:
             tok, ty = p.children
             name = str(tok)[1:]
             if name in scope:
-                raise IRVerifyError(f"line {tok.line}: value %{name} is defined twice")
+                exc = IRVerifyError(f"line {tok.line}: value %{name} is defined twice")
+                exc.line, exc.column = tok.line, tok.column
+                raise exc
             v = Value(name, self._type(ty))
             scope[name] = v
             values.append(v)
         return values
 
-    def _operands(self, tree, scope, where) -> list:
+    def _operands(self, tree, scope) -> list:
         if tree is None:
             return []
         out = []
         for item in tree.children:
-            if hasattr(item, "data") and item.data == "value_ref":
+            if isinstance(item, Tree) and item.data == "value_ref":
                 tok = item.children[0]
                 name = str(tok)[1:]
                 if name not in scope:
-                    raise IRVerifyError(f"line {tok.line}: value %{name} is used but never defined before this line")
+                    exc = IRVerifyError(f"line {tok.line}: value %{name} is used but never defined before this line")
+                    exc.line, exc.column = tok.line, tok.column
+                    raise exc
                 out.append(scope[name])
             else:
-                out.append(self.lit.transform(item) if hasattr(item, "data") else item)
+                out.append(_literal(item))
         return out
 
-    def _node(self, tree, scope) -> Node:
+    def _node(self, tree, scope, depth: int) -> Node:
         lhs, op_tok, operands, attrs, types, body = tree.children
-        node = Node(op=str(op_tok), inputs=self._operands(operands, scope, tree), attrs={}, line=op_tok.line)
+        node = Node(op=str(op_tok), inputs=self._operands(operands, scope), attrs={}, line=op_tok.line)
+        self.columns[id(node)] = op_tok.column
         if attrs is not None:
             for a in attrs.children:
                 if a is None:
                     continue
                 key, value = a.children
-                node.attrs[str(key)] = self.lit.transform(value) if hasattr(value, "data") else value
+                if str(key) in node.attrs:
+                    raise _error(key, f"attribute {key} is given twice")
+                node.attrs[str(key)] = _literal(value)
         if body is not None:
-            node.body = self._body(body, scope)
+            if depth >= MAX_NESTING:
+                raise _error(body, f"bodies nested more than {MAX_NESTING} deep")
+            node.body = self._body(body, scope, depth + 1)
         out_types = [self._type(t) for t in types.children]
         names = [str(t)[1:] for t in lhs.children]
         if len(names) != len(out_types):
-            raise IRVerifyError(f"line {op_tok.line}: {len(names)} results named but {len(out_types)} types given")
+            exc = IRVerifyError(f"line {op_tok.line}: {len(names)} results named but {len(out_types)} types given")
+            exc.line, exc.column = op_tok.line, op_tok.column
+            raise exc
         for i, (name, ty) in enumerate(zip(names, out_types)):
             if name in scope:
-                raise IRVerifyError(f"line {op_tok.line}: value %{name} is defined twice (SSA)")
+                exc = IRVerifyError(f"line {op_tok.line}: value %{name} is defined twice (SSA)")
+                exc.line, exc.column = op_tok.line, op_tok.column
+                raise exc
             v = Value(name, ty, node, i)
             scope[name] = v
             node.outputs.append(v)
         return node
 
-    def _body(self, tree, outer_scope) -> Graph:
+    def _body(self, tree, outer_scope, depth: int) -> Graph:
         params, *rest = tree.children
         *node_trees, yielded = rest
         scope = dict(outer_scope)
         g = Graph(name="body")
         g.inputs = self._params(params, scope)
         for nt in node_trees:
-            g.nodes.append(self._node(nt, scope))
-        g.outputs = self._operands(yielded, scope, yielded)
+            g.nodes.append(self._node(nt, scope, depth))
+        g.outputs = self._operands(yielded, scope)
         return g
 
 
@@ -193,22 +234,26 @@ def _readable(names) -> str:
 
 def _describe(exc: UnexpectedInput, text: str) -> str:
     line, col = exc.line, exc.column
-    src = text.splitlines()[line - 1] if 0 < line <= len(text.splitlines()) else ""
+    lines = text.splitlines()
+    src = lines[line - 1] if 0 < line <= len(lines) else ""
     pointer = " " * max(col - 1, 0) + "^"
     if isinstance(exc, UnexpectedToken):
-        found = "end of input" if exc.token.type == "$END" else repr(str(exc.token))
+        found = "end of input" if exc.token.type == "$END" else repr(str(exc.token)[:40])
         what = f"unexpected {found}; expected {_readable(exc.accepts or exc.expected)}"
     elif isinstance(exc, UnexpectedCharacters):
         allowed = f"; expected {_readable(exc.allowed)}" if exc.allowed else ""
         what = f"unexpected character {text[exc.pos_in_stream]!r}{allowed}"
     else:
         what = "unexpected end of input"
-    return f"line {line}:{col}: {what}\n  {src}\n  {pointer}"
+    return f"line {line}:{col}: {what}\n  {src[:200]}\n  {pointer[:201]}"
 
 
 def parse_ir(text: str) -> Graph:
     """Parse IR text into a verified Graph. Bad syntax -> IRParseError (a ValueError) with
-    line:column; a well-formed but invalid graph -> IRVerifyError (a ValueError)."""
+    line:column; a well-formed but invalid graph -> IRVerifyError (a ValueError) naming the
+    line; both carry `.line` and `.column`."""
+    if not isinstance(text, str):
+        raise TypeError(f"parse_ir: expected IR text (str), got {type(text).__name__}")
     try:
         tree = _parser().parse(text)
     except UnexpectedEOF as exc:
@@ -219,6 +264,12 @@ def parse_ir(text: str) -> Graph:
         raise IRParseError(_describe(exc, text), exc.line, exc.column) from None
     builder = _Builder()
     graph = builder.build(tree)
-    verify(graph)
+    try:
+        verify(graph)
+    except IRVerifyError as exc:
+        node = getattr(exc, "node", None)
+        if node is not None and getattr(exc, "column", None) is None:
+            exc.line, exc.column = node.line, builder.columns.get(id(node))
+        raise
     builder.check_results(graph)
     return graph

@@ -3,7 +3,9 @@ abstract rule computes from its operands. It runs after tracing, parsing and eve
 from __future__ import annotations
 
 import inspect
+import numbers
 
+from eager import _dtypes
 from eager.ops import REGISTRY, TensorSpec
 
 from ..errors import IRVerifyError
@@ -20,7 +22,71 @@ def _where(node: Node) -> str:
     return ""
 
 
+def _fail(node: Node | None, message: str) -> IRVerifyError:
+    """The error, carrying the node's text line (and the node, for the parser to add a column)."""
+    exc = IRVerifyError(message)
+    exc.node = node
+    exc.line = node.line if node is not None else None
+    exc.column = None
+    return exc
+
+
 _MEMO: dict = {}
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (bool, numbers.Real)) and not isinstance(v, _dtypes.dtype)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _ints(v) -> bool:
+    return isinstance(v, (tuple, list)) and all(_is_int(d) for d in v)
+
+
+# What an attribute of a given name may hold, whatever the op (an op's abstract rule checks
+# the values further). Names not listed here are left to the abstract rule.
+_ATTR_KINDS = {
+    "value": ("a number", _is_number),
+    "min": ("a number or none", lambda v: v is None or _is_number(v)),
+    "max": ("a number or none", lambda v: v is None or _is_number(v)),
+    "beta": ("a number", _is_number),
+    "threshold": ("a number", _is_number),
+    "correction": ("a number", _is_number),
+    "keepdim": ("true or false", lambda v: isinstance(v, bool)),
+    "dim": ("an integer", lambda v: v is None or _is_int(v)),
+    "dim0": ("an integer", _is_int),
+    "dim1": ("an integer", _is_int),
+    "size": ("an integer", _is_int),
+    "n_index": ("a non-negative integer", lambda v: _is_int(v) and v >= 0),
+    "dims": ("none, an integer or a list of integers", lambda v: v is None or _is_int(v) or _ints(v)),
+    "shape": ("a list of integers", _ints),
+    "sizes": ("a list of integers", _ints),
+    "dtype": ("a dtype (f32, i64, ...)", lambda v: v is None or isinstance(v, _dtypes.dtype)),
+    "approximate": ("a string", lambda v: isinstance(v, str)),
+    "key": ("a list of index entries", lambda v: isinstance(v, (tuple, list))
+            and all(isinstance(e, (tuple, list)) and e and isinstance(e[0], str) for e in v)),
+}
+
+
+def _check_literals(node: Node, where: str) -> None:
+    """Literal operands are numbers standing for 0-d tensors, and an op reads at least one
+    tensor (a graph of constants alone is built with `full`); attributes hold their kind."""
+    result = node.outputs[0].name if node.outputs else "?"
+    for i, v in enumerate(node.inputs):
+        if not isinstance(v, Value) and not _is_number(v):
+            raise _fail(node, f"{where}{node.op} producing %{result}: operand {i} is the literal {v!r}; "
+                        "a literal operand must be a number (bool, integer or float), else pass a tensor value")
+    if node.inputs and not node.input_values():
+        raise _fail(node, f"{where}{node.op} producing %{result}: every operand is a literal; "
+                    f"{node.op} needs a tensor value operand")
+    for name, value in node.attrs.items():
+        kind = _ATTR_KINDS.get(name)
+        if kind is not None and not kind[1](value):
+            raise _fail(node, f"{where}{node.op} producing %{result}: attribute {name} = {value!r} "
+                        f"must be {kind[0]}")
 
 
 _ARITY_OK: set = set()  # (op, operand count, attribute names) already checked against the op's forward
@@ -44,8 +110,8 @@ def _check_arity(node: Node, where: str) -> None:
         attrs = [p.name for p in params if p.kind is p.KEYWORD_ONLY
                  or (p.kind is p.POSITIONAL_OR_KEYWORD and p.default is not p.empty)]
         result = node.outputs[0].name if node.outputs else "?"
-        raise IRVerifyError(f"{where}{node.op} producing %{result}: {exc}; {node.op} takes operands "
-                            f"({', '.join(operands)}) and attributes {{{', '.join(attrs)}}}") from None
+        raise _fail(node, f"{where}{node.op} producing %{result}: {exc}; {node.op} takes operands "
+                    f"({', '.join(operands)}) and attributes {{{', '.join(attrs)}}}") from None
     _ARITY_OK.add(key)
 
 
@@ -60,6 +126,7 @@ def _expected_types(node: Node) -> list:
         key, hit = None, None
     if hit is not None:
         return hit
+    _check_literals(node, _where(node))
     op = REGISTRY[node.op]
     result = op.abstract(*[v.type if isinstance(v, Value) else v for v in node.inputs], **node.attrs)
     types = [result] if isinstance(result, TensorSpec) else list(result)
@@ -74,48 +141,55 @@ def verify(graph: Graph, outer: set | None = None) -> Graph:
     names: set = set()
     for v in graph.inputs:
         if v.name in names:
-            raise IRVerifyError(f"value %{v.name} is defined twice (SSA)")
+            raise _fail(None, f"value %{v.name} is defined twice (SSA)")
         names.add(v.name)
         defined.add(v)
     for node in graph.nodes:
         where = _where(node)
         for v in node.input_values():
             if v not in defined:
-                raise IRVerifyError(f"{where}value %{v.name} is used by {node.op} before it is defined")
+                raise _fail(node, f"{where}value %{v.name} is used by {node.op} before it is defined")
         if node.op in REGION_OPS:
             if node.body is None:
-                raise IRVerifyError(f"{where}{node.op} needs a body")
+                raise _fail(node, f"{where}{node.op} needs a body")
             if len(node.body.inputs) != len(node.inputs):
-                raise IRVerifyError(f"{where}{node.op} passes {len(node.inputs)} operands to a body of "
+                raise _fail(node, f"{where}{node.op} passes {len(node.inputs)} operands to a body of "
                                     f"{len(node.body.inputs)} parameters")
             for arg, param in zip(node.inputs, node.body.inputs):
                 arg_type = arg.type if isinstance(arg, Value) else None
                 if arg_type is not None and tuple(arg_type) != tuple(param.type):
-                    raise IRVerifyError(f"{where}operand %{arg.name} of type {format_type(arg_type)} is bound "
+                    raise _fail(node, f"{where}operand %{arg.name} of type {format_type(arg_type)} is bound "
                                         f"to body parameter %{param.name} of type {format_type(param.type)}")
+            for v in node.body.outputs:
+                if not isinstance(v, Value):
+                    raise _fail(node, f"{where}{node.op}'s body yields the literal {v!r}; a body yields tensor values")
             verify(node.body, outer=None)
             expected = [v.type for v in node.body.outputs]
         else:
             if node.op not in REGISTRY:
-                raise IRVerifyError(f"{where}unknown op '{node.op}' (result %{node.outputs[0].name if node.outputs else '?'})")
+                raise _fail(node, f"{where}unknown op '{node.op}' (result %{node.outputs[0].name if node.outputs else '?'})")
             _check_arity(node, where)
             try:
                 expected = _expected_types(node)
-            except (TypeError, ValueError, RuntimeError, IndexError, KeyError) as exc:
-                raise IRVerifyError(f"{where}{node.op} producing %{node.outputs[0].name if node.outputs else '?'}: "
+            except IRVerifyError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any failure of the rule on these operands is the graph's
+                raise _fail(node, f"{where}{node.op} producing %{node.outputs[0].name if node.outputs else '?'}: "
                                     f"{exc}") from None
         if len(expected) != len(node.outputs):
-            raise IRVerifyError(f"{where}{node.op} produces {len(expected)} results, but "
+            raise _fail(node, f"{where}{node.op} produces {len(expected)} results, but "
                                 f"{len(node.outputs)} are named")
         for out, exp in zip(node.outputs, expected):
             if tuple(out.type.shape) != tuple(exp.shape) or out.type.dtype != exp.dtype:
-                raise IRVerifyError(f"{where}%{out.name} is declared {format_type(out.type)} but {node.op} "
+                raise _fail(node, f"{where}%{out.name} is declared {format_type(out.type)} but {node.op} "
                                     f"gives {format_type(TensorSpec(tuple(exp.shape), exp.dtype))}")
             if out.name in names:
-                raise IRVerifyError(f"{where}value %{out.name} is defined twice (SSA)")
+                raise _fail(node, f"{where}value %{out.name} is defined twice (SSA)")
             names.add(out.name)
             defined.add(out)
     for v in graph.outputs:
-        if isinstance(v, Value) and v not in defined:
-            raise IRVerifyError(f"returned value %{v.name} is not defined")
+        if not isinstance(v, Value):
+            raise _fail(None, f"the graph returns the literal {v!r}; a graph returns tensor values")
+        if v not in defined:
+            raise _fail(None, f"returned value %{v.name} is not defined")
     return graph
