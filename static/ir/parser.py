@@ -18,7 +18,7 @@ from eager import _dtypes
 from eager.ops import TensorSpec
 
 from ..errors import IRParseError, IRVerifyError
-from .core import Graph, Node, Value, format_type
+from .core import Graph, Node, Value, format_literal, format_type
 from .verify import verify
 
 _DTYPES = {_dtypes.short_name(d): d for d in _dtypes.ALL}
@@ -109,6 +109,13 @@ class _Builder:
         g.outputs = self._operands(ret, scope)
         self.declared = self._results(results)
         self.return_at = _at(ret) if ret is not None else (None, None)
+        for item, v in zip(ret.children if ret is not None else (), g.outputs):
+            if not isinstance(v, Value):
+                line, column = _at(item)
+                exc = IRVerifyError(f"line {line}: the function returns the literal {format_literal(v)}; "
+                                    "a function returns tensor values (make a tensor with full)")
+                exc.line, exc.column = line, column
+                raise exc
         return g
 
     def check_results(self, g: Graph) -> None:
@@ -119,7 +126,7 @@ class _Builder:
             line, column = self.return_at
             where = f"line {line}: " if line else ""
             declared = ", ".join(format_type(t) for t in self.declared)
-            returned = ", ".join(f"%{v.name}: {format_type(v.type)}" if isinstance(v, Value) else f"literal {v!r}"
+            returned = ", ".join(f"%{v.name}: {format_type(v.type)}" if isinstance(v, Value) else f"literal {format_literal(v)}"
                                  for v in g.outputs)
             exc = IRVerifyError(f"{where}the function declares results ({declared}) but returns ({returned})")
             exc.line, exc.column = line, column

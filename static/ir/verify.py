@@ -9,7 +9,7 @@ from eager import _dtypes
 from eager.ops import REGISTRY, TensorSpec
 
 from ..errors import IRVerifyError
-from .core import Graph, Node, Value, format_type
+from .core import Graph, Node, Value, format_literal, format_type
 
 REGION_OPS = {"fused"}  # ops whose meaning is their body
 
@@ -32,6 +32,14 @@ def _fail(node: Node | None, message: str) -> IRVerifyError:
 
 
 _MEMO: dict = {}
+
+
+def _show(v) -> str:
+    """A literal as the IR text writes it (repr for what the text cannot hold)."""
+    try:
+        return format_literal(v)
+    except TypeError:
+        return repr(v)
 
 
 def _is_number(v) -> bool:
@@ -77,15 +85,18 @@ def _check_literals(node: Node, where: str) -> None:
     result = node.outputs[0].name if node.outputs else "?"
     for i, v in enumerate(node.inputs):
         if not isinstance(v, Value) and not _is_number(v):
-            raise _fail(node, f"{where}{node.op} producing %{result}: operand {i} is the literal {v!r}; "
+            raise _fail(node, f"{where}{node.op} producing %{result}: operand {i} is the literal {_show(v)}; "
                         "a literal operand must be a number (bool, integer or float), else pass a tensor value")
     if node.inputs and not node.input_values():
         raise _fail(node, f"{where}{node.op} producing %{result}: every operand is a literal; "
                     f"{node.op} needs a tensor value operand")
+    if node.inputs and not isinstance(node.inputs[0], Value) and REGISTRY[node.op].kind != "elementwise":
+        raise _fail(node, f"{where}{node.op} producing %{result}: operand 0 is the literal {_show(node.inputs[0])}; "
+                    f"{node.op} reads a tensor value there")
     for name, value in node.attrs.items():
         kind = _ATTR_KINDS.get(name)
         if kind is not None and not kind[1](value):
-            raise _fail(node, f"{where}{node.op} producing %{result}: attribute {name} = {value!r} "
+            raise _fail(node, f"{where}{node.op} producing %{result}: attribute {name} = {_show(value)} "
                         f"must be {kind[0]}")
 
 
@@ -162,7 +173,7 @@ def verify(graph: Graph, outer: set | None = None) -> Graph:
                                         f"to body parameter %{param.name} of type {format_type(param.type)}")
             for v in node.body.outputs:
                 if not isinstance(v, Value):
-                    raise _fail(node, f"{where}{node.op}'s body yields the literal {v!r}; a body yields tensor values")
+                    raise _fail(node, f"{where}{node.op}'s body yields the literal {_show(v)}; a body yields tensor values")
             verify(node.body, outer=None)
             expected = [v.type for v in node.body.outputs]
         else:
@@ -189,7 +200,7 @@ def verify(graph: Graph, outer: set | None = None) -> Graph:
             defined.add(out)
     for v in graph.outputs:
         if not isinstance(v, Value):
-            raise _fail(None, f"the graph returns the literal {v!r}; a graph returns tensor values")
+            raise _fail(None, f"the graph returns the literal {_show(v)}; a graph returns tensor values")
         if v not in defined:
             raise _fail(None, f"returned value %{v.name} is not defined")
     return graph

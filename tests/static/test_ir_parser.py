@@ -4,6 +4,8 @@ naming the value and line, and nothing in the text is ever evaluated as Python."
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import pytest
 
 import eager
@@ -154,3 +156,157 @@ def test_verifier_checks_graphs_built_in_python_too():
     g.nodes[0].outputs[0].type = eager.ops.TensorSpec((4,), eager.float32)
     with pytest.raises(static.IRVerifyError, match="declared f32.4. but exp gives f32.3."):
         static.verify(g)
+
+
+# -- the contract: only ValueErrors with a position, for any text ------------------------------
+_H = "func @f(%x: f32[3]) -> f32[3] {\n"
+
+
+def _fused_nest(depth: int) -> str:
+    body = ""
+    for i in range(depth):
+        body += "{\n ^body(%a" + str(i) + ": f32[3]):\n %b" + str(i) + " = fused %a" + str(i) + " : f32[3] "
+    body += "{\n ^body(%z: f32[3]):\n yield %z\n}"
+    for i in reversed(range(depth)):
+        body += "\n yield %b" + str(i) + "\n}"
+    return _H + "  %0 = fused %x : f32[3] " + body + "\n  return %0\n}"
+
+
+ESCAPES = {  # each raised something other than a ValueError before
+    "3000-deep list literal": (_H + "  %0 = sum %x {dims = " + "[" * 3000 + "]" * 3000
+                               + ", keepdim = false} : f32[]\n  return %0\n}", "nested"),
+    "400-deep fused nesting": (_fused_nest(400), "nested"),
+    "5000-digit integer": (_H + "  %0 = add %x, " + "9" * 5000 + " : f32[3]\n  return %0\n}", "digits"),
+    "5000-digit dimension": ("func @f(%x: f32[" + "9" * 5000 + "]) -> f32[3] {\n  return %x\n}", "digits"),
+    "bad string escape": (_H + '  %0 = gelu %x {approximate = "\\q"} : f32[3]\n  return %0\n}', "string"),
+    "dtype given as a number": (_H + "  %0 = to_dtype %x {dtype = 3} : f32[3]\n  return %0\n}", "dtype"),
+    "literal where a tensor is required": (_H + "  %0 = exp 3 : f32[3]\n  return %0\n}", "literal"),
+    "literal first operand of index": ("func @f(%i: i64[2]) -> f32[2] {\n  %0 = index 3, %i {key = [[\"tensor\", 0]], "
+                                       "n_index = 1} : f32[2]\n  return %0\n}", "operand 0 is the literal 3"),
+    "fused body yielding a literal": (_H + "  %0 = fused %x : f32[3] {\n    ^body(%a: f32[3]):\n    yield 3\n  }\n"
+                                      "  return %0\n}", "yields the literal"),
+    "returning a literal": (_H + "  return 3\n}", "returns the literal"),
+    "slice bound 1e20": ("func @f(%x: f32[4]) -> f32[3] {\n  %0 = index %x {key = [[\"slice\", none, 1e20, 1]], "
+                         "n_index = 0} : f32[3]\n  return %0\n}", "slice"),
+    "slice bound 10**20": ("func @f(%x: f32[4]) -> f32[4] {\n  %0 = index %x {key = [[\"slice\", none, "
+                           "100000000000000000000, 1]], n_index = 0} : f32[4]\n  return %0\n}", None),
+    "more elements than int64 counts": ("func @f(%x: f32[4294967296,4294967296]) -> f32[3] {\n  return %x\n}",
+                                        "int64"),
+    "malformed index key": ("func @f(%x: f32[4]) -> f32[] {\n  %0 = index %x {key = [[\"frob\"]], n_index = 0} : "
+                            "f32[]\n  return %0\n}", "index"),
+}
+
+
+@pytest.mark.parametrize("name", list(ESCAPES))
+def test_bad_text_raises_only_value_errors_with_line_and_column(name):
+    text, fragment = ESCAPES[name]
+    try:
+        static.parse_ir(text)
+    except (static.IRParseError, static.IRVerifyError) as exc:
+        assert exc.line is not None and exc.column is not None, str(exc)
+        assert str(exc).startswith(f"line {exc.line}")
+        if fragment is not None:
+            assert fragment in str(exc), str(exc)
+    else:
+        assert fragment is None, f"{name} parsed"
+
+
+@pytest.mark.parametrize("operand, fragment", [
+    ('"abc"', 'literal "abc"'), ("none", "literal none"), ("[1, 2]", "literal [1, 2]"), ("f32", "literal f32"),
+])
+def test_literal_operands_must_be_numbers(operand, fragment):
+    for op in ("mul", "add"):
+        _verify_error(f"{_H}  %0 = {op} %x, {operand} : f32[3]\n  return %0\n}}", "line 2", op, fragment, "number")
+
+
+@pytest.mark.parametrize("attrs, fragment", [
+    ('{dtype = f32, shape = [3], value = "x"}', 'value = "x" must be a number'),
+    ("{dtype = f32, shape = [3], value = none}", "value = none must be a number"),
+    ("{dtype = f32, shape = 3, value = 1.0}", "shape = 3 must be a list of integers"),
+    ("{dtype = 1.0, shape = [3], value = 1.0}", "dtype = 1.0 must be a dtype"),
+])
+def test_attributes_must_hold_their_kind(attrs, fragment):
+    _verify_error(f"func @f() -> f32[3] {{\n  %0 = full {attrs} : f32[3]\n  return %0\n}}", "line 2", "full", fragment)
+
+
+def test_return_count_or_types_differing_from_the_signature_is_a_verify_error():
+    _verify_error(_H + "  return %x, %x\n}", "line 2", "declares results (f32[3])", "returns (%x: f32[3], %x: f32[3])")
+    _verify_error("func @f(%x: f32[3]) -> (f32[3], f32[3]) {\n  return %x\n}", "declares results (f32[3], f32[3])")
+    _verify_error("func @f(%x: f32[3]) -> f64[3] {\n  return %x\n}", "declares results (f64[3])")
+
+
+def test_verifier_refuses_a_graph_returning_a_literal():
+    g = static.trace(lambda x: eager.exp(x), eager.ones(3))
+    g.outputs = [3.0]
+    with pytest.raises(static.IRVerifyError, match="returns the literal 3.0"):
+        static.verify(g)
+
+
+@pytest.mark.parametrize("s", ["plain", 'quo"te', "back\\slash", "new\nline", "tab\t", "\x00\x1f", "é ü 中",
+                               "\ud800", "\\q", "\\u12"])
+def test_printed_strings_parse_back(s):
+    """A string literal prints with escapes the parser reads back to the same string; the
+    verifier's refusal shows the exact string it read."""
+    g = static.trace(lambda x: eager.exp(x), eager.ones(3))
+    g.nodes[0].inputs = [g.inputs[0]]
+    g.nodes[0].attrs = {}
+    text = str(g).replace("exp %x", f"mul %x, {static.ir.core.format_literal(s)}")
+    with pytest.raises(static.IRVerifyError) as info:
+        static.parse_ir(text)
+    assert f"literal {static.ir.core.format_literal(s)};" in str(info.value)
+    assert static.parse_ir(text.replace(static.ir.core.format_literal(s), "2.0")).nodes[0].inputs[1] == 2.0
+
+
+def test_escaped_string_attribute_round_trips():
+    text = _H + '  %0 = gelu %x {approximate = "t\\u0061nh"} : f32[3]\n  return %0\n}'
+    g = static.parse_ir(text)
+    assert g.nodes[0].attrs["approximate"] == "tanh"
+    assert str(static.parse_ir(str(g))) == str(g)
+
+
+def test_huge_index_operand_is_verified_without_allocating():
+    """A 200-byte text declaring an index operand of 10^10 elements: the verifier works on
+    shapes. Run in a subprocess under a 3 GiB address-space limit, so that a regression
+    fails this test instead of exhausting the machine's memory."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    text = ("func @f(%x: f32[3], %i: i64[100000,100000]) -> f32[100000,100000] {\n"
+            "  %0 = index %x, %i {key = [[\"tensor\", 0]], n_index = 1} : f32[100000,100000]\n  return %0\n}")
+    script = ("import resource, sys\n"
+              "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
+              "import static\n"
+              f"g = static.parse_ir({text!r})\n"
+              "print(g.outputs[0].type.shape)\n")
+    root = Path(__file__).resolve().parents[2]
+    env = {"PYTHONPATH": str(root), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "PATH": "/usr/bin:/bin"}
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split("\n")[0] == "(100000, 100000)"
+
+
+_entry = st.one_of(
+    st.tuples(st.just("int"), st.integers(-4, 4)),
+    st.tuples(st.just("slice"), *[st.sampled_from([None, -7, -1, 0, 1, 2, 9])] * 2, st.sampled_from([None, 1, 2, -1, 3])),
+    st.just(("none",)), st.just(("ellipsis",)), st.tuples(st.just("tensor"), st.integers(0, 2)),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(shape=st.lists(st.sampled_from([0, 1, 2, 3, 5]), max_size=4), key=st.lists(_entry, max_size=5),
+       index_shapes=st.lists(st.lists(st.integers(0, 3), max_size=2), min_size=3, max_size=3))
+def test_index_rule_gives_numpys_shape_without_arrays(shape, key, index_shapes):
+    """The abstract rule of `index` computes the shape NumPy's indexing gives, from shapes only."""
+    from eager.ops.shape_ops import build_key, index_shape
+
+    probe = np.broadcast_to(np.empty((), np.float32), tuple(shape))
+    arrays = [np.zeros(s, np.int64) for s in index_shapes]
+    try:
+        expected = probe[build_key(key, arrays)].shape
+    except (IndexError, ValueError, TypeError) as exc:
+        with pytest.raises(type(exc) if not isinstance(exc, ValueError) else (ValueError, IndexError)):
+            index_shape(tuple(shape), key, [tuple(s) for s in index_shapes])
+        return
+    assert index_shape(tuple(shape), key, [tuple(s) for s in index_shapes]) == expected
