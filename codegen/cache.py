@@ -4,20 +4,48 @@ One file per (IR text, backend, graphmode version, codegen fingerprint, array-li
 version), named by the hash of those. The first line of a file is a header with the
 SHA-256 of everything after it: a truncated or altered file fails the check and is
 regenerated, never executed. Files are written atomically (a temporary file in the same
-directory, then rename), so a reader sees a whole file or none; the directory is created
-private (0700). GRAPHMODE_CACHE=0 turns the disk cache off; GRAPHMODE_CACHE_DIR moves it."""
+directory, then rename), so a reader sees a whole file or none.
+
+The header is a checksum, not a signature: it proves a file whole, not who wrote it. What
+keeps other users' code out is where it may come from, the rule ssh and Python's own
+caches follow: the directory must be owned by the current user and writable by no one
+else (it is created 0700), and so must each file (checked on the open file, then the
+bytes read are the bytes hashed and run). A directory or file that breaks the rule, or a
+directory that cannot be used at all (a file in its place, a path under a file, no
+permission), turns the disk cache off for that directory in this process with one
+warning; compiles then keep their code in memory. Nothing there is deleted or run.
+
+Environment:
+- GRAPHMODE_CACHE=0 turns the disk cache off;
+- GRAPHMODE_CACHE_DIR moves it (default: the user cache directory, see `default_dir`);
+- GRAPHMODE_CACHE_MAX_MB bounds its size (default 256): after each write, the least
+  recently used files (by modification time, which a load refreshes) are deleted until the
+  directory's cache files fit."""
 from __future__ import annotations
 
 import functools
 import hashlib
 import os
+import stat
 import sys
 import tempfile
+import threading
+import warnings
 from importlib import resources
 from pathlib import Path
 
 HEADER = "# graphmode-codegen sha256="
 FORMAT = "1"  # bump when the file layout changes
+DEFAULT_MAX_MB = 256.0
+PREFIX = "gm_"  # cache files are gm_<backend>_<key>.py; eviction touches nothing else
+
+
+class CodeCacheWarning(RuntimeWarning):
+    """The disk cache could not be used (unsafe or unusable directory); code stays in memory."""
+
+
+class Refused(Exception):
+    """A cache file or directory that must not be used (owner or permissions)."""
 
 
 def enabled() -> bool:
@@ -36,15 +64,64 @@ def default_dir() -> Path:
     return Path(base) / "graphmode"
 
 
-def directory() -> Path:
-    """The cache directory (created, mode 0700, when missing)."""
-    path = Path(os.environ.get("GRAPHMODE_CACHE_DIR") or default_dir())
-    if not path.is_dir():
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        try:
+def configured_dir() -> Path:
+    return Path(os.environ.get("GRAPHMODE_CACHE_DIR") or default_dir())
+
+
+# directories this process stopped using, and the warnings it already gave
+_refused: dict = {}
+_warned: set = set()
+_state_lock = threading.Lock()
+
+
+def warn_once(what: str, message: str) -> None:
+    with _state_lock:
+        if what in _warned:
+            return
+        _warned.add(what)
+    warnings.warn(message, CodeCacheWarning, stacklevel=4)
+
+
+def refuse(directory: Path, reason: str) -> None:
+    """Stop using `directory` for the rest of this process, with one warning."""
+    with _state_lock:
+        _refused.setdefault(str(directory), reason)
+    warn_once(f"dir:{directory}", f"graphmode: not using the code cache {directory}: {reason}; generated code is "
+              "kept in memory for this process (set GRAPHMODE_CACHE_DIR to a private directory, or "
+              "GRAPHMODE_CACHE=0 to silence this)")
+
+
+def _check_owner(st: os.stat_result, what: str) -> None:
+    """The rule for a cache directory or file: ours, and writable by no one else."""
+    if not hasattr(os, "getuid"):  # Windows: per-user profile directories carry the protection
+        return
+    if st.st_uid != os.getuid():
+        raise Refused(f"{what} is owned by uid {st.st_uid}, not by the current user (uid {os.getuid()})")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise Refused(f"{what} is writable by its group or by others (mode {stat.S_IMODE(st.st_mode):04o})")
+
+
+def directory() -> Path | None:
+    """The cache directory, created private (0700) when missing; None when this process does
+    not use it (disabled, refused before, unsafe or unusable: the last two warn once)."""
+    if not enabled():
+        return None
+    path = configured_dir()
+    if str(path) in _refused:
+        return None
+    try:
+        if not path.is_dir():
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(path, 0o700)
-        except OSError:
-            pass
+        _check_owner(os.stat(path), "the directory")
+        if not os.access(path, os.W_OK | os.X_OK | os.R_OK):
+            raise Refused("the directory is not readable and writable by the current user")
+    except Refused as exc:
+        refuse(path, str(exc))
+        return None
+    except OSError as exc:  # a file in its place, a path under a file, no permission, read-only
+        refuse(path, f"it cannot be used ({exc.strerror or exc})")
+        return None
     return path
 
 
@@ -78,8 +155,8 @@ def key(ir_text: str, backend: str, library_version: str) -> str:
     return h.hexdigest()
 
 
-def path_for(cache_key: str, backend: str) -> Path:
-    return directory() / f"gm_{backend}_{cache_key[:40]}.py"
+def path_for(cache_key: str, backend: str, where: Path | None = None) -> Path:
+    return (where if where is not None else configured_dir()) / f"{PREFIX}{backend}_{cache_key[:40]}.py"
 
 
 def seal(source: str) -> str:
@@ -97,21 +174,58 @@ def unseal(text: str) -> str | None:
     return rest
 
 
-def read(path: Path) -> str | None:
-    """The verified file text (header included), or None if missing or failing the check."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+def _unseal_bytes(data: bytes) -> str | None:
+    """The source if the header's hash matches the bytes after it, else None."""
+    first, sep, rest = data.partition(b"\n")
+    if not sep or not first.startswith(HEADER.encode()):
         return None
-    return text if unseal(text) is not None else None
+    if hashlib.sha256(rest).hexdigest().encode() != first[len(HEADER):].strip():
+        return None
+    try:
+        return rest.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def read(path: Path) -> str | None:
+    """The verified file text (header included), or None if missing or failing the check.
+    The checks run on the open file, and the hash on the very bytes returned; a file that
+    is not ours or that others may write raises Refused."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # a symlink (O_NOFOLLOW), a directory, no permission
+        raise Refused(f"{path.name} cannot be opened safely ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused(f"{path.name} is not a regular file")
+        _check_owner(st, path.name)
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            data = fh.read()
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    source = _unseal_bytes(data)
+    if source is None:
+        return None
+    try:
+        os.utime(path)  # a load makes the file recently used, for eviction
+    except OSError:
+        pass
+    return seal(source)
 
 
 def write(path: Path, text: str) -> None:
-    """Write atomically: readers see the old file, or the whole new one."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
+    """Write atomically (readers see the old file, or the whole new one), then keep the
+    directory within GRAPHMODE_CACHE_MAX_MB."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")  # created 0600
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)  # no fsync: a file cut short by a crash fails the hash check
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8"))  # no fsync: a file cut short by a crash fails the hash check
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -119,3 +233,54 @@ def write(path: Path, text: str) -> None:
         except OSError:
             pass
         raise
+    evict(path.parent, keep=path)
+
+
+def max_bytes() -> int:
+    """GRAPHMODE_CACHE_MAX_MB as bytes (default 256 MB); a value that is not a positive
+    number warns once and uses the default."""
+    raw = os.environ.get("GRAPHMODE_CACHE_MAX_MB", "").strip()
+    mb = DEFAULT_MAX_MB
+    if raw:
+        try:
+            mb = float(raw)
+            if not mb > 0 or mb == float("inf"):
+                raise ValueError
+        except ValueError:
+            warn_once(f"max:{raw}", f"graphmode: GRAPHMODE_CACHE_MAX_MB={raw!r} is not a positive number of "
+                      f"megabytes; using {DEFAULT_MAX_MB:g}")
+            mb = DEFAULT_MAX_MB
+    return int(mb * 1024 * 1024)
+
+
+def evict(where: Path, keep: Path | None = None) -> list:
+    """Delete the least recently used cache files of `where` until they fit in max_bytes()
+    (never `keep`, the file just written). Returns the deleted paths."""
+    limit = max_bytes()
+    files = []
+    try:
+        with os.scandir(where) as it:
+            for entry in it:
+                if entry.name.startswith(PREFIX) and entry.name.endswith(".py"):
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    files.append((st.st_mtime_ns, entry.name, st.st_size))
+    except OSError:
+        return []
+    total = sum(size for _, _, size in files)
+    removed = []
+    for _, name, size in sorted(files):
+        if total <= limit:
+            break
+        path = where / name
+        if keep is not None and path == keep:
+            continue
+        try:
+            os.unlink(path)
+        except OSError:
+            continue
+        total -= size
+        removed.append(path)
+    return removed

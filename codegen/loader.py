@@ -4,8 +4,9 @@ With the disk cache on, the source lives in a cache file and is imported with im
 from that file, so tracebacks point at its real lines. The loader executes exactly the
 text whose hash it checked (no bytecode cache in between). With the cache off, the source
 is compiled from memory under a `<graphmode ...>` name registered with linecache.
-Modules are also memoized per process, and one lock per key makes concurrent compiles of
-one graph generate and load it once."""
+Modules are also memoized per process, weakly: a module is freed with the last compiled
+graph that uses it. A lock per key makes concurrent compiles of one graph generate and load
+it once. When the disk cache cannot be used (see `cache`), code is kept in memory."""
 from __future__ import annotations
 
 import importlib.machinery
@@ -13,6 +14,7 @@ import importlib.util
 import linecache
 import threading
 import types
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -44,14 +46,15 @@ class _VerifiedLoader(importlib.machinery.SourceFileLoader):
         raise OSError("graphmode modules are never loaded from bytecode caches")
 
 
-_memo: dict = {}
-_locks: dict = {}
+# key -> Loaded, weakly: a module lives as long as something (a compiled graph) holds its
+# Loaded record, and goes when the last compiled function using it is dropped.
+_memo: "weakref.WeakValueDictionary[str, Loaded]" = weakref.WeakValueDictionary()
 _guard = threading.Lock()
+_LOCKS = tuple(threading.Lock() for _ in range(64))  # striped: one key always maps to one lock
 
 
 def _lock_for(key: str) -> threading.Lock:
-    with _guard:
-        return _locks.setdefault(key, threading.Lock())
+    return _LOCKS[int(key[:8], 16) % len(_LOCKS)] if len(key) >= 8 else _guard
 
 
 def _module_name(key: str, backend: str) -> str:
@@ -66,13 +69,44 @@ def _from_file(path: Path, text: str, name: str) -> types.ModuleType:
     return module
 
 
-def _from_memory(source: str, name: str) -> types.ModuleType:
+def _drop_lines(filename: str, lines: list) -> None:
+    """Forget a dropped module's source in linecache (unless a newer module took the name)."""
+    entry = linecache.cache.get(filename)
+    if entry is not None and entry[2] is lines:
+        del linecache.cache[filename]
+
+
+def _from_memory(source: str, name: str) -> tuple[types.ModuleType, Callable[[], None]]:
     filename = f"<graphmode {name}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    lines = source.splitlines(True)
+    linecache.cache[filename] = (len(source), None, lines, filename)
     module = types.ModuleType(name)
     module.__file__ = filename
     exec(compile(source, filename, "exec"), module.__dict__)  # noqa: S102 - our own generated code
-    return module
+    return module, lambda: _drop_lines(filename, lines)
+
+
+def _source_for(key: str, backend: str, generate: Callable[[], str]) -> tuple[str, Path | None, str]:
+    """(sealed text, cache file or None, origin): from the disk cache when this process may
+    use it, else freshly generated (and written there when possible)."""
+    where = cache.directory()
+    if where is None:
+        return cache.seal(generate()), None, "generated"
+    path = cache.path_for(key, backend, where)
+    try:
+        text = cache.read(path)
+    except cache.Refused as exc:
+        cache.refuse(where, str(exc))
+        return cache.seal(generate()), None, "generated"
+    if text is not None:
+        return text, path, "disk cache"
+    text = cache.seal(generate())  # missing, truncated or altered: regenerate, never run it
+    try:
+        cache.write(path, text)
+    except OSError as exc:  # the directory went away, a full disk, ...
+        cache.refuse(where, f"writing {path.name} failed ({exc.strerror or exc})")
+        return text, None, "generated"
+    return text, path, "generated"
 
 
 def load(key: str, backend: str, generate: Callable[[], str]) -> Loaded:
@@ -85,20 +119,21 @@ def load(key: str, backend: str, generate: Callable[[], str]) -> Loaded:
         if found is not None:
             return found
         name = _module_name(key, backend)
-        if cache.enabled():
-            path = cache.path_for(key, backend)
-            text = cache.read(path)
-            origin = "disk cache"
-            if text is None:  # missing, truncated or altered: regenerate, never run it
-                text = cache.seal(generate())
-                cache.write(path, text)
-                origin = "generated"
-            loaded = Loaded(_from_file(path, text, name), cache.unseal(text), path, origin)
+        text, path, origin = _source_for(key, backend, generate)
+        source = cache.unseal(text)
+        if path is not None:
+            loaded = Loaded(_from_file(path, text, name), source, path, origin)
         else:
-            source = generate()
-            loaded = Loaded(_from_memory(source, name), source, None, "generated")
+            module, drop = _from_memory(source, name)
+            loaded = Loaded(module, source, None, origin)
+            weakref.finalize(loaded, drop)
         _memo[key] = loaded
         return loaded
+
+
+def live() -> int:
+    """How many generated modules this process holds (those of compiled graphs still alive)."""
+    return len(_memo)
 
 
 def forget() -> None:

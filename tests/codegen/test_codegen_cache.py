@@ -112,7 +112,7 @@ def test_concurrent_compiles_of_one_function(cache_dir):
         try:
             barrier.wait()
             exe = codegen.build(static.trace(f, x), "numpy")
-            results.append((exe._loaded["numpy"].module, compiled(x).numpy()))
+            results.append((exe, compiled(x).numpy()))  # exe holds its module alive
         except Exception as exc:  # noqa: BLE001
             errors.append(exc)
 
@@ -122,7 +122,7 @@ def test_concurrent_compiles_of_one_function(cache_dir):
     for t in threads:
         t.join()
     assert not errors
-    assert results[0][0] is results[1][0]  # generated and loaded once
+    assert results[0][0]._loaded["numpy"].module is results[1][0]._loaded["numpy"].module  # loaded once
     np.testing.assert_array_equal(results[0][1], results[1][1])
     assert len(list(cache_dir.glob("gm_numpy_*.py"))) == 2  # f's graph and its compiled twin (renumbered)
 
@@ -153,3 +153,183 @@ def test_compiled_function_shows_its_source(cache_dir):
     src = f.source(x)
     assert "def forward(x):" in src and "np.exp(" in src
     assert f.explain(x).rstrip().endswith(src.rstrip())
+
+
+# -- who may have written the code that runs ---------------------------------------------------
+def _planted(cache_dir, tmp_path, scale="2.0"):
+    """A correctly sealed cache file for _graph(scale) whose code also leaves a marker: what
+    someone able to write into the cache could plant, re-sealing it (the header is a checksum)."""
+    exe = codegen.build(_graph(scale), "numpy")
+    (path,) = cache_dir.glob("gm_numpy_*.py")
+    marker = tmp_path / "executed"
+    source = cache.unseal(path.read_text()) + f"\nopen({str(marker)!r}, 'w').write('ran')\n"
+    path.write_text(cache.seal(source))
+    loader.forget()
+    del exe
+    return path, marker
+
+
+def _cache_warnings(record):
+    return [w for w in record if issubclass(w.category, cache.CodeCacheWarning)]
+
+
+def _build_twice_and_check(scale="2.0"):
+    """Two compiles (one warning at most) whose results are right."""
+    x = np.linspace(-1, 1, 5, dtype=np.float32)
+    for _ in range(2):
+        exe = codegen.build(_graph(scale), "numpy")
+        np.testing.assert_allclose(exe.run([x])[0], np.tanh(x) * float(scale), rtol=1e-6)
+        loader.forget()
+    return exe
+
+
+@pytest.mark.parametrize("mode", [0o770, 0o707, 0o777], ids=["group", "others", "everyone"])
+def test_directory_writable_by_others_is_not_used(cache_dir, tmp_path, mode):
+    path, marker = _planted(cache_dir, tmp_path)
+    os.chmod(cache_dir, mode)
+    with pytest.warns(cache.CodeCacheWarning, match="writable by its group or by others") as record:
+        exe = _build_twice_and_check()
+    assert len(_cache_warnings(record)) == 1
+    assert not marker.exists()
+    assert exe._loaded["numpy"].path is None  # kept in memory
+    os.chmod(cache_dir, 0o700)
+
+
+def test_file_writable_by_others_is_not_run(cache_dir, tmp_path):
+    path, marker = _planted(cache_dir, tmp_path)
+    os.chmod(path, 0o666)
+    with pytest.warns(cache.CodeCacheWarning, match="writable by its group or by others") as record:
+        _build_twice_and_check()
+        codegen.build(_graph("4.0"), "numpy")  # the directory is no longer used in this process
+    assert len(_cache_warnings(record)) == 1
+    assert not marker.exists()
+    assert not list(cache_dir.glob("gm_numpy_*.py"))[1:]  # nothing new written there
+
+
+def test_directory_of_another_user_is_not_used(cache_dir, tmp_path, monkeypatch):
+    path, marker = _planted(cache_dir, tmp_path)
+    real = os.getuid()
+    monkeypatch.setattr(cache.os, "getuid", lambda: real + 1)
+    with pytest.warns(cache.CodeCacheWarning, match="not by the current user"):
+        _build_twice_and_check()
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="changing a file's owner needs root")
+def test_file_of_another_user_is_not_run(cache_dir, tmp_path):
+    path, marker = _planted(cache_dir, tmp_path)
+    os.chown(path, 65534, 65534)
+    with pytest.warns(cache.CodeCacheWarning, match="owned by uid 65534"):
+        _build_twice_and_check()
+    assert not marker.exists()
+
+
+def test_symlinked_cache_file_is_not_followed(cache_dir, tmp_path):
+    path, marker = _planted(cache_dir, tmp_path)
+    elsewhere = tmp_path / "elsewhere.py"
+    path.rename(elsewhere)
+    path.symlink_to(elsewhere)
+    with pytest.warns(cache.CodeCacheWarning, match="cannot be opened safely"):
+        _build_twice_and_check()
+    assert not marker.exists()
+
+
+def test_hash_is_checked_on_the_bytes_read(cache_dir):
+    """A file whose line ends were changed to CRLF is not the file that was sealed: text-mode
+    reading would translate it back and pass the check; the loader checks the raw bytes."""
+    codegen.build(_graph(), "numpy")
+    (path,) = cache_dir.glob("gm_numpy_*.py")
+    good = path.read_bytes()
+    head, _, rest = good.partition(b"\n")
+    path.write_bytes(head + b"\n" + rest.replace(b"\n", b"\r\n"))
+    loader.forget()
+    assert _origin(codegen.build(_graph(), "numpy")) == "generated"
+    assert path.read_bytes() == good
+
+
+# -- an unusable directory falls back to memory --------------------------------------------------
+def _unusable(kind, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    if kind == "a file":
+        return blocker
+    if kind == "a path under a file":
+        return blocker / "sub" / "cache"
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o700)
+    os.chmod(locked, 0o500)  # ours, private, but not writable
+    return locked / "cache"
+
+
+@pytest.mark.parametrize("kind", ["a file", "a path under a file", "no permission"])
+def test_unusable_directory_falls_back_to_memory_with_one_warning(kind, tmp_path, monkeypatch):
+    if kind == "no permission" and hasattr(os, "geteuid") and os.geteuid() == 0:
+        pytest.skip("permissions do not bind root")
+    monkeypatch.setenv("GRAPHMODE_CACHE_DIR", str(_unusable(kind, tmp_path)))
+    loader.forget()
+    with pytest.warns(cache.CodeCacheWarning, match="not using the code cache") as record:
+        exe = _build_twice_and_check("3.0")
+        f = static.compile(lambda x: eager.exp(x) * 2.0, backend="numpy")
+        np.testing.assert_allclose(f(eager.ones(3)).numpy(), np.exp(np.ones(3, np.float32)) * 2, rtol=1e-6)
+    assert len(_cache_warnings(record)) == 1
+    assert exe._loaded["numpy"].path is None
+
+
+def test_read_only_directory_of_ours_falls_back_to_memory(tmp_path, monkeypatch):
+    """As root permissions do not bind; a read-only directory is what os.access reports."""
+    d = tmp_path / "ro"
+    d.mkdir(mode=0o700)
+    monkeypatch.setenv("GRAPHMODE_CACHE_DIR", str(d))
+    monkeypatch.setattr(cache.os, "access", lambda *a, **k: False)
+    loader.forget()
+    with pytest.warns(cache.CodeCacheWarning, match="not readable and writable") as record:
+        _build_twice_and_check("3.5")
+    assert len(_cache_warnings(record)) == 1
+    assert not list(d.iterdir())
+
+
+# -- lifetime and size ---------------------------------------------------------------------------
+@pytest.mark.parametrize("disk", [True, False])
+def test_modules_of_dropped_functions_are_freed(cache_dir, monkeypatch, disk):
+    import gc
+    import linecache
+
+    if not disk:
+        monkeypatch.setenv("GRAPHMODE_CACHE", "0")
+    gc.collect()
+    before = loader.live()
+    x = eager.ones(4)
+    functions = [static.compile(lambda t, i=i: eager.tanh(t) * float(i + 0.5), backend="numpy") for i in range(200)]
+    for f in functions:
+        f(x)
+    assert loader.live() >= before + 200
+    del functions, f
+    gc.collect()
+    assert loader.live() == before
+    assert not [name for name in linecache.cache if name.startswith("<graphmode graphmode_generated")]
+
+
+def test_disk_cache_is_bounded_least_recently_used_first(cache_dir, monkeypatch):
+    graphs = [_graph(f"{i}.5") for i in range(6)]
+    built = [codegen.build(g, "numpy") for g in graphs]
+    files = {b._loaded["numpy"].path: b for b in built}
+    assert len(files) == 6
+    size = max(p.stat().st_size for p in files)
+    ordered = [b._loaded["numpy"].path for b in built]
+    for age, path in enumerate(ordered):  # file 0 the oldest ... file 5 the newest
+        os.utime(path, ns=(10**18 + age * 10**9,) * 2)
+    loader.forget()
+    codegen.build(graphs[0], "numpy")  # a load makes file 0 the most recently used
+    monkeypatch.setenv("GRAPHMODE_CACHE_MAX_MB", str(3.5 * size / 2**20))
+    codegen.build(_graph("9.5"), "numpy")  # a write evicts down to the bound
+    left = set(cache_dir.glob("gm_numpy_*.py"))
+    assert sum(p.stat().st_size for p in left) <= 3.5 * size
+    assert ordered[0] in left  # recently loaded: kept
+    assert ordered[1] not in left and ordered[2] not in left  # least recently used: gone
+    assert len(left) == 3
+
+
+def test_bad_size_bound_warns_and_uses_the_default(monkeypatch):
+    monkeypatch.setenv("GRAPHMODE_CACHE_MAX_MB", "lots")
+    with pytest.warns(cache.CodeCacheWarning, match="GRAPHMODE_CACHE_MAX_MB"):
+        assert cache.max_bytes() == int(cache.DEFAULT_MAX_MB * 2**20)

@@ -1,0 +1,32 @@
+"""Suite-wide settings: randomized tests are deterministic, and no test reads or writes
+the user's code cache.
+
+Hypothesis runs under the "deterministic" profile unless GRAPHMODE_HYPOTHESIS_PROFILE names
+another: examples are derived from each test's name (derandomize), no example database is
+replayed, no deadline and no too-slow health check (timings on a loaded machine vary), so
+`make test` and CI (CI=true) give the same result on every run. The "explore" profile draws
+fresh random examples, for looking for new failures locally:
+    GRAPHMODE_HYPOTHESIS_PROFILE=explore python -m pytest tests/static
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "deterministic", derandomize=True, database=None, deadline=None, max_examples=50,
+    suppress_health_check=[HealthCheck.too_slow], print_blob=True,
+)
+settings.register_profile("explore", deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("GRAPHMODE_HYPOTHESIS_PROFILE", "deterministic"))
+
+
+@pytest.fixture(autouse=True)
+def _private_code_cache(tmp_path_factory, monkeypatch):
+    """Each test gets an empty private code-cache directory and the default cache settings,
+    whatever the environment says: a test never runs code another test or the user left."""
+    monkeypatch.setenv("GRAPHMODE_CACHE_DIR", str(tmp_path_factory.mktemp("code-cache")))
+    monkeypatch.delenv("GRAPHMODE_CACHE", raising=False)
+    monkeypatch.delenv("GRAPHMODE_CACHE_MAX_MB", raising=False)
