@@ -95,3 +95,112 @@ def tolerance(dtype) -> dict:
 def describe(program, n_inputs: int = 2) -> str:
     return "; ".join(f"v{n_inputs + i} = {name}({', '.join(f'v{j}' for j in args)})"
                      for i, (name, *args) in enumerate(program))
+
+
+# -- views and in-place writes -------------------------------------------------------------------
+# A mutation program starts from y = x * 1 (so writes do not touch a leaf) and takes views
+# of values (which share their storage) and writes into values in place. After a write,
+# views of the same storage taken before it are no longer read: PyTorch regenerates their
+# history lazily, and that case has its own fixed tests (see test_oracle_known.py).
+VIEWS = {
+    "select0": (lambda t: t.dim() >= 1 and t.shape[0] >= 2, lambda T, t: t[1]),
+    "slice_last": (lambda t: t.dim() >= 1 and t.shape[-1] >= 2, lambda T, t: t[..., 1:]),
+    "step0": (lambda t: t.dim() >= 1 and t.shape[0] >= 2, lambda T, t: t[::2]),
+    "transpose": (lambda t: t.dim() >= 2, lambda T, t: t.transpose(0, 1)),
+    "unsqueeze": (lambda t: t.dim() <= 2, lambda T, t: t.unsqueeze(0)),
+}
+WRITES = {
+    "mul_": lambda T, t, other: t.mul_(1.5),
+    "add_": lambda T, t, other: t.add_(other.sum() * 0.25),
+    "sub_scalar_": lambda T, t, other: t.sub_(0.5),
+    "setitem_scalar": lambda T, t, other: t.__setitem__(0, 0.25) if t.dim() else t.fill_(0.25),
+    "setitem_value": lambda T, t, other: t.__setitem__(..., T.tanh(other.sum()) * t),
+    "clamp_": lambda T, t, other: t.clamp_(-1.0, 1.0),
+}
+PURE = {
+    "tanh": lambda T, t: T.tanh(t),
+    "scale": lambda T, t: t * 0.75 + 0.1,
+    "square": lambda T, t: t * t,
+}
+
+
+@st.composite
+def mutation_programs(draw, max_steps: int = 6, write_views: bool = True):
+    """Steps over a symbolic state (shapes, storage roots, liveness), so that each drawn step
+    applies: ("view", name, i), ("write", name, i, j) or ("pure", name, i). Without
+    `write_views`, writes go to whole tensors only (what static functionalizes; it refuses a
+    write through a view with a TraceError that says so)."""
+    shape = tuple(draw(st.lists(st.integers(2, 3), min_size=1, max_size=3)))
+    # value k: [shape, root, live]; value 0 is y = x * 1
+    state = [[shape, 0, True]]
+    steps = []
+    for _ in range(draw(st.integers(1, max_steps))):
+        live = [k for k, v in enumerate(state) if v[2]]
+        kind = draw(st.sampled_from(["view", "write", "write", "pure"]))
+        i = draw(st.sampled_from(live))
+        shp, root, _ = state[i]
+        probe = _Shape(shp)
+        if kind == "view":
+            names = [n for n, (ok, _) in VIEWS.items() if ok(probe)]
+            if not names:
+                continue
+            name = draw(st.sampled_from(names))
+            steps.append(("view", name, i))
+            state.append([_view_shape(name, shp), root, True])
+        elif kind == "write":
+            if not write_views and i != root:
+                continue
+            name = draw(st.sampled_from(sorted(WRITES)))
+            j = draw(st.sampled_from(live))
+            steps.append(("write", name, i, j))
+            for k, v in enumerate(state):  # earlier views of the storage are stale now
+                if v[1] == root and k not in (i, root):
+                    v[2] = False
+        else:
+            name = draw(st.sampled_from(sorted(PURE)))
+            steps.append(("pure", name, i))
+            state.append([shp, len(state), True])
+    return shape, steps
+
+
+class _Shape:
+    def __init__(self, shape):
+        self.shape = shape
+
+    def dim(self):
+        return len(self.shape)
+
+
+def _view_shape(name, shape):
+    if name == "select0":
+        return shape[1:]
+    if name == "slice_last":
+        return shape[:-1] + (shape[-1] - 1,)
+    if name == "step0":
+        return ((shape[0] + 1) // 2,) + shape[1:]
+    if name == "transpose":
+        return (shape[1], shape[0]) + shape[2:]
+    return (1,) + shape
+
+
+def run_mutations(steps, T, x):
+    """Every value of the program after it ran (stale views left out), for the loss."""
+    values = [x * 1]
+    live = [True]
+    roots = [0]
+    for step in steps:
+        kind, name, i, *rest = step
+        if kind == "view":
+            values.append(VIEWS[name][1](T, values[i]))
+            live.append(True)
+            roots.append(roots[i])
+        elif kind == "write":
+            WRITES[name](T, values[i], values[rest[0]])
+            for k in range(len(values)):
+                if roots[k] == roots[i] and k not in (i, roots[i]):
+                    live[k] = False
+        else:
+            values.append(PURE[name](T, values[i]))
+            live.append(True)
+            roots.append(len(values) - 1)
+    return [v for v, ok in zip(values, live) if ok]
