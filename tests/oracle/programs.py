@@ -204,3 +204,57 @@ def run_mutations(steps, T, x):
             live.append(True)
             roots.append(len(values) - 1)
     return [v for v, ok in zip(values, live) if ok]
+
+
+# -- shape ops: each step maps one value to a new one of another shape ------------------------
+def _idx(T, t):
+    return T.tensor([t.shape[0] - 1, 0, t.shape[0] - 1])
+
+
+SHAPE_OPS = {
+    "transpose": (lambda s: len(s) >= 2, lambda T, t: t.transpose(0, -1)),
+    "permute": (lambda s: len(s) == 3, lambda T, t: t.permute(2, 0, 1)),
+    "flatten": (lambda s: len(s) >= 2, lambda T, t: t.reshape(-1)),
+    "split_last": (lambda s: len(s) >= 1 and s[-1] % 2 == 0, lambda T, t: t.reshape(*t.shape[:-1], 2, t.shape[-1] // 2)),
+    "unsqueeze_expand": (lambda s: len(s) <= 2, lambda T, t: t.unsqueeze(0).expand(2, *t.shape)),
+    "squeeze": (lambda s: 1 in s, lambda T, t: t.squeeze()),
+    "narrow": (lambda s: len(s) >= 1 and s[0] >= 2, lambda T, t: t[1:]),
+    "select_last": (lambda s: len(s) >= 2, lambda T, t: t[..., 0]),
+    "gather_rows": (lambda s: len(s) >= 1, lambda T, t: t[_idx(T, t)]),
+    "cat_self": (lambda s: len(s) >= 1, lambda T, t: T.cat([t, t * 2], 0)),
+    "stack_self": (lambda s: len(s) <= 2, lambda T, t: T.stack([t, T.tanh(t)], -1)),
+    "gram": (lambda s: len(s) == 2, lambda T, t: t @ t.transpose(0, 1)),
+    "matvec": (lambda s: len(s) == 2, lambda T, t: T.matmul(t, T.tanh(t[0]))),
+    "flip_sign_where": (lambda s: True, lambda T, t: T.where(t > 0, t, -0.5 * t)),
+    "softmax0": (lambda s: len(s) >= 1, lambda T, t: T.softmax(t, 0)),
+    "sum0": (lambda s: len(s) >= 1, lambda T, t: t.sum(0)),
+    "tanh": (lambda s: True, lambda T, t: T.tanh(t)),
+}
+
+
+def _shape_after(name, T_np, shape):
+    """The shape a step gives, computed by running it on a NumPy-free probe (eager, zeros)."""
+    import eager  # noqa: PLC0415
+
+    return tuple(SHAPE_OPS[name][1](eager, eager.zeros(*shape)).shape) if shape else ()
+
+
+@st.composite
+def shape_programs(draw, max_steps: int = 5):
+    shape = tuple(draw(st.lists(st.sampled_from([1, 2, 3, 4]), min_size=1, max_size=3)))
+    steps, cur = [], shape
+    for _ in range(draw(st.integers(1, max_steps))):
+        names = [n for n, (ok, _) in SHAPE_OPS.items() if ok(cur) and (n != "gather_rows" or cur[0] >= 1)]
+        name = draw(st.sampled_from(names))
+        nxt = _shape_after(name, None, cur)
+        if len(nxt) > 4 or (nxt and max(nxt) > 16):
+            continue
+        steps.append(name)
+        cur = nxt
+    return shape, steps
+
+
+def run_shape_program(steps, T, x):
+    for name in steps:
+        x = SHAPE_OPS[name][1](T, x)
+    return x
