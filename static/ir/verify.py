@@ -5,6 +5,8 @@ from __future__ import annotations
 import inspect
 import numbers
 
+import numpy as np
+
 from eager import _dtypes
 from eager.ops import REGISTRY, TensorSpec
 
@@ -43,7 +45,7 @@ def _show(v) -> str:
 
 
 def _is_number(v) -> bool:
-    return isinstance(v, (bool, numbers.Real)) and not isinstance(v, _dtypes.dtype)
+    return isinstance(v, (bool, np.bool_, numbers.Real)) and not isinstance(v, _dtypes.dtype)
 
 
 def _is_int(v) -> bool:
@@ -165,15 +167,16 @@ def verify(graph: Graph, outer: set | None = None) -> Graph:
                 raise _fail(node, f"{where}{node.op} needs a body")
             if len(node.body.inputs) != len(node.inputs):
                 raise _fail(node, f"{where}{node.op} passes {len(node.inputs)} operands to a body of "
-                                    f"{len(node.body.inputs)} parameters")
+                            f"{len(node.body.inputs)} parameters")
             for arg, param in zip(node.inputs, node.body.inputs):
                 arg_type = arg.type if isinstance(arg, Value) else None
                 if arg_type is not None and tuple(arg_type) != tuple(param.type):
                     raise _fail(node, f"{where}operand %{arg.name} of type {format_type(arg_type)} is bound "
-                                        f"to body parameter %{param.name} of type {format_type(param.type)}")
+                                f"to body parameter %{param.name} of type {format_type(param.type)}")
             for v in node.body.outputs:
                 if not isinstance(v, Value):
-                    raise _fail(node, f"{where}{node.op}'s body yields the literal {_show(v)}; a body yields tensor values")
+                    raise _fail(node, f"{where}{node.op}'s body yields the literal {_show(v)}; "
+                                "a body yields tensor values")
             verify(node.body, outer=None)
             expected = [v.type for v in node.body.outputs]
         else:
@@ -186,14 +189,14 @@ def verify(graph: Graph, outer: set | None = None) -> Graph:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure of the rule on these operands is the graph's
                 raise _fail(node, f"{where}{node.op} producing %{node.outputs[0].name if node.outputs else '?'}: "
-                                    f"{exc}") from None
+                            f"{exc}") from None
         if len(expected) != len(node.outputs):
             raise _fail(node, f"{where}{node.op} produces {len(expected)} results, but "
-                                f"{len(node.outputs)} are named")
+                        f"{len(node.outputs)} are named")
         for out, exp in zip(node.outputs, expected):
             if tuple(out.type.shape) != tuple(exp.shape) or out.type.dtype != exp.dtype:
                 raise _fail(node, f"{where}%{out.name} is declared {format_type(out.type)} but {node.op} "
-                                    f"gives {format_type(TensorSpec(tuple(exp.shape), exp.dtype))}")
+                            f"gives {format_type(TensorSpec(tuple(exp.shape), exp.dtype))}")
             if out.name in names:
                 raise _fail(node, f"{where}value %{out.name} is defined twice (SSA)")
             names.add(out.name)

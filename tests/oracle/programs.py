@@ -232,11 +232,11 @@ SHAPE_OPS = {
 }
 
 
-def _shape_after(name, T_np, shape):
-    """The shape a step gives, computed by running it on a NumPy-free probe (eager, zeros)."""
+def _shape_after(name, shape):
+    """The shape a step gives: the step run by eager on zeros of that shape (tiny)."""
     import eager  # noqa: PLC0415
 
-    return tuple(SHAPE_OPS[name][1](eager, eager.zeros(*shape)).shape) if shape else ()
+    return tuple(SHAPE_OPS[name][1](eager, eager.zeros(*shape)).shape)
 
 
 @st.composite
@@ -244,9 +244,9 @@ def shape_programs(draw, max_steps: int = 5):
     shape = tuple(draw(st.lists(st.sampled_from([1, 2, 3, 4]), min_size=1, max_size=3)))
     steps, cur = [], shape
     for _ in range(draw(st.integers(1, max_steps))):
-        names = [n for n, (ok, _) in SHAPE_OPS.items() if ok(cur) and (n != "gather_rows" or cur[0] >= 1)]
+        names = [n for n, (ok, _) in SHAPE_OPS.items() if ok(cur)]
         name = draw(st.sampled_from(names))
-        nxt = _shape_after(name, None, cur)
+        nxt = _shape_after(name, cur)
         if len(nxt) > 4 or (nxt and max(nxt) > 16):
             continue
         steps.append(name)

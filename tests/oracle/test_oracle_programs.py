@@ -4,7 +4,6 @@ The examples are fixed by the suite's deterministic hypothesis profile."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
