@@ -50,11 +50,11 @@ class _VerifiedLoader(importlib.machinery.SourceFileLoader):
 # Loaded record, and goes when the last compiled function using it is dropped.
 _memo: "weakref.WeakValueDictionary[str, Loaded]" = weakref.WeakValueDictionary()
 _guard = threading.Lock()
-_LOCKS = tuple(threading.Lock() for _ in range(64))  # striped: one key always maps to one lock
+_LOCKS = tuple(threading.RLock() for _ in range(64))  # striped: one key always maps to one lock
 
 
-def _lock_for(key: str) -> threading.Lock:
-    return _LOCKS[int(key[:8], 16) % len(_LOCKS)] if len(key) >= 8 else _guard
+def _lock_for(key: str) -> "threading.RLock":
+    return _LOCKS[hash(key) % len(_LOCKS)]
 
 
 def _module_name(key: str, backend: str) -> str:
