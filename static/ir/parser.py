@@ -126,8 +126,8 @@ class _Builder:
             line, column = self.return_at
             where = f"line {line}: " if line else ""
             declared = ", ".join(format_type(t) for t in self.declared)
-            returned = ", ".join(f"%{v.name}: {format_type(v.type)}" if isinstance(v, Value) else f"literal {format_literal(v)}"
-                                 for v in g.outputs)
+            returned = ", ".join(f"%{v.name}: {format_type(v.type)}" if isinstance(v, Value)
+                                 else f"literal {format_literal(v)}" for v in g.outputs)
             exc = IRVerifyError(f"{where}the function declares results ({declared}) but returns ({returned})")
             exc.line, exc.column = line, column
             raise exc

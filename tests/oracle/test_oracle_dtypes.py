@@ -101,3 +101,31 @@ def test_uint8_reductions_give_pytorchs_dtype(torch, op, compiled):
     x = _array(np.random.default_rng(0), "uint8", (3, 4))
     fn = static.compile(REDUCE[op]) if compiled else REDUCE[op]
     _compare(fn(eager.tensor(x)), REDUCE[op](torch.tensor(x)), f"{op} of uint8")
+
+
+_F16_SCALAR = ("issue 12 section 1: a Python scalar outside float16's range is cast to float16 before the op "
+               "(x / 70000.0 gives zeros; PyTorch computes in float32 and rounds the result)")
+
+
+@pytest.mark.xfail(strict=True, reason=_F16_SCALAR)
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("scalar", [100000, 70000.0])
+def test_float16_with_a_scalar_beyond_its_range(torch, scalar, compiled):
+    x = np.array([1.0, 2.0, 6e4], np.float16)
+    fn = static.compile(lambda t: t / scalar) if compiled else (lambda t: t / scalar)
+    _compare(fn(eager.tensor(x)), torch.tensor(x) / scalar, f"float16 / {scalar!r}")
+
+
+_F16_MEAN = ("issue 12 section 1: compiled (x*x).mean() over 100k float16 ones gives nan (it accumulates in "
+             "float16); PyTorch accumulates in float32 and gives 1")
+
+
+@pytest.mark.parametrize("compiled", [pytest.param(False, id="eager"), pytest.param(
+    True, id="compiled", marks=pytest.mark.xfail(strict=True, reason=_F16_MEAN))])
+def test_float16_mean_of_many_elements(torch, compiled):
+    x = np.ones(100_000, np.float16)
+
+    def fn(t):
+        return (t * t).mean()
+
+    _compare((static.compile(fn) if compiled else fn)(eager.tensor(x)), fn(torch.tensor(x)), "float16 mean of 100k")

@@ -289,7 +289,8 @@ def test_huge_index_operand_is_verified_without_allocating():
 
 _entry = st.one_of(
     st.tuples(st.just("int"), st.integers(-4, 4)),
-    st.tuples(st.just("slice"), *[st.sampled_from([None, -7, -1, 0, 1, 2, 9])] * 2, st.sampled_from([None, 1, 2, -1, 3])),
+    st.tuples(st.just("slice"), *[st.sampled_from([None, -7, -1, 0, 1, 2, 9])] * 2,
+              st.sampled_from([None, 1, 2, -1, 3])),
     st.just(("none",)), st.just(("ellipsis",)), st.tuples(st.just("tensor"), st.integers(0, 2)),
 )
 
