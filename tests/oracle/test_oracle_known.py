@@ -112,3 +112,37 @@ def test_static_second_derivative_through_prod_matches_pytorch(torch):
     (want,) = torch.autograd.grad(g.sum(), x)
     got = static.grad(lambda t: static.grad(_prod)(t).sum())(eager.tensor(X))
     check(got, want, np.float32, "static d/dx sum(d prod/dx)")
+
+
+_ALIASED = ("issue 12 section 1: the same tensor passed as two arguments, one written in place: compiled code "
+            "reads the other as it was (2x, PyTorch 4x)")
+_CONSTANT = ("issue 12 section 1: a compiled function whose output is a constant returns the same buffer on "
+             "every call (a write into one result shows in the next)")
+
+
+@pytest.mark.parametrize("compiled", [pytest.param(False, id="eager"), pytest.param(
+    True, id="compiled", marks=pytest.mark.xfail(strict=True, reason=_ALIASED))])
+def test_one_tensor_passed_twice_and_written_through_one(torch, compiled):
+    def program(T, a, b):
+        a.add_(1)
+        return b * 2
+
+    def run(T, fn):
+        x = T.ones(3)
+        return fn(x, x)
+
+    ours = run(eager, static.compile(lambda a, b: program(eager, a, b)) if compiled else
+               (lambda a, b: program(eager, a, b)))
+    check(ours, run(torch, lambda a, b: program(torch, a, b)), np.float32, "f(x, x) with a.add_(1); b * 2")
+
+
+@pytest.mark.parametrize("compiled", [pytest.param(False, id="eager"), pytest.param(
+    True, id="compiled", marks=pytest.mark.xfail(strict=True, reason=_CONSTANT))])
+def test_constant_output_is_fresh_on_every_call(torch, compiled):
+    def run(T, fn):
+        first = fn(T.ones(2))
+        first.add_(5)
+        return fn(T.ones(2))
+
+    ours = run(eager, static.compile(lambda x: eager.zeros(3)) if compiled else (lambda x: eager.zeros(3)))
+    check(ours, run(torch, lambda x: torch.zeros(3)), np.float32, "zeros(3) after a write into the last result")
