@@ -17,7 +17,8 @@ import numpy as np
 import eager
 from eager import _dispatch, _dtypes, _factories
 from eager import _functional as F
-from eager._inplace import check_result_cast
+from eager._grad_mode import STATE
+from eager._inplace import _LEAF_MSG, _VIEW_OF_LEAF_MSG, check_result_cast
 from eager._tensor import Size, Tensor
 from eager.ops import REGISTRY, TensorSpec
 from eager.ops.elementwise import TO_DTYPE
@@ -54,6 +55,8 @@ class TraceState:
     draws: int = field(default_factory=lambda: _factories.draws_on_this_thread())  # when tracing began
     finished: bool = False  # set when the trace is over: its Tracers must not record any more
     versions: dict = field(default_factory=dict)  # id(tensor or Tracer) -> in-place updates so far
+    no_grad_nodes: set = field(default_factory=set)  # nodes recorded with grad mode off: no gradient flows
+    grad_leaves: set = field(default_factory=set)  # inputs that are leaves requiring grad (no in-place writes)
 
     def fresh_name(self) -> str:
         name = str(self.counter)
@@ -149,6 +152,8 @@ def _emit(state: TraceState, op, operands: list, attrs: dict) -> list:
     node = Node(op=op.name, inputs=list(operands), attrs=dict(attrs), loc=user_location())
     node.outputs = [Value(state.fresh_name(), t, node, i) for i, t in enumerate(types)]
     state.graph.nodes.append(node)
+    if not STATE.enabled:  # a no_grad() region of the traced program: autodiff stops here, as eager does
+        state.no_grad_nodes.add(node)
     return node.outputs
 
 
@@ -223,7 +228,7 @@ def _data_error(what: str, suggestion: str = "") -> TraceError:
 class Tracer:
     """A stand-in for a Tensor during tracing: it has a shape and dtype but no data."""
 
-    __slots__ = ("_value", "_state", "_view_of", "_view_version", "__weakref__")
+    __slots__ = ("_value", "_state", "_view_of", "_view_version", "_full_alias", "__weakref__")
     __graphmode_dispatch__ = staticmethod(record)
     __array_priority__ = 2000
 
@@ -232,6 +237,7 @@ class Tracer:
         self._value = value
         self._view_of = None  # the tensor this is a view of (a Tracer, or a captured eager tensor)
         self._view_version = 0  # that tensor's in-place version when the view was taken
+        self._full_alias = False  # a detach()/.data alias of all of _view_of (writes go through to it)
 
     # -- metadata (static, so Python control flow on it unrolls) ---------------------------
     @property
@@ -306,13 +312,28 @@ class Tracer:
     def numpy(self):
         raise _data_error(".numpy() of a traced value", "Return the tensor and convert it after the call.")
 
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return repr(self)
+        raise _data_error(f"formatting a traced value with {spec!r} (an f-string or str.format)",
+                          "Return the tensor and format it after the call, or print it in eager mode.")
+
     def __array__(self, *args, **kwargs):
         raise _data_error("NumPy conversion of a traced value",
                           "Use eager's operations inside the function; convert the result after the call.")
 
     # -- autograd-flavoured API ----------------------------------------------------------------
     def detach(self) -> "Tracer":
-        return STOP_GRADIENT(self)
+        """A value without gradient history that shares the tensor's memory: an in-place write
+        through it (`y.detach().zero_()`) changes the tensor too, as in eager."""
+        return self._alias()
+
+    def _alias(self) -> "Tracer":
+        out = STOP_GRADIENT(self)
+        out._view_of = self if self._view_of is None else self._view_of
+        out._view_version = self._state.versions.get(id(out._view_of), 0)
+        out._full_alias = self._view_of is None  # the whole tensor, not a part of it
+        return out
 
     def requires_grad_(self, flag: bool = True) -> "Tracer":
         return self
@@ -347,22 +368,12 @@ class Tracer:
 
     @property
     def data(self) -> "Tracer":
-        """The value without gradient tracking. It counts as a view: an in-place op through
-        `.data` (`p.data.add_(...)`) is refused rather than lost."""
-        out = STOP_GRADIENT(self)
-        out._view_of = self if self._view_of is None else self._view_of
-        out._view_version = self._state.versions.get(id(out._view_of), 0)
-        return out
+        """The value without gradient tracking, sharing the tensor's memory (see detach)."""
+        return self._alias()
 
     def detach_(self) -> "Tracer":
         self._value = STOP_GRADIENT(self)._value
         return self
-
-    def all(self):
-        return (F.logical_not(F.to_dtype(self, _dtypes.bool_))).sum() == 0
-
-    def any(self):
-        return F.to_dtype(self, _dtypes.bool_).sum() > 0
 
     def nelement(self) -> int:
         return self.numel()
@@ -395,6 +406,12 @@ class Tracer:
 
     # -- in-place ops: functionalized (the tracer now names the new value) ----------------------
     def _assign(self, result: "Tracer", name: str) -> "Tracer":
+        if STATE.enabled:
+            base = self._view_of if isinstance(self._view_of, Tracer) else self
+            if base._value in self._state.grad_leaves:
+                raise RuntimeError(_LEAF_MSG if base is self else _VIEW_OF_LEAF_MSG)
+        if self._full_alias:
+            return self._assign_through_alias(result, name)
         if self._view_of is not None:
             raise TraceError(f"{user_location()}: {name} writes through a view; static functionalizes in-place "
                              "ops on whole tensors only. Write the update out of place (y = y + 1).")
@@ -406,6 +423,30 @@ class Tracer:
             result = F.to_dtype(result, self.dtype)
         self._value = result._value
         self._state.versions[id(self)] = self._state.versions.get(id(self), 0) + 1  # its views are now stale
+        return self
+
+    def _assign_through_alias(self, result: "Tracer", name: str) -> "Tracer":
+        """A write through detach()/.data: the tensor it aliases takes the new values. Its
+        gradient history stays what it was (eager keeps the tensor's grad_fn), so under grad
+        mode the base becomes `old + stop_gradient(new - old)`: the new values, the old
+        history."""
+        check_view_current(self, f"{name} writes through")
+        base = self._view_of
+        self._full_alias = False
+        self._view_of = None
+        try:
+            self._assign(result, name)
+        finally:
+            self._view_of, self._full_alias = base, True
+        if isinstance(base, Tracer):
+            new = self
+            if STATE.enabled and base.is_floating_point():
+                new = base + STOP_GRADIENT(F.sub(self, base))
+            base._value = new._value
+            self._state.versions[id(base)] = self._state.versions.get(id(base), 0) + 1
+        else:  # a captured eager tensor (`p.data.zero_()` on a parameter)
+            inplace_on_captured(base, self)
+        self._view_version = self._state.versions.get(id(base), 0)
         return self
 
     def __setitem__(self, index, value) -> None:

@@ -421,9 +421,19 @@ def test_autograd_calls_inside_a_trace_point_to_static_grad(call):
         static.trace(lambda x: call(x) or x, eager.ones(2))
 
 
-def test_inplace_through_data_is_refused():
-    with pytest.raises(static.TraceError, match="view"):
-        static.trace(lambda x: x.data.add_(1), eager.ones(2))
+@pytest.mark.parametrize("alias", [lambda y: y.data, lambda y: y.detach()])
+def test_inplace_through_data_or_detach_reaches_the_tensor(alias):
+    """A write through `.data` or `detach()` changes the tensor they alias, as in eager (it
+    used to be dropped: the functionalized write only renamed the alias)."""
+    def f(x):
+        y = x * 2
+        alias(y).add_(1)
+        return y * 3
+
+    x = eager.tensor([1.0, 2.0])
+    expected = f(x).numpy()
+    np.testing.assert_allclose(static.compile(f)(x).numpy(), expected)
+    np.testing.assert_allclose(expected, [9.0, 15.0])
 
 
 def test_other_threads_run_eagerly_while_one_traces():
