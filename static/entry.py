@@ -97,7 +97,7 @@ class Entry:
         self.all_array_inputs = every_leaf_an_input and all(k[0] == "array" for k in leaf_keys)
         self.output_aliases = output_aliases(self.graph, n_user + (n_upd if self.grad else 0))
         self.has_output_aliases = any(self.output_aliases)
-        self.fresh_copies = input_free_outputs(self.graph, n_user)
+        self.fresh_copies = _fresh_copies(self.graph, trace, n_user)
         self.single_output = (trace.out_tree == ("leaf",) and n_user == 1 and not trace.updates
                               and not trace.out_consts and not self.fresh_copies)
         # a tuple of arrays out, arrays in, nothing else to do: value_and_grad's (value, grad)
@@ -123,6 +123,17 @@ class Entry:
         if trace.guards:
             return guards.first_change(trace.guards)
         return None
+
+
+def _fresh_copies(graph: Graph, trace: TraceResult, n_user: int) -> list:
+    """User outputs to copy on every call: constants the generated code may hand back as the
+    same buffer each time, and tensors made inside the function returned as they are (a
+    trace-time constant that is an input of the graph). Every call returns fresh outputs."""
+    first_constant = len(trace.input_leaves)
+    constant_inputs = {graph.inputs[first_constant + i] for i in trace.constants}
+    out = set(input_free_outputs(graph, n_user))
+    out.update(i for i, v in enumerate(graph.outputs[:n_user]) if v in constant_inputs)
+    return sorted(out)
 
 
 def _data(obj):

@@ -101,10 +101,27 @@ class _ModuleAttrs:
         return f"the attributes of module {type(self.module).__name__} changed"
 
 
+@dataclass
+class ArrayGuard:
+    """The values of a tensor the trace depends on by value (a boolean mask read from outside
+    the function, whose True positions were baked into the graph)."""
+
+    what: str
+    obj: Any
+    snapshot: np.ndarray
+
+    def changed(self) -> str | None:
+        data = getattr(self.obj, "_data", self.obj)
+        now = data if isinstance(data, np.ndarray) else data.get()
+        if now.shape == self.snapshot.shape and np.array_equal(now, self.snapshot):
+            return None
+        return f"{self.what} changed its values"
+
+
 def _module_attrs(module) -> tuple:
     out = []
     for name, value in module.__dict__.items():
-        if name == "training":  # the training mode is part of the call key already
+        if name == "training" or name.startswith("_"):  # the mode is in the call key; "_": bookkeeping
             continue
         frozen = _frozen(value)
         if frozen is not _MISSING:
@@ -144,7 +161,7 @@ def collect(fn) -> list:
         todo.append(getattr(f, "__wrapped__", None))
         if _is_module(f):
             for m in f.modules():
-                if id(m) not in seen:
+                if m is f or id(m) not in seen:
                     seen.add(id(m))
                     guards.append(_ModuleAttrs(m, _module_attrs(m)))
                     todo.append(getattr(type(m), "forward", None))
@@ -153,6 +170,8 @@ def collect(fn) -> list:
             todo += [f.__self__, f.__func__]
             continue
         code = getattr(f, "__code__", None)
+        if code is not None and code.co_filename.startswith(_LIBRARY_DIRS):
+            continue  # graphmode's own code: its module constants are not the user's values
         if code is None:
             if not isinstance(f, type) and callable(f):
                 todo.append(getattr(type(f), "__call__", None))
@@ -163,6 +182,9 @@ def collect(fn) -> list:
             if name not in gl:
                 continue
             value = gl[name]
+            if hasattr(value, "_graphmode_traceable"):  # another compiled function, inlined when traced
+                todo.append(value._graphmode_traceable)
+                continue
             if _is_module(value) or _is_user_function(value):
                 todo.append(value)
                 continue

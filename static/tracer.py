@@ -56,12 +56,42 @@ class TraceState:
     finished: bool = False  # set when the trace is over: its Tracers must not record any more
     versions: dict = field(default_factory=dict)  # id(tensor or Tracer) -> in-place updates so far
     no_grad_nodes: set = field(default_factory=set)  # nodes recorded with grad mode off: no gradient flows
+    created: list = field(default_factory=list)  # tensors eager's factories made during the trace: constants
+    guards: list = field(default_factory=list)  # guards on tensor values the trace read (constant masks)
     grad_leaves: set = field(default_factory=set)  # inputs that are leaves requiring grad (no in-place writes)
 
     def fresh_name(self) -> str:
         name = str(self.counter)
         self.counter += 1
         return name
+
+    def is_created(self, obj) -> bool:
+        """Whether eager made this tensor while the function was traced (a constant of the
+        trace, like `eager.zeros(3)` inside it), rather than the caller's state."""
+        return any(t is obj for t in self.created)
+
+    def constant(self, arr) -> Value:
+        """An array that is a constant of the trace: an implicit input that is never written back."""
+        self.created.append(arr)
+        return self.capture(arr)
+
+    def constant_array(self, o):
+        """The values of `o` when they are known while tracing (None otherwise): an eager
+        tensor or array, or a Tracer that is still a captured one as it was read. A tensor
+        from outside the function is guarded, so that a change to it retraces."""
+        obj = o
+        if isinstance(o, Tracer):
+            obj = next((c for c, v in self.captured.values() if v is o._value and self.latest[id(c)] is v), None)
+            if obj is None:
+                return None
+        data = obj._data if isinstance(obj, Tensor) else obj
+        arr = data if isinstance(data, np.ndarray) else data.get()
+        if not self.is_created(obj):
+            from .guards import ArrayGuard  # noqa: PLC0415
+
+            self.guards.append(ArrayGuard(f"the boolean mask {self.names.get(id(obj), 'read from outside')}",
+                                          obj, arr.copy()))
+        return arr
 
     def capture(self, obj) -> Value:
         """A tensor or array from outside the function: an implicit input, read at call time."""
@@ -165,10 +195,8 @@ def record(op, operands, attrs):
         raise TraceError(f"{user_location()}: {op.name} is applied to a traced value whose trace has ended "
                          "(a Tracer leaked out of the traced function, e.g. into a global or a list); return "
                          "values from the function instead of storing them.")
-    if op.name == "index" and any(getattr(o, "dtype", None) is _dtypes.bool_ for o in operands[1:]):
-        raise TraceError(f"{user_location()}: indexing with a boolean mask (x[mask]) gives a shape that depends on "
-                         "the data of a traced value. Keep the shape with eager.where(mask, x, 0) or "
-                         "x.masked_fill(~mask, 0), or mark the mask's argument static with static_argnums.")
+    if op.name in _MASKABLE and any(getattr(o, "dtype", None) is _dtypes.bool_ for o in operands[_MASKABLE[op.name]:]):
+        operands, attrs = _constant_masks(state, op.name, list(operands), attrs)
     for o in operands:
         if isinstance(o, Tracer) and o._view_of is not None:
             check_view_current(o)
@@ -186,6 +214,43 @@ def record(op, operands, attrs):
                 t._view_of = marker
                 t._view_version = state.versions.get(id(marker), 0)
     return wrapped if op.multi_output else wrapped[0]
+
+
+_MASKABLE = {"index": 1, "index_grad": 1, "index_put": 2}  # op -> position of its first index operand
+
+
+def _constant_masks(state: TraceState, name: str, operands: list, attrs: dict) -> tuple[list, dict]:
+    """Boolean masks whose values are known while tracing (a tensor made inside the function,
+    or one read from outside, then guarded: a change retraces) become the integer indices of
+    their True elements, as NumPy defines mask indexing; the result's shape is then known.
+    Reading through a mask computed from traced values is refused (its shape depends on data);
+    writing through one (`x[x > 0] = 0`) keeps the shape and stays a mask."""
+    first = _MASKABLE[name]
+    new_ops = operands[:first]
+    new_key = []
+    for entry in attrs["key"]:
+        if entry[0] != "tensor":
+            new_key.append(entry)
+            continue
+        o = operands[first + entry[1]]
+        if getattr(o, "dtype", None) is not _dtypes.bool_:
+            new_key.append(("tensor", len(new_ops) - first))
+            new_ops.append(o)
+            continue
+        mask = state.constant_array(o)
+        if mask is None and name != "index":  # writing through a traced mask keeps the shape: fine
+            new_key.append(("tensor", len(new_ops) - first))
+            new_ops.append(o)
+            continue
+        if mask is None:
+            raise TraceError(f"{user_location()}: indexing with a boolean mask (x[mask]) computed from traced "
+                             "values gives a shape that depends on their data. Keep the shape with "
+                             "eager.where(mask, x, 0) or x.masked_fill(~mask, 0), or pass the mask in as a static "
+                             "argument (static_argnums).")
+        for idx in np.nonzero(mask):
+            new_key.append(("tensor", len(new_ops) - first))
+            new_ops.append(Tracer(state, state.constant(np.ascontiguousarray(idx, dtype=np.int64))))
+    return new_ops, {**attrs, "key": tuple(new_key), "n_index": len(new_ops) - first}
 
 
 def check_view_current(t: "Tracer", what: str = "this value is") -> None:

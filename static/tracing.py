@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from eager import _dtypes
+from eager import _dtypes, _factories
 from eager._grad_mode import STATE
 from eager._tensor import Tensor
 from eager.ops import TensorSpec
@@ -50,6 +50,7 @@ class TraceResult:
     updates: list = field(default_factory=list)  # ("input", leaf index) or ("captured", index), per update output
     sources: list = field(default_factory=list)  # (captured index, getter): where the user's code reads it
     guards: list = field(default_factory=list)  # the Python values the trace read (static.guards)
+    constants: set = field(default_factory=set)  # captured positions of tensors made inside the function
 
     def refresh_captured(self) -> bool:
         """Re-read captured tensors from where the function reads them (a global, a closure
@@ -193,6 +194,7 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
     explicit = list(graph.inputs)
     ACTIVE.stack.append(state)
     prev_grad = STATE.enabled
+    prev_log = _factories.log_created(state.created)
     extra: list = []
     try:
         with capturing_dispatch():
@@ -215,7 +217,7 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
                     update_values.append(t._value)
                     updates.append(("input", leaf_index))
             for index, (key, (obj, v)) in enumerate(state.captured.items()):
-                if state.latest[key] is not v:
+                if state.latest[key] is not v and not state.is_created(obj):  # a constant's update is local
                     update_values.append(state.latest[key])
                     updates.append(("captured", index))
             if finish is not None:
@@ -224,14 +226,16 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
     finally:
         ACTIVE.stack.pop()
         STATE.enabled = prev_grad
+        _factories.log_created(prev_log)
         state.finished = True
     n_outputs = len(outputs)
     graph.outputs = outputs + update_values + extra
     captured = [[obj, v] for obj, v in state.captured.values()]
     verify(graph)
     sources = [(i, known[id(obj)][1]) for i, (obj, _) in enumerate(captured) if id(obj) in known]
+    constants = {i for i, (obj, _) in enumerate(captured) if state.is_created(obj)}
     return TraceResult(graph, in_tree, out_tree, kinds, input_leaves, captured, out_consts, n_outputs, updates,
-                       sources, guards.collect(fn))
+                       sources, guards.collect(fn) + state.guards, constants)
 
 
 def named_sources(fn) -> dict:
