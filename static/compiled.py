@@ -72,6 +72,7 @@ class Compiled:
         self._module = fn if _is_module(fn) else None  # its training mode is part of the key
         self._needs_binding = self._signature is not None and any(
             p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in self._signature.parameters.values())
+        self._trace_target = _KeywordCall(fn, self._signature) if self._needs_binding else fn
         self._cache: dict = {}
         self._eager_keys: set = set()
         self.retraces: list = []  # why, for each trace after the first
@@ -119,9 +120,7 @@ class Compiled:
 
     def _call_traceable(self, args: tuple):
         """Run the wrapped function on arguments as `_arguments` arranged them."""
-        if self._needs_binding and args and isinstance(args[-1], _StaticKeywords):
-            return self._traceable(*args[:-2], **args[-2], **dict(args[-1].items))
-        return self._traceable(*args)
+        return self._trace_target(*args)
 
     def _static_positions(self, args: tuple) -> tuple:
         if self._needs_binding and args and isinstance(args[-1], _StaticKeywords):
@@ -285,6 +284,30 @@ class Compiled:
         """The generated source a call on these arguments runs: the forward's, and the
         backward's after it when the call records gradients ('' when the interpreter runs)."""
         return _source(self._entry_for(args, kwargs)[3])
+
+
+class _KeywordCall:
+    """The function as tracing calls it when it has keyword-only parameters or **kwargs: the
+    arguments arrive as `_arguments` arranges them (positional ones, then a dict of the
+    keyword ones, then the static keyword ones) and are passed on by name."""
+
+    def __init__(self, fn: Callable, sig: inspect.Signature) -> None:
+        self.fn = fn
+        self.__wrapped__ = fn  # captured tensors keep their names and call-time sources
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+        positional = [p for p in sig.parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+        extra = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in ("kwargs", "static_kwargs")]
+        if positional and positional[-1].kind == inspect.Parameter.VAR_POSITIONAL:
+            positional = positional[:-1]
+        self.__signature__ = inspect.Signature(
+            [p.replace(kind=inspect.Parameter.POSITIONAL_ONLY, default=inspect.Parameter.empty) for p in positional]
+            + extra)
+
+    def __call__(self, *args):
+        if args and isinstance(args[-1], _StaticKeywords):
+            return self.fn(*args[:-2], **args[-2], **dict(args[-1].items))
+        return self.fn(*args)
 
 
 class _StaticKeywords:

@@ -54,7 +54,7 @@ class Entry:
         # always ready to record a backward: even under an outer no_grad, an enable_grad() region
         # inside may make an output require grad (the recorder finds nothing to do otherwise)
         recorder = _GradRecorder(key, leaves)
-        trace = trace_function(owner._traceable, args, owner.static_argnums, owner.__name__,
+        trace = trace_function(owner._trace_target, args, owner.static_argnums, owner.__name__,
                                same_as=key.same_as, finish=recorder)
         self.trace: TraceResult = trace
         self.eager_reason = _overlap_with_update(key, trace)
