@@ -27,6 +27,7 @@ from .ir import Graph
 from .passes import recording
 from .passes.manager import pipeline_for
 from .signature import CallKey, call_key, closest, describe_change
+from .tracer import ACTIVE
 from .tracing import check_hashable
 
 BACKENDS = ("auto", "numpy", "cupy", "interpret")
@@ -182,7 +183,7 @@ class Compiled:
     def __call__(self, *args, **kwargs):
         if kwargs or self._needs_binding:
             args = self._arguments(args, kwargs)
-        if _tracing():
+        if ACTIVE.stack:
             return self._call_traceable(args)  # called while tracing another function: inline it
         leaves, key, entry = self._lookup(args, stacklevel=2)
         if entry is None or entry.eager_reason is not None:
@@ -355,8 +356,6 @@ def _update_tensors(trace, leaves) -> list:
 
 
 def _tracing() -> bool:
-    from .tracer import ACTIVE  # noqa: PLC0415
-
     return bool(ACTIVE.stack)
 
 

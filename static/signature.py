@@ -100,6 +100,27 @@ def _layout(data) -> tuple:
 
 def aliasing(leaves) -> Aliasing | None:
     """Which array leaves share memory (None, the usual answer, when none do)."""
+    seen = set()
+    for leaf in leaves:  # the fast check: every array leaf owns a distinct buffer
+        t = type(leaf)
+        if t is Tensor:
+            data = leaf._data
+        elif t is np.ndarray:
+            data = leaf
+        elif isinstance(leaf, Tensor) or hasattr(leaf, "__cuda_array_interface__"):
+            data = getattr(leaf, "_data", leaf)
+        else:
+            continue
+        base = data.base
+        if base is not None:
+            data = _root(data)
+        if id(data) in seen:
+            return _groups(leaves)
+        seen.add(id(data))
+    return None
+
+
+def _groups(leaves) -> Aliasing | None:
     roots: dict = {}
     for k, leaf in enumerate(leaves):
         if isinstance(leaf, Tensor):
