@@ -18,6 +18,7 @@ import eager
 from eager import _dispatch, _dtypes, _factories
 from eager import _functional as F
 from eager._grad_mode import STATE
+from eager import _inplace
 from eager._inplace import _LEAF_MSG, _VIEW_OF_LEAF_MSG, check_result_cast
 from eager._tensor import Size, Tensor
 from eager.ops import REGISTRY, TensorSpec
@@ -538,14 +539,13 @@ def _borrow():
                  "new_full"):
         if name in vars(Tensor):
             setattr(Tracer, name, vars(Tensor)[name])
-    inplace = {"add_": F.add, "sub_": F.sub, "mul_": F.mul, "div_": F.div, "pow_": F.pow, "neg_": F.neg,
-               "exp_": F.exp, "log_": F.log, "sqrt_": F.sqrt, "tanh_": F.tanh, "sigmoid_": F.sigmoid,
-               "relu_": F.relu, "abs_": F.abs, "clamp_": F.clamp, "clip_": F.clamp, "sin_": F.sin, "cos_": F.cos,
-               "masked_fill_": lambda x, mask, value: F.where(mask, value, x)}
-    for name, fn in inplace.items():
+    # in-place methods: eager's own table of (out-of-place function, name), functionalized here
+    for name, (fn, _saves) in _inplace._SIMPLE.items():
         setattr(Tracer, name, _inplace_method(fn, name))
-    for op, name in (("add", "add_"), ("sub", "sub_"), ("mul", "mul_"), ("truediv", "div_"), ("pow", "pow_")):
-        setattr(Tracer, f"__i{op}__", getattr(Tracer, name))
+    Tracer.masked_fill_ = _inplace_method(lambda x, mask, value: F.where(mask, value, x), "masked_fill_")
+    for dunder, method in vars(Tensor).items():  # x += y and friends: whatever eager maps them to
+        if dunder.startswith("__i") and getattr(method, "__name__", None) in _inplace._SIMPLE:
+            setattr(Tracer, dunder, getattr(Tracer, method.__name__))
     Tracer.zero_ = lambda self: self._assign(REGISTRY["full_like"](self, value=0.0 if self.is_floating_point() else 0), "zero_")
     Tracer.fill_ = lambda self, v: self._assign(REGISTRY["full_like"](self, value=v), "fill_")
     Tracer.copy_ = lambda self, src: self._assign(F.expand(F.to_dtype(src, self.dtype), *self.shape), "copy_")
