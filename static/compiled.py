@@ -17,7 +17,6 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 import eager
-from eager._grad_mode import STATE
 from eager._tensor import Tensor
 
 from .bridge import CompiledFunction, input_arrays, input_objects, rebase, wrap_outputs, write_back
@@ -353,10 +352,6 @@ def _update_tensors(trace, leaves) -> list:
         target = leaves[ref] if kind == "input" else trace.captured[ref][0]
         out.append(target if isinstance(target, Tensor) else None)
     return out
-
-
-def _tracing() -> bool:
-    return bool(ACTIVE.stack)
 
 
 def _signature_of(fn) -> inspect.Signature | None:

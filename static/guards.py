@@ -82,8 +82,9 @@ class Guard:
 
 
 @dataclass
-class _ModuleAttrs:
-    """The plain-data attributes of one module (its float `eps`, int `groups`, ...)."""
+class _Attributes:
+    """The plain-data attributes of one object: a module's float `eps` or int `groups`, the
+    fields of a user's config object, the attributes of the instance a method is bound to."""
 
     module: Any
     snapshot: tuple
@@ -97,8 +98,12 @@ class _ModuleAttrs:
             if old.get(name) != new.get(name):
                 before = _plain(old[name]) if name in old else "(unset)"
                 after = _plain(new[name]) if name in new else "(unset)"
-                return f"attribute {name!r} of module {type(self.module).__name__} changed {before!r} -> {after!r}"
-        return f"the attributes of module {type(self.module).__name__} changed"
+                return f"attribute {name!r} of {self._kind()} changed {before!r} -> {after!r}"
+        return f"the attributes of {self._kind()} changed"
+
+    def _kind(self) -> str:
+        name = type(self.module).__name__
+        return f"module {name}" if _is_module(self.module) else f"the {name} object"
 
 
 @dataclass
@@ -133,6 +138,24 @@ def _is_module(value) -> bool:
     return hasattr(value, "named_parameters") and hasattr(value, "forward") and hasattr(value, "modules")
 
 
+def is_plain_object(value) -> bool:
+    """An instance of a class defined outside graphmode and the standard library's C types,
+    with instance attributes: a config object, or the instance behind a bound method.
+    Tensors and arrays are inputs, not guarded values."""
+    cls = type(value)
+    if isinstance(value, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)) \
+            or not hasattr(value, "__dict__") or cls.__module__ == "builtins" or hasattr(value, "__array_priority__") \
+            or hasattr(value, "_data") or hasattr(value, "__cuda_array_interface__"):
+        return False
+    module = inspect.getmodule(cls)
+    filename = getattr(module, "__file__", None) or ""
+    return not filename.startswith(_LIBRARY_DIRS) and "site-packages" not in filename \
+        and not filename.startswith(_STDLIB)
+
+
+_STDLIB = os.path.dirname(os.__file__) + os.sep
+
+
 def _is_user_function(value) -> bool:
     """A plain Python function outside graphmode's own packages (its globals are the user's)."""
     if not isinstance(value, types.FunctionType):
@@ -163,12 +186,16 @@ def collect(fn) -> list:
             for m in f.modules():
                 if m is f or id(m) not in seen:
                     seen.add(id(m))
-                    guards.append(_ModuleAttrs(m, _module_attrs(m)))
+                    guards.append(_Attributes(m, _module_attrs(m)))
                     todo.append(getattr(type(m), "forward", None))
             continue
         if inspect.ismethod(f):
             todo += [f.__self__, f.__func__]
             continue
+        if is_plain_object(f):
+            guards.append(_Attributes(f, _module_attrs(f)))
+            if not callable(f):
+                continue
         code = getattr(f, "__code__", None)
         if code is not None and code.co_filename.startswith(_LIBRARY_DIRS):
             continue  # graphmode's own code: its module constants are not the user's values
@@ -185,7 +212,7 @@ def collect(fn) -> list:
             if hasattr(value, "_graphmode_traceable"):  # another compiled function, inlined when traced
                 todo.append(value._graphmode_traceable)
                 continue
-            if _is_module(value) or _is_user_function(value):
+            if _is_module(value) or _is_user_function(value) or is_plain_object(value):
                 todo.append(value)
                 continue
             frozen = _frozen(value)
@@ -196,7 +223,7 @@ def collect(fn) -> list:
                 value = cell.cell_contents
             except ValueError:  # an empty cell
                 continue
-            if _is_module(value) or (callable(value) and not isinstance(value, type)):
+            if _is_module(value) or is_plain_object(value) or (callable(value) and not isinstance(value, type)):
                 todo.append(value)
                 continue
             frozen = _frozen(value)

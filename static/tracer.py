@@ -58,6 +58,7 @@ class TraceState:
     versions: dict = field(default_factory=dict)  # id(tensor or Tracer) -> in-place updates so far
     no_grad_nodes: set = field(default_factory=set)  # nodes recorded with grad mode off: no gradient flows
     created: list = field(default_factory=list)  # tensors eager's factories made during the trace: constants
+    _created_ids: dict = field(default_factory=dict)  # ids of `created`, in order (filled as it grows)
     guards: list = field(default_factory=list)  # guards on tensor values the trace read (constant masks)
     grad_leaves: set = field(default_factory=set)  # inputs that are leaves requiring grad (no in-place writes)
 
@@ -68,8 +69,12 @@ class TraceState:
 
     def is_created(self, obj) -> bool:
         """Whether eager made this tensor while the function was traced (a constant of the
-        trace, like `eager.zeros(3)` inside it), rather than the caller's state."""
-        return any(t is obj for t in self.created)
+        trace, like `eager.zeros(3)` inside it), rather than the caller's state. (`created`
+        keeps them alive, so their ids stay theirs.)"""
+        ids = self._created_ids
+        for t in self.created[len(ids):]:
+            ids[id(t)] = None
+        return id(obj) in ids
 
     def constant(self, arr) -> Value:
         """An array that is a constant of the trace: an implicit input that is never written back."""

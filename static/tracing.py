@@ -235,7 +235,18 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
     sources = [(i, known[id(obj)][1]) for i, (obj, _) in enumerate(captured) if id(obj) in known]
     constants = {i for i, (obj, _) in enumerate(captured) if state.is_created(obj)}
     return TraceResult(graph, in_tree, out_tree, kinds, input_leaves, captured, out_consts, n_outputs, updates,
-                       sources, guards.collect(fn) + state.guards, constants)
+                       sources, _guards_of(fn, leaves, kinds) + state.guards, constants)
+
+
+def _guards_of(fn, leaves: list, kinds: list) -> list:
+    """Guards on the Python values the function reads: through names it owns (globals,
+    closures, a module's attributes) and through the attributes of objects passed as static
+    arguments (the instance of a compiled method is one: `self.k` must not go stale)."""
+    out = guards.collect(fn)
+    for leaf, kind in zip(leaves, kinds):
+        if kind == "static" and (guards.is_plain_object(leaf) or _is_module(leaf)):
+            out += guards.collect(leaf)
+    return out
 
 
 def named_sources(fn) -> dict:

@@ -268,6 +268,40 @@ def test_a_changed_float_attribute_of_a_compiled_module_recompiles():
     assert "attribute 'factor' of module Scale changed 2.0 -> 0.5" in cm.retraces[-1]
 
 
+class Config:
+    def __init__(self) -> None:
+        self.scale = 2.0
+
+
+CONFIG = Config()
+
+
+def test_a_changed_attribute_of_a_config_object_recompiles():
+    f = static.compile(lambda x: x * CONFIG.scale)
+    f(eager.ones(2))
+    try:
+        CONFIG.scale = 4.0
+        np.testing.assert_allclose(f(eager.ones(2)).numpy(), [4.0, 4.0])
+        assert f.retraces == ["attribute 'scale' of the Config object changed 2.0 -> 4.0"]
+    finally:
+        CONFIG.scale = 2.0
+
+
+def test_a_changed_attribute_of_the_instance_of_a_compiled_method_recompiles():
+    class Shift:
+        def __init__(self) -> None:
+            self.k = 1.0
+
+        @static.compile
+        def apply(self, x):
+            return x + self.k
+
+    s = Shift()
+    np.testing.assert_allclose(s.apply(eager.ones(2)).numpy(), [2.0, 2.0])
+    s.k = 5.0
+    np.testing.assert_allclose(s.apply(eager.ones(2)).numpy(), [6.0, 6.0])
+
+
 # -- programs eager runs that tracing used to refuse ---------------------------------------------
 def test_all_and_any_with_dim():
     for fn in (lambda x: (x > 0).all(dim=1), lambda x: (x > 0).any(1, keepdim=True)):
