@@ -57,7 +57,13 @@ class Entry:
         trace = trace_function(owner._trace_target, args, owner.static_argnums, owner.__name__,
                                same_as=key.same_as, finish=recorder)
         self.trace: TraceResult = trace
+        self.captured_keys = [(_data(o).shape, _data(o).dtype) for o, _ in trace.captured]
+        self.captured_grad = _captured_grad(trace)
+        self.n_captured = len(trace.captured)
+        self.checks = bool(trace.captured or trace.guards)  # anything to re-check on a cached call
         self.eager_reason = _overlap_with_update(key, trace)
+        if self.eager_reason is not None:
+            return  # calls with this signature run the function eagerly: nothing to build
         self.stages.append(("traced", trace.graph))
         verify(trace.graph)
         self.stages.append(("verified", trace.graph))
@@ -83,10 +89,6 @@ class Entry:
             self.graph = run_pipeline(trace.graph, self.stages, opt_level=owner.opt_level, passes=owner.passes,
                                       fast_math=owner.fast_math)
             self.forward = build_executable(self.graph, owner.backend)
-        self.captured_keys = [(_data(o).shape, _data(o).dtype) for o, _ in trace.captured]
-        self.captured_grad = _captured_grad(trace)
-        self.n_captured = len(trace.captured)
-        self.checks = bool(trace.captured or trace.guards)  # anything to re-check on a cached call
         leaf_keys = key.leaves
         kinds = {k[0] for k in leaf_keys}
         # eager tensors in (or only numbers): tensors out; NumPy/CuPy arrays in: arrays out

@@ -551,7 +551,8 @@ def _borrow():
     for dunder, method in vars(Tensor).items():  # x += y and friends: whatever eager maps them to
         if dunder.startswith("__i") and getattr(method, "__name__", None) in _inplace._SIMPLE:
             setattr(Tracer, dunder, getattr(Tracer, method.__name__))
-    Tracer.zero_ = lambda self: self._assign(REGISTRY["full_like"](self, value=0.0 if self.is_floating_point() else 0), "zero_")
+    Tracer.zero_ = lambda self: self._assign(
+        REGISTRY["full_like"](self, value=0.0 if self.is_floating_point() else 0), "zero_")
     Tracer.fill_ = lambda self, v: self._assign(REGISTRY["full_like"](self, value=v), "fill_")
     Tracer.copy_ = lambda self, src: self._assign(F.expand(F.to_dtype(src, self.dtype), *self.shape), "copy_")
 
