@@ -560,3 +560,22 @@ def test_random_draws_on_another_thread_do_not_fail_a_trace():
     finally:
         stop.set()
         worker.join()
+
+
+def test_the_tracer_has_every_in_place_method_eager_has():
+    """One table of in-place methods (eager's): each one is functionalized on the tracer and
+    gives eager's values."""
+    from eager import _inplace
+    from static.tracer import Tracer
+
+    x = eager.tensor([[0.5, 1.5], [2.0, 3.0]])
+    for name, (fn, _) in _inplace._SIMPLE.items():
+        assert callable(getattr(Tracer, name)), name
+        arity = {"add_", "sub_", "mul_", "div_", "pow_"}
+
+        def f(t, name=name):
+            y = t * 1
+            getattr(y, name)(*([2.0] if name in arity else [0.0, 1.0] if name in ("clamp_", "clip_") else []))
+            return y
+
+        np.testing.assert_allclose(static.compile(f)(x).numpy(), f(x).numpy(), rtol=1e-6, err_msg=name)
