@@ -578,4 +578,5 @@ def test_the_tracer_has_every_in_place_method_eager_has():
             getattr(y, name)(*([2.0] if name in arity else [0.0, 1.0] if name in ("clamp_", "clip_") else []))
             return y
 
-        np.testing.assert_allclose(static.compile(f)(x).numpy(), f(x).numpy(), rtol=1e-6, err_msg=name)
+        got = static.compile(f, backend="interpret")(x)  # the tracing is under test, not codegen
+        np.testing.assert_allclose(got.numpy(), f(x).numpy(), rtol=1e-6, err_msg=name)
