@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 import eager  # noqa: E402
 import static  # noqa: E402
 from static.ir import verify  # noqa: E402
-from static.trace import trace_function  # noqa: E402
+from static.tracing import trace_function  # noqa: E402
 
 from common import format_table, time_interleaved, write_json  # noqa: E402
 from compiled_bench import w3_loss as w3, w4  # noqa: E402  (the workloads, defined once)

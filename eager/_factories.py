@@ -27,8 +27,25 @@ def _dev(dev) -> device:
     return CPU if dev is None else _as_device(dev)
 
 
+class _Created(threading.local):
+    log = None  # a list while static traces a function on this thread
+
+
+_CREATED = _Created()
+
+
+def log_created(log: list | None) -> list | None:
+    """Collect the tensors the factories make on this thread into `log` (None stops); returns
+    the previous log. static traces with a log: a tensor made inside the traced function is
+    a constant of the trace, not state shared with the caller."""
+    prev, _CREATED.log = _CREATED.log, log
+    return prev
+
+
 def _finish(arr, requires_grad: bool) -> Tensor:
     t = Tensor._make(arr)
+    if _CREATED.log is not None:
+        _CREATED.log.append(t)
     if requires_grad:
         _set_requires_grad(t, True)  # refuses non-float dtypes with PyTorch's message
     return t

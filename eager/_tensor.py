@@ -457,6 +457,11 @@ class Tensor:
         return F.getitem(self, index, _index_tensor)
 
     def __setitem__(self, index, value) -> None:
+        if hasattr(type(value), "__graphmode_inplace__"):  # a traced value (static): the tracer records it
+            from ._inplace import _hand_over  # noqa: PLC0415
+
+            _hand_over(self, F.index_put(self, index, value, _index_tensor))
+            return
         if not isinstance(value, Tensor):
             value = float(value) if self.is_floating_point() else value
         elif value.dtype is not self.dtype:

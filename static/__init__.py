@@ -12,7 +12,7 @@ from .api import Compiled, compile, grad, value_and_grad  # noqa: A004
 from .errors import IRParseError, IRVerifyError, TraceError
 from .interpreter import run_graph
 from .ir import Graph, Node, Value, parse_ir, verify
-from .trace import trace
+from .tracing import trace
 
 __all__ = ["Compiled", "compile", "grad", "value_and_grad", "IRParseError", "IRVerifyError", "TraceError",
            "Graph", "Node", "Value", "parse_ir", "verify", "trace", "run_graph"]

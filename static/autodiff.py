@@ -54,18 +54,27 @@ def _stable_forms(state: TraceState, outputs: list) -> list:
     return stabilize_values(state.graph, outputs)
 
 
-def vjp(state: TraceState, outputs: list, seeds: list, wrt: list) -> list:
-    """Cotangents of `wrt` (Values) given `seeds` (Tracers) for `outputs` (Values).
-    An input that no output depends on gets zeros."""
-    outputs = _stable_forms(state, outputs)
-    nodes = list(state.graph.nodes)  # the backward appends to the graph; walk the forward only
+def reached(state: TraceState, wrt: list, nodes: list | None = None) -> set:
+    """The Values that depend differentiably on `wrt`: through ops with a VJP rule, recorded
+    with grad mode on (a no_grad() region of the traced function cuts the path, as in eager)."""
     reaches = {v for v in wrt if _differentiable(v)}
-    for node in nodes:
+    for node in state.graph.nodes if nodes is None else nodes:
+        if node in state.no_grad_nodes:
+            continue
         op = REGISTRY.get(node.op)
         if op is None or op.vjp is None:
             continue
         if any(isinstance(v, Value) and v in reaches for v in node.inputs):
             reaches.update(o for o in node.outputs if _differentiable(o))
+    return reaches
+
+
+def vjp(state: TraceState, outputs: list, seeds: list, wrt: list) -> list:
+    """Cotangents of `wrt` (Values) given `seeds` (Tracers) for `outputs` (Values).
+    An input that no output depends on gets zeros."""
+    outputs = _stable_forms(state, outputs)
+    nodes = list(state.graph.nodes)  # the backward appends to the graph; walk the forward only
+    reaches = reached(state, wrt, nodes)
     cot: dict = {}
     for out, seed in zip(outputs, seeds):
         if out in reaches:

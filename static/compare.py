@@ -33,7 +33,7 @@ from eager import Tensor
 
 from .api import Compiled, compile as static_compile, value_and_grad
 from .ir import Graph
-from .trace import trace
+from .tracing import trace
 
 DEFAULT_TOLERANCE = 1e-3  # float32 results reassociated by fusion differ in the 6th-7th digit
 MIN_SAMPLE_S = 2e-3  # a sample shorter than this times several calls together

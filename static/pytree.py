@@ -9,10 +9,14 @@ def flatten(tree, is_leaf: Callable[[Any], bool]) -> tuple[list, Any]:
     leaves: list = []
 
     def walk(node):
-        if isinstance(node, tuple) and not is_leaf(node) and not hasattr(node, "_fields"):
+        if type(node) is tuple and not is_leaf(node):
             return ("tuple", tuple(walk(x) for x in node))
         if isinstance(node, tuple) and hasattr(node, "_fields"):
             return ("namedtuple", type(node), tuple(walk(x) for x in node))
+        if isinstance(node, tuple) and type(node).__new__ is tuple.__new__:  # a plain subclass: eager.Size
+            return ("tuple_of", type(node), tuple(walk(x) for x in node))
+        if isinstance(node, tuple) and not is_leaf(node):
+            return ("tuple", tuple(walk(x) for x in node))
         if isinstance(node, list):
             return ("list", tuple(walk(x) for x in node))
         if isinstance(node, dict):
@@ -40,6 +44,8 @@ def _build(s, it) -> Any:
         return None
     if kind == "tuple":
         return tuple(_build(x, it) for x in s[1])
+    if kind == "tuple_of":
+        return s[1](_build(x, it) for x in s[2])
     if kind == "namedtuple":
         return s[1](*(_build(x, it) for x in s[2]))
     if kind == "list":

@@ -17,7 +17,9 @@ import numpy as np
 import eager
 from eager import _dispatch, _dtypes, _factories
 from eager import _functional as F
-from eager._inplace import check_result_cast
+from eager._grad_mode import STATE
+from eager import _inplace
+from eager._inplace import _LEAF_MSG, _VIEW_OF_LEAF_MSG, check_result_cast
 from eager._tensor import Size, Tensor
 from eager.ops import REGISTRY, TensorSpec
 from eager.ops.elementwise import TO_DTYPE
@@ -54,11 +56,48 @@ class TraceState:
     draws: int = field(default_factory=lambda: _factories.draws_on_this_thread())  # when tracing began
     finished: bool = False  # set when the trace is over: its Tracers must not record any more
     versions: dict = field(default_factory=dict)  # id(tensor or Tracer) -> in-place updates so far
+    no_grad_nodes: set = field(default_factory=set)  # nodes recorded with grad mode off: no gradient flows
+    created: list = field(default_factory=list)  # tensors eager's factories made during the trace: constants
+    _created_ids: dict = field(default_factory=dict)  # ids of `created`, in order (filled as it grows)
+    guards: list = field(default_factory=list)  # guards on tensor values the trace read (constant masks)
+    grad_leaves: set = field(default_factory=set)  # inputs that are leaves requiring grad (no in-place writes)
 
     def fresh_name(self) -> str:
         name = str(self.counter)
         self.counter += 1
         return name
+
+    def is_created(self, obj) -> bool:
+        """Whether eager made this tensor while the function was traced (a constant of the
+        trace, like `eager.zeros(3)` inside it), rather than the caller's state. (`created`
+        keeps them alive, so their ids stay theirs.)"""
+        ids = self._created_ids
+        for t in self.created[len(ids):]:
+            ids[id(t)] = None
+        return id(obj) in ids
+
+    def constant(self, arr) -> Value:
+        """An array that is a constant of the trace: an implicit input that is never written back."""
+        self.created.append(arr)
+        return self.capture(arr)
+
+    def constant_array(self, o):
+        """The values of `o` when they are known while tracing (None otherwise): an eager
+        tensor or array, or a Tracer that is still a captured one as it was read. A tensor
+        from outside the function is guarded, so that a change to it retraces."""
+        obj = o
+        if isinstance(o, Tracer):
+            obj = next((c for c, v in self.captured.values() if v is o._value and self.latest[id(c)] is v), None)
+            if obj is None:
+                return None
+        data = obj._data if isinstance(obj, Tensor) else obj
+        arr = data if isinstance(data, np.ndarray) else data.get()
+        if not self.is_created(obj):
+            from .guards import ArrayGuard  # noqa: PLC0415
+
+            self.guards.append(ArrayGuard(f"the boolean mask {self.names.get(id(obj), 'read from outside')}",
+                                          obj, arr.copy()))
+        return arr
 
     def capture(self, obj) -> Value:
         """A tensor or array from outside the function: an implicit input, read at call time."""
@@ -149,6 +188,8 @@ def _emit(state: TraceState, op, operands: list, attrs: dict) -> list:
     node = Node(op=op.name, inputs=list(operands), attrs=dict(attrs), loc=user_location())
     node.outputs = [Value(state.fresh_name(), t, node, i) for i, t in enumerate(types)]
     state.graph.nodes.append(node)
+    if not STATE.enabled:  # a no_grad() region of the traced program: autodiff stops here, as eager does
+        state.no_grad_nodes.add(node)
     return node.outputs
 
 
@@ -160,10 +201,8 @@ def record(op, operands, attrs):
         raise TraceError(f"{user_location()}: {op.name} is applied to a traced value whose trace has ended "
                          "(a Tracer leaked out of the traced function, e.g. into a global or a list); return "
                          "values from the function instead of storing them.")
-    if op.name == "index" and any(getattr(o, "dtype", None) is _dtypes.bool_ for o in operands[1:]):
-        raise TraceError(f"{user_location()}: indexing with a boolean mask (x[mask]) gives a shape that depends on "
-                         "the data of a traced value. Keep the shape with eager.where(mask, x, 0) or "
-                         "x.masked_fill(~mask, 0), or mark the mask's argument static with static_argnums.")
+    if op.name in _MASKABLE and any(getattr(o, "dtype", None) is _dtypes.bool_ for o in operands[_MASKABLE[op.name]:]):
+        operands, attrs = _constant_masks(state, op.name, list(operands), attrs)
     for o in operands:
         if isinstance(o, Tracer) and o._view_of is not None:
             check_view_current(o)
@@ -175,21 +214,82 @@ def record(op, operands, attrs):
     if op.is_view and not attrs.get("n_index"):  # indexing with tensors copies, as in eager
         base = operands[0] if operands else None
         # a view of a Tracer or of a captured tensor: writing through it must not be silently lost
-        marker = base._view_of if isinstance(base, Tracer) and base._view_of is not None else base
+        if isinstance(base, Tracer) and base._view_of is not None:
+            marker, steps = base._view_of, base._view_steps
+        else:
+            marker, steps = base, ()
         if isinstance(marker, (Tracer, Tensor)):
-            for t in wrapped:
+            items = tuple(sorted(attrs.items()))
+            for k, t in enumerate(wrapped):
                 t._view_of = marker
                 t._view_version = state.versions.get(id(marker), 0)
+                # how the view is made from the tensor owning the memory (eager's view_scatter steps)
+                t._view_steps = None if steps is None else steps + ((op.name, items, k if op.multi_output else None),)
     return wrapped if op.multi_output else wrapped[0]
 
 
+_MASKABLE = {"index": 1, "index_grad": 1, "index_put": 2}  # op -> position of its first index operand
+
+
+def _constant_masks(state: TraceState, name: str, operands: list, attrs: dict) -> tuple[list, dict]:
+    """Boolean masks whose values are known while tracing (a tensor made inside the function,
+    or one read from outside, then guarded: a change retraces) become the integer indices of
+    their True elements, as NumPy defines mask indexing; the result's shape is then known.
+    Reading through a mask computed from traced values is refused (its shape depends on data);
+    writing through one (`x[x > 0] = 0`) keeps the shape and stays a mask."""
+    first = _MASKABLE[name]
+    new_ops = operands[:first]
+    new_key = []
+    for entry in attrs["key"]:
+        if entry[0] != "tensor":
+            new_key.append(entry)
+            continue
+        o = operands[first + entry[1]]
+        if getattr(o, "dtype", None) is not _dtypes.bool_:
+            new_key.append(("tensor", len(new_ops) - first))
+            new_ops.append(o)
+            continue
+        mask = state.constant_array(o)
+        if mask is None and name != "index":  # writing through a traced mask keeps the shape: fine
+            new_key.append(("tensor", len(new_ops) - first))
+            new_ops.append(o)
+            continue
+        if mask is None:
+            raise TraceError(f"{user_location()}: indexing with a boolean mask (x[mask]) computed from traced "
+                             "values gives a shape that depends on their data. Keep the shape with "
+                             "eager.where(mask, x, 0) or x.masked_fill(~mask, 0), or pass the mask in as a static "
+                             "argument (static_argnums).")
+        for idx in np.nonzero(mask):
+            new_key.append(("tensor", len(new_ops) - first))
+            new_ops.append(Tracer(state, state.constant(np.ascontiguousarray(idx, dtype=np.int64))))
+    return new_ops, {**attrs, "key": tuple(new_key), "n_index": len(new_ops) - first}
+
+
+def _root_now(t: "Tracer") -> "Tracer":
+    """The current value of the tensor that owns a view's memory."""
+    root = t._view_of
+    if isinstance(root, Tracer):
+        return root
+    return Tracer(t._state, t._state.capture(root))  # a captured eager tensor: its latest value
+
+
 def check_view_current(t: "Tracer", what: str = "this value is") -> None:
-    """A view taken before its base was updated in place: eager would show the update through
-    the view, the functionalized graph holds the old value. Reading it is refused, not wrong."""
-    if t._state.versions.get(id(t._view_of), 0) != t._view_version:
-        raise TraceError(f"{user_location()}: {what} a view (reshape, transpose, indexing, ...) of a tensor "
-                         "that was updated in place after the view was taken; in eager the view would show the "
-                         "update, which a compiled graph does not replay. Take the view after the update.")
+    """A view taken before its base was updated in place shows the update in eager: it is
+    made again from the base's new value (so values and gradients follow the update, as
+    PyTorch regenerates a view's history). A view whose making is not known (one of a
+    detach() alias) is refused rather than read stale."""
+    current = t._state.versions.get(id(t._view_of), 0)
+    if current == t._view_version:
+        return
+    if t._view_steps is not None:
+        from eager.ops.shape_ops import replay_view  # noqa: PLC0415
+
+        t._value = replay_view(_root_now(t), t._view_steps)._value
+        t._view_version = current
+        return
+    raise TraceError(f"{user_location()}: {what} a view of a detach() or .data alias of a tensor that was "
+                     "updated in place after the view was taken; in eager the view would show the update, which "
+                     "static cannot replay through the alias. Take the view after the update.")
 
 
 def _record_captured(op, operands, attrs):
@@ -223,7 +323,7 @@ def _data_error(what: str, suggestion: str = "") -> TraceError:
 class Tracer:
     """A stand-in for a Tensor during tracing: it has a shape and dtype but no data."""
 
-    __slots__ = ("_value", "_state", "_view_of", "_view_version", "__weakref__")
+    __slots__ = ("_value", "_state", "_view_of", "_view_version", "_view_steps", "_full_alias", "__weakref__")
     __graphmode_dispatch__ = staticmethod(record)
     __array_priority__ = 2000
 
@@ -232,6 +332,8 @@ class Tracer:
         self._value = value
         self._view_of = None  # the tensor this is a view of (a Tracer, or a captured eager tensor)
         self._view_version = 0  # that tensor's in-place version when the view was taken
+        self._full_alias = False  # a detach()/.data alias of all of _view_of (writes go through to it)
+        self._view_steps = None  # the view ops that make this view from _view_of (None: not known)
 
     # -- metadata (static, so Python control flow on it unrolls) ---------------------------
     @property
@@ -306,13 +408,28 @@ class Tracer:
     def numpy(self):
         raise _data_error(".numpy() of a traced value", "Return the tensor and convert it after the call.")
 
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return repr(self)
+        raise _data_error(f"formatting a traced value with {spec!r} (an f-string or str.format)",
+                          "Return the tensor and format it after the call, or print it in eager mode.")
+
     def __array__(self, *args, **kwargs):
         raise _data_error("NumPy conversion of a traced value",
                           "Use eager's operations inside the function; convert the result after the call.")
 
     # -- autograd-flavoured API ----------------------------------------------------------------
     def detach(self) -> "Tracer":
-        return STOP_GRADIENT(self)
+        """A value without gradient history that shares the tensor's memory: an in-place write
+        through it (`y.detach().zero_()`) changes the tensor too, as in eager."""
+        return self._alias()
+
+    def _alias(self) -> "Tracer":
+        out = STOP_GRADIENT(self)
+        out._view_of = self if self._view_of is None else self._view_of
+        out._view_version = self._state.versions.get(id(out._view_of), 0)
+        out._full_alias = self._view_of is None  # the whole tensor, not a part of it
+        return out
 
     def requires_grad_(self, flag: bool = True) -> "Tracer":
         return self
@@ -347,22 +464,12 @@ class Tracer:
 
     @property
     def data(self) -> "Tracer":
-        """The value without gradient tracking. It counts as a view: an in-place op through
-        `.data` (`p.data.add_(...)`) is refused rather than lost."""
-        out = STOP_GRADIENT(self)
-        out._view_of = self if self._view_of is None else self._view_of
-        out._view_version = self._state.versions.get(id(out._view_of), 0)
-        return out
+        """The value without gradient tracking, sharing the tensor's memory (see detach)."""
+        return self._alias()
 
     def detach_(self) -> "Tracer":
         self._value = STOP_GRADIENT(self)._value
         return self
-
-    def all(self):
-        return (F.logical_not(F.to_dtype(self, _dtypes.bool_))).sum() == 0
-
-    def any(self):
-        return F.to_dtype(self, _dtypes.bool_).sum() > 0
 
     def nelement(self) -> int:
         return self.numel()
@@ -395,9 +502,20 @@ class Tracer:
 
     # -- in-place ops: functionalized (the tracer now names the new value) ----------------------
     def _assign(self, result: "Tracer", name: str) -> "Tracer":
+        if STATE.enabled:
+            base = self._view_of if self._view_of is not None else self
+            if isinstance(base, Tensor) and base._requires_grad and base.grad_fn is None:
+                raise RuntimeError(_VIEW_OF_LEAF_MSG)
+            if isinstance(base, Tracer) and base._value in self._state.grad_leaves:
+                raise RuntimeError(_LEAF_MSG if base is self else _VIEW_OF_LEAF_MSG)
+        if self._full_alias:
+            return self._assign_through_alias(result, name)
+        if self._view_of is not None and self._view_steps is not None:
+            return self._assign_through_view(result, name)
         if self._view_of is not None:
-            raise TraceError(f"{user_location()}: {name} writes through a view; static functionalizes in-place "
-                             "ops on whole tensors only. Write the update out of place (y = y + 1).")
+            raise TraceError(f"{user_location()}: {name} writes through a view of a detach() or .data alias, "
+                             "which static cannot follow back to the tensor. Write the update out of place "
+                             "(y = y + 1).")
         if tuple(result.shape) != tuple(self.shape):
             raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match the broadcast shape "
                                f"{list(result.shape)}")
@@ -406,6 +524,54 @@ class Tracer:
             result = F.to_dtype(result, self.dtype)
         self._value = result._value
         self._state.versions[id(self)] = self._state.versions.get(id(self), 0) + 1  # its views are now stale
+        return self
+
+    def _assign_through_view(self, result: "Tracer", name: str) -> "Tracer":
+        """A write into a view (`x[0].add_(1)`, `x.t().mul_(2)`): the tensor owning the memory
+        becomes `view_scatter(base, new view value)` (PyTorch's CopySlices) and the view is made
+        again from it; other views of the base are made again when next read."""
+        from eager.ops.shape_ops import VIEW_SCATTER, replay_view  # noqa: PLC0415
+
+        check_view_current(self, f"{name} writes through")
+        if tuple(result.shape) != tuple(self.shape):
+            raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match the broadcast shape "
+                               f"{list(result.shape)}")
+        if result.dtype is not self.dtype:
+            check_result_cast(result.dtype, self.dtype)
+            result = F.to_dtype(result, self.dtype)
+        root = self._view_of
+        new_root = VIEW_SCATTER(_root_now(self), result, steps=self._view_steps)
+        if isinstance(root, Tracer):
+            root._value = new_root._value
+            self._state.versions[id(root)] = self._state.versions.get(id(root), 0) + 1
+        else:  # a captured eager tensor: its update is written back after the call
+            inplace_on_captured(root, new_root)
+        self._value = replay_view(new_root, self._view_steps)._value
+        self._view_version = self._state.versions.get(id(root), 0)
+        return self
+
+    def _assign_through_alias(self, result: "Tracer", name: str) -> "Tracer":
+        """A write through detach()/.data: the tensor it aliases takes the new values. Its
+        gradient history stays what it was (eager keeps the tensor's grad_fn), so under grad
+        mode the base becomes `old + stop_gradient(new - old)`: the new values, the old
+        history."""
+        check_view_current(self, f"{name} writes through")
+        base = self._view_of
+        self._full_alias = False
+        self._view_of = None
+        try:
+            self._assign(result, name)
+        finally:
+            self._view_of, self._full_alias = base, True
+        if isinstance(base, Tracer):
+            new = self
+            if STATE.enabled and base.is_floating_point():
+                new = base + STOP_GRADIENT(F.sub(self, base))
+            base._value = new._value
+            self._state.versions[id(base)] = self._state.versions.get(id(base), 0) + 1
+        else:  # a captured eager tensor (`p.data.zero_()` on a parameter)
+            inplace_on_captured(base, self)
+        self._view_version = self._state.versions.get(id(base), 0)
         return self
 
     def __setitem__(self, index, value) -> None:
@@ -432,15 +598,15 @@ def _borrow():
                  "new_full"):
         if name in vars(Tensor):
             setattr(Tracer, name, vars(Tensor)[name])
-    inplace = {"add_": F.add, "sub_": F.sub, "mul_": F.mul, "div_": F.div, "pow_": F.pow, "neg_": F.neg,
-               "exp_": F.exp, "log_": F.log, "sqrt_": F.sqrt, "tanh_": F.tanh, "sigmoid_": F.sigmoid,
-               "relu_": F.relu, "abs_": F.abs, "clamp_": F.clamp, "clip_": F.clamp, "sin_": F.sin, "cos_": F.cos,
-               "masked_fill_": lambda x, mask, value: F.where(mask, value, x)}
-    for name, fn in inplace.items():
+    # in-place methods: eager's own table of (out-of-place function, name), functionalized here
+    for name, (fn, _saves) in _inplace._SIMPLE.items():
         setattr(Tracer, name, _inplace_method(fn, name))
-    for op, name in (("add", "add_"), ("sub", "sub_"), ("mul", "mul_"), ("truediv", "div_"), ("pow", "pow_")):
-        setattr(Tracer, f"__i{op}__", getattr(Tracer, name))
-    Tracer.zero_ = lambda self: self._assign(REGISTRY["full_like"](self, value=0.0 if self.is_floating_point() else 0), "zero_")
+    Tracer.masked_fill_ = _inplace_method(lambda x, mask, value: F.where(mask, value, x), "masked_fill_")
+    for dunder, method in vars(Tensor).items():  # x += y and friends: whatever eager maps them to
+        if dunder.startswith("__i") and getattr(method, "__name__", None) in _inplace._SIMPLE:
+            setattr(Tracer, dunder, getattr(Tracer, method.__name__))
+    Tracer.zero_ = lambda self: self._assign(
+        REGISTRY["full_like"](self, value=0.0 if self.is_floating_point() else 0), "zero_")
     Tracer.fill_ = lambda self, v: self._assign(REGISTRY["full_like"](self, value=v), "fill_")
     Tracer.copy_ = lambda self, src: self._assign(F.expand(F.to_dtype(src, self.dtype), *self.shape), "copy_")
 

@@ -83,3 +83,38 @@ def test_explain_of_a_trace_error_raises_it():
 
     with pytest.raises(static.TraceError):
         static.compile(branchy).explain(eager.ones(2))
+
+
+def test_the_first_call_with_grad_traces_once_and_builds_only_what_runs(monkeypatch):
+    from static import entry as entry_module
+
+    calls, built = [], []
+    real_build = entry_module.build_executable
+
+    def counting_build(graph, backend):
+        built.append(graph.name)
+        return real_build(graph, backend)
+
+    monkeypatch.setattr(entry_module, "build_executable", counting_build)
+
+    def counted(x, w):
+        calls.append(1)
+        return (eager.tanh(x * x) * w).sum()
+
+    f = static.compile(counted)
+    out = f(eager.ones(4, requires_grad=True), eager.ones(4))
+    out.backward()
+    assert len(calls) == 1  # one trace records forward and backward together
+    assert len(built) == 2  # the forward and the backward that run; no forward-only module
+
+
+def test_source_and_explain_show_the_forward_and_backward_that_run():
+    f = static.compile(loss)
+    x, w = eager.ones(4, requires_grad=True), eager.ones(4)
+    graphs = f.autograd_graphs(x, w)
+    source = f.source(x, w)
+    assert source.count("def ") >= 2 and graphs.backward is not None
+    text = f.explain(x, w)
+    assert "== forward (returns" in text and "== backward ==" in text
+    assert text.split("== generated source ==\n", 1)[1] == source
+    assert str(f.ir(x, w)) == str(graphs.forward)  # ir() is the forward that runs at call time

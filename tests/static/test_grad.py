@@ -48,8 +48,10 @@ def test_has_aux():
     g, aux = static.grad(loss, has_aux=True)(eager.tensor(X))
     np.testing.assert_allclose(g.numpy(), 2 * X)
     assert aux["mean"].item() == pytest.approx(X.mean()) and aux["note"] == "aux"
-    (value, g2), aux2 = static.value_and_grad(loss, has_aux=True)(eager.tensor(X))
+    # JAX's documented order: ((value, aux), grads)
+    (value, aux2), g2 = static.value_and_grad(loss, has_aux=True)(eager.tensor(X))
     assert value.item() == pytest.approx(float((X * X).sum()))
+    assert aux2["mean"].item() == pytest.approx(X.mean()) and aux2["note"] == "aux"
     np.testing.assert_allclose(g2.numpy(), 2 * X)
 
 

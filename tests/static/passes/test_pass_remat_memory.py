@@ -9,7 +9,7 @@ def _joint(fn, *shapes):
     """A joint graph and its pieces, built the way static.compile builds it for autograd."""
     from static.autodiff import vjp
     from static.ir import Value
-    from static.trace import trace_function
+    from static.tracing import trace_function
     from static.tracer import ACTIVE, Tracer
 
     holder = {}

@@ -15,12 +15,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from eager import _dtypes
+from eager import _dtypes, _factories
 from eager._grad_mode import STATE
 from eager._tensor import Tensor
 from eager.ops import TensorSpec
 
-from . import pytree
+from . import guards, pytree
 from .ir import Graph, Value, verify
 from .tracer import ACTIVE, TraceState, Tracer, capturing_dispatch, check_view_current
 
@@ -42,13 +42,15 @@ class TraceResult:
     graph: Graph
     in_tree: Any
     out_tree: Any
-    leaf_kinds: list  # per flattened argument leaf: "array", "number" or "static"
+    leaf_kinds: list  # per flattened argument leaf: "array", "number", "static" or "alias" (a repeated tensor)
     input_leaves: list  # leaf index of each explicit graph input, in order
     captured: list  # [object, Value] implicit inputs, in graph-input order after explicit ones
     out_consts: dict  # output leaf index -> constant (a non-traced leaf the function returned)
     n_outputs: int  # user outputs among graph.outputs (updates follow them)
-    updates: list = field(default_factory=list)  # ("input", leaf index) or ("captured", index), per extra output
+    updates: list = field(default_factory=list)  # ("input", leaf index) or ("captured", index), per update output
     sources: list = field(default_factory=list)  # (captured index, getter): where the user's code reads it
+    guards: list = field(default_factory=list)  # the Python values the trace read (static.guards)
+    constants: set = field(default_factory=set)  # captured positions of tensors made inside the function
 
     def refresh_captured(self) -> bool:
         """Re-read captured tensors from where the function reads them (a global, a closure
@@ -122,14 +124,35 @@ def flatten_args(args: tuple, static: frozenset) -> tuple[list, Any, list]:
     return leaves, ("tuple", tuple(trees)), owners
 
 
-def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | None = None) -> TraceResult:
+def _is_static_leaf(leaf) -> bool:
+    """A leaf that is a compile-time constant rather than a graph input: anything that is not
+    an array or a Python number, and Python ints beyond int64 (no 0-d input can hold them;
+    eager takes them as exact Python numbers, so the trace must too)."""
+    if is_array(leaf):
+        return False
+    if type(leaf) is int:
+        return not (_INT64_MIN <= leaf <= _INT64_MAX)
+    return not isinstance(leaf, (bool, int, float))
+
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | None = None, *,
+                   same_as: tuple | None = None, finish: Callable | None = None) -> TraceResult:
+    """Trace `fn` on `args`. `same_as[k]` names an earlier leaf that leaf k is the very same
+    tensor as (the caller passed one tensor twice): both get one Tracer, so an in-place update
+    through one is seen through the other, as in eager. `finish(state, outputs, updates)` runs
+    inside the trace after the function returned (the autograd joint records its backward
+    there, given each leaf's input Value as passed in, None for static leaves); the Values it
+    returns become graph outputs after the updates."""
     static = static_positions(static_argnums, len(args))
     leaves, in_tree, owners = flatten_args(args, static)
     names = _param_names(fn, len(args))
     graph = Graph(name=_clean(name or getattr(fn, "__name__", "f")))
     known = named_sources(fn)
     state = TraceState(graph, names={k: _clean(n) for k, (n, _) in known.items()})
-    kinds, tracers, input_leaves = [], [], []
+    kinds, tracers, input_leaves, origin = [], [], [], []
     per_arg_count: dict = {}
     leaves_per_arg: dict = {}
     for o in owners:
@@ -140,10 +163,16 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
         if leaves_per_arg[owner] > 1:
             base = f"{base}_{per_arg_count.get(owner, 0)}"
         per_arg_count[owner] = per_arg_count.get(owner, 0) + 1
-        if owner in static or not (is_array(leaf) or isinstance(leaf, (bool, int, float))):
+        if owner in static or _is_static_leaf(leaf):
             check_hashable(leaf, owner)
             kinds.append("static")
             tracers.append(leaf)
+            origin.append(None)
+            continue
+        if same_as is not None and same_as[k] != k:
+            kinds.append("alias")
+            tracers.append(tracers[same_as[k]])
+            origin.append(origin[same_as[k]])
             continue
         if is_array(leaf):
             data = _array_of(leaf)
@@ -156,12 +185,17 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
         graph.inputs.append(v)
         if kinds[-1] == "number" or isinstance(leaf, np.generic):
             state.weak.add(v)  # promotes as a Python number does in eager (eager takes .item())
+        if isinstance(leaf, Tensor) and leaf._requires_grad and leaf.grad_fn is None:
+            state.grad_leaves.add(v)  # an in-place write on it under grad mode is refused, as in eager
         input_leaves.append(k)
         tracers.append(Tracer(state, v))
+        origin.append(v)
     traced_args = pytree.unflatten(in_tree, tracers)
     explicit = list(graph.inputs)
     ACTIVE.stack.append(state)
     prev_grad = STATE.enabled
+    prev_log = _factories.log_created(state.created)
+    extra: list = []
     try:
         with capturing_dispatch():
             result = fn(*traced_args)
@@ -176,26 +210,43 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
                     outputs.append(state.capture(leaf))
                 else:
                     out_consts[k] = leaf
+            updates, update_values = [], []
+            for leaf_index, v in zip(input_leaves, explicit):
+                t = tracers[leaf_index]
+                if t._value is not v:
+                    update_values.append(t._value)
+                    updates.append(("input", leaf_index))
+            for index, (key, (obj, v)) in enumerate(state.captured.items()):
+                if state.latest[key] is not v and not state.is_created(obj):  # a constant's update is local
+                    update_values.append(state.latest[key])
+                    updates.append(("captured", index))
+            if finish is not None:
+                STATE.enabled = prev_grad
+                extra = list(finish(state, origin, outputs, update_values, updates))
     finally:
         ACTIVE.stack.pop()
         STATE.enabled = prev_grad
+        _factories.log_created(prev_log)
         state.finished = True
     n_outputs = len(outputs)
-    updates = []
-    for leaf_index, t, v in zip(input_leaves, [tracers[i] for i in input_leaves], explicit):
-        if t._value is not v:
-            outputs.append(t._value)
-            updates.append(("input", leaf_index))
-    for index, (key, (obj, v)) in enumerate(state.captured.items()):
-        if state.latest[key] is not v:
-            outputs.append(state.latest[key])
-            updates.append(("captured", index))
-    graph.outputs = outputs
+    graph.outputs = outputs + update_values + extra
     captured = [[obj, v] for obj, v in state.captured.values()]
     verify(graph)
     sources = [(i, known[id(obj)][1]) for i, (obj, _) in enumerate(captured) if id(obj) in known]
+    constants = {i for i, (obj, _) in enumerate(captured) if state.is_created(obj)}
     return TraceResult(graph, in_tree, out_tree, kinds, input_leaves, captured, out_consts, n_outputs, updates,
-                       sources)
+                       sources, _guards_of(fn, leaves, kinds) + state.guards, constants)
+
+
+def _guards_of(fn, leaves: list, kinds: list) -> list:
+    """Guards on the Python values the function reads: through names it owns (globals,
+    closures, a module's attributes) and through the attributes of objects passed as static
+    arguments (the instance of a compiled method is one: `self.k` must not go stale)."""
+    out = guards.collect(fn)
+    for leaf, kind in zip(leaves, kinds):
+        if kind == "static" and (guards.is_plain_object(leaf) or _is_module(leaf)):
+            out += guards.collect(leaf)
+    return out
 
 
 def named_sources(fn) -> dict:

@@ -1,0 +1,194 @@
+"""The bridge between a compiled call and the caller's objects: graph input arrays from the
+arguments, in-place updates written back, outputs wrapped as tensors, and the eager autograd
+node (`CompiledFunctionBackward`) whose backward runs the compiled backward graph."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+import eager
+from eager._grad_mode import STATE
+from eager._tensor import Tensor
+
+from . import pytree
+from .tracing import TraceResult
+
+if TYPE_CHECKING:
+    from .entry import Entry
+
+_OVERLAP_MSG = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
+                "location. Please clone() the tensor before performing the operation.")
+
+
+def data_of(obj):
+    """The array behind a tensor (or the array itself)."""
+    return obj._data if isinstance(obj, Tensor) else obj
+
+
+def as_tensor(v) -> Tensor:
+    return v if isinstance(v, Tensor) else Tensor._make(np.asarray(v) if isinstance(v, np.generic) else v)
+
+
+def input_arrays(trace: TraceResult, leaves: list) -> list:
+    """One array per graph input: the explicit leaves, then the captured tensors as they are now."""
+    arrays = []
+    for leaf_index, v in zip(trace.input_leaves, trace.graph.inputs):
+        leaf = leaves[leaf_index]
+        if isinstance(leaf, Tensor):
+            arrays.append(leaf._data)
+        elif isinstance(leaf, (bool, int, float)):
+            arrays.append(np.asarray(leaf, dtype=v.type.dtype.np))
+        else:
+            arrays.append(leaf)
+    for o, _ in trace.captured:
+        arrays.append(o._data if isinstance(o, Tensor) else o)
+    return arrays
+
+
+def input_objects(trace: TraceResult, leaves: list) -> list:
+    """The caller's object behind each graph input (explicit leaves, then captured tensors)."""
+    return [leaves[k] for k in trace.input_leaves] + [o for o, _ in trace.captured]
+
+
+def update_targets(trace: TraceResult, leaves: list) -> list:
+    """What each in-place update output is written into (None: a Python number, immutable)."""
+    targets = []
+    for kind, ref in trace.updates:
+        target = leaves[ref] if kind == "input" else trace.captured[ref][0]
+        targets.append(None if isinstance(target, (bool, int, float)) else target)
+    return targets
+
+
+def write_back(trace: TraceResult, leaves: list, results: list) -> None:
+    """Store in-place updates (an optimizer step inside the function) into the caller's tensors.
+    Every target is checked before any is written, so a refused write leaves all of them as
+    they were rather than some updated and some not."""
+    targets = update_targets(trace, leaves)
+    for target in targets:
+        if target is not None:
+            data = data_of(target)
+            if isinstance(data, np.ndarray) and not data.flags.writeable:
+                raise RuntimeError(_OVERLAP_MSG)
+    for target, value in zip(targets, results):
+        if target is None:
+            continue  # rebinding a Python number is the caller's business
+        data = data_of(target)
+        xp = np if isinstance(data, np.ndarray) else eager._device.cupy_module()
+        xp.copyto(data, value, casting="unsafe")
+        if isinstance(target, Tensor):
+            target._vc[0] += 1  # an in-place change: saved-tensor checks must see it
+
+
+def wrap_outputs(trace: TraceResult, values: list, as_tensors: bool, link=None):
+    """The function's result: its structure rebuilt around the output arrays (as tensors when
+    tensors came in). `link` = (aliases, caller objects) shares version counters (below)."""
+    it = iter(values)
+    leaves, outs = [], []
+    total = trace.n_outputs + len(trace.out_consts)
+    for k in range(total):
+        if k in trace.out_consts:
+            leaves.append(trace.out_consts[k])
+        else:
+            v = next(it)
+            v = as_tensor(v) if as_tensors else v
+            outs.append(v)
+            leaves.append(v)
+    if link is not None and as_tensors:
+        link_aliases(outs, *link)
+    return pytree.unflatten(trace.out_tree, leaves)
+
+
+def link_aliases(tensors, aliases: list, inputs: list) -> None:
+    """An output sharing memory with a caller's tensor shares its version counter too, as an
+    eager view does: an in-place write through either one is then seen by every saved-tensor
+    check (a compiled `x.reshape(-1)` would otherwise hide a write into x from autograd)."""
+    for t, candidates in zip(tensors, aliases):
+        for i in candidates:
+            src = inputs[i]
+            if isinstance(src, Tensor) and isinstance(t, Tensor) and \
+                    eager._device.xp_of_array(src._data).may_share_memory(t._data, src._data):
+                t._vc = src._vc
+                t._base = src if src._base is None else src._base
+                break
+
+
+def rebase(target: Tensor, result: Tensor) -> None:
+    """The caller's tensor updated in place by the compiled call takes the history of the
+    update, as an eager in-place op moves its result's grad_fn onto the tensor."""
+    target.grad_fn = result.grad_fn
+    target._output_nr = result._output_nr
+    target._requires_grad = result._requires_grad
+
+
+class CompiledFunction(eager.autograd.Function):
+    """The eager autograd node of a compiled call: its backward runs the compiled backward.
+
+    Outputs: the user's outputs, then one per in-place update (the caller's updated tensor
+    takes that output's history). Residuals are saved with `save_for_backward`, together with
+    every caller tensor a residual aliases (an input saved as is, or a view of one): eager's
+    engine then frees them after the backward and refuses a second backward or an in-place
+    change made in between, with the messages it gives for its own nodes."""
+
+    @staticmethod
+    def forward(ctx, entry: "Entry", arrays: list, leaves: list, *diff_tensors):
+        trace, grad = entry.trace, entry.grad
+        n_user, n_upd = trace.n_outputs, len(trace.updates)
+        results = entry.forward.run(arrays)
+        user, updates, residuals = results[:n_user], results[n_user:n_user + n_upd], list(results[n_user + n_upd:])
+        for i in entry.fresh_copies:
+            user[i] = user[i].copy()
+        targets = [t for t in update_targets(trace, leaves) if t is not None]
+        if targets:
+            # a residual that aliases a buffer about to be overwritten must keep the old values
+            xp = eager._device.xp_of_array(arrays[0]) if arrays else np
+            for k, r in enumerate(residuals):
+                if any(xp.may_share_memory(r, data_of(t)) for t in targets):
+                    residuals[k] = r.copy()
+        write_back(trace, leaves, updates)
+        inputs = input_objects(trace, leaves)
+        aliased = []
+        for i in grad.aliased_inputs:
+            t = inputs[i]
+            if isinstance(t, Tensor) and not any(t is u for u in targets) and not any(t is a for a in aliased):
+                aliased.append(t)
+        ctx.save_for_backward(*[as_tensor(r) for r in residuals], *aliased)
+        ctx.entry, ctx.n_residuals = entry, len(residuals)
+        ctx.diff_tensors = diff_tensors
+        outs = tuple(as_tensor(r) for r in user + updates)
+        link_aliases(outs, entry.output_aliases, inputs)
+        for k, t in enumerate(outs):
+            if k not in grad.differentiable_outputs:
+                ctx.mark_non_differentiable(t)
+        return outs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        saved = ctx.saved_tensors  # raises after a first backward, or if an aliased input changed
+        residuals = [t._data for t in saved[:ctx.n_residuals]]
+        seeds = []
+        for positions in ctx.entry.grad.seed_positions:
+            total = grads[positions[0]]._data
+            for p in positions[1:]:
+                total = total + grads[p]._data
+            seeds.append(total)
+        results = tuple(as_tensor(r) for r in ctx.entry.grad.backward.run(residuals + seeds))
+        if STATE.enabled and results:  # create_graph=True: the compiled backward has no graph of its own
+            results = _NotTwiceDifferentiable.apply(len(results), *results, *ctx.diff_tensors)
+            results = results if isinstance(results, tuple) else (results,)
+        return (None, None, None) + tuple(results)
+
+
+class _NotTwiceDifferentiable(eager.autograd.Function):
+    """Marks gradients computed by a compiled backward under create_graph=True: using them for
+    a second derivative is an error rather than a silently missing term."""
+
+    @staticmethod
+    def forward(ctx, n: int, *tensors):
+        return tuple(Tensor._make(t._data) for t in tensors[:n])
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError("a compiled function's backward is not differentiable (a higher-order gradient "
+                           "through CompiledFunctionBackward); use static.grad(static.grad(f)) for higher "
+                           "order, or call the function uncompiled")

@@ -1,0 +1,220 @@
+"""One compiled signature: the trace and what runs it.
+
+The function is traced once per signature. When the call wants gradients (grad mode on and
+an input or a captured tensor requires grad), the backward is recorded into the same trace
+(a joint graph), which is optimized as a whole and split by a min-cut into the forward that
+runs at call time and the backward that `CompiledFunctionBackward` runs; no forward-only
+module is built for it. Otherwise the forward-only pipeline runs. What the key already
+decides (output kind, which inputs are differentiated) is worked out here once, so that a
+cached call does no more than check, run and wrap."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from eager._tensor import Tensor
+
+from . import guards
+from .autodiff import reached, vjp
+from .executable import build_executable
+from .ir import Graph, Value, verify
+from .passes import optimize_joint, run_pipeline
+from .passes.aliasing import aliased_inputs, input_free_outputs, output_aliases
+from .passes.rewrite import clone
+from .signature import CallKey
+from .tracer import Tracer, TraceState
+from .tracing import TraceResult, trace_function
+
+if TYPE_CHECKING:
+    from .compiled import Compiled
+
+
+@dataclass
+class GradPart:
+    """What an entry that records gradients adds: the backward and how outputs map to seeds."""
+
+    backward: object  # the executable of the backward graph
+    split: object  # passes.Split: forward and backward graphs, residuals
+    joint: Graph  # the joint graph as traced (what `explain` shows first)
+    wrt_leaves: tuple  # argument leaf indices differentiated (each tensor once)
+    wrt_captured: tuple  # captured positions differentiated
+    seed_positions: list  # per backward seed: its positions among user outputs + updates
+    differentiable_outputs: frozenset  # positions among user outputs + updates that get a grad_fn
+    aliased_inputs: list = field(default_factory=list)  # forward inputs a residual may share memory with
+
+
+class Entry:
+    """One compiled signature (see the module docstring)."""
+
+    def __init__(self, owner: "Compiled", args: tuple, key: CallKey, leaves: list) -> None:
+        self.owner = owner
+        self.key = key
+        self.grad: GradPart | None = None
+        self.stages: list = []
+        # always ready to record a backward: even under an outer no_grad, an enable_grad() region
+        # inside may make an output require grad (the recorder finds nothing to do otherwise)
+        recorder = _GradRecorder(key, leaves)
+        trace = trace_function(owner._trace_target, args, owner.static_argnums, owner.__name__,
+                               same_as=key.same_as, finish=recorder)
+        self.trace: TraceResult = trace
+        self.captured_keys = [(_data(o).shape, _data(o).dtype) for o, _ in trace.captured]
+        self.captured_grad = _captured_grad(trace)
+        self.n_captured = len(trace.captured)
+        self.checks = bool(trace.captured or trace.guards)  # anything to re-check on a cached call
+        self.eager_reason = _overlap_with_update(key, trace)
+        if self.eager_reason is not None:
+            return  # calls with this signature run the function eagerly: nothing to build
+        self.stages.append(("traced", trace.graph))
+        verify(trace.graph)
+        self.stages.append(("verified", trace.graph))
+        n_user, n_upd = trace.n_outputs, len(trace.updates)
+        if recorder.seeds:
+            joint = trace.graph
+            shown = clone(joint)
+            primal = [v for v in joint.inputs if v not in recorder.seeds]
+            split, _ = optimize_joint(joint, primal, recorder.seeds, n_user + n_upd, self.stages,
+                                      opt_level=owner.opt_level, passes=owner.passes, fast_math=owner.fast_math)
+            verify(split.forward)
+            verify(split.backward)
+            self.graph = split.forward
+            self.forward = build_executable(split.forward, owner.backend)
+            self.grad = GradPart(
+                backward=build_executable(split.backward, owner.backend), split=split, joint=shown,
+                wrt_leaves=recorder.wrt_leaves, wrt_captured=recorder.wrt_captured,
+                seed_positions=recorder.seed_positions, differentiable_outputs=recorder.differentiable,
+                aliased_inputs=aliased_inputs(split.forward, split.residuals))
+            self.stages[0] = ("traced", shown)
+            self.stages[1] = ("verified", shown)
+        else:
+            self.graph = run_pipeline(trace.graph, self.stages, opt_level=owner.opt_level, passes=owner.passes,
+                                      fast_math=owner.fast_math)
+            self.forward = build_executable(self.graph, owner.backend)
+        leaf_keys = key.leaves
+        kinds = {k[0] for k in leaf_keys}
+        # eager tensors in (or only numbers): tensors out; NumPy/CuPy arrays in: arrays out
+        self.as_tensors = "tensor" in kinds or "array" not in kinds
+        # the fast paths: every leaf a graph input given as an eager tensor; one plain output
+        every_leaf_an_input = trace.input_leaves == list(range(len(leaf_keys))) and not trace.captured
+        self.all_tensor_inputs = every_leaf_an_input and all(k[0] == "tensor" for k in leaf_keys)
+        self.all_array_inputs = every_leaf_an_input and all(k[0] == "array" for k in leaf_keys)
+        self.output_aliases = output_aliases(self.graph, n_user + (n_upd if self.grad else 0))
+        self.has_output_aliases = any(self.output_aliases)
+        self.fresh_copies = _fresh_copies(self.graph, trace, n_user)
+        self.single_output = (trace.out_tree == ("leaf",) and n_user == 1 and not trace.updates
+                              and not trace.out_consts and not self.fresh_copies)
+        # a tuple of arrays out, arrays in, nothing else to do: value_and_grad's (value, grad)
+        self.plain_tuple_output = (
+            trace.out_tree == ("tuple", tuple(("leaf",) for _ in range(n_user)))
+            and not trace.updates and not trace.out_consts and not self.as_tensors
+            and not self.has_output_aliases and not self.fresh_copies)
+
+    def invalid(self) -> str | None:
+        """Why this entry no longer fits the call (None: it does): a captured tensor re-read
+        with another shape, dtype or kind, one whose requires_grad changed, or a Python value
+        the trace read that has changed since."""
+        trace = self.trace
+        if trace.captured:
+            if not trace.refresh_captured():
+                return "a captured tensor changed shape, dtype or kind"
+            for (o, _), k in zip(trace.captured, self.captured_keys):
+                d = _data(o)
+                if d.shape != k[0] or d.dtype != k[1]:
+                    return "a captured tensor changed shape or dtype"
+            if _captured_grad(trace) != self.captured_grad:
+                return "which captured tensors require grad changed"
+        if trace.guards:
+            return guards.first_change(trace.guards)
+        return None
+
+
+def _fresh_copies(graph: Graph, trace: TraceResult, n_user: int) -> list:
+    """User outputs to copy on every call: constants the generated code may hand back as the
+    same buffer each time, and tensors made inside the function returned as they are (a
+    trace-time constant that is an input of the graph). Every call returns fresh outputs."""
+    first_constant = len(trace.input_leaves)
+    constant_inputs = {graph.inputs[first_constant + i] for i in trace.constants}
+    out = set(input_free_outputs(graph, n_user))
+    out.update(i for i, v in enumerate(graph.outputs[:n_user]) if v in constant_inputs)
+    return sorted(out)
+
+
+def _data(obj):
+    return obj._data if isinstance(obj, Tensor) else obj
+
+
+def _captured_grad(trace: TraceResult) -> tuple:
+    return tuple(isinstance(o, Tensor) and o._requires_grad for o, _ in trace.captured)
+
+
+def _overlap_with_update(key: CallKey, trace: TraceResult) -> str | None:
+    """Arguments that overlap in memory without being the same tensor (x and x[0]), one of
+    them updated in place: a functional graph cannot show the write through the other, so
+    the call runs eagerly, which gives eager's semantics by construction."""
+    if not key.overlaps or not trace.updates:
+        return None
+    updated = {ref for kind, ref in trace.updates if kind == "input"}
+    for group in key.overlaps:
+        if updated & set(group):
+            return ("arguments that overlap in memory (views of one tensor) are updated in place; "
+                    "the call runs eagerly to keep eager's semantics")
+    return None
+
+
+class _GradRecorder:
+    """The `finish` hook of a trace that may need gradients: after the function returned, it
+    finds the outputs (and in-place updates of tensors) that depend differentiably on an input
+    or captured tensor that requires grad, and records their backward into the same graph,
+    seeded by new inputs `grad_out<k>`."""
+
+    def __init__(self, key: CallKey, leaves: list) -> None:
+        self.key, self.leaves = key, leaves
+        self.seeds: list = []
+        self.grads: list = []
+        self.wrt_leaves: tuple = ()
+        self.wrt_captured: tuple = ()
+        self.seed_positions: list = []
+        self.differentiable: frozenset = frozenset()
+
+    def __call__(self, state: TraceState, origin: list, outputs: list, updates: list, refs: list) -> list:
+        wrt, wrt_leaves = [], []
+        for k, leaf_key in enumerate(self.key.leaves):
+            v = origin[k]
+            if leaf_key[0] == "tensor" and leaf_key[4] and v is not None and v not in wrt:
+                wrt.append(v)
+                wrt_leaves.append(k)
+        captured = list(state.captured.values())
+        wrt_captured = [i for i, (o, _) in enumerate(captured) if isinstance(o, Tensor) and o._requires_grad]
+        wrt += [captured[i][1] for i in wrt_captured]
+        if not wrt:
+            return []
+        reach = reached(state, wrt)
+        candidates = outputs + updates
+        order: list = []
+        positions: dict = {}
+        for p, v in enumerate(candidates):
+            if isinstance(v, Value) and v in reach and (p < len(outputs) or self._takes_history(refs[p - len(outputs)],
+                                                                                            captured)):
+                if v not in positions:
+                    positions[v] = []
+                    order.append(v)
+                positions[v].append(p)
+        if not order:
+            return []
+        self.seeds = []
+        for k, v in enumerate(order):
+            seed = Value(f"grad_out{k}", v.type)
+            state.graph.inputs.append(seed)
+            self.seeds.append(seed)
+        self.grads = vjp(state, order, [Tracer(state, s) for s in self.seeds], wrt)
+        self.grads = [g._value for g in self.grads]
+        self.wrt_leaves, self.wrt_captured = tuple(wrt_leaves), tuple(wrt_captured)
+        self.seed_positions = [positions[v] for v in order]
+        self.differentiable = frozenset(p for ps in self.seed_positions for p in ps)
+        return self.grads
+
+    def _takes_history(self, ref: tuple, captured: list) -> bool:
+        """An in-place update takes a history when it is written into an eager tensor (a NumPy
+        array or a Python number has none)."""
+        kind, index = ref
+        target = self.leaves[index] if kind == "input" else captured[index][0]
+        return isinstance(target, Tensor)

@@ -1,0 +1,131 @@
+"""JAX-style transforms: `static.grad` and `static.value_and_grad`, compiled.
+
+A transform runs on Tracers, inside the trace of the compiled function it becomes: the
+gradient is recorded into the same graph as the function itself, so forward and backward
+are optimized together. Conventions follow JAX: `argnums` picks the differentiated
+arguments (an int gives one gradient, a tuple a tuple), each a pytree like its argument;
+with `has_aux=True` the function returns `(output, aux)`, `grad` returns `(grads, aux)` and
+`value_and_grad` returns `((value, aux), grads)`."""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Iterable
+
+import eager
+from eager.ops.special import FULL_LIKE
+
+from . import pytree
+from .autodiff import vjp
+from .compiled import OPTIONS, Compiled, options_of
+from .errors import TraceError
+from .tracer import ACTIVE, Tracer
+from .tracing import is_leaf
+
+
+class _GradTransform:
+    """fn -> a function of the same arguments returning gradients (see the module docstring)."""
+
+    def __init__(self, fn: Callable, argnums: int | Iterable[int], has_aux: bool, with_value: bool) -> None:
+        self.fn = fn._traceable if isinstance(fn, Compiled) else fn
+        kind = "value_and_grad" if with_value else "grad"
+        self.argnums = _check_argnums(kind, self.fn, argnums)
+        self.has_aux = has_aux
+        self.with_value = with_value
+        self.__name__ = f"{kind}_{getattr(self.fn, '__name__', 'f')}"
+        self._kind = kind
+        functools.update_wrapper(self, self.fn, assigned=("__doc__", "__module__"), updated=())
+
+    def __call__(self, *args):
+        state = ACTIVE.stack[-1] if ACTIVE.stack else None
+        if state is None:
+            raise TraceError(f"static.{self._kind} transforms run inside a trace; call the compiled function "
+                             "instead")
+        single = isinstance(self.argnums, int)
+        nums = (self.argnums,) if single else self.argnums
+        for n in nums:
+            if not -len(args) <= n < len(args):
+                raise ValueError(f"static.{self._kind}: argnums={self.argnums!r} refers to argument {n}, but the "
+                                 f"call passes {len(args)} positional argument(s)")
+        # as torch.func.grad: an outer no_grad does not stop the transform; a no_grad() region
+        # inside the function still does
+        with eager.enable_grad():
+            out = self.fn(*args)
+        aux = None
+        if self.has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError(f"static.{self._kind}(has_aux=True): the function must return a pair "
+                                "(output, aux)")
+            out, aux = out
+        if not isinstance(out, Tracer) or out.numel() != 1 or not out.is_floating_point():
+            shape = list(out.shape) if hasattr(out, "shape") else type(out).__name__
+            raise TypeError(f"static.{self._kind}: {getattr(self.fn, '__name__', 'f')} must return a scalar "
+                            f"floating point value (got {shape}); reduce the output to a scalar (e.g. .sum()) "
+                            "before differentiating")
+        wrt_trees = []
+        flat_wrt = []
+        for n in nums:
+            leaves, tree = pytree.flatten(args[n], is_leaf)
+            wrt_trees.append((tree, len(leaves)))
+            flat_wrt += leaves
+        for leaf in flat_wrt:
+            if not isinstance(leaf, Tracer) or not leaf.is_floating_point():
+                raise TypeError(f"static.{self._kind}: differentiated arguments (argnums={self.argnums!r}) must be "
+                                "floating point tensors or numbers")
+        seed = FULL_LIKE(out, value=1.0)
+        grads = vjp(state, [out._value], [seed], [t._value for t in flat_wrt])
+        grouped, pos = [], 0
+        for tree, n in wrt_trees:
+            grouped.append(pytree.unflatten(tree, grads[pos:pos + n]))
+            pos += n
+        g = grouped[0] if single else tuple(grouped)
+        if self.with_value:
+            return ((out, aux), g) if self.has_aux else (out, g)
+        return (g, aux) if self.has_aux else g
+
+
+def _check_argnums(kind: str, fn: Callable, argnums) -> int | tuple:
+    """argnums as JAX takes it (an int or a non-empty sequence of ints), checked against the
+    function's positional parameters when they are known."""
+    if isinstance(argnums, bool) or not isinstance(argnums, (int, tuple, list)):
+        raise TypeError(f"static.{kind}: argnums must be an int or a tuple of ints, got "
+                        f"{type(argnums).__name__} {argnums!r}")
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not nums:
+        raise ValueError(f"static.{kind}: argnums is empty; name at least one argument to differentiate")
+    bad = [n for n in nums if isinstance(n, bool) or not isinstance(n, int)]
+    if bad:
+        raise TypeError(f"static.{kind}: argnums must be ints, got {bad[0]!r} in {argnums!r}")
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = None
+    if params is not None and not any(p.kind == p.VAR_POSITIONAL for p in params):
+        n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+        for i in nums:
+            if not -n <= i < n:
+                raise ValueError(f"static.{kind}: argnums={argnums!r} refers to argument {i}, but "
+                                 f"{getattr(fn, '__name__', 'the function')} has {n} positional parameter(s)")
+    return argnums if isinstance(argnums, int) else nums
+
+
+def grad(fn: Callable, argnums: int | Iterable[int] = 0, has_aux: bool = False, **options: Any) -> Compiled:
+    """The gradient of scalar `fn` with respect to argument(s) `argnums`, compiled (jax.grad).
+    With has_aux=True, `fn` returns `(output, aux)` and the result is `(grads, aux)`. Options
+    are static.compile's; a compiled `fn` lends its own."""
+    return Compiled(_GradTransform(fn, argnums, has_aux, with_value=False), **_inherit(fn, options))
+
+
+def value_and_grad(fn: Callable, argnums: int | Iterable[int] = 0, has_aux: bool = False,
+                   **options: Any) -> Compiled:
+    """`(fn(*args), grads)` in one compiled graph (jax.value_and_grad). With has_aux=True,
+    `fn` returns `(output, aux)` and the result is `((output, aux), grads)`."""
+    return Compiled(_GradTransform(fn, argnums, has_aux, with_value=True), **_inherit(fn, options))
+
+
+def _inherit(fn, options: dict) -> dict:
+    """static.compile's options for the transform: those given, over those of a compiled `fn`."""
+    unknown = [k for k in options if k not in OPTIONS]
+    if unknown:
+        raise TypeError(f"static.grad got an unexpected option {unknown[0]!r}; valid options: {', '.join(OPTIONS)}")
+    return {**options_of(fn), **options} if isinstance(fn, Compiled) else options
