@@ -2,7 +2,7 @@
 
 A result that NumPy can write into an existing array (a ufunc's `out=`, a fused region's
 outputs) may take over the buffer of a value that is dead by then. The graph's memory
-plan (`graph.memory_plan.buffer_of`: value name -> buffer id), when there is one, says
+plan (`graph.memory_plan.buffer_of`: Value -> buffer id), when there is one, says
 which; every reuse is checked against this module's own liveness (views keep their base
 alive, graph outputs live to the end, graph inputs are never written), and a reuse that
 would not be safe becomes a fresh allocation instead."""
@@ -18,8 +18,8 @@ END = float("inf")
 class BufferPlanner:
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
-        plan = getattr(graph, "memory_plan", None)
-        self.plan_of = dict(getattr(plan, "buffer_of", {}) or {}) if plan is not None else None
+        plan = graph.memory_plan
+        self.plan_of = dict(plan.buffer_of) if plan is not None else None
         self.bases: dict = {}  # value -> set of values whose buffers it may share
         self.last_use: dict = {}  # base value -> index of its last (possibly indirect) use
         self.owned: dict = {}  # base value -> "array" (any fresh array) or "region" (C-contiguous)
@@ -69,7 +69,7 @@ class BufferPlanner:
         key = (tuple(out.type.shape), out.type.dtype)
         candidates = []
         if self.plan_of is not None:
-            buf = self.plan_of.get(out.name)
+            buf = self.plan_of.get(out)
             held = self.holder.get(buf)
             if held is not None:
                 candidates = [held]
@@ -95,8 +95,8 @@ class BufferPlanner:
             if len(o.type.shape) > 0:
                 self.owned[o] = kind
         for o in node.outputs:
-            if self.plan_of is not None and o.name in self.plan_of:
-                self.holder[self.plan_of[o.name]] = o
+            if self.plan_of is not None and o in self.plan_of:
+                self.holder[self.plan_of[o]] = o
         for b in self.owned:
             if b not in self.free and self.last_use.get(b, -1) <= i:
                 self.free.append(b)

@@ -187,15 +187,13 @@ def as_scalar(x):
     return x[()] if isinstance(x, np.ndarray) else x
 
 
-_COMBINERS = {"sum": np.add, "mean": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
-
-
-def combine(parts: list, j: int, how: str, shape: tuple, count: int | None = None):
-    """Reduce the j-th partial of every block (in block order) into the final value."""
+def combine(parts: list, j: int, ufunc: np.ufunc, shape: tuple, count: int | None = None):
+    """Reduce the j-th partial of every block (in block order) with `ufunc` (the reduction's
+    combiner) into the final value, divided by count for a mean."""
     if len(parts) == 1:
         total = parts[0][j]
     else:
-        total = _COMBINERS[how].reduce(np.stack([p[j] for p in parts]), axis=0)
+        total = ufunc.reduce(np.stack([p[j] for p in parts]), axis=0)
     if count is not None:
         total = np.true_divide(total, count)
     return total.reshape(shape)

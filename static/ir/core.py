@@ -65,12 +65,17 @@ class Node:
 
 @dataclass(eq=False)
 class Graph:
-    """A function: named inputs, nodes in execution order, outputs."""
+    """A function: named inputs, nodes in execution order, outputs.
+
+    `memory_plan` is what the memory pass decided (a `static.passes.memory.MemoryPlan`, keyed
+    by this graph's Values), None before it runs; code generators read it, so it is part of
+    what a generated module is cached under (`codegen.executable.generator_input`)."""
 
     name: str = "f"
     inputs: list = field(default_factory=list)
     nodes: list = field(default_factory=list)
     outputs: list = field(default_factory=list)
+    memory_plan: Any = None
 
     def __str__(self) -> str:
         return format_graph(self)
@@ -132,7 +137,9 @@ def format_operand(v) -> str:
     return f"%{v.name}" if isinstance(v, Value) else format_literal(v)
 
 
-def format_node(node: Node, indent: str) -> str:
+def format_node(node: Node, indent: str = "", body: bool = True) -> str:
+    """The node's IR text (the one node formatter: the printer, generated-code comments and
+    graph drawings all call it); body=False leaves a fused node's body out (one line)."""
     lhs = ", ".join(f"%{o.name}" for o in node.outputs)
     text = f"{indent}{lhs} = {node.op}"
     if node.inputs:
@@ -140,7 +147,7 @@ def format_node(node: Node, indent: str) -> str:
     if node.attrs:
         text += " {" + ", ".join(f"{k} = {format_literal(node.attrs[k])}" for k in sorted(node.attrs)) + "}"
     text += " : " + ", ".join(format_type(o.type) for o in node.outputs)
-    if node.body is not None:
+    if body and node.body is not None:
         text += " " + format_body(node.body, indent)
     return text
 

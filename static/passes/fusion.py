@@ -14,19 +14,25 @@ from ..ir import Graph, Node, Value
 from .rewrite import Namer, replace_uses
 
 MAX_FUSED_OPS = 64
-REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min"}
-NOT_FUSIBLE = {"stop_gradient", "to_device"}
 
 
 def _role(node: Node) -> str | None:
-    if node.body is not None or len(node.outputs) != 1 or node.op in NOT_FUSIBLE:
+    """"ew" for a fusible pointwise op, "red" for a fusible reduction, else None (the op
+    record says which; a reduction with attributes beyond dims/keepdim is not fused)."""
+    if node.body is not None or len(node.outputs) != 1:
         return None
-    kind = REGISTRY[node.op].kind
-    if kind == "elementwise":
+    op = REGISTRY[node.op]
+    if not op.fusible or not op.pure:
+        return None
+    if op.pointwise:
         return "ew"
-    if node.op in REDUCTIONS:
+    if op.reduction is not None and set(node.attrs) <= {"dims", "keepdim"}:
         return "red"
     return None
+
+
+def _is_reduction(node: Node) -> bool:
+    return node.body is None and REGISTRY[node.op].reduction is not None
 
 
 class Group:
@@ -141,7 +147,7 @@ class Fuser:
         full space: that would need a second pass over the data inside one kernel."""
         ids = {id(n) for n in nodes}
         for n in nodes:
-            if n.op in REDUCTIONS:
+            if _is_reduction(n):
                 continue
             if tuple(n.outputs[0].type.shape) != space:
                 continue
@@ -298,6 +304,9 @@ def fuse(graph: Graph, **_) -> dict:
         if len(g.nodes) < 2:
             continue
         fused, out_map = _build_fused(graph, g, namer, outside, graph_outputs)
+        if not fused.outputs:  # nothing outside reads the group (dead code, when DCE did not run)
+            fused_ids.update(id(n) for n in g.nodes)
+            continue
         mapping.update(out_map)
         for n in g.nodes:
             fused_ids.add(id(n))

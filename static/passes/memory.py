@@ -10,18 +10,32 @@ from eager.ops import REGISTRY
 from ..ir import Graph, Value
 from .rewrite import nbytes
 
-# results that may share their first operand's memory: the ops the registry marks as views,
-# and those that can return their operand itself (stop_gradient; to_device on one device)
-VIEW_OPS = {name for name, op in REGISTRY.items() if op.is_view} | {"stop_gradient", "to_device"}
+
+def aliases_operand(node) -> bool:
+    """Whether the node's results may share its first operand's memory (a view, or an op
+    that can return its operand itself): the op record's `aliases_operand`."""
+    return node.body is None and REGISTRY[node.op].aliases_operand
+
+
+# the same fact as a set of names, for code that has not moved to `aliases_operand` yet
+VIEW_OPS = frozenset(name for name, op in REGISTRY.items() if op.aliases_operand)
 
 
 @dataclass
 class MemoryPlan:
-    buffer_of: dict = field(default_factory=dict)  # value name -> buffer id
+    """Keyed by Value objects, not names: passes after this one may rename values."""
+
+    buffer_of: dict = field(default_factory=dict)  # Value -> buffer id
     buffers: list = field(default_factory=list)  # buffer id -> (nbytes, dtype name, shape)
-    in_place: list = field(default_factory=list)  # (result name, operand name) written in place
+    in_place: list = field(default_factory=list)  # (result Value, operand Value) written in place
     peak_bytes: int = 0
     naive_bytes: int = 0
+
+    def text(self) -> str:
+        """The plan with today's value names, one line per decision (part of a cache key)."""
+        lines = [f"%{v.name} -> buffer {b}" for v, b in self.buffer_of.items()]
+        lines += [f"%{a.name} over %{b.name}" for a, b in self.in_place]
+        return "\n".join(lines)
 
     def describe(self) -> str:
         return (f"{len(self.buffers)} buffers for {len(self.buffer_of)} intermediates, {len(self.in_place)} "
@@ -29,8 +43,9 @@ class MemoryPlan:
 
 
 def _is_elementwise(node) -> bool:
-    return node.op == "fused" and all(REGISTRY[n.op].kind == "elementwise" for n in node.body.nodes) or (
-        node.body is None and REGISTRY[node.op].kind == "elementwise")
+    if node.body is not None:
+        return all(REGISTRY[n.op].pointwise for n in node.body.nodes)
+    return REGISTRY[node.op].pointwise
 
 
 def plan_memory(graph: Graph, **_) -> dict:
@@ -41,7 +56,7 @@ def plan_memory(graph: Graph, **_) -> dict:
     for i, node in enumerate(graph.nodes):
         for v in node.input_values():
             last_use[base_of.get(v, v)] = i
-        if node.op in VIEW_OPS:
+        if aliases_operand(node):
             for o in node.outputs:
                 base_of[o] = base_of.get(node.inputs[0], node.inputs[0])
     for v in outputs:
@@ -54,7 +69,7 @@ def plan_memory(graph: Graph, **_) -> dict:
     for i, node in enumerate(graph.nodes):
         dying = [v for v in dict.fromkeys(base_of.get(v, v) for v in node.input_values())
                  if last_use.get(v) == i and v not in inputs and v in planned]
-        if node.op not in VIEW_OPS:
+        if not aliases_operand(node):
             for k, o in enumerate(node.outputs):
                 key = (nbytes(o), o.type.dtype.name)
                 naive += key[0]
@@ -63,9 +78,9 @@ def plan_memory(graph: Graph, **_) -> dict:
                     reuse = next((d for d in dying if (nbytes(d), d.type.dtype.name) == key
                                   and tuple(d.type.shape) == tuple(o.type.shape)), None)
                 if reuse is not None:
-                    buf = plan.buffer_of[reuse.name]
+                    buf = plan.buffer_of[reuse]
                     dying.remove(reuse)
-                    plan.in_place.append((o.name, reuse.name))
+                    plan.in_place.append((o, reuse))
                 elif free.get(key):
                     buf = free[key].pop()
                     live_bytes += key[0]
@@ -73,7 +88,7 @@ def plan_memory(graph: Graph, **_) -> dict:
                     buf = len(plan.buffers)
                     plan.buffers.append((key[0], o.type.dtype.name, tuple(o.type.shape)))
                     live_bytes += key[0]
-                plan.buffer_of[o.name] = buf
+                plan.buffer_of[o] = buf
                 planned.add(o)
                 owner[buf] = o
                 if last_use.get(o) is None:
@@ -81,7 +96,7 @@ def plan_memory(graph: Graph, **_) -> dict:
                     dying.append(o)
         peak = max(peak, live_bytes)
         for d in dying:
-            buf = plan.buffer_of[d.name]
+            buf = plan.buffer_of[d]
             if owner.get(buf) is d:
                 free.setdefault((nbytes(d), d.type.dtype.name), []).append(buf)
                 live_bytes -= nbytes(d)
