@@ -227,10 +227,22 @@ _add("index_put", NumpyLowering(call="_rt.forward('index_put', np, {args}, **{at
      CupyLowering(call="_rt.forward('index_put', cp, {args}, **{attrs})"))
 _add("view_scatter", NumpyLowering(call="_rt.forward('view_scatter', np, {args}, steps={steps})"),
      CupyLowering(call="_rt.forward('view_scatter', cp, {args}, steps={steps})"))
-_add("take_along", NumpyLowering(call="_rt.forward('take_along', np, {args}, dim={dim}, keepdim={keepdim})"),
-     CupyLowering(call="_rt.forward('take_along', cp, {args}, dim={dim}, keepdim={keepdim})"))
-_add("index_mask", NumpyLowering(call="_rt.forward('index_mask', np, {0}, dim={dim}, size={size})"),
-     CupyLowering(call="_rt.forward('index_mask', cp, {0}, dim={dim}, size={size})"),
+
+
+def _take_along_fields(node: Node, operands: list, ctx: dict) -> dict:
+    """x's values at index along dim; without keepdim the index gains the axis and loses it after."""
+    m, dim = ctx["module"], node.attrs["dim"]
+    if node.attrs.get("keepdim"):
+        return {"take": f"{m}.take_along_axis({operands[0]}, {operands[1]}, axis={dim})"}
+    return {"take": f"{m}.squeeze({m}.take_along_axis({operands[0]}, {m}.expand_dims({operands[1]}, {dim}), "
+                    f"axis={dim}), axis={dim})"}
+
+
+_add("take_along", NumpyLowering(call="{take}"), CupyLowering(call="{take}"), fields=_take_along_fields)
+_add("index_mask", NumpyLowering(call="(np.expand_dims(np.arange({size}), {other_axes}) == {0})"),
+     CupyLowering(call="(cp.expand_dims(cp.arange({size}), {other_axes}) == {0})"),
+     fields=lambda node, operands, ctx: {"other_axes": py_literal(tuple(
+         i for i in range(len(node.inputs[0].type.shape)) if i != node.attrs["dim"]))},
      note="compares positions along dim with an index: not pointwise in its operand")
 
 # -- reductions -------------------------------------------------------------------------------
@@ -265,12 +277,13 @@ _add("var", NumpyLowering(call="np.var({0}, axis={dims}, ddof={correction}, keep
      CupyLowering(call="cp.var({0}, axis={dims}, ddof={correction}, keepdims={keepdim})"), fields=_axes_of_0d)
 _add("std", NumpyLowering(call="np.std({0}, axis={dims}, ddof={correction}, keepdims={keepdim})"),
      CupyLowering(call="cp.std({0}, axis={dims}, ddof={correction}, keepdims={keepdim})"), fields=_axes_of_0d)
-_add("logsumexp", NumpyLowering(call="_rt.forward('logsumexp', np, {0}, dims={dims}, keepdim={keepdim})"),
-     CupyLowering(call="_rt.forward('logsumexp', cp, {0}, dims={dims}, keepdim={keepdim})"))
-_add("softmax", NumpyLowering(call="_rt.forward('softmax', np, {0}, dim={dim})"),
-     CupyLowering(call="_rt.forward('softmax', cp, {0}, dim={dim})"))
-_add("log_softmax", NumpyLowering(call="_rt.forward('log_softmax', np, {0}, dim={dim})"),
-     CupyLowering(call="_rt.forward('log_softmax', cp, {0}, dim={dim})"))
+# as library calls (compiled graphs at opt_level 2 decompose them into fusible ops first,
+# see static/passes/decompose.py); runtime.py spells them in NumPy
+_add("logsumexp", NumpyLowering(call="_rt.logsumexp(np, {0}, {dims}, {keepdim})"),
+     CupyLowering(call="_rt.logsumexp(cp, {0}, {dims}, {keepdim})"))
+_add("softmax", NumpyLowering(call="_rt.softmax(np, {0}, {dim})"), CupyLowering(call="_rt.softmax(cp, {0}, {dim})"))
+_add("log_softmax", NumpyLowering(call="_rt.log_softmax(np, {0}, {dim})"),
+     CupyLowering(call="_rt.log_softmax(cp, {0}, {dim})"))
 
 # -- linear algebra and the rest --------------------------------------------------------------
 _add("matmul", NumpyLowering(call="np.matmul({0}, {1})"), CupyLowering(call="cp.matmul({0}, {1})"),

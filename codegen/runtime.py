@@ -140,6 +140,35 @@ def forward(name: str, xp, *operands, **attrs):
     return REGISTRY[name].forward(xp, *operands, **attrs)
 
 
+def _axes(dims, x):
+    return None if dims is None or x.ndim == 0 else tuple(dims)
+
+
+def logsumexp(xp, x, dims, keepdim):
+    """log(sum(exp(x - m))) + m with m = amax(x) (0 where not finite): no overflow."""
+    axes = _axes(dims, x)
+    if x.size == 0:  # an empty dim: log(0) = -inf (or an empty result), as PyTorch
+        return xp.log(xp.sum(xp.exp(x), axis=axes, keepdims=keepdim))
+    m = xp.amax(x, axis=axes, keepdims=True)
+    m = xp.where(m - m == 0, m, 0)  # m - m is 0 exactly when m is finite
+    out = xp.log(xp.sum(xp.exp(x - m), axis=axes, keepdims=True)) + m
+    return out if keepdim or axes is None and x.ndim == 0 else xp.squeeze(out, axis=axes)
+
+
+def softmax(xp, x, dim):
+    if x.size == 0:
+        return x.copy()
+    axis = dim if x.ndim else None
+    e = xp.exp(x - xp.amax(x, axis=axis, keepdims=True))
+    return e / xp.sum(e, axis=axis, keepdims=True)
+
+
+def log_softmax(xp, x, dim):
+    if x.size == 0:
+        return x.copy()
+    return x - logsumexp(xp, x, (dim,), True)
+
+
 def _into(result, out):
     if out is None:
         return result

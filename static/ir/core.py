@@ -4,6 +4,7 @@ Plain Python objects, printed as text (see `format_graph`) that `static.parse_ir
 back exactly. A node may carry a nested `body` graph (a fused region)."""
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,18 +93,47 @@ class Graph:
         return out
 
     def renumber(self) -> "Graph":
-        """Name node results %0, %1, ... in order (inputs keep their names)."""
+        """%0, %1, ... in program order across the graph and its bodies (body inputs too),
+        so names are unique everywhere; the graph's own inputs keep their names."""
         taken = {v.name for v in self.inputs}
-        counter = 0
-        for node in self.nodes:
-            for out in node.outputs:
-                while str(counter) in taken:
-                    counter += 1
-                out.name = str(counter)
-                counter += 1
-            if node.body is not None:
-                node.body.renumber()
+        counter = itertools.count()
+
+        def fresh() -> str:
+            while True:
+                name = str(next(counter))
+                if name not in taken:
+                    return name
+
+        def walk(g: "Graph", top: bool) -> None:
+            if not top:
+                for v in g.inputs:
+                    v.name = fresh()
+            for node in g.nodes:
+                if node.body is not None:
+                    walk(node.body, False)
+                for o in node.outputs:
+                    o.name = fresh()
+
+        walk(self, True)
         return self
+
+    def replace_all_uses_with(self, mapping: dict) -> None:
+        """Make every operand and output that is a key of `mapping` (old Value -> new Value or
+        literal) read its replacement instead, following chains (a -> b -> c). Bodies read
+        the outer values through their node's operands, so they need no rewriting."""
+        if not mapping:
+            return
+
+        def resolve(v):
+            seen = 0
+            while isinstance(v, Value) and v in mapping and seen < 1000:
+                v = mapping[v]
+                seen += 1
+            return v
+
+        for node in self.nodes:
+            node.inputs = [resolve(v) for v in node.inputs]
+        self.outputs = [resolve(v) for v in self.outputs]
 
     def count_nodes(self) -> int:
         return sum(1 + (n.body.count_nodes() if n.body is not None else 0) for n in self.nodes)

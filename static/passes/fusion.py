@@ -57,8 +57,9 @@ def _describe(node: Node) -> str:
 
 
 class Fuser:
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, max_ops: int = MAX_FUSED_OPS) -> None:
         self.graph = graph
+        self.max_ops = max_ops
         self.pos = {id(n): i for i, n in enumerate(graph.nodes)}
         self.group_of: dict = {}
         self.rejections: list = []
@@ -127,8 +128,8 @@ class Fuser:
     # -- grouping --------------------------------------------------------------------------------
     def try_join(self, group: Group, node: Node, role: str, why_pair) -> bool:
         reason = None
-        if len(group.nodes) >= MAX_FUSED_OPS:
-            reason = f"size cap of {MAX_FUSED_OPS} ops reached"
+        if len(group.nodes) >= self.max_ops:
+            reason = f"size cap of {self.max_ops} ops reached"
         if reason is None:
             reason = self._space_ok(group, node, role)
         if reason is None:
@@ -165,7 +166,7 @@ class Fuser:
             self.rejections.append(f"{_describe(a.nodes[-1])} + {_describe(b.nodes[-1])}: a member would read "
                                    "a reduced value at the full iteration shape")
             return False
-        if len(a.nodes) + len(b.nodes) > MAX_FUSED_OPS or self._convex(a.nodes, b.nodes):
+        if len(a.nodes) + len(b.nodes) > self.max_ops or self._convex(a.nodes, b.nodes):
             return False
         a.nodes.extend(b.nodes)
         a.reduce = a.reduce or b.reduce
@@ -283,10 +284,11 @@ def _toposort(nodes: list) -> list:
     return out
 
 
-def fuse(graph: Graph, **_) -> dict:
+def fuse(graph: Graph, max_ops: int | None = None, **_) -> dict:
+    """Group fusible nodes into `fused` regions of at most max_ops ops (MAX_FUSED_OPS)."""
     for i, n in enumerate(graph.nodes):
         n.loc_index = i
-    fuser = Fuser(graph)
+    fuser = Fuser(graph, MAX_FUSED_OPS if max_ops is None else max_ops)
     groups = fuser.run()
     namer = Namer(graph)
     outside: dict = {}

@@ -30,6 +30,7 @@ class MemoryPlan:
     in_place: list = field(default_factory=list)  # (result Value, operand Value) written in place
     peak_bytes: int = 0
     naive_bytes: int = 0
+    liveness: "Liveness | None" = None  # the analysis the plan was made from (codegen reuses it)
 
     def text(self) -> str:
         """The plan with today's value names, one line per decision (part of a cache key)."""
@@ -48,20 +49,50 @@ def _is_elementwise(node) -> bool:
     return REGISTRY[node.op].pointwise
 
 
-def plan_memory(graph: Graph, **_) -> dict:
-    inputs = set(graph.inputs)
-    outputs = {v for v in graph.outputs if isinstance(v, Value)}
-    base_of: dict = {}
-    last_use: dict = {}
+@dataclass
+class Liveness:
+    """Which buffer each value lives in and how long: `base_of` maps a value that may share
+    another's memory (a view, an identity, a fused output that is one of its inputs) to the
+    value owning that memory; `last_use` maps an owning value to the index of the last node
+    reading it, directly or through a view (len(graph.nodes) for graph outputs). The one
+    liveness analysis: the planner below and the NumPy generator's buffer reuse both read it."""
+
+    base_of: dict = field(default_factory=dict)
+    last_use: dict = field(default_factory=dict)
+
+    def base(self, v: Value) -> Value:
+        return self.base_of.get(v, v)
+
+
+def _aliased_operands(node) -> list:
+    """(result, operand) pairs where the result may be the operand's memory."""
+    if node.body is not None:  # a body yielding one of its inputs hands that operand out
+        position = {p: k for k, p in enumerate(node.body.inputs)}
+        return [(o, node.inputs[position[y]]) for o, y in zip(node.outputs, node.body.outputs)
+                if isinstance(y, Value) and y in position and isinstance(node.inputs[position[y]], Value)]
+    if aliases_operand(node) and node.inputs and isinstance(node.inputs[0], Value):
+        return [(o, node.inputs[0]) for o in node.outputs]
+    return []
+
+
+def liveness(graph: Graph) -> Liveness:
+    live = Liveness()
     for i, node in enumerate(graph.nodes):
         for v in node.input_values():
-            last_use[base_of.get(v, v)] = i
-        if aliases_operand(node):
-            for o in node.outputs:
-                base_of[o] = base_of.get(node.inputs[0], node.inputs[0])
-    for v in outputs:
-        last_use[base_of.get(v, v)] = len(graph.nodes)
-    plan = MemoryPlan()
+            live.last_use[live.base(v)] = i
+        for o, operand in _aliased_operands(node):
+            live.base_of[o] = live.base(operand)
+    for v in graph.outputs:
+        if isinstance(v, Value):
+            live.last_use[live.base(v)] = len(graph.nodes)
+    return live
+
+
+def plan_memory(graph: Graph, **_) -> dict:
+    inputs = set(graph.inputs)
+    live = liveness(graph)
+    base_of, last_use = live.base_of, dict(live.last_use)
+    plan = MemoryPlan(liveness=live)
     free: dict = {}  # (nbytes, dtype) -> [buffer ids]
     live_bytes = peak = naive = 0
     owner: dict = {}  # buffer id -> value holding it
@@ -71,6 +102,8 @@ def plan_memory(graph: Graph, **_) -> dict:
                  if last_use.get(v) == i and v not in inputs and v in planned]
         if not aliases_operand(node):
             for k, o in enumerate(node.outputs):
+                if o in base_of:
+                    continue  # a fused output that is one of its inputs: no memory of its own
                 key = (nbytes(o), o.type.dtype.name)
                 naive += key[0]
                 reuse = None
