@@ -211,11 +211,6 @@ def dtype(name: str):
     return _dtypes.from_name(name)
 
 
-def as_scalar(x):
-    """A 0-d array as a NumPy scalar (same dtype, same arithmetic, less overhead)."""
-    return x[()] if isinstance(x, np.ndarray) else x
-
-
 def combine(parts: list, j: int, ufunc: np.ufunc, shape: tuple, count: int | None = None):
     """Reduce the j-th partial of every block (in block order) with `ufunc` (the reduction's
     combiner) into the final value, divided by count for a mean."""

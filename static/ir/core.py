@@ -20,15 +20,28 @@ def format_type(t: Type) -> str:
 
 
 class Value:
-    """An SSA value: a graph input or one result of a node."""
+    """An SSA value: a graph input or one result of a node.
 
-    __slots__ = ("name", "type", "producer", "index", "__weakref__")
+    `users` lists the nodes whose operands include it (once per use), kept up to date by
+    every assignment of a node's `inputs` and by `Node.drop`; a graph's outputs are not
+    nodes and are not listed (see `Graph.replace_all_uses_with`)."""
+
+    __slots__ = ("name", "type", "producer", "index", "users", "__weakref__")
 
     def __init__(self, name: str, type: Type, producer: "Node | None" = None, index: int = 0) -> None:
         self.name = name
         self.type = type
         self.producer = producer
         self.index = index
+        self.users: list = []
+
+    def replace_all_uses_with(self, new: Any) -> int:
+        """Make every node reading this value read `new` (a Value or literal) instead.
+        Returns how many nodes changed."""
+        nodes = list({id(n): n for n in self.users}.values())
+        for node in nodes:
+            node.inputs = [new if v is self else v for v in node.inputs]
+        return len(nodes)
 
     @property
     def shape(self) -> tuple:
@@ -40,9 +53,6 @@ class Value:
 
     def __repr__(self) -> str:
         return f"%{self.name}: {format_type(self.type)}"
-
-
-Operand = Any  # a Value, or a Python int/float/bool literal
 
 
 @dataclass(eq=False)
@@ -57,11 +67,36 @@ class Node:
     loc: str | None = None  # the user's file:line that produced it, when traced
     line: int | None = None  # the text line, when parsed
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "inputs":  # keep the operands' use lists up to date
+            value = list(value)
+            old = self.__dict__.get("inputs")
+            if old is not None:
+                _remove_uses(self, old)
+            for v in value:
+                if isinstance(v, Value):
+                    v.users.append(self)
+        object.__setattr__(self, name, value)
+
+    def drop(self) -> None:
+        """Detach the node from its operands (their `users` no longer list it): for a node
+        leaving its graph."""
+        _remove_uses(self, self.inputs)
+
     def input_values(self) -> list:
         return [v for v in self.inputs if isinstance(v, Value)]
 
     def __repr__(self) -> str:
         return format_node(self, "")
+
+
+def _remove_uses(node: Node, operands: list) -> None:
+    for v in operands:
+        if isinstance(v, Value):
+            for k, u in enumerate(v.users):
+                if u is node:
+                    del v.users[k]
+                    break
 
 
 @dataclass(eq=False)
@@ -84,11 +119,19 @@ class Graph:
     def __repr__(self) -> str:
         return f"<static.Graph @{self.name}: {len(self.inputs)} inputs, {len(self.nodes)} nodes>"
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "nodes" and "nodes" in self.__dict__:  # nodes leaving the graph drop their uses
+            kept = {id(n) for n in value}
+            for n in self.__dict__["nodes"]:
+                if id(n) not in kept:
+                    n.drop()
+        object.__setattr__(self, name, value)
+
     def users(self) -> dict:
-        """Value -> list of nodes that read it (including a body's outer inputs)."""
+        """Value -> the nodes of this graph that read it, in program order, once each."""
         out: dict = {}
         for node in self.nodes:
-            for v in node.input_values():
+            for v in dict.fromkeys(node.input_values()):
                 out.setdefault(v, []).append(node)
         return out
 
