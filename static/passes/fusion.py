@@ -222,9 +222,11 @@ class Fuser:
         return groups
 
 
-def _build_fused(graph: Graph, group: Group, namer: Namer, outside_users: dict, graph_outputs: set):
+def _build_fused(group: Group, position: dict, namer: Namer, outside_users: dict, graph_outputs: set):
+    """The fused node of a group (members in program order: `position` maps id(node) to its
+    index in the graph) and the map from members' exported results to its results."""
     members = {id(n) for n in group.nodes}
-    order = sorted(group.nodes, key=lambda n: n.loc_index)
+    order = sorted(group.nodes, key=lambda n: position[id(n)])
     ext_inputs: list = []
     for n in order:
         for v in n.input_values():
@@ -286,8 +288,6 @@ def _toposort(nodes: list) -> list:
 
 def fuse(graph: Graph, max_ops: int | None = None, **_) -> dict:
     """Group fusible nodes into `fused` regions of at most max_ops ops (MAX_FUSED_OPS)."""
-    for i, n in enumerate(graph.nodes):
-        n.loc_index = i
     fuser = Fuser(graph, MAX_FUSED_OPS if max_ops is None else max_ops)
     groups = fuser.run()
     namer = Namer(graph)
@@ -305,7 +305,7 @@ def fuse(graph: Graph, max_ops: int | None = None, **_) -> dict:
     for g in groups:
         if len(g.nodes) < 2:
             continue
-        fused, out_map = _build_fused(graph, g, namer, outside, graph_outputs)
+        fused, out_map = _build_fused(g, fuser.pos, namer, outside, graph_outputs)
         if not fused.outputs:  # nothing outside reads the group (dead code, when DCE did not run)
             fused_ids.update(id(n) for n in g.nodes)
             continue
@@ -320,9 +320,6 @@ def fuse(graph: Graph, max_ops: int | None = None, **_) -> dict:
             new_nodes.append(replaced[id(node)])
         elif id(node) not in fused_ids:
             new_nodes.append(node)
-    for node in graph.nodes:
-        if hasattr(node, "loc_index"):
-            del node.loc_index
     graph.nodes = new_nodes
     replace_uses(graph, mapping)
     graph.nodes = _toposort(graph.nodes)
