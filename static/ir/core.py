@@ -55,7 +55,7 @@ class Value:
         return f"%{self.name}: {format_type(self.type)}"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, init=False)
 class Node:
     """One op application. `inputs` are Values or Python scalar literals."""
 
@@ -67,16 +67,24 @@ class Node:
     loc: str | None = None  # the user's file:line that produced it, when traced
     line: int | None = None  # the text line, when parsed
 
+    def __init__(self, op: str, inputs: list, attrs: dict, outputs: list | None = None, body: "Graph | None" = None,
+                 loc: str | None = None, line: int | None = None) -> None:
+        # written straight into __dict__ (nodes are made by the thousand while tracing): only
+        # `inputs` needs the bookkeeping of __setattr__
+        self.__dict__.update(op=op, attrs=attrs, outputs=[] if outputs is None else outputs, body=body, loc=loc,
+                             line=line)
+        self.inputs = inputs
+
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "inputs":  # keep the operands' use lists up to date
             value = list(value)
             old = self.__dict__.get("inputs")
-            if old is not None:
+            if old:
                 _remove_uses(self, old)
             for v in value:
-                if isinstance(v, Value):
+                if type(v) is Value:
                     v.users.append(self)
-        object.__setattr__(self, name, value)
+        self.__dict__[name] = value
 
     def drop(self) -> None:
         """Detach the node from its operands (their `users` no longer list it): for a node
