@@ -379,7 +379,8 @@ class BlockedRegion:
             top.lines.append(f"{parts} = {call}")
             for red, j in self.partials:
                 v = red.outputs[0]
-                name = top.names.fresh(f"r{self.rid}_{v.name}")
+                outer = yielded.get(v, [None])[0]  # a result the region yields: combined into its name
+                name = self.m.names(outer) if outer is not None else top.names.fresh(f"r{self.rid}_{v.name}")
                 top.env[v] = name
                 count = ""
                 if _divides_by_count(red):
@@ -392,12 +393,16 @@ class BlockedRegion:
         else:
             top.lines.append(call)
         for n in r.epilogue:
+            y = n.outputs[0]
+            if y in yielded and y not in top.env and y not in top.names.of:
+                top.names.of[y] = self.m.names(yielded[y][0])  # computed straight into the region's result
             top.comment(n)
             top.op(n)
         for o, y in zip(r.node.outputs, body.outputs):
             if y in dest and (o in owned or o in yielded.get(y, [])[1:]):
                 continue
-            top.lines.append(f"{self.m.names(o)} = {top.src(y)}")
+            if self.m.names(o) != top.src(y):
+                top.lines.append(f"{self.m.names(o)} = {top.src(y)}")
         for o in r.node.outputs:
             for b, outs in yielded.items():
                 if o in outs[1:] and b in dest:

@@ -77,3 +77,15 @@ def test_backward_entry_is_called_backward_and_residuals_keep_forward_names():
     assert "def backward(" in backward.source() and "def forward(" not in backward.source()
     forward = CompiledGraph(split.forward, "numpy")
     assert "def forward(" in forward.source()
+
+
+def test_blocked_region_results_are_written_directly():
+    """Reductions combined and epilogue ops computed straight into the region's results."""
+    x = eager.tensor(np.random.default_rng(0).standard_normal((64, 30)).astype(np.float32))
+    for fn in (lambda t: ((t * 2).exp().sum() + 1.0).sqrt(), lambda t: (t * 2).exp().sum(0),
+               lambda t: (t - t.mean(1, keepdim=True)).exp().sum(1).log() * 2.0):
+        compiled = static.compile(fn)
+        np.testing.assert_allclose(compiled(x).numpy(), fn(x).numpy(), rtol=1e-5)
+        body = compiled.source(x).split("def forward", 1)[1]
+        assert "def _region" in compiled.source(x)
+        assert [line for line in body.splitlines() if re.fullmatch(r"\s*\w+ = \w+", line)] == []
