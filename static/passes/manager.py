@@ -159,7 +159,7 @@ def summarize(stats: dict) -> str:
             parts.append(f"{k}: {len(v)}")
         elif isinstance(v, dict):
             if v:
-                parts.append(f"{k}: " + " ".join(f"{name}x{n}" for name, n in v.items()))
+                parts.append(f"{k}: " + ", ".join(f"{name} ({n})" for name, n in v.items()))
         else:
             parts.append(f"{k}: {v}")
     return ", ".join(parts)

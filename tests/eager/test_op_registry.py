@@ -202,3 +202,21 @@ def test_a_step_declared_not_differentiable_raises_when_differentiated_again():
         g.sum().backward()
     with pytest.raises(RuntimeError, match="prod_except_self"):
         static.grad(lambda t: static.grad(lambda u: u.prod())(t).sum())(eager.tensor([1.5, 2.0, -0.5]))
+
+
+@pytest.mark.parametrize("name", [n for n in OPS if REGISTRY[n].differentiable_order == 0])
+def test_ops_declared_not_differentiable_raise_when_differentiated(name):
+    import static
+
+    op = REGISTRY[name]
+    for arrays, attrs in _samples(op):
+        operands = _to_operands(arrays, requires_grad=True)
+        out = op(*operands, **attrs)
+        with pytest.raises(RuntimeError, match=f"derivative for {name} is not implemented"):
+            out.sum().backward()
+
+        def loss(*xs):
+            return op(*xs, **attrs).sum()
+
+        with pytest.raises(RuntimeError, match=name):
+            static.grad(loss)(*_to_operands(arrays, requires_grad=False))
