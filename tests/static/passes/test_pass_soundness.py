@@ -74,3 +74,34 @@ def test_full_sum_exp_softmax_and_safe_division_fuse_without_a_cycle():
     f(*tensors).backward()
     for got_grad, t in zip(g(*[eager.tensor(a) for a in arrays]), tensors):
         np.testing.assert_allclose(got_grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+@pytest.fixture
+def random_op():
+    """A pointwise op that draws random numbers, declared for the length of a test."""
+    from eager.ops import REGISTRY, defop
+
+    op = defop("test_noise", forward=lambda xp, x: x + np.random.default_rng().standard_normal(x.shape),
+               abstract=lambda x: x, random=True, samples=lambda rng: [((rng.standard_normal(3),), {})])
+    try:
+        yield op
+    finally:
+        del REGISTRY["test_noise"]
+
+
+def test_random_ops_are_never_merged_folded_fused_or_recomputed(random_op):
+    from static.passes import PASSES
+    from static.passes.remat import _recomputable
+
+    g = static.parse_ir("""func @f(%x: f32[4]) -> (f32[4], f32[4], f32[4]) {
+  %0 = test_noise %x : f32[4]
+  %1 = test_noise %x : f32[4]
+  %2 = full {dtype = f32, shape = [4], value = 1.0} : f32[4]
+  %3 = test_noise %2 : f32[4]
+  return %0, %1, %3
+}""")
+    assert PASSES["cse"](g) == {"merged": 0}
+    assert PASSES["fold"](g) == {"folded": 0}
+    assert not any(_recomputable(n) for n in g.nodes if n.op == "test_noise")
+    stats = PASSES["fuse"](g)
+    assert all(n.op != "fused" for n in g.nodes), stats
