@@ -19,14 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from eager.ops import REGISTRY
 from static.ir import Graph, Node, Value
 
 from . import settings
-
-# unary pointwise ops whose 0-d lowering is a library call, and whose value on an element
-# does not depend on the other elements of the array it is computed in
-BATCHABLE = frozenset({"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "abs", "sign",
-                       "sigmoid", "erf", "softplus", "gelu"})
 
 
 @dataclass(eq=False)
@@ -163,6 +159,11 @@ def plan(graph: Graph, inline_bodies: dict) -> Plan:
 
 
 def _batchable(node: Node) -> bool:
-    return (node.op in BATCHABLE and len(node.inputs) == 1 and isinstance(node.inputs[0], Value)
+    """A unary op the record marks batchable, whose 0-d spelling is a call (not an operator)."""
+    from .lowering import lowering_for  # noqa: PLC0415
+
+    op = REGISTRY.get(node.op)
+    return (node.body is None and op is not None and op.batchable and lowering_for(node.op).numpy.scalar is None
+            and len(node.inputs) == 1 and isinstance(node.inputs[0], Value)
             and len(node.outputs) == 1
             and all(len(v.type.shape) == 0 for v in (node.inputs[0], node.outputs[0])))

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import re
 
+from eager.ops import REGISTRY
 from static.ir import Graph, Node, Value
 
 from .cuda_helpers import PREAMBLE
 from .lowering import lowering_for, small_power
 from .regions import Region, analyze
-from .render import (CUPY_PARAM_TYPES, Names, c_literal, c_number, c_type, compute_c_type, compute_dtype, fields, fill,
-                     line_numbers, node_line, np_dtype, py_literal)
+from .render import (CUPY_PARAM_TYPES, Names, c_literal, c_type, compute_c_type, compute_dtype, fields, fill,
+                     cite, entry_name, line_numbers, node_line, np_dtype, py_literal)
 from .templates import render
 
 
@@ -46,23 +47,16 @@ class KernelBody:
         out = n.outputs[0]
         T = compute_c_type(compute_dtype(n))
         R = c_type(out.type.dtype)
-        operands = [self.operand(v, T, keep_type=(n.op == "where" and i == 0) or n.op == "to_dtype")
-                    for i, v in enumerate(n.inputs)]
+        masks = REGISTRY[n.op].mask_operands
+        # conditions keep their own type; a cast reads its operand as it is
+        operands = [self.operand(v, T, keep_type=i in masks or n.op == "to_dtype") for i, v in enumerate(n.inputs)]
         f = fields(n, operands, module="cp", T=T, R=R)
-        if n.op in ("full", "full_like"):
-            f["value_c"] = c_number(n.attrs["value"])
-        if n.op == "clamp":
-            lo, hi = n.attrs.get("min"), n.attrs.get("max")
-            f.update(min_c=c_literal(lo if lo is not None else 0, T), max_c=c_literal(hi if hi is not None else 0, T),
-                     has_min="true" if lo is not None else "false", has_max="true" if hi is not None else "false")
-        if n.op == "softplus":
-            f.update(beta=c_number(n.attrs["beta"]), threshold=c_number(n.attrs["threshold"]))
         expr = fill(low.expr, operands, f)
         power = small_power(n)
         if power is not None:  # as the NumPy backend: x**2, x**3 multiplied out
             expr = "(" + " * ".join([operands[0]] * power) + ")"
         name = "t_" + re.sub(r"\W", "_", out.name)
-        self.lines.append(f"// L{self.m.lines.get(id(n), '?')}: {node_line(n)}")
+        self.lines.append(f"// L{self.m.lines.get(id(n), '?')}: {node_line(n)}{cite(n)}")
         self.lines.append(f"{R} {name} = ({R})({expr});")
         self.env[out] = (name, R)
 
@@ -82,7 +76,7 @@ class CupyModule:
         return self.names(v) if isinstance(v, Value) else py_literal(v)
 
     def comment(self, node: Node) -> None:
-        self.body.append(f"# L{self.lines.get(id(node), '?')}: {node_line(node)}")
+        self.body.append(f"# L{self.lines.get(id(node), '?')}: {node_line(node)}{cite(node)}")
 
     def call(self, node: Node, env: dict | None = None) -> None:
         """A library call; env maps body values to the source of their outer value."""
@@ -90,7 +84,7 @@ class CupyModule:
         env = env or {}
         operands = [env.get(v, self.src(v)) if isinstance(v, Value) else py_literal(v) for v in node.inputs]
         outs = [self.names(o) for o in node.outputs]
-        target = ", ".join(outs) + ("," if len(outs) == 1 and node.op == "split" else "")
+        target = ", ".join(outs) + ("," if len(outs) == 1 and REGISTRY[node.op].multi_output else "")
         self.body.append(f"{target} = {fill(low.call, operands, fields(node, operands, module='cp'))}")
 
     def source(self) -> str:
@@ -104,7 +98,7 @@ class CupyModule:
             else:
                 self.region(node)
         returns = [self.src(v) for v in g.outputs]
-        return render("cupy_module.py.j2", graph_name=g.name, description=self.describe(), ir_text=str(g),
+        return render("cupy_module.py.j2", entry_fn=entry_name(g), graph_name=g.name, description=self.describe(), ir_text=str(g),
                       preamble=PREAMBLE, kernels=self.kernels, params=params, entry=entry, body=self.body,
                       returns=returns)
 

@@ -26,6 +26,22 @@ def _library_version(backend: str) -> str:
         return "cupy-none"
 
 
+def generator_input(graph: Graph) -> str:
+    """Everything the generators read, as text: the IR, each node's source location (cited in
+    the generated code) and the memory plan. The cache key is made from this, so two graphs
+    that would generate different code never share a cached module."""
+    parts = [str(graph), "# locations"]
+    stack = list(graph.nodes)
+    while stack:
+        node = stack.pop(0)
+        parts.append(node.loc or "-")
+        if node.body is not None:
+            stack[:0] = node.body.nodes
+    plan = graph.memory_plan
+    parts.append("# memory plan\n" + (plan.text() if plan is not None else "none"))
+    return "\n".join(parts)
+
+
 def generate_source(graph: Graph, backend: str) -> tuple[str, str]:
     """(source, description) of the module for graph on backend 'numpy' or 'cupy'."""
     if backend == "numpy":
@@ -50,16 +66,20 @@ class CompiledGraph:
         self.graph = graph
         self.backend = backend
         self.ir_text = str(graph)
+        self.key_text = generator_input(graph)
+        from .render import entry_name  # noqa: PLC0415  (render imports static.ir only)
+
+        self.entry = entry_name(graph)  # the module's entry function: forward or backward
         self._loaded: dict = {}
         self._descriptions: dict = {}
         self._forward = None
         if backend in ("auto", "numpy"):
-            self._forward = self._load("numpy").module.forward
+            self._forward = getattr(self._load("numpy").module, self.entry)
 
     def _load(self, which: str) -> loader.Loaded:
         found = self._loaded.get(which)
         if found is None:
-            key = cache.key(self.ir_text, which, _library_version(which) + settings.fingerprint(which))
+            key = cache.key(self.key_text, which, _library_version(which) + settings.fingerprint(which))
 
             def generate() -> str:
                 src, desc = generate_source(self.graph, which)
@@ -73,7 +93,7 @@ class CompiledGraph:
     def run(self, arrays: list) -> list:
         if self.backend == "cupy" or (self.backend == "auto" and any(
                 type(a) is not np.ndarray and _is_cupy(a) for a in arrays)):
-            return self._load("cupy").module.forward(*arrays)
+            return getattr(self._load("cupy").module, self.entry)(*arrays)
         return self._forward(*arrays)
 
     def source(self, which: str | None = None) -> str:

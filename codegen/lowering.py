@@ -11,15 +11,25 @@ as source), `{args}` all of them, `{out}` the destination buffer, `{shape}`/`{dt
 the result's static type, and every attribute by its name, rendered as a Python literal.
 In C expressions `{T}` is the compute type (the operands' type) and `{R}` the result's.
 
+What an op *is* (its arity, whether it is pointwise, how a reduction combines partials)
+comes from its record in the registry; this table says only how each backend spells it.
+Fields a template needs beyond the attributes (C literals, index keys...) come from the
+entry's own `fields` function, so generators hold no per-op cases.
+
 An op missing here still runs (see `lowering_for`: it calls the op's own forward), but
 the registry-wide test fails, so a new op gets a real lowering before it lands.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Callable
 
 from eager.ops import REGISTRY
+from eager.ops._registry import OpDef
 from static.ir import Node, Value
+
+from .render import c_literal, c_number, index_source, py_literal
 
 
 @dataclass(frozen=True)
@@ -43,54 +53,70 @@ class CupyLowering:
 class OpLowering:
     numpy: NumpyLowering
     cupy: CupyLowering
-    pointwise: bool = False  # evaluable element by element inside a fused kernel
+    pointwise: bool = False  # evaluable element by element inside a fused kernel (the record's fact)
     reduction: "ReductionLowering | None" = None
     note: str = ""
+    # extra template fields: (node, operands, ctx) -> dict; ctx has "module" ("np"/"cp") and, in
+    # C expressions, "T" (the compute type); see codegen/render.fields
+    fields: Callable | None = None
 
 
 @dataclass(frozen=True)
 class ReductionLowering:
-    """How a reduction is split into per-block partials and combined (NumPy), or run as
-    a CuPy ReductionKernel (identity, reduce expression, post-map)."""
+    """A reduction as a CuPy ReductionKernel (identity, reduce expression, post-map), all
+    derived from the op record's `Reduction` facts by `reduction_lowering`."""
 
-    partial: str  # NumPy: partial of a block, over axes {axis} with keepdims=True
-    combine: str  # NumPy: the reduction of stacked partials along axis 0
     identity: str  # C: the identity, with {T}
     reduce: str  # C: combine a and b
     post: str = "a"  # C: the final value from the accumulator a ({count} = elements per output)
-    divide_by_count: bool = False
 
 
 TABLE: dict[str, OpLowering] = {}
 
 
-def _add(name: str, numpy: NumpyLowering, cupy: CupyLowering, pointwise: bool = False,
-         reduction: ReductionLowering | None = None, note: str = "") -> None:
-    TABLE[name] = OpLowering(numpy, cupy, pointwise, reduction, note)
+def reduction_lowering(op: OpDef) -> ReductionLowering | None:
+    """The C spelling of a reduction's facts: the identity, the combiner's C expression on
+    accumulators a and b, and the division by the count for a mean."""
+    facts = op.reduction
+    if facts is None:
+        return None
+    if facts.identity == -math.inf:
+        identity = "gm_lowest<{T}>()"
+    elif facts.identity == math.inf:
+        identity = "gm_highest<{T}>()"
+    else:
+        identity = f"({{T}}){facts.identity!r}"
+    reduce = TABLE[facts.combiner].cupy.expr.format("a", "b")
+    return ReductionLowering(identity=identity, reduce=reduce, post="a / ({T}){count}" if facts.divide_by_count else "a")
+
+
+def _add(name: str, numpy: NumpyLowering, cupy: CupyLowering, pointwise: bool | None = None,
+         reduction: ReductionLowering | None = None, note: str = "", fields: Callable | None = None) -> None:
+    """Register the spellings of a registry op. `pointwise` and `reduction` default to what
+    the op record says (pass them only to override, which no op does today)."""
+    op = REGISTRY[name]
+    if pointwise is None:
+        pointwise = op.pointwise
+    if reduction is None and op.reduction is not None:
+        reduction = reduction_lowering(op)
+    TABLE[name] = OpLowering(numpy, cupy, pointwise, reduction, note, fields)
 
 
 # -- pointwise ops ----------------------------------------------------------------------------
 def _ufunc(name: str, np_ufunc: str, c_expr: str, scalar: str | None = None, cp_ufunc: str | None = None,
            order: str | None = None, helpers: tuple = ()) -> None:
-    args = order or ", ".join(f"{{{i}}}" for i in range(_arity(np_ufunc, name)))
+    """A pointwise op that is one ufunc (NumPy) and one C expression (CuPy kernels)."""
+    args = order or ", ".join(f"{{{i}}}" for i in range(REGISTRY[name].arity))
     _add(name,
          NumpyLowering(call=f"{np_ufunc}({args})", ufunc=np_ufunc, ufunc_args=order, scalar=scalar),
-         CupyLowering(call=f"{cp_ufunc or np_ufunc.replace('np.', 'cp.')}({args})", expr=c_expr, helpers=helpers),
-         pointwise=True)
-
-
-_BINARY = {"add", "sub", "rsub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
-           "logical_and"}
-
-
-def _arity(_ufunc: str, name: str) -> int:
-    return 2 if name in _BINARY else 1
+         CupyLowering(call=f"{cp_ufunc or np_ufunc.replace('np.', 'cp.')}({args})", expr=c_expr, helpers=helpers))
 
 
 for _name, _fn in [("exp", "exp"), ("log", "log"), ("log1p", "log1p"), ("expm1", "expm1"), ("sqrt", "sqrt"),
                    ("sin", "sin"), ("cos", "cos"), ("tanh", "tanh")]:
     _ufunc(_name, f"np.{_fn}", f"{_fn}({{0}})")
 
+_ufunc("exp2", "np.exp2", "exp2({0})")
 _ufunc("neg", "np.negative", "(-{0})", scalar="(-{0})")
 _ufunc("abs", "np.abs", "gm_abs({0})", helpers=("gm_abs",))
 _ufunc("sign", "np.sign", "gm_sign({0})", helpers=("gm_sign",))
@@ -111,41 +137,63 @@ _ufunc("relu", "np.maximum", "gm_relu({0})", order="{0}, 0", helpers=("gm_relu",
 
 # rsqrt is 1/sqrt(x) exactly as its forward computes it (not the hardware's rsqrt)
 _add("rsqrt", NumpyLowering(call="np.true_divide(1.0, np.sqrt({0}))", into="_rt.rsqrt({0}, out={out})"),
-     CupyLowering(call="1.0 / cp.sqrt({0})", expr="(({T})1 / sqrt({0}))"), pointwise=True)
+     CupyLowering(call="1.0 / cp.sqrt({0})", expr="(({T})1 / sqrt({0}))"))
 _add("sigmoid", NumpyLowering(call="_rt.sigmoid({0})", into="_rt.sigmoid({0}, out={out})"),
-     CupyLowering(call="_rt.forward('sigmoid', cp, {0})", expr="gm_sigmoid({0})", helpers=("gm_sigmoid",)), pointwise=True)
+     CupyLowering(call="_rt.forward('sigmoid', cp, {0})", expr="gm_sigmoid({0})", helpers=("gm_sigmoid",)))
 _add("erf", NumpyLowering(call="_rt.erf({0})", into="_rt.erf({0}, out={out})"),
-     CupyLowering(call="_rt.forward('erf', cp, {0})", expr="erf({0})"), pointwise=True)
+     CupyLowering(call="_rt.forward('erf', cp, {0})", expr="erf({0})"))
 _add("softplus", NumpyLowering(call="_rt.softplus({0}, {beta}, {threshold})",
                                into="_rt.softplus({0}, {beta}, {threshold}, out={out})"),
      CupyLowering(call="_rt.forward('softplus', cp, {0}, beta={beta}, threshold={threshold})",
-                  expr="gm_softplus({0}, ({T}){beta}, ({T}){threshold})", helpers=("gm_softplus",)),
-     pointwise=True)
+                  expr="gm_softplus({0}, ({T}){beta_c}, ({T}){threshold_c})", helpers=("gm_softplus",)),
+     fields=lambda node, operands, ctx: {"beta_c": c_number(node.attrs["beta"]),
+                                         "threshold_c": c_number(node.attrs["threshold"])})
 _add("gelu", NumpyLowering(call="_rt.gelu({0}, {approximate})", into="_rt.gelu({0}, {approximate}, out={out})"),
      CupyLowering(call="_rt.forward('gelu', cp, {0}, approximate={approximate})", expr="gm_gelu_{approximate_c}({0})",
-                  helpers=("gm_gelu_none", "gm_gelu_tanh")), pointwise=True)
-# the op's own forward for a standalone where: two Python-number branches give PyTorch's dtype
-_add("where", NumpyLowering(call="_rt.forward('where', np, {0}, {1}, {2})", into="_rt.where({0}, {1}, {2}, out={out})",
-                            scalar="({1} if {0} else {2})"),
-     CupyLowering(call="_rt.forward('where', cp, {0}, {1}, {2})", expr="({0} ? {1} : {2})"), pointwise=True)
-# a standalone clamp: the op's forward, which gives PyTorch's dtype (int tensor, float bounds: float32)
-_add("clamp", NumpyLowering(call="_rt.forward('clamp', np, {0}, min={min}, max={max})",
+                  helpers=("gm_gelu_none", "gm_gelu_tanh")),
+     fields=lambda node, operands, ctx: {"approximate_c": node.attrs.get("approximate", "none")})
+# a standalone where or clamp is cast to the result type (two Python-number branches, or an int
+# tensor with float bounds, give PyTorch's dtype, not NumPy's)
+_add("where", NumpyLowering(call="np.where({0}, {1}, {2}).astype({dtype}, copy=False)",
+                            into="_rt.where({0}, {1}, {2}, out={out})", scalar="({1} if {0} else {2})"),
+     CupyLowering(call="cp.where({0}, {1}, {2}).astype({dtype}, copy=False)", expr="({0} ? {1} : {2})"))
+
+
+def _clamp_c(node: Node, operands: list, ctx: dict) -> dict:
+    lo, hi, T = node.attrs.get("min"), node.attrs.get("max"), ctx.get("T", "double")
+    return {"min_c": c_literal(lo if lo is not None else 0, T), "max_c": c_literal(hi if hi is not None else 0, T),
+            "has_min": "true" if lo is not None else "false", "has_max": "true" if hi is not None else "false"}
+
+
+_add("clamp", NumpyLowering(call="np.clip({0}, {min}, {max}).astype({dtype}, copy=False)",
                             into="np.clip({0}, {min}, {max}, out={out})"),
-     CupyLowering(call="cp.clip({0}, {min}, {max})", expr="gm_clamp({0}, {min_c}, {max_c}, {has_min}, {has_max})",
-                  helpers=("gm_clamp",)), pointwise=True)
+     CupyLowering(call="cp.clip({0}, {min}, {max}).astype({dtype}, copy=False)",
+                  expr="gm_clamp({0}, {min_c}, {max_c}, {has_min}, {has_max})", helpers=("gm_clamp",)),
+     fields=_clamp_c)
 _add("to_dtype", NumpyLowering(call="{0}.astype({dtype})", into="np.copyto({out}, {0}, casting='unsafe')",
                                scalar="{0}.astype({dtype})"),
-     CupyLowering(call="{0}.astype({dtype})", expr="gm_cast<{R}>({0})", helpers=("gm_cast",)), pointwise=True)
+     CupyLowering(call="{0}.astype({dtype})", expr="gm_cast<{R}>({0})", helpers=("gm_cast",)))
 _add("clone", NumpyLowering(call="np.array({0}, copy=True)", into="np.copyto({out}, {0})", scalar="{0}"),
-     CupyLowering(call="cp.array({0}, copy=True)", expr="{0}"), pointwise=True)
+     CupyLowering(call="cp.array({0}, copy=True)", expr="{0}"))
 _add("stop_gradient", NumpyLowering(call="{0}", into="np.copyto({out}, {0})", scalar="{0}", alias=True),
-     CupyLowering(call="{0}", expr="{0}"), pointwise=True, note="identity; its output aliases its operand")
+     CupyLowering(call="{0}", expr="{0}"), note="identity; its output aliases its operand")
+
+
+def _constant_fields(node: Node, operands: list, ctx: dict) -> dict:
+    """`value_c`: the value as a C literal; `const`: a typed module constant (0-d NumPy code)."""
+    value = node.attrs["value"]
+    f = {"value_c": c_number(value)}
+    if "const" in ctx:
+        f["const"] = ctx["const"](value, node.outputs[0].type.dtype)
+    return f
+
+
 _add("full_like", NumpyLowering(call="np.full({shape}, {value}, {dtype})", into="{out}.fill({value})",
                                 scalar="{const}"),
-     CupyLowering(call="cp.full({shape}, {value}, {dtype})", expr="(({R}){value_c})"), pointwise=True,
-     note="the operand's data is not read")
+     CupyLowering(call="cp.full({shape}, {value}, {dtype})", expr="(({R}){value_c})"),
+     note="the operand's data is not read", fields=_constant_fields)
 _add("full", NumpyLowering(call="np.full({shape}, {value}, {dtype})", into="{out}.fill({value})", scalar="{const}"),
-     CupyLowering(call="cp.full({shape}, {value}, {dtype})", expr="(({R}){value_c})"), pointwise=True)
+     CupyLowering(call="cp.full({shape}, {value}, {dtype})", expr="(({R}){value_c})"), fields=_constant_fields)
 
 # -- shape ops: views and copies, library calls ------------------------------------------------
 _add("reshape", NumpyLowering(call="np.reshape({0}, {shape})", alias=True),
@@ -165,10 +213,13 @@ _add("cat", NumpyLowering(call="np.concatenate(({args},), axis={dim})"),
 _add("stack", NumpyLowering(call="np.stack(({args},), axis={dim})"),
      CupyLowering(call="cp.stack(({args},), axis={dim})"))
 _add("split", NumpyLowering(call="np.split({0}, {cuts}, axis={dim})", alias=True),
-     CupyLowering(call="cp.split({0}, {cuts}, axis={dim})"))
+     CupyLowering(call="cp.split({0}, {cuts}, axis={dim})"),
+     fields=lambda node, operands, ctx: {"cuts": py_literal(
+         [sum(node.attrs["sizes"][:i + 1]) for i in range(len(node.attrs["sizes"]) - 1)])})
 
 # -- indexing ---------------------------------------------------------------------------------
 _add("index", NumpyLowering(call="{0}[{key_src}]", alias=True), CupyLowering(call="{0}[{key_src}]"),
+     fields=lambda node, operands, ctx: {"key_src": index_source(node.attrs["key"], operands)},
      note="the key is written as Python subscript syntax; basic keys give views")
 _add("index_grad", NumpyLowering(call="_rt.forward('index_grad', np, {args}, **{attrs})"),
      CupyLowering(call="_rt.forward('index_grad', cp, {args}, **{attrs})"))
@@ -176,47 +227,63 @@ _add("index_put", NumpyLowering(call="_rt.forward('index_put', np, {args}, **{at
      CupyLowering(call="_rt.forward('index_put', cp, {args}, **{attrs})"))
 _add("view_scatter", NumpyLowering(call="_rt.forward('view_scatter', np, {args}, steps={steps})"),
      CupyLowering(call="_rt.forward('view_scatter', cp, {args}, steps={steps})"))
-_add("take_along", NumpyLowering(call="_rt.forward('take_along', np, {args}, dim={dim}, keepdim={keepdim})"),
-     CupyLowering(call="_rt.forward('take_along', cp, {args}, dim={dim}, keepdim={keepdim})"))
-_add("index_mask", NumpyLowering(call="_rt.forward('index_mask', np, {0}, dim={dim}, size={size})"),
-     CupyLowering(call="_rt.forward('index_mask', cp, {0}, dim={dim}, size={size})"),
+
+
+def _take_along_fields(node: Node, operands: list, ctx: dict) -> dict:
+    """x's values at index along dim; without keepdim the index gains the axis and loses it after."""
+    m, dim = ctx["module"], node.attrs["dim"]
+    if node.attrs.get("keepdim"):
+        return {"take": f"{m}.take_along_axis({operands[0]}, {operands[1]}, axis={dim})"}
+    return {"take": f"{m}.squeeze({m}.take_along_axis({operands[0]}, {m}.expand_dims({operands[1]}, {dim}), "
+                    f"axis={dim}), axis={dim})"}
+
+
+_add("take_along", NumpyLowering(call="{take}"), CupyLowering(call="{take}"), fields=_take_along_fields)
+_add("index_mask", NumpyLowering(call="(np.expand_dims(np.arange({size}), {other_axes}) == {0})"),
+     CupyLowering(call="(cp.expand_dims(cp.arange({size}), {other_axes}) == {0})"),
+     fields=lambda node, operands, ctx: {"other_axes": py_literal(tuple(
+         i for i in range(len(node.inputs[0].type.shape)) if i != node.attrs["dim"]))},
      note="compares positions along dim with an index: not pointwise in its operand")
 
 # -- reductions -------------------------------------------------------------------------------
-_SUM = ReductionLowering(partial="np.add.reduce({0}, axis={axis}, keepdims=True)", combine="np.add.reduce({0}, axis=0)",
-                         identity="({T})0", reduce="a + b")
-_MEAN = ReductionLowering(partial="np.add.reduce({0}, axis={axis}, keepdims=True)", combine="np.add.reduce({0}, axis=0)",
-                          identity="({T})0", reduce="a + b", post="a / ({T}){count}", divide_by_count=True)
-_MAX = ReductionLowering(partial="np.maximum.reduce({0}, axis={axis}, keepdims=True)", combine="np.maximum.reduce({0}, axis=0)",
-                         identity="gm_lowest<{T}>()", reduce="gm_max(a, b)")
-_MIN = ReductionLowering(partial="np.minimum.reduce({0}, axis={axis}, keepdims=True)", combine="np.minimum.reduce({0}, axis=0)",
-                         identity="gm_highest<{T}>()", reduce="gm_min(a, b)")
-_PROD = ReductionLowering(partial="np.multiply.reduce({0}, axis={axis}, keepdims=True)", combine="np.multiply.reduce({0}, axis=0)",
-                          identity="({T})1", reduce="a * b")
-# NumPy: the ufuncs' own reduce (np.sum & co. are Python wrappers around it, ~1 us a call)
-_NP_REDUCE = {"sum": "np.add.reduce", "mean": "np.mean", "amax": "np.maximum.reduce",
-              "amin": "np.minimum.reduce", "prod": "np.multiply.reduce"}
-for _name, _fn, _red in [("sum", "sum", _SUM), ("mean", "mean", _MEAN), ("amax", "amax", _MAX),
-                         ("amin", "amin", _MIN), ("max", "amax", _MAX), ("min", "amin", _MIN),
-                         ("prod", "prod", _PROD)]:
-    _add(_name, NumpyLowering(call=f"{_NP_REDUCE[_fn]}({{0}}, axis={{dims}}, keepdims={{keepdim}})"),
-         CupyLowering(call=f"cp.{_fn}({{0}}, axis={{dims}}, keepdims={{keepdim}})"), reduction=_red)
+def _axes_of_0d(node: Node, operands: list, ctx: dict) -> dict:
+    """A reduction of a 0-d tensor along dim 0 (or -1) reduces nothing: NumPy wants axis=None."""
+    x = node.inputs[0]
+    if isinstance(x, Value) and len(x.type.shape) == 0:
+        return {k: "None" for k in ("dims", "dim") if k in node.attrs}
+    return {}
+
+
+def _reduction(name: str, cp_fn: str) -> None:
+    """A reduction with `Reduction` facts: NumPy calls the combiner ufunc's own reduce (np.sum
+    & co. are Python wrappers around it, ~1 us a call), np.mean for a mean."""
+    facts = REGISTRY[name].reduction
+    np_fn = "np.mean" if facts.divide_by_count else TABLE[facts.combiner].numpy.ufunc + ".reduce"
+    _add(name, NumpyLowering(call=f"{np_fn}({{0}}, axis={{dims}}, keepdims={{keepdim}})"),
+         CupyLowering(call=f"cp.{cp_fn}({{0}}, axis={{dims}}, keepdims={{keepdim}})"), fields=_axes_of_0d)
+
+
+for _name, _cp in [("sum", "sum"), ("mean", "mean"), ("amax", "amax"), ("amin", "amin"), ("max", "amax"),
+                   ("min", "amin"), ("prod", "prod")]:
+    _reduction(_name, _cp)
 _add("prod_except_self", NumpyLowering(call="_rt.forward('prod_except_self', np, {0}, dims={dims})"),
      CupyLowering(call="_rt.forward('prod_except_self', cp, {0}, dims={dims})"))
-_add("argmax", NumpyLowering(call="_rt.forward('argmax', np, {0}, dim={dim}, keepdim={keepdim})"),
-     CupyLowering(call="_rt.forward('argmax', cp, {0}, dim={dim}, keepdim={keepdim})"))
-_add("argmin", NumpyLowering(call="_rt.forward('argmin', np, {0}, dim={dim}, keepdim={keepdim})"),
-     CupyLowering(call="_rt.forward('argmin', cp, {0}, dim={dim}, keepdim={keepdim})"))
+# argmax(dim=None) of NumPy is over the flattened array, keepdims giving (1,)*ndim: PyTorch's shapes
+_add("argmax", NumpyLowering(call="np.asarray(np.argmax({0}, axis={dim}, keepdims={keepdim}), dtype={dtype})"),
+     CupyLowering(call="cp.asarray(cp.argmax({0}, axis={dim}, keepdims={keepdim}), dtype={dtype})"), fields=_axes_of_0d)
+_add("argmin", NumpyLowering(call="np.asarray(np.argmin({0}, axis={dim}, keepdims={keepdim}), dtype={dtype})"),
+     CupyLowering(call="cp.asarray(cp.argmin({0}, axis={dim}, keepdims={keepdim}), dtype={dtype})"), fields=_axes_of_0d)
 _add("var", NumpyLowering(call="np.var({0}, axis={dims}, ddof={correction}, keepdims={keepdim})"),
-     CupyLowering(call="cp.var({0}, axis={dims}, ddof={correction}, keepdims={keepdim})"))
+     CupyLowering(call="cp.var({0}, axis={dims}, ddof={correction}, keepdims={keepdim})"), fields=_axes_of_0d)
 _add("std", NumpyLowering(call="np.std({0}, axis={dims}, ddof={correction}, keepdims={keepdim})"),
-     CupyLowering(call="cp.std({0}, axis={dims}, ddof={correction}, keepdims={keepdim})"))
-_add("logsumexp", NumpyLowering(call="_rt.forward('logsumexp', np, {0}, dims={dims}, keepdim={keepdim})"),
-     CupyLowering(call="_rt.forward('logsumexp', cp, {0}, dims={dims}, keepdim={keepdim})"))
-_add("softmax", NumpyLowering(call="_rt.forward('softmax', np, {0}, dim={dim})"),
-     CupyLowering(call="_rt.forward('softmax', cp, {0}, dim={dim})"))
-_add("log_softmax", NumpyLowering(call="_rt.forward('log_softmax', np, {0}, dim={dim})"),
-     CupyLowering(call="_rt.forward('log_softmax', cp, {0}, dim={dim})"))
+     CupyLowering(call="cp.std({0}, axis={dims}, ddof={correction}, keepdims={keepdim})"), fields=_axes_of_0d)
+# as library calls (compiled graphs at opt_level 2 decompose them into fusible ops first,
+# see static/passes/decompose.py); runtime.py spells them in NumPy
+_add("logsumexp", NumpyLowering(call="_rt.logsumexp(np, {0}, {dims}, {keepdim})"),
+     CupyLowering(call="_rt.logsumexp(cp, {0}, {dims}, {keepdim})"))
+_add("softmax", NumpyLowering(call="_rt.softmax(np, {0}, {dim})"), CupyLowering(call="_rt.softmax(cp, {0}, {dim})"))
+_add("log_softmax", NumpyLowering(call="_rt.log_softmax(np, {0}, {dim})"),
+     CupyLowering(call="_rt.log_softmax(cp, {0}, {dim})"))
 
 # -- linear algebra and the rest --------------------------------------------------------------
 _add("matmul", NumpyLowering(call="np.matmul({0}, {1})"), CupyLowering(call="cp.matmul({0}, {1})"),

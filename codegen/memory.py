@@ -2,15 +2,15 @@
 
 A result that NumPy can write into an existing array (a ufunc's `out=`, a fused region's
 outputs) may take over the buffer of a value that is dead by then. The graph's memory
-plan (`graph.memory_plan.buffer_of`: value name -> buffer id), when there is one, says
-which; every reuse is checked against this module's own liveness (views keep their base
-alive, graph outputs live to the end, graph inputs are never written), and a reuse that
-would not be safe becomes a fresh allocation instead."""
+plan (`graph.memory_plan.buffer_of`: Value -> buffer id), when there is one, says which.
+How long values live is the planner's own analysis (`static.passes.memory.liveness`, kept
+in the plan; computed by the same function when the memory pass did not run): this module
+adds only what generated NumPy code needs on top, which results are fresh arrays of its
+own (not views) and may be written over."""
 from __future__ import annotations
 
 from static.ir import Graph, Node, Value
-
-from .lowering import lowering_for
+from static.passes.memory import liveness
 
 END = float("inf")
 
@@ -18,37 +18,20 @@ END = float("inf")
 class BufferPlanner:
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
-        plan = getattr(graph, "memory_plan", None)
-        self.plan_of = dict(getattr(plan, "buffer_of", {}) or {}) if plan is not None else None
-        self.bases: dict = {}  # value -> set of values whose buffers it may share
-        self.last_use: dict = {}  # base value -> index of its last (possibly indirect) use
+        plan = graph.memory_plan
+        self.plan_of = dict(plan.buffer_of) if plan is not None else None
+        live = plan.liveness if plan is not None and plan.liveness is not None else liveness(graph)
+        self.base_of = live.base_of
+        n = len(graph.nodes)
+        self.last_use: dict = {b: (END if i >= n else i) for b, i in live.last_use.items()}
         self.owned: dict = {}  # base value -> "array" (any fresh array) or "region" (C-contiguous)
         self.free: list = []  # dead owned values, most recently freed last
         self.holder: dict = {}  # plan buffer id -> value currently in it
-        self._analyze()
 
-    # -- liveness ----------------------------------------------------------------------------
     def _base(self, v) -> set:
-        return self.bases.get(v, {v}) if isinstance(v, Value) else set()
-
-    def _analyze(self) -> None:
-        for i, node in enumerate(self.graph.nodes):
-            for v in node.input_values():
-                for b in self._base(v):
-                    self.last_use[b] = i
-            if self._may_alias(node):
-                shared = set().union(*[self._base(v) for v in node.input_values()]) if node.inputs else set()
-                for o in node.outputs:
-                    self.bases[o] = shared | {o}
-        for v in self.graph.outputs:
-            for b in self._base(v):
-                self.last_use[b] = END
-
-    @staticmethod
-    def _may_alias(node: Node) -> bool:
-        if node.body is not None:
-            return True  # a body may yield its inputs (or, unfused, views of them)
-        return lowering_for(node.op).numpy.alias
+        if not isinstance(v, Value):
+            return set()
+        return {self.base_of.get(v, v)}
 
     # -- decisions ----------------------------------------------------------------------------
     def _dead(self, b: Value, i: int, node: Node, in_place_ok: bool) -> bool:
@@ -69,7 +52,7 @@ class BufferPlanner:
         key = (tuple(out.type.shape), out.type.dtype)
         candidates = []
         if self.plan_of is not None:
-            buf = self.plan_of.get(out.name)
+            buf = self.plan_of.get(out)
             held = self.holder.get(buf)
             if held is not None:
                 candidates = [held]
@@ -95,8 +78,8 @@ class BufferPlanner:
             if len(o.type.shape) > 0:
                 self.owned[o] = kind
         for o in node.outputs:
-            if self.plan_of is not None and o.name in self.plan_of:
-                self.holder[self.plan_of[o.name]] = o
+            if self.plan_of is not None and o in self.plan_of:
+                self.holder[self.plan_of[o]] = o
         for b in self.owned:
             if b not in self.free and self.last_use.get(b, -1) <= i:
                 self.free.append(b)

@@ -17,20 +17,26 @@ import re
 
 import numpy as np
 
+from eager.ops import REGISTRY
 from static.ir import Graph, Node, Value
 
 from . import batching, settings
 from .lowering import NumpyLowering, lowering_for, small_power
 from .memory import BufferPlanner
 from .regions import Region, analyze
-from .render import Names, compute_dtype, fields, fill, line_numbers, node_line, np_dtype, py_literal
+from .render import Names, cite, entry_name, compute_dtype, fields, fill, line_numbers, node_line, np_dtype, py_literal
 from .templates import render
 
-_REDUCE_UFUNC = {"sum": "np.add", "mean": "np.add", "amax": "np.maximum", "max": "np.maximum",
-                 "amin": "np.minimum", "min": "np.minimum", "prod": "np.multiply"}  # ufunc.reduce: np.sum & co.
-                                                                                # minus their Python wrappers
-_COMBINE = {"sum": "sum", "mean": "mean", "amax": "max", "max": "max", "amin": "min", "min": "min",
-            "prod": "prod"}
+
+
+def _combiner_ufunc(red: Node) -> str:
+    """The NumPy ufunc whose `reduce` computes a reduction (block partials too): its record's
+    combiner, spelled as the lowering table spells that op (np.add for sum and mean...)."""
+    return lowering_for(REGISTRY[red.op].reduction.combiner).numpy.ufunc
+
+
+def _divides_by_count(red: Node) -> bool:
+    return REGISTRY[red.op].reduction.divide_by_count
 
 
 _CALL = re.compile(r"\b((?:np|_rt)\.[A-Za-z_][A-Za-z0-9_]*)\(")  # a library call in a 0-d statement
@@ -71,7 +77,7 @@ class Emitter:
         return py_literal(v)
 
     def comment(self, node: Node) -> None:
-        self.lines.append(f"# L{self.module.lines.get(id(node), '?')}: {node_line(node)}")
+        self.lines.append(f"# L{self.module.lines.get(id(node), '?')}: {node_line(node)}{cite(node)}")
 
     def op(self, node: Node, dest: str | None = None, scalar: bool | None = None) -> bool:
         """Emit node; with dest, write the (single) result into that buffer. Returns
@@ -89,9 +95,7 @@ class Emitter:
             dt = compute_dtype(node)
             operands = [self.src(v) if isinstance(v, Value) else self.alias(self.module.const(v, dt))
                         for v in node.inputs]
-            f = fields(node, operands)
-            if node.op in ("full", "full_like"):
-                f["const"] = self.alias(self.module.const(node.attrs["value"], node.outputs[0].type.dtype))
+            f = fields(node, operands, const=lambda value, dt: self.alias(self.module.const(value, dt)))
             self.lines.append(f"{outs[0]} = {self._alias_calls(fill(low.scalar or low.call, operands, f))}")
             return False
         operands = [self.src(v) for v in node.inputs]
@@ -113,7 +117,7 @@ class Emitter:
             self.lines.append(f"{outs[0]} = {dest}")
             self.lines.append(fill(low.into, operands, {**f, "out": outs[0]}))
             return True
-        target = ", ".join(outs) + ("," if len(outs) == 1 and node.op == "split" else "")
+        target = ", ".join(outs) + ("," if len(outs) == 1 and REGISTRY[node.op].multi_output else "")
         self.lines.append(f"{target} = {fill(low.call, operands, f)}")
         return not low.alias
 
@@ -153,7 +157,12 @@ class NumpyModule:
         key = (py_literal(value), dt.name)
         name = self.constants.get(key)
         if name is None:
-            name = f"_K{len(self.constants)}"
+            spelled = re.sub(r"\W+", "_", key[0].replace("float(", "").replace("-", "neg").replace(".", "_"))
+            name = base = f"_{dt.name.upper()}_{spelled.strip('_')}"  # _FLOAT32_0_5 holds float32(0.5)
+            k = 1
+            while name in self.constants.values():
+                k += 1
+                name = f"{base}_{k}"
             self.constants[key] = name
         return name
 
@@ -183,7 +192,7 @@ class NumpyModule:
             returns.append(f"np.asarray({s})" if isinstance(v, Value) and len(v.type.shape) == 0 else s)
         constants = [{"name": name, "expr": f"{np_dtype(_dtype(dt))}({lit})"}
                      for (lit, dt), name in self.constants.items()]
-        return render("numpy_module.py.j2", graph_name=g.name, description=self.describe(), ir_text=str(g),
+        return render("numpy_module.py.j2", entry_fn=entry_name(g), graph_name=g.name, description=self.describe(), ir_text=str(g),
                       constants=constants, regions=self.regions, params=params, entry=entry,
                       body=top.lines, returns=returns)
 
@@ -221,11 +230,11 @@ class NumpyModule:
 
     def region(self, i: int, node: Node, top: Emitter, planner: BufferPlanner) -> dict:
         region = self.analyzed[node]
-        self.kinds[region.kind] += 1
+        small = region.kind == "blocked" and not self._blocked(region)
+        self.kinds["small" if small else region.kind] += 1  # each region counted once
         for p, outer in region.binding.items():
             top.env[p] = top.src(outer)
-        if region.kind == "blocked" and not self._blocked(region):
-            self.kinds["small"] += 1
+        if small:
             top.lines.append(f"# small region ({int(np.prod(region.space, dtype=np.int64))} elements): its ops run "
                              "one by one, cheaper than blocking at this size")
             self._inline_body(node, top)
@@ -239,6 +248,13 @@ class NumpyModule:
         return BlockedRegion(self, region, top, planner, i).emit()
 
     def _inline_body(self, node: Node, top: Emitter) -> None:
+        # a value the body computes and yields once is computed straight into the region's
+        # output name: no `out = inner` alias lines
+        yielded = [y for y in node.body.outputs if isinstance(y, Value)]
+        for o, y in zip(node.outputs, node.body.outputs):
+            if isinstance(y, Value) and y.producer is not None and yielded.count(y) == 1 and y not in top.names.of \
+                    and y not in top.env:
+                top.names.of[y] = self.names(o)
         for n in node.body.nodes:
             top.comment(n)
             top.op(n)
@@ -247,7 +263,8 @@ class NumpyModule:
 
     def _bind_outputs(self, node: Node, em: Emitter) -> None:
         for o, y in zip(node.outputs, node.body.outputs):
-            em.lines.append(f"{self.names(o)} = {em.src(y)}")
+            if em.src(y) != self.names(o):
+                em.lines.append(f"{self.names(o)} = {em.src(y)}")
 
 
 def _dtype(name: str):
@@ -362,25 +379,30 @@ class BlockedRegion:
             top.lines.append(f"{parts} = {call}")
             for red, j in self.partials:
                 v = red.outputs[0]
-                name = top.names.fresh(f"r{self.rid}_{v.name}")
+                outer = yielded.get(v, [None])[0]  # a result the region yields: combined into its name
+                name = self.m.names(outer) if outer is not None else top.names.fresh(f"r{self.rid}_{v.name}")
                 top.env[v] = name
                 count = ""
-                if red.op == "mean":
+                if _divides_by_count(red):
                     total = 1
                     for a in r.reduce_axes(red):
                         total *= r.space[a]
                     count = f", count={total}"
-                top.lines.append(f"{name} = _rt.combine({parts}, {j}, {_COMBINE[red.op]!r}, "
+                top.lines.append(f"{name} = _rt.combine({parts}, {j}, {_combiner_ufunc(red)}, "
                                  f"{py_literal(tuple(v.type.shape))}{count})  # {node_line(red)}")
         else:
             top.lines.append(call)
         for n in r.epilogue:
+            y = n.outputs[0]
+            if y in yielded and y not in top.env and y not in top.names.of:
+                top.names.of[y] = self.m.names(yielded[y][0])  # computed straight into the region's result
             top.comment(n)
             top.op(n)
         for o, y in zip(r.node.outputs, body.outputs):
             if y in dest and (o in owned or o in yielded.get(y, [])[1:]):
                 continue
-            top.lines.append(f"{self.m.names(o)} = {top.src(y)}")
+            if self.m.names(o) != top.src(y):
+                top.lines.append(f"{self.m.names(o)} = {top.src(y)}")
         for o in r.node.outputs:
             for b, outs in yielded.items():
                 if o in outs[1:] and b in dest:
@@ -448,7 +470,7 @@ class BlockedRegion:
     def _reduction(self, red: Node, dest: dict) -> None:
         r, em = self.r, self.block
         x = em.src(red.inputs[0])
-        ufunc = _REDUCE_UFUNC[red.op]
+        ufunc = _combiner_ufunc(red)
         if r.reduces_block_axis(red):
             j = len(self.partials)
             axis = None if r.is_full_reduction(red) else r.reduce_axes(red)
@@ -458,7 +480,7 @@ class BlockedRegion:
             out = dest[red.outputs[0]]
             em.lines.append(f"{ufunc}.reduce({x}, axis={py_literal(r.reduce_axes(red))}, "
                             f"keepdims={red.attrs.get('keepdim', False)!r}, out={out})")
-            if red.op == "mean":
+            if _divides_by_count(red):
                 count = 1
                 for a in r.reduce_axes(red):
                     count *= r.space[a]

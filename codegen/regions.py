@@ -61,7 +61,9 @@ class Region:
 
     def reduce_axes(self, red: Node) -> tuple:
         dims = red.attrs.get("dims")
-        return tuple(range(len(self.space))) if dims is None else tuple(dims)
+        if dims is None or not self.space:  # a 0-d reduction along dim 0 reduces nothing
+            return tuple(range(len(self.space)))
+        return tuple(dims)
 
     def is_full_reduction(self, red: Node) -> bool:
         return len(self.reduce_axes(red)) == len(self.space)

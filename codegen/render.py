@@ -10,7 +10,7 @@ import numpy as np
 
 from eager import _dtypes
 from static.ir import Graph, Node, Value
-from static.ir.core import format_literal, format_operand, format_type
+from static.ir.core import format_node
 
 # -- identifiers --------------------------------------------------------------------------------
 _RESERVED = {"np", "cp", "_rt", "forward", "lo", "hi", "parts", "self"}
@@ -143,14 +143,12 @@ def fields(node: Node, operands: list, module: str = "np", **extra) -> dict:
     if out is not None:
         f["shape"] = py_literal(tuple(out.shape))
         f["dtype"] = np_dtype(out.dtype, module)
-    if node.op == "split":
-        sizes = node.attrs["sizes"]
-        f["cuts"] = py_literal([sum(sizes[:i + 1]) for i in range(len(sizes) - 1)])
-    if node.op == "index":
-        f["key_src"] = index_source(node.attrs["key"], operands)
-    if node.op == "gelu":
-        f["approximate_c"] = node.attrs.get("approximate", "none")
-    f.update(extra)
+    from .lowering import lowering_for  # noqa: PLC0415  (lowering imports this module)
+
+    extra_fields = lowering_for(node.op).fields
+    if extra_fields is not None:
+        f.update(extra_fields(node, operands, {"module": module, **extra}))
+    f.update({k: v for k, v in extra.items() if k != "const"})
     return f
 
 
@@ -161,14 +159,20 @@ def fill(template: str, operands: list, f: dict) -> str:
 # -- where a statement comes from -------------------------------------------------------------------
 def node_line(node: Node) -> str:
     """The node's IR text on one line (a fused node without its body)."""
-    lhs = ", ".join(f"%{o.name}" for o in node.outputs)
-    text = f"{lhs} = {node.op}"
-    if node.inputs:
-        text += " " + ", ".join(format_operand(v) for v in node.inputs)
-    if node.attrs:
-        text += " {" + ", ".join(f"{k} = {format_literal(node.attrs[k])}" for k in sorted(node.attrs)) + "}"
-    text += " : " + ", ".join(format_type(o.type) for o in node.outputs)
-    return text
+    return format_node(node, body=False)
+
+
+def cite(node: Node) -> str:
+    """Where the node came from in the user's code, for a comment: "  (model.py:12)"."""
+    if not node.loc:
+        return ""
+    return "  (" + " ".join(str(node.loc).split()) + ")"  # one line, whatever the location holds
+
+
+def entry_name(graph: Graph) -> str:
+    """The generated module's entry function: `backward` for the backward half of a split
+    training step (remat names it <fn>_backward), `forward` otherwise."""
+    return "backward" if graph.name.endswith("_backward") else "forward"
 
 
 def line_numbers(graph: Graph) -> dict:
@@ -193,8 +197,12 @@ def compute_dtype(node):
     """The dtype an op computes in: its data operands' (what a literal is converted to)."""
     from static.ir import Value  # noqa: PLC0415
 
-    data = node.inputs[1:] if node.op == "where" else node.inputs
-    for v in data:
+    from eager.ops import REGISTRY  # noqa: PLC0415
+
+    masks = REGISTRY[node.op].mask_operands if node.op in REGISTRY else ()
+    for i, v in enumerate(node.inputs):
+        if i in masks:
+            continue  # a condition, not data: where computes in its branches' type
         if isinstance(v, Value):
             return v.type.dtype
     return node.outputs[0].type.dtype

@@ -140,6 +140,35 @@ def forward(name: str, xp, *operands, **attrs):
     return REGISTRY[name].forward(xp, *operands, **attrs)
 
 
+def _axes(dims, x):
+    return None if dims is None or x.ndim == 0 else tuple(dims)
+
+
+def logsumexp(xp, x, dims, keepdim):
+    """log(sum(exp(x - m))) + m with m = amax(x) (0 where not finite): no overflow."""
+    axes = _axes(dims, x)
+    if x.size == 0:  # an empty dim: log(0) = -inf (or an empty result), as PyTorch
+        return xp.log(xp.sum(xp.exp(x), axis=axes, keepdims=keepdim))
+    m = xp.amax(x, axis=axes, keepdims=True)
+    m = xp.where(m - m == 0, m, 0)  # m - m is 0 exactly when m is finite
+    out = xp.log(xp.sum(xp.exp(x - m), axis=axes, keepdims=True)) + m
+    return out if keepdim or axes is None and x.ndim == 0 else xp.squeeze(out, axis=axes)
+
+
+def softmax(xp, x, dim):
+    if x.size == 0:
+        return x.copy()
+    axis = dim if x.ndim else None
+    e = xp.exp(x - xp.amax(x, axis=axis, keepdims=True))
+    return e / xp.sum(e, axis=axis, keepdims=True)
+
+
+def log_softmax(xp, x, dim):
+    if x.size == 0:
+        return x.copy()
+    return x - logsumexp(xp, x, (dim,), True)
+
+
 def _into(result, out):
     if out is None:
         return result
@@ -182,20 +211,13 @@ def dtype(name: str):
     return _dtypes.from_name(name)
 
 
-def as_scalar(x):
-    """A 0-d array as a NumPy scalar (same dtype, same arithmetic, less overhead)."""
-    return x[()] if isinstance(x, np.ndarray) else x
-
-
-_COMBINERS = {"sum": np.add, "mean": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
-
-
-def combine(parts: list, j: int, how: str, shape: tuple, count: int | None = None):
-    """Reduce the j-th partial of every block (in block order) into the final value."""
+def combine(parts: list, j: int, ufunc: np.ufunc, shape: tuple, count: int | None = None):
+    """Reduce the j-th partial of every block (in block order) with `ufunc` (the reduction's
+    combiner) into the final value, divided by count for a mean."""
     if len(parts) == 1:
         total = parts[0][j]
     else:
-        total = _COMBINERS[how].reduce(np.stack([p[j] for p in parts]), axis=0)
+        total = ufunc.reduce(np.stack([p[j] for p in parts]), axis=0)
     if count is not None:
         total = np.true_divide(total, count)
     return total.reshape(shape)

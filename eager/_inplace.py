@@ -33,6 +33,7 @@ TO_DEVICE = defop(
     "to_device", forward=_to_device_forward, abstract=lambda x, device, source: x,
     vjp=lambda ctx, g: (TO_DEVICE(g, device=ctx.attrs["source"], source=ctx.attrs["device"]),),
     grad_name="ToCopyBackward0", kind="other",
+    aliases_operand=True,  # on its own device, the operand itself
     samples=lambda rng: [((rng.standard_normal((3,)),), {"device": "cpu", "source": "cpu"})],
 )
 

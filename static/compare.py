@@ -256,7 +256,7 @@ def compare(fn: Callable, *args: Any, repeat: int = 5, warmup: int = 1, backend:
     error = max_relative_error(_flatten(run_eager()), _flatten(run_compiled()))
     eager_t, compiled_t = time_interleaved(run_eager, run_compiled, repeat, warmup, tick)
     final = compiled.ir(*plain)
-    plan = getattr(final, "memory_plan", None)
+    plan = final.memory_plan
     report = CompareReport(
         name=name, backend=resolved_backend(backend, dev), device=dev, mode="forward+backward" if diff else "forward",
         eager=eager_t, compiled=compiled_t, compile_cold_s=cold, compile_warm_s=warm,

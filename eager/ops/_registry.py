@@ -16,9 +16,16 @@ operand, listed in `save`), `ctx.out` (the saved output, when `save_output`),
 `ctx.in_shape(i)`, `ctx.in_dtype(i)` and `ctx.out_shape`.
 A VJP may return gradients of the broadcast shape or of another dtype: `fit_grad` reduces
 and casts them, once, for both modes.
+
+The record also holds every *fact* about the op that passes and code generators need
+(arity, kind, commutativity, fusibility, ...): they ask the record, never a list of names
+of their own, so that declaring an op (plus its lowering in `codegen/lowering.py`) is all
+it takes to add one. `tests/eager/test_op_registry.py` checks that every op's facts are
+complete and agree with its samples.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
@@ -36,6 +43,22 @@ class TensorSpec(NamedTuple):
         return len(self.shape)
 
 
+KINDS = ("elementwise", "reduction", "shape", "linalg", "index", "other")
+VARIADIC = None  # the arity of an op taking any number of tensor operands (cat, stack, index)
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """How a reduction's partial results combine, for kernels that reduce block by block:
+    `combiner` is the binary pointwise op (a registry name) that merges two partials,
+    `identity` its neutral element (the value of an empty reduction), and
+    `divide_by_count` says the combined total is divided by the number of elements (mean)."""
+
+    combiner: str
+    identity: float
+    divide_by_count: bool = False
+
+
 @dataclass(eq=False)
 class OpDef:
     name: str
@@ -45,17 +68,51 @@ class OpDef:
     grad_name: str | Callable | None = None
     save: tuple = ()  # operand indices the VJP reads with ctx.input(i)
     save_output: bool = False
-    kind: str = "elementwise"  # elementwise | reduction | shape | linalg | index | other
+    kind: str = "elementwise"  # one of KINDS; "elementwise" ops are pointwise (evaluable element by element)
     is_view: bool = False  # eager output aliases operand 0's memory (shares its version counter)
     promote: str | None = None  # "same": operands promoted to one dtype; "float": and to a float dtype
     samples: Callable | None = None  # rng -> [(operands, attrs)] for the registry-wide tests
     multi_output: bool = False
     doc: str = ""
     extra: dict = field(default_factory=dict)
+    # -- facts that passes and generators ask (see the module docstring) --------------------------
+    arity: int | None = 1  # tensor/scalar operands (attributes not counted); VARIADIC (None): any number
+    commutative: bool = False  # op(a, b) == op(b, a) for two operands: CSE may sort them
+    fusible: bool | None = None  # may join a fused region; None: pointwise ops and `reduction`s are
+    batchable: bool = False  # unary pointwise op whose value on one element is the same computed in a batch
+    reduction: Reduction | None = None  # a reduction that kernels may compute from combined partials
+    aliases_operand: bool | None = None  # result may be operand 0 itself or a view of it; None: is_view
+    mask_operands: tuple = ()  # operands that are boolean conditions, not data (where's condition)
+    random: bool = False  # draws random numbers: never folded, merged by CSE or recomputed
+    stateful: bool = False  # reads or writes state beyond its operands: same rules as random
+    data_dependent_shape: bool = False  # the result's shape depends on operand values (nonzero, unique)
+    # how many times the op can be differentiated: math.inf when its VJP is itself written with
+    # differentiable ops; k when a step of the VJP can be differentiated only k-1 more times; 0 when
+    # its derivative is not implemented (differentiating it raises, it never gives zeros)
+    differentiable_order: float = math.inf
 
     def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"op {self.name!r}: kind {self.kind!r} is not one of {KINDS}")
+        if self.fusible is None:
+            self.fusible = self.pointwise or self.reduction is not None
+        if self.aliases_operand is None:
+            self.aliases_operand = self.is_view
+        if self.differentiable_order == 0 and self.vjp is None:
+            self.vjp = _not_differentiable(self)
         # eager's hot path applies to ops with one output that is not a view
         self.simple = not self.multi_output and not self.is_view
+
+    @property
+    def pointwise(self) -> bool:
+        """Evaluable element by element (with broadcasting): may be inlined in a kernel."""
+        return self.kind == "elementwise"
+
+    @property
+    def pure(self) -> bool:
+        """The result depends only on the operands and attributes: may be folded, merged by
+        CSE and recomputed."""
+        return not (self.random or self.stateful)
 
     def __call__(self, *operands, **attrs):
         """Apply the op to tensors, tracer values or arrays: dispatches on the operands."""
@@ -69,6 +126,17 @@ class OpDef:
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
+
+
+def _not_differentiable(op: OpDef) -> Callable:
+    """The VJP of an op whose derivative is not implemented: recording it is free, running it
+    (a gradient that really flows through the op) raises, naming the op."""
+
+    def vjp(ctx, grad):
+        raise RuntimeError(f"derivative for {op.name} is not implemented: {op.doc or 'it is not differentiable'}. "
+                           "Differentiate a function that does not need this step's gradient.")
+
+    return vjp
 
 
 REGISTRY: dict[str, OpDef] = {}

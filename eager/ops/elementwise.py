@@ -52,6 +52,7 @@ def _unary(name, forward, vjp, grad_name, samples, save=(0,), save_output=False,
     return defop(
         name, forward=forward, abstract=_unary_float(name), vjp=vjp, grad_name=grad_name,
         save=save, save_output=save_output, promote="float", samples=samples, doc=doc,
+        batchable=True,
     )
 
 
@@ -92,11 +93,11 @@ SIGMOID = _unary("sigmoid", _sigmoid, lambda ctx, g: (g * (ctx.out * (1.0 - ctx.
 ABS = defop(
     "abs", forward=lambda xp, x: xp.abs(x), abstract=lambda x: x,
     vjp=lambda ctx, g: (g * SIGN(ctx.input(0)),), grad_name="AbsBackward0", save=(0,),
-    samples=_away_from_zero((3, 4)),
+    samples=_away_from_zero((3, 4)), batchable=True,
 )
 SIGN = defop(
     "sign", forward=lambda xp, x: xp.sign(x), abstract=lambda x: x,
-    vjp=lambda ctx, g: (g * 0.0,), grad_name="SignBackward0", samples=_away_from_zero((3, 4)),
+    vjp=lambda ctx, g: (g * 0.0,), grad_name="SignBackward0", samples=_away_from_zero((3, 4)), batchable=True,
 )
 RELU = defop(
     "relu", forward=lambda xp, x: xp.maximum(x, 0), abstract=lambda x: x,
@@ -139,7 +140,7 @@ def _softplus_vjp(ctx, g):
 SOFTPLUS = defop(
     "softplus", forward=_softplus, abstract=_unary_float("softplus"), vjp=_softplus_vjp,
     grad_name="SoftplusBackward0", save=(0,), promote="float",
-    samples=_any((3, 4), beta=1.0, threshold=20.0),
+    samples=_any((3, 4), beta=1.0, threshold=20.0), batchable=True,
 )
 
 _GELU_K = math.sqrt(2.0 / math.pi)
@@ -174,6 +175,7 @@ GELU = defop(
     "gelu", forward=_gelu, abstract=_gelu_abstract, vjp=_gelu_vjp, grad_name="GeluBackward0",
     save=(0,), promote="float",
     samples=lambda rng: _any((3, 4), approximate="none")(rng) + _any((3, 4), approximate="tanh")(rng),
+    batchable=True,
 )
 
 
@@ -189,11 +191,13 @@ ADD = defop(
     "add", forward=lambda xp, a, b: xp.add(a, b), abstract=_elementwise("add"),
     vjp=lambda ctx, g: (g, g), grad_name="AddBackward0", promote="same",
     samples=_any((3, 4), (4,)),
+    arity=2, commutative=True,
 )
 SUB = defop(
     "sub", forward=lambda xp, a, b: xp.subtract(a, b), abstract=_elementwise("sub"),
     vjp=lambda ctx, g: (g, -g if ctx.needs(1) else None), grad_name="SubBackward0", promote="same",
     samples=_any((3, 1), (1, 4)),
+    arity=2,
 )
 RSUB = defop(
     "rsub", forward=lambda xp, a, b: xp.subtract(b, a), abstract=_elementwise("rsub"),
@@ -202,11 +206,13 @@ RSUB = defop(
     grad_name=lambda operands, attrs: "RsubBackward1" if isinstance(operands[1], (int, float)) else "RsubBackward0",
     samples=_any((3, 4), ()),
     doc="rsub(x, other) = other - x: the op behind `2 - x`",
+    arity=2,
 )
 MUL = defop(
     "mul", forward=lambda xp, a, b: xp.multiply(a, b), abstract=_elementwise("mul"),
     vjp=lambda ctx, g: (g * ctx.input(1) if ctx.needs(0) else None, g * ctx.input(0) if ctx.needs(1) else None),
     grad_name="MulBackward0", save=(0, 1), promote="same", samples=_any((2, 3, 4), (3, 1)),
+    arity=2, commutative=True,
 )
 DIV = defop(
     "div", forward=lambda xp, a, b: xp.true_divide(a, b), abstract=_elementwise("div"),
@@ -216,6 +222,7 @@ DIV = defop(
     ),
     grad_name="DivBackward0", save=(0, 1), promote="float",
     samples=lambda rng: [((rng.standard_normal((3, 4)), rng.uniform(0.5, 2.0, (4,))), {})],
+    arity=2,
 )
 
 
@@ -274,6 +281,7 @@ POW = defop(
         ((rng.uniform(0.5, 2.0, (3, 4)), 3.0), {}),
         ((2.0, rng.standard_normal((3, 4))), {}),
     ],
+    arity=2,
 )
 
 
@@ -294,11 +302,13 @@ MAXIMUM = defop(
     "maximum", forward=lambda xp, a, b: xp.maximum(a, b), abstract=_elementwise("maximum"),
     vjp=_max_min_vjp(True), grad_name="MaximumBackward0", save=(0, 1), promote="same",
     samples=_any((3, 4), (4,)),
+    arity=2, commutative=True,
 )
 MINIMUM = defop(
     "minimum", forward=lambda xp, a, b: xp.minimum(a, b), abstract=_elementwise("minimum"),
     vjp=_max_min_vjp(False), grad_name="MinimumBackward0", save=(0, 1), promote="same",
     samples=_any((3, 4), (4,)),
+    arity=2, commutative=True,
 )
 
 
@@ -329,6 +339,7 @@ WHERE = defop(
     grad_name="WhereBackward0", save=(0,), promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) > 0, rng.standard_normal((3, 4)),
                            rng.standard_normal((4,))), {})],
+    arity=3, mask_operands=(0,),
 )
 
 
@@ -372,6 +383,7 @@ def _compare(name, ufunc):
         name, forward=lambda xp, a, b: getattr(xp, ufunc)(a, b),
         abstract=_elementwise(name, result_dtype=_dtypes.bool_), promote="same",
         samples=_any((3, 4), (4,)),
+        arity=2, commutative=name in ("eq", "ne"),
     )
 
 
@@ -385,6 +397,7 @@ LOGICAL_AND = defop(
     "logical_and", forward=lambda xp, a, b: xp.logical_and(a, b),
     abstract=_elementwise("logical_and", result_dtype=_dtypes.bool_),
     samples=lambda rng: [((rng.standard_normal((3, 4)) > 0, rng.standard_normal((4,)) > 0), {})],
+    arity=2, commutative=True,
 )
 LOGICAL_NOT = defop(
     "logical_not", forward=lambda xp, a: xp.logical_not(a),
@@ -405,3 +418,11 @@ CLONE = defop(
     "clone", forward=lambda xp, x: xp.array(x, copy=True), abstract=lambda x: x,
     vjp=lambda ctx, g: (g,), grad_name="CloneBackward0", samples=_any((3, 4)),
 )
+
+
+# -- exp2: the worked example of "adding a pointwise op" (docs/architecture.md) --------------
+# One declaration (its facts come from `_unary`: arity 1, pointwise, fusible, batchable) plus
+# its spellings in codegen/lowering.py; the registry-wide tests then cover it like any op.
+_LN2 = math.log(2.0)
+EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), "Exp2Backward0",
+              _any((3, 4)), save=(), save_output=True)

@@ -78,4 +78,5 @@ MATMUL = defop(
         ((rng.standard_normal((4,)), rng.standard_normal((2, 4, 3))), {}),
         ((rng.standard_normal((2, 1, 3, 4)), rng.standard_normal((5, 4, 2))), {}),
     ],
+    arity=2,
 )

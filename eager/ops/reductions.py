@@ -2,9 +2,11 @@
 of non-negative axes; the public wrappers normalize what users write."""
 from __future__ import annotations
 
+import math
+
 from .. import _dtypes
 from ._checks import norm_dim, numel, reduced_shape, require_float
-from ._registry import TensorSpec, defop
+from ._registry import Reduction, TensorSpec, defop
 from .elementwise import EQ, EXP, WHERE
 from .shape_ops import EXPAND, RESHAPE
 
@@ -63,12 +65,14 @@ SUM = defop(
     "sum", forward=lambda xp, x, dims=None, keepdim=False: xp.sum(x, axis=_axes(dims, x), keepdims=keepdim),
     abstract=_reduce_abstract("sum", widen_ints=True), vjp=lambda ctx, g: (_expand_back(ctx, g),),
     grad_name=_by_dims("SumBackward0", "SumBackward1"), kind="reduction", samples=_reduce_samples(),
+    reduction=Reduction("add", 0.0),
 )
 MEAN = defop(
     "mean", forward=lambda xp, x, dims=None, keepdim=False: xp.mean(x, axis=_axes(dims, x), keepdims=keepdim),
     abstract=_reduce_abstract("mean", float_only=True),
     vjp=lambda ctx, g: (_expand_back(ctx, g) * (1.0 / max(_count(ctx), 1)),),  # count 0: an empty input
     grad_name=_by_dims("MeanBackward0", "MeanBackward1"), kind="reduction", samples=_reduce_samples(),
+    reduction=Reduction("add", 0.0, divide_by_count=True),
 )
 
 
@@ -81,6 +85,7 @@ PROD = defop(
     abstract=_reduce_abstract("prod", widen_ints=True), vjp=_prod_vjp, save=(0,),
     grad_name=_by_dims("ProdBackward0", "ProdBackward1"), kind="reduction",
     samples=_reduce_samples(),
+    reduction=Reduction("mul", 1.0), differentiable_order=1,
 )
 
 
@@ -109,6 +114,7 @@ PROD_EXCEPT_SELF = defop(
     abstract=lambda x, dims=None: x, kind="reduction",
     samples=lambda rng: [((rng.standard_normal((3, 4)),), {"dims": (1,)})],
     doc="helper of prod's VJP; not differentiable itself (no double backward of prod)",
+    differentiable_order=0,
 )
 
 
@@ -119,20 +125,21 @@ def _amax_vjp(ctx, g):
     return (WHERE(mask, _expand_back(ctx, g) / ties, 0.0),)
 
 
-def _amax_like(name, fn, grad_name):
+def _amax_like(name, fn, grad_name, combiner, identity):
     return defop(
         name,
         forward=lambda xp, x, dims=None, keepdim=False: getattr(xp, fn)(x, axis=_axes(dims, x), keepdims=keepdim),
         abstract=_reduce_abstract(name), vjp=_amax_vjp, grad_name=grad_name, save=(0,), save_output=True,
         kind="reduction", samples=_reduce_samples(),
         doc="gradient shared evenly between tied maxima",
+        reduction=Reduction(combiner, identity),
     )
 
 
-AMAX = _amax_like("amax", "amax", "AmaxBackward0")
-AMIN = _amax_like("amin", "amin", "AminBackward0")
-MAX_ALL = _amax_like("max", "amax", "MaxBackward1")
-MIN_ALL = _amax_like("min", "amin", "MinBackward1")
+AMAX = _amax_like("amax", "amax", "AmaxBackward0", "maximum", -math.inf)
+AMIN = _amax_like("amin", "amin", "AminBackward0", "minimum", math.inf)
+MAX_ALL = _amax_like("max", "amax", "MaxBackward1", "maximum", -math.inf)
+MIN_ALL = _amax_like("min", "amin", "MinBackward1", "minimum", math.inf)
 
 
 def _arg_abstract(name):
@@ -181,6 +188,7 @@ TAKE_ALONG = defop(
     vjp=_select_along_vjp, grad_name="MaxBackward0", save=(1,), kind="index",
     samples=lambda rng: [((rng.standard_normal((3, 4)), rng.integers(0, 4, (3,))), {"dim": 1, "keepdim": False})],
     doc="x's values at `index` along `dim`: the value half of max/min(dim)",
+    arity=2,
 )
 INDEX_MASK = defop(
     "index_mask",

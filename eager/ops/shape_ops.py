@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _dtypes
 from ._checks import norm_dim, numel, same_dtype
-from ._registry import TensorSpec, defop
+from ._registry import VARIADIC, TensorSpec, defop
 
 
 def _any(*shapes, **attrs):
@@ -245,6 +245,7 @@ INDEX = defop(
         ((rng.standard_normal((4, 5)),), {"key": (("slice", 1, None, 2), ("none",), ("int", -1)), "n_index": 0}),
         ((rng.standard_normal((4, 5)), np.array([0, 2, 2])), {"key": (("ellipsis",), ("tensor", 0)), "n_index": 1}),
     ],
+    arity=VARIADIC,
 )
 
 
@@ -273,6 +274,7 @@ INDEX_GRAD = defop(
     samples=lambda rng: [((rng.standard_normal((3,)), np.array([0, 2, 2])),
                           {"key": (("tensor", 0),), "shape": (4,), "n_index": 1})],
     doc="scatter-add of an index's gradient into zeros of the indexed tensor's shape",
+    arity=VARIADIC,
 )
 
 
@@ -303,6 +305,7 @@ INDEX_PUT = defop(
          {"key": (("tensor", 0), ("slice", 1, 3, None)), "n_index": 1}),
     ],
     doc="functional `x[key] = v`: a copy of x with v written at key",
+    arity=VARIADIC,
 )
 
 
@@ -337,6 +340,7 @@ CAT = defop(
     "cat", forward=lambda xp, *xs, dim: xp.concatenate(xs, axis=dim), abstract=_cat_abstract,
     vjp=_cat_vjp, grad_name="CatBackward0", kind="shape",
     samples=_any((2, 3), (4, 3), dim=0),
+    arity=VARIADIC,
 )
 
 
@@ -362,6 +366,7 @@ def _stack_vjp(ctx, g):
 STACK = defop(
     "stack", forward=lambda xp, *xs, dim: xp.stack(xs, axis=dim), abstract=_stack_abstract,
     vjp=_stack_vjp, grad_name="StackBackward0", kind="shape", samples=_any((2, 3), (2, 3), dim=1),
+    arity=VARIADIC,
 )
 
 
@@ -447,4 +452,5 @@ VIEW_SCATTER = defop(
                     ("index", (("key", (("slice", 1, None, None),)), ("n_index", 0)), None))}),
     ],
     doc="a copy of base with `value` written into the view of it that `steps` make (CopySlices)",
+    arity=VARIADIC,
 )

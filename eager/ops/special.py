@@ -15,10 +15,12 @@ STOP_GRADIENT = defop(
     "stop_gradient", forward=lambda xp, x: x, abstract=lambda x: x, kind="elementwise",
     samples=lambda rng: [((rng.standard_normal((3, 2)),), {})],
     doc="identity whose result carries no gradient (detach)",
+    fusible=False, aliases_operand=True,
 )
 FULL = defop(
     "full", forward=lambda xp, *, shape, value, dtype: xp.full(tuple(shape), value, dtype=dtype.np),
     abstract=lambda *, shape, value, dtype: TensorSpec(tuple(shape), dtype), kind="elementwise",
     samples=lambda rng: [((), {"shape": (2, 3), "value": 0.5, "dtype": _dtypes.float64})],
     doc="a constant: every element is value (what constant folding produces)",
+    arity=0,
 )

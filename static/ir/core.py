@@ -4,6 +4,7 @@ Plain Python objects, printed as text (see `format_graph`) that `static.parse_ir
 back exactly. A node may carry a nested `body` graph (a fused region)."""
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import dataclass, field
@@ -20,15 +21,28 @@ def format_type(t: Type) -> str:
 
 
 class Value:
-    """An SSA value: a graph input or one result of a node."""
+    """An SSA value: a graph input or one result of a node.
 
-    __slots__ = ("name", "type", "producer", "index", "__weakref__")
+    `users` lists the nodes whose operands include it (once per use), kept up to date by
+    every assignment of a node's `inputs` and by `Node.drop`; a graph's outputs are not
+    nodes and are not listed (see `Graph.replace_all_uses_with`)."""
+
+    __slots__ = ("name", "type", "producer", "index", "users", "__weakref__")
 
     def __init__(self, name: str, type: Type, producer: "Node | None" = None, index: int = 0) -> None:
         self.name = name
         self.type = type
         self.producer = producer
         self.index = index
+        self.users: list = []
+
+    def replace_all_uses_with(self, new: Any) -> int:
+        """Make every node reading this value read `new` (a Value or literal) instead.
+        Returns how many nodes changed."""
+        nodes = list({id(n): n for n in self.users}.values())
+        for node in nodes:
+            node.inputs = [new if v is self else v for v in node.inputs]
+        return len(nodes)
 
     @property
     def shape(self) -> tuple:
@@ -42,10 +56,7 @@ class Value:
         return f"%{self.name}: {format_type(self.type)}"
 
 
-Operand = Any  # a Value, or a Python int/float/bool literal
-
-
-@dataclass(eq=False)
+@dataclass(eq=False, init=False)
 class Node:
     """One op application. `inputs` are Values or Python scalar literals."""
 
@@ -57,6 +68,30 @@ class Node:
     loc: str | None = None  # the user's file:line that produced it, when traced
     line: int | None = None  # the text line, when parsed
 
+    def __init__(self, op: str, inputs: list, attrs: dict, outputs: list | None = None, body: "Graph | None" = None,
+                 loc: str | None = None, line: int | None = None) -> None:
+        # written straight into __dict__ (nodes are made by the thousand while tracing): only
+        # `inputs` needs the bookkeeping of __setattr__
+        self.__dict__.update(op=op, attrs=attrs, outputs=[] if outputs is None else outputs, body=body, loc=loc,
+                             line=line)
+        self.inputs = inputs
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "inputs":  # keep the operands' use lists up to date
+            value = list(value)
+            old = self.__dict__.get("inputs")
+            if old:
+                _remove_uses(self, old)
+            for v in value:
+                if type(v) is Value:
+                    v.users.append(self)
+        self.__dict__[name] = value
+
+    def drop(self) -> None:
+        """Detach the node from its operands (their `users` no longer list it): for a node
+        leaving its graph."""
+        _remove_uses(self, self.inputs)
+
     def input_values(self) -> list:
         return [v for v in self.inputs if isinstance(v, Value)]
 
@@ -64,14 +99,28 @@ class Node:
         return format_node(self, "")
 
 
+def _remove_uses(node: Node, operands: list) -> None:
+    for v in operands:
+        if isinstance(v, Value):
+            for k, u in enumerate(v.users):
+                if u is node:
+                    del v.users[k]
+                    break
+
+
 @dataclass(eq=False)
 class Graph:
-    """A function: named inputs, nodes in execution order, outputs."""
+    """A function: named inputs, nodes in execution order, outputs.
+
+    `memory_plan` is what the memory pass decided (a `static.passes.memory.MemoryPlan`, keyed
+    by this graph's Values), None before it runs; code generators read it, so it is part of
+    what a generated module is cached under (`codegen.executable.generator_input`)."""
 
     name: str = "f"
     inputs: list = field(default_factory=list)
     nodes: list = field(default_factory=list)
     outputs: list = field(default_factory=list)
+    memory_plan: Any = None
 
     def __str__(self) -> str:
         return format_graph(self)
@@ -79,27 +128,64 @@ class Graph:
     def __repr__(self) -> str:
         return f"<static.Graph @{self.name}: {len(self.inputs)} inputs, {len(self.nodes)} nodes>"
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "nodes" and "nodes" in self.__dict__:  # nodes leaving the graph drop their uses
+            kept = {id(n) for n in value}
+            for n in self.__dict__["nodes"]:
+                if id(n) not in kept:
+                    n.drop()
+        object.__setattr__(self, name, value)
+
     def users(self) -> dict:
-        """Value -> list of nodes that read it (including a body's outer inputs)."""
+        """Value -> the nodes of this graph that read it, in program order, once each."""
         out: dict = {}
         for node in self.nodes:
-            for v in node.input_values():
+            for v in dict.fromkeys(node.input_values()):
                 out.setdefault(v, []).append(node)
         return out
 
     def renumber(self) -> "Graph":
-        """Name node results %0, %1, ... in order (inputs keep their names)."""
+        """%0, %1, ... in program order across the graph and its bodies (body inputs too),
+        so names are unique everywhere; the graph's own inputs keep their names."""
         taken = {v.name for v in self.inputs}
-        counter = 0
-        for node in self.nodes:
-            for out in node.outputs:
-                while str(counter) in taken:
-                    counter += 1
-                out.name = str(counter)
-                counter += 1
-            if node.body is not None:
-                node.body.renumber()
+        counter = itertools.count()
+
+        def fresh() -> str:
+            while True:
+                name = str(next(counter))
+                if name not in taken:
+                    return name
+
+        def walk(g: "Graph", top: bool) -> None:
+            if not top:
+                for v in g.inputs:
+                    v.name = fresh()
+            for node in g.nodes:
+                if node.body is not None:
+                    walk(node.body, False)
+                for o in node.outputs:
+                    o.name = fresh()
+
+        walk(self, True)
         return self
+
+    def replace_all_uses_with(self, mapping: dict) -> None:
+        """Make every operand and output that is a key of `mapping` (old Value -> new Value or
+        literal) read its replacement instead, following chains (a -> b -> c). Bodies read
+        the outer values through their node's operands, so they need no rewriting."""
+        if not mapping:
+            return
+
+        def resolve(v):
+            seen = 0
+            while isinstance(v, Value) and v in mapping and seen < 1000:
+                v = mapping[v]
+                seen += 1
+            return v
+
+        for node in self.nodes:
+            node.inputs = [resolve(v) for v in node.inputs]
+        self.outputs = [resolve(v) for v in self.outputs]
 
     def count_nodes(self) -> int:
         return sum(1 + (n.body.count_nodes() if n.body is not None else 0) for n in self.nodes)
@@ -133,7 +219,9 @@ def format_operand(v) -> str:
     return f"%{v.name}" if isinstance(v, Value) else format_literal(v)
 
 
-def format_node(node: Node, indent: str) -> str:
+def format_node(node: Node, indent: str = "", body: bool = True) -> str:
+    """The node's IR text (the one node formatter: the printer, generated-code comments and
+    graph drawings all call it); body=False leaves a fused node's body out (one line)."""
     lhs = ", ".join(f"%{o.name}" for o in node.outputs)
     text = f"{indent}{lhs} = {node.op}"
     if node.inputs:
@@ -141,7 +229,7 @@ def format_node(node: Node, indent: str) -> str:
     if node.attrs:
         text += " {" + ", ".join(f"{k} = {format_literal(node.attrs[k])}" for k in sorted(node.attrs)) + "}"
     text += " : " + ", ".join(format_type(o.type) for o in node.outputs)
-    if node.body is not None:
+    if body and node.body is not None:
         text += " " + format_body(node.body, indent)
     return text
 

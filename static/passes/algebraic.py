@@ -1,14 +1,17 @@
-"""Algebraic simplification. Without fast_math every rewrite gives the same value
-(x*1 -> x, neg(neg x) -> x, x**2 -> x*x, transpose/reshape/expand chains, sums over
-size-1 axes, needless broadcasts of scalars). With fast_math=True also value-changing ones
-(x*0 -> 0, x-x -> 0, sum(expand(y)) -> y*n, reassociation of constants)."""
+"""Algebraic simplification, as a table of named rules (see rules.py). Without fast_math
+every rewrite gives the same value (x*1 -> x, neg(neg x) -> x, x**2 -> x*x,
+transpose/reshape/expand chains, sums over size-1 axes, needless broadcasts of scalars).
+With fast_math=True also value-changing ones (x*0 -> 0, x-x -> 0, x+0.0 -> x,
+sum(expand(y)) -> y*n, reassociation of constants)."""
 from __future__ import annotations
+
+import math
 
 from eager.ops import REGISTRY
 from eager.ops._checks import broadcast_shapes
 
 from ..ir import Graph, Value
-from .rewrite import Namer, make_node, replace_uses, rewrite_each
+from .rules import Rule, apply_rules, rule_table
 from .simplify import splat_value
 
 
@@ -24,6 +27,19 @@ def _is(v, number) -> bool:
     return c is not None and c == number
 
 
+def _is_additive_identity(v, out, fast_math: bool, negated: bool = False) -> bool:
+    """Whether adding v (subtracting it, with negated) leaves every value as it is. For floats
+    only -0.0 is: x + 0.0 turns x = -0.0 into +0.0 (IEEE 754), so x + 0.0 -> x and x - (-0.0)
+    -> x are rewrites only under fast_math; x + (-0.0) -> x and x - 0.0 -> x always hold."""
+    c = _const(v)
+    if c is None or c != 0:
+        return False
+    if not out.type.dtype.is_floating_point or fast_math:
+        return True
+    negative_zero = math.copysign(1.0, float(c)) < 0
+    return negative_zero != negated
+
+
 def _producer(v, op=None):
     if isinstance(v, Value) and v.producer is not None and (op is None or v.producer.op == op):
         return v.producer
@@ -34,137 +50,191 @@ def _same_type(a, b) -> bool:
     return isinstance(a, Value) and isinstance(b, Value) and a.type == b.type
 
 
-class _Rewriter:
-    def __init__(self, graph: Graph, fast_math: bool) -> None:
-        self.namer = Namer(graph)
-        self.fast_math = fast_math
-        self.emitted: list = []
+def _zeros_like_out(ctx, node, out) -> Value:
+    zero = 0.0 if out.type.dtype.is_floating_point else 0
+    return ctx.emit("full", [], {"shape": tuple(out.type.shape), "value": zero, "dtype": out.type.dtype}, node.loc)
 
-    def emit(self, op, inputs, attrs, loc=None) -> Value:
-        node = make_node(op, inputs, attrs, self.namer, loc)
-        self.emitted.append(node)
-        return node.outputs[0]
 
-    def rewrite(self, node):
-        """A Value equal to the node's result, or None to keep the node."""
-        out = node.outputs[0] if len(node.outputs) == 1 else None
-        if out is None or node.body is not None:
-            return None
-        ins, op, a = node.inputs, node.op, node.attrs
-        if op in ("mul", "add", "sub", "div", "pow"):
-            return self._arith(node, out)
-        if op == "neg":
-            inner = _producer(ins[0], "neg")
-            if inner is not None and _same_type(inner.inputs[0], out):
-                return inner.inputs[0]
-        if op == "transpose":
-            inner = _producer(ins[0], "transpose")
-            if inner is not None and {inner.attrs["dim0"], inner.attrs["dim1"]} == {a["dim0"], a["dim1"]}:
-                return inner.inputs[0]
-        if op == "permute":
-            inner = _producer(ins[0], "permute")
-            if inner is not None:
-                composed = tuple(inner.attrs["dims"][d] for d in a["dims"])
-                if composed == tuple(range(len(composed))):
-                    return inner.inputs[0]
-                return self.emit("permute", [inner.inputs[0]], {"dims": composed}, node.loc)
-            if tuple(a["dims"]) == tuple(range(len(a["dims"]))):
-                return ins[0]
-        if op in ("reshape", "expand", "squeeze", "unsqueeze") and _same_type(ins[0], out):
-            return ins[0]
-        if op == "reshape":
-            inner = _producer(ins[0])
-            if inner is not None and inner.op in ("reshape", "squeeze", "unsqueeze"):
-                return self.emit("reshape", [inner.inputs[0]], {"shape": tuple(out.type.shape)}, node.loc)
-        if op == "sum":
-            return self._sum(node, out)
-        if REGISTRY[op].kind == "elementwise" and op not in ("full", "full_like"):
-            return self._drop_broadcasts(node, out)
+def _mul_by_one(ctx, node, out):
+    x, y = node.inputs
+    if _is(y, 1) and _same_type(x, out):
+        return x
+    if _is(x, 1) and _same_type(y, out):
+        return y
+    return None
+
+
+def _mul_by_zero(ctx, node, out):
+    x, y = node.inputs
+    return _zeros_like_out(ctx, node, out) if _is(x, 0) or _is(y, 0) else None
+
+
+def _reassociate_constants(ctx, node, out):
+    """(x * a) * b -> x * (a*b) for literals a, b (rounds once instead of twice)."""
+    x, y = node.inputs
+    if _const(y) is None or isinstance(y, Value):
         return None
+    inner = _producer(x, "mul")
+    if inner is not None and _const(inner.inputs[1]) is not None and not isinstance(inner.inputs[1], Value):
+        return ctx.emit("mul", [inner.inputs[0], inner.inputs[1] * y], {}, node.loc)
+    return None
 
-    def _arith(self, node, out):
-        x, y = node.inputs
-        op = node.op
-        if op == "mul":
-            if _is(y, 1) and _same_type(x, out):
-                return x
-            if _is(x, 1) and _same_type(y, out):
-                return y
-            if self.fast_math and (_is(x, 0) or _is(y, 0)):
-                return self.emit("full", [], {"shape": tuple(out.type.shape), "value": 0.0 if out.type.dtype.is_floating_point else 0,
-                                              "dtype": out.type.dtype}, node.loc)
-            if self.fast_math and _const(y) is not None and not isinstance(y, Value):
-                inner = _producer(x, "mul")
-                if inner is not None and _const(inner.inputs[1]) is not None and not isinstance(inner.inputs[1], Value):
-                    return self.emit("mul", [inner.inputs[0], inner.inputs[1] * y], {}, node.loc)
-        if op == "add":
-            if _is(y, 0) and _same_type(x, out):
-                return x
-            if _is(x, 0) and _same_type(y, out):
-                return y
-        if op == "sub":
-            if _is(y, 0) and _same_type(x, out):
-                return x
-            if self.fast_math and x is y and isinstance(x, Value):
-                return self.emit("full", [], {"shape": tuple(out.type.shape), "value": 0.0 if out.type.dtype.is_floating_point else 0,
-                                              "dtype": out.type.dtype}, node.loc)
-        if op == "div" and _is(y, 1) and _same_type(x, out):
-            return x
-        if op == "pow" and isinstance(x, Value) and not isinstance(y, Value):
-            if y == 1 and _same_type(x, out):
-                return x
-            if y == 2 and _same_type(x, out):
-                return self.emit("mul", [x, x], {}, node.loc)
-        return self._drop_broadcasts(node, out)
 
-    def _sum(self, node, out):
-        x = node.inputs[0]
-        dims = node.attrs["dims"]
-        axes = range(len(x.type.shape)) if dims is None else dims
-        if x.type.dtype != out.type.dtype:
-            return None
-        if all(x.type.shape[d] == 1 for d in axes):
-            return x if _same_type(x, out) else self.emit("reshape", [x], {"shape": tuple(out.type.shape)}, node.loc)
-        inner = _producer(x, "expand")
+def _add_zero(ctx, node, out):
+    x, y = node.inputs
+    if _is_additive_identity(y, out, ctx.fast_math) and _same_type(x, out):
+        return x
+    if _is_additive_identity(x, out, ctx.fast_math) and _same_type(y, out):
+        return y
+    return None
+
+
+def _sub_zero(ctx, node, out):
+    x, y = node.inputs
+    return x if _is_additive_identity(y, out, ctx.fast_math, negated=True) and _same_type(x, out) else None
+
+
+def _sub_self(ctx, node, out):
+    x, y = node.inputs
+    return _zeros_like_out(ctx, node, out) if x is y and isinstance(x, Value) else None
+
+
+def _div_by_one(ctx, node, out):
+    x, y = node.inputs
+    return x if _is(y, 1) and _same_type(x, out) else None
+
+
+def _pow_small(ctx, node, out):
+    x, y = node.inputs
+    if not isinstance(x, Value) or isinstance(y, Value) or not _same_type(x, out):
+        return None
+    if y == 1:
+        return x
+    if y == 2:
+        return ctx.emit("mul", [x, x], {}, node.loc)
+    return None
+
+
+def _neg_neg(ctx, node, out):
+    inner = _producer(node.inputs[0], "neg")
+    return inner.inputs[0] if inner is not None and _same_type(inner.inputs[0], out) else None
+
+
+def _transpose_transpose(ctx, node, out):
+    a = node.attrs
+    inner = _producer(node.inputs[0], "transpose")
+    if inner is not None and {inner.attrs["dim0"], inner.attrs["dim1"]} == {a["dim0"], a["dim1"]}:
+        return inner.inputs[0]
+    return None
+
+
+def _permute_permute(ctx, node, out):
+    dims = node.attrs["dims"]
+    inner = _producer(node.inputs[0], "permute")
+    if inner is not None:
+        composed = tuple(inner.attrs["dims"][d] for d in dims)
+        if composed == tuple(range(len(composed))):
+            return inner.inputs[0]
+        return ctx.emit("permute", [inner.inputs[0]], {"dims": composed}, node.loc)
+    if tuple(dims) == tuple(range(len(dims))):
+        return node.inputs[0]
+    return None
+
+
+def _view_of_same_type(ctx, node, out):
+    return node.inputs[0] if _same_type(node.inputs[0], out) else None
+
+
+def _reshape_reshape(ctx, node, out):
+    inner = _producer(node.inputs[0])
+    if inner is not None and inner.op in ("reshape", "squeeze", "unsqueeze"):
+        return ctx.emit("reshape", [inner.inputs[0]], {"shape": tuple(out.type.shape)}, node.loc)
+    return None
+
+
+def _sum_axes(node):
+    x = node.inputs[0]
+    dims = node.attrs["dims"]
+    return range(len(x.type.shape)) if dims is None or not x.type.shape else dims  # 0-d: dim 0 is all
+
+
+def _sum_of_size_one_axes(ctx, node, out):
+    x = node.inputs[0]
+    if x.type.dtype != out.type.dtype or not all(x.type.shape[d] == 1 for d in _sum_axes(node)):
+        return None
+    return x if _same_type(x, out) else ctx.emit("reshape", [x], {"shape": tuple(out.type.shape)}, node.loc)
+
+
+def _sum_of_expand(ctx, node, out):
+    """sum(expand(y)) over the broadcast axes -> y * n: n equal terms summed (in NumPy's
+    order) round differently from one product, hence fast_math only."""
+    x = node.inputs[0]
+    axes = _sum_axes(node)
+    inner = _producer(x, "expand")
+    if x.type.dtype != out.type.dtype or inner is None:
+        return None
+    y = inner.inputs[0]
+    lead = len(x.type.shape) - len(y.type.shape)
+    broadcast_axes = {i for i in range(len(x.type.shape))
+                      if i < lead or (y.type.shape[i - lead] == 1 and x.type.shape[i] != 1)}
+    if set(axes) != broadcast_axes:
+        return None
+    n = 1
+    for d in axes:
+        n *= x.type.shape[d]
+    kept = y if lead == 0 else ctx.emit("reshape", [y], {"shape": tuple(
+        1 for _ in range(lead)) + tuple(y.type.shape)}, node.loc)
+    if tuple(kept.type.shape) != tuple(out.type.shape):
+        kept = ctx.emit("reshape", [kept], {"shape": tuple(out.type.shape)}, node.loc)
+    return kept if n == 1 else ctx.emit("mul", [kept, float(n) if out.type.dtype.is_floating_point else n],
+                                        {}, node.loc)
+
+
+def _drop_broadcasts(ctx, node, out):
+    """An operand expand(y) that broadcasting alone reproduces: read y directly."""
+    changed = False
+    inputs = list(node.inputs)
+    for i, v in enumerate(inputs):
+        inner = _producer(v, "expand")
         if inner is None:
-            return None
-        y = inner.inputs[0]
-        lead = len(x.type.shape) - len(y.type.shape)
-        broadcast_axes = {i for i in range(len(x.type.shape))
-                          if i < lead or (y.type.shape[i - lead] == 1 and x.type.shape[i] != 1)}
-        if set(axes) != broadcast_axes:
-            return None
-        n = 1
-        for d in axes:
-            n *= x.type.shape[d]
-        if not self.fast_math:
-            return None  # n equal terms summed (in NumPy's order) round differently from one product
-        kept = y if lead == 0 else self.emit("reshape", [y], {"shape": tuple(
-            1 for _ in range(lead)) + tuple(y.type.shape)}, node.loc)
-        if tuple(kept.type.shape) != tuple(out.type.shape):
-            kept = self.emit("reshape", [kept], {"shape": tuple(out.type.shape)}, node.loc)
-        return kept if n == 1 else self.emit("mul", [kept, float(n) if out.type.dtype.is_floating_point else n],
-                                             {}, node.loc)
+            continue
+        candidate = inputs[:i] + [inner.inputs[0]] + inputs[i + 1:]
+        shapes = [c.type.shape for c in candidate if isinstance(c, Value)]
+        if shapes and broadcast_shapes(node.op, *shapes) == tuple(out.type.shape):
+            inputs = candidate
+            changed = True
+    if not changed:
+        return None
+    return ctx.emit(node.op, inputs, dict(node.attrs), node.loc)
 
-    def _drop_broadcasts(self, node, out):
-        """An operand expand(y) that broadcasting alone reproduces: read y directly."""
-        changed = False
-        inputs = list(node.inputs)
-        for i, v in enumerate(inputs):
-            inner = _producer(v, "expand")
-            if inner is None:
-                continue
-            candidate = inputs[:i] + [inner.inputs[0]] + inputs[i + 1:]
-            shapes = [c.type.shape for c in candidate if isinstance(c, Value)]
-            if shapes and broadcast_shapes(node.op, *shapes) == tuple(out.type.shape):
-                inputs = candidate
-                changed = True
-        if not changed:
-            return None
-        return self.emit(node.op, inputs, dict(node.attrs), node.loc)
+
+def _broadcasting_pointwise(node) -> bool:
+    op = REGISTRY[node.op]
+    return op.pointwise and bool(op.arity)  # not full: it has no operand to broadcast
+
+
+RULES = [
+    Rule("mul_by_one", ("mul",), _mul_by_one, doc="x * 1 -> x"),
+    Rule("mul_by_zero", ("mul",), _mul_by_zero, fast_math=True, doc="x * 0 -> 0 (wrong for inf, nan)"),
+    Rule("reassociate_constants", ("mul",), _reassociate_constants, fast_math=True, doc="(x*a)*b -> x*(a*b)"),
+    Rule("add_zero", ("add",), _add_zero, doc="x + (-0.0) -> x; x + 0.0 -> x under fast_math (signed zeros)"),
+    Rule("sub_zero", ("sub",), _sub_zero, doc="x - 0.0 -> x; x - (-0.0) -> x under fast_math"),
+    Rule("sub_self", ("sub",), _sub_self, fast_math=True, doc="x - x -> 0 (wrong for inf, nan)"),
+    Rule("div_by_one", ("div",), _div_by_one, doc="x / 1 -> x"),
+    Rule("pow_small", ("pow",), _pow_small, doc="x ** 1 -> x, x ** 2 -> x * x"),
+    Rule("neg_neg", ("neg",), _neg_neg, doc="-(-x) -> x"),
+    Rule("transpose_transpose", ("transpose",), _transpose_transpose, doc="a transpose undone"),
+    Rule("permute_permute", ("permute",), _permute_permute, doc="permutes composed; the identity dropped"),
+    Rule("view_of_same_type", ("reshape", "expand", "squeeze", "unsqueeze"), _view_of_same_type,
+         doc="a reshape/expand/squeeze/unsqueeze that changes nothing"),
+    Rule("reshape_reshape", ("reshape",), _reshape_reshape, doc="reshape of a reshape: one reshape"),
+    Rule("sum_of_size_one_axes", ("sum",), _sum_of_size_one_axes, doc="a sum over size-1 axes is a reshape"),
+    Rule("sum_of_expand", ("sum",), _sum_of_expand, fast_math=True, doc="sum(expand(y)) -> y * n"),
+    Rule("drop_broadcasts", None, _drop_broadcasts, matches=_broadcasting_pointwise,
+         doc="an operand expand(y) that broadcasting reproduces: read y"),
+]
+RULE_TABLE = rule_table(RULES)
 
 
 def algebraic(graph: Graph, fast_math: bool = False, **_) -> dict:
-    mapping = rewrite_each(graph, _Rewriter(graph, fast_math))
-    replace_uses(graph, mapping)
-    return {"rewritten": len(mapping)}
+    return apply_rules(graph, RULES, fast_math)

@@ -14,19 +14,25 @@ from ..ir import Graph, Node, Value
 from .rewrite import Namer, replace_uses
 
 MAX_FUSED_OPS = 64
-REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min"}
-NOT_FUSIBLE = {"stop_gradient", "to_device"}
 
 
 def _role(node: Node) -> str | None:
-    if node.body is not None or len(node.outputs) != 1 or node.op in NOT_FUSIBLE:
+    """"ew" for a fusible pointwise op, "red" for a fusible reduction, else None (the op
+    record says which; a reduction with attributes beyond dims/keepdim is not fused)."""
+    if node.body is not None or len(node.outputs) != 1:
         return None
-    kind = REGISTRY[node.op].kind
-    if kind == "elementwise":
+    op = REGISTRY[node.op]
+    if not op.fusible or not op.pure:
+        return None
+    if op.pointwise:
         return "ew"
-    if node.op in REDUCTIONS:
+    if op.reduction is not None and set(node.attrs) <= {"dims", "keepdim"}:
         return "red"
     return None
+
+
+def _is_reduction(node: Node) -> bool:
+    return node.body is None and REGISTRY[node.op].reduction is not None
 
 
 class Group:
@@ -51,8 +57,9 @@ def _describe(node: Node) -> str:
 
 
 class Fuser:
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, max_ops: int = MAX_FUSED_OPS) -> None:
         self.graph = graph
+        self.max_ops = max_ops
         self.pos = {id(n): i for i, n in enumerate(graph.nodes)}
         self.group_of: dict = {}
         self.rejections: list = []
@@ -121,8 +128,8 @@ class Fuser:
     # -- grouping --------------------------------------------------------------------------------
     def try_join(self, group: Group, node: Node, role: str, why_pair) -> bool:
         reason = None
-        if len(group.nodes) >= MAX_FUSED_OPS:
-            reason = f"size cap of {MAX_FUSED_OPS} ops reached"
+        if len(group.nodes) >= self.max_ops:
+            reason = f"size cap of {self.max_ops} ops reached"
         if reason is None:
             reason = self._space_ok(group, node, role)
         if reason is None:
@@ -141,7 +148,7 @@ class Fuser:
         full space: that would need a second pass over the data inside one kernel."""
         ids = {id(n) for n in nodes}
         for n in nodes:
-            if n.op in REDUCTIONS:
+            if _is_reduction(n):
                 continue
             if tuple(n.outputs[0].type.shape) != space:
                 continue
@@ -159,7 +166,7 @@ class Fuser:
             self.rejections.append(f"{_describe(a.nodes[-1])} + {_describe(b.nodes[-1])}: a member would read "
                                    "a reduced value at the full iteration shape")
             return False
-        if len(a.nodes) + len(b.nodes) > MAX_FUSED_OPS or self._convex(a.nodes, b.nodes):
+        if len(a.nodes) + len(b.nodes) > self.max_ops or self._convex(a.nodes, b.nodes):
             return False
         a.nodes.extend(b.nodes)
         a.reduce = a.reduce or b.reduce
@@ -215,9 +222,11 @@ class Fuser:
         return groups
 
 
-def _build_fused(graph: Graph, group: Group, namer: Namer, outside_users: dict, graph_outputs: set):
+def _build_fused(group: Group, position: dict, namer: Namer, outside_users: dict, graph_outputs: set):
+    """The fused node of a group (members in program order: `position` maps id(node) to its
+    index in the graph) and the map from members' exported results to its results."""
     members = {id(n) for n in group.nodes}
-    order = sorted(group.nodes, key=lambda n: n.loc_index)
+    order = sorted(group.nodes, key=lambda n: position[id(n)])
     ext_inputs: list = []
     for n in order:
         for v in n.input_values():
@@ -277,10 +286,9 @@ def _toposort(nodes: list) -> list:
     return out
 
 
-def fuse(graph: Graph, **_) -> dict:
-    for i, n in enumerate(graph.nodes):
-        n.loc_index = i
-    fuser = Fuser(graph)
+def fuse(graph: Graph, max_ops: int | None = None, **_) -> dict:
+    """Group fusible nodes into `fused` regions of at most max_ops ops (MAX_FUSED_OPS)."""
+    fuser = Fuser(graph, MAX_FUSED_OPS if max_ops is None else max_ops)
     groups = fuser.run()
     namer = Namer(graph)
     outside: dict = {}
@@ -297,7 +305,10 @@ def fuse(graph: Graph, **_) -> dict:
     for g in groups:
         if len(g.nodes) < 2:
             continue
-        fused, out_map = _build_fused(graph, g, namer, outside, graph_outputs)
+        fused, out_map = _build_fused(g, fuser.pos, namer, outside, graph_outputs)
+        if not fused.outputs:  # nothing outside reads the group (dead code, when DCE did not run)
+            fused_ids.update(id(n) for n in g.nodes)
+            continue
         mapping.update(out_map)
         for n in g.nodes:
             fused_ids.add(id(n))
@@ -309,9 +320,6 @@ def fuse(graph: Graph, **_) -> dict:
             new_nodes.append(replaced[id(node)])
         elif id(node) not in fused_ids:
             new_nodes.append(node)
-    for node in graph.nodes:
-        if hasattr(node, "loc_index"):
-            del node.loc_index
     graph.nodes = new_nodes
     replace_uses(graph, mapping)
     graph.nodes = _toposort(graph.nodes)

@@ -10,18 +10,33 @@ from eager.ops import REGISTRY
 from ..ir import Graph, Value
 from .rewrite import nbytes
 
-# results that may share their first operand's memory: the ops the registry marks as views,
-# and those that can return their operand itself (stop_gradient; to_device on one device)
-VIEW_OPS = {name for name, op in REGISTRY.items() if op.is_view} | {"stop_gradient", "to_device"}
+
+def aliases_operand(node) -> bool:
+    """Whether the node's results may share its first operand's memory (a view, or an op
+    that can return its operand itself): the op record's `aliases_operand`."""
+    return node.body is None and REGISTRY[node.op].aliases_operand
+
+
+# the same fact as a set of names, for code that has not moved to `aliases_operand` yet
+VIEW_OPS = frozenset(name for name, op in REGISTRY.items() if op.aliases_operand)
 
 
 @dataclass
 class MemoryPlan:
-    buffer_of: dict = field(default_factory=dict)  # value name -> buffer id
+    """Keyed by Value objects, not names: passes after this one may rename values."""
+
+    buffer_of: dict = field(default_factory=dict)  # Value -> buffer id
     buffers: list = field(default_factory=list)  # buffer id -> (nbytes, dtype name, shape)
-    in_place: list = field(default_factory=list)  # (result name, operand name) written in place
+    in_place: list = field(default_factory=list)  # (result Value, operand Value) written in place
     peak_bytes: int = 0
     naive_bytes: int = 0
+    liveness: "Liveness | None" = None  # the analysis the plan was made from (codegen reuses it)
+
+    def text(self) -> str:
+        """The plan with today's value names, one line per decision (part of a cache key)."""
+        lines = [f"%{v.name} -> buffer {b}" for v, b in self.buffer_of.items()]
+        lines += [f"%{a.name} over %{b.name}" for a, b in self.in_place]
+        return "\n".join(lines)
 
     def describe(self) -> str:
         return (f"{len(self.buffers)} buffers for {len(self.buffer_of)} intermediates, {len(self.in_place)} "
@@ -29,24 +44,55 @@ class MemoryPlan:
 
 
 def _is_elementwise(node) -> bool:
-    return node.op == "fused" and all(REGISTRY[n.op].kind == "elementwise" for n in node.body.nodes) or (
-        node.body is None and REGISTRY[node.op].kind == "elementwise")
+    if node.body is not None:
+        return all(REGISTRY[n.op].pointwise for n in node.body.nodes)
+    return REGISTRY[node.op].pointwise
+
+
+@dataclass
+class Liveness:
+    """Which buffer each value lives in and how long: `base_of` maps a value that may share
+    another's memory (a view, an identity, a fused output that is one of its inputs) to the
+    value owning that memory; `last_use` maps an owning value to the index of the last node
+    reading it, directly or through a view (len(graph.nodes) for graph outputs). The one
+    liveness analysis: the planner below and the NumPy generator's buffer reuse both read it."""
+
+    base_of: dict = field(default_factory=dict)
+    last_use: dict = field(default_factory=dict)
+
+    def base(self, v: Value) -> Value:
+        return self.base_of.get(v, v)
+
+
+def _aliased_operands(node) -> list:
+    """(result, operand) pairs where the result may be the operand's memory."""
+    if node.body is not None:  # a body yielding one of its inputs hands that operand out
+        position = {p: k for k, p in enumerate(node.body.inputs)}
+        return [(o, node.inputs[position[y]]) for o, y in zip(node.outputs, node.body.outputs)
+                if isinstance(y, Value) and y in position and isinstance(node.inputs[position[y]], Value)]
+    if aliases_operand(node) and node.inputs and isinstance(node.inputs[0], Value):
+        return [(o, node.inputs[0]) for o in node.outputs]
+    return []
+
+
+def liveness(graph: Graph) -> Liveness:
+    live = Liveness()
+    for i, node in enumerate(graph.nodes):
+        for v in node.input_values():
+            live.last_use[live.base(v)] = i
+        for o, operand in _aliased_operands(node):
+            live.base_of[o] = live.base(operand)
+    for v in graph.outputs:
+        if isinstance(v, Value):
+            live.last_use[live.base(v)] = len(graph.nodes)
+    return live
 
 
 def plan_memory(graph: Graph, **_) -> dict:
     inputs = set(graph.inputs)
-    outputs = {v for v in graph.outputs if isinstance(v, Value)}
-    base_of: dict = {}
-    last_use: dict = {}
-    for i, node in enumerate(graph.nodes):
-        for v in node.input_values():
-            last_use[base_of.get(v, v)] = i
-        if node.op in VIEW_OPS:
-            for o in node.outputs:
-                base_of[o] = base_of.get(node.inputs[0], node.inputs[0])
-    for v in outputs:
-        last_use[base_of.get(v, v)] = len(graph.nodes)
-    plan = MemoryPlan()
+    live = liveness(graph)
+    base_of, last_use = live.base_of, dict(live.last_use)
+    plan = MemoryPlan(liveness=live)
     free: dict = {}  # (nbytes, dtype) -> [buffer ids]
     live_bytes = peak = naive = 0
     owner: dict = {}  # buffer id -> value holding it
@@ -54,8 +100,10 @@ def plan_memory(graph: Graph, **_) -> dict:
     for i, node in enumerate(graph.nodes):
         dying = [v for v in dict.fromkeys(base_of.get(v, v) for v in node.input_values())
                  if last_use.get(v) == i and v not in inputs and v in planned]
-        if node.op not in VIEW_OPS:
+        if not aliases_operand(node):
             for k, o in enumerate(node.outputs):
+                if o in base_of:
+                    continue  # a fused output that is one of its inputs: no memory of its own
                 key = (nbytes(o), o.type.dtype.name)
                 naive += key[0]
                 reuse = None
@@ -63,9 +111,9 @@ def plan_memory(graph: Graph, **_) -> dict:
                     reuse = next((d for d in dying if (nbytes(d), d.type.dtype.name) == key
                                   and tuple(d.type.shape) == tuple(o.type.shape)), None)
                 if reuse is not None:
-                    buf = plan.buffer_of[reuse.name]
+                    buf = plan.buffer_of[reuse]
                     dying.remove(reuse)
-                    plan.in_place.append((o.name, reuse.name))
+                    plan.in_place.append((o, reuse))
                 elif free.get(key):
                     buf = free[key].pop()
                     live_bytes += key[0]
@@ -73,7 +121,7 @@ def plan_memory(graph: Graph, **_) -> dict:
                     buf = len(plan.buffers)
                     plan.buffers.append((key[0], o.type.dtype.name, tuple(o.type.shape)))
                     live_bytes += key[0]
-                plan.buffer_of[o.name] = buf
+                plan.buffer_of[o] = buf
                 planned.add(o)
                 owner[buf] = o
                 if last_use.get(o) is None:
@@ -81,7 +129,7 @@ def plan_memory(graph: Graph, **_) -> dict:
                     dying.append(o)
         peak = max(peak, live_bytes)
         for d in dying:
-            buf = plan.buffer_of[d.name]
+            buf = plan.buffer_of[d]
             if owner.get(buf) is d:
                 free.setdefault((nbytes(d), d.type.dtype.name), []).append(buf)
                 live_bytes -= nbytes(d)

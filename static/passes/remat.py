@@ -78,7 +78,10 @@ class _FlowGraph:
 
 
 def _recomputable(node: Node) -> bool:
-    return node.body is None and len(node.outputs) == 1 and REGISTRY[node.op].kind in RECOMPUTABLE_KINDS
+    if node.body is not None or len(node.outputs) != 1:
+        return False
+    op = REGISTRY[node.op]
+    return op.pure and op.kind in RECOMPUTABLE_KINDS
 
 
 def _needed_by(nodes: list, values: list) -> list:

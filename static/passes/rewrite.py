@@ -35,29 +35,13 @@ def all_names(graph: Graph):
 
 
 def users(graph: Graph) -> dict:
-    out: dict = {}
-    for node in graph.nodes:
-        for v in node.input_values():
-            out.setdefault(v, []).append(node)
-    return out
+    """Value -> the nodes that read it (`Graph.users`)."""
+    return graph.users()
 
 
 def replace_uses(graph: Graph, mapping: dict) -> None:
-    """Rewrite every operand and output through `mapping` (old Value -> new Value/literal),
-    following chains (a -> b -> c)."""
-    if not mapping:
-        return
-
-    def resolve(v):
-        seen = 0
-        while isinstance(v, Value) and v in mapping and seen < 1000:
-            v = mapping[v]
-            seen += 1
-        return v
-
-    for node in graph.nodes:
-        node.inputs = [resolve(v) for v in node.inputs]
-    graph.outputs = [resolve(v) for v in graph.outputs]
+    """Rewrite every operand and output through `mapping` (`Graph.replace_all_uses_with`)."""
+    graph.replace_all_uses_with(mapping)
 
 
 def make_node(op: str, inputs: list, attrs: dict, namer: Namer, loc=None) -> Node:
@@ -91,28 +75,8 @@ def clone(graph: Graph, mapping: dict | None = None) -> Graph:
 
 
 def renumber(graph: Graph) -> Graph:
-    """%0, %1, ... in program order across the graph and its bodies: names unique everywhere."""
-    taken = {v.name for v in graph.inputs}
-    counter = itertools.count()
-
-    def fresh():
-        while True:
-            name = str(next(counter))
-            if name not in taken:
-                return name
-
-    def walk(g: Graph, top: bool) -> None:
-        if not top:
-            for v in g.inputs:
-                v.name = fresh()
-        for node in g.nodes:
-            if node.body is not None:
-                walk(node.body, False)
-            for o in node.outputs:
-                o.name = fresh()
-
-    walk(graph, True)
-    return graph
+    """%0, %1, ... in program order across the graph and its bodies (`Graph.renumber`)."""
+    return graph.renumber()
 
 
 def nbytes(v: Value) -> int:

@@ -8,8 +8,6 @@ from eager.ops import REGISTRY
 from ..ir import Graph, Value
 from .rewrite import Namer, make_node, replace_uses
 
-COMMUTATIVE = {"add", "mul", "maximum", "minimum", "eq", "ne", "logical_and"}
-
 
 def dce(graph: Graph, **_) -> dict:
     """Drop nodes whose results nobody reads."""
@@ -43,11 +41,11 @@ def cse(graph: Graph, **_) -> dict:
     for node in graph.nodes:
         if mapping:
             node.inputs = [mapping.get(v, v) if isinstance(v, Value) else v for v in node.inputs]
-        if node.body is not None:
+        if node.body is not None or not REGISTRY[node.op].pure:
             kept.append(node)
             continue
         operands = [_operand_key(v) for v in node.inputs]
-        if node.op in COMMUTATIVE:
+        if REGISTRY[node.op].commutative:
             operands.sort()
         key = (node.op, tuple(operands), tuple(sorted((k, _freeze(v)) for k, v in node.attrs.items())))
         prior = seen.get(key)
@@ -74,8 +72,10 @@ def _as_scalar(x):
     return x if not isinstance(x, Value) else splat_value(x)
 
 
-_FOLDABLE_KINDS = {"elementwise"}
-_SHAPE_ONLY = {"reshape", "expand", "transpose", "permute", "squeeze", "unsqueeze", "to_dtype"}
+def _foldable(op) -> bool:
+    """Ops whose result on splats is a splat: pure pointwise ops, and views that only
+    rearrange elements (every element of the result is the splat's value)."""
+    return op.pure and not op.multi_output and (op.pointwise or (op.kind == "shape" and op.is_view))
 
 
 def fold(graph: Graph, **_) -> dict:
@@ -97,8 +97,7 @@ def fold(graph: Graph, **_) -> dict:
             values = [_as_scalar(v) for v in node.inputs]
             has_tensor = any(isinstance(v, Value) for v in node.inputs)
             if has_tensor and all(x is not None for x in values):
-                op = REGISTRY[node.op]
-                if node.op in _SHAPE_ONLY or op.kind in _FOLDABLE_KINDS:
+                if _foldable(REGISTRY[node.op]):
                     value = _evaluate(node, values)
                     if value is not None:
                         replacement = make_node("full", [], {"shape": tuple(out.type.shape), "value": value,
@@ -125,10 +124,8 @@ def _evaluate(node, scalars):
         else:
             arrays.append(s)
     attrs = dict(node.attrs)
-    if node.op in ("reshape", "expand"):
+    if op.kind == "shape":  # a view of a splat: the same value at every position
         return scalars[0] if isinstance(node.inputs[0], Value) else None
-    if node.op in ("transpose", "permute", "squeeze", "unsqueeze"):
-        return scalars[0]
     try:
         with np.errstate(all="ignore"):
             result = np.asarray(op.forward(np, *arrays, **attrs), dtype=out_type.dtype.np)

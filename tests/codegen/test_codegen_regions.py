@@ -239,3 +239,23 @@ def test_small_regions_run_op_by_op(monkeypatch):
     arrays = [rng.standard_normal(tuple(v.type.shape)).astype(v.type.dtype.np) for v in graph.inputs]
     for a, b in zip(blocked.run(arrays), small.run(arrays)):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dims", [(1,), (0,), None])
+def test_prod_fuses_like_the_other_reductions(small_blocks, dims):
+    """prod's record declares its combiner (mul) and identity (1): fusion takes it with its
+    prologue, and blocks combine their partial products."""
+    import eager
+    import static
+
+    x = eager.tensor(np.random.default_rng(4).uniform(0.9, 1.1, (6, 5)).astype(np.float64))
+
+    def f(t):
+        y = t * 1.01 + 0.001
+        return y.prod() if dims is None else y.prod(dims[0])
+
+    compiled = static.compile(f, backend="numpy")
+    got = compiled(x)
+    np.testing.assert_allclose(got.numpy(), f(x).numpy(), rtol=1e-12)
+    fused = [m.op for n in compiled.ir(x).nodes if n.body is not None for m in n.body.nodes]
+    assert "prod" in fused

@@ -51,7 +51,7 @@ def test_forward_matches_abstract_rule(name):
 
 
 def _differentiable(op):
-    return op.vjp is not None and op.name not in ("to_device",)
+    return op.vjp is not None and op.differentiable_order > 0 and op.name not in ("to_device",)
 
 
 @pytest.mark.parametrize("name", [n for n in OPS if _differentiable(REGISTRY[n])])
@@ -90,3 +90,133 @@ def test_second_order_matches_finite_differences(name):
         return op(*args, **attrs)
 
     assert eager.autograd.gradgradcheck(fn, tuple(wrt)), name
+
+
+# -- the facts passes and generators ask the record ------------------------------------------
+def _positional_operands(op):
+    return {len(arrays) for arrays, _ in _samples(op)}
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_op_declares_complete_facts(name):
+    """Every fact has a value of its type, and the facts agree with the op's samples."""
+    import math
+
+    from eager.ops._registry import KINDS, Reduction
+
+    op = REGISTRY[name]
+    assert op.kind in KINDS
+    assert op.arity is None or (isinstance(op.arity, int) and op.arity >= 0)
+    if op.arity is not None:
+        assert _positional_operands(op) == {op.arity}, f"{name}: samples disagree with arity={op.arity}"
+    for fact in ("commutative", "fusible", "batchable", "aliases_operand", "random", "stateful",
+                 "data_dependent_shape"):
+        assert isinstance(getattr(op, fact), bool), (name, fact)
+    assert op.differentiable_order == math.inf or (float(op.differentiable_order).is_integer()
+                                                   and op.differentiable_order >= 0)
+    assert all(isinstance(i, int) and 0 <= i < (op.arity or 99) for i in op.mask_operands)
+    if op.commutative:
+        assert op.arity == 2 and op.pointwise
+    if op.batchable:
+        assert op.arity == 1 and op.pointwise
+    if op.reduction is not None:
+        assert isinstance(op.reduction, Reduction) and op.kind == "reduction"
+        combiner = REGISTRY[op.reduction.combiner]
+        assert combiner.arity == 2 and combiner.commutative and combiner.pointwise
+    if op.is_view:
+        assert op.aliases_operand
+
+
+@pytest.mark.parametrize("name", [n for n in OPS if REGISTRY[n].commutative])
+def test_commutative_ops_commute(name):
+    op = REGISTRY[name]
+    for arrays, attrs in _samples(op):
+        a, b = _to_operands(arrays, requires_grad=False)
+        np.testing.assert_array_equal(op(a, b, **attrs).numpy(), op(b, a, **attrs).numpy())
+
+
+@pytest.mark.parametrize("name", [n for n in OPS if REGISTRY[n].reduction is not None])
+def test_reduction_facts_recompose_the_reduction(name):
+    """Reducing two halves and combining them with the declared combiner (then dividing by
+    the count, for a mean) gives the op's result; the identity is neutral for the combiner."""
+    op = REGISTRY[name]
+    facts = op.reduction
+    combiner = REGISTRY[facts.combiner]
+    x = np.random.default_rng(1).standard_normal((6, 5))
+    whole = op.forward(np, x, dims=(0,), keepdim=False)
+    parts = [op.forward(np, x[:3], dims=(0,), keepdim=False), op.forward(np, x[3:], dims=(0,), keepdim=False)]
+    if facts.divide_by_count:
+        parts = [p * 3 for p in parts]
+    combined = combiner.forward(np, *parts)
+    if facts.divide_by_count:
+        combined = combined / 6
+    np.testing.assert_allclose(combined, whole, rtol=1e-12)
+    np.testing.assert_array_equal(combiner.forward(np, x, np.full_like(x, facts.identity)), x)
+
+
+def test_every_op_has_a_lowering():
+    from codegen import missing_ops
+
+    assert missing_ops() == []
+
+
+@pytest.mark.parametrize("name", [n for n in OPS if REGISTRY[n].pointwise and REGISTRY[n].arity])
+def test_pointwise_ops_have_kernel_spellings(name):
+    """A pointwise op is inlined in fused kernels: it needs a NumPy ufunc/into form and a C expression."""
+    from codegen.lowering import lowering_for
+
+    low = lowering_for(name)
+    assert low.pointwise
+    assert low.numpy.ufunc or low.numpy.into, name
+    assert low.cupy.expr, name
+
+
+def test_exp2_is_an_op_added_by_one_declaration_and_its_lowering():
+    """The worked example of docs/architecture.md: its facts come from the declaration, and
+    compiled code fuses it with its neighbours."""
+    import static
+    from eager.ops.elementwise import EXP2
+
+    assert EXP2.pointwise and EXP2.fusible and EXP2.batchable and EXP2.arity == 1
+    x = np.random.default_rng(2).standard_normal((64, 80)).astype(np.float32)
+
+    def f(t):
+        return (EXP2(t * 0.5) + 1.0).sum()
+
+    compiled = static.compile(f, backend="numpy")
+    got = compiled(eager.tensor(x))
+    np.testing.assert_allclose(got.numpy(), np.sum(np.exp2(x * np.float32(0.5)) + np.float32(1.0)), rtol=1e-5)
+    src = compiled.source(eager.tensor(x))
+    assert "np.exp2(" in src and "_rt.forward" not in src
+
+
+def test_a_step_declared_not_differentiable_raises_when_differentiated_again():
+    """prod's VJP uses prod_except_self (differentiable_order=0): its second derivative
+    raises naming the step, in eager and in static, instead of giving zeros."""
+    import static
+
+    x = eager.tensor([1.5, 2.0, -0.5], requires_grad=True)
+    (g,) = eager.autograd.grad(x.prod(), x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), [-1.0, -0.75, 3.0])
+    with pytest.raises(RuntimeError, match="derivative for prod_except_self is not implemented"):
+        g.sum().backward()
+    with pytest.raises(RuntimeError, match="prod_except_self"):
+        static.grad(lambda t: static.grad(lambda u: u.prod())(t).sum())(eager.tensor([1.5, 2.0, -0.5]))
+
+
+@pytest.mark.parametrize("name", [n for n in OPS if REGISTRY[n].differentiable_order == 0])
+def test_ops_declared_not_differentiable_raise_when_differentiated(name):
+    import static
+
+    op = REGISTRY[name]
+    for arrays, attrs in _samples(op):
+        operands = _to_operands(arrays, requires_grad=True)
+        out = op(*operands, **attrs)
+        with pytest.raises(RuntimeError, match=f"derivative for {name} is not implemented"):
+            out.sum().backward()
+
+        def loss(*xs):
+            return op(*xs, **attrs).sum()
+
+        with pytest.raises(RuntimeError, match=name):
+            static.grad(loss)(*_to_operands(arrays, requires_grad=False))

@@ -4,7 +4,7 @@ import pytest
 from passcheck import check, run
 
 
-@pytest.mark.parametrize("expr", ["mul %x, 1", "mul 1.0, %x", "add %x, 0", "sub %x, 0.0", "div %x, 1", "pow %x, 1"])
+@pytest.mark.parametrize("expr", ["mul %x, 1", "mul 1.0, %x", "add %x, -0.0", "sub %x, 0.0", "div %x, 1", "pow %x, 1"])
 def test_identities_fold_away(expr):
     out, stats = run("algebraic", f"""
         func @f(%x: f32[4]) -> f32[4] {{
@@ -14,6 +14,52 @@ def test_identities_fold_away(expr):
         }}""")
     check(out, "CHECK: exp %x")
     assert stats["rewritten"] == 1
+
+
+@pytest.mark.parametrize("expr", ["add %x, 0", "add 0.0, %x", "sub %x, -0.0"])
+def test_adding_positive_zero_is_kept_for_floats_unless_fast_math(expr):
+    """-0.0 + 0.0 is +0.0: folding x + 0 to x would turn the sign of negative zeros."""
+    text = f"""
+        func @f(%x: f32[4]) -> f32[4] {{
+          %0 = {expr} : f32[4]
+          %1 = exp %0 : f32[4]
+          return %1
+        }}"""
+    _, stats = run("algebraic", text)
+    assert stats["rewritten"] == 0
+    out, stats = run("algebraic", text, fast_math=True)
+    check(out, "CHECK: exp %x")
+    assert stats["rewritten"] == 1
+
+
+def test_integer_zero_is_an_identity_for_integers():
+    out, stats = run("algebraic", """
+        func @f(%x: i64[4]) -> i64[4] {
+          %0 = add %x, 0 : i64[4]
+          %1 = mul %0, 2 : i64[4]
+          return %1
+        }""")
+    check(out, "CHECK: mul %x, 2")
+
+
+@pytest.mark.parametrize("name", ["add_zero", "mul_by_one", "neg_neg", "log1p", "expm1"])
+def test_each_rule_is_testable_alone(name):
+    """A rule applied alone rewrites its pattern and nothing else."""
+    import static
+    from static.passes import algebraic, stability
+    from static.passes.rules import apply_rules
+
+    rule = {**algebraic.RULE_TABLE, **stability.RULE_TABLE}[name]
+    body = {
+        "add_zero": "%0 = add %x, -0.0 : f32[4]\n  %1 = neg %0 : f32[4]\n  %2 = neg %1 : f32[4]",
+        "mul_by_one": "%0 = mul %x, 1 : f32[4]\n  %1 = neg %0 : f32[4]\n  %2 = neg %1 : f32[4]",
+        "neg_neg": "%0 = mul %x, 1 : f32[4]\n  %1 = neg %x : f32[4]\n  %2 = neg %1 : f32[4]",
+        "log1p": "%0 = mul %x, 1 : f32[4]\n  %1 = add %0, 1.0 : f32[4]\n  %2 = log %1 : f32[4]",
+        "expm1": "%0 = mul %x, 1 : f32[4]\n  %1 = exp %0 : f32[4]\n  %2 = sub %1, 1 : f32[4]",
+    }[name]
+    g = static.parse_ir(f"func @f(%x: f32[4]) -> f32[4] {{\n  {body}\n  return %2\n}}")
+    stats = apply_rules(g, [rule])
+    assert stats["rewritten"] == 1 and stats["rules"] == {name: 1}
 
 
 def test_broadcasting_identity_is_kept_when_it_changes_the_shape():

@@ -117,3 +117,58 @@ def test_w3_saved_values_are_the_min_cut():
     assert saved_bytes <= 4 * (2 * B * D + H * C + B * C) + 2 * 8 * B + 8
     assert "tanh" in [n.op for n in graphs.backward.nodes] + [m.op for n in graphs.backward.nodes if n.body
                                                             for m in n.body.nodes]
+
+
+def test_passes_are_objects_with_a_name_and_typed_options():
+    import dataclasses
+
+    from static.passes import PASSES, GraphPass
+    from static.passes.manager import Algebraic, Fuse
+
+    assert all(isinstance(p, GraphPass) and p.name == name for name, p in PASSES.items())
+    assert {f.name: f.type for f in dataclasses.fields(Algebraic)} == {"fast_math": "bool"}
+    assert Algebraic().with_options(fast_math=True, unrelated=1) == Algebraic(fast_math=True)
+    assert Fuse(max_ops=2).max_ops == 2
+
+
+def test_fuse_option_caps_region_size():
+    from static.passes import Pipeline
+    from static.passes.manager import Fuse
+
+    text = """func @f(%x: f32[8]) -> f32[8] {
+  %0 = exp %x : f32[8]
+  %1 = sin %0 : f32[8]
+  %2 = cos %1 : f32[8]
+  %3 = tanh %2 : f32[8]
+  return %3
+}"""
+    capped, free = static.parse_ir(text), static.parse_ir(text)
+    Pipeline([Fuse(max_ops=2)]).run(capped)
+    Pipeline([Fuse()]).run(free)
+    assert [len(n.body.nodes) for n in capped.nodes if n.body is not None] == [2, 2]
+    assert [len(n.body.nodes) for n in free.nodes if n.body is not None] == [4]
+
+
+def test_pipeline_reports_every_stage_to_its_instrument():
+    """The instrumentation callback sees each pass's label, graph and stats, in order,
+    without any thread-local switch."""
+    from static.passes import run_pipeline
+
+    seen = []
+
+    def instrument(stage, graph, stats):
+        seen.append((stage, graph.count_nodes(), dict(stats)))
+
+    g = static.parse_ir("""func @f(%x: f32[4]) -> f32[4] {
+  %0 = mul %x, 1 : f32[4]
+  %1 = exp %0 : f32[4]
+  %2 = exp %0 : f32[4]
+  %3 = add %1, %2 : f32[4]
+  return %3
+}""")
+    run_pipeline(g, [], instrument=instrument)
+    names = [s for s, _, _ in seen]
+    assert names == ["dce", "cse", "fold", "algebraic", "stability", "fold", "algebraic", "cse", "dce", "decompose", "fuse",
+                     "memory"]
+    assert seen[1][2] == {"merged": 1}
+    assert seen[3][2]["rules"] == {"mul_by_one": 1}
