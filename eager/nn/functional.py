@@ -183,3 +183,638 @@ def _class_view(weight: Tensor, ndim: int) -> Tensor:
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """-(t log s(x) + (1 - t) log(1 - s(x))), written stably as softplus(x) - t x."""
     return _reduce(_F.softplus(input) - target * input, reduction)
+
+
+# == added with the PyTorch-programs surface =======================================================
+import math as _math  # noqa: E402
+
+from .._factories import ones as _ones  # noqa: E402
+from ..ops import conv as _conv  # noqa: E402
+from ..ops import indexing as _indexing  # noqa: E402
+
+
+def _pair(v, n: int = 2) -> tuple:
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+# -- activations -------------------------------------------------------------------------------
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    return input * _F.sigmoid(input)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    return input * _F.tanh(_F.softplus(input))
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    return _F.where(input > 0, input, input * negative_slope)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    # expm1 of min(x, 0): the branch where() drops never overflows (its zero gradient stays 0, not nan)
+    return _F.where(input > 0, input, _F.expm1(_F.minimum(input, _zero_like(input))) * alpha)
+
+
+def _zero_like(input: Tensor) -> Tensor:
+    return input * 0.0
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    alpha, scale = 1.6732632423543772, 1.0507009873554805
+    return elu(input, alpha) * scale
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    return _F.where(input > 0, input, _F.expm1(_F.minimum(input, _zero_like(input)) / alpha) * alpha)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    return _F.clamp(input, min_val, max_val)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    return hardtanh(input, 0.0, 6.0)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    return _F.clamp(input / 6.0 + 0.5, 0.0, 1.0)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    return input * hardsigmoid(input)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    return -_F.softplus(-input)
+
+
+log_sigmoid = logsigmoid
+
+
+def softsign(input: Tensor) -> Tensor:
+    return input / (_F.abs(input) + 1.0)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    return input - _F.tanh(input)
+
+
+def softmin(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    return softmax(-input, dim, dtype=dtype)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    a, b = _F.chunk(input, 2, dim)
+    return a * _F.sigmoid(b)
+
+
+# -- dropout variants ----------------------------------------------------------------------------
+def _channel_dropout(input: Tensor, p: float, training: bool, spatial: int, name: str) -> Tensor:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    batched = input.ndim == spatial + 2
+    if input.ndim not in (spatial + 1, spatial + 2):
+        raise RuntimeError(f"{name}: Expected {spatial + 1}D or {spatial + 2}D input, but received a "
+                           f"{input.ndim}D input of shape {tuple(input.shape)}")
+    lead = tuple(input.shape[:2] if batched else input.shape[:1])
+    shape = lead + (1,) * spatial
+    keep = (rand_like(input.new_zeros(shape)) >= p).to(input.dtype)
+    return input * (keep * (1.0 / (1.0 - p))) if p < 1.0 else input * 0.0
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    return _channel_dropout(input, p, training, 1, "dropout1d")
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    return _channel_dropout(input, p, training, 2, "dropout2d")
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    return _channel_dropout(input, p, training, 3, "dropout3d")
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    """Dropout that keeps SELU's self-normalizing mean and variance."""
+    if not training or p == 0.0:
+        return input
+    alpha_p = -1.7580993408473766
+    keep = (rand_like(input) >= p).to(input.dtype)
+    a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
+    b = -a * alpha_p * p
+    return (input * keep + alpha_p * (1.0 - keep)) * a + b
+
+
+# -- embedding, normalization -----------------------------------------------------------------------
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of `weight` picked by the integer tensor `input`; `padding_idx`'s row gets no gradient."""
+    if input.is_floating_point() or input.dtype.name == "bool":
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {input.dtype.name} instead (while checking arguments for embedding)")
+    n = weight.shape[0]
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= n
+    if isinstance(input, Tensor) and input.numel():
+        lo, hi = int(input.min()), int(input.max())
+        if lo < 0 or hi >= n:
+            raise IndexError(f"embedding: index out of range in self (indices span [{lo}, {hi}] for a weight of "
+                             f"{n} rows); indices must lie in [0, {n})")
+    if input.dtype.name != "int64":
+        input = input.long()
+    return _indexing.EMBEDDING(weight, input, padding_idx=padding_idx)
+
+
+def _normalized_dims(name: str, input: Tensor, normalized_shape) -> tuple:
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
+        raise RuntimeError(f"{name}: Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size {list(input.shape)}")
+    return tuple(range(input.ndim - len(shape), input.ndim))
+
+
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """(x - mean) / sqrt(var + eps) over the trailing normalized_shape dims, then * weight + bias."""
+    out = _conv.NORMALIZE(input, dims=_normalized_dims("layer_norm", input, normalized_shape), eps=float(eps))
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+    dims = _normalized_dims("rms_norm", input, normalized_shape)
+    eps = 1.1920928955078125e-07 if eps is None else eps  # PyTorch: the dtype's eps when None
+    out = input * _F.rsqrt(_F.mean(input * input, dims, True) + eps)
+    return out if weight is None else out * weight
+
+
+def _channel_view(t: Tensor, ndim: int) -> Tensor:
+    return t.reshape(1, -1, *([1] * (ndim - 2)))
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
+               bias: Tensor | None = None, training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalize each channel (dim 1) over the batch and spatial dims. Training uses the batch's
+    statistics and moves the running ones toward them (unbiased variance, as PyTorch); eval
+    uses the running statistics."""
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected at least 2D input (got {input.ndim}D input)")
+    dims = (0,) + tuple(range(2, input.ndim))
+    if training:
+        count = input.numel() // input.shape[1]
+        if count <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(input.shape)}")
+        out = _conv.NORMALIZE(input, dims=dims, eps=float(eps))
+        if running_mean is not None and running_var is not None:
+            from .._grad_mode import no_grad  # noqa: PLC0415
+
+            with no_grad():
+                x = input.detach()
+                mean = _F.mean(x, dims)
+                var = _F.var(x, dims, correction=1)
+                running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
+                running_var.mul_(1 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("batch_norm: running_mean and running_var must be given when training=False")
+        out = (input - _channel_view(running_mean, input.ndim)) * _channel_view(
+            _F.rsqrt(running_var + eps), input.ndim)
+    if weight is not None:
+        out = out * _channel_view(weight, input.ndim)
+    if bias is not None:
+        out = out + _channel_view(bias, input.ndim)
+    return out
+
+
+def instance_norm(input: Tensor, running_mean=None, running_var=None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True, momentum: float = 0.1,
+                  eps: float = 1e-5) -> Tensor:
+    out = _conv.NORMALIZE(input, dims=tuple(range(2, input.ndim)), eps=float(eps))
+    if weight is not None:
+        out = out * _channel_view(weight, input.ndim)
+    if bias is not None:
+        out = out + _channel_view(bias, input.ndim)
+    return out
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"group_norm: Expected number of channels in input to be divisible by num_groups, but got "
+                           f"input of shape {list(input.shape)} and num_groups={num_groups}")
+    grouped = input.reshape(n, num_groups, -1)
+    out = _conv.NORMALIZE(grouped, dims=(2,), eps=float(eps)).reshape(*input.shape)
+    if weight is not None:
+        out = out * _channel_view(weight, input.ndim)
+    if bias is not None:
+        out = out + _channel_view(bias, input.ndim)
+    return out
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """input / max(||input||_p along dim, eps)."""
+    return input / _F.clamp_min(_F.norm(input, p, dim, True), eps)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    dot = _F.sum(x1 * x2, dim)
+    n1 = _F.clamp_min(_F.norm(x1, 2, dim), eps)
+    n2 = _F.clamp_min(_F.norm(x2, 2, dim), eps)
+    return dot / (n1 * n2)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    return _F.norm(x1 - x2 + eps, p, -1, keepdim)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot rows of class indices (num_classes=-1: one more than the largest index)."""
+    if tensor.is_floating_point():
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        num_classes = int(tensor.max()) + 1 if tensor.numel() else 0
+    if tensor.numel() and (int(tensor.min()) < 0 or int(tensor.max()) >= num_classes):
+        raise RuntimeError("Class values must be smaller than num_classes." if int(tensor.min()) >= 0
+                           else "Class values must be non-negative.")
+    return (tensor.unsqueeze(-1) == arange(num_classes, device=tensor.device)).long()
+
+
+def pad(input: Tensor, pad: tuple, mode: str = "constant", value: float | None = None) -> Tensor:
+    """Pad the last len(pad)//2 dims: pad = (last_left, last_right, prev_left, prev_right, ...).
+    Modes: constant (negative pads crop), reflect, replicate, circular."""
+    if len(pad) % 2:
+        raise ValueError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.ndim:
+        raise ValueError(f"Padding length should be less than or equal to two times the input dimension but got "
+                         f"padding length {len(pad)} and input of dimension {input.ndim}")
+    out = input
+    for k in range(len(pad) // 2):
+        d = input.ndim - 1 - k
+        left, right = int(pad[2 * k]), int(pad[2 * k + 1])
+        out = _pad_dim(out, d, left, right, mode, 0.0 if value is None else value)
+    return out
+
+
+def _pad_dim(x: Tensor, d: int, left: int, right: int, mode: str, value: float) -> Tensor:
+    n = x.shape[d]
+    if left < 0:
+        x, n, left = _F.narrow(x, d, -left, n + left), n + left, 0
+    if right < 0:
+        x, n, right = _F.narrow(x, d, 0, n + right), n + right, 0
+    if not left and not right:
+        return x
+    if mode == "constant":
+        def block(n):
+            shape = list(x.shape)
+            shape[d] = n
+            return x.new_full(tuple(shape), value)
+
+        return _F.cat(([block(left)] if left else []) + [x] + ([block(right)] if right else []), d)
+    if mode == "reflect":
+        if left >= n or right >= n:
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                               f"but got: padding ({left}, {right}) at dimension {d} of input {list(x.shape)}")
+        idx = list(range(left, 0, -1)) + list(range(n)) + list(range(n - 2, n - 2 - right, -1))
+    elif mode == "replicate":
+        idx = [0] * left + list(range(n)) + [n - 1] * right
+    elif mode == "circular":
+        idx = [(i - left) % n for i in range(left + n + right)]
+    else:
+        raise NotImplementedError(f"pad: mode {mode!r} is not supported (constant, reflect, replicate, circular)")
+    from .._factories import tensor as _tensor  # noqa: PLC0415
+
+    return _F.index_select(x, d, _tensor(idx, device=x.device))
+
+
+# -- convolution and pooling ---------------------------------------------------------------------------
+def _conv_padding(name, padding, kernel, dilation, stride, spatial):
+    if isinstance(padding, str):
+        if padding == "valid":
+            return (0,) * (2 * spatial)
+        if padding != "same":
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of ('valid', 'same')")
+        if any(s != 1 for s in stride):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        out = []
+        for k, dl in zip(kernel, dilation):
+            total = dl * (k - 1)
+            out += [total // 2, total - total // 2]  # the odd one out goes on the right, as PyTorch
+        return tuple(out)
+    pads = _pair(padding, spatial)
+    return tuple(v for p in pads for v in (p, p))
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:
+    """2-D cross-correlation of (N, C, H, W) (or (C, H, W)) with weight (O, C/groups, kh, kw):
+    im2col through a strided view, then one (batched) matmul, channels first."""
+    unbatched = input.ndim == 3
+    if input.ndim not in (3, 4) or weight.ndim != 4:
+        raise RuntimeError(f"conv2d: Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
+                           f"{list(input.shape)} (weight {list(weight.shape)})")
+    if unbatched:
+        input = input.unsqueeze(0)
+    n, c = input.shape[0], input.shape[1]
+    o, cg, kh, kw = weight.shape
+    if c != cg * groups:
+        raise RuntimeError(f"conv2d: Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+                           f"{list(input.shape)} to have {cg * groups} channels, but got {c} channels instead")
+    if o % groups:
+        raise RuntimeError(f"conv2d: out_channels ({o}) must be divisible by groups ({groups})")
+    stride, dilation = _pair(stride), _pair(dilation)
+    pads = _conv_padding("conv2d", padding, (kh, kw), dilation, stride, 2)
+    geometry = dict(kernel=(kh, kw), stride=stride, padding=pads, dilation=dilation)
+    cols = _conv.UNFOLD(input, pad_value=0.0, **geometry)  # (N, C, kh, kw, oh, ow)
+    oh, ow = cols.shape[4], cols.shape[5]
+    if groups == 1:
+        out = _F.matmul(weight.reshape(o, c * kh * kw), cols.reshape(n, c * kh * kw, oh * ow))
+    else:
+        g_cols = cols.reshape(n, groups, cg * kh * kw, oh * ow)
+        out = _F.matmul(weight.reshape(groups, o // groups, cg * kh * kw), g_cols)
+    out = out.reshape(n, o, oh, ow)
+    if bias is not None:
+        out = out + bias.reshape(1, o, 1, 1)
+    _F._renamed(out, "ConvolutionBackward0")
+    return out.squeeze(0) if unbatched else out
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:
+    """1-D cross-correlation of (N, C, L): conv2d over a height of 1."""
+    if input.ndim not in (2, 3) or weight.ndim != 3:
+        raise RuntimeError(f"conv1d: Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: "
+                           f"{list(input.shape)} (weight {list(weight.shape)})")
+    pad = padding if isinstance(padding, str) else (0, _pair(padding, 1)[0])
+    out = conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, _pair(stride, 1)[0]), pad,
+                 (1, _pair(dilation, 1)[0]), groups)
+    return _F._renamed(out.squeeze(-2), "ConvolutionBackward0")
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """im2col as PyTorch's F.unfold: (N, C*kh*kw, L)."""
+    kh, kw = _pair(kernel_size)
+    ph, pw = _pair(padding)
+    cols = _conv.UNFOLD(input, kernel=(kh, kw), stride=_pair(stride), padding=(ph, ph, pw, pw),
+                        dilation=_pair(dilation), pad_value=0.0)
+    n, c = input.shape[0], input.shape[1]
+    return cols.reshape(n, c * kh * kw, -1)
+
+
+def _pool_input(name: str, input: Tensor) -> tuple[Tensor, bool]:
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"{name}: Expected 3D or 4D (batch mode) tensor for input, but got shape "
+                           f"{list(input.shape)}")
+    return (input.unsqueeze(0), True) if input.ndim == 3 else (input, False)
+
+
+def _pool_windows(name, input, kernel_size, stride, padding, dilation, ceil_mode, pad_value):
+    if ceil_mode:
+        raise NotImplementedError(f"{name}: ceil_mode=True is not supported; pad the input instead")
+    kernel = _pair(kernel_size)
+    stride = kernel if stride is None or stride == [] or stride == () else _pair(stride)
+    ph, pw = _pair(padding)
+    if ph > kernel[0] // 2 or pw > kernel[1] // 2:
+        raise RuntimeError(f"{name}: pad should be at most half of effective kernel size, but got pad={(ph, pw)}, "
+                           f"kernel_size={kernel}")
+    x, unbatched = _pool_input(name, input)
+    cols = _conv.UNFOLD(x, kernel=kernel, stride=stride, padding=(ph, ph, pw, pw), dilation=_pair(dilation),
+                        pad_value=pad_value)
+    n, c, kh, kw, oh, ow = cols.shape
+    return cols.reshape(n, c, kh * kw, oh, ow), unbatched
+
+
+def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    windows, unbatched = _pool_windows("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                                       -_math.inf)
+    values, where = _F.max(windows, 2)
+    _F._renamed(values, "MaxPool2DWithIndicesBackward0")
+    if unbatched:
+        values, where = values.squeeze(0), where.squeeze(0)
+    if return_indices:
+        return values, where  # the position inside each window (PyTorch gives the flat input index)
+    return values
+
+
+def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    windows, unbatched = _pool_windows("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode, 0.0)
+    if divisor_override:
+        out = _F.sum(windows, 2) / float(divisor_override)
+    elif count_include_pad or not any(_pair(padding)):
+        out = _F.mean(windows, 2)
+    else:
+        ones = _ones(1, 1, *input.shape[-2:], dtype=input.dtype, device=input.device)
+        counts, _ = _pool_windows("avg_pool2d", ones, kernel_size, stride, padding, 1, False, 0.0)
+        out = _F.sum(windows, 2) / _F.sum(counts, 2)
+    _F._renamed(out, "AvgPool2DBackward0")
+    return out.squeeze(0) if unbatched else out
+
+
+def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    k = _pair(kernel_size, 1)[0]
+    s = k if stride is None else _pair(stride, 1)[0]
+    out = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _pair(padding, 1)[0]), (1, _pair(dilation, 1)[0]),
+                     ceil_mode, return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
+
+
+def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    k = _pair(kernel_size, 1)[0]
+    s = k if stride is None else _pair(stride, 1)[0]
+    return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _pair(padding, 1)[0]), ceil_mode,
+                      count_include_pad).squeeze(-2)
+
+
+def _adaptive_bounds(n: int, m: int) -> list[tuple[int, int]]:
+    return [((i * n) // m, -((-(i + 1) * n) // m)) for i in range(m)]
+
+
+def _adaptive(input: Tensor, output_size, reduce, name: str) -> Tensor:
+    x, unbatched = _pool_input(name, input)
+    h, w = x.shape[-2:]
+    oh, ow = (v if v is not None else n for v, n in zip(_pair(output_size), (h, w)))
+    if h % oh == 0 and w % ow == 0:  # equal windows: one pooling over strided windows
+        kernel = (h // oh, w // ow)
+        windows = _conv.UNFOLD(x, kernel=kernel, stride=kernel, padding=(0, 0, 0, 0), dilation=(1, 1),
+                               pad_value=0.0)
+        n, c = x.shape[:2]
+        out = reduce(windows.reshape(n, c, kernel[0] * kernel[1], oh, ow), 2)
+    else:
+        rows = []
+        for h0, h1 in _adaptive_bounds(h, oh):
+            cells = [reduce(x[:, :, h0:h1, w0:w1].reshape(x.shape[0], x.shape[1], -1), 2)
+                     for w0, w1 in _adaptive_bounds(w, ow)]
+            rows.append(_F.stack(cells, -1))
+        out = _F.stack(rows, -2)
+    return out.squeeze(0) if unbatched else out
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    return _F._renamed(_adaptive(input, output_size, _F.mean, "adaptive_avg_pool2d"), "AdaptiveAvgPool2DBackward0")
+
+
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False) -> Tensor:
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool2d(return_indices=True) is not supported")
+    return _adaptive(input, output_size, lambda t, d: _F.amax(t, d), "adaptive_max_pool2d")
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _pair(output_size, 1)[0])).squeeze(-2)
+
+
+# -- attention -----------------------------------------------------------------------------------
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """softmax(q k^T * scale + mask) v over the last two dims. A bool mask keeps the True
+    positions (others get -inf); a float mask is added; is_causal keeps j <= i."""
+    L, S = query.shape[-2], key.shape[-2]
+    scale = 1.0 / _math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = _F.matmul(query, key.transpose(-2, -1)) * scale
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+        causal = _ones(L, S, dtype=bool_dtype(), device=query.device).tril()
+        scores = scores.masked_fill(causal.logical_not(), -_math.inf)
+    if attn_mask is not None:
+        if attn_mask.dtype is bool_dtype():
+            scores = scores.masked_fill(attn_mask.logical_not(), -_math.inf)
+        else:
+            scores = scores + attn_mask
+    weights = _F.softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, True)
+    return _F.matmul(weights, value)
+
+
+def bool_dtype():
+    from .. import _dtypes  # noqa: PLC0415
+
+    return _dtypes.bool_
+
+
+# -- losses ----------------------------------------------------------------------------------------
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    return _reduce(_F.abs(input - target), reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    diff = _F.abs(input - target)
+    if beta == 0.0:
+        return _reduce(diff, reduction)
+    loss = _F.where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:
+    diff = _F.abs(input - target)
+    loss = _F.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         reduction: str = "mean") -> Tensor:
+    """-(t log p + (1 - t) log(1 - p)) of probabilities p; logs clamped at -100 as PyTorch."""
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({tuple(target.shape)}) that is different to the input size "
+                         f"({tuple(input.shape)}) is deprecated. Please ensure they have the same size.")
+    if isinstance(input, Tensor) and input.numel() and (float(input.min()) < 0 or float(input.max()) > 1):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    log_p = _F.clamp_min(_F.log(input), -100.0)
+    log_q = _F.clamp_min(_F.log(1.0 - input), -100.0)
+    loss = -(target * log_p + (1.0 - target) * log_q)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: F811
+                                     reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
+    """-(pw t log s(x) + (1 - t) log(1 - s(x))), stably: (1 - t) x + (1 + (pw - 1) t) softplus(-x)."""
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({tuple(target.shape)}) must be the same as input size ({tuple(input.shape)})")
+    if pos_weight is None:
+        loss = _F.softplus(input) - target * input
+    else:
+        loss = (1.0 - target) * input + (1.0 + (pos_weight - 1.0) * target) * _F.softplus(-input)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
+           log_target: bool = False) -> Tensor:
+    """KL(target || exp(input)) pointwise: target * (log target - input) (0 where target is 0)."""
+    if log_target:
+        loss = _F.exp(target) * (target - input)
+    else:
+        safe = _F.where(target > 0, target, _ones((), dtype=target.dtype, device=target.device))
+        loss = _F.where(target > 0, target * (_F.log(safe) - input), target * 0.0)
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.ndim else loss.sum()
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      UserWarning, stacklevel=2)
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                        reduction: str = "mean") -> Tensor:
+    return _reduce(_F.clamp_min(-target * (input1 - input2) + margin, 0.0), reduction)
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, reduction: str = "mean") -> Tensor:
+    loss = _F.where(target == 1, input, _F.clamp_min(margin - input, 0.0))
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                          reduction: str = "mean") -> Tensor:
+    cos = cosine_similarity(input1, input2, dim=-1, eps=1e-8) if input1.ndim > 1 else cosine_similarity(
+        input1.unsqueeze(0), input2.unsqueeze(0), dim=1).squeeze(0)
+    loss = _F.where(target == 1, 1.0 - cos, _F.clamp_min(cos - margin, 0.0))
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    return _reduce(_F.softplus(-target * input), reduction)
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
+                     eps: float = 1e-8, reduction: str = "mean") -> Tensor:
+    loss = _F.exp(input) - target * input if log_input else input - target * _F.log(input + eps)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = False, eps: float = 1e-6,
+                      reduction: str = "mean") -> Tensor:
+    var = _F.clamp_min(var, eps)
+    loss = 0.5 * (_F.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * _math.log(2 * _math.pi)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2.0,
+                        eps: float = 1e-6, swap: bool = False, reduction: str = "mean") -> Tensor:
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = _F.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce(_F.clamp_min(d_pos - d_neg + margin, 0.0), reduction)
