@@ -64,7 +64,7 @@ class _Writer:
     def _array(self, arr: np.ndarray) -> str:
         name = f"data/{len(self.archive.namelist())}.npy"
         buf = io.BytesIO()
-        np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+        np.save(buf, arr if arr.flags.c_contiguous else arr.copy(order="C"), allow_pickle=False)  # keeps 0-d
         self.archive.writestr(name, buf.getvalue())
         return name
 

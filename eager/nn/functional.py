@@ -70,8 +70,16 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 
 # -- layers ---------------------------------------------------------------------------------
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """y = x W^T + b, with W of shape (out_features, in_features) as in PyTorch."""
-    out = _F.matmul(input, weight.t() if weight.ndim == 2 else weight)
+    """y = x W^T + b, with W of shape (out_features, in_features) as in PyTorch.
+
+    A batch of more than one leading dim is flattened to one matrix first: NumPy's matmul
+    of a 3-D stack by a matrix loops over the stack (about 8x slower than one 2-D product)."""
+    if input.ndim > 2 and weight.ndim == 2:
+        lead = tuple(input.shape[:-1])
+        out = _F.matmul(input.reshape(-1, input.shape[-1]), weight.t())
+        out = out.reshape(*lead, weight.shape[0])
+    else:
+        out = _F.matmul(input, weight.t() if weight.ndim == 2 else weight)
     return out if bias is None else out + bias
 
 
@@ -532,14 +540,14 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     stride, dilation = _pair(stride), _pair(dilation)
     pads = _conv_padding("conv2d", padding, (kh, kw), dilation, stride, 2)
     geometry = dict(kernel=(kh, kw), stride=stride, padding=pads, dilation=dilation)
-    cols = _conv.UNFOLD(input, pad_value=0.0, **geometry)  # (N, C, kh, kw, oh, ow)
+    cols = _conv.UNFOLD(input, pad_value=0.0, **geometry)  # (C, kh, kw, N, oh, ow)
     oh, ow = cols.shape[4], cols.shape[5]
-    if groups == 1:
-        out = _F.matmul(weight.reshape(o, c * kh * kw), cols.reshape(n, c * kh * kw, oh * ow))
+    if groups == 1:  # one (O, K) @ (K, N*L) product
+        out = _F.matmul(weight.reshape(o, c * kh * kw), cols.reshape(c * kh * kw, n * oh * ow))
     else:
-        g_cols = cols.reshape(n, groups, cg * kh * kw, oh * ow)
+        g_cols = cols.reshape(groups, cg * kh * kw, n * oh * ow)
         out = _F.matmul(weight.reshape(groups, o // groups, cg * kh * kw), g_cols)
-    out = out.reshape(n, o, oh, ow)
+    out = out.reshape(o, n, oh, ow).permute(1, 0, 2, 3)
     if bias is not None:
         out = out + bias.reshape(1, o, 1, 1)
     _F._renamed(out, "ConvolutionBackward0")
@@ -563,9 +571,9 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     kh, kw = _pair(kernel_size)
     ph, pw = _pair(padding)
     cols = _conv.UNFOLD(input, kernel=(kh, kw), stride=_pair(stride), padding=(ph, ph, pw, pw),
-                        dilation=_pair(dilation), pad_value=0.0)
+                        dilation=_pair(dilation), pad_value=0.0)  # (C, kh, kw, N, oh, ow)
     n, c = input.shape[0], input.shape[1]
-    return cols.reshape(n, c * kh * kw, -1)
+    return cols.reshape(c * kh * kw, n, -1).permute(1, 0, 2)
 
 
 def _pool_input(name: str, input: Tensor) -> tuple[Tensor, bool]:
@@ -587,15 +595,16 @@ def _pool_windows(name, input, kernel_size, stride, padding, dilation, ceil_mode
     x, unbatched = _pool_input(name, input)
     cols = _conv.UNFOLD(x, kernel=kernel, stride=stride, padding=(ph, ph, pw, pw), dilation=_pair(dilation),
                         pad_value=pad_value)
-    n, c, kh, kw, oh, ow = cols.shape
-    return cols.reshape(n, c, kh * kw, oh, ow), unbatched
+    c, kh, kw, n, oh, ow = cols.shape
+    return cols.reshape(c, kh * kw, n, oh, ow), unbatched
 
 
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):
     windows, unbatched = _pool_windows("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode,
                                        -_math.inf)
-    values, where = _F.max(windows, 2)
+    values, where = _F.max(windows, 1)
+    values, where = values.permute(1, 0, 2, 3), where.permute(1, 0, 2, 3)
     _F._renamed(values, "MaxPool2DWithIndicesBackward0")
     if unbatched:
         values, where = values.squeeze(0), where.squeeze(0)
@@ -608,13 +617,14 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     windows, unbatched = _pool_windows("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode, 0.0)
     if divisor_override:
-        out = _F.sum(windows, 2) / float(divisor_override)
+        out = _F.sum(windows, 1) / float(divisor_override)
     elif count_include_pad or not any(_pair(padding)):
-        out = _F.mean(windows, 2)
+        out = _F.mean(windows, 1)
     else:
         ones = _ones(1, 1, *input.shape[-2:], dtype=input.dtype, device=input.device)
         counts, _ = _pool_windows("avg_pool2d", ones, kernel_size, stride, padding, 1, False, 0.0)
-        out = _F.sum(windows, 2) / _F.sum(counts, 2)
+        out = _F.sum(windows, 1) / _F.sum(counts, 1)
+    out = out.permute(1, 0, 2, 3)
     _F._renamed(out, "AvgPool2DBackward0")
     return out.squeeze(0) if unbatched else out
 
@@ -651,7 +661,7 @@ def _adaptive(input: Tensor, output_size, reduce, name: str) -> Tensor:
         windows = _conv.UNFOLD(x, kernel=kernel, stride=kernel, padding=(0, 0, 0, 0), dilation=(1, 1),
                                pad_value=0.0)
         n, c = x.shape[:2]
-        out = reduce(windows.reshape(n, c, kernel[0] * kernel[1], oh, ow), 2)
+        out = reduce(windows.reshape(c, kernel[0] * kernel[1], n, oh, ow), 1).permute(1, 0, 2, 3)
     else:
         rows = []
         for h0, h1 in _adaptive_bounds(h, oh):

@@ -1,9 +1,10 @@
 """The ops under convolution, pooling and normalization layers.
 
-`unfold` (im2col) copies every kernel window of a channels-first image into a column
-tensor (N, C, kh, kw, oh, ow) through one strided view, so a convolution is a matmul and
-a pooling a reduction over (kh, kw): no Python loop over pixels. Its VJP `fold` (col2im)
-adds the columns back with kh*kw strided adds in the same channels-first layout, and
+`unfold` (im2col) copies every kernel window of an (N, C, H, W) image into a column
+tensor (C, kh, kw, N, oh, ow) through one strided view, so a convolution is ONE matmul
+(O, C*kh*kw) @ (C*kh*kw, N*oh*ow) (channels first: no per-image loop, no transposed copy
+of the columns) and a pooling a reduction over (kh, kw): no Python loop over pixels. Its
+VJP `fold` (col2im) adds the columns back with kh*kw strided adds in the same layout, and
 the two are each other's VJPs, so convolutions differentiate to any order.
 `normalize` standardizes over some dims (layer norm: the trailing ones; batch norm: all but
 the channels) with a VJP in ops."""
@@ -32,7 +33,7 @@ def _unfold_abstract(x, kernel, stride, padding, dilation, pad_value=0.0):
         raise RuntimeError(f"unfold: the kernel {tuple(kernel)} (dilation {tuple(dilation)}) is larger than the "
                            f"padded input {tuple(x.shape[2:])} (padding {tuple(padding)}); use a smaller kernel "
                            "or more padding")
-    return TensorSpec(tuple(x.shape[:2]) + tuple(kernel) + (oh, ow), x.dtype)
+    return TensorSpec((x.shape[1],) + tuple(kernel) + (x.shape[0], oh, ow), x.dtype)
 
 
 def _unfold(xp, x, kernel, stride, padding, dilation, pad_value=0.0):
@@ -43,19 +44,20 @@ def _unfold(xp, x, kernel, stride, padding, dilation, pad_value=0.0):
     oh = (h - dh * (kh - 1) - 1) // sh + 1
     ow = (w - dw * (kw - 1) - 1) // sw + 1
     s0, s1, s2, s3 = x.strides
-    view = xp.lib.stride_tricks.as_strided(x, (n, c, kh, kw, oh, ow), (s0, s1, s2 * dh, s3 * dw, s2 * sh, s3 * sw))
+    view = xp.lib.stride_tricks.as_strided(x, (c, kh, kw, n, oh, ow), (s1, s2 * dh, s3 * dw, s0, s2 * sh, s3 * sw))
     return xp.ascontiguousarray(view)
 
 
 def _fold(xp, cols, size, kernel, stride, padding, dilation):
     (kh, kw), (sh, sw), (t, b, l, r), (dh, dw) = kernel, stride, padding, dilation
-    n, c, _, _, oh, ow = cols.shape
+    c, _, _, n, oh, ow = cols.shape
     h, w = size
     out = xp.zeros((n, c, h + t + b, w + l + r), dtype=cols.dtype)
+    channels_first = out.transpose(1, 0, 2, 3)  # a view: the adds below write into out
     for i in range(kh):
         for j in range(kw):
             hs, ws = i * dh, j * dw
-            out[:, :, hs:hs + sh * (oh - 1) + 1:sh, ws:ws + sw * (ow - 1) + 1:sw] += cols[:, :, i, j]
+            channels_first[:, :, hs:hs + sh * (oh - 1) + 1:sh, ws:ws + sw * (ow - 1) + 1:sw] += cols[:, i, j]
     if t or b or l or r:
         out = xp.ascontiguousarray(out[:, :, t:t + h, l:l + w])
     return out
@@ -76,14 +78,14 @@ UNFOLD = defop(
     "unfold", forward=_unfold, abstract=_unfold_abstract,
     vjp=lambda ctx, g: (FOLD(g, size=tuple(ctx.in_shape(0)[2:]), **_geometry(ctx.attrs)),),
     grad_name="Im2ColBackward0", kind="shape", samples=_conv_samples,
-    doc="every kernel window of a padded (N, C, H, W) image: (N, C, kh, kw, oh, ow)",
+    doc="every kernel window of a padded (N, C, H, W) image, channels first: (C, kh, kw, N, oh, ow)",
 )
 
 
 def _fold_abstract(cols, size, kernel, stride, padding, dilation):
     if cols.ndim != 6:
-        raise RuntimeError(f"fold: expected (N, C, kh, kw, oh, ow) columns, got shape {tuple(cols.shape)}")
-    return TensorSpec(tuple(cols.shape[:2]) + tuple(size), cols.dtype)
+        raise RuntimeError(f"fold: expected (C, kh, kw, N, oh, ow) columns, got shape {tuple(cols.shape)}")
+    return TensorSpec((cols.shape[3], cols.shape[0]) + tuple(size), cols.dtype)
 
 
 def _fold_samples(rng):
@@ -91,7 +93,7 @@ def _fold_samples(rng):
     for (x,), attrs in _conv_samples(rng):
         geometry = {k: v for k, v in attrs.items() if k != "pad_value"}
         oh, ow = _out_hw(x.shape, geometry["kernel"], geometry["stride"], geometry["padding"], geometry["dilation"])
-        cols = rng.standard_normal(x.shape[:2] + tuple(geometry["kernel"]) + (oh, ow))
+        cols = rng.standard_normal((x.shape[1],) + tuple(geometry["kernel"]) + (x.shape[0], oh, ow))
         out.append(((cols,), {"size": x.shape[2:], **geometry}))
     return out
 
