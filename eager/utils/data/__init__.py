@@ -228,17 +228,17 @@ def default_collate(batch: list) -> Any:
     if isinstance(elem, float):
         return tensor(batch, dtype=_float64())
     if isinstance(elem, (str, bytes)):
-        return list(batch)
+        return batch  # as given: a list at the top, a tuple inside a collated sequence (PyTorch's)
     if isinstance(elem, collections.abc.Mapping):
         return type(elem)({k: default_collate([d[k] for d in batch]) for k in elem}) if not isinstance(
             elem, collections.OrderedDict) else collections.OrderedDict(
             (k, default_collate([d[k] for d in batch])) for k in elem)
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+        return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         if any(len(s) != len(elem) for s in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        return [default_collate(list(s)) for s in zip(*batch)]  # a list for tuples too, as PyTorch
+        return [default_collate(s) for s in zip(*batch)]  # a list for tuples too, as PyTorch
     raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
                     f"found {type(elem).__name__}")
 
