@@ -1113,11 +1113,18 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
 
 
 # -- triangles and diagonals ----------------------------------------------------------------------
+def _check_matrix(name: str, input) -> None:
+    if _ndim(input) < 2:  # NumPy would broadcast a vector to a matrix instead
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions (got shape {tuple(input.shape)})")
+
+
 def tril(input, diagonal=0):
+    _check_matrix("tril", input)
     return I.TRIL(input, diagonal=int(diagonal))
 
 
 def triu(input, diagonal=0):
+    _check_matrix("triu", input)
     return I.TRIU(input, diagonal=int(diagonal))
 
 

@@ -43,6 +43,8 @@ def _unfold(xp, x, kernel, stride, padding, dilation, pad_value=0.0):
     n, c, h, w = x.shape
     oh = (h - dh * (kh - 1) - 1) // sh + 1
     ow = (w - dw * (kw - 1) - 1) // sw + 1
+    if oh <= 0 or ow <= 0:
+        raise ValueError("unfold: empty output")  # eager re-raises the abstract rule's message
     s0, s1, s2, s3 = x.strides
     view = xp.lib.stride_tricks.as_strided(x, (c, kh, kw, n, oh, ow), (s1, s2 * dh, s3 * dw, s0, s2 * sh, s3 * sw))
     return xp.ascontiguousarray(view)
