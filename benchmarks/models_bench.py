@@ -103,8 +103,9 @@ def step_cases(torch):
         opt = mod.make_optimizer(model)
         batch = mod.make_batch(0)
         eager_step: Callable = lambda m=model, o=opt, b=batch, mod=mod: mod.train_step(m, o, b)  # noqa: E731
-        torch_step = None
-        if torch is not None:
+        if torch is None:
+            yield name, eager_step, None
+        else:
             tmodel = mod.peer_torch()()
             tmodel.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in model.state_dict().items()})
             tmodel.train(train_mode)
@@ -120,7 +121,7 @@ def step_cases(torch):
                 o.step()
                 return loss.item()
 
-        yield name, eager_step, torch_step
+            yield name, eager_step, torch_step
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

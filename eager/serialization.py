@@ -9,8 +9,9 @@ what `torch.save` takes) and `load` refuses them unless `weights_only=False`, as
 `weights_only=True` default does. A truncated or foreign file raises a RuntimeError naming
 the file and what it expected.
 
-Files written by PyTorch's `torch.save` (its zip format) are not read: save with eager, or
-convert with `{k: v.numpy() for k, v in torch.load(f).items()}` in PyTorch first."""
+Files written by PyTorch's `torch.save` (its zip format, PyTorch >= 1.6) are read too, by a
+restricted unpickler that knows only tensors, Parameters, OrderedDicts and plain containers
+(what `torch.load(weights_only=True)` accepts), never arbitrary classes."""
 from __future__ import annotations
 
 import io
@@ -207,9 +208,11 @@ def _load(fh, weights_only: bool, map_location: Any, source: str) -> Any:
     with archive:
         names = archive.namelist()
         if "manifest.json" not in names:
-            hint = " (it looks like a PyTorch torch.save file, which eager does not read)" if any(
-                n.endswith("data.pkl") for n in names) else ""
-            raise RuntimeError(f"eager.load: {source} is not an eager checkpoint: no manifest.json{hint}")
+            pickles = [n for n in names if n.endswith("/data.pkl") or n == "data.pkl"]
+            if pickles:
+                return _load_torch_zip(archive, pickles[0][:-len("data.pkl")], map_location, source)
+            raise RuntimeError(f"eager.load: {source} is not an eager checkpoint: no manifest.json (nor a "
+                               "PyTorch data.pkl)")
         try:
             manifest = json.loads(archive.read("manifest.json"))
         except (ValueError, zipfile.BadZipFile, OSError) as exc:
@@ -220,3 +223,94 @@ def _load(fh, weights_only: bool, map_location: Any, source: str) -> Any:
             raise RuntimeError(f"eager.load: {source} was written by a newer eager (format version "
                                f"{manifest['version']} > {VERSION}); upgrade to read it")
         return _Reader(archive, weights_only, map_location, source).decode(manifest["root"])
+
+
+# -- reading PyTorch's torch.save files ------------------------------------------------------------------
+_TORCH_STORAGES = {
+    "FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16", "LongStorage": "int64",
+    "IntStorage": "int32", "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8",
+    "BoolStorage": "bool",
+}
+
+
+class _StorageType:
+    def __init__(self, name: str) -> None:
+        self.name, self.dtype = name, np.dtype(_TORCH_STORAGES[name])
+
+
+def _rebuild_tensor(storage, storage_offset, size, stride, requires_grad=False, backward_hooks=None,
+                    metadata=None) -> Tensor:
+    arr, _ = storage
+    item = arr.itemsize
+    view = np.lib.stride_tricks.as_strided(arr[storage_offset:], tuple(size), tuple(s * item for s in stride))
+    t = Tensor._make(np.array(view, copy=True))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _rebuild_parameter(data: Tensor, requires_grad: bool, backward_hooks=None, *args) -> Tensor:
+    from .nn.parameter import Parameter  # noqa: PLC0415
+
+    return Parameter(data, requires_grad=requires_grad)
+
+
+class _TorchUnpickler(pickle.Unpickler):
+    """Only the classes of a weights file: anything else is refused, never imported."""
+
+    _ALLOWED = {("collections", "OrderedDict"): OrderedDict,
+                ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
+                ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+                ("builtins", "set"): set, ("builtins", "frozenset"): frozenset}
+
+    def __init__(self, fh, archive: zipfile.ZipFile, prefix: str, source: str) -> None:
+        super().__init__(fh)
+        self.archive, self.prefix, self.source = archive, prefix, source
+        self.storages: dict = {}
+
+    def find_class(self, module: str, name: str):
+        if (module, name) in self._ALLOWED:
+            return self._ALLOWED[(module, name)]
+        if module == "torch" and name in _TORCH_STORAGES:
+            return _StorageType(name)
+        raise pickle.UnpicklingError(f"Weights only load failed: {self.source} (a PyTorch file) refers to "
+                                     f"{module}.{name}, which eager.load does not reconstruct; only tensors, "
+                                     "Parameters and containers of them are read")
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
+            raise pickle.UnpicklingError(f"eager.load: {self.source}: unknown persistent id {pid!r}")
+        _, kind, key, location, numel = pid
+        if not isinstance(kind, _StorageType):
+            raise pickle.UnpicklingError(f"eager.load: {self.source}: unsupported storage type {kind!r}")
+        if key not in self.storages:
+            raw = self.archive.read(f"{self.prefix}data/{key}")
+            self.storages[key] = (np.frombuffer(raw, dtype=kind.dtype)[:numel], location)
+        return self.storages[key]
+
+
+def _load_torch_zip(archive: zipfile.ZipFile, prefix: str, map_location: Any, source: str) -> Any:
+    order = f"{prefix}byteorder"
+    if order in archive.namelist() and archive.read(order).strip() not in (b"little",):
+        raise RuntimeError(f"eager.load: {source} was written on a big-endian machine, which is not supported")
+    try:
+        obj = _TorchUnpickler(io.BytesIO(archive.read(f"{prefix}data.pkl")), archive, prefix, source).load()
+    except pickle.UnpicklingError as exc:
+        if str(exc).startswith("Weights only"):
+            raise
+        raise RuntimeError(f"eager.load: {source} is damaged: {exc}") from None
+    except (KeyError, EOFError, ValueError, zipfile.BadZipFile) as exc:
+        raise RuntimeError(f"eager.load: {source} is damaged: {exc}") from None
+    if map_location is not None and str(map_location) != "cpu":
+        return _moved(obj, str(map_location))
+    return obj
+
+
+def _moved(obj: Any, dev: str) -> Any:
+    if isinstance(obj, Tensor):
+        return obj.to(dev)
+    if isinstance(obj, dict):
+        return type(obj)((k, _moved(v, dev)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_moved(v, dev) for v in obj)
+    return obj

@@ -188,9 +188,6 @@ def _class_view(weight: Tensor, ndim: int) -> Tensor:
     return weight.reshape(1, -1, *([1] * (ndim - 2)))
 
 
-def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """-(t log s(x) + (1 - t) log(1 - s(x))), written stably as softplus(x) - t x."""
-    return _reduce(_F.softplus(input) - target * input, reduction)
 
 
 # == added with the PyTorch-programs surface =======================================================
@@ -447,9 +444,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot rows of class indices (num_classes=-1: one more than the largest index)."""
     if tensor.is_floating_point():
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    if num_classes == -1:
+    if num_classes == -1:  # reads the data: eager only (a traced tensor needs num_classes)
         num_classes = int(tensor.max()) + 1 if tensor.numel() else 0
-    if tensor.numel() and (int(tensor.min()) < 0 or int(tensor.max()) >= num_classes):
+    if isinstance(tensor, Tensor) and tensor.numel() and (int(tensor.min()) < 0 or int(tensor.max()) >= num_classes):
         raise RuntimeError("Class values must be smaller than num_classes." if int(tensor.min()) >= 0
                            else "Class values must be non-negative.")
     return (tensor.unsqueeze(-1) == arange(num_classes, device=tensor.device)).long()
@@ -752,7 +749,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return _reduce(loss, reduction)
 
 
-def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: F811
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                      reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """-(pw t log s(x) + (1 - t) log(1 - s(x))), stably: (1 - t) x + (1 + (pw - 1) t) softplus(-x)."""
     if tuple(target.shape) != tuple(input.shape):

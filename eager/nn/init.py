@@ -146,8 +146,6 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
 
 
 def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01) -> Tensor:
-    import numpy as np  # noqa: PLC0415
-
     from .._factories import _RNG  # noqa: PLC0415
 
     if tensor.ndim != 2:

@@ -3,8 +3,10 @@ eager.save / eager.load (round trips, refusals, damaged files)."""
 from __future__ import annotations
 
 import io
+import json
 import pickle
 from collections import OrderedDict
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -173,6 +175,39 @@ def test_damaged_and_foreign_files_raise_clear_errors(tmp_path):
 
     other = tmp_path / "other.zip"
     with zipfile.ZipFile(other, "w") as z:
-        z.writestr("archive/data.pkl", b"x")
-    with pytest.raises(RuntimeError, match="PyTorch torch.save file"):
+        z.writestr("notes/readme.txt", b"x")
+    with pytest.raises(RuntimeError, match="no manifest.json"):
         eager.load(other)
+    broken = tmp_path / "broken.pt"
+    with zipfile.ZipFile(broken, "w") as z:
+        z.writestr("archive/data.pkl", b"x")
+    with pytest.raises(RuntimeError, match="broken.pt is damaged"):
+        eager.load(broken)
+
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def test_reads_a_file_written_by_torch_save():
+    # torch_saved.pt was written by PyTorch 2.13: torch.save({"model": Linear(3, 2).state_dict() plus
+    # "steps": tensor(5) and "h": ones(2, float16), "epoch": 3, "p": Parameter(arange(6.).reshape(2, 3)[:, 1:]),
+    # "b": tensor([True, False])}, path); the expected values are in torch_saved.json
+    expected = json.loads((DATA / "torch_saved.json").read_text())
+    got = eager.load(DATA / "torch_saved.pt")
+    assert isinstance(got["model"], OrderedDict) and list(got["model"]) == ["weight", "bias", "steps", "h"]
+    np.testing.assert_array_equal(got["model"]["weight"].numpy(), np.array(expected["weight"], np.float32))
+    assert got["model"]["steps"].dtype is eager.int64 and got["model"]["steps"].shape == ()
+    assert got["model"]["h"].dtype is eager.float16 and got["epoch"] == 3
+    assert isinstance(got["p"], eager.nn.Parameter) and got["p"].tolist() == [[1.0, 2.0], [4.0, 5.0]]
+    assert got["b"].tolist() == [True, False]
+
+
+def test_a_torch_file_naming_other_classes_is_refused(tmp_path):
+    import zipfile  # noqa: PLC0415
+
+    payload = pickle.dumps(_Custom(1))
+    path = tmp_path / "evil.pt"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("evil/data.pkl", payload)
+    with pytest.raises(pickle.UnpicklingError, match="does not reconstruct"):
+        eager.load(path)
