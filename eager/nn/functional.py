@@ -198,6 +198,15 @@ from ..ops import conv as _conv  # noqa: E402
 from ..ops import indexing as _indexing  # noqa: E402
 
 
+def _data_range(t) -> tuple | None:
+    """(min, max) of an eager tensor's values for input checks, read from its array (no
+    op is recorded, so a trace that captured the tensor is not asked for data); None for
+    a traced value or an empty tensor, which skip the check."""
+    if not isinstance(t, Tensor) or t._data.size == 0:
+        return None
+    return t._data.min().item(), t._data.max().item()
+
+
 def _pair(v, n: int = 2) -> tuple:
     return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
 
@@ -316,6 +325,9 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """Rows of `weight` picked by the integer tensor `input`; `padding_idx`'s row gets no gradient."""
+    if max_norm is not None:
+        raise NotImplementedError("embedding(max_norm=...) is not supported (it renormalizes weight rows in place); "
+                                  "clip the rows with torch.no_grad() before the lookup")
     if input.is_floating_point() or input.dtype.name == "bool":
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.dtype.name} instead (while checking arguments for embedding)")
@@ -324,8 +336,9 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         if not -n <= padding_idx < n:
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx %= n
-    if isinstance(input, Tensor) and input.numel():
-        lo, hi = int(input.min()), int(input.max())
+    span = _data_range(input)
+    if span is not None:
+        lo, hi = span
         if lo < 0 or hi >= n:
             raise IndexError(f"embedding: index out of range in self (indices span [{lo}, {hi}] for a weight of "
                              f"{n} rows); indices must lie in [0, {n})")
@@ -444,10 +457,11 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot rows of class indices (num_classes=-1: one more than the largest index)."""
     if tensor.is_floating_point():
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    span = _data_range(tensor)
     if num_classes == -1:  # reads the data: eager only (a traced tensor needs num_classes)
-        num_classes = int(tensor.max()) + 1 if tensor.numel() else 0
-    if isinstance(tensor, Tensor) and tensor.numel() and (int(tensor.min()) < 0 or int(tensor.max()) >= num_classes):
-        raise RuntimeError("Class values must be smaller than num_classes." if int(tensor.min()) >= 0
+        num_classes = int(tensor.max()) + 1 if span is None else (span[1] + 1 if tensor.numel() else 0)
+    if span is not None and (span[0] < 0 or span[1] >= num_classes):
+        raise RuntimeError("Class values must be smaller than num_classes." if span[0] >= 0
                            else "Class values must be non-negative.")
     return (tensor.unsqueeze(-1) == arange(num_classes, device=tensor.device)).long()
 
@@ -603,11 +617,24 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
     values, where = _F.max(windows, 1)
     values, where = values.permute(1, 0, 2, 3), where.permute(1, 0, 2, 3)
     _F._renamed(values, "MaxPool2DWithIndicesBackward0")
+    if return_indices:
+        where = _flat_input_index(where, input.shape[-2:], kernel_size, stride, padding, dilation)
     if unbatched:
         values, where = values.squeeze(0), where.squeeze(0)
-    if return_indices:
-        return values, where  # the position inside each window (PyTorch gives the flat input index)
-    return values
+    return (values, where) if return_indices else values
+
+
+def _flat_input_index(where: Tensor, hw, kernel_size, stride, padding, dilation) -> Tensor:
+    """PyTorch's max_pool indices: the flat position row * W + col in the (unpadded) input
+    plane, from the position `where` inside each window."""
+    kh, kw = _pair(kernel_size)
+    sh, sw = (kh, kw) if stride is None or stride == [] or stride == () else _pair(stride)
+    ph, pw = _pair(padding)
+    dh, dw = _pair(dilation)
+    oh, ow = where.shape[-2:]
+    rows = (arange(oh, device=where.device) * sh - ph).reshape(oh, 1) + _F.floor_divide(where, kw) * dh
+    cols = (arange(ow, device=where.device) * sw - pw).reshape(1, ow) + _F.remainder(where, kw) * dw
+    return rows * hw[1] + cols
 
 
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
@@ -739,7 +766,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({tuple(target.shape)}) that is different to the input size "
                          f"({tuple(input.shape)}) is deprecated. Please ensure they have the same size.")
-    if isinstance(input, Tensor) and input.numel() and (float(input.min()) < 0 or float(input.max()) > 1):
+    span = _data_range(input)
+    if span is not None and (span[0] < 0 or span[1] > 1):
         raise RuntimeError("all elements of input should be between 0 and 1")
     log_p = _F.clamp_min(_F.log(input), -100.0)
     log_q = _F.clamp_min(_F.log(1.0 - input), -100.0)

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import eager
@@ -73,3 +74,27 @@ def test_models_benchmark_runs_at_tiny_sizes(monkeypatch, tmp_path):
     assert [r["case"].split()[0] for r in rows] == ["conv2d", "layer_norm", "embedding"]
     assert all(r["eager_s"] > 0 for r in rows)
     assert json.loads(out.read_text())["results"] == rows
+
+
+@pytest.mark.parametrize("name", ["w5_gpt", "w6_cnn"])
+def test_workload_losses_compile_with_static(monkeypatch, name):
+    """Every op of the two models has a lowering: the compiled loss (eval mode, so no random
+    dropout inside the trace) and its gradients equal eager's."""
+    static = pytest.importorskip("static")
+    module = _load(ROOT / "examples" / "workloads" / f"{name}.py", name, monkeypatch)
+    model = module.make_model(seed=0)
+    model.eval()
+    batch = module.make_batch(seed=0, batch=2)
+
+    def loss(x, y):
+        return module.loss_fn(model, (x, y))
+
+    expected = loss(*batch)
+    expected.backward()
+    grads = [p.grad.numpy().copy() for p in model.parameters()]
+    model.zero_grad()
+    got = static.compile(loss)(*batch)
+    assert got.item() == pytest.approx(expected.item(), rel=1e-5)
+    got.backward()
+    for p, g in zip(model.parameters(), grads):
+        np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-4, atol=1e-6)

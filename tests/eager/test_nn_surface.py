@@ -96,6 +96,10 @@ def test_pooling_values_and_gradients():
     assert gradcheck(lambda t: F.adaptive_avg_pool2d(t, (4, 3)), (x,))
     values, where = F.max_pool2d(x, 2, return_indices=True)
     assert where.dtype is eager.int64 and values.grad_fn.name() == "MaxPool2DWithIndicesBackward0"
+    # PyTorch's indices are flat positions in each input plane: reading them back gives the maxima
+    flat = a.reshape(2, 3, -1)
+    np.testing.assert_array_equal(np.take_along_axis(flat, where.numpy().reshape(2, 3, -1), 2).reshape(2, 3, 3, 2),
+                                  values.detach().numpy())
     assert nn.MaxPool2d(2)(eager.randn(3, 6, 4)).shape == (3, 3, 2)  # unbatched (C, H, W)
 
 

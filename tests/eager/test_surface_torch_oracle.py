@@ -352,3 +352,12 @@ def test_gpt_workload_step_matches_pytorch():
         loss.backward()
         topt.step()
         assert math.isclose(mine, loss.item(), rel_tol=1e-5)
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=(2, 3), stride=1, dilation=2)])
+def test_max_pool_indices_match_pytorch(kw):
+    x = np.random.default_rng(0).standard_normal((2, 3, 7, 8))
+    _, mine = EF.max_pool2d(eager.tensor(x), return_indices=True, **kw)
+    _, theirs = TF.max_pool2d(torch.tensor(x), return_indices=True, **kw)
+    np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
