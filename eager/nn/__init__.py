@@ -23,6 +23,9 @@ from .loss import (  # noqa: F401
     SmoothL1Loss, SoftMarginLoss, TripletMarginLoss,
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401
+from .transformer import (  # noqa: F401
+    TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
+)
 from . import utils  # noqa: F401,E402
 
 __all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax",
@@ -37,4 +40,5 @@ __all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid
            "AlphaDropout", "BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "Dropout1d", "Dropout2d",
            "Dropout3d", "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss",
            "MarginRankingLoss", "PoissonNLLLoss", "SmoothL1Loss", "SoftMarginLoss", "TripletMarginLoss",
-           "GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]
+           "GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell",
+           "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer"]

@@ -388,3 +388,38 @@ def test_module_to_moves_parameters_buffers_and_optimizer_state_stays_attached()
     assert model[1].running_mean.dtype is eager.float64 and model[0].weight.dtype is eager.float64
     assert model[1].num_batches_tracked.dtype is eager.int64
     assert opt.param_groups[0]["params"][0] is model[0].weight
+
+
+def test_transformer_layers_shapes_names_and_gradients():
+    eager.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True).double()
+    names = {n for n, _ in layer.named_parameters()}
+    assert {"self_attn.in_proj_weight", "self_attn.out_proj.weight", "linear1.weight", "linear2.bias",
+            "norm1.weight", "norm2.bias"} <= names
+    enc = nn.TransformerEncoder(layer, num_layers=2, norm=nn.LayerNorm(8).double())
+    assert len(enc.layers) == 2 and enc.layers[0] is not enc.layers[1]
+    x = t64(2, 5, 8)
+    assert enc(x).shape == (2, 5, 8)
+    causal = eager.ones(5, 5, dtype=eager.bool).triu(1)
+    # a causal mask: position 0's output depends on position 0 only
+    y = x.detach().clone()
+    y[:, 1:] = 0.0
+    np.testing.assert_allclose(enc(x, mask=causal)[:, 0].detach().numpy(), enc(y, mask=causal)[:, 0].detach().numpy(),
+                               rtol=1e-10)
+    small = nn.TransformerEncoderLayer(4, 2, dim_feedforward=6, dropout=0.0).double()
+    assert gradcheck(lambda t: small(t), (t64(3, 2, 4),))
+    dec = nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0), 1).double()
+    assert dec(t64(4, 2, 8), t64(5, 2, 8)).shape == (4, 2, 8)
+
+
+def test_init_functions_take_a_generator():
+    def fill(seed):
+        w = eager.empty(4, 3)
+        g = eager.Generator().manual_seed(seed)
+        nn.init.kaiming_uniform_(w, generator=g)
+        return w
+
+    assert eager.equal(fill(1), fill(1)) and not eager.equal(fill(1), fill(2))
+    w = eager.empty(1000)
+    nn.init.normal_(w, 2.0, 0.5, generator=eager.Generator().manual_seed(0))
+    assert abs(w.mean().item() - 2.0) < 0.1 and abs(w.std().item() - 0.5) < 0.05

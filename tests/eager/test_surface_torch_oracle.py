@@ -361,3 +361,26 @@ def test_max_pool_indices_match_pytorch(kw):
     _, mine = EF.max_pool2d(eager.tensor(x), return_indices=True, **kw)
     _, theirs = TF.max_pool2d(torch.tensor(x), return_indices=True, **kw)
     np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_encoder_and_decoder_match_pytorch(norm_first):
+    eager.manual_seed(0)
+    enc = eager.nn.TransformerEncoder(eager.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True,
+                                                                       norm_first=norm_first), 2).double().eval()
+    tenc = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True,
+                                                                        norm_first=norm_first), 2,
+                                       enable_nested_tensor=False).double().eval()
+    tenc.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in enc.state_dict().items()})
+    rng = np.random.default_rng(0)
+    x, mask = rng.standard_normal((2, 5, 8)), np.triu(np.ones((5, 5), bool), 1)
+    np.testing.assert_allclose(enc(eager.tensor(x), mask=eager.tensor(mask)).detach().numpy(),
+                               tenc(torch.tensor(x), mask=torch.tensor(mask)).detach().numpy(), rtol=1e-10, atol=1e-12)
+    dec = eager.nn.TransformerDecoder(eager.nn.TransformerDecoderLayer(8, 2, 16, norm_first=norm_first), 2).double()
+    tdec = torch.nn.TransformerDecoder(torch.nn.TransformerDecoderLayer(8, 2, 16, norm_first=norm_first), 2).double()
+    dec.eval()
+    tdec.eval()
+    tdec.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in dec.state_dict().items()})
+    t, mem = rng.standard_normal((4, 2, 8)), rng.standard_normal((5, 2, 8))
+    np.testing.assert_allclose(dec(eager.tensor(t), eager.tensor(mem)).detach().numpy(),
+                               tdec(torch.tensor(t), torch.tensor(mem)).detach().numpy(), rtol=1e-10, atol=1e-12)
