@@ -594,18 +594,37 @@ def _pool_input(name: str, input: Tensor) -> tuple[Tensor, bool]:
     return (input.unsqueeze(0), True) if input.ndim == 3 else (input, False)
 
 
-def _pool_windows(name, input, kernel_size, stride, padding, dilation, ceil_mode, pad_value):
-    if ceil_mode:
-        raise NotImplementedError(f"{name}: ceil_mode=True is not supported; pad the input instead")
+def _ceil_extra(n: int, k: int, s: int, p: int, d: int) -> int:
+    """Padding to add on the right so that ceil_mode's last (partial) window exists:
+    PyTorch's output size is ceil((n + 2p - d(k-1) - 1) / s) + 1, less one when that last
+    window would start past the input and its left padding."""
+    span = n + 2 * p - d * (k - 1) - 1
+    out = -(-span // s) + 1
+    if (out - 1) * s >= n + p:
+        out -= 1
+    return max(0, (out - 1) * s + d * (k - 1) + 1 - (n + 2 * p))
+
+
+def _pool_geometry(name, input, kernel_size, stride, padding, dilation, ceil_mode):
     kernel = _pair(kernel_size)
     stride = kernel if stride is None or stride == [] or stride == () else _pair(stride)
     ph, pw = _pair(padding)
+    dilation = _pair(dilation)
     if ph > kernel[0] // 2 or pw > kernel[1] // 2:
         raise RuntimeError(f"{name}: pad should be at most half of effective kernel size, but got pad={(ph, pw)}, "
                            f"kernel_size={kernel}")
+    eh = ew = 0
+    if ceil_mode:
+        h, w = input.shape[-2:]
+        eh = _ceil_extra(h, kernel[0], stride[0], ph, dilation[0])
+        ew = _ceil_extra(w, kernel[1], stride[1], pw, dilation[1])
+    return kernel, stride, (ph, ph + eh, pw, pw + ew), dilation
+
+
+def _pool_windows(name, input, kernel_size, stride, padding, dilation, ceil_mode, pad_value):
+    kernel, stride, pads, dilation = _pool_geometry(name, input, kernel_size, stride, padding, dilation, ceil_mode)
     x, unbatched = _pool_input(name, input)
-    cols = _conv.UNFOLD(x, kernel=kernel, stride=stride, padding=(ph, ph, pw, pw), dilation=_pair(dilation),
-                        pad_value=pad_value)
+    cols = _conv.UNFOLD(x, kernel=kernel, stride=stride, padding=pads, dilation=dilation, pad_value=pad_value)
     c, kh, kw, n, oh, ow = cols.shape
     return cols.reshape(c, kh * kw, n, oh, ow), unbatched
 
@@ -642,11 +661,21 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     windows, unbatched = _pool_windows("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode, 0.0)
     if divisor_override:
         out = _F.sum(windows, 1) / float(divisor_override)
-    elif count_include_pad or not any(_pair(padding)):
+    elif not ceil_mode and (count_include_pad or not any(_pair(padding))):
         out = _F.mean(windows, 1)
     else:
-        ones = _ones(1, 1, *input.shape[-2:], dtype=input.dtype, device=input.device)
-        counts, _ = _pool_windows("avg_pool2d", ones, kernel_size, stride, padding, 1, False, 0.0)
+        # the divisor counts the input (and its padding when count_include_pad), never the
+        # extra cells a ceil_mode window reaches past them
+        kernel, strides, pads, _ = _pool_geometry("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
+        h, w = input.shape[-2:]
+        ph, pw = _pair(padding)
+        if count_include_pad:
+            ones = _ones(1, 1, h + 2 * ph, w + 2 * pw, dtype=input.dtype, device=input.device)
+            pads = (0, pads[1] - ph, 0, pads[3] - pw)
+        else:
+            ones = _ones(1, 1, h, w, dtype=input.dtype, device=input.device)
+        counts = _conv.UNFOLD(ones, kernel=kernel, stride=strides, padding=pads, dilation=(1, 1), pad_value=0.0)
+        counts = counts.reshape(1, kernel[0] * kernel[1], 1, *counts.shape[-2:])
         out = _F.sum(windows, 1) / _F.sum(counts, 1)
     out = out.permute(1, 0, 2, 3)
     _F._renamed(out, "AvgPool2DBackward0")

@@ -423,3 +423,13 @@ def test_init_functions_take_a_generator():
     w = eager.empty(1000)
     nn.init.normal_(w, 2.0, 0.5, generator=eager.Generator().manual_seed(0))
     assert abs(w.mean().item() - 2.0) < 0.1 and abs(w.std().item() - 0.5) < 0.05
+
+
+def test_ceil_mode_pooling_keeps_the_partial_last_window():
+    a = np.arange(25.0).reshape(1, 1, 5, 5)
+    x = eager.tensor(a)
+    # PyTorch: ceil((5 - 2) / 2) + 1 = 3 windows a side; the last holds only row/column 4
+    assert F.max_pool2d(x, 2, ceil_mode=True).numpy()[0, 0].tolist() == [[6, 8, 9], [16, 18, 19], [21, 23, 24]]
+    avg = F.avg_pool2d(x, 2, ceil_mode=True).numpy()[0, 0]
+    assert avg[2, 2] == 24.0 and avg[0, 2] == (4 + 9) / 2 and avg[0, 0] == (0 + 1 + 5 + 6) / 4
+    assert nn.MaxPool2d(3, 2, ceil_mode=True)(eager.randn(1, 1, 6, 6)).shape == (1, 1, 3, 3)

@@ -384,3 +384,12 @@ def test_transformer_encoder_and_decoder_match_pytorch(norm_first):
     t, mem = rng.standard_normal((4, 2, 8)), rng.standard_normal((5, 2, 8))
     np.testing.assert_allclose(dec(eager.tensor(t), eager.tensor(mem)).detach().numpy(),
                                tdec(torch.tensor(t), torch.tensor(mem)).detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=3, stride=2), dict(kernel_size=2, stride=2, padding=1),
+                                dict(kernel_size=3, stride=2, padding=1, count_include_pad=False)])
+@pytest.mark.parametrize("shape", [(2, 3, 7, 8), (1, 2, 6, 5)])
+def test_ceil_mode_pooling_matches_pytorch(kw, shape):
+    _check(lambda x: EF.avg_pool2d(x, ceil_mode=True, **kw), lambda x: TF.avg_pool2d(x, ceil_mode=True, **kw), [shape])
+    kw = {k: v for k, v in kw.items() if k != "count_include_pad"}
+    _check(lambda x: EF.max_pool2d(x, ceil_mode=True, **kw), lambda x: TF.max_pool2d(x, ceil_mode=True, **kw), [shape])
