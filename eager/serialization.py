@@ -159,8 +159,8 @@ class _Reader:
         arr = self._array(node["file"])
         dt = _dtypes.from_name(node["dtype"])
         if arr.dtype != dt.np or list(arr.shape) != list(node["shape"]):
-            raise RuntimeError(f"eager.load: {self.source} is damaged: tensor {key} holds {arr.dtype}{list(arr.shape)}, "
-                               f"the manifest says {dt.name}{node['shape']}")
+            raise RuntimeError(f"eager.load: {self.source} is damaged: tensor {key} holds "
+                               f"{arr.dtype}{list(arr.shape)}, the manifest says {dt.name}{node['shape']}")
         t = Tensor._make(arr)
         dev = self._target_device(node.get("device", "cpu"))
         if dev is not None and str(dev) != "cpu":

@@ -15,7 +15,8 @@ from .activation import (  # noqa: F401
 from .containers import ModuleDict, ParameterDict, ParameterList, Unflatten  # noqa: F401
 from .conv import (  # noqa: F401
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d,
-    BatchNorm3d, Conv1d, Conv2d, Embedding, GroupNorm, InstanceNorm2d, LayerNorm, MaxPool1d, MaxPool2d, RMSNorm,
+    BatchNorm3d, Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Embedding, GroupNorm, InstanceNorm2d, LayerNorm,
+    MaxPool1d, MaxPool2d, RMSNorm,
 )
 from .loss import (  # noqa: F401
     AlphaDropout, BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, Dropout1d, Dropout2d, Dropout3d,
@@ -35,7 +36,8 @@ __all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid
            "MultiheadAttention", "ReLU6", "SiLU", "Softmin", "Softplus", "Softsign", "Tanhshrink",
            "ModuleDict", "ParameterDict", "ParameterList", "Unflatten",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
-           "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "Embedding", "GroupNorm", "InstanceNorm2d",
+           "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Embedding",
+           "GroupNorm", "InstanceNorm2d",
            "LayerNorm", "MaxPool1d", "MaxPool2d", "RMSNorm",
            "AlphaDropout", "BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "Dropout1d", "Dropout2d",
            "Dropout3d", "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss",

@@ -97,6 +97,44 @@ class Conv1d(_ConvNd):
         return F.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
+class _ConvTransposeNd(_ConvNd):
+    """Weight (in, out/groups, *kernel), as PyTorch's transposed convolutions."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device: Any = None,
+                 dtype: Any = None) -> None:
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        if isinstance(padding, str):
+            raise ValueError(f"{type(self).__name__} does not take string padding")
+        self.output_padding = _tuple(output_padding, self._spatial)
+        super().__init__(out_channels, in_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device, dtype)
+        # _ConvNd made (in, out/groups) swapped: name the channels as the layer sees them
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.weight = Parameter(empty(in_channels, out_channels // groups, *self.kernel_size, device=device,
+                                      dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
+        self.reset_parameters()
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    _spatial = 2
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                  self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    _spatial = 1
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                  self.groups, self.dilation)
+
+
 class _Pool(Module):
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices: bool = False,
                  ceil_mode: bool = False) -> None:

@@ -388,7 +388,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     if training:
         count = input.numel() // input.shape[1]
         if count <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(input.shape)}")
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                             f"{list(input.shape)}")
         out = _conv.NORMALIZE(input, dims=dims, eps=float(eps))
         if running_mean is not None and running_var is not None:
             from .._grad_mode import no_grad  # noqa: PLC0415
@@ -563,6 +564,51 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         out = out + bias.reshape(1, o, 1, 1)
     _F._renamed(out, "ConvolutionBackward0")
     return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """The transpose (input-gradient) of conv2d: weight (C_in, C_out/groups, kh, kw); each
+    input pixel scatters weight * value into the output, which is one matmul onto columns
+    and a fold (col2im) of them, channels first."""
+    unbatched = input.ndim == 3
+    if input.ndim not in (3, 4) or weight.ndim != 4:
+        raise RuntimeError(f"conv_transpose2d: Expected 3D (unbatched) or 4D (batched) input, but got input of size: "
+                           f"{list(input.shape)} (weight {list(weight.shape)})")
+    if unbatched:
+        input = input.unsqueeze(0)
+    n, c, h, w = input.shape
+    cin, og, kh, kw = weight.shape
+    if c != cin:
+        raise RuntimeError(f"conv_transpose2d: Given transposed=1, weight of size {list(weight.shape)}, expected input"
+                           f"{list(input.shape)} to have {cin} channels, but got {c} channels instead")
+    if cin % groups:
+        raise RuntimeError(f"conv_transpose2d: in_channels ({cin}) must be divisible by groups ({groups})")
+    (sh, sw), (ph, pw), (oph, opw), (dh, dw) = _pair(stride), _pair(padding), _pair(output_padding), _pair(dilation)
+    if oph >= max(sh, dh) or opw >= max(sw, dw):
+        raise RuntimeError("conv_transpose2d: output padding must be smaller than either stride or dilation, but got "
+                           f"output_padding={(oph, opw)}, stride={(sh, sw)}, dilation={(dh, dw)}")
+    out_h = (h - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
+    out_w = (w - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
+    x = input.permute(1, 0, 2, 3).reshape(groups, cin // groups, n * h * w)
+    wt = weight.reshape(groups, cin // groups, og * kh * kw).transpose(1, 2)  # (G, C_out/G * K, C_in/G)
+    cols = _F.matmul(wt, x).reshape(groups * og, kh, kw, n, h, w)
+    # output_padding needs no padding of its own: the fold's buffer of out + 2 * padding rows
+    # already holds the extra rows, which no column reaches (they stay zero, as in PyTorch)
+    out = _conv.FOLD(cols, size=(out_h, out_w), kernel=(kh, kw), stride=(sh, sw), padding=(ph, ph, pw, pw),
+                     dilation=(dh, dw))
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1)
+    _F._renamed(out, "ConvolutionBackward0")
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    out = conv_transpose2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, _pair(stride, 1)[0]),
+                           (0, _pair(padding, 1)[0]), (0, _pair(output_padding, 1)[0]), groups,
+                           (1, _pair(dilation, 1)[0]))
+    return out.squeeze(-2)
 
 
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
@@ -750,7 +796,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     scores = _F.matmul(query, key.transpose(-2, -1)) * scale
     if is_causal:
         if attn_mask is not None:
-            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                               "is_causal=True")
         causal = _ones(L, S, dtype=bool_dtype(), device=query.device).tril()
         scores = scores.masked_fill(causal.logical_not(), -_math.inf)
     if attn_mask is not None:

@@ -138,7 +138,9 @@ class _RNNBase(Module):
             init.uniform_(p, -bound, bound)
 
     def _layer_params(self, layer: int, suffix: str):
-        get = lambda name: getattr(self, f"{name}_l{layer}{suffix}") if self.bias or "weight" in name else None  # noqa: E731
+        def get(name):
+            return getattr(self, f"{name}_l{layer}{suffix}") if self.bias or "weight" in name else None
+
         return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh")
 
     def _cell(self):

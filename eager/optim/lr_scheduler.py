@@ -93,7 +93,8 @@ class ExponentialLR(LRScheduler):
 class CosineAnnealingLR(LRScheduler):
     """lr = eta_min + (base - eta_min) (1 + cos(pi epoch / T_max)) / 2."""
 
-    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1) -> None:  # noqa: N803
+    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,  # noqa: N803 (PyTorch's name)
+                 last_epoch: int = -1) -> None:
         self.T_max, self.eta_min = T_max, eta_min
         super().__init__(optimizer, last_epoch)
 

@@ -153,7 +153,8 @@ def peer_torch():
     class TGPT(tnn.Module):
         def __init__(self):
             super().__init__()
-            self.tok, self.pos, self.drop = tnn.Embedding(VOCAB, WIDTH), tnn.Embedding(CONTEXT, WIDTH), tnn.Dropout(DROPOUT)
+            self.tok, self.pos = tnn.Embedding(VOCAB, WIDTH), tnn.Embedding(CONTEXT, WIDTH)
+            self.drop = tnn.Dropout(DROPOUT)
             self.blocks = tnn.Sequential(*[TBlock() for _ in range(LAYERS)])
             self.ln_f, self.head = tnn.LayerNorm(WIDTH), tnn.Linear(WIDTH, VOCAB)
 

@@ -36,7 +36,8 @@ def conv2d_reference(x, w, b, stride, pad, dilation, groups):
             for j in range(ow):
                 for p in range(kh):
                     for q in range(kw):
-                        patch = xp[:, g * cg:(g + 1) * cg, i * stride[0] + p * dilation[0], j * stride[1] + q * dilation[1]]
+                        row, col = i * stride[0] + p * dilation[0], j * stride[1] + q * dilation[1]
+                        patch = xp[:, g * cg:(g + 1) * cg, row, col]
                         out[:, oc, i, j] += patch @ w[oc, :, p, q]
         out[:, oc] += 0 if b is None else b[oc]
     return out
@@ -433,3 +434,21 @@ def test_ceil_mode_pooling_keeps_the_partial_last_window():
     avg = F.avg_pool2d(x, 2, ceil_mode=True).numpy()[0, 0]
     assert avg[2, 2] == 24.0 and avg[0, 2] == (4 + 9) / 2 and avg[0, 0] == (0 + 1 + 5 + 6) / 4
     assert nn.MaxPool2d(3, 2, ceil_mode=True)(eager.randn(1, 1, 6, 6)).shape == (1, 1, 3, 3)
+
+
+@pytest.mark.parametrize("stride,padding,output_padding,groups,dilation", [(2, 1, 1, 1, 1), ((1, 2), 0, 0, 2, 2),
+                                                                          (3, 2, (2, 1), 1, 1)])
+def test_conv_transpose2d_is_the_adjoint_of_conv2d(stride, padding, output_padding, groups, dilation):
+    """<conv2d(x, w), y> == <x, conv_transpose2d(y, w)>: the transposed convolution is the
+    adjoint of the convolution with the same weight (its definition in PyTorch)."""
+    w = RNG.standard_normal((4, 4 // groups, 3, 2))  # conv2d: (out=4, in/groups); transposed: (in=4, out/groups)
+    y = eager.tensor(RNG.standard_normal((2, 4, 4, 5)))
+    out = F.conv_transpose2d(y, eager.tensor(w), None, stride, padding, output_padding, groups, dilation)
+    x = eager.tensor(RNG.standard_normal(tuple(out.shape)))
+    forward = F.conv2d(x, eager.tensor(w), None, stride, padding, dilation, groups)
+    assert tuple(forward.shape) == tuple(y.shape)
+    assert (forward * y).sum().item() == pytest.approx((x * out).sum().item(), rel=1e-10)
+    assert gradcheck(lambda t, k: F.conv_transpose2d(t, k, None, stride, padding, output_padding, groups, dilation),
+                     (t64(1, 4, 3, 2), t64(4, 4 // groups, 3, 2)))
+    layer = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1)
+    assert layer.weight.shape == (4, 6, 3, 3) and layer(eager.randn(1, 4, 5, 5)).shape == (1, 6, 10, 10)

@@ -190,7 +190,8 @@ def test_value_and_gradient_match_pytorch(name):
 @pytest.mark.parametrize("expr", [
     lambda t, a: t.tensor(a) // 2, lambda t, a: t.tensor(a) % 3, lambda t, a: t.tensor(a) | 6,
     lambda t, a: t.tensor(a) ^ 3, lambda t, a: t.tensor(a) & 3, lambda t, a: t.tensor(a).fmod(3),
-    lambda t, a: t.div(t.tensor(a), 2, rounding_mode="trunc"), lambda t, a: t.div(t.tensor(a), 2, rounding_mode="floor"),
+    lambda t, a: t.div(t.tensor(a), 2, rounding_mode="trunc"),
+    lambda t, a: t.div(t.tensor(a), 2, rounding_mode="floor"),
     lambda t, a: t.tensor(a * 1.0) // 2, lambda t, a: t.div(t.tensor(a * 1.0), 2.0, rounding_mode="trunc"),
     lambda t, a: t.tensor(a).cumsum(0), lambda t, a: t.tensor(a) > 0 | (t.tensor(a) < -5),
     lambda t, a: t.isfinite(t.tensor(a) / 0), lambda t, a: t.isnan(t.tensor(a * 0.0) / 0),
@@ -393,3 +394,9 @@ def test_ceil_mode_pooling_matches_pytorch(kw, shape):
     _check(lambda x: EF.avg_pool2d(x, ceil_mode=True, **kw), lambda x: TF.avg_pool2d(x, ceil_mode=True, **kw), [shape])
     kw = {k: v for k, v in kw.items() if k != "count_include_pad"}
     _check(lambda x: EF.max_pool2d(x, ceil_mode=True, **kw), lambda x: TF.max_pool2d(x, ceil_mode=True, **kw), [shape])
+
+
+@pytest.mark.parametrize("kw", [dict(stride=2, padding=1, output_padding=1), dict(stride=(1, 2), groups=2, dilation=2)])
+def test_conv_transpose2d_matches_pytorch(kw):
+    _check(lambda x, w, b: EF.conv_transpose2d(x, w, b, **kw), lambda x, w, b: TF.conv_transpose2d(x, w, b, **kw),
+           [(2, 4, 5, 6), (4, 3 if "groups" not in kw else 2, 3, 3), (3 if "groups" not in kw else 4,)])
