@@ -16,7 +16,7 @@ from .containers import ModuleDict, ParameterDict, ParameterList, Unflatten  # n
 from .conv import (  # noqa: F401
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d,
     BatchNorm3d, Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Embedding, GroupNorm, InstanceNorm2d, LayerNorm,
-    MaxPool1d, MaxPool2d, RMSNorm,
+    MaxPool1d, MaxPool2d, RMSNorm, Upsample,
 )
 from .loss import (  # noqa: F401
     AlphaDropout, BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, Dropout1d, Dropout2d, Dropout3d,
@@ -37,7 +37,7 @@ __all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid
            "ModuleDict", "ParameterDict", "ParameterList", "Unflatten",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
            "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Embedding",
-           "GroupNorm", "InstanceNorm2d",
+           "GroupNorm", "InstanceNorm2d", "Upsample",
            "LayerNorm", "MaxPool1d", "MaxPool2d", "RMSNorm",
            "AlphaDropout", "BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "Dropout1d", "Dropout2d",
            "Dropout3d", "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss",

@@ -929,3 +929,71 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
     if swap:
         d_neg = _F.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
     return _reduce(_F.clamp_min(d_pos - d_neg + margin, 0.0), reduction)
+
+
+# -- resampling ----------------------------------------------------------------------------------
+def _source_positions(n_in: int, n_out: int, scale: float | None, mode: str, align_corners: bool):
+    """For each output position along one dim: the two source indices and the weight of the
+    second (linear modes), or the one index (nearest), as PyTorch computes them."""
+    import numpy as np  # noqa: PLC0415
+
+    dst = np.arange(n_out, dtype=np.float64)
+    if mode == "nearest":
+        ratio = (1.0 / scale) if scale else n_in / n_out
+        return np.minimum(np.floor(dst * ratio).astype(np.int64), n_in - 1), None, None
+    if align_corners:
+        src = dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros_like(dst)
+    else:
+        ratio = (1.0 / scale) if scale else n_in / n_out
+        src = np.maximum((dst + 0.5) * ratio - 0.5, 0.0)
+    lo = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    hi = np.minimum(lo + 1, n_in - 1)
+    return lo, hi, src - lo
+
+
+def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
+                recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
+    """Resize the spatial dims of (N, C, L) or (N, C, H, W): modes nearest, linear and
+    bilinear (separable index_select and weights: differentiable, no loop over pixels)."""
+    from .._factories import tensor as _tensor  # noqa: PLC0415
+
+    spatial = input.ndim - 2
+    if spatial not in (1, 2):
+        raise NotImplementedError(f"interpolate: only 3-D and 4-D inputs are supported, got {input.ndim}-D")
+    if mode not in ("nearest", "linear", "bilinear"):
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (nearest, linear, bilinear)")
+    if mode in ("linear", "bilinear") and mode != ("linear" if spatial == 1 else "bilinear"):
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
+                                  f"{'3D' if mode == 'linear' else '4D'} input")
+    if mode == "nearest" and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                         "bicubic | trilinear")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    in_sizes = tuple(input.shape[2:])
+    if size is not None:
+        out_sizes = _pair(size, spatial)
+        scales = (None,) * spatial
+    else:
+        scales = tuple(float(s) for s in _pair(scale_factor, spatial))
+        out_sizes = tuple(int(n * s) for n, s in zip(in_sizes, scales))
+        if recompute_scale_factor:
+            scales = (None,) * spatial
+    out = input
+    for k, (n_in, n_out, scale) in enumerate(zip(in_sizes, out_sizes, scales)):
+        dim = 2 + k
+        lo, hi, frac = _source_positions(n_in, n_out, scale, mode, bool(align_corners))
+        first = _F.index_select(out, dim, _tensor(lo, device=input.device))
+        if frac is None:
+            out = first
+            continue
+        second = _F.index_select(out, dim, _tensor(hi, device=input.device))
+        shape = [1] * input.ndim
+        shape[dim] = n_out
+        w = _tensor(frac.reshape(shape), dtype=input.dtype, device=input.device)
+        out = first + (second - first) * w
+    return out
+
+
+def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners=None) -> Tensor:
+    return interpolate(input, size, scale_factor, mode, align_corners)

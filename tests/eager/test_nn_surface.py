@@ -452,3 +452,19 @@ def test_conv_transpose2d_is_the_adjoint_of_conv2d(stride, padding, output_paddi
                      (t64(1, 4, 3, 2), t64(4, 4 // groups, 3, 2)))
     layer = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1)
     assert layer.weight.shape == (4, 6, 3, 3) and layer(eager.randn(1, 4, 5, 5)).shape == (1, 6, 10, 10)
+
+
+def test_interpolate_nearest_and_bilinear():
+    a = RNG.standard_normal((1, 2, 3, 4))
+    x = eager.tensor(a, requires_grad=True)
+    # nearest with a whole scale factor repeats each pixel
+    np.testing.assert_array_equal(F.interpolate(x, scale_factor=2).detach().numpy(),
+                                  np.repeat(np.repeat(a, 2, 2), 2, 3))
+    # bilinear with align_corners keeps a linear ramp exactly linear
+    ramp = eager.tensor(np.arange(4.0).reshape(1, 1, 1, 4).repeat(2, 2))
+    out = F.interpolate(ramp, size=(2, 7), mode="bilinear", align_corners=True)
+    np.testing.assert_allclose(out.numpy()[0, 0, 0], np.linspace(0, 3, 7))
+    assert gradcheck(lambda t: F.interpolate(t, size=(5, 3), mode="bilinear"), (x,))
+    assert nn.Upsample(scale_factor=2, mode="bilinear")(x).shape == (1, 2, 6, 8)
+    with pytest.raises(ValueError, match="align_corners"):
+        F.interpolate(x, scale_factor=2, align_corners=True)

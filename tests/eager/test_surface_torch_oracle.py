@@ -400,3 +400,10 @@ def test_ceil_mode_pooling_matches_pytorch(kw, shape):
 def test_conv_transpose2d_matches_pytorch(kw):
     _check(lambda x, w, b: EF.conv_transpose2d(x, w, b, **kw), lambda x, w, b: TF.conv_transpose2d(x, w, b, **kw),
            [(2, 4, 5, 6), (4, 3 if "groups" not in kw else 2, 3, 3), (3 if "groups" not in kw else 4,)])
+
+
+@pytest.mark.parametrize("kw", [dict(scale_factor=2), dict(size=(8, 4)), dict(scale_factor=1.5, mode="bilinear"),
+                                dict(size=(9, 3), mode="bilinear", align_corners=True),
+                                dict(scale_factor=(0.5, 2.5), mode="bilinear")])
+def test_interpolate_matches_pytorch(kw):
+    _check(lambda x: EF.interpolate(x, **kw), lambda x: TF.interpolate(x, **kw), [(2, 3, 5, 7)])
