@@ -325,3 +325,22 @@ def missing_ops() -> list[str]:
 
 __all__ = ["TABLE", "OpLowering", "NumpyLowering", "CupyLowering", "ReductionLowering", "lowering_for",
            "missing_ops", "small_power"]
+
+
+# -- ops added with the PyTorch-programs surface ----------------------------------------------
+# Library calls of the op's own forward (index, scan, sort, conv and normalization ops are
+# whole-array kernels), and NumPy/CuPy functions for the elementwise ones (library calls too:
+# integer and float semantics differ, so no single C expression serves them).
+for _name in ("gather", "scatter_add", "scatter", "index_select", "index_add", "embedding",
+              "embedding_backward", "tril", "triu", "flip", "diagonal", "diagonal_grad", "cumsum",
+              "cumprod", "argsort", "einsum", "unfold", "fold", "normalize", "nan_to_num"):
+    _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
+         CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
+         note="a whole-array kernel (the op's own forward), not a per-element expression")
+for _name in ("floor_divide", "remainder", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_or",
+              "logical_xor"):
+    _add(_name, NumpyLowering(call=f"np.{_name}({{0}}, {{1}})"), CupyLowering(call=f"cp.{_name}({{0}}, {{1}})"),
+         note="integer and float semantics differ: a library call rather than one C expression")
+for _name in ("isnan", "isinf", "isfinite"):
+    _add(_name, NumpyLowering(call=f"np.{_name}({{0}})"), CupyLowering(call=f"cp.{_name}({{0}})"),
+         note="a bool result from any input dtype: a library call")

@@ -36,6 +36,18 @@ from ._functional import (  # noqa: F401
     sum, swapaxes, t, tanh, transpose, true_divide, unbind, unsqueeze, var, where,
 )
 from . import autograd  # noqa: F401
+# -- added with the PyTorch-programs surface ---------------------------------------------------------
+from ._functional import (  # noqa: F401,E402
+    addmm, addmv, argsort, argwhere, baddbmm, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, bmm,
+    broadcast_shape as broadcast_shapes, clamp_max, clamp_min, cumprod, cumsum, diag, diag_embed, diagonal,
+    einsum, flip, fliplr, flipud, floor_divide, fmod, gather, ger, index_add, index_select, isfinite, isinf,
+    isnan, kthvalue, lerp, logical_or, logical_xor, masked_fill, masked_select, median, nan_to_num, nonzero,
+    outer, remainder, repeat_interleave, roll, scatter, scatter_add, sort, std_mean, topk, trace, tril, triu,
+    unique, var_mean,
+)
+from ._factories import (  # noqa: F401,E402
+    Generator, bernoulli, default_generator, get_rng_state, initial_seed, multinomial, normal, set_rng_state,
+)
 from .autograd import Function  # noqa: F401
 
 
@@ -46,6 +58,25 @@ class cuda:  # noqa: N801  (mirrors the torch.cuda namespace users call)
 
     @staticmethod
     def manual_seed(seed: int) -> None:
+        manual_seed(seed)
+
+    @staticmethod
+    def device_count() -> int:
+        from ._device import cupy_module  # noqa: PLC0415
+
+        cp = cupy_module()
+        return 0 if cp is None else int(cp.cuda.runtime.getDeviceCount())
+
+    @staticmethod
+    def current_device() -> int:
+        if not _cuda_is_available():
+            raise RuntimeError("Torch not compiled with CUDA enabled: no CUDA device (CuPy and a GPU are needed)")
+        from ._device import cupy_module  # noqa: PLC0415
+
+        return int(cupy_module().cuda.Device().id)
+
+    @staticmethod
+    def manual_seed_all(seed: int) -> None:
         manual_seed(seed)
 
     @staticmethod
@@ -66,7 +97,19 @@ def numel(input: Tensor) -> int:
 
 
 def get_default_dtype() -> dtype:
-    return float32
+    from . import _dtypes  # noqa: PLC0415
+
+    return _dtypes.DEFAULT_FLOAT
+
+
+def set_default_dtype(d: dtype) -> None:
+    """The dtype of Python floats in factories and tensor(): float32 (default) or float64."""
+    from . import _dtypes  # noqa: PLC0415
+
+    d = _dtypes.as_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type (got {d.name})")
+    _dtypes.DEFAULT_FLOAT = d
 
 
 # `bool`, `int` and `float` are eager dtypes in this module (as in torch): use builtins here.
@@ -82,3 +125,7 @@ def equal(input: Tensor, other: Tensor) -> bool:
 
 
 from . import nn, optim, viz  # noqa: E402,F401  (training API and graph pictures, built on the core above)
+from . import utils  # noqa: E402,F401  (eager.utils.data)
+from . import accelerator  # noqa: E402,F401
+from ._factories import get_default_device, set_default_device  # noqa: E402,F401
+from .serialization import load, save  # noqa: E402,F401

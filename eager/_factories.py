@@ -23,8 +23,11 @@ def manual_seed(seed: int):
 seed = manual_seed
 
 
+_DEFAULT_DEVICE = {"device": CPU}  # eager.set_default_device changes it
+
+
 def _dev(dev) -> device:
-    return CPU if dev is None else _as_device(dev)
+    return _DEFAULT_DEVICE["device"] if dev is None else _as_device(dev)
 
 
 class _Created(threading.local):
@@ -241,19 +244,20 @@ def _rng_array(kind, shape, dt, dev, a=0.0, b=1.0, high=None):
 
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
-    return _finish(_rng_array("normal", _shape_args(size), dt, _dev(device)), requires_grad)
+    return _finish(_rng_array_gen(generator, "normal", _shape_args(size), dt, _dev(device)), requires_grad)
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
-    return _finish(_rng_array("uniform", _shape_args(size), dt, _dev(device)), requires_grad)
+    return _finish(_rng_array_gen(generator, "uniform", _shape_args(size), dt, _dev(device)), requires_grad)
 
 
-def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
     if size is None:
         low, high, size = 0, low, high
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64
-    return _finish(_rng_array("int", _shape_args(tuple(size)), dt, _dev(device), low, high=high), requires_grad)
+    return _finish(_rng_array_gen(generator, "int", _shape_args(tuple(size)), dt, _dev(device), low, high=high),
+                   requires_grad)
 
 
 def randn_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -266,10 +270,10 @@ def rand_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
                 requires_grad=requires_grad)
 
 
-def randperm(n, dtype=None, device=None) -> Tensor:
+def randperm(n, dtype=None, device=None, generator=None) -> Tensor:
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64
     _DRAWS.count += 1
-    arr = _RNG["numpy"].permutation(n).astype(dt.np)
+    arr = (_RNG["numpy"] if generator is None else _numpy_rng(generator)).permutation(n).astype(dt.np)
     return _finish(arr if _dev(device) == CPU else xp_for(_dev(device)).asarray(arr), False)
 
 
@@ -296,3 +300,174 @@ LongTensor = _legacy("LongTensor", _dtypes.int64)
 IntTensor = _legacy("IntTensor", _dtypes.int32)
 BoolTensor = _legacy("BoolTensor", _dtypes.bool_)
 ByteTensor = _legacy("ByteTensor", _dtypes.uint8)
+
+
+# == torch.Generator and the random functions added with the PyTorch-programs surface ==========
+class Generator:
+    """`eager.Generator()`: an independent random stream for the functions that take
+    `generator=` (randn, rand, randint, randperm, multinomial, bernoulli, dropout masks through
+    DataLoader shuffling...). Its state is a NumPy `Generator` (PCG64), a value compiled code
+    can thread through a step as well."""
+
+    def __init__(self, device="cpu") -> None:
+        self.device = _dev(device)
+        self._seed = int(np.random.SeedSequence().entropy % (2 ** 63))
+        self._np = np.random.default_rng(self._seed)
+
+    def manual_seed(self, seed: int) -> "Generator":
+        self._seed = int(seed)
+        self._np = np.random.default_rng(self._seed)
+        return self
+
+    def seed(self) -> int:
+        self._seed = int(np.random.SeedSequence().entropy % (2 ** 63))
+        self._np = np.random.default_rng(self._seed)
+        return self._seed
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self) -> Tensor:
+        """The state as a uint8 tensor (its bytes are the bit generator's state as JSON)."""
+        import json  # noqa: PLC0415
+
+        raw = json.dumps(self._np.bit_generator.state).encode()
+        return Tensor._make(np.frombuffer(raw, dtype=np.uint8).copy())
+
+    def set_state(self, new_state: Tensor) -> "Generator":
+        import json  # noqa: PLC0415
+
+        if not isinstance(new_state, Tensor) or new_state.dtype is not _dtypes.uint8:
+            raise TypeError("Generator.set_state: expected a uint8 tensor from get_state()")
+        state = json.loads(bytes(np.asarray(new_state._data)).decode())
+        bitgen = getattr(np.random, state["bit_generator"])()
+        bitgen.state = state
+        self._np = np.random.Generator(bitgen)
+        return self
+
+    def __repr__(self) -> str:
+        return f"<eager.Generator object on {self.device}>"
+
+
+class _DefaultGenerator(Generator):
+    """The global generator: `eager.manual_seed` reseeds it (the module state stays the source)."""
+
+    def __init__(self) -> None:
+        self.device = CPU
+
+    @property
+    def _np(self):
+        return _RNG["numpy"]
+
+    @_np.setter
+    def _np(self, value) -> None:
+        _RNG["numpy"] = value
+
+    @property
+    def _seed(self):
+        return _RNG["seed"]
+
+    @_seed.setter
+    def _seed(self, value) -> None:
+        _RNG["seed"] = value
+
+    def manual_seed(self, seed: int) -> "Generator":
+        manual_seed(seed)
+        return self
+
+
+default_generator = _DefaultGenerator()
+
+
+def initial_seed() -> int:
+    return _RNG["seed"] if _RNG["seed"] is not None else 0
+
+
+def get_rng_state() -> Tensor:
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state: Tensor) -> None:
+    default_generator.set_state(new_state)
+
+
+def _numpy_rng(generator):
+    if not isinstance(generator, Generator):
+        raise TypeError(f"generator must be an eager.Generator, got {type(generator).__name__}")
+    return generator._np
+
+
+def _rng_array_gen(generator, kind, shape, dt, dev, a=0.0, b=1.0, high=None):
+    """_rng_array from `generator` when one is given (drawn on the host, then moved)."""
+    if generator is None:
+        return _rng_array(kind, shape, dt, dev, a, b, high)
+    _DRAWS.count += 1
+    g = _numpy_rng(generator)
+    shape = tuple(shape)
+    if kind == "normal":
+        arr = (g.standard_normal(shape) * b + a).astype(dt.np)
+    elif kind == "uniform":
+        arr = g.uniform(a, b, shape).astype(dt.np)
+    else:
+        arr = g.integers(a, high, shape).astype(dt.np)
+    return arr if dev == CPU else xp_for(dev).asarray(arr)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Normal samples: of `size` for number arguments; of the broadcast shape for tensor ones."""
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        like = mean if isinstance(mean, Tensor) else std
+        shape = np.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
+        z = Tensor._make(_rng_array_gen(generator, "normal", shape, like.dtype, like.device))
+        return z * std + mean
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
+    return _finish(_rng_array_gen(generator, "normal", _shape_args(tuple(size)), dt, _dev(device), mean, std),
+                   requires_grad)
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator=None) -> Tensor:
+    """Draw category indices with probabilities proportional to the rows of `input` (1-D or
+    2-D of non-negative weights, not necessarily normalized), as int64."""
+    if input.ndim not in (1, 2):
+        raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape {tuple(input.shape)}")
+    if not input.is_floating_point():
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {input.dtype.name}")
+    probs = np.asarray(input.detach().cpu()._data, dtype=np.float64)
+    rows = probs.reshape(-1, probs.shape[-1])
+    n_cat = rows.shape[1]
+    if not np.all(np.isfinite(rows)) or np.any(rows < 0):
+        raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
+    if np.any(rows.sum(axis=1) <= 0):
+        raise RuntimeError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
+    if not replacement and num_samples > n_cat:
+        raise RuntimeError(f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement "
+                           f"({num_samples} > {n_cat})")
+    g = _RNG["numpy"] if generator is None else _numpy_rng(generator)
+    _DRAWS.count += 1
+    out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
+    for i, p in enumerate(rows / rows.sum(axis=1, keepdims=True)):
+        if replacement:
+            out[i] = np.searchsorted(np.cumsum(p), g.random(num_samples) * p.sum(), side="right").clip(0, n_cat - 1)
+        else:
+            # Gumbel top-k: sampling without replacement in proportion to p
+            with np.errstate(divide="ignore"):
+                keys = np.log(p) - np.log(-np.log(g.random(n_cat)))
+            out[i] = np.argsort(-keys, kind="stable")[:num_samples]
+    out = out.reshape(probs.shape[:-1] + (num_samples,))
+    return _finish(out if input.device == CPU else xp_for(input.device).asarray(out), False)
+
+
+def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
+    """1 with probability input (or p), else 0, in input's dtype."""
+    u = _rng_array_gen(generator, "uniform", tuple(input.shape), input.dtype, input.device)
+    prob = input.detach()._data if p is None else p
+    return _finish((u < prob).astype(input.dtype.np), False)
+
+
+def set_default_device(device) -> None:
+    """Where factories (zeros, randn, tensor, ...) put tensors when no device is given."""
+    _DEFAULT_DEVICE["device"] = CPU if device is None else _as_device(device)
+
+
+def get_default_device() -> device:
+    return _DEFAULT_DEVICE["device"]

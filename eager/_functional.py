@@ -12,6 +12,8 @@ from .ops import elementwise as E
 from .ops import linalg as L
 from .ops import reductions as R
 from .ops import shape_ops as S
+from .ops import indexing as I
+from .ops import math_ops as M
 from .ops._checks import norm_dim, norm_dims
 
 return_types_max = namedtuple("max", ["values", "indices"])
@@ -71,10 +73,13 @@ def mul(input, other):
 
 
 def div(input, other, *, rounding_mode=None):
-    out = E.DIV(input, other)
     if rounding_mode is None:
-        return out
-    raise NotImplementedError(f"div: rounding_mode={rounding_mode!r} is not supported; use floor() of the result")
+        return E.DIV(input, other)
+    if rounding_mode == "floor":
+        return floor_divide(input, other)
+    if rounding_mode == "trunc":
+        return _trunc_divide(input, other)
+    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
 
 
 def true_divide(input, other):
@@ -243,14 +248,12 @@ def bitwise_not(input):
 
 
 def bitwise_and(input, other):
-    """`a & b` of bool operands (logical and). PyTorch also takes integers bit by bit, which
-    eager has no op for: refuse them rather than answer with a logical and."""
+    """`a & b`: logical and of bool operands, bit by bit for integers; floats are refused."""
     cats = (_category(input), _category(other))
     if cats == (0, 0):
         return E.LOGICAL_AND(input, other)
-    kind = "floating point" if 2 in cats else "integer"
-    raise NotImplementedError(f"bitwise_and: not implemented for {kind} operands in eager (only bool & bool); "
-                              "use logical_and() for a truth-value and")
+    _check_bitwise("bitwise_and", cats)
+    return M.BITWISE_AND(input, other)
 
 
 def clone(input):
@@ -673,3 +676,496 @@ def getitem(input, index, make_tensor):
 def index_put(input, index, value, make_tensor):
     key, operands = index_key(index, make_tensor)
     return S.INDEX_PUT(input, value, *operands, key=key, n_index=len(operands))
+
+
+# == added with the PyTorch-programs surface ======================================================
+return_types_sort = namedtuple("sort", ["values", "indices"])
+return_types_topk = namedtuple("topk", ["values", "indices"])
+return_types_kthvalue = namedtuple("kthvalue", ["values", "indices"])
+return_types_median = namedtuple("median", ["values", "indices"])
+
+
+def _numeric_category(name: str, cats) -> None:
+    if 2 in cats:  # PyTorch 2.13 raises NotImplementedError here
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'Float\'; bitwise ops take integer or bool '
+                                  "tensors")
+
+
+_check_bitwise = _numeric_category
+
+
+# -- division with rounding, bitwise, logical ------------------------------------------------------
+def floor_divide(input, other):
+    """a // b rounded toward -inf (PyTorch >= 1.13); no gradient flows through it."""
+    return M.FLOOR_DIVIDE(input, other)
+
+
+def _trunc_divide(input, other):
+    """a / b rounded toward zero: (a - fmod(a, b)) is an exact multiple of b."""
+    rest = M.FMOD(input, other)
+    if _category(input) < 2 and _category(other) < 2:
+        return M.FLOOR_DIVIDE(input - rest, other)
+    from .ops.special import STOP_GRADIENT  # noqa: PLC0415
+
+    return STOP_GRADIENT(E.DIV(input - rest, other))  # rounded: no gradient, as PyTorch
+
+
+def remainder(input, other):
+    """a % b with the sign of b, as Python's %."""
+    return M.REMAINDER(input, other)
+
+
+def fmod(input, other):
+    """C's fmod: the remainder with the sign of a."""
+    return M.FMOD(input, other)
+
+
+def bitwise_or(input, other):
+    cats = (_category(input), _category(other))
+    if cats == (0, 0):
+        return M.LOGICAL_OR(input, other)
+    _check_bitwise("bitwise_or", cats)
+    return M.BITWISE_OR(input, other)
+
+
+def bitwise_xor(input, other):
+    cats = (_category(input), _category(other))
+    if cats == (0, 0):
+        return M.LOGICAL_XOR(input, other)
+    _check_bitwise("bitwise_xor", cats)
+    return M.BITWISE_XOR(input, other)
+
+
+def logical_or(input, other):
+    return M.LOGICAL_OR(input, other)
+
+
+def logical_xor(input, other):
+    return M.LOGICAL_XOR(input, other)
+
+
+def isnan(input):
+    return M.ISNAN(input)
+
+
+def isinf(input):
+    return M.ISINF(input)
+
+
+def isfinite(input):
+    return M.ISFINITE(input)
+
+
+def nan_to_num(input, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):
+    return M.NAN_TO_NUM(input, nan=float(nan), posinf=None if posinf is None else float(posinf),
+                        neginf=None if neginf is None else float(neginf))
+
+
+def clamp_min(input, min):
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    return clamp(input, max=max)
+
+
+def lerp(input, end, weight):
+    """input + weight * (end - input)."""
+    out = input + weight * (end - input)
+    return _renamed(out, "LerpBackward0" if not hasattr(weight, "shape") else "LerpBackward1")
+
+
+# -- products -----------------------------------------------------------------------------------------
+def outer(input, vec2):
+    if _ndim(input) != 1 or _ndim(vec2) != 1:
+        raise RuntimeError(f"outer: expected 1-D vectors, got shapes {tuple(input.shape)} and {tuple(vec2.shape)}")
+    return S.RESHAPE(input, shape=(input.shape[0], 1)) * S.RESHAPE(vec2, shape=(1, vec2.shape[0]))
+
+
+ger = outer
+
+
+def bmm(input, mat2):
+    _same_dtype_for_matmul(input, mat2)
+    if _ndim(input) != 3 or _ndim(mat2) != 3:
+        raise RuntimeError(f"bmm: batch1 must be a 3D tensor (got shapes {tuple(input.shape)} and "
+                           f"{tuple(mat2.shape)})")
+    if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
+        raise RuntimeError(f"bmm: Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    return L.MATMUL(input, mat2)
+
+
+def _scaled_sum(input, product, beta, alpha, name):
+    out = product if alpha == 1 else product * alpha
+    if beta == 0:  # PyTorch ignores input then (nan and inf in it are not propagated)
+        return _renamed(out, name)
+    return _renamed((input if beta == 1 else input * beta) + out, name)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat1 @ mat2)."""
+    return _scaled_sum(input, mm(mat1, mat2), beta, alpha, "AddmmBackward0")
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """beta * input + alpha * (batch1 @ batch2), batched."""
+    return _scaled_sum(input, bmm(batch1, batch2), beta, alpha, "BaddbmmBackward0")
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    return _scaled_sum(input, matmul(mat, vec), beta, alpha, "AddmvBackward0")
+
+
+def _explicit_einsum(equation: str, shapes: list) -> str:
+    """An equation with '...' spelled out in spare letters and the output written out
+    (implicit mode: the letters used once, alphabetically, after the ellipsis dims)."""
+    import string  # noqa: PLC0415
+
+    eq = equation.replace(" ", "")
+    lhs, arrow, out = eq.partition("->")
+    ins = lhs.split(",")
+    if len(ins) != len(shapes):
+        raise RuntimeError(f"einsum(): {len(ins)} operands in the equation {equation!r} but {len(shapes)} given")
+    spare = [c for c in string.ascii_letters if c not in eq]
+    n_ell = _builtins.max([len(s) - (len(sub) - 3) for sub, s in zip(ins, shapes) if "..." in sub] or [0])
+    ell = "".join(spare[:n_ell])
+    fixed = []
+    for sub, s in zip(ins, shapes):
+        if "..." in sub:
+            n = len(s) - (len(sub) - 3)
+            sub = sub.replace("...", ell[n_ell - n:] if n else "")
+        fixed.append(sub)
+    if arrow:
+        out = out.replace("...", ell)
+    else:
+        letters = "".join(fixed)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
+    return ",".join(fixed) + "->" + out
+
+
+def einsum(equation, *operands):
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    eq = _explicit_einsum(equation, [tuple(o.shape) for o in operands])
+    return M.EINSUM(*operands, equation=eq)
+
+
+# -- scans, sorting and selection -----------------------------------------------------------------
+def cumsum(input, dim, *, dtype=None):
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return M.CUMSUM(input, dim=norm_dim("cumsum", dim, _ndim(input)))
+
+
+def cumprod(input, dim, *, dtype=None):
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return M.CUMPROD(input, dim=norm_dim("cumprod", dim, _ndim(input)))
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    """Always stable here (a valid answer for stable=False too)."""
+    return M.ARGSORT(input, dim=norm_dim("argsort", dim, _ndim(input)), descending=bool(descending))
+
+
+def sort(input, dim=-1, descending=False, stable=False):
+    d = norm_dim("sort", dim, _ndim(input))
+    if _ndim(input) == 0:
+        return return_types_sort(input * 1 if input.is_floating_point() else clone(input), M.ARGSORT(input, dim=0))
+    index = M.ARGSORT(input, dim=d, descending=bool(descending))
+    return return_types_sort(_renamed(I.GATHER(input, index, dim=d), "SortBackward0"), index)
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    d = norm_dim("topk", dim, _ndim(input))
+    n = input.shape[d] if _ndim(input) else 1
+    if not 0 <= k <= n:
+        raise RuntimeError(f"topk: selected index k ({k}) out of range for a dimension of size {n}")
+    index = narrow(M.ARGSORT(input, dim=d, descending=bool(largest)), d, 0, k)
+    return return_types_topk(_renamed(I.GATHER(input, index, dim=d), "TopkBackward0"), index)
+
+
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """The k-th smallest element (k counts from 1) along dim, and its index."""
+    d = norm_dim("kthvalue", dim, _ndim(input))
+    n = input.shape[d]
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d} (k={k}, size {n})")
+    index = narrow(M.ARGSORT(input, dim=d), d, k - 1, 1)
+    values = _renamed(I.GATHER(input, index, dim=d), "KthvalueBackward0")
+    if not keepdim:
+        values, index = squeeze(values, d), squeeze(index, d)
+    return return_types_kthvalue(values, index)
+
+
+def median(input, dim=None, keepdim=False):
+    """The lower median (of an even count, the smaller middle value), as PyTorch's."""
+    if dim is None:
+        flat = reshape(input, -1)
+        out = kthvalue(flat, (flat.shape[0] - 1) // 2 + 1, 0).values
+        return _renamed(out, "MedianBackward0")
+    d = norm_dim("median", dim, _ndim(input))
+    values, index = kthvalue(input, (input.shape[d] - 1) // 2 + 1, d, keepdim)
+    return return_types_median(_renamed(values, "MedianBackward1"), index)
+
+
+def gather(input, dim, index, *, sparse_grad=False):
+    return I.GATHER(input, index, dim=norm_dim("gather", dim, _ndim(input)))
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    if reduce is not None:
+        if reduce not in ("add", "multiply"):
+            raise RuntimeError(f"scatter(): reduce argument must be either add or multiply, got {reduce!r}")
+        if reduce == "add" and src is not None:
+            return scatter_add(input, dim, index, src)
+        raise NotImplementedError(f"scatter(reduce={reduce!r}) with a scalar value is not supported; "
+                                  "use scatter_add or scatter_reduce-free arithmetic")
+    source = src if src is not None else value
+    if source is None:
+        raise TypeError("scatter() missing 1 required argument: 'src' or 'value'")
+    if not hasattr(source, "shape"):
+        source = float(source) if input.is_floating_point() else int(source)
+    return I.SCATTER(input, index, source, dim=norm_dim("scatter", dim, _ndim(input)))
+
+
+def scatter_add(input, dim, index, src):
+    return I.SCATTER_ADD(input, index, src, dim=norm_dim("scatter_add", dim, _ndim(input)))
+
+
+def index_select(input, dim, index):
+    return I.INDEX_SELECT(input, index, dim=norm_dim("index_select", dim, _ndim(input)))
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    return I.INDEX_ADD(input, index, source, dim=norm_dim("index_add", dim, _ndim(input)), alpha=float(alpha))
+
+
+def _host(x):
+    """The values of x as a NumPy array. Reading them is what makes an op's output shape
+    depend on the data: static's traced values refuse it with a TraceError at the user's line."""
+    data = getattr(x, "_data", None)
+    if data is None:
+        import numpy as np  # noqa: PLC0415
+
+        return np.asarray(x)
+    return data if type(data).__module__.startswith("numpy") else data.get()
+
+
+def _int_tensor(arr, like):
+    from ._factories import tensor  # noqa: PLC0415
+
+    return tensor(arr, dtype=_dtypes.int64, device=like.device)
+
+
+def nonzero(input, *, as_tuple=False):
+    """The indices of the nonzero elements: (n, ndim) int64, or one index per dim with as_tuple.
+    Its shape depends on the data, so it runs eagerly only (static raises a TraceError)."""
+    import numpy as np  # noqa: PLC0415
+
+    found = np.nonzero(np.atleast_1d(_host(input)))
+    if as_tuple:
+        return tuple(_int_tensor(f, input) for f in found)
+    return _int_tensor(np.stack(found, axis=1) if found else np.zeros((0, 0), np.int64), input)
+
+
+argwhere = nonzero
+
+
+def masked_select(input, mask):
+    """The elements of input where mask is True, as a 1-D tensor (data-dependent shape:
+    eager only). Gradients flow back to the selected positions."""
+    if getattr(mask, "dtype", None) is not _dtypes.bool_:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {getattr(mask, 'dtype', type(mask))}")
+    shape = broadcast_shape(tuple(input.shape), tuple(mask.shape))
+    x = input if tuple(input.shape) == shape else expand(input, shape)
+    m = mask if tuple(mask.shape) == shape else expand(mask, shape)
+    if not shape:
+        x, m = reshape(x, 1), reshape(m, 1)
+    index = nonzero(m, as_tuple=True)
+    return _renamed(S.INDEX(x, *index, key=tuple(("tensor", k) for k in range(len(index))), n_index=len(index)),
+                    "MaskedSelectBackward0")
+
+
+def broadcast_shape(*shapes) -> tuple:
+    from .ops._checks import broadcast_shapes  # noqa: PLC0415
+
+    return broadcast_shapes("broadcast_shapes", *shapes)
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct values (sorted), optionally with the inverse map and the counts
+    (data-dependent shape: eager only)."""
+    import numpy as np  # noqa: PLC0415
+
+    from ._factories import tensor  # noqa: PLC0415
+
+    arr = _host(input)
+    if dim is None:
+        values, inverse, counts = np.unique(arr.reshape(-1), return_inverse=True, return_counts=True)
+        inverse = inverse.reshape(arr.shape)
+    else:
+        values, inverse, counts = np.unique(arr, return_inverse=True, return_counts=True,
+                                            axis=norm_dim("unique", dim, arr.ndim))
+        inverse = inverse.reshape(-1)
+    out = [tensor(values, dtype=input.dtype, device=input.device)]
+    if return_inverse:
+        out.append(_int_tensor(inverse, input))
+    if return_counts:
+        out.append(_int_tensor(counts, input))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def masked_fill(input, mask, value):
+    """input with `value` where mask is True; keeps input's dtype (a 0-d tensor value too)."""
+    if getattr(mask, "dtype", None) is not _dtypes.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{getattr(getattr(mask, 'dtype', None), 'name', type(mask).__name__)}")
+    if hasattr(value, "shape"):
+        if _ndim(value) != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{_ndim(value)} dimension(s).")
+        value = to_dtype(value, input.dtype)
+    elif input.dtype is _dtypes.bool_:
+        value = bool(value)
+    elif not input.dtype.is_floating_point:
+        value = int(value)
+    else:
+        value = float(value)
+    name = "MaskedFillBackward0"
+    return _renamed(E.WHERE(mask, value, input), name)
+
+
+# -- reorderings and repeats -------------------------------------------------------------------
+def flip(input, *dims, **kwargs):
+    """flip(x, (0, 1)), x.flip(0, 1) or flip(x, dims=...): reverse the order along dims."""
+    dims = _sizes(dims) if dims else kwargs.pop("dims")
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return I.FLIP(input, dims=tuple(norm_dim("flip", d, _ndim(input)) for d in dims))
+
+
+def fliplr(input):
+    return flip(input, (1,))
+
+
+def flipud(input):
+    return flip(input, (0,))
+
+
+def roll(input, shifts, dims=None):
+    """Elements shifted along dims, wrapping around (two slices joined per dim)."""
+    if dims is None:
+        return _renamed(reshape(roll(reshape(input, -1), shifts, 0), *input.shape), "RollBackward0")
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
+    out = input
+    for shift, dim in zip(shifts, dims):
+        d = norm_dim("roll", dim, _ndim(input))
+        n = input.shape[d]
+        s = shift % n if n else 0
+        if s:
+            out = cat([narrow(out, d, n - s, s), narrow(out, d, 0, n - s)], d)
+    return _renamed(out if out is not input else clone(input), "RollBackward0")
+
+
+def repeat(input, *sizes):
+    """Tile input: each dim repeated sizes[i] times (leading new dims allowed)."""
+    sizes = _sizes(sizes)
+    nd = _ndim(input)
+    if len(sizes) < nd:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    shape = (1,) * (len(sizes) - nd) + tuple(input.shape)
+    spread = []
+    for n in shape:
+        spread += [1, n]
+    x = S.RESHAPE(input, shape=tuple(spread))
+    target = []
+    for r, n in zip(sizes, shape):
+        target += [r, n]
+    x = S.EXPAND(x, shape=tuple(target))
+    out = S.RESHAPE(clone(x), shape=tuple(r * n for r, n in zip(sizes, shape)))
+    return _renamed(out, "RepeatBackward0")
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Each element repeated `repeats` times (an int, or one count per element along dim)."""
+    if dim is None:
+        input, dim = reshape(input, -1), 0
+    d = norm_dim("repeat_interleave", dim, _ndim(input))
+    if isinstance(repeats, int):
+        shape = tuple(input.shape)
+        x = unsqueeze(input, d + 1)
+        x = expand(x, *(shape[:d + 1] + (repeats,) + shape[d + 1:]))
+        return reshape(clone(x), *(shape[:d] + (shape[d] * repeats,) + shape[d + 1:]))
+    import numpy as np  # noqa: PLC0415
+
+    counts = _host(repeats).reshape(-1)
+    n = input.shape[d]
+    if counts.size == 1:
+        counts = np.repeat(counts, n)
+    if counts.size != n:
+        raise RuntimeError(f"repeat_interleave: repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {counts.size} and input.size({d}) = {n}")
+    return index_select(input, d, _int_tensor(np.repeat(np.arange(n), counts), input))
+
+
+# -- triangles and diagonals ----------------------------------------------------------------------
+def _check_matrix(name: str, input) -> None:
+    if _ndim(input) < 2:  # NumPy would broadcast a vector to a matrix instead
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions (got shape {tuple(input.shape)})")
+
+
+def tril(input, diagonal=0):
+    _check_matrix("tril", input)
+    return I.TRIL(input, diagonal=int(diagonal))
+
+
+def triu(input, diagonal=0):
+    _check_matrix("triu", input)
+    return I.TRIU(input, diagonal=int(diagonal))
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    nd = _ndim(input)
+    d1, d2 = norm_dim("diagonal", dim1, nd), norm_dim("diagonal", dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return I.DIAGONAL(input, offset=int(offset), dim1=d1, dim2=d2)
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    n = input.shape[-1] + _builtins.abs(offset)
+    nd = _ndim(input) + 1
+    d1, d2 = norm_dim("diag_embed", dim1, nd), norm_dim("diag_embed", dim2, nd)
+    shape = list(input.shape[:-1])
+    for d in sorted((d1, d2)):
+        shape.insert(d, n)
+    return I.DIAGONAL_GRAD(input, shape=tuple(shape), offset=int(offset), dim1=d1, dim2=d2)
+
+
+def diag(input, diagonal=0):
+    """A 1-D input as the diagonal of a square matrix; a 2-D input's diagonal as 1-D."""
+    if _ndim(input) == 1:
+        n = input.shape[0] + _builtins.abs(diagonal)
+        return I.DIAGONAL_GRAD(input, shape=(n, n), offset=int(diagonal), dim1=0, dim2=1)
+    if _ndim(input) == 2:
+        return I.DIAGONAL(input, offset=int(diagonal), dim1=0, dim2=1)
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {_ndim(input)}D")
+
+
+def trace(input):
+    if _ndim(input) != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {_ndim(input)}")
+    return _renamed(R.SUM(I.DIAGONAL(input, offset=0, dim1=0, dim2=1), dims=None, keepdim=False), "TraceBackward0")
+
+
+# -- statistics ---------------------------------------------------------------------------------
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)

@@ -572,9 +572,6 @@ class Tensor:
     def softplus(self, beta=1.0, threshold=20.0):
         return F.softplus(self, beta, threshold)
 
-    def masked_fill(self, mask, value):
-        return F.where(mask, value, self)
-
     def new_tensor(self, data, dtype=None, requires_grad=False):
         from ._factories import tensor  # noqa: PLC0415
 
@@ -594,6 +591,162 @@ class Tensor:
         from ._factories import full  # noqa: PLC0415
 
         return full(size, fill_value, dtype=dtype or self.dtype, device=self.device)
+
+    # == methods added with the PyTorch-programs surface (kept together) ========================
+    def __floordiv__(self, other):
+        return F.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return F.floor_divide(other, self)
+
+    def __mod__(self, other):
+        return F.remainder(self, other)
+
+    def __rmod__(self, other):
+        return F.remainder(other, self)
+
+    def __or__(self, other):
+        return F.bitwise_or(self, other)
+
+    def __ror__(self, other):
+        return F.bitwise_or(other, self)
+
+    def __xor__(self, other):
+        return F.bitwise_xor(self, other)
+
+    def __rxor__(self, other):
+        return F.bitwise_xor(other, self)
+
+    floor_divide = F.floor_divide
+    remainder = F.remainder
+    fmod = F.fmod
+    bitwise_and = F.bitwise_and
+    bitwise_or = F.bitwise_or
+    bitwise_xor = F.bitwise_xor
+    bitwise_not = F.bitwise_not
+    logical_or = F.logical_or
+    logical_xor = F.logical_xor
+    isnan = F.isnan
+    isinf = F.isinf
+    isfinite = F.isfinite
+    nan_to_num = F.nan_to_num
+    clamp_min = F.clamp_min
+    clamp_max = F.clamp_max
+    lerp = F.lerp
+    outer = F.outer
+    ger = F.outer
+    bmm = F.bmm
+    addmm = F.addmm
+    baddbmm = F.baddbmm
+    addmv = F.addmv
+    cumsum = F.cumsum
+    cumprod = F.cumprod
+    argsort = F.argsort
+    sort = F.sort
+    topk = F.topk
+    kthvalue = F.kthvalue
+    median = F.median
+    gather = F.gather
+    scatter = F.scatter
+    scatter_add = F.scatter_add
+    index_select = F.index_select
+    index_add = F.index_add
+    nonzero = F.nonzero
+    argwhere = F.nonzero
+    masked_select = F.masked_select
+    masked_fill = F.masked_fill
+    unique = F.unique
+    flip = F.flip
+    fliplr = F.fliplr
+    flipud = F.flipud
+    roll = F.roll
+    repeat = F.repeat
+    repeat_interleave = F.repeat_interleave
+    tril = F.tril
+    triu = F.triu
+    diagonal = F.diagonal
+    diag = F.diag
+    diag_embed = F.diag_embed
+    trace = F.trace
+
+    def _write_back(self, name, fn, others):
+        """An in-place form: the functional result written into this tensor."""
+        from ._inplace import apply_inplace  # noqa: PLC0415
+
+        return apply_inplace(self, fn, others, name, saves_self=False)
+
+    def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+        source = src if src is not None else value
+        if isinstance(source, Tensor):
+            return self._write_back("scatter_", lambda s, o: F.scatter(s, dim, index, o, reduce=reduce), (source,))
+        return self._write_back("scatter_", lambda s: F.scatter(s, dim, index, value=source, reduce=reduce), ())
+
+    def scatter_add_(self, dim, index, src):
+        return self._write_back("scatter_add_", lambda s, o: F.scatter_add(s, dim, index, o), (src,))
+
+    def index_add_(self, dim, index, source, *, alpha=1):
+        return self._write_back("index_add_", lambda s, o: F.index_add(s, dim, index, o, alpha=alpha), (source,))
+
+    def clamp_min_(self, min):
+        return self._write_back("clamp_min_", lambda s: F.clamp_min(s, min), ())
+
+    def clamp_max_(self, max):
+        return self._write_back("clamp_max_", lambda s: F.clamp_max(s, max), ())
+
+    def tril_(self, diagonal=0):
+        return self._write_back("tril_", lambda s: F.tril(s, diagonal), ())
+
+    def triu_(self, diagonal=0):
+        return self._write_back("triu_", lambda s: F.triu(s, diagonal), ())
+
+    def lerp_(self, end, weight):
+        return self._write_back("lerp_", lambda s, e: F.lerp(s, e, weight), (end,))
+
+    def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+        return self._write_back("nan_to_num_", lambda s: F.nan_to_num(s, nan, posinf, neginf), ())
+
+    def var_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return F.var_mean(self, dim, unbiased, keepdim, correction=correction)
+
+    def std_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return F.std_mean(self, dim, unbiased, keepdim, correction=correction)
+
+    def multinomial(self, num_samples, replacement=False, *, generator=None):
+        from ._factories import multinomial  # noqa: PLC0415
+
+        return multinomial(self, num_samples, replacement, generator=generator)
+
+    def bernoulli(self, p=None, *, generator=None):
+        from ._factories import bernoulli  # noqa: PLC0415
+
+        return bernoulli(self, p, generator=generator)
+
+    def bernoulli_(self, p=0.5, *, generator=None):
+        from ._factories import _rng_array_gen  # noqa: PLC0415
+        from ._inplace import write  # noqa: PLC0415
+
+        draw = _rng_array_gen(generator, "uniform", self.shape, self.dtype, self.device)
+        write(self, (draw < p).astype(self._data.dtype), "bernoulli_")
+        return self
+
+    def random_(self, *args, generator=None):
+        from ._factories import randint  # noqa: PLC0415
+        from ._inplace import write  # noqa: PLC0415
+
+        low, high = (0, args[0]) if len(args) == 1 else args
+        write(self, randint(low, high, tuple(self.shape), dtype=self.dtype, device=self.device,
+                            generator=generator)._data, "random_")
+        return self
+
+    def exponential_(self, lambd=1.0, *, generator=None):
+        from ._factories import _rng_array_gen  # noqa: PLC0415
+        from ._inplace import write  # noqa: PLC0415
+
+        u = _rng_array_gen(generator, "uniform", self.shape, self.dtype, self.device)
+        xp = xp_of_array(u)
+        write(self, (-xp.log1p(-u) / lambd).astype(self._data.dtype), "exponential_")
+        return self
+    # == end of the methods added with the PyTorch-programs surface =============================
 
 
 def _leaf_only_message(requires_grad: bool) -> str:

@@ -8,7 +8,39 @@ from .layers import (  # noqa: F401
 )
 from .module import Module  # noqa: F401
 from .parameter import Parameter  # noqa: F401
+from .activation import (  # noqa: F401
+    CELU, ELU, GLU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, Mish, MultiheadAttention,
+    ReLU6, SiLU, Softmin, Softplus, Softsign, Tanhshrink,
+)
+from .containers import ModuleDict, ParameterDict, ParameterList, Unflatten  # noqa: F401
+from .conv import (  # noqa: F401
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d,
+    BatchNorm3d, Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Embedding, GroupNorm, InstanceNorm2d, LayerNorm,
+    MaxPool1d, MaxPool2d, RMSNorm, Upsample,
+)
+from .loss import (  # noqa: F401
+    AlphaDropout, BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, Dropout1d, Dropout2d, Dropout3d,
+    GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, PoissonNLLLoss,
+    SmoothL1Loss, SoftMarginLoss, TripletMarginLoss,
+)
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401
+from .transformer import (  # noqa: F401
+    TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
+)
+from . import utils  # noqa: F401,E402
 
 __all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax",
            "LogSoftmax", "Dropout", "Flatten", "Sequential", "ModuleList", "MSELoss", "CrossEntropyLoss",
-           "NLLLoss", "functional", "init"]
+           "NLLLoss", "functional", "init", "utils",
+           "CELU", "ELU", "GLU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid", "Mish",
+           "MultiheadAttention", "ReLU6", "SiLU", "Softmin", "Softplus", "Softsign", "Tanhshrink",
+           "ModuleDict", "ParameterDict", "ParameterList", "Unflatten",
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm1d",
+           "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Embedding",
+           "GroupNorm", "InstanceNorm2d", "Upsample",
+           "LayerNorm", "MaxPool1d", "MaxPool2d", "RMSNorm",
+           "AlphaDropout", "BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "Dropout1d", "Dropout2d",
+           "Dropout3d", "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss",
+           "MarginRankingLoss", "PoissonNLLLoss", "SmoothL1Loss", "SoftMarginLoss", "TripletMarginLoss",
+           "GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell",
+           "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer"]

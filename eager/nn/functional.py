@@ -70,8 +70,16 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 
 # -- layers ---------------------------------------------------------------------------------
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """y = x W^T + b, with W of shape (out_features, in_features) as in PyTorch."""
-    out = _F.matmul(input, weight.t() if weight.ndim == 2 else weight)
+    """y = x W^T + b, with W of shape (out_features, in_features) as in PyTorch.
+
+    A batch of more than one leading dim is flattened to one matrix first: NumPy's matmul
+    of a 3-D stack by a matrix loops over the stack (about 8x slower than one 2-D product)."""
+    if input.ndim > 2 and weight.ndim == 2:
+        lead = tuple(input.shape[:-1])
+        out = _F.matmul(input.reshape(-1, input.shape[-1]), weight.t())
+        out = out.reshape(*lead, weight.shape[0])
+    else:
+        out = _F.matmul(input, weight.t() if weight.ndim == 2 else weight)
     return out if bias is None else out + bias
 
 
@@ -180,6 +188,812 @@ def _class_view(weight: Tensor, ndim: int) -> Tensor:
     return weight.reshape(1, -1, *([1] * (ndim - 2)))
 
 
-def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """-(t log s(x) + (1 - t) log(1 - s(x))), written stably as softplus(x) - t x."""
-    return _reduce(_F.softplus(input) - target * input, reduction)
+
+
+# == added with the PyTorch-programs surface =======================================================
+import math as _math  # noqa: E402
+
+from .._factories import ones as _ones  # noqa: E402
+from ..ops import conv as _conv  # noqa: E402
+from ..ops import indexing as _indexing  # noqa: E402
+
+
+def _data_range(t) -> tuple | None:
+    """(min, max) of an eager tensor's values for input checks, read from its array (no
+    op is recorded, so a trace that captured the tensor is not asked for data); None for
+    a traced value or an empty tensor, which skip the check."""
+    if not isinstance(t, Tensor) or t._data.size == 0:
+        return None
+    return t._data.min().item(), t._data.max().item()
+
+
+def _pair(v, n: int = 2) -> tuple:
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+# -- activations -------------------------------------------------------------------------------
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    return input * _F.sigmoid(input)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    return input * _F.tanh(_F.softplus(input))
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    return _F.where(input > 0, input, input * negative_slope)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    # expm1 of min(x, 0): the branch where() drops never overflows (its zero gradient stays 0, not nan)
+    return _F.where(input > 0, input, _F.expm1(_F.minimum(input, _zero_like(input))) * alpha)
+
+
+def _zero_like(input: Tensor) -> Tensor:
+    return input * 0.0
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    alpha, scale = 1.6732632423543772, 1.0507009873554805
+    return elu(input, alpha) * scale
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    return _F.where(input > 0, input, _F.expm1(_F.minimum(input, _zero_like(input)) / alpha) * alpha)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    return _F.clamp(input, min_val, max_val)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    return hardtanh(input, 0.0, 6.0)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    return _F.clamp(input / 6.0 + 0.5, 0.0, 1.0)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    return input * hardsigmoid(input)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    return -_F.softplus(-input)
+
+
+log_sigmoid = logsigmoid
+
+
+def softsign(input: Tensor) -> Tensor:
+    return input / (_F.abs(input) + 1.0)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    return input - _F.tanh(input)
+
+
+def softmin(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    return softmax(-input, dim, dtype=dtype)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    a, b = _F.chunk(input, 2, dim)
+    return a * _F.sigmoid(b)
+
+
+# -- dropout variants ----------------------------------------------------------------------------
+def _channel_dropout(input: Tensor, p: float, training: bool, spatial: int, name: str) -> Tensor:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    batched = input.ndim == spatial + 2
+    if input.ndim not in (spatial + 1, spatial + 2):
+        raise RuntimeError(f"{name}: Expected {spatial + 1}D or {spatial + 2}D input, but received a "
+                           f"{input.ndim}D input of shape {tuple(input.shape)}")
+    lead = tuple(input.shape[:2] if batched else input.shape[:1])
+    shape = lead + (1,) * spatial
+    keep = (rand_like(input.new_zeros(shape)) >= p).to(input.dtype)
+    return input * (keep * (1.0 / (1.0 - p))) if p < 1.0 else input * 0.0
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    return _channel_dropout(input, p, training, 1, "dropout1d")
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    return _channel_dropout(input, p, training, 2, "dropout2d")
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    return _channel_dropout(input, p, training, 3, "dropout3d")
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    """Dropout that keeps SELU's self-normalizing mean and variance."""
+    if not training or p == 0.0:
+        return input
+    alpha_p = -1.7580993408473766
+    keep = (rand_like(input) >= p).to(input.dtype)
+    a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
+    b = -a * alpha_p * p
+    return (input * keep + alpha_p * (1.0 - keep)) * a + b
+
+
+# -- embedding, normalization -----------------------------------------------------------------------
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of `weight` picked by the integer tensor `input`; `padding_idx`'s row gets no gradient."""
+    if max_norm is not None:
+        raise NotImplementedError("embedding(max_norm=...) is not supported (it renormalizes weight rows in place); "
+                                  "clip the rows with torch.no_grad() before the lookup")
+    if input.is_floating_point() or input.dtype.name == "bool":
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {input.dtype.name} instead (while checking arguments for embedding)")
+    n = weight.shape[0]
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= n
+    span = _data_range(input)
+    if span is not None:
+        lo, hi = span
+        if lo < 0 or hi >= n:
+            raise IndexError(f"embedding: index out of range in self (indices span [{lo}, {hi}] for a weight of "
+                             f"{n} rows); indices must lie in [0, {n})")
+    if input.dtype.name != "int64":
+        input = input.long()
+    return _indexing.EMBEDDING(weight, input, padding_idx=padding_idx)
+
+
+def _normalized_dims(name: str, input: Tensor, normalized_shape) -> tuple:
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
+        raise RuntimeError(f"{name}: Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size {list(input.shape)}")
+    return tuple(range(input.ndim - len(shape), input.ndim))
+
+
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """(x - mean) / sqrt(var + eps) over the trailing normalized_shape dims, then * weight + bias."""
+    out = _conv.NORMALIZE(input, dims=_normalized_dims("layer_norm", input, normalized_shape), eps=float(eps))
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+    dims = _normalized_dims("rms_norm", input, normalized_shape)
+    eps = 1.1920928955078125e-07 if eps is None else eps  # PyTorch: the dtype's eps when None
+    out = input * _F.rsqrt(_F.mean(input * input, dims, True) + eps)
+    return out if weight is None else out * weight
+
+
+def _channel_view(t: Tensor, ndim: int) -> Tensor:
+    return t.reshape(1, -1, *([1] * (ndim - 2)))
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
+               bias: Tensor | None = None, training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalize each channel (dim 1) over the batch and spatial dims. Training uses the batch's
+    statistics and moves the running ones toward them (unbiased variance, as PyTorch); eval
+    uses the running statistics."""
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected at least 2D input (got {input.ndim}D input)")
+    dims = (0,) + tuple(range(2, input.ndim))
+    if training:
+        count = input.numel() // input.shape[1]
+        if count <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                             f"{list(input.shape)}")
+        out = _conv.NORMALIZE(input, dims=dims, eps=float(eps))
+        if running_mean is not None and running_var is not None:
+            from .._grad_mode import no_grad  # noqa: PLC0415
+
+            with no_grad():
+                x = input.detach()
+                mean = _F.mean(x, dims)
+                var = _F.var(x, dims, correction=1)
+                running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
+                running_var.mul_(1 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("batch_norm: running_mean and running_var must be given when training=False")
+        out = (input - _channel_view(running_mean, input.ndim)) * _channel_view(
+            _F.rsqrt(running_var + eps), input.ndim)
+    if weight is not None:
+        out = out * _channel_view(weight, input.ndim)
+    if bias is not None:
+        out = out + _channel_view(bias, input.ndim)
+    return out
+
+
+def instance_norm(input: Tensor, running_mean=None, running_var=None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True, momentum: float = 0.1,
+                  eps: float = 1e-5) -> Tensor:
+    out = _conv.NORMALIZE(input, dims=tuple(range(2, input.ndim)), eps=float(eps))
+    if weight is not None:
+        out = out * _channel_view(weight, input.ndim)
+    if bias is not None:
+        out = out + _channel_view(bias, input.ndim)
+    return out
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"group_norm: Expected number of channels in input to be divisible by num_groups, but got "
+                           f"input of shape {list(input.shape)} and num_groups={num_groups}")
+    grouped = input.reshape(n, num_groups, -1)
+    out = _conv.NORMALIZE(grouped, dims=(2,), eps=float(eps)).reshape(*input.shape)
+    if weight is not None:
+        out = out * _channel_view(weight, input.ndim)
+    if bias is not None:
+        out = out + _channel_view(bias, input.ndim)
+    return out
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """input / max(||input||_p along dim, eps)."""
+    return input / _F.clamp_min(_F.norm(input, p, dim, True), eps)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    dot = _F.sum(x1 * x2, dim)
+    n1 = _F.clamp_min(_F.norm(x1, 2, dim), eps)
+    n2 = _F.clamp_min(_F.norm(x2, 2, dim), eps)
+    return dot / (n1 * n2)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    return _F.norm(x1 - x2 + eps, p, -1, keepdim)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot rows of class indices (num_classes=-1: one more than the largest index)."""
+    if tensor.is_floating_point():
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    span = _data_range(tensor)
+    if num_classes == -1:  # reads the data: eager only (a traced tensor needs num_classes)
+        num_classes = int(tensor.max()) + 1 if span is None else (span[1] + 1 if tensor.numel() else 0)
+    if span is not None and (span[0] < 0 or span[1] >= num_classes):
+        raise RuntimeError("Class values must be smaller than num_classes." if span[0] >= 0
+                           else "Class values must be non-negative.")
+    return (tensor.unsqueeze(-1) == arange(num_classes, device=tensor.device)).long()
+
+
+def pad(input: Tensor, pad: tuple, mode: str = "constant", value: float | None = None) -> Tensor:
+    """Pad the last len(pad)//2 dims: pad = (last_left, last_right, prev_left, prev_right, ...).
+    Modes: constant (negative pads crop), reflect, replicate, circular."""
+    if len(pad) % 2:
+        raise ValueError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.ndim:
+        raise ValueError(f"Padding length should be less than or equal to two times the input dimension but got "
+                         f"padding length {len(pad)} and input of dimension {input.ndim}")
+    out = input
+    for k in range(len(pad) // 2):
+        d = input.ndim - 1 - k
+        left, right = int(pad[2 * k]), int(pad[2 * k + 1])
+        out = _pad_dim(out, d, left, right, mode, 0.0 if value is None else value)
+    return out
+
+
+def _pad_dim(x: Tensor, d: int, left: int, right: int, mode: str, value: float) -> Tensor:
+    n = x.shape[d]
+    if left < 0:
+        x, n, left = _F.narrow(x, d, -left, n + left), n + left, 0
+    if right < 0:
+        x, n, right = _F.narrow(x, d, 0, n + right), n + right, 0
+    if not left and not right:
+        return x
+    if mode == "constant":
+        def block(n):
+            shape = list(x.shape)
+            shape[d] = n
+            return x.new_full(tuple(shape), value)
+
+        return _F.cat(([block(left)] if left else []) + [x] + ([block(right)] if right else []), d)
+    if mode == "reflect":
+        if left >= n or right >= n:
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                               f"but got: padding ({left}, {right}) at dimension {d} of input {list(x.shape)}")
+        idx = list(range(left, 0, -1)) + list(range(n)) + list(range(n - 2, n - 2 - right, -1))
+    elif mode == "replicate":
+        idx = [0] * left + list(range(n)) + [n - 1] * right
+    elif mode == "circular":
+        idx = [(i - left) % n for i in range(left + n + right)]
+    else:
+        raise NotImplementedError(f"pad: mode {mode!r} is not supported (constant, reflect, replicate, circular)")
+    from .._factories import tensor as _tensor  # noqa: PLC0415
+
+    return _F.index_select(x, d, _tensor(idx, device=x.device))
+
+
+# -- convolution and pooling ---------------------------------------------------------------------------
+def _conv_padding(name, padding, kernel, dilation, stride, spatial):
+    if isinstance(padding, str):
+        if padding == "valid":
+            return (0,) * (2 * spatial)
+        if padding != "same":
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of ('valid', 'same')")
+        if any(s != 1 for s in stride):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        out = []
+        for k, dl in zip(kernel, dilation):
+            total = dl * (k - 1)
+            out += [total // 2, total - total // 2]  # the odd one out goes on the right, as PyTorch
+        return tuple(out)
+    pads = _pair(padding, spatial)
+    return tuple(v for p in pads for v in (p, p))
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:
+    """2-D cross-correlation of (N, C, H, W) (or (C, H, W)) with weight (O, C/groups, kh, kw):
+    im2col through a strided view, then one (batched) matmul, channels first."""
+    unbatched = input.ndim == 3
+    if input.ndim not in (3, 4) or weight.ndim != 4:
+        raise RuntimeError(f"conv2d: Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
+                           f"{list(input.shape)} (weight {list(weight.shape)})")
+    if unbatched:
+        input = input.unsqueeze(0)
+    n, c = input.shape[0], input.shape[1]
+    o, cg, kh, kw = weight.shape
+    if c != cg * groups:
+        raise RuntimeError(f"conv2d: Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+                           f"{list(input.shape)} to have {cg * groups} channels, but got {c} channels instead")
+    if o % groups:
+        raise RuntimeError(f"conv2d: out_channels ({o}) must be divisible by groups ({groups})")
+    stride, dilation = _pair(stride), _pair(dilation)
+    pads = _conv_padding("conv2d", padding, (kh, kw), dilation, stride, 2)
+    geometry = dict(kernel=(kh, kw), stride=stride, padding=pads, dilation=dilation)
+    cols = _conv.UNFOLD(input, pad_value=0.0, **geometry)  # (C, kh, kw, N, oh, ow)
+    oh, ow = cols.shape[4], cols.shape[5]
+    if groups == 1:  # one (O, K) @ (K, N*L) product
+        out = _F.matmul(weight.reshape(o, c * kh * kw), cols.reshape(c * kh * kw, n * oh * ow))
+    else:
+        g_cols = cols.reshape(groups, cg * kh * kw, n * oh * ow)
+        out = _F.matmul(weight.reshape(groups, o // groups, cg * kh * kw), g_cols)
+    out = out.reshape(o, n, oh, ow).permute(1, 0, 2, 3)
+    if bias is not None:
+        out = out + bias.reshape(1, o, 1, 1)
+    _F._renamed(out, "ConvolutionBackward0")
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """The transpose (input-gradient) of conv2d: weight (C_in, C_out/groups, kh, kw); each
+    input pixel scatters weight * value into the output, which is one matmul onto columns
+    and a fold (col2im) of them, channels first."""
+    unbatched = input.ndim == 3
+    if input.ndim not in (3, 4) or weight.ndim != 4:
+        raise RuntimeError(f"conv_transpose2d: Expected 3D (unbatched) or 4D (batched) input, but got input of size: "
+                           f"{list(input.shape)} (weight {list(weight.shape)})")
+    if unbatched:
+        input = input.unsqueeze(0)
+    n, c, h, w = input.shape
+    cin, og, kh, kw = weight.shape
+    if c != cin:
+        raise RuntimeError(f"conv_transpose2d: Given transposed=1, weight of size {list(weight.shape)}, expected input"
+                           f"{list(input.shape)} to have {cin} channels, but got {c} channels instead")
+    if cin % groups:
+        raise RuntimeError(f"conv_transpose2d: in_channels ({cin}) must be divisible by groups ({groups})")
+    (sh, sw), (ph, pw), (oph, opw), (dh, dw) = _pair(stride), _pair(padding), _pair(output_padding), _pair(dilation)
+    if oph >= max(sh, dh) or opw >= max(sw, dw):
+        raise RuntimeError("conv_transpose2d: output padding must be smaller than either stride or dilation, but got "
+                           f"output_padding={(oph, opw)}, stride={(sh, sw)}, dilation={(dh, dw)}")
+    out_h = (h - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
+    out_w = (w - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
+    x = input.permute(1, 0, 2, 3).reshape(groups, cin // groups, n * h * w)
+    wt = weight.reshape(groups, cin // groups, og * kh * kw).transpose(1, 2)  # (G, C_out/G * K, C_in/G)
+    cols = _F.matmul(wt, x).reshape(groups * og, kh, kw, n, h, w)
+    # output_padding needs no padding of its own: the fold's buffer of out + 2 * padding rows
+    # already holds the extra rows, which no column reaches (they stay zero, as in PyTorch)
+    out = _conv.FOLD(cols, size=(out_h, out_w), kernel=(kh, kw), stride=(sh, sw), padding=(ph, ph, pw, pw),
+                     dilation=(dh, dw))
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1)
+    _F._renamed(out, "ConvolutionBackward0")
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    out = conv_transpose2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, _pair(stride, 1)[0]),
+                           (0, _pair(padding, 1)[0]), (0, _pair(output_padding, 1)[0]), groups,
+                           (1, _pair(dilation, 1)[0]))
+    return out.squeeze(-2)
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:
+    """1-D cross-correlation of (N, C, L): conv2d over a height of 1."""
+    if input.ndim not in (2, 3) or weight.ndim != 3:
+        raise RuntimeError(f"conv1d: Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: "
+                           f"{list(input.shape)} (weight {list(weight.shape)})")
+    pad = padding if isinstance(padding, str) else (0, _pair(padding, 1)[0])
+    out = conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, _pair(stride, 1)[0]), pad,
+                 (1, _pair(dilation, 1)[0]), groups)
+    return _F._renamed(out.squeeze(-2), "ConvolutionBackward0")
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """im2col as PyTorch's F.unfold: (N, C*kh*kw, L)."""
+    kh, kw = _pair(kernel_size)
+    ph, pw = _pair(padding)
+    cols = _conv.UNFOLD(input, kernel=(kh, kw), stride=_pair(stride), padding=(ph, ph, pw, pw),
+                        dilation=_pair(dilation), pad_value=0.0)  # (C, kh, kw, N, oh, ow)
+    n, c = input.shape[0], input.shape[1]
+    return cols.reshape(c * kh * kw, n, -1).permute(1, 0, 2)
+
+
+def _pool_input(name: str, input: Tensor) -> tuple[Tensor, bool]:
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"{name}: Expected 3D or 4D (batch mode) tensor for input, but got shape "
+                           f"{list(input.shape)}")
+    return (input.unsqueeze(0), True) if input.ndim == 3 else (input, False)
+
+
+def _ceil_extra(n: int, k: int, s: int, p: int, d: int) -> int:
+    """Padding to add on the right so that ceil_mode's last (partial) window exists:
+    PyTorch's output size is ceil((n + 2p - d(k-1) - 1) / s) + 1, less one when that last
+    window would start past the input and its left padding."""
+    span = n + 2 * p - d * (k - 1) - 1
+    out = -(-span // s) + 1
+    if (out - 1) * s >= n + p:
+        out -= 1
+    return max(0, (out - 1) * s + d * (k - 1) + 1 - (n + 2 * p))
+
+
+def _pool_geometry(name, input, kernel_size, stride, padding, dilation, ceil_mode):
+    kernel = _pair(kernel_size)
+    stride = kernel if stride is None or stride == [] or stride == () else _pair(stride)
+    ph, pw = _pair(padding)
+    dilation = _pair(dilation)
+    if ph > kernel[0] // 2 or pw > kernel[1] // 2:
+        raise RuntimeError(f"{name}: pad should be at most half of effective kernel size, but got pad={(ph, pw)}, "
+                           f"kernel_size={kernel}")
+    eh = ew = 0
+    if ceil_mode:
+        h, w = input.shape[-2:]
+        eh = _ceil_extra(h, kernel[0], stride[0], ph, dilation[0])
+        ew = _ceil_extra(w, kernel[1], stride[1], pw, dilation[1])
+    return kernel, stride, (ph, ph + eh, pw, pw + ew), dilation
+
+
+def _pool_windows(name, input, kernel_size, stride, padding, dilation, ceil_mode, pad_value):
+    kernel, stride, pads, dilation = _pool_geometry(name, input, kernel_size, stride, padding, dilation, ceil_mode)
+    x, unbatched = _pool_input(name, input)
+    cols = _conv.UNFOLD(x, kernel=kernel, stride=stride, padding=pads, dilation=dilation, pad_value=pad_value)
+    c, kh, kw, n, oh, ow = cols.shape
+    return cols.reshape(c, kh * kw, n, oh, ow), unbatched
+
+
+def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    windows, unbatched = _pool_windows("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                                       -_math.inf)
+    values, where = _F.max(windows, 1)
+    values, where = values.permute(1, 0, 2, 3), where.permute(1, 0, 2, 3)
+    _F._renamed(values, "MaxPool2DWithIndicesBackward0")
+    if return_indices:
+        where = _flat_input_index(where, input.shape[-2:], kernel_size, stride, padding, dilation)
+    if unbatched:
+        values, where = values.squeeze(0), where.squeeze(0)
+    return (values, where) if return_indices else values
+
+
+def _flat_input_index(where: Tensor, hw, kernel_size, stride, padding, dilation) -> Tensor:
+    """PyTorch's max_pool indices: the flat position row * W + col in the (unpadded) input
+    plane, from the position `where` inside each window."""
+    kh, kw = _pair(kernel_size)
+    sh, sw = (kh, kw) if stride is None or stride == [] or stride == () else _pair(stride)
+    ph, pw = _pair(padding)
+    dh, dw = _pair(dilation)
+    oh, ow = where.shape[-2:]
+    rows = (arange(oh, device=where.device) * sh - ph).reshape(oh, 1) + _F.floor_divide(where, kw) * dh
+    cols = (arange(ow, device=where.device) * sw - pw).reshape(1, ow) + _F.remainder(where, kw) * dw
+    return rows * hw[1] + cols
+
+
+def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    windows, unbatched = _pool_windows("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode, 0.0)
+    if divisor_override:
+        out = _F.sum(windows, 1) / float(divisor_override)
+    elif not ceil_mode and (count_include_pad or not any(_pair(padding))):
+        out = _F.mean(windows, 1)
+    else:
+        # the divisor counts the input (and its padding when count_include_pad), never the
+        # extra cells a ceil_mode window reaches past them
+        kernel, strides, pads, _ = _pool_geometry("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
+        h, w = input.shape[-2:]
+        ph, pw = _pair(padding)
+        if count_include_pad:
+            ones = _ones(1, 1, h + 2 * ph, w + 2 * pw, dtype=input.dtype, device=input.device)
+            pads = (0, pads[1] - ph, 0, pads[3] - pw)
+        else:
+            ones = _ones(1, 1, h, w, dtype=input.dtype, device=input.device)
+        counts = _conv.UNFOLD(ones, kernel=kernel, stride=strides, padding=pads, dilation=(1, 1), pad_value=0.0)
+        counts = counts.reshape(1, kernel[0] * kernel[1], 1, *counts.shape[-2:])
+        out = _F.sum(windows, 1) / _F.sum(counts, 1)
+    out = out.permute(1, 0, 2, 3)
+    _F._renamed(out, "AvgPool2DBackward0")
+    return out.squeeze(0) if unbatched else out
+
+
+def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    k = _pair(kernel_size, 1)[0]
+    s = k if stride is None else _pair(stride, 1)[0]
+    out = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _pair(padding, 1)[0]), (1, _pair(dilation, 1)[0]),
+                     ceil_mode, return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
+
+
+def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    k = _pair(kernel_size, 1)[0]
+    s = k if stride is None else _pair(stride, 1)[0]
+    return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _pair(padding, 1)[0]), ceil_mode,
+                      count_include_pad).squeeze(-2)
+
+
+def _adaptive_bounds(n: int, m: int) -> list[tuple[int, int]]:
+    return [((i * n) // m, -((-(i + 1) * n) // m)) for i in range(m)]
+
+
+def _adaptive(input: Tensor, output_size, reduce, name: str) -> Tensor:
+    x, unbatched = _pool_input(name, input)
+    h, w = x.shape[-2:]
+    oh, ow = (v if v is not None else n for v, n in zip(_pair(output_size), (h, w)))
+    if h % oh == 0 and w % ow == 0:  # equal windows: one pooling over strided windows
+        kernel = (h // oh, w // ow)
+        windows = _conv.UNFOLD(x, kernel=kernel, stride=kernel, padding=(0, 0, 0, 0), dilation=(1, 1),
+                               pad_value=0.0)
+        n, c = x.shape[:2]
+        out = reduce(windows.reshape(c, kernel[0] * kernel[1], n, oh, ow), 1).permute(1, 0, 2, 3)
+    else:
+        rows = []
+        for h0, h1 in _adaptive_bounds(h, oh):
+            cells = [reduce(x[:, :, h0:h1, w0:w1].reshape(x.shape[0], x.shape[1], -1), 2)
+                     for w0, w1 in _adaptive_bounds(w, ow)]
+            rows.append(_F.stack(cells, -1))
+        out = _F.stack(rows, -2)
+    return out.squeeze(0) if unbatched else out
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    return _F._renamed(_adaptive(input, output_size, _F.mean, "adaptive_avg_pool2d"), "AdaptiveAvgPool2DBackward0")
+
+
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False) -> Tensor:
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool2d(return_indices=True) is not supported")
+    return _adaptive(input, output_size, lambda t, d: _F.amax(t, d), "adaptive_max_pool2d")
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _pair(output_size, 1)[0])).squeeze(-2)
+
+
+# -- attention -----------------------------------------------------------------------------------
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """softmax(q k^T * scale + mask) v over the last two dims. A bool mask keeps the True
+    positions (others get -inf); a float mask is added; is_causal keeps j <= i."""
+    L, S = query.shape[-2], key.shape[-2]
+    scale = 1.0 / _math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = _F.matmul(query, key.transpose(-2, -1)) * scale
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                               "is_causal=True")
+        causal = _ones(L, S, dtype=bool_dtype(), device=query.device).tril()
+        scores = scores.masked_fill(causal.logical_not(), -_math.inf)
+    if attn_mask is not None:
+        if attn_mask.dtype is bool_dtype():
+            scores = scores.masked_fill(attn_mask.logical_not(), -_math.inf)
+        else:
+            scores = scores + attn_mask
+    weights = _F.softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, True)
+    return _F.matmul(weights, value)
+
+
+def bool_dtype():
+    from .. import _dtypes  # noqa: PLC0415
+
+    return _dtypes.bool_
+
+
+# -- losses ----------------------------------------------------------------------------------------
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    return _reduce(_F.abs(input - target), reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    diff = _F.abs(input - target)
+    if beta == 0.0:
+        return _reduce(diff, reduction)
+    loss = _F.where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:
+    diff = _F.abs(input - target)
+    loss = _F.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         reduction: str = "mean") -> Tensor:
+    """-(t log p + (1 - t) log(1 - p)) of probabilities p; logs clamped at -100 as PyTorch."""
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({tuple(target.shape)}) that is different to the input size "
+                         f"({tuple(input.shape)}) is deprecated. Please ensure they have the same size.")
+    span = _data_range(input)
+    if span is not None and (span[0] < 0 or span[1] > 1):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    log_p = _F.clamp_min(_F.log(input), -100.0)
+    log_q = _F.clamp_min(_F.log(1.0 - input), -100.0)
+    loss = -(target * log_p + (1.0 - target) * log_q)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                     reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
+    """-(pw t log s(x) + (1 - t) log(1 - s(x))), stably: (1 - t) x + (1 + (pw - 1) t) softplus(-x)."""
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({tuple(target.shape)}) must be the same as input size ({tuple(input.shape)})")
+    if pos_weight is None:
+        loss = _F.softplus(input) - target * input
+    else:
+        loss = (1.0 - target) * input + (1.0 + (pos_weight - 1.0) * target) * _F.softplus(-input)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
+           log_target: bool = False) -> Tensor:
+    """KL(target || exp(input)) pointwise: target * (log target - input) (0 where target is 0)."""
+    if log_target:
+        loss = _F.exp(target) * (target - input)
+    else:
+        safe = _F.where(target > 0, target, _ones((), dtype=target.dtype, device=target.device))
+        loss = _F.where(target > 0, target * (_F.log(safe) - input), target * 0.0)
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.ndim else loss.sum()
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      UserWarning, stacklevel=2)
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                        reduction: str = "mean") -> Tensor:
+    return _reduce(_F.clamp_min(-target * (input1 - input2) + margin, 0.0), reduction)
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, reduction: str = "mean") -> Tensor:
+    loss = _F.where(target == 1, input, _F.clamp_min(margin - input, 0.0))
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                          reduction: str = "mean") -> Tensor:
+    cos = cosine_similarity(input1, input2, dim=-1, eps=1e-8) if input1.ndim > 1 else cosine_similarity(
+        input1.unsqueeze(0), input2.unsqueeze(0), dim=1).squeeze(0)
+    loss = _F.where(target == 1, 1.0 - cos, _F.clamp_min(cos - margin, 0.0))
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    return _reduce(_F.softplus(-target * input), reduction)
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
+                     eps: float = 1e-8, reduction: str = "mean") -> Tensor:
+    loss = _F.exp(input) - target * input if log_input else input - target * _F.log(input + eps)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = False, eps: float = 1e-6,
+                      reduction: str = "mean") -> Tensor:
+    var = _F.clamp_min(var, eps)
+    loss = 0.5 * (_F.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * _math.log(2 * _math.pi)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2.0,
+                        eps: float = 1e-6, swap: bool = False, reduction: str = "mean") -> Tensor:
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = _F.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce(_F.clamp_min(d_pos - d_neg + margin, 0.0), reduction)
+
+
+# -- resampling ----------------------------------------------------------------------------------
+def _source_positions(n_in: int, n_out: int, scale: float | None, mode: str, align_corners: bool):
+    """For each output position along one dim: the two source indices and the weight of the
+    second (linear modes), or the one index (nearest), as PyTorch computes them."""
+    import numpy as np  # noqa: PLC0415
+
+    dst = np.arange(n_out, dtype=np.float64)
+    if mode == "nearest":
+        ratio = (1.0 / scale) if scale else n_in / n_out
+        return np.minimum(np.floor(dst * ratio).astype(np.int64), n_in - 1), None, None
+    if align_corners:
+        src = dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros_like(dst)
+    else:
+        ratio = (1.0 / scale) if scale else n_in / n_out
+        src = np.maximum((dst + 0.5) * ratio - 0.5, 0.0)
+    lo = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    hi = np.minimum(lo + 1, n_in - 1)
+    return lo, hi, src - lo
+
+
+def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
+                recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
+    """Resize the spatial dims of (N, C, L) or (N, C, H, W): modes nearest, linear and
+    bilinear (separable index_select and weights: differentiable, no loop over pixels)."""
+    from .._factories import tensor as _tensor  # noqa: PLC0415
+
+    spatial = input.ndim - 2
+    if spatial not in (1, 2):
+        raise NotImplementedError(f"interpolate: only 3-D and 4-D inputs are supported, got {input.ndim}-D")
+    if mode not in ("nearest", "linear", "bilinear"):
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (nearest, linear, bilinear)")
+    if mode in ("linear", "bilinear") and mode != ("linear" if spatial == 1 else "bilinear"):
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
+                                  f"{'3D' if mode == 'linear' else '4D'} input")
+    if mode == "nearest" and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                         "bicubic | trilinear")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    in_sizes = tuple(input.shape[2:])
+    if size is not None:
+        out_sizes = _pair(size, spatial)
+        scales = (None,) * spatial
+    else:
+        scales = tuple(float(s) for s in _pair(scale_factor, spatial))
+        out_sizes = tuple(int(n * s) for n, s in zip(in_sizes, scales))
+        if recompute_scale_factor:
+            scales = (None,) * spatial
+    out = input
+    for k, (n_in, n_out, scale) in enumerate(zip(in_sizes, out_sizes, scales)):
+        dim = 2 + k
+        lo, hi, frac = _source_positions(n_in, n_out, scale, mode, bool(align_corners))
+        first = _F.index_select(out, dim, _tensor(lo, device=input.device))
+        if frac is None:
+            out = first
+            continue
+        second = _F.index_select(out, dim, _tensor(hi, device=input.device))
+        shape = [1] * input.ndim
+        shape[dim] = n_out
+        w = _tensor(frac.reshape(shape), dtype=input.dtype, device=input.device)
+        out = first + (second - first) * w
+    return out
+
+
+def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners=None) -> Tensor:
+    return interpolate(input, size, scale_factor, mode, align_corners)

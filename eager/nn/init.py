@@ -18,7 +18,9 @@ def _fans(tensor: Tensor) -> tuple[int, int]:
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     """The gain PyTorch recommends for each nonlinearity (scales the init bounds)."""
-    gains = {"linear": 1.0, "sigmoid": 1.0, "tanh": 5.0 / 3, "relu": math.sqrt(2.0), "selu": 3.0 / 4}
+    gains = {"linear": 1.0, "sigmoid": 1.0, "tanh": 5.0 / 3, "relu": math.sqrt(2.0), "selu": 3.0 / 4,
+             "conv1d": 1.0, "conv2d": 1.0, "conv3d": 1.0, "conv_transpose1d": 1.0, "conv_transpose2d": 1.0,
+             "conv_transpose3d": 1.0}
     if nonlinearity == "leaky_relu":
         slope = 0.01 if param is None else param
         return math.sqrt(2.0 / (1 + slope ** 2))
@@ -27,14 +29,25 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     return gains[nonlinearity]
 
 
-def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     with no_grad():
-        return tensor.uniform_(a, b)
+        if generator is None:
+            return tensor.uniform_(a, b)
+        return tensor.copy_(_draw(generator, "uniform", tensor, a, b))
 
 
-def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     with no_grad():
-        return tensor.normal_(mean, std)
+        if generator is None:
+            return tensor.normal_(mean, std)
+        return tensor.copy_(_draw(generator, "normal", tensor, mean, std))
+
+
+def _draw(generator, kind: str, like: Tensor, a: float, b: float) -> Tensor:
+    """Samples of like's shape from `generator` (an eager.Generator)."""
+    from .._factories import _rng_array_gen  # noqa: PLC0415
+
+    return Tensor._make(_rng_array_gen(generator, kind, tuple(like.shape), like.dtype, like.device, a, b))
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -50,14 +63,119 @@ def ones_(tensor: Tensor) -> Tensor:
     return constant_(tensor, 1.0)
 
 
-def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     fan_in, fan_out = _fans(tensor)
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
-def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Tensor:
+def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                     generator=None) -> Tensor:
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
     fan_in, fan_out = _fans(tensor)
     fan = fan_in if mode == "fan_in" else fan_out
     bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan) if fan else 0.0
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
+
+
+# == added with the PyTorch-programs surface =======================================================
+def _no_grad_write(tensor: Tensor, values: Tensor) -> Tensor:
+    with no_grad():
+        return tensor.copy_(values)
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    from .._factories import eye  # noqa: PLC0415
+
+    return _no_grad_write(tensor, eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    with no_grad():
+        tensor.zero_()
+        out_per_group = tensor.shape[0] // groups
+        centre = tuple(s // 2 for s in tuple(tensor.shape)[2:])
+        for g in range(groups):
+            for d in range(min(out_per_group, tensor.shape[1])):
+                tensor[(g * out_per_group + d, d) + centre] = 1.0
+    return tensor
+
+
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    fan_in, fan_out = _fans(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
+
+
+def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                    generator=None) -> Tensor:
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _fans(tensor)
+    fan = fan_in if mode == "fan_in" else fan_out
+    std = calculate_gain(nonlinearity, a) / math.sqrt(fan) if fan else 0.0
+    return normal_(tensor, 0.0, std, generator)
+
+
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0) -> Tensor:
+    """Normal(mean, std) samples redrawn until they lie in [a, b]."""
+    import numpy as np  # noqa: PLC0415
+
+    from .._factories import _RNG, tensor as _tensor  # noqa: PLC0415
+
+    rng = _RNG["numpy"]
+    n = tensor.numel()
+    out = np.empty(0)
+    while out.size < n:
+        draw = rng.normal(mean, std, 2 * n + 16)
+        out = np.concatenate([out, draw[(draw >= a) & (draw <= b)]])
+    return _no_grad_write(tensor, _tensor(out[:n].reshape(tuple(tensor.shape)), dtype=tensor.dtype,
+                                          device=tensor.device))
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+    """A (semi-)orthogonal matrix from the QR of a Gaussian one, sign-corrected as PyTorch's."""
+    import numpy as np  # noqa: PLC0415
+
+    from .._factories import _RNG, tensor as _tensor  # noqa: PLC0415
+
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = _RNG["numpy"].standard_normal((rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _no_grad_write(tensor, _tensor(gain * q.reshape(tuple(tensor.shape)), dtype=tensor.dtype,
+                                          device=tensor.device))
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01) -> Tensor:
+    from .._factories import _RNG  # noqa: PLC0415
+
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    zeros_per_col = int(math.ceil(sparsity * rows))
+    normal_(tensor, 0.0, std)
+    with no_grad():
+        for c in range(cols):
+            for r in _RNG["numpy"].permutation(rows)[:zeros_per_col]:
+                tensor[int(r), c] = 0.0
+    return tensor
+
+
+def kaiming_uniform(tensor: Tensor, *args, **kwargs) -> Tensor:  # the deprecated spellings
+    return kaiming_uniform_(tensor, *args, **kwargs)
+
+
+def xavier_uniform(tensor: Tensor, gain: float = 1.0) -> Tensor:
+    return xavier_uniform_(tensor, gain)

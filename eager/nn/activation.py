@@ -1,0 +1,165 @@
+"""Activation modules and MultiheadAttention: thin Modules over eager.nn.functional."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .._factories import empty, zeros
+from .._tensor import Tensor
+from . import functional as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+
+def _simple(name: str, fn, doc: str, **defaults: Any):
+    """A Module class calling `fn(input, **settings)`, its settings the constructor's keywords."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        Module.__init__(self)
+        settings = dict(defaults)
+        for key, value in zip(defaults, args):
+            settings[key] = value
+        for key, value in kwargs.items():
+            if key not in defaults:
+                raise TypeError(f"{name}.__init__() got an unexpected keyword argument '{key}'")
+            settings[key] = value
+        for key, value in settings.items():
+            setattr(self, key, value)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return fn(input, **{k: getattr(self, k) for k in defaults})
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={getattr(self, k)}" for k in defaults if k != "inplace" or getattr(self, k))
+
+    return type(name, (Module,), {"__init__": __init__, "forward": forward, "extra_repr": extra_repr,
+                                  "__doc__": doc, "__module__": __name__})
+
+
+LeakyReLU = _simple("LeakyReLU", F.leaky_relu, "max(0, x) + negative_slope * min(0, x)",
+                    negative_slope=0.01, inplace=False)
+SiLU = _simple("SiLU", F.silu, "x * sigmoid(x)", inplace=False)
+Mish = _simple("Mish", F.mish, "x * tanh(softplus(x))", inplace=False)
+ELU = _simple("ELU", F.elu, "x if x > 0 else alpha * (exp(x) - 1)", alpha=1.0, inplace=False)
+CELU = _simple("CELU", F.celu, "x if x > 0 else alpha * (exp(x / alpha) - 1)", alpha=1.0, inplace=False)
+SELU = _simple("SELU", F.selu, "scale * elu(x, alpha) with the self-normalizing constants", inplace=False)
+Hardtanh = _simple("Hardtanh", F.hardtanh, "clamp(x, min_val, max_val)", min_val=-1.0, max_val=1.0, inplace=False)
+ReLU6 = _simple("ReLU6", F.relu6, "clamp(x, 0, 6)", inplace=False)
+Hardsigmoid = _simple("Hardsigmoid", F.hardsigmoid, "clamp(x / 6 + 1/2, 0, 1)", inplace=False)
+Hardswish = _simple("Hardswish", F.hardswish, "x * hardsigmoid(x)", inplace=False)
+LogSigmoid = _simple("LogSigmoid", F.logsigmoid, "log(sigmoid(x)), computed stably")
+Softsign = _simple("Softsign", F.softsign, "x / (1 + |x|)")
+Tanhshrink = _simple("Tanhshrink", F.tanhshrink, "x - tanh(x)")
+Softplus = _simple("Softplus", F.softplus, "log(1 + exp(beta x)) / beta (linear above threshold)",
+                   beta=1.0, threshold=20.0)
+Softmin = _simple("Softmin", F.softmin, "softmax(-x, dim)", dim=None)
+GLU = _simple("GLU", F.glu, "a * sigmoid(b) of the two halves of dim", dim=-1)
+
+
+class MultiheadAttention(Module):
+    """Multi-head attention as PyTorch's: packed in_proj_weight (3E, E) and in_proj_bias,
+    out_proj a Linear; inputs (L, N, E), or (N, L, E) with batch_first."""
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        if add_bias_kv or add_zero_attn:
+            raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are not supported")
+        if (kdim is not None and kdim != embed_dim) or (vdim is not None and vdim != embed_dim):
+            raise NotImplementedError("MultiheadAttention: kdim/vdim different from embed_dim are not supported")
+        if embed_dim % num_heads:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        from .layers import Linear  # noqa: PLC0415
+
+        self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
+        self.head_dim = embed_dim // num_heads
+        self.batch_first = batch_first
+        self.in_proj_weight = Parameter(empty(3 * embed_dim, embed_dim, device=device, dtype=dtype))
+        if bias:
+            self.in_proj_bias = Parameter(zeros(3 * embed_dim, device=device, dtype=dtype))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
+        init.xavier_uniform_(self.in_proj_weight)
+        if bias:
+            init.zeros_(self.out_proj.bias)
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None = None,
+                need_weights: bool = True, attn_mask: Tensor | None = None, average_attn_weights: bool = True,
+                is_causal: bool = False):
+        batched = query.ndim == 3
+        if not batched:
+            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
+        elif self.batch_first:
+            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        L, N, E = query.shape
+        S = key.shape[0]
+        h, d = self.num_heads, self.head_dim
+        w_q, w_k, w_v = self.in_proj_weight.chunk(3)
+        b_q = b_k = b_v = None
+        if self.in_proj_bias is not None:
+            b_q, b_k, b_v = self.in_proj_bias.chunk(3)
+        q = F.linear(query, w_q, b_q).reshape(L, N * h, d).transpose(0, 1)  # (N*h, L, d)
+        k = F.linear(key, w_k, b_k).reshape(S, N * h, d).transpose(0, 1)
+        v = F.linear(value, w_v, b_v).reshape(S, N * h, d).transpose(0, 1)
+        mask = _merge_masks(attn_mask, key_padding_mask, is_causal, L, S, N, h, q)
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
+        if mask is not None:
+            scores = scores + mask
+        weights = F.softmax(scores, -1)
+        if self.dropout > 0.0 and self.training:
+            weights = F.dropout(weights, self.dropout, True)
+        out = (weights @ v).transpose(0, 1).reshape(L, N, E)
+        out = self.out_proj(out)
+        if self.batch_first and batched:
+            out = out.transpose(0, 1)
+        if not batched:
+            out = out.squeeze(1)
+        if not need_weights:
+            return out, None
+        weights = weights.reshape(N, h, L, S)
+        if average_attn_weights:
+            weights = weights.mean(1)
+        if not batched:
+            weights = weights.squeeze(0)
+        return out, weights
+
+    def extra_repr(self) -> str:
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, batch_first={self.batch_first}"
+
+
+def _merge_masks(attn_mask, key_padding_mask, is_causal, L, S, N, h, like):
+    """One additive float mask of shape (N*h, L, S) (or broadcastable) from a bool or float
+    attn_mask (True/-inf: not allowed), a key padding mask and is_causal."""
+    from .. import _functional as _F  # noqa: PLC0415
+    from .._factories import ones  # noqa: PLC0415
+
+    neg = -math.inf
+    total = None
+
+    def additive(mask):
+        if mask.dtype.name == "bool":
+            return _F.where(mask, neg, 0.0).to(like.dtype)
+        return mask.to(like.dtype)
+
+    if is_causal and attn_mask is None:
+        attn_mask = ones(L, S, dtype=_bool(), device=like.device).triu(1)
+    if attn_mask is not None:
+        m = additive(attn_mask)
+        if m.ndim == 2:
+            m = m.unsqueeze(0)
+        total = m
+    if key_padding_mask is not None:
+        kp = additive(key_padding_mask).reshape(N, 1, 1, S).expand(N, h, 1, S).reshape(N * h, 1, S)
+        total = kp if total is None else total + kp
+    return total
+
+
+def _bool():
+    from .. import _dtypes  # noqa: PLC0415
+
+    return _dtypes.bool_

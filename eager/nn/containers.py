@@ -1,0 +1,163 @@
+"""ModuleDict, ParameterList, ParameterDict and Unflatten: containers whose contents the
+parent module sees (parameters(), state_dict(), to())."""
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Mapping
+
+from .._tensor import Tensor
+from .module import Module
+from .parameter import Parameter
+
+
+class ModuleDict(Module):
+    """An ordered dict of modules registered under their keys."""
+
+    def __init__(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]] | None = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()
+
+    def pop(self, key: str) -> Module:
+        module = self._modules[key]
+        del self._modules[key]
+        return module
+
+    def clear(self) -> None:
+        self._modules.clear()
+
+    def update(self, modules) -> None:
+        items = modules.items() if isinstance(modules, Mapping) else modules
+        for key, module in items:
+            self[key] = module
+
+
+class ParameterList(Module):
+    """A list of Parameters registered as "0", "1", ... (plain tensors are wrapped)."""
+
+    def __init__(self, values: Iterable[Any] | None = None) -> None:
+        super().__init__()
+        for v in values or ():
+            self.append(v)
+
+    def _wrap(self, value: Any) -> Any:
+        return Parameter(value) if isinstance(value, Tensor) and not isinstance(value, Parameter) else value
+
+    def __getitem__(self, idx: int | slice) -> Any:
+        values = list(self._parameters.values())
+        return ParameterList(values[idx]) if isinstance(idx, slice) else values[idx]
+
+    def __setitem__(self, idx: int, value: Any) -> None:
+        key = list(self._parameters)[idx]
+        self.register_parameter(key, self._wrap(value))
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._parameters.values())
+
+    def append(self, value: Any) -> "ParameterList":
+        self.register_parameter(str(len(self)), self._wrap(value))
+        return self
+
+    def extend(self, values: Iterable[Any]) -> "ParameterList":
+        for v in values:
+            self.append(v)
+        return self
+
+    def extra_repr(self) -> str:
+        return "\n".join(f"({i}): Parameter containing: [{p.dtype.name} of size {tuple(p.shape)}]"
+                         for i, p in enumerate(self))
+
+
+class ParameterDict(Module):
+    """A dict of Parameters registered under their keys (plain tensors are wrapped)."""
+
+    def __init__(self, parameters: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None) -> None:
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._parameters[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if isinstance(value, Tensor) and not isinstance(value, Parameter):
+            value = Parameter(value)
+        self.register_parameter(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        del self._parameters[key]
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parameters)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._parameters
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def values(self):
+        return self._parameters.values()
+
+    def items(self):
+        return self._parameters.items()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._parameters.get(key, default)
+
+    def pop(self, key: str) -> Any:
+        value = self._parameters[key]
+        del self._parameters[key]
+        return value
+
+    def update(self, parameters) -> None:
+        items = parameters.items() if isinstance(parameters, Mapping) else parameters
+        for key, value in items:
+            self[key] = value
+
+
+class Unflatten(Module):
+    """Split dim into unflattened_size: (N, 12) -> (N, 3, 4)."""
+
+    def __init__(self, dim: int, unflattened_size: tuple) -> None:
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, input: Tensor) -> Tensor:
+        d = self.dim % input.ndim
+        return input.reshape(*input.shape[:d], *self.unflattened_size, *input.shape[d + 1:])
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

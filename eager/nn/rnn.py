@@ -1,0 +1,250 @@
+"""Recurrent layers: RNN, LSTM, GRU and their cells, with PyTorch's parameter names
+(weight_ih_l{k}[_reverse], ...), gate order (LSTM: i, f, g, o; GRU: r, z, n), init
+U(-1/sqrt(hidden), 1/sqrt(hidden)), batch_first, num_layers, dropout between layers and
+bidirectional. The time loop is Python over steps; each step is a few matmuls."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .. import _functional as _F
+from .._factories import empty, zeros
+from .._tensor import Tensor
+from . import functional as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+
+def _rnn_tanh_cell(x, h, w_ih, w_hh, b_ih, b_hh):
+    return _F.tanh(F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh))
+
+
+def _rnn_relu_cell(x, h, w_ih, w_hh, b_ih, b_hh):
+    return _F.relu(F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh))
+
+
+def _lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh):
+    h, c = state
+    gates = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
+    i, f, g, o = _F.chunk(gates, 4, -1)
+    c = _F.sigmoid(f) * c + _F.sigmoid(i) * _F.tanh(g)
+    h = _F.sigmoid(o) * _F.tanh(c)
+    return h, c
+
+
+def _gru_cell(x, h, w_ih, w_hh, b_ih, b_hh):
+    gi = F.linear(x, w_ih, b_ih)
+    gh = F.linear(h, w_hh, b_hh)
+    i_r, i_z, i_n = _F.chunk(gi, 3, -1)
+    h_r, h_z, h_n = _F.chunk(gh, 3, -1)
+    r = _F.sigmoid(i_r + h_r)
+    z = _F.sigmoid(i_z + h_z)
+    n = _F.tanh(i_n + r * h_n)
+    return (1.0 - z) * n + z * h
+
+
+class _CellBase(Module):
+    _gates = 1
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        g = self._gates * hidden_size
+        self.weight_ih = Parameter(empty(g, input_size, device=device, dtype=dtype))
+        self.weight_hh = Parameter(empty(g, hidden_size, device=device, dtype=dtype))
+        if bias:
+            self.bias_ih = Parameter(empty(g, device=device, dtype=dtype))
+            self.bias_hh = Parameter(empty(g, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        bound = 1.0 / math.sqrt(hidden_size) if hidden_size > 0 else 0.0
+        for p in self.parameters():
+            init.uniform_(p, -bound, bound)
+
+    def _zeros(self, input: Tensor) -> Tensor:
+        lead = (input.shape[0],) if input.ndim == 2 else ()
+        return zeros(*lead, self.hidden_size, dtype=input.dtype, device=input.device)
+
+    def _params(self):
+        return self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
+
+    def extra_repr(self) -> str:
+        return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
+
+
+class RNNCell(_CellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
+                 device: Any = None, dtype: Any = None) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity: {nonlinearity}. Select from 'tanh' or 'relu'.")
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        h = self._zeros(input) if hx is None else hx
+        cell = _rnn_tanh_cell if self.nonlinearity == "tanh" else _rnn_relu_cell
+        return cell(input, h, *self._params())
+
+
+class LSTMCell(_CellBase):
+    _gates = 4
+
+    def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+        state = (self._zeros(input), self._zeros(input)) if hx is None else hx
+        return _lstm_cell(input, state, *self._params())
+
+
+class GRUCell(_CellBase):
+    _gates = 3
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        h = self._zeros(input) if hx is None else hx
+        return _gru_cell(input, h, *self._params())
+
+
+class _RNNBase(Module):
+    _gates = 1
+    _lstm = False
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        if not 0 <= dropout <= 1:
+            raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
+                             "element being zeroed")
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
+        self.bidirectional = bidirectional
+        dirs = 2 if bidirectional else 1
+        g = self._gates * hidden_size
+        for layer in range(num_layers):
+            width = input_size if layer == 0 else hidden_size * dirs
+            for suffix in ([""] + (["_reverse"] if bidirectional else [])):
+                setattr(self, f"weight_ih_l{layer}{suffix}", Parameter(empty(g, width, device=device, dtype=dtype)))
+                setattr(self, f"weight_hh_l{layer}{suffix}",
+                        Parameter(empty(g, hidden_size, device=device, dtype=dtype)))
+                if bias:
+                    setattr(self, f"bias_ih_l{layer}{suffix}", Parameter(empty(g, device=device, dtype=dtype)))
+                    setattr(self, f"bias_hh_l{layer}{suffix}", Parameter(empty(g, device=device, dtype=dtype)))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0.0
+        for p in self.parameters():
+            init.uniform_(p, -bound, bound)
+
+    def _layer_params(self, layer: int, suffix: str):
+        def get(name):
+            return getattr(self, f"{name}_l{layer}{suffix}") if self.bias or "weight" in name else None
+
+        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh")
+
+    def _cell(self):
+        raise NotImplementedError
+
+    def forward(self, input: Tensor, hx: Any = None):
+        batched = input.ndim == 3
+        if input.ndim not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.ndim}D instead")
+        x = input if batched else input.unsqueeze(1)
+        if batched and self.batch_first:
+            x = x.transpose(0, 1)
+        T, N = x.shape[0], x.shape[1]
+        dirs = 2 if self.bidirectional else 1
+        h0, c0 = self._initial_state(hx, N, dirs, x, batched)
+        cell = self._cell()
+        h_n, c_n = [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for d, suffix in enumerate([""] + (["_reverse"] if self.bidirectional else [])):
+                k = layer * dirs + d
+                state = (h0[k], c0[k]) if self._lstm else h0[k]
+                params = self._layer_params(layer, suffix)
+                steps = range(T - 1, -1, -1) if d == 1 else range(T)
+                seq = [None] * T
+                for t in steps:
+                    state = cell(x[t], state, *params)
+                    seq[t] = state[0] if self._lstm else state
+                outs.append(_F.stack(seq, 0))
+                if self._lstm:
+                    h_n.append(state[0])
+                    c_n.append(state[1])
+                else:
+                    h_n.append(state)
+            x = outs[0] if dirs == 1 else _F.cat(outs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        out = x
+        if batched and self.batch_first:
+            out = out.transpose(0, 1)
+        if not batched:
+            out = out.squeeze(1)
+        h = _F.stack(h_n, 0)
+        if not batched:
+            h = h.squeeze(1)
+        if self._lstm:
+            c = _F.stack(c_n, 0)
+            return out, (h, c.squeeze(1) if not batched else c)
+        return out, h
+
+    def _initial_state(self, hx, N, dirs, x, batched):
+        shape = (self.num_layers * dirs, N, self.hidden_size)
+        if hx is None:
+            z = zeros(*shape, dtype=x.dtype, device=x.device)
+            return z, z
+        if self._lstm:
+            h, c = hx
+        else:
+            h, c = hx, None
+        if not batched:
+            h = h.unsqueeze(1)
+            c = c.unsqueeze(1) if c is not None else None
+        if tuple(h.shape) != shape:
+            raise RuntimeError(f"Expected hidden size {shape}, got {tuple(h.shape)}")
+        return h, c
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.batch_first:
+            s += ", batch_first=True"
+        if self.bidirectional:
+            s += ", bidirectional=True"
+        return s
+
+
+class RNN(_RNNBase):
+    def __init__(self, *args: Any, nonlinearity: str = "tanh", **kwargs: Any) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+        self.nonlinearity = nonlinearity
+        super().__init__(*args, **kwargs)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "nonlinearity" and "_parameters" not in self.__dict__:
+            object.__setattr__(self, name, value)
+            return
+        super().__setattr__(name, value)
+
+    def _cell(self):
+        return _rnn_tanh_cell if self.nonlinearity == "tanh" else _rnn_relu_cell
+
+
+class LSTM(_RNNBase):
+    _gates = 4
+    _lstm = True
+
+    def _cell(self):
+        return _lstm_cell
+
+
+class GRU(_RNNBase):
+    _gates = 3
+
+    def _cell(self):
+        return _gru_cell

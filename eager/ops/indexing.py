@@ -1,0 +1,387 @@
+"""Ops that pick or place elements by integer index along one dim (gather, scatter,
+index_select, index_add, embedding) and the masks and reorderings models use (tril, triu,
+flip, diagonal). Index operands are int64 tensors; they never get gradients."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtypes
+from ._checks import norm_dim
+from ._registry import TensorSpec, defop
+from .elementwise import EQ, WHERE
+from .shape_ops import INDEX_PUT, UNSQUEEZE
+from .special import FULL_LIKE
+
+
+def _require_index(op: str, spec: TensorSpec, what: str = "index") -> None:
+    if spec.dtype not in (_dtypes.int64, _dtypes.int32):
+        raise RuntimeError(f"{op}(): Expected dtype int64 for {what}, got {spec.dtype.name}; "
+                           "convert it with .long()")
+
+
+def _add_at(xp, out, key, values) -> None:
+    """out[key] += values, accumulating repeated positions (NumPy's add.at, CuPy's scatter_add)."""
+    if xp is np:
+        np.add.at(out, key, values)
+    else:
+        import cupyx  # noqa: PLC0415
+
+        cupyx.scatter_add(out, key, values)
+
+
+def _along(xp, index, dim: int) -> tuple:
+    """The full index tuple that addresses, for each element of `index`, the position
+    `index` along `dim` and its own position along every other dim."""
+    key = []
+    for d, n in enumerate(index.shape):
+        if d == dim:
+            key.append(index)
+        else:
+            shape = [1] * index.ndim
+            shape[d] = n
+            key.append(xp.arange(n).reshape(shape))
+    return tuple(key)
+
+
+def _leading(x, shape, dim):
+    """x cut to `shape` on every dim but `dim` (PyTorch lets index be smaller there)."""
+    key = tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(shape))
+    return x[key]
+
+
+def _cut(src, shape):
+    """src cut to `shape` on every dim (scatter reads only the part index covers)."""
+    return src[tuple(slice(0, n) for n in shape)]
+
+
+def _check_along(op: str, x: TensorSpec, index: TensorSpec, dim: int) -> None:
+    _require_index(op, index)
+    if index.ndim != x.ndim:
+        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as input tensor "
+                           f"(input shape {tuple(x.shape)}, index shape {tuple(index.shape)})")
+    for d, (n, m) in enumerate(zip(index.shape, x.shape)):
+        if d != dim and n > m:
+            raise RuntimeError(f"{op}(): Size does not match at dimension {d} expected index {list(index.shape)} "
+                               f"to be smaller than self {list(x.shape)} apart from dimension {dim}")
+
+
+# -- gather / scatter ---------------------------------------------------------------------------
+def _gather(xp, x, index, dim):
+    return xp.take_along_axis(_leading(x, index.shape, dim), index, axis=dim)
+
+
+def _gather_abstract(x, index, dim):
+    _check_along("gather", x, index, dim)
+    return TensorSpec(tuple(index.shape), x.dtype)
+
+
+def _gather_vjp(ctx, g):
+    zeros = FULL_LIKE(ctx.input(0), value=0.0)
+    return SCATTER_ADD(zeros, ctx.input(1), g, dim=ctx.attrs["dim"]), None
+
+
+def _along_samples(rng):
+    x = rng.standard_normal((3, 4))
+    return [((x, rng.integers(0, 4, (3, 5))), {"dim": 1}), ((x, rng.integers(0, 3, (2, 4))), {"dim": 0})]
+
+
+GATHER = defop(
+    "gather", forward=_gather, abstract=_gather_abstract, vjp=_gather_vjp, grad_name="GatherBackward0",
+    save=(0, 1), kind="index", samples=_along_samples,
+    doc="out[i][j] = x[index[i][j]][j] (dim 0): values picked along dim",
+)
+
+
+def _scatter_add(xp, x, index, src, dim):
+    out = xp.array(x, copy=True)
+    _add_at(xp, out, _along(xp, index, dim), _cut(src, index.shape))
+    return out
+
+
+def _scatter_abstract(name):
+    def abstract(x, index, src, dim):
+        _check_along(name, x, index, dim)
+        if isinstance(src, TensorSpec):
+            if src.dtype != x.dtype:
+                raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype "
+                                   f"({x.dtype.name} vs {src.dtype.name})")
+            if any(n > m for n, m in zip(index.shape, src.shape)):
+                raise RuntimeError(f"{name}(): Expected index {list(index.shape)} to be smaller than src "
+                                   f"{list(src.shape)}")
+        return x
+
+    return abstract
+
+
+def _src_grad(ctx, g):
+    """The gradient of a scatter's src: g at the scattered positions, zero where src
+    reaches past index (those elements are not read)."""
+    if not ctx.needs(2):
+        return None
+    picked = GATHER(g, ctx.input(1), dim=ctx.attrs["dim"])
+    src_shape = ctx.in_shape(2)
+    if tuple(picked.shape) == tuple(src_shape):
+        return picked
+    key = tuple(("slice", 0, n, None) for n in picked.shape)
+    return INDEX_PUT(FULL_LIKE(ctx.input(2), value=0.0), picked, key=key, n_index=0)
+
+
+SCATTER_ADD = defop(
+    "scatter_add", forward=_scatter_add, abstract=_scatter_abstract("scatter_add"),
+    vjp=lambda ctx, g: (g if ctx.needs(0) else None, None, _src_grad(ctx, g)),
+    grad_name="ScatterAddBackward0", save=(1, 2), kind="index",
+    samples=lambda rng: [((rng.standard_normal((3, 4)), rng.integers(0, 3, (2, 4)), rng.standard_normal((2, 4))),
+                          {"dim": 0}),
+                         ((rng.standard_normal((3, 4)), rng.integers(0, 4, (3, 2)), rng.standard_normal((3, 3))),
+                          {"dim": 1})],
+    doc="a copy of x with src added at index along dim (repeated positions accumulate)",
+)
+
+
+def _scatter(xp, x, index, src, dim):
+    out = xp.array(x, copy=True)
+    values = _cut(src, index.shape) if hasattr(src, "shape") else src
+    out[_along(xp, index, dim)] = values
+    return out
+
+
+def _scatter_vjp(ctx, g):
+    gx = SCATTER(g, ctx.input(1), 0.0, dim=ctx.attrs["dim"]) if ctx.needs(0) else None
+    gsrc = _src_grad(ctx, g)
+    return gx, None, gsrc
+
+
+def _unique_rows(rng, n, k, cols):
+    """An index of shape (k, cols) with distinct entries per column (scatter's result is
+    only defined for distinct positions)."""
+    return np.stack([rng.permutation(n)[:k] for _ in range(cols)], axis=1)
+
+
+SCATTER = defop(
+    "scatter", forward=_scatter, abstract=_scatter_abstract("scatter"), vjp=_scatter_vjp,
+    grad_name=lambda operands, attrs: "ScatterBackward0" if hasattr(operands[2], "shape") else "ScatterBackward1",
+    save=(1, 2), kind="index",
+    samples=lambda rng: [((rng.standard_normal((4, 3)), _unique_rows(rng, 4, 2, 3), rng.standard_normal((2, 3))),
+                          {"dim": 0}),
+                         ((rng.standard_normal((4, 3)), _unique_rows(rng, 4, 3, 3), 1.5), {"dim": 0})],
+    doc="a copy of x with src (a tensor or a number) written at index along dim",
+)
+
+
+# -- index_select / index_add -----------------------------------------------------------------
+def _index_select_abstract(x, index, dim):
+    _require_index("index_select", index)
+    if index.ndim > 1:
+        raise IndexError(f"index_select(): Index is supposed to be a vector, got shape {tuple(index.shape)}")
+    shape = list(x.shape)
+    if shape:
+        shape[dim] = index.shape[0] if index.ndim else 1
+    return TensorSpec(tuple(shape), x.dtype)
+
+
+def _index_select(xp, x, index, dim):
+    if x.ndim == 0:
+        return xp.reshape(x, (1,))[index.reshape(-1)].reshape(())
+    return xp.take(x, index.reshape(-1), axis=dim)
+
+
+INDEX_SELECT = defop(
+    "index_select", forward=_index_select, abstract=_index_select_abstract,
+    vjp=lambda ctx, g: (INDEX_ADD(FULL_LIKE(ctx.input(0), value=0.0), ctx.input(1), g, dim=ctx.attrs["dim"],
+                                  alpha=1.0), None),
+    grad_name="IndexSelectBackward0", save=(0, 1), kind="index",
+    samples=lambda rng: [((rng.standard_normal((4, 3)), np.array([3, 0, 3, 1])), {"dim": 0}),
+                         ((rng.standard_normal((4, 3)), np.array([2, 2])), {"dim": 1})],
+)
+
+
+def _index_add(xp, x, index, src, dim, alpha=1.0):
+    out = xp.array(x, copy=True)
+    _add_at(xp, out, (slice(None),) * dim + (index.reshape(-1),), src * alpha if alpha != 1 else src)
+    return out
+
+
+def _index_add_abstract(x, index, src, dim, alpha=1.0):
+    _require_index("index_add", index)
+    expected = list(x.shape)
+    if expected:
+        expected[dim] = index.shape[0] if index.ndim else 1
+    if tuple(src.shape) != tuple(expected):
+        raise RuntimeError(f"index_add_(): source shape {tuple(src.shape)} must be the input's shape with dim {dim} "
+                           f"of the index's length, i.e. {tuple(expected)}")
+    if src.dtype != x.dtype:
+        raise RuntimeError(f"index_add_(): self ({x.dtype.name}) and source ({src.dtype.name}) must have the same "
+                           "scalar type")
+    return x
+
+
+def _index_add_vjp(ctx, g):
+    gsrc = None
+    if ctx.needs(2):
+        gsrc = INDEX_SELECT(g, ctx.input(1), dim=ctx.attrs["dim"])
+        if ctx.attrs["alpha"] != 1:
+            gsrc = gsrc * ctx.attrs["alpha"]
+    return (g if ctx.needs(0) else None), None, gsrc
+
+
+INDEX_ADD = defop(
+    "index_add", forward=_index_add, abstract=_index_add_abstract, vjp=_index_add_vjp,
+    grad_name="IndexAddBackward0", save=(1,), kind="index",
+    samples=lambda rng: [((rng.standard_normal((4, 3)), np.array([3, 0, 3]), rng.standard_normal((3, 3))),
+                          {"dim": 0, "alpha": 1.0}),
+                         ((rng.standard_normal((4, 3)), np.array([1, 1]), rng.standard_normal((4, 2))),
+                          {"dim": 1, "alpha": 2.0})],
+    doc="a copy of x with src's slices added at index along dim (repeats accumulate)",
+)
+
+
+# -- embedding ---------------------------------------------------------------------------------
+def _embedding_abstract(weight, indices, padding_idx=None):
+    _require_index("embedding", indices, "indices")
+    if weight.ndim != 2:
+        raise RuntimeError(f"embedding(): 'weight' must be 2-D, got shape {tuple(weight.shape)}")
+    return TensorSpec(tuple(indices.shape) + (weight.shape[1],), weight.dtype)
+
+
+def _embedding(xp, weight, indices, padding_idx=None):
+    return xp.take(weight, indices, axis=0)
+
+
+def _embedding_backward(xp, g, indices, num_weights, padding_idx=None):
+    width = g.shape[-1]
+    out = xp.zeros((num_weights, width), dtype=g.dtype)
+    flat = indices.reshape(-1)
+    rows = g.reshape(-1, width)
+    if xp is np and flat.size > 4 * num_weights:
+        # sort once, then sum each run of equal indices: far cheaper than add.at's per-row work
+        order = np.argsort(flat, kind="stable")
+        sorted_idx = flat[order]
+        starts = np.flatnonzero(np.r_[True, sorted_idx[1:] != sorted_idx[:-1]])
+        out[sorted_idx[starts]] = np.add.reduceat(rows[order], starts, axis=0)
+    else:
+        _add_at(xp, out, flat, rows)
+    if padding_idx is not None:
+        out[padding_idx] = 0
+    return out
+
+
+def _padding_mask(indices, padding_idx):
+    return UNSQUEEZE(EQ(indices, padding_idx), dim=indices.ndim)
+
+
+def _embedding_vjp(ctx, g):
+    w_shape = ctx.in_shape(0)
+    return EMBEDDING_BACKWARD(g, ctx.input(1), num_weights=w_shape[0], padding_idx=ctx.attrs["padding_idx"]), None
+
+
+def _embedding_backward_vjp(ctx, gg):
+    indices, padding_idx = ctx.input(1), ctx.attrs["padding_idx"]
+    out = EMBEDDING(gg, indices, padding_idx=None)
+    if padding_idx is not None:
+        out = WHERE(_padding_mask(indices, padding_idx), 0.0, out)
+    return out, None
+
+
+def _embedding_backward_abstract(g, indices, num_weights, padding_idx=None):
+    return TensorSpec((num_weights, g.shape[-1]), g.dtype)
+
+
+def _embedding_samples(rng):
+    w = rng.standard_normal((5, 3))
+    return [((w, rng.integers(0, 5, (2, 4))), {"padding_idx": None}),
+            # the padding row gets no gradient by definition (finite differences would see one):
+            # here padding_idx is not read, so both agree; tests/eager/test_nn_surface.py checks the row
+            ((w, np.array([[0, 3, 3], [4, 0, 1]])), {"padding_idx": 2})]
+
+
+EMBEDDING = defop(
+    "embedding", forward=_embedding, abstract=_embedding_abstract, vjp=_embedding_vjp,
+    grad_name="EmbeddingBackward0", save=(1,), kind="index", samples=_embedding_samples,
+    doc="rows of weight picked by indices; the padding_idx row gets no gradient",
+)
+EMBEDDING_BACKWARD = defop(
+    "embedding_backward", forward=_embedding_backward, abstract=_embedding_backward_abstract,
+    vjp=_embedding_backward_vjp, grad_name="EmbeddingBackwardBackward0", save=(1,), kind="index",
+    samples=lambda rng: [((rng.standard_normal((2, 4, 3)), np.array([[0, 2, 2, 1], [4, 0, 1, 1]])),
+                          {"num_weights": 5, "padding_idx": 1})],
+    doc="the weight gradient of embedding: g's rows summed into the rows they were read from",
+)
+
+
+# -- triangles, flips, diagonals ---------------------------------------------------------------
+def _tri_abstract(name):
+    def abstract(x, diagonal=0):
+        if x.ndim < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions (got shape {tuple(x.shape)})")
+        return x
+
+    return abstract
+
+
+TRIL = defop(
+    "tril", forward=lambda xp, x, diagonal=0: xp.tril(x, diagonal), abstract=_tri_abstract("tril"),
+    vjp=lambda ctx, g: (TRIL(g, diagonal=ctx.attrs["diagonal"]),), grad_name="TrilBackward0", kind="index",
+    samples=lambda rng: [((rng.standard_normal((3, 4)),), {"diagonal": 0}),
+                         ((rng.standard_normal((2, 3, 3)),), {"diagonal": -1})],
+)
+TRIU = defop(
+    "triu", forward=lambda xp, x, diagonal=0: xp.triu(x, diagonal), abstract=_tri_abstract("triu"),
+    vjp=lambda ctx, g: (TRIU(g, diagonal=ctx.attrs["diagonal"]),), grad_name="TriuBackward0", kind="index",
+    samples=lambda rng: [((rng.standard_normal((3, 4)),), {"diagonal": 1}),
+                         ((rng.standard_normal((2, 3, 3)),), {"diagonal": 0})],
+)
+FLIP = defop(
+    "flip", forward=lambda xp, x, dims: xp.flip(x, axis=tuple(dims)).copy(),  # a copy, as PyTorch's flip
+    abstract=lambda x, dims: x, vjp=lambda ctx, g: (FLIP(g, dims=ctx.attrs["dims"]),),
+    grad_name="FlipBackward0", kind="shape",
+    samples=lambda rng: [((rng.standard_normal((3, 4)),), {"dims": (1,)}),
+                         ((rng.standard_normal((2, 3, 4)),), {"dims": (0, 2)})],
+)
+
+
+def _diagonal_abstract(x, offset=0, dim1=0, dim2=1):
+    if x.ndim < 2:
+        raise RuntimeError(f"diagonal(): input must have at least 2 dimensions (got shape {tuple(x.shape)})")
+    n1, n2 = x.shape[dim1], x.shape[dim2]
+    n = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+    rest = tuple(s for d, s in enumerate(x.shape) if d not in (dim1, dim2))
+    return TensorSpec(rest + (n,), x.dtype)
+
+
+def _diagonal(xp, x, offset=0, dim1=0, dim2=1):
+    return xp.diagonal(x, offset, dim1, dim2).copy()
+
+
+def _diagonal_grad(xp, g, shape, offset=0, dim1=0, dim2=1):
+    out = xp.zeros(tuple(shape), dtype=g.dtype)
+    view = xp.moveaxis(out, (dim1, dim2), (-2, -1))
+    n = g.shape[-1]
+    rows = xp.arange(n) + max(-offset, 0)
+    cols = xp.arange(n) + max(offset, 0)
+    view[..., rows, cols] = g
+    return out
+
+
+DIAGONAL = defop(
+    "diagonal", forward=_diagonal, abstract=_diagonal_abstract,
+    vjp=lambda ctx, g: (DIAGONAL_GRAD(g, shape=ctx.in_shape(0), **ctx.attrs),),
+    grad_name="DiagonalBackward0", kind="index",
+    samples=lambda rng: [((rng.standard_normal((3, 4)),), {"offset": 1, "dim1": 0, "dim2": 1}),
+                         ((rng.standard_normal((2, 4, 3)),), {"offset": -1, "dim1": 1, "dim2": 2})],
+    doc="the diagonal (offset) of the (dim1, dim2) planes, as a new last dim (a copy)",
+)
+DIAGONAL_GRAD = defop(
+    "diagonal_grad", forward=_diagonal_grad,
+    abstract=lambda g, shape, offset=0, dim1=0, dim2=1: TensorSpec(tuple(shape), g.dtype),
+    vjp=lambda ctx, gg: (DIAGONAL(gg, offset=ctx.attrs["offset"], dim1=ctx.attrs["dim1"], dim2=ctx.attrs["dim2"]),),
+    grad_name="DiagonalBackwardBackward0", kind="index",
+    samples=lambda rng: [((rng.standard_normal((3,)),), {"shape": (3, 4), "offset": 1, "dim1": 0, "dim2": 1}),
+                         ((rng.standard_normal((2, 3)),), {"shape": (2, 4, 3), "offset": -1, "dim1": 1, "dim2": 2})],
+    doc="zeros of `shape` with g written on the diagonal that `diagonal` reads (diag_embed)",
+)
+
+
+def norm_dim_list(op: str, dims, ndim: int) -> tuple:
+    if isinstance(dims, int):
+        dims = (dims,)
+    return tuple(norm_dim(op, d, ndim) for d in dims)

@@ -1,0 +1,265 @@
+"""More math: integer-style division, bitwise and logical ops, float classification,
+scans (cumsum, cumprod), argsort and einsum. Forward on `xp`, abstract rule, VJP in ops."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtypes
+from ._checks import broadcast_shapes, same_dtype, specs_of
+from ._registry import TensorSpec, defop
+from .elementwise import WHERE
+from .indexing import FLIP
+from .shape_ops import EXPAND, RESHAPE
+
+
+def _elementwise(name, result_dtype=None, check=None):
+    def abstract(*operands, **attrs):
+        specs = specs_of(operands)
+        if check is not None:
+            for s in specs:
+                check(name, s)
+        shape = broadcast_shapes(name, *(s.shape for s in specs))
+        return TensorSpec(shape, result_dtype or same_dtype(name, specs))
+
+    return abstract
+
+
+def _not_float(name, spec):
+    if spec.dtype.is_floating_point:
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtypes.scalar_type_name(spec.dtype)}\'; '
+                           "bitwise ops take integer or bool tensors")
+
+
+def _divisors(rng, shape):
+    return rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
+
+
+# -- division with rounding -------------------------------------------------------------------
+FLOOR_DIVIDE = defop(
+    "floor_divide", forward=lambda xp, a, b: xp.floor_divide(a, b), abstract=_elementwise("floor_divide"),
+    promote="same",
+    samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {}),
+                         ((rng.integers(-9, 9, (3, 4)), rng.integers(1, 4, (4,))), {})],
+    doc="a // b: the quotient rounded toward -inf (no gradient, as in PyTorch)",
+)
+
+
+def _remainder_vjp(ctx, g):
+    a, b = ctx.input(0), ctx.input(1)
+    gb = None
+    if ctx.needs(1):
+        gb = -(g * FLOOR_DIVIDE(a, b))
+    return (g if ctx.needs(0) else None), gb
+
+
+REMAINDER = defop(
+    "remainder", forward=lambda xp, a, b: xp.remainder(a, b), abstract=_elementwise("remainder"),
+    vjp=_remainder_vjp, grad_name="RemainderBackward0", save=(0, 1), promote="same",
+    samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {}),
+                         ((rng.standard_normal((3, 4)) * 3, 1.5), {})],
+    doc="a % b with the sign of b (Python's %)",
+)
+
+
+def _fmod_vjp(ctx, g):
+    a, b = ctx.input(0), ctx.input(1)
+    gb = None
+    if ctx.needs(1):
+        gb = -(g * ((a - ctx.out) / b))  # (a - fmod(a, b)) / b is trunc(a / b)
+    return (g if ctx.needs(0) else None), gb
+
+
+FMOD = defop(
+    "fmod", forward=lambda xp, a, b: xp.fmod(a, b), abstract=_elementwise("fmod"),
+    vjp=_fmod_vjp, grad_name="FmodBackward0", save=(0, 1), save_output=True, promote="same",
+    samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {})],
+    doc="C's fmod: the remainder with the sign of a",
+)
+
+
+# -- bitwise and logical ------------------------------------------------------------------------
+def _bool_or_int_samples(rng):
+    return [((rng.integers(0, 16, (3, 4)), rng.integers(0, 16, (4,))), {}),
+            ((rng.standard_normal((3, 4)) > 0, rng.standard_normal((4,)) > 0), {})]
+
+
+BITWISE_AND = defop("bitwise_and", forward=lambda xp, a, b: xp.bitwise_and(a, b),
+                    abstract=_elementwise("bitwise_and", check=_not_float), promote="same",
+                    samples=_bool_or_int_samples)
+BITWISE_OR = defop("bitwise_or", forward=lambda xp, a, b: xp.bitwise_or(a, b),
+                   abstract=_elementwise("bitwise_or", check=_not_float), promote="same",
+                   samples=_bool_or_int_samples)
+BITWISE_XOR = defop("bitwise_xor", forward=lambda xp, a, b: xp.bitwise_xor(a, b),
+                    abstract=_elementwise("bitwise_xor", check=_not_float), promote="same",
+                    samples=_bool_or_int_samples)
+
+
+def _logical_samples(rng):
+    return [((rng.standard_normal((3, 4)) > 0, rng.standard_normal((4,)) > 0), {}),
+            ((rng.standard_normal((3, 4)), rng.standard_normal((3, 4)) > 0.5), {})]
+
+
+LOGICAL_OR = defop("logical_or", forward=lambda xp, a, b: xp.logical_or(a, b),
+                   abstract=_elementwise("logical_or", result_dtype=_dtypes.bool_), samples=_logical_samples)
+LOGICAL_XOR = defop("logical_xor", forward=lambda xp, a, b: xp.logical_xor(a, b),
+                    abstract=_elementwise("logical_xor", result_dtype=_dtypes.bool_), samples=_logical_samples)
+
+
+# -- float classification ----------------------------------------------------------------------
+def _specials(rng):
+    x = rng.standard_normal((3, 4))
+    x[0, 1], x[1, 2], x[2, 0] = np.nan, np.inf, -np.inf
+    return x
+
+
+def _classify(name, fn):
+    return defop(name, forward=lambda xp, x: getattr(xp, fn)(x),
+                 abstract=lambda x: TensorSpec(x.shape, _dtypes.bool_),
+                 samples=lambda rng: [((_specials(rng),), {}), ((rng.integers(0, 5, (3,)),), {})])
+
+
+ISNAN = _classify("isnan", "isnan")
+ISINF = _classify("isinf", "isinf")
+ISFINITE = _classify("isfinite", "isfinite")
+
+
+def _nan_to_num(xp, x, nan=0.0, posinf=None, neginf=None):
+    return xp.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf)
+
+
+NAN_TO_NUM = defop(
+    "nan_to_num", forward=_nan_to_num, abstract=lambda x, nan=0.0, posinf=None, neginf=None: x,
+    vjp=lambda ctx, g: (WHERE(ISFINITE(ctx.input(0)), g, 0.0),), grad_name="NanToNumBackward0", save=(0,),
+    samples=lambda rng: [((_specials(rng),), {"nan": 0.0, "posinf": None, "neginf": None}),
+                         ((_specials(rng),), {"nan": 1.5, "posinf": 9.0, "neginf": -9.0})],
+)
+
+
+# -- scans -------------------------------------------------------------------------------------
+_WIDEN = {_dtypes.bool_, _dtypes.uint8, _dtypes.int8, _dtypes.int16, _dtypes.int32}
+
+
+def _scan_dtype(spec):
+    return _dtypes.int64 if spec.dtype in _WIDEN else spec.dtype
+
+
+def _scan(fn):
+    def forward(xp, x, dim):
+        dt = np.int64 if x.dtype.kind in "biu" else None
+        if x.ndim == 0:
+            return x.astype(dt or x.dtype)
+        return getattr(xp, fn)(x, axis=dim, dtype=dt)
+
+    return forward
+
+
+def _scan_samples(rng):
+    x = rng.standard_normal((3, 4))
+    return [((x,), {"dim": 1}), ((x,), {"dim": 0})]
+
+
+def _rev_cumsum(g, dim):
+    return FLIP(CUMSUM(FLIP(g, dims=(dim,)), dim=dim), dims=(dim,))
+
+
+CUMSUM = defop(
+    "cumsum", forward=_scan("cumsum"), abstract=lambda x, dim: TensorSpec(x.shape, _scan_dtype(x)),
+    vjp=lambda ctx, g: (_rev_cumsum(g, ctx.attrs["dim"]) if len(ctx.in_shape(0)) else g,),
+    grad_name="CumsumBackward0", kind="reduction", samples=_scan_samples,
+)
+
+
+def _cumprod_vjp(ctx, g):
+    """sum over j >= i of g_j * out_j / x_i: exact for inputs without zeros (PyTorch also
+    handles zeros exactly; here a zero input gives inf/nan in its own gradient)."""
+    dim = ctx.attrs["dim"]
+    if not len(ctx.in_shape(0)):
+        return (g,)
+    return (_rev_cumsum(g * ctx.out, dim) / ctx.input(0),)
+
+
+CUMPROD = defop(
+    "cumprod", forward=_scan("cumprod"), abstract=lambda x, dim: TensorSpec(x.shape, _scan_dtype(x)),
+    vjp=_cumprod_vjp, grad_name="CumprodBackward0", save=(0,), save_output=True, kind="reduction",
+    samples=lambda rng: [((rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4)),), {"dim": 1})],
+)
+
+
+# -- sorting -----------------------------------------------------------------------------------
+def _argsort(xp, x, dim, descending=False):
+    if x.ndim == 0:
+        return xp.zeros((), dtype=np.int64)
+    if descending:
+        # a stable sort of the negated keys keeps equal elements in their original order
+        key = -x.astype(np.int64) if x.dtype.kind in "bu" else -x
+        return xp.argsort(key, axis=dim, kind="stable")
+    return xp.argsort(x, axis=dim, kind="stable")
+
+
+ARGSORT = defop(
+    "argsort", forward=_argsort, abstract=lambda x, dim, descending=False: TensorSpec(x.shape, _dtypes.int64),
+    kind="reduction",
+    samples=lambda rng: [((rng.standard_normal((3, 4)),), {"dim": 1, "descending": False}),
+                         ((rng.integers(0, 3, (4, 3)),), {"dim": 0, "descending": True})],
+    doc="the stable sorting permutation along dim (equal keys keep their order)",
+)
+
+
+# -- einsum ------------------------------------------------------------------------------------
+def parse_einsum(equation: str) -> tuple[list[str], str]:
+    """('ij,jk', 'ik') style: explicit subscripts of each operand and of the output."""
+    lhs, _, out = equation.replace(" ", "").partition("->")
+    return lhs.split(","), out
+
+
+def _einsum_abstract(*xs, equation):
+    ins, out = parse_einsum(equation)
+    if len(ins) != len(xs):
+        raise RuntimeError(f"einsum(): more operands were provided than specified in the equation "
+                           f"({len(xs)} operands for {equation!r})")
+    sizes: dict = {}
+    for subs, x in zip(ins, xs):
+        if len(subs) != x.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(subs)}) does not match "
+                               f"the number of dimensions ({x.ndim}) for operand of shape {tuple(x.shape)}")
+        for letter, n in zip(subs, x.shape):
+            if sizes.get(letter, n) != n and 1 not in (n, sizes[letter]):
+                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes (subscript "
+                                   f"{letter!r} has sizes {sizes[letter]} and {n})")
+            sizes[letter] = max(n, sizes.get(letter, n))
+    return TensorSpec(tuple(sizes[c] for c in out), same_dtype("einsum", list(xs)))
+
+
+def _einsum_vjp(ctx, g):
+    ins, out = parse_einsum(ctx.attrs["equation"])
+    grads = []
+    for i, subs in enumerate(ins):
+        if not ctx.needs(i):
+            grads.append(None)
+            continue
+        if len(set(subs)) != len(subs):
+            raise NotImplementedError(f"einsum: the gradient of an operand with a repeated subscript ({subs!r}) "
+                                      "is not supported; take the diagonal with torch.diagonal first")
+        others = [(ins[j], ctx.input(j)) for j in range(len(ins)) if j != i]
+        present = set(out).union(*[set(s) for s, _ in others]) if others else set(out)
+        keep = "".join(c for c in subs if c in present)
+        eq = ",".join([out] + [s for s, _ in others]) + "->" + keep
+        gi = EINSUM(g, *[t for _, t in others], equation=eq)
+        shape = ctx.in_shape(i)
+        if keep != subs:  # letters summed away within this operand alone: broadcast back
+            gi = RESHAPE(gi, shape=tuple(n if c in present else 1 for c, n in zip(subs, shape)))
+            gi = EXPAND(gi, shape=tuple(shape))
+        grads.append(gi)
+    return tuple(grads)
+
+
+EINSUM = defop(
+    "einsum", forward=lambda xp, *xs, equation: xp.einsum(equation, *xs, optimize=len(xs) > 2),
+    abstract=_einsum_abstract, vjp=_einsum_vjp, grad_name="EinsumBackward0", save=tuple(range(8)),
+    promote="same", kind="linalg",
+    samples=lambda rng: [((rng.standard_normal((3, 4)), rng.standard_normal((4, 2))), {"equation": "ij,jk->ik"}),
+                         ((rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4))), {"equation": "bij,bj->bi"}),
+                         ((rng.standard_normal((3, 4)),), {"equation": "ij->j"}),
+                         ((rng.standard_normal((3,)), rng.standard_normal((4,))), {"equation": "i,j->ij"})],
+    doc="numpy.einsum with explicit subscripts (the public einsum expands '...' and the implicit output)",
+)
