@@ -430,9 +430,9 @@ class Compiled:
                  name: str | None = None) -> None:
         if fallback not in (None, "eager"):
             raise ValueError(f"static.compile: fallback must be None or 'eager', got {fallback!r}")
-        if backend not in ("auto", "numpy", "cupy", "interpret"):
-            raise ValueError(f"static.compile: unknown backend {backend!r}; use 'auto', 'numpy', 'cupy' or "
-                             "'interpret'")
+        if backend not in ("auto", "numpy", "cupy", "native", "interpret"):
+            raise ValueError(f"static.compile: unknown backend {backend!r}; use 'auto', 'numpy', 'cupy', 'native' "
+                             "or 'interpret'")
         self._traceable = fn
         self.backend = backend
         self.static_argnums = tuple(static_argnums) if not isinstance(static_argnums, int) else (static_argnums,)
