@@ -426,11 +426,69 @@ class NativeModule:
         self.body.append(f"{target} = {fill(low.call, operands, fields(node, operands))}")
         self.contig = {v: c for v, c in self.contig.items() if v not in node.outputs}
 
+    def _straight_line(self) -> bool:
+        """Whether the whole graph is 0-d pointwise arithmetic: one straight-line C function."""
+        g = self.graph
+        if not g.nodes:
+            return False
+        for node in g.nodes:
+            nodes = node.body.nodes if node.body is not None else [node]
+            for n in nodes:
+                low = lowering_for(n.op)
+                if not low.pointwise or low.cupy.expr is None or len(n.outputs) != 1:
+                    return False
+                if any(len(v.type.shape) != 0 or v.type.dtype.np.name not in C_TYPES
+                       for v in n.input_values() + n.outputs):
+                    return False
+        return all(len(v.type.shape) == 0 for v in g.inputs)
+
+    def _graph_function(self) -> None:
+        """The whole 0-d graph as one C function: every op one statement, no loop."""
+        g = self.graph
+        fn = CRegion.__new__(CRegion)
+        fn.m, fn.node, fn.r, fn.name = self, None, None, "gm_graph"
+        fn.params, fn.env, fn.arrays, fn.lines, fn.arrays_out, fn.yielded = [], {}, {}, [], {}, {}
+        for v in g.inputs:
+            fn._param(v, self.contiguous(v), writable=False)
+        env = {v: (f"{fn.arrays[v]}[0]", c_type(v.type.dtype)) for v in g.inputs}
+        body = KernelBody(_LineTable(self.lines), env)
+        for node in g.nodes:
+            if node.body is None:
+                body.emit(node)
+                continue
+            body.lines.append(f"// L{self.lines.get(id(node), '?')}: {node_line(node)}")
+            for p, outer in zip(node.body.inputs, node.inputs):
+                body.env[p] = body.env[outer] if isinstance(outer, Value) else (
+                    c_literal(outer, c_type(p.type.dtype)), c_type(p.type.dtype))
+            for n in node.body.nodes:
+                body.emit(n)
+            for o, y in zip(node.outputs, node.body.outputs):
+                body.env[o] = body.env[y] if isinstance(y, Value) else (c_literal(y, c_type(o.type.dtype)),
+                                                                        c_type(o.type.dtype))
+        stores = []
+        for v in dict.fromkeys(v for v in g.outputs if isinstance(v, Value) and v not in g.inputs):
+            name = self.names(v)
+            self.body.append(f"{name} = np.empty((), {np_dtype(v.type.dtype)})")
+            self.fresh.add(name)
+            fn._param(v, name, writable=True)
+            stores.append(fn._store(body, v, "0"))
+        fn.lines = body.lines + stores
+        sizes = py_literal(tuple(-nb if w else nb for _, _, nb, w in fn.params))
+        const = self.kernel_constant(fn.name, sizes)
+        self.body.append(f"_call({const}, _nt, {const}_SIZES, {', '.join(src for _, src, _, _ in fn.params)})")
+        title = f"@{g.name}: {sum(len(n.body.nodes) if n.body is not None else 1 for n in g.nodes)} 0-d op(s)"
+        self.functions.append({"name": fn.name, "title": title + ", straight-line",
+                               "decls": [d for d, _, _, _ in fn.params], "lines": fn.lines})
+        self.stats["native"] += len(g.nodes)
+
     def source(self) -> tuple[str, str]:
         """(Python driver, C++ translation unit)."""
         g = self.graph
         params = [self.names(v) for v in g.inputs]
-        for node in g.nodes:
+        if self._straight_line():
+            self.body.append("# the whole graph is 0-d arithmetic: one straight-line C function")
+            self._graph_function()
+        for node in (g.nodes if not self.functions else []):
             self.comment(node)
             if node.body is None:
                 self.stats["library"] += 1
