@@ -8,10 +8,10 @@ CUDA's `__longlong_as_double`, which the host lacks. Each helper mirrors its op'
 forward: NaN propagation of maximum/minimum, sigmoid without overflow, softplus with its
 threshold, both gelu forms.
 
-HOST_PRELUDE is what a host translation unit puts before PREAMBLE: the C math library,
-a float16 type, and (when the C library has one) the vector math declarations that let
-the compiler vectorize loops calling exp/tanh/... without fast-math (see
-`vector_math_declarations`)."""
+`host_prelude` is what a host translation unit puts before PREAMBLE: a float16 type and the
+C math functions with the float overloads CUDA has, declared with their vector variants
+(when the C library has them) so that loops calling exp/tanh/... vectorize without
+fast-math (see MATH for which, and why)."""
 from __future__ import annotations
 
 import math
@@ -72,33 +72,61 @@ template <typename T> GM_INLINE T gm_gelu_none(T x) {{
 HELPERS = ("gm_inf", "gm_nan", "gm_lowest", "gm_highest", "gm_max", "gm_min", "gm_relu", "gm_abs", "gm_sign",
            "gm_cast", "gm_clamp", "gm_sigmoid", "gm_softplus", "gm_gelu_tanh", "gm_gelu_none")
 
-# C math functions the expressions and helpers call, with a vector variant in glibc's libmvec
-# (>= 2.35 for tanh, erf, expm1, log1p)
-VECTOR_MATH = ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "erf", "pow")
+# The C math functions the expressions and helpers call, and how the host computes each:
+# (float32 through "f": the float function, or "d": the double one, rounded once;
+#  vectorize the float function; vectorize the double function). A vector variant is used
+# only where glibc's libmvec (>= 2.35) is within one ulp of NumPy's own error on the
+# accuracy test's arguments (tests/codegen/test_native_accuracy.py prints both): libmvec's
+# float log and erf and its double exp, expm1, sin and cos are not, so float log/erf go
+# through the vectorized double function and double exp/expm1/sin/cos stay scalar calls.
+MATH = {
+    "exp": ("f", True, False),
+    "expm1": ("f", True, False),
+    "log": ("d", False, True),
+    "log1p": ("f", True, True),
+    "sin": ("f", True, False),
+    "cos": ("f", True, False),
+    "tanh": ("f", True, True),
+    "erf": ("d", False, True),
+    "pow": ("f", True, True),
+    "sqrt": ("f", False, False),  # an instruction: vectorizes without a library
+}
+VECTOR_MATH = tuple(fn for fn, (_, vf, vd) in MATH.items() if vf or vd)
+_SIMD = ' __attribute__((simd("notinbranch")))'
 
 
-def vector_math_declarations() -> str:
-    """Declarations that tell the compiler libmvec has SIMD versions of these functions, so
-    that loops calling them vectorize without -ffast-math (glibc declares them itself only
-    under __FAST_MATH__). Linked with -lmvec."""
+def math_declarations(vector_math: bool) -> str:
+    """The C math functions (declared here rather than through <math.h>, whose C++ overloads
+    would fix how float arguments are computed) and the overloads CUDA's math API also has:
+    float in, float out; integers through double, as <cmath> does. With `vector_math`, the
+    `simd` attribute tells the compiler libmvec has SIMD versions, so loops calling them
+    vectorize without -ffast-math (glibc declares them itself only under __FAST_MATH__)."""
     lines = ['extern "C" {']
-    for fn in VECTOR_MATH:
+    for fn, (_, vec_f, vec_d) in MATH.items():
         arity = 2 if fn == "pow" else 1
-        for ctype, name in (("double", fn), ("float", fn + "f")):
+        for ctype, name, vec in (("double", fn, vec_d), ("float", fn + "f", vec_f)):
             params = ", ".join([ctype] * arity)
-            lines.append(f'{ctype} {name}({params}) __attribute__((simd("notinbranch")));')
+            lines.append(f"{ctype} {name}({params}){_SIMD if vector_math and vec else ''};")
     lines.append("}")
+    for fn, (via, _, _) in MATH.items():
+        if fn == "pow":
+            body = "powf(x, y)" if via == "f" else "(float)pow((double)x, (double)y)"
+            lines.append(f"static inline float pow(float x, float y) {{ return {body}; }}")
+            lines.append("template <typename T> static inline double pow(T x, T y) { return pow((double)x, (double)y); }")
+            continue
+        body = f"{fn}f(x)" if via == "f" else f"(float){fn}((double)x)"
+        lines.append(f"static inline float {fn}(float x) {{ return {body}; }}")
+        lines.append(f"template <typename T> static inline double {fn}(T x) {{ return {fn}((double)x); }}")
     return "\n".join(lines)
 
 
 def host_prelude(vector_math: bool) -> str:
-    """The top of a host translation unit: C math (with the float overloads C++ needs so
-    that `exp(float)` computes in float, as CUDA's does), fixed-width integers, float16."""
-    parts = ["#include <math.h>", "#include <stdint.h>", "#include <string.h>",
-             "typedef _Float16 float16;  // CuPy's float16: stored in half, computed in float"]
-    if vector_math:
-        parts.append(vector_math_declarations())
+    """The top of a host translation unit: fixed-width integers, a float16 type, and the math
+    functions with CUDA's float overloads (so `exp(float)` computes in float on both targets)."""
+    parts = ["#include <stdint.h>", "#include <string.h>",
+             "typedef _Float16 float16;  // CuPy's float16: stored in half, computed in float",
+             math_declarations(vector_math)]
     return "\n".join(parts)
 
 
-__all__ = ["PREAMBLE", "GM_INLINE", "HELPERS", "VECTOR_MATH", "host_prelude", "vector_math_declarations"]
+__all__ = ["PREAMBLE", "GM_INLINE", "HELPERS", "MATH", "VECTOR_MATH", "host_prelude", "math_declarations"]
