@@ -480,23 +480,27 @@ _CALLER_SOURCE = r"""
 #define GM_MAX_ARGS 512
 typedef void (*gm_kernel)(void* const*, int);
 
-// call(kernel_address, threads, sizes, *buffers): sizes[i] is the byte size of buffer i,
-// negative for a buffer the kernel writes.
+// call(kernel_address, threads, sizes, formats, *buffers): sizes[i] is the byte size of
+// buffer i, negative for a buffer the kernel writes; formats[i] its buffer-protocol format
+// character (the element type). Every buffer is checked before the kernel runs.
 static PyObject* gm_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs < 3) {
-        PyErr_SetString(PyExc_TypeError, "call(kernel, threads, sizes, *buffers)");
+    if (nargs < 4) {
+        PyErr_SetString(PyExc_TypeError, "call(kernel, threads, sizes, formats, *buffers)");
         return NULL;
     }
     gm_kernel fn = (gm_kernel)PyLong_AsVoidPtr(args[0]);
     long nt = PyLong_AsLong(args[1]);
     if (PyErr_Occurred()) return NULL;
     PyObject* sizes = args[2];
-    Py_ssize_t n = nargs - 3;
-    if (!PyTuple_Check(sizes) || PyTuple_GET_SIZE(sizes) != n || n > GM_MAX_ARGS) {
-        PyErr_SetString(PyExc_TypeError, "native kernel: sizes must be a tuple with one entry per buffer");
+    PyObject* formats = args[3];
+    Py_ssize_t n = nargs - 4;
+    if (!PyTuple_Check(sizes) || PyTuple_GET_SIZE(sizes) != n || n > GM_MAX_ARGS || !PyBytes_Check(formats) ||
+        PyBytes_GET_SIZE(formats) != n) {
+        PyErr_SetString(PyExc_TypeError, "native kernel: one size and one format per buffer");
         return NULL;
     }
+    const char* want_format = PyBytes_AS_STRING(formats);
     Py_buffer views[GM_MAX_ARGS];
     void* ptrs[GM_MAX_ARGS];
     Py_ssize_t got = 0, total = 0;
@@ -504,8 +508,14 @@ static PyObject* gm_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs
         long long want = PyLong_AsLongLong(PyTuple_GET_ITEM(sizes, got));
         int writable = want < 0;
         if (writable) want = -want;
-        if (PyObject_GetBuffer(args[3 + got], &views[got], writable ? (PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE)
-                                                                   : PyBUF_C_CONTIGUOUS) != 0) {
+        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(args[4 + got], &views[got], flags) != 0) goto fail;
+        const char* f = views[got].format ? views[got].format : "B";
+        if (f[0] == '@' || f[0] == '=' || f[0] == '<') ++f;
+        if (f[0] != want_format[got] || f[1] != 0) {
+            PyErr_Format(PyExc_ValueError, "native kernel: buffer %zd has element format '%s', expected '%c'", got,
+                         views[got].format ? views[got].format : "B", want_format[got]);
+            PyBuffer_Release(&views[got]);
             goto fail;
         }
         if ((long long)views[got].len != want) {
@@ -532,7 +542,7 @@ fail:
 }
 
 static PyMethodDef gm_methods[] = {
-    {"call", (PyCFunction)(void (*)(void))gm_call, METH_FASTCALL, "call(kernel, threads, sizes, *buffers)"},
+    {"call", (PyCFunction)(void (*)(void))gm_call, METH_FASTCALL, "call(kernel, threads, sizes, formats, *buffers)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -542,16 +552,19 @@ PyMODINIT_FUNC PyInit_graphmode_native_call(void) { return PyModule_Create(&gm_m
 """
 
 
-def _ctypes_call(addr: int, nt: int, sizes: tuple, *buffers) -> None:
+def _ctypes_call(addr: int, nt: int, sizes: tuple, formats: bytes, *buffers) -> None:
     """The ctypes path (no Python headers): same checks as the extension, slower."""
     import numpy as np  # noqa: PLC0415
 
-    if len(sizes) != len(buffers):
-        raise TypeError("native kernel: sizes must be a tuple with one entry per buffer")
+    if len(sizes) != len(buffers) or len(formats) != len(buffers):
+        raise TypeError("native kernel: one size and one format per buffer")
     ptrs = (ctypes.c_void_p * max(len(buffers), 1))()
     for i, (want, b) in enumerate(zip(sizes, buffers)):
         if not isinstance(b, np.ndarray) or not b.flags.c_contiguous:
             raise ValueError(f"native kernel: buffer {i} is not a C-contiguous array")
+        if memoryview(b).format.lstrip("@=<") != chr(formats[i]):
+            raise ValueError(f"native kernel: buffer {i} has element format {memoryview(b).format!r}, "
+                             f"expected {chr(formats[i])!r}")
         if want < 0 and not b.flags.writeable:
             raise ValueError(f"native kernel: buffer {i} is read-only")
         if b.nbytes != abs(want):
@@ -566,9 +579,16 @@ def _kernel_type(addr: int):
     return proto(addr)
 
 
+def formats(dtype_names: tuple) -> bytes:
+    """The buffer-protocol format character of each dtype, as the call path checks them."""
+    import numpy as np  # noqa: PLC0415
+
+    return "".join(memoryview(np.empty(1, name)).format.lstrip("@=<") for name in dtype_names).encode()
+
+
 @functools.lru_cache(maxsize=1)
 def caller():
-    """call(kernel_address, threads, sizes, *buffers): the compiled extension's, or ctypes'."""
+    """call(kernel_address, threads, sizes, formats, *buffers): the compiled extension's, or ctypes'."""
     tc = toolchain()
     if tc.python_include is None:
         return _ctypes_call
@@ -590,5 +610,5 @@ def caller():
 
 
 __all__ = ["NoCompiler", "NativeCompileError", "Toolchain", "Library", "availability", "toolchain", "threads",
-           "load_library", "caller", "isa_fingerprint", "read_verified", "seal", "unseal", "so_key",
+           "load_library", "caller", "formats", "isa_fingerprint", "read_verified", "seal", "unseal", "so_key",
            "PARALLEL_MIN_ELEMS"]

@@ -131,6 +131,7 @@ class CRegion:
         self.arrays: dict = {}  # body value -> C array name
         self.lines: list = []
         self.arrays_out: dict = {}  # stored body value -> Python name of its array
+        self.dtypes: list = []  # NumPy dtype name of each parameter
         self.yielded: dict = {}
         for o, y in zip(node.outputs, region.body.outputs):
             self.yielded.setdefault(y, []).append(o)
@@ -144,6 +145,7 @@ class CRegion:
         decl = f"{const}{ctype}* __restrict__ {cname} = ({const}{ctype}*)gm_args[{k}];"
         nbytes = _prod(v.type.shape) * v.type.dtype.np.itemsize
         self.params.append((decl, source, nbytes, writable))
+        self.dtypes.append(v.type.dtype.np.name)
         self.arrays[v] = cname
         return cname
 
@@ -214,10 +216,7 @@ class CRegion:
         for shape, values in by_shape.items():
             self._pointwise_loop(r.epilogue, shape, values, [])
         # the driver: one call, then the names of what the region yields
-        sizes = py_literal(tuple(-nb if w else nb for _, _, nb, w in self.params))
-        buffers = ", ".join(src for _, src, _, _ in self.params)
-        const = m.kernel_constant(self.name, sizes)
-        m.body.append(f"_call({const}, _nt, {const}_SIZES, {buffers})")
+        m.kernel_call(self.name, self.params, self.dtypes)
         for y, outs in self.yielded.items():
             if isinstance(y, Value) and y in self.arrays_out:
                 first = self.arrays_out[y]
@@ -384,12 +383,11 @@ class NativeModule:
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
         self.lines = line_numbers(graph)
-        self.names = Names(taken={"np", "_rt", "_nb", "_call", "_nt", "_c", "_lib"})
+        self.names = Names(taken={"np", "_rt", "_nb", "_call", "_nt", "_c", "LIBRARY", "C_SOURCE"})
         self.body: list = []
         self.functions: list = []
         self.kernels: list = []  # (constant name, C function name, sizes literal)
         self.fresh: set = set()  # Python names bound to arrays this module allocated (C-contiguous)
-        self.contig: dict = {}  # outer value -> name of its C-contiguous copy
         self.stats = {"native": 0, "library": 0}
         self.notes: list = []
 
@@ -397,21 +395,27 @@ class NativeModule:
         return self.names(v) if isinstance(v, Value) else py_literal(v)
 
     def contiguous(self, v: Value) -> str:
-        """A name for v as a C-contiguous array of its IR dtype (a copy only when it is not)."""
-        name = self.names(v)
-        if name in self.fresh:
-            return name
-        found = self.contig.get(v)
-        if found is None:
-            found = self.names.fresh(f"{name}_c")
-            self.body.append(f"{found} = _c({name}, {np_dtype(v.type.dtype)})")
-            self.contig[v] = found
-        return found
+        """The source of v as a kernel argument (see kernel_call for other layouts)."""
+        return self.names(v)
 
-    def kernel_constant(self, fn: str, sizes: str) -> str:
+    def kernel_call(self, fn: str, params: list, dtypes: list) -> None:
+        """The call of C function fn. The call path checks every buffer (C-contiguous, element
+        type, byte size) before the kernel runs; an input that fails (a strided view, a NumPy
+        scalar, another dtype) is converted and the call made again, so the common case pays
+        for no conversion."""
         const = f"_K{len(self.kernels)}"
-        self.kernels.append({"const": const, "fn": fn, "sizes": sizes})
-        return const
+        sizes = py_literal(tuple(-nb if w else nb for _, _, nb, w in params))
+        self.kernels.append({"const": const, "fn": fn, "sizes": sizes, "dtypes": py_literal(tuple(dtypes))})
+        plain = [src for _, src, _, _ in params]
+        converted = [src if (w or src in self.fresh) else f"_c({src}, np.{dt})"
+                     for (_, src, _, w), dt in zip(params, dtypes)]
+        head = f"_call({const}, _nt, {const}_SIZES, {const}_FORMATS, "
+        if plain == converted:
+            self.body.append(head + ", ".join(plain) + ")")
+            return
+        self.body += ["try:", "    " + head + ", ".join(plain) + ")",
+                      "except (BufferError, ValueError, TypeError):  # not C-contiguous or not of the IR's dtype",
+                      "    " + head + ", ".join(converted) + ")"]
 
     def comment(self, node: Node) -> None:
         self.body.append(f"# L{self.lines.get(id(node), '?')}: {node_line(node)}")
@@ -424,7 +428,6 @@ class NativeModule:
         outs = [self.names(o) for o in node.outputs]
         target = ", ".join(outs) + ("," if len(outs) == 1 and node.op == "split" else "")
         self.body.append(f"{target} = {fill(low.call, operands, fields(node, operands))}")
-        self.contig = {v: c for v, c in self.contig.items() if v not in node.outputs}
 
     def _straight_line(self) -> bool:
         """Whether the whole graph is 0-d pointwise arithmetic: one straight-line C function."""
@@ -447,7 +450,7 @@ class NativeModule:
         g = self.graph
         fn = CRegion.__new__(CRegion)
         fn.m, fn.node, fn.r, fn.name = self, None, None, "gm_graph"
-        fn.params, fn.env, fn.arrays, fn.lines, fn.arrays_out, fn.yielded = [], {}, {}, [], {}, {}
+        fn.params, fn.env, fn.arrays, fn.lines, fn.arrays_out, fn.yielded, fn.dtypes = [], {}, {}, [], {}, {}, []
         for v in g.inputs:
             fn._param(v, self.contiguous(v), writable=False)
         env = {v: (f"{fn.arrays[v]}[0]", c_type(v.type.dtype)) for v in g.inputs}
@@ -473,9 +476,7 @@ class NativeModule:
             fn._param(v, name, writable=True)
             stores.append(fn._store(body, v, "0"))
         fn.lines = body.lines + stores
-        sizes = py_literal(tuple(-nb if w else nb for _, _, nb, w in fn.params))
-        const = self.kernel_constant(fn.name, sizes)
-        self.body.append(f"_call({const}, _nt, {const}_SIZES, {', '.join(src for _, src, _, _ in fn.params)})")
+        self.kernel_call(fn.name, fn.params, fn.dtypes)
         title = f"@{g.name}: {sum(len(n.body.nodes) if n.body is not None else 1 for n in g.nodes)} 0-d op(s)"
         self.functions.append({"name": fn.name, "title": title + ", straight-line",
                                "decls": [d for d, _, _, _ in fn.params], "lines": fn.lines})
@@ -516,14 +517,16 @@ class NativeModule:
         returns = []
         for v in g.outputs:
             s = self.src(v)
-            returns.append(f"np.asarray({s})" if isinstance(v, Value) and len(v.type.shape) == 0 else s)
+            returns.append(f"np.asarray({s})" if isinstance(v, Value) and len(v.type.shape) == 0
+                           and s not in self.fresh else s)
         tc = native_build.toolchain()
         c_source = render("native_module.cpp.j2", graph_name=g.name, ir_text=str(g),
                           prelude=host_prelude(tc.vector_math), preamble=PREAMBLE, functions=self.functions,
                           parallel_min=native_build.PARALLEL_MIN_ELEMS)
         py_source = render("native_module.py.j2", graph_name=g.name, description=self.describe(), ir_text=str(g),
                            c_source=c_source, stem="gm_native_" + re.sub(r"\W", "_", g.name),
-                           kernels=self.kernels, params=params, body=self.body, returns=returns)
+                           kernels=self.kernels, params=params, body=self.body, returns=returns,
+                           library_calls=self.stats["library"] > 0)
         return py_source, c_source
 
     def describe(self) -> str:

@@ -40,7 +40,8 @@ class _Kernel:
         if self.address is None:
             self.host.compile_pending()
         sizes = tuple(-b.nbytes if b.flags.writeable and k >= self.n_in else b.nbytes for k, b in enumerate(buffers))
-        native_build.caller()(self.address, 1, sizes, *buffers)
+        formats = native_build.formats(tuple(b.dtype.name for b in buffers))
+        native_build.caller()(self.address, 1, sizes, formats, *buffers)
 
 
 class ElementwiseKernel(_Kernel):

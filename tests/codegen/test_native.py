@@ -410,3 +410,29 @@ def test_static_compile_accepts_native_and_explains_it():
     assert f(x).item() == pytest.approx(25.0)
     text = f.explain(x)
     assert "backend: native" in text and "compiler:" in text and "OpenMP" in text
+
+
+def test_strided_scalar_and_other_dtype_inputs_are_converted():
+    graph = static.parse_ir(_SMALL)
+    exe = codegen.build(graph, "native")
+    base = np.arange(32, dtype=np.float32)
+    np.testing.assert_array_equal(exe.run([base[::2]])[0], base[::2] * 2 + 1)  # a strided view
+    np.testing.assert_array_equal(exe.run([base[:16].astype(np.float64)])[0], base[:16] * 2 + 1)
+    assert exe.run([base[:16]])[0].dtype == np.float32
+
+
+def test_call_path_checks_every_buffer():
+    lib = codegen.build(static.parse_ir(_SMALL), "native")._loaded.module
+    call, addr, sizes, formats = native_build.caller(), lib._K0, lib._K0_SIZES, lib._K0_FORMATS
+    x, out = np.ones(16, np.float32), np.empty(16, np.float32)
+    call(addr, 1, sizes, formats, x, out)
+    assert out[0] == 3.0
+    with pytest.raises(ValueError, match="bytes"):
+        call(addr, 1, sizes, formats, np.ones(15, np.float32), out)
+    with pytest.raises(ValueError, match="format"):
+        call(addr, 1, sizes, formats, np.ones(16, np.int32), out)
+    with pytest.raises((BufferError, ValueError)):
+        call(addr, 1, sizes, formats, np.ones(32, np.float32)[::2], out)
+    read_only = np.frombuffer(bytes(64), np.float32)
+    with pytest.raises((BufferError, ValueError)):
+        call(addr, 1, sizes, formats, x, read_only)
