@@ -25,6 +25,15 @@ def explain_unavailable() -> str | None:
     return None if ok else why
 
 
+def auto_note() -> str:
+    """One line for explain() of an "auto" graph: whether the native backend could run it."""
+    why = explain_unavailable()
+    if why is not None:
+        return f"native: not available ({why}); the NumPy module runs."
+    return (f"native: available ({native_build.toolchain().describe()}); 'auto' runs {auto_backend()} code, "
+            "backend='native' compiles the fused regions to C++.")
+
+
 class NativeGraph:
     """run(arrays) -> list of arrays; source() is the driver module, C++ included."""
 
@@ -71,4 +80,4 @@ class NativeGraph:
                 f"{native_build.threads()} OpenMP thread(s) (GRAPHMODE_THREADS).")
 
 
-__all__ = ["NativeGraph", "auto_backend", "explain_unavailable"]
+__all__ = ["NativeGraph", "auto_backend", "auto_note", "explain_unavailable"]

@@ -436,3 +436,17 @@ def test_call_path_checks_every_buffer():
     read_only = np.frombuffer(bytes(64), np.float32)
     with pytest.raises((BufferError, ValueError)):
         call(addr, 1, sizes, formats, x, read_only)
+
+
+def test_explain_of_auto_says_why_native_does_not_run_without_a_compiler():
+    code = """
+import numpy as np, eager, static
+f = static.compile(lambda x: (x * 2.0 + 1.0).sum())
+x = eager.tensor(np.arange(5, dtype=np.float32))
+print(f(x).item())
+print(f.explain(x))
+"""
+    out = _run_code(code, CXX="/nonexistent/c++")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("25.0")
+    assert "native: not available (CXX='/nonexistent/c++' is not an executable); the NumPy module runs." in out.stdout
