@@ -2,6 +2,7 @@
 JAX jit when they are installed, on W1-W4 forward + backward (float32).
 
     python benchmarks/native_bench.py [--small] [--only W1,W2] [--threads N] [--json out.json]
+    python benchmarks/native_bench.py --gpu-w2 1e8     # the CuPy backend's W2 against GPU bandwidth
 
 Every candidate of a row runs interleaved in one process after a warm-up; the table shows
 medians and ratios measured in this run (absolute times on a shared machine are noise:
@@ -235,14 +236,47 @@ def _fmt(seconds: float) -> str:
     return f"{seconds * 1e6:.3f} us" if seconds < 1e-3 else f"{seconds * 1e3:.3f} ms"
 
 
+def gpu_w2_bandwidth(n: int, repeats: int = 11) -> dict:
+    """W2 forward + backward through the CuPy backend at n elements: its time against the
+    device's copy bandwidth (the floor: 5 float32 per element moved). Needs CuPy and a GPU."""
+    import cupy as cp  # noqa: PLC0415
+
+    rng = np.random.default_rng(0)
+    arrays = [cp.asarray(rng.standard_normal(n).astype(F32)) for _ in range(2)]
+    f = static.value_and_grad(w2, argnums=(0, 1), backend="cupy")
+    src, dst = cp.ones(n, F32), cp.empty(n, F32)
+
+    def copy():
+        cp.copyto(dst, src)
+        cp.cuda.Device().synchronize()
+
+    def step():
+        f(*arrays)
+        cp.cuda.Device().synchronize()
+
+    t_copy, t_step = time_interleaved([copy, step], repeats=repeats, warmup=2)
+    bandwidth = 2 * 4 * n / t_copy
+    floor = 5 * 4 * n / bandwidth
+    return {"n": n, "w2 seconds": t_step, "copy GB/s": bandwidth / 1e9, "floor seconds": floor,
+            "w2 / floor": t_step / floor}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gpu-w2", type=float, default=None, metavar="N",
+                    help="only W2 at N elements through the CuPy backend on the GPU, against the copy bandwidth")
     ap.add_argument("--small", action="store_true", help="tiny sizes and few repeats: check that it runs")
     ap.add_argument("--only", default=None, help="comma-separated workloads, e.g. W1,W2")
     ap.add_argument("--threads", type=int, default=None, help="OpenMP threads (default GRAPHMODE_THREADS)")
     ap.add_argument("--no-compile-times", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
+    if args.gpu_w2:
+        result = gpu_w2_bandwidth(int(args.gpu_w2))
+        print(", ".join(f"{k}: {v:.4g}" for k, v in result.items()))
+        if args.json:
+            write_json(args.json, {"gpu_w2": result})
+        return 0
     ok, why = native_build.availability()
     if not ok:
         print(f"native backend unavailable: {why}")
