@@ -590,6 +590,8 @@ def formats(dtype_names: tuple) -> bytes:
 def caller():
     """call(kernel_address, threads, sizes, formats, *buffers): the compiled extension's, or ctypes'."""
     tc = toolchain()
+    if tc.openmp:
+        _set_wait_policy()  # before anything loads libgomp
     if tc.python_include is None:
         return _ctypes_call
     tag = f"py{sys.version_info[0]}{sys.version_info[1]}-{sys.implementation.cache_tag}"

@@ -318,7 +318,7 @@ class CRegion:
     def _partial_reduction(self, red: Node) -> None:
         r = self.r
         space = tuple(int(s) for s in r.space)
-        axes = r.reduce_axes(red)
+        axes = tuple(sorted(int(a) % len(space) for a in r.reduce_axes(red)))
         kept = tuple(a for a in range(len(space)) if a not in axes)
         n_out = _prod(space[a] for a in kept)
         n_red = _prod(space[a] for a in axes)
