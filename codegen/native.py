@@ -39,18 +39,22 @@ class NativeGraph:
 
     backend = "native"
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, fast_math: bool = False) -> None:
+        """fast_math: compile with -ffast-math (reassociation, approximate math; inf and nan
+        still honoured) - compile flags only, never link flags."""
         tc = native_build.toolchain()  # NoCompiler, with the reason, when there is none
         self.graph = graph
+        self.fast_math = fast_math
         self.ir_text = str(graph)
         self._description = ""
         key = cache.key(self.ir_text, "native",
-                        f"numpy-{np.__version__};{tc.fingerprint()}{settings.fingerprint('native')}")
+                        f"numpy-{np.__version__};{tc.fingerprint()};fast_math={fast_math}"
+                        f"{settings.fingerprint('native')}")
 
         def generate() -> str:
             from .native_gen import NativeModule  # noqa: PLC0415
 
-            module = NativeModule(graph)
+            module = NativeModule(graph, fast_math)
             py_source, _ = module.source()
             self._description = module.describe()
             return py_source

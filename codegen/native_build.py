@@ -380,20 +380,29 @@ def compile_shared(source: str, tc: Toolchain, src_path: Path, fast_math: bool =
                    extra: tuple = ()) -> bytes:
     """Compile `source` (already written at src_path) to a shared object; its bytes."""
     out = _scratch() / (src_path.stem + f"-{os.getpid()}-{threading.get_ident()}.so")
-    cmd = [*tc.command, *tc.compile_flags(fast_math), *extra, str(src_path), "-o", str(out), *tc.link_flags()]
+    obj = out.with_suffix(".o")
+    if fast_math:
+        # two steps: a driver that sees -ffast-math while linking adds crtfastmath.o, whose
+        # start-up code turns on flush-to-zero for the whole process
+        steps = [[*tc.command, *tc.compile_flags(fast_math), *extra, "-c", str(src_path), "-o", str(obj)],
+                 [*tc.command, str(obj), "-o", str(out), *tc.link_flags()]]
+    else:
+        steps = [[*tc.command, *tc.compile_flags(fast_math), *extra, str(src_path), "-o", str(out), *tc.link_flags()]]
     try:
-        run = _try(cmd)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise NativeCompileError(f"native backend: running the C++ compiler failed ({exc}); generated source: "
-                                 f"{src_path}") from None
-    if run.returncode != 0:
-        raise NativeCompileError(
-            f"native backend: the C++ compiler rejected the generated source {src_path}\n"
-            f"command: {shlex.join(cmd)}\n{run.stderr.strip()[-6000:]}")
-    try:
+        for cmd in steps:
+            try:
+                run = _try(cmd)
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise NativeCompileError(f"native backend: running the C++ compiler failed ({exc}); generated "
+                                         f"source: {src_path}") from None
+            if run.returncode != 0:
+                raise NativeCompileError(
+                    f"native backend: the C++ compiler rejected the generated source {src_path}\n"
+                    f"command: {shlex.join(cmd)}\n{run.stderr.strip()[-6000:]}")
         return out.read_bytes()
     finally:
         out.unlink(missing_ok=True)
+        obj.unlink(missing_ok=True)
 
 
 @dataclass

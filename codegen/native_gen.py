@@ -380,8 +380,9 @@ def _simd_clause(accs: list) -> str | None:
 class NativeModule:
     """The driver module (Python) and translation unit (C++) for one graph."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, fast_math: bool = False) -> None:
         self.graph = graph
+        self.fast_math = fast_math
         self.lines = line_numbers(graph)
         self.names = Names(taken={"np", "_rt", "_nb", "_call", "_nt", "_c", "LIBRARY", "C_SOURCE"})
         self.body: list = []
@@ -526,7 +527,7 @@ class NativeModule:
         py_source = render("native_module.py.j2", graph_name=g.name, description=self.describe(), ir_text=str(g),
                            c_source=c_source, stem="gm_native_" + re.sub(r"\W", "_", g.name),
                            kernels=self.kernels, params=params, body=self.body, returns=returns,
-                           library_calls=self.stats["library"] > 0)
+                           library_calls=self.stats["library"] > 0, fast_math=self.fast_math)
         return py_source, c_source
 
     def describe(self) -> str:

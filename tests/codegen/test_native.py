@@ -450,3 +450,23 @@ print(f.explain(x))
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("25.0")
     assert "native: not available (CXX='/nonexistent/c++' is not an executable); the NumPy module runs." in out.stdout
+
+
+def test_fast_math_compiles_with_it_and_leaves_the_process_alone():
+    """fast_math=True: -ffast-math when compiling (results close), never when linking (no
+    flush-to-zero switched on for the whole process)."""
+    code = f"""
+import numpy as np, static
+from codegen.native import NativeGraph
+g = static.parse_ir({CASES["chain_and_full_sum"][0]!r})
+x = np.linspace(0.2, 2.0, 37).astype(np.float32)
+fast = NativeGraph(g, fast_math=True)
+exact = NativeGraph(g)
+print(fast._loaded.module.LIBRARY.path != exact._loaded.module.LIBRARY.path)  # another key: other flags
+a, b = fast.run([x, x]), exact.run([x, x])
+print(all(np.allclose(u, v, rtol=1e-5) for u, v in zip(a, b)))
+print(np.float32(1e-39) * np.float32(1) != 0)
+"""
+    out = _run_code(code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True", "True"]
