@@ -400,8 +400,8 @@ class NativeModule:
         return self.names(v)
 
     def kernel_call(self, fn: str, params: list, dtypes: list) -> None:
-        """The call of C function fn. The call path checks every buffer (C-contiguous, element
-        type, byte size) before the kernel runs; an input that fails (a strided view, a NumPy
+        """The call of C function fn. The call path checks every array (C-contiguous, type,
+        byte size) before the kernel runs; an input that fails (a strided view, a NumPy
         scalar, another dtype) is converted and the call made again, so the common case pays
         for no conversion."""
         const = f"_K{len(self.kernels)}"

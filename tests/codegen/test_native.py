@@ -421,21 +421,24 @@ def test_strided_scalar_and_other_dtype_inputs_are_converted():
     assert exe.run([base[:16]])[0].dtype == np.float32
 
 
-def test_call_path_checks_every_buffer():
+@pytest.mark.parametrize("path", ["extension", "ctypes"])
+def test_call_path_checks_every_buffer(path):
     lib = codegen.build(static.parse_ir(_SMALL), "native")._loaded.module
-    call, addr, sizes, formats = native_build.caller(), lib._K0, lib._K0_SIZES, lib._K0_FORMATS
+    call = native_build.caller() if path == "extension" else native_build._ctypes_call
+    addr, sizes, types = lib._K0, lib._K0_SIZES, lib._K0_FORMATS
     x, out = np.ones(16, np.float32), np.empty(16, np.float32)
-    call(addr, 1, sizes, formats, x, out)
+    call(addr, 1, sizes, types, x, out)
     assert out[0] == 3.0
     with pytest.raises(ValueError, match="bytes"):
-        call(addr, 1, sizes, formats, np.ones(15, np.float32), out)
-    with pytest.raises(ValueError, match="format"):
-        call(addr, 1, sizes, formats, np.ones(16, np.int32), out)
-    with pytest.raises((BufferError, ValueError)):
-        call(addr, 1, sizes, formats, np.ones(32, np.float32)[::2], out)
-    read_only = np.frombuffer(bytes(64), np.float32)
-    with pytest.raises((BufferError, ValueError)):
-        call(addr, 1, sizes, formats, x, read_only)
+        call(addr, 1, sizes, types, np.ones(15, np.float32), out)
+    with pytest.raises(ValueError, match="type"):
+        call(addr, 1, sizes, types, np.ones(16, np.int32), out)
+    with pytest.raises(TypeError, match="not a NumPy array"):
+        call(addr, 1, sizes, types, bytearray(64), out)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        call(addr, 1, sizes, types, np.ones(32, np.float32)[::2], out)
+    with pytest.raises(ValueError, match="read-only"):
+        call(addr, 1, sizes, types, x, np.frombuffer(bytes(64), np.float32))
 
 
 def test_explain_of_auto_says_why_native_does_not_run_without_a_compiler():
