@@ -364,8 +364,13 @@ def _scratch() -> Path:
             _scratch_dir = Path(tempfile.mkdtemp(prefix="graphmode-native-"))
             import atexit  # noqa: PLC0415
 
-            atexit.register(shutil.rmtree, str(_scratch_dir), True)
+            atexit.register(_remove_scratch, str(_scratch_dir), os.getpid())
         return _scratch_dir
+
+
+def _remove_scratch(path: str, owner_pid: int) -> None:
+    if os.getpid() == owner_pid:  # not from a forked child: the parent may still compile there
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _private_copy(data: bytes, suffix: str = ".so") -> str:
