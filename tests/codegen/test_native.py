@@ -512,3 +512,13 @@ def test_every_registry_op_through_the_native_driver(dtype):
     for g, e in zip(got, expected):
         assert g.dtype == e.dtype and tuple(g.shape) == tuple(e.shape)
         np.testing.assert_allclose(g.numpy(), e.numpy(), **tol)
+
+
+def test_float16_region_computes_in_float_and_stores_half():
+    graph = static.parse_ir(CASES["chain_and_full_sum"][0].replace("f32", "f16"))
+    arrays = _region_inputs(graph, np.random.default_rng(4))
+    got = codegen.build(graph, "native").run(arrays)
+    expected = static.run_graph(graph, arrays)
+    for g, e in zip(got, expected):
+        assert np.asarray(g).dtype == np.float16
+        np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(e, np.float32), rtol=2e-3)
