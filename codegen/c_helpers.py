@@ -112,7 +112,8 @@ def math_declarations(vector_math: bool) -> str:
         if fn == "pow":
             body = "powf(x, y)" if via == "f" else "(float)pow((double)x, (double)y)"
             lines.append(f"static inline float pow(float x, float y) {{ return {body}; }}")
-            lines.append("template <typename T> static inline double pow(T x, T y) { return pow((double)x, (double)y); }")
+            lines.append("template <typename T> static inline double pow(T x, T y) "
+                         "{ return pow((double)x, (double)y); }")
             continue
         body = f"{fn}f(x)" if via == "f" else f"(float){fn}((double)x)"
         lines.append(f"static inline float {fn}(float x) {{ return {body}; }}")

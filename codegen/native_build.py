@@ -442,7 +442,8 @@ def _cache_paths(key: str, suffix: str) -> tuple[Path | None, str | None]:
     return (None, problem) if problem else (directory, None)
 
 
-def build_bytes(source: str, stem: str, fast_math: bool = False, extra: tuple = ()) -> tuple[bytes, Path, Path | None, str]:
+def build_bytes(source: str, stem: str, fast_math: bool = False,
+                extra: tuple = ()) -> tuple[bytes, Path, Path | None, str]:
     """(shared object bytes, source path, cache path, origin) for source, from the disk cache
     or the compiler."""
     tc = toolchain()

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-
 from static.ir import Graph, Node, Value
 
 from . import native_build
@@ -300,7 +298,8 @@ class CRegion:
         self.lines.append("    }")
         for red, acc, low in accs:
             self.lines.append(f"    double {acc} = {low.identity.format(T=_ACC)};  // partials in thread order")
-            self.lines.append(f"    for (int t = 0; t < used; ++t) {acc} = {_reduce_step(low.reduce, acc, f'part_{acc}[t]')};")
+            step = _reduce_step(low.reduce, acc, f"part_{acc}[t]")
+            self.lines.append(f"    for (int t = 0; t < used; ++t) {acc} = {step};")
             self._finish_full(red, acc, low, "    ")
         self.lines.append("}")
 
@@ -334,8 +333,8 @@ class CRegion:
         self.lines.append(f"{{  // %{y.name}: {red.op} over axes {list(axes)} of {list(space)}, "
                           f"{len(chain)} prologue op(s)")
         self.lines.append(f"    const long long n_out = {n_out}LL, n_red = {n_red}LL;")
-        self.lines.append("    #pragma omp parallel for num_threads(gm_nt) if(parallel: n_out * n_red >= GM_PARALLEL_MIN) "
-                          "schedule(static)")
+        self.lines.append("    #pragma omp parallel for num_threads(gm_nt) "
+                          "if(parallel: n_out * n_red >= GM_PARALLEL_MIN) schedule(static)")
         self.lines.append("    for (long long o = 0; o < n_out; ++o) {")
         self.lines.append(f"        double acc = {low.identity.format(T=_ACC)};")
         if simd is not None:
@@ -514,7 +513,8 @@ class NativeModule:
                     for o in n.outputs:
                         env[o] = self.names(o)
                 for o, y in zip(node.outputs, node.body.outputs):
-                    self.body.append(f"{self.names(o)} = {env.get(y, self.src(y)) if isinstance(y, Value) else py_literal(y)}")
+                    value = env.get(y, self.src(y)) if isinstance(y, Value) else py_literal(y)
+                    self.body.append(f"{self.names(o)} = {value}")
         returns = []
         for v in g.outputs:
             s = self.src(v)
