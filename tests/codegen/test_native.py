@@ -112,7 +112,7 @@ def test_integer_ops(dt):
     params = ", ".join(f"%a{k}: {dt}[301], %b{k}: {dt}[301]" for k in range(len(ops)))
     nodes, results = [], []
     for k, op in enumerate(ops):
-        result = f"bool[301]" if op in _COMPARE else f"{dt}[301]"
+        result = "bool[301]" if op in _COMPARE else f"{dt}[301]"
         operands = f"%p{k}, %q{k}" if op not in ("neg", "abs", "sign") else f"%p{k}"
         nodes.append(f"  %r{k} = fused %a{k}, %b{k} : {result} {{\n    ^body(%p{k}: {dt}[301], %q{k}: {dt}[301]):\n"
                      f"    %y{k} = {op} {operands} : {result}\n    yield %y{k}\n  }}")
