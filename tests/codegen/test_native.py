@@ -522,3 +522,14 @@ def test_float16_region_computes_in_float_and_stores_half():
     for g, e in zip(got, expected):
         assert np.asarray(g).dtype == np.float16
         np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(e, np.float32), rtol=2e-3)
+
+
+def test_auto_asks_one_function_whether_to_run_native(monkeypatch):
+    from codegen import native  # noqa: PLC0415
+
+    graph = static.parse_ir(_SMALL)
+    assert type(codegen.build(graph, "auto")).__name__ == "CompiledGraph"  # NumPy code today
+    monkeypatch.setattr(native, "auto_backend", lambda: "native")
+    exe = codegen.build(graph, "auto")
+    assert isinstance(exe, native.NativeGraph)
+    np.testing.assert_array_equal(exe.run([np.ones(16, np.float32)])[0], np.full(16, 3.0, np.float32))
