@@ -7,8 +7,8 @@ JAX jit when they are installed, on W1-W4 forward + backward (float32).
 Every candidate of a row runs interleaved in one process after a warm-up; the table shows
 medians and ratios measured in this run (absolute times on a shared machine are noise:
 measure on a quiet one). W2 rows also show the memory floor: the bytes a fused pass must
-move (read x and w, write the value and two gradients: 5 float32 per element, the sum
-aside) at the copy bandwidth measured in this process. Compile times of W3 are taken in
+move (read x and w, write the two gradients - the gradient of w is the forward value y:
+4 float32 per element, the sum aside) at the copy bandwidth measured in this process. Compile times of W3 are taken in
 fresh processes: cold (empty cache directory: trace, passes, C++ compiler) and from the
 disk cache. `--small` runs tiny sizes and few repeats, to check the script works.
 """
@@ -171,7 +171,7 @@ def run(sizes: dict, repeats: int, only: set | None) -> list:
             num = static.value_and_grad(w2, argnums=(0, 1), backend="numpy")
             loss, grads = nat(*arrays)
             check_agree([loss, *grads], w2_numpy_cubed(*arrays), rtol=1e-3, atol=1e-2 * n ** 0.5)
-            floor = 5 * 4 * n / bandwidth
+            floor = 4 * 4 * n / bandwidth
             rows.append(_row(f"W2 n={n:.0e}", candidates("W2", nat, num, w2_numpy_cubed, arrays), repeats,
                              floor=floor))
     if only is None or "W3" in only:
@@ -238,7 +238,7 @@ def _fmt(seconds: float) -> str:
 
 def gpu_w2_bandwidth(n: int, repeats: int = 11) -> dict:
     """W2 forward + backward through the CuPy backend at n elements: its time against the
-    device's copy bandwidth (the floor: 5 float32 per element moved). Needs CuPy and a GPU."""
+    device's copy bandwidth (the floor: 4 float32 per element moved). Needs CuPy and a GPU."""
     import cupy as cp  # noqa: PLC0415
 
     rng = np.random.default_rng(0)
@@ -256,7 +256,7 @@ def gpu_w2_bandwidth(n: int, repeats: int = 11) -> dict:
 
     t_copy, t_step = time_interleaved([copy, step], repeats=repeats, warmup=2)
     bandwidth = 2 * 4 * n / t_copy
-    floor = 5 * 4 * n / bandwidth
+    floor = 4 * 4 * n / bandwidth
     return {"n": n, "w2 seconds": t_step, "copy GB/s": bandwidth / 1e9, "floor seconds": floor,
             "w2 / floor": t_step / floor}
 
