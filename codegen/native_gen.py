@@ -329,6 +329,9 @@ class CRegion:
         low = lowering_for(red.op).reduction
         xe = body.operand(x, _ACC) if isinstance(x, Value) else c_literal(x, _ACC)
         y = red.outputs[0]
+        if axes == tuple(range(len(axes))) and n_out > 1:
+            self._leading_axes_reduction(red, low, body, xe, n_out, n_red, space, axes, len(chain))
+            return
         simd = _simd_clause([(red, "acc", low)])
         self.lines.append(f"{{  // %{y.name}: {red.op} over axes {list(axes)} of {list(space)}, "
                           f"{len(chain)} prologue op(s)")
@@ -347,6 +350,37 @@ class CRegion:
         self.lines.append("        }")
         post = _post_expr(low, "acc", n_red)
         self.lines.append(f"        {self.arrays[y]}[o] = ({c_type(y.type.dtype)})({post});")
+        self.lines.append("    }")
+        self.lines.append("}")
+
+    def _leading_axes_reduction(self, red: Node, low, body: KernelBody, xe: str, n_out: int, n_red: int,
+                                space: tuple, axes: tuple, n_chain: int) -> None:
+        """A reduction over the leading axes (a column sum, as in a bias gradient): each thread
+        takes blocks of GM_COLUMNS outputs and walks the reduced rows once, the block of
+        accumulators updated by a contiguous SIMD loop. Each output still adds its elements in
+        row order: the result does not depend on the thread count."""
+        y = red.outputs[0]
+        self.lines.append(f"{{  // %{y.name}: {red.op} over the leading axes {list(axes)} of {list(space)}, "
+                          f"{n_chain} prologue op(s), in column blocks")
+        self.lines.append(f"    const long long n_out = {n_out}LL, n_red = {n_red}LL;")
+        self.lines.append("    #pragma omp parallel for num_threads(gm_nt) "
+                          "if(parallel: n_out * n_red >= GM_PARALLEL_MIN) schedule(static)")
+        self.lines.append("    for (long long ob = 0; ob < n_out; ob += GM_COLUMNS) {")
+        self.lines.append("        const long long oe = ob + GM_COLUMNS < n_out ? ob + GM_COLUMNS : n_out;")
+        self.lines.append("        double acc[GM_COLUMNS];")
+        self.lines.append(f"        for (long long o = ob; o < oe; ++o) acc[o - ob] = {low.identity.format(T=_ACC)};")
+        self.lines.append("        for (long long r = 0; r < n_red; ++r) {")
+        self.lines.append("            #pragma omp simd")
+        self.lines.append("            for (long long o = ob; o < oe; ++o) {")
+        self.lines.append("                const long long i = r * n_out + o;")
+        self.lines += [f"                {s}" for s in body.lines]
+        self.lines.append(f"                // L{self.m.lines.get(id(red), '?')}: {node_line(red)}")
+        self.lines.append(f"                acc[o - ob] = {_reduce_step(low.reduce, 'acc[o - ob]', xe)};")
+        self.lines.append("            }")
+        self.lines.append("        }")
+        post = _post_expr(low, "acc[o - ob]", n_red)
+        self.lines.append(f"        for (long long o = ob; o < oe; ++o) {self.arrays[y]}[o] = "
+                          f"({c_type(y.type.dtype)})({post});")
         self.lines.append("    }")
         self.lines.append("}")
 

@@ -533,3 +533,51 @@ def test_auto_asks_one_function_whether_to_run_native(monkeypatch):
     exe = codegen.build(graph, "auto")
     assert isinstance(exe, native.NativeGraph)
     np.testing.assert_array_equal(exe.run([np.ones(16, np.float32)])[0], np.full(16, 3.0, np.float32))
+
+
+_COLUMNS = """
+func @columns(%x: f64[370,150], %y: f32[3,5,70]) -> (f64[150], f64[1,150], f32[70], f32[370,150]) {
+  %1, %2, %3 = fused %x : f64[150], f64[1,150], f64[370,150] {
+    ^body(%a: f64[370,150]):
+    %4 = mul %a, %a : f64[370,150]
+    %5 = sum %4 {dims = [0], keepdim = false} : f64[150]
+    %6 = amax %a {dims = [0], keepdim = true} : f64[1,150]
+    yield %5, %6, %4
+  }
+  %7 = fused %y : f32[70] {
+    ^body(%b: f32[3,5,70]):
+    %8 = exp %b : f32[3,5,70]
+    %9 = mean %8 {dims = [0, 1], keepdim = false} : f32[70]
+    yield %9
+  }
+  %10 = to_dtype %3 {dtype = f32} : f32[370,150]
+  return %1, %2, %7, %10
+}"""
+
+
+def test_reductions_over_leading_axes_in_column_blocks():
+    """150 and 70 outputs: two or three blocks of 64, the last one partial; sum, amax (NaN
+    propagating) and mean over two leading axes; the same bits for one and two threads."""
+    graph = static.parse_ir(_COLUMNS)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((370, 150))
+    x[5, 140] = np.nan
+    y = rng.standard_normal((3, 5, 70)).astype(np.float32)
+    exe = codegen.build(graph, "native")
+    assert "in column blocks" in exe.c_source()
+    saved = runtime.CONFIG.threads
+    try:
+        results = []
+        for nt in (1, 2):
+            runtime.CONFIG.threads = nt
+            results.append(exe.run([x, y]))
+    finally:
+        runtime.CONFIG.threads = saved
+    expected = static.run_graph(graph, [x, y])
+    for got in results:
+        np.testing.assert_allclose(got[0], expected[0], rtol=1e-13, equal_nan=True)
+        np.testing.assert_array_equal(got[1], expected[1])
+        assert np.isnan(got[1][0, 140])
+        np.testing.assert_allclose(got[2], expected[2], rtol=2e-6)
+    for a, b in zip(*results):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
