@@ -9,7 +9,8 @@ for both targets. A fused region that `regions.analyze` splits into phases becom
   the per-thread partials then added in thread order (the same result for the same thread
   count);
 - for each reduction over some axes: a loop over its outputs (in parallel), each summing
-  its reduced elements in double, recomputing the prologue values it needs;
+  its reduced elements in double, recomputing the prologue values it needs; over leading
+  axes (column sums) the outputs go in blocks of 64, a contiguous SIMD loop per row;
 - one loop per shape of the epilogue values it yields, reading the reduced values.
 Operands of other shapes (broadcasts) are read by index arithmetic on the flat index, with
 the static shapes folded into constants. `#pragma omp parallel for simd if(parallel: ...)`
