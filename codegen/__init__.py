@@ -20,4 +20,9 @@ __all__ = ["build", "CompiledGraph", "generate_source", "TABLE", "lowering_for",
 
 def build(graph: Graph, backend: str = "auto") -> CompiledGraph:
     """Generate (or find in the cache) and load the module(s) running `graph`."""
+    if backend in ("native", "auto"):  # native: C++ compiled for this CPU (native.py)
+        from .native import NativeGraph, auto_backend  # noqa: PLC0415
+
+        if backend == "native" or auto_backend() == "native":
+            return NativeGraph(graph)
     return CompiledGraph(graph, backend)

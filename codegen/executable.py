@@ -114,4 +114,7 @@ class CompiledGraph:
                          f"{origin}, loaded from {where}.\n{doc}")
         if self.backend == "auto":
             parts.append("auto: NumPy module for NumPy arrays; a CuPy module is generated when run() gets CuPy arrays.")
+            from .native import auto_note  # noqa: PLC0415  (whether backend='native' could run, or why not)
+
+            parts.append(auto_note())
         return "\n".join(parts)

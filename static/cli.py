@@ -1,7 +1,7 @@
 """`graphmode`: compare eager and compiled runs of a workload, print its IR, draw its graphs.
 
     graphmode compare TARGET [--sizes 1e4,1e6] [--device cpu|cuda] [--repeat N]
-                             [--backend numpy|cupy|interpret] [--plot F.png] [--json F]
+                             [--backend numpy|cupy|native|interpret] [--plot F.png] [--json F]
                              [--peers torch,jax] [--tolerance T] [--malloc steady|default]
     graphmode ir TARGET [--size S] [--stage NAME|all] [--source]
     graphmode graph TARGET --mode eager|static -o FILE.svg|.png|.dot [--size S]
@@ -172,8 +172,8 @@ def check_device(device: str, backend: str) -> None:
         raise CLIError("device cuda is not available: it needs CuPy and a GPU (pip install 'graphmode[cuda12]')")
     if backend == "cupy" and device != "cuda":
         raise CLIError("backend cupy runs on the GPU: add --device cuda")
-    if backend == "numpy" and device == "cuda":
-        raise CLIError("backend numpy runs on the CPU: use --backend cupy (or auto) with --device cuda")
+    if backend in ("numpy", "native") and device == "cuda":
+        raise CLIError(f"backend {backend} runs on the CPU: use --backend cupy (or auto) with --device cuda")
 
 
 # -- compare --------------------------------------------------------------------------------------
@@ -543,7 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "default: the workload's SIZES")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--repeat", type=int, default=5, help="timed runs of each mode per size (default 5)")
-    p.add_argument("--backend", choices=("auto", "numpy", "cupy", "interpret"), default="auto")
+    p.add_argument("--backend", choices=("auto", "numpy", "cupy", "native", "interpret"), default="auto")
     p.add_argument("--tolerance", type=float, default=1e-3, help="largest allowed relative error (default 1e-3)")
     p.add_argument("--plot", metavar="FILE.png", help="write a log-log runtime-vs-size chart (needs matplotlib)")
     p.add_argument("--json", metavar="FILE", help="write every sample as JSON")
@@ -558,7 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--size", help="the size to trace at (default: the workload's first size)")
     p.add_argument("--stage", metavar="NAME|all", help="print one stage (e.g. traced, fuse, memory) or all")
     p.add_argument("--source", action="store_true", help="print the generated source")
-    p.add_argument("--backend", choices=("auto", "numpy", "cupy", "interpret"), default="auto")
+    p.add_argument("--backend", choices=("auto", "numpy", "cupy", "native", "interpret"), default="auto")
     p.set_defaults(func=cmd_ir)
 
     p = sub.add_parser("graph", help="draw the eager backward graph or the compiled IR (Graphviz)")

@@ -29,7 +29,7 @@ from .signature import CallKey, call_key, closest, describe_change
 from .tracer import ACTIVE
 from .tracing import check_hashable
 
-BACKENDS = ("auto", "numpy", "cupy", "interpret")
+BACKENDS = ("auto", "numpy", "cupy", "native", "interpret")
 OPTIONS = ("backend", "static_argnums", "static_argnames", "fallback", "fullgraph", "max_retraces", "opt_level",
            "passes", "fast_math")
 _TORCH_ONLY = {
@@ -400,7 +400,7 @@ def _check_options(fn, backend, static_argnums, static_argnames, fallback, fullg
         raise TypeError(f"static.compile expects a function or an eager.nn.Module to compile, got "
                         f"{type(fn).__name__} {fn!r}")
     if backend not in BACKENDS:
-        raise ValueError(f"static.compile: unknown backend {backend!r}; use 'auto', 'numpy', 'cupy' or 'interpret'")
+        raise ValueError(f"static.compile: unknown backend {backend!r}; use one of {', '.join(map(repr, BACKENDS))}")
     if fallback not in (None, "eager"):
         raise ValueError(f"static.compile: fallback must be None or 'eager', got {fallback!r}")
     if not isinstance(fullgraph, bool):
@@ -480,8 +480,9 @@ def compile(fn: Callable | None = None, *, backend: str = "auto",  # noqa: A001 
 
     Args:
         fn: the function or module. Omitted: returns a decorator with these options.
-        backend: "auto" (generated NumPy or CuPy code, by the inputs' device), "numpy",
-            "cupy", or "interpret" (the reference interpreter).
+        backend: "auto" (generated code for the inputs' device: native C when a C++ compiler
+            is found, else NumPy, on the CPU; CuPy on a GPU), "numpy", "native", "cupy", or
+            "interpret" (the reference interpreter).
         static_argnums: positions of arguments that are compile-time constants (hashable; a
             new value retraces), as in jax.jit. Negative positions count from the end.
         static_argnames: parameter names of such arguments (positional or keyword-only).

@@ -1,0 +1,653 @@
+"""Compiling and loading the native backend's C++: the toolchain probe, the on-disk cache of
+shared objects, and the call path from Python into a kernel.
+
+- The compiler (`CXX`, else `c++`, `g++`, `clang++`) is found and probed once per process:
+  its version, whether it takes `-fopenmp`, and whether the C library has vector math
+  (libmvec) to link against.
+- A shared object is cached under the codegen cache directory, keyed by the source, the
+  flags, the compiler's version and the host's instruction set (`-march=native` alone does
+  not name the CPU: a cache copied to another machine must miss, not crash with SIGILL).
+  A cache file is a header naming its key and the SHA-256 of the bytes that follow, then the
+  shared object. Files are written atomically; the directory and file must belong to this
+  user and be writable by nobody else (else the cache is not used). Loading reads the file
+  once through one descriptor, checks owner, mode and hash on those bytes, writes them to a
+  private temporary file and loads that: nothing can change between the check and the load.
+- Fast-math flags, when asked for, are compile flags only, never link flags: linking with
+  -ffast-math pulls in start-up code that turns on flush-to-zero for the whole process.
+- Kernels have one signature, `void k(void* const* args, int threads)`. A small CPython
+  extension (built once, cached like the kernels) calls them: it checks each NumPy array
+  (C-contiguous, aligned, its type, its byte size, writeable where written) and passes its
+  data pointer, ~20 ns an argument. Without Python headers a ctypes path does the same, slower.
+- OpenMP: threads follow GRAPHMODE_THREADS (runtime.CONFIG.threads), one thread in a forked
+  child (libgomp's pool does not survive fork), and a passive wait policy unless the user set
+  one (spinning workers fight OpenBLAS's threads right after a matmul).
+"""
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import functools
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import platform
+import shlex
+import shutil
+import stat
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import cache, runtime
+
+FORMAT = "1"
+HEADER = b"graphmode-native "
+PARALLEL_MIN_ELEMS = 1 << 15  # below this many elements a loop runs on the calling thread
+
+
+class NoCompiler(RuntimeError):
+    """No usable C++ compiler: the native backend cannot run."""
+
+
+class NativeCompileError(RuntimeError):
+    """The C++ compiler rejected generated source (a codegen bug: please report it)."""
+
+
+# -- the toolchain ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Toolchain:
+    command: tuple  # the compiler and any arguments CXX carried
+    version: str  # first line of `--version`
+    openmp: bool
+    vector_math: bool  # libmvec links: exp/tanh/... vectorize without fast-math
+    isa: str  # fingerprint of the host's instruction set
+    python_include: str | None  # where Python.h is (None: calls go through ctypes)
+    notes: tuple = field(default=())
+
+    def compile_flags(self, fast_math: bool = False) -> list:
+        flags = ["-std=c++17", "-O3", "-march=native", "-fPIC", "-fno-math-errno", "-ffp-contract=off",
+                 "-Wno-unknown-pragmas"]
+        if self.openmp:
+            flags.append("-fopenmp")
+        if fast_math:  # compile only: see the module docstring about linking
+            flags += ["-ffast-math", "-fno-finite-math-only"]
+        return flags
+
+    def link_flags(self) -> list:
+        flags = ["-shared"]
+        if self.openmp:
+            flags.append("-fopenmp")
+        if self.vector_math:
+            flags.append("-lmvec")
+        return flags + ["-lm"]
+
+    def fingerprint(self) -> str:
+        return f"{self.version};omp={self.openmp};mvec={self.vector_math};isa={self.isa}"
+
+    def describe(self) -> str:
+        return (f"{self.command[0]} ({self.version}), OpenMP {'on' if self.openmp else 'off'}, vector math "
+                f"{'libmvec' if self.vector_math else 'scalar libm calls'}")
+
+
+def isa_fingerprint() -> str:
+    """The host CPU's instruction-set features (Linux: /proc/cpuinfo's flags line)."""
+    text = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith(("flags", "Features", "model name", "cpu model")):
+                    text += line
+                if line.strip() == "" and text:
+                    break
+    except OSError:
+        pass
+    text += f"|{platform.machine()}|{platform.processor()}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _find_compiler() -> tuple | None:
+    env = os.environ.get("CXX", "").strip()
+    if env:
+        parts = shlex.split(env)
+        return tuple(parts) if parts and shutil.which(parts[0]) else None
+    for name in ("c++", "g++", "clang++"):
+        path = shutil.which(name)
+        if path:
+            return (path,)
+    return None
+
+
+_PROBE = r"""
+#include <math.h>
+extern "C" { float tanhf(float) __attribute__((simd("notinbranch"))); }
+extern "C" void gm_probe(const float* x, float* y, long long n) {
+#pragma omp parallel for simd if(parallel: n >= 100000)
+    for (long long i = 0; i < n; ++i) y[i] = tanhf(x[i]);
+}
+"""
+
+
+def _try(cmd: list) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> Toolchain | str:
+    """The toolchain, or why there is none. Once per process; a probe's result is kept in the
+    cache directory, keyed by the compiler binary (path, size, mtime) and the host's ISA,
+    because running the compiler three times costs ~0.3-1 s."""
+    if os.environ.get("GRAPHMODE_NATIVE", "1").strip().lower() in ("0", "off", "no", "false"):
+        return "the native backend is turned off (GRAPHMODE_NATIVE=0)"
+    command = _find_compiler()
+    if command is None:
+        return ("no C++ compiler found (set CXX, or install g++ or clang++)"
+                if not os.environ.get("CXX") else f"CXX={os.environ['CXX']!r} is not an executable")
+    record = _probe_record_path(command)
+    if record is not None:
+        known = _read_probe(record)
+        if known is not None:
+            return known
+    found = _run_probe(command)
+    if record is not None and isinstance(found, Toolchain):
+        try:
+            _write_atomic(record, json.dumps(dataclasses.asdict(found)).encode())
+        except OSError:
+            pass
+    return found
+
+
+def _probe_record_path(command: tuple) -> Path | None:
+    if not cache.enabled():
+        return None
+    try:
+        binary = Path(shutil.which(command[0]) or command[0]).resolve()
+        st = binary.stat()
+        directory = cache.directory()
+    except OSError:
+        return None
+    if _private_dir_problem(directory):
+        return None
+    ident = "\0".join([FORMAT, " ".join(command), str(binary), str(st.st_size), str(st.st_mtime_ns), isa_fingerprint(),
+                       sysconfig.get_paths().get("include") or ""])
+    return directory / f"gm_native_probe_{hashlib.sha256(ident.encode()).hexdigest()[:32]}.json"
+
+
+def _read_probe(path: Path) -> Toolchain | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (hasattr(os, "getuid") and st.st_uid != os.getuid()) or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = json.loads(fh.read().decode())
+        data["command"], data["notes"] = tuple(data["command"]), tuple(data["notes"])
+        return Toolchain(**data)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def _run_probe(command: tuple) -> Toolchain | str:
+    try:
+        version = _try([*command, "--version"]).stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{command[0]} --version failed: {exc}"
+    version_line = version[0] if version else "unknown version"
+    notes = []
+    with tempfile.TemporaryDirectory(prefix="graphmode-probe-") as tmp:
+        src = Path(tmp) / "probe.cpp"
+        src.write_text(_PROBE)
+        out = str(Path(tmp) / "probe.so")
+        base = [*command, "-std=c++17", "-O2", "-fPIC", "-Wno-unknown-pragmas", "-shared", str(src), "-o", out]
+        openmp = vector_math = False
+        for omp, mvec in ((True, True), (True, False), (False, True), (False, False)):
+            cmd = base + (["-fopenmp"] if omp else []) + (["-lmvec"] if mvec else []) + ["-lm"]
+            try:
+                run = _try(cmd + ["-march=native"])
+                if run.returncode != 0:
+                    run = _try(cmd)
+                    if run.returncode == 0:
+                        notes.append("the compiler does not take -march=native")
+            except (OSError, subprocess.SubprocessError) as exc:
+                return f"{command[0]} cannot compile: {exc}"
+            if run.returncode == 0:
+                openmp, vector_math = omp, mvec
+                break
+        else:
+            return f"{command[0]} cannot build a shared library: {run.stderr.strip()[-500:]}"
+    if not openmp:
+        notes.append("no OpenMP: kernels run on one thread")
+    include = sysconfig.get_paths().get("include")
+    if not include or not (Path(include) / "Python.h").is_file():
+        include = None
+        notes.append("no Python headers: kernels are called through ctypes (slower calls)")
+    return Toolchain(tuple(command), version_line, openmp, vector_math, isa_fingerprint(), include, tuple(notes))
+
+
+def availability() -> tuple[bool, str]:
+    """(whether the native backend can run here, a sentence saying what it would use or why not)."""
+    found = _probe()
+    if isinstance(found, str):
+        return False, found
+    return True, found.describe()
+
+
+def toolchain() -> Toolchain:
+    """The probed toolchain; NoCompiler with the reason when there is none."""
+    found = _probe()
+    if isinstance(found, str):
+        raise NoCompiler(f"backend='native' needs a C++ compiler: {found}. Use backend='numpy' (or 'auto', "
+                         "which runs NumPy code when no compiler is found).")
+    return found
+
+
+# -- threads ----------------------------------------------------------------------------------
+_forked = False
+
+
+def _after_fork_in_child() -> None:
+    global _forked
+    _forked = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def threads() -> int:
+    """OpenMP threads for a kernel call: GRAPHMODE_THREADS (runtime.CONFIG.threads); one in a
+    process forked from one that ran kernels (libgomp's thread pool does not survive fork)."""
+    return 1 if _forked else runtime.CONFIG.threads
+
+
+def _set_wait_policy() -> None:
+    # read by libgomp when it is first loaded: workers sleep instead of spinning between
+    # kernels (a spinning pool slowed a kernel after a matmul 10x in OpenBLAS's presence)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+# -- the on-disk cache ------------------------------------------------------------------------
+def so_key(source: str, tc: Toolchain, fast_math: bool = False) -> str:
+    h = hashlib.sha256()
+    for part in (FORMAT, " ".join(tc.command), tc.fingerprint(), " ".join(tc.compile_flags(fast_math)),
+                 " ".join(tc.link_flags()), source):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _private_dir_problem(path: Path) -> str | None:
+    """Why `path` is not safe to load code from (None: it is ours and nobody else can write it)."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"cannot stat {path}: {exc}"
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return f"{path} belongs to another user"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{path} is writable by other users"
+    return None
+
+
+def seal(key: str, data: bytes) -> bytes:
+    return HEADER + f"key={key} sha256={hashlib.sha256(data).hexdigest()}\n".encode() + data
+
+
+def unseal(key: str, blob: bytes) -> bytes | None:
+    """The shared object's bytes if the header names `key` and its hash matches, else None."""
+    first, sep, rest = blob.partition(b"\n")
+    if not sep or not first.startswith(HEADER):
+        return None
+    fields_ = dict(part.split("=", 1) for part in first[len(HEADER):].decode("ascii", "replace").split() if "=" in part)
+    if fields_.get("key") != key or fields_.get("sha256") != hashlib.sha256(rest).hexdigest():
+        return None
+    return rest
+
+
+def read_verified(path: Path, key: str) -> bytes | None:
+    """The cached shared object at path: read once through one descriptor whose owner and
+    mode are checked, then its hash; None when missing, foreign, writable by others or bad."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            return None
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            blob = fh.read()
+    finally:
+        os.close(fd)
+    return unseal(key, blob)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+_scratch_dir: Path | None = None
+_scratch_lock = threading.Lock()
+
+
+def _scratch() -> Path:
+    """A private (0700) temporary directory of this process for compiling and loading."""
+    global _scratch_dir
+    with _scratch_lock:
+        if _scratch_dir is None or not _scratch_dir.is_dir():
+            _scratch_dir = Path(tempfile.mkdtemp(prefix="graphmode-native-"))
+            import atexit  # noqa: PLC0415
+
+            atexit.register(_remove_scratch, str(_scratch_dir), os.getpid())
+        return _scratch_dir
+
+
+def _remove_scratch(path: str, owner_pid: int) -> None:
+    if os.getpid() == owner_pid:  # not from a forked child: the parent may still compile there
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _private_copy(data: bytes, suffix: str = ".so") -> str:
+    fd, tmp = tempfile.mkstemp(dir=_scratch(), suffix=suffix)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    return tmp
+
+
+# -- compiling --------------------------------------------------------------------------------
+def compile_shared(source: str, tc: Toolchain, src_path: Path, fast_math: bool = False,
+                   extra: tuple = ()) -> bytes:
+    """Compile `source` (already written at src_path) to a shared object; its bytes."""
+    out = _scratch() / (src_path.stem + f"-{os.getpid()}-{threading.get_ident()}.so")
+    obj = out.with_suffix(".o")
+    if fast_math:
+        # two steps: a driver that sees -ffast-math while linking adds crtfastmath.o, whose
+        # start-up code turns on flush-to-zero for the whole process
+        steps = [[*tc.command, *tc.compile_flags(fast_math), *extra, "-c", str(src_path), "-o", str(obj)],
+                 [*tc.command, str(obj), "-o", str(out), *tc.link_flags()]]
+    else:
+        steps = [[*tc.command, *tc.compile_flags(fast_math), *extra, str(src_path), "-o", str(out), *tc.link_flags()]]
+    try:
+        for cmd in steps:
+            try:
+                run = _try(cmd)
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise NativeCompileError(f"native backend: running the C++ compiler failed ({exc}); generated "
+                                         f"source: {src_path}") from None
+            if run.returncode != 0:
+                raise NativeCompileError(
+                    f"native backend: the C++ compiler rejected the generated source {src_path}\n"
+                    f"command: {shlex.join(cmd)}\n{run.stderr.strip()[-6000:]}")
+        return out.read_bytes()
+    finally:
+        out.unlink(missing_ok=True)
+        obj.unlink(missing_ok=True)
+
+
+@dataclass
+class Library:
+    """A loaded shared object: kernel addresses by name, and where it came from."""
+
+    cdll: ctypes.CDLL
+    path: Path | None  # the cache file (None: not cached)
+    source_path: Path  # the generated C++ file
+    origin: str  # "compiled", "disk cache"
+
+    def address(self, name: str) -> int:
+        return ctypes.cast(getattr(self.cdll, name), ctypes.c_void_p).value
+
+
+_libraries: dict = {}
+_locks: dict = {}
+_guard = threading.Lock()
+
+
+def _lock_for(key: str) -> threading.Lock:
+    with _guard:
+        return _locks.setdefault(key, threading.Lock())
+
+
+def _cache_paths(key: str, suffix: str) -> tuple[Path | None, str | None]:
+    """(cache directory, or None with the reason it is not used)."""
+    if not cache.enabled():
+        return None, "GRAPHMODE_CACHE=0"
+    directory = cache.directory()
+    problem = _private_dir_problem(directory)
+    return (None, problem) if problem else (directory, None)
+
+
+def build_bytes(source: str, stem: str, fast_math: bool = False,
+                extra: tuple = ()) -> tuple[bytes, Path, Path | None, str]:
+    """(shared object bytes, source path, cache path, origin) for source, from the disk cache
+    or the compiler."""
+    tc = toolchain()
+    key = so_key(source + "\0" + " ".join(extra), tc, fast_math)
+    directory, why_not = _cache_paths(key, ".so")
+    with _lock_for(key):
+        if directory is not None:
+            cached = directory / f"{stem}_{key[:40]}.so.sealed"
+            src_path = directory / f"{stem}_{key[:40]}.cpp"
+            data = read_verified(cached, key)
+            if data is not None:
+                return data, src_path, cached, "disk cache"
+            _write_atomic(src_path, source.encode())
+            data = compile_shared(source, tc, src_path, fast_math, extra)
+            _write_atomic(cached, seal(key, data))
+            return data, src_path, cached, "compiled"
+        src_path = _scratch() / f"{stem}_{key[:40]}.cpp"
+        src_path.write_text(source)
+        return compile_shared(source, tc, src_path, fast_math, extra), src_path, None, f"compiled ({why_not})"
+
+
+def load_library(source: str, stem: str = "gm_native", fast_math: bool = False) -> Library:
+    """Compile (or find in the cache) and load one translation unit; memoized per process."""
+    tc = toolchain()
+    key = so_key(source, tc, fast_math)
+    found = _libraries.get(key)
+    if found is not None:
+        return found
+    data, src_path, cached, origin = build_bytes(source, stem, fast_math)
+    if tc.openmp:
+        _set_wait_policy()
+    tmp = _private_copy(data)
+    try:
+        cdll = ctypes.CDLL(tmp, mode=getattr(os, "RTLD_LOCAL", 0))
+    finally:
+        os.unlink(tmp)  # the mapping stays; nobody can swap the file under a later load
+    lib = Library(cdll, cached, src_path, origin)
+    _libraries[key] = lib
+    return lib
+
+
+# -- the call path ----------------------------------------------------------------------------
+_CALLER_SOURCE = r"""
+// graphmode native backend: calls a kernel `void k(void* const* args, int threads)` with the
+// data pointers of C-contiguous NumPy arrays, checking each one first (NumPy's C API: ~20 ns
+// an argument, a tenth of the buffer protocol's cost).
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+#define GM_MAX_ARGS 512
+typedef void (*gm_kernel)(void* const*, int);
+
+// call(kernel_address, threads, sizes, types, *arrays): sizes[i] is the byte size of array i,
+// negative for an array the kernel writes; types[i] its NumPy type number. Every array is
+// checked (an ndarray, C-contiguous, aligned, native byte order, of that type and size,
+// writeable where written) before the kernel runs: TypeError or ValueError otherwise.
+static PyObject* gm_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs < 4) {
+        PyErr_SetString(PyExc_TypeError, "call(kernel, threads, sizes, types, *arrays)");
+        return NULL;
+    }
+    gm_kernel fn = (gm_kernel)PyLong_AsVoidPtr(args[0]);
+    long nt = PyLong_AsLong(args[1]);
+    if (PyErr_Occurred()) return NULL;
+    PyObject* sizes = args[2];
+    PyObject* types = args[3];
+    Py_ssize_t n = nargs - 4;
+    if (!PyTuple_Check(sizes) || PyTuple_GET_SIZE(sizes) != n || n > GM_MAX_ARGS || !PyBytes_Check(types) ||
+        PyBytes_GET_SIZE(types) != n) {
+        PyErr_SetString(PyExc_TypeError, "native kernel: one size and one type per array");
+        return NULL;
+    }
+    const unsigned char* want_type = (const unsigned char*)PyBytes_AS_STRING(types);
+    void* ptrs[GM_MAX_ARGS];
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject* obj = args[4 + i];
+        if (!PyArray_Check(obj)) {
+            PyErr_Format(PyExc_TypeError, "native kernel: argument %zd is not a NumPy array", i);
+            return NULL;
+        }
+        PyArrayObject* a = (PyArrayObject*)obj;
+        long long want = PyLong_AsLongLong(PyTuple_GET_ITEM(sizes, i));
+        int writable = want < 0;
+        if (writable) want = -want;
+        if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a) || !PyArray_ISNOTSWAPPED(a)) {
+            PyErr_Format(PyExc_ValueError, "native kernel: array %zd is not C-contiguous, aligned and native", i);
+            return NULL;
+        }
+        if (!PyArray_EquivTypenums(PyArray_TYPE(a), (int)want_type[i])) {
+            PyErr_Format(PyExc_ValueError, "native kernel: array %zd has type %d, expected %d", i, PyArray_TYPE(a),
+                         (int)want_type[i]);
+            return NULL;
+        }
+        if ((long long)PyArray_NBYTES(a) != want) {
+            PyErr_Format(PyExc_ValueError, "native kernel: array %zd has %zd bytes, expected %lld", i,
+                         (Py_ssize_t)PyArray_NBYTES(a), want);
+            return NULL;
+        }
+        if (writable && !PyArray_ISWRITEABLE(a)) {
+            PyErr_Format(PyExc_ValueError, "native kernel: array %zd is read-only", i);
+            return NULL;
+        }
+        ptrs[i] = PyArray_DATA(a);
+        total += (Py_ssize_t)want;
+    }
+    // the arguments hold references to the arrays for the length of the call
+    if (total >= (1 << 16)) {
+        Py_BEGIN_ALLOW_THREADS
+        fn(ptrs, (int)nt);
+        Py_END_ALLOW_THREADS
+    } else {
+        fn(ptrs, (int)nt);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef gm_methods[] = {
+    {"call", (PyCFunction)(void (*)(void))gm_call, METH_FASTCALL, "call(kernel, threads, sizes, types, *arrays)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef gm_module = {PyModuleDef_HEAD_INIT, "graphmode_native_call", NULL, -1, gm_methods};
+
+PyMODINIT_FUNC PyInit_graphmode_native_call(void) {
+    import_array();
+    return PyModule_Create(&gm_module);
+}
+"""
+
+
+def _ctypes_call(addr: int, nt: int, sizes: tuple, types: bytes, *arrays) -> None:
+    """The ctypes path (no Python or NumPy headers): the extension's checks, slower."""
+    import numpy as np  # noqa: PLC0415
+
+    if len(sizes) != len(arrays) or len(types) != len(arrays):
+        raise TypeError("native kernel: one size and one type per array")
+    ptrs = (ctypes.c_void_p * max(len(arrays), 1))()
+    for i, (want, a) in enumerate(zip(sizes, arrays)):
+        if not isinstance(a, np.ndarray):
+            raise TypeError(f"native kernel: argument {i} is not a NumPy array")
+        if not (a.flags.c_contiguous and a.flags.aligned and a.dtype.isnative):
+            raise ValueError(f"native kernel: array {i} is not C-contiguous, aligned and native")
+        if a.dtype != np.dtype(_TYPE_NAMES[types[i]]):
+            raise ValueError(f"native kernel: array {i} has dtype {a.dtype}, expected {_TYPE_NAMES[types[i]]}")
+        if a.nbytes != abs(want):
+            raise ValueError(f"native kernel: array {i} has {a.nbytes} bytes, expected {abs(want)}")
+        if want < 0 and not a.flags.writeable:
+            raise ValueError(f"native kernel: array {i} is read-only")
+        ptrs[i] = a.ctypes.data
+    _kernel_type(addr)(ptrs, nt)
+
+
+_TYPE_NAMES: dict = {}
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel_type(addr: int):
+    proto = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int)
+    return proto(addr)
+
+
+def formats(dtype_names: tuple) -> bytes:
+    """The NumPy type number of each dtype, one byte each, as the call path checks them."""
+    import numpy as np  # noqa: PLC0415
+
+    nums = []
+    for name in dtype_names:
+        dt = np.dtype(name)
+        _TYPE_NAMES[dt.num] = dt.name
+        nums.append(dt.num)
+    return bytes(nums)
+
+
+@functools.lru_cache(maxsize=1)
+def caller():
+    """call(kernel_address, threads, sizes, formats, *buffers): the compiled extension's, or ctypes'."""
+    tc = toolchain()
+    if tc.openmp:
+        _set_wait_policy()  # before anything loads libgomp
+    if tc.python_include is None:
+        return _ctypes_call
+    import numpy as np  # noqa: PLC0415
+
+    tag = f"py{sys.version_info[0]}{sys.version_info[1]}-{sys.implementation.cache_tag}-numpy{np.__version__}"
+    try:
+        data, _, _, _ = build_bytes(_CALLER_SOURCE + f"\n// {tag}\n", "gm_native_call",
+                                    extra=(f"-I{tc.python_include}", f"-I{np.get_include()}"))
+    except NativeCompileError:
+        return _ctypes_call
+    tmp = _private_copy(data)
+    try:
+        loader = importlib.machinery.ExtensionFileLoader("graphmode_native_call", tmp)
+        spec = importlib.util.spec_from_file_location("graphmode_native_call", tmp, loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+    finally:
+        os.unlink(tmp)
+    return module.call
+
+
+__all__ = ["NoCompiler", "NativeCompileError", "Toolchain", "Library", "availability", "toolchain", "threads",
+           "load_library", "caller", "formats", "isa_fingerprint", "read_verified", "seal", "unseal", "so_key",
+           "PARALLEL_MIN_ELEMS"]

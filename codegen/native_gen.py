@@ -1,0 +1,589 @@
+"""Generate the native CPU backend's code for a graph: one C++ translation unit (every fused
+region one C function) and the Python driver module that calls them.
+
+The C expressions of the ops are the CuPy backend's (`CupyLowering.expr`, emitted by the
+same `cupy_gen.KernelBody`), over the target-neutral helpers of c_helpers.py: one lowering
+for both targets. A fused region that `regions.analyze` splits into phases becomes:
+- one OpenMP loop per shape of the prologue values it yields, over that shape; the loop over
+  the whole iteration space also accumulates every full reduction, per thread in double,
+  the per-thread partials then added in thread order (the same result for the same thread
+  count);
+- for each reduction over some axes: a loop over its outputs (in parallel), each summing
+  its reduced elements in double, recomputing the prologue values it needs; over leading
+  axes (column sums) the outputs go in blocks of 64, a contiguous SIMD loop per row;
+- one loop per shape of the epilogue values it yields, reading the reduced values.
+Operands of other shapes (broadcasts) are read by index arithmetic on the flat index, with
+the static shapes folded into constants. `#pragma omp parallel for simd if(parallel: ...)`
+keeps SIMD on below the parallel threshold. A 0-d region is straight-line code.
+
+Everything else (matmul, shape ops, regions that do not fit) runs as the NumPy backend's
+library calls in the driver, so the module runs every graph.
+"""
+from __future__ import annotations
+
+import re
+
+from static.ir import Graph, Node, Value
+
+from . import native_build
+from .c_helpers import PREAMBLE, host_prelude
+from .cupy_gen import KernelBody
+from .lowering import lowering_for
+from .regions import Region, analyze
+from .render import C_TYPES, Names, c_literal, c_type, fields, fill, line_numbers, node_line, np_dtype, py_literal
+from .templates import render
+
+_ACC = "double"  # every reduction accumulates in double (a float accumulator loses 25-60x accuracy)
+_SIMD_REDUCTIONS = {"sum": "+", "mean": "+", "prod": "*"}  # OpenMP simd reduction operators
+
+
+def _prod(shape) -> int:
+    out = 1
+    for s in shape:
+        out *= int(s)
+    return out
+
+
+def index_expr(shape: tuple, space: tuple, i: str = "i") -> str:
+    """The flat index into a C-contiguous operand of `shape` (broadcast, right-aligned, to
+    `space`) at flat position `i` of `space`: runs of axes the operand spans become one
+    div/mod each, broadcast axes drop out. Shapes are static: the divisors are constants."""
+    shape = tuple(int(s) for s in shape)
+    space = tuple(int(s) for s in space)
+    padded = (1,) * (len(space) - len(shape)) + shape
+    if padded == space:
+        return i
+    if _prod(shape) == 1:
+        return "0"
+    terms = []
+    a = len(space) - 1
+    while a >= 0:
+        if padded[a] == 1 or space[a] == 1:
+            a -= 1
+            continue
+        hi = a  # a run of spanned axes [lo, hi]
+        while a - 1 >= 0 and padded[a - 1] == space[a - 1] and space[a - 1] != 1:
+            a -= 1
+        lo = a
+        a -= 1
+        below = _prod(space[hi + 1:])  # elements of space per step along axis hi
+        block = _prod(space[lo:hi + 1])
+        stride = _prod(padded[hi + 1:])  # the operand's elements per step along axis hi
+        expr = i if below == 1 else f"({i} / {below}LL)"
+        if _prod(space[:lo]) != 1:
+            expr = f"({expr} % {block}LL)"
+        if stride != 1:
+            expr = f"{expr} * {stride}LL"
+        terms.append(expr)
+    return " + ".join(reversed(terms)) if terms else "0"
+
+
+def compose_index(space: tuple, kept: tuple, reduced: tuple, o: str = "o", r: str = "r") -> str:
+    """The flat index into `space` of output element `o` (over the kept axes, in order) and
+    reduced element `r` (over the reduced axes, in order)."""
+    terms = []
+    for axes, var in ((kept, o), (reduced, r)):
+        sizes = [int(space[a]) for a in axes]
+        for j, a in enumerate(axes):
+            if sizes[j] == 1:
+                continue
+            below = _prod(sizes[j + 1:])
+            expr = var if below == 1 else f"({var} / {below}LL)"
+            if j > 0 and _prod(sizes[:j]) != 1:
+                expr = f"({expr} % {sizes[j]}LL)"
+            stride = _prod(space[a + 1:])
+            terms.append(expr if stride == 1 else f"{expr} * {stride}LL")
+    return " + ".join(terms) if terms else "0"
+
+
+class _LineTable:
+    """What KernelBody needs of its module: the IR line of each node."""
+
+    def __init__(self, lines: dict) -> None:
+        self.lines = lines
+
+
+def supported(region: Region) -> str | None:
+    """Why the region cannot be one C function (None: it can)."""
+    if region.kind != "blocked":
+        return region.reason or "not a fusable region"
+    allowed = set(region.body.inputs) | {o for n in region.reductions + region.epilogue for o in n.outputs}
+    if not all(v in allowed for n in region.epilogue for v in n.input_values()):
+        return "an epilogue reads a value computed before the reductions"
+    values = list(region.body.inputs) + [o for n in region.body.nodes for o in n.outputs]
+    for v in values:
+        if v.type.dtype.np.name not in C_TYPES:
+            return f"%{v.name} has dtype {v.type.dtype.name}, which has no C type"
+    for n in region.prologue + region.epilogue:
+        if lowering_for(n.op).cupy.expr is None:
+            return f"{n.op} has no C expression"
+    return None
+
+
+class CRegion:
+    """One fused region as one C function `void name(void* const* gm_args, int gm_nt)`."""
+
+    def __init__(self, module: "NativeModule", node: Node, region: Region, name: str) -> None:
+        self.m, self.node, self.r, self.name = module, node, region, name
+        self.params: list = []  # (C declaration, Python source of the buffer, byte size, writable)
+        self.env: dict = {}  # body value -> (C array name, C type) or a literal (C expr, C type)
+        self.arrays: dict = {}  # body value -> C array name
+        self.lines: list = []
+        self.arrays_out: dict = {}  # stored body value -> Python name of its array
+        self.dtypes: list = []  # NumPy dtype name of each parameter
+        self.yielded: dict = {}
+        for o, y in zip(node.outputs, region.body.outputs):
+            self.yielded.setdefault(y, []).append(o)
+
+    # -- parameters ----------------------------------------------------------------------
+    def _param(self, v: Value, source: str, writable: bool) -> str:
+        k = len(self.params)
+        ctype = c_type(v.type.dtype)
+        cname = f"{'out' if writable else 'in'}{k}"
+        const = "" if writable else "const "
+        decl = f"{const}{ctype}* __restrict__ {cname} = ({const}{ctype}*)gm_args[{k}];"
+        nbytes = _prod(v.type.shape) * v.type.dtype.np.itemsize
+        self.params.append((decl, source, nbytes, writable))
+        self.dtypes.append(v.type.dtype.np.name)
+        self.arrays[v] = cname
+        return cname
+
+    def _body(self, space: tuple, i: str = "i") -> KernelBody:
+        """A KernelBody whose region inputs and stored values are loads at flat index i of space."""
+        env = {}
+        for v, (expr, ctype) in self.env.items():
+            env[v] = (expr, ctype)
+        for v, cname in self.arrays.items():
+            env[v] = (f"{cname}[{index_expr(tuple(v.type.shape), space, i)}]", c_type(v.type.dtype))
+        return KernelBody(_LineTable(self.m.lines), env)
+
+    @staticmethod
+    def _closure(nodes: list, wanted: list) -> list:
+        need = set(wanted)
+        chain = []
+        for n in reversed(nodes):
+            if any(o in need for o in n.outputs):
+                chain.append(n)
+                need.update(n.input_values())
+        return list(reversed(chain))
+
+    # -- emission ------------------------------------------------------------------------
+    def emit(self) -> None:
+        """Parameters, then the loops; the driver lines go to the module."""
+        r, m = self.r, self.m
+        for p in r.body.inputs:
+            outer = r.binding[p]
+            if isinstance(outer, Value):
+                self._param(p, m.contiguous(outer), writable=False)
+            else:
+                ctype = c_type(p.type.dtype)
+                self.env[p] = (c_literal(outer, ctype), ctype)
+        stored = []  # body values the C function writes
+        for y in self.yielded:
+            if isinstance(y, Value) and y.producer is not None and y not in self.arrays:
+                stored.append(y)
+        for red in r.reductions:
+            y = red.outputs[0]
+            if y not in stored:
+                stored.append(y)
+        for y in stored:
+            outs = self.yielded.get(y)
+            name = m.names(outs[0]) if outs else m.names.fresh(f"red_{y.name}")
+            m.body.append(f"{name} = np.empty({py_literal(tuple(y.type.shape))}, {np_dtype(y.type.dtype)})")
+            m.fresh.add(name)
+            self.arrays_out[y] = name
+        # output parameters after the inputs
+        for y in stored:
+            self._param(y, self.arrays_out[y], writable=True)
+        space = tuple(r.space)
+        pro_out = [y for y in stored if y.producer in r.prologue]
+        full = [red for red in r.reductions if r.is_full_reduction(red)]
+        partial = [red for red in r.reductions if not r.is_full_reduction(red)]
+        by_shape: dict = {}
+        for y in pro_out:
+            by_shape.setdefault(self._padded(y, space), []).append(y)
+        if full and space not in by_shape:
+            by_shape[space] = []
+        for shape, values in by_shape.items():
+            self._pointwise_loop(r.prologue, shape, values, full if shape == space else [])
+        for red in partial:
+            self._partial_reduction(red)
+        epi_out = [y for y in stored if y.producer in r.epilogue]
+        by_shape = {}
+        for y in epi_out:
+            by_shape.setdefault(tuple(int(s) for s in y.type.shape), []).append(y)
+        for shape, values in by_shape.items():
+            self._pointwise_loop(r.epilogue, shape, values, [])
+        # the driver: one call, then the names of what the region yields
+        m.kernel_call(self.name, self.params, self.dtypes)
+        for y, outs in self.yielded.items():
+            if isinstance(y, Value) and y in self.arrays_out:
+                first = self.arrays_out[y]
+            elif isinstance(y, Value):
+                first = m.src(self.r.binding[y]) if y in self.r.binding else m.src(y)
+            else:
+                first = py_literal(y)
+            for o in outs:
+                name = m.names(o)
+                if name != first:
+                    m.body.append(f"{name} = {first}")
+
+    @staticmethod
+    def _padded(y: Value, space: tuple) -> tuple:
+        shape = tuple(int(s) for s in y.type.shape)
+        padded = (1,) * (len(space) - len(shape)) + shape
+        return space if padded == space else shape
+
+    def _store(self, body: KernelBody, y: Value, i: str = "i") -> str:
+        expr, ctype = body.env[y]
+        want = c_type(y.type.dtype)
+        value = expr if ctype == want else f"({want})({expr})"
+        return f"{self.arrays[y]}[{i}] = {value};"
+
+    def _pointwise_loop(self, phase: list, shape: tuple, values: list, reductions: list) -> None:
+        """One loop over `shape` computing `values` (stored) and full `reductions`."""
+        wanted = list(values) + [red.inputs[0] for red in reductions]
+        chain = self._closure(phase, [v for v in wanted if isinstance(v, Value)])
+        n = _prod(shape)
+        body = self._body(shape)
+        for node in chain:
+            body.emit(node)
+        stmts = list(body.lines) + [self._store(body, y) for y in values]
+        accs = []
+        for j, red in enumerate(reductions):
+            low = lowering_for(red.op).reduction
+            x = red.inputs[0]
+            xe = body.operand(x, _ACC) if isinstance(x, Value) else c_literal(x, _ACC)
+            acc = f"acc{j}"
+            stmts.append(f"// L{self.m.lines.get(id(red), '?')}: {node_line(red)}")
+            stmts.append(f"{acc} = {_reduce_step(low.reduce, acc, xe)};")
+            accs.append((red, acc, low))
+        title = ", ".join(f"%{v.name}" for v in values + [red.outputs[0] for red in reductions])
+        self.lines.append(f"{{  // {title} over {list(shape)}: {len(chain)} op(s)")
+        if n == 1 and not shape:
+            self.lines.append("    const long long i = 0;")
+            for _, acc, low in accs:
+                self.lines.append(f"    double {acc} = {low.identity.format(T=_ACC)};")
+            self.lines += [f"    {s}" for s in stmts]
+            for red, acc, low in accs:
+                self._finish_full(red, acc, low, "    ")
+            self.lines.append("}")
+            return
+        if not accs:
+            self.lines.append(f"    const long long n = {n}LL;")
+            self.lines.append("    #pragma omp parallel for simd num_threads(gm_nt) if(parallel: n >= GM_PARALLEL_MIN) "
+                              "schedule(static)")
+            self.lines.append("    for (long long i = 0; i < n; ++i) {")
+            self.lines += [f"        {s}" for s in stmts]
+            self.lines += ["    }", "}"]
+            return
+        self.lines.append(f"    const long long n = {n}LL;")
+        self.lines.append("    int used = 1;")
+        for _, acc, _ in accs:
+            self.lines.append(f"    double part_{acc}[GM_MAX_THREADS];")
+        self.lines.append("    #pragma omp parallel num_threads(gm_nt) if(parallel: n >= GM_PARALLEL_MIN)")
+        self.lines.append("    {")
+        self.lines.append("        const int t = omp_get_thread_num(), nth = omp_get_num_threads();")
+        self.lines.append("        if (t == 0) used = nth;")
+        self.lines.append("        const long long lo = n * t / nth, hi = n * (t + 1) / nth;")
+        for _, acc, low in accs:
+            self.lines.append(f"        double {acc} = {low.identity.format(T=_ACC)};")
+        simd = _simd_clause(accs)
+        if simd is not None:
+            self.lines.append(f"        #pragma omp simd{simd}")
+        self.lines.append("        for (long long i = lo; i < hi; ++i) {")
+        self.lines += [f"            {s}" for s in stmts]
+        self.lines.append("        }")
+        for _, acc, _ in accs:
+            self.lines.append(f"        part_{acc}[t] = {acc};")
+        self.lines.append("    }")
+        for red, acc, low in accs:
+            self.lines.append(f"    double {acc} = {low.identity.format(T=_ACC)};  // partials in thread order")
+            step = _reduce_step(low.reduce, acc, f"part_{acc}[t]")
+            self.lines.append(f"    for (int t = 0; t < used; ++t) {acc} = {step};")
+            self._finish_full(red, acc, low, "    ")
+        self.lines.append("}")
+
+    def _finish_full(self, red: Node, acc: str, low, indent: str) -> None:
+        y = red.outputs[0]
+        post = _post_expr(low, acc, self._count(red))
+        self.lines.append(f"{indent}{self.arrays[y]}[0] = ({c_type(y.type.dtype)})({post});")
+
+    def _count(self, red: Node) -> int:
+        count = 1
+        for a in self.r.reduce_axes(red):
+            count *= int(self.r.space[a])
+        return count
+
+    def _partial_reduction(self, red: Node) -> None:
+        r = self.r
+        space = tuple(int(s) for s in r.space)
+        axes = tuple(sorted(int(a) % len(space) for a in r.reduce_axes(red)))
+        kept = tuple(a for a in range(len(space)) if a not in axes)
+        n_out = _prod(space[a] for a in kept)
+        n_red = _prod(space[a] for a in axes)
+        x = red.inputs[0]
+        chain = self._closure(r.prologue, [x] if isinstance(x, Value) else [])
+        body = self._body(space)
+        for node in chain:
+            body.emit(node)
+        low = lowering_for(red.op).reduction
+        xe = body.operand(x, _ACC) if isinstance(x, Value) else c_literal(x, _ACC)
+        y = red.outputs[0]
+        if axes == tuple(range(len(axes))) and n_out > 1:
+            self._leading_axes_reduction(red, low, body, xe, n_out, n_red, space, axes, len(chain))
+            return
+        simd = _simd_clause([(red, "acc", low)])
+        self.lines.append(f"{{  // %{y.name}: {red.op} over axes {list(axes)} of {list(space)}, "
+                          f"{len(chain)} prologue op(s)")
+        self.lines.append(f"    const long long n_out = {n_out}LL, n_red = {n_red}LL;")
+        self.lines.append("    #pragma omp parallel for num_threads(gm_nt) "
+                          "if(parallel: n_out * n_red >= GM_PARALLEL_MIN) schedule(static)")
+        self.lines.append("    for (long long o = 0; o < n_out; ++o) {")
+        self.lines.append(f"        double acc = {low.identity.format(T=_ACC)};")
+        if simd is not None:
+            self.lines.append(f"        #pragma omp simd{simd}")
+        self.lines.append("        for (long long r = 0; r < n_red; ++r) {")
+        self.lines.append(f"            const long long i = {compose_index(space, kept, tuple(axes))};")
+        self.lines += [f"            {s}" for s in body.lines]
+        self.lines.append(f"            // L{self.m.lines.get(id(red), '?')}: {node_line(red)}")
+        self.lines.append(f"            acc = {_reduce_step(low.reduce, 'acc', xe)};")
+        self.lines.append("        }")
+        post = _post_expr(low, "acc", n_red)
+        self.lines.append(f"        {self.arrays[y]}[o] = ({c_type(y.type.dtype)})({post});")
+        self.lines.append("    }")
+        self.lines.append("}")
+
+    def _leading_axes_reduction(self, red: Node, low, body: KernelBody, xe: str, n_out: int, n_red: int,
+                                space: tuple, axes: tuple, n_chain: int) -> None:
+        """A reduction over the leading axes (a column sum, as in a bias gradient): each thread
+        takes blocks of GM_COLUMNS outputs and walks the reduced rows once, the block of
+        accumulators updated by a contiguous SIMD loop. Each output still adds its elements in
+        row order: the result does not depend on the thread count."""
+        y = red.outputs[0]
+        self.lines.append(f"{{  // %{y.name}: {red.op} over the leading axes {list(axes)} of {list(space)}, "
+                          f"{n_chain} prologue op(s), in column blocks")
+        self.lines.append(f"    const long long n_out = {n_out}LL, n_red = {n_red}LL;")
+        self.lines.append("    #pragma omp parallel for num_threads(gm_nt) "
+                          "if(parallel: n_out * n_red >= GM_PARALLEL_MIN) schedule(static)")
+        self.lines.append("    for (long long ob = 0; ob < n_out; ob += GM_COLUMNS) {")
+        self.lines.append("        const long long oe = ob + GM_COLUMNS < n_out ? ob + GM_COLUMNS : n_out;")
+        self.lines.append("        double acc[GM_COLUMNS];")
+        self.lines.append(f"        for (long long o = ob; o < oe; ++o) acc[o - ob] = {low.identity.format(T=_ACC)};")
+        self.lines.append("        for (long long r = 0; r < n_red; ++r) {")
+        self.lines.append("            #pragma omp simd")
+        self.lines.append("            for (long long o = ob; o < oe; ++o) {")
+        self.lines.append("                const long long i = r * n_out + o;")
+        self.lines += [f"                {s}" for s in body.lines]
+        self.lines.append(f"                // L{self.m.lines.get(id(red), '?')}: {node_line(red)}")
+        self.lines.append(f"                acc[o - ob] = {_reduce_step(low.reduce, 'acc[o - ob]', xe)};")
+        self.lines.append("            }")
+        self.lines.append("        }")
+        post = _post_expr(low, "acc[o - ob]", n_red)
+        self.lines.append(f"        for (long long o = ob; o < oe; ++o) {self.arrays[y]}[o] = "
+                          f"({c_type(y.type.dtype)})({post});")
+        self.lines.append("    }")
+        self.lines.append("}")
+
+    def function(self) -> dict:
+        title = f"L{self.m.lines.get(id(self.node), '?')}: {node_line(self.node)}"
+        return {"name": self.name, "title": title, "decls": [d for d, _, _, _ in self.params], "lines": self.lines}
+
+
+def _reduce_step(template: str, acc: str, x: str) -> str:
+    """The lowering's `reduce` expression (in a and b) combining accumulator acc with x."""
+    return re.sub(r"\bb\b", x, re.sub(r"\ba\b", acc, template))
+
+
+def _post_expr(low, acc: str, count: int) -> str:
+    return re.sub(r"\ba\b", acc, low.post.format(T=_ACC, count=count))
+
+
+def _simd_clause(accs: list) -> str | None:
+    """The `omp simd` clause for a loop updating these accumulators (None: no simd pragma,
+    for max/min, whose NaN-propagating combine is no OpenMP reduction operator)."""
+    clauses = []
+    for red, acc, _ in accs:
+        op = _SIMD_REDUCTIONS.get(red.op)
+        if op is None:
+            return None
+        clauses.append(f" reduction({op}:{acc})")
+    return "".join(clauses)
+
+
+class NativeModule:
+    """The driver module (Python) and translation unit (C++) for one graph."""
+
+    def __init__(self, graph: Graph, fast_math: bool = False) -> None:
+        self.graph = graph
+        self.fast_math = fast_math
+        self.lines = line_numbers(graph)
+        self.names = Names(taken={"np", "_rt", "_nb", "_call", "_nt", "_c", "LIBRARY", "C_SOURCE"})
+        self.body: list = []
+        self.functions: list = []
+        self.kernels: list = []  # (constant name, C function name, sizes literal)
+        self.fresh: set = set()  # Python names bound to arrays this module allocated (C-contiguous)
+        self.stats = {"native": 0, "library": 0}
+        self.notes: list = []
+
+    def src(self, v) -> str:
+        return self.names(v) if isinstance(v, Value) else py_literal(v)
+
+    def contiguous(self, v: Value) -> str:
+        """The source of v as a kernel argument (see kernel_call for other layouts)."""
+        return self.names(v)
+
+    def kernel_call(self, fn: str, params: list, dtypes: list) -> None:
+        """The call of C function fn. The call path checks every array (C-contiguous, type,
+        byte size) before the kernel runs; an input that fails (a strided view, a NumPy
+        scalar, another dtype) is converted and the call made again, so the common case pays
+        for no conversion."""
+        const = f"_K{len(self.kernels)}"
+        sizes = py_literal(tuple(-nb if w else nb for _, _, nb, w in params))
+        self.kernels.append({"const": const, "fn": fn, "sizes": sizes, "dtypes": py_literal(tuple(dtypes))})
+        plain = [src for _, src, _, _ in params]
+        converted = [src if (w or src in self.fresh) else f"_c({src}, np.{dt})"
+                     for (_, src, _, w), dt in zip(params, dtypes)]
+        head = f"_call({const}, _nt, {const}_SIZES, {const}_FORMATS, "
+        if plain == converted:
+            self.body.append(head + ", ".join(plain) + ")")
+            return
+        self.body += ["try:", "    " + head + ", ".join(plain) + ")",
+                      "except (BufferError, ValueError, TypeError):  # not C-contiguous or not of the IR's dtype",
+                      "    " + head + ", ".join(converted) + ")"]
+
+    def comment(self, node: Node) -> None:
+        self.body.append(f"# L{self.lines.get(id(node), '?')}: {node_line(node)}")
+
+    def call(self, node: Node, env: dict | None = None) -> None:
+        """A NumPy library call (the NumPy backend's `call` template)."""
+        low = lowering_for(node.op).numpy
+        env = env or {}
+        operands = [env.get(v, self.src(v)) if isinstance(v, Value) else py_literal(v) for v in node.inputs]
+        outs = [self.names(o) for o in node.outputs]
+        target = ", ".join(outs) + ("," if len(outs) == 1 and node.op == "split" else "")
+        self.body.append(f"{target} = {fill(low.call, operands, fields(node, operands))}")
+
+    def _straight_line(self) -> bool:
+        """Whether the whole graph is 0-d pointwise arithmetic: one straight-line C function."""
+        g = self.graph
+        if not g.nodes:
+            return False
+        for node in g.nodes:
+            nodes = node.body.nodes if node.body is not None else [node]
+            for n in nodes:
+                low = lowering_for(n.op)
+                if not low.pointwise or low.cupy.expr is None or len(n.outputs) != 1:
+                    return False
+                if any(len(v.type.shape) != 0 or v.type.dtype.np.name not in C_TYPES
+                       for v in n.input_values() + n.outputs):
+                    return False
+        return all(len(v.type.shape) == 0 for v in g.inputs)
+
+    def _graph_function(self) -> None:
+        """The whole 0-d graph as one C function: every op one statement, no loop."""
+        g = self.graph
+        fn = CRegion.__new__(CRegion)
+        fn.m, fn.node, fn.r, fn.name = self, None, None, "gm_graph"
+        fn.params, fn.env, fn.arrays, fn.lines, fn.arrays_out, fn.yielded, fn.dtypes = [], {}, {}, [], {}, {}, []
+        for v in g.inputs:
+            fn._param(v, self.contiguous(v), writable=False)
+        env = {v: (f"{fn.arrays[v]}[0]", c_type(v.type.dtype)) for v in g.inputs}
+        body = KernelBody(_LineTable(self.lines), env)
+        for node in g.nodes:
+            if node.body is None:
+                body.emit(node)
+                continue
+            body.lines.append(f"// L{self.lines.get(id(node), '?')}: {node_line(node)}")
+            for p, outer in zip(node.body.inputs, node.inputs):
+                body.env[p] = body.env[outer] if isinstance(outer, Value) else (
+                    c_literal(outer, c_type(p.type.dtype)), c_type(p.type.dtype))
+            for n in node.body.nodes:
+                body.emit(n)
+            for o, y in zip(node.outputs, node.body.outputs):
+                body.env[o] = body.env[y] if isinstance(y, Value) else (c_literal(y, c_type(o.type.dtype)),
+                                                                        c_type(o.type.dtype))
+        stores = []
+        for v in dict.fromkeys(v for v in g.outputs if isinstance(v, Value) and v not in g.inputs):
+            name = self.names(v)
+            self.body.append(f"{name} = np.empty((), {np_dtype(v.type.dtype)})")
+            self.fresh.add(name)
+            fn._param(v, name, writable=True)
+            stores.append(fn._store(body, v, "0"))
+        fn.lines = body.lines + stores
+        self.kernel_call(fn.name, fn.params, fn.dtypes)
+        title = f"@{g.name}: {sum(len(n.body.nodes) if n.body is not None else 1 for n in g.nodes)} 0-d op(s)"
+        self.functions.append({"name": fn.name, "title": title + ", straight-line",
+                               "decls": [d for d, _, _, _ in fn.params], "lines": fn.lines})
+        self.stats["native"] += len(g.nodes)
+
+    def source(self) -> tuple[str, str]:
+        """(Python driver, C++ translation unit)."""
+        g = self.graph
+        params = [self.names(v) for v in g.inputs]
+        if self._straight_line():
+            self.body.append("# the whole graph is 0-d arithmetic: one straight-line C function")
+            self._graph_function()
+        for node in (g.nodes if not self.functions else []):
+            self.comment(node)
+            if node.body is None:
+                self.stats["library"] += 1
+                self.call(node)
+                continue
+            region = analyze(node, scalar_code=False)
+            why = supported(region)
+            if why is None:
+                c = CRegion(self, node, region, f"gm_region{len(self.functions)}")
+                c.emit()
+                self.functions.append(c.function())
+                self.stats["native"] += 1
+            else:
+                self.stats["library"] += 1
+                self.notes.append(f"%{node.outputs[0].name}: {why}")
+                self.body.append(f"# not native: {why}; its ops run one by one as NumPy calls")
+                env = {p: self.src(v) for p, v in zip(node.body.inputs, node.inputs)}
+                for n in node.body.nodes:
+                    self.comment(n)
+                    self.call(n, env)
+                    for o in n.outputs:
+                        env[o] = self.names(o)
+                for o, y in zip(node.outputs, node.body.outputs):
+                    value = env.get(y, self.src(y)) if isinstance(y, Value) else py_literal(y)
+                    self.body.append(f"{self.names(o)} = {value}")
+        returns = []
+        for v in g.outputs:
+            s = self.src(v)
+            returns.append(f"np.asarray({s})" if isinstance(v, Value) and len(v.type.shape) == 0
+                           and s not in self.fresh else s)
+        tc = native_build.toolchain()
+        c_source = render("native_module.cpp.j2", graph_name=g.name, ir_text=str(g),
+                          prelude=host_prelude(tc.vector_math), preamble=PREAMBLE, functions=self.functions,
+                          parallel_min=native_build.PARALLEL_MIN_ELEMS)
+        py_source = render("native_module.py.j2", graph_name=g.name, description=self.describe(), ir_text=str(g),
+                           c_source=c_source, stem="gm_native_" + re.sub(r"\W", "_", g.name),
+                           kernels=self.kernels, params=params, body=self.body, returns=returns,
+                           library_calls=self.stats["library"] > 0, fast_math=self.fast_math)
+        return py_source, c_source
+
+    def describe(self) -> str:
+        s = self.stats
+        text = (f"Runs {s['native']} fused region(s) as native C++ functions (OpenMP loops, one translation unit) "
+                f"and {s['library']} op(s) or region(s) as NumPy library calls (matmul through BLAS).")
+        if self.notes:
+            text += " Not native: " + "; ".join(self.notes) + "."
+        return text
+
+
+def generate(graph: Graph) -> tuple[str, str]:
+    """(driver module source, one-paragraph description)."""
+    module = NativeModule(graph)
+    py_source, _ = module.source()
+    return py_source, module.describe()
+
+
+def generate_c(graph: Graph) -> str:
+    """The C++ translation unit alone."""
+    return NativeModule(graph).source()[1]
+
+
+__all__ = ["generate", "generate_c", "index_expr", "compose_index", "supported", "NativeModule"]

@@ -1,0 +1,583 @@
+"""The native CPU backend: every pointwise op's C expression in float32 and float64 (and
+the integer and bool ops), every shape of fused region, W1-W4 with their gradients, against
+the interpreter and the NumPy backend; the generated source; threads and determinism;
+the compiler probe, the shared-object cache and its checks; compile errors; fork safety.
+
+Compiling costs ~0.1-1 s a translation unit, so the ops share one graph per dtype."""
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import codegen
+import eager
+import static
+from codegen import loader, native_build, runtime
+from codegen.native_gen import compose_index, index_expr
+
+sys.path.insert(0, str(Path(__file__).parent))
+import gm_workloads as W  # noqa: E402
+from test_codegen_cupy import _OP_TEXT, _pointwise_ops  # noqa: E402
+from test_codegen_regions import CASES  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not native_build.availability()[0],
+                                reason=f"no C++ compiler: {native_build.availability()[1]}")
+ROOT = Path(__file__).resolve().parents[2]
+_BINARY = {"add", "sub", "rsub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"}
+_COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
+
+
+def _all_ops_ir(dt: str, n: int) -> str:
+    """One graph holding one fused single-op region per pointwise op (n elements each)."""
+    params, nodes, results, outs = [], [], [], []
+    for j, name in enumerate(_pointwise_ops()):
+        if name in _OP_TEXT:
+            p, expr, result = _OP_TEXT[name]
+        elif name in _BINARY:
+            p, expr = "%a: f32[8], %b: f32[8]", f"{name} %a, %b"
+            result = "bool[8]" if name in _COMPARE else "f32[8]"
+        else:
+            p, expr, result = "%a: f32[8]", f"{name} %a", "f32[8]"
+        p, expr, result = (s.replace("f32", dt).replace("[8]", f"[{n}]") for s in (p, expr, result))
+        if name == "to_dtype":
+            result = result.replace(dt, "f64" if dt == "f32" else "f32")
+            expr = expr.replace("dtype = f64", f"dtype = {'f64' if dt == 'f32' else 'f32'}")
+        names = [q.split(":")[0].strip() for q in p.split(",")]
+        types = [q.split(":")[1].strip() for q in p.split(",")]
+        outer = [f"%o{j}_{x[1:]}" for x in names]
+        params += [f"{o}: {t}" for o, t in zip(outer, types)]
+        body_params = ", ".join(f"%p{j}_{x[1:]}: {t}" for x, t in zip(names, types))
+        op, _, rest = expr.partition(" ")
+        for x in names:
+            rest = rest.replace(x, f"%p{j}_{x[1:]}")
+        nodes.append(f"  %r{j} = fused {', '.join(outer)} : {result} {{\n    ^body({body_params}):\n"
+                     f"    %y{j} = {op} {rest} : {result}\n    yield %y{j}\n  }}")
+        results.append(result)
+        outs.append(f"%r{j}")
+    return (f"func @all_ops_{dt}({', '.join(params)}) -> ({', '.join(results)}) {{\n" + "\n".join(nodes)
+            + f"\n  return {', '.join(outs)}\n}}")
+
+
+def _values(dtype, shape, rng, signed=True):
+    if np.dtype(dtype) == np.bool_:
+        return rng.standard_normal(shape) > 0
+    if np.dtype(dtype).kind in "iu":
+        return rng.integers(-50 if signed else 0, 50, shape).astype(dtype)
+    v = rng.uniform(-3.0, 3.0, shape).astype(dtype)
+    edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 30.0, -30.0, 1e-30, 1e-40, 100.0, -100.0], dtype)
+    v.reshape(-1)[: edges.size] = edges
+    return v
+
+
+def _same(got, expected, rtol, msg):
+    """Equal up to rtol, or up to 4 ulp of 1.0 absolute: the formulas 1 + erf(x) and 1 + tanh(x)
+    (gelu) cancel for x < -2, where two math libraries' 1-ulp errors in erf or tanh become
+    large relative errors of the result (test_native_accuracy bounds both against float64)."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.dtype == expected.dtype and got.shape == expected.shape, msg
+    if got.dtype.kind == "f":
+        atol = 4 * float(np.finfo(got.dtype).eps)
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, equal_nan=True, err_msg=msg)
+    else:
+        np.testing.assert_array_equal(got, expected, err_msg=msg)
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+def test_every_pointwise_op_matches_interpreter(dt):
+    """1003 elements: the vector loop and its remainder; signed values with ±0, ±inf, nan,
+    subnormals and large arguments (the accuracy test states the ulp bounds)."""
+    graph = static.parse_ir(_all_ops_ir(dt, 1003))
+    rng = np.random.default_rng(0)
+    arrays = [_values(v.type.dtype.np, v.type.shape, rng) for v in graph.inputs]
+    exe = codegen.build(graph, "native")
+    assert "0 op(s) or region(s) as NumPy library calls" in exe.source()
+    got = exe.run(arrays)
+    with np.errstate(all="ignore"):
+        expected = static.run_graph(graph, arrays)
+    names = _pointwise_ops()
+    for name, g, e in zip(names, got, expected):
+        _same(g, e, 4e-6 if dt == "f32" else 1e-14, f"{name} {dt}")
+
+
+@pytest.mark.parametrize("dt", ["i32", "i64", "u8", "i16"])
+def test_integer_ops(dt):
+    ops = ["add", "sub", "mul", "maximum", "minimum", "neg", "abs", "sign", "lt", "eq"]
+    params = ", ".join(f"%a{k}: {dt}[301], %b{k}: {dt}[301]" for k in range(len(ops)))
+    nodes, results = [], []
+    for k, op in enumerate(ops):
+        result = "bool[301]" if op in _COMPARE else f"{dt}[301]"
+        operands = f"%p{k}, %q{k}" if op not in ("neg", "abs", "sign") else f"%p{k}"
+        nodes.append(f"  %r{k} = fused %a{k}, %b{k} : {result} {{\n    ^body(%p{k}: {dt}[301], %q{k}: {dt}[301]):\n"
+                     f"    %y{k} = {op} {operands} : {result}\n    yield %y{k}\n  }}")
+        results.append(result)
+    text = (f"func @ints({params}) -> ({', '.join(results)}) {{\n" + "\n".join(nodes) +
+            f"\n  return {', '.join(f'%r{k}' for k in range(len(ops)))}\n}}")
+    if dt == "u8":
+        text = text.replace("%y1 = sub", "%y1 = add").replace("%y5 = neg", "%y5 = abs")
+    graph = static.parse_ir(text)
+    rng = np.random.default_rng(1)
+    arrays = [_values(v.type.dtype.np, v.type.shape, rng, signed=dt != "u8") for v in graph.inputs]
+    got = codegen.build(graph, "native").run(arrays)
+    with np.errstate(all="ignore"):
+        expected = static.run_graph(graph, arrays)
+    for op, g, e in zip(ops, got, expected):
+        _same(g, e, 0, f"{op} {dt}")
+
+
+def _region_inputs(graph, rng):
+    return [_values(v.type.dtype.np, v.type.shape, rng) if v.type.dtype.np == np.bool_
+            else rng.uniform(0.2, 2.0, v.type.shape).astype(v.type.dtype.np) for v in graph.inputs]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_region_matches_interpreter(name):
+    graph = static.parse_ir(CASES[name][0])
+    arrays = _region_inputs(graph, np.random.default_rng(2))
+    got = codegen.build(graph, "native").run(arrays)
+    expected = static.run_graph(graph, arrays)
+    for g, e in zip(got, expected):
+        e = np.asarray(e)
+        assert np.asarray(g).dtype == e.dtype and np.shape(g) == e.shape
+        np.testing.assert_allclose(g, e, rtol=2e-6 if e.dtype == np.float32 else 1e-13, err_msg=name)
+
+
+def test_regions_that_fit_are_one_c_function_each():
+    graph = static.parse_ir(CASES["bias_broadcast_and_column_sum"][0])
+    exe = codegen.build(graph, "native")
+    c = exe.c_source()
+    assert c.count('extern "C" void gm_region') == 1
+    assert "// L5: %6 = mul %5, 3.0 : f64[5]" in c  # the IR line above each statement
+    assert "#pragma omp parallel for simd num_threads(gm_nt) if(parallel: n >= GM_PARALLEL_MIN)" in c
+    assert "double acc = (double)0;" in c  # reductions accumulate in double
+    src = exe.source()
+    assert "C_SOURCE" in src and "gm_region0" in src
+
+
+def _grads(fn, argnums, arrays, backend):
+    f = static.compile(static.value_and_grad(fn, argnums=argnums), backend=backend)
+    value, grads = f(*[eager.tensor(a) for a in arrays])
+    return [value.numpy()] + [g.numpy() for g in grads]
+
+
+@pytest.mark.parametrize("n", [1000, 100_003])
+def test_w1_w2_forward_and_gradients_match_numpy_backend(n):
+    """n = 100003 runs the loops on two threads (above the parallel threshold)."""
+    saved = runtime.CONFIG.threads
+    runtime.CONFIG.threads = 2
+    try:
+        for fn, argnums, arrays in ((W.w1, (0, 1, 2, 3, 4), W.w1_inputs(n)), (W.w2, (0, 1), W.w2_inputs(n))):
+            got = _grads(fn, argnums, arrays, "native")
+            expected = _grads(fn, argnums, arrays, "numpy")
+            exact = _grads(fn, argnums, [a.astype(np.float64) for a in arrays], "numpy")
+            for g, e, x in zip(got, expected, exact):
+                assert g.dtype == np.float32
+                # as close to the float64 result as NumPy's float32 is (the sum in double: closer)
+                err_native = np.max(np.abs(g - x)) / max(np.max(np.abs(x)), 1e-30)
+                err_numpy = np.max(np.abs(e - x)) / max(np.max(np.abs(x)), 1e-30)
+                assert err_native <= max(2 * err_numpy, 1e-6), (fn.__name__, err_native, err_numpy)
+    finally:
+        runtime.CONFIG.threads = saved
+
+
+def test_reductions_are_deterministic_for_a_thread_count():
+    saved = runtime.CONFIG.threads
+    try:
+        arrays = W.w2_inputs(200_001)
+        results = {}
+        for nt in (1, 2, 2, 1):
+            runtime.CONFIG.threads = nt
+            results.setdefault(nt, []).append(_grads(W.w2, (0, 1), arrays, "native")[0])
+        for runs in results.values():
+            assert all(r.tobytes() == runs[0].tobytes() for r in runs)
+    finally:
+        runtime.CONFIG.threads = saved
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_w3_step_matches_numpy_backend(dt):
+    arrays = W.w3_inputs(33, 17, 24, 5, dt)
+    t = [eager.tensor(a) for a in arrays]
+    got = static.compile(W.w3_step, backend="native")(*t)
+    expected = static.compile(W.w3_step, backend="numpy")(*t)
+    tol = 2e-5 if dt == np.float32 else 1e-12
+    np.testing.assert_allclose(got[0].numpy(), expected[0].numpy(), rtol=tol)
+    for g, e in zip(got[1], expected[1]):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=tol, atol=tol)
+
+
+def test_w4_is_one_straight_line_c_function():
+    f = static.compile(lambda x: W.w4(x, 100), backend="native")
+    x = eager.tensor(W.w4_inputs()[0])
+    got = f(x)
+    expected = static.compile(lambda x: W.w4(x, 100), backend="numpy")(x)
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6)
+    c = f.source(x)
+    fn = c[c.index('extern "C" void gm_graph'):]
+    assert c.count('extern "C" void') == 1
+    assert "#pragma" not in fn and "for (" not in fn and fn.count("sin(") == 100
+
+
+def test_library_ops_run_as_numpy_calls_in_the_driver():
+    arrays = W.w3_inputs(8, 6, 5, 3)
+    f = static.compile(W.w3_step, backend="native")
+    src = f.source(*[eager.tensor(a) for a in arrays])
+    assert "np.matmul(" in src and "_call(_K0, _nt" in src
+
+
+# -- index arithmetic -------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape,space", [((5,), (9, 5)), ((9, 1), (9, 5)), ((1,), (4, 3)), ((3, 1, 5), (3, 4, 5)),
+                                         ((4, 1), (2, 3, 4, 5)), ((2, 1, 4, 1), (2, 3, 4, 5)), ((), (7,)),
+                                         ((6, 7), (6, 7))])
+def test_broadcast_index_expressions(shape, space):
+    expr = index_expr(shape, space).replace("LL", "")
+    full = np.arange(int(np.prod(shape))).reshape(shape)
+    want = np.broadcast_to(full, space).reshape(-1)
+    got = [eval(expr.replace("/", "//"), {"i": i}) for i in range(int(np.prod(space)))]  # noqa: S307
+    assert got == list(want)
+
+
+@pytest.mark.parametrize("space,axes", [((4, 5), (0,)), ((4, 5), (1,)), ((2, 3, 4), (0, 2)), ((2, 3, 4), (1,)),
+                                        ((3, 1, 4), (1, 2))])
+def test_reduction_index_composition(space, axes):
+    kept = tuple(a for a in range(len(space)) if a not in axes)
+    expr = compose_index(space, kept, axes).replace("LL", "").replace("/", "//")
+    flat = np.arange(int(np.prod(space))).reshape(space)
+    want = np.transpose(flat, kept + axes).reshape(int(np.prod([space[a] for a in kept])), -1)
+    for o in range(want.shape[0]):
+        for r in range(want.shape[1]):
+            assert eval(expr, {"o": o, "r": r}) == want[o, r]  # noqa: S307
+
+
+# -- compiling, caching, loading ---------------------------------------------------------------------
+_SMALL = """
+func @small(%x: f32[16]) -> f32[16] {
+  %1 = fused %x : f32[16] {
+    ^body(%a: f32[16]):
+    %2 = mul %a, 2.0 : f32[16]
+    %3 = add %2, 1.0 : f32[16]
+    yield %3
+  }
+  return %1
+}"""
+
+
+def _fresh_process_state():
+    loader.forget()
+    native_build._libraries.clear()
+
+
+def test_shared_object_comes_from_the_disk_cache_second_time():
+    graph = static.parse_ir(_SMALL.replace("2.0", "2.5"))
+    first = codegen.build(graph, "native")
+    _fresh_process_state()
+    second = codegen.build(graph, "native")
+    lib = second._loaded.module.LIBRARY
+    assert lib.origin == "disk cache" and lib.path is not None and lib.path.exists()
+    x = np.arange(16, dtype=np.float32)
+    np.testing.assert_array_equal(second.run([x])[0], x * np.float32(2.5) + 1)
+    assert first.c_source() == second.c_source()
+
+
+def test_tampered_or_foreign_cache_files_are_not_loaded(tmp_path):
+    graph = static.parse_ir(_SMALL.replace("2.0", "3.5"))
+    codegen.build(graph, "native")
+    lib = codegen.build(graph, "native")._loaded.module.LIBRARY
+    path = lib.path
+    key = path.name.split("_")[-1].split(".")[0]
+    blob = path.read_bytes()
+    header, _, data = blob.partition(b"\n")
+    full_key = header.decode().split("key=")[1].split()[0]
+    assert full_key.startswith(key)
+    assert native_build.read_verified(path, full_key) == data
+    # altered bytes: the hash check fails
+    path.write_bytes(header + b"\n" + data[:-1] + bytes([data[-1] ^ 1]))
+    assert native_build.read_verified(path, full_key) is None
+    # a file for another key
+    path.write_bytes(native_build.seal("0" * 64, data))
+    assert native_build.read_verified(path, full_key) is None
+    # writable by others: not trusted
+    path.write_bytes(native_build.seal(full_key, data))
+    os.chmod(path, 0o666)
+    assert native_build.read_verified(path, full_key) is None
+    os.chmod(path, 0o600)
+    assert native_build.read_verified(path, full_key) == data
+    # a damaged cache file is replaced by a fresh compile
+    path.write_bytes(b"garbage")
+    _fresh_process_state()
+    again = codegen.build(graph, "native")
+    assert again._loaded.module.LIBRARY.origin == "compiled"
+    np.testing.assert_array_equal(again.run([np.ones(16, np.float32)])[0], np.full(16, 4.5, np.float32))
+
+
+def test_cache_key_holds_compiler_flags_and_instruction_set():
+    tc = native_build.toolchain()
+    key = native_build.so_key("int x;", tc)
+    assert native_build.so_key("int x;", dataclasses.replace(tc, isa="another-cpu")) != key
+    assert native_build.so_key("int x;", dataclasses.replace(tc, version="another compiler")) != key
+    assert native_build.so_key("int x;", tc, fast_math=True) != key
+    assert native_build.so_key("int y;", tc) != key
+
+
+def test_fast_math_is_never_a_link_flag():
+    tc = native_build.toolchain()
+    assert "-ffast-math" in tc.compile_flags(fast_math=True)
+    assert not any("fast-math" in f for f in tc.link_flags())
+    assert "-ffp-contract=off" in tc.compile_flags()  # no fused multiply-add: NumPy's roundings
+
+
+def test_compile_errors_name_the_generated_file_and_show_the_compiler_message():
+    with pytest.raises(native_build.NativeCompileError) as info:
+        native_build.load_library('extern "C" void f(void* const* a, int n) { this is not C++; }', "gm_broken")
+    text = str(info.value)
+    assert "gm_broken_" in text and ".cpp" in text and "error" in text.lower()
+
+
+def _run_code(code: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+
+
+def test_without_a_compiler_native_raises_and_numpy_runs():
+    code = f"""
+import numpy as np, codegen, static
+from codegen import native_build
+g = static.parse_ir({_SMALL!r})
+print(native_build.availability())
+try:
+    codegen.build(g, "native")
+except native_build.NoCompiler as e:
+    print("NoCompiler:", e)
+print(codegen.build(g, "auto").run([np.ones(16, np.float32)])[0][0])
+"""
+    out = _run_code(code, CXX="/nonexistent/c++")
+    assert out.returncode == 0, out.stderr
+    assert "(False, \"CXX='/nonexistent/c++' is not an executable\")" in out.stdout
+    assert "NoCompiler: backend='native' needs a C++ compiler" in out.stdout and "backend='numpy'" in out.stdout
+    assert out.stdout.strip().endswith("3.0")
+
+
+def test_loading_kernels_leaves_subnormals_alone():
+    """A library linked with -ffast-math would turn on flush-to-zero for the process."""
+    code = f"""
+import numpy as np, codegen, static
+g = static.parse_ir({_SMALL!r})
+print(codegen.build(g, "native").run([np.ones(16, np.float32)])[0][0])
+print(np.float32(1e-39) * np.float32(1) != 0)
+"""
+    out = _run_code(code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["3.0", "True"]
+
+
+def _child(q):
+    arrays = W.w2_inputs(100_003)
+    q.put(_grads(W.w2, (0, 1), arrays, "native")[0].item())
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_forked_child_runs_kernels_after_the_parent_did():
+    saved = runtime.CONFIG.threads
+    runtime.CONFIG.threads = 2
+    try:
+        arrays = W.w2_inputs(100_003)
+        parent = _grads(W.w2, (0, 1), arrays, "native")[0].item()
+        ctx = multiprocessing.get_context("fork")
+        q = ctx.Queue()
+        p = ctx.Process(target=_child, args=(q,))
+        p.start()
+        p.join(120)
+        assert p.exitcode == 0, "the forked child hung or crashed"
+        np.testing.assert_allclose(q.get(timeout=5), parent, rtol=1e-6)
+    finally:
+        runtime.CONFIG.threads = saved
+
+
+def test_threads_follow_graphmode_threads():
+    out = _run_code("from codegen import native_build; print(native_build.threads())", GRAPHMODE_THREADS="3")
+    assert out.stdout.strip() == "3"
+
+
+def test_static_compile_accepts_native_and_explains_it():
+    f = static.compile(lambda x: (x * 2.0 + 1.0).sum(), backend="native")
+    x = eager.tensor(np.arange(5, dtype=np.float32))
+    assert f(x).item() == pytest.approx(25.0)
+    text = f.explain(x)
+    assert "backend: native" in text and "compiler:" in text and "OpenMP" in text
+
+
+def test_strided_scalar_and_other_dtype_inputs_are_converted():
+    graph = static.parse_ir(_SMALL)
+    exe = codegen.build(graph, "native")
+    base = np.arange(32, dtype=np.float32)
+    np.testing.assert_array_equal(exe.run([base[::2]])[0], base[::2] * 2 + 1)  # a strided view
+    np.testing.assert_array_equal(exe.run([base[:16].astype(np.float64)])[0], base[:16] * 2 + 1)
+    assert exe.run([base[:16]])[0].dtype == np.float32
+
+
+@pytest.mark.parametrize("path", ["extension", "ctypes"])
+def test_call_path_checks_every_buffer(path):
+    lib = codegen.build(static.parse_ir(_SMALL), "native")._loaded.module
+    call = native_build.caller() if path == "extension" else native_build._ctypes_call
+    addr, sizes, types = lib._K0, lib._K0_SIZES, lib._K0_FORMATS
+    x, out = np.ones(16, np.float32), np.empty(16, np.float32)
+    call(addr, 1, sizes, types, x, out)
+    assert out[0] == 3.0
+    with pytest.raises(ValueError, match="bytes"):
+        call(addr, 1, sizes, types, np.ones(15, np.float32), out)
+    with pytest.raises(ValueError, match="type"):
+        call(addr, 1, sizes, types, np.ones(16, np.int32), out)
+    with pytest.raises(TypeError, match="not a NumPy array"):
+        call(addr, 1, sizes, types, bytearray(64), out)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        call(addr, 1, sizes, types, np.ones(32, np.float32)[::2], out)
+    with pytest.raises(ValueError, match="read-only"):
+        call(addr, 1, sizes, types, x, np.frombuffer(bytes(64), np.float32))
+
+
+def test_explain_of_auto_says_why_native_does_not_run_without_a_compiler():
+    code = """
+import numpy as np, eager, static
+f = static.compile(lambda x: (x * 2.0 + 1.0).sum())
+x = eager.tensor(np.arange(5, dtype=np.float32))
+print(f(x).item())
+print(f.explain(x))
+"""
+    out = _run_code(code, CXX="/nonexistent/c++")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("25.0")
+    assert "native: not available (CXX='/nonexistent/c++' is not an executable); the NumPy module runs." in out.stdout
+
+
+def test_fast_math_compiles_with_it_and_leaves_the_process_alone():
+    """fast_math=True: -ffast-math when compiling (results close), never when linking (no
+    flush-to-zero switched on for the whole process)."""
+    code = f"""
+import numpy as np, static
+from codegen.native import NativeGraph
+g = static.parse_ir({CASES["chain_and_full_sum"][0]!r})
+x = np.linspace(0.2, 2.0, 37).astype(np.float32)
+fast = NativeGraph(g, fast_math=True)
+exact = NativeGraph(g)
+print(fast._loaded.module.LIBRARY.path != exact._loaded.module.LIBRARY.path)  # another key: other flags
+a, b = fast.run([x, x]), exact.run([x, x])
+print(all(np.allclose(u, v, rtol=1e-5) for u, v in zip(a, b)))
+print(np.float32(1e-39) * np.float32(1) != 0)
+"""
+    out = _run_code(code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True", "True"]
+
+
+def _registry_program(dtype):
+    """Every op of the registry on its samples, in one function (one graph, one compile)."""
+    from eager.ops import REGISTRY  # noqa: PLC0415
+
+    progs, inputs = [], []
+    for name in sorted(REGISTRY):
+        for arrays, attrs in REGISTRY[name].samples(np.random.default_rng(0)):
+            arrays = tuple(a.astype(dtype) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in arrays)
+            positions = [i for i, a in enumerate(arrays) if isinstance(a, np.ndarray)]
+            progs.append((name, arrays, attrs, positions, len(inputs)))
+            inputs += [arrays[i] for i in positions]
+
+    def every_op(*xs):
+        outs = []
+        for name, arrays, attrs, positions, start in progs:
+            operands = list(arrays)
+            for k, i in enumerate(positions):
+                operands[i] = xs[start + k]
+            out = REGISTRY[name](*operands, **attrs)
+            outs += list(out) if isinstance(out, (tuple, list)) else [out]
+        return tuple(outs)
+
+    return every_op, inputs, [p[0] for p in progs]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+def test_every_registry_op_through_the_native_driver(dtype):
+    """Ops outside fused regions run as NumPy library calls in the generated driver."""
+    fn, inputs, names = _registry_program(dtype)
+    tensors = [eager.tensor(a) for a in inputs]
+    got = static.compile(fn, backend="native")(*tensors)
+    expected = fn(*tensors)
+    assert len(got) == len(expected)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-12)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype and tuple(g.shape) == tuple(e.shape)
+        np.testing.assert_allclose(g.numpy(), e.numpy(), **tol)
+
+
+def test_float16_region_computes_in_float_and_stores_half():
+    graph = static.parse_ir(CASES["chain_and_full_sum"][0].replace("f32", "f16"))
+    arrays = _region_inputs(graph, np.random.default_rng(4))
+    got = codegen.build(graph, "native").run(arrays)
+    expected = static.run_graph(graph, arrays)
+    for g, e in zip(got, expected):
+        assert np.asarray(g).dtype == np.float16
+        np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(e, np.float32), rtol=2e-3)
+
+
+def test_auto_asks_one_function_whether_to_run_native(monkeypatch):
+    from codegen import native  # noqa: PLC0415
+
+    graph = static.parse_ir(_SMALL)
+    assert type(codegen.build(graph, "auto")).__name__ == "CompiledGraph"  # NumPy code today
+    monkeypatch.setattr(native, "auto_backend", lambda: "native")
+    exe = codegen.build(graph, "auto")
+    assert isinstance(exe, native.NativeGraph)
+    np.testing.assert_array_equal(exe.run([np.ones(16, np.float32)])[0], np.full(16, 3.0, np.float32))
+
+
+_COLUMNS = """
+func @columns(%x: f64[370,150], %y: f32[3,5,70]) -> (f64[150], f64[1,150], f32[70], f32[370,150]) {
+  %1, %2, %3 = fused %x : f64[150], f64[1,150], f64[370,150] {
+    ^body(%a: f64[370,150]):
+    %4 = mul %a, %a : f64[370,150]
+    %5 = sum %4 {dims = [0], keepdim = false} : f64[150]
+    %6 = amax %a {dims = [0], keepdim = true} : f64[1,150]
+    yield %5, %6, %4
+  }
+  %7 = fused %y : f32[70] {
+    ^body(%b: f32[3,5,70]):
+    %8 = exp %b : f32[3,5,70]
+    %9 = mean %8 {dims = [0, 1], keepdim = false} : f32[70]
+    yield %9
+  }
+  %10 = to_dtype %3 {dtype = f32} : f32[370,150]
+  return %1, %2, %7, %10
+}"""
+
+
+def test_reductions_over_leading_axes_in_column_blocks():
+    """150 and 70 outputs: two or three blocks of 64, the last one partial; sum, amax (NaN
+    propagating) and mean over two leading axes; the same bits for one and two threads."""
+    graph = static.parse_ir(_COLUMNS)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((370, 150))
+    x[5, 140] = np.nan
+    y = rng.standard_normal((3, 5, 70)).astype(np.float32)
+    exe = codegen.build(graph, "native")
+    assert "in column blocks" in exe.c_source()
+    saved = runtime.CONFIG.threads
+    try:
+        results = []
+        for nt in (1, 2):
+            runtime.CONFIG.threads = nt
+            results.append(exe.run([x, y]))
+    finally:
+        runtime.CONFIG.threads = saved
+    expected = static.run_graph(graph, [x, y])
+    for got in results:
+        np.testing.assert_allclose(got[0], expected[0], rtol=1e-13, equal_nan=True)
+        np.testing.assert_array_equal(got[1], expected[1])
+        assert np.isnan(got[1][0, 140])
+        np.testing.assert_allclose(got[2], expected[2], rtol=2e-6)
+    for a, b in zip(*results):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()

@@ -1,0 +1,69 @@
+"""Random programs over the op set (the recipes of tests/static/test_ir_random_graphs.py),
+compiled with all passes for the native backend and for the NumPy backend: the same results,
+forward and gradients. Fusion makes regions of every shape the recipes reach (broadcasts,
+partial and full reductions, epilogues, 0-d values, library ops between them)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import eager
+import static
+from codegen import native_build
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "static"))
+from test_ir_random_graphs import PROGRAM, _apply, _inputs  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not native_build.availability()[0],
+                                reason=f"no C++ compiler: {native_build.availability()[1]}")
+
+
+def _flat(x):
+    if isinstance(x, (tuple, list)):
+        return [y for item in x for y in _flat(item)]
+    return [x]
+
+
+def _tol(dtype):
+    return dict(rtol=2e-4, atol=2e-5) if dtype == "float32" else dict(rtol=1e-9, atol=1e-11)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(PROGRAM)
+def test_random_program_native_matches_numpy_backend(program):
+    shapes, recipe, dtype = program
+    arrays = _inputs(shapes, dtype)
+
+    def fn(*xs):
+        return tuple(_apply(recipe, xs))
+
+    tensors = [eager.tensor(a) for a in arrays]
+    got = _flat(static.compile(fn, backend="native")(*tensors))
+    expected = _flat(static.compile(fn, backend="numpy")(*tensors))
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype and tuple(g.shape) == tuple(e.shape)
+        np.testing.assert_allclose(g.numpy(), e.numpy(), equal_nan=True, **_tol(dtype))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(PROGRAM)
+def test_random_program_gradients_native_match_numpy_backend(program):
+    shapes, recipe, dtype = program
+    arrays = _inputs(shapes, dtype)
+
+    def loss(*xs):
+        return sum((o * 1.0).sum() for o in _apply(recipe, xs) if o.is_floating_point())
+
+    argnums = tuple(range(len(arrays)))
+    tensors = [eager.tensor(a) for a in arrays]
+    got = _flat(static.compile(static.value_and_grad(loss, argnums=argnums), backend="native")(*tensors))
+    expected = _flat(static.compile(static.value_and_grad(loss, argnums=argnums), backend="numpy")(*tensors))
+    for g, e in zip(got, expected):
+        g = g.numpy() if hasattr(g, "numpy") else np.asarray(g)
+        e = e.numpy() if hasattr(e, "numpy") else np.asarray(e)
+        np.testing.assert_allclose(g, e, equal_nan=True, **_tol(dtype))
