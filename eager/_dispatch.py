@@ -24,6 +24,33 @@ from .autograd.graph import Node, SavedTensor
 _SCALARS = (int, float, bool)
 _SCALAR_TYPES = frozenset(_SCALARS)
 _NO_EDGE = (None, 0)
+
+
+# -- NumPy's floating-point reports --------------------------------------------------------------
+# NumPy reports log(0), sqrt(-1), 0/0 and overflow as RuntimeWarnings pointing into eager's
+# files; PyTorch computes the same inf/nan silently. An op whose forward computes values
+# (`op.quiet_fp`, see eager.ops._registry) runs with those reports off for that call only, so
+# the user's own NumPy error state is left alone. Entering `np.errstate` costs microseconds
+# (it builds its state object each time); setting NumPy's error-state context variable to one
+# prebuilt "ignore" state costs a fraction of that. Both are the same mechanism: errstate is
+# a context manager over this variable.
+try:
+    from numpy._core.umath import _extobj_contextvar as _FP_STATE, _make_extobj
+
+    _FP_QUIET = _make_extobj(all="ignore")
+except ImportError:  # a NumPy without the context variable: the public, slower context manager
+    class _ErrstateVar:
+        @staticmethod
+        def set(_quiet):
+            state = np.errstate(all="ignore")
+            state.__enter__()
+            return state
+
+        @staticmethod
+        def reset(state):
+            state.__exit__(None, None, None)
+
+    _FP_STATE, _FP_QUIET = _ErrstateVar(), None
 Tensor = None  # set by eager._tensor (a cycle at import time otherwise)
 _new_tensor = None  # eager._tensor's constructor of a plain tensor from an array (set with Tensor)
 
@@ -138,6 +165,7 @@ def _run_float(op, operands, attrs, wants_grad):
     """The hot path: NumPy tensors of one floating dtype with Python numbers, a one-output
     op that makes no view. Nothing to promote (a Python number never upcasts a float
     tensor) and no device to check."""
+    token = _FP_STATE.set(_FP_QUIET) if op.quiet_fp else None
     try:
         if STATE.compact_broadcasts and op.kind == "elementwise":
             result = _on_broadcast_base(op, operands, attrs)
@@ -146,9 +174,10 @@ def _run_float(op, operands, attrs, wants_grad):
         result = op.forward(np, *[o._data if isinstance(o, Tensor) else o for o in operands], **attrs)
     except (ValueError, IndexError, TypeError) as exc:
         _explain_failure(op, operands, attrs, exc)
-    if type(result) is not np.ndarray:
-        result = np.asarray(result)  # NumPy gives scalars for 0-d results; tensors hold arrays
-    out = _new_tensor(result)
+    finally:
+        if token is not None:
+            _FP_STATE.reset(token)
+    out = _new_tensor(result)  # a NumPy scalar result becomes a 0-d array there
     # a float input can give a non-float result (a cast to an integer dtype), which never
     # requires grad
     if wants_grad and STATE.enabled and op.vjp is not None and result.dtype.kind in "fc":
@@ -306,17 +335,17 @@ def _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors):
         arrays = (a, b)
     else:
         arrays = [o._data if isinstance(o, Tensor) else o for o in operands]
+    token = _FP_STATE.set(_FP_QUIET) if op.quiet_fp and xp is np else None
     try:
         result = op.forward(xp, *arrays, **attrs)
     except (ValueError, IndexError, TypeError) as exc:
         _explain_failure(op, operands, attrs, exc)
+    finally:
+        if token is not None:
+            _FP_STATE.reset(token)
 
-    if op.multi_output:
-        outs = tuple(_wrap(r) for r in result)
-    else:
-        if type(result) is not np.ndarray and isinstance(result, np.generic):
-            result = np.asarray(result)  # NumPy gives scalars for 0-d results; tensors hold arrays
-        outs = (Tensor._make(result),)
+    # Tensor._make turns a NumPy scalar result into the 0-d array a tensor holds
+    outs = tuple(Tensor._make(r) for r in result) if op.multi_output else (Tensor._make(result),)
     if op.is_view and first is not None:
         _mark_views(op, attrs, first, outs, xp)
     if wants_grad and STATE.enabled and op.vjp is not None:
@@ -354,12 +383,6 @@ def _mark_views(op, attrs, first, outs, xp):
                 t._base = first._base
                 t._view = None if first._view is None else first._view + (step,)
             t._vc = first._vc
-
-
-def _wrap(arr):
-    if type(arr) is not np.ndarray and isinstance(arr, np.generic):
-        arr = np.asarray(arr)  # NumPy gives scalars for 0-d results; tensors hold arrays
-    return Tensor._make(arr)
 
 
 def _record(op, operands, attrs, outs):

@@ -105,8 +105,12 @@ def write(self: Tensor, arr, name: str) -> None:
     """Copy arr into self's buffer (broadcasting, same-kind casting) and bump its version."""
     validate(self, arr, name)
     data = self._data
-    xp = np if isinstance(data, np.ndarray) else cupy_module()
-    xp.copyto(data, arr, casting="unsafe")
+    if isinstance(data, np.ndarray):
+        # a value beyond float16's range becomes inf silently, as in PyTorch (NumPy would warn)
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.copyto(data, arr, casting="unsafe")
+    else:
+        cupy_module().copyto(data, arr, casting="unsafe")
     self._vc[0] += 1
 
 
@@ -188,7 +192,8 @@ def assign(self: Tensor, others, recorded, raw, name: str) -> None:
             return
         _commit(self, result, name)
         return
-    raw()
+    with np.errstate(over="ignore", invalid="ignore"):  # an out-of-range value casts silently
+        raw()
     self._vc[0] += 1
 
 

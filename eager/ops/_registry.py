@@ -56,6 +56,10 @@ class OpDef:
     def __post_init__(self) -> None:
         # eager's hot path applies to ops with one output that is not a view
         self.simple = not self.multi_output and not self.is_view
+        # An op that computes values (not one that only moves elements) can meet log(0), 0/0
+        # or overflow, which NumPy reports as RuntimeWarnings where PyTorch is silent: eager
+        # runs its forward with NumPy's floating-point reports off (see eager._dispatch).
+        self.quiet_fp = self.kind not in ("shape", "index")
 
     def __call__(self, *operands, **attrs):
         """Apply the op to tensors, tracer values or arrays: dispatches on the operands."""

@@ -2,6 +2,10 @@
 of non-negative axes; the public wrappers normalize what users write."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from .. import _dtypes
 from ._checks import norm_dim, numel, reduced_shape, require_float
 from ._registry import TensorSpec, defop
@@ -15,6 +19,50 @@ def _axes(dims, x=None):
     """NumPy's `axis` for `dims`; a 0-d tensor reduces over its (only) dim 0 or -1, as in
     PyTorch, which NumPy spells axis=None."""
     return None if dims is None or (x is not None and x.ndim == 0) else tuple(dims)
+
+
+_F16 = np.dtype(np.float16)
+_F32 = np.dtype(np.float32)
+
+
+def _upcast(x):
+    """x in the dtype a reduction accumulates in, as PyTorch's CPU kernels do: float16 in
+    float32 (summing 0.1 a hundred thousand times in float16 stalls at 256; exp and squares
+    overflow at 65504); other dtypes as they are."""
+    return x.astype(_F32) if x.dtype == _F16 else x
+
+
+def _sum_like(fn):
+    """sum/prod forward: integer and bool inputs give int64 (PyTorch's integer reduction
+    dtype; NumPy would give uint64 for uint8, a dtype eager has no tensor type for), float16
+    accumulates in float32 and is rounded once at the end."""
+
+    def forward(xp, x, dims=None, keepdim=False):
+        axis = _axes(dims, x)
+        kind = x.dtype.kind
+        if kind == "f":
+            if x.dtype == _F16:
+                return getattr(xp, fn)(x, axis=axis, keepdims=keepdim, dtype=_F32).astype(_F16)
+            return getattr(xp, fn)(x, axis=axis, keepdims=keepdim)
+        if kind in "biu":
+            return getattr(xp, fn)(x, axis=axis, keepdims=keepdim, dtype=np.int64)
+        return getattr(xp, fn)(x, axis=axis, keepdims=keepdim)
+
+    return forward
+
+
+def _group_size(shape, dims) -> int:
+    return numel(shape) if dims is None or not shape else numel([shape[d] for d in dims])
+
+
+def _mean(xp, x, dims=None, keepdim=False):
+    """NumPy's mean (float16 already accumulates in float32 there); an empty group gives NaN
+    silently as in PyTorch, where NumPy would warn "Mean of empty slice"."""
+    axis = _axes(dims, x)
+    if x.size == 0:
+        total = xp.sum(x, axis=axis, keepdims=keepdim)
+        return (total / x.dtype.type(_group_size(x.shape, dims))).astype(x.dtype, copy=False)
+    return xp.mean(x, axis=axis, keepdims=keepdim)
 
 
 def _reduce_abstract(name, float_only=False, widen_ints=False):
@@ -41,8 +89,7 @@ def _expand_back(ctx, g):
 
 
 def _count(ctx):
-    shape, dims = ctx.in_shape(0), ctx.attrs["dims"]
-    return numel(shape) if dims is None or not shape else numel([shape[d] for d in dims])
+    return _group_size(ctx.in_shape(0), ctx.attrs["dims"])
 
 
 def _reduce_samples(**extra):
@@ -60,12 +107,12 @@ def _by_dims(full: str, partial: str):
 
 
 SUM = defop(
-    "sum", forward=lambda xp, x, dims=None, keepdim=False: xp.sum(x, axis=_axes(dims, x), keepdims=keepdim),
+    "sum", forward=_sum_like("sum"),
     abstract=_reduce_abstract("sum", widen_ints=True), vjp=lambda ctx, g: (_expand_back(ctx, g),),
     grad_name=_by_dims("SumBackward0", "SumBackward1"), kind="reduction", samples=_reduce_samples(),
 )
 MEAN = defop(
-    "mean", forward=lambda xp, x, dims=None, keepdim=False: xp.mean(x, axis=_axes(dims, x), keepdims=keepdim),
+    "mean", forward=_mean,
     abstract=_reduce_abstract("mean", float_only=True),
     vjp=lambda ctx, g: (_expand_back(ctx, g) * (1.0 / max(_count(ctx), 1)),),  # count 0: an empty input
     grad_name=_by_dims("MeanBackward0", "MeanBackward1"), kind="reduction", samples=_reduce_samples(),
@@ -77,7 +124,7 @@ def _prod_vjp(ctx, g):
 
 
 PROD = defop(
-    "prod", forward=lambda xp, x, dims=None, keepdim=False: xp.prod(x, axis=_axes(dims, x), keepdims=keepdim),
+    "prod", forward=_sum_like("prod"),
     abstract=_reduce_abstract("prod", widen_ints=True), vjp=_prod_vjp, save=(0,),
     grad_name=_by_dims("ProdBackward0", "ProdBackward1"), kind="reduction",
     samples=_reduce_samples(),
@@ -221,18 +268,35 @@ def _std_vjp(ctx, g):
     return WHERE(zero, 0.0, _expand_back(ctx, g) * _centered(ctx) / (safe * float(_dof(ctx))))
 
 
+def _var(xp, x, dims=None, correction=1, keepdim=False):
+    """The variance, accumulated as PyTorch's CPU kernel does: float32 in float64 (squares of
+    large finite float32 values would overflow; the result is rounded once), float16 in
+    float32. A group with no degrees of freedom gives inf or NaN silently (NumPy warns)."""
+    acc = np.dtype(np.float64) if x.dtype == _F32 else _upcast(x[:0]).dtype
+    xa = x.astype(acc, copy=False)
+    axis = _axes(dims, x)
+    n = _group_size(x.shape, dims)
+    centered = xa - xp.sum(xa, axis=axis, keepdims=True) / acc.type(n)  # n == 0: NaN, silently
+    squares = xp.sum(centered * centered, axis=axis, keepdims=keepdim)
+    return squares / squares.dtype.type(max(n - correction, 0))
+
+
+def _std(xp, x, dims=None, correction=1, keepdim=False):
+    return xp.sqrt(_var(xp, x, dims, correction, keepdim)).astype(x.dtype, copy=False)
+
+
 VAR = defop(
     "var",
-    forward=lambda xp, x, dims=None, correction=1, keepdim=False: xp.var(
-        x, axis=_axes(dims, x), ddof=correction, keepdims=keepdim),
+    forward=lambda xp, x, dims=None, correction=1, keepdim=False: _var(
+        xp, x, dims, correction, keepdim).astype(x.dtype, copy=False),
     abstract=_var_abstract("var"),
-    vjp=lambda ctx, g: (_expand_back(ctx, g) * _centered(ctx) * (2.0 / _dof(ctx)),),
+    # no degrees of freedom: PyTorch's gradient is inf * 0 = NaN there (and empty for an empty input)
+    vjp=lambda ctx, g: (_expand_back(ctx, g) * _centered(ctx) * (2.0 / _dof(ctx) if _dof(ctx) else math.inf),),
     grad_name="VarBackward0", save=(0,), kind="reduction", samples=_reduce_samples(correction=1),
 )
 STD = defop(
     "std",
-    forward=lambda xp, x, dims=None, correction=1, keepdim=False: xp.std(
-        x, axis=_axes(dims, x), ddof=correction, keepdims=keepdim),
+    forward=_std,
     abstract=_var_abstract("std"),
     vjp=lambda ctx, g: (_std_vjp(ctx, g),),
     grad_name="StdBackward0", save=(0,), save_output=True, kind="reduction",
@@ -240,11 +304,20 @@ STD = defop(
 )
 
 
-def _logsumexp(xp, x, dims=None, keepdim=False):
-    m = xp.amax(x, axis=_axes(dims, x), keepdims=True)
+def _logsumexp_acc(xp, x, dims, keepdim):
+    """logsumexp in x's dtype (the caller upcasts float16). Over an empty group the sum of
+    exponentials is 0 and the result -inf, as in PyTorch (amax of an empty group would fail)."""
+    axis = _axes(dims, x)
+    if x.size == 0:
+        return xp.log(xp.sum(xp.exp(x), axis=axis, keepdims=keepdim))
+    m = xp.amax(x, axis=axis, keepdims=True)
     m = xp.where(xp.isfinite(m), m, 0)
-    out = xp.log(xp.sum(xp.exp(x - m), axis=_axes(dims, x), keepdims=True)) + m
-    return out if keepdim else xp.squeeze(out, axis=_axes(dims, x))
+    out = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdim else xp.squeeze(out, axis=axis)
+
+
+def _logsumexp(xp, x, dims=None, keepdim=False):
+    return _logsumexp_acc(xp, _upcast(x), dims, keepdim).astype(x.dtype, copy=False)
 
 
 LOGSUMEXP = defop(
@@ -265,13 +338,21 @@ def _dim_abstract(name):
 
 
 def _softmax(xp, x, dim):
+    """Computed in float32 for float16 input, as PyTorch does; an empty input is its own
+    (empty) softmax."""
+    if x.size == 0:
+        return x.copy()
     axis = dim if x.ndim else None
-    e = xp.exp(x - xp.amax(x, axis=axis, keepdims=True))
-    return e / xp.sum(e, axis=axis, keepdims=True)
+    xa = _upcast(x)
+    e = xp.exp(xa - xp.amax(xa, axis=axis, keepdims=True))
+    return (e / xp.sum(e, axis=axis, keepdims=True)).astype(x.dtype, copy=False)
 
 
 def _log_softmax(xp, x, dim):
-    return x - _logsumexp(xp, x, dims=(dim,), keepdim=True)
+    if x.size == 0:
+        return x.copy()
+    xa = _upcast(x)
+    return (xa - _logsumexp_acc(xp, xa, (dim,), True)).astype(x.dtype, copy=False)
 
 
 def _softmax_vjp(ctx, g):
