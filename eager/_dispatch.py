@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 
 import numpy as np
 
@@ -373,7 +374,15 @@ def _already_promoted(op, operands, np_dtype) -> bool:
 
 def _mark_views(op, attrs, first, outs, xp):
     """Outputs that alias `first`'s memory share its version counter and remember the view
-    steps from the memory's owner (eager._inplace replays them for writes into a view)."""
+    steps from the memory's owner (eager._inplace replays them for writes into a view).
+
+    In grad mode a view is also registered (weakly) with its base, so that a recorded
+    in-place write to the base or to another view of it regenerates this view's history
+    from the base's new one (eager._inplace.regenerate_views), as PyTorch does. A base that
+    is a leaf requiring grad never takes a recorded write, so its views (w.T of a weight,
+    once per step) are not registered."""
+    root = first if first._base is None else first._base
+    register = STATE.enabled and not (root._requires_grad and root.grad_fn is None)
     for k, t in enumerate(outs):
         if xp.may_share_memory(t._data, first._data):
             step = (op, attrs, k if op.multi_output else None)
@@ -383,6 +392,18 @@ def _mark_views(op, attrs, first, outs, xp):
                 t._base = first._base
                 t._view = None if first._view is None else first._view + (step,)
             t._vc = first._vc
+            if register and t._view is not None:
+                _register_view(root, t)
+
+
+def _register_view(root, view) -> None:
+    views = root._views
+    if views is None:
+        root._views = [weakref.ref(view)]
+        return
+    views.append(weakref.ref(view))
+    if len(views) % 32 == 0:  # drop the dead ones now and then: amortized O(1) per view
+        views[:] = [r for r in views if r() is not None]
 
 
 def _record(op, operands, attrs, outs):

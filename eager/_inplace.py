@@ -126,7 +126,40 @@ def _commit(self: Tensor, result: Tensor, name: str) -> Tensor:
         return _commit_view(self, result, name)
     write(self, result._data, name)
     _rebase(self, result)
+    if self._base is None:
+        regenerate_views(self)
     return self
+
+
+def _view_steps(view: tuple) -> tuple:
+    """A view's steps from its base as replay_view takes them (op names, hashable attrs)."""
+    return tuple((op.name, tuple(sorted(attrs.items())), k) for op, attrs, k in view)
+
+
+def regenerate_views(base: Tensor, written: Tensor | None = None) -> None:
+    """After a recorded write changed `base`'s history, give every live view of it (but the
+    one written through, already rebased) the history of the same view taken of the base
+    now: `y = x*1; z = y[1]; y.mul_(2)` then makes z's gradient flow through the mul, as
+    PyTorch's regenerated grad_fn (AsStridedBackward0) does. Without this, z would keep the
+    history it had before the write and its gradient would silently miss the write."""
+    from .ops.shape_ops import replay_view  # noqa: PLC0415
+
+    refs = base._views
+    if not refs:
+        return
+    base._views = None  # the replays below register their temporary views here; dropped after
+    live = []
+    for ref in refs:
+        view = ref()
+        if view is None:
+            continue
+        live.append(ref)
+        if view is written or view._view is None or view._base is not base:
+            continue
+        fresh = replay_view(base, _view_steps(view._view))
+        F._renamed(fresh, "AsStridedBackward0")
+        _rebase(view, fresh)
+    base._views = live
 
 
 def _commit_view(self: Tensor, result: Tensor, name: str) -> Tensor:
@@ -136,11 +169,12 @@ def _commit_view(self: Tensor, result: Tensor, name: str) -> Tensor:
 
     validate(self, result._data, name)
     base = self._base
-    steps = tuple((op.name, tuple(sorted(attrs.items())), k) for op, attrs, k in self._view)
+    steps = _view_steps(self._view)
     new_base = VIEW_SCATTER(_snapshot(base, copy=False), result, steps=steps)
     write(self, result._data, name)
     _rebase(base, new_base)
     _rebase(self, replay_view(base, steps))
+    regenerate_views(base, written=self)
     return self
 
 

@@ -49,6 +49,7 @@ class Tensor:
     _grad = None
     _base = None
     _view = None
+    _views = None  # on a base: weak references to its views made in grad mode (see eager._dispatch)
     _retains_grad = False
     _acc = None
     __array_priority__ = 1000  # ndarray <op> Tensor defers to Tensor's reflected operator
