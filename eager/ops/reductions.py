@@ -10,7 +10,8 @@ from .. import _dtypes
 from ._checks import norm_dim, numel, reduced_shape, require_float
 from ._registry import TensorSpec, defop
 from .elementwise import EQ, EXP, WHERE
-from .shape_ops import EXPAND, RESHAPE
+from .shape_ops import EXPAND, INDEX_PUT, PERMUTE, RESHAPE, UNSQUEEZE
+from .special import FULL_LIKE
 
 _int_dtypes_to_i64 = {_dtypes.bool_, _dtypes.uint8, _dtypes.int8, _dtypes.int16, _dtypes.int32}
 
@@ -151,11 +152,52 @@ def _prod_except_self(xp, x, dims=None):
     return xp.transpose(out, inverse)
 
 
+def _prod_except_self_vjp(ctx, g):
+    """d out_i / d x_k = prod of the group without i and k (0 for k = i), so
+    grad_k = sum_{i != k} g_i * prod_{j != i, k} x_j, exact with zeros.
+
+    Written with ops, so it is differentiable again (prod's hessian and beyond): each
+    group of n elements is spread into an n x n matrix whose row k is the group with x_k
+    set to 1; prod_except_self along the rows then gives every prod_{j != i, k} x_j. The
+    diagonal is a strided slice of the flattened matrix (step n + 1), so no index tensor
+    is needed. Costs O(n^2) per group, only where a second derivative is asked for."""
+    x = ctx.input(0)
+    shape = tuple(ctx.in_shape(0))
+    nd = len(shape)
+    if nd == 0 or numel(shape) == 0:
+        return (FULL_LIKE(x, value=0.0),)  # the empty product is a constant
+    dims = ctx.attrs["dims"]
+    axes = tuple(range(nd)) if dims is None else tuple(dims)
+    rest = tuple(i for i in range(nd) if i not in axes)
+    perm = rest + axes
+    rest_shape = tuple(shape[i] for i in rest)
+    n = numel([shape[i] for i in axes])
+    moved_shape = tuple(shape[i] for i in perm)
+    flat = rest_shape + (n,)
+    xf = RESHAPE(PERMUTE(x, dims=perm), shape=flat)
+    gf = RESHAPE(PERMUTE(g, dims=perm), shape=flat)
+    diagonal = (("ellipsis",), ("slice", None, None, n + 1))
+    square = rest_shape + (n, n)
+    spread = RESHAPE(EXPAND(UNSQUEEZE(xf, dim=len(rest)), shape=square), shape=rest_shape + (n * n,))
+    rows = RESHAPE(INDEX_PUT(spread, 1.0, key=diagonal, n_index=0), shape=square)
+    pairs = PROD_EXCEPT_SELF(rows, dims=(len(rest) + 1,)) * UNSQUEEZE(gf, dim=len(rest))
+    pairs = INDEX_PUT(RESHAPE(pairs, shape=rest_shape + (n * n,)), 0.0, key=diagonal, n_index=0)
+    grad = SUM(RESHAPE(pairs, shape=square), dims=(len(rest) + 1,), keepdim=False)
+    inverse = [0] * nd
+    for i, a in enumerate(perm):
+        inverse[a] = i
+    return (PERMUTE(RESHAPE(grad, shape=moved_shape), dims=tuple(inverse)),)
+
+
 PROD_EXCEPT_SELF = defop(
     "prod_except_self", forward=_prod_except_self,
     abstract=lambda x, dims=None: x, kind="reduction",
-    samples=lambda rng: [((rng.standard_normal((3, 4)),), {"dims": (1,)})],
-    doc="helper of prod's VJP; not differentiable itself (no double backward of prod)",
+    vjp=_prod_except_self_vjp, save=(0,),
+    samples=lambda rng: [((rng.standard_normal((3, 4)),), {"dims": (1,)}),
+                         ((rng.standard_normal((2, 3, 2)),), {"dims": (0, 2)}),
+                         ((rng.standard_normal((3,)),), {"dims": None})],
+    doc="helper of prod's VJP: each element's product of the others in its group; "
+        "differentiable (prod's second derivatives go through it)",
 )
 
 

@@ -177,3 +177,53 @@ def test_views_of_a_weight_are_not_tracked_and_dead_views_are_dropped():
     for _ in range(1000):
         y.t()
     assert len(y._views) < 64
+
+
+# -- second (and third) derivatives through prod ---------------------------------------------------
+def _prod_hessian(v):
+    """The exact hessian of prod(v): entry (i, k), i != k, is the product of the others."""
+    n = len(v)
+    h = np.zeros((n, n))
+    for i in range(n):
+        for k in range(n):
+            if i != k:
+                h[i, k] = np.prod([v[j] for j in range(n) if j not in (i, k)])
+    return h
+
+
+@pytest.mark.parametrize("values", [[1.0, 2.0, 3.0], [0.0, 2.0, 3.0], [0.0, 0.0, 3.0], [1.5, -2.0, 0.5, 4.0], [2.0]])
+def test_hessian_of_prod_is_exact_with_and_without_zeros(values):
+    x = torch.tensor(values, dtype=torch.float64)
+    h = hessian(lambda t: t.prod(), x)
+    np.testing.assert_allclose(h.numpy(), _prod_hessian(values), atol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t: t.prod(1).sum(),
+    lambda t: (t.prod(dim=0, keepdim=True) * t).sum(),
+    lambda t: t.prod(),
+])
+def test_prod_second_and_third_derivatives_match_finite_differences(fn):
+    rng = np.random.default_rng(0)
+    a = rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4))
+    a[1, 2] = 0.0  # a zero in a group: no division by it anywhere
+    x = torch.tensor(a, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(fn, (x,))
+
+    v = torch.tensor(rng.standard_normal((3, 4)))
+
+    def hessian_times_v(t):
+        with torch.enable_grad():
+            (g,) = torch.autograd.grad(fn(t), t, create_graph=True)
+            (hv,) = torch.autograd.grad((g * v).sum(), t, create_graph=True)
+        return hv
+
+    assert torch.autograd.gradcheck(hessian_times_v, (x,))  # third order
+
+
+def test_prod_except_self_is_differentiable():
+    x = torch.tensor(np.random.default_rng(1).standard_normal((2, 3, 2)), requires_grad=True, dtype=torch.float64)
+    from eager.ops.reductions import PROD_EXCEPT_SELF
+
+    assert torch.autograd.gradcheck(lambda t: PROD_EXCEPT_SELF(t, dims=(0, 2)), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: PROD_EXCEPT_SELF(t, dims=None), (x,))
