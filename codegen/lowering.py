@@ -207,10 +207,11 @@ _add("argmax", NumpyLowering(call="_rt.forward('argmax', np, {0}, dim={dim}, kee
      CupyLowering(call="_rt.forward('argmax', cp, {0}, dim={dim}, keepdim={keepdim})"))
 _add("argmin", NumpyLowering(call="_rt.forward('argmin', np, {0}, dim={dim}, keepdim={keepdim})"),
      CupyLowering(call="_rt.forward('argmin', cp, {0}, dim={dim}, keepdim={keepdim})"))
-_add("var", NumpyLowering(call="np.var({0}, axis={dims}, ddof={correction}, keepdims={keepdim})"),
-     CupyLowering(call="cp.var({0}, axis={dims}, ddof={correction}, keepdims={keepdim})"))
-_add("std", NumpyLowering(call="np.std({0}, axis={dims}, ddof={correction}, keepdims={keepdim})"),
-     CupyLowering(call="cp.std({0}, axis={dims}, ddof={correction}, keepdims={keepdim})"))
+# var/std through the op's forward: it accumulates float32 in float64 as PyTorch's CPU kernel does
+_add("var", NumpyLowering(call="_rt.forward('var', np, {0}, dims={dims}, correction={correction}, keepdim={keepdim})"),
+     CupyLowering(call="_rt.forward('var', cp, {0}, dims={dims}, correction={correction}, keepdim={keepdim})"))
+_add("std", NumpyLowering(call="_rt.forward('std', np, {0}, dims={dims}, correction={correction}, keepdim={keepdim})"),
+     CupyLowering(call="_rt.forward('std', cp, {0}, dims={dims}, correction={correction}, keepdim={keepdim})"))
 _add("logsumexp", NumpyLowering(call="_rt.forward('logsumexp', np, {0}, dims={dims}, keepdim={keepdim})"),
      CupyLowering(call="_rt.forward('logsumexp', cp, {0}, dims={dims}, keepdim={keepdim})"))
 _add("softmax", NumpyLowering(call="_rt.forward('softmax', np, {0}, dim={dim})"),

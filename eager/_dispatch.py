@@ -138,10 +138,12 @@ def dispatch(op, operands, attrs):
     first = None
     np_dtype = None  # the NumPy dtype all tensor operands share; False when they differ
     wants_grad = False
+    has_number = False
     n_tensors = 0  # counts only tensors whose arrays are not NumPy's (a device check is due)
     for o in operands:
         t = type(o)
         if t is float or t is int:
+            has_number = True
             continue
         if t is Tensor or isinstance(o, Tensor):
             data = o._data
@@ -158,6 +160,8 @@ def dispatch(op, operands, attrs):
     if _n_modes_pushed:
         return _dispatch_modes(op, operands, attrs)
     if n_tensors == 0 and np_dtype is not None and np_dtype is not False and np_dtype.kind == "f" and op.simple:
+        if has_number and np_dtype is _F16:
+            return _run_half_with_numbers(op, operands, attrs, wants_grad)
         return _run_float(op, operands, attrs, wants_grad)
     return _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors)
 
@@ -182,6 +186,31 @@ def _run_float(op, operands, attrs, wants_grad):
     # a float input can give a non-float result (a cast to an integer dtype), which never
     # requires grad
     if wants_grad and STATE.enabled and op.vjp is not None and result.dtype.kind in "fc":
+        _record_one(op, operands, attrs, out)
+    return out
+
+
+_F16 = np.dtype(np.float16)
+_F32 = np.dtype(np.float32)
+
+
+def _run_half_with_numbers(op, operands, attrs, wants_grad):
+    """float16 tensors with Python numbers, computed in float32 and rounded once at the end,
+    as PyTorch computes float16 ops (in "opmath" float32). NumPy would first cast the number
+    to float16, so that `x / 100000` divided by inf and gave zeros. Only the forward is
+    upcast: the backward node records the float16 operands, and its ops come back here."""
+    arrays = [o._data.astype(_F32) if isinstance(o, Tensor) else o for o in operands]
+    token = _FP_STATE.set(_FP_QUIET)
+    try:
+        result = op.forward(np, *arrays, **attrs)
+        if result.dtype == _F32:
+            result = result.astype(_F16)  # beyond float16's range: inf, silently
+    except (ValueError, IndexError, TypeError) as exc:
+        _explain_failure(op, operands, attrs, exc)
+    finally:
+        _FP_STATE.reset(token)
+    out = _new_tensor(result)
+    if wants_grad and STATE.enabled and op.vjp is not None and out._data.dtype.kind in "fc":
         _record_one(op, operands, attrs, out)
     return out
 

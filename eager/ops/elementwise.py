@@ -233,7 +233,9 @@ def _pow_vjp(ctx, g):
         if isinstance(b, (int, float)):
             ga = g * 0.0 if b == 0 else g * (POW(a, b - 1) * b)
         else:
-            ga = g * (POW(a, b - 1.0) * b)
+            # 0 where the exponent is 0, as PyTorch masks it: b * a**(b-1) at a = b = 0
+            # would be 0 * inf = NaN, though a**0 is the constant 1
+            ga = g * WHERE(EQ(b, 0.0), 0.0, POW(a, b - 1.0) * b)
     if ctx.needs(1):
         # d(a**b)/db = a**b * log(a); 0 where a == 0 and b >= 0, as PyTorch defines it
         if isinstance(a, (int, float)):
@@ -263,7 +265,12 @@ def _pow(xp, a, b):
         elif b == 4:
             out *= out
         return out
-    return xp.power(a, b)
+    try:
+        return xp.power(a, b)
+    except ValueError as exc:  # NumPy's ValueError is PyTorch's RuntimeError, same words
+        if "negative integer powers" in str(exc):
+            raise RuntimeError("Integers to negative integer powers are not allowed.") from None
+        raise
 
 
 POW = defop(

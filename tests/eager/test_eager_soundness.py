@@ -227,3 +227,178 @@ def test_prod_except_self_is_differentiable():
 
     assert torch.autograd.gradcheck(lambda t: PROD_EXCEPT_SELF(t, dims=(0, 2)), (x,))
     assert torch.autograd.gradgradcheck(lambda t: PROD_EXCEPT_SELF(t, dims=None), (x,))
+
+
+# -- float16: numbers beyond its range, reductions accumulated in float32 ----------------------------
+def test_a_number_beyond_float16_range_takes_part_as_itself(no_warnings):
+    x = torch.tensor([1.0, 2.0, 6e4], dtype=torch.float16, requires_grad=True)
+    y = x / 100000
+    assert y.dtype == torch.float16
+    # PyTorch 2.13: tensor([1.0014e-05, 2.0027e-05, 6.0010e-01], dtype=torch.float16)
+    np.testing.assert_array_equal(y.detach().numpy(), np.array([1.0014e-05, 2.0027e-05, 6.0010e-01], np.float16))
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 1e-5, np.float16))
+    assert (torch.tensor([3.0], dtype=torch.float16) < 70000).item()
+    assert (torch.tensor([100.0], dtype=torch.float16) * 1e-6).item() == pytest.approx(1e-4, rel=1e-3)
+    assert math.isinf((torch.tensor([65504.0], dtype=torch.float16) * 2).item())
+
+
+@pytest.mark.parametrize("compute, expected", [
+    (lambda: torch.full((100000,), 0.1, dtype=torch.float16).sum(), 10000.0),  # float16 adds stall at 256
+    (lambda: torch.full((1000,), 300.0, dtype=torch.float16).var(), 0.0),  # squares overflow float16
+    (lambda: (torch.arange(1000).to(torch.float16) * 60).std(), 17328.0),
+    (lambda: torch.full((4,), 300.0, dtype=torch.float16).norm(), 600.0),
+    (lambda: torch.full((1000,), 300.0, dtype=torch.float16).mean(), 300.0),
+    (lambda: torch.logsumexp(torch.full((3,), 20.0, dtype=torch.float16), 0), 21.0986),
+])
+def test_float16_reductions_accumulate_in_float32(no_warnings, compute, expected):
+    out = compute()
+    assert out.dtype == torch.float16
+    assert out.item() == pytest.approx(expected, rel=1e-3)  # PyTorch 2.13's values
+
+
+def test_float16_softmax_is_computed_in_float32():
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float16)
+    s = torch.softmax(x, 0)
+    assert s.dtype == torch.float16
+    # PyTorch 2.13: [0.0900, 0.2448, 0.6650]; float16 arithmetic throughout gives 0.6655
+    np.testing.assert_array_equal(s.numpy(), np.array([0.0900, 0.2448, 0.6650], np.float16))
+    big = torch.softmax(torch.tensor([0.0, 12.0], dtype=torch.float16), 0)  # exp(12) overflows float16
+    np.testing.assert_allclose(big.numpy().astype(float), [6.1e-6, 1.0], rtol=1e-2)
+
+
+# -- smaller numerics ---------------------------------------------------------------------------------
+def test_gradient_of_pow_at_zero_with_a_zero_tensor_exponent_is_zero():
+    x = torch.tensor([0.0, 1.0, 0.0], requires_grad=True)
+    e = torch.tensor([0.0, 2.0, 3.0])
+    (x ** e).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 2.0, 0.0])  # PyTorch 2.13
+
+
+def test_std_of_large_finite_float32_values_is_finite(no_warnings):
+    s = torch.tensor([3e38, -3e38, 1e38]).std()
+    assert s.dtype == torch.float32
+    assert s.item() == pytest.approx(3.0551e38, rel=1e-4)  # PyTorch 2.13
+    assert torch.tensor([3e38, -3e38]).var().item() == float("inf")  # the variance itself overflows
+
+
+def test_float32_var_matches_float64_reference():
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal((5, 7)) * 1e3 + 1e4).astype(np.float32)
+    got = torch.tensor(a).var(1, keepdim=True).numpy()
+    np.testing.assert_allclose(got, a.astype(np.float64).var(1, ddof=1, keepdims=True), rtol=1e-6)
+
+
+# -- valid programs that used to crash ------------------------------------------------------------------
+@pytest.mark.parametrize("index", [
+    lambda: [0, 2, 2],
+    lambda: torch.tensor([0, 2, 2]),
+    lambda: torch.tensor([True, False, True]),
+    lambda: (slice(None), torch.tensor([1, 1])),
+])
+def test_double_backward_through_advanced_indexing(index):
+    rng = np.random.default_rng(0)
+    x = torch.tensor(rng.standard_normal((3, 3)), requires_grad=True)
+    idx = index()
+    assert torch.autograd.gradgradcheck(lambda t: t[idx] ** 3, (x,))
+
+
+def test_double_backward_through_an_index_matches_hand_values():
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (g,) = torch.autograd.grad((x[[0, 2, 2]] ** 2).sum(), x, create_graph=True)
+    np.testing.assert_array_equal(g.detach().numpy(), [2.0, 0.0, 12.0])
+    g.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 0.0, 4.0])
+
+
+@pytest.mark.parametrize("dt", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.bool])
+def test_integer_sum_and_prod_are_int64(dt):
+    x = torch.tensor([1, 1, 1] if dt is torch.bool else [100, 3, 1], dtype=dt)
+    for r in (x.sum(), x.prod(), x.sum(0, keepdim=True)):
+        assert r.dtype == torch.int64
+        repr(r)
+        assert (r + 1).dtype == torch.int64
+    if dt is torch.uint8:
+        assert torch.tensor([200, 100], dtype=dt).sum().item() == 300
+        assert torch.tensor([200, 100], dtype=dt).prod().item() == 20000
+
+
+def test_cat_and_stack_promote_like_operands():
+    i, f = torch.tensor([1, 2]), torch.tensor([1.5, 2.5])
+    assert torch.cat([i, f]).dtype == torch.float32
+    assert torch.stack([i, f]).dtype == torch.float32
+    assert torch.cat([f.half(), i.to(torch.uint8)]).dtype == torch.float16
+    assert torch.cat([torch.tensor([True]), i]).dtype == torch.int64
+    assert torch.cat([f.double(), f]).dtype == torch.float64
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = torch.cat([x, i])
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 1.0])
+
+
+def test_softmax_and_logsumexp_over_an_empty_dim(no_warnings):
+    x = torch.zeros(3, 0, requires_grad=True)
+    assert torch.softmax(x, 1).shape == (3, 0)
+    assert torch.log_softmax(x, 1).shape == (3, 0)
+    lse = torch.logsumexp(x, 1)
+    assert lse.tolist() == [float("-inf")] * 3  # PyTorch 2.13
+    (torch.softmax(x, 1).sum() + torch.log_softmax(x, 1).sum()).backward()
+    assert x.grad.shape == (3, 0)
+    assert torch.softmax(torch.zeros(0, 3), 1).shape == (0, 3)
+
+
+def test_var_of_an_empty_dim_and_its_backward(no_warnings):
+    x = torch.zeros(0, 3, requires_grad=True)
+    v = x.var(0)
+    assert all(math.isnan(a) for a in v.tolist())  # PyTorch 2.13: nan
+    v.sum().backward()
+    assert x.grad.shape == (0, 3)
+    assert math.isnan(torch.zeros(0).mean().item())
+    y = torch.tensor([2.0], requires_grad=True)
+    y.var().backward()
+    assert math.isnan(y.grad.item())  # PyTorch 2.13: one element, no degrees of freedom
+
+
+# -- error types and messages as PyTorch's ---------------------------------------------------------------
+def test_clamp_takes_tensor_bounds_with_their_gradients():
+    x = torch.tensor([1.0, 5.0, 2.0], requires_grad=True)
+    lo = torch.tensor([2.0, 2.0, 2.0], requires_grad=True)
+    hi = torch.tensor([3.0, 3.0, 3.0], requires_grad=True)
+    r = torch.clamp(x, lo, hi)
+    assert r.tolist() == [2.0, 3.0, 2.0] and r.grad_fn.name() == "ClampBackward0"
+    r.sum().backward()
+    assert x.grad.tolist() == [0, 0, 1] and lo.grad.tolist() == [1, 0, 0] and hi.grad.tolist() == [0, 1, 0]
+    # PyTorch 2.13: max wins where min > max; an int tensor clamped to float bounds is float32
+    assert torch.clamp(torch.tensor([1.0, 5.0]), torch.tensor([4.0, 4.0]), torch.tensor([3.0, 3.0])).tolist() == [3, 3]
+    assert torch.clamp(torch.tensor([1, 5]), torch.tensor([2.0, 2.0])).dtype == torch.float32
+    assert torch.tensor([1.0, 5.0]).clamp(min=torch.tensor(2.0), max=4).tolist() == [2, 4]
+    assert torch.tensor([1.0, 5.0]).clamp(max=torch.tensor([[0.0], [9.0]])).shape == (2, 2)
+
+
+def test_integer_to_a_negative_integer_power_is_a_runtime_error():
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
+        torch.tensor([2, 3]) ** -1
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
+        torch.tensor([2, 3]) ** torch.tensor([1, -1])
+    assert (torch.tensor([2]) ** -1.0).tolist() == [0.5]
+
+
+@pytest.mark.parametrize("index, message", [
+    (lambda: torch.tensor([True, False]), r"The shape of the mask \[2\] at index 0 does not match the shape of the "
+                                          r"indexed tensor \[1, 3\] at index 0"),
+    (lambda: (slice(None), torch.tensor([True, False])), r"mask \[2\] at index 0 .* tensor \[1, 3\] at index 1"),
+    (lambda: torch.tensor([[True, False]]), r"mask \[1, 2\] at index 1 .* tensor \[1, 3\] at index 1"),
+])
+def test_a_wrong_size_boolean_mask_is_an_index_error(index, message):
+    with pytest.raises(IndexError, match=message):
+        torch.tensor([[1.0, 2.0, 3.0]])[index()]
+
+
+def test_transpose_of_a_0d_tensor():
+    x = torch.tensor(1.0, requires_grad=True)
+    y = x.transpose(0, -1)
+    assert y.shape == () and y.item() == 1.0
+    y.backward()
+    assert x.grad.item() == 1.0
+    with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-1, 0\], but got 1\)"):
+        x.transpose(0, 1)
