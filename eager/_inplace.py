@@ -3,7 +3,13 @@
 With no graph to record (no_grad, or nothing requires grad) the result is written into the
 tensor's own buffer. Otherwise the op runs out of place on a snapshot of the tensor and
 the result's history is moved onto the tensor ("rebasing"), so the tensor object the user
-holds carries the new grad_fn, as in PyTorch. Version counters record every write."""
+holds carries the new grad_fn, as in PyTorch. Version counters record every write.
+
+Views share their base's memory, so a recorded write to the base (or through one of its
+views) changes what every other view of it holds: those views are given the history of the
+same view taken of the base after the write (`regenerate_views`), as PyTorch regenerates a
+view's grad_fn. Values that cannot hold a float16 result (1e5) become inf silently, as in
+PyTorch, rather than with NumPy's overflow warning."""
 from __future__ import annotations
 
 import numpy as np

@@ -63,6 +63,12 @@ def test_a_0d_random_tensor_takes_in_place_writes():
     lambda: torch.tensor([3e38, 3e38]).sum(),
     lambda: torch.zeros(0).mean(),
     lambda: torch.log(torch.tensor([[0.0, 1.0]], dtype=torch.float64)).sum(1),
+    lambda: torch.tensor([1e5], dtype=torch.float16),
+    lambda: torch.tensor(np.array([1e5]), dtype=torch.float16),
+    lambda: torch.tensor([1e40]),
+    lambda: torch.full((2,), 1e5, dtype=torch.float16),
+    lambda: torch.zeros(0, 3).var(0),
+    lambda: torch.tensor([1.0]).std(),
 ])
 def test_forwards_do_not_warn(no_warnings, compute):
     compute()
@@ -244,7 +250,8 @@ def test_a_number_beyond_float16_range_takes_part_as_itself(no_warnings):
 
 
 @pytest.mark.parametrize("compute, expected", [
-    (lambda: torch.full((100000,), 0.1, dtype=torch.float16).sum(), 10000.0),  # float16 adds stall at 256
+    (lambda: torch.full((100000,), 0.1, dtype=torch.float16).sum(), 10000.0),
+    (lambda: torch.full((100000, 2), 0.1, dtype=torch.float16).sum(0)[0], 10000.0),  # float16 adds stall at 256
     (lambda: torch.full((1000,), 300.0, dtype=torch.float16).var(), 0.0),  # squares overflow float16
     (lambda: (torch.arange(1000).to(torch.float16) * 60).std(), 17328.0),
     (lambda: torch.full((4,), 300.0, dtype=torch.float16).norm(), 600.0),
