@@ -160,8 +160,8 @@ def dispatch(op, operands, attrs):
     if _n_modes_pushed:
         return _dispatch_modes(op, operands, attrs)
     if n_tensors == 0 and np_dtype is not None and np_dtype is not False and np_dtype.kind == "f" and op.simple:
-        if has_number and np_dtype is _F16:
-            return _run_half_with_numbers(op, operands, attrs, wants_grad)
+        if has_number and np_dtype is _F16 and op.name in _HALF_SCALAR_IN_FLOAT32:
+            return _run_half_in_float32(op, operands, attrs, wants_grad)
         return _run_float(op, operands, attrs, wants_grad)
     return _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors)
 
@@ -194,16 +194,41 @@ _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
 
 
-def _run_half_with_numbers(op, operands, attrs, wants_grad):
-    """float16 tensors with Python numbers, computed in float32 and rounded once at the end,
-    as PyTorch computes float16 ops (in "opmath" float32). NumPy would first cast the number
-    to float16, so that `x / 100000` divided by inf and gave zeros. Only the forward is
-    upcast: the backward node records the float16 operands, and its ops come back here."""
+# PyTorch's CPU kernels of these ops take a scalar operand (a Python number or a 0-d tensor)
+# beside float16 tensors at float32 precision ("opmath"): `x / 100000` divides by 1e5, where
+# NumPy would first round 1e5 to float16 (inf) and give zeros. Other ops (add, sub,
+# comparisons) round the scalar to float16 first in PyTorch too, as NumPy does.
+_HALF_SCALAR_IN_FLOAT32 = frozenset({"mul", "div"})
+
+
+def _half_beside_0d(operands) -> bool:
+    """float16 NumPy tensors with a 0-d tensor of another number dtype (tensor(1e5))."""
+    half = other_0d = False
+    for o in operands:
+        if isinstance(o, Tensor):
+            d = o._data
+            if type(d) is not np.ndarray:
+                return False
+            if d.ndim:
+                if d.dtype is not _F16:
+                    return False
+                half = True
+            elif d.dtype is not _F16:
+                if d.dtype.kind not in "fiu":
+                    return False
+                other_0d = True
+    return half and other_0d
+
+
+def _run_half_in_float32(op, operands, attrs, wants_grad):
+    """float16 tensors with a scalar operand, computed in float32 and rounded once at the
+    end (see _HALF_SCALAR_IN_FLOAT32). Only the forward is upcast: the backward node records
+    the operands as they are, and its ops come back here."""
     arrays = [o._data.astype(_F32) if isinstance(o, Tensor) else o for o in operands]
     token = _FP_STATE.set(_FP_QUIET)
     try:
         result = op.forward(np, *arrays, **attrs)
-        if result.dtype == _F32:
+        if result.dtype.kind == "f":
             result = result.astype(_F16)  # beyond float16's range: inf, silently
     except (ValueError, IndexError, TypeError) as exc:
         _explain_failure(op, operands, attrs, exc)
@@ -354,6 +379,8 @@ def _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors):
     the result and record the backward node when gradients are wanted."""
     if n_tensors > 1:
         _check_devices(op, operands)
+    if np_dtype is False and op.name in _HALF_SCALAR_IN_FLOAT32 and _half_beside_0d(operands):
+        return _run_half_in_float32(op, operands, attrs, wants_grad)
     if op.promote is not None and not _already_promoted(op, operands, np_dtype):
         operands = _promote(op, operands)
         first = next((o for o in operands if isinstance(o, Tensor)), None)

@@ -267,10 +267,21 @@ def _pow(xp, a, b):
         return out
     try:
         return xp.power(a, b)
-    except ValueError as exc:  # NumPy's ValueError is PyTorch's RuntimeError, same words
-        if "negative integer powers" in str(exc):
+    except ValueError as exc:
+        if "negative integer powers" not in str(exc):
+            raise
+        if type(b) is int:  # PyTorch refuses a negative number as an integer tensor's exponent
             raise RuntimeError("Integers to negative integer powers are not allowed.") from None
-        raise
+        return _int_pow_negative(xp, a, b)
+
+
+def _int_pow_negative(xp, a, b):
+    """Integer powers with negative exponents in a tensor, as PyTorch computes them (NumPy
+    refuses them): the integer part of a**b, that is 1 for a base of 1, +-1 for -1, else 0."""
+    a, b = xp.asarray(a), xp.asarray(b)
+    positive = xp.power(a, xp.maximum(b, 0))
+    negative = xp.where(a == 1, 1, xp.where(a == -1, 1 - 2 * (b & 1), 0))
+    return xp.where(b < 0, negative, positive).astype(positive.dtype, copy=False)
 
 
 POW = defop(
@@ -345,15 +356,30 @@ def _clamp_dtype(dt, min, max):
     return _dtypes.result_type([dt], [], [b for b in (min, max) if b is not None])
 
 
+def _check_bounds_fit(dt, min, max) -> None:
+    """A finite bound beyond the result dtype's range is refused, as PyTorch does (NumPy
+    would clip to the bound rounded to inf)."""
+    if not dt.is_floating_point:
+        return
+    top = float(np.finfo(dt.np).max)
+    for b in (min, max):
+        if b is not None and math.isfinite(b) and abs(b) > top:
+            raise RuntimeError(f"clamp: value cannot be converted to type {_dtypes.cpp_type_name(dt)} without "
+                               f"overflow (bound {b}); pass a bound within the tensor's dtype range")
+
+
 def _clamp(xp, x, min=None, max=None):
-    out_dtype = _clamp_dtype(_dtypes.from_numpy(x.dtype), min, max).np
-    return xp.clip(x, min, max).astype(out_dtype, copy=False)
+    out = _clamp_dtype(_dtypes.from_numpy(x.dtype), min, max)
+    _check_bounds_fit(out, min, max)
+    return xp.clip(x, min, max).astype(out.np, copy=False)
 
 
 def _clamp_abstract(x, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
-    return TensorSpec(x.shape, _clamp_dtype(x.dtype, min, max))
+    out = _clamp_dtype(x.dtype, min, max)
+    _check_bounds_fit(out, min, max)
+    return TensorSpec(x.shape, out)
 
 
 def _clamp_vjp(ctx, g):

@@ -208,11 +208,33 @@ def _amax_vjp(ctx, g):
     return (WHERE(mask, _expand_back(ctx, g) / ties, 0.0),)
 
 
+def _check_nonempty(name: str, shape: tuple, dims, full_error=RuntimeError) -> None:
+    """A maximum (or its index) over no elements is undefined: PyTorch's errors."""
+    if dims is None:
+        if numel(shape) == 0:
+            raise full_error(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                             "Specify the reduction dim with the 'dim' argument.")
+        return
+    for d in dims:
+        if d < len(shape) and shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _extreme_abstract(name):
+    base = _reduce_abstract(name)
+
+    def abstract(x, dims=None, keepdim=False):
+        _check_nonempty(name, x.shape, dims)
+        return base(x, dims=dims, keepdim=keepdim)
+
+    return abstract
+
+
 def _amax_like(name, fn, grad_name):
     return defop(
         name,
         forward=lambda xp, x, dims=None, keepdim=False: getattr(xp, fn)(x, axis=_axes(dims, x), keepdims=keepdim),
-        abstract=_reduce_abstract(name), vjp=_amax_vjp, grad_name=grad_name, save=(0,), save_output=True,
+        abstract=_extreme_abstract(name), vjp=_amax_vjp, grad_name=grad_name, save=(0,), save_output=True,
         kind="reduction", samples=_reduce_samples(),
         doc="gradient shared evenly between tied maxima",
     )
@@ -227,6 +249,7 @@ MIN_ALL = _amax_like("min", "amin", "MinBackward1")
 def _arg_abstract(name):
     def abstract(x, dim=None, keepdim=False):
         dims = None if dim is None else (dim,)
+        _check_nonempty(name, x.shape, dims, full_error=IndexError)
         return TensorSpec(reduced_shape(x.shape, dims, keepdim), _dtypes.int64)
 
     return abstract
@@ -314,6 +337,8 @@ def _var(xp, x, dims=None, correction=1, keepdim=False):
     """The variance, accumulated as PyTorch's CPU kernel does: float32 in float64 (squares of
     large finite float32 values would overflow; the result is rounded once), float16 in
     float32. A group with no degrees of freedom gives inf or NaN silently (NumPy warns)."""
+    if x.dtype.kind not in "fc":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
     acc = np.dtype(np.float64) if x.dtype == _F32 else _upcast(x[:0]).dtype
     xa = x.astype(acc, copy=False)
     axis = _axes(dims, x)
@@ -359,11 +384,19 @@ def _logsumexp_acc(xp, x, dims, keepdim):
 
 
 def _logsumexp(xp, x, dims=None, keepdim=False):
+    """Integer and bool inputs give float32 (the default float), as in PyTorch."""
+    if x.dtype.kind in "biu":
+        return _logsumexp_acc(xp, x.astype(_F32), dims, keepdim)
     return _logsumexp_acc(xp, _upcast(x), dims, keepdim).astype(x.dtype, copy=False)
 
 
+def _logsumexp_abstract(x, dims=None, keepdim=False):
+    spec = _reduce_abstract("logsumexp")(x, dims=dims, keepdim=keepdim)
+    return spec if spec.dtype.is_floating_point else TensorSpec(spec.shape, _dtypes.DEFAULT_FLOAT)
+
+
 LOGSUMEXP = defop(
-    "logsumexp", forward=_logsumexp, abstract=_reduce_abstract("logsumexp", float_only=True),
+    "logsumexp", forward=_logsumexp, abstract=_logsumexp_abstract,
     vjp=lambda ctx, g: (_expand_back(ctx, g) * EXP(ctx.input(0) - _keep(ctx, ctx.out)),),
     grad_name="LogsumexpBackward0", save=(0,), save_output=True, kind="reduction",
     samples=_reduce_samples(),
@@ -379,9 +412,18 @@ def _dim_abstract(name):
     return abstract
 
 
+def _require_float_kernel(name: str, x) -> None:
+    """PyTorch has no integer softmax kernel (NumPy would compute one and truncate it)."""
+    if x.dtype.kind not in "fc":
+        raise NotImplementedError(f'{name}: "{name}_lastdim_kernel_impl" not implemented for '
+                                  f"'{_dtypes.scalar_type_name(_dtypes.from_numpy(x.dtype))}'; "
+                                  "cast with .float() first")
+
+
 def _softmax(xp, x, dim):
     """Computed in float32 for float16 input, as PyTorch does; an empty input is its own
     (empty) softmax."""
+    _require_float_kernel("softmax", x)
     if x.size == 0:
         return x.copy()
     axis = dim if x.ndim else None
@@ -391,6 +433,7 @@ def _softmax(xp, x, dim):
 
 
 def _log_softmax(xp, x, dim):
+    _require_float_kernel("log_softmax", x)
     if x.size == 0:
         return x.copy()
     xa = _upcast(x)

@@ -249,6 +249,22 @@ def test_a_number_beyond_float16_range_takes_part_as_itself(no_warnings):
     assert math.isinf((torch.tensor([65504.0], dtype=torch.float16) * 2).item())
 
 
+def test_float16_scalars_round_as_in_pytorch():
+    x = torch.tensor([1000.0], dtype=torch.float16)
+    exact = np.float16(1e-3)  # 1000 * 1e-6 rounded once; 1e-6 rounded to float16 first gives 0.0010128
+    # PyTorch 2.13: mul and div take a number or a 0-d tensor at float32 precision...
+    for y in (x * 1e-6, x / 1e6, x * torch.tensor(1e-6), x / torch.tensor(1e6, dtype=torch.float64)):
+        assert y.dtype == torch.float16 and y.item() == exact
+    assert (torch.tensor([1.0], dtype=torch.float16) / torch.tensor(100000)).item() == np.float16(1e-5)
+    # ...while add and comparisons round it to float16 first, as PyTorch does
+    assert math.isinf((torch.tensor([60000.0], dtype=torch.float16) + (-1e5)).item())
+    assert (torch.tensor([2048.0], dtype=torch.float16) == 2049).item()
+    w = torch.tensor([1000.0], dtype=torch.float16, requires_grad=True)
+    s = torch.tensor(1e-6, requires_grad=True)
+    (w * s).backward()
+    assert s.grad.dtype == torch.float32 and s.grad.item() == 1000.0
+
+
 @pytest.mark.parametrize("compute, expected", [
     (lambda: torch.full((100000,), 0.1, dtype=torch.float16).sum(), 10000.0),
     (lambda: torch.full((100000, 2), 0.1, dtype=torch.float16).sum(0)[0], 10000.0),  # float16 adds stall at 256
@@ -385,9 +401,39 @@ def test_clamp_takes_tensor_bounds_with_their_gradients():
 def test_integer_to_a_negative_integer_power_is_a_runtime_error():
     with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
         torch.tensor([2, 3]) ** -1
-    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
-        torch.tensor([2, 3]) ** torch.tensor([1, -1])
     assert (torch.tensor([2]) ** -1.0).tolist() == [0.5]
+    # PyTorch 2.13: a negative exponent inside a tensor gives the integer part of a**b
+    assert (torch.tensor([2, 3, 1, -1]) ** torch.tensor([1, -1, -2, -3])).tolist() == [2, 0, 1, -1]
+    assert (2 ** torch.tensor([-1, 2])).tolist() == [0, 4]
+
+
+@pytest.mark.parametrize("compute, error, message", [
+    (lambda: torch.zeros(0, 3).amax(), RuntimeError, r"amax\(\): Expected reduction dim to be specified for "
+                                                      r"input.numel\(\) == 0"),
+    (lambda: torch.zeros(0, 3).amin(0), IndexError, r"amin\(\): Expected reduction dim 0 to have non-zero size"),
+    (lambda: torch.zeros(0, 3).max(), RuntimeError, r"max\(\): Expected reduction dim to be specified"),
+    (lambda: torch.zeros(3, 0).max(1), IndexError, r"Expected reduction dim 1 to have non-zero size"),
+    (lambda: torch.zeros(0, 3).argmin(), IndexError, r"argmin\(\): Expected reduction dim to be specified"),
+    (lambda: torch.tensor([1, 2]).var(), RuntimeError, "std and var only support floating point and complex dtypes"),
+    (lambda: torch.tensor([1, 2]).std(), RuntimeError, "std and var only support floating point and complex dtypes"),
+    (lambda: torch.tensor([1, 2]).softmax(0), NotImplementedError, "not implemented for 'Long'"),
+    (lambda: torch.tensor([1, 2]).log_softmax(0), NotImplementedError, "not implemented for 'Long'"),
+    (lambda: torch.ones(2, dtype=torch.float16).clamp(min=1e5), RuntimeError,
+     "value cannot be converted to type c10::Half without overflow"),
+    (lambda: torch.ones(2).clamp(max=-1e40), RuntimeError, "value cannot be converted to type float without overflow"),
+    (lambda: torch.ones(2).mT, RuntimeError, "tensor.mT is only supported on matrices or batches of matrices. Got 1-D"),
+])
+def test_errors_as_pytorch(compute, error, message):
+    with pytest.raises(error, match=message):
+        compute()
+
+
+def test_empty_extremes_along_a_non_empty_dim_and_integer_logsumexp():
+    assert torch.zeros(0, 3).amax(1).shape == (0,)
+    assert torch.zeros(0, 3).argmax(1).shape == (0,)
+    lse = torch.logsumexp(torch.tensor([1, 2], dtype=torch.int32), 0)
+    assert lse.dtype == torch.float32 and lse.item() == pytest.approx(2.3133, abs=1e-4)  # PyTorch 2.13
+    assert torch.ones(2, dtype=torch.float16).clamp(max=float("inf")).tolist() == [1.0, 1.0]
 
 
 @pytest.mark.parametrize("index, message", [
