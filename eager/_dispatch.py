@@ -392,6 +392,8 @@ def _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors):
         arrays = (a, b)
     else:
         arrays = [o._data if isinstance(o, Tensor) else o for o in operands]
+    if first is not None and first._data.dtype.kind in "iu":
+        arrays = _wrap_ints(arrays, first._data.dtype)
     token = _FP_STATE.set(_FP_QUIET) if op.quiet_fp and xp is np else None
     try:
         result = op.forward(xp, *arrays, **attrs)
@@ -408,6 +410,28 @@ def _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors):
     if wants_grad and STATE.enabled and op.vjp is not None:
         _record(op, operands, attrs, outs)
     return outs if op.multi_output else outs[0]
+
+
+_INT_BOUNDS: dict = {}
+
+
+def _wrap_ints(arrays, dt):
+    """Python ints beyond an integer tensor's range, wrapped into it as PyTorch casts them
+    (int8 + 1000 adds -24, and int8 < 1000 compares with -24; NumPy would raise
+    OverflowError or compare exactly). An int beyond int64 stays an OverflowError, as in
+    PyTorch."""
+    bounds = _INT_BOUNDS.get(dt)
+    if bounds is None:
+        info = np.iinfo(dt)
+        bounds = _INT_BOUNDS[dt] = (int(info.min), int(info.max))
+    lo, hi = bounds
+    out = None
+    for i, a in enumerate(arrays):
+        if type(a) is int and not lo <= a <= hi:
+            if out is None:
+                out = list(arrays)
+            out[i] = int(np.array(a, dtype=np.int64).astype(dt))
+    return arrays if out is None else out
 
 
 def _already_promoted(op, operands, np_dtype) -> bool:

@@ -438,3 +438,11 @@ CLONE = defop(
     "clone", forward=lambda xp, x: xp.array(x, copy=True), abstract=lambda x: x,
     vjp=lambda ctx, g: (g,), grad_name="CloneBackward0", samples=_any((3, 4)),
 )
+
+
+# These unary ops never meet a floating-point event (overflow, 0/0, log(0); sigmoid takes
+# exp of non-positive numbers only), so eager runs them without switching NumPy's error
+# reports off, a per-call cost on the hot path (see eager._dispatch and OpDef.quiet_fp). Ops
+# that take a Python number stay quiet: comparing float16 with 70000 casts it with a warning.
+for _op in (NEG, ABS, SIGN, RELU, TANH, SIGMOID, CLONE, LOGICAL_NOT):
+    _op.quiet_fp = False

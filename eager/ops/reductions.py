@@ -459,3 +459,8 @@ SOFTMAX = defop("softmax", forward=_softmax, abstract=_dim_abstract("softmax"), 
 LOG_SOFTMAX = defop("log_softmax", forward=_log_softmax, abstract=_dim_abstract("log_softmax"),
                     vjp=_log_softmax_vjp, grad_name="LogSoftmaxBackward0", save_output=True,
                     kind="reduction", samples=_dim_samples)
+
+
+# Maxima and their indices select values: no floating-point events (see elementwise.py's note).
+for _op in (AMAX, AMIN, MAX_ALL, MIN_ALL, ARGMAX, ARGMIN):
+    _op.quiet_fp = False

@@ -22,3 +22,5 @@ FULL = defop(
     samples=lambda rng: [((), {"shape": (2, 3), "value": 0.5, "dtype": _dtypes.float64})],
     doc="a constant: every element is value (what constant folding produces)",
 )
+
+STOP_GRADIENT.quiet_fp = False  # the identity: no floating-point events (see elementwise.py's note)

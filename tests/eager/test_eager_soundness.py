@@ -493,3 +493,15 @@ def test_gradients_of_several_outputs_of_one_node():
     np.testing.assert_array_equal(g.numpy(), [[1] * 3] * 2 + [[2] * 3] * 3)
     torch.autograd.backward([a, b], [torch.ones(2, 3), torch.full((3, 3), 2.0)])
     np.testing.assert_array_equal(x.grad.numpy(), g.numpy())
+
+
+def test_python_ints_beyond_an_integer_dtype_wrap_as_in_pytorch():
+    x = torch.tensor([1, 2], dtype=torch.int8)
+    # PyTorch 2.13 casts the number to int8 first (1000 -> -24), for arithmetic and comparisons
+    assert (x + 1000).tolist() == [-23, -22] and (x + 1000).dtype == torch.int8
+    assert (x * 1000).tolist() == [-24, -48]
+    assert (x < 1000).tolist() == [False, False]
+    assert (torch.tensor([1], dtype=torch.uint8) + (-1)).tolist() == [0]
+    assert (x.float() + 1000).tolist() == [1001.0, 1002.0]
+    with pytest.raises(OverflowError):
+        x + 2 ** 70
