@@ -339,7 +339,7 @@ def _var(xp, x, dims=None, correction=1, keepdim=False):
     float32. A group with no degrees of freedom gives inf or NaN silently (NumPy warns)."""
     if x.dtype.kind not in "fc":
         raise RuntimeError("std and var only support floating point and complex dtypes")
-    acc = np.dtype(np.float64) if x.dtype == _F32 else _upcast(x[:0]).dtype
+    acc = np.dtype(np.float64) if x.dtype == _F32 else (_F32 if x.dtype == _F16 else x.dtype)
     xa = x.astype(acc, copy=False)
     axis = _axes(dims, x)
     n = _group_size(x.shape, dims)
@@ -423,9 +423,9 @@ def _require_float_kernel(name: str, x) -> None:
 def _softmax(xp, x, dim):
     """Computed in float32 for float16 input, as PyTorch does; an empty input is its own
     (empty) softmax."""
-    _require_float_kernel("softmax", x)
     if x.size == 0:
         return x.copy()
+    _require_float_kernel("softmax", x)
     axis = dim if x.ndim else None
     xa = _upcast(x)
     e = xp.exp(xa - xp.amax(xa, axis=axis, keepdims=True))
@@ -433,9 +433,9 @@ def _softmax(xp, x, dim):
 
 
 def _log_softmax(xp, x, dim):
-    _require_float_kernel("log_softmax", x)
     if x.size == 0:
         return x.copy()
+    _require_float_kernel("log_softmax", x)
     xa = _upcast(x)
     return (xa - _logsumexp_acc(xp, xa, (dim,), True)).astype(x.dtype, copy=False)
 

@@ -305,6 +305,13 @@ def test_std_of_large_finite_float32_values_is_finite(no_warnings):
     assert torch.tensor([3e38, -3e38]).var().item() == float("inf")  # the variance itself overflows
 
 
+@pytest.mark.parametrize("dt", [torch.float16, torch.float32, torch.float64])
+def test_var_and_std_of_a_0d_tensor(dt):
+    x = torch.tensor(2.0, dtype=dt)
+    assert math.isnan(x.var().item()) and math.isnan(x.std().item())  # PyTorch 2.13: one element
+    assert x.var(correction=0).item() == 0.0 and x.var().dtype == dt
+
+
 def test_float32_var_matches_float64_reference():
     rng = np.random.default_rng(3)
     a = (rng.standard_normal((5, 7)) * 1e3 + 1e4).astype(np.float32)
