@@ -265,13 +265,17 @@ def _pow(xp, a, b):
         elif b == 4:
             out *= out
         return out
+    if type(b) is int and getattr(a, "dtype", None) is not None and a.dtype.kind in "iu":
+        if b < 0:  # PyTorch refuses a negative number as an integer tensor's exponent
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if b > np.iinfo(a.dtype).max:
+            raise RuntimeError(f"value cannot be converted to type {a.dtype.name}_t without overflow "
+                               f"(exponent {b} of a {a.dtype.name} tensor)")
     try:
         return xp.power(a, b)
     except ValueError as exc:
         if "negative integer powers" not in str(exc):
             raise
-        if type(b) is int:  # PyTorch refuses a negative number as an integer tensor's exponent
-            raise RuntimeError("Integers to negative integer powers are not allowed.") from None
         return _int_pow_negative(xp, a, b)
 
 

@@ -409,6 +409,11 @@ def test_integer_to_a_negative_integer_power_is_a_runtime_error():
     with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
         torch.tensor([2, 3]) ** -1
     assert (torch.tensor([2]) ** -1.0).tolist() == [0.5]
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
+        torch.tensor([2], dtype=torch.uint8) ** -1
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int8_t without overflow"):
+        torch.tensor([3], dtype=torch.int8) ** 1000
+    assert (torch.tensor([3], dtype=torch.int8) ** 3).tolist() == [27]
     # PyTorch 2.13: a negative exponent inside a tensor gives the integer part of a**b
     assert (torch.tensor([2, 3, 1, -1]) ** torch.tensor([1, -1, -2, -3])).tolist() == [2, 0, 1, -1]
     assert (2 ** torch.tensor([-1, 2])).tolist() == [0, 4]
