@@ -173,6 +173,7 @@ def _commit_view(self: Tensor, result: Tensor, name: str) -> Tensor:
     view is re-derived from the new base, so gradients flow through both, as in PyTorch."""
     from .ops.shape_ops import VIEW_SCATTER, replay_view  # noqa: PLC0415
 
+    _refuse_multi_output_view(self)
     validate(self, result._data, name)
     base = self._base
     steps = _view_steps(self._view)
@@ -182,6 +183,18 @@ def _commit_view(self: Tensor, result: Tensor, name: str) -> Tensor:
     _rebase(self, replay_view(base, steps))
     regenerate_views(base, written=self)
     return self
+
+
+def _refuse_multi_output_view(self: Tensor) -> None:
+    """PyTorch refuses a recorded in-place write into an output of an op that returns
+    several views (split, chunk, unbind): their shared backward cannot take it."""
+    for op, attrs, k in self._view:
+        if k is not None:
+            name = op.backward_name((), attrs).removesuffix("Backward0")
+            raise RuntimeError(
+                f"Output {k} of {name} is a view and is being modified inplace. This view is the output of a "
+                "function that returns multiple views. Such functions do not allow the output views to be "
+                "modified inplace. You should replace the inplace operation by an out-of-place one.")
 
 
 def _snapshot(self: Tensor, copy: bool) -> Tensor:
