@@ -52,6 +52,7 @@ except ImportError:  # a NumPy without the context variable: the public, slower 
             state.__exit__(None, None, None)
 
     _FP_STATE, _FP_QUIET = _ErrstateVar(), None
+_quiet_fp, _restore_fp = _FP_STATE.set, _FP_STATE.reset  # bound once: two lookups fewer per op
 Tensor = None  # set by eager._tensor (a cycle at import time otherwise)
 _new_tensor = None  # eager._tensor's constructor of a plain tensor from an array (set with Tensor)
 
@@ -170,7 +171,7 @@ def _run_float(op, operands, attrs, wants_grad):
     """The hot path: NumPy tensors of one floating dtype with Python numbers, a one-output
     op that makes no view. Nothing to promote (a Python number never upcasts a float
     tensor) and no device to check."""
-    token = _FP_STATE.set(_FP_QUIET) if op.quiet_fp else None
+    token = _quiet_fp(_FP_QUIET) if op.quiet_fp else None
     try:
         if STATE.compact_broadcasts and op.kind == "elementwise":
             result = _on_broadcast_base(op, operands, attrs)
@@ -181,7 +182,7 @@ def _run_float(op, operands, attrs, wants_grad):
         _explain_failure(op, operands, attrs, exc)
     finally:
         if token is not None:
-            _FP_STATE.reset(token)
+            _restore_fp(token)
     out = _new_tensor(result)  # a NumPy scalar result becomes a 0-d array there
     # a float input can give a non-float result (a cast to an integer dtype), which never
     # requires grad
@@ -225,7 +226,7 @@ def _run_half_in_float32(op, operands, attrs, wants_grad):
     end (see _HALF_SCALAR_IN_FLOAT32). Only the forward is upcast: the backward node records
     the operands as they are, and its ops come back here."""
     arrays = [o._data.astype(_F32) if isinstance(o, Tensor) else o for o in operands]
-    token = _FP_STATE.set(_FP_QUIET)
+    token = _quiet_fp(_FP_QUIET)
     try:
         result = op.forward(np, *arrays, **attrs)
         if result.dtype.kind == "f":
@@ -233,7 +234,7 @@ def _run_half_in_float32(op, operands, attrs, wants_grad):
     except (ValueError, IndexError, TypeError) as exc:
         _explain_failure(op, operands, attrs, exc)
     finally:
-        _FP_STATE.reset(token)
+        _restore_fp(token)
     out = _new_tensor(result)
     if wants_grad and STATE.enabled and op.vjp is not None and out._data.dtype.kind in "fc":
         _record_one(op, operands, attrs, out)
@@ -394,14 +395,14 @@ def _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors):
         arrays = [o._data if isinstance(o, Tensor) else o for o in operands]
     if first is not None and first._data.dtype.kind in "iu" and op.name != "pow":  # pow: its own rule
         arrays = _wrap_ints(arrays, first._data.dtype)
-    token = _FP_STATE.set(_FP_QUIET) if op.quiet_fp and xp is np else None
+    token = _quiet_fp(_FP_QUIET) if op.quiet_fp and xp is np else None
     try:
         result = op.forward(xp, *arrays, **attrs)
     except (ValueError, IndexError, TypeError) as exc:
         _explain_failure(op, operands, attrs, exc)
     finally:
         if token is not None:
-            _FP_STATE.reset(token)
+            _restore_fp(token)
 
     # Tensor._make turns a NumPy scalar result into the 0-d array a tensor holds
     outs = tuple(Tensor._make(r) for r in result) if op.multi_output else (Tensor._make(result),)
