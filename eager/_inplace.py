@@ -187,7 +187,8 @@ def _commit_view(self: Tensor, result: Tensor, name: str) -> Tensor:
 
 def _refuse_multi_output_view(self: Tensor) -> None:
     """PyTorch refuses a recorded in-place write into an output of an op that returns
-    several views (split, chunk, unbind): their shared backward cannot take it."""
+    several views (split, chunk): their shared backward cannot take it. (unbind is made of
+    selects here, so its outputs take writes as ordinary views.)"""
     for op, attrs, k in self._view:
         if k is not None:
             name = op.backward_name((), attrs).removesuffix("Backward0")

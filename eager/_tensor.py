@@ -154,7 +154,8 @@ class Tensor:
     @property
     def mT(self) -> "Tensor":
         if self.ndim < 2:
-            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.")
+            raise RuntimeError(
+                f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.")
         return F.transpose(self, -2, -1)
 
     # -- autograd state -----------------------------------------------------------------------
