@@ -535,3 +535,20 @@ def test_python_ints_beyond_an_integer_dtype_wrap_as_in_pytorch():
     assert (x.float() + 1000).tolist() == [1001.0, 1002.0]
     with pytest.raises(OverflowError):
         x + 2 ** 70
+
+
+def test_a_numpy_without_the_error_state_variable_falls_back_to_errstate():
+    """NumPy before 2.0 has no error-state context variable: eager uses np.errstate then."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy._core.umath as u\n"
+        "del u._extobj_contextvar\n"
+        "import eager, eager._dispatch as d\n"
+        "assert type(d._FP_STATE).__name__ == '_ErrstateVar'\n"
+        "assert eager.log(eager.tensor([0.0])).item() == float('-inf')\n"
+        "assert (eager.tensor([1.0, 2.0], dtype=eager.float16) / 100000)[0].item() > 0\n"
+    )
+    done = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
