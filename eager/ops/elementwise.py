@@ -89,17 +89,33 @@ def _sigmoid(xp, x):
 
 SIGMOID = _unary("sigmoid", _sigmoid, lambda ctx, g: (g * (ctx.out * (1.0 - ctx.out)),),
                  "SigmoidBackward0", _any((3, 4)), save=(), save_output=True)
+def _abs(xp, x):
+    if x.dtype.kind == "b":  # NumPy would return the bools
+        raise NotImplementedError("abs: \"abs_cpu\" not implemented for 'Bool'; cast with .int() first")
+    return xp.abs(x)
+
+
+def _sign(xp, x):
+    return x.copy() if x.dtype.kind == "b" else xp.sign(x)  # PyTorch: sign of a bool is itself
+
+
+def _relu(xp, x):
+    if x.dtype.kind == "b":  # NumPy would give int64
+        raise RuntimeError("Boolean inputs not supported for relu")
+    return xp.maximum(x, 0)
+
+
 ABS = defop(
-    "abs", forward=lambda xp, x: xp.abs(x), abstract=lambda x: x,
+    "abs", forward=_abs, abstract=lambda x: x,
     vjp=lambda ctx, g: (g * SIGN(ctx.input(0)),), grad_name="AbsBackward0", save=(0,),
     samples=_away_from_zero((3, 4)),
 )
 SIGN = defop(
-    "sign", forward=lambda xp, x: xp.sign(x), abstract=lambda x: x,
+    "sign", forward=_sign, abstract=lambda x: x,
     vjp=lambda ctx, g: (g * 0.0,), grad_name="SignBackward0", samples=_away_from_zero((3, 4)),
 )
 RELU = defop(
-    "relu", forward=lambda xp, x: xp.maximum(x, 0), abstract=lambda x: x,
+    "relu", forward=_relu, abstract=lambda x: x,
     vjp=lambda ctx, g: (WHERE(GT(ctx.out, 0.0), g, 0.0),), grad_name="ReluBackward0",
     save_output=True, samples=_away_from_zero((3, 4)),
 )

@@ -259,6 +259,8 @@ def _arg_abstract(name):
 
 def _argreduce(fn):
     def forward(xp, x, dim=None, keepdim=False):
+        if x.dtype.kind == "b":
+            raise RuntimeError(f"{fn}(): does not support bool input")
         if dim is None:
             r = getattr(xp, fn)(x.reshape(-1))
             return xp.asarray(r).reshape((1,) * x.ndim if keepdim else ())

@@ -452,10 +452,18 @@ def test_integer_to_a_negative_integer_power_is_a_runtime_error():
      "value cannot be converted to type c10::Half without overflow"),
     (lambda: torch.ones(2).clamp(max=-1e40), RuntimeError, "value cannot be converted to type float without overflow"),
     (lambda: torch.ones(2).mT, RuntimeError, "tensor.mT is only supported on matrices or batches of matrices. Got 1-D"),
+    (lambda: torch.tensor([True]).abs(), NotImplementedError, "\"abs_cpu\" not implemented for 'Bool'"),
+    (lambda: torch.tensor([True]).relu(), RuntimeError, "Boolean inputs not supported for relu"),
+    (lambda: torch.tensor([True]).argmax(), RuntimeError, r"argmax\(\): does not support bool input"),
 ])
 def test_errors_as_pytorch(compute, error, message):
     with pytest.raises(error, match=message):
         compute()
+
+
+def test_sign_of_bools_is_themselves():
+    s = torch.tensor([True, False]).sign()
+    assert s.dtype == torch.bool and s.tolist() == [True, False]  # PyTorch 2.13
 
 
 def test_empty_extremes_along_a_non_empty_dim_and_integer_logsumexp():
