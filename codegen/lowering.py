@@ -273,10 +273,11 @@ _add("argmax", NumpyLowering(call="np.asarray(np.argmax({0}, axis={dim}, keepdim
      CupyLowering(call="cp.asarray(cp.argmax({0}, axis={dim}, keepdims={keepdim}), dtype={dtype})"), fields=_axes_of_0d)
 _add("argmin", NumpyLowering(call="np.asarray(np.argmin({0}, axis={dim}, keepdims={keepdim}), dtype={dtype})"),
      CupyLowering(call="cp.asarray(cp.argmin({0}, axis={dim}, keepdims={keepdim}), dtype={dtype})"), fields=_axes_of_0d)
-_add("var", NumpyLowering(call="np.var({0}, axis={dims}, ddof={correction}, keepdims={keepdim})"),
-     CupyLowering(call="cp.var({0}, axis={dims}, ddof={correction}, keepdims={keepdim})"), fields=_axes_of_0d)
-_add("std", NumpyLowering(call="np.std({0}, axis={dims}, ddof={correction}, keepdims={keepdim})"),
-     CupyLowering(call="cp.std({0}, axis={dims}, ddof={correction}, keepdims={keepdim})"), fields=_axes_of_0d)
+# var/std through the op's forward: it accumulates float32 in float64 as PyTorch's CPU kernel does
+_add("var", NumpyLowering(call="_rt.forward('var', np, {0}, dims={dims}, correction={correction}, keepdim={keepdim})"),
+     CupyLowering(call="_rt.forward('var', cp, {0}, dims={dims}, correction={correction}, keepdim={keepdim})"))
+_add("std", NumpyLowering(call="_rt.forward('std', np, {0}, dims={dims}, correction={correction}, keepdim={keepdim})"),
+     CupyLowering(call="_rt.forward('std', cp, {0}, dims={dims}, correction={correction}, keepdim={keepdim})"))
 # as library calls (compiled graphs at opt_level 2 decompose them into fusible ops first,
 # see static/passes/decompose.py); runtime.py spells them in NumPy
 _add("logsumexp", NumpyLowering(call="_rt.logsumexp(np, {0}, {dims}, {keepdim})"),

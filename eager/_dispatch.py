@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 
 import numpy as np
 
@@ -24,6 +25,34 @@ from .autograd.graph import Node, SavedTensor
 _SCALARS = (int, float, bool)
 _SCALAR_TYPES = frozenset(_SCALARS)
 _NO_EDGE = (None, 0)
+
+
+# -- NumPy's floating-point reports --------------------------------------------------------------
+# NumPy reports log(0), sqrt(-1), 0/0 and overflow as RuntimeWarnings pointing into eager's
+# files; PyTorch computes the same inf/nan silently. An op whose forward computes values
+# (`op.quiet_fp`, see eager.ops._registry) runs with those reports off for that call only, so
+# the user's own NumPy error state is left alone. Entering `np.errstate` costs microseconds
+# (it builds its state object each time); setting NumPy's error-state context variable to one
+# prebuilt "ignore" state costs a fraction of that. Both are the same mechanism: errstate is
+# a context manager over this variable.
+try:
+    from numpy._core.umath import _extobj_contextvar as _FP_STATE, _make_extobj
+
+    _FP_QUIET = _make_extobj(all="ignore")
+except ImportError:  # a NumPy without the context variable: the public, slower context manager
+    class _ErrstateVar:
+        @staticmethod
+        def set(_quiet):
+            state = np.errstate(all="ignore")
+            state.__enter__()
+            return state
+
+        @staticmethod
+        def reset(state):
+            state.__exit__(None, None, None)
+
+    _FP_STATE, _FP_QUIET = _ErrstateVar(), None
+_quiet_fp, _restore_fp = _FP_STATE.set, _FP_STATE.reset  # bound once: two lookups fewer per op
 Tensor = None  # set by eager._tensor (a cycle at import time otherwise)
 _new_tensor = None  # eager._tensor's constructor of a plain tensor from an array (set with Tensor)
 
@@ -110,10 +139,12 @@ def dispatch(op, operands, attrs):
     first = None
     np_dtype = None  # the NumPy dtype all tensor operands share; False when they differ
     wants_grad = False
+    has_number = False
     n_tensors = 0  # counts only tensors whose arrays are not NumPy's (a device check is due)
     for o in operands:
         t = type(o)
         if t is float or t is int:
+            has_number = True
             continue
         if t is Tensor or isinstance(o, Tensor):
             data = o._data
@@ -130,6 +161,8 @@ def dispatch(op, operands, attrs):
     if _n_modes_pushed:
         return _dispatch_modes(op, operands, attrs)
     if n_tensors == 0 and np_dtype is not None and np_dtype is not False and np_dtype.kind == "f" and op.simple:
+        if has_number and np_dtype is _F16 and op.name in _HALF_SCALAR_IN_FLOAT32:
+            return _run_half_in_float32(op, operands, attrs, wants_grad)
         return _run_float(op, operands, attrs, wants_grad)
     return _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors)
 
@@ -138,6 +171,7 @@ def _run_float(op, operands, attrs, wants_grad):
     """The hot path: NumPy tensors of one floating dtype with Python numbers, a one-output
     op that makes no view. Nothing to promote (a Python number never upcasts a float
     tensor) and no device to check."""
+    token = _quiet_fp(_FP_QUIET) if op.quiet_fp else None
     try:
         if STATE.compact_broadcasts and op.kind == "elementwise":
             result = _on_broadcast_base(op, operands, attrs)
@@ -146,12 +180,63 @@ def _run_float(op, operands, attrs, wants_grad):
         result = op.forward(np, *[o._data if isinstance(o, Tensor) else o for o in operands], **attrs)
     except (ValueError, IndexError, TypeError) as exc:
         _explain_failure(op, operands, attrs, exc)
-    if type(result) is not np.ndarray:
-        result = np.asarray(result)  # NumPy gives scalars for 0-d results; tensors hold arrays
-    out = _new_tensor(result)
+    finally:
+        if token is not None:
+            _restore_fp(token)
+    out = _new_tensor(result)  # a NumPy scalar result becomes a 0-d array there
     # a float input can give a non-float result (a cast to an integer dtype), which never
     # requires grad
     if wants_grad and STATE.enabled and op.vjp is not None and result.dtype.kind in "fc":
+        _record_one(op, operands, attrs, out)
+    return out
+
+
+_F16 = np.dtype(np.float16)
+_F32 = np.dtype(np.float32)
+
+
+# PyTorch's CPU kernels of these ops take a scalar operand (a Python number or a 0-d tensor)
+# beside float16 tensors at float32 precision ("opmath"): `x / 100000` divides by 1e5, where
+# NumPy would first round 1e5 to float16 (inf) and give zeros. Other ops (add, sub,
+# comparisons) round the scalar to float16 first in PyTorch too, as NumPy does.
+_HALF_SCALAR_IN_FLOAT32 = frozenset({"mul", "div"})
+
+
+def _half_beside_0d(operands) -> bool:
+    """float16 NumPy tensors with a 0-d tensor of another number dtype (tensor(1e5))."""
+    half = other_0d = False
+    for o in operands:
+        if isinstance(o, Tensor):
+            d = o._data
+            if type(d) is not np.ndarray:
+                return False
+            if d.ndim:
+                if d.dtype is not _F16:
+                    return False
+                half = True
+            elif d.dtype is not _F16:
+                if d.dtype.kind not in "fiu":
+                    return False
+                other_0d = True
+    return half and other_0d
+
+
+def _run_half_in_float32(op, operands, attrs, wants_grad):
+    """float16 tensors with a scalar operand, computed in float32 and rounded once at the
+    end (see _HALF_SCALAR_IN_FLOAT32). Only the forward is upcast: the backward node records
+    the operands as they are, and its ops come back here."""
+    arrays = [o._data.astype(_F32) if isinstance(o, Tensor) else o for o in operands]
+    token = _quiet_fp(_FP_QUIET)
+    try:
+        result = op.forward(np, *arrays, **attrs)
+        if result.dtype.kind == "f":
+            result = result.astype(_F16)  # beyond float16's range: inf, silently
+    except (ValueError, IndexError, TypeError) as exc:
+        _explain_failure(op, operands, attrs, exc)
+    finally:
+        _restore_fp(token)
+    out = _new_tensor(result)
+    if wants_grad and STATE.enabled and op.vjp is not None and out._data.dtype.kind in "fc":
         _record_one(op, operands, attrs, out)
     return out
 
@@ -295,6 +380,8 @@ def _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors):
     the result and record the backward node when gradients are wanted."""
     if n_tensors > 1:
         _check_devices(op, operands)
+    if np_dtype is False and op.name in _HALF_SCALAR_IN_FLOAT32 and _half_beside_0d(operands):
+        return _run_half_in_float32(op, operands, attrs, wants_grad)
     if op.promote is not None and not _already_promoted(op, operands, np_dtype):
         operands = _promote(op, operands)
         first = next((o for o in operands if isinstance(o, Tensor)), None)
@@ -306,22 +393,46 @@ def _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors):
         arrays = (a, b)
     else:
         arrays = [o._data if isinstance(o, Tensor) else o for o in operands]
+    if first is not None and first._data.dtype.kind in "iu" and op.name != "pow":  # pow: its own rule
+        arrays = _wrap_ints(arrays, first._data.dtype)
+    token = _quiet_fp(_FP_QUIET) if op.quiet_fp and xp is np else None
     try:
         result = op.forward(xp, *arrays, **attrs)
     except (ValueError, IndexError, TypeError) as exc:
         _explain_failure(op, operands, attrs, exc)
+    finally:
+        if token is not None:
+            _restore_fp(token)
 
-    if op.multi_output:
-        outs = tuple(_wrap(r) for r in result)
-    else:
-        if type(result) is not np.ndarray and isinstance(result, np.generic):
-            result = np.asarray(result)  # NumPy gives scalars for 0-d results; tensors hold arrays
-        outs = (Tensor._make(result),)
+    # Tensor._make turns a NumPy scalar result into the 0-d array a tensor holds
+    outs = tuple(Tensor._make(r) for r in result) if op.multi_output else (Tensor._make(result),)
     if op.is_view and first is not None:
         _mark_views(op, attrs, first, outs, xp)
     if wants_grad and STATE.enabled and op.vjp is not None:
         _record(op, operands, attrs, outs)
     return outs if op.multi_output else outs[0]
+
+
+_INT_BOUNDS: dict = {}
+
+
+def _wrap_ints(arrays, dt):
+    """Python ints beyond an integer tensor's range, wrapped into it as PyTorch casts them
+    (int8 + 1000 adds -24, and int8 < 1000 compares with -24; NumPy would raise
+    OverflowError or compare exactly). An int beyond int64 stays an OverflowError, as in
+    PyTorch."""
+    bounds = _INT_BOUNDS.get(dt)
+    if bounds is None:
+        info = np.iinfo(dt)
+        bounds = _INT_BOUNDS[dt] = (int(info.min), int(info.max))
+    lo, hi = bounds
+    out = None
+    for i, a in enumerate(arrays):
+        if type(a) is int and not lo <= a <= hi:
+            if out is None:
+                out = list(arrays)
+            out[i] = int(np.array(a, dtype=np.int64).astype(dt))
+    return arrays if out is None else out
 
 
 def _already_promoted(op, operands, np_dtype) -> bool:
@@ -344,7 +455,15 @@ def _already_promoted(op, operands, np_dtype) -> bool:
 
 def _mark_views(op, attrs, first, outs, xp):
     """Outputs that alias `first`'s memory share its version counter and remember the view
-    steps from the memory's owner (eager._inplace replays them for writes into a view)."""
+    steps from the memory's owner (eager._inplace replays them for writes into a view).
+
+    In grad mode a view is also registered (weakly) with its base, so that a recorded
+    in-place write to the base or to another view of it regenerates this view's history
+    from the base's new one (eager._inplace.regenerate_views), as PyTorch does. A base that
+    is a leaf requiring grad never takes a recorded write, so its views (w.T of a weight,
+    once per step) are not registered."""
+    root = first if first._base is None else first._base
+    register = STATE.enabled and not (root._requires_grad and root.grad_fn is None)
     for k, t in enumerate(outs):
         if xp.may_share_memory(t._data, first._data):
             step = (op, attrs, k if op.multi_output else None)
@@ -354,12 +473,18 @@ def _mark_views(op, attrs, first, outs, xp):
                 t._base = first._base
                 t._view = None if first._view is None else first._view + (step,)
             t._vc = first._vc
+            if register and t._view is not None:
+                _register_view(root, t)
 
 
-def _wrap(arr):
-    if type(arr) is not np.ndarray and isinstance(arr, np.generic):
-        arr = np.asarray(arr)  # NumPy gives scalars for 0-d results; tensors hold arrays
-    return Tensor._make(arr)
+def _register_view(root, view) -> None:
+    views = root._views
+    if views is None:
+        root._views = [weakref.ref(view)]
+        return
+    views.append(weakref.ref(view))
+    if len(views) % 32 == 0:  # drop the dead ones now and then: amortized O(1) per view
+        views[:] = [r for r in views if r() is not None]
 
 
 def _record(op, operands, attrs, outs):

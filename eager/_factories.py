@@ -82,12 +82,14 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     if isinstance(data, np.ndarray) or hasattr(data, "__cuda_array_interface__"):
         src = data.get() if (dev == CPU and not isinstance(data, np.ndarray)) else data
         dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.from_numpy(data.dtype)
-        return _finish(xp.array(src, dtype=dt.np, copy=True), requires_grad)
+        with np.errstate(over="ignore", invalid="ignore"):  # beyond the dtype's range: inf, silently
+            return _finish(xp.array(src, dtype=dt.np, copy=True), requires_grad)
     if isinstance(data, np.generic):
         data = data.item()
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
     try:
-        arr = np.array(data, dtype=dt.np)
+        with np.errstate(over="ignore", invalid="ignore"):  # 1e5 as float16 is inf, silently (PyTorch)
+            arr = np.array(data, dtype=dt.np)
     except ValueError as exc:
         _check_rectangular(data, 0)
         raise TypeError(f"tensor(): could not build a {dt.name} tensor from {type(data).__name__}: {exc}") from None
@@ -144,7 +146,8 @@ def _filled(fn_name, size, dtype, device, requires_grad, value=None):
     xp = xp_for(_dev(device))
     shape = _shape_args(size)
     if fn_name == "full":
-        arr = xp.full(shape, value, dtype=dt.np)
+        with np.errstate(over="ignore", invalid="ignore"):  # a value beyond the dtype's range: inf
+            arr = xp.full(shape, value, dtype=dt.np)
     else:
         arr = getattr(xp, fn_name)(shape, dtype=dt.np)
     return _finish(arr, requires_grad)

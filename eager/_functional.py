@@ -192,7 +192,23 @@ def _bound(b):
 
 
 def clamp(input, min=None, max=None):
+    if hasattr(min, "shape") or hasattr(max, "shape"):
+        return _clamp_to_tensors(input, min, max)
     return E.CLAMP(input, min=_bound(min), max=_bound(max))
+
+
+def _clamp_to_tensors(input, min, max):
+    """clamp with tensor bounds (PyTorch's clamp.Tensor): bounds broadcast and promote like
+    operands and get their own gradients, where they win; max wins where min > max, as in
+    PyTorch. Composed of where, so it traces and differentiates like any other ops."""
+    if min is None and max is None:
+        raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+    out = input
+    if min is not None:
+        out = where(lt(out, min), min, out)
+    if max is not None:
+        out = where(gt(out, max), max, out)
+    return _renamed(out, "ClampBackward0")
 
 
 clip = clamp
@@ -384,6 +400,9 @@ def norm(input, p=2, dim=None, keepdim=False, dtype=None):
         input = to_dtype(input, dtype)
     _require_float_input(input, "linalg.vector_norm: Expected a floating point or complex tensor as input. "
                                 "Got {}")
+    if getattr(input, "dtype", None) is _dtypes.float16:
+        # PyTorch accumulates a float16 norm in float32 (squares above 256 overflow float16)
+        return to_dtype(norm(to_dtype(input, _dtypes.float32), p, dim, keepdim), _dtypes.float16)
     if p == "fro":
         p = 2
     if isinstance(p, str) or not isinstance(p, (int, float)):

@@ -3,7 +3,13 @@
 With no graph to record (no_grad, or nothing requires grad) the result is written into the
 tensor's own buffer. Otherwise the op runs out of place on a snapshot of the tensor and
 the result's history is moved onto the tensor ("rebasing"), so the tensor object the user
-holds carries the new grad_fn, as in PyTorch. Version counters record every write."""
+holds carries the new grad_fn, as in PyTorch. Version counters record every write.
+
+Views share their base's memory, so a recorded write to the base (or through one of its
+views) changes what every other view of it holds: those views are given the history of the
+same view taken of the base after the write (`regenerate_views`), as PyTorch regenerates a
+view's grad_fn. Values that cannot hold a float16 result (1e5) become inf silently, as in
+PyTorch, rather than with NumPy's overflow warning."""
 from __future__ import annotations
 
 import numpy as np
@@ -106,8 +112,12 @@ def write(self: Tensor, arr, name: str) -> None:
     """Copy arr into self's buffer (broadcasting, same-kind casting) and bump its version."""
     validate(self, arr, name)
     data = self._data
-    xp = np if isinstance(data, np.ndarray) else cupy_module()
-    xp.copyto(data, arr, casting="unsafe")
+    if isinstance(data, np.ndarray):
+        # a value beyond float16's range becomes inf silently, as in PyTorch (NumPy would warn)
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.copyto(data, arr, casting="unsafe")
+    else:
+        cupy_module().copyto(data, arr, casting="unsafe")
     self._vc[0] += 1
 
 
@@ -123,7 +133,40 @@ def _commit(self: Tensor, result: Tensor, name: str) -> Tensor:
         return _commit_view(self, result, name)
     write(self, result._data, name)
     _rebase(self, result)
+    if self._base is None:
+        regenerate_views(self)
     return self
+
+
+def _view_steps(view: tuple) -> tuple:
+    """A view's steps from its base as replay_view takes them (op names, hashable attrs)."""
+    return tuple((op.name, tuple(sorted(attrs.items())), k) for op, attrs, k in view)
+
+
+def regenerate_views(base: Tensor, written: Tensor | None = None) -> None:
+    """After a recorded write changed `base`'s history, give every live view of it (but the
+    one written through, already rebased) the history of the same view taken of the base
+    now: `y = x*1; z = y[1]; y.mul_(2)` then makes z's gradient flow through the mul, as
+    PyTorch's regenerated grad_fn (AsStridedBackward0) does. Without this, z would keep the
+    history it had before the write and its gradient would silently miss the write."""
+    from .ops.shape_ops import replay_view  # noqa: PLC0415
+
+    refs = base._views
+    if not refs:
+        return
+    base._views = None  # the replays below register their temporary views here; dropped after
+    live = []
+    for ref in refs:
+        view = ref()
+        if view is None:
+            continue
+        live.append(ref)
+        if view is written or view._view is None or view._base is not base:
+            continue
+        fresh = replay_view(base, _view_steps(view._view))
+        F._renamed(fresh, "AsStridedBackward0")
+        _rebase(view, fresh)
+    base._views = live
 
 
 def _commit_view(self: Tensor, result: Tensor, name: str) -> Tensor:
@@ -131,14 +174,29 @@ def _commit_view(self: Tensor, result: Tensor, name: str) -> Tensor:
     view is re-derived from the new base, so gradients flow through both, as in PyTorch."""
     from .ops.shape_ops import VIEW_SCATTER, replay_view  # noqa: PLC0415
 
+    _refuse_multi_output_view(self)
     validate(self, result._data, name)
     base = self._base
-    steps = tuple((op.name, tuple(sorted(attrs.items())), k) for op, attrs, k in self._view)
+    steps = _view_steps(self._view)
     new_base = VIEW_SCATTER(_snapshot(base, copy=False), result, steps=steps)
     write(self, result._data, name)
     _rebase(base, new_base)
     _rebase(self, replay_view(base, steps))
+    regenerate_views(base, written=self)
     return self
+
+
+def _refuse_multi_output_view(self: Tensor) -> None:
+    """PyTorch refuses a recorded in-place write into an output of an op that returns
+    several views (split, chunk): their shared backward cannot take it. (unbind is made of
+    selects here, so its outputs take writes as ordinary views.)"""
+    for op, attrs, k in self._view:
+        if k is not None:
+            name = op.backward_name((), attrs).removesuffix("Backward0")
+            raise RuntimeError(
+                f"Output {k} of {name} is a view and is being modified inplace. This view is the output of a "
+                "function that returns multiple views. Such functions do not allow the output views to be "
+                "modified inplace. You should replace the inplace operation by an out-of-place one.")
 
 
 def _snapshot(self: Tensor, copy: bool) -> Tensor:
@@ -189,7 +247,8 @@ def assign(self: Tensor, others, recorded, raw, name: str) -> None:
             return
         _commit(self, result, name)
         return
-    raw()
+    with np.errstate(over="ignore", invalid="ignore"):  # an out-of-range value casts silently
+        raw()
     self._vc[0] += 1
 
 

@@ -8,7 +8,9 @@ _DEFAULT_DTYPES = ("float32", "int64", "bool")
 
 def _format_array(arr: np.ndarray, indent: int) -> str:
     if arr.dtype.kind == "f":
-        finite = arr[np.isfinite(arr)]
+        # the statistics in float64: comparing float16 values with 1e8 would cast 1e8 to
+        # float16 (an overflow NumPy warns about) and printing must never warn
+        finite = arr[np.isfinite(arr)].astype(np.float64)
         integral = finite.size == 0 or bool(np.all(finite == np.round(finite)))
         big = finite.size and (np.abs(finite).max() >= 1e8 or (np.abs(finite[finite != 0]).min(initial=1) < 1e-4))
         if integral and not big:

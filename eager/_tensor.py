@@ -49,6 +49,7 @@ class Tensor:
     _grad = None
     _base = None
     _view = None
+    _views = None  # on a base: weak references to its views made in grad mode (see eager._dispatch)
     _retains_grad = False
     _acc = None
     __array_priority__ = 1000  # ndarray <op> Tensor defers to Tensor's reflected operator
@@ -60,6 +61,8 @@ class Tensor:
         _legacy_init(self, args, device, _dtypes.float32)
 
     def _init(self, data, requires_grad=False) -> None:
+        if type(data) is not np.ndarray and isinstance(data, np.generic):
+            data = np.asarray(data)  # a tensor holds an array, never a NumPy scalar (see _make)
         self._data = data
         self._requires_grad = requires_grad
         self.grad_fn = None
@@ -73,6 +76,12 @@ class Tensor:
 
     @classmethod
     def _make(cls, data, requires_grad: bool = False) -> "Tensor":
+        """The one place every tensor's array is wrapped. NumPy hands back scalars
+        (np.float32 ...) rather than 0-d arrays from many calls (a 0-d draw, a full
+        reduction, `astype` of a scalar); a tensor always holds an array, so that its device,
+        `.numpy()` and in-place writes work alike for every shape."""
+        if type(data) is not np.ndarray and isinstance(data, np.generic):
+            data = np.asarray(data)
         t = object.__new__(Tensor)
         t._data = data
         t._requires_grad = requires_grad
@@ -144,6 +153,9 @@ class Tensor:
 
     @property
     def mT(self) -> "Tensor":
+        if self.ndim < 2:
+            raise RuntimeError(
+                f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.")
         return F.transpose(self, -2, -1)
 
     # -- autograd state -----------------------------------------------------------------------

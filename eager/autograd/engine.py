@@ -20,7 +20,8 @@ def _edge(t):
 def _collect(roots):
     """Dependency counts: how many edges from reachable nodes point at each node."""
     deps: dict = {}
-    stack = [n for n in roots if n is not None]
+    # once per node: two roots on one node (outputs of one split) must not count its edges twice
+    stack = list(dict.fromkeys(n for n in roots if n is not None))
     seen = set(stack)
     while stack:
         for nxt, _ in stack.pop().next_functions:

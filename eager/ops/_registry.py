@@ -102,6 +102,10 @@ class OpDef:
             self.vjp = _not_differentiable(self)
         # eager's hot path applies to ops with one output that is not a view
         self.simple = not self.multi_output and not self.is_view
+        # An op that computes values (not one that only moves elements) can meet log(0), 0/0
+        # or overflow, which NumPy reports as RuntimeWarnings where PyTorch is silent: eager
+        # runs its forward with NumPy's floating-point reports off (see eager._dispatch).
+        self.quiet_fp = self.kind not in ("shape", "index")
 
     @property
     def pointwise(self) -> bool:

@@ -90,17 +90,33 @@ def _sigmoid(xp, x):
 
 SIGMOID = _unary("sigmoid", _sigmoid, lambda ctx, g: (g * (ctx.out * (1.0 - ctx.out)),),
                  "SigmoidBackward0", _any((3, 4)), save=(), save_output=True)
+def _abs(xp, x):
+    if x.dtype.kind == "b":  # NumPy would return the bools
+        raise NotImplementedError("abs: \"abs_cpu\" not implemented for 'Bool'; cast with .int() first")
+    return xp.abs(x)
+
+
+def _sign(xp, x):
+    return x.copy() if x.dtype.kind == "b" else xp.sign(x)  # PyTorch: sign of a bool is itself
+
+
+def _relu(xp, x):
+    if x.dtype.kind == "b":  # NumPy would give int64
+        raise RuntimeError("Boolean inputs not supported for relu")
+    return xp.maximum(x, 0)
+
+
 ABS = defop(
-    "abs", forward=lambda xp, x: xp.abs(x), abstract=lambda x: x,
+    "abs", forward=_abs, abstract=lambda x: x,
     vjp=lambda ctx, g: (g * SIGN(ctx.input(0)),), grad_name="AbsBackward0", save=(0,),
     samples=_away_from_zero((3, 4)), batchable=True,
 )
 SIGN = defop(
-    "sign", forward=lambda xp, x: xp.sign(x), abstract=lambda x: x,
+    "sign", forward=_sign, abstract=lambda x: x,
     vjp=lambda ctx, g: (g * 0.0,), grad_name="SignBackward0", samples=_away_from_zero((3, 4)), batchable=True,
 )
 RELU = defop(
-    "relu", forward=lambda xp, x: xp.maximum(x, 0), abstract=lambda x: x,
+    "relu", forward=_relu, abstract=lambda x: x,
     vjp=lambda ctx, g: (WHERE(GT(ctx.out, 0.0), g, 0.0),), grad_name="ReluBackward0",
     save_output=True, samples=_away_from_zero((3, 4)),
 )
@@ -240,7 +256,9 @@ def _pow_vjp(ctx, g):
         if isinstance(b, (int, float)):
             ga = g * 0.0 if b == 0 else g * (POW(a, b - 1) * b)
         else:
-            ga = g * (POW(a, b - 1.0) * b)
+            # 0 where the exponent is 0, as PyTorch masks it: b * a**(b-1) at a = b = 0
+            # would be 0 * inf = NaN, though a**0 is the constant 1
+            ga = g * WHERE(EQ(b, 0.0), 0.0, POW(a, b - 1.0) * b)
     if ctx.needs(1):
         # d(a**b)/db = a**b * log(a); 0 where a == 0 and b >= 0, as PyTorch defines it
         if isinstance(a, (int, float)):
@@ -270,7 +288,27 @@ def _pow(xp, a, b):
         elif b == 4:
             out *= out
         return out
-    return xp.power(a, b)
+    if type(b) is int and getattr(a, "dtype", None) is not None and a.dtype.kind in "iu":
+        if b < 0:  # PyTorch refuses a negative number as an integer tensor's exponent
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if b > np.iinfo(a.dtype).max:
+            raise RuntimeError(f"value cannot be converted to type {a.dtype.name}_t without overflow "
+                               f"(exponent {b} of a {a.dtype.name} tensor)")
+    try:
+        return xp.power(a, b)
+    except ValueError as exc:
+        if "negative integer powers" not in str(exc):
+            raise
+        return _int_pow_negative(xp, a, b)
+
+
+def _int_pow_negative(xp, a, b):
+    """Integer powers with negative exponents in a tensor, as PyTorch computes them (NumPy
+    refuses them): the integer part of a**b, that is 1 for a base of 1, +-1 for -1, else 0."""
+    a, b = xp.asarray(a), xp.asarray(b)
+    positive = xp.power(a, xp.maximum(b, 0))
+    negative = xp.where(a == 1, 1, xp.where(a == -1, 1 - 2 * (b & 1), 0))
+    return xp.where(b < 0, negative, positive).astype(positive.dtype, copy=False)
 
 
 POW = defop(
@@ -349,15 +387,30 @@ def _clamp_dtype(dt, min, max):
     return _dtypes.result_type([dt], [], [b for b in (min, max) if b is not None])
 
 
+def _check_bounds_fit(dt, min, max) -> None:
+    """A finite bound beyond the result dtype's range is refused, as PyTorch does (NumPy
+    would clip to the bound rounded to inf)."""
+    if not dt.is_floating_point:
+        return
+    top = float(np.finfo(dt.np).max)
+    for b in (min, max):
+        if b is not None and math.isfinite(b) and abs(b) > top:
+            raise RuntimeError(f"clamp: value cannot be converted to type {_dtypes.cpp_type_name(dt)} without "
+                               f"overflow (bound {b}); pass a bound within the tensor's dtype range")
+
+
 def _clamp(xp, x, min=None, max=None):
-    out_dtype = _clamp_dtype(_dtypes.from_numpy(x.dtype), min, max).np
-    return xp.clip(x, min, max).astype(out_dtype, copy=False)
+    out = _clamp_dtype(_dtypes.from_numpy(x.dtype), min, max)
+    _check_bounds_fit(out, min, max)
+    return xp.clip(x, min, max).astype(out.np, copy=False)
 
 
 def _clamp_abstract(x, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
-    return TensorSpec(x.shape, _clamp_dtype(x.dtype, min, max))
+    out = _clamp_dtype(x.dtype, min, max)
+    _check_bounds_fit(out, min, max)
+    return TensorSpec(x.shape, out)
 
 
 def _clamp_vjp(ctx, g):
@@ -426,3 +479,11 @@ CLONE = defop(
 _LN2 = math.log(2.0)
 EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), "Exp2Backward0",
               _any((3, 4)), save=(), save_output=True)
+
+
+# These unary ops never meet a floating-point event (overflow, 0/0, log(0); sigmoid takes
+# exp of non-positive numbers only), so eager runs them without switching NumPy's error
+# reports off, a per-call cost on the hot path (see eager._dispatch and OpDef.quiet_fp). Ops
+# that take a Python number stay quiet: comparing float16 with 70000 casts it with a warning.
+for _op in (NEG, ABS, SIGN, RELU, TANH, SIGMOID, CLONE, LOGICAL_NOT):
+    _op.quiet_fp = False

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import _dtypes
 from ._checks import norm_dim, numel, reduced_shape, require_float
 from ._registry import Reduction, TensorSpec, defop
 from .elementwise import EQ, EXP, WHERE
-from .shape_ops import EXPAND, RESHAPE
+from .shape_ops import EXPAND, INDEX_PUT, PERMUTE, RESHAPE, UNSQUEEZE
+from .special import FULL_LIKE
 
 _int_dtypes_to_i64 = {_dtypes.bool_, _dtypes.uint8, _dtypes.int8, _dtypes.int16, _dtypes.int32}
 
@@ -17,6 +20,52 @@ def _axes(dims, x=None):
     """NumPy's `axis` for `dims`; a 0-d tensor reduces over its (only) dim 0 or -1, as in
     PyTorch, which NumPy spells axis=None."""
     return None if dims is None or (x is not None and x.ndim == 0) else tuple(dims)
+
+
+_F16 = np.dtype(np.float16)
+_F32 = np.dtype(np.float32)
+
+
+def _upcast(x):
+    """x in the dtype a reduction accumulates in, as PyTorch's CPU kernels do: float16 in
+    float32 (summing 0.1 a hundred thousand times in float16 stalls at 256; exp and squares
+    overflow at 65504); other dtypes as they are."""
+    return x.astype(_F32) if x.dtype == _F16 else x
+
+
+def _sum_like(fn: str, ufunc):
+    """sum/prod forward: integer and bool inputs give int64 (PyTorch's integer reduction
+    dtype; NumPy would give uint64 for uint8, a dtype eager has no tensor type for), float16
+    accumulates in float32 and is rounded once at the end. On NumPy the ufunc's own reduce
+    is called (np.sum is a Python wrapper around it, about a microsecond a call)."""
+
+    def forward(xp, x, dims=None, keepdim=False):
+        axis = _axes(dims, x)
+        reduce = ufunc.reduce if xp is np else getattr(xp, fn)
+        kind = x.dtype.kind
+        if kind == "f":
+            if x.dtype == _F16:
+                return reduce(x, axis=axis, keepdims=keepdim, dtype=_F32).astype(_F16)
+            return reduce(x, axis=axis, keepdims=keepdim)
+        if kind in "biu":
+            return reduce(x, axis=axis, keepdims=keepdim, dtype=np.int64)
+        return reduce(x, axis=axis, keepdims=keepdim)
+
+    return forward
+
+
+def _group_size(shape, dims) -> int:
+    return numel(shape) if dims is None or not shape else numel([shape[d] for d in dims])
+
+
+def _mean(xp, x, dims=None, keepdim=False):
+    """NumPy's mean (float16 already accumulates in float32 there); an empty group gives NaN
+    silently as in PyTorch, where NumPy would warn "Mean of empty slice"."""
+    axis = _axes(dims, x)
+    if x.size == 0:
+        total = xp.sum(x, axis=axis, keepdims=keepdim)
+        return (total / x.dtype.type(_group_size(x.shape, dims))).astype(x.dtype, copy=False)
+    return xp.mean(x, axis=axis, keepdims=keepdim)
 
 
 def _reduce_abstract(name, float_only=False, widen_ints=False):
@@ -43,8 +92,7 @@ def _expand_back(ctx, g):
 
 
 def _count(ctx):
-    shape, dims = ctx.in_shape(0), ctx.attrs["dims"]
-    return numel(shape) if dims is None or not shape else numel([shape[d] for d in dims])
+    return _group_size(ctx.in_shape(0), ctx.attrs["dims"])
 
 
 def _reduce_samples(**extra):
@@ -62,13 +110,13 @@ def _by_dims(full: str, partial: str):
 
 
 SUM = defop(
-    "sum", forward=lambda xp, x, dims=None, keepdim=False: xp.sum(x, axis=_axes(dims, x), keepdims=keepdim),
+    "sum", forward=_sum_like("sum", np.add),
     abstract=_reduce_abstract("sum", widen_ints=True), vjp=lambda ctx, g: (_expand_back(ctx, g),),
     grad_name=_by_dims("SumBackward0", "SumBackward1"), kind="reduction", samples=_reduce_samples(),
     reduction=Reduction("add", 0.0),
 )
 MEAN = defop(
-    "mean", forward=lambda xp, x, dims=None, keepdim=False: xp.mean(x, axis=_axes(dims, x), keepdims=keepdim),
+    "mean", forward=_mean,
     abstract=_reduce_abstract("mean", float_only=True),
     vjp=lambda ctx, g: (_expand_back(ctx, g) * (1.0 / max(_count(ctx), 1)),),  # count 0: an empty input
     grad_name=_by_dims("MeanBackward0", "MeanBackward1"), kind="reduction", samples=_reduce_samples(),
@@ -81,11 +129,11 @@ def _prod_vjp(ctx, g):
 
 
 PROD = defop(
-    "prod", forward=lambda xp, x, dims=None, keepdim=False: xp.prod(x, axis=_axes(dims, x), keepdims=keepdim),
+    "prod", forward=_sum_like("prod", np.multiply),
     abstract=_reduce_abstract("prod", widen_ints=True), vjp=_prod_vjp, save=(0,),
     grad_name=_by_dims("ProdBackward0", "ProdBackward1"), kind="reduction",
     samples=_reduce_samples(),
-    reduction=Reduction("mul", 1.0), differentiable_order=1,
+    reduction=Reduction("mul", 1.0),
 )
 
 
@@ -109,12 +157,52 @@ def _prod_except_self(xp, x, dims=None):
     return xp.transpose(out, inverse)
 
 
+def _prod_except_self_vjp(ctx, g):
+    """d out_i / d x_k = prod of the group without i and k (0 for k = i), so
+    grad_k = sum_{i != k} g_i * prod_{j != i, k} x_j, exact with zeros.
+
+    Written with ops, so it is differentiable again (prod's hessian and beyond): each
+    group of n elements is spread into an n x n matrix whose row k is the group with x_k
+    set to 1; prod_except_self along the rows then gives every prod_{j != i, k} x_j. The
+    diagonal is a strided slice of the flattened matrix (step n + 1), so no index tensor
+    is needed. Costs O(n^2) per group, only where a second derivative is asked for."""
+    x = ctx.input(0)
+    shape = tuple(ctx.in_shape(0))
+    nd = len(shape)
+    if nd == 0 or numel(shape) == 0:
+        return (FULL_LIKE(x, value=0.0),)  # the empty product is a constant
+    dims = ctx.attrs["dims"]
+    axes = tuple(range(nd)) if dims is None else tuple(dims)
+    rest = tuple(i for i in range(nd) if i not in axes)
+    perm = rest + axes
+    rest_shape = tuple(shape[i] for i in rest)
+    n = numel([shape[i] for i in axes])
+    moved_shape = tuple(shape[i] for i in perm)
+    flat = rest_shape + (n,)
+    xf = RESHAPE(PERMUTE(x, dims=perm), shape=flat)
+    gf = RESHAPE(PERMUTE(g, dims=perm), shape=flat)
+    diagonal = (("ellipsis",), ("slice", None, None, n + 1))
+    square = rest_shape + (n, n)
+    spread = RESHAPE(EXPAND(UNSQUEEZE(xf, dim=len(rest)), shape=square), shape=rest_shape + (n * n,))
+    rows = RESHAPE(INDEX_PUT(spread, 1.0, key=diagonal, n_index=0), shape=square)
+    pairs = PROD_EXCEPT_SELF(rows, dims=(len(rest) + 1,)) * UNSQUEEZE(gf, dim=len(rest))
+    pairs = INDEX_PUT(RESHAPE(pairs, shape=rest_shape + (n * n,)), 0.0, key=diagonal, n_index=0)
+    grad = SUM(RESHAPE(pairs, shape=square), dims=(len(rest) + 1,), keepdim=False)
+    inverse = [0] * nd
+    for i, a in enumerate(perm):
+        inverse[a] = i
+    return (PERMUTE(RESHAPE(grad, shape=moved_shape), dims=tuple(inverse)),)
+
+
 PROD_EXCEPT_SELF = defop(
     "prod_except_self", forward=_prod_except_self,
     abstract=lambda x, dims=None: x, kind="reduction",
-    samples=lambda rng: [((rng.standard_normal((3, 4)),), {"dims": (1,)})],
-    doc="helper of prod's VJP; not differentiable itself (no double backward of prod)",
-    differentiable_order=0,
+    vjp=_prod_except_self_vjp, save=(0,),
+    samples=lambda rng: [((rng.standard_normal((3, 4)),), {"dims": (1,)}),
+                         ((rng.standard_normal((2, 3, 2)),), {"dims": (0, 2)}),
+                         ((rng.standard_normal((3,)),), {"dims": None})],
+    doc="helper of prod's VJP: each element's product of the others in its group; "
+        "differentiable (prod's second derivatives go through it)",
 )
 
 
@@ -125,11 +213,33 @@ def _amax_vjp(ctx, g):
     return (WHERE(mask, _expand_back(ctx, g) / ties, 0.0),)
 
 
+def _check_nonempty(name: str, shape: tuple, dims, full_error=RuntimeError) -> None:
+    """A maximum (or its index) over no elements is undefined: PyTorch's errors."""
+    if dims is None:
+        if numel(shape) == 0:
+            raise full_error(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                             "Specify the reduction dim with the 'dim' argument.")
+        return
+    for d in dims:
+        if d < len(shape) and shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _extreme_abstract(name):
+    base = _reduce_abstract(name)
+
+    def abstract(x, dims=None, keepdim=False):
+        _check_nonempty(name, x.shape, dims)
+        return base(x, dims=dims, keepdim=keepdim)
+
+    return abstract
+
+
 def _amax_like(name, fn, grad_name, combiner, identity):
     return defop(
         name,
         forward=lambda xp, x, dims=None, keepdim=False: getattr(xp, fn)(x, axis=_axes(dims, x), keepdims=keepdim),
-        abstract=_reduce_abstract(name), vjp=_amax_vjp, grad_name=grad_name, save=(0,), save_output=True,
+        abstract=_extreme_abstract(name), vjp=_amax_vjp, grad_name=grad_name, save=(0,), save_output=True,
         kind="reduction", samples=_reduce_samples(),
         doc="gradient shared evenly between tied maxima",
         reduction=Reduction(combiner, identity),
@@ -145,6 +255,7 @@ MIN_ALL = _amax_like("min", "amin", "MinBackward1", "minimum", math.inf)
 def _arg_abstract(name):
     def abstract(x, dim=None, keepdim=False):
         dims = None if dim is None else (dim,)
+        _check_nonempty(name, x.shape, dims, full_error=IndexError)
         return TensorSpec(reduced_shape(x.shape, dims, keepdim), _dtypes.int64)
 
     return abstract
@@ -152,6 +263,8 @@ def _arg_abstract(name):
 
 def _argreduce(fn):
     def forward(xp, x, dim=None, keepdim=False):
+        if x.dtype.kind == "b":
+            raise RuntimeError(f"{fn}(): does not support bool input")
         if dim is None:
             r = getattr(xp, fn)(x.reshape(-1))
             return xp.asarray(r).reshape((1,) * x.ndim if keepdim else ())
@@ -229,18 +342,37 @@ def _std_vjp(ctx, g):
     return WHERE(zero, 0.0, _expand_back(ctx, g) * _centered(ctx) / (safe * float(_dof(ctx))))
 
 
+def _var(xp, x, dims=None, correction=1, keepdim=False):
+    """The variance, accumulated as PyTorch's CPU kernel does: float32 in float64 (squares of
+    large finite float32 values would overflow; the result is rounded once), float16 in
+    float32. A group with no degrees of freedom gives inf or NaN silently (NumPy warns)."""
+    if x.dtype.kind not in "fc":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    acc = np.dtype(np.float64) if x.dtype == _F32 else (_F32 if x.dtype == _F16 else x.dtype)
+    xa = x.astype(acc, copy=False)
+    axis = _axes(dims, x)
+    n = _group_size(x.shape, dims)
+    centered = xa - xp.sum(xa, axis=axis, keepdims=True) / acc.type(n)  # n == 0: NaN, silently
+    squares = xp.sum(centered * centered, axis=axis, keepdims=keepdim)
+    return squares / squares.dtype.type(max(n - correction, 0))
+
+
+def _std(xp, x, dims=None, correction=1, keepdim=False):
+    return xp.sqrt(_var(xp, x, dims, correction, keepdim)).astype(x.dtype, copy=False)
+
+
 VAR = defop(
     "var",
-    forward=lambda xp, x, dims=None, correction=1, keepdim=False: xp.var(
-        x, axis=_axes(dims, x), ddof=correction, keepdims=keepdim),
+    forward=lambda xp, x, dims=None, correction=1, keepdim=False: _var(
+        xp, x, dims, correction, keepdim).astype(x.dtype, copy=False),
     abstract=_var_abstract("var"),
-    vjp=lambda ctx, g: (_expand_back(ctx, g) * _centered(ctx) * (2.0 / _dof(ctx)),),
+    # no degrees of freedom: PyTorch's gradient is inf * 0 = NaN there (and empty for an empty input)
+    vjp=lambda ctx, g: (_expand_back(ctx, g) * _centered(ctx) * (2.0 / _dof(ctx) if _dof(ctx) else math.inf),),
     grad_name="VarBackward0", save=(0,), kind="reduction", samples=_reduce_samples(correction=1),
 )
 STD = defop(
     "std",
-    forward=lambda xp, x, dims=None, correction=1, keepdim=False: xp.std(
-        x, axis=_axes(dims, x), ddof=correction, keepdims=keepdim),
+    forward=_std,
     abstract=_var_abstract("std"),
     vjp=lambda ctx, g: (_std_vjp(ctx, g),),
     grad_name="StdBackward0", save=(0,), save_output=True, kind="reduction",
@@ -248,15 +380,32 @@ STD = defop(
 )
 
 
-def _logsumexp(xp, x, dims=None, keepdim=False):
-    m = xp.amax(x, axis=_axes(dims, x), keepdims=True)
+def _logsumexp_acc(xp, x, dims, keepdim):
+    """logsumexp in x's dtype (the caller upcasts float16). Over an empty group the sum of
+    exponentials is 0 and the result -inf, as in PyTorch (amax of an empty group would fail)."""
+    axis = _axes(dims, x)
+    if x.size == 0:
+        return xp.log(xp.sum(xp.exp(x), axis=axis, keepdims=keepdim))
+    m = xp.amax(x, axis=axis, keepdims=True)
     m = xp.where(xp.isfinite(m), m, 0)
-    out = xp.log(xp.sum(xp.exp(x - m), axis=_axes(dims, x), keepdims=True)) + m
-    return out if keepdim else xp.squeeze(out, axis=_axes(dims, x))
+    out = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdim else xp.squeeze(out, axis=axis)
+
+
+def _logsumexp(xp, x, dims=None, keepdim=False):
+    """Integer and bool inputs give float32 (the default float), as in PyTorch."""
+    if x.dtype.kind in "biu":
+        return _logsumexp_acc(xp, x.astype(_F32), dims, keepdim)
+    return _logsumexp_acc(xp, _upcast(x), dims, keepdim).astype(x.dtype, copy=False)
+
+
+def _logsumexp_abstract(x, dims=None, keepdim=False):
+    spec = _reduce_abstract("logsumexp")(x, dims=dims, keepdim=keepdim)
+    return spec if spec.dtype.is_floating_point else TensorSpec(spec.shape, _dtypes.DEFAULT_FLOAT)
 
 
 LOGSUMEXP = defop(
-    "logsumexp", forward=_logsumexp, abstract=_reduce_abstract("logsumexp", float_only=True),
+    "logsumexp", forward=_logsumexp, abstract=_logsumexp_abstract,
     vjp=lambda ctx, g: (_expand_back(ctx, g) * EXP(ctx.input(0) - _keep(ctx, ctx.out)),),
     grad_name="LogsumexpBackward0", save=(0,), save_output=True, kind="reduction",
     samples=_reduce_samples(),
@@ -272,14 +421,32 @@ def _dim_abstract(name):
     return abstract
 
 
+def _require_float_kernel(name: str, x) -> None:
+    """PyTorch has no integer softmax kernel (NumPy would compute one and truncate it)."""
+    if x.dtype.kind not in "fc":
+        raise NotImplementedError(f'{name}: "{name}_lastdim_kernel_impl" not implemented for '
+                                  f"'{_dtypes.scalar_type_name(_dtypes.from_numpy(x.dtype))}'; "
+                                  "cast with .float() first")
+
+
 def _softmax(xp, x, dim):
+    """Computed in float32 for float16 input, as PyTorch does; an empty input is its own
+    (empty) softmax."""
+    if x.size == 0:
+        return x.copy()
+    _require_float_kernel("softmax", x)
     axis = dim if x.ndim else None
-    e = xp.exp(x - xp.amax(x, axis=axis, keepdims=True))
-    return e / xp.sum(e, axis=axis, keepdims=True)
+    xa = _upcast(x)
+    e = xp.exp(xa - xp.amax(xa, axis=axis, keepdims=True))
+    return (e / xp.sum(e, axis=axis, keepdims=True)).astype(x.dtype, copy=False)
 
 
 def _log_softmax(xp, x, dim):
-    return x - _logsumexp(xp, x, dims=(dim,), keepdim=True)
+    if x.size == 0:
+        return x.copy()
+    _require_float_kernel("log_softmax", x)
+    xa = _upcast(x)
+    return (xa - _logsumexp_acc(xp, xa, (dim,), True)).astype(x.dtype, copy=False)
 
 
 def _softmax_vjp(ctx, g):
@@ -301,3 +468,8 @@ SOFTMAX = defop("softmax", forward=_softmax, abstract=_dim_abstract("softmax"), 
 LOG_SOFTMAX = defop("log_softmax", forward=_log_softmax, abstract=_dim_abstract("log_softmax"),
                     vjp=_log_softmax_vjp, grad_name="LogSoftmaxBackward0", save_output=True,
                     kind="reduction", samples=_dim_samples)
+
+
+# Maxima and their indices select values: no floating-point events (see elementwise.py's note).
+for _op in (AMAX, AMIN, MAX_ALL, MIN_ALL, ARGMAX, ARGMIN):
+    _op.quiet_fp = False

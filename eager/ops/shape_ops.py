@@ -31,13 +31,15 @@ RESHAPE = defop(
 
 
 def _transpose_abstract(x, dim0, dim1):
+    if x.ndim == 0:
+        return x  # PyTorch: a 0-d tensor transposes (dims 0 / -1) to itself
     shape = list(x.shape)
     shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
     return TensorSpec(tuple(shape), x.dtype)
 
 
 TRANSPOSE = defop(
-    "transpose", forward=lambda xp, x, dim0, dim1: xp.swapaxes(x, dim0, dim1),
+    "transpose", forward=lambda xp, x, dim0, dim1: xp.swapaxes(x, dim0, dim1) if x.ndim else x[...],
     abstract=_transpose_abstract,
     vjp=lambda ctx, g: (TRANSPOSE(g, dim0=ctx.attrs["dim0"], dim1=ctx.attrs["dim1"]),),
     grad_name="TransposeBackward0", kind="shape", is_view=True,
@@ -140,6 +142,7 @@ def is_basic_key(key) -> bool:
 
 
 def _index_abstract(x, *index_specs, key):
+    _check_masks(x.shape, key, {i: s.shape for i, s in enumerate(index_specs) if s.dtype is _dtypes.bool_})
     for s in index_specs:
         if s.dtype is _dtypes.bool_:
             raise ValueError("index: a boolean mask gives a shape that depends on the data")
@@ -222,7 +225,29 @@ def _index_grad_name(operands, attrs):
     return "SliceBackward0"
 
 
+def _check_masks(shape: tuple, key, masks: dict) -> None:
+    """A boolean mask must match the dims it covers, or PyTorch raises IndexError (NumPy's
+    message would not say which dims). `masks`: index operand position -> the mask's shape,
+    for the boolean index operands."""
+    if not masks:
+        return
+    consumed = [0 if e[0] in ("none", "ellipsis") else len(masks[e[1]]) if e[0] == "tensor" and e[1] in masks else 1
+                for e in key]
+    dim = 0
+    for entry, n in zip(key, consumed):
+        if entry[0] == "ellipsis":
+            dim += len(shape) - sum(consumed)
+            continue
+        if entry[0] == "tensor" and entry[1] in masks:
+            for j, m in enumerate(masks[entry[1]]):
+                if dim + j < len(shape) and m != shape[dim + j]:
+                    raise IndexError(f"The shape of the mask {list(masks[entry[1]])} at index {j} does not match the "
+                                     f"shape of the indexed tensor {list(shape)} at index {dim + j}")
+        dim += n
+
+
 def _index_forward(xp, x, *index_arrays, key):
+    _check_masks(x.shape, key, {i: a.shape for i, a in enumerate(index_arrays) if a.dtype.kind == "b"})
     k = build_key(key, index_arrays)
     if not index_arrays and Ellipsis not in k:
         k = k + (Ellipsis,)  # basic indexing then always gives a view, even of one element
@@ -231,7 +256,8 @@ def _index_forward(xp, x, *index_arrays, key):
 
 def _index_vjp(ctx, g):
     idx = [ctx.input(k) for k in range(1, 1 + ctx.attrs["n_index"])]
-    return (INDEX_GRAD(g, *idx, key=ctx.attrs["key"], shape=ctx.in_shape(0)),) + (None,) * len(idx)
+    # n_index: INDEX_GRAD's own VJP (double backward) reads the index operands back with it
+    return (INDEX_GRAD(g, *idx, key=ctx.attrs["key"], shape=ctx.in_shape(0), n_index=len(idx)),) + (None,) * len(idx)
 
 
 INDEX = defop(
@@ -338,7 +364,7 @@ def _cat_vjp(ctx, g):
 
 CAT = defop(
     "cat", forward=lambda xp, *xs, dim: xp.concatenate(xs, axis=dim), abstract=_cat_abstract,
-    vjp=_cat_vjp, grad_name="CatBackward0", kind="shape",
+    vjp=_cat_vjp, grad_name="CatBackward0", kind="shape", promote="same",
     samples=_any((2, 3), (4, 3), dim=0),
     arity=VARIADIC,
 )
@@ -365,7 +391,7 @@ def _stack_vjp(ctx, g):
 
 STACK = defop(
     "stack", forward=lambda xp, *xs, dim: xp.stack(xs, axis=dim), abstract=_stack_abstract,
-    vjp=_stack_vjp, grad_name="StackBackward0", kind="shape", samples=_any((2, 3), (2, 3), dim=1),
+    vjp=_stack_vjp, grad_name="StackBackward0", kind="shape", promote="same", samples=_any((2, 3), (2, 3), dim=1),
     arity=VARIADIC,
 )
 

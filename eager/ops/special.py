@@ -24,3 +24,5 @@ FULL = defop(
     doc="a constant: every element is value (what constant folding produces)",
     arity=0,
 )
+
+STOP_GRADIENT.quiet_fp = False  # the identity: no floating-point events (see elementwise.py's note)

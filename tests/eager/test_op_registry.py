@@ -190,18 +190,31 @@ def test_exp2_is_an_op_added_by_one_declaration_and_its_lowering():
     assert "np.exp2(" in src and "_rt.forward" not in src
 
 
-def test_a_step_declared_not_differentiable_raises_when_differentiated_again():
-    """prod's VJP uses prod_except_self (differentiable_order=0): its second derivative
-    raises naming the step, in eager and in static, instead of giving zeros."""
+def test_a_step_declared_not_differentiable_raises_when_differentiated():
+    """An op declared with differentiable_order=0 gets a VJP that raises naming the op when a
+    gradient really flows through it: never zeros. (An unregistered record: the registry's
+    own ops are all differentiable to the order their VJPs allow.)"""
+    from eager.ops._registry import OpDef
+
+    step = OpDef(name="staircase", forward=lambda xp, x: xp.floor(x), abstract=lambda x: x,
+                 differentiable_order=0, doc="a test step")
+    x = eager.tensor([1.5, 2.0, -0.5], requires_grad=True)
+    with pytest.raises(RuntimeError, match="derivative for staircase is not implemented"):
+        step(x * 2.0).sum().backward()
+
+
+def test_prod_has_true_second_derivatives_in_both_modes():
+    """prod's VJP goes through prod_except_self, whose own VJP is written in ops: the hessian
+    is exact (PyTorch and JAX give it), zeros included, in eager and in static."""
     import static
 
-    x = eager.tensor([1.5, 2.0, -0.5], requires_grad=True)
+    x = eager.tensor([1.5, 2.0, -0.5, 0.0], dtype=eager.float64, requires_grad=True)
     (g,) = eager.autograd.grad(x.prod(), x, create_graph=True)
-    np.testing.assert_allclose(g.detach().numpy(), [-1.0, -0.75, 3.0])
-    with pytest.raises(RuntimeError, match="derivative for prod_except_self is not implemented"):
-        g.sum().backward()
-    with pytest.raises(RuntimeError, match="prod_except_self"):
-        static.grad(lambda t: static.grad(lambda u: u.prod())(t).sum())(eager.tensor([1.5, 2.0, -0.5]))
+    (h0,) = eager.autograd.grad(g[0], x)
+    # d/dx_j of x1*x2*x3: 0 for j = 0, x2*x3 = 0, x1*x3 = 0, x1*x2 = -1
+    np.testing.assert_allclose(h0.numpy(), [0.0, 0.0, 0.0, -1.0])
+    hess_static = static.grad(lambda t: static.grad(lambda u: u.prod())(t)[0])(eager.tensor(x.detach().numpy()))
+    np.testing.assert_allclose(np.asarray(hess_static), h0.numpy())
 
 
 @pytest.mark.parametrize("name", [n for n in OPS if REGISTRY[n].differentiable_order == 0])
