@@ -96,7 +96,7 @@ def _add(name: str, numpy: NumpyLowering, cupy: CupyLowering, pointwise: bool | 
     the op record says (pass them only to override, which no op does today)."""
     op = REGISTRY[name]
     if pointwise is None:
-        pointwise = op.pointwise
+        pointwise = op.pointwise and bool(op.fusible)  # an elementwise library call is not inlined
     if reduction is None and op.reduction is not None:
         reduction = reduction_lowering(op)
     TABLE[name] = OpLowering(numpy, cupy, pointwise, reduction, note, fields)

@@ -88,12 +88,19 @@ def vjp(state: TraceState, outputs: list, seeds: list, wrt: list) -> list:
         if op.vjp is None or not any(needs):
             continue
         ctx = TraceCtx(state, node, needs)
-        raw = op.vjp(ctx, tuple(grads_out) if op.multi_output else grads_out[0])
-        for v, g, need in zip(node.inputs, raw, needs):
-            if g is None or not need:
-                continue
-            g = fit_grad(g, tuple(v.type.shape), v.type.dtype)
-            cot[v] = g if v not in cot else cot[v] + g
+        # the backward's nodes cite the user's line of the forward op they differentiate (not
+        # the line that happened to start the trace), so the generated code is the same
+        # whoever asks for it
+        outer, state.location = state.location, node.loc
+        try:
+            raw = op.vjp(ctx, tuple(grads_out) if op.multi_output else grads_out[0])
+            for v, g, need in zip(node.inputs, raw, needs):
+                if g is None or not need:
+                    continue
+                g = fit_grad(g, tuple(v.type.shape), v.type.dtype)
+                cot[v] = g if v not in cot else cot[v] + g
+        finally:
+            state.location = outer
     result = []
     for v in wrt:
         g = cot.get(v)

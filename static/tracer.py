@@ -58,6 +58,7 @@ class TraceState:
     versions: dict = field(default_factory=dict)  # id(tensor or Tracer) -> in-place updates so far
     no_grad_nodes: set = field(default_factory=set)  # nodes recorded with grad mode off: no gradient flows
     created: list = field(default_factory=list)  # tensors eager's factories made during the trace: constants
+    location: str | None = None  # while differentiating a node: the user's line of that node
     _created_ids: dict = field(default_factory=dict)  # ids of `created`, in order (filled as it grows)
     guards: list = field(default_factory=list)  # guards on tensor values the trace read (constant masks)
     grad_leaves: set = field(default_factory=set)  # inputs that are leaves requiring grad (no in-place writes)
@@ -185,7 +186,7 @@ def _emit(state: TraceState, op, operands: list, attrs: dict) -> list:
         loc = user_location()
         raise type(exc)(f"{exc} (traced at {loc})") from None
     types = [result] if isinstance(result, TensorSpec) else list(result)
-    node = Node(op=op.name, inputs=list(operands), attrs=dict(attrs), loc=user_location())
+    node = Node(op=op.name, inputs=list(operands), attrs=dict(attrs), loc=state.location or user_location())
     node.outputs = [Value(state.fresh_name(), t, node, i) for i, t in enumerate(types)]
     state.graph.nodes.append(node)
     if not STATE.enabled:  # a no_grad() region of the traced program: autodiff stops here, as eager does

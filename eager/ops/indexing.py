@@ -86,7 +86,7 @@ def _along_samples(rng):
 
 
 GATHER = defop(
-    "gather", forward=_gather, abstract=_gather_abstract, vjp=_gather_vjp, grad_name="GatherBackward0",
+    "gather", arity=2, forward=_gather, abstract=_gather_abstract, vjp=_gather_vjp, grad_name="GatherBackward0",
     save=(0, 1), kind="index", samples=_along_samples,
     doc="out[i][j] = x[index[i][j]][j] (dim 0): values picked along dim",
 )
@@ -127,7 +127,7 @@ def _src_grad(ctx, g):
 
 
 SCATTER_ADD = defop(
-    "scatter_add", forward=_scatter_add, abstract=_scatter_abstract("scatter_add"),
+    "scatter_add", arity=3, forward=_scatter_add, abstract=_scatter_abstract("scatter_add"),
     vjp=lambda ctx, g: (g if ctx.needs(0) else None, None, _src_grad(ctx, g)),
     grad_name="ScatterAddBackward0", save=(1, 2), kind="index",
     samples=lambda rng: [((rng.standard_normal((3, 4)), rng.integers(0, 3, (2, 4)), rng.standard_normal((2, 4))),
@@ -158,7 +158,7 @@ def _unique_rows(rng, n, k, cols):
 
 
 SCATTER = defop(
-    "scatter", forward=_scatter, abstract=_scatter_abstract("scatter"), vjp=_scatter_vjp,
+    "scatter", arity=3, forward=_scatter, abstract=_scatter_abstract("scatter"), vjp=_scatter_vjp,
     grad_name=lambda operands, attrs: "ScatterBackward0" if hasattr(operands[2], "shape") else "ScatterBackward1",
     save=(1, 2), kind="index",
     samples=lambda rng: [((rng.standard_normal((4, 3)), _unique_rows(rng, 4, 2, 3), rng.standard_normal((2, 3))),
@@ -186,7 +186,7 @@ def _index_select(xp, x, index, dim):
 
 
 INDEX_SELECT = defop(
-    "index_select", forward=_index_select, abstract=_index_select_abstract,
+    "index_select", arity=2, forward=_index_select, abstract=_index_select_abstract,
     vjp=lambda ctx, g: (INDEX_ADD(FULL_LIKE(ctx.input(0), value=0.0), ctx.input(1), g, dim=ctx.attrs["dim"],
                                   alpha=1.0), None),
     grad_name="IndexSelectBackward0", save=(0, 1), kind="index",
@@ -225,7 +225,7 @@ def _index_add_vjp(ctx, g):
 
 
 INDEX_ADD = defop(
-    "index_add", forward=_index_add, abstract=_index_add_abstract, vjp=_index_add_vjp,
+    "index_add", arity=3, forward=_index_add, abstract=_index_add_abstract, vjp=_index_add_vjp,
     grad_name="IndexAddBackward0", save=(1,), kind="index",
     samples=lambda rng: [((rng.standard_normal((4, 3)), np.array([3, 0, 3]), rng.standard_normal((3, 3))),
                           {"dim": 0, "alpha": 1.0}),
@@ -295,12 +295,12 @@ def _embedding_samples(rng):
 
 
 EMBEDDING = defop(
-    "embedding", forward=_embedding, abstract=_embedding_abstract, vjp=_embedding_vjp,
+    "embedding", arity=2, forward=_embedding, abstract=_embedding_abstract, vjp=_embedding_vjp,
     grad_name="EmbeddingBackward0", save=(1,), kind="index", samples=_embedding_samples,
     doc="rows of weight picked by indices; the padding_idx row gets no gradient",
 )
 EMBEDDING_BACKWARD = defop(
-    "embedding_backward", forward=_embedding_backward, abstract=_embedding_backward_abstract,
+    "embedding_backward", arity=2, forward=_embedding_backward, abstract=_embedding_backward_abstract,
     vjp=_embedding_backward_vjp, grad_name="EmbeddingBackwardBackward0", save=(1,), kind="index",
     samples=lambda rng: [((rng.standard_normal((2, 4, 3)), np.array([[0, 2, 2, 1], [4, 0, 1, 1]])),
                           {"num_weights": 5, "padding_idx": 1})],

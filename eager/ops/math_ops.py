@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _dtypes
 from ._checks import broadcast_shapes, same_dtype, specs_of
-from ._registry import TensorSpec, defop
+from ._registry import VARIADIC, TensorSpec, defop
 from .elementwise import WHERE
 from .indexing import FLIP
 from .shape_ops import EXPAND, RESHAPE
@@ -36,7 +36,7 @@ def _divisors(rng, shape):
 
 # -- division with rounding -------------------------------------------------------------------
 FLOOR_DIVIDE = defop(
-    "floor_divide", forward=lambda xp, a, b: xp.floor_divide(a, b), abstract=_elementwise("floor_divide"),
+    "floor_divide", arity=2, fusible=False, forward=lambda xp, a, b: xp.floor_divide(a, b), abstract=_elementwise("floor_divide"),
     promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {}),
                          ((rng.integers(-9, 9, (3, 4)), rng.integers(1, 4, (4,))), {})],
@@ -53,7 +53,7 @@ def _remainder_vjp(ctx, g):
 
 
 REMAINDER = defop(
-    "remainder", forward=lambda xp, a, b: xp.remainder(a, b), abstract=_elementwise("remainder"),
+    "remainder", arity=2, fusible=False, forward=lambda xp, a, b: xp.remainder(a, b), abstract=_elementwise("remainder"),
     vjp=_remainder_vjp, grad_name="RemainderBackward0", save=(0, 1), promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {}),
                          ((rng.standard_normal((3, 4)) * 3, 1.5), {})],
@@ -70,7 +70,7 @@ def _fmod_vjp(ctx, g):
 
 
 FMOD = defop(
-    "fmod", forward=lambda xp, a, b: xp.fmod(a, b), abstract=_elementwise("fmod"),
+    "fmod", arity=2, fusible=False, forward=lambda xp, a, b: xp.fmod(a, b), abstract=_elementwise("fmod"),
     vjp=_fmod_vjp, grad_name="FmodBackward0", save=(0, 1), save_output=True, promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {})],
     doc="C's fmod: the remainder with the sign of a",
@@ -83,13 +83,13 @@ def _bool_or_int_samples(rng):
             ((rng.standard_normal((3, 4)) > 0, rng.standard_normal((4,)) > 0), {})]
 
 
-BITWISE_AND = defop("bitwise_and", forward=lambda xp, a, b: xp.bitwise_and(a, b),
+BITWISE_AND = defop("bitwise_and", arity=2, fusible=False, forward=lambda xp, a, b: xp.bitwise_and(a, b),
                     abstract=_elementwise("bitwise_and", check=_not_float), promote="same",
                     samples=_bool_or_int_samples)
-BITWISE_OR = defop("bitwise_or", forward=lambda xp, a, b: xp.bitwise_or(a, b),
+BITWISE_OR = defop("bitwise_or", arity=2, fusible=False, forward=lambda xp, a, b: xp.bitwise_or(a, b),
                    abstract=_elementwise("bitwise_or", check=_not_float), promote="same",
                    samples=_bool_or_int_samples)
-BITWISE_XOR = defop("bitwise_xor", forward=lambda xp, a, b: xp.bitwise_xor(a, b),
+BITWISE_XOR = defop("bitwise_xor", arity=2, fusible=False, forward=lambda xp, a, b: xp.bitwise_xor(a, b),
                     abstract=_elementwise("bitwise_xor", check=_not_float), promote="same",
                     samples=_bool_or_int_samples)
 
@@ -99,9 +99,9 @@ def _logical_samples(rng):
             ((rng.standard_normal((3, 4)), rng.standard_normal((3, 4)) > 0.5), {})]
 
 
-LOGICAL_OR = defop("logical_or", forward=lambda xp, a, b: xp.logical_or(a, b),
+LOGICAL_OR = defop("logical_or", arity=2, fusible=False, forward=lambda xp, a, b: xp.logical_or(a, b),
                    abstract=_elementwise("logical_or", result_dtype=_dtypes.bool_), samples=_logical_samples)
-LOGICAL_XOR = defop("logical_xor", forward=lambda xp, a, b: xp.logical_xor(a, b),
+LOGICAL_XOR = defop("logical_xor", arity=2, fusible=False, forward=lambda xp, a, b: xp.logical_xor(a, b),
                     abstract=_elementwise("logical_xor", result_dtype=_dtypes.bool_), samples=_logical_samples)
 
 
@@ -113,7 +113,8 @@ def _specials(rng):
 
 
 def _classify(name, fn):
-    return defop(name, forward=lambda xp, x: getattr(xp, fn)(x),
+    # a library call (a bool from any input dtype), not fused
+    return defop(name, forward=lambda xp, x: getattr(xp, fn)(x), fusible=False,
                  abstract=lambda x: TensorSpec(x.shape, _dtypes.bool_),
                  samples=lambda rng: [((_specials(rng),), {}), ((rng.integers(0, 5, (3,)),), {})])
 
@@ -128,7 +129,7 @@ def _nan_to_num(xp, x, nan=0.0, posinf=None, neginf=None):
 
 
 NAN_TO_NUM = defop(
-    "nan_to_num", forward=_nan_to_num, abstract=lambda x, nan=0.0, posinf=None, neginf=None: x,
+    "nan_to_num", fusible=False, forward=_nan_to_num, abstract=lambda x, nan=0.0, posinf=None, neginf=None: x,
     vjp=lambda ctx, g: (WHERE(ISFINITE(ctx.input(0)), g, 0.0),), grad_name="NanToNumBackward0", save=(0,),
     samples=lambda rng: [((_specials(rng),), {"nan": 0.0, "posinf": None, "neginf": None}),
                          ((_specials(rng),), {"nan": 1.5, "posinf": 9.0, "neginf": -9.0})],
@@ -254,7 +255,7 @@ def _einsum_vjp(ctx, g):
 
 
 EINSUM = defop(
-    "einsum", forward=lambda xp, *xs, equation: xp.einsum(equation, *xs, optimize=len(xs) > 2),
+    "einsum", arity=VARIADIC, forward=lambda xp, *xs, equation: xp.einsum(equation, *xs, optimize=len(xs) > 2),
     abstract=_einsum_abstract, vjp=_einsum_vjp, grad_name="EinsumBackward0", save=tuple(range(8)),
     promote="same", kind="linalg",
     samples=lambda rng: [((rng.standard_normal((3, 4)), rng.standard_normal((4, 2))), {"equation": "ij,jk->ik"}),

@@ -69,7 +69,7 @@ _ATTR_KINDS = {
     "dim": ("an integer", lambda v: v is None or _is_int(v)),
     "dim0": ("an integer", _is_int),
     "dim1": ("an integer", _is_int),
-    "size": ("an integer", _is_int),
+    "size": ("an integer or a list of integers", lambda v: _is_int(v) or _ints(v)),
     "n_index": ("a non-negative integer", lambda v: _is_int(v) and v >= 0),
     "dims": ("none, an integer or a list of integers", lambda v: v is None or _is_int(v) or _ints(v)),
     "shape": ("a list of integers", _ints),

@@ -13,7 +13,14 @@ from static.passes import PASSES
 
 # ops whose reference algorithm stays the op's own forward (many-case index updates, the
 # backward-only helper of prod, and moving between devices)
-FORWARD_CALLS = {"index_grad", "index_put", "view_scatter", "prod_except_self", "to_device"}
+FORWARD_CALLS = {"index_grad", "index_put", "view_scatter", "prod_except_self", "to_device",
+                 # var/std accumulate float32 in float64 as eager does (one rule, the op's own)
+                 "var", "std",
+                 # whole-array kernels of the PyTorch-programs surface (index, scan, sort, conv,
+                 # normalization): library calls of the op's forward until each gets a spelling
+                 "gather", "scatter_add", "scatter", "index_select", "index_add", "embedding",
+                 "embedding_backward", "tril", "triu", "flip", "diagonal", "diagonal_grad", "cumsum",
+                 "cumprod", "argsort", "einsum", "unfold", "fold", "normalize", "nan_to_num"}
 
 X = eager.tensor(np.random.default_rng(0).standard_normal((64, 300)).astype(np.float32))
 
