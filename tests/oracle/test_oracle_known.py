@@ -54,25 +54,13 @@ def _detach_write(T, x):
     return (y * x).sum()
 
 
-_STALE_VIEW_REFUSED = ("static refuses a view read after its base was written in place with a TraceError "
-                       "('Take the view after the update'): an error, not a wrong value; PyTorch runs it")
 KNOWN = {
-    # name: (program, modes that are still wrong and why)
-    "view read after its base was written": (_stale_view, {
-        "eager": "issue 12 section 1: a view taken before an in-place write to its base keeps its old history "
-                 "(x.grad [[0,0],[5,5]], PyTorch [[0,0],[10,10]])",
-        "compiled": _STALE_VIEW_REFUSED}),
-    "view read after a sibling write": (_sibling_view, {"compiled": _STALE_VIEW_REFUSED}),
-    "expand of a view after its base was written": (_expand_of_view, {
-        "eager": "issue 12 section 1: expand of a view keeps the view's history from before the base's in-place "
-                 "write",
-        "compiled": _STALE_VIEW_REFUSED}),
-    "no_grad inside the function": (_no_grad_inside, {
-        "compiled": "issue 12 section 1: no_grad() inside a compiled function is ignored (gradient 20x, "
-                    "PyTorch 10x)"}),
-    "write through a detach() alias": (_detach_write, {
-        "compiled": "issue 12 section 1: a write through a detach() alias is dropped in compiled code "
-                    "(x.grad 2x, PyTorch 1x)"}),
+    # name: (program, modes that are still wrong and why); every mode right today
+    "view read after its base was written": (_stale_view, {}),
+    "view read after a sibling write": (_sibling_view, {}),
+    "expand of a view after its base was written": (_expand_of_view, {}),
+    "no_grad inside the function": (_no_grad_inside, {}),
+    "write through a detach() alias": (_detach_write, {}),
 }
 
 
@@ -92,8 +80,6 @@ def _prod(t):
     return t.prod()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 section 1: double backward through prod: eager's first gradient "
-                   "does not require grad (RuntimeError 'element 0 of tensors does not require grad')")
 def test_eager_second_derivative_through_prod_matches_pytorch(torch):
     def hessian_row_sums(T):
         x = T.tensor(X, requires_grad=True)
@@ -104,8 +90,6 @@ def test_eager_second_derivative_through_prod_matches_pytorch(torch):
     check(hessian_row_sums(eager), hessian_row_sums(torch), np.float32, "d/dx sum(d prod/dx)")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 section 1: static.grad(static.grad) through prod is zero "
-                   "(prod_except_self is not differentiated); PyTorch gives the true second derivative")
 def test_static_second_derivative_through_prod_matches_pytorch(torch):
     x = torch.tensor(X, requires_grad=True)
     (g,) = torch.autograd.grad(_prod(x), x, create_graph=True)
@@ -114,14 +98,9 @@ def test_static_second_derivative_through_prod_matches_pytorch(torch):
     check(got, want, np.float32, "static d/dx sum(d prod/dx)")
 
 
-_ALIASED = ("issue 12 section 1: the same tensor passed as two arguments, one written in place: compiled code "
-            "reads the other as it was (2x, PyTorch 4x)")
-_CONSTANT = ("issue 12 section 1: a compiled function whose output is a constant returns the same buffer on "
-             "every call (a write into one result shows in the next)")
 
 
-@pytest.mark.parametrize("compiled", [pytest.param(False, id="eager"), pytest.param(
-    True, id="compiled", marks=pytest.mark.xfail(strict=True, reason=_ALIASED))])
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
 def test_one_tensor_passed_twice_and_written_through_one(torch, compiled):
     def program(T, a, b):
         a.add_(1)
@@ -136,8 +115,7 @@ def test_one_tensor_passed_twice_and_written_through_one(torch, compiled):
     check(ours, run(torch, lambda a, b: program(torch, a, b)), np.float32, "f(x, x) with a.add_(1); b * 2")
 
 
-@pytest.mark.parametrize("compiled", [pytest.param(False, id="eager"), pytest.param(
-    True, id="compiled", marks=pytest.mark.xfail(strict=True, reason=_CONSTANT))])
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
 def test_constant_output_is_fresh_on_every_call(torch, compiled):
     def run(T, fn):
         first = fn(T.ones(2))
