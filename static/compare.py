@@ -289,14 +289,15 @@ def python_function(fn: Callable) -> Callable:
 
 
 def resolved_backend(backend: str, device: str) -> str:
-    """The backend that runs: 'auto' picks by device; without codegen the interpreter runs."""
+    """The backend that runs: 'auto' picks by device, or the interpreter when no code
+    generator loads (static.executable warns about that once)."""
+    from .executable import backend_available  # noqa: PLC0415
+
     if backend == "interpret":
         return "interpret"
-    try:
-        import codegen  # noqa: F401, PLC0415
-    except ImportError:
-        return "interpret (codegen not installed)"
     if backend == "auto":
+        if not backend_available("auto"):
+            return "interpret (no code generator loads)"
         return "cupy" if device.startswith("cuda") else "numpy"
     return backend
 
