@@ -21,12 +21,12 @@ OUT = Path("build") / "demo"
 
 
 def graphmode_command() -> list[str]:
-    """The installed `graphmode` script next to this Python, else `python -m static.cli`."""
+    """The installed `graphmode` script next to this Python, else `python -m graphmode`."""
     script = Path(sys.executable).with_name("graphmode")
     if script.exists():
         return [str(script)]
     found = shutil.which("graphmode")
-    return [found] if found else [sys.executable, "-m", "static.cli"]
+    return [found] if found else [sys.executable, "-m", "graphmode"]
 
 
 def run(*args: str) -> None:
