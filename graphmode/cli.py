@@ -472,7 +472,7 @@ def cmd_cache(ns: argparse.Namespace) -> int:
         print(f"moved by:  GRAPHMODE_CACHE_DIR ({'set' if os.environ.get('GRAPHMODE_CACHE_DIR') else 'not set'})")
         print(f"disk cache: {state}")
         print(f"files:     {len(files)} generated modules, {format_bytes(size)}")
-        print("bound:     none - files are never evicted; `graphmode cache clear` empties the cache")
+        print("bound:     none: nothing is evicted; `graphmode cache clear` empties it")
         return 0
     removed = 0
     for path in files:

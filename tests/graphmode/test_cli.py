@@ -306,6 +306,34 @@ ERRORS = [
     (lambda t, s: ["frobnicate"], 2, "invalid choice: 'frobnicate'"),
 ]
 
+# checked before anything is measured: nothing on stdout, no table, no progress
+EARLY_ERRORS = [
+    (lambda t, s: ["compare", s, "--json", t / "missing" / "x.json"], "directory"),
+    (lambda t, s: ["compare", s, "--json", t], "is a directory"),
+    (lambda t, s: ["compare", s, "--plot", t / "chart.bmp"], "use a file ending in .png, .svg, .pdf"),
+    (lambda t, s: ["compare", s, "--plot", t / "missing" / "chart.png"], "does not exist"),
+    (lambda t, s: ["compare", s, "--tolerance=-1e-3"], "--tolerance must be a finite number of at least 0"),
+    (lambda t, s: ["compare", s, "--tolerance", "nan"], "--tolerance must be a finite number"),
+    (lambda t, s: ["compare", WORKLOADS / "w1_seed.py", "--sizes", "1e2,4x8"], "size 4x8 does not fit this workload"),
+]
+
+
+@pytest.mark.parametrize("make_argv,message", EARLY_ERRORS)
+def test_bad_arguments_fail_before_measuring(capsys, tmp_path, small, make_argv, message, monkeypatch):
+    import graphmode.cli  # noqa: PLC0415
+
+    monkeypatch.setattr(graphmode.cli, "compare", lambda *a, **k: pytest.fail("measured before checking"))
+    code, out, err = run_main(capsys, *make_argv(tmp_path, small))
+    assert code == 2 and out == "", out
+    assert err.startswith("graphmode: error: ") and message in err and err.count("\n") == 1, err
+
+
+def test_the_internal_peer_command_is_not_suggested(capsys):
+    code, out, err = run_main(capsys, "peer")
+    assert code == 2 and "invalid choice" in err and "_peer" not in err and "'compare'" in err
+    code, out, _ = run_main(capsys, "--help")
+    assert "_peer" not in out
+
 
 @pytest.mark.parametrize("make_argv,status,message", ERRORS)
 def test_errors_are_one_line_with_a_status(capsys, tmp_path, small, make_argv, status, message):
