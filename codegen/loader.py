@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import linecache
+import logging
 import threading
 import types
 from dataclasses import dataclass
@@ -94,6 +95,9 @@ def load(key: str, backend: str, generate: Callable[[], str]) -> Loaded:
                 cache.write(path, text)
                 origin = "generated"
             loaded = Loaded(_from_file(path, text, name), cache.unseal(text), path, origin)
+            logging.getLogger("graphmode.cache").debug("%s: %s module %s", "miss" if origin == "generated" else "hit",
+                                                       backend, path)
+            logging.getLogger("graphmode.source").debug("%s module source: %s", backend, path)
         else:
             source = generate()
             loaded = Loaded(_from_memory(source, name), source, None, "generated")

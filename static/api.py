@@ -19,7 +19,7 @@ import eager
 from eager._grad_mode import STATE
 from eager._tensor import Tensor
 
-from . import pytree
+from . import logs, pytree
 from .autodiff import vjp
 from .errors import TraceError
 from .executable import build_executable
@@ -539,6 +539,7 @@ class Compiled:
             return None
         if reason is not None:
             self.retraces.append(reason)
+        logs.recompiles.debug("%s: %s", self.__name__, f"retraced because {reason}" if reason else "first trace")
         self._cache[key] = new_entry
         return new_entry
 

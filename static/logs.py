@@ -76,7 +76,7 @@ def _apply(chosen: set[str]) -> None:
     for name in NAMES:
         logging.getLogger(f"{PARENT}.{name}").setLevel(logging.DEBUG if name in chosen else logging.NOTSET)
     if chosen and _handler is None:
-        _handler = logging.StreamHandler(sys.stderr)
+        _handler = logging.StreamHandler()  # None: the sys.stderr of each message's time
         _handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
         parent.addHandler(_handler)
         parent.propagate = False  # a root handler would print each message a second time

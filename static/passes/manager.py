@@ -6,6 +6,7 @@ import threading
 from contextlib import contextmanager
 from typing import Callable
 
+from .. import logs
 from ..ir import Graph, verify
 from .algebraic import algebraic
 from .fusion import fuse
@@ -88,6 +89,7 @@ def run_passes(graph: Graph, names: list, stages: list, options: dict, label: st
         stage = f"{label}{name}"
         text = str(graph) if record else None
         stages.append((stage, "(no change)" if text == previous else text, summarize(stats)))
+        logs.stages.debug("after %s (%s):\n%s", stage, summarize(stats) or "done", graph)
         previous = text
         why = stats.get("why_not_fused")
         if why:
