@@ -33,7 +33,6 @@ import inspect
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 from dataclasses import dataclass

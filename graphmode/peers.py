@@ -4,10 +4,9 @@ run in a child process each (`graphmode _peer`), and the allocator setting chang
 whole process."""
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 

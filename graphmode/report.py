@@ -6,7 +6,6 @@ import json
 import math
 import os
 import platform
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -193,7 +192,3 @@ def check_output_path(path: str, what: str, suffixes: Sequence[str] = ()) -> Non
         raise ValueError(f"cannot write {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK):
         raise ValueError(f"cannot write {path}: directory {parent} is not writable")
-
-
-def out(text: str, to_stderr: bool = False) -> None:
-    print(text, file=sys.stderr if to_stderr else sys.stdout)

@@ -7,7 +7,6 @@ import math
 import os
 import re
 import sys
-import types
 from pathlib import Path
 
 import numpy as np
