@@ -35,7 +35,7 @@ test-versions:
 	  env=build/venv-$$v; \
 	  test -x $$env/bin/python || $$py -m venv $$env || exit 1; \
 	  $(QUIET) $$env/bin/python $(PIP) -e '.[test]' > $$env/install.log 2>&1 || { cat $$env/install.log; exit 1; }; \
-	  $$env/bin/python -m pytest -q -p no:cacheprovider || exit 1; \
+	  $$env/bin/python -m pytest -p no:cacheprovider || exit 1; \
 	  ran="$$ran $$v"; \
 	done; \
 	echo "test-versions: passed on:$$ran$${missing:+; not found:$$missing}"
