@@ -715,7 +715,7 @@ class _GradTransform:
         if not isinstance(out, Tracer) or out.numel() != 1 or not out.is_floating_point():
             shape = list(out.shape) if hasattr(out, "shape") else type(out).__name__
             raise TypeError(f"static.grad: {getattr(self.fn, '__name__', 'f')} must return a scalar floating "
-                            f"point value (got {shape}); use static.vjp-style seeding for other outputs")
+                            f"point value (got {shape}); reduce it to one (e.g. .sum()) before differentiating")
         single = isinstance(self.argnums, int)
         nums = (self.argnums,) if single else tuple(self.argnums)
         wrt_trees = []
