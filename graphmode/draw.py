@@ -98,9 +98,10 @@ class _Dot:
         self.edges.append(f"  {src} -> {dst};")
 
     def edges_into(self, nid: str, node: Node) -> None:
-        for v in dict.fromkeys(node.input_values()):
-            if v in self.source:
-                self.edge(self.source[v], nid)
+        """One edge per producing box, however many of its values the node reads (a large
+        graph's regions pass each other dozens of values)."""
+        for src in dict.fromkeys(self.source[v] for v in node.input_values() if v in self.source):
+            self.edge(src, nid)
 
     def graph_nodes(self, graph: Graph, indent: str, max_body_nodes: int) -> None:
         for node in graph.nodes:
@@ -121,7 +122,7 @@ class _Dot:
         self.fused += 1
         ops = body.count_nodes()
         title = f"fused #{k}: {ops} ops -> one kernel"
-        outer = ", ".join("%" + self.names.get(o, o.name) for o in node.outputs)
+        outer = _value_list(["%" + self.names.get(o, o.name) for o in node.outputs])
         if len(body.nodes) > max_body_nodes:
             tally = Counter(n.op for n in body.nodes)
             summary = ", ".join(f"{op} x{c}" for op, c in tally.most_common(6))
@@ -134,7 +135,8 @@ class _Dot:
         self.used.add("summary")
         self.lines.append(f"{indent}subgraph cluster_fused{k} {{")
         inner = indent + "  "
-        self.lines.append(f"{inner}{_FUSED_CLUSTER}; labeljust=l; margin=14;")
+        # the title goes below the body: operands enter from above and would cross it
+        self.lines.append(f"{inner}{_FUSED_CLUSTER}; labeljust=l; labelloc=b; margin=14;")
         self.lines.append(f"{inner}label={_quote(title)};")
         for param, operand in zip(body.inputs, node.inputs):
             if isinstance(operand, Value):
@@ -170,8 +172,17 @@ class _Dot:
         return "\n".join(self.lines + self.legend() + self.edges + ["}"]) + "\n"
 
 
+def _value_list(names: Sequence[str], most: int = 4) -> str:
+    """'%a, %b' or, for many, '%a, %b, ... %z (16 values)'."""
+    if len(names) <= most:
+        return ", ".join(names)
+    return f"{', '.join(names[:2])}, ... {names[-1]} ({len(names)} values)"
+
+
 def _types(values: Sequence[Value]) -> str:
-    return ", ".join(format_type(v.type) for v in values)
+    """'f32[8], f32[]', with repeats counted: 'f32[] x16'."""
+    counts = Counter(format_type(v.type) for v in values)
+    return ", ".join(t if c == 1 else f"{t} x{c}" for t, c in counts.items())
 
 
 def graph_to_dot(graph: Graph, name: str | None = None, max_body_nodes: int = MAX_BODY_NODES) -> str:

@@ -138,3 +138,18 @@ def test_render_with_graphviz_writes_svg_and_png(tmp_path):
     assert svg.rendered and "<svg" in svg.path.read_text()
     png = draw.render(text, tmp_path / "g.png")
     assert png.path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_900_op_graph_draws_one_box_per_kernel_and_one_edge_per_pair():
+    def chain(x):
+        for _ in range(100):
+            x = x * 1.0001 + 0.5 * eager.sin(x)
+        return x
+
+    text = draw.to_dot(chain, eager.tensor(0.5, requires_grad=True), max_body_nodes=0)
+    labels = check_dot(text)
+    assert "cluster_fused" not in text and len(labels) < 60  # about 900 ops traced
+    edges = [line.strip() for line in text.splitlines() if "->" in line and "invis" not in line]
+    assert len(edges) == len(set(edges))  # regions pass each other many values: one edge each
+    many = [label for label in labels.values() if "values)" in label]
+    assert many and all(re.search(r"f32\[\] x\d+", label) for label in many)
