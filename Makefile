@@ -1,27 +1,57 @@
-# The two set-up commands of the README: each builds .venv on first use.
+# The two set-up commands of the README (`make demo`, `make test`): each builds .venv on
+# first use and prints only what the user needs (pip and setuptools run quietly).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+PIP    := -m pip install -q --disable-pip-version-check --no-warn-script-location
+QUIET  := PIP_NO_INPUT=1 PYTHONWARNINGS=ignore::DeprecationWarning
 
-.PHONY: test demo bench clean
+.PHONY: test test-versions demo images bench clean
 
 $(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
-	touch $(STAMP)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "installing graphmode and its test dependencies into $(VENV) ..."
+	@$(QUIET) $(PY) $(PIP) --upgrade pip > $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
+	@$(QUIET) $(PY) $(PIP) -e '.[test]' >> $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
+	@touch $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
 
+# The suite on every Python from 3.10 to 3.13 found on this machine (on PATH or under
+# pyenv), each in its own virtualenv under build/; a missing interpreter is reported and
+# skipped. Not part of CI: it downloads NumPy and friends once per interpreter.
+VERSIONS ?= 3.10 3.11 3.12 3.13
+test-versions:
+	@ran=""; missing=""; \
+	for v in $(VERSIONS); do \
+	  py=""; \
+	  for c in $$(command -v python$$v 2>/dev/null) $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v.*/bin/python$$v; do \
+	    if [ -x "$$c" ] && "$$c" -c "" 2>/dev/null; then py=$$c; break; fi; \
+	  done; \
+	  if [ -z "$$py" ]; then echo "== Python $$v: not found, skipped"; missing="$$missing $$v"; continue; fi; \
+	  echo "== Python $$v ($$py)"; \
+	  env=build/venv-$$v; \
+	  test -x $$env/bin/python || $$py -m venv $$env || exit 1; \
+	  $(QUIET) $$env/bin/python $(PIP) -e '.[test]' > $$env/install.log 2>&1 || { cat $$env/install.log; exit 1; }; \
+	  $$env/bin/python -m pytest -p no:cacheprovider || exit 1; \
+	  ran="$$ran $$v"; \
+	done; \
+	echo "test-versions: passed on:$$ran$${missing:+; not found:$$missing}"
+
 # the demo also draws a runtime chart: matplotlib comes with the `plot` extra
 $(VENV)/.installed-plot: $(STAMP)
-	$(PY) -m pip install -q -e '.[test,plot]'
-	touch $@
+	@$(QUIET) $(PY) $(PIP) -e '.[test,plot]' >> $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
+	@touch $@
 
 demo: $(VENV)/.installed-plot
 	$(PY) examples/demo.py
+
+# The pictures the README shows, regenerated into docs/images/ (the only target that
+# writes tracked files; every README command writes into build/).
+images: $(VENV)/.installed-plot
+	$(PY) examples/demo.py --images docs/images
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py

@@ -5,8 +5,6 @@ the candidates' runs interleaved (a, b, a, b, ...) after a warm-up, and reported
 medians and their ratio; absolute times are for orientation only (see design.md)."""
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gc
 import json
 import os
@@ -17,6 +15,8 @@ import time
 from typing import Callable, Sequence
 
 import numpy as np
+
+from graphmode.peers import steady_malloc  # noqa: F401  (one copy: the allocator setting of `graphmode compare`)
 
 
 def sample_interleaved(fns: Sequence[Callable[[], object]], repeats: int, warmup: int = 1,
@@ -48,27 +48,6 @@ def repeats_for(seconds_per_call: float, budget: float = 2.0, lo: int = 3, hi: i
     if seconds_per_call <= 0:
         return hi
     return int(max(lo, min(hi, budget / seconds_per_call)))
-
-
-def steady_malloc() -> str:
-    """Make glibc keep freed memory for reuse instead of returning it to the OS.
-
-    By default glibc serves large arrays with fresh mmaps (or trims the heap after big
-    frees), so every new megabyte-sized array costs page faults, and how many depends on
-    the exact order of allocations and frees. That made NumPy and eager differ by 2x for
-    reasons unrelated to either (W1 n=1e6: a hand-written step of 4 ms took 30 ms). With
-    this setting both run at the steady state a long training loop reaches. Returns a
-    description for the report ("default" where the call is unavailable)."""
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError, TypeError):
-        return "default"
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    max_mmap_threshold = 32 * 1024 * 1024  # glibc's upper limit on 64-bit
-    ok = mallopt(m_mmap_threshold, max_mmap_threshold) == 1 and mallopt(m_trim_threshold, 2 ** 31 - 1) == 1
-    return "glibc: mmap_threshold=32MiB, no trimming" if ok else "default"
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

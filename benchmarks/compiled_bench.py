@@ -27,43 +27,30 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "examples" / "workloads"))
 
 import codegen  # noqa: E402
 from common import steady_malloc  # noqa: E402
 import eager  # noqa: E402
 import static  # noqa: E402
+import w1_seed  # noqa: E402
+import w2_gelu  # noqa: E402
+import w4_scalar  # noqa: E402
+from w3_mlp import mlp_loss  # noqa: E402
 
 F32 = np.float32
 
 
-# -- the workloads, as eager/static see them --------------------------------------------------
-def w1(a, w1, w2, w3, w4):
-    b = w1 * a
-    c = w2 * a
-    d = w3 * b + w4 * c
-    return (10 - d).sum()
-
-
-def w2(x, w):
-    y = 0.5 * x * (1 + eager.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
-    return (y * w).sum()
-
-
-def w3_loss(X, Y, W1, b1, W2, b2):
-    h = eager.tanh(X @ W1 + b1)
-    logits = h @ W2 + b2
-    return -(eager.log_softmax(logits, 1) * Y).sum() / X.shape[0]
+# -- the workloads, as eager/static see them: their one copy is examples/workloads/ ---------
+w1 = w1_seed.seed_loss
+w2 = w2_gelu.gelu_loss
+w3_loss = mlp_loss
+w4 = w4_scalar.scalar_chain  # 100 steps by default, as design.md's W4
 
 
 def w3_step(X, Y, W1, b1, W2, b2):
     loss, grads = static.value_and_grad(w3_loss, argnums=(2, 3, 4, 5))(X, Y, W1, b1, W2, b2)
     return loss, tuple(p - 0.1 * g for p, g in zip((W1, b1, W2, b2), grads))
-
-
-def w4(x):
-    for _ in range(100):
-        x = x * 1.0001 + 0.5 * eager.sin(x)
-    return x
 
 
 # -- hand-written NumPy, gradients derived by hand ---------------------------------------------

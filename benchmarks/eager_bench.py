@@ -24,9 +24,15 @@ from typing import Callable
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
+# the workloads' one copy
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "workloads"))
 
 import eager  # noqa: E402
 from eager import nn, optim  # noqa: E402
+import w1_seed  # noqa: E402
+import w2_gelu  # noqa: E402
+import w3_mlp  # noqa: E402
+import w4_scalar  # noqa: E402
 
 from common import (  # noqa: E402
     format_table, repeats_for, sample_interleaved, steady_malloc, time_interleaved, write_json,
@@ -87,10 +93,7 @@ def w1(n: int, rng: np.random.Generator) -> Case:
     ea, ew1, ew2, ew3, ew4 = leaves = _leaves(*arrays)
 
     def e_fwd():
-        b = ew1 * ea
-        c = ew2 * ea
-        d = ew3 * b + ew4 * c
-        return (10 - d).sum()
+        return w1_seed.seed_loss(ea, ew1, ew2, ew3, ew4)
 
     step = _eager_step(leaves, e_fwd)
     return Case("W1 seed", f"n={n:.0e}", np_fwd, np_step, e_fwd, step, np_step, step, ops=7)
@@ -120,8 +123,7 @@ def w2(n: int, rng: np.random.Generator, cube: str = "pow") -> Case:
     ex, ew = leaves = _leaves(x, w)
 
     def e_fwd():
-        y = 0.5 * ex * (1 + eager.tanh(GELU_K * (ex + GELU_C * ex ** 3)))
-        return (y * ew).sum()
+        return w2_gelu.gelu_loss(ex, ew)
 
     step = _eager_step(leaves, e_fwd)
     size = f"n={n:.0e}" + ("" if cube == "pow" else " x*x*x")
@@ -163,14 +165,12 @@ def w3(B: int, D: int, H: int, C: int, rng: np.random.Generator, lr: float = 0.0
             p -= lr * g
         return grads
 
-    eX, elabels = eager.from_numpy(X), eager.from_numpy(labels)
+    eX, eY = eager.from_numpy(X), eager.from_numpy(np.eye(C, dtype=F32)[labels])  # one-hot: the same loss
     params = [nn.Parameter(eager.from_numpy(p.copy())) for p in init]
     sgd = optim.SGD(params, lr=lr)
 
     def e_fwd():
-        W1, b1, W2, b2 = params
-        h = eager.tanh(eX @ W1 + b1)
-        return nn.functional.cross_entropy(h @ W2 + b2, elabels)
+        return w3_mlp.mlp_loss(eX, eY, *params)
 
     def e_grads():
         sgd.zero_grad()
@@ -206,10 +206,7 @@ def w4(rng: np.random.Generator) -> Case:
     (ex,) = leaves = _leaves(np.asarray(x0))
 
     def e_fwd():
-        x = ex
-        for _ in range(W4_STEPS):
-            x = x * 1.0001 + 0.5 * eager.sin(x)
-        return x
+        return w4_scalar.scalar_chain(ex, W4_STEPS)
 
     step = _eager_step(leaves, e_fwd)
     return Case("W4 scalar", f"{W4_STEPS} steps", np_fwd, np_step, e_fwd, step, np_step, step,

@@ -12,12 +12,14 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import linecache
+import logging
 import threading
 import types
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
 
 from . import cache
 
@@ -50,6 +52,9 @@ class _VerifiedLoader(importlib.machinery.SourceFileLoader):
 # Loaded record, and goes when the last compiled function using it is dropped.
 _memo: "weakref.WeakValueDictionary[str, Loaded]" = weakref.WeakValueDictionary()
 _guard = threading.Lock()
+# codegen must not import static: the loggers by name (static.logs switches them on)
+_CACHE_LOG = logging.getLogger("graphmode.cache")
+_SOURCE_LOG = logging.getLogger("graphmode.source")
 _LOCKS = tuple(threading.RLock() for _ in range(64))  # striped: one key always maps to one lock
 
 
@@ -127,6 +132,9 @@ def load(key: str, backend: str, generate: Callable[[], str]) -> Loaded:
             module, drop = _from_memory(source, name)
             loaded = Loaded(module, source, None, origin)
             weakref.finalize(loaded, drop)
+        _CACHE_LOG.debug("%s: %s module %s", "hit" if origin == "disk cache" else "miss", backend, path or "(memory)")
+        if path is not None:
+            _SOURCE_LOG.debug("%s module source: %s", backend, path)
         _memo[key] = loaded
         return loaded
 

@@ -12,7 +12,9 @@ from typing import Iterable, Mapping
 from ._tensor import Tensor
 from .autograd.graph import AccumulateGrad, SavedTensor
 
-_STYLE = {
+# Node styles shared by every graph picture of the project (the eager backward graph here,
+# the compiled IR in the `graphmode` command), so that both read alike.
+DOT_STYLE = {
     "op": 'shape=box, style=filled, fillcolor="lightgrey"',
     "leaf": 'shape=box, style=filled, fillcolor="lightblue"',
     "root": 'shape=box, style=filled, fillcolor="darkolivegreen1"',
@@ -20,7 +22,7 @@ _STYLE = {
 }
 
 
-def _quote(text: str) -> str:
+def dot_quote(text: str) -> str:
     """A DOT double-quoted string; newlines become DOT's centered line breaks."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
@@ -58,7 +60,7 @@ def to_dot(tensors: Tensor | Iterable[Tensor], params: Mapping[str, Tensor] | No
     roots = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     names = {id(t): n for n, t in (params or {}).items()}
     ids: dict[int, str] = {}
-    lines = [f"digraph {_quote(name)} {{",
+    lines = [f"digraph {dot_quote(name)} {{",
              '  graph [rankdir=TB, fontname="monospace"];',
              '  node [fontname="monospace", fontsize=10];']
 
@@ -69,7 +71,7 @@ def to_dot(tensors: Tensor | Iterable[Tensor], params: Mapping[str, Tensor] | No
 
     def add_node(obj: object, label: str, style: str) -> str:
         nid = node_id(obj)
-        lines.append(f"  {nid} [label={_quote(label)}, {_STYLE[style]}];")
+        lines.append(f"  {nid} [label={dot_quote(label)}, {DOT_STYLE[style]}];")
         return nid
 
     def leaf_label(var: Tensor) -> str:
@@ -85,7 +87,7 @@ def to_dot(tensors: Tensor | Iterable[Tensor], params: Mapping[str, Tensor] | No
             lines.append(f"  {node_id(t.grad_fn)} -> {root_id};")
             stack.append(t.grad_fn)
         elif t.requires_grad:
-            lines.append(f"  {root_id} [label={_quote(leaf_label(t))}];")
+            lines.append(f"  {root_id} [label={dot_quote(leaf_label(t))}];")
 
     while stack:
         fn = stack.pop()
@@ -102,7 +104,7 @@ def to_dot(tensors: Tensor | Iterable[Tensor], params: Mapping[str, Tensor] | No
         if show_saved:
             for k, (label, value) in enumerate(_saved_items(fn)):
                 saved_id = f"{node_id(fn)}_s{k}"
-                lines.append(f"  {saved_id} [label={_quote(label + chr(10) + value)}, {_STYLE['saved']}];")
+                lines.append(f"  {saved_id} [label={dot_quote(label + chr(10) + value)}, {DOT_STYLE['saved']}];")
                 lines.append(f"  {saved_id} -> {node_id(fn)} [style=dashed, dir=none];")
         for nxt, _ in getattr(fn, "next_functions", ()):
             if nxt is None:

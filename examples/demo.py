@@ -2,9 +2,12 @@
 workloads at modest sizes, then one picture of what the compiler made of W2.
 
 Each command is printed before it runs, so you can rerun any of them yourself. Files go
-to build/demo/. Takes well under a minute on two cores.
+to build/demo/. Takes well under a minute on two cores. `--images DIR` instead makes the
+README's pictures (the runtime chart at five sizes, the eager and compiled graphs of W2)
+in DIR: `make images` runs it with docs/images.
 
     python examples/demo.py
+    python examples/demo.py --images docs/images
 """
 from __future__ import annotations
 
@@ -21,12 +24,12 @@ OUT = Path("build") / "demo"
 
 
 def graphmode_command() -> list[str]:
-    """The installed `graphmode` script next to this Python, else `python -m static.cli`."""
+    """The installed `graphmode` script next to this Python, else `python -m graphmode`."""
     script = Path(sys.executable).with_name("graphmode")
     if script.exists():
         return [str(script)]
     found = shutil.which("graphmode")
-    return [found] if found else [sys.executable, "-m", "static.cli"]
+    return [found] if found else [sys.executable, "-m", "graphmode"]
 
 
 def run(*args: str) -> None:
@@ -37,7 +40,24 @@ def run(*args: str) -> None:
         raise SystemExit(f"demo: `{shown}` exited with status {status}")
 
 
-def main() -> None:
+def images(directory: Path) -> None:
+    """The README's pictures: W2's runtime chart and its eager and compiled graphs."""
+    (ROOT / directory).mkdir(parents=True, exist_ok=True)
+    run("compare", "examples/workloads/w2_gelu.py", "--sizes", "1e3,1e4,1e5,1e6,8e6", "--repeat", "11",
+        "--plot", str(directory / "w2_runtime.png"))
+    run("graph", "examples/workloads/w2_gelu.py", "--mode", "eager", "--size", "1e3", "-o",
+        str(directory / "w2_eager.svg"))
+    run("graph", "examples/workloads/w2_gelu.py", "--mode", "static", "--detail", "ops", "--size", "1e3", "-o",
+        str(directory / "w2_static.svg"))
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["--images"] and len(args) == 2:
+        images(Path(args[1]))
+        return
+    if args:
+        raise SystemExit("usage: python examples/demo.py [--images DIR]")
     start = time.perf_counter()
     (ROOT / OUT).mkdir(parents=True, exist_ok=True)
     plot = importlib.util.find_spec("matplotlib") is not None

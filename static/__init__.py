@@ -5,15 +5,88 @@ optimize and run them compiled.
     @static.compile
     def loss(x, w): return (eager.tanh(x * x) * w).sum()
     print(loss.explain(x, w))
+
+The public names below are imported on first use (PEP 562 module `__getattr__`), so
+that `import static.ir` - what `codegen` needs - loads the IR and the op set only, not
+the tracer, the passes or the compiled-function machinery.
 """
 from __future__ import annotations
 
-from .api import Compiled, compile, grad, value_and_grad  # noqa: A004
-from .errors import IRParseError, IRVerifyError, TraceError
-from .interpreter import run_graph
-from .ir import Graph, Node, Value, parse_ir, verify
-from .tracing import trace
+import importlib
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
+    from .compiled import Compiled, compile  # noqa: A004, F401
+    from .compare import compare  # noqa: F401
+    from .errors import IRParseError, IRVerifyError, TraceError  # noqa: F401
+    from .executable import BackendError, register_backend  # noqa: F401
+    from .interpreter import run_graph  # noqa: F401
+    from .ir import Graph, Node, Value, parse_ir, verify  # noqa: F401
+    from .logs import set_logs  # noqa: F401
+    from .tracing import trace  # noqa: F401
+    from .transforms import grad, value_and_grad  # noqa: F401
+
+# public name -> the submodule that defines it
+_LAZY = {
+    "Compiled": "compiled", "compile": "compiled", "grad": "transforms", "value_and_grad": "transforms",
+    "IRParseError": "errors", "IRVerifyError": "errors", "TraceError": "errors",
+    "Graph": "ir", "Node": "ir", "Value": "ir", "parse_ir": "ir", "verify": "ir",
+    "trace": "tracing", "run_graph": "interpreter", "compare": "compare",
+    "register_backend": "executable", "BackendError": "executable", "set_logs": "logs",
+}
+# submodules reachable as attributes without importing them first (`static.passes`)
+_SUBMODULES = frozenset({"api", "autodiff", "bridge", "compare", "compiled", "entry", "errors", "executable",
+                         "guards", "interpreter", "ir", "logs", "passes", "pytree", "signature", "tracer",
+                         "tracing", "transforms"})
 
 __all__ = ["Compiled", "compile", "grad", "value_and_grad", "IRParseError", "IRVerifyError", "TraceError",
-           "Graph", "Node", "Value", "parse_ir", "verify", "trace", "run_graph"]
-from .compare import compare  # noqa: E402
+           "Graph", "Node", "Value", "parse_ir", "verify", "trace", "run_graph", "compare", "register_backend",
+           "BackendError", "set_logs"]
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is not None:
+        value = getattr(importlib.import_module(f".{where}", __name__), name)
+        if name != "compare":  # served by _StaticModule
+            globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+def _shadowed(name: str) -> property:
+    """A module attribute that stays the function `name` of the submodule `name` even after
+    that submodule is imported (the import system binds a submodule on its package)."""
+    key = f"_{name}_override"
+
+    def get(self: types.ModuleType) -> Any:
+        override = self.__dict__.get(key)
+        return override if override is not None else getattr(importlib.import_module(f".{name}", __name__), name)
+
+    def set_(self: types.ModuleType, value: Any) -> None:
+        if not isinstance(value, types.ModuleType):  # a monkeypatch; the import system's binding is ignored
+            self.__dict__[key] = value
+
+    def delete(self: types.ModuleType) -> None:
+        self.__dict__.pop(key, None)
+
+    return property(get, set_, delete)
+
+
+class _StaticModule(types.ModuleType):
+    """The module's class: `static.compare` is a function that shares its name with the
+    submodule defining it."""
+
+    compare = _shadowed("compare")
+
+
+import sys as _sys  # noqa: E402
+
+_sys.modules[__name__].__class__ = _StaticModule

@@ -23,7 +23,7 @@ import os
 import statistics
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -67,33 +67,6 @@ class Timing:
 
 
 @dataclass
-class PeerResult:
-    """Another library's eager and compiled runs of the same workload (`--peers`)."""
-
-    library: str
-    available: bool
-    note: str = ""
-    eager: Timing | None = None
-    compiled: Timing | None = None
-    compile_s: float | None = None
-    max_rel_error: float | None = None
-
-    def to_dict(self) -> dict:
-        return {"library": self.library, "available": self.available, "note": self.note,
-                "eager": self.eager.to_dict() if self.eager else None,
-                "compiled": self.compiled.to_dict() if self.compiled else None,
-                "compile_s": self.compile_s, "max_rel_error": self.max_rel_error}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "PeerResult":
-        """The inverse of to_dict (the command line measures peers in a child process)."""
-        def timing(d):
-            return Timing(list(d["samples_s"]), d["calls_per_sample"]) if d else None
-        return cls(data["library"], data["available"], data.get("note", ""), timing(data.get("eager")),
-                   timing(data.get("compiled")), data.get("compile_s"), data.get("max_rel_error"))
-
-
-@dataclass
 class CompareReport:
     """One comparison of eager and compiled runs of one function on one set of inputs.
 
@@ -114,7 +87,7 @@ class CompareReport:
     max_rel_error: float
     tolerance: float
     input_elements: int
-    peers: list[PeerResult] = field(default_factory=list)
+    note: str = ""  # what the numbers do not cover, and why
 
     @property
     def eager_median_s(self) -> float:
@@ -148,7 +121,7 @@ class CompareReport:
                 "ir": {"nodes_before": self.nodes_before, "nodes_after": self.nodes_after,
                        "fused_kernels": self.fused_kernels},
                 "peak_bytes": self.peak_bytes, "max_rel_error": self.max_rel_error,
-                "tolerance": self.tolerance, "ok": self.ok, "peers": [p.to_dict() for p in self.peers]}
+                "tolerance": self.tolerance, "ok": self.ok, "note": self.note}
 
     def __str__(self) -> str:
         verdict = "agree" if self.ok else "DISAGREE"
@@ -165,8 +138,8 @@ class CompareReport:
             f"  peak mem   {format_bytes(self.peak_bytes)} (estimated, intermediates)",
             f"  max error  {self.max_rel_error:.2e} relative: {verdict} (tolerance {self.tolerance:.0e})",
         ]
-        for p in self.peers:
-            lines.append(f"  {p.library:<10} {describe_peer(p)}")
+        if self.note:
+            lines.append(f"  note       {self.note}")
         return "\n".join(lines)
 
 
@@ -190,33 +163,24 @@ def format_bytes(n: int | None) -> str:
     return f"{n} B"
 
 
-def describe_peer(p: PeerResult) -> str:
-    """One line for a peer: its times and agreement, or why it was not measured."""
-    if not p.available:
-        return p.note
-    parts = [f"eager {format_seconds(p.eager.median if p.eager else None)}"]
-    if p.compiled is not None:
-        parts.append(f"compiled {format_seconds(p.compiled.median)} (compile {format_seconds(p.compile_s)})")
-    if p.max_rel_error is not None:
-        parts.append(f"max error {p.max_rel_error:.1e}")
-    if p.note:
-        parts.append(p.note)
-    return ", ".join(parts)
-
-
 # -- measuring ----------------------------------------------------------------------------------
+def progress_steps(repeat: int) -> int:
+    """How many times compare() calls `progress`: two compiles, the agreement check, the
+    warm-up and one per timed sample."""
+    return 4 + repeat
+
+
 def compare(fn: Callable, *args: Any, repeat: int = 5, warmup: int = 1, backend: str = "auto",
             device: str | None = None, tolerance: float = DEFAULT_TOLERANCE, cache_dir: str | None = None,
-            name: str | None = None, peers: Sequence[str] = (), peer_fns: dict | None = None,
-            progress: Callable[[str], None] | None = None) -> CompareReport:
+            name: str | None = None, progress: Callable[[str], None] | None = None) -> CompareReport:
     """Run `fn(*args)` eagerly and compiled, check they agree, and time both.
 
     `fn` returns a scalar loss and must not modify its arguments; its tensor arguments
     that require grad are differentiated (none: the forward alone is compared).
     `device` moves tensor arguments first. Compile time is measured with the codegen disk
     cache in `cache_dir` (a fresh temporary directory when None, so 'cold' is cold).
-    `peers` ("torch", "jax") are measured with `peer_fns[library]`, the same loss written
-    for that library; `progress` is called after each step (for a progress bar)."""
+    `progress(step)` is called as each step begins, naming it (what a progress bar shows
+    while the step runs): 4 + `repeat` calls, see `progress_steps`."""
     if repeat < 1:
         raise ValueError(f"compare: repeat must be at least 1, got {repeat}")
     fn = python_function(fn)
@@ -234,10 +198,10 @@ def compare(fn: Callable, *args: Any, repeat: int = 5, warmup: int = 1, backend:
         return static_compile(fn, backend=backend)
 
     with _codegen_cache(cache_dir):
+        tick("compiling (empty cache)")
         cold, compiled = _timed_compile(make, plain)
-        tick("compile cold")
+        tick("compiling (from the disk cache)")
         warm, compiled = _timed_compile(make, plain)
-        tick("compile warm")
 
     def run_eager():
         for i in diff:
@@ -253,7 +217,13 @@ def compare(fn: Callable, *args: Any, repeat: int = 5, warmup: int = 1, backend:
         sync()
         return out if diff else (out, [])
 
-    error = max_relative_error(_flatten(run_eager()), _flatten(run_compiled()))
+    tick("checking that results agree")
+    first = run_eager()
+    error = max_relative_error(host_arrays(first), host_arrays(run_compiled()))
+    note = ""
+    if not diff and isinstance(first[0], Tensor) and first[0].requires_grad:
+        note = ("forward only: the loss depends on tensors that require grad but are not arguments (nn.Module "
+                "parameters?); pass them as arguments to time the backward too")
     eager_t, compiled_t = time_interleaved(run_eager, run_compiled, repeat, warmup, tick)
     final = compiled.ir(*plain)
     plan = final.memory_plan
@@ -262,12 +232,8 @@ def compare(fn: Callable, *args: Any, repeat: int = 5, warmup: int = 1, backend:
         eager=eager_t, compiled=compiled_t, compile_cold_s=cold, compile_warm_s=warm,
         nodes_before=len(trace(compiled, *plain).nodes), nodes_after=len(final.nodes),
         fused_kernels=count_fused(final), peak_bytes=plan.peak_bytes if plan is not None else None,
-        max_rel_error=error, tolerance=tolerance,
+        max_rel_error=error, tolerance=tolerance, note=note,
         input_elements=sum(int(a.numel()) for a in args if isinstance(a, Tensor)))
-    for library in peers:
-        report.peers.append(measure_peer(library, (peer_fns or {}).get(library), args, diff, repeat, warmup,
-                                         reference=_flatten(run_eager())))
-        tick(f"peer {library}")
     return report
 
 
@@ -279,7 +245,7 @@ def eager_reference(fn: Callable, args: tuple) -> tuple[tuple, list[np.ndarray]]
     out = python_function(fn)(*args)
     if diff:
         out.backward()
-    return diff, _flatten((out, [args[i].grad for i in diff]))
+    return diff, host_arrays((out, [args[i].grad for i in diff]))
 
 
 def python_function(fn: Callable) -> Callable:
@@ -289,14 +255,15 @@ def python_function(fn: Callable) -> Callable:
 
 
 def resolved_backend(backend: str, device: str) -> str:
-    """The backend that runs: 'auto' picks by device; without codegen the interpreter runs."""
+    """The backend that runs: 'auto' picks by device, or the interpreter when no code
+    generator loads (static.executable warns about that once)."""
+    from .executable import backend_available  # noqa: PLC0415
+
     if backend == "interpret":
         return "interpret"
-    try:
-        import codegen  # noqa: F401, PLC0415
-    except ImportError:
-        return "interpret (codegen not installed)"
     if backend == "auto":
+        if not backend_available("auto"):
+            return "interpret (no code generator loads)"
         return "cupy" if device.startswith("cuda") else "numpy"
     return backend
 
@@ -359,6 +326,7 @@ def time_interleaved(a: Callable[[], object], b: Callable[[], object], repeat: i
     a training loop pays once. Calls shorter than MIN_SAMPLE_S are timed in groups (the
     sample is the group's mean)."""
     spent, calls = [0.0, 0.0], 0
+    tick("warming up")
     while calls < max(warmup, 1) or (min(spent) < WARMUP_S and calls < MAX_WARMUP):
         for k, fn in enumerate((a, b)):
             start = time.perf_counter()
@@ -367,38 +335,15 @@ def time_interleaved(a: Callable[[], object], b: Callable[[], object], repeat: i
         calls += 1
     numbers = [max(1, min(1000, math.ceil(MIN_SAMPLE_S * calls / max(t, 1e-9)))) for t in spent]
     samples: list[list[float]] = [[], []]
-    for _ in range(repeat):
+    for i in range(repeat):
+        tick(f"timing: sample {i + 1}/{repeat}")
         for k, fn in enumerate((a, b)):
             gc.collect()  # garbage of the other mode is not this one's cost; its own is (gc stays on)
             start = time.perf_counter()
             for _ in range(numbers[k]):
                 fn()
             samples[k].append((time.perf_counter() - start) / numbers[k])
-        tick("sample")
     return Timing(samples[0], numbers[0]), Timing(samples[1], numbers[1])
-
-
-def steady_malloc() -> str:
-    """Make glibc keep freed memory for reuse instead of returning it to the OS.
-
-    By default glibc serves large arrays with fresh mmaps and trims its heap after big
-    frees, so a new array can cost page faults, how many depending on the order of earlier
-    allocations: interleaving eager and compiled runs then changes either's time by up to
-    3x (W1 at n=1e4: compiled 37 us alone, 110-210 us after eager runs). With this setting
-    both run at the steady state a training loop reaches. A process-wide change, so the
-    `graphmode` command makes it (--malloc) and static.compare() does not. Returns what was
-    set, or "default" where the call is unavailable (not glibc)."""
-    import ctypes  # noqa: PLC0415
-    import ctypes.util  # noqa: PLC0415
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c"))
-        mallopt = libc.mallopt
-    except (OSError, AttributeError, TypeError):
-        return "default"
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    ok = mallopt(m_mmap_threshold, 32 * 1024 * 1024) == 1 and mallopt(m_trim_threshold, 2 ** 31 - 1) == 1
-    return "steady (glibc: mmap_threshold=32MiB, no trimming)" if ok else "default"
 
 
 # -- what is compared ---------------------------------------------------------------------------
@@ -414,7 +359,7 @@ def to_numpy(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
-def _flatten(result: tuple) -> list[np.ndarray]:
+def host_arrays(result: tuple) -> list[np.ndarray]:
     """(output, gradients) -> host arrays, output first."""
     out, grads = result
     return [to_numpy(out)] + [to_numpy(g) for g in grads]
@@ -446,72 +391,3 @@ def max_relative_error(expected: Sequence[np.ndarray], actual: Sequence[np.ndarr
 def count_fused(graph: Graph) -> int:
     """Fused regions: each becomes one kernel (one blocked loop, or one CuPy kernel)."""
     return sum(1 for node in graph.nodes if node.op == "fused")
-
-
-# -- peers: the same loss in another library ------------------------------------------------------
-PEER_LIBRARIES = ("torch", "jax")
-
-
-def measure_peer(library: str, peer_fn: Callable | None, args: tuple, diff: tuple, repeat: int, warmup: int,
-                 reference: list[np.ndarray]) -> PeerResult:
-    """Eager and compiled runs of `peer_fn` (the workload written for `library`) on copies of
-    the same inputs, checked against our eager results. The library is imported only here,
-    so a missing one is a note in the report, not an error."""
-    if library not in PEER_LIBRARIES:
-        return PeerResult(library, False, f"unknown peer (known: {', '.join(PEER_LIBRARIES)})")
-    try:
-        module = __import__(library)
-    except ImportError:
-        return PeerResult(library, False, f"not installed (pip install {library})")
-    if peer_fn is None:
-        return PeerResult(library, False, f"the workload has no {library} version (see its peer() function)")
-    runner = _torch_runners if library == "torch" else _jax_runners
-    try:
-        run_eager, make_compiled, note = runner(module, peer_fn, args, diff)
-        error = max_relative_error(reference, _flatten(run_eager()))
-        start = time.perf_counter()
-        run_compiled = make_compiled()
-        _flatten(run_compiled())
-        compile_s = time.perf_counter() - start
-    except Exception as exc:  # noqa: BLE001  (a peer's failure is reported, ours go on)
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return PeerResult(library, True, f"failed: {type(exc).__name__}: {first[:160]}")
-    eager_t, compiled_t = time_interleaved(run_eager, run_compiled, repeat, warmup)
-    return PeerResult(library, True, note, eager_t, compiled_t, compile_s, error)
-
-
-def _torch_runners(torch, fn: Callable, args: tuple, diff: tuple):
-    cuda = any(isinstance(a, Tensor) and a.device.type == "cuda" for a in args)
-    if cuda and not torch.cuda.is_available():
-        raise RuntimeError("this torch has no CUDA")
-    dev = "cuda" if cuda else "cpu"
-    targs = [torch.from_numpy(to_numpy(a).copy()).to(dev) if isinstance(a, Tensor) else a for a in args]
-    for i in diff:
-        targs[i].requires_grad_(True)
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
-
-    def runner(f: Callable) -> Callable:
-        def run():
-            for i in diff:
-                targs[i].grad = None
-            out = f(*targs)
-            if diff:
-                out.backward()
-            sync()
-            return out, [targs[i].grad for i in diff]
-        return run
-
-    return runner(fn), lambda: runner(torch.compile(fn)), "eager and torch.compile"
-
-
-def _jax_runners(jax, fn: Callable, args: tuple, diff: tuple):
-    jargs = [jax.numpy.asarray(to_numpy(a)) if isinstance(a, Tensor) else a for a in args]
-    step = jax.value_and_grad(fn, argnums=diff) if diff else fn
-
-    def runner(f: Callable) -> Callable:
-        def run():
-            out = jax.block_until_ready(f(*jargs))
-            return out if diff else (out, [])
-        return run
-
-    return runner(step), lambda: runner(jax.jit(step)), "op by op and jax.jit"

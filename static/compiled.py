@@ -21,6 +21,7 @@ from eager._tensor import Tensor
 
 from .bridge import CompiledFunction, input_arrays, input_objects, rebase, wrap_outputs, write_back
 from .entry import Entry
+from . import logs
 from .errors import TraceError
 from .ir import Graph
 from .passes import recording
@@ -175,6 +176,7 @@ class Compiled:
             return None
         if reason is not None:
             self.retraces.append(reason)
+        logs.recompiles.debug("%s: %s", self.__name__, f"retraced because {reason}" if reason else "first trace")
         self._cache[key] = entry
         return entry
 

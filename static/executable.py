@@ -1,9 +1,36 @@
-"""What runs a graph: generated code from `codegen` when a backend is available for it,
-the reference interpreter otherwise (and for backend='interpret')."""
+"""What runs a graph: a backend, looked up by name in one registry.
+
+A backend is a factory `factory(graph, name) -> executable`, where the executable has
+`run(arrays) -> list`, `describe() -> str` and `source() -> str`. The reference interpreter
+is the backend "interpret"; `codegen` provides "numpy", "cupy" and "auto" (NumPy code for
+NumPy arrays, CuPy code for CuPy arrays). A factory given as "module:attribute" is imported
+the first time a graph asks for it, so that `import static` never imports codegen, and
+codegen imports nothing of static but `static.ir`. Adding a backend is one call:
+
+    static.register_backend("native", "codegen.native:build")
+
+Asking for a backend by name that cannot load is an error naming the cause (a missing
+dependency, or another module called `codegen` shadowing this one); only "auto" falls back
+to the interpreter, with one warning per process."""
 from __future__ import annotations
+
+import importlib
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Union
 
 from .interpreter import run_graph
 from .ir import Graph
+
+Factory = Callable[[Graph, str], Any]
+
+
+class BackendError(RuntimeError):
+    """A backend asked for by name cannot be used (unknown, or failed to load)."""
+
+
+class BackendFallbackWarning(RuntimeWarning):
+    """backend="auto" runs the reference interpreter because no code generator loads."""
 
 
 class InterpretedGraph:
@@ -23,12 +50,103 @@ class InterpretedGraph:
         return ""
 
 
-def build_executable(graph: Graph, backend: str):
-    if backend != "interpret":
+@dataclass
+class _Backend:
+    name: str
+    target: Union[Factory, str]  # a factory, or "module:attribute" naming one
+    loaded: Factory | None = None
+
+    def load(self) -> Factory:
+        """The factory, importing its module on first use; BackendError saying why not."""
+        if self.loaded is not None:
+            return self.loaded
+        if callable(self.target):
+            self.loaded = self.target
+            return self.loaded
+        module_name, _, attr = self.target.partition(":")
         try:
-            from codegen import build  # noqa: PLC0415
-        except ImportError:
-            build = None
-        if build is not None:
-            return build(graph, backend)
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise BackendError(f"backend {self.name!r} cannot load: importing {module_name} failed: "
+                               f"{type(exc).__name__}: {exc}") from exc
+        factory = getattr(module, attr, None)
+        if not callable(factory):
+            where = getattr(module, "__file__", None) or "a namespace package"
+            raise BackendError(f"backend {self.name!r} cannot load: module {module_name} ({where}) has no "
+                               f"{attr}(); is another module named {module_name!r} on sys.path shadowing "
+                               "graphmode's? Rename that file or fix sys.path")
+        self.loaded = factory
+        return factory
+
+
+_REGISTRY: dict[str, _Backend] = {}
+_warned_fallback = False
+
+
+def register_backend(name: str, factory: Union[Factory, str], *, replace: bool = False) -> None:
+    """Make `static.compile(backend=name)` use `factory(graph, name) -> executable`.
+
+    `factory` may be "module:attribute", imported on first use. Registering a name twice
+    is an error unless `replace=True` (tests use it to install fakes)."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"register_backend: name must be a non-empty string, got {name!r}")
+    if not (callable(factory) or (isinstance(factory, str) and ":" in factory)):
+        raise TypeError(f"register_backend({name!r}): factory must be callable or 'module:attribute', "
+                        f"got {factory!r}")
+    if name in _REGISTRY and not replace:
+        raise ValueError(f"register_backend: backend {name!r} is already registered (pass replace=True)")
+    _REGISTRY[name] = _Backend(name, factory)
+
+
+def unregister_backend(name: str) -> None:
+    """Remove a backend (tests that registered one clean up with this)."""
+    _REGISTRY.pop(name, None)
+
+
+def backend_names() -> tuple[str, ...]:
+    """Every registered backend name, "auto" and "interpret" included."""
+    return tuple(_REGISTRY)
+
+
+def load_backend(name: str) -> Factory:
+    """The factory for `name`; BackendError when it is unknown or cannot load."""
+    backend = _REGISTRY.get(name)
+    if backend is None:
+        raise BackendError(f"unknown backend {name!r}; registered: {', '.join(_REGISTRY)}")
+    return backend.load()
+
+
+def backend_available(name: str) -> bool:
+    """Whether `name` is registered and loads (without building anything)."""
+    try:
+        load_backend(name)
+    except BackendError:
+        return False
+    return True
+
+
+def build_executable(graph: Graph, backend: str):
+    """The executable for `graph` on `backend`. "auto" falls back to the interpreter, with
+    one BackendFallbackWarning per process, when its code generator cannot load."""
+    global _warned_fallback
+    try:
+        factory = load_backend(backend)
+    except BackendError as exc:
+        if backend != "auto":
+            raise
+        if not _warned_fallback:
+            _warned_fallback = True
+            warnings.warn(f"static: {exc}; running the reference interpreter instead (slow). "
+                          "Ask for backend='interpret' to silence this.", BackendFallbackWarning, stacklevel=3)
+        return InterpretedGraph(graph)
+    return factory(graph, backend)
+
+
+def _interpret(graph: Graph, _name: str) -> InterpretedGraph:
     return InterpretedGraph(graph)
+
+
+register_backend("interpret", _interpret)
+register_backend("auto", "codegen:build")
+register_backend("numpy", "codegen:build")
+register_backend("cupy", "codegen:build")

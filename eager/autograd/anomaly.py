@@ -89,8 +89,8 @@ def annotate(exc: BaseException, node) -> None:
             + _forward_trace(node))
     if hasattr(exc, "add_note"):
         exc.add_note(note)
-    elif exc.args and isinstance(exc.args[0], str):
-        exc.args = (exc.args[0] + "\n" + note,) + exc.args[1:]
+    else:  # Python 3.10: no add_note; the same attribute, so the message stays PyTorch's
+        exc.__notes__ = [*getattr(exc, "__notes__", []), note]
 
 
 def check_nan(node, grads) -> None:

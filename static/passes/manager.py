@@ -4,11 +4,13 @@ every stage to an instrumentation callback (what `explain` shows is one such cal
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, ClassVar
 
+from .. import logs
 from ..ir import Graph, verify
 from .algebraic import algebraic
 from .decompose import decompose
@@ -149,6 +151,8 @@ class Pipeline:
             verify(graph)
             if self.instrument is not None:
                 self.instrument(f"{label}{p.name}", graph, stats)
+            if logs.stages.isEnabledFor(logging.DEBUG):
+                logs.stages.debug("after %s%s (%s):\n%s", label, p.name, summarize(stats) or "done", graph)
         return graph
 
 

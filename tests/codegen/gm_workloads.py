@@ -1,44 +1,33 @@
-"""The design's workloads W1-W4 as plain functions of eager tensors, for the codegen tests
-(the same functions as examples/workloads/ and benchmarks/compiled_bench.py, kept here so
-the tests import nothing from scripts)."""
+"""The design's workloads W1-W4 for the codegen tests: the functions themselves come from
+examples/workloads/ (their one copy, which `graphmode compare` and benchmarks/ run too);
+this module adds the SGD step of W3 and NumPy inputs with a fixed seed and dtype."""
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import numpy as np
 
-import eager
 import static
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "workloads"))
 
-def w1(a, w1, w2, w3, w4):
-    b = w1 * a
-    c = w2 * a
-    d = w3 * b + w4 * c
-    return (10 - d).sum()
-
-
-def w2(x, w):
-    y = 0.5 * x * (1 + eager.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
-    return (y * w).sum()
+import w1_seed  # noqa: E402
+import w2_gelu  # noqa: E402
+import w4_scalar  # noqa: E402
+from w3_mlp import mlp_loss  # noqa: E402
 
 
-def w3_loss(X, Y, W1, b1, W2, b2):
-    """Mean softmax cross-entropy of a one-hidden-layer tanh MLP (Y one-hot)."""
-    h = eager.tanh(X @ W1 + b1)
-    logits = h @ W2 + b2
-    logp = eager.log_softmax(logits, 1)
-    return -(logp * Y).sum() / X.shape[0]
+w1 = w1_seed.seed_loss
+w2 = w2_gelu.gelu_loss
+w3_loss = mlp_loss  # mean softmax cross-entropy of a one-hidden-layer tanh MLP (Y one-hot)
+w4 = w4_scalar.scalar_chain
 
 
 def w3_step(X, Y, W1, b1, W2, b2, lr=0.1):
     """One SGD step: the loss and the updated parameters."""
     loss, grads = static.value_and_grad(w3_loss, argnums=(2, 3, 4, 5))(X, Y, W1, b1, W2, b2)
     return loss, tuple(p - lr * g for p, g in zip((W1, b1, W2, b2), grads))
-
-
-def w4(x, steps=100):
-    for _ in range(steps):
-        x = x * 1.0001 + 0.5 * eager.sin(x)
-    return x
 
 
 def w1_inputs(n, dtype=np.float32, seed=0):

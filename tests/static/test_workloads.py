@@ -3,6 +3,9 @@ traced and interpreted (forward and static.grad), and compiled inside eager auto
 (CompiledFunctionBackward). All must agree with eager (float32 as in design.md)."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -10,29 +13,12 @@ import eager
 import static
 
 
-def w1(a, w1_, w2_, w3_, w4_):
-    b = w1_ * a
-    c = w2_ * a
-    d = w3_ * b + w4_ * c
-    return (10 - d).sum()
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "workloads"))  # their one copy
 
-
-def w2(x, w):
-    y = 0.5 * x * (1 + eager.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
-    return (y * w).sum()
-
-
-def w3(X, Y, W1, b1, W2, b2):
-    """Y is one-hot: the mean softmax cross-entropy is -(Y * log_softmax(logits)).sum(1).mean()."""
-    h = eager.tanh(X @ W1 + b1)
-    logits = h @ W2 + b2
-    return -(Y * eager.log_softmax(logits, dim=1)).sum(1).mean()
-
-
-def w4(x):
-    for _ in range(100):
-        x = x * 1.0001 + 0.5 * eager.sin(x)
-    return x
+from w1_seed import seed_loss as w1  # noqa: E402
+from w2_gelu import gelu_loss as w2  # noqa: E402
+from w3_mlp import mlp_loss as w3  # noqa: E402  (Y one-hot: mean softmax cross-entropy)
+from w4_scalar import scalar_chain as w4  # noqa: E402  (100 steps)
 
 
 def _w1_args(rng, n=100):

@@ -1,4 +1,4 @@
-"""Drawing the static IR as Graphviz DOT, and rendering DOT to a picture.
+"""Drawing the compiled IR as Graphviz DOT, and rendering DOT to a picture (`graphmode graph`).
 
 A picture answers what the printed IR makes you count by hand: which ops were fused into
 one kernel (a fused region is a cluster around its body's ops) and what the forward keeps
@@ -6,8 +6,14 @@ alive for the backward (saved values, orange, between the forward and backward h
 Colours follow `eager.viz.to_dot`, so the eager and static pictures of one function read
 alike: inputs light blue, outputs green, saved values orange, ops grey.
 
-    dot_text = static.draw.to_dot(loss, x, w)      # x, w eager tensors that require grad
-    static.draw.render(dot_text, "loss.svg")       # Graphviz when installed, else loss.dot
+    from graphmode import draw
+    dot_text = draw.to_dot(loss, x, w)      # x, w eager tensors that require grad
+    draw.render(dot_text, "loss.svg")       # Graphviz when installed, else loss.dot
+
+Large graphs stay legible with `max_body_nodes=0`: each fused region is then one box that
+lists its ops (the CLI's default). Inside an expanded region, values keep the names the
+outer IR gives them (a region's parameters are drawn as the operands they stand for), and
+a legend explains the colours.
 """
 from __future__ import annotations
 
@@ -16,12 +22,14 @@ import subprocess
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
+from eager.viz import DOT_STYLE, dot_quote as _quote
+from static.ir import Graph, Node, Value, format_type
+from static.ir.core import format_literal
 
-from .api import AutogradGraphs
-from .ir import Graph, Node, Value, format_type
-from .ir.core import format_literal, format_operand
+if TYPE_CHECKING:
+    from static.api import AutogradGraphs
 
 MAX_BODY_NODES = 40  # a larger fused region is drawn as one box that counts its ops
 FORMATS = (".svg", ".png", ".pdf", ".dot")
@@ -29,25 +37,29 @@ FORMATS = (".svg", ".png", ".pdf", ".dot")
 _STYLE = {
     "input": 'shape=box, style="filled,rounded", fillcolor="lightblue"',
     "seed": 'shape=box, style="filled,rounded", fillcolor="lightyellow"',
-    "op": 'shape=box, style=filled, fillcolor="lightgrey"',
-    "output": 'shape=box, style=filled, fillcolor="darkolivegreen1"',
-    "saved": 'shape=box, style=filled, fillcolor="orange"',
-    "summary": 'shape=box, style="filled,dashed", fillcolor="white"',
+    "op": DOT_STYLE["op"],
+    "output": DOT_STYLE["root"],
+    "saved": DOT_STYLE["saved"],
+    "summary": 'shape=box, style="filled,dashed", fillcolor="#e8f0fe"',
 }
+_LEGEND = (("input", "input"), ("seed", "gradient seed"), ("op", "op"),
+           ("summary", "fused region: one kernel"), ("saved", "saved for backward"), ("output", "output / gradient"))
 _FUSED_CLUSTER = 'style="filled,rounded"; fillcolor="#e8f0fe"; color="#4a6fa5"'
 _HALF_CLUSTER = 'style="rounded"; color="grey50"'
 
 
-def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+def _node_text(node: Node, names: dict | None = None) -> str:
+    """The node as the IR prints it, without the result type (shown on the next line);
+    `names` renames values (a region's parameters to the outer operands they stand for)."""
+    names = names or {}
 
+    def operand(v) -> str:
+        return f"%{names.get(v, v.name)}" if isinstance(v, Value) else format_literal(v)
 
-def _node_text(node: Node) -> str:
-    """The node as the IR prints it, without the result type (shown on the next line)."""
-    lhs = ", ".join(f"%{o.name}" for o in node.outputs)
+    lhs = ", ".join(operand(o) for o in node.outputs)
     text = f"{lhs} = {node.op}"
     if node.inputs:
-        text += " " + ", ".join(format_operand(v) for v in node.inputs)
+        text += " " + ", ".join(operand(v) for v in node.inputs)
     if node.attrs:
         text += " {" + ", ".join(f"{k}={format_literal(node.attrs[k])}" for k in sorted(node.attrs)) + "}"
     return text
@@ -65,17 +77,20 @@ class _Dot:
 
     def __init__(self, name: str) -> None:
         self.lines = [f"digraph {_quote(name)} {{",
-                      '  graph [rankdir=TB, fontname="monospace", compound=true];',
+                      '  graph [rankdir=TB, fontname="monospace", compound=true, newrank=true];',
                       '  node [fontname="monospace", fontsize=10];',
                       '  edge [arrowsize=0.6];']
         self.edges: list[str] = []  # drawn at top level: an edge inside a cluster pulls its ends in
         self.source: dict[Value, str] = {}
+        self.names: dict[Value, str] = {}  # region values drawn under their outer IR names
+        self.used: set[str] = set()
         self.count = 0
         self.fused = 0
 
     def node(self, label: str, style: str, indent: str = "  ") -> str:
         nid = f"n{self.count}"
         self.count += 1
+        self.used.add(style)
         self.lines.append(f"{indent}{nid} [label={_quote(label)}, {_STYLE[style]}];")
         return nid
 
@@ -83,56 +98,91 @@ class _Dot:
         self.edges.append(f"  {src} -> {dst};")
 
     def edges_into(self, nid: str, node: Node) -> None:
-        for v in dict.fromkeys(node.input_values()):
-            if v in self.source:
-                self.edge(self.source[v], nid)
+        """One edge per producing box, however many of its values the node reads (a large
+        graph's regions pass each other dozens of values)."""
+        for src in dict.fromkeys(self.source[v] for v in node.input_values() if v in self.source):
+            self.edge(src, nid)
 
     def graph_nodes(self, graph: Graph, indent: str, max_body_nodes: int) -> None:
         for node in graph.nodes:
             if node.body is not None:
                 self.fused_region(node, indent, max_body_nodes)
             else:
-                nid = self.node(f"{_node_text(node)}\n{_types(node.outputs)}", "op", indent)
+                nid = self.node(f"{_node_text(node, self.names)}\n{_types(node.outputs)}", "op", indent)
                 self.edges_into(nid, node)
                 for o in node.outputs:
                     self.source[o] = nid
 
     def fused_region(self, node: Node, indent: str, max_body_nodes: int) -> None:
-        """A cluster around the region's body: each body op is a box inside it, fed by the
-        producers of the region's operands, feeding the users of the region's results."""
+        """A region of more than `max_body_nodes` ops is one box listing its ops; a smaller
+        one is a cluster around its body's ops, fed by the producers of the region's
+        operands and feeding the users of its results, with values named as outside."""
         body = node.body
         k = self.fused
         self.fused += 1
         ops = body.count_nodes()
-        self.lines.append(f"{indent}subgraph cluster_fused{k} {{")
-        inner = indent + "  "
-        self.lines.append(f"{inner}{_FUSED_CLUSTER};")
-        self.lines.append(f"{inner}label={_quote(f'fused #{k}: {ops} ops -> one kernel')};")
-        for param, operand in zip(body.inputs, node.inputs):
-            if isinstance(operand, Value) and operand in self.source:
-                self.source[param] = self.source[operand]
+        title = f"fused #{k}: {ops} ops -> one kernel"
+        outer = _value_list(["%" + self.names.get(o, o.name) for o in node.outputs])
         if len(body.nodes) > max_body_nodes:
             tally = Counter(n.op for n in body.nodes)
             summary = ", ".join(f"{op} x{c}" for op, c in tally.most_common(6))
-            label = (f"{', '.join('%' + o.name for o in node.outputs)} = fused ({ops} ops)\n{summary}"
-                     f"{', ...' if len(tally) > 6 else ''}\n{_types(node.outputs)}")
-            nid = self.node(label, "summary", inner)
+            label = f"{title}\n{outer}\n{summary}{', ...' if len(tally) > 6 else ''}\n{_types(node.outputs)}"
+            nid = self.node(label, "summary", indent)
             self.edges_into(nid, node)
             for o in node.outputs:
                 self.source[o] = nid
-        else:
-            self.graph_nodes(body, inner, max_body_nodes)
-            for o, y in zip(node.outputs, body.outputs):
-                if isinstance(y, Value) and y in self.source:
-                    self.source[o] = self.source[y]
+            return
+        self.used.add("summary")
+        self.lines.append(f"{indent}subgraph cluster_fused{k} {{")
+        inner = indent + "  "
+        # the title goes below the body: operands enter from above and would cross it
+        self.lines.append(f"{inner}{_FUSED_CLUSTER}; labeljust=l; labelloc=b; margin=14;")
+        self.lines.append(f"{inner}label={_quote(title)};")
+        for param, operand in zip(body.inputs, node.inputs):
+            if isinstance(operand, Value):
+                self.names[param] = self.names.get(operand, operand.name)
+                if operand in self.source:
+                    self.source[param] = self.source[operand]
+        produced = {o for n in body.nodes for o in n.outputs}
+        for o, y in zip(node.outputs, body.outputs):
+            if isinstance(y, Value) and y in produced:
+                self.names[y] = self.names.get(o, o.name)
+        self.graph_nodes(body, inner, max_body_nodes)
+        for o, y in zip(node.outputs, body.outputs):
+            if isinstance(y, Value) and y in self.source:
+                self.source[o] = self.source[y]
         self.lines.append(f"{indent}}}")
 
+    def legend(self) -> list[str]:
+        """A small cluster naming the colours this picture uses."""
+        rows = [(style, text) for style, text in _LEGEND if style in self.used]
+        if not rows:
+            return []
+        lines = ["  subgraph cluster_legend {", f'    label="legend"; labeljust=l; style="rounded"; color="grey70";']
+        previous = None
+        for k, (style, text) in enumerate(rows):
+            lines.append(f"    legend{k} [label={_quote(text)}, {_STYLE[style]}, fontsize=9];")
+            if previous is not None:
+                lines.append(f"    {previous} -> legend{k} [style=invis];")
+            previous = f"legend{k}"
+        lines.append("  }")
+        return lines
+
     def text(self) -> str:
-        return "\n".join(self.lines + self.edges + ["}"]) + "\n"
+        return "\n".join(self.lines + self.legend() + self.edges + ["}"]) + "\n"
+
+
+def _value_list(names: Sequence[str], most: int = 4) -> str:
+    """'%a, %b' or, for many, '%a, %b, ... %z (16 values)'."""
+    if len(names) <= most:
+        return ", ".join(names)
+    return f"{', '.join(names[:2])}, ... {names[-1]} ({len(names)} values)"
 
 
 def _types(values: Sequence[Value]) -> str:
-    return ", ".join(format_type(v.type) for v in values)
+    """'f32[8], f32[]', with repeats counted: 'f32[] x16'."""
+    counts = Counter(format_type(v.type) for v in values)
+    return ", ".join(t if c == 1 else f"{t} x{c}" for t, c in counts.items())
 
 
 def graph_to_dot(graph: Graph, name: str | None = None, max_body_nodes: int = MAX_BODY_NODES) -> str:
@@ -198,7 +248,7 @@ def split_to_dot(forward: Graph, backward: Graph, n_saved: int, name: str | None
 # -- what static.compile runs for a function ------------------------------------------------------
 def autograd_graphs(fn: Callable, *args) -> AutogradGraphs:
     """Compile `fn` and return the forward and backward graphs for these arguments."""
-    from .api import compile as static_compile  # noqa: PLC0415
+    from static import compile as static_compile  # noqa: PLC0415
 
     return static_compile(fn).autograd_graphs(*args)
 

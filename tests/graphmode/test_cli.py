@@ -1,6 +1,6 @@
 """The `graphmode` command line: compare (table, JSON, plot, peers, agreement), ir, graph,
-and every error a user can make, in process through static.cli.main and as a real
-subprocess (python -m static.cli)."""
+and every error a user can make, in process through graphmode.cli.main and as a real
+subprocess (python -m graphmode)."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import eager
-from static import cli, draw
+from graphmode import cli, draw
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ROOT / "examples" / "workloads"
@@ -78,11 +78,12 @@ def run_main(capsys, *argv: str) -> tuple[int, str, str]:
 def test_compare_prints_a_table_with_every_column_and_size(capsys, small):
     code, out, err = run_main(capsys, "compare", small, "--sizes", "64,1e3", "--repeat", "2")
     assert code == 0, err
-    for header in ("size", "eager fwd+bwd", "compiled fwd+bwd", "speedup", "compile cold / warm", "IR nodes",
-                   "fused", "peak mem", "max rel err"):
+    for header in ("size", "check", "eager", "compiled", "speedup", "compile cold", "compile warm", "IR nodes",
+                   "fused", "peak mem"):
         assert header in out
+    assert "eager vs compiled fwd+bwd" in out
     rows = [line for line in out.splitlines() if re.match(r"^\W*(64|1e3)\b", line)]
-    assert len(rows) == 2 and all(" ok " in row or row.rstrip("│ ").endswith("ok") for row in rows)
+    assert len(rows) == 4 and sum(bool(re.match(r"^\W*(64|1e3)\s+ok \d", row)) for row in rows) == 2, out
     assert re.search(r"\d+ -> \d+", out) and "agreement:" in out and "Tiny seed graph" in out
 
 
@@ -171,7 +172,7 @@ def test_compare_peers_run_in_a_child_process_and_are_checked(capsys, small, tmp
     code, out, err = run_main(capsys, "compare", small, "--sizes", "64", "--repeat", "2", "--peers", "jax",
                               "--json", json_file)
     assert code == 0, err
-    assert re.search(r"^\W*64\W+jax\b", out, re.M), out
+    assert re.search(r"^\W*jax\b", out, re.M), out
     peer = json.loads(json_file.read_text())["results"][0]["peers"][0]
     assert peer["library"] == "jax" and peer["available"] and peer["max_rel_error"] == 0.0
     assert len(peer["eager"]["samples_s"]) == 2 and len(peer["compiled"]["samples_s"]) == 2
@@ -230,13 +231,18 @@ def test_ir_unknown_stage_lists_the_stages(capsys, small):
 # -- graph ----------------------------------------------------------------------------------------
 def test_graph_static_writes_dot_with_clusters_and_saved_values(capsys, small, tmp_path):
     out_file = tmp_path / "static.dot"
-    code, out, err = run_main(capsys, "graph", small, "--mode", "static", "-o", out_file)
+    code, out, err = run_main(capsys, "graph", small, "--mode", "static", "-o", out_file, "--detail", "ops")
     assert code == 0, err
     text = out_file.read_text()
     assert text.startswith("digraph") and text.rstrip().endswith("}")
     assert "cluster_forward" in text and "cluster_backward" in text and "cluster_fused0" in text
+    assert "cluster_legend" in text
     assert "gradient of %a" in text and "%w4" in text
     assert f"wrote {out_file}" in out
+    code, out, err = run_main(capsys, "graph", small, "--mode", "static", "-o", out_file)  # default: regions
+    assert code == 0, err
+    collapsed = out_file.read_text()
+    assert "cluster_fused" not in collapsed and "fused #0:" in collapsed and "gradient of %a" in collapsed
 
 
 def test_graph_eager_writes_the_backward_graph(capsys, small, tmp_path):
@@ -300,6 +306,34 @@ ERRORS = [
     (lambda t, s: ["frobnicate"], 2, "invalid choice: 'frobnicate'"),
 ]
 
+# checked before anything is measured: nothing on stdout, no table, no progress
+EARLY_ERRORS = [
+    (lambda t, s: ["compare", s, "--json", t / "missing" / "x.json"], "directory"),
+    (lambda t, s: ["compare", s, "--json", t], "is a directory"),
+    (lambda t, s: ["compare", s, "--plot", t / "chart.bmp"], "use a file ending in .png, .svg, .pdf"),
+    (lambda t, s: ["compare", s, "--plot", t / "missing" / "chart.png"], "does not exist"),
+    (lambda t, s: ["compare", s, "--tolerance=-1e-3"], "--tolerance must be a finite number of at least 0"),
+    (lambda t, s: ["compare", s, "--tolerance", "nan"], "--tolerance must be a finite number"),
+    (lambda t, s: ["compare", WORKLOADS / "w1_seed.py", "--sizes", "1e2,4x8"], "size 4x8 does not fit this workload"),
+]
+
+
+@pytest.mark.parametrize("make_argv,message", EARLY_ERRORS)
+def test_bad_arguments_fail_before_measuring(capsys, tmp_path, small, make_argv, message, monkeypatch):
+    import graphmode.cli  # noqa: PLC0415
+
+    monkeypatch.setattr(graphmode.cli, "compare", lambda *a, **k: pytest.fail("measured before checking"))
+    code, out, err = run_main(capsys, *make_argv(tmp_path, small))
+    assert code == 2 and out == "", out
+    assert err.startswith("graphmode: error: ") and message in err and err.count("\n") == 1, err
+
+
+def test_the_internal_peer_command_is_not_suggested(capsys):
+    code, out, err = run_main(capsys, "peer")
+    assert code == 2 and "invalid choice" in err and "_peer" not in err and "'compare'" in err
+    code, out, _ = run_main(capsys, "--help")
+    assert "_peer" not in out
+
 
 @pytest.mark.parametrize("make_argv,status,message", ERRORS)
 def test_errors_are_one_line_with_a_status(capsys, tmp_path, small, make_argv, status, message):
@@ -348,15 +382,15 @@ def test_version_and_help(capsys):
 def _subprocess(*argv: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "static.cli", *argv], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "graphmode", *argv], capture_output=True, text=True, env=env,
                           cwd=ROOT, timeout=120)
 
 
-def test_python_m_static_cli_runs_compare_and_reports_errors_without_traceback(small, tmp_path):
+def test_python_m_graphmode_runs_compare_and_reports_errors_without_traceback(small, tmp_path):
     ok = _subprocess("compare", str(small), "--sizes", "64", "--repeat", "1", "--json", str(tmp_path / "r.json"))
     assert ok.returncode == 0, ok.stderr
     data = json.loads((tmp_path / "r.json").read_text())
-    assert "compiled fwd+bwd" in ok.stdout and data["results"]
+    assert "eager vs compiled fwd+bwd" in ok.stdout and data["results"]
     if sys.platform.startswith("linux"):  # glibc: the command steadies malloc by default
         assert "malloc steady" in ok.stdout and data["malloc"].startswith("steady")
     bad = _subprocess("compare", str(tmp_path / "missing.py"))

@@ -1,4 +1,4 @@
-"""static.draw: the IR as Graphviz DOT (fused regions as clusters, saved values marked)
+"""graphmode.draw: the IR as Graphviz DOT (fused regions as clusters, saved values marked)
 and rendering, with and without Graphviz installed."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 import eager
 import static
-from static import draw
+from graphmode import draw
 
 FUSED_TEXT = """\
 func @f(%x: f32[8], %w: f32[8]) -> f32[] {
@@ -58,12 +58,25 @@ def test_graph_to_dot_draws_a_fused_region_as_a_cluster_around_its_ops():
     text = draw.graph_to_dot(static.parse_ir(FUSED_TEXT))
     labels = check_dot(text)
     assert "subgraph cluster_fused0" in text and "fused #0: 3 ops -> one kernel" in text
-    assert any(label.startswith("%3 = mul %0, %1") for label in labels.values())
+    # inside the region, values carry the outer IR's names: its parameters are %x and %w, its result %2
+    assert any(label.startswith("%3 = mul %x, %w") for label in labels.values())
+    assert any(label.startswith("%2 = sum %4") for label in labels.values())
     assert any(label.startswith("%x") for label in labels.values())
     assert any(label.startswith("output 0") for label in labels.values())
     # the region's operand feeds the body op that reads it: x -> mul
     ids = {label.split("\\n")[0]: nid for nid, label in labels.items()}
-    assert f"{ids['%x']} -> {ids['%3 = mul %0, %1']};" in text
+    assert f"{ids['%x']} -> {ids['%3 = mul %x, %w']};" in text
+    legend = text[text.index("subgraph cluster_legend"):]
+    assert '"input"' in legend and '"op"' in legend and '"output / gradient"' in legend
+    assert "saved for backward" not in legend  # only the colours this picture uses
+
+
+def test_collapsed_regions_keep_a_large_graph_to_one_box_per_kernel():
+    text = draw.graph_to_dot(static.parse_ir(FUSED_TEXT), max_body_nodes=0)
+    labels = check_dot(text)
+    assert "cluster_fused" not in text
+    (box,) = [label for label in labels.values() if label.startswith("fused #0")]
+    assert "%2" in box and "mul x1" in box and "tanh x1" in box and "sum x1" in box
 
 
 def test_to_dot_of_a_function_that_needs_gradients_shows_forward_backward_and_saved_values():
@@ -95,7 +108,7 @@ def test_a_large_fused_region_is_summarised_in_one_box():
 
     text = draw.to_dot(chain, eager.tensor(0.5), max_body_nodes=5)
     labels = check_dot(text).values()
-    summaries = [label for label in labels if "= fused (" in label]
+    summaries = [label for label in labels if label.startswith("fused #")]
     assert summaries and any("sin x" in label for label in summaries)
 
 
@@ -125,3 +138,18 @@ def test_render_with_graphviz_writes_svg_and_png(tmp_path):
     assert svg.rendered and "<svg" in svg.path.read_text()
     png = draw.render(text, tmp_path / "g.png")
     assert png.path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_900_op_graph_draws_one_box_per_kernel_and_one_edge_per_pair():
+    def chain(x):
+        for _ in range(100):
+            x = x * 1.0001 + 0.5 * eager.sin(x)
+        return x
+
+    text = draw.to_dot(chain, eager.tensor(0.5, requires_grad=True), max_body_nodes=0)
+    labels = check_dot(text)
+    assert "cluster_fused" not in text and len(labels) < 60  # about 900 ops traced
+    edges = [line.strip() for line in text.splitlines() if "->" in line and "invis" not in line]
+    assert len(edges) == len(set(edges))  # regions pass each other many values: one edge each
+    many = [label for label in labels.values() if "values)" in label]
+    assert many and all(re.search(r"f32\[\] x\d+", label) for label in many)

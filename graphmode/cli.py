@@ -4,7 +4,8 @@
                              [--backend numpy|cupy|native|interpret] [--plot F.png] [--json F]
                              [--peers torch,jax] [--tolerance T] [--malloc steady|default]
     graphmode ir TARGET [--size S] [--stage NAME|all] [--source]
-    graphmode graph TARGET --mode eager|static -o FILE.svg|.png|.dot [--size S]
+    graphmode graph TARGET --mode eager|static -o FILE.svg|.png|.dot [--size S] [--detail regions|ops]
+    graphmode cache info|clear
 
 TARGET is a Python file or an importable module that defines a workload:
 
@@ -19,8 +20,10 @@ given as a tuple of ints. examples/workloads/ holds the design's workloads W1-W4
 MLP training step written this way.
 
 Errors a user can fix (a missing file, a target without a workload, an unavailable
-device, a size that does not parse) print one line and exit with status 2; results that
-disagree past the tolerance exit with status 1. --traceback shows Python's traceback."""
+device, a size that does not parse or does not fit the workload, an output path that cannot
+be written) print one line and exit with status 2 before anything is measured; results that
+disagree past the tolerance exit with status 1; Ctrl-C prints what was measured and exits
+with status 130. --traceback shows Python's traceback."""
 from __future__ import annotations
 
 import argparse
@@ -30,17 +33,18 @@ import inspect
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .compare import (PEER_LIBRARIES, CompareReport, PeerResult, compare, eager_reference, format_bytes,
-                      format_seconds, measure_peer, prepare_args, python_function, steady_malloc)
+from static.compare import compare, eager_reference, prepare_args, progress_steps, python_function
 
-USAGE_ERROR, DISAGREE = 2, 1
+from . import report
+from .peers import PEER_LIBRARIES, PeerResult, measure_peer, steady_malloc
+
+USAGE_ERROR, DISAGREE, INTERRUPTED = 2, 1, 130
 
 
 class CLIError(Exception):
@@ -178,7 +182,8 @@ def check_device(device: str, backend: str) -> None:
 
 # -- compare --------------------------------------------------------------------------------------
 def cmd_compare(ns: argparse.Namespace) -> int:
-    """Measure every size, print the table, write --json/--plot; 1 if results disagree."""
+    """Check every argument, measure every size, print the tables, write --json/--plot;
+    1 if results disagree, 130 after Ctrl-C (with what was measured by then)."""
     workload = load_workload(ns.target)
     sizes = parse_sizes(ns.sizes if ns.sizes is not None else workload.sizes)
     peers = [p.strip() for p in (ns.peers or "").split(",") if p.strip()]
@@ -187,50 +192,117 @@ def cmd_compare(ns: argparse.Namespace) -> int:
         raise CLIError(f"unknown peer {unknown[0]!r}: use {', '.join(PEER_LIBRARIES)}")
     if ns.repeat < 1:
         raise CLIError(f"--repeat must be at least 1, got {ns.repeat}")
+    if not math.isfinite(ns.tolerance) or ns.tolerance < 0:
+        raise CLIError(f"--tolerance must be a finite number of at least 0, got {ns.tolerance}")
     check_device(ns.device, ns.backend)
+    json_to_stdout = ns.json == "-"
+    try:
+        if ns.json and not json_to_stdout:
+            report.check_output_path(ns.json, "--json")
+        if ns.plot:
+            report.check_output_path(ns.plot, "--plot", report.PLOT_FORMATS)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
     if ns.plot:
         check_plotting()
+    check_sizes(workload, sizes)
     ns.malloc_setting = steady_malloc() if ns.malloc == "steady" else "default"
-    reports = measure(workload, sizes, ns, peers)
-    print_table(workload, sizes, reports, ns)
-    if ns.json:
-        write_json(ns.json, workload, ns, sizes, reports)
-    if ns.plot:
-        write_plot(ns.plot, workload, sizes, reports)
-    bad = [(label, r) for (label, _), r in zip(sizes, reports) if not r.ok]
+    results, interrupted = measure(workload, sizes, ns, peers)
+    report.print_tables(workload.description, results, ns.repeat, ns.malloc_setting, stderr=json_to_stdout,
+                        interrupted=interrupted)
+    if ns.json and results:
+        header = {"graphmode_version": version(), "workload": workload.name, "description": workload.description,
+                  "target": ns.target, "backend": ns.backend, "device": ns.device, "repeat": ns.repeat,
+                  "tolerance": ns.tolerance, "malloc": ns.malloc_setting, "complete": not interrupted}
+        text = report.json_text(header, results)
+        if json_to_stdout:
+            sys.stdout.write(text)
+        else:
+            _write_text(ns.json, text)
+            print(f"wrote {ns.json}")
+    if ns.plot and results:
+        try:
+            report.write_plot(ns.plot, workload.name, results)
+        except (OSError, ValueError) as exc:
+            raise CLIError(f"cannot write {ns.plot}: {_one_line(exc)}") from exc
+        print(f"wrote {ns.plot}", file=sys.stderr if json_to_stdout else sys.stdout)
+    if interrupted:
+        print("graphmode: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    bad = [res for res in results if not res.report.ok]
     if bad:
-        label, r = bad[0]
-        print(f"graphmode: error: eager and compiled results disagree at size {label}: max relative error "
+        r = bad[0].report
+        print(f"graphmode: error: eager and compiled results disagree at size {bad[0].label}: max relative error "
               f"{r.max_rel_error:.2e} > tolerance {r.tolerance:.0e}", file=sys.stderr)
         return DISAGREE
     return 0
 
 
-def measure(workload: Workload, sizes: list, ns: argparse.Namespace, peers: list) -> list[CompareReport]:
-    """static.compare for each size, with a progress bar on stderr while it runs."""
+def check_sizes(workload: Workload, sizes: list) -> None:
+    """Build every size's inputs once before measuring anything, so that a size the workload
+    cannot take (a number where it wants a shape) fails now, in one line, naming it."""
+    for label, size in sizes:
+        try:
+            workload.build(size, label)
+        except CLIError:
+            raise
+        except Exception as exc:  # noqa: BLE001  (the workload's own code refused the size)
+            example = ", ".join(workload.sizes)
+            raise CLIError(f"{workload.name}: size {label} does not fit this workload ({_one_line(exc)}); its "
+                           f"sizes look like: {example}") from exc
+
+
+def _write_text(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CLIError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def check_plotting() -> None:
+    """Fail before measuring, not after, when --plot cannot work."""
+    if not installed("matplotlib"):
+        raise CLIError("--plot needs matplotlib, which is not installed: pip install 'graphmode[plot]'")
+
+
+def measure(workload: Workload, sizes: list, ns: argparse.Namespace,
+            peers: list) -> tuple[list[report.SizeResult], bool]:
+    """static.compare for each size, with a progress bar on stderr naming the running step.
+    Returns (what was measured, whether Ctrl-C cut it short)."""
     from rich.console import Console  # noqa: PLC0415
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: PLC0415
 
-    reports = []
-    per_size = 2 + ns.repeat + len(peers)  # compile cold, compile warm, samples, peers
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    results: list[report.SizeResult] = []
+    per_size = 1 + progress_steps(ns.repeat) + len(peers)  # building inputs, compare's steps, peers
+    columns = (TextColumn("{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),
+               TimeElapsedColumn())
     console = Console(stderr=True)
-    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
-        task = progress.add_task(workload.name, total=per_size * len(sizes))
-        for label, size in sizes:
-            progress.update(task, description=f"{workload.name} {label}: building inputs")
-            fn, args = workload.build(size, label)
+    try:
+        with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
+            task = progress.add_task(workload.name, total=per_size * len(sizes))
+            started = [0]
 
-            def tick(event: str, label: str = label) -> None:
-                progress.update(task, advance=1, description=f"{workload.name} {label}: {event}")
+            def step(event: str, label: str) -> None:
+                """A step begins: the one before it is done."""
+                if started[0]:
+                    progress.advance(task)
+                started[0] += 1
+                progress.update(task, description=f"{workload.name} {label}: {event}")
 
-            report = compare(fn, *args, repeat=ns.repeat, backend=ns.backend, device=ns.device,
-                             tolerance=ns.tolerance, name=workload.name, progress=tick)
-            for library in peers:
-                report.peers.append(measure_peer_apart(ns, workload, label, library))
-                tick(f"peer {library}")
-            reports.append(report)
-    return reports
+            for label, size in sizes:
+                step("building inputs", label)
+                fn, args = workload.build(size, label)
+                result = compare(fn, *args, repeat=ns.repeat, backend=ns.backend, device=ns.device,
+                                 tolerance=ns.tolerance, name=workload.name,
+                                 progress=lambda event, label=label: step(event, label))
+                res = report.SizeResult(label, size, result)
+                for library in peers:
+                    step(f"{library} in a child process (its compiler may take a while)", label)
+                    res.peers.append(measure_peer_apart(ns, workload, label, library))
+                results.append(res)
+    except KeyboardInterrupt:
+        return results, True
+    return results, False
 
 
 def measure_peer_apart(ns: argparse.Namespace, workload: Workload, label: str, library: str) -> PeerResult:
@@ -242,7 +314,7 @@ def measure_peer_apart(ns: argparse.Namespace, workload: Workload, label: str, l
         return PeerResult(library, False, f"the workload has no {library} version (define peer(library, size))")
     root = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
-    argv = [sys.executable, "-m", "static.cli", "_peer", str(Path(ns.target).resolve()) if Path(ns.target).is_file()
+    argv = [sys.executable, "-m", "graphmode", "_peer", str(Path(ns.target).resolve()) if Path(ns.target).is_file()
             else ns.target, "--size", label, "--library", library, "--repeat", str(ns.repeat),
             "--device", ns.device, "--malloc", ns.malloc]
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
@@ -282,150 +354,12 @@ def _peer_fn(workload: Workload, library: str, size: Any) -> Callable | None:
     return workload.peer(library, size)
 
 
-def _cell_time(seconds: float, spread: float) -> str:
-    rel = 100 * spread / 2 / seconds if seconds > 0 else 0.0
-    return f"{format_seconds(seconds)} ±{rel:.0f}%"
-
-
-def print_table(workload: Workload, sizes: list, reports: list[CompareReport], ns: argparse.Namespace) -> None:
-    """The comparison as a rich table on stdout, then one line on agreement."""
-    from rich.console import Console  # noqa: PLC0415
-    from rich.table import Table  # noqa: PLC0415
-    from rich.text import Text  # noqa: PLC0415
-
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console.width = max(console.width, 150)  # a table in a file or pipe: do not wrap cells
-    mode = "fwd+bwd" if all(r.mode == "forward+backward" for r in reports) else "fwd"
-    first = reports[0]
-    with_peers = any(r.peers for r in reports)
-    malloc = "steady" if ns.malloc_setting.startswith("steady") else "default"
-    title = Text(f"{workload.description}\neager vs compiled {mode}: backend {first.backend}, device {first.device}, "
-                 f"median of {ns.repeat} runs, malloc {malloc}")
-    table = Table(title=title, title_justify="left")
-    headers = [("size", "left")] + ([("run", "left")] if with_peers else []) + [
-        (f"eager {mode}", "right"), (f"compiled {mode}", "right"), ("speedup", "right"),
-        ("compile cold / warm", "right"), ("IR nodes", "right"), ("fused", "right"), ("peak mem", "right"),
-        ("max rel err", "right")]
-    for header, justify in headers:
-        table.add_column(header, justify=justify, no_wrap=True)
-    notes = []
-    for (label, _), r in zip(sizes, reports):
-        speed = Text(f"{r.ratio:.2f}x", style="green" if r.ratio >= 1 else "red")
-        agree = Text(f"{r.max_rel_error:.1e} {'ok' if r.ok else 'FAIL'}", style="green" if r.ok else "bold red")
-        run = [label, "graphmode"] if with_peers else [label]
-        table.add_row(*run, _cell_time(r.eager_median_s, r.eager_spread_s),
-                      _cell_time(r.compiled_median_s, r.compiled_spread_s), speed,
-                      f"{format_seconds(r.compile_cold_s)} / {format_seconds(r.compile_warm_s)}",
-                      f"{r.nodes_before} -> {r.nodes_after}", str(r.fused_kernels), format_bytes(r.peak_bytes), agree)
-        for p in r.peers:
-            if not (p.available and p.eager is not None):
-                notes.append(f"{p.library}: {p.note}")
-                continue
-            ratio = p.eager.median / p.compiled.median if p.compiled and p.compiled.median > 0 else math.nan
-            table.add_row(label, p.library, _cell_time(p.eager.median, p.eager.spread),
-                          _cell_time(p.compiled.median, p.compiled.spread) if p.compiled else "-",
-                          f"{ratio:.2f}x", format_seconds(p.compile_s), "", "", "",
-                          f"{p.max_rel_error:.1e}" if p.max_rel_error is not None else "-")
-    console.print(table)
-    console.print(Text("time: median per call ±half the interquartile range; speedup: eager time / compiled time; "
-                       "compile: trace + optimize + generate + load (cold: empty disk cache, warm: from the disk "
-                       "cache); IR nodes: traced -> optimized (a fused kernel counts once); peak mem: the memory "
-                       "plan's estimate for intermediates", style="dim"))
-    for note in dict.fromkeys(notes):
-        console.print(Text(f"peer {note}", style="yellow"))
-    worst = max(r.max_rel_error for r in reports)
-    if all(r.ok for r in reports):
-        console.print(Text(f"agreement: eager and compiled results agree at every size (largest relative error "
-                           f"{worst:.1e}, tolerance {first.tolerance:.0e})", style="green"))
-
-
-def _machine() -> dict:
-    import numpy as np  # noqa: PLC0415
-
-    return {"python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(), "cpu_count": os.cpu_count()}
-
-
-def write_json(path: str, workload: Workload, ns: argparse.Namespace, sizes: list,
-               reports: list[CompareReport]) -> None:
-    """Every sample of every run, with what produced them (schema: graphmode-compare/1)."""
-    payload = {
-        "schema": "graphmode-compare/1",
-        "graphmode_version": version(),
-        "workload": workload.name,
-        "description": workload.description,
-        "target": ns.target,
-        "backend": ns.backend,
-        "device": ns.device,
-        "repeat": ns.repeat,
-        "tolerance": ns.tolerance,
-        "malloc": ns.malloc_setting,
-        "machine": _machine(),
-        "results": [{"size": label, "size_value": list(value) if isinstance(value, tuple) else value,
-                     **r.to_dict()} for (label, value), r in zip(sizes, reports)],
-    }
-    _write_text(path, json.dumps(payload, indent=2, allow_nan=True) + "\n")
-    print(f"wrote {path}")
-
-
-def _write_text(path: str, text: str) -> None:
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise CLIError(f"cannot write {path}: {exc.strerror or exc}") from exc
-
-
-def check_plotting() -> None:
-    """Fail before measuring, not after, when --plot cannot work."""
-    if not installed("matplotlib"):
-        raise CLIError("--plot needs matplotlib, which is not installed: pip install 'graphmode[plot]'")
-
-
-def write_plot(path: str, workload: Workload, sizes: list, reports: list[CompareReport]) -> None:
-    """Log-log runtime against input size for eager, compiled and any measured peers."""
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    xs = [r.input_elements for r in reports]
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    series = [("eager", [r.eager for r in reports], "o-"), ("compiled", [r.compiled for r in reports], "s-")]
-    for lib in dict.fromkeys(p.library for r in reports for p in r.peers if p.eager is not None):
-        found = [next((p for p in r.peers if p.library == lib), None) for r in reports]
-        if all(p is not None and p.eager is not None for p in found):
-            series.append((f"{lib} eager", [p.eager for p in found], "^--"))
-            if all(p.compiled is not None for p in found):
-                series.append((f"{lib} compiled", [p.compiled for p in found], "v--"))
-    for name, timings, style in series:
-        ax.errorbar(xs, [t.median for t in timings], yerr=[t.spread / 2 for t in timings], fmt=style,
-                    capsize=3, label=name)
-    for x, (label, _), r in zip(xs, sizes, reports):
-        ax.annotate(label, (x, r.eager.median), textcoords="offset points", xytext=(4, 6), fontsize=8)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("input elements (all arguments)")
-    ax.set_ylabel(f"seconds per {reports[0].mode} call (median)")
-    ax.set_title(f"{workload.name}: eager vs compiled ({reports[0].backend}, {reports[0].device})")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=120)
-    except (OSError, ValueError) as exc:
-        raise CLIError(f"cannot write {path}: {_one_line(exc)}") from exc
-    finally:
-        plt.close(fig)
-    print(f"wrote {path}")
-
-
 # -- ir and graph -----------------------------------------------------------------------------------
 def _compiled_for(fn: Callable, args: tuple, backend: str):
     """What `compare` compiles: value_and_grad over the arguments that require grad."""
     from eager import Tensor  # noqa: PLC0415
 
-    from .api import compile as static_compile, value_and_grad  # noqa: PLC0415
+    from static import compile as static_compile, value_and_grad  # noqa: PLC0415
 
     diff = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
     plain = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
@@ -492,7 +426,7 @@ def cmd_graph(ns: argparse.Namespace) -> int:
         names = _argument_names(fn, args)
         text = eager.viz.to_dot(fn(*args), params=names, name=f"{workload.name} (eager backward graph)")
     else:
-        text = draw.to_dot(fn, *args)
+        text = draw.to_dot(fn, *args, max_body_nodes=0 if ns.detail == "regions" else draw.MAX_BODY_NODES)
     try:
         result = draw.render(text, out)
     except (ValueError, OSError) as exc:
@@ -512,6 +446,46 @@ def _argument_names(fn: Callable, args: tuple) -> dict:
     return {(params[k] if k < len(params) else f"arg{k}"): a for k, a in enumerate(args) if isinstance(a, Tensor)}
 
 
+# -- the code cache ------------------------------------------------------------------------------------
+def _cache_files() -> tuple[Path, list[Path]]:
+    """The cache directory (codegen's, honouring GRAPHMODE_CACHE_DIR) and the files in it
+    that codegen wrote: generated modules and temporary files of interrupted writes."""
+    from codegen import cache  # noqa: PLC0415
+
+    directory = cache.directory()
+    files = sorted(p for p in directory.iterdir() if p.is_file() and (p.name.startswith(("gm_", ".tmp-"))
+                                                                     and p.suffix == ".py"))
+    return directory, files
+
+
+def cmd_cache(ns: argparse.Namespace) -> int:
+    """`cache info`: where the code cache is, what it holds, its bound; `cache clear`: empty it."""
+    from codegen import cache  # noqa: PLC0415
+    from static.compare import format_bytes  # noqa: PLC0415
+
+    directory, files = _cache_files()
+    size = sum(p.stat().st_size for p in files)
+    if ns.action == "info":
+        state = "on" if cache.enabled() else "off (GRAPHMODE_CACHE=0: modules are generated in memory each run)"
+        print(f"directory: {directory}")
+        print(f"moved by:  GRAPHMODE_CACHE_DIR ({'set' if os.environ.get('GRAPHMODE_CACHE_DIR') else 'not set'})")
+        print(f"disk cache: {state}")
+        print(f"files:     {len(files)} generated modules, {format_bytes(size)}")
+        print("bound:     none: nothing is evicted; `graphmode cache clear` empties it")
+        return 0
+    removed = 0
+    for path in files:
+        try:
+            path.unlink()
+            removed += 1
+        except FileNotFoundError:
+            removed += 1
+        except OSError as exc:
+            raise CLIError(f"cannot remove {path}: {exc.strerror or exc}") from exc
+    print(f"removed {removed} generated modules ({format_bytes(size)}) from {directory}")
+    return 0
+
+
 # -- the parser and main ------------------------------------------------------------------------------
 def version() -> str:
     from importlib import metadata  # noqa: PLC0415
@@ -528,14 +502,19 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with a usage error as one line (status 2)."""
 
     def error(self, message: str):  # noqa: D102
+        for hidden in HIDDEN_COMMANDS:  # argparse lists every choice; internal ones are not for users
+            message = message.replace(f", '{hidden}'", "").replace(f", {hidden}", "")
         self.exit(USAGE_ERROR, f"graphmode: error: {message} (see {self.prog} --help)\n")
+
+
+HIDDEN_COMMANDS = ("_peer",)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="graphmode", description="Compare eager and compiled runs of a workload, print its IR, "
                      "draw its graphs. TARGET is a .py file or module defining workload(size) -> (fn, args).")
     parser.add_argument("--version", action="version", version=f"graphmode {version()}")
-    sub = parser.add_subparsers(dest="command", metavar="{compare,ir,graph}")
+    sub = parser.add_subparsers(dest="command", metavar="{compare,ir,graph,cache}")
 
     p = sub.add_parser("compare", help="time eager and compiled forward+backward per size, check they agree")
     p.add_argument("target", help="a .py file or module name defining workload(size)")
@@ -545,8 +524,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=int, default=5, help="timed runs of each mode per size (default 5)")
     p.add_argument("--backend", choices=("auto", "numpy", "cupy", "native", "interpret"), default="auto")
     p.add_argument("--tolerance", type=float, default=1e-3, help="largest allowed relative error (default 1e-3)")
-    p.add_argument("--plot", metavar="FILE.png", help="write a log-log runtime-vs-size chart (needs matplotlib)")
-    p.add_argument("--json", metavar="FILE", help="write every sample as JSON")
+    p.add_argument("--plot", metavar="FILE.png", help="write a runtime and speedup chart per size, .png/.svg/.pdf "
+                   "(needs matplotlib)")
+    p.add_argument("--json", metavar="FILE", help="write every sample as JSON; - writes it to stdout (the tables "
+                   "then go to stderr)")
     p.add_argument("--peers", metavar="torch,jax", help="also run the workload's torch/jax versions when installed")
     p.add_argument("--malloc", choices=("steady", "default"), default="steady",
                    help="steady (default): glibc keeps freed memory, so page faults do not decide the ratio; "
@@ -566,7 +547,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=("eager", "static"), default="static")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.svg, .png, .pdf or .dot")
     p.add_argument("--size", help="the size to draw at (default: the workload's first size)")
+    p.add_argument("--detail", choices=("regions", "ops"), default="regions",
+                   help="regions (default): a fused region is one box listing its ops, legible for large "
+                   "graphs; ops: every op inside each region")
     p.set_defaults(func=cmd_graph)
+
+    p = sub.add_parser("cache", help="where the generated-code cache is and how big (info), or empty it (clear)")
+    p.add_argument("action", choices=("info", "clear"))
+    p.set_defaults(func=cmd_cache, target="cache")
 
     p = sub.add_parser("_peer")  # internal, no help: compare --peers runs each peer in a child process
     p.add_argument("target")
@@ -615,7 +603,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code
     except KeyboardInterrupt:
         print("graphmode: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except BrokenPipeError:  # `graphmode ir ... | head`: the reader left, nothing to report
         _silence_stdout()
         return 141
