@@ -6,19 +6,34 @@ it compiles its translation unit or finds the shared object in the disk cache
 (native_build.py). Without a usable C++ compiler, building raises `NoCompiler` saying why."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from static.ir import Graph
 
 from . import cache, loader, native_build, settings
+from .executable import _is_cupy
+
+
+_OFF = ("0", "off", "no", "false")
+
+
+def native_disabled() -> bool:
+    """GRAPHMODE_NATIVE=0: "auto" runs NumPy code even where a compiler is found (the test
+    suite sets it, so that a graph does not pay a C++ compile unless a test asks for native;
+    backend="native" asked for explicitly still compiles)."""
+    return os.environ.get("GRAPHMODE_NATIVE", "1").strip().lower() in _OFF
 
 
 def auto_backend() -> str:
     """The backend "auto" runs on the CPU; `codegen.build` asks here, the one place that
-    decides. NumPy for now: a native compile costs 0.1-1 s a graph against a few ms for NumPy
-    source, and "auto" also hands CuPy arrays to the CuPy module, which NativeGraph does not
-    do yet. Returning "native" when `native_build.availability()[0]` is the switch."""
-    return "numpy"
+    decides: native for the whole graph (0-d graphs included) when a C++ compiler is found
+    and GRAPHMODE_NATIVE is not 0, NumPy otherwise. (CuPy arrays handed to an "auto" graph
+    still run the CuPy module: see NativeGraph.run.)"""
+    if native_disabled():
+        return "numpy"
+    return "native" if native_build.availability()[0] else "numpy"
 
 
 def explain_unavailable() -> str | None:
@@ -32,8 +47,10 @@ def auto_note() -> str:
     why = explain_unavailable()
     if why is not None:
         return f"native: not available ({why}); the NumPy module runs."
-    return (f"native: available ({native_build.toolchain().describe()}); 'auto' runs {auto_backend()} code, "
-            "backend='native' compiles the fused regions to C++.")
+    if native_disabled():
+        return (f"native: available ({native_build.toolchain().describe()}) but GRAPHMODE_NATIVE=0: 'auto' runs "
+                "NumPy code; backend='native' compiles the fused regions to C++.")
+    return f"native: available ({native_build.toolchain().describe()}); 'auto' compiles the fused regions to C++."
 
 
 class NativeGraph:
@@ -41,12 +58,15 @@ class NativeGraph:
 
     backend = "native"
 
-    def __init__(self, graph: Graph, fast_math: bool = False) -> None:
+    def __init__(self, graph: Graph, fast_math: bool = False, requested: str = "native") -> None:
         """fast_math: compile with -ffast-math (reassociation, approximate math; inf and nan
-        still honoured) - compile flags only, never link flags."""
+        still honoured) - compile flags only, never link flags. requested: "auto" when
+        "auto" chose native (CuPy arrays then go to the CuPy module)."""
         tc = native_build.toolchain()  # NoCompiler, with the reason, when there is none
         self.graph = graph
         self.fast_math = fast_math
+        self.requested = requested
+        self._gpu = None  # the CuPy module's CompiledGraph, made when "auto" gets CuPy arrays
         self.ir_text = str(graph)
         self._description = ""
         key = cache.key(self.ir_text, "native",
@@ -66,7 +86,18 @@ class NativeGraph:
         self.toolchain = tc
 
     def run(self, arrays: list) -> list:
-        return self._forward(*arrays)
+        try:
+            return self._forward(*arrays)
+        except TypeError:
+            # "auto" hands CuPy arrays to the CuPy module, as CompiledGraph does; checked
+            # only after a failure, so NumPy calls pay nothing for it
+            if self.requested != "auto" or not any(type(a) is not np.ndarray and _is_cupy(a) for a in arrays):
+                raise
+        if self._gpu is None:
+            from .executable import CompiledGraph  # noqa: PLC0415
+
+            self._gpu = CompiledGraph(self.graph, "auto")
+        return self._gpu.run(arrays)
 
     def source(self, which: str | None = None) -> str:
         """The generated driver module, with its C++ translation unit as C_SOURCE."""
@@ -80,10 +111,11 @@ class NativeGraph:
         doc = (loaded.module.__doc__ or "").strip().split("\n\n")
         lib = loaded.module.LIBRARY
         where = f"{loaded.path}" if loaded.path else "memory (GRAPHMODE_CACHE=0)"
-        return (f"backend: native - generated module of @{self.graph.name}, {loaded.origin}, loaded from {where}; "
+        asked = " (chosen by 'auto': a C++ compiler was found)" if self.requested == "auto" else ""
+        return (f"backend: native{asked} - generated module of @{self.graph.name}, {loaded.origin}, loaded from {where}; "
                 f"shared object {lib.origin} ({lib.path or 'not cached'}), C++ source {lib.source_path}.\n"
                 f"{doc[1] if len(doc) > 1 else ''}\ncompiler: {self.toolchain.describe()}; "
                 f"{native_build.threads()} OpenMP thread(s) (GRAPHMODE_THREADS).")
 
 
-__all__ = ["NativeGraph", "auto_backend", "auto_note", "explain_unavailable"]
+__all__ = ["NativeGraph", "auto_backend", "auto_note", "explain_unavailable", "native_disabled"]

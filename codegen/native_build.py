@@ -70,18 +70,20 @@ class Toolchain:
     python_include: str | None  # where Python.h is (None: calls go through ctypes)
     notes: tuple = field(default=())
 
-    def compile_flags(self, fast_math: bool = False) -> list:
+    def compile_flags(self, fast_math: bool = False, threads: bool = True) -> list:
+        """threads=False: the source has no parallel region (uses_threads): only the `omp
+        simd` pragmas are honoured (-fopenmp-simd), which skips OpenMP's outlining passes."""
         flags = ["-std=c++17", "-O3", "-march=native", "-fPIC", "-fno-math-errno", "-ffp-contract=off",
                  "-Wno-unknown-pragmas"]
         if self.openmp:
-            flags.append("-fopenmp")
+            flags.append("-fopenmp" if threads else "-fopenmp-simd")
         if fast_math:  # compile only: see the module docstring about linking
             flags += ["-ffast-math", "-fno-finite-math-only"]
         return flags
 
-    def link_flags(self) -> list:
+    def link_flags(self, threads: bool = True) -> list:
         flags = ["-shared"]
-        if self.openmp:
+        if self.openmp and threads:
             flags.append("-fopenmp")
         if self.vector_math:
             flags.append("-lmvec")
@@ -142,8 +144,6 @@ def _probe() -> Toolchain | str:
     """The toolchain, or why there is none. Once per process; a probe's result is kept in the
     cache directory, keyed by the compiler binary (path, size, mtime) and the host's ISA,
     because running the compiler three times costs ~0.3-1 s."""
-    if os.environ.get("GRAPHMODE_NATIVE", "1").strip().lower() in ("0", "off", "no", "false"):
-        return "the native backend is turned off (GRAPHMODE_NATIVE=0)"
     command = _find_compiler()
     if command is None:
         return ("no C++ compiler found (set CXX, or install g++ or clang++)"
@@ -277,10 +277,17 @@ def _set_wait_policy() -> None:
 
 
 # -- the on-disk cache ------------------------------------------------------------------------
+def uses_threads(source: str) -> bool:
+    """Whether a translation unit has an OpenMP parallel region (the generator emits one only
+    for loops big enough to share): without one it compiles with -fopenmp-simd, not -fopenmp."""
+    return "#pragma omp parallel" in source
+
+
 def so_key(source: str, tc: Toolchain, fast_math: bool = False) -> str:
     h = hashlib.sha256()
-    for part in (FORMAT, " ".join(tc.command), tc.fingerprint(), " ".join(tc.compile_flags(fast_math)),
-                 " ".join(tc.link_flags()), source):
+    threads = uses_threads(source)
+    for part in (FORMAT, " ".join(tc.command), tc.fingerprint(), " ".join(tc.compile_flags(fast_math, threads)),
+                 " ".join(tc.link_flags(threads)), source):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -386,13 +393,15 @@ def compile_shared(source: str, tc: Toolchain, src_path: Path, fast_math: bool =
     """Compile `source` (already written at src_path) to a shared object; its bytes."""
     out = _scratch() / (src_path.stem + f"-{os.getpid()}-{threading.get_ident()}.so")
     obj = out.with_suffix(".o")
+    threads = uses_threads(source)
+    cflags, lflags = tc.compile_flags(fast_math, threads), tc.link_flags(threads)
     if fast_math:
         # two steps: a driver that sees -ffast-math while linking adds crtfastmath.o, whose
         # start-up code turns on flush-to-zero for the whole process
-        steps = [[*tc.command, *tc.compile_flags(fast_math), *extra, "-c", str(src_path), "-o", str(obj)],
-                 [*tc.command, str(obj), "-o", str(out), *tc.link_flags()]]
+        steps = [[*tc.command, *cflags, *extra, "-c", str(src_path), "-o", str(obj)],
+                 [*tc.command, str(obj), "-o", str(out), *lflags]]
     else:
-        steps = [[*tc.command, *tc.compile_flags(fast_math), *extra, str(src_path), "-o", str(out), *tc.link_flags()]]
+        steps = [[*tc.command, *cflags, *extra, str(src_path), "-o", str(out), *lflags]]
     try:
         for cmd in steps:
             try:
@@ -473,7 +482,7 @@ def load_library(source: str, stem: str = "gm_native", fast_math: bool = False) 
     if found is not None:
         return found
     data, src_path, cached, origin = build_bytes(source, stem, fast_math)
-    if tc.openmp:
+    if tc.openmp and uses_threads(source):
         _set_wait_policy()
     tmp = _private_copy(data)
     try:
@@ -650,4 +659,5 @@ def caller():
 
 __all__ = ["NoCompiler", "NativeCompileError", "Toolchain", "Library", "availability", "toolchain", "threads",
            "load_library", "caller", "formats", "isa_fingerprint", "read_verified", "seal", "unseal", "so_key",
+           "uses_threads",
            "PARALLEL_MIN_ELEMS"]

@@ -13,8 +13,10 @@ for both targets. A fused region that `regions.analyze` splits into phases becom
   axes (column sums) the outputs go in blocks of 64, a contiguous SIMD loop per row;
 - one loop per shape of the epilogue values it yields, reading the reduced values.
 Operands of other shapes (broadcasts) are read by index arithmetic on the flat index, with
-the static shapes folded into constants. `#pragma omp parallel for simd if(parallel: ...)`
-keeps SIMD on below the parallel threshold. A 0-d region is straight-line code.
+the static shapes folded into constants. Loops of at least GM_PARALLEL_MIN elements get
+`#pragma omp parallel for simd`, smaller ones `#pragma omp simd` alone (decided here, from
+the static shapes: no parallel region to outline, so a graph of small loops compiles twice
+as fast and without libgomp). A 0-d region is straight-line code.
 
 Everything else (matmul, shape ops, regions that do not fit) runs as the NumPy backend's
 library calls in the driver, so the module runs every graph.
@@ -271,17 +273,30 @@ class CRegion:
             return
         if not accs:
             self.lines.append(f"    const long long n = {n}LL;")
-            self.lines.append("    #pragma omp parallel for simd num_threads(gm_nt) if(parallel: n >= GM_PARALLEL_MIN) "
-                              "schedule(static)")
+            self.lines.append("    #pragma omp parallel for simd num_threads(gm_nt) schedule(static)" if _parallel(n)
+                              else "    #pragma omp simd  // below GM_PARALLEL_MIN elements: the calling thread")
             self.lines.append("    for (long long i = 0; i < n; ++i) {")
             self.lines += [f"        {s}" for s in stmts]
             self.lines += ["    }", "}"]
             return
         self.lines.append(f"    const long long n = {n}LL;")
+        if not _parallel(n):  # one thread: one accumulator each, no partials
+            for _, acc, low in accs:
+                self.lines.append(f"    double {acc} = {low.identity.format(T=_ACC)};")
+            simd = _simd_clause(accs)
+            if simd is not None:
+                self.lines.append(f"    #pragma omp simd{simd}  // below GM_PARALLEL_MIN elements: the calling thread")
+            self.lines.append("    for (long long i = 0; i < n; ++i) {")
+            self.lines += [f"        {s}" for s in stmts]
+            self.lines.append("    }")
+            for red, acc, low in accs:
+                self._finish_full(red, acc, low, "    ")
+            self.lines.append("}")
+            return
         self.lines.append("    int used = 1;")
         for _, acc, _ in accs:
             self.lines.append(f"    double part_{acc}[GM_MAX_THREADS];")
-        self.lines.append("    #pragma omp parallel num_threads(gm_nt) if(parallel: n >= GM_PARALLEL_MIN)")
+        self.lines.append("    #pragma omp parallel num_threads(gm_nt)")
         self.lines.append("    {")
         self.lines.append("        const int t = omp_get_thread_num(), nth = omp_get_num_threads();")
         self.lines.append("        if (t == 0) used = nth;")
@@ -337,8 +352,7 @@ class CRegion:
         self.lines.append(f"{{  // %{y.name}: {red.op} over axes {list(axes)} of {list(space)}, "
                           f"{len(chain)} prologue op(s)")
         self.lines.append(f"    const long long n_out = {n_out}LL, n_red = {n_red}LL;")
-        self.lines.append("    #pragma omp parallel for num_threads(gm_nt) "
-                          "if(parallel: n_out * n_red >= GM_PARALLEL_MIN) schedule(static)")
+        self.lines.append(_parallel_for(n_out * n_red))
         self.lines.append("    for (long long o = 0; o < n_out; ++o) {")
         self.lines.append(f"        double acc = {low.identity.format(T=_ACC)};")
         if simd is not None:
@@ -364,8 +378,7 @@ class CRegion:
         self.lines.append(f"{{  // %{y.name}: {red.op} over the leading axes {list(axes)} of {list(space)}, "
                           f"{n_chain} prologue op(s), in column blocks")
         self.lines.append(f"    const long long n_out = {n_out}LL, n_red = {n_red}LL;")
-        self.lines.append("    #pragma omp parallel for num_threads(gm_nt) "
-                          "if(parallel: n_out * n_red >= GM_PARALLEL_MIN) schedule(static)")
+        self.lines.append(_parallel_for(n_out * n_red))
         self.lines.append("    for (long long ob = 0; ob < n_out; ob += GM_COLUMNS) {")
         self.lines.append("        const long long oe = ob + GM_COLUMNS < n_out ? ob + GM_COLUMNS : n_out;")
         self.lines.append("        double acc[GM_COLUMNS];")
@@ -388,6 +401,20 @@ class CRegion:
     def function(self) -> dict:
         title = f"L{self.m.lines.get(id(self.node), '?')}: {node_line(self.node)}"
         return {"name": self.name, "title": title, "decls": [d for d, _, _, _ in self.params], "lines": self.lines}
+
+
+def _parallel(work: int) -> bool:
+    """Whether a loop over `work` elements runs on the OpenMP threads. Shapes are static, so
+    this is decided here: a small loop gets no parallel region at all, and a translation unit
+    without one compiles without OpenMP's outlining (about half the compile time) and links
+    without libgomp (native_build.uses_threads)."""
+    return work >= native_build.PARALLEL_MIN_ELEMS
+
+
+def _parallel_for(work: int) -> str:
+    if _parallel(work):
+        return "    #pragma omp parallel for num_threads(gm_nt) schedule(static)"
+    return "    // below GM_PARALLEL_MIN elements: the calling thread"
 
 
 def _reduce_step(template: str, acc: str, x: str) -> str:

@@ -125,7 +125,7 @@ class _Entry:
         verify(self.trace.graph)
         self.stages.append(("verified", self.trace.graph))
         self.graph = owner._optimize(self.trace.graph, self.stages)
-        self.forward = build_executable(self.graph, owner.backend)
+        self.forward = build_executable(self.graph, owner.backend, fast_math=owner.fast_math)
         self.splits: dict = {}
         trace = self.trace
         self.captured_keys = [(_data(o).shape, _data(o).dtype) for o, _ in trace.captured]
@@ -243,10 +243,10 @@ class _SplitGraphs:
     """The joint graph of one signature, split for eager autograd: the forward runs at call
     time and returns the residuals; the backward runs when eager's engine reaches the node."""
 
-    def __init__(self, joint_graph: Graph, split, trace: TraceResult, backend: str) -> None:
+    def __init__(self, joint_graph: Graph, split, trace: TraceResult, backend: str, fast_math: bool = False) -> None:
         self.joint, self.split, self.trace = joint_graph, split, trace
-        self.forward = build_executable(split.forward, backend)
-        self.backward = build_executable(split.backward, backend)
+        self.forward = build_executable(split.forward, backend, fast_math=fast_math)
+        self.backward = build_executable(split.backward, backend, fast_math=fast_math)
         self.seed_outputs: list = []
         self.user_outputs: list = []
         self.aliased_inputs = _aliased_inputs(split.forward, split.residuals)
@@ -328,7 +328,7 @@ def _build_split(owner: "Compiled", args: tuple, diff_leaves: list, diff_capture
     verify(split.forward)
     verify(split.backward)
     joint.n_outputs = n_user
-    sg = _SplitGraphs(joint.graph, split, joint, owner.backend)
+    sg = _SplitGraphs(joint.graph, split, joint, owner.backend, owner.fast_math)
     sg.seed_outputs = seeds_holder["outs"]
     sg.user_outputs = user
     sg.output_aliases = _output_aliases(split.forward, len(user))

@@ -23,12 +23,12 @@ class InterpretedGraph:
         return ""
 
 
-def build_executable(graph: Graph, backend: str):
+def build_executable(graph: Graph, backend: str, fast_math: bool = False):
     if backend != "interpret":
         try:
             from codegen import build  # noqa: PLC0415
         except ImportError:
             build = None
         if build is not None:
-            return build(graph, backend)
+            return build(graph, backend, fast_math=fast_math)
     return InterpretedGraph(graph)

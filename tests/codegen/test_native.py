@@ -154,10 +154,27 @@ def test_regions_that_fit_are_one_c_function_each():
     c = exe.c_source()
     assert c.count('extern "C" void gm_region') == 1
     assert "// L5: %6 = mul %5, 3.0 : f64[5]" in c  # the IR line above each statement
-    assert "#pragma omp parallel for simd num_threads(gm_nt) if(parallel: n >= GM_PARALLEL_MIN)" in c
+    # small static shapes: SIMD on the calling thread, no parallel region, no libgomp
+    assert "#pragma omp simd" in c and "omp parallel" not in c and not native_build.uses_threads(c)
     assert "double acc = (double)0;" in c  # reductions accumulate in double
     src = exe.source()
     assert "C_SOURCE" in src and "gm_region0" in src
+
+
+def test_only_loops_big_enough_to_share_get_a_parallel_region():
+    """The parallel decision is taken from the static shapes: the 55500-element loops of
+    this graph are OpenMP loops, its 70-output reduction of 1050 elements is not, and the
+    translation unit (threads=True) then compiles with -fopenmp; both run the same bits for
+    one and two threads."""
+    graph = static.parse_ir(_COLUMNS)
+    c = codegen.build(graph, "native").c_source()
+    assert "#pragma omp parallel for num_threads(gm_nt) schedule(static)" in c
+    assert "// below GM_PARALLEL_MIN elements: the calling thread" in c
+    assert native_build.uses_threads(c)
+    tc = native_build.toolchain()
+    if tc.openmp:
+        assert "-fopenmp" in tc.compile_flags(threads=True) and "-fopenmp-simd" in tc.compile_flags(threads=False)
+        assert "-fopenmp" not in tc.link_flags(threads=False)
 
 
 def _grads(fn, argnums, arrays, backend):
@@ -524,15 +541,91 @@ def test_float16_region_computes_in_float_and_stores_half():
         np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(e, np.float32), rtol=2e-3)
 
 
-def test_auto_asks_one_function_whether_to_run_native(monkeypatch):
+def test_auto_runs_native_when_a_compiler_is_found_unless_pinned_to_numpy(monkeypatch):
+    """"auto" compiles the whole graph natively where a compiler is found; GRAPHMODE_NATIVE=0
+    (which the test suite sets) keeps it on NumPy code; backend="native" still compiles."""
     from codegen import native  # noqa: PLC0415
 
     graph = static.parse_ir(_SMALL)
-    assert type(codegen.build(graph, "auto")).__name__ == "CompiledGraph"  # NumPy code today
-    monkeypatch.setattr(native, "auto_backend", lambda: "native")
+    monkeypatch.setenv("GRAPHMODE_NATIVE", "0")
+    assert type(codegen.build(graph, "auto")).__name__ == "CompiledGraph"
+    assert isinstance(codegen.build(graph, "native"), native.NativeGraph)
+    monkeypatch.delenv("GRAPHMODE_NATIVE")
     exe = codegen.build(graph, "auto")
-    assert isinstance(exe, native.NativeGraph)
+    assert isinstance(exe, native.NativeGraph) and exe.requested == "auto"
+    assert "chosen by 'auto'" in exe.describe()
     np.testing.assert_array_equal(exe.run([np.ones(16, np.float32)])[0], np.full(16, 3.0, np.float32))
+
+
+def test_static_compile_auto_runs_native_for_0d_graphs_too(monkeypatch):
+    monkeypatch.delenv("GRAPHMODE_NATIVE", raising=False)
+    f = static.compile(lambda x: x * 3.0 + eager.sin(x))
+    x = eager.tensor(np.float32(0.5))
+    got = f(x)
+    assert "backend: native (chosen by 'auto'" in f.explain(x)
+    np.testing.assert_allclose(got.numpy(), 1.5 + np.sin(np.float32(0.5)), rtol=1e-6)
+
+
+def test_without_a_compiler_auto_runs_numpy_even_when_not_pinned():
+    code = f"""
+import numpy as np, codegen, static
+g = static.parse_ir({_SMALL!r})
+exe = codegen.build(g, "auto")
+print(type(exe).__name__, exe.run([np.ones(16, np.float32)])[0][0])
+"""
+    env = {k: v for k, v in os.environ.items() if k != "GRAPHMODE_NATIVE"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**env, "PYTHONPATH": str(ROOT), "CXX": "/nonexistent/c++"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["CompiledGraph", "3.0"]
+
+
+def test_fast_math_of_static_compile_reaches_the_native_compiler(monkeypatch):
+    """static.compile(fast_math=True) builds its graphs with -ffast-math: the loaded shared
+    object is the one compiled with those flags (another cache key than without)."""
+    calls = []
+    real = native_build.load_library
+
+    def spy(source, stem="gm_native", fast_math=False):
+        calls.append(fast_math)
+        return real(source, stem, fast_math=fast_math)
+
+    monkeypatch.setattr(native_build, "load_library", spy)
+    loader.forget()  # import the driver modules afresh: each one loads its library
+    x = eager.tensor(np.linspace(0.1, 2.0, 33).astype(np.float32), requires_grad=True)
+    fast = static.compile(lambda x: (eager.tanh(x) * 1.25 + 0.5).sum(), backend="native", fast_math=True)
+    exact = static.compile(lambda x: (eager.tanh(x) * 1.25 + 0.75).sum(), backend="native")
+    a = fast(x)
+    a.backward()  # forward and backward graphs, both built with the flag
+    assert calls and all(calls)
+    n_fast = len(calls)
+    b = exact(x)
+    b.backward()
+    assert len(calls) > n_fast and not any(calls[n_fast:])
+    np.testing.assert_allclose(a.item() + 0.25 * 33, b.item(), rtol=1e-5)
+
+
+def test_a_cached_shared_object_loads_without_the_compiler(tmp_path):
+    """A second process finds the driver module and the shared object (and the call path's
+    extension, and the compiler probe's record) in the disk cache: the compiler never runs."""
+    code = f"""
+import os, sys, numpy as np, codegen, static
+from codegen import native_build
+if os.environ.get("NO_COMPILE"):
+    def refuse(*args, **kwargs):
+        sys.exit("the compiler ran")
+    native_build.compile_shared = native_build._run_probe = refuse
+g = static.parse_ir({_SMALL!r})
+exe = codegen.build(g, "native")
+print(exe.run([np.ones(16, np.float32)])[0][0], exe._loaded.module.LIBRARY.origin)
+"""
+    env = {"GRAPHMODE_CACHE_DIR": str(tmp_path), "GRAPHMODE_CACHE": "1"}
+    first = _run_code(code, **env)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.split() == ["3.0", "compiled"]
+    second = _run_code(code, NO_COMPILE="1", **env)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.split() == ["3.0", "disk", "cache"]
 
 
 _COLUMNS = """
