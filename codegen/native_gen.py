@@ -191,11 +191,15 @@ class CRegion:
         for y in stored:
             outs = self.yielded.get(y)
             name = m.names(outs[0]) if outs else m.names.fresh(f"red_{y.name}")
-            m.body.append(f"{name} = np.empty({py_literal(tuple(y.type.shape))}, {np_dtype(y.type.dtype)})")
+            alloc = m.allocate(tuple(y.type.shape), y.type.dtype)
+            if alloc is None:
+                m.made_by_call[name] = tuple(int(s) for s in y.type.shape)
+            else:
+                m.body.append(f"{name} = {alloc}")
             m.fresh.add(name)
             self.arrays_out[y] = name
-        # output parameters after the inputs
-        for y in stored:
+        # output parameters after the inputs; those the call path makes last
+        for y in sorted(stored, key=lambda y: self.arrays_out[y] in m.made_by_call):
             self._param(y, self.arrays_out[y], writable=True)
         space = tuple(r.space)
         pro_out = [y for y in stored if y.producer in r.prologue]
@@ -445,13 +449,29 @@ class NativeModule:
         self.graph = graph
         self.fast_math = fast_math
         self.lines = line_numbers(graph)
-        self.names = Names(taken={"np", "_rt", "_nb", "_call", "_nt", "_c", "LIBRARY", "C_SOURCE"})
+        self.names = Names(taken={"np", "_rt", "_nb", "_call", "_call_new", "_nt", "_c", "LIBRARY", "C_SOURCE"})
         self.body: list = []
         self.functions: list = []
         self.kernels: list = []  # (constant name, C function name, sizes literal)
+        self.slots: list = []  # names of the module-level buffer lists of allocate()
+        self.fp_calls = 0  # library calls that need NumPy's floating-point error state set
+        self.made_by_call: dict = {}  # output name -> shape, for arrays the call path allocates
         self.fresh: set = set()  # Python names bound to arrays this module allocated (C-contiguous)
         self.stats = {"native": 0, "library": 0}
         self.notes: list = []
+
+    def allocate(self, shape: tuple, dtype) -> str | None:
+        """The source of an uninitialized output array: above REUSE_MIN_BYTES, a buffer of the
+        previous calls that nothing references any more (native_build.reuse, one slot list
+        per allocation site); below, None: the call path makes it (call_new: in C, a
+        fraction of np.empty's cost from Python)."""
+        shape = tuple(int(s) for s in shape)
+        dt = np_dtype(dtype)
+        if _prod(shape) * dtype.np.itemsize < native_build.REUSE_MIN_BYTES:
+            return None
+        slots = f"_B{len(self.slots)}"
+        self.slots.append(slots)
+        return f"_nb.reuse({slots}, {py_literal(shape)}, {dt})"
 
     def src(self, v) -> str:
         return self.names(v) if isinstance(v, Value) else py_literal(v)
@@ -464,14 +484,23 @@ class NativeModule:
         """The call of C function fn. The call path checks every array (C-contiguous, type,
         byte size) before the kernel runs; an input that fails (a strided view, a NumPy
         scalar, another dtype) is converted and the call made again, so the common case pays
-        for no conversion."""
+        for no conversion. Small outputs (made_by_call, the last parameters) are allocated
+        by the call path and returned by it."""
         const = f"_K{len(self.kernels)}"
         sizes = py_literal(tuple(-nb if w else nb for _, _, nb, w in params))
-        self.kernels.append({"const": const, "fn": fn, "sizes": sizes, "dtypes": py_literal(tuple(dtypes))})
-        plain = [src for _, src, _, _ in params]
+        made = [src for _, src, _, w in params if w and src in self.made_by_call]
+        shapes = py_literal(tuple(self.made_by_call[name] for name in made))
+        self.kernels.append({"const": const, "fn": fn, "sizes": sizes, "dtypes": py_literal(tuple(dtypes)),
+                             "shapes": shapes if made else None})
+        given = [p for p in params if not (p[3] and p[1] in self.made_by_call)]
+        plain = [src for _, src, _, _ in given]
         converted = [src if (w or src in self.fresh) else f"_c({src}, np.{dt})"
-                     for (_, src, _, w), dt in zip(params, dtypes)]
-        head = f"_call({const}, _nt, {const}_SIZES, {const}_FORMATS, "
+                     for (_, src, _, w), dt in zip(given, dtypes)]
+        if made:
+            head = f"{', '.join(made)}{',' if len(made) == 1 else ''} = _call_new({const}, _nt, {const}_SIZES, " \
+                   f"{const}_FORMATS, {const}_SHAPES, "
+        else:
+            head = f"_call({const}, _nt, {const}_SIZES, {const}_FORMATS, "
         if plain == converted:
             self.body.append(head + ", ".join(plain) + ")")
             return
@@ -488,6 +517,13 @@ class NativeModule:
         env = env or {}
         operands = [env.get(v, self.src(v)) if isinstance(v, Value) else py_literal(v) for v in node.inputs]
         outs = [self.names(o) for o in node.outputs]
+        if node.op == "reshape" and operands[0] in self.fresh:
+            # an array this module made: the method is a fifth of np.reshape's cost, and a
+            # reshape raises no floating-point error (no error state needed for it)
+            self.body.append(f"{outs[0]} = {operands[0]}.reshape({py_literal(tuple(node.outputs[0].type.shape))})")
+            self.fresh.add(outs[0])
+            return
+        self.fp_calls += 1
         target = ", ".join(outs) + ("," if len(outs) == 1 and node.op == "split" else "")
         self.body.append(f"{target} = {fill(low.call, operands, fields(node, operands))}")
 
@@ -533,7 +569,7 @@ class NativeModule:
         stores = []
         for v in dict.fromkeys(v for v in g.outputs if isinstance(v, Value) and v not in g.inputs):
             name = self.names(v)
-            self.body.append(f"{name} = np.empty((), {np_dtype(v.type.dtype)})")
+            self.made_by_call[name] = ()
             self.fresh.add(name)
             fn._param(v, name, writable=True)
             stores.append(fn._store(body, v, "0"))
@@ -589,7 +625,8 @@ class NativeModule:
         py_source = render("native_module.py.j2", graph_name=g.name, description=self.describe(), ir_text=str(g),
                            c_source=c_source, stem="gm_native_" + re.sub(r"\W", "_", g.name),
                            kernels=self.kernels, params=params, body=self.body, returns=returns,
-                           library_calls=self.stats["library"] > 0, fast_math=self.fast_math)
+                           library_calls=self.fp_calls > 0, fast_math=self.fast_math,
+                           slots=self.slots)
         return py_source, c_source
 
     def describe(self) -> str:

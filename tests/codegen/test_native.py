@@ -161,6 +161,34 @@ def test_regions_that_fit_are_one_c_function_each():
     assert "C_SOURCE" in src and "gm_region0" in src
 
 
+def test_large_outputs_reuse_the_buffers_nobody_holds_any_more():
+    """An output of 20000 float32 (above REUSE_MIN_BYTES) comes from the module's buffer
+    slots: a buffer the caller dropped is written again by the next call; one the caller
+    still holds (directly or through a view) is never handed out again."""
+    n = 20_000
+    assert 4 * n >= native_build.REUSE_MIN_BYTES
+    exe = codegen.build(static.parse_ir(_SMALL.replace("[16]", f"[{n}]")), "native")
+    assert "_nb.reuse(_B0" in exe.source()
+    x = np.arange(n, dtype=np.float32)
+    slots = exe._loaded.module._B0
+    first = exe.run([x])[0]
+    held = [first[::2], exe.run([x])[0]]  # a view of the first, the second
+    assert len(slots) == 2 and slots[0] is first and slots[1] is held[1]
+    third = exe.run([x + 1])[0]  # both earlier buffers are held: a new one
+    assert not any(np.shares_memory(third, h) for h in held)
+    np.testing.assert_array_equal(held[0], (2 * x + 1)[::2])
+    np.testing.assert_array_equal(held[1], 2 * x + 1)
+    np.testing.assert_array_equal(third, 2 * x + 3)
+    assert slots[0] is first and slots[1] is third
+    kept = id(slots[0])
+    del first, held, third
+    again = exe.run([x])[0]  # the first buffer, released with its view: written again
+    assert id(again) == kept and again is slots[0]
+    np.testing.assert_array_equal(again, 2 * x + 1)
+    small = codegen.build(static.parse_ir(_SMALL), "native")
+    assert "_nb.reuse" not in small.source()  # small outputs: np.empty is cheaper than the check
+
+
 def test_only_loops_big_enough_to_share_get_a_parallel_region():
     """The parallel decision is taken from the static shapes: the 55500-element loops of
     this graph are OpenMP loops, its 70-output reduction of 1050 elements is not, and the
@@ -245,7 +273,7 @@ def test_library_ops_run_as_numpy_calls_in_the_driver():
     arrays = W.w3_inputs(8, 6, 5, 3)
     f = static.compile(W.w3_step, backend="native")
     src = f.source(*[eager.tensor(a) for a in arrays])
-    assert "np.matmul(" in src and "_call(_K0, _nt" in src
+    assert "np.matmul(" in src and "= _call_new(_K0, _nt" in src
 
 
 # -- index arithmetic -------------------------------------------------------------------------------
@@ -456,6 +484,24 @@ def test_call_path_checks_every_buffer(path):
         call(addr, 1, sizes, types, np.ones(32, np.float32)[::2], out)
     with pytest.raises(ValueError, match="read-only"):
         call(addr, 1, sizes, types, x, np.frombuffer(bytes(64), np.float32))
+
+
+@pytest.mark.parametrize("path", ["extension", "ctypes"])
+def test_call_new_makes_the_small_outputs(path):
+    """Small outputs are allocated by the call path (call_new) and returned by it; the
+    driver passes only the inputs (and large, reused outputs)."""
+    exe = codegen.build(static.parse_ir(_SMALL), "native")
+    lib = exe._loaded.module
+    assert lib._K0_SHAPES == ((16,),) and "= _call_new(_K0, _nt" in exe.source()
+    call_new = native_build.caller_new() if path == "extension" else native_build._ctypes_call_new
+    made = call_new(lib._K0, 1, lib._K0_SIZES, lib._K0_FORMATS, lib._K0_SHAPES, np.arange(16, dtype=np.float32))
+    assert isinstance(made, tuple) and len(made) == 1
+    assert made[0].dtype == np.float32 and made[0].shape == (16,) and made[0].flags.c_contiguous
+    np.testing.assert_array_equal(made[0], 2 * np.arange(16, dtype=np.float32) + 1)
+    with pytest.raises(ValueError, match="bytes"):
+        call_new(lib._K0, 1, lib._K0_SIZES, lib._K0_FORMATS, lib._K0_SHAPES, np.ones(15, np.float32))
+    with pytest.raises(ValueError, match="bytes"):  # a shape that does not match the kernel's size
+        call_new(lib._K0, 1, lib._K0_SIZES, lib._K0_FORMATS, ((15,),), np.ones(16, np.float32))
 
 
 def test_explain_of_auto_says_why_native_does_not_run_without_a_compiler():
