@@ -111,7 +111,9 @@ def isa_fingerprint() -> str:
                     break
     except OSError:
         pass
-    text += f"|{platform.machine()}|{platform.processor()}"
+    # platform.machine() is os.uname(); platform.processor() would run `uname -p` in a
+    # subprocess (5-100 ms in a large process), for nothing the flags do not already say
+    text += f"|{platform.machine()}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
