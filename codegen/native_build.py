@@ -17,7 +17,14 @@ shared objects, and the call path from Python into a kernel.
 - Kernels have one signature, `void k(void* const* args, int threads)`. A small CPython
   extension (built once, cached like the kernels) calls them: it checks each NumPy array
   (C-contiguous, aligned, its type, its byte size, writeable where written) and passes its
-  data pointer, ~20 ns an argument. Without Python headers a ctypes path does the same, slower.
+  data pointer, ~20 ns an argument; `call_new` also allocates the small outputs (in C, a
+  fraction of np.empty's cost from Python) and returns them. Without Python headers a
+  ctypes path does the same, slower.
+- Large outputs (REUSE_MIN_BYTES and up) come from `reuse`: a buffer of an earlier call
+  that nothing references any more is written again instead of faulting in fresh pages.
+- A translation unit without a parallel region (the generator emits one only for loops of
+  PARALLEL_MIN_ELEMS elements and more) compiles with -fopenmp-simd and links without
+  libgomp: OpenMP's outlining was half the compile time of a small graph.
 - OpenMP: threads follow GRAPHMODE_THREADS (runtime.CONFIG.threads), one thread in a forked
   child (libgomp's pool does not survive fork), and a passive wait policy unless the user set
   one (spinning workers fight OpenBLAS's threads right after a matmul).
