@@ -55,7 +55,7 @@ import numpy as np
 
 from . import cache, runtime
 
-FORMAT = "1"
+FORMAT = "2"
 HEADER = b"graphmode-native "
 PARALLEL_MIN_ELEMS = 1 << 15  # below this many elements a loop runs on the calling thread
 
@@ -78,6 +78,7 @@ class Toolchain:
     isa: str  # fingerprint of the host's instruction set
     python_include: str | None  # where Python.h is (None: calls go through ctypes)
     notes: tuple = field(default=())
+    gold: bool = False  # -fuse-ld=gold links: half the linker's time of the default ld.bfd
 
     def compile_flags(self, fast_math: bool = False, threads: bool = True) -> list:
         """threads=False: the source has no parallel region (uses_threads): only the `omp
@@ -91,7 +92,7 @@ class Toolchain:
         return flags
 
     def link_flags(self, threads: bool = True) -> list:
-        flags = ["-shared"]
+        flags = ["-shared"] + (["-fuse-ld=gold"] if self.gold else [])
         if self.openmp and threads:
             flags.append("-fopenmp")
         if self.vector_math:
@@ -236,13 +237,18 @@ def _run_probe(command: tuple) -> Toolchain | str:
                 break
         else:
             return f"{command[0]} cannot build a shared library: {run.stderr.strip()[-500:]}"
+        try:
+            gold = _try(run.args + ["-fuse-ld=gold"]).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            gold = False
     if not openmp:
         notes.append("no OpenMP: kernels run on one thread")
     include = sysconfig.get_paths().get("include")
     if not include or not (Path(include) / "Python.h").is_file():
         include = None
         notes.append("no Python headers: kernels are called through ctypes (slower calls)")
-    return Toolchain(tuple(command), version_line, openmp, vector_math, isa_fingerprint(), include, tuple(notes))
+    return Toolchain(tuple(command), version_line, openmp, vector_math, isa_fingerprint(), include, tuple(notes),
+                     gold)
 
 
 def availability() -> tuple[bool, str]:

@@ -160,13 +160,15 @@ class CRegion:
         return KernelBody(_LineTable(self.m.lines), env)
 
     @staticmethod
-    def _closure(nodes: list, wanted: list) -> list:
-        need = set(wanted)
+    def _closure(nodes: list, wanted: list, known=()) -> list:
+        """The nodes computing `wanted`, in order; values in `known` (already in memory) are
+        read, not recomputed."""
+        need = {v for v in wanted if v not in known}
         chain = []
         for n in reversed(nodes):
             if any(o in need for o in n.outputs):
                 chain.append(n)
-                need.update(n.input_values())
+                need.update(v for v in n.input_values() if v not in known)
         return list(reversed(chain))
 
     # -- emission ------------------------------------------------------------------------
@@ -342,7 +344,10 @@ class CRegion:
         n_out = _prod(space[a] for a in kept)
         n_red = _prod(space[a] for a in axes)
         x = red.inputs[0]
-        chain = self._closure(r.prologue, [x] if isinstance(x, Value) else [])
+        # prologue values the pointwise loops stored are read back rather than recomputed:
+        # the same bits (a vectorized exp in the stored loop and a scalar one in a max
+        # reduction's loop may round differently, and an amax gradient compares the two)
+        chain = self._closure(r.prologue, [x] if isinstance(x, Value) else [], known=self.arrays)
         body = self._body(space)
         for node in chain:
             body.emit(node)

@@ -374,6 +374,7 @@ def test_fast_math_is_never_a_link_flag():
     tc = native_build.toolchain()
     assert "-ffast-math" in tc.compile_flags(fast_math=True)
     assert not any("fast-math" in f for f in tc.link_flags())
+    assert ("-fuse-ld=gold" in tc.link_flags()) == tc.gold  # the probe found whether gold links
     assert "-ffp-contract=off" in tc.compile_flags()  # no fused multiply-add: NumPy's roundings
 
 
