@@ -18,11 +18,13 @@ from .lowering import TABLE, lowering_for, missing_ops
 __all__ = ["build", "CompiledGraph", "generate_source", "TABLE", "lowering_for", "missing_ops"]
 
 
-def build(graph: Graph, backend: str = "auto") -> CompiledGraph:
-    """Generate (or find in the cache) and load the module(s) running `graph`."""
+def build(graph: Graph, backend: str = "auto", fast_math: bool = False) -> CompiledGraph:
+    """Generate (or find in the cache) and load the module(s) running `graph`. `fast_math`
+    reaches the native backend's compiler (-ffast-math when compiling, never when linking);
+    the NumPy and CuPy modules have no such switch (the passes already saw it)."""
     if backend in ("native", "auto"):  # native: C++ compiled for this CPU (native.py)
         from .native import NativeGraph, auto_backend  # noqa: PLC0415
 
         if backend == "native" or auto_backend() == "native":
-            return NativeGraph(graph)
+            return NativeGraph(graph, fast_math=fast_math, requested=backend)
     return CompiledGraph(graph, backend)

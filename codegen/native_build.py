@@ -17,7 +17,14 @@ shared objects, and the call path from Python into a kernel.
 - Kernels have one signature, `void k(void* const* args, int threads)`. A small CPython
   extension (built once, cached like the kernels) calls them: it checks each NumPy array
   (C-contiguous, aligned, its type, its byte size, writeable where written) and passes its
-  data pointer, ~20 ns an argument. Without Python headers a ctypes path does the same, slower.
+  data pointer, ~20 ns an argument; `call_new` also allocates the small outputs (in C, a
+  fraction of np.empty's cost from Python) and returns them. Without Python headers a
+  ctypes path does the same, slower.
+- Large outputs (REUSE_MIN_BYTES and up) come from `reuse`: a buffer of an earlier call
+  that nothing references any more is written again instead of faulting in fresh pages.
+- A translation unit without a parallel region (the generator emits one only for loops of
+  PARALLEL_MIN_ELEMS elements and more) compiles with -fopenmp-simd and links without
+  libgomp: OpenMP's outlining was half the compile time of a small graph.
 - OpenMP: threads follow GRAPHMODE_THREADS (runtime.CONFIG.threads), one thread in a forked
   child (libgomp's pool does not survive fork), and a passive wait policy unless the user set
   one (spinning workers fight OpenBLAS's threads right after a matmul).
@@ -44,9 +51,11 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from . import cache, runtime
 
-FORMAT = "1"
+FORMAT = "2"
 HEADER = b"graphmode-native "
 PARALLEL_MIN_ELEMS = 1 << 15  # below this many elements a loop runs on the calling thread
 
@@ -69,19 +78,22 @@ class Toolchain:
     isa: str  # fingerprint of the host's instruction set
     python_include: str | None  # where Python.h is (None: calls go through ctypes)
     notes: tuple = field(default=())
+    gold: bool = False  # -fuse-ld=gold links: half the linker's time of the default ld.bfd
 
-    def compile_flags(self, fast_math: bool = False) -> list:
+    def compile_flags(self, fast_math: bool = False, threads: bool = True) -> list:
+        """threads=False: the source has no parallel region (uses_threads): only the `omp
+        simd` pragmas are honoured (-fopenmp-simd), which skips OpenMP's outlining passes."""
         flags = ["-std=c++17", "-O3", "-march=native", "-fPIC", "-fno-math-errno", "-ffp-contract=off",
                  "-Wno-unknown-pragmas"]
         if self.openmp:
-            flags.append("-fopenmp")
+            flags.append("-fopenmp" if threads else "-fopenmp-simd")
         if fast_math:  # compile only: see the module docstring about linking
             flags += ["-ffast-math", "-fno-finite-math-only"]
         return flags
 
-    def link_flags(self) -> list:
-        flags = ["-shared"]
-        if self.openmp:
+    def link_flags(self, threads: bool = True) -> list:
+        flags = ["-shared"] + (["-fuse-ld=gold"] if self.gold else [])
+        if self.openmp and threads:
             flags.append("-fopenmp")
         if self.vector_math:
             flags.append("-lmvec")
@@ -107,7 +119,9 @@ def isa_fingerprint() -> str:
                     break
     except OSError:
         pass
-    text += f"|{platform.machine()}|{platform.processor()}"
+    # platform.machine() is os.uname(); platform.processor() would run `uname -p` in a
+    # subprocess (5-100 ms in a large process), for nothing the flags do not already say
+    text += f"|{platform.machine()}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -142,8 +156,6 @@ def _probe() -> Toolchain | str:
     """The toolchain, or why there is none. Once per process; a probe's result is kept in the
     cache directory, keyed by the compiler binary (path, size, mtime) and the host's ISA,
     because running the compiler three times costs ~0.3-1 s."""
-    if os.environ.get("GRAPHMODE_NATIVE", "1").strip().lower() in ("0", "off", "no", "false"):
-        return "the native backend is turned off (GRAPHMODE_NATIVE=0)"
     command = _find_compiler()
     if command is None:
         return ("no C++ compiler found (set CXX, or install g++ or clang++)"
@@ -225,13 +237,18 @@ def _run_probe(command: tuple) -> Toolchain | str:
                 break
         else:
             return f"{command[0]} cannot build a shared library: {run.stderr.strip()[-500:]}"
+        try:
+            gold = _try(run.args + ["-fuse-ld=gold"]).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            gold = False
     if not openmp:
         notes.append("no OpenMP: kernels run on one thread")
     include = sysconfig.get_paths().get("include")
     if not include or not (Path(include) / "Python.h").is_file():
         include = None
         notes.append("no Python headers: kernels are called through ctypes (slower calls)")
-    return Toolchain(tuple(command), version_line, openmp, vector_math, isa_fingerprint(), include, tuple(notes))
+    return Toolchain(tuple(command), version_line, openmp, vector_math, isa_fingerprint(), include, tuple(notes),
+                     gold)
 
 
 def availability() -> tuple[bool, str]:
@@ -277,10 +294,17 @@ def _set_wait_policy() -> None:
 
 
 # -- the on-disk cache ------------------------------------------------------------------------
+def uses_threads(source: str) -> bool:
+    """Whether a translation unit has an OpenMP parallel region (the generator emits one only
+    for loops big enough to share): without one it compiles with -fopenmp-simd, not -fopenmp."""
+    return "#pragma omp parallel" in source
+
+
 def so_key(source: str, tc: Toolchain, fast_math: bool = False) -> str:
     h = hashlib.sha256()
-    for part in (FORMAT, " ".join(tc.command), tc.fingerprint(), " ".join(tc.compile_flags(fast_math)),
-                 " ".join(tc.link_flags()), source):
+    threads = uses_threads(source)
+    for part in (FORMAT, " ".join(tc.command), tc.fingerprint(), " ".join(tc.compile_flags(fast_math, threads)),
+                 " ".join(tc.link_flags(threads)), source):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -386,13 +410,15 @@ def compile_shared(source: str, tc: Toolchain, src_path: Path, fast_math: bool =
     """Compile `source` (already written at src_path) to a shared object; its bytes."""
     out = _scratch() / (src_path.stem + f"-{os.getpid()}-{threading.get_ident()}.so")
     obj = out.with_suffix(".o")
+    threads = uses_threads(source)
+    cflags, lflags = tc.compile_flags(fast_math, threads), tc.link_flags(threads)
     if fast_math:
         # two steps: a driver that sees -ffast-math while linking adds crtfastmath.o, whose
         # start-up code turns on flush-to-zero for the whole process
-        steps = [[*tc.command, *tc.compile_flags(fast_math), *extra, "-c", str(src_path), "-o", str(obj)],
-                 [*tc.command, str(obj), "-o", str(out), *tc.link_flags()]]
+        steps = [[*tc.command, *cflags, *extra, "-c", str(src_path), "-o", str(obj)],
+                 [*tc.command, str(obj), "-o", str(out), *lflags]]
     else:
-        steps = [[*tc.command, *tc.compile_flags(fast_math), *extra, str(src_path), "-o", str(out), *tc.link_flags()]]
+        steps = [[*tc.command, *cflags, *extra, str(src_path), "-o", str(out), *lflags]]
     try:
         for cmd in steps:
             try:
@@ -473,7 +499,7 @@ def load_library(source: str, stem: str = "gm_native", fast_math: bool = False) 
     if found is not None:
         return found
     data, src_path, cached, origin = build_bytes(source, stem, fast_math)
-    if tc.openmp:
+    if tc.openmp and uses_threads(source):
         _set_wait_policy()
     tmp = _private_copy(data)
     try:
@@ -483,6 +509,43 @@ def load_library(source: str, stem: str = "gm_native", fast_math: bool = False) 
     lib = Library(cdll, cached, src_path, origin)
     _libraries[key] = lib
     return lib
+
+
+# -- output buffers ---------------------------------------------------------------------------
+REUSE_MIN_BYTES = 1 << 16  # smaller buffers come from np.empty (cheaper than the check)
+REUSE_SLOTS = 2  # buffers kept per allocation site: a training loop holds the previous step's
+
+
+def _refcount_of_a_free_slot() -> int:
+    slots = [object()]
+    for a in slots:
+        return sys.getrefcount(a)
+    return 0
+
+
+_FREE_REFS = _refcount_of_a_free_slot()  # the list, the loop variable, getrefcount's argument
+
+
+def reuse(slots: list, shape: tuple, dtype):
+    """An uninitialized C-contiguous array for an output written by a kernel: one kept in
+    `slots` (the generated module's, one list per allocation site) that nothing outside the
+    list references any more, else a fresh one (kept, up to REUSE_SLOTS). A large fresh
+    array costs page faults on first touch - as much as the kernel at 1e6 elements - so a
+    loop calling the same compiled function writes into the same memory each step.
+
+    Sound in CPython because the reference count of a buffer counts every holder: the
+    caller's results, eager tensors wrapping them, views (their base), residuals saved for a
+    backward, a concurrent call that took it. Only a buffer referenced by the list alone is
+    handed out again."""
+    for a in slots:
+        if sys.getrefcount(a) <= _FREE_REFS:
+            return a
+    a = np.empty(shape, dtype)
+    if len(slots) < REUSE_SLOTS:
+        slots.append(a)
+    else:
+        slots[len(slots) - 1] = a
+    return a
 
 
 # -- the call path ----------------------------------------------------------------------------
@@ -498,35 +561,17 @@ _CALLER_SOURCE = r"""
 #define GM_MAX_ARGS 512
 typedef void (*gm_kernel)(void* const*, int);
 
-// call(kernel_address, threads, sizes, types, *arrays): sizes[i] is the byte size of array i,
-// negative for an array the kernel writes; types[i] its NumPy type number. Every array is
-// checked (an ndarray, C-contiguous, aligned, native byte order, of that type and size,
-// writeable where written) before the kernel runs: TypeError or ValueError otherwise.
-static PyObject* gm_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs < 4) {
-        PyErr_SetString(PyExc_TypeError, "call(kernel, threads, sizes, types, *arrays)");
-        return NULL;
-    }
-    gm_kernel fn = (gm_kernel)PyLong_AsVoidPtr(args[0]);
-    long nt = PyLong_AsLong(args[1]);
-    if (PyErr_Occurred()) return NULL;
-    PyObject* sizes = args[2];
-    PyObject* types = args[3];
-    Py_ssize_t n = nargs - 4;
-    if (!PyTuple_Check(sizes) || PyTuple_GET_SIZE(sizes) != n || n > GM_MAX_ARGS || !PyBytes_Check(types) ||
-        PyBytes_GET_SIZE(types) != n) {
-        PyErr_SetString(PyExc_TypeError, "native kernel: one size and one type per array");
-        return NULL;
-    }
-    const unsigned char* want_type = (const unsigned char*)PyBytes_AS_STRING(types);
-    void* ptrs[GM_MAX_ARGS];
-    Py_ssize_t total = 0;
-    for (Py_ssize_t i = 0; i < n; ++i) {
-        PyObject* obj = args[4 + i];
+// Checks the n arrays (sizes[i] is the byte size of array i, negative for an array the
+// kernel writes; types[i] its NumPy type number): an ndarray, C-contiguous, aligned, native
+// byte order, of that type and size, writeable where written; TypeError or ValueError
+// otherwise. Fills ptrs[first..first+n) and adds the bytes to *total. 0 on success.
+static int gm_check(PyObject* const* arrays, Py_ssize_t first, Py_ssize_t n, PyObject* sizes,
+                    const unsigned char* want_type, void** ptrs, Py_ssize_t* total) {
+    for (Py_ssize_t i = first; i < first + n; ++i) {
+        PyObject* obj = arrays[i - first];
         if (!PyArray_Check(obj)) {
             PyErr_Format(PyExc_TypeError, "native kernel: argument %zd is not a NumPy array", i);
-            return NULL;
+            return -1;
         }
         PyArrayObject* a = (PyArrayObject*)obj;
         long long want = PyLong_AsLongLong(PyTuple_GET_ITEM(sizes, i));
@@ -534,26 +579,30 @@ static PyObject* gm_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs
         if (writable) want = -want;
         if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a) || !PyArray_ISNOTSWAPPED(a)) {
             PyErr_Format(PyExc_ValueError, "native kernel: array %zd is not C-contiguous, aligned and native", i);
-            return NULL;
+            return -1;
         }
         if (!PyArray_EquivTypenums(PyArray_TYPE(a), (int)want_type[i])) {
             PyErr_Format(PyExc_ValueError, "native kernel: array %zd has type %d, expected %d", i, PyArray_TYPE(a),
                          (int)want_type[i]);
-            return NULL;
+            return -1;
         }
         if ((long long)PyArray_NBYTES(a) != want) {
             PyErr_Format(PyExc_ValueError, "native kernel: array %zd has %zd bytes, expected %lld", i,
                          (Py_ssize_t)PyArray_NBYTES(a), want);
-            return NULL;
+            return -1;
         }
         if (writable && !PyArray_ISWRITEABLE(a)) {
             PyErr_Format(PyExc_ValueError, "native kernel: array %zd is read-only", i);
-            return NULL;
+            return -1;
         }
         ptrs[i] = PyArray_DATA(a);
-        total += (Py_ssize_t)want;
+        *total += (Py_ssize_t)want;
     }
-    // the arguments hold references to the arrays for the length of the call
+    return 0;
+}
+
+static void gm_run(gm_kernel fn, long nt, void** ptrs, Py_ssize_t total) {
+    // the arguments (and the new arrays) hold references to the arrays for the call
     if (total >= (1 << 16)) {
         Py_BEGIN_ALLOW_THREADS
         fn(ptrs, (int)nt);
@@ -561,11 +610,94 @@ static PyObject* gm_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs
     } else {
         fn(ptrs, (int)nt);
     }
+}
+
+static int gm_header(PyObject* const* args, Py_ssize_t n, gm_kernel* fn, long* nt,
+                     const unsigned char** want_type) {
+    *fn = (gm_kernel)PyLong_AsVoidPtr(args[0]);
+    *nt = PyLong_AsLong(args[1]);
+    if (PyErr_Occurred()) return -1;
+    PyObject* sizes = args[2];
+    PyObject* types = args[3];
+    if (!PyTuple_Check(sizes) || PyTuple_GET_SIZE(sizes) != n || n > GM_MAX_ARGS || !PyBytes_Check(types) ||
+        PyBytes_GET_SIZE(types) != n) {
+        PyErr_SetString(PyExc_TypeError, "native kernel: one size and one type per array");
+        return -1;
+    }
+    *want_type = (const unsigned char*)PyBytes_AS_STRING(types);
+    return 0;
+}
+
+// call(kernel_address, threads, sizes, types, *arrays): every array checked, then the kernel.
+static PyObject* gm_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs < 4) {
+        PyErr_SetString(PyExc_TypeError, "call(kernel, threads, sizes, types, *arrays)");
+        return NULL;
+    }
+    gm_kernel fn;
+    long nt;
+    const unsigned char* want_type;
+    Py_ssize_t n = nargs - 4, total = 0;
+    void* ptrs[GM_MAX_ARGS];
+    if (gm_header(args, n, &fn, &nt, &want_type) < 0) return NULL;
+    if (gm_check(args + 4, 0, n, args[2], want_type, ptrs, &total) < 0) return NULL;
+    gm_run(fn, nt, ptrs, total);
     Py_RETURN_NONE;
+}
+
+// call_new(kernel_address, threads, sizes, types, shapes, *arrays): as call, but the last
+// len(shapes) buffers are new C-contiguous arrays of those shapes (and of their types),
+// made here (cheaper than np.empty from Python) and returned as a tuple.
+static PyObject* gm_call_new(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs < 5 || !PyTuple_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "call_new(kernel, threads, sizes, types, shapes, *arrays)");
+        return NULL;
+    }
+    PyObject* shapes = args[4];
+    Py_ssize_t given = nargs - 5, fresh = PyTuple_GET_SIZE(shapes), n = given + fresh, total = 0;
+    gm_kernel fn;
+    long nt;
+    const unsigned char* want_type;
+    void* ptrs[GM_MAX_ARGS];
+    if (gm_header(args, n, &fn, &nt, &want_type) < 0) return NULL;
+    if (gm_check(args + 5, 0, given, args[2], want_type, ptrs, &total) < 0) return NULL;
+    PyObject* out = PyTuple_New(fresh);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t j = 0; j < fresh; ++j) {
+        PyObject* shape = PyTuple_GET_ITEM(shapes, j);
+        npy_intp dims[NPY_MAXDIMS];
+        Py_ssize_t nd = PyTuple_Check(shape) ? PyTuple_GET_SIZE(shape) : -1;
+        if (nd < 0 || nd > NPY_MAXDIMS) {
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_TypeError, "native kernel: a shape is a tuple of at most NPY_MAXDIMS sizes");
+            return NULL;
+        }
+        for (Py_ssize_t d = 0; d < nd; ++d) dims[d] = (npy_intp)PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+        if (PyErr_Occurred()) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyObject* a = PyArray_SimpleNew((int)nd, dims, (int)want_type[given + j]);
+        if (a == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, j, a);
+        if (gm_check(&a, given + j, 1, args[2], want_type, ptrs, &total) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    gm_run(fn, nt, ptrs, total);
+    return out;
 }
 
 static PyMethodDef gm_methods[] = {
     {"call", (PyCFunction)(void (*)(void))gm_call, METH_FASTCALL, "call(kernel, threads, sizes, types, *arrays)"},
+    {"call_new", (PyCFunction)(void (*)(void))gm_call_new, METH_FASTCALL,
+     "call_new(kernel, threads, sizes, types, shapes, *arrays) -> the new arrays"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -600,6 +732,14 @@ def _ctypes_call(addr: int, nt: int, sizes: tuple, types: bytes, *arrays) -> Non
     _kernel_type(addr)(ptrs, nt)
 
 
+def _ctypes_call_new(addr: int, nt: int, sizes: tuple, types: bytes, shapes: tuple, *arrays) -> tuple:
+    """call_new through ctypes: the new arrays from np.empty."""
+    given = len(arrays)
+    fresh = tuple(np.empty(shape, _TYPE_NAMES[types[given + j]]) for j, shape in enumerate(shapes))
+    _ctypes_call(addr, nt, sizes, types, *arrays, *fresh)
+    return fresh
+
+
 _TYPE_NAMES: dict = {}
 
 
@@ -622,21 +762,19 @@ def formats(dtype_names: tuple) -> bytes:
 
 
 @functools.lru_cache(maxsize=1)
-def caller():
-    """call(kernel_address, threads, sizes, formats, *buffers): the compiled extension's, or ctypes'."""
+def _caller_module():
+    """The compiled call-path extension module (None: calls go through ctypes)."""
     tc = toolchain()
     if tc.openmp:
         _set_wait_policy()  # before anything loads libgomp
     if tc.python_include is None:
-        return _ctypes_call
-    import numpy as np  # noqa: PLC0415
-
+        return None
     tag = f"py{sys.version_info[0]}{sys.version_info[1]}-{sys.implementation.cache_tag}-numpy{np.__version__}"
     try:
         data, _, _, _ = build_bytes(_CALLER_SOURCE + f"\n// {tag}\n", "gm_native_call",
                                     extra=(f"-I{tc.python_include}", f"-I{np.get_include()}"))
     except NativeCompileError:
-        return _ctypes_call
+        return None
     tmp = _private_copy(data)
     try:
         loader = importlib.machinery.ExtensionFileLoader("graphmode_native_call", tmp)
@@ -645,9 +783,23 @@ def caller():
         loader.exec_module(module)
     finally:
         os.unlink(tmp)
-    return module.call
+    return module
+
+
+def caller():
+    """call(kernel_address, threads, sizes, formats, *buffers): the compiled extension's, or ctypes'."""
+    module = _caller_module()
+    return _ctypes_call if module is None else module.call
+
+
+def caller_new():
+    """call_new(kernel_address, threads, sizes, formats, shapes, *buffers) -> the new output
+    arrays (the last len(shapes) buffers, allocated by the call path)."""
+    module = _caller_module()
+    return _ctypes_call_new if module is None else module.call_new
 
 
 __all__ = ["NoCompiler", "NativeCompileError", "Toolchain", "Library", "availability", "toolchain", "threads",
-           "load_library", "caller", "formats", "isa_fingerprint", "read_verified", "seal", "unseal", "so_key",
+           "load_library", "caller", "caller_new", "formats", "isa_fingerprint", "read_verified", "seal", "unseal", "so_key",
+           "uses_threads", "reuse", "REUSE_MIN_BYTES"
            "PARALLEL_MIN_ELEMS"]

@@ -13,8 +13,10 @@ for both targets. A fused region that `regions.analyze` splits into phases becom
   axes (column sums) the outputs go in blocks of 64, a contiguous SIMD loop per row;
 - one loop per shape of the epilogue values it yields, reading the reduced values.
 Operands of other shapes (broadcasts) are read by index arithmetic on the flat index, with
-the static shapes folded into constants. `#pragma omp parallel for simd if(parallel: ...)`
-keeps SIMD on below the parallel threshold. A 0-d region is straight-line code.
+the static shapes folded into constants. Loops of at least GM_PARALLEL_MIN elements get
+`#pragma omp parallel for simd`, smaller ones `#pragma omp simd` alone (decided here, from
+the static shapes: no parallel region to outline, so a graph of small loops compiles twice
+as fast and without libgomp). A 0-d region is straight-line code.
 
 Everything else (matmul, shape ops, regions that do not fit) runs as the NumPy backend's
 library calls in the driver, so the module runs every graph.
@@ -158,13 +160,15 @@ class CRegion:
         return KernelBody(_LineTable(self.m.lines), env)
 
     @staticmethod
-    def _closure(nodes: list, wanted: list) -> list:
-        need = set(wanted)
+    def _closure(nodes: list, wanted: list, known=()) -> list:
+        """The nodes computing `wanted`, in order; values in `known` (already in memory) are
+        read, not recomputed."""
+        need = {v for v in wanted if v not in known}
         chain = []
         for n in reversed(nodes):
             if any(o in need for o in n.outputs):
                 chain.append(n)
-                need.update(n.input_values())
+                need.update(v for v in n.input_values() if v not in known)
         return list(reversed(chain))
 
     # -- emission ------------------------------------------------------------------------
@@ -189,11 +193,15 @@ class CRegion:
         for y in stored:
             outs = self.yielded.get(y)
             name = m.names(outs[0]) if outs else m.names.fresh(f"red_{y.name}")
-            m.body.append(f"{name} = np.empty({py_literal(tuple(y.type.shape))}, {np_dtype(y.type.dtype)})")
+            alloc = m.allocate(tuple(y.type.shape), y.type.dtype)
+            if alloc is None:
+                m.made_by_call[name] = tuple(int(s) for s in y.type.shape)
+            else:
+                m.body.append(f"{name} = {alloc}")
             m.fresh.add(name)
             self.arrays_out[y] = name
-        # output parameters after the inputs
-        for y in stored:
+        # output parameters after the inputs; those the call path makes last
+        for y in sorted(stored, key=lambda y: self.arrays_out[y] in m.made_by_call):
             self._param(y, self.arrays_out[y], writable=True)
         space = tuple(r.space)
         pro_out = [y for y in stored if y.producer in r.prologue]
@@ -271,17 +279,30 @@ class CRegion:
             return
         if not accs:
             self.lines.append(f"    const long long n = {n}LL;")
-            self.lines.append("    #pragma omp parallel for simd num_threads(gm_nt) if(parallel: n >= GM_PARALLEL_MIN) "
-                              "schedule(static)")
+            self.lines.append("    #pragma omp parallel for simd num_threads(gm_nt) schedule(static)" if _parallel(n)
+                              else "    #pragma omp simd  // below GM_PARALLEL_MIN elements: the calling thread")
             self.lines.append("    for (long long i = 0; i < n; ++i) {")
             self.lines += [f"        {s}" for s in stmts]
             self.lines += ["    }", "}"]
             return
         self.lines.append(f"    const long long n = {n}LL;")
+        if not _parallel(n):  # one thread: one accumulator each, no partials
+            for _, acc, low in accs:
+                self.lines.append(f"    double {acc} = {low.identity.format(T=_ACC)};")
+            simd = _simd_clause(accs)
+            if simd is not None:
+                self.lines.append(f"    #pragma omp simd{simd}  // below GM_PARALLEL_MIN elements: the calling thread")
+            self.lines.append("    for (long long i = 0; i < n; ++i) {")
+            self.lines += [f"        {s}" for s in stmts]
+            self.lines.append("    }")
+            for red, acc, low in accs:
+                self._finish_full(red, acc, low, "    ")
+            self.lines.append("}")
+            return
         self.lines.append("    int used = 1;")
         for _, acc, _ in accs:
             self.lines.append(f"    double part_{acc}[GM_MAX_THREADS];")
-        self.lines.append("    #pragma omp parallel num_threads(gm_nt) if(parallel: n >= GM_PARALLEL_MIN)")
+        self.lines.append("    #pragma omp parallel num_threads(gm_nt)")
         self.lines.append("    {")
         self.lines.append("        const int t = omp_get_thread_num(), nth = omp_get_num_threads();")
         self.lines.append("        if (t == 0) used = nth;")
@@ -323,7 +344,10 @@ class CRegion:
         n_out = _prod(space[a] for a in kept)
         n_red = _prod(space[a] for a in axes)
         x = red.inputs[0]
-        chain = self._closure(r.prologue, [x] if isinstance(x, Value) else [])
+        # prologue values the pointwise loops stored are read back rather than recomputed:
+        # the same bits (a vectorized exp in the stored loop and a scalar one in a max
+        # reduction's loop may round differently, and an amax gradient compares the two)
+        chain = self._closure(r.prologue, [x] if isinstance(x, Value) else [], known=self.arrays)
         body = self._body(space)
         for node in chain:
             body.emit(node)
@@ -337,8 +361,7 @@ class CRegion:
         self.lines.append(f"{{  // %{y.name}: {red.op} over axes {list(axes)} of {list(space)}, "
                           f"{len(chain)} prologue op(s)")
         self.lines.append(f"    const long long n_out = {n_out}LL, n_red = {n_red}LL;")
-        self.lines.append("    #pragma omp parallel for num_threads(gm_nt) "
-                          "if(parallel: n_out * n_red >= GM_PARALLEL_MIN) schedule(static)")
+        self.lines.append(_parallel_for(n_out * n_red))
         self.lines.append("    for (long long o = 0; o < n_out; ++o) {")
         self.lines.append(f"        double acc = {low.identity.format(T=_ACC)};")
         if simd is not None:
@@ -364,8 +387,7 @@ class CRegion:
         self.lines.append(f"{{  // %{y.name}: {red.op} over the leading axes {list(axes)} of {list(space)}, "
                           f"{n_chain} prologue op(s), in column blocks")
         self.lines.append(f"    const long long n_out = {n_out}LL, n_red = {n_red}LL;")
-        self.lines.append("    #pragma omp parallel for num_threads(gm_nt) "
-                          "if(parallel: n_out * n_red >= GM_PARALLEL_MIN) schedule(static)")
+        self.lines.append(_parallel_for(n_out * n_red))
         self.lines.append("    for (long long ob = 0; ob < n_out; ob += GM_COLUMNS) {")
         self.lines.append("        const long long oe = ob + GM_COLUMNS < n_out ? ob + GM_COLUMNS : n_out;")
         self.lines.append("        double acc[GM_COLUMNS];")
@@ -388,6 +410,20 @@ class CRegion:
     def function(self) -> dict:
         title = f"L{self.m.lines.get(id(self.node), '?')}: {node_line(self.node)}"
         return {"name": self.name, "title": title, "decls": [d for d, _, _, _ in self.params], "lines": self.lines}
+
+
+def _parallel(work: int) -> bool:
+    """Whether a loop over `work` elements runs on the OpenMP threads. Shapes are static, so
+    this is decided here: a small loop gets no parallel region at all, and a translation unit
+    without one compiles without OpenMP's outlining (about half the compile time) and links
+    without libgomp (native_build.uses_threads)."""
+    return work >= native_build.PARALLEL_MIN_ELEMS
+
+
+def _parallel_for(work: int) -> str:
+    if _parallel(work):
+        return "    #pragma omp parallel for num_threads(gm_nt) schedule(static)"
+    return "    // below GM_PARALLEL_MIN elements: the calling thread"
 
 
 def _reduce_step(template: str, acc: str, x: str) -> str:
@@ -418,13 +454,29 @@ class NativeModule:
         self.graph = graph
         self.fast_math = fast_math
         self.lines = line_numbers(graph)
-        self.names = Names(taken={"np", "_rt", "_nb", "_call", "_nt", "_c", "LIBRARY", "C_SOURCE"})
+        self.names = Names(taken={"np", "_rt", "_nb", "_call", "_call_new", "_nt", "_c", "LIBRARY", "C_SOURCE"})
         self.body: list = []
         self.functions: list = []
         self.kernels: list = []  # (constant name, C function name, sizes literal)
+        self.slots: list = []  # names of the module-level buffer lists of allocate()
+        self.fp_calls = 0  # library calls that need NumPy's floating-point error state set
+        self.made_by_call: dict = {}  # output name -> shape, for arrays the call path allocates
         self.fresh: set = set()  # Python names bound to arrays this module allocated (C-contiguous)
         self.stats = {"native": 0, "library": 0}
         self.notes: list = []
+
+    def allocate(self, shape: tuple, dtype) -> str | None:
+        """The source of an uninitialized output array: above REUSE_MIN_BYTES, a buffer of the
+        previous calls that nothing references any more (native_build.reuse, one slot list
+        per allocation site); below, None: the call path makes it (call_new: in C, a
+        fraction of np.empty's cost from Python)."""
+        shape = tuple(int(s) for s in shape)
+        dt = np_dtype(dtype)
+        if _prod(shape) * dtype.np.itemsize < native_build.REUSE_MIN_BYTES:
+            return None
+        slots = f"_B{len(self.slots)}"
+        self.slots.append(slots)
+        return f"_nb.reuse({slots}, {py_literal(shape)}, {dt})"
 
     def src(self, v) -> str:
         return self.names(v) if isinstance(v, Value) else py_literal(v)
@@ -437,14 +489,23 @@ class NativeModule:
         """The call of C function fn. The call path checks every array (C-contiguous, type,
         byte size) before the kernel runs; an input that fails (a strided view, a NumPy
         scalar, another dtype) is converted and the call made again, so the common case pays
-        for no conversion."""
+        for no conversion. Small outputs (made_by_call, the last parameters) are allocated
+        by the call path and returned by it."""
         const = f"_K{len(self.kernels)}"
         sizes = py_literal(tuple(-nb if w else nb for _, _, nb, w in params))
-        self.kernels.append({"const": const, "fn": fn, "sizes": sizes, "dtypes": py_literal(tuple(dtypes))})
-        plain = [src for _, src, _, _ in params]
+        made = [src for _, src, _, w in params if w and src in self.made_by_call]
+        shapes = py_literal(tuple(self.made_by_call[name] for name in made))
+        self.kernels.append({"const": const, "fn": fn, "sizes": sizes, "dtypes": py_literal(tuple(dtypes)),
+                             "shapes": shapes if made else None})
+        given = [p for p in params if not (p[3] and p[1] in self.made_by_call)]
+        plain = [src for _, src, _, _ in given]
         converted = [src if (w or src in self.fresh) else f"_c({src}, np.{dt})"
-                     for (_, src, _, w), dt in zip(params, dtypes)]
-        head = f"_call({const}, _nt, {const}_SIZES, {const}_FORMATS, "
+                     for (_, src, _, w), dt in zip(given, dtypes)]
+        if made:
+            head = f"{', '.join(made)}{',' if len(made) == 1 else ''} = _call_new({const}, _nt, {const}_SIZES, " \
+                   f"{const}_FORMATS, {const}_SHAPES, "
+        else:
+            head = f"_call({const}, _nt, {const}_SIZES, {const}_FORMATS, "
         if plain == converted:
             self.body.append(head + ", ".join(plain) + ")")
             return
@@ -461,6 +522,13 @@ class NativeModule:
         env = env or {}
         operands = [env.get(v, self.src(v)) if isinstance(v, Value) else py_literal(v) for v in node.inputs]
         outs = [self.names(o) for o in node.outputs]
+        if node.op == "reshape" and operands[0] in self.fresh:
+            # an array this module made: the method is a fifth of np.reshape's cost, and a
+            # reshape raises no floating-point error (no error state needed for it)
+            self.body.append(f"{outs[0]} = {operands[0]}.reshape({py_literal(tuple(node.outputs[0].type.shape))})")
+            self.fresh.add(outs[0])
+            return
+        self.fp_calls += 1
         target = ", ".join(outs) + ("," if len(outs) == 1 and node.op == "split" else "")
         self.body.append(f"{target} = {fill(low.call, operands, fields(node, operands))}")
 
@@ -506,7 +574,7 @@ class NativeModule:
         stores = []
         for v in dict.fromkeys(v for v in g.outputs if isinstance(v, Value) and v not in g.inputs):
             name = self.names(v)
-            self.body.append(f"{name} = np.empty((), {np_dtype(v.type.dtype)})")
+            self.made_by_call[name] = ()
             self.fresh.add(name)
             fn._param(v, name, writable=True)
             stores.append(fn._store(body, v, "0"))
@@ -562,7 +630,8 @@ class NativeModule:
         py_source = render("native_module.py.j2", graph_name=g.name, description=self.describe(), ir_text=str(g),
                            c_source=c_source, stem="gm_native_" + re.sub(r"\W", "_", g.name),
                            kernels=self.kernels, params=params, body=self.body, returns=returns,
-                           library_calls=self.stats["library"] > 0, fast_math=self.fast_math)
+                           library_calls=self.fp_calls > 0, fast_math=self.fast_math,
+                           slots=self.slots)
         return py_source, c_source
 
     def describe(self) -> str:

@@ -77,9 +77,9 @@ class Entry:
             verify(split.forward)
             verify(split.backward)
             self.graph = split.forward
-            self.forward = build_executable(split.forward, owner.backend)
+            self.forward = build_executable(split.forward, owner.backend, owner.fast_math)
             self.grad = GradPart(
-                backward=build_executable(split.backward, owner.backend), split=split, joint=shown,
+                backward=build_executable(split.backward, owner.backend, owner.fast_math), split=split, joint=shown,
                 wrt_leaves=recorder.wrt_leaves, wrt_captured=recorder.wrt_captured,
                 seed_positions=recorder.seed_positions, differentiable_outputs=recorder.differentiable,
                 aliased_inputs=aliased_inputs(split.forward, split.residuals))
@@ -88,7 +88,7 @@ class Entry:
         else:
             self.graph = run_pipeline(trace.graph, self.stages, opt_level=owner.opt_level, passes=owner.passes,
                                       fast_math=owner.fast_math)
-            self.forward = build_executable(self.graph, owner.backend)
+            self.forward = build_executable(self.graph, owner.backend, owner.fast_math)
         leaf_keys = key.leaves
         kinds = {k[0] for k in leaf_keys}
         # eager tensors in (or only numbers): tensors out; NumPy/CuPy arrays in: arrays out

@@ -22,7 +22,7 @@ from typing import Any, Callable, Union
 from .interpreter import run_graph
 from .ir import Graph
 
-Factory = Callable[[Graph, str], Any]
+Factory = Callable[..., Any]  # factory(graph, name, fast_math=False) -> executable
 
 
 class BackendError(RuntimeError):
@@ -84,7 +84,7 @@ _warned_fallback = False
 
 
 def register_backend(name: str, factory: Union[Factory, str], *, replace: bool = False) -> None:
-    """Make `static.compile(backend=name)` use `factory(graph, name) -> executable`.
+    """Make `static.compile(backend=name)` use `factory(graph, name, fast_math=False) -> executable`.
 
     `factory` may be "module:attribute", imported on first use. Registering a name twice
     is an error unless `replace=True` (tests use it to install fakes)."""
@@ -125,9 +125,10 @@ def backend_available(name: str) -> bool:
     return True
 
 
-def build_executable(graph: Graph, backend: str):
+def build_executable(graph: Graph, backend: str, fast_math: bool = False):
     """The executable for `graph` on `backend`. "auto" falls back to the interpreter, with
-    one BackendFallbackWarning per process, when its code generator cannot load."""
+    one BackendFallbackWarning per process, when its code generator cannot load. `fast_math`
+    lets a backend that compiles (native) use faster, less exact arithmetic."""
     global _warned_fallback
     try:
         factory = load_backend(backend)
@@ -139,10 +140,10 @@ def build_executable(graph: Graph, backend: str):
             warnings.warn(f"static: {exc}; running the reference interpreter instead (slow). "
                           "Ask for backend='interpret' to silence this.", BackendFallbackWarning, stacklevel=3)
         return InterpretedGraph(graph)
-    return factory(graph, backend)
+    return factory(graph, backend, fast_math=fast_math)
 
 
-def _interpret(graph: Graph, _name: str) -> InterpretedGraph:
+def _interpret(graph: Graph, _name: str, fast_math: bool = False) -> InterpretedGraph:
     return InterpretedGraph(graph)
 
 
@@ -150,3 +151,4 @@ register_backend("interpret", _interpret)
 register_backend("auto", "codegen:build")
 register_backend("numpy", "codegen:build")
 register_backend("cupy", "codegen:build")
+register_backend("native", "codegen:build")

@@ -154,10 +154,55 @@ def test_regions_that_fit_are_one_c_function_each():
     c = exe.c_source()
     assert c.count('extern "C" void gm_region') == 1
     assert "// L5: %6 = mul %5, 3.0 : f64[5]" in c  # the IR line above each statement
-    assert "#pragma omp parallel for simd num_threads(gm_nt) if(parallel: n >= GM_PARALLEL_MIN)" in c
+    # small static shapes: SIMD on the calling thread, no parallel region, no libgomp
+    assert "#pragma omp simd" in c and "omp parallel" not in c and not native_build.uses_threads(c)
     assert "double acc" in c and "= (double)0" in c  # reductions accumulate in double, from the identity
     src = exe.source()
     assert "C_SOURCE" in src and "gm_region0" in src
+
+
+def test_large_outputs_reuse_the_buffers_nobody_holds_any_more():
+    """An output of 20000 float32 (above REUSE_MIN_BYTES) comes from the module's buffer
+    slots: a buffer the caller dropped is written again by the next call; one the caller
+    still holds (directly or through a view) is never handed out again."""
+    n = 20_000
+    assert 4 * n >= native_build.REUSE_MIN_BYTES
+    exe = codegen.build(static.parse_ir(_SMALL.replace("[16]", f"[{n}]")), "native")
+    assert "_nb.reuse(_B0" in exe.source()
+    x = np.arange(n, dtype=np.float32)
+    slots = exe._loaded.module._B0
+    first = exe.run([x])[0]
+    held = [first[::2], exe.run([x])[0]]  # a view of the first, the second
+    assert len(slots) == 2 and slots[0] is first and slots[1] is held[1]
+    third = exe.run([x + 1])[0]  # both earlier buffers are held: a new one
+    assert not any(np.shares_memory(third, h) for h in held)
+    np.testing.assert_array_equal(held[0], (2 * x + 1)[::2])
+    np.testing.assert_array_equal(held[1], 2 * x + 1)
+    np.testing.assert_array_equal(third, 2 * x + 3)
+    assert slots[0] is first and slots[1] is third
+    kept = id(slots[0])
+    del first, held, third
+    again = exe.run([x])[0]  # the first buffer, released with its view: written again
+    assert id(again) == kept and again is slots[0]
+    np.testing.assert_array_equal(again, 2 * x + 1)
+    small = codegen.build(static.parse_ir(_SMALL), "native")
+    assert "_nb.reuse" not in small.source()  # small outputs: np.empty is cheaper than the check
+
+
+def test_only_loops_big_enough_to_share_get_a_parallel_region():
+    """The parallel decision is taken from the static shapes: the 55500-element loops of
+    this graph are OpenMP loops, its 70-output reduction of 1050 elements is not, and the
+    translation unit (threads=True) then compiles with -fopenmp; both run the same bits for
+    one and two threads."""
+    graph = static.parse_ir(_COLUMNS)
+    c = codegen.build(graph, "native").c_source()
+    assert "#pragma omp parallel for num_threads(gm_nt) schedule(static)" in c
+    assert "// below GM_PARALLEL_MIN elements: the calling thread" in c
+    assert native_build.uses_threads(c)
+    tc = native_build.toolchain()
+    if tc.openmp:
+        assert "-fopenmp" in tc.compile_flags(threads=True) and "-fopenmp-simd" in tc.compile_flags(threads=False)
+        assert "-fopenmp" not in tc.link_flags(threads=False)
 
 
 def _grads(fn, argnums, arrays, backend):
@@ -228,7 +273,7 @@ def test_library_ops_run_as_numpy_calls_in_the_driver():
     arrays = W.w3_inputs(8, 6, 5, 3)
     f = static.compile(W.w3_step, backend="native")
     src = f.source(*[eager.tensor(a) for a in arrays])
-    assert "np.matmul(" in src and "_call(_K0, _nt" in src
+    assert "np.matmul(" in src and "= _call_new(_K0, _nt" in src
 
 
 # -- index arithmetic -------------------------------------------------------------------------------
@@ -329,6 +374,7 @@ def test_fast_math_is_never_a_link_flag():
     tc = native_build.toolchain()
     assert "-ffast-math" in tc.compile_flags(fast_math=True)
     assert not any("fast-math" in f for f in tc.link_flags())
+    assert ("-fuse-ld=gold" in tc.link_flags()) == tc.gold  # the probe found whether gold links
     assert "-ffp-contract=off" in tc.compile_flags()  # no fused multiply-add: NumPy's roundings
 
 
@@ -441,6 +487,24 @@ def test_call_path_checks_every_buffer(path):
         call(addr, 1, sizes, types, x, np.frombuffer(bytes(64), np.float32))
 
 
+@pytest.mark.parametrize("path", ["extension", "ctypes"])
+def test_call_new_makes_the_small_outputs(path):
+    """Small outputs are allocated by the call path (call_new) and returned by it; the
+    driver passes only the inputs (and large, reused outputs)."""
+    exe = codegen.build(static.parse_ir(_SMALL), "native")
+    lib = exe._loaded.module
+    assert lib._K0_SHAPES == ((16,),) and "= _call_new(_K0, _nt" in exe.source()
+    call_new = native_build.caller_new() if path == "extension" else native_build._ctypes_call_new
+    made = call_new(lib._K0, 1, lib._K0_SIZES, lib._K0_FORMATS, lib._K0_SHAPES, np.arange(16, dtype=np.float32))
+    assert isinstance(made, tuple) and len(made) == 1
+    assert made[0].dtype == np.float32 and made[0].shape == (16,) and made[0].flags.c_contiguous
+    np.testing.assert_array_equal(made[0], 2 * np.arange(16, dtype=np.float32) + 1)
+    with pytest.raises(ValueError, match="bytes"):
+        call_new(lib._K0, 1, lib._K0_SIZES, lib._K0_FORMATS, lib._K0_SHAPES, np.ones(15, np.float32))
+    with pytest.raises(ValueError, match="bytes"):  # a shape that does not match the kernel's size
+        call_new(lib._K0, 1, lib._K0_SIZES, lib._K0_FORMATS, ((15,),), np.ones(16, np.float32))
+
+
 def test_explain_of_auto_says_why_native_does_not_run_without_a_compiler():
     code = """
 import numpy as np, eager, static
@@ -524,15 +588,91 @@ def test_float16_region_computes_in_float_and_stores_half():
         np.testing.assert_allclose(np.asarray(g, np.float32), np.asarray(e, np.float32), rtol=2e-3)
 
 
-def test_auto_asks_one_function_whether_to_run_native(monkeypatch):
+def test_auto_runs_native_when_a_compiler_is_found_unless_pinned_to_numpy(monkeypatch):
+    """"auto" compiles the whole graph natively where a compiler is found; GRAPHMODE_NATIVE=0
+    (which the test suite sets) keeps it on NumPy code; backend="native" still compiles."""
     from codegen import native  # noqa: PLC0415
 
     graph = static.parse_ir(_SMALL)
-    assert type(codegen.build(graph, "auto")).__name__ == "CompiledGraph"  # NumPy code today
-    monkeypatch.setattr(native, "auto_backend", lambda: "native")
+    monkeypatch.setenv("GRAPHMODE_NATIVE", "0")
+    assert type(codegen.build(graph, "auto")).__name__ == "CompiledGraph"
+    assert isinstance(codegen.build(graph, "native"), native.NativeGraph)
+    monkeypatch.delenv("GRAPHMODE_NATIVE")
     exe = codegen.build(graph, "auto")
-    assert isinstance(exe, native.NativeGraph)
+    assert isinstance(exe, native.NativeGraph) and exe.requested == "auto"
+    assert "chosen by 'auto'" in exe.describe()
     np.testing.assert_array_equal(exe.run([np.ones(16, np.float32)])[0], np.full(16, 3.0, np.float32))
+
+
+def test_static_compile_auto_runs_native_for_0d_graphs_too(monkeypatch):
+    monkeypatch.delenv("GRAPHMODE_NATIVE", raising=False)
+    f = static.compile(lambda x: x * 3.0 + eager.sin(x))
+    x = eager.tensor(np.float32(0.5))
+    got = f(x)
+    assert "backend: native (chosen by 'auto'" in f.explain(x)
+    np.testing.assert_allclose(got.numpy(), 1.5 + np.sin(np.float32(0.5)), rtol=1e-6)
+
+
+def test_without_a_compiler_auto_runs_numpy_even_when_not_pinned():
+    code = f"""
+import numpy as np, codegen, static
+g = static.parse_ir({_SMALL!r})
+exe = codegen.build(g, "auto")
+print(type(exe).__name__, exe.run([np.ones(16, np.float32)])[0][0])
+"""
+    env = {k: v for k, v in os.environ.items() if k != "GRAPHMODE_NATIVE"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**env, "PYTHONPATH": str(ROOT), "CXX": "/nonexistent/c++"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["CompiledGraph", "3.0"]
+
+
+def test_fast_math_of_static_compile_reaches_the_native_compiler(monkeypatch):
+    """static.compile(fast_math=True) builds its graphs with -ffast-math: the loaded shared
+    object is the one compiled with those flags (another cache key than without)."""
+    calls = []
+    real = native_build.load_library
+
+    def spy(source, stem="gm_native", fast_math=False):
+        calls.append(fast_math)
+        return real(source, stem, fast_math=fast_math)
+
+    monkeypatch.setattr(native_build, "load_library", spy)
+    loader.forget()  # import the driver modules afresh: each one loads its library
+    x = eager.tensor(np.linspace(0.1, 2.0, 33).astype(np.float32), requires_grad=True)
+    fast = static.compile(lambda x: (eager.tanh(x) * 1.25 + 0.5).sum(), backend="native", fast_math=True)
+    exact = static.compile(lambda x: (eager.tanh(x) * 1.25 + 0.75).sum(), backend="native")
+    a = fast(x)
+    a.backward()  # forward and backward graphs, both built with the flag
+    assert calls and all(calls)
+    n_fast = len(calls)
+    b = exact(x)
+    b.backward()
+    assert len(calls) > n_fast and not any(calls[n_fast:])
+    np.testing.assert_allclose(a.item() + 0.25 * 33, b.item(), rtol=1e-5)
+
+
+def test_a_cached_shared_object_loads_without_the_compiler(tmp_path):
+    """A second process finds the driver module and the shared object (and the call path's
+    extension, and the compiler probe's record) in the disk cache: the compiler never runs."""
+    code = f"""
+import os, sys, numpy as np, codegen, static
+from codegen import native_build
+if os.environ.get("NO_COMPILE"):
+    def refuse(*args, **kwargs):
+        sys.exit("the compiler ran")
+    native_build.compile_shared = native_build._run_probe = refuse
+g = static.parse_ir({_SMALL!r})
+exe = codegen.build(g, "native")
+print(exe.run([np.ones(16, np.float32)])[0][0], exe._loaded.module.LIBRARY.origin)
+"""
+    env = {"GRAPHMODE_CACHE_DIR": str(tmp_path), "GRAPHMODE_CACHE": "1"}
+    first = _run_code(code, **env)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.split() == ["3.0", "compiled"]
+    second = _run_code(code, NO_COMPILE="1", **env)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.split() == ["3.0", "disk", "cache"]
 
 
 _COLUMNS = """

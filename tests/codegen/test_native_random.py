@@ -67,3 +67,20 @@ def test_random_program_gradients_native_match_numpy_backend(program):
         g = g.numpy() if hasattr(g, "numpy") else np.asarray(g)
         e = e.numpy() if hasattr(e, "numpy") else np.asarray(e)
         np.testing.assert_allclose(g, e, equal_nan=True, **_tol(dtype))
+
+
+def test_max_reduction_reads_the_stored_prologue_value():
+    """Found by the random programs: exp(x) is stored by a vectorized loop and its row amax
+    taken in a scalar loop; recomputing exp there rounded differently in the last bit, the
+    amax gradient's `eq` found no maximum, and that gradient term was lost."""
+    shapes, recipe, dtype = [(3, 4)], [("unary", 0, 0, 0, 0)] * 7 + [("reduce", 1, 0, 0, 7)], "float32"
+    arrays = _inputs(shapes, dtype)
+
+    def loss(*xs):
+        return sum((o * 1.0).sum() for o in _apply(recipe, xs) if o.is_floating_point())
+
+    tensors = [eager.tensor(a) for a in arrays]
+    got = _flat(static.compile(static.value_and_grad(loss, argnums=(0,)), backend="native")(*tensors))
+    expected = _flat(static.compile(static.value_and_grad(loss, argnums=(0,)), backend="numpy")(*tensors))
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(np.asarray(g.numpy()), np.asarray(e.numpy()), **_tol(dtype))

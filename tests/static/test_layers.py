@@ -152,7 +152,7 @@ def test_registering_a_backend_is_one_call():
             calls.append(len(arrays))
             return self.inner.run(arrays)
 
-    executable.register_backend("test-fake", lambda graph, name: Doubled(graph))
+    executable.register_backend("test-fake", lambda graph, name, **options: Doubled(graph))
     try:
         assert "test-fake" in executable.backend_names()
         graph = static.trace(lambda x: (x * x).sum(), eager.ones(3))
@@ -160,7 +160,7 @@ def test_registering_a_backend_is_one_call():
         (result,) = exe.run([np.ones(3, np.float32)])
         assert float(result) == 3.0 and calls == [1]
         with pytest.raises(ValueError, match="already registered"):
-            executable.register_backend("test-fake", lambda graph, name: None)
+            executable.register_backend("test-fake", lambda graph, name, **options: None)
     finally:
         executable.unregister_backend("test-fake")
     with pytest.raises(static.BackendError, match="unknown backend 'test-fake'"):
