@@ -217,8 +217,25 @@ def draws_on_this_thread() -> int:
     return _DRAWS.count
 
 
+class _DrawHook:
+    fn = None  # static's tracer: while a trace is active on a thread, a draw there becomes a graph input
+
+
+DRAW_HOOK = _DrawHook()
+
+
 def _rng_array(kind, shape, dt, dev, a=0.0, b=1.0, high=None):
-    """Random numbers drawn on the tensor's device from eager's seeded generators."""
+    """Random numbers drawn on the tensor's device from eager's seeded generators (while a
+    function is traced, the tracer's hook answers instead and replays the draw per call)."""
+    if DRAW_HOOK.fn is not None:
+        out = DRAW_HOOK.fn(kind, tuple(shape), dt, dev, a, b, high)
+        if out is not NotImplemented:
+            return out
+    return draw_array(kind, shape, dt, dev, a, b, high)
+
+
+def draw_array(kind, shape, dt, dev, a=0.0, b=1.0, high=None):
+    """Draw from eager's generators now (what `_rng_array` does outside a trace)."""
     _DRAWS.count += 1
     shape = tuple(shape)
     if dev.type == "cuda":

@@ -17,3 +17,12 @@ from .tracing import trace
 __all__ = ["Compiled", "compile", "grad", "value_and_grad", "IRParseError", "IRVerifyError", "TraceError",
            "Graph", "Node", "Value", "parse_ir", "verify", "trace", "run_graph"]
 from .compare import compare  # noqa: E402
+
+
+def __getattr__(name: str):
+    """Names loaded on first use."""
+    if name == "functional_call":
+        from .module_call import functional_call  # noqa: PLC0415
+
+        return functional_call
+    raise AttributeError(f"module 'static' has no attribute {name!r}")

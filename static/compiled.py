@@ -187,9 +187,11 @@ class Compiled:
         leaves, key, entry = self._lookup(args, stacklevel=2)
         if entry is None or entry.eager_reason is not None:
             return self._call_traceable(args)
+        trace = entry.trace
+        if trace.prepare is not None:
+            trace.prepare()  # random draws as eager makes them, attributes the trace set (static.training)
         if entry.grad is not None:
             return self._call_with_grad(entry, leaves)
-        trace = entry.trace
         if entry.all_tensor_inputs:
             results = entry.forward.run([t._data for t in leaves])
         elif entry.all_array_inputs:

@@ -1,0 +1,166 @@
+"""The post-trace cache: the optimized graphs and executables of a traced graph, looked up
+right after tracing, so that a hit skips the passes and code generation.
+
+The key is the traced graph's text (the joint forward+backward graph when the call records
+gradients) with the options that shape what is built from it (opt_level, passes, fast_math,
+backend). It is consulted in memory first (a second `static.compile` of the same function
+in the same process), then on disk next to codegen's cache of generated modules: a file
+holds the optimized IR texts, which are parsed back and given to codegen, whose own disk
+cache then holds their modules (as torch.compile's FX graph cache sits in front of its code
+cache). Set GRAPHMODE_CACHE=0 to turn the disk part off, as for codegen's cache; compiles
+that record their stages for `explain` bypass it."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from .executable import build_executable
+from .ir import Graph, parse_ir
+from .passes import Split, is_recording, optimize_joint, run_pipeline
+
+FORMAT = "1"
+
+
+@dataclass
+class Built:
+    """What an Entry builds from its traced graph."""
+
+    graph: Graph  # the forward that runs at call time
+    forward: object  # its executable
+    split: Split | None = None  # with gradients: forward/backward graphs and residuals
+    backward: object = None  # the backward's executable
+
+
+_MEMORY: dict = {}
+STATS = {"memory_hits": 0, "disk_hits": 0, "misses": 0}
+
+
+def _options(owner) -> tuple:
+    passes = owner.passes
+    if isinstance(passes, dict):
+        passes = tuple(sorted(passes.items()))
+    elif passes is not None:
+        passes = tuple(passes)
+    return (owner.opt_level, passes, bool(owner.fast_math), owner.backend)
+
+
+def _key(text: str, owner, extra: tuple) -> str:
+    h = hashlib.sha256()
+    for part in (FORMAT, _version(), repr(_options(owner)), repr(extra), text):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _version() -> str:
+    try:
+        from codegen.cache import codegen_fingerprint, graphmode_version  # noqa: PLC0415
+
+        return f"{graphmode_version()}/{codegen_fingerprint()}"
+    except ImportError:
+        from eager import __version__  # noqa: PLC0415
+
+        return __version__
+
+
+def _disk():
+    """codegen's cache module when the disk cache is on (None otherwise)."""
+    try:
+        from codegen import cache  # noqa: PLC0415
+    except ImportError:
+        return None
+    return cache if cache.enabled() else None
+
+
+def _path(cache, key: str):
+    return cache.directory() / f"gm_trace_{key[:40]}.json"
+
+
+def _load(key: str, owner, n_forward_outputs: int | None) -> Built | None:
+    cache = _disk()
+    if cache is None:
+        return None
+    text = cache.read(_path(cache, key))
+    if text is None:
+        return None
+    try:
+        record = json.loads(cache.unseal(text))
+        forward = parse_ir(record["forward"])
+        if record.get("backward") is None:
+            return Built(forward, build_executable(forward, owner.backend))
+        backward = parse_ir(record["backward"])
+        split = Split(forward, backward, list(forward.outputs[n_forward_outputs:]))
+        return Built(forward, build_executable(forward, owner.backend), split,
+                     build_executable(backward, owner.backend))
+    except Exception:  # noqa: BLE001  (an unreadable record is rebuilt, never trusted)
+        return None
+
+
+def _store(key: str, built: Built) -> None:
+    cache = _disk()
+    if cache is None:
+        return
+    record = {"forward": str(built.graph), "backward": str(built.split.backward) if built.split else None}
+    try:
+        cache.write(_path(cache, key), cache.seal(json.dumps(record)))
+    except OSError:
+        pass
+
+
+def _lookup(key: str, owner, n_forward_outputs: int | None) -> Built | None:
+    built = _MEMORY.get(key)
+    if built is not None:
+        STATS["memory_hits"] += 1
+        return built
+    built = _load(key, owner, n_forward_outputs)
+    if built is not None:
+        STATS["disk_hits"] += 1
+        _MEMORY[key] = built
+    return built
+
+
+def build_forward(traced: Graph, stages: list, owner) -> Built:
+    """The forward-only pipeline and its executable, from the cache when this traced graph
+    was built before with the same options."""
+    if is_recording():
+        graph = run_pipeline(traced, stages, opt_level=owner.opt_level, passes=owner.passes,
+                             fast_math=owner.fast_math)
+        return Built(graph, build_executable(graph, owner.backend))
+    key = _key(str(traced), owner, ("forward",))
+    built = _lookup(key, owner, None)
+    if built is None:
+        STATS["misses"] += 1
+        graph = run_pipeline(traced, stages, opt_level=owner.opt_level, passes=owner.passes,
+                             fast_math=owner.fast_math)
+        built = _MEMORY[key] = Built(graph, build_executable(graph, owner.backend))
+        _store(key, built)
+    return built
+
+
+def build_joint(joint: Graph, primal: list, seeds: list, n_forward_outputs: int, stages: list, owner) -> Built:
+    """The joint graph optimized and split, with both executables, from the cache when this
+    traced joint graph was built before with the same options."""
+    def build() -> Built:
+        split, _ = optimize_joint(joint, primal, seeds, n_forward_outputs, stages, opt_level=owner.opt_level,
+                                  passes=owner.passes, fast_math=owner.fast_math)
+        return Built(split.forward, build_executable(split.forward, owner.backend), split,
+                     build_executable(split.backward, owner.backend))
+
+    if is_recording():
+        return build()
+    primal_ids = {id(v) for v in primal}
+    extra = ("joint", n_forward_outputs, tuple(v.name for v in seeds),
+             tuple(v.name for v in joint.inputs if id(v) in primal_ids))
+    key = _key(str(joint), owner, extra)
+    built = _lookup(key, owner, n_forward_outputs)
+    if built is None:
+        STATS["misses"] += 1
+        built = _MEMORY[key] = build()
+        _store(key, built)
+    return built
+
+
+def clear_memory() -> None:
+    """Forget the in-memory part (the disk part stays): what a new process starts with."""
+    _MEMORY.clear()
