@@ -218,7 +218,7 @@ def _accumulate(extra: _Training, p: Tensor, g: Tracer) -> None:
     if g.dtype is not p.dtype:
         g = F.to_dtype(g, p.dtype)
     if current is None:
-        holder = Tensor._make(p._data.copy())  # a new tensor the graph writes: the caller's from now on
+        holder = Tensor._make(p._data * 0)  # a new tensor the graph writes: the caller's from now on
         p._grad = holder
         inplace_on_captured(holder, g)
         return
