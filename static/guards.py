@@ -24,6 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 _ATOMS = (bool, int, float, complex, str, bytes, type(None))
+_SCALARS = frozenset((bool, int, float, str))
 _MAX_ITEMS = 64  # a larger container is not plain configuration: left unguarded (cheap calls)
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LIBRARY_DIRS = tuple(os.path.join(_ROOT, pkg) + os.sep for pkg in ("eager", "static", "codegen"))
@@ -90,16 +91,21 @@ class _Attributes:
     snapshot: tuple
 
     def changed(self) -> str | None:
-        now = _module_attrs(self.module)
-        if now == self.snapshot:
-            return None
-        old, new = dict(self.snapshot), dict(now)
-        for name in sorted(set(old) | set(new), key=str):
-            if old.get(name) != new.get(name):
-                before = _plain(old[name]) if name in old else "(unset)"
-                after = _plain(new[name]) if name in new else "(unset)"
-                return f"attribute {name!r} of {self._kind()} changed {before!r} -> {after!r}"
-        return f"the attributes of {self._kind()} changed"
+        """The attributes that held plain data when traced, compared one by one (the common
+        number or string without building a snapshot: this runs on every call)."""
+        d = self.module.__dict__
+        for name, frozen in self.snapshot:
+            value = d.get(name, _MISSING)
+            kind = type(value)
+            if kind is frozen[0] and kind in _SCALARS:
+                if value == frozen[1]:
+                    continue
+            elif _frozen(value) == frozen:
+                continue
+            now = _frozen(value)
+            after = "(unset)" if value is _MISSING else f"a {kind.__name__}" if now is _MISSING else repr(_plain(now))
+            return f"attribute {name!r} of {self._kind()} changed {_plain(frozen)!r} -> {after}"
+        return None
 
     def _kind(self) -> str:
         name = type(self.module).__name__

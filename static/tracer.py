@@ -214,11 +214,17 @@ def record(op, operands, attrs):
     if op.is_view and not attrs.get("n_index"):  # indexing with tensors copies, as in eager
         base = operands[0] if operands else None
         # a view of a Tracer or of a captured tensor: writing through it must not be silently lost
-        marker = base._view_of if isinstance(base, Tracer) and base._view_of is not None else base
+        if isinstance(base, Tracer) and base._view_of is not None:
+            marker, steps = base._view_of, base._view_steps
+        else:
+            marker, steps = base, ()
         if isinstance(marker, (Tracer, Tensor)):
-            for t in wrapped:
+            items = tuple(sorted(attrs.items()))
+            for k, t in enumerate(wrapped):
                 t._view_of = marker
                 t._view_version = state.versions.get(id(marker), 0)
+                # how the view is made from the tensor owning the memory (eager's view_scatter steps)
+                t._view_steps = None if steps is None else steps + ((op.name, items, k if op.multi_output else None),)
     return wrapped if op.multi_output else wrapped[0]
 
 
@@ -259,13 +265,31 @@ def _constant_masks(state: TraceState, name: str, operands: list, attrs: dict) -
     return new_ops, {**attrs, "key": tuple(new_key), "n_index": len(new_ops) - first}
 
 
+def _root_now(t: "Tracer") -> "Tracer":
+    """The current value of the tensor that owns a view's memory."""
+    root = t._view_of
+    if isinstance(root, Tracer):
+        return root
+    return Tracer(t._state, t._state.capture(root))  # a captured eager tensor: its latest value
+
+
 def check_view_current(t: "Tracer", what: str = "this value is") -> None:
-    """A view taken before its base was updated in place: eager would show the update through
-    the view, the functionalized graph holds the old value. Reading it is refused, not wrong."""
-    if t._state.versions.get(id(t._view_of), 0) != t._view_version:
-        raise TraceError(f"{user_location()}: {what} a view (reshape, transpose, indexing, ...) of a tensor "
-                         "that was updated in place after the view was taken; in eager the view would show the "
-                         "update, which a compiled graph does not replay. Take the view after the update.")
+    """A view taken before its base was updated in place shows the update in eager: it is
+    made again from the base's new value (so values and gradients follow the update, as
+    PyTorch regenerates a view's history). A view whose making is not known (one of a
+    detach() alias) is refused rather than read stale."""
+    current = t._state.versions.get(id(t._view_of), 0)
+    if current == t._view_version:
+        return
+    if t._view_steps is not None:
+        from eager.ops.shape_ops import replay_view  # noqa: PLC0415
+
+        t._value = replay_view(_root_now(t), t._view_steps)._value
+        t._view_version = current
+        return
+    raise TraceError(f"{user_location()}: {what} a view of a detach() or .data alias of a tensor that was "
+                     "updated in place after the view was taken; in eager the view would show the update, which "
+                     "static cannot replay through the alias. Take the view after the update.")
 
 
 def _record_captured(op, operands, attrs):
@@ -299,7 +323,7 @@ def _data_error(what: str, suggestion: str = "") -> TraceError:
 class Tracer:
     """A stand-in for a Tensor during tracing: it has a shape and dtype but no data."""
 
-    __slots__ = ("_value", "_state", "_view_of", "_view_version", "_full_alias", "__weakref__")
+    __slots__ = ("_value", "_state", "_view_of", "_view_version", "_view_steps", "_full_alias", "__weakref__")
     __graphmode_dispatch__ = staticmethod(record)
     __array_priority__ = 2000
 
@@ -309,6 +333,7 @@ class Tracer:
         self._view_of = None  # the tensor this is a view of (a Tracer, or a captured eager tensor)
         self._view_version = 0  # that tensor's in-place version when the view was taken
         self._full_alias = False  # a detach()/.data alias of all of _view_of (writes go through to it)
+        self._view_steps = None  # the view ops that make this view from _view_of (None: not known)
 
     # -- metadata (static, so Python control flow on it unrolls) ---------------------------
     @property
@@ -478,14 +503,19 @@ class Tracer:
     # -- in-place ops: functionalized (the tracer now names the new value) ----------------------
     def _assign(self, result: "Tracer", name: str) -> "Tracer":
         if STATE.enabled:
-            base = self._view_of if isinstance(self._view_of, Tracer) else self
-            if base._value in self._state.grad_leaves:
+            base = self._view_of if self._view_of is not None else self
+            if isinstance(base, Tensor) and base._requires_grad and base.grad_fn is None:
+                raise RuntimeError(_VIEW_OF_LEAF_MSG)
+            if isinstance(base, Tracer) and base._value in self._state.grad_leaves:
                 raise RuntimeError(_LEAF_MSG if base is self else _VIEW_OF_LEAF_MSG)
         if self._full_alias:
             return self._assign_through_alias(result, name)
+        if self._view_of is not None and self._view_steps is not None:
+            return self._assign_through_view(result, name)
         if self._view_of is not None:
-            raise TraceError(f"{user_location()}: {name} writes through a view; static functionalizes in-place "
-                             "ops on whole tensors only. Write the update out of place (y = y + 1).")
+            raise TraceError(f"{user_location()}: {name} writes through a view of a detach() or .data alias, "
+                             "which static cannot follow back to the tensor. Write the update out of place "
+                             "(y = y + 1).")
         if tuple(result.shape) != tuple(self.shape):
             raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match the broadcast shape "
                                f"{list(result.shape)}")
@@ -494,6 +524,30 @@ class Tracer:
             result = F.to_dtype(result, self.dtype)
         self._value = result._value
         self._state.versions[id(self)] = self._state.versions.get(id(self), 0) + 1  # its views are now stale
+        return self
+
+    def _assign_through_view(self, result: "Tracer", name: str) -> "Tracer":
+        """A write into a view (`x[0].add_(1)`, `x.t().mul_(2)`): the tensor owning the memory
+        becomes `view_scatter(base, new view value)` (PyTorch's CopySlices) and the view is made
+        again from it; other views of the base are made again when next read."""
+        from eager.ops.shape_ops import VIEW_SCATTER, replay_view  # noqa: PLC0415
+
+        check_view_current(self, f"{name} writes through")
+        if tuple(result.shape) != tuple(self.shape):
+            raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match the broadcast shape "
+                               f"{list(result.shape)}")
+        if result.dtype is not self.dtype:
+            check_result_cast(result.dtype, self.dtype)
+            result = F.to_dtype(result, self.dtype)
+        root = self._view_of
+        new_root = VIEW_SCATTER(_root_now(self), result, steps=self._view_steps)
+        if isinstance(root, Tracer):
+            root._value = new_root._value
+            self._state.versions[id(root)] = self._state.versions.get(id(root), 0) + 1
+        else:  # a captured eager tensor: its update is written back after the call
+            inplace_on_captured(root, new_root)
+        self._value = replay_view(new_root, self._view_steps)._value
+        self._view_version = self._state.versions.get(id(root), 0)
         return self
 
     def _assign_through_alias(self, result: "Tracer", name: str) -> "Tracer":

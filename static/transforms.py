@@ -17,7 +17,7 @@ from eager.ops.special import FULL_LIKE
 
 from . import pytree
 from .autodiff import vjp
-from .compiled import Compiled, options_of
+from .compiled import OPTIONS, Compiled, options_of
 from .errors import TraceError
 from .tracer import ACTIVE, Tracer
 from .tracing import is_leaf
@@ -124,4 +124,8 @@ def value_and_grad(fn: Callable, argnums: int | Iterable[int] = 0, has_aux: bool
 
 
 def _inherit(fn, options: dict) -> dict:
+    """static.compile's options for the transform: those given, over those of a compiled `fn`."""
+    unknown = [k for k in options if k not in OPTIONS]
+    if unknown:
+        raise TypeError(f"static.grad got an unexpected option {unknown[0]!r}; valid options: {', '.join(OPTIONS)}")
     return {**options_of(fn), **options} if isinstance(fn, Compiled) else options

@@ -147,3 +147,10 @@ def test_grad_errors_name_only_what_exists():
     with pytest.raises(TypeError, match="must return a scalar") as info:
         static.grad(lambda x: x * 2)(eager.ones(2))
     assert "vjp" not in str(info.value) or hasattr(static, "vjp")
+
+
+def test_transforms_take_compile_options_and_refuse_others():
+    g = static.grad(power, opt_level=1)
+    assert g.opt_level == 1
+    with pytest.raises(TypeError, match="unexpected option 'mode'; valid options: backend"):
+        static.value_and_grad(power, mode="max-autotune")

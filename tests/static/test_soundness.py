@@ -400,3 +400,28 @@ def test_warnings_point_at_the_line_that_called_the_compiled_function():
         here = inspect.currentframe().f_lineno; g(eager.ones(2))  # noqa: E702
     (w,) = caught
     assert "fallback" in str(w.message) and (w.filename, w.lineno) == (__file__, here)
+
+
+def test_writes_through_views_of_a_captured_parameter():
+    weight = eager.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    start = weight.detach().clone()
+
+    def step(x):
+        with eager.no_grad():
+            weight[0].add_(x)
+            weight.t()[1].mul_(2)
+        return (weight * 1).sum()
+
+    def bad(x):
+        weight[0].add_(x)
+        return weight.sum()
+
+    results = []
+    for f in (step, static.compile(step)):
+        with eager.no_grad():
+            weight.copy_(start)
+        results.append((f(eager.ones(2)).item(), weight.detach().numpy().copy()))
+        with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+            (bad if f is step else static.compile(bad))(eager.ones(2))
+    assert results[0][0] == results[1][0]
+    np.testing.assert_allclose(results[1][1], results[0][1])
