@@ -79,6 +79,14 @@ class Compiled:
         self._gave_up = False
         self._warned_fallback = False
 
+    def __getattr__(self, name: str):
+        """A compiled module behaves like the module: its attributes, parameters(),
+        named_parameters(), state_dict(), train()/eval() (the mode is part of the key), to()."""
+        module = self.__dict__.get("_module")
+        if module is None or (name.startswith("__") and name.endswith("__")):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        return getattr(module, name)
+
     @property
     def _graphmode_traceable(self):
         return self._traceable

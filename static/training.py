@@ -37,7 +37,8 @@ from eager.optim import optimizer as _optimizer
 from .autodiff import vjp
 from .custom_function import customs_of
 from .randomness import Replay, draws_of
-from .tracer import Tracer, TraceState, current_state, inplace_on_captured
+from .errors import TraceError
+from .tracer import Tracer, TraceState, current_state, inplace_on_captured, user_location
 
 _NO_GRAD_FN = "element 0 of tensors does not require grad and does not have a grad_fn"
 
@@ -48,14 +49,16 @@ class CallPrep:
     trace (static.randomness), the Python numbers fed as 0-d inputs, the attribute bindings
     the trace made (`p.grad = t`, `opt.state[p][k] = t`)."""
 
-    __slots__ = ("replay", "feeds", "bindings")
+    __slots__ = ("replay", "feeds", "bindings", "rereads")
 
-    def __init__(self, replay: Replay | None, feeds: list, bindings: list) -> None:
-        self.replay, self.feeds, self.bindings = replay, feeds, bindings
+    def __init__(self, replay: Replay | None, feeds: list, bindings: list, rereads: list) -> None:
+        self.replay, self.feeds, self.bindings, self.rereads = replay, feeds, bindings, rereads
 
     def __call__(self) -> None:
         if self.replay is not None:
             self.replay()
+        for entry, p in self.rereads:  # the .grad the call finds (eager's backward makes a new one each time)
+            entry[0] = p._grad
         for target, read in self.feeds:
             target._data = np.asarray(read(), dtype=target._data.dtype)
         for setter, value in self.bindings:
@@ -69,9 +72,13 @@ def call_prep(state: TraceState, captured: list) -> CallPrep | None:
     extra = state.__dict__.get("training")
     feeds = extra.feeds if extra is not None else []
     bindings = extra.final_bindings() if extra is not None else []
-    if replay is None and not feeds and not bindings:
+    rereads = []
+    if extra is not None and extra.read_grads:
+        by_id = {id(entry[0]): entry for entry in captured}
+        rereads = [(by_id[id(g)], p) for p, g in extra.read_grads if id(g) in by_id]
+    if replay is None and not feeds and not bindings and not rereads:
         return None
-    return CallPrep(replay, feeds, bindings)
+    return CallPrep(replay, feeds, bindings, rereads)
 
 
 class _Training:
@@ -84,6 +91,7 @@ class _Training:
         self.feeds: list = []  # (placeholder tensor, read) for Python numbers made 0-d inputs
         self.grad_owners: dict = {}  # id(param) -> param whose .grad the trace may have set
         self.state_slots: dict = {}  # (id(state dict), key) -> (state dict, key)
+        self.read_grads: list = []  # (param, .grad) for a .grad the call found: re-read at every call
 
     def seen(self, p: Tensor) -> None:
         """Note p.grad as the call finds it (before this trace's code changes it), guarded."""
@@ -98,6 +106,8 @@ class _Training:
         if p._grad is g0 and id(p) not in self.guarded:
             self.guarded.add(id(p))
             self.state.guards.append(GradGuard(p, g0))
+            if g0 is not None:
+                self.read_grads.append((p, g0))
 
     def final_bindings(self) -> list:
         out = []
@@ -142,19 +152,19 @@ def note_start(state: TraceState, sources) -> None:
 
 
 class GradGuard:
-    """A `.grad` the trace read: the call must find the very same tensor (or None) there."""
+    """A `.grad` the trace read: the call must find None where the trace did, and a tensor
+    where it did (which tensor does not matter: it is re-read at every call)."""
 
     def __init__(self, param: Tensor, grad) -> None:
-        self.param, self.grad = param, grad
+        self.param, self.was_none = param, grad is None
         self.what = "the .grad of a parameter"
 
     def changed(self) -> str | None:
-        now = self.param._grad
-        if now is self.grad:
+        if (self.param._grad is None) == self.was_none:
             return None
-        if self.grad is None:
+        if self.was_none:
             return "the .grad of a parameter was None when traced and is a tensor now"
-        return "the .grad of a parameter was replaced (set to None or another tensor) since the trace"
+        return "the .grad of a parameter was a tensor when traced and is None now"
 
 
 # -- loss.backward() ------------------------------------------------------------------------------
@@ -183,6 +193,10 @@ def traced_backward(self: Tracer, gradient=None, retain_graph=None, create_graph
     values = [state.latest[id(t)] for t in leaves if id(t) in state.latest]
     leaves = [t for t in leaves if id(t) in state.latest]
     needed = _ancestors(state, self._value)
+    if any(v in needed for v in state.grad_leaves):
+        raise TraceError(f"{user_location()}: backward() reaches a tensor that requires grad passed as an argument "
+                         "of the compiled function; its .grad is not written by the compiled graph. Reach "
+                         "parameters through a module or a closure (they are captured), or use static.grad.")
     pairs = [(t, v) for t, v in zip(leaves, values) if v in needed]
     if not pairs:
         raise RuntimeError(_NO_GRAD_FN)

@@ -201,3 +201,34 @@ def test_backward_with_an_explicit_gradient_and_create_graph_inside():
     x = eager.tensor(np.array([1.0, 2.0, 3.0]))
     got = f(x).detach().numpy()
     np.testing.assert_allclose(got, 2.0 * 2 * w.detach().numpy() * x.numpy() ** 2)
+
+
+def test_a_compiled_step_after_eager_backwards_reads_each_new_grad_and_eager_steps_continue_it():
+    runs = []
+    for compiled in (False, True):
+        model = _model()
+        opt = eager.optim.Adam(model.parameters(), lr=0.01)
+        update = static.compile(opt.step) if compiled else opt.step
+        for _ in range(4):
+            opt.zero_grad()  # eager's backward then makes a new .grad tensor every time
+            F.mse_loss(model(X), Y).backward()
+            update()
+        for _ in range(2):  # eager steps continue from the state the compiled ones left
+            opt.zero_grad()
+            F.mse_loss(model(X), Y).backward()
+            opt.step()
+        runs.append([p.detach().numpy().copy() for p in model.parameters()])
+        if compiled:
+            assert len(update.retraces) == 1  # the first step creates the state; then one graph
+    for c, e in zip(runs[1], runs[0]):
+        np.testing.assert_allclose(c, e, rtol=1e-5, atol=1e-6)
+
+
+def test_backward_reaching_a_leaf_passed_as_an_argument_is_refused_clearly():
+    @static.compile
+    def f(w, x):
+        (w * x).sum().backward()
+
+    w = eager.ones(3, requires_grad=True)
+    with pytest.raises(static.TraceError, match="passed as an argument"):
+        f(w, eager.ones(3))
