@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from .executable import build_executable
@@ -32,7 +33,8 @@ class Built:
     backward: object = None  # the backward's executable
 
 
-_MEMORY: dict = {}
+_MEMORY: OrderedDict = OrderedDict()  # least recently used first
+MEMORY_LIMIT = 256  # entries kept in memory (each holds compiled modules)
 STATS = {"memory_hits": 0, "disk_hits": 0, "misses": 0}
 
 
@@ -108,15 +110,24 @@ def _store(key: str, built: Built) -> None:
         pass
 
 
+def _remember(key: str, built: Built) -> Built:
+    _MEMORY[key] = built
+    _MEMORY.move_to_end(key)
+    while len(_MEMORY) > MEMORY_LIMIT:
+        _MEMORY.popitem(last=False)
+    return built
+
+
 def _lookup(key: str, owner, n_forward_outputs: int | None) -> Built | None:
     built = _MEMORY.get(key)
     if built is not None:
         STATS["memory_hits"] += 1
+        _MEMORY.move_to_end(key)
         return built
     built = _load(key, owner, n_forward_outputs)
     if built is not None:
         STATS["disk_hits"] += 1
-        _MEMORY[key] = built
+        _remember(key, built)
     return built
 
 
@@ -133,7 +144,7 @@ def build_forward(traced: Graph, stages: list, owner) -> Built:
         STATS["misses"] += 1
         graph = run_pipeline(traced, stages, opt_level=owner.opt_level, passes=owner.passes,
                              fast_math=owner.fast_math)
-        built = _MEMORY[key] = Built(graph, build_executable(graph, owner.backend))
+        built = _remember(key, Built(graph, build_executable(graph, owner.backend)))
         _store(key, built)
     return built
 
@@ -156,7 +167,7 @@ def build_joint(joint: Graph, primal: list, seeds: list, n_forward_outputs: int,
     built = _lookup(key, owner, n_forward_outputs)
     if built is None:
         STATS["misses"] += 1
-        built = _MEMORY[key] = build()
+        built = _remember(key, build())
         _store(key, built)
     return built
 

@@ -53,8 +53,13 @@ def test_a_fresh_compiled_object_of_the_same_function_runs_no_passes(count_passe
             W.grad = None
         trace_cache.clear_memory()  # a new process: the disk part answers
         third = static.compile(f)
-        np.testing.assert_allclose(third(X).detach().numpy(), expected.detach().numpy())
+        out = third(X)
+        np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy())
         assert count_passes == []
+        assert trace_cache.STATS["disk_hits"] >= 1
+        if with_grad:  # the backward parsed back from the disk record runs as built
+            out.backward()
+            np.testing.assert_allclose(W.grad.numpy(), g)
     finally:
         W.requires_grad_(True)
         W.grad = None
