@@ -5,19 +5,20 @@ The key is the traced graph's text (the joint forward+backward graph when the ca
 gradients) with the options that shape what is built from it (opt_level, passes, fast_math,
 backend). It is consulted in memory first (a second `static.compile` of the same function
 in the same process), then on disk next to codegen's cache of generated modules: a file
-holds the optimized IR texts, which are parsed back and given to codegen, whose own disk
-cache then holds their modules (as torch.compile's FX graph cache sits in front of its code
+holds the optimized graphs, which are given to codegen, whose own disk cache then holds
+their modules (as torch.compile's FX graph cache sits in front of its code
 cache). Set GRAPHMODE_CACHE=0 to turn the disk part off, as for codegen's cache; compiles
 that record their stages for `explain` bypass it."""
 from __future__ import annotations
 
+import base64
 import hashlib
-import json
+import pickle
 from collections import OrderedDict
 from dataclasses import dataclass
 
 from .executable import build_executable
-from .ir import Graph, parse_ir
+from .ir import Graph
 from .passes import Split, is_recording, optimize_joint, run_pipeline
 
 FORMAT = "1"
@@ -76,25 +77,22 @@ def _disk():
 
 
 def _path(cache, key: str):
-    return cache.directory() / f"gm_trace_{key[:40]}.json"
+    return cache.directory() / f"gm_trace_{key[:40]}.pickle"
 
 
-def _load(key: str, owner, n_forward_outputs: int | None) -> Built | None:
+def _load(key: str, owner) -> Built | None:
     cache = _disk()
     if cache is None:
         return None
     text = cache.read(_path(cache, key))
     if text is None:
         return None
-    try:
-        record = json.loads(cache.unseal(text))
-        forward = parse_ir(record["forward"])
-        if record.get("backward") is None:
-            return Built(forward, build_executable(forward, owner.backend))
-        backward = parse_ir(record["backward"])
-        split = Split(forward, backward, list(forward.outputs[n_forward_outputs:]))
-        return Built(forward, build_executable(forward, owner.backend), split,
-                     build_executable(backward, owner.backend))
+    try:  # the file is sealed with the hash of its contents (codegen.cache), as generated modules are
+        graph, split = pickle.loads(base64.b64decode(cache.unseal(text)))
+        if split is None:
+            return Built(graph, build_executable(graph, owner.backend))
+        return Built(split.forward, build_executable(split.forward, owner.backend), split,
+                     build_executable(split.backward, owner.backend))
     except Exception:  # noqa: BLE001  (an unreadable record is rebuilt, never trusted)
         return None
 
@@ -103,10 +101,10 @@ def _store(key: str, built: Built) -> None:
     cache = _disk()
     if cache is None:
         return
-    record = {"forward": str(built.graph), "backward": str(built.split.backward) if built.split else None}
     try:
-        cache.write(_path(cache, key), cache.seal(json.dumps(record)))
-    except OSError:
+        record = pickle.dumps((None if built.split else built.graph, built.split), protocol=pickle.HIGHEST_PROTOCOL)
+        cache.write(_path(cache, key), cache.seal(base64.b64encode(record).decode("ascii")))
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
         pass
 
 
@@ -118,13 +116,13 @@ def _remember(key: str, built: Built) -> Built:
     return built
 
 
-def _lookup(key: str, owner, n_forward_outputs: int | None) -> Built | None:
+def _lookup(key: str, owner) -> Built | None:
     built = _MEMORY.get(key)
     if built is not None:
         STATS["memory_hits"] += 1
         _MEMORY.move_to_end(key)
         return built
-    built = _load(key, owner, n_forward_outputs)
+    built = _load(key, owner)
     if built is not None:
         STATS["disk_hits"] += 1
         _remember(key, built)
@@ -139,7 +137,7 @@ def build_forward(traced: Graph, stages: list, owner) -> Built:
                              fast_math=owner.fast_math)
         return Built(graph, build_executable(graph, owner.backend))
     key = _key(str(traced), owner, ("forward",))
-    built = _lookup(key, owner, None)
+    built = _lookup(key, owner)
     if built is None:
         STATS["misses"] += 1
         graph = run_pipeline(traced, stages, opt_level=owner.opt_level, passes=owner.passes,
@@ -164,7 +162,7 @@ def build_joint(joint: Graph, primal: list, seeds: list, n_forward_outputs: int,
     extra = ("joint", n_forward_outputs, tuple(v.name for v in seeds),
              tuple(v.name for v in joint.inputs if id(v) in primal_ids))
     key = _key(str(joint), owner, extra)
-    built = _lookup(key, owner, n_forward_outputs)
+    built = _lookup(key, owner)
     if built is None:
         STATS["misses"] += 1
         built = _remember(key, build())
