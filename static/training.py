@@ -32,12 +32,13 @@ from eager._grad_mode import enable_grad, no_grad
 from eager._tensor import Tensor
 from eager.ops import REGISTRY
 from eager.ops.special import FULL_LIKE
+from eager.autograd.graph import _FREED_MSG
 from eager.optim import optimizer as _optimizer
 
 from .autodiff import vjp
 from .custom_function import customs_of
-from .randomness import Replay, draws_of
 from .errors import TraceError
+from .randomness import Replay, draws_of
 from .tracer import Tracer, TraceState, current_state, inplace_on_captured, user_location
 
 _NO_GRAD_FN = "element 0 of tensors does not require grad and does not have a grad_fn"
@@ -192,7 +193,10 @@ def traced_backward(self: Tracer, gradient=None, retain_graph=None, create_graph
                   if isinstance(obj, Tensor) and obj._requires_grad and obj.grad_fn is None]
     values = [state.latest[id(t)] for t in leaves if id(t) in state.latest]
     leaves = [t for t in leaves if id(t) in state.latest]
-    needed = _ancestors(state, self._value)
+    needed, walked = _ancestors(state, self._value)
+    freed = state.__dict__.setdefault("freed_nodes", set())
+    if freed & walked:
+        raise RuntimeError(_FREED_MSG)
     if any(v in needed for v in state.grad_leaves):
         raise TraceError(f"{user_location()}: backward() reaches a tensor that requires grad passed as an argument "
                          "of the compiled function; its .grad is not written by the compiled graph. Reach "
@@ -205,15 +209,23 @@ def traced_backward(self: Tracer, gradient=None, retain_graph=None, create_graph
     with enable_grad() if create_graph else no_grad():
         for (p, _), g in zip(pairs, grads):
             _accumulate(extra, p, g)
+    if not (create_graph if retain_graph is None else retain_graph):
+        # eager frees this graph: a second backward through it is an error, and the values it
+        # computed (the loss a step returns) need no compiled backward of their own
+        freed.update(walked)
+        state.no_grad_nodes.update(walked)
 
 
-def _ancestors(state: TraceState, out) -> set:
-    """The Values `out` depends on differentiably (what eager's graph behind it would hold)."""
-    need = {out}
+def _ancestors(state: TraceState, out) -> tuple[set, set]:
+    """The Values `out` depends on differentiably, and the nodes between (what eager's graph
+    behind it would hold)."""
+    need, walked = {out}, set()
     customs = customs_of(state)
+    freed = state.__dict__.get("freed_nodes", ())
     for node in reversed(state.graph.nodes):
-        if node in state.no_grad_nodes or not any(o in need for o in node.outputs):
+        if (node in state.no_grad_nodes and node not in freed) or not any(o in need for o in node.outputs):
             continue
+        walked.add(node)
         if customs and node in customs:
             need.update(v for v in customs[node].inputs if v is not None)
             continue
@@ -221,7 +233,7 @@ def _ancestors(state: TraceState, out) -> set:
         if op is None or op.vjp is None:
             continue
         need.update(v for v in node.inputs if not isinstance(v, (bool, int, float)))
-    return need
+    return need, walked
 
 
 def _accumulate(extra: _Training, p: Tensor, g: Tracer) -> None:
@@ -315,7 +327,20 @@ def _number_input(extra: _Training, d: dict, k, v) -> Tensor:
     return t
 
 
+def traced_zero_grad(opt) -> None:
+    """Before Optimizer.zero_grad clears gradients inside a trace: note each .grad as the
+    call found it (the clearing itself runs as in eager: it only rebinds attributes)."""
+    state = current_state()
+    if state is None or state.finished:
+        return
+    extra = _training(state)
+    for group in opt.param_groups:
+        for p in group["params"]:
+            extra.seen(p)
+
+
 _optimizer.TRACE_HOOK.fn = traced_step
+_optimizer.TRACE_HOOK.zero_grad = traced_zero_grad
 
 
 class StateGuard:

@@ -23,6 +23,7 @@ required = _Required()
 
 class _TraceHook:
     fn = None  # set by static: answers `step` while a function is traced (NotImplemented otherwise)
+    zero_grad = None  # set by static: told of `zero_grad` (it acts only while a function is traced)
 
 
 TRACE_HOOK = _TraceHook()
@@ -67,6 +68,8 @@ class Optimizer:
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        if TRACE_HOOK.zero_grad is not None:  # static notes the gradients before they are cleared
+            TRACE_HOOK.zero_grad(self)
         for group in self.param_groups:
             for p in group["params"]:
                 _clear_grad(p, set_to_none)

@@ -232,3 +232,27 @@ def test_backward_reaching_a_leaf_passed_as_an_argument_is_refused_clearly():
     w = eager.ones(3, requires_grad=True)
     with pytest.raises(static.TraceError, match="passed as an argument"):
         f(w, eager.ones(3))
+
+
+def test_a_second_backward_through_a_freed_graph_is_eagers_error_and_retain_graph_allows_it():
+    def run(compiled, retain):
+        model = _model()
+
+        def twice(x, y):
+            loss = F.mse_loss(model(x), y)
+            loss.backward(retain_graph=retain)
+            loss.backward()
+
+        (static.compile(twice) if compiled else twice)(X, Y)
+        return [p.grad.numpy().copy() for p in model.parameters()]
+
+    for compiled in (False, True):
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            run(compiled, retain=False)
+    for g, e in zip(run(True, retain=True), run(False, retain=True)):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-7)  # accumulated twice
+
+
+def test_a_step_that_returns_its_loss_builds_no_second_backward():
+    _, _, _, f = _run(eager.optim.SGD, dict(lr=0.1), compiled=True, steps=2)
+    assert f.autograd_graphs(X, Y).backward is None  # the step's own backward is in the forward graph
