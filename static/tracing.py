@@ -154,7 +154,7 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
     graph = Graph(name=_clean(name or getattr(fn, "__name__", "f")))
     known = named_sources(fn)
     state = TraceState(graph, names={k: _clean(n) for k, (n, _) in known.items()})
-    note_start(state, known.values())  # the .grad of reachable parameters before the function runs
+    note_start(state, fn, known.values())  # the .grad of reachable parameters before the function runs
     kinds, tracers, input_leaves, origin = [], [], [], []
     per_arg_count: dict = {}
     leaves_per_arg: dict = {}

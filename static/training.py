@@ -138,18 +138,53 @@ def _training(state: TraceState) -> _Training:
     return extra
 
 
-def note_start(state: TraceState, sources) -> None:
-    """At the start of a trace: the .grad of each leaf tensor the function can reach (given as
-    (name, getter) pairs), before its code (a module's zero_grad) changes them."""
-    extra = None
+def note_start(state: TraceState, fn, sources) -> None:
+    """At the start of a trace: the .grad of each leaf tensor the function can reach (its
+    sources, as (name, getter) pairs, and the parameters of the modules and optimizers that
+    the functions it calls reach), before its code (a module's zero_grad) changes them."""
+    tensors = []
     for _, read in sources:
         try:
-            t = read()
+            tensors.append(read())
         except Exception:  # noqa: BLE001  (a name that went away)
             continue
+    for owner in _reachable_owners(fn):
+        if hasattr(owner, "param_groups"):
+            tensors += [p for g in owner.param_groups for p in g["params"]]
+        else:
+            tensors += list(owner.parameters())
+    extra = None
+    for t in tensors:
         if isinstance(t, Tensor) and t._requires_grad and t.grad_fn is None:
             extra = extra or _training(state)
             extra.start.setdefault(id(t), (t, t._grad))
+
+
+def _reachable_owners(fn, limit: int = 64) -> list:
+    """Modules and optimizers named by the function or by the Python functions it names
+    (globals and closures, followed a few levels): whose gradients a step may clear."""
+    found, seen, todo = [], set(), [fn]
+    while todo and len(seen) < limit:
+        f = todo.pop()
+        if f is None or id(f) in seen:
+            continue
+        seen.add(id(f))
+        if hasattr(f, "param_groups") or (hasattr(f, "named_parameters") and hasattr(f, "forward")):
+            found.append(f)
+            continue
+        f = getattr(f, "__func__", f)
+        todo.append(getattr(f, "__wrapped__", None))
+        code = getattr(f, "__code__", None)
+        if code is None:
+            continue
+        values = [getattr(f, "__globals__", {}).get(n) for n in code.co_names]
+        for cell in getattr(f, "__closure__", None) or ():
+            try:
+                values.append(cell.cell_contents)
+            except ValueError:
+                continue
+        todo += [v for v in values if callable(v) or hasattr(v, "param_groups")]
+    return found
 
 
 class GradGuard:

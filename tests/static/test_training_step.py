@@ -256,3 +256,23 @@ def test_a_second_backward_through_a_freed_graph_is_eagers_error_and_retain_grap
 def test_a_step_that_returns_its_loss_builds_no_second_backward():
     _, _, _, f = _run(eager.optim.SGD, dict(lr=0.1), compiled=True, steps=2)
     assert f.autograd_graphs(X, Y).backward is None  # the step's own backward is in the forward graph
+
+
+def test_a_step_reached_through_a_global_helper_keeps_two_signatures():
+    global _HELPER_STEP
+    model = _model()
+    opt = eager.optim.SGD(model.parameters(), lr=0.1)
+
+    def inner(x, y):
+        model.zero_grad()  # the module reached only through this helper
+        F.mse_loss(model(x), y).backward()
+        opt.step()
+
+    _HELPER_STEP = inner
+    f = static.compile(lambda x, y: _HELPER_STEP(x, y))
+    for _ in range(5):
+        f(X, Y)
+    assert len(f.retraces) <= 1
+
+
+_HELPER_STEP = None
