@@ -238,6 +238,9 @@ def draw_array(kind, shape, dt, dev, a=0.0, b=1.0, high=None):
     """Draw from eager's generators now (what `_rng_array` does outside a trace)."""
     _DRAWS.count += 1
     shape = tuple(shape)
+    if kind == "perm":  # always NumPy's generator, then moved: the same permutation on every device
+        arr = _RNG["numpy"].permutation(shape[0]).astype(dt.np)
+        return arr if dev == CPU else xp_for(dev).asarray(arr)
     if dev.type == "cuda":
         xp = xp_for(dev)
         if _RNG["cupy"] is None:
@@ -285,9 +288,7 @@ def rand_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 def randperm(n, dtype=None, device=None) -> Tensor:
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64
-    _DRAWS.count += 1
-    arr = _RNG["numpy"].permutation(n).astype(dt.np)
-    return _finish(arr if _dev(device) == CPU else xp_for(_dev(device)).asarray(arr), False)
+    return _finish(_rng_array("perm", (n,), dt, _dev(device)), False)
 
 
 class _LegacyTensor(Tensor):

@@ -1,7 +1,7 @@
 """Random draws inside compiled functions: the same numbers eager would draw.
 
 Eager draws from NumPy's (or CuPy's) seeded generator. While a function is traced, each
-draw (`rand`, `randn`, `randint`, `*_like`, dropout's mask, ...) is not made: it becomes a
+draw (`rand`, `randn`, `randint`, `randperm`, `*_like`, dropout's mask, ...) is not made: it becomes a
 graph input, a placeholder tensor the trace reads like any captured tensor, and the draw's
 recipe (kind, shape, dtype, device, bounds) is kept in trace order. Every call of the
 compiled function then makes those draws through eager's own generator, in that order,
@@ -26,7 +26,7 @@ from .tracer import current_state
 class Draw:
     """One random draw of a traced function, replayed on every call."""
 
-    kind: str  # "normal", "uniform" or "int" (eager's _rng_array kinds)
+    kind: str  # "normal", "uniform", "int" or "perm" (eager's _rng_array kinds)
     shape: tuple
     dtype: Any
     device: Any

@@ -23,6 +23,7 @@ def _both(fn, *args, seed=0, calls=3):
     lambda x: eager.rand(3, 4) + x,
     lambda x: eager.randn_like(x) * 2 + eager.rand_like(x),
     lambda x: eager.randint(0, 10, (3, 4)) + x,
+    lambda x: eager.randperm(12).reshape(3, 4) + x,
     lambda x: F.dropout(x, 0.3),
 ])
 def test_compiled_draws_equal_eager_draws_and_are_fresh_per_call(draw):

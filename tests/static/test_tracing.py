@@ -140,12 +140,16 @@ def test_a_tracer_leaking_out_of_its_trace_is_an_error():
         leaked[0] + 1
 
 
-def test_random_numbers_drawn_while_tracing_are_an_error_not_frozen():
-    def noisy(x):  # randperm is not replayed per call (static.randomness replays rand, randn, randint)
-        return x + eager.randperm(3)  # MARK
+def test_random_numbers_drawn_while_tracing_are_drawn_per_call_not_frozen():
+    def noisy(x):  # static.randomness replays every draw at call time (tests/static/test_randomness.py)
+        return x + eager.randperm(3)
 
-    with pytest.raises(static.TraceError, match=rf"{HERE}:{_line_of(noisy, '# MARK')}.*random"):
-        static.compile(noisy)(eager.ones(3))
+    f = static.compile(noisy)
+    eager.manual_seed(0)
+    got = [f(eager.zeros(3)).numpy() for _ in range(4)]
+    eager.manual_seed(0)
+    expected = [noisy(eager.zeros(3)).numpy() for _ in range(4)]
+    np.testing.assert_array_equal(got, expected)
 
 
 # -- captured tensors: implicit inputs read at call time -----------------------------------------
