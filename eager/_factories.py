@@ -223,10 +223,33 @@ def draws_on_this_thread() -> int:
     return _DRAWS.count
 
 
-def _rng_array(kind, shape, dt, dev, a=0.0, b=1.0, high=None):
-    """Random numbers drawn on the tensor's device from eager's seeded generators."""
+class _DrawHook:
+    fn = None  # static's tracer: while a trace is active on a thread, a draw there becomes a graph input
+
+
+DRAW_HOOK = _DrawHook()
+
+
+def _rng_array(kind, shape, dt, dev, a=0.0, b=1.0, high=None, generator=None):
+    """Random numbers drawn on the tensor's device from eager's seeded generators, or from
+    `generator` (while a function is traced, the tracer's hook answers instead and replays
+    the draw per call, from the same generator)."""
+    if DRAW_HOOK.fn is not None:
+        out = DRAW_HOOK.fn(kind, tuple(shape), dt, dev, a, b, high, generator)
+        if out is not NotImplemented:
+            return out
+    return draw_array(kind, shape, dt, dev, a, b, high, generator)
+
+
+def draw_array(kind, shape, dt, dev, a=0.0, b=1.0, high=None, generator=None):
+    """Draw from eager's generators (or `generator`) now: what `_rng_array` does outside a trace."""
+    if generator is not None:
+        return _draw_from(generator, kind, shape, dt, dev, a, b, high)
     _DRAWS.count += 1
     shape = tuple(shape)
+    if kind == "perm":  # always NumPy's generator, then moved: the same permutation on every device
+        arr = _RNG["numpy"].permutation(shape[0]).astype(dt.np)
+        return arr if dev == CPU else xp_for(dev).asarray(arr)
     if dev.type == "cuda":
         xp = xp_for(dev)
         if _RNG["cupy"] is None:
@@ -275,9 +298,7 @@ def rand_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 def randperm(n, dtype=None, device=None, generator=None) -> Tensor:
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64
-    _DRAWS.count += 1
-    arr = (_RNG["numpy"] if generator is None else _numpy_rng(generator)).permutation(n).astype(dt.np)
-    return _finish(arr if _dev(device) == CPU else xp_for(_dev(device)).asarray(arr), False)
+    return _finish(_rng_array("perm", (n,), dt, _dev(device), generator=generator), False)
 
 
 class _LegacyTensor(Tensor):
@@ -402,12 +423,17 @@ def _numpy_rng(generator):
 
 def _rng_array_gen(generator, kind, shape, dt, dev, a=0.0, b=1.0, high=None):
     """_rng_array from `generator` when one is given (drawn on the host, then moved)."""
-    if generator is None:
-        return _rng_array(kind, shape, dt, dev, a, b, high)
+    return _rng_array(kind, shape, dt, dev, a, b, high, generator)
+
+
+def _draw_from(generator, kind, shape, dt, dev, a=0.0, b=1.0, high=None):
+    """Draw from a user's `Generator` now (on the host, then moved to the device)."""
     _DRAWS.count += 1
     g = _numpy_rng(generator)
     shape = tuple(shape)
-    if kind == "normal":
+    if kind == "perm":
+        arr = g.permutation(shape[0]).astype(dt.np)
+    elif kind == "normal":
         arr = (g.standard_normal(shape) * b + a).astype(dt.np)
     elif kind == "uniform":
         arr = g.uniform(a, b, shape).astype(dt.np)

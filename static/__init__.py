@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from .interpreter import run_graph  # noqa: F401
     from .ir import Graph, Node, Value, parse_ir, verify  # noqa: F401
     from .logs import set_logs  # noqa: F401
+    from .module_call import functional_call  # noqa: F401
     from .tracing import trace  # noqa: F401
     from .transforms import grad, value_and_grad  # noqa: F401
 
@@ -34,15 +35,16 @@ _LAZY = {
     "Graph": "ir", "Node": "ir", "Value": "ir", "parse_ir": "ir", "verify": "ir",
     "trace": "tracing", "run_graph": "interpreter", "compare": "compare",
     "register_backend": "executable", "BackendError": "executable", "set_logs": "logs",
+    "functional_call": "module_call",
 }
 # submodules reachable as attributes without importing them first (`static.passes`)
 _SUBMODULES = frozenset({"api", "autodiff", "bridge", "compare", "compiled", "entry", "errors", "executable",
-                         "guards", "interpreter", "ir", "logs", "passes", "pytree", "signature", "tracer",
-                         "tracing", "transforms"})
+                         "guards", "interpreter", "ir", "logs", "module_call", "passes", "pytree", "randomness",
+                         "signature", "trace_cache", "tracer", "tracing", "training", "transforms"})
 
 __all__ = ["Compiled", "compile", "grad", "value_and_grad", "IRParseError", "IRVerifyError", "TraceError",
            "Graph", "Node", "Value", "parse_ir", "verify", "trace", "run_graph", "compare", "register_backend",
-           "BackendError", "set_logs"]
+           "BackendError", "set_logs", "functional_call"]
 
 
 def __getattr__(name: str) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from eager.ops import REGISTRY, fit_grad
 from eager.ops.special import FULL_LIKE
 
+from .custom_function import customs_of
 from .ir import Value
 from .passes.stability import stabilize_values
 from .tracer import Tracer, TraceState
@@ -58,8 +59,12 @@ def reached(state: TraceState, wrt: list, nodes: list | None = None) -> set:
     """The Values that depend differentiably on `wrt`: through ops with a VJP rule, recorded
     with grad mode on (a no_grad() region of the traced function cuts the path, as in eager)."""
     reaches = {v for v in wrt if _differentiable(v)}
+    customs = customs_of(state)  # the nodes that stand for custom autograd.Functions
     for node in state.graph.nodes if nodes is None else nodes:
         if node in state.no_grad_nodes:
+            continue
+        if customs and node in customs:
+            customs[node].reach(node, reaches)
             continue
         op = REGISTRY.get(node.op)
         if op is None or op.vjp is None:
@@ -79,7 +84,11 @@ def vjp(state: TraceState, outputs: list, seeds: list, wrt: list) -> list:
     for out, seed in zip(outputs, seeds):
         if out in reaches:
             cot[out] = seed if out not in cot else cot[out] + seed
+    customs = customs_of(state)
     for node in reversed(nodes):
+        if customs and node in customs:  # a custom Function: its own backward is the VJP
+            customs[node].backward(state, node, cot, reaches)
+            continue
         grads_out = [cot.get(o) for o in node.outputs]
         if all(g is None for g in grads_out):
             continue

@@ -80,6 +80,14 @@ class Compiled:
         self._gave_up = False
         self._warned_fallback = False
 
+    def __getattr__(self, name: str):
+        """A compiled module behaves like the module: its attributes, parameters(),
+        named_parameters(), state_dict(), train()/eval() (the mode is part of the key), to()."""
+        module = self.__dict__.get("_module")
+        if module is None or (name.startswith("__") and name.endswith("__")):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        return getattr(module, name)
+
     @property
     def _graphmode_traceable(self):
         return self._traceable
@@ -189,9 +197,11 @@ class Compiled:
         leaves, key, entry = self._lookup(args, stacklevel=2)
         if entry is None or entry.eager_reason is not None:
             return self._call_traceable(args)
+        trace = entry.trace
+        if trace.prepare is not None:
+            trace.prepare()  # random draws as eager makes them, attributes the trace set (static.training)
         if entry.grad is not None:
             return self._call_with_grad(entry, leaves)
-        trace = entry.trace
         if entry.all_tensor_inputs:
             results = entry.forward.run([t._data for t in leaves])
         elif entry.all_array_inputs:

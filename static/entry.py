@@ -14,11 +14,9 @@ from typing import TYPE_CHECKING
 
 from eager._tensor import Tensor
 
-from . import guards
+from . import guards, trace_cache
 from .autodiff import reached, vjp
-from .executable import build_executable
 from .ir import Graph, Value, verify
-from .passes import optimize_joint, run_pipeline
 from .passes.aliasing import aliased_inputs, input_free_outputs, output_aliases
 from .passes.rewrite import clone
 from .signature import CallKey
@@ -72,23 +70,22 @@ class Entry:
             joint = trace.graph
             shown = clone(joint)
             primal = [v for v in joint.inputs if v not in recorder.seeds]
-            split, _ = optimize_joint(joint, primal, recorder.seeds, n_user + n_upd, self.stages,
-                                      opt_level=owner.opt_level, passes=owner.passes, fast_math=owner.fast_math)
+            built = trace_cache.build_joint(joint, primal, recorder.seeds, n_user + n_upd, self.stages, owner)
+            split = built.split
             verify(split.forward)
             verify(split.backward)
             self.graph = split.forward
-            self.forward = build_executable(split.forward, owner.backend, owner.fast_math)
+            self.forward = built.forward
             self.grad = GradPart(
-                backward=build_executable(split.backward, owner.backend, owner.fast_math), split=split, joint=shown,
+                backward=built.backward, split=split, joint=shown,
                 wrt_leaves=recorder.wrt_leaves, wrt_captured=recorder.wrt_captured,
                 seed_positions=recorder.seed_positions, differentiable_outputs=recorder.differentiable,
                 aliased_inputs=aliased_inputs(split.forward, split.residuals))
             self.stages[0] = ("traced", shown)
             self.stages[1] = ("verified", shown)
         else:
-            self.graph = run_pipeline(trace.graph, self.stages, opt_level=owner.opt_level, passes=owner.passes,
-                                      fast_math=owner.fast_math)
-            self.forward = build_executable(self.graph, owner.backend, owner.fast_math)
+            built = trace_cache.build_forward(trace.graph, self.stages, owner)  # passes skipped on a hit
+            self.graph, self.forward = built.graph, built.forward
         leaf_keys = key.leaves
         kinds = {k[0] for k in leaf_keys}
         # eager tensors in (or only numbers): tensors out; NumPy/CuPy arrays in: arrays out

@@ -190,7 +190,7 @@ def describe_change(old: CallKey, new: CallKey) -> str:
                 return f"argument leaf {i} changed kind ({a[0]} -> {b[0]})"
             if a[0] in ("tensor", "array"):
                 if a[1] != b[1]:
-                    return f"argument leaf {i} changed shape {a[1]} -> {b[1]}"
+                    return f"argument leaf {i} changed shape {a[1]} -> {b[1]}{_changed_dims(a[1], b[1])}"
                 if a[2] != b[2]:
                     return f"argument leaf {i} changed dtype {a[2]} -> {b[2]}"
                 if a[3] != b[3]:
@@ -206,6 +206,15 @@ def describe_change(old: CallKey, new: CallKey) -> str:
     if old.modes != new.modes:
         return "the module's training mode changed"
     return "a captured tensor changed shape or dtype"
+
+
+def _changed_dims(old: tuple, new: tuple) -> str:
+    """Which dimensions changed (a batch or sequence length that varies retraces per size:
+    the remedy is a fixed size, e.g. padding the last batch or dropping it)."""
+    if len(old) != len(new):
+        return ""
+    dims = [f"dimension {d}: {a} -> {b}" for d, (a, b) in enumerate(zip(old, new)) if a != b]
+    return f" ({', '.join(dims)})" if dims else ""
 
 
 def closest(keys, new: CallKey) -> CallKey:

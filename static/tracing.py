@@ -21,6 +21,7 @@ from eager._tensor import Tensor
 from eager.ops import TensorSpec
 
 from . import guards, pytree
+from .training import call_prep, note_start
 from .ir import Graph, Value, verify
 from .tracer import ACTIVE, TraceState, Tracer, capturing_dispatch, check_view_current
 
@@ -51,6 +52,7 @@ class TraceResult:
     sources: list = field(default_factory=list)  # (captured index, getter): where the user's code reads it
     guards: list = field(default_factory=list)  # the Python values the trace read (static.guards)
     constants: set = field(default_factory=set)  # captured positions of tensors made inside the function
+    prepare: Any = None  # run before each call: random draws, attribute bindings (static.training.CallPrep)
 
     def refresh_captured(self) -> bool:
         """Re-read captured tensors from where the function reads them (a global, a closure
@@ -152,6 +154,7 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
     graph = Graph(name=_clean(name or getattr(fn, "__name__", "f")))
     known = named_sources(fn)
     state = TraceState(graph, names={k: _clean(n) for k, (n, _) in known.items()})
+    note_start(state, fn, known.values())  # the .grad of reachable parameters before the function runs
     kinds, tracers, input_leaves, origin = [], [], [], []
     per_arg_count: dict = {}
     leaves_per_arg: dict = {}
@@ -235,7 +238,7 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
     sources = [(i, known[id(obj)][1]) for i, (obj, _) in enumerate(captured) if id(obj) in known]
     constants = {i for i, (obj, _) in enumerate(captured) if state.is_created(obj)}
     return TraceResult(graph, in_tree, out_tree, kinds, input_leaves, captured, out_consts, n_outputs, updates,
-                       sources, _guards_of(fn, leaves, kinds) + state.guards, constants)
+                       sources, _guards_of(fn, leaves, kinds) + state.guards, constants, call_prep(state, captured))
 
 
 def _guards_of(fn, leaves: list, kinds: list) -> list:

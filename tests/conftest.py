@@ -12,6 +12,11 @@ from __future__ import annotations
 
 import os
 
+# "auto" compiles native C code when a C++ compiler is found; the suite pins it to NumPy
+# code (one C++ compile per test graph would cost minutes). Tests of the native backend ask
+# for backend="native", which this does not affect. Set before graphmode is imported.
+os.environ.setdefault("GRAPHMODE_NATIVE", "0")
+
 import pytest
 from hypothesis import HealthCheck, settings
 

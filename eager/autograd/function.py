@@ -106,6 +106,13 @@ class FunctionCtx(HookMixin):
         return out
 
 
+class _TraceHook:
+    fn = None  # set by static: answers `apply` while a function is traced (NotImplemented otherwise)
+
+
+TRACE_HOOK = _TraceHook()
+
+
 class Function:
     """Subclass with static `forward(ctx, *args)` and `backward(ctx, *grads)`; call `.apply`."""
 
@@ -124,6 +131,10 @@ class Function:
     def apply(cls, *args, **kwargs):
         from .._tensor import Tensor  # noqa: PLC0415
 
+        if TRACE_HOOK.fn is not None:  # static traces the Function (forward recorded, backward as its VJP)
+            traced = TRACE_HOOK.fn(cls, args, kwargs)
+            if traced is not NotImplemented:
+                return traced
         ctx = FunctionCtx(cls, args)
         with no_grad():
             raw = cls.forward(ctx, *args, **kwargs)

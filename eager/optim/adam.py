@@ -65,10 +65,15 @@ class Adam(Optimizer):
             exp_avg_sq.mul_(beta2).add_(g * g, alpha=1 - beta2)
             second = exp_avg_sq
             if amsgrad:
-                second = state["max_exp_avg_sq"].copy_(maximum(state["max_exp_avg_sq"], exp_avg_sq))
+                second = state["max_exp_avg_sq"] = maximum(state["max_exp_avg_sq"], exp_avg_sq)
             step_size = lr / (1 - beta1 ** step)
-            denom = second.sqrt() / math.sqrt(1 - beta2 ** step) + eps
-            p.sub_(exp_avg / denom, alpha=step_size)
+            bias2 = 1 - beta2 ** step
+            # the step count and lr may be 0-d tensors (as PyTorch keeps them; a traced step does)
+            denom = second.sqrt() / (math.sqrt(bias2) if isinstance(bias2, float) else bias2.sqrt()) + eps
+            if isinstance(step_size, float):
+                p.sub_(exp_avg / denom, alpha=step_size)
+            else:
+                p.sub_(exp_avg / denom * step_size)
 
 
 class AdamW(Adam):

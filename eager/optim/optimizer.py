@@ -21,6 +21,14 @@ class _Required:
 required = _Required()
 
 
+class _TraceHook:
+    fn = None  # set by static: answers `step` while a function is traced (NotImplemented otherwise)
+    zero_grad = None  # set by static: told of `zero_grad` (it acts only while a function is traced)
+
+
+TRACE_HOOK = _TraceHook()
+
+
 class Optimizer:
     """Holds `param_groups` (dicts with 'params' and hyper-parameters) and `state` (per
     parameter, keyed by the parameter object)."""
@@ -60,6 +68,8 @@ class Optimizer:
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        if TRACE_HOOK.zero_grad is not None:  # static notes the gradients before they are cleared
+            TRACE_HOOK.zero_grad(self)
         for group in self.param_groups:
             for p in group["params"]:
                 _clear_grad(p, set_to_none)
@@ -67,6 +77,10 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """One update of every parameter group (under no_grad, in place); returns the
         closure's loss when a closure is given."""
+        if TRACE_HOOK.fn is not None:  # static traces the step (state and lr become graph inputs)
+            traced = TRACE_HOOK.fn(self, closure)
+            if traced is not NotImplemented:
+                return traced
         loss = self._closure_loss(closure)
         with no_grad():
             for group in self.param_groups:

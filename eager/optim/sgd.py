@@ -47,4 +47,7 @@ class SGD(Optimizer):
                 else:
                     buf.mul_(momentum).add_(g, alpha=1 - dampening)
                 g = g.add(buf, alpha=momentum) if nesterov else buf
-            p.add_(g, alpha=-lr)
+            if isinstance(lr, (int, float)):
+                p.add_(g, alpha=-lr)
+            else:  # a 0-d tensor (a traced step reads the learning rate at call time)
+                p.add_(g * -lr)

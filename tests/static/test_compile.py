@@ -92,7 +92,7 @@ def test_each_retrace_records_which_part_of_the_key_changed():
     with eager.no_grad():
         f(eager.ones(3))
     assert f.retraces == [
-        "argument leaf 0 changed shape (2,) -> (3,)",
+        "argument leaf 0 changed shape (2,) -> (3,) (dimension 0: 2 -> 3)",
         "argument leaf 0 changed dtype float32 -> float64",
         "argument leaf 0 changed kind (tensor -> array)",
         "argument leaf 0 changed kind (array -> tensor)",
@@ -174,7 +174,7 @@ def test_a_failed_trace_leaves_the_cache_unchanged():
     with pytest.raises(static.TraceError):  # and it is not remembered as "eager": it fails again
         cf(eager.ones(2), True)
     assert cf(eager.ones(4), False).tolist() == [3.0] * 4  # the next valid call compiles and runs
-    assert len(cf._cache) == 2 and cf.retraces == ["argument leaf 0 changed shape (2,) -> (4,)"]
+    assert len(cf._cache) == 2 and cf.retraces == ["argument leaf 0 changed shape (2,) -> (4,) (dimension 0: 2 -> 4)"]
 
 
 def test_shape_error_in_first_trace_leaves_no_entry():

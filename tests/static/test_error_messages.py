@@ -47,5 +47,5 @@ def test_static_grad_of_a_vector_output_says_what_to_do():
     def f(x):
         return x * 2
 
-    with pytest.raises(TypeError, match=r"must return a scalar floating point value \(got \[3\]\); reduce it"):
+    with pytest.raises(TypeError, match=r"must return a scalar floating point value \(got \[3\]\); reduce the output"):
         static.compile(static.grad(f))(eager.ones(3))

@@ -86,8 +86,9 @@ def test_explain_of_a_trace_error_raises_it():
 
 
 def test_the_first_call_with_grad_traces_once_and_builds_only_what_runs(monkeypatch):
-    from static import entry as entry_module
+    from static import trace_cache as entry_module  # where entries build their executables
 
+    entry_module.clear_memory()
     calls, built = [], []
     real_build = entry_module.build_executable
 

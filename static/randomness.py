@@ -1,0 +1,78 @@
+"""Random draws inside compiled functions: the same numbers eager would draw.
+
+Eager draws from NumPy's (or CuPy's) seeded generator. While a function is traced, each
+draw (`rand`, `randn`, `randint`, `randperm`, `*_like`, dropout's mask, ...) is not made: it becomes a
+graph input, a placeholder tensor the trace reads like any captured tensor, and the draw's
+recipe (kind, shape, dtype, device, bounds) is kept in trace order. Every call of the
+compiled function then makes those draws through eager's own generator, in that order,
+before the graph runs, and feeds them in. So the generator's state is an implicit input and
+output of each call: every call draws fresh numbers, `manual_seed` makes runs reproducible,
+and a compiled function consumes the generator exactly as the eager function would (the
+numbers it draws, and what any later draw sees, are the same). The mask is an input of the
+fused kernel rather than drawn inside it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from eager import _factories
+from eager._device import xp_for
+from eager._tensor import Tensor
+
+from .tracer import current_state
+
+
+@dataclass(eq=False)
+class Draw:
+    """One random draw of a traced function, replayed on every call."""
+
+    kind: str  # "normal", "uniform", "int" or "perm" (eager's _rng_array kinds)
+    shape: tuple
+    dtype: Any
+    device: Any
+    a: Any
+    b: Any
+    high: Any
+    placeholder: Any  # the array the trace saw in place of the numbers
+    generator: Any = None  # the user's eager.Generator, when the draw named one
+
+    def make(self):
+        return _factories.draw_array(self.kind, self.shape, self.dtype, self.device, self.a, self.b, self.high,
+                                     self.generator)
+
+
+def _traced_draw(kind, shape, dt, dev, a, b, high, generator=None):
+    """eager's draw hook: inside a trace, record the draw and hand back a placeholder."""
+    state = current_state()
+    if state is None or state.finished:
+        return NotImplemented
+    placeholder = xp_for(dev).zeros(shape, dtype=dt.np)
+    draws = state.__dict__.setdefault("random_draws", [])
+    draws.append(Draw(kind, tuple(shape), dt, dev, a, b, high, placeholder, generator))
+    return placeholder
+
+
+_factories.DRAW_HOOK.fn = _traced_draw
+
+
+def draws_of(state) -> list:
+    """The draws a finished trace made, in order."""
+    return list(state.__dict__.get("random_draws", ()))
+
+
+class Replay:
+    """What a compiled call does with the draws of its trace: make them (in order) and put
+    each into the captured tensor the graph reads it from."""
+
+    __slots__ = ("draws", "targets")
+
+    def __init__(self, draws: list, captured: list) -> None:
+        self.draws = draws
+        by_array = {id(o._data if isinstance(o, Tensor) else o): o for o, _ in captured}
+        self.targets = [by_array.get(id(d.placeholder)) for d in draws]
+
+    def __call__(self) -> None:
+        for d, target in zip(self.draws, self.targets):
+            fresh = d.make()  # drawn even when unused: the generator advances as in eager
+            if isinstance(target, Tensor):
+                target._data = fresh

@@ -1,0 +1,175 @@
+"""The post-trace cache: the optimized graphs and executables of a traced graph, looked up
+right after tracing, so that a hit skips the passes and code generation.
+
+The key is the traced graph's text (the joint forward+backward graph when the call records
+gradients) with the options that shape what is built from it (opt_level, passes, fast_math,
+backend). It is consulted in memory first (a second `static.compile` of the same function
+in the same process), then on disk next to codegen's cache of generated modules: a file
+holds the optimized graphs, which are given to codegen, whose own disk cache then holds
+their modules (as torch.compile's FX graph cache sits in front of its code
+cache). Set GRAPHMODE_CACHE=0 to turn the disk part off, as for codegen's cache; compiles
+that record their stages for `explain` bypass it."""
+from __future__ import annotations
+
+import base64
+import hashlib
+import pickle
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from .executable import build_executable
+from .ir import Graph
+from .passes import Split, is_recording, optimize_joint, run_pipeline
+
+FORMAT = "1"
+
+
+@dataclass
+class Built:
+    """What an Entry builds from its traced graph."""
+
+    graph: Graph  # the forward that runs at call time
+    forward: object  # its executable
+    split: Split | None = None  # with gradients: forward/backward graphs and residuals
+    backward: object = None  # the backward's executable
+
+
+_MEMORY: OrderedDict = OrderedDict()  # least recently used first
+MEMORY_LIMIT = 256  # entries kept in memory (each holds compiled modules)
+STATS = {"memory_hits": 0, "disk_hits": 0, "misses": 0}
+
+
+def _options(owner) -> tuple:
+    passes = owner.passes
+    if isinstance(passes, dict):
+        passes = tuple(sorted(passes.items()))
+    elif passes is not None:
+        passes = tuple(passes)
+    return (owner.opt_level, passes, bool(owner.fast_math), owner.backend)
+
+
+def _key(text: str, owner, extra: tuple) -> str:
+    h = hashlib.sha256()
+    for part in (FORMAT, _version(), repr(_options(owner)), repr(extra), text):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _version() -> str:
+    try:
+        from codegen.cache import codegen_fingerprint, graphmode_version  # noqa: PLC0415
+
+        return f"{graphmode_version()}/{codegen_fingerprint()}"
+    except ImportError:
+        from eager import __version__  # noqa: PLC0415
+
+        return __version__
+
+
+def _disk():
+    """codegen's cache module when the disk cache is on (None otherwise)."""
+    try:
+        from codegen import cache  # noqa: PLC0415
+    except ImportError:
+        return None
+    return cache if cache.enabled() else None
+
+
+def _path(cache, key: str):
+    return cache.directory() / f"gm_trace_{key[:40]}.pickle"
+
+
+def _load(key: str, owner) -> Built | None:
+    cache = _disk()
+    if cache is None:
+        return None
+    text = cache.read(_path(cache, key))
+    if text is None:
+        return None
+    try:  # the file is sealed with the hash of its contents (codegen.cache), as generated modules are
+        graph, split = pickle.loads(base64.b64decode(cache.unseal(text)))
+        if split is None:
+            return Built(graph, build_executable(graph, owner.backend, owner.fast_math))
+        return Built(split.forward, build_executable(split.forward, owner.backend, owner.fast_math), split,
+                     build_executable(split.backward, owner.backend, owner.fast_math))
+    except Exception:  # noqa: BLE001  (an unreadable record is rebuilt, never trusted)
+        return None
+
+
+def _store(key: str, built: Built) -> None:
+    cache = _disk()
+    if cache is None:
+        return
+    try:
+        record = pickle.dumps((None if built.split else built.graph, built.split), protocol=pickle.HIGHEST_PROTOCOL)
+        cache.write(_path(cache, key), cache.seal(base64.b64encode(record).decode("ascii")))
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        pass
+
+
+def _remember(key: str, built: Built) -> Built:
+    _MEMORY[key] = built
+    _MEMORY.move_to_end(key)
+    while len(_MEMORY) > MEMORY_LIMIT:
+        _MEMORY.popitem(last=False)
+    return built
+
+
+def _lookup(key: str, owner) -> Built | None:
+    built = _MEMORY.get(key)
+    if built is not None:
+        STATS["memory_hits"] += 1
+        _MEMORY.move_to_end(key)
+        return built
+    built = _load(key, owner)
+    if built is not None:
+        STATS["disk_hits"] += 1
+        _remember(key, built)
+    return built
+
+
+def build_forward(traced: Graph, stages: list, owner) -> Built:
+    """The forward-only pipeline and its executable, from the cache when this traced graph
+    was built before with the same options."""
+    if is_recording():
+        graph = run_pipeline(traced, stages, opt_level=owner.opt_level, passes=owner.passes,
+                             fast_math=owner.fast_math)
+        return Built(graph, build_executable(graph, owner.backend, owner.fast_math))
+    key = _key(str(traced), owner, ("forward",))
+    built = _lookup(key, owner)
+    if built is None:
+        STATS["misses"] += 1
+        graph = run_pipeline(traced, stages, opt_level=owner.opt_level, passes=owner.passes,
+                             fast_math=owner.fast_math)
+        built = _remember(key, Built(graph, build_executable(graph, owner.backend, owner.fast_math)))
+        _store(key, built)
+    return built
+
+
+def build_joint(joint: Graph, primal: list, seeds: list, n_forward_outputs: int, stages: list, owner) -> Built:
+    """The joint graph optimized and split, with both executables, from the cache when this
+    traced joint graph was built before with the same options."""
+    def build() -> Built:
+        split, _ = optimize_joint(joint, primal, seeds, n_forward_outputs, stages, opt_level=owner.opt_level,
+                                  passes=owner.passes, fast_math=owner.fast_math)
+        return Built(split.forward, build_executable(split.forward, owner.backend, owner.fast_math), split,
+                     build_executable(split.backward, owner.backend, owner.fast_math))
+
+    if is_recording():
+        return build()
+    primal_ids = {id(v) for v in primal}
+    extra = ("joint", n_forward_outputs, tuple(v.name for v in seeds),
+             tuple(v.name for v in joint.inputs if id(v) in primal_ids))
+    key = _key(str(joint), owner, extra)
+    built = _lookup(key, owner)
+    if built is None:
+        STATS["misses"] += 1
+        built = _remember(key, build())
+        _store(key, built)
+    return built
+
+
+def clear_memory() -> None:
+    """Forget the in-memory part (the disk part stays): what a new process starts with."""
+    _MEMORY.clear()

@@ -1,0 +1,393 @@
+"""PyTorch-style training steps inside compiled functions.
+
+    @static.compile
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+`loss.backward()` on a traced value records the backward into the same graph (static.autodiff)
+and accumulates each leaf parameter's gradient into its `.grad`, functionalized: a `.grad`
+that exists is a captured tensor updated in place (written back after the call); a `.grad`
+that is None becomes a new tensor the graph writes. An optimizer's `step()` then reads those
+gradients and updates parameters and its state in place, which the tracer already
+functionalizes; state it creates on the first step becomes the caller's state, and Python
+numbers it keeps per parameter (Adam's step count) and the learning rate of each group are
+0-d inputs read at every call, so a steady loop neither retraces nor goes stale.
+
+What a trace did to Python attributes (`p.grad = ...`, optimizer state entries) is redone
+before every call of the compiled function (`CallPrep`), and a `.grad` the trace read before
+changing it is guarded: setting it to None between calls retraces (at most one more
+signature: the first step, where `.grad` is None, and the steady one)."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from eager import _functional as F
+from eager._grad_mode import enable_grad, no_grad
+from eager._tensor import Tensor
+from eager.ops import REGISTRY
+from eager.ops.special import FULL_LIKE
+from eager.autograd.graph import _FREED_MSG
+from eager.optim import optimizer as _optimizer
+
+from .autodiff import vjp
+from .custom_function import customs_of
+from .errors import TraceError
+from .randomness import Replay, draws_of
+from .tracer import Tracer, TraceState, current_state, inplace_on_captured, user_location
+
+_NO_GRAD_FN = "element 0 of tensors does not require grad and does not have a grad_fn"
+
+
+# -- what runs before each call -------------------------------------------------------------------
+class CallPrep:
+    """Done before every call of a compiled signature, in this order: the random draws of the
+    trace (static.randomness), the Python numbers fed as 0-d inputs, the attribute bindings
+    the trace made (`p.grad = t`, `opt.state[p][k] = t`)."""
+
+    __slots__ = ("replay", "feeds", "bindings", "rereads")
+
+    def __init__(self, replay: Replay | None, feeds: list, bindings: list, rereads: list) -> None:
+        self.replay, self.feeds, self.bindings, self.rereads = replay, feeds, bindings, rereads
+
+    def __call__(self) -> None:
+        if self.replay is not None:
+            self.replay()
+        for entry, p in self.rereads:  # the .grad the call finds (eager's backward makes a new one each time)
+            entry[0] = p._grad
+        for target, read in self.feeds:
+            target._data = np.asarray(read(), dtype=target._data.dtype)
+        for setter, value in self.bindings:
+            setter(value)
+
+
+def call_prep(state: TraceState, captured: list) -> CallPrep | None:
+    """What a finished trace needs done before each call (None: nothing)."""
+    draws = draws_of(state)
+    replay = Replay(draws, captured) if draws else None
+    extra = state.__dict__.get("training")
+    feeds = extra.feeds if extra is not None else []
+    bindings = extra.final_bindings() if extra is not None else []
+    rereads = []
+    if extra is not None and extra.read_grads:
+        by_id = {id(entry[0]): entry for entry in captured}
+        rereads = [(by_id[id(g)], p) for p, g in extra.read_grads if id(g) in by_id]
+    if replay is None and not feeds and not bindings and not rereads:
+        return None
+    return CallPrep(replay, feeds, bindings, rereads)
+
+
+class _Training:
+    """What one trace records about gradients and optimizer state."""
+
+    def __init__(self, state: TraceState) -> None:
+        self.state = state
+        self.start: dict = {}  # id(param) -> (param, its .grad when first seen)
+        self.guarded: set = set()
+        self.feeds: list = []  # (placeholder tensor, read) for Python numbers made 0-d inputs
+        self.grad_owners: dict = {}  # id(param) -> param whose .grad the trace may have set
+        self.state_slots: dict = {}  # (id(state dict), key) -> (state dict, key)
+        self.read_grads: list = []  # (param, .grad) for a .grad the call found: re-read at every call
+
+    def seen(self, p: Tensor) -> None:
+        """Note p.grad as the call finds it (before this trace's code changes it), guarded."""
+        key = id(p)
+        if key not in self.start:
+            self.start[key] = (p, p._grad)
+        self.grad_owners[key] = p
+
+    def guard_read(self, p: Tensor) -> None:
+        """The trace read p.grad as it was when the call started: a call must find the same."""
+        p0, g0 = self.start[id(p)]
+        if p._grad is g0 and id(p) not in self.guarded:
+            self.guarded.add(id(p))
+            self.state.guards.append(GradGuard(p, g0))
+            if g0 is not None:
+                self.read_grads.append((p, g0))
+
+    def final_bindings(self) -> list:
+        out = []
+        for key, p in self.grad_owners.items():
+            start = self.start.get(key, (p, None))[1]
+            if p._grad is not start:
+                out.append((_grad_setter(p), p._grad))
+        for d, k in self.state_slots.values():
+            out.append((_item_setter(d, k), d[k]))
+        return out
+
+
+def _grad_setter(p: Tensor):
+    def set_grad(value) -> None:
+        p._grad = value
+    return set_grad
+
+
+def _item_setter(d: dict, k):
+    return lambda value: d.__setitem__(k, value)
+
+
+def _training(state: TraceState) -> _Training:
+    extra = state.__dict__.get("training")
+    if extra is None:
+        extra = state.__dict__["training"] = _Training(state)
+    return extra
+
+
+def note_start(state: TraceState, fn, sources) -> None:
+    """At the start of a trace: the .grad of each leaf tensor the function can reach (its
+    sources, as (name, getter) pairs, and the parameters of the modules and optimizers that
+    the functions it calls reach), before its code (a module's zero_grad) changes them."""
+    tensors = []
+    for _, read in sources:
+        try:
+            tensors.append(read())
+        except Exception:  # noqa: BLE001  (a name that went away)
+            continue
+    for owner in _reachable_owners(fn):
+        if hasattr(owner, "param_groups"):
+            tensors += [p for g in owner.param_groups for p in g["params"]]
+        else:
+            tensors += list(owner.parameters())
+    extra = None
+    for t in tensors:
+        if isinstance(t, Tensor) and t._requires_grad and t.grad_fn is None:
+            extra = extra or _training(state)
+            extra.start.setdefault(id(t), (t, t._grad))
+
+
+def _reachable_owners(fn, limit: int = 64) -> list:
+    """Modules and optimizers named by the function or by the Python functions it names
+    (globals and closures, followed a few levels): whose gradients a step may clear."""
+    found, seen, todo = [], set(), [fn]
+    while todo and len(seen) < limit:
+        f = todo.pop()
+        if f is None or id(f) in seen:
+            continue
+        seen.add(id(f))
+        if hasattr(f, "param_groups") or (hasattr(f, "named_parameters") and hasattr(f, "forward")):
+            found.append(f)
+            continue
+        f = getattr(f, "__func__", f)
+        todo.append(getattr(f, "__wrapped__", None))
+        code = getattr(f, "__code__", None)
+        if code is None:
+            continue
+        values = [getattr(f, "__globals__", {}).get(n) for n in code.co_names]
+        for cell in getattr(f, "__closure__", None) or ():
+            try:
+                values.append(cell.cell_contents)
+            except ValueError:
+                continue
+        todo += [v for v in values if callable(v) or hasattr(v, "param_groups")]
+    return found
+
+
+class GradGuard:
+    """A `.grad` the trace read: the call must find None where the trace did, and a tensor
+    where it did (which tensor does not matter: it is re-read at every call)."""
+
+    def __init__(self, param: Tensor, grad) -> None:
+        self.param, self.was_none = param, grad is None
+        self.what = "the .grad of a parameter"
+
+    def changed(self) -> str | None:
+        if (self.param._grad is None) == self.was_none:
+            return None
+        if self.was_none:
+            return "the .grad of a parameter was None when traced and is a tensor now"
+        return "the .grad of a parameter was a tensor when traced and is None now"
+
+
+# -- loss.backward() ------------------------------------------------------------------------------
+def traced_backward(self: Tracer, gradient=None, retain_graph=None, create_graph: bool = False,
+                    inputs=None) -> None:
+    """Tensor.backward on a traced value (see the module docstring)."""
+    state = self._state
+    extra = _training(state)
+    if gradient is None:
+        if self.numel() != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        if not self.is_floating_point():
+            raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {self.dtype}")
+        seed = FULL_LIKE(self, value=1.0)
+    else:
+        seed = gradient if isinstance(gradient, Tracer) else Tracer(state, state.capture(gradient))
+        if tuple(seed.shape) != tuple(self.shape):
+            raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {list(seed.shape)} and output[0] "
+                               f"has a shape of {list(self.shape)}.")
+    if inputs is not None:
+        leaves = [inputs] if isinstance(inputs, (Tensor, Tracer)) else list(inputs)
+        leaves = [t for t in leaves if isinstance(t, Tensor)]
+    else:
+        leaves = [obj for obj, _ in state.captured.values()
+                  if isinstance(obj, Tensor) and obj._requires_grad and obj.grad_fn is None]
+    values = [state.latest[id(t)] for t in leaves if id(t) in state.latest]
+    leaves = [t for t in leaves if id(t) in state.latest]
+    needed, walked = _ancestors(state, self._value)
+    freed = state.__dict__.setdefault("freed_nodes", set())
+    if freed & walked:
+        raise RuntimeError(_FREED_MSG)
+    if any(v in needed for v in state.grad_leaves):
+        raise TraceError(f"{user_location()}: backward() reaches a tensor that requires grad passed as an argument "
+                         "of the compiled function; its .grad is not written by the compiled graph. Reach "
+                         "parameters through a module or a closure (they are captured), or use static.grad.")
+    pairs = [(t, v) for t, v in zip(leaves, values) if v in needed]
+    if not pairs:
+        raise RuntimeError(_NO_GRAD_FN)
+    with enable_grad() if create_graph else no_grad():
+        grads = vjp(state, [self._value], [seed], [v for _, v in pairs])
+    with enable_grad() if create_graph else no_grad():
+        for (p, _), g in zip(pairs, grads):
+            _accumulate(extra, p, g)
+    if not (create_graph if retain_graph is None else retain_graph):
+        # eager frees this graph: a second backward through it is an error, and the values it
+        # computed (the loss a step returns) need no compiled backward of their own
+        freed.update(walked)
+        state.no_grad_nodes.update(walked)
+
+
+def _ancestors(state: TraceState, out) -> tuple[set, set]:
+    """The Values `out` depends on differentiably, and the nodes between (what eager's graph
+    behind it would hold)."""
+    need, walked = {out}, set()
+    customs = customs_of(state)
+    freed = state.__dict__.get("freed_nodes", ())
+    for node in reversed(state.graph.nodes):
+        if (node in state.no_grad_nodes and node not in freed) or not any(o in need for o in node.outputs):
+            continue
+        walked.add(node)
+        if customs and node in customs:
+            need.update(v for v in customs[node].inputs if v is not None)
+            continue
+        op = REGISTRY.get(node.op)
+        if op is None or op.vjp is None:
+            continue
+        need.update(v for v in node.inputs if not isinstance(v, (bool, int, float)))
+    return need, walked
+
+
+def _accumulate(extra: _Training, p: Tensor, g: Tracer) -> None:
+    """p.grad += g, or p.grad = g when it is None, as eager's AccumulateGrad does."""
+    extra.seen(p)
+    extra.guard_read(p)  # None or a tensor, as the call found it: the other case is another graph
+    current = p._grad
+    if g.dtype is not p.dtype:
+        g = F.to_dtype(g, p.dtype)
+    if current is None:
+        holder = Tensor._make(p._data * 0)  # a new tensor the graph writes: the caller's from now on
+        p._grad = holder
+        inplace_on_captured(holder, g)
+        return
+    inplace_on_captured(current, F.add(current, g))
+
+
+Tracer.backward = traced_backward
+
+
+# -- optimizer.step() -----------------------------------------------------------------------------
+def traced_step(opt, closure=None):
+    """Optimizer.step while a function is traced (NotImplemented otherwise)."""
+    state = current_state()
+    if state is None or state.finished:
+        return NotImplemented
+    extra = _training(state)
+    loss = opt._closure_loss(closure)
+    slots = []
+    for group in opt.param_groups:
+        for p in group["params"]:
+            extra.seen(p)
+            if p._grad is not None:
+                extra.guard_read(p)
+            state.guards.append(StateGuard(opt, p))
+            s = opt.state.get(p)
+            if s:
+                for k, v in list(s.items()):
+                    if isinstance(v, numbers.Number) and not isinstance(v, bool):
+                        s[k] = _dynamic_number(extra, s, k, v)
+    groups_lr = []
+    for group in opt.param_groups:
+        lr = group.get("lr")
+        if isinstance(lr, numbers.Number) and not isinstance(lr, bool):
+            groups_lr.append((group, lr))
+            group["lr"] = _number_input(extra, group, "lr", lr)
+    try:
+        with no_grad():
+            for group in opt.param_groups:
+                opt._update_group(group)
+    finally:
+        for group, lr in groups_lr:
+            group["lr"] = lr
+    for p, s in opt.state.items():
+        for k, v in list(s.items()):
+            if isinstance(v, Tracer):  # state made from traced values: a tensor of the caller's
+                holder = Tensor._make(np.zeros(tuple(v.shape), dtype=v.dtype.np))
+                inplace_on_captured(holder, v)
+                s[k] = holder
+                slots.append((s, k))
+            elif isinstance(v, Tensor) and state.is_created(v):
+                _adopt(state, v)
+    for s, k in slots:
+        extra.state_slots[(id(s), k)] = (s, k)
+    return loss
+
+
+def _adopt(state: TraceState, t: Tensor) -> None:
+    """A tensor made while tracing that outlives the trace (optimizer state): the caller's
+    state, whose updates are written back, rather than a constant of the trace."""
+    ids = state._created_ids
+    state.is_created(t)
+    ids.pop(id(t), None)
+    state.created[:] = [c for c in state.created if c is not t]
+    state._created_ids = {id(c): None for c in state.created}
+
+
+def _dynamic_number(extra: _Training, s: dict, k, v) -> Tensor:
+    """A Python number of optimizer state (Adam's step count): a 0-d tensor of the caller's,
+    updated by the graph and kept as a tensor, as PyTorch keeps it."""
+    t = Tensor._make(np.asarray(v, dtype=np.float64))
+    extra.state_slots[(id(s), k)] = (s, k)
+    return t
+
+
+def _number_input(extra: _Training, d: dict, k, v) -> Tensor:
+    """A hyper-parameter (a group's learning rate, which a scheduler changes): a 0-d input
+    read from the group at every call."""
+    t = Tensor._make(np.asarray(v, dtype=np.float64))
+    extra.feeds.append((t, lambda: d[k]))
+    return t
+
+
+def traced_zero_grad(opt) -> None:
+    """Before Optimizer.zero_grad clears gradients inside a trace: note each .grad as the
+    call found it (the clearing itself runs as in eager: it only rebinds attributes)."""
+    state = current_state()
+    if state is None or state.finished:
+        return
+    extra = _training(state)
+    for group in opt.param_groups:
+        for p in group["params"]:
+            extra.seen(p)
+
+
+_optimizer.TRACE_HOOK.fn = traced_step
+_optimizer.TRACE_HOOK.zero_grad = traced_zero_grad
+
+
+class StateGuard:
+    """Which state entries an optimizer holds for a parameter: the first step creates them
+    (a different graph), so a call that finds others than the trace did retraces."""
+
+    def __init__(self, opt, param: Tensor) -> None:
+        self.opt, self.param = opt, param
+        self.keys = tuple(opt.state.get(param, {}))
+        self.what = "the optimizer state of a parameter"
+
+    def changed(self) -> str | None:
+        if tuple(self.opt.state.get(self.param, {})) == self.keys:
+            return None
+        return f"{type(self.opt).__name__}'s state of a parameter changed (its first step creates it)"
