@@ -461,7 +461,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
         raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape {tuple(input.shape)}")
     if not input.is_floating_point():
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {input.dtype.name}")
-    probs = np.asarray(input.detach().cpu()._data, dtype=np.float64)
+    probs = np.asarray(input.detach().cpu().numpy(), dtype=np.float64)  # a traced input: TraceError
     rows = probs.reshape(-1, probs.shape[-1])
     n_cat = rows.shape[1]
     if not np.all(np.isfinite(rows)) or np.any(rows < 0):
@@ -488,9 +488,9 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
 
 def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
     """1 with probability input (or p), else 0, in input's dtype."""
-    u = _rng_array_gen(generator, "uniform", tuple(input.shape), input.dtype, input.device)
-    prob = input.detach()._data if p is None else p
-    return _finish((u < prob).astype(input.dtype.np), False)
+    # compared as tensors, so a traced call compares the replayed draw, not the one of the trace
+    u = Tensor._make(_rng_array_gen(generator, "uniform", tuple(input.shape), input.dtype, input.device))
+    return (u < (input.detach() if p is None else p)).to(input.dtype)
 
 
 def set_default_device(device) -> None:

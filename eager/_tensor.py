@@ -735,11 +735,10 @@ class Tensor:
 
     def bernoulli_(self, p=0.5, *, generator=None):
         from ._factories import _rng_array_gen  # noqa: PLC0415
-        from ._inplace import write  # noqa: PLC0415
 
-        draw = _rng_array_gen(generator, "uniform", self.shape, self.dtype, self.device)
-        write(self, (draw < p).astype(self._data.dtype), "bernoulli_")
-        return self
+        # compared as tensors, so a traced call compares the replayed draw, not the one of the trace
+        draw = Tensor._make(_rng_array_gen(generator, "uniform", self.shape, self.dtype, self.device))
+        return self.copy_((draw < p).to(self.dtype))
 
     def random_(self, *args, generator=None):
         from ._factories import randint  # noqa: PLC0415
