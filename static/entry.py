@@ -71,6 +71,7 @@ class Entry:
             shown = clone(joint)
             primal = [v for v in joint.inputs if v not in recorder.seeds]
             built = trace_cache.build_joint(joint, primal, recorder.seeds, n_user + n_upd, self.stages, owner)
+            self.built = built  # the post-trace cache holds it weakly: alive while this signature is
             split = built.split
             verify(split.forward)
             verify(split.backward)
@@ -85,6 +86,7 @@ class Entry:
             self.stages[1] = ("verified", shown)
         else:
             built = trace_cache.build_forward(trace.graph, self.stages, owner)  # passes skipped on a hit
+            self.built = built  # the post-trace cache holds it weakly: alive while this signature is
             self.graph, self.forward = built.graph, built.forward
         leaf_keys = key.leaves
         kinds = {k[0] for k in leaf_keys}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import pickle
-from collections import OrderedDict
+import weakref
 from dataclasses import dataclass
 
 from .executable import build_executable
@@ -34,8 +34,9 @@ class Built:
     backward: object = None  # the backward's executable
 
 
-_MEMORY: OrderedDict = OrderedDict()  # least recently used first
-MEMORY_LIMIT = 256  # entries kept in memory (each holds compiled modules)
+# Held weakly: an entry lives as long as a compiled function's signature uses it, so the
+# generated modules of dropped functions are freed (the Entry holds its Built).
+_MEMORY: "weakref.WeakValueDictionary[str, Built]" = weakref.WeakValueDictionary()
 STATS = {"memory_hits": 0, "disk_hits": 0, "misses": 0}
 
 
@@ -77,14 +78,19 @@ def _disk():
 
 
 def _path(cache, key: str):
-    return cache.directory() / f"gm_trace_{key[:40]}.pickle"
+    where = cache.directory()  # None: the disk cache was refused for this process
+    return None if where is None else where / f"gm_trace_{key[:40]}.pickle"
 
 
 def _load(key: str, owner) -> Built | None:
     cache = _disk()
-    if cache is None:
+    path = None if cache is None else _path(cache, key)
+    if path is None:
         return None
-    text = cache.read(_path(cache, key))
+    try:
+        text = cache.read(path)
+    except cache.Refused:  # not owned by this user or writable by others: never loaded
+        return None
     if text is None:
         return None
     try:  # the file is sealed with the hash of its contents (codegen.cache), as generated modules are
@@ -99,20 +105,18 @@ def _load(key: str, owner) -> Built | None:
 
 def _store(key: str, built: Built) -> None:
     cache = _disk()
-    if cache is None:
+    path = None if cache is None else _path(cache, key)
+    if path is None:
         return
     try:
         record = pickle.dumps((None if built.split else built.graph, built.split), protocol=pickle.HIGHEST_PROTOCOL)
-        cache.write(_path(cache, key), cache.seal(base64.b64encode(record).decode("ascii")))
-    except (OSError, pickle.PicklingError, TypeError, AttributeError):
-        pass
+        cache.write(path, cache.seal(base64.b64encode(record).decode("ascii")))
+    except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError):
+        pass  # not kept on disk (a graph too deep to pickle, a full disk): built again next time
 
 
 def _remember(key: str, built: Built) -> Built:
     _MEMORY[key] = built
-    _MEMORY.move_to_end(key)
-    while len(_MEMORY) > MEMORY_LIMIT:
-        _MEMORY.popitem(last=False)
     return built
 
 
@@ -120,7 +124,6 @@ def _lookup(key: str, owner) -> Built | None:
     built = _MEMORY.get(key)
     if built is not None:
         STATS["memory_hits"] += 1
-        _MEMORY.move_to_end(key)
         return built
     built = _load(key, owner)
     if built is not None:
