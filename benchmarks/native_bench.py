@@ -61,7 +61,7 @@ def torch_peer(workload: str, arrays: list):
     torch = _torch()
     if torch is None:
         return None
-    tensors = [torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]
+    tensors = [torch.from_numpy(np.array(a, copy=True)) for a in arrays]  # (ascontiguousarray makes 0-d 1-d)
     if workload == "W1":
         def loss(a, p1, p2, p3, p4):
             return (10 - (p3 * (p1 * a) + p4 * (p2 * a))).sum()
