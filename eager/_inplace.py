@@ -257,7 +257,7 @@ def _method(fn, name, saves_self=True):
         return apply_inplace(self, lambda s, *o: fn(s, *o, **kwargs), args, name, saves_self)
 
     method.__name__ = name
-    method.__doc__ = f"In-place {fn.__name__}: writes the result into this tensor."
+    method.__doc__ = f"In-place {name[:-1]}: writes the result into this tensor. Mirrors torch.Tensor.{name}."
     return method
 
 

@@ -109,3 +109,6 @@ def test_shared_and_generated_methods_carry_their_docstrings():
     assert eager.Tensor.add.__doc__ == eager.add.__doc__
     assert "Mirrors torch.Tensor.backward" in eager.Tensor.backward.__doc__
     assert eager.Tensor.add_.__doc__ and "In-place" in eager.Tensor.add_.__doc__
+    # a generated method names itself, even when made from a lambda
+    assert "Mirrors torch.Tensor.masked_fill_." in eager.Tensor.masked_fill_.__doc__
+    assert "<lambda>" not in eager.Tensor.masked_fill_.__doc__
