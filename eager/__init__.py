@@ -89,14 +89,19 @@ class cuda:  # noqa: N801  (mirrors the torch.cuda namespace users call)
 
 
 def is_tensor(obj) -> bool:
+    """Whether `obj` is an eager.Tensor. Mirrors torch.is_tensor."""
     return isinstance(obj, Tensor)
 
 
 def numel(input: Tensor) -> int:
+    """The number of elements of `input`. Mirrors torch.numel."""
     return input.numel()
 
 
 def get_default_dtype() -> dtype:
+    """The dtype Python floats become in factories and tensor() (see set_default_dtype).
+
+    Mirrors torch.get_default_dtype."""
     from . import _dtypes  # noqa: PLC0415
 
     return _dtypes.DEFAULT_FLOAT
@@ -114,6 +119,9 @@ def set_default_dtype(d: dtype) -> None:
 
 # `bool`, `int` and `float` are eager dtypes in this module (as in torch): use builtins here.
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> bool:
+    """Whether |input - other| <= atol + rtol * |other| holds for every element (NaNs equal if `equal_nan`).
+
+    Mirrors torch.allclose."""
     import numpy as _np  # noqa: PLC0415
 
     return _builtins.bool(_np.allclose(_np.asarray(input.detach()), _np.asarray(other.detach()), rtol=rtol, atol=atol,
@@ -121,6 +129,7 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-
 
 
 def equal(input: Tensor, other: Tensor) -> bool:
+    """Whether input and other have the same shape and the same elements. Mirrors torch.equal."""
     return tuple(input.shape) == tuple(other.shape) and _builtins.bool((input == other).all())
 
 

@@ -115,6 +115,9 @@ def _check_rectangular(data, dim: int) -> None:
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """`data` as a tensor, sharing memory when possible: a tensor or a NumPy array of the right dtype is not copied.
+
+    Mirrors torch.as_tensor."""
     if isinstance(data, Tensor) and dtype is None and device is None:
         return data
     if isinstance(data, np.ndarray) and device is None and (dtype is None or _dtypes.as_dtype(dtype).np == data.dtype):
@@ -154,43 +157,56 @@ def _filled(fn_name, size, dtype, device, requires_grad, value=None):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of zeros of the given size (ints or one sequence). Mirrors torch.zeros."""
     return _filled("zeros", size, dtype, device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ones of the given size (ints or one sequence). Mirrors torch.ones."""
     return _filled("ones", size, dtype, device, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of the given size whose values are not to be relied on.
+
+    Unlike PyTorch, the memory is zeroed (no uninitialized reads). Mirrors torch.empty."""
     return _filled("zeros", size, dtype, device, requires_grad)  # zeroed: no uninitialized reads
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of the given size filled with `fill_value` (dtype inferred from it unless given). Mirrors torch.full."""
     if dtype is None:
         dtype = _infer_dtype(fill_value)
     return _filled("full", (size,) if isinstance(size, int) else tuple(size), dtype, device, requires_grad, fill_value)
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Zeros with input's shape, and its dtype and device unless given. Mirrors torch.zeros_like."""
     return zeros(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
                  requires_grad=requires_grad)
 
 
 def ones_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Ones with input's shape, and its dtype and device unless given. Mirrors torch.ones_like."""
     return ones(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad)
 
 
 def empty_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """An uninitialized-by-contract tensor with input's shape (zeroed here, see empty). Mirrors torch.empty_like."""
     return zeros_like(input, dtype, device, requires_grad)
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """`fill_value` with input's shape, and its dtype and device unless given. Mirrors torch.full_like."""
     return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Values from `start` (default 0) up to, not including, `end` in steps of `step`, as a 1-d tensor.
+
+    int64 when all of them are ints, else the default float dtype. Mirrors torch.arange."""
     if end is None:
         start, end = 0, start
     if dtype is None:
@@ -200,11 +216,13 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """`steps` evenly spaced values from `start` to `end` inclusive, as a 1-d tensor. Mirrors torch.linspace."""
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
     return _finish(xp_for(_dev(device)).linspace(start, end, steps, dtype=dt.np), requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """An n x m (n x n by default) matrix with ones on the diagonal and zeros elsewhere. Mirrors torch.eye."""
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
     return _finish(xp_for(_dev(device)).eye(n, m, dtype=dt.np), requires_grad)
 
@@ -269,16 +287,28 @@ def draw_array(kind, shape, dt, dev, a=0.0, b=1.0, high=None, generator=None):
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
+    """A tensor of the given size drawn from the standard normal distribution.
+
+    A seed gives other numbers than PyTorch's generator would (the draws come from NumPy or CuPy).
+    Mirrors torch.randn."""
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
     return _finish(_rng_array_gen(generator, "normal", _shape_args(size), dt, _dev(device)), requires_grad)
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
+    """A tensor of the given size drawn uniformly from [0, 1).
+
+    A seed gives other numbers than PyTorch's generator would (the draws come from NumPy or CuPy).
+    Mirrors torch.rand."""
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
     return _finish(_rng_array_gen(generator, "uniform", _shape_args(size), dt, _dev(device)), requires_grad)
 
 
 def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
+    """A tensor of the given size of integers drawn uniformly from [low, high) (low defaults to 0).
+
+    A seed gives other numbers than PyTorch's generator would (the draws come from NumPy or CuPy).
+    Mirrors torch.randint."""
     if size is None:
         low, high, size = 0, low, high
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64
@@ -287,16 +317,22 @@ def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=Fa
 
 
 def randn_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Standard normal draws with input's shape, and its dtype and device unless given. Mirrors torch.randn_like."""
     return randn(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
                  requires_grad=requires_grad)
 
 
 def rand_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Uniform [0, 1) draws with input's shape, and its dtype and device unless given. Mirrors torch.rand_like."""
     return rand(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad)
 
 
 def randperm(n, dtype=None, device=None, generator=None) -> Tensor:
+    """A random permutation of 0..n-1 (int64 by default).
+
+    A seed gives other numbers than PyTorch's generator would (the draws come from NumPy or CuPy).
+    Mirrors torch.randperm."""
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64
     return _finish(_rng_array("perm", (n,), dt, _dev(device), generator=generator), False)
 
@@ -404,14 +440,17 @@ default_generator = _DefaultGenerator()
 
 
 def initial_seed() -> int:
+    """The seed last given to manual_seed (0 if none was). Mirrors torch.initial_seed."""
     return _RNG["seed"] if _RNG["seed"] is not None else 0
 
 
 def get_rng_state() -> Tensor:
+    """The default generator's state, as a tensor to pass to set_rng_state. Mirrors torch.get_rng_state."""
     return default_generator.get_state()
 
 
 def set_rng_state(new_state: Tensor) -> None:
+    """Restore the default generator's state from get_rng_state's tensor. Mirrors torch.set_rng_state."""
     default_generator.set_state(new_state)
 
 
@@ -499,4 +538,5 @@ def set_default_device(device) -> None:
 
 
 def get_default_device() -> device:
+    """The device factories use when none is given (see set_default_device). Mirrors torch.get_default_device."""
     return _DEFAULT_DEVICE["device"]

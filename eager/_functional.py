@@ -33,6 +33,7 @@ def _ndim(x) -> int:
 
 # -- elementwise ------------------------------------------------------------------------------
 def add(input, other, *, alpha=1):
+    """input + alpha * other, broadcast. Mirrors torch.add."""
     return E.ADD(input, other if alpha == 1 else other * alpha)
 
 
@@ -53,26 +54,33 @@ def check_sub(a, b) -> None:
 
 
 def check_neg(a) -> None:
+    """Refuse negation of a bool tensor, with PyTorch's message (shared by neg and unary minus)."""
     if _is_bool(a):
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
 def sub(input, other, *, alpha=1):
+    """input - alpha * other, broadcast (bool operands are refused, as in PyTorch). Mirrors torch.sub."""
     check_sub(input, other)
     return E.SUB(input, other if alpha == 1 else other * alpha)
 
 
 def rsub(input, other, *, alpha=1):
+    """other - alpha * input, broadcast. Mirrors torch.rsub."""
     check_sub(input, other)
     return E.RSUB(input if alpha == 1 else input * alpha, other)
 
 
 def mul(input, other):
+    """input * other, elementwise and broadcast. Mirrors torch.mul."""
     return E.MUL(input, other)
 
 
 def div(input, other, *, rounding_mode=None):
+    """input / other, elementwise and broadcast; integers divide to a float result.
+
+    `rounding_mode` 'trunc' or 'floor' rounds the quotient (keeping integer dtypes). Mirrors torch.div."""
     if rounding_mode is None:
         return E.DIV(input, other)
     if rounding_mode == "floor":
@@ -83,95 +91,123 @@ def div(input, other, *, rounding_mode=None):
 
 
 def true_divide(input, other):
+    """input / other with true (float) division. Mirrors torch.true_divide."""
     return E.DIV(input, other)
 
 
 def pow(input, exponent):
+    """input raised to `exponent` (a tensor or a number), elementwise. Mirrors torch.pow."""
     return E.POW(input, exponent)
 
 
 def neg(input):
+    """-input, elementwise (not defined for bool). Mirrors torch.neg."""
     check_neg(input)
     return E.NEG(input)
 
 
 def exp(input):
+    """e ** input, elementwise. Mirrors torch.exp."""
     return E.EXP(input)
 
 
 def log(input):
+    """The natural logarithm, elementwise. Mirrors torch.log."""
     return E.LOG(input)
 
 
 def log1p(input):
+    """log(1 + input), accurate for small input. Mirrors torch.log1p."""
     return E.LOG1P(input)
 
 
 def expm1(input):
+    """exp(input) - 1, accurate for small input. Mirrors torch.expm1."""
     return E.EXPM1(input)
 
 
 def sqrt(input):
+    """The square root, elementwise. Mirrors torch.sqrt."""
     return E.SQRT(input)
 
 
 def rsqrt(input):
+    """1 / sqrt(input), elementwise. Mirrors torch.rsqrt."""
     return E.RSQRT(input)
 
 
 def abs(input):
+    """The absolute value, elementwise. Mirrors torch.abs."""
     return E.ABS(input)
 
 
 def sign(input):
+    """-1, 0 or 1 by the sign of each element. Mirrors torch.sign."""
     return E.SIGN(input)
 
 
 def sin(input):
+    """The sine, elementwise. Mirrors torch.sin."""
     return E.SIN(input)
 
 
 def cos(input):
+    """The cosine, elementwise. Mirrors torch.cos."""
     return E.COS(input)
 
 
 def tanh(input):
+    """The hyperbolic tangent, elementwise. Mirrors torch.tanh."""
     return E.TANH(input)
 
 
 def sigmoid(input):
+    """1 / (1 + exp(-input)), elementwise. Mirrors torch.sigmoid."""
     return E.SIGMOID(input)
 
 
 def relu(input):
+    """max(input, 0), elementwise. Mirrors torch.relu."""
     return E.RELU(input)
 
 
 def erf(input):
+    """The error function, elementwise. Mirrors torch.erf."""
     return E.ERF(input)
 
 
 def softplus(input, beta: float = 1.0, threshold: float = 20.0):
+    """log(1 + exp(beta * input)) / beta, linear where beta * input > threshold.
+
+    Mirrors torch.nn.functional.softplus."""
     return E.SOFTPLUS(input, beta=float(beta), threshold=float(threshold))
 
 
 def gelu(input, approximate: str = "none"):
+    """The Gaussian error linear unit; approximate='tanh' uses the tanh formula. Mirrors torch.nn.functional.gelu."""
     return E.GELU(input, approximate=approximate)
 
 
 def square(input):
+    """input * input, elementwise. Mirrors torch.square."""
     return E.MUL(input, input)
 
 
 def maximum(input, other):
+    """The larger of input and other, elementwise and broadcast (NaN propagates). Mirrors torch.maximum."""
     return E.MAXIMUM(input, other)
 
 
 def minimum(input, other):
+    """The smaller of input and other, elementwise and broadcast (NaN propagates). Mirrors torch.minimum."""
     return E.MINIMUM(input, other)
 
 
 def where(condition, input=None, other=None):
+    """Elements of `input` where `condition` is true, else of `other` (all broadcast together).
+
+    Unlike PyTorch, the one-argument form where(condition) is not supported (use nonzero(as_tuple=True)).
+    Mirrors torch.where."""
     if input is None and other is None:
         raise NotImplementedError("where(condition) with one argument (nonzero) is not supported; "
                                   "pass where(condition, input, other)")
@@ -192,6 +228,9 @@ def _bound(b):
 
 
 def clamp(input, min=None, max=None):
+    """Limit every element to [min, max] (either bound may be None or a tensor); `clip` is the same.
+
+    Mirrors torch.clamp."""
     if hasattr(min, "shape") or hasattr(max, "shape"):
         return _clamp_to_tensors(input, min, max)
     return E.CLAMP(input, min=_bound(min), max=_bound(max))
@@ -215,34 +254,42 @@ clip = clamp
 
 
 def eq(input, other):
+    """input == other, elementwise, as a bool tensor. Mirrors torch.eq."""
     return E.EQ(input, other)
 
 
 def ne(input, other):
+    """input != other, elementwise, as a bool tensor. Mirrors torch.ne."""
     return E.NE(input, other)
 
 
 def lt(input, other):
+    """input < other, elementwise, as a bool tensor. Mirrors torch.lt."""
     return E.LT(input, other)
 
 
 def le(input, other):
+    """input <= other, elementwise, as a bool tensor. Mirrors torch.le."""
     return E.LE(input, other)
 
 
 def gt(input, other):
+    """input > other, elementwise, as a bool tensor. Mirrors torch.gt."""
     return E.GT(input, other)
 
 
 def ge(input, other):
+    """input >= other, elementwise, as a bool tensor. Mirrors torch.ge."""
     return E.GE(input, other)
 
 
 def logical_and(input, other):
+    """Elementwise logical AND of the truth values, as a bool tensor. Mirrors torch.logical_and."""
     return E.LOGICAL_AND(input, other)
 
 
 def logical_not(input):
+    """Elementwise logical NOT of the truth values, as a bool tensor. Mirrors torch.logical_not."""
     return E.LOGICAL_NOT(input)
 
 
@@ -273,10 +320,14 @@ def bitwise_and(input, other):
 
 
 def clone(input):
+    """A copy of input with its own memory, differentiable. Mirrors torch.clone."""
     return E.CLONE(input)
 
 
 def to_dtype(input, dtype):
+    """input converted to `dtype` (input itself if it already has it); differentiable between float dtypes.
+
+    Mirrors torch.Tensor.to."""
     dt = _dtypes.as_dtype(dtype)
     return input if input.dtype is dt else E.TO_DTYPE(input, dtype=dt)
 
@@ -288,12 +339,14 @@ def _reduce(op, input, dim, keepdim, name, **extra):
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
+    """The sum over `dim` (all elements when None), optionally cast to `dtype` first. Mirrors torch.sum."""
     if dtype is not None:
         input = to_dtype(input, dtype)
     return _reduce(R.SUM, input, dim, keepdim, "sum")
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
+    """The mean over `dim` (all elements when None); needs a floating dtype or `dtype=`. Mirrors torch.mean."""
     if dtype is not None:
         input = to_dtype(input, dtype)
     _require_float_input(input, "mean(): could not infer output dtype. Input dtype must be either a floating "
@@ -309,6 +362,7 @@ def _require_float_input(input, message: str) -> None:
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """The product over `dim` (all elements when None). Mirrors torch.prod."""
     if dtype is not None:
         input = to_dtype(input, dtype)
     return _reduce(R.PROD, input, dim, keepdim, "prod")
@@ -321,26 +375,37 @@ def _correction(unbiased, correction):
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The variance over `dim` (all elements when None).
+
+    `correction` (default 1, Bessel's) or the older `unbiased` flag sets the divisor N - correction.
+    Mirrors torch.var."""
     if isinstance(unbiased, bool) is False and unbiased is not None and dim is None:
         dim, unbiased = unbiased, None
     return _reduce(R.VAR, input, dim, keepdim, "var", correction=_correction(unbiased, correction))
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The standard deviation over `dim` (all elements when None).
+
+    `correction` (default 1, Bessel's) or the older `unbiased` flag sets the divisor N - correction.
+    Mirrors torch.std."""
     if isinstance(unbiased, bool) is False and unbiased is not None and dim is None:
         dim, unbiased = unbiased, None
     return _reduce(R.STD, input, dim, keepdim, "std", correction=_correction(unbiased, correction))
 
 
 def logsumexp(input, dim, keepdim=False):
+    """log(sum(exp(input))) over `dim`, computed stably. Mirrors torch.logsumexp."""
     return _reduce(R.LOGSUMEXP, input, dim, keepdim, "logsumexp")
 
 
 def amax(input, dim=(), keepdim=False):
+    """The maximum over `dim` (all dimensions when empty); the gradient is shared among ties. Mirrors torch.amax."""
     return _reduce(R.AMAX, input, None if dim == () else dim, keepdim, "amax")
 
 
 def amin(input, dim=(), keepdim=False):
+    """The minimum over `dim` (all dimensions when empty); the gradient is shared among ties. Mirrors torch.amin."""
     return _reduce(R.AMIN, input, None if dim == () else dim, keepdim, "amin")
 
 
@@ -359,19 +424,27 @@ def _max_min(input, dim, keepdim, is_max):
 
 
 def max(input, dim=None, keepdim=False):
+    """The largest element; with `dim`, a (values, indices) named tuple; with a tensor second argument, maximum.
+
+    Mirrors torch.max."""
     return _max_min(input, dim, keepdim, True)
 
 
 def min(input, dim=None, keepdim=False):
+    """The smallest element; with `dim`, a (values, indices) named tuple; with a tensor second argument, minimum.
+
+    Mirrors torch.min."""
     return _max_min(input, dim, keepdim, False)
 
 
 def argmax(input, dim=None, keepdim=False):
+    """The index of the largest element (of the flattened input when `dim` is None). Mirrors torch.argmax."""
     d = None if dim is None else norm_dim("argmax", dim, _ndim(input))
     return R.ARGMAX(input, dim=d, keepdim=bool(keepdim))
 
 
 def argmin(input, dim=None, keepdim=False):
+    """The index of the smallest element (of the flattened input when `dim` is None). Mirrors torch.argmin."""
     d = None if dim is None else norm_dim("argmin", dim, _ndim(input))
     return R.ARGMIN(input, dim=d, keepdim=bool(keepdim))
 
@@ -428,12 +501,14 @@ def norm(input, p=2, dim=None, keepdim=False, dtype=None):
 
 
 def softmax(input, dim, dtype=None):
+    """exp(input) normalized to sum to 1 along `dim`, optionally cast to `dtype` first. Mirrors torch.softmax."""
     if dtype is not None:
         input = to_dtype(input, dtype)
     return R.SOFTMAX(input, dim=norm_dim("softmax", dim, _ndim(input)))
 
 
 def log_softmax(input, dim, dtype=None):
+    """log(softmax(input, dim)), computed stably. Mirrors torch.log_softmax."""
     if dtype is not None:
         input = to_dtype(input, dtype)
     return R.LOG_SOFTMAX(input, dim=norm_dim("log_softmax", dim, _ndim(input)))
@@ -441,6 +516,9 @@ def log_softmax(input, dim, dtype=None):
 
 # -- linear algebra -----------------------------------------------------------------------------
 def matmul(input, other):
+    """The matrix product with PyTorch's rules for 1-d operands and broadcast batch dimensions.
+
+    Both operands must have the same dtype (no promotion, as in PyTorch). Mirrors torch.matmul."""
     _same_dtype_for_matmul(input, other)
     return L.MATMUL(input, other)
 
@@ -454,6 +532,7 @@ def _same_dtype_for_matmul(a, b) -> None:
 
 
 def mm(input, mat2):
+    """The product of two 2-d matrices (no broadcasting). Mirrors torch.mm."""
     _same_dtype_for_matmul(input, mat2)
     if _ndim(input) != 2 or _ndim(mat2) != 2:
         raise RuntimeError(f"mm: self must be a matrix (got shapes {tuple(input.shape)} and {tuple(mat2.shape)})")
@@ -461,6 +540,7 @@ def mm(input, mat2):
 
 
 def dot(input, other):
+    """The inner product of two 1-d tensors of the same length and dtype. Mirrors torch.dot."""
     _same_dtype_for_matmul(input, other)
     if _ndim(input) != 1 or _ndim(other) != 1:
         raise RuntimeError(f"dot: 1D tensors expected, but got {_ndim(input)}D and {_ndim(other)}D tensors")
@@ -496,6 +576,7 @@ def _numel(x) -> int:
 
 
 def flatten(input, start_dim=0, end_dim=-1):
+    """input with dimensions start_dim..end_dim merged into one. Mirrors torch.flatten."""
     nd = _ndim(input)
     if nd == 0:
         return reshape(input, (1,))
@@ -510,6 +591,7 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 def transpose(input, dim0, dim1):
+    """input with dimensions dim0 and dim1 swapped (a view); `swapaxes` is the same. Mirrors torch.transpose."""
     nd = _ndim(input)
     d0, d1 = norm_dim("transpose", dim0, nd), norm_dim("transpose", dim1, nd)
     return S.TRANSPOSE(input, dim0=d0, dim1=d1)
@@ -519,6 +601,7 @@ swapaxes = transpose
 
 
 def t(input):
+    """The transpose of a tensor of at most 2 dimensions. Mirrors torch.t."""
     if _ndim(input) > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {_ndim(input)}D")
     if _ndim(input) < 2:
@@ -536,12 +619,14 @@ def _renamed(out, grad_name: str):
 
 
 def permute(input, *dims):
+    """input with its dimensions reordered to `dims` (a view). Mirrors torch.permute."""
     nd = _ndim(input)
     dims = tuple(norm_dim("permute", d, nd) for d in _sizes(dims))
     return S.PERMUTE(input, dims=dims)
 
 
 def expand(input, *sizes):
+    """A broadcast view of input to `sizes` (-1 keeps a dimension). Mirrors torch.Tensor.expand."""
     sizes = _sizes(sizes)
     lead = len(sizes) - _ndim(input)
     shape = tuple(input.shape[i - lead] if (n == -1 and i >= lead) else n for i, n in enumerate(sizes))
@@ -549,10 +634,12 @@ def expand(input, *sizes):
 
 
 def broadcast_to(input, size):
+    """input broadcast to `size` (a view). Mirrors torch.broadcast_to."""
     return expand(input, *size)
 
 
 def squeeze(input, dim=None):
+    """input without its size-1 dimensions (only `dim`, or those in it, when given). Mirrors torch.squeeze."""
     if isinstance(dim, (tuple, list)) and len(dim) == 0:
         return S.SQUEEZE(input, dims=())  # PyTorch: squeeze(x, ()) squeezes nothing
     dims = norm_dims("squeeze", dim, _ndim(input))
@@ -560,11 +647,15 @@ def squeeze(input, dim=None):
 
 
 def unsqueeze(input, dim):
+    """input with a size-1 dimension inserted at `dim`. Mirrors torch.unsqueeze."""
     nd = _ndim(input) + 1
     return S.UNSQUEEZE(input, dim=norm_dim("unsqueeze", dim, nd))
 
 
 def cat(tensors, dim=0):
+    """The tensors joined along the existing dimension `dim`; `concat` and `concatenate` are the same.
+
+    Mirrors torch.cat."""
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("cat: expected a non-empty list of Tensors")
@@ -575,6 +666,7 @@ concat = concatenate = cat
 
 
 def stack(tensors, dim=0):
+    """The tensors (all of one shape) joined along a new dimension `dim`. Mirrors torch.stack."""
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack: expected a non-empty list of Tensors")
@@ -582,6 +674,8 @@ def stack(tensors, dim=0):
 
 
 def split(tensor, split_size_or_sections, dim=0):
+    """input cut along `dim` into pieces of `split_size_or_sections` (an int: equal pieces, the last smaller;
+    a list: those sizes), returned as a tuple of views. Mirrors torch.split."""
     d = norm_dim("split", dim, _ndim(tensor))
     n = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -595,6 +689,7 @@ def split(tensor, split_size_or_sections, dim=0):
 
 
 def chunk(input, chunks, dim=0):
+    """input cut along `dim` into at most `chunks` pieces of equal size (the last smaller). Mirrors torch.chunk."""
     d = norm_dim("chunk", dim, _ndim(input))
     n = input.shape[d]
     step = -(-n // chunks) if n else 1
@@ -602,16 +697,19 @@ def chunk(input, chunks, dim=0):
 
 
 def unbind(input, dim=0):
+    """The slices of input along `dim`, as a tuple, with that dimension removed. Mirrors torch.unbind."""
     d = norm_dim("unbind", dim, _ndim(input))
     return tuple(select(input, d, i) for i in range(input.shape[d]))
 
 
 def select(input, dim, index):
+    """The slice of input at `index` along `dim`, with that dimension removed. Mirrors torch.select."""
     d = norm_dim("select", dim, _ndim(input))
     return S.INDEX(input, key=(("slice", None, None, None),) * d + (("int", index),), n_index=0)
 
 
 def narrow(input, dim, start, length):
+    """The slice input[start:start + length] along `dim` (a view). Mirrors torch.narrow."""
     d = norm_dim("narrow", dim, _ndim(input))
     return S.INDEX(input, key=(("slice", None, None, None),) * d + (("slice", start, start + length, None),),
                    n_index=0)
@@ -682,6 +780,9 @@ def _selects_first(key, operands):
 
 
 def getitem(input, index, make_tensor):
+    """input[index] with PyTorch's basic and advanced indexing; `make_tensor` turns index lists into tensors.
+
+    Backs Tensor.__getitem__. Mirrors torch.Tensor.__getitem__."""
     key, operands = index_key(index, make_tensor)
     if _builtins.any(e[1:] and e[0] == "slice" and e[3] is not None and e[3] <= 0 for e in key):
         raise ValueError("step must be greater than zero")
@@ -693,6 +794,9 @@ def getitem(input, index, make_tensor):
 
 
 def index_put(input, index, value, make_tensor):
+    """A copy of input with `value` written at input[index] (the differentiable form of item assignment).
+
+    Backs Tensor.__setitem__. Mirrors torch.index_put."""
     key, operands = index_key(index, make_tensor)
     return S.INDEX_PUT(input, value, *operands, key=key, n_index=len(operands))
 
@@ -740,6 +844,7 @@ def fmod(input, other):
 
 
 def bitwise_or(input, other):
+    """Elementwise bitwise OR of integer or bool tensors. Mirrors torch.bitwise_or."""
     cats = (_category(input), _category(other))
     if cats == (0, 0):
         return M.LOGICAL_OR(input, other)
@@ -748,6 +853,7 @@ def bitwise_or(input, other):
 
 
 def bitwise_xor(input, other):
+    """Elementwise bitwise XOR of integer or bool tensors. Mirrors torch.bitwise_xor."""
     cats = (_category(input), _category(other))
     if cats == (0, 0):
         return M.LOGICAL_XOR(input, other)
@@ -756,35 +862,45 @@ def bitwise_xor(input, other):
 
 
 def logical_or(input, other):
+    """Elementwise logical OR of the truth values, as a bool tensor. Mirrors torch.logical_or."""
     return M.LOGICAL_OR(input, other)
 
 
 def logical_xor(input, other):
+    """Elementwise logical XOR of the truth values, as a bool tensor. Mirrors torch.logical_xor."""
     return M.LOGICAL_XOR(input, other)
 
 
 def isnan(input):
+    """Whether each element is NaN, as a bool tensor. Mirrors torch.isnan."""
     return M.ISNAN(input)
 
 
 def isinf(input):
+    """Whether each element is +inf or -inf, as a bool tensor. Mirrors torch.isinf."""
     return M.ISINF(input)
 
 
 def isfinite(input):
+    """Whether each element is neither infinite nor NaN, as a bool tensor. Mirrors torch.isfinite."""
     return M.ISFINITE(input)
 
 
 def nan_to_num(input, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):
+    """input with NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf`.
+
+    The infinities default to the dtype's largest and smallest finite values. Mirrors torch.nan_to_num."""
     return M.NAN_TO_NUM(input, nan=float(nan), posinf=None if posinf is None else float(posinf),
                         neginf=None if neginf is None else float(neginf))
 
 
 def clamp_min(input, min):
+    """max(input, min), elementwise. Mirrors torch.clamp_min."""
     return clamp(input, min=min)
 
 
 def clamp_max(input, max):
+    """min(input, max), elementwise. Mirrors torch.clamp_max."""
     return clamp(input, max=max)
 
 
@@ -796,6 +912,7 @@ def lerp(input, end, weight):
 
 # -- products -----------------------------------------------------------------------------------------
 def outer(input, vec2):
+    """The outer product of two 1-d tensors; `ger` is the same. Mirrors torch.outer."""
     if _ndim(input) != 1 or _ndim(vec2) != 1:
         raise RuntimeError(f"outer: expected 1-D vectors, got shapes {tuple(input.shape)} and {tuple(vec2.shape)}")
     return S.RESHAPE(input, shape=(input.shape[0], 1)) * S.RESHAPE(vec2, shape=(1, vec2.shape[0]))
@@ -805,6 +922,7 @@ ger = outer
 
 
 def bmm(input, mat2):
+    """The batched product of two 3-d tensors (b, n, m) @ (b, m, p). Mirrors torch.bmm."""
     _same_dtype_for_matmul(input, mat2)
     if _ndim(input) != 3 or _ndim(mat2) != 3:
         raise RuntimeError(f"bmm: batch1 must be a 3D tensor (got shapes {tuple(input.shape)} and "
@@ -833,6 +951,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat @ vec). Mirrors torch.addmv."""
     return _scaled_sum(input, matmul(mat, vec), beta, alpha, "AddmvBackward0")
 
 
@@ -864,6 +983,7 @@ def _explicit_einsum(equation: str, shapes: list) -> str:
 
 
 def einsum(equation, *operands):
+    """The Einstein-summation contraction of `operands` described by `equation`. Mirrors torch.einsum."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     eq = _explicit_einsum(equation, [tuple(o.shape) for o in operands])
@@ -872,12 +992,14 @@ def einsum(equation, *operands):
 
 # -- scans, sorting and selection -----------------------------------------------------------------
 def cumsum(input, dim, *, dtype=None):
+    """The running sum along `dim`. Mirrors torch.cumsum."""
     if dtype is not None:
         input = to_dtype(input, dtype)
     return M.CUMSUM(input, dim=norm_dim("cumsum", dim, _ndim(input)))
 
 
 def cumprod(input, dim, *, dtype=None):
+    """The running product along `dim`. Mirrors torch.cumprod."""
     if dtype is not None:
         input = to_dtype(input, dtype)
     return M.CUMPROD(input, dim=norm_dim("cumprod", dim, _ndim(input)))
@@ -889,6 +1011,9 @@ def argsort(input, dim=-1, descending=False, stable=False):
 
 
 def sort(input, dim=-1, descending=False, stable=False):
+    """The values sorted along `dim` and their original indices, as a (values, indices) named tuple.
+
+    Mirrors torch.sort."""
     d = norm_dim("sort", dim, _ndim(input))
     if _ndim(input) == 0:
         return return_types_sort(input * 1 if input.is_floating_point() else clone(input), M.ARGSORT(input, dim=0))
@@ -897,6 +1022,9 @@ def sort(input, dim=-1, descending=False, stable=False):
 
 
 def topk(input, k, dim=-1, largest=True, sorted=True):
+    """The `k` largest (or smallest) values along `dim` and their indices, as a (values, indices) named tuple.
+
+    Mirrors torch.topk."""
     d = norm_dim("topk", dim, _ndim(input))
     n = input.shape[d] if _ndim(input) else 1
     if not 0 <= k <= n:
@@ -930,10 +1058,16 @@ def median(input, dim=None, keepdim=False):
 
 
 def gather(input, dim, index, *, sparse_grad=False):
+    """Values of input picked along `dim` at `index` (out[i][j] = input[index[i][j]][j] for dim 0).
+
+    Mirrors torch.gather."""
     return I.GATHER(input, index, dim=norm_dim("gather", dim, _ndim(input)))
 
 
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    """A copy of input with `src` (or the scalar `value`) written at `index` along `dim`.
+
+    `reduce` 'add' or 'multiply' combines with the existing values instead. Mirrors torch.scatter."""
     if reduce is not None:
         if reduce not in ("add", "multiply"):
             raise RuntimeError(f"scatter(): reduce argument must be either add or multiply, got {reduce!r}")
@@ -950,14 +1084,17 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
 
 
 def scatter_add(input, dim, index, src):
+    """A copy of input with `src` added at `index` along `dim`. Mirrors torch.scatter_add."""
     return I.SCATTER_ADD(input, index, src, dim=norm_dim("scatter_add", dim, _ndim(input)))
 
 
 def index_select(input, dim, index):
+    """The slices of input at the 1-d `index` along `dim`. Mirrors torch.index_select."""
     return I.INDEX_SELECT(input, index, dim=norm_dim("index_select", dim, _ndim(input)))
 
 
 def index_add(input, dim, index, source, *, alpha=1):
+    """A copy of input with alpha * `source` added at the 1-d `index` along `dim`. Mirrors torch.index_add."""
     return I.INDEX_ADD(input, index, source, dim=norm_dim("index_add", dim, _ndim(input)), alpha=float(alpha))
 
 
@@ -1008,6 +1145,9 @@ def masked_select(input, mask):
 
 
 def broadcast_shape(*shapes) -> tuple:
+    """The shape the given shapes broadcast to, as a tuple; raises when they do not broadcast.
+
+    Mirrors torch.broadcast_shapes."""
     from .ops._checks import broadcast_shapes  # noqa: PLC0415
 
     return broadcast_shapes("broadcast_shapes", *shapes)
@@ -1065,10 +1205,12 @@ def flip(input, *dims, **kwargs):
 
 
 def fliplr(input):
+    """input with its dimension 1 reversed (left-right). Mirrors torch.fliplr."""
     return flip(input, (1,))
 
 
 def flipud(input):
+    """input with its dimension 0 reversed (up-down). Mirrors torch.flipud."""
     return flip(input, (0,))
 
 
@@ -1138,16 +1280,19 @@ def _check_matrix(name: str, input) -> None:
 
 
 def tril(input, diagonal=0):
+    """input with the elements above the `diagonal`-th diagonal zeroed. Mirrors torch.tril."""
     _check_matrix("tril", input)
     return I.TRIL(input, diagonal=int(diagonal))
 
 
 def triu(input, diagonal=0):
+    """input with the elements below the `diagonal`-th diagonal zeroed. Mirrors torch.triu."""
     _check_matrix("triu", input)
     return I.TRIU(input, diagonal=int(diagonal))
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
+    """The diagonal at `offset` of the dim1/dim2 planes, as the last dimension (a view). Mirrors torch.diagonal."""
     nd = _ndim(input)
     d1, d2 = norm_dim("diagonal", dim1, nd), norm_dim("diagonal", dim2, nd)
     if d1 == d2:
@@ -1156,6 +1301,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Tensors whose dim1/dim2 planes have input's last dimension on the `offset` diagonal. Mirrors torch.diag_embed."""
     n = input.shape[-1] + _builtins.abs(offset)
     nd = _ndim(input) + 1
     d1, d2 = norm_dim("diag_embed", dim1, nd), norm_dim("diag_embed", dim2, nd)
@@ -1176,6 +1322,7 @@ def diag(input, diagonal=0):
 
 
 def trace(input):
+    """The sum of the main diagonal of a 2-d tensor. Mirrors torch.trace."""
     if _ndim(input) != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {_ndim(input)}")
     return _renamed(R.SUM(I.DIAGONAL(input, offset=0, dim1=0, dim2=1), dims=None, keepdim=False), "TraceBackward0")
@@ -1183,8 +1330,10 @@ def trace(input):
 
 # -- statistics ---------------------------------------------------------------------------------
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The variance and the mean over `dim`, as a tuple (see var). Mirrors torch.var_mean."""
     return var(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The standard deviation and the mean over `dim`, as a tuple (see std). Mirrors torch.std_mean."""
     return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)

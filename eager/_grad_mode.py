@@ -18,6 +18,7 @@ STATE = _State()
 
 
 def is_grad_enabled() -> bool:
+    """Whether operations are recorded for autograd now (False inside no_grad). Mirrors torch.is_grad_enabled."""
     return STATE.enabled
 
 

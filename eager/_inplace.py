@@ -257,21 +257,26 @@ def _method(fn, name, saves_self=True):
         return apply_inplace(self, lambda s, *o: fn(s, *o, **kwargs), args, name, saves_self)
 
     method.__name__ = name
-    method.__doc__ = f"In-place {fn.__name__}: writes the result into this tensor."
+    method.__doc__ = f"In-place {name[:-1]}: writes the result into this tensor. Mirrors torch.Tensor.{name}."
     return method
 
 
 def _fill(self: Tensor, value, grad_name: str = "FillBackward0") -> Tensor:
+    """Tensor.fill_: set every element to `value` in place. Mirrors torch.Tensor.fill_."""
     if isinstance(value, Tensor):
         value = value.item()
     return apply_inplace(self, lambda s: FILL(s, value=value), (), "fill_", saves_self=False, grad_name=grad_name)
 
 
 def _zero(self: Tensor) -> Tensor:
+    """Tensor.zero_: set every element to zero in place. Mirrors torch.Tensor.zero_."""
     return _fill(self, 0, "ZeroBackward0")
 
 
 def _copy(self: Tensor, src, non_blocking: bool = False) -> Tensor:
+    """Tensor.copy_: write `src` (broadcast, cast to this dtype, moved to this device) into this tensor.
+
+    Differentiable with respect to `src`. Mirrors torch.Tensor.copy_."""
     if not isinstance(src, Tensor):
         from ._factories import tensor  # noqa: PLC0415
 
@@ -287,6 +292,7 @@ def _copy(self: Tensor, src, non_blocking: bool = False) -> Tensor:
 
 
 def _uniform(self: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
+    """Tensor.uniform_: fill in place with draws uniform on [a, b). Mirrors torch.Tensor.uniform_."""
     from ._factories import _rng_array  # noqa: PLC0415
 
     _check(self, ())
@@ -295,6 +301,7 @@ def _uniform(self: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
 
 
 def _normal(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+    """Tensor.normal_: fill in place with normal draws of mean `mean` and std `std`. Mirrors torch.Tensor.normal_."""
     from ._factories import _rng_array  # noqa: PLC0415
 
     _check(self, ())

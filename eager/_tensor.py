@@ -93,51 +93,70 @@ class Tensor:
     # -- metadata -----------------------------------------------------------------------------
     @property
     def shape(self) -> Size:
+        """The size of each dimension, as an eager.Size (a tuple). Mirrors torch.Tensor.shape."""
         return Size(self._data.shape)
 
     def size(self, dim: int | None = None):
+        """The shape as an eager.Size, or the length of dimension `dim` (negative counts from the end).
+
+        Mirrors torch.Tensor.size."""
         if dim is None:
             return Size(self._data.shape)
         return self._data.shape[F.norm_dim("size", dim, self._data.ndim)]
 
     @property
     def dtype(self) -> _dtypes.dtype:
+        """The element type (an eager.dtype such as eager.float32). Mirrors torch.Tensor.dtype."""
         return _dtypes._BY_NP[self._data.dtype]
 
     @property
     def device(self) -> device:
+        """Where the data lives: device('cpu') for NumPy, device('cuda', n) for CuPy. Mirrors torch.Tensor.device."""
         return device_of_array(self._data)
 
     @property
     def is_cuda(self) -> bool:
+        """Whether the data lives on a CUDA device (a CuPy array). Mirrors torch.Tensor.is_cuda."""
         return self.device.type == "cuda"
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions. Mirrors torch.Tensor.ndim."""
         return self._data.ndim
 
     def dim(self) -> int:
+        """The number of dimensions. Mirrors torch.Tensor.dim."""
         return self._data.ndim
 
     def numel(self) -> int:
+        """The number of elements (`nelement` is the same method). Mirrors torch.Tensor.numel."""
         return int(self._data.size)
 
     nelement = numel
 
     def element_size(self) -> int:
+        """The size of one element in bytes. Mirrors torch.Tensor.element_size."""
         return self._data.itemsize
 
     def is_floating_point(self) -> bool:
+        """Whether the dtype is a floating-point one. Mirrors torch.Tensor.is_floating_point."""
         return self._data.dtype.kind == "f"
 
     def is_contiguous(self) -> bool:
+        """Whether the data is laid out in row-major (C) order. Mirrors torch.Tensor.is_contiguous."""
         return bool(self._data.flags.c_contiguous)
 
     def stride(self, dim: int | None = None):
+        """The step in elements between neighbours along each dimension, or along `dim` only.
+
+        Mirrors torch.Tensor.stride."""
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
         return strides if dim is None else strides[dim]
 
     def type(self, dtype=None):
+        """With no argument, the legacy type name ('torch.FloatTensor', ...); with a dtype, `self.to(dtype)`.
+
+        Mirrors torch.Tensor.type (the names keep the 'torch.' prefix PyTorch programs compare against)."""
         if dtype is None:
             names = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                      "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
@@ -148,11 +167,15 @@ class Tensor:
 
     @property
     def T(self) -> "Tensor":
+        """The dimensions in reverse order (the transpose of a matrix). Mirrors torch.Tensor.T."""
         # self.ndim, not self._data: static's tracer values borrow Tensor methods like this one
         return F.permute(self, tuple(range(self.ndim - 1, -1, -1)))
 
     @property
     def mT(self) -> "Tensor":
+        """The last two dimensions swapped (a batch of matrices transposed); needs at least 2 dimensions.
+
+        Mirrors torch.Tensor.mT."""
         if self.ndim < 2:
             raise RuntimeError(
                 f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.")
@@ -161,6 +184,9 @@ class Tensor:
     # -- autograd state -----------------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
+        """Whether autograd records operations on this tensor; settable on leaves of floating dtype only.
+
+        Mirrors torch.Tensor.requires_grad."""
         return self._requires_grad
 
     @requires_grad.setter
@@ -196,10 +222,14 @@ class Tensor:
 
     @property
     def is_leaf(self) -> bool:
+        """True when no recorded operation made this tensor (grad_fn is None). Mirrors torch.Tensor.is_leaf."""
         return self.grad_fn is None
 
     @property
     def grad(self):
+        """The gradient accumulated by backward() (a leaf's, or a non-leaf's after retain_grad()), or None.
+
+        Reading it on a non-leaf that does not retain its gradient warns, as PyTorch does. Mirrors torch.Tensor.grad."""
         if self.grad_fn is not None and not self._retains_grad:
             warnings.warn(_NONLEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
@@ -216,6 +246,7 @@ class Tensor:
 
     @property
     def retains_grad(self) -> bool:
+        """Whether retain_grad() was called on this non-leaf. Mirrors torch.Tensor.retains_grad."""
         return self._retains_grad
 
     def _accumulator(self) -> AccumulateGrad:
@@ -249,17 +280,24 @@ class Tensor:
         return node._add_tensor_hook(self._output_nr if self.grad_fn is not None else 0, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        """Compute the gradient of this tensor with respect to the graph leaves, accumulating into their `.grad`.
+
+        `gradient` is required unless this tensor has one element; `retain_graph` keeps the graph for another
+        backward pass, `create_graph` records the backward pass itself (for higher-order gradients) and
+        `inputs` limits accumulation to those tensors. Mirrors torch.Tensor.backward."""
         from .autograd import backward  # noqa: PLC0415
 
         backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
 
     def detach(self) -> "Tensor":
+        """A new tensor sharing this one's data but cut from the autograd graph. Mirrors torch.Tensor.detach."""
         t = Tensor._make(self._data)
         t._vc = self._vc
         t._base = self if self._base is None else self._base
         return t
 
     def detach_(self) -> "Tensor":
+        """Cut this tensor from the autograd graph in place (not allowed on views). Mirrors torch.Tensor.detach_."""
         if self._view is not None:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self.grad_fn = None
@@ -268,6 +306,9 @@ class Tensor:
 
     @property
     def data(self) -> "Tensor":
+        """A detached tensor sharing this one's data; assigning replaces the data without autograd noticing.
+
+        Mirrors torch.Tensor.data."""
         return self.detach()
 
     @data.setter
@@ -276,6 +317,9 @@ class Tensor:
 
     # -- conversion ---------------------------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The data as a NumPy array (shared, not copied) when the tensor is on the CPU and needs no gradient.
+
+        `force=True` also detaches and copies a CUDA tensor to the host. Mirrors torch.Tensor.numpy."""
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         if not isinstance(self._data, np.ndarray):
@@ -292,11 +336,13 @@ class Tensor:
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
     def item(self):
+        """The value of a one-element tensor as a Python number. Mirrors torch.Tensor.item."""
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         return self._data.reshape(-1)[0].item()
 
     def tolist(self):
+        """The data as (nested) Python lists of Python numbers. Mirrors torch.Tensor.tolist."""
         return self._data.tolist()
 
     def __float__(self) -> float:
@@ -360,33 +406,43 @@ class Tensor:
         return out
 
     def cpu(self) -> "Tensor":
+        """This tensor on the CPU (itself if already there; the copy is differentiable). Mirrors torch.Tensor.cpu."""
         return _to_device(self, CPU)
 
     def cuda(self, device=None) -> "Tensor":
+        """This tensor on a CUDA device (the current one unless given). Mirrors torch.Tensor.cuda."""
         return _to_device(self, _as_device("cuda" if device is None else device))
 
     def float(self):
+        """This tensor as float32 (itself if it already is). Mirrors torch.Tensor.float."""
         return F.to_dtype(self, _dtypes.float32)
 
     def double(self):
+        """This tensor as float64 (itself if it already is). Mirrors torch.Tensor.double."""
         return F.to_dtype(self, _dtypes.float64)
 
     def half(self):
+        """This tensor as float16 (itself if it already is). Mirrors torch.Tensor.half."""
         return F.to_dtype(self, _dtypes.float16)
 
     def long(self):
+        """This tensor as int64 (itself if it already is). Mirrors torch.Tensor.long."""
         return F.to_dtype(self, _dtypes.int64)
 
     def int(self):
+        """This tensor as int32 (itself if it already is). Mirrors torch.Tensor.int."""
         return F.to_dtype(self, _dtypes.int32)
 
     def bool(self):
+        """This tensor as bool (itself if it already is). Mirrors torch.Tensor.bool."""
         return F.to_dtype(self, _dtypes.bool_)
 
     def type_as(self, other):
+        """This tensor converted to `other`'s dtype. Mirrors torch.Tensor.type_as."""
         return F.to_dtype(self, other.dtype)
 
     def contiguous(self):
+        """This tensor if row-major contiguous, else a contiguous copy. Mirrors torch.Tensor.contiguous."""
         return self if self._data.flags.c_contiguous else F.clone(self)
 
     # -- operators ------------------------------------------------------------------------------
@@ -557,12 +613,17 @@ class Tensor:
     narrow = F.narrow
 
     def where(self, condition, other):
+        """Elements of self where `condition` holds, else of `other`. Mirrors torch.Tensor.where."""
         return F.where(condition, self, other)
 
     def reshape(self, *shape):
+        """The same elements in the given shape (a view when possible, else a copy). Mirrors torch.Tensor.reshape."""
         return F.reshape(self, *shape)
 
     def view(self, *shape):
+        """The same data in the given shape, sharing memory; raises if that needs a copy (use reshape).
+
+        `view(dtype)` is not supported (use `.to(dtype)`). Mirrors torch.Tensor.view."""
         if len(shape) == 1 and isinstance(shape[0], (_dtypes.dtype, str)):
             raise NotImplementedError("view(dtype) is not supported; use .to(dtype)")
         out = F.reshape(self, *shape)
@@ -573,33 +634,43 @@ class Tensor:
         return out
 
     def view_as(self, other):
+        """`self.view(*other.shape)`. Mirrors torch.Tensor.view_as."""
         return self.view(*other.shape)
 
     def reshape_as(self, other):
+        """`self.reshape(*other.shape)`. Mirrors torch.Tensor.reshape_as."""
         return F.reshape(self, *other.shape)
 
     def expand_as(self, other):
+        """`self.expand(*other.shape)`. Mirrors torch.Tensor.expand_as."""
         return F.expand(self, *other.shape)
 
     def softplus(self, beta=1.0, threshold=20.0):
+        """log(1 + exp(beta * x)) / beta, linear above `threshold`. Mirrors torch.nn.functional.softplus."""
         return F.softplus(self, beta, threshold)
 
     def new_tensor(self, data, dtype=None, requires_grad=False):
+        """A new tensor from `data`, with this tensor's dtype and device unless given.
+
+        Mirrors torch.Tensor.new_tensor."""
         from ._factories import tensor  # noqa: PLC0415
 
         return tensor(data, dtype=dtype or self.dtype, device=self.device, requires_grad=requires_grad)
 
     def new_zeros(self, *size, dtype=None):
+        """Zeros of the given size, with this tensor's dtype and device. Mirrors torch.Tensor.new_zeros."""
         from ._factories import zeros  # noqa: PLC0415
 
         return zeros(*size, dtype=dtype or self.dtype, device=self.device)
 
     def new_ones(self, *size, dtype=None):
+        """Ones of the given size, with this tensor's dtype and device. Mirrors torch.Tensor.new_ones."""
         from ._factories import ones  # noqa: PLC0415
 
         return ones(*size, dtype=dtype or self.dtype, device=self.device)
 
     def new_full(self, size, fill_value, dtype=None):
+        """`fill_value` of the given size, with this tensor's dtype and device. Mirrors torch.Tensor.new_full."""
         from ._factories import full  # noqa: PLC0415
 
         return full(size, fill_value, dtype=dtype or self.dtype, device=self.device)
@@ -688,52 +759,70 @@ class Tensor:
         return apply_inplace(self, fn, others, name, saves_self=False)
 
     def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+        """In-place scatter: write `src` (or `value`) at `index` along `dim`. Mirrors torch.Tensor.scatter_."""
         source = src if src is not None else value
         if isinstance(source, Tensor):
             return self._write_back("scatter_", lambda s, o: F.scatter(s, dim, index, o, reduce=reduce), (source,))
         return self._write_back("scatter_", lambda s: F.scatter(s, dim, index, value=source, reduce=reduce), ())
 
     def scatter_add_(self, dim, index, src):
+        """In-place scatter_add: add `src` at `index` along `dim`. Mirrors torch.Tensor.scatter_add_."""
         return self._write_back("scatter_add_", lambda s, o: F.scatter_add(s, dim, index, o), (src,))
 
     def index_add_(self, dim, index, source, *, alpha=1):
+        """In-place index_add: add `alpha * source` at `index` along `dim`. Mirrors torch.Tensor.index_add_."""
         return self._write_back("index_add_", lambda s, o: F.index_add(s, dim, index, o, alpha=alpha), (source,))
 
     def clamp_min_(self, min):
+        """In-place clamp_min: raise every element below `min` to `min`. Mirrors torch.Tensor.clamp_min_."""
         return self._write_back("clamp_min_", lambda s: F.clamp_min(s, min), ())
 
     def clamp_max_(self, max):
+        """In-place clamp_max: lower every element above `max` to `max`. Mirrors torch.Tensor.clamp_max_."""
         return self._write_back("clamp_max_", lambda s: F.clamp_max(s, max), ())
 
     def tril_(self, diagonal=0):
+        """In-place tril: zero the elements above the `diagonal`-th diagonal. Mirrors torch.Tensor.tril_."""
         return self._write_back("tril_", lambda s: F.tril(s, diagonal), ())
 
     def triu_(self, diagonal=0):
+        """In-place triu: zero the elements below the `diagonal`-th diagonal. Mirrors torch.Tensor.triu_."""
         return self._write_back("triu_", lambda s: F.triu(s, diagonal), ())
 
     def lerp_(self, end, weight):
+        """In-place lerp: self + weight * (end - self). Mirrors torch.Tensor.lerp_."""
         return self._write_back("lerp_", lambda s, e: F.lerp(s, e, weight), (end,))
 
     def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+        """In-place nan_to_num: replace NaN, +inf and -inf with finite values. Mirrors torch.Tensor.nan_to_num_."""
         return self._write_back("nan_to_num_", lambda s: F.nan_to_num(s, nan, posinf, neginf), ())
 
     def var_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        """The variance and the mean over `dim`, as a tuple. Mirrors torch.var_mean."""
         return F.var_mean(self, dim, unbiased, keepdim, correction=correction)
 
     def std_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        """The standard deviation and the mean over `dim`, as a tuple. Mirrors torch.std_mean."""
         return F.std_mean(self, dim, unbiased, keepdim, correction=correction)
 
     def multinomial(self, num_samples, replacement=False, *, generator=None):
+        """Draw `num_samples` category indices per row, with probabilities proportional to this tensor's values.
+
+        Mirrors torch.Tensor.multinomial."""
         from ._factories import multinomial  # noqa: PLC0415
 
         return multinomial(self, num_samples, replacement, generator=generator)
 
     def bernoulli(self, p=None, *, generator=None):
+        """0/1 draws with this tensor's values (or `p`) as the probability of 1.
+
+        Mirrors torch.Tensor.bernoulli."""
         from ._factories import bernoulli  # noqa: PLC0415
 
         return bernoulli(self, p, generator=generator)
 
     def bernoulli_(self, p=0.5, *, generator=None):
+        """Fill this tensor in place with 0/1 draws that are 1 with probability `p`. Mirrors torch.Tensor.bernoulli_."""
         from ._factories import _rng_array_gen  # noqa: PLC0415
 
         # compared as tensors, so a traced call compares the replayed draw, not the one of the trace
@@ -741,6 +830,9 @@ class Tensor:
         return self.copy_((draw < p).to(self.dtype))
 
     def random_(self, *args, generator=None):
+        """Fill this tensor in place with integers drawn uniformly from [0, to) or [from, to).
+
+        Mirrors torch.Tensor.random_ (the bound(s) must be given)."""
         from ._factories import randint  # noqa: PLC0415
         from ._inplace import write  # noqa: PLC0415
 
@@ -750,6 +842,9 @@ class Tensor:
         return self
 
     def exponential_(self, lambd=1.0, *, generator=None):
+        """Fill this tensor in place with draws from an exponential distribution of rate `lambd`.
+
+        Mirrors torch.Tensor.exponential_."""
         from ._factories import _rng_array_gen  # noqa: PLC0415
         from ._inplace import write  # noqa: PLC0415
 

@@ -16,24 +16,33 @@ _REDUCTIONS = ("mean", "sum", "none")
 
 # -- activations -------------------------------------------------------------------------------
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """max(input, 0), elementwise (in place with `inplace=True`). Mirrors torch.nn.functional.relu."""
     return input.relu_() if inplace else _F.relu(input)
 
 
 def tanh(input: Tensor) -> Tensor:
+    """The hyperbolic tangent, elementwise. Mirrors torch.nn.functional.tanh."""
     return _F.tanh(input)
 
 
 def sigmoid(input: Tensor) -> Tensor:
+    """1 / (1 + exp(-input)), elementwise. Mirrors torch.nn.functional.sigmoid."""
     return _F.sigmoid(input)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """The Gaussian error linear unit x * Phi(x); approximate='tanh' uses the tanh formula.
+
+    Mirrors torch.nn.functional.gelu."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     return _F.gelu(input, approximate=approximate)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta * input)) / beta, linear where beta * input > threshold.
+
+    Mirrors torch.nn.functional.softplus."""
     return _F.softplus(input, beta, threshold)
 
 
@@ -45,12 +54,18 @@ def _implicit_dim(name: str, ndim: int) -> int:
 
 
 def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    """exp(input) normalized to sum to 1 along `dim`.
+
+    Without `dim`, PyTorch's deprecated implicit choice (with its warning). Mirrors torch.nn.functional.softmax."""
     if dim is None:
         dim = _implicit_dim("softmax", input.ndim)
     return _F.softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    """log(softmax(input, dim)), computed stably.
+
+    Without `dim`, PyTorch's deprecated implicit choice (with its warning). Mirrors torch.nn.functional.log_softmax."""
     if dim is None:
         dim = _implicit_dim("log_softmax", input.ndim)
     return _F.log_softmax(input, dim, dtype=dtype)
@@ -95,6 +110,9 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """The squared error (input - target) ** 2, reduced; warns when the shapes differ (broadcasting).
+
+    `reduction` is 'mean', 'sum' or 'none'. Mirrors torch.nn.functional.mse_loss."""
     if tuple(input.shape) != tuple(target.shape):
         warnings.warn(f"Using a target size ({tuple(target.shape)}) that is different to the input size "
                       f"({tuple(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
@@ -213,18 +231,31 @@ def _pair(v, n: int = 2) -> tuple:
 
 # -- activations -------------------------------------------------------------------------------
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * sigmoid(x), elementwise.
+
+    `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.silu."""
     return input * _F.sigmoid(input)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * tanh(softplus(x)), elementwise.
+
+    `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.mish."""
     return input * _F.tanh(_F.softplus(input))
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """x where x > 0, else negative_slope * x.
+
+    `inplace` is accepted for compatibility; the result is always a new tensor.
+    Mirrors torch.nn.functional.leaky_relu."""
     return _F.where(input > 0, input, input * negative_slope)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x where x > 0, else alpha * (exp(x) - 1).
+
+    `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.elu."""
     # expm1 of min(x, 0): the branch where() drops never overflows (its zero gradient stays 0, not nan)
     return _F.where(input > 0, input, _F.expm1(_F.minimum(input, _zero_like(input))) * alpha)
 
@@ -234,31 +265,52 @@ def _zero_like(input: Tensor) -> Tensor:
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """scale * elu(x, alpha) with the self-normalizing constants.
+
+    `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.selu."""
     alpha, scale = 1.6732632423543772, 1.0507009873554805
     return elu(input, alpha) * scale
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x where x > 0, else alpha * (exp(x / alpha) - 1).
+
+    `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.celu."""
     return _F.where(input > 0, input, _F.expm1(_F.minimum(input, _zero_like(input)) / alpha) * alpha)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """input clamped to [min_val, max_val].
+
+    `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.hardtanh."""
     return _F.clamp(input, min_val, max_val)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(x, 0), 6), elementwise.
+
+    `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.relu6."""
     return hardtanh(input, 0.0, 6.0)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """clamp(x / 6 + 1/2, 0, 1), elementwise.
+
+    `inplace` is accepted for compatibility; the result is always a new tensor.
+    Mirrors torch.nn.functional.hardsigmoid."""
     return _F.clamp(input / 6.0 + 0.5, 0.0, 1.0)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * hardsigmoid(x), elementwise.
+
+    `inplace` is accepted for compatibility; the result is always a new tensor.
+    Mirrors torch.nn.functional.hardswish."""
     return input * hardsigmoid(input)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
+    """log(sigmoid(x)), computed stably; `log_sigmoid` is the same. Mirrors torch.nn.functional.logsigmoid."""
     return -_F.softplus(-input)
 
 
@@ -266,18 +318,24 @@ log_sigmoid = logsigmoid
 
 
 def softsign(input: Tensor) -> Tensor:
+    """x / (1 + |x|), elementwise. Mirrors torch.nn.functional.softsign."""
     return input / (_F.abs(input) + 1.0)
 
 
 def tanhshrink(input: Tensor) -> Tensor:
+    """x - tanh(x), elementwise. Mirrors torch.nn.functional.tanhshrink."""
     return input - _F.tanh(input)
 
 
 def softmin(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    """softmax(-input, dim): weights that favour the smallest values. Mirrors torch.nn.functional.softmin."""
     return softmax(-input, dim, dtype=dtype)
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """The gated linear unit a * sigmoid(b), with a and b the two halves of input along `dim`.
+
+    Mirrors torch.nn.functional.glu."""
     a, b = _F.chunk(input, 2, dim)
     return a * _F.sigmoid(b)
 
@@ -299,14 +357,26 @@ def _channel_dropout(input: Tensor, p: float, training: bool, spatial: int, name
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels of a (N, C, L) or (C, L) input with probability p, scaling the rest by 1/(1-p).
+
+    Identity when not training. `inplace` is accepted for compatibility; the result is always a new tensor.
+    Mirrors torch.nn.functional.dropout1d."""
     return _channel_dropout(input, p, training, 1, "dropout1d")
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels of a (N, C, H, W) or (C, H, W) input with probability p, scaling the rest by 1/(1-p).
+
+    Identity when not training. `inplace` is accepted for compatibility; the result is always a new tensor.
+    Mirrors torch.nn.functional.dropout2d."""
     return _channel_dropout(input, p, training, 2, "dropout2d")
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels of a (N, C, D, H, W) or (C, D, H, W) input with probability p, scaling the rest.
+
+    Identity when not training. `inplace` is accepted for compatibility; the result is always a new tensor.
+    Mirrors torch.nn.functional.dropout3d."""
     return _channel_dropout(input, p, training, 3, "dropout3d")
 
 
@@ -367,6 +437,10 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
 
 
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+    """input / sqrt(mean(input ** 2) + eps) over the trailing `normalized_shape` dims, times `weight`.
+
+    When `eps` is None it is float32's machine epsilon, whatever the dtype (PyTorch uses the input dtype's).
+    Mirrors torch.nn.functional.rms_norm."""
     dims = _normalized_dims("rms_norm", input, normalized_shape)
     eps = 1.1920928955078125e-07 if eps is None else eps  # PyTorch: the dtype's eps when None
     out = input * _F.rsqrt(_F.mean(input * input, dims, True) + eps)
@@ -415,6 +489,10 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
 def instance_norm(input: Tensor, running_mean=None, running_var=None, weight: Tensor | None = None,
                   bias: Tensor | None = None, use_input_stats: bool = True, momentum: float = 0.1,
                   eps: float = 1e-5) -> Tensor:
+    """Normalize each channel of each sample over its spatial dims, then scale by weight and add bias.
+
+    Unlike PyTorch, the input's own statistics are always used: running_mean/running_var are neither
+    read nor updated. Mirrors torch.nn.functional.instance_norm."""
     out = _conv.NORMALIZE(input, dims=tuple(range(2, input.ndim)), eps=float(eps))
     if weight is not None:
         out = out * _channel_view(weight, input.ndim)
@@ -425,6 +503,9 @@ def instance_norm(input: Tensor, running_mean=None, running_var=None, weight: Te
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
                eps: float = 1e-5) -> Tensor:
+    """Normalize each sample over groups of `num_groups` channels, then apply the per-channel weight and bias.
+
+    Mirrors torch.nn.functional.group_norm."""
     n, c = input.shape[0], input.shape[1]
     if c % num_groups:
         raise RuntimeError(f"group_norm: Expected number of channels in input to be divisible by num_groups, but got "
@@ -444,6 +525,9 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """The cosine of the angle between x1 and x2 along `dim` (norms clamped below by eps).
+
+    Mirrors torch.nn.functional.cosine_similarity."""
     dot = _F.sum(x1 * x2, dim)
     n1 = _F.clamp_min(_F.norm(x1, 2, dim), eps)
     n2 = _F.clamp_min(_F.norm(x2, 2, dim), eps)
@@ -451,6 +535,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    """The p-norm of x1 - x2 + eps along the last dimension. Mirrors torch.nn.functional.pairwise_distance."""
     return _F.norm(x1 - x2 + eps, p, -1, keepdim)
 
 
@@ -605,6 +690,9 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
 
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
                      output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """The 1-d transposed convolution (the gradient of conv1d) of a (N, C_in, L) input.
+
+    Mirrors torch.nn.functional.conv_transpose1d."""
     out = conv_transpose2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, _pair(stride, 1)[0]),
                            (0, _pair(padding, 1)[0]), (0, _pair(output_padding, 1)[0]), groups,
                            (1, _pair(dilation, 1)[0]))
@@ -677,6 +765,10 @@ def _pool_windows(name, input, kernel_size, stride, padding, dilation, ceil_mode
 
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):
+    """The maximum over each kernel_size window of a (N, C, H, W) or (C, H, W) input.
+
+    With `return_indices`, also the flat index of each maximum in its input plane.
+    Mirrors torch.nn.functional.max_pool2d."""
     windows, unbatched = _pool_windows("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode,
                                        -_math.inf)
     values, where = _F.max(windows, 1)
@@ -704,6 +796,10 @@ def _flat_input_index(where: Tensor, hw, kernel_size, stride, padding, dilation)
 
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """The mean over each kernel_size window of a (N, C, H, W) or (C, H, W) input.
+
+    `count_include_pad` and `divisor_override` choose the divisor as in PyTorch.
+    Mirrors torch.nn.functional.avg_pool2d."""
     windows, unbatched = _pool_windows("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode, 0.0)
     if divisor_override:
         out = _F.sum(windows, 1) / float(divisor_override)
@@ -730,6 +826,9 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
 
 def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):
+    """The maximum over each kernel_size window of a (N, C, L) or (C, L) input.
+
+    Mirrors torch.nn.functional.max_pool1d."""
     k = _pair(kernel_size, 1)[0]
     s = k if stride is None else _pair(stride, 1)[0]
     out = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _pair(padding, 1)[0]), (1, _pair(dilation, 1)[0]),
@@ -741,6 +840,7 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
 
 def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True) -> Tensor:
+    """The mean over each kernel_size window of a (N, C, L) or (C, L) input. Mirrors torch.nn.functional.avg_pool1d."""
     k = _pair(kernel_size, 1)[0]
     s = k if stride is None else _pair(stride, 1)[0]
     return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _pair(padding, 1)[0]), ceil_mode,
@@ -772,16 +872,25 @@ def _adaptive(input: Tensor, output_size, reduce, name: str) -> Tensor:
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    """The mean over windows chosen so the output has spatial size `output_size`.
+
+    Mirrors torch.nn.functional.adaptive_avg_pool2d."""
     return _F._renamed(_adaptive(input, output_size, _F.mean, "adaptive_avg_pool2d"), "AdaptiveAvgPool2DBackward0")
 
 
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False) -> Tensor:
+    """The maximum over windows chosen so the output has spatial size `output_size`.
+
+    `return_indices=True` is not supported. Mirrors torch.nn.functional.adaptive_max_pool2d."""
     if return_indices:
         raise NotImplementedError("adaptive_max_pool2d(return_indices=True) is not supported")
     return _adaptive(input, output_size, lambda t, d: _F.amax(t, d), "adaptive_max_pool2d")
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
+    """The mean over windows chosen so the output has length `output_size`.
+
+    Mirrors torch.nn.functional.adaptive_avg_pool1d."""
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _pair(output_size, 1)[0])).squeeze(-2)
 
 
@@ -812,6 +921,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
 
 
 def bool_dtype():
+    """The eager bool dtype (a helper for code that cannot name `bool` as a dtype); no PyTorch counterpart."""
     from .. import _dtypes  # noqa: PLC0415
 
     return _dtypes.bool_
@@ -819,10 +929,16 @@ def bool_dtype():
 
 # -- losses ----------------------------------------------------------------------------------------
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """The absolute error |input - target|, reduced.
+
+    `reduction` is 'mean', 'sum' or 'none'. Mirrors torch.nn.functional.l1_loss."""
     return _reduce(_F.abs(input - target), reduction)
 
 
 def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """0.5 * d ** 2 / beta where d = |input - target| < beta, else d - 0.5 * beta; reduced.
+
+    `reduction` is 'mean', 'sum' or 'none'. Mirrors torch.nn.functional.smooth_l1_loss."""
     diff = _F.abs(input - target)
     if beta == 0.0:
         return _reduce(diff, reduction)
@@ -831,6 +947,9 @@ def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean", beta:
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:
+    """0.5 * d ** 2 where d = |input - target| < delta, else delta * (d - 0.5 * delta); reduced.
+
+    `reduction` is 'mean', 'sum' or 'none'. Mirrors torch.nn.functional.huber_loss."""
     diff = _F.abs(input - target)
     loss = _F.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
     return _reduce(loss, reduction)
@@ -887,16 +1006,25 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduct
 
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                         reduction: str = "mean") -> Tensor:
+    """max(0, -target * (input1 - input2) + margin), reduced.
+
+    `reduction` is 'mean', 'sum' or 'none'. Mirrors torch.nn.functional.margin_ranking_loss."""
     return _reduce(_F.clamp_min(-target * (input1 - input2) + margin, 0.0), reduction)
 
 
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, reduction: str = "mean") -> Tensor:
+    """input where target is 1, else max(0, margin - input); reduced.
+
+    `reduction` is 'mean', 'sum' or 'none'. Mirrors torch.nn.functional.hinge_embedding_loss."""
     loss = _F.where(target == 1, input, _F.clamp_min(margin - input, 0.0))
     return _reduce(loss, reduction)
 
 
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                           reduction: str = "mean") -> Tensor:
+    """1 - cos(input1, input2) where target is 1, else max(0, cos - margin); reduced.
+
+    `reduction` is 'mean', 'sum' or 'none'. Mirrors torch.nn.functional.cosine_embedding_loss."""
     cos = cosine_similarity(input1, input2, dim=-1, eps=1e-8) if input1.ndim > 1 else cosine_similarity(
         input1.unsqueeze(0), input2.unsqueeze(0), dim=1).squeeze(0)
     loss = _F.where(target == 1, 1.0 - cos, _F.clamp_min(cos - margin, 0.0))
@@ -904,17 +1032,28 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
 
 
 def soft_margin_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """log(1 + exp(-target * input)), reduced.
+
+    `reduction` is 'mean', 'sum' or 'none'. Mirrors torch.nn.functional.soft_margin_loss."""
     return _reduce(_F.softplus(-target * input), reduction)
 
 
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
                      eps: float = 1e-8, reduction: str = "mean") -> Tensor:
+    """The Poisson negative log likelihood: exp(input) - target * input (log_input),
+    else input - target * log(input + eps); reduced.
+
+    Unlike PyTorch, `full=True` does not add the Stirling term. `reduction` is 'mean', 'sum' or 'none'.
+    Mirrors torch.nn.functional.poisson_nll_loss."""
     loss = _F.exp(input) - target * input if log_input else input - target * _F.log(input + eps)
     return _reduce(loss, reduction)
 
 
 def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = False, eps: float = 1e-6,
                       reduction: str = "mean") -> Tensor:
+    """0.5 * (log(var) + (input - target) ** 2 / var) with var clamped below by eps (+ 0.5 * log(2 pi) if full).
+
+    `reduction` is 'mean', 'sum' or 'none'. Mirrors torch.nn.functional.gaussian_nll_loss."""
     var = _F.clamp_min(var, eps)
     loss = 0.5 * (_F.log(var) + (input - target) ** 2 / var)
     if full:
@@ -924,6 +1063,10 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = F
 
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2.0,
                         eps: float = 1e-6, swap: bool = False, reduction: str = "mean") -> Tensor:
+    """max(0, d(anchor, positive) - d(anchor, negative) + margin) with the pairwise p-norm distance d.
+
+    `swap` also uses d(positive, negative) when smaller. `reduction` is 'mean', 'sum' or 'none'.
+    Mirrors torch.nn.functional.triplet_margin_loss."""
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -996,4 +1139,5 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
 
 
 def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners=None) -> Tensor:
+    """The deprecated name of interpolate (same arguments). Mirrors torch.nn.functional.upsample."""
     return interpolate(input, size, scale_factor, mode, align_corners)
