@@ -10,6 +10,7 @@ import numpy as np
 from static.ir import Graph
 
 from . import cache, loader, runtime, settings  # noqa: F401  (runtime: what every generated module
+
 # imports; loaded with the package so that a first compile does not pay for it)
 
 BACKENDS = ("auto", "numpy", "cupy")

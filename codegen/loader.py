@@ -16,10 +16,9 @@ import logging
 import threading
 import types
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
-
 
 from . import cache
 

@@ -19,7 +19,6 @@ from static.ir import Graph
 from . import cache, loader, native_build, settings
 from .executable import _is_cupy
 
-
 _OFF = ("0", "off", "no", "false")
 
 

@@ -743,7 +743,7 @@ def _ctypes_call_new(addr: int, nt: int, sizes: tuple, types: bytes, shapes: tup
 _TYPE_NAMES: dict = {}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _kernel_type(addr: int):
     proto = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int)
     return proto(addr)
@@ -801,5 +801,5 @@ def caller_new():
 
 __all__ = ["NoCompiler", "NativeCompileError", "Toolchain", "Library", "availability", "toolchain", "threads",
            "load_library", "caller", "caller_new", "formats", "isa_fingerprint", "read_verified", "seal", "unseal", "so_key",
-           "uses_threads", "reuse", "REUSE_MIN_BYTES"
+           "uses_threads", "reuse", "REUSE_MIN_BYTES",
            "PARALLEL_MIN_ELEMS"]

@@ -49,7 +49,7 @@ class device:
 CPU = device("cpu")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def cupy_module():
     """CuPy if it imports and a CUDA device answers; None otherwise."""
     try:

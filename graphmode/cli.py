@@ -35,9 +35,10 @@ import math
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from static.compare import compare, eager_reference, prepare_args, progress_steps, python_function
 
@@ -358,8 +359,8 @@ def _peer_fn(workload: Workload, library: str, size: Any) -> Callable | None:
 def _compiled_for(fn: Callable, args: tuple, backend: str):
     """What `compare` compiles: value_and_grad over the arguments that require grad."""
     from eager import Tensor  # noqa: PLC0415
-
-    from static import compile as static_compile, value_and_grad  # noqa: PLC0415
+    from static import compile as static_compile  # noqa: PLC0415
+    from static import value_and_grad
 
     diff = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
     plain = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)

@@ -6,9 +6,10 @@ import json
 import math
 import os
 import platform
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from static.compare import CompareReport, format_bytes, format_seconds
 

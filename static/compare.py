@@ -23,15 +23,17 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 import eager
 from eager import Tensor
 
-from .api import Compiled, compile as static_compile, value_and_grad
+from .api import Compiled, value_and_grad
+from .api import compile as static_compile
 from .ir import Graph
 from .tracing import trace
 

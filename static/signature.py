@@ -138,7 +138,7 @@ def _groups(leaves) -> Aliasing | None:
     for group in groups:
         firsts: dict = {}
         distinct = []
-        for k, leaf, data in group:
+        for k, _leaf, data in group:
             ident = _layout(data)  # where it starts, its shape, strides and dtype: the same tensor
             if ident in firsts:
                 same_as[k] = firsts[ident]

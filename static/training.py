@@ -30,9 +30,9 @@ import numpy as np
 from eager import _functional as F
 from eager._grad_mode import enable_grad, no_grad
 from eager._tensor import Tensor
+from eager.autograd.graph import _FREED_MSG
 from eager.ops import REGISTRY
 from eager.ops.special import FULL_LIKE
-from eager.autograd.graph import _FREED_MSG
 from eager.optim import optimizer as _optimizer
 
 from .autodiff import vjp
@@ -322,7 +322,7 @@ def traced_step(opt, closure=None):
     finally:
         for group, lr in groups_lr:
             group["lr"] = lr
-    for p, s in opt.state.items():
+    for s in opt.state.values():
         for k, v in list(s.items()):
             if isinstance(v, Tracer):  # state made from traced values: a tensor of the caller's
                 holder = Tensor._make(np.zeros(tuple(v.shape), dtype=v.dtype.np))

@@ -23,8 +23,8 @@ def _grads(outputs, inputs, grad_outputs, create_graph):
     second pass of jvp and hessian through a linear function). It contributes zeros rather
     than the engine's "does not require grad" error, as PyTorch's transforms do with
     strict=False."""
-    from . import grad  # noqa: PLC0415
     from .._factories import zeros_like  # noqa: PLC0415
+    from . import grad  # noqa: PLC0415
 
     pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
     if not pairs:
@@ -74,8 +74,8 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
 def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
              strategy: str = "reverse-mode"):
     """J[i][j] = d out_i / d in_j, each of shape out_i.shape + in_j.shape."""
-    from .._factories import zeros_like  # noqa: PLC0415
     from .. import _functional as F  # noqa: PLC0415
+    from .._factories import zeros_like  # noqa: PLC0415
 
     with enable_grad():
         ins, in_tuple = _prepare(inputs, create_graph)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from .._factories import empty
 from .._tensor import Tensor

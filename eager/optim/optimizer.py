@@ -4,7 +4,8 @@ parameters in place, so the Parameter objects a model holds stay the same."""
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from .._grad_mode import no_grad
 from .._tensor import Tensor

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 from ... import _functional as _F
 from ..._grad_mode import no_grad
