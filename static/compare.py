@@ -189,7 +189,7 @@ def compare(fn: Callable, *args: Any, repeat: int = 5, warmup: int = 1, backend:
     tick = progress or (lambda _event: None)
     args = prepare_args(args, device)
     diff = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
-    name = name or getattr(fn, "__name__", "fn")
+    name = name or str(getattr(fn, "__name__", "fn"))
     dev = next((str(a.device) for a in args if isinstance(a, Tensor)), "cpu")
     sync = eager.cuda.synchronize if dev.startswith("cuda") else (lambda: None)
     plain = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)

@@ -16,6 +16,7 @@ import hashlib
 import pickle
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 
 from .executable import build_executable
 from .ir import Graph
@@ -76,15 +77,19 @@ def _disk():
     return cache if cache.enabled() else None
 
 
-def _path(cache, key: str):
-    return cache.directory() / f"gm_trace_{key[:40]}.pickle"
+def _path(cache, key: str) -> Path | None:
+    """The record's file; None when the cache directory is not used (codegen.cache refused
+    it: unusable or unsafe, and it warned once), so the cache works from memory only."""
+    directory = cache.directory()
+    return None if directory is None else directory / f"gm_trace_{key[:40]}.pickle"
 
 
 def _load(key: str, owner) -> Built | None:
     cache = _disk()
     if cache is None:
         return None
-    text = cache.read(_path(cache, key))
+    path = _path(cache, key)
+    text = None if path is None else cache.read(path)
     if text is None:
         return None
     try:  # the file is sealed with the hash of its contents (codegen.cache), as generated modules are
@@ -99,11 +104,12 @@ def _load(key: str, owner) -> Built | None:
 
 def _store(key: str, built: Built) -> None:
     cache = _disk()
-    if cache is None:
+    path = None if cache is None else _path(cache, key)
+    if path is None:
         return
     try:
         record = pickle.dumps((None if built.split else built.graph, built.split), protocol=pickle.HIGHEST_PROTOCOL)
-        cache.write(_path(cache, key), cache.seal(base64.b64encode(record).decode("ascii")))
+        cache.write(path, cache.seal(base64.b64encode(record).decode("ascii")))
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
         pass
 

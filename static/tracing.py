@@ -152,11 +152,14 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
     static = static_positions(static_argnums, len(args))
     leaves, in_tree, owners = flatten_args(args, static)
     names = _param_names(fn, len(args))
-    graph = Graph(name=_clean(name or getattr(fn, "__name__", "f")))
+    graph = Graph(name=_clean(name or str(getattr(fn, "__name__", "f"))))
     known = named_sources(fn)
     state = TraceState(graph, names={k: _clean(n) for k, (n, _) in known.items()})
     note_start(state, fn, known.values())  # the .grad of reachable parameters before the function runs
-    kinds, tracers, input_leaves, origin = [], [], [], []
+    kinds: list[str] = []  # per leaf: "static", "alias", "array" or "number"
+    tracers: list[Any] = []
+    input_leaves: list[int] = []
+    origin: list[Any] = []
     per_arg_count: dict = {}
     leaves_per_arg: dict = {}
     for o in owners:

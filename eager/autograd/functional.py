@@ -2,6 +2,8 @@
 jacobian and hessian. Each is built from `autograd.grad`, so it works for any op."""
 from __future__ import annotations
 
+from typing import Any
+
 from .._grad_mode import enable_grad
 
 
@@ -82,7 +84,7 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vec
         outs, out_tuple = _tuple(func(*ins))
         result = []
         for o in outs:
-            rows = [[] for _ in ins]
+            rows: list[list[Any]] = [[] for _ in ins]
             for k in range(o.numel()):
                 seed = zeros_like(o)
                 seed._data.reshape(-1)[k] = 1

@@ -11,7 +11,7 @@ the channels) with a VJP in ops."""
 from __future__ import annotations
 
 from ._checks import require_float
-from ._registry import TensorSpec, defop
+from ._registry import OpDef, TensorSpec, defop
 from .elementwise import RSQRT
 from .reductions import MEAN, VAR
 
@@ -100,7 +100,7 @@ def _fold_samples(rng):
     return out
 
 
-FOLD = defop(
+FOLD: OpDef = defop(
     "fold", forward=_fold, abstract=_fold_abstract,
     vjp=lambda ctx, g: (UNFOLD(g, pad_value=0.0, **_geometry(ctx.attrs)),),
     grad_name="Col2ImBackward0", kind="shape", samples=_fold_samples,

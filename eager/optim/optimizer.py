@@ -120,7 +120,7 @@ class Optimizer:
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
-        params = []
+        params: list[tuple[Any, Any]] = []  # (saved id, parameter)
         for mine, saved in zip(self.param_groups, groups):
             if len(mine["params"]) != len(saved["params"]):
                 raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
