@@ -120,6 +120,7 @@ class _Dot:
         one is a cluster around its body's ops, fed by the producers of the region's
         operands and feeding the users of its results, with values named as outside."""
         body = node.body
+        assert body is not None  # called for fusion regions, which have a body
         k = self.fused
         self.fused += 1
         ops = body.count_nodes()

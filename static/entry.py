@@ -72,6 +72,7 @@ class Entry:
             primal = [v for v in joint.inputs if v not in recorder.seeds]
             built = trace_cache.build_joint(joint, primal, recorder.seeds, n_user + n_upd, self.stages, owner)
             split = built.split
+            assert split is not None  # build_joint always splits the joint graph
             verify(split.forward)
             verify(split.backward)
             self.graph = split.forward

@@ -23,8 +23,10 @@ required = _Required()
 
 
 class _TraceHook:
-    fn = None  # set by static: answers `step` while a function is traced (NotImplemented otherwise)
-    zero_grad = None  # set by static: told of `zero_grad` (it acts only while a function is traced)
+    # set by static: answers `step` while a function is traced (NotImplemented otherwise)
+    fn: Callable[..., Any] | None = None
+    # set by static: told of `zero_grad` (it acts only while a function is traced)
+    zero_grad: Callable[[Any], None] | None = None
 
 
 TRACE_HOOK = _TraceHook()
