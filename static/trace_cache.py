@@ -110,8 +110,8 @@ def _store(key: str, built: Built) -> None:
     try:
         record = pickle.dumps((None if built.split else built.graph, built.split), protocol=pickle.HIGHEST_PROTOCOL)
         cache.write(path, cache.seal(base64.b64encode(record).decode("ascii")))
-    except (OSError, pickle.PicklingError, TypeError, AttributeError):
-        pass
+    except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError):
+        pass  # not stored (a long chain of nodes pickles recursively): built again next process
 
 
 def _remember(key: str, built: Built) -> Built:
