@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 PIP    := -m pip install -q --disable-pip-version-check --no-warn-script-location
 QUIET  := PIP_NO_INPUT=1 PYTHONWARNINGS=ignore::DeprecationWarning
 
-.PHONY: test test-versions demo images bench clean
+.PHONY: test lint test-versions demo images bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,7 +16,13 @@ $(STAMP): pyproject.toml
 	@$(QUIET) $(PY) $(PIP) -e '.[test]' >> $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
 	@touch $(STAMP)
 
-test: $(STAMP)
+# The linter and the type checker; both read their settings from pyproject.toml (mypy
+# keeps its cache under build/, which is not tracked).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m mypy
+
+test: lint
 	$(PY) -m pytest
 
 # The suite on every Python from 3.10 to 3.13 found on this machine (on PATH or under

@@ -12,7 +12,7 @@ import platform
 import statistics
 import sys
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

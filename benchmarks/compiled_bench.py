@@ -29,14 +29,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "examples" / "workloads"))
 
-import codegen  # noqa: E402
-from common import steady_malloc  # noqa: E402
-import eager  # noqa: E402
-import static  # noqa: E402
 import w1_seed  # noqa: E402
 import w2_gelu  # noqa: E402
 import w4_scalar  # noqa: E402
+from common import steady_malloc  # noqa: E402
 from w3_mlp import mlp_loss  # noqa: E402
+
+import codegen  # noqa: E402
+import eager  # noqa: E402
+import static  # noqa: E402
 
 F32 = np.float32
 

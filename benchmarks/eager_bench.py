@@ -18,8 +18,8 @@ import os
 import pstats
 import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -27,16 +27,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 # the workloads' one copy
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "workloads"))
 
-import eager  # noqa: E402
-from eager import nn, optim  # noqa: E402
 import w1_seed  # noqa: E402
 import w2_gelu  # noqa: E402
 import w3_mlp  # noqa: E402
 import w4_scalar  # noqa: E402
+from common import format_table, repeats_for, sample_interleaved, steady_malloc, time_interleaved, write_json  # noqa: E402
 
-from common import (  # noqa: E402
-    format_table, repeats_for, sample_interleaved, steady_malloc, time_interleaved, write_json,
-)
+import eager  # noqa: E402
+from eager import nn, optim  # noqa: E402
 
 F32 = np.float32
 GELU_K, GELU_C = 0.7978845608, 0.044715

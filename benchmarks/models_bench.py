@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -22,8 +22,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "examples" / "workloads"))
 
-import eager  # noqa: E402
 from common import format_table, repeats_for, sample_interleaved, steady_malloc, write_json  # noqa: E402
+
+import eager  # noqa: E402
 from eager.nn import functional as F  # noqa: E402
 
 SIZES = {

@@ -28,11 +28,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from common import format_table, machine_info, steady_malloc, time_interleaved, write_json  # noqa: E402
+from compiled_bench import W4_OPS, check_agree, w1, w1_numpy, w2, w2_numpy_cubed, w3_numpy, w3_step, w4, w4_numpy  # noqa: E402
+
 import static  # noqa: E402
 from codegen import native_build, runtime  # noqa: E402
-from common import format_table, machine_info, steady_malloc, time_interleaved, write_json  # noqa: E402
-from compiled_bench import (W4_OPS, check_agree, w1, w1_numpy, w2, w2_numpy_cubed, w3_numpy,  # noqa: E402
-                            w3_step, w4, w4_numpy)
 
 F32 = np.float32
 

@@ -21,13 +21,12 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
 
 import numpy as np  # noqa: E402
+from common import format_table, write_json  # noqa: E402
+from compiled_bench import w1, w2, w3_loss, w4  # noqa: E402  (the workloads, defined once)
 
 import eager  # noqa: E402
 import static  # noqa: E402
 from static.passes import recording, run_pipeline  # noqa: E402
-
-from common import format_table, write_json  # noqa: E402
-from compiled_bench import w1, w2, w3_loss, w4  # noqa: E402  (the workloads, defined once)
 
 
 def cases():

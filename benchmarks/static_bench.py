@@ -27,13 +27,14 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
 
+from common import format_table, time_interleaved, write_json  # noqa: E402
+from compiled_bench import w3_loss as w3  # noqa: E402  (the workloads, defined once)
+from compiled_bench import w4
+
 import eager  # noqa: E402
 import static  # noqa: E402
 from static.ir import verify  # noqa: E402
 from static.tracing import trace_function  # noqa: E402
-
-from common import format_table, time_interleaved, write_json  # noqa: E402
-from compiled_bench import w3_loss as w3, w4  # noqa: E402  (the workloads, defined once)
 
 TARGETS = {"W3": 0.1, "W4": 0.25, "call overhead": 5e-6}
 

@@ -10,15 +10,20 @@ skeletons), cache.py + loader.py (the disk cache and importing), runtime.py (wha
 NumPy modules call: blocks, threads, scratch buffers)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from static.ir import Graph
 
 from .executable import CompiledGraph, generate_source
 from .lowering import TABLE, lowering_for, missing_ops
 
+if TYPE_CHECKING:
+    from .native import NativeGraph
+
 __all__ = ["build", "CompiledGraph", "generate_source", "TABLE", "lowering_for", "missing_ops"]
 
 
-def build(graph: Graph, backend: str = "auto", fast_math: bool = False) -> CompiledGraph:
+def build(graph: Graph, backend: str = "auto", fast_math: bool = False) -> CompiledGraph | NativeGraph:
     """Generate (or find in the cache) and load the module(s) running `graph`. `fast_math`
     reaches the native backend's compiler (-ffast-math when compiling, never when linking);
     the NumPy and CuPy modules have no such switch (the passes already saw it)."""

@@ -126,7 +126,7 @@ def plan(graph: Graph, inline_bodies: dict) -> Plan:
                 sched.produced[n.outputs[0]] = batch.ready  # available once the batch has run
             closed.append(batch)
 
-    for pos, n in sched.nodes:
+    for _pos, n in sched.nodes:
         if not _batchable(n):
             continue
         operand = sched.resolve(n.inputs[0])

@@ -5,11 +5,14 @@ the NumPy module unless the arrays given to run() are CuPy arrays, and generates
 module the first time that happens."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from static.ir import Graph
 
 from . import cache, loader, runtime, settings  # noqa: F401  (runtime: what every generated module
+
 # imports; loaded with the package so that a first compile does not pay for it)
 
 BACKENDS = ("auto", "numpy", "cupy")
@@ -72,7 +75,7 @@ class CompiledGraph:
         self.entry = entry_name(graph)  # the module's entry function: forward or backward
         self._loaded: dict = {}
         self._descriptions: dict = {}
-        self._forward = None
+        self._forward: Callable[..., list] | None = None
         if backend in ("auto", "numpy"):
             self._forward = getattr(self._load("numpy").module, self.entry)
 
@@ -94,6 +97,7 @@ class CompiledGraph:
         if self.backend == "cupy" or (self.backend == "auto" and any(
                 type(a) is not np.ndarray and _is_cupy(a) for a in arrays)):
             return getattr(self._load("cupy").module, self.entry)(*arrays)
+        assert self._forward is not None  # set in __init__ for "auto" and "numpy"
         return self._forward(*arrays)
 
     def source(self, which: str | None = None) -> str:

@@ -16,10 +16,9 @@ import logging
 import threading
 import types
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
-
 
 from . import cache
 
@@ -69,6 +68,7 @@ def _module_name(key: str, backend: str) -> str:
 def _from_file(path: Path, text: str, name: str) -> types.ModuleType:
     loader = _VerifiedLoader(name, str(path), text)
     spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
+    assert spec is not None  # given a loader, importlib always makes a spec
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
     return module
@@ -77,7 +77,7 @@ def _from_file(path: Path, text: str, name: str) -> types.ModuleType:
 def _drop_lines(filename: str, lines: list) -> None:
     """Forget a dropped module's source in linecache (unless a newer module took the name)."""
     entry = linecache.cache.get(filename)
-    if entry is not None and entry[2] is lines:
+    if entry is not None and len(entry) > 2 and entry[2] is lines:  # a lazy entry is a 1-tuple
         del linecache.cache[filename]
 
 
@@ -126,6 +126,7 @@ def load(key: str, backend: str, generate: Callable[[], str]) -> Loaded:
         name = _module_name(key, backend)
         text, path, origin = _source_for(key, backend, generate)
         source = cache.unseal(text)
+        assert source is not None  # read back verified, or sealed here
         if path is not None:
             loaded = Loaded(_from_file(path, text, name), source, path, origin)
         else:

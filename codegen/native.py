@@ -17,8 +17,7 @@ import numpy as np
 from static.ir import Graph
 
 from . import cache, loader, native_build, settings
-from .executable import _is_cupy
-
+from .executable import CompiledGraph, _is_cupy
 
 _OFF = ("0", "off", "no", "false")
 
@@ -70,7 +69,7 @@ class NativeGraph:
         self.graph = graph
         self.fast_math = fast_math
         self.requested = requested
-        self._gpu = None  # the CuPy module's CompiledGraph, made when "auto" gets CuPy arrays
+        self._gpu: CompiledGraph | None = None  # the CuPy module's CompiledGraph, made when "auto" gets CuPy arrays
         self.ir_text = str(graph)
         self._description = ""
         key = cache.key(self.ir_text, "native",
@@ -98,8 +97,6 @@ class NativeGraph:
             if self.requested != "auto" or not any(type(a) is not np.ndarray and _is_cupy(a) for a in arrays):
                 raise
         if self._gpu is None:
-            from .executable import CompiledGraph  # noqa: PLC0415
-
             self._gpu = CompiledGraph(self.graph, "auto")
         return self._gpu.run(arrays)
 

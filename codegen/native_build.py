@@ -183,7 +183,7 @@ def _probe_record_path(command: tuple) -> Path | None:
         directory = cache.directory()
     except OSError:
         return None
-    if _private_dir_problem(directory):
+    if directory is None or _private_dir_problem(directory):  # None: the cache refused its directory
         return None
     ident = "\0".join([FORMAT, " ".join(command), str(binary), str(st.st_size), str(st.st_mtime_ns), isa_fingerprint(),
                        sysconfig.get_paths().get("include") or ""])
@@ -446,7 +446,10 @@ class Library:
     origin: str  # "compiled", "disk cache"
 
     def address(self, name: str) -> int:
-        return ctypes.cast(getattr(self.cdll, name), ctypes.c_void_p).value
+        address = ctypes.cast(getattr(self.cdll, name), ctypes.c_void_p).value
+        if address is None:
+            raise RuntimeError(f"native kernel {name!r} has a null address in {self.path}")
+        return address
 
 
 _libraries: dict = {}
@@ -464,6 +467,8 @@ def _cache_paths(key: str, suffix: str) -> tuple[Path | None, str | None]:
     if not cache.enabled():
         return None, "GRAPHMODE_CACHE=0"
     directory = cache.directory()
+    if directory is None:  # refused (unusable or unsafe; codegen.cache warned once)
+        return None, "the cache directory is not used"
     problem = _private_dir_problem(directory)
     return (None, problem) if problem else (directory, None)
 
@@ -743,7 +748,7 @@ def _ctypes_call_new(addr: int, nt: int, sizes: tuple, types: bytes, shapes: tup
 _TYPE_NAMES: dict = {}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _kernel_type(addr: int):
     proto = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int)
     return proto(addr)
@@ -779,6 +784,7 @@ def _caller_module():
     try:
         loader = importlib.machinery.ExtensionFileLoader("graphmode_native_call", tmp)
         spec = importlib.util.spec_from_file_location("graphmode_native_call", tmp, loader=loader)
+        assert spec is not None  # given a loader, importlib always makes a spec
         module = importlib.util.module_from_spec(spec)
         loader.exec_module(module)
     finally:
@@ -801,5 +807,5 @@ def caller_new():
 
 __all__ = ["NoCompiler", "NativeCompileError", "Toolchain", "Library", "availability", "toolchain", "threads",
            "load_library", "caller", "caller_new", "formats", "isa_fingerprint", "read_verified", "seal", "unseal", "so_key",
-           "uses_threads", "reuse", "REUSE_MIN_BYTES"
+           "uses_threads", "reuse", "REUSE_MIN_BYTES",
            "PARALLEL_MIN_ELEMS"]

@@ -195,9 +195,8 @@ def line_numbers(graph: Graph) -> dict:
 
 def compute_dtype(node):
     """The dtype an op computes in: its data operands' (what a literal is converted to)."""
-    from static.ir import Value  # noqa: PLC0415
-
     from eager.ops import REGISTRY  # noqa: PLC0415
+    from static.ir import Value  # noqa: PLC0415
 
     masks = REGISTRY[node.op].mask_operands if node.op in REGISTRY else ()
     for i, v in enumerate(node.inputs):

@@ -57,7 +57,7 @@ class cuda:  # noqa: N801  (mirrors the torch.cuda namespace users call)
     is_available = staticmethod(_cuda_is_available)
 
     @staticmethod
-    def manual_seed(seed: int) -> None:
+    def manual_seed(seed: int) -> None:  # noqa: F811  (torch's keyword name shadows eager.seed here only)
         manual_seed(seed)
 
     @staticmethod
@@ -76,7 +76,7 @@ class cuda:  # noqa: N801  (mirrors the torch.cuda namespace users call)
         return int(cupy_module().cuda.Device().id)
 
     @staticmethod
-    def manual_seed_all(seed: int) -> None:
+    def manual_seed_all(seed: int) -> None:  # noqa: F811  (torch's keyword name)
         manual_seed(seed)
 
     @staticmethod

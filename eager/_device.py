@@ -17,7 +17,8 @@ class device:
 
     def __init__(self, spec: "str | device" = "cpu", index: int | None = None) -> None:
         if isinstance(spec, device):
-            self.type, self.index = spec.type, spec.index
+            self.type: str = spec.type
+            self.index: int | None = spec.index
             return
         if not isinstance(spec, str):
             raise TypeError(f"device(): expected a string such as 'cpu' or 'cuda', got {type(spec).__name__}")
@@ -49,7 +50,7 @@ class device:
 CPU = device("cpu")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def cupy_module():
     """CuPy if it imports and a CUDA device answers; None otherwise."""
     try:

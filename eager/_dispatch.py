@@ -18,8 +18,8 @@ import weakref
 import numpy as np
 
 from . import _dtypes
-from ._grad_mode import STATE
 from ._device import xp_of_array
+from ._grad_mode import STATE
 from .autograd.graph import Node, SavedTensor
 
 _SCALARS = (int, float, bool)
@@ -36,7 +36,8 @@ _NO_EDGE = (None, 0)
 # prebuilt "ignore" state costs a fraction of that. Both are the same mechanism: errstate is
 # a context manager over this variable.
 try:
-    from numpy._core.umath import _extobj_contextvar as _FP_STATE, _make_extobj
+    from numpy._core.umath import _extobj_contextvar as _FP_STATE
+    from numpy._core.umath import _make_extobj
 
     _FP_QUIET = _make_extobj(all="ignore")
 except ImportError:  # a NumPy without the context variable: the public, slower context manager

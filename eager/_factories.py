@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -242,7 +244,8 @@ def draws_on_this_thread() -> int:
 
 
 class _DrawHook:
-    fn = None  # static's tracer: while a trace is active on a thread, a draw there becomes a graph input
+    # static's tracer: while a trace is active on a thread, a draw there becomes a graph input
+    fn: Callable[..., Any] | None = None
 
 
 DRAW_HOOK = _DrawHook()

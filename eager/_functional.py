@@ -9,11 +9,11 @@ from collections import namedtuple
 
 from . import _dtypes
 from .ops import elementwise as E
+from .ops import indexing as I
 from .ops import linalg as L
+from .ops import math_ops as M
 from .ops import reductions as R
 from .ops import shape_ops as S
-from .ops import indexing as I
-from .ops import math_ops as M
 from .ops._checks import norm_dim, norm_dims
 
 return_types_max = namedtuple("max", ["values", "indices"])

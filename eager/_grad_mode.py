@@ -32,9 +32,8 @@ class _GradModeBase:
         STATE.enabled = self._target
         return None
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         STATE.enabled = self._prev
-        return False
 
     def __call__(self, fn):
         @functools.wraps(fn)
@@ -80,9 +79,8 @@ class set_grad_enabled(_GradModeBase):
     def __enter__(self):
         return None
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         STATE.enabled = self._prev
-        return False
 
     def __call__(self, fn):
         STATE.enabled = self._prev  # as a decorator it must not change the mode at definition

@@ -21,8 +21,8 @@ def _format_array(arr: np.ndarray, indent: int) -> str:
             base = lambda v: f"{v:.4f}"  # noqa: E731
         sample = arr.reshape(-1)[:2000]
         width = max((len(base(v)) for v in sample), default=0)
-        fmt = {"float_kind": lambda v: base(v).rjust(width)}
-        return np.array2string(arr, separator=", ", formatter=fmt, prefix=" " * indent, threshold=1000, edgeitems=3)
+        return np.array2string(arr, separator=", ", formatter={"float_kind": lambda v: base(v).rjust(width)},
+                               prefix=" " * indent, threshold=1000, edgeitems=3)
     if arr.dtype.kind == "b":
         width = 5 if arr.size and not arr.all() else 4  # PyTorch pads True to False's width
         return np.array2string(arr, separator=", ", formatter={"bool": lambda v: str(bool(v)).rjust(width)},

@@ -7,7 +7,7 @@ as PyTorch names them, leaves (AccumulateGrad) are light blue with their shape, 
 tensor(s) drawn from are green, and saved tensors are orange with their shapes."""
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from ._tensor import Tensor
 from .autograd.graph import AccumulateGrad, SavedTensor

@@ -12,9 +12,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "workloads"))
 
+from w5_gpt import GPT  # noqa: E402
+
 import eager as torch  # noqa: E402
 from eager.nn import functional as F  # noqa: E402
-from w5_gpt import GPT  # noqa: E402
 
 TEXT = """\
 The river runs past the mill and the mill turns the stone and the stone grinds the grain.

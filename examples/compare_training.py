@@ -25,11 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "workloads"))
 
+from mlp_step import init_params, mlp_loss, spiral  # noqa: E402
+
 import eager  # noqa: E402
 import static  # noqa: E402
 from eager import optim  # noqa: E402
-
-from mlp_step import init_params, mlp_loss, spiral  # noqa: E402
 
 N_PARAMS = 6  # W1, b1, W2, b2, W3, b3 follow X and Y in mlp_loss's arguments
 loss_and_grads = static.value_and_grad(mlp_loss, argnums=tuple(range(2, 2 + N_PARAMS)))

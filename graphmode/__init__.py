@@ -9,7 +9,7 @@ tables and writes JSON and charts, `graphmode.draw` draws the compiled IR with G
 never imports this package; `static.compare(fn, *args)` is the measurement it renders."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 __all__ = ["main"]
 

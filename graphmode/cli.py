@@ -27,6 +27,7 @@ with status 130. --traceback shows Python's traceback."""
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -35,9 +36,10 @@ import math
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from static.compare import compare, eager_reference, prepare_args, progress_steps, python_function
 
@@ -115,10 +117,11 @@ def _import_file(path: Path):
     spec = importlib.util.spec_from_file_location(f"graphmode_workload_{path.stem}", path)
     if spec is None or spec.loader is None:
         raise CLIError(f"cannot load {path} as Python")
+    loader = spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # as import does: dataclasses and pickling look it up there
     try:
-        _run_import(lambda: spec.loader.exec_module(module), str(path))
+        _run_import(lambda: loader.exec_module(module), str(path))
     except CLIError:
         del sys.modules[spec.name]
         raise
@@ -294,7 +297,7 @@ def measure(workload: Workload, sizes: list, ns: argparse.Namespace,
                 fn, args = workload.build(size, label)
                 result = compare(fn, *args, repeat=ns.repeat, backend=ns.backend, device=ns.device,
                                  tolerance=ns.tolerance, name=workload.name,
-                                 progress=lambda event, label=label: step(event, label))
+                                 progress=functools.partial(step, label=label))
                 res = report.SizeResult(label, size, result)
                 for library in peers:
                     step(f"{library} in a child process (its compiler may take a while)", label)
@@ -358,8 +361,8 @@ def _peer_fn(workload: Workload, library: str, size: Any) -> Callable | None:
 def _compiled_for(fn: Callable, args: tuple, backend: str):
     """What `compare` compiles: value_and_grad over the arguments that require grad."""
     from eager import Tensor  # noqa: PLC0415
-
-    from static import compile as static_compile, value_and_grad  # noqa: PLC0415
+    from static import compile as static_compile  # noqa: PLC0415
+    from static import value_and_grad
 
     diff = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
     plain = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
@@ -452,7 +455,10 @@ def _cache_files() -> tuple[Path, list[Path]]:
     that codegen wrote: generated modules and temporary files of interrupted writes."""
     from codegen import cache  # noqa: PLC0415
 
-    directory = cache.directory()
+    # the configured place when the cache is off or refused: `info` still says where it would be
+    directory = cache.directory() or cache.configured_dir()
+    if not directory.is_dir():
+        return directory, []
     files = sorted(p for p in directory.iterdir() if p.is_file() and (p.name.startswith(("gm_", ".tmp-"))
                                                                      and p.suffix == ".py"))
     return directory, files

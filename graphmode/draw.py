@@ -20,11 +20,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
-from eager.viz import DOT_STYLE, dot_quote as _quote
+from eager.viz import DOT_STYLE
+from eager.viz import dot_quote as _quote
 from static.ir import Graph, Node, Value, format_type
 from static.ir.core import format_literal
 
@@ -118,6 +120,7 @@ class _Dot:
         one is a cluster around its body's ops, fed by the producers of the region's
         operands and feeding the users of its results, with values named as outside."""
         body = node.body
+        assert body is not None  # called for fusion regions, which have a body
         k = self.fused
         self.fused += 1
         ops = body.count_nodes()
@@ -158,7 +161,7 @@ class _Dot:
         rows = [(style, text) for style, text in _LEGEND if style in self.used]
         if not rows:
             return []
-        lines = ["  subgraph cluster_legend {", f'    label="legend"; labeljust=l; style="rounded"; color="grey70";']
+        lines = ["  subgraph cluster_legend {", '    label="legend"; labeljust=l; style="rounded"; color="grey70";']
         previous = None
         for k, (style, text) in enumerate(rows):
             lines.append(f"    legend{k} [label={_quote(text)}, {_STYLE[style]}, fontsize=9];")

@@ -5,13 +5,14 @@ whole process."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from eager import Tensor
-from static.compare import Timing, host_arrays, format_seconds, max_relative_error, time_interleaved, to_numpy
+from static.compare import Timing, format_seconds, host_arrays, max_relative_error, time_interleaved, to_numpy
+
 
 @dataclass
 class PeerResult:

@@ -6,9 +6,10 @@ import json
 import math
 import os
 import platform
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Literal
 
 from static.compare import CompareReport, format_bytes, format_seconds
 
@@ -56,8 +57,9 @@ def print_tables(description: str, results: Sequence[SizeResult], repeat: int, m
     console.print(Text(f"eager vs compiled {mode}: {first.backend} on {first.device}, median of {repeat} runs, "
                        f"malloc {'steady' if malloc.startswith('steady') else 'default'}"))
     times = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for header, justify in (("size", "left"), ("check", "left"), ("eager", "right"), ("compiled", "right"),
-                            ("speedup", "right")):
+    columns: tuple[tuple[str, Literal["left", "right"]], ...] = (
+        ("size", "left"), ("check", "left"), ("eager", "right"), ("compiled", "right"), ("speedup", "right"))
+    for header, justify in columns:
         times.add_column(header, justify=justify, no_wrap=True)
     notes: list[str] = []
     for res in results:
@@ -143,10 +145,12 @@ def write_plot(path: str, name: str, results: Sequence[SizeResult]) -> None:
     series = [("eager", [r.eager for r in reports], "o-"), ("compiled", [r.compiled for r in reports], "s-")]
     for lib in dict.fromkeys(p.library for res in results for p in res.peers if p.eager is not None):
         found = [next((p for p in res.peers if p.library == lib), None) for res in results]
-        if all(p is not None and p.eager is not None for p in found):
-            series.append((f"{lib} eager", [p.eager for p in found], "^--"))
-            if all(p.compiled is not None for p in found):
-                series.append((f"{lib} compiled", [p.compiled for p in found], "v--"))
+        eager_t = [p.eager for p in found if p is not None and p.eager is not None]
+        if len(eager_t) == len(found):
+            series.append((f"{lib} eager", eager_t, "^--"))
+            compiled_t = [p.compiled for p in found if p is not None and p.compiled is not None]
+            if len(compiled_t) == len(found):
+                series.append((f"{lib} compiled", compiled_t, "v--"))
     for label, timings, style in series:
         ax.errorbar(xs, [t.median for t in timings], yerr=[t.spread / 2 for t in timings], fmt=style,
                     capsize=3, label=label)
@@ -159,8 +163,9 @@ def write_plot(path: str, name: str, results: Sequence[SizeResult]) -> None:
     sp.plot(xs, ratios, "D-", color="tab:green", label="graphmode")
     for lib in dict.fromkeys(p.library for res in results for p in res.peers if p.compiled is not None):
         found = [next((p for p in res.peers if p.library == lib), None) for res in results]
-        if all(p is not None and p.compiled is not None and p.eager is not None for p in found):
-            sp.plot(xs, [p.eager.median / p.compiled.median for p in found], "v--", label=lib)
+        pairs = [(p.eager, p.compiled) for p in found if p is not None and p.compiled is not None and p.eager is not None]
+        if len(pairs) == len(found):
+            sp.plot(xs, [e.median / c.median for e, c in pairs], "v--", label=lib)
     sp.axhline(1.0, color="grey", linewidth=1)
     sp.set_ylabel("speedup\neager / compiled")
     sp.grid(True, which="both", alpha=0.3)

@@ -17,8 +17,8 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
-    from .compiled import Compiled, compile  # noqa: A004, F401
     from .compare import compare  # noqa: F401
+    from .compiled import Compiled, compile  # noqa: A004, F401
     from .errors import IRParseError, IRVerifyError, TraceError  # noqa: F401
     from .executable import BackendError, register_backend  # noqa: F401
     from .interpreter import run_graph  # noqa: F401

@@ -23,15 +23,17 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 import eager
 from eager import Tensor
 
-from .api import Compiled, compile as static_compile, value_and_grad
+from .api import Compiled, value_and_grad
+from .api import compile as static_compile
 from .ir import Graph
 from .tracing import trace
 
@@ -187,7 +189,7 @@ def compare(fn: Callable, *args: Any, repeat: int = 5, warmup: int = 1, backend:
     tick = progress or (lambda _event: None)
     args = prepare_args(args, device)
     diff = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
-    name = name or getattr(fn, "__name__", "fn")
+    name = name or str(getattr(fn, "__name__", "fn"))
     dev = next((str(a.device) for a in args if isinstance(a, Tensor)), "cpu")
     sync = eager.cuda.synchronize if dev.startswith("cuda") else (lambda: None)
     plain = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)

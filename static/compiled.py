@@ -11,17 +11,18 @@ import functools
 import inspect
 import types
 import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
 import eager
 from eager._tensor import Tensor
 
+from . import logs
 from .bridge import CompiledFunction, input_arrays, input_objects, rebase, wrap_outputs, write_back
 from .entry import Entry
-from . import logs
 from .errors import TraceError
 from .ir import Graph
 from .passes import recording

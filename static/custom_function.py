@@ -10,6 +10,8 @@ ctx that holds what `forward` saved. So the Function differentiates like any op,
 differentiated in turn, as eager does under create_graph=True)."""
 from __future__ import annotations
 
+from typing import Any
+
 from eager import _functional as F
 from eager._grad_mode import STATE, no_grad
 from eager._tensor import Tensor
@@ -17,7 +19,7 @@ from eager.autograd import function as _function
 from eager.ops import fit_grad
 from eager.ops.special import FULL_LIKE
 
-from .ir import Value
+from .ir import Node, Value
 from .tracer import Tracer, TraceState, current_state
 
 
@@ -29,7 +31,7 @@ class TracedCtx:
         self.needs_input_grad = tuple(
             (isinstance(i, Tracer) and i.is_floating_point())
             or (isinstance(i, Tensor) and bool(i._requires_grad)) for i in inputs)
-        self.saved = ()
+        self.saved: tuple[Any, ...] = ()  # what save_for_backward was given
         self.non_differentiable: set = set()
         self.materialize_grads = True
 
@@ -131,7 +133,9 @@ def traced_apply(fn_cls, args: tuple, kwargs: dict):
         raw = fn_cls.forward(ctx, *inputs, **kwargs)
     single = not isinstance(raw, tuple)
     outputs = (raw,) if single else raw
-    wrapped, nodes, values = [], [], []
+    wrapped: list[Any] = []  # what the caller gets, one per output
+    nodes: list[Node | None] = []  # the clone node of each differentiable output
+    values: list[Value | None] = []  # each traced output's Value
     for o in outputs:
         if isinstance(o, Tensor):
             o = Tracer(state, state.capture(o))

@@ -73,6 +73,7 @@ class Entry:
             built = trace_cache.build_joint(joint, primal, recorder.seeds, n_user + n_upd, self.stages, owner)
             self.built = built  # the post-trace cache holds it weakly: alive while this signature is
             split = built.split
+            assert split is not None  # build_joint always splits the joint graph
             verify(split.forward)
             verify(split.backward)
             self.graph = split.forward

@@ -1,6 +1,8 @@
 """Errors static raises, with the types users can catch."""
 from __future__ import annotations
 
+from typing import Any
+
 
 class TraceError(RuntimeError):
     """Tracing met something it cannot turn into a graph (a branch on a traced value,
@@ -17,3 +19,9 @@ class IRParseError(ValueError):
 
 class IRVerifyError(ValueError):
     """A graph that breaks SSA form, the op's abstract rule, or names an unknown op."""
+
+    # set by the verifier where the error is made: the node at fault (a `static.ir.Node`)
+    # and its place in the IR text, for the parser's message
+    node: Any
+    line: int | None
+    column: int | None

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import importlib
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Any
 
 from .interpreter import run_graph
 from .ir import Graph
@@ -53,7 +54,7 @@ class InterpretedGraph:
 @dataclass
 class _Backend:
     name: str
-    target: Union[Factory, str]  # a factory, or "module:attribute" naming one
+    target: Factory | str  # a factory, or "module:attribute" naming one
     loaded: Factory | None = None
 
     def load(self) -> Factory:
@@ -83,7 +84,7 @@ _REGISTRY: dict[str, _Backend] = {}
 _warned_fallback = False
 
 
-def register_backend(name: str, factory: Union[Factory, str], *, replace: bool = False) -> None:
+def register_backend(name: str, factory: Factory | str, *, replace: bool = False) -> None:
     """Make `static.compile(backend=name)` use `factory(graph, name, fast_math=False) -> executable`.
 
     `factory` may be "module:attribute", imported on first use. Registering a name twice

@@ -18,8 +18,9 @@ from __future__ import annotations
 import inspect
 import os
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -207,7 +208,7 @@ def collect(fn) -> list:
             continue  # graphmode's own code: its module constants are not the user's values
         if code is None:
             if not isinstance(f, type) and callable(f):
-                todo.append(getattr(type(f), "__call__", None))
+                todo.append(getattr(type(f), "__call__", None))  # noqa: B004  (the method to scan, not a test)
                 todo.append(getattr(f, "fn", None))  # a transform object keeps the function it wraps
             continue
         gl = getattr(f, "__globals__", {})

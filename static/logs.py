@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Iterable
+from collections.abc import Iterable
 
 PARENT = "graphmode"
 NAMES = ("recompiles", "stages", "source", "cache")

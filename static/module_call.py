@@ -10,7 +10,8 @@ It is what makes a module's parameters an explicit argument, so that `static.gra
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 def _owner(module, path: str):

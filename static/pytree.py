@@ -2,7 +2,8 @@
 in miniature). The structure is hashable so it can be part of a cache key."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def flatten(tree, is_leaf: Callable[[Any], bool]) -> tuple[list, Any]:

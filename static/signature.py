@@ -70,7 +70,7 @@ def leaf_key(leaf, static: bool) -> tuple:
 def _flat_keys(args: tuple) -> tuple | None:
     """Leaf keys of a flat tuple of eager tensors and NumPy arrays (the common call), or None:
     the same keys `leaf_key` gives, without the general flattening."""
-    keys = []
+    keys: list[tuple[Any, ...]] = []
     for a in args:
         t = type(a)
         if t is Tensor:
@@ -138,7 +138,7 @@ def _groups(leaves) -> Aliasing | None:
     for group in groups:
         firsts: dict = {}
         distinct = []
-        for k, leaf, data in group:
+        for k, _leaf, data in group:
             ident = _layout(data)  # where it starts, its shape, strides and dtype: the same tensor
             if ident in firsts:
                 same_as[k] = firsts[ident]
@@ -165,6 +165,7 @@ def _may_share(distinct: list) -> bool:
 def call_key(args: tuple, static_argnums: tuple, module) -> tuple[list | tuple, CallKey]:
     """Leaves of the arguments and the cache key of this call."""
     keys = None if static_argnums else _flat_keys(args)
+    leaves: list | tuple
     if keys is not None:
         leaves, tree = args, None  # the common case: a flat tuple of tensors or arrays
     else:

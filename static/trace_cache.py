@@ -16,6 +16,7 @@ import hashlib
 import pickle
 import weakref
 from dataclasses import dataclass
+from pathlib import Path
 
 from .executable import build_executable
 from .ir import Graph
@@ -77,9 +78,11 @@ def _disk():
     return cache if cache.enabled() else None
 
 
-def _path(cache, key: str):
-    where = cache.directory()  # None: the disk cache was refused for this process
-    return None if where is None else where / f"gm_trace_{key[:40]}.pickle"
+def _path(cache, key: str) -> Path | None:
+    """The record's file; None when the cache directory is not used (codegen.cache refused
+    it: unusable or unsafe, and it warned once), so the cache works from memory only."""
+    directory = cache.directory()
+    return None if directory is None else directory / f"gm_trace_{key[:40]}.pickle"
 
 
 def _load(key: str, owner) -> Built | None:

@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import eager
-from eager import _dispatch, _dtypes, _factories
+from eager import _dispatch, _dtypes, _factories, _inplace
 from eager import _functional as F
 from eager._grad_mode import STATE
-from eager import _inplace
 from eager._inplace import _LEAF_MSG, _VIEW_OF_LEAF_MSG, check_result_cast
 from eager._tensor import Size, Tensor
 from eager.ops import REGISTRY, TensorSpec

@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -21,9 +22,9 @@ from eager._tensor import Tensor
 from eager.ops import TensorSpec
 
 from . import guards, pytree
-from .training import call_prep, note_start
 from .ir import Graph, Value, verify
-from .tracer import ACTIVE, TraceState, Tracer, capturing_dispatch, check_view_current
+from .tracer import ACTIVE, Tracer, TraceState, capturing_dispatch, check_view_current
+from .training import call_prep, note_start
 
 _NUMBER_DTYPES = {bool: _dtypes.bool_, int: _dtypes.int64, float: _dtypes.float64}
 
@@ -151,11 +152,14 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
     static = static_positions(static_argnums, len(args))
     leaves, in_tree, owners = flatten_args(args, static)
     names = _param_names(fn, len(args))
-    graph = Graph(name=_clean(name or getattr(fn, "__name__", "f")))
+    graph = Graph(name=_clean(name or str(getattr(fn, "__name__", "f"))))
     known = named_sources(fn)
     state = TraceState(graph, names={k: _clean(n) for k, (n, _) in known.items()})
     note_start(state, fn, known.values())  # the .grad of reachable parameters before the function runs
-    kinds, tracers, input_leaves, origin = [], [], [], []
+    kinds: list[str] = []  # per leaf: "static", "alias", "array" or "number"
+    tracers: list[Any] = []
+    input_leaves: list[int] = []
+    origin: list[Any] = []
     per_arg_count: dict = {}
     leaves_per_arg: dict = {}
     for o in owners:
@@ -279,7 +283,7 @@ def named_sources(fn) -> dict:
             continue
         code = getattr(f, "__code__", None)
         if code is None:
-            todo.append(getattr(type(f), "__call__", None) if not isinstance(f, type) else None)
+            todo.append(getattr(type(f), "__call__", None) if not isinstance(f, type) else None)  # noqa: B004
             continue
         gl = getattr(f, "__globals__", {})
         for name in _global_names(code):

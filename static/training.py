@@ -24,15 +24,16 @@ signature: the first step, where `.grad` is None, and the steady one)."""
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 
 from eager import _functional as F
 from eager._grad_mode import enable_grad, no_grad
 from eager._tensor import Tensor
+from eager.autograd.graph import _FREED_MSG
 from eager.ops import REGISTRY
 from eager.ops.special import FULL_LIKE
-from eager.autograd.graph import _FREED_MSG
 from eager.optim import optimizer as _optimizer
 
 from .autodiff import vjp
@@ -163,7 +164,9 @@ def note_start(state: TraceState, fn, sources) -> None:
 def _reachable_owners(fn, limit: int = 64) -> list:
     """Modules and optimizers named by the function or by the Python functions it names
     (globals and closures, followed a few levels): whose gradients a step may clear."""
-    found, seen, todo = [], set(), [fn]
+    found: list[Any] = []  # the modules and optimizers
+    seen: set[int] = set()  # ids of the objects looked at
+    todo = [fn]
     while todo and len(seen) < limit:
         f = todo.pop()
         if f is None or id(f) in seen:
@@ -221,8 +224,8 @@ def traced_backward(self: Tracer, gradient=None, retain_graph=None, create_graph
             raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {list(seed.shape)} and output[0] "
                                f"has a shape of {list(self.shape)}.")
     if inputs is not None:
-        leaves = [inputs] if isinstance(inputs, (Tensor, Tracer)) else list(inputs)
-        leaves = [t for t in leaves if isinstance(t, Tensor)]
+        given = [inputs] if isinstance(inputs, (Tensor, Tracer)) else list(inputs)
+        leaves = [t for t in given if isinstance(t, Tensor)]
     else:
         leaves = [obj for obj, _ in state.captured.values()
                   if isinstance(obj, Tensor) and obj._requires_grad and obj.grad_fn is None]
@@ -286,7 +289,7 @@ def _accumulate(extra: _Training, p: Tensor, g: Tracer) -> None:
     inplace_on_captured(current, F.add(current, g))
 
 
-Tracer.backward = traced_backward
+Tracer.backward = traced_backward  # type: ignore[method-assign]  # installed here, where the training state lives
 
 
 # -- optimizer.step() -----------------------------------------------------------------------------
@@ -322,7 +325,7 @@ def traced_step(opt, closure=None):
     finally:
         for group, lr in groups_lr:
             group["lr"] = lr
-    for p, s in opt.state.items():
+    for s in opt.state.values():
         for k, v in list(s.items()):
             if isinstance(v, Tracer):  # state made from traced values: a tensor of the caller's
                 holder = Tensor._make(np.zeros(tuple(v.shape), dtype=v.dtype.np))

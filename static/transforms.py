@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import eager
 from eager.ops.special import FULL_LIKE
@@ -42,7 +43,7 @@ class _GradTransform:
             raise TraceError(f"static.{self._kind} transforms run inside a trace; call the compiled function "
                              "instead")
         single = isinstance(self.argnums, int)
-        nums = (self.argnums,) if single else self.argnums
+        nums: tuple[int, ...] = (self.argnums,) if isinstance(self.argnums, int) else self.argnums
         for n in nums:
             if not -len(args) <= n < len(args):
                 raise ValueError(f"static.{self._kind}: argnums={self.argnums!r} refers to argument {n}, but the "

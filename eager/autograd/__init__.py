@@ -1,14 +1,11 @@
 """`eager.autograd`: backward/grad, custom Functions, gradient checks, anomaly mode."""
 from __future__ import annotations
 
-from typing import Sequence
-
-from .._grad_mode import STATE
+from . import functional  # noqa: F401
+from .anomaly import detect_anomaly, set_detect_anomaly
 from .engine import run_backward
 from .function import Function, FunctionCtx
 from .gradcheck import gradcheck, gradgradcheck
-from .anomaly import detect_anomaly, set_detect_anomaly
-from . import functional  # noqa: F401
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "gradcheck", "gradgradcheck",
            "detect_anomaly", "set_detect_anomaly", "functional"]
@@ -62,7 +59,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
          allow_unused: bool = False, materialize_grads: bool = False) -> tuple:
     """The gradients of `outputs` with respect to `inputs`, returned rather than accumulated."""
     outputs, inputs = _as_list(outputs), _as_list(inputs)
-    for i, t in enumerate(inputs):
+    for t in inputs:
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     grads = _make_grads(outputs, _as_list(grad_outputs), create_graph)

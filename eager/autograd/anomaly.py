@@ -20,16 +20,16 @@ class set_detect_anomaly:
     check_nan=False keeps the forward traces but lets NaN gradients through (as PyTorch's)."""
 
     def __init__(self, mode: bool, check_nan: bool = True) -> None:
-        self._prev = (STATE.anomaly, STATE.anomaly_check_nan)
+        self._prev: tuple[bool, bool] | None = (STATE.anomaly, STATE.anomaly_check_nan)
         STATE.anomaly = bool(mode)
         STATE.anomaly_check_nan = bool(check_nan)
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
+        assert self._prev is not None  # set by __init__ or __enter__
         STATE.anomaly, STATE.anomaly_check_nan = self._prev
-        return False
 
 
 class detect_anomaly(set_detect_anomaly):
@@ -38,7 +38,7 @@ class detect_anomaly(set_detect_anomaly):
 
     def __init__(self, check_nan: bool = True) -> None:
         self._check = bool(check_nan)
-        self._prev = None
+        self._prev = None  # read on entry
 
     def __enter__(self):
         self._prev = (STATE.anomaly, STATE.anomaly_check_nan)
@@ -90,7 +90,7 @@ def annotate(exc: BaseException, node) -> None:
     if hasattr(exc, "add_note"):
         exc.add_note(note)
     else:  # Python 3.10: no add_note; the same attribute, so the message stays PyTorch's
-        exc.__notes__ = [*getattr(exc, "__notes__", []), note]
+        exc.__notes__ = [*getattr(exc, "__notes__", []), note]  # type: ignore[attr-defined]  # typeshed: 3.11+
 
 
 def check_nan(node, grads) -> None:

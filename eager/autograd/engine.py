@@ -2,6 +2,8 @@
 gradients that meet at a node before running it (as PyTorch's engine does)."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._grad_mode import STATE
@@ -66,7 +68,7 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool, 
         if not t.requires_grad:
             raise RuntimeError(_NO_GRAD_FN.format(i))
     roots = [_edge(t) for t in tensors]
-    targets = {}
+    targets: dict[tuple[Any, int], list[int]] = {}  # (node, output_nr) -> positions in `inputs`
     if inputs is not None:
         for k, t in enumerate(inputs):
             targets.setdefault(_edge(t), []).append(k)

@@ -12,6 +12,9 @@
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from .._grad_mode import STATE, no_grad
 from .anomaly import capture_stack
 from .graph import _FREED_MSG, HookMixin, SavedTensor
@@ -107,7 +110,7 @@ class FunctionCtx(HookMixin):
 
 
 class _TraceHook:
-    fn = None  # set by static: answers `apply` while a function is traced (NotImplemented otherwise)
+    fn: Callable[..., Any] | None = None  # set by static: answers `apply` while a function is traced (NotImplemented otherwise)
 
 
 TRACE_HOOK = _TraceHook()

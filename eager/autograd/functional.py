@@ -2,6 +2,8 @@
 jacobian and hessian. Each is built from `autograd.grad`, so it works for any op."""
 from __future__ import annotations
 
+from typing import Any
+
 from .._grad_mode import enable_grad
 
 
@@ -23,8 +25,8 @@ def _grads(outputs, inputs, grad_outputs, create_graph):
     second pass of jvp and hessian through a linear function). It contributes zeros rather
     than the engine's "does not require grad" error, as PyTorch's transforms do with
     strict=False."""
-    from . import grad  # noqa: PLC0415
     from .._factories import zeros_like  # noqa: PLC0415
+    from . import grad  # noqa: PLC0415
 
     pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
     if not pairs:
@@ -74,15 +76,15 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
 def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vectorize: bool = False,
              strategy: str = "reverse-mode"):
     """J[i][j] = d out_i / d in_j, each of shape out_i.shape + in_j.shape."""
-    from .._factories import zeros_like  # noqa: PLC0415
     from .. import _functional as F  # noqa: PLC0415
+    from .._factories import zeros_like  # noqa: PLC0415
 
     with enable_grad():
         ins, in_tuple = _prepare(inputs, create_graph)
         outs, out_tuple = _tuple(func(*ins))
         result = []
         for o in outs:
-            rows = [[] for _ in ins]
+            rows: list[list[Any]] = [[] for _ in ins]
             for k in range(o.numel()):
                 seed = zeros_like(o)
                 seed._data.reshape(-1)[k] = 1

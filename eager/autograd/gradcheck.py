@@ -45,8 +45,8 @@ def _numerical(fn, inputs, wrt, eps):
 
 
 def _analytical(fn, inputs, wrt):
-    from . import grad  # noqa: PLC0415
     from .._factories import zeros_like  # noqa: PLC0415
+    from . import grad  # noqa: PLC0415
 
     outs = [o for o in _as_tuple(fn(*inputs)) if hasattr(o, "_data") and o.is_floating_point()]
     sizes = [o.numel() for o in outs]
@@ -94,8 +94,8 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: float = 1e-5,
                   rtol: float = 1e-3, raise_exception: bool = True, **_ignored) -> bool:
     """gradcheck of the function (inputs, v) -> vjp(func, inputs, v): second derivatives."""
-    from . import grad  # noqa: PLC0415
     from .._factories import randn  # noqa: PLC0415
+    from . import grad  # noqa: PLC0415
 
     inputs = _as_tuple(inputs)
     with no_grad():

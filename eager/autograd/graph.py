@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from .. import _dtypes
 from .._grad_mode import STATE
-from .anomaly import capture_stack
 from ..ops._registry import fit_grad
+from .anomaly import capture_stack
 
 _FREED_MSG = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "

@@ -2,7 +2,8 @@
 parent module sees (parameters(), state_dict(), to())."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from .._tensor import Tensor
 from .module import Module

@@ -125,7 +125,8 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     """Normal(mean, std) samples redrawn until they lie in [a, b]."""
     import numpy as np  # noqa: PLC0415
 
-    from .._factories import _RNG, tensor as _tensor  # noqa: PLC0415
+    from .._factories import _RNG  # noqa: PLC0415
+    from .._factories import tensor as _tensor
 
     rng = _RNG["numpy"]
     n = tensor.numel()
@@ -141,7 +142,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
     """A (semi-)orthogonal matrix from the QR of a Gaussian one, sign-corrected as PyTorch's."""
     import numpy as np  # noqa: PLC0415
 
-    from .._factories import _RNG, tensor as _tensor  # noqa: PLC0415
+    from .._factories import _RNG  # noqa: PLC0415
+    from .._factories import tensor as _tensor
 
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")

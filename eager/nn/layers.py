@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any, overload
 
 from .._factories import empty
 from .._tensor import Tensor
@@ -139,7 +140,12 @@ class Flatten(Module):
 class Sequential(Module):
     """Runs its modules in order: `Sequential(Linear(2, 8), ReLU(), Linear(8, 1))`."""
 
-    def __init__(self, *args: Module) -> None:
+    @overload
+    def __init__(self, *args: Module) -> None: ...
+    @overload
+    def __init__(self, modules: OrderedDict[str, Module], /) -> None: ...
+
+    def __init__(self, *args: Any) -> None:
         super().__init__()
         if len(args) == 1 and isinstance(args[0], OrderedDict):
             for name, module in args[0].items():

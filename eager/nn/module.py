@@ -6,7 +6,8 @@ the user listing anything: the bookkeeping PyTorch users expect."""
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Callable, Iterator, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 from .._grad_mode import no_grad
 from .._tensor import Tensor

@@ -4,7 +4,8 @@ dropout 0.1, ReLU, post-norm unless norm_first) and mask arguments."""
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .._tensor import Tensor
 from . import functional as F

@@ -11,7 +11,7 @@ def broadcast_shapes(op: str, *shapes: tuple) -> tuple:
     out = []
     for i in range(-ndim, 0):
         size = 1
-        for k, s in enumerate(shapes):
+        for s in shapes:
             if -i > len(s):
                 continue
             n = s[i]

@@ -26,8 +26,9 @@ complete and agree with its samples.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 from .._dtypes import dtype
 

@@ -10,8 +10,8 @@ the two are each other's VJPs, so convolutions differentiate to any order.
 the channels) with a VJP in ops."""
 from __future__ import annotations
 
-from ._registry import TensorSpec, defop
 from ._checks import require_float
+from ._registry import OpDef, TensorSpec, defop
 from .elementwise import RSQRT
 from .reductions import MEAN, VAR
 
@@ -21,8 +21,8 @@ def conv_out_size(n: int, k: int, stride: int, pad: int, dilation: int) -> int:
 
 
 def _out_hw(shape, kernel, stride, padding, dilation):
-    (kh, kw), (sh, sw), (t, b, l, r), (dh, dw) = kernel, stride, padding, dilation
-    return (conv_out_size(shape[2], kh, sh, t + b, dh), conv_out_size(shape[3], kw, sw, l + r, dw))
+    (kh, kw), (sh, sw), (t, b, left, right), (dh, dw) = kernel, stride, padding, dilation
+    return (conv_out_size(shape[2], kh, sh, t + b, dh), conv_out_size(shape[3], kw, sw, left + right, dw))
 
 
 def _unfold_abstract(x, kernel, stride, padding, dilation, pad_value=0.0):
@@ -37,9 +37,9 @@ def _unfold_abstract(x, kernel, stride, padding, dilation, pad_value=0.0):
 
 
 def _unfold(xp, x, kernel, stride, padding, dilation, pad_value=0.0):
-    (kh, kw), (sh, sw), (t, b, l, r), (dh, dw) = kernel, stride, padding, dilation
-    if t or b or l or r:
-        x = xp.pad(x, ((0, 0), (0, 0), (t, b), (l, r)), constant_values=pad_value)
+    (kh, kw), (sh, sw), (t, b, left, right), (dh, dw) = kernel, stride, padding, dilation
+    if t or b or left or right:
+        x = xp.pad(x, ((0, 0), (0, 0), (t, b), (left, right)), constant_values=pad_value)
     n, c, h, w = x.shape
     oh = (h - dh * (kh - 1) - 1) // sh + 1
     ow = (w - dw * (kw - 1) - 1) // sw + 1
@@ -51,17 +51,17 @@ def _unfold(xp, x, kernel, stride, padding, dilation, pad_value=0.0):
 
 
 def _fold(xp, cols, size, kernel, stride, padding, dilation):
-    (kh, kw), (sh, sw), (t, b, l, r), (dh, dw) = kernel, stride, padding, dilation
+    (kh, kw), (sh, sw), (t, b, left, right), (dh, dw) = kernel, stride, padding, dilation
     c, _, _, n, oh, ow = cols.shape
     h, w = size
-    out = xp.zeros((n, c, h + t + b, w + l + r), dtype=cols.dtype)
+    out = xp.zeros((n, c, h + t + b, w + left + right), dtype=cols.dtype)
     channels_first = out.transpose(1, 0, 2, 3)  # a view: the adds below write into out
     for i in range(kh):
         for j in range(kw):
             hs, ws = i * dh, j * dw
             channels_first[:, :, hs:hs + sh * (oh - 1) + 1:sh, ws:ws + sw * (ow - 1) + 1:sw] += cols[:, i, j]
-    if t or b or l or r:
-        out = xp.ascontiguousarray(out[:, :, t:t + h, l:l + w])
+    if t or b or left or right:
+        out = xp.ascontiguousarray(out[:, :, t:t + h, left:left + w])
     return out
 
 
@@ -100,7 +100,7 @@ def _fold_samples(rng):
     return out
 
 
-FOLD = defop(
+FOLD: OpDef = defop(
     "fold", forward=_fold, abstract=_fold_abstract,
     vjp=lambda ctx, g: (UNFOLD(g, pad_value=0.0, **_geometry(ctx.attrs)),),
     grad_name="Col2ImBackward0", kind="shape", samples=_fold_samples,

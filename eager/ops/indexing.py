@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import _dtypes
 from ._checks import norm_dim
-from ._registry import TensorSpec, defop
+from ._registry import OpDef, TensorSpec, defop
 from .elementwise import EQ, WHERE
 from .shape_ops import INDEX_PUT, UNSQUEEZE
 from .special import FULL_LIKE
@@ -224,7 +224,7 @@ def _index_add_vjp(ctx, g):
     return (g if ctx.needs(0) else None), None, gsrc
 
 
-INDEX_ADD = defop(
+INDEX_ADD: OpDef = defop(
     "index_add", arity=3, forward=_index_add, abstract=_index_add_abstract, vjp=_index_add_vjp,
     grad_name="IndexAddBackward0", save=(1,), kind="index",
     samples=lambda rng: [((rng.standard_normal((4, 3)), np.array([3, 0, 3]), rng.standard_normal((3, 3))),
@@ -318,19 +318,19 @@ def _tri_abstract(name):
     return abstract
 
 
-TRIL = defop(
+TRIL: OpDef = defop(
     "tril", forward=lambda xp, x, diagonal=0: xp.tril(x, diagonal), abstract=_tri_abstract("tril"),
     vjp=lambda ctx, g: (TRIL(g, diagonal=ctx.attrs["diagonal"]),), grad_name="TrilBackward0", kind="index",
     samples=lambda rng: [((rng.standard_normal((3, 4)),), {"diagonal": 0}),
                          ((rng.standard_normal((2, 3, 3)),), {"diagonal": -1})],
 )
-TRIU = defop(
+TRIU: OpDef = defop(
     "triu", forward=lambda xp, x, diagonal=0: xp.triu(x, diagonal), abstract=_tri_abstract("triu"),
     vjp=lambda ctx, g: (TRIU(g, diagonal=ctx.attrs["diagonal"]),), grad_name="TriuBackward0", kind="index",
     samples=lambda rng: [((rng.standard_normal((3, 4)),), {"diagonal": 1}),
                          ((rng.standard_normal((2, 3, 3)),), {"diagonal": 0})],
 )
-FLIP = defop(
+FLIP: OpDef = defop(
     "flip", forward=lambda xp, x, dims: xp.flip(x, axis=tuple(dims)).copy(),  # a copy, as PyTorch's flip
     abstract=lambda x, dims: x, vjp=lambda ctx, g: (FLIP(g, dims=ctx.attrs["dims"]),),
     grad_name="FlipBackward0", kind="shape",
@@ -370,7 +370,7 @@ DIAGONAL = defop(
                          ((rng.standard_normal((2, 4, 3)),), {"offset": -1, "dim1": 1, "dim2": 2})],
     doc="the diagonal (offset) of the (dim1, dim2) planes, as a new last dim (a copy)",
 )
-DIAGONAL_GRAD = defop(
+DIAGONAL_GRAD: OpDef = defop(
     "diagonal_grad", forward=_diagonal_grad,
     abstract=lambda g, shape, offset=0, dim1=0, dim2=1: TensorSpec(tuple(shape), g.dtype),
     vjp=lambda ctx, gg: (DIAGONAL(gg, offset=ctx.attrs["offset"], dim1=ctx.attrs["dim1"], dim2=ctx.attrs["dim2"]),),

@@ -2,6 +2,8 @@
 scans (cumsum, cumprod), argsort and einsum. Forward on `xp`, abstract rule, VJP in ops."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .. import _dtypes
@@ -233,7 +235,7 @@ def _einsum_abstract(*xs, equation):
 
 def _einsum_vjp(ctx, g):
     ins, out = parse_einsum(ctx.attrs["equation"])
-    grads = []
+    grads: list[Any] = []  # one array per operand, None where no gradient is needed
     for i, subs in enumerate(ins):
         if not ctx.needs(i):
             grads.append(None)

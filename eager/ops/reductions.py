@@ -55,7 +55,7 @@ def _sum_like(fn: str, ufunc):
 
 
 def _group_size(shape, dims) -> int:
-    return numel(shape) if dims is None or not shape else numel([shape[d] for d in dims])
+    return numel(shape) if dims is None or not shape else numel(tuple(shape[d] for d in dims))
 
 
 def _mean(xp, x, dims=None, keepdim=False):
@@ -176,7 +176,7 @@ def _prod_except_self_vjp(ctx, g):
     rest = tuple(i for i in range(nd) if i not in axes)
     perm = rest + axes
     rest_shape = tuple(shape[i] for i in rest)
-    n = numel([shape[i] for i in axes])
+    n = numel(tuple(shape[i] for i in axes))
     moved_shape = tuple(shape[i] for i in perm)
     flat = rest_shape + (n,)
     xf = RESHAPE(PERMUTE(x, dims=perm), shape=flat)

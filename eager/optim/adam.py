@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .._factories import zeros_like
 from .._functional import maximum

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .optimizer import Optimizer
 

@@ -2,7 +2,8 @@
 parameter groups and state_dict from `Optimizer`."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .._factories import full_like, zeros_like
 from .._functional import maximum

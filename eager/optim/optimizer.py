@@ -4,7 +4,8 @@ parameters in place, so the Parameter objects a model holds stay the same."""
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from .._grad_mode import no_grad
 from .._tensor import Tensor
@@ -22,8 +23,10 @@ required = _Required()
 
 
 class _TraceHook:
-    fn = None  # set by static: answers `step` while a function is traced (NotImplemented otherwise)
-    zero_grad = None  # set by static: told of `zero_grad` (it acts only while a function is traced)
+    # set by static: answers `step` while a function is traced (NotImplemented otherwise)
+    fn: Callable[..., Any] | None = None
+    # set by static: told of `zero_grad` (it acts only while a function is traced)
+    zero_grad: Callable[[Any], None] | None = None
 
 
 TRACE_HOOK = _TraceHook()
@@ -119,7 +122,7 @@ class Optimizer:
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
-        params = []
+        params: list[tuple[Any, Any]] = []  # (saved id, parameter)
         for mine, saved in zip(self.param_groups, groups):
             if len(mine["params"]) != len(saved["params"]):
                 raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "

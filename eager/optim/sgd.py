@@ -1,7 +1,8 @@
 """SGD with momentum, dampening, Nesterov and weight decay: PyTorch's update, step by step."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .optimizer import Optimizer, required
 

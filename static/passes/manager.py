@@ -6,9 +6,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, ClassVar
+from typing import ClassVar
 
 from .. import logs
 from ..ir import Graph, verify

@@ -14,7 +14,7 @@ from .rewrite import nbytes
 def aliases_operand(node) -> bool:
     """Whether the node's results may share its first operand's memory (a view, or an op
     that can return its operand itself): the op record's `aliases_operand`."""
-    return node.body is None and REGISTRY[node.op].aliases_operand
+    return node.body is None and bool(REGISTRY[node.op].aliases_operand)
 
 
 # the same fact as a set of names, for code that has not moved to `aliases_operand` yet

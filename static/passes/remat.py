@@ -40,7 +40,7 @@ class _FlowGraph:
         self.cap.setdefault((b, a), 0)
 
     def max_flow(self, s, t) -> float:
-        flow = 0
+        flow: float = 0
         while True:
             parent = {s: None}
             q = deque([s])
@@ -134,9 +134,9 @@ def partition(joint: Graph, primal: list, seeds: list, n_forward_outputs: int,
     saved = [v for v in list(primal) + [o for n in relevant for o in n.outputs]
              if ("in", v) in side and ("out", v) not in side]
 
-    recompute = _needed_by([n for n in relevant if not any(o in saved for o in n.outputs)],
-                           [v for v in needed if v not in saved])
-    recompute = [n for n in recompute if all(o not in saved for o in n.outputs)]
+    recomputed = _needed_by([n for n in relevant if not any(o in saved for o in n.outputs)],
+                            [v for v in needed if v not in saved])
+    recomputed = [n for n in recomputed if all(o not in saved for o in n.outputs)]
     fwd_outputs = list(joint.outputs[:n_forward_outputs])
     forward_nodes = _needed_by(fwd_nodes, fwd_outputs + saved)
     forward = Graph(name=joint.name + "_forward", inputs=list(primal), nodes=forward_nodes,
@@ -145,7 +145,7 @@ def partition(joint: Graph, primal: list, seeds: list, n_forward_outputs: int,
     # or rewriting one half leaves the other intact
     mapping: dict = {v: Value(v.name, v.type) for v in list(saved) + list(seeds)}
     copies = []
-    for n in recompute:
+    for n in recomputed:
         c = Node(op=n.op, inputs=[mapping.get(v, v) if isinstance(v, Value) else v for v in n.inputs],
                  attrs=dict(n.attrs), loc=n.loc)
         c.outputs = [Value(o.name, o.type, c, i) for i, o in enumerate(n.outputs)]

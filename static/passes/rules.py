@@ -10,8 +10,8 @@ Each rule is testable alone (`apply_rules(graph, [rule])`), and a pass is a list
 matches patterns."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..ir import Graph, Node, Value
 from .rewrite import Namer, make_node, replace_uses, rewrite_each

@@ -90,7 +90,7 @@ def fold(graph: Graph, **_) -> dict:
         node.inputs = [mapping.get(v, v) if isinstance(v, Value) else v for v in node.inputs]
         out = node.outputs[0] if len(node.outputs) == 1 else None
         replacement = None
-        if node.op == "full_like":
+        if node.op == "full_like" and out is not None:
             replacement = make_node("full", [], {"shape": tuple(out.type.shape), "value": node.attrs["value"],
                                                  "dtype": out.type.dtype}, namer, node.loc)
         elif out is not None and node.body is None and node.op != "full":

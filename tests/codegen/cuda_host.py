@@ -11,9 +11,9 @@ to the outputs' shape; reductions map, reduce in `reduce_type`, then post-map.""
 from __future__ import annotations
 
 import numpy as np
+from cuda_tu import C_OF
 
 from codegen import c_helpers, native_build
-from cuda_tu import C_OF
 
 _HOST_CUDA_SPELLINGS = r"""
 // the few CUDA spellings generated kernels use outside the helper layer

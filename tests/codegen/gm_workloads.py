@@ -17,7 +17,6 @@ import w2_gelu  # noqa: E402
 import w4_scalar  # noqa: E402
 from w3_mlp import mlp_loss  # noqa: E402
 
-
 w1 = w1_seed.seed_loss
 w2 = w2_gelu.gelu_loss
 w3_loss = mlp_loss  # mean softmax cross-entropy of a one-hidden-layer tanh MLP (Y one-hot)

@@ -6,14 +6,16 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings as hypothesis_settings, strategies as st
+from gm_workloads import w4, w4_inputs
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 import eager
 import static
-from codegen import batching, runtime, settings
+from codegen import runtime, settings
 from codegen.numpy_gen import NumpyModule
 from eager.ops import REGISTRY
-from gm_workloads import w4, w4_inputs
 from static.ir import parse_ir
 
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cuda_tu import kernels, translation_unit
+from test_codegen_regions import CASES
 
 import codegen
 import eager
 import static
-from cuda_tu import kernels, translation_unit
 from eager.ops import REGISTRY
-from test_codegen_regions import CASES
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("GRAPHMODE_UPDATE_SNAPSHOTS") == "1"

@@ -87,9 +87,8 @@ def test_empty_and_0d_softmax_family_compile():
 def test_library_call_lowerings_match_the_ops_forward(name):
     """The ops' own samples through their NumPy spelling equal their forward."""
     from codegen.render import fields, fill
-    from eager.ops import REGISTRY
+    from eager.ops import REGISTRY, TensorSpec
     from static.ir import Node, Value
-    from eager.ops import TensorSpec
 
     op = REGISTRY[name]
     for arrays, attrs in op.samples(np.random.default_rng(0)):

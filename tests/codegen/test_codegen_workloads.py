@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gm_workloads import w1, w1_inputs, w2, w2_inputs, w3_inputs, w3_loss, w3_step, w4, w4_inputs
 
 import eager
 import static
-
-from gm_workloads import w1, w1_inputs, w2, w2_inputs, w3_inputs, w3_loss, w3_step, w4, w4_inputs
 
 DTYPES = [np.float32, np.float64]
 

@@ -90,7 +90,7 @@ def _arguments(rng, lo: float, hi: float, dtype) -> np.ndarray:
 
 def _graph(dt: str):
     params, nodes, results = [], [], []
-    for j, (name, (expr, *ranges)) in enumerate(OPS.items()):
+    for j, (_name, (expr, *ranges)) in enumerate(OPS.items()):
         names = ["%a", "%b"][: len(ranges)]
         params += [f"%o{j}_{x[1:]}: {dt}[{N}]" for x in names]
         body = ", ".join(f"%p{j}_{x[1:]}: {dt}[{N}]" for x in names)

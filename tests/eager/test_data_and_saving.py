@@ -12,8 +12,19 @@ import numpy as np
 import pytest
 
 import eager
-from eager.utils.data import (BatchSampler, ConcatDataset, DataLoader, Dataset, IterableDataset, RandomSampler,
-                              SequentialSampler, Subset, TensorDataset, default_collate, random_split)
+from eager.utils.data import (
+    BatchSampler,
+    ConcatDataset,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    RandomSampler,
+    SequentialSampler,
+    Subset,
+    TensorDataset,
+    default_collate,
+    random_split,
+)
 
 
 def test_tensor_dataset_and_loader_batches():

@@ -89,7 +89,7 @@ def test_small_power_gradients_are_unchanged():
     for exponent in (2, 3, 4, 3.0):
         y = x ** exponent
         assert y.grad_fn.name() == "PowBackward0"
-        assert gradcheck(lambda t: t ** exponent, (x,))
+        assert gradcheck(lambda t: t ** exponent, (x,))  # noqa: B023  (called within this iteration)
     (g,) = eager.autograd.grad((x ** 3).sum(), x)
     np.testing.assert_allclose(g.numpy(), 3 * np.linspace(-2, 2, 5) ** 2)
 
@@ -382,7 +382,7 @@ def test_modes_are_per_thread_and_popped_on_error():
             t = threading.Thread(target=elsewhere)
             t.start()
             t.join()
-            1 / 0
+            1 / 0  # noqa: B018  (raises on purpose)
     assert seen == [] and other == [()]
     assert _dispatch.current_modes() == ()
 

@@ -102,6 +102,21 @@ def test_cache_info_and_clear(tmp_path):
     assert not list(cache.glob("gm_*.py")) and (cache / "notes.txt").exists()  # only codegen's files go
 
 
+def test_cache_info_when_the_cache_is_off_or_refused(tmp_path, monkeypatch):
+    """`cache info` reports where the cache would be when there is no usable directory
+    (codegen.cache.directory() is None) instead of failing on it."""
+    monkeypatch.setenv("GRAPHMODE_CACHE", "0")
+    off = graphmode("cache", "info", cache=tmp_path / "never-made")
+    assert off.returncode == 0, off.stderr
+    assert f"directory: {tmp_path / 'never-made'}" in off.stdout and "off (GRAPHMODE_CACHE=0" in off.stdout
+    assert "0 generated modules" in off.stdout
+    monkeypatch.delenv("GRAPHMODE_CACHE")
+    (tmp_path / "a-file").write_text("")
+    refused = graphmode("cache", "info", cache=tmp_path / "a-file")
+    assert refused.returncode == 0, refused.stderr
+    assert "0 generated modules" in refused.stdout
+
+
 def test_help_fits_80_columns_and_lists_the_commands(tmp_path):
     proc = graphmode("--help", cache=tmp_path)
     assert proc.returncode == 0

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_oracle_programs import check
 
 import eager
 import static
-
-from test_oracle_programs import check
 
 X = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
 

@@ -6,12 +6,11 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from programs import mutation_programs, run_mutations
+from test_oracle_programs import check
 
 import eager
 import static
-
-from programs import mutation_programs, run_mutations
-from test_oracle_programs import check
 
 CASES = dict(program=mutation_programs(), dtype=st.sampled_from([np.float32, np.float64]),
              seed=st.integers(0, 2**16))

@@ -6,11 +6,10 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from programs import arrays, describe, programs, run, shapes, tolerance
 
 import eager
 import static
-
-from programs import arrays, describe, programs, run, shapes, tolerance
 
 DTYPES = st.sampled_from([np.float32, np.float64])
 CASES = dict(shapes_=shapes(), program=programs(), dtype=DTYPES, seed=st.integers(0, 2**16))

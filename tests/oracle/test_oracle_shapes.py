@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from programs import run_shape_program, shape_programs
+from test_oracle_programs import check
 
 import eager
 import static
-
-from programs import run_shape_program, shape_programs
-from test_oracle_programs import check
 
 CASES = dict(program=shape_programs(), dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**16))
 

@@ -4,9 +4,9 @@ naming the value and line, and nothing in the text is ever evaluated as Python."
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import pytest
 
 import eager
 import static

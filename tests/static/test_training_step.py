@@ -114,9 +114,9 @@ def test_a_changing_learning_rate_is_read_at_each_call_without_retracing():
         opt = eager.optim.Adam(model.parameters(), lr=0.01)
 
         def step(x, y):
-            opt.zero_grad()
-            F.mse_loss(model(x), y).backward()
-            opt.step()
+            opt.zero_grad()  # noqa: B023  (called within this iteration)
+            F.mse_loss(model(x), y).backward()  # noqa: B023  (called within this iteration)
+            opt.step()  # noqa: B023  (called within this iteration)
 
         f = static.compile(step) if compiled else step
         for i in range(5):

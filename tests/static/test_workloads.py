@@ -12,7 +12,6 @@ import pytest
 import eager
 import static
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "workloads"))  # their one copy
 
 from w1_seed import seed_loss as w1  # noqa: E402
@@ -108,7 +107,7 @@ def test_w3_sgd_update_compiled_matches_eager_training():
     params = [eager.tensor(a) for a in arrays[2:]]
     reference = [eager.tensor(a, requires_grad=True) for a in arrays[2:]]
     X, y = eager.tensor(arrays[0]), eager.tensor(arrays[1])
-    for it in range(3):
+    for _ in range(3):
         loss = compiled(X, y, *params, lr)
         ref_loss = w3(X, y, *reference)
         ref_loss.backward()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 from ... import _functional as _F
 from ..._grad_mode import no_grad
@@ -65,5 +65,5 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
     with no_grad():
         for p in parameters:
             n = p.numel()
-            p.copy_(vec[start:start + n].reshape(*p.shape))
+            p.copy_(vec[start:start + n].reshape(*p.shape))  # type: ignore[attr-defined]  # eager._inplace installs copy_
             start += n

@@ -7,7 +7,8 @@ from __future__ import annotations
 import bisect
 import collections.abc
 import math
-from typing import Any, Callable, Generic, Iterable, Iterator, Sequence, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 

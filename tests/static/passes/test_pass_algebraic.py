@@ -1,6 +1,5 @@
 """Algebraic simplification: value-preserving by default, more under fast_math."""
 import pytest
-
 from passcheck import check, run
 
 

@@ -1,8 +1,8 @@
 """Fusion: chains, siblings, reductions with prologue and epilogue, and the rejections."""
 import numpy as np
+from passcheck import check, run
 
 import static
-from passcheck import check, run
 from static.interpreter import run_graph
 
 

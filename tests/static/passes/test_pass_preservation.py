@@ -1,7 +1,8 @@
 """Every pass, and the whole pipeline, computes the same function: random programs over
 the op set, interpreted before and after (float64), forward and gradients."""
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import eager
 import static

@@ -1,10 +1,10 @@
 """Stability rewrites, and that they make a float32 computation finite."""
 import numpy as np
 import pytest
+from passcheck import check, run
 
 import eager
 import static
-from passcheck import check, run
 
 
 @pytest.mark.parametrize("body,expected", [
