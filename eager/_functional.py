@@ -32,9 +32,15 @@ def _ndim(x) -> int:
 
 
 # -- elementwise ------------------------------------------------------------------------------
+def _is_one(factor) -> bool:
+    """A Python 1 (no scaling needed). A tensor factor always scales: comparing it would need
+    its data, which a traced value (a learning rate fed per call) does not have."""
+    return isinstance(factor, (int, float)) and factor == 1
+
+
 def add(input, other, *, alpha=1):
     """input + alpha * other, broadcast. Mirrors torch.add."""
-    return E.ADD(input, other if alpha == 1 else other * alpha)
+    return E.ADD(input, other if _is_one(alpha) else other * alpha)
 
 
 _BOOL_SUB = ("Subtraction, the `-` operator, with two bool tensors is not supported. "
@@ -63,13 +69,13 @@ def check_neg(a) -> None:
 def sub(input, other, *, alpha=1):
     """input - alpha * other, broadcast (bool operands are refused, as in PyTorch). Mirrors torch.sub."""
     check_sub(input, other)
-    return E.SUB(input, other if alpha == 1 else other * alpha)
+    return E.SUB(input, other if _is_one(alpha) else other * alpha)
 
 
 def rsub(input, other, *, alpha=1):
     """other - alpha * input, broadcast. Mirrors torch.rsub."""
     check_sub(input, other)
-    return E.RSUB(input if alpha == 1 else input * alpha, other)
+    return E.RSUB(input if _is_one(alpha) else input * alpha, other)
 
 
 def mul(input, other):
@@ -934,10 +940,10 @@ def bmm(input, mat2):
 
 
 def _scaled_sum(input, product, beta, alpha, name):
-    out = product if alpha == 1 else product * alpha
+    out = product if _is_one(alpha) else product * alpha
     if beta == 0:  # PyTorch ignores input then (nan and inf in it are not propagated)
         return _renamed(out, name)
-    return _renamed((input if beta == 1 else input * beta) + out, name)
+    return _renamed((input if _is_one(beta) else input * beta) + out, name)
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):

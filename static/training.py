@@ -312,6 +312,10 @@ def traced_step(opt, closure=None):
                 for k, v in list(s.items()):
                     if isinstance(v, numbers.Number) and not isinstance(v, bool):
                         s[k] = _dynamic_number(extra, s, k, v)
+    # state tensors as the step found them: an entry the step rebinds to a new value (Adamax's
+    # exp_inf, Adam's max_exp_avg_sq) is written back into the same tensor, which the next
+    # call's graph reads, instead of into a new one no later call would see
+    found = {(id(s), k): v for s in opt.state.values() for k, v in s.items() if isinstance(v, Tensor)}
     groups_lr = []
     for group in opt.param_groups:
         lr = group.get("lr")
@@ -328,7 +332,9 @@ def traced_step(opt, closure=None):
     for s in opt.state.values():
         for k, v in list(s.items()):
             if isinstance(v, Tracer):  # state made from traced values: a tensor of the caller's
-                holder = Tensor._make(np.zeros(tuple(v.shape), dtype=v.dtype.np))
+                holder = found.get((id(s), k))
+                if holder is None or tuple(holder.shape) != tuple(v.shape) or holder.dtype != v.dtype:
+                    holder = Tensor._make(np.zeros(tuple(v.shape), dtype=v.dtype.np))
                 inplace_on_captured(holder, v)
                 s[k] = holder
                 slots.append((s, k))

@@ -156,7 +156,8 @@ class Adamax(Optimizer):
                 state["exp_avg"] = zeros_like(p)
                 state["exp_inf"] = zeros_like(p)
             state["step"] += 1
-            exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
+            exp_avg = state["exp_avg"]
             exp_avg.mul_(beta1).add_(g, alpha=1 - beta1)
-            exp_inf.copy_(maximum(exp_inf * beta2, g.abs() + eps))
+            # rebound rather than copied into: the same values, and a compiled step can trace it
+            exp_inf = state["exp_inf"] = maximum(state["exp_inf"] * beta2, g.abs() + eps)
             p.sub_(exp_avg / exp_inf, alpha=group["lr"] / (1 - beta1 ** state["step"]))

@@ -17,6 +17,12 @@ OPTIMIZERS = [
     (eager.optim.Adam, dict(lr=0.01)),
     (eager.optim.Adam, dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
     (eager.optim.AdamW, dict(lr=0.01)),
+    (eager.optim.RMSprop, dict(lr=0.01)),
+    (eager.optim.RMSprop, dict(lr=0.01, momentum=0.9, centered=True)),
+    (eager.optim.Adagrad, dict(lr=0.1, lr_decay=0.01)),
+    (eager.optim.Adadelta, dict(lr=1.0)),
+    # Adamax rebinds its exp_inf state each step: written back into the tensor the next call reads
+    (eager.optim.Adamax, dict(lr=0.05)),
 ]
 
 
