@@ -211,13 +211,16 @@ def dtype(name: str):
     return _dtypes.from_name(name)
 
 
-def combine(parts: list, j: int, ufunc: np.ufunc, shape: tuple, count: int | None = None):
+def combine(parts: list, j: int, ufunc: np.ufunc, shape: tuple, count: int | None = None, dtype=None):
     """Reduce the j-th partial of every block (in block order) with `ufunc` (the reduction's
-    combiner) into the final value, divided by count for a mean."""
+    combiner) into the final value, divided by count for a mean, and rounded to `dtype`
+    where the partials were accumulated in a wider one (float16 sums in float32)."""
     if len(parts) == 1:
         total = parts[0][j]
     else:
         total = ufunc.reduce(np.stack([p[j] for p in parts]), axis=0)
     if count is not None:
         total = np.true_divide(total, count)
+    if dtype is not None:
+        total = total.astype(dtype)
     return total.reshape(shape)
