@@ -359,17 +359,13 @@ def small_power(node: Node) -> int | None:
 def half_in_float32(node: Node) -> bool:
     """Whether node computes in float32 and rounds its result to float16 once, as eager does
     (`eager._dispatch._HALF_SCALAR_IN_FLOAT32`, the same table): `mul`/`div` of float16
-    tensors with a Python number, or with 0-d tensors of another number dtype. Casting
-    the number to float16 first would turn `t / 70000.0` into a division by inf."""
+    tensors with a Python number. Casting the number to float16 first would turn
+    `t / 70000.0` into a division by inf."""
     if node.op not in _HALF_SCALAR_IN_FLOAT32 or not node.outputs or node.outputs[0].type.dtype.np != np.float16:
         return False
     values = [v for v in node.inputs if isinstance(v, Value)]
-    if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in node.inputs):
-        return all(v.type.dtype.np == np.float16 for v in values)
-    half = [v for v in values if len(v.type.shape) and v.type.dtype.np == np.float16]
-    others = [v for v in values if v not in half]
-    return bool(half) and bool(others) and all(
-        not len(v.type.shape) and v.type.dtype.np.kind in "fiu" and v.type.dtype.np != np.float16 for v in others)
+    return any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in node.inputs) and all(
+        v.type.dtype.np == np.float16 for v in values)
 
 
 def missing_ops() -> list[str]:
