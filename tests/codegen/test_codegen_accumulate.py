@@ -247,3 +247,21 @@ def test_native_backend_accumulates_in_double():
         np.testing.assert_allclose(got.numpy().astype(np.float64), want.numpy().astype(np.float64), rtol=1e-3)
         if arg is not u:  # integer reductions are not fused (regions.py): NumPy code runs them
             assert "_call_new(" in compiled.source(arg)  # a native kernel ran it
+
+
+# -- the CuPy source (text: needs no GPU) -----------------------------------------------------
+def test_cupy_library_calls_follow_the_same_rules():
+    """CuPy's sum/mean/mul/div follow NumPy's dtypes: the generated calls say eager's."""
+    from codegen import cupy_gen
+
+    g = static.parse_ir("""
+func @f(%x: f16[3], %y: u8[3]) -> (f16[3], i64[], f16[]) {
+  %1 = div %x, 70000.0 : f16[3]
+  %2 = sum %y {dims = none, keepdim = false} : i64[]
+  %3 = mean %x {dims = none, keepdim = false} : f16[]
+  return %1, %2, %3
+}""")
+    src = cupy_gen.generate(g)[0]
+    assert "cp.true_divide(x.astype(cp.float32), 70000.0).astype(cp.float16)" in src
+    assert "cp.sum(y, axis=None, keepdims=False, dtype=cp.int64)" in src
+    assert "cp.mean(x, axis=None, keepdims=False, dtype=cp.float32).astype(cp.float16)" in src
