@@ -265,3 +265,22 @@ func @f(%x: f16[3], %y: u8[3]) -> (f16[3], i64[], f16[]) {
     assert "cp.true_divide(x.astype(cp.float32), 70000.0).astype(cp.float16)" in src
     assert "cp.sum(y, axis=None, keepdims=False, dtype=cp.int64)" in src
     assert "cp.mean(x, axis=None, keepdims=False, dtype=cp.float32).astype(cp.float16)" in src
+
+
+@pytest.mark.parametrize("op, attrs, out", [("softmax", "{dim = 1}", "f16[4,1000]"),
+                                            ("log_softmax", "{dim = 1}", "f16[4,1000]"),
+                                            ("logsumexp", "{dims = [1], keepdim = false}", "f16[4]")])
+def test_float16_softmax_family_computes_in_float32(op, attrs, out):
+    """The library calls of the softmax family compute float16 in float32 and round once,
+    exactly as eager's forwards."""
+    text = f"""
+func @f(%x: f16[4,1000]) -> {out} {{
+  %1 = {op} %x {attrs} : {out}
+  return %1
+}}"""
+    x = (np.random.default_rng(0).standard_normal((4, 1000)) * (1 if op == "logsumexp" else 4)).astype(np.float16)
+    got = np.asarray(codegen.build(static.parse_ir(text), "numpy").run([x])[0])
+    t = eager.tensor(x)
+    want = (t.logsumexp(1) if op == "logsumexp" else getattr(t, op)(1)).numpy()
+    assert got.dtype == want.dtype == np.float16
+    np.testing.assert_array_equal(got, want)
