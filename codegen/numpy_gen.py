@@ -93,12 +93,9 @@ class Emitter:
             scalar = pointwise and _is_scalar_node(node)
         half = half_in_float32(node)  # float16 with a number: computed in float32, rounded once
         if scalar and pointwise:
-            dt = _dtype("float32") if half else compute_dtype(node)
+            dt = _dtype("float32") if half else compute_dtype(node)  # float16 op float32 gives float32
             operands = [self.src(v) if isinstance(v, Value) else self.alias(self.module.const(v, dt))
                         for v in node.inputs]
-            if half:
-                operands = [f"{o}.astype(np.float32)" if isinstance(v, Value) and v.type.dtype.np != np.float32
-                            else o for o, v in zip(operands, node.inputs)]
             f = fields(node, operands, const=lambda value, dt: self.alias(self.module.const(value, dt)))
             expr = self._alias_calls(fill(low.scalar or low.call, operands, f))
             self.lines.append(f"{outs[0]} = {expr}.astype(np.float16)" if half else f"{outs[0]} = {expr}")
