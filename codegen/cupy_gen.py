@@ -19,7 +19,7 @@ from eager.ops import REGISTRY
 from static.ir import Graph, Node, Value
 
 from .cuda_helpers import PREAMBLE
-from .lowering import lowering_for, small_power
+from .lowering import half_in_float32, lowering_for, small_power
 from .regions import Region, analyze
 from .render import (CUPY_PARAM_TYPES, Names, c_literal, c_type, compute_c_type, compute_dtype, fields, fill,
                      cite, entry_name, line_numbers, node_line, np_dtype, py_literal)
@@ -83,9 +83,13 @@ class CupyModule:
         low = lowering_for(node.op).cupy
         env = env or {}
         operands = [env.get(v, self.src(v)) if isinstance(v, Value) else py_literal(v) for v in node.inputs]
+        half = half_in_float32(node)  # float16 with a number: in float32, rounded once, as eager
+        if half:
+            operands = [f"{o}.astype(cp.float32)" if isinstance(v, Value) else o for o, v in zip(operands, node.inputs)]
         outs = [self.names(o) for o in node.outputs]
         target = ", ".join(outs) + ("," if len(outs) == 1 and REGISTRY[node.op].multi_output else "")
-        self.body.append(f"{target} = {fill(low.call, operands, fields(node, operands, module='cp'))}")
+        call = fill(low.call, operands, fields(node, operands, module='cp'))
+        self.body.append(f"{target} = {call}.astype(cp.float16)" if half else f"{target} = {call}")
 
     def source(self) -> str:
         g = self.graph

@@ -25,11 +25,15 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
+from eager import _dtypes
+from eager._dispatch import _HALF_SCALAR_IN_FLOAT32
 from eager.ops import REGISTRY
 from eager.ops._registry import OpDef
 from static.ir import Node, Value
 
-from .render import c_literal, c_number, index_source, py_literal
+from .render import c_literal, c_number, index_source, np_dtype, py_literal
 
 
 @dataclass(frozen=True)
@@ -254,13 +258,46 @@ def _axes_of_0d(node: Node, operands: list, ctx: dict) -> dict:
     return {}
 
 
+_ACCUMULATING = ("add", "mul")  # combiners whose running value can leave the operand's range
+
+
+def accumulate_dtype(node: Node):
+    """The eager dtype a sum, prod or mean accumulates in where that differs from its
+    operand's, as eager's forwards (and PyTorch's CPU kernels) compute them: int64 for bool
+    and integers (PyTorch's integer reduction dtype; NumPy would give uint64 for uint8),
+    float32 for float16 (rounded once at the end: a float16 running sum stalls at 2048 and
+    overflows at 65504). None where the operand's dtype is the accumulator (max, min...)."""
+    facts = REGISTRY[node.op].reduction if node.op in REGISTRY else None
+    x = node.inputs[0] if node.inputs else None
+    if facts is None or facts.combiner not in _ACCUMULATING or not isinstance(x, Value):
+        return None
+    dt = x.type.dtype
+    if dt.np == np.float16:
+        return _dtypes.float32
+    if dt.np.kind in "biu" and dt.np != np.int64:
+        return _dtypes.int64
+    return None
+
+
+def _reduction_fields(node: Node, operands: list, ctx: dict) -> dict:
+    """axis=None for a 0-d operand, and `acc`/`cast`: the `dtype=` the reduce accumulates in
+    and the rounding of its value to the result's dtype (both empty where not needed)."""
+    f = _axes_of_0d(node, operands, ctx)
+    acc, out, m = accumulate_dtype(node), node.outputs[0].type.dtype, ctx["module"]
+    f["acc"] = f", dtype={np_dtype(acc, m)}" if acc is not None else ""
+    f["cast"] = f".astype({np_dtype(out, m)})" if acc is not None and acc != out else ""
+    return f
+
+
 def _reduction(name: str, cp_fn: str) -> None:
     """A reduction with `Reduction` facts: NumPy calls the combiner ufunc's own reduce (np.sum
-    & co. are Python wrappers around it, ~1 us a call), np.mean for a mean."""
+    & co. are Python wrappers around it, ~1 us a call), np.mean for a mean; both accumulate
+    in `accumulate_dtype`."""
     facts = REGISTRY[name].reduction
     np_fn = "np.mean" if facts.divide_by_count else TABLE[facts.combiner].numpy.ufunc + ".reduce"
-    _add(name, NumpyLowering(call=f"{np_fn}({{0}}, axis={{dims}}, keepdims={{keepdim}})"),
-         CupyLowering(call=f"cp.{cp_fn}({{0}}, axis={{dims}}, keepdims={{keepdim}})"), fields=_axes_of_0d)
+    _add(name, NumpyLowering(call=f"{np_fn}({{0}}, axis={{dims}}, keepdims={{keepdim}}{{acc}}){{cast}}"),
+         CupyLowering(call=f"cp.{cp_fn}({{0}}, axis={{dims}}, keepdims={{keepdim}}{{acc}}){{cast}}"),
+         fields=_reduction_fields)
 
 
 for _name, _cp in [("sum", "sum"), ("mean", "mean"), ("amax", "amax"), ("amin", "amin"), ("max", "amax"),
@@ -319,13 +356,25 @@ def small_power(node: Node) -> int | None:
     return int(node.inputs[1]) if node.inputs[1] in (2, 3) else None
 
 
+def half_in_float32(node: Node) -> bool:
+    """Whether node computes in float32 and rounds its result to float16 once, as eager does
+    (`eager._dispatch._HALF_SCALAR_IN_FLOAT32`, the same table): `mul`/`div` of float16
+    tensors with a Python number. Casting the number to float16 first would turn
+    `t / 70000.0` into a division by inf."""
+    if node.op not in _HALF_SCALAR_IN_FLOAT32 or not node.outputs or node.outputs[0].type.dtype.np != np.float16:
+        return False
+    values = [v for v in node.inputs if isinstance(v, Value)]
+    return any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in node.inputs) and all(
+        v.type.dtype.np == np.float16 for v in values)
+
+
 def missing_ops() -> list[str]:
     """Registry ops without an entry in the table (the registry-wide test wants none)."""
     return sorted(set(REGISTRY) - set(TABLE))
 
 
 __all__ = ["TABLE", "OpLowering", "NumpyLowering", "CupyLowering", "ReductionLowering", "lowering_for",
-           "missing_ops", "small_power"]
+           "missing_ops", "small_power", "accumulate_dtype", "half_in_float32"]
 
 
 # -- ops added with the PyTorch-programs surface ----------------------------------------------

@@ -21,7 +21,7 @@ from eager.ops import REGISTRY
 from static.ir import Graph, Node, Value
 
 from . import batching, settings
-from .lowering import NumpyLowering, lowering_for, small_power
+from .lowering import NumpyLowering, accumulate_dtype, half_in_float32, lowering_for, small_power
 from .memory import BufferPlanner
 from .regions import Region, analyze
 from .render import Names, cite, entry_name, compute_dtype, fields, fill, line_numbers, node_line, np_dtype, py_literal
@@ -91,15 +91,23 @@ class Emitter:
         pointwise = lowering_for(node.op).pointwise
         if scalar is None:
             scalar = pointwise and _is_scalar_node(node)
+        half = half_in_float32(node)  # float16 with a number: computed in float32, rounded once
         if scalar and pointwise:
-            dt = compute_dtype(node)
+            dt = _dtype("float32") if half else compute_dtype(node)  # float16 op float32 gives float32
             operands = [self.src(v) if isinstance(v, Value) else self.alias(self.module.const(v, dt))
                         for v in node.inputs]
             f = fields(node, operands, const=lambda value, dt: self.alias(self.module.const(value, dt)))
-            self.lines.append(f"{outs[0]} = {self._alias_calls(fill(low.scalar or low.call, operands, f))}")
+            expr = self._alias_calls(fill(low.scalar or low.call, operands, f))
+            self.lines.append(f"{outs[0]} = {expr}.astype(np.float16)" if half else f"{outs[0]} = {expr}")
             return False
         operands = [self.src(v) for v in node.inputs]
         f = fields(node, operands)
+        if half and low.ufunc is not None:
+            args = fill(low.ufunc_args, operands, f) if low.ufunc_args else ", ".join(operands)
+            into = f", out={dest}" if dest is not None else ""
+            self.lines.append(f"{outs[0]} = {low.ufunc}({args}{into}, dtype=np.float32)"
+                              + ("" if dest is not None else ".astype(np.float16)") + "  # in float32, as eager")
+            return True
         power = small_power(node)
         if power is not None:
             x = operands[0]
@@ -388,6 +396,9 @@ class BlockedRegion:
                     for a in r.reduce_axes(red):
                         total *= r.space[a]
                     count = f", count={total}"
+                acc = accumulate_dtype(red)
+                if acc is not None and acc != v.type.dtype:  # partials in the accumulator: rounded once
+                    count += f", dtype={np_dtype(v.type.dtype)}"
                 top.lines.append(f"{name} = _rt.combine({parts}, {j}, {_combiner_ufunc(red)}, "
                                  f"{py_literal(tuple(v.type.shape))}{count})  # {node_line(red)}")
         else:
@@ -471,20 +482,29 @@ class BlockedRegion:
         r, em = self.r, self.block
         x = em.src(red.inputs[0])
         ufunc = _combiner_ufunc(red)
+        acc = accumulate_dtype(red)  # partials in the accumulator dtype, rounded once at the end
+        acc_kw = f", dtype={np_dtype(acc)}" if acc is not None else ""
         if r.reduces_block_axis(red):
             j = len(self.partials)
             axis = None if r.is_full_reduction(red) else r.reduce_axes(red)
-            em.lines.append(f"p{j} = {ufunc}.reduce({x}, axis={py_literal(axis)}, keepdims=True)")
+            em.lines.append(f"p{j} = {ufunc}.reduce({x}, axis={py_literal(axis)}, keepdims=True{acc_kw})")
             self.partials.append((red, j))
-        else:
-            out = dest[red.outputs[0]]
-            em.lines.append(f"{ufunc}.reduce({x}, axis={py_literal(r.reduce_axes(red))}, "
-                            f"keepdims={red.attrs.get('keepdim', False)!r}, out={out})")
+            return
+        out = dest[red.outputs[0]]
+        reduce = (f"{ufunc}.reduce({x}, axis={py_literal(r.reduce_axes(red))}, "
+                  f"keepdims={red.attrs.get('keepdim', False)!r}{acc_kw}")
+        count = 1
+        for a in r.reduce_axes(red):
+            count *= r.space[a]
+        if acc is not None and acc != red.outputs[0].type.dtype:  # e.g. float16 summed in float32
+            total = f"{reduce})"
             if _divides_by_count(red):
-                count = 1
-                for a in r.reduce_axes(red):
-                    count *= r.space[a]
-                em.lines.append(f"np.true_divide({out}, {count}, out={out})  # mean = sum / count, as np.mean")
+                total = f"np.true_divide({total}, {count})"
+            em.lines.append(f"np.copyto({out}, {total}, casting='unsafe')  # rounded once, to {out}'s dtype")
+            return
+        em.lines.append(f"{reduce}, out={out})")
+        if _divides_by_count(red):
+            em.lines.append(f"np.true_divide({out}, {count}, out={out})  # mean = sum / count, as np.mean")
 
     def _function(self) -> dict:
         r = self.r

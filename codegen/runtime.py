@@ -144,8 +144,16 @@ def _axes(dims, x):
     return None if dims is None or x.ndim == 0 else tuple(dims)
 
 
+def _in_own_dtype(x) -> bool:
+    """Whether the softmax family computes in x's dtype: float16 computes in float32 and
+    integers give float32 (the op's forward does both, as eager and PyTorch)."""
+    return x.dtype == np.float32 or x.dtype == np.float64
+
+
 def logsumexp(xp, x, dims, keepdim):
     """log(sum(exp(x - m))) + m with m = amax(x) (0 where not finite): no overflow."""
+    if not _in_own_dtype(x):
+        return forward("logsumexp", xp, x, dims=dims, keepdim=keepdim)
     axes = _axes(dims, x)
     if x.size == 0:  # an empty dim: log(0) = -inf (or an empty result), as PyTorch
         return xp.log(xp.sum(xp.exp(x), axis=axes, keepdims=keepdim))
@@ -156,6 +164,8 @@ def logsumexp(xp, x, dims, keepdim):
 
 
 def softmax(xp, x, dim):
+    if not _in_own_dtype(x):
+        return forward("softmax", xp, x, dim=dim)
     if x.size == 0:
         return x.copy()
     axis = dim if x.ndim else None
@@ -164,6 +174,8 @@ def softmax(xp, x, dim):
 
 
 def log_softmax(xp, x, dim):
+    if not _in_own_dtype(x):
+        return forward("log_softmax", xp, x, dim=dim)
     if x.size == 0:
         return x.copy()
     return x - logsumexp(xp, x, (dim,), True)
@@ -211,13 +223,16 @@ def dtype(name: str):
     return _dtypes.from_name(name)
 
 
-def combine(parts: list, j: int, ufunc: np.ufunc, shape: tuple, count: int | None = None):
+def combine(parts: list, j: int, ufunc: np.ufunc, shape: tuple, count: int | None = None, dtype=None):
     """Reduce the j-th partial of every block (in block order) with `ufunc` (the reduction's
-    combiner) into the final value, divided by count for a mean."""
+    combiner) into the final value, divided by count for a mean, and rounded to `dtype`
+    where the partials were accumulated in a wider one (float16 sums in float32)."""
     if len(parts) == 1:
         total = parts[0][j]
     else:
         total = ufunc.reduce(np.stack([p[j] for p in parts]), axis=0)
     if count is not None:
         total = np.true_divide(total, count)
+    if dtype is not None:
+        total = total.astype(dtype)
     return total.reshape(shape)

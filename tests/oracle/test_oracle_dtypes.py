@@ -93,25 +93,15 @@ def test_reductions_give_pytorchs_dtype_and_values(torch, dtype, op, seed, compi
     _compare(fn(eager.tensor(x)), want, ("compiled " if compiled else "eager ") + what)
 
 
-_U8_COMPILED = ("compiled uint8 sum/prod: the generated np.add.reduce gives uint64 where the IR (and "
-                "PyTorch) say int64")
-
-
 @pytest.mark.parametrize("op", ["sum", "sum0", "prod"])
-@pytest.mark.parametrize("compiled", [pytest.param(False, id="eager"), pytest.param(
-    True, id="compiled", marks=pytest.mark.xfail(strict=True, reason=_U8_COMPILED))])
+@pytest.mark.parametrize("compiled", [pytest.param(False, id="eager"), pytest.param(True, id="compiled")])
 def test_uint8_reductions_give_pytorchs_dtype(torch, op, compiled):
     x = _array(np.random.default_rng(0), "uint8", (3, 4))
     fn = static.compile(REDUCE[op]) if compiled else REDUCE[op]
     _compare(fn(eager.tensor(x)), REDUCE[op](torch.tensor(x)), f"{op} of uint8")
 
 
-_F16_SCALAR = ("compiled: a Python scalar outside float16's range is cast to float16 before the op "
-               "(x / 70000.0 gives zeros; eager and PyTorch compute in float32 and round the result)")
-
-
-@pytest.mark.parametrize("compiled", [pytest.param(False, id="eager"), pytest.param(
-    True, id="compiled", marks=pytest.mark.xfail(strict=True, reason=_F16_SCALAR))])
+@pytest.mark.parametrize("compiled", [pytest.param(False, id="eager"), pytest.param(True, id="compiled")])
 @pytest.mark.parametrize("scalar", [100000, 70000.0])
 def test_float16_with_a_scalar_beyond_its_range(torch, scalar, compiled):
     x = np.array([1.0, 2.0, 6e4], np.float16)
@@ -119,12 +109,7 @@ def test_float16_with_a_scalar_beyond_its_range(torch, scalar, compiled):
     _compare(fn(eager.tensor(x)), torch.tensor(x) / scalar, f"float16 / {scalar!r}")
 
 
-_F16_MEAN = ("issue 12 section 1: compiled (x*x).mean() over 100k float16 ones gives nan (it accumulates in "
-             "float16); PyTorch accumulates in float32 and gives 1")
-
-
-@pytest.mark.parametrize("compiled", [pytest.param(False, id="eager"), pytest.param(
-    True, id="compiled", marks=pytest.mark.xfail(strict=True, reason=_F16_MEAN))])
+@pytest.mark.parametrize("compiled", [pytest.param(False, id="eager"), pytest.param(True, id="compiled")])
 def test_float16_mean_of_many_elements(torch, compiled):
     x = np.ones(100_000, np.float16)
 
