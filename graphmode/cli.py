@@ -452,15 +452,15 @@ def _argument_names(fn: Callable, args: tuple) -> dict:
 # -- the code cache ------------------------------------------------------------------------------------
 def _cache_files() -> tuple[Path, list[Path]]:
     """The cache directory (codegen's, honouring GRAPHMODE_CACHE_DIR) and the files in it
-    that codegen wrote: generated modules and temporary files of interrupted writes."""
+    that graphmode wrote: generated modules, native shared objects and their sources, compiler
+    probes, post-trace records, and temporary files of interrupted writes."""
     from codegen import cache  # noqa: PLC0415
 
     # the configured place when the cache is off or refused: `info` still says where it would be
     directory = cache.directory() or cache.configured_dir()
     if not directory.is_dir():
         return directory, []
-    files = sorted(p for p in directory.iterdir() if p.is_file() and (p.name.startswith(("gm_", ".tmp-"))
-                                                                     and p.suffix == ".py"))
+    files = sorted(p for p in directory.iterdir() if p.is_file() and p.name.startswith(("gm_", ".tmp-")))
     return directory, files
 
 
@@ -476,8 +476,8 @@ def cmd_cache(ns: argparse.Namespace) -> int:
         print(f"directory: {directory}")
         print(f"moved by:  GRAPHMODE_CACHE_DIR ({'set' if os.environ.get('GRAPHMODE_CACHE_DIR') else 'not set'})")
         print(f"disk cache: {state}")
-        print(f"files:     {len(files)} generated modules, {format_bytes(size)}")
-        print("bound:     none: nothing is evicted; `graphmode cache clear` empties it")
+        print(f"files:     {len(files)} generated files, {format_bytes(size)}")
+        print(f"bound:     {format_bytes(cache.max_bytes())} (GRAPHMODE_CACHE_MAX_MB), least recently used go first")
         return 0
     removed = 0
     for path in files:
@@ -488,7 +488,7 @@ def cmd_cache(ns: argparse.Namespace) -> int:
             removed += 1
         except OSError as exc:
             raise CLIError(f"cannot remove {path}: {exc.strerror or exc}") from exc
-    print(f"removed {removed} generated modules ({format_bytes(size)}) from {directory}")
+    print(f"removed {removed} generated files ({format_bytes(size)}) from {directory}")
     return 0
 
 

@@ -87,19 +87,19 @@ def test_cache_info_and_clear(tmp_path):
     cache = tmp_path / "code-cache"
     info = graphmode("cache", "info", cache=cache)
     assert info.returncode == 0, info.stderr
-    assert f"directory: {cache}" in info.stdout and "0 generated modules" in info.stdout
-    assert "bound:" in info.stdout
+    assert f"directory: {cache}" in info.stdout and "0 generated files" in info.stdout
+    assert "bound:     256 MB (GRAPHMODE_CACHE_MAX_MB)" in info.stdout
     assert max(len(line) for line in info.stdout.splitlines() if not line.startswith("directory:")) <= 80
     ir = graphmode("ir", "examples/workloads/w1_seed.py", "--size", "100", "--source", cache=cache)
     assert ir.returncode == 0, ir.stderr
-    generated = sorted(cache.glob("gm_*.py"))
+    generated = sorted(cache.glob("gm_*"))
     assert generated
     (cache / "notes.txt").write_text("not ours")
     info = graphmode("cache", "info", cache=cache)
-    assert re.search(rf"\b{len(generated)} generated modules, \d", info.stdout), info.stdout
+    assert re.search(rf"\b{len(generated)} generated files, \d", info.stdout), info.stdout
     cleared = graphmode("cache", "clear", cache=cache)
-    assert cleared.returncode == 0 and f"removed {len(generated)} generated modules" in cleared.stdout
-    assert not list(cache.glob("gm_*.py")) and (cache / "notes.txt").exists()  # only codegen's files go
+    assert cleared.returncode == 0 and f"removed {len(generated)} generated files" in cleared.stdout
+    assert not list(cache.glob("gm_*")) and (cache / "notes.txt").exists()  # only graphmode's files go
 
 
 def test_cache_info_when_the_cache_is_off_or_refused(tmp_path, monkeypatch):
@@ -109,12 +109,12 @@ def test_cache_info_when_the_cache_is_off_or_refused(tmp_path, monkeypatch):
     off = graphmode("cache", "info", cache=tmp_path / "never-made")
     assert off.returncode == 0, off.stderr
     assert f"directory: {tmp_path / 'never-made'}" in off.stdout and "off (GRAPHMODE_CACHE=0" in off.stdout
-    assert "0 generated modules" in off.stdout
+    assert "0 generated files" in off.stdout
     monkeypatch.delenv("GRAPHMODE_CACHE")
     (tmp_path / "a-file").write_text("")
     refused = graphmode("cache", "info", cache=tmp_path / "a-file")
     assert refused.returncode == 0, refused.stderr
-    assert "0 generated modules" in refused.stdout
+    assert "0 generated files" in refused.stdout
 
 
 def test_help_fits_80_columns_and_lists_the_commands(tmp_path):
