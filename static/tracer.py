@@ -193,6 +193,32 @@ def _emit(state: TraceState, op, operands: list, attrs: dict) -> list:
     return node.outputs
 
 
+def _half_beside_0d(state: TraceState, values: list) -> bool:
+    """float16 tensors with a 0-d tensor of another number dtype (`t / tensor(1e5)`): eager
+    computes such a mul/div at float32 precision (see eager._dispatch._HALF_SCALAR_IN_FLOAT32)."""
+    half = other_0d = False
+    for v in values:
+        if not isinstance(v, Value) or v in state.weak:
+            continue
+        if v.type.shape:
+            if v.dtype is not _dtypes.float16:
+                return False
+            half = True
+        elif v.dtype is not _dtypes.float16:
+            if v.dtype is _dtypes.bool_ or not (v.dtype.is_floating_point or v.dtype.category):
+                return False
+            other_0d = True
+    return half and other_0d
+
+
+def _half_in_float32(state: TraceState, op, values: list, attrs: dict) -> Value:
+    """The op on float32 casts of its operands, rounded once to float16, as eager runs it."""
+    f32 = [_emit(state, TO_DTYPE, [v], {"dtype": _dtypes.float32})[0] if isinstance(v, Value) else v
+           for v in values]
+    out = _emit(state, op, f32, attrs)[0]
+    return _emit(state, TO_DTYPE, [out], {"dtype": _dtypes.float16})[0]
+
+
 def record(op, operands, attrs):
     """The registry's hook: an op applied to at least one Tracer, or, while a trace is active on
     this thread, to tensors captured from outside the function (see `capturing_dispatch`)."""
@@ -207,6 +233,8 @@ def record(op, operands, attrs):
         if isinstance(o, Tracer) and o._view_of is not None:
             check_view_current(o)
     values = [_operand(state, o) for o in operands]
+    if op.name in _dispatch._HALF_SCALAR_IN_FLOAT32 and _half_beside_0d(state, values):
+        return Tracer(state, _half_in_float32(state, op, values, attrs))
     if op.promote is not None:
         values = _promote(state, op, values)
     outs = _emit(state, op, values, attrs)

@@ -425,3 +425,21 @@ def test_writes_through_views_of_a_captured_parameter():
             (bad if f is step else static.compile(bad))(eager.ones(2))
     assert results[0][0] == results[1][0]
     np.testing.assert_allclose(results[1][1], results[0][1])
+
+
+@pytest.mark.parametrize("other", [100000, 70000.0, 3])
+@pytest.mark.parametrize("name", ["div", "mul"])
+def test_float16_with_a_0d_tensor_of_another_dtype_computes_as_eager(name, other):
+    """A float16 tensor times or over a 0-d tensor of another dtype (tensor(1e5)): eager
+    computes at float32 precision and rounds once (1e5 is inf in float16, which would give
+    zeros); compiled code records the same float32 computation."""
+    x = eager.tensor([1.0, 2.0, 6e4], dtype=eager.float16)
+    d = eager.tensor(other)
+
+    def f(t):
+        return t / d if name == "div" else t * d
+
+    want = f(x)
+    got = static.compile(f)(x)
+    assert got.dtype == want.dtype == eager.float16
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
