@@ -28,10 +28,9 @@ from typing import Callable
 import numpy as np
 
 from eager import _dtypes
-from eager._dispatch import _HALF_SCALAR_IN_FLOAT32
 from eager.ops import REGISTRY
 from eager.ops._registry import OpDef
-from static.ir import Node, Value
+from static.ir import Node, Value, half_in_float32
 
 from .render import c_literal, c_number, index_source, np_dtype, py_literal
 
@@ -354,18 +353,6 @@ def small_power(node: Node) -> int | None:
     if not node.inputs[0].type.dtype.is_floating_point:
         return None
     return int(node.inputs[1]) if node.inputs[1] in (2, 3) else None
-
-
-def half_in_float32(node: Node) -> bool:
-    """Whether node computes in float32 and rounds its result to float16 once, as eager does
-    (`eager._dispatch._HALF_SCALAR_IN_FLOAT32`, the same table): `mul`/`div` of float16
-    tensors with a Python number. Casting the number to float16 first would turn
-    `t / 70000.0` into a division by inf."""
-    if node.op not in _HALF_SCALAR_IN_FLOAT32 or not node.outputs or node.outputs[0].type.dtype.np != np.float16:
-        return False
-    values = [v for v in node.inputs if isinstance(v, Value)]
-    return any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in node.inputs) and all(
-        v.type.dtype.np == np.float16 for v in values)
 
 
 def missing_ops() -> list[str]:

@@ -7,7 +7,7 @@ import numpy as np
 from eager._device import xp_of_array
 from eager.ops import REGISTRY
 
-from .ir import Graph, Value
+from .ir import Graph, Value, half_in_float32
 
 
 def run_graph(graph: Graph, inputs: list, xp=None) -> list:
@@ -25,7 +25,11 @@ def run_graph(graph: Graph, inputs: list, xp=None) -> list:
             if node.body is not None:
                 results = run_graph(node.body, args, xp)
             else:
-                out = REGISTRY[node.op].forward(xp, *args, **node.attrs)
+                if half_in_float32(node):  # float16 with a Python number: float32 precision, as eager
+                    args = [a.astype(np.float32) if hasattr(a, "astype") else a for a in args]
+                    out = REGISTRY[node.op].forward(xp, *args, **node.attrs).astype(np.float16)
+                else:
+                    out = REGISTRY[node.op].forward(xp, *args, **node.attrs)
                 results = list(out) if isinstance(out, tuple) else [out]
             for v, r in zip(node.outputs, results):
                 env[v] = xp.asarray(r) if xp is np and not isinstance(r, np.ndarray) else r

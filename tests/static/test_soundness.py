@@ -443,3 +443,20 @@ def test_float16_with_a_0d_tensor_of_another_dtype_computes_as_eager(name, other
     got = static.compile(f)(x)
     assert got.dtype == want.dtype == eager.float16
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("scalar", [100000, 70000.0])
+def test_the_reference_interpreter_computes_float16_with_a_number_as_eager(scalar):
+    x = eager.tensor([1.0, 2.0, 6e4], dtype=eager.float16)
+    graph = static.trace(lambda t: t / scalar, x)
+    (got,) = static.run_graph(graph, [x.numpy()])
+    np.testing.assert_array_equal(got, (x / scalar).numpy())
+
+
+@pytest.mark.parametrize("fn", [lambda t: eager.softmax(t * 2.0, 1), lambda t: eager.log_softmax(t, 1),
+                                lambda t: eager.logsumexp(t, 1)], ids=["softmax", "log_softmax", "logsumexp"])
+def test_float16_softmax_family_compiles_to_eagers_values(fn):
+    """eager computes these in float32 and rounds once; compiled code (opt_level 2, which
+    decomposes the float32/float64 ones) gives the same float16 values."""
+    x = eager.tensor(np.random.default_rng(0).standard_normal((8, 33)).astype(np.float16))
+    np.testing.assert_array_equal(static.compile(fn, opt_level=2)(x).numpy(), fn(x).numpy())
