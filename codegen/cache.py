@@ -219,13 +219,14 @@ def read(path: Path) -> str | None:
     return seal(source)
 
 
-def write(path: Path, text: str) -> None:
-    """Write atomically (readers see the old file, or the whole new one), then keep the
-    directory within GRAPHMODE_CACHE_MAX_MB."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")  # created 0600
+def write_atomic(path: Path, data: bytes, suffix: str = ".part") -> None:
+    """Write `data` so that readers see the old file or the whole new one: a private
+    temporary file (created 0600) beside `path`, renamed over it. No fsync: a file cut short
+    by a crash fails its hash check when read."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=suffix)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8"))  # no fsync: a file cut short by a crash fails the hash check
+            fh.write(data)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -233,6 +234,12 @@ def write(path: Path, text: str) -> None:
         except OSError:
             pass
         raise
+
+
+def write(path: Path, text: str) -> None:
+    """Write a generated module atomically, then keep the directory within
+    GRAPHMODE_CACHE_MAX_MB."""
+    write_atomic(path, text.encode("utf-8"), ".py")
     evict(path.parent, keep=path)
 
 

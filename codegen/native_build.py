@@ -168,7 +168,7 @@ def _probe() -> Toolchain | str:
     found = _run_probe(command)
     if record is not None and isinstance(found, Toolchain):
         try:
-            _write_atomic(record, json.dumps(dataclasses.asdict(found)).encode())
+            cache.write_atomic(record, json.dumps(dataclasses.asdict(found)).encode())
         except OSError:
             pass
     return found
@@ -361,21 +361,6 @@ def read_verified(path: Path, key: str) -> bytes | None:
     return unseal(key, blob)
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 _scratch_dir: Path | None = None
 _scratch_lock = threading.Lock()
 
@@ -487,9 +472,9 @@ def build_bytes(source: str, stem: str, fast_math: bool = False,
             data = read_verified(cached, key)
             if data is not None:
                 return data, src_path, cached, "disk cache"
-            _write_atomic(src_path, source.encode())
+            cache.write_atomic(src_path, source.encode())
             data = compile_shared(source, tc, src_path, fast_math, extra)
-            _write_atomic(cached, seal(key, data))
+            cache.write_atomic(cached, seal(key, data))
             return data, src_path, cached, "compiled"
         src_path = _scratch() / f"{stem}_{key[:40]}.cpp"
         src_path.write_text(source)
