@@ -307,3 +307,30 @@ def test_a_gradient_scaled_by_its_own_detached_norm_inside_a_compiled_step():
     (losses_e, w_e), (losses_c, w_c) = run(False), run(True)
     np.testing.assert_allclose(losses_c, losses_e, rtol=1e-5)
     np.testing.assert_allclose(w_c, w_e, rtol=1e-5)
+
+
+def test_an_lr_scheduler_stepping_between_compiled_steps_is_read_at_each_call():
+    def run(compiled):
+        model = _model()
+        opt = eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        sched = eager.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        f = static.compile(step) if compiled else step
+        losses = []
+        for _ in range(6):
+            losses.append(f(X, Y).item())
+            sched.step()
+        return losses, [p.detach().numpy() for p in model.parameters()], f
+
+    (losses_e, params_e, _), (losses_c, params_c, f) = run(False), run(True)
+    np.testing.assert_allclose(losses_c, losses_e, rtol=1e-5)
+    for pc, pe in zip(params_c, params_e):
+        np.testing.assert_allclose(pc, pe, rtol=1e-4, atol=1e-6)
+    assert len(f.retraces) <= 1  # the learning rate is an input, not a constant: no retrace per change
