@@ -24,6 +24,22 @@ def _grad(p, group):
     return g
 
 
+def _steps(opt: Optimizer, group: dict, buffers: tuple[str, ...]):
+    """(p, g, state) for each parameter of `group` that has a gradient: its state is made on
+    its first step (step 0 and a zero tensor per name in `buffers`), and the step is counted."""
+    for p in group["params"]:
+        if p.grad is None:
+            continue
+        g = _grad(p, group)
+        state = opt.state.setdefault(p, {})
+        if not state:
+            state["step"] = 0
+            for name in buffers:
+                state[name] = zeros_like(p)
+        state["step"] += 1
+        yield p, g, state
+
+
 class RMSprop(Optimizer):
     """v = alpha v + (1 - alpha) g^2; (centered: m = alpha m + (1 - alpha) g, v - m^2);
     step = g / (sqrt(v) + eps), through a momentum buffer when momentum > 0; p -= lr * step."""
@@ -41,19 +57,9 @@ class RMSprop(Optimizer):
 
     def _update_group(self, group: dict) -> None:
         lr, alpha, eps, momentum = group["lr"], group["alpha"], group["eps"], group["momentum"]
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            g = _grad(p, group)
-            state = self.state.setdefault(p, {})
-            if not state:
-                state["step"] = 0
-                state["square_avg"] = zeros_like(p)
-                if momentum > 0:
-                    state["momentum_buffer"] = zeros_like(p)
-                if group["centered"]:
-                    state["grad_avg"] = zeros_like(p)
-            state["step"] += 1
+        buffers = ("square_avg",) + (("momentum_buffer",) if momentum > 0 else ()) + (
+            ("grad_avg",) if group["centered"] else ())
+        for p, g, state in _steps(self, group, buffers):
             square_avg = state["square_avg"]
             square_avg.mul_(alpha).add_(g * g, alpha=1 - alpha)
             if group["centered"]:
@@ -113,16 +119,7 @@ class Adadelta(Optimizer):
 
     def _update_group(self, group: dict) -> None:
         rho, eps = group["rho"], group["eps"]
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            g = _grad(p, group)
-            state = self.state.setdefault(p, {})
-            if not state:
-                state["step"] = 0
-                state["square_avg"] = zeros_like(p)
-                state["acc_delta"] = zeros_like(p)
-            state["step"] += 1
+        for p, g, state in _steps(self, group, ("square_avg", "acc_delta")):
             square_avg, acc_delta = state["square_avg"], state["acc_delta"]
             square_avg.mul_(rho).add_(g * g, alpha=1 - rho)
             delta = (acc_delta + eps).sqrt() / (square_avg + eps).sqrt() * g
@@ -146,16 +143,7 @@ class Adamax(Optimizer):
 
     def _update_group(self, group: dict) -> None:
         (beta1, beta2), eps = group["betas"], group["eps"]
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            g = _grad(p, group)
-            state = self.state.setdefault(p, {})
-            if not state:
-                state["step"] = 0
-                state["exp_avg"] = zeros_like(p)
-                state["exp_inf"] = zeros_like(p)
-            state["step"] += 1
+        for p, g, state in _steps(self, group, ("exp_avg", "exp_inf")):
             exp_avg = state["exp_avg"]
             exp_avg.mul_(beta1).add_(g, alpha=1 - beta1)
             # rebound rather than copied into: the same values, and a compiled step can trace it
