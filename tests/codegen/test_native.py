@@ -245,6 +245,31 @@ def test_reductions_are_deterministic_for_a_thread_count():
         runtime.CONFIG.threads = saved
 
 
+@pytest.mark.parametrize("transform", ["value_and_grad", "grad"])
+def test_w1_w2_value_and_gradients_are_one_c_loop_without_residuals(transform):
+    """The JAX-style transforms compile the value and its gradients as one graph: its fused
+    region computes forward and backward in one loop (W2 at 8e6 is then one pass over memory:
+    x and w read once, the gradients written once, no residual array written by a forward and
+    read back by a backward), and the driver runs that one kernel and nothing else."""
+    for fn, argnums, arrays in ((W.w1, (0, 1, 2, 3, 4), W.w1_inputs(100_003)), (W.w2, (0, 1), W.w2_inputs(100_003))):
+        f = getattr(static, transform)(fn, argnums=argnums, backend="native")
+        got = f(*arrays)
+        c = f.source(*arrays)
+        assert c.count('extern "C" void gm_region') == 1, fn.__name__
+        assert c.count("for (long long i") == 1 and "omp parallel" in c, fn.__name__  # one loop, every thread
+        driver = c[c.index("def forward("):]
+        assert driver.count("_call") == 2 and "np." not in driver.replace("np.float32", ""), driver
+        # the kernel writes exactly the graph's outputs: values and gradients, nothing saved
+        n_out = len(argnums) + (transform == "value_and_grad")
+        region = c[c.index('extern "C" void gm_region0'):]
+        assert region.count("float* __restrict__ out") == n_out, fn.__name__
+        expected = getattr(static, transform)(fn, argnums=argnums, backend="numpy")(*arrays)
+        flat = [got[0], *got[1]] if transform == "value_and_grad" else list(got)
+        flat_expected = ([expected[0], *expected[1]] if transform == "value_and_grad" else list(expected))
+        for g, e in zip(flat, flat_expected):
+            np.testing.assert_allclose(g, e, rtol=2e-4, atol=2e-3)
+
+
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 def test_w3_step_matches_numpy_backend(dt):
     arrays = W.w3_inputs(33, 17, 24, 5, dt)
