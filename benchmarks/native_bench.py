@@ -1,12 +1,14 @@
 """The native CPU backend against hand-written NumPy, the NumPy backend, and torch.compile /
 JAX jit when they are installed, on W1-W4 forward + backward (float32).
 
-    python benchmarks/native_bench.py [--small] [--only W1,W2] [--threads N] [--json out.json]
+    python benchmarks/native_bench.py [--runs 3] [--small] [--only W1,W2] [--threads N] [--json out.json]
     python benchmarks/native_bench.py --gpu-w2 1e8     # the CuPy backend's W2 against GPU bandwidth
 
-Every candidate of a row runs interleaved in one process after a warm-up; the table shows
-medians and ratios measured in this run (absolute times on a shared machine are noise:
-measure on a quiet one). W2 rows also show the memory floor: the bytes a fused pass must
+Every candidate of a row runs interleaved in one process after a warm-up. The whole
+measurement is repeated `--runs` times (default 3), each run its own interleaved sample set
+of every row; the table shows per cell the median over runs and, for each ratio of medians,
+its spread (min-max) across runs (absolute times on a shared machine are noise: measure on
+a quiet one). torch.compile and JAX jit are peers when installed. W2 rows also show the memory floor: the bytes a fused pass must
 move (read x and w, write the two gradients - the gradient of w is the forward value y:
 4 float32 per element, the sum aside) at the copy bandwidth measured in this process. Compile times of W3 are taken in
 fresh processes: cold (empty cache directory: trace, passes, C++ compiler) and from the
@@ -16,10 +18,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -143,24 +147,54 @@ def copy_bandwidth(nbytes: int = 256 << 20) -> float:
     return 2 * nbytes / min(times)
 
 
-def _row(name: str, fns: dict, repeats: int, per: int = 1, floor: float | None = None) -> dict:
-    fns = {k: v for k, v in fns.items() if v is not None}
+PEERS = ("numpy (hand)", "numpy backend", "torch.compile", "jax.jit")
+
+
+@dataclass
+class Cell:
+    """One row of the table: its candidates (zero-argument callables, "native" first), set up
+    and checked once; `per` divides the times (W4: per op); W2 rows carry the bytes a fused
+    pass must move, for the memory floor."""
+
+    case: str
+    fns: dict
+    per: int = 1
+    floor_bytes: float | None = None
+
+
+def measure_cell(cell: Cell, repeats: int, bandwidth: float) -> dict:
+    """One interleaved sample set of a cell: the median seconds of each candidate and the
+    native/peer ratios of those medians."""
+    fns = {k: v for k, v in cell.fns.items() if v is not None}
     medians = dict(zip(fns, time_interleaved(list(fns.values()), repeats=repeats, warmup=2)))
-    row = {"case": name, **{k: v / per for k, v in medians.items()}}
+    sample = {k: v / cell.per for k, v in medians.items()}
     native = medians["native"]
-    for peer in ("numpy (hand)", "numpy backend", "torch.compile", "jax.jit"):
+    for peer in PEERS:
         if peer in medians:
-            row[f"native / {peer}"] = native / medians[peer]
-    if floor is not None:
-        row["memory floor"] = floor
-        row["native / floor"] = native / floor
+            sample[f"native / {peer}"] = native / medians[peer]
+    if cell.floor_bytes is not None:
+        floor = cell.floor_bytes / bandwidth
+        sample["memory floor"] = floor
+        sample["native / floor"] = native / floor
+    return sample
+
+
+def summarize(case: str, samples: list) -> dict:
+    """Per key, the median over runs and (for ratios) its spread min-max across runs."""
+    row: dict = {"case": case, "runs": samples}
+    for key in samples[0]:
+        values = [s[key] for s in samples if key in s]
+        row[key] = statistics.median(values)
+        if "/" in key:
+            row[f"{key} spread"] = (min(values), max(values))
     return row
 
 
-def run(sizes: dict, repeats: int, only: set | None) -> list:
+def setup(sizes: dict, only: set | None) -> list:
+    """The cells to time: each workload compiled for both backends and checked against hand
+    NumPy (peers are compiled by their own first call, in the warm-up)."""
     rng = np.random.default_rng(0)
-    rows = []
-    bandwidth = copy_bandwidth(32 << 20 if repeats < 5 else 256 << 20)
+    cells = []
 
     def candidates(workload, fn_native, fn_numpy, hand, arrays, peer_arrays=None):
         return {"native": lambda: fn_native(*arrays), "numpy backend": lambda: fn_numpy(*arrays),
@@ -174,7 +208,7 @@ def run(sizes: dict, repeats: int, only: set | None) -> list:
             num = static.value_and_grad(w1, argnums=(0, 1, 2, 3, 4), backend="numpy")
             loss, grads = nat(*arrays)
             check_agree([loss, *grads], w1_numpy(*arrays), rtol=1e-3, atol=1e-2 * n ** 0.5)
-            rows.append(_row(f"W1 n={n:.0e}", candidates("W1", nat, num, w1_numpy, arrays), repeats))
+            cells.append(Cell(f"W1 n={n:.0e}", candidates("W1", nat, num, w1_numpy, arrays)))
     if only is None or "W2" in only:
         for n in sizes["W2"]:
             arrays = [rng.standard_normal(n).astype(F32) for _ in range(2)]
@@ -182,9 +216,8 @@ def run(sizes: dict, repeats: int, only: set | None) -> list:
             num = static.value_and_grad(w2, argnums=(0, 1), backend="numpy")
             loss, grads = nat(*arrays)
             check_agree([loss, *grads], w2_numpy_cubed(*arrays), rtol=1e-3, atol=1e-2 * n ** 0.5)
-            floor = 4 * 4 * n / bandwidth
-            rows.append(_row(f"W2 n={n:.0e}", candidates("W2", nat, num, w2_numpy_cubed, arrays), repeats,
-                             floor=floor))
+            cells.append(Cell(f"W2 n={n:.0e}", candidates("W2", nat, num, w2_numpy_cubed, arrays),
+                              floor_bytes=4 * 4 * n))
     if only is None or "W3" in only:
         for B, D, H, C in sizes["W3"]:
             arrays = [rng.standard_normal((B, D)).astype(F32), np.eye(C, dtype=F32)[rng.integers(0, C, B)],
@@ -195,16 +228,29 @@ def run(sizes: dict, repeats: int, only: set | None) -> list:
             loss, params = nat(*arrays)
             ref_loss, ref_params = w3_numpy(*arrays)
             check_agree([loss, *params], [ref_loss, *ref_params])
-            rows.append(_row(f"W3 {(B, D, H, C)}", candidates("W3", nat, num, w3_numpy, arrays), repeats))
+            cells.append(Cell(f"W3 {(B, D, H, C)}", candidates("W3", nat, num, w3_numpy, arrays)))
     if only is None or "W4" in only:
         x = np.asarray(0.3, dtype=F32)
         nat = static.value_and_grad(w4, backend="native")
         num = static.value_and_grad(w4, backend="numpy")
         val, grad = nat(x)
         check_agree([val, grad], w4_numpy(x[()]), rtol=1e-5, atol=1e-5)
-        fns = candidates("W4", nat, num, lambda x: w4_numpy(x[()]), [x])
-        rows.append(_row("W4 per op (0-d, 100 steps)", fns, repeats, per=W4_OPS))
-    return rows
+        cells.append(Cell("W4 per op (0-d, 100 steps)", candidates("W4", nat, num, lambda x: w4_numpy(x[()]), [x]),
+                          per=W4_OPS))
+    return cells
+
+
+def run(sizes: dict, repeats: int, only: set | None, runs: int = 1) -> list:
+    """`runs` whole measurements, each its own interleaved sample set of every cell (the
+    copy bandwidth measured again per run); one summarized row per cell."""
+    cells = setup(sizes, only)
+    samples: list = [[] for _ in cells]
+    for r in range(runs):
+        bandwidth = copy_bandwidth(32 << 20 if repeats < 5 else 256 << 20)
+        for k, cell in enumerate(cells):
+            samples[k].append(measure_cell(cell, repeats, bandwidth))
+        print(f"run {r + 1}/{runs} done", flush=True)
+    return [summarize(cell.case, s) for cell, s in zip(cells, samples)]
 
 
 _COMPILE_SCRIPT = r"""
@@ -229,7 +275,7 @@ print(first - sorted(runs)[2])
 def compile_times() -> dict:
     """W3 compile seconds in fresh processes: cold, then from the disk cache (the compiler
     probe's record included: a machine's first compile also probes the compiler and builds
-    the call path's extension, which later cold compiles find in the cache)."""
+    the call path's extension, which later cold compiles find in the cache). One run."""
     with tempfile.TemporaryDirectory() as cache_dir:
         env = {**os.environ, "GRAPHMODE_CACHE_DIR": cache_dir, "GRAPHMODE_CACHE": "1"}
         out = {}
@@ -273,16 +319,38 @@ def gpu_w2_bandwidth(n: int, repeats: int = 11) -> dict:
             "w2 / floor": t_step / floor}
 
 
+def _cell_text(row: dict, key: str) -> str:
+    if key not in row:
+        return "-"
+    if "/" not in key:
+        return _fmt(row[key])
+    lo, hi = row[f"{key} spread"]
+    return f"{row[key]:.3f}" if len(row["runs"]) == 1 else f"{row[key]:.3f} ({lo:.3f}-{hi:.3f})"
+
+
+def table(rows: list) -> str:
+    """Times: the median over runs; ratios: the median over runs of each run's ratio of
+    medians, with its min-max across runs in parentheses."""
+    keys = {k for r in rows for k in r if k not in ("case", "runs") and not k.endswith(" spread")}
+    headers = sorted(keys, key=lambda k: (("/" in k), k))
+    return format_table(["case"] + headers, [[r["case"]] + [_cell_text(r, h) for h in headers] for r in rows])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpu-w2", type=float, default=None, metavar="N",
                     help="only W2 at N elements through the CuPy backend on the GPU, against the copy bandwidth")
     ap.add_argument("--small", action="store_true", help="tiny sizes and few repeats: check that it runs")
     ap.add_argument("--only", default=None, help="comma-separated workloads, e.g. W1,W2")
+    ap.add_argument("--runs", type=int, default=3,
+                    help="whole measurements, each its own interleaved sample set (default 3): each ratio is "
+                         "reported as the median over runs with its min-max spread")
     ap.add_argument("--threads", type=int, default=None, help="OpenMP threads (default GRAPHMODE_THREADS)")
     ap.add_argument("--no-compile-times", action="store_true")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
+    if args.runs < 1:
+        ap.error(f"--runs must be at least 1, got {args.runs}")
     if args.gpu_w2:
         result = gpu_w2_bandwidth(int(args.gpu_w2))
         print(", ".join(f"{k}: {v:.4g}" for k, v in result.items()))
@@ -304,18 +372,21 @@ def main(argv=None) -> int:
                  "W3": [(256, 784, 512, 10), (32, 64, 64, 10)]}
         repeats = 21
     only = set(args.only.split(",")) if args.only else None
-    print(f"native: {why}; {native_build.threads()} thread(s); malloc: {malloc}")
+    peers = ", ".join(name for name, mod in (("torch.compile", _torch()), ("jax.jit", _jax())) if mod is not None)
+    print(f"native: {why}; {native_build.threads()} thread(s); malloc: {malloc}; peers: {peers or 'none installed'}; "
+          f"{args.runs} run(s) of {repeats} interleaved samples")
     t0 = time.perf_counter()
-    rows = run(sizes, repeats, only)
-    headers = sorted({k for r in rows for k in r if k != "case"}, key=lambda k: (("/" in k), k))
-    table_rows = [[r["case"]] + [(f"{r[h]:.3f}" if "/" in h else _fmt(r[h])) if h in r else "-" for h in headers]
-                  for r in rows]
-    print(format_table(["case"] + headers, table_rows))
-    payload = {"machine": machine_info(), "rows": rows, "seconds": time.perf_counter() - t0}
-    if not args.no_compile_times:
-        payload["compile_w3_seconds"] = compile_times()
+    rows = run(sizes, repeats, only, args.runs)
+    print(table(rows))
+    payload = {"machine": machine_info(), "runs": args.runs, "repeats": repeats, "rows": rows,
+               "seconds": time.perf_counter() - t0}
+    if not args.no_compile_times and (only is None or "W3" in only):
+        per_run = [compile_times() for _ in range(args.runs)]
+        payload["compile_w3_seconds"] = {k: {"median": statistics.median(r[k] for r in per_run),
+                                             "min": min(r[k] for r in per_run), "max": max(r[k] for r in per_run)}
+                                         for k in per_run[0]}
         for k, v in payload["compile_w3_seconds"].items():
-            print(f"W3 compile, {k}: {v * 1e3:.1f} ms")
+            print(f"W3 compile, {k}: {v['median'] * 1e3:.1f} ms (runs: {v['min'] * 1e3:.1f}-{v['max'] * 1e3:.1f})")
     if args.json:
         write_json(args.json, payload)
     return 0
