@@ -15,53 +15,18 @@ from __future__ import annotations
 
 import re
 
-from eager.ops import REGISTRY
 from static.ir import Graph, Node, Value
 
+from .c_kernel import Driver, KernelBody, closure, reduction_lowering, yielded_by
 from .cuda_helpers import PREAMBLE
-from .lowering import half_in_float32, lowering_for, small_power
+from .lowering import half_in_float32, lowering_for
 from .regions import Region, analyze
-from .render import (CUPY_PARAM_TYPES, Names, c_literal, c_type, compute_c_type, compute_dtype, fields, fill,
-                     cite, entry_name, line_numbers, node_line, np_dtype, py_literal)
+from .render import (CUPY_PARAM_TYPES, Names, c_literal, c_type, compute_c_type, entry_name, fields, fill,
+                     line_numbers, node_line, np_dtype, py_literal)
 from .templates import render
 
 
-class KernelBody:
-    """C statements for a chain of pointwise body nodes; values become locals t_<name>."""
-
-    def __init__(self, module: "CupyModule", env: dict) -> None:
-        self.m = module
-        self.env = dict(env)  # body Value -> (C expression, C type)
-        self.lines: list = []
-
-    def operand(self, v, want: str, keep_type: bool = False) -> str:
-        if not isinstance(v, Value):
-            return c_literal(v, want)
-        expr, ctype = self.env[v]
-        if keep_type or ctype == want:
-            return expr
-        return f"(({want}){expr})"
-
-    def emit(self, n: Node) -> None:
-        low = lowering_for(n.op).cupy
-        out = n.outputs[0]
-        T = compute_c_type(compute_dtype(n))
-        R = c_type(out.type.dtype)
-        masks = REGISTRY[n.op].mask_operands
-        # conditions keep their own type; a cast reads its operand as it is
-        operands = [self.operand(v, T, keep_type=i in masks or n.op == "to_dtype") for i, v in enumerate(n.inputs)]
-        f = fields(n, operands, module="cp", T=T, R=R)
-        expr = fill(low.expr, operands, f)
-        power = small_power(n)
-        if power is not None:  # as the NumPy backend: x**2, x**3 multiplied out
-            expr = "(" + " * ".join([operands[0]] * power) + ")"
-        name = "t_" + re.sub(r"\W", "_", out.name)
-        self.lines.append(f"// L{self.m.lines.get(id(n), '?')}: {node_line(n)}{cite(n)}")
-        self.lines.append(f"{R} {name} = ({R})({expr});")
-        self.env[out] = (name, R)
-
-
-class CupyModule:
+class CupyModule(Driver):
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
         self.lines = line_numbers(graph)
@@ -72,24 +37,15 @@ class CupyModule:
         self.notes: list = []
         self.prefix = "gm_" + re.sub(r"\W", "_", graph.name)
 
-    def src(self, v) -> str:
-        return self.names(v) if isinstance(v, Value) else py_literal(v)
-
-    def comment(self, node: Node) -> None:
-        self.body.append(f"# L{self.lines.get(id(node), '?')}: {node_line(node)}{cite(node)}")
-
-    def call(self, node: Node, env: dict | None = None) -> None:
-        """A library call; env maps body values to the source of their outer value."""
+    def call_line(self, node: Node, operands: list, outs: list) -> str:
+        """A CuPy library call (float16 with a number: in float32, rounded once, as eager)."""
         low = lowering_for(node.op).cupy
-        env = env or {}
-        operands = [env.get(v, self.src(v)) if isinstance(v, Value) else py_literal(v) for v in node.inputs]
-        half = half_in_float32(node)  # float16 with a number: in float32, rounded once, as eager
+        half = half_in_float32(node)
         if half:
             operands = [f"{o}.astype(cp.float32)" if isinstance(v, Value) else o for o, v in zip(operands, node.inputs)]
-        outs = [self.names(o) for o in node.outputs]
-        target = ", ".join(outs) + ("," if len(outs) == 1 and REGISTRY[node.op].multi_output else "")
         call = fill(low.call, operands, fields(node, operands, module='cp'))
-        self.body.append(f"{target} = {call}.astype(cp.float16)" if half else f"{target} = {call}")
+        target = self.targets(node, outs)
+        return f"{target} = {call}.astype(cp.float16)" if half else f"{target} = {call}"
 
     def source(self) -> str:
         g = self.graph
@@ -122,21 +78,11 @@ class CupyModule:
             reason = region.reason or "an epilogue reads a value computed before the reductions"
             self.stats["unfused"] += 1
             self.notes.append(f"%{node.outputs[0].name}: {reason}")
-            self.body.append(f"# not one kernel: {reason}; its ops run one by one")
-            env = dict(outer)
-            for n in node.body.nodes:
-                self.comment(n)
-                self.call(n, env)
-                for o in n.outputs:
-                    env[o] = self.names(o)
-            for o, y in zip(node.outputs, node.body.outputs):
-                self.body.append(f"{self.names(o)} = {env.get(y, self.src(y)) if isinstance(y, Value) else py_literal(y)}")
+            self.op_by_op(node, f"# not one kernel: {reason}; its ops run one by one")
             return
         rid = len(self.kernels)
         env_src = dict(outer)  # body value -> Python source of its array, once computed
-        yielded: dict = {}
-        for o, y in zip(node.outputs, node.body.outputs):
-            yielded.setdefault(y, []).append(o)
+        yielded = yielded_by(node)
         # prologue outputs: one elementwise kernel per output shape
         pro_out = [y for y in yielded if isinstance(y, Value) and y.producer in region.prologue]
         by_shape: dict = {}
@@ -152,12 +98,7 @@ class CupyModule:
             by_shape.setdefault(tuple(y.type.shape), []).append(y)
         for shape, values in by_shape.items():
             self._elementwise(region, region.epilogue, values, env_src, yielded, f"e{rid}_{len(self.kernels)}")
-        for y, outs in yielded.items():
-            first = env_src.get(y) if isinstance(y, Value) else py_literal(y)
-            for o in outs:
-                name = self.names(o)
-                if name != first:
-                    self.body.append(f"{name} = {first}")
+        self.bind_yielded(yielded, env_src.get)
 
     @staticmethod
     def _kernelizable(region: Region) -> bool:
@@ -165,18 +106,12 @@ class CupyModule:
         allowed = set(region.body.inputs) | {o for n in region.reductions + region.epilogue for o in n.outputs}
         return all(v in allowed for n in region.epilogue for v in n.input_values())
 
-    def _closure(self, nodes: list, wanted: list) -> list:
-        need = set(wanted)
-        chain = []
-        for n in reversed(nodes):
-            if any(o in need for o in n.outputs):
-                chain.append(n)
-                need.update(n.input_values())
-        return list(reversed(chain)), need
-
     def _params(self, region: Region, reads: set, env_src: dict, exclude: set) -> tuple:
         """Kernel inputs: region inputs bound to arrays, and reduced values, that the chain reads."""
-        names, types, args, env = [], [], [], {}
+        names: list = []
+        types: list = []
+        args: list = []
+        env: dict = {}
         literal_inputs = {p: v for p, v in region.binding.items() if not isinstance(v, Value)}
         candidates = [p for p in region.body.inputs if p in reads] + \
                      [o for n in region.reductions + region.epilogue for o in n.outputs if o in reads and o not in exclude]
@@ -192,10 +127,10 @@ class CupyModule:
         return names, types, args, env
 
     def _elementwise(self, region: Region, phase: list, values: list, env_src: dict, yielded: dict, tag: str):
-        chain, reads = self._closure(phase, values)
+        chain, reads = closure(phase, values)
         produced = {o for n in chain for o in n.outputs}
         _, in_types, args, env = self._params(region, reads - produced, env_src, produced)
-        body = KernelBody(self, env)
+        body = KernelBody(self.lines, env)
         for n in chain:
             body.emit(n)
         out_types, outs = [], []
@@ -217,11 +152,11 @@ class CupyModule:
 
     def _reduction(self, region: Region, red: Node, env_src: dict, yielded: dict, tag: str):
         x = red.inputs[0]
-        chain, reads = self._closure(region.prologue, [x])
+        chain, reads = closure(region.prologue, [x])
         produced = {o for n in chain for o in n.outputs}
         _, in_types, args, env = self._params(region, (reads - produced) | ({x} if not chain else set()),
                                               env_src, produced)
-        body = KernelBody(self, env)
+        body = KernelBody(self.lines, env)
         for n in chain:
             body.emit(n)
         acc_dt = x.type.dtype
@@ -231,7 +166,7 @@ class CupyModule:
         map_function = [f"__device__ __forceinline__ {T} {fn}({sig}) {{"]
         map_function += [f"    {line}" for line in body.lines]
         map_function += [f"    return ({T})({body.env[x][0]});", "}"]
-        low = lowering_for(red.op).reduction
+        low = reduction_lowering(red)
         count = 1
         for a in region.reduce_axes(red):
             count *= region.space[a]

@@ -2,8 +2,9 @@
 region one C function) and the Python driver module that calls them.
 
 The C expressions of the ops are the CuPy backend's (`CupyLowering.expr`, emitted by the
-same `cupy_gen.KernelBody`), over the target-neutral helpers of c_helpers.py: one lowering
-for both targets. A fused region that `regions.analyze` splits into phases becomes:
+same `c_kernel.KernelBody`), over the target-neutral helpers of c_helpers.py: one lowering
+for both targets; the driver's library calls and op-by-op regions are `c_kernel.Driver`'s.
+A fused region that `regions.analyze` splits into phases becomes:
 - one OpenMP loop per shape of the prologue values it yields, over that shape; the loop over
   the whole iteration space also accumulates every full reduction, per thread in double,
   the per-thread partials then added in thread order (the same result for the same thread
@@ -29,7 +30,7 @@ from static.ir import Graph, Node, Value
 
 from . import native_build
 from .c_helpers import PREAMBLE, host_prelude
-from .cupy_gen import KernelBody
+from .c_kernel import Driver, KernelBody, closure, reduction_lowering, yielded_by
 from .lowering import lowering_for
 from .regions import Region, analyze
 from .render import C_TYPES, Names, c_literal, c_type, fields, fill, line_numbers, node_line, np_dtype, py_literal
@@ -98,13 +99,6 @@ def compose_index(space: tuple, kept: tuple, reduced: tuple, o: str = "o", r: st
     return " + ".join(terms) if terms else "0"
 
 
-class _LineTable:
-    """What KernelBody needs of its module: the IR line of each node."""
-
-    def __init__(self, lines: dict) -> None:
-        self.lines = lines
-
-
 def supported(region: Region) -> str | None:
     """Why the region cannot be one C function (None: it can)."""
     if region.kind != "blocked":
@@ -122,22 +116,17 @@ def supported(region: Region) -> str | None:
     return None
 
 
-class CRegion:
-    """One fused region as one C function `void name(void* const* gm_args, int gm_nt)`."""
+class CFunction:
+    """One C function `void name(void* const* gm_args, int gm_nt)`: its array parameters
+    (inputs, then outputs) and its statements."""
 
-    def __init__(self, module: "NativeModule", node: Node, region: Region, name: str) -> None:
-        self.m, self.node, self.r, self.name = module, node, region, name
+    def __init__(self, module: "NativeModule", name: str) -> None:
+        self.m, self.name = module, name
         self.params: list = []  # (C declaration, Python source of the buffer, byte size, writable)
-        self.env: dict = {}  # body value -> (C array name, C type) or a literal (C expr, C type)
-        self.arrays: dict = {}  # body value -> C array name
-        self.lines: list = []
-        self.arrays_out: dict = {}  # stored body value -> Python name of its array
+        self.arrays: dict = {}  # value -> C array name
         self.dtypes: list = []  # NumPy dtype name of each parameter
-        self.yielded: dict = {}
-        for o, y in zip(node.outputs, region.body.outputs):
-            self.yielded.setdefault(y, []).append(o)
+        self.lines: list = []
 
-    # -- parameters ----------------------------------------------------------------------
     def _param(self, v: Value, source: str, writable: bool) -> str:
         k = len(self.params)
         ctype = c_type(v.type.dtype)
@@ -150,6 +139,23 @@ class CRegion:
         self.arrays[v] = cname
         return cname
 
+    def _store(self, body: KernelBody, y: Value, i: str = "i") -> str:
+        expr, ctype = body.env[y]
+        want = c_type(y.type.dtype)
+        value = expr if ctype == want else f"({want})({expr})"
+        return f"{self.arrays[y]}[{i}] = {value};"
+
+
+class CRegion(CFunction):
+    """One fused region as one C function."""
+
+    def __init__(self, module: "NativeModule", node: Node, region: Region, name: str) -> None:
+        super().__init__(module, name)
+        self.node, self.r = node, region
+        self.env: dict = {}  # body value -> a literal (C expr, C type)
+        self.arrays_out: dict = {}  # stored body value -> Python name of its array
+        self.yielded = yielded_by(node)
+
     def _body(self, space: tuple, i: str = "i") -> KernelBody:
         """A KernelBody whose region inputs and stored values are loads at flat index i of space."""
         env = {}
@@ -157,19 +163,7 @@ class CRegion:
             env[v] = (expr, ctype)
         for v, cname in self.arrays.items():
             env[v] = (f"{cname}[{index_expr(tuple(v.type.shape), space, i)}]", c_type(v.type.dtype))
-        return KernelBody(_LineTable(self.m.lines), env)
-
-    @staticmethod
-    def _closure(nodes: list, wanted: list, known=()) -> list:
-        """The nodes computing `wanted`, in order; values in `known` (already in memory) are
-        read, not recomputed."""
-        need = {v for v in wanted if v not in known}
-        chain = []
-        for n in reversed(nodes):
-            if any(o in need for o in n.outputs):
-                chain.append(n)
-                need.update(v for v in n.input_values() if v not in known)
-        return list(reversed(chain))
+        return KernelBody(self.m.lines, env)
 
     # -- emission ------------------------------------------------------------------------
     def emit(self) -> None:
@@ -224,17 +218,14 @@ class CRegion:
             self._pointwise_loop(r.epilogue, shape, values, [])
         # the driver: one call, then the names of what the region yields
         m.kernel_call(self.name, self.params, self.dtypes)
-        for y, outs in self.yielded.items():
-            if isinstance(y, Value) and y in self.arrays_out:
-                first = self.arrays_out[y]
-            elif isinstance(y, Value):
-                first = m.src(self.r.binding[y]) if y in self.r.binding else m.src(y)
-            else:
-                first = py_literal(y)
-            for o in outs:
-                name = m.names(o)
-                if name != first:
-                    m.body.append(f"{name} = {first}")
+        m.bind_yielded(self.yielded, self._source_of)
+
+    def _source_of(self, y: Value) -> str:
+        """The driver's source of a yielded body value: the array the function wrote, or the
+        outer operand a yielded region input is bound to."""
+        if y in self.arrays_out:
+            return self.arrays_out[y]
+        return self.m.src(self.r.binding[y]) if y in self.r.binding else self.m.src(y)
 
     @staticmethod
     def _padded(y: Value, space: tuple) -> tuple:
@@ -242,16 +233,10 @@ class CRegion:
         padded = (1,) * (len(space) - len(shape)) + shape
         return space if padded == space else shape
 
-    def _store(self, body: KernelBody, y: Value, i: str = "i") -> str:
-        expr, ctype = body.env[y]
-        want = c_type(y.type.dtype)
-        value = expr if ctype == want else f"({want})({expr})"
-        return f"{self.arrays[y]}[{i}] = {value};"
-
     def _pointwise_loop(self, phase: list, shape: tuple, values: list, reductions: list) -> None:
         """One loop over `shape` computing `values` (stored) and full `reductions`."""
         wanted = list(values) + [red.inputs[0] for red in reductions]
-        chain = self._closure(phase, [v for v in wanted if isinstance(v, Value)])
+        chain, _ = closure(phase, [v for v in wanted if isinstance(v, Value)])
         n = _prod(shape)
         body = self._body(shape)
         for node in chain:
@@ -259,7 +244,7 @@ class CRegion:
         stmts = list(body.lines) + [self._store(body, y) for y in values]
         accs = []
         for j, red in enumerate(reductions):
-            low = lowering_for(red.op).reduction
+            low = reduction_lowering(red)
             x = red.inputs[0]
             xe = body.operand(x, _ACC) if isinstance(x, Value) else c_literal(x, _ACC)
             acc = f"acc{j}"
@@ -347,11 +332,11 @@ class CRegion:
         # prologue values the pointwise loops stored are read back rather than recomputed:
         # the same bits (a vectorized exp in the stored loop and a scalar one in a max
         # reduction's loop may round differently, and an amax gradient compares the two)
-        chain = self._closure(r.prologue, [x] if isinstance(x, Value) else [], known=self.arrays)
+        chain, _ = closure(r.prologue, [x] if isinstance(x, Value) else [], known=self.arrays)
         body = self._body(space)
         for node in chain:
             body.emit(node)
-        low = lowering_for(red.op).reduction
+        low = reduction_lowering(red)
         xe = body.operand(x, _ACC) if isinstance(x, Value) else c_literal(x, _ACC)
         y = red.outputs[0]
         if axes == tuple(range(len(axes))) and n_out > 1:
@@ -447,7 +432,7 @@ def _simd_clause(accs: list) -> str | None:
     return "".join(clauses)
 
 
-class NativeModule:
+class NativeModule(Driver):
     """The driver module (Python) and translation unit (C++) for one graph."""
 
     def __init__(self, graph: Graph, fast_math: bool = False) -> None:
@@ -477,9 +462,6 @@ class NativeModule:
         slots = f"_B{len(self.slots)}"
         self.slots.append(slots)
         return f"_nb.reuse({slots}, {py_literal(shape)}, {dt})"
-
-    def src(self, v) -> str:
-        return self.names(v) if isinstance(v, Value) else py_literal(v)
 
     def contiguous(self, v: Value) -> str:
         """The source of v as a kernel argument (see kernel_call for other layouts)."""
@@ -513,24 +495,15 @@ class NativeModule:
                       "except (BufferError, ValueError, TypeError):  # not C-contiguous or not of the IR's dtype",
                       "    " + head + ", ".join(converted) + ")"]
 
-    def comment(self, node: Node) -> None:
-        self.body.append(f"# L{self.lines.get(id(node), '?')}: {node_line(node)}")
-
-    def call(self, node: Node, env: dict | None = None) -> None:
+    def call_line(self, node: Node, operands: list, outs: list) -> str:
         """A NumPy library call (the NumPy backend's `call` template)."""
-        low = lowering_for(node.op).numpy
-        env = env or {}
-        operands = [env.get(v, self.src(v)) if isinstance(v, Value) else py_literal(v) for v in node.inputs]
-        outs = [self.names(o) for o in node.outputs]
         if node.op == "reshape" and operands[0] in self.fresh:
             # an array this module made: the method is a fifth of np.reshape's cost, and a
             # reshape raises no floating-point error (no error state needed for it)
-            self.body.append(f"{outs[0]} = {operands[0]}.reshape({py_literal(tuple(node.outputs[0].type.shape))})")
             self.fresh.add(outs[0])
-            return
+            return f"{outs[0]} = {operands[0]}.reshape({py_literal(tuple(node.outputs[0].type.shape))})"
         self.fp_calls += 1
-        target = ", ".join(outs) + ("," if len(outs) == 1 and node.op == "split" else "")
-        self.body.append(f"{target} = {fill(low.call, operands, fields(node, operands))}")
+        return f"{self.targets(node, outs)} = {fill(lowering_for(node.op).numpy.call, operands, fields(node, operands))}"
 
     def _straight_line(self) -> bool:
         """Whether the whole graph is 0-d pointwise arithmetic: one straight-line C function."""
@@ -551,13 +524,11 @@ class NativeModule:
     def _graph_function(self) -> None:
         """The whole 0-d graph as one C function: every op one statement, no loop."""
         g = self.graph
-        fn = CRegion.__new__(CRegion)
-        fn.m, fn.node, fn.r, fn.name = self, None, None, "gm_graph"
-        fn.params, fn.env, fn.arrays, fn.lines, fn.arrays_out, fn.yielded, fn.dtypes = [], {}, {}, [], {}, {}, []
+        fn = CFunction(self, "gm_graph")
         for v in g.inputs:
             fn._param(v, self.contiguous(v), writable=False)
         env = {v: (f"{fn.arrays[v]}[0]", c_type(v.type.dtype)) for v in g.inputs}
-        body = KernelBody(_LineTable(self.lines), env)
+        body = KernelBody(self.lines, env)
         for node in g.nodes:
             if node.body is None:
                 body.emit(node)
@@ -608,16 +579,7 @@ class NativeModule:
             else:
                 self.stats["library"] += 1
                 self.notes.append(f"%{node.outputs[0].name}: {why}")
-                self.body.append(f"# not native: {why}; its ops run one by one as NumPy calls")
-                env = {p: self.src(v) for p, v in zip(node.body.inputs, node.inputs)}
-                for n in node.body.nodes:
-                    self.comment(n)
-                    self.call(n, env)
-                    for o in n.outputs:
-                        env[o] = self.names(o)
-                for o, y in zip(node.outputs, node.body.outputs):
-                    value = env.get(y, self.src(y)) if isinstance(y, Value) else py_literal(y)
-                    self.body.append(f"{self.names(o)} = {value}")
+                self.op_by_op(node, f"# not native: {why}; its ops run one by one as NumPy calls")
         returns = []
         for v in g.outputs:
             s = self.src(v)
