@@ -272,14 +272,8 @@ class CRegion(CFunction):
             return
         self.lines.append(f"    const long long n = {n}LL;")
         if not _parallel(n):  # one thread: one accumulator each, no partials
-            for _, acc, low in accs:
-                self.lines.append(f"    double {acc} = {low.identity.format(T=_ACC)};")
-            simd = _simd_clause(accs)
-            if simd is not None:
-                self.lines.append(f"    #pragma omp simd{simd}  // below GM_PARALLEL_MIN elements: the calling thread")
-            self.lines.append("    for (long long i = 0; i < n; ++i) {")
-            self.lines += [f"        {s}" for s in stmts]
-            self.lines.append("    }")
+            self._accumulating_loop(stmts, accs, "    ", "0", "n",
+                                    "  // below GM_PARALLEL_MIN elements: the calling thread")
             for red, acc, low in accs:
                 self._finish_full(red, acc, low, "    ")
             self.lines.append("}")
@@ -292,14 +286,7 @@ class CRegion(CFunction):
         self.lines.append("        const int t = omp_get_thread_num(), nth = omp_get_num_threads();")
         self.lines.append("        if (t == 0) used = nth;")
         self.lines.append("        const long long lo = n * t / nth, hi = n * (t + 1) / nth;")
-        for _, acc, low in accs:
-            self.lines.append(f"        double {acc} = {low.identity.format(T=_ACC)};")
-        simd = _simd_clause(accs)
-        if simd is not None:
-            self.lines.append(f"        #pragma omp simd{simd}")
-        self.lines.append("        for (long long i = lo; i < hi; ++i) {")
-        self.lines += [f"            {s}" for s in stmts]
-        self.lines.append("        }")
+        self._accumulating_loop(stmts, accs, "        ", "lo", "hi")
         for _, acc, _ in accs:
             self.lines.append(f"        part_{acc}[t] = {acc};")
         self.lines.append("    }")
@@ -309,6 +296,17 @@ class CRegion(CFunction):
             self.lines.append(f"    for (int t = 0; t < used; ++t) {acc} = {step};")
             self._finish_full(red, acc, low, "    ")
         self.lines.append("}")
+
+    def _accumulating_loop(self, stmts: list, accs: list, indent: str, lo: str, hi: str, note: str = "") -> None:
+        """The accumulators (from their identities) and one SIMD loop over [lo, hi) updating them."""
+        for _, acc, low in accs:
+            self.lines.append(f"{indent}double {acc} = {low.identity.format(T=_ACC)};")
+        simd = _simd_clause(accs)
+        if simd is not None:
+            self.lines.append(f"{indent}#pragma omp simd{simd}{note}")
+        self.lines.append(f"{indent}for (long long i = {lo}; i < {hi}; ++i) {{")
+        self.lines += [f"{indent}    {s}" for s in stmts]
+        self.lines.append(f"{indent}}}")
 
     def _finish_full(self, red: Node, acc: str, low, indent: str) -> None:
         y = red.outputs[0]
