@@ -47,7 +47,7 @@ def _prod(shape) -> int:
     return out
 
 
-def index_expr(shape: tuple, space: tuple, i: str = "i") -> str:
+def index_expr(shape: tuple, space: tuple, i: str = "i", suffix: str = "LL") -> str:
     """The flat index into a C-contiguous operand of `shape` (broadcast, right-aligned, to
     `space`) at flat position `i` of `space`: runs of axes the operand spans become one
     div/mod each, broadcast axes drop out. Shapes are static: the divisors are constants."""
@@ -72,16 +72,16 @@ def index_expr(shape: tuple, space: tuple, i: str = "i") -> str:
         below = _prod(space[hi + 1:])  # elements of space per step along axis hi
         block = _prod(space[lo:hi + 1])
         stride = _prod(padded[hi + 1:])  # the operand's elements per step along axis hi
-        expr = i if below == 1 else f"({i} / {below}LL)"
+        expr = i if below == 1 else f"({i} / {below}{suffix})"
         if _prod(space[:lo]) != 1:
-            expr = f"({expr} % {block}LL)"
+            expr = f"({expr} % {block}{suffix})"
         if stride != 1:
-            expr = f"{expr} * {stride}LL"
+            expr = f"{expr} * {stride}{suffix}"
         terms.append(expr)
     return " + ".join(reversed(terms)) if terms else "0"
 
 
-def compose_index(space: tuple, kept: tuple, reduced: tuple, o: str = "o", r: str = "r") -> str:
+def compose_index(space: tuple, kept: tuple, reduced: tuple, o: str = "o", r: str = "r", suffix: str = "LL") -> str:
     """The flat index into `space` of output element `o` (over the kept axes, in order) and
     reduced element `r` (over the reduced axes, in order)."""
     terms = []
@@ -91,12 +91,24 @@ def compose_index(space: tuple, kept: tuple, reduced: tuple, o: str = "o", r: st
             if sizes[j] == 1:
                 continue
             below = _prod(sizes[j + 1:])
-            expr = var if below == 1 else f"({var} / {below}LL)"
+            expr = var if below == 1 else f"({var} / {below}{suffix})"
             if j > 0 and _prod(sizes[:j]) != 1:
-                expr = f"({expr} % {sizes[j]}LL)"
+                expr = f"({expr} % {sizes[j]}{suffix})"
             stride = _prod(space[a + 1:])
-            terms.append(expr if stride == 1 else f"{expr} * {stride}LL")
+            terms.append(expr if stride == 1 else f"{expr} * {stride}{suffix}")
     return " + ".join(terms) if terms else "0"
+
+
+INT_INDEX_MAX = 2**31 - 1  # iteration spaces below this use int loop indices
+
+
+def index_type(elements: int) -> tuple[str, str]:
+    """(C type of loop indices, suffix of index constants) for a loop nest over `elements`:
+    int where it fits. The vectorizer turns a division or remainder by a constant (a
+    broadcast operand's index) into a multiply-high, which AVX2 has for 32-bit lanes but not
+    for 64-bit ones: with a `long long` index a softmax's row-broadcast load kept the whole
+    loop scalar (exp called once an element)."""
+    return ("int", "") if elements <= INT_INDEX_MAX else ("long long", "LL")
 
 
 def supported(region: Region) -> str | None:
@@ -152,6 +164,7 @@ class CRegion(CFunction):
     def __init__(self, module: "NativeModule", node: Node, region: Region, name: str) -> None:
         super().__init__(module, name)
         self.node, self.r = node, region
+        self.ix, self.sfx = index_type(_prod(region.space))
         self.env: dict = {}  # body value -> a literal (C expr, C type)
         self.arrays_out: dict = {}  # stored body value -> Python name of its array
         self.yielded = yielded_by(node)
@@ -162,7 +175,7 @@ class CRegion(CFunction):
         for v, (expr, ctype) in self.env.items():
             env[v] = (expr, ctype)
         for v, cname in self.arrays.items():
-            env[v] = (f"{cname}[{index_expr(tuple(v.type.shape), space, i)}]", c_type(v.type.dtype))
+            env[v] = (f"{cname}[{index_expr(tuple(v.type.shape), space, i, self.sfx)}]", c_type(v.type.dtype))
         return KernelBody(self.m.lines, env)
 
     # -- emission ------------------------------------------------------------------------
@@ -254,7 +267,7 @@ class CRegion(CFunction):
         title = ", ".join(f"%{v.name}" for v in values + [red.outputs[0] for red in reductions])
         self.lines.append(f"{{  // {title} over {list(shape)}: {len(chain)} op(s)")
         if n == 1 and not shape:
-            self.lines.append("    const long long i = 0;")
+            self.lines.append(f"    const {self.ix} i = 0;")
             for _, acc, low in accs:
                 self.lines.append(f"    double {acc} = {low.identity.format(T=_ACC)};")
             self.lines += [f"    {s}" for s in stmts]
@@ -263,14 +276,14 @@ class CRegion(CFunction):
             self.lines.append("}")
             return
         if not accs:
-            self.lines.append(f"    const long long n = {n}LL;")
+            self.lines.append(f"    const {self.ix} n = {n}{self.sfx};")
             self.lines.append("    #pragma omp parallel for simd num_threads(gm_nt) schedule(static)" if _parallel(n)
                               else "    #pragma omp simd  // below GM_PARALLEL_MIN elements: the calling thread")
-            self.lines.append("    for (long long i = 0; i < n; ++i) {")
+            self.lines.append(f"    for ({self.ix} i = 0; i < n; ++i) {{")
             self.lines += [f"        {s}" for s in stmts]
             self.lines += ["    }", "}"]
             return
-        self.lines.append(f"    const long long n = {n}LL;")
+        self.lines.append(f"    const {self.ix} n = {n}{self.sfx};")
         if not _parallel(n):  # one thread: one accumulator each, no partials
             self._accumulating_loop(stmts, accs, "    ", "0", "n",
                                     "  // below GM_PARALLEL_MIN elements: the calling thread")
@@ -285,7 +298,8 @@ class CRegion(CFunction):
         self.lines.append("    {")
         self.lines.append("        const int t = omp_get_thread_num(), nth = omp_get_num_threads();")
         self.lines.append("        if (t == 0) used = nth;")
-        self.lines.append("        const long long lo = n * t / nth, hi = n * (t + 1) / nth;")
+        self.lines.append(f"        const {self.ix} lo = ({self.ix})((long long)n * t / nth), "
+                          f"hi = ({self.ix})((long long)n * (t + 1) / nth);")
         self._accumulating_loop(stmts, accs, "        ", "lo", "hi")
         for _, acc, _ in accs:
             self.lines.append(f"        part_{acc}[t] = {acc};")
@@ -304,7 +318,7 @@ class CRegion(CFunction):
         simd = _simd_clause(accs)
         if simd is not None:
             self.lines.append(f"{indent}#pragma omp simd{simd}{note}")
-        self.lines.append(f"{indent}for (long long i = {lo}; i < {hi}; ++i) {{")
+        self.lines.append(f"{indent}for ({self.ix} i = {lo}; i < {hi}; ++i) {{")
         self.lines += [f"{indent}    {s}" for s in stmts]
         self.lines.append(f"{indent}}}")
 
@@ -343,14 +357,15 @@ class CRegion(CFunction):
         simd = _simd_clause([(red, "acc", low)])
         self.lines.append(f"{{  // %{y.name}: {red.op} over axes {list(axes)} of {list(space)}, "
                           f"{len(chain)} prologue op(s)")
-        self.lines.append(f"    const long long n_out = {n_out}LL, n_red = {n_red}LL;")
+        ix, sfx = self.ix, self.sfx
+        self.lines.append(f"    const {ix} n_out = {n_out}{sfx}, n_red = {n_red}{sfx};")
         self.lines.append(_parallel_for(n_out * n_red))
-        self.lines.append("    for (long long o = 0; o < n_out; ++o) {")
+        self.lines.append(f"    for ({ix} o = 0; o < n_out; ++o) {{")
         self.lines.append(f"        double acc = {low.identity.format(T=_ACC)};")
         if simd is not None:
             self.lines.append(f"        #pragma omp simd{simd}")
-        self.lines.append("        for (long long r = 0; r < n_red; ++r) {")
-        self.lines.append(f"            const long long i = {compose_index(space, kept, tuple(axes))};")
+        self.lines.append(f"        for ({ix} r = 0; r < n_red; ++r) {{")
+        self.lines.append(f"            const {ix} i = {compose_index(space, kept, tuple(axes), suffix=sfx)};")
         self.lines += [f"            {s}" for s in body.lines]
         self.lines.append(f"            // L{self.m.lines.get(id(red), '?')}: {node_line(red)}")
         self.lines.append(f"            acc = {_reduce_step(low.reduce, 'acc', xe)};")
@@ -369,23 +384,24 @@ class CRegion(CFunction):
         y = red.outputs[0]
         self.lines.append(f"{{  // %{y.name}: {red.op} over the leading axes {list(axes)} of {list(space)}, "
                           f"{n_chain} prologue op(s), in column blocks")
-        self.lines.append(f"    const long long n_out = {n_out}LL, n_red = {n_red}LL;")
+        ix, sfx = self.ix, self.sfx
+        self.lines.append(f"    const {ix} n_out = {n_out}{sfx}, n_red = {n_red}{sfx};")
         self.lines.append(_parallel_for(n_out * n_red))
-        self.lines.append("    for (long long ob = 0; ob < n_out; ob += GM_COLUMNS) {")
-        self.lines.append("        const long long oe = ob + GM_COLUMNS < n_out ? ob + GM_COLUMNS : n_out;")
+        self.lines.append(f"    for ({ix} ob = 0; ob < n_out; ob += GM_COLUMNS) {{")
+        self.lines.append(f"        const {ix} oe = ob + GM_COLUMNS < n_out ? ob + GM_COLUMNS : n_out;")
         self.lines.append("        double acc[GM_COLUMNS];")
-        self.lines.append(f"        for (long long o = ob; o < oe; ++o) acc[o - ob] = {low.identity.format(T=_ACC)};")
-        self.lines.append("        for (long long r = 0; r < n_red; ++r) {")
+        self.lines.append(f"        for ({ix} o = ob; o < oe; ++o) acc[o - ob] = {low.identity.format(T=_ACC)};")
+        self.lines.append(f"        for ({ix} r = 0; r < n_red; ++r) {{")
         self.lines.append("            #pragma omp simd")
-        self.lines.append("            for (long long o = ob; o < oe; ++o) {")
-        self.lines.append("                const long long i = r * n_out + o;")
+        self.lines.append(f"            for ({ix} o = ob; o < oe; ++o) {{")
+        self.lines.append(f"                const {ix} i = r * n_out + o;")
         self.lines += [f"                {s}" for s in body.lines]
         self.lines.append(f"                // L{self.m.lines.get(id(red), '?')}: {node_line(red)}")
         self.lines.append(f"                acc[o - ob] = {_reduce_step(low.reduce, 'acc[o - ob]', xe)};")
         self.lines.append("            }")
         self.lines.append("        }")
         post = _post_expr(low, "acc[o - ob]", n_red)
-        self.lines.append(f"        for (long long o = ob; o < oe; ++o) {self.arrays[y]}[o] = "
+        self.lines.append(f"        for ({ix} o = ob; o < oe; ++o) {self.arrays[y]}[o] = "
                           f"({c_type(y.type.dtype)})({post});")
         self.lines.append("    }")
         self.lines.append("}")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import os
+import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -256,7 +258,7 @@ def test_w1_w2_value_and_gradients_are_one_c_loop_without_residuals(transform):
         got = f(*arrays)
         c = f.source(*arrays)
         assert c.count('extern "C" void gm_region') == 1, fn.__name__
-        assert c.count("for (long long i") == 1 and "omp parallel" in c, fn.__name__  # one loop, every thread
+        assert len(re.findall(r"for \((?:int|long long) i\b", c)) == 1 and "omp parallel" in c, fn.__name__
         driver = c[c.index("def forward("):]
         assert driver.count("_call") == 2 and "np." not in driver.replace("np.float32", ""), driver
         # the kernel writes exactly the graph's outputs: values and gradients, nothing saved
@@ -746,3 +748,54 @@ def test_reductions_over_leading_axes_in_column_blocks():
         np.testing.assert_allclose(got[2], expected[2], rtol=2e-6)
     for a, b in zip(*results):
         assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+
+
+_ROW_BROADCAST = """
+func @rows(%x: f32[ROWS,10], %m: f32[ROWS,1]) -> (f32[ROWS,10], f32[]) {
+  %1, %2 = fused %x, %m : f32[ROWS,10], f32[] {
+    ^body(%a: f32[ROWS,10], %b: f32[ROWS,1]):
+    %3 = sub %a, %b : f32[ROWS,10]
+    %4 = exp %3 : f32[ROWS,10]
+    %5 = sum %4 {dims = none, keepdim = false} : f32[]
+    yield %4, %5
+  }
+  return %1, %2
+}"""
+
+
+def test_index_arithmetic_is_int_where_the_space_fits_and_64_bit_beyond():
+    """A row-broadcast operand is read at i / 10. Loops over fewer than 2**31 elements use
+    int indices (a vectorizable multiply-high on AVX2), bigger ones long long."""
+    from codegen.native_gen import INT_INDEX_MAX, NativeModule, index_type  # noqa: PLC0415
+
+    assert index_type(INT_INDEX_MAX) == ("int", "") and index_type(INT_INDEX_MAX + 1) == ("long long", "LL")
+    small = NativeModule(static.parse_ir(_ROW_BROADCAST.replace("ROWS", "256"))).source()[1]
+    assert "for (int i = 0; i < n; ++i)" in small and "(i / 10)]" in small
+    assert not re.search(r"\dLL\b", small[small.index("gm_region0"):])
+    huge = NativeModule(static.parse_ir(_ROW_BROADCAST.replace("ROWS", "300000000"))).source()[1]
+    assert "for (long long i = lo; i < hi; ++i)" in huge and "(i / 10LL)]" in huge
+    x = np.random.default_rng(0).standard_normal((256, 10)).astype(np.float32)
+    m = x.max(axis=1, keepdims=True)
+    got = codegen.build(static.parse_ir(_ROW_BROADCAST.replace("ROWS", "256")), "native").run([x, m])
+    np.testing.assert_allclose(got[0], np.exp(x - m), rtol=3e-7)
+    np.testing.assert_allclose(got[1], np.exp(x - m).astype(np.float64).sum(), rtol=1e-6)
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="checks x86 vector math calls")
+def test_row_broadcast_loop_calls_vector_exp():
+    """The loop of a softmax-like region (exp of x minus a row's value) calls glibc's vector
+    exp, not the scalar one per element: compiled to assembly with the backend's flags."""
+    tc = native_build.toolchain()
+    if not (tc.vector_math and tc.openmp):
+        pytest.skip("no libmvec or no OpenMP: loops with exp stay scalar by design")
+    from codegen.native_gen import NativeModule  # noqa: PLC0415
+
+    c = NativeModule(static.parse_ir(_ROW_BROADCAST.replace("ROWS", "256"))).source()[1]
+    src = Path(native_build._scratch()) / "rows_vector_exp.cpp"
+    src.write_text(c)
+    asm = src.with_suffix(".s")
+    run = subprocess.run([*tc.command, *tc.compile_flags(threads=native_build.uses_threads(c)), "-S", str(src), "-o",
+                          str(asm)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    text = asm.read_text()
+    assert re.search(r"_ZGV\w*_expf", text), "the exp of the row-broadcast loop is not vectorized"
