@@ -31,8 +31,8 @@ import sys
 import tempfile
 import threading
 import warnings
-from importlib import resources
 from pathlib import Path
+from typing import Any
 
 HEADER = "# graphmode-codegen sha256="
 FORMAT = "1"  # bump when the file layout changes
@@ -138,7 +138,15 @@ def codegen_fingerprint() -> str:
     """A hash of codegen's own code and templates: editing the generator invalidates
     what it generated before."""
     h = hashlib.sha256()
-    pkg = resources.files("codegen")
+    here = Path(__file__).parent
+    # the package's own directory when it is one (every install but a zip): importlib.resources
+    # costs ~10-20 ms of imports at the first call, a share of a warm start from the disk cache
+    if (here / "templates").is_dir():
+        pkg: Any = here
+    else:
+        from importlib import resources  # noqa: PLC0415
+
+        pkg = resources.files("codegen")
     for sub in (pkg, pkg / "templates"):
         for entry in sorted(sub.iterdir(), key=lambda p: p.name):
             if entry.name.endswith((".py", ".j2")) and entry.is_file():
