@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import re
 
+from eager.ops import REGISTRY
 from static.ir import Graph, Node, Value
 
 from . import native_build
 from .c_helpers import PREAMBLE, host_prelude
 from .c_kernel import Driver, KernelBody, closure, reduction_lowering, yielded_by
-from .lowering import lowering_for
+from .lowering import ReductionLowering, lowering_for
 from .regions import Region, analyze
 from .render import C_TYPES, Names, c_literal, c_type, fields, fill, line_numbers, node_line, np_dtype, py_literal
 from .templates import render
@@ -262,16 +263,17 @@ class CRegion(CFunction):
             xe = body.operand(x, _ACC) if isinstance(x, Value) else c_literal(x, _ACC)
             acc = f"acc{j}"
             stmts.append(f"// L{self.m.lines.get(id(red), '?')}: {node_line(red)}")
-            stmts.append(f"{acc} = {_reduce_step(low.reduce, acc, xe)};")
+            stmts += _acc_update(red, acc, low, xe)
             accs.append((red, acc, low))
         title = ", ".join(f"%{v.name}" for v in values + [red.outputs[0] for red in reductions])
         self.lines.append(f"{{  // {title} over {list(shape)}: {len(chain)} op(s)")
         if n == 1 and not shape:
             self.lines.append(f"    const {self.ix} i = 0;")
-            for _, acc, low in accs:
-                self.lines.append(f"    double {acc} = {low.identity.format(T=_ACC)};")
+            for red, acc, low in accs:
+                self.lines += [f"    {s}" for s in _acc_init(red, acc, low)]
             self.lines += [f"    {s}" for s in stmts]
             for red, acc, low in accs:
+                self.lines += [f"    {s}" for s in _acc_nan(red, acc)]
                 self._finish_full(red, acc, low, "    ")
             self.lines.append("}")
             return
@@ -288,6 +290,7 @@ class CRegion(CFunction):
             self._accumulating_loop(stmts, accs, "    ", "0", "n",
                                     "  // below GM_PARALLEL_MIN elements: the calling thread")
             for red, acc, low in accs:
+                self.lines += [f"    {s}" for s in _acc_nan(red, acc)]
                 self._finish_full(red, acc, low, "    ")
             self.lines.append("}")
             return
@@ -301,7 +304,8 @@ class CRegion(CFunction):
         self.lines.append(f"        const {self.ix} lo = ({self.ix})((long long)n * t / nth), "
                           f"hi = ({self.ix})((long long)n * (t + 1) / nth);")
         self._accumulating_loop(stmts, accs, "        ", "lo", "hi")
-        for _, acc, _ in accs:
+        for red, acc, _ in accs:
+            self.lines += [f"        {s}" for s in _acc_nan(red, acc)]
             self.lines.append(f"        part_{acc}[t] = {acc};")
         self.lines.append("    }")
         for red, acc, low in accs:
@@ -313,8 +317,8 @@ class CRegion(CFunction):
 
     def _accumulating_loop(self, stmts: list, accs: list, indent: str, lo: str, hi: str, note: str = "") -> None:
         """The accumulators (from their identities) and one SIMD loop over [lo, hi) updating them."""
-        for _, acc, low in accs:
-            self.lines.append(f"{indent}double {acc} = {low.identity.format(T=_ACC)};")
+        for red, acc, low in accs:
+            self.lines += [f"{indent}{s}" for s in _acc_init(red, acc, low)]
         simd = _simd_clause(accs)
         if simd is not None:
             self.lines.append(f"{indent}#pragma omp simd{simd}{note}")
@@ -361,15 +365,16 @@ class CRegion(CFunction):
         self.lines.append(f"    const {ix} n_out = {n_out}{sfx}, n_red = {n_red}{sfx};")
         self.lines.append(_parallel_for(n_out * n_red))
         self.lines.append(f"    for ({ix} o = 0; o < n_out; ++o) {{")
-        self.lines.append(f"        double acc = {low.identity.format(T=_ACC)};")
+        self.lines += [f"        {s}" for s in _acc_init(red, "acc", low)]
         if simd is not None:
             self.lines.append(f"        #pragma omp simd{simd}")
         self.lines.append(f"        for ({ix} r = 0; r < n_red; ++r) {{")
         self.lines.append(f"            const {ix} i = {compose_index(space, kept, tuple(axes), suffix=sfx)};")
         self.lines += [f"            {s}" for s in body.lines]
         self.lines.append(f"            // L{self.m.lines.get(id(red), '?')}: {node_line(red)}")
-        self.lines.append(f"            acc = {_reduce_step(low.reduce, 'acc', xe)};")
+        self.lines += [f"            {s}" for s in _acc_update(red, "acc", low, xe)]
         self.lines.append("        }")
+        self.lines += [f"        {s}" for s in _acc_nan(red, "acc")]
         post = _post_expr(low, "acc", n_red)
         self.lines.append(f"        {self.arrays[y]}[o] = ({c_type(y.type.dtype)})({post});")
         self.lines.append("    }")
@@ -436,14 +441,56 @@ def _post_expr(low, acc: str, count: int) -> str:
 
 def _simd_clause(accs: list) -> str | None:
     """The `omp simd` clause for a loop updating these accumulators (None: no simd pragma,
-    for max/min, whose NaN-propagating combine is no OpenMP reduction operator)."""
+    for a combine that is no OpenMP reduction operator). A max/min reduction is OpenMP's
+    max/min over the values that are not NaN plus an or-reduced flag of whether a NaN was
+    seen (see _acc_update)."""
     clauses = []
     for red, acc, _ in accs:
+        extreme = _extreme(red)
+        if extreme is not None:
+            clauses.append(f" reduction({extreme[0]}:{acc}) reduction(|:{acc}_nan)")
+            continue
         op = _SIMD_REDUCTIONS.get(red.op)
         if op is None:
             return None
         clauses.append(f" reduction({op}:{acc})")
     return "".join(clauses)
+
+
+_EXTREMES = {"maximum": ("max", ">"), "minimum": ("min", "<")}  # combiner -> (OpenMP operator, C comparison)
+
+
+def _extreme(red: Node) -> tuple[str, str] | None:
+    """(OpenMP reduction operator, comparison) of a max/min reduction (amax, amin); None else."""
+    facts = REGISTRY[red.op].reduction
+    return _EXTREMES.get(facts.combiner) if facts is not None else None
+
+
+def _acc_init(red: Node, acc: str, low: ReductionLowering) -> list[str]:
+    """Declarations of accumulator `acc` (and, for max/min, its NaN flag)."""
+    lines = [f"double {acc} = {low.identity.format(T=_ACC)};"]
+    if _extreme(red) is not None:
+        lines.append(f"int {acc}_nan = 0;  // a NaN was seen: the result is NaN")
+    return lines
+
+
+def _acc_update(red: Node, acc: str, low: ReductionLowering, x: str) -> list[str]:
+    """Statements adding element `x` to accumulator `acc`. The NaN-propagating max/min
+    helpers (gm_max, gm_min) are no reduction the vectorizer knows, which left every loop
+    with an amax scalar (5x slower than a vector max): a max/min keeps the larger of the
+    values that are not NaN (a comparison that is false for a NaN keeps acc), which OpenMP's
+    max/min reduction vectorizes, and a flag records a NaN (_acc_nan turns it into the
+    result). Tied values of either sign of zero may give either zero."""
+    extreme = _extreme(red)
+    if extreme is None:
+        return [f"{acc} = {_reduce_step(low.reduce, acc, x)};"]
+    return [f"const double {acc}_x = {x};", f"{acc} = {acc}_x {extreme[1]} {acc} ? {acc}_x : {acc};",
+            f"{acc}_nan |= {acc}_x != {acc}_x;"]
+
+
+def _acc_nan(red: Node, acc: str) -> list[str]:
+    """After a max/min loop: NaN when one was seen."""
+    return [f"if ({acc}_nan) {acc} = gm_nan<double>();"] if _extreme(red) is not None else []
 
 
 class NativeModule(Driver):

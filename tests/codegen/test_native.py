@@ -799,3 +799,69 @@ def test_row_broadcast_loop_calls_vector_exp():
     assert run.returncode == 0, run.stderr
     text = asm.read_text()
     assert re.search(r"_ZGV\w*_expf", text), "the exp of the row-broadcast loop is not vectorized"
+
+
+_EXTREMES_IR = """
+func @extremes(%x: f32[ROWS,COLS]) -> (f32[], f32[], f32[ROWS], f32[ROWS]) {
+  %1, %2 = fused %x : f32[], f32[] {
+    ^body(%a: f32[ROWS,COLS]):
+    %3 = mul %a, 2.0 : f32[ROWS,COLS]
+    %4 = amax %3 {dims = none, keepdim = false} : f32[]
+    %5 = amin %3 {dims = none, keepdim = false} : f32[]
+    yield %4, %5
+  }
+  %6, %7 = fused %x : f32[ROWS], f32[ROWS] {
+    ^body(%b: f32[ROWS,COLS]):
+    %8 = amax %b {dims = [1], keepdim = false} : f32[ROWS]
+    %9 = amin %b {dims = [1], keepdim = false} : f32[ROWS]
+    yield %8, %9
+  }
+  return %1, %2, %6, %7
+}"""
+
+
+@pytest.mark.parametrize("rows,cols", [(3, 37), (300, 200)])
+def test_max_and_min_reductions_propagate_nan_as_numpy(rows, cols):
+    """amax/amin loops are OpenMP max/min reductions over the values that are not NaN plus
+    a flag: a NaN anywhere in what an output reduces makes it NaN, infinities are values,
+    on one thread and on two (300 x 200 is above the parallel threshold)."""
+    graph = static.parse_ir(_EXTREMES_IR.replace("ROWS", str(rows)).replace("COLS", str(cols)))
+    exe = codegen.build(graph, "native")
+    assert "reduction(max:acc0)" in exe.c_source() and "reduction(min:acc" in exe.c_source()
+    rng = np.random.default_rng(5)
+    saved = runtime.CONFIG.threads
+    try:
+        for threads in (1, 2):
+            runtime.CONFIG.threads = threads
+            for case in ("plain", "nan", "inf", "all -inf"):
+                x = rng.standard_normal((rows, cols)).astype(np.float32)
+                if case == "nan":
+                    x[1, cols // 2] = np.nan
+                elif case == "inf":
+                    x[0, 0], x[-1, -1] = np.inf, -np.inf
+                elif case == "all -inf":
+                    x[:] = -np.inf
+                got = exe.run([x])
+                expected = [np.max(2 * x), np.min(2 * x), np.max(x, axis=1), np.min(x, axis=1)]
+                for g, e in zip(got, expected):
+                    np.testing.assert_array_equal(g, e.astype(np.float32), err_msg=f"{case}, {threads} thread(s)")
+    finally:
+        runtime.CONFIG.threads = saved
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="checks x86 vector instructions")
+def test_max_reduction_loop_is_vectorized():
+    """The amax loop compiles to packed max instructions, not a scalar compare per element."""
+    tc = native_build.toolchain()
+    if not tc.openmp:
+        pytest.skip("no OpenMP: the simd pragmas are ignored")
+    from codegen.native_gen import NativeModule  # noqa: PLC0415
+
+    c = NativeModule(static.parse_ir(_EXTREMES_IR.replace("ROWS", "64").replace("COLS", "64"))).source()[1]
+    src = Path(native_build._scratch()) / "extremes_vector_max.cpp"
+    src.write_text(c)
+    asm = src.with_suffix(".s")
+    run = subprocess.run([*tc.command, *tc.compile_flags(threads=native_build.uses_threads(c)), "-S", str(src), "-o",
+                          str(asm)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert re.search(r"\bv?maxp[sd]\b", asm.read_text()), "the amax loop is not vectorized"
