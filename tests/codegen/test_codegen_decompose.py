@@ -20,7 +20,7 @@ FORWARD_CALLS = {"index_grad", "index_put", "view_scatter", "prod_except_self", 
                  # normalization): library calls of the op's forward until each gets a spelling
                  "gather", "scatter_add", "scatter", "index_select", "index_add", "embedding",
                  "embedding_backward", "tril", "triu", "flip", "diagonal", "diagonal_grad", "cumsum",
-                 "cumprod", "argsort", "einsum", "unfold", "fold", "normalize", "nan_to_num"}
+                 "cumprod", "argsort", "einsum", "unfold", "fold", "normalize", "normalize_backward", "nan_to_num"}
 
 X = eager.tensor(np.random.default_rng(0).standard_normal((64, 300)).astype(np.float32))
 
