@@ -9,7 +9,7 @@ import numpy as np
 from .. import _dtypes
 from ._checks import broadcast_shapes, same_dtype, specs_of
 from ._registry import VARIADIC, TensorSpec, defop
-from .elementwise import WHERE
+from .elementwise import EQ, LOGICAL_AND, TO_DTYPE, WHERE
 from .indexing import FLIP
 from .shape_ops import EXPAND, RESHAPE
 
@@ -173,18 +173,29 @@ CUMSUM = defop(
 
 
 def _cumprod_vjp(ctx, g):
-    """sum over j >= i of g_j * out_j / x_i: exact for inputs without zeros (PyTorch also
-    handles zeros exactly; here a zero input gives inf/nan in its own gradient)."""
+    """d x_i = sum over j >= i of g_j * prod_{k <= j, k != i} x_k, exact with zeros too (as
+    PyTorch): where x_i != 0 that is revcumsum(g * out)_i / x_i; at a slice's first zero it
+    is revcumsum(g * cumprod(x with that zero taken as 1))_i, since the other terms hold the
+    zero; at a later zero every product holds the first one, so 0. All from ops, so the
+    gradient differentiates again (at inputs with two zeros in a slice the second derivative
+    misses the terms holding both)."""
     dim = ctx.attrs["dim"]
     if not len(ctx.in_shape(0)):
         return (g,)
-    return (_rev_cumsum(g * ctx.out, dim) / ctx.input(0),)
+    x, out = ctx.input(0), ctx.out
+    zero = EQ(x, 0.0)
+    first_zero = LOGICAL_AND(EQ(CUMSUM(TO_DTYPE(zero, dtype=x.dtype), dim=dim), 1.0), zero)
+    plain = _rev_cumsum(g * out, dim) / WHERE(zero, 1.0, x)
+    at_zero = _rev_cumsum(g * CUMPROD(WHERE(first_zero, 1.0, x), dim=dim), dim)
+    return (WHERE(zero, WHERE(first_zero, at_zero, 0.0), plain),)
 
 
 CUMPROD = defop(
     "cumprod", forward=_scan("cumprod"), abstract=lambda x, dim: TensorSpec(x.shape, _scan_dtype(x)),
     vjp=_cumprod_vjp, grad_name="CumprodBackward0", save=(0,), save_output=True, kind="reduction",
-    samples=lambda rng: [((rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4)),), {"dim": 1})],
+    samples=lambda rng: [((rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4)),), {"dim": 1}),
+                         ((np.array([[0.7, 0.0, 1.3, -0.8], [1.1, -0.9, 0.0, 0.0], [0.0, 1.2, 0.6, 1.4]]),), {"dim": 1}),
+                         ((np.array([[0.0, 1.5], [0.9, 0.0], [1.2, -1.1]]),), {"dim": 0})],
 )
 
 
