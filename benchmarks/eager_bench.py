@@ -343,7 +343,7 @@ def measure(case: Case, repeats: int | None, budget: float = 2.0) -> dict:
     if case.torch_step is not None:
         t_fwd, t_step = statistics.median(samples[4]), statistics.median(samples[5])
         row.update(torch_fwd_s=t_fwd, torch_fwd_bwd_s=t_step, eager_vs_torch_fwd_bwd=e_step / t_step,
-                   eager_vs_torch_spread=(min(samples[3]) / max(samples[5]), max(samples[3]) / min(samples[5])))
+                   eager_vs_torch_spread=[min(samples[3]) / max(samples[5]), max(samples[3]) / min(samples[5])])
         if case.ops:
             row["torch_us_per_op_fwd_bwd"] = t_step / case.ops * 1e6
     return row
