@@ -394,10 +394,11 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
 # -- embedding, normalization -----------------------------------------------------------------------
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
-    """Rows of `weight` picked by the integer tensor `input`; `padding_idx`'s row gets no gradient."""
-    if max_norm is not None:
-        raise NotImplementedError("embedding(max_norm=...) is not supported (it renormalizes weight rows in place); "
-                                  "clip the rows with torch.no_grad() before the lookup")
+    """Rows of `weight` picked by the integer tensor `input`; `padding_idx`'s row gets no gradient.
+
+    With `max_norm`, each row the lookup reads whose `norm_type`-norm exceeds max_norm is first
+    scaled in place to norm max_norm (by max_norm / (norm + 1e-7), as PyTorch), so `weight`
+    changes: a weight saved for an earlier backward then fails its version check, as in PyTorch."""
     if input.is_floating_point() or input.dtype.name == "bool":
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.dtype.name} instead (while checking arguments for embedding)")
@@ -414,7 +415,22 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
                              f"{n} rows); indices must lie in [0, {n})")
     if input.dtype.name != "int64":
         input = input.long()
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, float(max_norm), float(norm_type))
     return _indexing.EMBEDDING(weight, input, padding_idx=padding_idx)
+
+
+def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
+    """Scale the rows of `weight` that `input` reads down to norm max_norm, in place and
+    unrecorded (PyTorch's embedding_renorm_). Which rows is data: eager only."""
+    from .._grad_mode import no_grad  # noqa: PLC0415
+
+    with no_grad():
+        rows = input.reshape(-1).unique()
+        picked = weight[rows]
+        norms = picked.norm(norm_type, 1, True)
+        scale = _F.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight[rows] = picked * scale.to(weight.dtype)
 
 
 def _normalized_dims(name: str, input: Tensor, normalized_shape) -> tuple:

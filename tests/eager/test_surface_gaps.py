@@ -96,3 +96,91 @@ def test_uniform_and_normal_fills_keep_their_distribution_with_a_generator():
     assert u.min() >= -2.0 and u.max() < 3.0 and abs(u.mean() - 0.5) < 0.05
     n = eager.empty(20000, dtype=eager.float64).normal_(1.0, 0.5, generator=g).numpy()
     assert n.dtype == np.float64 and abs(n.mean() - 1.0) < 0.02 and abs(n.std() - 0.5) < 0.02
+
+
+# -- Embedding(max_norm=) -----------------------------------------------------------------------
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0])
+def test_embedding_max_norm_renormalizes_the_rows_it_reads(norm_type):
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((7, 4)) * 2.0
+    emb = nn.Embedding(7, 4, max_norm=1.5, norm_type=norm_type, dtype=eager.float64)
+    with eager.no_grad():
+        emb.weight.copy_(eager.tensor(table))
+    idx = eager.tensor([[0, 2, 2], [5, 0, 3]])
+    out = emb(idx)
+    w = emb.weight.detach().numpy()
+    norms = np.linalg.norm(table, ord=norm_type, axis=1)
+    for r in range(7):
+        if r in (0, 2, 3, 5) and norms[r] > 1.5:
+            np.testing.assert_allclose(np.linalg.norm(w[r], ord=norm_type), 1.5, rtol=1e-6)
+            np.testing.assert_allclose(w[r], table[r] * 1.5 / (norms[r] + 1e-7))
+        else:
+            np.testing.assert_array_equal(w[r], table[r])
+    np.testing.assert_array_equal(out.detach().numpy(), w[idx.numpy()])
+    out.sum().backward()
+    assert emb.weight.grad.numpy()[2].tolist() == [2.0] * 4 and emb.weight.grad.numpy()[1].tolist() == [0.0] * 4
+    assert "max_norm=1.5" in repr(emb)
+
+
+def test_embedding_max_norm_matches_pytorch():
+    torch = _torch()
+    rng = np.random.default_rng(1)
+    table = (rng.standard_normal((10, 6)) * 1.5).astype(np.float32)
+    idx = rng.integers(0, 10, (3, 5))
+    e = nn.Embedding(10, 6, max_norm=1.0)
+    t = torch.nn.Embedding(10, 6, max_norm=1.0)
+    with eager.no_grad():
+        e.weight.copy_(eager.tensor(table))
+    with torch.no_grad():
+        t.weight.copy_(torch.tensor(table))
+    oe, ot = e(eager.tensor(idx)), t(torch.tensor(idx))
+    np.testing.assert_allclose(oe.detach().numpy(), ot.detach().numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(e.weight.detach().numpy(), t.weight.detach().numpy(), rtol=1e-6, atol=1e-7)
+    (oe * oe).sum().backward()
+    (ot * ot).sum().backward()
+    np.testing.assert_allclose(e.weight.grad.numpy(), t.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# -- MultiheadAttention with kdim / vdim ---------------------------------------------------------
+def test_multihead_attention_kdim_vdim_has_pytorchs_parameters_and_gradients():
+    mha = nn.MultiheadAttention(8, 2, kdim=5, vdim=3, batch_first=True, dtype=eager.float64)
+    names = {k: tuple(v.shape) for k, v in mha.state_dict().items()}
+    assert names == {"q_proj_weight": (8, 8), "k_proj_weight": (8, 5), "v_proj_weight": (8, 3),
+                     "in_proj_bias": (24,), "out_proj.weight": (8, 8), "out_proj.bias": (8,)}
+    assert mha.in_proj_weight is None and "kdim=5, vdim=3" in repr(mha)
+    rng = np.random.default_rng(0)
+    q, k, v = rng.standard_normal((2, 4, 8)), rng.standard_normal((2, 6, 5)), rng.standard_normal((2, 6, 3))
+    out, weights = mha(eager.tensor(q), eager.tensor(k), eager.tensor(v))
+    assert tuple(out.shape) == (2, 4, 8) and tuple(weights.shape) == (2, 4, 6)
+    params = [mha.q_proj_weight, mha.k_proj_weight, mha.v_proj_weight]
+
+    def f(qi, ki, vi):
+        return mha(qi, ki, vi, need_weights=False)[0]
+
+    assert gradcheck(f, tuple(eager.tensor(a, requires_grad=True) for a in (q, k, v)))
+    f(eager.tensor(q), eager.tensor(k), eager.tensor(v)).sum().backward()
+    assert all(p.grad is not None and tuple(p.grad.shape) == tuple(p.shape) for p in params)
+    with pytest.raises(AssertionError, match="kdim/vdim"):
+        mha(eager.tensor(q), eager.tensor(q), eager.tensor(v))
+
+
+def test_multihead_attention_kdim_vdim_matches_pytorch():
+    torch = _torch()
+    eager.manual_seed(0)
+    mine = nn.MultiheadAttention(8, 2, kdim=5, vdim=3, dtype=eager.float64)
+    theirs = torch.nn.MultiheadAttention(8, 2, kdim=5, vdim=3).double()
+    assert set(mine.state_dict()) == set(theirs.state_dict())
+    theirs.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in mine.state_dict().items()})
+    rng = np.random.default_rng(1)
+    q, k, v = rng.standard_normal((4, 2, 8)), rng.standard_normal((6, 2, 5)), rng.standard_normal((6, 2, 3))
+    pad = np.zeros((2, 6), bool)
+    pad[0, 5:] = True
+    out_e, w_e = mine(eager.tensor(q), eager.tensor(k), eager.tensor(v), key_padding_mask=eager.tensor(pad))
+    out_t, w_t = theirs(torch.tensor(q), torch.tensor(k), torch.tensor(v), key_padding_mask=torch.tensor(pad))
+    np.testing.assert_allclose(out_e.detach().numpy(), out_t.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(w_e.detach().numpy(), w_t.detach().numpy(), rtol=1e-10, atol=1e-12)
+    out_e.sum().backward()
+    out_t.sum().backward()
+    for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias"):
+        np.testing.assert_allclose(getattr(mine, name).grad.numpy(), getattr(theirs, name).grad.numpy(),
+                                   rtol=1e-9, atol=1e-12)
