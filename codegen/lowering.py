@@ -368,7 +368,7 @@ __all__ = ["TABLE", "OpLowering", "NumpyLowering", "CupyLowering", "ReductionLow
 # Library calls of the op's own forward (index, scan, sort, conv and normalization ops are
 # whole-array kernels), and NumPy/CuPy functions for the elementwise ones (library calls too:
 # integer and float semantics differ, so no single C expression serves them).
-for _name in ("gather", "scatter_add", "scatter", "index_select", "index_add", "embedding",
+for _name in ("gather", "scatter_add", "scatter", "scatter_reduce", "index_select", "index_add", "embedding",
               "embedding_backward", "tril", "triu", "flip", "diagonal", "diagonal_grad", "cumsum",
               "cumprod", "argsort", "einsum", "unfold", "fold", "normalize", "normalize_backward", "nan_to_num"):
     _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),

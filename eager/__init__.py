@@ -42,7 +42,7 @@ from ._functional import (  # noqa: F401,E402
     broadcast_shape as broadcast_shapes, clamp_max, clamp_min, cumprod, cumsum, diag, diag_embed, diagonal,
     einsum, flip, fliplr, flipud, floor_divide, fmod, gather, ger, index_add, index_select, isfinite, isinf,
     isnan, kthvalue, lerp, logical_or, logical_xor, masked_fill, masked_select, median, nan_to_num, nonzero,
-    outer, remainder, repeat_interleave, roll, scatter, scatter_add, sort, std_mean, topk, trace, tril, triu,
+    outer, remainder, repeat_interleave, roll, scatter, scatter_add, scatter_reduce, sort, std_mean, topk, trace, tril, triu,
     unique, var_mean,
 )
 from ._factories import (  # noqa: F401,E402

@@ -1077,16 +1077,34 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     if reduce is not None:
         if reduce not in ("add", "multiply"):
             raise RuntimeError(f"scatter(): reduce argument must be either add or multiply, got {reduce!r}")
-        if reduce == "add" and src is not None:
-            return scatter_add(input, dim, index, src)
-        raise NotImplementedError(f"scatter(reduce={reduce!r}) with a scalar value is not supported; "
-                                  "use scatter_add or scatter_reduce-free arithmetic")
+        source = src if src is not None else value
+        if source is None:
+            raise TypeError("scatter() missing 1 required argument: 'src' or 'value'")
+        if hasattr(source, "shape"):
+            import warnings  # noqa: PLC0415
+
+            warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed "
+                          "in a future PyTorch release. Use torch.scatter_reduce instead for more reduction "
+                          "options.", UserWarning, stacklevel=2)
+        else:  # a number: the same value at every index position
+            from ._factories import full  # noqa: PLC0415
+
+            source = full(tuple(index.shape), source, dtype=input.dtype, device=input.device)
+        return scatter_reduce(input, dim, index, source, "sum" if reduce == "add" else "prod")
     source = src if src is not None else value
     if source is None:
         raise TypeError("scatter() missing 1 required argument: 'src' or 'value'")
     if not hasattr(source, "shape"):
         source = float(source) if input.is_floating_point() else int(source)
     return I.SCATTER(input, index, source, dim=norm_dim("scatter", dim, _ndim(input)))
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """A copy of input with `src` combined in at `index` along `dim` by `reduce` ('sum',
+    'prod', 'mean', 'amax' or 'amin'); include_self=False leaves input's own value out at the
+    positions index reaches. Mirrors torch.scatter_reduce."""
+    return I.SCATTER_REDUCE(input, index, src, dim=norm_dim("scatter_reduce", dim, _ndim(input)), reduce=reduce,
+                            include_self=bool(include_self))
 
 
 def scatter_add(input, dim, index, src):

@@ -4,6 +4,9 @@ Embedding(max_norm=), MultiheadAttention with kdim/vdim, and bicubic interpolati
 checked against finite differences (float64) and, when PyTorch is installed, against it."""
 from __future__ import annotations
 
+import contextlib
+import warnings
+
 import numpy as np
 import pytest
 
@@ -184,3 +187,86 @@ def test_multihead_attention_kdim_vdim_matches_pytorch():
     for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias"):
         np.testing.assert_allclose(getattr(mine, name).grad.numpy(), getattr(theirs, name).grad.numpy(),
                                    rtol=1e-9, atol=1e-12)
+
+
+# -- scatter with a reduction, scatter_reduce -------------------------------------------------------
+REDUCES = ["sum", "prod", "mean", "amax", "amin"]
+
+
+def _scatter_case(reduce: str):
+    """float64 self, index (with repeats) and src; amax/amin with ties, prod with zeros."""
+    x = np.array([[1.0, -2.0, 0.5, 3.0], [0.7, 1.5, -1.0, 2.0], [2.5, 0.3, 1.2, -0.4]])
+    index = np.array([[0, 1, 2, 0], [1, 1, 0, 2], [0, 2, 0, 2]])
+    src = np.array([[0.9, -1.1, 1.7, 3.0], [1.5, 2.5, -0.6, 0.8], [-1.3, 0.4, 2.2, 1.1]])
+    if reduce in ("amax", "amin"):
+        src[2, 0] = src[0, 0] = 3.0  # two values tie for the result at (0, 0)
+        x[0, 0] = 3.0 if reduce == "amax" else -5.0
+    if reduce == "prod":
+        src[0, 1] = 0.0  # one zero scattered to (1, 1)
+        x[2, 3] = 0.0
+    return x, index, src
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_scatter_reduce_values_and_gradients_match_pytorch(reduce, include_self):
+    torch = _torch()
+    x, index, src = _scatter_case(reduce)
+    w = np.random.default_rng(0).standard_normal(x.shape)
+    xe, se = eager.tensor(x, requires_grad=True), eager.tensor(src, requires_grad=True)
+    xt, st = torch.tensor(x, requires_grad=True), torch.tensor(src, requires_grad=True)
+    oe = eager.scatter_reduce(xe, 0, eager.tensor(index), se, reduce, include_self=include_self)
+    ot = torch.scatter_reduce(xt, 0, torch.tensor(index), st, reduce, include_self=include_self)
+    np.testing.assert_allclose(oe.detach().numpy(), ot.detach().numpy(), rtol=1e-12, atol=1e-12)
+    assert oe.grad_fn.name() == ot.grad_fn.name()
+    (oe * eager.tensor(w)).sum().backward()
+    (ot * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(se.grad.numpy(), st.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean"])
+def test_scatter_reduce_gradients_against_finite_differences(reduce, include_self):
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.5, 1.5, (3, 4))
+    src = rng.uniform(0.5, 1.5, (4, 3))
+    index = eager.tensor(rng.integers(0, 4, (3, 2)))  # smaller than src: the rest of src is not read
+
+    def f(a, b):
+        return eager.scatter_reduce(a, 1, index, b, reduce, include_self=include_self)
+
+    leaves = (eager.tensor(x, requires_grad=True), eager.tensor(src, requires_grad=True))
+    assert gradcheck(f, leaves) and gradgradcheck(f, leaves)
+
+
+def test_scatter_reduce_integers_and_bad_input():
+    x = eager.tensor([[1, 2], [3, 4]])
+    idx = eager.tensor([[1, 1], [1, 0]])
+    src = eager.tensor([[5, 6], [7, 8]])
+    assert eager.scatter_reduce(x, 0, idx, src, "mean").tolist() == [[1, 5], [5, 5]]
+    assert eager.scatter_reduce(x, 0, idx, src - 20, "mean").tolist() == [[1, -5], [-9, -5]]  # floored
+    assert eager.scatter_reduce(x, 0, idx, src, "amin", include_self=False).tolist() == [[1, 8], [5, 6]]
+    with pytest.raises(RuntimeError, match="reduce argument must be either sum, prod, mean, amax or amin"):
+        eager.scatter_reduce(x, 0, idx, src, "max")
+    with pytest.raises(RuntimeError, match="scatter_reduce"):
+        eager.scatter_reduce(x.double(), 0, idx, src, "sum")
+
+
+@pytest.mark.parametrize("reduce", ["add", "multiply"])
+def test_scatter_with_reduce_matches_pytorch(reduce):
+    torch = _torch()
+    x, index, src = _scatter_case("sum")
+    for source_e, source_t in ((eager.tensor(src), torch.tensor(src)), (2.5, 2.5)):
+        tensor_src = not isinstance(source_e, float)  # PyTorch deprecates reduce= with a tensor src
+        with pytest.warns(UserWarning, match="deprecated") if tensor_src else contextlib.nullcontext():
+            oe = eager.tensor(x).scatter(0, eager.tensor(index), source_e, reduce=reduce)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ot = torch.tensor(x).scatter(0, torch.tensor(index), source_t, reduce=reduce)
+        np.testing.assert_allclose(oe.numpy(), ot.numpy(), rtol=1e-12)
+        inplace = eager.tensor(x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            inplace.scatter_(0, eager.tensor(index), source_e, reduce=reduce)
+        np.testing.assert_allclose(inplace.numpy(), ot.numpy(), rtol=1e-12)
