@@ -20,8 +20,9 @@ a's mantissa, so that a^2 is not rounded before the exponential (erfc keeps its 
 accuracy down to the underflow).
 
 float32 and float16 arrays are evaluated in float32 with fdlibm's float coefficients (lower
-degrees, each accurate to 2^-28, below float32's rounding), float64 in float64. `tests/eager/test_erf.py` bounds the error against `math.erf`/`math.erfc` in units
-in the last place over the whole range, tails, signed zeros, infinities and NaN.
+degrees, each accurate to 2^-28, below float32's rounding), float64 in float64.
+`tests/eager/test_erf.py` bounds the error against `math.erf`/`math.erfc` in units in the
+last place over the whole range, tails, signed zeros, infinities and NaN.
 """
 from __future__ import annotations
 
@@ -119,14 +120,22 @@ def _erfc_small(x: np.ndarray, k: _Coefficients) -> np.ndarray:
     return np.subtract(0.5, y, out=y)
 
 
-def _erf_erfc_large(a: np.ndarray, k: _Coefficients) -> tuple[np.ndarray, np.ndarray]:
-    """(erf(a) - erx, erfc(a)) pieces for a >= 0.84375 (float32 or float64): `mid` is erf(a) - erx where
-    a < 1.25, `tail` is erfc(a) where a >= 1.25 (each garbage but finite elsewhere: both are
-    evaluated on clipped copies, and the caller picks per element)."""
-    mid = _ratio(k.pa, k.qa, np.clip(a, _SMALL, _MID) - 1.0)
-    t = np.clip(a, _MID, k.underflow)  # erfc underflows there: +inf lands there too, giving 0
+def _erf_mid(a: np.ndarray, k: _Coefficients) -> np.ndarray:
+    """erf(a) - erx for 0.84375 <= a < 1.25."""
+    return _ratio(k.pa, k.qa, a - 1.0)
+
+
+def _erfc_tail(a: np.ndarray, k: _Coefficients) -> np.ndarray:
+    """erfc(a) for a >= 1.25 (+inf included: clipped to the underflow bound, where erfc is 0)."""
+    t = np.clip(a, _MID, k.underflow)
     s = 1.0 / (t * t)
-    r = np.where(t < _TAIL_SPLIT, _ratio(k.ra, k.sa, s), _ratio(k.rb, k.sb, s))
+    near = t < _TAIL_SPLIT
+    if near.all():
+        r = _ratio(k.ra, k.sa, s)
+    elif not near.any():
+        r = _ratio(k.rb, k.sb, s)
+    else:
+        r = np.where(near, _ratio(k.ra, k.sa, s), _ratio(k.rb, k.sb, s))
     uint, high = _HIGH_BITS[t.dtype]
     z = (t.view(uint) & uint(high)).view(t.dtype)
     # exp(-z^2 - 0.5625) * exp((z - t)(z + t) + R/S): t^2 is never rounded as a whole
@@ -134,7 +143,24 @@ def _erf_erfc_large(a: np.ndarray, k: _Coefficients) -> tuple[np.ndarray, np.nda
     np.exp(r, out=r)
     r *= np.exp(-(z * z) - 0.5625)
     r /= t
-    return mid, r
+    return r
+
+
+def _large(a: np.ndarray, k: _Coefficients, complement: bool) -> np.ndarray:
+    """erf(a) (or erfc(a)) for a >= 0.84375, each element through its own range's formula
+    (the two ranges gathered apart by index when both occur)."""
+    in_mid = a < _MID
+    if in_mid.all():
+        d = _erf_mid(a, k)
+        return np.subtract(1.0 - k.erx, d, out=d) if complement else np.add(d, k.erx, out=d)
+    if not in_mid.any():
+        c = _erfc_tail(a, k)
+        return c if complement else np.subtract(1.0, c, out=c)
+    out = np.empty_like(a)
+    i_mid, i_tail = np.flatnonzero(in_mid), np.flatnonzero(~in_mid)
+    out[i_mid] = _large(np.take(a, i_mid), k, complement)
+    out[i_tail] = _large(np.take(a, i_tail), k, complement)
+    return out
 
 
 def _by_range(x: np.ndarray, complement: bool) -> np.ndarray:
@@ -142,24 +168,21 @@ def _by_range(x: np.ndarray, complement: bool) -> np.ndarray:
 
     The small range's formula runs on every element (it is the common case, and a few
     arithmetic passes cost less than selecting elements by a random mask); only the elements
-    beyond it are gathered (by index), evaluated and put back. NaN stays in the
-    small range, where it propagates."""
+    beyond it are gathered (by index), evaluated and put back. NaN stays in the small range,
+    where it propagates."""
     k = _COEFFICIENTS[x.dtype]
     out = _erfc_small(x, k) if complement else _erf_small(x, k)
     a = np.abs(x)
     idx = np.flatnonzero(a >= _SMALL)
     if not idx.size:
         return out
-    al = np.take(a, idx)
+    val = _large(np.take(a, idx), k, complement)
     neg = np.signbit(np.take(x, idx))
-    mid, tail = _erf_erfc_large(al, k)
-    in_mid = al < _MID
-    if complement:  # erfc(-a) = 2 - erfc(a)
-        c = np.where(in_mid, (1.0 - k.erx) - mid, tail)
-        val = np.where(neg, 2.0 - c, c)
-    else:
-        e = np.where(in_mid, k.erx + mid, 1.0 - tail)
-        val = np.where(neg, -e, e)
+    if neg.any():
+        if complement:  # erfc(-a) = 2 - erfc(a)
+            val = np.where(neg, 2.0 - val, val)
+        else:
+            val = np.where(neg, -val, val)
     out[idx] = val
     return out
 

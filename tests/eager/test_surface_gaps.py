@@ -270,3 +270,11 @@ def test_scatter_with_reduce_matches_pytorch(reduce):
             warnings.simplefilter("ignore")
             inplace.scatter_(0, eager.tensor(index), source_e, reduce=reduce)
         np.testing.assert_allclose(inplace.numpy(), ot.numpy(), rtol=1e-12)
+
+
+def test_softmax_of_a_0d_and_a_float16_tensor():
+    """The in-place softmax kernel keeps PyTorch's results on its edge cases."""
+    assert eager.softmax(eager.tensor(2.0), 0).item() == 1.0
+    half = eager.softmax(eager.tensor([1.0, 2.0], dtype=eager.float16), 0)
+    assert half.dtype == eager.float16
+    np.testing.assert_allclose(half.numpy().astype(np.float64), [0.2689, 0.7311], atol=1e-3)
