@@ -402,7 +402,7 @@ class Embedding(Module):
 
 
 class Upsample(Module):
-    """Resize with F.interpolate (nearest, linear, bilinear)."""
+    """Resize with F.interpolate (nearest, linear, bilinear, bicubic)."""
 
     def __init__(self, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
                  recompute_scale_factor: bool | None = None) -> None:

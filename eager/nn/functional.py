@@ -1110,20 +1110,54 @@ def _source_positions(n_in: int, n_out: int, scale: float | None, mode: str, ali
     return lo, hi, src - lo
 
 
+_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
+
+
+def _cubic_taps(n_in: int, n_out: int, scale: float | None, align_corners: bool):
+    """Bicubic along one dim, as PyTorch's upsample_bicubic2d: for each output position the
+    four source indices floor(src) - 1 .. floor(src) + 2 (clamped to the input) and their
+    cubic-convolution weights (A = -0.75). Unlike the linear modes, src is not clamped at 0."""
+    import numpy as np  # noqa: PLC0415
+
+    dst = np.arange(n_out, dtype=np.float64)
+    if align_corners:
+        src = dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros_like(dst)
+    else:
+        ratio = (1.0 / scale) if scale else n_in / n_out
+        src = (dst + 0.5) * ratio - 0.5
+    floor = np.floor(src)
+    t = src - floor
+    a = _CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    weights = np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)])
+    taps = np.clip(floor.astype(np.int64)[None, :] + np.arange(-1, 3)[:, None], 0, n_in - 1)
+    return taps, weights
+
+
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
                 recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
-    """Resize the spatial dims of (N, C, L) or (N, C, H, W): modes nearest, linear and
-    bilinear (separable index_select and weights: differentiable, no loop over pixels)."""
+    """Resize the spatial dims of (N, C, L) or (N, C, H, W): modes nearest, linear, bilinear
+    and bicubic (separable index_select and weights: differentiable, no loop over pixels)."""
     from .._factories import tensor as _tensor  # noqa: PLC0415
 
     spatial = input.ndim - 2
     if spatial not in (1, 2):
         raise NotImplementedError(f"interpolate: only 3-D and 4-D inputs are supported, got {input.ndim}-D")
-    if mode not in ("nearest", "linear", "bilinear"):
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (nearest, linear, bilinear)")
-    if mode in ("linear", "bilinear") and mode != ("linear" if spatial == 1 else "bilinear"):
+    if mode not in ("nearest", "linear", "bilinear", "bicubic"):
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (nearest, linear, bilinear, bicubic)")
+    if mode in ("linear", "bilinear", "bicubic") and mode != ("linear" if spatial == 1 else mode) or (
+            mode == "bicubic" and spatial != 2):
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
                                   f"{'3D' if mode == 'linear' else '4D'} input")
+    if antialias:
+        raise NotImplementedError(f"interpolate(antialias=True) is not supported (mode {mode!r}); resize without "
+                                  "it, or blur before downsampling")
     if mode == "nearest" and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
                          "bicubic | trilinear")
@@ -1141,6 +1175,17 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     out = input
     for k, (n_in, n_out, scale) in enumerate(zip(in_sizes, out_sizes, scales)):
         dim = 2 + k
+        if mode == "bicubic":
+            taps, weights = _cubic_taps(n_in, n_out, scale, bool(align_corners))
+            shape = [1] * input.ndim
+            shape[dim] = n_out
+            total = None
+            for idx, w in zip(taps, weights):
+                term = _F.index_select(out, dim, _tensor(idx, device=input.device)) * _tensor(
+                    w.reshape(shape), dtype=input.dtype, device=input.device)
+                total = term if total is None else total + term
+            out = total
+            continue
         lo, hi, frac = _source_positions(n_in, n_out, scale, mode, bool(align_corners))
         first = _F.index_select(out, dim, _tensor(lo, device=input.device))
         if frac is None:

@@ -278,3 +278,45 @@ def test_softmax_of_a_0d_and_a_float16_tensor():
     half = eager.softmax(eager.tensor([1.0, 2.0], dtype=eager.float16), 0)
     assert half.dtype == eager.float16
     np.testing.assert_allclose(half.numpy().astype(np.float64), [0.2689, 0.7311], atol=1e-3)
+
+
+# -- bicubic interpolation -----------------------------------------------------------------------
+BICUBIC = [dict(size=(9, 4)), dict(scale_factor=2.0), dict(scale_factor=(0.5, 1.7)),
+           dict(size=(8, 11), align_corners=True), dict(size=(3, 2), align_corners=False),
+           dict(scale_factor=1.5, recompute_scale_factor=True), dict(size=(1, 1), align_corners=True)]
+
+
+@pytest.mark.parametrize("kw", BICUBIC, ids=[str(k) for k in BICUBIC])
+def test_bicubic_interpolation_matches_pytorch(kw):
+    torch = _torch()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 5, 7))
+    xe, xt = eager.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    oe = nn.functional.interpolate(xe, mode="bicubic", **kw)
+    ot = torch.nn.functional.interpolate(xt, mode="bicubic", **kw)
+    np.testing.assert_allclose(oe.detach().numpy(), ot.detach().numpy(), rtol=1e-12, atol=1e-12)
+    w = rng.standard_normal(tuple(ot.shape))
+    (oe * eager.tensor(w)).sum().backward()
+    (ot * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-12, atol=1e-12)
+    f32 = nn.functional.interpolate(eager.tensor(x.astype(np.float32)), mode="bicubic", **kw)
+    assert f32.dtype == eager.float32
+    np.testing.assert_allclose(f32.numpy(), ot.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_bicubic_interpolation_against_finite_differences_and_its_checks():
+    x = eager.tensor(np.random.default_rng(1).standard_normal((1, 2, 4, 3)), requires_grad=True)
+    for align in (False, True):
+        def f(t, align=align):
+            return nn.functional.interpolate(t, size=(6, 5), mode="bicubic", align_corners=align)
+
+        assert gradcheck(f, (x,)) and gradgradcheck(f, (x,))
+    up = nn.Upsample(scale_factor=2, mode="bicubic")
+    assert tuple(up(x).shape) == (1, 2, 8, 6)
+    # a constant image stays constant (the four weights sum to 1)
+    const = nn.functional.interpolate(eager.full((1, 1, 3, 3), 2.5), size=(7, 5), mode="bicubic")
+    np.testing.assert_allclose(const.numpy(), 2.5, rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="4D input"):
+        nn.functional.interpolate(eager.ones(1, 2, 5), size=7, mode="bicubic")
+    with pytest.raises(NotImplementedError, match="antialias"):
+        nn.functional.interpolate(x, size=(2, 2), mode="bicubic", antialias=True)
