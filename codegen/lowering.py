@@ -370,7 +370,8 @@ __all__ = ["TABLE", "OpLowering", "NumpyLowering", "CupyLowering", "ReductionLow
 # integer and float semantics differ, so no single C expression serves them).
 for _name in ("gather", "scatter_add", "scatter", "scatter_reduce", "index_select", "index_add", "embedding",
               "embedding_backward", "tril", "triu", "flip", "diagonal", "diagonal_grad", "cumsum",
-              "cumprod", "argsort", "einsum", "unfold", "fold", "normalize", "normalize_backward", "nan_to_num"):
+              "cumprod", "argsort", "einsum", "unfold", "fold", "normalize", "normalize_backward", "nan_to_num",
+              "gelu_grad"):
     _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
          CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
          note="a whole-array kernel (the op's own forward), not a per-element expression")

@@ -186,9 +186,35 @@ def _gelu_vjp(ctx, g):
         t = TANH((x + x * x * x * 0.044715) * _GELU_K)
         dt = (1.0 - t * t) * ((x * x * (3 * 0.044715) + 1.0) * _GELU_K)
         return (g * ((t + 1.0) * 0.5 + x * dt * 0.5),)
-    cdf = (ERF(x * _INV_SQRT2) + 1.0) * 0.5
-    pdf = EXP(x * x * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
-    return (g * (cdf + x * pdf),)
+    return (g * GELU_GRAD(x),)
+
+
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _gelu_grad(xp, x):
+    """Phi(x) + x * phi(x), the derivative of exact GELU, in one buffer (the backward of a
+    GELU then costs one op where the composite took about ten)."""
+    out = _erf(xp, x * _INV_SQRT2)
+    out += 1.0
+    out *= 0.5
+    pdf = xp.asarray(x * x)  # an array even for 0-d x (NumPy gives a scalar there)
+    pdf *= -0.5
+    xp.exp(pdf, out=pdf)
+    pdf *= x
+    pdf *= _INV_SQRT_2PI
+    out += pdf
+    return out
+
+
+GELU_GRAD = defop(
+    "gelu_grad", forward=_gelu_grad, abstract=_unary_float("gelu_grad"),
+    # d/dx (Phi + x phi) = 2 phi - x^2 phi
+    vjp=lambda ctx, g: (g * (EXP(ctx.input(0) * ctx.input(0) * -0.5) * _INV_SQRT_2PI)
+                        * (2.0 - ctx.input(0) * ctx.input(0)),),
+    grad_name="GeluBackwardBackward0", save=(0,), promote="float", kind="other", samples=_any((3, 4)),
+    doc="the derivative of exact GELU: Phi(x) + x * phi(x)",
+)
 
 
 def _gelu_abstract(x, approximate="none"):
