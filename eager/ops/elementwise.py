@@ -8,7 +8,7 @@ import numpy as np
 from .. import _dtypes
 from . import _erf as _erf_numpy
 from ._checks import broadcast_shapes, require_float, same_dtype, specs_of
-from ._registry import TensorSpec, defop
+from ._registry import OpDef, TensorSpec, defop
 
 
 # -- abstract rules -------------------------------------------------------------------------
@@ -49,7 +49,7 @@ def _away_from_zero(*shapes, **attrs):
     return make
 
 
-def _unary(name, forward, vjp, grad_name, samples, save=(0,), save_output=False, doc=""):
+def _unary(name, forward, vjp, grad_name, samples, save=(0,), save_output=False, doc="") -> OpDef:
     return defop(
         name, forward=forward, abstract=_unary_float(name), vjp=vjp, grad_name=grad_name,
         save=save, save_output=save_output, promote="float", samples=samples, doc=doc,
@@ -77,7 +77,7 @@ RSQRT = _unary("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x),
                "RsqrtBackward0", _positive((3, 4)), save=(), save_output=True)
 SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * COS(ctx.input(0)),),
              "SinBackward0", _any((3, 4)))
-COS = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-(g * SIN(ctx.input(0))),),
+COS: OpDef = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-(g * SIN(ctx.input(0))),),
              "CosBackward0", _any((3, 4)))
 TANH = _unary("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (g * (1.0 - ctx.out * ctx.out),),
               "TanhBackward0", _any((3, 4)), save=(), save_output=True)
@@ -112,7 +112,7 @@ ABS = defop(
     vjp=lambda ctx, g: (g * SIGN(ctx.input(0)),), grad_name="AbsBackward0", save=(0,),
     samples=_away_from_zero((3, 4)), batchable=True,
 )
-SIGN = defop(
+SIGN: OpDef = defop(
     "sign", forward=_sign, abstract=lambda x: x,
     vjp=lambda ctx, g: (g * 0.0,), grad_name="SignBackward0", samples=_away_from_zero((3, 4)), batchable=True,
 )
@@ -404,7 +404,7 @@ def _where(xp, c, a, b):
     return out
 
 
-WHERE = defop(
+WHERE: OpDef = defop(
     "where", forward=_where, abstract=_where_abstract,
     vjp=lambda ctx, g: (
         None,
@@ -468,7 +468,7 @@ CLAMP = defop(
 
 
 # -- comparisons and logic: bool results, no gradient ----------------------------------------
-def _compare(name, ufunc):
+def _compare(name, ufunc) -> OpDef:
     return defop(
         name, forward=lambda xp, a, b: getattr(xp, ufunc)(a, b),
         abstract=_elementwise(name, result_dtype=_dtypes.bool_), promote="same",
@@ -481,7 +481,7 @@ EQ = _compare("eq", "equal")
 NE = _compare("ne", "not_equal")
 LT = _compare("lt", "less")
 LE = _compare("le", "less_equal")
-GT = _compare("gt", "greater")
+GT: OpDef = _compare("gt", "greater")
 GE = _compare("ge", "greater_equal")
 LOGICAL_AND = defop(
     "logical_and", forward=lambda xp, a, b: xp.logical_and(a, b),
