@@ -45,6 +45,9 @@ from ._functional import (  # noqa: F401,E402
     outer, remainder, repeat_interleave, roll, scatter, scatter_add, scatter_reduce, sort, std_mean, topk, trace, tril, triu,
     unique, var_mean,
 )
+from ._functional import (  # noqa: F401,E402
+    acos, arccos, arcsin, arctan, arctan2, asin, atan, atan2, ceil, cosh, fix, floor, log2, log10, round, sinh, trunc,
+)
 from ._factories import (  # noqa: F401,E402
     Generator, bernoulli, default_generator, get_rng_state, initial_seed, multinomial, normal, set_rng_state,
 )

@@ -9,7 +9,7 @@ import numpy as np
 from .. import _dtypes
 from ._checks import broadcast_shapes, same_dtype, specs_of
 from ._registry import VARIADIC, TensorSpec, defop
-from .elementwise import EQ, LOGICAL_AND, TO_DTYPE, WHERE
+from .elementwise import EQ, LOGICAL_AND, RSQRT, TO_DTYPE, WHERE
 from .indexing import FLIP
 from .shape_ops import EXPAND, RESHAPE
 
@@ -135,6 +135,77 @@ NAN_TO_NUM = defop(
     vjp=lambda ctx, g: (WHERE(ISFINITE(ctx.input(0)), g, 0.0),), grad_name="NanToNumBackward0", save=(0,),
     samples=lambda rng: [((_specials(rng),), {"nan": 0.0, "posinf": None, "neginf": None}),
                          ((_specials(rng),), {"nan": 1.5, "posinf": 9.0, "neginf": -9.0})],
+)
+
+
+# -- rounding and more transcendental functions ---------------------------------------------------
+# Library calls (not fused): rounding keeps an integer input as it is (NumPy would give float64).
+def _rounding(name: str, fn: str) -> Any:
+    def refuse_bool():
+        raise NotImplementedError(f'"{name}_vml_cpu" not implemented for \'Bool\'; cast with .float() first')
+
+    def forward(xp, x, decimals=0):
+        if x.dtype.kind == "b":
+            refuse_bool()
+        if x.dtype.kind in "iu":
+            return x.copy()
+        if decimals:
+            return xp.round(x, decimals)
+        return getattr(xp, fn)(x)
+
+    def abstract(x, decimals=0):
+        if x.dtype == _dtypes.bool_:
+            refuse_bool()
+        return x
+
+    return defop(name, forward=forward, abstract=abstract, fusible=False,
+                 vjp=lambda ctx, g: (g * 0.0,),  # PyTorch: a zero gradient (a step function)
+                 grad_name=name.title() + "Backward0",
+                 samples=lambda rng: [((rng.uniform(-3, 3, (3, 4)) + 0.25,), {})],
+                 doc=f"{name} of each element (an integer tensor is returned as it is); its gradient is zero")
+
+
+FLOOR = _rounding("floor", "floor")
+CEIL = _rounding("ceil", "ceil")
+TRUNC = _rounding("trunc", "trunc")
+ROUND = _rounding("round", "rint")  # half to even, as PyTorch
+
+
+def _float_unary(name: str, fn: str, vjp, samples) -> Any:
+    def abstract(x):
+        return x if x.dtype.is_floating_point else TensorSpec(x.shape, _dtypes.DEFAULT_FLOAT)
+
+    return defop(name, forward=lambda xp, x: getattr(xp, fn)(x), abstract=abstract, vjp=vjp,
+                 grad_name=name.title() + "Backward0", save=(0,), promote="float", fusible=False, samples=samples)
+
+
+def _in(lo: float, hi: float):
+    return lambda rng: [((rng.uniform(lo, hi, (3, 4)),), {})]
+
+
+_LN2, _LN10 = float(np.log(2.0)), float(np.log(10.0))
+LOG2 = _float_unary("log2", "log2", lambda ctx, g: (g / (ctx.input(0) * _LN2),), _in(0.5, 3.0))
+LOG10 = _float_unary("log10", "log10", lambda ctx, g: (g / (ctx.input(0) * _LN10),), _in(0.5, 3.0))
+SINH = _float_unary("sinh", "sinh", lambda ctx, g: (g * COSH(ctx.input(0)),), _in(-2.0, 2.0))
+COSH: Any = _float_unary("cosh", "cosh", lambda ctx, g: (g * SINH(ctx.input(0)),), _in(-2.0, 2.0))
+ASIN = _float_unary("asin", "arcsin", lambda ctx, g: (g * RSQRT(1.0 - ctx.input(0) * ctx.input(0)),), _in(-0.8, 0.8))
+ACOS = _float_unary("acos", "arccos", lambda ctx, g: (-(g * RSQRT(1.0 - ctx.input(0) * ctx.input(0))),),
+                    _in(-0.8, 0.8))
+ATAN = _float_unary("atan", "arctan", lambda ctx, g: (g / (ctx.input(0) * ctx.input(0) + 1.0),), _in(-2.0, 2.0))
+
+
+def _atan2_vjp(ctx, g):
+    a, b = ctx.input(0), ctx.input(1)
+    denom = a * a + b * b
+    return (g * b / denom if ctx.needs(0) else None, -(g * a) / denom if ctx.needs(1) else None)
+
+
+ATAN2 = defop(
+    "atan2", arity=2, fusible=False, forward=lambda xp, a, b: xp.arctan2(a, b), abstract=_elementwise("atan2"),
+    vjp=_atan2_vjp, grad_name="Atan2Backward0", save=(0, 1), promote="float",
+    samples=lambda rng: [((rng.uniform(0.5, 2.0, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4)),
+                           rng.uniform(0.5, 2.0, (4,)) * rng.choice([-1.0, 1.0], (4,))), {})],
+    doc="the angle of (b, a) in (-pi, pi], elementwise",
 )
 
 

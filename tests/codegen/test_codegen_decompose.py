@@ -21,7 +21,8 @@ FORWARD_CALLS = {"index_grad", "index_put", "view_scatter", "prod_except_self", 
                  "gather", "scatter_add", "scatter", "scatter_reduce", "index_select", "index_add", "embedding",
                  "embedding_backward", "tril", "triu", "flip", "diagonal", "diagonal_grad", "cumsum",
                  "cumprod", "argsort", "einsum", "unfold", "fold", "normalize", "normalize_backward", "nan_to_num",
-                 "gelu_grad"}
+                 "gelu_grad", "floor", "ceil", "trunc", "round", "log2", "log10", "sinh", "cosh", "asin", "acos",
+                 "atan", "atan2"}
 
 X = eager.tensor(np.random.default_rng(0).standard_normal((64, 300)).astype(np.float32))
 

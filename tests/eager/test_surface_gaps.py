@@ -320,3 +320,55 @@ def test_bicubic_interpolation_against_finite_differences_and_its_checks():
         nn.functional.interpolate(eager.ones(1, 2, 5), size=7, mode="bicubic")
     with pytest.raises(NotImplementedError, match="antialias"):
         nn.functional.interpolate(x, size=(2, 2), mode="bicubic", antialias=True)
+
+
+# -- rounding and more transcendental functions ----------------------------------------------------
+UNARY = ["floor", "ceil", "trunc", "round", "log2", "log10", "sinh", "cosh", "asin", "acos", "atan"]
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_more_math_matches_pytorch(name):
+    torch = _torch()
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.1, 0.9, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4)) * (4.0 if name in ("floor", "ceil", "trunc",
+                                                                                          "round") else 1.0)
+    if name in ("log2", "log10"):
+        x = np.abs(x)
+    xe, xt = eager.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    oe, ot = getattr(eager, name)(xe), getattr(torch, name)(xt)
+    np.testing.assert_allclose(oe.detach().numpy(), ot.detach().numpy(), rtol=1e-14)
+    assert oe.grad_fn.name() == ot.grad_fn.name()
+    oe.sum().backward()
+    ot.sum().backward()
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
+    for ints in (np.array([3, -2, 7]), np.array([1, 8, 100])):
+        if name in ("log2", "log10") and ints.min() <= 0:
+            continue
+        got, want = getattr(eager, name)(eager.tensor(ints)), getattr(torch, name)(torch.tensor(ints))
+        assert got.dtype.name == str(want.dtype).replace("torch.", "")
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_round_decimals_atan2_and_aliases():
+    torch = _torch()
+    x = np.array([1.2345, 2.675, -0.5, 0.5, 1.5, 2.5])
+    np.testing.assert_allclose(eager.round(eager.tensor(x), decimals=2).numpy(),
+                               torch.round(torch.tensor(x), decimals=2).numpy())
+    a, b = np.array([1.0, -2.0, 0.5, -0.3]), np.array([-1.5, -0.5, 2.0, 0.7])
+    ae, be = eager.tensor(a, requires_grad=True), eager.tensor(b, requires_grad=True)
+    at, bt = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    eager.atan2(ae, be).sum().backward()
+    torch.atan2(at, bt).sum().backward()
+    np.testing.assert_allclose(eager.arctan2(ae, be).detach().numpy(), torch.atan2(at, bt).detach().numpy())
+    np.testing.assert_allclose(ae.grad.numpy(), at.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(be.grad.numpy(), bt.grad.numpy(), rtol=1e-12)
+    assert eager.fix is eager.trunc and eager.arcsin is eager.asin
+    with pytest.raises(NotImplementedError, match="floor_vml_cpu.*Bool"):
+        eager.floor(eager.tensor([True]))
+
+
+@pytest.mark.parametrize("name", ["sinh", "cosh", "asin", "acos", "atan", "log2", "log10"])
+def test_more_math_second_order(name):
+    x = eager.tensor(np.random.default_rng(2).uniform(0.2, 0.7, (5,)), requires_grad=True)
+    fn = getattr(eager, name)
+    assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))
