@@ -57,6 +57,39 @@ Softmin = _simple("Softmin", F.softmin, "softmax(-x, dim)", dim=None)
 GLU = _simple("GLU", F.glu, "a * sigmoid(b) of the two halves of dim", dim=-1)
 
 
+Threshold = _simple("Threshold", F.threshold, "x if x > threshold else value", threshold=0.0, value=0.0,
+                    inplace=False)
+Hardshrink = _simple("Hardshrink", F.hardshrink, "x if |x| > lambd else 0", lambd=0.5)
+Softshrink = _simple("Softshrink", F.softshrink, "x -+ lambd beyond +-lambd, else 0", lambd=0.5)
+
+
+class PReLU(Module):
+    """max(0, x) + weight * min(0, x) with a learned slope: one, or one per channel (dim 1),
+    initialized to `init`. Mirrors torch.nn.PReLU."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        from .._factories import full  # noqa: PLC0415
+
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(full((num_parameters,), init, device=device, dtype=dtype))
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels (dim -3) of (N, C, H, W) or (C, H, W). Mirrors torch.nn.Softmax2d."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")
+        return F.softmax(input, -3)
+
+
 class MultiheadAttention(Module):
     """Multi-head attention as PyTorch's: packed in_proj_weight (3E, E) and in_proj_bias,
     out_proj a Linear; inputs (L, N, E), or (N, L, E) with batch_first. Keys and values of

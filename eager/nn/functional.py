@@ -317,6 +317,60 @@ def logsigmoid(input: Tensor) -> Tensor:
 log_sigmoid = logsigmoid
 
 
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """input where input > threshold, else value. Mirrors torch.nn.functional.threshold."""
+    return _F.where(input > threshold, input, value)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """input where |input| > lambd, else 0. Mirrors torch.nn.functional.hardshrink."""
+    return _F.where(_F.abs(input) > lambd, input, 0.0)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """input - lambd above lambd, input + lambd below -lambd, else 0. Mirrors torch.nn.functional.softshrink."""
+    return _F.where(input > lambd, input - lambd, _F.where(input < -lambd, input + lambd, 0.0))
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """input where input >= 0, else weight * input, weight (one value or one per channel,
+    dim 1) broadcast over the rest. Mirrors torch.nn.functional.prelu."""
+    if weight.numel() != 1:
+        channels = input.shape[1] if input.ndim > 1 else input.shape[0]
+        if weight.numel() != channels:
+            raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. Found parameter numbers "
+                               f"= {weight.numel()} and channel size = {channels}.")
+        if input.ndim > 1:
+            weight = weight.reshape(-1, *([1] * (input.ndim - 2)))
+    return _F.where(input >= 0, input, input * weight)
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C r^2, H, W) -> (*, C, H r, W r): channels moved into space. Mirrors torch.nn.functional.pixel_shuffle."""
+    r = int(upscale_factor)
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    n = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H r, W r) -> (*, C r^2, H, W): the inverse of pixel_shuffle. Mirrors torch.nn.functional.pixel_unshuffle."""
+    r = int(downscale_factor)
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by downscale_factor, but "
+                           f"input.size(-2)={h} and input.size(-1)={w} are not divisible by {r}")
+    n = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
 def softsign(input: Tensor) -> Tensor:
     """x / (1 + |x|), elementwise. Mirrors torch.nn.functional.softsign."""
     return input / (_F.abs(input) + 1.0)

@@ -372,3 +372,71 @@ def test_more_math_second_order(name):
     x = eager.tensor(np.random.default_rng(2).uniform(0.2, 0.7, (5,)), requires_grad=True)
     fn = getattr(eager, name)
     assert gradcheck(fn, (x,)) and gradgradcheck(fn, (x,))
+
+
+# -- weightless layers: activations, padding, pixel shuffle, upsampling, distances ----------------------
+LAYERS = {
+    "Threshold": (lambda m: m.Threshold(0.1, 20.0), (2, 3, 4)),
+    "Hardshrink": (lambda m: m.Hardshrink(0.3), (2, 3, 4)),
+    "Softshrink": (lambda m: m.Softshrink(0.3), (2, 3, 4)),
+    "Softmax2d": (lambda m: m.Softmax2d(), (2, 3, 4, 5)),
+    "ConstantPad1d": (lambda m: m.ConstantPad1d((2, 1), 3.5), (2, 3, 4)),
+    "ConstantPad2d": (lambda m: m.ConstantPad2d(1, -1.0), (2, 3, 4, 5)),
+    "ConstantPad3d": (lambda m: m.ConstantPad3d((1, 0, 0, 2, 1, 1), 0.5), (1, 2, 3, 4, 5)),
+    "ZeroPad2d": (lambda m: m.ZeroPad2d((1, 2, 0, 1)), (2, 3, 4, 5)),
+    "ReflectionPad1d": (lambda m: m.ReflectionPad1d(2), (2, 3, 5)),
+    "ReflectionPad2d": (lambda m: m.ReflectionPad2d((1, 2, 2, 1)), (2, 3, 4, 5)),
+    "ReplicationPad1d": (lambda m: m.ReplicationPad1d((3, 1)), (2, 3, 4)),
+    "ReplicationPad2d": (lambda m: m.ReplicationPad2d(2), (2, 3, 4, 5)),
+    "CircularPad1d": (lambda m: m.CircularPad1d(2), (2, 3, 4)),
+    "PixelShuffle": (lambda m: m.PixelShuffle(2), (2, 8, 3, 4)),
+    "PixelUnshuffle": (lambda m: m.PixelUnshuffle(2), (2, 3, 4, 6)),
+    "UpsamplingNearest2d": (lambda m: m.UpsamplingNearest2d(scale_factor=2), (1, 2, 3, 4)),
+    "UpsamplingBilinear2d": (lambda m: m.UpsamplingBilinear2d(size=(5, 7)), (1, 2, 3, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_weightless_layers_match_pytorch(name):
+    torch = _torch()
+    make, shape = LAYERS[name]
+    x = np.random.default_rng(0).standard_normal(shape)
+    xe, xt = eager.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    oe, ot = make(nn)(xe), make(torch.nn)(xt)
+    np.testing.assert_allclose(oe.detach().numpy(), ot.detach().numpy(), rtol=1e-12, atol=1e-12)
+    w = np.random.default_rng(1).standard_normal(tuple(ot.shape))
+    (oe * eager.tensor(w)).sum().backward()
+    (ot * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-12, atol=1e-12)
+    assert repr(make(nn)).split("(")[0] == repr(make(torch.nn)).split("(")[0]
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_prelu_matches_pytorch(channels):
+    torch = _torch()
+    x = np.random.default_rng(0).standard_normal((2, 3, 4))
+    me, mt = nn.PReLU(channels, dtype=eager.float64), torch.nn.PReLU(channels).double()
+    xe, xt = eager.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    oe, ot = me(xe), mt(xt)
+    np.testing.assert_allclose(oe.detach().numpy(), ot.detach().numpy(), rtol=1e-12)
+    oe.sum().backward()
+    ot.sum().backward()
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(me.weight.grad.numpy(), mt.weight.grad.numpy(), rtol=1e-12)
+    assert set(me.state_dict()) == set(mt.state_dict()) == {"weight"}
+
+
+def test_distance_modules_match_pytorch_and_layers_check_their_input():
+    torch = _torch()
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((4, 6)), rng.standard_normal((4, 6))
+    np.testing.assert_allclose(nn.CosineSimilarity(dim=1)(eager.tensor(a), eager.tensor(b)).numpy(),
+                               torch.nn.CosineSimilarity(dim=1)(torch.tensor(a), torch.tensor(b)).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(nn.PairwiseDistance(p=1.0)(eager.tensor(a), eager.tensor(b)).numpy(),
+                               torch.nn.PairwiseDistance(p=1.0)(torch.tensor(a), torch.tensor(b)).numpy(), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="divisible"):
+        nn.PixelShuffle(2)(eager.ones(1, 3, 2, 2))
+    with pytest.raises(RuntimeError, match="Mismatch of parameter numbers"):
+        nn.PReLU(4)(eager.ones(2, 3, 5))
+    with pytest.raises(ValueError, match="expected 3D or 4D"):
+        nn.ReflectionPad2d(1)(eager.ones(2, 2, 2, 2, 2))
