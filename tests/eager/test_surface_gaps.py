@@ -440,3 +440,28 @@ def test_distance_modules_match_pytorch_and_layers_check_their_input():
         nn.PReLU(4)(eager.ones(2, 3, 5))
     with pytest.raises(ValueError, match="expected 3D or 4D"):
         nn.ReflectionPad2d(1)(eager.ones(2, 2, 2, 2, 2))
+
+
+# -- nn.Transformer ----------------------------------------------------------------------------------
+def test_transformer_matches_pytorch_with_the_same_weights():
+    torch = _torch()
+    eager.manual_seed(0)
+    mine = nn.Transformer(16, 2, 2, 1, 32, dropout=0.0, batch_first=True, dtype=eager.float64)
+    theirs = torch.nn.Transformer(16, 2, 2, 1, 32, dropout=0.0, batch_first=True).double()
+    assert set(mine.state_dict()) == set(theirs.state_dict())
+    theirs.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in mine.state_dict().items()})
+    rng = np.random.default_rng(0)
+    src, tgt = rng.standard_normal((2, 5, 16)), rng.standard_normal((2, 4, 16))
+    mask_e = nn.Transformer.generate_square_subsequent_mask(4, dtype=eager.float64)
+    mask_t = torch.nn.Transformer.generate_square_subsequent_mask(4, dtype=torch.float64)
+    np.testing.assert_array_equal(mask_e.numpy(), mask_t.numpy())
+    se, te = eager.tensor(src, requires_grad=True), eager.tensor(tgt)
+    st, tt = torch.tensor(src, requires_grad=True), torch.tensor(tgt)
+    oe = mine(se, te, tgt_mask=mask_e, tgt_is_causal=True)
+    ot = theirs(st, tt, tgt_mask=mask_t, tgt_is_causal=True)
+    np.testing.assert_allclose(oe.detach().numpy(), ot.detach().numpy(), rtol=1e-10, atol=1e-12)
+    oe.sum().backward()
+    ot.sum().backward()
+    np.testing.assert_allclose(se.grad.numpy(), st.grad.numpy(), rtol=1e-8, atol=1e-10)
+    with pytest.raises(RuntimeError, match="d_model"):
+        mine(eager.ones(2, 5, 8, dtype=eager.float64), eager.ones(2, 4, 8, dtype=eager.float64))
