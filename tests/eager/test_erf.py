@@ -90,9 +90,11 @@ def test_the_op_uses_an_evaluation_within_the_bound():
 
 
 def test_scipy_erf_meets_the_same_bound_when_importable():
+    """eager takes SciPy's erf for float32 only, where it keeps to the bound (its float64 erf
+    is off by up to 2 units in the last place)."""
     special = pytest.importorskip("scipy.special")
     x = _samples()
-    for dtype in (np.float64, np.float32):
+    for dtype in (np.float32,):
         xs = x.astype(dtype)
         xs = xs[np.isfinite(xs)]
         want = np.array([math.erf(v) for v in xs.astype(np.float64)])
