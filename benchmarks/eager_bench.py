@@ -1,9 +1,11 @@
-"""Eager mode against hand-written NumPy on the design's workloads W1-W4.
+"""Eager mode against hand-written NumPy and PyTorch eager on the design's workloads W1-W4.
 
-For each workload and size, the same computation runs two ways in this process: with
-eager tensors (forward records the graph, `backward()` walks it) and as NumPy code with
-the backward written out by hand. Both are checked to agree, then timed interleaved; the
-table shows medians and the eager/NumPy ratio (forward alone and forward+backward).
+For each workload and size, the same computation runs in this process with eager tensors
+(forward records the graph, `backward()` walks it), as NumPy code with the backward written
+out by hand and, when PyTorch is installed, with PyTorch's eager tensors. All are checked to
+agree, then timed interleaved; the table shows medians, the eager/NumPy ratio (forward alone
+and forward+backward) and the eager/PyTorch ratio of forward+backward. W4's per-op cost is
+forward plus `autograd.grad` divided by its 400 forward ops, in both libraries.
 
     python benchmarks/eager_bench.py                 # design.md sizes
     python benchmarks/eager_bench.py --quick         # small sizes, a few seconds
@@ -55,6 +57,48 @@ class Case:
     numpy_grads: Callable[[], list]
     eager_grads: Callable[[], list]
     ops: int = 0  # eager ops per forward (W4: for the per-op cost)
+    torch_fwd: Callable[[], object] | None = None  # PyTorch eager, when it is installed
+    torch_step: Callable[[], object] | None = None
+    torch_grads: Callable[[], list] | None = None
+
+
+def torch_or_none():
+    """PyTorch on one thread (as OPENBLAS_NUM_THREADS=1 pins NumPy), or None when absent."""
+    try:
+        import torch  # noqa: PLC0415
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    return torch
+
+
+TORCH = None  # set by main(): PyTorch or None
+
+
+def _torch_runners(arrays: list[np.ndarray], forward: Callable, grad: bool = False):
+    """(forward, forward+backward, grads) runners of `forward` on PyTorch leaves made from
+    `arrays` (each requiring grad); `grad=True` takes the gradients with autograd.grad."""
+    torch = TORCH
+    leaves = [torch.from_numpy(a.copy()).requires_grad_() for a in arrays]
+
+    def fwd():
+        return forward(*leaves)
+
+    def step():
+        if grad:
+            return list(torch.autograd.grad(fwd(), leaves))
+        for t in leaves:
+            t.grad = None
+        fwd().backward()
+        return [t.grad for t in leaves]
+
+    return fwd, step, step
+
+
+def _with_torch(case: Case, arrays: list[np.ndarray], forward: Callable | None, grad: bool = False) -> Case:
+    if TORCH is not None and forward is not None:
+        case.torch_fwd, case.torch_step, case.torch_grads = _torch_runners(arrays, forward, grad)
+    return case
 
 
 def _leaves(*arrays: np.ndarray) -> list[eager.Tensor]:
@@ -94,7 +138,8 @@ def w1(n: int, rng: np.random.Generator) -> Case:
         return w1_seed.seed_loss(ea, ew1, ew2, ew3, ew4)
 
     step = _eager_step(leaves, e_fwd)
-    return Case("W1 seed", f"n={n:.0e}", np_fwd, np_step, e_fwd, step, np_step, step, ops=7)
+    case = Case("W1 seed", f"n={n:.0e}", np_fwd, np_step, e_fwd, step, np_step, step, ops=7)
+    return _with_torch(case, arrays, w1_seed.peer("torch") if TORCH is not None else None)
 
 
 # -- W2: gelu ---------------------------------------------------------------------------------------
@@ -125,7 +170,8 @@ def w2(n: int, rng: np.random.Generator, cube: str = "pow") -> Case:
 
     step = _eager_step(leaves, e_fwd)
     size = f"n={n:.0e}" + ("" if cube == "pow" else " x*x*x")
-    return Case("W2 gelu", size, np_fwd, np_step, e_fwd, step, np_step, step, ops=10)
+    case = Case("W2 gelu", size, np_fwd, np_step, e_fwd, step, np_step, step, ops=10)
+    return _with_torch(case, [x, w], w2_gelu.peer("torch") if TORCH is not None else None)
 
 
 # -- W3: MLP with softmax cross-entropy and an SGD update -----------------------------------------------
@@ -180,7 +226,27 @@ def w3(B: int, D: int, H: int, C: int, rng: np.random.Generator, lr: float = 0.0
         sgd.step()
         return grads
 
-    return Case("W3 mlp", f"{B}x{D}x{H}x{C}", np_fwd, np_step, e_fwd, e_step, np_grads, e_grads)
+    case = Case("W3 mlp", f"{B}x{D}x{H}x{C}", np_fwd, np_step, e_fwd, e_step, np_grads, e_grads)
+    if TORCH is not None:
+        torch, loss = TORCH, w3_mlp.peer("torch")
+        tX, tY = torch.from_numpy(X), torch.from_numpy(np.eye(C, dtype=F32)[labels])
+        tparams = [torch.from_numpy(p.copy()).requires_grad_() for p in init]
+
+        def t_grads():
+            for p in tparams:
+                p.grad = None
+            loss(tX, tY, *tparams).backward()
+            return [p.grad for p in tparams]
+
+        def t_step():
+            grads = t_grads()
+            with torch.no_grad():
+                for p in tparams:
+                    p.sub_(p.grad, alpha=lr)
+            return grads
+
+        case.torch_fwd, case.torch_step, case.torch_grads = lambda: loss(tX, tY, *tparams), t_step, t_grads
+    return case
 
 
 # -- W4: a chain of scalar ops (per-op overhead) -------------------------------------------------------
@@ -201,14 +267,18 @@ def w4(rng: np.random.Generator) -> Case:
             g = g * (F32(1.0001) + F32(0.5) * np.cos(x))
         return [np.asarray(g)]
 
-    (ex,) = leaves = _leaves(np.asarray(x0))
+    (ex,) = _leaves(np.asarray(x0))
 
     def e_fwd():
         return w4_scalar.scalar_chain(ex, W4_STEPS)
 
-    step = _eager_step(leaves, e_fwd)
-    return Case("W4 scalar", f"{W4_STEPS} steps", np_fwd, np_step, e_fwd, step, np_step, step,
+    def step():  # forward plus autograd.grad: the per-op measure the issue defines
+        return list(eager.autograd.grad(e_fwd(), [ex]))
+
+    case = Case("W4 scalar", f"{W4_STEPS} steps", np_fwd, np_step, e_fwd, step, np_step, step,
                 ops=W4_STEPS * W4_OPS_PER_STEP)
+    chain = w4_scalar.peer("torch", W4_STEPS) if TORCH is not None else None
+    return _with_torch(case, [np.asarray(x0)], chain, grad=True)
 
 
 # -- running ---------------------------------------------------------------------------------------------
@@ -240,6 +310,11 @@ def check(case: Case) -> float:
         worst = max(worst, float(np.abs(r - g).max()) / scale)
     if worst > 1e-3:
         raise AssertionError(f"{case.workload} {case.size}: eager and NumPy gradients differ ({worst:.2e})")
+    if case.torch_grads is not None:
+        for r, t in zip(ref, case.torch_grads()):
+            diff = float(np.abs(r - t.detach().numpy().astype(np.float64)).max()) / max(1.0, float(np.abs(r).max()))
+            if diff > 1e-3:
+                raise AssertionError(f"{case.workload} {case.size}: PyTorch and NumPy gradients differ ({diff:.2e})")
     return worst
 
 
@@ -247,12 +322,14 @@ def measure(case: Case, repeats: int | None, budget: float = 2.0) -> dict:
     """Medians of NumPy and eager, forward alone and forward+backward, interleaved."""
     max_error = check(case)
     probe = time_interleaved([case.eager_step], repeats=1, warmup=1)[0]
-    reps = repeats or repeats_for(probe, budget)
+    reps = repeats or max(5, repeats_for(probe, budget))  # at least 5 interleaved runs (the W4 rule)
     inner = max(1, int(2e-3 / max(probe, 1e-9)))  # time short calls in batches of ~2 ms
-    # all four in one rotation, so load changes on a shared machine hit each alike
-    samples = sample_interleaved([case.numpy_fwd, case.eager_fwd, case.numpy_step, case.eager_step], reps,
-                                 inner=inner)
-    np_fwd, e_fwd, np_step, e_step = (statistics.median(s) for s in samples)
+    # all in one rotation, so load changes on a shared machine hit each alike
+    fns = [case.numpy_fwd, case.eager_fwd, case.numpy_step, case.eager_step]
+    if case.torch_step is not None:
+        fns += [case.torch_fwd, case.torch_step]
+    samples = sample_interleaved(fns, reps, inner=inner)
+    np_fwd, e_fwd, np_step, e_step = (statistics.median(s) for s in samples[:4])
     best = [min(s) for s in samples]  # the least disturbed run: a check on the medians when the machine is busy
     row = {
         "workload": case.workload, "size": case.size, "repeats": reps,
@@ -263,6 +340,12 @@ def measure(case: Case, repeats: int | None, budget: float = 2.0) -> dict:
     }
     if case.ops:
         row["eager_us_per_op_fwd_bwd"] = e_step / case.ops * 1e6
+    if case.torch_step is not None:
+        t_fwd, t_step = statistics.median(samples[4]), statistics.median(samples[5])
+        row.update(torch_fwd_s=t_fwd, torch_fwd_bwd_s=t_step, eager_vs_torch_fwd_bwd=e_step / t_step,
+                   eager_vs_torch_spread=[min(samples[3]) / max(samples[5]), max(samples[3]) / min(samples[5])])
+        if case.ops:
+            row["torch_us_per_op_fwd_bwd"] = t_step / case.ops * 1e6
     return row
 
 
@@ -291,9 +374,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--json", metavar="FILE", default=None, help="also write the results as JSON")
     parser.add_argument("--profile", metavar="WORKLOAD", default=None,
                         help="profile eager on this workload (its largest size) instead of timing")
+    parser.add_argument("--no-torch", action="store_true", help="leave out the PyTorch eager column")
     args = parser.parse_args(argv)
     only = {w.strip().upper() for w in args.only.split(",")} if args.only else None
     malloc = steady_malloc() if args.malloc == "steady" else "default"
+    global TORCH
+    TORCH = None if args.no_torch else torch_or_none()
 
     if args.profile:
         case = cases(args.quick, {args.profile.upper()}, args.cube)[-1]
@@ -305,12 +391,16 @@ def main(argv: list[str] | None = None) -> list[dict]:
         rows.append(measure(case, args.repeats, budget=0.2 if args.quick else 2.0))
         print(f"  measured {case.workload} {case.size}", file=sys.stderr, flush=True)
     headers = ["workload", "size", "numpy fwd ms", "eager fwd ms", "fwd ratio", "numpy f+b ms", "eager f+b ms",
-               "f+b ratio", "(of mins)", "us/op f+b"]
+               "f+b ratio", "(of mins)", "us/op f+b", "torch f+b ms", "eager/torch f+b", "torch us/op"]
     table = [[r["workload"], r["size"], r["numpy_fwd_s"] * 1e3, r["eager_fwd_s"] * 1e3, r["fwd_ratio"],
               r["numpy_fwd_bwd_s"] * 1e3, r["eager_fwd_bwd_s"] * 1e3, r["fwd_bwd_ratio"], r["min_fwd_bwd_ratio"],
-              r.get("eager_us_per_op_fwd_bwd", "")] for r in rows]
-    print(f"eager vs hand-written NumPy (medians; ratio = eager / NumPy; W2 cube: {args.cube}; malloc: {malloc})")
+              r.get("eager_us_per_op_fwd_bwd", ""), r["torch_fwd_bwd_s"] * 1e3 if "torch_fwd_bwd_s" in r else "",
+              r.get("eager_vs_torch_fwd_bwd", ""), r.get("torch_us_per_op_fwd_bwd", "")] for r in rows]
+    print(f"eager vs hand-written NumPy and PyTorch eager (medians; ratio = eager / NumPy; W2 cube: {args.cube}; "
+          f"malloc: {malloc})")
     print(format_table(headers, table))
+    if TORCH is None:
+        print("PyTorch is not installed (or --no-torch): no PyTorch column")
     if args.json:
         write_json(args.json, {"benchmark": "eager_bench", "quick": args.quick, "cube": args.cube, "malloc": malloc,
                                "results": rows})

@@ -3,15 +3,18 @@ installed: conv2d forward+backward, layer_norm and embedding forward+backward at
 sizes, and one training step of the W5 tiny GPT and of the W6 small CNN.
 
 Each row runs both libraries on the same data and weights, interleaved in one process
-(see common.py), and checks that they agree before timing. Without PyTorch only eager's
-column is filled.
+(see common.py), and checks that they agree before timing. The whole measurement is
+repeated `--runs` times (default 3); each cell reports the median over runs of the per-run
+eager/PyTorch ratio (itself a ratio of medians of interleaved samples) and the min-max
+spread of those ratios across runs. Without PyTorch only eager's column is filled.
 
-    python benchmarks/models_bench.py            # full sizes
-    python benchmarks/models_bench.py --quick --json models.json
+    python benchmarks/models_bench.py            # full sizes, 3 runs
+    python benchmarks/models_bench.py --quick --runs 1 --json models.json
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -36,13 +39,15 @@ SIZES = {
 
 
 def torch_or_none():
+    """PyTorch with as many threads as NumPy's BLAS gets (OPENBLAS_NUM_THREADS when set, so
+    `OPENBLAS_NUM_THREADS=1` compares one thread with one thread), or None when absent."""
     try:
         import torch  # noqa: PLC0415
-
-        torch.set_num_threads(max(1, torch.get_num_threads()))
-        return torch
     except ImportError:
         return None
+    threads = os.environ.get("OPENBLAS_NUM_THREADS")
+    torch.set_num_threads(int(threads) if threads and threads.isdigit() else max(1, torch.get_num_threads()))
+    return torch
 
 
 def _fwd_bwd(lib, fn, arrays, wants_grad):
@@ -132,8 +137,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--only", default=None, help="comma-separated row prefixes, e.g. conv2d,W5")
     ap.add_argument("--no-steps", action="store_true", help="skip the W5/W6 training steps")
     ap.add_argument("--malloc", choices=("steady", "default"), default="steady")
+    ap.add_argument("--runs", type=int, default=3, help="repeat the whole measurement; report median and spread")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
+    if args.runs < 1:
+        ap.error("--runs must be at least 1")
     malloc = steady_malloc() if args.malloc == "steady" else "default"
     torch = torch_or_none()
     only = None if args.only is None else [p.strip() for p in args.only.split(",")]
@@ -149,14 +157,16 @@ def main(argv: list[str] | None = None) -> list[dict]:
         eager_fn()
         repeats = args.repeats or repeats_for(time.perf_counter() - start, budget=1.0 if args.quick else 4.0)
         fns = [eager_fn] + ([torch_fn] if torch_fn is not None else [])
-        samples = sample_interleaved(fns, repeats)
-        row = {"case": name, "eager_s": float(np.median(samples[0])), "repeats": repeats,
-               "eager_spread": float(np.max(samples[0]) - np.min(samples[0]))}
+        runs = [sample_interleaved(fns, repeats) for _ in range(args.runs)]
+        eager_medians = [float(np.median(r[0])) for r in runs]
+        row = {"case": name, "eager_s": float(np.median(eager_medians)), "repeats": repeats, "runs": args.runs,
+               "eager_run_medians_s": eager_medians}
         if torch_fn is not None:
-            row["torch_s"] = float(np.median(samples[1]))
-            row["torch_spread"] = float(np.max(samples[1]) - np.min(samples[1]))
-            row["ratio"] = row["eager_s"] / row["torch_s"]
-            row["max_rel_diff"] = agreement
+            torch_medians = [float(np.median(r[1])) for r in runs]
+            ratios = [e / t for e, t in zip(eager_medians, torch_medians)]
+            row.update(torch_s=float(np.median(torch_medians)), torch_run_medians_s=torch_medians,
+                       ratio=float(np.median(ratios)), ratio_min=min(ratios), ratio_max=max(ratios),
+                       run_ratios=ratios, max_rel_diff=agreement)
         rows.append(row)
 
     for name, arrays, grads, eager_fn, torch_builder in op_cases(args.quick):
@@ -180,9 +190,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 agreement = abs(eager_step() - torch_step())
             record(name, eager_step, torch_step, agreement)
 
-    headers = ["case", "eager ms", "torch ms", "eager/torch", "repeats"]
+    headers = ["case", "eager ms", "torch ms", "eager/torch (median)", "min-max over runs", "repeats x runs"]
     table = [[r["case"], r["eager_s"] * 1e3, r.get("torch_s", float("nan")) * 1e3, r.get("ratio", float("nan")),
-              r["repeats"]] for r in rows]
+              f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f}" if "ratio" in r else "",
+              f"{r['repeats']} x {r['runs']}"] for r in rows]
     print(format_table(headers, table))
     if torch is None:
         print("PyTorch is not installed: only eager's column (pip install torch to compare)")

@@ -368,9 +368,10 @@ __all__ = ["TABLE", "OpLowering", "NumpyLowering", "CupyLowering", "ReductionLow
 # Library calls of the op's own forward (index, scan, sort, conv and normalization ops are
 # whole-array kernels), and NumPy/CuPy functions for the elementwise ones (library calls too:
 # integer and float semantics differ, so no single C expression serves them).
-for _name in ("gather", "scatter_add", "scatter", "index_select", "index_add", "embedding",
+for _name in ("gather", "scatter_add", "scatter", "scatter_reduce", "index_select", "index_add", "embedding",
               "embedding_backward", "tril", "triu", "flip", "diagonal", "diagonal_grad", "cumsum",
-              "cumprod", "argsort", "einsum", "unfold", "fold", "normalize", "nan_to_num"):
+              "cumprod", "argsort", "einsum", "unfold", "fold", "normalize", "normalize_backward", "nan_to_num",
+              "gelu_grad"):
     _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
          CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
          note="a whole-array kernel (the op's own forward), not a per-element expression")
@@ -378,6 +379,10 @@ for _name in ("floor_divide", "remainder", "fmod", "bitwise_and", "bitwise_or", 
               "logical_xor"):
     _add(_name, NumpyLowering(call=f"np.{_name}({{0}}, {{1}})"), CupyLowering(call=f"cp.{_name}({{0}}, {{1}})"),
          note="integer and float semantics differ: a library call rather than one C expression")
+for _name in ("floor", "ceil", "trunc", "round", "log2", "log10", "sinh", "cosh", "asin", "acos", "atan", "atan2"):
+    _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
+         CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
+         note="the op's own forward (integer inputs and decimals handled there): a library call")
 for _name in ("isnan", "isinf", "isfinite"):
     _add(_name, NumpyLowering(call=f"np.{_name}({{0}})"), CupyLowering(call=f"cp.{_name}({{0}})"),
          note="a bool result from any input dtype: a library call")

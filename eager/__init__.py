@@ -42,8 +42,11 @@ from ._functional import (  # noqa: F401,E402
     broadcast_shape as broadcast_shapes, clamp_max, clamp_min, cumprod, cumsum, diag, diag_embed, diagonal,
     einsum, flip, fliplr, flipud, floor_divide, fmod, gather, ger, index_add, index_select, isfinite, isinf,
     isnan, kthvalue, lerp, logical_or, logical_xor, masked_fill, masked_select, median, nan_to_num, nonzero,
-    outer, remainder, repeat_interleave, roll, scatter, scatter_add, sort, std_mean, topk, trace, tril, triu,
+    outer, remainder, repeat_interleave, roll, scatter, scatter_add, scatter_reduce, sort, std_mean, topk, trace, tril, triu,
     unique, var_mean,
+)
+from ._functional import (  # noqa: F401,E402
+    acos, arccos, arcsin, arctan, arctan2, asin, atan, atan2, ceil, cosh, fix, floor, log2, log10, round, sinh, trunc,
 )
 from ._factories import (  # noqa: F401,E402
     Generator, bernoulli, default_generator, get_rng_state, initial_seed, multinomial, normal, set_rng_state,

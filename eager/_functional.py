@@ -877,6 +877,70 @@ def logical_xor(input, other):
     return M.LOGICAL_XOR(input, other)
 
 
+# == rounding and more transcendental functions (ops in ops/math_ops.py) ==========================
+def floor(input):
+    """The largest integer not above each element (an integer tensor as it is). Mirrors torch.floor."""
+    return M.FLOOR(input)
+
+
+def ceil(input):
+    """The smallest integer not below each element (an integer tensor as it is). Mirrors torch.ceil."""
+    return M.CEIL(input)
+
+
+def trunc(input):
+    """Each element rounded toward zero (an integer tensor as it is). Mirrors torch.trunc."""
+    return M.TRUNC(input)
+
+
+def round(input, *, decimals: int = 0):  # noqa: A001  (torch's name)
+    """Each element rounded to `decimals` places, halves to even. Mirrors torch.round."""
+    return M.ROUND(input, decimals=int(decimals))
+
+
+def log2(input):
+    """The base-2 logarithm, elementwise. Mirrors torch.log2."""
+    return M.LOG2(input)
+
+
+def log10(input):
+    """The base-10 logarithm, elementwise. Mirrors torch.log10."""
+    return M.LOG10(input)
+
+
+def sinh(input):
+    """The hyperbolic sine, elementwise. Mirrors torch.sinh."""
+    return M.SINH(input)
+
+
+def cosh(input):
+    """The hyperbolic cosine, elementwise. Mirrors torch.cosh."""
+    return M.COSH(input)
+
+
+def asin(input):
+    """The arcsine, elementwise (NaN outside [-1, 1]). Mirrors torch.asin."""
+    return M.ASIN(input)
+
+
+def acos(input):
+    """The arccosine, elementwise (NaN outside [-1, 1]). Mirrors torch.acos."""
+    return M.ACOS(input)
+
+
+def atan(input):
+    """The arctangent, elementwise. Mirrors torch.atan."""
+    return M.ATAN(input)
+
+
+def atan2(input, other):
+    """The angle of the point (other, input) in (-pi, pi], elementwise. Mirrors torch.atan2."""
+    return M.ATAN2(input, other)
+
+
+arcsin, arccos, arctan, arctan2, fix = asin, acos, atan, atan2, trunc
+
+
 def isnan(input):
     """Whether each element is NaN, as a bool tensor. Mirrors torch.isnan."""
     return M.ISNAN(input)
@@ -1077,16 +1141,34 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     if reduce is not None:
         if reduce not in ("add", "multiply"):
             raise RuntimeError(f"scatter(): reduce argument must be either add or multiply, got {reduce!r}")
-        if reduce == "add" and src is not None:
-            return scatter_add(input, dim, index, src)
-        raise NotImplementedError(f"scatter(reduce={reduce!r}) with a scalar value is not supported; "
-                                  "use scatter_add or scatter_reduce-free arithmetic")
+        source = src if src is not None else value
+        if source is None:
+            raise TypeError("scatter() missing 1 required argument: 'src' or 'value'")
+        if hasattr(source, "shape"):
+            import warnings  # noqa: PLC0415
+
+            warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed "
+                          "in a future PyTorch release. Use torch.scatter_reduce instead for more reduction "
+                          "options.", UserWarning, stacklevel=2)
+        else:  # a number: the same value at every index position
+            from ._factories import full  # noqa: PLC0415
+
+            source = full(tuple(index.shape), source, dtype=input.dtype, device=input.device)
+        return scatter_reduce(input, dim, index, source, "sum" if reduce == "add" else "prod")
     source = src if src is not None else value
     if source is None:
         raise TypeError("scatter() missing 1 required argument: 'src' or 'value'")
     if not hasattr(source, "shape"):
         source = float(source) if input.is_floating_point() else int(source)
     return I.SCATTER(input, index, source, dim=norm_dim("scatter", dim, _ndim(input)))
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """A copy of input with `src` combined in at `index` along `dim` by `reduce` ('sum',
+    'prod', 'mean', 'amax' or 'amin'); include_self=False leaves input's own value out at the
+    positions index reaches. Mirrors torch.scatter_reduce."""
+    return I.SCATTER_REDUCE(input, index, src, dim=norm_dim("scatter_reduce", dim, _ndim(input)), reduce=reduce,
+                            include_self=bool(include_self))
 
 
 def scatter_add(input, dim, index, src):

@@ -291,21 +291,21 @@ def _copy(self: Tensor, src, non_blocking: bool = False) -> Tensor:
     return apply_inplace(self, value, (src,), "copy_", saves_self=False, grad_name="CopyBackwards")
 
 
-def _uniform(self: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
+def _uniform(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None) -> Tensor:
     """Tensor.uniform_: fill in place with draws uniform on [a, b). Mirrors torch.Tensor.uniform_."""
     from ._factories import _rng_array  # noqa: PLC0415
 
     _check(self, ())
-    write(self, _rng_array("uniform", self.shape, self.dtype, self.device, a, b), "uniform_")
+    write(self, _rng_array("uniform", self.shape, self.dtype, self.device, a, b, generator=generator), "uniform_")
     return self
 
 
-def _normal(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+def _normal(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
     """Tensor.normal_: fill in place with normal draws of mean `mean` and std `std`. Mirrors torch.Tensor.normal_."""
     from ._factories import _rng_array  # noqa: PLC0415
 
     _check(self, ())
-    write(self, _rng_array("normal", self.shape, self.dtype, self.device, mean, std), "normal_")
+    write(self, _rng_array("normal", self.shape, self.dtype, self.device, mean, std, generator=generator), "normal_")
     return self
 
 

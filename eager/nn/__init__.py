@@ -12,6 +12,12 @@ from .activation import (  # noqa: F401
     CELU, ELU, GLU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, Mish, MultiheadAttention,
     ReLU6, SiLU, Softmin, Softplus, Softsign, Tanhshrink,
 )
+from .activation import Hardshrink, PReLU, Softmax2d, Softshrink, Threshold  # noqa: F401
+from .shaping import (  # noqa: F401
+    CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ConstantPad3d, CosineSimilarity, PairwiseDistance,
+    PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d,
+    ReplicationPad3d, UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
+)
 from .containers import ModuleDict, ParameterDict, ParameterList, Unflatten  # noqa: F401
 from .conv import (  # noqa: F401
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d,
@@ -25,7 +31,7 @@ from .loss import (  # noqa: F401
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401
 from .transformer import (  # noqa: F401
-    TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
+    Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
 )
 from . import utils  # noqa: F401,E402
 
@@ -43,4 +49,9 @@ __all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid
            "Dropout3d", "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss",
            "MarginRankingLoss", "PoissonNLLLoss", "SmoothL1Loss", "SoftMarginLoss", "TripletMarginLoss",
            "GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell",
-           "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer"]
+           "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
+           "Hardshrink", "PReLU", "Softmax2d", "Softshrink", "Threshold",
+           "CircularPad1d", "CircularPad2d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "CosineSimilarity",
+           "PairwiseDistance", "PixelShuffle", "PixelUnshuffle", "ReflectionPad1d", "ReflectionPad2d",
+           "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "UpsamplingBilinear2d", "UpsamplingNearest2d",
+           "ZeroPad1d", "ZeroPad2d", "Transformer"]

@@ -57,9 +57,44 @@ Softmin = _simple("Softmin", F.softmin, "softmax(-x, dim)", dim=None)
 GLU = _simple("GLU", F.glu, "a * sigmoid(b) of the two halves of dim", dim=-1)
 
 
+Threshold = _simple("Threshold", F.threshold, "x if x > threshold else value", threshold=0.0, value=0.0,
+                    inplace=False)
+Hardshrink = _simple("Hardshrink", F.hardshrink, "x if |x| > lambd else 0", lambd=0.5)
+Softshrink = _simple("Softshrink", F.softshrink, "x -+ lambd beyond +-lambd, else 0", lambd=0.5)
+
+
+class PReLU(Module):
+    """max(0, x) + weight * min(0, x) with a learned slope: one, or one per channel (dim 1),
+    initialized to `init`. Mirrors torch.nn.PReLU."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        from .._factories import full  # noqa: PLC0415
+
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(full((num_parameters,), init, device=device, dtype=dtype))
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels (dim -3) of (N, C, H, W) or (C, H, W). Mirrors torch.nn.Softmax2d."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")
+        return F.softmax(input, -3)
+
+
 class MultiheadAttention(Module):
     """Multi-head attention as PyTorch's: packed in_proj_weight (3E, E) and in_proj_bias,
-    out_proj a Linear; inputs (L, N, E), or (N, L, E) with batch_first."""
+    out_proj a Linear; inputs (L, N, E), or (N, L, E) with batch_first. Keys and values of
+    other widths (kdim, vdim) get their own projections q_proj_weight (E, E), k_proj_weight
+    (E, kdim) and v_proj_weight (E, vdim) instead of in_proj_weight, as in PyTorch."""
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
@@ -67,22 +102,38 @@ class MultiheadAttention(Module):
         super().__init__()
         if add_bias_kv or add_zero_attn:
             raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are not supported")
-        if (kdim is not None and kdim != embed_dim) or (vdim is not None and vdim != embed_dim):
-            raise NotImplementedError("MultiheadAttention: kdim/vdim different from embed_dim are not supported")
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
+                             f"num_heads={num_heads} instead")
         if embed_dim % num_heads:
             raise AssertionError("embed_dim must be divisible by num_heads")
         from .layers import Linear  # noqa: PLC0415
 
         self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
+        self.kdim = embed_dim if kdim is None else kdim
+        self.vdim = embed_dim if vdim is None else vdim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
         self.head_dim = embed_dim // num_heads
         self.batch_first = batch_first
-        self.in_proj_weight = Parameter(empty(3 * embed_dim, embed_dim, device=device, dtype=dtype))
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(empty(3 * embed_dim, embed_dim, device=device, dtype=dtype))
+            for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
+                self.register_parameter(name, None)
+        else:
+            self.q_proj_weight = Parameter(empty(embed_dim, embed_dim, device=device, dtype=dtype))
+            self.k_proj_weight = Parameter(empty(embed_dim, self.kdim, device=device, dtype=dtype))
+            self.v_proj_weight = Parameter(empty(embed_dim, self.vdim, device=device, dtype=dtype))
+            self.register_parameter("in_proj_weight", None)
         if bias:
             self.in_proj_bias = Parameter(zeros(3 * embed_dim, device=device, dtype=dtype))
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
-        init.xavier_uniform_(self.in_proj_weight)
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            for w in (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):
+                init.xavier_uniform_(w)
         if bias:
             init.zeros_(self.out_proj.bias)
 
@@ -96,10 +147,17 @@ class MultiheadAttention(Module):
                 key_padding_mask = key_padding_mask.unsqueeze(0)
         elif self.batch_first:
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        for name, t, width in (("query", query, self.embed_dim), ("key", key, self.kdim), ("value", value, self.vdim)):
+            if t.shape[-1] != width:
+                raise AssertionError(f"MultiheadAttention: {name} has width {t.shape[-1]} (shape {tuple(t.shape)}), "
+                                     f"expected {width}; pass kdim/vdim for keys and values of other widths")
         L, N, E = query.shape
         S = key.shape[0]
         h, d = self.num_heads, self.head_dim
-        w_q, w_k, w_v = self.in_proj_weight.chunk(3)
+        if self._qkv_same_embed_dim:
+            w_q, w_k, w_v = self.in_proj_weight.chunk(3)
+        else:
+            w_q, w_k, w_v = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
         b_q = b_k = b_v = None
         if self.in_proj_bias is not None:
             b_q, b_k, b_v = self.in_proj_bias.chunk(3)
@@ -129,7 +187,8 @@ class MultiheadAttention(Module):
         return out, weights
 
     def extra_repr(self) -> str:
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, batch_first={self.batch_first}"
+        widths = "" if self._qkv_same_embed_dim else f", kdim={self.kdim}, vdim={self.vdim}"
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}{widths}, batch_first={self.batch_first}"
 
 
 def _merge_masks(attn_mask, key_padding_mask, is_causal, L, S, N, h, like):

@@ -352,16 +352,17 @@ class InstanceNorm2d(Module):
 # -- embedding ----------------------------------------------------------------------------------
 class Embedding(Module):
     """A lookup table of num_embeddings rows of size embedding_dim, initialized N(0, 1); the
-    padding_idx row starts at zero and gets no gradient."""
+    padding_idx row starts at zero and gets no gradient. With max_norm, the rows a lookup
+    reads are renormalized in place first (see functional.embedding)."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
                  max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
                  sparse: bool = False, _weight: Tensor | None = None, _freeze: bool = False, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__()
-        if max_norm is not None:
-            raise NotImplementedError("Embedding(max_norm=...) is not supported")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise AssertionError("Padding_idx must be within num_embeddings")
@@ -391,15 +392,17 @@ class Embedding(Module):
         return cls(rows, cols, padding_idx, _weight=embeddings, _freeze=freeze, **kwargs)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.embedding(input, self.weight, self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
-        return s + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")
+        s += f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
+        s += f", max_norm={self.max_norm}" if self.max_norm is not None else ""
+        return s + (f", norm_type={self.norm_type}" if self.max_norm is not None and self.norm_type != 2 else "")
 
 
 class Upsample(Module):
-    """Resize with F.interpolate (nearest, linear, bilinear)."""
+    """Resize with F.interpolate (nearest, linear, bilinear, bicubic)."""
 
     def __init__(self, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
                  recompute_scale_factor: bool | None = None) -> None:

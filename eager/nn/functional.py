@@ -317,6 +317,60 @@ def logsigmoid(input: Tensor) -> Tensor:
 log_sigmoid = logsigmoid
 
 
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """input where input > threshold, else value. Mirrors torch.nn.functional.threshold."""
+    return _F.where(input > threshold, input, value)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """input where |input| > lambd, else 0. Mirrors torch.nn.functional.hardshrink."""
+    return _F.where(_F.abs(input) > lambd, input, 0.0)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """input - lambd above lambd, input + lambd below -lambd, else 0. Mirrors torch.nn.functional.softshrink."""
+    return _F.where(input > lambd, input - lambd, _F.where(input < -lambd, input + lambd, 0.0))
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """input where input >= 0, else weight * input, weight (one value or one per channel,
+    dim 1) broadcast over the rest. Mirrors torch.nn.functional.prelu."""
+    if weight.numel() != 1:
+        channels = input.shape[1] if input.ndim > 1 else input.shape[0]
+        if weight.numel() != channels:
+            raise RuntimeError(f"prelu: Mismatch of parameter numbers and input channel size. Found parameter numbers "
+                               f"= {weight.numel()} and channel size = {channels}.")
+        if input.ndim > 1:
+            weight = weight.reshape(-1, *([1] * (input.ndim - 2)))
+    return _F.where(input >= 0, input, input * weight)
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C r^2, H, W) -> (*, C, H r, W r): channels moved into space. Mirrors torch.nn.functional.pixel_shuffle."""
+    r = int(upscale_factor)
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    n = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H r, W r) -> (*, C r^2, H, W): the inverse of pixel_shuffle. Mirrors torch.nn.functional.pixel_unshuffle."""
+    r = int(downscale_factor)
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by downscale_factor, but "
+                           f"input.size(-2)={h} and input.size(-1)={w} are not divisible by {r}")
+    n = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
 def softsign(input: Tensor) -> Tensor:
     """x / (1 + |x|), elementwise. Mirrors torch.nn.functional.softsign."""
     return input / (_F.abs(input) + 1.0)
@@ -394,10 +448,11 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
 # -- embedding, normalization -----------------------------------------------------------------------
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
-    """Rows of `weight` picked by the integer tensor `input`; `padding_idx`'s row gets no gradient."""
-    if max_norm is not None:
-        raise NotImplementedError("embedding(max_norm=...) is not supported (it renormalizes weight rows in place); "
-                                  "clip the rows with torch.no_grad() before the lookup")
+    """Rows of `weight` picked by the integer tensor `input`; `padding_idx`'s row gets no gradient.
+
+    With `max_norm`, each row the lookup reads whose `norm_type`-norm exceeds max_norm is first
+    scaled in place to norm max_norm (by max_norm / (norm + 1e-7), as PyTorch), so `weight`
+    changes: a weight saved for an earlier backward then fails its version check, as in PyTorch."""
     if input.is_floating_point() or input.dtype.name == "bool":
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.dtype.name} instead (while checking arguments for embedding)")
@@ -414,7 +469,22 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
                              f"{n} rows); indices must lie in [0, {n})")
     if input.dtype.name != "int64":
         input = input.long()
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, float(max_norm), float(norm_type))
     return _indexing.EMBEDDING(weight, input, padding_idx=padding_idx)
+
+
+def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
+    """Scale the rows of `weight` that `input` reads down to norm max_norm, in place and
+    unrecorded (PyTorch's embedding_renorm_). Which rows is data: eager only."""
+    from .._grad_mode import no_grad  # noqa: PLC0415
+
+    with no_grad():
+        rows = input.reshape(-1).unique()
+        picked = weight[rows]
+        norms = picked.norm(norm_type, 1, True)
+        scale = _F.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight[rows] = picked * scale.to(weight.dtype)
 
 
 def _normalized_dims(name: str, input: Tensor, normalized_shape) -> tuple:
@@ -1094,20 +1164,54 @@ def _source_positions(n_in: int, n_out: int, scale: float | None, mode: str, ali
     return lo, hi, src - lo
 
 
+_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
+
+
+def _cubic_taps(n_in: int, n_out: int, scale: float | None, align_corners: bool):
+    """Bicubic along one dim, as PyTorch's upsample_bicubic2d: for each output position the
+    four source indices floor(src) - 1 .. floor(src) + 2 (clamped to the input) and their
+    cubic-convolution weights (A = -0.75). Unlike the linear modes, src is not clamped at 0."""
+    import numpy as np  # noqa: PLC0415
+
+    dst = np.arange(n_out, dtype=np.float64)
+    if align_corners:
+        src = dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros_like(dst)
+    else:
+        ratio = (1.0 / scale) if scale else n_in / n_out
+        src = (dst + 0.5) * ratio - 0.5
+    floor = np.floor(src)
+    t = src - floor
+    a = _CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    weights = np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)])
+    taps = np.clip(floor.astype(np.int64)[None, :] + np.arange(-1, 3)[:, None], 0, n_in - 1)
+    return taps, weights
+
+
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
                 recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
-    """Resize the spatial dims of (N, C, L) or (N, C, H, W): modes nearest, linear and
-    bilinear (separable index_select and weights: differentiable, no loop over pixels)."""
+    """Resize the spatial dims of (N, C, L) or (N, C, H, W): modes nearest, linear, bilinear
+    and bicubic (separable index_select and weights: differentiable, no loop over pixels)."""
     from .._factories import tensor as _tensor  # noqa: PLC0415
 
     spatial = input.ndim - 2
     if spatial not in (1, 2):
         raise NotImplementedError(f"interpolate: only 3-D and 4-D inputs are supported, got {input.ndim}-D")
-    if mode not in ("nearest", "linear", "bilinear"):
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (nearest, linear, bilinear)")
-    if mode in ("linear", "bilinear") and mode != ("linear" if spatial == 1 else "bilinear"):
+    if mode not in ("nearest", "linear", "bilinear", "bicubic"):
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (nearest, linear, bilinear, bicubic)")
+    if mode in ("linear", "bilinear", "bicubic") and mode != ("linear" if spatial == 1 else mode) or (
+            mode == "bicubic" and spatial != 2):
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
                                   f"{'3D' if mode == 'linear' else '4D'} input")
+    if antialias:
+        raise NotImplementedError(f"interpolate(antialias=True) is not supported (mode {mode!r}); resize without "
+                                  "it, or blur before downsampling")
     if mode == "nearest" and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
                          "bicubic | trilinear")
@@ -1125,6 +1229,17 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     out = input
     for k, (n_in, n_out, scale) in enumerate(zip(in_sizes, out_sizes, scales)):
         dim = 2 + k
+        if mode == "bicubic":
+            taps, weights = _cubic_taps(n_in, n_out, scale, bool(align_corners))
+            shape = [1] * input.ndim
+            shape[dim] = n_out
+            total = None
+            for idx, w in zip(taps, weights):
+                term = _F.index_select(out, dim, _tensor(idx, device=input.device)) * _tensor(
+                    w.reshape(shape), dtype=input.dtype, device=input.device)
+                total = term if total is None else total + term
+            out = total
+            continue
         lo, hi, frac = _source_positions(n_in, n_out, scale, mode, bool(align_corners))
         first = _F.index_select(out, dim, _tensor(lo, device=input.device))
         if frac is None:

@@ -31,23 +31,19 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     with no_grad():
-        if generator is None:
-            return tensor.uniform_(a, b)
-        return tensor.copy_(_draw(generator, "uniform", tensor, a, b))
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     with no_grad():
-        if generator is None:
-            return tensor.normal_(mean, std)
-        return tensor.copy_(_draw(generator, "normal", tensor, mean, std))
+        return tensor.normal_(mean, std, generator=generator)
 
 
-def _draw(generator, kind: str, like: Tensor, a: float, b: float) -> Tensor:
-    """Samples of like's shape from `generator` (an eager.Generator)."""
-    from .._factories import _rng_array_gen  # noqa: PLC0415
+def _host_rng(generator):
+    """The NumPy generator behind `generator` (an eager.Generator), or eager's global one."""
+    from .._factories import _RNG, _numpy_rng  # noqa: PLC0415
 
-    return Tensor._make(_rng_array_gen(generator, kind, tuple(like.shape), like.dtype, like.device, a, b))
+    return _RNG["numpy"] if generator is None else _numpy_rng(generator)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -121,14 +117,14 @@ def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlin
     return normal_(tensor, 0.0, std, generator)
 
 
-def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0) -> Tensor:
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
+                  generator=None) -> Tensor:
     """Normal(mean, std) samples redrawn until they lie in [a, b]."""
     import numpy as np  # noqa: PLC0415
 
-    from .._factories import _RNG  # noqa: PLC0415
-    from .._factories import tensor as _tensor
+    from .._factories import tensor as _tensor  # noqa: PLC0415
 
-    rng = _RNG["numpy"]
+    rng = _host_rng(generator)
     n = tensor.numel()
     out = np.empty(0)
     while out.size < n:
@@ -138,18 +134,17 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
                                           device=tensor.device))
 
 
-def orthogonal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """A (semi-)orthogonal matrix from the QR of a Gaussian one, sign-corrected as PyTorch's."""
     import numpy as np  # noqa: PLC0415
 
-    from .._factories import _RNG  # noqa: PLC0415
-    from .._factories import tensor as _tensor
+    from .._factories import tensor as _tensor  # noqa: PLC0415
 
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = _RNG["numpy"].standard_normal((rows, cols))
+    flat = _host_rng(generator).standard_normal((rows, cols))
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
@@ -160,17 +155,16 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
                                           device=tensor.device))
 
 
-def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01) -> Tensor:
-    from .._factories import _RNG  # noqa: PLC0415
-
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     zeros_per_col = int(math.ceil(sparsity * rows))
-    normal_(tensor, 0.0, std)
+    normal_(tensor, 0.0, std, generator)
+    rng = _host_rng(generator)
     with no_grad():
         for c in range(cols):
-            for r in _RNG["numpy"].permutation(rows)[:zeros_per_col]:
+            for r in rng.permutation(rows)[:zeros_per_col]:
                 tensor[int(r), c] = 0.0
     return tensor
 

@@ -10,6 +10,8 @@ the two are each other's VJPs, so convolutions differentiate to any order.
 the channels) with a VJP in ops."""
 from __future__ import annotations
 
+import numpy as np
+
 from ._checks import require_float
 from ._registry import OpDef, TensorSpec, defop
 from .elementwise import RSQRT
@@ -109,11 +111,45 @@ FOLD: OpDef = defop(
 
 
 # -- normalization -------------------------------------------------------------------------------
-def _normalize(xp, x, dims, eps):
-    mu = xp.mean(x, axis=dims, keepdims=True)
-    xc = x - mu
+def _rows(x, dims):
+    """x as (groups, n) rows when `dims` are its trailing dims (layer norm), else None."""
+    k = len(dims)
+    if k and tuple(dims) == tuple(range(x.ndim - k, x.ndim)) and x.flags.c_contiguous:
+        return x.reshape(-1, int(np.prod(x.shape[x.ndim - k:], dtype=np.int64)))
+    return None
+
+
+def _row_dot(xp, a, b):
+    """sum(a * b) along the rows of two (groups, n) arrays, without an (groups, n) temporary."""
+    return xp.einsum("ij,ij->i", a, b)[:, None]
+
+
+def _centered_rstd(xp, x, dims, eps):
+    """(x - mean, 1 / sqrt(biased var + eps)) over `dims` in x's dtype (float32 statistics
+    accumulate pairwise along the rows, as PyTorch's row-wise moments do; float16 in float32).
+    Trailing dims (layer norm) are reduced as rows of a 2-D view: one pass for the mean, one
+    for the centering, one fused dot for the variance."""
+    work = x.astype(np.float32) if x.dtype == np.float16 else x
+    rows = _rows(work, dims) if xp is np else None
+    if rows is not None:
+        n = rows.shape[1]
+        xc = rows - np.add.reduce(rows, axis=1, keepdims=True) / rows.dtype.type(n)
+        var = _row_dot(xp, xc, xc) / rows.dtype.type(n)
+        return xc.reshape(work.shape), (1.0 / np.sqrt(var + eps)).astype(work.dtype, copy=False), rows.shape
+    xc = work - xp.mean(work, axis=dims, keepdims=True)
     var = xp.mean(xc * xc, axis=dims, keepdims=True)
-    return xc * (1.0 / xp.sqrt(var + eps)).astype(x.dtype, copy=False)
+    return xc, (1.0 / xp.sqrt(var + eps)).astype(work.dtype, copy=False), None
+
+
+def _normalize(xp, x, dims, eps):
+    xc, rstd, rows = _centered_rstd(xp, x, dims, eps)
+    if rows is not None:  # xc is a fresh buffer: scale it in place
+        flat = xc.reshape(rows)
+        np.multiply(flat, rstd, out=flat)
+        out = xc
+    else:
+        out = xc * rstd
+    return out.astype(x.dtype, copy=False)
 
 
 def _normalize_abstract(x, dims, eps):
@@ -124,25 +160,81 @@ def _normalize_abstract(x, dims, eps):
     return x
 
 
-def _normalize_vjp(ctx, g):
-    dims, eps = ctx.attrs["dims"], ctx.attrs["eps"]
-    xhat = ctx.out
-    rstd = RSQRT(VAR(ctx.input(0), dims=dims, correction=0, keepdim=True) + eps)
-    gm = MEAN(g, dims=dims, keepdim=True)
-    gxm = MEAN(g * xhat, dims=dims, keepdim=True)
-    return ((g - gm - xhat * gxm) * rstd,)
-
-
 def _normalize_grad_name(operands, attrs):
     x, dims = operands[0], attrs["dims"]
     trailing = tuple(dims) == tuple(range(x.ndim - len(dims), x.ndim))
     return "NativeLayerNormBackward0" if trailing else "NativeBatchNormBackward0"
 
 
+def _normalize_samples(rng):
+    return [((rng.standard_normal((3, 4, 5)),), {"dims": (2,), "eps": 1e-5}),
+            ((rng.standard_normal((4, 3, 2, 2)),), {"dims": (0, 2, 3), "eps": 1e-3})]
+
+
 NORMALIZE = defop(
-    "normalize", forward=_normalize, abstract=_normalize_abstract, vjp=_normalize_vjp,
-    grad_name=_normalize_grad_name, save=(0,), save_output=True, kind="reduction",
-    samples=lambda rng: [((rng.standard_normal((3, 4, 5)),), {"dims": (2,), "eps": 1e-5}),
-                         ((rng.standard_normal((4, 3, 2, 2)),), {"dims": (0, 2, 3), "eps": 1e-3})],
+    "normalize", forward=_normalize, abstract=_normalize_abstract,
+    vjp=lambda ctx, g: (NORMALIZE_BACKWARD(g, ctx.input(0), **ctx.attrs),),
+    grad_name=_normalize_grad_name, save=(0,), kind="reduction", samples=_normalize_samples,
     doc="(x - mean) / sqrt(biased var + eps) over dims: layer norm and batch norm without the affine part",
+)
+
+
+# The gradient of normalize, one kernel: with xhat = normalize(x) and rstd its scale, per group
+#     F(g, x) = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+# Its VJP, for a cotangent h: F is linear in g with a symmetric Jacobian (normalize's), so the
+# g part is F(h, x); the x part, with a = mean(g xhat), b = mean(h xhat), c = mean(g (h - mean h)),
+#     -rstd^2 * (xhat * (c - 3 a b) + b * (g - mean g) + a * (h - mean h)).
+def _normalize_backward(xp, g, x, dims, eps):
+    xc, rstd, rows = _centered_rstd(xp, x, dims, eps)
+    work = g.astype(xc.dtype, copy=False)
+    if rows is not None:
+        n = rows[1]
+        xhat = xc.reshape(rows)
+        np.multiply(xhat, rstd, out=xhat)
+        g2 = work.reshape(rows)
+        gxm = _row_dot(xp, g2, xhat) / xhat.dtype.type(n)
+        out = g2 - np.add.reduce(g2, axis=1, keepdims=True) / xhat.dtype.type(n)
+        np.multiply(xhat, gxm, out=xhat)
+        np.subtract(out, xhat, out=out)
+        np.multiply(out, rstd, out=out)
+        return out.reshape(x.shape).astype(x.dtype, copy=False)
+    xhat = xc * rstd
+    out = (work - xp.mean(work, axis=dims, keepdims=True) - xhat * xp.mean(work * xhat, axis=dims, keepdims=True))
+    return (out * rstd).astype(x.dtype, copy=False)
+
+
+def _normalize_backward_abstract(g, x, dims, eps):
+    _normalize_abstract(x, dims, eps)
+    if tuple(g.shape) != tuple(x.shape):
+        raise RuntimeError(f"normalize_backward: the gradient's shape {tuple(g.shape)} is not the input's "
+                           f"{tuple(x.shape)}")
+    return x
+
+
+def _normalize_backward_vjp(ctx, h):
+    dims, eps = ctx.attrs["dims"], ctx.attrs["eps"]
+    g, x = ctx.input(0), ctx.input(1)
+    gg = NORMALIZE_BACKWARD(h, x, dims=dims, eps=eps) if ctx.needs(0) else None
+    gx = None
+    if ctx.needs(1):
+        xhat = NORMALIZE(x, dims=dims, eps=eps)
+        rstd = RSQRT(VAR(x, dims=dims, correction=0, keepdim=True) + eps)
+        gc = g - MEAN(g, dims=dims, keepdim=True)
+        hc = h - MEAN(h, dims=dims, keepdim=True)
+        a = MEAN(g * xhat, dims=dims, keepdim=True)
+        b = MEAN(h * xhat, dims=dims, keepdim=True)
+        c = MEAN(g * hc, dims=dims, keepdim=True)
+        gx = -(rstd * rstd) * (xhat * (c - a * b * 3.0) + b * gc + a * hc)
+    return gg, gx
+
+
+def _normalize_backward_samples(rng):
+    return [((rng.standard_normal(x.shape), x), attrs) for (x,), attrs in _normalize_samples(rng)]
+
+
+NORMALIZE_BACKWARD: OpDef = defop(
+    "normalize_backward", forward=_normalize_backward, abstract=_normalize_backward_abstract,
+    vjp=_normalize_backward_vjp, grad_name="NativeLayerNormBackwardBackward0", save=(0, 1), kind="reduction",
+    arity=2, samples=_normalize_backward_samples,
+    doc="the gradient of normalize for an output gradient g: rstd * (g - mean(g) - xhat * mean(g * xhat))",
 )

@@ -8,7 +8,7 @@ import numpy as np
 from .. import _dtypes
 from ._checks import norm_dim
 from ._registry import OpDef, TensorSpec, defop
-from .elementwise import EQ, WHERE
+from .elementwise import EQ, LOGICAL_AND, TO_DTYPE, WHERE
 from .shape_ops import INDEX_PUT, UNSQUEEZE
 from .special import FULL_LIKE
 
@@ -165,6 +165,135 @@ SCATTER = defop(
                           {"dim": 0}),
                          ((rng.standard_normal((4, 3)), _unique_rows(rng, 4, 3, 3), 1.5), {"dim": 0})],
     doc="a copy of x with src (a tensor or a number) written at index along dim",
+)
+
+
+# -- scatter_reduce ----------------------------------------------------------------------------
+_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+_UFUNCS = {"sum": "add", "mean": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum"}
+
+
+def _identity(reduce: str, dtype):
+    """The value a position starts from when its own value is not included."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype.kind == "f":
+        return -np.inf if reduce == "amax" else np.inf
+    info = np.iinfo(dtype) if dtype.kind in "iu" else None
+    if info is None:  # bool
+        return reduce == "amin"
+    return info.min if reduce == "amax" else info.max
+
+
+def _scatter_reduce(xp, x, index, src, dim, reduce, include_self=True):
+    if reduce not in _REDUCES or src.dtype != x.dtype:
+        raise ValueError("scatter_reduce: bad arguments")  # eager re-raises the abstract rule's message
+    if xp is not np:  # CuPy has scatter_add/max/min only: run on the host, then move back
+        return xp.asarray(_scatter_reduce(np, xp.asnumpy(x), xp.asnumpy(index), xp.asnumpy(src), dim, reduce,
+                                          include_self))
+    out = np.array(x, copy=True)
+    key = _along(np, index, dim)
+    values = _cut(src, index.shape)
+    if not include_self:
+        out[key] = _identity(reduce, out.dtype)
+    getattr(np, _UFUNCS[reduce]).at(out, key, values)
+    if reduce == "mean":
+        count = np.ones(x.shape, dtype=np.int64) if include_self else np.zeros(x.shape, dtype=np.int64)
+        np.add.at(count, key, 1)
+        count[count == 0] = 1
+        if out.dtype.kind == "f":
+            out /= count.astype(out.dtype)
+        else:
+            out //= count.astype(out.dtype)
+    return out
+
+
+def _scatter_reduce_abstract(x, index, src, dim, reduce, include_self=True):
+    if reduce not in _REDUCES:
+        raise RuntimeError(f"scatter_reduce(): reduce argument must be either sum, prod, mean, amax or amin, "
+                           f"got {reduce}")
+    return _scatter_abstract("scatter_reduce")(x, index, src, dim)
+
+
+def _mask_scattered(g, index, dim, include_self):
+    """g with the positions index scatters to set to 0 when the operand's own value was left
+    out there (include_self=False): those values never reached the result."""
+    return g if include_self else SCATTER(g, index, 0.0, dim=dim)
+
+
+def _scatter_reduce_vjp(ctx, g):
+    """PyTorch's scatter_reduce_backward, written with ops: sum and mean pass g (divided by
+    the count for mean); amax/amin share g evenly among the values equal to the result;
+    prod divides the result by each value, with zeros handled exactly (one zero scattered to
+    a position is taken out of the product; two or more make every gradient there zero)."""
+    x, index, src = ctx.input(0), ctx.input(1), ctx.input(2)
+    dim, reduce, include_self = ctx.attrs["dim"], ctx.attrs["reduce"], ctx.attrs["include_self"]
+    src = _cut_op(src, tuple(index.shape))
+    if reduce == "sum":
+        gx, gsrc = g, GATHER(g, index, dim=dim)
+    elif reduce == "mean":
+        ones = FULL_LIKE(src, value=1.0)
+        count = SCATTER_ADD(FULL_LIKE(x, value=1.0 if include_self else 0.0), index, ones, dim=dim)
+        count = WHERE(EQ(count, 0.0), 1.0, count)
+        gx, gsrc = g / count, GATHER(g / count, index, dim=dim)
+    elif reduce in ("amax", "amin"):
+        result = ctx.out
+        value = GATHER(result, index, dim=dim)
+        # as PyTorch: a left-out own value equal to the result still counts in the share
+        self_is = TO_DTYPE(EQ(x, result), dtype=x.dtype)
+        src_is = TO_DTYPE(EQ(src, value), dtype=x.dtype)
+        share = g / SCATTER_ADD(self_is, index, src_is, dim=dim)
+        gx, gsrc = self_is * share, src_is * GATHER(share, index, dim=dim)
+    else:  # prod
+        attrs = {"dim": dim, "reduce": "prod", "include_self": include_self}
+        result = ctx.out
+        self_zero = EQ(x, 0.0)
+        masked_self = WHERE(self_zero, 1.0, x)
+        gx = g * SCATTER_REDUCE(masked_self, index, src, **attrs) / masked_self
+        src_zero = EQ(src, 0.0)
+        zeros_at = GATHER(SCATTER_ADD(FULL_LIKE(x, value=0.0), index, TO_DTYPE(src_zero, dtype=x.dtype), dim=dim),
+                          index, dim=dim)
+        single = LOGICAL_AND(src_zero, EQ(zeros_at, 1.0))
+        without_it = SCATTER_REDUCE(x, index, WHERE(single, 1.0, src), **attrs)
+        gsrc = WHERE(single, GATHER(g * without_it, index, dim=dim),
+                     GATHER(g * result, index, dim=dim) / WHERE(src_zero, 1.0, src))
+    gx = _mask_scattered(gx, index, dim, include_self) if ctx.needs(0) else None
+    if ctx.needs(2) and tuple(gsrc.shape) != tuple(ctx.in_shape(2)):
+        key = tuple(("slice", 0, n, None) for n in gsrc.shape)
+        gsrc = INDEX_PUT(FULL_LIKE(ctx.input(2), value=0.0), gsrc, key=key, n_index=0)
+    return gx, None, (gsrc if ctx.needs(2) else None)
+
+
+def _cut_op(src, shape: tuple):
+    """src cut to `shape` (the part index reads), with ops."""
+    if tuple(src.shape) == shape:
+        return src
+    from .shape_ops import INDEX  # noqa: PLC0415
+
+    return INDEX(src, key=tuple(("slice", 0, n, None) for n in shape), n_index=0)
+
+
+def _scatter_reduce_samples(rng):
+    out = []
+    for reduce in _REDUCES:
+        for include_self in (True, False):
+            x = rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4))
+            src = rng.uniform(0.5, 1.5, (2, 4)) * rng.choice([-1.0, 1.0], (2, 4))
+            out.append(((x, rng.integers(0, 3, (2, 4)), src), {"dim": 0, "reduce": reduce,
+                                                               "include_self": include_self}))
+    out.append(((rng.standard_normal((3, 4)), rng.integers(0, 4, (3, 2)), rng.standard_normal((3, 3))),
+                {"dim": 1, "reduce": "mean", "include_self": False}))
+    return out
+
+
+SCATTER_REDUCE: OpDef = defop(
+    "scatter_reduce", arity=3, forward=_scatter_reduce, abstract=_scatter_reduce_abstract, vjp=_scatter_reduce_vjp,
+    grad_name="ScatterReduceBackward0", save=(0, 1, 2), save_output=True, kind="index",
+    samples=_scatter_reduce_samples,
+    doc="a copy of x with src combined in at index along dim by sum, prod, mean, amax or amin "
+        "(include_self: whether x's own value takes part)",
 )
 
 

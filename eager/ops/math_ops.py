@@ -9,7 +9,7 @@ import numpy as np
 from .. import _dtypes
 from ._checks import broadcast_shapes, same_dtype, specs_of
 from ._registry import VARIADIC, TensorSpec, defop
-from .elementwise import WHERE
+from .elementwise import EQ, LOGICAL_AND, RSQRT, TO_DTYPE, WHERE
 from .indexing import FLIP
 from .shape_ops import EXPAND, RESHAPE
 
@@ -138,6 +138,77 @@ NAN_TO_NUM = defop(
 )
 
 
+# -- rounding and more transcendental functions ---------------------------------------------------
+# Library calls (not fused): rounding keeps an integer input as it is (NumPy would give float64).
+def _rounding(name: str, fn: str) -> Any:
+    def refuse_bool():
+        raise NotImplementedError(f'"{name}_vml_cpu" not implemented for \'Bool\'; cast with .float() first')
+
+    def forward(xp, x, decimals=0):
+        if x.dtype.kind == "b":
+            refuse_bool()
+        if x.dtype.kind in "iu":
+            return x.copy()
+        if decimals:
+            return xp.round(x, decimals)
+        return getattr(xp, fn)(x)
+
+    def abstract(x, decimals=0):
+        if x.dtype == _dtypes.bool_:
+            refuse_bool()
+        return x
+
+    return defop(name, forward=forward, abstract=abstract, fusible=False,
+                 vjp=lambda ctx, g: (g * 0.0,),  # PyTorch: a zero gradient (a step function)
+                 grad_name=name.title() + "Backward0",
+                 samples=lambda rng: [((rng.uniform(-3, 3, (3, 4)) + 0.25,), {})],
+                 doc=f"{name} of each element (an integer tensor is returned as it is); its gradient is zero")
+
+
+FLOOR = _rounding("floor", "floor")
+CEIL = _rounding("ceil", "ceil")
+TRUNC = _rounding("trunc", "trunc")
+ROUND = _rounding("round", "rint")  # half to even, as PyTorch
+
+
+def _float_unary(name: str, fn: str, vjp, samples) -> Any:
+    def abstract(x):
+        return x if x.dtype.is_floating_point else TensorSpec(x.shape, _dtypes.DEFAULT_FLOAT)
+
+    return defop(name, forward=lambda xp, x: getattr(xp, fn)(x), abstract=abstract, vjp=vjp,
+                 grad_name=name.title() + "Backward0", save=(0,), promote="float", fusible=False, samples=samples)
+
+
+def _in(lo: float, hi: float):
+    return lambda rng: [((rng.uniform(lo, hi, (3, 4)),), {})]
+
+
+_LN2, _LN10 = float(np.log(2.0)), float(np.log(10.0))
+LOG2 = _float_unary("log2", "log2", lambda ctx, g: (g / (ctx.input(0) * _LN2),), _in(0.5, 3.0))
+LOG10 = _float_unary("log10", "log10", lambda ctx, g: (g / (ctx.input(0) * _LN10),), _in(0.5, 3.0))
+SINH = _float_unary("sinh", "sinh", lambda ctx, g: (g * COSH(ctx.input(0)),), _in(-2.0, 2.0))
+COSH: Any = _float_unary("cosh", "cosh", lambda ctx, g: (g * SINH(ctx.input(0)),), _in(-2.0, 2.0))
+ASIN = _float_unary("asin", "arcsin", lambda ctx, g: (g * RSQRT(1.0 - ctx.input(0) * ctx.input(0)),), _in(-0.8, 0.8))
+ACOS = _float_unary("acos", "arccos", lambda ctx, g: (-(g * RSQRT(1.0 - ctx.input(0) * ctx.input(0))),),
+                    _in(-0.8, 0.8))
+ATAN = _float_unary("atan", "arctan", lambda ctx, g: (g / (ctx.input(0) * ctx.input(0) + 1.0),), _in(-2.0, 2.0))
+
+
+def _atan2_vjp(ctx, g):
+    a, b = ctx.input(0), ctx.input(1)
+    denom = a * a + b * b
+    return (g * b / denom if ctx.needs(0) else None, -(g * a) / denom if ctx.needs(1) else None)
+
+
+ATAN2 = defop(
+    "atan2", arity=2, fusible=False, forward=lambda xp, a, b: xp.arctan2(a, b), abstract=_elementwise("atan2"),
+    vjp=_atan2_vjp, grad_name="Atan2Backward0", save=(0, 1), promote="float",
+    samples=lambda rng: [((rng.uniform(0.5, 2.0, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4)),
+                           rng.uniform(0.5, 2.0, (4,)) * rng.choice([-1.0, 1.0], (4,))), {})],
+    doc="the angle of (b, a) in (-pi, pi], elementwise",
+)
+
+
 # -- scans -------------------------------------------------------------------------------------
 _WIDEN = {_dtypes.bool_, _dtypes.uint8, _dtypes.int8, _dtypes.int16, _dtypes.int32}
 
@@ -173,18 +244,30 @@ CUMSUM = defop(
 
 
 def _cumprod_vjp(ctx, g):
-    """sum over j >= i of g_j * out_j / x_i: exact for inputs without zeros (PyTorch also
-    handles zeros exactly; here a zero input gives inf/nan in its own gradient)."""
+    """d x_i = sum over j >= i of g_j * prod_{k <= j, k != i} x_k, exact with zeros too (as
+    PyTorch): where x_i != 0 that is revcumsum(g * out)_i / x_i; at a slice's first zero it
+    is revcumsum(g * cumprod(x with that zero taken as 1))_i, since the other terms hold the
+    zero; at a later zero every product holds the first one, so 0. All from ops, so the
+    gradient differentiates again (at inputs with two zeros in a slice the second derivative
+    misses the terms holding both)."""
     dim = ctx.attrs["dim"]
     if not len(ctx.in_shape(0)):
         return (g,)
-    return (_rev_cumsum(g * ctx.out, dim) / ctx.input(0),)
+    x, out = ctx.input(0), ctx.out
+    zero = EQ(x, 0.0)
+    first_zero = LOGICAL_AND(EQ(CUMSUM(TO_DTYPE(zero, dtype=x.dtype), dim=dim), 1.0), zero)
+    plain = _rev_cumsum(g * out, dim) / WHERE(zero, 1.0, x)
+    at_zero = _rev_cumsum(g * CUMPROD(WHERE(first_zero, 1.0, x), dim=dim), dim)
+    return (WHERE(zero, WHERE(first_zero, at_zero, 0.0), plain),)
 
 
 CUMPROD = defop(
     "cumprod", forward=_scan("cumprod"), abstract=lambda x, dim: TensorSpec(x.shape, _scan_dtype(x)),
     vjp=_cumprod_vjp, grad_name="CumprodBackward0", save=(0,), save_output=True, kind="reduction",
-    samples=lambda rng: [((rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4)),), {"dim": 1})],
+    # zeros: at most one per slice (with two, the second derivative misses the terms holding both)
+    samples=lambda rng: [((rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4)),), {"dim": 1}),
+                         ((np.array([[0.7, 0.0, 1.3, -0.8], [1.1, -0.9, 0.0, 0.6], [0.0, 1.2, 0.6, 1.4]]),), {"dim": 1}),
+                         ((np.array([[0.0, 1.5], [0.9, 0.0], [1.2, -1.1]]),), {"dim": 0})],
 )
 
 

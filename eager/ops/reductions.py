@@ -437,8 +437,10 @@ def _softmax(xp, x, dim):
     _require_float_kernel("softmax", x)
     axis = dim if x.ndim else None
     xa = _upcast(x)
-    e = xp.exp(xa - xp.amax(xa, axis=axis, keepdims=True))
-    return (e / xp.sum(e, axis=axis, keepdims=True)).astype(x.dtype, copy=False)
+    e = xp.asarray(xa - xp.amax(xa, axis=axis, keepdims=True))  # a fresh buffer: exp and the division run in it
+    xp.exp(e, out=e)
+    e /= xp.sum(e, axis=axis, keepdims=True)
+    return e.astype(x.dtype, copy=False)
 
 
 def _log_softmax(xp, x, dim):

@@ -5,9 +5,11 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from .._factories import zeros_like
 from .._functional import maximum
-from .optimizer import Optimizer
+from .optimizer import Optimizer, bump_versions, eager_arrays
 
 
 class Adam(Optimizer):
@@ -56,12 +58,14 @@ class Adam(Optimizer):
                     state["max_exp_avg_sq"] = zeros_like(p)
             state["step"] += 1
             step = state["step"]
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            if self._update_arrays(p, g, state, group, step):
+                continue
             if weight_decay != 0:
                 if self._decoupled:
                     p.mul_(1 - lr * weight_decay)
                 else:
                     g = g.add(p, alpha=weight_decay)
-            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             exp_avg.mul_(beta1).add_(g, alpha=1 - beta1)
             exp_avg_sq.mul_(beta2).add_(g * g, alpha=1 - beta2)
             second = exp_avg_sq
@@ -75,6 +79,45 @@ class Adam(Optimizer):
                 p.sub_(exp_avg / denom, alpha=step_size)
             else:
                 p.sub_(exp_avg / denom * step_size)
+
+    def _update_arrays(self, p, g, state: dict, group: dict, step) -> bool:
+        """The same update on the arrays of eager CPU tensors, in place with `out=` ufuncs
+        (the same operations in the same order, so the same roundings); False (nothing done)
+        when a tensor is not one or a hyper-parameter is not a number (a traced step)."""
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
+        numbers = (lr, beta1, beta2, eps, weight_decay)
+        if not (isinstance(step, int) and all(isinstance(v, (int, float)) for v in numbers)):
+            return False
+        buffers = [state["exp_avg"], state["exp_avg_sq"]] + ([state["max_exp_avg_sq"]] if amsgrad else [])
+        arrays = eager_arrays(p, g, *buffers)
+        if arrays is None or len({a.dtype for a in arrays}) != 1 or len({a.shape for a in arrays}) != 1:
+            return False
+        P, G, m, v = arrays[:4]
+        with np.errstate(all="ignore"):
+            if weight_decay != 0:
+                if self._decoupled:
+                    np.multiply(P, 1 - lr * weight_decay, out=P)
+                else:
+                    G = G + P * weight_decay  # g.add(p, alpha=weight_decay)
+            tmp = np.multiply(G, 1 - beta1)
+            np.multiply(m, beta1, out=m)
+            np.add(m, tmp, out=m)
+            np.multiply(G, G, out=tmp)
+            np.multiply(tmp, 1 - beta2, out=tmp)
+            np.multiply(v, beta2, out=v)
+            np.add(v, tmp, out=v)
+            second = v
+            if amsgrad:
+                second = np.maximum(arrays[4], v, out=arrays[4])
+            denom = np.sqrt(second, out=tmp)
+            np.divide(denom, math.sqrt(1 - beta2 ** step), out=denom)
+            np.add(denom, eps, out=denom)
+            update = np.divide(m, denom, out=denom)
+            np.multiply(update, lr / (1 - beta1 ** step), out=update)
+            np.subtract(P, update, out=P)
+        bump_versions(p, *buffers)
+        return True
 
 
 class AdamW(Adam):

@@ -7,9 +7,33 @@ import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from .._grad_mode import no_grad
 from .._tensor import Tensor
 from ..nn.module import _clear_grad
+
+
+def eager_arrays(*tensors: Any) -> list | None:
+    """The NumPy arrays of plain eager CPU tensors, or None when any is something else (a
+    traced step's tracer, a CUDA tensor): an optimizer then takes its op-by-op path, which
+    every kind of tensor supports. Updating the arrays in place with `out=` ufuncs spares an
+    update's temporaries and the dispatch of about ten small ops per parameter."""
+    arrays = []
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            return None
+        data = t._data
+        if type(data) is not np.ndarray:
+            return None
+        arrays.append(data)
+    return arrays
+
+
+def bump_versions(*tensors: Tensor) -> None:
+    """Count an in-place write into each tensor, as an op-by-op update would."""
+    for t in tensors:
+        t._version = t._version + 1
 
 
 class _Required:

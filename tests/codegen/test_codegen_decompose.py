@@ -18,9 +18,11 @@ FORWARD_CALLS = {"index_grad", "index_put", "view_scatter", "prod_except_self", 
                  "var", "std",
                  # whole-array kernels of the PyTorch-programs surface (index, scan, sort, conv,
                  # normalization): library calls of the op's forward until each gets a spelling
-                 "gather", "scatter_add", "scatter", "index_select", "index_add", "embedding",
+                 "gather", "scatter_add", "scatter", "scatter_reduce", "index_select", "index_add", "embedding",
                  "embedding_backward", "tril", "triu", "flip", "diagonal", "diagonal_grad", "cumsum",
-                 "cumprod", "argsort", "einsum", "unfold", "fold", "normalize", "nan_to_num"}
+                 "cumprod", "argsort", "einsum", "unfold", "fold", "normalize", "normalize_backward", "nan_to_num",
+                 "gelu_grad", "floor", "ceil", "trunc", "round", "log2", "log10", "sinh", "cosh", "asin", "acos",
+                 "atan", "atan2"}
 
 X = eager.tensor(np.random.default_rng(0).standard_normal((64, 300)).astype(np.float32))
 

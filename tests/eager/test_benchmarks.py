@@ -32,9 +32,23 @@ def test_eager_bench_quick_rows_and_json(monkeypatch, tmp_path, capsys):
         assert row["fwd_bwd_ratio"] == row["eager_fwd_bwd_s"] / row["numpy_fwd_bwd_s"]
         assert row["max_rel_grad_diff"] < 1e-3
     assert "eager_us_per_op_fwd_bwd" in rows[-1]
+    if bench.TORCH is not None:  # the PyTorch eager column, W4's per-op cost included
+        assert all(r["eager_vs_torch_fwd_bwd"] == r["eager_fwd_bwd_s"] / r["torch_fwd_bwd_s"] for r in rows)
+        assert rows[-1]["torch_us_per_op_fwd_bwd"] == rows[-1]["torch_fwd_bwd_s"] / 400 * 1e6
     saved = json.loads(out.read_text())
     assert saved["results"] == rows and saved["machine"]["numpy"]
     assert "f+b ratio" in capsys.readouterr().out
+
+
+def test_models_bench_reports_the_median_ratio_and_spread_over_runs(monkeypatch, capsys):
+    bench = _load(monkeypatch, "models_bench")
+    rows = bench.main(["--quick", "--no-steps", "--only", "layer_norm", "--runs", "2", "--repeats", "1",
+                       "--malloc", "default"])
+    (row,) = rows
+    assert row["runs"] == 2 and len(row["eager_run_medians_s"]) == 2
+    if "ratio" in row:
+        assert row["ratio_min"] <= row["ratio"] <= row["ratio_max"] and len(row["run_ratios"]) == 2
+    assert "min-max over runs" in capsys.readouterr().out
 
 
 def test_gelu_baselines_agree_with_eager(monkeypatch):

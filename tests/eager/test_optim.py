@@ -209,3 +209,42 @@ def test_optimizers_minimise_a_quadratic(make):
 def test_repr_lists_the_groups():
     text = repr(optim.SGD([nn.Parameter(eager.zeros(1))], lr=0.1, momentum=0.9))
     assert text.startswith("SGD (\nParameter Group 0\n") and "    momentum: 0.9" in text and "    lr: 0.1" in text
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: optim.Adam(ps, lr=0.01),
+    lambda ps: optim.Adam(ps, lr=0.01, weight_decay=0.1, amsgrad=True),
+    lambda ps: optim.AdamW(ps, lr=0.01, weight_decay=0.1),
+    lambda ps: optim.AdamW(ps, lr=0.01, amsgrad=True, maximize=True),
+])
+def test_adam_array_update_equals_the_op_by_op_update(make, monkeypatch):
+    """Eager CPU tensors are updated on their arrays in place; the result is the op-by-op
+    update's, bit for bit, and each written tensor's version is counted."""
+    rng = np.random.default_rng(0)
+    start = [rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal(5).astype(np.float32)]
+    grads = [[rng.standard_normal(a.shape).astype(np.float32) for a in start] for _ in range(3)]
+
+    def run(fast: bool):
+        ps = [nn.Parameter(eager.tensor(a)) for a in start]
+        opt = make(ps)
+        if not fast:
+            monkeypatch.setattr(type(opt), "_update_arrays", lambda *args: False)
+        versions = [p._version for p in ps]
+        for gs in grads:
+            for p, g in zip(ps, gs):
+                p.grad = eager.tensor(g)
+            opt.step()
+        monkeypatch.undo()
+        return ps, opt, versions
+
+    (fast, fopt, v0), (slow, sopt, _) = run(True), run(False)
+    for a, b in zip(fast, slow):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+        assert a._version > v0[0]
+    for p_fast, p_slow in zip(fast, slow):
+        for key, value in fopt.state[p_fast].items():
+            other = sopt.state[p_slow][key]
+            if isinstance(value, eager.Tensor):
+                np.testing.assert_array_equal(value.numpy(), other.numpy())
+            else:
+                assert value == other
