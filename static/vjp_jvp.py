@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import eager
 from eager.ops.special import FULL_LIKE
@@ -26,7 +26,7 @@ from .tracer import ACTIVE, Tracer, TraceState
 from .tracing import is_leaf
 
 
-def _name(fn: Callable) -> str:
+def _name(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__name__", None) or type(fn).__name__
 
 
@@ -53,7 +53,7 @@ def _is_float(aval: tuple[tuple[int, ...], str | None]) -> bool:
     return aval[1] is None or "float" in aval[1]
 
 
-def _fits(given: tuple, expected: tuple) -> bool:
+def _fits(given: tuple[Any, ...], expected: tuple[Any, ...]) -> bool:
     """A cotangent or tangent of `given` type for a value of `expected` type: the same shape,
     and the same dtype unless one of them is a weakly typed Python float."""
     return given[0] == expected[0] and (given[1] is None or expected[1] is None or given[1] == expected[1])
@@ -75,7 +75,7 @@ def _tree_str(structure: Any) -> str:
     return f"{structure[1].__name__}({inner})" if kind in ("namedtuple", "tuple_of") else f"({inner})"
 
 
-def _split_aux(kind: str, fn: Callable, result: Any, has_aux: bool) -> tuple[Any, Any]:
+def _split_aux(kind: str, fn: Callable[..., Any], result: Any, has_aux: bool) -> tuple[Any, Any]:
     if not has_aux:
         return result, None
     if not (isinstance(result, (tuple, list)) and len(result) == 2):
@@ -84,7 +84,7 @@ def _split_aux(kind: str, fn: Callable, result: Any, has_aux: bool) -> tuple[Any
     return result[0], result[1]
 
 
-def _check_primals(kind: str, fn: Callable, primals: tuple) -> None:
+def _check_primals(kind: str, fn: Callable[..., Any], primals: tuple[Any, ...]) -> None:
     """Primals are pytrees of floating point arrays or Python floats (static has no float0
     tangent type for integers, which JAX would give them)."""
     for i, p in enumerate(primals):
@@ -96,7 +96,7 @@ def _check_primals(kind: str, fn: Callable, primals: tuple) -> None:
                                 "values through a closure or functools.partial, or cast them to float)")
 
 
-def _check_outputs(kind: str, fn: Callable, leaves: list) -> None:
+def _check_outputs(kind: str, fn: Callable[..., Any], leaves: list[Any]) -> None:
     for j, leaf in enumerate(leaves):
         aval = _aval(leaf)
         if not _is_float(aval):
@@ -104,7 +104,7 @@ def _check_outputs(kind: str, fn: Callable, leaves: list) -> None:
                             "point outputs have cotangents and tangents (return other values with has_aux=True)")
 
 
-def _check_options(kind: str, options: dict) -> None:
+def _check_options(kind: str, options: dict[str, Any]) -> None:
     unknown = [k for k in options if k not in OPTIONS]
     if unknown:
         raise TypeError(f"static.{kind} got an unexpected option {unknown[0]!r}; valid options: {', '.join(OPTIONS)}")
@@ -115,19 +115,20 @@ class _Linearized:
     that only the paths through the primals are differentiated: a primal passed twice, or
     also reached through a closure, is a separate input (JAX's semantics)."""
 
-    def __init__(self, kind: str, fn: Callable, primals: tuple, has_aux: bool) -> None:
+    def __init__(self, kind: str, fn: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool) -> None:
         self.state = ACTIVE.stack[-1]
         _check_primals(kind, fn, primals)
-        self.trees: list = []
-        self.primal_leaves: list = []
+        self.trees: list[Any] = []
+        self.primal_leaves: list[Any] = []
         fresh = []
         for p in primals:
             leaves, tree = pytree.flatten(p, is_leaf)
-            copies = [_lift(self.state, leaf).clone() for leaf in leaves]
+            copies = [_lift(self.state, leaf).clone() for leaf in leaves]  # type: ignore[no-untyped-call]  # Tracer's
             self.trees.append((tree, len(copies)))
             self.primal_leaves += copies
             fresh.append(pytree.unflatten(tree, copies))
-        with eager.enable_grad():  # as grad: an outer no_grad does not stop the transform
+        # as grad: an outer no_grad does not stop the transform
+        with eager.enable_grad():  # type: ignore[no-untyped-call]  # eager's grad modes are untyped
             result = fn(*fresh)
         self.out, self.aux = _split_aux(kind, fn, result, has_aux)
         self.out_leaves, self.out_tree = pytree.flatten(self.out, is_leaf)
@@ -137,7 +138,7 @@ class _Linearized:
                 raise TypeError(f"static.{kind}: output {j} of {_name(fn)} is a constant ({type(leaf).__name__}) "
                                 "that does not depend on the primals; return it with has_aux=True")
 
-    def pullback(self, cotangents: list) -> tuple:
+    def pullback(self, cotangents: list[Any]) -> tuple[Any, ...]:
         """The cotangent of every primal leaf, grouped back into one pytree per primal."""
         flat = reverse(self.state, [o._value for o in self.out_leaves], cotangents,
                    [p._value for p in self.primal_leaves])
@@ -147,7 +148,7 @@ class _Linearized:
             pos += n
         return tuple(grouped)
 
-    def push_forward(self, tangents: list) -> Any:
+    def push_forward(self, tangents: list[Any]) -> Any:
         """J t by the double-VJP construction (see the comment above `_name`)."""
         placeholders = [FULL_LIKE(o, value=0.0) for o in self.out_leaves]
         pulled = reverse(self.state, [o._value for o in self.out_leaves], placeholders,
@@ -170,20 +171,20 @@ def _traced(value: Any, like: Tracer) -> Tracer:
     """`value` (a Tracer, an array or a Python float) as a Tracer of `like`'s dtype in the
     current trace."""
     if isinstance(value, Tracer):
-        return value if value.dtype == like.dtype else value.to(dtype=like.dtype)
+        return value if value.dtype == like.dtype else cast(Tracer, value.to(dtype=like.dtype))  # type: ignore[no-untyped-call]  # Tracer's
     if isinstance(value, float):
-        return FULL_LIKE(like, value=value)
-    return FULL_LIKE(like, value=0.0) + eager.as_tensor(value).to(dtype=like.dtype)
+        return cast(Tracer, FULL_LIKE(like, value=value))
+    return cast(Tracer, FULL_LIKE(like, value=0.0) + eager.as_tensor(value).to(dtype=like.dtype))
 
 
 class _VJPTraceable:
     """(*primals, *cotangent leaves) -> the primals' cotangents: what static.vjp compiles."""
 
-    def __init__(self, fn: Callable, has_aux: bool, n_primals: int) -> None:
+    def __init__(self, fn: Callable[..., Any], has_aux: bool, n_primals: int) -> None:
         self.fn, self.has_aux, self.n_primals = fn, has_aux, n_primals
         self.__name__ = f"vjp_{_name(fn)}"
 
-    def __call__(self, *args: Any) -> tuple:
+    def __call__(self, *args: Any) -> tuple[Any, ...]:
         lin = _Linearized("vjp", self.fn, args[:self.n_primals], self.has_aux)
         cts = [_traced(c, o) for c, o in zip(args[self.n_primals:], lin.out_leaves)]
         return lin.pullback(cts)
@@ -192,11 +193,11 @@ class _VJPTraceable:
 class _JVPTraceable:
     """(*primals, *tangent leaves) -> (out, tangent_out[, aux]): what static.jvp compiles."""
 
-    def __init__(self, fn: Callable, has_aux: bool, n_primals: int) -> None:
+    def __init__(self, fn: Callable[..., Any], has_aux: bool, n_primals: int) -> None:
         self.fn, self.has_aux, self.n_primals = fn, has_aux, n_primals
         self.__name__ = f"jvp_{_name(fn)}"
 
-    def __call__(self, *args: Any) -> tuple:
+    def __call__(self, *args: Any) -> tuple[Any, ...]:
         primals = args[:self.n_primals]
         lin = _Linearized("jvp", self.fn, primals, self.has_aux)
         tangents = [_traced(t, p) for t, p in zip(args[self.n_primals:], lin.primal_leaves)]
@@ -207,13 +208,13 @@ class _JVPTraceable:
 # compiled wrappers per function, so that calling static.vjp/jvp in a loop reuses one
 # compiled function (and its cache) instead of tracing anew; the traceables hold the
 # function weakly, so the entry goes when the function does
-_WRAPPERS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+_WRAPPERS: "weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], Compiled]]" = weakref.WeakKeyDictionary()
 
 
 class _WeakCall:
     """Calls a function through a weak reference (see _WRAPPERS)."""
 
-    def __init__(self, fn: Callable) -> None:
+    def __init__(self, fn: Callable[..., Any]) -> None:
         self._ref = weakref.ref(fn)
         self.__name__ = _name(fn)
 
@@ -224,14 +225,15 @@ class _WeakCall:
         return fn(*args)
 
 
-def _compiled(kind: str, fn: Callable, has_aux: bool, n_primals: int, options: dict) -> Compiled:
+def _compiled(kind: str, fn: Callable[..., Any], has_aux: bool, n_primals: int,
+              options: dict[str, Any]) -> Compiled:
     """The compiled transform `kind` ("forward", "vjp" or "jvp") of `fn` for these options."""
     target = fn._traceable if isinstance(fn, Compiled) else fn
     opts = {**options_of(fn), **options} if isinstance(fn, Compiled) else dict(options)
     if kind == "forward" and isinstance(fn, Compiled) and not options:
         return fn
 
-    def make(call: Callable) -> Compiled:
+    def make(call: Callable[..., Any]) -> Compiled:
         if kind == "forward":
             return Compiled(call, **opts, name=_name(target))
         traceable = (_VJPTraceable if kind == "vjp" else _JVPTraceable)(call, has_aux, n_primals)
@@ -253,7 +255,8 @@ class _VJPFunction:
     """The function static.vjp returns: a cotangent structured like the function's output ->
     a tuple with the cotangent of each primal (jax.vjp's `vjp_fn`)."""
 
-    def __init__(self, fn: Callable, out_tree: Any, out_leaves: list, pull: Callable[[list], tuple]) -> None:
+    def __init__(self, fn: Callable[..., Any], out_tree: Any, out_leaves: list[Any],
+                 pull: Callable[[list[Any]], tuple[Any, ...]]) -> None:
         self._fn, self._out_tree, self._pull = fn, out_tree, pull
         self._out_avals = [_aval(o) for o in out_leaves]
         self._out_leaves = out_leaves
@@ -262,7 +265,7 @@ class _VJPFunction:
     def __repr__(self) -> str:
         return f"<static.vjp function of {_name(self._fn)}>"
 
-    def __call__(self, *args: Any) -> tuple:
+    def __call__(self, *args: Any) -> tuple[Any, ...]:
         if len(args) != 1:
             raise TypeError(f"The function returned by static.vjp applied to {_name(self._fn)} was called with "
                             f"{len(args)} arguments, but it takes a single argument structured like the value "
@@ -294,7 +297,7 @@ def _concrete_like(value: Any, like: Any) -> Any:
     return like.dtype.type(value) if hasattr(like, "dtype") else value
 
 
-def vjp(fn: Callable, *primals: Any, has_aux: bool = False, **options: Any) -> tuple:
+def vjp(fn: Callable[..., Any], *primals: Any, has_aux: bool = False, **options: Any) -> tuple[Any, ...]:
     """`(out, vjp_fn)`, or `(out, vjp_fn, aux)` with has_aux=True: the value of `fn(*primals)`
     and its vector-Jacobian product (jax.vjp, torch.func.vjp). `vjp_fn(cotangent)`, with a
     cotangent structured like `out`, returns a tuple with one cotangent per primal, each
@@ -316,7 +319,7 @@ def vjp(fn: Callable, *primals: Any, has_aux: bool = False, **options: Any) -> t
         lin = _Linearized("vjp", fn, primals, has_aux)
         state = lin.state
 
-        def pull(cotangents: list) -> tuple:
+        def pull(cotangents: list[Any]) -> tuple[Any, ...]:
             if not ACTIVE.stack or ACTIVE.stack[-1] is not state:
                 raise TraceError(f"the function static.vjp returned inside the trace of a compiled function is "
                                  f"called outside it; call it inside the function that called static.vjp on "
@@ -332,14 +335,14 @@ def vjp(fn: Callable, *primals: Any, has_aux: bool = False, **options: Any) -> t
     _check_outputs("vjp", fn, out_leaves)
     pullback = _compiled("vjp", fn, has_aux, len(primals), options)
 
-    def pull_compiled(cotangents: list) -> tuple:
-        return pullback(*primals, *(_concrete_like(c, o) for c, o in zip(cotangents, out_leaves)))
+    def pull_compiled(cotangents: list[Any]) -> tuple[Any, ...]:
+        return cast(tuple[Any, ...], pullback(*primals, *(_concrete_like(c, o) for c, o in zip(cotangents, out_leaves))))
 
     vjp_fn = _VJPFunction(fn, out_tree, out_leaves, pull_compiled)
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
 
-def _check_tangents(fn: Callable, primals: Any, tangents: Any) -> tuple[list, list]:
+def _check_tangents(fn: Callable[..., Any], primals: Any, tangents: Any) -> tuple[list[Any], list[Any]]:
     """jax.jvp's checks, with its error types: the leaves of primals and tangents."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("primal and tangent arguments to static.jvp must be tuples or lists; found "
@@ -363,8 +366,8 @@ def _check_tangents(fn: Callable, primals: Any, tangents: Any) -> tuple[list, li
     return p_leaves, t_leaves
 
 
-def jvp(fn: Callable, primals: tuple | list, tangents: tuple | list, has_aux: bool = False,
-        **options: Any) -> tuple:
+def jvp(fn: Callable[..., Any], primals: tuple[Any, ...] | list[Any], tangents: tuple[Any, ...] | list[Any],
+        has_aux: bool = False, **options: Any) -> tuple[Any, ...]:
     """`(out, tangent_out)`, or `(out, tangent_out, aux)` with has_aux=True: the value of
     `fn(*primals)` and its Jacobian-vector product with `tangents` (jax.jvp, torch.func.jvp).
     `primals` and `tangents` are tuples (or lists) of the same pytree structure, each tangent
@@ -386,4 +389,4 @@ def jvp(fn: Callable, primals: tuple | list, tangents: tuple | list, has_aux: bo
         return _JVPTraceable(fn, has_aux, len(primals))(*primals, *t_leaves)
     p_leaves = pytree.flatten(tuple(primals), is_leaf)[0]
     t_leaves = [_concrete_like(t, p) for t, p in zip(t_leaves, p_leaves)]
-    return _compiled("jvp", fn, has_aux, len(primals), options)(*primals, *t_leaves)
+    return cast(tuple[Any, ...], _compiled("jvp", fn, has_aux, len(primals), options)(*primals, *t_leaves))
