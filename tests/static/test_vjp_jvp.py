@@ -300,3 +300,22 @@ def test_against_torch_func():
     _, t_tangent = torch.func.jvp(lambda x, y: fn(torch, x, y), (T[0], T[1]), (T[3], T[4]))
     _, tangent = static.jvp(lambda x, y: fn(eager, x, y), (X, Y), (tx, ty))
     np.testing.assert_allclose(tangent, t_tangent.numpy(), rtol=1e-12)
+
+
+def test_results_for_tensors_that_require_grad_differentiate_again_in_eager():
+    """vjp's cotangents carry a grad_fn, so eager's backward gives the second derivative."""
+    x = eager.tensor(X, requires_grad=True)
+    _, vjp_fn = static.vjp(lambda a: eager.sin(a) * a, x)
+    (g,) = vjp_fn(eager.ones(4, dtype=eager.float64))
+    np.testing.assert_allclose(g.detach().numpy(), np.cos(X) * X + np.sin(X), rtol=1e-12)
+    g.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.cos(X) - X * np.sin(X), rtol=1e-12)
+
+
+def test_a_module_and_its_parameters():
+    lin = eager.nn.Linear(4, 3).double()
+    _, vjp_fn = static.vjp(lin, eager.tensor(X))
+    (g,) = vjp_fn(eager.ones(3, dtype=eager.float64))
+    np.testing.assert_allclose(g.detach().numpy(), lin.weight.detach().numpy().sum(0), rtol=1e-12)
+    _, t = static.jvp(lin, (eager.tensor(X),), (eager.ones(4, dtype=eager.float64),))
+    np.testing.assert_allclose(t.detach().numpy(), lin.weight.detach().numpy().sum(1), rtol=1e-12)
