@@ -284,6 +284,8 @@ def test_bad_callables_and_options():
 
 # -- PyTorch's torch.func as the oracle -----------------------------------------------------------
 
+# torch.func's transforms script helpers with torch.jit.script, which PyTorch 2.13 deprecates
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 def test_against_torch_func():
     torch = pytest.importorskip("torch")
 
