@@ -239,8 +239,11 @@ def _compiled(kind: str, fn: Callable[..., Any], has_aux: bool, n_primals: int,
         traceable = (_VJPTraceable if kind == "vjp" else _JVPTraceable)(call, has_aux, n_primals)
         return Compiled(traceable, **opts, name=traceable.__name__)
 
+    # a module's training mode decides what its trace records (dropout, batch norm), so each
+    # mode gets its own compiled function, as static.compile(module) keys its signatures
+    modes = tuple(m.training for m in target.modules()) if isinstance(target, eager.nn.Module) else ()
     try:
-        key = (kind, has_aux, n_primals, tuple(sorted(opts.items())))
+        key = (kind, has_aux, n_primals, modes, tuple(sorted(opts.items())))
         hash(key)
         per_fn = _WRAPPERS.setdefault(target, {})
     except TypeError:  # an unhashable option value, or a function that takes no weak reference

@@ -321,3 +321,17 @@ def test_a_module_and_its_parameters():
     np.testing.assert_allclose(g.detach().numpy(), lin.weight.detach().numpy().sum(0), rtol=1e-12)
     _, t = static.jvp(lin, (eager.tensor(X),), (eager.ones(4, dtype=eager.float64),))
     np.testing.assert_allclose(t.detach().numpy(), lin.weight.detach().numpy().sum(1), rtol=1e-12)
+
+
+def test_a_modules_training_mode_is_part_of_what_is_compiled():
+    model = eager.nn.Sequential(eager.nn.Linear(4, 64), eager.nn.Dropout(0.5))
+    x = eager.ones(2, 4)
+    model.eval()
+    first, _ = static.vjp(model, x)
+    model.train()
+    dropped, _ = static.vjp(model, x)
+    _, t_dropped = static.jvp(model, (x,), (eager.ones(2, 4),))
+    model.eval()
+    again, _ = static.vjp(model, x)
+    assert (first == 0).sum().item() == 0 and eager.equal(first, again)
+    assert (dropped == 0).sum().item() > 10 and (t_dropped == 0).sum().item() > 10  # dropout ran in train mode
