@@ -27,10 +27,12 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from .module_call import functional_call  # noqa: F401
     from .tracing import trace  # noqa: F401
     from .transforms import grad, value_and_grad  # noqa: F401
+    from .vjp_jvp import jvp, vjp  # noqa: F401
 
 # public name -> the submodule that defines it
 _LAZY = {
     "Compiled": "compiled", "compile": "compiled", "grad": "transforms", "value_and_grad": "transforms",
+    "vjp": "vjp_jvp", "jvp": "vjp_jvp",
     "IRParseError": "errors", "IRVerifyError": "errors", "TraceError": "errors",
     "Graph": "ir", "Node": "ir", "Value": "ir", "parse_ir": "ir", "verify": "ir",
     "trace": "tracing", "run_graph": "interpreter", "compare": "compare",
@@ -40,11 +42,11 @@ _LAZY = {
 # submodules reachable as attributes without importing them first (`static.passes`)
 _SUBMODULES = frozenset({"api", "autodiff", "bridge", "compare", "compiled", "entry", "errors", "executable",
                          "guards", "interpreter", "ir", "logs", "module_call", "passes", "pytree", "randomness",
-                         "signature", "trace_cache", "tracer", "tracing", "training", "transforms"})
+                         "signature", "trace_cache", "tracer", "tracing", "training", "transforms", "vjp_jvp"})
 
 __all__ = ["Compiled", "compile", "grad", "value_and_grad", "IRParseError", "IRVerifyError", "TraceError",
            "Graph", "Node", "Value", "parse_ir", "verify", "trace", "run_graph", "compare", "register_backend",
-           "BackendError", "set_logs", "functional_call"]
+           "BackendError", "set_logs", "functional_call", "vjp", "jvp"]
 
 
 def __getattr__(name: str) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tarfile
 import venv
 import zipfile
 from pathlib import Path
@@ -68,3 +69,21 @@ def test_the_installed_command_runs_outside_the_checkout(wheel, tmp_path):
     proc = subprocess.run([str(python), "-m", "graphmode", "cache", "info"], capture_output=True, text=True,
                           cwd=workdir, env=env, timeout=300, check=False)
     assert proc.returncode == 0 and str(tmp_path / "cache") in proc.stdout, proc.stderr
+
+
+def test_the_sdist_ships_the_license_and_builds_the_same_packages(tmp_path):
+    out = tmp_path / "sdist"
+    code = ("import sys; from setuptools import build_meta; "
+            "print(build_meta.build_sdist(sys.argv[1]))")
+    proc = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300, check=False)
+    if proc.returncode != 0:  # an interpreter without setuptools>=77 (it reads the SPDX license fields)
+        pytest.skip(f"cannot build the sdist here: {proc.stderr.strip().splitlines()[-1:]}")
+    (archive,) = out.glob("graphmode-*.tar.gz")
+    with tarfile.open(archive) as tf:
+        names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
+        pkg_info = tf.extractfile(next(m for m in tf.getmembers() if m.name.endswith("/PKG-INFO"))).read().decode()
+    assert {"LICENSE", "README.md", "pyproject.toml"} <= names
+    assert any(n.startswith("codegen/templates/") and n.endswith(".j2") for n in names)
+    assert any(n.startswith("static/ir/") and n.endswith(".lark") for n in names)
+    assert "License-Expression: MIT" in pkg_info and "License-File: LICENSE" in pkg_info

@@ -89,8 +89,15 @@ def annotate(exc: BaseException, node) -> None:
             + _forward_trace(node))
     if hasattr(exc, "add_note"):
         exc.add_note(note)
-    else:  # Python 3.10: no add_note; the same attribute, so the message stays PyTorch's
-        exc.__notes__ = [*getattr(exc, "__notes__", []), note]  # type: ignore[attr-defined]  # typeshed: 3.11+
+        return
+    # Python 3.10 has no add_note, and its traceback printer does not show __notes__: set the
+    # attribute (code that reads the notes finds them) and fold the note into the message,
+    # where the user sees it
+    exc.__notes__ = [*getattr(exc, "__notes__", []), note]  # type: ignore[attr-defined]  # typeshed: 3.11+
+    if len(exc.args) == 1 and isinstance(exc.args[0], str):
+        exc.args = (f"{exc.args[0]}\n{note}",)
+    elif not exc.args:
+        exc.args = (note,)
 
 
 def check_nan(node, grads) -> None:

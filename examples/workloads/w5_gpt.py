@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import _training  # the step W5 and W6 share (this directory is on sys.path)
 import numpy as np
 
 import eager
@@ -108,19 +109,12 @@ def loss_fn(model: nn.Module, batch) -> eager.Tensor:
 
 def train_step(model: nn.Module, opt: eager.optim.Optimizer, batch) -> float:
     """One AdamW step on `batch`; returns the loss before the update."""
-    opt.zero_grad()
-    loss = loss_fn(model, batch)
-    loss.backward()
-    opt.step()
-    return float(loss.item())
+    return _training.train_step(loss_fn, model, opt, batch)
 
 
-def peer_torch():
+@_training.torch_peer
+def peer_torch(torch):
     """The same model in PyTorch (for benchmarks/models_bench.py), or None without torch."""
-    try:
-        import torch  # noqa: PLC0415
-    except ImportError:
-        return None
     tnn, TF = torch.nn, torch.nn.functional
 
     class TAttn(tnn.Module):

@@ -7,6 +7,7 @@ Linear(32*7*7 -> 10), on (32, 1, 28, 28), cross-entropy, SGD (lr 0.05, momentum 
 """
 from __future__ import annotations
 
+import _training  # the step W5 and W6 share (this directory is on sys.path)
 import numpy as np
 
 import eager
@@ -45,19 +46,12 @@ def loss_fn(model: nn.Module, batch) -> eager.Tensor:
 
 def train_step(model: nn.Module, opt: eager.optim.Optimizer, batch) -> float:
     """One SGD step on `batch`; returns the loss before the update."""
-    opt.zero_grad()
-    loss = loss_fn(model, batch)
-    loss.backward()
-    opt.step()
-    return float(loss.item())
+    return _training.train_step(loss_fn, model, opt, batch)
 
 
-def peer_torch():
+@_training.torch_peer
+def peer_torch(torch):
     """The same model builder in PyTorch (for benchmarks/models_bench.py), or None."""
-    try:
-        import torch  # noqa: PLC0415
-    except ImportError:
-        return None
     tnn = torch.nn
     return lambda: tnn.Sequential(
         tnn.Conv2d(1, 16, 3, padding=1), tnn.BatchNorm2d(16), tnn.ReLU(), tnn.MaxPool2d(2),

@@ -71,7 +71,8 @@ def test_nan_from_an_infinite_gradient_times_zero_names_the_node():
         y = (x * 0).sqrt()
         with pytest.raises(RuntimeError) as info:
             y.backward()
-    assert str(info.value) == "Function 'MulBackward0' returned nan values in its 0th output."
+    # PyTorch's message; on Python 3.10 anomaly mode's note follows it on the next lines
+    assert str(info.value).split("\n")[0] == "Function 'MulBackward0' returned nan values in its 0th output."
     assert "Error detected in MulBackward0" in _notes(info.value)
     assert "y = (x * 0).sqrt()" in _notes(info.value)
 
@@ -82,7 +83,8 @@ def test_nan_from_sqrt_of_a_negative_number_names_sqrt():
         y = x.sqrt().sum()
         with pytest.raises(RuntimeError) as info:
             y.backward()
-    assert str(info.value) == "Function 'SqrtBackward0' returned nan values in its 0th output."
+    # PyTorch's message; on Python 3.10 anomaly mode's note follows it on the next lines
+    assert str(info.value).split("\n")[0] == "Function 'SqrtBackward0' returned nan values in its 0th output."
 
 
 def test_nan_passes_silently_without_anomaly_mode():
