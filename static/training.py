@@ -40,7 +40,7 @@ from .autodiff import vjp
 from .custom_function import customs_of
 from .errors import TraceError
 from .randomness import Replay, draws_of
-from .tracer import Tracer, TraceState, current_state, inplace_on_captured, user_location
+from .tracer import BACKWARD_HOOK, Tracer, TraceState, current_state, inplace_on_captured, user_location
 
 _NO_GRAD_FN = "element 0 of tensors does not require grad and does not have a grad_fn"
 
@@ -116,15 +116,39 @@ class _Training:
         for key, p in self.grad_owners.items():
             start = self.start.get(key, (p, None))[1]
             if p._grad is not start:
-                out.append((_grad_setter(p), p._grad))
+                out.append((_grad_setter(p), self._bound_grad(p._grad)))
         for d, k in self.state_slots.values():
             out.append((_item_setter(d, k), d[k]))
         return out
 
 
+    def _bound_grad(self, g):
+        """What a call binds as a `.grad` the trace set: a tensor made inside the function
+        (`p.grad = eager.zeros_like(p)`) is a constant of the graph, so each call binds a fresh
+        copy of it, as eager makes a new one each call. (A write into it after the binding is
+        redirected into a caller's tensor by `_own_grad`; one that was not cannot be returned.)"""
+        state = self.state
+        if g is None or not state.is_created(g):
+            return g
+        if id(g) in state.captured and state.latest[id(g)] is not state.captured[id(g)][1]:
+            raise TraceError(f"{user_location()}: a .grad set inside the function to a tensor made there is then "
+                             "updated in place outside backward(); the compiled graph cannot hand that value back as "
+                             "the .grad. Update it out of place (p.grad = p.grad * s) or set it before the call.")
+        return _FreshCopy(g)
+
+
+class _FreshCopy:
+    """A binding value made anew at every call (a copy of a constant of the trace)."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor: Tensor) -> None:
+        self.tensor = tensor
+
+
 def _grad_setter(p: Tensor):
     def set_grad(value) -> None:
-        p._grad = value
+        p._grad = Tensor._make(value.tensor._data.copy()) if isinstance(value, _FreshCopy) else value
     return set_grad
 
 
@@ -146,9 +170,11 @@ def note_start(state: TraceState, fn, sources) -> None:
     tensors = []
     for _, read in sources:
         try:
-            tensors.append(read())
+            t = read()
         except Exception:  # noqa: BLE001  (a name that went away)
             continue
+        tensors.append(t)
+        state.shared.getters[id(t)] = read  # an alias read by a name is guarded (static.shared_memory)
     for owner in _reachable_owners(fn):
         if hasattr(owner, "param_groups"):
             tensors += [p for g in owner.param_groups for p in g["params"]]
@@ -278,6 +304,7 @@ def _accumulate(extra: _Training, p: Tensor, g: Tracer) -> None:
     """p.grad += g, or p.grad = g when it is None, as eager's AccumulateGrad does."""
     extra.seen(p)
     extra.guard_read(p)  # None or a tensor, as the call found it: the other case is another graph
+    _own_grad(extra.state, p)
     current = p._grad
     if g.dtype is not p.dtype:
         g = F.to_dtype(g, p.dtype)
@@ -289,7 +316,20 @@ def _accumulate(extra: _Training, p: Tensor, g: Tracer) -> None:
     inplace_on_captured(current, F.add(current, g))
 
 
-Tracer.backward = traced_backward  # type: ignore[method-assign]  # installed here, where the training state lives
+def _own_grad(state: TraceState, p: Tensor) -> None:
+    """A `.grad` set inside the function to a tensor made there (`p.grad = zeros_like(p)`) is a
+    constant of the graph, whose updates stay inside it: before gradients accumulate into it,
+    it is replaced by a tensor of the caller's holding its current value, which the graph
+    writes and each call binds as the .grad."""
+    g = p._grad
+    if g is None or not state.is_created(g):
+        return
+    holder = Tensor._make(g._data.copy())
+    inplace_on_captured(holder, Tracer(state, state.capture(g)))
+    p._grad = holder
+
+
+BACKWARD_HOOK.fn = traced_backward  # Tracer.backward calls it: the training state lives here
 
 
 # -- optimizer.step() -----------------------------------------------------------------------------
