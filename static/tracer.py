@@ -10,6 +10,7 @@ import contextlib
 import os
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -148,7 +149,7 @@ class _BackwardHook:
     create_graph, inputs)`: the training-step module fills it when imported (the tracer itself
     knows nothing of gradients' `.grad` bookkeeping). None: backward() is refused."""
 
-    fn = None
+    fn: Callable[..., None] | None = None
 
 
 BACKWARD_HOOK = _BackwardHook()

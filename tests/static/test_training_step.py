@@ -230,16 +230,6 @@ def test_a_compiled_step_after_eager_backwards_reads_each_new_grad_and_eager_ste
         np.testing.assert_allclose(c, e, rtol=1e-5, atol=1e-6)
 
 
-def test_backward_reaching_a_leaf_passed_as_an_argument_is_refused_clearly():
-    @static.compile
-    def f(w, x):
-        (w * x).sum().backward()
-
-    w = eager.ones(3, requires_grad=True)
-    with pytest.raises(static.TraceError, match="passed as an argument"):
-        f(w, eager.ones(3))
-
-
 def test_a_second_backward_through_a_freed_graph_is_eagers_error_and_retain_graph_allows_it():
     def run(compiled, retain):
         model = _model()
