@@ -147,9 +147,11 @@ class TraceState:
 class _BackwardHook:
     """Where `Tracer.backward` finds its handler, `fn(tracer, gradient, retain_graph,
     create_graph, inputs)`: the training-step module fills it when imported (the tracer itself
-    knows nothing of gradients' `.grad` bookkeeping). None: backward() is refused."""
+    knows nothing of gradients' `.grad` bookkeeping). None: backward() is refused.
+    `assign_grad(tensor, tracer)` records `tensor.grad = tracer` (None: refused)."""
 
     fn: Callable[..., None] | None = None
+    assign_grad: Callable[..., None] | None = None
 
 
 BACKWARD_HOOK = _BackwardHook()
@@ -712,3 +714,13 @@ def inplace_on_captured(target, result: Tracer) -> None:
 
 
 Tracer.__graphmode_inplace__ = staticmethod(inplace_on_captured)
+
+
+def _assign_grad(tensor, value: Tracer) -> None:
+    """`p.grad = traced value` (eager's .grad setter hands it here): BACKWARD_HOOK's handler."""
+    if BACKWARD_HOOK.assign_grad is None:
+        raise TraceError(f"{user_location()}: assigning a traced value to .grad is not supported here")
+    BACKWARD_HOOK.assign_grad(tensor, value)
+
+
+Tracer.__graphmode_grad_assign__ = staticmethod(_assign_grad)

@@ -381,7 +381,23 @@ def _own_grad(state: TraceState, p: Tensor) -> None:
     p._grad = holder
 
 
+def traced_grad_assign(p: Tensor, value: Tracer) -> None:
+    """`p.grad = value` with a traced value (`p.grad = p.grad * 0.5`): p's .grad becomes a
+    tensor of the caller's that the graph writes, bound before each call (final_bindings)."""
+    if tuple(value.shape) != tuple(p.shape):
+        raise RuntimeError(f"assigned grad has data of a different size: {tuple(value.shape)} "
+                           f"vs the tensor's {tuple(p.shape)}")
+    if value.dtype is not p.dtype:
+        raise RuntimeError(f"assigned grad has data of a different type: {value.dtype} vs the tensor's {p.dtype}")
+    extra = _training(value._state)
+    extra.seen(p)
+    holder = Tensor._make(xp_of_array(p._data).zeros_like(p._data))
+    inplace_on_captured(holder, value)
+    p._grad = holder
+
+
 BACKWARD_HOOK.fn = traced_backward  # Tracer.backward calls it: the training state lives here
+BACKWARD_HOOK.assign_grad = traced_grad_assign
 
 
 # -- optimizer.step() -----------------------------------------------------------------------------

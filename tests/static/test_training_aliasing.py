@@ -368,9 +368,50 @@ def _frozen_first_layer(model, opt):
     return _plain(model, opt)
 
 
-ADVERSARIAL = [_accumulate_and_scale_in_place, _grad_set_to_none_after_the_step, _grad_zeroed_in_place_when_present,
-               _grad_set_to_fresh_zeros_then_accumulated, _two_backwards_one_step, _grad_norm_read_after_the_step,
-               _frozen_first_layer]
+def _grad_rebound_to_a_traced_value(model, opt):
+    """`p.grad = p.grad * s` (used to raise a TypeError from eager's .grad setter)."""
+    def step(x, y):
+        opt.zero_grad()
+        _loss(model, x, y).backward()
+        for p in model.parameters():
+            p.grad = p.grad * 0.5
+        opt.step()
+        return _loss(model, x, y)
+    return step
+
+
+def _data_rebound_to_a_traced_value(model, opt):
+    """`p.data = p.data * s` (used to raise an AttributeError from eager's .data setter)."""
+    def step(x, y):
+        opt.zero_grad()
+        loss = _loss(model, x, y)
+        loss.backward()
+        opt.step()
+        with eager.no_grad():
+            for p in model.parameters():
+                p.data = p.data * 0.99
+        return loss
+    return step
+
+
+def _parameter_copied_from_a_traced_value(model, opt):
+    """`w.copy_(w.clamp(...))` under no_grad (used to be refused: eager converted the source)."""
+    def step(x, y):
+        opt.zero_grad()
+        loss = _loss(model, x, y)
+        loss.backward()
+        opt.step()
+        with eager.no_grad():
+            model[0].weight.copy_(model[0].weight.clamp(-0.2, 0.2))
+        return loss
+    return step
+
+
+ADVERSARIAL = [_grad_rebound_to_a_traced_value, _data_rebound_to_a_traced_value,
+               _parameter_copied_from_a_traced_value, _accumulate_and_scale_in_place,
+               _grad_set_to_none_after_the_step, _grad_zeroed_in_place_when_present,
+               _grad_set_to_fresh_zeros_then_accumulated, _two_backwards_one_step,
+               _grad_norm_read_after_the_step, _frozen_first_layer]
 
 
 @pytest.mark.parametrize("make_step", ADVERSARIAL, ids=lambda f: f.__name__.strip("_"))
