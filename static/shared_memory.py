@@ -50,17 +50,29 @@ def _layout(data) -> tuple:
 
 
 def _overlaps(a, b) -> bool:
-    return bool(xp_of_array(a).may_share_memory(a, b))
+    """Whether two arrays have an element in common (not just overlapping bounds: the columns
+    of one matrix are disjoint). A case too hard to decide counts as overlapping."""
+    xp = xp_of_array(a)
+    if not xp.may_share_memory(a, b):
+        return False
+    exact = getattr(xp, "shares_memory", None)
+    if exact is None:
+        return True
+    try:
+        return bool(exact(a, b, max_work=10_000))
+    except Exception:  # noqa: BLE001  (numpy.exceptions.TooHardError: undecided within max_work)
+        return True
 
 
 class SharedMemory:
     """The aliasing bookkeeping of one trace (kept on its TraceState)."""
 
-    __slots__ = ("members", "aliases", "mixed", "written", "getters")
+    __slots__ = ("members", "aliases", "by_target", "mixed", "written", "getters")
 
     def __init__(self) -> None:
         self.members: dict[int, list] = {}  # id(root array) -> captured inputs over that memory
         self.aliases: dict[int, tuple] = {}  # id(alias) -> (alias, tensor it views, view steps; () = all of it)
+        self.by_target: dict[int, list] = {}  # id(tensor) -> the aliases that view it directly
         self.mixed: set[int] = set()  # roots holding captured inputs that overlap without a known relation
         self.written: set[int] = set()  # roots the trace wrote into
         self.getters: dict[int, Any] = {}  # id(tensor) -> how the user's code reads it (a name it owns)
@@ -98,6 +110,7 @@ class SharedMemory:
     def _add_alias(self, state, entry: tuple) -> None:
         obj, target = entry[0], entry[1]
         self.aliases[id(obj)] = entry
+        self.by_target.setdefault(id(target), []).append(obj)
         named, target_named = self.getters.get(id(obj)), self.getters.get(id(target))
         if named is not None or target_named is not None:  # names the caller may rebind between calls
             state.guards.append(AliasGuard(obj, named, target, target_named, entry[2]))
@@ -150,11 +163,9 @@ class SharedMemory:
         again after a write into `obj`)."""
         out, todo = [], [obj]
         while todo:
-            t = todo.pop()
-            for a, target, _ in self.aliases.values():
-                if target is t:
-                    out.append(a)
-                    todo.append(a)
+            direct = self.by_target.get(id(todo.pop()), ())
+            out += direct
+            todo += direct
         return out
 
 
