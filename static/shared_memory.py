@@ -161,7 +161,8 @@ class SharedMemory:
     def sharing(self, obj) -> list:
         """Every alias resolved to `obj`, directly or through another (their views must be made
         again after a write into `obj`)."""
-        out, todo = [], [obj]
+        out: list = []
+        todo = [obj]
         while todo:
             direct = self.by_target.get(id(todo.pop()), ())
             out += direct
