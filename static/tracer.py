@@ -152,6 +152,7 @@ class _BackwardHook:
 
     fn: Callable[..., None] | None = None
     assign_grad: Callable[..., None] | None = None
+    read_grad: Callable[..., object] | None = None  # `x.grad` of an argument leaf requiring grad
 
 
 BACKWARD_HOOK = _BackwardHook()
@@ -430,8 +431,15 @@ class Tracer:
         return eager.device("cpu")
 
     requires_grad = False
-    grad = None
     grad_fn = None
+
+    @property
+    def grad(self):
+        """None, as eager's for a tensor that does not require grad; for an argument that is a
+        leaf requiring grad, what backward() accumulated into it so far (BACKWARD_HOOK.read_grad)."""
+        if self._value in self._state.grad_leaves and BACKWARD_HOOK.read_grad is not None:
+            return BACKWARD_HOOK.read_grad(self)
+        return None
     is_leaf = True
 
     def __len__(self) -> int:

@@ -396,7 +396,23 @@ def traced_grad_assign(p: Tensor, value: Tracer) -> None:
     p._grad = holder
 
 
+def traced_read_grad(x: Tracer) -> Tracer:
+    """`x.grad` inside the function, x an argument that is a leaf requiring grad: the value
+    backward() accumulated into it (the call's .grad plus this call's gradients). Before a
+    backward() reached it, its value is whatever the call finds (None or a tensor), which one
+    graph cannot stand for: refused."""
+    state = x._state
+    extra = state.__dict__.get("training")
+    buffer = extra.arg_grads.get(x._value) if extra is not None else None
+    if buffer is None:
+        raise TraceError(f"{user_location()}: reading the .grad of an argument of the compiled function before a "
+                         "backward() inside it reached that argument; the value depends on the call (None or the "
+                         "gradient accumulated so far). Read it after the call, or pass it in as an argument.")
+    return Tracer(state, state.capture(buffer))
+
+
 BACKWARD_HOOK.fn = traced_backward  # Tracer.backward calls it: the training state lives here
+BACKWARD_HOOK.read_grad = traced_read_grad
 BACKWARD_HOOK.assign_grad = traced_grad_assign
 
 

@@ -1,6 +1,7 @@
 """`backward()` inside a compiled function reaching a leaf passed as an argument: the
 argument's `.grad` is accumulated after the call, as eager's AccumulateGrad does."""
 import numpy as np
+import pytest
 
 import eager
 import eager.nn as nn
@@ -81,3 +82,26 @@ def test_backward_with_inputs_limits_accumulation_to_the_named_argument():
     compiled_f(*args_c)
     np.testing.assert_allclose(args_c[0].grad.numpy(), args_e[0].grad.numpy())
     assert args_e[1].grad is None and args_c[1].grad is None
+
+
+def test_reading_an_arguments_grad_inside_after_backward_gives_the_accumulated_value():
+    def f(x):
+        (x ** 2).sum().backward()
+        return x.grad * 1.0
+
+    eager_f, compiled_f = _pair(f)
+    x_e, x_c = _leaf([1.0, -2.0]), _leaf([1.0, -2.0])
+    for _ in range(2):
+        np.testing.assert_allclose(compiled_f(x_c).numpy(), eager_f(x_e).numpy())
+        np.testing.assert_allclose(x_c.grad.numpy(), x_e.grad.numpy())
+
+
+def test_reading_an_arguments_grad_inside_before_backward_is_refused():
+    @static.compile
+    def f(x):
+        seen = x.grad
+        (x ** 2).sum().backward()
+        return seen
+
+    with pytest.raises(static.TraceError, match="before a backward"):
+        f(_leaf([1.0, 2.0]))
