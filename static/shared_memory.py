@@ -17,9 +17,10 @@ over the same memory (the root of its array's `.base` chain):
   the view made again from that tensor's latest value, and a write into it is a
   `view_scatter` into that tensor (PyTorch's CopySlices);
 - any other overlap (a view whose steps are lost, two views of a tensor the function never
-  reads): it stays an input of its own while nothing in that memory is written; a write
-  into such memory, or a read of such an alias after a write, is refused with a TraceError,
-  never traced into a stale read."""
+  reads, two leaves requiring grad over one buffer, each with its own gradient): it stays
+  an input of its own while nothing in that memory is written; a write into such memory,
+  or a read of such an alias after a write, is refused with a TraceError, never traced
+  into a stale read."""
 from __future__ import annotations
 
 from typing import Any
@@ -82,7 +83,7 @@ class SharedMemory:
         """(alias, tensor it views, steps) when `obj` is to be read as a view of another captured
         tensor, else None (it is then captured as an input of its own; `note_captured`)."""
         entry = self.aliases.get(id(obj))
-        if entry is not None or not _is_array(obj):
+        if entry is not None or not _is_array(obj) or _grad_leaf(obj):  # a leaf requiring grad has its own .grad
             return entry
         data = _array(obj)
         target, steps = None, ()
@@ -139,7 +140,7 @@ class SharedMemory:
                 continue
             if id(root) in self.written:
                 raise _unfollowable("reads")
-            found = _steps_between(obj, c)
+            found = None if _grad_leaf(c) else _steps_between(obj, c)
             if found is None:
                 self.mixed.add(id(root))
                 continue
@@ -168,6 +169,13 @@ class SharedMemory:
             out += direct
             todo += direct
         return out
+
+
+def _grad_leaf(obj) -> bool:
+    """A leaf requiring grad (a Parameter): autograd tells it apart from another tensor over
+    the same memory (`nn.Parameter(w.data)` gets its own gradient), so it is never read as an
+    alias of one; two of them overlapping make the memory unfollowable for writes."""
+    return isinstance(obj, Tensor) and obj._requires_grad and obj.grad_fn is None
 
 
 def _steps_between(owner, obj) -> tuple | None:

@@ -469,3 +469,26 @@ def test_disjoint_views_of_one_buffer_made_outside_are_written_and_read_independ
     for _ in range(2):
         np.testing.assert_allclose(f_c(eager.tensor(2.0)).numpy(), f_e(eager.tensor(2.0)).numpy())
     np.testing.assert_allclose(buf_c.numpy(), [[0.0, 1.0], [8.0, 3.0], [16.0, 5.0]])
+
+
+def test_two_parameters_over_one_buffer_each_get_their_own_gradient():
+    """`nn.Parameter(w.data)` shares memory with w but is another leaf: autograd gives each its
+    own .grad; the compiled backward must too (it is not read as an alias of w)."""
+    def build():
+        eager.manual_seed(0)
+        w = nn.Parameter(eager.randn(3))
+        v = nn.Parameter(w.data)
+
+        def f(x):
+            loss = (w * x).sum() + (v * x * x).sum()
+            loss.backward()
+            return loss
+        return w, v, f
+
+    (w_e, v_e, f_e), (w_c, v_c, f_c) = build(), build()
+    f_c = static.compile(f_c)
+    x = eager.tensor([1.0, 2.0, 3.0])
+    for _ in range(2):
+        np.testing.assert_allclose(f_c(x).item(), f_e(x).item(), rtol=1e-6)
+        np.testing.assert_allclose(w_c.grad.numpy(), w_e.grad.numpy())
+        np.testing.assert_allclose(v_c.grad.numpy(), v_e.grad.numpy())
