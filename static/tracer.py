@@ -440,6 +440,7 @@ class Tracer:
         if self._value in self._state.grad_leaves and BACKWARD_HOOK.read_grad is not None:
             return BACKWARD_HOOK.read_grad(self)
         return None
+
     is_leaf = True
 
     def __len__(self) -> int:
