@@ -277,7 +277,7 @@ def _copy(self: Tensor, src, non_blocking: bool = False) -> Tensor:
     """Tensor.copy_: write `src` (broadcast, cast to this dtype, moved to this device) into this tensor.
 
     Differentiable with respect to `src`. Mirrors torch.Tensor.copy_."""
-    if not isinstance(src, Tensor):
+    if not isinstance(src, Tensor) and not hasattr(type(src), "__graphmode_inplace__"):  # (a traced value: recorded)
         from ._factories import tensor  # noqa: PLC0415
 
         src = tensor(src)

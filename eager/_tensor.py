@@ -237,6 +237,10 @@ class Tensor:
     @grad.setter
     def grad(self, value) -> None:
         if value is not None:
+            handler = getattr(type(value), "__graphmode_grad_assign__", None)
+            if handler is not None:  # a traced value (static): the tracer records the new .grad
+                handler(self, value)
+                return
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of {type(value).__name__}")
             if tuple(value.shape) != tuple(self.shape):
@@ -313,6 +317,10 @@ class Tensor:
 
     @data.setter
     def data(self, value: "Tensor") -> None:
+        handler = getattr(type(value), "__graphmode_inplace__", None)
+        if handler is not None:  # a traced value (static): recorded as a write of this tensor
+            handler(self, value)
+            return
         self._data = value._data
 
     # -- conversion ---------------------------------------------------------------------------

@@ -200,7 +200,7 @@ class Compiled:
             return self._call_traceable(args)
         trace = entry.trace
         if trace.prepare is not None:
-            trace.prepare()  # random draws as eager makes them, attributes the trace set (static.training)
+            trace.prepare(leaves)  # random draws as eager makes them, attributes the trace set (static.training)
         if entry.grad is not None:
             return self._call_with_grad(entry, leaves)
         if entry.all_tensor_inputs:

@@ -10,6 +10,7 @@ import contextlib
 import os
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,6 +27,7 @@ from eager.ops.special import STOP_GRADIENT
 
 from .errors import TraceError
 from .ir import Graph, Node, Value
+from .shared_memory import SharedMemory
 
 _LIBRARY_DIRS = (os.path.dirname(eager.__file__) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
 _SCALARS = (bool, int, float)
@@ -61,6 +63,7 @@ class TraceState:
     _created_ids: dict = field(default_factory=dict)  # ids of `created`, in order (filled as it grows)
     guards: list = field(default_factory=list)  # guards on tensor values the trace read (constant masks)
     grad_leaves: set = field(default_factory=set)  # inputs that are leaves requiring grad (no in-place writes)
+    shared: SharedMemory = field(default_factory=SharedMemory)  # captured tensors over the same memory
 
     def fresh_name(self) -> str:
         name = str(self.counter)
@@ -102,6 +105,9 @@ class TraceState:
     def capture(self, obj) -> Value:
         """A tensor or array from outside the function: an implicit input, read at call time."""
         key = id(obj)
+        alias = self.shared.aliases.get(key)
+        if alias is not None:
+            return self._alias_value(alias)
         if key in self.latest:
             return self.latest[key]
         if _factories.draws_on_this_thread() != self.draws:
@@ -109,6 +115,9 @@ class TraceState:
                 f"{user_location()}: the function draws random numbers (eager.rand, randn, dropout, ...) while "
                 "it is traced; the compiled graph would replay the same numbers on every call. Pass random "
                 "tensors in as arguments, or put the model in eval() mode before compiling.")
+        alias = self.shared.alias_entry(self, obj)  # `p.grad.detach()`: p.grad's value, not a stale input
+        if alias is not None:
+            return self._alias_value(alias)
         data = obj._data if isinstance(obj, Tensor) else obj
         dt = _dtypes.from_numpy(data.dtype)
         base = self.names.get(key) or f"c{len(self.captured)}"
@@ -120,7 +129,33 @@ class TraceState:
         self.graph.inputs.append(v)
         self.captured[key] = (obj, v)
         self.latest[key] = v
+        self.shared.note_captured(self, obj)
         return v
+
+    def _alias_value(self, alias: tuple) -> Value:
+        """The current value of an eager alias of a captured tensor (static.shared_memory)."""
+        v = self.capture(alias[1])
+        target, steps = self.shared.canonical(self, alias[0])
+        if not steps:
+            return v
+        v = self.latest[id(target)]
+        from eager.ops.shape_ops import replay_view  # noqa: PLC0415
+
+        return replay_view(Tracer(self, v), steps)._value
+
+
+class _BackwardHook:
+    """Where `Tracer.backward` finds its handler, `fn(tracer, gradient, retain_graph,
+    create_graph, inputs)`: the training-step module fills it when imported (the tracer itself
+    knows nothing of gradients' `.grad` bookkeeping). None: backward() is refused.
+    `assign_grad(tensor, tracer)` records `tensor.grad = tracer` (None: refused)."""
+
+    fn: Callable[..., None] | None = None
+    assign_grad: Callable[..., None] | None = None
+    read_grad: Callable[..., object] | None = None  # `x.grad` of an argument leaf requiring grad
+
+
+BACKWARD_HOOK = _BackwardHook()
 
 
 class _Active(threading.local):
@@ -244,8 +279,8 @@ def record(op, operands, attrs):
         # a view of a Tracer or of a captured tensor: writing through it must not be silently lost
         if isinstance(base, Tracer) and base._view_of is not None:
             marker, steps = base._view_of, base._view_steps
-        else:
-            marker, steps = base, ()
+        else:  # an eager alias of a captured tensor is a view of that tensor
+            marker, steps = (state.shared.canonical(state, base) or (base, ())) if isinstance(base, Tensor) else (base, ())
         if isinstance(marker, (Tracer, Tensor)):
             items = tuple(sorted(attrs.items()))
             for k, t in enumerate(wrapped):
@@ -396,8 +431,16 @@ class Tracer:
         return eager.device("cpu")
 
     requires_grad = False
-    grad = None
     grad_fn = None
+
+    @property
+    def grad(self):
+        """None, as eager's for a tensor that does not require grad; for an argument that is a
+        leaf requiring grad, what backward() accumulated into it so far (BACKWARD_HOOK.read_grad)."""
+        if self._value in self._state.grad_leaves and BACKWARD_HOOK.read_grad is not None:
+            return BACKWARD_HOOK.read_grad(self)
+        return None
+
     is_leaf = True
 
     def __len__(self) -> int:
@@ -518,9 +561,14 @@ class Tracer:
         strides = tuple(reversed(strides))
         return strides if dim is None else strides[dim]
 
-    def backward(self, *args, **kwargs):
-        raise TraceError(f"{user_location()}: backward() inside a traced function; use static.grad or "
-                         "static.value_and_grad to get gradients in a compiled function")
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
+        """`loss.backward()` inside a traced function: recorded by the handler in BACKWARD_HOOK
+        (static.training installs it: the backward joins the graph, gradients become updates)."""
+        handler = BACKWARD_HOOK.fn
+        if handler is None:
+            raise TraceError(f"{user_location()}: backward() inside a traced function; use static.grad or "
+                             "static.value_and_grad to get gradients in a compiled function")
+        handler(self, gradient, retain_graph, create_graph, inputs)
 
     def register_hook(self, hook):
         raise TraceError(f"{user_location()}: register_hook on a traced value; hooks run eagerly only")
@@ -662,8 +710,26 @@ def inplace_on_captured(target, result: Tracer) -> None:
     if result.dtype != target.dtype:
         check_result_cast(result.dtype, target.dtype)
         result = F.to_dtype(result, target.dtype)
+    # an eager alias (`p.grad.detach()`, `p.data`, a view made outside) writes into the tensor it aliases
+    target, steps = state.shared.canonical(state, target) or (target, ())
+    if steps:
+        from eager.ops.shape_ops import VIEW_SCATTER  # noqa: PLC0415
+
+        result = VIEW_SCATTER(Tracer(state, state.latest[id(target)]), result, steps=steps)
+    state.shared.before_write(target)
     state.latest[id(target)] = result._value
-    state.versions[id(target)] = state.versions.get(id(target), 0) + 1
+    for t in (target, *state.shared.sharing(target)):  # views of it (or of its aliases) are now stale
+        state.versions[id(t)] = state.versions.get(id(t), 0) + 1
 
 
 Tracer.__graphmode_inplace__ = staticmethod(inplace_on_captured)
+
+
+def _assign_grad(tensor, value: Tracer) -> None:
+    """`p.grad = traced value` (eager's .grad setter hands it here): BACKWARD_HOOK's handler."""
+    if BACKWARD_HOOK.assign_grad is None:
+        raise TraceError(f"{user_location()}: assigning a traced value to .grad is not supported here")
+    BACKWARD_HOOK.assign_grad(tensor, value)
+
+
+Tracer.__graphmode_grad_assign__ = staticmethod(_assign_grad)

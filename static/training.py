@@ -11,7 +11,9 @@
 `loss.backward()` on a traced value records the backward into the same graph (static.autodiff)
 and accumulates each leaf parameter's gradient into its `.grad`, functionalized: a `.grad`
 that exists is a captured tensor updated in place (written back after the call); a `.grad`
-that is None becomes a new tensor the graph writes. An optimizer's `step()` then reads those
+that is None becomes a new tensor the graph writes. A leaf passed as an argument of the
+compiled function gets its `.grad` the same way: each call points the graph at that call's
+argument's `.grad` (made when None) and writes the accumulated gradient back. An optimizer's `step()` then reads those
 gradients and updates parameters and its state in place, which the tracer already
 functionalizes; state it creates on the first step becomes the caller's state, and Python
 numbers it keeps per parameter (Adam's step count) and the learning rate of each group are
@@ -29,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from eager import _functional as F
+from eager._device import xp_of_array
 from eager._grad_mode import enable_grad, no_grad
 from eager._tensor import Tensor
 from eager.autograd.graph import _FREED_MSG
@@ -40,7 +43,7 @@ from .autodiff import vjp
 from .custom_function import customs_of
 from .errors import TraceError
 from .randomness import Replay, draws_of
-from .tracer import Tracer, TraceState, current_state, inplace_on_captured, user_location
+from .tracer import BACKWARD_HOOK, Tracer, TraceState, current_state, inplace_on_captured, user_location
 
 _NO_GRAD_FN = "element 0 of tensors does not require grad and does not have a grad_fn"
 
@@ -51,14 +54,18 @@ class CallPrep:
     trace (static.randomness), the Python numbers fed as 0-d inputs, the attribute bindings
     the trace made (`p.grad = t`, `opt.state[p][k] = t`)."""
 
-    __slots__ = ("replay", "feeds", "bindings", "rereads")
+    __slots__ = ("replay", "feeds", "bindings", "rereads", "arg_grads")
 
-    def __init__(self, replay: Replay | None, feeds: list, bindings: list, rereads: list) -> None:
+    def __init__(self, replay: Replay | None, feeds: list, bindings: list, rereads: list,
+                 arg_grads: list | None = None) -> None:
         self.replay, self.feeds, self.bindings, self.rereads = replay, feeds, bindings, rereads
+        self.arg_grads = arg_grads or []  # (captured entry, leaf index): the .grad of an argument
 
-    def __call__(self) -> None:
+    def __call__(self, leaves=None) -> None:
         if self.replay is not None:
             self.replay()
+        for entry, k in self.arg_grads:  # backward() reached an argument: its .grad is accumulated into
+            entry[0] = _grad_buffer(leaves[k])
         for entry, p in self.rereads:  # the .grad the call finds (eager's backward makes a new one each time)
             entry[0] = p._grad
         for target, read in self.feeds:
@@ -67,8 +74,23 @@ class CallPrep:
             setter(value)
 
 
-def call_prep(state: TraceState, captured: list) -> CallPrep | None:
-    """What a finished trace needs done before each call (None: nothing)."""
+def _grad_buffer(x: Tensor) -> Tensor:
+    """The `.grad` of an argument the call's backward() accumulates into: made (zeros) when it
+    is None, as the tensor eager's AccumulateGrad would store."""
+    g = x._grad
+    if g is None:
+        g = x._grad = Tensor._make(xp_of_array(x._data).zeros_like(x._data))
+    elif tuple(g.shape) != tuple(x.shape) or g.dtype is not x.dtype:
+        raise RuntimeError(f"the .grad of an argument of the compiled function has shape {list(g.shape)} and dtype "
+                           f"{g.dtype}, but the argument has shape {list(x.shape)} and dtype {x.dtype}; the "
+                           "compiled backward() accumulates into a .grad shaped like its tensor. Set it to None "
+                           "before the call.")
+    return g
+
+
+def call_prep(state: TraceState, captured: list, input_leaves: list | None = None) -> CallPrep | None:
+    """What a finished trace needs done before each call (None: nothing). `input_leaves` maps
+    the explicit graph inputs to the call's argument leaves."""
     draws = draws_of(state)
     replay = Replay(draws, captured) if draws else None
     extra = state.__dict__.get("training")
@@ -78,9 +100,14 @@ def call_prep(state: TraceState, captured: list) -> CallPrep | None:
     if extra is not None and extra.read_grads:
         by_id = {id(entry[0]): entry for entry in captured}
         rereads = [(by_id[id(g)], p) for p, g in extra.read_grads if id(g) in by_id]
-    if replay is None and not feeds and not bindings and not rereads:
+    arg_grads = []
+    if extra is not None and extra.arg_grads and input_leaves is not None:
+        by_id = {id(entry[0]): entry for entry in captured}
+        explicit = {v: i for i, v in enumerate(state.graph.inputs[:len(input_leaves)])}
+        arg_grads = [(by_id[id(buffer)], input_leaves[explicit[v]]) for v, buffer in extra.arg_grads.items()]
+    if replay is None and not feeds and not bindings and not rereads and not arg_grads:
         return None
-    return CallPrep(replay, feeds, bindings, rereads)
+    return CallPrep(replay, feeds, bindings, rereads, arg_grads)
 
 
 class _Training:
@@ -94,6 +121,7 @@ class _Training:
         self.grad_owners: dict = {}  # id(param) -> param whose .grad the trace may have set
         self.state_slots: dict = {}  # (id(state dict), key) -> (state dict, key)
         self.read_grads: list = []  # (param, .grad) for a .grad the call found: re-read at every call
+        self.arg_grads: dict = {}  # argument's input Value -> the tensor standing for its .grad in the trace
 
     def seen(self, p: Tensor) -> None:
         """Note p.grad as the call finds it (before this trace's code changes it), guarded."""
@@ -116,15 +144,39 @@ class _Training:
         for key, p in self.grad_owners.items():
             start = self.start.get(key, (p, None))[1]
             if p._grad is not start:
-                out.append((_grad_setter(p), p._grad))
+                out.append((_grad_setter(p), self._bound_grad(p._grad)))
         for d, k in self.state_slots.values():
             out.append((_item_setter(d, k), d[k]))
         return out
 
 
+    def _bound_grad(self, g):
+        """What a call binds as a `.grad` the trace set: a tensor made inside the function
+        (`p.grad = eager.zeros_like(p)`) is a constant of the graph, so each call binds a fresh
+        copy of it, as eager makes a new one each call. (A write into it after the binding is
+        redirected into a caller's tensor by `_own_grad`; one that was not cannot be returned.)"""
+        state = self.state
+        if g is None or not state.is_created(g):
+            return g
+        if id(g) in state.captured and state.latest[id(g)] is not state.captured[id(g)][1]:
+            raise TraceError(f"{user_location()}: a .grad set inside the function to a tensor made there is then "
+                             "updated in place outside backward(); the compiled graph cannot hand that value back as "
+                             "the .grad. Update it out of place (p.grad = p.grad * s) or set it before the call.")
+        return _FreshCopy(g)
+
+
+class _FreshCopy:
+    """A binding value made anew at every call (a copy of a constant of the trace)."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor: Tensor) -> None:
+        self.tensor = tensor
+
+
 def _grad_setter(p: Tensor):
     def set_grad(value) -> None:
-        p._grad = value
+        p._grad = Tensor._make(value.tensor._data.copy()) if isinstance(value, _FreshCopy) else value
     return set_grad
 
 
@@ -146,9 +198,11 @@ def note_start(state: TraceState, fn, sources) -> None:
     tensors = []
     for _, read in sources:
         try:
-            tensors.append(read())
+            t = read()
         except Exception:  # noqa: BLE001  (a name that went away)
             continue
+        tensors.append(t)
+        state.shared.getters[id(t)] = read  # an alias read by a name is guarded (static.shared_memory)
     for owner in _reachable_owners(fn):
         if hasattr(owner, "param_groups"):
             tensors += [p for g in owner.param_groups for p in g["params"]]
@@ -223,6 +277,7 @@ def traced_backward(self: Tracer, gradient=None, retain_graph=None, create_graph
         if tuple(seed.shape) != tuple(self.shape):
             raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {list(seed.shape)} and output[0] "
                                f"has a shape of {list(self.shape)}.")
+    leaves: list[Any]  # captured tensors, then the input Values of arguments
     if inputs is not None:
         given = [inputs] if isinstance(inputs, (Tensor, Tracer)) else list(inputs)
         leaves = [t for t in given if isinstance(t, Tensor)]
@@ -235,10 +290,16 @@ def traced_backward(self: Tracer, gradient=None, retain_graph=None, create_graph
     freed = state.__dict__.setdefault("freed_nodes", set())
     if freed & walked:
         raise RuntimeError(_FREED_MSG)
-    if any(v in needed for v in state.grad_leaves):
-        raise TraceError(f"{user_location()}: backward() reaches a tensor that requires grad passed as an argument "
-                         "of the compiled function; its .grad is not written by the compiled graph. Reach "
-                         "parameters through a module or a closure (they are captured), or use static.grad.")
+    if inputs is None:  # arguments of the compiled function that are leaves requiring grad
+        for v in state.graph.inputs:
+            if v in state.grad_leaves:
+                leaves.append(v)
+                values.append(v)
+    else:
+        for t in given:
+            if isinstance(t, Tracer) and t._value in state.grad_leaves:
+                leaves.append(t._value)
+                values.append(t._value)
     pairs = [(t, v) for t, v in zip(leaves, values) if v in needed]
     if not pairs:
         raise RuntimeError(_NO_GRAD_FN)
@@ -246,7 +307,10 @@ def traced_backward(self: Tracer, gradient=None, retain_graph=None, create_graph
         grads = vjp(state, [self._value], [seed], [v for _, v in pairs])
     with enable_grad() if create_graph else no_grad():
         for (p, _), g in zip(pairs, grads):
-            _accumulate(extra, p, g)
+            if isinstance(p, Tensor):
+                _accumulate(extra, p, g)
+            else:
+                _accumulate_argument(extra, p, g)
     if not (create_graph if retain_graph is None else retain_graph):
         # eager frees this graph: a second backward through it is an error, and the values it
         # computed (the loss a step returns) need no compiled backward of their own
@@ -278,6 +342,7 @@ def _accumulate(extra: _Training, p: Tensor, g: Tracer) -> None:
     """p.grad += g, or p.grad = g when it is None, as eager's AccumulateGrad does."""
     extra.seen(p)
     extra.guard_read(p)  # None or a tensor, as the call found it: the other case is another graph
+    _own_grad(extra.state, p)
     current = p._grad
     if g.dtype is not p.dtype:
         g = F.to_dtype(g, p.dtype)
@@ -289,7 +354,66 @@ def _accumulate(extra: _Training, p: Tensor, g: Tracer) -> None:
     inplace_on_captured(current, F.add(current, g))
 
 
-Tracer.backward = traced_backward  # type: ignore[method-assign]  # installed here, where the training state lives
+def _accumulate_argument(extra: _Training, v, g: Tracer) -> None:
+    """x.grad += g for an argument x of the compiled function (a leaf requiring grad): the
+    trace accumulates into a stand-in tensor, and each call points it at that call's
+    argument's .grad (made when None) before the graph runs, which writes it back
+    (CallPrep); eager's AccumulateGrad, functionalized."""
+    state = extra.state
+    buffer = extra.arg_grads.get(v)
+    if buffer is None:
+        buffer = extra.arg_grads[v] = Tensor._make(np.zeros(tuple(v.type.shape), dtype=v.type.dtype.np))
+    if g.dtype is not v.type.dtype:
+        g = F.to_dtype(g, v.type.dtype)
+    inplace_on_captured(buffer, F.add(Tracer(state, state.capture(buffer)), g))
+
+
+def _own_grad(state: TraceState, p: Tensor) -> None:
+    """A `.grad` set inside the function to a tensor made there (`p.grad = zeros_like(p)`) is a
+    constant of the graph, whose updates stay inside it: before gradients accumulate into it,
+    it is replaced by a tensor of the caller's holding its current value, which the graph
+    writes and each call binds as the .grad."""
+    g = p._grad
+    if g is None or not state.is_created(g):
+        return
+    holder = Tensor._make(g._data.copy())
+    inplace_on_captured(holder, Tracer(state, state.capture(g)))
+    p._grad = holder
+
+
+def traced_grad_assign(p: Tensor, value: Tracer) -> None:
+    """`p.grad = value` with a traced value (`p.grad = p.grad * 0.5`): p's .grad becomes a
+    tensor of the caller's that the graph writes, bound before each call (final_bindings)."""
+    if tuple(value.shape) != tuple(p.shape):
+        raise RuntimeError(f"assigned grad has data of a different size: {tuple(value.shape)} "
+                           f"vs the tensor's {tuple(p.shape)}")
+    if value.dtype is not p.dtype:
+        raise RuntimeError(f"assigned grad has data of a different type: {value.dtype} vs the tensor's {p.dtype}")
+    extra = _training(value._state)
+    extra.seen(p)
+    holder = Tensor._make(xp_of_array(p._data).zeros_like(p._data))
+    inplace_on_captured(holder, value)
+    p._grad = holder
+
+
+def traced_read_grad(x: Tracer) -> Tracer:
+    """`x.grad` inside the function, x an argument that is a leaf requiring grad: the value
+    backward() accumulated into it (the call's .grad plus this call's gradients). Before a
+    backward() reached it, its value is whatever the call finds (None or a tensor), which one
+    graph cannot stand for: refused."""
+    state = x._state
+    extra = state.__dict__.get("training")
+    buffer = extra.arg_grads.get(x._value) if extra is not None else None
+    if buffer is None:
+        raise TraceError(f"{user_location()}: reading the .grad of an argument of the compiled function before a "
+                         "backward() inside it reached that argument; the value depends on the call (None or the "
+                         "gradient accumulated so far). Read it after the call, or pass it in as an argument.")
+    return Tracer(state, state.capture(buffer))
+
+
+BACKWARD_HOOK.fn = traced_backward  # Tracer.backward calls it: the training state lives here
+BACKWARD_HOOK.read_grad = traced_read_grad
+BACKWARD_HOOK.assign_grad = traced_grad_assign
 
 
 # -- optimizer.step() -----------------------------------------------------------------------------

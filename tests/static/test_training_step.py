@@ -230,16 +230,6 @@ def test_a_compiled_step_after_eager_backwards_reads_each_new_grad_and_eager_ste
         np.testing.assert_allclose(c, e, rtol=1e-5, atol=1e-6)
 
 
-def test_backward_reaching_a_leaf_passed_as_an_argument_is_refused_clearly():
-    @static.compile
-    def f(w, x):
-        (w * x).sum().backward()
-
-    w = eager.ones(3, requires_grad=True)
-    with pytest.raises(static.TraceError, match="passed as an argument"):
-        f(w, eager.ones(3))
-
-
 def test_a_second_backward_through_a_freed_graph_is_eagers_error_and_retain_graph_allows_it():
     def run(compiled, retain):
         model = _model()
@@ -284,9 +274,6 @@ def test_a_step_reached_through_a_global_helper_keeps_two_signatures():
 _HELPER_STEP = None
 
 
-@pytest.mark.xfail(strict=True, reason="known defect: inside a compiled step, a value computed from "
-                   "p.grad.detach() and then multiplied into p.grad in place (what clip_grad_norm_ does) "
-                   "gives wrong parameters with no error; eager is right")
 def test_a_gradient_scaled_by_its_own_detached_norm_inside_a_compiled_step():
     def run(compiled):
         w = nn.Parameter(eager.tensor([1.0, -2.0]))
@@ -334,3 +321,12 @@ def test_an_lr_scheduler_stepping_between_compiled_steps_is_read_at_each_call():
     for pc, pe in zip(params_c, params_e):
         np.testing.assert_allclose(pc, pe, rtol=1e-4, atol=1e-6)
     assert len(f.retraces) <= 1  # the learning rate is an input, not a constant: no retrace per change
+
+
+def test_backward_on_a_traced_value_is_a_declared_hook_not_a_patched_method():
+    """The tracer calls the handler static.training registers; no class is patched on import."""
+    from static import training
+    from static.tracer import BACKWARD_HOOK, Tracer
+
+    assert Tracer.__dict__["backward"].__module__ == "static.tracer"
+    assert BACKWARD_HOOK.fn is training.traced_backward
