@@ -32,7 +32,7 @@ from .c_helpers import PREAMBLE, host_prelude
 from .cupy_gen import KernelBody
 from .lowering import lowering_for
 from .regions import Region, analyze
-from .render import C_TYPES, Names, c_literal, c_type, fields, fill, line_numbers, node_line, np_dtype, py_literal
+from .render import C_TYPES, Names, c_literal, c_type, fields, line_numbers, node_line, np_dtype, py_literal
 from .templates import render
 
 _ACC = "double"  # every reduction accumulates in double (a float accumulator loses 25-60x accuracy)
@@ -530,7 +530,7 @@ class NativeModule:
             return
         self.fp_calls += 1
         target = ", ".join(outs) + ("," if len(outs) == 1 and node.op == "split" else "")
-        self.body.append(f"{target} = {fill(low.call, operands, fields(node, operands))}")
+        self.body.extend(low.statements(target, operands, fields(node, operands)))
 
     def _straight_line(self) -> bool:
         """Whether the whole graph is 0-d pointwise arithmetic: one straight-line C function."""

@@ -18,25 +18,34 @@ import re
 import numpy as np
 
 from eager.ops import REGISTRY
+from eager.ops._registry import Reduction
 from static.ir import Graph, Node, Value
 
 from . import batching, settings
 from .lowering import NumpyLowering, accumulate_dtype, half_in_float32, lowering_for, small_power
 from .memory import BufferPlanner
-from .regions import Region, analyze
+from .regions import Region, analyze, body_of
 from .render import Names, cite, entry_name, compute_dtype, fields, fill, line_numbers, node_line, np_dtype, py_literal
 from .templates import render
 
 
 
+def _facts(red: Node) -> Reduction:
+    facts = REGISTRY[red.op].reduction
+    assert facts is not None, f"{red.op} is not a reduction with Reduction facts"
+    return facts
+
+
 def _combiner_ufunc(red: Node) -> str:
     """The NumPy ufunc whose `reduce` computes a reduction (block partials too): its record's
     combiner, spelled as the lowering table spells that op (np.add for sum and mean...)."""
-    return lowering_for(REGISTRY[red.op].reduction.combiner).numpy.ufunc
+    ufunc = lowering_for(_facts(red).combiner).numpy.ufunc
+    assert ufunc is not None, f"{_facts(red).combiner}, a reduction's combiner, needs a NumPy ufunc"
+    return ufunc
 
 
 def _divides_by_count(red: Node) -> bool:
-    return REGISTRY[red.op].reduction.divide_by_count
+    return _facts(red).divide_by_count
 
 
 _CALL = re.compile(r"\b((?:np|_rt)\.[A-Za-z_][A-Za-z0-9_]*)\(")  # a library call in a 0-d statement
@@ -123,10 +132,10 @@ class Emitter:
             return True
         if dest is not None and low.into is not None:
             self.lines.append(f"{outs[0]} = {dest}")
-            self.lines.append(fill(low.into, operands, {**f, "out": outs[0]}))
+            self.lines.extend(fill(low.into, operands, {**f, "out": outs[0]}).split("\n"))
             return True
         target = ", ".join(outs) + ("," if len(outs) == 1 and REGISTRY[node.op].multi_output else "")
-        self.lines.append(f"{target} = {fill(low.call, operands, f)}")
+        self.lines.extend(low.statements(target, operands, f))
         return not low.alias
 
     def batches_after(self, node: Node | None) -> None:
@@ -258,19 +267,20 @@ class NumpyModule:
     def _inline_body(self, node: Node, top: Emitter) -> None:
         # a value the body computes and yields once is computed straight into the region's
         # output name: no `out = inner` alias lines
-        yielded = [y for y in node.body.outputs if isinstance(y, Value)]
-        for o, y in zip(node.outputs, node.body.outputs):
+        body = body_of(node)
+        yielded = [y for y in body.outputs if isinstance(y, Value)]
+        for o, y in zip(node.outputs, body.outputs):
             if isinstance(y, Value) and y.producer is not None and yielded.count(y) == 1 and y not in top.names.of \
                     and y not in top.env:
                 top.names.of[y] = self.names(o)
-        for n in node.body.nodes:
+        for n in body.nodes:
             top.comment(n)
             top.op(n)
             top.batches_after(n)
         self._bind_outputs(node, top)
 
     def _bind_outputs(self, node: Node, em: Emitter) -> None:
-        for o, y in zip(node.outputs, node.body.outputs):
+        for o, y in zip(node.outputs, body_of(node).outputs):
             if em.src(y) != self.names(o):
                 em.lines.append(f"{self.names(o)} = {em.src(y)}")
 
@@ -321,7 +331,7 @@ class BlockedRegion:
     def emit(self) -> dict:
         r, top, body = self.r, self.top, self.r.body
         owned: dict = {}
-        yielded = {}
+        yielded: dict = {}
         for o, y in zip(r.node.outputs, body.outputs):
             yielded.setdefault(y, []).append(o)
         readers: dict = {}

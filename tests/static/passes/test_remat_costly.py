@@ -2,13 +2,12 @@
 forward: the backward reads their saved result and never computes them again."""
 import numpy as np
 import pytest
+from test_pass_remat_memory import _joint
 
 import eager
 from eager.nn import functional as F
 from static.passes import optimize_joint
 from static.passes.remat import _recomputable
-
-from test_pass_remat_memory import _joint
 
 
 def _fused_ops(graph) -> list:
