@@ -14,6 +14,7 @@ each under a comment with its IR line.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from static.ir import Graph, Node, Value
 from . import batching, settings
 from .lowering import NumpyLowering, accumulate_dtype, half_in_float32, lowering_for, small_power
 from .memory import BufferPlanner
-from .regions import Region, analyze, body_of
+from .regions import Region, analyze, body_of, with_block_axes
 from .render import Names, cite, entry_name, compute_dtype, fields, fill, line_numbers, node_line, np_dtype, py_literal
 from .templates import render
 
@@ -166,6 +167,9 @@ class NumpyModule:
         self.kinds = {"blocked": 0, "small": 0, "scalar": 0, "unfused": 0}
         self.notes: list = []
         self.analyzed = {n: analyze(n) for n in graph.nodes if n.body is not None}
+        # the block loop the last region's call runs, while the next node may still join it
+        self.pending: _BlockLoop | None = None
+        self.n_chains = 0
         plan = batching.plan(graph, {n: not self._blocked(r) for n, r in self.analyzed.items()})
         self.batches, self.batches_after = plan.of, plan.after
 
@@ -197,8 +201,11 @@ class NumpyModule:
             if node.body is not None:
                 owned = self.region(i, node, top, planner)
             else:
+                self.pending = None
                 owned = self._top_op(i, node, top, planner)
             planner.produced(i, node, owned)
+            if self.batches_after.get(node):
+                self.pending = None
             top.batches_after(node)
         if top.aliases:
             entry.append("# module constants and library functions of the 0-d statements, as locals")
@@ -248,6 +255,8 @@ class NumpyModule:
     def region(self, i: int, node: Node, top: Emitter, planner: BufferPlanner) -> dict:
         region = self.analyzed[node]
         small = region.kind == "blocked" and not self._blocked(region)
+        if small or region.kind != "blocked":
+            self.pending = None
         self.kinds["small" if small else region.kind] += 1  # each region counted once
         for p, outer in region.binding.items():
             top.env[p] = top.src(outer)
@@ -262,6 +271,10 @@ class NumpyModule:
                 top.lines.append(f"# not blocked: {region.reason}; its ops run one by one")
             self._inline_body(node, top)
             return {}
+        if self.pending is not None:
+            last = self.pending.regions[-1].r
+            if last.space == region.space and last.k < region.k:
+                region = with_block_axes(region, last.k)  # so that it can join that block loop
         return BlockedRegion(self, region, top, planner, i).emit()
 
     def _inline_body(self, node: Node, top: Emitter) -> None:
@@ -289,6 +302,28 @@ def _dtype(name: str):
     from eager import _dtypes  # noqa: PLC0415
 
     return _dtypes.from_name(name)
+
+
+@dataclass
+class _BlockLoop:
+    """A `_rt.run_blocks` call already written (at `line` of the entry body) that the next
+    region may join: its block functions, their argument tuples, and its rows."""
+
+    regions: list  # the BlockedRegions, in order
+    groups: list  # each one's argument tuple, as source
+    row_elems: int
+    line: int
+    chain: dict | None = None  # the function calling them one after the other (two or more)
+
+    def joins(self, nxt: "BlockedRegion") -> bool:
+        """Whether nxt can run in the same row blocks, right after the last region on each
+        block: same iteration space and blocking, and every value it reads from the last
+        region read at the rows it was written (so one block never waits for another)."""
+        last = self.regions[-1]
+        if last.partials or last.r.epilogue or last.r.space != nxt.r.space or last.r.k != nxt.r.k:
+            return False
+        made = set(last.r.node.outputs)
+        return all(p in nxt.r.sliced for p, outer in nxt.r.binding.items() if outer in made)
 
 
 class BlockedRegion:
@@ -391,7 +426,7 @@ class BlockedRegion:
         for s in r.rest:
             row_elems *= s
         args = ", ".join(self.args) + ("," if len(self.args) == 1 else "")
-        call = f"_rt.run_blocks({self.fn}, {n_elems}, {row_elems}, ({args}))"
+        call = self._call(n_elems, row_elems, args)
         if self.partials:
             parts = top.names.fresh(f"parts{self.rid}")
             top.lines.append(f"{parts} = {call}")
@@ -428,8 +463,42 @@ class BlockedRegion:
             for b, outs in yielded.items():
                 if o in outs[1:] and b in dest:
                     top.lines.append(f"{self.m.names(o)} = {self.m.names(outs[0])}")
-        self.m.regions.append(self._function())
+        self.m.regions.insert(self._at, self._function())
+        if self.partials or self.r.epilogue:
+            self.m.pending = None  # its results are complete only after the loop: nothing joins it
         return owned
+
+    def _call(self, nrows: int, row_elems: int, args: str) -> str:
+        """The driver's run_blocks call. A region that directly follows one whose loop may be
+        joined (see _BlockLoop.joins) runs in that loop instead: one pass over the row blocks
+        computes both, each block's rows staying in cache from one region to the next (a
+        softmax's max, exp-sum and division; a layer norm's mean, variance and scaling)."""
+        m, lines = self.m, self.top.lines
+        self._at = len(m.regions)
+        prev = m.pending
+        if prev is None or not prev.joins(self):
+            m.pending = _BlockLoop([self], [args], row_elems, len(lines))
+            return f"_rt.run_blocks({self.fn}, {nrows}, {row_elems}, ({args}))"
+        loop = _BlockLoop(prev.regions + [self], prev.groups + [args], max(prev.row_elems, row_elems), len(lines))
+        fns = [r.fn for r in loop.regions]
+        if prev.chain is not None:  # a longer chain replaces the shorter one
+            m.regions.remove(prev.chain)
+            name = prev.chain["name"]
+        else:
+            name = f"_chain{m.n_chains}"
+            m.n_chains += 1
+        lines[prev.line] = f"# ({fns[-2]} runs in the block loop of {name} below)"
+        params = [f"args{j}" for j in range(len(fns))]
+        body = [f"{fn}(lo, hi, *{p})" for fn, p in zip(fns[:-1], params)] + [f"return {fns[-1]}(lo, hi, *{params[-1]})"]
+        loop.chain = {"name": name, "title": f"one block loop for {', '.join(fns)}",
+                      "doc": f"Rows [lo, hi) of {', '.join(fns)}, one after the other: each reads the rows "
+                             "the one before wrote.",
+                      "params": params, "lines": body, "scratch_name": "", "scratch_specs": ""}
+        self._at = len(m.regions)
+        m.regions.append(loop.chain)
+        m.pending = loop
+        groups = ", ".join(f"({g})" for g in loop.groups)
+        return f"_rt.run_blocks({name}, {nrows}, {loop.row_elems}, ({groups},))"
 
     def _out_param(self, v: Value, outer: str, sliced: bool) -> str:
         name = self.block.names.fresh(f"out_{v.name}")

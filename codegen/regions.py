@@ -15,7 +15,7 @@ the others are *invariant* and computed once, before the blocks.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -137,6 +137,18 @@ def analyze(node: Node, scalar_code: bool = True) -> Region:
                 return _unfused(node, f"%{n.outputs[0].name} reads %{v.name} at the full iteration shape "
                                       "after a reduction")
     return region
+
+
+def with_block_axes(region: Region, k: int) -> Region:
+    """The region blocked over its leading k axes instead (k at most the k it chose: every
+    value spans the first k axes or none of them), so that it can run in the row blocks of
+    a region before it with that blocking."""
+    assert region.kind == "blocked" and 1 <= k <= region.k
+    values = [v for n in region.prologue + region.reductions for v in n.input_values()]
+    values += [o for n in region.prologue for o in n.outputs]
+    out = replace(region, k=k)
+    out.sliced = {v for v in values if _spans(out, v)}
+    return out
 
 
 def _spans(region: Region, v: Value) -> bool:
