@@ -170,6 +170,7 @@ class NumpyModule:
         # the block loop the last region's call runs, while the next node may still join it
         self.pending: _BlockLoop | None = None
         self.n_chains = 0
+        self.n_regions = 0
         plan = batching.plan(graph, {n: not self._blocked(r) for n, r in self.analyzed.items()})
         self.batches, self.batches_after = plan.of, plan.after
 
@@ -320,7 +321,7 @@ class _BlockLoop:
         block: same iteration space and blocking, and every value it reads from the last
         region read at the rows it was written (so one block never waits for another)."""
         last = self.regions[-1]
-        if last.partials or last.r.epilogue or last.r.space != nxt.r.space or last.r.k != nxt.r.k:
+        if last.partials or last.epilogue_after or last.r.space != nxt.r.space or last.r.k != nxt.r.k:
             return False
         made = set(last.r.node.outputs)
         return all(p in nxt.r.sliced for p, outer in nxt.r.binding.items() if outer in made)
@@ -331,13 +332,16 @@ class BlockedRegion:
 
     def __init__(self, module: NumpyModule, region: Region, top: Emitter, planner: BufferPlanner, index: int):
         self.m, self.r, self.top, self.planner, self.i = module, region, top, planner, index
-        self.rid = len(module.regions)
+        self.rid = module.n_regions
+        module.n_regions += 1
         self.fn = f"_region{self.rid}"
         self.block = Emitter(module, Names(taken={"lo", "hi"}))
         self.params: list = []  # block function parameters
         self.args: list = []  # what the driver passes for them
         self.slots: list = []  # (row shape, dtype) per scratch buffer
         self.partials: list = []  # (reduction node, index in the returned tuple)
+        self.block_epilogue = False  # the epilogue runs in the blocks (see emit)
+        self.epilogue_after = False  # the epilogue runs after the blocks, on the whole results
 
     # -- helpers ---------------------------------------------------------------------------
     def _block_view(self, outer: str, v: Value) -> str:
@@ -381,7 +385,13 @@ class BlockedRegion:
         in_block = [n for n in r.prologue if n.outputs[0] in r.sliced and n.outputs[0] not in self.block.env]
         hoisted_skip = set(self.block.env)
         hoisted = [n for n in r.prologue if n.outputs[0] not in r.sliced and n.outputs[0] not in hoisted_skip]
-        used_in_block = {v for n in in_block + r.reductions for v in n.input_values()}
+        # an epilogue on whole rows (every reduction keeps its dims and leaves the block axis
+        # alone) runs in the blocks too: its inputs are complete once a block's rows are reduced
+        self.block_epilogue = bool(r.epilogue) and all(
+            not r.reduces_block_axis(red) and red.attrs.get("keepdim") for red in r.reductions)
+        self.epilogue_after = bool(r.epilogue) and not self.block_epilogue
+        in_block_epilogue = r.epilogue if self.block_epilogue else []
+        used_in_block = {v for n in in_block + r.reductions + in_block_epilogue for v in n.input_values()}
         # values computed once, before the blocks
         for n in hoisted:
             top.comment(n)
@@ -389,7 +399,8 @@ class BlockedRegion:
         # the region's inputs as block parameters
         for p in body.inputs:
             if p in used_in_block and isinstance(r.binding[p], Value):
-                self._param(p, top.src(p), p in r.sliced)
+                # (an input only the epilogue reads is not in r.sliced: ask its shape)
+                self._param(p, top.src(p), p in r.sliced or r.padded(p)[:r.k] == r.space[:r.k])
             elif p in used_in_block:
                 self.block.env[p] = py_literal(r.binding[p])
         for n in hoisted:
@@ -419,7 +430,15 @@ class BlockedRegion:
             if outer is not None:
                 owned[outer] = "array"
             dest[v] = self._out_param(v, name, sliced=False)
-        self._block_body(in_block, dest)
+        for n in in_block_epilogue:
+            v = n.outputs[0]
+            if v in yielded:  # written block by block, as the reductions' results
+                outer = yielded[v][0]
+                name = top.env[v] = self.m.names(outer)
+                top.lines.append(f"{name} = np.empty({py_literal(tuple(v.type.shape))}, {np_dtype(v.type.dtype)})")
+                owned[outer] = "array"
+                dest[v] = self._out_param(v, name, sliced=False)
+        self._block_body(in_block + in_block_epilogue, dest)
         # the driver
         n_elems = r.nrows
         row_elems = 1
@@ -448,7 +467,7 @@ class BlockedRegion:
                                  f"{py_literal(tuple(v.type.shape))}{count})  # {node_line(red)}")
         else:
             top.lines.append(call)
-        for n in r.epilogue:
+        for n in r.epilogue if self.epilogue_after else ():
             y = n.outputs[0]
             if y in yielded and y not in top.env and y not in top.names.of:
                 top.names.of[y] = self.m.names(yielded[y][0])  # computed straight into the region's result
@@ -464,7 +483,7 @@ class BlockedRegion:
                 if o in outs[1:] and b in dest:
                     top.lines.append(f"{self.m.names(o)} = {self.m.names(outs[0])}")
         self.m.regions.insert(self._at, self._function())
-        if self.partials or self.r.epilogue:
+        if self.partials or self.epilogue_after:
             self.m.pending = None  # its results are complete only after the loop: nothing joins it
         return owned
 
@@ -570,6 +589,7 @@ class BlockedRegion:
             self.partials.append((red, j))
             return
         out = dest[red.outputs[0]]
+        em.env[red.outputs[0]] = out  # an epilogue in the blocks reads this block's rows of it
         reduce = (f"{ufunc}.reduce({x}, axis={py_literal(r.reduce_axes(red))}, "
                   f"keepdims={red.attrs.get('keepdim', False)!r}{acc_kw}")
         count = 1
@@ -588,7 +608,7 @@ class BlockedRegion:
     def _function(self) -> dict:
         r = self.r
         specs = py_literal(tuple((shape, dt) for shape, dt in self.slots))
-        ops = len(r.prologue) + len(r.reductions)
+        ops = len(r.prologue) + len(r.reductions) + (len(r.epilogue) if self.block_epilogue else 0)
         return {
             "name": self.fn,
             "title": f"L{self.m.lines.get(id(r.node), '?')}: {node_line(r.node)}",

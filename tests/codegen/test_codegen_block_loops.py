@@ -19,6 +19,9 @@ X3 = eager.tensor(np.random.default_rng(1).standard_normal((8, 16, 40)))
 PROGRAMS = {  # program, input, regions in the loop
     "softmax": (lambda t: eager.softmax(t * 2.0, 1) + 1.0, X, 3),
     "masked_softmax": (lambda t: eager.softmax(t.masked_fill(t > 1.0, float("-inf")), -1), X3, 2),
+    # the max made 0 where not finite, and the variance's rsqrt: epilogues on whole rows, in the blocks
+    "log_softmax": (lambda t: eager.log_softmax(t, -1) * 3.0, X, 3),
+    "layer_norm": (lambda t: eager.nn.functional.layer_norm(t, (40,)) * 2.0 + 1.0, X3, 2),
 }
 
 
