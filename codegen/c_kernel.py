@@ -119,11 +119,13 @@ class Driver:
         operands = [env.get(v, self.src(v)) if isinstance(v, Value) else py_literal(v) for v in node.inputs]
         outs = [self.names(o) for o in node.outputs]
         line = self.call_line(node, operands, outs)
-        if line is not None:
+        if isinstance(line, list):
+            self.body.extend(line)
+        elif line is not None:
             self.body.append(line)
 
-    def call_line(self, node: Node, operands: list, outs: list) -> str | None:
-        """The statement computing node's outputs `outs` from `operands` (sources)."""
+    def call_line(self, node: Node, operands: list, outs: list) -> str | list[str] | None:
+        """The statement(s) computing node's outputs `outs` from `operands` (sources)."""
         raise NotImplementedError
 
     @staticmethod

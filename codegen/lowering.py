@@ -32,17 +32,26 @@ from eager.ops import REGISTRY
 from eager.ops._registry import OpDef
 from static.ir import Node, Value, half_in_float32
 
-from .render import c_literal, c_number, index_source, np_dtype, py_literal
+from .render import c_literal, c_number, fill, index_source, np_dtype, py_literal
 
 
 @dataclass(frozen=True)
 class NumpyLowering:
-    call: str  # expression on whole arrays
+    call: str  # expression on whole arrays ("" where `body` spells the op)
     ufunc: str | None = None  # one NumPy ufunc over the operands (in `ufunc_args` order): supports out=
     ufunc_args: str | None = None
-    into: str | None = None  # statement writing the result into the buffer {out}
+    into: str | None = None  # statement(s), one a line, writing the result into the buffer {out}
     scalar: str | None = None  # Python expression on NumPy scalars (0-d values)
     alias: bool = False  # the result may share memory with operand 0 (views, identities)
+    # statements that leave the result in {out}, for ops that are a fresh array updated in
+    # place (a copy, then `np.add.at` or a subscript assignment): no expression spells them
+    body: tuple[str, ...] = ()
+
+    def statements(self, target: str, operands: list, f: dict) -> list[str]:
+        """The source lines computing the op into the name `target`."""
+        if self.body:
+            return [fill(line, operands, {**f, "out": target}) for line in self.body]
+        return [f"{target} = {fill(self.call, operands, f)}"]
 
 
 @dataclass(frozen=True)
@@ -74,7 +83,34 @@ class ReductionLowering:
     post: str = "a"  # C: the final value from the accumulator a ({count} = elements per output)
 
 
-TABLE: dict[str, OpLowering] = {}
+class LoweringTable(dict):
+    """The lowerings keyed by the op record, as JAX keys its rules by the primitive object:
+    an entry can only exist for an op that has a record, and `missing_ops` compares records.
+    Lookups also take the op's name (what IR nodes hold), resolved through the registry."""
+
+    @staticmethod
+    def _record(op: "str | OpDef") -> OpDef:
+        return op if isinstance(op, OpDef) else REGISTRY[op]  # KeyError: a name with no record
+
+    def __getitem__(self, op: "str | OpDef") -> OpLowering:
+        return super().__getitem__(self._record(op))
+
+    def __setitem__(self, op: OpDef, low: OpLowering) -> None:
+        if not isinstance(op, OpDef):
+            raise TypeError(f"the lowering table is keyed by op records, got {op!r}")
+        super().__setitem__(op, low)
+
+    def __contains__(self, op: object) -> bool:
+        try:
+            return super().__contains__(self._record(op))  # type: ignore[arg-type]
+        except KeyError:
+            return False
+
+    def get(self, op: "str | OpDef", default: "OpLowering | None" = None) -> "OpLowering | None":  # type: ignore[override]
+        return self[op] if op in self else default
+
+
+TABLE = LoweringTable()
 
 
 def reduction_lowering(op: OpDef) -> ReductionLowering | None:
@@ -89,7 +125,9 @@ def reduction_lowering(op: OpDef) -> ReductionLowering | None:
         identity = "gm_highest<{T}>()"
     else:
         identity = f"({{T}}){facts.identity!r}"
-    reduce = TABLE[facts.combiner].cupy.expr.format("a", "b")
+    combine = TABLE[facts.combiner].cupy.expr
+    assert combine is not None, f"{facts.combiner}, a reduction's combiner, needs a C expression"
+    reduce = combine.format("a", "b")
     return ReductionLowering(identity=identity, reduce=reduce, post="a / ({T}){count}" if facts.divide_by_count else "a")
 
 
@@ -102,14 +140,16 @@ def _add(name: str, numpy: NumpyLowering, cupy: CupyLowering, pointwise: bool | 
         pointwise = op.pointwise and bool(op.fusible)  # an elementwise library call is not inlined
     if reduction is None and op.reduction is not None:
         reduction = reduction_lowering(op)
-    TABLE[name] = OpLowering(numpy, cupy, pointwise, reduction, note, fields)
+    TABLE[op] = OpLowering(numpy, cupy, pointwise, reduction, note, fields)
 
 
 # -- pointwise ops ----------------------------------------------------------------------------
 def _ufunc(name: str, np_ufunc: str, c_expr: str, scalar: str | None = None, cp_ufunc: str | None = None,
            order: str | None = None, helpers: tuple = ()) -> None:
     """A pointwise op that is one ufunc (NumPy) and one C expression (CuPy kernels)."""
-    args = order or ", ".join(f"{{{i}}}" for i in range(REGISTRY[name].arity))
+    arity = REGISTRY[name].arity
+    assert arity is not None, f"{name}: a ufunc has a fixed number of operands"
+    args = order or ", ".join(f"{{{i}}}" for i in range(arity))
     _add(name,
          NumpyLowering(call=f"{np_ufunc}({args})", ufunc=np_ufunc, ufunc_args=order, scalar=scalar),
          CupyLowering(call=f"{cp_ufunc or np_ufunc.replace('np.', 'cp.')}({args})", expr=c_expr, helpers=helpers))
@@ -141,24 +181,39 @@ _ufunc("relu", "np.maximum", "gm_relu({0})", order="{0}, 0", helpers=("gm_relu",
 # rsqrt is 1/sqrt(x) exactly as its forward computes it (not the hardware's rsqrt)
 _add("rsqrt", NumpyLowering(call="np.true_divide(1.0, np.sqrt({0}))", into="_rt.rsqrt({0}, out={out})"),
      CupyLowering(call="1.0 / cp.sqrt({0})", expr="(({T})1 / sqrt({0}))"))
-_add("sigmoid", NumpyLowering(call="_rt.sigmoid({0})", into="_rt.sigmoid({0}, out={out})"),
-     CupyLowering(call="_rt.forward('sigmoid', cp, {0})", expr="gm_sigmoid({0})", helpers=("gm_sigmoid",)))
+# sigmoid as its forward: e = exp(-|x|) (no overflow), then 1/(1+e) where x >= 0, e/(1+e) elsewhere
+# (the numerator picked first: the same quotient, one division)
+_add("sigmoid", NumpyLowering(call="np.true_divide(np.where({0} >= 0, 1.0, np.exp(-np.abs({0}))), "
+                                   "1.0 + np.exp(-np.abs({0})))",
+                              into="np.exp(np.negative(np.abs({0})), out={out})\n"
+                                   "np.true_divide(np.where({0} >= 0, 1.0, {out}), np.add({out}, 1.0), out={out})"),
+     CupyLowering(call="cp.where({0} >= 0, 1.0 / (1.0 + cp.exp(-cp.abs({0}))), cp.exp(-cp.abs({0})) / "
+                       "(1.0 + cp.exp(-cp.abs({0})))).astype({dtype}, copy=False)",
+                  expr="gm_sigmoid({0})", helpers=("gm_sigmoid",)))
+# erf is the op's forward (a many-pass rational approximation without SciPy, cupyx.scipy.special
+# on GPUs); compiled graphs run it once per value (remat saves it, see static/passes/remat.py)
 _add("erf", NumpyLowering(call="_rt.erf({0})", into="_rt.erf({0}, out={out})"),
-     CupyLowering(call="_rt.forward('erf', cp, {0})", expr="erf({0})"))
+     CupyLowering(call="_rt.forward('erf', cp, {0})", expr="erf({0})"),
+     note="the op's forward: a many-pass approximation (no single NumPy function computes erf)")
 _add("softplus", NumpyLowering(call="_rt.softplus({0}, {beta}, {threshold})",
                                into="_rt.softplus({0}, {beta}, {threshold}, out={out})"),
-     CupyLowering(call="_rt.forward('softplus', cp, {0}, beta={beta}, threshold={threshold})",
+     CupyLowering(call="cp.where({0} * {beta} > {threshold}, {0}, (cp.log1p(cp.exp(-cp.abs({0} * {beta}))) + "
+                       "cp.maximum({0} * {beta}, 0)) / {beta}).astype({dtype}, copy=False)",
                   expr="gm_softplus({0}, ({T}){beta_c}, ({T}){threshold_c})", helpers=("gm_softplus",)),
      fields=lambda node, operands, ctx: {"beta_c": c_number(node.attrs["beta"]),
-                                         "threshold_c": c_number(node.attrs["threshold"])})
+                                         "threshold_c": c_number(node.attrs["threshold"])},
+     note="NumPy: the op's forward (four passes and a select); compiled graphs decompose it first")
 _add("gelu", NumpyLowering(call="_rt.gelu({0}, {approximate})", into="_rt.gelu({0}, {approximate}, out={out})"),
      CupyLowering(call="_rt.forward('gelu', cp, {0}, approximate={approximate})", expr="gm_gelu_{approximate_c}({0})",
                   helpers=("gm_gelu_none", "gm_gelu_tanh")),
-     fields=lambda node, operands, ctx: {"approximate_c": node.attrs.get("approximate", "none")})
+     fields=lambda node, operands, ctx: {"approximate_c": node.attrs.get("approximate", "none")},
+     note="the op's forward (exact gelu needs erf); compiled graphs decompose it into fusible ops first")
 # a standalone where or clamp is cast to the result type (two Python-number branches, or an int
 # tensor with float bounds, give PyTorch's dtype, not NumPy's)
 _add("where", NumpyLowering(call="np.where({0}, {1}, {2}).astype({dtype}, copy=False)",
-                            into="_rt.where({0}, {1}, {2}, out={out})", scalar="({1} if {0} else {2})"),
+                            into="np.copyto({out}, {2}, casting='unsafe')\n"
+                                 "np.copyto({out}, {1}, casting='unsafe', where={0})",
+                            scalar="({1} if {0} else {2})"),
      CupyLowering(call="cp.where({0}, {1}, {2}).astype({dtype}, copy=False)", expr="({0} ? {1} : {2})"))
 
 
@@ -224,13 +279,49 @@ _add("split", NumpyLowering(call="np.split({0}, {cuts}, axis={dim})", alias=True
 _add("index", NumpyLowering(call="{0}[{key_src}]", alias=True), CupyLowering(call="{0}[{key_src}]"),
      fields=lambda node, operands, ctx: {"key_src": index_source(node.attrs["key"], operands)},
      note="the key is written as Python subscript syntax; basic keys give views")
-_add("index_grad", NumpyLowering(call="_rt.forward('index_grad', np, {args}, **{attrs})"),
-     CupyLowering(call="_rt.forward('index_grad', cp, {args}, **{attrs})"))
-_add("index_put", NumpyLowering(call="_rt.forward('index_put', np, {args}, **{attrs})"),
-     CupyLowering(call="_rt.forward('index_put', cp, {args}, **{attrs})"))
-_add("view_scatter", NumpyLowering(call="_rt.forward('view_scatter', np, {args}, steps={steps})"),
-     CupyLowering(call="_rt.forward('view_scatter', cp, {args}, steps={steps})"))
 
+
+def _key_tuple(key, tensors: list) -> str:
+    """A key of `index` as a Python tuple literal (np.add.at takes a tuple, not subscript
+    syntax): (("slice", 1, None, None), ("tensor", 0)) -> (slice(1, None, None), idx)."""
+    parts = []
+    for entry in key:
+        tag = entry[0]
+        if tag == "int":
+            parts.append(str(entry[1]))
+        elif tag == "slice":
+            parts.append(f"slice({py_literal(entry[1])}, {py_literal(entry[2])}, {py_literal(entry[3])})")
+        elif tag == "none":
+            parts.append("None")
+        elif tag == "ellipsis":
+            parts.append("Ellipsis")
+        else:
+            parts.append(tensors[entry[1]])
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def _index_grad_fields(node: Node, operands: list, ctx: dict) -> dict:
+    """`np.add.at(out, key, g)` where integer indices may repeat (they accumulate), else
+    `out[key] = g`: a basic key addresses each element once. The statement is spelled
+    around its two names: {before}{out}{between}{0}{after}."""
+    key = node.attrs["key"]
+    if node.attrs.get("n_index", 0):
+        return {"before": "np.add.at(", "between": ", " + _key_tuple(key, operands[1:]) + ", ", "after": ")"}
+    return {"before": "", "between": "[" + index_source(key, operands) + "] = ", "after": ""}
+
+
+_add("index_grad", NumpyLowering(call="", body=("{out} = np.zeros({shape}, {dtype})",
+                                                "{before}{out}{between}{0}{after}")),
+     CupyLowering(call="_rt.forward('index_grad', cp, {args}, **{attrs})"), fields=_index_grad_fields,
+     note="zeros with g added (or written) at the key; CuPy: the op's forward (cupyx.scatter_add)")
+_add("index_put", NumpyLowering(call="", body=("{out} = np.array({0}, copy=True)", "{out}[{key_src}] = {1}")),
+     CupyLowering(call="_rt.forward('index_put', cp, {args}, **{attrs})"),
+     fields=lambda node, operands, ctx: {"key_src": index_source(node.attrs["key"], operands[1:])},
+     note="a copy of x with v written at the key; CuPy: the op's forward")
+_add("view_scatter", NumpyLowering(call="_rt.forward('view_scatter', np, {args}, steps={steps})"),
+     CupyLowering(call="_rt.forward('view_scatter', cp, {args}, steps={steps})"),
+     note="the op's forward: it replays a recorded chain of view ops (any of the registry's) on a copy "
+          "of base and writes value through it; in-place updates of views are rare in compiled code")
 
 def _take_along_fields(node: Node, operands: list, ctx: dict) -> dict:
     """x's values at index along dim; without keepdim the index gains the axis and loses it after."""
@@ -293,7 +384,8 @@ def _reduction(name: str, cp_fn: str) -> None:
     & co. are Python wrappers around it, ~1 us a call), np.mean for a mean; both accumulate
     in `accumulate_dtype`."""
     facts = REGISTRY[name].reduction
-    np_fn = "np.mean" if facts.divide_by_count else TABLE[facts.combiner].numpy.ufunc + ".reduce"
+    assert facts is not None, f"{name} has no Reduction facts"
+    np_fn = "np.mean" if facts.divide_by_count else f"{TABLE[facts.combiner].numpy.ufunc}.reduce"
     _add(name, NumpyLowering(call=f"{np_fn}({{0}}, axis={{dims}}, keepdims={{keepdim}}{{acc}}){{cast}}"),
          CupyLowering(call=f"cp.{cp_fn}({{0}}, axis={{dims}}, keepdims={{keepdim}}{{acc}}){{cast}}"),
          fields=_reduction_fields)
@@ -309,11 +401,28 @@ _add("argmax", NumpyLowering(call="np.asarray(np.argmax({0}, axis={dim}, keepdim
      CupyLowering(call="cp.asarray(cp.argmax({0}, axis={dim}, keepdims={keepdim}), dtype={dtype})"), fields=_axes_of_0d)
 _add("argmin", NumpyLowering(call="np.asarray(np.argmin({0}, axis={dim}, keepdims={keepdim}), dtype={dtype})"),
      CupyLowering(call="cp.asarray(cp.argmin({0}, axis={dim}, keepdims={keepdim}), dtype={dtype})"), fields=_axes_of_0d)
-# var/std through the op's forward: it accumulates float32 in float64 as PyTorch's CPU kernel does
-_add("var", NumpyLowering(call="_rt.forward('var', np, {0}, dims={dims}, correction={correction}, keepdim={keepdim})"),
-     CupyLowering(call="_rt.forward('var', cp, {0}, dims={dims}, correction={correction}, keepdim={keepdim})"))
-_add("std", NumpyLowering(call="_rt.forward('std', np, {0}, dims={dims}, correction={correction}, keepdim={keepdim})"),
-     CupyLowering(call="_rt.forward('std', cp, {0}, dims={dims}, correction={correction}, keepdim={keepdim})"))
+_add("prod_except_self", NumpyLowering(call="_rt.forward('prod_except_self', np, {0}, dims={dims})"),
+     CupyLowering(call="_rt.forward('prod_except_self', cp, {0}, dims={dims})"),
+     note="the op's forward: prefix and suffix products over the flattened group (exact with zeros), a "
+          "dozen whole-array steps; it only runs in second derivatives of prod")
+
+
+def _var_fields(node: Node, operands: list, ctx: dict) -> dict:
+    """np.var/np.std accumulating as the op's forward and PyTorch's CPU kernel do (float32 in
+    float64, float16 in float32), rounded once to the result's dtype."""
+    f = _axes_of_0d(node, operands, ctx)
+    dt, m = node.inputs[0].type.dtype, ctx["module"]
+    acc = _dtypes.float64 if dt.np == np.float32 else _dtypes.float32 if dt.np == np.float16 else None
+    f["acc"] = f", dtype={np_dtype(acc, m)}" if acc is not None else ""
+    f["cast"] = f".astype({np_dtype(dt, m)})" if acc is not None else ""
+    return f
+
+
+for _name in ("var", "std"):
+    _add(_name, NumpyLowering(call=f"np.{_name}({{0}}, axis={{dims}}, ddof={{correction}}, keepdims={{keepdim}}{{acc}})"
+                                   "{cast}"),
+         CupyLowering(call=f"cp.{_name}({{0}}, axis={{dims}}, ddof={{correction}}, keepdims={{keepdim}}{{acc}}){{cast}}"),
+         fields=_var_fields)
 # as library calls (compiled graphs at opt_level 2 decompose them into fusible ops first,
 # see static/passes/decompose.py); runtime.py spells them in NumPy
 _add("logsumexp", NumpyLowering(call="_rt.logsumexp(np, {0}, {dims}, {keepdim})"),
@@ -325,9 +434,13 @@ _add("log_softmax", NumpyLowering(call="_rt.log_softmax(np, {0}, {dim})"),
 # -- linear algebra and the rest --------------------------------------------------------------
 _add("matmul", NumpyLowering(call="np.matmul({0}, {1})"), CupyLowering(call="cp.matmul({0}, {1})"),
      note="BLAS through NumPy; cuBLAS through CuPy")
-_add("to_device", NumpyLowering(call="_rt.forward('to_device', np, {0}, device={device}, source={source})",
-                                alias=True),
-     CupyLowering(call="_rt.forward('to_device', cp, {0}, device={device}, source={source})"))
+_add("to_device", NumpyLowering(call="{move}", alias=True),
+     CupyLowering(call="_rt.forward('to_device', cp, {0}, device={device}, source={source})"),
+     fields=lambda node, operands, ctx: {"move": operands[0] if node.attrs["device"] == "cpu" else
+                                         f"_rt.forward('to_device', np, {operands[0]}, device="
+                                         f"{py_literal(node.attrs['device'])}, source={py_literal(node.attrs['source'])})"},
+     note="NumPy arrays are on the CPU: to the CPU is the array itself; to a GPU (and every CuPy move) is "
+          "the op's forward, which picks the device")
 _add("fill", NumpyLowering(call="np.full({shape}, {value}, {dtype})"),
      CupyLowering(call="cp.full({shape}, {value}, {dtype})"), note="x's shape filled with value")
 
@@ -339,10 +452,11 @@ def _fallback(name: str) -> OpLowering:
                       CupyLowering(call=call.replace("{xp}", "cp")), note="generic: the op's own forward")
 
 
-def lowering_for(op: str) -> OpLowering:
-    """The lowering of `op`; a generic call of the op's forward if the table lacks it."""
+def lowering_for(op: "str | OpDef") -> OpLowering:
+    """The lowering of `op` (a record or its name); a generic call of the op's forward if
+    the table lacks it."""
     found = TABLE.get(op)
-    return found if found is not None else _fallback(op)
+    return found if found is not None else _fallback(op if isinstance(op, str) else op.name)
 
 
 def small_power(node: Node) -> int | None:
@@ -356,25 +470,145 @@ def small_power(node: Node) -> int | None:
 
 
 def missing_ops() -> list[str]:
-    """Registry ops without an entry in the table (the registry-wide test wants none)."""
-    return sorted(set(REGISTRY) - set(TABLE))
+    """Names of registry ops without an entry in the table (the registry-wide test wants none)."""
+    return sorted(op.name for op in REGISTRY.values() if op not in TABLE)
 
 
-__all__ = ["TABLE", "OpLowering", "NumpyLowering", "CupyLowering", "ReductionLowering", "lowering_for",
+__all__ = ["TABLE", "LoweringTable", "OpLowering", "NumpyLowering", "CupyLowering", "ReductionLowering", "lowering_for",
            "missing_ops", "small_power", "accumulate_dtype", "half_in_float32"]
 
 
 # -- ops added with the PyTorch-programs surface ----------------------------------------------
-# Library calls of the op's own forward (index, scan, sort, conv and normalization ops are
-# whole-array kernels), and NumPy/CuPy functions for the elementwise ones (library calls too:
-# integer and float semantics differ, so no single C expression serves them).
-for _name in ("gather", "scatter_add", "scatter", "scatter_reduce", "index_select", "index_add", "embedding",
-              "embedding_backward", "tril", "triu", "flip", "diagonal", "diagonal_grad", "cumsum",
-              "cumprod", "argsort", "einsum", "unfold", "fold", "normalize", "normalize_backward", "nan_to_num",
-              "gelu_grad"):
+# Index, scan and sort ops are NumPy library calls (or a copy and an in-place update); CuPy
+# calls the op's forward for the ones NumPy and CuPy spell differently (cupyx.scatter_add).
+def _leading_cut(x: Value, index: Value, dim: int) -> str:
+    """The subscript cutting x to index's shape on every dim but `dim` ('' where nothing is
+    cut): PyTorch lets the index be smaller there, NumPy's *_along_axis do not."""
+    xs, ns = tuple(x.type.shape), tuple(index.type.shape)
+    if all(d == dim or a == b for d, (a, b) in enumerate(zip(xs, ns))):
+        return ""
+    return "[" + ", ".join(":" if d == dim else f":{n}" for d, n in enumerate(ns)) + "]"
+
+
+def _along_fields(node: Node, operands: list, ctx: dict) -> dict:
+    """`xcut` (x cut to the index) and, for scatters, `src` (src cut to the index, or the
+    number) and `along` (the full key addressing index's positions along dim)."""
+    x, index, dim = node.inputs[0], node.inputs[1], node.attrs["dim"]
+    f = {"xcut": _leading_cut(x, index, dim)}
+    if len(node.inputs) > 2:
+        src = node.inputs[2]
+        f["src"] = operands[2] + (_leading_cut(src, index, -1) if isinstance(src, Value) else "")
+        key = []
+        for d, n in enumerate(index.type.shape):
+            shape = [1] * len(index.type.shape)
+            shape[d] = n
+            key.append(operands[1] if d == dim else f"np.arange({n}).reshape({py_literal(tuple(shape))})")
+        f["along"] = "(" + ", ".join(key) + ("," if len(key) == 1 else "") + ")"
+    return f
+
+
+_add("gather", NumpyLowering(call="np.take_along_axis({0}{xcut}, {1}, axis={dim})"),
+     CupyLowering(call="cp.take_along_axis({0}{xcut}, {1}, axis={dim})"), fields=_along_fields)
+_add("scatter", NumpyLowering(call="", body=("{out} = np.array({0}, copy=True)",
+                                             "np.put_along_axis({out}{xcut}, {1}, {src}, axis={dim})")),
+     CupyLowering(call="_rt.forward('scatter', cp, {args}, **{attrs})"), fields=_along_fields,
+     note="a copy of x with src written at index along dim (through a view cut to the index)")
+_add("scatter_add", NumpyLowering(call="", body=("{out} = np.array({0}, copy=True)", "np.add.at({out}, {along}, {src})")),
+     CupyLowering(call="_rt.forward('scatter_add', cp, {args}, **{attrs})"), fields=_along_fields,
+     note="a copy of x with src added at index along dim (np.add.at: repeated positions accumulate)")
+
+
+def _index_select_call(node: Node, operands: list, ctx: dict) -> dict:
+    m, x, index = ctx["module"], operands[0], operands[1]
+    if not node.inputs[0].type.shape:
+        return {"select": f"{m}.reshape({x}, (1,))[{index}.reshape(-1)].reshape(())"}
+    return {"select": f"{m}.take({x}, {index}.reshape(-1), axis={node.attrs['dim']})"}
+
+
+_add("index_select", NumpyLowering(call="{select}"), CupyLowering(call="{select}"), fields=_index_select_call)
+_add("index_add", NumpyLowering(call="", body=("{out} = np.array({0}, copy=True)",
+                                               "np.add.at({out}, {slices}{1}.reshape(-1),), {2}{scale})")),
+     CupyLowering(call="_rt.forward('index_add', cp, {args}, **{attrs})"),
+     fields=lambda node, operands, ctx: {"slices": "(" + "slice(None), " * node.attrs["dim"],
+                                         "scale": f" * {py_literal(node.attrs['alpha'])}" if node.attrs["alpha"] != 1
+                                         else ""},
+     note="a copy of x with src's slices added at index along dim (np.add.at: repeats accumulate)")
+_add("embedding", NumpyLowering(call="np.take({0}, {1}, axis=0)"), CupyLowering(call="cp.take({0}, {1}, axis=0)"))
+_add("embedding_backward", NumpyLowering(call="_rt.forward('embedding_backward', np, {args}, **{attrs})"),
+     CupyLowering(call="_rt.forward('embedding_backward', cp, {args}, **{attrs})"),
+     note="the op's forward: it picks between sorted segment sums (np.add.reduceat, many rows per weight) "
+          "and np.add.at by the index count, a whole-array kernel")
+for _name in ("tril", "triu"):
+    _add(_name, NumpyLowering(call=f"np.{_name}({{0}}, {{diagonal}})"), CupyLowering(call=f"cp.{_name}({{0}}, {{diagonal}})"))
+_add("flip", NumpyLowering(call="np.flip({0}, axis={dims}).copy()"), CupyLowering(call="cp.flip({0}, axis={dims}).copy()"),
+     note="a copy, as PyTorch's flip")
+_add("diagonal", NumpyLowering(call="np.diagonal({0}, {offset}, {dim1}, {dim2}).copy()"),
+     CupyLowering(call="cp.diagonal({0}, {offset}, {dim1}, {dim2}).copy()"), note="a copy, as PyTorch's diagonal")
+
+
+def _diagonal_grad_fields(node: Node, operands: list, ctx: dict) -> dict:
+    n, offset = node.inputs[0].type.shape[-1], node.attrs["offset"]
+    return {"rows": f"np.arange({n}) + {max(-offset, 0)}" if offset < 0 else f"np.arange({n})",
+            "cols": f"np.arange({n}) + {offset}" if offset > 0 else f"np.arange({n})"}
+
+
+_add("diagonal_grad", NumpyLowering(call="", body=(
+    "{out} = np.zeros({shape}, {dtype})", "np.moveaxis({out}, ({dim1}, {dim2}), (-2, -1))[..., {rows}, {cols}] = {0}")),
+     CupyLowering(call="_rt.forward('diagonal_grad', cp, {args}, **{attrs})"), fields=_diagonal_grad_fields,
+     note="zeros with g written on the diagonal (a view of the result with the two dims last)")
+
+
+def _scan_fields(node: Node, operands: list, ctx: dict) -> dict:
+    """cumsum/cumprod accumulate integers and bools in int64 (the op's forward, PyTorch);
+    a 0-d operand is its own scan."""
+    m, x = ctx["module"], node.inputs[0]
+    wide = f", dtype={m}.int64" if x.type.dtype.np.kind in "biu" else ""
+    if not x.type.shape:
+        return {"scan": f"{operands[0]}.astype({np_dtype(node.outputs[0].type.dtype, m)})"}
+    return {"scan": f"{m}.{node.op}({operands[0]}, axis={node.attrs['dim']}{wide})"}
+
+
+for _name in ("cumsum", "cumprod"):
+    _add(_name, NumpyLowering(call="{scan}"), CupyLowering(call="{scan}"), fields=_scan_fields)
+
+
+def _argsort_fields(node: Node, operands: list, ctx: dict) -> dict:
+    """A stable sort; descending sorts the negated keys (bool and unsigned as int64 first,
+    which keeps equal keys in order, as the op's forward)."""
+    m, x = ctx["module"], node.inputs[0]
+    if not x.type.shape:
+        return {"sort": f"{m}.zeros((), dtype={m}.int64)"}
+    key = operands[0]
+    if node.attrs.get("descending"):
+        key = f"-{key}.astype({m}.int64)" if x.type.dtype.np.kind in "bu" else f"-{key}"
+    return {"sort": f"{m}.argsort({key}, axis={node.attrs['dim']}, kind='stable')"}
+
+
+_add("argsort", NumpyLowering(call="{sort}"), CupyLowering(call="{sort}"), fields=_argsort_fields)
+_add("einsum", NumpyLowering(call="np.einsum({equation}, {args}, optimize={optimize})"),
+     CupyLowering(call="cp.einsum({equation}, {args})"),
+     fields=lambda node, operands, ctx: {"optimize": py_literal(len(operands) > 2)})
+for _name, _why in (("unfold", "one strided window view of the padded image and its contiguous copy"),
+                    ("fold", "kh*kw strided adds of the columns into the padded image")):
     _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
          CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
-         note="a whole-array kernel (the op's own forward), not a per-element expression")
+         note=f"the op's forward, a whole-array kernel: {_why} (no per-element form)")
+_add("normalize", NumpyLowering(call="", body=(
+    "{out} = {0} - np.mean({0}, axis={dims}, keepdims=True)",
+    "{out} = {out} * (1.0 / np.sqrt(np.mean({out} * {out}, axis={dims}, keepdims=True) + {eps})).astype({dtype}, "
+    "copy=False)")),
+     CupyLowering(call="_rt.forward('normalize', cp, {args}, **{attrs})"),
+     note="centered, times 1/sqrt(biased variance + eps) as the op's forward; compiled graphs decompose it "
+          "into fusible mean/sub/mul/rsqrt first (static/passes/decompose.py)")
+for _name, _why in (("scatter_reduce", "a reduction into positions picked by the index, with include_self"),
+                    ("normalize_backward", "the whole gradient of normalize in a few row passes"),
+                    ("gelu_grad", "gelu's derivative with one erf per element")):
+    _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
+         CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
+         note=f"the op's forward, a whole-array kernel: {_why}")
+_add("nan_to_num", NumpyLowering(call="np.nan_to_num({0}, copy=True, nan={nan}, posinf={posinf}, neginf={neginf})"),
+     CupyLowering(call="cp.nan_to_num({0}, copy=True, nan={nan}, posinf={posinf}, neginf={neginf})"),
+     note="a library call (the record keeps it unfused): posinf/neginf default to the dtype's largest values")
 for _name in ("floor_divide", "remainder", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_or",
               "logical_xor"):
     _add(_name, NumpyLowering(call=f"np.{_name}({{0}}, {{1}})"), CupyLowering(call=f"cp.{_name}({{0}}, {{1}})"),

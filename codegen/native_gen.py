@@ -34,7 +34,7 @@ from .c_helpers import PREAMBLE, host_prelude
 from .c_kernel import Driver, KernelBody, closure, reduction_lowering, yielded_by
 from .lowering import ReductionLowering, lowering_for
 from .regions import Region, analyze
-from .render import C_TYPES, Names, c_literal, c_type, fields, fill, line_numbers, node_line, np_dtype, py_literal
+from .render import C_TYPES, Names, c_literal, c_type, fields, line_numbers, node_line, np_dtype, py_literal
 from .templates import render
 
 _ACC = "double"  # every reduction accumulates in double (a float accumulator loses 25-60x accuracy)
@@ -556,15 +556,15 @@ class NativeModule(Driver):
                       "except (BufferError, ValueError, TypeError):  # not C-contiguous or not of the IR's dtype",
                       "    " + head + ", ".join(converted) + ")"]
 
-    def call_line(self, node: Node, operands: list, outs: list) -> str:
-        """A NumPy library call (the NumPy backend's `call` template)."""
+    def call_line(self, node: Node, operands: list, outs: list) -> list[str]:
+        """A NumPy library call (the NumPy backend's `call` or `body` template)."""
         if node.op == "reshape" and operands[0] in self.fresh:
             # an array this module made: the method is a fifth of np.reshape's cost, and a
             # reshape raises no floating-point error (no error state needed for it)
             self.fresh.add(outs[0])
-            return f"{outs[0]} = {operands[0]}.reshape({py_literal(tuple(node.outputs[0].type.shape))})"
+            return [f"{outs[0]} = {operands[0]}.reshape({py_literal(tuple(node.outputs[0].type.shape))})"]
         self.fp_calls += 1
-        return f"{self.targets(node, outs)} = {fill(lowering_for(node.op).numpy.call, operands, fields(node, operands))}"
+        return lowering_for(node.op).numpy.statements(self.targets(node, outs), operands, fields(node, operands))
 
     def _straight_line(self) -> bool:
         """Whether the whole graph is 0-d pointwise arithmetic: one straight-line C function."""

@@ -14,29 +14,39 @@ each under a comment with its IR line.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
 from eager.ops import REGISTRY
+from eager.ops._registry import Reduction
 from static.ir import Graph, Node, Value
 
 from . import batching, settings
 from .lowering import NumpyLowering, accumulate_dtype, half_in_float32, lowering_for, small_power
 from .memory import BufferPlanner
-from .regions import Region, analyze
+from .regions import Region, analyze, body_of, with_block_axes
 from .render import Names, cite, entry_name, compute_dtype, fields, fill, line_numbers, node_line, np_dtype, py_literal
 from .templates import render
 
 
 
+def _facts(red: Node) -> Reduction:
+    facts = REGISTRY[red.op].reduction
+    assert facts is not None, f"{red.op} is not a reduction with Reduction facts"
+    return facts
+
+
 def _combiner_ufunc(red: Node) -> str:
     """The NumPy ufunc whose `reduce` computes a reduction (block partials too): its record's
     combiner, spelled as the lowering table spells that op (np.add for sum and mean...)."""
-    return lowering_for(REGISTRY[red.op].reduction.combiner).numpy.ufunc
+    ufunc = lowering_for(_facts(red).combiner).numpy.ufunc
+    assert ufunc is not None, f"{_facts(red).combiner}, a reduction's combiner, needs a NumPy ufunc"
+    return ufunc
 
 
 def _divides_by_count(red: Node) -> bool:
-    return REGISTRY[red.op].reduction.divide_by_count
+    return _facts(red).divide_by_count
 
 
 _CALL = re.compile(r"\b((?:np|_rt)\.[A-Za-z_][A-Za-z0-9_]*)\(")  # a library call in a 0-d statement
@@ -123,10 +133,10 @@ class Emitter:
             return True
         if dest is not None and low.into is not None:
             self.lines.append(f"{outs[0]} = {dest}")
-            self.lines.append(fill(low.into, operands, {**f, "out": outs[0]}))
+            self.lines.extend(fill(low.into, operands, {**f, "out": outs[0]}).split("\n"))
             return True
         target = ", ".join(outs) + ("," if len(outs) == 1 and REGISTRY[node.op].multi_output else "")
-        self.lines.append(f"{target} = {fill(low.call, operands, f)}")
+        self.lines.extend(low.statements(target, operands, f))
         return not low.alias
 
     def batches_after(self, node: Node | None) -> None:
@@ -157,6 +167,10 @@ class NumpyModule:
         self.kinds = {"blocked": 0, "small": 0, "scalar": 0, "unfused": 0}
         self.notes: list = []
         self.analyzed = {n: analyze(n) for n in graph.nodes if n.body is not None}
+        # the block loop the last region's call runs, while the next node may still join it
+        self.pending: _BlockLoop | None = None
+        self.n_chains = 0
+        self.n_regions = 0
         plan = batching.plan(graph, {n: not self._blocked(r) for n, r in self.analyzed.items()})
         self.batches, self.batches_after = plan.of, plan.after
 
@@ -188,8 +202,11 @@ class NumpyModule:
             if node.body is not None:
                 owned = self.region(i, node, top, planner)
             else:
+                self.pending = None
                 owned = self._top_op(i, node, top, planner)
             planner.produced(i, node, owned)
+            if self.batches_after.get(node):
+                self.pending = None
             top.batches_after(node)
         if top.aliases:
             entry.append("# module constants and library functions of the 0-d statements, as locals")
@@ -239,6 +256,8 @@ class NumpyModule:
     def region(self, i: int, node: Node, top: Emitter, planner: BufferPlanner) -> dict:
         region = self.analyzed[node]
         small = region.kind == "blocked" and not self._blocked(region)
+        if small or region.kind != "blocked":
+            self.pending = None
         self.kinds["small" if small else region.kind] += 1  # each region counted once
         for p, outer in region.binding.items():
             top.env[p] = top.src(outer)
@@ -253,24 +272,29 @@ class NumpyModule:
                 top.lines.append(f"# not blocked: {region.reason}; its ops run one by one")
             self._inline_body(node, top)
             return {}
+        if self.pending is not None:
+            last = self.pending.regions[-1].r
+            if last.space == region.space and last.k < region.k:
+                region = with_block_axes(region, last.k)  # so that it can join that block loop
         return BlockedRegion(self, region, top, planner, i).emit()
 
     def _inline_body(self, node: Node, top: Emitter) -> None:
         # a value the body computes and yields once is computed straight into the region's
         # output name: no `out = inner` alias lines
-        yielded = [y for y in node.body.outputs if isinstance(y, Value)]
-        for o, y in zip(node.outputs, node.body.outputs):
+        body = body_of(node)
+        yielded = [y for y in body.outputs if isinstance(y, Value)]
+        for o, y in zip(node.outputs, body.outputs):
             if isinstance(y, Value) and y.producer is not None and yielded.count(y) == 1 and y not in top.names.of \
                     and y not in top.env:
                 top.names.of[y] = self.names(o)
-        for n in node.body.nodes:
+        for n in body.nodes:
             top.comment(n)
             top.op(n)
             top.batches_after(n)
         self._bind_outputs(node, top)
 
     def _bind_outputs(self, node: Node, em: Emitter) -> None:
-        for o, y in zip(node.outputs, node.body.outputs):
+        for o, y in zip(node.outputs, body_of(node).outputs):
             if em.src(y) != self.names(o):
                 em.lines.append(f"{self.names(o)} = {em.src(y)}")
 
@@ -281,18 +305,43 @@ def _dtype(name: str):
     return _dtypes.from_name(name)
 
 
+@dataclass
+class _BlockLoop:
+    """A `_rt.run_blocks` call already written (at `line` of the entry body) that the next
+    region may join: its block functions, their argument tuples, and its rows."""
+
+    regions: list  # the BlockedRegions, in order
+    groups: list  # each one's argument tuple, as source
+    row_elems: int
+    line: int
+    chain: dict | None = None  # the function calling them one after the other (two or more)
+
+    def joins(self, nxt: "BlockedRegion") -> bool:
+        """Whether nxt can run in the same row blocks, right after the last region on each
+        block: same iteration space and blocking, and every value it reads from the last
+        region read at the rows it was written (so one block never waits for another)."""
+        last = self.regions[-1]
+        if last.partials or last.epilogue_after or last.r.space != nxt.r.space or last.r.k != nxt.r.k:
+            return False
+        made = set(last.r.node.outputs)
+        return all(p in nxt.r.sliced for p, outer in nxt.r.binding.items() if outer in made)
+
+
 class BlockedRegion:
     """One fused region as a block function plus the statements that drive it."""
 
     def __init__(self, module: NumpyModule, region: Region, top: Emitter, planner: BufferPlanner, index: int):
         self.m, self.r, self.top, self.planner, self.i = module, region, top, planner, index
-        self.rid = len(module.regions)
+        self.rid = module.n_regions
+        module.n_regions += 1
         self.fn = f"_region{self.rid}"
         self.block = Emitter(module, Names(taken={"lo", "hi"}))
         self.params: list = []  # block function parameters
         self.args: list = []  # what the driver passes for them
         self.slots: list = []  # (row shape, dtype) per scratch buffer
         self.partials: list = []  # (reduction node, index in the returned tuple)
+        self.block_epilogue = False  # the epilogue runs in the blocks (see emit)
+        self.epilogue_after = False  # the epilogue runs after the blocks, on the whole results
 
     # -- helpers ---------------------------------------------------------------------------
     def _block_view(self, outer: str, v: Value) -> str:
@@ -321,7 +370,7 @@ class BlockedRegion:
     def emit(self) -> dict:
         r, top, body = self.r, self.top, self.r.body
         owned: dict = {}
-        yielded = {}
+        yielded: dict = {}
         for o, y in zip(r.node.outputs, body.outputs):
             yielded.setdefault(y, []).append(o)
         readers: dict = {}
@@ -336,7 +385,13 @@ class BlockedRegion:
         in_block = [n for n in r.prologue if n.outputs[0] in r.sliced and n.outputs[0] not in self.block.env]
         hoisted_skip = set(self.block.env)
         hoisted = [n for n in r.prologue if n.outputs[0] not in r.sliced and n.outputs[0] not in hoisted_skip]
-        used_in_block = {v for n in in_block + r.reductions for v in n.input_values()}
+        # an epilogue on whole rows (every reduction keeps its dims and leaves the block axis
+        # alone) runs in the blocks too: its inputs are complete once a block's rows are reduced
+        self.block_epilogue = bool(r.epilogue) and all(
+            not r.reduces_block_axis(red) and red.attrs.get("keepdim") for red in r.reductions)
+        self.epilogue_after = bool(r.epilogue) and not self.block_epilogue
+        in_block_epilogue = r.epilogue if self.block_epilogue else []
+        used_in_block = {v for n in in_block + r.reductions + in_block_epilogue for v in n.input_values()}
         # values computed once, before the blocks
         for n in hoisted:
             top.comment(n)
@@ -344,7 +399,8 @@ class BlockedRegion:
         # the region's inputs as block parameters
         for p in body.inputs:
             if p in used_in_block and isinstance(r.binding[p], Value):
-                self._param(p, top.src(p), p in r.sliced)
+                # (an input only the epilogue reads is not in r.sliced: ask its shape)
+                self._param(p, top.src(p), p in r.sliced or r.padded(p)[:r.k] == r.space[:r.k])
             elif p in used_in_block:
                 self.block.env[p] = py_literal(r.binding[p])
         for n in hoisted:
@@ -374,14 +430,22 @@ class BlockedRegion:
             if outer is not None:
                 owned[outer] = "array"
             dest[v] = self._out_param(v, name, sliced=False)
-        self._block_body(in_block, dest)
+        for n in in_block_epilogue:
+            v = n.outputs[0]
+            if v in yielded:  # written block by block, as the reductions' results
+                outer = yielded[v][0]
+                name = top.env[v] = self.m.names(outer)
+                top.lines.append(f"{name} = np.empty({py_literal(tuple(v.type.shape))}, {np_dtype(v.type.dtype)})")
+                owned[outer] = "array"
+                dest[v] = self._out_param(v, name, sliced=False)
+        self._block_body(in_block + in_block_epilogue, dest)
         # the driver
         n_elems = r.nrows
         row_elems = 1
         for s in r.rest:
             row_elems *= s
         args = ", ".join(self.args) + ("," if len(self.args) == 1 else "")
-        call = f"_rt.run_blocks({self.fn}, {n_elems}, {row_elems}, ({args}))"
+        call = self._call(n_elems, row_elems, args)
         if self.partials:
             parts = top.names.fresh(f"parts{self.rid}")
             top.lines.append(f"{parts} = {call}")
@@ -403,7 +467,7 @@ class BlockedRegion:
                                  f"{py_literal(tuple(v.type.shape))}{count})  # {node_line(red)}")
         else:
             top.lines.append(call)
-        for n in r.epilogue:
+        for n in r.epilogue if self.epilogue_after else ():
             y = n.outputs[0]
             if y in yielded and y not in top.env and y not in top.names.of:
                 top.names.of[y] = self.m.names(yielded[y][0])  # computed straight into the region's result
@@ -418,8 +482,42 @@ class BlockedRegion:
             for b, outs in yielded.items():
                 if o in outs[1:] and b in dest:
                     top.lines.append(f"{self.m.names(o)} = {self.m.names(outs[0])}")
-        self.m.regions.append(self._function())
+        self.m.regions.insert(self._at, self._function())
+        if self.partials or self.epilogue_after:
+            self.m.pending = None  # its results are complete only after the loop: nothing joins it
         return owned
+
+    def _call(self, nrows: int, row_elems: int, args: str) -> str:
+        """The driver's run_blocks call. A region that directly follows one whose loop may be
+        joined (see _BlockLoop.joins) runs in that loop instead: one pass over the row blocks
+        computes both, each block's rows staying in cache from one region to the next (a
+        softmax's max, exp-sum and division; a layer norm's mean, variance and scaling)."""
+        m, lines = self.m, self.top.lines
+        self._at = len(m.regions)
+        prev = m.pending
+        if prev is None or not prev.joins(self):
+            m.pending = _BlockLoop([self], [args], row_elems, len(lines))
+            return f"_rt.run_blocks({self.fn}, {nrows}, {row_elems}, ({args}))"
+        loop = _BlockLoop(prev.regions + [self], prev.groups + [args], max(prev.row_elems, row_elems), len(lines))
+        fns = [r.fn for r in loop.regions]
+        if prev.chain is not None:  # a longer chain replaces the shorter one
+            m.regions.remove(prev.chain)
+            name = prev.chain["name"]
+        else:
+            name = f"_chain{m.n_chains}"
+            m.n_chains += 1
+        lines[prev.line] = f"# ({fns[-2]} runs in the block loop of {name} below)"
+        params = [f"args{j}" for j in range(len(fns))]
+        body = [f"{fn}(lo, hi, *{p})" for fn, p in zip(fns[:-1], params)] + [f"return {fns[-1]}(lo, hi, *{params[-1]})"]
+        loop.chain = {"name": name, "title": f"one block loop for {', '.join(fns)}",
+                      "doc": f"Rows [lo, hi) of {', '.join(fns)}, one after the other: each reads the rows "
+                             "the one before wrote.",
+                      "params": params, "lines": body, "scratch_name": "", "scratch_specs": ""}
+        self._at = len(m.regions)
+        m.regions.append(loop.chain)
+        m.pending = loop
+        groups = ", ".join(f"({g})" for g in loop.groups)
+        return f"_rt.run_blocks({name}, {nrows}, {loop.row_elems}, ({groups},))"
 
     def _out_param(self, v: Value, outer: str, sliced: bool) -> str:
         name = self.block.names.fresh(f"out_{v.name}")
@@ -491,6 +589,7 @@ class BlockedRegion:
             self.partials.append((red, j))
             return
         out = dest[red.outputs[0]]
+        em.env[red.outputs[0]] = out  # an epilogue in the blocks reads this block's rows of it
         reduce = (f"{ufunc}.reduce({x}, axis={py_literal(r.reduce_axes(red))}, "
                   f"keepdims={red.attrs.get('keepdim', False)!r}{acc_kw}")
         count = 1
@@ -509,7 +608,7 @@ class BlockedRegion:
     def _function(self) -> dict:
         r = self.r
         specs = py_literal(tuple((shape, dt) for shape, dt in self.slots))
-        ops = len(r.prologue) + len(r.reductions)
+        ops = len(r.prologue) + len(r.reductions) + (len(r.epilogue) if self.block_epilogue else 0)
         return {
             "name": self.fn,
             "title": f"L{self.m.lines.get(id(r.node), '?')}: {node_line(r.node)}",

@@ -15,11 +15,11 @@ the others are *invariant* and computed once, before the blocks.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from static.ir import Node, Value
+from static.ir import Graph, Node, Value
 
 from .lowering import lowering_for
 
@@ -40,8 +40,8 @@ class Region:
     binding: dict = field(default_factory=dict)  # body input -> outer operand (Value or literal)
 
     @property
-    def body(self):
-        return self.node.body
+    def body(self) -> Graph:
+        return body_of(self.node)
 
     @property
     def nrows(self) -> int:
@@ -72,14 +72,20 @@ class Region:
         return self.is_full_reduction(red) or 0 in self.reduce_axes(red)
 
 
+def body_of(node: Node) -> Graph:
+    """The body of a fused node (every node the region functions see has one)."""
+    assert node.body is not None, f"%{node.outputs[0].name} ({node.op}) is not a fused region"
+    return node.body
+
+
 def _unfused(node: Node, reason: str) -> Region:
-    return Region(node=node, kind="unfused", reason=reason, binding=dict(zip(node.body.inputs, node.inputs)))
+    return Region(node=node, kind="unfused", reason=reason, binding=dict(zip(body_of(node).inputs, node.inputs)))
 
 
 def analyze(node: Node, scalar_code: bool = True) -> Region:
     """Split a fused node's body into phases and choose its blocking (or say why not).
     scalar_code: an all-0-d body is run as scalar statements (NumPy) rather than a kernel."""
-    body = node.body
+    body = body_of(node)
     binding = dict(zip(body.inputs, node.inputs))
     values = list(body.inputs) + [o for n in body.nodes for o in n.outputs]
     if scalar_code and all(len(v.type.shape) == 0 for v in values):
@@ -131,6 +137,18 @@ def analyze(node: Node, scalar_code: bool = True) -> Region:
                 return _unfused(node, f"%{n.outputs[0].name} reads %{v.name} at the full iteration shape "
                                       "after a reduction")
     return region
+
+
+def with_block_axes(region: Region, k: int) -> Region:
+    """The region blocked over its leading k axes instead (k at most the k it chose: every
+    value spans the first k axes or none of them), so that it can run in the row blocks of
+    a region before it with that blocking."""
+    assert region.kind == "blocked" and 1 <= k <= region.k
+    values = [v for n in region.prologue + region.reductions for v in n.input_values()]
+    values += [o for n in region.prologue for o in n.outputs]
+    out = replace(region, k=k)
+    out.sliced = {v for v in values if _spans(out, v)}
+    return out
 
 
 def _spans(region: Region, v: Value) -> bool:

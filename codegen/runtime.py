@@ -54,7 +54,7 @@ def _fp_error_switch():
     variable: setting it to a prebuilt "ignore everything" state is all errstate does on
     entry. Other NumPy versions get errstate itself."""
     try:
-        from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj  # noqa: PLC0415
+        from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj  # type: ignore[attr-defined]  # noqa: PLC0415
 
         quiet = _make_extobj(all="ignore")
         return functools.partial(_extobj_contextvar.set, quiet), _extobj_contextvar.reset
@@ -195,10 +195,6 @@ def rsqrt(x, out=None):
     return np.true_divide(1.0, out, out=out)
 
 
-def sigmoid(x, out=None):
-    return _into(REGISTRY["sigmoid"].forward(np, np.asarray(x)), out)
-
-
 def erf(x, out=None):
     return _into(REGISTRY["erf"].forward(np, np.asarray(x)), out)
 
@@ -209,13 +205,6 @@ def softplus(x, beta, threshold, out=None):
 
 def gelu(x, approximate, out=None):
     return _into(REGISTRY["gelu"].forward(np, np.asarray(x), approximate=approximate), out)
-
-
-def where(cond, a, b, out):
-    """np.where into a buffer that is none of the operands."""
-    np.copyto(out, b, casting="unsafe")
-    np.copyto(out, a, casting="unsafe", where=cond)
-    return out
 
 
 def dtype(name: str):

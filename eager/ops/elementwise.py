@@ -151,6 +151,7 @@ def _erf(xp, x):
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 ERF = _unary("erf", _erf, lambda ctx, g: (g * EXP(-(ctx.input(0) * ctx.input(0))) * _TWO_OVER_SQRT_PI,),
              "ErfBackward0", _any((3, 4)))
+ERF.extra["recompute"] = False  # many NumPy passes per element: a compiled backward saves it instead
 
 
 def _softplus(xp, x, beta=1.0, threshold=20.0):
@@ -230,7 +231,7 @@ GELU = defop(
     "gelu", forward=_gelu, abstract=_gelu_abstract, vjp=_gelu_vjp, grad_name="GeluBackward0",
     save=(0,), promote="float",
     samples=lambda rng: _any((3, 4), approximate="none")(rng) + _any((3, 4), approximate="tanh")(rng),
-    batchable=True,
+    batchable=True, extra={"recompute": False},  # erf's many passes: a compiled backward saves it instead
 )
 
 

@@ -208,12 +208,72 @@ def _drop_broadcasts(ctx, node, out):
     return ctx.emit(node.op, inputs, dict(node.attrs), node.loc)
 
 
+def _slab(node) -> tuple | None:
+    """(dim, start, stop) when node is an index_grad whose key is `start:stop` along one dim
+    and the whole extent along every other (a gradient of split, chunk or a slice), else None."""
+    if node is None or node.op != "index_grad" or node.attrs.get("n_index", 0):
+        return None
+    shape, key = tuple(node.attrs["shape"]), node.attrs["key"]
+    if len(key) > len(shape):
+        return None
+    found = None
+    for d, entry in enumerate(key):
+        if entry[0] != "slice" or entry[3] not in (None, 1):
+            return None
+        start = 0 if entry[1] is None else entry[1]
+        stop = shape[d] if entry[2] is None else entry[2]
+        if (start, stop) == (0, shape[d]):
+            continue
+        if found is not None or not 0 <= start < stop <= shape[d]:
+            return None
+        found = (d, start, stop)
+    return found or (0, 0, shape[0]) if shape else None
+
+
+def _join_index_grads(ctx, node, out):
+    """index_grad(a, [s:m] along d) + index_grad(b, [m:e] along d) -> index_grad(cat(a, b), [s:e]):
+    the gradient of split's pieces joined by one copy instead of zero-filled buffers and
+    an add; when the pieces cover the dim, the cat itself."""
+    a, b = (_producer(v) for v in node.inputs)
+    sa, sb = _slab(a), _slab(b)
+    if sa is None or sb is None or sa[0] != sb[0] or a.attrs["shape"] != b.attrs["shape"]:
+        return None
+    if not _same_type(a.outputs[0], out) or not _same_type(b.outputs[0], out):
+        return None
+    if sb[2] == sa[1]:
+        a, b, sa, sb = b, a, sb, sa
+    if sa[2] != sb[1]:
+        return None
+    d, start, stop, shape = sa[0], sa[1], sb[2], tuple(out.type.shape)
+    joined = ctx.emit("cat", [a.inputs[0], b.inputs[0]], {"dim": d}, node.loc)
+    if (start, stop) == (0, shape[d]):
+        return joined
+    key = tuple(("slice", start, stop, None) if i == d else ("slice", None, None, None) for i in range(d + 1))
+    return ctx.emit("index_grad", [joined], {"key": key, "shape": shape, "n_index": 0}, node.loc)
+
+
+def _cat_of_cat(ctx, node, out):
+    """cat(a, cat(b, c), d) along one dim -> cat(a, b, c, d): one copy of every piece."""
+    dim, pieces, changed = node.attrs["dim"], [], False
+    for v in node.inputs:
+        inner = _producer(v, "cat")
+        if inner is not None and inner.attrs["dim"] == dim:
+            pieces += list(inner.inputs)
+            changed = True
+        else:
+            pieces.append(v)
+    return ctx.emit("cat", pieces, {"dim": dim}, node.loc) if changed else None
+
+
 def _broadcasting_pointwise(node) -> bool:
     op = REGISTRY[node.op]
     return op.pointwise and bool(op.arity)  # not full: it has no operand to broadcast
 
 
 RULES = [
+    Rule("cat_of_cat", ("cat",), _cat_of_cat, doc="cat(a, cat(b, c)) along one dim -> cat(a, b, c)"),
+    Rule("join_index_grads", ("add",), _join_index_grads,
+         doc="index_grad(a, [s:m]) + index_grad(b, [m:e]) -> index_grad(cat(a, b), [s:e]) (split's gradient)"),
     Rule("mul_by_one", ("mul",), _mul_by_one, doc="x * 1 -> x"),
     Rule("mul_by_zero", ("mul",), _mul_by_zero, fast_math=True, doc="x * 0 -> 0 (wrong for inf, nan)"),
     Rule("reassociate_constants", ("mul",), _reassociate_constants, fast_math=True, doc="(x*a)*b -> x*(a*b)"),

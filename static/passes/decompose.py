@@ -1,16 +1,20 @@
 """Decomposition: ops that are several passes over their operand (softmax, log_softmax,
-logsumexp) become the fusible primitives their forward computes, in the same order and the
+logsumexp, normalize) or a chain of elementwise steps written as one library call (gelu,
+softplus) become the fusible primitives their forward computes, in the same order and the
 same dtype, so that the values stay those of eager and fusion can merge them with their
 neighbours (a softmax becomes amax | exp(x - m) and its sum | the division, each joining
-the pointwise ops around it). Runs in the lowering stage, right before fusion; rules as in
+the pointwise ops around it; a layer norm's statistics and its affine part join the ops
+before and after it). Runs in the lowering stage, right before fusion; rules as in
 rules.py, one per op."""
 from __future__ import annotations
+
+import math
 
 from eager import _dtypes
 
 from ..ir import Graph, Value
 from .rules import Rule, apply_rules, rule_table
-from .simplify import dce
+from .simplify import cse, dce
 
 
 def _dim(node) -> int:
@@ -56,6 +60,42 @@ def _logsumexp(ctx, node, out):
     return ctx.emit("reshape", [lse], {"shape": tuple(out.type.shape)}, node.loc)
 
 
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_GELU_K = math.sqrt(2.0 / math.pi)
+
+
+def _gelu(ctx, node, out):
+    """0.5 * x * (1 + erf(x / sqrt 2)), or with tanh's approximation, as the op's forward."""
+    x, loc = node.inputs[0], node.loc
+    if node.attrs.get("approximate", "none") == "tanh":
+        cube = ctx.emit("mul", [ctx.emit("mul", [ctx.emit("mul", [x, 0.044715], {}, loc), x], {}, loc), x], {}, loc)
+        inner = ctx.emit("mul", [ctx.emit("add", [x, cube], {}, loc), _GELU_K], {}, loc)
+        shape = ctx.emit("tanh", [inner], {}, loc)
+    else:
+        shape = ctx.emit("erf", [ctx.emit("mul", [x, _INV_SQRT2], {}, loc)], {}, loc)
+    return ctx.emit("mul", [ctx.emit("mul", [x, 0.5], {}, loc), ctx.emit("add", [shape, 1.0], {}, loc)], {}, loc)
+
+
+def _softplus(ctx, node, out):
+    """where(beta x > threshold, x, (log1p(exp(-|beta x|)) + max(beta x, 0)) / beta): the op's
+    forward, which never overflows."""
+    x, beta, threshold, loc = node.inputs[0], node.attrs["beta"], node.attrs["threshold"], node.loc
+    bx = ctx.emit("mul", [x, beta], {}, loc)
+    tail = ctx.emit("log1p", [ctx.emit("exp", [ctx.emit("neg", [ctx.emit("abs", [bx], {}, loc)], {}, loc)], {}, loc)],
+                    {}, loc)
+    soft = ctx.emit("div", [ctx.emit("add", [tail, ctx.emit("maximum", [bx, 0], {}, loc)], {}, loc), beta], {}, loc)
+    return ctx.emit("where", [ctx.emit("gt", [bx, threshold], {}, loc), x, soft], {}, loc)
+
+
+def _normalize(ctx, node, out):
+    """(x - mean) * (1 / sqrt(mean((x - mean)^2) + eps)): the op's forward, whose two means
+    fuse with what produces x and the product with the affine ops after it."""
+    x, dims, eps, loc = node.inputs[0], tuple(node.attrs["dims"]), node.attrs["eps"], node.loc
+    centered = ctx.emit("sub", [x, ctx.emit("mean", [x], {"dims": dims, "keepdim": True}, loc)], {}, loc)
+    var = ctx.emit("mean", [ctx.emit("mul", [centered, centered], {}, loc)], {"dims": dims, "keepdim": True}, loc)
+    return ctx.emit("mul", [centered, ctx.emit("rsqrt", [ctx.emit("add", [var, eps], {}, loc)], {}, loc)], {}, loc)
+
+
 def _decomposable(node) -> bool:
     """Float operands, not empty; not float16, which eager computes in float32 and rounds once
     (the library call does the same; decomposed, each step would round to float16)."""
@@ -70,12 +110,21 @@ RULES = [
     Rule("log_softmax", ("log_softmax",), _log_softmax, matches=_decomposable, doc="log_softmax x -> x - logsumexp x"),
     Rule("logsumexp", ("logsumexp",), _logsumexp, matches=_decomposable,
          doc="logsumexp x -> log(sum(exp(x - m))) + m, m = amax x (0 where not finite)"),
+    Rule("gelu", ("gelu",), _gelu, matches=_decomposable,
+         doc="gelu x -> 0.5 x (1 + erf(x / sqrt 2)) (or its tanh form)"),
+    Rule("softplus", ("softplus",), _softplus, matches=_decomposable,
+         doc="softplus x -> where(bx > t, x, (log1p(exp(-|bx|)) + max(bx, 0)) / beta), bx = beta x"),
+    Rule("normalize", ("normalize",), _normalize, matches=lambda node: _decomposable(node) and bool(node.attrs["dims"]),
+         doc="normalize x -> (x - mean x) * rsqrt(mean((x - mean x)^2) + eps)"),
 ]
 RULE_TABLE = rule_table(RULES)
 
 
 def decompose(graph: Graph, **_) -> dict:
+    """Apply the rules, then merge the steps they share with the graph: a decomposed gelu's
+    erf(x / sqrt 2) is the one its VJP computes, so the joint graph computes it once."""
     stats = apply_rules(graph, RULES)
     if stats["rewritten"]:
+        stats["merged"] = cse(graph)["merged"]
         dce(graph)  # the decomposed nodes: nothing reads them any more
     return stats

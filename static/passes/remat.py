@@ -78,10 +78,13 @@ class _FlowGraph:
 
 
 def _recomputable(node: Node) -> bool:
+    """Cheap to compute again from saved values: a pure elementwise or shape op whose record
+    does not say otherwise (`extra["recompute"] = False`: erf and exact gelu are a long
+    series of passes each on NumPy, so saving their result beats recomputing it)."""
     if node.body is not None or len(node.outputs) != 1:
         return False
     op = REGISTRY[node.op]
-    return op.pure and op.kind in RECOMPUTABLE_KINDS
+    return op.pure and op.kind in RECOMPUTABLE_KINDS and op.extra.get("recompute", True)
 
 
 def _needed_by(nodes: list, values: list) -> list:
