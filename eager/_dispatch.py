@@ -21,6 +21,7 @@ from . import _dtypes
 from ._device import xp_of_array
 from ._grad_mode import STATE
 from .autograd.graph import Node, SavedTensor
+from .ops.elementwise import TO_DTYPE
 
 _SCALARS = (int, float, bool)
 _SCALAR_TYPES = frozenset(_SCALARS)
@@ -54,8 +55,6 @@ except ImportError:  # a NumPy without the context variable: the public, slower 
 
     _FP_STATE, _FP_QUIET = _ErrstateVar(), None
 _quiet_fp, _restore_fp = _FP_STATE.set, _FP_STATE.reset  # bound once: two lookups fewer per op
-Tensor = None  # set by eager._tensor (a cycle at import time otherwise)
-_new_tensor = None  # eager._tensor's constructor of a plain tensor from an array (set with Tensor)
 
 
 # -- dispatch modes -----------------------------------------------------------------------------
@@ -325,30 +324,20 @@ def _as_operand(o):
     raise TypeError(f"expected a Tensor or a number as an operand, got {type(o).__name__}")
 
 
-def _promote(op, operands):
-    """Cast tensor operands to the op's result dtype by PyTorch's rules (Python scalars stay
-    weak: 2.0 never makes a float32 tensor float64)."""
-    start = 1 if op.name == "where" else 0
-    dims, zero, scalars = [], [], []
-    for o in operands[start:]:
-        if isinstance(o, Tensor):
-            (dims if o._data.ndim else zero).append(o.dtype)
-        else:
-            scalars.append(o)
-    target = _dtypes.result_type(dims, zero, scalars)
-    if op.promote == "float" and not target.is_floating_point:
-        target = _dtypes.DEFAULT_FLOAT
-    if all(o.dtype is target for o in operands[start:] if isinstance(o, Tensor)):
-        return operands
-    from .ops.elementwise import TO_DTYPE  # noqa: PLC0415
+def _describe(o):
+    """An operand's part in promotion (see _dtypes.promote_operands)."""
+    if isinstance(o, Tensor):
+        return o.dtype, _dtypes.DIMENSIONED if o._data.ndim else _dtypes.ZERO_DIM
+    return None
 
-    out = list(operands)
-    for i in range(start, len(out)):
-        if isinstance(out[i], Tensor) and out[i].dtype is not target:
-            out[i] = TO_DTYPE(out[i], dtype=target)
-        elif isinstance(out[i], bool) and target.category:
-            out[i] = int(out[i])
-    return tuple(out)
+
+def _cast(o, target):
+    return TO_DTYPE(o, dtype=target)
+
+
+def _promote(op, operands):
+    """Cast tensor operands to the op's result dtype by PyTorch's rules."""
+    return tuple(_dtypes.promote_operands(op.promote, op.mask_operands, operands, _describe, _cast))
 
 
 def _check_devices(op, operands):
@@ -543,3 +532,10 @@ def _register_with_the_op_registry() -> None:
 
 
 _register_with_the_op_registry()
+
+# The class this engine makes and reads. eager._tensor takes `dispatch` from here as its op
+# hook, so it is imported once everything above exists (eager/__init__ imports this module
+# before it); its methods and this module's functions then see each other's names.
+from ._tensor import Tensor  # noqa: E402
+
+_new_tensor = Tensor._make  # a plain tensor from an array: the hot path's constructor

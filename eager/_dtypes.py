@@ -6,7 +6,12 @@ upcasts a float32 tensor and 0-d tensors do not upcast dimensioned ones).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
 import numpy as np
+
+_O = TypeVar("_O")
 
 
 class dtype:
@@ -152,3 +157,55 @@ def result_type(dims: list[dtype], zero_dims: list[dtype], scalars: list) -> dty
         if result is None or cat > result.category:
             result = (bool_, DEFAULT_INT, DEFAULT_FLOAT)[cat]
     return result
+
+
+# How an operand takes part in promotion (see promote_operands).
+DIMENSIONED, ZERO_DIM, WEAK = 0, 1, 2
+
+
+def promote_operands(promote: str, skip: tuple[int, ...], operands: Sequence[_O],
+                     describe: Callable[[_O], tuple[dtype, int] | None],
+                     cast: Callable[[_O, dtype], _O]) -> Sequence[_O]:
+    """An op's operands cast to its result dtype by PyTorch's rules: the one promotion of
+    eager and static (eager casts tensors, the tracer records casts into the graph).
+
+    `promote` is the op's rule ("same", or "float": a float result even from integers);
+    operands at the positions in `skip` (a condition) take no part. `describe(o)` gives a
+    tensor operand's dtype and standing (DIMENSIONED, ZERO_DIM, or WEAK: a traced Python
+    number, which promotes like one but is cast like a tensor), None for a Python number.
+    Python numbers stay weak: 2.0 never makes a float32 tensor float64. Returns `operands`
+    itself when nothing changes."""
+    dims: list[dtype] = []
+    zero: list[dtype] = []
+    scalars: list[Any] = []
+    described: list[tuple[dtype, int] | None] = []
+    for i, o in enumerate(operands):
+        d = None if i in skip else describe(o)
+        described.append(d)
+        if i in skip:
+            continue
+        if d is None:
+            scalars.append(o)
+        elif d[1] == DIMENSIONED:
+            dims.append(d[0])
+        elif d[1] == ZERO_DIM:
+            zero.append(d[0])
+        else:
+            scalars.append((True, 1, 1.0)[d[0].category])
+    target = result_type(dims, zero, scalars)
+    if promote == "float" and not target.is_floating_point:
+        target = DEFAULT_FLOAT
+    out: list[_O] | None = None
+    for i, (o, d) in enumerate(zip(operands, described)):
+        if i in skip:
+            continue
+        if d is not None and d[0] is not target:
+            new = cast(o, target)
+        elif d is None and isinstance(o, bool) and target.category:
+            new = int(o)  # type: ignore[assignment]  # a bool operand of a number op counts as 0/1
+        else:
+            continue
+        if out is None:
+            out = list(operands)
+        out[i] = new
+    return operands if out is None else out

@@ -215,19 +215,19 @@ def apply_inplace(self: Tensor, fn, others, name: str, saves_self: bool = True, 
         prev = _snapshot(self, copy=saves_self)
         result = fn(prev, *others)
         if not isinstance(result, Tensor):
-            return _hand_over(self, result)
+            return hand_over(self, result)
         if grad_name is not None:
             F._renamed(result, grad_name)
         return _commit(self, result, name)
     with no_grad():
         result = fn(self, *others)
     if not isinstance(result, Tensor):
-        return _hand_over(self, result)
+        return hand_over(self, result)
     write(self, result._data, name)
     return self
 
 
-def _hand_over(self: Tensor, result) -> Tensor:
+def hand_over(self: Tensor, result) -> Tensor:
     """The result is another tensor-like type (static's tracer, updating a tensor captured by
     a traced function): that type records the update; eager's buffer stays as it is."""
     handler = getattr(type(result), "__graphmode_inplace__", None)
@@ -243,7 +243,7 @@ def assign(self: Tensor, others, recorded, raw, name: str) -> None:
     if _check(self, others):
         result = recorded()
         if not isinstance(result, Tensor):
-            _hand_over(self, result)
+            hand_over(self, result)
             return
         _commit(self, result, name)
         return
@@ -252,31 +252,17 @@ def assign(self: Tensor, others, recorded, raw, name: str) -> None:
     self._vc[0] += 1
 
 
-def _method(fn, name, saves_self=True):
-    def method(self, *args, **kwargs):
-        return apply_inplace(self, lambda s, *o: fn(s, *o, **kwargs), args, name, saves_self)
-
-    method.__name__ = name
-    method.__doc__ = f"In-place {name[:-1]}: writes the result into this tensor. Mirrors torch.Tensor.{name}."
-    return method
-
-
-def _fill(self: Tensor, value, grad_name: str = "FillBackward0") -> Tensor:
-    """Tensor.fill_: set every element to `value` in place. Mirrors torch.Tensor.fill_."""
+def fill(self: Tensor, value, grad_name: str = "FillBackward0") -> Tensor:
+    """Tensor.fill_ and zero_: set every element to `value` in place, still connected to the
+    tensor's graph (the FILL op's gradient is zero)."""
     if isinstance(value, Tensor):
         value = value.item()
     return apply_inplace(self, lambda s: FILL(s, value=value), (), "fill_", saves_self=False, grad_name=grad_name)
 
 
-def _zero(self: Tensor) -> Tensor:
-    """Tensor.zero_: set every element to zero in place. Mirrors torch.Tensor.zero_."""
-    return _fill(self, 0, "ZeroBackward0")
-
-
-def _copy(self: Tensor, src, non_blocking: bool = False) -> Tensor:
-    """Tensor.copy_: write `src` (broadcast, cast to this dtype, moved to this device) into this tensor.
-
-    Differentiable with respect to `src`. Mirrors torch.Tensor.copy_."""
+def copy(self: Tensor, src) -> Tensor:
+    """Tensor.copy_: write `src` (broadcast, cast to this dtype, moved to this device) into
+    `self`, differentiably with respect to `src`."""
     if not isinstance(src, Tensor):
         from ._factories import tensor  # noqa: PLC0415
 
@@ -291,38 +277,11 @@ def _copy(self: Tensor, src, non_blocking: bool = False) -> Tensor:
     return apply_inplace(self, value, (src,), "copy_", saves_self=False, grad_name="CopyBackwards")
 
 
-def _uniform(self: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
-    """Tensor.uniform_: fill in place with draws uniform on [a, b). Mirrors torch.Tensor.uniform_."""
+def draw(self: Tensor, distribution: str, a: float, b: float) -> Tensor:
+    """Tensor.uniform_ / normal_: fill in place with draws from `distribution` ("uniform" on
+    [a, b), or "normal" of mean a and std b); refused where PyTorch refuses a write."""
     from ._factories import _rng_array  # noqa: PLC0415
 
     _check(self, ())
-    write(self, _rng_array("uniform", self.shape, self.dtype, self.device, a, b), "uniform_")
+    write(self, _rng_array(distribution, self.shape, self.dtype, self.device, a, b), f"{distribution}_")
     return self
-
-
-def _normal(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
-    """Tensor.normal_: fill in place with normal draws of mean `mean` and std `std`. Mirrors torch.Tensor.normal_."""
-    from ._factories import _rng_array  # noqa: PLC0415
-
-    _check(self, ())
-    write(self, _rng_array("normal", self.shape, self.dtype, self.device, mean, std), "normal_")
-    return self
-
-
-_SIMPLE = {
-    "add_": (F.add, False), "sub_": (F.sub, False), "mul_": (F.mul, True), "div_": (F.div, True),
-    "pow_": (F.pow, True), "neg_": (F.neg, False), "exp_": (F.exp, False), "log_": (F.log, True),
-    "sqrt_": (F.sqrt, False), "tanh_": (F.tanh, False), "sigmoid_": (F.sigmoid, False),
-    "relu_": (F.relu, False), "abs_": (F.abs, True), "clamp_": (F.clamp, True), "clip_": (F.clamp, True),
-    "sin_": (F.sin, True), "cos_": (F.cos, True),
-}
-for _name, (_fn, _saves) in _SIMPLE.items():
-    setattr(Tensor, _name, _method(_fn, _name, _saves))
-for _op, _name in (("add", "add_"), ("sub", "sub_"), ("mul", "mul_"), ("truediv", "div_"), ("pow", "pow_")):
-    setattr(Tensor, f"__i{_op}__", getattr(Tensor, _name))
-Tensor.fill_ = _fill
-Tensor.zero_ = _zero
-Tensor.copy_ = _copy
-Tensor.uniform_ = _uniform
-Tensor.normal_ = _normal
-Tensor.masked_fill_ = _method(lambda s, mask, value: F.where(mask, value, s), "masked_fill_", False)
