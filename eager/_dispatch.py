@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -23,9 +25,16 @@ from ._grad_mode import STATE
 from .autograd.graph import Node, SavedTensor
 from .ops.elementwise import TO_DTYPE
 
+if TYPE_CHECKING:
+    from .autograd.function import FunctionCtx
+    from .autograd.graph import AccumulateGrad
+    from .ops._registry import OpDef
+
 _SCALARS = (int, float, bool)
 _SCALAR_TYPES = frozenset(_SCALARS)
-_NO_EDGE = (None, 0)
+# An edge of the backward graph: the next node and which of its outputs; (None, 0) for none.
+Edge = tuple["Node | FunctionCtx | AccumulateGrad | None", int]
+_NO_EDGE: Edge = (None, 0)
 
 
 # -- NumPy's floating-point reports --------------------------------------------------------------
@@ -36,31 +45,45 @@ _NO_EDGE = (None, 0)
 # (it builds its state object each time); setting NumPy's error-state context variable to one
 # prebuilt "ignore" state costs a fraction of that. Both are the same mechanism: errstate is
 # a context manager over this variable.
-try:
-    from numpy._core.umath import _extobj_contextvar as _FP_STATE
-    from numpy._core.umath import _make_extobj
+class _FpState(Protocol):
+    """NumPy's error-state context variable (or the stand-in below): set returns a token."""
 
-    _FP_QUIET = _make_extobj(all="ignore")
+    def set(self, value: Any, /) -> Any: ...
+    def reset(self, token: Any, /) -> None: ...
+
+
+_FP_STATE: _FpState
+_FP_QUIET: object
+try:
+    from numpy._core.umath import _extobj_contextvar, _make_extobj
+
+    _FP_STATE, _FP_QUIET = _extobj_contextvar, _make_extobj(all="ignore")
 except ImportError:  # a NumPy without the context variable: the public, slower context manager
     class _ErrstateVar:
         @staticmethod
-        def set(_quiet):
+        def set(value: Any, /) -> np.errstate:
             state = np.errstate(all="ignore")
             state.__enter__()
             return state
 
         @staticmethod
-        def reset(state):
-            state.__exit__(None, None, None)
+        def reset(token: Any, /) -> None:
+            token.__exit__(None, None, None)
 
     _FP_STATE, _FP_QUIET = _ErrstateVar(), None
-_quiet_fp, _restore_fp = _FP_STATE.set, _FP_STATE.reset  # bound once: two lookups fewer per op
+# bound once: two lookups fewer per op
+_quiet_fp: Callable[[Any], object] = _FP_STATE.set
+_restore_fp: Callable[[Any], None] = _FP_STATE.reset
 
 
 # -- dispatch modes -----------------------------------------------------------------------------
+# A dispatch mode: (op, operands, attrs) -> the op's result, or NotImplemented to pass it on.
+ModeHandler = Callable[["OpDef", tuple[Any, ...], dict[str, Any]], Any]
+
+
 class _ModeStack(threading.local):
     def __init__(self) -> None:
-        self.modes = []
+        self.modes: list[ModeHandler] = []
 
 
 _MODES = _ModeStack()
@@ -70,7 +93,7 @@ _n_modes_pushed = 0
 _modes_lock = threading.Lock()
 
 
-def push_mode(handler) -> None:
+def push_mode(handler: ModeHandler) -> None:
     """Push a dispatch mode on this thread's stack: `handler(op, operands, attrs)` is called
     for every op that no operand's type claims (see the module docstring), before eager runs
     it, and returns the op's result, or NotImplemented to pass the op on to the next mode
@@ -89,7 +112,7 @@ def push_mode(handler) -> None:
         _n_modes_pushed += 1
 
 
-def pop_mode():
+def pop_mode() -> ModeHandler:
     """Pop and return this thread's innermost dispatch mode."""
     global _n_modes_pushed
     modes = _MODES.modes
@@ -102,7 +125,7 @@ def pop_mode():
 
 
 @contextlib.contextmanager
-def dispatch_mode(handler):
+def dispatch_mode(handler: ModeHandler) -> Iterator[ModeHandler]:
     """`with dispatch_mode(handler):` pushes the mode for the block and pops it after."""
     push_mode(handler)
     try:
@@ -111,7 +134,7 @@ def dispatch_mode(handler):
         pop_mode()
 
 
-def current_modes() -> tuple:
+def current_modes() -> tuple[ModeHandler, ...]:
     """This thread's dispatch modes, outermost first."""
     return tuple(_MODES.modes)
 
@@ -252,8 +275,8 @@ def _on_broadcast_base(op, operands, attrs):
     The engine allows this only inside a backward pass that records no graph, where no
     one writes into the result in place. `-g` for `L = (10 - d).sum()` then costs one
     element instead of a pass over a million (a strided unary loop, slower than a copy)."""
-    shape = None
-    repeated = None
+    shape: tuple[int, ...] | None = None
+    repeated: list[bool] = []
     for o in operands:
         if isinstance(o, Tensor):
             a = o._data
@@ -380,7 +403,7 @@ def _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors):
         a, b = operands
         a = a._data if isinstance(a, Tensor) else a
         b = b._data if isinstance(b, Tensor) else b
-        arrays = (a, b)
+        arrays: Sequence[Any] = (a, b)
     else:
         arrays = [o._data if isinstance(o, Tensor) else o for o in operands]
     if first is not None and first._data.dtype.kind in "iu" and op.name != "pow":  # pow: its own rule
@@ -504,8 +527,10 @@ def _record_one(op, operands, attrs, out):
         node._saved_out = SavedTensor(out, is_output=True)
 
 
-def _make_node(op, operands, attrs):
-    edges, needs, meta = [], [], []
+def _make_node(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any]) -> Node:
+    edges: list[Edge] = []
+    needs: list[bool] = []
+    meta: list[tuple[tuple[int, ...], np.dtype[Any]] | None] = []
     for o in operands:
         if isinstance(o, Tensor):
             data = o._data

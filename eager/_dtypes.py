@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 _O = TypeVar("_O")
 
@@ -19,7 +20,7 @@ class dtype:
 
     __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "category")
 
-    def __init__(self, name: str, np_dtype: np.dtype, category: int) -> None:
+    def __init__(self, name: str, np_dtype: type[np.generic], category: int) -> None:
         self.name = name
         self.np = np.dtype(np_dtype)
         self.category = category  # 0 bool, 1 integer, 2 floating
@@ -30,7 +31,7 @@ class dtype:
     def __repr__(self) -> str:
         return f"eager.{self.name}"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[str], dtype], tuple[str]]:
         return (from_name, (self.name,))
 
 
@@ -60,7 +61,7 @@ def from_name(name: str) -> dtype:
     return _BY_NAME[name]
 
 
-def from_numpy(np_dtype) -> dtype:
+def from_numpy(np_dtype: npt.DTypeLike) -> dtype:
     """The eager dtype of a NumPy dtype; TypeError for ones eager has no tensor type for."""
     try:
         return _BY_NP[np.dtype(np_dtype)]
@@ -71,7 +72,7 @@ def from_numpy(np_dtype) -> dtype:
         ) from None
 
 
-def as_dtype(value) -> dtype:
+def as_dtype(value: dtype | npt.DTypeLike) -> dtype:
     """Accept an eager dtype, its name ('float32', 'double'), a NumPy dtype or a Python type."""
     if isinstance(value, dtype):
         return value
@@ -129,7 +130,7 @@ def promote(a: dtype, b: dtype) -> dtype:
     return _BY_NP[np.promote_types(a.np, b.np)]
 
 
-def scalar_category(value) -> int:
+def scalar_category(value: object) -> int:
     if isinstance(value, (bool, np.bool_)):
         return 0
     if isinstance(value, (int, np.integer)):
@@ -137,7 +138,7 @@ def scalar_category(value) -> int:
     return 2
 
 
-def result_type(dims: list[dtype], zero_dims: list[dtype], scalars: list) -> dtype:
+def result_type(dims: list[dtype], zero_dims: list[dtype], scalars: Sequence[object]) -> dtype:
     """PyTorch's three-tier promotion.
 
     Dimensioned tensors decide first; a 0-d tensor or a Python scalar only matters when it
@@ -156,6 +157,8 @@ def result_type(dims: list[dtype], zero_dims: list[dtype], scalars: list) -> dty
         cat = max(scalar_category(s) for s in scalars)
         if result is None or cat > result.category:
             result = (bool_, DEFAULT_INT, DEFAULT_FLOAT)[cat]
+    if result is None:
+        raise TypeError("result_type: no operand to promote (no tensor and no Python number)")
     return result
 
 

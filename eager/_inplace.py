@@ -12,15 +12,17 @@ view's grad_fn. Values that cannot hold a float16 result (1e5) become inf silent
 PyTorch, rather than with NumPy's overflow warning."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from . import _dtypes
 from . import _functional as F
 from ._device import cupy_module
 from ._grad_mode import STATE, no_grad
-from ._tensor import Tensor
+from ._tensor import Tensor, ViewStep
 from .ops import elementwise as E
-from .ops._registry import defop
+from .ops._registry import OpDef, defop
 
 _LEAF_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
 
@@ -35,7 +37,7 @@ def _to_device_forward(xp, x, device, source):
         return cp.asarray(x)
 
 
-TO_DEVICE = defop(
+TO_DEVICE: OpDef = defop(
     "to_device", forward=_to_device_forward, abstract=lambda x, device, source: x,
     vjp=lambda ctx, g: (TO_DEVICE(g, device=ctx.attrs["source"], source=ctx.attrs["device"]),),
     grad_name="ToCopyBackward0", kind="other",
@@ -138,7 +140,7 @@ def _commit(self: Tensor, result: Tensor, name: str) -> Tensor:
     return self
 
 
-def _view_steps(view: tuple) -> tuple:
+def _view_steps(view: tuple[ViewStep, ...]) -> tuple[tuple[str, tuple[tuple[str, Any], ...], int | None], ...]:
     """A view's steps from its base as replay_view takes them (op names, hashable attrs)."""
     return tuple((op.name, tuple(sorted(attrs.items())), k) for op, attrs, k in view)
 
@@ -174,10 +176,12 @@ def _commit_view(self: Tensor, result: Tensor, name: str) -> Tensor:
     view is re-derived from the new base, so gradients flow through both, as in PyTorch."""
     from .ops.shape_ops import VIEW_SCATTER, replay_view  # noqa: PLC0415
 
-    _refuse_multi_output_view(self)
+    base, view = self._base, self._view
+    if base is None or view is None:
+        raise AssertionError("_commit_view: a view has a base and view steps")  # _commit's check
+    _refuse_multi_output_view(view)
     validate(self, result._data, name)
-    base = self._base
-    steps = _view_steps(self._view)
+    steps = _view_steps(view)
     new_base = VIEW_SCATTER(_snapshot(base, copy=False), result, steps=steps)
     write(self, result._data, name)
     _rebase(base, new_base)
@@ -186,11 +190,11 @@ def _commit_view(self: Tensor, result: Tensor, name: str) -> Tensor:
     return self
 
 
-def _refuse_multi_output_view(self: Tensor) -> None:
+def _refuse_multi_output_view(view: tuple[ViewStep, ...]) -> None:
     """PyTorch refuses a recorded in-place write into an output of an op that returns
     several views (split, chunk): their shared backward cannot take it. (unbind is made of
     selects here, so its outputs take writes as ordinary views.)"""
-    for op, attrs, k in self._view:
+    for op, attrs, k in view:
         if k is not None:
             name = op.backward_name((), attrs).removesuffix("Backward0")
             raise RuntimeError(

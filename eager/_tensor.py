@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import warnings
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -13,6 +16,15 @@ from ._dispatch import dispatch
 from ._grad_mode import STATE
 from ._repr import tensor_repr
 from .autograd.graph import AccumulateGrad, RemovableHandle
+
+if TYPE_CHECKING:
+    from .autograd.function import FunctionCtx
+    from .autograd.graph import Node
+    from .ops._registry import OpDef
+
+# One step of a view's making from the tensor owning its memory: the view op, its
+# attributes, and which of its outputs (None for a one-output op).
+ViewStep = tuple["OpDef", dict[str, Any], "int | None"]
 
 _NONLEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
@@ -50,12 +62,17 @@ class Tensor(TensorAPI):
     # Attributes most tensors never set are class-level defaults rather than slots, so that
     # making a tensor (once per op) assigns only what every tensor needs.
     __slots__ = ("_data", "_requires_grad", "grad_fn", "_vc", "_output_nr", "__weakref__", "__dict__")
-    _grad = None
-    _base = None
-    _view = None
-    _views = None  # on a base: weak references to its views made in grad mode (see eager._dispatch)
+    _data: Any  # a numpy.ndarray or a cupy.ndarray (CuPy has no type stubs)
+    _requires_grad: bool
+    grad_fn: Node | FunctionCtx | None
+    _vc: list[int]
+    _output_nr: int
+    _grad: Tensor | None = None
+    _base: Tensor | None = None
+    _view: tuple[ViewStep, ...] | None = None
+    _views: list[weakref.ref[Tensor]] | None = None  # on a base: its views made in grad mode (eager._dispatch)
     _retains_grad = False
-    _acc = None
+    _acc: AccumulateGrad | None = None
     __array_priority__ = 1000  # ndarray <op> Tensor defers to Tensor's reflected operator
     _apply_op = staticmethod(dispatch)  # run the op now and record its backward (TensorAPI's hook)
 
@@ -404,7 +421,8 @@ class Tensor(TensorAPI):
         return self if self._data.flags.c_contiguous else F.clone(self)
 
     # -- in-place --------------------------------------------------------------------------------
-    def _apply_inplace(self, fn, others, name: str, saves_self: bool = True, grad_name: str | None = None) -> "Tensor":
+    def _apply_inplace(self, fn: Callable[..., Any], others: tuple[Any, ...], name: str, saves_self: bool = True,
+                       grad_name: str | None = None) -> Tensor:
         """TensorAPI's in-place hook: write `fn(self, *others)` into this tensor's buffer,
         rebasing its autograd history when the write is recorded (see eager._inplace)."""
         return _inplace.apply_inplace(self, fn, others, name, saves_self, grad_name)

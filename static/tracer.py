@@ -11,6 +11,8 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
 
 import numpy as np
 
@@ -30,11 +32,14 @@ from .ir import Graph, Node, Value
 
 _LIBRARY_DIRS = (os.path.dirname(eager.__file__) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
 _SCALARS = (bool, int, float)
+# How a view is made from the tensor owning its memory: (op name, sorted attrs, output number)
+# per view op, as eager.ops.shape_ops.replay_view takes them.
+ViewSteps = tuple[tuple[str, tuple[tuple[str, Any], ...], "int | None"], ...]
 
 
 def user_location(skip_library: bool = True) -> str:
     """file:line of the innermost frame outside graphmode: the user's line."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
         if not filename.startswith(_LIBRARY_DIRS) and "codegen" + os.sep not in filename:
@@ -234,6 +239,8 @@ def record(op, operands, attrs):
     if op.is_view and not attrs.get("n_index"):  # indexing with tensors copies, as in eager
         base = operands[0] if operands else None
         # a view of a Tracer or of a captured tensor: writing through it must not be silently lost
+        marker: object
+        steps: ViewSteps | None
         if isinstance(base, Tracer) and base._view_of is not None:
             marker, steps = base._view_of, base._view_steps
         else:
@@ -340,6 +347,22 @@ def _data_error(what: str, suggestion: str = "") -> TraceError:
     )
 
 
+def inplace_on_captured(target, result: Tracer) -> None:
+    """An eager tensor from outside the function updated in place by a traced value (an
+    optimizer step on a module's parameter): the update becomes a graph output that is
+    written back after the call."""
+    state = result._state
+    state.capture(target)
+    if tuple(result.shape) != tuple(target.shape):
+        raise RuntimeError(f"in-place update of a captured tensor of shape {list(target.shape)} with a value of "
+                           f"shape {list(result.shape)}")
+    if result.dtype != target.dtype:
+        check_result_cast(result.dtype, target.dtype)
+        result = F.to_dtype(result, target.dtype)
+    state.latest[id(target)] = result._value
+    state.versions[id(target)] = state.versions.get(id(target), 0) + 1
+
+
 class Tracer(TensorAPI):
     """A stand-in for a Tensor during tracing: it has a shape and dtype but no data.
 
@@ -350,7 +373,14 @@ class Tracer(TensorAPI):
     __slots__ = ("_value", "_state", "_view_of", "_view_version", "_view_steps", "_full_alias", "__weakref__")
     __graphmode_dispatch__ = staticmethod(record)  # an op with a Tracer operand, called as a function
     _apply_op = staticmethod(record)  # the same, from TensorAPI's operators
+    __graphmode_inplace__ = staticmethod(inplace_on_captured)  # an eager tensor written with a Tracer's value
     __array_priority__ = 2000
+    _value: Value
+    _state: TraceState
+    _view_of: Tracer | Tensor | None
+    _view_version: int
+    _full_alias: bool
+    _view_steps: ViewSteps | None
 
     def __init__(self, state: TraceState, value: Value) -> None:
         self._state = state
@@ -497,12 +527,12 @@ class Tracer(TensorAPI):
 
     is_cuda = False
 
-    def stride(self, dim=None):
-        strides, step = [], 1
+    def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
+        backwards, step = [], 1
         for n in reversed(self.shape):
-            strides.append(step)
+            backwards.append(step)
             step *= n
-        strides = tuple(reversed(strides))
+        strides = tuple(reversed(backwards))
         return strides if dim is None else strides[dim]
 
     def backward(self, *args, **kwargs):
@@ -606,22 +636,3 @@ class Tracer(TensorAPI):
         if isinstance(value, Tracer) and value.dtype is not self.dtype:
             value = F.to_dtype(value, self.dtype)
         self._assign(F.index_put(self, index, value, eager.tensor), "index_put_")
-
-
-def inplace_on_captured(target, result: Tracer) -> None:
-    """An eager tensor from outside the function updated in place by a traced value (an
-    optimizer step on a module's parameter): the update becomes a graph output that is
-    written back after the call."""
-    state = result._state
-    state.capture(target)
-    if tuple(result.shape) != tuple(target.shape):
-        raise RuntimeError(f"in-place update of a captured tensor of shape {list(target.shape)} with a value of "
-                           f"shape {list(result.shape)}")
-    if result.dtype != target.dtype:
-        check_result_cast(result.dtype, target.dtype)
-        result = F.to_dtype(result, target.dtype)
-    state.latest[id(target)] = result._value
-    state.versions[id(target)] = state.versions.get(id(target), 0) + 1
-
-
-Tracer.__graphmode_inplace__ = staticmethod(inplace_on_captured)

@@ -3,10 +3,17 @@ per leaf. A node keeps exactly what its op's VJP asked to save, checks version c
 when it reads them back, and frees them after a backward pass (unless retained)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
 from .. import _dtypes
 from .._grad_mode import STATE
 from ..ops._registry import fit_grad
 from .anomaly import capture_stack
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
 
 _FREED_MSG = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -108,11 +115,13 @@ class HookMixin:
     """Hook registration shared by Node, AccumulateGrad and custom Function nodes."""
 
     __slots__ = ()
+    _hooks: NodeHooks | None  # a slot or class default of each node class
 
     def _node_hooks(self) -> NodeHooks:
-        if self._hooks is None:
-            self._hooks = NodeHooks()
-        return self._hooks
+        hooks = self._hooks
+        if hooks is None:
+            hooks = self._hooks = NodeHooks()  # type: ignore[misc]  # a slot of each subclass, not of the mixin
+        return hooks
 
     def _add_tensor_hook(self, nr: int, fn, retain: bool = False) -> RemovableHandle:
         hooks = self._node_hooks()
@@ -143,8 +152,10 @@ class Node(HookMixin):
 
     __slots__ = ("op", "attrs", "next_functions", "_saved", "_saved_out", "_needs", "_in_meta",
                  "_out_meta", "_name", "_freed", "__weakref__", "__dict__")
-    _hooks = None  # set on the few nodes that get hooks
+    _hooks: NodeHooks | None = None  # set on the few nodes that get hooks
     _trace = None  # the forward stack, kept in anomaly mode only
+    _saved_out: SavedTensor | None
+    _out_meta: list[tuple[tuple[int, ...], np.dtype[Any]]]  # per output; set by eager._dispatch when it records
 
     def __init__(self, op, attrs, operands, edges, needs, name, in_meta) -> None:
         self.op = op
@@ -161,7 +172,6 @@ class Node(HookMixin):
                 saved[i] = SavedTensor(o) if in_meta[i] is not None else o
         self._saved = saved
         self._saved_out = None
-        self._out_meta = None
         self._freed = False
         if STATE.anomaly:
             self._trace = capture_stack()
@@ -195,7 +205,11 @@ class Node(HookMixin):
     def out(self):
         if self._freed:
             raise RuntimeError(_FREED_MSG)
-        return self._saved_out.unpack(self)
+        saved = self._saved_out
+        if saved is None:
+            raise RuntimeError(f"{self._name}: the op's output was not saved for backward (its VJP reads ctx.out "
+                               "but the op does not declare save_output=True)")
+        return saved.unpack(self)
 
     def in_shape(self, i: int) -> tuple:
         return self._in_meta[i][0]
@@ -208,13 +222,13 @@ class Node(HookMixin):
         return self._out_meta[0][0]
 
     # -- running ----------------------------------------------------------------------------
-    def apply(self, grads: list) -> list:
+    def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
         """Gradients for each next edge from the gradients of this node's outputs."""
         if self.op.multi_output:
             raw = self.op.vjp(self, tuple(grads))
         else:
             raw = self.op.vjp(self, grads[0])
-        out = []
+        out: list[Tensor | None] = []
         meta, needs = self._in_meta, self._needs
         for i, g in enumerate(raw):
             if g is None or i >= len(meta) or meta[i] is None or not needs[i]:
