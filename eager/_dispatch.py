@@ -225,23 +225,11 @@ _F32 = np.dtype(np.float32)
 _HALF_SCALAR_IN_FLOAT32 = frozenset({"mul", "div"})
 
 
-def _half_beside_0d(operands) -> bool:
+def _half_beside_0d(operands: Sequence[Any]) -> bool:
     """float16 NumPy tensors with a 0-d tensor of another number dtype (tensor(1e5))."""
-    half = other_0d = False
-    for o in operands:
-        if isinstance(o, Tensor):
-            d = o._data
-            if type(d) is not np.ndarray:
-                return False
-            if d.ndim:
-                if d.dtype is not _F16:
-                    return False
-                half = True
-            elif d.dtype is not _F16:
-                if d.dtype.kind not in "fiu":
-                    return False
-                other_0d = True
-    return half and other_0d
+    if any(isinstance(o, Tensor) and type(o._data) is not np.ndarray for o in operands):
+        return False
+    return _dtypes.half_beside_0d([_describe(o) for o in operands])
 
 
 def _run_half_in_float32(op, operands, attrs, wants_grad):

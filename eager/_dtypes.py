@@ -6,7 +6,7 @@ upcasts a float32 tensor and 0-d tensors do not upcast dimensioned ones).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -212,3 +212,24 @@ def promote_operands(promote: str, skip: tuple[int, ...], operands: Sequence[_O]
             out = list(operands)
         out[i] = new
     return operands if out is None else out
+
+
+def half_beside_0d(described: Iterable[tuple[dtype, int] | None]) -> bool:
+    """float16 dimensioned tensors beside a 0-d tensor of another number dtype
+    (`t / tensor(1e5)`): PyTorch computes such a mul/div at float32 precision ("opmath",
+    see eager._dispatch._HALF_SCALAR_IN_FLOAT32). Operands as `promote_operands` describes
+    them; Python numbers and weak values take no part."""
+    half = other_0d = False
+    for d in described:
+        if d is None or d[1] == WEAK:
+            continue
+        dt, standing = d
+        if standing == DIMENSIONED:
+            if dt is not float16:
+                return False
+            half = True
+        elif dt is not float16:
+            if dt.category == 0:
+                return False
+            other_0d = True
+    return half and other_0d

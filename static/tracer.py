@@ -157,20 +157,22 @@ def _operand(state: TraceState, o):
     raise TypeError(f"expected a tensor or a number as an operand, got {type(o).__name__}")
 
 
-def _promote(state: TraceState, op, operands: list) -> list:
-    """eager's promotion (`_dtypes.promote_operands`), with the casts recorded into the graph.
-    An input that came from a Python number promotes as one (weak), as eager's number would."""
-    def describe(v):
-        if not isinstance(v, Value):
-            return None
-        if v in state.weak:
-            return v.dtype, _dtypes.WEAK
-        return v.dtype, _dtypes.DIMENSIONED if v.type.shape else _dtypes.ZERO_DIM
+def _describe(state: TraceState, v: object) -> tuple[_dtypes.dtype, int] | None:
+    """A traced operand's part in promotion (see `_dtypes.promote_operands`): an input that
+    came from a Python number promotes as one (weak), as eager's number would."""
+    if not isinstance(v, Value):
+        return None
+    if v in state.weak:
+        return v.dtype, _dtypes.WEAK
+    return v.dtype, _dtypes.DIMENSIONED if v.type.shape else _dtypes.ZERO_DIM
 
+
+def _promote(state: TraceState, op, operands: list) -> list:
+    """eager's promotion (`_dtypes.promote_operands`), with the casts recorded into the graph."""
     def cast(v, target):
         return _emit(state, TO_DTYPE, [v], {"dtype": target})[0]
 
-    return list(_dtypes.promote_operands(op.promote, op.mask_operands, operands, describe, cast))
+    return list(_dtypes.promote_operands(op.promote, op.mask_operands, operands, lambda v: _describe(state, v), cast))
 
 
 def _emit(state: TraceState, op, operands: list, attrs: dict) -> list:
@@ -188,24 +190,6 @@ def _emit(state: TraceState, op, operands: list, attrs: dict) -> list:
     if not STATE.enabled:  # a no_grad() region of the traced program: autodiff stops here, as eager does
         state.no_grad_nodes.add(node)
     return node.outputs
-
-
-def _half_beside_0d(state: TraceState, values: list) -> bool:
-    """float16 tensors with a 0-d tensor of another number dtype (`t / tensor(1e5)`): eager
-    computes such a mul/div at float32 precision (see eager._dispatch._HALF_SCALAR_IN_FLOAT32)."""
-    half = other_0d = False
-    for v in values:
-        if not isinstance(v, Value) or v in state.weak:
-            continue
-        if v.type.shape:
-            if v.dtype is not _dtypes.float16:
-                return False
-            half = True
-        elif v.dtype is not _dtypes.float16:
-            if v.dtype is _dtypes.bool_ or not (v.dtype.is_floating_point or v.dtype.category):
-                return False
-            other_0d = True
-    return half and other_0d
 
 
 def _half_in_float32(state: TraceState, op, values: list, attrs: dict) -> Value:
@@ -230,7 +214,7 @@ def record(op, operands, attrs):
         if isinstance(o, Tracer) and o._view_of is not None:
             check_view_current(o)
     values = [_operand(state, o) for o in operands]
-    if op.name in _dispatch._HALF_SCALAR_IN_FLOAT32 and _half_beside_0d(state, values):
+    if op.name in _dispatch._HALF_SCALAR_IN_FLOAT32 and _dtypes.half_beside_0d([_describe(state, v) for v in values]):
         return Tracer(state, _half_in_float32(state, op, values, attrs))
     if op.promote is not None:
         values = _promote(state, op, values)

@@ -173,3 +173,27 @@ def test_eager_and_traced_promotion_agree_with_pytorch(a, b):
     eager_dt = (x + other).dtype
     traced_dt = static.compile(lambda u, v: u + v, backend="interpret")(x, other).dtype
     assert str(want).removeprefix("torch.") == eager_dt.name == traced_dt.name
+
+
+@pytest.mark.parametrize("described, expected", [
+    ([(_dtypes.float16, _dtypes.DIMENSIONED), (_dtypes.float64, _dtypes.ZERO_DIM)], True),
+    ([(_dtypes.float16, _dtypes.DIMENSIONED), (_dtypes.int64, _dtypes.ZERO_DIM), None], True),
+    ([(_dtypes.float16, _dtypes.DIMENSIONED), (_dtypes.bool_, _dtypes.ZERO_DIM)], False),
+    ([(_dtypes.float16, _dtypes.DIMENSIONED), (_dtypes.float16, _dtypes.ZERO_DIM)], False),
+    ([(_dtypes.float16, _dtypes.DIMENSIONED), (_dtypes.float64, _dtypes.WEAK)], False),
+    ([(_dtypes.float32, _dtypes.DIMENSIONED), (_dtypes.float64, _dtypes.ZERO_DIM)], False),
+])
+def test_the_one_float16_opmath_rule(described, expected):
+    assert _dtypes.half_beside_0d(described) is expected
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_float16_divided_by_a_large_0d_tensor_is_computed_at_float32_precision(compiled):
+    def divide(t, d):
+        return t / d
+
+    x = eager.tensor([1000.0, 2000.0], dtype=eager.float16)
+    fn = static.compile(divide, backend="interpret") if compiled else divide
+    out = fn(x, eager.tensor(1e5, dtype=eager.float64))
+    assert out.dtype is eager.float16
+    np.testing.assert_allclose(out.numpy().astype(np.float64), [0.01, 0.02], rtol=1e-3)
