@@ -6,7 +6,7 @@ from __future__ import annotations
 import builtins as _builtins
 import math
 from collections import namedtuple
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _dtypes
 from .ops import elementwise as E
@@ -16,6 +16,11 @@ from .ops import math_ops as M
 from .ops import reductions as R
 from .ops import shape_ops as S
 from .ops._checks import norm_dim, norm_dims
+
+if TYPE_CHECKING:
+    from ._api import TensorAPI
+
+_TA = TypeVar("_TA", bound="TensorAPI")  # an eager tensor or a tracer value: ops give back the same kind
 
 # One entry of an index key: ("none",), ("ellipsis",), ("int", i), ("slice", start, stop, step)
 # or ("tensor", position among the index operands).
@@ -330,7 +335,7 @@ def bitwise_and(input, other):
     return M.BITWISE_AND(input, other)
 
 
-def clone(input):
+def clone(input: _TA) -> _TA:
     """A copy of input with its own memory, differentiable. Mirrors torch.clone."""
     return E.CLONE(input)
 

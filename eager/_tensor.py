@@ -175,7 +175,7 @@ class Tensor(TensorAPI):
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
         return strides if dim is None else strides[dim]
 
-    def type(self, dtype=None):
+    def type(self, dtype: _dtypes.dtype | str | None = None) -> str | Tensor:
         """With no argument, the legacy type name ('torch.FloatTensor', ...); with a dtype, `self.to(dtype)`.
 
         Mirrors torch.Tensor.type (the names keep the 'torch.' prefix PyTorch programs compare against)."""
