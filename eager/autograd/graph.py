@@ -286,6 +286,9 @@ class AccumulateGrad(HookMixin):
     def name(self) -> str:
         return "torch::autograd::AccumulateGrad"
 
+    def release(self) -> None:
+        """Nothing saved to free (the engine releases every node that ran)."""
+
     def __repr__(self) -> str:
         return f"<AccumulateGrad object at {hex(id(self))}>"
 
