@@ -10,9 +10,10 @@ import contextlib
 import os
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -331,22 +332,6 @@ def _data_error(what: str, suggestion: str = "") -> TraceError:
     )
 
 
-def inplace_on_captured(target, result: Tracer) -> None:
-    """An eager tensor from outside the function updated in place by a traced value (an
-    optimizer step on a module's parameter): the update becomes a graph output that is
-    written back after the call."""
-    state = result._state
-    state.capture(target)
-    if tuple(result.shape) != tuple(target.shape):
-        raise RuntimeError(f"in-place update of a captured tensor of shape {list(target.shape)} with a value of "
-                           f"shape {list(result.shape)}")
-    if result.dtype != target.dtype:
-        check_result_cast(result.dtype, target.dtype)
-        result = F.to_dtype(result, target.dtype)
-    state.latest[id(target)] = result._value
-    state.versions[id(target)] = state.versions.get(id(target), 0) + 1
-
-
 class Tracer(TensorAPI):
     """A stand-in for a Tensor during tracing: it has a shape and dtype but no data.
 
@@ -357,7 +342,8 @@ class Tracer(TensorAPI):
     __slots__ = ("_value", "_state", "_view_of", "_view_version", "_view_steps", "_full_alias", "__weakref__")
     __graphmode_dispatch__ = staticmethod(record)  # an op with a Tracer operand, called as a function
     _apply_op = staticmethod(record)  # the same, from TensorAPI's operators
-    __graphmode_inplace__ = staticmethod(inplace_on_captured)  # an eager tensor written with a Tracer's value
+    # an eager tensor written with a Tracer's value (set below, with the function)
+    __graphmode_inplace__: ClassVar[Callable[[Any, Tracer], None]]
     __array_priority__ = 2000
     _value: Value
     _state: TraceState
@@ -620,3 +606,22 @@ class Tracer(TensorAPI):
         if isinstance(value, Tracer) and value.dtype is not self.dtype:
             value = F.to_dtype(value, self.dtype)
         self._assign(F.index_put(self, index, value, eager.tensor), "index_put_")
+
+
+def inplace_on_captured(target, result: Tracer) -> None:
+    """An eager tensor from outside the function updated in place by a traced value (an
+    optimizer step on a module's parameter): the update becomes a graph output that is
+    written back after the call."""
+    state = result._state
+    state.capture(target)
+    if tuple(result.shape) != tuple(target.shape):
+        raise RuntimeError(f"in-place update of a captured tensor of shape {list(target.shape)} with a value of "
+                           f"shape {list(result.shape)}")
+    if result.dtype != target.dtype:
+        check_result_cast(result.dtype, target.dtype)
+        result = F.to_dtype(result, target.dtype)
+    state.latest[id(target)] = result._value
+    state.versions[id(target)] = state.versions.get(id(target), 0) + 1
+
+
+Tracer.__graphmode_inplace__ = staticmethod(inplace_on_captured)
