@@ -225,17 +225,21 @@ class Node(HookMixin):
                                "but the op does not declare save_output=True)")
         return saved.unpack(self)
 
-    def _tensor_meta(self, i: int) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    def _number_operand(self, i: int) -> TypeError:
+        return TypeError(f"{self._name}: operand {i} is a Python number, not a tensor: it has no shape or dtype")
+
+    # (the checks are inline: VJP rules call these once per operand in every backward)
+    def in_shape(self, i: int) -> tuple[int, ...]:
         meta = self._in_meta[i]
         if meta is None:
-            raise TypeError(f"{self._name}: operand {i} is a Python number, not a tensor: it has no shape or dtype")
-        return meta
-
-    def in_shape(self, i: int) -> tuple[int, ...]:
-        return self._tensor_meta(i)[0]
+            raise self._number_operand(i)
+        return meta[0]
 
     def in_dtype(self, i: int) -> _dtypes.dtype:
-        return _dtypes._BY_NP[self._tensor_meta(i)[1]]
+        meta = self._in_meta[i]
+        if meta is None:
+            raise self._number_operand(i)
+        return _dtypes._BY_NP[meta[1]]
 
     @property
     def out_shape(self) -> tuple[int, ...]:
@@ -251,8 +255,11 @@ class Node(HookMixin):
         out: list[Tensor | None] = []
         meta, needs = self._in_meta, self._needs
         for i, g in enumerate(raw):
-            m = meta[i] if i < len(meta) else None
-            if g is None or m is None or not needs[i]:
+            if g is None or i >= len(meta):
+                out.append(None)
+                continue
+            m = meta[i]
+            if m is None or not needs[i]:
                 out.append(None)
                 continue
             data = g._data
