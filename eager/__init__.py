@@ -19,8 +19,8 @@ from ._dtypes import float16 as half, float32 as float, float64 as double, int64
 from ._dtypes import int32 as int, int16 as short  # noqa: F401
 from ._device import cuda_is_available as _cuda_is_available, device  # noqa: F401
 from ._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from . import _dispatch  # noqa: F401  (the op engine; it imports Tensor, whose op hook it is)
 from ._tensor import Size, Tensor  # noqa: F401
-from . import _inplace  # noqa: F401  (installs the in-place methods on Tensor)
 from ._factories import (  # noqa: F401
     BoolTensor, ByteTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor,
     arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, manual_seed,

@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -21,10 +23,18 @@ from . import _dtypes
 from ._device import xp_of_array
 from ._grad_mode import STATE
 from .autograd.graph import Node, SavedTensor
+from .ops.elementwise import TO_DTYPE
+
+if TYPE_CHECKING:
+    from .autograd.function import FunctionCtx
+    from .autograd.graph import AccumulateGrad
+    from .ops._registry import OpDef
 
 _SCALARS = (int, float, bool)
 _SCALAR_TYPES = frozenset(_SCALARS)
-_NO_EDGE = (None, 0)
+# An edge of the backward graph: the next node and which of its outputs; (None, 0) for none.
+Edge = tuple["Node | FunctionCtx | AccumulateGrad | None", int]
+_NO_EDGE: Edge = (None, 0)
 
 
 # -- NumPy's floating-point reports --------------------------------------------------------------
@@ -35,33 +45,45 @@ _NO_EDGE = (None, 0)
 # (it builds its state object each time); setting NumPy's error-state context variable to one
 # prebuilt "ignore" state costs a fraction of that. Both are the same mechanism: errstate is
 # a context manager over this variable.
-try:
-    from numpy._core.umath import _extobj_contextvar as _FP_STATE
-    from numpy._core.umath import _make_extobj
+class _FpState(Protocol):
+    """NumPy's error-state context variable (or the stand-in below): set returns a token."""
 
-    _FP_QUIET = _make_extobj(all="ignore")
+    def set(self, value: Any, /) -> Any: ...
+    def reset(self, token: Any, /) -> None: ...
+
+
+_FP_STATE: _FpState
+_FP_QUIET: object
+try:
+    from numpy._core.umath import _extobj_contextvar, _make_extobj
+
+    _FP_STATE, _FP_QUIET = _extobj_contextvar, _make_extobj(all="ignore")
 except ImportError:  # a NumPy without the context variable: the public, slower context manager
     class _ErrstateVar:
         @staticmethod
-        def set(_quiet):
+        def set(value: Any, /) -> np.errstate:
             state = np.errstate(all="ignore")
             state.__enter__()
             return state
 
         @staticmethod
-        def reset(state):
-            state.__exit__(None, None, None)
+        def reset(token: Any, /) -> None:
+            token.__exit__(None, None, None)
 
     _FP_STATE, _FP_QUIET = _ErrstateVar(), None
-_quiet_fp, _restore_fp = _FP_STATE.set, _FP_STATE.reset  # bound once: two lookups fewer per op
-Tensor = None  # set by eager._tensor (a cycle at import time otherwise)
-_new_tensor = None  # eager._tensor's constructor of a plain tensor from an array (set with Tensor)
+# bound once: two lookups fewer per op
+_quiet_fp: Callable[[Any], object] = _FP_STATE.set
+_restore_fp: Callable[[Any], None] = _FP_STATE.reset
 
 
 # -- dispatch modes -----------------------------------------------------------------------------
+# A dispatch mode: (op, operands, attrs) -> the op's result, or NotImplemented to pass it on.
+ModeHandler = Callable[["OpDef", tuple[Any, ...], dict[str, Any]], Any]
+
+
 class _ModeStack(threading.local):
     def __init__(self) -> None:
-        self.modes = []
+        self.modes: list[ModeHandler] = []
 
 
 _MODES = _ModeStack()
@@ -71,7 +93,7 @@ _n_modes_pushed = 0
 _modes_lock = threading.Lock()
 
 
-def push_mode(handler) -> None:
+def push_mode(handler: ModeHandler) -> None:
     """Push a dispatch mode on this thread's stack: `handler(op, operands, attrs)` is called
     for every op that no operand's type claims (see the module docstring), before eager runs
     it, and returns the op's result, or NotImplemented to pass the op on to the next mode
@@ -90,7 +112,7 @@ def push_mode(handler) -> None:
         _n_modes_pushed += 1
 
 
-def pop_mode():
+def pop_mode() -> ModeHandler:
     """Pop and return this thread's innermost dispatch mode."""
     global _n_modes_pushed
     modes = _MODES.modes
@@ -103,7 +125,7 @@ def pop_mode():
 
 
 @contextlib.contextmanager
-def dispatch_mode(handler):
+def dispatch_mode(handler: ModeHandler) -> Iterator[ModeHandler]:
     """`with dispatch_mode(handler):` pushes the mode for the block and pops it after."""
     push_mode(handler)
     try:
@@ -112,7 +134,7 @@ def dispatch_mode(handler):
         pop_mode()
 
 
-def current_modes() -> tuple:
+def current_modes() -> tuple[ModeHandler, ...]:
     """This thread's dispatch modes, outermost first."""
     return tuple(_MODES.modes)
 
@@ -203,23 +225,11 @@ _F32 = np.dtype(np.float32)
 _HALF_SCALAR_IN_FLOAT32 = frozenset({"mul", "div"})
 
 
-def _half_beside_0d(operands) -> bool:
+def _half_beside_0d(operands: Sequence[Any]) -> bool:
     """float16 NumPy tensors with a 0-d tensor of another number dtype (tensor(1e5))."""
-    half = other_0d = False
-    for o in operands:
-        if isinstance(o, Tensor):
-            d = o._data
-            if type(d) is not np.ndarray:
-                return False
-            if d.ndim:
-                if d.dtype is not _F16:
-                    return False
-                half = True
-            elif d.dtype is not _F16:
-                if d.dtype.kind not in "fiu":
-                    return False
-                other_0d = True
-    return half and other_0d
+    if any(isinstance(o, Tensor) and type(o._data) is not np.ndarray for o in operands):
+        return False
+    return _dtypes.half_beside_0d([_describe(o) for o in operands])
 
 
 def _run_half_in_float32(op, operands, attrs, wants_grad):
@@ -253,8 +263,8 @@ def _on_broadcast_base(op, operands, attrs):
     The engine allows this only inside a backward pass that records no graph, where no
     one writes into the result in place. `-g` for `L = (10 - d).sum()` then costs one
     element instead of a pass over a million (a strided unary loop, slower than a copy)."""
-    shape = None
-    repeated = None
+    shape: tuple[int, ...] | None = None
+    repeated: list[bool] = []
     for o in operands:
         if isinstance(o, Tensor):
             a = o._data
@@ -325,30 +335,20 @@ def _as_operand(o):
     raise TypeError(f"expected a Tensor or a number as an operand, got {type(o).__name__}")
 
 
-def _promote(op, operands):
-    """Cast tensor operands to the op's result dtype by PyTorch's rules (Python scalars stay
-    weak: 2.0 never makes a float32 tensor float64)."""
-    start = 1 if op.name == "where" else 0
-    dims, zero, scalars = [], [], []
-    for o in operands[start:]:
-        if isinstance(o, Tensor):
-            (dims if o._data.ndim else zero).append(o.dtype)
-        else:
-            scalars.append(o)
-    target = _dtypes.result_type(dims, zero, scalars)
-    if op.promote == "float" and not target.is_floating_point:
-        target = _dtypes.DEFAULT_FLOAT
-    if all(o.dtype is target for o in operands[start:] if isinstance(o, Tensor)):
-        return operands
-    from .ops.elementwise import TO_DTYPE  # noqa: PLC0415
+def _describe(o):
+    """An operand's part in promotion (see _dtypes.promote_operands)."""
+    if isinstance(o, Tensor):
+        return o.dtype, _dtypes.DIMENSIONED if o._data.ndim else _dtypes.ZERO_DIM
+    return None
 
-    out = list(operands)
-    for i in range(start, len(out)):
-        if isinstance(out[i], Tensor) and out[i].dtype is not target:
-            out[i] = TO_DTYPE(out[i], dtype=target)
-        elif isinstance(out[i], bool) and target.category:
-            out[i] = int(out[i])
-    return tuple(out)
+
+def _cast(o, target):
+    return TO_DTYPE(o, dtype=target)
+
+
+def _promote(op, operands):
+    """Cast tensor operands to the op's result dtype by PyTorch's rules."""
+    return tuple(_dtypes.promote_operands(op.promote, op.mask_operands, operands, _describe, _cast))
 
 
 def _check_devices(op, operands):
@@ -391,7 +391,7 @@ def _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors):
         a, b = operands
         a = a._data if isinstance(a, Tensor) else a
         b = b._data if isinstance(b, Tensor) else b
-        arrays = (a, b)
+        arrays: Sequence[Any] = (a, b)
     else:
         arrays = [o._data if isinstance(o, Tensor) else o for o in operands]
     if first is not None and first._data.dtype.kind in "iu" and op.name != "pow":  # pow: its own rule
@@ -515,8 +515,10 @@ def _record_one(op, operands, attrs, out):
         node._saved_out = SavedTensor(out, is_output=True)
 
 
-def _make_node(op, operands, attrs):
-    edges, needs, meta = [], [], []
+def _make_node(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any]) -> Node:
+    edges: list[Edge] = []
+    needs: list[bool] = []
+    meta: list[tuple[tuple[int, ...], np.dtype[Any]] | None] = []
     for o in operands:
         if isinstance(o, Tensor):
             data = o._data
@@ -543,3 +545,10 @@ def _register_with_the_op_registry() -> None:
 
 
 _register_with_the_op_registry()
+
+# The class this engine makes and reads. eager._tensor takes `dispatch` from here as its op
+# hook, so it is imported once everything above exists (eager/__init__ imports this module
+# before it); its methods and this module's functions then see each other's names.
+from ._tensor import Tensor  # noqa: E402
+
+_new_tensor = Tensor._make  # a plain tensor from an array: the hot path's constructor

@@ -6,7 +6,13 @@ upcasts a float32 tensor and 0-d tensors do not upcast dimensioned ones).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
 import numpy as np
+import numpy.typing as npt
+
+_O = TypeVar("_O")
 
 
 class dtype:
@@ -14,7 +20,7 @@ class dtype:
 
     __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "category")
 
-    def __init__(self, name: str, np_dtype: np.dtype, category: int) -> None:
+    def __init__(self, name: str, np_dtype: type[np.generic], category: int) -> None:
         self.name = name
         self.np = np.dtype(np_dtype)
         self.category = category  # 0 bool, 1 integer, 2 floating
@@ -25,7 +31,7 @@ class dtype:
     def __repr__(self) -> str:
         return f"eager.{self.name}"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[str], dtype], tuple[str]]:
         return (from_name, (self.name,))
 
 
@@ -55,7 +61,7 @@ def from_name(name: str) -> dtype:
     return _BY_NAME[name]
 
 
-def from_numpy(np_dtype) -> dtype:
+def from_numpy(np_dtype: npt.DTypeLike) -> dtype:
     """The eager dtype of a NumPy dtype; TypeError for ones eager has no tensor type for."""
     try:
         return _BY_NP[np.dtype(np_dtype)]
@@ -66,7 +72,7 @@ def from_numpy(np_dtype) -> dtype:
         ) from None
 
 
-def as_dtype(value) -> dtype:
+def as_dtype(value: dtype | npt.DTypeLike) -> dtype:
     """Accept an eager dtype, its name ('float32', 'double'), a NumPy dtype or a Python type."""
     if isinstance(value, dtype):
         return value
@@ -124,7 +130,7 @@ def promote(a: dtype, b: dtype) -> dtype:
     return _BY_NP[np.promote_types(a.np, b.np)]
 
 
-def scalar_category(value) -> int:
+def scalar_category(value: object) -> int:
     if isinstance(value, (bool, np.bool_)):
         return 0
     if isinstance(value, (int, np.integer)):
@@ -132,7 +138,7 @@ def scalar_category(value) -> int:
     return 2
 
 
-def result_type(dims: list[dtype], zero_dims: list[dtype], scalars: list) -> dtype:
+def result_type(dims: list[dtype], zero_dims: list[dtype], scalars: Sequence[object]) -> dtype:
     """PyTorch's three-tier promotion.
 
     Dimensioned tensors decide first; a 0-d tensor or a Python scalar only matters when it
@@ -151,4 +157,79 @@ def result_type(dims: list[dtype], zero_dims: list[dtype], scalars: list) -> dty
         cat = max(scalar_category(s) for s in scalars)
         if result is None or cat > result.category:
             result = (bool_, DEFAULT_INT, DEFAULT_FLOAT)[cat]
+    if result is None:
+        raise TypeError("result_type: no operand to promote (no tensor and no Python number)")
     return result
+
+
+# How an operand takes part in promotion (see promote_operands).
+DIMENSIONED, ZERO_DIM, WEAK = 0, 1, 2
+
+
+def promote_operands(promote: str, skip: tuple[int, ...], operands: Sequence[_O],
+                     describe: Callable[[_O], tuple[dtype, int] | None],
+                     cast: Callable[[_O, dtype], _O]) -> Sequence[_O]:
+    """An op's operands cast to its result dtype by PyTorch's rules: the one promotion of
+    eager and static (eager casts tensors, the tracer records casts into the graph).
+
+    `promote` is the op's rule ("same", or "float": a float result even from integers);
+    operands at the positions in `skip` (a condition) take no part. `describe(o)` gives a
+    tensor operand's dtype and standing (DIMENSIONED, ZERO_DIM, or WEAK: a traced Python
+    number, which promotes like one but is cast like a tensor), None for a Python number.
+    Python numbers stay weak: 2.0 never makes a float32 tensor float64. Returns `operands`
+    itself when nothing changes."""
+    dims: list[dtype] = []
+    zero: list[dtype] = []
+    scalars: list[Any] = []
+    described: list[tuple[dtype, int] | None] = []
+    for i, o in enumerate(operands):
+        d = None if i in skip else describe(o)
+        described.append(d)
+        if i in skip:
+            continue
+        if d is None:
+            scalars.append(o)
+        elif d[1] == DIMENSIONED:
+            dims.append(d[0])
+        elif d[1] == ZERO_DIM:
+            zero.append(d[0])
+        else:
+            scalars.append((True, 1, 1.0)[d[0].category])
+    target = result_type(dims, zero, scalars)
+    if promote == "float" and not target.is_floating_point:
+        target = DEFAULT_FLOAT
+    out: list[_O] | None = None
+    for i, (o, d) in enumerate(zip(operands, described)):
+        if i in skip:
+            continue
+        if d is not None and d[0] is not target:
+            new = cast(o, target)
+        elif d is None and isinstance(o, bool) and target.category:
+            new = int(o)  # type: ignore[assignment]  # a bool operand of a number op counts as 0/1
+        else:
+            continue
+        if out is None:
+            out = list(operands)
+        out[i] = new
+    return operands if out is None else out
+
+
+def half_beside_0d(described: Iterable[tuple[dtype, int] | None]) -> bool:
+    """float16 dimensioned tensors beside a 0-d tensor of another number dtype
+    (`t / tensor(1e5)`): PyTorch computes such a mul/div at float32 precision ("opmath",
+    see eager._dispatch._HALF_SCALAR_IN_FLOAT32). Operands as `promote_operands` describes
+    them; Python numbers and weak values take no part."""
+    half = other_0d = False
+    for d in described:
+        if d is None or d[1] == WEAK:
+            continue
+        dt, standing = d
+        if standing == DIMENSIONED:
+            if dt is not float16:
+                return False
+            half = True
+        elif dt is not float16:
+            if dt.category == 0:
+                return False
+            other_0d = True
+    return half and other_0d

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -11,10 +11,19 @@ from . import _dtypes
 from ._device import CPU, device, xp_for
 from ._tensor import Tensor, _as_device, _legacy_init, _set_requires_grad
 
-_RNG = {"seed": None, "numpy": np.random.default_rng(), "cupy": None}
+
+class _RngState(TypedDict):
+    """eager's global random state."""
+
+    seed: int | None  # the last manual_seed, None before any
+    numpy: np.random.Generator
+    cupy: Any  # a cupy.random.RandomState made on first CUDA draw (CuPy has no type stubs)
 
 
-def manual_seed(seed: int):
+_RNG: _RngState = {"seed": None, "numpy": np.random.default_rng(), "cupy": None}
+
+
+def manual_seed(seed: int) -> np.random.Generator:
     """Seed eager's generators (CPU and, when present, CUDA) for reproducible runs."""
     _RNG["seed"] = int(seed)
     _RNG["numpy"] = np.random.default_rng(int(seed))
@@ -33,7 +42,7 @@ def _dev(dev) -> device:
 
 
 class _Created(threading.local):
-    log = None  # a list while static traces a function on this thread
+    log: list[Tensor] | None = None  # a list while static traces a function on this thread
 
 
 _CREATED = _Created()
@@ -343,6 +352,8 @@ def randperm(n, dtype=None, device=None, generator=None) -> Tensor:
 class _LegacyTensor(Tensor):
     """Base of FloatTensor & co.: constructing one gives a plain Tensor of that dtype."""
 
+    _default_dtype: _dtypes.dtype  # set by each subclass (see _legacy)
+
     def __new__(cls, *args, device=None):
         t = object.__new__(Tensor)
         _legacy_init(t, args, device, cls._default_dtype)
@@ -366,6 +377,14 @@ ByteTensor = _legacy("ByteTensor", _dtypes.uint8)
 
 
 # == torch.Generator and the random functions added with the PyTorch-programs surface ==========
+def _fresh_seed() -> int:
+    """A seed from the operating system's entropy, within int64 as PyTorch's seeds are."""
+    entropy = np.random.SeedSequence().entropy
+    if not isinstance(entropy, int):
+        raise TypeError(f"SeedSequence gave entropy of type {type(entropy).__name__}, expected an int")
+    return entropy % (2 ** 63)
+
+
 class Generator:
     """`eager.Generator()`: an independent random stream for the functions that take
     `generator=` (randn, rand, randint, randperm, multinomial, bernoulli, dropout masks through
@@ -374,7 +393,7 @@ class Generator:
 
     def __init__(self, device="cpu") -> None:
         self.device = _dev(device)
-        self._seed = int(np.random.SeedSequence().entropy % (2 ** 63))
+        self._seed = _fresh_seed()
         self._np = np.random.default_rng(self._seed)
 
     def manual_seed(self, seed: int) -> "Generator":
@@ -383,7 +402,7 @@ class Generator:
         return self
 
     def seed(self) -> int:
-        self._seed = int(np.random.SeedSequence().entropy % (2 ** 63))
+        self._seed = _fresh_seed()
         self._np = np.random.default_rng(self._seed)
         return self._seed
 
@@ -419,19 +438,19 @@ class _DefaultGenerator(Generator):
         self.device = CPU
 
     @property
-    def _np(self):
+    def _np(self) -> np.random.Generator:
         return _RNG["numpy"]
 
     @_np.setter
-    def _np(self, value) -> None:
+    def _np(self, value: np.random.Generator) -> None:
         _RNG["numpy"] = value
 
-    @property
-    def _seed(self):
+    @property  # type: ignore[override]  # None until manual_seed: the module state
+    def _seed(self) -> int | None:
         return _RNG["seed"]
 
     @_seed.setter
-    def _seed(self, value) -> None:
+    def _seed(self, value: int | None) -> None:
         _RNG["seed"] = value
 
     def manual_seed(self, seed: int) -> "Generator":
@@ -457,7 +476,7 @@ def set_rng_state(new_state: Tensor) -> None:
     default_generator.set_state(new_state)
 
 
-def _numpy_rng(generator):
+def _numpy_rng(generator: object) -> np.random.Generator:
     if not isinstance(generator, Generator):
         raise TypeError(f"generator must be an eager.Generator, got {type(generator).__name__}")
     return generator._np
@@ -524,8 +543,8 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
             with np.errstate(divide="ignore"):
                 keys = np.log(p) - np.log(-np.log(g.random(n_cat)))
             out[i] = np.argsort(-keys, kind="stable")[:num_samples]
-    out = out.reshape(probs.shape[:-1] + (num_samples,))
-    return _finish(out if input.device == CPU else xp_for(input.device).asarray(out), False)
+    drawn = out.reshape(probs.shape[:-1] + (num_samples,))
+    return _finish(drawn if input.device == CPU else xp_for(input.device).asarray(drawn), False)
 
 
 def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:

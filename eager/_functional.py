@@ -6,6 +6,7 @@ from __future__ import annotations
 import builtins as _builtins
 import math
 from collections import namedtuple
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _dtypes
 from .ops import elementwise as E
@@ -16,8 +17,17 @@ from .ops import reductions as R
 from .ops import shape_ops as S
 from .ops._checks import norm_dim, norm_dims
 
-return_types_max = namedtuple("max", ["values", "indices"])
-return_types_min = namedtuple("min", ["values", "indices"])
+if TYPE_CHECKING:
+    from ._api import TensorAPI
+
+_TA = TypeVar("_TA", bound="TensorAPI")  # an eager tensor or a tracer value: ops give back the same kind
+
+# One entry of an index key: ("none",), ("ellipsis",), ("int", i), ("slice", start, stop, step)
+# or ("tensor", position among the index operands).
+IndexEntry = tuple[Any, ...]
+
+return_types_max = namedtuple("max", ["values", "indices"])  # type: ignore[name-match]  # named as torch.return_types.max
+return_types_min = namedtuple("min", ["values", "indices"])  # type: ignore[name-match]  # named as torch.return_types.min
 
 
 def _sizes(args) -> tuple:
@@ -325,7 +335,7 @@ def bitwise_and(input, other):
     return M.BITWISE_AND(input, other)
 
 
-def clone(input):
+def clone(input: _TA) -> _TA:
     """A copy of input with its own memory, differentiable. Mirrors torch.clone."""
     return E.CLONE(input)
 
@@ -726,7 +736,8 @@ def index_key(index, make_tensor):
     """Turn a Python index into (key, index operands) for the index ops."""
     if not isinstance(index, tuple):
         index = (index,)
-    key, operands = [], []
+    key: list[IndexEntry] = []
+    operands: list[Any] = []  # the index tensors (eager tensors or tracer values), in key order
     for item in index:
         if item is None:
             key.append(("none",))
@@ -808,10 +819,10 @@ def index_put(input, index, value, make_tensor):
 
 
 # == added with the PyTorch-programs surface ======================================================
-return_types_sort = namedtuple("sort", ["values", "indices"])
-return_types_topk = namedtuple("topk", ["values", "indices"])
-return_types_kthvalue = namedtuple("kthvalue", ["values", "indices"])
-return_types_median = namedtuple("median", ["values", "indices"])
+return_types_sort = namedtuple("sort", ["values", "indices"])  # type: ignore[name-match]  # named as torch.return_types.sort
+return_types_topk = namedtuple("topk", ["values", "indices"])  # type: ignore[name-match]  # named as torch.return_types.topk
+return_types_kthvalue = namedtuple("kthvalue", ["values", "indices"])  # type: ignore[name-match]  # named as torch.return_types.kthvalue
+return_types_median = namedtuple("median", ["values", "indices"])  # type: ignore[name-match]  # named as torch.return_types.median
 
 
 def _numeric_category(name: str, cats) -> None:

@@ -12,15 +12,17 @@ view's grad_fn. Values that cannot hold a float16 result (1e5) become inf silent
 PyTorch, rather than with NumPy's overflow warning."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from . import _dtypes
 from . import _functional as F
 from ._device import cupy_module
 from ._grad_mode import STATE, no_grad
-from ._tensor import Tensor
+from ._tensor import Tensor, ViewStep
 from .ops import elementwise as E
-from .ops._registry import defop
+from .ops._registry import OpDef, defop
 
 _LEAF_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
 
@@ -35,7 +37,7 @@ def _to_device_forward(xp, x, device, source):
         return cp.asarray(x)
 
 
-TO_DEVICE = defop(
+TO_DEVICE: OpDef = defop(
     "to_device", forward=_to_device_forward, abstract=lambda x, device, source: x,
     vjp=lambda ctx, g: (TO_DEVICE(g, device=ctx.attrs["source"], source=ctx.attrs["device"]),),
     grad_name="ToCopyBackward0", kind="other",
@@ -138,7 +140,7 @@ def _commit(self: Tensor, result: Tensor, name: str) -> Tensor:
     return self
 
 
-def _view_steps(view: tuple) -> tuple:
+def _view_steps(view: tuple[ViewStep, ...]) -> tuple[tuple[str, tuple[tuple[str, Any], ...], int | None], ...]:
     """A view's steps from its base as replay_view takes them (op names, hashable attrs)."""
     return tuple((op.name, tuple(sorted(attrs.items())), k) for op, attrs, k in view)
 
@@ -174,10 +176,12 @@ def _commit_view(self: Tensor, result: Tensor, name: str) -> Tensor:
     view is re-derived from the new base, so gradients flow through both, as in PyTorch."""
     from .ops.shape_ops import VIEW_SCATTER, replay_view  # noqa: PLC0415
 
-    _refuse_multi_output_view(self)
+    base, view = self._base, self._view
+    if base is None or view is None:
+        raise AssertionError("_commit_view: a view has a base and view steps")  # _commit's check
+    _refuse_multi_output_view(view)
     validate(self, result._data, name)
-    base = self._base
-    steps = _view_steps(self._view)
+    steps = _view_steps(view)
     new_base = VIEW_SCATTER(_snapshot(base, copy=False), result, steps=steps)
     write(self, result._data, name)
     _rebase(base, new_base)
@@ -186,11 +190,11 @@ def _commit_view(self: Tensor, result: Tensor, name: str) -> Tensor:
     return self
 
 
-def _refuse_multi_output_view(self: Tensor) -> None:
+def _refuse_multi_output_view(view: tuple[ViewStep, ...]) -> None:
     """PyTorch refuses a recorded in-place write into an output of an op that returns
     several views (split, chunk): their shared backward cannot take it. (unbind is made of
     selects here, so its outputs take writes as ordinary views.)"""
-    for op, attrs, k in self._view:
+    for op, attrs, k in view:
         if k is not None:
             name = op.backward_name((), attrs).removesuffix("Backward0")
             raise RuntimeError(
@@ -215,19 +219,19 @@ def apply_inplace(self: Tensor, fn, others, name: str, saves_self: bool = True, 
         prev = _snapshot(self, copy=saves_self)
         result = fn(prev, *others)
         if not isinstance(result, Tensor):
-            return _hand_over(self, result)
+            return hand_over(self, result)
         if grad_name is not None:
             F._renamed(result, grad_name)
         return _commit(self, result, name)
     with no_grad():
         result = fn(self, *others)
     if not isinstance(result, Tensor):
-        return _hand_over(self, result)
+        return hand_over(self, result)
     write(self, result._data, name)
     return self
 
 
-def _hand_over(self: Tensor, result) -> Tensor:
+def hand_over(self: Tensor, result) -> Tensor:
     """The result is another tensor-like type (static's tracer, updating a tensor captured by
     a traced function): that type records the update; eager's buffer stays as it is."""
     handler = getattr(type(result), "__graphmode_inplace__", None)
@@ -243,7 +247,7 @@ def assign(self: Tensor, others, recorded, raw, name: str) -> None:
     if _check(self, others):
         result = recorded()
         if not isinstance(result, Tensor):
-            _hand_over(self, result)
+            hand_over(self, result)
             return
         _commit(self, result, name)
         return
@@ -252,31 +256,17 @@ def assign(self: Tensor, others, recorded, raw, name: str) -> None:
     self._vc[0] += 1
 
 
-def _method(fn, name, saves_self=True):
-    def method(self, *args, **kwargs):
-        return apply_inplace(self, lambda s, *o: fn(s, *o, **kwargs), args, name, saves_self)
-
-    method.__name__ = name
-    method.__doc__ = f"In-place {name[:-1]}: writes the result into this tensor. Mirrors torch.Tensor.{name}."
-    return method
-
-
-def _fill(self: Tensor, value, grad_name: str = "FillBackward0") -> Tensor:
-    """Tensor.fill_: set every element to `value` in place. Mirrors torch.Tensor.fill_."""
+def fill(self: Tensor, value, grad_name: str = "FillBackward0") -> Tensor:
+    """Tensor.fill_ and zero_: set every element to `value` in place, still connected to the
+    tensor's graph (the FILL op's gradient is zero)."""
     if isinstance(value, Tensor):
         value = value.item()
     return apply_inplace(self, lambda s: FILL(s, value=value), (), "fill_", saves_self=False, grad_name=grad_name)
 
 
-def _zero(self: Tensor) -> Tensor:
-    """Tensor.zero_: set every element to zero in place. Mirrors torch.Tensor.zero_."""
-    return _fill(self, 0, "ZeroBackward0")
-
-
-def _copy(self: Tensor, src, non_blocking: bool = False) -> Tensor:
-    """Tensor.copy_: write `src` (broadcast, cast to this dtype, moved to this device) into this tensor.
-
-    Differentiable with respect to `src`. Mirrors torch.Tensor.copy_."""
+def copy(self: Tensor, src) -> Tensor:
+    """Tensor.copy_: write `src` (broadcast, cast to this dtype, moved to this device) into
+    `self`, differentiably with respect to `src`."""
     if not isinstance(src, Tensor) and not hasattr(type(src), "__graphmode_inplace__"):  # (a traced value: recorded)
         from ._factories import tensor  # noqa: PLC0415
 
@@ -291,38 +281,13 @@ def _copy(self: Tensor, src, non_blocking: bool = False) -> Tensor:
     return apply_inplace(self, value, (src,), "copy_", saves_self=False, grad_name="CopyBackwards")
 
 
-def _uniform(self: Tensor, a: float = 0.0, b: float = 1.0, *, generator=None) -> Tensor:
-    """Tensor.uniform_: fill in place with draws uniform on [a, b). Mirrors torch.Tensor.uniform_."""
+def draw(self: Tensor, distribution: str, a: float, b: float, generator: Any = None) -> Tensor:
+    """Tensor.uniform_ / normal_: fill in place with draws from `distribution` ("uniform" on
+    [a, b), or "normal" of mean a and std b) of `generator` (eager.Generator; None: the default one);
+    refused where PyTorch refuses a write."""
     from ._factories import _rng_array  # noqa: PLC0415
 
     _check(self, ())
-    write(self, _rng_array("uniform", self.shape, self.dtype, self.device, a, b, generator=generator), "uniform_")
+    write(self, _rng_array(distribution, self.shape, self.dtype, self.device, a, b, generator=generator),
+          f"{distribution}_")
     return self
-
-
-def _normal(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None) -> Tensor:
-    """Tensor.normal_: fill in place with normal draws of mean `mean` and std `std`. Mirrors torch.Tensor.normal_."""
-    from ._factories import _rng_array  # noqa: PLC0415
-
-    _check(self, ())
-    write(self, _rng_array("normal", self.shape, self.dtype, self.device, mean, std, generator=generator), "normal_")
-    return self
-
-
-_SIMPLE = {
-    "add_": (F.add, False), "sub_": (F.sub, False), "mul_": (F.mul, True), "div_": (F.div, True),
-    "pow_": (F.pow, True), "neg_": (F.neg, False), "exp_": (F.exp, False), "log_": (F.log, True),
-    "sqrt_": (F.sqrt, False), "tanh_": (F.tanh, False), "sigmoid_": (F.sigmoid, False),
-    "relu_": (F.relu, False), "abs_": (F.abs, True), "clamp_": (F.clamp, True), "clip_": (F.clamp, True),
-    "sin_": (F.sin, True), "cos_": (F.cos, True),
-}
-for _name, (_fn, _saves) in _SIMPLE.items():
-    setattr(Tensor, _name, _method(_fn, _name, _saves))
-for _op, _name in (("add", "add_"), ("sub", "sub_"), ("mul", "mul_"), ("truediv", "div_"), ("pow", "pow_")):
-    setattr(Tensor, f"__i{_op}__", getattr(Tensor, _name))
-Tensor.fill_ = _fill
-Tensor.zero_ = _zero
-Tensor.copy_ = _copy
-Tensor.uniform_ = _uniform
-Tensor.normal_ = _normal
-Tensor.masked_fill_ = _method(lambda s, mask, value: F.where(mask, value, s), "masked_fill_", False)

@@ -2,16 +2,29 @@
 from __future__ import annotations
 
 import warnings
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _dispatch, _dtypes
+from . import _dtypes
 from . import _functional as F
+from ._api import TensorAPI
 from ._device import CPU, device, device_of_array, xp_for, xp_of_array
+from ._dispatch import dispatch
 from ._grad_mode import STATE
 from ._repr import tensor_repr
 from .autograd.graph import AccumulateGrad, RemovableHandle
-from .ops import elementwise as E
+
+if TYPE_CHECKING:
+    from .autograd.function import FunctionCtx
+    from .autograd.graph import Node
+    from .ops._registry import OpDef
+
+# One step of a view's making from the tensor owning its memory: the view op, its
+# attributes, and which of its outputs (None for a one-output op).
+ViewStep = tuple["OpDef", dict[str, Any], "int | None"]
 
 _NONLEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
@@ -34,11 +47,14 @@ class Size(tuple):
         return n
 
 
-class Tensor:
+class Tensor(TensorAPI):
     """A multi-dimensional array with autograd.
 
     `Tensor(3, 5)` / `Tensor([1., 2.])` are the legacy constructors (float32); prefer
-    `eager.tensor(data)` and the factories."""
+    `eager.tensor(data)` and the factories. The operators and most methods are eager's
+    `TensorAPI` (shared with static's tracer values); this class adds the data, the
+    autograd state and the two hooks: ops run at once (`eager._dispatch.dispatch`) and
+    in-place forms write the buffer (`eager._inplace.apply_inplace`)."""
 
     # _vc: the version counter, a one-element list shared with views of the same memory.
     # _base/_view: for a view, the tensor owning the memory and the view ops that lead from
@@ -46,13 +62,19 @@ class Tensor:
     # Attributes most tensors never set are class-level defaults rather than slots, so that
     # making a tensor (once per op) assigns only what every tensor needs.
     __slots__ = ("_data", "_requires_grad", "grad_fn", "_vc", "_output_nr", "__weakref__", "__dict__")
-    _grad = None
-    _base = None
-    _view = None
-    _views = None  # on a base: weak references to its views made in grad mode (see eager._dispatch)
+    _data: Any  # a numpy.ndarray or a cupy.ndarray (CuPy has no type stubs)
+    _requires_grad: bool
+    grad_fn: Node | FunctionCtx | None
+    _vc: list[int]
+    _output_nr: int
+    _grad: Tensor | None = None
+    _base: Tensor | None = None
+    _view: tuple[ViewStep, ...] | None = None
+    _views: list[weakref.ref[Tensor]] | None = None  # on a base: its views made in grad mode (eager._dispatch)
     _retains_grad = False
-    _acc = None
+    _acc: AccumulateGrad | None = None
     __array_priority__ = 1000  # ndarray <op> Tensor defers to Tensor's reflected operator
+    _apply_op = staticmethod(dispatch)  # run the op now and record its backward (TensorAPI's hook)
 
     def __new__(cls, *args, **kwargs):
         return object.__new__(cls)
@@ -153,7 +175,7 @@ class Tensor:
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
         return strides if dim is None else strides[dim]
 
-    def type(self, dtype=None):
+    def type(self, dtype: _dtypes.dtype | str | None = None) -> str | Tensor:
         """With no argument, the legacy type name ('torch.FloatTensor', ...); with a dtype, `self.to(dtype)`.
 
         Mirrors torch.Tensor.type (the names keep the 'torch.' prefix PyTorch programs compare against)."""
@@ -164,22 +186,6 @@ class Tensor:
             prefix = "torch.cuda." if self.is_cuda else "torch."
             return prefix + names[self.dtype.name]
         return self.to(dtype)
-
-    @property
-    def T(self) -> "Tensor":
-        """The dimensions in reverse order (the transpose of a matrix). Mirrors torch.Tensor.T."""
-        # self.ndim, not self._data: static's tracer values borrow Tensor methods like this one
-        return F.permute(self, tuple(range(self.ndim - 1, -1, -1)))
-
-    @property
-    def mT(self) -> "Tensor":
-        """The last two dimensions swapped (a batch of matrices transposed); needs at least 2 dimensions.
-
-        Mirrors torch.Tensor.mT."""
-        if self.ndim < 2:
-            raise RuntimeError(
-                f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.")
-        return F.transpose(self, -2, -1)
 
     # -- autograd state -----------------------------------------------------------------------
     @property
@@ -379,9 +385,6 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return iter(F.unbind(self, 0))
 
-    def __hash__(self) -> int:
-        return id(self)
-
     def __repr__(self) -> str:
         return tensor_repr(self)
 
@@ -421,212 +424,49 @@ class Tensor:
         """This tensor on a CUDA device (the current one unless given). Mirrors torch.Tensor.cuda."""
         return _to_device(self, _as_device("cuda" if device is None else device))
 
-    def float(self):
-        """This tensor as float32 (itself if it already is). Mirrors torch.Tensor.float."""
-        return F.to_dtype(self, _dtypes.float32)
-
-    def double(self):
-        """This tensor as float64 (itself if it already is). Mirrors torch.Tensor.double."""
-        return F.to_dtype(self, _dtypes.float64)
-
-    def half(self):
-        """This tensor as float16 (itself if it already is). Mirrors torch.Tensor.half."""
-        return F.to_dtype(self, _dtypes.float16)
-
-    def long(self):
-        """This tensor as int64 (itself if it already is). Mirrors torch.Tensor.long."""
-        return F.to_dtype(self, _dtypes.int64)
-
-    def int(self):
-        """This tensor as int32 (itself if it already is). Mirrors torch.Tensor.int."""
-        return F.to_dtype(self, _dtypes.int32)
-
-    def bool(self):
-        """This tensor as bool (itself if it already is). Mirrors torch.Tensor.bool."""
-        return F.to_dtype(self, _dtypes.bool_)
-
-    def type_as(self, other):
-        """This tensor converted to `other`'s dtype. Mirrors torch.Tensor.type_as."""
-        return F.to_dtype(self, other.dtype)
-
     def contiguous(self):
         """This tensor if row-major contiguous, else a contiguous copy. Mirrors torch.Tensor.contiguous."""
         return self if self._data.flags.c_contiguous else F.clone(self)
 
-    # -- operators ------------------------------------------------------------------------------
-    def __add__(self, other):
-        return _dispatch.dispatch(E.ADD, (self, other), {})
+    # -- in-place --------------------------------------------------------------------------------
+    def _apply_inplace(self, fn: Callable[..., Any], others: tuple[Any, ...], name: str, saves_self: bool = True,
+                       grad_name: str | None = None) -> Tensor:
+        """TensorAPI's in-place hook: write `fn(self, *others)` into this tensor's buffer,
+        rebasing its autograd history when the write is recorded (see eager._inplace)."""
+        return _inplace.apply_inplace(self, fn, others, name, saves_self, grad_name)
 
-    def __radd__(self, other):
-        return _dispatch.dispatch(E.ADD, (other, self), {})
+    def fill_(self, value) -> "Tensor":
+        """Set every element to `value` in place. Mirrors torch.Tensor.fill_."""
+        return _inplace.fill(self, value)
 
-    def __sub__(self, other):
-        F.check_sub(self, other)
-        return _dispatch.dispatch(E.SUB, (self, other), {})
+    def zero_(self) -> "Tensor":
+        """Set every element to zero in place. Mirrors torch.Tensor.zero_."""
+        return _inplace.fill(self, 0, "ZeroBackward0")
 
-    def __rsub__(self, other):
-        F.check_sub(self, other)
-        return _dispatch.dispatch(E.RSUB, (self, other), {})
+    def copy_(self, src, non_blocking: bool = False) -> "Tensor":
+        """Write `src` (broadcast, cast to this dtype, moved to this device) into this tensor.
 
-    def __mul__(self, other):
-        return _dispatch.dispatch(E.MUL, (self, other), {})
+        Differentiable with respect to `src`. Mirrors torch.Tensor.copy_."""
+        return _inplace.copy(self, src)
 
-    def __rmul__(self, other):
-        return _dispatch.dispatch(E.MUL, (other, self), {})
+    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator=None) -> "Tensor":
+        """Fill in place with draws uniform on [a, b). Mirrors torch.Tensor.uniform_."""
+        return _inplace.draw(self, "uniform", a, b, generator)
 
-    def __truediv__(self, other):
-        return _dispatch.dispatch(E.DIV, (self, other), {})
-
-    def __rtruediv__(self, other):
-        return _dispatch.dispatch(E.DIV, (other, self), {})
-
-    def __pow__(self, other):
-        return _dispatch.dispatch(E.POW, (self, other), {})
-
-    def __rpow__(self, other):
-        return _dispatch.dispatch(E.POW, (other, self), {})
-
-    def __neg__(self):
-        F.check_neg(self)
-        return _dispatch.dispatch(E.NEG, (self,), {})
-
-    def __pos__(self):
-        return self
-
-    def __abs__(self):
-        return _dispatch.dispatch(E.ABS, (self,), {})
-
-    def __matmul__(self, other):
-        return F.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return F.matmul(other, self)
-
-    def __eq__(self, other):
-        return _dispatch.dispatch(E.EQ, (self, other), {})
-
-    def __ne__(self, other):
-        return _dispatch.dispatch(E.NE, (self, other), {})
-
-    def __lt__(self, other):
-        return _dispatch.dispatch(E.LT, (self, other), {})
-
-    def __le__(self, other):
-        return _dispatch.dispatch(E.LE, (self, other), {})
-
-    def __gt__(self, other):
-        return _dispatch.dispatch(E.GT, (self, other), {})
-
-    def __ge__(self, other):
-        return _dispatch.dispatch(E.GE, (self, other), {})
-
-    def __and__(self, other):
-        return F.bitwise_and(self, other)
-
-    def __rand__(self, other):
-        return F.bitwise_and(self, other)
-
-    def __invert__(self):
-        return F.bitwise_not(self)
-
-    def __getitem__(self, index):
-        return F.getitem(self, index, _index_tensor)
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None) -> "Tensor":
+        """Fill in place with normal draws of mean `mean` and std `std`. Mirrors torch.Tensor.normal_."""
+        return _inplace.draw(self, "normal", mean, std, generator)
 
     def __setitem__(self, index, value) -> None:
         if hasattr(type(value), "__graphmode_inplace__"):  # a traced value (static): the tracer records it
-            from ._inplace import _hand_over  # noqa: PLC0415
-
-            _hand_over(self, F.index_put(self, index, value, _index_tensor))
+            _inplace.hand_over(self, F.index_put(self, index, value, _index_tensor))
             return
         if not isinstance(value, Tensor):
             value = float(value) if self.is_floating_point() else value
         elif value.dtype is not self.dtype:
             value = F.to_dtype(value, self.dtype)
-        from ._inplace import assign  # noqa: PLC0415
-
-        assign(self, (value,), lambda: F.index_put(self, index, value, _index_tensor),
+        _inplace.assign(self, (value,), lambda: F.index_put(self, index, value, _index_tensor),
                lambda: _setitem_raw(self, index, value), "index_put_")
-
-    # in-place arithmetic: see eager._inplace (installed below)
-
-    # methods shared with the eager.* functions
-    add = F.add
-    sub = F.sub
-    mul = F.mul
-    div = F.div
-    true_divide = F.true_divide
-    pow = F.pow
-    neg = F.neg
-    exp = F.exp
-    log = F.log
-    log1p = F.log1p
-    expm1 = F.expm1
-    sqrt = F.sqrt
-    rsqrt = F.rsqrt
-    abs = F.abs
-    sign = F.sign
-    sin = F.sin
-    cos = F.cos
-    tanh = F.tanh
-    sigmoid = F.sigmoid
-    relu = F.relu
-    erf = F.erf
-    square = F.square
-    maximum = F.maximum
-    minimum = F.minimum
-    clamp = F.clamp
-    clip = F.clamp
-    eq = F.eq
-    ne = F.ne
-    lt = F.lt
-    le = F.le
-    gt = F.gt
-    ge = F.ge
-    logical_and = F.logical_and
-    logical_not = F.logical_not
-    clone = F.clone
-    sum = F.sum
-    mean = F.mean
-    prod = F.prod
-    var = F.var
-    std = F.std
-    logsumexp = F.logsumexp
-    amax = F.amax
-    amin = F.amin
-    max = F.max
-    min = F.min
-    argmax = F.argmax
-    argmin = F.argmin
-    all = F.all
-    any = F.any
-    norm = F.norm
-    softmax = F.softmax
-    log_softmax = F.log_softmax
-    matmul = F.matmul
-    mm = F.mm
-    dot = F.dot
-    flatten = F.flatten
-    transpose = F.transpose
-    swapaxes = F.transpose
-    t = F.t
-    permute = F.permute
-    expand = F.expand
-    broadcast_to = F.broadcast_to
-    squeeze = F.squeeze
-    unsqueeze = F.unsqueeze
-    split = F.split
-    chunk = F.chunk
-    unbind = F.unbind
-    select = F.select
-    narrow = F.narrow
-
-    def where(self, condition, other):
-        """Elements of self where `condition` holds, else of `other`. Mirrors torch.Tensor.where."""
-        return F.where(condition, self, other)
-
-    def reshape(self, *shape):
-        """The same elements in the given shape (a view when possible, else a copy). Mirrors torch.Tensor.reshape."""
-        return F.reshape(self, *shape)
 
     def view(self, *shape):
         """The same data in the given shape, sharing memory; raises if that needs a copy (use reshape).
@@ -641,178 +481,7 @@ class Tensor:
                 "across two contiguous subspaces). Use .reshape(...) instead.")
         return out
 
-    def view_as(self, other):
-        """`self.view(*other.shape)`. Mirrors torch.Tensor.view_as."""
-        return self.view(*other.shape)
-
-    def reshape_as(self, other):
-        """`self.reshape(*other.shape)`. Mirrors torch.Tensor.reshape_as."""
-        return F.reshape(self, *other.shape)
-
-    def expand_as(self, other):
-        """`self.expand(*other.shape)`. Mirrors torch.Tensor.expand_as."""
-        return F.expand(self, *other.shape)
-
-    def softplus(self, beta=1.0, threshold=20.0):
-        """log(1 + exp(beta * x)) / beta, linear above `threshold`. Mirrors torch.nn.functional.softplus."""
-        return F.softplus(self, beta, threshold)
-
-    def new_tensor(self, data, dtype=None, requires_grad=False):
-        """A new tensor from `data`, with this tensor's dtype and device unless given.
-
-        Mirrors torch.Tensor.new_tensor."""
-        from ._factories import tensor  # noqa: PLC0415
-
-        return tensor(data, dtype=dtype or self.dtype, device=self.device, requires_grad=requires_grad)
-
-    def new_zeros(self, *size, dtype=None):
-        """Zeros of the given size, with this tensor's dtype and device. Mirrors torch.Tensor.new_zeros."""
-        from ._factories import zeros  # noqa: PLC0415
-
-        return zeros(*size, dtype=dtype or self.dtype, device=self.device)
-
-    def new_ones(self, *size, dtype=None):
-        """Ones of the given size, with this tensor's dtype and device. Mirrors torch.Tensor.new_ones."""
-        from ._factories import ones  # noqa: PLC0415
-
-        return ones(*size, dtype=dtype or self.dtype, device=self.device)
-
-    def new_full(self, size, fill_value, dtype=None):
-        """`fill_value` of the given size, with this tensor's dtype and device. Mirrors torch.Tensor.new_full."""
-        from ._factories import full  # noqa: PLC0415
-
-        return full(size, fill_value, dtype=dtype or self.dtype, device=self.device)
-
-    # == methods added with the PyTorch-programs surface (kept together) ========================
-    def __floordiv__(self, other):
-        return F.floor_divide(self, other)
-
-    def __rfloordiv__(self, other):
-        return F.floor_divide(other, self)
-
-    def __mod__(self, other):
-        return F.remainder(self, other)
-
-    def __rmod__(self, other):
-        return F.remainder(other, self)
-
-    def __or__(self, other):
-        return F.bitwise_or(self, other)
-
-    def __ror__(self, other):
-        return F.bitwise_or(other, self)
-
-    def __xor__(self, other):
-        return F.bitwise_xor(self, other)
-
-    def __rxor__(self, other):
-        return F.bitwise_xor(other, self)
-
-    floor_divide = F.floor_divide
-    remainder = F.remainder
-    fmod = F.fmod
-    bitwise_and = F.bitwise_and
-    bitwise_or = F.bitwise_or
-    bitwise_xor = F.bitwise_xor
-    bitwise_not = F.bitwise_not
-    logical_or = F.logical_or
-    logical_xor = F.logical_xor
-    isnan = F.isnan
-    isinf = F.isinf
-    isfinite = F.isfinite
-    nan_to_num = F.nan_to_num
-    clamp_min = F.clamp_min
-    clamp_max = F.clamp_max
-    lerp = F.lerp
-    outer = F.outer
-    ger = F.outer
-    bmm = F.bmm
-    addmm = F.addmm
-    baddbmm = F.baddbmm
-    addmv = F.addmv
-    cumsum = F.cumsum
-    cumprod = F.cumprod
-    argsort = F.argsort
-    sort = F.sort
-    topk = F.topk
-    kthvalue = F.kthvalue
-    median = F.median
-    gather = F.gather
-    scatter = F.scatter
-    scatter_add = F.scatter_add
-    index_select = F.index_select
-    index_add = F.index_add
-    nonzero = F.nonzero
-    argwhere = F.nonzero
-    masked_select = F.masked_select
-    masked_fill = F.masked_fill
-    unique = F.unique
-    flip = F.flip
-    fliplr = F.fliplr
-    flipud = F.flipud
-    roll = F.roll
-    repeat = F.repeat
-    repeat_interleave = F.repeat_interleave
-    tril = F.tril
-    triu = F.triu
-    diagonal = F.diagonal
-    diag = F.diag
-    diag_embed = F.diag_embed
-    trace = F.trace
-
-    def _write_back(self, name, fn, others):
-        """An in-place form: the functional result written into this tensor."""
-        from ._inplace import apply_inplace  # noqa: PLC0415
-
-        return apply_inplace(self, fn, others, name, saves_self=False)
-
-    def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
-        """In-place scatter: write `src` (or `value`) at `index` along `dim`. Mirrors torch.Tensor.scatter_."""
-        source = src if src is not None else value
-        if isinstance(source, Tensor):
-            return self._write_back("scatter_", lambda s, o: F.scatter(s, dim, index, o, reduce=reduce), (source,))
-        return self._write_back("scatter_", lambda s: F.scatter(s, dim, index, value=source, reduce=reduce), ())
-
-    def scatter_add_(self, dim, index, src):
-        """In-place scatter_add: add `src` at `index` along `dim`. Mirrors torch.Tensor.scatter_add_."""
-        return self._write_back("scatter_add_", lambda s, o: F.scatter_add(s, dim, index, o), (src,))
-
-    def index_add_(self, dim, index, source, *, alpha=1):
-        """In-place index_add: add `alpha * source` at `index` along `dim`. Mirrors torch.Tensor.index_add_."""
-        return self._write_back("index_add_", lambda s, o: F.index_add(s, dim, index, o, alpha=alpha), (source,))
-
-    def clamp_min_(self, min):
-        """In-place clamp_min: raise every element below `min` to `min`. Mirrors torch.Tensor.clamp_min_."""
-        return self._write_back("clamp_min_", lambda s: F.clamp_min(s, min), ())
-
-    def clamp_max_(self, max):
-        """In-place clamp_max: lower every element above `max` to `max`. Mirrors torch.Tensor.clamp_max_."""
-        return self._write_back("clamp_max_", lambda s: F.clamp_max(s, max), ())
-
-    def tril_(self, diagonal=0):
-        """In-place tril: zero the elements above the `diagonal`-th diagonal. Mirrors torch.Tensor.tril_."""
-        return self._write_back("tril_", lambda s: F.tril(s, diagonal), ())
-
-    def triu_(self, diagonal=0):
-        """In-place triu: zero the elements below the `diagonal`-th diagonal. Mirrors torch.Tensor.triu_."""
-        return self._write_back("triu_", lambda s: F.triu(s, diagonal), ())
-
-    def lerp_(self, end, weight):
-        """In-place lerp: self + weight * (end - self). Mirrors torch.Tensor.lerp_."""
-        return self._write_back("lerp_", lambda s, e: F.lerp(s, e, weight), (end,))
-
-    def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
-        """In-place nan_to_num: replace NaN, +inf and -inf with finite values. Mirrors torch.Tensor.nan_to_num_."""
-        return self._write_back("nan_to_num_", lambda s: F.nan_to_num(s, nan, posinf, neginf), ())
-
-    def var_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        """The variance and the mean over `dim`, as a tuple. Mirrors torch.var_mean."""
-        return F.var_mean(self, dim, unbiased, keepdim, correction=correction)
-
-    def std_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        """The standard deviation and the mean over `dim`, as a tuple. Mirrors torch.std_mean."""
-        return F.std_mean(self, dim, unbiased, keepdim, correction=correction)
-
+    # -- random draws -----------------------------------------------------------------------------
     def multinomial(self, num_samples, replacement=False, *, generator=None):
         """Draw `num_samples` category indices per row, with probabilities proportional to this tensor's values.
 
@@ -842,10 +511,9 @@ class Tensor:
 
         Mirrors torch.Tensor.random_ (the bound(s) must be given)."""
         from ._factories import randint  # noqa: PLC0415
-        from ._inplace import write  # noqa: PLC0415
 
         low, high = (0, args[0]) if len(args) == 1 else args
-        write(self, randint(low, high, tuple(self.shape), dtype=self.dtype, device=self.device,
+        _inplace.write(self, randint(low, high, tuple(self.shape), dtype=self.dtype, device=self.device,
                             generator=generator)._data, "random_")
         return self
 
@@ -854,13 +522,11 @@ class Tensor:
 
         Mirrors torch.Tensor.exponential_."""
         from ._factories import _rng_array_gen  # noqa: PLC0415
-        from ._inplace import write  # noqa: PLC0415
 
         u = _rng_array_gen(generator, "uniform", self.shape, self.dtype, self.device)
         xp = xp_of_array(u)
-        write(self, (-xp.log1p(-u) / lambd).astype(self._data.dtype), "exponential_")
+        _inplace.write(self, (-xp.log1p(-u) / lambd).astype(self._data.dtype), "exponential_")
         return self
-    # == end of the methods added with the PyTorch-programs surface =============================
 
 
 def _leaf_only_message(requires_grad: bool) -> str:
@@ -903,9 +569,7 @@ def _as_device(dev) -> device:
 def _to_device(t: Tensor, dev: device) -> Tensor:
     if t.device == dev:
         return t
-    from ._inplace import TO_DEVICE  # noqa: PLC0415
-
-    return TO_DEVICE(t, device=str(dev), source=str(t.device))
+    return _inplace.TO_DEVICE(t, device=str(dev), source=str(t.device))
 
 
 def _index_tensor(value) -> Tensor:
@@ -922,5 +586,5 @@ def _setitem_raw(self: Tensor, index, value) -> None:
     self._data[build_key(key, [o._data for o in operands])] = arr
 
 
-_dispatch.Tensor = Tensor
-_dispatch._new_tensor = Tensor._make
+# In-place writes need Tensor (they make snapshots of it); its methods reach them at call time.
+from . import _inplace  # noqa: E402

@@ -3,7 +3,7 @@ arguments, in-place updates written back, outputs wrapped as tensors, and the ea
 node (`CompiledFunctionBackward`) whose backward runs the compiled backward graph."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
@@ -16,6 +16,12 @@ from .tracing import TraceResult
 
 if TYPE_CHECKING:
     from .entry import Entry
+
+class Executable(Protocol):
+    """What a backend builds from a graph (static.executable): arrays in, arrays out."""
+
+    def run(self, arrays: list[Any]) -> list[Any]: ...
+
 
 _OVERLAP_MSG = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
                 "location. Please clone() the tensor before performing the operation.")
@@ -133,8 +139,11 @@ class CompiledFunction(eager.autograd.Function):
     @staticmethod
     def forward(ctx, entry: "Entry", arrays: list, leaves: list, *diff_tensors):
         trace, grad = entry.trace, entry.grad
+        if grad is None:
+            raise RuntimeError("CompiledFunction: the entry was built without its backward (a call that needs "
+                               "gradients must build one)")
         n_user, n_upd = trace.n_outputs, len(trace.updates)
-        results = entry.forward.run(arrays)
+        results = cast(Executable, entry.forward).run(arrays)
         user, updates, residuals = results[:n_user], results[n_user:n_user + n_upd], list(results[n_user + n_upd:])
         for i in entry.fresh_copies:
             user[i] = user[i].copy()
@@ -147,7 +156,7 @@ class CompiledFunction(eager.autograd.Function):
                     residuals[k] = r.copy()
         write_back(trace, leaves, updates)
         inputs = input_objects(trace, leaves)
-        aliased = []
+        aliased: list[Tensor] = []
         for i in grad.aliased_inputs:
             t = inputs[i]
             if isinstance(t, Tensor) and not any(t is u for u in targets) and not any(t is a for a in aliased):

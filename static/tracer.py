@@ -1,9 +1,9 @@
 """Tracing: run the user's function on `Tracer` values that record every op into a Graph.
 
 A Tracer implements the Tensor API users write in eager (operators, methods, `eager.*`
-functions, indexing) by borrowing eager's own definitions: those call ops through the
-registry, and the registry hands any op with a Tracer operand to `_record`. So the same
-source runs in both modes without a line changed."""
+functions, indexing) by inheriting eager's own definitions (`eager._api.TensorAPI`): those
+apply ops, and an op with a Tracer operand is handed to `record`, which appends it to the
+graph. So the same source runs in both modes without a line changed."""
 from __future__ import annotations
 
 import contextlib
@@ -12,12 +12,15 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any, ClassVar
 
 import numpy as np
 
 import eager
-from eager import _dispatch, _dtypes, _factories, _inplace
+from eager import _dispatch, _dtypes, _factories
 from eager import _functional as F
+from eager._api import TensorAPI
 from eager._grad_mode import STATE
 from eager._inplace import _LEAF_MSG, _VIEW_OF_LEAF_MSG, check_result_cast
 from eager._tensor import Size, Tensor
@@ -31,11 +34,14 @@ from .shared_memory import SharedMemory
 
 _LIBRARY_DIRS = (os.path.dirname(eager.__file__) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
 _SCALARS = (bool, int, float)
+# How a view is made from the tensor owning its memory: (op name, sorted attrs, output number)
+# per view op, as eager.ops.shape_ops.replay_view takes them.
+ViewSteps = tuple[tuple[str, tuple[tuple[str, Any], ...], "int | None"], ...]
 
 
 def user_location(skip_library: bool = True) -> str:
     """file:line of the innermost frame outside graphmode: the user's line."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
         if not filename.startswith(_LIBRARY_DIRS) and "codegen" + os.sep not in filename:
@@ -186,29 +192,22 @@ def _operand(state: TraceState, o):
     raise TypeError(f"expected a tensor or a number as an operand, got {type(o).__name__}")
 
 
+def _describe(state: TraceState, v: object) -> tuple[_dtypes.dtype, int] | None:
+    """A traced operand's part in promotion (see `_dtypes.promote_operands`): an input that
+    came from a Python number promotes as one (weak), as eager's number would."""
+    if not isinstance(v, Value):
+        return None
+    if v in state.weak:
+        return v.dtype, _dtypes.WEAK
+    return v.dtype, _dtypes.DIMENSIONED if v.type.shape else _dtypes.ZERO_DIM
+
+
 def _promote(state: TraceState, op, operands: list) -> list:
-    """PyTorch's promotion, as eager applies it, with casts recorded into the graph."""
-    start = 1 if op.name == "where" else 0
-    dims, zero, scalars = [], [], []
-    for v in operands[start:]:
-        if isinstance(v, Value):
-            if v in state.weak:
-                scalars.append(1.0 if v.dtype.is_floating_point else (True if v.dtype is _dtypes.bool_ else 1))
-            else:
-                (dims if v.type.shape else zero).append(v.dtype)
-        else:
-            scalars.append(v)
-    target = _dtypes.result_type(dims, zero, scalars)
-    if op.promote == "float" and not target.is_floating_point:
-        target = _dtypes.DEFAULT_FLOAT
-    out = list(operands)
-    for i in range(start, len(out)):
-        v = out[i]
-        if isinstance(v, Value) and v.dtype is not target:
-            out[i] = _emit(state, TO_DTYPE, [v], {"dtype": target})[0]
-        elif isinstance(v, bool) and target.category:
-            out[i] = int(v)
-    return out
+    """eager's promotion (`_dtypes.promote_operands`), with the casts recorded into the graph."""
+    def cast(v, target):
+        return _emit(state, TO_DTYPE, [v], {"dtype": target})[0]
+
+    return list(_dtypes.promote_operands(op.promote, op.mask_operands, operands, lambda v: _describe(state, v), cast))
 
 
 def _emit(state: TraceState, op, operands: list, attrs: dict) -> list:
@@ -226,24 +225,6 @@ def _emit(state: TraceState, op, operands: list, attrs: dict) -> list:
     if not STATE.enabled:  # a no_grad() region of the traced program: autodiff stops here, as eager does
         state.no_grad_nodes.add(node)
     return node.outputs
-
-
-def _half_beside_0d(state: TraceState, values: list) -> bool:
-    """float16 tensors with a 0-d tensor of another number dtype (`t / tensor(1e5)`): eager
-    computes such a mul/div at float32 precision (see eager._dispatch._HALF_SCALAR_IN_FLOAT32)."""
-    half = other_0d = False
-    for v in values:
-        if not isinstance(v, Value) or v in state.weak:
-            continue
-        if v.type.shape:
-            if v.dtype is not _dtypes.float16:
-                return False
-            half = True
-        elif v.dtype is not _dtypes.float16:
-            if v.dtype is _dtypes.bool_ or not (v.dtype.is_floating_point or v.dtype.category):
-                return False
-            other_0d = True
-    return half and other_0d
 
 
 def _half_in_float32(state: TraceState, op, values: list, attrs: dict) -> Value:
@@ -268,7 +249,7 @@ def record(op, operands, attrs):
         if isinstance(o, Tracer) and o._view_of is not None:
             check_view_current(o)
     values = [_operand(state, o) for o in operands]
-    if op.name in _dispatch._HALF_SCALAR_IN_FLOAT32 and _half_beside_0d(state, values):
+    if op.name in _dispatch._HALF_SCALAR_IN_FLOAT32 and _dtypes.half_beside_0d([_describe(state, v) for v in values]):
         return Tracer(state, _half_in_float32(state, op, values, attrs))
     if op.promote is not None:
         values = _promote(state, op, values)
@@ -277,6 +258,8 @@ def record(op, operands, attrs):
     if op.is_view and not attrs.get("n_index"):  # indexing with tensors copies, as in eager
         base = operands[0] if operands else None
         # a view of a Tracer or of a captured tensor: writing through it must not be silently lost
+        marker: object
+        steps: ViewSteps | None
         if isinstance(base, Tracer) and base._view_of is not None:
             marker, steps = base._view_of, base._view_steps
         else:  # an eager alias of a captured tensor is a view of that tensor
@@ -383,12 +366,25 @@ def _data_error(what: str, suggestion: str = "") -> TraceError:
     )
 
 
-class Tracer:
-    """A stand-in for a Tensor during tracing: it has a shape and dtype but no data."""
+class Tracer(TensorAPI):
+    """A stand-in for a Tensor during tracing: it has a shape and dtype but no data.
+
+    The operators and methods are eager's own (`TensorAPI`); this class gives the hooks:
+    an op appends an IR node (`record`), and an in-place form makes this tracer name the
+    new value (`_assign`: functionalization)."""
 
     __slots__ = ("_value", "_state", "_view_of", "_view_version", "_view_steps", "_full_alias", "__weakref__")
-    __graphmode_dispatch__ = staticmethod(record)
+    __graphmode_dispatch__ = staticmethod(record)  # an op with a Tracer operand, called as a function
+    _apply_op = staticmethod(record)  # the same, from TensorAPI's operators
+    # an eager tensor written with a Tracer's value (set below, with the function)
+    __graphmode_inplace__: ClassVar[Callable[[Any, Tracer], None]]
     __array_priority__ = 2000
+    _value: Value
+    _state: TraceState
+    _view_of: Tracer | Tensor | None
+    _view_version: int
+    _full_alias: bool
+    _view_steps: ViewSteps | None
 
     def __init__(self, state: TraceState, value: Value) -> None:
         self._state = state
@@ -454,9 +450,6 @@ class Tracer:
     def __repr__(self) -> str:
         return f"Tracer(%{self._value.name}: {self._value.type.dtype.name}{list(self.shape)})"
 
-    def __hash__(self) -> int:
-        return id(self)
-
     # -- what needs data: refused with the user's line -----------------------------------------
     def __bool__(self):
         raise _data_error("a Python branch or bool() on a traced value")
@@ -505,9 +498,6 @@ class Tracer:
     def requires_grad_(self, flag: bool = True) -> "Tracer":
         return self
 
-    def clone(self):
-        return F.clone(self)
-
     def contiguous(self):
         return self
 
@@ -530,10 +520,6 @@ class Tracer:
         return self  # a graph is device-agnostic: it runs where its inputs are
 
     @property
-    def T(self) -> "Tracer":
-        return F.permute(self, tuple(range(self.ndim - 1, -1, -1)))
-
-    @property
     def data(self) -> "Tracer":
         """The value without gradient tracking, sharing the tensor's memory (see detach)."""
         return self._alias()
@@ -553,12 +539,12 @@ class Tracer:
 
     is_cuda = False
 
-    def stride(self, dim=None):
-        strides, step = [], 1
+    def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
+        backwards, step = [], 1
         for n in reversed(self.shape):
-            strides.append(step)
+            backwards.append(step)
             step *= n
-        strides = tuple(reversed(strides))
+        strides = tuple(reversed(backwards))
         return strides if dim is None else strides[dim]
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
@@ -577,6 +563,19 @@ class Tracer:
         raise TraceError(f"{user_location()}: retain_grad on a traced value; use static.grad for gradients")
 
     # -- in-place ops: functionalized (the tracer now names the new value) ----------------------
+    def _apply_inplace(self, fn, others, name: str, saves_self: bool = True, grad_name: str | None = None) -> "Tracer":
+        """TensorAPI's in-place hook: this tracer now names `fn(self, *others)`."""
+        return self._assign(fn(self, *others), name)
+
+    def zero_(self) -> "Tracer":
+        return self._assign(REGISTRY["full_like"](self, value=0.0 if self.is_floating_point() else 0), "zero_")
+
+    def fill_(self, value) -> "Tracer":
+        return self._assign(REGISTRY["full_like"](self, value=value), "fill_")
+
+    def copy_(self, src, non_blocking: bool = False) -> "Tracer":
+        return self._assign(F.expand(F.to_dtype(src, self.dtype), *self.shape), "copy_")
+
     def _assign(self, result: "Tracer", name: str) -> "Tracer":
         if STATE.enabled:
             base = self._view_of if self._view_of is not None else self
@@ -654,48 +653,6 @@ class Tracer:
         if isinstance(value, Tracer) and value.dtype is not self.dtype:
             value = F.to_dtype(value, self.dtype)
         self._assign(F.index_put(self, index, value, eager.tensor), "index_put_")
-
-
-def _borrow():
-    """Give Tracer the Tensor methods that only call ops (operators and eager functions)."""
-    fn_module = F.__name__
-    operator_names = [n for n in vars(Tensor) if n.startswith("__") and n.endswith("__")
-                      and n[2:-2] in {"add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv",
-                                      "pow", "rpow", "neg", "pos", "abs", "matmul", "rmatmul", "eq", "ne",
-                                      "lt", "le", "gt", "ge", "and", "invert", "getitem"}]
-    for name in operator_names:
-        setattr(Tracer, name, vars(Tensor)[name])
-    for name, value in vars(Tensor).items():
-        if callable(value) and getattr(value, "__module__", None) == fn_module and not hasattr(Tracer, name):
-            setattr(Tracer, name, value)
-    Tracer.mT = vars(Tensor)["mT"]
-    for name in ("reshape", "where", "view_as", "reshape_as", "expand_as", "softplus", "masked_fill",
-                 "float", "double", "half", "long", "int", "bool", "type_as", "new_tensor", "new_zeros", "new_ones",
-                 "new_full"):
-        if name in vars(Tensor):
-            setattr(Tracer, name, vars(Tensor)[name])
-    # in-place methods: eager's own table of (out-of-place function, name), functionalized here
-    for name, (fn, _saves) in _inplace._SIMPLE.items():
-        setattr(Tracer, name, _inplace_method(fn, name))
-    Tracer.masked_fill_ = _inplace_method(lambda x, mask, value: F.where(mask, value, x), "masked_fill_")
-    for dunder, method in vars(Tensor).items():  # x += y and friends: whatever eager maps them to
-        if dunder.startswith("__i") and getattr(method, "__name__", None) in _inplace._SIMPLE:
-            setattr(Tracer, dunder, getattr(Tracer, method.__name__))
-    Tracer.zero_ = lambda self: self._assign(
-        REGISTRY["full_like"](self, value=0.0 if self.is_floating_point() else 0), "zero_")
-    Tracer.fill_ = lambda self, v: self._assign(REGISTRY["full_like"](self, value=v), "fill_")
-    Tracer.copy_ = lambda self, src: self._assign(F.expand(F.to_dtype(src, self.dtype), *self.shape), "copy_")
-
-
-def _inplace_method(fn, name):
-    def method(self, *args, **kwargs):
-        return self._assign(fn(self, *args, **kwargs), name)
-
-    method.__name__ = name
-    return method
-
-
-_borrow()
 
 
 def inplace_on_captured(target, result: Tracer) -> None:

@@ -6,8 +6,20 @@ from __future__ import annotations
 import functools
 import os
 import traceback
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from .._grad_mode import STATE
+
+_R = TypeVar("_R")
+
+
+class TracedNode(Protocol):
+    """A backward node as anomaly mode reads it (Node, FunctionCtx)."""
+
+    _trace: traceback.StackSummary | None
+
+    def name(self) -> str: ...
 
 # Frames in files under this folder are eager's own (dispatch, Module.__call__, nn.functional):
 # a forward trace leaves them out so that the user's lines are what it shows.
@@ -24,10 +36,10 @@ class set_detect_anomaly:
         STATE.anomaly = bool(mode)
         STATE.anomaly_check_nan = bool(check_nan)
 
-    def __enter__(self):
+    def __enter__(self) -> set_detect_anomaly:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         assert self._prev is not None  # set by __init__ or __enter__
         STATE.anomaly, STATE.anomaly_check_nan = self._prev
 
@@ -40,17 +52,17 @@ class detect_anomaly(set_detect_anomaly):
         self._check = bool(check_nan)
         self._prev = None  # read on entry
 
-    def __enter__(self):
+    def __enter__(self) -> detect_anomaly:
         self._prev = (STATE.anomaly, STATE.anomaly_check_nan)
         STATE.anomaly = True
         STATE.anomaly_check_nan = self._check
         return self
 
-    def __call__(self, fn):
+    def __call__(self, fn: Callable[..., _R]) -> Callable[..., _R]:
         check = self._check
 
         @functools.wraps(fn)
-        def wrapper(*a, **k):
+        def wrapper(*a: Any, **k: Any) -> _R:
             with detect_anomaly(check_nan=check):
                 return fn(*a, **k)
 
@@ -65,17 +77,17 @@ def is_anomaly_check_nan_enabled() -> bool:
     return STATE.anomaly_check_nan
 
 
-def capture_stack():
+def capture_stack() -> traceback.StackSummary:
     """The stack of the forward call creating a node (anomaly mode only: it costs a stack
     walk per op). Kept whole; `_forward_trace` chooses what to show when an error needs it."""
     return traceback.extract_stack()
 
 
-def _is_eager_frame(frame) -> bool:
+def _is_eager_frame(frame: traceback.FrameSummary) -> bool:
     return os.path.abspath(frame.filename).startswith(_EAGER_DIR)
 
 
-def _forward_trace(node) -> str:
+def _forward_trace(node: TracedNode) -> str:
     """The node's forward stack without eager's own frames: however deep the modules nest
     (Sequential inside a Module inside ...), the user's line that made the node survives."""
     if not node._trace:
@@ -84,7 +96,7 @@ def _forward_trace(node) -> str:
     return "".join(traceback.format_list(frames))
 
 
-def annotate(exc: BaseException, node) -> None:
+def annotate(exc: BaseException, node: TracedNode) -> None:
     note = (f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"
             + _forward_trace(node))
     if hasattr(exc, "add_note"):
@@ -100,7 +112,7 @@ def annotate(exc: BaseException, node) -> None:
         exc.args = (note,)
 
 
-def check_nan(node, grads) -> None:
+def check_nan(node: TracedNode, grads: Sequence[Any]) -> None:
     for i, g in enumerate(grads):
         if g is None:
             continue

@@ -2,26 +2,36 @@
 gradients that meet at a node before running it (as PyTorch's engine does)."""
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Optional, Union
 
 import numpy as np
 
 from .._grad_mode import STATE
 from .graph import AccumulateGrad, Node
 
+if TYPE_CHECKING:
+    from .._tensor import Tensor
+    from .function import FunctionCtx
+
+# A node the engine runs: an op's backward, a custom Function's, or a leaf's accumulator.
+BackwardNode = Union[Node, "FunctionCtx", AccumulateGrad]
+Grads = list[Optional["Tensor"]]  # per output of a node (None: no gradient flows there)
+Targets = dict[tuple[BackwardNode, int], list[int]]  # (node, output_nr) -> positions in `inputs`
+
 _NO_GRAD_FN = "element {} of tensors does not require grad and does not have a grad_fn"
 
 
-def _edge(t):
+def _edge(t: Tensor) -> tuple[BackwardNode, int]:
     """The (node, output_nr) a gradient for tensor t flows into."""
     if t.grad_fn is not None:
         return t.grad_fn, t._output_nr
     return t._accumulator(), 0
 
 
-def _collect(roots):
+def _collect(roots: Iterable[BackwardNode | None]) -> dict[BackwardNode, int]:
     """Dependency counts: how many edges from reachable nodes point at each node."""
-    deps: dict = {}
+    deps: dict[BackwardNode, int] = {}
     # once per node: two roots on one node (outputs of one split) must not count its edges twice
     stack = list(dict.fromkeys(n for n in roots if n is not None))
     seen = set(stack)
@@ -40,11 +50,11 @@ def _collect(roots):
     return deps
 
 
-def _leads_to(roots, targets: set) -> set:
+def _leads_to(roots: Iterable[BackwardNode | None], targets: set[int]) -> set[int]:
     """Nodes from which some target node can be reached (the ones worth running): one
     post-order walk, each node decided after all the nodes it points to."""
-    useful: set = set()
-    done: set = set()
+    useful: set[int] = set()  # ids of nodes
+    done: set[int] = set()
     stack = [(n, False) for n in roots if n is not None]
     while stack:
         node, children_done = stack.pop()
@@ -60,15 +70,15 @@ def _leads_to(roots, targets: set) -> set:
     return useful
 
 
-def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool, inputs=None,
-                 accumulate: bool = True):
+def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], retain_graph: bool, create_graph: bool,
+                 inputs: Sequence[Tensor] | None = None, accumulate: bool = True) -> list[Tensor | None]:
     """Backpropagate from `tensors`. With accumulate=False (autograd.grad) the gradients at
     `inputs` are returned instead of being added into `.grad`."""
     for i, t in enumerate(tensors):
         if not t.requires_grad:
             raise RuntimeError(_NO_GRAD_FN.format(i))
     roots = [_edge(t) for t in tensors]
-    targets: dict[tuple[Any, int], list[int]] = {}  # (node, output_nr) -> positions in `inputs`
+    targets: Targets = {}
     if inputs is not None:
         for k, t in enumerate(inputs):
             targets.setdefault(_edge(t), []).append(k)
@@ -83,16 +93,17 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool, 
         root_nodes = [n for n, _ in roots]
         deps = _collect(root_nodes)
         useful = _leads_to(root_nodes, target_nodes) if inputs is not None else None
-        buffers: dict = {}
+        buffers: dict[BackwardNode, Grads] = {}
         owned = {id(g._data) for g in grad_tensors}
         for (node, nr), g in zip(roots, grad_tensors):
             _add(buffers, node, nr, g)
-        captured = [None] * (len(inputs) if inputs is not None else 0)
+        captured: list[Tensor | None] = [None] * (len(inputs) if inputs is not None else 0)
         ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
         plain = not targets and useful is None
         while ready:
             node = ready.pop()
             grads = buffers.pop(node, None)
+            outs: Grads | None
             if grads is not None and plain and node._hooks is None and type(node) is Node and _any(grads):
                 outs = _call(node, grads)  # the common case, without _execute's special cases
             else:
@@ -103,13 +114,13 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool, 
                 if nxt is None:
                     continue
                 if outs is not None:
-                    g = outs[k]
-                    if g is not None:  # sum what meets at nxt's input slot (inlined _add)
+                    gk = outs[k]
+                    if gk is not None:  # sum what meets at nxt's input slot (inlined _add)
                         slots = buffers.get(nxt)
                         if slots is None:
                             slots = buffers[nxt] = [None] * nxt.n_outputs
                         prev = slots[nr]
-                        slots[nr] = g if prev is None else prev + g
+                        slots[nr] = gk if prev is None else prev + gk
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
@@ -121,21 +132,23 @@ def run_backward(tensors, grad_tensors, retain_graph: bool, create_graph: bool, 
         STATE.compact_broadcasts = prev_compact
 
 
-def _any(grads) -> bool:
+def _any(grads: Grads) -> bool:
     for g in grads:
         if g is not None:
             return True
     return False
 
 
-def _add(buffers, node, nr, g):
+def _add(buffers: dict[BackwardNode, Grads], node: BackwardNode, nr: int, g: Tensor) -> None:
     slots = buffers.get(node)
     if slots is None:
         slots = buffers[node] = [None] * node.n_outputs
-    slots[nr] = g if slots[nr] is None else slots[nr] + g
+    prev = slots[nr]
+    slots[nr] = g if prev is None else prev + g
 
 
-def _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned):
+def _execute(node: BackwardNode, grads: Grads | None, targets: Targets, captured: list[Tensor | None],
+             useful: set[int] | None, accumulate: bool, create_graph: bool, owned: set[int]) -> Grads | None:
     """Run one node; returns the gradients for its next edges (or None: nothing flows on)."""
     if grads is None:
         return None
@@ -146,9 +159,10 @@ def _execute(node, grads, targets, captured, useful, accumulate, create_graph, o
         for nr, g in enumerate(grads):
             for k in targets.get((node, nr), ()):
                 captured[k] = g
-    if type(node) is AccumulateGrad:
-        if accumulate and grads[0] is not None and (not targets or (node, 0) in targets):
-            node.accumulate(grads[0], create_graph, owned)
+    if isinstance(node, AccumulateGrad):  # (no subclasses)
+        g0 = grads[0]
+        if accumulate and g0 is not None and (not targets or (node, 0) in targets):
+            node.accumulate(g0, create_graph, owned)
         return None
     if useful is not None and id(node) not in useful:
         return None
@@ -163,7 +177,7 @@ def _execute(node, grads, targets, captured, useful, accumulate, create_graph, o
     return out
 
 
-def _call(node, grads):
+def _call(node: Node | FunctionCtx, grads: Grads) -> Grads:
     try:
         out = node.apply(grads)
     except Exception as exc:

@@ -13,11 +13,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .. import _dtypes
 from .._grad_mode import STATE, no_grad
 from .anomaly import capture_stack
-from .graph import _FREED_MSG, HookMixin, SavedTensor
+from .graph import _FREED_MSG, AccumulateGrad, HookMixin, Node, NodeHooks, SavedTensor
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
+
+_Edge = tuple["Node | FunctionCtx | AccumulateGrad | None", int]  # (next backward node, its output number)
 
 
 class FunctionCtx(HookMixin):
@@ -26,13 +32,13 @@ class FunctionCtx(HookMixin):
     def __init__(self, fn_cls, inputs) -> None:
         self._cls = fn_cls
         self.needs_input_grad = tuple(bool(getattr(i, "_requires_grad", False)) for i in inputs)
-        self._saved = None
+        self._saved: list[SavedTensor | None] | None = None
         self._freed = False
-        self._non_diff: set = set()
+        self._non_diff: set[int] = set()  # ids of the outputs marked non-differentiable
         self._in_meta = [(tuple(i.shape), i.dtype) if hasattr(i, "_data") else None for i in inputs]
-        self.next_functions = ()
-        self._hooks = None
-        self._out_meta = []
+        self.next_functions: tuple[_Edge, ...] = ()
+        self._hooks: NodeHooks | None = None
+        self._out_meta: list[tuple[tuple[int, ...], _dtypes.dtype] | None] = []
         self._trace = capture_stack() if STATE.anomaly else None
         self.materialize_grads = True
 
@@ -87,7 +93,7 @@ class FunctionCtx(HookMixin):
             else:
                 raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
                                    f"(expected {expected}, got {len(result)})")
-        out = []
+        out: list[Tensor | None] = []
         for i, (g, meta) in enumerate(zip(result, self._in_meta)):
             if g is None or meta is None or not self.needs_input_grad[i]:
                 if g is not None and meta is None:

@@ -3,10 +3,28 @@ per leaf. A node keeps exactly what its op's VJP asked to save, checks version c
 when it reads them back, and frees them after a backward pass (unless retained)."""
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
 from .. import _dtypes
 from .._grad_mode import STATE
 from ..ops._registry import fit_grad
 from .anomaly import capture_stack
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
+    from ..ops._registry import OpDef
+    from .function import FunctionCtx
+
+# A hook on a tensor's gradient, on a node's output gradients (before it runs), and on its
+# input and output gradients (after): each may return replacements, or None.
+TensorHook = Callable[["Tensor"], "Tensor | None"]
+PreHook = Callable[[tuple["Tensor | None", ...]], "Sequence[Tensor | None] | None"]
+PostHook = Callable[[tuple["Tensor | None", ...], tuple["Tensor | None", ...]], "Sequence[Tensor | None] | None"]
+# An edge of the backward graph: the next node and which of its outputs; (None, 0) for none.
+Edge = tuple["Node | FunctionCtx | AccumulateGrad | None", int]
 
 _FREED_MSG = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -24,19 +42,19 @@ class SavedTensor:
 
     __slots__ = ("tensor", "version", "is_output")
 
-    def __init__(self, tensor, is_output: bool = False) -> None:
+    def __init__(self, tensor: Tensor, is_output: bool = False) -> None:
         self.tensor = tensor
         self.version = tensor._vc[0]
         self.is_output = is_output
 
-    def unpack(self, node):
+    def unpack(self, node: object) -> Tensor:
         t = self.tensor
         if t._vc[0] != self.version:
             raise RuntimeError(_modified_message(t, node if self.is_output else None, self.version))
         return t
 
 
-def _modified_message(t, owner, expected: int) -> str:
+def _modified_message(t: Tensor, owner: Any, expected: int) -> str:
     """PyTorch's text for a saved tensor that an in-place op changed after it was saved."""
     msg = ("one of the variables needed for gradient computation has been modified by an inplace "
            f"operation: [{t.type()} {list(t.shape)}]")
@@ -58,7 +76,7 @@ class RemovableHandle:
 
     __slots__ = ("_hooks", "_entry")
 
-    def __init__(self, hooks: list, entry) -> None:
+    def __init__(self, hooks: list[Any], entry: object) -> None:
         self._hooks, self._entry = hooks, entry
 
     def remove(self) -> None:
@@ -76,27 +94,29 @@ class NodeHooks:
     __slots__ = ("tensor", "retain", "pre", "post")
 
     def __init__(self) -> None:
-        self.tensor: list = []  # (output_nr, fn)
-        self.retain: list = []  # (output_nr, fn)
-        self.pre: list = []
-        self.post: list = []
+        self.tensor: list[tuple[int, TensorHook]] = []  # (output_nr, fn)
+        self.retain: list[tuple[int, TensorHook]] = []  # (output_nr, fn)
+        self.pre: list[PreHook] = []
+        self.post: list[PostHook] = []
 
-    def run_pre(self, grads: list) -> list:
+    def run_pre(self, grads: list[Tensor | None]) -> list[Tensor | None]:
         for nr, fn in tuple(self.tensor):
-            if grads[nr] is not None:
-                out = fn(grads[nr])
-                if out is not None:
-                    grads[nr] = out
+            g = grads[nr]
+            if g is not None:
+                replaced = fn(g)
+                if replaced is not None:
+                    grads[nr] = replaced
         for nr, fn in self.retain:
-            if grads[nr] is not None:
-                fn(grads[nr])
-        for fn in tuple(self.pre):
-            out = fn(tuple(grads))
-            if out is not None:
-                grads = list(out)
+            g = grads[nr]
+            if g is not None:
+                fn(g)
+        for pre in tuple(self.pre):
+            new = pre(tuple(grads))
+            if new is not None:
+                grads = list(new)
         return grads
 
-    def run_post(self, grad_inputs: list, grad_outputs: list) -> list:
+    def run_post(self, grad_inputs: list[Tensor | None], grad_outputs: list[Tensor | None]) -> list[Tensor | None]:
         for fn in tuple(self.post):
             out = fn(tuple(grad_inputs), tuple(grad_outputs))
             if out is not None:
@@ -108,33 +128,35 @@ class HookMixin:
     """Hook registration shared by Node, AccumulateGrad and custom Function nodes."""
 
     __slots__ = ()
+    _hooks: NodeHooks | None  # a slot or class default of each node class
 
     def _node_hooks(self) -> NodeHooks:
-        if self._hooks is None:
-            self._hooks = NodeHooks()
-        return self._hooks
+        hooks = self._hooks
+        if hooks is None:
+            hooks = self._hooks = NodeHooks()  # type: ignore[misc]  # a slot of each subclass, not of the mixin
+        return hooks
 
-    def _add_tensor_hook(self, nr: int, fn, retain: bool = False) -> RemovableHandle:
+    def _add_tensor_hook(self, nr: int, fn: TensorHook, retain: bool = False) -> RemovableHandle:
         hooks = self._node_hooks()
         lst = hooks.retain if retain else hooks.tensor
         entry = (nr, fn)
         lst.append(entry)
         return RemovableHandle(lst, entry)
 
-    def register_prehook(self, fn) -> RemovableHandle:
+    def register_prehook(self, fn: PreHook) -> RemovableHandle:
         """`fn(grad_outputs) -> new grad_outputs or None`, before this node runs."""
         lst = self._node_hooks().pre
         lst.append(fn)
         return RemovableHandle(lst, fn)
 
-    def register_hook(self, fn) -> RemovableHandle:
+    def register_hook(self, fn: PostHook) -> RemovableHandle:
         """`fn(grad_inputs, grad_outputs) -> new grad_inputs or None`, after this node runs."""
         lst = self._node_hooks().post
         lst.append(fn)
         return RemovableHandle(lst, fn)
 
 
-_NOTHING_SAVED: dict = {}  # shared by released nodes; never written to
+_NOTHING_SAVED: dict[int, Any] = {}  # shared by released nodes; never written to
 
 
 class Node(HookMixin):
@@ -143,17 +165,20 @@ class Node(HookMixin):
 
     __slots__ = ("op", "attrs", "next_functions", "_saved", "_saved_out", "_needs", "_in_meta",
                  "_out_meta", "_name", "_freed", "__weakref__", "__dict__")
-    _hooks = None  # set on the few nodes that get hooks
+    _hooks: NodeHooks | None = None  # set on the few nodes that get hooks
     _trace = None  # the forward stack, kept in anomaly mode only
+    _saved_out: SavedTensor | None
+    _out_meta: list[tuple[tuple[int, ...], np.dtype[Any]]]  # per output; set by eager._dispatch when it records
 
-    def __init__(self, op, attrs, operands, edges, needs, name, in_meta) -> None:
+    def __init__(self, op: OpDef, attrs: dict[str, Any], operands: Sequence[Any], edges: tuple[Edge, ...],
+                 needs: list[bool], name: str, in_meta: list[tuple[tuple[int, ...], np.dtype[Any]] | None]) -> None:
         self.op = op
         self.attrs = attrs
         self.next_functions = edges
         self._needs = needs
         self._name = name
         self._in_meta = in_meta  # (array shape, NumPy dtype) per tensor operand, None for numbers
-        saved = {}
+        saved: dict[int, Any] = {}  # operand position -> SavedTensor, or the Python number itself
         n = len(operands)
         for i in op.save:
             if i < n:
@@ -161,7 +186,6 @@ class Node(HookMixin):
                 saved[i] = SavedTensor(o) if in_meta[i] is not None else o
         self._saved = saved
         self._saved_out = None
-        self._out_meta = None
         self._freed = False
         if STATE.anomaly:
             self._trace = capture_stack()
@@ -174,7 +198,7 @@ class Node(HookMixin):
         return f"<{self._name} object at {hex(id(self))}>"
 
     @property
-    def metadata(self) -> dict:
+    def metadata(self) -> dict[str, Any]:
         return {}
 
     # -- the ctx protocol of VJP rules ------------------------------------------------------
@@ -185,43 +209,61 @@ class Node(HookMixin):
     def needs(self, i: int) -> bool:
         return self._needs[i]
 
-    def input(self, i: int):
+    def input(self, i: int) -> Any:
         if self._freed:
             raise RuntimeError(_FREED_MSG)
         value = self._saved[i]
         return value.unpack(self) if isinstance(value, SavedTensor) else value
 
     @property
-    def out(self):
+    def out(self) -> Tensor:
         if self._freed:
             raise RuntimeError(_FREED_MSG)
-        return self._saved_out.unpack(self)
+        saved = self._saved_out
+        if saved is None:
+            raise RuntimeError(f"{self._name}: the op's output was not saved for backward (its VJP reads ctx.out "
+                               "but the op does not declare save_output=True)")
+        return saved.unpack(self)
 
-    def in_shape(self, i: int) -> tuple:
-        return self._in_meta[i][0]
+    def _number_operand(self, i: int) -> TypeError:
+        return TypeError(f"{self._name}: operand {i} is a Python number, not a tensor: it has no shape or dtype")
 
-    def in_dtype(self, i: int):
-        return _dtypes._BY_NP[self._in_meta[i][1]]
+    # (the checks are inline: VJP rules call these once per operand in every backward)
+    def in_shape(self, i: int) -> tuple[int, ...]:
+        meta = self._in_meta[i]
+        if meta is None:
+            raise self._number_operand(i)
+        return meta[0]
+
+    def in_dtype(self, i: int) -> _dtypes.dtype:
+        meta = self._in_meta[i]
+        if meta is None:
+            raise self._number_operand(i)
+        return _dtypes._BY_NP[meta[1]]
 
     @property
-    def out_shape(self) -> tuple:
+    def out_shape(self) -> tuple[int, ...]:
         return self._out_meta[0][0]
 
     # -- running ----------------------------------------------------------------------------
-    def apply(self, grads: list) -> list:
+    def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
         """Gradients for each next edge from the gradients of this node's outputs."""
-        if self.op.multi_output:
-            raw = self.op.vjp(self, tuple(grads))
-        else:
-            raw = self.op.vjp(self, grads[0])
-        out = []
+        vjp = self.op.vjp
+        if vjp is None:  # eager records nodes of differentiable ops only
+            raise RuntimeError(f"{self._name}: the op {self.op.name} has no VJP")
+        raw = vjp(self, tuple(grads)) if self.op.multi_output else vjp(self, grads[0])
+        out: list[Tensor | None] = []
         meta, needs = self._in_meta, self._needs
         for i, g in enumerate(raw):
-            if g is None or i >= len(meta) or meta[i] is None or not needs[i]:
+            if g is None or i >= len(meta):
+                out.append(None)
+                continue
+            m = meta[i]
+            if m is None or not needs[i]:
                 out.append(None)
                 continue
             data = g._data
-            shape, np_dtype = meta[i]
+            shape, np_dtype = m
             if data.shape != shape or data.dtype != np_dtype:
                 g = fit_grad(g, shape, _dtypes._BY_NP[np_dtype])
             out.append(g)
@@ -243,20 +285,23 @@ class AccumulateGrad(HookMixin):
 
     __slots__ = ("variable", "next_functions", "_hooks", "__weakref__")
 
-    def __init__(self, variable) -> None:
+    def __init__(self, variable: Tensor) -> None:
         self.variable = variable
-        self.next_functions = ()
+        self.next_functions: tuple[Edge, ...] = ()
         self._hooks = None
 
     def name(self) -> str:
         return "torch::autograd::AccumulateGrad"
+
+    def release(self) -> None:
+        """Nothing saved to free (the engine releases every node that ran)."""
 
     def __repr__(self) -> str:
         return f"<AccumulateGrad object at {hex(id(self))}>"
 
     n_outputs = 1
 
-    def accumulate(self, grad, create_graph: bool, owned: set) -> None:
+    def accumulate(self, grad: Tensor, create_graph: bool, owned: set[int]) -> None:
         var = self.variable
         if not create_graph:
             grad = grad.detach()

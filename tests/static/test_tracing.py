@@ -571,19 +571,22 @@ def test_random_draws_on_another_thread_do_not_fail_a_trace():
 
 
 def test_the_tracer_has_every_in_place_method_eager_has():
-    """One table of in-place methods (eager's): each one is functionalized on the tracer and
-    gives eager's values."""
-    from eager import _inplace
+    """One table of in-place methods (eager's TensorAPI): each one is functionalized on the
+    tracer and gives eager's values."""
+    from eager._api import inplace_methods
     from static.tracer import Tracer
 
     x = eager.tensor([[0.5, 1.5], [2.0, 3.0]])
-    arity = {"add_", "sub_", "mul_", "div_", "pow_"}
-    for name in _inplace._SIMPLE:
+    args = {"add_": [2.0], "sub_": [2.0], "mul_": [2.0], "div_": [2.0], "pow_": [2.0], "clamp_": [0.0, 1.0],
+            "clip_": [0.0, 1.0], "masked_fill_": [eager.tensor([[True, False], [False, True]]), -1.0]}
+    names = inplace_methods()
+    assert {"add_", "mul_", "sin_", "masked_fill_"} <= set(names)
+    for name in names:
         assert callable(getattr(Tracer, name)), name
 
         def f(t, name=name):
             y = t * 1
-            getattr(y, name)(*([2.0] if name in arity else [0.0, 1.0] if name in ("clamp_", "clip_") else []))
+            getattr(y, name)(*args.get(name, []))
             return y
 
         got = static.compile(f, backend="interpret")(x)  # the tracing is under test, not codegen

@@ -65,5 +65,5 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
     with no_grad():
         for p in parameters:
             n = p.numel()
-            p.copy_(vec[start:start + n].reshape(*p.shape))  # type: ignore[attr-defined]  # eager._inplace installs copy_
+            p.copy_(vec[start:start + n].reshape(*p.shape))
             start += n
