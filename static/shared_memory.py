@@ -86,7 +86,8 @@ class SharedMemory:
         if entry is not None or not _is_array(obj) or _grad_leaf(obj):  # a leaf requiring grad has its own .grad
             return entry
         data = _array(obj)
-        target, steps = None, ()
+        target = None
+        steps: tuple = ()
         base = obj._base if isinstance(obj, Tensor) else None
         if base is not None and _layout(_array(base)) == _layout(data):
             target = base  # a detach()/.data alias: the tensor it was made from is the caller's own

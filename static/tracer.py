@@ -141,7 +141,9 @@ class TraceState:
     def _alias_value(self, alias: tuple) -> Value:
         """The current value of an eager alias of a captured tensor (static.shared_memory)."""
         v = self.capture(alias[1])
-        target, steps = self.shared.canonical(self, alias[0])
+        found = self.shared.canonical(self, alias[0])
+        assert found is not None, "an alias entry names a captured tensor"
+        target, steps = found
         if not steps:
             return v
         v = self.latest[id(target)]
@@ -547,6 +549,11 @@ class Tracer(TensorAPI):
         strides = tuple(reversed(backwards))
         return strides if dim is None else strides[dim]
 
+    @staticmethod
+    def __graphmode_grad_assign__(tensor: Tensor, value: Tracer) -> None:
+        """`p.grad = traced value`: eager's .grad setter hands it here (see _assign_grad)."""
+        _assign_grad(tensor, value)
+
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
         """`loss.backward()` inside a traced function: recorded by the handler in BACKWARD_HOOK
         (static.training installs it: the backward joins the graph, gradients become updates)."""
@@ -688,5 +695,3 @@ def _assign_grad(tensor, value: Tracer) -> None:
         raise TraceError(f"{user_location()}: assigning a traced value to .grad is not supported here")
     BACKWARD_HOOK.assign_grad(tensor, value)
 
-
-Tracer.__graphmode_grad_assign__ = staticmethod(_assign_grad)

@@ -123,7 +123,7 @@ class _Linearized:
         fresh = []
         for p in primals:
             leaves, tree = pytree.flatten(p, is_leaf)
-            copies = [_lift(self.state, leaf).clone() for leaf in leaves]  # type: ignore[no-untyped-call]  # Tracer's
+            copies = [_lift(self.state, leaf).clone() for leaf in leaves]
             self.trees.append((tree, len(copies)))
             self.primal_leaves += copies
             fresh.append(pytree.unflatten(tree, copies))
