@@ -258,6 +258,23 @@ class TensorAPI:
     logsumexp = F.logsumexp
     amax = F.amax
     amin = F.amin
+    floor = F.floor
+    ceil = F.ceil
+    trunc = F.trunc
+    round = F.round
+    log2 = F.log2
+    log10 = F.log10
+    sinh = F.sinh
+    cosh = F.cosh
+    asin = F.asin
+    acos = F.acos
+    atan = F.atan
+    atan2 = F.atan2
+    arcsin = F.asin
+    arccos = F.acos
+    arctan = F.atan
+    arctan2 = F.atan2
+    scatter_reduce = F.scatter_reduce
     max = F.max
     min = F.min
     argmax = F.argmax
@@ -459,6 +476,19 @@ class TensorAPI:
     sin_ = _InPlace(F.sin, saves_self=True)
     cos_ = _InPlace(F.cos, saves_self=True)
     masked_fill_ = _InPlace(_masked_fill, saves_self=False)
+    floor_ = _InPlace(F.floor, saves_self=False)
+    ceil_ = _InPlace(F.ceil, saves_self=False)
+    trunc_ = _InPlace(F.trunc, saves_self=False)
+    round_ = _InPlace(F.round, saves_self=False)
+    log2_ = _InPlace(F.log2, saves_self=True)
+    log10_ = _InPlace(F.log10, saves_self=True)
+    sinh_ = _InPlace(F.sinh, saves_self=True)
+    cosh_ = _InPlace(F.cosh, saves_self=True)
+    asin_ = _InPlace(F.asin, saves_self=True)
+    acos_ = _InPlace(F.acos, saves_self=True)
+    atan_ = _InPlace(F.atan, saves_self=True)
+    atan2_ = _InPlace(F.atan2, saves_self=True)
+    scatter_reduce_ = _InPlace(F.scatter_reduce, saves_self=True)
     __iadd__ = add_
     __isub__ = sub_
     __imul__ = mul_

@@ -69,7 +69,9 @@ def test_tensor_and_tracer_inherit_one_implementation_nothing_is_copied_between_
 def test_the_in_place_table_is_complete_and_each_entry_is_eagers_function_written_back():
     x = eager.tensor([[0.5, -1.5], [2.0, 3.0]])
     args = {"add_": [2.0], "sub_": [2.0], "mul_": [2.0], "div_": [2.0], "pow_": [2.0], "clamp_": [0.0, 1.0],
-            "clip_": [0.0, 1.0], "masked_fill_": [eager.tensor([[True, False], [False, True]]), -1.0]}
+            "clip_": [0.0, 1.0], "masked_fill_": [eager.tensor([[True, False], [False, True]]), -1.0],
+            "atan2_": [2.0],
+            "scatter_reduce_": [1, eager.tensor([[1, 1], [0, 0]]), eager.tensor([[2.0, 3.0], [4.0, 5.0]]), "sum"]}
     table = inplace_methods()
     assert {"add_", "sub_", "mul_", "div_", "pow_", "exp_", "sigmoid_", "clamp_", "masked_fill_"} <= set(table)
     for name, entry in table.items():
@@ -197,3 +199,25 @@ def test_float16_divided_by_a_large_0d_tensor_is_computed_at_float32_precision(c
     out = fn(x, eager.tensor(1e5, dtype=eager.float64))
     assert out.dtype is eager.float16
     np.testing.assert_allclose(out.numpy().astype(np.float64), [0.01, 0.02], rtol=1e-3)
+
+
+@pytest.mark.parametrize("name,fn", [("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc), ("round", np.round),
+                                     ("log2", np.log2), ("log10", np.log10), ("sinh", np.sinh), ("cosh", np.cosh),
+                                     ("asin", np.arcsin), ("acos", np.arccos), ("atan", np.arctan)])
+def test_math_methods_and_their_in_place_forms(name, fn):
+    data = np.array([0.1, 0.45, 0.8], dtype=np.float64)
+    x = eager.tensor(data)
+    np.testing.assert_allclose(getattr(x, name)().numpy(), fn(data))
+    y = eager.tensor(data.copy())
+    assert getattr(y, name + "_")() is y
+    np.testing.assert_allclose(y.numpy(), fn(data))
+
+
+def test_atan2_and_scatter_reduce_methods():
+    a, b = eager.tensor([1.0, -2.0]), eager.tensor([3.0, 0.5])
+    np.testing.assert_allclose(a.atan2(b).numpy(), np.arctan2([1.0, -2.0], [3.0, 0.5]))
+    out = eager.zeros(3).scatter_reduce(0, eager.tensor([0, 0, 2]), eager.tensor([1.0, 2.0, 5.0]), "sum")
+    np.testing.assert_allclose(out.numpy(), [3.0, 0.0, 5.0])
+    z = eager.ones(3)
+    assert z.scatter_reduce_(0, eager.tensor([1, 1]), eager.tensor([2.0, 3.0]), "prod") is z
+    np.testing.assert_allclose(z.numpy(), [1.0, 6.0, 1.0])
