@@ -74,3 +74,57 @@ def test_other_options_are_another_key(count_passes):
         assert count_passes  # built again: the options are part of the key
     finally:
         W.requires_grad_(True)
+
+
+def _long_chain(x):
+    for _ in range(1500):  # a graph deeper than pickle's recursion limit when linked value by value
+        x = x * 1.0001 + 0.5
+    return x.sum()
+
+
+@pytest.mark.parametrize("with_grad", [False, True])
+def test_a_graph_of_thousands_of_nodes_is_kept_on_disk(count_passes, tmp_path, with_grad):
+    x = eager.tensor(np.linspace(0.0, 1.0, 8), requires_grad=with_grad)
+    first = static.compile(_long_chain, opt_level=1)
+    expected = first(x)
+    assert list(tmp_path.glob("gm_trace_*")), "the record was not written"
+    trace_cache.clear_memory()
+    count_passes.clear()
+    hits = trace_cache.STATS["disk_hits"]
+    got = static.compile(_long_chain, opt_level=1)(x)
+    assert trace_cache.STATS["disk_hits"] == hits + 1
+    assert count_passes == []
+    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy())
+    if with_grad:
+        got.backward()
+        g = x.grad.numpy().copy()
+        x.grad = None
+        expected.backward()
+        np.testing.assert_allclose(g, x.grad.numpy())
+
+
+def test_a_graph_read_back_has_its_producers_and_users():
+    g = static.trace(lambda a: eager.exp(a * 2.0) + a, eager.ones(3))
+    back = trace_cache.loads(trace_cache.dumps(g))
+    assert str(back) == str(g)
+    for node in back.nodes:
+        for k, out in enumerate(node.outputs):
+            assert out.producer is node and out.index == k
+        for v in node.input_values():
+            assert node in v.users
+    static.ir.verify(back)
+
+
+def test_a_corrupt_or_foreign_record_is_a_miss(count_passes, tmp_path):
+    W.requires_grad_(False)
+    try:
+        static.compile(f)(X)
+        (record,) = tmp_path.glob("gm_trace_*")
+        record.write_text(record.read_text()[:-20] + "A" * 20)  # altered: the seal no longer matches
+        trace_cache.clear_memory()
+        count_passes.clear()
+        out = static.compile(f)(X)
+        assert count_passes  # rebuilt, never trusted
+        np.testing.assert_allclose(out.numpy(), (np.tanh(X.numpy() @ W.numpy()) * 2.0).sum(), rtol=1e-6)
+    finally:
+        W.requires_grad_(True)
