@@ -9,10 +9,12 @@ decides (output kind, which inputs are differentiated) is worked out here once, 
 cached call does no more than check, run and wrap."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from eager._tensor import Tensor
+from eager.nn.module import structure_version
 
 from . import guards, trace_cache
 from .autodiff import reached, vjp
@@ -21,7 +23,7 @@ from .passes.aliasing import aliased_inputs, input_free_outputs, output_aliases
 from .passes.rewrite import clone
 from .signature import CallKey
 from .tracer import Tracer, TraceState
-from .tracing import TraceResult, trace_function
+from .tracing import TraceResult, _attribute_path, is_array, trace_function
 
 if TYPE_CHECKING:
     from .compiled import Compiled
@@ -55,8 +57,12 @@ class Entry:
         trace = trace_function(owner._trace_target, args, owner.static_argnums, owner.__name__,
                                same_as=key.same_as, finish=recorder)
         self.trace: TraceResult = trace
-        self.captured_keys = [(_data(o).shape, _data(o).dtype) for o, _ in trace.captured]
-        self.captured_grad = _captured_grad(trace)
+        # per captured tensor: shape, dtype and requires_grad (None: not a tensor) as traced
+        self._captured_state = [(_data(o).shape, _data(o).dtype, o._requires_grad if isinstance(o, Tensor) else None)
+                                for o, _ in trace.captured]
+        self._other_sources = [s for s in trace.sources if not _through_module(s[1])]
+        self._other_guards = [g for g in trace.guards if not _module_guard(g)]
+        self._checked_at = -1  # the structure version of the last full check (invalid())
         self.n_captured = len(trace.captured)
         self.checks = bool(trace.captured or trace.guards)  # anything to re-check on a cached call
         self.eager_reason = _overlap_with_update(key, trace)
@@ -111,20 +117,61 @@ class Entry:
     def invalid(self) -> str | None:
         """Why this entry no longer fits the call (None: it does): a captured tensor re-read
         with another shape, dtype or kind, one whose requires_grad changed, or a Python value
-        the trace read that has changed since."""
+        the trace read that has changed since.
+
+        What is read through modules (a parameter at `model.blocks.0.weight`, a module's
+        `eps`) can only change with eager.nn's structure version: while it stays as it was at
+        the last full check, only the rest is re-read. The per-call cost is then one pass over
+        the captured tensors (shape, dtype, requires_grad: O(parameters)), no module walk."""
         trace = self.trace
+        version = structure_version()
+        quick = version == self._checked_at
         if trace.captured:
-            if not trace.refresh_captured():
+            sources = self._other_sources if quick else trace.sources
+            if sources and not _refresh(trace, sources):
                 return "a captured tensor changed shape, dtype or kind"
-            for (o, _), k in zip(trace.captured, self.captured_keys):
-                d = _data(o)
-                if d.shape != k[0] or d.dtype != k[1]:
+            for (o, _), (shape, dtype, grad) in zip(trace.captured, self._captured_state):
+                d = o._data if type(o) is Tensor or isinstance(o, Tensor) else o
+                if d.shape != shape or d.dtype != dtype:
                     return "a captured tensor changed shape or dtype"
-            if _captured_grad(trace) != self.captured_grad:
-                return "which captured tensors require grad changed"
+                if grad is not None and o._requires_grad != grad:
+                    return "which captured tensors require grad changed"
         if trace.guards:
-            return guards.first_change(trace.guards)
+            reason = guards.first_change(self._other_guards if quick else trace.guards)
+            if reason is not None:
+                return reason
+        self._checked_at = version
         return None
+
+
+def _refresh(trace: TraceResult, sources: list) -> bool:
+    """`TraceResult.refresh_captured` over some of its sources: re-read each captured tensor
+    where the function reads it; False when one now has another shape, dtype or kind."""
+    for i, getter in sources:
+        slot = trace.captured[i]
+        try:
+            current = getter()
+        except Exception:  # noqa: BLE001  (the name went away: keep what was traced)
+            continue
+        if current is slot[0]:
+            continue
+        if not is_array(current):
+            return False
+        old, new = _data(slot[0]), _data(current)
+        if (new.shape != old.shape or new.dtype != old.dtype or type(new) is not type(old)
+                or isinstance(current, Tensor) != isinstance(slot[0], Tensor)):
+            return False
+        slot[0] = current
+    return True
+
+
+def _through_module(getter) -> bool:
+    """A getter that reads a parameter or buffer along a module's attribute path."""
+    return isinstance(getter, functools.partial) and getter.func is _attribute_path
+
+
+def _module_guard(g) -> bool:
+    return isinstance(g, guards.Attributes) and guards.is_module(g.module)
 
 
 def _fresh_copies(graph: Graph, trace: TraceResult, n_user: int) -> list:
@@ -140,10 +187,6 @@ def _fresh_copies(graph: Graph, trace: TraceResult, n_user: int) -> list:
 
 def _data(obj):
     return obj._data if isinstance(obj, Tensor) else obj
-
-
-def _captured_grad(trace: TraceResult) -> tuple:
-    return tuple(isinstance(o, Tensor) and o._requires_grad for o, _ in trace.captured)
 
 
 def _overlap_with_update(key: CallKey, trace: TraceResult) -> str | None:
