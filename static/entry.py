@@ -18,7 +18,9 @@ from eager.nn.module import structure_version
 
 from . import guards, trace_cache
 from .autodiff import reached, vjp
-from .ir import Graph, Value, verify
+from .custom_function import customs_of
+from .ir import Graph, Value
+from .passes import is_recording
 from .passes.aliasing import aliased_inputs, input_free_outputs, output_aliases
 from .passes.rewrite import clone
 from .signature import CallKey
@@ -53,7 +55,7 @@ class Entry:
         self.stages: list = []
         # always ready to record a backward: even under an outer no_grad, an enable_grad() region
         # inside may make an output require grad (the recorder finds nothing to do otherwise)
-        recorder = _GradRecorder(key, leaves)
+        recorder = _GradRecorder(key, leaves, owner)
         trace = trace_function(owner._trace_target, args, owner.static_argnums, owner.__name__,
                                same_as=key.same_as, finish=recorder)
         self.trace: TraceResult = trace
@@ -68,20 +70,22 @@ class Entry:
         self.eager_reason = _overlap_with_update(key, trace)
         if self.eager_reason is not None:
             return  # calls with this signature run the function eagerly: nothing to build
-        self.stages.append(("traced", trace.graph))
-        verify(trace.graph)
+        self.stages.append(("traced", trace.graph))  # trace_function verified it
         self.stages.append(("verified", trace.graph))
         n_user, n_upd = trace.n_outputs, len(trace.updates)
-        if recorder.seeds:
-            joint = trace.graph
-            shown = clone(joint)
-            primal = [v for v in joint.inputs if v not in recorder.seeds]
-            built = trace_cache.build_joint(joint, primal, recorder.seeds, n_user + n_upd, self.stages, owner)
+        if recorder.built is not None or recorder.seeds:
+            if recorder.built is not None:  # the autodiff cache answered: the backward was not recorded
+                built, shown = recorder.built, trace.graph
+            else:
+                joint = trace.graph
+                shown = clone(joint) if is_recording() else joint  # explain shows the joint before the passes
+                primal = [v for v in joint.inputs if v not in recorder.seeds]
+                built = trace_cache.build_joint(joint, primal, recorder.seeds, n_user + n_upd, self.stages, owner)
+                if recorder.autodiff_key is not None:
+                    trace_cache.remember_autodiff(recorder.autodiff_key, built)
             self.built = built  # the post-trace cache holds it weakly: alive while this signature is
             split = built.split
-            assert split is not None  # build_joint always splits the joint graph
-            verify(split.forward)
-            verify(split.backward)
+            assert split is not None  # build_joint always splits the joint graph (the passes verified both)
             self.graph = split.forward
             self.forward = built.forward
             self.grad = GradPart(
@@ -207,16 +211,22 @@ class _GradRecorder:
     """The `finish` hook of a trace that may need gradients: after the function returned, it
     finds the outputs (and in-place updates of tensors) that depend differentiably on an input
     or captured tensor that requires grad, and records their backward into the same graph,
-    seeded by new inputs `grad_out<k>`."""
+    seeded by new inputs `grad_out<k>`.
 
-    def __init__(self, key: CallKey, leaves: list) -> None:
-        self.key, self.leaves = key, leaves
+    Before recording, it asks the autodiff cache (static.trace_cache): a forward graph that was
+    differentiated, optimized and generated before, with the same outputs to differentiate,
+    finds what was built then (`built`), and no backward is recorded at all."""
+
+    def __init__(self, key: CallKey, leaves: list, owner: "Compiled") -> None:
+        self.key, self.leaves, self.owner = key, leaves, owner
         self.seeds: list = []
         self.grads: list = []
         self.wrt_leaves: tuple = ()
         self.wrt_captured: tuple = ()
         self.seed_positions: list = []
         self.differentiable: frozenset = frozenset()
+        self.built: trace_cache.Built | None = None  # found in the autodiff cache: nothing recorded
+        self.autodiff_key: str | None = None  # where to keep what is built (None: not cacheable)
 
     def __call__(self, state: TraceState, origin: list, outputs: list, updates: list, refs: list) -> list:
         wrt, wrt_leaves = [], []
@@ -243,6 +253,16 @@ class _GradRecorder:
                 positions[v].append(p)
         if not order:
             return []
+        self.wrt_leaves, self.wrt_captured = tuple(wrt_leaves), tuple(wrt_captured)
+        self.seed_positions = [positions[v] for v in order]
+        self.differentiable = frozenset(p for ps in self.seed_positions for p in ps)
+        key = None if customs_of(state) or is_recording() else \
+            trace_cache.autodiff_key(state, candidates, order, wrt, self.owner)
+        if key is not None:
+            self.built = trace_cache.lookup_autodiff(key, self.owner)
+            if self.built is not None:
+                return []
+        before = (len(state.captured), len(state.guards), len(state.created))
         self.seeds = []
         for k, v in enumerate(order):
             seed = Value(f"grad_out{k}", v.type)
@@ -250,9 +270,10 @@ class _GradRecorder:
             self.seeds.append(seed)
         self.grads = vjp(state, order, [Tracer(state, s) for s in self.seeds], wrt)
         self.grads = [g._value for g in self.grads]
-        self.wrt_leaves, self.wrt_captured = tuple(wrt_leaves), tuple(wrt_captured)
-        self.seed_positions = [positions[v] for v in order]
-        self.differentiable = frozenset(p for ps in self.seed_positions for p in ps)
+        # cacheable only when the backward is a function of the key alone: it captured no
+        # tensor, read no guarded value and made no constant (those are inputs of the call)
+        if key is not None and (len(state.captured), len(state.guards), len(state.created)) == before:
+            self.autodiff_key = key
         return self.grads
 
     def _takes_history(self, ref: tuple, captured: list) -> bool:

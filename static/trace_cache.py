@@ -2,7 +2,8 @@
 right after tracing, so that a hit skips the passes and code generation.
 
 The key is the traced graph's text (the joint forward+backward graph when the call records
-gradients) with the options that shape what is built from it (opt_level, passes, fast_math,
+gradients; the forward graph before its backward is recorded for the autodiff cache, whose
+hit skips autodiff as well) with the options that shape what is built from it (opt_level, passes, fast_math,
 backend). It is consulted in memory first (a second `static.compile` of the same function
 in the same process), then on disk next to codegen's cache of generated modules: a file
 holds the optimized graphs, which are given to codegen, whose own disk cache then holds
@@ -247,6 +248,34 @@ def build_joint(joint: Graph, primal: list, seeds: list, n_forward_outputs: int,
         built = _remember(key, build())
         _store(key, built)
     return built
+
+
+def autodiff_key(state, candidates: list, order: list, wrt: list, owner) -> str:
+    """The key of the autodiff cache: the forward graph as traced, before its backward is
+    recorded, with what the backward is recorded for: the outputs and updates (in order), the
+    ones differentiated, the inputs differentiated with respect to, which values promote as
+    Python numbers, and which nodes were recorded under no_grad (both shape what the VJP
+    rules record and neither is in the text), and the options. A hit skips autodiff too."""
+    graph = state.graph
+    no_grad = state.no_grad_nodes
+    extra = ("autodiff", tuple(getattr(v, "name", repr(v)) for v in candidates), tuple(v.name for v in order),
+             tuple(v.name for v in wrt), tuple(sorted(v.name for v in state.weak)),
+             tuple(i for i, n in enumerate(graph.nodes) if n in no_grad) if no_grad else ())
+    return _key(str(graph), owner, extra)
+
+
+def lookup_autodiff(key: str, owner) -> Built | None:
+    """What was built for an autodiff key (memory, then disk), or None."""
+    if is_recording():
+        return None
+    return _lookup(key, owner)
+
+
+def remember_autodiff(key: str, built: Built) -> None:
+    """Keep what was built from a recorded backward under its autodiff key too."""
+    if key not in _MEMORY:
+        _remember(key, built)
+        _store(key, built)
 
 
 def clear_memory() -> None:

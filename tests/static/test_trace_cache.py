@@ -128,3 +128,66 @@ def test_a_corrupt_or_foreign_record_is_a_miss(count_passes, tmp_path):
         np.testing.assert_allclose(out.numpy(), (np.tanh(X.numpy() @ W.numpy()) * 2.0).sum(), rtol=1e-6)
     finally:
         W.requires_grad_(True)
+
+
+@pytest.fixture
+def count_autodiff(monkeypatch, count_passes):
+    """Counts the backward recordings of calls that need gradients (and the passes)."""
+    import static.entry
+
+    calls = []
+    real = static.entry.vjp
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(static.entry, "vjp", counting)
+    return calls
+
+
+def _loss(x, w):
+    return (eager.tanh(x @ w) * 2.0).sum()
+
+
+def test_a_hit_records_no_backward(count_autodiff, count_passes):
+    x, w = X, eager.tensor(W.detach().numpy().copy(), requires_grad=True)
+    first = static.compile(_loss)
+    expected = first(x, w)
+    expected.backward()
+    g = w.grad.numpy().copy()
+    assert count_autodiff == [1] and count_passes
+    count_passes.clear()
+    for where in ("memory", "disk"):
+        if where == "disk":
+            trace_cache.clear_memory()
+        w.grad = None
+        got = static.compile(_loss)(x, w)
+        assert count_autodiff == [1], where  # neither autodiff nor the passes ran again
+        assert count_passes == [], where
+        got.backward()
+        np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy())
+        np.testing.assert_allclose(w.grad.numpy(), g)
+
+
+def _with_no_grad():
+    def h(x):
+        with eager.no_grad():
+            s = x * 10.0
+        return (x * s).sum()
+    return h
+
+
+def _without_no_grad():
+    def h(x):
+        s = x * 10.0
+        return (x * s).sum()
+    return h
+
+
+def test_a_no_grad_region_is_part_of_the_autodiff_key(count_autodiff):
+    """The same forward text, differentiated differently: gradients 10x and 20x."""
+    for make, factor in ((_with_no_grad, 10.0), (_without_no_grad, 20.0), (_with_no_grad, 10.0)):
+        x = eager.tensor([1.0, 2.0], requires_grad=True)
+        static.compile(make())(x).backward()
+        np.testing.assert_allclose(x.grad.numpy(), factor * x.detach().numpy())
