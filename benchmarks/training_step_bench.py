@@ -23,7 +23,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -95,7 +94,7 @@ def step_fns(mod, quick: bool, backend: str) -> dict[str, Callable]:
 def _torch_step(torch, mod, batch) -> Callable:
     model = mod.make_model(seed=0)
     build = mod.peer_torch()
-    tmodel = build() if mod is w5_gpt else build()
+    tmodel = build()
     tmodel.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in model.state_dict().items()})
     topt = (torch.optim.AdamW(tmodel.parameters(), lr=mod.LR, weight_decay=mod.WEIGHT_DECAY) if mod is w5_gpt
             else torch.optim.SGD(tmodel.parameters(), lr=mod.LR, momentum=mod.MOMENTUM))
