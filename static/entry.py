@@ -175,7 +175,18 @@ def _through_module(getter) -> bool:
 
 
 def _module_guard(g) -> bool:
-    return isinstance(g, guards.Attributes) and guards.is_module(g.module)
+    """A guard on a module's plain attributes that only an assignment can change (and an
+    assignment moves the structure version): none of them holds a dict, which can change in
+    place."""
+    return isinstance(g, guards.Attributes) and guards.is_module(g.module) \
+        and not any(_holds_dict(frozen) for _, frozen in g.snapshot)
+
+
+def _holds_dict(frozen) -> bool:
+    kind, body = frozen
+    if kind is dict:
+        return True
+    return kind is tuple and any(_holds_dict(v) for v in body)
 
 
 def _fresh_copies(graph: Graph, trace: TraceResult, n_user: int) -> list:

@@ -210,6 +210,25 @@ def test_module_changes_are_seen_by_the_fast_path():
     np.testing.assert_allclose(_n(cm(x)), _n(model(x)), rtol=1e-6)
 
 
+class Configured(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cfg = {"scale": 2.0}
+
+    def forward(self, x):
+        return x * self.cfg["scale"]
+
+
+def test_a_dict_attribute_changed_in_place_is_seen():
+    model = Configured()
+    cm = static.compile(model, backend="numpy")
+    x = _t(3)
+    cm(x)
+    cm(x)
+    model.cfg["scale"] = 5.0  # no assignment to the module: the structure version stays
+    np.testing.assert_allclose(_n(cm(x)), 5.0 * x.numpy(), rtol=1e-6)
+
+
 def test_the_structure_version_moves_with_every_module_change():
     model = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
     changes = [lambda: model.train(False), lambda: setattr(model[0], "in_features", 3),
