@@ -53,7 +53,8 @@ class _VerifiedLoader(importlib.machinery.SourceFileLoader):
         code = _cached_code(Path(self.path), stamp)
         if code is None:
             code = super().get_code(fullname)
-            _keep_code(Path(self.path), stamp, code)
+            if code is not None:
+                _keep_code(Path(self.path), stamp, code)
         return code
 
     def get_data(self, path):  # noqa: D401 - importlib API
