@@ -72,17 +72,19 @@ class Compiled:
         if name is not None:
             self.__name__ = self.__qualname__ = name
         self.__wrapped__ = fn
-        self._module = fn if _is_module(fn) else None  # its training mode is part of the key
+        self._module: Any = fn if _is_module(fn) else None  # its training mode is part of the key
         self._needs_binding = self._signature is not None and any(
             p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in self._signature.parameters.values())
-        self._trace_target = _KeywordCall(fn, self._signature) if self._needs_binding else fn
+        self._trace_target = _KeywordCall(fn, self._signature) \
+            if self._needs_binding and self._signature is not None else fn
         self._cache: dict = {}
         self._eager_keys: set = set()
         self.retraces: list = []  # why, for each trace after the first
         self._gave_up = False
         self._warned_fallback = False
-        self._fast = None  # checks that a call has the last call's signature (static.signature.fast_check)
-        self._fast_entry = None
+        # the last call's signature, checked in generated code (static.signature.fast_call)
+        self._fast: Callable[[tuple], Any] | None = None
+        self._fast_entry: Entry | None = None
         self._modes_version = -1
         self._modes_value: tuple = ()
 
@@ -252,6 +254,7 @@ class Compiled:
 
     def _call_with_grad(self, entry: Entry, leaves):
         trace, grad = entry.trace, entry.grad
+        assert grad is not None  # called for entries that record gradients
         tensors = [leaves[k] for k in grad.wrt_leaves] + [trace.captured[i][0] for i in grad.wrt_captured]
         with eager.enable_grad():  # an enable_grad() region inside records even under an outer no_grad
             outs = CompiledFunction.apply(entry, input_arrays(trace, leaves), leaves, *tensors)
@@ -583,6 +586,6 @@ def options_of(c: Compiled) -> dict:
                 passes=c.passes, fast_math=c.fast_math)
 
 
-compile.__signature__ = inspect.Signature(  # the documented options, without the catch-all for errors
+compile.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # the documented options only
     [p for p in inspect.signature(compile).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD],
     return_annotation=inspect.signature(compile).return_annotation)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eager._tensor import Tensor
 from eager.nn.module import structure_version
@@ -20,7 +20,7 @@ from . import guards, trace_cache
 from .autodiff import reached, vjp
 from .custom_function import customs_of
 from .ir import Graph, Value
-from .passes import is_recording
+from .passes import Split, is_recording
 from .passes.aliasing import aliased_inputs, input_free_outputs, output_aliases
 from .passes.rewrite import clone
 from .signature import CallKey
@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 class GradPart:
     """What an entry that records gradients adds: the backward and how outputs map to seeds."""
 
-    backward: object  # the executable of the backward graph
-    split: object  # passes.Split: forward and backward graphs, residuals
+    backward: Any  # the executable of the backward graph
+    split: Split  # forward and backward graphs, residuals
     joint: Graph  # the joint graph as traced (what `explain` shows first)
     wrt_leaves: tuple  # argument leaf indices differentiated (each tensor once)
     wrt_captured: tuple  # captured positions differentiated

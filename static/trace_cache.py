@@ -19,6 +19,7 @@ import pickle
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .executable import build_executable
 from .ir import Graph, Value
@@ -32,9 +33,9 @@ class Built:
     """What an Entry builds from its traced graph."""
 
     graph: Graph  # the forward that runs at call time
-    forward: object  # its executable
+    forward: Any  # its executable
     split: Split | None = None  # with gradients: forward/backward graphs and residuals
-    backward: object = None  # the backward's executable
+    backward: Any = None  # the backward's executable
 
 
 # Held weakly: an entry lives as long as a compiled function's signature uses it, so the
