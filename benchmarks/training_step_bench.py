@@ -5,7 +5,7 @@ against compiled, in one process with the candidates interleaved:
   `static.compile(model)` as a drop-in (the loss and backward stay eager code);
 - step: the whole PyTorch-style training step (zero_grad, forward, backward, optimizer
   step) eager and under `@static.compile`, with PyTorch eager's step as a peer when torch
-  is installed;
+  is installed (timed in a process of its own: see `torch_runs`);
 - compile: the W5 step's compile time (its two signatures: the first call creates the
   optimizer state) in fresh processes, cold (empty cache directory) and from the disk caches.
 
@@ -85,10 +85,30 @@ def step_fns(mod, quick: bool, backend: str) -> dict[str, Callable]:
             return loss
         fn = static.compile(step, backend=backend) if label == "compiled" else step
         out[label] = (lambda fn=fn: fn(*batch))
-    torch = _torch()
-    if torch is not None:
-        out["torch eager"] = _torch_step(torch, mod, batch)
     return out
+
+
+def torch_runs(name: str, quick: bool, runs: int, repeats: int) -> list[float] | None:
+    """PyTorch eager's step, per-run medians, measured in a process of its own: with torch
+    loaded, two OpenMP runtimes share the process and slow the native backend several times
+    (measured), which would make the comparison unfair to both. None without torch."""
+    script = (f"import sys, json; sys.argv = ['x']; sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
+              "import training_step_bench as b\n"
+              f"print(json.dumps(b._torch_child({name!r}, {quick!r}, {runs}, {repeats})))\n")
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    if res.returncode != 0:
+        return None
+    value = res.stdout.strip().splitlines()[-1]
+    return None if value == "null" else [float(v) for v in __import__("json").loads(value)]
+
+
+def _torch_child(name: str, quick: bool, runs: int, repeats: int) -> list[float] | None:
+    torch = _torch()
+    if torch is None:
+        return None
+    mod = WORKLOADS[name]
+    step = _torch_step(torch, mod, _batch(mod, quick))
+    return runs_of({"torch eager": step}, runs, repeats)["torch eager"]
 
 
 def _torch_step(torch, mod, batch) -> Callable:
@@ -185,12 +205,16 @@ def main(argv: list[str] | None = None) -> dict:
         for case, fns in cases:
             eager.manual_seed(0)
             per_run = runs_of(fns, args.runs, repeats)
+            if case == "step":
+                peer_runs = torch_runs(name.strip().upper(), args.quick, args.runs, repeats)
+                if peer_runs is not None:
+                    per_run["torch eager"] = peer_runs
             ratios = [e / c for e, c in zip(per_run["eager"], per_run["compiled"])]
             row = [f"{name} {case}", statistics.median(per_run["eager"]) * 1e3, _spread(per_run["eager"], 1e3, '{:.1f}'),
                    statistics.median(per_run["compiled"]) * 1e3, _spread(per_run["compiled"], 1e3, '{:.1f}'),
                    statistics.median(ratios), _spread(ratios)]
             peer = per_run.get("torch eager")
-            if peer is not None:
+            if peer is not None:  # not interleaved: another process, run after this one
                 peer_ratios = [t / c for t, c in zip(peer, per_run["compiled"])]
                 row += [statistics.median(peer) * 1e3, statistics.median(peer_ratios), _spread(peer_ratios)]
             else:
