@@ -85,7 +85,9 @@ def _path(cache, key: str) -> Path | None:
     """The record's file; None when the cache directory is not used (codegen.cache refused
     it: unusable or unsafe, and it warned once), so the cache works from memory only."""
     directory = cache.directory()
-    return None if directory is None else directory / f"gm_trace_{key[:40]}.pickle"
+    # named like a module (gm_....py), so that the cache's size bound counts and evicts it: an
+    # evicted record is a miss
+    return None if directory is None else directory / f"gm_trace_{key[:40]}.py"
 
 
 def _load(key: str, owner) -> Built | None:

@@ -191,3 +191,16 @@ def test_a_no_grad_region_is_part_of_the_autodiff_key(count_autodiff):
         x = eager.tensor([1.0, 2.0], requires_grad=True)
         static.compile(make())(x).backward()
         np.testing.assert_allclose(x.grad.numpy(), factor * x.detach().numpy())
+
+
+def test_records_are_within_the_cache_size_bound(count_passes, tmp_path, monkeypatch):
+    W.requires_grad_(False)
+    try:
+        static.compile(f)(X)
+        assert list(tmp_path.glob("gm_trace_*"))
+        monkeypatch.setenv("GRAPHMODE_CACHE_MAX_MB", "0.000001")  # a few bytes: every older file goes
+        static.compile(lambda x: (eager.exp(x) * 3.0).sum())(X)
+        records = list(tmp_path.glob("gm_trace_*"))
+        assert len(records) <= 1  # the first record was evicted like a module
+    finally:
+        W.requires_grad_(True)
