@@ -1,10 +1,19 @@
-"""A PyTorch-style training step (zero_grad, forward with dropout, backward, AdamW step),
-eager vs the same step under @static.compile, and the compile time of the step cold and
-from the disk caches (post-trace cache + codegen cache), each in a fresh process.
+"""The model workloads W5 (tiny GPT, AdamW) and W6 (small CNN, SGD with momentum), eager
+against compiled, in one process with the candidates interleaved:
 
-    python benchmarks/training_step_bench.py [--quick]
+- fwd+bwd: the model's forward, the loss and its backward, with the model eager and with
+  `static.compile(model)` as a drop-in (the loss and backward stay eager code);
+- step: the whole PyTorch-style training step (zero_grad, forward, backward, optimizer
+  step) eager and under `@static.compile`, with PyTorch eager's step as a peer when torch
+  is installed (timed in a process of its own: see `torch_runs`);
+- compile: the W5 step's compile time (its two signatures: the first call creates the
+  optimizer state) in fresh processes, cold (empty cache directory) and from the disk caches.
 
-Ratios from one run are what to read: absolute times on a shared machine are noise.
+    python benchmarks/training_step_bench.py [--runs 3] [--quick] [--json out.json]
+
+Each run samples every candidate interleaved and takes medians; the table gives the median
+over runs and the min-max spread of the run medians (and of the ratios). Ratios measured in
+one run are what to read: absolute times on a shared machine are noise.
 """
 from __future__ import annotations
 
@@ -14,86 +23,216 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Callable
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "examples" / "workloads"))
+
+import w5_gpt  # noqa: E402
+import w6_cnn  # noqa: E402
+from common import format_table, sample_interleaved, write_json  # noqa: E402
 
 import eager  # noqa: E402
-import eager.nn as nn  # noqa: E402
-import eager.nn.functional as F  # noqa: E402
 import static  # noqa: E402
 
+WORKLOADS = {"W5": w5_gpt, "W6": w6_cnn}
 
-def make(batch: int, width: int):
-    """(step, x, y): an MLP classifier with dropout, AdamW, cross-entropy."""
-    eager.manual_seed(0)
-    model = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU() if hasattr(nn, "GELU") else nn.Tanh(),
-                          nn.Dropout(0.1), nn.Linear(4 * width, 10))
-    opt = eager.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
-    rng = np.random.default_rng(0)
-    x = eager.tensor(rng.standard_normal((batch, width)).astype(np.float32))
-    y = eager.tensor(rng.integers(0, 10, batch))
 
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
+def _torch():
+    try:
+        import torch  # noqa: PLC0415
+    except ImportError:
+        return None
+    return torch
+
+
+def _batch(mod, quick: bool):
+    if not quick:
+        return mod.make_batch(seed=0)
+    return mod.make_batch(seed=0, batch=4)
+
+
+def fwd_bwd_fns(mod, quick: bool, backend: str) -> tuple[Callable, Callable]:
+    """(eager, compiled) forward + loss + backward of the model (gradients zeroed each time)."""
+    batch = _batch(mod, quick)
+    fns = []
+    for compiled in (False, True):
+        model = mod.make_model(seed=0)
+        target = static.compile(model, backend=backend) if compiled else model
+
+        def run(model=model, target=target):
+            model.zero_grad()
+            mod.loss_fn(target, batch).backward()
+        fns.append(run)
+    return fns[0], fns[1]
+
+
+def step_fns(mod, quick: bool, backend: str) -> dict[str, Callable]:
+    """The training step: graphmode eager, compiled, and PyTorch eager (when installed)."""
+    batch = _batch(mod, quick)
+    out = {}
+    for label in ("eager", "compiled"):
+        model = mod.make_model(seed=0)
+        opt = mod.make_optimizer(model)
+
+        def step(x, y, model=model, opt=opt):
+            opt.zero_grad()
+            loss = mod.loss_fn(model, (x, y))
+            loss.backward()
+            opt.step()
+            return loss
+        fn = static.compile(step, backend=backend) if label == "compiled" else step
+        out[label] = (lambda fn=fn: fn(*batch))
+    return out
+
+
+def torch_runs(name: str, quick: bool, runs: int, repeats: int) -> list[float] | None:
+    """PyTorch eager's step, per-run medians, measured in a process of its own: with torch
+    loaded, two OpenMP runtimes share the process and slow the native backend several times
+    (measured), which would make the comparison unfair to both. None without torch."""
+    script = (f"import sys, json; sys.argv = ['x']; sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
+              "import training_step_bench as b\n"
+              f"print(json.dumps(b._torch_child({name!r}, {quick!r}, {runs}, {repeats})))\n")
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    if res.returncode != 0:
+        return None
+    value = res.stdout.strip().splitlines()[-1]
+    return None if value == "null" else [float(v) for v in __import__("json").loads(value)]
+
+
+def _torch_child(name: str, quick: bool, runs: int, repeats: int) -> list[float] | None:
+    torch = _torch()
+    if torch is None:
+        return None
+    mod = WORKLOADS[name]
+    step = _torch_step(torch, mod, _batch(mod, quick))
+    return runs_of({"torch eager": step}, runs, repeats)["torch eager"]
+
+
+def _torch_step(torch, mod, batch) -> Callable:
+    model = mod.make_model(seed=0)
+    build = mod.peer_torch()
+    tmodel = build()
+    tmodel.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in model.state_dict().items()})
+    topt = (torch.optim.AdamW(tmodel.parameters(), lr=mod.LR, weight_decay=mod.WEIGHT_DECAY) if mod is w5_gpt
+            else torch.optim.SGD(tmodel.parameters(), lr=mod.LR, momentum=mod.MOMENTUM))
+    x, y = (torch.from_numpy(t.numpy()) for t in batch)
+
+    def step():
+        topt.zero_grad()
+        logits = tmodel(x)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         loss.backward()
-        opt.step()
+        topt.step()
         return loss
-
-    return step, x, y
-
-
-def per_step(fn, x, y, repeats: int) -> float:
-    for _ in range(3):
-        fn(x, y)
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn(x, y)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return step
 
 
-def compile_time_child(batch: int, width: int) -> None:
-    step, x, y = make(batch, width)
-    compiled = static.compile(step)
-    t = time.perf_counter()
-    compiled(x, y)  # first step: its own signature (optimizer state created)
-    compiled(x, y)  # the steady signature
-    print(time.perf_counter() - t)
+def runs_of(fns: dict[str, Callable], runs: int, repeats: int) -> dict[str, list[float]]:
+    """Per candidate, the median seconds of each run (interleaved samples within a run)."""
+    names = list(fns)
+    out: dict[str, list[float]] = {n: [] for n in names}
+    for _ in range(runs):
+        samples = sample_interleaved([fns[n] for n in names], repeats, warmup=2)
+        for n, s in zip(names, samples):
+            out[n].append(statistics.median(s))
+    return out
 
 
-def compile_times(batch: int, width: int) -> tuple[float, float]:
-    with tempfile.TemporaryDirectory(prefix="graphmode-bench-") as cache:
-        env = {**os.environ, "GRAPHMODE_CACHE_DIR": cache}
-        cmd = [sys.executable, __file__, "--child", str(batch), str(width)]
-        cold, warm = (float(subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout)
-                      for _ in range(2))
-    return cold, warm
+def _spread(values: list[float], scale: float = 1.0, fmt: str = "{:.2f}") -> str:
+    return f"{fmt.format(min(values) * scale)}-{fmt.format(max(values) * scale)}"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--child", nargs=2, type=int)
-    args = parser.parse_args()
-    if args.child:
-        compile_time_child(*args.child)
-        return
-    batch, width, repeats = (16, 32, 5) if args.quick else (64, 256, 50)
-    step, x, y = make(batch, width)
-    eager_s = per_step(step, x, y, repeats)
-    step, x, y = make(batch, width)
-    compiled_s = per_step(static.compile(step), x, y, repeats)
-    cold, warm = compile_times(batch, width)
-    print(f"training step (batch {batch}, width {width}): eager {eager_s * 1e3:.2f} ms, compiled "
-          f"{compiled_s * 1e3:.2f} ms, speedup {eager_s / compiled_s:.2f}x")
-    print(f"compile (two signatures): cold {cold * 1e3:.0f} ms, from the disk caches {warm * 1e3:.0f} ms")
+_CHILD = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[1] + "/examples/workloads")
+import static, w5_gpt as mod
+quick, backend = sys.argv[2] == "1", sys.argv[3]
+model = mod.make_model(seed=0)
+opt = mod.make_optimizer(model)
+batch = mod.make_batch(seed=0, batch=4) if quick else mod.make_batch(seed=0)
+
+def step(x, y):
+    opt.zero_grad()
+    loss = mod.loss_fn(model, (x, y))
+    loss.backward()
+    opt.step()
+    return loss
+
+f = static.compile(step, backend=backend)
+t0 = time.perf_counter(); f(*batch); f(*batch); first = time.perf_counter() - t0
+runs = []
+for _ in range(5):
+    t0 = time.perf_counter(); f(*batch); runs.append(time.perf_counter() - t0)
+print(first - 2 * sorted(runs)[2])
+"""
+
+
+def compile_times(runs: int, quick: bool, backend: str) -> dict[str, list[float]]:
+    """Seconds to compile the W5 step's two signatures (first two calls less two steady
+    calls), each run in fresh processes: cold, then from the disk caches it left."""
+    out: dict[str, list[float]] = {"cold": [], "disk cache": []}
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory(prefix="graphmode-bench-") as cache:
+            env = {**os.environ, "GRAPHMODE_CACHE_DIR": cache, "GRAPHMODE_CACHE": "1"}
+            for label in out:
+                res = subprocess.run([sys.executable, "-c", _CHILD, str(ROOT), "1" if quick else "0", backend],
+                                     env=env, check=True, capture_output=True, text=True)
+                out[label].append(float(res.stdout.split()[-1]))
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3, help="independent runs; medians and min-max are reported")
+    parser.add_argument("--repeats", type=int, default=0, help="samples per candidate per run (0: by workload)")
+    parser.add_argument("--quick", action="store_true", help="batch 4 and few samples, to check the script runs")
+    parser.add_argument("--backend", default="auto")
+    parser.add_argument("--workloads", default="W5,W6")
+    parser.add_argument("--no-compile-times", action="store_true")
+    parser.add_argument("--json", default=None, help="also write the numbers to this file")
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    repeats = args.repeats or (3 if args.quick else 15)
+    rows, payload = [], {"runs": args.runs, "repeats": repeats, "backend": args.backend, "cases": []}
+    for name in args.workloads.split(","):
+        mod = WORKLOADS[name.strip().upper()]
+        cases = [("fwd+bwd", dict(zip(("eager", "compiled"), fwd_bwd_fns(mod, args.quick, args.backend)))),
+                 ("step", step_fns(mod, args.quick, args.backend))]
+        for case, fns in cases:
+            eager.manual_seed(0)
+            per_run = runs_of(fns, args.runs, repeats)
+            if case == "step":
+                peer_runs = torch_runs(name.strip().upper(), args.quick, args.runs, repeats)
+                if peer_runs is not None:
+                    per_run["torch eager"] = peer_runs
+            ratios = [e / c for e, c in zip(per_run["eager"], per_run["compiled"])]
+            row = [f"{name} {case}", statistics.median(per_run["eager"]) * 1e3, _spread(per_run["eager"], 1e3, '{:.1f}'),
+                   statistics.median(per_run["compiled"]) * 1e3, _spread(per_run["compiled"], 1e3, '{:.1f}'),
+                   statistics.median(ratios), _spread(ratios)]
+            peer = per_run.get("torch eager")
+            if peer is not None:  # not interleaved: another process, run after this one
+                peer_ratios = [t / c for t, c in zip(peer, per_run["compiled"])]
+                row += [statistics.median(peer) * 1e3, statistics.median(peer_ratios), _spread(peer_ratios)]
+            else:
+                row += ["-", "-", "-"]
+            rows.append(row)
+            payload["cases"].append({"name": f"{name} {case}", "seconds_per_run": per_run, "speedup_per_run": ratios})
+    print(format_table(["case", "eager ms", "spread", "compiled ms", "spread", "speedup", "spread",
+                        "torch ms", "vs torch", "spread"], rows))
+    print("speedup = graphmode eager / compiled; vs torch = PyTorch eager / compiled (above 1: compiled is faster)")
+    if not args.no_compile_times:
+        times = compile_times(args.runs, args.quick, args.backend)
+        payload["compile_seconds"] = times
+        for label, values in times.items():
+            print(f"W5 step compile (two signatures), {label}: median {statistics.median(values) * 1e3:.0f} ms "
+                  f"(runs {_spread(values, 1e3, '{:.0f}')} ms)")
+    if args.json:
+        write_json(args.json, payload)
+    return payload
 
 
 if __name__ == "__main__":

@@ -9,10 +9,13 @@ graph that uses it. A lock per key makes concurrent compiles of one graph genera
 it once. When the disk cache cannot be used (see `cache`), code is kept in memory."""
 from __future__ import annotations
 
+import base64
+import hashlib
 import importlib.machinery
 import importlib.util
 import linecache
 import logging
+import marshal
 import threading
 import types
 import weakref
@@ -32,11 +35,27 @@ class Loaded:
 
 
 class _VerifiedLoader(importlib.machinery.SourceFileLoader):
-    """A source loader that runs the already verified text of its file."""
+    """A source loader that runs the already verified text of its file.
+
+    Compiling a large generated module costs more than every other step of a disk-cache hit,
+    so its code object is kept beside it (`_code_path`), sealed like the source and tied to
+    the exact text, file path and Python bytecode version it was compiled from: anything else
+    is compiled again from the verified text, never trusted."""
 
     def __init__(self, fullname: str, path: str, text: str) -> None:
         super().__init__(fullname, path)
         self._text = text
+
+    def get_code(self, fullname):  # noqa: D102 - importlib API
+        if len(self._text) < KEEP_CODE_FROM:
+            return super().get_code(fullname)
+        stamp = _code_stamp(self.path, self._text)
+        code = _cached_code(Path(self.path), stamp)
+        if code is None:
+            code = super().get_code(fullname)
+            if code is not None:
+                _keep_code(Path(self.path), stamp, code)
+        return code
 
     def get_data(self, path):  # noqa: D401 - importlib API
         if str(path) == self.path:
@@ -45,6 +64,46 @@ class _VerifiedLoader(importlib.machinery.SourceFileLoader):
 
     def path_stats(self, path):
         raise OSError("graphmode modules are never loaded from bytecode caches")
+
+
+KEEP_CODE_FROM = 32 * 1024  # source characters: a smaller module compiles in a few milliseconds
+
+
+def _code_path(path: Path) -> Path:
+    """Where a module's code object is kept: a cache file of its own (gm_...py, so that the
+    cache's size limit and `graphmode cache clear` count it), next to the module."""
+    return path.with_name(f"{cache.PREFIX}bytecode_{path.name[len(cache.PREFIX):]}")
+
+
+def _code_stamp(path: str, text: str) -> str:
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return f"{importlib.util.MAGIC_NUMBER.hex()} {digest} {path}"
+
+
+def _cached_code(path: Path, stamp: str) -> types.CodeType | None:
+    try:
+        text = cache.read(_code_path(path))
+    except cache.Refused:
+        return None
+    body = cache.unseal(text) if text is not None else None
+    if body is None:
+        return None
+    first, _, data = body.partition("\n")
+    if first != stamp:  # compiled from other text, at another path or by another Python
+        return None
+    try:
+        code = marshal.loads(base64.b64decode(data))
+    except (ValueError, EOFError, TypeError):
+        return None
+    return code if isinstance(code, types.CodeType) else None
+
+
+def _keep_code(path: Path, stamp: str, code: types.CodeType) -> None:
+    try:
+        body = f"{stamp}\n{base64.b64encode(marshal.dumps(code)).decode('ascii')}"
+        cache.write(_code_path(path), cache.seal(body))
+    except (OSError, ValueError):
+        pass  # compiled again next time
 
 
 # key -> Loaded, weakly: a module lives as long as something (a compiled graph) holds its

@@ -19,6 +19,7 @@ import numpy as np
 
 import eager
 from eager._tensor import Tensor
+from eager.nn.module import structure_version
 
 from . import logs
 from .bridge import CompiledFunction, input_arrays, input_objects, rebase, wrap_outputs, write_back
@@ -27,7 +28,7 @@ from .errors import TraceError
 from .ir import Graph
 from .passes import recording
 from .passes.manager import pipeline_for
-from .signature import CallKey, call_key, closest, describe_change
+from .signature import MISS, CallKey, call_key, closest, describe_change, fast_call
 from .tracer import ACTIVE
 from .tracing import check_hashable
 
@@ -71,15 +72,21 @@ class Compiled:
         if name is not None:
             self.__name__ = self.__qualname__ = name
         self.__wrapped__ = fn
-        self._module = fn if _is_module(fn) else None  # its training mode is part of the key
+        self._module: Any = fn if _is_module(fn) else None  # its training mode is part of the key
         self._needs_binding = self._signature is not None and any(
             p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in self._signature.parameters.values())
-        self._trace_target = _KeywordCall(fn, self._signature) if self._needs_binding else fn
+        self._trace_target = _KeywordCall(fn, self._signature) \
+            if self._needs_binding and self._signature is not None else fn
         self._cache: dict = {}
         self._eager_keys: set = set()
         self.retraces: list = []  # why, for each trace after the first
         self._gave_up = False
         self._warned_fallback = False
+        # the last call's signature, checked in generated code (static.signature.fast_call)
+        self._fast: Callable[[tuple], Any] | None = None
+        self._fast_entry: Entry | None = None
+        self._modes_version = -1
+        self._modes_value: tuple = ()
 
     def __getattr__(self, name: str):
         """A compiled module behaves like the module: its attributes, parameters(),
@@ -142,7 +149,7 @@ class Compiled:
         """(leaves, key, entry) for this call: the cached entry when it still fits (captured
         tensors re-read, guarded Python values unchanged), otherwise a new trace; entry None
         when the call runs eagerly."""
-        leaves, key = call_key(args, self._static_positions(args), self._module)
+        leaves, key = call_key(args, self._static_positions(args), self._modes() if self._module is not None else ())
         try:
             entry = self._cache.get(key)
         except TypeError:  # an unhashable non-array leaf inside a pytree argument
@@ -191,6 +198,11 @@ class Compiled:
 
     # -- calling ---------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs:
+            out = fast(args)  # the signature of the last call, checked exactly as the key would be
+            if out is not MISS:
+                return out
         if kwargs or self._needs_binding:
             args = self._arguments(args, kwargs)
         if ACTIVE.stack:
@@ -198,6 +210,15 @@ class Compiled:
         leaves, key, entry = self._lookup(args, stacklevel=2)
         if entry is None or entry.eager_reason is not None:
             return self._call_traceable(args)
+        if entry is not self._fast_entry:
+            self._fast_entry = entry
+            self._fast = fast_call(key, entry, self._run, self._modes if self._module is not None else None) \
+                if not self._needs_binding and not self.static_argnums else None
+        return self._run(entry, leaves)
+
+    def _run(self, entry: Entry, leaves):
+        """Run a cached signature's executable on the call's leaves, write in-place updates
+        back and wrap the outputs."""
         trace = entry.trace
         if trace.prepare is not None:
             trace.prepare(leaves)  # random draws as eager makes them, attributes the trace set (static.training)
@@ -221,8 +242,19 @@ class Compiled:
         link = (entry.output_aliases, input_objects(trace, leaves)) if entry.has_output_aliases else None
         return wrap_outputs(trace, results[:trace.n_outputs], entry.as_tensors, link)
 
+    def _modes(self) -> tuple:
+        """The training flag of every submodule of a compiled module, walked again only after
+        some module changed (eager.nn's structure version): no tree walk per call."""
+        version = structure_version()
+        if version != self._modes_version:
+            assert self._module is not None
+            self._modes_value = tuple(m.training for m in self._module.modules())
+            self._modes_version = version
+        return self._modes_value
+
     def _call_with_grad(self, entry: Entry, leaves):
         trace, grad = entry.trace, entry.grad
+        assert grad is not None  # called for entries that record gradients
         tensors = [leaves[k] for k in grad.wrt_leaves] + [trace.captured[i][0] for i in grad.wrt_captured]
         with eager.enable_grad():  # an enable_grad() region inside records even under an outer no_grad
             outs = CompiledFunction.apply(entry, input_arrays(trace, leaves), leaves, *tensors)
@@ -554,6 +586,6 @@ def options_of(c: Compiled) -> dict:
                 passes=c.passes, fast_math=c.fast_math)
 
 
-compile.__signature__ = inspect.Signature(  # the documented options, without the catch-all for errors
+compile.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # the documented options only
     [p for p in inspect.signature(compile).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD],
     return_annotation=inspect.signature(compile).return_annotation)

@@ -9,19 +9,23 @@ decides (output kind, which inputs are differentiated) is worked out here once, 
 cached call does no more than check, run and wrap."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eager._tensor import Tensor
+from eager.nn.module import structure_version
 
 from . import guards, trace_cache
 from .autodiff import reached, vjp
-from .ir import Graph, Value, verify
+from .custom_function import customs_of
+from .ir import Graph, Value
+from .passes import Split, is_recording
 from .passes.aliasing import aliased_inputs, input_free_outputs, output_aliases
 from .passes.rewrite import clone
 from .signature import CallKey
 from .tracer import Tracer, TraceState
-from .tracing import TraceResult, trace_function
+from .tracing import TraceResult, _attribute_path, is_array, trace_function
 
 if TYPE_CHECKING:
     from .compiled import Compiled
@@ -31,8 +35,8 @@ if TYPE_CHECKING:
 class GradPart:
     """What an entry that records gradients adds: the backward and how outputs map to seeds."""
 
-    backward: object  # the executable of the backward graph
-    split: object  # passes.Split: forward and backward graphs, residuals
+    backward: Any  # the executable of the backward graph
+    split: Split  # forward and backward graphs, residuals
     joint: Graph  # the joint graph as traced (what `explain` shows first)
     wrt_leaves: tuple  # argument leaf indices differentiated (each tensor once)
     wrt_captured: tuple  # captured positions differentiated
@@ -51,31 +55,37 @@ class Entry:
         self.stages: list = []
         # always ready to record a backward: even under an outer no_grad, an enable_grad() region
         # inside may make an output require grad (the recorder finds nothing to do otherwise)
-        recorder = _GradRecorder(key, leaves)
+        recorder = _GradRecorder(key, leaves, owner)
         trace = trace_function(owner._trace_target, args, owner.static_argnums, owner.__name__,
                                same_as=key.same_as, finish=recorder)
         self.trace: TraceResult = trace
-        self.captured_keys = [(_data(o).shape, _data(o).dtype) for o, _ in trace.captured]
-        self.captured_grad = _captured_grad(trace)
+        # per captured tensor: shape, dtype and requires_grad (None: not a tensor) as traced
+        self._captured_state = [(_data(o).shape, _data(o).dtype, o._requires_grad if isinstance(o, Tensor) else None)
+                                for o, _ in trace.captured]
+        self._other_sources = [s for s in trace.sources if not _through_module(s[1])]
+        self._other_guards = [g for g in trace.guards if not _module_guard(g)]
+        self._checked_at = -1  # the structure version of the last full check (invalid())
         self.n_captured = len(trace.captured)
         self.checks = bool(trace.captured or trace.guards)  # anything to re-check on a cached call
         self.eager_reason = _overlap_with_update(key, trace)
         if self.eager_reason is not None:
             return  # calls with this signature run the function eagerly: nothing to build
-        self.stages.append(("traced", trace.graph))
-        verify(trace.graph)
+        self.stages.append(("traced", trace.graph))  # trace_function verified it
         self.stages.append(("verified", trace.graph))
         n_user, n_upd = trace.n_outputs, len(trace.updates)
-        if recorder.seeds:
-            joint = trace.graph
-            shown = clone(joint)
-            primal = [v for v in joint.inputs if v not in recorder.seeds]
-            built = trace_cache.build_joint(joint, primal, recorder.seeds, n_user + n_upd, self.stages, owner)
+        if recorder.built is not None or recorder.seeds:
+            if recorder.built is not None:  # the autodiff cache answered: the backward was not recorded
+                built, shown = recorder.built, trace.graph
+            else:
+                joint = trace.graph
+                shown = clone(joint) if is_recording() else joint  # explain shows the joint before the passes
+                primal = [v for v in joint.inputs if v not in recorder.seeds]
+                built = trace_cache.build_joint(joint, primal, recorder.seeds, n_user + n_upd, self.stages, owner)
+                if recorder.autodiff_key is not None:
+                    trace_cache.remember_autodiff(recorder.autodiff_key, built)
             self.built = built  # the post-trace cache holds it weakly: alive while this signature is
             split = built.split
-            assert split is not None  # build_joint always splits the joint graph
-            verify(split.forward)
-            verify(split.backward)
+            assert split is not None  # build_joint always splits the joint graph (the passes verified both)
             self.graph = split.forward
             self.forward = built.forward
             self.grad = GradPart(
@@ -111,20 +121,72 @@ class Entry:
     def invalid(self) -> str | None:
         """Why this entry no longer fits the call (None: it does): a captured tensor re-read
         with another shape, dtype or kind, one whose requires_grad changed, or a Python value
-        the trace read that has changed since."""
+        the trace read that has changed since.
+
+        What is read through modules (a parameter at `model.blocks.0.weight`, a module's
+        `eps`) can only change with eager.nn's structure version: while it stays as it was at
+        the last full check, only the rest is re-read. The per-call cost is then one pass over
+        the captured tensors (shape, dtype, requires_grad: O(parameters)), no module walk."""
         trace = self.trace
+        version = structure_version()
+        quick = version == self._checked_at
         if trace.captured:
-            if not trace.refresh_captured():
+            sources = self._other_sources if quick else trace.sources
+            if sources and not _refresh(trace, sources):
                 return "a captured tensor changed shape, dtype or kind"
-            for (o, _), k in zip(trace.captured, self.captured_keys):
-                d = _data(o)
-                if d.shape != k[0] or d.dtype != k[1]:
+            for (o, _), (shape, dtype, grad) in zip(trace.captured, self._captured_state):
+                d = o._data if type(o) is Tensor or isinstance(o, Tensor) else o
+                if d.shape != shape or d.dtype != dtype:
                     return "a captured tensor changed shape or dtype"
-            if _captured_grad(trace) != self.captured_grad:
-                return "which captured tensors require grad changed"
+                if grad is not None and o._requires_grad != grad:
+                    return "which captured tensors require grad changed"
         if trace.guards:
-            return guards.first_change(trace.guards)
+            reason = guards.first_change(self._other_guards if quick else trace.guards)
+            if reason is not None:
+                return reason
+        self._checked_at = version
         return None
+
+
+def _refresh(trace: TraceResult, sources: list) -> bool:
+    """`TraceResult.refresh_captured` over some of its sources: re-read each captured tensor
+    where the function reads it; False when one now has another shape, dtype or kind."""
+    for i, getter in sources:
+        slot = trace.captured[i]
+        try:
+            current = getter()
+        except Exception:  # noqa: BLE001  (the name went away: keep what was traced)
+            continue
+        if current is slot[0]:
+            continue
+        if not is_array(current):
+            return False
+        old, new = _data(slot[0]), _data(current)
+        if (new.shape != old.shape or new.dtype != old.dtype or type(new) is not type(old)
+                or isinstance(current, Tensor) != isinstance(slot[0], Tensor)):
+            return False
+        slot[0] = current
+    return True
+
+
+def _through_module(getter) -> bool:
+    """A getter that reads a parameter or buffer along a module's attribute path."""
+    return isinstance(getter, functools.partial) and getter.func is _attribute_path
+
+
+def _module_guard(g) -> bool:
+    """A guard on a module's plain attributes that only an assignment can change (and an
+    assignment moves the structure version): none of them holds a dict, which can change in
+    place."""
+    return isinstance(g, guards.Attributes) and guards.is_module(g.module) \
+        and not any(_holds_dict(frozen) for _, frozen in g.snapshot)
+
+
+def _holds_dict(frozen) -> bool:
+    kind, body = frozen
+    if kind is dict:
+        return True
+    return kind is tuple and any(_holds_dict(v) for v in body)
 
 
 def _fresh_copies(graph: Graph, trace: TraceResult, n_user: int) -> list:
@@ -140,10 +202,6 @@ def _fresh_copies(graph: Graph, trace: TraceResult, n_user: int) -> list:
 
 def _data(obj):
     return obj._data if isinstance(obj, Tensor) else obj
-
-
-def _captured_grad(trace: TraceResult) -> tuple:
-    return tuple(isinstance(o, Tensor) and o._requires_grad for o, _ in trace.captured)
 
 
 def _overlap_with_update(key: CallKey, trace: TraceResult) -> str | None:
@@ -164,16 +222,22 @@ class _GradRecorder:
     """The `finish` hook of a trace that may need gradients: after the function returned, it
     finds the outputs (and in-place updates of tensors) that depend differentiably on an input
     or captured tensor that requires grad, and records their backward into the same graph,
-    seeded by new inputs `grad_out<k>`."""
+    seeded by new inputs `grad_out<k>`.
 
-    def __init__(self, key: CallKey, leaves: list) -> None:
-        self.key, self.leaves = key, leaves
+    Before recording, it asks the autodiff cache (static.trace_cache): a forward graph that was
+    differentiated, optimized and generated before, with the same outputs to differentiate,
+    finds what was built then (`built`), and no backward is recorded at all."""
+
+    def __init__(self, key: CallKey, leaves: list, owner: "Compiled") -> None:
+        self.key, self.leaves, self.owner = key, leaves, owner
         self.seeds: list = []
         self.grads: list = []
         self.wrt_leaves: tuple = ()
         self.wrt_captured: tuple = ()
         self.seed_positions: list = []
         self.differentiable: frozenset = frozenset()
+        self.built: trace_cache.Built | None = None  # found in the autodiff cache: nothing recorded
+        self.autodiff_key: str | None = None  # where to keep what is built (None: not cacheable)
 
     def __call__(self, state: TraceState, origin: list, outputs: list, updates: list, refs: list) -> list:
         wrt, wrt_leaves = [], []
@@ -200,6 +264,16 @@ class _GradRecorder:
                 positions[v].append(p)
         if not order:
             return []
+        self.wrt_leaves, self.wrt_captured = tuple(wrt_leaves), tuple(wrt_captured)
+        self.seed_positions = [positions[v] for v in order]
+        self.differentiable = frozenset(p for ps in self.seed_positions for p in ps)
+        key = None if customs_of(state) or is_recording() else \
+            trace_cache.autodiff_key(state, candidates, order, wrt, self.owner)
+        if key is not None:
+            self.built = trace_cache.lookup_autodiff(key, self.owner)
+            if self.built is not None:
+                return []
+        before = (len(state.captured), len(state.guards), len(state.created))
         self.seeds = []
         for k, v in enumerate(order):
             seed = Value(f"grad_out{k}", v.type)
@@ -207,9 +281,10 @@ class _GradRecorder:
             self.seeds.append(seed)
         self.grads = vjp(state, order, [Tracer(state, s) for s in self.seeds], wrt)
         self.grads = [g._value for g in self.grads]
-        self.wrt_leaves, self.wrt_captured = tuple(wrt_leaves), tuple(wrt_captured)
-        self.seed_positions = [positions[v] for v in order]
-        self.differentiable = frozenset(p for ps in self.seed_positions for p in ps)
+        # cacheable only when the backward is a function of the key alone: it captured no
+        # tensor, read no guarded value and made no constant (those are inputs of the call)
+        if key is not None and (len(state.captured), len(state.guards), len(state.created)) == before:
+            self.autodiff_key = key
         return self.grads
 
     def _takes_history(self, ref: tuple, captured: list) -> bool:

@@ -84,7 +84,7 @@ class Guard:
 
 
 @dataclass
-class _Attributes:
+class Attributes:
     """The plain-data attributes of one object: a module's float `eps` or int `groups`, the
     fields of a user's config object, the attributes of the instance a method is bound to."""
 
@@ -110,7 +110,7 @@ class _Attributes:
 
     def _kind(self) -> str:
         name = type(self.module).__name__
-        return f"module {name}" if _is_module(self.module) else f"the {name} object"
+        return f"module {name}" if is_module(self.module) else f"the {name} object"
 
 
 @dataclass
@@ -141,7 +141,7 @@ def _module_attrs(module) -> tuple:
     return tuple(out)
 
 
-def _is_module(value) -> bool:
+def is_module(value) -> bool:
     return hasattr(value, "named_parameters") and hasattr(value, "forward") and hasattr(value, "modules")
 
 
@@ -189,18 +189,18 @@ def collect(fn) -> list:
             continue
         seen.add(id(f))
         todo.append(getattr(f, "__wrapped__", None))
-        if _is_module(f):
+        if is_module(f):
             for m in f.modules():
                 if m is f or id(m) not in seen:
                     seen.add(id(m))
-                    guards.append(_Attributes(m, _module_attrs(m)))
+                    guards.append(Attributes(m, _module_attrs(m)))
                     todo.append(getattr(type(m), "forward", None))
             continue
         if inspect.ismethod(f):
             todo += [f.__self__, f.__func__]
             continue
         if is_plain_object(f):
-            guards.append(_Attributes(f, _module_attrs(f)))
+            guards.append(Attributes(f, _module_attrs(f)))
             if not callable(f):
                 continue
         code = getattr(f, "__code__", None)
@@ -219,7 +219,7 @@ def collect(fn) -> list:
             if hasattr(value, "_graphmode_traceable"):  # another compiled function, inlined when traced
                 todo.append(value._graphmode_traceable)
                 continue
-            if _is_module(value) or _is_user_function(value) or is_plain_object(value):
+            if is_module(value) or _is_user_function(value) or is_plain_object(value):
                 todo.append(value)
                 continue
             frozen = _frozen(value)
@@ -230,7 +230,7 @@ def collect(fn) -> list:
                 value = cell.cell_contents
             except ValueError:  # an empty cell
                 continue
-            if _is_module(value) or is_plain_object(value) or (callable(value) and not isinstance(value, type)):
+            if is_module(value) or is_plain_object(value) or (callable(value) and not isinstance(value, type)):
                 todo.append(value)
                 continue
             frozen = _frozen(value)

@@ -6,6 +6,7 @@ mode, which arguments share memory, and the training mode of a compiled module. 
 read from outside the function are checked separately (static.guards)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -14,6 +15,7 @@ import eager
 from eager._grad_mode import STATE
 from eager._tensor import Tensor
 
+from .tracer import ACTIVE as _ACTIVE
 from .tracing import check_hashable, flatten_args, static_positions
 
 _NO_STATIC: frozenset = frozenset()
@@ -162,8 +164,9 @@ def _may_share(distinct: list) -> bool:
     return False
 
 
-def call_key(args: tuple, static_argnums: tuple, module) -> tuple[list | tuple, CallKey]:
-    """Leaves of the arguments and the cache key of this call."""
+def call_key(args: tuple, static_argnums: tuple, modes: tuple = ()) -> tuple[list | tuple, CallKey]:
+    """Leaves of the arguments and the cache key of this call (`modes`: the training flags of
+    a compiled module's submodules, () for a function)."""
     keys = None if static_argnums else _flat_keys(args)
     leaves: list | tuple
     if keys is not None:
@@ -175,7 +178,6 @@ def call_key(args: tuple, static_argnums: tuple, module) -> tuple[list | tuple, 
             check_hashable(args[k], k)  # an error, not a retrace on every call
         keys = tuple(leaf_key(leaf, owners[k] in static) for k, leaf in enumerate(leaves))
     alias = aliasing(leaves) if len(leaves) > 1 else None
-    modes = tuple(m.training for m in module.modules()) if module is not None else ()
     return leaves, CallKey(tree, keys, STATE.enabled, alias, modes)
 
 
@@ -227,3 +229,81 @@ def closest(keys, new: CallKey) -> CallKey:
         return sum(a != b for a, b in zip(old.leaves, new.leaves)) + sum(a != b for a, b in zip(old[2:], new[2:]))
 
     return min(reversed(list(keys)), key=distance)  # ties: the most recent signature
+
+
+MISS = object()  # what a fast call returns when the call is not of the last signature
+
+
+def fast_call(key: CallKey, entry, run: Callable, modes: Callable[[], tuple] | None) -> Callable[[tuple], Any] | None:
+    """A function `call(args)` for the common call: the same flat positional eager tensors (or
+    NumPy arrays) as the call that made `key`. It returns MISS unless the call has exactly that
+    signature, else the result: for one plain output it runs the executable and wraps the result
+    itself, otherwise it hands the entry to `run(entry, args)`.
+
+    It checks what the key holds and nothing less: per argument its exact type, the array type
+    (so the device), shape, dtype and requires_grad; that no two arguments share memory (each
+    array owns its buffer or is a direct view of one, and the buffers are distinct); the grad
+    mode; that no trace is running (a compiled function called while tracing is inlined); the
+    module's training modes; and the entry's own checks (captured tensors, guarded Python
+    values). Any other call gets MISS and takes the full path, which computes the key. None
+    when the key is not of that form.
+
+    The function is generated source, straight-line per argument: it is what a cached call
+    costs, so it does the least Python that still checks everything."""
+    if key.tree is not None or key.aliasing is not None or not key.leaves:
+        return None
+    env: dict = {"ACTIVE": _ACTIVE, "STATE": STATE, "Tensor": Tensor, "ndarray": np.ndarray, "ENTRY": entry,
+                 "MODES": modes, "KEY_MODES": key.modes, "MISS": MISS, "RUN": run, "generic": np.generic,
+                 "asarray": np.asarray, "make": Tensor._make}
+    n = len(key.leaves)
+    args = ", ".join(f"a{i}" for i in range(n))
+    datas = ", ".join(f"d{i}" for i in range(n))
+    types, fetch, arrays = [], [], []
+    for i, leaf in enumerate(key.leaves):
+        kind, shape, dtype, device = leaf[:4]
+        if device != "cpu" or kind not in ("tensor", "array"):
+            return None
+        env[f"S{i}"], env[f"D{i}"] = shape, dtype
+        if kind == "tensor":
+            types.append(f"type(a{i}) is not Tensor or a{i}._requires_grad is not {bool(leaf[4])}")
+            fetch.append(f"a{i}._data")
+        else:
+            fetch.append(f"a{i}")
+        arrays.append(f"type(d{i}) is not ndarray or d{i}.shape != S{i} or d{i}.dtype is not D{i}")
+    lines = ["def call(args):",
+             f"    if len(args) != {n} or ACTIVE.stack or STATE.enabled is not {bool(key.grad_enabled)}:",
+             "        return MISS",
+             f"    {args}, = args"]
+    if types:
+        lines += [f"    if {' or '.join(types)}:", "        return MISS"]
+    lines += [f"    {datas}, = {', '.join(fetch)},",
+              f"    if {' or '.join(arrays)}:", "        return MISS"]
+    if n > 1:  # distinct buffers; a view is checked by the buffer it views (`aliasing`'s root)
+        lines += [f"    if {' or '.join(f'd{i}.base is not None' for i in range(n))}:"]
+        for i in range(n):
+            lines += [f"        r{i} = d{i}.base",
+                      f"        if r{i} is None:",
+                      f"            r{i} = d{i}",
+                      f"        elif type(r{i}) is not ndarray or r{i}.base is not None:",
+                      "            return MISS"]
+        lines += [f"        if len({{{', '.join(f'id(r{i})' for i in range(n))}}}) != {n}:",
+                  "            return MISS",
+                  f"    elif len({{{', '.join(f'id(d{i})' for i in range(n))}}}) != {n}:",
+                  "        return MISS"]
+    if modes is not None:
+        lines += ["    if MODES() != KEY_MODES:", "        return MISS"]
+    if entry.checks:
+        lines += ["    if ENTRY.invalid() is not None:", "        return MISS"]
+    if (entry.trace.prepare is None and entry.grad is None and entry.single_output and not entry.has_output_aliases
+            and (entry.all_tensor_inputs or entry.all_array_inputs)):
+        env["FORWARD"] = entry.forward.run
+        lines += [f"    r = FORWARD([{datas}])[0]"]
+        if entry.as_tensors:
+            lines += ["    return make(asarray(r) if isinstance(r, generic) else r)"]
+        else:
+            lines += ["    return r"]
+    else:
+        lines.append(f"    return RUN(ENTRY, ({args},))")
+    exec(compile("\n".join(lines), f"<static.compile signature check of {entry.trace.graph.name}>", "exec"),  # noqa: S102
+         env)
+    return env["call"]

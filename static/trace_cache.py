@@ -2,7 +2,8 @@
 right after tracing, so that a hit skips the passes and code generation.
 
 The key is the traced graph's text (the joint forward+backward graph when the call records
-gradients) with the options that shape what is built from it (opt_level, passes, fast_math,
+gradients; the forward graph before its backward is recorded for the autodiff cache, whose
+hit skips autodiff as well) with the options that shape what is built from it (opt_level, passes, fast_math,
 backend). It is consulted in memory first (a second `static.compile` of the same function
 in the same process), then on disk next to codegen's cache of generated modules: a file
 holds the optimized graphs, which are given to codegen, whose own disk cache then holds
@@ -13,16 +14,18 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import pickle
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .executable import build_executable
-from .ir import Graph
+from .ir import Graph, Value
 from .passes import Split, is_recording, optimize_joint, run_pipeline
 
-FORMAT = "1"
+FORMAT = "2"
 
 
 @dataclass
@@ -30,9 +33,9 @@ class Built:
     """What an Entry builds from its traced graph."""
 
     graph: Graph  # the forward that runs at call time
-    forward: object  # its executable
+    forward: Any  # its executable
     split: Split | None = None  # with gradients: forward/backward graphs and residuals
-    backward: object = None  # the backward's executable
+    backward: Any = None  # the backward's executable
 
 
 # Held weakly: an entry lives as long as a compiled function's signature uses it, so the
@@ -82,7 +85,9 @@ def _path(cache, key: str) -> Path | None:
     """The record's file; None when the cache directory is not used (codegen.cache refused
     it: unusable or unsafe, and it warned once), so the cache works from memory only."""
     directory = cache.directory()
-    return None if directory is None else directory / f"gm_trace_{key[:40]}.pickle"
+    # named like a module (gm_....py), so that the cache's size bound counts and evicts it: an
+    # evicted record is a miss
+    return None if directory is None else directory / f"gm_trace_{key[:40]}.py"
 
 
 def _load(key: str, owner) -> Built | None:
@@ -97,13 +102,15 @@ def _load(key: str, owner) -> Built | None:
     if text is None:
         return None
     try:  # the file is sealed with the hash of its contents (codegen.cache), as generated modules are
-        graph, split = pickle.loads(base64.b64decode(cache.unseal(text)))
-        if split is None:
-            return Built(graph, build_executable(graph, owner.backend, owner.fast_math))
-        return Built(split.forward, build_executable(split.forward, owner.backend, owner.fast_math), split,
-                     build_executable(split.backward, owner.backend, owner.fast_math))
+        record_key, (graph, split) = loads(base64.b64decode(cache.unseal(text)))
     except Exception:  # noqa: BLE001  (an unreadable record is rebuilt, never trusted)
         return None
+    if record_key != key:  # a prefix collision of the file name, or a record copied over: a miss
+        return None
+    if split is None:
+        return Built(graph, build_executable(graph, owner.backend, owner.fast_math))
+    return Built(split.forward, build_executable(split.forward, owner.backend, owner.fast_math), split,
+                 build_executable(split.backward, owner.backend, owner.fast_math))
 
 
 def _store(key: str, built: Built) -> None:
@@ -112,10 +119,80 @@ def _store(key: str, built: Built) -> None:
     if path is None:
         return
     try:
-        record = pickle.dumps((None if built.split else built.graph, built.split), protocol=pickle.HIGHEST_PROTOCOL)
+        record = dumps((key, (None if built.split else built.graph, built.split)))
         cache.write(path, cache.seal(base64.b64encode(record).decode("ascii")))
-    except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError):
-        pass  # not kept on disk (a graph too deep to pickle, a full disk): built again next time
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        pass  # not kept on disk (an attribute that cannot be pickled, a full disk): built again next time
+
+
+# -- the record format ---------------------------------------------------------------------------
+# A graph is a web of references (a Value's producer and users, a node's operands), so plain
+# pickle recurses once per link and overflows on graphs of a few thousand nodes. Values are
+# written as a flat table and referred to by index (pickle's persistent ids); producers and
+# use lists are rebuilt on load from the nodes, as building a graph maintains them.
+class _Pickler(pickle.Pickler):
+    def __init__(self, file) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.values: list = []
+        self.ids: dict = {}
+
+    def persistent_id(self, obj):  # noqa: D102 - pickle API
+        if type(obj) is not Value:
+            return None
+        index = self.ids.get(id(obj))
+        if index is None:
+            index = self.ids[id(obj)] = len(self.values)
+            self.values.append(obj)
+        return index
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, file, values: list) -> None:
+        super().__init__(file)
+        self.values = values
+
+    def persistent_load(self, pid):  # noqa: D102 - pickle API
+        return self.values[pid]
+
+
+def dumps(obj) -> bytes:
+    """`obj` (graphs, splits, anything holding Values) as bytes that `loads` reads back."""
+    body = io.BytesIO()
+    pickler = _Pickler(body)
+    pickler.dump(obj)
+    table = [(v.name, v.type, v.index) for v in pickler.values]
+    return pickle.dumps((table, body.getvalue()), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def loads(data: bytes):
+    """What `dumps` wrote, with every graph's producers and use lists rebuilt."""
+    table, body = pickle.loads(data)  # noqa: S301  (our own sealed record, checked before)
+    values = [Value(name, spec, None, index) for name, spec, index in table]
+    obj = _Unpickler(io.BytesIO(body), values).load()
+    for graph in _graphs_in(obj):
+        _relink(graph)
+    return obj
+
+
+def _graphs_in(obj) -> list:
+    if isinstance(obj, Graph):
+        return [obj]
+    if isinstance(obj, Split):
+        return [obj.forward, obj.backward]
+    if isinstance(obj, (tuple, list)):
+        return [g for item in obj for g in _graphs_in(item)]
+    return []
+
+
+def _relink(graph: Graph) -> None:
+    for node in graph.nodes:
+        for k, out in enumerate(node.outputs):
+            out.producer, out.index = node, k
+        for v in node.inputs:
+            if type(v) is Value:
+                v.users.append(node)
+        if node.body is not None:
+            _relink(node.body)
 
 
 def _remember(key: str, built: Built) -> Built:
@@ -174,6 +251,34 @@ def build_joint(joint: Graph, primal: list, seeds: list, n_forward_outputs: int,
         built = _remember(key, build())
         _store(key, built)
     return built
+
+
+def autodiff_key(state, candidates: list, order: list, wrt: list, owner) -> str:
+    """The key of the autodiff cache: the forward graph as traced, before its backward is
+    recorded, with what the backward is recorded for: the outputs and updates (in order), the
+    ones differentiated, the inputs differentiated with respect to, which values promote as
+    Python numbers, and which nodes were recorded under no_grad (both shape what the VJP
+    rules record and neither is in the text), and the options. A hit skips autodiff too."""
+    graph = state.graph
+    no_grad = state.no_grad_nodes
+    extra = ("autodiff", tuple(getattr(v, "name", repr(v)) for v in candidates), tuple(v.name for v in order),
+             tuple(v.name for v in wrt), tuple(sorted(v.name for v in state.weak)),
+             tuple(i for i, n in enumerate(graph.nodes) if n in no_grad) if no_grad else ())
+    return _key(str(graph), owner, extra)
+
+
+def lookup_autodiff(key: str, owner) -> Built | None:
+    """What was built for an autodiff key (memory, then disk), or None."""
+    if is_recording():
+        return None
+    return _lookup(key, owner)
+
+
+def remember_autodiff(key: str, built: Built) -> None:
+    """Keep what was built from a recorded backward under its autodiff key too."""
+    if key not in _MEMORY:
+        _remember(key, built)
+        _store(key, built)
 
 
 def clear_memory() -> None:

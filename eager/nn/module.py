@@ -21,6 +21,53 @@ class IncompatibleKeys(NamedTuple):
     unexpected_keys: list
 
 
+_STRUCTURE = [0]  # bumped by every change of any module's attributes, registries or training mode
+
+
+def structure_version() -> int:
+    """A number that changes whenever any module's attributes, parameters, buffers,
+    submodules or training mode may have changed: a compiled module re-reads its structure
+    only then, so that an unchanged model costs no walk of its module tree per call."""
+    return _STRUCTURE[0]
+
+
+class _Registry(OrderedDict):
+    """A module's parameters, buffers or submodules: every change bumps the structure version
+    (containers and functional calls write into these dicts directly)."""
+
+    def __setitem__(self, key, value) -> None:
+        _STRUCTURE[0] += 1
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key) -> None:
+        _STRUCTURE[0] += 1
+        super().__delitem__(key)
+
+    def pop(self, *args):
+        _STRUCTURE[0] += 1
+        return super().pop(*args)
+
+    def popitem(self, last: bool = True):
+        _STRUCTURE[0] += 1
+        return super().popitem(last)
+
+    def clear(self) -> None:
+        _STRUCTURE[0] += 1
+        super().clear()
+
+    def update(self, *args, **kwargs) -> None:
+        _STRUCTURE[0] += 1
+        super().update(*args, **kwargs)
+
+    def setdefault(self, key, default=None):
+        _STRUCTURE[0] += 1
+        return super().setdefault(key, default)
+
+    def move_to_end(self, key, last: bool = True) -> None:
+        _STRUCTURE[0] += 1
+        super().move_to_end(key, last)
+
+
 def _addindent(text: str, spaces: int) -> str:
     lines = text.split("\n")
     if len(lines) == 1:
@@ -36,10 +83,10 @@ class Module:
 
     def __init__(self) -> None:
         object.__setattr__(self, "training", True)
-        object.__setattr__(self, "_parameters", OrderedDict())
-        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_parameters", _Registry())
+        object.__setattr__(self, "_buffers", _Registry())
         object.__setattr__(self, "_non_persistent", set())
-        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_modules", _Registry())
         object.__setattr__(self, "_forward_hooks", OrderedDict())
 
     # -- forward ------------------------------------------------------------------------------
@@ -63,6 +110,7 @@ class Module:
 
     # -- registration -------------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
+        _STRUCTURE[0] += 1
         params = self.__dict__.get("_parameters")
         if isinstance(value, Parameter):
             if params is None:
@@ -110,6 +158,7 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name: str) -> None:
+        _STRUCTURE[0] += 1
         for key in ("_parameters", "_buffers", "_modules"):
             registry = self.__dict__.get(key)
             if registry is not None and name in registry:
@@ -240,6 +289,7 @@ class Module:
     def train(self, mode: bool = True) -> "Module":
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
+        _STRUCTURE[0] += 1
         for module in self.modules():
             object.__setattr__(module, "training", mode)
         return self

@@ -74,3 +74,133 @@ def test_other_options_are_another_key(count_passes):
         assert count_passes  # built again: the options are part of the key
     finally:
         W.requires_grad_(True)
+
+
+def _long_chain(x):
+    for _ in range(1500):  # a graph deeper than pickle's recursion limit when linked value by value
+        x = x * 1.0001 + 0.5
+    return x.sum()
+
+
+@pytest.mark.parametrize("with_grad", [False, True])
+def test_a_graph_of_thousands_of_nodes_is_kept_on_disk(count_passes, tmp_path, with_grad):
+    x = eager.tensor(np.linspace(0.0, 1.0, 8), requires_grad=with_grad)
+    first = static.compile(_long_chain, opt_level=1)
+    expected = first(x)
+    assert list(tmp_path.glob("gm_trace_*")), "the record was not written"
+    trace_cache.clear_memory()
+    count_passes.clear()
+    hits = trace_cache.STATS["disk_hits"]
+    got = static.compile(_long_chain, opt_level=1)(x)
+    assert trace_cache.STATS["disk_hits"] == hits + 1
+    assert count_passes == []
+    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy())
+    if with_grad:
+        got.backward()
+        g = x.grad.numpy().copy()
+        x.grad = None
+        expected.backward()
+        np.testing.assert_allclose(g, x.grad.numpy())
+
+
+def test_a_graph_read_back_has_its_producers_and_users():
+    g = static.trace(lambda a: eager.exp(a * 2.0) + a, eager.ones(3))
+    back = trace_cache.loads(trace_cache.dumps(g))
+    assert str(back) == str(g)
+    for node in back.nodes:
+        for k, out in enumerate(node.outputs):
+            assert out.producer is node and out.index == k
+        for v in node.input_values():
+            assert node in v.users
+    static.ir.verify(back)
+
+
+def test_a_corrupt_or_foreign_record_is_a_miss(count_passes, tmp_path):
+    W.requires_grad_(False)
+    try:
+        static.compile(f)(X)
+        (record,) = tmp_path.glob("gm_trace_*")
+        record.write_text(record.read_text()[:-20] + "A" * 20)  # altered: the seal no longer matches
+        trace_cache.clear_memory()
+        count_passes.clear()
+        out = static.compile(f)(X)
+        assert count_passes  # rebuilt, never trusted
+        np.testing.assert_allclose(out.numpy(), (np.tanh(X.numpy() @ W.numpy()) * 2.0).sum(), rtol=1e-6)
+    finally:
+        W.requires_grad_(True)
+
+
+@pytest.fixture
+def count_autodiff(monkeypatch, count_passes):
+    """Counts the backward recordings of calls that need gradients (and the passes)."""
+    import static.entry
+
+    calls = []
+    real = static.entry.vjp
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(static.entry, "vjp", counting)
+    return calls
+
+
+def _loss(x, w):
+    return (eager.tanh(x @ w) * 2.0).sum()
+
+
+def test_a_hit_records_no_backward(count_autodiff, count_passes):
+    x, w = X, eager.tensor(W.detach().numpy().copy(), requires_grad=True)
+    first = static.compile(_loss)
+    expected = first(x, w)
+    expected.backward()
+    g = w.grad.numpy().copy()
+    assert count_autodiff == [1] and count_passes
+    count_passes.clear()
+    for where in ("memory", "disk"):
+        if where == "disk":
+            trace_cache.clear_memory()
+        w.grad = None
+        got = static.compile(_loss)(x, w)
+        assert count_autodiff == [1], where  # neither autodiff nor the passes ran again
+        assert count_passes == [], where
+        got.backward()
+        np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy())
+        np.testing.assert_allclose(w.grad.numpy(), g)
+
+
+def _with_no_grad():
+    def h(x):
+        with eager.no_grad():
+            s = x * 10.0
+        return (x * s).sum()
+    return h
+
+
+def _without_no_grad():
+    def h(x):
+        s = x * 10.0
+        return (x * s).sum()
+    return h
+
+
+def test_a_no_grad_region_is_part_of_the_autodiff_key(count_autodiff):
+    """The same forward text, differentiated differently: gradients 10x and 20x."""
+    for make, factor in ((_with_no_grad, 10.0), (_without_no_grad, 20.0), (_with_no_grad, 10.0)):
+        x = eager.tensor([1.0, 2.0], requires_grad=True)
+        static.compile(make())(x).backward()
+        np.testing.assert_allclose(x.grad.numpy(), factor * x.detach().numpy())
+
+
+def test_records_are_within_the_cache_size_bound(count_passes, tmp_path, monkeypatch):
+    W.requires_grad_(False)
+    try:
+        static.compile(f)(X)
+        assert list(tmp_path.glob("gm_trace_*"))
+        monkeypatch.setenv("GRAPHMODE_CACHE_MAX_MB", "0.000001")  # a few bytes: every older file goes
+        static.compile(lambda x: (eager.exp(x) * 3.0).sum())(X)
+        records = list(tmp_path.glob("gm_trace_*"))
+        assert len(records) <= 1  # the first record was evicted like a module
+    finally:
+        W.requires_grad_(True)
