@@ -70,6 +70,9 @@ class _GradTransform:
             for n in positions:
                 flat_wrt[n] = [leaf.clone() for leaf in flat_wrt[n]]
                 call_args[n] = pytree.unflatten(wrt_trees[n][0], flat_wrt[n])
+            # the values as the function receives them: an in-place write inside it rebinds
+            # a Tracer to the written value, and the gradient is that of the input
+            wrt_values = [t._value for n in positions for t in flat_wrt[n]]
             out = self.fn(*call_args)
         aux = None
         if self.has_aux:
@@ -84,8 +87,7 @@ class _GradTransform:
                             "before differentiating, or use static.vjp for the vector-Jacobian product of a "
                             "non-scalar output")
         seed = FULL_LIKE(out, value=1.0)
-        wrt = [t for n in positions for t in flat_wrt[n]]
-        grads = vjp(state, [out._value], [seed], [t._value for t in wrt])
+        grads = vjp(state, [out._value], [seed], wrt_values)
         by_position, pos = {}, 0
         for n in positions:
             tree, count = wrt_trees[n]
