@@ -209,3 +209,22 @@ def test_vjp_and_jvp_differentiate_the_input_of_an_in_place_write():
     np.testing.assert_allclose(_np(gb), 2 * X, rtol=1e-12)
     _, tangent = static.jvp(g, (X, X), (np.ones_like(X), np.zeros_like(X)))
     assert float(_np(tangent)) == pytest.approx(2 * X.sum())
+
+
+def test_per_position_gradients_of_a_tensor_that_requires_grad_differentiate_again_in_eager():
+    # the two gradients are functions of the one tensor: backward through them reaches it
+    # along both, as differentiating d f / d a + 3 d f / d b at a = b = t in eager does
+    t = eager.tensor(X, requires_grad=True)
+    ga, gb = static.grad(f, argnums=(0, 1))(t, t)
+    (ga.sum() + 3 * gb.sum()).backward()
+    r = eager.tensor(X, requires_grad=True)
+    ((eager.cos(r) * r * r + r).sum() + 3 * (2 * eager.sin(r) * r + r).sum()).backward()
+    np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy(), rtol=1e-10)
+
+
+def test_two_overlapping_views_of_one_tensor():
+    base = eager.tensor(np.concatenate([X, [0.5]]))
+    b_np = base.numpy()
+    ga, gb = static.grad(lambda a, b: (a * b * b).sum(), argnums=(0, 1))(base[1:], base[:-1])
+    np.testing.assert_allclose(ga.numpy(), b_np[:-1] ** 2, rtol=1e-12)
+    np.testing.assert_allclose(gb.numpy(), 2 * b_np[1:] * b_np[:-1], rtol=1e-12)
