@@ -48,10 +48,32 @@ class _GradTransform:
             if not -len(args) <= n < len(args):
                 raise ValueError(f"static.{self._kind}: argnums={self.argnums!r} refers to argument {n}, but the "
                                  f"call passes {len(args)} positional argument(s)")
+        positions = sorted({n % len(args) for n in nums})
+        wrt_trees: dict[int, tuple[Any, int]] = {}
+        flat_wrt: dict[int, list[Tracer]] = {}
+        for n in positions:
+            leaves, tree = pytree.flatten(args[n], is_leaf)
+            for leaf in leaves:
+                if not isinstance(leaf, Tracer) or not leaf.is_floating_point():
+                    raise TypeError(f"static.{self._kind}: differentiated arguments (argnums={self.argnums!r}) "
+                                    "must be floating point tensors or numbers")
+            wrt_trees[n] = (tree, len(leaves))
+            flat_wrt[n] = leaves
         # as torch.func.grad: an outer no_grad does not stop the transform; a no_grad() region
         # inside the function still does
         with eager.enable_grad():
-            out = self.fn(*args)
+            # each differentiated position is its own input with value semantics, as in JAX: a
+            # fresh copy of every leaf, so that an array passed twice (or a tensor and a view
+            # of it, or a pytree sharing a leaf) gives each position its own gradient instead
+            # of their sum, and the caller's value is never written through
+            call_args = list(args)
+            for n in positions:
+                flat_wrt[n] = [leaf.clone() for leaf in flat_wrt[n]]
+                call_args[n] = pytree.unflatten(wrt_trees[n][0], flat_wrt[n])
+            # the values as the function receives them: an in-place write inside it rebinds
+            # a Tracer to the written value, and the gradient is that of the input
+            wrt_values = [t._value for n in positions for t in flat_wrt[n]]
+            out = self.fn(*call_args)
         aux = None
         if self.has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
@@ -62,23 +84,16 @@ class _GradTransform:
             shape = list(out.shape) if hasattr(out, "shape") else type(out).__name__
             raise TypeError(f"static.{self._kind}: {getattr(self.fn, '__name__', 'f')} must return a scalar "
                             f"floating point value (got {shape}); reduce the output to a scalar (e.g. .sum()) "
-                            "before differentiating")
-        wrt_trees = []
-        flat_wrt = []
-        for n in nums:
-            leaves, tree = pytree.flatten(args[n], is_leaf)
-            wrt_trees.append((tree, len(leaves)))
-            flat_wrt += leaves
-        for leaf in flat_wrt:
-            if not isinstance(leaf, Tracer) or not leaf.is_floating_point():
-                raise TypeError(f"static.{self._kind}: differentiated arguments (argnums={self.argnums!r}) must be "
-                                "floating point tensors or numbers")
+                            "before differentiating, or use static.vjp for the vector-Jacobian product of a "
+                            "non-scalar output")
         seed = FULL_LIKE(out, value=1.0)
-        grads = vjp(state, [out._value], [seed], [t._value for t in flat_wrt])
-        grouped, pos = [], 0
-        for tree, n in wrt_trees:
-            grouped.append(pytree.unflatten(tree, grads[pos:pos + n]))
-            pos += n
+        grads = vjp(state, [out._value], [seed], wrt_values)
+        by_position, pos = {}, 0
+        for n in positions:
+            tree, count = wrt_trees[n]
+            by_position[n] = pytree.unflatten(tree, grads[pos:pos + count])
+            pos += count
+        grouped = [by_position[n % len(args)] for n in nums]
         g = grouped[0] if single else tuple(grouped)
         if self.with_value:
             return ((out, aux), g) if self.has_aux else (out, g)

@@ -127,6 +127,9 @@ class _Linearized:
             self.trees.append((tree, len(copies)))
             self.primal_leaves += copies
             fresh.append(pytree.unflatten(tree, copies))
+        # the values as `fn` receives them: an in-place write inside it rebinds a Tracer to the
+        # written value, and the derivatives are those of the inputs
+        self.primal_values = [p._value for p in self.primal_leaves]
         # as grad: an outer no_grad does not stop the transform
         with eager.enable_grad():  # type: ignore[no-untyped-call]  # eager's grad modes are untyped
             result = fn(*fresh)
@@ -141,7 +144,7 @@ class _Linearized:
     def pullback(self, cotangents: list[Any]) -> tuple[Any, ...]:
         """The cotangent of every primal leaf, grouped back into one pytree per primal."""
         flat = reverse(self.state, [o._value for o in self.out_leaves], cotangents,
-                   [p._value for p in self.primal_leaves])
+                   self.primal_values)
         grouped, pos = [], 0
         for tree, n in self.trees:
             grouped.append(pytree.unflatten(tree, flat[pos:pos + n]))
@@ -152,7 +155,7 @@ class _Linearized:
         """J t by the double-VJP construction (see the comment above `_name`)."""
         placeholders = [FULL_LIKE(o, value=0.0) for o in self.out_leaves]
         pulled = reverse(self.state, [o._value for o in self.out_leaves], placeholders,
-                     [p._value for p in self.primal_leaves])
+                     self.primal_values)
         pushed = reverse(self.state, [g._value for g in pulled], tangents, [u._value for u in placeholders])
         return pytree.unflatten(self.out_tree, pushed)
 
