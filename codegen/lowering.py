@@ -593,13 +593,10 @@ for _name, _why in (("unfold", "one strided window view of the padded image and 
     _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
          CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
          note=f"the op's forward, a whole-array kernel: {_why} (no per-element form)")
-_add("normalize", NumpyLowering(call="", body=(
-    "{out} = {0} - np.mean({0}, axis={dims}, keepdims=True)",
-    "{out} = {out} * (1.0 / np.sqrt(np.mean({out} * {out}, axis={dims}, keepdims=True) + {eps})).astype({dtype}, "
-    "copy=False)")),
+_add("normalize", NumpyLowering(call="_rt.forward('normalize', np, {args}, **{attrs})"),
      CupyLowering(call="_rt.forward('normalize', cp, {args}, **{attrs})"),
-     note="centered, times 1/sqrt(biased variance + eps) as the op's forward; compiled graphs decompose it "
-          "into fusible mean/sub/mul/rsqrt first (static/passes/decompose.py)")
+     note="the op's forward, a whole-array kernel: statistics row by row with a dot-product variance (not "
+          "decomposed: mean ops would round differently from eager)")
 for _name, _why in (("scatter_reduce", "a reduction into positions picked by the index, with include_self"),
                     ("normalize_backward", "the whole gradient of normalize in a few row passes"),
                     ("gelu_grad", "gelu's derivative with one erf per element")):

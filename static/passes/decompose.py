@@ -1,10 +1,12 @@
 """Decomposition: ops that are several passes over their operand (softmax, log_softmax,
-logsumexp, normalize) or a chain of elementwise steps written as one library call (gelu,
+logsumexp) or a chain of elementwise steps written as one library call (gelu,
 softplus) become the fusible primitives their forward computes, in the same order and the
 same dtype, so that the values stay those of eager and fusion can merge them with their
 neighbours (a softmax becomes amax | exp(x - m) and its sum | the division, each joining
-the pointwise ops around it; a layer norm's statistics and its affine part join the ops
-before and after it). Runs in the lowering stage, right before fusion; rules as in
+the pointwise ops around it). normalize and layer_norm are not decomposed: eager computes
+their statistics row by row with a dot-product variance (fewer passes than mean ops), whose
+rounding a chain of mean ops cannot reproduce, so they stay library calls of the op's own
+forward and compiled values stay eager's to the bit. Runs in the lowering stage, right before fusion; rules as in
 rules.py, one per op."""
 from __future__ import annotations
 
@@ -87,13 +89,6 @@ def _softplus(ctx, node, out):
     return ctx.emit("where", [ctx.emit("gt", [bx, threshold], {}, loc), x, soft], {}, loc)
 
 
-def _normalize(ctx, node, out):
-    """(x - mean) * (1 / sqrt(mean((x - mean)^2) + eps)): the op's forward, whose two means
-    fuse with what produces x and the product with the affine ops after it."""
-    x, dims, eps, loc = node.inputs[0], tuple(node.attrs["dims"]), node.attrs["eps"], node.loc
-    centered = ctx.emit("sub", [x, ctx.emit("mean", [x], {"dims": dims, "keepdim": True}, loc)], {}, loc)
-    var = ctx.emit("mean", [ctx.emit("mul", [centered, centered], {}, loc)], {"dims": dims, "keepdim": True}, loc)
-    return ctx.emit("mul", [centered, ctx.emit("rsqrt", [ctx.emit("add", [var, eps], {}, loc)], {}, loc)], {}, loc)
 
 
 def _decomposable(node) -> bool:
@@ -114,8 +109,6 @@ RULES = [
          doc="gelu x -> 0.5 x (1 + erf(x / sqrt 2)) (or its tanh form)"),
     Rule("softplus", ("softplus",), _softplus, matches=_decomposable,
          doc="softplus x -> where(bx > t, x, (log1p(exp(-|bx|)) + max(bx, 0)) / beta), bx = beta x"),
-    Rule("normalize", ("normalize",), _normalize, matches=lambda node: _decomposable(node) and bool(node.attrs["dims"]),
-         doc="normalize x -> (x - mean x) * rsqrt(mean((x - mean x)^2) + eps)"),
 ]
 RULE_TABLE = rule_table(RULES)
 

@@ -1,5 +1,5 @@
 """Consecutive fused regions over one iteration space run in one loop over row blocks: a
-softmax's max, exp-sum and division (and a layer norm's statistics and scaling) compute
+softmax's max, exp-sum and division compute
 each block's rows one region after the other while they are in cache, with the values of
 region-by-region execution, on one thread or several, with many blocks or one."""
 from __future__ import annotations
@@ -21,7 +21,6 @@ PROGRAMS = {  # program, input, regions in the loop
     "masked_softmax": (lambda t: eager.softmax(t.masked_fill(t > 1.0, float("-inf")), -1), X3, 2),
     # the max made 0 where not finite, and the variance's rsqrt: epilogues on whole rows, in the blocks
     "log_softmax": (lambda t: eager.log_softmax(t, -1) * 3.0, X, 3),
-    "layer_norm": (lambda t: eager.nn.functional.layer_norm(t, (40,)) * 2.0 + 1.0, X3, 2),
 }
 
 
