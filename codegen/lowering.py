@@ -371,7 +371,7 @@ __all__ = ["TABLE", "OpLowering", "NumpyLowering", "CupyLowering", "ReductionLow
 for _name in ("gather", "scatter_add", "scatter", "scatter_reduce", "index_select", "index_add", "embedding",
               "embedding_backward", "tril", "triu", "flip", "diagonal", "diagonal_grad", "cumsum",
               "cumprod", "argsort", "einsum", "unfold", "fold", "normalize", "normalize_backward", "nan_to_num",
-              "gelu_grad"):
+              "gelu_grad", "layer_norm", "layer_norm_backward"):
     _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
          CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
          note="a whole-array kernel (the op's own forward), not a per-element expression")

@@ -21,6 +21,7 @@ FORWARD_CALLS = {"index_grad", "index_put", "view_scatter", "prod_except_self", 
                  "gather", "scatter_add", "scatter", "scatter_reduce", "index_select", "index_add", "embedding",
                  "embedding_backward", "tril", "triu", "flip", "diagonal", "diagonal_grad", "cumsum",
                  "cumprod", "argsort", "einsum", "unfold", "fold", "normalize", "normalize_backward", "nan_to_num",
+                 "layer_norm", "layer_norm_backward",
                  "gelu_grad", "floor", "ceil", "trunc", "round", "log2", "log10", "sinh", "cosh", "asin", "acos",
                  "atan", "atan2"}
 
