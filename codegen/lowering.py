@@ -599,7 +599,9 @@ _add("normalize", NumpyLowering(call="_rt.forward('normalize', np, {args}, **{at
           "decomposed: mean ops would round differently from eager)")
 for _name, _why in (("scatter_reduce", "a reduction into positions picked by the index, with include_self"),
                     ("normalize_backward", "the whole gradient of normalize in a few row passes"),
-                    ("gelu_grad", "gelu's derivative with one erf per element")):
+                    ("gelu_grad", "gelu's derivative with one erf per element"),
+                    ("layer_norm", "row statistics, scale and affine part in cache-sized row blocks"),
+                    ("layer_norm_backward", "the input, weight and bias gradients in one pass over row blocks")):
     _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
          CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
          note=f"the op's forward, a whole-array kernel: {_why}")

@@ -498,7 +498,15 @@ def _normalized_dims(name: str, input: Tensor, normalized_shape) -> tuple:
 def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bias: Tensor | None = None,
                eps: float = 1e-5) -> Tensor:
     """(x - mean) / sqrt(var + eps) over the trailing normalized_shape dims, then * weight + bias."""
-    out = _conv.NORMALIZE(input, dims=_normalized_dims("layer_norm", input, normalized_shape), eps=float(eps))
+    dims = _normalized_dims("layer_norm", input, normalized_shape)
+    normalized = list(input.shape[input.ndim - len(dims):])
+    for what, t in (("weight", weight), ("bias", bias)):
+        if t is not None and list(t.shape) != normalized:
+            raise RuntimeError(f"layer_norm: Expected {what} to be of same shape as normalized_shape, but got "
+                               f"{what} of shape {list(t.shape)} and normalized_shape = {normalized}")
+    if weight is not None and bias is not None:  # the common case: one fused op, one fused gradient
+        return _conv.LAYER_NORM(input, weight, bias, ndim=len(dims), eps=float(eps))
+    out = _conv.NORMALIZE(input, dims=dims, eps=float(eps))
     if weight is not None:
         out = out * weight
     if bias is not None:

@@ -215,17 +215,20 @@ def _normalize_backward_vjp(ctx, h):
     dims, eps = ctx.attrs["dims"], ctx.attrs["eps"]
     g, x = ctx.input(0), ctx.input(1)
     gg = NORMALIZE_BACKWARD(h, x, dims=dims, eps=eps) if ctx.needs(0) else None
-    gx = None
-    if ctx.needs(1):
-        xhat = NORMALIZE(x, dims=dims, eps=eps)
-        rstd = RSQRT(VAR(x, dims=dims, correction=0, keepdim=True) + eps)
-        gc = g - MEAN(g, dims=dims, keepdim=True)
-        hc = h - MEAN(h, dims=dims, keepdim=True)
-        a = MEAN(g * xhat, dims=dims, keepdim=True)
-        b = MEAN(h * xhat, dims=dims, keepdim=True)
-        c = MEAN(g * hc, dims=dims, keepdim=True)
-        gx = -(rstd * rstd) * (xhat * (c - a * b * 3.0) + b * gc + a * hc)
+    gx = _normalize_backward_dx(g, x, h, dims, eps) if ctx.needs(1) else None
     return gg, gx
+
+
+def _normalize_backward_dx(g, x, h, dims, eps):
+    """The x part of normalize_backward(g, x)'s VJP for a cotangent h (see above), in ops."""
+    xhat = NORMALIZE(x, dims=dims, eps=eps)
+    rstd = RSQRT(VAR(x, dims=dims, correction=0, keepdim=True) + eps)
+    gc = g - MEAN(g, dims=dims, keepdim=True)
+    hc = h - MEAN(h, dims=dims, keepdim=True)
+    a = MEAN(g * xhat, dims=dims, keepdim=True)
+    b = MEAN(h * xhat, dims=dims, keepdim=True)
+    c = MEAN(g * hc, dims=dims, keepdim=True)
+    return -(rstd * rstd) * (xhat * (c - a * b * 3.0) + b * gc + a * hc)
 
 
 def _normalize_backward_samples(rng):
@@ -237,4 +240,185 @@ NORMALIZE_BACKWARD: OpDef = defop(
     vjp=_normalize_backward_vjp, grad_name="NativeLayerNormBackwardBackward0", save=(0, 1), kind="reduction",
     arity=2, samples=_normalize_backward_samples,
     doc="the gradient of normalize for an output gradient g: rstd * (g - mean(g) - xhat * mean(g * xhat))",
+)
+
+
+# -- layer norm, fused -----------------------------------------------------------------------------
+# layer_norm(x, weight, bias) is one op: the statistics, the scaling and the affine part run
+# over one (groups, n) buffer with in-place ufuncs (about six whole-array passes, where the
+# composite normalize * weight + bias took a dozen, and its gradient another twenty). Its
+# gradient is one op too, layer_norm_backward(g, x, weight) -> (grad_input, grad_weight,
+# grad_bias), which recomputes the statistics from x (a VJP sees its operands, not the
+# forward's side results) and whose own VJP is written in ops for double backward.
+def _ln_rows(xp, x, ndim):
+    """x as contiguous (groups, n) rows in the dtype statistics are computed in (float16 in
+    float32, as PyTorch's kernels accumulate)."""
+    n = 1
+    for s in x.shape[x.ndim - ndim:]:
+        n *= int(s)
+    work = x.astype(np.float32) if x.dtype == np.float16 else x
+    return xp.ascontiguousarray(work).reshape(-1, n)
+
+
+# Rows are processed in blocks of about _BLOCK elements: every pass over a block runs in the
+# core's cache, so memory sees one read of each operand and one write of each result however
+# many ufuncs the formula takes (a whole-array pass costs as much as the arithmetic of all of
+# them). CuPy takes the whole array as one block.
+_BLOCK = 1 << 16
+
+
+def _blocks(xp, groups, n):
+    step = max(1, groups if xp is not np else _BLOCK // max(n, 1))
+    return ((r, min(r + step, groups)) for r in range(0, groups, step))
+
+
+def _row_sums(xp, a):
+    """Sums along the rows of a (groups, n) block as (groups, 1): a matrix-vector product,
+    about twice as fast as NumPy's row reduction (float32 accumulates in blocks, as PyTorch's
+    reductions do)."""
+    return (a @ xp.ones(a.shape[1], dtype=a.dtype))[:, None]
+
+
+def _col_sums(xp, a):
+    """Sums down the columns of a (groups, n) block as (n,), as a vector-matrix product."""
+    return xp.ones(a.shape[0], dtype=a.dtype) @ a
+
+
+def _ln_xhat(xp, rows, eps, out):
+    """Write (rows - mean) * rstd into `out` and return rstd as (groups, 1): the biased
+    variance of the centered rows, as PyTorch's two-pass row moments."""
+    n = rows.shape[1]
+    scale = rows.dtype.type(1.0 / n) if n else rows.dtype.type(0)
+    xp.subtract(rows, _row_sums(xp, rows) * scale, out=out)
+    var = xp.einsum("ij,ij->i", out, out)[:, None] * scale
+    rstd = (1.0 / xp.sqrt(var + eps)).astype(rows.dtype, copy=False)
+    xp.multiply(out, rstd, out=out)
+    return rstd
+
+
+def _layer_norm(xp, x, weight, bias, ndim, eps):
+    rows = _ln_rows(xp, x, ndim)
+    out = xp.empty_like(rows)
+    w = weight.reshape(-1).astype(out.dtype, copy=False)
+    b = bias.reshape(-1).astype(out.dtype, copy=False)
+    for r0, r1 in _blocks(xp, *rows.shape):
+        o = out[r0:r1]
+        _ln_xhat(xp, rows[r0:r1], eps, o)
+        xp.multiply(o, w, out=o)
+        xp.add(o, b, out=o)
+    return out.reshape(x.shape).astype(x.dtype, copy=False)
+
+
+def _layer_norm_abstract(x, weight, bias, ndim, eps):
+    require_float("layer_norm", x)
+    if not 0 < ndim <= x.ndim:
+        raise RuntimeError(f"layer_norm: cannot normalize over the last {ndim} dims of a {x.ndim}-d input "
+                           f"of shape {tuple(x.shape)}")
+    normalized = tuple(x.shape[x.ndim - ndim:])
+    for what, t in (("weight", weight), ("bias", bias)):
+        if tuple(t.shape) != normalized:
+            raise RuntimeError(f"layer_norm: Expected {what} to be of same shape as normalized_shape, but got "
+                               f"{what} of shape {list(t.shape)} and normalized_shape = {list(normalized)}")
+    return TensorSpec(tuple(x.shape), x.dtype)
+
+
+def _layer_norm_vjp(ctx, g):
+    return LAYER_NORM_BACKWARD(g, ctx.input(0), ctx.input(1), **ctx.attrs)
+
+
+def _layer_norm_samples(rng):
+    return [((rng.standard_normal((3, 4, 5)), rng.standard_normal(5), rng.standard_normal(5)),
+             {"ndim": 1, "eps": 1e-5}),
+            ((rng.standard_normal((2, 3, 4)), rng.standard_normal((3, 4)), rng.standard_normal((3, 4))),
+             {"ndim": 2, "eps": 1e-3})]
+
+
+LAYER_NORM: OpDef = defop(
+    "layer_norm", forward=_layer_norm, abstract=_layer_norm_abstract, vjp=_layer_norm_vjp,
+    grad_name="NativeLayerNormBackward0", save=(0, 1), kind="reduction", promote="float", arity=3,
+    samples=_layer_norm_samples,
+    doc="(x - mean) * rstd * weight + bias over the trailing `ndim` dims, in one fused kernel",
+)
+
+
+def _layer_norm_backward(xp, g, x, weight, ndim, eps):
+    rows = _ln_rows(xp, x, ndim)
+    groups, n = rows.shape
+    g2 = xp.ascontiguousarray(g.astype(rows.dtype, copy=False)).reshape(-1, n)
+    w = weight.reshape(-1).astype(rows.dtype, copy=False)
+    grad_input = xp.empty_like(rows)
+    # the column sums accumulate block by block in float64 (n numbers: free)
+    grad_weight = xp.zeros(n, dtype=np.float64)
+    grad_bias = xp.zeros(n, dtype=np.float64)
+    scale = rows.dtype.type(1.0 / n) if n else rows.dtype.type(0)
+    scratch = None
+    for r0, r1 in _blocks(xp, groups, n):
+        gb, out = g2[r0:r1], grad_input[r0:r1]
+        if scratch is None or scratch.shape[0] != r1 - r0:
+            scratch = xp.empty((r1 - r0, n), dtype=rows.dtype)
+        xhat = scratch
+        rstd = _ln_xhat(xp, rows[r0:r1], eps, xhat)
+        grad_bias += _col_sums(xp, gb)
+        xp.multiply(gb, xhat, out=out)
+        grad_weight += _col_sums(xp, out)
+        xp.multiply(gb, w, out=out)  # the gradient of xhat
+        # grad_input = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat))
+        a = _row_sums(xp, out) * scale
+        c = xp.einsum("ij,ij->i", out, xhat)[:, None] * scale
+        xp.multiply(out, rstd, out=out)
+        xp.subtract(out, a * rstd, out=out)
+        xp.multiply(xhat, c * rstd, out=xhat)
+        xp.subtract(out, xhat, out=out)
+    shape = tuple(weight.shape)
+    return (grad_input.reshape(x.shape).astype(x.dtype, copy=False),
+            grad_weight.reshape(shape).astype(x.dtype),
+            grad_bias.reshape(shape).astype(x.dtype))
+
+
+def _layer_norm_backward_abstract(g, x, weight, ndim, eps):
+    _layer_norm_abstract(x, weight, weight, ndim, eps)
+    if tuple(g.shape) != tuple(x.shape):
+        raise RuntimeError(f"layer_norm_backward: the gradient's shape {tuple(g.shape)} is not the input's "
+                           f"{tuple(x.shape)}")
+    w = TensorSpec(tuple(weight.shape), x.dtype)
+    return (TensorSpec(tuple(x.shape), x.dtype), w, w)
+
+
+def _add(a, b):
+    return b if a is None else (a if b is None else a + b)
+
+
+def _layer_norm_backward_vjp(ctx, grads):
+    """With gx = normalize_backward(g * w, x), gw = sum(g * xhat), gb = sum(g) over the
+    leading dims, for cotangents (hx, hw, hb); sums over the leading dims are left to
+    fit_grad (the gradients of w come back in x's shape)."""
+    hx, hw, hb = grads
+    g, x, w = ctx.input(0), ctx.input(1), ctx.input(2)
+    ndim, eps = ctx.attrs["ndim"], ctx.attrs["eps"]
+    dims = tuple(range(len(ctx.in_shape(1)) - ndim, len(ctx.in_shape(1))))
+    d_g = d_x = d_w = None
+    if hx is not None:
+        nb = NORMALIZE_BACKWARD(hx, x, dims=dims, eps=eps)
+        d_g = nb * w
+        d_w = nb * g
+        if ctx.needs(1):
+            d_x = _normalize_backward_dx(g * w, x, hx, dims, eps)
+    if hw is not None:
+        d_g = _add(d_g, hw * NORMALIZE(x, dims=dims, eps=eps))
+        if ctx.needs(1):
+            d_x = _add(d_x, NORMALIZE_BACKWARD(hw * g, x, dims=dims, eps=eps))
+    if hb is not None:
+        d_g = _add(d_g, hb + g * 0.0 if d_g is None else hb)
+    return d_g, d_x, d_w
+
+
+def _layer_norm_backward_samples(rng):
+    return [((rng.standard_normal(x.shape), x, w), attrs) for (x, w, _), attrs in _layer_norm_samples(rng)]
+
+
+LAYER_NORM_BACKWARD: OpDef = defop(
+    "layer_norm_backward", forward=_layer_norm_backward, abstract=_layer_norm_backward_abstract,
+    vjp=_layer_norm_backward_vjp, grad_name="NativeLayerNormBackwardBackward0", save=(0, 1, 2),
+    kind="reduction", promote="float", arity=3, multi_output=True, samples=_layer_norm_backward_samples,
+    doc="the gradients of layer_norm's input, weight and bias for an output gradient g, in one kernel",
 )

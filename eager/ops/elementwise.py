@@ -180,7 +180,11 @@ _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 def _gelu(xp, x, approximate="none"):
     if approximate == "tanh":
         return 0.5 * x * (1.0 + xp.tanh(_GELU_K * (x + 0.044715 * x * x * x)))
-    return 0.5 * x * (1.0 + _erf(xp, x * _INV_SQRT2))
+    out = xp.asarray(_erf(xp, x * _INV_SQRT2))  # a fresh buffer: the rest runs in place
+    out += 1.0
+    out *= x
+    out *= 0.5
+    return out
 
 
 def _gelu_vjp(ctx, g):

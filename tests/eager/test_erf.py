@@ -99,3 +99,18 @@ def test_scipy_erf_meets_the_same_bound_when_importable():
         xs = xs[np.isfinite(xs)]
         want = np.array([math.erf(v) for v in xs.astype(np.float64)])
         assert _ulps(special.erf(xs).astype(dtype), want, dtype).max() <= BOUNDS["erf", dtype]
+
+
+@pytest.mark.parametrize("name", ["erf", "erfc"])
+def test_a_large_array_is_evaluated_block_by_block_within_the_bound(name, monkeypatch):
+    """Arrays larger than a block are cut into cache-sized blocks: blocks holding one range
+    only, mixed ranges, NaN and infinities still give each element its own value."""
+    monkeypatch.setattr(_erf, "_BLOCK", 997)  # many blocks, the last one partial
+    x = np.concatenate([_samples()[:9000], [np.nan, np.inf, -np.inf, 0.0, -0.0], np.full(1500, 0.1),
+                        np.full(1500, 7.0)])
+    got = getattr(_erf, name)(x.reshape(-1, 4) if x.size % 4 == 0 else x).reshape(-1)
+    finite = np.isfinite(x)
+    want = np.array([REFERENCE[name](v) for v in x[finite]])
+    assert _ulps(got[finite], want, np.float64).max() <= BOUNDS[name, np.float64]
+    assert np.isnan(got[np.isnan(x)]).all()
+    assert got[x == np.inf][0] == (1.0 if name == "erf" else 0.0)
