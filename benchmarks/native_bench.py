@@ -4,19 +4,38 @@ JAX jit when they are installed, on W1-W4 forward + backward (float32).
     python benchmarks/native_bench.py [--runs 3] [--small] [--only W1,W2] [--threads N] [--json out.json]
     python benchmarks/native_bench.py --gpu-w2 1e8     # the CuPy backend's W2 against GPU bandwidth
 
-Every candidate of a row runs interleaved in one process after a warm-up. The whole
-measurement is repeated `--runs` times (default 3), each run its own interleaved sample set
-of every row; the table shows per cell the median over runs and, for each ratio of medians,
-its spread (min-max) across runs (absolute times on a shared machine are noise: measure on
-a quiet one). torch.compile and JAX jit are peers when installed. W2 rows also show the memory floor: the bytes a fused pass must
-move (read x and w, write the two gradients - the gradient of w is the forward value y:
-4 float32 per element, the sum aside) at the copy bandwidth measured in this process. Compile times of W3 are taken in
-fresh processes: cold (empty cache directory: trace, passes, C++ compiler) and from the
-disk cache. `--small` runs tiny sizes and few repeats, to check the script works.
+Why the peers run apart: torch and JAX bring their own thread runtimes (torch a bundled
+libgomp, XLA an Eigen pool). With one of them loaded in the same process as the native
+backend's OpenMP kernels, each runtime's workers spin-wait after their own parallel regions
+and steal the cores from the other's threads: importing torch alone made a native training
+step several times slower. So graphmode (native, the NumPy backend) and hand NumPy are timed
+in this process, which never imports torch or jax, and each peer family (torch.compile, JAX
+jit) in a child process of its own, started once with the same thread settings
+(GRAPHMODE_THREADS, OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, torch's intra-op threads; an
+OMP_WAIT_POLICY only where the user set one) and the same seeded inputs (checked by a
+digest), kept alive across runs so each compiles once. A peer's spinning workers are at
+their worst on a loaded machine (torch.compile's W1 at 1e4 elements took many times longer
+with libgomp's default spinning than with OMP_WAIT_POLICY=PASSIVE on two busy cores): measure on
+a quiet machine, and set OMP_WAIT_POLICY for both sides to see the policy's share.
+
+In this process the candidates of a row run interleaved after a warm-up; a child times its
+peer per row right after this process's sample set of the same run (each side idle while
+the other measures). The whole measurement is repeated `--runs` times (default 3); the table
+shows per cell the median over runs and, for each ratio (native / candidate, from the
+medians of one run), its median and spread (min-max) across runs (absolute times on a shared
+machine are noise: measure on a quiet one). W2 rows also show the memory floor: the bytes a
+fused pass must move (read x and w, write the two gradients - the gradient of w is the
+forward value y: 4 float32 per element, the sum aside) at the copy bandwidth measured in this
+process. Compile times of W3 are taken in fresh processes: cold (empty cache directory:
+trace, passes, C++ compiler) and from the disk cache. `--small` runs tiny sizes and few
+repeats, to check the script works.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.util
+import json
 import os
 import statistics
 import subprocess
@@ -147,33 +166,221 @@ def copy_bandwidth(nbytes: int = 256 << 20) -> float:
     return 2 * nbytes / min(times)
 
 
-PEERS = ("numpy (hand)", "numpy backend", "torch.compile", "jax.jit")
+LOCAL = ("numpy (hand)", "numpy backend")
+PEER_FAMILIES = {"torch": "torch.compile", "jax": "jax.jit"}  # child-process family -> the peer it times
+PEERS = (*LOCAL, *PEER_FAMILIES.values())
+THREAD_VARS = ("GRAPHMODE_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY", "XLA_FLAGS")
+USER_WAIT_POLICY = os.environ.get("OMP_WAIT_POLICY")  # before the native backend sets PASSIVE for its own pool
+SETTLE_S = 0.2  # a pause before each side's sample set: the other side's spinning workers go to sleep
 
 
 @dataclass
-class Cell:
-    """One row of the table: its candidates (zero-argument callables, "native" first), set up
-    and checked once; `per` divides the times (W4: per op); W2 rows carry the bytes a fused
-    pass must move, for the memory floor."""
+class Case:
+    """One row's workload and its seeded inputs, made the same way in this process and in a
+    peer's child; `per` divides the times (W4: per op); W2 rows carry the bytes a fused pass
+    must move, for the memory floor."""
 
-    case: str
-    fns: dict
+    name: str
+    workload: str
+    arrays: list
     per: int = 1
     floor_bytes: float | None = None
 
 
-def measure_cell(cell: Cell, repeats: int, bandwidth: float) -> dict:
-    """One interleaved sample set of a cell: the median seconds of each candidate and the
-    native/peer ratios of those medians."""
-    fns = {k: v for k, v in cell.fns.items() if v is not None}
-    medians = dict(zip(fns, time_interleaved(list(fns.values()), repeats=repeats, warmup=2)))
-    sample = {k: v / cell.per for k, v in medians.items()}
+def cases(sizes: dict, only: set | None) -> list[Case]:
+    """The rows to time, their inputs drawn in a fixed order from one seeded generator."""
+    rng = np.random.default_rng(0)
+    out = []
+    if only is None or "W1" in only:
+        for n in sizes["W1"]:
+            out.append(Case(f"W1 n={n:.0e}", "W1", [rng.standard_normal(n).astype(F32) for _ in range(5)]))
+    if only is None or "W2" in only:
+        for n in sizes["W2"]:
+            out.append(Case(f"W2 n={n:.0e}", "W2", [rng.standard_normal(n).astype(F32) for _ in range(2)],
+                            floor_bytes=4 * 4 * n))
+    if only is None or "W3" in only:
+        for B, D, H, C in sizes["W3"]:
+            arrays = [rng.standard_normal((B, D)).astype(F32), np.eye(C, dtype=F32)[rng.integers(0, C, B)],
+                      (rng.standard_normal((D, H)) / np.sqrt(D)).astype(F32), np.zeros(H, F32),
+                      (rng.standard_normal((H, C)) / np.sqrt(H)).astype(F32), np.zeros(C, F32)]
+            out.append(Case(f"W3 {(B, D, H, C)}", "W3", arrays))
+    if only is None or "W4" in only:
+        out.append(Case("W4 per op (0-d, 100 steps)", "W4", [np.asarray(0.3, dtype=F32)], per=W4_OPS))
+    return out
+
+
+def digest(arrays: list) -> str:
+    """A short hash of the inputs' shapes, dtypes and bytes: a child proves it times the same data."""
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(f"{a.shape}{a.dtype}".encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:16]
+
+
+@dataclass
+class Cell:
+    """One row timed in this process: its case and candidates (zero-argument callables,
+    "native" first), set up and checked once."""
+
+    case: Case
+    fns: dict
+
+
+def setup(sizes: dict, only: set | None) -> list[Cell]:
+    """Each workload compiled for both backends and checked against hand NumPy."""
+    cells = []
+    for case in cases(sizes, only):
+        arrays = case.arrays
+        if case.workload == "W1":
+            nat = static.value_and_grad(w1, argnums=(0, 1, 2, 3, 4), backend="native")
+            num = static.value_and_grad(w1, argnums=(0, 1, 2, 3, 4), backend="numpy")
+            hand = w1_numpy
+            loss, grads = nat(*arrays)
+            check_agree([loss, *grads], hand(*arrays), rtol=1e-3, atol=1e-2 * arrays[0].size ** 0.5)
+        elif case.workload == "W2":
+            nat = static.value_and_grad(w2, argnums=(0, 1), backend="native")
+            num = static.value_and_grad(w2, argnums=(0, 1), backend="numpy")
+            hand = w2_numpy_cubed
+            loss, grads = nat(*arrays)
+            check_agree([loss, *grads], hand(*arrays), rtol=1e-3, atol=1e-2 * arrays[0].size ** 0.5)
+        elif case.workload == "W3":
+            nat = static.compile(w3_step, backend="native")
+            num = static.compile(w3_step, backend="numpy")
+            hand = w3_numpy
+            loss, params = nat(*arrays)
+            ref_loss, ref_params = hand(*arrays)
+            check_agree([loss, *params], [ref_loss, *ref_params])
+        else:
+            nat = static.value_and_grad(w4, backend="native")
+            num = static.value_and_grad(w4, backend="numpy")
+
+            def hand(x):
+                return w4_numpy(x[()])
+            val, grad = nat(*arrays)
+            check_agree([val, grad], hand(*arrays), rtol=1e-5, atol=1e-5)
+        cells.append(Cell(case, {"native": lambda f=nat, a=arrays: f(*a), "numpy backend": lambda f=num, a=arrays: f(*a),
+                                 "numpy (hand)": lambda f=hand, a=arrays: f(*a)}))
+    return cells
+
+
+def thread_env(threads: int) -> dict:
+    """The environment of a peer's child: this process's, with the native thread count as
+    GRAPHMODE_THREADS (and OMP_NUM_THREADS where unset), so both sides get the same cores.
+    OMP_WAIT_POLICY only as the user set it: the PASSIVE the native backend sets for its own
+    OpenMP pool is its choice, not the peer's (a peer runs with its runtime's default)."""
+    env = {**os.environ, "GRAPHMODE_THREADS": str(threads)}
+    env.pop("OMP_WAIT_POLICY", None)
+    if USER_WAIT_POLICY is not None:
+        env["OMP_WAIT_POLICY"] = USER_WAIT_POLICY
+    env.setdefault("OMP_NUM_THREADS", str(threads))
+    if threads == 1:  # XLA's CPU client has no thread-count knob; one thread it can do
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
+    return env
+
+
+def peer_child(family: str, config: str) -> int:
+    """The child side: build the family's peer for every case, say the inputs' digests, then
+    answer each "run" line with one sample set (the median seconds per case) as a JSON line."""
+    protocol = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # anything the peer library prints goes to stderr, not into the protocol
+    cfg = json.loads(config)
+    sizes = {k: [tuple(v) if isinstance(v, list) else v for v in vs] for k, vs in cfg["sizes"].items()}
+    rows = cases(sizes, set(cfg["only"]) if cfg["only"] else None)
+    if family == "torch":
+        import torch  # noqa: PLC0415
+
+        torch.set_num_threads(cfg["threads"])
+        version, make = torch.__version__, torch_peer
+    else:
+        import jax  # noqa: PLC0415
+
+        version, make = jax.__version__, jax_peer
+    fns = [make(c.workload, c.arrays) for c in rows]
+
+    def say(payload: dict) -> None:
+        protocol.write(json.dumps(payload) + "\n")
+        protocol.flush()
+
+    say({"version": version, "digests": [digest(c.arrays) for c in rows]})
+    for line in sys.stdin:
+        if line.strip() != "run":
+            break
+        time.sleep(SETTLE_S)
+        say({c.name: time_interleaved([fn], repeats=cfg["repeats"], warmup=2)[0] for c, fn in zip(rows, fns)})
+    return 0
+
+
+class PeerProcess:
+    """A peer family's child, alive across runs (each peer compiles once)."""
+
+    def __init__(self, family: str, sizes: dict, only: set | None, repeats: int, threads: int, expect: list):
+        self.family, self.name = family, PEER_FAMILIES[family]
+        config = json.dumps({"sizes": sizes, "only": sorted(only) if only else None, "repeats": repeats,
+                             "threads": threads})
+        self.stderr = tempfile.TemporaryFile("w+")
+        self.proc = subprocess.Popen([sys.executable, __file__, "--peer-child", family, config], text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+                                     env=thread_env(threads))
+        hello = self._reply()
+        if hello["digests"] != expect:
+            self.close()
+            raise RuntimeError(f"{self.name} child: its inputs differ from this process's (digests {hello['digests']} "
+                               f"!= {expect}): cases() must draw them the same way on both sides")
+        self.version = hello["version"]
+
+    def _reply(self) -> dict:
+        line = self.proc.stdout.readline() if self.proc.stdout else ""
+        if not line:
+            self.proc.wait()
+            self.stderr.seek(0)
+            tail = self.stderr.read()[-2000:]
+            raise RuntimeError(f"{self.name} child exited with {self.proc.returncode}:\n{tail}")
+        return json.loads(line)
+
+    def sample(self) -> dict:
+        """One sample set: the median seconds per case."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("run\n")
+        self.proc.stdin.flush()
+        return self._reply()
+
+    def close(self) -> None:
+        if self.proc.poll() is None and self.proc.stdin is not None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+        self.stderr.close()
+
+
+def start_peers(sizes: dict, only: set | None, repeats: int, threads: int) -> list[PeerProcess]:
+    """A child per installed peer family (found without importing it here); one that fails to
+    start is reported and left out."""
+    expect = [digest(c.arrays) for c in cases(sizes, only)]
+    out = []
+    for family in PEER_FAMILIES:
+        if importlib.util.find_spec(family) is None:
+            continue
+        try:
+            out.append(PeerProcess(family, sizes, only, repeats, threads, expect))
+        except RuntimeError as exc:
+            print(f"{PEER_FAMILIES[family]} left out: {exc}", flush=True)
+    return out
+
+
+def measure_cell(cell: Cell, repeats: int) -> dict:
+    """One interleaved sample set of a cell's candidates in this process: median seconds each."""
+    return dict(zip(cell.fns, time_interleaved(list(cell.fns.values()), repeats=repeats, warmup=2)))
+
+
+def sample_of(case: Case, medians: dict, bandwidth: float) -> dict:
+    """One run's row: per-op seconds of each candidate and the native/candidate ratios."""
+    sample = {k: v / case.per for k, v in medians.items()}
     native = medians["native"]
     for peer in PEERS:
         if peer in medians:
             sample[f"native / {peer}"] = native / medians[peer]
-    if cell.floor_bytes is not None:
-        floor = cell.floor_bytes / bandwidth
+    if case.floor_bytes is not None:
+        floor = case.floor_bytes / bandwidth
         sample["memory floor"] = floor
         sample["native / floor"] = native / floor
     return sample
@@ -190,67 +397,24 @@ def summarize(case: str, samples: list) -> dict:
     return row
 
 
-def setup(sizes: dict, only: set | None) -> list:
-    """The cells to time: each workload compiled for both backends and checked against hand
-    NumPy (peers are compiled by their own first call, in the warm-up)."""
-    rng = np.random.default_rng(0)
-    cells = []
-
-    def candidates(workload, fn_native, fn_numpy, hand, arrays, peer_arrays=None):
-        return {"native": lambda: fn_native(*arrays), "numpy backend": lambda: fn_numpy(*arrays),
-                "numpy (hand)": lambda: hand(*arrays), "torch.compile": torch_peer(workload, peer_arrays or arrays),
-                "jax.jit": jax_peer(workload, peer_arrays or arrays)}
-
-    if only is None or "W1" in only:
-        for n in sizes["W1"]:
-            arrays = [rng.standard_normal(n).astype(F32) for _ in range(5)]
-            nat = static.value_and_grad(w1, argnums=(0, 1, 2, 3, 4), backend="native")
-            num = static.value_and_grad(w1, argnums=(0, 1, 2, 3, 4), backend="numpy")
-            loss, grads = nat(*arrays)
-            check_agree([loss, *grads], w1_numpy(*arrays), rtol=1e-3, atol=1e-2 * n ** 0.5)
-            cells.append(Cell(f"W1 n={n:.0e}", candidates("W1", nat, num, w1_numpy, arrays)))
-    if only is None or "W2" in only:
-        for n in sizes["W2"]:
-            arrays = [rng.standard_normal(n).astype(F32) for _ in range(2)]
-            nat = static.value_and_grad(w2, argnums=(0, 1), backend="native")
-            num = static.value_and_grad(w2, argnums=(0, 1), backend="numpy")
-            loss, grads = nat(*arrays)
-            check_agree([loss, *grads], w2_numpy_cubed(*arrays), rtol=1e-3, atol=1e-2 * n ** 0.5)
-            cells.append(Cell(f"W2 n={n:.0e}", candidates("W2", nat, num, w2_numpy_cubed, arrays),
-                              floor_bytes=4 * 4 * n))
-    if only is None or "W3" in only:
-        for B, D, H, C in sizes["W3"]:
-            arrays = [rng.standard_normal((B, D)).astype(F32), np.eye(C, dtype=F32)[rng.integers(0, C, B)],
-                      (rng.standard_normal((D, H)) / np.sqrt(D)).astype(F32), np.zeros(H, F32),
-                      (rng.standard_normal((H, C)) / np.sqrt(H)).astype(F32), np.zeros(C, F32)]
-            nat = static.compile(w3_step, backend="native")
-            num = static.compile(w3_step, backend="numpy")
-            loss, params = nat(*arrays)
-            ref_loss, ref_params = w3_numpy(*arrays)
-            check_agree([loss, *params], [ref_loss, *ref_params])
-            cells.append(Cell(f"W3 {(B, D, H, C)}", candidates("W3", nat, num, w3_numpy, arrays)))
-    if only is None or "W4" in only:
-        x = np.asarray(0.3, dtype=F32)
-        nat = static.value_and_grad(w4, backend="native")
-        num = static.value_and_grad(w4, backend="numpy")
-        val, grad = nat(x)
-        check_agree([val, grad], w4_numpy(x[()]), rtol=1e-5, atol=1e-5)
-        cells.append(Cell("W4 per op (0-d, 100 steps)", candidates("W4", nat, num, lambda x: w4_numpy(x[()]), [x]),
-                          per=W4_OPS))
-    return cells
-
-
-def run(sizes: dict, repeats: int, only: set | None, runs: int = 1) -> list:
-    """`runs` whole measurements, each its own interleaved sample set of every cell (the
-    copy bandwidth measured again per run); one summarized row per cell."""
+def run(sizes: dict, repeats: int, only: set | None, runs: int = 1, peers: list | None = None) -> list:
+    """`runs` whole measurements: each this process's interleaved sample set of every cell
+    (the copy bandwidth measured again per run), then each peer child's sample set of the
+    same cases; one summarized row per cell."""
     cells = setup(sizes, only)
     samples: list = [[] for _ in cells]
     for r in range(runs):
+        time.sleep(SETTLE_S)
         bandwidth = copy_bandwidth(32 << 20 if repeats < 5 else 256 << 20)
+        medians = [measure_cell(cell, repeats) for cell in cells]
+        for peer in peers or []:
+            got = peer.sample()
+            for cell, m in zip(cells, medians):
+                m[peer.name] = got[cell.case.name]
         for k, cell in enumerate(cells):
-            samples[k].append(measure_cell(cell, repeats, bandwidth))
+            samples[k].append(sample_of(cell.case, medians[k], bandwidth))
         print(f"run {r + 1}/{runs} done", flush=True)
-    return [summarize(cell.case, s) for cell, s in zip(cells, samples)]
+    return [summarize(cell.case.name, s) for cell, s in zip(cells, samples)]
 
 
 _COMPILE_SCRIPT = r"""
@@ -348,7 +512,10 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=None, help="OpenMP threads (default GRAPHMODE_THREADS)")
     ap.add_argument("--no-compile-times", action="store_true")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--peer-child", nargs=2, metavar=("FAMILY", "CONFIG"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.peer_child:
+        return peer_child(*args.peer_child)
     if args.runs < 1:
         ap.error(f"--runs must be at least 1, got {args.runs}")
     if args.gpu_w2:
@@ -372,13 +539,24 @@ def main(argv=None) -> int:
                  "W3": [(256, 784, 512, 10), (32, 64, 64, 10)]}
         repeats = 21
     only = set(args.only.split(",")) if args.only else None
-    peers = ", ".join(name for name, mod in (("torch.compile", _torch()), ("jax.jit", _jax())) if mod is not None)
-    print(f"native: {why}; {native_build.threads()} thread(s); malloc: {malloc}; peers: {peers or 'none installed'}; "
+    threads = native_build.threads()
+    peers = start_peers(sizes, only, repeats, threads)
+    settings = ", ".join(f"{k}={os.environ[k]}" for k in THREAD_VARS if k in os.environ)
+    print(f"native: {why}; {threads} thread(s); malloc: {malloc}; thread settings: {settings or 'defaults'}; "
+          f"peers (each in its own process): {', '.join(f'{p.name} {p.version}' for p in peers) or 'none installed'}; "
           f"{args.runs} run(s) of {repeats} interleaved samples")
     t0 = time.perf_counter()
-    rows = run(sizes, repeats, only, args.runs)
+    try:
+        rows = run(sizes, repeats, only, args.runs, peers)
+    finally:
+        for p in peers:
+            p.close()
+    loaded = sorted({"torch", "jax"} & set(sys.modules))
+    if loaded:
+        raise RuntimeError(f"{', '.join(loaded)} got imported into the graphmode process: its timings are not fair")
     print(table(rows))
-    payload = {"machine": machine_info(), "runs": args.runs, "repeats": repeats, "rows": rows,
+    payload = {"machine": machine_info(), "runs": args.runs, "repeats": repeats, "threads": threads,
+               "thread_settings": settings, "peers": {p.name: p.version for p in peers}, "rows": rows,
                "seconds": time.perf_counter() - t0}
     if not args.no_compile_times and (only is None or "W3" in only):
         per_run = [compile_times() for _ in range(args.runs)]
