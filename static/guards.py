@@ -130,10 +130,13 @@ class ArrayGuard:
         return f"{self.what} changed its values"
 
 
-def _module_attrs(module) -> tuple:
+def _module_attrs(module, mode_in_key: bool = False) -> tuple:
+    """The plain-data attributes of `module` that a trace may have read. `training` is among
+    them unless the compiled function is the module itself (its modes are in the call key): a
+    module reached through a closure or a global switched to eval() must retrace."""
     out = []
     for name, value in module.__dict__.items():
-        if name == "training" or name.startswith("_"):  # the mode is in the call key; "_": bookkeeping
+        if (name == "training" and mode_in_key) or name.startswith("_"):  # "_": bookkeeping
             continue
         frozen = _frozen(value)
         if frozen is not _MISSING:
@@ -190,10 +193,11 @@ def collect(fn) -> list:
         seen.add(id(f))
         todo.append(getattr(f, "__wrapped__", None))
         if is_module(f):
+            mode_in_key = f is fn  # a compiled module's modes are in its call key
             for m in f.modules():
                 if m is f or id(m) not in seen:
                     seen.add(id(m))
-                    guards.append(Attributes(m, _module_attrs(m)))
+                    guards.append(Attributes(m, _module_attrs(m, mode_in_key)))
                     todo.append(getattr(type(m), "forward", None))
             continue
         if inspect.ismethod(f):
