@@ -32,7 +32,7 @@ from eager.ops import REGISTRY
 from eager.ops._registry import OpDef
 from static.ir import Node, Value, half_in_float32
 
-from .render import c_literal, c_number, fill, index_source, np_dtype, py_literal
+from .render import c_literal, c_number, fill, index_parts, index_source, np_dtype, py_literal
 
 
 @dataclass(frozen=True)
@@ -284,19 +284,7 @@ _add("index", NumpyLowering(call="{0}[{key_src}]", alias=True), CupyLowering(cal
 def _key_tuple(key, tensors: list) -> str:
     """A key of `index` as a Python tuple literal (np.add.at takes a tuple, not subscript
     syntax): (("slice", 1, None, None), ("tensor", 0)) -> (slice(1, None, None), idx)."""
-    parts = []
-    for entry in key:
-        tag = entry[0]
-        if tag == "int":
-            parts.append(str(entry[1]))
-        elif tag == "slice":
-            parts.append(f"slice({py_literal(entry[1])}, {py_literal(entry[2])}, {py_literal(entry[3])})")
-        elif tag == "none":
-            parts.append("None")
-        elif tag == "ellipsis":
-            parts.append("Ellipsis")
-        else:
-            parts.append(tensors[entry[1]])
+    parts = index_parts(key, tensors, as_call=True)
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 

@@ -115,22 +115,32 @@ def c_literal(v, ctype: str) -> str:
 
 
 # -- template fields ------------------------------------------------------------------------------
-def index_source(key, operands: list) -> str:
-    """A key of `index` as Python subscript syntax: (("int", 1), ("slice", 1, None, 2)) -> 1, 1::2."""
+def index_parts(key, tensors: list, as_call: bool = False) -> list[str]:
+    """The entries of a key of `index` as Python source: subscript syntax (`1`, `1::2`, `...`)
+    or, with `as_call`, the objects themselves (`slice(1, None, 2)`, `Ellipsis`) for a tuple
+    literal; tensor entries name `tensors[i]`."""
     parts = []
     for entry in key:
         tag = entry[0]
         if tag == "int":
             parts.append(str(entry[1]))
+        elif tag == "slice" and as_call:
+            parts.append(f"slice({py_literal(entry[1])}, {py_literal(entry[2])}, {py_literal(entry[3])})")
         elif tag == "slice":
             start, stop, step = ("" if x is None else str(x) for x in entry[1:4])
             parts.append(f"{start}:{stop}" + (f":{step}" if step else ""))
         elif tag == "none":
             parts.append("None")
         elif tag == "ellipsis":
-            parts.append("...")
+            parts.append("Ellipsis" if as_call else "...")
         else:
-            parts.append(operands[1 + entry[1]])
+            parts.append(tensors[entry[1]])
+    return parts
+
+
+def index_source(key, operands: list) -> str:
+    """A key of `index` as Python subscript syntax: (("int", 1), ("slice", 1, None, 2)) -> 1, 1::2."""
+    parts = index_parts(key, operands[1:])
     return ", ".join(parts) if parts else "()"
 
 

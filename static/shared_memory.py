@@ -36,7 +36,7 @@ def _array(obj):
     return obj._data if isinstance(obj, Tensor) else obj
 
 
-def _root(data):
+def root_array(data: Any) -> Any:
     """The array owning the memory of `data` (NumPy's and CuPy's `.base` chain)."""
     base = getattr(data, "base", None)
     while base is not None and type(base) is type(data):
@@ -44,7 +44,8 @@ def _root(data):
     return data
 
 
-def _layout(data) -> tuple:
+def layout(data: Any) -> tuple:
+    """Where `data` starts, its shape, strides and dtype: equal layouts are the same tensor."""
     if hasattr(data, "__array_interface__"):
         return (data.__array_interface__["data"][0], data.shape, data.strides, data.dtype)
     return (data.data.ptr, data.shape, data.strides, data.dtype)
@@ -89,10 +90,10 @@ class SharedMemory:
         target = None
         steps: tuple = ()
         base = obj._base if isinstance(obj, Tensor) else None
-        if base is not None and _layout(_array(base)) == _layout(data):
+        if base is not None and layout(_array(base)) == layout(data):
             target = base  # a detach()/.data alias: the tensor it was made from is the caller's own
         else:
-            root = _root(data)
+            root = root_array(data)
             members = self.members.get(id(root), ())
             for c in members:
                 found = _steps_between(c, obj)
@@ -134,7 +135,7 @@ class SharedMemory:
         if not _is_array(obj):
             return
         data = _array(obj)
-        root = _root(data)
+        root = root_array(data)
         members = self.members.setdefault(id(root), [])
         for c in list(members):
             if not _overlaps(_array(c), data):
@@ -155,7 +156,7 @@ class SharedMemory:
         same memory would not see it."""
         if not _is_array(obj):
             return
-        root = id(_root(_array(obj)))
+        root = id(root_array(_array(obj)))
         if root in self.mixed:
             raise _unfollowable("writes")
         self.written.add(root)
@@ -182,7 +183,7 @@ def _grad_leaf(obj) -> bool:
 def _steps_between(owner, obj) -> tuple | None:
     """The view steps that make `obj` from `owner` when eager recorded them (() when they
     are the same memory in the same layout), else None."""
-    if _layout(_array(owner)) == _layout(_array(obj)):
+    if layout(_array(owner)) == layout(_array(obj)):
         return ()
     if not isinstance(obj, Tensor) or obj._view is None or obj._base is None:
         return None
@@ -238,6 +239,6 @@ class AliasGuard:
                 t = _replay_array(xp_of_array(t), t, self.steps)
             except Exception:  # noqa: BLE001  (the other tensor changed shape: not the same view)
                 return f"{self.what} no longer shares it"
-        if _layout(a) == _layout(t):
+        if layout(a) == layout(t):
             return None
         return f"{self.what} no longer shares it (one of them was rebound)"

@@ -15,6 +15,7 @@ import eager
 from eager._grad_mode import STATE
 from eager._tensor import Tensor
 
+from .shared_memory import layout, root_array
 from .tracer import ACTIVE as _ACTIVE
 from .tracing import check_hashable, flatten_args, static_positions
 
@@ -86,19 +87,6 @@ def _flat_keys(args: tuple) -> tuple | None:
     return tuple(keys)
 
 
-def _root(data):
-    """The array that owns the memory of `data` (NumPy and CuPy views keep it as `.base`)."""
-    base = getattr(data, "base", None)
-    while base is not None and type(base) is type(data):
-        data, base = base, getattr(base, "base", None)
-    return data
-
-
-def _layout(data) -> tuple:
-    if isinstance(data, np.ndarray):
-        return (data.__array_interface__["data"][0], data.shape, data.strides, data.dtype)
-    return (data.data.ptr, data.shape, data.strides, data.dtype)
-
 
 def aliasing(leaves) -> Aliasing | None:
     """Which array leaves share memory (None, the usual answer, when none do)."""
@@ -115,7 +103,7 @@ def aliasing(leaves) -> Aliasing | None:
             continue
         base = data.base
         if base is not None:
-            data = _root(data)
+            data = root_array(data)
         if id(data) in seen:
             return _groups(leaves)
         seen.add(id(data))
@@ -131,7 +119,7 @@ def _groups(leaves) -> Aliasing | None:
             data = leaf
         else:
             continue
-        roots.setdefault(id(_root(data)), []).append((k, leaf, data))
+        roots.setdefault(id(root_array(data)), []).append((k, leaf, data))
     groups = [g for g in roots.values() if len(g) > 1]
     if not groups:
         return None
@@ -141,7 +129,7 @@ def _groups(leaves) -> Aliasing | None:
         firsts: dict = {}
         distinct = []
         for k, _leaf, data in group:
-            ident = _layout(data)  # where it starts, its shape, strides and dtype: the same tensor
+            ident = layout(data)  # where it starts, its shape, strides and dtype: the same tensor
             if ident in firsts:
                 same_as[k] = firsts[ident]
             else:
