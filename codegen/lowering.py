@@ -576,16 +576,12 @@ _add("argsort", NumpyLowering(call="{sort}"), CupyLowering(call="{sort}"), field
 _add("einsum", NumpyLowering(call="np.einsum({equation}, {args}, optimize={optimize})"),
      CupyLowering(call="cp.einsum({equation}, {args})"),
      fields=lambda node, operands, ctx: {"optimize": py_literal(len(operands) > 2)})
-for _name, _why in (("unfold", "one strided window view of the padded image and its contiguous copy"),
-                    ("fold", "kh*kw strided adds of the columns into the padded image")):
-    _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
-         CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
-         note=f"the op's forward, a whole-array kernel: {_why} (no per-element form)")
-_add("normalize", NumpyLowering(call="_rt.forward('normalize', np, {args}, **{attrs})"),
-     CupyLowering(call="_rt.forward('normalize', cp, {args}, **{attrs})"),
-     note="the op's forward, a whole-array kernel: statistics row by row with a dot-product variance (not "
-          "decomposed: mean ops would round differently from eager)")
-for _name, _why in (("scatter_reduce", "a reduction into positions picked by the index, with include_self"),
+for _name, _why in (("unfold", "one strided window view of the padded image and its contiguous copy "
+                              "(no per-element form)"),
+                    ("fold", "kh*kw strided adds of the columns into the padded image (no per-element form)"),
+                    ("normalize", "statistics row by row with a dot-product variance (not decomposed: mean ops "
+                                  "would round differently from eager)"),
+                    ("scatter_reduce", "a reduction into positions picked by the index, with include_self"),
                     ("normalize_backward", "the whole gradient of normalize in a few row passes"),
                     ("gelu_grad", "gelu's derivative with one erf per element"),
                     ("layer_norm", "row statistics, scale and affine part in cache-sized row blocks"),
