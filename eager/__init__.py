@@ -51,6 +51,10 @@ from ._functional import (  # noqa: F401,E402
 from ._factories import (  # noqa: F401,E402
     Generator, bernoulli, default_generator, get_rng_state, initial_seed, multinomial, normal, set_rng_state,
 )
+from ._functional import (  # noqa: F401,E402
+    addcdiv, addcmul, atleast_1d, atleast_2d, atleast_3d, column_stack, count_nonzero, diff, dstack, hstack, isclose,
+    meshgrid, moveaxis, movedim, row_stack, tile, vstack,
+)
 from .autograd import Function  # noqa: F401
 
 

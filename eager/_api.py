@@ -350,6 +350,14 @@ class TensorAPI:
     diag = F.diag
     diag_embed = F.diag_embed
     trace = F.trace
+    isclose = F.isclose
+    movedim = F.movedim
+    moveaxis = F.movedim
+    tile = F.tile
+    diff = F.diff
+    count_nonzero = F.count_nonzero
+    addcmul = F.addcmul
+    addcdiv = F.addcdiv
 
     # -- methods whose argument order differs from the function's ----------------------------------
     @property
@@ -366,6 +374,11 @@ class TensorAPI:
             raise RuntimeError(
                 f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.")
         return F.transpose(self, -2, -1)
+
+    def allclose(self, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+                 equal_nan: builtins.bool = False) -> builtins.bool:
+        """Whether every element is close to `other` (see isclose). Mirrors torch.Tensor.allclose."""
+        return builtins.bool(F.all(F.isclose(self, other, rtol, atol, equal_nan)))
 
     def where(self, condition: Any, other: Any) -> Any:
         """Elements of self where `condition` holds, else of `other`. Mirrors torch.Tensor.where."""
@@ -489,6 +502,8 @@ class TensorAPI:
     atan_ = _InPlace(F.atan, saves_self=True)
     atan2_ = _InPlace(F.atan2, saves_self=True)
     scatter_reduce_ = _InPlace(F.scatter_reduce, saves_self=True)
+    addcmul_ = _InPlace(F.addcmul, saves_self=False)
+    addcdiv_ = _InPlace(F.addcdiv, saves_self=False)
     __iadd__ = add_
     __isub__ = sub_
     __imul__ = mul_

@@ -1436,3 +1436,230 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The standard deviation and the mean over `dim`, as a tuple (see std). Mirrors torch.std_mean."""
     return std(input, dim, unbiased, keepdim, correction=correction), mean(input, dim, keepdim)
+
+
+# -- closeness, grids, stacking and moving dims (compositions of the ops above) -----------------------
+def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """Elementwise |input - other| <= atol + rtol * |other| (equal infinities are close; NaNs only
+    with `equal_nan`). Written in ops, so static traces it. Mirrors torch.isclose."""
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"isclose: {input.dtype.name} did not match {other.dtype.name}; "
+                           f"convert one operand with .to(other.dtype) first")
+    if rtol < 0 or atol < 0:
+        raise RuntimeError(f"isclose: rtol and atol must be non-negative, but got rtol={rtol} and atol={atol}")
+    close = eq(input, other)
+    if input.dtype is _dtypes.bool_ or (rtol == 0 and atol == 0):
+        return close
+    if equal_nan and input.dtype.is_floating_point:
+        close = logical_or(close, logical_and(isnan(input), isnan(other)))
+    if not input.dtype.is_floating_point:  # integers compare in the default float type, as PyTorch
+        input, other = to_dtype(input, _dtypes.DEFAULT_FLOAT), to_dtype(other, _dtypes.DEFAULT_FLOAT)
+    actual = abs(sub(input, other))
+    allowed = add(abs(other) * rtol, atol)
+    return logical_or(close, logical_and(isfinite(actual), le(actual, allowed)))
+
+
+def _tensor_list(name: str, tensors) -> list:
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tensors[0]
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return list(tensors)
+
+
+def meshgrid(*tensors, indexing: str | None = None):
+    """Coordinate grids from 1-D (or 0-d) tensors: output i varies along dimension i ("ij", the
+    default) or with the first two dimensions swapped ("xy", Cartesian). Each output is an
+    expanded view. Mirrors torch.meshgrid."""
+    given = _tensor_list("meshgrid", tensors)
+    indexing = "ij" if indexing is None else indexing
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    for t in given:
+        if _ndim(t) > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got shape "
+                               f"{tuple(t.shape)}")
+        if t.dtype is not given[0].dtype:
+            raise RuntimeError("torch.meshgrid: Expected all tensors in the tensor list to have the same dtype")
+    flat = [reshape(t, -1) for t in given]
+    order = list(range(len(flat)))
+    if indexing == "xy" and len(flat) >= 2:
+        order[0], order[1] = 1, 0  # output i's axis position
+    sizes = [0] * len(flat)
+    for i, t in enumerate(flat):
+        sizes[order[i]] = t.shape[0]
+    out = []
+    for i, t in enumerate(flat):
+        view = [1] * len(flat)
+        view[order[i]] = t.shape[0]
+        out.append(expand(reshape(t, *view), *sizes))
+    return tuple(out)
+
+
+def atleast_1d(*tensors):
+    """Each input with at least one dimension (a 0-d tensor becomes shape (1,)). Mirrors torch.atleast_1d."""
+    out = [t if _ndim(t) >= 1 else reshape(t, 1) for t in (tensors[0] if len(tensors) == 1 and
+                                                           isinstance(tensors[0], (list, tuple)) else tensors)]
+    return out[0] if len(tensors) == 1 and not isinstance(tensors[0], (list, tuple)) else tuple(out)
+
+
+def atleast_2d(*tensors):
+    """Each input with at least two dimensions (shape (n,) becomes (1, n)). Mirrors torch.atleast_2d."""
+    def one(t):
+        return t if _ndim(t) >= 2 else reshape(t, 1, -1) if _ndim(t) == 1 else reshape(t, 1, 1)
+    out = [one(t) for t in (tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors)]
+    return out[0] if len(tensors) == 1 and not isinstance(tensors[0], (list, tuple)) else tuple(out)
+
+
+def atleast_3d(*tensors):
+    """Each input with at least three dimensions ((n,) becomes (1, n, 1), (m, n) becomes (m, n, 1)).
+
+    Mirrors torch.atleast_3d."""
+    def one(t):
+        nd = _ndim(t)
+        if nd >= 3:
+            return t
+        if nd == 2:
+            return unsqueeze(t, 2)
+        return reshape(t, 1, -1, 1)
+    out = [one(t) for t in (tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors)]
+    return out[0] if len(tensors) == 1 and not isinstance(tensors[0], (list, tuple)) else tuple(out)
+
+
+def _stack_seq(name: str, tensors) -> list:
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{name}(): argument 'tensors' must be tuple of Tensors, not {type(tensors).__name__}")
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return list(tensors)
+
+
+def hstack(tensors):
+    """Tensors joined column-wise: along dim 0 for 1-D inputs, else along dim 1. Mirrors torch.hstack."""
+    ts = [atleast_1d(t) for t in _stack_seq("hstack", tensors)]
+    return cat(ts, 0 if _ndim(ts[0]) == 1 else 1)
+
+
+def vstack(tensors):
+    """Tensors joined row-wise (1-D inputs become rows first). Mirrors torch.vstack."""
+    return cat([atleast_2d(t) for t in _stack_seq("vstack", tensors)], 0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors):
+    """Tensors joined depth-wise, along dim 2 after atleast_3d. Mirrors torch.dstack."""
+    return cat([atleast_3d(t) for t in _stack_seq("dstack", tensors)], 2)
+
+
+def column_stack(tensors):
+    """Tensors as columns: 0-d and 1-d inputs become (n, 1) columns, then join along dim 1.
+
+    Mirrors torch.column_stack."""
+    ts = _stack_seq("column_stack", tensors)
+    return cat([reshape(t, -1, 1) if _ndim(t) <= 1 else t for t in ts], 1)
+
+
+def movedim(input, source, destination):
+    """input with the dims `source` moved to positions `destination`, the others keeping their
+    order (a view through permute). Mirrors torch.movedim."""
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain "
+                           f"the same number of dims as destination ({list(dst)} dims)")
+    nd = _ndim(input)
+    src = tuple(norm_dim("movedim", d, nd) for d in src)
+    dst = tuple(norm_dim("movedim", d, nd) for d in dst)
+    if len(set(src)) != len(src):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({list(source) if not isinstance(source, int) else source})")
+    if len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in `destination` "
+                           f"({list(destination) if not isinstance(destination, int) else destination})")
+    order: list = [None] * nd
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(nd) if d not in src)
+    perm = tuple(o if o is not None else next(rest) for o in order)
+    return permute(input, perm)
+
+
+moveaxis = movedim
+
+
+def tile(input, dims):
+    """input repeated `dims[i]` times along each dim; fewer dims than input's are padded with
+    leading 1s (unlike repeat). Mirrors torch.tile."""
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    nd = _ndim(input)
+    if len(dims) < nd:
+        dims = (1,) * (nd - len(dims)) + dims
+    return repeat(input, dims)
+
+
+def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):
+    """The n-th forward difference along dim (out[i] = x[i+1] - x[i], n times; xor for bool),
+    after joining `prepend` and `append` along dim. Mirrors torch.diff."""
+    if _ndim(input) == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = norm_dim("diff", dim, _ndim(input))
+    parts = []
+    for name, extra in (("prepend", prepend), (None, input), ("append", append)):
+        if extra is None:
+            continue
+        if name is not None:
+            if not hasattr(extra, "shape"):
+                from ._factories import tensor  # noqa: PLC0415
+
+                extra = tensor(extra, dtype=input.dtype, device=input.device)
+            if _ndim(extra) == 0:
+                shape = list(input.shape)
+                shape[d] = 1
+                extra = expand(reshape(extra, *([1] * len(shape))), *shape)
+            if _ndim(extra) != _ndim(input):
+                raise RuntimeError(f"diff expects prepend or append to be the same dimension as input "
+                                   f"(input {tuple(input.shape)}, {name} {tuple(extra.shape)})")
+        parts.append(extra)
+    out = cat(parts, d) if len(parts) > 1 else input
+    for _ in range(n):
+        length = out.shape[d]
+        if length == 0:
+            break
+        hi, lo = narrow(out, d, 1, length - 1), narrow(out, d, 0, length - 1)
+        out = logical_xor(hi, lo) if out.dtype is _dtypes.bool_ else sub(hi, lo)
+    return out
+
+
+def count_nonzero(input, dim=None):
+    """The number of nonzero elements over `dim` (an int, a tuple or all), as int64.
+
+    Mirrors torch.count_nonzero."""
+    nonzero_mask = ne(input, 0)
+    if dim is None:
+        return to_dtype(R.SUM(nonzero_mask, dims=None, keepdim=False), _dtypes.int64)
+    return to_dtype(sum(nonzero_mask, dim), _dtypes.int64)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2, broadcast. Mirrors torch.addcmul."""
+    product = mul(tensor1, tensor2)
+    return _renamed(add(input, product if _is_one(value) else product * value), "AddcmulBackward0")
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 / tensor2 (true division; integer operands are refused, as PyTorch).
+
+    Mirrors torch.addcdiv."""
+    for t in (tensor1, tensor2):
+        if hasattr(t, "dtype") and not t.dtype.is_floating_point:
+            raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release "
+                               "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+                               "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))."
+                               "to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
+                               "float inputs. The future addcdiv behavior is just the latter implementation: "
+                               "(input + value * tensor1 / tensor2), for all dtypes.")
+    quotient = div(tensor1, tensor2)
+    return _renamed(add(input, quotient if _is_one(value) else quotient * value), "AddcdivBackward0")
