@@ -21,7 +21,7 @@ from .shaping import (  # noqa: F401
 from .containers import ModuleDict, ParameterDict, ParameterList, Unflatten  # noqa: F401
 from .conv import (  # noqa: F401
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d,
-    BatchNorm3d, Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Embedding, GroupNorm, InstanceNorm2d, LayerNorm,
+    BatchNorm3d, Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Embedding, GroupNorm, LayerNorm,
     MaxPool1d, MaxPool2d, RMSNorm, Upsample,
 )
 from .loss import (  # noqa: F401
@@ -29,6 +29,8 @@ from .loss import (  # noqa: F401
     GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, PoissonNLLLoss,
     SmoothL1Loss, SoftMarginLoss, TripletMarginLoss,
 )
+from .normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
+from .sparse import EmbeddingBag  # noqa: F401
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401
 from .transformer import (  # noqa: F401
     Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
@@ -54,4 +56,4 @@ __all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid
            "CircularPad1d", "CircularPad2d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "CosineSimilarity",
            "PairwiseDistance", "PixelShuffle", "PixelUnshuffle", "ReflectionPad1d", "ReflectionPad2d",
            "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "UpsamplingBilinear2d", "UpsamplingNearest2d",
-           "ZeroPad1d", "ZeroPad2d", "Transformer"]
+           "ZeroPad1d", "ZeroPad2d", "Transformer", "InstanceNorm1d", "InstanceNorm3d", "EmbeddingBag"]

@@ -564,14 +564,40 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     return out
 
 
-def instance_norm(input: Tensor, running_mean=None, running_var=None, weight: Tensor | None = None,
-                  bias: Tensor | None = None, use_input_stats: bool = True, momentum: float = 0.1,
-                  eps: float = 1e-5) -> Tensor:
+def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
     """Normalize each channel of each sample over its spatial dims, then scale by weight and add bias.
 
-    Unlike PyTorch, the input's own statistics are always used: running_mean/running_var are neither
-    read nor updated. Mirrors torch.nn.functional.instance_norm."""
-    out = _conv.NORMALIZE(input, dims=tuple(range(2, input.ndim)), eps=float(eps))
+    With `use_input_stats` (training, or no running statistics) the sample's own statistics
+    normalize it, and given running_mean/running_var move toward the batch average of the
+    per-sample mean and unbiased variance, as PyTorch; otherwise the running statistics
+    normalize (eval with track_running_stats). Mirrors torch.nn.functional.instance_norm."""
+    if input.ndim < 3:
+        raise ValueError(f"instance_norm: expected at least 3D input (N, C, *), got input of shape "
+                         f"{list(input.shape)}; add the batch dimension with unsqueeze(0)")
+    dims = tuple(range(2, input.ndim))
+    if use_input_stats:
+        spatial = input.numel() // (input.shape[0] * input.shape[1]) if input.numel() else 0
+        if spatial == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                             f"{list(input.shape)}")
+        out = _conv.NORMALIZE(input, dims=dims, eps=float(eps))
+        if running_mean is not None and running_var is not None:
+            from .._grad_mode import no_grad  # noqa: PLC0415
+
+            with no_grad():
+                x = input.detach()
+                mean = _F.mean(_F.mean(x, dims), 0)
+                var = _F.mean(_F.var(x, dims, correction=1), 0)
+                running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
+                running_var.mul_(1 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("instance_norm: Expected running_mean and running_var to be defined when "
+                               "use_input_stats is false")
+        out = (input - _channel_view(running_mean, input.ndim)) * _channel_view(
+            _F.rsqrt(running_var + eps), input.ndim)
     if weight is not None:
         out = out * _channel_view(weight, input.ndim)
     if bias is not None:
@@ -1264,3 +1290,95 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
 def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners=None) -> Tensor:
     """The deprecated name of interpolate (same arguments). Mirrors torch.nn.functional.upsample."""
     return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+# -- bags of embeddings ---------------------------------------------------------------------------
+def _bags_from_offsets(input: Tensor, offsets: Tensor, include_last_offset: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """A 1-D index list cut at `offsets` as a padded (bags, longest) index matrix, the flat
+    position of each slot in input, and a mask of the real slots. Reads offsets' values, so
+    it runs eagerly only (static's traced offsets raise a TraceError at the user's line)."""
+    import numpy as np  # noqa: PLC0415
+
+    from .._factories import tensor  # noqa: PLC0415
+
+    starts = _F._host(offsets).astype(np.int64).reshape(-1)
+    n = input.shape[0]
+    if include_last_offset:
+        starts, ends = starts[:-1], starts[1:]
+    else:
+        ends = np.append(starts[1:], n)
+    if starts.size and (starts[0] != 0 or np.any(np.diff(np.append(starts, ends[-1:])) < 0) or ends[-1] > n):
+        raise ValueError(f"embedding_bag: offsets must start at 0, not decrease and not pass the input's length "
+                         f"{n} (got offsets {starts.tolist()}); offsets[i] is where bag i begins in input")
+    lengths = ends - starts
+    longest = int(lengths.max()) if lengths.size else 0
+    slot = np.arange(longest)
+    mask = slot[None, :] < lengths[:, None]
+    position = np.where(mask, starts[:, None] + slot[None, :], 0)
+    device = input.device
+    return (tensor(position, device=device), tensor(mask, device=device),
+            tensor(position.reshape(-1), device=device))
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm: float | None = None,
+                  norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """The sum, mean or max of each bag of embedding rows, without materializing the bags'
+    lookups one by one: a 2-D input is one bag per row; a 1-D input is cut into bags at
+    `offsets`. Entries equal to `padding_idx` are left out of their bag; an empty bag gives
+    zeros. `per_sample_weights` (mode "sum" only) scales each looked-up row. Built from
+    embedding and reductions over a padded (bags, longest) layout, so gradients reach
+    weight and per_sample_weights. Mirrors torch.nn.functional.embedding_bag."""
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max (got mode={mode!r})")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+                                  f"GitHub.")
+    if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(input.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({tuple(per_sample_weights.shape)}) is not None, "
+                         f"then it must have the same shape as the input ({tuple(input.shape)})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets).__name__}")
+        index, valid, psw = input, None, per_sample_weights
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError(f"offsets has to be a 1D Tensor (got shape {tuple(offsets.shape)})")
+        position, valid, flat_position = _bags_from_offsets(input, offsets, include_last_offset)
+        index = _F.reshape(_F.index_select(input, 0, flat_position), *position.shape)
+        psw = (None if per_sample_weights is None else
+               _F.reshape(_F.index_select(per_sample_weights, 0, flat_position), *position.shape))
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    if padding_idx is not None:
+        n = weight.shape[0]
+        if not -n <= padding_idx < n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= n
+        kept = index != padding_idx
+        valid = kept if valid is None else _F.logical_and(valid, kept)
+    rows = embedding(index, weight, None, max_norm, norm_type)  # (bags, longest, dim)
+    if mode == "max":
+        if valid is None:
+            return _F.amax(rows, 1)
+        has = _F.any(valid, 1)  # an empty bag reduces zeros, then gives zeros (no -inf reaches amax's backward)
+        picked = _F.where(_F.unsqueeze(valid, -1), rows, float("-inf"))
+        safe = _F.where(_F.reshape(has, -1, 1, 1), picked, 0.0)
+        return _F.where(_F.unsqueeze(has, -1), _F.amax(safe, 1), 0.0)
+    scale = None if valid is None else valid.to(weight.dtype)
+    if psw is not None:
+        scale = psw if scale is None else scale * psw
+    summed = _F.sum(rows if scale is None else rows * _F.unsqueeze(scale, -1), 1)
+    if mode == "sum":
+        return summed
+    if valid is None:
+        return summed / rows.shape[1] if rows.shape[1] else summed
+    count = _F.clamp_min(_F.sum(valid, 1, keepdim=True), 1).to(weight.dtype)
+    return summed / count

@@ -1,0 +1,81 @@
+"""Instance normalization layers: each sample's channels normalized over their own spatial
+dims, with PyTorch's optional affine parameters and running statistics."""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _dtypes
+from .._factories import ones, tensor, zeros
+from .._tensor import Tensor
+from . import functional as F
+from .module import Module
+from .parameter import Parameter
+
+
+class _InstanceNorm(Module):
+    """Shared by InstanceNorm1d/2d/3d, which differ only in the input ranks they take
+    (`_batched`: the rank with a batch dimension; one less is an unbatched sample)."""
+
+    _batched = 0
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
+                 track_running_stats: bool = False, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(ones(num_features, device=device, dtype=dtype))
+            self.bias = Parameter(zeros(num_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
+            self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=_dtypes.int64, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.ndim not in (self._batched - 1, self._batched):
+            raise ValueError(f"expected {self._batched - 1}D or {self._batched}D input (got {input.ndim}D input)")
+        feature_dim = input.ndim - (self._batched - 1)
+        if input.shape[feature_dim] != self.num_features and self.affine:
+            raise ValueError(f"expected input's size at dim={feature_dim} to match num_features "
+                             f"({self.num_features}), but got: {input.shape[feature_dim]}.")
+        unbatched = input.ndim == self._batched - 1
+        x = input.unsqueeze(0) if unbatched else input
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              self.momentum if self.momentum is not None else 0.0, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Over (N, C, L) or an unbatched (C, L). Mirrors torch.nn.InstanceNorm1d."""
+
+    _batched = 3
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Over (N, C, H, W) or an unbatched (C, H, W). Mirrors torch.nn.InstanceNorm2d."""
+
+    _batched = 4
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Over (N, C, D, H, W) or an unbatched (C, D, H, W). Mirrors torch.nn.InstanceNorm3d."""
+
+    _batched = 5
