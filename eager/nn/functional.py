@@ -1252,6 +1252,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if (size is None) == (scale_factor is None):
         raise ValueError("only one of size or scale_factor should be defined")
     in_sizes = tuple(input.shape[2:])
+    scales: tuple[float | None, ...]
     if size is not None:
         out_sizes = _pair(size, spatial)
         scales = (None,) * spatial
@@ -1267,11 +1268,12 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             taps, weights = _cubic_taps(n_in, n_out, scale, bool(align_corners))
             shape = [1] * input.ndim
             shape[dim] = n_out
-            total = None
+            total: Tensor | None = None
             for idx, w in zip(taps, weights):
                 term = _F.index_select(out, dim, _tensor(idx, device=input.device)) * _tensor(
                     w.reshape(shape), dtype=input.dtype, device=input.device)
                 total = term if total is None else total + term
+            assert total is not None  # at least one tap per output position
             out = total
             continue
         lo, hi, frac = _source_positions(n_in, n_out, scale, mode, bool(align_corners))
