@@ -187,3 +187,17 @@ def test_embedding_bag_2d_compiles(mode):
     bag = eager.nn.EmbeddingBag(7, 3, mode=mode, padding_idx=2)
     idx = eager.tensor(IDX2)
     np.testing.assert_allclose(static.compile(bag)(idx).detach().numpy(), bag(idx).detach().numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_instance_norm_with_running_stats_compiles_in_eval():
+    m = eager.nn.InstanceNorm1d(2, track_running_stats=True)
+    x = eager.tensor(RNG.standard_normal((3, 2, 5)).astype(np.float32))
+    m(x)
+    m.eval()
+    np.testing.assert_allclose(static.compile(m)(x).detach().numpy(), m(x).detach().numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_embedding_bag_offsets_are_data_so_static_refuses_them_with_a_trace_error():
+    bag = eager.nn.EmbeddingBag(5, 3)
+    with pytest.raises(static.TraceError):
+        static.compile(lambda i, o: bag(i, o))(eager.tensor([1, 2, 3]), eager.tensor([0, 1]))
