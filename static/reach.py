@@ -25,7 +25,7 @@ class Walk:
     caller decides what else to follow, with `push`."""
 
     def __init__(self, root: Any) -> None:
-        self._todo: list = [root]
+        self._todo: list[Any] = [root]
         self._seen: set[int] = set()
 
     def push(self, *objs: Any) -> None:
