@@ -191,16 +191,21 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
     return _filled("full", (size,) if isinstance(size, int) else tuple(size), dtype, device, requires_grad, fill_value)
 
 
+def _like(make: Callable[..., Tensor], input, dtype, device, requires_grad: bool) -> Tensor:
+    """`make(size, ...)` (zeros, ones, randn, rand) with input's shape, and its dtype and device
+    unless given: what every `*_like` factory means."""
+    return make(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
+
+
 def zeros_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Zeros with input's shape, and its dtype and device unless given. Mirrors torch.zeros_like."""
-    return zeros(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
-                 requires_grad=requires_grad)
+    return _like(zeros, input, dtype, device, requires_grad)
 
 
 def ones_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Ones with input's shape, and its dtype and device unless given. Mirrors torch.ones_like."""
-    return ones(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
-                requires_grad=requires_grad)
+    return _like(ones, input, dtype, device, requires_grad)
 
 
 def empty_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -281,21 +286,18 @@ def draw_array(kind, shape, dt, dev, a=0.0, b=1.0, high=None, generator=None):
         arr = _RNG["numpy"].permutation(shape[0]).astype(dt.np)
         return arr if dev == CPU else xp_for(dev).asarray(arr)
     if dev.type == "cuda":
-        xp = xp_for(dev)
         if _RNG["cupy"] is None:
-            _RNG["cupy"] = xp.random.RandomState(_RNG["seed"])
+            _RNG["cupy"] = xp_for(dev).random.RandomState(_RNG["seed"])
         g = _RNG["cupy"]
-        if kind == "normal":
-            return (g.standard_normal(shape) * b + a).astype(dt.np)
-        if kind == "uniform":
-            return g.uniform(a, b, shape).astype(dt.np)
-        return g.randint(a, high, shape).astype(dt.np)
-    g = _RNG["numpy"]
+        integers = g.randint  # CuPy's RandomState: NumPy's Generator calls it `integers`
+    else:
+        g = _RNG["numpy"]
+        integers = g.integers
     if kind == "normal":
         return (g.standard_normal(shape) * b + a).astype(dt.np)
     if kind == "uniform":
         return g.uniform(a, b, shape).astype(dt.np)
-    return g.integers(a, high, shape).astype(dt.np)
+    return integers(a, high, shape).astype(dt.np)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
@@ -330,14 +332,12 @@ def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=Fa
 
 def randn_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Standard normal draws with input's shape, and its dtype and device unless given. Mirrors torch.randn_like."""
-    return randn(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
-                 requires_grad=requires_grad)
+    return _like(randn, input, dtype, device, requires_grad)
 
 
 def rand_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Uniform [0, 1) draws with input's shape, and its dtype and device unless given. Mirrors torch.rand_like."""
-    return rand(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
-                requires_grad=requires_grad)
+    return _like(rand, input, dtype, device, requires_grad)
 
 
 def randperm(n, dtype=None, device=None, generator=None) -> Tensor:

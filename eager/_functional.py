@@ -269,34 +269,22 @@ def _clamp_to_tensors(input, min, max):
 clip = clamp
 
 
-def eq(input, other):
-    """input == other, elementwise, as a bool tensor. Mirrors torch.eq."""
-    return E.EQ(input, other)
+def _comparison(record: Any, name: str, relation: str) -> Any:
+    """torch's elementwise comparison `name`: `record` applied to both operands, which
+    broadcast and promote as the record's forward does. One definition serves the six."""
+    def compare(input, other):
+        return record(input, other)
+    compare.__name__ = compare.__qualname__ = name
+    compare.__doc__ = f"{relation}, elementwise, as a bool tensor. Mirrors torch.{name}."
+    return compare
 
 
-def ne(input, other):
-    """input != other, elementwise, as a bool tensor. Mirrors torch.ne."""
-    return E.NE(input, other)
-
-
-def lt(input, other):
-    """input < other, elementwise, as a bool tensor. Mirrors torch.lt."""
-    return E.LT(input, other)
-
-
-def le(input, other):
-    """input <= other, elementwise, as a bool tensor. Mirrors torch.le."""
-    return E.LE(input, other)
-
-
-def gt(input, other):
-    """input > other, elementwise, as a bool tensor. Mirrors torch.gt."""
-    return E.GT(input, other)
-
-
-def ge(input, other):
-    """input >= other, elementwise, as a bool tensor. Mirrors torch.ge."""
-    return E.GE(input, other)
+eq = _comparison(E.EQ, "eq", "input == other")
+ne = _comparison(E.NE, "ne", "input != other")
+lt = _comparison(E.LT, "lt", "input < other")
+le = _comparison(E.LE, "le", "input <= other")
+gt = _comparison(E.GT, "gt", "input > other")
+ge = _comparison(E.GE, "ge", "input >= other")
 
 
 def logical_and(input, other):

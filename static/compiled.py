@@ -467,26 +467,27 @@ def _check_options(fn, backend, static_argnums, static_argnames, fallback, fullg
                         f"switching passes on and off, not the string {passes!r}")
     if passes is not None:
         if not isinstance(passes, dict):
-            try:
-                passes = list(passes)
-            except TypeError:
-                raise TypeError(f"static.compile: passes must be a list of pass names or a dict, got "
-                                f"{type(passes).__name__}") from None
-            if not all(isinstance(p, str) for p in passes):
-                raise TypeError(f"static.compile: passes must name passes by string, got {passes!r}")
+            passes = _strings(passes, list, "passes must be a list of pass names or a dict",
+                              "passes must name passes by string")
         try:
             pipeline_for(opt_level, passes)
         except ValueError as exc:
             raise ValueError(f"static.compile: {exc}") from None
     _check_argnums(fn, static_argnums)
     names = (static_argnames,) if isinstance(static_argnames, str) else static_argnames
+    _strings(names, tuple, "static_argnames must be a name or a sequence of names", "static_argnames must be strings")
+
+
+def _strings(value: Any, collect: type, not_a_sequence: str, not_strings: str) -> Any:
+    """`value` collected into a `collect` (list or tuple) of strings; otherwise the TypeError
+    of the static.compile option, saying which of the two it is not."""
     try:
-        names = tuple(names)
+        items = collect(value)
     except TypeError:
-        raise TypeError(f"static.compile: static_argnames must be a name or a sequence of names, got "
-                        f"{type(static_argnames).__name__}") from None
-    if not all(isinstance(n, str) for n in names):
-        raise TypeError(f"static.compile: static_argnames must be strings, got {names!r}")
+        raise TypeError(f"static.compile: {not_a_sequence}, got {type(value).__name__}") from None
+    if not all(isinstance(item, str) for item in items):
+        raise TypeError(f"static.compile: {not_strings}, got {items!r}")
+    return items
 
 
 def _check_argnums(fn, static_argnums) -> None:

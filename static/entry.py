@@ -25,7 +25,7 @@ from .passes.aliasing import aliased_inputs, input_free_outputs, output_aliases
 from .passes.rewrite import clone
 from .signature import CallKey
 from .tracer import Tracer, TraceState
-from .tracing import TraceResult, _attribute_path, is_array, trace_function
+from .tracing import TraceResult, _attribute_path, refresh_sources, trace_function
 
 if TYPE_CHECKING:
     from .compiled import Compiled
@@ -132,7 +132,7 @@ class Entry:
         quick = version == self._checked_at
         if trace.captured:
             sources = self._other_sources if quick else trace.sources
-            if sources and not _refresh(trace, sources):
+            if sources and not refresh_sources(trace, sources):
                 return "a captured tensor changed shape, dtype or kind"
             for (o, _), (shape, dtype, grad) in zip(trace.captured, self._captured_state):
                 d = o._data if type(o) is Tensor or isinstance(o, Tensor) else o
@@ -146,27 +146,6 @@ class Entry:
                 return reason
         self._checked_at = version
         return None
-
-
-def _refresh(trace: TraceResult, sources: list) -> bool:
-    """`TraceResult.refresh_captured` over some of its sources: re-read each captured tensor
-    where the function reads it; False when one now has another shape, dtype or kind."""
-    for i, getter in sources:
-        slot = trace.captured[i]
-        try:
-            current = getter()
-        except Exception:  # noqa: BLE001  (the name went away: keep what was traced)
-            continue
-        if current is slot[0]:
-            continue
-        if not is_array(current):
-            return False
-        old, new = _data(slot[0]), _data(current)
-        if (new.shape != old.shape or new.dtype != old.dtype or type(new) is not type(old)
-                or isinstance(current, Tensor) != isinstance(slot[0], Tensor)):
-            return False
-        slot[0] = current
-    return True
 
 
 def _through_module(getter) -> bool:

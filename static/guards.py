@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from .reach import Walk, names_read
+
 _ATOMS = (bool, int, float, complex, str, bytes, type(None))
 _SCALARS = frozenset((bool, int, float, str))
 _MAX_ITEMS = 64  # a larger container is not plain configuration: left unguarded (cheap calls)
@@ -173,35 +175,17 @@ def _is_user_function(value) -> bool:
     return not value.__code__.co_filename.startswith(_LIBRARY_DIRS)
 
 
-def _code_names(code) -> set:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if hasattr(const, "co_names"):  # nested functions, lambdas, comprehensions
-            names |= _code_names(const)
-    return names
-
-
 def collect(fn) -> list:
     """The guards of everything `fn` reads by name: see the module docstring."""
     guards: list = []
-    seen: set = set()
-    todo = [fn]
-    while todo:
-        f = todo.pop()
-        if f is None or id(f) in seen:
-            continue
-        seen.add(id(f))
-        todo.append(getattr(f, "__wrapped__", None))
+    walk = Walk(fn)
+    for f in walk:
         if is_module(f):
             mode_in_key = f is fn  # a compiled module's modes are in its call key
             for m in f.modules():
-                if m is f or id(m) not in seen:
-                    seen.add(id(m))
+                if m is f or walk.first_visit(m):
                     guards.append(Attributes(m, _module_attrs(m, mode_in_key)))
-                    todo.append(getattr(type(m), "forward", None))
-            continue
-        if inspect.ismethod(f):
-            todo += [f.__self__, f.__func__]
+                    walk.push(getattr(type(m), "forward", None))
             continue
         if is_plain_object(f):
             guards.append(Attributes(f, _module_attrs(f)))
@@ -212,43 +196,26 @@ def collect(fn) -> list:
             continue  # graphmode's own code: its module constants are not the user's values
         if code is None:
             if not isinstance(f, type) and callable(f):
-                todo.append(getattr(type(f), "__call__", None))  # noqa: B004  (the method to scan, not a test)
-                todo.append(getattr(f, "fn", None))  # a transform object keeps the function it wraps
+                walk.push(getattr(type(f), "__call__", None))  # noqa: B004  (the method to scan, not a test)
+                walk.push(getattr(f, "fn", None))  # a transform object keeps the function it wraps
             continue
-        gl = getattr(f, "__globals__", {})
-        for name in _code_names(code):
-            if name not in gl:
-                continue
-            value = gl[name]
-            if hasattr(value, "_graphmode_traceable"):  # another compiled function, inlined when traced
-                todo.append(value._graphmode_traceable)
-                continue
-            if is_module(value) or _is_user_function(value) or is_plain_object(value):
-                todo.append(value)
-                continue
-            frozen = _frozen(value)
-            if frozen is not _MISSING:
-                guards.append(Guard(f"global {name!r}", _global_reader(gl, name), frozen))
-        for name, cell in zip(code.co_freevars, getattr(f, "__closure__", None) or ()):
-            try:
-                value = cell.cell_contents
-            except ValueError:  # an empty cell
-                continue
-            if is_module(value) or is_plain_object(value) or (callable(value) and not isinstance(value, type)):
-                todo.append(value)
+        for read in names_read(f):
+            value = read.value
+            if read.kind == "global":
+                if hasattr(value, "_graphmode_traceable"):  # another compiled function, inlined when traced
+                    walk.push(value._graphmode_traceable)
+                    continue
+                follow = is_module(value) or _is_user_function(value) or is_plain_object(value)
+            else:
+                follow = is_module(value) or is_plain_object(value) or (callable(value) and not isinstance(value, type))
+            if follow:
+                walk.push(value)
                 continue
             frozen = _frozen(value)
             if frozen is not _MISSING:
-                guards.append(Guard(f"closure variable {name!r}", _cell_reader(cell), frozen))
+                what = "global" if read.kind == "global" else "closure variable"
+                guards.append(Guard(f"{what} {read.name!r}", read.read, frozen))
     return guards
-
-
-def _global_reader(gl: dict, name: str) -> Callable[[], Any]:
-    return lambda: gl[name]
-
-
-def _cell_reader(cell) -> Callable[[], Any]:
-    return lambda: cell.cell_contents
 
 
 def first_change(guards: list) -> str | None:

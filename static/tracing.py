@@ -23,6 +23,7 @@ from eager.ops import TensorSpec
 
 from . import guards, pytree
 from .ir import Graph, Value, verify
+from .reach import Walk, names_read
 from .tracer import ACTIVE, Tracer, TraceState, capturing_dispatch, check_view_current
 from .training import call_prep, note_start
 
@@ -59,22 +60,28 @@ class TraceResult:
         """Re-read captured tensors from where the function reads them (a global, a closure
         cell, a module attribute), so that rebinding `W = W - lr * g` between calls is seen.
         False when one now has another shape, dtype or kind: the graph no longer fits."""
-        for i, getter in self.sources:
-            entry = self.captured[i]
-            try:
-                current = getter()
-            except Exception:  # noqa: BLE001  (the name went away: keep what was traced)
-                continue
-            if current is entry[0]:
-                continue
-            if not is_array(current):
-                return False
-            old, new = _array_of(entry[0]), _array_of(current)
-            if (new.shape != old.shape or new.dtype != old.dtype or type(new) is not type(old)
-                    or isinstance(current, Tensor) != isinstance(entry[0], Tensor)):
-                return False
-            entry[0] = current
-        return True
+        return refresh_sources(self, self.sources)
+
+
+def refresh_sources(trace: TraceResult, sources: list) -> bool:
+    """`TraceResult.refresh_captured` over some of its sources (the entry's fast path reads
+    only those that can change without the module structure moving)."""
+    for i, getter in sources:
+        entry = trace.captured[i]
+        try:
+            current = getter()
+        except Exception:  # noqa: BLE001  (the name went away: keep what was traced)
+            continue
+        if current is entry[0]:
+            continue
+        if not is_array(current):
+            return False
+        old, new = _array_of(entry[0]), _array_of(current)
+        if (new.shape != old.shape or new.dtype != old.dtype or type(new) is not type(old)
+                or isinstance(current, Tensor) != isinstance(entry[0], Tensor)):
+            return False
+        entry[0] = current
+    return True
 
 
 def _array_of(x):
@@ -264,56 +271,29 @@ def named_sources(fn) -> dict:
     time. Tensors reached any other way (a helper's globals) keep the object traced, which
     still sees in-place updates."""
     found: dict = {}
-    seen = set()
-    todo = [fn]
-    while todo:
-        f = todo.pop()
-        if f is None or id(f) in seen:
-            continue
-        seen.add(id(f))
-        todo.append(getattr(f, "__wrapped__", None))
+    walk = Walk(fn)
+    for f in walk:
         if hasattr(f, "named_parameters"):  # an eager.nn.Module
             for method in ("named_parameters", "named_buffers"):
                 for path, t in getattr(f, method, lambda: ())():
                     found.setdefault(id(t), (path, functools.partial(_attribute_path, f, path.split("."))))
-            todo.append(getattr(f, "forward", None))
-            continue
-        if inspect.ismethod(f):
-            todo += [f.__self__, f.__func__]
+            walk.push(getattr(f, "forward", None))
             continue
         code = getattr(f, "__code__", None)
         if code is None:
-            todo.append(getattr(type(f), "__call__", None) if not isinstance(f, type) else None)  # noqa: B004
+            walk.push(getattr(type(f), "__call__", None) if not isinstance(f, type) else None)  # noqa: B004
             continue
-        gl = getattr(f, "__globals__", {})
-        for name in _global_names(code):
-            value = gl.get(name)
+        for read in names_read(f):
+            value = read.value
             if is_array(value):
-                found.setdefault(id(value), (name, functools.partial(gl.__getitem__, name)))
-            elif _is_module(value):
-                todo.append(value)
-        for name, cell in zip(code.co_freevars, getattr(f, "__closure__", None) or ()):
-            try:
-                value = cell.cell_contents
-            except ValueError:  # an empty cell
-                continue
-            if is_array(value):
-                found.setdefault(id(value), (name, functools.partial(getattr, cell, "cell_contents")))
-            elif _is_module(value) or (callable(value) and not isinstance(value, type)):
-                todo.append(value)  # a module, or a decorator's wrapped function
+                found.setdefault(id(value), (read.name, read.read))
+            elif _is_module(value) or (read.kind == "closure" and callable(value) and not isinstance(value, type)):
+                walk.push(value)  # a module, or a decorator's wrapped function
     return found
 
 
 def _is_module(value) -> bool:
     return hasattr(value, "named_parameters") and hasattr(value, "forward")
-
-
-def _global_names(code) -> set:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if hasattr(const, "co_names"):  # nested functions, lambdas, comprehensions
-            names |= _global_names(const)
-    return names
 
 
 def _attribute_path(obj, path: list):

@@ -206,6 +206,20 @@ class AdaptiveMaxPool2d(AdaptiveAvgPool2d):
 
 
 # -- normalization ----------------------------------------------------------------------------
+def _scale_and_shift(module: Module, shape: tuple, scale: bool, shift: bool, device: Any, dtype: Any) -> None:
+    """A normalization layer's learned per-element scale `weight` (ones) and shift `bias`
+    (zeros) of `shape`; each left out is registered as None, so that it reads as None and
+    state_dict keeps PyTorch's names."""
+    if scale:
+        module.weight = Parameter(ones(*shape, device=device, dtype=dtype))
+    else:
+        module.register_parameter("weight", None)
+    if shift:
+        module.bias = Parameter(zeros(*shape, device=device, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+
+
 class LayerNorm(Module):
     """Normalize over the trailing normalized_shape dims, then an elementwise affine map."""
 
@@ -214,15 +228,7 @@ class LayerNorm(Module):
         super().__init__()
         self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(ones(*self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(zeros(*self.normalized_shape, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _scale_and_shift(self, self.normalized_shape, elementwise_affine, elementwise_affine and bias, device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -253,12 +259,7 @@ class GroupNorm(Module):
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        if affine:
-            self.weight = Parameter(ones(num_channels, device=device, dtype=dtype))
-            self.bias = Parameter(zeros(num_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _scale_and_shift(self, (num_channels,), affine, affine, device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -275,12 +276,7 @@ class _BatchNorm(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(ones(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(zeros(num_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _scale_and_shift(self, (num_features,), affine, affine, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
@@ -338,12 +334,7 @@ class InstanceNorm2d(Module):
                  track_running_stats: bool = False, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         self.num_features, self.eps = num_features, eps
-        if affine:
-            self.weight = Parameter(ones(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(zeros(num_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _scale_and_shift(self, (num_features,), affine, affine, device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.instance_norm(input, weight=self.weight, bias=self.bias, eps=self.eps)

@@ -25,24 +25,30 @@ def _activation(act: str | Callable) -> Callable:
     raise RuntimeError(f"activation should be relu/gelu, not {act}")
 
 
-class TransformerEncoderLayer(Module):
-    """x + dropout(self_attn(x)), then x + dropout(ff(x)), each followed by LayerNorm
-    (or preceded, with norm_first=True)."""
+class _TransformerLayer(Module):
+    """What an encoder and a decoder layer share: self-attention, the feed-forward block, one
+    LayerNorm and one Dropout per residual block (two blocks, or three with attention over the
+    encoder's memory). Submodules are created in PyTorch's order, so that parameters() and
+    state_dict() list them as torch's layers do."""
 
-    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
-                 activation: str | Callable = "relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
-                 norm_first: bool = False, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int, dropout: float, activation: str | Callable,
+                 layer_norm_eps: float, batch_first: bool, norm_first: bool, bias: bool, device: Any, dtype: Any,
+                 *, cross_attention: bool) -> None:
         super().__init__()
         kw = dict(device=device, dtype=dtype)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+        if cross_attention:
+            self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                                     batch_first=batch_first, **kw)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
+        blocks = range(1, 4 if cross_attention else 3)
+        for i in blocks:  # norm1, norm2[, norm3]
+            setattr(self, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        for i in blocks:  # dropout1, dropout2[, dropout3]: the one after each block
+            setattr(self, f"dropout{i}", Dropout(dropout))
         self.activation = _activation(activation)
 
     def _sa(self, x: Tensor, mask, key_padding_mask, is_causal: bool) -> Tensor:
@@ -50,17 +56,28 @@ class TransformerEncoderLayer(Module):
                              is_causal=is_causal)[0]
         return self.dropout1(out)
 
-    def _ff(self, x: Tensor) -> Tensor:
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+    def _ff(self, x: Tensor, dropout: Module) -> Tensor:
+        return dropout(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+
+class TransformerEncoderLayer(_TransformerLayer):
+    """x + dropout(self_attn(x)), then x + dropout(ff(x)), each followed by LayerNorm
+    (or preceded, with norm_first=True)."""
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation: str | Callable = "relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                         norm_first, bias, device, dtype, cross_attention=False)
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
                 is_causal: bool = False) -> Tensor:
         x = src
         if self.norm_first:
             x = x + self._sa(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
-            return x + self._ff(self.norm2(x))
+            return x + self._ff(self.norm2(x), self.dropout2)
         x = self.norm1(x + self._sa(x, src_mask, src_key_padding_mask, is_causal))
-        return self.norm2(x + self._ff(x))
+        return self.norm2(x + self._ff(x, self.dropout2))
 
 
 class TransformerEncoder(Module):
@@ -81,37 +98,18 @@ class TransformerEncoder(Module):
         return out if self.norm is None else self.norm(out)
 
 
-class TransformerDecoderLayer(Module):
+class TransformerDecoderLayer(_TransformerLayer):
     """Self-attention, attention over the encoder's memory, then the feed-forward block."""
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
                  activation: str | Callable = "relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
                  norm_first: bool = False, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
-        super().__init__()
-        kw = dict(device=device, dtype=dtype)
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
-                                                 **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1, self.dropout2, self.dropout3 = Dropout(dropout), Dropout(dropout), Dropout(dropout)
-        self.activation = _activation(activation)
-
-    def _sa(self, x, mask, kpm, is_causal):
-        return self.dropout1(self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=kpm, need_weights=False,
-                                            is_causal=is_causal)[0])
+        super().__init__(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                         norm_first, bias, device, dtype, cross_attention=True)
 
     def _mha(self, x, mem, mask, kpm):
         return self.dropout2(self.multihead_attn(x, mem, mem, attn_mask=mask, key_padding_mask=kpm,
                                                  need_weights=False)[0])
-
-    def _ff(self, x):
-        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
                 tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,
@@ -120,10 +118,10 @@ class TransformerDecoderLayer(Module):
         if self.norm_first:
             x = x + self._sa(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
             x = x + self._mha(self.norm2(x), memory, memory_mask, memory_key_padding_mask)
-            return x + self._ff(self.norm3(x))
+            return x + self._ff(self.norm3(x), self.dropout3)
         x = self.norm1(x + self._sa(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
         x = self.norm2(x + self._mha(x, memory, memory_mask, memory_key_padding_mask))
-        return self.norm3(x + self._ff(x))
+        return self.norm3(x + self._ff(x, self.dropout3))
 
 
 class TransformerDecoder(Module):

@@ -15,10 +15,8 @@ def _check(name: str, value: float, low: float = 0.0) -> None:
         raise ValueError(f"Invalid {name}: {value}")
 
 
-def _grad(p, group):
-    g = p.grad
-    if group.get("maximize"):
-        g = -g
+def _decayed(p, g, group):
+    """g with L2 weight decay added (the coupled form these optimizers use)."""
     if group["weight_decay"] != 0:
         g = g.add(p, alpha=group["weight_decay"])
     return g
@@ -27,10 +25,8 @@ def _grad(p, group):
 def _steps(opt: Optimizer, group: dict, buffers: tuple[str, ...]):
     """(p, g, state) for each parameter of `group` that has a gradient: its state is made on
     its first step (step 0 and a zero tensor per name in `buffers`), and the step is counted."""
-    for p in group["params"]:
-        if p.grad is None:
-            continue
-        g = _grad(p, group)
+    for p, g in opt._gradients(group):
+        g = _decayed(p, g, group)
         state = opt.state.setdefault(p, {})
         if not state:
             state["step"] = 0
@@ -93,10 +89,8 @@ class Adagrad(Optimizer):
                 self.state[p] = {"step": 0, "sum": full_like(p, group["initial_accumulator_value"])}
 
     def _update_group(self, group: dict) -> None:
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            g = _grad(p, group)
+        for p, g in self._gradients(group):
+            g = _decayed(p, g, group)
             state = self.state.setdefault(p, {"step": 0, "sum": full_like(p, group["initial_accumulator_value"])})
             state["step"] += 1
             clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])

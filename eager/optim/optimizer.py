@@ -4,7 +4,7 @@ parameters in place, so the Parameter objects a model holds stay the same."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -116,6 +116,16 @@ class Optimizer:
 
     def _update_group(self, group: dict) -> None:
         raise NotImplementedError(f"{type(self).__name__} must define _update_group(group)")
+
+    @staticmethod
+    def _gradients(group: dict) -> Iterator[tuple[Tensor, Tensor]]:
+        """(p, g) for each parameter of `group` that has a gradient, g negated when the group
+        maximizes: the direction every update rule then descends along."""
+        for p in group["params"]:
+            g = p.grad
+            if g is None:
+                continue
+            yield p, (-g if group.get("maximize") else g)
 
     def _closure_loss(self, closure: Callable[[], Any] | None) -> Any:
         if closure is None:

@@ -32,12 +32,7 @@ class SGD(Optimizer):
     def _update_group(self, group: dict) -> None:
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
         weight_decay, nesterov = group["weight_decay"], group["nesterov"]
-        for p in group["params"]:
-            g = p.grad
-            if g is None:
-                continue
-            if group["maximize"]:
-                g = -g
+        for p, g in self._gradients(group):
             if weight_decay != 0:
                 g = g.add(p, alpha=weight_decay)
             if momentum != 0:

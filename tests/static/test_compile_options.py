@@ -96,7 +96,10 @@ def test_unknown_options_are_refused_with_the_valid_ones(option, match):
     ({"fallback": "yes"}, ValueError, "fallback must be None or 'eager'"),
     ({"fullgraph": True, "fallback": "eager"}, ValueError, "fullgraph=True never falls back"),
     ({"fast_math": "yes"}, TypeError, "fast_math must be True or False"),
-    ({"static_argnames": 3}, TypeError, "static_argnames"),
+    ({"static_argnames": 3}, TypeError, "static_argnames must be a name or a sequence of names, got int"),
+    ({"static_argnames": ("n", 2)}, TypeError, r"static_argnames must be strings, got \('n', 2\)"),
+    ({"passes": 3}, TypeError, "passes must be a list of pass names or a dict, got int"),
+    ({"passes": ("cse", 1)}, TypeError, r"passes must name passes by string, got \['cse', 1\]"),
 ])
 def test_bad_options_are_refused_at_decoration(option, error, match):
     with pytest.raises(error, match=match):

@@ -1,0 +1,85 @@
+"""The walk over what a traced function can read by name.
+
+Two questions are asked of the same reach: which Python values a trace bakes in (the guards,
+`static.guards.collect`) and which tensors it reads from outside (the named captured inputs,
+`static.tracing.named_sources`). Both start at the function, follow what it wraps, the instance
+and function of a bound method, and the globals and closure cells its code names; they differ
+only in what they record and which values they follow further. This module holds the walk;
+the callers hold those decisions."""
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from types import CodeType
+from typing import Any
+
+
+class Walk:
+    """A worklist over objects, each visited once (by identity).
+
+    Iterating yields every new object pushed so far or while iterating; `None` is passed
+    over. Before an object is yielded, what it wraps (`__wrapped__`, as `functools.wraps`
+    leaves it) is pushed, and a bound method is replaced by its instance and function. The
+    caller decides what else to follow, with `push`."""
+
+    def __init__(self, root: Any) -> None:
+        self._todo: list[Any] = [root]
+        self._seen: set[int] = set()
+
+    def push(self, *objs: Any) -> None:
+        self._todo.extend(objs)
+
+    def first_visit(self, obj: Any) -> bool:
+        """Mark `obj` as visited; True when it had not been (for objects the caller handles
+        itself, such as a module's submodules)."""
+        if id(obj) in self._seen:
+            return False
+        self._seen.add(id(obj))
+        return True
+
+    def __iter__(self) -> Iterator[Any]:
+        while self._todo:
+            f = self._todo.pop()
+            if f is None or not self.first_visit(f):
+                continue
+            self._todo.append(getattr(f, "__wrapped__", None))
+            if inspect.ismethod(f):
+                self._todo += [f.__self__, f.__func__]
+                continue
+            yield f
+
+
+@dataclass(frozen=True)
+class NameRead:
+    """One name a function's code reads from outside: a global or a closure variable."""
+
+    kind: str  # "global" or "closure"
+    name: str
+    value: Any
+    read: Callable[[], Any]  # reads the name again, where the function reads it
+
+
+def code_names(code: CodeType) -> set[str]:
+    """The global (and attribute) names `code` and the code nested in it mention."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, CodeType):  # nested functions, lambdas, comprehensions
+            names |= code_names(const)
+    return names
+
+
+def names_read(f: Any) -> Iterator[NameRead]:
+    """The globals that `f`'s code names and that exist, then its non-empty closure cells."""
+    code = f.__code__
+    gl = getattr(f, "__globals__", {})
+    for name in code_names(code):
+        if name in gl:
+            yield NameRead("global", name, gl[name], functools.partial(gl.__getitem__, name))
+    for name, cell in zip(code.co_freevars, getattr(f, "__closure__", None) or ()):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        yield NameRead("closure", name, value, functools.partial(getattr, cell, "cell_contents"))

@@ -1,0 +1,104 @@
+"""static.reach: the walk that both the guards and the named captured inputs take over what a
+traced function reads by name."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+import eager
+import static
+from static.guards import collect
+from static.reach import Walk, code_names, names_read
+from static.tracing import named_sources
+
+SCALE = 2.0
+TABLE = np.arange(3.0)
+
+
+def _reads_globals(x):
+    return x * SCALE + TABLE
+
+
+def _inner(x):
+    return x * SCALE
+
+
+def test_walk_visits_each_object_once_and_follows_wrapped_and_bound_methods():
+    @functools.wraps(_inner)
+    def outer(x):
+        return _inner(x)
+
+    class Box:
+        def get(self):
+            return 1
+
+    box = Box()
+    walk = Walk(outer)
+    walk.push(outer, None, box.get)
+    seen = list(walk)
+    assert seen.count(outer) == 1
+    assert _inner in seen  # outer.__wrapped__
+    assert box in seen and Box.get in seen  # the bound method's instance and function
+    assert box.get not in seen  # a bound method is replaced, never yielded itself
+    assert None not in seen
+
+
+def test_walk_first_visit_marks_objects_the_caller_handles():
+    walk = Walk(_inner)
+    assert walk.first_visit(_reads_globals)
+    assert not walk.first_visit(_reads_globals)
+    walk.push(_reads_globals)
+    assert list(walk) == [_inner]
+
+
+def test_code_names_include_nested_code():
+    def f():
+        return [SCALE for _ in range(2)]
+
+    assert {"SCALE", "range"} <= code_names(f.__code__)
+
+
+def test_names_read_gives_globals_and_closure_cells_with_readers():
+    k = 3
+
+    def f(x):
+        return x * SCALE + k
+
+    reads = {r.name: r for r in names_read(f)}
+    assert reads["SCALE"].kind == "global" and reads["SCALE"].value == SCALE
+    assert reads["k"].kind == "closure" and reads["k"].value == 3
+    k = 4  # the reader reads the cell again, where the function reads it
+    assert reads["k"].read() == 4
+    assert reads["SCALE"].read() == SCALE
+
+
+def test_names_read_passes_over_an_empty_cell():
+    def f():
+        return later  # noqa: F821  (bound after f is made)
+
+    assert [r.name for r in names_read(f)] == []
+    later = 1  # noqa: F841
+
+
+def test_guards_and_named_sources_see_the_same_reach():
+    def wrapper(x):
+        return _reads_globals(x)
+
+    wrapped = functools.wraps(_reads_globals)(wrapper)
+    assert "global 'SCALE'" in [g.what for g in collect(wrapped)]
+    assert [name for name, _ in named_sources(wrapped).values()] == ["TABLE"]
+
+
+def test_a_compiled_function_sees_a_rebound_global_through_the_walk():
+    global SCALE
+    f = static.compile(_reads_globals)
+    x = eager.ones(3)
+    first = f(x).numpy()
+    old = SCALE
+    try:
+        SCALE = 5.0
+        np.testing.assert_allclose(f(x).numpy(), np.ones(3) * 5.0 + TABLE)
+    finally:
+        SCALE = old
+    np.testing.assert_allclose(first, np.ones(3) * old + TABLE)
