@@ -329,18 +329,6 @@ class BatchNorm3d(_BatchNorm):
     _dims = (5,)
 
 
-class InstanceNorm2d(Module):
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
-                 track_running_stats: bool = False, device: Any = None, dtype: Any = None) -> None:
-        super().__init__()
-        self.num_features, self.eps = num_features, eps
-        _scale_and_shift(self, (num_features,), affine, affine, device, dtype)
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.instance_norm(input, weight=self.weight, bias=self.bias, eps=self.eps)
-
-
-# -- embedding ----------------------------------------------------------------------------------
 class Embedding(Module):
     """A lookup table of num_embeddings rows of size embedding_dim, initialized N(0, 1); the
     padding_idx row starts at zero and gets no gradient. With max_norm, the rows a lookup
