@@ -220,6 +220,26 @@ def _scale_and_shift(module: Module, shape: tuple, scale: bool, shift: bool, dev
         module.register_parameter("bias", None)
 
 
+def _running_stats(module: Module, num_features: int, track: bool, device: Any, dtype: Any) -> None:
+    """The `running_mean`, `running_var` and `num_batches_tracked` buffers of a batch or instance
+    norm (registered as None when `track` is off, as PyTorch's)."""
+    if track:
+        module.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
+        module.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
+        module.register_buffer("num_batches_tracked", tensor(0, dtype=_dtypes.int64, device=device))
+    else:
+        for name in ("running_mean", "running_var", "num_batches_tracked"):
+            module.register_buffer(name, None)
+
+
+def _reset_embedding_rows(module: Module) -> None:
+    """N(0, 1) rows, the padding_idx row at zero: Embedding's and EmbeddingBag's initialization."""
+    init.normal_(module.weight)
+    if module.padding_idx is not None:
+        with no_grad():
+            module.weight[module.padding_idx] = 0.0
+
+
 class LayerNorm(Module):
     """Normalize over the trailing normalized_shape dims, then an elementwise affine map."""
 
@@ -277,14 +297,7 @@ class _BatchNorm(Module):
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         _scale_and_shift(self, (num_features,), affine, affine, device, dtype)
-        if track_running_stats:
-            self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
-            self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
-            self.register_buffer("num_batches_tracked", tensor(0, dtype=_dtypes.int64, device=device))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        _running_stats(self, num_features, track_running_stats, device, dtype)
 
     def reset_running_stats(self) -> None:
         if self.track_running_stats:
@@ -357,10 +370,7 @@ class Embedding(Module):
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self) -> None:
-        init.normal_(self.weight)
-        if self.padding_idx is not None:
-            with no_grad():
-                self.weight[self.padding_idx] = 0.0
+        _reset_embedding_rows(self)
 
     @classmethod
     def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, padding_idx: int | None = None,

@@ -550,17 +550,27 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                 x = input.detach()
                 mean = _F.mean(x, dims)
                 var = _F.var(x, dims, correction=1)
-                running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
-                running_var.mul_(1 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
+                _move_running(running_mean, running_var, mean, var, momentum)
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("batch_norm: running_mean and running_var must be given when training=False")
         out = (input - _channel_view(running_mean, input.ndim)) * _channel_view(
             _F.rsqrt(running_var + eps), input.ndim)
+    return _channel_affine(out, weight, bias)
+
+
+def _move_running(running_mean: Tensor, running_var: Tensor, mean: Tensor, var: Tensor, momentum: float) -> None:
+    """Running statistics moved toward a batch's, in place (batch_norm and instance_norm)."""
+    running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
+    running_var.mul_(1 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
+
+
+def _channel_affine(out: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
+    """out * weight + bias, both per channel (dim 1); either may be None."""
     if weight is not None:
-        out = out * _channel_view(weight, input.ndim)
+        out = out * _channel_view(weight, out.ndim)
     if bias is not None:
-        out = out + _channel_view(bias, input.ndim)
+        out = out + _channel_view(bias, out.ndim)
     return out
 
 
@@ -590,19 +600,14 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
                 x = input.detach()
                 mean = _F.mean(_F.mean(x, dims), 0)
                 var = _F.mean(_F.var(x, dims, correction=1), 0)
-                running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
-                running_var.mul_(1 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
+                _move_running(running_mean, running_var, mean, var, momentum)
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("instance_norm: Expected running_mean and running_var to be defined when "
                                "use_input_stats is false")
         out = (input - _channel_view(running_mean, input.ndim)) * _channel_view(
             _F.rsqrt(running_var + eps), input.ndim)
-    if weight is not None:
-        out = out * _channel_view(weight, input.ndim)
-    if bias is not None:
-        out = out + _channel_view(bias, input.ndim)
-    return out
+    return _channel_affine(out, weight, bias)
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,

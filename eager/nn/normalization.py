@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _dtypes
-from .._factories import ones, tensor, zeros
 from .._tensor import Tensor
 from . import functional as F
+from .conv import _running_stats, _scale_and_shift
 from .module import Module
-from .parameter import Parameter
 
 
 class _InstanceNorm(Module):
@@ -23,20 +21,8 @@ class _InstanceNorm(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(ones(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(zeros(num_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
-            self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
-            self.register_buffer("num_batches_tracked", tensor(0, dtype=_dtypes.int64, device=device))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        _scale_and_shift(self, (num_features,), affine, affine, device, dtype)
+        _running_stats(self, num_features, track_running_stats, device, dtype)
 
     def reset_running_stats(self) -> None:
         if self.track_running_stats:

@@ -4,10 +4,9 @@ from __future__ import annotations
 from typing import Any
 
 from .._factories import empty
-from .._grad_mode import no_grad
 from .._tensor import Tensor
 from . import functional as F
-from . import init
+from .conv import _reset_embedding_rows
 from .module import Module
 from .parameter import Parameter
 
@@ -40,10 +39,7 @@ class EmbeddingBag(Module):
             self.weight = Parameter(_weight)
 
     def reset_parameters(self) -> None:
-        init.normal_(self.weight)
-        if self.padding_idx is not None:
-            with no_grad():
-                self.weight[self.padding_idx] = 0.0
+        _reset_embedding_rows(self)
 
     @classmethod
     def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, max_norm: float | None = None,
