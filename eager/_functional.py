@@ -316,11 +316,7 @@ def bitwise_not(input):
 
 def bitwise_and(input, other):
     """`a & b`: logical and of bool operands, bit by bit for integers; floats are refused."""
-    cats = (_category(input), _category(other))
-    if cats == (0, 0):
-        return E.LOGICAL_AND(input, other)
-    _check_bitwise("bitwise_and", cats)
-    return M.BITWISE_AND(input, other)
+    return _bitwise("bitwise_and", E.LOGICAL_AND, M.BITWISE_AND, input, other)
 
 
 def clone(input: _TA) -> _TA:
@@ -848,22 +844,24 @@ def fmod(input, other):
     return M.FMOD(input, other)
 
 
-def bitwise_or(input, other):
-    """Elementwise bitwise OR of integer or bool tensors. Mirrors torch.bitwise_or."""
+def _bitwise(name, on_bools, on_integers, input, other):
+    """`name` of two bool tensors is its logical form (a bool result); of integers (or an integer
+    with a bool), the bitwise op; floats are refused with PyTorch's message."""
     cats = (_category(input), _category(other))
     if cats == (0, 0):
-        return M.LOGICAL_OR(input, other)
-    _check_bitwise("bitwise_or", cats)
-    return M.BITWISE_OR(input, other)
+        return on_bools(input, other)
+    _check_bitwise(name, cats)
+    return on_integers(input, other)
+
+
+def bitwise_or(input, other):
+    """Elementwise bitwise OR of integer or bool tensors. Mirrors torch.bitwise_or."""
+    return _bitwise("bitwise_or", M.LOGICAL_OR, M.BITWISE_OR, input, other)
 
 
 def bitwise_xor(input, other):
     """Elementwise bitwise XOR of integer or bool tensors. Mirrors torch.bitwise_xor."""
-    cats = (_category(input), _category(other))
-    if cats == (0, 0):
-        return M.LOGICAL_XOR(input, other)
-    _check_bitwise("bitwise_xor", cats)
-    return M.BITWISE_XOR(input, other)
+    return _bitwise("bitwise_xor", M.LOGICAL_XOR, M.BITWISE_XOR, input, other)
 
 
 def logical_or(input, other):
