@@ -184,12 +184,21 @@ class CupyModule(Driver):
         self.kernels.append({
             "kind": "reduction", "name": kname, "kernel_name": f"{self.prefix}_{tag}",
             "title": f"L{self.lines.get(id(red), '?')}: {node_line(red)} (with {len(chain)} prologue ops)",
-            "in_params": ", ".join(in_types), "out_params": f"{CUPY_PARAM_TYPES[out.type.dtype.np.name]} out0",
-            "map_expr": f"{fn}({arg_names})", "reduce_expr": low.reduce, "post_map_expr": f"out0 = ({R})({post})",
-            "identity": low.identity.format(T=T), "reduce_type": "float32" if T == "float" else "float64",
+            "in_params": ", ".join(in_types), "out_params": f"{CUPY_PARAM_TYPES[out.type.dtype.np.name]} {REDUCTION_OUT}",
+            "map_expr": f"{fn}({arg_names})", "reduce_expr": low.reduce,
+            "post_map_expr": f"{REDUCTION_OUT} = ({R})({post})",
+            "identity": low.identity.format(T=T), "reduce_type": T,
             "map_function": map_function,
         })
         self.stats["reduction"] += 1
+
+
+# The output of every ReductionKernel. Not CuPy's usual "out0": for a kernel of one input and
+# one output CuPy may run its CUB reduction, whose template names the arrays in0/out0 and
+# takes their C types from the kernel's type map; it renames (and types) them itself only
+# when the kernel's own names differ, and a kernel named in0/out0 with explicit dtypes
+# fails to compile there ("type_in0_raw is undefined").
+REDUCTION_OUT = "red_out"
 
 
 def c_type_of_param(param_type: str) -> str:

@@ -72,7 +72,7 @@ class cuda:  # noqa: N801  (mirrors the torch.cuda namespace users call)
         from ._device import cupy_module  # noqa: PLC0415
 
         cp = cupy_module()
-        return 0 if cp is None else int(cp.cuda.runtime.getDeviceCount())
+        return 0 if cp is None else _builtins.int(cp.cuda.runtime.getDeviceCount())
 
     @staticmethod
     def current_device() -> int:
@@ -80,7 +80,7 @@ class cuda:  # noqa: N801  (mirrors the torch.cuda namespace users call)
             raise RuntimeError("Torch not compiled with CUDA enabled: no CUDA device (CuPy and a GPU are needed)")
         from ._device import cupy_module  # noqa: PLC0415
 
-        return int(cupy_module().cuda.Device().id)
+        return _builtins.int(cupy_module().cuda.Device().id)
 
     @staticmethod
     def manual_seed_all(seed: int) -> None:  # noqa: F811  (torch's keyword name)

@@ -88,3 +88,33 @@ def device_of_array(arr) -> device:
 
 def xp_of_array(arr):
     return np if isinstance(arr, (np.ndarray, np.generic)) else cupy_module()
+
+
+def is_writeable(arr) -> bool:
+    """Whether writing into `arr` in place is allowed. NumPy says so in `flags.writeable`
+    (False for broadcast views and read-only buffers); CuPy's flags have no such field
+    because every CuPy array is writeable; anything without flags (a Python scalar) is not."""
+    flags = getattr(arr, "flags", None)
+    return flags is not None and getattr(flags, "writeable", True)
+
+
+def may_share_memory(a, b) -> bool:
+    """Whether two arrays may overlap in memory (bounds only, like NumPy's function). Arrays
+    of different kinds (NumPy and CuPy) or on different GPUs never do, and asking CuPy about
+    a NumPy array is a TypeError, so this is the one question every aliasing check asks."""
+    if type(a) is not type(b) or device_of_array(a) != device_of_array(b):
+        return False
+    return bool(xp_of_array(a).may_share_memory(a, b))
+
+
+def on_device_of(value, like):
+    """`value` as an array on the device `like` lives on (a copy across devices, else
+    `value` itself): a result computed on the GPU written back into a CPU tensor (an
+    optimizer's step count) or the other way round."""
+    if isinstance(like, (np.ndarray, np.generic)):
+        return value.get() if not isinstance(value, (np.ndarray, np.generic)) and hasattr(value, "get") else value
+    if isinstance(value, (np.ndarray, np.generic)) or device_of_array(value) != device_of_array(like):
+        cp = cupy_module()
+        with cp.cuda.Device(device_of_array(like).index):
+            return cp.asarray(value)
+    return value

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _dtypes
 from . import _functional as F
-from ._device import cupy_module
+from ._device import cupy_module, is_writeable
 from ._grad_mode import STATE, no_grad
 from ._tensor import Tensor, ViewStep
 from .ops import elementwise as E
@@ -97,7 +97,7 @@ def validate(self: Tensor, arr, name: str) -> None:
     src_dtype = getattr(arr, "dtype", None)
     if src_dtype is not None:
         check_result_cast(_dtypes.from_numpy(src_dtype), _dtypes.from_numpy(data.dtype))
-    if not data.flags.writeable:
+    if not is_writeable(data):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
                            "single memory location. Please clone() the tensor before performing the operation.")
 

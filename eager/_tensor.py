@@ -11,7 +11,7 @@ import numpy as np
 from . import _dtypes
 from . import _functional as F
 from ._api import TensorAPI
-from ._device import CPU, device, device_of_array, xp_for, xp_of_array
+from ._device import CPU, device, device_of_array, may_share_memory, xp_for, xp_of_array
 from ._dispatch import dispatch
 from ._grad_mode import STATE
 from ._repr import tensor_repr
@@ -475,7 +475,7 @@ class Tensor(TensorAPI):
         if len(shape) == 1 and isinstance(shape[0], (_dtypes.dtype, str)):
             raise NotImplementedError("view(dtype) is not supported; use .to(dtype)")
         out = F.reshape(self, *shape)
-        if out is not self and not (out._data.size == 0 or xp_of_array(self._data).may_share_memory(out._data, self._data)):
+        if out is not self and not (out._data.size == 0 or may_share_memory(out._data, self._data)):
             raise RuntimeError(
                 "view size is not compatible with input tensor's size and stride (at least one dimension spans "
                 "across two contiguous subspaces). Use .reshape(...) instead.")

@@ -81,7 +81,7 @@ def write_back(trace: TraceResult, leaves: list, results: list) -> None:
             continue  # rebinding a Python number is the caller's business
         data = data_of(target)
         xp = np if isinstance(data, np.ndarray) else eager._device.cupy_module()
-        xp.copyto(data, value, casting="unsafe")
+        xp.copyto(data, eager._device.on_device_of(value, data), casting="unsafe")
         if isinstance(target, Tensor):
             target._vc[0] += 1  # an in-place change: saved-tensor checks must see it
 
@@ -113,7 +113,7 @@ def link_aliases(tensors, aliases: list, inputs: list) -> None:
         for i in candidates:
             src = inputs[i]
             if isinstance(src, Tensor) and isinstance(t, Tensor) and \
-                    eager._device.xp_of_array(src._data).may_share_memory(t._data, src._data):
+                    eager._device.may_share_memory(t._data, src._data):
                 t._vc = src._vc
                 t._base = src if src._base is None else src._base
                 break
@@ -150,9 +150,8 @@ class CompiledFunction(eager.autograd.Function):
         targets = [t for t in update_targets(trace, leaves) if t is not None]
         if targets:
             # a residual that aliases a buffer about to be overwritten must keep the old values
-            xp = eager._device.xp_of_array(arrays[0]) if arrays else np
             for k, r in enumerate(residuals):
-                if any(xp.may_share_memory(r, data_of(t)) for t in targets):
+                if any(eager._device.may_share_memory(r, data_of(t)) for t in targets):
                     residuals[k] = r.copy()
         write_back(trace, leaves, updates)
         inputs = input_objects(trace, leaves)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eager._device import xp_of_array
+from eager._device import may_share_memory, xp_of_array
 from eager._inplace import _view_steps
 from eager._tensor import Tensor
 
@@ -54,9 +54,9 @@ def layout(data: Any) -> tuple:
 def _overlaps(a, b) -> bool:
     """Whether two arrays have an element in common (not just overlapping bounds: the columns
     of one matrix are disjoint). A case too hard to decide counts as overlapping."""
-    xp = xp_of_array(a)
-    if not xp.may_share_memory(a, b):
+    if not may_share_memory(a, b):
         return False
+    xp = xp_of_array(a)
     exact = getattr(xp, "shares_memory", None)
     if exact is None:
         return True

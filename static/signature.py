@@ -147,7 +147,7 @@ def _may_share(distinct: list) -> bool:
     for i in range(len(distinct)):
         for j in range(i + 1, len(distinct)):
             a, b = distinct[i][1], distinct[j][1]
-            if eager._device.xp_of_array(a).may_share_memory(a, b):
+            if eager._device.may_share_memory(a, b):
                 return True
     return False
 

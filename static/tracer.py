@@ -21,6 +21,7 @@ import eager
 from eager import _dispatch, _dtypes, _factories
 from eager import _functional as F
 from eager._api import TensorAPI
+from eager._device import device_of_array
 from eager._grad_mode import STATE
 from eager._inplace import _LEAF_MSG, _VIEW_OF_LEAF_MSG, check_result_cast
 from eager._tensor import Size, Tensor
@@ -70,6 +71,16 @@ class TraceState:
     guards: list = field(default_factory=list)  # guards on tensor values the trace read (constant masks)
     grad_leaves: set = field(default_factory=set)  # inputs that are leaves requiring grad (no in-place writes)
     shared: SharedMemory = field(default_factory=SharedMemory)  # captured tensors over the same memory
+    # the device the compiled graph runs on: a GPU as soon as an argument or a captured tensor
+    # lives there (NumPy inputs are then copied over), else the CPU. Tracers report it as their
+    # `.device`, so `rand_like(x)`, `zeros(..., device=x.device)` and `.to(x.device)` inside
+    # the function make what eager would make on x's device
+    device: Any = field(default_factory=lambda: eager.device("cpu"))
+
+    def saw_array(self, data) -> None:
+        """Note the device of an array the trace reads (an argument or a captured tensor)."""
+        if self.device.type == "cpu" and not isinstance(data, (np.ndarray, np.generic)) and hasattr(data, "device"):
+            self.device = device_of_array(data)
 
     def fresh_name(self) -> str:
         name = str(self.counter)
@@ -125,6 +136,7 @@ class TraceState:
         if alias is not None:
             return self._alias_value(alias)
         data = obj._data if isinstance(obj, Tensor) else obj
+        self.saw_array(data)
         dt = _dtypes.from_numpy(data.dtype)
         base = self.names.get(key) or f"c{len(self.captured)}"
         name = base
@@ -426,7 +438,8 @@ class Tracer(TensorAPI):
 
     @property
     def device(self):
-        return eager.device("cpu")
+        """The device the traced graph runs on (see TraceState.device)."""
+        return self._state.device
 
     requires_grad = False
     grad_fn = None

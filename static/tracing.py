@@ -190,6 +190,7 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
             continue
         if is_array(leaf):
             data = _array_of(leaf)
+            state.saw_array(data)
             spec = TensorSpec(tuple(data.shape), _dtypes.from_numpy(data.dtype))
             kinds.append("array")
         else:

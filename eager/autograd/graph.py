@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import _dtypes
+from .._device import is_writeable
 from .._grad_mode import STATE
 from ..ops._registry import fit_grad
 from .anomaly import capture_stack
@@ -309,7 +310,7 @@ class AccumulateGrad(HookMixin):
         if var._grad is None:
             # Store without a copy only when nothing else can see the array.
             if create_graph or (getattr(arr, "base", None) is None and id(arr) not in owned
-                                and getattr(arr, "flags", None) is not None and arr.flags.writeable):
+                                and is_writeable(arr)):
                 owned.add(id(arr))
                 var._grad = grad
             else:
@@ -319,7 +320,7 @@ class AccumulateGrad(HookMixin):
             var._grad = var._grad + grad
         else:
             current = var._grad._data
-            if current.shape == arr.shape and current.flags.writeable:
+            if current.shape == arr.shape and is_writeable(current):
                 current += arr
                 var._grad._vc[0] += 1
             else:

@@ -85,12 +85,13 @@ class ReductionKernel(_Kernel):
         super().__init__(host, name)
         self.ins, self.outs = _params(in_params), _params(out_params)
         self.map_expr, self.reduce_expr, self.post_map_expr = map_expr, reduce_expr, post_map_expr
-        self.identity, self.reduce_type, self.preamble = identity, reduce_type or self.outs[0][0], preamble
+        self.identity, self.reduce_type, self.preamble = identity, reduce_type or C_OF[self.outs[0][0]], preamble
         self.n_in = len(self.ins)
 
     def source(self) -> str:
         ins, outs = self.ins, self.outs
-        red = C_OF[self.reduce_type]
+        red = self.reduce_type  # CuPy takes the C type of the accumulator ("float", not "float32")
+        assert red in C_OF.values(), f"reduce_type {red!r} is not a C type name"
         k = len(ins) + len(outs)
         lines = [f"namespace {self.symbol}_ns {{", self.preamble,
                  f"#define REDUCE(a, b) ({self.reduce_expr})", f"#define POST_MAP(a) ({self.post_map_expr})",

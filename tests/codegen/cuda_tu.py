@@ -55,7 +55,7 @@ def _elementwise(args, kw) -> str:
 def _reduction(args, kw) -> str:
     in_params, out_params, map_expr, reduce_expr, post_map, identity, name = args[:7]
     ins, outs = _params(in_params), _params(out_params)
-    red = C_OF[kw.get("reduce_type", outs[0][0])]
+    red = kw["reduce_type"] if "reduce_type" in kw else C_OF[outs[0][0]]  # CuPy: a C type name
     sig = [f"const {C_OF[t]}* __restrict__ {n}_ptr" for t, n in ins] + [f"{C_OF[t]}* {n}_ptr" for t, n in outs]
     lines = [kw.get("preamble", ""), f"#define REDUCE(a, b) ({reduce_expr})", f"#define POST_MAP(a) ({post_map})",
              f'__global__ void {name}({", ".join(sig + ["long long n"])}) {{',
