@@ -4,6 +4,7 @@ a GPU (@pytest.mark.gpu) the generated code runs and agrees with the NumPy backe
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -198,7 +199,7 @@ def test_gpu_op_matches_numpy_backend(name):
             np.testing.assert_allclose(cp.asnumpy(g), np.asarray(e), rtol=1e-10, atol=1e-12, err_msg=name)
 
 
-SINGLE_INPUT_REDUCTIONS = {
+REDUCTION_KERNELS = {
     "full_sum_of_squares": """func @f(%x: f32[4096]) -> (f32[]) {
   %1 = fused %x : f32[] {
     ^body(%a: f32[4096]):
@@ -225,25 +226,54 @@ SINGLE_INPUT_REDUCTIONS = {
   }
   return %1
 }""",
+    # several inputs, few outputs, many elements each: mapped into a temporary, then reduced
+    "split_full_sum_with_epilogue": """func @f(%x: f32[131072], %w: f32[131072], %g: f32[1]) -> (f32[]) {
+  %1 = fused %x, %w, %g : f32[] {
+    ^body(%a: f32[131072], %b: f32[131072], %c: f32[1]):
+    %2 = tanh %a : f32[131072]
+    %3 = mul %2, %b : f32[131072]
+    %4 = mul %3, %c : f32[131072]
+    %5 = sum %4 {dims = none, keepdim = false} : f32[]
+    %6 = mul %5, 0.5 : f32[]
+    yield %6
+  }
+  return %1
+}""",
+    "split_column_mean": """func @f(%x: f64[65536, 4], %s: f64[1, 4]) -> (f64[1, 4]) {
+  %1 = fused %x, %s : f64[1, 4] {
+    ^body(%a: f64[65536, 4], %b: f64[1, 4]):
+    %2 = sub %a, %b : f64[65536, 4]
+    %3 = mul %2, %2 : f64[65536, 4]
+    %4 = mean %3 {dims = [0], keepdim = true} : f64[1, 4]
+    yield %4
+  }
+  return %1
+}""",
 }
 
 
-@pytest.mark.parametrize("name", sorted(SINGLE_INPUT_REDUCTIONS))
-def test_single_input_reduction_kernel_leaves_cupy_its_own_names(name):
+@pytest.mark.parametrize("name", sorted(REDUCTION_KERNELS))
+def test_reduction_kernels_leave_cupy_its_own_names(name):
     """A ReductionKernel of one input and one output may run through CuPy's CUB reduction,
-    which compiles only when the kernel's output is not named out0 (see REDUCTION_OUT)."""
-    src = codegen.generate_source(static.parse_ir(SINGLE_INPUT_REDUCTIONS[name]), "cupy")[0]
-    assert "cp.ReductionKernel(" in src, src
-    assert "out0" not in src, src
+    which compiles only when the kernel's output is not named out0 (see REDUCTION_OUT); a
+    reduction of several inputs into few outputs is split so that it can (SPLIT_MIN_REDUCED)."""
+    src = codegen.generate_source(static.parse_ir(REDUCTION_KERNELS[name]), "cupy")[0]
+    outputs = re.findall(r"cp\.ReductionKernel\(\n\s+'[^']*',\n\s+'\w+ (\w+)'", src)
+    assert outputs and set(outputs) == {"red_out"}, src
+    if name.startswith("split"):  # the mapped values first, then a reduction of that one array
+        assert "mapped = " in src and "'in0'," in src, src
+    else:
+        assert "mapped = " not in src, src
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", sorted(SINGLE_INPUT_REDUCTIONS))
-def test_gpu_single_input_reduction_matches_numpy_backend(name):
+@pytest.mark.parametrize("name", sorted(REDUCTION_KERNELS))
+def test_gpu_reduction_kernels_match_numpy_backend(name):
     cp = _cupy_or_skip()
-    graph = static.parse_ir(SINGLE_INPUT_REDUCTIONS[name])
-    x = np.random.default_rng(2).standard_normal(graph.inputs[0].type.shape).astype(graph.inputs[0].type.dtype.np)
-    (expected,) = codegen.build(graph, "numpy").run([x])
-    (got,) = codegen.build(graph, "cupy").run([cp.asarray(x)])
-    tol = 1e-5 if x.dtype == np.float32 else 1e-12
+    graph = static.parse_ir(REDUCTION_KERNELS[name])
+    rng = np.random.default_rng(2)
+    xs = [rng.standard_normal(v.type.shape).astype(v.type.dtype.np) for v in graph.inputs]
+    (expected,) = codegen.build(graph, "numpy").run(xs)
+    (got,) = codegen.build(graph, "cupy").run([cp.asarray(x) for x in xs])
+    tol = 1e-5 if xs[0].dtype == np.float32 else 1e-12
     np.testing.assert_allclose(cp.asnumpy(got), np.asarray(expected), rtol=tol, atol=tol)

@@ -19,7 +19,7 @@ from codegen import c_helpers, native_build
 sys.path.insert(0, str(Path(__file__).parent))
 import gm_workloads as W  # noqa: E402
 from cuda_host import HostCupy  # noqa: E402
-from test_codegen_cupy import GRAPHS, _pointwise_ops, _single_op_region  # noqa: E402
+from test_codegen_cupy import GRAPHS, REDUCTION_KERNELS, _pointwise_ops, _single_op_region  # noqa: E402
 from test_codegen_regions import CASES  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not native_build.availability()[0],
@@ -101,7 +101,7 @@ def host():
             graphs[f"op_{name}_{dt}"] = _op_graph(name, dt)
         for name, graph in _workload_graphs(DTYPES[dt]).items():
             graphs[f"{name}_{dt}"] = graph
-    for name, text in {**GRAPHS, **_EXTRA}.items():
+    for name, text in {**GRAPHS, **_EXTRA, **REDUCTION_KERNELS}.items():
         graphs[f"g_{name}"] = static.parse_ir(text)
         graphs[f"g_{name}_f64"] = static.parse_ir(text.replace("f32", "f64"))
     graphs["f16_chain"] = static.parse_ir(CASES["chain_and_full_sum"][0].replace("f32", "f16"))
@@ -153,7 +153,7 @@ def test_op_kernel_on_host_matches_interpreter(host, name, dt, kind):
         _close(g, np.asarray(e), g.dtype, _OP_ULPS[dt], f"{name} {dt} {kind}: {arrays}")
 
 
-@pytest.mark.parametrize("name", sorted(set(GRAPHS) | set(_EXTRA)))
+@pytest.mark.parametrize("name", sorted(set(GRAPHS) | set(_EXTRA) | set(REDUCTION_KERNELS)))
 @pytest.mark.parametrize("dt", ["f32", "f64"])
 def test_region_kernels_on_host_match_interpreter(host, name, dt):
     key = f"g_{name}" + ("_f64" if dt == "f64" else "")
