@@ -291,28 +291,48 @@ def _blocks(xp, groups, n):
     return ((r, min(r + step, groups)) for r in range(0, groups, step))
 
 
-def _row_sums(xp, a):
-    """Sums along the rows of a (groups, n) block as (groups, 1): a matrix-vector product,
-    about twice as fast as NumPy's row reduction (float32 accumulates in blocks, as PyTorch's
-    reductions do)."""
-    return (a @ xp.ones(a.shape[1], dtype=a.dtype))[:, None]
+def _filled(xp, n: int, value: float, dtype) -> object:
+    """A length-n vector of `value` (the row-mean and column-sum weights), made once per
+    (n, value, dtype) for NumPy rather than once per block and per call."""
+    if xp is not np:
+        return xp.full(n, value, dtype=dtype)
+    key = (n, value, np.dtype(dtype))
+    vec = _FILLED.get(key)
+    if vec is None:
+        if len(_FILLED) > 64:
+            _FILLED.clear()
+        vec = _FILLED[key] = np.full(n, value, dtype=dtype)
+        vec.flags.writeable = False
+    return vec
+
+
+_FILLED: dict = {}
+
+
+def _row_means(xp, a):
+    """Means along the rows of a (groups, n) block as (groups, 1): a matrix-vector product with
+    1/n weights (about twice as fast as NumPy's row reduction; float32 accumulates in blocks, as
+    PyTorch's reductions do)."""
+    n = a.shape[1]
+    return (a @ _filled(xp, n, 1.0 / n if n else 0.0, a.dtype))[:, None]
 
 
 def _col_sums(xp, a):
     """Sums down the columns of a (groups, n) block as (n,), as a vector-matrix product."""
-    return xp.ones(a.shape[0], dtype=a.dtype) @ a
+    return _filled(xp, a.shape[0], 1.0, a.dtype) @ a
 
 
-def _ln_xhat(xp, rows, eps, out):
-    """Write (rows - mean) * rstd into `out` and return rstd as (groups, 1): the biased
-    variance of the centered rows, as PyTorch's two-pass row moments."""
+def _ln_centered(xp, rows, eps, out):
+    """Write rows - mean into `out` and return rstd as (groups, 1): the biased variance of the
+    centered rows (PyTorch's two-pass row moments), computed in place on the small vectors."""
     n = rows.shape[1]
-    scale = rows.dtype.type(1.0 / n) if n else rows.dtype.type(0)
-    xp.subtract(rows, _row_sums(xp, rows) * scale, out=out)
-    var = xp.einsum("ij,ij->i", out, out)[:, None] * scale
-    rstd = (1.0 / xp.sqrt(var + eps)).astype(rows.dtype, copy=False)
-    xp.multiply(out, rstd, out=out)
-    return rstd
+    xp.subtract(rows, _row_means(xp, rows), out=out)
+    var = xp.einsum("ij,ij->i", out, out)
+    var *= 1.0 / n if n else 0.0
+    var += eps
+    xp.sqrt(var, out=var)
+    xp.divide(1.0, var, out=var)
+    return var.astype(rows.dtype, copy=False)[:, None]
 
 
 def _layer_norm(xp, x, weight, bias, ndim, eps):
@@ -322,7 +342,7 @@ def _layer_norm(xp, x, weight, bias, ndim, eps):
     b = bias.reshape(-1).astype(out.dtype, copy=False)
     for r0, r1 in _blocks(xp, *rows.shape):
         o = out[r0:r1]
-        _ln_xhat(xp, rows[r0:r1], eps, o)
+        xp.multiply(o, _ln_centered(xp, rows[r0:r1], eps, o), out=o)
         xp.multiply(o, w, out=o)
         xp.add(o, b, out=o)
     return out.reshape(x.shape).astype(x.dtype, copy=False)
@@ -361,6 +381,12 @@ LAYER_NORM: OpDef = defop(
 
 
 def _layer_norm_backward(xp, g, x, weight, ndim, eps):
+    """With s = x - mean (per row), xhat = s * rstd and gw = g * w:
+    grad_bias = sum_rows g, grad_weight = sum_rows g * xhat = rstd^T (g * s), and
+    grad_input = rstd * (gw - mean(gw) - xhat * mean(gw * xhat))
+               = rstd * (gw - (g @ w) / n) - s * (rstd^3 / n) * ((g * s) @ w).
+    xhat itself is never formed: the row and column weights go into matrix-vector products,
+    so a block takes two multiplications of whole arrays less than the textbook form."""
     rows = _ln_rows(xp, x, ndim)
     groups, n = rows.shape
     g2 = xp.ascontiguousarray(g.astype(rows.dtype, copy=False)).reshape(-1, n)
@@ -369,25 +395,24 @@ def _layer_norm_backward(xp, g, x, weight, ndim, eps):
     # the column sums accumulate block by block in float64 (n numbers: free)
     grad_weight = xp.zeros(n, dtype=np.float64)
     grad_bias = xp.zeros(n, dtype=np.float64)
-    scale = rows.dtype.type(1.0 / n) if n else rows.dtype.type(0)
+    inv_n = 1.0 / n if n else 0.0
     scratch = None
     for r0, r1 in _blocks(xp, groups, n):
         gb, out = g2[r0:r1], grad_input[r0:r1]
         if scratch is None or scratch.shape[0] != r1 - r0:
             scratch = xp.empty((r1 - r0, n), dtype=rows.dtype)
-        xhat = scratch
-        rstd = _ln_xhat(xp, rows[r0:r1], eps, xhat)
+        centered = scratch
+        rstd = _ln_centered(xp, rows[r0:r1], eps, centered)
         grad_bias += _col_sums(xp, gb)
-        xp.multiply(gb, xhat, out=out)
-        grad_weight += _col_sums(xp, out)
-        xp.multiply(gb, w, out=out)  # the gradient of xhat
-        # grad_input = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat))
-        a = _row_sums(xp, out) * scale
-        c = xp.einsum("ij,ij->i", out, xhat)[:, None] * scale
+        xp.multiply(gb, centered, out=out)  # g * s
+        grad_weight += rstd[:, 0] @ out
+        dot = (out @ w)[:, None]  # sum_j g w s per row: n * rstd^-1 * mean(gw * xhat)
+        mean_gw = (gb @ w)[:, None] * inv_n
+        xp.multiply(gb, w, out=out)
+        xp.subtract(out, mean_gw, out=out)
         xp.multiply(out, rstd, out=out)
-        xp.subtract(out, a * rstd, out=out)
-        xp.multiply(xhat, c * rstd, out=xhat)
-        xp.subtract(out, xhat, out=out)
+        xp.multiply(centered, dot * (rstd * rstd * rstd * inv_n), out=centered)
+        xp.subtract(out, centered, out=out)
     shape = tuple(weight.shape)
     return (grad_input.reshape(x.shape).astype(x.dtype, copy=False),
             grad_weight.reshape(shape).astype(x.dtype),
