@@ -376,13 +376,13 @@ def layout_like(arr: Any, like: Any) -> Any:
     if arr.ndim != like.ndim or arr.shape != like.shape:
         return arr  # (a broadcast gradient; fit_grad has already reduced the ones that reach here)
     if like.flags.c_contiguous:
-        if arr.flags.c_contiguous and not _has_zero_stride(arr):
+        if arr.flags.c_contiguous:  # (NumPy never flags an array with a 0 stride on a long dim so)
             return arr
         order = None
     else:
         order = _dense_order(like)
         if order is None:  # a leaf with gaps (a strided view): the gradient is row-major
-            if arr.flags.c_contiguous and not _has_zero_stride(arr):
+            if arr.flags.c_contiguous:
                 return arr
         elif all(n == 1 or a == b for n, a, b in zip(arr.shape, arr.strides, like.strides)):
             return arr
@@ -396,9 +396,5 @@ def layout_like(arr: Any, like: Any) -> Any:
     view = out.transpose(inverse)
     view[...] = arr
     return view
-
-
-def _has_zero_stride(arr: Any) -> bool:
-    return any(s == 0 and n > 1 for s, n in zip(arr.strides, arr.shape))
 
 
