@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import _dtypes
-from .._device import is_writeable
+from .._device import is_writeable, xp_of_array
 from .._grad_mode import STATE
 from ..ops._registry import fit_grad
 from .anomaly import capture_stack
@@ -308,13 +308,26 @@ class AccumulateGrad(HookMixin):
             grad = grad.detach()
         arr = grad._data
         if var._grad is None:
+            # PyTorch's gradient layout contract: `.grad` is laid out like the leaf (a
+            # transposed matmul's gradient is copied to row-major for a row-major weight), so
+            # `p.grad.view(-1)` works wherever `p.view(-1)` does.
+            fitted = layout_like(arr, var._data)
+            if fitted is not arr:  # a fresh array nothing else sees
+                if create_graph:
+                    grad = _clone(grad)  # keeps the graph; only the copy's layout differs
+                    grad._data = fitted
+                else:
+                    grad = type(grad)._make(fitted)
+                owned.add(id(fitted))
+                var._grad = grad
             # Store without a copy only when nothing else can see the array.
-            if create_graph or (getattr(arr, "base", None) is None and id(arr) not in owned
-                                and is_writeable(arr)):
+            elif create_graph or (getattr(arr, "base", None) is None and id(arr) not in owned
+                                  and is_writeable(arr)):
                 owned.add(id(arr))
                 var._grad = grad
             else:
                 var._grad = grad.clone()
+                var._grad._data = layout_like(var._grad._data, var._data)
                 owned.add(id(var._grad._data))
         elif create_graph or var._grad.requires_grad:
             var._grad = var._grad + grad
@@ -325,3 +338,56 @@ class AccumulateGrad(HookMixin):
                 var._grad._vc[0] += 1
             else:
                 var._grad = var._grad + grad
+
+
+def _clone(t: Tensor) -> Tensor:
+    from .._functional import clone  # noqa: PLC0415  (eager._functional imports the autograd package)
+
+    return clone(t)
+
+
+def _dense_order(arr: Any) -> list[int] | None:
+    """The dimensions of `arr` from outermost to innermost when its elements fill one block of
+    memory without gaps or overlaps (PyTorch's "non-overlapping and dense"), else None."""
+    shape, strides = arr.shape, arr.strides
+    order = sorted(range(arr.ndim), key=lambda d: -abs(strides[d]))
+    expected = arr.itemsize
+    for d in reversed(order):
+        n = shape[d]
+        if n == 1:
+            continue
+        if strides[d] != expected:
+            return None
+        expected *= n
+    return order
+
+
+def layout_like(arr: Any, like: Any) -> Any:
+    """`arr` itself when its layout obeys PyTorch's gradient layout contract for the leaf
+    `like` (same strides on every dimension longer than one when `like` is dense, row-major
+    otherwise), else a copy of `arr` laid out that way."""
+    if arr.ndim != like.ndim or arr.shape != like.shape:
+        return arr  # (a broadcast gradient; fit_grad has already reduced the ones that reach here)
+    if like.flags.c_contiguous:
+        if arr.flags.c_contiguous:  # (NumPy never flags an array with a 0 stride on a long dim so)
+            return arr
+        order = None
+    else:
+        order = _dense_order(like)
+        if order is None:  # a leaf with gaps (a strided view): the gradient is row-major
+            if arr.flags.c_contiguous:
+                return arr
+        elif all(n == 1 or a == b for n, a, b in zip(arr.shape, arr.strides, like.strides)):
+            return arr
+    xp = xp_of_array(arr)  # type: ignore[no-untyped-call]
+    if order is None:
+        return xp.ascontiguousarray(arr)
+    out = xp.empty(tuple(arr.shape[d] for d in order), dtype=arr.dtype)
+    inverse = [0] * len(order)
+    for pos, d in enumerate(order):
+        inverse[d] = pos
+    view = out.transpose(inverse)
+    view[...] = arr
+    return view
+
+

@@ -20,9 +20,9 @@ from .shaping import (  # noqa: F401
 )
 from .containers import ModuleDict, ParameterDict, ParameterList, Unflatten  # noqa: F401
 from .conv import (  # noqa: F401
-    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d,
-    BatchNorm3d, Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Embedding, GroupNorm, LayerNorm,
-    MaxPool1d, MaxPool2d, RMSNorm, Upsample,
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, AvgPool3d,
+    BatchNorm1d, BatchNorm2d, BatchNorm3d, Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, Embedding,
+    GroupNorm, LayerNorm, MaxPool1d, MaxPool2d, MaxPool3d, RMSNorm, Upsample,
 )
 from .loss import (  # noqa: F401
     AlphaDropout, BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, Dropout1d, Dropout2d, Dropout3d,
@@ -56,4 +56,5 @@ __all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid
            "CircularPad1d", "CircularPad2d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "CosineSimilarity",
            "PairwiseDistance", "PixelShuffle", "PixelUnshuffle", "ReflectionPad1d", "ReflectionPad2d",
            "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "UpsamplingBilinear2d", "UpsamplingNearest2d",
-           "ZeroPad1d", "ZeroPad2d", "Transformer", "InstanceNorm1d", "InstanceNorm3d", "EmbeddingBag"]
+           "ZeroPad1d", "ZeroPad2d", "Transformer", "InstanceNorm1d", "InstanceNorm3d", "EmbeddingBag",
+           "AdaptiveAvgPool3d", "AvgPool3d", "Conv3d", "MaxPool3d"]

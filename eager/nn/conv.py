@@ -97,6 +97,16 @@ class Conv1d(_ConvNd):
         return F.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C, D, H, W): weight (out, in/groups, kd, kh, kw)."""
+
+    _spatial = 3
+
+    def forward(self, input: Tensor) -> Tensor:
+        x, padding = self._padded(input)
+        return F.conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+
+
 class _ConvTransposeNd(_ConvNd):
     """Weight (in, out/groups, *kernel), as PyTorch's transposed convolutions."""
 
@@ -161,6 +171,14 @@ class MaxPool1d(_Pool):
                             self.return_indices)
 
 
+class MaxPool3d(_Pool):
+    """The maximum over each window of (N, C, D, H, W) or (C, D, H, W) inputs."""
+
+    def forward(self, input: Tensor):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
+
+
 class AvgPool2d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
                  divisor_override: int | None = None) -> None:
@@ -183,6 +201,14 @@ class AvgPool1d(AvgPool2d):
                             self.count_include_pad)
 
 
+class AvgPool3d(AvgPool2d):
+    """The mean over each window of (N, C, D, H, W) or (C, D, H, W) inputs."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
 class AdaptiveAvgPool2d(Module):
     def __init__(self, output_size) -> None:
         super().__init__()
@@ -198,6 +224,13 @@ class AdaptiveAvgPool2d(Module):
 class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
     def forward(self, input: Tensor) -> Tensor:
         return F.adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    """The mean over windows chosen so the output has spatial size `output_size` (D, H, W)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool3d(input, self.output_size)
 
 
 class AdaptiveMaxPool2d(AdaptiveAvgPool2d):

@@ -1389,3 +1389,202 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         return summed / rows.shape[1] if rows.shape[1] else summed
     count = _F.clamp_min(_F.sum(valid, 1, keepdim=True), 1).to(weight.dtype)
     return summed / count
+
+
+# -- three spatial dims: conv3d and its poolings, on the N-d unfold/fold ops -------------------------
+import itertools as _itertools  # noqa: E402
+
+
+def _convnd(name: str, input: Tensor, weight: Tensor, bias: Tensor | None, stride, padding, dilation, groups: int,
+            spatial: int) -> Tensor:
+    """Cross-correlation over `spatial` trailing dims: one unfold (im2col, channels first) and
+    one (batched) matmul, as conv2d."""
+    if input.ndim not in (spatial + 1, spatial + 2) or weight.ndim != spatial + 2:
+        raise RuntimeError(f"{name}: Expected {spatial + 1}D (unbatched) or {spatial + 2}D (batched) input to {name}, "
+                           f"but got input of size: {list(input.shape)} (weight {list(weight.shape)}, which must "
+                           f"be {spatial + 2}-D: (out_channels, in_channels/groups, *kernel))")
+    unbatched = input.ndim == spatial + 1
+    if unbatched:
+        input = input.unsqueeze(0)
+    n, c = input.shape[0], input.shape[1]
+    o, cg = weight.shape[0], weight.shape[1]
+    kernel = tuple(weight.shape[2:])
+    if c != cg * groups:
+        raise RuntimeError(f"{name}: Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+                           f"{list(input.shape)} to have {cg * groups} channels, but got {c} channels instead")
+    if o % groups:
+        raise RuntimeError(f"{name}: out_channels ({o}) must be divisible by groups ({groups})")
+    stride, dilation = _pair(stride, spatial), _pair(dilation, spatial)
+    pads = _conv_padding(name, padding, kernel, dilation, stride, spatial)
+    cols = _conv.UNFOLD(input, kernel=kernel, stride=stride, padding=pads, dilation=dilation, pad_value=0.0)
+    out_sizes = tuple(cols.shape[spatial + 2:])
+    k = cg * _math.prod(kernel)
+    length = n * _math.prod(out_sizes)
+    if groups == 1:
+        out = _F.matmul(weight.reshape(o, k), cols.reshape(k, length))
+    else:
+        out = _F.matmul(weight.reshape(groups, o // groups, k), cols.reshape(groups, k, length))
+    out = out.reshape(o, n, *out_sizes).permute(1, 0, *range(2, spatial + 2))
+    if bias is not None:
+        out = out + bias.reshape(1, o, *(1,) * spatial)
+    _F._renamed(out, "ConvolutionBackward0")
+    return out.squeeze(0) if unbatched else out
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
+           groups: int = 1) -> Tensor:
+    """3-D cross-correlation of (N, C, D, H, W) (or (C, D, H, W)) with weight
+    (O, C/groups, kd, kh, kw); padding may be "same" or "valid".
+
+    Mirrors torch.nn.functional.conv3d."""
+    return _convnd("conv3d", input, weight, bias, stride, padding, dilation, groups, 3)
+
+
+def _pool_input_nd(name: str, input: Tensor, spatial: int) -> tuple[Tensor, bool]:
+    if input.ndim not in (spatial + 1, spatial + 2) or 0 in tuple(input.shape[1:]):
+        raise RuntimeError(f"{name}: Expected non-empty {spatial + 1}D or {spatial + 2}D (batch mode) tensor for "
+                           f"input, but got shape {list(input.shape)}")
+    return (input.unsqueeze(0), True) if input.ndim == spatial + 1 else (input, False)
+
+
+def _pool_geometry_nd(name: str, input: Tensor, kernel_size, stride, padding, dilation, ceil_mode: bool,
+                      spatial: int) -> tuple[tuple, tuple, tuple, tuple]:
+    """(kernel, stride, per-dim (before, after) padding, dilation); ceil_mode's last partial
+    window gets extra padding on the right, as in 2-D."""
+    kernel = _pair(kernel_size, spatial)
+    strides = kernel if stride is None or stride == [] or stride == () else _pair(stride, spatial)
+    pads, dilation = _pair(padding, spatial), _pair(dilation, spatial)
+    if any(p > k // 2 for p, k in zip(pads, kernel)):
+        raise RuntimeError(f"{name}: pad should be at most half of effective kernel size, but got pad={pads}, "
+                           f"kernel_size={kernel}")
+    if any(v <= 0 for v in kernel + strides + dilation):
+        raise RuntimeError(f"{name}: kernel_size, stride and dilation must be greater than zero, but got "
+                           f"kernel_size={kernel}, stride={strides}, dilation={dilation}")
+    sizes = tuple(input.shape[-spatial:])
+    out: list[int] = []
+    for i in range(spatial):
+        extra = _ceil_extra(sizes[i], kernel[i], strides[i], pads[i], dilation[i]) if ceil_mode else 0
+        out += [pads[i], pads[i] + extra]
+    return kernel, strides, tuple(out), dilation
+
+
+def _pool_windows_nd(name: str, input: Tensor, kernel_size, stride, padding, dilation, ceil_mode: bool,
+                     pad_value: float, spatial: int) -> tuple[Tensor, bool]:
+    """Every pooling window as (C, prod(kernel), N, *out) and whether the input was unbatched."""
+    kernel, strides, pads, dilation = _pool_geometry_nd(name, input, kernel_size, stride, padding, dilation,
+                                                        ceil_mode, spatial)
+    x, unbatched = _pool_input_nd(name, input, spatial)
+    try:
+        cols = _conv.UNFOLD(x, kernel=kernel, stride=strides, padding=pads, dilation=dilation, pad_value=pad_value)
+    except RuntimeError as exc:
+        raise RuntimeError(f"{name}: Given input size {list(input.shape)}, the output size would be empty: the "
+                           f"kernel {kernel} (dilation {dilation}, padding {_pair(padding, spatial)}) is larger than "
+                           "the input; use a smaller kernel_size or more padding") from exc
+    c, n = cols.shape[0], cols.shape[spatial + 1]
+    return cols.reshape(c, _math.prod(kernel), n, *cols.shape[spatial + 2:]), unbatched
+
+
+def _flat_input_index_nd(where: Tensor, sizes: tuple, kernel: tuple, strides: tuple, pads: tuple,
+                         dilation: tuple) -> Tensor:
+    """PyTorch's max_pool indices: the flat position of each maximum in its (unpadded) input
+    volume, from its position `where` inside the window."""
+    spatial = len(kernel)
+    out_sizes = tuple(where.shape[-spatial:])
+    flat: Tensor = where * 0
+    for i in range(spatial):
+        inner = _math.prod(kernel[i + 1:])
+        offset = _F.remainder(_F.floor_divide(where, inner), kernel[i])
+        start = arange(out_sizes[i], device=where.device) * strides[i] - pads[i]
+        start = start.reshape(*(out_sizes[i] if d == i else 1 for d in range(spatial)))
+        pos = (start + offset * dilation[i]) * _math.prod(sizes[i + 1:])
+        flat = flat + pos
+    return flat
+
+
+def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    """The maximum over each kernel_size window of a (N, C, D, H, W) or (C, D, H, W) input.
+
+    With `return_indices`, also the flat index of each maximum in its input volume.
+    Mirrors torch.nn.functional.max_pool3d."""
+    windows, unbatched = _pool_windows_nd("max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                                          -_math.inf, 3)
+    values, where = _F.max(windows, 1)
+    values, where = values.permute(1, 0, 2, 3, 4), where.permute(1, 0, 2, 3, 4)
+    if return_indices:
+        kernel, strides, _, dils = _pool_geometry_nd("max_pool3d", input, kernel_size, stride, padding, dilation,
+                                                     ceil_mode, 3)
+        where = _flat_input_index_nd(where, tuple(input.shape[-3:]), kernel, strides, _pair(padding, 3), dils)
+    if unbatched:
+        values, where = values.squeeze(0), where.squeeze(0)
+    _F._renamed(values, "MaxPool3DWithIndicesBackward0")  # (PyTorch pools unbatched inputs natively)
+    return (values, where) if return_indices else values
+
+
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """The mean over each kernel_size window of a (N, C, D, H, W) or (C, D, H, W) input;
+    `count_include_pad` and `divisor_override` choose the divisor as in PyTorch.
+
+    Mirrors torch.nn.functional.avg_pool3d."""
+    spatial = 3
+    windows, unbatched = _pool_windows_nd("avg_pool3d", input, kernel_size, stride, padding, 1, ceil_mode, 0.0,
+                                          spatial)
+    if divisor_override is not None and divisor_override <= 0:
+        raise RuntimeError(f"avg_pool3d: divisor must be not zero, got divisor_override={divisor_override}")
+    pads = _pair(padding, spatial)
+    if divisor_override:
+        out = _F.sum(windows, 1) / float(divisor_override)
+    elif not ceil_mode and (count_include_pad or not any(pads)):
+        out = _F.mean(windows, 1)
+    else:
+        # the divisor counts the input (and its padding when count_include_pad), never the
+        # extra cells a ceil_mode window reaches past them
+        kernel, strides, full, _ = _pool_geometry_nd("avg_pool3d", input, kernel_size, stride, padding, 1, ceil_mode,
+                                                     spatial)
+        sizes = tuple(input.shape[-spatial:])
+        if count_include_pad:
+            ones = _ones(1, 1, *(s + 2 * p for s, p in zip(sizes, pads)), dtype=input.dtype, device=input.device)
+            full = tuple(v for i in range(spatial) for v in (0, full[2 * i + 1] - pads[i]))
+        else:
+            ones = _ones(1, 1, *sizes, dtype=input.dtype, device=input.device)
+        counts = _conv.UNFOLD(ones, kernel=kernel, stride=strides, padding=full, dilation=(1,) * spatial,
+                              pad_value=0.0)
+        counts = counts.reshape(1, _math.prod(kernel), 1, *counts.shape[spatial + 2:])
+        out = _F.sum(windows, 1) / _F.sum(counts, 1)
+    out = out.permute(1, 0, 2, 3, 4)
+    return _F._renamed(out.squeeze(0) if unbatched else out, "AvgPool3DBackward0")
+
+
+def _adaptive_nd(name: str, input: Tensor, output_size, reduce, spatial: int) -> Tensor:
+    """Adaptive pooling over `spatial` trailing dims: one pooling over strided windows when
+    every size divides evenly, else one reduction per output cell (PyTorch's window bounds)."""
+    x, unbatched = _pool_input_nd(name, input, spatial)
+    sizes = tuple(x.shape[-spatial:])
+    outs = tuple(v if v is not None else s for v, s in zip(_pair(output_size, spatial), sizes))
+    if any(o <= 0 for o in outs):
+        raise RuntimeError(f"{name}: output_size must be positive, got {tuple(outs)}")
+    n, c = x.shape[:2]
+    if all(s % o == 0 for s, o in zip(sizes, outs)):
+        kernel = tuple(s // o for s, o in zip(sizes, outs))
+        windows = _conv.UNFOLD(x, kernel=kernel, stride=kernel, padding=(0,) * (2 * spatial),
+                               dilation=(1,) * spatial, pad_value=0.0)
+        out = reduce(windows.reshape(c, _math.prod(kernel), n, *outs), 1).permute(1, 0, *range(2, spatial + 2))
+    else:
+        cells = []
+        for bounds in _itertools.product(*(_adaptive_bounds(s, o) for s, o in zip(sizes, outs))):
+            box = x[(slice(None), slice(None)) + tuple(slice(a, b) for a, b in bounds)]
+            cells.append(reduce(box.reshape(n, c, -1), 2))
+        out = _F.stack(cells, -1).reshape(n, c, *outs)
+    return out.squeeze(0) if unbatched else out
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """The mean over windows chosen so the output has spatial size `output_size` (None keeps
+    that dim's size).
+
+    Mirrors torch.nn.functional.adaptive_avg_pool3d."""
+    if _pair(output_size, 3) == (1, 1, 1) and input.ndim in (4, 5) and 0 not in tuple(input.shape[1:]):
+        return _F.mean(input, (-3, -2, -1), keepdim=True)  # PyTorch's global average: a plain mean
+    return _F._renamed(_adaptive_nd("adaptive_avg_pool3d", input, output_size, _F.mean, 3),
+                       "AdaptiveAvgPool3DBackward0")

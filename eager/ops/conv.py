@@ -1,7 +1,8 @@
 """The ops under convolution, pooling and normalization layers.
 
 `unfold` (im2col) copies every kernel window of an (N, C, H, W) image into a column
-tensor (C, kh, kw, N, oh, ow) through one strided view, so a convolution is ONE matmul
+tensor (C, kh, kw, N, oh, ow) through one strided view (and likewise for 1 or 3 spatial
+dims: (C, *kernel, N, *out)), so a convolution is ONE matmul
 (O, C*kh*kw) @ (C*kh*kw, N*oh*ow) (channels first: no per-image loop, no transposed copy
 of the columns) and a pooling a reduction over (kh, kw): no Python loop over pixels. Its
 VJP `fold` (col2im) adds the columns back with kh*kw strided adds in the same layout, and
@@ -9,6 +10,8 @@ the two are each other's VJPs, so convolutions differentiate to any order.
 `normalize` standardizes over some dims (layer norm: the trailing ones; batch norm: all but
 the channels) with a VJP in ops."""
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 
@@ -22,49 +25,59 @@ def conv_out_size(n: int, k: int, stride: int, pad: int, dilation: int) -> int:
     return (n + pad - dilation * (k - 1) - 1) // stride + 1
 
 
-def _out_hw(shape, kernel, stride, padding, dilation):
-    (kh, kw), (sh, sw), (t, b, left, right), (dh, dw) = kernel, stride, padding, dilation
-    return (conv_out_size(shape[2], kh, sh, t + b, dh), conv_out_size(shape[3], kw, sw, left + right, dw))
+def _out_sizes(shape, kernel, stride, padding, dilation) -> tuple:
+    """The window count along each spatial dim; `padding` holds (before, after) per dim."""
+    return tuple(conv_out_size(shape[2 + i], k, stride[i], padding[2 * i] + padding[2 * i + 1], dilation[i])
+                 for i, k in enumerate(kernel))
 
 
 def _unfold_abstract(x, kernel, stride, padding, dilation, pad_value=0.0):
-    if x.ndim != 4:
-        raise RuntimeError(f"unfold: expected a 4-D (N, C, H, W) input, got shape {tuple(x.shape)}")
-    oh, ow = _out_hw(x.shape, kernel, stride, padding, dilation)
-    if oh <= 0 or ow <= 0:
+    d = len(kernel)
+    if x.ndim != d + 2:
+        raise RuntimeError(f"unfold: expected a {d + 2}-D (N, C, *spatial) input for a {d}-D kernel {tuple(kernel)}, "
+                           f"got shape {tuple(x.shape)}")
+    out = _out_sizes(x.shape, kernel, stride, padding, dilation)
+    if any(o <= 0 for o in out):
         raise RuntimeError(f"unfold: the kernel {tuple(kernel)} (dilation {tuple(dilation)}) is larger than the "
                            f"padded input {tuple(x.shape[2:])} (padding {tuple(padding)}); use a smaller kernel "
                            "or more padding")
-    return TensorSpec((x.shape[1],) + tuple(kernel) + (x.shape[0], oh, ow), x.dtype)
+    return TensorSpec((x.shape[1],) + tuple(kernel) + (x.shape[0],) + out, x.dtype)
+
+
+def _pad_spatial(xp, x, padding, value):
+    pairs = tuple((padding[2 * i], padding[2 * i + 1]) for i in range(len(padding) // 2))
+    return xp.pad(x, ((0, 0), (0, 0)) + pairs, constant_values=value)
 
 
 def _unfold(xp, x, kernel, stride, padding, dilation, pad_value=0.0):
-    (kh, kw), (sh, sw), (t, b, left, right), (dh, dw) = kernel, stride, padding, dilation
-    if t or b or left or right:
-        x = xp.pad(x, ((0, 0), (0, 0), (t, b), (left, right)), constant_values=pad_value)
-    n, c, h, w = x.shape
-    oh = (h - dh * (kh - 1) - 1) // sh + 1
-    ow = (w - dw * (kw - 1) - 1) // sw + 1
-    if oh <= 0 or ow <= 0:
+    if any(padding):
+        x = _pad_spatial(xp, x, padding, pad_value)
+    out = _out_sizes(x.shape, kernel, stride, (0,) * len(padding), dilation)
+    if any(o <= 0 for o in out):
         raise ValueError("unfold: empty output")  # eager re-raises the abstract rule's message
-    s0, s1, s2, s3 = x.strides
-    view = xp.lib.stride_tricks.as_strided(x, (c, kh, kw, n, oh, ow), (s1, s2 * dh, s3 * dw, s0, s2 * sh, s3 * sw))
+    s = x.strides
+    spatial = s[2:]
+    view = xp.lib.stride_tricks.as_strided(
+        x, (x.shape[1],) + tuple(kernel) + (x.shape[0],) + out,
+        (s[1],) + tuple(st * dl for st, dl in zip(spatial, dilation)) + (s[0],)
+        + tuple(st * sd for st, sd in zip(spatial, stride)))
     return xp.ascontiguousarray(view)
 
 
 def _fold(xp, cols, size, kernel, stride, padding, dilation):
-    (kh, kw), (sh, sw), (t, b, left, right), (dh, dw) = kernel, stride, padding, dilation
-    c, _, _, n, oh, ow = cols.shape
-    h, w = size
-    out = xp.zeros((n, c, h + t + b, w + left + right), dtype=cols.dtype)
-    channels_first = out.transpose(1, 0, 2, 3)  # a view: the adds below write into out
-    for i in range(kh):
-        for j in range(kw):
-            hs, ws = i * dh, j * dw
-            channels_first[:, :, hs:hs + sh * (oh - 1) + 1:sh, ws:ws + sw * (ow - 1) + 1:sw] += cols[:, i, j]
-    if t or b or left or right:
-        out = xp.ascontiguousarray(out[:, :, t:t + h, left:left + w])
-    return out
+    d = len(kernel)
+    c, n, out = cols.shape[0], cols.shape[d + 1], cols.shape[d + 2:]
+    padded = tuple(size[i] + padding[2 * i] + padding[2 * i + 1] for i in range(d))
+    result = xp.zeros((n, c) + padded, dtype=cols.dtype)
+    channels_first = result.swapaxes(0, 1)  # a view: the adds below write into result
+    for offsets in itertools.product(*(range(k) for k in kernel)):
+        window = tuple(slice(o * dl, o * dl + sd * (m - 1) + 1, sd)
+                       for o, dl, sd, m in zip(offsets, dilation, stride, out))
+        channels_first[(slice(None), slice(None)) + window] += cols[(slice(None),) + offsets]
+    if any(padding):
+        inner = tuple(slice(padding[2 * i], padding[2 * i] + size[i]) for i in range(d))
+        result = xp.ascontiguousarray(result[(slice(None), slice(None)) + inner])
+    return result
 
 
 def _geometry(attrs):
@@ -75,29 +88,35 @@ def _conv_samples(rng):
     return [((rng.standard_normal((2, 3, 5, 6)),),
              {"kernel": (3, 2), "stride": (1, 2), "padding": (1, 1, 0, 1), "dilation": (1, 1), "pad_value": 0.0}),
             ((rng.standard_normal((1, 2, 6, 6)),),
-             {"kernel": (2, 2), "stride": (2, 1), "padding": (0, 0, 0, 0), "dilation": (2, 2), "pad_value": 0.0})]
+             {"kernel": (2, 2), "stride": (2, 1), "padding": (0, 0, 0, 0), "dilation": (2, 2), "pad_value": 0.0}),
+            ((rng.standard_normal((2, 2, 4, 5, 3)),),
+             {"kernel": (2, 3, 2), "stride": (2, 1, 1), "padding": (1, 0, 0, 1, 1, 1), "dilation": (1, 1, 2),
+              "pad_value": 0.0})]
 
 
 UNFOLD = defop(
     "unfold", forward=_unfold, abstract=_unfold_abstract,
     vjp=lambda ctx, g: (FOLD(g, size=tuple(ctx.in_shape(0)[2:]), **_geometry(ctx.attrs)),),
     grad_name="Im2ColBackward0", kind="shape", samples=_conv_samples,
-    doc="every kernel window of a padded (N, C, H, W) image, channels first: (C, kh, kw, N, oh, ow)",
+    doc="every kernel window of a padded (N, C, *spatial) input, channels first: (C, *kernel, N, *out) "
+        "(1, 2 or 3 spatial dims: the one machinery under conv1d/2d/3d and their poolings)",
 )
 
 
 def _fold_abstract(cols, size, kernel, stride, padding, dilation):
-    if cols.ndim != 6:
-        raise RuntimeError(f"fold: expected (C, kh, kw, N, oh, ow) columns, got shape {tuple(cols.shape)}")
-    return TensorSpec((cols.shape[3], cols.shape[0]) + tuple(size), cols.dtype)
+    d = len(kernel)
+    if cols.ndim != 2 * d + 2:
+        raise RuntimeError(f"fold: expected (C, *kernel, N, *out) columns for a {d}-D kernel, got shape "
+                           f"{tuple(cols.shape)}")
+    return TensorSpec((cols.shape[d + 1], cols.shape[0]) + tuple(size), cols.dtype)
 
 
 def _fold_samples(rng):
     out = []
     for (x,), attrs in _conv_samples(rng):
         geometry = {k: v for k, v in attrs.items() if k != "pad_value"}
-        oh, ow = _out_hw(x.shape, geometry["kernel"], geometry["stride"], geometry["padding"], geometry["dilation"])
-        cols = rng.standard_normal((x.shape[1],) + tuple(geometry["kernel"]) + (x.shape[0], oh, ow))
+        sizes = _out_sizes(x.shape, geometry["kernel"], geometry["stride"], geometry["padding"], geometry["dilation"])
+        cols = rng.standard_normal((x.shape[1],) + tuple(geometry["kernel"]) + (x.shape[0],) + sizes)
         out.append(((cols,), {"size": x.shape[2:], **geometry}))
     return out
 
@@ -106,7 +125,7 @@ FOLD: OpDef = defop(
     "fold", forward=_fold, abstract=_fold_abstract,
     vjp=lambda ctx, g: (UNFOLD(g, pad_value=0.0, **_geometry(ctx.attrs)),),
     grad_name="Col2ImBackward0", kind="shape", samples=_fold_samples,
-    doc="the columns of unfold added back into an (N, C, H, W) image (col2im)",
+    doc="the columns of unfold added back into an (N, C, *spatial) input (col2im)",
 )
 
 
@@ -272,28 +291,48 @@ def _blocks(xp, groups, n):
     return ((r, min(r + step, groups)) for r in range(0, groups, step))
 
 
-def _row_sums(xp, a):
-    """Sums along the rows of a (groups, n) block as (groups, 1): a matrix-vector product,
-    about twice as fast as NumPy's row reduction (float32 accumulates in blocks, as PyTorch's
-    reductions do)."""
-    return (a @ xp.ones(a.shape[1], dtype=a.dtype))[:, None]
+def _filled(xp, n: int, value: float, dtype) -> object:
+    """A length-n vector of `value` (the row-mean and column-sum weights), made once per
+    (n, value, dtype) for NumPy rather than once per block and per call."""
+    if xp is not np:
+        return xp.full(n, value, dtype=dtype)
+    key = (n, value, np.dtype(dtype))
+    vec = _FILLED.get(key)
+    if vec is None:
+        if len(_FILLED) > 64:
+            _FILLED.clear()
+        vec = _FILLED[key] = np.full(n, value, dtype=dtype)
+        vec.flags.writeable = False
+    return vec
+
+
+_FILLED: dict = {}
+
+
+def _row_means(xp, a):
+    """Means along the rows of a (groups, n) block as (groups, 1): a matrix-vector product with
+    1/n weights (about twice as fast as NumPy's row reduction; float32 accumulates in blocks, as
+    PyTorch's reductions do)."""
+    n = a.shape[1]
+    return (a @ _filled(xp, n, 1.0 / n if n else 0.0, a.dtype))[:, None]
 
 
 def _col_sums(xp, a):
     """Sums down the columns of a (groups, n) block as (n,), as a vector-matrix product."""
-    return xp.ones(a.shape[0], dtype=a.dtype) @ a
+    return _filled(xp, a.shape[0], 1.0, a.dtype) @ a
 
 
-def _ln_xhat(xp, rows, eps, out):
-    """Write (rows - mean) * rstd into `out` and return rstd as (groups, 1): the biased
-    variance of the centered rows, as PyTorch's two-pass row moments."""
+def _ln_centered(xp, rows, eps, out):
+    """Write rows - mean into `out` and return rstd as (groups, 1): the biased variance of the
+    centered rows (PyTorch's two-pass row moments), computed in place on the small vectors."""
     n = rows.shape[1]
-    scale = rows.dtype.type(1.0 / n) if n else rows.dtype.type(0)
-    xp.subtract(rows, _row_sums(xp, rows) * scale, out=out)
-    var = xp.einsum("ij,ij->i", out, out)[:, None] * scale
-    rstd = (1.0 / xp.sqrt(var + eps)).astype(rows.dtype, copy=False)
-    xp.multiply(out, rstd, out=out)
-    return rstd
+    xp.subtract(rows, _row_means(xp, rows), out=out)
+    var = xp.einsum("ij,ij->i", out, out)
+    var *= 1.0 / n if n else 0.0
+    var += eps
+    xp.sqrt(var, out=var)
+    xp.divide(1.0, var, out=var)
+    return var.astype(rows.dtype, copy=False)[:, None]
 
 
 def _layer_norm(xp, x, weight, bias, ndim, eps):
@@ -303,7 +342,7 @@ def _layer_norm(xp, x, weight, bias, ndim, eps):
     b = bias.reshape(-1).astype(out.dtype, copy=False)
     for r0, r1 in _blocks(xp, *rows.shape):
         o = out[r0:r1]
-        _ln_xhat(xp, rows[r0:r1], eps, o)
+        xp.multiply(o, _ln_centered(xp, rows[r0:r1], eps, o), out=o)
         xp.multiply(o, w, out=o)
         xp.add(o, b, out=o)
     return out.reshape(x.shape).astype(x.dtype, copy=False)
@@ -342,6 +381,12 @@ LAYER_NORM: OpDef = defop(
 
 
 def _layer_norm_backward(xp, g, x, weight, ndim, eps):
+    """With s = x - mean (per row), xhat = s * rstd and gw = g * w:
+    grad_bias = sum_rows g, grad_weight = sum_rows g * xhat = rstd^T (g * s), and
+    grad_input = rstd * (gw - mean(gw) - xhat * mean(gw * xhat))
+               = rstd * (gw - (g @ w) / n) - s * (rstd^3 / n) * ((g * s) @ w).
+    xhat itself is never formed: the row and column weights go into matrix-vector products,
+    so a block takes two multiplications of whole arrays less than the textbook form."""
     rows = _ln_rows(xp, x, ndim)
     groups, n = rows.shape
     g2 = xp.ascontiguousarray(g.astype(rows.dtype, copy=False)).reshape(-1, n)
@@ -350,25 +395,24 @@ def _layer_norm_backward(xp, g, x, weight, ndim, eps):
     # the column sums accumulate block by block in float64 (n numbers: free)
     grad_weight = xp.zeros(n, dtype=np.float64)
     grad_bias = xp.zeros(n, dtype=np.float64)
-    scale = rows.dtype.type(1.0 / n) if n else rows.dtype.type(0)
+    inv_n = 1.0 / n if n else 0.0
     scratch = None
     for r0, r1 in _blocks(xp, groups, n):
         gb, out = g2[r0:r1], grad_input[r0:r1]
         if scratch is None or scratch.shape[0] != r1 - r0:
             scratch = xp.empty((r1 - r0, n), dtype=rows.dtype)
-        xhat = scratch
-        rstd = _ln_xhat(xp, rows[r0:r1], eps, xhat)
+        centered = scratch
+        rstd = _ln_centered(xp, rows[r0:r1], eps, centered)
         grad_bias += _col_sums(xp, gb)
-        xp.multiply(gb, xhat, out=out)
-        grad_weight += _col_sums(xp, out)
-        xp.multiply(gb, w, out=out)  # the gradient of xhat
-        # grad_input = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat))
-        a = _row_sums(xp, out) * scale
-        c = xp.einsum("ij,ij->i", out, xhat)[:, None] * scale
+        xp.multiply(gb, centered, out=out)  # g * s
+        grad_weight += rstd[:, 0] @ out
+        dot = (out @ w)[:, None]  # sum_j g w s per row: n * rstd^-1 * mean(gw * xhat)
+        mean_gw = (gb @ w)[:, None] * inv_n
+        xp.multiply(gb, w, out=out)
+        xp.subtract(out, mean_gw, out=out)
         xp.multiply(out, rstd, out=out)
-        xp.subtract(out, a * rstd, out=out)
-        xp.multiply(xhat, c * rstd, out=xhat)
-        xp.subtract(out, xhat, out=out)
+        xp.multiply(centered, dot * (rstd * rstd * rstd * inv_n), out=centered)
+        xp.subtract(out, centered, out=out)
     shape = tuple(weight.shape)
     return (grad_input.reshape(x.shape).astype(x.dtype, copy=False),
             grad_weight.reshape(shape).astype(x.dtype),

@@ -9,9 +9,10 @@ import numpy as np
 from .. import _dtypes
 from ._checks import broadcast_shapes, same_dtype, specs_of
 from ._registry import VARIADIC, TensorSpec, defop
-from .elementwise import EQ, LOGICAL_AND, RSQRT, TO_DTYPE, WHERE
-from .indexing import FLIP
-from .shape_ops import EXPAND, RESHAPE
+from .elementwise import RSQRT, WHERE
+from .indexing import FLIP, TRIU
+from .reductions import SUM
+from .shape_ops import EXPAND, INDEX_PUT, RESHAPE, TRANSPOSE, UNSQUEEZE
 
 
 def _elementwise(name, result_dtype=None, check=None):
@@ -244,30 +245,92 @@ CUMSUM = defop(
 
 
 def _cumprod_vjp(ctx, g):
-    """d x_i = sum over j >= i of g_j * prod_{k <= j, k != i} x_k, exact with zeros too (as
-    PyTorch): where x_i != 0 that is revcumsum(g * out)_i / x_i; at a slice's first zero it
-    is revcumsum(g * cumprod(x with that zero taken as 1))_i, since the other terms hold the
-    zero; at a later zero every product holds the first one, so 0. All from ops, so the
-    gradient differentiates again (at inputs with two zeros in a slice the second derivative
-    misses the terms holding both)."""
-    dim = ctx.attrs["dim"]
     if not len(ctx.in_shape(0)):
         return (g,)
-    x, out = ctx.input(0), ctx.out
-    zero = EQ(x, 0.0)
-    first_zero = LOGICAL_AND(EQ(CUMSUM(TO_DTYPE(zero, dtype=x.dtype), dim=dim), 1.0), zero)
-    plain = _rev_cumsum(g * out, dim) / WHERE(zero, 1.0, x)
-    at_zero = _rev_cumsum(g * CUMPROD(WHERE(first_zero, 1.0, x), dim=dim), dim)
-    return (WHERE(zero, WHERE(first_zero, at_zero, 0.0), plain),)
+    return (CUMPROD_BACKWARD(ctx.input(0), g, dim=ctx.attrs["dim"]),)
 
 
+# zeros: none, one, two and three in a slice (the gradient and its own gradient are exact with any)
+_CUMPROD_ZEROS = np.array([[0.7, 1.2, 1.3, -0.8, 0.9], [1.1, -0.9, 0.0, 0.6, 1.4], [0.0, 1.2, 0.6, 0.0, -1.1],
+                           [0.0, 1.3, 0.0, 0.0, 0.8]])
 CUMPROD = defop(
     "cumprod", forward=_scan("cumprod"), abstract=lambda x, dim: TensorSpec(x.shape, _scan_dtype(x)),
-    vjp=_cumprod_vjp, grad_name="CumprodBackward0", save=(0,), save_output=True, kind="reduction",
-    # zeros: at most one per slice (with two, the second derivative misses the terms holding both)
+    vjp=_cumprod_vjp, grad_name="CumprodBackward0", save=(0,), kind="reduction",
     samples=lambda rng: [((rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4)),), {"dim": 1}),
-                         ((np.array([[0.7, 0.0, 1.3, -0.8], [1.1, -0.9, 0.0, 0.6], [0.0, 1.2, 0.6, 1.4]]),), {"dim": 1}),
+                         ((_CUMPROD_ZEROS,), {"dim": 1}),
                          ((np.array([[0.0, 1.5], [0.9, 0.0], [1.2, -1.1]]),), {"dim": 0})],
+)
+
+
+def _rev_cumsum_array(xp, a):
+    return xp.flip(xp.cumsum(xp.flip(a, -1), axis=-1), -1)
+
+
+def _cumprod_backward(xp, x, g, dim):
+    """The gradient of sum(g * cumprod(x, dim)) in x: d x_i = sum over j >= i of
+    g_j * prod_{k <= j, k != i} x_k, in O(n) per slice and exact with any number of zeros
+    (PyTorch's cumprod_backward): before a slice's first zero it is revcumsum(g * out)_i / x_i;
+    at the first zero it is revcumsum(g * cumprod(x with that zero taken as 1))_i, since every
+    other term holds the zero; after it, every product holds the first zero, so 0."""
+    if x.ndim == 0:
+        return g.astype(x.dtype, copy=True)
+    xm, gm = xp.moveaxis(x, dim, -1), xp.moveaxis(g, dim, -1)
+    zero = xm == 0
+    first = zero & (xp.cumsum(zero, axis=-1) == 1)
+    plain = _rev_cumsum_array(xp, gm * xp.cumprod(xm, axis=-1)) / xp.where(zero, 1, xm)
+    at_first = _rev_cumsum_array(xp, gm * xp.cumprod(xp.where(first, 1, xm), axis=-1))
+    out = xp.where(zero, xp.where(first, at_first, 0), plain).astype(x.dtype, copy=False)
+    return xp.ascontiguousarray(xp.moveaxis(out, -1, dim))
+
+
+def _cumprod_backward_vjp(ctx, v):
+    """Exact to any order, with any zeros: the gradient is written as
+    d x_i = sum_{j >= i} g_j R[i, j] with R = cumprod along the rows of the n x n matrix whose
+    row i is the slice with x_i set to 1, so R[i, j] = prod_{k <= j, k != i} x_k. Then
+    grad g_j = sum_{i <= j} v_i R[i, j], and x's gradient flows into R through cumprod's own
+    gradient (this op again, one dimension up) and out of each row but its diagonal.
+    O(n^2) per slice: it runs only where a second derivative is asked for."""
+    x, g = ctx.input(0), ctx.input(1)
+    shape = tuple(ctx.in_shape(0))
+    nd, dim = len(shape), ctx.attrs["dim"]
+    if nd == 0:
+        return None, v
+    last = nd - 1
+    if dim != last:
+        x, g, v = (TRANSPOSE(t, dim0=dim, dim1=last) for t in (x, g, v))
+    swapped = list(shape)
+    swapped[dim], swapped[last] = swapped[last], swapped[dim]
+    lead, n = tuple(swapped[:-1]), shape[dim]
+    square, flat = lead + (n, n), lead + (n * n,)
+    diagonal = (("ellipsis",), ("slice", None, None, n + 1))
+    spread = RESHAPE(EXPAND(UNSQUEEZE(x, dim=last), shape=square), shape=flat)
+    rows = RESHAPE(INDEX_PUT(spread, 1.0, key=diagonal, n_index=0), shape=square)
+    products = CUMPROD(rows, dim=nd)  # R[i, j]
+    gx = gg = None
+    if ctx.needs(1):
+        gg = SUM(TRIU(products * UNSQUEEZE(v, dim=nd), diagonal=0), dims=(last,), keepdim=False)
+    if ctx.needs(0):
+        weights = TRIU(UNSQUEEZE(v, dim=nd) * UNSQUEEZE(g, dim=last), diagonal=0)  # v_i g_j for j >= i
+        grad_rows = RESHAPE(CUMPROD_BACKWARD(rows, weights, dim=nd), shape=flat)
+        off_diagonal = RESHAPE(INDEX_PUT(grad_rows, 0.0, key=diagonal, n_index=0), shape=square)
+        gx = SUM(off_diagonal, dims=(last,), keepdim=False)
+    if dim != last:
+        gx, gg = (None if t is None else TRANSPOSE(t, dim0=dim, dim1=last) for t in (gx, gg))
+    return gx, gg
+
+
+def _cumprod_backward_samples(rng):
+    g = rng.standard_normal(_CUMPROD_ZEROS.shape)
+    return [((_CUMPROD_ZEROS, g), {"dim": 1}), ((_CUMPROD_ZEROS.T.copy(), g.T.copy()), {"dim": 0}),
+            ((rng.uniform(0.5, 1.5, (2, 3)), rng.standard_normal((2, 3))), {"dim": 1})]
+
+
+CUMPROD_BACKWARD = defop(
+    "cumprod_backward", arity=2, forward=_cumprod_backward,
+    abstract=lambda x, g, dim: TensorSpec(x.shape, x.dtype), vjp=_cumprod_backward_vjp, save=(0, 1),
+    kind="reduction", samples=_cumprod_backward_samples,
+    doc="helper of cumprod's VJP: the gradient of sum(g * cumprod(x, dim)) in x, exact with zeros; "
+        "differentiable again (cumprod's second and later derivatives go through it)",
 )
 
 
