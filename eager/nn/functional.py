@@ -543,26 +543,37 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                              f"{list(input.shape)}")
         out = _conv.NORMALIZE(input, dims=dims, eps=float(eps))
-        if running_mean is not None and running_var is not None:
-            from .._grad_mode import no_grad  # noqa: PLC0415
-
-            with no_grad():
-                x = input.detach()
-                mean = _F.mean(x, dims)
-                var = _F.var(x, dims, correction=1)
-                _move_running(running_mean, running_var, mean, var, momentum)
+        _move_running(running_mean, running_var, input, dims, momentum, per_sample=False)
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("batch_norm: running_mean and running_var must be given when training=False")
-        out = (input - _channel_view(running_mean, input.ndim)) * _channel_view(
-            _F.rsqrt(running_var + eps), input.ndim)
+        out = _normalize_by_running(input, running_mean, running_var, eps)
     return _channel_affine(out, weight, bias)
 
 
-def _move_running(running_mean: Tensor, running_var: Tensor, mean: Tensor, var: Tensor, momentum: float) -> None:
-    """Running statistics moved toward a batch's, in place (batch_norm and instance_norm)."""
-    running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
-    running_var.mul_(1 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
+def _move_running(running_mean: Tensor | None, running_var: Tensor | None, input: Tensor, dims: tuple[int, ...],
+                  momentum: float, per_sample: bool) -> None:
+    """Running statistics moved toward the batch's, in place and outside autograd (batch_norm
+    and instance_norm); nothing happens unless both are given. The batch's are the mean and
+    unbiased variance over `dims`, averaged over the samples when `per_sample` (instance norm
+    keeps one per sample and channel)."""
+    if running_mean is None or running_var is None:
+        return
+    from .._grad_mode import no_grad  # noqa: PLC0415
+
+    with no_grad():
+        x = input.detach()
+        mean = _F.mean(x, dims)
+        var = _F.var(x, dims, correction=1)
+        if per_sample:
+            mean, var = _F.mean(mean, 0), _F.mean(var, 0)
+        running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
+        running_var.mul_(1 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
+
+
+def _normalize_by_running(input: Tensor, running_mean: Tensor, running_var: Tensor, eps: float) -> Tensor:
+    """(input - running_mean) / sqrt(running_var + eps) per channel (dim 1): evaluation mode."""
+    return (input - _channel_view(running_mean, input.ndim)) * _channel_view(_F.rsqrt(running_var + eps), input.ndim)
 
 
 def _channel_affine(out: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
@@ -593,20 +604,12 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
             raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                              f"{list(input.shape)}")
         out = _conv.NORMALIZE(input, dims=dims, eps=float(eps))
-        if running_mean is not None and running_var is not None:
-            from .._grad_mode import no_grad  # noqa: PLC0415
-
-            with no_grad():
-                x = input.detach()
-                mean = _F.mean(_F.mean(x, dims), 0)
-                var = _F.mean(_F.var(x, dims, correction=1), 0)
-                _move_running(running_mean, running_var, mean, var, momentum)
+        _move_running(running_mean, running_var, input, dims, momentum, per_sample=True)
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("instance_norm: Expected running_mean and running_var to be defined when "
                                "use_input_stats is false")
-        out = (input - _channel_view(running_mean, input.ndim)) * _channel_view(
-            _F.rsqrt(running_var + eps), input.ndim)
+        out = _normalize_by_running(input, running_mean, running_var, eps)
     return _channel_affine(out, weight, bias)
 
 
