@@ -542,12 +542,26 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if count <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                              f"{list(input.shape)}")
+    return _normalize_channels(input, dims, training, running_mean, running_var, weight, bias, momentum, eps,
+                               per_sample=False, missing_running="batch_norm: running_mean and running_var must "
+                               "be given when training=False")
+
+
+def _normalize_channels(input: Tensor, dims: tuple[int, ...], from_input: bool, running_mean: Tensor | None,
+                        running_var: Tensor | None, weight: Tensor | None, bias: Tensor | None, momentum: float,
+                        eps: float, per_sample: bool, missing_running: str) -> Tensor:
+    """What batch_norm and instance_norm share once each has checked its input: normalize over
+    `dims` by the input's own statistics (moving the running ones toward them) or, when not
+    `from_input`, by the running statistics (an error saying `missing_running` if absent);
+    then the per-channel weight and bias."""
+    if from_input:
         out = _conv.NORMALIZE(input, dims=dims, eps=float(eps))
-        _move_running(running_mean, running_var, input, dims, momentum, per_sample=False)
+        _move_running(running_mean, running_var, input, dims, momentum, per_sample)
     else:
         if running_mean is None or running_var is None:
-            raise RuntimeError("batch_norm: running_mean and running_var must be given when training=False")
-        out = _normalize_by_running(input, running_mean, running_var, eps)
+            raise RuntimeError(missing_running)
+        out = (input - _channel_view(running_mean, input.ndim)) * _channel_view(
+            _F.rsqrt(running_var + eps), input.ndim)
     return _channel_affine(out, weight, bias)
 
 
@@ -569,11 +583,6 @@ def _move_running(running_mean: Tensor | None, running_var: Tensor | None, input
             mean, var = _F.mean(mean, 0), _F.mean(var, 0)
         running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
         running_var.mul_(1 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
-
-
-def _normalize_by_running(input: Tensor, running_mean: Tensor, running_var: Tensor, eps: float) -> Tensor:
-    """(input - running_mean) / sqrt(running_var + eps) per channel (dim 1): evaluation mode."""
-    return (input - _channel_view(running_mean, input.ndim)) * _channel_view(_F.rsqrt(running_var + eps), input.ndim)
 
 
 def _channel_affine(out: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
@@ -603,14 +612,9 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
         if spatial == 1:
             raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                              f"{list(input.shape)}")
-        out = _conv.NORMALIZE(input, dims=dims, eps=float(eps))
-        _move_running(running_mean, running_var, input, dims, momentum, per_sample=True)
-    else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("instance_norm: Expected running_mean and running_var to be defined when "
-                               "use_input_stats is false")
-        out = _normalize_by_running(input, running_mean, running_var, eps)
-    return _channel_affine(out, weight, bias)
+    return _normalize_channels(input, dims, use_input_stats, running_mean, running_var, weight, bias, momentum, eps,
+                               per_sample=True, missing_running="instance_norm: Expected running_mean and "
+                               "running_var to be defined when use_input_stats is false")
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
