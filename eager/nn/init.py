@@ -92,7 +92,8 @@ def eye_(tensor: Tensor) -> Tensor:
         raise ValueError("Only tensors with 2 dimensions are supported")
     from .._factories import eye  # noqa: PLC0415
 
-    return _no_grad_write(tensor, eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
+    rows, cols = tensor.shape
+    return _no_grad_write(tensor, eye(rows, cols, dtype=tensor.dtype, device=tensor.device))
 
 
 def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:

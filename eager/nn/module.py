@@ -244,7 +244,9 @@ class Module:
             yield module
 
     def _named_members(self, registry: str, prefix: str, recurse: bool,
-                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+                       remove_duplicate: bool = True) -> Iterator[tuple[str, Any]]:
+        """(dotted name, value) of the non-None entries of one registry (parameters or buffers;
+        the registries are untyped dicts) of this module and, with `recurse`, its submodules."""
         seen: set = set()
         modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse \
             else [(prefix, self)]
@@ -310,10 +312,11 @@ class Module:
             _clear_grad(p, set_to_none)
 
     # -- state --------------------------------------------------------------------------------
-    def state_dict(self, destination: dict | None = None, prefix: str = "",
-                   keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
-        """Parameters and persistent buffers by dotted name; detached unless keep_vars."""
-        out = OrderedDict() if destination is None else destination
+    def state_dict(self, destination: dict[str, Tensor] | None = None, prefix: str = "",
+                   keep_vars: bool = False) -> dict[str, Tensor]:
+        """Parameters and persistent buffers by dotted name, detached unless keep_vars, in an
+        OrderedDict as PyTorch's (or written into `destination`)."""
+        out: dict[str, Tensor] = OrderedDict() if destination is None else destination
         for name, p in self._parameters.items():
             if p is not None:
                 out[prefix + name] = p if keep_vars else p.detach()
