@@ -330,3 +330,6 @@ def test_003_graph_and_leaf_gradients():
     assert shown[1] == r"\frac{\partial e}{\partial b} = 2.0"
     assert float(shown[2].split("= ")[1]) == pytest.approx(np.log(10.0), rel=1e-6)
     assert float(shown[3].split("= ")[1]) == pytest.approx(0.5, rel=1e-6)
+    assert ns["a"].grad.item() == 3.0 and ns["b"].grad.item() == 2.0  # the tensors hold what was shown
+    assert ns["c"].grad.item() == pytest.approx(np.log(10.0), rel=1e-6)
+    assert ns["d"].grad.item() == pytest.approx(0.5, rel=1e-6)
