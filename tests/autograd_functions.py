@@ -18,3 +18,16 @@ class Exp(Function):
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
         return grad * y
+
+
+class FailingBackward(Function):
+    """x * 2 whose backward raises: what an error inside the backward pass leaves behind
+    (the grad mode restored, anomaly mode's notes)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2.0
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise ValueError("backward of FailingBackward fails")
