@@ -359,19 +359,16 @@ class CRegion(CFunction):
             self._leading_axes_reduction(red, low, body, xe, n_out, n_red, space, axes, len(chain))
             return
         simd = _simd_clause([(red, "acc", low)])
-        self.lines.append(f"{{  // %{y.name}: {red.op} over axes {list(axes)} of {list(space)}, "
-                          f"{len(chain)} prologue op(s)")
+        self._open_reduction(red, f"over axes {list(axes)} of {list(space)}, {len(chain)} prologue op(s)",
+                             n_out, n_red)
         ix, sfx = self.ix, self.sfx
-        self.lines.append(f"    const {ix} n_out = {n_out}{sfx}, n_red = {n_red}{sfx};")
-        self.lines.append(_parallel_for(n_out * n_red))
         self.lines.append(f"    for ({ix} o = 0; o < n_out; ++o) {{")
         self.lines += [f"        {s}" for s in _acc_init(red, "acc", low)]
         if simd is not None:
             self.lines.append(f"        #pragma omp simd{simd}")
         self.lines.append(f"        for ({ix} r = 0; r < n_red; ++r) {{")
         self.lines.append(f"            const {ix} i = {compose_index(space, kept, tuple(axes), suffix=sfx)};")
-        self.lines += [f"            {s}" for s in body.lines]
-        self.lines.append(f"            // L{self.m.lines.get(id(red), '?')}: {node_line(red)}")
+        self._reduced_element(body, red, "            ")
         self.lines += [f"            {s}" for s in _acc_update(red, "acc", low, xe)]
         self.lines.append("        }")
         self.lines += [f"        {s}" for s in _acc_nan(red, "acc")]
@@ -380,6 +377,18 @@ class CRegion(CFunction):
         self.lines.append("    }")
         self.lines.append("}")
 
+    def _open_reduction(self, red: Node, what: str, n_out: int, n_red: int) -> None:
+        """The block a reduction's loops stand in: a comment naming the reduction, the number
+        of outputs and of elements each reduces, and the OpenMP split of that work."""
+        self.lines.append(f"{{  // %{red.outputs[0].name}: {red.op} {what}")
+        self.lines.append(f"    const {self.ix} n_out = {n_out}{self.sfx}, n_red = {n_red}{self.sfx};")
+        self.lines.append(_parallel_for(n_out * n_red))
+
+    def _reduced_element(self, body: KernelBody, red: Node, indent: str) -> None:
+        """The prologue computing one reduced element, then the IR line of the reduction."""
+        self.lines += [f"{indent}{s}" for s in body.lines]
+        self.lines.append(f"{indent}// L{self.m.lines.get(id(red), '?')}: {node_line(red)}")
+
     def _leading_axes_reduction(self, red: Node, low, body: KernelBody, xe: str, n_out: int, n_red: int,
                                 space: tuple, axes: tuple, n_chain: int) -> None:
         """A reduction over the leading axes (a column sum, as in a bias gradient): each thread
@@ -387,11 +396,9 @@ class CRegion(CFunction):
         accumulators updated by a contiguous SIMD loop. Each output still adds its elements in
         row order: the result does not depend on the thread count."""
         y = red.outputs[0]
-        self.lines.append(f"{{  // %{y.name}: {red.op} over the leading axes {list(axes)} of {list(space)}, "
-                          f"{n_chain} prologue op(s), in column blocks")
-        ix, sfx = self.ix, self.sfx
-        self.lines.append(f"    const {ix} n_out = {n_out}{sfx}, n_red = {n_red}{sfx};")
-        self.lines.append(_parallel_for(n_out * n_red))
+        self._open_reduction(red, f"over the leading axes {list(axes)} of {list(space)}, {n_chain} prologue op(s), "
+                             "in column blocks", n_out, n_red)
+        ix = self.ix
         self.lines.append(f"    for ({ix} ob = 0; ob < n_out; ob += GM_COLUMNS) {{")
         self.lines.append(f"        const {ix} oe = ob + GM_COLUMNS < n_out ? ob + GM_COLUMNS : n_out;")
         self.lines.append("        double acc[GM_COLUMNS];")
@@ -400,8 +407,7 @@ class CRegion(CFunction):
         self.lines.append("            #pragma omp simd")
         self.lines.append(f"            for ({ix} o = ob; o < oe; ++o) {{")
         self.lines.append(f"                const {ix} i = r * n_out + o;")
-        self.lines += [f"                {s}" for s in body.lines]
-        self.lines.append(f"                // L{self.m.lines.get(id(red), '?')}: {node_line(red)}")
+        self._reduced_element(body, red, "                ")
         self.lines.append(f"                acc[o - ob] = {_reduce_step(low.reduce, 'acc[o - ob]', xe)};")
         self.lines.append("            }")
         self.lines.append("        }")

@@ -3,14 +3,13 @@ the fields a lowering template is filled with, and the IR line a statement comes
 from __future__ import annotations
 
 import keyword
-import math
 import re
 
 import numpy as np
 
 from eager import _dtypes
 from static.ir import Graph, Node, Value
-from static.ir.core import format_node
+from static.ir.core import format_node, spell_float
 
 # -- identifiers --------------------------------------------------------------------------------
 _RESERVED = {"np", "cp", "_rt", "forward", "lo", "hi", "parts", "self"}
@@ -55,11 +54,7 @@ def py_literal(v) -> str:
     if isinstance(v, int):
         return repr(v)
     if isinstance(v, float):
-        if math.isnan(v):
-            return "float('nan')"
-        if math.isinf(v):
-            return "float('inf')" if v > 0 else "float('-inf')"
-        return repr(v)
+        return spell_float(v, nan="float('nan')", inf="float('inf')", neg_inf="float('-inf')")
     if isinstance(v, str):
         return repr(v)
     if isinstance(v, _dtypes.dtype):
@@ -100,12 +95,7 @@ def c_number(v) -> str:
         return "true" if v else "false"
     if isinstance(v, int):
         return f"{v}LL" if abs(v) > 2**31 - 1 else str(v)
-    if math.isnan(v):
-        return "gm_nan<double>()"
-    if math.isinf(v):
-        return "gm_inf<double>()" if v > 0 else "(-gm_inf<double>())"
-    r = repr(float(v))
-    return r if any(c in r for c in ".en") else r + ".0"
+    return spell_float(v, nan="gm_nan<double>()", inf="gm_inf<double>()", neg_inf="(-gm_inf<double>())")
 
 
 def c_literal(v, ctype: str) -> str:

@@ -58,24 +58,26 @@ from ._functional import (  # noqa: F401,E402
 from .autograd import Function  # noqa: F401
 
 
+# `bool`, `int` and `float` are eager dtypes in this module (as in torch): annotations and
+# conversions below use the builtins by their full name.
 class cuda:  # noqa: N801  (mirrors the torch.cuda namespace users call)
     """`eager.cuda.is_available()`: CuPy imports and a GPU answers."""
 
     is_available = staticmethod(_cuda_is_available)
 
     @staticmethod
-    def manual_seed(seed: int) -> None:  # noqa: F811  (torch's keyword name shadows eager.seed here only)
+    def manual_seed(seed: _builtins.int) -> None:  # noqa: F811  (torch's keyword name shadows eager.seed here only)
         manual_seed(seed)
 
     @staticmethod
-    def device_count() -> int:
+    def device_count() -> _builtins.int:
         from ._device import cupy_module  # noqa: PLC0415
 
         cp = cupy_module()
         return 0 if cp is None else _builtins.int(cp.cuda.runtime.getDeviceCount())
 
     @staticmethod
-    def current_device() -> int:
+    def current_device() -> _builtins.int:
         if not _cuda_is_available():
             raise RuntimeError("Torch not compiled with CUDA enabled: no CUDA device (CuPy and a GPU are needed)")
         from ._device import cupy_module  # noqa: PLC0415
@@ -83,7 +85,7 @@ class cuda:  # noqa: N801  (mirrors the torch.cuda namespace users call)
         return _builtins.int(cupy_module().cuda.Device().id)
 
     @staticmethod
-    def manual_seed_all(seed: int) -> None:  # noqa: F811  (torch's keyword name)
+    def manual_seed_all(seed: _builtins.int) -> None:  # noqa: F811  (torch's keyword name)
         manual_seed(seed)
 
     @staticmethod
@@ -95,12 +97,12 @@ class cuda:  # noqa: N801  (mirrors the torch.cuda namespace users call)
             cp.cuda.Device().synchronize()
 
 
-def is_tensor(obj) -> bool:
+def is_tensor(obj) -> _builtins.bool:
     """Whether `obj` is an eager.Tensor. Mirrors torch.is_tensor."""
     return isinstance(obj, Tensor)
 
 
-def numel(input: Tensor) -> int:
+def numel(input: Tensor) -> _builtins.int:
     """The number of elements of `input`. Mirrors torch.numel."""
     return input.numel()
 
@@ -124,8 +126,8 @@ def set_default_dtype(d: dtype) -> None:
     _dtypes.DEFAULT_FLOAT = d
 
 
-# `bool`, `int` and `float` are eager dtypes in this module (as in torch): use builtins here.
-def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> bool:
+def allclose(input: Tensor, other: Tensor, rtol: _builtins.float = 1e-5, atol: _builtins.float = 1e-8,
+             equal_nan: _builtins.bool = False) -> _builtins.bool:
     """Whether |input - other| <= atol + rtol * |other| holds for every element (NaNs equal if `equal_nan`).
 
     Mirrors torch.allclose."""
@@ -135,7 +137,7 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-
                              equal_nan=equal_nan))
 
 
-def equal(input: Tensor, other: Tensor) -> bool:
+def equal(input: Tensor, other: Tensor) -> _builtins.bool:
     """Whether input and other have the same shape and the same elements. Mirrors torch.equal."""
     return tuple(input.shape) == tuple(other.shape) and _builtins.bool((input == other).all())
 

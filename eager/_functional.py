@@ -368,30 +368,25 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     return _reduce(R.PROD, input, dim, keepdim, "prod")
 
 
-def _correction(unbiased, correction):
-    if correction is not None:
-        return int(correction)
-    return 1 if unbiased in (None, True) else 0
+def _spread(op, name, input, dim, unbiased, keepdim, correction):
+    """var and std: `correction` (default 1, Bessel's) or the older `unbiased` flag sets the
+    divisor N - correction; a second positional argument that is not a bool is the dim, as
+    in torch.var(x, 0)."""
+    if isinstance(unbiased, bool) is False and unbiased is not None and dim is None:
+        dim, unbiased = unbiased, None
+    if correction is None:
+        correction = 1 if unbiased in (None, True) else 0
+    return _reduce(op, input, dim, keepdim, name, correction=int(correction))
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """The variance over `dim` (all elements when None).
-
-    `correction` (default 1, Bessel's) or the older `unbiased` flag sets the divisor N - correction.
-    Mirrors torch.var."""
-    if isinstance(unbiased, bool) is False and unbiased is not None and dim is None:
-        dim, unbiased = unbiased, None
-    return _reduce(R.VAR, input, dim, keepdim, "var", correction=_correction(unbiased, correction))
+    """The variance over `dim` (all elements when None), divided by N - correction. Mirrors torch.var."""
+    return _spread(R.VAR, "var", input, dim, unbiased, keepdim, correction)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """The standard deviation over `dim` (all elements when None).
-
-    `correction` (default 1, Bessel's) or the older `unbiased` flag sets the divisor N - correction.
-    Mirrors torch.std."""
-    if isinstance(unbiased, bool) is False and unbiased is not None and dim is None:
-        dim, unbiased = unbiased, None
-    return _reduce(R.STD, input, dim, keepdim, "std", correction=_correction(unbiased, correction))
+    """The standard deviation over `dim` (all elements when None), divided by N - correction. Mirrors torch.std."""
+    return _spread(R.STD, "std", input, dim, unbiased, keepdim, correction)
 
 
 def logsumexp(input, dim, keepdim=False):

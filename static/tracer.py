@@ -611,15 +611,21 @@ class Tracer(TensorAPI):
             raise TraceError(f"{user_location()}: {name} writes through a view of a detach() or .data alias, "
                              "which static cannot follow back to the tensor. Write the update out of place "
                              "(y = y + 1).")
+        result = self._fit_result(result, name)
+        self._value = result._value
+        self._state.versions[id(self)] = self._state.versions.get(id(self), 0) + 1  # its views are now stale
+        return self
+
+    def _fit_result(self, result: "Tracer", name: str) -> "Tracer":
+        """An in-place op's result checked against the tensor it is written into: the same
+        shape (PyTorch's message otherwise), cast to its dtype where the cast is allowed."""
         if tuple(result.shape) != tuple(self.shape):
             raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match the broadcast shape "
                                f"{list(result.shape)}")
         if result.dtype is not self.dtype:
             check_result_cast(result.dtype, self.dtype)
             result = F.to_dtype(result, self.dtype)
-        self._value = result._value
-        self._state.versions[id(self)] = self._state.versions.get(id(self), 0) + 1  # its views are now stale
-        return self
+        return result
 
     def _assign_through_view(self, result: "Tracer", name: str) -> "Tracer":
         """A write into a view (`x[0].add_(1)`, `x.t().mul_(2)`): the tensor owning the memory
@@ -628,12 +634,7 @@ class Tracer(TensorAPI):
         from eager.ops.shape_ops import VIEW_SCATTER, replay_view  # noqa: PLC0415
 
         check_view_current(self, f"{name} writes through")
-        if tuple(result.shape) != tuple(self.shape):
-            raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match the broadcast shape "
-                               f"{list(result.shape)}")
-        if result.dtype is not self.dtype:
-            check_result_cast(result.dtype, self.dtype)
-            result = F.to_dtype(result, self.dtype)
+        result = self._fit_result(result, name)
         root = self._view_of
         new_root = VIEW_SCATTER(_root_now(self), result, steps=self._view_steps)
         if isinstance(root, Tracer):

@@ -542,27 +542,47 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if count <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                              f"{list(input.shape)}")
-        out = _conv.NORMALIZE(input, dims=dims, eps=float(eps))
-        if running_mean is not None and running_var is not None:
-            from .._grad_mode import no_grad  # noqa: PLC0415
+    return _normalize_channels(input, dims, training, running_mean, running_var, weight, bias, momentum, eps,
+                               per_sample=False, missing_running="batch_norm: running_mean and running_var must "
+                               "be given when training=False")
 
-            with no_grad():
-                x = input.detach()
-                mean = _F.mean(x, dims)
-                var = _F.var(x, dims, correction=1)
-                _move_running(running_mean, running_var, mean, var, momentum)
+
+def _normalize_channels(input: Tensor, dims: tuple[int, ...], from_input: bool, running_mean: Tensor | None,
+                        running_var: Tensor | None, weight: Tensor | None, bias: Tensor | None, momentum: float,
+                        eps: float, per_sample: bool, missing_running: str) -> Tensor:
+    """What batch_norm and instance_norm share once each has checked its input: normalize over
+    `dims` by the input's own statistics (moving the running ones toward them) or, when not
+    `from_input`, by the running statistics (an error saying `missing_running` if absent);
+    then the per-channel weight and bias."""
+    if from_input:
+        out = _conv.NORMALIZE(input, dims=dims, eps=float(eps))
+        _move_running(running_mean, running_var, input, dims, momentum, per_sample)
     else:
         if running_mean is None or running_var is None:
-            raise RuntimeError("batch_norm: running_mean and running_var must be given when training=False")
+            raise RuntimeError(missing_running)
         out = (input - _channel_view(running_mean, input.ndim)) * _channel_view(
             _F.rsqrt(running_var + eps), input.ndim)
     return _channel_affine(out, weight, bias)
 
 
-def _move_running(running_mean: Tensor, running_var: Tensor, mean: Tensor, var: Tensor, momentum: float) -> None:
-    """Running statistics moved toward a batch's, in place (batch_norm and instance_norm)."""
-    running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
-    running_var.mul_(1 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
+def _move_running(running_mean: Tensor | None, running_var: Tensor | None, input: Tensor, dims: tuple[int, ...],
+                  momentum: float, per_sample: bool) -> None:
+    """Running statistics moved toward the batch's, in place and outside autograd (batch_norm
+    and instance_norm); nothing happens unless both are given. The batch's are the mean and
+    unbiased variance over `dims`, averaged over the samples when `per_sample` (instance norm
+    keeps one per sample and channel)."""
+    if running_mean is None or running_var is None:
+        return
+    from .._grad_mode import no_grad  # noqa: PLC0415
+
+    with no_grad():
+        x = input.detach()
+        mean = _F.mean(x, dims)
+        var = _F.var(x, dims, correction=1)
+        if per_sample:
+            mean, var = _F.mean(mean, 0), _F.mean(var, 0)
+        running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
+        running_var.mul_(1 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
 
 
 def _channel_affine(out: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
@@ -592,22 +612,9 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var
         if spatial == 1:
             raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                              f"{list(input.shape)}")
-        out = _conv.NORMALIZE(input, dims=dims, eps=float(eps))
-        if running_mean is not None and running_var is not None:
-            from .._grad_mode import no_grad  # noqa: PLC0415
-
-            with no_grad():
-                x = input.detach()
-                mean = _F.mean(_F.mean(x, dims), 0)
-                var = _F.mean(_F.var(x, dims, correction=1), 0)
-                _move_running(running_mean, running_var, mean, var, momentum)
-    else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("instance_norm: Expected running_mean and running_var to be defined when "
-                               "use_input_stats is false")
-        out = (input - _channel_view(running_mean, input.ndim)) * _channel_view(
-            _F.rsqrt(running_var + eps), input.ndim)
-    return _channel_affine(out, weight, bias)
+    return _normalize_channels(input, dims, use_input_stats, running_mean, running_var, weight, bias, momentum, eps,
+                               per_sample=True, missing_running="instance_norm: Expected running_mean and "
+                               "running_var to be defined when use_input_stats is false")
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,

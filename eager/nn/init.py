@@ -65,13 +65,19 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor
     return uniform_(tensor, -bound, bound, generator)
 
 
-def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
-                     generator=None) -> Tensor:
+def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> float:
+    """He et al.'s standard deviation, gain / sqrt(fan), shared by the uniform and normal forms
+    (0 for a tensor with no elements)."""
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
     fan_in, fan_out = _fans(tensor)
     fan = fan_in if mode == "fan_in" else fan_out
-    bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan) if fan else 0.0
+    return calculate_gain(nonlinearity, a) / math.sqrt(fan) if fan else 0.0
+
+
+def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                     generator=None) -> Tensor:
+    bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)  # the uniform with that std
     return uniform_(tensor, -bound, bound, generator)
 
 
@@ -86,7 +92,8 @@ def eye_(tensor: Tensor) -> Tensor:
         raise ValueError("Only tensors with 2 dimensions are supported")
     from .._factories import eye  # noqa: PLC0415
 
-    return _no_grad_write(tensor, eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
+    rows, cols = tensor.shape
+    return _no_grad_write(tensor, eye(rows, cols, dtype=tensor.dtype, device=tensor.device))
 
 
 def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
@@ -109,12 +116,7 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
 
 def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                     generator=None) -> Tensor:
-    if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
-    fan_in, fan_out = _fans(tensor)
-    fan = fan_in if mode == "fan_in" else fan_out
-    std = calculate_gain(nonlinearity, a) / math.sqrt(fan) if fan else 0.0
-    return normal_(tensor, 0.0, std, generator)
+    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,

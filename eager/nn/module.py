@@ -172,25 +172,21 @@ class Module:
         return sorted(set(super().__dir__()) | set(extra))
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
-        if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        self._require_init("_parameters", "parameter")
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
                             "(eager.nn.Parameter or None required)")
-        self._check_name(name)
-        self._forget(name)
+        self._claim(name)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """A tensor that belongs to the module's state (moved by `to`, saved by `state_dict`
         unless persistent=False) but is not trained."""
-        if "_buffers" not in self.__dict__:
-            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        self._require_init("_buffers", "buffer")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                             "(eager.Tensor or None required)")
-        self._check_name(name)
-        self._forget(name)
+        self._claim(name)
         self._buffers[name] = tensor
         if not persistent:
             self._non_persistent.add(name)
@@ -198,18 +194,24 @@ class Module:
     def add_module(self, name: str, module: "Module | None") -> None:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        self._check_name(name)
-        self._forget(name)
+        self._claim(name)
         self._modules[name] = module
 
     register_module = add_module
 
-    @staticmethod
-    def _check_name(name: str) -> None:
+    def _require_init(self, registry: str, what: str) -> None:
+        """Registering before Module.__init__ made the registries is refused, as PyTorch."""
+        if registry not in self.__dict__:
+            raise AttributeError(f"cannot assign {what} before Module.__init__() call")
+
+    def _claim(self, name: str) -> None:
+        """Check a name about to be registered (PyTorch's errors) and drop it from the other
+        registries and the instance dict: one name, one entry."""
         if not isinstance(name, str):
             raise TypeError(f"name should be a string, got {type(name).__name__}")
         if name == "" or "." in name:
             raise KeyError(f'name can\'t be empty or contain ".", got: {name!r}')
+        self._forget(name)
 
     # -- traversal ----------------------------------------------------------------------------
     def named_modules(self, memo: set | None = None, prefix: str = "",
@@ -242,7 +244,9 @@ class Module:
             yield module
 
     def _named_members(self, registry: str, prefix: str, recurse: bool,
-                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+                       remove_duplicate: bool = True) -> Iterator[tuple[str, Any]]:
+        """(dotted name, value) of the non-None entries of one registry (parameters or buffers;
+        the registries are untyped dicts) of this module and, with `recurse`, its submodules."""
         seen: set = set()
         modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse \
             else [(prefix, self)]
@@ -308,10 +312,11 @@ class Module:
             _clear_grad(p, set_to_none)
 
     # -- state --------------------------------------------------------------------------------
-    def state_dict(self, destination: dict | None = None, prefix: str = "",
-                   keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
-        """Parameters and persistent buffers by dotted name; detached unless keep_vars."""
-        out = OrderedDict() if destination is None else destination
+    def state_dict(self, destination: dict[str, Tensor] | None = None, prefix: str = "",
+                   keep_vars: bool = False) -> dict[str, Tensor]:
+        """Parameters and persistent buffers by dotted name, detached unless keep_vars, in an
+        OrderedDict as PyTorch's (or written into `destination`)."""
+        out: dict[str, Tensor] = OrderedDict() if destination is None else destination
         for name, p in self._parameters.items():
             if p is not None:
                 out[prefix + name] = p if keep_vars else p.detach()

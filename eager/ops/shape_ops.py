@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import Any
 
 import numpy as np
 
 from .. import _dtypes
 from ._checks import norm_dim, numel, same_dtype
-from ._registry import VARIADIC, TensorSpec, defop
+from ._registry import VARIADIC, OpDef, TensorSpec, defop
 
 
 def _any(*shapes, **attrs):
@@ -23,7 +24,7 @@ def _reshape_abstract(x, shape):
     return TensorSpec(tuple(shape), x.dtype)
 
 
-RESHAPE = defop(
+RESHAPE: OpDef = defop(
     "reshape", forward=lambda xp, x, shape: xp.reshape(x, shape), abstract=_reshape_abstract,
     vjp=lambda ctx, g: (RESHAPE(g, shape=ctx.in_shape(0)),), grad_name="ViewBackward0",
     kind="shape", is_view=True, samples=_any((3, 4), shape=(2, 6)),
@@ -38,7 +39,7 @@ def _transpose_abstract(x, dim0, dim1):
     return TensorSpec(tuple(shape), x.dtype)
 
 
-TRANSPOSE = defop(
+TRANSPOSE: OpDef = defop(
     "transpose", forward=lambda xp, x, dim0, dim1: xp.swapaxes(x, dim0, dim1) if x.ndim else x[...],
     abstract=_transpose_abstract,
     vjp=lambda ctx, g: (TRANSPOSE(g, dim0=ctx.attrs["dim0"], dim1=ctx.attrs["dim1"]),),
@@ -61,7 +62,7 @@ def _inverse_permutation(dims):
     return tuple(inv)
 
 
-PERMUTE = defop(
+PERMUTE: OpDef = defop(
     "permute", forward=lambda xp, x, dims: xp.transpose(x, dims), abstract=_permute_abstract,
     vjp=lambda ctx, g: (PERMUTE(g, dims=_inverse_permutation(ctx.attrs["dims"])),),
     grad_name="PermuteBackward0", kind="shape", is_view=True,
@@ -160,7 +161,8 @@ def index_shape(shape: tuple, key, index_shapes: list) -> tuple:
     rule must not materialize the (possibly huge) index arrays or result to learn it.
     Advanced indices (tensors, and ints when a tensor is present) broadcast together; their
     dims replace theirs in place when adjacent in the key, else they come first."""
-    entries, n_ellipsis = [], 0
+    entries: list[tuple[Any, ...]] = []  # ('int', i), ('slice', start, stop, step), ('gap',), ...
+    n_ellipsis = 0
     consuming = sum(1 for e in key if e[0] in ("int", "slice", "tensor"))
     if consuming > len(shape):
         raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, "

@@ -195,6 +195,19 @@ class Graph:
 
 
 # -- text form ---------------------------------------------------------------------------------
+def spell_float(v: float, *, nan: str, inf: str, neg_inf: str) -> str:
+    """A float as source text in some language: the IR, Python and C spell the non-finite
+    values differently (given here) and agree on the finite ones, which keep a decimal point
+    or exponent so that they read back as floats (the IR printer and both code generators
+    share this)."""
+    if math.isnan(v):
+        return nan
+    if math.isinf(v):
+        return inf if v > 0 else neg_inf
+    r = repr(float(v))
+    return r if any(c in r for c in ".en") else r + ".0"
+
+
 def format_literal(v) -> str:
     if v is None:
         return "none"
@@ -203,12 +216,7 @@ def format_literal(v) -> str:
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
-        if math.isnan(v):
-            return "nan"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        r = repr(v)
-        return r if any(c in r for c in ".en") else r + ".0"
+        return spell_float(v, nan="nan", inf="inf", neg_inf="-inf")
     if isinstance(v, str):
         return json.dumps(v)  # every escape the parser's JSON string literal reads back
     if isinstance(v, _dtypes.dtype):

@@ -165,6 +165,7 @@ class _Builder:
         for item in tree.children:
             if isinstance(item, Tree) and item.data == "value_ref":
                 tok = item.children[0]
+                assert isinstance(tok, Token)  # the grammar's value_ref is one VALUE token
                 name = str(tok)[1:]
                 if name not in scope:
                     exc = IRVerifyError(f"line {tok.line}: value %{name} is used but never defined before this line")
@@ -249,7 +250,7 @@ def _describe(exc: UnexpectedInput, text: str) -> str:
         what = f"unexpected {found}; expected {_readable(exc.accepts or exc.expected)}"
     elif isinstance(exc, UnexpectedCharacters):
         allowed = f"; expected {_readable(exc.allowed)}" if exc.allowed else ""
-        what = f"unexpected character {text[exc.pos_in_stream]!r}{allowed}"
+        what = f"unexpected character {exc.char!r}{allowed}"
     else:
         what = "unexpected end of input"
     return f"line {line}:{col}: {what}\n  {src[:200]}\n  {pointer[:201]}"

@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 
 from eager.ops import REGISTRY
 
-from ..ir import Graph, Value
+from ..ir import Graph, Node, Value
 from .rewrite import nbytes
 
 
-def aliases_operand(node) -> bool:
+def aliases_operand(node: Node) -> bool:
     """Whether the node's results may share its first operand's memory (a view, or an op
     that can return its operand itself): the op record's `aliases_operand`."""
     return node.body is None and bool(REGISTRY[node.op].aliases_operand)
@@ -25,9 +25,9 @@ VIEW_OPS = frozenset(name for name, op in REGISTRY.items() if op.aliases_operand
 class MemoryPlan:
     """Keyed by Value objects, not names: passes after this one may rename values."""
 
-    buffer_of: dict = field(default_factory=dict)  # Value -> buffer id
-    buffers: list = field(default_factory=list)  # buffer id -> (nbytes, dtype name, shape)
-    in_place: list = field(default_factory=list)  # (result Value, operand Value) written in place
+    buffer_of: dict[Value, int] = field(default_factory=dict)
+    buffers: list[tuple[int, str, tuple[int, ...]]] = field(default_factory=list)  # by id: (nbytes, dtype, shape)
+    in_place: list[tuple[Value, Value]] = field(default_factory=list)  # (result, operand) written in place
     peak_bytes: int = 0
     naive_bytes: int = 0
     liveness: "Liveness | None" = None  # the analysis the plan was made from (codegen reuses it)
@@ -43,7 +43,7 @@ class MemoryPlan:
                 f"in place; estimated peak {self.peak_bytes} bytes (without reuse {self.naive_bytes})")
 
 
-def _is_elementwise(node) -> bool:
+def _is_elementwise(node: Node) -> bool:
     if node.body is not None:
         return all(REGISTRY[n.op].pointwise for n in node.body.nodes)
     return REGISTRY[node.op].pointwise
@@ -57,14 +57,14 @@ class Liveness:
     reading it, directly or through a view (len(graph.nodes) for graph outputs). The one
     liveness analysis: the planner below and the NumPy generator's buffer reuse both read it."""
 
-    base_of: dict = field(default_factory=dict)
-    last_use: dict = field(default_factory=dict)
+    base_of: dict[Value, Value] = field(default_factory=dict)
+    last_use: dict[Value, int] = field(default_factory=dict)
 
     def base(self, v: Value) -> Value:
         return self.base_of.get(v, v)
 
 
-def _aliased_operands(node) -> list:
+def _aliased_operands(node: Node) -> list[tuple[Value, Value]]:
     """(result, operand) pairs where the result may be the operand's memory."""
     if node.body is not None:  # a body yielding one of its inputs hands that operand out
         position = {p: k for k, p in enumerate(node.body.inputs)}
@@ -93,13 +93,13 @@ def plan_memory(graph: Graph, **_) -> dict:
     live = liveness(graph)
     base_of, last_use = live.base_of, dict(live.last_use)
     plan = MemoryPlan(liveness=live)
-    free: dict = {}  # (nbytes, dtype) -> [buffer ids]
+    free: dict[tuple[int, str], list[int]] = {}  # (nbytes, dtype) -> free buffer ids
     live_bytes = peak = naive = 0
-    owner: dict = {}  # buffer id -> value holding it
-    planned: set = set()
+    owner: dict[int, Value] = {}  # buffer id -> value holding it
+    planned: set[Value] = set()
     for i, node in enumerate(graph.nodes):
-        dying = [v for v in dict.fromkeys(base_of.get(v, v) for v in node.input_values())
-                 if last_use.get(v) == i and v not in inputs and v in planned]
+        dying: list[Value] = [v for v in dict.fromkeys(base_of.get(v, v) for v in node.input_values())
+                              if last_use.get(v) == i and v not in inputs and v in planned]
         if not aliases_operand(node):
             for k, o in enumerate(node.outputs):
                 if o in base_of:

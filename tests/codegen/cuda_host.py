@@ -44,6 +44,13 @@ class _Kernel:
         native_build.caller()(self.address, 1, sizes, formats, *buffers)
 
 
+def _pointers(ins, outs) -> list:
+    """The kernel's parameters as typed pointers into its argument array: the inputs first
+    (read only), then the outputs."""
+    lines = [f"    const {C_OF[t]}* {n}_ptr = (const {C_OF[t]}*)gm_args[{k}];" for k, (t, n) in enumerate(ins)]
+    return lines + [f"    {C_OF[t]}* {n}_ptr = ({C_OF[t]}*)gm_args[{len(ins) + k}];" for k, (t, n) in enumerate(outs)]
+
+
 class ElementwiseKernel(_Kernel):
     def __init__(self, host, in_params, out_params, body, name, preamble="", **_):
         super().__init__(host, name)
@@ -55,10 +62,7 @@ class ElementwiseKernel(_Kernel):
         lines = [f"namespace {self.symbol}_ns {{", self.preamble,
                  f'extern "C" void {self.symbol}(void* const* gm_args, int gm_nt) {{',
                  f"    const long long n = ((const long long*)gm_args[{len(ins) + len(outs)}])[0];"]
-        for k, (t, n) in enumerate(ins):
-            lines.append(f"    const {C_OF[t]}* {n}_ptr = (const {C_OF[t]}*)gm_args[{k}];")
-        for k, (t, n) in enumerate(outs):
-            lines.append(f"    {C_OF[t]}* {n}_ptr = ({C_OF[t]}*)gm_args[{len(ins) + k}];")
+        lines += _pointers(ins, outs)
         lines.append("    for (long long i = 0; i < n; ++i) {")
         lines += [f"        const {C_OF[t]} {n} = {n}_ptr[i];" for t, n in ins]
         lines += [f"        {C_OF[t]} {n};" for t, n in outs]
@@ -98,10 +102,7 @@ class ReductionKernel(_Kernel):
                  f'extern "C" void {self.symbol}(void* const* gm_args, int gm_nt) {{',
                  f"    const long long n_out = ((const long long*)gm_args[{k}])[0];",
                  f"    const long long n_red = ((const long long*)gm_args[{k}])[1];"]
-        for j, (t, n) in enumerate(ins):
-            lines.append(f"    const {C_OF[t]}* {n}_ptr = (const {C_OF[t]}*)gm_args[{j}];")
-        for j, (t, n) in enumerate(outs):
-            lines.append(f"    {C_OF[t]}* {n}_ptr = ({C_OF[t]}*)gm_args[{len(ins) + j}];")
+        lines += _pointers(ins, outs)
         lines += ["    for (long long o = 0; o < n_out; ++o) {", f"        typedef {red} _type_reduce;",
                   f"        _type_reduce _s = _type_reduce({self.identity});",
                   "        for (long long r = 0; r < n_red; ++r) {", "            const long long i = o * n_red + r;"]

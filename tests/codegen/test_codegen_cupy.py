@@ -168,9 +168,9 @@ def _cupy_or_skip():
 def test_gpu_region_matches_numpy_backend(name):
     cp = _cupy_or_skip()
     graph = static.parse_ir(GRAPHS[name])
-    from test_codegen_regions import _inputs  # noqa: PLC0415
+    from graph_inputs import graph_inputs  # noqa: PLC0415
 
-    arrays = _inputs(graph, np.random.default_rng(1))
+    arrays = graph_inputs(graph, np.random.default_rng(1))
     expected = codegen.build(graph, "numpy").run(arrays)
     got = codegen.build(graph, "cupy").run([cp.asarray(a) for a in arrays])
     for g, e in zip(got, expected):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from graph_inputs import graph_inputs
 
 import codegen
 import static
@@ -135,17 +136,6 @@ CASES["mean_over_everything_then_epilogue"] = (CASES["mean_over_everything_then_
     "%8 = where %n, %4, 0.0", "%9 = gt %4, 0.0 : bool[3,7]\n    %8 = where %9, %4, 0.0"), "blocked", 2)
 
 
-def _inputs(graph, rng):
-    out = []
-    for v in graph.inputs:
-        dt = v.type.dtype.np
-        if dt == np.bool_:
-            out.append(rng.standard_normal(v.type.shape) > 0)
-        else:
-            out.append(rng.uniform(0.2, 2.0, v.type.shape).astype(dt))
-    return out
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_region_kind(name):
     text, kind, k = CASES[name]
@@ -162,7 +152,7 @@ def test_region_matches_interpreter(name, blocks, request):
     if blocks == "small":
         request.getfixturevalue("small_blocks")
     graph = static.parse_ir(CASES[name][0])
-    arrays = _inputs(graph, np.random.default_rng(1))
+    arrays = graph_inputs(graph, np.random.default_rng(1))
     exe = codegen.build(graph, "numpy")
     got = exe.run(arrays)
     expected = static.run_graph(graph, arrays)

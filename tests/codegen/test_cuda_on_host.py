@@ -19,6 +19,7 @@ from codegen import c_helpers, native_build
 sys.path.insert(0, str(Path(__file__).parent))
 import gm_workloads as W  # noqa: E402
 from cuda_host import HostCupy  # noqa: E402
+from graph_inputs import graph_inputs  # noqa: E402
 from test_codegen_cupy import GRAPHS, REDUCTION_KERNELS, _pointwise_ops, _single_op_region  # noqa: E402
 from test_codegen_regions import CASES  # noqa: E402
 
@@ -55,27 +56,6 @@ DTYPES = {"f32": np.float32, "f64": np.float64}
 
 def _op_graph(name: str, dt: str):
     return static.parse_ir(_single_op_region(name).replace("f32", dt))
-
-
-def _values(dtype, shape, kind: str, rng):
-    """Operand values: 'positive' in [0.2, 2], or 'mixed' with signs, zeros and edge values."""
-    if kind == "positive":
-        return rng.uniform(0.2, 2.0, shape).astype(dtype)
-    v = rng.uniform(-3.0, 3.0, shape).astype(dtype)
-    edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 30.0, -30.0, 1e-30], dtype)
-    v.reshape(-1)[: min(v.size, edges.size)] = edges[: v.size]
-    return v
-
-
-def _inputs(graph, kind: str, rng):
-    out = []
-    for v in graph.inputs:
-        dt = v.type.dtype.np
-        if dt == np.bool_:
-            out.append(rng.standard_normal(v.type.shape) > 0)
-        else:
-            out.append(_values(dt, v.type.shape, kind, rng))
-    return out
 
 
 def _workload_graphs(dtype):
@@ -145,7 +125,7 @@ _OP_ULPS = {"f32": 8.0, "f64": 8.0}
 @pytest.mark.parametrize("name", _pointwise_ops())
 def test_op_kernel_on_host_matches_interpreter(host, name, dt, kind):
     graph = host[1][f"op_{name}_{dt}"][0]
-    arrays = _inputs(graph, kind, np.random.default_rng(3))
+    arrays = graph_inputs(graph, np.random.default_rng(3), kind)
     _, got = _run(host, f"op_{name}_{dt}", arrays)
     with np.errstate(all="ignore"):
         expected = static.run_graph(graph, arrays)
@@ -158,7 +138,7 @@ def test_op_kernel_on_host_matches_interpreter(host, name, dt, kind):
 def test_region_kernels_on_host_match_interpreter(host, name, dt):
     key = f"g_{name}" + ("_f64" if dt == "f64" else "")
     graph = host[1][key][0]
-    arrays = _inputs(graph, "positive", np.random.default_rng(1))
+    arrays = graph_inputs(graph, np.random.default_rng(1))
     _, got = _run(host, key, arrays)
     expected = static.run_graph(graph, arrays)
     for g, e in zip(got, expected):
@@ -167,7 +147,7 @@ def test_region_kernels_on_host_match_interpreter(host, name, dt):
 
 def test_float16_chain_on_host(host):
     graph = host[1]["f16_chain"][0]
-    arrays = _inputs(graph, "positive", np.random.default_rng(2))
+    arrays = graph_inputs(graph, np.random.default_rng(2))
     _, got = _run(host, "f16_chain", arrays)
     expected = static.run_graph(graph, arrays)
     for g, e in zip(got, expected):

@@ -782,22 +782,29 @@ def test_index_arithmetic_is_int_where_the_space_fits_and_64_bit_beyond():
 
 
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="checks x86 vector math calls")
+def _assembly(ir_text: str, name: str) -> str:
+    """The assembly the backend's compiler, with the backend's flags, makes of the native
+    module generated for `ir_text` (to check which instructions the loops became)."""
+    from codegen.native_gen import NativeModule  # noqa: PLC0415
+
+    tc = native_build.toolchain()
+    c = NativeModule(static.parse_ir(ir_text)).source()[1]
+    src = Path(native_build._scratch()) / f"{name}.cpp"
+    src.write_text(c)
+    asm = src.with_suffix(".s")
+    run = subprocess.run([*tc.command, *tc.compile_flags(threads=native_build.uses_threads(c)), "-S", str(src), "-o",
+                          str(asm)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    return asm.read_text()
+
+
 def test_row_broadcast_loop_calls_vector_exp():
     """The loop of a softmax-like region (exp of x minus a row's value) calls glibc's vector
     exp, not the scalar one per element: compiled to assembly with the backend's flags."""
     tc = native_build.toolchain()
     if not (tc.vector_math and tc.openmp):
         pytest.skip("no libmvec or no OpenMP: loops with exp stay scalar by design")
-    from codegen.native_gen import NativeModule  # noqa: PLC0415
-
-    c = NativeModule(static.parse_ir(_ROW_BROADCAST.replace("ROWS", "256"))).source()[1]
-    src = Path(native_build._scratch()) / "rows_vector_exp.cpp"
-    src.write_text(c)
-    asm = src.with_suffix(".s")
-    run = subprocess.run([*tc.command, *tc.compile_flags(threads=native_build.uses_threads(c)), "-S", str(src), "-o",
-                          str(asm)], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    text = asm.read_text()
+    text = _assembly(_ROW_BROADCAST.replace("ROWS", "256"), "rows_vector_exp")
     assert re.search(r"_ZGV\w*_expf", text), "the exp of the row-broadcast loop is not vectorized"
 
 
@@ -855,13 +862,5 @@ def test_max_reduction_loop_is_vectorized():
     tc = native_build.toolchain()
     if not tc.openmp:
         pytest.skip("no OpenMP: the simd pragmas are ignored")
-    from codegen.native_gen import NativeModule  # noqa: PLC0415
-
-    c = NativeModule(static.parse_ir(_EXTREMES_IR.replace("ROWS", "64").replace("COLS", "64"))).source()[1]
-    src = Path(native_build._scratch()) / "extremes_vector_max.cpp"
-    src.write_text(c)
-    asm = src.with_suffix(".s")
-    run = subprocess.run([*tc.command, *tc.compile_flags(threads=native_build.uses_threads(c)), "-S", str(src), "-o",
-                          str(asm)], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    assert re.search(r"\bv?maxp[sd]\b", asm.read_text()), "the amax loop is not vectorized"
+    text = _assembly(_EXTREMES_IR.replace("ROWS", "64").replace("COLS", "64"), "extremes_vector_max")
+    assert re.search(r"\bv?maxp[sd]\b", text), "the amax loop is not vectorized"

@@ -144,23 +144,6 @@ def test_retain_grad_accumulates_and_sees_hooked_gradient():
     assert x.grad.tolist() == [400.0]
 
 
-def test_tutorial_leaf_grads_after_backward():
-    a = eager.tensor([2.0], requires_grad=True)
-    b = eager.tensor([3.0], requires_grad=True)
-    c = eager.tensor([5.0], requires_grad=True)
-    d = eager.tensor([10.0], requires_grad=True)
-    u = a * b
-    t = eager.log(d)
-    v = t * c
-    e = u + v
-    assert [n.is_leaf for n in (a, b, c, d, u, t, v, e)] == [True] * 4 + [False] * 4
-    assert all(n.grad is None for n in (a, b, c, d))
-    e.backward()
-    assert a.grad.item() == 3.0 and b.grad.item() == 2.0
-    assert c.grad.item() == pytest.approx(np.log(10.0), rel=1e-6)
-    assert d.grad.item() == pytest.approx(0.5, rel=1e-6)
-
-
 # -- hooks ---------------------------------------------------------------------------------------
 def test_hook_on_leaf_can_replace_the_gradient_and_be_removed():
     x = eager.tensor([1.0, 2.0], requires_grad=True)

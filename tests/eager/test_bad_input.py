@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 import pytest
+from autograd_functions import FailingBackward
 
 import eager
 
@@ -155,21 +156,12 @@ def test_grad_of_an_output_that_does_not_require_grad():
 
 
 def test_failing_backward_inside_the_graph_restores_grad_mode():
-    class Broken(eager.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 1
-
-        @staticmethod
-        def backward(ctx, g):
-            raise ValueError("backward failed")
-
     x = eager.tensor([1.0], requires_grad=True)
-    y = (Broken.apply(x) * 2).sum()
-    with pytest.raises(ValueError, match="backward failed"):
+    y = (FailingBackward.apply(x) * 2).sum()
+    with pytest.raises(ValueError, match="backward of FailingBackward fails"):
         y.backward(create_graph=False)
     assert eager.is_grad_enabled() and x.grad is None
-    y2 = Broken.apply(x).sum()
+    y2 = FailingBackward.apply(x).sum()
     with eager.no_grad():
         with pytest.raises(ValueError):
             y2.backward(create_graph=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from op_samples import outputs, sample_programs, weighted_sum
 
 import eager
 import static
@@ -28,38 +29,6 @@ def _host(x):
     return data.get() if hasattr(data, "get") else np.asarray(data)
 
 
-def _tuple(x):
-    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
-
-
-def _program(name, arrays, attrs):
-    """fn(*tensors) applying the op to the sample's array operands (the rest stay fixed)."""
-    positions = [i for i, a in enumerate(arrays) if isinstance(a, np.ndarray)]
-
-    def fn(*xs):
-        operands = list(arrays)
-        for i, x in zip(positions, xs):
-            operands[i] = x
-        return REGISTRY[name](*operands, **attrs)
-
-    return fn, [arrays[i] for i in positions]
-
-
-def _loss(fn):
-    """A differently weighted sum of every floating output, so each element's gradient counts."""
-
-    def loss(*xs):
-        total = None
-        for k, o in enumerate(_tuple(fn(*xs))):
-            if o.is_floating_point():
-                w = np.cos(np.arange(o.numel()) * 0.7 + k).reshape(tuple(o.shape))
-                term = (o * eager.tensor(w, dtype=o.dtype, device=o.device)).sum()
-                total = term if total is None else total + term
-        return total
-
-    return loss
-
-
 def _tol(arr):
     return dict(rtol=2e-5, atol=2e-6) if arr.dtype in (np.float32, np.float16) else dict(rtol=1e-10, atol=1e-12)
 
@@ -75,10 +44,10 @@ def _expected_device(inputs, attrs, without_operands: str = "cpu") -> str:
 
 def _run_eager(fn, inputs, device):
     tensors = [eager.tensor(a, device=device, requires_grad=a.dtype.kind == "f") for a in inputs]
-    outs = _tuple(fn(*tensors))
-    loss = _loss(fn)(*tensors)
+    outs = outputs(fn(*tensors))
+    loss = weighted_sum(fn)(*tensors)
     grads = []
-    if loss is not None and loss.requires_grad:
+    if isinstance(loss, eager.Tensor) and loss.requires_grad:
         loss.backward()
         grads = [t.grad for t in tensors if t.requires_grad]
     return outs, grads
@@ -86,8 +55,7 @@ def _run_eager(fn, inputs, device):
 
 @pytest.mark.parametrize("name", EAGER_OPS)
 def test_eager_op_on_cuda_equals_cpu(name):
-    for arrays, attrs in REGISTRY[name].samples(np.random.default_rng(0)):
-        fn, inputs = _program(name, arrays, attrs)
+    for fn, inputs, attrs in sample_programs(name):
         want, want_grads = _run_eager(fn, inputs, "cpu")
         got, got_grads = _run_eager(fn, inputs, "cuda")
         assert len(got) == len(want)
@@ -107,24 +75,23 @@ def test_eager_op_on_cuda_equals_cpu(name):
 def test_compiled_op_on_cuda_equals_numpy_backend(name):
     """Forward and gradients of the op compiled for CuPy (eager CUDA tensors in) against the
     NumPy backend (CPU tensors in)."""
-    for arrays, attrs in REGISTRY[name].samples(np.random.default_rng(0)):
-        fn, inputs = _program(name, arrays, attrs)
+    for fn, inputs, attrs in sample_programs(name):
         if REGISTRY[name].data_dependent_shape:
             continue  # runs eagerly: static refuses to trace it (tested elsewhere)
-        want = _tuple(static.compile(fn, backend="numpy")(*[eager.tensor(a) for a in inputs]))
-        got = _tuple(static.compile(fn, backend="cupy")(*[eager.tensor(a, device="cuda") for a in inputs]))
+        want = outputs(static.compile(fn, backend="numpy")(*[eager.tensor(a) for a in inputs]))
+        got = outputs(static.compile(fn, backend="cupy")(*[eager.tensor(a, device="cuda") for a in inputs]))
         for g, w in zip(got, want):
             assert g.device.type == _expected_device(inputs, attrs, "cuda") and g.dtype == w.dtype, (name, attrs)
             np.testing.assert_allclose(_host(g), _host(w), **_tol(_host(w)), err_msg=f"{name} {attrs}")
         wrt = tuple(i for i, a in enumerate(inputs) if a.dtype.kind == "f")
-        loss = _loss(fn)
+        loss = weighted_sum(fn)
         if not wrt or REGISTRY[name].vjp is None or REGISTRY[name].differentiable_order == 0:
             continue
-        if loss(*[eager.tensor(a) for a in inputs]) is None:
+        if not isinstance(loss(*[eager.tensor(a) for a in inputs]), eager.Tensor):
             continue
         want_g = static.grad(loss, argnums=wrt, backend="numpy")(*[eager.tensor(a) for a in inputs])
         got_g = static.grad(loss, argnums=wrt, backend="cupy")(*[eager.tensor(a, device="cuda") for a in inputs])
-        for g, w in zip(_tuple(got_g), _tuple(want_g)):
+        for g, w in zip(outputs(got_g), outputs(want_g)):
             np.testing.assert_allclose(_host(g), _host(w), **_tol(_host(w)), err_msg=f"grad {name} {attrs}")
 
 

@@ -112,6 +112,38 @@ def test_random_split_subset_and_concat():
     assert len(cat) == 3 and cat[2][0].item() == 5 and cat[-1][0].item() == 5
 
 
+
+def test_random_split_lengths_numpy_ints_and_floats_that_are_not_fractions():
+    ds = TensorDataset(eager.arange(10))
+    a, b = random_split(ds, [np.int64(4), np.int64(6)], generator=eager.Generator().manual_seed(0))
+    assert (len(a), len(b)) == (4, 6)
+    with pytest.raises(TypeError, match=r"random_split: lengths must be ints, or fractions that sum to 1; got \[4.0, 6.0\]"):
+        random_split(ds, [4.0, 6.0])
+
+
+def test_lengths_of_streams_and_datasets_without_len_raise_len_s_type_error():
+    class Stream(IterableDataset):
+        def __iter__(self):
+            return iter(range(3))
+
+    class NoLen(Dataset):
+        def __getitem__(self, i):
+            return i
+
+    with pytest.raises(TypeError, match="object of type 'Stream' has no len()"):
+        len(DataLoader(Stream(), batch_size=2))
+    with pytest.raises(TypeError, match="object of type 'NoLen' has no len()"):
+        len(DataLoader(NoLen(), batch_size=2))
+    with pytest.raises(TypeError, match="object of type 'NoLen' has no len()"):
+        ConcatDataset([NoLen()])
+    assert len(BatchSampler(range(5), 2, True)) == 2 and len(BatchSampler(range(5), 2, False)) == 3
+
+
+def test_default_collate_keeps_the_mapping_type_and_key_order():
+    out = default_collate([OrderedDict([("b", 1), ("a", 2.0)]), OrderedDict([("b", 3), ("a", 4.0)])])
+    assert isinstance(out, OrderedDict) and list(out) == ["b", "a"]
+    assert out["b"].tolist() == [1, 3] and out["a"].tolist() == [2.0, 4.0]
+
 # -- save / load ----------------------------------------------------------------------------------
 def _roundtrip(obj, **kw):
     buf = io.BytesIO()

@@ -6,22 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from finite_differences import central_difference_grad
 
 import eager
 import eager.nn.functional as EF
 import static
 
 RNG = np.random.default_rng(1)
-
-
-def _fd_grad(f, a, eps=1e-6):
-    num = np.zeros_like(a)
-    for idx in np.ndindex(a.shape):
-        hi, lo = a.copy(), a.copy()
-        hi[idx] += eps
-        lo[idx] -= eps
-        num[idx] = (f(hi) - f(lo)) / (2 * eps)
-    return num
 
 
 # -- InstanceNorm -----------------------------------------------------------------------------------
@@ -80,7 +71,7 @@ def test_instance_norm_gradient_matches_finite_differences():
     m = eager.nn.InstanceNorm1d(2, affine=True).double()
     xe = eager.tensor(x, requires_grad=True)
     (m(xe) * eager.tensor(w)).sum().backward()
-    num = _fd_grad(lambda a: float((m(eager.tensor(a)).detach().numpy() * w).sum()), x)
+    num = central_difference_grad(lambda a: float((m(eager.tensor(a)).detach().numpy() * w).sum()), x)
     np.testing.assert_allclose(xe.grad.numpy(), num, rtol=1e-5, atol=1e-7)
 
 
@@ -155,7 +146,7 @@ def test_embedding_bag_weight_gradient_matches_finite_differences(mode):
     out = EF.embedding_bag(eager.tensor(IDX1), w, eager.tensor(OFF), mode=mode,
                            per_sample_weights=None if psw is None else eager.tensor(psw))
     (out * eager.tensor(g)).sum().backward()
-    np.testing.assert_allclose(w.grad.numpy(), _fd_grad(f, W), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(w.grad.numpy(), central_difference_grad(f, W), rtol=1e-5, atol=1e-7)
     assert np.all(out.detach().numpy()[1] == 0)  # the empty bag
 
 

@@ -274,3 +274,19 @@ def test_set_default_dtype_and_device():
     assert isinstance(eager.accelerator.is_available(), bool)
     assert eager.accelerator.current_accelerator() in (None, eager.device("cuda"))
     assert eager.cuda.device_count() == (1 if eager.cuda.is_available() else 0) or eager.cuda.device_count() > 1
+
+
+def test_cuda_device_queries_return_python_ints(monkeypatch):
+    """In the eager namespace `int` is the int32 dtype (as torch.int): the device queries must
+    convert with the builtin. A stand-in CuPy answers as a machine with two GPUs would."""
+    import types  # noqa: PLC0415
+
+    from eager import _device  # noqa: PLC0415
+
+    runtime = types.SimpleNamespace(getDeviceCount=lambda: np.int64(2))
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime, Device=lambda: types.SimpleNamespace(id=1)))
+    monkeypatch.setattr(_device, "cupy_module", lambda: fake)
+    monkeypatch.setattr(eager, "_cuda_is_available", lambda: True)
+    count, current = eager.cuda.device_count(), eager.cuda.current_device()
+    assert (count, type(count)) == (2, int)
+    assert (current, type(current)) == (1, int)

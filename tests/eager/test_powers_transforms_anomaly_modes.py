@@ -9,11 +9,12 @@ import threading
 
 import numpy as np
 import pytest
+from autograd_functions import FailingBackward
 
 import eager
 import static
 from eager import _dispatch
-from eager.autograd import Function, detect_anomaly, gradcheck, set_detect_anomaly
+from eager.autograd import detect_anomaly, gradcheck, set_detect_anomaly
 from eager.autograd.functional import hessian, jacobian, jvp, vjp
 from eager.ops import elementwise as E
 
@@ -191,16 +192,6 @@ def test_detect_anomaly_decorator_keeps_check_nan(anomaly_off_afterwards):
     assert not eager.autograd.anomaly.is_anomaly_enabled()
 
 
-class _FailingBackward(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2.0
-
-    @staticmethod
-    def backward(ctx, grad):
-        raise ValueError("backward of _FailingBackward fails")
-
-
 def _notes(exc) -> str:
     return "".join(getattr(exc, "__notes__", []))
 
@@ -208,12 +199,12 @@ def _notes(exc) -> str:
 def test_custom_function_nodes_carry_the_forward_trace(anomaly_off_afterwards):
     x = eager.tensor([1.0, 2.0], requires_grad=True)
     with detect_anomaly():
-        y = _FailingBackward.apply(x)  # the custom function's forward line
+        y = FailingBackward.apply(x)  # the custom function's forward line
         with pytest.raises(ValueError) as info:
             y.sum().backward()
     notes = _notes(info.value)
-    assert "Error detected in _FailingBackwardBackward" in notes
-    assert "y = _FailingBackward.apply(x)  # the custom function's forward line" in notes
+    assert "Error detected in FailingBackwardBackward" in notes
+    assert "y = FailingBackward.apply(x)  # the custom function's forward line" in notes
 
 
 def test_forward_trace_keeps_the_users_line_through_nested_modules(anomaly_off_afterwards):

@@ -41,7 +41,8 @@ t2 = torch.FloatTensor(3,3) # No way to specify requires_grad while initiating
 t2.requires_grad = True
 """
 
-S000_GRAD_FN = """
+# the graph the 000 tutorial builds in three of its snippets, which then go on differently
+_S000_GRAPH = """
 import torch
 a = torch.randn((3,3), requires_grad = True)
 w1 = torch.randn((3,3), requires_grad = True)
@@ -51,36 +52,18 @@ w4 = torch.randn((3,3), requires_grad = True)
 b = w1*a
 c = w2*a
 d = w3*b + w4*c
-L = 10 - d
+"""
+
+S000_GRAD_FN = _S000_GRAPH + """L = 10 - d
 print("The grad fn for a is", a.grad_fn)
 print("The grad fn for d is", d.grad_fn)
 """
 
-S000_NON_SCALAR = """
-import torch
-a = torch.randn((3,3), requires_grad = True)
-w1 = torch.randn((3,3), requires_grad = True)
-w2 = torch.randn((3,3), requires_grad = True)
-w3 = torch.randn((3,3), requires_grad = True)
-w4 = torch.randn((3,3), requires_grad = True)
-b = w1*a
-c = w2*a
-d = w3*b + w4*c
-L = (10 - d)
+S000_NON_SCALAR = _S000_GRAPH + """L = (10 - d)
 L.backward()
 """
 
-S000_SUM = """
-import torch
-a = torch.randn((3,3), requires_grad = True)
-w1 = torch.randn((3,3), requires_grad = True)
-w2 = torch.randn((3,3), requires_grad = True)
-w3 = torch.randn((3,3), requires_grad = True)
-w4 = torch.randn((3,3), requires_grad = True)
-b = w1*a
-c = w2*a
-d = w3*b + w4*c
-# Replace L = (10 - d) by
+S000_SUM = _S000_GRAPH + """# Replace L = (10 - d) by
 L = (10 -d).sum()
 L.backward()
 """
@@ -347,3 +330,6 @@ def test_003_graph_and_leaf_gradients():
     assert shown[1] == r"\frac{\partial e}{\partial b} = 2.0"
     assert float(shown[2].split("= ")[1]) == pytest.approx(np.log(10.0), rel=1e-6)
     assert float(shown[3].split("= ")[1]) == pytest.approx(0.5, rel=1e-6)
+    assert ns["a"].grad.item() == 3.0 and ns["b"].grad.item() == 2.0  # the tensors hold what was shown
+    assert ns["c"].grad.item() == pytest.approx(np.log(10.0), rel=1e-6)
+    assert ns["d"].grad.item() == pytest.approx(0.5, rel=1e-6)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from programs import mutation_programs, run_mutations
+from programs import arrays, mutation_programs, run_mutations
 from test_oracle_programs import check
 
 import eager
@@ -32,9 +32,11 @@ def _describe(steps):
     return "; ".join(f"{kind} {name}({', '.join(f'v{a}' for a in args)})" for kind, name, *args in steps)
 
 
-def _reference(torch, steps, x, dtype, seed):
-    """PyTorch's values, the loss weights and x's gradient; the gradient is the RuntimeError
-    PyTorch raises when the backward pass needs a value that a write has changed."""
+def _reference(torch, program, dtype, seed):
+    """The input x, PyTorch's values, the loss weights and x's gradient; the gradient is the
+    RuntimeError PyTorch raises when the backward pass needs a value that a write has changed."""
+    shape, steps = program
+    (x,) = arrays(seed, [shape], dtype)
     leaf = torch.tensor(x, requires_grad=True)
     values = run_mutations(steps, torch, leaf)
     weights = _weights(values, seed, dtype)
@@ -42,16 +44,15 @@ def _reference(torch, steps, x, dtype, seed):
         _loss(torch, values, weights).backward()
     except RuntimeError as exc:
         assert "modified by an inplace operation" in str(exc)
-        return values, weights, exc
-    return values, weights, leaf.grad
+        return x, values, weights, exc
+    return x, values, weights, leaf.grad
 
 
 @settings(max_examples=40)
 @given(**CASES)
 def test_eager_views_and_writes_match_pytorch(torch, program, dtype, seed):
-    shape, steps = program
-    x = np.random.default_rng(seed).uniform(-2, 2, size=shape).astype(dtype)
-    t_values, weights, t_grad = _reference(torch, steps, x, dtype, seed)
+    steps = program[1]
+    x, t_values, weights, t_grad = _reference(torch, program, dtype, seed)
     leaf = eager.tensor(x, requires_grad=True)
     values = run_mutations(steps, eager, leaf)
     what = _describe(steps)
@@ -69,9 +70,8 @@ def test_eager_views_and_writes_match_pytorch(torch, program, dtype, seed):
 @settings(max_examples=25)
 @given(**{**CASES, "program": mutation_programs(write_views=False)})
 def test_compiled_views_and_writes_match_pytorch(torch, program, dtype, seed):
-    shape, steps = program
-    x = np.random.default_rng(seed).uniform(-2, 2, size=shape).astype(dtype)
-    t_values, weights, t_grad = _reference(torch, steps, x, dtype, seed)
+    steps = program[1]
+    x, t_values, weights, t_grad = _reference(torch, program, dtype, seed)
     # inside a compiled function writes are functional: no saved value is ever overwritten,
     # so a program PyTorch's eager autograd refuses has no reference gradient here
     assume(not isinstance(t_grad, RuntimeError))

@@ -45,37 +45,39 @@ def _setup(torch, shapes_, program, dtype, seed):
     return xs, weight, (out, loss, grads)
 
 
-
-
 def _grads_or_zeros(leaves):
     return [x.grad if x.grad is not None else eager.zeros_like(x) for x in leaves]
+
+
+def _forward_and_backward_match(torch, how: str, shapes_, program, dtype, seed) -> None:
+    """The program's output and the gradients `.backward()` leaves on its inputs, run eagerly
+    (how="eager") or through static.compile (how="compiled"), against PyTorch's."""
+    xs, weight, (t_out, _, t_grads) = _setup(torch, shapes_, program, dtype, seed)
+    what = describe(program)
+
+    def f(*args):
+        return run(program, eager, *args)
+
+    if how == "compiled":
+        f = static.compile(f)
+    leaves = [eager.tensor(x, requires_grad=True) for x in xs]
+    out = f(*leaves)
+    check(out, t_out, dtype, f"{how} forward of {what}")
+    (out * eager.tensor(weight)).sum().backward()
+    for i, (g, tg) in enumerate(zip(_grads_or_zeros(leaves), t_grads)):
+        check(g, tg, dtype, f"{how} gradient of input {i} of {what}")
 
 
 @settings(max_examples=40)
 @given(**CASES)
 def test_eager_matches_pytorch(torch, shapes_, program, dtype, seed):
-    xs, weight, (t_out, t_loss, t_grads) = _setup(torch, shapes_, program, dtype, seed)
-    what = describe(program)
-    leaves = [eager.tensor(x, requires_grad=True) for x in xs]
-    out = run(program, eager, *leaves)
-    check(out, t_out, dtype, f"eager forward of {what}")
-    (out * eager.tensor(weight)).sum().backward()
-    for i, (g, tg) in enumerate(zip(_grads_or_zeros(leaves), t_grads)):
-        check(g, tg, dtype, f"eager gradient of input {i} of {what}")
+    _forward_and_backward_match(torch, "eager", shapes_, program, dtype, seed)
 
 
 @settings(max_examples=25)
 @given(**CASES)
 def test_compiled_matches_pytorch(torch, shapes_, program, dtype, seed):
-    xs, weight, (t_out, t_loss, t_grads) = _setup(torch, shapes_, program, dtype, seed)
-    what = describe(program)
-    f = static.compile(lambda *args: run(program, eager, *args))
-    leaves = [eager.tensor(x, requires_grad=True) for x in xs]
-    out = f(*leaves)
-    check(out, t_out, dtype, f"compiled forward of {what}")
-    (out * eager.tensor(weight)).sum().backward()
-    for i, (g, tg) in enumerate(zip(_grads_or_zeros(leaves), t_grads)):
-        check(g, tg, dtype, f"compiled gradient of input {i} of {what}")
+    _forward_and_backward_match(torch, "compiled", shapes_, program, dtype, seed)
 
 
 @settings(max_examples=25)

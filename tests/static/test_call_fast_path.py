@@ -163,13 +163,19 @@ class Net(nn.Module):
         return self.drop(self.fc(x)) * self.scale
 
 
-def test_a_compiled_module_does_not_walk_its_tree_per_call(monkeypatch):
+def _warm_compiled_net():
+    """A Net in eval mode, compiled and called twice (traced, then on the fast path), and its input."""
     eager.manual_seed(0)
     model = Net().eval()
     cm = static.compile(model, backend="numpy")
     x = _t(5, 4)
     cm(x)
     cm(x)
+    return model, cm, x
+
+
+def test_a_compiled_module_does_not_walk_its_tree_per_call(monkeypatch):
+    model, cm, x = _warm_compiled_net()
     walks = []
     real = nn.Module.named_modules
 
@@ -185,12 +191,7 @@ def test_a_compiled_module_does_not_walk_its_tree_per_call(monkeypatch):
 
 
 def test_module_changes_are_seen_by_the_fast_path():
-    eager.manual_seed(0)
-    model = Net().eval()
-    cm = static.compile(model, backend="numpy")
-    x = _t(5, 4)
-    cm(x)
-    cm(x)
+    model, cm, x = _warm_compiled_net()
     model.scale = 5.0  # a guarded attribute
     np.testing.assert_allclose(_n(cm(x)), _n(model(x)), rtol=1e-6)
     model.fc.weight = nn.Parameter(_t(3, 4))  # a replaced parameter of the same shape

@@ -7,17 +7,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ir_texts import LITERALS, LOSS
 
 import eager
 import static
 
-GOOD = """func @loss(%x: f32[1024], %w: f32[1024]) -> f32[] {
-  %0 = mul %x, %x : f32[1024]
-  %1 = tanh %0 : f32[1024]
-  %2 = mul %1, %w : f32[1024]
-  %3 = sum %2 {dims = [0], keepdim = false} : f32[]
-  return %3
-}"""
+GOOD = LOSS
 
 
 def test_design_example_parses_runs_and_prints_back():
@@ -30,14 +25,7 @@ def test_design_example_parses_runs_and_prints_back():
 
 
 def test_literals_and_attributes_round_trip():
-    text = """func @lits(%x: f64[2,3], %i: i64[2]) -> (f64[2,3], f64[2,3], f64[3], bool[2,3]) {
-  %0 = add %x, -2.5e-07 : f64[2,3]
-  %1 = clamp %0 {max = inf, min = -inf} : f64[2,3]
-  %2 = index %1, %i {key = [["tensor", 0], ["slice", none, 3, 1]], n_index = 1} : f64[2,3]
-  %3 = sum %2 {dims = [0], keepdim = false} : f64[3]
-  %4 = gt %2, 0 : bool[2,3]
-  return %0, %2, %3, %4
-}"""
+    text = LITERALS
     g = static.parse_ir(text)
     assert str(g) == text
     assert g.nodes[0].inputs[1] == -2.5e-07

@@ -7,6 +7,7 @@ eager (static.shared_memory). Each case runs step by step beside eager (and PyTo
 is installed)."""
 import numpy as np
 import pytest
+from training_steps import for_each_parameter, small_model, squared_error, training_step, under_no_grad
 
 import eager
 import eager.nn as nn
@@ -15,11 +16,6 @@ from static.errors import TraceError
 
 X = np.random.default_rng(0).standard_normal((16, 4)).astype(np.float32)
 Y = np.random.default_rng(1).standard_normal((16, 1)).astype(np.float32)
-
-
-def _model():
-    eager.manual_seed(0)
-    return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
 
 
 def _params(model) -> list:
@@ -31,7 +27,7 @@ def _side_by_side(make_step, steps: int = 4, opt_cls=eager.optim.SGD, **kw):
     parameters and gradients)."""
     runs = []
     for compiled in (False, True):
-        model = _model()
+        model = small_model()
         opt = opt_cls(model.parameters(), **kw)
         step = make_step(model, opt)
         runs.append((model, static.compile(step) if compiled else step))
@@ -50,10 +46,6 @@ def _side_by_side(make_step, steps: int = 4, opt_cls=eager.optim.SGD, **kw):
     return runs
 
 
-def _loss(model, x, y):
-    return ((model(x) - y) ** 2).mean()
-
-
 CLIPPED = [
     (eager.optim.SGD, dict(lr=0.1)),
     (eager.optim.SGD, dict(lr=0.05, momentum=0.9)),
@@ -66,14 +58,7 @@ CLIPPED = [
 @pytest.mark.parametrize("max_norm", [0.05, 100.0])  # clipping, and a bound the norm stays under
 def test_clip_grad_norm_inside_a_compiled_step_equals_eager_step_by_step(opt_cls, kw, max_norm):
     def make_step(model, opt):
-        def step(x, y):
-            opt.zero_grad()
-            loss = _loss(model, x, y)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-            opt.step()
-            return loss
-        return step
+        return training_step(model, opt, after_backward=lambda m: nn.utils.clip_grad_norm_(m.parameters(), max_norm))
 
     _side_by_side(make_step, opt_cls=opt_cls, **kw)
 
@@ -81,14 +66,7 @@ def test_clip_grad_norm_inside_a_compiled_step_equals_eager_step_by_step(opt_cls
 @pytest.mark.parametrize("opt_cls,kw", CLIPPED[::2], ids=lambda v: getattr(v, "__name__", str(v)))
 def test_clip_grad_value_inside_a_compiled_step_equals_eager_step_by_step(opt_cls, kw):
     def make_step(model, opt):
-        def step(x, y):
-            opt.zero_grad()
-            loss = _loss(model, x, y)
-            loss.backward()
-            nn.utils.clip_grad_value_(model.parameters(), 0.01)
-            opt.step()
-            return loss
-        return step
+        return training_step(model, opt, after_backward=lambda m: nn.utils.clip_grad_value_(m.parameters(), 0.01))
 
     _side_by_side(make_step, opt_cls=opt_cls, **kw)
 
@@ -96,13 +74,8 @@ def test_clip_grad_value_inside_a_compiled_step_equals_eager_step_by_step(opt_cl
 def test_clip_grad_norm_with_accumulated_gradients_across_calls_equals_eager():
     """No zero_grad: the .grad the call finds is accumulated into, then clipped in place."""
     def make_step(model, opt):
-        def step(x, y):
-            loss = _loss(model, x, y)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 0.1)
-            opt.step()
-            return loss
-        return step
+        return training_step(model, opt, zero_grad=False,
+                             after_backward=lambda m: nn.utils.clip_grad_norm_(m.parameters(), 0.1))
 
     _side_by_side(make_step, opt_cls=eager.optim.SGD, lr=0.1)
 
@@ -127,37 +100,31 @@ READS = {
 @pytest.mark.parametrize("read", READS, ids=lambda r: f"read-{r}")
 @pytest.mark.parametrize("write", WRITES, ids=lambda w: f"write-{w}")
 def test_a_write_into_grad_through_an_alias_is_seen_by_every_later_read(write, read):
+    def write_then_read(model):
+        seen = 0.0
+        with eager.no_grad():
+            for p in model.parameters():
+                WRITES[write](p)
+                seen = seen + READS[read](p).abs().sum()
+        return seen
+
     def make_step(model, opt):
-        def step(x, y):
-            opt.zero_grad()
-            loss = _loss(model, x, y)
-            loss.backward()
-            seen = 0.0
-            with eager.no_grad():
-                for p in model.parameters():
-                    WRITES[write](p)
-                    seen = seen + READS[read](p).abs().sum()
-            opt.step()
-            return seen
-        return step
+        return training_step(model, opt, after_backward=write_then_read, returns_hook_result=True)
 
     _side_by_side(make_step, steps=3)
 
 
 def test_an_alias_taken_before_the_write_reads_the_written_value():
     """`d = p.grad.detach()` before `p.grad.mul_`: d shows the write in eager."""
+    def alias_then_write(model):
+        aliases = [(p.grad.detach(), p.grad.data, p.grad[..., 1:]) for p in model.parameters()]
+        with eager.no_grad():
+            for p in model.parameters():
+                p.grad.mul_(0.25)
+            return sum(a.sum() + b.abs().sum() + c[:1].sum() for a, b, c in aliases)
+
     def make_step(model, opt):
-        def step(x, y):
-            opt.zero_grad()
-            _loss(model, x, y).backward()
-            aliases = [(p.grad.detach(), p.grad.data, p.grad[..., 1:]) for p in model.parameters()]
-            with eager.no_grad():
-                for p in model.parameters():
-                    p.grad.mul_(0.25)
-                total = sum(a.sum() + b.abs().sum() + c[:1].sum() for a, b, c in aliases)
-            opt.step()
-            return total
-        return step
+        return training_step(model, opt, after_backward=alias_then_write, returns_hook_result=True)
 
     _side_by_side(make_step, steps=3)
 
@@ -165,16 +132,7 @@ def test_an_alias_taken_before_the_write_reads_the_written_value():
 def test_a_write_through_data_of_a_parameter_is_seen_by_the_parameter():
     """`p.data.mul_()` (a weight constraint) then a forward through p, in one compiled step."""
     def make_step(model, opt):
-        def step(x, y):
-            with eager.no_grad():
-                for p in model.parameters():
-                    p.data.clamp_(-0.3, 0.3)
-            opt.zero_grad()
-            loss = _loss(model, x, y)
-            loss.backward()
-            opt.step()
-            return loss
-        return step
+        return training_step(model, opt, before=under_no_grad(for_each_parameter(lambda p: p.data.clamp_(-0.3, 0.3))))
 
     _side_by_side(make_step, steps=3)
 
@@ -253,7 +211,7 @@ def test_overlapping_views_that_are_only_read_are_fine():
 
 def test_clip_grad_norm_inside_a_compiled_adam_step_equals_pytorch():
     torch = pytest.importorskip("torch")
-    model = _model()
+    model = small_model()
     tmodel = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
     with torch.no_grad():
         for tp, p in zip(tmodel.parameters(), model.parameters()):
@@ -264,7 +222,7 @@ def test_clip_grad_norm_inside_a_compiled_adam_step_equals_pytorch():
     @static.compile
     def step(x, y):
         opt.zero_grad()
-        loss = _loss(model, x, y)
+        loss = squared_error(model, x, y)
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 0.05)
         opt.step()
@@ -284,68 +242,37 @@ def test_clip_grad_norm_inside_a_compiled_adam_step_equals_pytorch():
 
 
 # -- adversarial training steps: gradients and parameters equal eager's after every step ----------
-def _plain(model, opt):
-    def step(x, y):
-        opt.zero_grad()
-        loss = _loss(model, x, y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
-
-
 def _accumulate_and_scale_in_place(model, opt):
-    def step(x, y):
-        loss = _loss(model, x, y)
-        loss.backward()
-        with eager.no_grad():
-            for p in model.parameters():
-                p.grad.mul_(0.5)
-        opt.step()
-        return loss
-    return step
+    return training_step(model, opt, zero_grad=False,
+                         after_backward=under_no_grad(for_each_parameter(lambda p: p.grad.mul_(0.5))))
+
+
+def _set_grad(value):
+    """A hook setting every parameter's .grad to value(p)."""
+    def assign(p):
+        p.grad = value(p)
+    return for_each_parameter(assign)
 
 
 def _grad_set_to_none_after_the_step(model, opt):
-    def step(x, y):
-        loss = _loss(model, x, y)
-        loss.backward()
-        opt.step()
-        for p in model.parameters():
-            p.grad = None
-        return loss
-    return step
+    return training_step(model, opt, zero_grad=False, after_step=_set_grad(lambda p: None))
 
 
 def _grad_zeroed_in_place_when_present(model, opt):
-    def step(x, y):
-        for p in model.parameters():
-            if p.grad is not None:
-                p.grad.zero_()
-        loss = _loss(model, x, y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
+    return training_step(model, opt, zero_grad=False,
+                         before=for_each_parameter(lambda p: p.grad.zero_() if p.grad is not None else None))
 
 
 def _grad_set_to_fresh_zeros_then_accumulated(model, opt):
     """`p.grad = zeros_like(p)` inside the step: a tensor made in the function becomes the
     .grad that backward accumulates into (it used to stay zeros after the call)."""
-    def step(x, y):
-        for p in model.parameters():
-            p.grad = eager.zeros_like(p)
-        loss = _loss(model, x, y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
+    return training_step(model, opt, zero_grad=False, before=_set_grad(eager.zeros_like))
 
 
 def _two_backwards_one_step(model, opt):
     def step(x, y):
         opt.zero_grad()
-        first = _loss(model, x, y)
+        first = squared_error(model, x, y)
         first.backward()
         second = (model(x) ** 2).mean()
         second.backward()
@@ -357,7 +284,7 @@ def _two_backwards_one_step(model, opt):
 def _grad_norm_read_after_the_step(model, opt):
     def step(x, y):
         opt.zero_grad()
-        _loss(model, x, y).backward()
+        squared_error(model, x, y).backward()
         opt.step()
         return sum(p.grad.detach().norm() + p.detach().sum() for p in model.parameters())
     return step
@@ -365,46 +292,31 @@ def _grad_norm_read_after_the_step(model, opt):
 
 def _frozen_first_layer(model, opt):
     model[0].weight.requires_grad_(False)
-    return _plain(model, opt)
+    return training_step(model, opt)
 
 
 def _grad_rebound_to_a_traced_value(model, opt):
     """`p.grad = p.grad * s` (used to raise a TypeError from eager's .grad setter)."""
     def step(x, y):
         opt.zero_grad()
-        _loss(model, x, y).backward()
+        squared_error(model, x, y).backward()
         for p in model.parameters():
             p.grad = p.grad * 0.5
         opt.step()
-        return _loss(model, x, y)
+        return squared_error(model, x, y)
     return step
 
 
 def _data_rebound_to_a_traced_value(model, opt):
     """`p.data = p.data * s` (used to raise an AttributeError from eager's .data setter)."""
-    def step(x, y):
-        opt.zero_grad()
-        loss = _loss(model, x, y)
-        loss.backward()
-        opt.step()
-        with eager.no_grad():
-            for p in model.parameters():
-                p.data = p.data * 0.99
-        return loss
-    return step
+    def rebind(p):
+        p.data = p.data * 0.99
+    return training_step(model, opt, after_step=under_no_grad(for_each_parameter(rebind)))
 
 
 def _parameter_copied_from_a_traced_value(model, opt):
     """`w.copy_(w.clamp(...))` under no_grad (used to be refused: eager converted the source)."""
-    def step(x, y):
-        opt.zero_grad()
-        loss = _loss(model, x, y)
-        loss.backward()
-        opt.step()
-        with eager.no_grad():
-            model[0].weight.copy_(model[0].weight.clamp(-0.2, 0.2))
-        return loss
-    return step
+    return training_step(model, opt, after_step=under_no_grad(lambda m: m[0].weight.copy_(m[0].weight.clamp(-0.2, 0.2))))
 
 
 ADVERSARIAL = [_grad_rebound_to_a_traced_value, _data_rebound_to_a_traced_value,

@@ -1,6 +1,7 @@
 """Whole PyTorch-style training steps (zero_grad, backward, step) compiled into one graph."""
 import numpy as np
 import pytest
+from training_steps import small_model, training_step
 
 import eager
 import eager.nn as nn
@@ -26,22 +27,14 @@ OPTIMIZERS = [
 ]
 
 
-def _model():
-    eager.manual_seed(0)
-    return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+def _mse(model, x, y):
+    return F.mse_loss(model(x), y)
 
 
 def _run(opt_cls, kw, compiled, steps=5):
-    model = _model()
+    model = small_model()
     opt = opt_cls(model.parameters(), **kw)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = training_step(model, opt, _mse)
     f = static.compile(step) if compiled else step
     losses = [f(X, Y).item() for _ in range(steps)]
     return losses, model, opt, f
@@ -73,7 +66,7 @@ def test_n_compiled_steps_equal_n_eager_steps_with_at_most_two_signatures(opt_cl
 
 def test_gradients_accumulate_across_calls_as_in_eager():
     def run(compiled):
-        model = _model()
+        model = small_model()
 
         def accumulate(x, y):
             F.mse_loss(model(x), y).backward()
@@ -90,7 +83,7 @@ def test_gradients_accumulate_across_calls_as_in_eager():
 
 
 def test_zero_grad_outside_the_compiled_function_and_reading_grad_inside():
-    model = _model()
+    model = small_model()
     opt = eager.optim.SGD(model.parameters(), lr=0.1)
 
     @static.compile
@@ -99,7 +92,7 @@ def test_zero_grad_outside_the_compiled_function_and_reading_grad_inside():
         loss.backward()
         return loss, model[0].weight.grad * 1.0
 
-    ref = _model()
+    ref = small_model()
     for _ in range(3):
         opt.zero_grad()
         _, g = step(X, Y)
@@ -116,7 +109,7 @@ def test_zero_grad_outside_the_compiled_function_and_reading_grad_inside():
 def test_a_changing_learning_rate_is_read_at_each_call_without_retracing():
     runs = []
     for compiled in (False, True):
-        model = _model()
+        model = small_model()
         opt = eager.optim.Adam(model.parameters(), lr=0.01)
 
         def step(x, y):
@@ -137,7 +130,7 @@ def test_a_changing_learning_rate_is_read_at_each_call_without_retracing():
 
 def test_param_groups_and_frozen_parameters():
     def run(compiled):
-        model = _model()
+        model = small_model()
         model[2].bias.requires_grad_(False)
         opt = eager.optim.SGD([{"params": [model[0].weight, model[0].bias], "lr": 0.2},
                                {"params": [model[2].weight], "momentum": 0.5}], lr=0.05)
@@ -159,7 +152,7 @@ def test_param_groups_and_frozen_parameters():
 
 
 def test_backward_of_a_non_scalar_without_gradient_is_eagers_error():
-    model = _model()
+    model = small_model()
 
     @static.compile
     def bad(x):
@@ -179,7 +172,7 @@ def test_backward_of_a_value_that_needs_no_grad_is_eagers_error():
 
 
 def test_an_optimizer_over_parameters_the_function_never_touches_leaves_them_as_eager_does():
-    model, other = _model(), nn.Linear(3, 3)
+    model, other = small_model(), nn.Linear(3, 3)
     before = other.weight.detach().numpy().copy()
     opt = eager.optim.SGD(list(model.parameters()) + list(other.parameters()), lr=0.1)
 
@@ -212,7 +205,7 @@ def test_backward_with_an_explicit_gradient_and_create_graph_inside():
 def test_a_compiled_step_after_eager_backwards_reads_each_new_grad_and_eager_steps_continue_it():
     runs = []
     for compiled in (False, True):
-        model = _model()
+        model = small_model()
         opt = eager.optim.Adam(model.parameters(), lr=0.01)
         update = static.compile(opt.step) if compiled else opt.step
         for _ in range(4):
@@ -232,7 +225,7 @@ def test_a_compiled_step_after_eager_backwards_reads_each_new_grad_and_eager_ste
 
 def test_a_second_backward_through_a_freed_graph_is_eagers_error_and_retain_graph_allows_it():
     def run(compiled, retain):
-        model = _model()
+        model = small_model()
 
         def twice(x, y):
             loss = F.mse_loss(model(x), y)
@@ -256,7 +249,7 @@ def test_a_step_that_returns_its_loss_builds_no_second_backward():
 
 def test_a_step_reached_through_a_global_helper_keeps_two_signatures():
     global _HELPER_STEP
-    model = _model()
+    model = small_model()
     opt = eager.optim.SGD(model.parameters(), lr=0.1)
 
     def inner(x, y):
@@ -298,17 +291,10 @@ def test_a_gradient_scaled_by_its_own_detached_norm_inside_a_compiled_step():
 
 def test_an_lr_scheduler_stepping_between_compiled_steps_is_read_at_each_call():
     def run(compiled):
-        model = _model()
+        model = small_model()
         opt = eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         sched = eager.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
+        step = training_step(model, opt, _mse)
         f = static.compile(step) if compiled else step
         losses = []
         for _ in range(6):

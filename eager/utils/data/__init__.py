@@ -7,6 +7,7 @@ from __future__ import annotations
 import bisect
 import collections.abc
 import math
+import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -27,7 +28,7 @@ __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDatas
 class Dataset(Generic[T]):
     """A map-style dataset: `__getitem__(i)` and (usually) `__len__`."""
 
-    def __getitem__(self, index: int) -> T:
+    def __getitem__(self, index: Any) -> T:  # an int; some datasets take a list of them too (Subset passes it on)
         raise NotImplementedError(f"{type(self).__name__} must implement __getitem__")
 
     def __add__(self, other: "Dataset") -> "ConcatDataset":
@@ -39,6 +40,14 @@ class IterableDataset(Dataset[T]):
 
     def __iter__(self) -> Iterator[T]:
         raise NotImplementedError(f"{type(self).__name__} must implement __iter__")
+
+
+def _length(obj: object) -> int:
+    """len() of a dataset or sampler whose type does not promise one (PyTorch's Dataset has no
+    __len__, a stream or a plain iterable may have none): the TypeError len() raises, else the length."""
+    if not isinstance(obj, collections.abc.Sized):
+        raise TypeError(f"object of type '{type(obj).__name__}' has no len()")
+    return len(obj)
 
 
 class TensorDataset(Dataset):
@@ -81,7 +90,7 @@ class ConcatDataset(Dataset):
         self.datasets = list(datasets)
         if not self.datasets:
             raise AssertionError("datasets should not be an empty iterable")
-        self.cumulative_sizes = list(np.cumsum([len(d) for d in self.datasets]))
+        self.cumulative_sizes = list(np.cumsum([_length(d) for d in self.datasets]))
 
     def __len__(self) -> int:
         return int(self.cumulative_sizes[-1])
@@ -99,18 +108,22 @@ class ConcatDataset(Dataset):
 def random_split(dataset: Dataset, lengths: Sequence[int | float], generator: Generator = default_generator) -> list:
     """Split into non-overlapping Subsets of the given lengths (or fractions summing to 1),
     shuffled by `generator`."""
-    n = len(dataset)
-    lengths = list(lengths)
+    n = _length(dataset)
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
         counts = [int(math.floor(n * f)) for f in lengths]
         for i in range(n - sum(counts)):  # the remainder, one each, round robin
             counts[i % len(counts)] += 1
-        lengths = counts
-    if sum(lengths) != n:
+    else:
+        counts = []
+        for k in lengths:
+            if isinstance(k, float):
+                raise TypeError(f"random_split: lengths must be ints, or fractions that sum to 1; got {list(lengths)}")
+            counts.append(operator.index(k))
+    if sum(counts) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     order = randperm(n, generator=generator).tolist()
     out, start = [], 0
-    for k in lengths:
+    for k in counts:
         out.append(Subset(dataset, order[start:start + k]))
         start += k
     return out
@@ -126,14 +139,14 @@ class Sampler(Generic[T]):
 
 
 class SequentialSampler(Sampler[int]):
-    def __init__(self, data_source: Sequence) -> None:
+    def __init__(self, data_source: collections.abc.Sized | Dataset) -> None:
         self.data_source = data_source
 
     def __iter__(self) -> Iterator[int]:
-        return iter(range(len(self.data_source)))
+        return iter(range(_length(self.data_source)))
 
     def __len__(self) -> int:
-        return len(self.data_source)
+        return _length(self.data_source)
 
 
 def _epoch_generator(generator: Generator | None) -> Generator:
@@ -147,8 +160,8 @@ def _epoch_generator(generator: Generator | None) -> Generator:
 class RandomSampler(Sampler[int]):
     """A fresh permutation each epoch (or num_samples draws with replacement)."""
 
-    def __init__(self, data_source: Sequence, replacement: bool = False, num_samples: int | None = None,
-                 generator: Generator | None = None) -> None:
+    def __init__(self, data_source: collections.abc.Sized | Dataset, replacement: bool = False,
+                 num_samples: int | None = None, generator: Generator | None = None) -> None:
         self.data_source, self.replacement, self.generator = data_source, replacement, generator
         self._num_samples = num_samples
         if num_samples is not None and num_samples <= 0:
@@ -156,10 +169,10 @@ class RandomSampler(Sampler[int]):
 
     @property
     def num_samples(self) -> int:
-        return len(self.data_source) if self._num_samples is None else self._num_samples
+        return _length(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self) -> Iterator[int]:
-        n = len(self.data_source)
+        n = _length(self.data_source)
         g = _epoch_generator(self.generator)
         if self.replacement:
             return iter(g._np.integers(0, n, self.num_samples).tolist())
@@ -203,12 +216,12 @@ class BatchSampler(Sampler[list]):
             yield batch
 
     def __len__(self) -> int:
-        n = len(self.sampler)
+        n = _length(self.sampler)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
 
 # -- collation -------------------------------------------------------------------------------------
-def default_collate(batch: list) -> Any:
+def default_collate(batch: Sequence[Any]) -> Any:
     """Stack a list of samples into a batch, recursing into tuples, lists, dicts and named
     tuples: tensors are stacked, NumPy arrays become stacked tensors, Python floats a float64
     tensor, ints an int64 tensor, bools a bool tensor; strings stay a list."""
@@ -231,9 +244,10 @@ def default_collate(batch: list) -> Any:
     if isinstance(elem, (str, bytes)):
         return batch  # as given: a list at the top, a tuple inside a collated sequence (PyTorch's)
     if isinstance(elem, collections.abc.Mapping):
-        return type(elem)({k: default_collate([d[k] for d in batch]) for k in elem}) if not isinstance(
-            elem, collections.OrderedDict) else collections.OrderedDict(
-            (k, default_collate([d[k] for d in batch])) for k in elem)
+        # the sample's own mapping type, built from a dict in the sample's key order (as PyTorch);
+        # a constructor is no part of the Mapping protocol, so the type is called untyped
+        mapping_type: Any = type(elem)
+        return mapping_type({k: default_collate([d[k] for d in batch]) for k in elem})
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):
         return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
@@ -311,10 +325,11 @@ class DataLoader(Generic[T]):
             batch_size, drop_last = None, False
         elif batch_size is None and drop_last:
             raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
-        if sampler is None and not self._iterable:
-            sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
-        if batch_size is not None and batch_sampler is None and not self._iterable:
-            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+        if not self._iterable:
+            if sampler is None:
+                sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+            if batch_size is not None and batch_sampler is None:
+                batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.batch_size, self.drop_last = batch_size, drop_last
         self.sampler, self.batch_sampler = sampler, batch_sampler
         if collate_fn is None:
@@ -324,10 +339,11 @@ class DataLoader(Generic[T]):
     def __iter__(self) -> Iterator[Any]:
         if self.worker_init_fn is not None and self.num_workers > 0:
             self.worker_init_fn(0)
-        if self._iterable:
-            yield from self._iter_stream()
+        if isinstance(self.dataset, IterableDataset):
+            yield from self._iter_stream(self.dataset)
             return
         if self.batch_sampler is None:
+            assert self.sampler is not None  # __init__ gives every map-style dataset a sampler
             for idx in self.sampler:
                 yield self.collate_fn(self.dataset[idx])
             return
@@ -336,13 +352,13 @@ class DataLoader(Generic[T]):
             samples = fetch_many(indices) if fetch_many is not None else [self.dataset[i] for i in indices]
             yield self.collate_fn(samples)
 
-    def _iter_stream(self) -> Iterator[Any]:
+    def _iter_stream(self, stream: IterableDataset) -> Iterator[Any]:
         if self.batch_size is None:
-            for sample in self.dataset:
+            for sample in stream:
                 yield self.collate_fn(sample)
             return
         batch: list = []
-        for sample in self.dataset:
+        for sample in stream:
             batch.append(sample)
             if len(batch) == self.batch_size:
                 yield self.collate_fn(batch)
@@ -352,8 +368,8 @@ class DataLoader(Generic[T]):
 
     def __len__(self) -> int:
         if self._iterable:
-            n = len(self.dataset)  # raises TypeError for streams without a length, as PyTorch
+            n = _length(self.dataset)  # raises TypeError for streams without a length, as PyTorch
             if self.batch_size is None:
                 return n
             return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
-        return len(self.batch_sampler) if self.batch_sampler is not None else len(self.sampler)
+        return _length(self.batch_sampler) if self.batch_sampler is not None else _length(self.sampler)
