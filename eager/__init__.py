@@ -97,7 +97,7 @@ class cuda:  # noqa: N801  (mirrors the torch.cuda namespace users call)
             cp.cuda.Device().synchronize()
 
 
-def is_tensor(obj) -> _builtins.bool:
+def is_tensor(obj: object) -> _builtins.bool:
     """Whether `obj` is an eager.Tensor. Mirrors torch.is_tensor."""
     return isinstance(obj, Tensor)
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections.abc import Iterable
 from importlib import resources
+from typing import Any
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -23,6 +25,10 @@ from .verify import verify
 
 _DTYPES = {_dtypes.short_name(d): d for d in _dtypes.ALL}
 
+# A node of lark's parse tree (a Tree or a Token): the grammar fixes which one each position
+# holds, which lark's own types (children: list[Tree | Token]) cannot say.
+ParseNode = Any
+
 MAX_NESTING = 64  # list literals inside list literals, fused bodies inside fused bodies
 MAX_INT_DIGITS = 100  # an integer literal or dimension longer than this is refused
 MAX_ELEMENTS = 2**63 - 1  # a declared type with more elements than an int64 can count is refused
@@ -34,7 +40,7 @@ def _parser() -> Lark:
     return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
 
 
-def _at(item) -> tuple:
+def _at(item: ParseNode) -> tuple[int | None, int | None]:
     """(line, column) of a token or tree, (None, None) when lark recorded none."""
     if isinstance(item, Token):
         return item.line, item.column
@@ -43,7 +49,7 @@ def _at(item) -> tuple:
     return None, None
 
 
-def _error(item, message: str) -> IRParseError:
+def _error(item: ParseNode, message: str) -> IRParseError:
     line, column = _at(item)
     where = f"line {line}:{column}: " if line is not None else ""
     return IRParseError(where + message, line, column)
@@ -70,7 +76,7 @@ _CONSTANTS = {"inf_lit": float("inf"), "ninf_lit": float("-inf"), "nan_lit": flo
               "true_lit": True, "false_lit": False, "none_lit": None}
 
 
-def _literal(item, depth: int = 0):
+def _literal(item: ParseNode, depth: int = 0) -> Any:
     """A literal from its parse tree: numbers, strings, dtypes and (nested) lists as tuples."""
     if depth > MAX_NESTING:
         raise _error(item, f"list literal nested more than {MAX_NESTING} deep")
@@ -95,14 +101,14 @@ class _Builder:
     """Walks the parse tree, binding names to Values in SSA scope."""
 
     def __init__(self) -> None:
-        self.columns: dict = {}  # id(node) -> column of its op name, for verify errors
+        self.columns: dict[int, int] = {}  # id(node) -> column of its op name, for verify errors
 
-    def build(self, tree) -> Graph:
+    def build(self, tree: ParseNode) -> Graph:
         func = tree.children[0]
         name_tok, params, results, *rest = func.children
         *node_trees, ret = rest
         g = Graph(name=str(name_tok)[1:])
-        scope: dict = {}
+        scope: dict[str, Value] = {}
         g.inputs = self._params(params, scope)
         for nt in node_trees:
             g.nodes.append(self._node(nt, scope, 0))
@@ -132,17 +138,17 @@ class _Builder:
             exc.line, exc.column = line, column
             raise exc
 
-    def _type(self, tree) -> TensorSpec:
+    def _type(self, tree: ParseNode) -> TensorSpec:
         dtype_tok, *dims = tree.children
         shape = tuple(_int(d) for d in dims if d is not None)
         if math.prod(shape) > MAX_ELEMENTS:
             raise _error(tree, f"type {str(dtype_tok)}{list(shape)} has more elements than an int64 can count")
         return TensorSpec(shape, _DTYPES[str(dtype_tok)])
 
-    def _results(self, tree):
+    def _results(self, tree: ParseNode) -> list[TensorSpec]:
         return [self._type(t) for t in tree.children if t is not None]
 
-    def _params(self, tree, scope) -> list:
+    def _params(self, tree: ParseNode, scope: dict[str, Value]) -> list[Value]:
         if tree is None:
             return []
         values = []
@@ -158,7 +164,7 @@ class _Builder:
             values.append(v)
         return values
 
-    def _operands(self, tree, scope) -> list:
+    def _operands(self, tree: ParseNode, scope: dict[str, Value]) -> list[Any]:
         if tree is None:
             return []
         out = []
@@ -176,7 +182,7 @@ class _Builder:
                 out.append(_literal(item))
         return out
 
-    def _node(self, tree, scope, depth: int) -> Node:
+    def _node(self, tree: ParseNode, scope: dict[str, Value], depth: int) -> Node:
         lhs, op_tok, operands, attrs, types, body = tree.children
         node = Node(op=str(op_tok), inputs=self._operands(operands, scope), attrs={}, line=op_tok.line)
         self.columns[id(node)] = op_tok.column
@@ -208,7 +214,7 @@ class _Builder:
             node.outputs.append(v)
         return node
 
-    def _body(self, tree, outer_scope, depth: int) -> Graph:
+    def _body(self, tree: ParseNode, outer_scope: dict[str, Value], depth: int) -> Graph:
         params, *rest = tree.children
         *node_trees, yielded = rest
         scope = dict(outer_scope)
@@ -225,7 +231,7 @@ _TERMINAL_WORDS = {"DTYPE": "a dtype (f32, i64, ...)", "FUNCNAME": "a function n
                    "SIGNED_FLOAT": "a float", "INT": "an integer", "ESCAPED_STRING": "a string", "$END": "end of input"}
 
 
-def _readable(names) -> str:
+def _readable(names: Iterable[str]) -> str:
     """Lark's terminal names as a reader would say them: `'{'` rather than LBRACE."""
     terminals = {t.name: t for t in _parser().terminals}
     words = set()

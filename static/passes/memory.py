@@ -88,7 +88,7 @@ def liveness(graph: Graph) -> Liveness:
     return live
 
 
-def plan_memory(graph: Graph, **_) -> dict:
+def plan_memory(graph: Graph, **_: object) -> dict[str, int]:
     inputs = set(graph.inputs)
     live = liveness(graph)
     base_of, last_use = live.base_of, dict(live.last_use)
