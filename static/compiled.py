@@ -87,6 +87,7 @@ class Compiled:
         self._fast_entry: Entry | None = None
         self._modes_version = -1
         self._modes_value: tuple = ()
+        self._first_step_checked = False  # whether the first call looked for an optimizer's first step
 
     def __getattr__(self, name: str):
         """A compiled module behaves like the module: its attributes, parameters(),
@@ -145,10 +146,11 @@ class Compiled:
         return self.static_argnums
 
     # -- the one lookup path ---------------------------------------------------------------------
-    def _lookup(self, args: tuple, stacklevel: int):
+    def _lookup(self, args: tuple, stacklevel: int, calling: bool = False):
         """(leaves, key, entry) for this call: the cached entry when it still fits (captured
         tensors re-read, guarded Python values unchanged), otherwise a new trace; entry None
-        when the call runs eagerly."""
+        when the call runs eagerly (`calling`: a call, not a look inside, which may run the
+        first step of an optimizer eagerly: see `_first_optimizer_step`)."""
         leaves, key = call_key(args, self._static_positions(args), self._modes() if self._module is not None else ())
         try:
             entry = self._cache.get(key)
@@ -162,7 +164,27 @@ class Compiled:
                 return leaves, key, entry
         else:
             reason = describe_change(closest(self._cache, key), key) if self._cache else None
+            if calling and not self._cache and self._first_optimizer_step():
+                return leaves, key, None
         return leaves, key, self._miss(args, key, leaves, reason, stacklevel + 1)
+
+    def _first_optimizer_step(self) -> bool:
+        """Whether the very first call of this function runs eagerly because it is the first
+        step of an optimizer it reaches (one with a parameter that requires grad and has no
+        state yet). That step creates the optimizer's state, so its graph differs from every
+        later step's and would run once: compiling it would double the compile time of a
+        training loop for one call. Run eagerly, it gives eager's results by construction, and
+        the second call traces the steady graph (one signature for a steady loop). Asked once."""
+        if self._first_step_checked:
+            return False
+        self._first_step_checked = True
+        from .training import first_step_pending  # noqa: PLC0415  (static.training loads eager.optim)
+
+        pending = first_step_pending(self._traceable)
+        if pending:
+            logs.recompiles.debug("%s: the first call runs eagerly (an optimizer's first step creates its state)",
+                                  self.__name__)
+        return pending
 
     def _miss(self, args: tuple, key: CallKey, leaves, reason: str | None, stacklevel: int):
         """Trace a new entry (or replace a stale one), within the retrace limit."""
@@ -207,7 +229,7 @@ class Compiled:
             args = self._arguments(args, kwargs)
         if ACTIVE.stack:
             return self._call_traceable(args)  # called while tracing another function: inline it
-        leaves, key, entry = self._lookup(args, stacklevel=2)
+        leaves, key, entry = self._lookup(args, stacklevel=2, calling=True)
         if entry is None or entry.eager_reason is not None:
             return self._call_traceable(args)
         if entry is not self._fast_entry:

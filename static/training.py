@@ -244,6 +244,22 @@ def _reachable_owners(fn, limit: int = 64) -> list:
     return found
 
 
+def first_step_pending(fn) -> bool:
+    """Whether an optimizer the function reaches (static.compiled's first-call rule) has a
+    parameter that requires grad and no state yet: its next step creates the state.
+    Optimizers that keep no state (SGD without momentum) always answer True; the rule then
+    costs one eager call."""
+    for owner in _reachable_owners(fn):
+        state = getattr(owner, "state", None)
+        if not hasattr(owner, "param_groups") or not isinstance(state, dict):
+            continue
+        for group in owner.param_groups:
+            for p in group["params"]:
+                if isinstance(p, Tensor) and p._requires_grad and not state.get(p):
+                    return True
+    return False
+
+
 class GradGuard:
     """A `.grad` the trace read: the call must find None where the trace did, and a tensor
     where it did (which tensor does not matter: it is re-read at every call)."""
