@@ -22,7 +22,7 @@ from eager._tensor import Tensor
 from eager.nn.module import structure_version
 
 from . import logs
-from .bridge import CompiledFunction, input_arrays, input_objects, rebase, wrap_outputs, write_back
+from .bridge import CompiledFunction, as_tensor, input_arrays, input_objects, rebase, wrap_outputs, write_back
 from .entry import Entry
 from .errors import TraceError
 from .ir import Graph
@@ -31,6 +31,7 @@ from .passes.manager import pipeline_for
 from .signature import MISS, CallKey, call_key, closest, describe_change, fast_call
 from .tracer import ACTIVE
 from .tracing import check_hashable
+from .training import first_step_pending, with_freed_history
 
 BACKENDS = ("auto", "numpy", "cupy", "native", "interpret")
 OPTIONS = ("backend", "static_argnums", "static_argnames", "fallback", "fullgraph", "max_retraces", "opt_level",
@@ -178,8 +179,6 @@ class Compiled:
         if self._first_step_checked:
             return False
         self._first_step_checked = True
-        from .training import first_step_pending  # noqa: PLC0415  (static.training loads eager.optim)
-
         pending = first_step_pending(self._traceable)
         if pending:
             logs.recompiles.debug("%s: the first call runs eagerly (an optimizer's first step creates its state)",
@@ -197,8 +196,10 @@ class Compiled:
                 raise RuntimeError(message + "; fullgraph=True does not fall back to eager. Keep shapes, dtypes "
                                    "and the Python values the function reads fixed, or raise max_retraces.")
             self._gave_up = True
+            remedy = (" A batch or sequence length that varies: pad it to a few fixed sizes, or drop the last "
+                      "partial batch (DataLoader(drop_last=True))." if "(dimension " in message else "")
             warnings.warn(message + "; calls with new signatures run eagerly from now on. Keep shapes and dtypes "
-                          "fixed, or mark changing Python values with static_argnums.", RuntimeWarning,
+                          "fixed, or mark changing Python values with static_argnums." + remedy, RuntimeWarning,
                           stacklevel=stacklevel + 1)
             return None
         try:
@@ -261,6 +262,9 @@ class Compiled:
             results[i] = results[i].copy()
         if trace.updates:
             write_back(trace, leaves, results[trace.n_outputs:])
+        if entry.freed_outputs and entry.as_tensors:
+            for i in entry.freed_outputs:
+                results[i] = with_freed_history(as_tensor(results[i]))
         link = (entry.output_aliases, input_objects(trace, leaves)) if entry.has_output_aliases else None
         return wrap_outputs(trace, results[:trace.n_outputs], entry.as_tensors, link)
 
@@ -285,6 +289,8 @@ class Compiled:
         for k, target in enumerate(targets):
             if target is not None and n_user + k in grad.differentiable_outputs:
                 rebase(target, outs[n_user + k])
+        for i in entry.freed_outputs:
+            with_freed_history(outs[i])
         return wrap_outputs(trace, list(outs[:n_user]), True)
 
     # -- looking inside --------------------------------------------------------------------------

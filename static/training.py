@@ -34,7 +34,7 @@ from eager import _functional as F
 from eager._device import xp_of_array
 from eager._grad_mode import enable_grad, no_grad
 from eager._tensor import Tensor
-from eager.autograd.graph import _FREED_MSG
+from eager.autograd.graph import _FREED_MSG, HookMixin
 from eager.ops import REGISTRY
 from eager.ops.special import FULL_LIKE
 from eager.optim import optimizer as _optimizer
@@ -42,6 +42,7 @@ from eager.optim import optimizer as _optimizer
 from .autodiff import vjp
 from .custom_function import customs_of
 from .errors import TraceError
+from .ir import Value
 from .randomness import Replay, draws_of
 from .tracer import BACKWARD_HOOK, Tracer, TraceState, current_state, inplace_on_captured, user_location
 
@@ -274,6 +275,61 @@ class GradGuard:
         if self.was_none:
             return "the .grad of a parameter was None when traced and is a tensor now"
         return "the .grad of a parameter was a tensor when traced and is None now"
+
+
+# -- what a compiled step returns ------------------------------------------------------------------
+class FreedBackward(HookMixin):
+    """The grad_fn of a value a compiled function returns after a backward() inside it went
+    through that value without retain_graph (the loss of a training step). Eager's loss keeps
+    its grad_fn, with its graph freed: it requires grad, is no leaf, and a second backward
+    raises eager's error. The compiled loss has the same status."""
+
+    __slots__ = ("_hooks", "next_functions")
+    _trace = None
+    n_outputs = 1
+
+    def __init__(self) -> None:
+        self._hooks = None
+        self.next_functions: tuple = ()
+
+    def name(self) -> str:
+        return "CompiledFunctionBackward"
+
+    def __repr__(self) -> str:
+        return f"<CompiledFunctionBackward object at {hex(id(self))}>"
+
+    def apply(self, grads: list) -> list:
+        raise RuntimeError(_FREED_MSG)
+
+    def release(self) -> None:
+        """Nothing is saved: the backward inside the compiled call already freed it."""
+
+
+def with_freed_history(t):
+    """`t` (a tensor made from a compiled call's output) with a FreedBackward grad_fn."""
+    if isinstance(t, Tensor) and t.grad_fn is None:
+        t._requires_grad = True
+        t.grad_fn = FreedBackward()  # type: ignore[assignment]  # a node the engine runs like Node
+        t._output_nr = 0
+    return t
+
+
+def freed_outputs(state: TraceState, outputs: list) -> list:
+    """Positions of the outputs whose eager history goes through a graph a backward() inside
+    the trace freed: the values it went through, and what grad mode computed from them
+    afterwards by differentiable ops (`loss * 2`; not `loss.detach()`, not a comparison)."""
+    freed = state.__dict__.get("freed_nodes")
+    if not freed:
+        return []
+    tainted = {o for node in freed for o in node.outputs}
+    no_grad = state.no_grad_nodes
+    for node in state.graph.nodes:
+        if node in freed or node in no_grad or node.op == "stop_gradient":
+            continue
+        op = REGISTRY.get(node.op)
+        if op is not None and op.vjp is not None and any(v in tainted for v in node.inputs if isinstance(v, Value)):
+            tainted.update(node.outputs)
+    return [k for k, v in enumerate(outputs) if isinstance(v, Value) and v in tainted]
 
 
 # -- loss.backward() ------------------------------------------------------------------------------
