@@ -151,8 +151,41 @@ def _try(cmd: list) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
-@functools.lru_cache(maxsize=1)
+_probe_lock = threading.Lock()
+_probe_started = False
+
+
+def prefetch_probe() -> None:
+    """Probe the compiler on a helper thread (static.compile calls this when a function is
+    compiled for a backend that may be native): the probe's compiler runs then overlap the
+    first call's tracing and passes instead of adding to them."""
+    global _probe_started
+    if _probe_started:
+        return
+    _probe_started = True
+    threading.Thread(target=_probe, name="graphmode-native-probe", daemon=True).start()
+
+
 def _probe() -> Toolchain | str:
+    """The toolchain, or why there is none; probed once, by whichever thread asks first (the
+    others wait for it)."""
+    global _probe_started
+    _probe_started = True
+    with _probe_lock:
+        return _probe_once()
+
+
+def _reset_probe_lock_in_child() -> None:
+    global _probe_lock
+    _probe_lock = threading.Lock()  # a fork while the helper thread probed must not deadlock the child
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_probe_lock_in_child)
+
+
+@functools.lru_cache(maxsize=1)
+def _probe_once() -> Toolchain | str:
     """The toolchain, or why there is none. Once per process; a probe's result is kept in the
     cache directory, keyed by the compiler binary (path, size, mtime) and the host's ISA,
     because running the compiler three times costs ~0.3-1 s."""
@@ -922,6 +955,7 @@ def caller_new():
 
 
 __all__ = ["NoCompiler", "NativeCompileError", "Toolchain", "Library", "availability", "toolchain", "threads",
+           "prefetch_probe", "prefetch_caller", "split_source",
            "load_library", "caller", "caller_new", "formats", "isa_fingerprint", "read_verified", "seal", "unseal", "so_key",
            "uses_threads", "reuse", "REUSE_MIN_BYTES",
            "PARALLEL_MIN_ELEMS"]

@@ -89,6 +89,8 @@ class Compiled:
         self._modes_version = -1
         self._modes_value: tuple = ()
         self._first_step_checked = False  # whether the first call looked for an optimizer's first step
+        if backend in ("auto", "native"):
+            _probe_compiler_early(backend)
 
     def __getattr__(self, name: str):
         """A compiled module behaves like the module: its attributes, parameters(),
@@ -176,7 +178,7 @@ class Compiled:
         later step's and would run once: compiling it would double the compile time of a
         training loop for one call. Run eagerly, it gives eager's results by construction, and
         the second call traces the steady graph (one signature for a steady loop). Asked once."""
-        if self._first_step_checked:
+        if self._first_step_checked or self.fullgraph:  # fullgraph=True never runs the function eagerly
             return False
         self._first_step_checked = True
         pending = first_step_pending(self._traceable)
@@ -357,6 +359,18 @@ class Compiled:
         """The generated source a call on these arguments runs: the forward's, and the
         backward's after it when the call records gradients ('' when the interpreter runs)."""
         return _source(self._entry_for(args, kwargs)[3])
+
+
+def _probe_compiler_early(backend: str) -> None:
+    """Start probing the C++ compiler on a helper thread when this function may run native
+    code: the probe (a few compiler runs, once per machine: its record is cached) then overlaps
+    the first call's tracing and passes."""
+    try:
+        from codegen import native, native_build  # noqa: PLC0415  (codegen fills the backend registry)
+    except ImportError:
+        return
+    if backend == "native" or not native.native_disabled():
+        native_build.prefetch_probe()
 
 
 class _KeywordCall:

@@ -4,6 +4,10 @@ the results are the same as from one compiler call."""
 from __future__ import annotations
 
 import ctypes
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +17,7 @@ import static
 from codegen import loader, native_build
 from static import trace_cache
 
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not native_build.availability()[0],
                                 reason=f"no C++ compiler: {native_build.availability()[1]}")
 
@@ -109,3 +114,34 @@ def test_the_probe_finds_what_one_compiler_call_at_a_time_found():
     found = native_build._run_probe(native_build._find_compiler())
     assert isinstance(found, native_build.Toolchain)
     assert found == native_build.toolchain()
+
+
+def test_compiling_for_native_probes_the_compiler_before_the_first_call(tmp_path):
+    """static.compile starts the probe on a helper thread: it overlaps the first call's trace."""
+    code = """
+import threading, static
+from codegen import native_build
+f = static.compile(lambda x: x * 2, backend="native")
+probe = [t for t in threading.enumerate() if t.name == "graphmode-native-probe"]
+for t in probe:
+    t.join()
+print(len(probe), native_build._probe_once.cache_info().currsize)
+numpy_only = static.compile(lambda x: x + 1, backend="numpy")
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GRAPHMODE_CACHE_DIR": str(tmp_path)}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["1", "1"]  # started at decoration, done before any call
+
+
+def test_numpy_or_a_disabled_native_backend_starts_no_probe(tmp_path):
+    code = """
+import threading, static
+static.compile(lambda x: x * 2, backend="numpy")
+static.compile(lambda x: x * 2)  # "auto" with GRAPHMODE_NATIVE=0
+print(sum(t.name == "graphmode-native-probe" for t in threading.enumerate()))
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GRAPHMODE_CACHE_DIR": str(tmp_path), "GRAPHMODE_NATIVE": "0"}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["0"]

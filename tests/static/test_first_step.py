@@ -103,3 +103,23 @@ def test_explain_before_any_call_traces_the_first_step():
         opt.step()
 
     assert "func @step" in str(step.ir(X, Y))
+
+
+def test_fullgraph_compiles_the_first_step_too():
+    """fullgraph=True never runs the function eagerly: the first step is compiled (its own
+    signature), as before."""
+    model = _model()
+    opt = eager.optim.Adam(model.parameters(), lr=0.01)
+
+    @static.compile(fullgraph=True)
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step(X, Y)
+    assert len(step._cache) == 1
+    step(X, Y)
+    assert len(step.retraces) == 1  # the first step's graph, then the steady one
