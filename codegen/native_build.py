@@ -22,6 +22,11 @@ shared objects, and the call path from Python into a kernel.
   ctypes path does the same, slower.
 - Large outputs (REUSE_MIN_BYTES and up) come from `reuse`: a buffer of an earlier call
   that nothing references any more is written again instead of faulting in fresh pages.
+- A graph is one translation unit; a large one compiles as one part per core (the preamble
+  and a run of whole kernels each, compiled at once) linked into one shared object, and the
+  call path's extension builds on a helper thread meanwhile (split_source, compile_shared).
+  The probe's compiler runs go at once too, and static.compile starts the probe on a helper
+  thread when a function is compiled for a backend that may be native (prefetch_probe).
 - A translation unit without a parallel region (the generator emits one only for loops of
   PARALLEL_MIN_ELEMS elements and more) compiles with -fopenmp-simd and links without
   libgomp: OpenMP's outlining was half the compile time of a small graph.
