@@ -32,3 +32,21 @@ def test_chains_and_literals_are_followed():
     v0, v2 = n["0"].outputs[0], n["2"].outputs[0]
     replace_uses(g, {v0: v2, v2: 2.0})
     assert n["1"].inputs == [2.0] and n["3"].inputs == [2.0] and n["5"].inputs == [2.0]
+
+
+def test_a_rule_round_skips_nodes_an_earlier_round_left_dead():
+    """A node replaced by an earlier round stays for DCE; a later round does not rewrite it
+    again (its rewrite would be dead too), and the result is the same."""
+    from static.passes.algebraic import algebraic
+    from static.passes.simplify import dce
+
+    g = static.parse_ir("""func @f(%x: f32[3,4]) -> f32[3,4] {
+  %0 = transpose %x {dim0 = 0, dim1 = 1} : f32[4,3]
+  %1 = transpose %0 {dim0 = 0, dim1 = 1} : f32[3,4]
+  %2 = tanh %1 : f32[3,4]
+  return %2
+}""")
+    assert algebraic(g)["rewritten"] == 1  # transpose of a transpose: %x
+    assert algebraic(g)["rewritten"] == 0  # the replaced %1 is dead: not rewritten again
+    dce(g)
+    assert [n.op for n in g.nodes] == ["tanh"] and g.nodes[0].inputs[0] is g.inputs[0]
