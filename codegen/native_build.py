@@ -22,6 +22,11 @@ shared objects, and the call path from Python into a kernel.
   ctypes path does the same, slower.
 - Large outputs (REUSE_MIN_BYTES and up) come from `reuse`: a buffer of an earlier call
   that nothing references any more is written again instead of faulting in fresh pages.
+- A graph is one translation unit; a large one compiles as one part per core (the preamble
+  and a run of whole kernels each, compiled at once) linked into one shared object, and the
+  call path's extension builds on a helper thread meanwhile (split_source, compile_shared).
+  The probe's compiler runs go at once too, and static.compile starts the probe on a helper
+  thread when a function is compiled for a backend that may be native (prefetch_probe).
 - A translation unit without a parallel region (the generator emits one only for loops of
   PARALLEL_MIN_ELEMS elements and more) compiles with -fopenmp-simd and links without
   libgomp: OpenMP's outlining was half the compile time of a small graph.
@@ -151,8 +156,41 @@ def _try(cmd: list) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
-@functools.lru_cache(maxsize=1)
+_probe_lock = threading.Lock()
+_probe_started = False
+
+
+def prefetch_probe() -> None:
+    """Probe the compiler on a helper thread (static.compile calls this when a function is
+    compiled for a backend that may be native): the probe's compiler runs then overlap the
+    first call's tracing and passes instead of adding to them."""
+    global _probe_started
+    if _probe_started:
+        return
+    _probe_started = True
+    threading.Thread(target=_probe, name="graphmode-native-probe", daemon=True).start()
+
+
 def _probe() -> Toolchain | str:
+    """The toolchain, or why there is none; probed once, by whichever thread asks first (the
+    others wait for it)."""
+    global _probe_started
+    _probe_started = True
+    with _probe_lock:
+        return _probe_once()
+
+
+def _reset_probe_lock_in_child() -> None:
+    global _probe_lock
+    _probe_lock = threading.Lock()  # a fork while the helper thread probed must not deadlock the child
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_probe_lock_in_child)
+
+
+@functools.lru_cache(maxsize=1)
+def _probe_once() -> Toolchain | str:
     """The toolchain, or why there is none. Once per process; a probe's result is kept in the
     cache directory, keyed by the compiler binary (path, size, mtime) and the host's ISA,
     because running the compiler three times costs ~0.3-1 s."""
@@ -210,37 +248,47 @@ def _read_probe(path: Path) -> Toolchain | None:
 
 
 def _run_probe(command: tuple) -> Toolchain | str:
-    try:
-        version = _try([*command, "--version"]).stdout.strip().splitlines()
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"{command[0]} --version failed: {exc}"
-    version_line = version[0] if version else "unknown version"
+    """Ask the compiler for its version and build the probe with the flags most compilers take
+    (OpenMP, libmvec, -march=native, and again linked with gold), the three at once; other
+    flag sets are tried one by one only when that fails."""
     notes = []
     with tempfile.TemporaryDirectory(prefix="graphmode-probe-") as tmp:
         src = Path(tmp) / "probe.cpp"
         src.write_text(_PROBE)
         out = str(Path(tmp) / "probe.so")
         base = [*command, "-std=c++17", "-O2", "-fPIC", "-Wno-unknown-pragmas", "-shared", str(src), "-o", out]
-        openmp = vector_math = False
-        for omp, mvec in ((True, True), (True, False), (False, True), (False, False)):
-            cmd = base + (["-fopenmp"] if omp else []) + (["-lmvec"] if mvec else []) + ["-lm"]
-            try:
-                run = _try(cmd + ["-march=native"])
-                if run.returncode != 0:
-                    run = _try(cmd)
-                    if run.returncode == 0:
-                        notes.append("the compiler does not take -march=native")
-            except (OSError, subprocess.SubprocessError) as exc:
-                return f"{command[0]} cannot compile: {exc}"
-            if run.returncode == 0:
-                openmp, vector_math = omp, mvec
-                break
-        else:
-            return f"{command[0]} cannot build a shared library: {run.stderr.strip()[-500:]}"
+        first = base + ["-fopenmp", "-lmvec", "-lm", "-march=native"]
         try:
-            gold = _try(run.args + ["-fuse-ld=gold"]).returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            gold = False
+            version_run, run, gold_run = _run_all([[*command, "--version"], first,
+                                                   first[:-1] + ["-o", out + ".gold.so", "-fuse-ld=gold"]])
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"{command[0]} --version failed: {exc}"
+        version = version_run.stdout.strip().splitlines()
+        version_line = version[0] if version else "unknown version"
+        openmp = vector_math = gold = False
+        if run.returncode == 0:
+            openmp = vector_math = True
+            gold = gold_run.returncode == 0
+        else:
+            for omp, mvec in ((True, True), (True, False), (False, True), (False, False)):
+                cmd = base + (["-fopenmp"] if omp else []) + (["-lmvec"] if mvec else []) + ["-lm"]
+                try:
+                    run = _try(cmd + ["-march=native"])
+                    if run.returncode != 0:
+                        run = _try(cmd)
+                        if run.returncode == 0:
+                            notes.append("the compiler does not take -march=native")
+                except (OSError, subprocess.SubprocessError) as exc:
+                    return f"{command[0]} cannot compile: {exc}"
+                if run.returncode == 0:
+                    openmp, vector_math = omp, mvec
+                    break
+            else:
+                return f"{command[0]} cannot build a shared library: {run.stderr.strip()[-500:]}"
+            try:
+                gold = _try(run.args + ["-fuse-ld=gold"]).returncode == 0
+            except (OSError, subprocess.SubprocessError):
+                gold = False
     if not openmp:
         notes.append("no OpenMP: kernels run on one thread")
     include = sysconfig.get_paths().get("include")
@@ -390,35 +438,117 @@ def _private_copy(data: bytes, suffix: str = ".so") -> str:
 
 
 # -- compiling --------------------------------------------------------------------------------
+# A large translation unit is compiled as several object files at once, one per core (up to
+# MAX_PARTS), then linked into one shared object: gcc spends ~0.2 ms a line on kernels with
+# OpenMP regions, so a training step's 5000 lines take ~1 s on one core. Each part repeats
+# the preamble (includes, declarations and static inline helpers, which cost little) and
+# takes a run of whole kernels. Below SPLIT_MIN_CHARS of kernels, one compiler call
+# (compile and link together) is cheaper than starting several.
+SPLIT_MIN_CHARS = 60_000
+MAX_PARTS = 4
+_KERNEL = '\nextern "C" void '
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def split_source(source: str, parts: int | None = None) -> list:
+    """`source` as translation units that compile separately and link into the same shared
+    object: the preamble (everything before the first kernel) followed by a run of whole
+    kernels (`extern "C" void ...` definitions at the start of a line) each; `[source]` when
+    the kernels are too small to be worth it or there is one core."""
+    parts = min(MAX_PARTS, _cores()) if parts is None else parts
+    first = source.find(_KERNEL)
+    if parts < 2 or first < 0 or len(source) - first < SPLIT_MIN_CHARS:
+        return [source]
+    starts = []
+    at = first
+    while at >= 0:
+        starts.append(at)
+        at = source.find(_KERNEL, at + 1)
+    if len(starts) < 2:
+        return [source]
+    preamble, body = source[:first], len(source) - first
+    bounds = [starts[0]]
+    for at in starts[1:]:  # a new part where the running size passes the next share of the body
+        if at - first >= body * len(bounds) / parts and len(bounds) < parts:
+            bounds.append(at)
+    bounds.append(len(source))
+    return [preamble + source[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def _run_all(cmds: list) -> list:
+    """Run the commands at once (each a compiler call); their CompletedProcess, in order."""
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for cmd in cmds]
+    out = []
+    for cmd, proc in zip(cmds, procs):
+        try:
+            stdout, stderr = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+        out.append(subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr))
+    return out
+
+
+def _checked(runs: list, src_path: Path) -> None:
+    for run in runs:
+        if run.returncode != 0:
+            raise NativeCompileError(
+                f"native backend: the C++ compiler rejected the generated source {src_path}\n"
+                f"command: {shlex.join(run.args)}\n{run.stderr.strip()[-6000:]}")
+
+
 def compile_shared(source: str, tc: Toolchain, src_path: Path, fast_math: bool = False,
                    extra: tuple = ()) -> bytes:
-    """Compile `source` (already written at src_path) to a shared object; its bytes."""
+    """Compile `source` (already written at src_path) to a shared object; its bytes. A large
+    source compiles as parallel parts (split_source) linked together."""
     out = _scratch() / (src_path.stem + f"-{os.getpid()}-{threading.get_ident()}.so")
-    obj = out.with_suffix(".o")
+    units = split_source(source)
     threads = uses_threads(source)
-    cflags, lflags = tc.compile_flags(fast_math, threads), tc.link_flags(threads)
-    if fast_math:
-        # two steps: a driver that sees -ffast-math while linking adds crtfastmath.o, whose
-        # start-up code turns on flush-to-zero for the whole process
-        steps = [[*tc.command, *cflags, *extra, "-c", str(src_path), "-o", str(obj)],
-                 [*tc.command, str(obj), "-o", str(out), *lflags]]
-    else:
-        steps = [[*tc.command, *cflags, *extra, str(src_path), "-o", str(out), *lflags]]
+    lflags = tc.link_flags(threads)
+    objects: list = []
     try:
-        for cmd in steps:
+        try:
+            if len(units) == 1 and not fast_math:
+                _checked([_try([*tc.command, *tc.compile_flags(fast_math, threads), *extra, str(src_path), "-o",
+                                str(out), *lflags])], src_path)
+                return out.read_bytes()
+            # compile, then link: a driver that sees -ffast-math while linking adds crtfastmath.o, whose
+            # start-up code turns on flush-to-zero for the whole process
+            inputs = [src_path] if len(units) == 1 else []
+            for k, unit in enumerate(units if len(units) > 1 else []):
+                part = _scratch() / f"{out.stem}-part{k}.cpp"
+                part.write_text(unit)
+                inputs.append(part)
+            objects = [p.with_suffix(".o") for p in inputs]
+            runs = _run_all([[*tc.command, *tc.compile_flags(fast_math, uses_threads(unit)), *extra, "-c", str(src),
+                              "-o", str(obj)] for unit, src, obj in zip(units, inputs, objects)])
             try:
-                run = _try(cmd)
-            except (OSError, subprocess.SubprocessError) as exc:
-                raise NativeCompileError(f"native backend: running the C++ compiler failed ({exc}); generated "
-                                         f"source: {src_path}") from None
-            if run.returncode != 0:
-                raise NativeCompileError(
-                    f"native backend: the C++ compiler rejected the generated source {src_path}\n"
-                    f"command: {shlex.join(cmd)}\n{run.stderr.strip()[-6000:]}")
+                _checked(runs, src_path)
+                _checked([_try([*tc.command, *map(str, objects), "-o", str(out), *lflags])], src_path)
+            except NativeCompileError:
+                if len(units) == 1:
+                    raise
+                # the parts did not build apart (a helper defined between kernels): as one unit
+                objects.append(out.with_suffix(".o"))
+                _checked(_run_all([[*tc.command, *tc.compile_flags(fast_math, threads), *extra, "-c", str(src_path),
+                                    "-o", str(objects[-1])]]), src_path)
+                _checked([_try([*tc.command, str(objects[-1]), "-o", str(out), *lflags])], src_path)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise NativeCompileError(f"native backend: running the C++ compiler failed ({exc}); generated "
+                                     f"source: {src_path}") from None
         return out.read_bytes()
     finally:
         out.unlink(missing_ok=True)
-        obj.unlink(missing_ok=True)
+        for obj in objects:
+            obj.unlink(missing_ok=True)
+            if obj.with_suffix(".cpp") != src_path:
+                obj.with_suffix(".cpp").unlink(missing_ok=True)
 
 
 @dataclass
@@ -488,6 +618,8 @@ def load_library(source: str, stem: str = "gm_native", fast_math: bool = False) 
     found = _libraries.get(key)
     if found is not None:
         return found
+    if tc.python_include is not None:
+        prefetch_caller()  # the generated module calls the kernels through it next
     data, src_path, cached, origin = build_bytes(source, stem, fast_math)
     if tc.openmp and uses_threads(source):
         _set_wait_policy()
@@ -751,9 +883,46 @@ def formats(dtype_names: tuple) -> bytes:
     return bytes(nums)
 
 
-@functools.lru_cache(maxsize=1)
+_UNSET = object()
+_caller_lock = threading.Lock()  # held while the extension is built
+_caller_value: object = _UNSET
+_caller_started = False
+
+
+def _reset_caller_lock_in_child() -> None:
+    global _caller_lock, _caller_started
+    _caller_lock = threading.Lock()  # a fork while a helper thread held it must not deadlock the child
+    _caller_started = _caller_value is not _UNSET
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_caller_lock_in_child)
+
+
+def prefetch_caller() -> None:
+    """Build (or load from the cache) the call-path extension on a helper thread, while this
+    thread compiles a graph's kernels: on a first use the two compiles overlap."""
+    global _caller_started
+    if _caller_started:
+        return
+    _caller_started = True
+    threading.Thread(target=_caller_module, name="graphmode-native-caller", daemon=True).start()
+
+
 def _caller_module():
-    """The compiled call-path extension module (None: calls go through ctypes)."""
+    """The compiled call-path extension module (None: calls go through ctypes); built once,
+    by whichever thread asks first (the others wait for it)."""
+    global _caller_value, _caller_started
+    if _caller_value is not _UNSET:
+        return _caller_value
+    with _caller_lock:
+        _caller_started = True
+        if _caller_value is _UNSET:
+            _caller_value = _build_caller()
+    return _caller_value
+
+
+def _build_caller():
     tc = toolchain()
     if tc.openmp:
         _set_wait_policy()  # before anything loads libgomp
@@ -791,6 +960,7 @@ def caller_new():
 
 
 __all__ = ["NoCompiler", "NativeCompileError", "Toolchain", "Library", "availability", "toolchain", "threads",
+           "prefetch_probe", "prefetch_caller", "split_source",
            "load_library", "caller", "caller_new", "formats", "isa_fingerprint", "read_verified", "seal", "unseal", "so_key",
            "uses_threads", "reuse", "REUSE_MIN_BYTES",
            "PARALLEL_MIN_ELEMS"]

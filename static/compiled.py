@@ -22,7 +22,7 @@ from eager._tensor import Tensor
 from eager.nn.module import structure_version
 
 from . import logs
-from .bridge import CompiledFunction, input_arrays, input_objects, rebase, wrap_outputs, write_back
+from .bridge import CompiledFunction, as_tensor, input_arrays, input_objects, rebase, wrap_outputs, write_back
 from .entry import Entry
 from .errors import TraceError
 from .ir import Graph
@@ -31,6 +31,7 @@ from .passes.manager import pipeline_for
 from .signature import MISS, CallKey, call_key, closest, describe_change, fast_call
 from .tracer import ACTIVE
 from .tracing import check_hashable
+from .training import first_step_pending, with_freed_history
 
 BACKENDS = ("auto", "numpy", "cupy", "native", "interpret")
 OPTIONS = ("backend", "static_argnums", "static_argnames", "fallback", "fullgraph", "max_retraces", "opt_level",
@@ -87,6 +88,9 @@ class Compiled:
         self._fast_entry: Entry | None = None
         self._modes_version = -1
         self._modes_value: tuple = ()
+        self._first_step_checked = False  # whether the first call looked for an optimizer's first step
+        if backend in ("auto", "native"):
+            _probe_compiler_early(backend)
 
     def __getattr__(self, name: str):
         """A compiled module behaves like the module: its attributes, parameters(),
@@ -145,10 +149,11 @@ class Compiled:
         return self.static_argnums
 
     # -- the one lookup path ---------------------------------------------------------------------
-    def _lookup(self, args: tuple, stacklevel: int):
+    def _lookup(self, args: tuple, stacklevel: int, calling: bool = False):
         """(leaves, key, entry) for this call: the cached entry when it still fits (captured
         tensors re-read, guarded Python values unchanged), otherwise a new trace; entry None
-        when the call runs eagerly."""
+        when the call runs eagerly (`calling`: a call, not a look inside, which may run the
+        first step of an optimizer eagerly: see `_first_optimizer_step`)."""
         leaves, key = call_key(args, self._static_positions(args), self._modes() if self._module is not None else ())
         try:
             entry = self._cache.get(key)
@@ -162,7 +167,25 @@ class Compiled:
                 return leaves, key, entry
         else:
             reason = describe_change(closest(self._cache, key), key) if self._cache else None
+            if calling and not self._cache and self._first_optimizer_step():
+                return leaves, key, None
         return leaves, key, self._miss(args, key, leaves, reason, stacklevel + 1)
+
+    def _first_optimizer_step(self) -> bool:
+        """Whether the very first call of this function runs eagerly because it is the first
+        step of an optimizer it reaches (one with a parameter that requires grad and has no
+        state yet). That step creates the optimizer's state, so its graph differs from every
+        later step's and would run once: compiling it would double the compile time of a
+        training loop for one call. Run eagerly, it gives eager's results by construction, and
+        the second call traces the steady graph (one signature for a steady loop). Asked once."""
+        if self._first_step_checked or self.fullgraph:  # fullgraph=True never runs the function eagerly
+            return False
+        self._first_step_checked = True
+        pending = first_step_pending(self._traceable)
+        if pending:
+            logs.recompiles.debug("%s: the first call runs eagerly (an optimizer's first step creates its state)",
+                                  self.__name__)
+        return pending
 
     def _miss(self, args: tuple, key: CallKey, leaves, reason: str | None, stacklevel: int):
         """Trace a new entry (or replace a stale one), within the retrace limit."""
@@ -175,8 +198,10 @@ class Compiled:
                 raise RuntimeError(message + "; fullgraph=True does not fall back to eager. Keep shapes, dtypes "
                                    "and the Python values the function reads fixed, or raise max_retraces.")
             self._gave_up = True
+            remedy = (" A batch or sequence length that varies: pad it to a few fixed sizes, or drop the last "
+                      "partial batch (DataLoader(drop_last=True))." if "(dimension " in message else "")
             warnings.warn(message + "; calls with new signatures run eagerly from now on. Keep shapes and dtypes "
-                          "fixed, or mark changing Python values with static_argnums.", RuntimeWarning,
+                          "fixed, or mark changing Python values with static_argnums." + remedy, RuntimeWarning,
                           stacklevel=stacklevel + 1)
             return None
         try:
@@ -207,7 +232,7 @@ class Compiled:
             args = self._arguments(args, kwargs)
         if ACTIVE.stack:
             return self._call_traceable(args)  # called while tracing another function: inline it
-        leaves, key, entry = self._lookup(args, stacklevel=2)
+        leaves, key, entry = self._lookup(args, stacklevel=2, calling=True)
         if entry is None or entry.eager_reason is not None:
             return self._call_traceable(args)
         if entry is not self._fast_entry:
@@ -239,6 +264,9 @@ class Compiled:
             results[i] = results[i].copy()
         if trace.updates:
             write_back(trace, leaves, results[trace.n_outputs:])
+        if entry.freed_outputs and entry.as_tensors:
+            for i in entry.freed_outputs:
+                results[i] = with_freed_history(as_tensor(results[i]))
         link = (entry.output_aliases, input_objects(trace, leaves)) if entry.has_output_aliases else None
         return wrap_outputs(trace, results[:trace.n_outputs], entry.as_tensors, link)
 
@@ -263,6 +291,8 @@ class Compiled:
         for k, target in enumerate(targets):
             if target is not None and n_user + k in grad.differentiable_outputs:
                 rebase(target, outs[n_user + k])
+        for i in entry.freed_outputs:
+            with_freed_history(outs[i])
         return wrap_outputs(trace, list(outs[:n_user]), True)
 
     # -- looking inside --------------------------------------------------------------------------
@@ -329,6 +359,18 @@ class Compiled:
         """The generated source a call on these arguments runs: the forward's, and the
         backward's after it when the call records gradients ('' when the interpreter runs)."""
         return _source(self._entry_for(args, kwargs)[3])
+
+
+def _probe_compiler_early(backend: str) -> None:
+    """Start probing the C++ compiler on a helper thread when this function may run native
+    code: the probe (a few compiler runs, once per machine: its record is cached) then overlaps
+    the first call's tracing and passes."""
+    try:
+        from codegen import native, native_build  # noqa: PLC0415  (codegen fills the backend registry)
+    except ImportError:
+        return
+    if backend == "native" or not native.native_disabled():
+        native_build.prefetch_probe()
 
 
 class _KeywordCall:

@@ -26,6 +26,7 @@ from .passes.rewrite import clone
 from .signature import CallKey
 from .tracer import Tracer, TraceState
 from .tracing import TraceResult, _attribute_path, refresh_sources, trace_function
+from .training import freed_outputs
 
 if TYPE_CHECKING:
     from .compiled import Compiled
@@ -99,6 +100,9 @@ class Entry:
             built = trace_cache.build_forward(trace.graph, self.stages, owner)  # passes skipped on a hit
             self.built = built  # the post-trace cache holds it weakly: alive while this signature is
             self.graph, self.forward = built.graph, built.forward
+        differentiable = self.grad.differentiable_outputs if self.grad is not None else frozenset()
+        # a loss a backward() inside went through: eager's keeps a (freed) grad_fn, and so does this one
+        self.freed_outputs = [k for k in recorder.freed if k not in differentiable]
         leaf_keys = key.leaves
         kinds = {k[0] for k in leaf_keys}
         # eager tensors in (or only numbers): tensors out; NumPy/CuPy arrays in: arrays out
@@ -111,7 +115,7 @@ class Entry:
         self.has_output_aliases = any(self.output_aliases)
         self.fresh_copies = _fresh_copies(self.graph, trace, n_user)
         self.single_output = (trace.out_tree == ("leaf",) and n_user == 1 and not trace.updates
-                              and not trace.out_consts and not self.fresh_copies)
+                              and not trace.out_consts and not self.fresh_copies and not self.freed_outputs)
         # a tuple of arrays out, arrays in, nothing else to do: value_and_grad's (value, grad)
         self.plain_tuple_output = (
             trace.out_tree == ("tuple", tuple(("leaf",) for _ in range(n_user)))
@@ -217,8 +221,10 @@ class _GradRecorder:
         self.differentiable: frozenset = frozenset()
         self.built: trace_cache.Built | None = None  # found in the autodiff cache: nothing recorded
         self.autodiff_key: str | None = None  # where to keep what is built (None: not cacheable)
+        self.freed: list = []  # user outputs a backward() inside went through (static.training)
 
     def __call__(self, state: TraceState, origin: list, outputs: list, updates: list, refs: list) -> list:
+        self.freed = freed_outputs(state, outputs)
         wrt, wrt_leaves = [], []
         for k, leaf_key in enumerate(self.key.leaves):
             v = origin[k]

@@ -34,7 +34,7 @@ from eager import _functional as F
 from eager._device import xp_of_array
 from eager._grad_mode import enable_grad, no_grad
 from eager._tensor import Tensor
-from eager.autograd.graph import _FREED_MSG
+from eager.autograd.graph import _FREED_MSG, HookMixin
 from eager.ops import REGISTRY
 from eager.ops.special import FULL_LIKE
 from eager.optim import optimizer as _optimizer
@@ -42,6 +42,7 @@ from eager.optim import optimizer as _optimizer
 from .autodiff import vjp
 from .custom_function import customs_of
 from .errors import TraceError
+from .ir import Value
 from .randomness import Replay, draws_of
 from .tracer import BACKWARD_HOOK, Tracer, TraceState, current_state, inplace_on_captured, user_location
 
@@ -244,6 +245,22 @@ def _reachable_owners(fn, limit: int = 64) -> list:
     return found
 
 
+def first_step_pending(fn) -> bool:
+    """Whether an optimizer the function reaches (static.compiled's first-call rule) has a
+    parameter that requires grad and no state yet: its next step creates the state.
+    Optimizers that keep no state (SGD without momentum) always answer True; the rule then
+    costs one eager call."""
+    for owner in _reachable_owners(fn):
+        state = getattr(owner, "state", None)
+        if not hasattr(owner, "param_groups") or not isinstance(state, dict):
+            continue
+        for group in owner.param_groups:
+            for p in group["params"]:
+                if isinstance(p, Tensor) and p._requires_grad and not state.get(p):
+                    return True
+    return False
+
+
 class GradGuard:
     """A `.grad` the trace read: the call must find None where the trace did, and a tensor
     where it did (which tensor does not matter: it is re-read at every call)."""
@@ -258,6 +275,61 @@ class GradGuard:
         if self.was_none:
             return "the .grad of a parameter was None when traced and is a tensor now"
         return "the .grad of a parameter was a tensor when traced and is None now"
+
+
+# -- what a compiled step returns ------------------------------------------------------------------
+class FreedBackward(HookMixin):
+    """The grad_fn of a value a compiled function returns after a backward() inside it went
+    through that value without retain_graph (the loss of a training step). Eager's loss keeps
+    its grad_fn, with its graph freed: it requires grad, is no leaf, and a second backward
+    raises eager's error. The compiled loss has the same status."""
+
+    __slots__ = ("_hooks", "next_functions")
+    _trace = None
+    n_outputs = 1
+
+    def __init__(self) -> None:
+        self._hooks = None
+        self.next_functions: tuple = ()
+
+    def name(self) -> str:
+        return "CompiledFunctionBackward"
+
+    def __repr__(self) -> str:
+        return f"<CompiledFunctionBackward object at {hex(id(self))}>"
+
+    def apply(self, grads: list) -> list:
+        raise RuntimeError(_FREED_MSG)
+
+    def release(self) -> None:
+        """Nothing is saved: the backward inside the compiled call already freed it."""
+
+
+def with_freed_history(t):
+    """`t` (a tensor made from a compiled call's output) with a FreedBackward grad_fn."""
+    if isinstance(t, Tensor) and t.grad_fn is None:
+        t._requires_grad = True
+        t.grad_fn = FreedBackward()  # type: ignore[assignment]  # a node the engine runs like Node
+        t._output_nr = 0
+    return t
+
+
+def freed_outputs(state: TraceState, outputs: list) -> list:
+    """Positions of the outputs whose eager history goes through a graph a backward() inside
+    the trace freed: the values it went through, and what grad mode computed from them
+    afterwards by differentiable ops (`loss * 2`; not `loss.detach()`, not a comparison)."""
+    freed = state.__dict__.get("freed_nodes")
+    if not freed:
+        return []
+    tainted = {o for node in freed for o in node.outputs}
+    no_grad = state.no_grad_nodes
+    for node in state.graph.nodes:
+        if node in freed or node in no_grad or node.op == "stop_gradient":
+            continue
+        op = REGISTRY.get(node.op)
+        if op is not None and op.vjp is not None and any(v in tainted for v in node.inputs if isinstance(v, Value)):
+            tainted.update(node.outputs)
+    return [k for k, v in enumerate(outputs) if isinstance(v, Value) and v in tainted]
 
 
 # -- loss.backward() ------------------------------------------------------------------------------
@@ -446,11 +518,17 @@ def traced_step(opt, closure=None):
         if isinstance(lr, numbers.Number) and not isinstance(lr, bool):
             groups_lr.append((group, lr))
             group["lr"] = _number_input(extra, group, "lr", lr)
+    outer = state.location
+    if outer is None and _library_update(opt):
+        # every op of a library optimizer's update cites the user's `opt.step()` line: found
+        # once here, not by a stack walk per recorded op (a third of tracing an AdamW step)
+        state.location = user_location()
     try:
         with no_grad():
             for group in opt.param_groups:
                 opt._update_group(group)
     finally:
+        state.location = outer
         for group, lr in groups_lr:
             group["lr"] = lr
     for s in opt.state.values():
@@ -467,6 +545,12 @@ def traced_step(opt, closure=None):
     for s, k in slots:
         extra.state_slots[(id(s), k)] = (s, k)
     return loss
+
+
+def _library_update(opt) -> bool:
+    """Whether the optimizer's update is eager.optim's own code (no frame of the user's in it,
+    so each op's user line is the one that called step())."""
+    return all(cls is object or cls.__module__.startswith("eager.") for cls in type(opt).__mro__)
 
 
 def _adopt(state: TraceState, t: Tensor) -> None:

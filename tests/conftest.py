@@ -16,6 +16,8 @@ import os
 # code (one C++ compile per test graph would cost minutes). Tests of the native backend ask
 # for backend="native", which this does not affect. Set before graphmode is imported.
 os.environ.setdefault("GRAPHMODE_NATIVE", "0")
+# the verifier runs after every pass in the tests (static.passes.manager.verify_each_pass)
+os.environ.setdefault("GRAPHMODE_VERIFY", "each")
 
 import pytest
 from hypothesis import HealthCheck, settings

@@ -1,10 +1,11 @@
 """The pass manager: passes as objects (a `name` and typed options, xDSL's `ModulePass`
-shape), and a pipeline that runs them in order, verifies the graph after each, and reports
-every stage to an instrumentation callback (what `explain` shows is one such callback)."""
+shape), and a pipeline that runs them in order, verifies the graph after each when asked
+(verify_each_pass), and reports every stage to an instrumentation callback (what `explain` shows is one such callback)."""
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import threading
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -141,20 +142,31 @@ Instrument = Callable[[str, Graph, dict], None]
 
 @dataclass
 class Pipeline:
-    """Passes run in order, the verifier after each, every stage reported to `instrument`."""
+    """Passes run in order, the verifier after each (when verify_each_pass), every stage
+    reported to `instrument`."""
 
     passes: list
     instrument: Instrument | None = None
 
     def run(self, graph: Graph, label: str = "") -> Graph:
+        each = verify_each_pass()
         for p in self.passes:
             stats = p.apply(graph)
-            verify(graph)
+            if each:
+                verify(graph)
             if self.instrument is not None:
                 self.instrument(f"{label}{p.name}", graph, stats)
             if logs.stages.isEnabledFor(logging.DEBUG):
                 logs.stages.debug("after %s%s (%s):\n%s", label, p.name, summarize(stats) or "done", graph)
         return graph
+
+
+def verify_each_pass() -> bool:
+    """Whether the verifier runs after every pass (GRAPHMODE_VERIFY=each, which the test suite
+    sets, or while `explain` records the stages), naming the pass that broke a graph. Otherwise
+    it runs on the traced graph and on each pipeline's result only: a dozen full checks of a
+    training step's graph were a tenth of its compile time."""
+    return _RECORDING.on or os.environ.get("GRAPHMODE_VERIFY", "").strip().lower() in ("each", "1", "all")
 
 
 def summarize(stats: dict) -> str:

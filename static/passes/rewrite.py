@@ -40,8 +40,28 @@ def users(graph: Graph) -> dict:
 
 
 def replace_uses(graph: Graph, mapping: dict) -> None:
-    """Rewrite every operand and output through `mapping` (`Graph.replace_all_uses_with`)."""
-    graph.replace_all_uses_with(mapping)
+    """Rewrite every operand and output through `mapping` (old Value -> new Value or literal,
+    chains followed), as `Graph.replace_all_uses_with` does, touching only the nodes that read
+    a replaced value (its `users`): reassigning every node's operands re-linked each use list
+    of the graph once per call, a tenth of the passes' time on a training step."""
+    if not mapping:
+        return
+
+    def resolve(v):
+        seen = 0
+        while isinstance(v, Value) and v in mapping and seen < 1000:
+            v = mapping[v]
+            seen += 1
+        return v
+
+    readers: dict = {}
+    for old in mapping:
+        if isinstance(old, Value):
+            for node in old.users:
+                readers[id(node)] = node
+    for node in readers.values():
+        node.inputs = [resolve(v) for v in node.inputs]
+    graph.outputs = [resolve(v) for v in graph.outputs]
 
 
 def make_node(op: str, inputs: list, attrs: dict, namer: Namer, loc=None) -> Node:

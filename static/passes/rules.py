@@ -41,6 +41,7 @@ class RuleContext:
         self.rules = [r for r in rules if fast_math or not r.fast_math]
         self.emitted: list = []
         self.fired: dict = {}  # rule name -> times it rewrote a node
+        self.graph_outputs = {id(v) for v in graph.outputs if isinstance(v, Value)}
 
     def emit(self, op: str, inputs: list, attrs: dict, loc=None) -> Value:
         node = make_node(op, inputs, attrs, self.namer, loc)
@@ -52,6 +53,8 @@ class RuleContext:
         if len(node.outputs) != 1 or node.body is not None:
             return None
         out = node.outputs[0]
+        if not out.users and id(out) not in self.graph_outputs:
+            return None  # dead (replaced by an earlier round, left for DCE): its rewrite would be dead too
         for rule in self.rules:
             if rule.applies_to(node):
                 mark = len(self.emitted)
