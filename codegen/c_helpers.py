@@ -47,6 +47,9 @@ template <typename T> GM_INLINE T gm_relu(T x) {{ return (x > (T)0 || x != x) ? 
 template <typename T> GM_INLINE T gm_abs(T x) {{ return x < (T)0 ? -x : (x == (T)0 ? (T)0 : x); }}
 template <typename T> GM_INLINE T gm_sign(T x) {{ return x > (T)0 ? (T)1 : (x < (T)0 ? (T)(-1) : x); }}
 template <typename R, typename T> GM_INLINE R gm_cast(T x) {{ return (R)x; }}
+// where: both operands are evaluated (loaded) before the choice, so a loop with a select
+// stays one vector blend instead of a branch around a load that keeps it scalar
+template <typename A, typename B> GM_INLINE A gm_select(bool c, A a, B b) {{ return c ? a : (A)b; }}
 template <typename T> GM_INLINE T gm_clamp(T x, T lo, T hi, bool has_lo, bool has_hi) {{
     if (has_lo && x < lo) x = lo;
     if (has_hi && x > hi) x = hi;
@@ -70,7 +73,7 @@ template <typename T> GM_INLINE T gm_gelu_none(T x) {{
 """.strip("\n")
 
 HELPERS = ("gm_inf", "gm_nan", "gm_lowest", "gm_highest", "gm_max", "gm_min", "gm_relu", "gm_abs", "gm_sign",
-           "gm_cast", "gm_clamp", "gm_sigmoid", "gm_softplus", "gm_gelu_tanh", "gm_gelu_none")
+           "gm_cast", "gm_select", "gm_clamp", "gm_sigmoid", "gm_softplus", "gm_gelu_tanh", "gm_gelu_none")
 
 # The C math functions the expressions and helpers call, and how the host computes each:
 # (float32 through "f": the float function, or "d": the double one, rounded once;

@@ -214,7 +214,8 @@ _add("where", NumpyLowering(call="np.where({0}, {1}, {2}).astype({dtype}, copy=F
                             into="np.copyto({out}, {2}, casting='unsafe')\n"
                                  "np.copyto({out}, {1}, casting='unsafe', where={0})",
                             scalar="({1} if {0} else {2})"),
-     CupyLowering(call="cp.where({0}, {1}, {2}).astype({dtype}, copy=False)", expr="({0} ? {1} : {2})"))
+     CupyLowering(call="cp.where({0}, {1}, {2}).astype({dtype}, copy=False)", expr="gm_select({0}, {1}, {2})",
+                  helpers=("gm_select",)))
 
 
 def _clamp_c(node: Node, operands: list, ctx: dict) -> dict:

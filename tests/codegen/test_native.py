@@ -770,10 +770,10 @@ def test_index_arithmetic_is_int_where_the_space_fits_and_64_bit_beyond():
 
     assert index_type(INT_INDEX_MAX) == ("int", "") and index_type(INT_INDEX_MAX + 1) == ("long long", "LL")
     small = NativeModule(static.parse_ir(_ROW_BROADCAST.replace("ROWS", "256"))).source()[1]
-    assert "for (int i = 0; i < n; ++i)" in small and "(i / 10)]" in small
+    assert "for (int i = c0; i < c1; ++i)" in small and "(i / 10)]" in small
     assert not re.search(r"\dLL\b", small[small.index("gm_region0"):])
     huge = NativeModule(static.parse_ir(_ROW_BROADCAST.replace("ROWS", "300000000"))).source()[1]
-    assert "for (long long i = lo; i < hi; ++i)" in huge and "(i / 10LL)]" in huge
+    assert "for (long long i = c0; i < c1; ++i)" in huge and "(i / 10LL)]" in huge
     x = np.random.default_rng(0).standard_normal((256, 10)).astype(np.float32)
     m = x.max(axis=1, keepdims=True)
     got = codegen.build(static.parse_ir(_ROW_BROADCAST.replace("ROWS", "256")), "native").run([x, m])
@@ -864,3 +864,60 @@ def test_max_reduction_loop_is_vectorized():
         pytest.skip("no OpenMP: the simd pragmas are ignored")
     text = _assembly(_EXTREMES_IR.replace("ROWS", "64").replace("COLS", "64"), "extremes_vector_max")
     assert re.search(r"\bv?maxp[sd]\b", text), "the amax loop is not vectorized"
+
+
+_CHANNEL_SUMS_IR = """
+func @channel_sums(%x: f32[N,C,H,W], %y: f32[N,C,H,W], %s: f32[1,C,1,1]) -> (f32[1,C,1,1], f32[C], f32[1,C,1,1]) {
+  %1, %2, %3 = fused %x, %y, %s : f32[1,C,1,1], f32[C], f32[1,C,1,1] {
+    ^body(%a: f32[N,C,H,W], %b: f32[N,C,H,W], %c: f32[1,C,1,1]):
+    %4 = mul %a, %c : f32[N,C,H,W]
+    %5 = relu %4 : f32[N,C,H,W]
+    %6 = gt %5, 0.0 : bool[N,C,H,W]
+    %7 = where %6, %b, 0.0 : f32[N,C,H,W]
+    %8 = sum %7 {dims = [0, 2, 3], keepdim = true} : f32[1,C,1,1]
+    %9 = mean %5 {dims = [0, 2, 3], keepdim = false} : f32[C]
+    %10 = amax %7 {dims = [0, 2, 3], keepdim = true} : f32[1,C,1,1]
+    yield %8, %9, %10
+  }
+  return %1, %2, %3
+}"""
+
+
+def _channel_sums(n, c, h, w):
+    return _CHANNEL_SUMS_IR.replace("N", str(n)).replace("C", str(c)).replace("H", str(h)).replace("W", str(w))
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (32, 16, 28, 28), (1, 7, 1, 9)])
+def test_reductions_over_trailing_axes_walk_runs_and_equal_numpy(shape):
+    """Sums, means and maxima over N, H, W of an N, C, H, W array (a batch norm's statistics
+    and gradients), with a comparison and a select in their prologue: one thread and two
+    give NumPy's values."""
+    exe = codegen.build(static.parse_ir(_channel_sums(*shape)), "native")
+    assert "in runs of" in exe.c_source()
+    rng = np.random.default_rng(3)
+    x, y = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    s = rng.standard_normal((1, shape[1], 1, 1)).astype(np.float32)
+    t = np.where(np.maximum(x * s, 0) > 0, y, 0).astype(np.float64)
+    expected = [t.sum((0, 2, 3), keepdims=True), np.maximum(x * s, 0).astype(np.float64).mean((0, 2, 3)),
+                t.max((0, 2, 3), keepdims=True)]
+    saved = runtime.CONFIG.threads
+    try:
+        for threads in (1, 2):
+            runtime.CONFIG.threads = threads
+            for g, e in zip(exe.run([x, y, s]), expected):
+                np.testing.assert_allclose(g, e.astype(np.float32), rtol=2e-6, atol=1e-6)
+    finally:
+        runtime.CONFIG.threads = saved
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="checks x86 vector instructions")
+def test_reduction_with_a_comparison_in_its_prologue_is_vectorized():
+    """A float element with a comparison in it (relu, where) added to a double accumulator
+    kept the whole loop scalar; staged through a buffer, both loops use packed instructions:
+    packed float compares and packed double adds."""
+    tc = native_build.toolchain()
+    if not tc.openmp:
+        pytest.skip("no OpenMP: the simd pragmas are ignored")
+    text = _assembly(_channel_sums(32, 16, 28, 28), "channel_sums_vector")
+    assert re.search(r"\bvcmp\w*ps\b", text) or re.search(r"\bv?maxps\b", text), "the element loop is scalar"
+    assert re.search(r"\bv?addpd\b", text), "the accumulating loop is scalar"
