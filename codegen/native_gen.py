@@ -392,19 +392,16 @@ class CRegion(CFunction):
         if inner is not None:
             self._segmented_reduction(red, low, chain, space, kept, axes, inner, loaded)
             return
-        simd = _simd_clause([(red, "acc", low)])
         self._open_reduction(red, f"over axes {list(axes)} of {list(space)}, {len(chain)} prologue op(s)",
                              n_out, n_red)
         ix, sfx = self.ix, self.sfx
+        stage_type = c_type(x.type.dtype) if isinstance(x, Value) else _ACC
+        element = body.operand(x, stage_type) if isinstance(x, Value) else xe
         self.lines.append(f"    for ({ix} o = 0; o < n_out; ++o) {{")
         self.lines += [f"        {s}" for s in _acc_init(red, "acc", low)]
-        if simd is not None:
-            self.lines.append(f"        #pragma omp simd{simd}")
-        self.lines.append(f"        for ({ix} r = 0; r < n_red; ++r) {{")
-        self.lines.append(f"            const {ix} i = {compose_index(space, kept, tuple(axes), suffix=sfx)};")
-        self._reduced_element(body, red, "            ")
-        self.lines += [f"            {s}" for s in _acc_update(red, "acc", low, xe)]
-        self.lines.append("        }")
+        stmts = [f"const {ix} i = {compose_index(space, kept, tuple(axes), suffix=sfx)};", *body.lines,
+                 f"// L{self.m.lines.get(id(red), '?')}: {node_line(red)}"]
+        self._staged_loops(stmts, [(red, "acc", low)], [(stage_type, element)], "        ", "0", "n_red", "r")
         self.lines += [f"        {s}" for s in _acc_nan(red, "acc")]
         post = _post_expr(low, "acc", n_red)
         self.lines.append(f"        {self.arrays[y]}[o] = ({c_type(y.type.dtype)})({post});")
@@ -497,15 +494,22 @@ class CRegion(CFunction):
         ix = self.ix
         self.lines.append(f"    for ({ix} ob = 0; ob < n_out; ob += GM_COLUMNS) {{")
         self.lines.append(f"        const {ix} oe = ob + GM_COLUMNS < n_out ? ob + GM_COLUMNS : n_out;")
+        x = red.inputs[0]
+        stage_type = c_type(x.type.dtype) if isinstance(x, Value) else _ACC
+        element = body.operand(x, stage_type) if isinstance(x, Value) else xe
         self.lines.append("        double acc[GM_COLUMNS];")
+        self.lines.append(f"        {stage_type} stage[GM_COLUMNS];  // one row's elements (see _staged_loops)")
         self.lines.append(f"        for ({ix} o = ob; o < oe; ++o) acc[o - ob] = {low.identity.format(T=_ACC)};")
         self.lines.append(f"        for ({ix} r = 0; r < n_red; ++r) {{")
         self.lines.append("            #pragma omp simd")
         self.lines.append(f"            for ({ix} o = ob; o < oe; ++o) {{")
         self.lines.append(f"                const {ix} i = r * n_out + o;")
         self._reduced_element(body, red, "                ")
-        self.lines.append(f"                acc[o - ob] = {_reduce_step(low.reduce, 'acc[o - ob]', xe)};")
+        self.lines.append(f"                stage[o - ob] = {element};")
         self.lines.append("            }")
+        self.lines.append("            #pragma omp simd")
+        self.lines.append(f"            for ({ix} o = ob; o < oe; ++o) "
+                          f"acc[o - ob] = {_reduce_step(low.reduce, 'acc[o - ob]', f'({_ACC})stage[o - ob]')};")
         self.lines.append("        }")
         post = _post_expr(low, "acc[o - ob]", n_red)
         self.lines.append(f"        for ({ix} o = ob; o < oe; ++o) {self.arrays[y]}[o] = "

@@ -921,3 +921,38 @@ def test_reduction_with_a_comparison_in_its_prologue_is_vectorized():
     text = _assembly(_channel_sums(32, 16, 28, 28), "channel_sums_vector")
     assert re.search(r"\bvcmp\w*ps\b", text) or re.search(r"\bv?maxps\b", text), "the element loop is scalar"
     assert re.search(r"\bv?addpd\b", text), "the accumulating loop is scalar"
+
+
+@pytest.mark.parametrize("dims,shape", [([1], (5, 6, 7)), ([0], (300, 40)), ([0, 2], (9, 4, 11))])
+def test_reductions_with_a_comparison_over_any_axes_equal_numpy(dims, shape):
+    """The middle-axis, leading-axis (column block) and mixed reductions stage their elements
+    too: sum and max of a relu'd, masked value equal NumPy's on one thread and on two."""
+    t = f"f32[{','.join(map(str, shape))}]"
+    out_shape = [d for a, d in enumerate(shape) if a not in dims]
+    o = f"f32[{','.join(map(str, out_shape))}]"
+    ir = f"""func @f(%x: {t}, %y: {t}) -> ({o}, {o}) {{
+  %1, %2 = fused %x, %y : {o}, {o} {{
+    ^body(%a: {t}, %b: {t}):
+    %3 = relu %a : {t}
+    %4 = gt %3, 0.5 : bool[{','.join(map(str, shape))}]
+    %5 = where %4, %b, %3 : {t}
+    %6 = sum %5 {{dims = {dims}, keepdim = false}} : {o}
+    %7 = amax %5 {{dims = {dims}, keepdim = false}} : {o}
+    yield %6, %7
+  }}
+  return %1, %2
+}}"""
+    exe = codegen.build(static.parse_ir(ir), "native")
+    rng = np.random.default_rng(4)
+    x, y = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    r = np.maximum(x, 0)
+    v = np.where(r > 0.5, y, r).astype(np.float64)
+    expected = [v.sum(tuple(dims)), v.max(tuple(dims))]
+    saved = runtime.CONFIG.threads
+    try:
+        for threads in (1, 2):
+            runtime.CONFIG.threads = threads
+            for g, e in zip(exe.run([x, y]), expected):
+                np.testing.assert_allclose(g, e.astype(np.float32), rtol=2e-6, atol=1e-6)
+    finally:
+        runtime.CONFIG.threads = saved
