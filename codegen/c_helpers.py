@@ -18,6 +18,7 @@ import math
 
 _GELU_K = repr(math.sqrt(2.0 / math.pi))
 _INV_SQRT2 = repr(1.0 / math.sqrt(2.0))
+_INV_SQRT_2PI = repr(1.0 / math.sqrt(2.0 * math.pi))
 
 # the one macro that differs between the targets (guarded: several preambles may share a file)
 GM_INLINE = r"""
@@ -70,10 +71,13 @@ template <typename T> GM_INLINE T gm_gelu_tanh(T x) {{
 template <typename T> GM_INLINE T gm_gelu_none(T x) {{
     return (T)0.5 * x * ((T)1 + erf(x * (T){_INV_SQRT2}));
 }}
+template <typename T> GM_INLINE T gm_gelu_grad(T x) {{  // Phi(x) + x phi(x)
+    return (T)0.5 * ((T)1 + erf(x * (T){_INV_SQRT2})) + x * exp((T)-0.5 * x * x) * (T){_INV_SQRT_2PI};
+}}
 """.strip("\n")
 
 HELPERS = ("gm_inf", "gm_nan", "gm_lowest", "gm_highest", "gm_max", "gm_min", "gm_relu", "gm_abs", "gm_sign",
-           "gm_cast", "gm_select", "gm_clamp", "gm_sigmoid", "gm_softplus", "gm_gelu_tanh", "gm_gelu_none")
+           "gm_cast", "gm_select", "gm_clamp", "gm_sigmoid", "gm_softplus", "gm_gelu_tanh", "gm_gelu_none", "gm_gelu_grad")
 
 # The C math functions the expressions and helpers call, and how the host computes each:
 # (float32 through "f": the float function, or "d": the double one, rounded once;

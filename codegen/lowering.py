@@ -195,6 +195,11 @@ _add("sigmoid", NumpyLowering(call="np.true_divide(np.where({0} >= 0, 1.0, np.ex
 _add("erf", NumpyLowering(call="_rt.erf({0})", into="_rt.erf({0}, out={out})"),
      CupyLowering(call="_rt.forward('erf', cp, {0})", expr="erf({0})"),
      note="the op's forward: a many-pass approximation (no single NumPy function computes erf)")
+# gelu's derivative: the op's forward in NumPy (its erf is eager's), one C expression in a
+# fused kernel (erf from the C library)
+_add("gelu_grad", NumpyLowering(call="_rt.gelu_grad({0})", into="_rt.gelu_grad({0}, out={out})"),
+     CupyLowering(call="_rt.forward('gelu_grad', cp, {0})", expr="gm_gelu_grad({0})", helpers=("gm_gelu_grad",)),
+     note="the op's forward: Phi(x) + x phi(x), with eager's erf")
 _add("softplus", NumpyLowering(call="_rt.softplus({0}, {beta}, {threshold})",
                                into="_rt.softplus({0}, {beta}, {threshold}, out={out})"),
      CupyLowering(call="cp.where({0} * {beta} > {threshold}, {0}, (cp.log1p(cp.exp(-cp.abs({0} * {beta}))) + "
@@ -584,7 +589,6 @@ for _name, _why in (("unfold", "one strided window view of the padded image and 
                                   "would round differently from eager)"),
                     ("scatter_reduce", "a reduction into positions picked by the index, with include_self"),
                     ("normalize_backward", "the whole gradient of normalize in a few row passes"),
-                    ("gelu_grad", "gelu's derivative with one erf per element"),
                     ("layer_norm", "row statistics, scale and affine part in cache-sized row blocks"),
                     ("layer_norm_backward", "the input, weight and bias gradients in one pass over row blocks"),
                     ("cumprod_backward", "cumprod's gradient from two scans per slice, exact with zeros")):

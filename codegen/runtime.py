@@ -199,6 +199,10 @@ def erf(x, out=None):
     return _into(REGISTRY["erf"].forward(np, np.asarray(x)), out)
 
 
+def gelu_grad(x, out=None):
+    return _into(REGISTRY["gelu_grad"].forward(np, np.asarray(x)), out)
+
+
 def softplus(x, beta, threshold, out=None):
     return _into(REGISTRY["softplus"].forward(np, np.asarray(x), beta=beta, threshold=threshold), out)
 

@@ -219,7 +219,7 @@ GELU_GRAD = defop(
     # d/dx (Phi + x phi) = 2 phi - x^2 phi
     vjp=lambda ctx, g: (g * (EXP(ctx.input(0) * ctx.input(0) * -0.5) * _INV_SQRT_2PI)
                         * (2.0 - ctx.input(0) * ctx.input(0)),),
-    grad_name="GeluBackwardBackward0", save=(0,), promote="float", kind="other", samples=_any((3, 4)),
+    grad_name="GeluBackwardBackward0", save=(0,), promote="float", samples=_any((3, 4)),
     doc="the derivative of exact GELU: Phi(x) + x * phi(x)",
 )
 

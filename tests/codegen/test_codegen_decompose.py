@@ -16,7 +16,7 @@ from static.passes import PASSES
 # and whole-array kernels (sorted segment sums, im2col and col2im)
 FORWARD_CALLS = {"view_scatter", "prod_except_self", "embedding_backward", "unfold", "fold",
                  # whole-array kernels of the PyTorch-programs surface (see their table notes)
-                 "scatter_reduce", "normalize", "normalize_backward", "gelu_grad", "layer_norm",
+                 "scatter_reduce", "normalize", "normalize_backward", "layer_norm",
                  "layer_norm_backward", "cumprod_backward",
                  # elementwise math as the op's own forward until each gets a NumPy spelling
                  "floor", "ceil", "trunc", "round", "log2", "log10", "sinh", "cosh", "asin", "acos",
