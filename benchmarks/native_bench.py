@@ -79,36 +79,54 @@ def _jax():
         return None
 
 
+def _peer_loss(workload: str, m, log_softmax):
+    """The workload's loss written once over an array namespace `m` (torch or jax.numpy) and
+    its log_softmax along rows; with the arguments the gradient is taken for."""
+    if workload == "W1":
+        def loss(a, p1, p2, p3, p4):
+            return (10 - (p3 * (p1 * a) + p4 * (p2 * a))).sum()
+        return loss, (0, 1, 2, 3, 4)
+    if workload == "W2":
+        def loss(x, w):
+            return (0.5 * x * (1 + m.tanh(0.7978845608 * (x + 0.044715 * x ** 3))) * w).sum()
+        return loss, (0, 1)
+    if workload == "W3":
+        def loss(X, Y, W1, b1, W2, b2):
+            h = m.tanh(X @ W1 + b1)
+            return -(log_softmax(h @ W2 + b2) * Y).sum() / X.shape[0]
+        return loss, (2, 3, 4, 5)
+
+    def loss(x):
+        for _ in range(100):
+            x = x * 1.0001 + 0.5 * m.sin(x)
+        return x
+    return loss, (0,)
+
+
+def _with_step(workload: str, value_and_grads):
+    """fn(*args) -> (value, grads), and for W3 one SGD step of the weights instead of grads."""
+    if workload != "W3":
+        return value_and_grads
+
+    def fn(X, Y, W1, b1, W2, b2):
+        value, grads = value_and_grads(X, Y, W1, b1, W2, b2)
+        return value, [p - 0.1 * d for p, d in zip((W1, b1, W2, b2), grads)]
+    return fn
+
+
 def torch_peer(workload: str, arrays: list):
     """torch.compile of the workload's forward + backward (torch.func), or None."""
     torch = _torch()
     if torch is None:
         return None
     tensors = [torch.from_numpy(np.array(a, copy=True)) for a in arrays]  # (ascontiguousarray makes 0-d 1-d)
-    if workload == "W1":
-        def loss(a, p1, p2, p3, p4):
-            return (10 - (p3 * (p1 * a) + p4 * (p2 * a))).sum()
-        fn = torch.func.grad_and_value(loss, argnums=(0, 1, 2, 3, 4))
-    elif workload == "W2":
-        def loss(x, w):
-            return (0.5 * x * (1 + torch.tanh(0.7978845608 * (x + 0.044715 * x ** 3))) * w).sum()
-        fn = torch.func.grad_and_value(loss, argnums=(0, 1))
-    elif workload == "W3":
-        def loss(X, Y, W1, b1, W2, b2):
-            h = torch.tanh(X @ W1 + b1)
-            return -(torch.log_softmax(h @ W2 + b2, 1) * Y).sum() / X.shape[0]
-        g = torch.func.grad_and_value(loss, argnums=(2, 3, 4, 5))
+    loss, argnums = _peer_loss(workload, torch, lambda z: torch.log_softmax(z, 1))
+    grads_and_value = torch.func.grad_and_value(loss, argnums=argnums if len(argnums) > 1 else argnums[0])
 
-        def fn(X, Y, W1, b1, W2, b2):
-            grads, value = g(X, Y, W1, b1, W2, b2)
-            return value, [p - 0.1 * d for p, d in zip((W1, b1, W2, b2), grads)]
-    else:
-        def loss(x):
-            for _ in range(100):
-                x = x * 1.0001 + 0.5 * torch.sin(x)
-            return x
-        fn = torch.func.grad_and_value(loss)
-    compiled = torch.compile(fn)
+    def value_and_grads(*xs):
+        grads, value = grads_and_value(*xs)
+        return value, grads
+    compiled = torch.compile(_with_step(workload, value_and_grads))
     return lambda: compiled(*tensors)
 
 
@@ -117,32 +135,10 @@ def jax_peer(workload: str, arrays: list):
     jax = _jax()
     if jax is None:
         return None
-    jnp = jax.numpy
-    values = [jnp.asarray(a) for a in arrays]
-    if workload == "W1":
-        def loss(a, p1, p2, p3, p4):
-            return (10 - (p3 * (p1 * a) + p4 * (p2 * a))).sum()
-        fn = jax.value_and_grad(loss, argnums=(0, 1, 2, 3, 4))
-    elif workload == "W2":
-        def loss(x, w):
-            return (0.5 * x * (1 + jnp.tanh(0.7978845608 * (x + 0.044715 * x ** 3))) * w).sum()
-        fn = jax.value_and_grad(loss, argnums=(0, 1))
-    elif workload == "W3":
-        def loss(X, Y, W1, b1, W2, b2):
-            h = jnp.tanh(X @ W1 + b1)
-            return -(jax.nn.log_softmax(h @ W2 + b2, 1) * Y).sum() / X.shape[0]
-        g = jax.value_and_grad(loss, argnums=(2, 3, 4, 5))
-
-        def fn(X, Y, W1, b1, W2, b2):
-            value, grads = g(X, Y, W1, b1, W2, b2)
-            return value, [p - 0.1 * d for p, d in zip((W1, b1, W2, b2), grads)]
-    else:
-        def loss(x):
-            for _ in range(100):
-                x = x * 1.0001 + 0.5 * jnp.sin(x)
-            return x
-        fn = jax.value_and_grad(loss)
-    jitted = jax.jit(fn)
+    values = [jax.numpy.asarray(a) for a in arrays]
+    loss, argnums = _peer_loss(workload, jax.numpy, lambda z: jax.nn.log_softmax(z, 1))
+    value_and_grads = jax.value_and_grad(loss, argnums=argnums if len(argnums) > 1 else argnums[0])
+    jitted = jax.jit(_with_step(workload, value_and_grads))
     return lambda: jax.block_until_ready(jitted(*values))
 
 

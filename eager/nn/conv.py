@@ -265,6 +265,26 @@ def _running_stats(module: Module, num_features: int, track: bool, device: Any, 
             module.register_buffer(name, None)
 
 
+class _RunningStatsNorm(Module):
+    """What batch and instance norms share (PyTorch's _NormBase): the per-channel affine
+    parameters and the running statistics, and resetting them."""
+
+    def __init__(self, num_features: int, eps: float, momentum: float | None, affine: bool,
+                 track_running_stats: bool, device: Any, dtype: Any) -> None:
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        _scale_and_shift(self, (num_features,), affine, affine, device, dtype)
+        _running_stats(self, num_features, track_running_stats, device, dtype)
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1.0)
+                self.num_batches_tracked.zero_()
+
+
 def _reset_embedding_rows(module: Module) -> None:
     """N(0, 1) rows, the padding_idx row at zero: Embedding's and EmbeddingBag's initialization."""
     init.normal_(module.weight)
@@ -318,7 +338,7 @@ class GroupNorm(Module):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
 
-class _BatchNorm(Module):
+class _BatchNorm(_RunningStatsNorm):
     """Per-channel normalization with batch statistics in training and running ones in eval;
     running_var is updated with the unbiased batch variance, as PyTorch's."""
 
@@ -326,18 +346,7 @@ class _BatchNorm(Module):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, device: Any = None, dtype: Any = None) -> None:
-        super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        _scale_and_shift(self, (num_features,), affine, affine, device, dtype)
-        _running_stats(self, num_features, track_running_stats, device, dtype)
-
-    def reset_running_stats(self) -> None:
-        if self.track_running_stats:
-            with no_grad():
-                self.running_mean.zero_()
-                self.running_var.fill_(1.0)
-                self.num_batches_tracked.zero_()
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.ndim not in self._dims:

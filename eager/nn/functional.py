@@ -733,16 +733,20 @@ def _conv_padding(name, padding, kernel, dilation, stride, spatial):
     return tuple(v for p in pads for v in (p, p))
 
 
+def _batch_of_images(name: str, input: Tensor, weight: Tensor) -> tuple[Tensor, bool]:
+    """A 2-D convolution's (N, C, H, W) input (a (C, H, W) one gains N = 1) and whether it had
+    no batch dimension; any other rank, or a weight that is not 4-D, is refused."""
+    if input.ndim not in (3, 4) or weight.ndim != 4:
+        raise RuntimeError(f"{name}: Expected 3D (unbatched) or 4D (batched) input to {name}, but got input of size: "
+                           f"{list(input.shape)} (weight {list(weight.shape)})")
+    return (input.unsqueeze(0), True) if input.ndim == 3 else (input, False)
+
+
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0, dilation=1,
            groups: int = 1) -> Tensor:
     """2-D cross-correlation of (N, C, H, W) (or (C, H, W)) with weight (O, C/groups, kh, kw):
     im2col through a strided view, then one (batched) matmul, channels first."""
-    unbatched = input.ndim == 3
-    if input.ndim not in (3, 4) or weight.ndim != 4:
-        raise RuntimeError(f"conv2d: Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
-                           f"{list(input.shape)} (weight {list(weight.shape)})")
-    if unbatched:
-        input = input.unsqueeze(0)
+    input, unbatched = _batch_of_images("conv2d", input, weight)
     n, c = input.shape[0], input.shape[1]
     o, cg, kh, kw = weight.shape
     if c != cg * groups:
@@ -772,12 +776,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     """The transpose (input-gradient) of conv2d: weight (C_in, C_out/groups, kh, kw); each
     input pixel scatters weight * value into the output, which is one matmul onto columns
     and a fold (col2im) of them, channels first."""
-    unbatched = input.ndim == 3
-    if input.ndim not in (3, 4) or weight.ndim != 4:
-        raise RuntimeError(f"conv_transpose2d: Expected 3D (unbatched) or 4D (batched) input, but got input of size: "
-                           f"{list(input.shape)} (weight {list(weight.shape)})")
-    if unbatched:
-        input = input.unsqueeze(0)
+    input, unbatched = _batch_of_images("conv_transpose2d", input, weight)
     n, c, h, w = input.shape
     cin, og, kh, kw = weight.shape
     if c != cin:

@@ -6,11 +6,10 @@ from typing import Any
 
 from .._tensor import Tensor
 from . import functional as F
-from .conv import _running_stats, _scale_and_shift
-from .module import Module
+from .conv import _RunningStatsNorm
 
 
-class _InstanceNorm(Module):
+class _InstanceNorm(_RunningStatsNorm):
     """Shared by InstanceNorm1d/2d/3d, which differ only in the input ranks they take
     (`_batched`: the rank with a batch dimension; one less is an unbatched sample)."""
 
@@ -18,17 +17,7 @@ class _InstanceNorm(Module):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
                  track_running_stats: bool = False, device: Any = None, dtype: Any = None) -> None:
-        super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        _scale_and_shift(self, (num_features,), affine, affine, device, dtype)
-        _running_stats(self, num_features, track_running_stats, device, dtype)
-
-    def reset_running_stats(self) -> None:
-        if self.track_running_stats:
-            self.running_mean.zero_()
-            self.running_var.fill_(1)
-            self.num_batches_tracked.zero_()
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:
         if input.ndim not in (self._batched - 1, self._batched):

@@ -111,6 +111,16 @@ def _remove_uses(node: Node, operands: list) -> None:
                     break
 
 
+def follow_replacements(mapping: dict, v: Any) -> Any:
+    """What `v` reads after the replacements in `mapping` (old Value -> new Value or literal),
+    chains followed (a -> b -> c); a cycle stops after 1000 steps rather than hanging."""
+    seen = 0
+    while isinstance(v, Value) and v in mapping and seen < 1000:
+        v = mapping[v]
+        seen += 1
+    return v
+
+
 @dataclass(eq=False)
 class Graph:
     """A function: named inputs, nodes in execution order, outputs.
@@ -178,17 +188,9 @@ class Graph:
         the outer values through their node's operands, so they need no rewriting."""
         if not mapping:
             return
-
-        def resolve(v):
-            seen = 0
-            while isinstance(v, Value) and v in mapping and seen < 1000:
-                v = mapping[v]
-                seen += 1
-            return v
-
         for node in self.nodes:
-            node.inputs = [resolve(v) for v in node.inputs]
-        self.outputs = [resolve(v) for v in self.outputs]
+            node.inputs = [follow_replacements(mapping, v) for v in node.inputs]
+        self.outputs = [follow_replacements(mapping, v) for v in self.outputs]
 
     def count_nodes(self) -> int:
         return sum(1 + (n.body.count_nodes() if n.body is not None else 0) for n in self.nodes)

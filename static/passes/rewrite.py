@@ -7,6 +7,7 @@ import itertools
 from eager.ops import REGISTRY, TensorSpec
 
 from ..ir import Graph, Node, Value
+from ..ir.core import follow_replacements
 
 
 class Namer:
@@ -48,11 +49,7 @@ def replace_uses(graph: Graph, mapping: dict) -> None:
         return
 
     def resolve(v):
-        seen = 0
-        while isinstance(v, Value) and v in mapping and seen < 1000:
-            v = mapping[v]
-            seen += 1
-        return v
+        return follow_replacements(mapping, v)
 
     readers: dict = {}
     for old in mapping:
