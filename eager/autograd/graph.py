@@ -249,24 +249,21 @@ class Node(HookMixin):
     # -- running ----------------------------------------------------------------------------
     def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
         """Gradients for each next edge from the gradients of this node's outputs."""
-        vjp = self.op.vjp
+        op = self.op
+        vjp = op.vjp
         if vjp is None:  # eager records nodes of differentiable ops only
-            raise RuntimeError(f"{self._name}: the op {self.op.name} has no VJP")
-        raw = vjp(self, tuple(grads)) if self.op.multi_output else vjp(self, grads[0])
+            raise RuntimeError(f"{self._name}: the op {op.name} has no VJP")
+        raw = vjp(self, tuple(grads)) if op.multi_output else vjp(self, grads[0])
         out: list[Tensor | None] = []
-        meta, needs = self._in_meta, self._needs
-        for i, g in enumerate(raw):
-            if g is None or i >= len(meta):
-                out.append(None)
-                continue
-            m = meta[i]
-            if m is None or not needs[i]:
+        # (a VJP may return more gradients than operands: zip drops the extra ones, which no
+        # edge would take)
+        for g, m, need in zip(raw, self._in_meta, self._needs):
+            if g is None or m is None or not need:
                 out.append(None)
                 continue
             data = g._data
-            shape, np_dtype = m
-            if data.shape != shape or data.dtype != np_dtype:
-                g = fit_grad(g, shape, _dtypes._BY_NP[np_dtype])
+            if data.shape != m[0] or data.dtype != m[1]:
+                g = fit_grad(g, m[0], _dtypes._BY_NP[m[1]])
             out.append(g)
         return out
 
