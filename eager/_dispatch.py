@@ -556,7 +556,7 @@ def _record_one(op, operands, attrs, out):
     """_record for the hot path: one floating output."""
     node = _make_node(op, operands, attrs)
     data = out._data
-    node._out_meta = [(data.shape, data.dtype)]
+    node._out_meta = ((data.shape, data.dtype),)
     out._requires_grad = True
     out.grad_fn = node
     if op.save_output:
@@ -565,7 +565,6 @@ def _record_one(op, operands, attrs, out):
 
 def _make_node(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any]) -> Node:
     edges: list[Edge] = []
-    needs: list[bool] = []
     meta: list[tuple[tuple[int, ...], np.dtype[Any]] | None] = []
     for o in operands:
         if isinstance(o, Tensor):
@@ -574,16 +573,14 @@ def _make_node(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any]) -> Nod
             if o._requires_grad:
                 fn = o.grad_fn
                 edges.append((fn, o._output_nr) if fn is not None else (o._acc or o._accumulator(), 0))
-                needs.append(True)
                 continue
         else:
             meta.append(None)
         edges.append(_NO_EDGE)
-        needs.append(False)
     name = op.grad_name
     if type(name) is not str:
         name = op.backward_name(operands, attrs)
-    return Node(op, attrs, operands, tuple(edges), needs, name, meta)
+    return Node(op, attrs, operands, tuple(edges), name, meta)
 
 
 def _register_with_the_op_registry() -> None:

@@ -164,19 +164,24 @@ class Node(HookMixin):
     """The backward of one recorded op (PyTorch's `grad_fn`). It is also the `ctx` the op's
     VJP rule reads from (see eager.ops._registry)."""
 
-    __slots__ = ("op", "attrs", "next_functions", "_saved", "_saved_out", "_needs", "_in_meta",
-                 "_out_meta", "_name", "_freed", "__weakref__", "__dict__")
+    __slots__ = ("op", "attrs", "next_functions", "_saved", "_in_meta", "_out_meta", "_name",
+                 "__weakref__", "__dict__")
+    # What most nodes never set is a class default (as on Tensor), so that recording a node
+    # (once per op) assigns only what every node needs.
     _hooks: NodeHooks | None = None  # set on the few nodes that get hooks
     _trace = None  # the forward stack, kept in anomaly mode only
-    _saved_out: SavedTensor | None
-    _out_meta: list[tuple[tuple[int, ...], np.dtype[Any]]]  # per output; set by eager._dispatch when it records
+    _saved_out: SavedTensor | None = None  # set by eager._dispatch for ops with save_output
+    _freed = False  # set by release() when it frees saved values
+    # per output; set by eager._dispatch when it records
+    _out_meta: Sequence[tuple[tuple[int, ...], np.dtype[Any]]]
 
     def __init__(self, op: OpDef, attrs: dict[str, Any], operands: Sequence[Any], edges: tuple[Edge, ...],
-                 needs: list[bool], name: str, in_meta: list[tuple[tuple[int, ...], np.dtype[Any]] | None]) -> None:
+                 name: str, in_meta: list[tuple[tuple[int, ...], np.dtype[Any]] | None]) -> None:
+        """`edges` has one entry per operand, (None, 0) where it wants no gradient: a VJP's
+        `ctx.needs(i)` reads it."""
         self.op = op
         self.attrs = attrs
         self.next_functions = edges
-        self._needs = needs
         self._name = name
         self._in_meta = in_meta  # (array shape, NumPy dtype) per tensor operand, None for numbers
         saved: dict[int, Any] = {}  # operand position -> SavedTensor, or the Python number itself
@@ -186,8 +191,6 @@ class Node(HookMixin):
                 o = operands[i]
                 saved[i] = SavedTensor(o) if in_meta[i] is not None else o
         self._saved = saved
-        self._saved_out = None
-        self._freed = False
         if STATE.anomaly:
             self._trace = capture_stack()
 
@@ -208,7 +211,7 @@ class Node(HookMixin):
         return len(self._in_meta)
 
     def needs(self, i: int) -> bool:
-        return self._needs[i]
+        return self.next_functions[i][0] is not None
 
     def input(self, i: int) -> Any:
         if self._freed:
@@ -257,8 +260,8 @@ class Node(HookMixin):
         out: list[Tensor | None] = []
         # (a VJP may return more gradients than operands: zip drops the extra ones, which no
         # edge would take)
-        for g, m, need in zip(raw, self._in_meta, self._needs):
-            if g is None or m is None or not need:
+        for g, m, edge in zip(raw, self._in_meta, self.next_functions):
+            if g is None or m is None or edge[0] is None:
                 out.append(None)
                 continue
             data = g._data
