@@ -249,14 +249,20 @@ def _run_fast(op, operands, attrs, x, y, wants_grad):
         result = np.asarray(result)  # a tensor holds an array, never a NumPy scalar
     out = _object_new(Tensor)
     out._data = result
-    out._requires_grad = False
-    out.grad_fn = None
     out._vc = [0]
     out._output_nr = 0
     # a float input can give a non-float result (a comparison, a cast to an integer dtype),
     # which never requires grad
     if wants_grad and STATE.enabled and op.vjp is not None and result.dtype.kind in "fc":
-        _record_one(op, operands, attrs, out)
+        node = _make_node(op, operands, attrs)  # (_record_one, inlined)
+        node._out_meta = ((result.shape, result.dtype),)
+        out._requires_grad = True
+        out.grad_fn = node
+        if op.save_output:
+            node._saved_out = SavedTensor(out, is_output=True)
+    else:
+        out._requires_grad = False
+        out.grad_fn = None
     return out
 
 
