@@ -37,7 +37,7 @@ def _collect(roots: Iterable[BackwardNode | None], targets: set[int]) -> tuple[d
     sinks_are_targets = True
     # once per node: two roots on one node (outputs of one split) must not count its edges twice
     stack = list(dict.fromkeys(n for n in roots if n is not None))
-    seen = set(stack)
+    root_set = set(stack)  # a node other than a root is walked when its first edge is counted
     while stack:
         node = stack.pop()
         sink = True
@@ -48,8 +48,7 @@ def _collect(roots: Iterable[BackwardNode | None], targets: set[int]) -> tuple[d
             count = deps.get(nxt)
             if count is None:
                 deps[nxt] = 1
-                if nxt not in seen:
-                    seen.add(nxt)
+                if nxt not in root_set:
                     stack.append(nxt)
             else:
                 deps[nxt] = count + 1
