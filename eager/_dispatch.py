@@ -570,8 +570,13 @@ def _record_one(op, operands, attrs, out):
 
 
 def _make_node(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any]) -> Node:
+    """The backward node of `op` applied to `operands`: its edges, the operands' shapes and
+    dtypes, and what its VJP reads back (`op.save`), in one pass over the operands."""
     edges: list[Edge] = []
     meta: list[tuple[tuple[int, ...], np.dtype[Any]] | None] = []
+    saved: dict[int, Any] = {}  # operand position -> SavedTensor, or the Python number itself
+    save = op.save
+    i = 0
     for o in operands:
         if isinstance(o, Tensor):
             data = o._data
@@ -579,14 +584,20 @@ def _make_node(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any]) -> Nod
             if o._requires_grad:
                 fn = o.grad_fn
                 edges.append((fn, o._output_nr) if fn is not None else (o._acc or o._accumulator(), 0))
-                continue
+            else:
+                edges.append(_NO_EDGE)
+            if i in save:
+                saved[i] = SavedTensor(o)
         else:
             meta.append(None)
-        edges.append(_NO_EDGE)
+            edges.append(_NO_EDGE)
+            if i in save:
+                saved[i] = o
+        i += 1
     name = op.grad_name
     if type(name) is not str:
         name = op.backward_name(operands, attrs)
-    return Node(op, attrs, operands, tuple(edges), name, meta)
+    return Node(op, attrs, tuple(edges), name, meta, saved)
 
 
 def _register_with_the_op_registry() -> None:

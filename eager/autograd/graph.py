@@ -175,21 +175,17 @@ class Node(HookMixin):
     # per output; set by eager._dispatch when it records
     _out_meta: Sequence[tuple[tuple[int, ...], np.dtype[Any]]]
 
-    def __init__(self, op: OpDef, attrs: dict[str, Any], operands: Sequence[Any], edges: tuple[Edge, ...],
-                 name: str, in_meta: list[tuple[tuple[int, ...], np.dtype[Any]] | None]) -> None:
+    def __init__(self, op: OpDef, attrs: dict[str, Any], edges: tuple[Edge, ...], name: str,
+                 in_meta: list[tuple[tuple[int, ...], np.dtype[Any]] | None], saved: dict[int, Any]) -> None:
         """`edges` has one entry per operand, (None, 0) where it wants no gradient: a VJP's
-        `ctx.needs(i)` reads it."""
+        `ctx.needs(i)` reads it. `saved` maps the positions of the operands in `op.save` to a
+        `SavedTensor`, or to the Python number itself (eager._dispatch builds both in one
+        pass over the operands)."""
         self.op = op
         self.attrs = attrs
         self.next_functions = edges
         self._name = name
         self._in_meta = in_meta  # (array shape, NumPy dtype) per tensor operand, None for numbers
-        saved: dict[int, Any] = {}  # operand position -> SavedTensor, or the Python number itself
-        n = len(operands)
-        for i in op.save:
-            if i < n:
-                o = operands[i]
-                saved[i] = SavedTensor(o) if in_meta[i] is not None else o
         self._saved = saved
         if STATE.anomaly:
             self._trace = capture_stack()
