@@ -177,3 +177,32 @@ def test_no_grad_records_nothing_on_the_fast_path():
     with eager.no_grad():
         y = x * 2.0
     assert not y.requires_grad and y.grad_fn is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_python_float_operands_give_numpys_weak_scalar_results_bit_for_bit(dtype):
+    """The fast path hands recurring Python floats to ufuncs as cached 0-d arrays: the values
+    must be exactly those of the Python float (NumPy's weak-scalar rule), signed zeros,
+    NaN, infinities, out-of-range and subnormal numbers included, and repeated calls too."""
+    rng = np.random.default_rng(0)
+    base = np.concatenate([rng.standard_normal(50) * 10.0 ** rng.integers(-40, 37, 50),
+                           [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 3e38]]).astype(dtype)
+    scalars = [1.0001, 0.5, -0.0, 0.0, float("nan"), float("inf"), -1e300, 1e-320, 3.4e38, 2.0 ** -149]
+    x = eager.tensor(base)
+    with np.errstate(all="ignore"):
+        for _ in range(2):  # the second round reads the cached arrays
+            for s in scalars:
+                for got, want in ((x + s, base + s), (s - x, s - base), (x * s, base * s),
+                                  (s * x, s * base), (x / s, base / s), (s / x, s / base)):
+                    assert got.dtype == eager.tensor(base).dtype
+                    np.testing.assert_array_equal(got.numpy(), want)
+                    assert np.array_equal(np.signbit(got.numpy()), np.signbit(want))
+
+
+def test_the_scalar_cache_stays_small_and_its_arrays_read_only():
+    x = eager.tensor([1.0])
+    for k in range(1000):
+        x * (1.0 + k / 7.0)
+    assert len(_dispatch._F32_SCALARS) <= _dispatch._SCALAR_CACHE_SIZE
+    a = _dispatch._scalar_array(1.25, np.dtype(np.float32))
+    assert a.dtype == np.float32 and a.shape == () and not a.flags.writeable
