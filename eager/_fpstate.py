@@ -21,7 +21,6 @@ class _FpState(Protocol):
 
     def set(self, value: Any, /) -> Any: ...
     def reset(self, token: Any, /) -> None: ...
-    def get(self) -> Any: ...
 
 
 FP_STATE: _FpState
@@ -42,16 +41,11 @@ except ImportError:  # a NumPy without the context variable: the public, slower 
         def reset(token: Any, /) -> None:
             token.__exit__(None, None, None)
 
-        @staticmethod
-        def get() -> object:
-            return None  # never FP_QUIET: every op sets the state itself
-
     FP_STATE, FP_QUIET = _ErrstateVar(), object()
 
 # bound once: two lookups fewer per op
 set_fp: Callable[[Any], object] = FP_STATE.set
 restore_fp: Callable[[Any], None] = FP_STATE.reset
-current_fp: Callable[[], object] = FP_STATE.get
 
 
 def quiet_fp() -> object:
