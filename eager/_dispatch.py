@@ -15,11 +15,11 @@ import contextlib
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _dtypes
+from . import _dtypes, _fpstate
 from ._device import xp_of_array
 from ._grad_mode import STATE
 from .autograd.graph import Node, SavedTensor
@@ -37,43 +37,12 @@ Edge = tuple["Node | FunctionCtx | AccumulateGrad | None", int]
 _NO_EDGE: Edge = (None, 0)
 
 
-# -- NumPy's floating-point reports --------------------------------------------------------------
-# NumPy reports log(0), sqrt(-1), 0/0 and overflow as RuntimeWarnings pointing into eager's
-# files; PyTorch computes the same inf/nan silently. An op whose forward computes values
-# (`op.quiet_fp`, see eager.ops._registry) runs with those reports off for that call only, so
-# the user's own NumPy error state is left alone. Entering `np.errstate` costs microseconds
-# (it builds its state object each time); setting NumPy's error-state context variable to one
-# prebuilt "ignore" state costs a fraction of that. Both are the same mechanism: errstate is
-# a context manager over this variable.
-class _FpState(Protocol):
-    """NumPy's error-state context variable (or the stand-in below): set returns a token."""
-
-    def set(self, value: Any, /) -> Any: ...
-    def reset(self, token: Any, /) -> None: ...
-
-
-_FP_STATE: _FpState
-_FP_QUIET: object
-try:
-    from numpy._core.umath import _extobj_contextvar, _make_extobj
-
-    _FP_STATE, _FP_QUIET = _extobj_contextvar, _make_extobj(all="ignore")
-except ImportError:  # a NumPy without the context variable: the public, slower context manager
-    class _ErrstateVar:
-        @staticmethod
-        def set(value: Any, /) -> np.errstate:
-            state = np.errstate(all="ignore")
-            state.__enter__()
-            return state
-
-        @staticmethod
-        def reset(token: Any, /) -> None:
-            token.__exit__(None, None, None)
-
-    _FP_STATE, _FP_QUIET = _ErrstateVar(), None
-# bound once: two lookups fewer per op
-_quiet_fp: Callable[[Any], object] = _FP_STATE.set
-_restore_fp: Callable[[Any], None] = _FP_STATE.reset
+# NumPy's floating-point reports are off while an op computes values (see eager._fpstate):
+# `_quiet_fp(_FP_QUIET)` returns the token that `_restore_fp` takes.
+_quiet_fp = _fpstate.set_fp
+_restore_fp = _fpstate.restore_fp
+_FP_STATE = _fpstate.FP_STATE
+_FP_QUIET = _fpstate.FP_QUIET
 
 
 # -- dispatch modes -----------------------------------------------------------------------------
@@ -158,7 +127,39 @@ def _dispatch_modes(op, operands, attrs):
 def dispatch(op, operands, attrs):
     """Run `op` eagerly, unless an operand's type or a dispatch mode takes it over.
 
-    The common case, tensors and Python numbers, is scanned once here and run at once."""
+    The commonest case, a one-output op on one or two operands that are plain NumPy
+    tensors of one float32/float64 dtype (or such a tensor and a Python number) with no
+    dispatch mode pushed, is recognized with a few type checks and run at once by
+    `_run_fast`. Everything else (Tensor subclasses, other dtypes, mixed dtypes, CuPy,
+    views, several outputs) is scanned once below."""
+    if op.simple and not _n_modes_pushed:
+        n = len(operands)
+        if n == 2:
+            a, b = operands
+            ta = type(a)
+            if ta is Tensor:
+                x = a._data
+                dt = x.dtype
+                if type(x) is _ndarray and (dt is _F32 or dt is _F64):
+                    tb = type(b)
+                    if tb is Tensor:
+                        y = b._data
+                        if type(y) is _ndarray and y.dtype is dt:
+                            return _run_fast(op, operands, attrs, x, y, a._requires_grad or b._requires_grad)
+                    elif tb is float or tb is int:
+                        return _run_fast(op, operands, attrs, x, b, a._requires_grad)
+            elif (ta is float or ta is int) and type(b) is Tensor:
+                y = b._data
+                dt = y.dtype
+                if type(y) is _ndarray and (dt is _F32 or dt is _F64):
+                    return _run_fast(op, operands, attrs, a, y, b._requires_grad)
+        elif n == 1:
+            a = operands[0]
+            if type(a) is Tensor:
+                x = a._data
+                dt = x.dtype
+                if type(x) is _ndarray and (dt is _F32 or dt is _F64):
+                    return _run_fast(op, operands, attrs, x, _UNARY, a._requires_grad)
     first = None
     np_dtype = None  # the NumPy dtype all tensor operands share; False when they differ
     wants_grad = False
@@ -191,9 +192,10 @@ def dispatch(op, operands, attrs):
 
 
 def _run_float(op, operands, attrs, wants_grad):
-    """The hot path: NumPy tensors of one floating dtype with Python numbers, a one-output
-    op that makes no view. Nothing to promote (a Python number never upcasts a float
-    tensor) and no device to check."""
+    """A one-output op that makes no view, on NumPy tensors of one floating dtype with
+    Python numbers (the float16 and Tensor-subclass cases `dispatch` leaves to the scan):
+    nothing to promote (a Python number never upcasts a float tensor) and no device to
+    check."""
     token = _quiet_fp(_FP_QUIET) if op.quiet_fp else None
     try:
         if STATE.compact_broadcasts and op.kind == "elementwise":
@@ -214,8 +216,88 @@ def _run_float(op, operands, attrs, wants_grad):
     return out
 
 
+_ndarray = np.ndarray
+_UNARY = object()  # `_run_fast`'s second array for a one-operand op
+
+
+def _run_fast(op, operands, attrs, x, y, wants_grad):
+    """The hot path (see `dispatch`): `x` and `y` are the operands' arrays, or a Python
+    number in place of one, or `_UNARY` for `y`. What `_run_float` and `Tensor._make` do,
+    inlined, with NumPy's reports switched off only where the engine has not already done it.
+
+    Inside a backward pass that records no graph (`STATE.compact_broadcasts`: the engine
+    has NumPy's reports off for the whole pass), an elementwise op on a large broadcast
+    gradient may be computed once per distinct element (`_on_broadcast_base`)."""
+    if STATE.compact_broadcasts:
+        token = None
+        if op.kind == "elementwise":
+            first = x if type(x) is _ndarray else y
+            if first.size >= _COMPACT_MIN_ELEMS:
+                compact = _on_broadcast_base(op, operands, attrs)
+                if compact is not None:
+                    return _new_tensor(compact)  # nothing to record: the pass makes no graph
+    else:
+        token = _quiet_fp(_FP_QUIET) if op.quiet_fp else None
+    if op.scalar_as_array:
+        if type(y) is float:
+            y = _scalar_array(y, x.dtype)
+        elif type(x) is float:
+            x = _scalar_array(x, y.dtype)
+    try:
+        result = op.forward(np, x, **attrs) if y is _UNARY else op.forward(np, x, y, **attrs)
+    except (ValueError, IndexError, TypeError) as exc:
+        _explain_failure(op, operands, attrs, exc)
+    finally:
+        if token is not None:
+            _restore_fp(token)
+    if type(result) is not _ndarray and isinstance(result, np.generic):
+        result = np.asarray(result)  # a tensor holds an array, never a NumPy scalar
+    out = _object_new(Tensor)
+    out._data = result
+    out._vc = [0]
+    out._output_nr = 0
+    # a float input can give a non-float result (a comparison, a cast to an integer dtype),
+    # which never requires grad
+    if wants_grad and STATE.enabled and op.vjp is not None and result.dtype.kind in "fc":
+        node = _make_node(op, operands, attrs)  # (_record_one, inlined)
+        node._out_meta = ((result.shape, result.dtype),)
+        out._requires_grad = True
+        out.grad_fn = node
+        if op.save_output:
+            node._saved_out = SavedTensor(out, is_output=True)
+    else:
+        out._requires_grad = False
+        out.grad_fn = None
+    return out
+
+
+_object_new = object.__new__
+
+# 0-d read-only arrays of Python floats, per dtype of the fast path (see OpDef.scalar_as_array):
+# NumPy resolves `multiply(x, 1.0001)` about a third of a microsecond slower than the same
+# with a 0-d float32 array, and the numbers of a program (0.5, 1e-3) recur op after op.
+_F32_SCALARS: dict[float, np.ndarray] = {}
+_F64_SCALARS: dict[float, np.ndarray] = {}
+_SCALAR_CACHE_SIZE = 256
+
+
+def _scalar_array(v: float, dt: np.dtype[Any]) -> Any:
+    """`v` as a 0-d array of the float dtype `dt` (float32 or float64), or `v` itself for a
+    NaN (never equal to a cached key) and for zeros (0.0 == -0.0 would mix their signs)."""
+    cache = _F32_SCALARS if dt is _F32 else _F64_SCALARS
+    a = cache.get(v)
+    if a is None:
+        if v != v or v == 0.0:
+            return v
+        if len(cache) >= _SCALAR_CACHE_SIZE:
+            cache.clear()
+        a = np.array(v, dtype=dt)  # (an out-of-range float becomes inf, as the weak-scalar rule has it)
+        a.flags.writeable = False
+        cache[v] = a
+    return a
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
 
 
 # PyTorch's CPU kernels of these ops take a scalar operand (a Python number or a 0-d tensor)
@@ -508,7 +590,7 @@ def _record_one(op, operands, attrs, out):
     """_record for the hot path: one floating output."""
     node = _make_node(op, operands, attrs)
     data = out._data
-    node._out_meta = [(data.shape, data.dtype)]
+    node._out_meta = ((data.shape, data.dtype),)
     out._requires_grad = True
     out.grad_fn = node
     if op.save_output:
@@ -516,9 +598,13 @@ def _record_one(op, operands, attrs, out):
 
 
 def _make_node(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any]) -> Node:
+    """The backward node of `op` applied to `operands`: its edges, the operands' shapes and
+    dtypes, and what its VJP reads back (`op.save`), in one pass over the operands."""
     edges: list[Edge] = []
-    needs: list[bool] = []
     meta: list[tuple[tuple[int, ...], np.dtype[Any]] | None] = []
+    saved: dict[int, Any] = {}  # operand position -> SavedTensor, or the Python number itself
+    save = op.save
+    i = 0
     for o in operands:
         if isinstance(o, Tensor):
             data = o._data
@@ -526,16 +612,20 @@ def _make_node(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any]) -> Nod
             if o._requires_grad:
                 fn = o.grad_fn
                 edges.append((fn, o._output_nr) if fn is not None else (o._acc or o._accumulator(), 0))
-                needs.append(True)
-                continue
+            else:
+                edges.append(_NO_EDGE)
+            if i in save:
+                saved[i] = SavedTensor(o)
         else:
             meta.append(None)
-        edges.append(_NO_EDGE)
-        needs.append(False)
+            edges.append(_NO_EDGE)
+            if i in save:
+                saved[i] = o
+        i += 1
     name = op.grad_name
     if type(name) is not str:
         name = op.backward_name(operands, attrs)
-    return Node(op, attrs, operands, tuple(edges), needs, name, meta)
+    return Node(op, attrs, tuple(edges), name, meta, saved)
 
 
 def _register_with_the_op_registry() -> None:

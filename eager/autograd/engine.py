@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
-import numpy as np
-
+from .._fpstate import quiet_fp as _quiet_fp
+from .._fpstate import restore_fp as _restore_fp
 from .._grad_mode import STATE
 from .graph import AccumulateGrad, Node
 
@@ -29,25 +29,32 @@ def _edge(t: Tensor) -> tuple[BackwardNode, int]:
     return t._accumulator(), 0
 
 
-def _collect(roots: Iterable[BackwardNode | None]) -> dict[BackwardNode, int]:
-    """Dependency counts: how many edges from reachable nodes point at each node."""
+def _collect(roots: Iterable[BackwardNode | None], targets: set[int]) -> tuple[dict[BackwardNode, int], bool]:
+    """Dependency counts (how many edges from reachable nodes point at each node), and
+    whether every reachable sink (a node with no next edge, a leaf's accumulator) is one of
+    `targets` (ids): then every reachable node leads to a target and none needs pruning."""
     deps: dict[BackwardNode, int] = {}
+    sinks_are_targets = True
     # once per node: two roots on one node (outputs of one split) must not count its edges twice
     stack = list(dict.fromkeys(n for n in roots if n is not None))
-    seen = set(stack)
+    root_set = set(stack)  # a node other than a root is walked when its first edge is counted
     while stack:
-        for nxt, _ in stack.pop().next_functions:
+        node = stack.pop()
+        sink = True
+        for nxt, _ in node.next_functions:
             if nxt is None:
                 continue
+            sink = False
             count = deps.get(nxt)
             if count is None:
                 deps[nxt] = 1
-                if nxt not in seen:
-                    seen.add(nxt)
+                if nxt not in root_set:
                     stack.append(nxt)
             else:
                 deps[nxt] = count + 1
-    return deps
+        if sink and id(node) not in targets:
+            sinks_are_targets = False
+    return deps, sinks_are_targets
 
 
 def _leads_to(roots: Iterable[BackwardNode | None], targets: set[int]) -> set[int]:
@@ -87,25 +94,33 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
     prev_mode, prev_compact = STATE.enabled, STATE.compact_broadcasts
     STATE.enabled = create_graph
     STATE.compact_broadcasts = not create_graph
-    errstate = np.errstate(all="ignore")  # masked branches (where) may overflow harmlessly
-    errstate.__enter__()
+    fp_token = _quiet_fp()  # masked branches (where) may overflow harmlessly
     try:
         root_nodes = [n for n, _ in roots]
-        deps = _collect(root_nodes)
-        useful = _leads_to(root_nodes, target_nodes) if inputs is not None else None
+        deps, sinks_are_targets = _collect(root_nodes, target_nodes)
+        # Prune (run only the nodes that lead to `inputs`) unless every path ends at one of them
+        # anyway: autograd.grad(loss, all_leaves) then walks the graph once, not twice.
+        useful = _leads_to(root_nodes, target_nodes) if inputs is not None and not sinks_are_targets else None
         buffers: dict[BackwardNode, Grads] = {}
         owned = {id(g._data) for g in grad_tensors}
         for (node, nr), g in zip(roots, grad_tensors):
             _add(buffers, node, nr, g)
         captured: list[Tensor | None] = [None] * (len(inputs) if inputs is not None else 0)
         ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
-        plain = not targets and useful is None
+        anomaly = STATE.anomaly
         while ready:
             node = ready.pop()
+            # (a buffer exists only once a gradient reached it: it holds at least one)
             grads = buffers.pop(node, None)
             outs: Grads | None
-            if grads is not None and plain and node._hooks is None and type(node) is Node and _any(grads):
-                outs = _call(node, grads)  # the common case, without _execute's special cases
+            if (grads is not None and type(node) is Node and node._hooks is None and not anomaly
+                    and (not target_nodes or id(node) not in target_nodes)
+                    and (useful is None or id(node) in useful)):
+                try:
+                    outs = node.apply(grads)  # the common case, without _execute's special cases
+                except Exception as exc:
+                    _annotate(exc, node)
+                    raise
             else:
                 outs = _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned)
             if outs is not None and not retain_graph:
@@ -127,7 +142,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
                     ready.append(nxt)
         return captured
     finally:
-        errstate.__exit__(None, None, None)
+        _restore_fp(fp_token)
         STATE.enabled = prev_mode
         STATE.compact_broadcasts = prev_compact
 
@@ -177,14 +192,19 @@ def _execute(node: BackwardNode, grads: Grads | None, targets: Targets, captured
     return out
 
 
+def _annotate(exc: Exception, node: Node | FunctionCtx) -> None:
+    """Add the forward stack of a node recorded in anomaly mode to its backward's error."""
+    if node._trace is not None:
+        from .anomaly import annotate  # noqa: PLC0415
+
+        annotate(exc, node)
+
+
 def _call(node: Node | FunctionCtx, grads: Grads) -> Grads:
     try:
         out = node.apply(grads)
     except Exception as exc:
-        if node._trace is not None:
-            from .anomaly import annotate  # noqa: PLC0415
-
-            annotate(exc, node)
+        _annotate(exc, node)
         raise
     if STATE.anomaly and STATE.anomaly_check_nan:
         from .anomaly import check_nan  # noqa: PLC0415

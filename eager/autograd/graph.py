@@ -164,30 +164,29 @@ class Node(HookMixin):
     """The backward of one recorded op (PyTorch's `grad_fn`). It is also the `ctx` the op's
     VJP rule reads from (see eager.ops._registry)."""
 
-    __slots__ = ("op", "attrs", "next_functions", "_saved", "_saved_out", "_needs", "_in_meta",
-                 "_out_meta", "_name", "_freed", "__weakref__", "__dict__")
+    __slots__ = ("op", "attrs", "next_functions", "_saved", "_in_meta", "_out_meta", "_name",
+                 "__weakref__", "__dict__")
+    # What most nodes never set is a class default (as on Tensor), so that recording a node
+    # (once per op) assigns only what every node needs.
     _hooks: NodeHooks | None = None  # set on the few nodes that get hooks
     _trace = None  # the forward stack, kept in anomaly mode only
-    _saved_out: SavedTensor | None
-    _out_meta: list[tuple[tuple[int, ...], np.dtype[Any]]]  # per output; set by eager._dispatch when it records
+    _saved_out: SavedTensor | None = None  # set by eager._dispatch for ops with save_output
+    _freed = False  # set by release() when it frees saved values
+    # per output; set by eager._dispatch when it records
+    _out_meta: Sequence[tuple[tuple[int, ...], np.dtype[Any]]]
 
-    def __init__(self, op: OpDef, attrs: dict[str, Any], operands: Sequence[Any], edges: tuple[Edge, ...],
-                 needs: list[bool], name: str, in_meta: list[tuple[tuple[int, ...], np.dtype[Any]] | None]) -> None:
+    def __init__(self, op: OpDef, attrs: dict[str, Any], edges: tuple[Edge, ...], name: str,
+                 in_meta: list[tuple[tuple[int, ...], np.dtype[Any]] | None], saved: dict[int, Any]) -> None:
+        """`edges` has one entry per operand, (None, 0) where it wants no gradient: a VJP's
+        `ctx.needs(i)` reads it. `saved` maps the positions of the operands in `op.save` to a
+        `SavedTensor`, or to the Python number itself (eager._dispatch builds both in one
+        pass over the operands)."""
         self.op = op
         self.attrs = attrs
         self.next_functions = edges
-        self._needs = needs
         self._name = name
         self._in_meta = in_meta  # (array shape, NumPy dtype) per tensor operand, None for numbers
-        saved: dict[int, Any] = {}  # operand position -> SavedTensor, or the Python number itself
-        n = len(operands)
-        for i in op.save:
-            if i < n:
-                o = operands[i]
-                saved[i] = SavedTensor(o) if in_meta[i] is not None else o
         self._saved = saved
-        self._saved_out = None
-        self._freed = False
         if STATE.anomaly:
             self._trace = capture_stack()
 
@@ -208,7 +207,7 @@ class Node(HookMixin):
         return len(self._in_meta)
 
     def needs(self, i: int) -> bool:
-        return self._needs[i]
+        return self.next_functions[i][0] is not None
 
     def input(self, i: int) -> Any:
         if self._freed:
@@ -249,24 +248,21 @@ class Node(HookMixin):
     # -- running ----------------------------------------------------------------------------
     def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
         """Gradients for each next edge from the gradients of this node's outputs."""
-        vjp = self.op.vjp
+        op = self.op
+        vjp = op.vjp
         if vjp is None:  # eager records nodes of differentiable ops only
-            raise RuntimeError(f"{self._name}: the op {self.op.name} has no VJP")
-        raw = vjp(self, tuple(grads)) if self.op.multi_output else vjp(self, grads[0])
+            raise RuntimeError(f"{self._name}: the op {op.name} has no VJP")
+        raw = vjp(self, tuple(grads)) if op.multi_output else vjp(self, grads[0])
         out: list[Tensor | None] = []
-        meta, needs = self._in_meta, self._needs
-        for i, g in enumerate(raw):
-            if g is None or i >= len(meta):
-                out.append(None)
-                continue
-            m = meta[i]
-            if m is None or not needs[i]:
+        # (a VJP may return more gradients than operands: zip drops the extra ones, which no
+        # edge would take)
+        for g, m, edge in zip(raw, self._in_meta, self.next_functions):
+            if g is None or m is None or edge[0] is None:
                 out.append(None)
                 continue
             data = g._data
-            shape, np_dtype = m
-            if data.shape != shape or data.dtype != np_dtype:
-                g = fit_grad(g, shape, _dtypes._BY_NP[np_dtype])
+            if data.shape != m[0] or data.dtype != m[1]:
+                g = fit_grad(g, m[0], _dtypes._BY_NP[m[1]])
             out.append(g)
         return out
 

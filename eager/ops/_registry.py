@@ -87,6 +87,10 @@ class OpDef:
     random: bool = False  # draws random numbers: never folded, merged by CSE or recomputed
     stateful: bool = False  # reads or writes state beyond its operands: same rules as random
     data_dependent_shape: bool = False  # the result's shape depends on operand values (nonzero, unique)
+    # forward is one ufunc of its two operands and never looks at an operand's Python type:
+    # eager may hand it a Python float beside a float tensor as a 0-d array of the tensor's
+    # dtype (the value NumPy's weak-scalar rule converts it to), which NumPy resolves faster
+    scalar_as_array: bool = False
     # how many times the op can be differentiated: math.inf when its VJP is itself written with
     # differentiable ops; k when a step of the VJP can be differentiated only k-1 more times; 0 when
     # its derivative is not implemented (differentiating it raises, it never gives zeros)

@@ -251,13 +251,13 @@ ADD = defop(
     "add", forward=lambda xp, a, b: xp.add(a, b), abstract=_elementwise("add"),
     vjp=lambda ctx, g: (g, g), grad_name="AddBackward0", promote="same",
     samples=_any((3, 4), (4,)),
-    arity=2, commutative=True,
+    arity=2, scalar_as_array=True, commutative=True,
 )
 SUB = defop(
     "sub", forward=lambda xp, a, b: xp.subtract(a, b), abstract=_elementwise("sub"),
     vjp=lambda ctx, g: (g, -g if ctx.needs(1) else None), grad_name="SubBackward0", promote="same",
     samples=_any((3, 1), (1, 4)),
-    arity=2,
+    arity=2, scalar_as_array=True,
 )
 RSUB = defop(
     "rsub", forward=lambda xp, a, b: xp.subtract(b, a), abstract=_elementwise("rsub"),
@@ -266,13 +266,13 @@ RSUB = defop(
     grad_name=lambda operands, attrs: "RsubBackward1" if isinstance(operands[1], (int, float)) else "RsubBackward0",
     samples=_any((3, 4), ()),
     doc="rsub(x, other) = other - x: the op behind `2 - x`",
-    arity=2,
+    arity=2, scalar_as_array=True,
 )
 MUL = defop(
     "mul", forward=lambda xp, a, b: xp.multiply(a, b), abstract=_elementwise("mul"),
     vjp=lambda ctx, g: (g * ctx.input(1) if ctx.needs(0) else None, g * ctx.input(0) if ctx.needs(1) else None),
     grad_name="MulBackward0", save=(0, 1), promote="same", samples=_any((2, 3, 4), (3, 1)),
-    arity=2, commutative=True,
+    arity=2, scalar_as_array=True, commutative=True,
 )
 DIV = defop(
     "div", forward=lambda xp, a, b: xp.true_divide(a, b), abstract=_elementwise("div"),
@@ -282,7 +282,7 @@ DIV = defop(
     ),
     grad_name="DivBackward0", save=(0, 1), promote="float",
     samples=lambda rng: [((rng.standard_normal((3, 4)), rng.uniform(0.5, 2.0, (4,))), {})],
-    arity=2,
+    arity=2, scalar_as_array=True,
 )
 
 

@@ -8,8 +8,21 @@ from typing import Any
 import numpy as np
 
 from .._factories import zeros_like
+from .._fpstate import quiet_fp, restore_fp
 from .._functional import maximum
 from .optimizer import Optimizer, bump_versions, eager_arrays
+
+
+class _quiet_numpy:
+    """`with _quiet_numpy():` NumPy's floating-point reports off inside (see eager._fpstate)."""
+
+    __slots__ = ("token",)
+
+    def __enter__(self) -> None:
+        self.token = quiet_fp()
+
+    def __exit__(self, *exc: object) -> None:
+        restore_fp(self.token)
 
 
 class Adam(Optimizer):
@@ -82,14 +95,20 @@ class Adam(Optimizer):
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
         numbers = (lr, beta1, beta2, eps, weight_decay)
-        if not (isinstance(step, int) and all(isinstance(v, (int, float)) for v in numbers)):
-            return False
+        if not (type(step) is int and all(type(v) is float or type(v) is int for v in numbers)):
+            if not (isinstance(step, int) and all(isinstance(v, (int, float)) for v in numbers)):
+                return False
         buffers = [state["exp_avg"], state["exp_avg_sq"]] + ([state["max_exp_avg_sq"]] if amsgrad else [])
         arrays = eager_arrays(p, g, *buffers)
-        if arrays is None or len({a.dtype for a in arrays}) != 1 or len({a.shape for a in arrays}) != 1:
+        if arrays is None:
             return False
         P, G, m, v = arrays[:4]
-        with np.errstate(all="ignore"):
+        dt, shape = P.dtype, P.shape
+        for a in arrays:
+            if a.dtype != dt or a.shape != shape:
+                return False
+        # NumPy's reports off for the update (as np.errstate would, at a fraction of its cost)
+        with _quiet_numpy():
             if weight_decay != 0:
                 if self._decoupled:
                     np.multiply(P, 1 - lr * weight_decay, out=P)

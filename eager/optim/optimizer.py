@@ -33,7 +33,7 @@ def eager_arrays(*tensors: Any) -> list | None:
 def bump_versions(*tensors: Tensor) -> None:
     """Count an in-place write into each tensor, as an op-by-op update would."""
     for t in tensors:
-        t._version = t._version + 1
+        t._vc[0] += 1  # (the counter `_version` reads, shared with the tensor's views)
 
 
 class _Required:
