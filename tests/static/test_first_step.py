@@ -4,6 +4,7 @@ its graph would run once; the second call traces the steady graph, and a steady 
 one signature instead of two."""
 import numpy as np
 import pytest
+from training_steps import mse, training_step
 
 import eager
 import eager.nn as nn
@@ -22,14 +23,7 @@ def _model():
 def _loop(opt_cls, kw, compiled, steps=4):
     model = _model()
     opt = opt_cls(model.parameters(), **kw)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = training_step(model, opt, mse)
     f = static.compile(step) if compiled else step
     eager.manual_seed(1)
     sizes, losses = [], []
@@ -58,15 +52,7 @@ def test_an_optimizer_with_state_already_is_compiled_from_the_first_call():
     opt.zero_grad()
     F.mse_loss(model(X), Y).backward()
     opt.step()  # the state exists
-
-    @static.compile
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = static.compile(training_step(model, opt, mse))
     step(X, Y)
     assert len(step._cache) == 1
 
@@ -77,15 +63,7 @@ def test_only_the_very_first_call_may_run_eagerly():
     eager.manual_seed(0)
     used, unused = nn.Linear(4, 1), nn.Linear(4, 1)
     opt = eager.optim.Adam([*used.parameters(), *unused.parameters()], lr=0.01)
-
-    @static.compile
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.mse_loss(used(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = static.compile(training_step(used, opt, mse))
     for _ in range(3):
         step(X, Y)
     assert len(step._cache) == 1 and not opt.state.get(unused.weight)
@@ -110,15 +88,7 @@ def test_fullgraph_compiles_the_first_step_too():
     signature), as before."""
     model = _model()
     opt = eager.optim.Adam(model.parameters(), lr=0.01)
-
-    @static.compile(fullgraph=True)
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = static.compile(training_step(model, opt, mse), fullgraph=True)
     step(X, Y)
     assert len(step._cache) == 1
     step(X, Y)

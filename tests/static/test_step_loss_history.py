@@ -3,6 +3,7 @@ autograd status: it requires grad, is not a leaf, has a grad_fn, and a second ba
 it raises eager's "backward through the graph a second time" error."""
 import numpy as np
 import pytest
+from training_steps import mse, training_step
 
 import eager
 import eager.nn as nn
@@ -16,16 +17,7 @@ Y = eager.tensor(np.random.default_rng(1).standard_normal((8, 1)).astype(np.floa
 def _setup():
     eager.manual_seed(0)
     model = nn.Linear(3, 1)
-    opt = eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return step
+    return training_step(model, eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), mse)
 
 
 def _status(t):

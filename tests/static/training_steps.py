@@ -22,6 +22,11 @@ def squared_error(model: Any, x: Any, y: Any) -> Any:
     return ((model(x) - y) ** 2).mean()
 
 
+def mse(model: Any, x: Any, y: Any) -> Any:
+    """F.mse_loss of the model's prediction."""
+    return eager.nn.functional.mse_loss(model(x), y)
+
+
 def training_step(model: Any, opt: Any, loss_fn: Callable[[Any, Any, Any], Any] = squared_error, *,
                   zero_grad: bool = True, before: Hook | None = None, after_backward: Hook | None = None,
                   after_step: Hook | None = None, returns_hook_result: bool = False) -> Callable[[Any, Any], Any]:
