@@ -82,6 +82,55 @@ def index_expr(shape: tuple, space: tuple, i: str = "i", suffix: str = "LL") -> 
     return " + ".join(reversed(terms)) if terms else "0"
 
 
+def strided_index(shape: tuple, strides: tuple, space: tuple, i: str = "i", suffix: str = "LL") -> str:
+    """The index into an operand of `shape` laid out with element `strides` (a permuted view
+    of a C-contiguous array), broadcast right-aligned to `space`, at flat position `i` of
+    `space`: one div/mod per run of axes whose strides chain as in a contiguous array."""
+    shape = tuple(int(d) for d in shape)
+    space = tuple(int(d) for d in space)
+    pad = len(space) - len(shape)
+    terms = []
+    a = len(space) - 1
+    while a >= 0:
+        j = a - pad
+        if j < 0 or shape[j] == 1 or space[a] == 1:
+            a -= 1
+            continue
+        hi = a  # grow the run [lo, hi] while the next outer axis continues the layout
+        while (a - 1 - pad >= 0 and space[a - 1] != 1 and shape[a - 1 - pad] == space[a - 1]
+               and strides[a - 1 - pad] == strides[a - pad] * space[a]):
+            a -= 1
+        lo = a
+        a -= 1
+        below = _prod(space[hi + 1:])
+        expr = i if below == 1 else f"({i} / {below}{suffix})"
+        if _prod(space[:lo]) != 1:
+            expr = f"({expr} % {_prod(space[lo:hi + 1])}{suffix})"
+        stride = strides[hi - pad]
+        terms.append(expr if stride == 1 else f"{expr} * {stride}{suffix}")
+    return " + ".join(reversed(terms)) if terms else "0"
+
+
+def permuted_source(v: Value) -> tuple[Value, tuple] | None:
+    """(the C-contiguous value v is a permuted view of, v's element strides into it), when v
+    is made by `permute` or `transpose` (a kernel then reads that value by index arithmetic
+    instead of copying the view); None otherwise."""
+    node = v.producer
+    if node is None or node.op not in ("permute", "transpose") or not isinstance(node.inputs[0], Value):
+        return None
+    base = node.inputs[0]
+    shape = tuple(int(d) for d in base.type.shape)
+    nd = len(shape)
+    if node.op == "permute":
+        dims = [int(d) % nd for d in node.attrs["dims"]]
+    else:
+        dims = list(range(nd))
+        d0, d1 = int(node.attrs["dim0"]) % nd, int(node.attrs["dim1"]) % nd
+        dims[d0], dims[d1] = dims[d1], dims[d0]
+    contiguous = [_prod(shape[j + 1:]) for j in range(nd)]
+    return base, tuple(contiguous[d] for d in dims)
+
+
 def compose_index(space: tuple, kept: tuple, reduced: tuple, o: str = "o", r: str = "r", suffix: str = "LL") -> str:
     """The flat index into `space` of output element `o` (over the kept axes, in order) and
     reduced element `r` (over the reduced axes, in order)."""
@@ -169,6 +218,7 @@ class CRegion(CFunction):
         self.env: dict = {}  # body value -> a literal (C expr, C type)
         self.arrays_out: dict = {}  # stored body value -> Python name of its array
         self.yielded = yielded_by(node)
+        self.strides: dict = {}  # region input -> its element strides, when it reads a permuted view's base
 
     def _body(self, space: tuple, i: str = "i") -> KernelBody:
         """A KernelBody whose region inputs and stored values are loads at flat index i of space."""
@@ -176,7 +226,10 @@ class CRegion(CFunction):
         for v, (expr, ctype) in self.env.items():
             env[v] = (expr, ctype)
         for v, cname in self.arrays.items():
-            env[v] = (f"{cname}[{index_expr(tuple(v.type.shape), space, i, self.sfx)}]", c_type(v.type.dtype))
+            shape = tuple(v.type.shape)
+            idx = (strided_index(shape, self.strides[v], space, i, self.sfx) if v in self.strides
+                   else index_expr(shape, space, i, self.sfx))
+            env[v] = (f"{cname}[{idx}]", c_type(v.type.dtype))
         return KernelBody(self.m.lines, env)
 
     # -- emission ------------------------------------------------------------------------
@@ -186,7 +239,12 @@ class CRegion(CFunction):
         for p in r.body.inputs:
             outer = r.binding[p]
             if isinstance(outer, Value):
-                self._param(p, m.contiguous(outer), writable=False)
+                view = permuted_source(outer)
+                if view is not None and view[0].type.dtype == outer.type.dtype:
+                    self._param(p, m.names(view[0]), writable=False)  # the view's memory, not a copy
+                    self.strides[p] = view[1]
+                else:
+                    self._param(p, m.contiguous(outer), writable=False)
             else:
                 ctype = c_type(p.type.dtype)
                 self.env[p] = (c_literal(outer, ctype), ctype)
@@ -408,15 +466,14 @@ class CRegion(CFunction):
         self.lines.append("    }")
         self.lines.append("}")
 
-    @staticmethod
-    def _inner_run(space: tuple, axes: tuple, loaded: list) -> int | None:
+    def _inner_run(self, space: tuple, axes: tuple, loaded: list) -> int | None:
         """The first of the trailing axes that are all reduced, when every array the reduction
         loads either spans all of them or is broadcast along all of them (None otherwise): the
         reduction then walks contiguous runs (see _segmented_reduction)."""
         k = len(space)
         while k > 0 and (k - 1) in axes:
             k -= 1
-        if k == len(space) or k == 0:
+        if k == len(space) or k == 0 or any(v in self.strides for v in loaded):
             return None
         for v in loaded:
             shape = tuple(int(d) for d in v.type.shape)
