@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 PIP    := -m pip install -q --disable-pip-version-check --no-warn-script-location
 QUIET  := PIP_NO_INPUT=1 PYTHONWARNINGS=ignore::DeprecationWarning
 
-.PHONY: test lint test-versions demo images bench clean
+.PHONY: test lint test-versions demo images bench gpu-check clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,6 +61,13 @@ images: $(VENV)/.installed-plot
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
+
+# On a machine with a CUDA GPU and CuPy (the cuda12 or cuda13 extra): the GPU tests, which
+# CI skips, and the GPU benchmark (eager CuPy, compiled for CuPy and PyTorch on CUDA).
+gpu-check: $(STAMP)
+	@$(PY) -c "import eager, sys; sys.exit(0 if eager.cuda.is_available() else 'gpu-check: no CUDA device with CuPy (pip install -e .[test,cuda12] or .[test,cuda13])')"
+	$(PY) -m pytest -m gpu
+	$(PY) benchmarks/gpu_bench.py --runs 3
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
