@@ -1,7 +1,7 @@
 """Forward+backward on a CUDA GPU: graphmode eager (CuPy), the function compiled for CuPy
 (fused ElementwiseKernel/ReductionKernel code), and PyTorch eager on the same GPU where it is
-installed with CUDA. Needs CuPy and a GPU; prints one table, median of `--repeat` timings per
-run, and the median and min-max spread of each ratio over `--runs` interleaved runs.
+installed with CUDA, the three interleaved. Needs CuPy and a GPU; prints one table: the median
+of `--repeat` timings per run, and each ratio's median and min-max spread over `--runs` runs.
 
     python benchmarks/gpu_bench.py --runs 3
 """
@@ -11,28 +11,18 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import time_interleaved  # noqa: E402
 
 import eager  # noqa: E402
 import static  # noqa: E402
 from examples.workloads import w1_seed, w2_gelu  # noqa: E402
-
-
-def _time(fn, sync, repeat: int) -> float:
-    fn()
-    sync()
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples) * 1e3
 
 
 def _graphmode_steps(loss, arrays):
@@ -86,13 +76,12 @@ def main() -> None:
         arrays = [t.detach().numpy() for t in tensors]
         eager_step, compiled_step = _graphmode_steps(workload.workload(8)[0], arrays)
         torch_step, torch_sync = _torch_step(workload, arrays)
-        runs = []
-        for _ in range(args.runs):
-            r = {"eager_ms": _time(eager_step, sync, args.repeat), "compiled_ms": _time(compiled_step, sync, args.repeat)}
-            if torch_step is not None:
-                r["torch_eager_ms"] = _time(torch_step, torch_sync, args.repeat)
-            runs.append(r)
-        rows[label] = runs
+        fns = {"eager_ms": (eager_step, sync), "compiled_ms": (compiled_step, sync)}
+        if torch_step is not None:
+            fns["torch_eager_ms"] = (torch_step, torch_sync)
+        synced = [lambda f=f, s=s: (f(), s()) for f, s in fns.values()]  # a call ends when its kernels do
+        rows[label] = [{k: t * 1e3 for k, t in zip(fns, time_interleaved(synced, args.repeat))}
+                       for _ in range(args.runs)]
     print(f"{'workload':<16} {'eager ms':>10} {'compiled ms':>12} {'torch ms':>10} {'eager/compiled':>22} {'compiled/torch':>22}")
     out = {}
     for label, runs in rows.items():

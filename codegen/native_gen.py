@@ -240,7 +240,7 @@ class CRegion(CFunction):
             outer = r.binding[p]
             if isinstance(outer, Value):
                 view = permuted_source(outer)
-                if view is not None and view[0].type.dtype == outer.type.dtype:
+                if view is not None:
                     self._param(p, m.names(view[0]), writable=False)  # the view's memory, not a copy
                     self.strides[p] = view[1]
                 else:

@@ -5,7 +5,6 @@ Kept small and free of generation logic, so a generated module reads as straight
 NumPy plus `_rt.run_blocks(...)` where a fused region is spread over the cores."""
 from __future__ import annotations
 
-import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -14,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from eager import _dtypes
+from eager._fpstate import quiet_fp, restore_fp
 from eager.ops import REGISTRY
 
 
@@ -47,30 +47,9 @@ CONFIG = Config()
 
 
 # -- floating-point errors off for the length of a call ----------------------------------------
-def _fp_error_switch():
-    """(ignore, restore): what `with np.errstate(all="ignore")` does around a generated
-    forward, at a fifth of its cost (~0.1 us instead of ~0.6 us, which matters for 0-d
-    graphs of a few dozen microseconds). NumPy 2 keeps the error state in a context
-    variable: setting it to a prebuilt "ignore everything" state is all errstate does on
-    entry. Other NumPy versions get errstate itself."""
-    try:
-        from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj  # type: ignore[attr-defined]  # noqa: PLC0415
-
-        quiet = _make_extobj(all="ignore")
-        return functools.partial(_extobj_contextvar.set, quiet), _extobj_contextvar.reset
-    except (ImportError, AttributeError, TypeError):
-        def ignore():
-            state = np.errstate(all="ignore")
-            state.__enter__()
-            return state
-
-        def restore(state) -> None:
-            state.__exit__(None, None, None)
-
-        return ignore, restore
-
-
-ignore_fp_errors, restore_fp_errors = _fp_error_switch()
+# What `with np.errstate(all="ignore")` does around a generated forward, at a fraction of its
+# cost (it matters for 0-d graphs of a few dozen microseconds): eager's own switch.
+ignore_fp_errors, restore_fp_errors = quiet_fp, restore_fp
 
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0

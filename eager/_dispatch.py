@@ -41,7 +41,6 @@ _NO_EDGE: Edge = (None, 0)
 # `_quiet_fp(_FP_QUIET)` returns the token that `_restore_fp` takes.
 _quiet_fp = _fpstate.set_fp
 _restore_fp = _fpstate.restore_fp
-_FP_STATE = _fpstate.FP_STATE
 _FP_QUIET = _fpstate.FP_QUIET
 
 

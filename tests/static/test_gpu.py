@@ -50,9 +50,16 @@ def test_cuda_tensors_with_gradients_and_device_in_the_signature():
 
 
 def _workload(module_name):
+    """A workload module from examples/workloads/ (their one copy), imported as the benchmarks
+    and tests/static/test_workloads.py import it: W5 and W6 import their shared `_training`."""
     import importlib  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
 
-    return importlib.import_module(f"examples.workloads.{module_name}")
+    workloads = str(Path(__file__).resolve().parents[2] / "examples" / "workloads")
+    if workloads not in sys.path:
+        sys.path.insert(0, workloads)
+    return importlib.import_module(module_name)
 
 
 @pytest.mark.parametrize("module_name,size", [("w1_seed", 100_003), ("w2_gelu", 100_003), ("w3_mlp", 64),
