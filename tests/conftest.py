@@ -37,3 +37,16 @@ def _private_code_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GRAPHMODE_CACHE_DIR", str(tmp_path_factory.mktemp("code-cache")))
     monkeypatch.delenv("GRAPHMODE_CACHE", raising=False)
     monkeypatch.delenv("GRAPHMODE_CACHE_MAX_MB", raising=False)
+
+
+@pytest.fixture
+def numpy_eager_kernels(monkeypatch):
+    """Eager's ops run their NumPy code, not the native kernels of codegen.eager_kernels (for
+    tests that compare against a NumPy composition bit for bit)."""
+    from codegen import eager_kernels
+
+    monkeypatch.setenv("GRAPHMODE_EAGER_NATIVE", "0")
+    eager_kernels.reset()
+    yield
+    monkeypatch.delenv("GRAPHMODE_EAGER_NATIVE")
+    eager_kernels.reset()

@@ -16,6 +16,7 @@ import itertools
 import numpy as np
 
 from ._checks import require_float
+from ._native import kernels_module
 from ._registry import OpDef, TensorSpec, defop
 from .elementwise import RSQRT
 from .reductions import MEAN, VAR
@@ -337,9 +338,13 @@ def _ln_centered(xp, rows, eps, out):
 
 def _layer_norm(xp, x, weight, bias, ndim, eps):
     rows = _ln_rows(xp, x, ndim)
+    w = weight.reshape(-1).astype(rows.dtype, copy=False)
+    b = bias.reshape(-1).astype(rows.dtype, copy=False)
+    native = kernels_module() if xp is np else None
+    out = native.layer_norm(rows, w, b, eps) if native is not None else None
+    if out is not None:  # one threaded pass (codegen.eager_kernels)
+        return out.reshape(x.shape).astype(x.dtype, copy=False)
     out = xp.empty_like(rows)
-    w = weight.reshape(-1).astype(out.dtype, copy=False)
-    b = bias.reshape(-1).astype(out.dtype, copy=False)
     for r0, r1 in _blocks(xp, *rows.shape):
         o = out[r0:r1]
         xp.multiply(o, _ln_centered(xp, rows[r0:r1], eps, o), out=o)
@@ -391,6 +396,13 @@ def _layer_norm_backward(xp, g, x, weight, ndim, eps):
     groups, n = rows.shape
     g2 = xp.ascontiguousarray(g.astype(rows.dtype, copy=False)).reshape(-1, n)
     w = weight.reshape(-1).astype(rows.dtype, copy=False)
+    shape = tuple(weight.shape)
+    native = kernels_module() if xp is np else None
+    found = native.layer_norm_backward(g2, rows, w, eps) if native is not None else None
+    if found is not None:  # one threaded pass (codegen.eager_kernels)
+        gx, gw, gb = found
+        return (gx.reshape(x.shape).astype(x.dtype, copy=False), gw.reshape(shape).astype(x.dtype, copy=False),
+                gb.reshape(shape).astype(x.dtype, copy=False))
     grad_input = xp.empty_like(rows)
     # the column sums accumulate block by block in float64 (n numbers: free)
     grad_weight = xp.zeros(n, dtype=np.float64)
@@ -413,7 +425,6 @@ def _layer_norm_backward(xp, g, x, weight, ndim, eps):
         xp.multiply(out, rstd, out=out)
         xp.multiply(centered, dot * (rstd * rstd * rstd * inv_n), out=centered)
         xp.subtract(out, centered, out=out)
-    shape = tuple(weight.shape)
     return (grad_input.reshape(x.shape).astype(x.dtype, copy=False),
             grad_weight.reshape(shape).astype(x.dtype),
             grad_bias.reshape(shape).astype(x.dtype))

@@ -8,6 +8,7 @@ import numpy as np
 from .. import _dtypes
 from . import _erf as _erf_numpy
 from ._checks import broadcast_shapes, require_float, same_dtype, specs_of
+from ._native import kernels_module
 from ._registry import OpDef, TensorSpec, defop
 
 
@@ -178,6 +179,10 @@ _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 
 
 def _gelu(xp, x, approximate="none"):
+    native = kernels_module() if xp is np else None
+    out = native.gelu(x, approximate) if native is not None else None
+    if out is not None:  # one threaded pass (codegen.eager_kernels)
+        return out
     if approximate == "tanh":
         return 0.5 * x * (1.0 + xp.tanh(_GELU_K * (x + 0.044715 * x * x * x)))
     out = xp.asarray(_erf(xp, x * _INV_SQRT2))  # a fresh buffer: the rest runs in place
@@ -202,6 +207,10 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 def _gelu_grad(xp, x):
     """Phi(x) + x * phi(x), the derivative of exact GELU, in one buffer (the backward of a
     GELU then costs one op where the composite took about ten)."""
+    native = kernels_module() if xp is np else None
+    found = native.gelu_grad(x) if native is not None else None
+    if found is not None:  # one threaded pass (codegen.eager_kernels)
+        return found
     out = _erf(xp, x * _INV_SQRT2)
     out += 1.0
     out *= 0.5

@@ -1,0 +1,297 @@
+"""Native kernels for eager's heaviest NumPy ops: layer_norm and its gradient, and GELU (both
+forms) with the exact form's derivative.
+
+Why: NumPy runs one whole-array pass per ufunc on one thread, so an op whose formula has a
+dozen steps (the row statistics, scaling and affine part of layer_norm; the erf polynomial
+of exact GELU) costs a dozen passes. PyTorch's eager kernels do each in one threaded pass,
+which left eager 3x behind on layer_norm and GELU at a fifth of a GPT training step. These
+kernels are shape-generic C++ written once (one translation unit, compiled the first time
+an op needs it and then loaded from the same disk cache as the native backend's kernels),
+over the same helper layer as the compiled kernels (`c_helpers`: gm_gelu_none,
+gm_gelu_grad and the vectorized math functions), so eager and the native backend compute
+GELU with the same expression.
+
+They are used only where they can be: NumPy arrays of float32 or float64, a C++ compiler
+found (codegen.native_build's probe), and GRAPHMODE_EAGER_NATIVE not set to 0. Otherwise the
+ops' NumPy code runs, unchanged, and the test suite checks that the two agree. Statistics
+and column sums accumulate in double per thread; per-thread partial sums are combined in
+thread order, so a result depends on the thread count (GRAPHMODE_THREADS) only, never on
+timing.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+
+from .c_helpers import PREAMBLE, host_prelude
+
+KERNELS = r"""
+#include <omp.h>
+
+// elements below which a loop stays on the calling thread (thread wake-up costs more)
+#define GM_EAGER_PARALLEL_MIN 32768LL
+
+// Elementwise maps run in blocks of GM_EAGER_BLOCK elements, the last one padded: every
+// element goes through the same vector code (a scalar remainder loop would call the scalar
+// math function, whose last bit can differ from the vector one), so an element's result does
+// not depend on its position or on the array's length - what batching 0-d calls into one
+// array call rests on (codegen/batching.py).
+#define GM_EAGER_BLOCK 64
+template <typename T, typename F> static void blocked_map(const T* x, T* y, long long n, int nt, F f) {
+    const long long blocks = (n + GM_EAGER_BLOCK - 1) / GM_EAGER_BLOCK;
+    #pragma omp parallel for num_threads(nt) if(n >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long blk = 0; blk < blocks; ++blk) {
+        const long long i0 = blk * GM_EAGER_BLOCK;
+        if (i0 + GM_EAGER_BLOCK <= n) {
+            #pragma omp simd
+            for (int j = 0; j < GM_EAGER_BLOCK; ++j) y[i0 + j] = f(x[i0 + j]);
+        } else {
+            T in[GM_EAGER_BLOCK], out[GM_EAGER_BLOCK];
+            const int m = (int)(n - i0);
+            for (int j = 0; j < GM_EAGER_BLOCK; ++j) in[j] = j < m ? x[i0 + j] : (T)0;
+            #pragma omp simd
+            for (int j = 0; j < GM_EAGER_BLOCK; ++j) out[j] = f(in[j]);
+            for (int j = 0; j < m; ++j) y[i0 + j] = out[j];
+        }
+    }
+}
+
+template <typename T> static void gelu_none(const T* x, T* y, long long n, int nt) {
+    blocked_map(x, y, n, nt, [](T v) { return gm_gelu_none(v); });
+}
+
+template <typename T> static void gelu_tanh(const T* x, T* y, long long n, int nt) {
+    blocked_map(x, y, n, nt, [](T v) { return gm_gelu_tanh(v); });
+}
+
+template <typename T> static void gelu_grad(const T* x, T* y, long long n, int nt) {
+    blocked_map(x, y, n, nt, [](T v) { return gm_gelu_grad(v); });
+}
+
+// mean and 1/sqrt(var + eps) of one row, in double: two passes over a row that is in cache
+template <typename T> static inline void row_moments(const T* x, long long n, double eps, double* mean, double* rstd) {
+    double s = 0.0;
+    #pragma omp simd reduction(+:s)
+    for (long long j = 0; j < n; ++j) s += (double)x[j];
+    const double m = s / (double)n;
+    double v = 0.0;
+    #pragma omp simd reduction(+:v)
+    for (long long j = 0; j < n; ++j) { const double d = (double)x[j] - m; v += d * d; }
+    *mean = m;
+    *rstd = 1.0 / sqrt(v / (double)n + eps);
+}
+
+// rows of n elements: y = (x - mean) * rstd * w + b
+template <typename T> static void layer_norm(const T* x, const T* w, const T* b, T* y, long long groups,
+                                             long long n, double eps, int nt) {
+    #pragma omp parallel for num_threads(nt) if(groups * n >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long r = 0; r < groups; ++r) {
+        const T* xr = x + r * n;
+        T* yr = y + r * n;
+        double mean, rstd;
+        row_moments(xr, n, eps, &mean, &rstd);
+        const T m = (T)mean, s = (T)rstd;
+        #pragma omp simd
+        for (long long j = 0; j < n; ++j) yr[j] = ((xr[j] - m) * s) * w[j] + b[j];
+    }
+}
+
+// With s = x - mean and xhat = s * rstd per row:
+//   gx = rstd * (g w - sum(g w) / n) - s * rstd^3 / n * sum(g w s)
+//   gw = sum over rows of g * xhat,  gb = sum over rows of g
+// gw and gb accumulate per thread in `part` (2 * n doubles per thread), added in thread order.
+template <typename T> static void layer_norm_backward(const T* g, const T* x, const T* w, T* gx, T* gw, T* gb,
+                                                      double* part, long long groups, long long n, double eps,
+                                                      int nt) {
+    int used = 1;
+    #pragma omp parallel num_threads(nt) if(groups * n >= GM_EAGER_PARALLEL_MIN)
+    {
+        const int t = omp_get_thread_num(), nth = omp_get_num_threads();
+        if (t == 0) used = nth;
+        double* pw = part + (long long)t * 2 * n;
+        double* pb = pw + n;
+        for (long long j = 0; j < n; ++j) { pw[j] = 0.0; pb[j] = 0.0; }
+        const long long lo = groups * t / nth, hi = groups * (t + 1) / nth;
+        for (long long r = lo; r < hi; ++r) {
+            const T* gr = g + r * n;
+            const T* xr = x + r * n;
+            T* out = gx + r * n;
+            double mean, rstd;
+            row_moments(xr, n, eps, &mean, &rstd);
+            double sum_gw = 0.0, sum_gws = 0.0;
+            #pragma omp simd reduction(+:sum_gw, sum_gws)
+            for (long long j = 0; j < n; ++j) {
+                const double gwj = (double)gr[j] * (double)w[j];
+                sum_gw += gwj;
+                sum_gws += gwj * ((double)xr[j] - mean);
+            }
+            // in double: g w - mean(g w) and x - mean cancel exactly where they should (one
+            // element per row gives a zero gradient, not rstd times a rounding error)
+            const double mean_gw = sum_gw / (double)n;
+            const double c = rstd * rstd * rstd * sum_gws / (double)n;
+            #pragma omp simd
+            for (long long j = 0; j < n; ++j) {
+                const double gj = (double)gr[j], s = (double)xr[j] - mean;
+                out[j] = (T)(rstd * (gj * (double)w[j] - mean_gw) - s * c);
+                pw[j] += gj * (s * rstd);
+                pb[j] += gj;
+            }
+        }
+    }
+    for (long long j = 0; j < n; ++j) {
+        double sw = 0.0, sb = 0.0;
+        for (int t = 0; t < used; ++t) { sw += part[(long long)t * 2 * n + j]; sb += part[(long long)t * 2 * n + n + j]; }
+        gw[j] = (T)sw;
+        gb[j] = (T)sb;
+    }
+}
+
+// the entry points: void k(void* const* args, int threads); dims are an int64 array, eps a
+// float64 array of one element
+#define GM_EAGER_UNARY(name, T, suffix) \
+    extern "C" void gm_eager_##name##_##suffix(void* const* a, int nt) { \
+        name<T>((const T*)a[0], (T*)a[1], ((const long long*)a[2])[0], nt); }
+#define GM_EAGER_ALL(T, suffix) \
+    GM_EAGER_UNARY(gelu_none, T, suffix) \
+    GM_EAGER_UNARY(gelu_tanh, T, suffix) \
+    GM_EAGER_UNARY(gelu_grad, T, suffix) \
+    extern "C" void gm_eager_layer_norm_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[4]; \
+        layer_norm<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], d[0], d[1], \
+                      ((const double*)a[5])[0], nt); } \
+    extern "C" void gm_eager_layer_norm_backward_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[7]; \
+        layer_norm_backward<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], (T*)a[4], (T*)a[5], \
+                               (double*)a[6], d[0], d[1], ((const double*)a[8])[0], nt); }
+GM_EAGER_ALL(float, f32)
+GM_EAGER_ALL(double, f64)
+"""
+
+_SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+_I64, _F64 = np.dtype(np.int64), np.dtype(np.float64)
+
+
+class _Kernels:
+    """The loaded library and a caller; built once per process by whoever asks first."""
+
+    def __init__(self) -> None:
+        from . import native_build  # noqa: PLC0415  (imports NumPy-side machinery only when used)
+
+        tc = native_build.toolchain()
+        source = host_prelude(tc.vector_math) + "\n" + PREAMBLE + "\n" + KERNELS
+        self.library = native_build.load_library(source, "gm_eager_kernels")
+        self.call = native_build.caller()
+        self.threads = native_build.threads
+        self.formats = native_build.formats
+        self._addresses: dict = {}
+
+    def address(self, name: str) -> int:
+        found = self._addresses.get(name)
+        if found is None:
+            found = self._addresses[name] = self.library.address(name)
+        return found
+
+
+_state: dict = {}
+_lock = threading.Lock()
+
+
+def kernels() -> _Kernels | None:
+    """The native kernels, or None where they cannot be used (no compiler, switched off with
+    GRAPHMODE_EAGER_NATIVE=0, or the build failed: NumPy code runs then)."""
+    if "k" in _state:
+        return _state["k"]
+    with _lock:
+        if "k" not in _state:
+            _state["k"] = _load()
+    return _state["k"]
+
+
+def _load() -> _Kernels | None:
+    if os.environ.get("GRAPHMODE_EAGER_NATIVE", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    from . import native_build  # noqa: PLC0415
+
+    if not native_build.availability()[0]:
+        return None
+    try:
+        return _Kernels()
+    except (native_build.NoCompiler, native_build.NativeCompileError, OSError):
+        return None
+
+
+def reset() -> None:
+    """Forget the loaded kernels (the next use looks at GRAPHMODE_EAGER_NATIVE again)."""
+    with _lock:
+        _state.clear()
+
+
+def _usable(*arrays) -> str | None:
+    """The kernel suffix when every array is a C-contiguous NumPy array of one float dtype."""
+    first = arrays[0]
+    suffix = _SUFFIX.get(first.dtype) if type(first) is np.ndarray else None
+    if suffix is None:
+        return None
+    for a in arrays:
+        if type(a) is not np.ndarray or a.dtype != first.dtype or not a.flags.c_contiguous:
+            return None
+    return suffix
+
+
+def _unary(name: str, x) -> np.ndarray | None:
+    suffix = _usable(x)
+    k = kernels() if suffix is not None and x.size else None
+    if k is None:
+        return None
+    out = np.empty(x.shape, x.dtype)
+    nbytes = x.nbytes
+    k.call(k.address(f"gm_eager_{name}_{suffix}"), k.threads(), (nbytes, -nbytes, 8),
+           k.formats((x.dtype.name, x.dtype.name, "int64")), x, out, np.array([x.size], _I64))
+    return out
+
+
+def gelu(x, approximate: str) -> np.ndarray | None:
+    """GELU of a float32/float64 NumPy array in one threaded pass, or None (use NumPy)."""
+    return _unary("gelu_tanh" if approximate == "tanh" else "gelu_none", x)
+
+
+def gelu_grad(x) -> np.ndarray | None:
+    """Phi(x) + x phi(x) (exact GELU's derivative) in one pass, or None (use NumPy)."""
+    return _unary("gelu_grad", x)
+
+
+def layer_norm(rows, w, b, eps: float) -> np.ndarray | None:
+    """Layer norm of (groups, n) rows with weight and bias of n elements, or None."""
+    suffix = _usable(rows, w, b)
+    k = kernels() if suffix is not None and rows.size else None
+    if k is None:
+        return None
+    groups, n = rows.shape
+    out = np.empty_like(rows)
+    dt = rows.dtype.name
+    k.call(k.address(f"gm_eager_layer_norm_{suffix}"), k.threads(),
+           (rows.nbytes, w.nbytes, b.nbytes, -out.nbytes, 16, 8), k.formats((dt, dt, dt, dt, "int64", "float64")),
+           rows, w, b, out, np.array([groups, n], _I64), np.array([eps], _F64))
+    return out
+
+
+def layer_norm_backward(g, rows, w, eps: float) -> tuple | None:
+    """(grad_input, grad_weight, grad_bias) of layer norm over (groups, n) rows, or None."""
+    suffix = _usable(g, rows, w)
+    k = kernels() if suffix is not None and rows.size else None
+    if k is None:
+        return None
+    groups, n = rows.shape
+    nt = k.threads()
+    gx = np.empty_like(rows)
+    gw = np.empty(n, rows.dtype)
+    gb = np.empty(n, rows.dtype)
+    part = np.empty((nt, 2, n), _F64)
+    dt = rows.dtype.name
+    k.call(k.address(f"gm_eager_layer_norm_backward_{suffix}"), nt,
+           (g.nbytes, rows.nbytes, w.nbytes, -gx.nbytes, -gw.nbytes, -gb.nbytes, -part.nbytes, 16, 8),
+           k.formats((dt, dt, dt, dt, dt, dt, "float64", "int64", "float64")),
+           g, rows, w, gx, gw, gb, part, np.array([groups, n], _I64), np.array([eps], _F64))
+    return gx, gw, gb

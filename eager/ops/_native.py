@@ -1,0 +1,23 @@
+"""Eager's door to the native kernels (codegen.eager_kernels): imported on first use, since
+codegen builds on the op registry that eager defines. `kernels_module()` is None where the
+package cannot be imported; each kernel function itself returns None where it cannot run
+(no compiler, GRAPHMODE_EAGER_NATIVE=0, an unsupported dtype or layout), and the op then
+runs its NumPy code."""
+from __future__ import annotations
+
+from types import ModuleType
+
+_module: ModuleType | None = None
+_tried = False
+
+
+def kernels_module() -> ModuleType | None:
+    global _module, _tried
+    if not _tried:
+        _tried = True
+        try:
+            import codegen.eager_kernels as found  # noqa: PLC0415
+        except ImportError:  # a partial install without codegen: NumPy code only
+            return None
+        _module = found
+    return _module

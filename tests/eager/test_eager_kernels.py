@@ -1,0 +1,168 @@
+"""The native kernels eager runs for layer_norm and GELU (codegen.eager_kernels) against the
+ops' NumPy code, which runs where no compiler is found: the same results to rounding,
+position-independent elementwise results, thread-order determinism, and the switch."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eager
+from codegen import eager_kernels, native_build
+from eager.ops import conv, elementwise
+
+pytestmark = pytest.mark.skipif(not native_build.availability()[0], reason="no C++ compiler")
+
+EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 1e-45, 3.0, -3.0, 9.5, -9.5, 40.0, -40.0])
+
+
+def _numpy_path(fn, *args):
+    """fn(*args) with the native kernels switched off."""
+    import os
+
+    os.environ["GRAPHMODE_EAGER_NATIVE"] = "0"
+    eager_kernels.reset()
+    try:
+        return fn(*args)
+    finally:
+        del os.environ["GRAPHMODE_EAGER_NATIVE"]
+        eager_kernels.reset()
+
+
+def _ulps(a, b, x, dtype):
+    """Largest distance of a from b in units in the last place of b, with an absolute floor
+    of one ulp of |x|: where GELU's tails cancel (1 + erf(x) for very negative x) both
+    computations lose everything below eps * |x|, so neither has relative accuracy there.
+    nan against nan counts 0, nan against a number infinity."""
+    a, b, x = (np.asarray(v, np.float64) for v in (a, b, x))
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    unit = np.maximum(np.spacing(np.abs(b).astype(dtype)).astype(np.float64),
+                      np.spacing(np.maximum(np.abs(x), 1.0).astype(dtype)).astype(np.float64))
+    with np.errstate(invalid="ignore"):
+        err = np.where(same, 0.0, np.abs(a - b) / unit)
+    return float(np.max(np.where(np.isnan(err), np.inf, err)))
+
+
+def _inputs(dtype):
+    rng = np.random.default_rng(0)
+    body = np.concatenate([rng.standard_normal(5000) * s for s in (1e-3, 1.0, 4.0)])
+    return np.concatenate([EDGES, body]).astype(dtype)
+
+
+# The kernels compute erf and tanh through the vectorized C math functions
+# (codegen.c_helpers.MATH), the NumPy code through eager's own erf and NumPy's tanh. Measured
+# on these inputs: 1 ulp apart in float32 and float64, 2 for tanh-GELU in float64.
+ULP_BOUND = 2.0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_matches_its_numpy_code(dtype, approximate):
+    x = _inputs(dtype)
+    with np.errstate(all="ignore"):  # -inf * 0 in the tails: eager's dispatch silences these too
+        native = elementwise._gelu(np, x, approximate)
+        reference = _numpy_path(elementwise._gelu, np, x, approximate)
+    assert eager_kernels.gelu(x, approximate) is not None  # the kernel did run
+    assert native.dtype == reference.dtype == dtype
+    assert _ulps(native, reference, x, dtype) <= ULP_BOUND
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_grad_matches_its_numpy_code(dtype):
+    x = _inputs(dtype)
+    with np.errstate(all="ignore"):
+        native = elementwise._gelu_grad(np, x)
+        reference = _numpy_path(elementwise._gelu_grad, np, x)
+    assert eager_kernels.gelu_grad(x) is not None
+    assert _ulps(native, reference, x, dtype) <= ULP_BOUND
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_an_elements_result_does_not_depend_on_its_position(approximate):
+    """Every element goes through the same vector code (the tail block is padded): a slice,
+    one element, or a 0-d array give the same bits as the whole array."""
+    x = _inputs(np.float32)[:517]
+    whole = eager_kernels.gelu(x, approximate)
+    for start in (0, 3, 64, 500):
+        part = eager_kernels.gelu(np.ascontiguousarray(x[start:start + 17]), approximate)
+        np.testing.assert_array_equal(part.view(np.uint32), whole[start:start + 17].view(np.uint32))
+    for i in (0, 5, 130, 516):
+        one = eager_kernels.gelu(np.array(x[i]), approximate)
+        assert one.shape == () and one.view(np.uint32) == whole[i:i + 1].view(np.uint32)[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (7, 64), (300, 129)])
+def test_layer_norm_and_its_gradient_match_the_numpy_code(dtype, shape):
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal(shape) * 3.0 + 2.0).astype(dtype)
+    w, b = rng.standard_normal(shape[-1]).astype(dtype), rng.standard_normal(shape[-1]).astype(dtype)
+    g = rng.standard_normal(shape).astype(dtype)
+    tol = dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-11)
+    assert eager_kernels.layer_norm(x, w, b, 1e-5) is not None
+    native = conv._layer_norm(np, x, w, b, 1, 1e-5)
+    reference = _numpy_path(conv._layer_norm, np, x, w, b, 1, 1e-5)
+    np.testing.assert_allclose(native, reference, **tol)
+    native_grads = conv._layer_norm_backward(np, g, x, w, 1, 1e-5)
+    reference_grads = _numpy_path(conv._layer_norm_backward, np, g, x, w, 1, 1e-5)
+    for got, want in zip(native_grads, reference_grads):
+        assert got.dtype == want.dtype == dtype
+        np.testing.assert_allclose(got, want, **tol)
+
+
+def test_layer_norm_gradient_is_the_same_on_every_call():
+    """Per-thread column sums are added in thread order: no timing dependence."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4096, 48)).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    w = rng.standard_normal(48).astype(np.float32)
+    first = eager_kernels.layer_norm_backward(g, x, w, 1e-5)
+    for _ in range(5):
+        again = eager_kernels.layer_norm_backward(g, x, w, 1e-5)
+        for a, b in zip(first, again):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_layouts_and_dtypes_the_kernels_do_not_take_run_the_numpy_code():
+    x = np.random.default_rng(3).standard_normal((6, 8))
+    assert eager_kernels.gelu(x.T, "none") is None  # not C-contiguous
+    assert eager_kernels.gelu(x.astype(np.float16), "none") is None
+    assert eager_kernels.gelu(np.zeros(0), "none") is None
+    assert eager_kernels.layer_norm(x, np.ones(8, np.float32), np.zeros(8), 1e-5) is None  # mixed dtypes
+    t = eager.tensor(x.T.astype(np.float32), requires_grad=True)
+    y = eager.nn.functional.gelu(t)
+    np.testing.assert_allclose(y.detach().numpy(), elementwise._gelu(np, np.ascontiguousarray(x.T.astype(np.float32))),
+                               rtol=1e-6, atol=1e-7)
+    y.sum().backward()
+    assert t.grad is not None and t.grad.shape == t.shape
+
+
+def test_the_switch_turns_the_kernels_off(numpy_eager_kernels):
+    assert eager_kernels.kernels() is None
+    x = np.linspace(-3, 3, 11, dtype=np.float32)
+    assert eager_kernels.gelu(x, "none") is None
+    np.testing.assert_allclose(elementwise._gelu(np, x), 0.5 * x * (1 + _erf(x / np.sqrt(2))),
+                               rtol=1e-6, atol=1e-7)
+
+
+def _erf(x):
+    import math
+
+    return np.array([math.erf(float(v)) for v in x], dtype=np.float64)
+
+
+def test_eager_layer_norm_module_trains_the_same_with_and_without_the_kernels():
+    """A LayerNorm + GELU stack: forward and all gradients agree between the two paths."""
+    def run():
+        eager.manual_seed(0)
+        model = eager.nn.Sequential(eager.nn.Linear(16, 32), eager.nn.LayerNorm(32), eager.nn.GELU(),
+                                    eager.nn.Linear(32, 4))
+        x = eager.randn(64, 16)
+        loss = model(x).square().mean()
+        loss.backward()
+        return [loss.item()] + [p.grad.numpy().copy() for p in model.parameters()]
+
+    native = run()
+    reference = _numpy_path(run)
+    np.testing.assert_allclose(native[0], reference[0], rtol=1e-5)
+    for a, b in zip(native[1:], reference[1:]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
