@@ -426,7 +426,7 @@ _add("log_softmax", NumpyLowering(call="_rt.log_softmax(np, {0}, {dim})"),
      CupyLowering(call="_rt.log_softmax(cp, {0}, {dim})"))
 
 # -- linear algebra and the rest --------------------------------------------------------------
-_add("matmul", NumpyLowering(call="np.matmul({0}, {1})"), CupyLowering(call="cp.matmul({0}, {1})"),
+_add("matmul", NumpyLowering(call="_rt.matmul({0}, {1})"), CupyLowering(call="cp.matmul({0}, {1})"),
      note="BLAS through NumPy; cuBLAS through CuPy")
 _add("to_device", NumpyLowering(call="{move}", alias=True),
      CupyLowering(call="_rt.forward('to_device', cp, {0}, device={device}, source={source})"),

@@ -65,6 +65,17 @@ def _get_pool(workers: int) -> ThreadPoolExecutor:
         return _pool
 
 
+def _forget_pool_in_child() -> None:
+    """A forked child (a DataLoader worker) has none of the parent's pool threads: a task
+    submitted to the inherited pool would wait forever. The child makes its own."""
+    global _pool, _pool_size, _pool_lock
+    _pool, _pool_size, _pool_lock = None, 0, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def _run_span(fn, spans, args) -> list:
     with np.errstate(all="ignore"):
         return [fn(lo, hi, *args) for lo, hi in spans]
@@ -93,6 +104,67 @@ def run_blocks(fn, nrows: int, row_elems: int, args: tuple) -> list:
     out = _run_span(fn, runs[0], args)
     for f in futures:
         out += f.result()
+    return out
+
+
+# -- matmul: one BLAS call per thread where BLAS itself runs one thread --------------------------
+# With BLAS on one thread (OPENBLAS_NUM_THREADS=1, the setting that keeps it from fighting the
+# native kernels' OpenMP threads), a large product left the other cores idle: split by rows
+# across CONFIG.threads, each part one BLAS call on its own rows of the output, W3's
+# 256x784x512 products ran 1.8x faster on two cores. Where BLAS runs several threads already,
+# splitting only oversubscribes the cores (measured 1.1-1.4x slower), so it is not done.
+MATMUL_SPLIT_MIN = 1 << 22  # multiply-adds below which one BLAS call is cheaper than a hand-off
+_blas_threads: list = []
+
+
+def blas_threads() -> int | None:
+    """Threads of NumPy's BLAS: asked of the OpenBLAS that NumPy's wheels bundle (loaded by
+    NumPy already), else read from the variables BLAS libraries take; None when unknown."""
+    if not _blas_threads:
+        _blas_threads.append(_query_blas_threads())
+    return _blas_threads[0]
+
+
+def _query_blas_threads() -> int | None:
+    import ctypes  # noqa: PLC0415
+    import glob  # noqa: PLC0415
+
+    libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    for path in sorted(glob.glob(os.path.join(libs, "*openblas*"))):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
+                     "openblas_get_num_threads64_", "openblas_get_num_threads"):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = ctypes.c_int
+                return int(fn())
+    for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+        value = os.environ.get(var, "").strip()
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+def matmul(a, b):
+    """np.matmul(a, b); a large product with a 2-d right operand runs as one BLAS call per
+    thread on consecutive blocks of a's leading axis (rows of a matrix, matrices of a batch)
+    when BLAS runs one thread. The blocks are fixed by the shape and CONFIG.threads: the
+    same inputs give the same bits on every call."""
+    workers = CONFIG.threads
+    if (workers < 2 or a.ndim < 2 or b.ndim != 2 or a.shape[0] < 2
+            or a.size * b.shape[1] < MATMUL_SPLIT_MIN or blas_threads() != 1):
+        return np.matmul(a, b)
+    out = np.empty(a.shape[:-1] + (b.shape[1],), np.result_type(a.dtype, b.dtype))
+    parts = min(workers, a.shape[0])
+    bounds = [a.shape[0] * k // parts for k in range(parts + 1)]
+    pool = _get_pool(parts - 1)
+    futures = [pool.submit(np.matmul, a[lo:hi], b, out=out[lo:hi]) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    np.matmul(a[:bounds[1]], b, out=out[:bounds[1]])
+    for f in futures:
+        f.result()
     return out
 
 
