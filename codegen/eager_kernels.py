@@ -1,5 +1,5 @@
-"""Native kernels for eager's heaviest NumPy ops: layer_norm and its gradient, and GELU (both
-forms) with the exact form's derivative.
+"""Native kernels for eager's heaviest NumPy ops: layer_norm and its gradient, GELU (both
+forms) with the exact form's derivative, and tanh and exp of large arrays.
 
 Why: NumPy runs one whole-array pass per ufunc on one thread, so an op whose formula has a
 dozen steps (the row statistics, scaling and affine part of layer_norm; the erf polynomial
@@ -68,6 +68,16 @@ template <typename T> static void gelu_tanh(const T* x, T* y, long long n, int n
 
 template <typename T> static void gelu_grad(const T* x, T* y, long long n, int nt) {
     blocked_map(x, y, n, nt, [](T v) { return gm_gelu_grad(v); });
+}
+
+// the math functions themselves, vectorized (codegen.c_helpers.MATH says through which
+// function each dtype goes); eager uses them on large arrays (LARGE)
+template <typename T> static void tanh_map(const T* x, T* y, long long n, int nt) {
+    blocked_map(x, y, n, nt, [](T v) { return (T)tanh(v); });
+}
+
+template <typename T> static void exp_map(const T* x, T* y, long long n, int nt) {
+    blocked_map(x, y, n, nt, [](T v) { return (T)exp(v); });
 }
 
 // mean and 1/sqrt(var + eps) of one row, in double: two passes over a row that is in cache
@@ -157,6 +167,8 @@ template <typename T> static void layer_norm_backward(const T* g, const T* x, co
     GM_EAGER_UNARY(gelu_none, T, suffix) \
     GM_EAGER_UNARY(gelu_tanh, T, suffix) \
     GM_EAGER_UNARY(gelu_grad, T, suffix) \
+    GM_EAGER_UNARY(tanh_map, T, suffix) \
+    GM_EAGER_UNARY(exp_map, T, suffix) \
     extern "C" void gm_eager_layer_norm_##suffix(void* const* a, int nt) { \
         const long long* d = (const long long*)a[4]; \
         layer_norm<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], d[0], d[1], \
@@ -250,6 +262,22 @@ def _unary(name: str, x) -> np.ndarray | None:
     k.call(k.address(f"gm_eager_{name}_{suffix}"), k.threads(), (nbytes, -nbytes, 8),
            k.formats((x.dtype.name, x.dtype.name, "int64")), x, out, np.array([x.size], _I64))
     return out
+
+
+# Elements from which eager's tanh and exp run natively: below, NumPy's own SIMD loops cost
+# about as much as the call (and the op's result then does not depend on the build).
+LARGE = 1 << 14
+# (op, dtype) pairs whose C function is vectorized and within NumPy's own error (c_helpers.MATH:
+# float64 exp is a scalar libm call there, no faster than NumPy's)
+_MATH_KERNELS = {("tanh", "f32"), ("tanh", "f64"), ("exp", "f32")}
+
+
+def math(name: str, x) -> np.ndarray | None:
+    """tanh or exp of a large float NumPy array in one threaded vector pass, or None."""
+    suffix = _usable(x) if type(x) is np.ndarray and x.size >= LARGE else None
+    if (name, suffix) not in _MATH_KERNELS:
+        return None
+    return _unary(f"{name}_map", x)
 
 
 def gelu(x, approximate: str) -> np.ndarray | None:

@@ -113,7 +113,7 @@ def run_blocks(fn, nrows: int, row_elems: int, args: tuple) -> list:
 # across CONFIG.threads, each part one BLAS call on its own rows of the output, W3's
 # 256x784x512 products ran 1.8x faster on two cores. Where BLAS runs several threads already,
 # splitting only oversubscribes the cores (measured 1.1-1.4x slower), so it is not done.
-MATMUL_SPLIT_MIN = 1 << 22  # multiply-adds below which one BLAS call is cheaper than a hand-off
+MATMUL_SPLIT_MIN = 1 << 23  # multiply-adds below which one BLAS call is cheaper than the hand-off (~50 us)
 _blas_threads: list = []
 
 

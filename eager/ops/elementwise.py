@@ -63,7 +63,23 @@ NEG = defop(
     "neg", forward=lambda xp, x: xp.negative(x), abstract=lambda x: x,
     vjp=lambda ctx, g: (-g,), grad_name="NegBackward0", samples=_any((3, 4)),
 )
-EXP = _unary("exp", lambda xp, x: xp.exp(x), lambda ctx, g: (g * ctx.out,), "ExpBackward0",
+def _native_math(name: str, numpy_forward):
+    """A unary forward that runs the vectorized, threaded native kernel on large float arrays
+    (codegen.eager_kernels.math: NumPy's tanh and exp are single-threaded) and NumPy's own
+    function otherwise, or where no compiler is found."""
+    def forward(xp, x):
+        if xp is np and getattr(x, "size", 0) >= _NATIVE_LARGE:
+            native = kernels_module()
+            out = native.math(name, x) if native is not None else None
+            if out is not None:
+                return out
+        return numpy_forward(xp, x)
+    return forward
+
+
+_NATIVE_LARGE = 1 << 14  # codegen.eager_kernels.LARGE, without importing codegen for small arrays
+
+EXP = _unary("exp", _native_math("exp", lambda xp, x: xp.exp(x)), lambda ctx, g: (g * ctx.out,), "ExpBackward0",
              _any((3, 4)), save=(), save_output=True)
 LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.input(0),), "LogBackward0",
              _positive((3, 4)))
@@ -80,7 +96,7 @@ SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * COS(ctx.input(0
              "SinBackward0", _any((3, 4)))
 COS: OpDef = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-(g * SIN(ctx.input(0))),),
              "CosBackward0", _any((3, 4)))
-TANH = _unary("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (g * (1.0 - ctx.out * ctx.out),),
+TANH = _unary("tanh", _native_math("tanh", lambda xp, x: xp.tanh(x)), lambda ctx, g: (g * (1.0 - ctx.out * ctx.out),),
               "TanhBackward0", _any((3, 4)), save=(), save_output=True)
 
 
