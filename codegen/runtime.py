@@ -118,14 +118,19 @@ _blas_threads: list = []
 
 
 def blas_threads() -> int | None:
-    """Threads of NumPy's BLAS: asked of the OpenBLAS that NumPy's wheels bundle (loaded by
-    NumPy already), else read from the variables BLAS libraries take; None when unknown."""
+    """Threads of NumPy's BLAS: OPENBLAS_NUM_THREADS where set, else asked of the OpenBLAS
+    that NumPy's wheels bundle (loaded by NumPy already), else read from the variables other
+    BLAS libraries take; None when unknown."""
     if not _blas_threads:
         _blas_threads.append(_query_blas_threads())
     return _blas_threads[0]
 
 
 def _query_blas_threads() -> int | None:
+    # the variable OpenBLAS read when it loaded, where set (cheaper than finding the library)
+    value = os.environ.get("OPENBLAS_NUM_THREADS", "").strip()
+    if value.isdigit():
+        return int(value)
     import ctypes  # noqa: PLC0415
     import glob  # noqa: PLC0415
 
@@ -141,7 +146,7 @@ def _query_blas_threads() -> int | None:
             if fn is not None:
                 fn.restype = ctypes.c_int
                 return int(fn())
-    for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+    for var in ("MKL_NUM_THREADS", "OMP_NUM_THREADS"):
         value = os.environ.get(var, "").strip()
         if value.isdigit():
             return int(value)
