@@ -1,5 +1,6 @@
-"""Native kernels for eager's heaviest NumPy ops: layer_norm and its gradient, GELU (both
-forms) with the exact form's derivative, and tanh and exp of large arrays.
+"""Native kernels for eager's heaviest NumPy ops: layer_norm and its gradient, batch norm's
+per-channel statistics, normalization and gradient, GELU (both forms) with the exact form's
+derivative, and tanh and exp of large arrays.
 
 Why: NumPy runs one whole-array pass per ufunc on one thread, so an op whose formula has a
 dozen steps (the row statistics, scaling and affine part of layer_norm; the erf polynomial
@@ -158,6 +159,79 @@ template <typename T> static void layer_norm_backward(const T* g, const T* x, co
     }
 }
 
+// Batch norm's layout: x is (N, C, S) - batch, channels, the spatial dims flattened - and
+// each channel's statistics run over N and S. Work is dealt out by channel (a channel's
+// N runs of S elements are read twice, the second time from cache).
+template <typename T> static inline void channel_stats(const T* x, long long N, long long C, long long S,
+                                                       long long c, double* mean, double* m2) {
+    double s = 0.0;
+    for (long long b = 0; b < N; ++b) {
+        const T* xr = x + (b * C + c) * S;
+        #pragma omp simd reduction(+:s)
+        for (long long j = 0; j < S; ++j) s += (double)xr[j];
+    }
+    const double m = s / (double)(N * S);
+    double v = 0.0;
+    for (long long b = 0; b < N; ++b) {
+        const T* xr = x + (b * C + c) * S;
+        #pragma omp simd reduction(+:v)
+        for (long long j = 0; j < S; ++j) { const double d = (double)xr[j] - m; v += d * d; }
+    }
+    *mean = m;
+    *m2 = v;
+}
+
+// per channel: mean and the sum of squared deviations (var = m2 / (count - correction))
+template <typename T> static void channel_moments(const T* x, double* mean, double* m2, long long N, long long C,
+                                                  long long S, int nt) {
+    #pragma omp parallel for num_threads(nt) if(N * C * S >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long c = 0; c < C; ++c) channel_stats(x, N, C, S, c, mean + c, m2 + c);
+}
+
+// (x - mean) / sqrt(biased var + eps) per channel
+template <typename T> static void channel_normalize(const T* x, T* y, long long N, long long C, long long S,
+                                                    double eps, int nt) {
+    #pragma omp parallel for num_threads(nt) if(N * C * S >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long c = 0; c < C; ++c) {
+        double mean, m2;
+        channel_stats(x, N, C, S, c, &mean, &m2);
+        const T m = (T)mean, r = (T)(1.0 / sqrt(m2 / (double)(N * S) + eps));
+        for (long long b = 0; b < N; ++b) {
+            const T* xr = x + (b * C + c) * S;
+            T* yr = y + (b * C + c) * S;
+            #pragma omp simd
+            for (long long j = 0; j < S; ++j) yr[j] = (xr[j] - m) * r;
+        }
+    }
+}
+
+// rstd * (g - mean(g) - xhat * mean(g * xhat)) per channel, with xhat = (x - mean) * rstd
+template <typename T> static void channel_normalize_backward(const T* g, const T* x, T* gx, long long N, long long C,
+                                                             long long S, double eps, int nt) {
+    #pragma omp parallel for num_threads(nt) if(N * C * S >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long c = 0; c < C; ++c) {
+        double mean, m2;
+        channel_stats(x, N, C, S, c, &mean, &m2);
+        const double count = (double)(N * S), rstd = 1.0 / sqrt(m2 / count + eps);
+        double sg = 0.0, sgs = 0.0;
+        for (long long b = 0; b < N; ++b) {
+            const T* gr = g + (b * C + c) * S;
+            const T* xr = x + (b * C + c) * S;
+            #pragma omp simd reduction(+:sg, sgs)
+            for (long long j = 0; j < S; ++j) { sg += (double)gr[j]; sgs += (double)gr[j] * ((double)xr[j] - mean); }
+        }
+        const double mean_g = sg / count, k = rstd * rstd * sgs / count;  // mean(g * xhat) * rstd
+        for (long long b = 0; b < N; ++b) {
+            const T* gr = g + (b * C + c) * S;
+            const T* xr = x + (b * C + c) * S;
+            T* out = gx + (b * C + c) * S;
+            #pragma omp simd
+            for (long long j = 0; j < S; ++j)
+                out[j] = (T)(rstd * (((double)gr[j] - mean_g) - ((double)xr[j] - mean) * k));
+        }
+    }
+}
+
 // the entry points: void k(void* const* args, int threads); dims are an int64 array, eps a
 // float64 array of one element
 #define GM_EAGER_UNARY(name, T, suffix) \
@@ -177,6 +251,19 @@ template <typename T> static void layer_norm_backward(const T* g, const T* x, co
         const long long* d = (const long long*)a[7]; \
         layer_norm_backward<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], (T*)a[4], (T*)a[5], \
                                (double*)a[6], d[0], d[1], ((const double*)a[8])[0], nt); }
+#define GM_EAGER_CHANNELS(T, suffix) \
+    extern "C" void gm_eager_channel_moments_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[3]; \
+        channel_moments<T>((const T*)a[0], (double*)a[1], (double*)a[2], d[0], d[1], d[2], nt); } \
+    extern "C" void gm_eager_channel_normalize_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[2]; \
+        channel_normalize<T>((const T*)a[0], (T*)a[1], d[0], d[1], d[2], ((const double*)a[3])[0], nt); } \
+    extern "C" void gm_eager_channel_normalize_backward_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[3]; \
+        channel_normalize_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], d[0], d[1], d[2], \
+                                      ((const double*)a[4])[0], nt); }
+GM_EAGER_CHANNELS(float, f32)
+GM_EAGER_CHANNELS(double, f64)
 GM_EAGER_ALL(float, f32)
 GM_EAGER_ALL(double, f64)
 """
@@ -323,3 +410,57 @@ def layer_norm_backward(g, rows, w, eps: float) -> tuple | None:
            k.formats((dt, dt, dt, dt, dt, dt, "float64", "int64", "float64")),
            g, rows, w, gx, gw, gb, part, np.array([groups, n], _I64), np.array([eps], _F64))
     return gx, gw, gb
+
+
+def channel_dims(ndim: int, dims) -> bool:
+    """Whether `dims` are batch norm's: every dim but the channels (dim 1) of a 3-d or larger
+    input (the layout the channel kernels take as (N, C, S))."""
+    return ndim >= 3 and tuple(dims) == (0,) + tuple(range(2, ndim))
+
+
+def _channel_shape(x) -> np.ndarray:
+    n, c = x.shape[0], x.shape[1]
+    return np.array([n, c, x.size // max(n * c, 1)], _I64)
+
+
+def _channel_ready(*arrays):
+    suffix = _usable(*arrays)
+    return (suffix, kernels()) if suffix is not None and arrays[0].size else (None, None)
+
+
+def channel_moments(x) -> tuple | None:
+    """(mean, sum of squared deviations) per channel of a contiguous (N, C, ...) float array,
+    as float64 vectors of C; or None (use NumPy)."""
+    suffix, k = _channel_ready(x)
+    if k is None:
+        return None
+    c = x.shape[1]
+    mean, m2 = np.empty(c, _F64), np.empty(c, _F64)
+    k.call(k.address(f"gm_eager_channel_moments_{suffix}"), k.threads(), (x.nbytes, -8 * c, -8 * c, 24),
+           k.formats((x.dtype.name, "float64", "float64", "int64")), x, mean, m2, _channel_shape(x))
+    return mean, m2
+
+
+def channel_normalize(x, eps: float) -> np.ndarray | None:
+    """Batch norm without its affine part: (x - mean) / sqrt(biased var + eps) per channel."""
+    suffix, k = _channel_ready(x)
+    if k is None:
+        return None
+    out = np.empty_like(x)
+    k.call(k.address(f"gm_eager_channel_normalize_{suffix}"), k.threads(), (x.nbytes, -out.nbytes, 24, 8),
+           k.formats((x.dtype.name, x.dtype.name, "int64", "float64")), x, out, _channel_shape(x),
+           np.array([eps], _F64))
+    return out
+
+
+def channel_normalize_backward(g, x, eps: float) -> np.ndarray | None:
+    """The gradient of channel_normalize for an output gradient g."""
+    suffix, k = _channel_ready(g, x)
+    if k is None:
+        return None
+    out = np.empty_like(x)
+    dt = x.dtype.name
+    k.call(k.address(f"gm_eager_channel_normalize_backward_{suffix}"), k.threads(),
+           (g.nbytes, x.nbytes, -out.nbytes, 24, 8), k.formats((dt, dt, dt, "int64", "float64")),
+           g, x, out, _channel_shape(x), np.array([eps], _F64))
+    return out

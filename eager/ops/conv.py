@@ -161,7 +161,19 @@ def _centered_rstd(xp, x, dims, eps):
     return xc, (1.0 / xp.sqrt(var + eps)).astype(work.dtype, copy=False), None
 
 
+def _native_channels(xp, x, dims):
+    """codegen.eager_kernels when it can normalize x over batch norm's dims, else None."""
+    if xp is not np or type(x) is not np.ndarray or not x.flags.c_contiguous:
+        return None
+    native = kernels_module()
+    return native if native is not None and native.channel_dims(x.ndim, dims) else None
+
+
 def _normalize(xp, x, dims, eps):
+    native = _native_channels(xp, x, dims)
+    found = native.channel_normalize(x, eps) if native is not None else None
+    if found is not None:  # batch norm in one threaded pass per channel (codegen.eager_kernels)
+        return found
     xc, rstd, rows = _centered_rstd(xp, x, dims, eps)
     if rows is not None:  # xc is a fresh buffer: scale it in place
         flat = xc.reshape(rows)
@@ -205,6 +217,10 @@ NORMALIZE = defop(
 # g part is F(h, x); the x part, with a = mean(g xhat), b = mean(h xhat), c = mean(g (h - mean h)),
 #     -rstd^2 * (xhat * (c - 3 a b) + b * (g - mean g) + a * (h - mean h)).
 def _normalize_backward(xp, g, x, dims, eps):
+    native = _native_channels(xp, x, dims)
+    found = native.channel_normalize_backward(g, x, eps) if native is not None and type(g) is np.ndarray else None
+    if found is not None:
+        return found
     xc, rstd, rows = _centered_rstd(xp, x, dims, eps)
     work = g.astype(xc.dtype, copy=False)
     if rows is not None:

@@ -197,3 +197,38 @@ def test_small_arrays_keep_numpys_tanh():
     x = np.linspace(-3, 3, 100, dtype=np.float32)
     assert eager_kernels.math("tanh", x) is None
     np.testing.assert_array_equal(eager.tanh(eager.tensor(x)).numpy(), np.tanh(x))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(2, 1, 3), (4, 3, 5, 5), (32, 16, 7, 7), (3, 2, 2, 2, 2)])
+def test_batch_norm_statistics_normalization_and_gradient_match_the_numpy_code(dtype, shape):
+    from eager.ops import reductions
+
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(shape) * 2.0 + 0.5).astype(dtype)
+    g = rng.standard_normal(shape).astype(dtype)
+    dims = (0,) + tuple(range(2, len(shape)))
+    tol = dict(rtol=2e-5, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-13)
+    assert eager_kernels.channel_normalize(x, 1e-5) is not None
+    for fn, args in ((conv._normalize, (np, x, dims, 1e-5)), (conv._normalize_backward, (np, g, x, dims, 1e-5)),
+                     (reductions._var, (np, x, dims, 1, True)), (reductions._var, (np, x, dims, 0, False))):
+        got, want = fn(*args), _numpy_path(fn, *args)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, **tol)
+
+
+def test_batch_norm_layer_trains_the_same_with_and_without_the_kernels():
+    def run():
+        eager.manual_seed(0)
+        model = eager.nn.Sequential(eager.nn.Conv2d(2, 4, 3, padding=1), eager.nn.BatchNorm2d(4), eager.nn.ReLU())
+        x = eager.randn(8, 2, 6, 6)
+        loss = model(x).square().mean()
+        loss.backward()
+        bn = model[1]
+        return ([loss.item()] + [p.grad.numpy().copy() for p in model.parameters()]
+                + [bn.running_mean.numpy().copy(), bn.running_var.numpy().copy()])
+
+    native = run()
+    reference = _numpy_path(run)
+    for a, b in zip(native, reference):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
