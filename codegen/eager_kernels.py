@@ -160,73 +160,77 @@ template <typename T> static void layer_norm_backward(const T* g, const T* x, co
 }
 
 // Batch norm's layout: x is (N, C, S) - batch, channels, the spatial dims flattened - and
-// each channel's statistics run over N and S. Work is dealt out by channel (a channel's
-// N runs of S elements are read twice, the second time from cache).
-template <typename T> static inline void channel_stats(const T* x, long long N, long long C, long long S,
-                                                       long long c, double* mean, double* m2) {
+// each channel's statistics run over N and S. The S elements of one (batch, channel) pair are
+// contiguous; N and C have any strides (sn, sc, in elements): a convolution's output is
+// channels-major (C, N, S) in memory, and the kernels read it in place. Work is dealt out by
+// channel (a channel's N runs of S elements are read twice, the second time from cache).
+struct gm_nc { long long N, C, S, sn, sc; };
+
+template <typename T> static inline void channel_stats(const T* x, gm_nc d, long long c, double* mean, double* m2) {
     double s = 0.0;
-    for (long long b = 0; b < N; ++b) {
-        const T* xr = x + (b * C + c) * S;
+    for (long long b = 0; b < d.N; ++b) {
+        const T* xr = x + b * d.sn + c * d.sc;
         #pragma omp simd reduction(+:s)
-        for (long long j = 0; j < S; ++j) s += (double)xr[j];
+        for (long long j = 0; j < d.S; ++j) s += (double)xr[j];
     }
-    const double m = s / (double)(N * S);
+    const double m = s / (double)(d.N * d.S);
     double v = 0.0;
-    for (long long b = 0; b < N; ++b) {
-        const T* xr = x + (b * C + c) * S;
+    for (long long b = 0; b < d.N; ++b) {
+        const T* xr = x + b * d.sn + c * d.sc;
         #pragma omp simd reduction(+:v)
-        for (long long j = 0; j < S; ++j) { const double d = (double)xr[j] - m; v += d * d; }
+        for (long long j = 0; j < d.S; ++j) { const double e = (double)xr[j] - m; v += e * e; }
     }
     *mean = m;
     *m2 = v;
 }
 
+#define GM_CHANNELS_PARALLEL num_threads(nt) if(d.N * d.C * d.S >= GM_EAGER_PARALLEL_MIN) schedule(static)
+
 // per channel: mean and the sum of squared deviations (var = m2 / (count - correction))
-template <typename T> static void channel_moments(const T* x, double* mean, double* m2, long long N, long long C,
-                                                  long long S, int nt) {
-    #pragma omp parallel for num_threads(nt) if(N * C * S >= GM_EAGER_PARALLEL_MIN) schedule(static)
-    for (long long c = 0; c < C; ++c) channel_stats(x, N, C, S, c, mean + c, m2 + c);
+template <typename T> static void channel_moments(const T* x, double* mean, double* m2, gm_nc d, int nt) {
+    #pragma omp parallel for GM_CHANNELS_PARALLEL
+    for (long long c = 0; c < d.C; ++c) channel_stats(x, d, c, mean + c, m2 + c);
 }
 
-// (x - mean) / sqrt(biased var + eps) per channel
-template <typename T> static void channel_normalize(const T* x, T* y, long long N, long long C, long long S,
-                                                    double eps, int nt) {
-    #pragma omp parallel for num_threads(nt) if(N * C * S >= GM_EAGER_PARALLEL_MIN) schedule(static)
-    for (long long c = 0; c < C; ++c) {
+// (x - mean) / sqrt(biased var + eps) per channel; y laid out as x
+template <typename T> static void channel_normalize(const T* x, T* y, gm_nc d, double eps, int nt) {
+    #pragma omp parallel for GM_CHANNELS_PARALLEL
+    for (long long c = 0; c < d.C; ++c) {
         double mean, m2;
-        channel_stats(x, N, C, S, c, &mean, &m2);
-        const T m = (T)mean, r = (T)(1.0 / sqrt(m2 / (double)(N * S) + eps));
-        for (long long b = 0; b < N; ++b) {
-            const T* xr = x + (b * C + c) * S;
-            T* yr = y + (b * C + c) * S;
+        channel_stats(x, d, c, &mean, &m2);
+        const T m = (T)mean, r = (T)(1.0 / sqrt(m2 / (double)(d.N * d.S) + eps));
+        for (long long b = 0; b < d.N; ++b) {
+            const T* xr = x + b * d.sn + c * d.sc;
+            T* yr = y + b * d.sn + c * d.sc;
             #pragma omp simd
-            for (long long j = 0; j < S; ++j) yr[j] = (xr[j] - m) * r;
+            for (long long j = 0; j < d.S; ++j) yr[j] = (xr[j] - m) * r;
         }
     }
 }
 
-// rstd * (g - mean(g) - xhat * mean(g * xhat)) per channel, with xhat = (x - mean) * rstd
-template <typename T> static void channel_normalize_backward(const T* g, const T* x, T* gx, long long N, long long C,
-                                                             long long S, double eps, int nt) {
-    #pragma omp parallel for num_threads(nt) if(N * C * S >= GM_EAGER_PARALLEL_MIN) schedule(static)
-    for (long long c = 0; c < C; ++c) {
+// rstd * (g - mean(g) - xhat * mean(g * xhat)) per channel, with xhat = (x - mean) * rstd;
+// g has its own N and C strides (gd), the result is laid out as x
+template <typename T> static void channel_normalize_backward(const T* g, const T* x, T* gx, gm_nc d, gm_nc gd,
+                                                             double eps, int nt) {
+    #pragma omp parallel for GM_CHANNELS_PARALLEL
+    for (long long c = 0; c < d.C; ++c) {
         double mean, m2;
-        channel_stats(x, N, C, S, c, &mean, &m2);
-        const double count = (double)(N * S), rstd = 1.0 / sqrt(m2 / count + eps);
+        channel_stats(x, d, c, &mean, &m2);
+        const double count = (double)(d.N * d.S), rstd = 1.0 / sqrt(m2 / count + eps);
         double sg = 0.0, sgs = 0.0;
-        for (long long b = 0; b < N; ++b) {
-            const T* gr = g + (b * C + c) * S;
-            const T* xr = x + (b * C + c) * S;
+        for (long long b = 0; b < d.N; ++b) {
+            const T* gr = g + b * gd.sn + c * gd.sc;
+            const T* xr = x + b * d.sn + c * d.sc;
             #pragma omp simd reduction(+:sg, sgs)
-            for (long long j = 0; j < S; ++j) { sg += (double)gr[j]; sgs += (double)gr[j] * ((double)xr[j] - mean); }
+            for (long long j = 0; j < d.S; ++j) { sg += (double)gr[j]; sgs += (double)gr[j] * ((double)xr[j] - mean); }
         }
         const double mean_g = sg / count, k = rstd * rstd * sgs / count;  // mean(g * xhat) * rstd
-        for (long long b = 0; b < N; ++b) {
-            const T* gr = g + (b * C + c) * S;
-            const T* xr = x + (b * C + c) * S;
-            T* out = gx + (b * C + c) * S;
+        for (long long b = 0; b < d.N; ++b) {
+            const T* gr = g + b * gd.sn + c * gd.sc;
+            const T* xr = x + b * d.sn + c * d.sc;
+            T* out = gx + b * d.sn + c * d.sc;
             #pragma omp simd
-            for (long long j = 0; j < S; ++j)
+            for (long long j = 0; j < d.S; ++j)
                 out[j] = (T)(rstd * (((double)gr[j] - mean_g) - ((double)xr[j] - mean) * k));
         }
     }
@@ -251,17 +255,19 @@ template <typename T> static void channel_normalize_backward(const T* g, const T
         const long long* d = (const long long*)a[7]; \
         layer_norm_backward<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], (T*)a[4], (T*)a[5], \
                                (double*)a[6], d[0], d[1], ((const double*)a[8])[0], nt); }
+// channel kernels: dims = [N, C, S, x's sn, x's sc, g's sn, g's sc] (elements)
 #define GM_EAGER_CHANNELS(T, suffix) \
     extern "C" void gm_eager_channel_moments_##suffix(void* const* a, int nt) { \
         const long long* d = (const long long*)a[3]; \
-        channel_moments<T>((const T*)a[0], (double*)a[1], (double*)a[2], d[0], d[1], d[2], nt); } \
+        channel_moments<T>((const T*)a[0], (double*)a[1], (double*)a[2], gm_nc{d[0], d[1], d[2], d[3], d[4]}, nt); } \
     extern "C" void gm_eager_channel_normalize_##suffix(void* const* a, int nt) { \
         const long long* d = (const long long*)a[2]; \
-        channel_normalize<T>((const T*)a[0], (T*)a[1], d[0], d[1], d[2], ((const double*)a[3])[0], nt); } \
+        channel_normalize<T>((const T*)a[0], (T*)a[1], gm_nc{d[0], d[1], d[2], d[3], d[4]}, \
+                             ((const double*)a[3])[0], nt); } \
     extern "C" void gm_eager_channel_normalize_backward_##suffix(void* const* a, int nt) { \
         const long long* d = (const long long*)a[3]; \
-        channel_normalize_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], d[0], d[1], d[2], \
-                                      ((const double*)a[4])[0], nt); }
+        channel_normalize_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], gm_nc{d[0], d[1], d[2], d[3], d[4]}, \
+                                      gm_nc{d[0], d[1], d[2], d[5], d[6]}, ((const double*)a[4])[0], nt); }
 GM_EAGER_CHANNELS(float, f32)
 GM_EAGER_CHANNELS(double, f64)
 GM_EAGER_ALL(float, f32)
@@ -418,49 +424,73 @@ def channel_dims(ndim: int, dims) -> bool:
     return ndim >= 3 and tuple(dims) == (0,) + tuple(range(2, ndim))
 
 
-def _channel_shape(x) -> np.ndarray:
+def _nc_view(a) -> tuple | None:
+    """(a C-contiguous view of a's memory, its N stride, its C stride, whether channel-major)
+    for an (N, C, ...) float array stored batch-major (NCHW) or channel-major (CNHW: how a
+    convolution's output comes out of its matmul), else None."""
+    if type(a) is not np.ndarray or a.dtype not in _SUFFIX or a.ndim < 3 or a.size == 0:
+        return None
+    n, c = a.shape[0], a.shape[1]
+    spatial = a.size // (n * c)
+    if a.flags.c_contiguous:
+        return a, c * spatial, spatial, False
+    t = a.swapaxes(0, 1)
+    if t.flags.c_contiguous:
+        return t, spatial, n * spatial, True
+    return None
+
+
+def _like(view: tuple) -> tuple:
+    """(an output buffer laid out as the viewed array, the array the caller gets back)."""
+    buf = np.empty_like(view[0])
+    return buf, (buf.swapaxes(0, 1) if view[3] else buf)
+
+
+def _channel_dims(x, xv: tuple, gv: tuple | None = None) -> np.ndarray:
     n, c = x.shape[0], x.shape[1]
-    return np.array([n, c, x.size // max(n * c, 1)], _I64)
-
-
-def _channel_ready(*arrays):
-    suffix = _usable(*arrays)
-    return (suffix, kernels()) if suffix is not None and arrays[0].size else (None, None)
+    g = gv if gv is not None else (None, 0, 0)
+    return np.array([n, c, x.size // (n * c), xv[1], xv[2], g[1], g[2]], _I64)
 
 
 def channel_moments(x) -> tuple | None:
-    """(mean, sum of squared deviations) per channel of a contiguous (N, C, ...) float array,
-    as float64 vectors of C; or None (use NumPy)."""
-    suffix, k = _channel_ready(x)
-    if k is None:
+    """(mean, sum of squared deviations) per channel of an (N, C, ...) float array, as float64
+    vectors of C; or None (use NumPy)."""
+    xv = _nc_view(x)
+    k = kernels() if xv is not None else None
+    if xv is None or k is None:
         return None
     c = x.shape[1]
     mean, m2 = np.empty(c, _F64), np.empty(c, _F64)
-    k.call(k.address(f"gm_eager_channel_moments_{suffix}"), k.threads(), (x.nbytes, -8 * c, -8 * c, 24),
-           k.formats((x.dtype.name, "float64", "float64", "int64")), x, mean, m2, _channel_shape(x))
+    k.call(k.address(f"gm_eager_channel_moments_{_SUFFIX[x.dtype]}"), k.threads(), (x.nbytes, -8 * c, -8 * c, 56),
+           k.formats((x.dtype.name, "float64", "float64", "int64")), xv[0], mean, m2, _channel_dims(x, xv))
     return mean, m2
 
 
 def channel_normalize(x, eps: float) -> np.ndarray | None:
-    """Batch norm without its affine part: (x - mean) / sqrt(biased var + eps) per channel."""
-    suffix, k = _channel_ready(x)
-    if k is None:
+    """Batch norm without its affine part: (x - mean) / sqrt(biased var + eps) per channel,
+    laid out as x; or None."""
+    xv = _nc_view(x)
+    k = kernels() if xv is not None else None
+    if xv is None or k is None:
         return None
-    out = np.empty_like(x)
-    k.call(k.address(f"gm_eager_channel_normalize_{suffix}"), k.threads(), (x.nbytes, -out.nbytes, 24, 8),
-           k.formats((x.dtype.name, x.dtype.name, "int64", "float64")), x, out, _channel_shape(x),
-           np.array([eps], _F64))
+    buf, out = _like(xv)
+    dt = x.dtype.name
+    k.call(k.address(f"gm_eager_channel_normalize_{_SUFFIX[x.dtype]}"), k.threads(), (x.nbytes, -x.nbytes, 56, 8),
+           k.formats((dt, dt, "int64", "float64")), xv[0], buf, _channel_dims(x, xv), np.array([eps], _F64))
     return out
 
 
 def channel_normalize_backward(g, x, eps: float) -> np.ndarray | None:
-    """The gradient of channel_normalize for an output gradient g."""
-    suffix, k = _channel_ready(g, x)
+    """The gradient of channel_normalize for an output gradient g, laid out as x; or None."""
+    xv, gv = _nc_view(x), _nc_view(g)
+    if xv is None or gv is None or g.dtype != x.dtype or g.shape != x.shape:
+        return None
+    k = kernels()
     if k is None:
         return None
-    out = np.empty_like(x)
+    buf, out = _like(xv)
     dt = x.dtype.name
-    k.call(k.address(f"gm_eager_channel_normalize_backward_{suffix}"), k.threads(),
-           (g.nbytes, x.nbytes, -out.nbytes, 24, 8), k.formats((dt, dt, dt, "int64", "float64")),
-           g, x, out, _channel_shape(x), np.array([eps], _F64))
+    k.call(k.address(f"gm_eager_channel_normalize_backward_{_SUFFIX[x.dtype]}"), k.threads(),
+           (g.nbytes, x.nbytes, -x.nbytes, 56, 8), k.formats((dt, dt, dt, "int64", "float64")),
+           gv[0], xv[0], buf, _channel_dims(x, xv, gv), np.array([eps], _F64))
     return out

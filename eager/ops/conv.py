@@ -163,7 +163,7 @@ def _centered_rstd(xp, x, dims, eps):
 
 def _native_channels(xp, x, dims):
     """codegen.eager_kernels when it can normalize x over batch norm's dims, else None."""
-    if xp is not np or type(x) is not np.ndarray or not x.flags.c_contiguous:
+    if xp is not np or type(x) is not np.ndarray:
         return None
     native = kernels_module()
     return native if native is not None and native.channel_dims(x.ndim, dims) else None

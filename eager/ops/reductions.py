@@ -349,7 +349,7 @@ def _var(xp, x, dims=None, correction=1, keepdim=False):
     float32. A group with no degrees of freedom gives inf or NaN silently (NumPy warns)."""
     if x.dtype.kind not in "fc":
         raise RuntimeError("std and var only support floating point and complex dtypes")
-    if xp is np and dims is not None and type(x) is np.ndarray and x.flags.c_contiguous:
+    if xp is np and dims is not None and type(x) is np.ndarray:
         native = kernels_module()
         if native is not None and native.channel_dims(x.ndim, dims):
             found = native.channel_moments(x)  # batch norm's running statistics, one threaded pass
