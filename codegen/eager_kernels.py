@@ -6,8 +6,9 @@ Why: NumPy runs one whole-array pass per ufunc on one thread, so an op whose for
 dozen steps (the row statistics, scaling and affine part of layer_norm; the erf polynomial
 of exact GELU) costs a dozen passes. PyTorch's eager kernels do each in one threaded pass,
 which left eager 3x behind on layer_norm and GELU at a fifth of a GPT training step. These
-kernels are shape-generic C++ written once (one translation unit, compiled the first time
-an op needs it and then loaded from the same disk cache as the native backend's kernels),
+kernels are shape-generic C++ written once (one translation unit per dtype, compiled the
+first time an op needs it and then loaded from the same disk cache as the native backend's
+kernels; a failed build leaves that dtype to the NumPy code),
 over the same helper layer as the compiled kernels (`c_helpers`: gm_gelu_none,
 gm_gelu_grad and the vectorized math functions), so eager and the native backend compute
 GELU with the same expression.
@@ -268,35 +269,63 @@ template <typename T> static void channel_normalize_backward(const T* g, const T
         const long long* d = (const long long*)a[3]; \
         channel_normalize_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], gm_nc{d[0], d[1], d[2], d[3], d[4]}, \
                                       gm_nc{d[0], d[1], d[2], d[5], d[6]}, ((const double*)a[4])[0], nt); }
-GM_EAGER_CHANNELS(float, f32)
-GM_EAGER_CHANNELS(double, f64)
-GM_EAGER_ALL(float, f32)
-GM_EAGER_ALL(double, f64)
 """
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _I64, _F64 = np.dtype(np.int64), np.dtype(np.float64)
 
 
+# one library per dtype, each built the first time an op needs it: most programs use float32
+# only, and the two together took twice as long to compile (about 1 s) as one
+INSTANTIATE = {"f32": "GM_EAGER_CHANNELS(float, f32)\nGM_EAGER_ALL(float, f32)\n",
+               "f64": "GM_EAGER_CHANNELS(double, f64)\nGM_EAGER_ALL(double, f64)\n"}
+
+
 class _Kernels:
-    """The loaded library and a caller; built once per process by whoever asks first."""
+    """The loaded libraries (by dtype suffix) and a caller."""
 
     def __init__(self) -> None:
         from . import native_build  # noqa: PLC0415  (imports NumPy-side machinery only when used)
 
-        tc = native_build.toolchain()
-        source = host_prelude(tc.vector_math) + "\n" + PREAMBLE + "\n" + KERNELS
-        self.library = native_build.load_library(source, "gm_eager_kernels")
+        self._build = native_build
+        self._prelude = host_prelude(native_build.toolchain().vector_math) + "\n" + PREAMBLE + "\n" + KERNELS
         self.call = native_build.caller()
         self.threads = native_build.threads
         self.formats = native_build.formats
         self._addresses: dict = {}
+        self._libraries: dict = {}
+        self._lock = threading.Lock()
 
-    def address(self, name: str) -> int:
+    def source(self, suffix: str) -> str:
+        return self._prelude + INSTANTIATE[suffix]
+
+    def address(self, name: str) -> int | None:
+        """The kernel's address (its name ends in the dtype suffix), building that dtype's
+        library first if this is its first use; None when that build failed."""
         found = self._addresses.get(name)
         if found is None:
-            found = self._addresses[name] = self.library.address(name)
+            suffix = name.rsplit("_", 1)[1]
+            with self._lock:
+                if suffix not in self._libraries:
+                    try:
+                        self._libraries[suffix] = self._build.load_library(self.source(suffix),
+                                                                           f"gm_eager_kernels_{suffix}")
+                    except (self._build.NativeCompileError, OSError):
+                        self._libraries[suffix] = None  # NumPy code from now on, for this dtype
+                library = self._libraries[suffix]
+            if library is None:
+                return None
+            found = self._addresses[name] = library.address(name)
         return found
+
+    def run(self, name: str, threads: int, sizes: tuple, formats: bytes, *buffers) -> bool:
+        """Call kernel `name` on the buffers; False (nothing run) when its library could not
+        be built."""
+        address = self.address(name)
+        if address is None:
+            return False
+        self.call(address, threads, sizes, formats, *buffers)
+        return True
 
 
 _state: dict = {}
@@ -352,8 +381,9 @@ def _unary(name: str, x) -> np.ndarray | None:
         return None
     out = np.empty(x.shape, x.dtype)
     nbytes = x.nbytes
-    k.call(k.address(f"gm_eager_{name}_{suffix}"), k.threads(), (nbytes, -nbytes, 8),
-           k.formats((x.dtype.name, x.dtype.name, "int64")), x, out, np.array([x.size], _I64))
+    if not k.run(f"gm_eager_{name}_{suffix}", k.threads(), (nbytes, -nbytes, 8),
+                 k.formats((x.dtype.name, x.dtype.name, "int64")), x, out, np.array([x.size], _I64)):
+        return None
     return out
 
 
@@ -392,9 +422,10 @@ def layer_norm(rows, w, b, eps: float) -> np.ndarray | None:
     groups, n = rows.shape
     out = np.empty_like(rows)
     dt = rows.dtype.name
-    k.call(k.address(f"gm_eager_layer_norm_{suffix}"), k.threads(),
-           (rows.nbytes, w.nbytes, b.nbytes, -out.nbytes, 16, 8), k.formats((dt, dt, dt, dt, "int64", "float64")),
-           rows, w, b, out, np.array([groups, n], _I64), np.array([eps], _F64))
+    if not k.run(f"gm_eager_layer_norm_{suffix}", k.threads(),
+                 (rows.nbytes, w.nbytes, b.nbytes, -out.nbytes, 16, 8), k.formats((dt, dt, dt, dt, "int64", "float64")),
+                 rows, w, b, out, np.array([groups, n], _I64), np.array([eps], _F64)):
+        return None
     return out
 
 
@@ -411,10 +442,11 @@ def layer_norm_backward(g, rows, w, eps: float) -> tuple | None:
     gb = np.empty(n, rows.dtype)
     part = np.empty((nt, 2, n), _F64)
     dt = rows.dtype.name
-    k.call(k.address(f"gm_eager_layer_norm_backward_{suffix}"), nt,
-           (g.nbytes, rows.nbytes, w.nbytes, -gx.nbytes, -gw.nbytes, -gb.nbytes, -part.nbytes, 16, 8),
-           k.formats((dt, dt, dt, dt, dt, dt, "float64", "int64", "float64")),
-           g, rows, w, gx, gw, gb, part, np.array([groups, n], _I64), np.array([eps], _F64))
+    if not k.run(f"gm_eager_layer_norm_backward_{suffix}", nt,
+                 (g.nbytes, rows.nbytes, w.nbytes, -gx.nbytes, -gw.nbytes, -gb.nbytes, -part.nbytes, 16, 8),
+                 k.formats((dt, dt, dt, dt, dt, dt, "float64", "int64", "float64")),
+                 g, rows, w, gx, gw, gb, part, np.array([groups, n], _I64), np.array([eps], _F64)):
+        return None
     return gx, gw, gb
 
 
@@ -461,8 +493,9 @@ def channel_moments(x) -> tuple | None:
         return None
     c = x.shape[1]
     mean, m2 = np.empty(c, _F64), np.empty(c, _F64)
-    k.call(k.address(f"gm_eager_channel_moments_{_SUFFIX[x.dtype]}"), k.threads(), (x.nbytes, -8 * c, -8 * c, 56),
-           k.formats((x.dtype.name, "float64", "float64", "int64")), xv[0], mean, m2, _channel_dims(x, xv))
+    if not k.run(f"gm_eager_channel_moments_{_SUFFIX[x.dtype]}", k.threads(), (x.nbytes, -8 * c, -8 * c, 56),
+                 k.formats((x.dtype.name, "float64", "float64", "int64")), xv[0], mean, m2, _channel_dims(x, xv)):
+        return None
     return mean, m2
 
 
@@ -475,8 +508,9 @@ def channel_normalize(x, eps: float) -> np.ndarray | None:
         return None
     buf, out = _like(xv)
     dt = x.dtype.name
-    k.call(k.address(f"gm_eager_channel_normalize_{_SUFFIX[x.dtype]}"), k.threads(), (x.nbytes, -x.nbytes, 56, 8),
-           k.formats((dt, dt, "int64", "float64")), xv[0], buf, _channel_dims(x, xv), np.array([eps], _F64))
+    if not k.run(f"gm_eager_channel_normalize_{_SUFFIX[x.dtype]}", k.threads(), (x.nbytes, -x.nbytes, 56, 8),
+                 k.formats((dt, dt, "int64", "float64")), xv[0], buf, _channel_dims(x, xv), np.array([eps], _F64)):
+        return None
     return out
 
 
@@ -490,7 +524,8 @@ def channel_normalize_backward(g, x, eps: float) -> np.ndarray | None:
         return None
     buf, out = _like(xv)
     dt = x.dtype.name
-    k.call(k.address(f"gm_eager_channel_normalize_backward_{_SUFFIX[x.dtype]}"), k.threads(),
-           (g.nbytes, x.nbytes, -x.nbytes, 56, 8), k.formats((dt, dt, dt, "int64", "float64")),
-           gv[0], xv[0], buf, _channel_dims(x, xv, gv), np.array([eps], _F64))
+    if not k.run(f"gm_eager_channel_normalize_backward_{_SUFFIX[x.dtype]}", k.threads(),
+                 (g.nbytes, x.nbytes, -x.nbytes, 56, 8), k.formats((dt, dt, dt, "int64", "float64")),
+                 gv[0], xv[0], buf, _channel_dims(x, xv, gv), np.array([eps], _F64)):
+        return None
     return out

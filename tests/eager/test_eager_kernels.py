@@ -257,3 +257,20 @@ def test_batch_norm_kernels_read_a_convolutions_channel_major_output_in_place(x_
     assert eager_kernels.channel_normalize(strided, 1e-5) is None
     np.testing.assert_allclose(conv._normalize(np, strided + x, dims, 1e-5), conv._normalize(np, x, dims, 1e-5),
                                rtol=2e-5, atol=2e-6)
+
+
+def test_a_failed_build_leaves_the_ops_to_the_numpy_code(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise native_build.NativeCompileError("the C++ compiler rejected the generated source (test)")
+
+    eager_kernels.reset()
+    monkeypatch.setattr(native_build, "load_library", refuse)
+    try:
+        x = np.linspace(-3, 3, 50, dtype=np.float32)
+        assert eager_kernels.gelu(x, "none") is None
+        got = eager.nn.functional.gelu(eager.tensor(x)).numpy()
+        np.testing.assert_array_equal(got, _numpy_path(elementwise._gelu, np, x))
+    finally:
+        monkeypatch.undo()
+        eager_kernels.reset()
+    assert eager_kernels.gelu(x, "none") is not None  # and a later process (here: a reset) builds again
