@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from eager.ops import REGISTRY
+from eager.ops.shape_ops import is_basic_key
 from static.ir import Graph, Node, Value
 
 from . import native_build
@@ -83,9 +86,10 @@ def index_expr(shape: tuple, space: tuple, i: str = "i", suffix: str = "LL") -> 
 
 
 def strided_index(shape: tuple, strides: tuple, space: tuple, i: str = "i", suffix: str = "LL") -> str:
-    """The index into an operand of `shape` laid out with element `strides` (a permuted view
-    of a C-contiguous array), broadcast right-aligned to `space`, at flat position `i` of
-    `space`: one div/mod per run of axes whose strides chain as in a contiguous array."""
+    """The index into an operand of `shape` laid out with element `strides` (a view of a
+    C-contiguous array: permuted, sliced with steps, expanded with stride 0), broadcast
+    right-aligned to `space`, at flat position `i` of `space`: one div/mod per run of axes
+    whose strides chain as in a contiguous array."""
     shape = tuple(int(d) for d in shape)
     space = tuple(int(d) for d in space)
     pad = len(space) - len(shape)
@@ -93,12 +97,12 @@ def strided_index(shape: tuple, strides: tuple, space: tuple, i: str = "i", suff
     a = len(space) - 1
     while a >= 0:
         j = a - pad
-        if j < 0 or shape[j] == 1 or space[a] == 1:
+        if j < 0 or shape[j] == 1 or space[a] == 1 or strides[j] == 0:  # broadcast: no term
             a -= 1
             continue
         hi = a  # grow the run [lo, hi] while the next outer axis continues the layout
         while (a - 1 - pad >= 0 and space[a - 1] != 1 and shape[a - 1 - pad] == space[a - 1]
-               and strides[a - 1 - pad] == strides[a - pad] * space[a]):
+               and strides[a - 1 - pad] != 0 and strides[a - 1 - pad] == strides[a - pad] * space[a]):
             a -= 1
         lo = a
         a -= 1
@@ -111,24 +115,55 @@ def strided_index(shape: tuple, strides: tuple, space: tuple, i: str = "i", suff
     return " + ".join(reversed(terms)) if terms else "0"
 
 
-def permuted_source(v: Value) -> tuple[Value, tuple] | None:
-    """(the C-contiguous value v is a permuted view of, v's element strides into it), when v
-    is made by `permute` or `transpose` (a kernel then reads that value by index arithmetic
-    instead of copying the view); None otherwise."""
-    node = v.producer
-    if node is None or node.op not in ("permute", "transpose") or not isinstance(node.inputs[0], Value):
+# View ops whose NumPy forward never copies: a region input made by a chain of them reads
+# the chain's first operand in place (reshape joins them where NumPy can make it a view).
+_PURE_VIEWS = frozenset({"permute", "transpose", "index", "expand", "squeeze", "unsqueeze"})
+
+
+def strided_source(v: Value) -> tuple[Value, tuple, int] | None:
+    """(the value v is a view of, v's element strides into it, v's element offset), when v is
+    made by a chain of views - permute, transpose, basic indexing (slices with any step,
+    integers, None), expand, squeeze, unsqueeze, and reshapes that NumPy can do without a
+    copy - of a value the kernel receives C-contiguous. A kernel then reads that value by
+    index arithmetic instead of copying the view; None otherwise.
+
+    The layout is NumPy's own: the chain's forwards run on a stand-in array of the base's
+    shape with one-byte elements over a single byte of memory (strided, never read: only
+    ops that make views run on it), whose strides and data offset are then v's."""
+    chain = []
+    base = v
+    while base.producer is not None and isinstance(base.producer.inputs[0], Value):
+        node = base.producer
+        if node.op == "index":
+            if len(node.inputs) != 1 or not is_basic_key(node.attrs["key"]):
+                break
+        elif node.op not in _PURE_VIEWS and node.op != "reshape":
+            break
+        chain.append(node)
+        base = node.inputs[0]
+    if not chain:
         return None
-    base = node.inputs[0]
     shape = tuple(int(d) for d in base.type.shape)
-    nd = len(shape)
-    if node.op == "permute":
-        dims = [int(d) % nd for d in node.attrs["dims"]]
-    else:
-        dims = list(range(nd))
-        d0, d1 = int(node.attrs["dim0"]) % nd, int(node.attrs["dim1"]) % nd
-        dims[d0], dims[d1] = dims[d1], dims[d0]
-    contiguous = [_prod(shape[j + 1:]) for j in range(nd)]
-    return base, tuple(contiguous[d] for d in dims)
+    if _prod(shape) == 0:
+        return None
+    memory = np.zeros(1, np.uint8)
+    stand_in = np.lib.stride_tricks.as_strided(memory, shape, tuple(_prod(shape[j + 1:]) for j in range(len(shape))))
+    a = stand_in
+    for node in reversed(chain):
+        if node.op == "reshape":
+            a = a.view()
+            try:
+                a.shape = tuple(int(d) for d in node.outputs[0].type.shape)  # raises rather than copies
+            except AttributeError:
+                return None
+        else:
+            a = REGISTRY[node.op].forward(np, a, **node.attrs)
+        if not isinstance(a, np.ndarray) or a.base is None:
+            return None
+    if tuple(a.shape) != tuple(int(d) for d in v.type.shape):
+        return None
+    offset = a.__array_interface__["data"][0] - memory.__array_interface__["data"][0]
+    return base, tuple(int(st) for st in a.strides), int(offset)
 
 
 def compose_index(space: tuple, kept: tuple, reduced: tuple, o: str = "o", r: str = "r", suffix: str = "LL") -> str:
@@ -189,13 +224,15 @@ class CFunction:
         self.dtypes: list = []  # NumPy dtype name of each parameter
         self.lines: list = []
 
-    def _param(self, v: Value, source: str, writable: bool) -> str:
+    def _param(self, v: Value, source: str, writable: bool, sized_by: Value | None = None) -> str:
+        """A kernel parameter for v's array (`sized_by`: the value whose array is passed, when
+        v is a view read through it)."""
         k = len(self.params)
         ctype = c_type(v.type.dtype)
         cname = f"{'out' if writable else 'in'}{k}"
         const = "" if writable else "const "
         decl = f"{const}{ctype}* __restrict__ {cname} = ({const}{ctype}*)gm_args[{k}];"
-        nbytes = _prod(v.type.shape) * v.type.dtype.np.itemsize
+        nbytes = _prod((sized_by or v).type.shape) * v.type.dtype.np.itemsize
         self.params.append((decl, source, nbytes, writable))
         self.dtypes.append(v.type.dtype.np.name)
         self.arrays[v] = cname
@@ -218,7 +255,7 @@ class CRegion(CFunction):
         self.env: dict = {}  # body value -> a literal (C expr, C type)
         self.arrays_out: dict = {}  # stored body value -> Python name of its array
         self.yielded = yielded_by(node)
-        self.strides: dict = {}  # region input -> its element strides, when it reads a permuted view's base
+        self.strides: dict = {}  # region input -> (element strides, offset), when it reads a view's base
 
     def _body(self, space: tuple, i: str = "i") -> KernelBody:
         """A KernelBody whose region inputs and stored values are loads at flat index i of space."""
@@ -227,8 +264,13 @@ class CRegion(CFunction):
             env[v] = (expr, ctype)
         for v, cname in self.arrays.items():
             shape = tuple(v.type.shape)
-            idx = (strided_index(shape, self.strides[v], space, i, self.sfx) if v in self.strides
-                   else index_expr(shape, space, i, self.sfx))
+            if v in self.strides:
+                strides, offset = self.strides[v]
+                idx = strided_index(shape, strides, space, i, self.sfx)
+                if offset:
+                    idx = f"{offset}{self.sfx} + {idx}"
+            else:
+                idx = index_expr(shape, space, i, self.sfx)
             env[v] = (f"{cname}[{idx}]", c_type(v.type.dtype))
         return KernelBody(self.m.lines, env)
 
@@ -239,10 +281,10 @@ class CRegion(CFunction):
         for p in r.body.inputs:
             outer = r.binding[p]
             if isinstance(outer, Value):
-                view = permuted_source(outer)
+                view = strided_source(outer)
                 if view is not None:
-                    self._param(p, m.names(view[0]), writable=False)  # the view's memory, not a copy
-                    self.strides[p] = view[1]
+                    self._param(p, m.names(view[0]), writable=False, sized_by=view[0])  # its memory, not a copy
+                    self.strides[p] = (view[1], view[2])
                 else:
                     self._param(p, m.contiguous(outer), writable=False)
             else:
