@@ -237,12 +237,47 @@ template <typename T> static void channel_normalize_backward(const T* g, const T
     }
 }
 
+// argmax / argmin along the middle axis of x viewed as (outer, K, inner): the first index of
+// the extreme value, a NaN counting as the extreme (NumPy's and PyTorch's rule). The inner
+// axis is the vector loop, so a pooling window's K candidates are compared lane by lane.
+template <typename T, bool MAX> static void arg_extreme(const T* x, long long* out, long long outer, long long K,
+                                                        long long inner, int nt) {
+    #pragma omp parallel for num_threads(nt) if(outer * K * inner >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long o = 0; o < outer; ++o) {
+        const T* xo = x + o * K * inner;
+        long long* io = out + o * inner;
+        for (long long i0 = 0; i0 < inner; i0 += GM_EAGER_BLOCK) {
+            const int m = (int)(inner - i0 < GM_EAGER_BLOCK ? inner - i0 : GM_EAGER_BLOCK);
+            T best[GM_EAGER_BLOCK];
+            long long at[GM_EAGER_BLOCK];
+            for (int j = 0; j < m; ++j) { best[j] = xo[i0 + j]; at[j] = 0; }
+            for (long long k = 1; k < K; ++k) {
+                const T* xk = xo + k * inner + i0;
+                #pragma omp simd
+                for (int j = 0; j < m; ++j) {
+                    const T v = xk[j], b = best[j];
+                    const bool take = (MAX ? v > b : v < b) || (v != v && b == b);
+                    best[j] = take ? v : b;
+                    at[j] = take ? k : at[j];
+                }
+            }
+            for (int j = 0; j < m; ++j) io[i0 + j] = at[j];
+        }
+    }
+}
+
 // the entry points: void k(void* const* args, int threads); dims are an int64 array, eps a
 // float64 array of one element
 #define GM_EAGER_UNARY(name, T, suffix) \
     extern "C" void gm_eager_##name##_##suffix(void* const* a, int nt) { \
         name<T>((const T*)a[0], (T*)a[1], ((const long long*)a[2])[0], nt); }
 #define GM_EAGER_ALL(T, suffix) \
+    extern "C" void gm_eager_argmax_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[2]; \
+        arg_extreme<T, true>((const T*)a[0], (long long*)a[1], d[0], d[1], d[2], nt); } \
+    extern "C" void gm_eager_argmin_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[2]; \
+        arg_extreme<T, false>((const T*)a[0], (long long*)a[1], d[0], d[1], d[2], nt); } \
     GM_EAGER_UNARY(gelu_none, T, suffix) \
     GM_EAGER_UNARY(gelu_tanh, T, suffix) \
     GM_EAGER_UNARY(gelu_grad, T, suffix) \
@@ -527,5 +562,22 @@ def channel_normalize_backward(g, x, eps: float) -> np.ndarray | None:
     if not k.run(f"gm_eager_channel_normalize_backward_{_SUFFIX[x.dtype]}", k.threads(),
                  (g.nbytes, x.nbytes, -x.nbytes, 56, 8), k.formats((dt, dt, dt, "int64", "float64")),
                  gv[0], xv[0], buf, _channel_dims(x, xv, gv), np.array([eps], _F64)):
+        return None
+    return out
+
+
+def arg_extreme(name: str, x, dim: int, keepdim: bool) -> np.ndarray | None:
+    """argmax or argmin of a C-contiguous float array along `dim` (int64, NumPy's shape and
+    rule: the first extreme, NaN counting as one), in one threaded pass; or None."""
+    suffix = _usable(x) if type(x) is np.ndarray and x.ndim and x.size else None
+    k = kernels() if suffix is not None else None
+    if k is None:
+        return None
+    shape = x.shape
+    outer = int(np.prod(shape[:dim], dtype=np.int64))
+    inner = int(np.prod(shape[dim + 1:], dtype=np.int64))
+    out = np.empty(shape[:dim] + (1,) * keepdim + shape[dim + 1:], np.int64)
+    if not k.run(f"gm_eager_{name}_{suffix}", k.threads(), (x.nbytes, -out.nbytes, 24),
+                 k.formats((x.dtype.name, "int64", "int64")), x, out, np.array([outer, shape[dim], inner], _I64)):
         return None
     return out

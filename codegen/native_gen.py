@@ -187,6 +187,20 @@ def compose_index(space: tuple, kept: tuple, reduced: tuple, o: str = "o", r: st
 INT_INDEX_MAX = 2**31 - 1  # iteration spaces below this use int loop indices
 
 
+def storage_c_type(dt) -> str:
+    """The C type of an array's elements as a kernel declares them: bool arrays as unsigned
+    char (NumPy stores a bool as one byte, 0 or 1). gcc cannot vectorize a load of C++ bool,
+    so a loop reading a relu mask, a where condition or a dropout mask as bool ran scalar."""
+    return "unsigned char" if dt.np.name == "bool" else c_type(dt)
+
+
+def load(cname: str, idx: str, v: Value) -> tuple[str, str]:
+    """(C expression, C type) of element idx of v's array: a bool is read back as `!= 0`."""
+    if v.type.dtype.np.name == "bool":
+        return f"({cname}[{idx}] != 0)", "bool"
+    return f"{cname}[{idx}]", c_type(v.type.dtype)
+
+
 def index_type(elements: int) -> tuple[str, str]:
     """(C type of loop indices, suffix of index constants) for a loop nest over `elements`:
     int where it fits. The vectorizer turns a division or remainder by a constant (a
@@ -228,7 +242,7 @@ class CFunction:
         """A kernel parameter for v's array (`sized_by`: the value whose array is passed, when
         v is a view read through it)."""
         k = len(self.params)
-        ctype = c_type(v.type.dtype)
+        ctype = storage_c_type(v.type.dtype)
         cname = f"{'out' if writable else 'in'}{k}"
         const = "" if writable else "const "
         decl = f"{const}{ctype}* __restrict__ {cname} = ({const}{ctype}*)gm_args[{k}];"
@@ -271,7 +285,7 @@ class CRegion(CFunction):
                     idx = f"{offset}{self.sfx} + {idx}"
             else:
                 idx = index_expr(shape, space, i, self.sfx)
-            env[v] = (f"{cname}[{idx}]", c_type(v.type.dtype))
+            env[v] = load(cname, idx, v)
         return KernelBody(self.m.lines, env)
 
     # -- emission ------------------------------------------------------------------------
@@ -545,7 +559,7 @@ class CRegion(CFunction):
             padded = (1,) * (len(space) - len(shape)) + shape
             spans = padded[k:] == space[k:] and run > 1
             bases.append(f"const {ix} b_{cname} = {index_expr(shape, space, 'base', sfx)};")
-            env[v] = (f"{cname}[b_{cname} + r]" if spans else f"{cname}[b_{cname}]", c_type(v.type.dtype))
+            env[v] = load(cname, f"b_{cname} + r" if spans else f"b_{cname}", v)
         body = KernelBody(self.m.lines, env)
         for node in chain:
             body.emit(node)
@@ -793,7 +807,7 @@ class NativeModule(Driver):
         fn = CFunction(self, "gm_graph")
         for v in g.inputs:
             fn._param(v, self.contiguous(v), writable=False)
-        env = {v: (f"{fn.arrays[v]}[0]", c_type(v.type.dtype)) for v in g.inputs}
+        env = {v: load(fn.arrays[v], "0", v) for v in g.inputs}
         body = KernelBody(self.lines, env)
         for node in g.nodes:
             if node.body is None:

@@ -262,6 +262,9 @@ def _arg_abstract(name):
     return abstract
 
 
+_NATIVE_ARG_MIN = 1 << 12  # elements from which argmax/argmin along a middle axis runs natively
+
+
 def _argreduce(fn):
     def forward(xp, x, dim=None, keepdim=False):
         if x.dtype.kind == "b":
@@ -269,6 +272,11 @@ def _argreduce(fn):
         if dim is None:
             r = getattr(xp, fn)(x.reshape(-1))
             return xp.asarray(r).reshape((1,) * x.ndim if keepdim else ())
+        if xp is np and type(x) is np.ndarray and x.size >= _NATIVE_ARG_MIN and dim % x.ndim != x.ndim - 1:
+            native = kernels_module()  # NumPy's arg-reduction along a middle axis is slow (max-pooling)
+            found = native.arg_extreme(fn, x, dim % x.ndim, keepdim) if native is not None else None
+            if found is not None:
+                return found
         return getattr(xp, fn)(x, axis=dim, keepdims=keepdim)
 
     return forward

@@ -22,7 +22,7 @@ import codegen
 import eager
 import static
 from codegen import loader, native_build, runtime
-from codegen.native_gen import compose_index, index_expr
+from codegen.native_gen import NativeModule, compose_index, index_expr
 
 sys.path.insert(0, str(Path(__file__).parent))
 import gm_workloads as W  # noqa: E402
@@ -766,7 +766,7 @@ func @rows(%x: f32[ROWS,10], %m: f32[ROWS,1]) -> (f32[ROWS,10], f32[]) {
 def test_index_arithmetic_is_int_where_the_space_fits_and_64_bit_beyond():
     """A row-broadcast operand is read at i / 10. Loops over fewer than 2**31 elements use
     int indices (a vectorizable multiply-high on AVX2), bigger ones long long."""
-    from codegen.native_gen import INT_INDEX_MAX, NativeModule, index_type  # noqa: PLC0415
+    from codegen.native_gen import INT_INDEX_MAX, index_type  # noqa: PLC0415
 
     assert index_type(INT_INDEX_MAX) == ("int", "") and index_type(INT_INDEX_MAX + 1) == ("long long", "LL")
     small = NativeModule(static.parse_ir(_ROW_BROADCAST.replace("ROWS", "256"))).source()[1]
@@ -1078,3 +1078,37 @@ def test_views_of_every_kind_are_read_in_place_by_index_arithmetic():
                 np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
     finally:
         runtime.CONFIG.threads = saved
+
+
+_MASKED_IR = """
+func @masked(%m: bool[4096], %x: f32[4096], %y: f32[4096]) -> (f32[4096], bool[4096]) {
+  %1, %2 = fused %m, %x, %y : f32[4096], bool[4096] {
+    ^body(%a: bool[4096], %b: f32[4096], %c: f32[4096]):
+    %3 = where %a, %b, 0.0 : f32[4096]
+    %4 = mul %3, %c : f32[4096]
+    %5 = gt %4, 0.0 : bool[4096]
+    yield %4, %5
+  }
+  return %1, %2
+}"""
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="checks x86 vector instructions")
+def test_a_loop_reading_a_bool_mask_is_vectorized():
+    """Bool arrays are declared as bytes: gcc cannot vectorize a load of C++ bool, so a loop
+    reading a relu mask, a where condition or a dropout mask ran one element at a time."""
+    tc = native_build.toolchain()
+    if not tc.openmp:
+        pytest.skip("no OpenMP: the simd pragmas are ignored")
+    text = _assembly(_MASKED_IR, "bool_mask_vector")
+    assert re.search(r"\bvpmovzxbd\b|\bvpcmpeqb\b|\bvpunpck\w+\b|\bvpmovsxbd\b", text), "the bool loads stay scalar"
+    assert re.search(r"\bv(mul|blendv|and)ps\b", text), "the element loop is scalar"
+    assert "const unsigned char* __restrict__ in0" in NativeModule(static.parse_ir(_MASKED_IR)).source()[1]
+    rng = np.random.default_rng(9)
+    m = rng.random(4096) < 0.5
+    x, y = rng.standard_normal(4096).astype(np.float32), rng.standard_normal(4096).astype(np.float32)
+    got = codegen.build(static.parse_ir(_MASKED_IR), "native").run([m, x, y])
+    want = static.run_graph(static.parse_ir(_MASKED_IR), [m, x, y])
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)

@@ -274,3 +274,22 @@ def test_a_failed_build_leaves_the_ops_to_the_numpy_code(monkeypatch):
         monkeypatch.undo()
         eager_kernels.reset()
     assert eager_kernels.gelu(x, "none") is not None  # and a later process (here: a reset) builds again
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,dim", [((16, 4, 32, 14, 14), 1), ((7, 300), 0), ((3, 5, 70, 2), -3)])
+def test_arg_reductions_along_a_middle_axis_match_numpy(name, dtype, shape, dim):
+    """First index of the extreme, ties and NaN as NumPy has them (a NaN wins, the first one)."""
+    from eager.ops import reductions
+
+    rng = np.random.default_rng(8)
+    x = rng.integers(-3, 4, shape).astype(dtype)  # many ties
+    flat = x.reshape(-1)
+    flat[rng.choice(flat.size, max(1, flat.size // 50), replace=False)] = np.nan
+    for keepdim in (False, True):
+        got = eager_kernels.arg_extreme(name, x, dim % x.ndim, keepdim)
+        assert got is not None and got.dtype == np.int64
+        np.testing.assert_array_equal(got, getattr(np, name)(x, axis=dim, keepdims=keepdim))
+        forward = reductions.ARGMAX.forward if name == "argmax" else reductions.ARGMIN.forward
+        np.testing.assert_array_equal(forward(np, x, dim=dim, keepdim=keepdim), got)
