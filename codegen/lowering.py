@@ -391,9 +391,9 @@ for _name, _cp in [("sum", "sum"), ("mean", "mean"), ("amax", "amax"), ("amin", 
 _add("prod_except_self", NumpyLowering(call="_rt.forward('prod_except_self', np, {0}, dims={dims})"),
      CupyLowering(call="_rt.forward('prod_except_self', cp, {0}, dims={dims})"))
 # argmax(dim=None) of NumPy is over the flattened array, keepdims giving (1,)*ndim: PyTorch's shapes
-_add("argmax", NumpyLowering(call="np.asarray(np.argmax({0}, axis={dim}, keepdims={keepdim}), dtype={dtype})"),
+_add("argmax", NumpyLowering(call="_rt.arg_reduce('argmax', {0}, {dim}, {keepdim}, {dtype})"),
      CupyLowering(call="cp.asarray(cp.argmax({0}, axis={dim}, keepdims={keepdim}), dtype={dtype})"), fields=_axes_of_0d)
-_add("argmin", NumpyLowering(call="np.asarray(np.argmin({0}, axis={dim}, keepdims={keepdim}), dtype={dtype})"),
+_add("argmin", NumpyLowering(call="_rt.arg_reduce('argmin', {0}, {dim}, {keepdim}, {dtype})"),
      CupyLowering(call="cp.asarray(cp.argmin({0}, axis={dim}, keepdims={keepdim}), dtype={dtype})"), fields=_axes_of_0d)
 _add("prod_except_self", NumpyLowering(call="_rt.forward('prod_except_self', np, {0}, dims={dims})"),
      CupyLowering(call="_rt.forward('prod_except_self', cp, {0}, dims={dims})"),

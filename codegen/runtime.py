@@ -196,6 +196,13 @@ def forward(name: str, xp, *operands, **attrs):
     return REGISTRY[name].forward(xp, *operands, **attrs)
 
 
+def arg_reduce(name: str, x, dim, keepdim: bool, dtype):
+    """argmax/argmin as the op's forward computes them (along a middle axis, as max-pooling
+    asks, one native pass where eager has its kernels; NumPy's along the rows otherwise), in
+    the IR's index dtype."""
+    return np.asarray(REGISTRY[name].forward(np, x, dim=dim, keepdim=keepdim), dtype=dtype)
+
+
 def _axes(dims, x):
     return None if dims is None or x.ndim == 0 else tuple(dims)
 
