@@ -1112,3 +1112,36 @@ def test_a_loop_reading_a_bool_mask_is_vectorized():
     for g, w in zip(got, want):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g, w)
+
+
+_RELU_IR = """
+func @relu_mask(%x: f32[4096], %w: f32[4096]) -> (f32[4096], bool[4096]) {
+  %1, %2 = fused %x, %w : f32[4096], bool[4096] {
+    ^body(%a: f32[4096], %b: f32[4096]):
+    %3 = mul %a, %b : f32[4096]
+    %4 = relu %3 : f32[4096]
+    %5 = gt %4, 0.0 : bool[4096]
+    yield %4, %5
+  }
+  return %1, %2
+}"""
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="checks x86 vector instructions")
+def test_a_relu_loop_is_vectorized():
+    """relu keeps NaN (`x > 0 || x != x ? x : 0`); under the default -ftrapping-math gcc would
+    not evaluate both sides of that select and left the loop scalar ("control flow in loop").
+    The backend compiles with -fno-trapping-math, which changes no result."""
+    tc = native_build.toolchain()
+    if not tc.openmp:
+        pytest.skip("no OpenMP: the simd pragmas are ignored")
+    assert "-fno-trapping-math" in tc.compile_flags()
+    text = _assembly(_RELU_IR, "relu_vector")
+    assert re.search(r"\bvcmp\w*ps\b", text) and re.search(r"\bvmulps\b", text), "the relu loop is scalar"
+    x = np.array([1.0, -1.0, 0.0, -0.0, np.nan, np.inf, -np.inf, 3.5] * 512, np.float32)
+    w = np.ones(4096, np.float32)
+    got = codegen.build(static.parse_ir(_RELU_IR), "native").run([x, w])
+    want = static.run_graph(static.parse_ir(_RELU_IR), [x, w])
+    for g, e in zip(got, want):
+        np.testing.assert_array_equal(g, e)
+        assert np.array_equal(np.signbit(g), np.signbit(e)) if g.dtype.kind == "f" else True
