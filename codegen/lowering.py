@@ -402,7 +402,7 @@ _add("prod_except_self", NumpyLowering(call="_rt.forward('prod_except_self', np,
 
 
 def _var_fields(node: Node, operands: list, ctx: dict) -> dict:
-    """np.var/np.std accumulating as the op's forward and PyTorch's CPU kernel do (float32 in
+    """cp.var/cp.std accumulating as the op's forward and PyTorch's CPU kernel do (float32 in
     float64, float16 in float32), rounded once to the result's dtype."""
     f = _axes_of_0d(node, operands, ctx)
     dt, m = node.inputs[0].type.dtype, ctx["module"]
@@ -418,7 +418,9 @@ for _name in ("var", "std"):
     _add(_name, NumpyLowering(call=f"_rt.forward('{_name}', np, {{0}}, dims={{dims}}, correction={{correction}}, "
                                    "keepdim={keepdim})"),
          CupyLowering(call=f"cp.{_name}({{0}}, axis={{dims}}, ddof={{correction}}, keepdims={{keepdim}}{{acc}}){{cast}}"),
-         fields=_var_fields)
+         fields=_var_fields,
+         note="the op's forward on NumPy: batch norm's per-channel statistics in one native pass where eager "
+              "has its kernels, else accumulated in float64 as PyTorch's CPU kernel does")
 # as library calls (compiled graphs at opt_level 2 decompose them into fusible ops first,
 # see static/passes/decompose.py); runtime.py spells them in NumPy
 _add("logsumexp", NumpyLowering(call="_rt.logsumexp(np, {0}, {dims}, {keepdim})"),

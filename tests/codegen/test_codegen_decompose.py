@@ -18,6 +18,8 @@ FORWARD_CALLS = {"view_scatter", "prod_except_self", "embedding_backward", "unfo
                  # whole-array kernels of the PyTorch-programs surface (see their table notes)
                  "scatter_reduce", "normalize", "normalize_backward", "layer_norm",
                  "layer_norm_backward", "cumprod_backward",
+                 # the op's forward has native per-channel statistics (batch norm's running var)
+                 "var", "std",
                  # elementwise math as the op's own forward until each gets a NumPy spelling
                  "floor", "ceil", "trunc", "round", "log2", "log10", "sinh", "cosh", "asin", "acos",
                  "atan", "atan2"}
