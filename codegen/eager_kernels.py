@@ -1,6 +1,7 @@
 """Native kernels for eager's heaviest NumPy ops: layer_norm and its gradient, batch norm's
 per-channel statistics, normalization and gradient, GELU (both forms) with the exact form's
-derivative, and tanh and exp of large arrays.
+derivative, tanh and exp of large arrays, argmax/argmin along a middle axis (max-pooling's
+windows) and the 2-d fold (col2im) of convolution and pooling gradients.
 
 Why: NumPy runs one whole-array pass per ufunc on one thread, so an op whose formula has a
 dozen steps (the row statistics, scaling and affine part of layer_norm; the erf polynomial
@@ -266,12 +267,51 @@ template <typename T, bool MAX> static void arg_extreme(const T* x, long long* o
     }
 }
 
+// col2im of a 2-d convolution's or pooling's windows: cols is (C, KH, KW, N, OH, OW), the
+// result (N, C, H, W); every window element is added into a padded plane of one (c, n) pair
+// in the order of the kernel offsets (kh, then kw), as the NumPy code adds them, so the sums
+// are the same bits. d = [C, KH, KW, N, OH, OW, H, W, stride h, w, pad top, left, dilation h, w].
+template <typename T> static void fold2d(const T* cols, T* out, const long long* d, int nt) {
+    const long long C = d[0], KH = d[1], KW = d[2], N = d[3], OH = d[4], OW = d[5], H = d[6], W = d[7];
+    const long long sh = d[8], sw = d[9], ph = d[10], pw = d[11], dh = d[12], dw = d[13];
+    const long long PH = (OH - 1) * sh + (KH - 1) * dh + 1, PW = (OW - 1) * sw + (KW - 1) * dw + 1;
+    const long long planes = C * N, window = OH * OW;
+    #pragma omp parallel num_threads(nt) if(C * KH * KW * N * window >= GM_EAGER_PARALLEL_MIN)
+    {
+        T* plane = new T[PH * PW];
+        #pragma omp for schedule(static)
+        for (long long p = 0; p < planes; ++p) {
+            const long long c = p / N, n = p % N;
+            for (long long j = 0; j < PH * PW; ++j) plane[j] = (T)0;
+            for (long long kh = 0; kh < KH; ++kh)
+                for (long long kw = 0; kw < KW; ++kw) {
+                    const T* src = cols + (((c * KH + kh) * KW + kw) * N + n) * window;
+                    for (long long oh = 0; oh < OH; ++oh) {
+                        T* row = plane + (oh * sh + kh * dh) * PW + kw * dw;
+                        const T* s = src + oh * OW;
+                        #pragma omp simd
+                        for (long long ow = 0; ow < OW; ++ow) row[ow * sw] += s[ow];
+                    }
+                }
+            T* o = out + (n * C + c) * H * W;
+            for (long long h = 0; h < H; ++h)
+                for (long long w = 0; w < W; ++w) {
+                    const long long y = h + ph, x = w + pw;
+                    o[h * W + w] = (y < PH && x < PW) ? plane[y * PW + x] : (T)0;
+                }
+        }
+        delete[] plane;
+    }
+}
+
 // the entry points: void k(void* const* args, int threads); dims are an int64 array, eps a
 // float64 array of one element
 #define GM_EAGER_UNARY(name, T, suffix) \
     extern "C" void gm_eager_##name##_##suffix(void* const* a, int nt) { \
         name<T>((const T*)a[0], (T*)a[1], ((const long long*)a[2])[0], nt); }
 #define GM_EAGER_ALL(T, suffix) \
+    extern "C" void gm_eager_fold2d_##suffix(void* const* a, int nt) { \
+        fold2d<T>((const T*)a[0], (T*)a[1], (const long long*)a[2], nt); } \
     extern "C" void gm_eager_argmax_##suffix(void* const* a, int nt) { \
         const long long* d = (const long long*)a[2]; \
         arg_extreme<T, true>((const T*)a[0], (long long*)a[1], d[0], d[1], d[2], nt); } \
@@ -579,5 +619,24 @@ def arg_extreme(name: str, x, dim: int, keepdim: bool) -> np.ndarray | None:
     out = np.empty(shape[:dim] + (1,) * keepdim + shape[dim + 1:], np.int64)
     if not k.run(f"gm_eager_{name}_{suffix}", k.threads(), (x.nbytes, -out.nbytes, 24),
                  k.formats((x.dtype.name, "int64", "int64")), x, out, np.array([outer, shape[dim], inner], _I64)):
+        return None
+    return out
+
+
+def fold2d(cols, size, kernel, stride, padding, dilation) -> np.ndarray | None:
+    """The fold (col2im) of a 2-d window array (C, KH, KW, N, OH, OW) into (N, C, H, W), one
+    pass per (channel, sample) plane, the same additions in the same order as the NumPy code;
+    or None."""
+    suffix = _usable(cols) if type(cols) is np.ndarray and cols.ndim == 6 and cols.size else None
+    k = kernels() if suffix is not None else None
+    if k is None or len(padding) != 4:
+        return None
+    c, kh, kw, n, oh, ow = cols.shape
+    h, w = size
+    out = np.empty((n, c, h, w), cols.dtype)
+    dims = np.array([c, kh, kw, n, oh, ow, h, w, stride[0], stride[1], padding[0], padding[2],
+                     dilation[0], dilation[1]], _I64)
+    if not k.run(f"gm_eager_fold2d_{suffix}", k.threads(), (cols.nbytes, -out.nbytes, dims.nbytes),
+                 k.formats((cols.dtype.name, cols.dtype.name, "int64")), cols, out, dims):
         return None
     return out

@@ -293,3 +293,23 @@ def test_arg_reductions_along_a_middle_axis_match_numpy(name, dtype, shape, dim)
         np.testing.assert_array_equal(got, getattr(np, name)(x, axis=dim, keepdims=keepdim))
         forward = reductions.ARGMAX.forward if name == "argmax" else reductions.ARGMIN.forward
         np.testing.assert_array_equal(forward(np, x, dim=dim, keepdim=keepdim), got)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("geometry", [
+    ((16, 3, 3, 4, 28, 28), (28, 28), (1, 1), (1, 1, 1, 1), (1, 1)),   # a 3x3 "same" convolution
+    ((8, 2, 2, 3, 7, 7), (14, 14), (2, 2), (0, 0, 0, 0), (1, 1)),      # a 2x2 max-pool
+    ((3, 3, 2, 2, 3, 3), (5, 6), (1, 2), (1, 1, 0, 1), (1, 1)),        # uneven stride and padding
+    ((2, 2, 2, 1, 2, 2), (6, 6), (2, 1), (0, 0, 0, 0), (2, 2)),        # dilation; rows no window reaches
+])
+def test_fold_equals_the_numpy_code_bit_for_bit(dtype, geometry):
+    """col2im adds each window element in the NumPy code's order (kernel rows, then columns)."""
+    shape, size, stride, padding, dilation = geometry
+    cols = np.random.default_rng(10).standard_normal(shape).astype(dtype)
+    kernel = shape[1:3]
+    got = eager_kernels.fold2d(cols, size, kernel, stride, padding, dilation)
+    assert got is not None
+    want = _numpy_path(conv._fold, np, cols, size, kernel, stride, padding, dilation)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(conv._fold(np, cols, size, kernel, stride, padding, dilation), got)
