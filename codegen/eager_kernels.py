@@ -23,6 +23,7 @@ timing.
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 
@@ -267,6 +268,23 @@ template <typename T, bool MAX> static void arg_extreme(const T* x, long long* o
     }
 }
 
+// x's values at index along the middle axis of (outer, K, inner): out[o, i] = x[o, index[o, i], i]
+// (the value half of max/min with dim, after arg_extreme); an index outside [0, K) gives NaN
+// rather than a read out of bounds (the op's callers never make one)
+template <typename T> static void take_middle(const T* x, const long long* index, T* out, long long outer,
+                                              long long K, long long inner, int nt) {
+    #pragma omp parallel for num_threads(nt) if(outer * inner >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long o = 0; o < outer; ++o) {
+        const T* xo = x + o * K * inner;
+        const long long* io = index + o * inner;
+        T* oo = out + o * inner;
+        for (long long i = 0; i < inner; ++i) {
+            const long long k = io[i];
+            oo[i] = (k >= 0 && k < K) ? xo[k * inner + i] : gm_nan<T>();
+        }
+    }
+}
+
 // col2im of a 2-d convolution's or pooling's windows: cols is (C, KH, KW, N, OH, OW), the
 // result (N, C, H, W); every window element is added into a padded plane of one (c, n) pair
 // in the order of the kernel offsets (kh, then kw), as the NumPy code adds them, so the sums
@@ -310,6 +328,9 @@ template <typename T> static void fold2d(const T* cols, T* out, const long long*
     extern "C" void gm_eager_##name##_##suffix(void* const* a, int nt) { \
         name<T>((const T*)a[0], (T*)a[1], ((const long long*)a[2])[0], nt); }
 #define GM_EAGER_ALL(T, suffix) \
+    extern "C" void gm_eager_take_middle_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[3]; \
+        take_middle<T>((const T*)a[0], (const long long*)a[1], (T*)a[2], d[0], d[1], d[2], nt); } \
     extern "C" void gm_eager_fold2d_##suffix(void* const* a, int nt) { \
         fold2d<T>((const T*)a[0], (T*)a[1], (const long long*)a[2], nt); } \
     extern "C" void gm_eager_argmax_##suffix(void* const* a, int nt) { \
@@ -366,10 +387,14 @@ class _Kernels:
         self._prelude = host_prelude(native_build.toolchain().vector_math) + "\n" + PREAMBLE + "\n" + KERNELS
         self.call = native_build.caller()
         self.threads = native_build.threads
-        self.formats = native_build.formats
+        self._formats = functools.lru_cache(maxsize=256)(native_build.formats)
         self._addresses: dict = {}
         self._libraries: dict = {}
         self._lock = threading.Lock()
+
+    def formats(self, dtype_names: tuple) -> bytes:
+        """The call path's type codes of the buffers (cached: the same few tuples recur)."""
+        return self._formats(dtype_names)
 
     def source(self, suffix: str) -> str:
         return self._prelude + INSTANTIATE[suffix]
@@ -638,5 +663,25 @@ def fold2d(cols, size, kernel, stride, padding, dilation) -> np.ndarray | None:
                      dilation[0], dilation[1]], _I64)
     if not k.run(f"gm_eager_fold2d_{suffix}", k.threads(), (cols.nbytes, -out.nbytes, dims.nbytes),
                  k.formats((cols.dtype.name, cols.dtype.name, "int64")), cols, out, dims):
+        return None
+    return out
+
+
+def take_middle(x, index, dim: int) -> np.ndarray | None:
+    """x's values at `index` (int64, x's shape without `dim`) along `dim` of a C-contiguous
+    float array, in one threaded pass; or None."""
+    suffix = _usable(x) if type(x) is np.ndarray and x.ndim and x.size else None
+    if (suffix is None or type(index) is not np.ndarray or index.dtype != _I64 or not index.flags.c_contiguous
+            or index.shape != x.shape[:dim] + x.shape[dim + 1:]):
+        return None
+    k = kernels()
+    if k is None:
+        return None
+    outer = int(np.prod(x.shape[:dim], dtype=np.int64))
+    inner = int(np.prod(x.shape[dim + 1:], dtype=np.int64))
+    out = np.empty(index.shape, x.dtype)
+    if not k.run(f"gm_eager_take_middle_{suffix}", k.threads(), (x.nbytes, index.nbytes, -out.nbytes, 24),
+                 k.formats((x.dtype.name, "int64", x.dtype.name, "int64")), x, index, out,
+                 np.array([outer, x.shape[dim], inner], _I64)):
         return None
     return out

@@ -326,7 +326,10 @@ def _take_along_fields(node: Node, operands: list, ctx: dict) -> dict:
                     f"axis={dim}), axis={dim})"}
 
 
-_add("take_along", NumpyLowering(call="{take}"), CupyLowering(call="{take}"), fields=_take_along_fields)
+_add("take_along", NumpyLowering(call="_rt.forward('take_along', np, {0}, {1}, dim={dim}, keepdim={keepdim})"),
+     CupyLowering(call="{take}"), fields=_take_along_fields,
+     note="the op's forward on NumPy: max-pooling's values, a gather along a middle axis, in one native pass "
+          "where eager has its kernels")
 _add("index_mask", NumpyLowering(call="(np.expand_dims(np.arange({size}), {other_axes}) == {0})"),
      CupyLowering(call="(cp.expand_dims(cp.arange({size}), {other_axes}) == {0})"),
      fields=lambda node, operands, ctx: {"other_axes": py_literal(tuple(

@@ -301,11 +301,20 @@ def _select_along_vjp(ctx, g):
     return WHERE(hit, EXPAND(g, shape=shape), 0.0), None
 
 
+def _take_along(xp, x, index, dim, keepdim=False):
+    if (not keepdim and xp is np and type(x) is np.ndarray and x.size >= _NATIVE_ARG_MIN
+            and dim % x.ndim != x.ndim - 1):
+        native = kernels_module()  # max-pooling's values: a gather along a middle axis, one native pass
+        found = native.take_middle(x, index, dim % x.ndim) if native is not None else None
+        if found is not None:
+            return found
+    if keepdim:
+        return xp.take_along_axis(x, index, axis=dim)
+    return xp.squeeze(xp.take_along_axis(x, xp.expand_dims(index, dim), axis=dim), axis=dim)
+
+
 TAKE_ALONG = defop(
-    "take_along", forward=lambda xp, x, index, dim, keepdim=False: (
-        xp.take_along_axis(x, index if keepdim else xp.expand_dims(index, dim), axis=dim)
-        if keepdim else xp.squeeze(xp.take_along_axis(x, xp.expand_dims(index, dim), axis=dim), axis=dim)
-    ),
+    "take_along", forward=_take_along,
     abstract=lambda x, index, dim, keepdim=False: TensorSpec(index.shape, x.dtype),
     vjp=_select_along_vjp, grad_name="MaxBackward0", save=(1,), kind="index",
     samples=lambda rng: [((rng.standard_normal((3, 4)), rng.integers(0, 4, (3,))), {"dim": 1, "keepdim": False})],

@@ -20,6 +20,8 @@ FORWARD_CALLS = {"view_scatter", "prod_except_self", "embedding_backward", "unfo
                  "layer_norm_backward", "cumprod_backward",
                  # the op's forward has native per-channel statistics (batch norm's running var)
                  "var", "std",
+                 # max-pooling's value gather along a middle axis (a native pass in the forward)
+                 "take_along",
                  # elementwise math as the op's own forward until each gets a NumPy spelling
                  "floor", "ceil", "trunc", "round", "log2", "log10", "sinh", "cosh", "asin", "acos",
                  "atan", "atan2"}

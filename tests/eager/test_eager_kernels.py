@@ -313,3 +313,20 @@ def test_fold_equals_the_numpy_code_bit_for_bit(dtype, geometry):
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(conv._fold(np, cols, size, kernel, stride, padding, dilation), got)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_take_along_a_middle_axis_matches_numpy(dtype):
+    from eager.ops import reductions
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((16, 4, 32, 14, 14)).astype(dtype)
+    index = rng.integers(0, 4, (16, 32, 14, 14))
+    want = np.squeeze(np.take_along_axis(x, np.expand_dims(index, 1), axis=1), axis=1)
+    got = eager_kernels.take_middle(x, index, 1)
+    assert got is not None
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(reductions.TAKE_ALONG.forward(np, x, index, dim=1), want)
+    np.testing.assert_array_equal(reductions.TAKE_ALONG.forward(np, x, np.expand_dims(index, 1), dim=1, keepdim=True),
+                                  np.expand_dims(want, 1))
+    assert eager_kernels.take_middle(x, index.astype(np.int32), 1) is None  # other index dtypes: NumPy
