@@ -195,8 +195,8 @@ template <typename T> static void channel_moments(const T* x, double* mean, doub
     for (long long c = 0; c < d.C; ++c) channel_stats(x, d, c, mean + c, m2 + c);
 }
 
-// (x - mean) / sqrt(biased var + eps) per channel; y laid out as x
-template <typename T> static void channel_normalize(const T* x, T* y, gm_nc d, double eps, int nt) {
+// (x - mean) / sqrt(biased var + eps) per channel; y has its own N and C strides (yd)
+template <typename T> static void channel_normalize(const T* x, T* y, gm_nc d, gm_nc yd, double eps, int nt) {
     #pragma omp parallel for GM_CHANNELS_PARALLEL
     for (long long c = 0; c < d.C; ++c) {
         double mean, m2;
@@ -204,7 +204,7 @@ template <typename T> static void channel_normalize(const T* x, T* y, gm_nc d, d
         const T m = (T)mean, r = (T)(1.0 / sqrt(m2 / (double)(d.N * d.S) + eps));
         for (long long b = 0; b < d.N; ++b) {
             const T* xr = x + b * d.sn + c * d.sc;
-            T* yr = y + b * d.sn + c * d.sc;
+            T* yr = y + b * yd.sn + c * yd.sc;
             #pragma omp simd
             for (long long j = 0; j < d.S; ++j) yr[j] = (xr[j] - m) * r;
         }
@@ -212,9 +212,9 @@ template <typename T> static void channel_normalize(const T* x, T* y, gm_nc d, d
 }
 
 // rstd * (g - mean(g) - xhat * mean(g * xhat)) per channel, with xhat = (x - mean) * rstd;
-// g has its own N and C strides (gd), the result is laid out as x
+// g and the result have their own N and C strides (gd, od)
 template <typename T> static void channel_normalize_backward(const T* g, const T* x, T* gx, gm_nc d, gm_nc gd,
-                                                             double eps, int nt) {
+                                                             gm_nc od, double eps, int nt) {
     #pragma omp parallel for GM_CHANNELS_PARALLEL
     for (long long c = 0; c < d.C; ++c) {
         double mean, m2;
@@ -231,7 +231,7 @@ template <typename T> static void channel_normalize_backward(const T* g, const T
         for (long long b = 0; b < d.N; ++b) {
             const T* gr = g + b * gd.sn + c * gd.sc;
             const T* xr = x + b * d.sn + c * d.sc;
-            T* out = gx + b * d.sn + c * d.sc;
+            T* out = gx + b * od.sn + c * od.sc;
             #pragma omp simd
             for (long long j = 0; j < d.S; ++j)
                 out[j] = (T)(rstd * (((double)gr[j] - mean_g) - ((double)xr[j] - mean) * k));
@@ -352,7 +352,7 @@ template <typename T> static void fold2d(const T* cols, T* out, const long long*
         const long long* d = (const long long*)a[7]; \
         layer_norm_backward<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], (T*)a[4], (T*)a[5], \
                                (double*)a[6], d[0], d[1], ((const double*)a[8])[0], nt); }
-// channel kernels: dims = [N, C, S, x's sn, x's sc, g's sn, g's sc] (elements)
+// channel kernels: dims = [N, C, S, x's sn, x's sc, g's sn, g's sc, out's sn, out's sc] (elements)
 #define GM_EAGER_CHANNELS(T, suffix) \
     extern "C" void gm_eager_channel_moments_##suffix(void* const* a, int nt) { \
         const long long* d = (const long long*)a[3]; \
@@ -360,11 +360,12 @@ template <typename T> static void fold2d(const T* cols, T* out, const long long*
     extern "C" void gm_eager_channel_normalize_##suffix(void* const* a, int nt) { \
         const long long* d = (const long long*)a[2]; \
         channel_normalize<T>((const T*)a[0], (T*)a[1], gm_nc{d[0], d[1], d[2], d[3], d[4]}, \
-                             ((const double*)a[3])[0], nt); } \
+                             gm_nc{d[0], d[1], d[2], d[7], d[8]}, ((const double*)a[3])[0], nt); } \
     extern "C" void gm_eager_channel_normalize_backward_##suffix(void* const* a, int nt) { \
         const long long* d = (const long long*)a[3]; \
         channel_normalize_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], gm_nc{d[0], d[1], d[2], d[3], d[4]}, \
-                                      gm_nc{d[0], d[1], d[2], d[5], d[6]}, ((const double*)a[4])[0], nt); }
+                                      gm_nc{d[0], d[1], d[2], d[5], d[6]}, gm_nc{d[0], d[1], d[2], d[7], d[8]}, \
+                                      ((const double*)a[4])[0], nt); }
 """
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -572,16 +573,14 @@ def _nc_view(a) -> tuple | None:
     return None
 
 
-def _like(view: tuple) -> tuple:
-    """(an output buffer laid out as the viewed array, the array the caller gets back)."""
-    buf = np.empty_like(view[0])
-    return buf, (buf.swapaxes(0, 1) if view[3] else buf)
-
-
 def _channel_dims(x, xv: tuple, gv: tuple | None = None) -> np.ndarray:
+    """The kernels' dims; results are C-contiguous (N, C, ...) whatever x's layout: the
+    compiled kernels and most NumPy calls after a batch norm want that layout, and a
+    channel-major result cost each of them a copy."""
     n, c = x.shape[0], x.shape[1]
     g = gv if gv is not None else (None, 0, 0)
-    return np.array([n, c, x.size // (n * c), xv[1], xv[2], g[1], g[2]], _I64)
+    spatial = x.size // (n * c)
+    return np.array([n, c, spatial, xv[1], xv[2], g[1], g[2], c * spatial, spatial], _I64)
 
 
 def channel_moments(x) -> tuple | None:
@@ -593,7 +592,7 @@ def channel_moments(x) -> tuple | None:
         return None
     c = x.shape[1]
     mean, m2 = np.empty(c, _F64), np.empty(c, _F64)
-    if not k.run(f"gm_eager_channel_moments_{_SUFFIX[x.dtype]}", k.threads(), (x.nbytes, -8 * c, -8 * c, 56),
+    if not k.run(f"gm_eager_channel_moments_{_SUFFIX[x.dtype]}", k.threads(), (x.nbytes, -8 * c, -8 * c, 72),
                  k.formats((x.dtype.name, "float64", "float64", "int64")), xv[0], mean, m2, _channel_dims(x, xv)):
         return None
     return mean, m2
@@ -601,32 +600,32 @@ def channel_moments(x) -> tuple | None:
 
 def channel_normalize(x, eps: float) -> np.ndarray | None:
     """Batch norm without its affine part: (x - mean) / sqrt(biased var + eps) per channel,
-    laid out as x; or None."""
+    C-contiguous; or None."""
     xv = _nc_view(x)
     k = kernels() if xv is not None else None
     if xv is None or k is None:
         return None
-    buf, out = _like(xv)
+    out = np.empty(x.shape, x.dtype)
     dt = x.dtype.name
-    if not k.run(f"gm_eager_channel_normalize_{_SUFFIX[x.dtype]}", k.threads(), (x.nbytes, -x.nbytes, 56, 8),
-                 k.formats((dt, dt, "int64", "float64")), xv[0], buf, _channel_dims(x, xv), np.array([eps], _F64)):
+    if not k.run(f"gm_eager_channel_normalize_{_SUFFIX[x.dtype]}", k.threads(), (x.nbytes, -x.nbytes, 72, 8),
+                 k.formats((dt, dt, "int64", "float64")), xv[0], out, _channel_dims(x, xv), np.array([eps], _F64)):
         return None
     return out
 
 
 def channel_normalize_backward(g, x, eps: float) -> np.ndarray | None:
-    """The gradient of channel_normalize for an output gradient g, laid out as x; or None."""
+    """The gradient of channel_normalize for an output gradient g, C-contiguous; or None."""
     xv, gv = _nc_view(x), _nc_view(g)
     if xv is None or gv is None or g.dtype != x.dtype or g.shape != x.shape:
         return None
     k = kernels()
     if k is None:
         return None
-    buf, out = _like(xv)
+    out = np.empty(x.shape, x.dtype)
     dt = x.dtype.name
     if not k.run(f"gm_eager_channel_normalize_backward_{_SUFFIX[x.dtype]}", k.threads(),
-                 (g.nbytes, x.nbytes, -x.nbytes, 56, 8), k.formats((dt, dt, dt, "int64", "float64")),
-                 gv[0], xv[0], buf, _channel_dims(x, xv, gv), np.array([eps], _F64)):
+                 (g.nbytes, x.nbytes, -x.nbytes, 72, 8), k.formats((dt, dt, dt, "int64", "float64")),
+                 gv[0], xv[0], out, _channel_dims(x, xv, gv), np.array([eps], _F64)):
         return None
     return out
 
