@@ -166,6 +166,35 @@ def strided_source(v: Value) -> tuple[Value, tuple, int] | None:
     return base, tuple(int(st) for st in a.strides), int(offset)
 
 
+def lone_region(node: Node) -> Node | None:
+    """A one-op region for a pointwise op the fusion pass left alone whose operand is a view
+    (a bias add after a convolution's permuted matmul output): as a NumPy ufunc it would keep
+    the view's layout, and every kernel after it would copy its result to read it; as a C
+    loop it reads the view in place (strided_source) and writes a C-contiguous result.
+    None for every other node (those stay library calls)."""
+    low = lowering_for(node.op)
+    if (not low.pointwise or len(node.outputs) != 1 or not node.outputs[0].type.shape
+            or node.outputs[0].type.dtype.np.kind != "f"
+            or not any(isinstance(v, Value) and strided_source(v) is not None for v in node.inputs)):
+        return None
+    body = Graph(name="body")
+    remap: dict = {}
+    inputs: list = []
+    for v in node.input_values():
+        if v not in remap:
+            remap[v] = Value(f"{v.name}_in", v.type)
+            body.inputs.append(remap[v])
+            inputs.append(v)
+    copy = Node(op=node.op, inputs=[remap.get(v, v) if isinstance(v, Value) else v for v in node.inputs],
+                attrs=dict(node.attrs), loc=node.loc)
+    copy.outputs = [Value(f"{node.outputs[0].name}_out", node.outputs[0].type, copy, 0)]
+    body.nodes.append(copy)
+    body.outputs = list(copy.outputs)
+    fused = Node(op="fused", inputs=inputs, attrs={}, body=body, loc=node.loc)
+    fused.outputs = list(node.outputs)  # the graph's own value: its readers find it by name
+    return fused
+
+
 def compose_index(space: tuple, kept: tuple, reduced: tuple, o: str = "o", r: str = "r", suffix: str = "LL") -> str:
     """The flat index into `space` of output element `o` (over the kept axes, in order) and
     reduced element `r` (over the reduced axes, in order)."""
@@ -846,9 +875,12 @@ class NativeModule(Driver):
         for node in (g.nodes if not self.functions else []):
             self.comment(node)
             if node.body is None:
-                self.stats["library"] += 1
-                self.call(node)
-                continue
+                lone = lone_region(node)
+                if lone is None:
+                    self.stats["library"] += 1
+                    self.call(node)
+                    continue
+                node = lone
             region = analyze(node, scalar_code=False)
             why = supported(region)
             if why is None:

@@ -1145,3 +1145,30 @@ def test_a_relu_loop_is_vectorized():
     for g, e in zip(got, want):
         np.testing.assert_array_equal(g, e)
         assert np.array_equal(np.signbit(g), np.signbit(e)) if g.dtype.kind == "f" else True
+
+
+_LONE_IR = """
+func @lone(%m: f32[16,2,3,5], %b: f32[1,16,1,1]) -> (f32[2,16,3,5], f32[2,16,3,5]) {
+  %1 = permute %m {dims = [1, 0, 2, 3]} : f32[2,16,3,5]
+  %2 = add %1, %b : f32[2,16,3,5]
+  %3 = normalize %2 {dims = [0, 2, 3], eps = 1e-05} : f32[2,16,3,5]
+  return %2, %3
+}"""
+
+
+def test_a_lone_pointwise_op_on_a_view_runs_as_a_kernel_with_a_contiguous_result():
+    """A bias add the fusion pass leaves alone (its reader is a library op), on a permuted
+    matmul output: as a NumPy ufunc it kept the view's layout and every kernel after it
+    copied the result; as a one-op C loop it reads the view in place and writes C order."""
+    exe = codegen.build(static.parse_ir(_LONE_IR), "native")
+    forward = exe.source().split("def forward")[1]
+    assert "np.add(" not in forward
+    call = next(line for line in forward.splitlines() if "_call" in line and "_c(" not in line)
+    assert re.findall(r"\b(?:m|b|v\d+)\b", call.split("_SHAPES, ")[-1].split("_FORMATS, ")[-1]) == ["m", "b"], call
+    rng = np.random.default_rng(12)
+    inputs = [rng.standard_normal((16, 2, 3, 5)).astype(np.float32), rng.standard_normal((1, 16, 1, 1)).astype(np.float32)]
+    got = exe.run(inputs)
+    want = static.run_graph(static.parse_ir(_LONE_IR), inputs)
+    assert got[0].flags.c_contiguous
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-5)
