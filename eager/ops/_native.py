@@ -6,6 +6,9 @@ runs its NumPy code."""
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any
+
+import numpy as np
 
 _module: ModuleType | None = None
 _tried = False
@@ -21,3 +24,12 @@ def kernels_module() -> ModuleType | None:
             return None
         _module = found
     return _module
+
+
+def try_native(xp, kernel: str, *args) -> Any:
+    """codegen.eager_kernels.<kernel>(*args) when xp is NumPy, else None; None also where the
+    kernel cannot run. Each op calls this first and runs its NumPy code on None."""
+    if xp is not np:
+        return None
+    module = kernels_module()
+    return None if module is None else getattr(module, kernel)(*args)

@@ -16,7 +16,7 @@ import itertools
 import numpy as np
 
 from ._checks import require_float
-from ._native import kernels_module
+from ._native import kernels_module, try_native
 from ._registry import OpDef, TensorSpec, defop
 from .elementwise import RSQRT
 from .reductions import MEAN, VAR
@@ -67,11 +67,9 @@ def _unfold(xp, x, kernel, stride, padding, dilation, pad_value=0.0):
 
 def _fold(xp, cols, size, kernel, stride, padding, dilation):
     d = len(kernel)
-    if xp is np and d == 2 and type(cols) is np.ndarray:
-        native = kernels_module()
-        found = native.fold2d(cols, size, kernel, stride, padding, dilation) if native is not None else None
-        if found is not None:  # one pass per plane (codegen.eager_kernels), the same sums
-            return found
+    found = try_native(xp, "fold2d", cols, size, kernel, stride, padding, dilation) if d == 2 else None
+    if found is not None:  # one pass per plane (codegen.eager_kernels), the same sums
+        return found
     c, n, out = cols.shape[0], cols.shape[d + 1], cols.shape[d + 2:]
     padded = tuple(size[i] + padding[2 * i] + padding[2 * i + 1] for i in range(d))
     result = xp.zeros((n, c) + padded, dtype=cols.dtype)
@@ -361,8 +359,7 @@ def _layer_norm(xp, x, weight, bias, ndim, eps):
     rows = _ln_rows(xp, x, ndim)
     w = weight.reshape(-1).astype(rows.dtype, copy=False)
     b = bias.reshape(-1).astype(rows.dtype, copy=False)
-    native = kernels_module() if xp is np else None
-    out = native.layer_norm(rows, w, b, eps) if native is not None else None
+    out = try_native(xp, "layer_norm", rows, w, b, eps)
     if out is not None:  # one threaded pass (codegen.eager_kernels)
         return out.reshape(x.shape).astype(x.dtype, copy=False)
     out = xp.empty_like(rows)
@@ -418,8 +415,7 @@ def _layer_norm_backward(xp, g, x, weight, ndim, eps):
     g2 = xp.ascontiguousarray(g.astype(rows.dtype, copy=False)).reshape(-1, n)
     w = weight.reshape(-1).astype(rows.dtype, copy=False)
     shape = tuple(weight.shape)
-    native = kernels_module() if xp is np else None
-    found = native.layer_norm_backward(g2, rows, w, eps) if native is not None else None
+    found = try_native(xp, "layer_norm_backward", g2, rows, w, eps)
     if found is not None:  # one threaded pass (codegen.eager_kernels)
         gx, gw, gb = found
         return (gx.reshape(x.shape).astype(x.dtype, copy=False), gw.reshape(shape).astype(x.dtype, copy=False),

@@ -8,7 +8,7 @@ import numpy as np
 from .. import _dtypes
 from . import _erf as _erf_numpy
 from ._checks import broadcast_shapes, require_float, same_dtype, specs_of
-from ._native import kernels_module
+from ._native import try_native
 from ._registry import OpDef, TensorSpec, defop
 
 
@@ -68,12 +68,8 @@ def _native_math(name: str, numpy_forward):
     (codegen.eager_kernels.math: NumPy's tanh and exp are single-threaded) and NumPy's own
     function otherwise, or where no compiler is found."""
     def forward(xp, x):
-        if xp is np and getattr(x, "size", 0) >= _NATIVE_LARGE:
-            native = kernels_module()
-            out = native.math(name, x) if native is not None else None
-            if out is not None:
-                return out
-        return numpy_forward(xp, x)
+        out = try_native(xp, "math", name, x) if getattr(x, "size", 0) >= _NATIVE_LARGE else None
+        return numpy_forward(xp, x) if out is None else out
     return forward
 
 
@@ -195,8 +191,7 @@ _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 
 
 def _gelu(xp, x, approximate="none"):
-    native = kernels_module() if xp is np else None
-    out = native.gelu(x, approximate) if native is not None else None
+    out = try_native(xp, "gelu", x, approximate)
     if out is not None:  # one threaded pass (codegen.eager_kernels)
         return out
     if approximate == "tanh":
@@ -223,8 +218,7 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 def _gelu_grad(xp, x):
     """Phi(x) + x * phi(x), the derivative of exact GELU, in one buffer (the backward of a
     GELU then costs one op where the composite took about ten)."""
-    native = kernels_module() if xp is np else None
-    found = native.gelu_grad(x) if native is not None else None
+    found = try_native(xp, "gelu_grad", x)
     if found is not None:  # one threaded pass (codegen.eager_kernels)
         return found
     out = _erf(xp, x * _INV_SQRT2)

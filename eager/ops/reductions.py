@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _dtypes
 from ._checks import norm_dim, numel, reduced_shape, require_float
-from ._native import kernels_module
+from ._native import kernels_module, try_native
 from ._registry import Reduction, TensorSpec, defop
 from .elementwise import EQ, EXP, WHERE
 from .shape_ops import EXPAND, INDEX_PUT, PERMUTE, RESHAPE, UNSQUEEZE
@@ -272,9 +272,9 @@ def _argreduce(fn):
         if dim is None:
             r = getattr(xp, fn)(x.reshape(-1))
             return xp.asarray(r).reshape((1,) * x.ndim if keepdim else ())
-        if xp is np and type(x) is np.ndarray and x.size >= _NATIVE_ARG_MIN and dim % x.ndim != x.ndim - 1:
-            native = kernels_module()  # NumPy's arg-reduction along a middle axis is slow (max-pooling)
-            found = native.arg_extreme(fn, x, dim % x.ndim, keepdim) if native is not None else None
+        if x.size >= _NATIVE_ARG_MIN and dim % x.ndim != x.ndim - 1:
+            # NumPy's arg-reduction along a middle axis is slow (max-pooling)
+            found = try_native(xp, "arg_extreme", fn, x, dim % x.ndim, keepdim)
             if found is not None:
                 return found
         return getattr(xp, fn)(x, axis=dim, keepdims=keepdim)
@@ -302,10 +302,9 @@ def _select_along_vjp(ctx, g):
 
 
 def _take_along(xp, x, index, dim, keepdim=False):
-    if (not keepdim and xp is np and type(x) is np.ndarray and x.size >= _NATIVE_ARG_MIN
-            and dim % x.ndim != x.ndim - 1):
-        native = kernels_module()  # max-pooling's values: a gather along a middle axis, one native pass
-        found = native.take_middle(x, index, dim % x.ndim) if native is not None else None
+    if not keepdim and x.size >= _NATIVE_ARG_MIN and dim % x.ndim != x.ndim - 1:
+        # max-pooling's values: a gather along a middle axis, one native pass
+        found = try_native(xp, "take_middle", x, index, dim % x.ndim)
         if found is not None:
             return found
     if keepdim:
