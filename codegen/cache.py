@@ -1,6 +1,6 @@
 """The on-disk cache of generated modules.
 
-One file per (IR text, backend, graphmode version, codegen fingerprint, array-library
+One file per (IR text, backend, graphmode version, source fingerprint, array-library
 version), named by the hash of those. The first line of a file is a header with the
 SHA-256 of everything after it: a truncated or altered file fails the check and is
 regenerated, never executed. Files are written atomically (a temporary file in the same
@@ -32,7 +32,6 @@ import tempfile
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
 
 HEADER = "# graphmode-codegen sha256="
 FORMAT = "1"  # bump when the file layout changes
@@ -133,31 +132,92 @@ def graphmode_version() -> str:
     return __version__
 
 
-@functools.lru_cache(maxsize=1)
-def codegen_fingerprint() -> str:
-    """A hash of codegen's own code and templates: editing the generator invalidates
-    what it generated before."""
-    h = hashlib.sha256()
-    here = Path(__file__).parent
-    # the package's own directory when it is one (every install but a zip): importlib.resources
-    # costs ~10-20 ms of imports at the first call, a share of a warm start from the disk cache
-    if (here / "templates").is_dir():
-        pkg: Any = here
-    else:
-        from importlib import resources  # noqa: PLC0415
+# The packages whose code decides what the caches hold: eager (each op's abstract rule and
+# VJP), static (tracing, autodiff, the passes) and codegen (lowerings, generators, templates).
+FINGERPRINTED = ("eager", "static", "codegen")
+_SOURCE_SUFFIXES = (".py", ".j2", ".lark")
+_fingerprint_lock = threading.Lock()
+_fingerprint: str | None = None
 
-        pkg = resources.files("codegen")
-    for sub in (pkg, pkg / "templates"):
-        for entry in sorted(sub.iterdir(), key=lambda p: p.name):
-            if entry.name.endswith((".py", ".j2")) and entry.is_file():
-                h.update(entry.name.encode())
-                h.update(entry.read_bytes())
+
+def source_fingerprint() -> str:
+    """A hash of the source of eager, static and codegen: every .py, .j2 and .lark file, by
+    path and content. Both caches key on it (generated modules here, optimized graphs in
+    static.trace_cache), so editing any code that shapes a cached artifact invalidates it:
+    a pass, an op's VJP or abstract rule, a lowering, a template. Hashing codegen alone let a
+    record built before an edit of static's passes or eager's VJPs be served after it.
+    Contents, not file times: a file replaced with one of the same size and time is still
+    seen. About 1.5 MB, read and hashed once per process (a few ms), on a helper thread from
+    the first static.compile on (prefetch_fingerprint)."""
+    global _fingerprint
+    if _fingerprint is None:
+        with _fingerprint_lock:
+            if _fingerprint is None:
+                _fingerprint = _hash_sources()
+    return _fingerprint
+
+
+def _hash_sources() -> str:
+    h = hashlib.sha256()
+    for name in FINGERPRINTED:
+        root = _package_dir(name)
+        if root is None:  # not installed as files (a zip): its version stands for it
+            h.update(f"{name}: no source files\0".encode())
+        else:
+            _hash_tree(h, str(root), f"{name}/")
     return h.hexdigest()[:16]
+
+
+def _hash_tree(h, directory: str, relative: str) -> None:
+    """Each source file under `directory` in name order: its relative path, its length, its
+    bytes (os.scandir and open: pathlib's objects doubled the time of ~130 small files)."""
+    with os.scandir(directory) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for entry in entries:
+        if entry.is_dir():
+            if entry.name != "__pycache__":
+                _hash_tree(h, entry.path, f"{relative}{entry.name}/")
+        elif entry.name.endswith(_SOURCE_SUFFIXES):
+            with open(entry.path, "rb") as fh:
+                data = fh.read()
+            h.update(f"{relative}{entry.name}\0{len(data)}\0".encode())
+            h.update(data)
+
+
+def _package_dir(name: str) -> Path | None:
+    """The directory of top-level package `name`: beside this one (every install but a zip;
+    asking importlib costs a sys.path scan), else where the import system finds it."""
+    here = Path(__file__).parent.parent / name
+    if (here / "__init__.py").is_file():
+        return here
+    import importlib.util  # noqa: PLC0415
+
+    spec = importlib.util.find_spec(name)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    return Path(locations[0]) if locations and Path(locations[0]).is_dir() else None
+
+
+def _reset_fingerprint_lock_in_child() -> None:
+    # a fork while the helper thread held the lock would leave the child's copy locked forever
+    global _fingerprint_lock
+    _fingerprint_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_fingerprint_lock_in_child)
+
+
+def prefetch_fingerprint() -> None:
+    """Compute source_fingerprint on a helper thread (static.compile calls this): reading and
+    hashing release the GIL, so it overlaps the first call's tracing instead of adding to a
+    start from the disk cache."""
+    if _fingerprint is None and enabled():
+        threading.Thread(target=source_fingerprint, name="graphmode-fingerprint", daemon=True).start()
 
 
 def key(ir_text: str, backend: str, library_version: str) -> str:
     h = hashlib.sha256()
-    for part in (FORMAT, graphmode_version(), codegen_fingerprint(), backend, library_version, ir_text):
+    for part in (FORMAT, graphmode_version(), source_fingerprint(), backend, library_version, ir_text):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()

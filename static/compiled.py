@@ -91,6 +91,7 @@ class Compiled:
         self._first_step_checked = False  # whether the first call looked for an optimizer's first step
         if backend in ("auto", "native"):
             _probe_compiler_early(backend)
+        _fingerprint_early()
 
     def __getattr__(self, name: str):
         """A compiled module behaves like the module: its attributes, parameters(),
@@ -359,6 +360,16 @@ class Compiled:
         """The generated source a call on these arguments runs: the forward's, and the
         backward's after it when the call records gradients ('' when the interpreter runs)."""
         return _source(self._entry_for(args, kwargs)[3])
+
+
+def _fingerprint_early() -> None:
+    """Start hashing the library's sources (the caches' key, codegen.cache.source_fingerprint)
+    on a helper thread, so that it overlaps the first call's tracing."""
+    try:
+        from codegen import cache  # noqa: PLC0415
+    except ImportError:
+        return
+    cache.prefetch_fingerprint()
 
 
 def _probe_compiler_early(backend: str) -> None:

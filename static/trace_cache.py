@@ -63,9 +63,9 @@ def _key(text: str, owner, extra: tuple) -> str:
 
 def _version() -> str:
     try:
-        from codegen.cache import codegen_fingerprint, graphmode_version  # noqa: PLC0415
+        from codegen.cache import graphmode_version, source_fingerprint  # noqa: PLC0415
 
-        return f"{graphmode_version()}/{codegen_fingerprint()}"
+        return f"{graphmode_version()}/{source_fingerprint()}"
     except ImportError:
         from eager import __version__  # noqa: PLC0415
 

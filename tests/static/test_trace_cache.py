@@ -1,10 +1,13 @@
 """The post-trace cache: a second compile of the same traced graph skips passes and codegen."""
+import os
+
 import numpy as np
 import pytest
 
 import eager
 import static
 import static.passes
+from codegen import cache as codegen_cache
 from static import trace_cache
 
 X = eager.tensor(np.random.default_rng(0).standard_normal((4, 3)))
@@ -74,6 +77,51 @@ def test_other_options_are_another_key(count_passes):
         assert count_passes  # built again: the options are part of the key
     finally:
         W.requires_grad_(True)
+
+
+def test_an_edit_of_the_library_source_is_another_key(count_passes, monkeypatch):
+    """A record built before an edit of a pass or an op's VJP is not served after it: both
+    caches key on the hash of eager's, static's and codegen's sources (a fresh process after
+    an edit is a new fingerprint)."""
+    W.requires_grad_(True)
+    try:
+        static.compile(f)(X)
+        trace_cache.clear_memory()
+        count_passes.clear()
+        monkeypatch.setattr(codegen_cache, "_fingerprint", "edited-sources")  # what a process after the edit computes
+        static.compile(f)(X)
+        assert count_passes, "a record of the sources before the edit was served"
+    finally:
+        W.grad = None
+
+
+def _copy_packages(root):
+    for name in codegen_cache.FINGERPRINTED:
+        (root / name / "sub").mkdir(parents=True)
+        (root / name / "__init__.py").write_text("x = 1\n")
+        (root / name / "sub" / "rules.py").write_text("def vjp(g):\n    return g * 2\n")
+        (root / name / "__pycache__").mkdir()
+        (root / name / "__pycache__" / "rules.cpython-311.pyc").write_bytes(b"\0" * 16)
+
+
+@pytest.mark.parametrize("package", ["eager", "static", "codegen"])
+def test_the_fingerprint_sees_every_source_file_by_content(tmp_path, monkeypatch, package):
+    cache = codegen_cache
+    _copy_packages(tmp_path)
+    monkeypatch.setattr(cache, "_package_dir", lambda name: tmp_path / name)
+    before = cache._hash_sources()
+    assert cache._hash_sources() == before  # deterministic
+    (tmp_path / package / "__pycache__" / "rules.cpython-311.pyc").write_bytes(b"\1" * 16)
+    assert cache._hash_sources() == before  # bytecode is not source
+    rules = tmp_path / package / "sub" / "rules.py"
+    st = rules.stat()
+    rules.write_text("def vjp(g):\n    return g * 3\n")  # same size,
+    os.utime(rules, ns=(st.st_atime_ns, st.st_mtime_ns))  # same modification time: still seen
+    assert cache._hash_sources() != before
+    rules.write_text("def vjp(g):\n    return g * 2\n")
+    assert cache._hash_sources() == before
+    (tmp_path / package / "sub" / "template.j2").write_text("{{ x }}")  # a new template counts
+    assert cache._hash_sources() != before
 
 
 def _long_chain(x):
