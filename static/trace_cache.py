@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .executable import build_executable
 from .ir import Graph, Value
 from .passes import Split, is_recording, optimize_joint, run_pipeline
@@ -62,14 +64,16 @@ def _key(text: str, owner, extra: tuple) -> str:
 
 
 def _version() -> str:
+    """The code a record depends on besides its key's text: graphmode's sources, and NumPy's
+    version (constant folding computes with NumPy, whose results may change between versions)."""
     try:
         from codegen.cache import graphmode_version, source_fingerprint  # noqa: PLC0415
 
-        return f"{graphmode_version()}/{source_fingerprint()}"
+        return f"{graphmode_version()}/{source_fingerprint()}/numpy-{np.__version__}"
     except ImportError:
         from eager import __version__  # noqa: PLC0415
 
-        return __version__
+        return f"{__version__}/numpy-{np.__version__}"
 
 
 def _disk():
