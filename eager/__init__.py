@@ -56,6 +56,7 @@ from ._functional import (  # noqa: F401,E402
     meshgrid, moveaxis, movedim, row_stack, tile, vstack,
 )
 from .autograd import Function  # noqa: F401
+from ._compile import compile  # noqa: F401,E402,A004  (torch.compile's front door onto static.compile)
 
 
 # `bool`, `int` and `float` are eager dtypes in this module (as in torch): annotations and

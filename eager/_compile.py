@@ -1,0 +1,81 @@
+"""`eager.compile`: torch.compile's signature as a front door onto `static.compile`, so that a
+PyTorch script run with `import eager as torch` compiles where it asked to.
+
+torch.compile never breaks a program that runs eagerly: what it cannot capture runs
+eagerly (a graph break). The same holds here: without `fullgraph=True`, a function that
+cannot be traced runs eagerly, with one warning (static.compile's fallback="eager"). The
+static package is imported at the first call, not with eager, which it builds on."""
+from __future__ import annotations
+
+import importlib
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+# torch.compile's modes choose autotuning and CUDA graphs: no counterpart here, and no
+# effect on the numbers, so each is accepted and compiles as the default does
+MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# torch's backends that run the captured graph eagerly (for debugging): the function as it is
+EAGER_BACKENDS = ("eager", "aot_eager")
+# torch's default backend: graphmode's default code generation
+TORCH_DEFAULT_BACKEND = "inductor"
+
+
+def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: A001  (torch's name)
+            dynamic: bool | None = None, backend: str = TORCH_DEFAULT_BACKEND, mode: str | None = None,
+            options: dict[str, Any] | None = None, disable: bool = False) -> Any:
+    """Compile a function or module, as torch.compile does (mirrors its signature).
+
+    Args:
+        model: the function or eager.nn.Module; omitted, a decorator is returned.
+        fullgraph: True: a function that cannot be traced whole raises TraceError; False
+            (PyTorch's default): it runs eagerly, with one warning.
+        dynamic: None or False. True (one graph for changing shapes) is not supported: a
+            warning says so, and each new shape traces once more (static.compile's
+            max_retraces bounds how often).
+        backend: "inductor" (PyTorch's default) compiles with graphmode's default code
+            generation ("auto": C on the CPU when a compiler is found, else NumPy; CuPy on
+            a GPU); "eager" and "aot_eager" return the function unchanged; a graphmode
+            backend ("auto", "numpy", "native", "cupy", "interpret") is used as given.
+        mode: one of PyTorch's modes; they choose autotuning and CUDA graphs there and do
+            not change results, so each compiles as the default does.
+        options: static.compile's own options by name (opt_level, passes, fast_math,
+            max_retraces, static_argnums, ...); PyTorch's inductor options are refused.
+        disable: True returns the function unchanged, as PyTorch does.
+
+    Returns what static.compile returns: a wrapper that keeps the function's name and
+    signature (a compiled module behaves like the module), with explain(), ir() and
+    source() to see what the compiler made of it."""
+    if mode not in MODES:
+        raise RuntimeError(f"eager.compile: unrecognized mode={mode!r}; valid modes: "
+                           f"{', '.join(repr(m) for m in MODES[1:])}")
+    if not isinstance(backend, str):
+        raise TypeError(f"eager.compile: backend must be a string, got {type(backend).__name__}: callables "
+                        "(custom torch.compile backends) receive FX graphs, which graphmode does not make")
+    if options is not None and not isinstance(options, dict):
+        raise TypeError(f"eager.compile: options must be a dict of static.compile options, got "
+                        f"{type(options).__name__}")
+    if dynamic:
+        warnings.warn("eager.compile: dynamic=True is not supported; shapes are part of the signature, so "
+                      "each new shape traces once more (up to max_retraces). Pad changing dimensions to a few "
+                      "fixed sizes.", UserWarning, stacklevel=2)
+    if disable or backend in EAGER_BACKENDS:
+        return model if model is not None else (lambda fn: fn)
+    # by name, at run time: static builds on eager (no import of eager names static)
+    static_compile = importlib.import_module("static").compile
+
+    kwargs: dict[str, Any] = {"backend": "auto" if backend == TORCH_DEFAULT_BACKEND else backend,
+                              "fullgraph": fullgraph}
+    if not fullgraph:
+        kwargs["fallback"] = "eager"
+    for name, value in (options or {}).items():
+        if name in ("fullgraph", "backend"):
+            raise TypeError(f"eager.compile: give {name} as eager.compile's own argument, not in options")
+        kwargs[name] = value
+    try:
+        return static_compile(model, **kwargs)
+    except TypeError as exc:
+        if "unexpected option" in str(exc):
+            raise TypeError(f"eager.compile: options: {exc} (PyTorch's inductor options have no counterpart "
+                            "here)") from None
+        raise
