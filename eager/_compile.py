@@ -61,7 +61,7 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
                       "fixed sizes.", UserWarning, stacklevel=2)
     if disable or backend in EAGER_BACKENDS:
         return model if model is not None else (lambda fn: fn)
-    # by name, at run time: static builds on eager (no import of eager names static)
+    # looked up at run time: static builds on eager, so no eager module imports it statically
     static_compile = importlib.import_module("static").compile
 
     kwargs: dict[str, Any] = {"backend": "auto" if backend == TORCH_DEFAULT_BACKEND else backend,
