@@ -38,7 +38,7 @@ from ._functional import (  # noqa: F401
 from . import autograd  # noqa: F401
 # -- added with the PyTorch-programs surface ---------------------------------------------------------
 from ._functional import (  # noqa: F401,E402
-    addmm, addmv, argsort, argwhere, baddbmm, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, bmm,
+    addmm, addmv, argsort, argwhere, baddbmm, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, bmm, cdist,
     broadcast_shape as broadcast_shapes, clamp_max, clamp_min, cumprod, cumsum, diag, diag_embed, diagonal,
     einsum, flip, fliplr, flipud, floor_divide, fmod, gather, ger, index_add, index_select, isfinite, isinf,
     isnan, kthvalue, lerp, logical_or, logical_xor, masked_fill, masked_select, median, nan_to_num, nonzero,

@@ -983,6 +983,34 @@ def outer(input, vec2):
 ger = outer
 
 
+CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
+
+
+def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary"):
+    """The p-norm distance between each row of x1 (..., P, M) and each row of x2 (..., R, M):
+    a (..., P, R) tensor. Mirrors torch.cdist, its two ways included: for p = 2 with more than
+    25 rows on either side (or compute_mode="use_mm_for_euclid_dist") through a matmul,
+    sqrt(clamp_min(|a|^2 + |b|^2 - 2 a.b, 1e-30)), which PyTorch uses too and which is less
+    exact for near points; otherwise the norm of each difference. The gradient is 0 where a
+    distance is 0, as in PyTorch."""
+    if compute_mode not in CDIST_MODES:
+        raise ValueError(f"cdist: {compute_mode} is not a valid value for compute_mode; use one of {CDIST_MODES}")
+    if p < 0:
+        raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
+    if _ndim(x1) < 2 or _ndim(x2) < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {_ndim(x1)}D, X2 got: {_ndim(x2)}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    rows1, rows2 = x1.shape[-2], x2.shape[-2]
+    use_mm = p == 2 and (compute_mode == "use_mm_for_euclid_dist" or (
+        compute_mode == "use_mm_for_euclid_dist_if_necessary" and (rows1 > 25 or rows2 > 25)))
+    if use_mm:
+        sq1 = sum(x1 * x1, -1, keepdim=True)
+        sq2 = unsqueeze(sum(x2 * x2, -1), -2)
+        return sqrt(clamp_min(sq1 + sq2 - 2 * matmul(x1, transpose(x2, -1, -2)), 1e-30))
+    return norm(unsqueeze(x1, -2) - unsqueeze(x2, -3), p, -1)
+
+
 def bmm(input, mat2):
     """The batched product of two 3-d tensors (b, n, m) @ (b, m, p). Mirrors torch.bmm."""
     _same_dtype_for_matmul(input, mat2)

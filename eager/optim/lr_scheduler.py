@@ -103,6 +103,54 @@ class CosineAnnealingLR(LRScheduler):
         return self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * epoch / self.T_max)) / 2
 
 
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing that restarts: the first period lasts T_0 epochs, each next one
+    T_mult times longer. `step(epoch)` takes fractional epochs (`epoch + batch / batches`),
+    as PyTorch's does."""
+
+    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,  # noqa: N803
+                 last_epoch: int = -1) -> None:
+        if not isinstance(T_0, int) or T_0 <= 0:
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if not isinstance(T_mult, int) or T_mult < 1:
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        self.T_0, self.T_mult, self.eta_min = T_0, T_mult, eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def _period(self, epoch: float) -> tuple[float, int]:
+        """(epochs into the current period, its length), walking the periods exactly."""
+        if self.T_mult == 1:
+            return epoch % self.T_0, self.T_0
+        t_cur, t_i = epoch, self.T_0
+        while t_cur >= t_i:
+            t_cur -= t_i
+            t_i *= self.T_mult
+        return t_cur, t_i
+
+    def _lr_at(self, base_lr, epoch, i):
+        t_cur, t_i = self._period(epoch)
+        return self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * t_cur / t_i)) / 2
+
+    def step(self, epoch: float | None = None) -> None:
+        if epoch is not None and epoch < 0:
+            raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+        self._step_count += 1
+        self.last_epoch = self.last_epoch + 1 if epoch is None else math.floor(epoch)
+        at = self.last_epoch if epoch is None else epoch
+        self._apply([self._lr_at(base, at, i) for i, base in enumerate(self.base_lrs)])
+
+
+class PolynomialLR(LRScheduler):
+    """lr = base * (1 - min(epoch, total_iters) / total_iters) ** power."""
+
+    def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1) -> None:
+        self.total_iters, self.power = total_iters, power
+        super().__init__(optimizer, last_epoch)
+
+    def _lr_at(self, base_lr, epoch, i):
+        return base_lr * (1.0 - min(self.total_iters, epoch) / self.total_iters) ** self.power
+
+
 class LambdaLR(LRScheduler):
     """lr = base * lr_lambda(epoch) (one function, or one per parameter group)."""
 

@@ -222,12 +222,31 @@ def test_optimizer_steps_match_pytorch(name, kw):
     ("LambdaLR", dict(lr_lambda=lambda e: 1 / (e + 1))), ("LinearLR", dict(start_factor=0.2, total_iters=4)),
     ("OneCycleLR", dict(max_lr=0.1, total_steps=12)), ("ReduceLROnPlateau", dict(patience=2, factor=0.5)),
     ("ConstantLR", dict(factor=0.5, total_iters=3)),
+    ("CosineAnnealingWarmRestarts", dict(T_0=4)), ("CosineAnnealingWarmRestarts", dict(T_0=2, T_mult=2, eta_min=0.001)),
+    ("PolynomialLR", dict(total_iters=6, power=2.0)),
 ])
 def test_lr_schedules_match_pytorch(name, kw):
     w_e, lr_e = _run(eager, "SGD", dict(lr=0.01, momentum=0.9), name, kw)
     w_t, lr_t = _run(torch, "SGD", dict(lr=0.01, momentum=0.9), name, kw)
     np.testing.assert_allclose(lr_e, lr_t, rtol=1e-12)
     np.testing.assert_allclose(w_e, w_t, rtol=1e-10, atol=1e-12)
+
+
+def test_warm_restarts_take_fractional_epochs_as_pytorch_does():
+    def lrs(lib):
+        w = lib.tensor(np.ones(3), requires_grad=True)
+        opt = lib.optim.SGD([w], lr=0.1)
+        s = lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2, T_mult=3, eta_min=0.01)
+        out = []
+        for epoch in range(7):
+            for batch in range(4):
+                s.step(epoch + batch / 4)
+                out.append(opt.param_groups[0]["lr"])
+        return out, s.last_epoch
+
+    (e, e_epoch), (t, t_epoch) = lrs(eager), lrs(torch)
+    np.testing.assert_allclose(e, t, rtol=1e-12)
+    assert e_epoch == t_epoch
 
 
 def _run(lib, opt_name, kw, sched=None, skw=None, steps=12):

@@ -1,4 +1,5 @@
-"""`eager.nn.utils`: gradient clipping and flat parameter vectors, as torch.nn.utils."""
+"""`eager.nn.utils`: gradient clipping and flat parameter vectors, as torch.nn.utils (and
+`rnn.pad_sequence`)."""
 from __future__ import annotations
 
 import math
@@ -7,6 +8,7 @@ from collections.abc import Iterable
 from ... import _functional as _F
 from ..._grad_mode import no_grad
 from ..._tensor import Tensor
+from . import rnn  # noqa: F401  (nn.utils.rnn.pad_sequence)
 
 
 def _params(parameters) -> list[Tensor]:
