@@ -2,11 +2,11 @@
 finite differences, both modes against each other, and PyTorch where it is installed."""
 import numpy as np
 import pytest
+from finite_differences import central_difference_grad
 
 import eager
 import static
 from eager.nn.utils.rnn import pad_sequence
-from finite_differences import central_difference_grad
 
 RNG = np.random.default_rng(0)
 MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
