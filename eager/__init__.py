@@ -57,6 +57,7 @@ from ._functional import (  # noqa: F401,E402
 )
 from .autograd import Function  # noqa: F401
 from ._compile import compile  # noqa: F401,E402,A004  (torch.compile's front door onto static.compile)
+from . import distributions  # noqa: F401,E402
 
 
 # `bool`, `int` and `float` are eager dtypes in this module (as in torch): annotations and
