@@ -1,0 +1,170 @@
+"""Process-wide settings PyTorch scripts make in their first lines: threads, determinism,
+print options, the `backends` flags, dtype limits (`finfo`, `iinfo`). A script that sets
+`torch.backends.cudnn.deterministic = True` or asks `torch.backends.mps.is_available()`
+runs on unchanged; what has no counterpart here says so in its docstring."""
+from __future__ import annotations
+
+import os
+import types
+from typing import Any
+
+import numpy as np
+
+from . import _dtypes
+from ._repr import PRINT_OPTIONS
+
+# -- threads -------------------------------------------------------------------------------------
+
+
+def set_num_threads(n: int) -> None:
+    """Threads of the native kernels and of the compiled code's blocks (what GRAPHMODE_THREADS
+    sets at start-up). NumPy's own calls and BLAS keep theirs (OPENBLAS_NUM_THREADS)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise RuntimeError(f"set_num_threads expects a positive integer, got {n!r}")
+    try:
+        from codegen import runtime  # noqa: PLC0415  (the knob lives with the code that reads it)
+    except ImportError:
+        return
+    runtime.CONFIG.threads = n
+
+
+def get_num_threads() -> int:
+    """The thread count set_num_threads sets (default: GRAPHMODE_THREADS or the CPU count)."""
+    try:
+        from codegen import runtime  # noqa: PLC0415
+    except ImportError:
+        return os.cpu_count() or 1
+    return int(runtime.CONFIG.threads)
+
+
+_interop_threads = 1
+
+
+def set_num_interop_threads(n: int) -> None:
+    """Recorded only: eager runs one op at a time, so there is no inter-op pool to size."""
+    global _interop_threads
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise RuntimeError(f"set_num_interop_threads expects a positive integer, got {n!r}")
+    _interop_threads = n
+
+
+def get_num_interop_threads() -> int:
+    return _interop_threads
+
+
+# -- determinism ---------------------------------------------------------------------------------
+_deterministic = {"mode": False, "warn_only": False}
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """Recorded, as PyTorch records it. On the CPU every op here is already deterministic: the
+    native kernels add per-thread partial sums in thread order, so a result depends on the
+    thread count only (set_num_threads), never on timing."""
+    if not isinstance(mode, bool):
+        raise TypeError(f"use_deterministic_algorithms expects a bool, but got {type(mode).__name__}")
+    _deterministic.update(mode=mode, warn_only=bool(warn_only))
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    return _deterministic["mode"]
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    return _deterministic["warn_only"]
+
+
+# -- printing ------------------------------------------------------------------------------------
+_PROFILES: dict[str, dict[str, Any]] = {"default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=None),
+             "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=None),
+             "full": dict(precision=4, threshold=float("inf"), edgeitems=3, linewidth=None)}
+
+
+def set_printoptions(precision: int | None = None, threshold: float | None = None, edgeitems: int | None = None,
+                     linewidth: int | None = None, profile: str | None = None, sci_mode: bool | None = None) -> None:
+    """How tensors print, as torch.set_printoptions: a profile ("default", "short", "full")
+    first, then each option given. sci_mode=None (the default) lets the values choose."""
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"set_printoptions: profile must be one of {sorted(_PROFILES)}, got {profile!r}")
+        for name, value in _PROFILES[profile].items():
+            setattr(PRINT_OPTIONS, name, value)
+    for name, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
+                        ("linewidth", linewidth)):
+        if value is not None:
+            setattr(PRINT_OPTIONS, name, value)
+    PRINT_OPTIONS.sci_mode = sci_mode
+
+
+# -- dtype limits --------------------------------------------------------------------------------
+class finfo:  # noqa: N801  (PyTorch's name)
+    """Limits of a floating dtype (default: the default dtype), as torch.finfo."""
+
+    def __init__(self, type: Any = None) -> None:  # noqa: A002  (PyTorch's parameter name)
+        dt = _dtypes.DEFAULT_FLOAT if type is None else _dtypes.as_dtype(type)
+        if not dt.is_floating_point:
+            raise TypeError(f"finfo: torch.{dt.name} is not a floating point dtype; use iinfo")
+        info = np.finfo(dt.np)
+        self.dtype = dt.name
+        self.bits = int(info.bits)
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = 10.0 ** -int(info.precision)
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:  # noqa: N801  (PyTorch's name)
+    """Limits of an integer dtype, as torch.iinfo."""
+
+    def __init__(self, type: Any) -> None:  # noqa: A002  (PyTorch's parameter name)
+        dt = _dtypes.as_dtype(type)
+        if dt.is_floating_point or dt.name == "bool":
+            raise TypeError(f"iinfo: torch.{dt.name} is not an integer dtype; use finfo")
+        info = np.iinfo(dt.np)
+        self.dtype = dt.name
+        self.bits = int(info.bits)
+        self.max = int(info.max)
+        self.min = int(info.min)
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+def is_floating_point(input: Any) -> bool:  # noqa: A002
+    return bool(input.dtype.is_floating_point)
+
+
+def is_complex(input: Any) -> bool:  # noqa: A002
+    return False  # no complex dtypes here
+
+
+# -- backends ------------------------------------------------------------------------------------
+def _flags(doc: str, **flags: Any) -> types.SimpleNamespace:
+    ns = types.SimpleNamespace(**flags)
+    ns.__doc__ = doc
+    return ns
+
+
+def _false() -> bool:
+    return False
+
+
+def _cupy_installed() -> bool:
+    from ._device import cupy_module  # noqa: PLC0415
+
+    return cupy_module() is not None
+
+
+backends = types.SimpleNamespace(
+    cudnn=_flags("Flags scripts set for cuDNN; recorded only: no op here calls cuDNN.",
+                 enabled=True, benchmark=False, deterministic=False, allow_tf32=True, is_available=_false),
+    cuda=types.SimpleNamespace(matmul=_flags("Recorded only: products run in the tensors' own dtype.",
+                                             allow_tf32=False, allow_fp16_reduced_precision_reduction=True),
+                               is_built=_cupy_installed),
+    mps=_flags("Apple's GPU backend: not available here (devices are 'cpu' and 'cuda').",
+               is_available=_false, is_built=_false),
+)

@@ -1,0 +1,43 @@
+"""`eager.linalg`: the norms, as torch.linalg (vector norms, and the Frobenius norm of
+matrices); built on `eager.norm`, so they differentiate (0 gradient at 0) and compile."""
+from __future__ import annotations
+
+from typing import Any
+
+from . import _functional as _F
+
+
+def vector_norm(x: Any, ord: float = 2, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+                dtype: Any = None) -> Any:
+    """The ord-norm of x's elements over dim (all of them when None)."""
+    if dtype is not None:
+        x = x.to(dtype)
+    return _F.norm(x, ord, dim, keepdim)
+
+
+def matrix_norm(A: Any, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False, *,  # noqa: N803
+                dtype: Any = None) -> Any:
+    """The Frobenius norm over the two dims; other matrix norms (nuc, 2, 1, inf) need a
+    singular value or a max over sums not built here, and raise."""
+    if ord != "fro":
+        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} is not supported; only ord='fro' (the "
+                                  "Frobenius norm) is")
+    if A.dim() < 2:
+        raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions, got {A.dim()}")
+    return vector_norm(A, 2, tuple(dim), keepdim, dtype=dtype)
+
+
+def norm(A: Any, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:  # noqa: N803
+    """torch.linalg.norm: with ord=None the 2-norm of the flattened input (dim=None), of
+    vectors along an int dim, or the Frobenius norm over a pair of dims; a number ord is a
+    vector norm, ord='fro' a matrix norm."""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if ord is None:
+        return vector_norm(A, 2, dim, keepdim, dtype=dtype)
+    if isinstance(ord, str):
+        return matrix_norm(A, ord, dim if dim is not None else (-2, -1), keepdim, dtype=dtype)
+    if dim is None and A.dim() == 2:
+        raise NotImplementedError(f"linalg.norm: ord={ord!r} of a matrix is a matrix norm, which is not "
+                                  "supported; give dim for vector norms or use ord='fro'")
+    return vector_norm(A, ord, dim, keepdim, dtype=dtype)
