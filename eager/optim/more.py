@@ -1,12 +1,16 @@
-"""RMSprop, Adagrad, Adadelta and Adamax: PyTorch's update formulas, step by step, with
+"""RMSprop, Adagrad, Adadelta, Adamax, NAdam and RAdam: PyTorch's update formulas, step by step, with
 parameter groups and state_dict from `Optimizer`."""
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
+from .. import _dtypes
 from .._factories import full_like, zeros_like
-from .._functional import maximum
+from .._functional import maximum, where
 from .optimizer import Optimizer
 
 
@@ -143,3 +147,122 @@ class Adamax(Optimizer):
             # rebound rather than copied into: the same values, and a compiled step can trace it
             exp_inf = state["exp_inf"] = maximum(state["exp_inf"] * beta2, g.abs() + eps)
             p.sub_(exp_avg / exp_inf, alpha=group["lr"] / (1 - beta1 ** state["step"]))
+
+
+def _decay(p, g, group):
+    """Weight decay as `decoupled_weight_decay` says: p shrinks (AdamW's way), or g gains
+    weight_decay * p (the coupled L2 form); the gradient to use is returned."""
+    if group["weight_decay"] != 0:
+        if group["decoupled_weight_decay"]:
+            p.mul_(1 - group["lr"] * group["weight_decay"])
+        else:
+            g = g.add(p, alpha=group["weight_decay"])
+    return g
+
+
+def _sqrt(x):
+    """The square root of a Python number or of a 0-d tensor (a traced step's numbers)."""
+    return math.sqrt(x) if isinstance(x, (int, float)) else x.sqrt()
+
+
+def _scalar_state_product(x, y: float):
+    """x * y for a running product PyTorch keeps as a 0-d tensor of its scalar dtype (float32
+    unless the default dtype is float64): computed in that dtype, y rounded to it first, as
+    PyTorch's CPU kernel does, so the products agree bit for bit. A traced step's 0-d
+    tensor multiplies as it is."""
+    if not isinstance(x, float):
+        return x * y
+    dt = _dtypes.DEFAULT_FLOAT.np
+    return float(np.multiply(dt.type(x), dt.type(y), dtype=dt))
+
+
+def _check_betas(betas) -> None:
+    for i, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+
+
+class NAdam(Optimizer):
+    """Adam with Nesterov momentum (Dozat), PyTorch's form: momentum coefficients
+    mu_t = beta1 (1 - 0.96^(t psi) / 2) with psi = momentum_decay, their running product
+    in the state, and p -= lr (1 - mu_t) / (1 - prod mu) g / d + lr mu_{t+1} / (1 - prod mu
+    mu_{t+1}) m / d, with d = sqrt(v / (1 - beta2^t)) + eps."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.0, momentum_decay: float = 4e-3,
+                 decoupled_weight_decay: bool = False, *, maximize: bool = False) -> None:
+        _check("learning rate", lr)
+        _check("epsilon value", eps)
+        _check("weight_decay value", weight_decay)
+        _check("momentum_decay value", momentum_decay)
+        _check_betas(betas)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay,
+                                      maximize=maximize))
+
+    def _update_group(self, group: dict) -> None:
+        lr, (beta1, beta2), eps, psi = group["lr"], group["betas"], group["eps"], group["momentum_decay"]
+        for p, g in self._gradients(group):
+            state = self.state.setdefault(p, {})
+            if not state:
+                state.update(step=0, mu_product=1.0, exp_avg=zeros_like(p), exp_avg_sq=zeros_like(p))
+            state["step"] += 1
+            step = state["step"]
+            g = _decay(p, g, group)
+            mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * psi))
+            mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * psi))
+            state["mu_product"] = mu_product = _scalar_state_product(state["mu_product"], mu)
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            exp_avg.lerp_(g, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+            denom = exp_avg_sq.div(1 - beta2 ** step).sqrt() + eps
+            p.sub_(g / denom * (lr * (1.0 - mu) / (1.0 - mu_product)))
+            p.sub_(exp_avg / denom * (lr * mu_next / (1.0 - mu_product * mu_next)))
+
+
+class RAdam(Optimizer):
+    """Adam with the variance of the adaptive rate rectified (Liu et al.), PyTorch's form:
+    while the approximated SMA length rho_t is at most 5 the step is plain momentum
+    (lr m / (1 - beta1^t)); after that it is Adam's scaled by the rectification term."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.0, decoupled_weight_decay: bool = False, *,
+                 maximize: bool = False) -> None:
+        _check("learning rate", lr)
+        _check("epsilon value", eps)
+        _check("weight_decay value", weight_decay)
+        _check_betas(betas)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                                      decoupled_weight_decay=decoupled_weight_decay, maximize=maximize))
+
+    def _update_group(self, group: dict) -> None:
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        rho_inf = 2 / (1 - beta2) - 1
+        for p, g, state in _steps_with(self, group, ("exp_avg", "exp_avg_sq")):
+            step = state["step"]
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            exp_avg.lerp_(g, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+            bias2 = 1 - beta2 ** step
+            corrected = exp_avg / (1 - beta1 ** step)
+            rho_t = rho_inf - 2 * step * (beta2 ** step) / bias2
+            momentum_only = corrected * lr
+            if isinstance(rho_t, (int, float)) and rho_t <= 5.0:
+                p.sub_(momentum_only)
+                continue
+            rect = _sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+            adaptive = corrected * lr * (_sqrt(bias2) / (exp_avg_sq.sqrt() + eps)) * rect
+            # a traced step's count is a 0-d tensor: both forms, chosen elementwise
+            p.sub_(adaptive if isinstance(rho_t, (int, float)) else where(rho_t > 5.0, adaptive, momentum_only))
+
+
+def _steps_with(opt: Optimizer, group: dict, buffers: tuple[str, ...]):
+    """_steps with the weight decay `decoupled_weight_decay` chooses (see _decay)."""
+    for p, g in opt._gradients(group):
+        state = opt.state.setdefault(p, {})
+        if not state:
+            state["step"] = 0
+            for name in buffers:
+                state[name] = zeros_like(p)
+        state["step"] += 1
+        yield p, _decay(p, g, group), state

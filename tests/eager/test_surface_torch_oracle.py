@@ -211,6 +211,10 @@ def test_integer_results_match_pytorch(expr):
     ("RMSprop", dict(lr=0.01)), ("RMSprop", dict(lr=0.01, momentum=0.9, centered=True, weight_decay=0.1)),
     ("Adagrad", dict(lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1)), ("Adadelta", dict(weight_decay=0.01)),
     ("Adamax", dict(lr=0.01)), ("AdamW", dict(lr=0.01)),
+    ("NAdam", dict(lr=0.01)), ("NAdam", dict(lr=0.01, weight_decay=0.1, momentum_decay=0.01)),
+    ("NAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
+    ("RAdam", dict(lr=0.01)), ("RAdam", dict(lr=0.01, betas=(0.8, 0.9), weight_decay=0.1)),
+    ("RAdam", dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
 ])
 def test_optimizer_steps_match_pytorch(name, kw):
     assert np.abs(_run(eager, name, kw)[0] - _run(torch, name, kw)[0]).max() < 1e-12

@@ -24,6 +24,10 @@ OPTIMIZERS = [
     (eager.optim.Adadelta, dict(lr=1.0)),
     # Adamax rebinds its exp_inf state each step: written back into the tensor the next call reads
     (eager.optim.Adamax, dict(lr=0.05)),
+    # NAdam keeps a running product (a Python number made a 0-d input); RAdam switches form at
+    # a step count (both forms computed and chosen with where inside the graph)
+    (eager.optim.NAdam, dict(lr=0.01, weight_decay=0.01)),
+    (eager.optim.RAdam, dict(lr=0.01)),
 ]
 
 
@@ -316,3 +320,15 @@ def test_backward_on_a_traced_value_is_a_declared_hook_not_a_patched_method():
 
     assert Tracer.__dict__["backward"].__module__ == "static.tracer"
     assert BACKWARD_HOOK.fn is training.traced_backward
+
+
+def test_radam_switches_form_inside_the_compiled_step():
+    """With beta2 = 0.9 RAdam's rectified form starts at step 6: both forms are in the one
+    compiled graph, chosen by the step count (a 0-d input), and every step equals eager's."""
+    kw = dict(lr=0.01, betas=(0.9, 0.9))
+    losses_e, model_e, _, _ = _run(eager.optim.RAdam, kw, compiled=False, steps=9)
+    losses_c, model_c, _, f = _run(eager.optim.RAdam, kw, compiled=True, steps=9)
+    np.testing.assert_allclose(losses_c, losses_e, rtol=1e-5)
+    for pc, pe in zip(model_c.parameters(), model_e.parameters()):
+        np.testing.assert_allclose(pc.detach().numpy(), pe.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert len(f.retraces) <= 1
