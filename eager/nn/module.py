@@ -88,14 +88,29 @@ class Module:
         object.__setattr__(self, "_non_persistent", set())
         object.__setattr__(self, "_modules", _Registry())
         object.__setattr__(self, "_forward_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_backward_hooks", OrderedDict())
 
     # -- forward ------------------------------------------------------------------------------
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        result = self.forward(*args, **kwargs)
-        for hook in list(self.__dict__.get("_forward_hooks", {}).values()):
+        d = self.__dict__
+        for hook, with_kwargs in list(d.get("_forward_pre_hooks", {}).values()):
+            replaced = hook(self, args, kwargs) if with_kwargs else hook(self, args)
+            if replaced is not None:
+                if with_kwargs:
+                    args, kwargs = replaced
+                else:
+                    args = replaced if isinstance(replaced, tuple) else (replaced,)
+        if d.get("_backward_hooks"):
+            from ._hooks import call_with_backward_hooks  # noqa: PLC0415
+
+            result = call_with_backward_hooks(self, args, kwargs)
+        else:
+            result = self.forward(*args, **kwargs)
+        for hook in list(d.get("_forward_hooks", {}).values()):
             replaced = hook(self, args, result)
             if replaced is not None:
                 result = replaced
@@ -103,10 +118,19 @@ class Module:
 
     def register_forward_hook(self, hook: Callable) -> "_HookHandle":
         """`hook(module, inputs, output)` runs after forward; a non-None return replaces the output."""
-        hooks = self._forward_hooks
-        key = object()
-        hooks[key] = hook
-        return _HookHandle(hooks, key)
+        return _HookHandle.add(self._forward_hooks, hook)
+
+    def register_forward_pre_hook(self, hook: Callable, *, with_kwargs: bool = False) -> "_HookHandle":
+        """`hook(module, args)` runs before forward; a non-None return replaces the positional
+        arguments (a single value is one argument). With with_kwargs, `hook(module, args,
+        kwargs)` may return a new (args, kwargs) pair."""
+        return _HookHandle.add(self._forward_pre_hooks, (hook, with_kwargs))
+
+    def register_full_backward_hook(self, hook: Callable) -> "_HookHandle":
+        """`hook(module, grad_input, grad_output)` runs when the gradients of the module's tensor
+        inputs are computed (tuples, None where an input needs none); a non-None return
+        replaces grad_input. See eager/nn/_hooks.py for how."""
+        return _HookHandle.add(self._backward_hooks, hook)
 
     # -- registration -------------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
@@ -449,10 +473,16 @@ def _is_dtype(value: Any) -> bool:
 
 
 class _HookHandle:
-    """Returned by register_forward_hook; `.remove()` takes the hook out."""
+    """Returned by the register_*_hook methods; `.remove()` takes the hook out."""
 
     def __init__(self, hooks: dict, key: object) -> None:
         self._hooks, self._key = hooks, key
+
+    @classmethod
+    def add(cls, hooks: dict, entry: Any) -> "_HookHandle":
+        key = object()
+        hooks[key] = entry
+        return cls(hooks, key)
 
     def remove(self) -> None:
         self._hooks.pop(self._key, None)
