@@ -49,6 +49,7 @@ def set_num_interop_threads(n: int) -> None:
 
 
 def get_num_interop_threads() -> int:
+    """What set_num_interop_threads recorded (1 by default)."""
     return _interop_threads
 
 
@@ -66,10 +67,12 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
 
 
 def are_deterministic_algorithms_enabled() -> bool:
+    """What use_deterministic_algorithms recorded."""
     return _deterministic["mode"]
 
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    """The warn_only flag use_deterministic_algorithms recorded."""
     return _deterministic["warn_only"]
 
 
@@ -135,11 +138,13 @@ class iinfo:  # noqa: N801  (PyTorch's name)
 
 
 def is_floating_point(input: Any) -> bool:  # noqa: A002
+    """Whether the tensor's dtype is a floating-point one."""
     return bool(input.dtype.is_floating_point)
 
 
 def is_complex(input: Any) -> bool:  # noqa: A002
-    return False  # no complex dtypes here
+    """Always False: there are no complex dtypes here."""
+    return False
 
 
 # -- backends ------------------------------------------------------------------------------------
