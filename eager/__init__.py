@@ -64,6 +64,8 @@ from ._settings import (  # noqa: F401,E402
     set_num_threads, set_printoptions, use_deterministic_algorithms,
 )
 from ._functional import sign as sgn  # noqa: F401,E402  (the same for real numbers)
+from ._functional import bucketize, cartesian_prod, combinations, searchsorted  # noqa: F401,E402
+from ._factories import logspace  # noqa: F401,E402
 
 
 # `bool`, `int` and `float` are eager dtypes in this module (as in torch): annotations and

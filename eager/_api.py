@@ -400,6 +400,11 @@ class TensorAPI:
         """`self.expand(*other.shape)`. Mirrors torch.Tensor.expand_as."""
         return F.expand(self, *other.shape)
 
+    def unfold(self, dimension: builtins.int, size: builtins.int, step: builtins.int) -> Any:
+        """Every window of `size` elements `step` apart along dimension, as a new last dimension.
+        Mirrors torch.Tensor.unfold (a copy here, not a view)."""
+        return F.unfold_windows(self, dimension, size, step)
+
     def softplus(self, beta: builtins.float = 1.0, threshold: builtins.float = 20.0) -> Any:
         """log(1 + exp(beta * x)) / beta, linear above `threshold`. Mirrors torch.nn.functional.softplus."""
         return F.softplus(self, beta, threshold)

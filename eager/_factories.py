@@ -237,6 +237,14 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) ->
     return _finish(xp_for(_dev(device)).linspace(start, end, steps, dtype=dt.np), requires_grad)
 
 
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """`steps` values from base**start to base**end inclusive, evenly spaced in the exponent
+    (computed in float64, then rounded to the dtype). Mirrors torch.logspace."""
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
+    values = np.power(float(base), np.linspace(start, end, steps, dtype=np.float64))
+    return _finish(xp_for(_dev(device)).asarray(values.astype(dt.np)), requires_grad)
+
+
 def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """An n x m (n x n by default) matrix with ones on the diagonal and zeros elsewhere. Mirrors torch.eye."""
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT

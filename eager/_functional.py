@@ -8,6 +8,8 @@ import math
 from collections import namedtuple
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
+
 from . import _dtypes
 from .ops import elementwise as E
 from .ops import indexing as I
@@ -1672,3 +1674,103 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
                                "(input + value * tensor1 / tensor2), for all dtypes.")
     quotient = div(tensor1, tensor2)
     return _renamed(add(input, quotient if _is_one(value) else quotient * value), "AddcdivBackward0")
+
+
+# -- index helpers: searching, products, windows -------------------------------------------------
+def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool = False, side: str | None = None,
+                 sorter=None):
+    """For each value, the index where it would be inserted into the sorted last dimension of
+    sorted_sequence (the first such index; the last with right=True or side="right"); a 1-d
+    sequence serves every value, an N-d one pairs its rows with input's. No gradient (indices).
+    Mirrors torch.searchsorted."""
+    from ._factories import tensor  # noqa: PLC0415
+
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
+                               "while right was True")
+        right = side == "right"
+    seq = _host(sorted_sequence)
+    values = _host(input)
+    if sorter is not None:
+        seq = np.take_along_axis(seq, _host(sorter), -1)
+    how: Any = "right" if right else "left"
+    if seq.ndim == 1:
+        out = np.searchsorted(seq, values, side=how)
+    else:
+        if seq.shape[:-1] != values.shape[:-1]:
+            raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                               f"dimensions of boundaries tensor and input value tensor must match, but we got "
+                               f"boundaries tensor {list(seq.shape)} and input value tensor {list(values.shape)}")
+        flat_seq, flat_val = seq.reshape(-1, seq.shape[-1]), values.reshape(-1, values.shape[-1])
+        out = np.stack([np.searchsorted(r, v, side=how) for r, v in zip(flat_seq, flat_val)]).reshape(values.shape)
+    result = tensor(out.astype(np.int32 if out_int32 else np.int64))
+    device = getattr(input, "device", None) or getattr(sorted_sequence, "device", None)
+    return result if device is None or device.type == "cpu" else result.to(device)
+
+
+def bucketize(input, boundaries, *, out_int32: bool = False, right: bool = False):
+    """The bucket of each value among the 1-d sorted boundaries: i with boundaries[i-1] < x <=
+    boundaries[i] (boundaries[i-1] <= x < boundaries[i] with right=True). Mirrors torch.bucketize."""
+    if _ndim(boundaries) != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({_ndim(boundaries)})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+def cartesian_prod(*tensors):
+    """Every combination of one element from each 1-d tensor, as rows of a (N, k) tensor (the
+    tensor itself for one). Mirrors torch.cartesian_prod."""
+    for k, t in enumerate(tensors):
+        if _ndim(t) != 1:
+            raise RuntimeError(f"cartesian_prod: expect a 1D vector, but got shape {list(t.shape)} for tensor {k}")
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([g.reshape(-1) for g in grids], 1)
+
+
+def combinations(input, r: int = 2, with_replacement: bool = False):
+    """The length-r combinations of a 1-d tensor's elements, as rows (itertools' order), made
+    with index_select so gradients reach the elements. Mirrors torch.combinations."""
+    import itertools  # noqa: PLC0415
+
+    from ._factories import tensor  # noqa: PLC0415
+
+    if _ndim(input) != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return input[:0]
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = list(pick(range(input.shape[0]), r))
+    if not rows:
+        return input[:0].reshape(0, r)
+    index = tensor(np.asarray(rows, dtype=np.int64).reshape(-1))
+    return index_select(input, 0, index).reshape(len(rows), r)
+
+
+def unfold_windows(input, dimension: int, size: int, step: int):
+    """Tensor.unfold: every window of `size` elements, `step` apart, along dimension, as a new
+    last dimension (the windows' count takes dimension's place); made with index_select, so
+    gradients add up where windows overlap. Mirrors torch.Tensor.unfold."""
+    from ._factories import tensor  # noqa: PLC0415
+
+    ndim = _ndim(input)
+    d = norm_dim("unfold", dimension, _builtins.max(ndim, 1))
+    length = input.shape[d] if ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    count = (length - size) // step + 1
+    starts = np.arange(count) * step
+    index = tensor((starts[:, None] + np.arange(size)[None, :]).reshape(-1).astype(np.int64))
+    if ndim == 0:
+        return input.reshape(1)
+    picked = index_select(input, d, index)  # (..., count * size, ...)
+    shape = list(input.shape)
+    shape[d:d + 1] = [count, size]
+    return movedim(picked.reshape(shape), d + 1, -1)

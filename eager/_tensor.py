@@ -160,6 +160,33 @@ class Tensor(TensorAPI):
         """The size of one element in bytes. Mirrors torch.Tensor.element_size."""
         return self._data.itemsize
 
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the elements (numel * element_size). Mirrors torch.Tensor.nbytes."""
+        return int(self._data.nbytes)
+
+    @property
+    def itemsize(self) -> int:
+        """The size of one element in bytes. Mirrors torch.Tensor.itemsize."""
+        return int(self._data.itemsize)
+
+    def data_ptr(self) -> int:
+        """The address of the first element. Mirrors torch.Tensor.data_ptr."""
+        data = self._data
+        return int(data.data.ptr) if hasattr(data, "data") and hasattr(data.data, "ptr") else \
+            int(data.__array_interface__["data"][0])
+
+    def storage_offset(self) -> int:
+        """The first element's offset, in elements, from the start of the memory this tensor
+        views (0 for a tensor that owns its memory). Mirrors torch.Tensor.storage_offset."""
+        data = self._data
+        base = data
+        while getattr(base, "base", None) is not None:
+            base = base.base
+        if base is data or not hasattr(base, "__array_interface__"):
+            return 0
+        return (self.data_ptr() - int(base.__array_interface__["data"][0])) // data.itemsize
+
     def is_floating_point(self) -> bool:
         """Whether the dtype is a floating-point one. Mirrors torch.Tensor.is_floating_point."""
         return self._data.dtype.kind == "f"
