@@ -8,7 +8,7 @@ from __future__ import annotations
 import warnings
 
 from .. import _functional as _F
-from .._factories import arange, rand_like
+from .._factories import arange, rand_like, zeros_like
 from .._tensor import Tensor
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -1594,3 +1594,19 @@ def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
         return _F.mean(input, (-3, -2, -1), keepdim=True)  # PyTorch's global average: a plain mean
     return _F._renamed(_adaptive_nd("adaptive_avg_pool3d", input, output_size, _F.mean, 3),
                        "AdaptiveAvgPool3DBackward0")
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """A sample of the Gumbel-softmax (concrete) distribution: softmax((logits + g) / tau) with
+    g = -log(E), E ~ Exp(1), drawn from eager's generator (a compiled function draws the same
+    numbers for the same seed). With hard=True the one-hot of its argmax in the forward and the
+    soft sample's gradient (the straight-through estimator). `eps` is unused, as in PyTorch.
+    Mirrors torch.nn.functional.gumbel_softmax."""
+    exponential = -_F.log1p(-rand_like(logits))  # Exp(1) from U in [0, 1): finite
+    y_soft = _F.softmax((logits - _F.log(exponential)) / tau, dim)
+    if not hard:
+        return y_soft
+    index = _F.argmax(y_soft, dim, keepdim=True)
+    y_hard = _F.scatter(zeros_like(logits), dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft

@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from ..._factories import Generator, default_generator, randperm, tensor
+from ..._factories import Generator, default_generator, multinomial, randperm, tensor
 from ..._functional import stack
 from ..._tensor import Tensor
 
@@ -21,6 +21,7 @@ T = TypeVar("T")
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split",
            "DataLoader", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "BatchSampler",
+           "WeightedRandomSampler",
            "default_collate", "get_worker_info"]
 
 
@@ -195,6 +196,31 @@ class SubsetRandomSampler(Sampler[int]):
 
     def __len__(self) -> int:
         return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler[int]):
+    """num_samples indices drawn with probability proportional to weights (with replacement
+    by default), from a generator seeded afresh each epoch as RandomSampler's is."""
+
+    def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
+                 generator: Generator | None = None) -> None:
+        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
+        values = weights.detach().numpy() if isinstance(weights, Tensor) else weights
+        w = np.asarray(values, dtype=np.float64)
+        if w.ndim != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(w.shape)}")
+        self.weights = tensor(w)
+        self.num_samples, self.replacement, self.generator = num_samples, replacement, generator
+
+    def __iter__(self) -> Iterator[int]:
+        g = _epoch_generator(self.generator)
+        return iter(multinomial(self.weights, self.num_samples, self.replacement, generator=g).tolist())
+
+    def __len__(self) -> int:
+        return self.num_samples
 
 
 class BatchSampler(Sampler[list]):
