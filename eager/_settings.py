@@ -99,19 +99,28 @@ def set_printoptions(precision: int | None = None, threshold: float | None = Non
 
 
 # -- dtype limits --------------------------------------------------------------------------------
-class finfo:  # noqa: N801  (PyTorch's name)
+class _TypeInfo:
+    """The fields finfo and iinfo share, read from NumPy's info of the dtype."""
+
+    def __init__(self, type: Any, floating: bool) -> None:  # noqa: A002  (PyTorch's parameter name)
+        dt = _dtypes.DEFAULT_FLOAT if type is None else _dtypes.as_dtype(type)
+        if dt.is_floating_point != floating or dt.name == "bool":
+            other = "iinfo" if floating else "finfo"
+            kind = "floating point" if floating else "integer"
+            raise TypeError(f"{'f' if floating else 'i'}info: torch.{dt.name} is not a{'n' if not floating else ''} "
+                            f"{kind} dtype; use {other}")
+        self.dtype = dt.name
+        self._info: Any = np.finfo(dt.np) if floating else np.iinfo(dt.np)
+        self.bits = int(self._info.bits)
+
+
+class finfo(_TypeInfo):  # noqa: N801  (PyTorch's name)
     """Limits of a floating dtype (default: the default dtype), as torch.finfo."""
 
-    def __init__(self, type: Any = None) -> None:  # noqa: A002  (PyTorch's parameter name)
-        dt = _dtypes.DEFAULT_FLOAT if type is None else _dtypes.as_dtype(type)
-        if not dt.is_floating_point:
-            raise TypeError(f"finfo: torch.{dt.name} is not a floating point dtype; use iinfo")
-        info = np.finfo(dt.np)
-        self.dtype = dt.name
-        self.bits = int(info.bits)
-        self.eps = float(info.eps)
-        self.max = float(info.max)
-        self.min = float(info.min)
+    def __init__(self, type: Any = None) -> None:  # noqa: A002
+        super().__init__(type, floating=True)
+        info = self._info
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
         self.tiny = self.smallest_normal = float(info.smallest_normal)
         self.resolution = 10.0 ** -int(info.precision)
 
@@ -120,18 +129,12 @@ class finfo:  # noqa: N801  (PyTorch's name)
                 f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
 
 
-class iinfo:  # noqa: N801  (PyTorch's name)
+class iinfo(_TypeInfo):  # noqa: N801  (PyTorch's name)
     """Limits of an integer dtype, as torch.iinfo."""
 
-    def __init__(self, type: Any) -> None:  # noqa: A002  (PyTorch's parameter name)
-        dt = _dtypes.as_dtype(type)
-        if dt.is_floating_point or dt.name == "bool":
-            raise TypeError(f"iinfo: torch.{dt.name} is not an integer dtype; use finfo")
-        info = np.iinfo(dt.np)
-        self.dtype = dt.name
-        self.bits = int(info.bits)
-        self.max = int(info.max)
-        self.min = int(info.min)
+    def __init__(self, type: Any) -> None:  # noqa: A002
+        super().__init__(type, floating=False)
+        self.max, self.min = int(self._info.max), int(self._info.min)
 
     def __repr__(self) -> str:
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -37,23 +37,22 @@ def _call_hooks(record: _Record, grad_input: tuple) -> tuple:
     return grad_input
 
 
-class _InputIdentity(Function):
-    @staticmethod
-    def forward(ctx: Any, record: _Record, *inputs: Tensor) -> Any:
-        ctx.record = record
-        return tuple(t.view_as(t) for t in inputs) if len(inputs) > 1 else inputs[0].view_as(inputs[0])
+class _Identity(Function):
+    """Views of the tensors (new autograd nodes, same data); subclasses say what backward does."""
 
+    @staticmethod
+    def forward(ctx: Any, record: _Record, *tensors: Tensor) -> Any:
+        ctx.record = record
+        return tuple(t.view_as(t) for t in tensors) if len(tensors) > 1 else tensors[0].view_as(tensors[0])
+
+
+class _InputIdentity(_Identity):
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
         return (None, *_call_hooks(ctx.record, tuple(grads)))
 
 
-class _OutputIdentity(Function):
-    @staticmethod
-    def forward(ctx: Any, record: _Record, *outputs: Tensor) -> Any:
-        ctx.record = record
-        return tuple(t.view_as(t) for t in outputs) if len(outputs) > 1 else outputs[0].view_as(outputs[0])
-
+class _OutputIdentity(_Identity):
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
         record = ctx.record

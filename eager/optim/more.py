@@ -26,11 +26,12 @@ def _decayed(p, g, group):
     return g
 
 
-def _steps(opt: Optimizer, group: dict, buffers: tuple[str, ...]):
+def _steps(opt: Optimizer, group: dict, buffers: tuple[str, ...], decay=None):
     """(p, g, state) for each parameter of `group` that has a gradient: its state is made on
-    its first step (step 0 and a zero tensor per name in `buffers`), and the step is counted."""
+    its first step (step 0 and a zero tensor per name in `buffers`), and the step is counted.
+    g has weight decay applied by `decay` (default: the coupled L2 form, _decayed)."""
     for p, g in opt._gradients(group):
-        g = _decayed(p, g, group)
+        g = (decay or _decayed)(p, g, group)
         state = opt.state.setdefault(p, {})
         if not state:
             state["step"] = 0
@@ -238,7 +239,7 @@ class RAdam(Optimizer):
     def _update_group(self, group: dict) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         rho_inf = 2 / (1 - beta2) - 1
-        for p, g, state in _steps_with(self, group, ("exp_avg", "exp_avg_sq")):
+        for p, g, state in _steps(self, group, ("exp_avg", "exp_avg_sq"), decay=_decay):
             step = state["step"]
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             exp_avg.lerp_(g, 1 - beta1)
@@ -255,14 +256,3 @@ class RAdam(Optimizer):
             # a traced step's count is a 0-d tensor: both forms, chosen elementwise
             p.sub_(adaptive if isinstance(rho_t, (int, float)) else where(rho_t > 5.0, adaptive, momentum_only))
 
-
-def _steps_with(opt: Optimizer, group: dict, buffers: tuple[str, ...]):
-    """_steps with the weight decay `decoupled_weight_decay` chooses (see _decay)."""
-    for p, g in opt._gradients(group):
-        state = opt.state.setdefault(p, {})
-        if not state:
-            state["step"] = 0
-            for name in buffers:
-                state[name] = zeros_like(p)
-        state["step"] += 1
-        yield p, _decay(p, g, group), state
