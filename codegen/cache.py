@@ -199,19 +199,26 @@ def _package_dir(name: str) -> Path | None:
 
 def _reset_fingerprint_lock_in_child() -> None:
     # a fork while the helper thread held the lock would leave the child's copy locked forever
-    global _fingerprint_lock
+    # (and the thread that was computing it does not exist in the child)
+    global _fingerprint_lock, _fingerprint_started
     _fingerprint_lock = threading.Lock()
+    _fingerprint_started = _fingerprint is not None
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_fingerprint_lock_in_child)
 
 
+_fingerprint_started = False
+
+
 def prefetch_fingerprint() -> None:
-    """Compute source_fingerprint on a helper thread (static.compile calls this): reading and
-    hashing release the GIL, so it overlaps the first call's tracing instead of adding to a
-    start from the disk cache."""
-    if _fingerprint is None and enabled():
+    """Compute source_fingerprint on a helper thread, once (static.compiled calls this when it
+    is imported): reading and hashing release the GIL, so it overlaps what the program does
+    before its first compiled call instead of adding to a start from the disk cache."""
+    global _fingerprint_started
+    if not _fingerprint_started and _fingerprint is None and enabled():
+        _fingerprint_started = True
         threading.Thread(target=source_fingerprint, name="graphmode-fingerprint", daemon=True).start()
 
 

@@ -57,7 +57,7 @@ from ._functional import (  # noqa: F401,E402
 )
 from .autograd import Function  # noqa: F401
 from ._compile import compile  # noqa: F401,E402,A004  (torch.compile's front door onto static.compile)
-from . import distributions, linalg, special, testing  # noqa: F401,E402
+from . import distributions, func, linalg, special, testing  # noqa: F401,E402
 from ._settings import (  # noqa: F401,E402
     are_deterministic_algorithms_enabled, backends, finfo, get_num_interop_threads, get_num_threads, iinfo,
     is_complex, is_deterministic_algorithms_warn_only_enabled, is_floating_point, set_num_interop_threads,

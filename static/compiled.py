@@ -364,7 +364,7 @@ class Compiled:
 
 def _fingerprint_early() -> None:
     """Start hashing the library's sources (the caches' key, codegen.cache.source_fingerprint)
-    on a helper thread, so that it overlaps the first call's tracing."""
+    on a helper thread, so that it overlaps what runs before the first compiled call."""
     try:
         from codegen import cache  # noqa: PLC0415
     except ImportError:
@@ -643,3 +643,6 @@ def options_of(c: Compiled) -> dict:
 compile.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # the documented options only
     [p for p in inspect.signature(compile).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD],
     return_annotation=inspect.signature(compile).return_annotation)
+
+
+_fingerprint_early()  # from the import of static's compile machinery on: a program compiles next

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from . import functional, init  # noqa: F401
 from .layers import (  # noqa: F401
-    GELU, CrossEntropyLoss, Dropout, Flatten, Identity, Linear, LogSoftmax, ModuleList, MSELoss, NLLLoss,
+    GELU, Bilinear, CrossEntropyLoss, Dropout, Flatten, Identity, Linear, LogSoftmax, ModuleList, MSELoss, NLLLoss,
     ReLU, Sequential, Sigmoid, Softmax, Tanh,
 )
 from .module import Module  # noqa: F401
@@ -26,8 +26,8 @@ from .conv import (  # noqa: F401
 )
 from .loss import (  # noqa: F401
     AlphaDropout, BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, Dropout1d, Dropout2d, Dropout3d,
-    GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, PoissonNLLLoss,
-    SmoothL1Loss, SoftMarginLoss, TripletMarginLoss,
+    GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MultiLabelSoftMarginLoss,
+    PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss,
 )
 from .normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
 from .sparse import EmbeddingBag  # noqa: F401
@@ -49,7 +49,8 @@ __all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid
            "LayerNorm", "MaxPool1d", "MaxPool2d", "RMSNorm",
            "AlphaDropout", "BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "Dropout1d", "Dropout2d",
            "Dropout3d", "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss",
-           "MarginRankingLoss", "PoissonNLLLoss", "SmoothL1Loss", "SoftMarginLoss", "TripletMarginLoss",
+           "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SmoothL1Loss", "SoftMarginLoss",
+           "TripletMarginLoss", "Bilinear",
            "GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell",
            "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer",
            "Hardshrink", "PReLU", "Softmax2d", "Softshrink", "Threshold",

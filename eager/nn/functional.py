@@ -1610,3 +1610,25 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
     index = _F.argmax(y_soft, dim, keepdim=True)
     y_hard = _F.scatter(zeros_like(logits), dim, index, 1.0)
     return y_hard - y_soft.detach() + y_soft
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """y[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o].
+    Mirrors torch.nn.functional.bilinear."""
+    if weight.ndim != 3 or input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear: expected weight (out, {input1.shape[-1]}, {input2.shape[-1]}) for inputs "
+                           f"of shapes {tuple(input1.shape)} and {tuple(input2.shape)}, got weight of shape "
+                           f"{tuple(weight.shape)}")
+    out = _F.einsum("...i,oij,...j->...o", input1, weight, input2)
+    return out if bias is None else out + bias
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                reduction: str = "mean") -> Tensor:
+    """Per sample, the mean over classes of -(y log sigmoid(x) + (1 - y) log sigmoid(-x))
+    (times weight per class), then reduced over samples. Mirrors
+    torch.nn.functional.multilabel_soft_margin_loss."""
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(_F.sum(loss, -1) / input.shape[-1], reduction)

@@ -93,6 +93,15 @@ class SoftMarginLoss(_Loss):
         return F.soft_margin_loss(input, target, self.reduction)
 
 
+class MultiLabelSoftMarginLoss(_Loss):
+    def __init__(self, weight: Tensor | None = None, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.weight = weight
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.multilabel_soft_margin_loss(input, target, self.weight, self.reduction)
+
+
 class TripletMarginLoss(_Loss):
     def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6, swap: bool = False,
                  reduction: str = "mean") -> None:
