@@ -64,7 +64,7 @@ from ._settings import (  # noqa: F401,E402
     set_num_threads, set_printoptions, use_deterministic_algorithms,
 )
 from ._functional import sign as sgn  # noqa: F401,E402  (the same for real numbers)
-from ._functional import bucketize, cartesian_prod, combinations, searchsorted  # noqa: F401,E402
+from ._functional import bucketize, cartesian_prod, combinations, histc, index_put, searchsorted  # noqa: F401,E402
 from ._factories import logspace  # noqa: F401,E402
 
 

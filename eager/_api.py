@@ -534,6 +534,21 @@ class TensorAPI:
         return self._apply_inplace(lambda s, o: F.index_add(s, dim, index, o, alpha=alpha), (source,), "index_add_",
                              saves_self=False)
 
+    def index_put_(self: _T, indices: Any, values: Any, accumulate: builtins.bool = False) -> _T:
+        """In-place index_put: write (or with accumulate, add) values at the positions the
+        tuple of index tensors picks. Mirrors torch.Tensor.index_put_."""
+        return self._apply_inplace(lambda s, v: F.index_put(s, indices, v, accumulate), (values,), "index_put_",
+                                   saves_self=False)
+
+    def index_put(self, indices: Any, values: Any, accumulate: builtins.bool = False) -> Any:
+        """A copy with values written (added, with accumulate) at the indexed positions.
+        Mirrors torch.Tensor.index_put."""
+        return F.index_put(self, indices, values, accumulate)
+
+    def histc(self, bins: builtins.int = 100, min: Any = 0, max: Any = 0) -> Any:  # noqa: A002
+        """Counts in equal-width bins over [min, max]. Mirrors torch.Tensor.histc."""
+        return F.histc(self, bins, min, max)
+
     def clamp_min_(self: _T, min: Any) -> _T:
         """In-place clamp_min: raise every element below `min` to `min`. Mirrors torch.Tensor.clamp_min_."""
         return self._apply_inplace(lambda s: F.clamp_min(s, min), (), "clamp_min_", saves_self=False)

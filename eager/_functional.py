@@ -791,10 +791,9 @@ def getitem(input, index, make_tensor):
     return S.INDEX(input, *operands, key=key, n_index=len(operands))
 
 
-def index_put(input, index, value, make_tensor):
-    """A copy of input with `value` written at input[index] (the differentiable form of item assignment).
-
-    Backs Tensor.__setitem__. Mirrors torch.index_put."""
+def put_at_index(input, index, value, make_tensor):
+    """A copy of input with `value` written at input[index] (the differentiable form of item
+    assignment). Backs Tensor.__setitem__ and index_put."""
     key, operands = index_key(index, make_tensor)
     return S.INDEX_PUT(input, value, *operands, key=key, n_index=len(operands))
 
@@ -1774,3 +1773,45 @@ def unfold_windows(input, dimension: int, size: int, step: int):
     shape = list(input.shape)
     shape[d:d + 1] = [count, size]
     return movedim(picked.reshape(shape), d + 1, -1)
+
+
+def index_put(input, indices, values, accumulate: bool = False):
+    """A copy of input with values written at the positions the tuple of index tensors picks
+    (advanced indexing of the leading dims); with accumulate, added there, duplicates summed.
+    Mirrors torch.index_put."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put: indices must be a tuple of tensors, got {type(indices).__name__}")
+    from ._factories import tensor  # noqa: PLC0415
+
+    if not accumulate:
+        return put_at_index(input, tuple(indices), values, tensor)
+
+    k = len(indices)
+    lead, rest = tuple(input.shape[:k]), tuple(input.shape[k:])
+    positions = np.broadcast_arrays(*[_host(i) for i in indices])
+    linear = tensor(np.ravel_multi_index(tuple(p.reshape(-1) for p in positions), lead).astype(np.int64))
+    n = int(np.prod(lead)) if lead else 1
+    if not hasattr(values, "shape"):
+        values = tensor(values, dtype=input.dtype)
+    source = values.expand(tuple(positions[0].shape) + rest).reshape((-1,) + rest)
+    return index_add(input.reshape((n,) + rest), 0, linear, source).reshape(input.shape)
+
+
+def histc(input, bins: int = 100, min: float = 0, max: float = 0):  # noqa: A002  (PyTorch's names)
+    """Counts of the elements in `bins` equal-width bins over [min, max] (the data's range when
+    both are 0; elements outside are not counted), as a tensor of input's dtype. No gradient.
+    Mirrors torch.histc."""
+    from ._factories import tensor  # noqa: PLC0415
+
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    data = _host(input).astype(np.float64).reshape(-1)
+    lo, hi = float(min), float(max)
+    if lo == hi and data.size:
+        lo, hi = float(data.min()), float(data.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise RuntimeError(f"torch.histc(): max must be larger than min, got min={lo} and max={hi}")
+    counts, _ = np.histogram(data[(data >= lo) & (data <= hi)], bins=bins, range=(lo, hi))
+    return tensor(counts.astype(input.dtype.np))

@@ -486,13 +486,13 @@ class Tensor(TensorAPI):
 
     def __setitem__(self, index, value) -> None:
         if hasattr(type(value), "__graphmode_inplace__"):  # a traced value (static): the tracer records it
-            _inplace.hand_over(self, F.index_put(self, index, value, _index_tensor))
+            _inplace.hand_over(self, F.put_at_index(self, index, value, _index_tensor))
             return
         if not isinstance(value, Tensor):
             value = float(value) if self.is_floating_point() else value
         elif value.dtype is not self.dtype:
             value = F.to_dtype(value, self.dtype)
-        _inplace.assign(self, (value,), lambda: F.index_put(self, index, value, _index_tensor),
+        _inplace.assign(self, (value,), lambda: F.put_at_index(self, index, value, _index_tensor),
                lambda: _setitem_raw(self, index, value), "index_put_")
 
     def view(self, *shape):

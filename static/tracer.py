@@ -673,7 +673,7 @@ class Tracer(TensorAPI):
     def __setitem__(self, index, value) -> None:
         if isinstance(value, Tracer) and value.dtype is not self.dtype:
             value = F.to_dtype(value, self.dtype)
-        self._assign(F.index_put(self, index, value, eager.tensor), "index_put_")
+        self._assign(F.put_at_index(self, index, value, eager.tensor), "index_put_")
 
 
 def inplace_on_captured(target, result: Tracer) -> None:

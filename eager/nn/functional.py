@@ -836,6 +836,35 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     return cols.reshape(c * kh * kw, n, -1).permute(1, 0, 2)
 
 
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """col2im as PyTorch's F.fold: (N, C*kh*kw, L) blocks summed back into (N, C, H, W), the
+    inverse arrangement of unfold (overlaps add up)."""
+    kh, kw = _pair(kernel_size)
+    (ph, pw), (sh, sw), (dh, dw) = _pair(padding), _pair(stride), _pair(dilation)
+    height, width = _pair(output_size)
+    batched = input.ndim == 3
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported (got "
+                           f"{input.ndim}D)")
+    x = input if batched else input.unsqueeze(0)
+    oh = (height + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (width + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    n, ckk, blocks = x.shape
+    if ckk % (kh * kw) != 0:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, "
+                           f"but got input.size(1)={ckk} and kernel_size={(kh, kw)}")
+    if blocks != oh * ow:
+        raise RuntimeError(f"Given output_size={(height, width)}, kernel_size={(kh, kw)}, dilation={(dh, dw)}, "
+                           f"padding={(ph, pw)}, stride={(sh, sw)}, expected size of input's dimension 2 to match "
+                           f"the calculated number of sliding blocks {oh} * {ow} = {oh * ow}, but got "
+                           f"input.size(2)={blocks}.")
+    c = ckk // (kh * kw)
+    cols = x.reshape(n, c, kh, kw, oh, ow).permute(1, 2, 3, 0, 4, 5)  # unfold's layout: (C, kh, kw, N, oh, ow)
+    out = _conv.FOLD(cols, size=(height, width), kernel=(kh, kw), stride=(sh, sw), padding=(ph, ph, pw, pw),
+                     dilation=(dh, dw))
+    return out if batched else out.squeeze(0)
+
+
 def _pool_input(name: str, input: Tensor) -> tuple[Tensor, bool]:
     if input.ndim not in (3, 4):
         raise RuntimeError(f"{name}: Expected 3D or 4D (batch mode) tensor for input, but got shape "

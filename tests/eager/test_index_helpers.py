@@ -103,3 +103,76 @@ def test_matches_pytorch():
     x = np.arange(20.0).reshape(4, 5)
     np.testing.assert_array_equal(eager.tensor(x).unfold(0, 2, 1).numpy(), torch.tensor(x).unfold(0, 2, 1).numpy())
     np.testing.assert_allclose(eager.logspace(-2, 2, 9).numpy(), torch.logspace(-2, 2, 9).numpy(), rtol=1e-6)
+
+
+def test_index_put_writes_or_accumulates_and_differentiates():
+    x = np.zeros((3, 4))
+    rows, cols = np.array([0, 1, 0]), np.array([2, 3, 2])
+    added = eager.tensor(x).index_put((eager.tensor(rows), eager.tensor(cols)), eager.tensor([1.0, 2.0, 3.0]),
+                                      accumulate=True)
+    expected = np.zeros((3, 4))
+    np.add.at(expected, (rows, cols), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(added.numpy(), expected)
+    t = eager.tensor(x)
+    t.index_put_((eager.tensor([1]),), eager.tensor(5.0))
+    assert t.numpy()[1].tolist() == [5.0] * 4 and t.numpy()[[0, 2]].sum() == 0
+    v = eager.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    base = eager.tensor(x, requires_grad=True)
+    (base.index_put((eager.tensor(rows), eager.tensor(cols)), v, accumulate=True) * eager.arange(12.0).reshape(3, 4)
+     ).sum().backward()
+    np.testing.assert_array_equal(v.grad.numpy(), [2.0, 7.0, 2.0])
+    np.testing.assert_array_equal(base.grad.numpy(), np.arange(12.0).reshape(3, 4))
+
+
+def test_histc():
+    a = RNG.standard_normal(500)
+    counts = eager.histc(eager.tensor(a), bins=8, min=-1, max=1)
+    expected, _ = np.histogram(a[(a >= -1) & (a <= 1)], bins=8, range=(-1, 1))
+    np.testing.assert_array_equal(counts.numpy(), expected)
+    assert counts.dtype == eager.float64
+    assert eager.tensor(a).histc(4).sum().item() == 500  # min = max = 0: the data's range
+    assert eager.histc(eager.tensor([2.0, 2.0]), bins=2).tolist() == [0.0, 2.0]  # one value: [v - 1, v + 1]
+    with pytest.raises(RuntimeError, match="bins must be > 0"):
+        eager.histc(eager.tensor(a), bins=0)
+
+
+@pytest.mark.parametrize("geometry", [dict(output_size=(4, 4), kernel_size=2),
+                                      dict(output_size=(5, 5), kernel_size=2, stride=2, padding=1),
+                                      dict(output_size=(5, 6), kernel_size=(2, 3), dilation=(2, 1))])
+def test_fold_inverts_unfolds_layout_and_differentiates(geometry):
+    import eager.nn.functional as F
+
+    x = RNG.standard_normal((2, 3, *geometry["output_size"]))
+    kw = {k: v for k, v in geometry.items() if k != "output_size"}
+    cols = F.unfold(eager.tensor(x), **kw)
+    ones = F.fold(F.unfold(eager.ones(x.shape, dtype=eager.float64), **kw), geometry["output_size"], **kw)
+    # fold(unfold(x)) is x times the number of blocks covering each pixel
+    np.testing.assert_allclose(F.fold(cols, geometry["output_size"], **kw).numpy(), x * ones.numpy(), rtol=1e-12)
+    c = cols.detach().numpy()
+    w = RNG.standard_normal(x.shape)
+    t = eager.tensor(c, requires_grad=True)
+    (F.fold(t, geometry["output_size"], **kw) * eager.tensor(w)).sum().backward()
+    fd = central_difference_grad(lambda v: float((F.fold(eager.tensor(v), geometry["output_size"], **kw)
+                                                  * eager.tensor(w)).sum()), c)
+    np.testing.assert_allclose(t.grad.numpy(), fd, rtol=1e-6, atol=1e-9)
+    _, grad = static.value_and_grad(lambda v: (F.fold(v, geometry["output_size"], **kw) * eager.tensor(w)).sum())(c)
+    np.testing.assert_allclose(grad, t.grad.numpy(), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="calculated number of sliding blocks"):
+        F.fold(eager.tensor(c[..., :-1]), geometry["output_size"], **kw)
+
+
+def test_index_put_histc_fold_match_pytorch():
+    torch = pytest.importorskip("torch")
+    import eager.nn.functional as F
+
+    rows = np.array([0, 2, 0])
+    values = RNG.standard_normal((3, 3))
+    np.testing.assert_array_equal(
+        eager.zeros(4, 3, dtype=eager.float64).index_put((eager.tensor(rows),), eager.tensor(values), True).numpy(),
+        torch.zeros(4, 3, dtype=torch.float64).index_put((torch.tensor(rows),), torch.tensor(values), True).numpy())
+    a = RNG.standard_normal(300)
+    np.testing.assert_array_equal(eager.histc(eager.tensor(a), 7, -2, 2).numpy(),
+                                  torch.histc(torch.tensor(a), 7, -2, 2).numpy())
+    cols = RNG.standard_normal((2, 12, 9))
+    np.testing.assert_allclose(F.fold(eager.tensor(cols), (4, 4), 2).numpy(),
+                               torch.nn.functional.fold(torch.tensor(cols), (4, 4), 2).numpy(), rtol=1e-12)
