@@ -1,4 +1,5 @@
-"""`eager.utils`: data loading (`eager.utils.data`), as torch.utils."""
+"""`eager.utils`: data loading (`eager.utils.data`) and activation checkpointing
+(`eager.utils.checkpoint`), as torch.utils."""
 from __future__ import annotations
 
-from . import data  # noqa: F401
+from . import checkpoint, data  # noqa: F401
