@@ -435,6 +435,12 @@ _add("log_softmax", NumpyLowering(call="_rt.log_softmax(np, {0}, {dim})"),
 # -- linear algebra and the rest --------------------------------------------------------------
 _add("matmul", NumpyLowering(call="_rt.matmul({0}, {1})"), CupyLowering(call="cp.matmul({0}, {1})"),
      note="BLAS through NumPy; cuBLAS through CuPy")
+for _name, _args in (("inv", "{0}"), ("solve", "{0}, {1}"), ("det", "{0}")):
+    # LAPACK through the op's forward: a singular matrix raises its RuntimeError on both
+    # libraries (CuPy returns NaN unless asked to raise)
+    _add(_name, NumpyLowering(call=f"_rt.forward('{_name}', np, {_args})"),
+         CupyLowering(call=f"_rt.forward('{_name}', cp, {_args})"),
+         note="LAPACK through the op's forward, which reports a singular matrix as PyTorch does")
 _add("to_device", NumpyLowering(call="{move}", alias=True),
      CupyLowering(call="_rt.forward('to_device', cp, {0}, device={device}, source={source})"),
      fields=lambda node, operands, ctx: {"move": operands[0] if node.attrs["device"] == "cpu" else

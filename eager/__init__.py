@@ -66,6 +66,7 @@ from ._settings import (  # noqa: F401,E402
 from ._functional import sign as sgn  # noqa: F401,E402  (the same for real numbers)
 from ._functional import bucketize, cartesian_prod, combinations, histc, index_put, searchsorted  # noqa: F401,E402
 from ._factories import logspace  # noqa: F401,E402
+from .linalg import det, inv as inverse  # noqa: F401,E402
 
 
 # `bool`, `int` and `float` are eager dtypes in this module (as in torch): annotations and

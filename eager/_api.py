@@ -400,6 +400,18 @@ class TensorAPI:
         """`self.expand(*other.shape)`. Mirrors torch.Tensor.expand_as."""
         return F.expand(self, *other.shape)
 
+    def inverse(self) -> Any:
+        """The matrix inverse of the last two dims. Mirrors torch.Tensor.inverse."""
+        from .ops.linalg import INV  # noqa: PLC0415
+
+        return INV(self)
+
+    def det(self) -> Any:
+        """The determinant of the last two dims. Mirrors torch.Tensor.det."""
+        from .ops.linalg import DET  # noqa: PLC0415
+
+        return DET(self)
+
     def unfold(self, dimension: builtins.int, size: builtins.int, step: builtins.int) -> Any:
         """Every window of `size` elements `step` apart along dimension, as a new last dimension.
         Mirrors torch.Tensor.unfold (a copy here, not a view)."""

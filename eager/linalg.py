@@ -1,10 +1,13 @@
-"""`eager.linalg`: the norms, as torch.linalg (vector norms, and the Frobenius norm of
-matrices); built on `eager.norm`, so they differentiate (0 gradient at 0) and compile."""
+"""`eager.linalg`: norms (vector norms, and the Frobenius norm of matrices), the inverse,
+linear solves and the determinant, as torch.linalg. Each differentiates and compiles: the
+norms are built on `eager.norm` (0 gradient at 0), the others are ops of their own
+(eager.ops.linalg) running LAPACK through NumPy or CuPy."""
 from __future__ import annotations
 
 from typing import Any
 
 from . import _functional as _F
+from .ops.linalg import DET, INV, SOLVE
 
 
 def vector_norm(x: Any, ord: float = 2, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
@@ -41,3 +44,26 @@ def norm(A: Any, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dty
         raise NotImplementedError(f"linalg.norm: ord={ord!r} of a matrix is a matrix norm, which is not "
                                   "supported; give dim for vector norms or use ord='fro'")
     return vector_norm(A, ord, dim, keepdim, dtype=dtype)
+
+
+def inv(A: Any) -> Any:  # noqa: N803
+    """The inverse of each square matrix of the last two dims; a singular one raises
+    RuntimeError. Mirrors torch.linalg.inv."""
+    return INV(A)
+
+
+def solve(A: Any, B: Any, *, left: bool = True) -> Any:  # noqa: N803
+    """X with A X = B. B is a batch of vectors when it is 1-d or has A's shape without its last
+    dim (PyTorch's rule), else of (n, k) matrices; batch dims broadcast. Mirrors torch.linalg.solve."""
+    if not left:
+        raise NotImplementedError("linalg.solve: left=False (X A = B) is not supported; solve A^T X^T = B^T instead")
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector:
+        return SOLVE(A, B.unsqueeze(-1)).squeeze(-1)
+    return SOLVE(A, B)
+
+
+def det(A: Any) -> Any:  # noqa: N803
+    """The determinant of each square matrix of the last two dims. Its gradient needs A
+    invertible (a singular A raises there). Mirrors torch.linalg.det."""
+    return DET(A)

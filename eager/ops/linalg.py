@@ -1,6 +1,9 @@
 """The matrix product, with NumPy's 1-D and batch-broadcasting rules."""
 from __future__ import annotations
 
+import numpy as np
+
+from .. import _dtypes
 from ._checks import broadcast_shapes, same_dtype
 from ._registry import TensorSpec, defop
 from .reductions import SUM
@@ -79,4 +82,100 @@ MATMUL = defop(
         ((rng.standard_normal((2, 1, 3, 4)), rng.standard_normal((5, 4, 2))), {}),
     ],
     arity=2,
+)
+
+
+# -- inverse, solve, determinant (LAPACK through the array library) ---------------------------
+def _square(name: str, a) -> None:
+    if a.ndim < 2:
+        raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 dimensions.")
+    if a.shape[-1] != a.shape[-2]:
+        raise RuntimeError(f"linalg.{name}: A must be batches of square matrices, but they are {a.shape[-2]} by "
+                           f"{a.shape[-1]} matrices")
+    if not a.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.{name}: Expected a floating point tensor as input. Got {a.dtype.name}")
+
+
+def _square_spec(name: str, a, shape: tuple) -> TensorSpec:
+    """The result's spec, once `a` is checked to be batches of square float matrices."""
+    _square(name, a)
+    return TensorSpec(shape, a.dtype)
+
+
+def _m_t(x):
+    """The transpose of the last two dims (batched matrices)."""
+    return TRANSPOSE(x, dim0=x.ndim - 1, dim1=x.ndim - 2)
+
+
+def _lapack(name: str, xp, fn, *arrays):
+    """fn(*arrays) with a singular matrix reported as PyTorch reports it (a RuntimeError naming
+    the op), on NumPy and on CuPy (which returns NaN unless asked to raise). The shape and
+    dtype are checked first, as the abstract rule checks them (LAPACK's own errors for those
+    would read as a singular matrix)."""
+    a = arrays[0]
+    _square(name, TensorSpec(tuple(a.shape), _dtypes.from_numpy(a.dtype)))
+    try:
+        if xp.__name__ == "cupy":
+            import cupyx  # noqa: PLC0415
+
+            with cupyx.errstate(linalg="raise"):
+                return fn(*arrays)
+        return fn(*arrays)
+    except xp.linalg.LinAlgError as exc:
+        raise RuntimeError(f"linalg.{name}: the input matrix is singular, so it cannot be inverted or solved "
+                           f"({exc}); shape {tuple(arrays[0].shape)}") from None
+
+
+def _well_conditioned(rng, shape):
+    """Samples far from singular: a random matrix plus 3 I (finite differences stay accurate)."""
+    return rng.standard_normal(shape) + 3.0 * np.eye(shape[-1])
+
+
+INV = defop(
+    "inv", forward=lambda xp, a: _lapack("inv", xp, xp.linalg.inv, a),
+    abstract=lambda a: _square_spec("inv", a, tuple(a.shape)),
+    vjp=lambda ctx, g: (-MATMUL(MATMUL(_m_t(ctx.out), g), _m_t(ctx.out)),),
+    grad_name="LinalgInvExBackward0", save=(), save_output=True, kind="linalg", arity=1,
+    samples=lambda rng: [((_well_conditioned(rng, (3, 3)),), {}), ((_well_conditioned(rng, (2, 4, 4)),), {})],
+    doc="the matrix inverse of the last two dims (LAPACK's gesv through the array library)",
+)
+
+
+def _solve_abstract(a, b):
+    _square("solve", a)
+    if b.ndim < 2 or b.shape[-2] != a.shape[-1]:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+                           f"({'x'.join(map(str, a.shape[-2:]))} and {'x'.join(map(str, b.shape[-2:]))})")
+    batch = broadcast_shapes("linalg.solve", a.shape[:-2], b.shape[:-2])
+    return TensorSpec(batch + tuple(b.shape[-2:]), same_dtype("linalg.solve", [a, b]))
+
+
+def _solve_vjp(ctx, g):
+    """X = A^-1 B: gB = A^-T g, gA = -gB X^T (summed over broadcast batch dims by fit_grad)."""
+    gb = SOLVE(_m_t(ctx.input(0)), g)
+    ga = -MATMUL(gb, _m_t(ctx.out)) if ctx.needs(0) else None
+    return ga, (gb if ctx.needs(1) else None)
+
+
+SOLVE = defop(
+    "solve", forward=lambda xp, a, b: _lapack("solve", xp, xp.linalg.solve, a, b), abstract=_solve_abstract,
+    vjp=_solve_vjp, grad_name="LinalgSolveExBackward0", save=(0,), save_output=True, kind="linalg", arity=2,
+    samples=lambda rng: [((_well_conditioned(rng, (3, 3)), rng.standard_normal((3, 2))), {}),
+                         ((_well_conditioned(rng, (2, 3, 3)), rng.standard_normal((3, 1))), {})],
+    doc="X with A X = B for square A (..., n, n) and B (..., n, k), batch dims broadcast",
+)
+
+
+def _det_vjp(ctx, g):
+    """d det(A) = det(A) A^-T: it needs A invertible (a singular A raises INV's error)."""
+    scale = RESHAPE(g * ctx.out, shape=tuple(ctx.out.shape) + (1, 1))
+    return (scale * _m_t(INV(ctx.input(0))),)
+
+
+DET = defop(
+    "det", forward=lambda xp, a: _lapack("det", xp, xp.linalg.det, a),
+    abstract=lambda a: _square_spec("det", a, tuple(a.shape[:-2])),
+    vjp=_det_vjp, grad_name="LinalgDetBackward0", save=(0,), save_output=True, kind="linalg", arity=1,
+    samples=lambda rng: [((_well_conditioned(rng, (3, 3)),), {}), ((_well_conditioned(rng, (2, 2, 2)),), {})],
+    doc="the determinant of the last two dims",
 )
