@@ -316,6 +316,77 @@ class OneCycleLR(LRScheduler):
         return lrs
 
 
+class CyclicLR(LRScheduler):
+    """The cyclical learning rate (Smith): lr moves between base_lr and max_lr over cycles of
+    step_size_up + step_size_down steps, its amplitude scaled per cycle ("triangular": 1,
+    "triangular2": halved each cycle) or per step ("exp_range": gamma ** step), or by
+    scale_fn; momentum (or Adam's beta1) moves the opposite way when cycle_momentum. Step it
+    once per batch. Mirrors torch.optim.lr_scheduler.CyclicLR."""
+
+    def __init__(self, optimizer: Optimizer, base_lr, max_lr, step_size_up: int = 2000,
+                 step_size_down: int | None = None, mode: str = "triangular", gamma: float = 1.0,
+                 scale_fn: Callable | None = None, scale_mode: str = "cycle", cycle_momentum: bool = True,
+                 base_momentum=0.8, max_momentum=0.9, last_epoch: int = -1) -> None:
+        n = len(optimizer.param_groups)
+
+        def per_group(name: str, value) -> list:
+            values = list(value) if isinstance(value, (list, tuple)) else [value] * n
+            if len(values) != n:
+                raise ValueError(f"expected {n} values for {name}, got {len(values)}")
+            return values
+
+        self._base = per_group("base_lr", base_lr)
+        self.max_lrs = per_group("max_lr", max_lr)
+        if last_epoch == -1:
+            for lr, group in zip(self._base, optimizer.param_groups):
+                group["lr"] = lr
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size, self.step_ratio = up + down, up / (up + down)
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma = mode, gamma
+        if scale_fn is None:
+            self._scale_fn = {"triangular": lambda x: 1.0, "triangular2": lambda x: 1 / (2.0 ** (x - 1)),
+                              "exp_range": lambda x: gamma ** x}[mode]
+            self.scale_mode = "iterations" if mode == "exp_range" else "cycle"
+        else:
+            self._scale_fn, self.scale_mode = scale_fn, scale_mode
+        self.cycle_momentum = cycle_momentum
+        self._beta = "betas" in optimizer.defaults
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and not self._beta:
+                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+            self.base_momentums = per_group("base_momentum", base_momentum)
+            self.max_momentums = per_group("max_momentum", max_momentum)
+            if last_epoch == -1:
+                for m, group in zip(self.max_momentums, optimizer.param_groups):
+                    self._set_momentum(group, m)
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = list(self._base)
+
+    def _set_momentum(self, group: dict, value: float) -> None:
+        if self._beta:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+    def get_lr(self) -> list[float]:
+        step = self.last_epoch
+        cycle = math.floor(1 + step / self.total_size)
+        x = 1.0 + step / self.total_size - cycle
+        factor = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        scale = self._scale_fn(cycle if self.scale_mode == "cycle" else step)
+        lrs = [base + (top - base) * factor * scale for base, top in zip(self._base, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, low, high in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
+                self._set_momentum(group, high - (high - low) * factor * scale)
+        return lrs
+
+    def state_dict(self) -> dict:
+        return {k: v for k, v in super().state_dict().items() if k != "_scale_fn"}
+
+
 class ReduceLROnPlateau:
     """Multiply the lr by `factor` when the metric passed to step() stops improving for
     `patience` epochs (then wait `cooldown` epochs)."""

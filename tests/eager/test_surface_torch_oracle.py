@@ -228,12 +228,26 @@ def test_optimizer_steps_match_pytorch(name, kw):
     ("ConstantLR", dict(factor=0.5, total_iters=3)),
     ("CosineAnnealingWarmRestarts", dict(T_0=4)), ("CosineAnnealingWarmRestarts", dict(T_0=2, T_mult=2, eta_min=0.001)),
     ("PolynomialLR", dict(total_iters=6, power=2.0)),
+    ("CyclicLR", dict(base_lr=0.001, max_lr=0.01, step_size_up=3)),
+    ("CyclicLR", dict(base_lr=0.001, max_lr=0.01, step_size_up=2, step_size_down=3, mode="triangular2")),
+    ("CyclicLR", dict(base_lr=[0.001, 0.002], max_lr=0.01, step_size_up=2, mode="exp_range", gamma=0.9,
+                      base_momentum=0.7, max_momentum=0.95)),
 ])
 def test_lr_schedules_match_pytorch(name, kw):
     w_e, lr_e = _run(eager, "SGD", dict(lr=0.01, momentum=0.9), name, kw)
     w_t, lr_t = _run(torch, "SGD", dict(lr=0.01, momentum=0.9), name, kw)
     np.testing.assert_allclose(lr_e, lr_t, rtol=1e-12)
     np.testing.assert_allclose(w_e, w_t, rtol=1e-10, atol=1e-12)
+
+
+def test_cyclic_lr_cycles_adams_beta1_as_pytorch_does():
+    kw = dict(base_lr=0.001, max_lr=0.01, step_size_up=3, base_momentum=0.8, max_momentum=0.95)
+    w_e, lr_e = _run(eager, "Adam", dict(lr=0.01), "CyclicLR", kw)
+    w_t, lr_t = _run(torch, "Adam", dict(lr=0.01), "CyclicLR", kw)
+    np.testing.assert_allclose(lr_e, lr_t, rtol=1e-12)
+    np.testing.assert_allclose(w_e, w_t, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="must support momentum or beta1"):
+        eager.optim.lr_scheduler.CyclicLR(eager.optim.Adagrad([eager.ones(1, requires_grad=True)]), 0.001, 0.01)
 
 
 def test_warm_restarts_take_fractional_epochs_as_pytorch_does():
