@@ -8,6 +8,7 @@ only in what they record and which values they follow further. This module holds
 the callers hold those decisions."""
 from __future__ import annotations
 
+import dis
 import functools
 import inspect
 from collections.abc import Callable, Iterator
@@ -61,13 +62,20 @@ class NameRead:
     read: Callable[[], Any]  # reads the name again, where the function reads it
 
 
-def code_names(code: CodeType) -> set[str]:
-    """The global (and attribute) names `code` and the code nested in it mention."""
-    names = set(code.co_names)
+_GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+
+
+@functools.lru_cache(maxsize=4096)
+def code_names(code: CodeType) -> frozenset[str]:
+    """The global names `code` and the code nested in it load. Read from the bytecode's
+    LOAD_GLOBAL/LOAD_NAME instructions, not from co_names, which also holds every attribute
+    name: `opt.step()` named a global `step`, so a training loop's `for step in range(...)`
+    at module level retraced the compiled step on every iteration."""
+    names = {ins.argval for ins in dis.get_instructions(code) if ins.opname in _GLOBAL_LOADS}
     for const in code.co_consts:
         if isinstance(const, CodeType):  # nested functions, lambdas, comprehensions
             names |= code_names(const)
-    return names
+    return frozenset(names)
 
 
 def names_read(f: Any) -> Iterator[NameRead]:

@@ -59,6 +59,40 @@ def test_code_names_include_nested_code():
     assert {"SCALE", "range"} <= code_names(f.__code__)
 
 
+def test_attribute_names_are_not_globals():
+    def f(opt):
+        opt.step()
+        return opt.SCALE
+
+    assert "step" not in code_names(f.__code__) and "SCALE" not in code_names(f.__code__)
+
+
+step = 0  # a training loop's counter at module level, as scripts have it
+
+
+class _Stepper:
+    def __init__(self):
+        self.n = 0
+
+    def step(self):
+        self.n += 1
+
+
+def test_a_module_level_loop_counter_does_not_retrace_a_step_calling_opt_step():
+    global step
+    stepper = _Stepper()
+
+    def train(x):
+        stepper.step()  # an attribute named like the global counter
+        return (x * 2.0).sum()
+
+    f = static.compile(train)
+    x = eager.ones(3)
+    for step in range(5):  # noqa: B007  (the global the compiled function must not guard on)
+        f(x)
+    assert f.retraces == []
+
+
 def test_names_read_gives_globals_and_closure_cells_with_readers():
     k = 3
 
