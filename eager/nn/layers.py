@@ -17,6 +17,24 @@ from .module import Module
 from .parameter import Parameter
 
 
+def _weight_and_bias(m: Module, weight_shape: tuple, bias: bool, device: Any, dtype: Any) -> None:
+    """m.weight of weight_shape and m.bias of weight_shape[0] (or a None bias), uninitialized."""
+    m.weight = Parameter(empty(*weight_shape, device=device, dtype=dtype))
+    if bias:
+        m.bias = Parameter(empty(weight_shape[0], device=device, dtype=dtype))
+    else:
+        m.register_parameter("bias", None)
+
+
+def _uniform_by_fan_in(m: Module, fan_in: int) -> None:
+    """PyTorch's default init of a linear map: kaiming_uniform_(a=sqrt(5)) on the weight reduces
+    to U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias takes the same bound."""
+    bound = 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+    init.uniform_(m.weight, -bound, bound)
+    if m.bias is not None:
+        init.uniform_(m.bias, -bound, bound)
+
+
 class Linear(Module):
     """y = x W^T + b. W and b start as U(-1/sqrt(in), 1/sqrt(in)), PyTorch's default init."""
 
@@ -25,19 +43,11 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(empty(out_features, in_features, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, (out_features, in_features), bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        # kaiming_uniform_(a=sqrt(5)) on the weight reduces to U(-1/sqrt(fan_in), 1/sqrt(fan_in))
-        bound = 1.0 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
-        init.uniform_(self.weight, -bound, bound)
-        if self.bias is not None:
-            init.uniform_(self.bias, -bound, bound)
+        _uniform_by_fan_in(self, self.in_features)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.linear(input, self.weight, self.bias)
@@ -54,18 +64,11 @@ class Bilinear(Module):
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
-        self.weight = Parameter(empty(out_features, in1_features, in2_features, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, (out_features, in1_features, in2_features), bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        bound = 1.0 / math.sqrt(self.in1_features) if self.in1_features > 0 else 0.0
-        init.uniform_(self.weight, -bound, bound)
-        if self.bias is not None:
-            init.uniform_(self.bias, -bound, bound)
+        _uniform_by_fan_in(self, self.in1_features)
 
     def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
         return F.bilinear(input1, input2, self.weight, self.bias)
