@@ -13,6 +13,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from . import _functional as _F
 from ._factories import bernoulli, full_like, multinomial, rand, randn, tensor
 from ._grad_mode import no_grad
@@ -176,8 +178,6 @@ def _probs_from_logits(logits: Any, binary: bool) -> Any:
 
 def _logits_from_probs(probs: Any, binary: bool) -> Any:
     """log p (log p - log(1 - p) for binary), with p clamped to [eps, 1 - eps] of its dtype."""
-    import numpy as np  # noqa: PLC0415
-
     eps = float(np.finfo(probs.dtype.np).eps) if probs.dtype.is_floating_point else 1e-7
     p = _F.clamp(probs, eps, 1 - eps)
     return _F.log(p) - _F.log1p(-p) if binary else _F.log(p)
@@ -281,8 +281,6 @@ class Categorical(Distribution):
         return _F.gather(log_pmf, -1, index).squeeze(-1)
 
     def entropy(self) -> Any:
-        import numpy as np  # noqa: PLC0415
-
         lowest = float(np.finfo(self.logits.dtype.np).min)
         return -_F.sum(_F.clamp_min(self.logits, lowest) * self.probs, -1)
 

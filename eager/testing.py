@@ -7,17 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from ._functional import _host
 from ._tensor import Tensor
 
 # PyTorch's defaults (rtol, atol) by dtype; integers and bools must be equal
 _TOLERANCES = {"float16": (1e-3, 1e-5), "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}
-
-
-def _array(x: Any) -> np.ndarray:
-    if isinstance(x, Tensor):
-        data = x.detach()._data
-        return data if isinstance(data, np.ndarray) else data.get()
-    return np.asarray(x)
 
 
 def assert_close(actual: Any, expected: Any, *, rtol: float | None = None, atol: float | None = None,
@@ -46,7 +40,7 @@ def _compare(actual, expected, rtol, atol, equal_nan, check_dtype, check_device,
         for k, (a, e) in enumerate(zip(actual, expected)):
             _compare(a, e, rtol, atol, equal_nan, check_dtype, check_device, msg, f"{where}[{k}]")
         return
-    a, e = _array(actual), _array(expected)
+    a, e = np.asarray(_host(actual)), np.asarray(_host(expected))
     if a.shape != e.shape:
         raise AssertionError(msg or f"The values{where} are not close: shapes {a.shape} and {e.shape} differ")
     if check_dtype and isinstance(actual, Tensor) and isinstance(expected, Tensor) and actual.dtype != expected.dtype:

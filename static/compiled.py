@@ -91,7 +91,6 @@ class Compiled:
         self._first_step_checked = False  # whether the first call looked for an optimizer's first step
         if backend in ("auto", "native"):
             _probe_compiler_early(backend)
-        _fingerprint_early()
 
     def __getattr__(self, name: str):
         """A compiled module behaves like the module: its attributes, parameters(),

@@ -97,7 +97,8 @@ class Module:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         d = self.__dict__
-        for hook, with_kwargs in list(d.get("_forward_pre_hooks", {}).values()):
+        pre_hooks = d.get("_forward_pre_hooks")
+        for hook, with_kwargs in list(pre_hooks.values()) if pre_hooks else ():
             replaced = hook(self, args, kwargs) if with_kwargs else hook(self, args)
             if replaced is not None:
                 if with_kwargs:
@@ -110,7 +111,8 @@ class Module:
             result = call_with_backward_hooks(self, args, kwargs)
         else:
             result = self.forward(*args, **kwargs)
-        for hook in list(d.get("_forward_hooks", {}).values()):
+        hooks = d.get("_forward_hooks")
+        for hook in list(hooks.values()) if hooks else ():
             replaced = hook(self, args, result)
             if replaced is not None:
                 result = replaced
