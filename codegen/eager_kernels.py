@@ -29,6 +29,8 @@ import threading
 
 import numpy as np
 
+from eager.ops.linalg import GEMM_SPLIT_MIN
+
 from .c_helpers import PREAMBLE, host_prelude
 
 KERNELS = r"""
@@ -322,12 +324,41 @@ template <typename T> static void fold2d(const T* cols, T* out, const long long*
     }
 }
 
+// a matrix product C = op(A) op(B) as `parts` BLAS calls, each on its own consecutive rows of
+// C, run by the OpenMP threads: BLAS (on one thread of its own) is handed one row block per
+// thread without Python's thread hand-off (about 50 us a product, as much as a 512x64x256
+// product costs on one core). The blocks depend on `parts` only, never on which thread runs
+// one, so the bits of C depend on the thread count, not on timing. fn is NumPy's own BLAS
+// (cblas_?gemm, 64- or 32-bit integers: I); d = [M, N, K, A transposed, B transposed, parts,
+// 64-bit integers].
+template <typename T, typename I> using gm_gemm_fn = void (*)(int, int, int, I, I, I, T, const T*, I, const T*, I,
+                                                             T, T*, I);
+template <typename T, typename I> static void gemm_rows(const void* fn, const T* a, const T* b, T* c,
+                                                        const long long* d, int nt) {
+    enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+    const gm_gemm_fn<T, I> gemm = (gm_gemm_fn<T, I>)fn;
+    const long long M = d[0], N = d[1], K = d[2], parts = d[5];
+    const bool ta = d[3] != 0, tb = d[4] != 0;
+    #pragma omp parallel for num_threads(nt) schedule(static)
+    for (long long p = 0; p < parts; ++p) {
+        const long long lo = M * p / parts, hi = M * (p + 1) / parts;
+        if (hi > lo)
+            gemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (I)(hi - lo), (I)N, (I)K, (T)1,
+                 ta ? a + lo : a + lo * K, (I)(ta ? M : K), b, (I)(tb ? K : N), (T)0, c + lo * N, (I)N);
+    }
+}
+
 // the entry points: void k(void* const* args, int threads); dims are an int64 array, eps a
 // float64 array of one element
 #define GM_EAGER_UNARY(name, T, suffix) \
     extern "C" void gm_eager_##name##_##suffix(void* const* a, int nt) { \
         name<T>((const T*)a[0], (T*)a[1], ((const long long*)a[2])[0], nt); }
 #define GM_EAGER_ALL(T, suffix) \
+    extern "C" void gm_eager_gemm_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[3]; \
+        const void* fn = (const void*)((const long long*)a[4])[0]; \
+        if (d[6]) gemm_rows<T, long long>(fn, (const T*)a[0], (const T*)a[1], (T*)a[2], d, nt); \
+        else gemm_rows<T, int>(fn, (const T*)a[0], (const T*)a[1], (T*)a[2], d, nt); } \
     extern "C" void gm_eager_take_middle_##suffix(void* const* a, int nt) { \
         const long long* d = (const long long*)a[3]; \
         take_middle<T>((const T*)a[0], (const long long*)a[1], (T*)a[2], d[0], d[1], d[2], nt); } \
@@ -684,3 +715,87 @@ def take_middle(x, index, dim: int) -> np.ndarray | None:
                  np.array([outer, x.shape[dim], inner], _I64)):
         return None
     return out
+
+
+# -- matmul: BLAS one row block per thread ---------------------------------------------------------
+# NumPy's own BLAS, called per row block from the OpenMP threads (gemm_rows above). The names
+# NumPy's wheels export (scipy-openblas, 64-bit integers first), and the 32-bit forms of other
+# OpenBLAS builds; where none is found, matmul stays NumPy's.
+_GEMM_SYMBOLS = (("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", 1), ("cblas_sgemm64_", "cblas_dgemm64_", 1),
+                 ("scipy_cblas_sgemm", "scipy_cblas_dgemm", 0), ("cblas_sgemm", "cblas_dgemm", 0))
+
+
+@functools.lru_cache(maxsize=1)
+def blas_gemm() -> tuple | None:
+    """({dtype: address of cblas_?gemm}, 64-bit integers) of the BLAS that NumPy loaded, or None."""
+    import ctypes  # noqa: PLC0415
+    import glob  # noqa: PLC0415
+
+    libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    for path in sorted(glob.glob(os.path.join(libs, "*openblas*"))):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for single, double, ilp64 in _GEMM_SYMBOLS:
+            fs, fd = getattr(lib, single, None), getattr(lib, double, None)
+            if fs is not None and fd is not None:
+                address = {np.dtype(np.float32): ctypes.cast(fs, ctypes.c_void_p).value,
+                           np.dtype(np.float64): ctypes.cast(fd, ctypes.c_void_p).value}
+                return address, ilp64
+    return None
+
+
+def _gemm_operand(x) -> tuple | None:
+    """(C-contiguous buffer, transposed) of a 2-d operand: x itself, or x.T when x is a
+    transposed (Fortran-ordered) view such as a weight's swapaxes; None for other layouts."""
+    if x.flags.c_contiguous:
+        return x, 0
+    if x.flags.f_contiguous:
+        return x.T, 1
+    return None
+
+
+def gemm(a, b, threads: int) -> np.ndarray | None:
+    """a @ b for float32/float64 NumPy arrays, b 2-d and a of 2 or more dims (its leading dims
+    taken as rows), split by rows across `threads` OpenMP threads, each part one BLAS call;
+    None where that cannot be done (other dtypes or layouts, too small a product to gain, no
+    BLAS symbol or no compiler): NumPy's matmul then. BLAS must run one thread itself (the
+    caller checks), or the parts would oversubscribe the cores."""
+    if (threads < 2 or type(a) is not np.ndarray or type(b) is not np.ndarray or b.ndim != 2 or a.ndim < 2
+            or a.dtype != b.dtype or a.dtype not in _SUFFIX or a.shape[-1] != b.shape[0]):
+        return None
+    m, (k_, n) = a.size // max(a.shape[-1], 1), b.shape
+    if m < 2 or m * k_ * n < GEMM_SPLIT_MIN:
+        return None
+    a2 = a if a.ndim == 2 else (a.reshape(m, k_) if a.flags.c_contiguous else None)
+    a_op = None if a2 is None else _gemm_operand(a2)
+    b_op = _gemm_operand(b)
+    found = blas_gemm()
+    k = kernels() if found is not None and a_op is not None and b_op is not None else None
+    if k is None or found is None or a_op is None or b_op is None:
+        return None
+    (abuf, ta), (bbuf, tb) = a_op, b_op
+    out = np.empty(a.shape[:-1] + (n,), a.dtype)
+    suffix = _SUFFIX[a.dtype]
+    dt = "float32" if suffix == "f32" else "float64"  # (dtype.name costs a microsecond)
+    dims = np.array([m, n, k_, ta, tb, min(threads, m), found[1]], _I64)
+    if not k.run(f"gm_eager_gemm_{suffix}", threads,
+                 (abuf.nbytes, bbuf.nbytes, -out.nbytes, dims.nbytes, 8), k.formats((dt, dt, dt, "int64", "int64")),
+                 abuf, bbuf, out, dims, np.array([found[0][a.dtype]], _I64)):
+        return None
+    return out
+
+
+def matmul(a, b) -> np.ndarray | None:
+    """a @ b split by rows across the kernels' threads (gemm) where that is worth it and safe:
+    a large enough product, two threads or more, and BLAS running one thread of its own
+    (where it runs several, splitting oversubscribes the cores: slower). None otherwise."""
+    if type(b) is not np.ndarray or b.ndim != 2 or type(a) is not np.ndarray or a.size * b.shape[1] < GEMM_SPLIT_MIN:
+        return None
+    from . import native_build, runtime  # noqa: PLC0415
+
+    threads = native_build.threads()
+    if threads < 2 or runtime.blas_threads() != 1:
+        return None
+    return gemm(a, b, threads)

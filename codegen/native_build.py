@@ -340,7 +340,10 @@ def threads() -> int:
 
 def _set_wait_policy() -> None:
     # read by libgomp when it is first loaded: workers sleep instead of spinning between
-    # kernels (a spinning pool slowed a kernel after a matmul 10x in OpenBLAS's presence)
+    # kernels (a spinning pool slowed a kernel after a matmul 10x in OpenBLAS's presence).
+    # Measured on W5's compiled step (two cores, BLAS on one thread): a short spin
+    # (GOMP_SPINCOUNT=10000) was 10% faster on a quiet machine and 3.5x slower with one of
+    # the two cores busy with another process, so waking costs stay (about 20 us a kernel).
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from eager import _dtypes
 from eager._fpstate import quiet_fp, restore_fp
 from eager.ops import REGISTRY
+from eager.ops.linalg import GEMM_SPLIT_MIN
 
 
 def _env_int(name: str, default: int) -> int:
@@ -155,12 +156,19 @@ def _query_blas_threads() -> int | None:
 
 def matmul(a, b):
     """np.matmul(a, b); a large product with a 2-d right operand runs as one BLAS call per
-    thread on consecutive blocks of a's leading axis (rows of a matrix, matrices of a batch)
-    when BLAS runs one thread. The blocks are fixed by the shape and CONFIG.threads: the
+    thread on consecutive blocks of a's rows when BLAS runs one thread: from the OpenMP
+    threads of eager's native kernels where they are built (eager_kernels.gemm), else on
+    blocks of a's leading axis from a Python thread pool. The blocks are fixed by the shape and CONFIG.threads: the
     same inputs give the same bits on every call."""
     workers = CONFIG.threads
-    if (workers < 2 or a.ndim < 2 or b.ndim != 2 or a.shape[0] < 2
-            or a.size * b.shape[1] < MATMUL_SPLIT_MIN or blas_threads() != 1):
+    if workers < 2 or a.ndim < 2 or b.ndim != 2 or a.size * b.shape[1] < GEMM_SPLIT_MIN or blas_threads() != 1:
+        return np.matmul(a, b)
+    from . import eager_kernels  # noqa: PLC0415  (it imports this module)
+
+    out = eager_kernels.matmul(a, b)
+    if out is not None:
+        return out
+    if a.shape[0] < 2 or a.size * b.shape[1] < MATMUL_SPLIT_MIN:
         return np.matmul(a, b)
     out = np.empty(a.shape[:-1] + (b.shape[1],), np.result_type(a.dtype, b.dtype))
     parts = min(workers, a.shape[0])

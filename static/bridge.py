@@ -71,17 +71,20 @@ def write_back(trace: TraceResult, leaves: list, results: list) -> None:
     Every target is checked before any is written, so a refused write leaves all of them as
     they were rather than some updated and some not."""
     targets = update_targets(trace, leaves)
+    arrays = []
     for target in targets:
-        if target is not None:
-            data = data_of(target)
-            if isinstance(data, np.ndarray) and not data.flags.writeable:
-                raise RuntimeError(_OVERLAP_MSG)
-    for target, value in zip(targets, results):
-        if target is None:
+        data = None if target is None else data_of(target)
+        if isinstance(data, np.ndarray) and not data.flags.writeable:
+            raise RuntimeError(_OVERLAP_MSG)
+        arrays.append(data)
+    for target, data, value in zip(targets, arrays, results):
+        if data is None:
             continue  # rebinding a Python number is the caller's business
-        data = data_of(target)
-        xp = np if isinstance(data, np.ndarray) else eager._device.cupy_module()
-        xp.copyto(data, eager._device.on_device_of(value, data), casting="unsafe")
+        if type(data) is np.ndarray and type(value) is np.ndarray:  # the common case: one host, no conversion
+            np.copyto(data, value, casting="unsafe")
+        else:
+            xp = np if isinstance(data, np.ndarray) else eager._device.cupy_module()
+            xp.copyto(data, eager._device.on_device_of(value, data), casting="unsafe")
         if isinstance(target, Tensor):
             target._vc[0] += 1  # an in-place change: saved-tensor checks must see it
 

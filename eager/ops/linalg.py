@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import _dtypes
 from ._checks import broadcast_shapes, same_dtype
+from ._native import try_native
 from ._registry import TensorSpec, defop
 from .reductions import SUM
 from .shape_ops import RESHAPE, TRANSPOSE
@@ -71,8 +72,24 @@ def _sum_batch(x):
     return SUM(x, dims=lead, keepdim=False) if lead else x
 
 
+# multiply-adds from which a NumPy product is split across the native kernels' threads: below,
+# one BLAS call costs less than waking the other threads (break-even near 2**21 on two cores)
+GEMM_SPLIT_MIN = 1 << 22
+
+
+def _matmul_forward(xp, a, b):
+    """xp.matmul; a large NumPy product with a 2-d right operand runs as one BLAS call per
+    thread on blocks of rows where BLAS itself runs one thread (codegen.eager_kernels.matmul),
+    as the compiled code's matmul does: the same bits in both modes."""
+    if xp is np and getattr(b, "ndim", 0) == 2 and getattr(a, "ndim", 0) >= 2 and a.size * b.shape[1] >= GEMM_SPLIT_MIN:
+        out = try_native(xp, "matmul", a, b)
+        if out is not None:
+            return out
+    return xp.matmul(a, b)
+
+
 MATMUL = defop(
-    "matmul", forward=lambda xp, a, b: xp.matmul(a, b), abstract=_matmul_abstract, vjp=_matmul_vjp,
+    "matmul", forward=_matmul_forward, abstract=_matmul_abstract, vjp=_matmul_vjp,
     grad_name=_matmul_grad_name, save=(0, 1), kind="linalg",
     samples=lambda rng: [
         ((rng.standard_normal((3, 4)), rng.standard_normal((4, 2))), {}),

@@ -1,5 +1,6 @@
-"""The generated modules' matmul (codegen.runtime.matmul): one BLAS call per thread on row
-blocks where BLAS runs one thread, a plain np.matmul otherwise."""
+"""The generated modules' matmul (codegen.runtime.matmul) and eager's: one BLAS call per
+thread on row blocks where BLAS runs one thread (from the native kernels' OpenMP threads
+where they are built, else from a Python thread pool), a plain np.matmul otherwise."""
 from __future__ import annotations
 
 import os
@@ -8,7 +9,8 @@ import signal
 import numpy as np
 import pytest
 
-from codegen import runtime
+import eager
+from codegen import eager_kernels, native_build, runtime
 
 BIG = (96, 256, 200)  # 96 * 256 * 200 multiply-adds: above MATMUL_SPLIT_MIN
 
@@ -19,6 +21,16 @@ def split_matmul(monkeypatch):
     monkeypatch.setattr(runtime, "_blas_threads", [1])
     monkeypatch.setattr(runtime.CONFIG, "threads", 2)
     monkeypatch.setattr(runtime, "MATMUL_SPLIT_MIN", 1 << 12)
+
+
+@pytest.fixture
+def pool_matmul(split_matmul, monkeypatch):
+    """The Python thread pool's split (the native kernels' one switched off)."""
+    monkeypatch.setattr(eager_kernels, "matmul", lambda a, b: None)
+
+
+native = pytest.mark.skipif(not native_build.availability()[0] or eager_kernels.blas_gemm() is None,
+                            reason="no C++ compiler or no BLAS symbol found")
 
 
 def _calls(monkeypatch) -> list:
@@ -35,7 +47,10 @@ def _calls(monkeypatch) -> list:
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
 @pytest.mark.parametrize("layout", ["c", "transposed", "batched"])
-def test_a_split_product_equals_numpy(split_matmul, dtype, layout):
+@pytest.mark.parametrize("split", ["pool", "native"])
+def test_a_split_product_equals_numpy(split_matmul, monkeypatch, dtype, layout, split):
+    if split == "pool":
+        monkeypatch.setattr(eager_kernels, "matmul", lambda a, b: None)
     rng = np.random.default_rng(0)
     m, k, n = BIG
     if layout == "transposed":
@@ -48,11 +63,13 @@ def test_a_split_product_equals_numpy(split_matmul, dtype, layout):
     got = runtime.matmul(a, b)
     want = np.matmul(a, b)
     assert got.shape == want.shape and got.dtype == want.dtype
-    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12)
+    # float32: the rounding of 256-term sums of terms up to about 9 in size (another summation order)
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                               atol=1e-3 if dtype == np.float32 else 0)
     np.testing.assert_array_equal(runtime.matmul(a, b), got)  # the same blocks on every call
 
 
-def test_the_product_is_split_only_where_blas_runs_one_thread(split_matmul, monkeypatch):
+def test_the_product_is_split_only_where_blas_runs_one_thread(pool_matmul, monkeypatch):
     a, b = np.ones(BIG[:2], np.float32), np.ones(BIG[1:], np.float32)
     seen = _calls(monkeypatch)
     runtime.matmul(a, b)
@@ -72,7 +89,7 @@ def test_blas_threads_is_a_number_or_unknown():
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_a_forked_child_splits_products_with_a_pool_of_its_own(split_matmul):
+def test_a_forked_child_splits_products_with_a_pool_of_its_own(pool_matmul):
     a, b = np.ones(BIG[:2]), np.ones(BIG[1:])
     runtime.matmul(a, b)  # the parent's pool exists now
     pid = os.fork()
@@ -82,3 +99,44 @@ def test_a_forked_child_splits_products_with_a_pool_of_its_own(split_matmul):
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+@native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["c", "a transposed", "b transposed", "batched"])
+def test_the_native_split_runs_blas_per_row_block_without_numpy(split_matmul, monkeypatch, dtype, layout):
+    rng = np.random.default_rng(1)
+    m, k, n = BIG
+    a = rng.standard_normal((k, m)).astype(dtype).T if layout == "a transposed" else \
+        rng.standard_normal((4, m // 4, k) if layout == "batched" else (m, k)).astype(dtype)
+    b = rng.standard_normal((n, k)).astype(dtype).T if layout == "b transposed" else rng.standard_normal((k, n)).astype(dtype)
+    want = np.matmul(a, b)
+    seen = _calls(monkeypatch)
+    got = runtime.matmul(a, b)
+    assert seen == []  # no NumPy product: the kernels' threads called BLAS
+    assert got.shape == want.shape and got.dtype == want.dtype and got.flags.c_contiguous
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-4)
+    np.testing.assert_array_equal(runtime.matmul(a, b), got)  # blocks fixed by the thread count
+
+
+@native
+def test_the_native_split_declines_what_it_cannot_do(split_matmul):
+    m, k, n = BIG
+    f32 = np.ones((m, k), np.float32)
+    assert eager_kernels.gemm(f32, np.ones((k, n), np.float64), 2) is None  # mixed dtypes
+    assert eager_kernels.gemm(np.ones((m, k), np.int64), np.ones((k, n), np.int64), 2) is None
+    assert eager_kernels.gemm(np.ones((m, 2 * k), np.float32)[:, ::2], np.ones((k, n), np.float32), 2) is None
+    assert eager_kernels.gemm(f32, np.ones((k, n), np.float32), 1) is None  # one thread: nothing to split
+    assert eager_kernels.gemm(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32), 2) is None  # too small
+    empty = runtime.matmul(np.ones((m, 0), np.float32), np.ones((0, n), np.float32))
+    assert empty.shape == (m, n) and not empty.any()
+
+
+@native
+def test_eager_and_compiled_code_compute_a_large_product_alike(split_matmul):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((256, 128)).astype(np.float32)
+    b = rng.standard_normal((128, 160)).astype(np.float32)
+    got = eager.matmul(eager.tensor(a), eager.tensor(b)).numpy()
+    np.testing.assert_array_equal(got, runtime.matmul(a, b))  # the same row blocks, the same bits
+    np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-4)
