@@ -58,7 +58,7 @@ class Entry:
         # inside may make an output require grad (the recorder finds nothing to do otherwise)
         recorder = _GradRecorder(key, leaves, owner)
         trace = trace_function(owner._trace_target, args, owner.static_argnums, owner.__name__,
-                               same_as=key.same_as, finish=recorder)
+                               same_as=key.same_as, finish=recorder, verify_graph=False)  # (trace_cache verifies)
         self.trace: TraceResult = trace
         # per captured tensor: shape, dtype and requires_grad (None: not a tensor) as traced
         self._captured_state = [(_data(o).shape, _data(o).dtype, o._requires_grad if isinstance(o, Tensor) else None)
@@ -71,7 +71,7 @@ class Entry:
         self.eager_reason = _overlap_with_update(key, trace)
         if self.eager_reason is not None:
             return  # calls with this signature run the function eagerly: nothing to build
-        self.stages.append(("traced", trace.graph))  # trace_function verified it
+        self.stages.append(("traced", trace.graph))  # trace_cache verifies it when it builds from it
         self.stages.append(("verified", trace.graph))
         n_user, n_upd = trace.n_outputs, len(trace.updates)
         if recorder.built is not None or recorder.seeds:

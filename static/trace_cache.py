@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .executable import build_executable
-from .ir import Graph, Value
+from .ir import Graph, Value, verify
 from .passes import Split, is_recording, optimize_joint, run_pipeline
 
 FORMAT = "2"
@@ -218,8 +218,10 @@ def _lookup(key: str, owner) -> Built | None:
 
 def build_forward(traced: Graph, stages: list, owner) -> Built:
     """The forward-only pipeline and its executable, from the cache when this traced graph
-    was built before with the same options."""
+    was built before with the same options. The traced graph is verified when it is built
+    from, not on a hit."""
     if is_recording():
+        verify(traced)
         graph = run_pipeline(traced, stages, opt_level=owner.opt_level, passes=owner.passes,
                              fast_math=owner.fast_math)
         return Built(graph, build_executable(graph, owner.backend, owner.fast_math))
@@ -227,6 +229,7 @@ def build_forward(traced: Graph, stages: list, owner) -> Built:
     built = _lookup(key, owner)
     if built is None:
         STATS["misses"] += 1
+        verify(traced)  # (a hit's record was built from a graph verified then, with this text)
         graph = run_pipeline(traced, stages, opt_level=owner.opt_level, passes=owner.passes,
                              fast_math=owner.fast_math)
         built = _remember(key, Built(graph, build_executable(graph, owner.backend, owner.fast_math)))
@@ -238,6 +241,7 @@ def build_joint(joint: Graph, primal: list, seeds: list, n_forward_outputs: int,
     """The joint graph optimized and split, with both executables, from the cache when this
     traced joint graph was built before with the same options."""
     def build() -> Built:
+        verify(joint)  # (a hit's record was built from a graph verified then, with this text)
         split, _ = optimize_joint(joint, primal, seeds, n_forward_outputs, stages, opt_level=owner.opt_level,
                                   passes=owner.passes, fast_math=owner.fast_math)
         return Built(split.forward, build_executable(split.forward, owner.backend, owner.fast_math), split,

@@ -149,13 +149,17 @@ _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | None = None, *,
-                   same_as: tuple | None = None, finish: Callable | None = None) -> TraceResult:
+                   same_as: tuple | None = None, finish: Callable | None = None,
+                   verify_graph: bool = True) -> TraceResult:
     """Trace `fn` on `args`. `same_as[k]` names an earlier leaf that leaf k is the very same
     tensor as (the caller passed one tensor twice): both get one Tracer, so an in-place update
     through one is seen through the other, as in eager. `finish(state, outputs, updates)` runs
     inside the trace after the function returned (the autograd joint records its backward
     there, given each leaf's input Value as passed in, None for static leaves); the Values it
-    returns become graph outputs after the updates."""
+    returns become graph outputs after the updates. verify_graph=False leaves the verifier to
+    the caller: static.entry verifies a graph when it builds one, not when a cache answers for
+    it (a record is made from a graph verified when it was built, and its key is that graph's
+    text)."""
     static = static_positions(static_argnums, len(args))
     leaves, in_tree, owners = flatten_args(args, static)
     names = _param_names(fn, len(args))
@@ -246,7 +250,8 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
     n_outputs = len(outputs)
     graph.outputs = outputs + update_values + extra
     captured = [[obj, v] for obj, v in state.captured.values()]
-    verify(graph)
+    if verify_graph:
+        verify(graph)
     sources = [(i, known[id(obj)][1]) for i, (obj, _) in enumerate(captured) if id(obj) in known]
     constants = {i for i, (obj, _) in enumerate(captured) if state.is_created(obj)}
     return TraceResult(graph, in_tree, out_tree, kinds, input_leaves, captured, out_consts, n_outputs, updates,

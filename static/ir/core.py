@@ -20,7 +20,18 @@ Type = TensorSpec  # a value's type: shape and dtype
 
 
 def format_type(t: Type) -> str:
-    return f"{_dtypes.short_name(t.dtype)}[{','.join(map(str, t.shape))}]"
+    text = _TYPE_TEXT.get(t)
+    if text is None:
+        text = f"{_dtypes.short_name(t.dtype)}[{','.join(map(str, t.shape))}]"
+        if len(_TYPE_TEXT) >= 4096:
+            _TYPE_TEXT.clear()
+        _TYPE_TEXT[t] = text
+    return text
+
+
+# The text of each type seen (a graph's thousands of values share a few dozen types): printing
+# a traced graph, which keys the compile caches, spent half its time spelling types.
+_TYPE_TEXT: dict = {}
 
 
 class Value:

@@ -252,3 +252,36 @@ def test_records_are_within_the_cache_size_bound(count_passes, tmp_path, monkeyp
         assert len(records) <= 1  # the first record was evicted like a module
     finally:
         W.requires_grad_(True)
+
+
+@pytest.mark.parametrize("with_grad", [False, True])
+def test_the_traced_graph_is_verified_when_built_from_not_on_a_hit(count_passes, monkeypatch, with_grad):
+    verified = []
+    real = trace_cache.verify
+
+    def counting(graph):
+        verified.append(graph.name)
+        return real(graph)
+
+    monkeypatch.setattr(trace_cache, "verify", counting)
+    x, w = X, eager.tensor(W.detach().numpy().copy(), requires_grad=with_grad)
+    expected = static.compile(_loss)(x, w)
+    assert verified  # a miss: verified before the passes
+    verified.clear()
+    for where in ("memory", "disk"):
+        if where == "disk":
+            trace_cache.clear_memory()
+        got = static.compile(_loss)(x, w)
+        assert verified == [], where  # the record's graph, with this very text, was verified when built
+        np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy())
+
+
+def test_a_malformed_traced_graph_is_still_refused_on_a_miss(count_passes, monkeypatch):
+    from static.ir.verify import IRVerifyError
+
+    def broken(graph):
+        raise IRVerifyError("broken on purpose")
+
+    monkeypatch.setattr(trace_cache, "verify", broken)
+    with pytest.raises(IRVerifyError, match="broken on purpose"):
+        static.compile(lambda x: (x * 2.0).sum())(eager.tensor([1.0, 2.0]))
