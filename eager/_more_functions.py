@@ -334,7 +334,7 @@ def block_diag(*tensors: Any) -> Any:
         blocks.append(_F.reshape(t, (1, -1) if t.ndim < 2 else tuple(t.shape)))
     if not blocks:
         return zeros(1, 0)
-    dtype = _result_dtype(*tensors) if _builtins.all(t.ndim > 0 for t in tensors) else _promote_all(tensors)
+    dtype = _result_dtype(*tensors)
     device = blocks[0].device
     width = _builtins.sum(_size(b, 1) for b in blocks)
     rows, offset = [], 0
@@ -345,14 +345,6 @@ def block_diag(*tensors: Any) -> Any:
         rows.append(_F.cat(row, 1))
         offset += c
     return _F.cat(rows, 0)
-
-
-def _promote_all(tensors: Sequence[Any]) -> _dtypes.dtype:
-    """Promotion of tensors all of equal standing (block_diag treats a 0-d block as a matrix)."""
-    out = tensors[0].dtype
-    for t in tensors[1:]:
-        out = _dtypes.promote(out, t.dtype)
-    return out
 
 
 def take_along_dim(input: Any, indices: Any, dim: int | None = None) -> Any:  # noqa: A002

@@ -355,6 +355,9 @@ def test_block_diag_matches_pytorch():
     assert got.dtype is eager.float32
     np.testing.assert_array_equal(got.numpy(), want.numpy())
     assert tuple(eager.block_diag().shape) == tuple(torch.block_diag().shape) == (1, 0)
+    mixed = (torch.tensor(1.0, dtype=torch.float64), torch.ones(2, 2), torch.tensor(2, dtype=torch.int64))
+    got = eager.block_diag(*[eager.tensor(t.numpy()) for t in mixed])
+    assert got.dtype.name == str(torch.block_diag(*mixed).dtype).replace("torch.", "")  # 0-d blocks promote as 0-d
 
 
 def test_block_diag_layout_and_errors():
