@@ -1172,3 +1172,72 @@ def test_a_lone_pointwise_op_on_a_view_runs_as_a_kernel_with_a_contiguous_result
     assert got[0].flags.c_contiguous
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-5)
+
+
+_ROWS_IR = """
+func @rowwise(%x: DT[A,B,C], %r: DT[C], %c: DT[A,B,1], %m: DT[A,1,C], %s: DT[]) -> DT[A,B,C] {
+  %1 = fused %x, %r, %c, %m, %s : DT[A,B,C] {
+    ^body(%a: DT[A,B,C], %b: DT[C], %d: DT[A,B,1], %e: DT[A,1,C], %f: DT[]):
+    %2 = sub %a, %d : DT[A,B,C]
+    %3 = exp %2 : DT[A,B,C]
+    %4 = mul %3, %b : DT[A,B,C]
+    %5 = add %4, %e : DT[A,B,C]
+    %6 = mul %5, %f : DT[A,B,C]
+    yield %6
+  }
+  return %1
+}"""
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+@pytest.mark.parametrize("dims", [(3, 5, 16), (4, 7, 37), (2, 300, 64), (1, 1, 16)])
+def test_broadcast_operands_loop_by_rows_without_divisions(dt, dims):
+    """Operands broadcast along the last axis, across rows, along a middle axis and 0-d: the
+    region loops over rows of the last axis with a vector loop per row (no division or
+    remainder per element, which made the vectorizer gather), for one and two threads,
+    and gives the interpreter's values."""
+    a, b, c = dims
+    text = _ROWS_IR.replace("DT", dt).replace("A", str(a)).replace("B", str(b)).replace("C,", f"{c},")
+    text = text.replace("[C]", f"[{c}]").replace(",C]", f",{c}]")
+    graph = static.parse_ir(text)
+    exe = codegen.build(graph, "native")
+    source = exe.c_source()
+    if a * b == 1:  # one row: every operand is read at i or at 0, the flat loop has no division
+        assert "by rows of" not in source and " / " not in source[source.index("gm_region0"):]
+    else:
+        assert f"by rows of {c}" in source
+        loop = source[source.index("by rows of"):]
+        assert " / " not in loop[:loop.index("out")] and " % " not in loop[:loop.index("out")]
+    np_dt = np.float32 if dt == "f32" else np.float64
+    rng = np.random.default_rng(7)
+    args = [rng.standard_normal(s).astype(np_dt) for s in ((a, b, c), (c,), (a, b, 1), (a, 1, c))]
+    args.append(np.asarray(1.5, np_dt))
+    expected = static.run_graph(graph, args)[0]
+    saved = runtime.CONFIG.threads
+    try:
+        for nt in (1, 2):
+            runtime.CONFIG.threads = nt
+            got = exe.run(args)[0]
+            # (exp(x - c) * r + m cancels here and there: an absolute floor of a few ulps of its terms)
+            np.testing.assert_allclose(got, expected, rtol=1e-6 if dt == "f32" else 1e-13,
+                                       atol=4e-6 if dt == "f32" else 1e-13)
+    finally:
+        runtime.CONFIG.threads = saved
+
+
+def test_short_rows_and_strided_operands_keep_the_flat_loop():
+    """A last axis shorter than ROW_MIN, or an operand read through a strided view, keeps
+    one flat loop (its index arithmetic handles both)."""
+    from codegen.native_gen import ROW_MIN  # noqa: PLC0415
+
+    short = _ROWS_IR.replace("DT", "f32").replace("A", "4").replace("B", "6").replace("C,", f"{ROW_MIN - 1},")
+    short = short.replace("[C]", f"[{ROW_MIN - 1}]").replace(",C]", f",{ROW_MIN - 1}]")
+    assert "by rows of" not in codegen.build(static.parse_ir(short), "native").c_source()
+
+    def f(x, y):
+        return eager.exp(x.t() - y) * 2.0  # x.t() is read in place through its strides
+
+    x = eager.tensor(np.random.default_rng(8).standard_normal((64, 32)).astype(np.float32))
+    y = eager.tensor(np.random.default_rng(9).standard_normal((64,)).astype(np.float32))
+    cf = static.compile(f, backend="native")
+    np.testing.assert_allclose(cf(x, y).numpy(), f(x, y).numpy(), rtol=1e-6)
