@@ -471,15 +471,24 @@ class CRegion(CFunction):
         self.lines.append("}")
 
     # -- rows: a pointwise loop whose operands broadcast along the last axis or across rows ----
-    def _row_index(self, v: Value, space: tuple) -> str | None:
+    def _row_index(self, v: Value, space: tuple) -> str:
         """The index of a region input at column j of row o of `space` (rows of its last
         axis), without a division: the row's start plus j where the operand spans the last
-        axis, its row alone where it is broadcast along it; None for a strided view."""
-        if v in self.strides:
-            return None
+        axis, its row alone where it is broadcast along it. A view read through its base
+        (self.strides) steps by its own strides."""
         shape = tuple(int(d) for d in v.type.shape)
-        padded = (1,) * (len(space) - len(shape)) + shape
         width = space[-1]
+        if v in self.strides:
+            strides, offset = self.strides[v]
+            if not shape:
+                return f"{offset}{self.sfx}" if offset else "0"
+            row = strided_index(shape[:-1], strides[:-1], space[:-1], "o", self.sfx)
+            terms = [f"{offset}{self.sfx}"] if offset else []
+            terms += [] if row == "0" else [row]
+            if shape[-1] != 1 and strides[-1] != 0:
+                terms.append("j" if strides[-1] == 1 else f"j * {strides[-1]}{self.sfx}")
+            return " + ".join(terms) if terms else "0"
+        padded = (1,) * (len(space) - len(shape)) + shape
         row = index_expr(padded[:-1], space[:-1], "o", self.sfx)
         if padded[-1] == 1:
             return row
@@ -488,14 +497,20 @@ class CRegion(CFunction):
     def _rows_of(self, shape: tuple) -> bool:
         """Whether to loop over rows, then columns (_row_loops): some operand broadcasts (its
         flat index would need a division or a remainder per element, which makes the
-        vectorizer gather: a row-broadcast add ran at half the speed of a full one) and every
-        one can be indexed by row and column, over rows of at least ROW_MIN elements."""
+        vectorizer gather: a row-broadcast add ran at half the speed of a full one), over rows
+        of at least ROW_MIN elements."""
         if len(shape) < 2 or int(shape[-1]) < ROW_MIN:
             return False
         space = tuple(int(d) for d in shape)
-        indices = [self._row_index(v, space) for v in self.arrays]
-        flat = [index_expr(tuple(v.type.shape), space, "i", self.sfx) for v in self.arrays]
-        return None not in indices and any(("/" in f or "%" in f) for f in flat)
+        flat = [self._flat_index(v, space) for v in self.arrays]
+        return any(("/" in f or "%" in f) for f in flat)
+
+    def _flat_index(self, v: Value, space: tuple) -> str:
+        """The index _body reads v at (flat position i of space)."""
+        if v in self.strides:
+            strides, _ = self.strides[v]
+            return strided_index(tuple(v.type.shape), strides, space, "i", self.sfx)
+        return index_expr(tuple(v.type.shape), space, "i", self.sfx)
 
     def _row_loops(self, chain: list, shape: tuple, values: list) -> None:
         """The loop of _pointwise_loop (inside the block it opened) as rows, split among the
@@ -505,9 +520,7 @@ class CRegion(CFunction):
         n, width = _prod(space), space[-1]
         env = dict(self.env)
         for v, cname in self.arrays.items():
-            index = self._row_index(v, space)
-            assert index is not None  # _rows_of checked every operand
-            env[v] = load(cname, index, v)
+            env[v] = load(cname, self._row_index(v, space), v)
         body = KernelBody(self.m.lines, env)
         for node in chain:
             body.emit(node)

@@ -1225,19 +1225,31 @@ def test_broadcast_operands_loop_by_rows_without_divisions(dt, dims):
         runtime.CONFIG.threads = saved
 
 
-def test_short_rows_and_strided_operands_keep_the_flat_loop():
-    """A last axis shorter than ROW_MIN, or an operand read through a strided view, keeps
-    one flat loop (its index arithmetic handles both)."""
+def test_short_rows_keep_the_flat_loop():
+    """A last axis shorter than ROW_MIN keeps one flat loop."""
     from codegen.native_gen import ROW_MIN  # noqa: PLC0415
 
     short = _ROWS_IR.replace("DT", "f32").replace("A", "4").replace("B", "6").replace("C,", f"{ROW_MIN - 1},")
     short = short.replace("[C]", f"[{ROW_MIN - 1}]").replace(",C]", f",{ROW_MIN - 1}]")
     assert "by rows of" not in codegen.build(static.parse_ir(short), "native").c_source()
 
-    def f(x, y):
-        return eager.exp(x.t() - y) * 2.0  # x.t() is read in place through its strides
 
-    x = eager.tensor(np.random.default_rng(8).standard_normal((64, 32)).astype(np.float32))
-    y = eager.tensor(np.random.default_rng(9).standard_normal((64,)).astype(np.float32))
+_VIEWS = {
+    "permuted": lambda x, b: eager.exp(x.permute(1, 0, 2) - 1.0) * b.unsqueeze(-1).expand(40, 8, 24),
+    "last axes swapped": lambda x, b: x.transpose(1, 2) * 2.0 + x.transpose(1, 2).amax(-1, keepdim=True),
+    "sliced with steps": lambda x, b: x[:, ::2, 4:20] * b[::2].t().unsqueeze(-1) + 1.0,
+    "transposed": lambda x, b: eager.tanh(x.transpose(0, 1)) + b.unsqueeze(-1),
+}
+
+
+@pytest.mark.parametrize("view", list(_VIEWS))
+def test_views_read_through_their_strides_loop_by_rows(view):
+    """Operands read in place through a view's strides (permuted, sliced with steps,
+    expanded) are indexed by row and column too, and give eager's values."""
+    f = _VIEWS[view]
+    rng = np.random.default_rng(10)
+    x = eager.tensor(rng.standard_normal((8, 40, 24)).astype(np.float32))
+    b = eager.tensor(rng.standard_normal((40, 8)).astype(np.float32))
     cf = static.compile(f, backend="native")
-    np.testing.assert_allclose(cf(x, y).numpy(), f(x, y).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(cf(x, b).numpy(), f(x, b).numpy(), rtol=2e-6, atol=2e-6)
+    assert "by rows of" in cf.source(x, b)
