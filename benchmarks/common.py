@@ -78,3 +78,9 @@ def write_json(path: str, payload: dict) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         json.dump({"machine": machine_info(), **payload}, fh, indent=2)
         fh.write("\n")
+
+
+# What a machine builds once, not once per compiled function (kept in the cache between the
+# "first on this machine" and "cold" compile-time runs): the compiler probe's record, the call
+# path's extension, and eager's native kernels (matmul's row blocks among them).
+MACHINE_ONCE = ("probe", "gm_native_call", "gm_eager_")

@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from common import format_table, machine_info, steady_malloc, time_interleaved, write_json  # noqa: E402
+from common import MACHINE_ONCE, format_table, machine_info, steady_malloc, time_interleaved, write_json  # noqa: E402
 from compiled_bench import W4_OPS, check_agree, w1, w1_numpy, w2, w2_numpy_cubed, w3_numpy, w3_step, w4, w4_numpy  # noqa: E402
 
 import static  # noqa: E402
@@ -435,14 +435,15 @@ print(first - sorted(runs)[2])
 def compile_times() -> dict:
     """W3 compile seconds in fresh processes: cold, then from the disk cache (the compiler
     probe's record included: a machine's first compile also probes the compiler and builds
-    the call path's extension, which later cold compiles find in the cache). One run."""
+    the call path's extension and the kernels of MACHINE_ONCE, which later cold compiles
+    find in the cache). One run."""
     with tempfile.TemporaryDirectory() as cache_dir:
         env = {**os.environ, "GRAPHMODE_CACHE_DIR": cache_dir, "GRAPHMODE_CACHE": "1"}
         out = {}
         for label in ("first on this machine (probe + compile)", "cold (probed)", "disk cache"):
-            if label == "cold (probed)":  # keep the probe record and the call path, drop the rest
+            if label == "cold (probed)":  # keep what a machine builds once (as training_step_bench), drop the rest
                 for p in Path(cache_dir).iterdir():
-                    if "probe" not in p.name and "gm_native_call" not in p.name:
+                    if not any(part in p.name for part in MACHINE_ONCE):
                         p.unlink()
             res = subprocess.run([sys.executable, "-c", _COMPILE_SCRIPT, str(ROOT)], env=env, capture_output=True,
                                  text=True, check=True)

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "examples" / "workloads"))
 
 import w5_gpt  # noqa: E402
 import w6_cnn  # noqa: E402
-from common import format_table, sample_interleaved, write_json  # noqa: E402
+from common import MACHINE_ONCE, format_table, sample_interleaved, write_json  # noqa: E402
 
 import eager  # noqa: E402
 import static  # noqa: E402
@@ -172,15 +172,12 @@ print(first - 2 * sorted(runs)[2])
 """
 
 
-# what a machine builds once, not once per compiled function: the compiler probe's record, the
-# call path's extension and eager's native kernels (kept between "first" and "cold" runs)
-_MACHINE_ONCE = ("probe", "gm_native_call", "gm_eager_kernels")
 
 
 def compile_times(runs: int, quick: bool, backend: str) -> dict[str, list[float]]:
     """Seconds to compile the W5 step's two signatures (first two calls less two steady
     calls), each run in fresh processes: the first on a machine (empty cache directory), cold
-    (the machine-level builds of _MACHINE_ONCE kept, as native_bench's "cold (probed)"),
+    (the machine-level builds of MACHINE_ONCE kept, as native_bench's "cold (probed)"),
     then from the disk caches it left."""
     out: dict[str, list[float]] = {"first on this machine": [], "cold": [], "disk cache": []}
     for _ in range(runs):
@@ -189,7 +186,7 @@ def compile_times(runs: int, quick: bool, backend: str) -> dict[str, list[float]
             for label in out:
                 if label == "cold":
                     for path in Path(cache).iterdir():
-                        if not any(part in path.name for part in _MACHINE_ONCE):
+                        if not any(part in path.name for part in MACHINE_ONCE):
                             path.unlink()
                 res = subprocess.run([sys.executable, "-c", _CHILD, str(ROOT), "1" if quick else "0", backend],
                                      env=env, check=True, capture_output=True, text=True)

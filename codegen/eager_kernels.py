@@ -324,41 +324,12 @@ template <typename T> static void fold2d(const T* cols, T* out, const long long*
     }
 }
 
-// a matrix product C = op(A) op(B) as `parts` BLAS calls, each on its own consecutive rows of
-// C, run by the OpenMP threads: BLAS (on one thread of its own) is handed one row block per
-// thread without Python's thread hand-off (about 50 us a product, as much as a 512x64x256
-// product costs on one core). The blocks depend on `parts` only, never on which thread runs
-// one, so the bits of C depend on the thread count, not on timing. fn is NumPy's own BLAS
-// (cblas_?gemm, 64- or 32-bit integers: I); d = [M, N, K, A transposed, B transposed, parts,
-// 64-bit integers].
-template <typename T, typename I> using gm_gemm_fn = void (*)(int, int, int, I, I, I, T, const T*, I, const T*, I,
-                                                             T, T*, I);
-template <typename T, typename I> static void gemm_rows(const void* fn, const T* a, const T* b, T* c,
-                                                        const long long* d, int nt) {
-    enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
-    const gm_gemm_fn<T, I> gemm = (gm_gemm_fn<T, I>)fn;
-    const long long M = d[0], N = d[1], K = d[2], parts = d[5];
-    const bool ta = d[3] != 0, tb = d[4] != 0;
-    #pragma omp parallel for num_threads(nt) schedule(static)
-    for (long long p = 0; p < parts; ++p) {
-        const long long lo = M * p / parts, hi = M * (p + 1) / parts;
-        if (hi > lo)
-            gemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (I)(hi - lo), (I)N, (I)K, (T)1,
-                 ta ? a + lo : a + lo * K, (I)(ta ? M : K), b, (I)(tb ? K : N), (T)0, c + lo * N, (I)N);
-    }
-}
-
 // the entry points: void k(void* const* args, int threads); dims are an int64 array, eps a
 // float64 array of one element
 #define GM_EAGER_UNARY(name, T, suffix) \
     extern "C" void gm_eager_##name##_##suffix(void* const* a, int nt) { \
         name<T>((const T*)a[0], (T*)a[1], ((const long long*)a[2])[0], nt); }
 #define GM_EAGER_ALL(T, suffix) \
-    extern "C" void gm_eager_gemm_##suffix(void* const* a, int nt) { \
-        const long long* d = (const long long*)a[3]; \
-        const void* fn = (const void*)((const long long*)a[4])[0]; \
-        if (d[6]) gemm_rows<T, long long>(fn, (const T*)a[0], (const T*)a[1], (T*)a[2], d, nt); \
-        else gemm_rows<T, int>(fn, (const T*)a[0], (const T*)a[1], (T*)a[2], d, nt); } \
     extern "C" void gm_eager_take_middle_##suffix(void* const* a, int nt) { \
         const long long* d = (const long long*)a[3]; \
         take_middle<T>((const T*)a[0], (const long long*)a[1], (T*)a[2], d[0], d[1], d[2], nt); } \
@@ -399,6 +370,45 @@ template <typename T, typename I> static void gemm_rows(const void* fn, const T*
                                       ((const double*)a[4])[0], nt); }
 """
 
+# matmul's row blocks: a translation unit of its own, small enough to compile in a fraction
+# of the kernels' time (the first large product of a process on a fresh machine waits for it)
+GEMM = r"""
+#include <omp.h>
+
+// a matrix product C = op(A) op(B) as `parts` BLAS calls, each on its own consecutive rows of
+// C, run by the OpenMP threads: BLAS (on one thread of its own) is handed one row block per
+// thread without Python's thread hand-off (about 50 us a product, as much as a 512x64x256
+// product costs on one core). The blocks depend on `parts` only, never on which thread runs
+// one, so the bits of C depend on the thread count, not on timing. fn is NumPy's own BLAS
+// (cblas_?gemm, 64- or 32-bit integers: I); d = [M, N, K, A transposed, B transposed, parts,
+// 64-bit integers].
+template <typename T, typename I> using gm_gemm_fn = void (*)(int, int, int, I, I, I, T, const T*, I, const T*, I,
+                                                             T, T*, I);
+template <typename T, typename I> static void gemm_rows(const void* fn, const T* a, const T* b, T* c,
+                                                        const long long* d, int nt) {
+    enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+    const gm_gemm_fn<T, I> gemm = (gm_gemm_fn<T, I>)fn;
+    const long long M = d[0], N = d[1], K = d[2], parts = d[5];
+    const bool ta = d[3] != 0, tb = d[4] != 0;
+    #pragma omp parallel for num_threads(nt) schedule(static)
+    for (long long p = 0; p < parts; ++p) {
+        const long long lo = M * p / parts, hi = M * (p + 1) / parts;
+        if (hi > lo)
+            gemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (I)(hi - lo), (I)N, (I)K, (T)1,
+                 ta ? a + lo : a + lo * K, (I)(ta ? M : K), b, (I)(tb ? K : N), (T)0, c + lo * N, (I)N);
+    }
+}
+
+#define GM_EAGER_GEMM(T, suffix) \
+    extern "C" void gm_eager_gemm_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[3]; \
+        const void* fn = (const void*)((const long long*)a[4])[0]; \
+        if (d[6]) gemm_rows<T, long long>(fn, (const T*)a[0], (const T*)a[1], (T*)a[2], d, nt); \
+        else gemm_rows<T, int>(fn, (const T*)a[0], (const T*)a[1], (T*)a[2], d, nt); }
+GM_EAGER_GEMM(float, f32)
+GM_EAGER_GEMM(double, f64)
+"""
+
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _I64, _F64 = np.dtype(np.int64), np.dtype(np.float64)
 
@@ -429,19 +439,20 @@ class _Kernels:
         return self._formats(dtype_names)
 
     def source(self, suffix: str) -> str:
-        return self._prelude + INSTANTIATE[suffix]
+        """The translation unit of one dtype's kernels, or ("gemm") of matmul's row blocks."""
+        return GEMM if suffix == "gemm" else self._prelude + INSTANTIATE[suffix]
 
     def address(self, name: str) -> int | None:
         """The kernel's address (its name ends in the dtype suffix), building that dtype's
         library first if this is its first use; None when that build failed."""
         found = self._addresses.get(name)
         if found is None:
-            suffix = name.rsplit("_", 1)[1]
+            suffix = "gemm" if name.startswith("gm_eager_gemm_") else name.rsplit("_", 1)[1]
             with self._lock:
                 if suffix not in self._libraries:
                     try:
-                        self._libraries[suffix] = self._build.load_library(self.source(suffix),
-                                                                           f"gm_eager_kernels_{suffix}")
+                        self._libraries[suffix] = self._build.load_library(
+                            self.source(suffix), "gm_eager_gemm" if suffix == "gemm" else f"gm_eager_kernels_{suffix}")
                     except (self._build.NativeCompileError, OSError):
                         self._libraries[suffix] = None  # NumPy code from now on, for this dtype
                 library = self._libraries[suffix]
@@ -729,14 +740,10 @@ _GEMM_SYMBOLS = (("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", 1), ("cblas_sg
 def blas_gemm() -> tuple | None:
     """({dtype: address of cblas_?gemm}, 64-bit integers) of the BLAS that NumPy loaded, or None."""
     import ctypes  # noqa: PLC0415
-    import glob  # noqa: PLC0415
 
-    libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
-    for path in sorted(glob.glob(os.path.join(libs, "*openblas*"))):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
+    from .runtime import numpy_openblas  # noqa: PLC0415
+
+    for lib in numpy_openblas():
         for single, double, ilp64 in _GEMM_SYMBOLS:
             fs, fd = getattr(lib, single, None), getattr(lib, double, None)
             if fs is not None and fd is not None:

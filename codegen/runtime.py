@@ -127,20 +127,30 @@ def blas_threads() -> int | None:
     return _blas_threads[0]
 
 
+def numpy_openblas() -> list:
+    """The OpenBLAS libraries NumPy's wheels bundle (and NumPy has loaded), as ctypes
+    libraries: none where NumPy was built against another BLAS."""
+    import ctypes  # noqa: PLC0415
+    import glob  # noqa: PLC0415
+
+    libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    found = []
+    for path in sorted(glob.glob(os.path.join(libs, "*openblas*"))):
+        try:
+            found.append(ctypes.CDLL(path))
+        except OSError:
+            continue
+    return found
+
+
 def _query_blas_threads() -> int | None:
     # the variable OpenBLAS read when it loaded, where set (cheaper than finding the library)
     value = os.environ.get("OPENBLAS_NUM_THREADS", "").strip()
     if value.isdigit():
         return int(value)
     import ctypes  # noqa: PLC0415
-    import glob  # noqa: PLC0415
 
-    libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
-    for path in sorted(glob.glob(os.path.join(libs, "*openblas*"))):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
+    for lib in numpy_openblas():
         for name in ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
                      "openblas_get_num_threads64_", "openblas_get_num_threads"):
             fn = getattr(lib, name, None)

@@ -140,3 +140,13 @@ def test_eager_and_compiled_code_compute_a_large_product_alike(split_matmul):
     got = eager.matmul(eager.tensor(a), eager.tensor(b)).numpy()
     np.testing.assert_array_equal(got, runtime.matmul(a, b))  # the same row blocks, the same bits
     np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-4)
+
+
+@native
+def test_the_row_blocks_are_a_translation_unit_of_their_own():
+    """The first large product of a process on a fresh machine waits for its kernel's build:
+    that unit holds the row blocks only, not every eager kernel (a fifth of the compile)."""
+    assert "gemm_rows" in eager_kernels.GEMM and "gemm_rows" not in eager_kernels.KERNELS
+    k = eager_kernels.kernels()
+    assert k.address("gm_eager_gemm_f32") is not None and k.address("gm_eager_gemm_f64") is not None
+    assert "gemm" in k._libraries and k.source("gemm") == eager_kernels.GEMM
