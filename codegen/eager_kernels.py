@@ -1,7 +1,8 @@
 """Native kernels for eager's heaviest NumPy ops: layer_norm and its gradient, batch norm's
 per-channel statistics, normalization and gradient, GELU (both forms) with the exact form's
 derivative, tanh and exp of large arrays, argmax/argmin along a middle axis (max-pooling's
-windows) and the 2-d fold (col2im) of convolution and pooling gradients.
+windows), the 2-d fold (col2im) of convolution and pooling gradients, and matmul's row
+blocks (one BLAS call per thread, for eager and the generated code alike).
 
 Why: NumPy runs one whole-array pass per ufunc on one thread, so an op whose formula has a
 dozen steps (the row statistics, scaling and affine part of layer_norm; the erf polynomial
@@ -779,6 +780,8 @@ def gemm(a, b, threads: int) -> np.ndarray | None:
     a_op = None if a2 is None else _gemm_operand(a2)
     b_op = _gemm_operand(b)
     found = blas_gemm()
+    if found is not None and not found[1] and max(m, n, k_) >= 1 << 31:
+        return None  # dimensions a 32-bit BLAS integer cannot hold
     k = kernels() if found is not None and a_op is not None and b_op is not None else None
     if k is None or found is None or a_op is None or b_op is None:
         return None

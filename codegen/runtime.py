@@ -167,9 +167,10 @@ def _query_blas_threads() -> int | None:
 def matmul(a, b):
     """np.matmul(a, b); a large product with a 2-d right operand runs as one BLAS call per
     thread on consecutive blocks of a's rows when BLAS runs one thread: from the OpenMP
-    threads of eager's native kernels where they are built (eager_kernels.gemm), else on
-    blocks of a's leading axis from a Python thread pool. The blocks are fixed by the shape and CONFIG.threads: the
-    same inputs give the same bits on every call."""
+    threads of eager's native kernels where they are built (eager_kernels.matmul, which
+    eager's matmul calls too), else on blocks of a's leading axis from a Python thread pool.
+    The blocks are fixed by the shape and CONFIG.threads: the same inputs give the same
+    bits on every call."""
     workers = CONFIG.threads
     if workers < 2 or a.ndim < 2 or b.ndim != 2 or a.size * b.shape[1] < GEMM_SPLIT_MIN or blas_threads() != 1:
         return np.matmul(a, b)
