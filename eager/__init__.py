@@ -72,6 +72,8 @@ from ._more_functions import (  # noqa: F401,E402
 )
 from ._factories import logspace  # noqa: F401,E402
 from .linalg import det, inv as inverse  # noqa: F401,E402
+from . import amp  # noqa: E402
+from .amp import autocast, is_autocast_available  # noqa: F401,E402
 
 
 # `bool`, `int` and `float` are eager dtypes in this module (as in torch): annotations and
@@ -80,6 +82,7 @@ class cuda:  # noqa: N801  (mirrors the torch.cuda namespace users call)
     """`eager.cuda.is_available()`: CuPy imports and a GPU answers."""
 
     is_available = staticmethod(_cuda_is_available)
+    amp = amp.cuda_amp  # torch.cuda.amp.autocast / GradScaler
 
     @staticmethod
     def manual_seed(seed: _builtins.int) -> None:  # noqa: F811  (torch's keyword name shadows eager.seed here only)
@@ -111,6 +114,16 @@ class cuda:  # noqa: N801  (mirrors the torch.cuda namespace users call)
         cp = cupy_module()
         if cp is not None:
             cp.cuda.Device().synchronize()
+
+
+class cpu:  # noqa: N801  (mirrors the torch.cpu namespace)
+    """`eager.cpu.amp.autocast` / `GradScaler`, as PyTorch spells them per device."""
+
+    amp = amp.cpu_amp
+
+    @staticmethod
+    def is_available() -> _builtins.bool:
+        return True
 
 
 def is_tensor(obj: object) -> _builtins.bool:
