@@ -17,6 +17,7 @@ from ._dtypes import (  # noqa: F401
 )
 from ._dtypes import float16 as half, float32 as float, float64 as double, int64 as long  # noqa: F401
 from ._dtypes import int32 as int, int16 as short  # noqa: F401
+from ._dtypes import bfloat16, complex32  # noqa: F401  (names only: using them raises TypeError)
 from ._device import cuda_is_available as _cuda_is_available, device  # noqa: F401
 from ._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from . import _dispatch  # noqa: F401  (the op engine; it imports Tensor, whose op hook it is)
@@ -102,6 +103,11 @@ class cuda:  # noqa: N801  (mirrors the torch.cuda namespace users call)
         from ._device import cupy_module  # noqa: PLC0415
 
         return _builtins.int(cupy_module().cuda.Device().id)
+
+    @staticmethod
+    def is_bf16_supported() -> _builtins.bool:
+        """False: no bfloat16 here (see eager.bfloat16)."""
+        return False
 
     @staticmethod
     def manual_seed_all(seed: _builtins.int) -> None:  # noqa: F811  (torch's keyword name)

@@ -72,10 +72,33 @@ def from_numpy(np_dtype: npt.DTypeLike) -> dtype:
         ) from None
 
 
+class UnsupportedDtype:
+    """A PyTorch dtype NumPy has no type for (bfloat16, complex32). The name exists because
+    scripts build tables of dtypes at import (nanoGPT's `{'bfloat16': torch.bfloat16, ...}`)
+    and pick float32 or float16 on a CPU; using one (a factory, `.to()`) raises TypeError."""
+
+    __slots__ = ("name", "is_floating_point", "is_complex", "itemsize")
+
+    def __init__(self, name: str, is_floating_point: bool, is_complex: bool, itemsize: int) -> None:
+        self.name, self.is_floating_point, self.is_complex, self.itemsize = name, is_floating_point, is_complex, itemsize
+
+    def __repr__(self) -> str:
+        return f"eager.{self.name}"
+
+
+bfloat16 = UnsupportedDtype("bfloat16", True, False, 2)
+complex32 = UnsupportedDtype("complex32", False, True, 4)
+
+
 def as_dtype(value: dtype | npt.DTypeLike) -> dtype:
     """Accept an eager dtype, its name ('float32', 'double'), a NumPy dtype or a Python type."""
     if isinstance(value, dtype):
         return value
+    if isinstance(value, UnsupportedDtype) or (isinstance(value, str) and value.removeprefix("torch.").removeprefix(
+            "eager.") in ("bfloat16", "complex32")):
+        name = getattr(value, "name", value)
+        raise TypeError(f"dtype {name} is not supported: eager's arrays are NumPy's (or CuPy's), which have no "
+                        f"{name}; use float32, or float16 for half precision")
     if value is float:
         return float64  # torch.tensor(..., dtype=float) is float64, as in NumPy
     if value is int:

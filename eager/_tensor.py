@@ -432,7 +432,8 @@ class Tensor(TensorAPI):
         for a in args:
             if isinstance(a, Tensor):
                 dev, dt = a.device, a.dtype
-            elif isinstance(a, (_dtypes.dtype, type)) or (isinstance(a, str) and a.split(":")[0] not in ("cpu", "cuda")):
+            elif (isinstance(a, (_dtypes.dtype, _dtypes.UnsupportedDtype, type))
+                  or (isinstance(a, str) and a.split(":")[0] not in ("cpu", "cuda"))):
                 dt = a
             else:
                 dev = a

@@ -135,3 +135,16 @@ def test_autocast_disabled_is_a_no_op_and_enabled_is_a_clear_error():
     assert eager.amp.is_autocast_available("cpu") is False
     with pytest.raises(ValueError, match="device_type"):
         eager.autocast(0)
+
+
+def test_bfloat16_is_a_name_whose_use_is_a_clear_type_error():
+    """Scripts build dtype tables at import ({'bfloat16': torch.bfloat16, ...}) and pick
+    float32 on a CPU: the name exists; a tensor of it cannot be made."""
+    table = {"float32": eager.float32, "bfloat16": eager.bfloat16, "float16": eager.float16}
+    assert repr(table["bfloat16"]) == "eager.bfloat16" and table["bfloat16"].is_floating_point
+    assert eager.ones(2).dtype != eager.bfloat16 and not eager.cuda.is_bf16_supported()
+    for make in (lambda: eager.zeros(2, dtype=eager.bfloat16), lambda: eager.ones(2).to(eager.bfloat16),
+                 lambda: eager.ones(2).to("cpu", eager.bfloat16), lambda: eager.tensor([1.0], dtype="bfloat16"),
+                 lambda: eager.ones(2).type(eager.complex32)):
+        with pytest.raises(TypeError, match="is not supported.*use float32"):
+            make()
