@@ -135,7 +135,12 @@ def _classes_last(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor, tuple]
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
              reduction: str = "mean") -> Tensor:
-    """The negative log-likelihood of class indices, given log-probabilities `input` (N, C)."""
+    """The negative log-likelihood of class indices, given log-probabilities `input` (N, C);
+    its node is named NllLossBackward0, as PyTorch's (cross_entropy's result shows it)."""
+    return _F._renamed(_nll_loss(input, target, weight, ignore_index, reduction), "NllLossBackward0")
+
+
+def _nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str) -> Tensor:
     if target.is_floating_point():
         raise RuntimeError(f"expected scalar type Long but found {target.dtype.name}: nll_loss takes class "
                            "indices (pass class probabilities to cross_entropy instead)")

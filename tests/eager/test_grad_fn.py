@@ -75,6 +75,10 @@ NAMES = [
     ("WhereBackward0", lambda: eager.where(eager.tensor([True, False]), _x(2), _x(2))),
     ("MaximumBackward0", lambda: eager.maximum(_x(3), _x(3))),
     ("ClampBackward1", lambda: _x(3).clamp(-0.5, 0.5)),
+    ("NllLossBackward0", lambda: eager.nn.functional.cross_entropy(_x(4, 5), eager.tensor([1, 0, 2, 3]))),
+    ("NllLossBackward0", lambda: eager.nn.functional.cross_entropy(_x(4, 5), eager.tensor([1, 0, 2, 3]),
+                                                                   ignore_index=0, reduction="sum")),
+    ("NllLossBackward0", lambda: eager.nn.functional.nll_loss(_x(4, 5), eager.tensor([1, 0, 2, 3]), reduction="none")),
 ]
 
 
