@@ -15,16 +15,9 @@ torch = pytest.importorskip("torch")
 
 
 def _pair(seed: int = 0):
-    rng = np.random.default_rng(seed)
-    w = rng.standard_normal((4, 3)).astype(np.float32)
-    b = rng.standard_normal(4).astype(np.float32)
+    eager.manual_seed(seed)
     e_model, t_model = nn.Linear(3, 4), torch.nn.Linear(3, 4)
-    with eager.no_grad():
-        e_model.weight.copy_(eager.tensor(w))
-        e_model.bias.copy_(eager.tensor(b))
-    with torch.no_grad():
-        t_model.weight.copy_(torch.from_numpy(w))
-        t_model.bias.copy_(torch.from_numpy(b))
+    t_model.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in e_model.state_dict().items()})
     return e_model, t_model
 
 
