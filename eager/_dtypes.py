@@ -88,17 +88,20 @@ class UnsupportedDtype:
 
 bfloat16 = UnsupportedDtype("bfloat16", True, False, 2)
 complex32 = UnsupportedDtype("complex32", False, True, 4)
+_UNSUPPORTED = {d.name for d in (bfloat16, complex32)}
+
+
+def _unsupported(name: str) -> TypeError:
+    return TypeError(f"dtype {name} is not supported: eager's arrays are NumPy's (or CuPy's), which have no "
+                     f"{name}; use float32, or float16 for half precision")
 
 
 def as_dtype(value: dtype | npt.DTypeLike) -> dtype:
     """Accept an eager dtype, its name ('float32', 'double'), a NumPy dtype or a Python type."""
     if isinstance(value, dtype):
         return value
-    if isinstance(value, UnsupportedDtype) or (isinstance(value, str) and value.removeprefix("torch.").removeprefix(
-            "eager.") in ("bfloat16", "complex32")):
-        name = getattr(value, "name", value)
-        raise TypeError(f"dtype {name} is not supported: eager's arrays are NumPy's (or CuPy's), which have no "
-                        f"{name}; use float32, or float16 for half precision")
+    if isinstance(value, UnsupportedDtype):
+        raise _unsupported(value.name)
     if value is float:
         return float64  # torch.tensor(..., dtype=float) is float64, as in NumPy
     if value is int:
@@ -106,8 +109,11 @@ def as_dtype(value: dtype | npt.DTypeLike) -> dtype:
     if value is bool:
         return bool_
     if isinstance(value, str):
-        found = _BY_NAME.get(value.removeprefix("torch.").removeprefix("eager."))
+        name = value.removeprefix("torch.").removeprefix("eager.")
+        found = _BY_NAME.get(name)
         if found is None:
+            if name in _UNSUPPORTED:
+                raise _unsupported(name)
             raise TypeError(
                 f"unknown dtype {value!r}; expected one of {', '.join(d.name for d in ALL)} "
                 "(or an alias such as 'float', 'double', 'long')"

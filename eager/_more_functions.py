@@ -24,7 +24,6 @@ import numpy as np
 
 from . import _dtypes
 from . import _functional as _F
-from . import linalg as _linalg
 from ._api import TensorAPI
 from .ops._checks import norm_dim
 
@@ -299,16 +298,6 @@ def cross(input: Any, other: Any, dim: int | None = None) -> Any:  # noqa: A002
     """The cross product of 3-vectors along dim (the first dim of size 3 when None, with
     PyTorch's deprecation warning), batch dims broadcast. Mirrors torch.cross."""
     return _cross("cross", input, other, dim)
-
-
-def linalg_cross(input: Any, other: Any, *, dim: int = -1) -> Any:  # noqa: A002
-    """The cross product of 3-vectors along dim (default the last), batch dims broadcast.
-
-    Mirrors torch.linalg.cross."""
-    return _cross("linalg.cross", input, other, dim)
-
-
-linalg_cross.__name__ = "cross"
 
 
 # -- building and splitting ---------------------------------------------------------------------------
@@ -633,4 +622,3 @@ _METHODS = (
 )
 for _fn in _METHODS:
     setattr(TensorAPI, _fn.__name__, _fn)
-_linalg.cross = linalg_cross  # type: ignore[attr-defined]  # torch.linalg.cross beside the other linalg functions

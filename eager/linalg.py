@@ -1,5 +1,5 @@
 """`eager.linalg`: norms (vector norms, and the Frobenius norm of matrices), the inverse,
-linear solves and the determinant, as torch.linalg. Each differentiates and compiles: the
+linear solves, the determinant and the cross product, as torch.linalg. Each differentiates and compiles: the
 norms are built on `eager.norm` (0 gradient at 0), the others are ops of their own
 (eager.ops.linalg) running LAPACK through NumPy or CuPy."""
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _functional as _F
+from ._more_functions import _cross
 from .ops.linalg import DET, INV, SOLVE
 
 
@@ -67,3 +68,9 @@ def det(A: Any) -> Any:  # noqa: N803
     """The determinant of each square matrix of the last two dims. Its gradient needs A
     invertible (a singular A raises there). Mirrors torch.linalg.det."""
     return DET(A)
+
+
+def cross(input: Any, other: Any, *, dim: int = -1) -> Any:  # noqa: A002
+    """The cross product of 3-vectors along dim (default the last), batch dims broadcast
+    (eager.cross's composition, with torch.linalg.cross's default dim)."""
+    return _cross("linalg.cross", input, other, dim)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _functional as _F
+from ._more_functions import xlogy  # torch.special.xlogy is torch.xlogy
 
 __all__ = ["erf", "exp2", "expit", "expm1", "log1p", "log_softmax", "logit", "logsumexp", "softmax", "xlogy"]
 
@@ -31,13 +32,6 @@ def logit(input: Any, eps: float | None = None) -> Any:  # noqa: A002
 def exp2(input: Any) -> Any:  # noqa: A002
     """2 ** x."""
     return _F.pow(2.0, input)
-
-
-def xlogy(input: Any, other: Any) -> Any:  # noqa: A002
-    """x * log(y), 0 where x is 0 (y NaN still gives NaN), as torch.special.xlogy."""
-    product = input * _F.log(other)
-    zero = (input == 0) & (other == other)
-    return _F.where(zero, 0.0, product)
 
 
 def softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A002
