@@ -83,7 +83,6 @@ class GradScaler:
 
     def __init__(self, device: str = "cuda", init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
                  backoff_factor: float = 0.5, growth_interval: int = 2000, enabled: bool = True) -> None:
-        self._device = device
         self._enabled = bool(enabled)
         if self._enabled and device == "cuda" and not cuda_is_available():
             warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
@@ -135,7 +134,7 @@ class GradScaler:
                 for p in group["params"]:
                     if p.grad is None:
                         continue
-                    if _dtypes.as_dtype(p.grad.dtype) == _dtypes.float16:
+                    if p.grad.dtype == _dtypes.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
                     p.grad.mul_(inv)
                     if not found and not bool(p.grad.isfinite().all()):
