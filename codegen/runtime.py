@@ -5,6 +5,7 @@ Kept small and free of generation logic, so a generated module reads as straight
 NumPy plus `_rt.run_blocks(...)` where a fused region is spread over the cores."""
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -127,20 +128,26 @@ def blas_threads() -> int | None:
     return _blas_threads[0]
 
 
-def numpy_openblas() -> list:
+@functools.lru_cache(maxsize=1)
+def numpy_openblas() -> tuple:
     """The OpenBLAS libraries NumPy's wheels bundle (and NumPy has loaded), as ctypes
-    libraries: none where NumPy was built against another BLAS."""
+    libraries: none where NumPy was built against another BLAS. Looked up once per process
+    by listing NumPy's library folder: `glob` compiled its pattern on every first call, a
+    millisecond of a compiled function's first call from the disk cache."""
     import ctypes  # noqa: PLC0415
-    import glob  # noqa: PLC0415
 
     libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    try:
+        names = sorted(name for name in os.listdir(libs) if "openblas" in name)
+    except OSError:
+        return ()
     found = []
-    for path in sorted(glob.glob(os.path.join(libs, "*openblas*"))):
+    for name in names:
         try:
-            found.append(ctypes.CDLL(path))
+            found.append(ctypes.CDLL(os.path.join(libs, name)))
         except OSError:
             continue
-    return found
+    return tuple(found)
 
 
 def _query_blas_threads() -> int | None:

@@ -2,14 +2,17 @@
 traced function reads by name."""
 from __future__ import annotations
 
+import dis
 import functools
+import inspect
+import types
 
 import numpy as np
 
 import eager
 import static
 from static.guards import collect
-from static.reach import Walk, code_names, names_read
+from static.reach import Walk, code_names, global_loads, names_read
 from static.tracing import named_sources
 
 SCALE = 2.0
@@ -65,6 +68,38 @@ def test_attribute_names_are_not_globals():
         return opt.SCALE
 
     assert "step" not in code_names(f.__code__) and "SCALE" not in code_names(f.__code__)
+
+
+def _all_code(code: types.CodeType):
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _all_code(const)
+
+
+def test_global_loads_agree_with_dis_on_real_code():
+    """The direct bytecode reader gives what dis.get_instructions gives, on every function of
+    the packages (thousands of code objects: extended arguments, comprehensions, class bodies)."""
+    import codegen.native_gen  # noqa: PLC0415
+    import static.tracer  # noqa: PLC0415
+
+    modules = [eager._tensor, static.tracer, static.tracing, codegen.native_gen, dis, inspect]
+    checked = 0
+    for module in modules:
+        for code in _all_code(compile(inspect.getsource(module), module.__file__, "exec")):
+            expected = {ins.argval for ins in dis.get_instructions(code) if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+            assert global_loads(code) == expected, code.co_name
+            checked += 1
+    assert checked > 500
+
+
+def test_global_loads_with_an_extended_argument():
+    """A function naming more than 256 globals needs EXTENDED_ARG to load the last ones."""
+    names = [f"g{k}" for k in range(300)]
+    source = "def f():\n    return [" + ", ".join(names) + "]\n"
+    space: dict = {}
+    exec(compile(source, "<many globals>", "exec"), space)  # noqa: S102 - a fixed test source
+    assert global_loads(space["f"].__code__) == set(names)
 
 
 step = 0  # a training loop's counter at module level, as scripts have it
