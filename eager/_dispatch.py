@@ -22,6 +22,7 @@ import numpy as np
 from . import _dtypes, _fpstate
 from ._device import xp_of_array
 from ._grad_mode import STATE
+from .autograd.anomaly import capture_stack
 from .autograd.graph import Node, SavedTensor
 from .ops.elementwise import TO_DTYPE
 
@@ -221,8 +222,10 @@ _UNARY = object()  # `_run_fast`'s second array for a one-operand op
 
 def _run_fast(op, operands, attrs, x, y, wants_grad):
     """The hot path (see `dispatch`): `x` and `y` are the operands' arrays, or a Python
-    number in place of one, or `_UNARY` for `y`. What `_run_float` and `Tensor._make` do,
-    inlined, with NumPy's reports switched off only where the engine has not already done it.
+    number in place of one, or `_UNARY` for `y`. What `_run_float`, `Tensor._make` and
+    `_record_one` (with `_make_node` and `Node.__init__`) do, inlined, with NumPy's reports
+    switched off only where the engine has not already done it. The operands are exact
+    `Tensor`s or Python numbers (dispatch admits nothing else here).
 
     Inside a backward pass that records no graph (`STATE.compact_broadcasts`: the engine
     has NumPy's reports off for the whole pass), an elementwise op on a large broadcast
@@ -239,37 +242,94 @@ def _run_fast(op, operands, attrs, x, y, wants_grad):
         token = _quiet_fp(_FP_QUIET) if op.quiet_fp else None
     if op.scalar_as_array:
         if type(y) is float:
-            y = _scalar_array(y, x.dtype)
+            cached = (_F32_SCALARS if x.dtype is _F32 else _F64_SCALARS).get(y)
+            y = _scalar_array(y, x.dtype) if cached is None else cached
         elif type(x) is float:
-            x = _scalar_array(x, y.dtype)
+            cached = (_F32_SCALARS if y.dtype is _F32 else _F64_SCALARS).get(x)
+            x = _scalar_array(x, y.dtype) if cached is None else cached
     try:
-        result = op.forward(np, x, **attrs) if y is _UNARY else op.forward(np, x, y, **attrs)
+        if attrs:
+            result = op.forward(np, x, **attrs) if y is _UNARY else op.forward(np, x, y, **attrs)
+        else:  # (a call without `**{}` skips building the keyword dict)
+            result = op.forward(np, x) if y is _UNARY else op.forward(np, x, y)
     except (ValueError, IndexError, TypeError) as exc:
         _explain_failure(op, operands, attrs, exc)
     finally:
         if token is not None:
             _restore_fp(token)
     if type(result) is not _ndarray and isinstance(result, np.generic):
-        result = np.asarray(result)  # a tensor holds an array, never a NumPy scalar
+        result = _asarray(result)  # a tensor holds an array, never a NumPy scalar
     out = _object_new(Tensor)
     out._data = result
     out._vc = [0]
     out._output_nr = 0
     # a float input can give a non-float result (a comparison, a cast to an integer dtype),
     # which never requires grad
-    if wants_grad and STATE.enabled and op.vjp is not None and result.dtype.kind in "fc":
-        node = _make_node(op, operands, attrs)  # (_record_one, inlined)
-        node._out_meta = ((result.shape, result.dtype),)
-        out._requires_grad = True
-        out.grad_fn = node
-        if op.save_output:
-            node._saved_out = SavedTensor(out, is_output=True)
-    else:
+    if not (wants_grad and STATE.enabled and op.vjp is not None and result.dtype.kind in "fc"):
         out._requires_grad = False
         out.grad_fn = None
+        return out
+    # -- the backward node (what _make_node and Node.__init__ do, for one or two operands)
+    node = _object_new(Node)
+    node.op = op
+    node.attrs = attrs
+    edge_a: Edge
+    edge_b: Edge
+    a = operands[0]
+    if type(a) is Tensor:
+        data = a._data
+        meta_a = (data.shape, data.dtype)
+        if a._requires_grad:
+            fn = a.grad_fn
+            edge_a = (fn, a._output_nr) if fn is not None else (a._acc or a._accumulator(), 0)
+        else:
+            edge_a = _NO_EDGE
+    else:
+        meta_a, edge_a = None, _NO_EDGE
+    if y is _UNARY:
+        node.next_functions = (edge_a,)
+        node._in_meta = [meta_a]
+    else:
+        b = operands[1]
+        if type(b) is Tensor:
+            data = b._data
+            meta_b = (data.shape, data.dtype)
+            if b._requires_grad:
+                fn = b.grad_fn
+                edge_b = (fn, b._output_nr) if fn is not None else (b._acc or b._accumulator(), 0)
+            else:
+                edge_b = _NO_EDGE
+        else:
+            meta_b, edge_b = None, _NO_EDGE
+        node.next_functions = (edge_a, edge_b)
+        node._in_meta = [meta_a, meta_b]
+    saved: dict[int, Any] = {}
+    n = len(operands)
+    for i in op.save:
+        if i >= n:  # (an op may list positions of operands it is not always given)
+            continue
+        o = operands[i]
+        if type(o) is Tensor:
+            st = _object_new(SavedTensor)
+            st.tensor = o
+            st.version = o._vc[0]
+            saved[i] = st
+        else:
+            saved[i] = o
+    node._saved = saved
+    name = op.grad_name
+    node._name = name if type(name) is str else op.backward_name(operands, attrs)
+    if STATE.anomaly:
+        node._trace = capture_stack()
+    node._out_meta = ((result.shape, result.dtype),)
+    out._requires_grad = True
+    out.grad_fn = node
+    if op.save_output:
+        node._saved_out = SavedTensor(out, is_output=True)
     return out
 
 
+_asarray = np.asarray
 _object_new = object.__new__
 
 # 0-d read-only arrays of Python floats, per dtype of the fast path (see OpDef.scalar_as_array):

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
+from .._dtypes import _BY_NP
 from .._fpstate import quiet_fp as _quiet_fp
 from .._fpstate import restore_fp as _restore_fp
 from .._grad_mode import STATE
-from .graph import AccumulateGrad, Node
+from ..ops._registry import fit_grad
+from .graph import _NOTHING_SAVED, AccumulateGrad, Node
 
 if TYPE_CHECKING:
     from .._tensor import Tensor
@@ -107,24 +109,41 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
             _add(buffers, node, nr, g)
         captured: list[Tensor | None] = [None] * (len(inputs) if inputs is not None else 0)
         ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
-        anomaly = STATE.anomaly
+        plain = not STATE.anomaly  # (anomaly mode: every node through _execute, which checks NaNs)
         while ready:
             node = ready.pop()
             # (a buffer exists only once a gradient reached it: it holds at least one)
             grads = buffers.pop(node, None)
             outs: Grads | None
-            if (grads is not None and type(node) is Node and node._hooks is None and not anomaly
-                    and (not target_nodes or id(node) not in target_nodes)
-                    and (useful is None or id(node) in useful)):
+            if (type(node) is Node and grads is not None and plain and node._hooks is None
+                    and id(node) not in target_nodes and (useful is None or id(node) in useful)):
+                # the common case, without _execute's special cases: Node.apply and
+                # Node.release, inlined
+                op = node.op
                 try:
-                    outs = node.apply(grads)  # the common case, without _execute's special cases
+                    if op.multi_output or op.vjp is None:
+                        outs = node.apply(grads)
+                    else:
+                        outs = []
+                        for g, m, edge in zip(op.vjp(node, grads[0]), node._in_meta, node.next_functions):
+                            if g is None or m is None or edge[0] is None:
+                                outs.append(None)
+                                continue
+                            data = g._data
+                            if data.shape != m[0] or (data.dtype is not m[1] and data.dtype != m[1]):
+                                g = fit_grad(g, m[0], _BY_NP[m[1]])
+                            outs.append(g)
                 except Exception as exc:
                     _annotate(exc, node)
                     raise
+                if not retain_graph and (node._saved or node._saved_out is not None):
+                    node._freed = True
+                    node._saved = _NOTHING_SAVED
+                    node._saved_out = None
             else:
                 outs = _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned)
-            if outs is not None and not retain_graph:
-                node.release()  # only nodes that ran give up their saved tensors, as in PyTorch
+                if outs is not None and not retain_graph:
+                    node.release()  # only nodes that ran give up their saved tensors, as in PyTorch
             for k, (nxt, nr) in enumerate(node.next_functions):
                 if nxt is None:
                     continue
@@ -133,7 +152,8 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
                     if gk is not None:  # sum what meets at nxt's input slot (inlined _add)
                         slots = buffers.get(nxt)
                         if slots is None:
-                            slots = buffers[nxt] = [None] * nxt.n_outputs
+                            slots = buffers[nxt] = [None] * (len(nxt._out_meta) if type(nxt) is Node
+                                                             else nxt.n_outputs)
                         prev = slots[nr]
                         slots[nr] = gk if prev is None else prev + gk
                 left = deps[nxt] - 1

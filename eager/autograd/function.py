@@ -176,9 +176,12 @@ class Function:
 def _save_outputs_as_returned(ctx, outputs, wrapped) -> None:
     """A saved output is unpacked as the tensor the caller got (with this node as grad_fn),
     so a backward written with ops can itself be differentiated (create_graph=True)."""
-    for s in ctx._saved or ():
+    saved = ctx._saved or []
+    for i, s in enumerate(saved):
         if s is None:
             continue
         for o, t in zip(outputs, wrapped):
             if s.tensor is o and t is not o:
-                s.tensor, s.is_output = t, True
+                as_output = SavedTensor(t, is_output=True)
+                as_output.version = s.version  # (the version it was saved at)
+                saved[i] = s = as_output

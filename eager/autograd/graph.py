@@ -39,20 +39,33 @@ class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.
 
     `is_output` marks a node's own output (PyTorch names the node itself in the error then;
-    for an input it names the tensor's current grad_fn, if any)."""
+    for an input it names the tensor's current grad_fn, if any). It is a class attribute (an
+    output is saved as the subclass `_SavedOutput`), so that the recording hot path
+    (eager._dispatch) makes an input's record with two stores and no `__init__` call."""
 
-    __slots__ = ("tensor", "version", "is_output")
+    __slots__ = ("tensor", "version")
+    tensor: Tensor
+    version: int
+    is_output = False
 
-    def __init__(self, tensor: Tensor, is_output: bool = False) -> None:
+    def __new__(cls, tensor: Tensor, is_output: bool = False) -> SavedTensor:
+        self = object.__new__(_SavedOutput if is_output else cls)
         self.tensor = tensor
         self.version = tensor._vc[0]
-        self.is_output = is_output
+        return self
 
     def unpack(self, node: object) -> Tensor:
         t = self.tensor
         if t._vc[0] != self.version:
             raise RuntimeError(_modified_message(t, node if self.is_output else None, self.version))
         return t
+
+
+class _SavedOutput(SavedTensor):
+    """A node's own output, saved for backward (see SavedTensor.is_output)."""
+
+    __slots__ = ()
+    is_output = True
 
 
 def _modified_message(t: Tensor, owner: Any, expected: int) -> str:
@@ -157,7 +170,18 @@ class HookMixin:
         return RemovableHandle(lst, fn)
 
 
-_NOTHING_SAVED: dict[int, Any] = {}  # shared by released nodes; never written to
+class _Released(dict):  # type: ignore[type-arg]  # (only ever empty)
+    """What a released node's `_saved` becomes: empty (as viz reads it), and reading a saved
+    value from it raises PyTorch's error, so that `Node.input` needs no check of its own
+    before its lookup."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: object) -> Any:
+        raise RuntimeError(_FREED_MSG)
+
+
+_NOTHING_SAVED: dict[int, Any] = _Released()  # shared by released nodes; never written to
 
 
 class Node(HookMixin):
@@ -210,9 +234,12 @@ class Node(HookMixin):
         return self.next_functions[i][0] is not None
 
     def input(self, i: int) -> Any:
-        if self._freed:
-            raise RuntimeError(_FREED_MSG)
-        value = self._saved[i]
+        value = self._saved[i]  # (raises the freed error once released: see _Released)
+        if type(value) is SavedTensor:  # (SavedTensor.unpack, inlined: VJPs call this per operand)
+            t = value.tensor
+            if t._vc[0] != value.version:
+                raise RuntimeError(_modified_message(t, None, value.version))
+            return t
         return value.unpack(self) if isinstance(value, SavedTensor) else value
 
     @property
