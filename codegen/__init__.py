@@ -39,15 +39,17 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def build(graph: Graph, backend: str = "auto", fast_math: bool = False) -> CompiledGraph | NativeGraph:
+def build(graph: Graph, backend: str = "auto", fast_math: bool = False,
+          ir_text: str | None = None) -> CompiledGraph | NativeGraph:
     """Generate (or find in the cache) and load the module(s) running `graph`. `fast_math`
     reaches the native backend's compiler (-ffast-math when compiling, never when linking);
-    the NumPy and CuPy modules have no such switch (the passes already saw it)."""
+    the NumPy and CuPy modules have no such switch (the passes already saw it). `ir_text`
+    is str(graph) where the caller has it already: the module's cache key is made from it."""
     from .executable import CompiledGraph  # noqa: PLC0415
 
     if backend in ("native", "auto"):  # native: C++ compiled for this CPU (native.py)
         from .native import NativeGraph, auto_backend  # noqa: PLC0415
 
         if backend == "native" or auto_backend() == "native":
-            return NativeGraph(graph, fast_math=fast_math, requested=backend)
-    return CompiledGraph(graph, backend)
+            return NativeGraph(graph, fast_math=fast_math, requested=backend, ir_text=ir_text)
+    return CompiledGraph(graph, backend, ir_text=ir_text)

@@ -29,11 +29,12 @@ def _library_version(backend: str) -> str:
         return "cupy-none"
 
 
-def generator_input(graph: Graph) -> str:
+def generator_input(graph: Graph, ir_text: str | None = None) -> str:
     """Everything the generators read, as text: the IR, each node's source location (cited in
     the generated code) and the memory plan. The cache key is made from this, so two graphs
-    that would generate different code never share a cached module."""
-    parts = [str(graph), "# locations"]
+    that would generate different code never share a cached module. `ir_text` is str(graph)
+    where the caller has it already (printing a large graph costs milliseconds)."""
+    parts = [str(graph) if ir_text is None else ir_text, "# locations"]
     stack = list(graph.nodes)
     while stack:
         node = stack.pop(0)
@@ -63,13 +64,15 @@ def _is_cupy(a) -> bool:
 class CompiledGraph:
     """run(arrays) -> list of arrays, describe() and source() of the generated code."""
 
-    def __init__(self, graph: Graph, backend: str = "auto") -> None:
+    def __init__(self, graph: Graph, backend: str = "auto", ir_text: str | None = None) -> None:
+        """ir_text: str(graph), where the caller has it (the post-trace cache keeps it in its
+        record), so a graph read from the disk cache is not printed again to find its module."""
         if backend not in BACKENDS:
             raise ValueError(f"codegen: unknown backend {backend!r}; use one of {BACKENDS}")
         self.graph = graph
         self.backend = backend
-        self.ir_text = str(graph)
-        self.key_text = generator_input(graph)
+        self.ir_text = str(graph) if ir_text is None else ir_text
+        self.key_text = generator_input(graph, self.ir_text)
         from .render import entry_name  # noqa: PLC0415  (render imports static.ir only)
 
         self.entry = entry_name(graph)  # the module's entry function: forward or backward

@@ -61,16 +61,18 @@ class NativeGraph:
 
     backend = "native"
 
-    def __init__(self, graph: Graph, fast_math: bool = False, requested: str = "native") -> None:
+    def __init__(self, graph: Graph, fast_math: bool = False, requested: str = "native",
+                 ir_text: str | None = None) -> None:
         """fast_math: compile with -ffast-math (reassociation, approximate math; inf and nan
         still honoured) - compile flags only, never link flags. requested: "auto" when
-        "auto" chose native (CuPy arrays then go to the CuPy module)."""
+        "auto" chose native (CuPy arrays then go to the CuPy module). ir_text: str(graph)
+        where the caller has it already (the post-trace cache's record)."""
         tc = native_build.toolchain()  # NoCompiler, with the reason, when there is none
         self.graph = graph
         self.fast_math = fast_math
         self.requested = requested
         self._gpu: CompiledGraph | None = None  # the CuPy module's CompiledGraph, made when "auto" gets CuPy arrays
-        self.ir_text = str(graph)
+        self.ir_text = str(graph) if ir_text is None else ir_text
         self._description = ""
         key = cache.key(self.ir_text, "native",
                         f"numpy-{np.__version__};{tc.fingerprint()};fast_math={fast_math}"

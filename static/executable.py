@@ -15,6 +15,7 @@ to the interpreter, with one warning per process."""
 from __future__ import annotations
 
 import importlib
+import inspect
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -126,10 +127,12 @@ def backend_available(name: str) -> bool:
     return True
 
 
-def build_executable(graph: Graph, backend: str, fast_math: bool = False):
+def build_executable(graph: Graph, backend: str, fast_math: bool = False, ir_text: str | None = None):
     """The executable for `graph` on `backend`. "auto" falls back to the interpreter, with
     one BackendFallbackWarning per process, when its code generator cannot load. `fast_math`
-    lets a backend that compiles (native) use faster, less exact arithmetic."""
+    lets a backend that compiles (native) use faster, less exact arithmetic. `ir_text`, the
+    graph's text where the caller has it, reaches factories that take it (codegen keys its
+    modules by that text: a graph read from the disk cache need not be printed again)."""
     global _warned_fallback
     try:
         factory = load_backend(backend)
@@ -141,7 +144,24 @@ def build_executable(graph: Graph, backend: str, fast_math: bool = False):
             warnings.warn(f"static: {exc}; running the reference interpreter instead (slow). "
                           "Ask for backend='interpret' to silence this.", BackendFallbackWarning, stacklevel=3)
         return InterpretedGraph(graph)
+    if ir_text is not None and _takes_ir_text(factory):
+        return factory(graph, backend, fast_math=fast_math, ir_text=ir_text)
     return factory(graph, backend, fast_math=fast_math)
+
+
+_TAKES_IR_TEXT: dict = {}
+
+
+def _takes_ir_text(factory: Factory) -> bool:
+    """Whether the factory has an `ir_text` parameter (registered factories need not)."""
+    found = _TAKES_IR_TEXT.get(factory)
+    if found is None:
+        try:
+            found = "ir_text" in inspect.signature(factory).parameters
+        except (TypeError, ValueError):
+            found = False
+        _TAKES_IR_TEXT[factory] = found
+    return found
 
 
 def _interpret(graph: Graph, _name: str, fast_math: bool = False) -> InterpretedGraph:

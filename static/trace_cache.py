@@ -27,7 +27,7 @@ from .executable import build_executable
 from .ir import Graph, Value, verify
 from .passes import Split, is_recording, optimize_joint, run_pipeline
 
-FORMAT = "2"
+FORMAT = "3"  # 3: the record keeps the optimized graphs' texts (codegen's module keys)
 
 
 @dataclass
@@ -106,15 +106,17 @@ def _load(key: str, owner) -> Built | None:
     if text is None:
         return None
     try:  # the file is sealed with the hash of its contents (codegen.cache), as generated modules are
-        record_key, (graph, split) = loads(base64.b64decode(cache.unseal(text)))
+        record_key, (graph, split), texts = loads(base64.b64decode(cache.unseal(text)))
     except Exception:  # noqa: BLE001  (an unreadable record is rebuilt, never trusted)
         return None
     if record_key != key:  # a prefix collision of the file name, or a record copied over: a miss
         return None
+    # each graph's text as printed when the record was made (the same graph, from the same
+    # sealed record): codegen finds the graph's module by it without printing the graph again
     if split is None:
-        return Built(graph, build_executable(graph, owner.backend, owner.fast_math))
-    return Built(split.forward, build_executable(split.forward, owner.backend, owner.fast_math), split,
-                 build_executable(split.backward, owner.backend, owner.fast_math))
+        return Built(graph, build_executable(graph, owner.backend, owner.fast_math, texts[0]))
+    return Built(split.forward, build_executable(split.forward, owner.backend, owner.fast_math, texts[0]), split,
+                 build_executable(split.backward, owner.backend, owner.fast_math, texts[1]))
 
 
 def _store(key: str, built: Built) -> None:
@@ -123,7 +125,8 @@ def _store(key: str, built: Built) -> None:
     if path is None:
         return
     try:
-        record = dumps((key, (None if built.split else built.graph, built.split)))
+        texts = (getattr(built.forward, "ir_text", None), getattr(built.backward, "ir_text", None))
+        record = dumps((key, (None if built.split else built.graph, built.split), texts))
         cache.write(path, cache.seal(base64.b64encode(record).decode("ascii")))
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
         pass  # not kept on disk (an attribute that cannot be pickled, a full disk): built again next time

@@ -285,3 +285,35 @@ def test_a_malformed_traced_graph_is_still_refused_on_a_miss(count_passes, monke
     monkeypatch.setattr(trace_cache, "verify", broken)
     with pytest.raises(IRVerifyError, match="broken on purpose"):
         static.compile(lambda x: (x * 2.0).sum())(eager.tensor([1.0, 2.0]))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("with_grad", [False, True])
+def test_a_disk_hit_finds_its_modules_without_printing_the_graphs(count_passes, monkeypatch, backend, with_grad):
+    """The record keeps each optimized graph's text (codegen's module key): a hit hands it
+    on instead of printing the graph again, and it is the text of the graph read back."""
+    from static.executable import backend_available
+    from static.ir import Graph
+
+    if backend == "native" and not backend_available("native"):
+        pytest.skip("no native backend here")
+    W.requires_grad_(with_grad)
+    try:
+        expected = static.compile(f, backend=backend)(X)
+        trace_cache.clear_memory()
+        count_passes.clear()
+        printed = []
+        real = Graph.__str__
+        monkeypatch.setattr(Graph, "__str__", lambda g: printed.append(g.name) or real(g))
+        got = static.compile(f, backend=backend)(X)
+        assert trace_cache.STATS["disk_hits"] >= 1 and count_passes == []
+        built = next(iter(trace_cache._MEMORY.values()))
+        optimized = [built.graph] + ([built.split.backward] if built.split is not None else [])
+        assert len(printed) == 1  # the traced graph, for the record's key; no optimized graph
+        monkeypatch.setattr(Graph, "__str__", real)
+        executables = [built.forward] + ([built.backward] if built.split is not None else [])
+        assert [e.ir_text for e in executables] == [str(g) for g in optimized]
+        np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy())
+    finally:
+        W.requires_grad_(True)
+        W.grad = None
