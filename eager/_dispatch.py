@@ -12,6 +12,7 @@ Two hooks let other code take an op over, consulted in this order:
 from __future__ import annotations
 
 import contextlib
+import operator
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -129,37 +130,181 @@ def dispatch(op, operands, attrs):
 
     The commonest case, a one-output op on one or two operands that are plain NumPy
     tensors of one float32/float64 dtype (or such a tensor and a Python number) with no
-    dispatch mode pushed, is recognized with a few type checks and run at once by
-    `_run_fast`. Everything else (Tensor subclasses, other dtypes, mixed dtypes, CuPy,
-    views, several outputs) is scanned once below."""
-    if op.simple and not _n_modes_pushed:
-        n = len(operands)
-        if n == 2:
-            a, b = operands
-            ta = type(a)
-            if ta is Tensor:
-                x = a._data
-                dt = x.dtype
-                if type(x) is _ndarray and (dt is _F32 or dt is _F64):
-                    tb = type(b)
-                    if tb is Tensor:
-                        y = b._data
-                        if type(y) is _ndarray and y.dtype is dt:
-                            return _run_fast(op, operands, attrs, x, y, a._requires_grad or b._requires_grad)
-                    elif tb is float or tb is int:
-                        return _run_fast(op, operands, attrs, x, b, a._requires_grad)
-            elif (ta is float or ta is int) and type(b) is Tensor:
+    dispatch mode pushed, is recognized with a few type checks and run here at once (the
+    hot path: what `_run_float`, `Tensor._make` and `_record_one` with `_make_node` and
+    `Node.__init__` do, inlined, with NumPy's reports switched off only where the engine
+    has not already done it). Everything else (Tensor subclasses, other dtypes, mixed
+    dtypes, CuPy, views, several outputs, dispatch modes) is scanned once by
+    `_dispatch_scan`.
+
+    Inside a backward pass that records no graph (`STATE.compact_broadcasts`: the engine
+    has NumPy's reports off for the whole pass), an elementwise op on a large broadcast
+    gradient may be computed once per distinct element (`_on_broadcast_base`)."""
+    if not op.simple or _n_modes_pushed:
+        return _dispatch_scan(op, operands, attrs)
+    # x and y: the operands' arrays, or a Python number in place of one, or _UNARY for y
+    n = len(operands)
+    if n == 2:
+        a, b = operands
+        ta = type(a)
+        if ta is Tensor:
+            x = a._data
+            dt = x.dtype
+            if type(x) is not _ndarray or (dt is not _F32 and dt is not _F64):
+                return _dispatch_scan(op, operands, attrs)
+            tb = type(b)
+            if tb is Tensor:
                 y = b._data
-                dt = y.dtype
-                if type(y) is _ndarray and (dt is _F32 or dt is _F64):
-                    return _run_fast(op, operands, attrs, a, y, b._requires_grad)
-        elif n == 1:
-            a = operands[0]
-            if type(a) is Tensor:
-                x = a._data
-                dt = x.dtype
-                if type(x) is _ndarray and (dt is _F32 or dt is _F64):
-                    return _run_fast(op, operands, attrs, x, _UNARY, a._requires_grad)
+                if type(y) is not _ndarray or y.dtype is not dt:
+                    return _dispatch_scan(op, operands, attrs)
+                wants_grad = a._requires_grad or b._requires_grad
+            elif tb is float or tb is int:
+                y = b
+                wants_grad = a._requires_grad
+            else:
+                return _dispatch_scan(op, operands, attrs)
+        elif (ta is float or ta is int) and type(b) is Tensor:
+            y = b._data
+            dt = y.dtype
+            if type(y) is not _ndarray or (dt is not _F32 and dt is not _F64):
+                return _dispatch_scan(op, operands, attrs)
+            x = a
+            wants_grad = b._requires_grad
+        else:
+            return _dispatch_scan(op, operands, attrs)
+    elif n == 1:
+        a = operands[0]
+        if type(a) is not Tensor:
+            return _dispatch_scan(op, operands, attrs)
+        x = a._data
+        dt = x.dtype
+        if type(x) is not _ndarray or (dt is not _F32 and dt is not _F64):
+            return _dispatch_scan(op, operands, attrs)
+        y = _UNARY
+        wants_grad = a._requires_grad
+    else:
+        return _dispatch_scan(op, operands, attrs)
+    if STATE.compact_broadcasts:
+        token = None
+        if op.kind == "elementwise":
+            first = x if type(x) is _ndarray else y
+            if first.size >= _COMPACT_MIN_ELEMS:
+                compact = _on_broadcast_base(op, operands, attrs)
+                if compact is not None:
+                    return _new_tensor(compact)  # nothing to record: the pass makes no graph
+    else:
+        token = _quiet_fp(_FP_QUIET) if op.quiet_fp else None
+    result: Any = None
+    if op.scalar_as_array:
+        if type(y) is float:
+            cached = (_F32_SCALARS if x.dtype is _F32 else _F64_SCALARS).get(y)
+            y = _scalar_array(y, x.dtype) if cached is None else cached
+        elif type(x) is float:
+            cached = (_F32_SCALARS if y.dtype is _F32 else _F64_SCALARS).get(x)
+            x = _scalar_array(x, y.dtype) if cached is None else cached
+        if (type(x) is _ndarray and type(y) is _ndarray and not x.shape and not y.shape and not attrs
+                and op not in _NOT_SCALAR_MATH):
+            # two numbers: NumPy's scalar arithmetic, bit for bit the ufunc's (see _ScalarMath)
+            a = x[()]
+            try:
+                r = op.forward(_SCALAR_MATH, a, y[()])
+            except Exception:  # noqa: BLE001  (not computable this way: the ufunc computes it, as always)
+                r = None
+                _NOT_SCALAR_MATH.add(op)
+            if type(r) is type(a):
+                if r == r:  # (a NaN: the ufunc's own bits)
+                    result = _asarray(r)
+            elif r is not None:
+                _NOT_SCALAR_MATH.add(op)
+    if result is None:
+        try:
+            if attrs:
+                result = op.forward(np, x, **attrs) if y is _UNARY else op.forward(np, x, y, **attrs)
+            else:  # (a call without `**{}` skips building the keyword dict)
+                result = op.forward(np, x) if y is _UNARY else op.forward(np, x, y)
+        except (ValueError, IndexError, TypeError) as exc:
+            _explain_failure(op, operands, attrs, exc)
+        finally:
+            if token is not None:
+                _restore_fp(token)
+        if type(result) is not _ndarray and isinstance(result, np.generic):
+            result = _asarray(result)  # a tensor holds an array, never a NumPy scalar
+    elif token is not None:
+        _restore_fp(token)
+    out = _object_new(Tensor)
+    out._data = result
+    out._vc = [0]
+    out._output_nr = 0
+    # a float input can give a non-float result (a comparison, a cast to an integer dtype),
+    # which never requires grad
+    if not (wants_grad and STATE.enabled and op.vjp is not None and result.dtype.kind in "fc"):
+        out._requires_grad = False
+        out.grad_fn = None
+        return out
+    # -- the backward node (what _make_node and Node.__init__ do, for one or two operands)
+    node = _object_new(Node)
+    node.op = op
+    node.attrs = attrs
+    edge_a: Edge
+    edge_b: Edge
+    a = operands[0]
+    if type(a) is Tensor:
+        data = a._data
+        meta_a = (data.shape, data.dtype)
+        if a._requires_grad:
+            fn = a.grad_fn
+            edge_a = (fn, a._output_nr) if fn is not None else (a._acc or a._accumulator(), 0)
+        else:
+            edge_a = _NO_EDGE
+    else:
+        meta_a, edge_a = None, _NO_EDGE
+    n = len(operands)
+    if n == 1:
+        node.next_functions = (edge_a,)
+        node._in_meta = [meta_a]
+    else:
+        b = operands[1]
+        if type(b) is Tensor:
+            data = b._data
+            meta_b = (data.shape, data.dtype)
+            if b._requires_grad:
+                fn = b.grad_fn
+                edge_b = (fn, b._output_nr) if fn is not None else (b._acc or b._accumulator(), 0)
+            else:
+                edge_b = _NO_EDGE
+        else:
+            meta_b, edge_b = None, _NO_EDGE
+        node.next_functions = (edge_a, edge_b)
+        node._in_meta = [meta_a, meta_b]
+    saved: dict[int, Any] = {}
+    for i in op.save:
+        if i >= n:  # (an op may list positions of operands it is not always given)
+            continue
+        o = operands[i]
+        if type(o) is Tensor:
+            st = _object_new(SavedTensor)
+            st.tensor = o
+            st.version = o._vc[0]
+            saved[i] = st
+        else:
+            saved[i] = o
+    node._saved = saved
+    name = op.grad_name
+    node._name = name if type(name) is str else op.backward_name(operands, attrs)
+    if STATE.anomaly:
+        node._trace = capture_stack()
+    node._out_meta = ((result.shape, result.dtype),)
+    out._requires_grad = True
+    out.grad_fn = node
+    if op.save_output:
+        node._saved_out = SavedTensor(out, is_output=True)
+    return out
+
+
+
+
+def _dispatch_scan(op, operands, attrs):
+    """`dispatch` for all but its fast path: one scan over the operands decides."""
     first = None
     np_dtype = None  # the NumPy dtype all tensor operands share; False when they differ
     wants_grad = False
@@ -217,119 +362,42 @@ def _run_float(op, operands, attrs, wants_grad):
 
 
 _ndarray = np.ndarray
-_UNARY = object()  # `_run_fast`'s second array for a one-operand op
-
-
-def _run_fast(op, operands, attrs, x, y, wants_grad):
-    """The hot path (see `dispatch`): `x` and `y` are the operands' arrays, or a Python
-    number in place of one, or `_UNARY` for `y`. What `_run_float`, `Tensor._make` and
-    `_record_one` (with `_make_node` and `Node.__init__`) do, inlined, with NumPy's reports
-    switched off only where the engine has not already done it. The operands are exact
-    `Tensor`s or Python numbers (dispatch admits nothing else here).
-
-    Inside a backward pass that records no graph (`STATE.compact_broadcasts`: the engine
-    has NumPy's reports off for the whole pass), an elementwise op on a large broadcast
-    gradient may be computed once per distinct element (`_on_broadcast_base`)."""
-    if STATE.compact_broadcasts:
-        token = None
-        if op.kind == "elementwise":
-            first = x if type(x) is _ndarray else y
-            if first.size >= _COMPACT_MIN_ELEMS:
-                compact = _on_broadcast_base(op, operands, attrs)
-                if compact is not None:
-                    return _new_tensor(compact)  # nothing to record: the pass makes no graph
-    else:
-        token = _quiet_fp(_FP_QUIET) if op.quiet_fp else None
-    if op.scalar_as_array:
-        if type(y) is float:
-            cached = (_F32_SCALARS if x.dtype is _F32 else _F64_SCALARS).get(y)
-            y = _scalar_array(y, x.dtype) if cached is None else cached
-        elif type(x) is float:
-            cached = (_F32_SCALARS if y.dtype is _F32 else _F64_SCALARS).get(x)
-            x = _scalar_array(x, y.dtype) if cached is None else cached
-    try:
-        if attrs:
-            result = op.forward(np, x, **attrs) if y is _UNARY else op.forward(np, x, y, **attrs)
-        else:  # (a call without `**{}` skips building the keyword dict)
-            result = op.forward(np, x) if y is _UNARY else op.forward(np, x, y)
-    except (ValueError, IndexError, TypeError) as exc:
-        _explain_failure(op, operands, attrs, exc)
-    finally:
-        if token is not None:
-            _restore_fp(token)
-    if type(result) is not _ndarray and isinstance(result, np.generic):
-        result = _asarray(result)  # a tensor holds an array, never a NumPy scalar
-    out = _object_new(Tensor)
-    out._data = result
-    out._vc = [0]
-    out._output_nr = 0
-    # a float input can give a non-float result (a comparison, a cast to an integer dtype),
-    # which never requires grad
-    if not (wants_grad and STATE.enabled and op.vjp is not None and result.dtype.kind in "fc"):
-        out._requires_grad = False
-        out.grad_fn = None
-        return out
-    # -- the backward node (what _make_node and Node.__init__ do, for one or two operands)
-    node = _object_new(Node)
-    node.op = op
-    node.attrs = attrs
-    edge_a: Edge
-    edge_b: Edge
-    a = operands[0]
-    if type(a) is Tensor:
-        data = a._data
-        meta_a = (data.shape, data.dtype)
-        if a._requires_grad:
-            fn = a.grad_fn
-            edge_a = (fn, a._output_nr) if fn is not None else (a._acc or a._accumulator(), 0)
-        else:
-            edge_a = _NO_EDGE
-    else:
-        meta_a, edge_a = None, _NO_EDGE
-    if y is _UNARY:
-        node.next_functions = (edge_a,)
-        node._in_meta = [meta_a]
-    else:
-        b = operands[1]
-        if type(b) is Tensor:
-            data = b._data
-            meta_b = (data.shape, data.dtype)
-            if b._requires_grad:
-                fn = b.grad_fn
-                edge_b = (fn, b._output_nr) if fn is not None else (b._acc or b._accumulator(), 0)
-            else:
-                edge_b = _NO_EDGE
-        else:
-            meta_b, edge_b = None, _NO_EDGE
-        node.next_functions = (edge_a, edge_b)
-        node._in_meta = [meta_a, meta_b]
-    saved: dict[int, Any] = {}
-    n = len(operands)
-    for i in op.save:
-        if i >= n:  # (an op may list positions of operands it is not always given)
-            continue
-        o = operands[i]
-        if type(o) is Tensor:
-            st = _object_new(SavedTensor)
-            st.tensor = o
-            st.version = o._vc[0]
-            saved[i] = st
-        else:
-            saved[i] = o
-    node._saved = saved
-    name = op.grad_name
-    node._name = name if type(name) is str else op.backward_name(operands, attrs)
-    if STATE.anomaly:
-        node._trace = capture_stack()
-    node._out_meta = ((result.shape, result.dtype),)
-    out._requires_grad = True
-    out.grad_fn = node
-    if op.save_output:
-        node._saved_out = SavedTensor(out, is_output=True)
-    return out
+_UNARY = object()  # `dispatch`'s second array (y) for a one-operand op
 
 
 _asarray = np.asarray
+
+
+class _NotScalarMath(Exception):
+    """A forward asked `_SCALAR_MATH` for a function it does not have."""
+
+
+class _ScalarMath:
+    """NumPy's arithmetic ufuncs as NumPy's scalar operators, for a `scalar_as_array` op's
+    forward on two 0-d arrays of one float dtype (see `dispatch`).
+
+    A ufunc call on 0-d arrays costs about half a microsecond in NumPy's dispatch, which is
+    most of an op on one number; `np.float32(a) * np.float32(b)` costs a tenth of that. Both
+    are IEEE arithmetic in the operands' own precision (NumPy's scalar math computes float32
+    in float32), so the result is the same number, bit for bit; only a NaN's payload could
+    depend on the operand order the machine code uses, so a NaN result is computed again by
+    the ufunc. Only these correctly rounded operations are offered: a forward that asks for
+    anything else (a transcendental function, whose scalar and array loops may differ) is
+    left to NumPy from then on."""
+
+    add = operator.add
+    subtract = operator.sub
+    multiply = operator.mul
+    divide = true_divide = operator.truediv
+
+    def __getattr__(self, name: str) -> Any:
+        raise _NotScalarMath(name)
+
+
+_SCALAR_MATH = _ScalarMath()
+_NOT_SCALAR_MATH: set[Any] = set()  # ops whose forward needs more than _ScalarMath offers
+
+
 _object_new = object.__new__
 
 # 0-d read-only arrays of Python floats, per dtype of the fast path (see OpDef.scalar_as_array):

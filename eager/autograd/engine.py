@@ -114,36 +114,50 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
             node = ready.pop()
             # (a buffer exists only once a gradient reached it: it holds at least one)
             grads = buffers.pop(node, None)
-            outs: Grads | None
             if (type(node) is Node and grads is not None and plain and node._hooks is None
                     and id(node) not in target_nodes and (useful is None or id(node) in useful)):
-                # the common case, without _execute's special cases: Node.apply and
-                # Node.release, inlined
+                # the common case, without _execute's special cases: Node.apply, Node.release
+                # and the passing on of the gradients below, inlined into one loop over the edges
                 op = node.op
+                edges = node.next_functions
                 try:
-                    if op.multi_output or op.vjp is None:
-                        outs = node.apply(grads)
-                    else:
-                        outs = []
-                        for g, m, edge in zip(op.vjp(node, grads[0]), node._in_meta, node.next_functions):
-                            if g is None or m is None or edge[0] is None:
-                                outs.append(None)
-                                continue
+                    raw = node.apply(grads) if op.multi_output or op.vjp is None else op.vjp(node, grads[0])
+                    if len(raw) < len(edges):
+                        raise RuntimeError(f"{node._name}: the VJP of {op.name} returned {len(raw)} gradients "
+                                           f"for {len(edges)} operands")
+                    for g, m, (nxt, nr) in zip(raw, node._in_meta, edges):
+                        if nxt is None:
+                            continue
+                        if g is not None and m is not None:
                             data = g._data
                             if data.shape != m[0] or (data.dtype is not m[1] and data.dtype != m[1]):
                                 g = fit_grad(g, m[0], _BY_NP[m[1]])
-                            outs.append(g)
+                            slots = buffers.get(nxt)
+                            if slots is None:
+                                slots = buffers[nxt] = [None] * (len(nxt._out_meta) if type(nxt) is Node
+                                                                 else nxt.n_outputs)
+                                slots[nr] = g
+                            else:  # sum what meets at nxt's input slot
+                                prev = slots[nr]
+                                slots[nr] = g if prev is None else prev + g
+                        left = deps[nxt] - 1
+                        if left:
+                            deps[nxt] = left
+                        else:  # (a node's count reaches zero once; it is not read again)
+                            ready.append(nxt)
                 except Exception as exc:
                     _annotate(exc, node)
                     raise
-                if not retain_graph and (node._saved or node._saved_out is not None):
-                    node._freed = True
-                    node._saved = _NOTHING_SAVED
-                    node._saved_out = None
-            else:
-                outs = _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned)
-                if outs is not None and not retain_graph:
-                    node.release()  # only nodes that ran give up their saved tensors, as in PyTorch
+                if not retain_graph:  # (Node.release, inlined)
+                    if node._saved:
+                        node._saved = _NOTHING_SAVED
+                    if node._saved_out is not None:
+                        node._saved = _NOTHING_SAVED
+                        node._saved_out = None
+                continue
+            outs = _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned)
+            if outs is not None and not retain_graph:
+                node.release()  # only nodes that ran give up their saved tensors, as in PyTorch
             for k, (nxt, nr) in enumerate(node.next_functions):
                 if nxt is None:
                     continue
@@ -152,8 +166,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
                     if gk is not None:  # sum what meets at nxt's input slot (inlined _add)
                         slots = buffers.get(nxt)
                         if slots is None:
-                            slots = buffers[nxt] = [None] * (len(nxt._out_meta) if type(nxt) is Node
-                                                             else nxt.n_outputs)
+                            slots = buffers[nxt] = [None] * nxt.n_outputs
                         prev = slots[nr]
                         slots[nr] = gk if prev is None else prev + gk
                 left = deps[nxt] - 1

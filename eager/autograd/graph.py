@@ -195,7 +195,6 @@ class Node(HookMixin):
     _hooks: NodeHooks | None = None  # set on the few nodes that get hooks
     _trace = None  # the forward stack, kept in anomaly mode only
     _saved_out: SavedTensor | None = None  # set by eager._dispatch for ops with save_output
-    _freed = False  # set by release() when it frees saved values
     # per output; set by eager._dispatch when it records
     _out_meta: Sequence[tuple[tuple[int, ...], np.dtype[Any]]]
 
@@ -295,9 +294,15 @@ class Node(HookMixin):
 
     def release(self) -> None:
         if self._saved or self._saved_out is not None:
-            self._freed = True
             self._saved = _NOTHING_SAVED
-            self._saved_out = None
+            if self._saved_out is not None:  # (most nodes leave it at the class default)
+                self._saved_out = None
+
+    @property
+    def _freed(self) -> bool:
+        """Whether release() freed what this node saved (it stores no flag of its own: a
+        node records no per-instance attribute outside its slots, so it makes no __dict__)."""
+        return self._saved is _NOTHING_SAVED
 
     @property
     def n_outputs(self) -> int:
