@@ -23,7 +23,8 @@ shared objects, and the call path from Python into a kernel.
 - Large outputs (REUSE_MIN_BYTES and up) come from `reuse`: a buffer of an earlier call
   that nothing references any more is written again instead of faulting in fresh pages.
 - A graph is one translation unit; a large one compiles as one part per core (the preamble
-  and a run of whole kernels each, compiled at once) linked into one shared object, and the
+  and a run of whole kernels each, of about equal estimated compile time, compile_weight,
+  compiled at once) linked into one shared object, and the
   call path's extension builds on a helper thread meanwhile (split_source, compile_shared).
   The probe's compiler runs go at once too, and static.compile starts the probe on a helper
   thread when a function is compiled for a backend that may be native (prefetch_probe).
@@ -448,13 +449,24 @@ def _private_copy(data: bytes, suffix: str = ".so") -> str:
 # MAX_PARTS), then linked into one shared object: gcc spends ~0.2 ms a line on kernels with
 # OpenMP regions, so a training step's 5000 lines take ~1 s on one core. Each part repeats
 # the preamble (includes, declarations and static inline helpers, which cost little) and
-# takes a run of whole kernels. Below SPLIT_MIN_CHARS of kernels, one compiler call
+# takes a run of whole kernels. Below SPLIT_MIN_WEIGHT of kernels, one compiler call
 # (compile and link together) is cheaper than starting several. Measured with gcc 12 on two
-# cores: W3's 16 000 characters of kernels take 245 ms as one unit and 165 ms as two parts
-# plus a link; near 8 000 characters the two ways cost the same (~145 ms).
-SPLIT_MIN_CHARS = 8_000
+# cores: W3's kernels (weight ~190) take 245 ms as one unit and 165 ms as two parts plus a
+# link; near half that the two ways cost the same (~145 ms).
+SPLIT_MIN_WEIGHT = 100
 MAX_PARTS = 4
 _KERNEL = '\nextern "C" void '
+
+
+def compile_weight(kernel: str) -> float:
+    """The compiler's time on one kernel's text, roughly in milliseconds (gcc 12, -O3, OpenMP):
+    mostly each outlined parallel region and each vectorized loop, then the lines of code;
+    comments cost nothing. Fitted on the kernels of a training step and an MLP step (W5, W3)
+    timed in runs of five (R^2 0.95). Characters were a poor measure: the backward's kernels
+    carry long comments and no parallel region, and a split by characters left one part of
+    W5 three times the other's time."""
+    code = sum(1 for line in kernel.splitlines() if line.strip() and not line.lstrip().startswith("//"))
+    return 1.0 + 10.0 * kernel.count("#pragma omp parallel") + 3.5 * kernel.count("#pragma omp simd") + 0.25 * code
 
 
 def _cores() -> int:
@@ -467,11 +479,12 @@ def _cores() -> int:
 def split_source(source: str, parts: int | None = None) -> list:
     """`source` as translation units that compile separately and link into the same shared
     object: the preamble (everything before the first kernel) followed by a run of whole
-    kernels (`extern "C" void ...` definitions at the start of a line) each; `[source]` when
-    the kernels are too small to be worth it or there is one core."""
+    kernels (`extern "C" void ...` definitions at the start of a line) each, the runs of
+    about equal compile_weight (the parts compile at once: the heaviest decides the time);
+    `[source]` when the kernels are too light to be worth it or there is one core."""
     parts = min(MAX_PARTS, _cores()) if parts is None else parts
     first = source.find(_KERNEL)
-    if parts < 2 or first < 0 or len(source) - first < SPLIT_MIN_CHARS:
+    if parts < 2 or first < 0:
         return [source]
     starts = []
     at = first
@@ -480,12 +493,22 @@ def split_source(source: str, parts: int | None = None) -> list:
         at = source.find(_KERNEL, at + 1)
     if len(starts) < 2:
         return [source]
-    preamble, body = source[:first], len(source) - first
-    bounds = [starts[0]]
-    for at in starts[1:]:  # a new part where the running size passes the next share of the body
-        if at - first >= body * len(bounds) / parts and len(bounds) < parts:
-            bounds.append(at)
-    bounds.append(len(source))
+    ends = starts[1:] + [len(source)]
+    cumulative = [0.0]  # weight of the kernels before each one
+    for a, b in zip(starts, ends):
+        cumulative.append(cumulative[-1] + compile_weight(source[a:b]))
+    total = cumulative[-1]
+    if total < SPLIT_MIN_WEIGHT:
+        return [source]
+    cuts = [0]  # kernel indices where a part starts
+    for k in range(1, min(parts, len(starts))):
+        target = total * k / parts
+        best = min(range(cuts[-1] + 1, len(starts)), key=lambda i: abs(cumulative[i] - target), default=None)
+        if best is None or best in cuts:
+            break
+        cuts.append(best)
+    bounds = [starts[i] for i in cuts] + [len(source)]
+    preamble = source[:first]
     return [preamble + source[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
@@ -968,7 +991,7 @@ def caller_new():
 
 
 __all__ = ["NoCompiler", "NativeCompileError", "Toolchain", "Library", "availability", "toolchain", "threads",
-           "prefetch_probe", "prefetch_caller", "split_source",
+           "prefetch_probe", "prefetch_caller", "split_source", "compile_weight",
            "load_library", "caller", "caller_new", "formats", "isa_fingerprint", "read_verified", "seal", "unseal", "so_key",
            "uses_threads", "reuse", "REUSE_MIN_BYTES",
            "PARALLEL_MIN_ELEMS"]

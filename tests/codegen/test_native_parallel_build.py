@@ -30,7 +30,7 @@ def _kernel(k: int) -> str:
 
 
 def test_split_source_keeps_every_kernel_once_after_the_preamble(monkeypatch):
-    monkeypatch.setattr(native_build, "SPLIT_MIN_CHARS", 0)
+    monkeypatch.setattr(native_build, "SPLIT_MIN_WEIGHT", 0)
     source = _PREAMBLE + "".join(_kernel(k) for k in range(10))
     parts = native_build.split_source(source, parts=3)
     assert len(parts) == 3
@@ -39,7 +39,7 @@ def test_split_source_keeps_every_kernel_once_after_the_preamble(monkeypatch):
     bodies = "".join(p[len(preamble):] for p in parts)
     assert bodies == source[len(preamble):]  # every kernel once, in order
     assert native_build.split_source(source, parts=1) == [source]
-    monkeypatch.setattr(native_build, "SPLIT_MIN_CHARS", 10 ** 9)
+    monkeypatch.setattr(native_build, "SPLIT_MIN_WEIGHT", 10 ** 9)
     assert native_build.split_source(source, parts=3) == [source]  # too small to be worth it
 
 
@@ -75,7 +75,7 @@ def test_a_graph_compiled_in_parallel_parts_gives_the_one_unit_results(monkeypat
         return real(cmds)
 
     monkeypatch.setattr(native_build, "_run_all", spy)
-    monkeypatch.setattr(native_build, "SPLIT_MIN_CHARS", 0)
+    monkeypatch.setattr(native_build, "SPLIT_MIN_WEIGHT", 0)
     monkeypatch.setattr(native_build, "_cores", lambda: 2)
     _fresh(monkeypatch, tmp_path / "parts")
     parts, _ = _build(tmp_path, fast_math)
@@ -89,7 +89,7 @@ def test_a_graph_compiled_in_parallel_parts_gives_the_one_unit_results(monkeypat
 def test_parts_that_do_not_build_apart_fall_back_to_one_unit(monkeypatch, tmp_path):
     """A helper defined between kernels and used by a later one: its part lacks it, the split
     build fails, and the whole unit compiles instead."""
-    monkeypatch.setattr(native_build, "SPLIT_MIN_CHARS", 0)
+    monkeypatch.setattr(native_build, "SPLIT_MIN_WEIGHT", 0)
     monkeypatch.setattr(native_build, "_cores", lambda: 2)
     source = (_PREAMBLE + _kernel(0) + "static inline float late(float x) { return x + 1; }\n"
               + _kernel(1).replace("twice(1.0f)", "late(1.0f)"))
