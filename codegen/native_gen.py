@@ -17,7 +17,11 @@ Operands of other shapes (broadcasts) are read by index arithmetic on the flat i
 the static shapes folded into constants. Loops of at least GM_PARALLEL_MIN elements get
 `#pragma omp parallel for simd`, smaller ones `#pragma omp simd` alone (decided here, from
 the static shapes: no parallel region to outline, so a graph of small loops compiles twice
-as fast and without libgomp). A 0-d region is straight-line code.
+as fast and without libgomp). Consecutive parallel loops of one function share one team
+(one_team): an outlined region was the largest part of gcc's time on a kernel. A region
+whose C code is that of an earlier one (a model's next layer) calls the earlier function
+(same_code): W5's training step compiles 35 functions for its 82 regions. A 0-d region is
+straight-line code.
 
 Everything else (matmul, shape ops, regions that do not fit) runs as the NumPy backend's
 library calls in the driver, so the module runs every graph.
@@ -304,6 +308,7 @@ class CRegion(CFunction):
         self.arrays_out: dict = {}  # stored body value -> Python name of its array
         self.yielded = yielded_by(node)
         self.strides: dict = {}  # region input -> (element strides, offset), when it reads a view's base
+        self.reused = False  # emit() found an identical function: this region calls it
 
     def _body(self, space: tuple, i: str = "i") -> KernelBody:
         """A KernelBody whose region inputs and stored values are loads at flat index i of space."""
@@ -378,6 +383,11 @@ class CRegion(CFunction):
             by_shape.setdefault(tuple(int(s) for s in y.type.shape), []).append(y)
         for shape, values in by_shape.items():
             self._pointwise_loop(r.epilogue, shape, values, [])
+        # an earlier region of the same code (a model's next layer) runs through its function
+        self.lines = one_team(self.lines)
+        code = same_code([d for d, _, _, _ in self.params] + self.lines)
+        self.reused = code in m.by_code
+        self.name = m.by_code.setdefault(code, self.name)
         # the driver: one call, then the names of what the region yields
         m.kernel_call(self.name, self.params, self.dtypes)
         m.bind_yielded(self.yielded, self._source_of)
@@ -735,7 +745,87 @@ class CRegion(CFunction):
 
     def function(self) -> dict:
         title = f"L{self.m.lines.get(id(self.node), '?')}: {node_line(self.node)}"
-        return {"name": self.name, "title": title, "decls": [d for d, _, _, _ in self.params], "lines": self.lines}
+        return {"name": self.name, "title": title, "head": title, "also": [],
+                "decls": [d for d, _, _, _ in self.params], "lines": self.lines}
+
+
+_PARALLEL_LOOPS = {  # a loop's own parallel region -> the same loop shared by an enclosing team
+    "    #pragma omp parallel for num_threads(gm_nt) schedule(static)": "    #pragma omp for schedule(static)",
+    "    #pragma omp parallel for simd num_threads(gm_nt) schedule(static)": "    #pragma omp for simd schedule(static)",
+}
+
+
+def _blocks(lines: list) -> list | None:
+    """A function's lines as its top-level blocks (`{` ... `}`); None when anything stands
+    between them."""
+    blocks: list = []
+    for line in lines:
+        if line.startswith("{"):
+            blocks.append([line])
+        elif not blocks or blocks[-1][-1] == "}":
+            return None
+        else:
+            blocks[-1].append(line)
+    return blocks if blocks and blocks[-1][-1] == "}" else None
+
+
+def _one_loop(block: list) -> bool:
+    """Whether a block is constants, then one parallel loop, and nothing after it: every
+    thread of a team can run it (the constants are its own, the loop shared out)."""
+    inner = block[1:-1]
+    at = [k for k, line in enumerate(inner) if line in _PARALLEL_LOOPS]
+    if len(at) != 1 or sum("omp parallel" in line for line in inner) != 1:
+        return False
+    head, loop = inner[:at[0]], inner[at[0] + 1:]
+    return (all(line.startswith("    const ") or line.startswith("    //") for line in head)
+            and len(loop) >= 2 and loop[0].startswith("    for (") and loop[0].endswith("{") and loop[-1] == "    }"
+            and all(line.startswith("        ") or not line.strip() for line in loop[1:-1]))
+
+
+_TEMPORARY = re.compile(r"\bt_\w+")  # KernelBody's locals: "t_" and the IR value's name
+_COMMENT = re.compile(r"\s*//.*$")
+
+
+def same_code(lines: list) -> str:
+    """A C function's text as far as the compiler sees it: comments dropped and the locals
+    named after IR values renamed in order of appearance. Two regions with the same text
+    compute the same thing from their arguments (shapes are constants in the text, and each
+    call checks its own arrays' sizes and types), so the second calls the first's function: a
+    transformer's layers then compile once, not once per layer (W5's step: 35 functions for
+    82 regions, 44% less compile time)."""
+    names: dict = {}
+    code = [_COMMENT.sub("", line) for line in lines]
+    return "\n".join(_TEMPORARY.sub(lambda m: names.setdefault(m.group(0), f"t_{len(names)}"), line)
+                     for line in code if line.strip())
+
+
+def one_team(lines: list) -> list:
+    """A function whose loops each opened their own parallel region (`omp parallel for`),
+    rewritten so that consecutive such loops share one (`omp parallel` around `omp for`
+    loops): the same iterations on the same threads (a static schedule over a team of the
+    same size), in the same order (each `omp for` ends with a barrier), with one outlined
+    function and one fork and join instead of one per loop. Each outlined region cost gcc
+    about 10 ms, the largest part of a kernel's compile time (native_build.compile_weight)."""
+    blocks = _blocks(lines)
+    if blocks is None:
+        return lines
+    out: list = []
+    k = 0
+    while k < len(blocks):
+        run = k
+        while run < len(blocks) and _one_loop(blocks[run]):
+            run += 1
+        if run - k < 2:
+            out += blocks[k]
+            k += 1
+            continue
+        out.append(f"#pragma omp parallel num_threads(gm_nt)  // one team for the {run - k} loops below")
+        out.append("{")
+        for block in blocks[k:run]:
+            out += [_PARALLEL_LOOPS.get(line, line) for line in block]
+        out.append("}")
+        k = run
+    return out
 
 
 def _parallel(work: int) -> bool:
@@ -825,6 +915,7 @@ class NativeModule(Driver):
         self.names = Names(taken={"np", "_rt", "_nb", "_call", "_call_new", "_nt", "_c", "LIBRARY", "C_SOURCE"})
         self.body: list = []
         self.functions: list = []
+        self.by_code: dict = {}  # a C function's code (same_code) -> its name, to call it again
         self.kernels: list = []  # (constant name, C function name, sizes literal)
         self.slots: list = []  # names of the module-level buffer lists of allocate()
         self.fp_calls = 0  # library calls that need NumPy's floating-point error state set
@@ -948,6 +1039,7 @@ class NativeModule(Driver):
             self._graph_function()
         for node in (g.nodes if not self.functions else []):
             self.comment(node)
+            at = f"L{self.lines.get(id(node), '?')}"  # its IR line (a lone op's region is a copy)
             if node.body is None:
                 lone = lone_region(node)
                 if lone is None:
@@ -960,7 +1052,12 @@ class NativeModule(Driver):
             if why is None:
                 c = CRegion(self, node, region, f"gm_region{len(self.functions)}")
                 c.emit()
-                self.functions.append(c.function())
+                if not c.reused:
+                    self.functions.append(c.function())
+                else:  # say so above the function the region calls
+                    shared = next(f for f in self.functions if f["name"] == c.name)
+                    shared["also"].append(at)
+                    shared["title"] = f"{shared['head']}  (also runs {', '.join(shared['also'])})"
                 self.stats["native"] += 1
             else:
                 self.stats["library"] += 1
@@ -1003,4 +1100,4 @@ def generate_c(graph: Graph) -> str:
     return NativeModule(graph).source()[1]
 
 
-__all__ = ["generate", "generate_c", "index_expr", "compose_index", "supported", "NativeModule"]
+__all__ = ["generate", "generate_c", "index_expr", "compose_index", "supported", "NativeModule", "one_team", "same_code"]

@@ -198,7 +198,7 @@ def test_only_loops_big_enough_to_share_get_a_parallel_region():
     one and two threads."""
     graph = static.parse_ir(_COLUMNS)
     c = codegen.build(graph, "native").c_source()
-    assert "#pragma omp parallel for num_threads(gm_nt) schedule(static)" in c
+    assert "#pragma omp parallel num_threads(gm_nt)" in c and "#pragma omp for schedule(static)" in c  # one team
     assert "// below GM_PARALLEL_MIN elements: the calling thread" in c
     assert native_build.uses_threads(c)
     tc = native_build.toolchain()
