@@ -202,20 +202,31 @@ def dispatch(op, operands, attrs):
         elif type(x) is float:
             cached = (_F32_SCALARS if y.dtype is _F32 else _F64_SCALARS).get(x)
             x = _scalar_array(x, y.dtype) if cached is None else cached
-        if (type(x) is _ndarray and type(y) is _ndarray and not x.shape and not y.shape and not attrs
-                and op not in _NOT_SCALAR_MATH):
-            # two numbers: NumPy's scalar arithmetic, bit for bit the ufunc's (see _ScalarMath)
-            a = x[()]
-            try:
-                r = op.forward(_SCALAR_MATH, a, y[()])
-            except Exception:  # noqa: BLE001  (not computable this way: the ufunc computes it, as always)
-                r = None
-                _NOT_SCALAR_MATH.add(op)
-            if type(r) is type(a):
-                if r == r:  # (a NaN: the ufunc's own bits)
+        if type(x) is _ndarray and type(y) is _ndarray and not x.shape and not y.shape and not attrs:
+            # two numbers: NumPy's scalar arithmetic, bit for bit the ufunc's (see _scalar_form)
+            form = op.scalar_form
+            if form is None:
+                form = op.scalar_form = _scalar_form(op)
+            if form:
+                a = x[()]
+                try:
+                    r = form(a, y[()])
+                except Exception:  # noqa: BLE001  (not computable this way: the ufunc computes it, as always)
+                    r = None
+                    op.scalar_form = False
+                if type(r) is type(a) and r == r:  # (a NaN: the ufunc's own bits)
                     result = _asarray(r)
-            elif r is not None:
-                _NOT_SCALAR_MATH.add(op)
+    elif y is _UNARY and not x.shape and not attrs:
+        # one number: the op's ufunc on NumPy's scalar (the same loop on one element), which
+        # skips the 0-d array's wrapping (see _scalar_form)
+        form = op.scalar_form
+        if form is None:
+            form = op.scalar_form = _scalar_form(op)
+        if form:
+            a = x[()]
+            r = form(a)
+            if type(r) is type(a) and r == r:  # (a NaN: the ufunc's own bits)
+                result = _asarray(r)
     if result is None:
         try:
             if attrs:
@@ -368,34 +379,98 @@ _UNARY = object()  # `dispatch`'s second array (y) for a one-operand op
 _asarray = np.asarray
 
 
-class _NotScalarMath(Exception):
-    """A forward asked `_SCALAR_MATH` for a function it does not have."""
+class _NotScalarForm(Exception):
+    """A forward used an operand, or a name of its namespace, beyond one ufunc call."""
 
 
-class _ScalarMath:
-    """NumPy's arithmetic ufuncs as NumPy's scalar operators, for a `scalar_as_array` op's
-    forward on two 0-d arrays of one float dtype (see `dispatch`).
+class _Operand:
+    """Stands for an operand while `_scalar_form` runs a forward: any use of it other than
+    passing it on (an attribute, an operator, a conversion) raises."""
 
-    A ufunc call on 0-d arrays costs about half a microsecond in NumPy's dispatch, which is
-    most of an op on one number; `np.float32(a) * np.float32(b)` costs a tenth of that. Both
-    are IEEE arithmetic in the operands' own precision (NumPy's scalar math computes float32
-    in float32), so the result is the same number, bit for bit; only a NaN's payload could
-    depend on the operand order the machine code uses, so a NaN result is computed again by
-    the ufunc. Only these correctly rounded operations are offered: a forward that asks for
-    anything else (a transcendental function, whose scalar and array loops may differ) is
-    left to NumPy from then on."""
+    __slots__ = ()
 
-    add = operator.add
-    subtract = operator.sub
-    multiply = operator.mul
-    divide = true_divide = operator.truediv
+    def __getattribute__(self, name: str) -> Any:
+        raise _NotScalarForm(name)
+
+
+class _Call:
+    """What `_Probe` returns for a ufunc call: the ufunc and its arguments."""
+
+    __slots__ = ("ufunc", "args", "kwargs")
+
+    def __init__(self, ufunc: np.ufunc, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.ufunc, self.args, self.kwargs = ufunc, args, kwargs
+
+
+class _Probe:
+    """A stand-in for the NumPy namespace that offers NumPy's ufuncs only, and records calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[_Call] = []
 
     def __getattr__(self, name: str) -> Any:
-        raise _NotScalarMath(name)
+        ufunc = getattr(np, name, None)
+        if type(ufunc) is not np.ufunc:
+            raise _NotScalarForm(name)
+
+        def call(*args: Any, **kwargs: Any) -> _Call:
+            record = _Call(ufunc, args, kwargs)
+            self.calls.append(record)
+            return record
+        return call
 
 
-_SCALAR_MATH = _ScalarMath()
-_NOT_SCALAR_MATH: set[Any] = set()  # ops whose forward needs more than _ScalarMath offers
+# NumPy's scalar operators for its correctly rounded arithmetic ufuncs
+_SCALAR_OPERATORS: dict[Any, Callable[[Any, Any], Any]] = {
+    np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul, np.true_divide: operator.truediv,
+}
+
+
+def _scalar_form(op: OpDef) -> Callable[..., Any] | bool:
+    """How `dispatch` may compute `op` on NumPy scalars (its operands' elements, in order),
+    or False: derived once per op by running its forward on stand-ins (`_Operand`) with a
+    namespace that records ufunc calls (`_Probe`). Only a forward that is exactly one ufunc of
+    all its operands, with no keywords, has a form:
+    - one operand: the ufunc itself on NumPy's scalar. A ufunc call on a 0-d array costs about
+      twice one on a scalar (the array's result is wrapped and unwrapped), and both run the
+      same loop on the same one element, so they give the same bits;
+    - two operands: for add, subtract, multiply and true_divide, NumPy's scalar operator (a
+      tenth of the ufunc's dispatch cost). Both are IEEE arithmetic in the operands' own
+      precision (NumPy's scalar math computes float32 in float32), so the result is the same
+      number, bit for bit; only a NaN's payload could depend on the operand order the machine
+      code uses, so `dispatch` computes a NaN result again by the ufunc. Other binary ufuncs
+      are slower on two scalars than on 0-d arrays, so they have no form.
+    Random and stateful ops have none either (their forward is not run for a probe)."""
+    n = op.arity
+    if op.kind != "elementwise" or op.random or op.stateful or n not in (1, 2):
+        return False
+    stand_ins = tuple(_Operand() for _ in range(n))
+    probe = _Probe()
+    try:
+        result = op.forward(probe, *stand_ins)
+    except Exception:  # noqa: BLE001  (more than one ufunc call: the forward runs as written)
+        return False
+    if len(probe.calls) != 1 or result is not probe.calls[0]:
+        return False
+    call = result
+    ufunc = call.ufunc
+    if call.kwargs or ufunc.nin != n or ufunc.nout != 1 or len(call.args) != n:
+        return False
+    order = []
+    for arg in call.args:
+        pos = next((i for i, s in enumerate(stand_ins) if s is arg), None)
+        if pos is None or pos in order:
+            return False
+        order.append(pos)
+    if n == 1:
+        # (a float result for a float operand: isnan's bool would only be computed twice)
+        return ufunc if "f->f" in ufunc.types and "d->d" in ufunc.types else False
+    fn = _SCALAR_OPERATORS.get(ufunc)
+    if fn is None:
+        return False
+    if order == [0, 1]:
+        return fn
+    return lambda a, b: fn(b, a)
 
 
 _object_new = object.__new__

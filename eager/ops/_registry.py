@@ -111,6 +111,9 @@ class OpDef:
         # or overflow, which NumPy reports as RuntimeWarnings where PyTorch is silent: eager
         # runs its forward with NumPy's floating-point reports off (see eager._dispatch).
         self.quiet_fp = self.kind not in ("shape", "index")
+        # How eager computes the op on NumPy scalars (eager._dispatch._scalar_form derives it
+        # from `forward` on first use; None until then, False where there is none).
+        self.scalar_form: Callable[..., Any] | bool | None = None
 
     @property
     def pointwise(self) -> bool:

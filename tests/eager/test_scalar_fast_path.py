@@ -46,7 +46,7 @@ def test_zero_dim_arithmetic_is_bit_identical_to_the_ufunc(dt, name):
             assert _bits(got) == _bits(expected), (name, v, w, got, expected)
             got_number = op(eager.tensor(a), float(w))._data  # a Python number, rounded as NumPy rounds it
             assert _bits(got_number) == _bits(np.asarray(ufunc(a, float(w))))
-    assert op not in _dispatch._NOT_SCALAR_MATH
+    assert _dispatch._scalar_form(op) and op.scalar_form  # (the fast path was taken, not left to NumPy)
 
 
 def test_the_scalar_result_is_a_fresh_writeable_array():
@@ -58,14 +58,60 @@ def test_the_scalar_result_is_a_fresh_writeable_array():
     assert float(y) == 7.0 and float(x * 3.0) == 6.0
 
 
-def test_a_forward_needing_more_than_arithmetic_is_left_to_numpy():
+def test_a_forward_needing_more_than_one_ufunc_has_no_scalar_form():
+    from eager.ops import REGISTRY
+
     op = E.POW
     if op.scalar_as_array:
         assert float(op(eager.tensor(1.5), 2.5)) == float(np.power(np.float32(1.5), np.float32(2.5)))
-    # an op asking the scalar namespace for something it lacks is remembered and run by NumPy
-    probe = _dispatch._ScalarMath()
-    with pytest.raises(_dispatch._NotScalarMath):
-        probe.sin  # noqa: B018
+    assert _dispatch._scalar_form(E.SIGMOID) is False  # several ufuncs and a where
+    assert _dispatch._scalar_form(E.ABS) is False  # reads its operand's dtype
+    assert _dispatch._scalar_form(E.EXP) is False  # reads its operand's size (a native kernel for large arrays)
+    assert _dispatch._scalar_form(REGISTRY["isnan"]) is False  # a bool result
+    assert _dispatch._scalar_form(E.SIN) is np.sin
+    assert _dispatch._scalar_form(E.RSUB)(np.float32(1.0), np.float32(3.0)) == np.float32(2.0)
+
+
+def _unary_forms() -> list[str]:
+    from eager.ops import REGISTRY
+
+    return sorted(name for name, op in REGISTRY.items() if op.arity == 1 and _dispatch._scalar_form(op))
+
+
+def test_common_unary_ops_have_a_scalar_form():
+    assert {"sin", "cos", "log", "sqrt", "neg"} <= set(_unary_forms())
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("name", _unary_forms())
+def test_zero_dim_unary_ops_are_bit_identical_to_the_forward(dt, name):
+    from eager.ops import REGISTRY
+
+    op = REGISTRY[name]
+    rng = np.random.default_rng(2)
+    values = _values(dt, 2000) + [float(v) for v in rng.uniform(-10.0, 10.0, 2000).astype(dt)]
+    values += [float(v) for v in rng.uniform(-1.0, 1.0, 2000).astype(dt)]
+    with np.errstate(all="ignore"):
+        for v in values:
+            a = np.asarray(v, dtype=dt)
+            expected = np.asarray(op.forward(np, a))
+            got = op(eager.tensor(a))._data
+            assert type(got) is np.ndarray and got.dtype == expected.dtype and got.shape == ()
+            assert _bits(got) == _bits(expected), (name, v, got, expected)
+
+
+def test_the_scalar_form_agrees_with_the_forward_on_whole_arrays():
+    """Many values at once: the scalar form on each element against the forward on the array."""
+    rng = np.random.default_rng(3)
+    for dt in (np.float32, np.float64):
+        arr = np.concatenate([rng.standard_normal(20000) * s for s in (1e-3, 1.0, 10.0, 1e4)]).astype(dt)
+        for name in ("sin", "cos"):
+            op = getattr(E, name.upper())
+            expected = op.forward(np, arr)
+            got = np.array([op.scalar_form(v) for v in arr], dtype=dt) if op.scalar_form else None
+            if got is None:
+                got = np.array([_dispatch._scalar_form(op)(v) for v in arr], dtype=dt)
+            assert (_bits(got) == _bits(expected)).all(), (name, dt)
 
 
 def test_a_nan_result_keeps_the_ufuncs_bits():
