@@ -634,12 +634,23 @@ def build_bytes(source: str, stem: str, fast_math: bool = False,
             if data is not None:
                 return data, src_path, cached, "disk cache"
             cache.write_atomic(src_path, source.encode())
+            _prefetch_caller_for(tc)
             data = compile_shared(source, tc, src_path, fast_math, extra)
             cache.write_atomic(cached, seal(key, data))
             return data, src_path, cached, "compiled"
         src_path = _scratch() / f"{stem}_{key[:40]}.cpp"
         src_path.write_text(source)
+        _prefetch_caller_for(tc)
         return compile_shared(source, tc, src_path, fast_math, extra), src_path, None, f"compiled ({why_not})"
+
+
+def _prefetch_caller_for(tc: Toolchain) -> None:
+    """Before a compile: build the call-path extension meanwhile (the generated module calls
+    the kernels through it next). Not on a cache hit: there the extension loads from the
+    cache in a millisecond, and a helper thread only made the loading thread wait for the
+    interpreter lock (about 2 ms of W3's first call from the disk cache)."""
+    if tc.python_include is not None:
+        prefetch_caller()
 
 
 def load_library(source: str, stem: str = "gm_native", fast_math: bool = False) -> Library:
@@ -649,8 +660,6 @@ def load_library(source: str, stem: str = "gm_native", fast_math: bool = False) 
     found = _libraries.get(key)
     if found is not None:
         return found
-    if tc.python_include is not None:
-        prefetch_caller()  # the generated module calls the kernels through it next
     data, src_path, cached, origin = build_bytes(source, stem, fast_math)
     if tc.openmp and uses_threads(source):
         _set_wait_policy()
