@@ -23,10 +23,11 @@ peer per row right after this process's sample set of the same run (each side id
 the other measures). The whole measurement is repeated `--runs` times (default 3); the table
 shows per cell the median over runs and, for each ratio (native / candidate, from the
 medians of one run), its median and spread (min-max) across runs (absolute times on a shared
-machine are noise: measure on a quiet one). W2 rows also show the memory floor: the bytes a
-fused pass must move (read x and w, write the two gradients - the gradient of w is the
-forward value y: 4 float32 per element, the sum aside) at the copy bandwidth measured in this
-process. Compile times of W3 are taken in fresh processes: cold (empty cache directory:
+machine are noise: measure on a quiet one). W2 rows, and W1 rows of 1e5 elements or more,
+also show the memory floor: the bytes a fused pass must move at the copy bandwidth measured
+in this process. W2 reads x and w and writes the two gradients (the gradient of w is the
+forward value y): 4 float32 per element, the sum aside. W1 reads its five vectors and writes
+their five gradients: 10 float32 per element. Compile times of W3 are taken in fresh processes: cold (empty cache directory:
 trace, passes, C++ compiler) and from the disk cache. `--small` runs tiny sizes and few
 repeats, to check the script works.
 """
@@ -189,7 +190,8 @@ def cases(sizes: dict, only: set | None) -> list[Case]:
     out = []
     if only is None or "W1" in only:
         for n in sizes["W1"]:
-            out.append(Case(f"W1 n={n:.0e}", "W1", [rng.standard_normal(n).astype(F32) for _ in range(5)]))
+            out.append(Case(f"W1 n={n:.0e}", "W1", [rng.standard_normal(n).astype(F32) for _ in range(5)],
+                            floor_bytes=10 * 4 * n if n >= 1e5 else None))
     if only is None or "W2" in only:
         for n in sizes["W2"]:
             out.append(Case(f"W2 n={n:.0e}", "W2", [rng.standard_normal(n).astype(F32) for _ in range(2)],
