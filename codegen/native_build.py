@@ -504,7 +504,7 @@ def split_source(source: str, parts: int | None = None) -> list:
     for k in range(1, min(parts, len(starts))):
         target = total * k / parts
         best = min(range(cuts[-1] + 1, len(starts)), key=lambda i: abs(cumulative[i] - target), default=None)
-        if best is None or best in cuts:
+        if best is None:  # (fewer kernels than parts)
             break
         cuts.append(best)
     bounds = [starts[i] for i in cuts] + [len(source)]

@@ -312,8 +312,6 @@ def dispatch(op, operands, attrs):
     return out
 
 
-
-
 def _dispatch_scan(op, operands, attrs):
     """`dispatch` for all but its fast path: one scan over the operands decides."""
     first = None
