@@ -12,11 +12,12 @@ step several times slower. So graphmode (native, the NumPy backend) and hand Num
 in this process, which never imports torch or jax, and each peer family (torch.compile, JAX
 jit) in a child process of its own, started once with the same thread settings
 (GRAPHMODE_THREADS, OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, torch's intra-op threads; an
-OMP_WAIT_POLICY only where the user set one) and the same seeded inputs (checked by a
+OMP_WAIT_POLICY or GOMP_SPINCOUNT only where the user set one) and the same seeded inputs (checked by a
 digest), kept alive across runs so each compiles once. A peer's spinning workers are at
 their worst on a loaded machine (torch.compile's W1 at 1e4 elements took many times longer
-with libgomp's default spinning than with OMP_WAIT_POLICY=PASSIVE on two busy cores): measure on
-a quiet machine, and set OMP_WAIT_POLICY for both sides to see the policy's share.
+with libgomp's default spinning than with OMP_WAIT_POLICY=PASSIVE on two busy cores; the
+native backend's own short spin pays the same price): measure on a quiet machine, and set
+OMP_WAIT_POLICY for both sides to see the policy's share.
 
 In this process the candidates of a row run interleaved after a warm-up; a child times its
 peer per row right after this process's sample set of the same run (each side idle while
@@ -166,8 +167,8 @@ def copy_bandwidth(nbytes: int = 256 << 20) -> float:
 LOCAL = ("numpy (hand)", "numpy backend")
 PEER_FAMILIES = {"torch": "torch.compile", "jax": "jax.jit"}  # child-process family -> the peer it times
 PEERS = (*LOCAL, *PEER_FAMILIES.values())
-THREAD_VARS = ("GRAPHMODE_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY", "XLA_FLAGS")
-USER_WAIT_POLICY = os.environ.get("OMP_WAIT_POLICY")  # before the native backend sets PASSIVE for its own pool
+THREAD_VARS = ("GRAPHMODE_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
+               "XLA_FLAGS")
 SETTLE_S = 0.2  # a pause before each side's sample set: the other side's spinning workers go to sleep
 
 
@@ -265,12 +266,10 @@ def setup(sizes: dict, only: set | None) -> list[Cell]:
 def thread_env(threads: int) -> dict:
     """The environment of a peer's child: this process's, with the native thread count as
     GRAPHMODE_THREADS (and OMP_NUM_THREADS where unset), so both sides get the same cores.
-    OMP_WAIT_POLICY only as the user set it: the PASSIVE the native backend sets for its own
-    OpenMP pool is its choice, not the peer's (a peer runs with its runtime's default)."""
-    env = {**os.environ, "GRAPHMODE_THREADS": str(threads)}
-    env.pop("OMP_WAIT_POLICY", None)
-    if USER_WAIT_POLICY is not None:
-        env["OMP_WAIT_POLICY"] = USER_WAIT_POLICY
+    OMP_WAIT_POLICY and GOMP_SPINCOUNT only as the user set them: the wait the native backend
+    sets for its own OpenMP pool is its choice, not the peer's (a peer runs with its
+    runtime's default)."""
+    env = {**native_build.environ_for_peers(), "GRAPHMODE_THREADS": str(threads)}
     env.setdefault("OMP_NUM_THREADS", str(threads))
     if threads == 1:  # XLA's CPU client has no thread-count knob; one thread it can do
         env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()

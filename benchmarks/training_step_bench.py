@@ -97,7 +97,10 @@ def torch_runs(name: str, quick: bool, runs: int, repeats: int) -> list[float] |
     script = (f"import sys, json; sys.argv = ['x']; sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
               "import training_step_bench as b\n"
               f"print(json.dumps(b._torch_child({name!r}, {quick!r}, {runs}, {repeats})))\n")
-    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    from codegen import native_build  # noqa: PLC0415
+
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=native_build.environ_for_peers())
     if res.returncode != 0:
         return None
     value = res.stdout.strip().splitlines()[-1]

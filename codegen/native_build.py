@@ -339,13 +339,35 @@ def threads() -> int:
     return 1 if _forked else runtime.CONFIG.threads
 
 
+# GOMP_SPINCOUNT the backend sets when BLAS runs one thread: the workers spin this many
+# pause instructions (under a millisecond) before they sleep, enough to bridge the Python
+# between one kernel and the next. Measured on W5's compiled step (two cores, BLAS on one
+# thread, 3 runs each): sleeping workers (OMP_WAIT_POLICY=PASSIVE) 15.1 ms, 30000 spins 9.1
+# ms, one thread 11.8 ms: waking an idle core costs 50-200 us a parallel region here, so
+# sleeping between kernels made two threads slower than one. The price: with the other core
+# busy with another process, spinning took 22.5 ms against sleeping's 13.8 (README, "Threads").
+WAIT_SPIN = 30000
+# the OpenMP variables this process set itself (not the user): benchmarks give peers the
+# user's environment, not the backend's choice for its own pool
+wait_policy_set: dict[str, str] = {}
+
+
 def _set_wait_policy() -> None:
-    # read by libgomp when it is first loaded: workers sleep instead of spinning between
-    # kernels (a spinning pool slowed a kernel after a matmul 10x in OpenBLAS's presence).
-    # Measured on W5's compiled step (two cores, BLAS on one thread): a short spin
-    # (GOMP_SPINCOUNT=10000) was 10% faster on a quiet machine and 3.5x slower with one of
-    # the two cores busy with another process, so waking costs stay (about 20 us a kernel).
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    """Choose how libgomp's idle workers wait, before anything loads libgomp, unless the user
+    chose (OMP_WAIT_POLICY or GOMP_SPINCOUNT set). Briefly spinning where BLAS runs one
+    thread; sleeping (PASSIVE) where BLAS runs its own threads, whose spinning workers would
+    fight ours for the cores right after every matmul (a kernel after a matmul took 10x)."""
+    if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
+        return
+    name, value = ("GOMP_SPINCOUNT", str(WAIT_SPIN)) if runtime.blas_threads() == 1 else ("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ[name] = value
+    wait_policy_set[name] = value
+
+
+def environ_for_peers() -> dict[str, str]:
+    """This process's environment less the OpenMP wait the backend chose for its own pool:
+    for child processes that time another runtime (a peer runs with its runtime's default)."""
+    return {k: v for k, v in os.environ.items() if k not in wait_policy_set}
 
 
 # -- the on-disk cache ------------------------------------------------------------------------

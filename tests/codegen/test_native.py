@@ -207,6 +207,38 @@ def test_only_loops_big_enough_to_share_get_a_parallel_region():
         assert "-fopenmp" not in tc.link_flags(threads=False)
 
 
+@pytest.mark.parametrize("blas_threads, expected", [(1, ("GOMP_SPINCOUNT", str(native_build.WAIT_SPIN))),
+                                                    (2, ("OMP_WAIT_POLICY", "PASSIVE")),
+                                                    (None, ("OMP_WAIT_POLICY", "PASSIVE"))])
+def test_wait_policy_spins_briefly_only_where_blas_runs_one_thread(monkeypatch, blas_threads, expected):
+    """Workers spin briefly where BLAS runs one thread, sleep where BLAS's own threads would
+    fight them (or their number is unknown); peers' child processes get neither."""
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        monkeypatch.setenv(name, "")  # so that the test's end restores what was there
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(native_build, "wait_policy_set", {})
+    monkeypatch.setattr(runtime, "blas_threads", lambda: blas_threads)
+    native_build._set_wait_policy()
+    name, value = expected
+    assert os.environ[name] == value and native_build.wait_policy_set == {name: value}
+    assert name not in native_build.environ_for_peers()
+    other = "GOMP_SPINCOUNT" if name == "OMP_WAIT_POLICY" else "OMP_WAIT_POLICY"
+    assert other not in os.environ
+
+
+@pytest.mark.parametrize("name, value", [("OMP_WAIT_POLICY", "ACTIVE"), ("GOMP_SPINCOUNT", "5")])
+def test_wait_policy_the_user_set_is_kept(monkeypatch, name, value):
+    for var in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
+    monkeypatch.setenv(name, value)
+    monkeypatch.setattr(native_build, "wait_policy_set", {})
+    monkeypatch.setattr(runtime, "blas_threads", lambda: 1)
+    native_build._set_wait_policy()
+    assert native_build.wait_policy_set == {} and native_build.environ_for_peers()[name] == value
+    assert len({"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"} & set(os.environ)) == 1
+
+
 def _grads(fn, argnums, arrays, backend):
     f = static.compile(static.value_and_grad(fn, argnums=argnums), backend=backend)
     value, grads = f(*[eager.tensor(a) for a in arrays])

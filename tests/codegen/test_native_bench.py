@@ -39,15 +39,17 @@ def test_cases_are_seeded_and_digests_tell_inputs_apart(bench):
 
 
 def test_thread_env_same_threads_without_the_backends_wait_policy(bench, monkeypatch):
+    from codegen import native_build
+
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
-    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")  # as the native backend sets it for its own pool
-    monkeypatch.setattr(bench, "USER_WAIT_POLICY", None)
+    monkeypatch.setenv("GOMP_SPINCOUNT", "30000")  # as the native backend sets it for its own pool
+    monkeypatch.setattr(native_build, "wait_policy_set", {"GOMP_SPINCOUNT": "30000"})
     env = bench.thread_env(2)
     assert env["GRAPHMODE_THREADS"] == "2" and env["OMP_NUM_THREADS"] == "2"
-    assert env["OPENBLAS_NUM_THREADS"] == "1" and "OMP_WAIT_POLICY" not in env
-    monkeypatch.setattr(bench, "USER_WAIT_POLICY", "ACTIVE")
-    assert bench.thread_env(2)["OMP_WAIT_POLICY"] == "ACTIVE"
+    assert env["OPENBLAS_NUM_THREADS"] == "1" and "GOMP_SPINCOUNT" not in env
+    monkeypatch.setattr(native_build, "wait_policy_set", {})  # the user's own setting travels
+    assert bench.thread_env(2)["GOMP_SPINCOUNT"] == "30000"
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert bench.thread_env(2)["OMP_NUM_THREADS"] == "3"
     assert "xla_cpu_multi_thread_eigen=false" in bench.thread_env(1)["XLA_FLAGS"]
