@@ -304,8 +304,25 @@ def draw_array(kind, shape, dt, dev, a=0.0, b=1.0, high=None, generator=None):
     if kind == "normal":
         return (g.standard_normal(shape) * b + a).astype(dt.np)
     if kind == "uniform":
-        return g.uniform(a, b, shape).astype(dt.np)
+        return _uniform(g, a, b, shape, dt.np)
     return integers(a, high, shape).astype(dt.np)
+
+
+def _uniform(g, a: float, b: float, shape: tuple, np_dtype) -> Any:
+    """Uniform draws on [a, b) of NumPy's Generator or CuPy's RandomState, made in the
+    result's own precision: a float64 draw rounded to float32 is 1.0 about once in 2**25
+    draws (outside rand's [0, 1); a dropout layer draws 10**5 a step), and a float32 draw
+    costs the generator half the work. A narrower float takes a float32 draw cut to its own
+    grid of 2**-digits steps, so it cannot round up to 1 either."""
+    draw = g.random if hasattr(g, "random") else g.random_sample
+    if np_dtype == np.float32 or np_dtype == np.float64:
+        u = draw(shape, dtype=np_dtype)
+    else:
+        digits = np.finfo(np_dtype).nmant + 1 if np.issubdtype(np_dtype, np.floating) else 24
+        u = (np.floor(draw(shape, dtype=np.float32) * 2.0 ** digits) * 2.0 ** -digits).astype(np_dtype)
+    if a == 0.0 and b == 1.0:
+        return u
+    return (u * (b - a) + a).astype(np_dtype, copy=False)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
@@ -505,7 +522,7 @@ def _draw_from(generator, kind, shape, dt, dev, a=0.0, b=1.0, high=None):
     elif kind == "normal":
         arr = (g.standard_normal(shape) * b + a).astype(dt.np)
     elif kind == "uniform":
-        arr = g.uniform(a, b, shape).astype(dt.np)
+        arr = _uniform(g, a, b, shape, dt.np)
     else:
         arr = g.integers(a, high, shape).astype(dt.np)
     return arr if dev == CPU else xp_for(dev).asarray(arr)

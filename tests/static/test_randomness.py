@@ -85,5 +85,5 @@ def test_grad_of_a_function_with_dropout_matches_eager_and_finite_differences():
     (F.dropout(xe, 0.5) ** 2).sum().backward()
     np.testing.assert_allclose(got, xe.grad.numpy(), rtol=1e-12)
     eager.manual_seed(5)
-    mask = (eager.rand(4, 3) >= 0.5).numpy() * 2.0
+    mask = (eager.rand(4, 3, dtype=x.dtype) >= 0.5).numpy() * 2.0  # drawn in x's precision, as dropout draws
     np.testing.assert_allclose(got, 2 * x.numpy() * mask * mask, rtol=1e-12)  # d/dx (x m)^2 = 2 x m^2
