@@ -4,8 +4,10 @@ against compiled, in one process with the candidates interleaved:
 - fwd+bwd: the model's forward, the loss and its backward, with the model eager and with
   `static.compile(model)` as a drop-in (the loss and backward stay eager code);
 - step: the whole PyTorch-style training step (zero_grad, forward, backward, optimizer
-  step) eager and under `@static.compile`, with PyTorch eager's step as a peer when torch
-  is installed (timed in a process of its own: see `torch_runs`);
+  step) eager and under `@static.compile`, with PyTorch's step as a peer when torch is
+  installed, eager and under torch.compile (the model compiled, and the optimizer step
+  compiled as PyTorch's tutorials do; `--no-torch-compile` skips it, whose first call takes
+  tens of seconds), both timed interleaved in a process of their own (see `torch_runs`);
 - compile: the W5 step's compile time (its two signatures: the first call creates the
   optimizer state) in fresh processes: the first on a machine (empty cache directory: the
   compiler probe, the call path's extension and eager's native kernels are built too), cold
@@ -90,33 +92,37 @@ def step_fns(mod, quick: bool, backend: str) -> dict[str, Callable]:
     return out
 
 
-def torch_runs(name: str, quick: bool, runs: int, repeats: int) -> list[float] | None:
-    """PyTorch eager's step, per-run medians, measured in a process of its own: with torch
-    loaded, two OpenMP runtimes share the process and slow the native backend several times
-    (measured), which would make the comparison unfair to both. None without torch."""
-    script = (f"import sys, json; sys.argv = ['x']; sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
-              "import training_step_bench as b\n"
-              f"print(json.dumps(b._torch_child({name!r}, {quick!r}, {runs}, {repeats})))\n")
+def torch_runs(name: str, quick: bool, runs: int, repeats: int, compiled: bool) -> dict[str, list[float]] | None:
+    """PyTorch's step, eager and (`compiled`) under torch.compile, per-run medians, measured
+    in a process of its own: with torch loaded, two OpenMP runtimes share the process and slow
+    the native backend several times (measured), which would make the comparison unfair to
+    both. The child gets the user's environment, not the OpenMP wait the native backend chose
+    for its own pool (a peer runs with its runtime's default). None without torch."""
     from codegen import native_build  # noqa: PLC0415
 
+    script = (f"import sys, json; sys.argv = ['x']; sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
+              "import training_step_bench as b\n"
+              f"print(json.dumps(b._torch_child({name!r}, {quick!r}, {runs}, {repeats}, {compiled!r})))\n")
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=native_build.environ_for_peers())
     if res.returncode != 0:
         return None
-    value = res.stdout.strip().splitlines()[-1]
-    return None if value == "null" else [float(v) for v in __import__("json").loads(value)]
+    value = __import__("json").loads(res.stdout.strip().splitlines()[-1])
+    return None if value is None else {k: [float(v) for v in vs] for k, vs in value.items()}
 
 
-def _torch_child(name: str, quick: bool, runs: int, repeats: int) -> list[float] | None:
+def _torch_child(name: str, quick: bool, runs: int, repeats: int, compiled: bool) -> dict[str, list[float]] | None:
     torch = _torch()
     if torch is None:
         return None
     mod = WORKLOADS[name]
-    step = _torch_step(torch, mod, _batch(mod, quick))
-    return runs_of({"torch eager": step}, runs, repeats)["torch eager"]
+    fns = {"torch eager": _torch_step(torch, mod, _batch(mod, quick))}
+    if compiled:
+        fns["torch.compile"] = _torch_step(torch, mod, _batch(mod, quick), compiled=True)
+    return runs_of(fns, runs, repeats)
 
 
-def _torch_step(torch, mod, batch) -> Callable:
+def _torch_step(torch, mod, batch, compiled: bool = False) -> Callable:
     model = mod.make_model(seed=0)
     build = mod.peer_torch()
     tmodel = build()
@@ -124,13 +130,18 @@ def _torch_step(torch, mod, batch) -> Callable:
     topt = (torch.optim.AdamW(tmodel.parameters(), lr=mod.LR, weight_decay=mod.WEIGHT_DECAY) if mod is w5_gpt
             else torch.optim.SGD(tmodel.parameters(), lr=mod.LR, momentum=mod.MOMENTUM))
     x, y = (torch.from_numpy(t.numpy()) for t in batch)
+    forward = torch.compile(tmodel) if compiled else tmodel
+
+    def update():
+        topt.step()
+    update = torch.compile(update) if compiled else update
 
     def step():
         topt.zero_grad()
-        logits = tmodel(x)
+        logits = forward(x)
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         loss.backward()
-        topt.step()
+        update()
         return loss
     return step
 
@@ -205,6 +216,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--workloads", default="W5,W6")
     parser.add_argument("--no-compile-times", action="store_true")
+    parser.add_argument("--no-torch-compile", action="store_true", help="time PyTorch's step eager only")
     parser.add_argument("--json", default=None, help="also write the numbers to this file")
     args = parser.parse_args(argv)
     if args.runs < 1:
@@ -219,24 +231,25 @@ def main(argv: list[str] | None = None) -> dict:
             eager.manual_seed(0)
             per_run = runs_of(fns, args.runs, repeats)
             if case == "step":
-                peer_runs = torch_runs(name.strip().upper(), args.quick, args.runs, repeats)
-                if peer_runs is not None:
-                    per_run["torch eager"] = peer_runs
+                peer_runs = torch_runs(name.strip().upper(), args.quick, args.runs, repeats, not args.no_torch_compile)
+                per_run.update(peer_runs or {})
             ratios = [e / c for e, c in zip(per_run["eager"], per_run["compiled"])]
             row = [f"{name} {case}", statistics.median(per_run["eager"]) * 1e3, _spread(per_run["eager"], 1e3, '{:.1f}'),
                    statistics.median(per_run["compiled"]) * 1e3, _spread(per_run["compiled"], 1e3, '{:.1f}'),
                    statistics.median(ratios), _spread(ratios)]
-            peer = per_run.get("torch eager")
-            if peer is not None:  # not interleaved: another process, run after this one
-                peer_ratios = [t / c for t, c in zip(peer, per_run["compiled"])]
-                row += [statistics.median(peer) * 1e3, statistics.median(peer_ratios), _spread(peer_ratios)]
-            else:
-                row += ["-", "-", "-"]
+            for peer_name in ("torch eager", "torch.compile"):
+                peer = per_run.get(peer_name)
+                if peer is not None:  # not interleaved with ours: another process, run after this one
+                    peer_ratios = [t / c for t, c in zip(peer, per_run["compiled"])]
+                    row += [statistics.median(peer) * 1e3, statistics.median(peer_ratios), _spread(peer_ratios)]
+                else:
+                    row += ["-", "-", "-"]
             rows.append(row)
             payload["cases"].append({"name": f"{name} {case}", "seconds_per_run": per_run, "speedup_per_run": ratios})
     print(format_table(["case", "eager ms", "spread", "compiled ms", "spread", "speedup", "spread",
-                        "torch ms", "vs torch", "spread"], rows))
-    print("speedup = graphmode eager / compiled; vs torch = PyTorch eager / compiled (above 1: compiled is faster)")
+                        "torch ms", "vs torch", "spread", "torch.compile ms", "vs torch.compile", "spread"], rows))
+    print("speedup = graphmode eager / compiled; vs torch = PyTorch eager / compiled, vs torch.compile = "
+          "torch.compile / compiled (above 1: graphmode's compiled step is faster)")
     if not args.no_compile_times:
         times = compile_times(args.runs, args.quick, args.backend)
         payload["compile_seconds"] = times
