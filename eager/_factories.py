@@ -314,7 +314,7 @@ def _uniform(g, a: float, b: float, shape: tuple, np_dtype) -> Any:
     draws (outside rand's [0, 1); a dropout layer draws 10**5 a step), and a float32 draw
     costs the generator half the work. A narrower float takes a float32 draw cut to its own
     grid of 2**-digits steps, so it cannot round up to 1 either."""
-    draw = g.random if hasattr(g, "random") else g.random_sample
+    draw = g.random if isinstance(g, np.random.Generator) else g.random_sample  # (CuPy: random_sample)
     if np_dtype == np.float32 or np_dtype == np.float64:
         u = draw(shape, dtype=np_dtype)
     else:

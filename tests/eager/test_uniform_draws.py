@@ -11,9 +11,10 @@ from eager import _factories
 
 
 class _TopOfTheRange:
-    """A generator stand-in whose every draw is the largest value below 1 in the asked dtype."""
+    """A generator stand-in (CuPy RandomState's method name) whose every draw is the largest
+    value below 1 in the asked dtype."""
 
-    def random(self, shape, dtype=np.float64):
+    def random_sample(self, shape, dtype=np.float64):
         t = np.dtype(dtype).type
         return np.full(shape, np.nextafter(t(1), t(0)), t)
 
