@@ -22,6 +22,7 @@ one run are what to read: absolute times on a shared machine are noise.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -107,7 +108,7 @@ def torch_runs(name: str, quick: bool, runs: int, repeats: int, compiled: bool) 
                          env=native_build.environ_for_peers())
     if res.returncode != 0:
         return None
-    value = __import__("json").loads(res.stdout.strip().splitlines()[-1])
+    value = json.loads(res.stdout.strip().splitlines()[-1])
     return None if value is None else {k: [float(v) for v in vs] for k, vs in value.items()}
 
 
@@ -131,10 +132,7 @@ def _torch_step(torch, mod, batch, compiled: bool = False) -> Callable:
             else torch.optim.SGD(tmodel.parameters(), lr=mod.LR, momentum=mod.MOMENTUM))
     x, y = (torch.from_numpy(t.numpy()) for t in batch)
     forward = torch.compile(tmodel) if compiled else tmodel
-
-    def update():
-        topt.step()
-    update = torch.compile(update) if compiled else update
+    update = torch.compile(topt.step) if compiled else topt.step
 
     def step():
         topt.zero_grad()
