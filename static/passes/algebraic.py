@@ -128,6 +128,33 @@ def _transpose_transpose(ctx, node, out):
     return None
 
 
+def _swap_last_two(ctx, v: Value, loc) -> Value:
+    """v with its last two axes swapped: the operand of a transpose that did exactly that,
+    else a new transpose (a view)."""
+    n = len(v.type.shape)
+    inner = _producer(v, "transpose")
+    if inner is not None and {inner.attrs["dim0"] % n, inner.attrs["dim1"] % n} == {n - 2, n - 1}:
+        return inner.inputs[0]
+    return ctx.emit("transpose", [v], {"dim0": n - 2, "dim1": n - 1}, loc)
+
+
+def _transpose_of_matmul(ctx, node, out):
+    """(a @ b)^T -> b^T @ a^T over the last two axes. A weight's gradient comes out of
+    autodiff as the transpose of a matmul (the gradient of the transposed weight that `x @
+    W.T` multiplies by); computed directly in the weight's layout, the optimizer's fused
+    update reads it row by row instead of gathering it column by column. Each element is
+    the same dot product; only the order BLAS sums it in may differ, as between any two
+    calls of different layouts."""
+    n = len(out.type.shape)
+    inner = _producer(node.inputs[0], "matmul")
+    if n < 2 or inner is None or {node.attrs["dim0"] % n, node.attrs["dim1"] % n} != {n - 2, n - 1}:
+        return None
+    a, b = inner.inputs
+    if not (isinstance(a, Value) and isinstance(b, Value)) or len(a.type.shape) != n or len(b.type.shape) != n:
+        return None  # broadcasting batch dims or vectors: left as they are
+    return ctx.emit("matmul", [_swap_last_two(ctx, b, node.loc), _swap_last_two(ctx, a, node.loc)], {}, node.loc)
+
+
 def _permute_permute(ctx, node, out):
     dims = node.attrs["dims"]
     inner = _producer(node.inputs[0], "permute")
@@ -284,6 +311,8 @@ RULES = [
     Rule("pow_small", ("pow",), _pow_small, doc="x ** 1 -> x, x ** 2 -> x * x"),
     Rule("neg_neg", ("neg",), _neg_neg, doc="-(-x) -> x"),
     Rule("transpose_transpose", ("transpose",), _transpose_transpose, doc="a transpose undone"),
+    Rule("transpose_of_matmul", ("transpose",), _transpose_of_matmul,
+         doc="(a @ b)^T -> b^T @ a^T over the last two axes (a weight's gradient in its own layout)"),
     Rule("permute_permute", ("permute",), _permute_permute, doc="permutes composed; the identity dropped"),
     Rule("view_of_same_type", ("reshape", "expand", "squeeze", "unsqueeze"), _view_of_same_type,
          doc="a reshape/expand/squeeze/unsqueeze that changes nothing"),

@@ -143,3 +143,46 @@ def test_value_changing_rewrites_need_fast_math():
     out, stats = run("algebraic", ir, fast_math=True)
     assert stats["rewritten"] == 2
     check(out, "CHECK: full {dtype = f32, shape = [4], value = 0.0}")
+
+
+def test_transpose_of_matmul_is_computed_in_the_transposed_layout():
+    """A weight's gradient, (x^T @ g)^T, becomes g^T @ x: the product lands in the weight's
+    own layout and the transposes of the operands cancel."""
+    out, stats = run("algebraic", """
+        func @f(%x: f32[5,3], %g: f32[5,4]) -> f32[4,3] {
+          %0 = transpose %x {dim0 = 1, dim1 = 0} : f32[3,5]
+          %1 = matmul %0, %g : f32[3,4]
+          %2 = transpose %1 {dim0 = 0, dim1 = 1} : f32[4,3]
+          return %2
+        }""")
+    check(out, """
+        CHECK: transpose %g {dim0 = 0, dim1 = 1} : f32[4,5]
+        CHECK: matmul %0, %x : f32[4,3]
+        CHECK: return %1""")
+    assert stats["rules"] == {"transpose_of_matmul": 1}
+
+
+def test_transpose_of_matmul_values_and_what_it_leaves_alone():
+    """Batched products swap too (same values); a transpose of batch axes, or a product
+    that broadcasts a lower-rank operand, is left as it is."""
+    import numpy as np
+
+    import static
+
+    text = """
+        func @f(%a: f32[2,3,5], %b: f32[2,5,4], %w: f32[5,4]) -> (f32[2,4,3], f32[3,2,4], f32[2,4,3]) {
+          %0 = matmul %a, %b : f32[2,3,4]
+          %1 = transpose %0 {dim0 = -1, dim1 = -2} : f32[2,4,3]
+          %2 = transpose %0 {dim0 = 0, dim1 = 1} : f32[3,2,4]
+          %3 = matmul %a, %w : f32[2,3,4]
+          %4 = transpose %3 {dim0 = 1, dim1 = 2} : f32[2,4,3]
+          return %1, %2, %4
+        }"""
+    out, stats = run("algebraic", text)
+    assert stats["rules"] == {"transpose_of_matmul": 1}
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 5), (2, 5, 4), (5, 4))]
+    before = static.run_graph(static.parse_ir(text), args)
+    after = static.run_graph(static.parse_ir(out), args)
+    for x, y in zip(before, after):
+        np.testing.assert_allclose(y, x, rtol=1e-6, atol=1e-6)
