@@ -764,6 +764,23 @@ def _gemm_operand(x) -> tuple | None:
     return None
 
 
+# multiply-adds from which a product is split where the workers sleep between kernels:
+# waking one costs 50-200 us on a 2-core machine (below this, one BLAS call is cheaper)
+GEMM_SPLIT_MIN_SLEEPING = 1 << 22
+
+
+@functools.lru_cache(maxsize=1)
+def split_min() -> int:
+    """The smallest product (multiply-adds) split across the threads: GEMM_SPLIT_MIN (2**20)
+    where the workers spin between kernels, GEMM_SPLIT_MIN_SLEEPING where they sleep. With
+    spinning workers a 512x64 by 64x64 product took 32 us split against 52 us in one call,
+    and W5's compiled step fell from 8.5 to 8.0 ms. Read once, as libgomp reads its wait
+    policy once."""
+    from . import native_build  # noqa: PLC0415
+
+    return GEMM_SPLIT_MIN if native_build.workers_spin() else GEMM_SPLIT_MIN_SLEEPING
+
+
 def gemm(a, b, threads: int) -> np.ndarray | None:
     """a @ b for float32/float64 NumPy arrays, b 2-d and a of 2 or more dims (its leading dims
     taken as rows), split by rows across `threads` OpenMP threads, each part one BLAS call;
@@ -774,7 +791,7 @@ def gemm(a, b, threads: int) -> np.ndarray | None:
             or a.dtype != b.dtype or a.dtype not in _SUFFIX or a.shape[-1] != b.shape[0]):
         return None
     m, (k_, n) = a.size // max(a.shape[-1], 1), b.shape
-    if m < 2 or m * k_ * n < GEMM_SPLIT_MIN:
+    if m < 2 or m * k_ * n < split_min():
         return None
     a2 = a if a.ndim == 2 else (a.reshape(m, k_) if a.flags.c_contiguous else None)
     a_op = None if a2 is None else _gemm_operand(a2)

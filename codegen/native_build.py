@@ -364,6 +364,14 @@ def _set_wait_policy() -> None:
     wait_policy_set[name] = value
 
 
+def workers_spin() -> bool:
+    """Whether libgomp's idle workers spin before they sleep in this process (its default
+    and the backend's choice where BLAS runs one thread), as the environment says when
+    libgomp loads: not under OMP_WAIT_POLICY=PASSIVE or GOMP_SPINCOUNT=0."""
+    return (os.environ.get("OMP_WAIT_POLICY", "").strip().upper() != "PASSIVE"
+            and os.environ.get("GOMP_SPINCOUNT", "").strip() != "0")
+
+
 def environ_for_peers() -> dict[str, str]:
     """This process's environment less the OpenMP wait the backend chose for its own pool:
     for child processes that time another runtime (a peer runs with its runtime's default)."""

@@ -72,9 +72,11 @@ def _sum_batch(x):
     return SUM(x, dims=lead, keepdim=False) if lead else x
 
 
-# multiply-adds from which a NumPy product is split across the native kernels' threads: below,
-# one BLAS call costs less than waking the other threads (break-even near 2**21 on two cores)
-GEMM_SPLIT_MIN = 1 << 22
+# multiply-adds from which a NumPy product may be split across the native kernels' threads:
+# below, one BLAS call costs less than handing a block to another thread even when it spins.
+# Where the workers sleep between kernels the split starts higher (codegen.eager_kernels.
+# split_min: 2**22, as waking a core costs 50-200 us)
+GEMM_SPLIT_MIN = 1 << 20
 
 
 def _matmul_forward(xp, a, b):

@@ -150,3 +150,30 @@ def test_the_row_blocks_are_a_translation_unit_of_their_own():
     k = eager_kernels.kernels()
     assert k.address("gm_eager_gemm_f32") is not None and k.address("gm_eager_gemm_f64") is not None
     assert "gemm" in k._libraries and k.source("gemm") == eager_kernels.GEMM
+
+
+@pytest.mark.parametrize("env, spin", [({}, True), ({"GOMP_SPINCOUNT": "30000"}, True),
+                                       ({"OMP_WAIT_POLICY": "passive"}, False), ({"GOMP_SPINCOUNT": "0"}, False),
+                                       ({"OMP_WAIT_POLICY": "ACTIVE"}, True)])
+def test_products_split_from_a_smaller_size_where_the_workers_spin(monkeypatch, env, spin):
+    """Spinning workers take a block at once: products from 2**20 multiply-adds are split.
+    Sleeping ones must be woken (50-200 us): only from 2**22."""
+    for var in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        monkeypatch.delenv(var, raising=False)
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    eager_kernels.split_min.cache_clear()
+    try:
+        assert native_build.workers_spin() is spin
+        assert eager_kernels.split_min() == (1 << 20 if spin else 1 << 22)
+    finally:
+        eager_kernels.split_min.cache_clear()
+
+
+@native
+def test_a_product_below_the_split_size_is_one_blas_call(split_matmul, monkeypatch):
+    monkeypatch.setattr(eager_kernels, "split_min", lambda: 1 << 22)
+    a, b = np.ones((512, 64), np.float32), np.ones((64, 64), np.float32)  # 2**21 multiply-adds
+    assert eager_kernels.gemm(a, b, 2) is None
+    monkeypatch.setattr(eager_kernels, "split_min", lambda: 1 << 20)
+    np.testing.assert_array_equal(eager_kernels.gemm(a, b, 2), a @ b)
