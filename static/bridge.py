@@ -69,24 +69,26 @@ def update_targets(trace: TraceResult, leaves: list) -> list:
 def write_back(trace: TraceResult, leaves: list, results: list) -> None:
     """Store in-place updates (an optimizer step inside the function) into the caller's tensors.
     Every target is checked before any is written, so a refused write leaves all of them as
-    they were rather than some updated and some not."""
-    targets = update_targets(trace, leaves)
-    arrays = []
-    for target in targets:
-        data = None if target is None else data_of(target)
-        if isinstance(data, np.ndarray) and not data.flags.writeable:
-            raise RuntimeError(_OVERLAP_MSG)
-        arrays.append(data)
-    for target, data, value in zip(targets, arrays, results):
-        if data is None:
+    they were rather than some updated and some not. (One pass to check, one to write: a
+    training step writes back some 150 parameters, gradients and optimizer states.)"""
+    pending = []
+    for target, value in zip(update_targets(trace, leaves), results):
+        if target is None:
             continue  # rebinding a Python number is the caller's business
+        tensor = isinstance(target, Tensor)
+        data = target._data if tensor else target
+        if type(data) is np.ndarray and not data.flags.writeable:
+            raise RuntimeError(_OVERLAP_MSG)
+        pending.append((target if tensor else None, data, value))
+    copyto = np.copyto
+    for tensor, data, value in pending:
         if type(data) is np.ndarray and type(value) is np.ndarray:  # the common case: one host, no conversion
-            np.copyto(data, value, casting="unsafe")
+            copyto(data, value, casting="unsafe")
         else:
             xp = np if isinstance(data, np.ndarray) else eager._device.cupy_module()
             xp.copyto(data, eager._device.on_device_of(value, data), casting="unsafe")
-        if isinstance(target, Tensor):
-            target._vc[0] += 1  # an in-place change: saved-tensor checks must see it
+        if tensor is not None:
+            tensor._vc[0] += 1  # an in-place change: saved-tensor checks must see it
 
 
 def wrap_outputs(trace: TraceResult, values: list, as_tensors: bool, link=None):
