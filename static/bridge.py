@@ -3,6 +3,7 @@ arguments, in-place updates written back, outputs wrapped as tensors, and the ea
 node (`CompiledFunctionBackward`) whose backward runs the compiled backward graph."""
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
@@ -69,26 +70,43 @@ def update_targets(trace: TraceResult, leaves: list) -> list:
 def write_back(trace: TraceResult, leaves: list, results: list) -> None:
     """Store in-place updates (an optimizer step inside the function) into the caller's tensors.
     Every target is checked before any is written, so a refused write leaves all of them as
-    they were rather than some updated and some not. (One pass to check, one to write: a
-    training step writes back some 150 parameters, gradients and optimizer states.)"""
-    pending = []
+    they were rather than some updated and some not. A training step writes back some 150
+    parameters, gradients and optimizer states: the copies go through the native call path's
+    copy_pairs in one call where it is loaded (0.05 us a pair against np.copyto's 2 us)."""
+    destinations, values, tensors = [], [], []
     for target, value in zip(update_targets(trace, leaves), results):
         if target is None:
             continue  # rebinding a Python number is the caller's business
-        tensor = isinstance(target, Tensor)
-        data = target._data if tensor else target
-        if type(data) is np.ndarray and not data.flags.writeable:
+        if isinstance(target, Tensor):
+            tensors.append(target)
+            target = target._data
+        destinations.append(target)
+        values.append(value)
+    copy_pairs = _copy_pairs()
+    left = None if copy_pairs is None else copy_pairs(destinations, values)
+    if left is None:  # no batched copy, or it found a read-only destination and copied nothing
+        if any(isinstance(d, np.ndarray) and not d.flags.writeable for d in destinations):
             raise RuntimeError(_OVERLAP_MSG)
-        pending.append((target if tensor else None, data, value))
-    copyto = np.copyto
-    for tensor, data, value in pending:
-        if type(data) is np.ndarray and type(value) is np.ndarray:  # the common case: one host, no conversion
-            copyto(data, value, casting="unsafe")
+        left = range(len(destinations))
+    elif left:
+        # a pair it left (a cast, another layout or device) is copied here, and every pair
+        # after it again: targets sharing memory end as the writes in order leave them
+        left = range(left[0], len(destinations))
+    for k in left:
+        data, value = destinations[k], values[k]
+        if type(data) is np.ndarray and type(value) is np.ndarray:
+            np.copyto(data, value, casting="unsafe")
         else:
             xp = np if isinstance(data, np.ndarray) else eager._device.cupy_module()
             xp.copyto(data, eager._device.on_device_of(value, data), casting="unsafe")
-        if tensor is not None:
-            tensor._vc[0] += 1  # an in-place change: saved-tensor checks must see it
+    for tensor in tensors:
+        tensor._vc[0] += 1  # an in-place change: saved-tensor checks must see it
+
+
+def _copy_pairs():
+    """The native call path's batched copy where it is loaded (codegen.native_build), else None."""
+    build = sys.modules.get("codegen.native_build")
+    return None if build is None else build.loaded_copy_pairs()
 
 
 def wrap_outputs(trace: TraceResult, values: list, as_tensors: bool, link=None):

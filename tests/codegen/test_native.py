@@ -1285,3 +1285,54 @@ def test_views_read_through_their_strides_loop_by_rows(view):
     cf = static.compile(f, backend="native")
     np.testing.assert_allclose(cf(x, b).numpy(), f(x, b).numpy(), rtol=2e-6, atol=2e-6)
     assert "by rows of" in cf.source(x, b)
+
+
+# -- the call path's batched copy (write-back of in-place updates) ----------------------------
+def _copy_pairs():
+    native_build.caller()  # loads the extension
+    copy_pairs = native_build.loaded_copy_pairs()
+    if copy_pairs is None:
+        pytest.skip("the call-path extension could not be built (no Python headers)")
+    return copy_pairs
+
+
+def test_copy_pairs_copies_plain_pairs_and_leaves_the_rest_to_the_caller():
+    copy_pairs = _copy_pairs()
+    dst = [np.zeros(4, np.float32), np.zeros(4, np.float32), np.zeros((2, 2), np.float32),
+           np.zeros((4, 2), np.float32)[:, 0], np.zeros(4, np.float64), np.zeros(3, np.float32)]
+    src = [np.arange(4, dtype=np.float32), np.arange(4, dtype=np.float64), np.ones(4, np.float32),
+           np.ones(4, np.float32), np.ones(4, np.float64), np.ones(1, np.float32)]
+    left = copy_pairs(dst, src)
+    # a cast, a reshape, a strided destination and a broadcast are np.copyto's business
+    assert left == [1, 2, 3, 5]
+    np.testing.assert_array_equal(dst[0], [0, 1, 2, 3])
+    np.testing.assert_array_equal(dst[4], [1, 1, 1, 1])
+    assert not dst[1].any() and not dst[2].any() and not dst[3].any() and not dst[5].any()
+
+
+def test_copy_pairs_copies_nothing_when_a_destination_is_read_only():
+    copy_pairs = _copy_pairs()
+    first, frozen = np.zeros(3), np.zeros(3)
+    frozen.flags.writeable = False
+    assert copy_pairs([first, frozen], [np.ones(3), np.ones(3)]) is None
+    assert not first.any()
+    with pytest.raises(TypeError, match="two lists"):
+        copy_pairs([first], [])
+
+
+def test_write_back_keeps_the_order_of_writes_into_shared_memory():
+    """A pair copy_pairs leaves (a cast) is written in its place in the sequence: a later
+    update of the same memory still wins, as the writes in program order leave it."""
+    _copy_pairs()
+
+    def update(a, b):
+        a.copy_(eager.tensor([1.0, 2.0], dtype=eager.float64))
+        b.add_(10)
+        return a.sum()
+
+    base = eager.zeros(2)
+    f = static.compile(update, backend="native")
+    f(base, base)
+    expected = eager.zeros(2)
+    update(expected, expected)
+    np.testing.assert_array_equal(base.numpy(), expected.numpy())
