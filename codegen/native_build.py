@@ -1084,7 +1084,7 @@ def loaded_copy_pairs():
     """The call-path extension's copy_pairs where the extension is already loaded in this
     process (a native kernel ran), else None: writing back never builds it."""
     module = _caller_value
-    return None if module is _UNSET or module is None else module.copy_pairs
+    return None if module is _UNSET or module is None else getattr(module, "copy_pairs", None)
 
 
 __all__ = ["NoCompiler", "NativeCompileError", "Toolchain", "Library", "availability", "toolchain", "threads",
