@@ -50,3 +50,61 @@ def test_uniform_in_place_scales_to_its_range():
     eager.manual_seed(1)
     expected = np.random.default_rng(1).random(10_000, dtype=np.float32) * np.float32(5.0) + np.float32(-2.0)
     assert np.array_equal(x.numpy(), expected)
+
+
+# -- large draws on the native kernels' threads: NumPy's PCG64, bit for bit --------------------
+def _native_uniform():
+    from codegen import eager_kernels
+
+    k = eager_kernels.kernels()
+    if k is None or k.address("gm_eager_uniform_f32") is None:
+        pytest.skip("the native kernels are not built here (no compiler, or switched off)")
+    return eager_kernels
+
+
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [8192, 8193, 40_001, 1 << 17])
+@pytest.mark.parametrize("leftover", [0, 1, 2])
+def test_native_draws_equal_numpys_numbers_and_final_state(np_dtype, n, leftover):
+    """The same numbers as Generator.random and the same state after, including a float32
+    draw that starts from (or leaves) the half of a 64-bit output NumPy keeps for later."""
+    ek = _native_uniform()
+    for seed in (0, 12345):
+        ours, numpys = np.random.default_rng(seed), np.random.default_rng(seed)
+        ours.random(leftover, dtype=np.float32)
+        numpys.random(leftover, dtype=np.float32)
+        got = ek.uniform(ours, (n,), np_dtype)
+        assert got is not None and got.dtype == np_dtype
+        np.testing.assert_array_equal(got, numpys.random(n, dtype=np_dtype))
+        assert ours.bit_generator.state == numpys.bit_generator.state
+        np.testing.assert_array_equal(ours.random(5, dtype=np.float32), numpys.random(5, dtype=np.float32))
+
+
+def test_native_draws_do_not_depend_on_the_thread_count():
+    ek = _native_uniform()
+    k = ek.kernels()
+    draws = []
+    for threads in (1, 2, 3):
+        g = np.random.default_rng(7)
+        p = np.array([0] * 7, np.uint64)
+        s, inc = g.bit_generator.state["state"]["state"], g.bit_generator.state["state"]["inc"]
+        p[:] = [s >> 64, s & (2**64 - 1), inc >> 64, inc & (2**64 - 1), 0, 0, 50_000]
+        out = np.empty(50_000, np.float32)
+        assert k.run("gm_eager_uniform_f32", threads, (-out.nbytes, -p.nbytes), k.formats(("float32", "uint64")), out, p)
+        draws.append(out)
+    np.testing.assert_array_equal(draws[0], draws[1])
+    np.testing.assert_array_equal(draws[0], draws[2])
+
+
+def test_native_draws_decline_what_they_do_not_reproduce():
+    """Other bit generators, small draws and other dtypes stay NumPy's."""
+    ek = _native_uniform()
+    assert ek.uniform(np.random.Generator(np.random.Philox(0)), (1 << 14,), np.float32) is None
+    assert ek.uniform(np.random.default_rng(0), (16,), np.float32) is None
+    assert ek.uniform(np.random.default_rng(0), (1 << 14,), np.float16) is None
+
+
+def test_eager_rand_draws_the_numbers_numpy_draws_for_the_seed():
+    eager.manual_seed(3)
+    got = eager.rand(1 << 15).numpy()
+    np.testing.assert_array_equal(got, np.random.default_rng(3).random(1 << 15, dtype=np.float32))
