@@ -13,6 +13,11 @@ A fused region that `regions.analyze` splits into phases becomes:
   its reduced elements in double, recomputing the prologue values it needs; over leading
   axes (column sums) the outputs go in blocks of 64, a contiguous SIMD loop per row;
 - one loop per shape of the epilogue values it yields, reading the reduced values.
+A row region (`regions.analyze_rows`: reductions along the last axis whose results are read
+back over the whole space, as in a softmax) becomes one loop over the rows, each row walked
+in passes (_row_passes): the reductions' results stay in registers and the row's values in
+the L1 cache, where the blocked kinds would take a function call and a pass over memory per
+reduction.
 Operands of other shapes (broadcasts) are read by index arithmetic on the flat index, with
 the static shapes folded into constants. Loops of at least GM_PARALLEL_MIN elements get
 `#pragma omp parallel for simd`, smaller ones `#pragma omp simd` alone (decided here, from
@@ -40,7 +45,7 @@ from . import native_build
 from .c_helpers import PREAMBLE, host_prelude
 from .c_kernel import Driver, KernelBody, closure, reduction_lowering, yielded_by
 from .lowering import ReductionLowering, lowering_for
-from .regions import Region, analyze
+from .regions import Region, analyze, analyze_rows
 from .render import C_TYPES, Names, c_literal, c_type, fields, line_numbers, node_line, np_dtype, py_literal
 from .templates import render
 
@@ -250,11 +255,14 @@ def index_type(elements: int) -> tuple[str, str]:
 
 def supported(region: Region) -> str | None:
     """Why the region cannot be one C function (None: it can)."""
-    if region.kind != "blocked":
+    if region.kind not in ("blocked", "rows"):
         return region.reason or "not a fusable region"
     allowed = set(region.body.inputs) | {o for n in region.reductions + region.epilogue for o in n.outputs}
     if not all(v in allowed for n in region.epilogue for v in n.input_values()):
         return "an epilogue reads a value computed before the reductions"
+    if region.kind == "rows" and any(_extreme(red) is None and red.op not in _SIMD_REDUCTIONS
+                                     for red in region.reductions):
+        return "a row region's reduction has no OpenMP combiner"
     values = list(region.body.inputs) + [o for n in region.body.nodes for o in n.outputs]
     for v in values:
         if v.type.dtype.np.name not in C_TYPES:
@@ -347,7 +355,7 @@ class CRegion(CFunction):
         for y in self.yielded:
             if isinstance(y, Value) and y.producer is not None and y not in self.arrays:
                 stored.append(y)
-        for red in r.reductions:
+        for red in (r.reductions if r.kind == "blocked" else []):  # a row region keeps its own in registers
             y = red.outputs[0]
             if y not in stored:
                 stored.append(y)
@@ -364,6 +372,23 @@ class CRegion(CFunction):
         # output parameters after the inputs; those the call path makes last
         for y in sorted(stored, key=lambda y: self.arrays_out[y] in m.made_by_call):
             self._param(y, self.arrays_out[y], writable=True)
+        if r.kind == "rows":
+            self._row_passes(stored)
+        else:
+            self._phases(stored)
+        # an earlier region of the same code (a model's next layer) runs through its function
+        self.lines = one_team(self.lines)
+        code = same_code([d for d, _, _, _ in self.params] + self.lines)
+        self.reused = code in m.by_code
+        self.name = m.by_code.setdefault(code, self.name)
+        # the driver: one call, then the names of what the region yields
+        m.kernel_call(self.name, self.params, self.dtypes)
+        m.bind_yielded(self.yielded, self._source_of)
+
+    def _phases(self, stored: list) -> None:
+        """A blocked region's loops: prologue loops (full reductions accumulated in the one
+        over the whole space), the partial reductions, the epilogue loops."""
+        r = self.r
         space = tuple(r.space)
         pro_out = [y for y in stored if y.producer in r.prologue]
         full = [red for red in r.reductions if r.is_full_reduction(red)]
@@ -383,14 +408,109 @@ class CRegion(CFunction):
             by_shape.setdefault(tuple(int(s) for s in y.type.shape), []).append(y)
         for shape, values in by_shape.items():
             self._pointwise_loop(r.epilogue, shape, values, [])
-        # an earlier region of the same code (a model's next layer) runs through its function
-        self.lines = one_team(self.lines)
-        code = same_code([d for d, _, _, _ in self.params] + self.lines)
-        self.reused = code in m.by_code
-        self.name = m.by_code.setdefault(code, self.name)
-        # the driver: one call, then the names of what the region yields
-        m.kernel_call(self.name, self.params, self.dtypes)
-        m.bind_yielded(self.yielded, self._source_of)
+
+    # -- a row region: one loop over the rows, passes over each row (regions.analyze_rows) ----
+    def _row_passes(self, stored: list) -> None:
+        """Each row (the last axis) in passes: pass p computes the values of level p, writes
+        those a later pass reads into a row buffer (or reads them back from the output array
+        they are stored in) and accumulates the reductions of its values; between passes,
+        the reductions' results and the values per row computed from them are locals. Every
+        value is computed once, so a max and the elements compared with it (amax's gradient)
+        are the same bits."""
+        r = self.r
+        space = tuple(int(d) for d in r.space)
+        width, n = space[-1], _prod(space)
+        per_row = space[:-1] + (1,)
+        levels = r.levels
+        nodes = [nd for nd in r.body.nodes if nd in r.prologue or nd in r.reductions]
+        chain, _ = closure(nodes, stored)
+        reductions = [nd for nd in chain if nd in r.reductions]
+        row_nodes = [nd for nd in chain if nd not in r.reductions and levels[nd.outputs[0]] > 0
+                     and tuple(int(d) for d in nd.outputs[0].type.shape) == per_row]
+        loop_nodes = [nd for nd in chain if nd not in r.reductions and nd not in row_nodes]
+        last_pass = max([levels[nd.outputs[0]] for nd in loop_nodes] + [levels[red.inputs[0]] for red in reductions])
+        # a loop value read in a later pass than its own: a row buffer, or its output array
+        read_later: set = set()
+        for nd in loop_nodes + reductions:
+            at = levels[nd.inputs[0]] if nd in reductions else levels[nd.outputs[0]]
+            for v in nd.input_values():
+                if v.producer is not None and v.producer in loop_nodes and levels[v] < at:
+                    read_later.add(v)
+        ix, sfx = self.ix, self.sfx
+        row_env = dict(self.env)
+        for v, cname in self.arrays.items():
+            if v in r.body.inputs:
+                row_env[v] = load(cname, self._row_index(v, space), v)
+        self.lines.append(f"{{  // by rows of {width}: {len(reductions)} reduction(s) along the row in "
+                          f"{last_pass + 1} pass(es) over it, {len(chain)} op(s)")
+        self.lines.append(f"    const {ix} rows = {n // width}{sfx}, width = {width}{sfx};")
+        self.lines.append("    #pragma omp parallel for num_threads(gm_nt) schedule(static)" if _parallel(n)
+                          else "    // below GM_PARALLEL_MIN elements: the calling thread")
+        self.lines.append(f"    for ({ix} o = 0; o < rows; ++o) {{")
+        inner = "        "
+        buffered = {}
+        for v in sorted(read_later, key=lambda v: v.name):
+            if v in self.arrays_out and tuple(int(d) for d in v.type.shape) == space:
+                continue  # read back from the array it is stored in
+            buffered[v] = "buf_" + re.sub(r"\W", "_", v.name)
+            self.lines.append(f"{inner}{c_type(v.type.dtype)} {buffered[v]}[{width}];  // %{v.name}, for a later pass")
+        done: set = set()  # loop values of earlier passes
+        for p in range(last_pass + 1):
+            env = dict(row_env)
+            for v in done:
+                if v in buffered:
+                    env[v] = (f"{buffered[v]}[j]", c_type(v.type.dtype))
+                elif v in self.arrays_out:
+                    env[v] = load(self.arrays[v], "i", v)
+            body = KernelBody(self.m.lines, env)
+            here = [nd for nd in loop_nodes if levels[nd.outputs[0]] == p]
+            for nd in here:
+                body.emit(nd)
+            values = [nd.outputs[0] for nd in here]
+            stmts = [f"const {ix} i = o * width + j;", *body.lines]
+            stmts += [self._store(body, y) for y in values if y in self.arrays_out]
+            stmts += [f"{buffered[y]}[j] = {body.env[y][0]};" for y in values if y in buffered]
+            reds = [red for red in reductions if levels[red.inputs[0]] == p]
+            self.lines.append(f"{inner}// pass {p}: {len(here)} op(s)" + (
+                f", then {', '.join(f'%{red.outputs[0].name} ({red.op})' for red in reds)}" if reds else ""))
+            if reds:
+                accs, staged = [], []
+                for k, red in enumerate(reds):
+                    x = red.inputs[0]
+                    stage_type = c_type(x.type.dtype)
+                    acc = f"acc{p}_{k}"
+                    accs.append((red, acc, reduction_lowering(red)))
+                    staged.append((stage_type, body.operand(x, stage_type)))
+                    self.lines += [f"{inner}{line}" for line in _acc_init(red, acc, accs[-1][2])]
+                stmts.append(f"// L{self.m.lines.get(id(reds[0]), '?')}: {node_line(reds[0])}")
+                self._staged_loops(stmts, accs, staged, inner, "0", "width", "j")
+                for red, acc, low in accs:
+                    self.lines += [f"{inner}{line}" for line in _acc_nan(red, acc)]
+                    y = red.outputs[0]
+                    name = "r_" + re.sub(r"\W", "_", y.name)
+                    self.lines.append(f"{inner}const {c_type(y.type.dtype)} {name} = "
+                                      f"({c_type(y.type.dtype)})({_post_expr(low, acc, width)});")
+                    row_env[y] = (name, c_type(y.type.dtype))
+                    if y in self.arrays_out:
+                        self.lines.append(f"{inner}{self.arrays[y]}[o] = {name};")
+                scalars = KernelBody(self.m.lines, dict(row_env))
+                for nd in row_nodes:
+                    if levels[nd.outputs[0]] == p + 1:
+                        scalars.emit(nd)
+                        y = nd.outputs[0]
+                        row_env[y] = scalars.env[y]
+                self.lines += [f"{inner}{line}" for line in scalars.lines]
+                for nd in row_nodes:
+                    y = nd.outputs[0]
+                    if levels[y] == p + 1 and y in self.arrays_out:
+                        self.lines.append(f"{inner}{self._store(scalars, y, 'o')}")
+            elif stmts:
+                self.lines.append(f"{inner}#pragma omp simd")
+                self.lines.append(f"{inner}for ({ix} j = 0; j < width; ++j) {{")
+                self.lines += [f"{inner}    {line}" for line in stmts]
+                self.lines.append(f"{inner}}}")
+            done.update(values)
+        self.lines += ["    }", "}"]
 
     def _source_of(self, y: Value) -> str:
         """The driver's source of a yielded body value: the array the function wrote, or the
@@ -782,7 +902,7 @@ def _one_loop(block: list) -> bool:
             and all(line.startswith("        ") or not line.strip() for line in loop[1:-1]))
 
 
-_TEMPORARY = re.compile(r"\bt_\w+")  # KernelBody's locals: "t_" and the IR value's name
+_TEMPORARY = re.compile(r"\b(?:t|r|buf)_\w+")  # locals named after IR values: KernelBody's t_, a row region's r_ and buf_
 _COMMENT = re.compile(r"\s*//.*$")
 
 
@@ -1048,6 +1168,8 @@ class NativeModule(Driver):
                     continue
                 node = lone
             region = analyze(node, scalar_code=False)
+            if region.kind == "unfused":
+                region = analyze_rows(node) or region
             why = supported(region)
             if why is None:
                 c = CRegion(self, node, region, f"gm_region{len(self.functions)}")

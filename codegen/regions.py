@@ -29,7 +29,7 @@ FLOAT_KINDS = "f"
 @dataclass
 class Region:
     node: Node
-    kind: str  # "blocked" | "scalar" | "unfused"
+    kind: str  # "blocked" | "scalar" | "unfused" | "rows" (analyze_rows)
     reason: str = ""
     space: tuple = ()
     k: int = 0  # leading axes collapsed into the block axis
@@ -38,6 +38,7 @@ class Region:
     epilogue: list = field(default_factory=list)
     sliced: set = field(default_factory=set)  # body values that vary along the block axis
     binding: dict = field(default_factory=dict)  # body input -> outer operand (Value or literal)
+    levels: dict = field(default_factory=dict)  # rows: body value -> the pass over a row that has it
 
     @property
     def body(self) -> Graph:
@@ -137,6 +138,65 @@ def analyze(node: Node, scalar_code: bool = True) -> Region:
                 return _unfused(node, f"%{n.outputs[0].name} reads %{v.name} at the full iteration shape "
                                       "after a reduction")
     return region
+
+
+def analyze_rows(node: Node) -> Region | None:
+    """A row region (None where the body is not one): every reduction reduces the last axis of
+    one iteration space, keeping it, and the body reads results back over the full space
+    (a softmax: max, exp(x - max), its sum, the division). A row is then walked in passes:
+    pass 0 computes what needs no reduction and accumulates the reductions of those values;
+    pass p what needs the results of pass p - 1. `levels` maps each body value to its pass:
+    an input is 0, a reduction's result one more than its operand's, anything else the
+    largest of its operands'. Values per row (a reduction's result and pointwise ops on such
+    results alone) are computed once a row, between the passes; every value over the full
+    space is computed once, in its own pass, and read back by later passes."""
+    body = body_of(node)
+    binding = dict(zip(body.inputs, node.inputs))
+    reductions = [n for n in body.nodes if lowering_for(n.op).reduction is not None]
+    if not reductions:
+        return None
+    space = tuple(int(d) for d in reductions[0].inputs[0].type.shape)
+    if not space:
+        return None
+    last = len(space) - 1
+    per_row = space[:-1] + (1,)
+    levels: dict = {v: 0 for v in body.inputs}
+    prologue = []
+    for n in body.nodes:
+        low = lowering_for(n.op)
+        if len(n.outputs) != 1:
+            return None
+        out = n.outputs[0]
+        shape = tuple(int(d) for d in out.type.shape)
+        level = max((levels[v] for v in n.input_values()), default=0)
+        if low.reduction is not None:
+            x = n.inputs[0]
+            dims = n.attrs.get("dims")
+            if (set(n.attrs) - {"dims", "keepdim"} or not n.attrs.get("keepdim") or dims is None
+                    or [int(d) % len(space) for d in dims] != [last] or not isinstance(x, Value)
+                    or tuple(int(d) for d in x.type.shape) != space or x.type.dtype.np.kind not in FLOAT_KINDS):
+                return None
+            levels[out] = level + 1
+            continue
+        if not low.pointwise:
+            return None
+        padded = (1,) * (len(space) - len(shape)) + shape
+        try:
+            if tuple(np.broadcast_shapes(padded, space)) != space:
+                return None
+        except ValueError:
+            return None
+        if level > 0 and shape not in (space, per_row):
+            return None  # a value of a later pass is one per element or one per row, nothing between
+        if level == 0 and padded[-1] == 1 and any(v.producer is not None for v in n.input_values()):
+            return None  # computed per row before any reduction: not a shape the passes know
+        levels[out] = level
+        prologue.append(n)
+    if max(levels.values()) < 1 or not any(
+            levels[v] > 0 and tuple(int(d) for d in v.type.shape) == space for v in levels):
+        return None  # nothing reads a reduction back over the space: the blocked kinds fit it
+    return Region(node=node, kind="rows", space=space, k=last, prologue=prologue, reductions=reductions,
+                  binding=binding, levels=levels)
 
 
 def with_block_axes(region: Region, k: int) -> Region:

@@ -127,6 +127,22 @@ def backend_available(name: str) -> bool:
     return True
 
 
+def row_regions(backend: str) -> bool:
+    """Whether fusion makes row regions for `backend` (regions that reduce along their last
+    axis and read the result back, passes.fusion.Fuser): the native backend runs each as one
+    kernel per row; the others would run one op at a time, slower than the regions they
+    replace. "auto" runs the native backend where it can (codegen.native.auto_backend)."""
+    if backend == "native":
+        return True
+    if backend != "auto":
+        return False
+    try:
+        from codegen.native import auto_backend  # noqa: PLC0415
+    except ImportError:
+        return False
+    return auto_backend() == "native"
+
+
 def build_executable(graph: Graph, backend: str, fast_math: bool = False, ir_text: str | None = None):
     """The executable for `graph` on `backend`. "auto" falls back to the interpreter, with
     one BackendFallbackWarning per process, when its code generator cannot load. `fast_math`

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .executable import build_executable
+from .executable import build_executable, row_regions
 from .ir import Graph, Value, verify
 from .passes import Split, is_recording, optimize_joint, run_pipeline
 
@@ -52,7 +52,7 @@ def _options(owner) -> tuple:
         passes = tuple(sorted(passes.items()))
     elif passes is not None:
         passes = tuple(passes)
-    return (owner.opt_level, passes, bool(owner.fast_math), owner.backend)
+    return (owner.opt_level, passes, bool(owner.fast_math), owner.backend, row_regions(owner.backend))
 
 
 def _key(text: str, owner, extra: tuple) -> str:
@@ -226,7 +226,7 @@ def build_forward(traced: Graph, stages: list, owner) -> Built:
     if is_recording():
         verify(traced)
         graph = run_pipeline(traced, stages, opt_level=owner.opt_level, passes=owner.passes,
-                             fast_math=owner.fast_math)
+                             fast_math=owner.fast_math, row_regions=row_regions(owner.backend))
         return Built(graph, build_executable(graph, owner.backend, owner.fast_math))
     key = _key(str(traced), owner, ("forward",))
     built = _lookup(key, owner)
@@ -234,7 +234,7 @@ def build_forward(traced: Graph, stages: list, owner) -> Built:
         STATS["misses"] += 1
         verify(traced)  # (a hit's record was built from a graph verified then, with this text)
         graph = run_pipeline(traced, stages, opt_level=owner.opt_level, passes=owner.passes,
-                             fast_math=owner.fast_math)
+                             fast_math=owner.fast_math, row_regions=row_regions(owner.backend))
         built = _remember(key, Built(graph, build_executable(graph, owner.backend, owner.fast_math)))
         _store(key, built)
     return built
@@ -246,7 +246,8 @@ def build_joint(joint: Graph, primal: list, seeds: list, n_forward_outputs: int,
     def build() -> Built:
         verify(joint)  # (a hit's record was built from a graph verified then, with this text)
         split, _ = optimize_joint(joint, primal, seeds, n_forward_outputs, stages, opt_level=owner.opt_level,
-                                  passes=owner.passes, fast_math=owner.fast_math)
+                                  passes=owner.passes, fast_math=owner.fast_math,
+                                  row_regions=row_regions(owner.backend))
         return Built(split.forward, build_executable(split.forward, owner.backend, owner.fast_math), split,
                      build_executable(split.backward, owner.backend, owner.fast_math))
 

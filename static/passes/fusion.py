@@ -5,7 +5,11 @@ elementwise consumers of a reduction's result fuse after it (an epilogue).
 Legality: every member iterates over one space (the elementwise shape, or a reduction's
 input shape plus its reduced shape for the epilogue); the fused set stays convex (no
 path leaves the set and comes back, which would make the fused node depend on itself);
-a size cap bounds kernels. Each rejected candidate pair is reported with its reason."""
+a size cap bounds kernels. Each rejected candidate pair is reported with its reason.
+
+With `rows` (for the native backend: static.executable.row_regions), a region may also read
+the result of a reduction along its last axis back over the full space and reduce again: a
+softmax, a log-softmax and their gradients become one row region each."""
 from __future__ import annotations
 
 from eager.ops import REGISTRY
@@ -14,6 +18,9 @@ from ..ir import Graph, Node, Value
 from .rewrite import Namer, replace_uses
 
 MAX_FUSED_OPS = 64
+# the longest last axis a row region reduces along (see Fuser.rows): a row's values stay in
+# the L1 cache between the passes over it
+ROW_MAX = 2048
 
 
 def _role(node: Node) -> str | None:
@@ -46,6 +53,7 @@ class Group:
         else:
             self.space = tuple(node.inputs[0].type.shape)
             self.reduce = (node.attrs.get("dims"), node.attrs.get("keepdim"), tuple(node.outputs[0].type.shape))
+        self.rows = False  # a row region: it reads its reductions' results over the full space
 
     @property
     def reduced_shape(self):
@@ -56,10 +64,27 @@ def _describe(node: Node) -> str:
     return f"%{node.outputs[0].name} ({node.op})" if node.outputs else node.op
 
 
+def along_rows(space: tuple, reduce: tuple | None) -> bool:
+    """Whether a group's reduction signature reduces the last axis of `space` (not longer
+    than ROW_MAX), keeping it: what a row region may hold."""
+    if reduce is None or not space or not 0 < int(space[-1]) <= ROW_MAX:
+        return False
+    dims, keepdim, _ = reduce
+    last = len(space) - 1
+    return bool(keepdim) and dims is not None and [int(d) % len(space) for d in dims] == [last]
+
+
 class Fuser:
-    def __init__(self, graph: Graph, max_ops: int = MAX_FUSED_OPS) -> None:
+    """Groups nodes into regions. With `rows`, a region may also read the result of a
+    reduction over its last axis back over the full space, and reduce again (a softmax's
+    max, exp(x - max), sum and division; a log-softmax; their gradients): one kernel per
+    row instead of one per reduction, for backends that can run it (the native one:
+    codegen.regions.analyze_rows)."""
+
+    def __init__(self, graph: Graph, max_ops: int = MAX_FUSED_OPS, rows: bool = False) -> None:
         self.graph = graph
         self.max_ops = max_ops
+        self.rows = rows
         self.pos = {id(n): i for i, n in enumerate(graph.nodes)}
         self.group_of: dict = {}
         self.rejections: list = []
@@ -71,7 +96,8 @@ class Fuser:
             if out_shape == group.space:
                 from_group = [v for v in node.input_values() if self._in(v, group)]
                 if group.reduce and any(tuple(v.type.shape) != group.space for v in from_group):
-                    return "it reads a reduced value at the full iteration shape"
+                    if not (self.rows and along_rows(group.space, group.reduce)):
+                        return "it reads a reduced value at the full iteration shape"
                 return None
             if group.reduce and out_shape == group.reduced_shape:
                 return None
@@ -137,6 +163,9 @@ class Fuser:
         if reason is not None:
             self.rejections.append(f"{_describe(why_pair)} -> {_describe(node)}: {reason}")
             return False
+        if role == "ew" and group.reduce and tuple(node.outputs[0].type.shape) == group.space and any(
+                self._in(v, group) and tuple(v.type.shape) != group.space for v in node.input_values()):
+            group.rows = True
         group.nodes.append(node)
         if role == "red" and group.reduce is None:
             group.reduce = (node.attrs.get("dims"), node.attrs.get("keepdim"), tuple(node.outputs[0].type.shape))
@@ -162,14 +191,18 @@ class Fuser:
             return True
         if a.space != b.space or (a.reduce and b.reduce and a.reduce != b.reduce):
             return False
+        rows = False
         if (a.reduce or b.reduce) and self._reads_reduced_at_full_shape(a.nodes + b.nodes, a.space):
-            self.rejections.append(f"{_describe(a.nodes[-1])} + {_describe(b.nodes[-1])}: a member would read "
-                                   "a reduced value at the full iteration shape")
-            return False
+            rows = self.rows and along_rows(a.space, a.reduce or b.reduce)
+            if not rows:
+                self.rejections.append(f"{_describe(a.nodes[-1])} + {_describe(b.nodes[-1])}: a member would read "
+                                       "a reduced value at the full iteration shape")
+                return False
         if len(a.nodes) + len(b.nodes) > self.max_ops or self._convex(a.nodes, b.nodes):
             return False
         a.nodes.extend(b.nodes)
         a.reduce = a.reduce or b.reduce
+        a.rows = a.rows or b.rows or rows
         for n in b.nodes:
             self.group_of[id(n)] = a
         return True
@@ -286,9 +319,10 @@ def _toposort(nodes: list) -> list:
     return out
 
 
-def fuse(graph: Graph, max_ops: int | None = None, **_) -> dict:
-    """Group fusible nodes into `fused` regions of at most max_ops ops (MAX_FUSED_OPS)."""
-    fuser = Fuser(graph, MAX_FUSED_OPS if max_ops is None else max_ops)
+def fuse(graph: Graph, max_ops: int | None = None, rows: bool = False, **_) -> dict:
+    """Group fusible nodes into `fused` regions of at most max_ops ops (MAX_FUSED_OPS); with
+    `rows`, also row regions (see Fuser)."""
+    fuser = Fuser(graph, MAX_FUSED_OPS if max_ops is None else max_ops, rows)
     groups = fuser.run()
     namer = Namer(graph)
     outside: dict = {}

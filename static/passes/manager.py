@@ -94,9 +94,10 @@ class Decompose(GraphPass):
 class Fuse(GraphPass):
     name: ClassVar[str] = "fuse"
     max_ops: int | None = None  # the most ops one fused region may hold (None: fusion.MAX_FUSED_OPS)
+    row_regions: bool = False  # also regions that reduce along rows and read the result back (fusion.Fuser)
 
     def apply(self, graph: Graph) -> dict:
-        return fuse(graph, max_ops=self.max_ops)
+        return fuse(graph, max_ops=self.max_ops, rows=self.row_regions)
 
 
 @dataclass(frozen=True)

@@ -96,13 +96,14 @@ def test_same_code_ignores_comments_and_the_names_of_temporaries():
 
 def _layers(x, w1, w2):
     """Two layers of the same shapes and constants, a matmul apart: two regions, one C function.
-    Each layer's add, GELU, row max and normalization are big enough for parallel loops."""
+    Each layer's add, GELU, column max and normalization are big enough for parallel loops
+    (a max along the rows would make each layer one row region: one loop, see test_native_rows)."""
     h = x @ w1
     h = eager.nn.functional.gelu(h + 0.5)
-    h = h / h.amax(dim=1, keepdim=True)
+    h = h / h.amax(dim=0, keepdim=True)
     h = h @ w2
     h = eager.nn.functional.gelu(h + 0.5)
-    return h / h.amax(dim=1, keepdim=True)
+    return h / h.amax(dim=0, keepdim=True)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
