@@ -137,8 +137,8 @@ _PURE_VIEWS = frozenset({"permute", "transpose", "index", "expand", "squeeze", "
 def strided_source(v: Value) -> tuple[Value, tuple, int] | None:
     """(the value v is a view of, v's element strides into it, v's element offset), when v is
     made by a chain of views - permute, transpose, basic indexing (slices with any step,
-    integers, None), expand, squeeze, unsqueeze, and reshapes that NumPy can do without a
-    copy - of a value the kernel receives C-contiguous. A kernel then reads that value by
+    integers, None), expand, squeeze, unsqueeze, split, and reshapes that NumPy can do
+    without a copy - of a value the kernel receives C-contiguous. A kernel then reads that value by
     index arithmetic instead of copying the view; None otherwise.
 
     The layout is NumPy's own: the chain's forwards run on a stand-in array of the base's
@@ -151,9 +151,9 @@ def strided_source(v: Value) -> tuple[Value, tuple, int] | None:
         if node.op == "index":
             if len(node.inputs) != 1 or not is_basic_key(node.attrs["key"]):
                 break
-        elif node.op not in _PURE_VIEWS and node.op != "reshape":
+        elif node.op not in _PURE_VIEWS and node.op not in ("reshape", "split"):
             break
-        chain.append(node)
+        chain.append((node, base.index))
         base = node.inputs[0]
     if not chain:
         return None
@@ -163,13 +163,15 @@ def strided_source(v: Value) -> tuple[Value, tuple, int] | None:
     memory = np.zeros(1, np.uint8)
     stand_in = np.lib.stride_tricks.as_strided(memory, shape, tuple(_prod(shape[j + 1:]) for j in range(len(shape))))
     a = stand_in
-    for node in reversed(chain):
+    for node, k in reversed(chain):
         if node.op == "reshape":
             a = a.view()
             try:
                 a.shape = tuple(int(d) for d in node.outputs[0].type.shape)  # raises rather than copies
             except AttributeError:
                 return None
+        elif node.op == "split":  # NumPy's split: views along the dim, this value the k-th
+            a = REGISTRY[node.op].forward(np, a, **node.attrs)[k]
         else:
             a = REGISTRY[node.op].forward(np, a, **node.attrs)
         if not isinstance(a, np.ndarray) or a.base is None:
@@ -1025,6 +1027,132 @@ def _acc_nan(red: Node, acc: str) -> list[str]:
     return [f"if ({acc}_nan) {acc} = gm_nan<double>();"] if _extreme(red) is not None else []
 
 
+# A batch of small products (attention's scores and weighted values: 64 products of 32x16 by
+# 16x32 in W5) as one C loop nest, not one BLAS call per product: each product costs BLAS
+# about a microsecond of calling and packing whatever its size, which was 70-110 us per batch
+# in W5's step, four times the arithmetic. Products of at most this many multiply-adds:
+SMALL_PRODUCT_MAX = 1 << 16
+SMALL_PRODUCT_N_MAX = 256  # the widest product row kept in registers and L1
+SMALL_TILE_MAX = 1 << 14  # elements of the packed B tile (on each thread's stack)
+
+
+def small_batched_matmul(node: Node) -> str | None:
+    """Why a matmul is not a batch of small products this module computes itself (None: it is)."""
+    if node.op != "matmul" or node.body is not None:
+        return "not a matmul"
+    a, b = node.inputs
+    out = node.outputs[0]
+    if not (isinstance(a, Value) and isinstance(b, Value)) or len(a.type.shape) < 2 or len(b.type.shape) < 2:
+        return "a vector operand"
+    if len(out.type.shape) < 3 or _prod(out.type.shape[:-2]) < 2:
+        return "not a batch of products"
+    if not (a.type.dtype == b.type.dtype == out.type.dtype) or out.type.dtype.np.name not in ("float32", "float64"):
+        return "not one float dtype"
+    m, k = (int(d) for d in a.type.shape[-2:])
+    n = int(b.type.shape[-1])
+    if m * n * k > SMALL_PRODUCT_MAX or n > SMALL_PRODUCT_N_MAX or k * n > SMALL_TILE_MAX or 0 in (m, n, k):
+        return "products large enough for BLAS"
+    return None
+
+
+class CBatchedMatmul(CFunction):
+    """A batch of small products C[t] = A[t] @ B[t] as one C function: the batch shared out
+    among the threads; per product, B packed into a row-major tile (any layout: a view's
+    strides are read in place) and each element of C accumulated over k in the operands'
+    precision, k in order (a vector loop along a row, a few rows at once)."""
+
+    def __init__(self, module: "NativeModule", node: Node, name: str) -> None:
+        super().__init__(module, name)
+        self.node = node
+        self.reused = False
+
+    def _operand(self, v: Value) -> tuple[str, tuple, int]:
+        """(C array name, v's element strides in it, offset) of operand v: the base of a view
+        read in place, else v itself (C-contiguous, as the call checks)."""
+        view = strided_source(v)
+        if view is not None:
+            base, strides, offset = view
+            return self._param(v, self.m.names(base), writable=False, sized_by=base), strides, offset
+        shape = tuple(int(d) for d in v.type.shape)
+        strides = tuple(_prod(shape[j + 1:]) for j in range(len(shape)))
+        return self._param(v, self.m.contiguous(v), writable=False), strides, 0
+
+    def emit(self) -> None:
+        m, node = self.m, self.node
+        a, b = node.inputs
+        y = node.outputs[0]
+        ca, sa, oa = self._operand(a)
+        cb, sb, ob = self._operand(b)
+        name = m.names(y)
+        alloc = m.allocate(tuple(y.type.shape), y.type.dtype)
+        if alloc is None:
+            m.made_by_call[name] = tuple(int(s) for s in y.type.shape)
+        else:
+            m.body.append(f"{name} = {alloc}")
+        m.fresh.add(name)
+        cy = self._param(y, name, writable=True)
+        shape = tuple(int(d) for d in y.type.shape)
+        batch, (rows, cols) = shape[:-2], shape[-2:]
+        depth = int(a.type.shape[-1])
+        T = c_type(y.type.dtype)
+        count = _prod(batch)
+        sfx = "LL"
+        # rows of C accumulated together: each k step then has `block` independent vector
+        # chains (one row alone waited on its own additions: 94 us for W5's 64 products of
+        # 32x32 by 32x16, against 30 with eight rows), up to about sixteen vector registers
+        lanes = 32 // y.type.dtype.np.itemsize
+        block = 1
+        while block < 8 and rows % (block * 2) == 0 and block * 2 * cols <= 16 * lanes:
+            block *= 2
+
+        def at(v: Value, strides: tuple, offset: int) -> str:
+            vb = tuple(int(d) for d in v.type.shape[:-2])
+            index = strided_index(vb, strides[:-2], batch, "t", sfx) if vb else "0"
+            return f"{offset}{sfx} + {index}" if offset else index
+
+        par = "#pragma omp parallel for num_threads(gm_nt) schedule(static)" \
+            if _parallel(count * rows * cols * depth // 16) else "// little work: the calling thread"
+        self.lines += [
+            f"{{  // %{y.name} = matmul: {count} products of {rows}x{depth} by {depth}x{cols}",
+            f"    {par}",
+            f"    for (long long t = 0; t < {count}{sfx}; ++t) {{",
+            f"        const {T}* a = {ca} + ({at(a, sa, oa)});",
+            f"        const {T}* b = {cb} + ({at(b, sb, ob)});",
+            f"        {T}* c = {cy} + t * {rows * cols}{sfx};",
+            f"        {T} tile[{depth}][{cols}];  // B, row-major",
+            f"        for (int k = 0; k < {depth}; ++k)",
+            "            #pragma omp simd",
+            f"            for (int j = 0; j < {cols}; ++j) tile[k][j] = b[k * {sb[-2]}{sfx} + j * {sb[-1]}{sfx}];",
+            f"        for (int i0 = 0; i0 < {rows}; i0 += {block}) {{  // {block} row(s) of C at once",
+            f"            {T} acc[{block}][{cols}];",
+            f"            for (int q = 0; q < {block}; ++q)",
+            "                #pragma omp simd",
+            f"                for (int j = 0; j < {cols}; ++j) acc[q][j] = ({T})0;",
+            f"            for (int k = 0; k < {depth}; ++k) {{",
+            f"                for (int q = 0; q < {block}; ++q) {{",
+            f"                    const {T} aik = a[(i0 + q) * {sa[-2]}{sfx} + k * {sa[-1]}{sfx}];",
+            "                    #pragma omp simd",
+            f"                    for (int j = 0; j < {cols}; ++j) acc[q][j] = acc[q][j] + aik * tile[k][j];",
+            "                }",
+            "            }",
+            f"            for (int q = 0; q < {block}; ++q)",
+            "                #pragma omp simd",
+            f"                for (int j = 0; j < {cols}; ++j) c[(i0 + q) * {cols} + j] = acc[q][j];",
+            "        }",
+            "    }",
+            "}",
+        ]
+        code = same_code([d for d, _, _, _ in self.params] + self.lines)
+        self.reused = code in m.by_code
+        self.name = m.by_code.setdefault(code, self.name)
+        m.kernel_call(self.name, self.params, self.dtypes)
+
+    def function(self) -> dict:
+        title = f"L{self.m.lines.get(id(self.node), '?')}: {node_line(self.node)}"
+        return {"name": self.name, "title": title, "head": title, "also": [],
+                "decls": [d for d, _, _, _ in self.params], "lines": self.lines}
+
+
 class NativeModule(Driver):
     """The driver module (Python) and translation unit (C++) for one graph."""
 
@@ -1043,6 +1171,18 @@ class NativeModule(Driver):
         self.fresh: set = set()  # Python names bound to arrays this module allocated (C-contiguous)
         self.stats = {"native": 0, "library": 0}
         self.notes: list = []
+
+    def _native_function(self, c, at: str) -> None:
+        """Emit C function `c` (a region, a batch of products) and its call; a function whose
+        code an earlier one has is not emitted again, the earlier one says it also runs `at`."""
+        c.emit()
+        if not c.reused:
+            self.functions.append(c.function())
+        else:  # say so above the function the region calls
+            shared = next(f for f in self.functions if f["name"] == c.name)
+            shared["also"].append(at)
+            shared["title"] = f"{shared['head']}  (also runs {', '.join(shared['also'])})"
+        self.stats["native"] += 1
 
     def allocate(self, shape: tuple, dtype) -> str | None:
         """The source of an uninitialized output array: above REUSE_MIN_BYTES, a buffer of the
@@ -1160,6 +1300,9 @@ class NativeModule(Driver):
         for node in (g.nodes if not self.functions else []):
             self.comment(node)
             at = f"L{self.lines.get(id(node), '?')}"  # its IR line (a lone op's region is a copy)
+            if node.body is None and small_batched_matmul(node) is None:
+                self._native_function(CBatchedMatmul(self, node, f"gm_matmul{len(self.functions)}"), at)
+                continue
             if node.body is None:
                 lone = lone_region(node)
                 if lone is None:
@@ -1172,15 +1315,7 @@ class NativeModule(Driver):
                 region = analyze_rows(node) or region
             why = supported(region)
             if why is None:
-                c = CRegion(self, node, region, f"gm_region{len(self.functions)}")
-                c.emit()
-                if not c.reused:
-                    self.functions.append(c.function())
-                else:  # say so above the function the region calls
-                    shared = next(f for f in self.functions if f["name"] == c.name)
-                    shared["also"].append(at)
-                    shared["title"] = f"{shared['head']}  (also runs {', '.join(shared['also'])})"
-                self.stats["native"] += 1
+                self._native_function(CRegion(self, node, region, f"gm_region{len(self.functions)}"), at)
             else:
                 self.stats["library"] += 1
                 self.notes.append(f"%{node.outputs[0].name}: {why}")
