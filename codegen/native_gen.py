@@ -1055,6 +1055,20 @@ def small_batched_matmul(node: Node) -> str | None:
     return None
 
 
+def _swapped_for_reader(y: Value) -> tuple[int, int] | None:
+    """(d0, d1) when y's one reader transposes axes d0 and d1 of it, neither its last: y is
+    then best written in that order (the transpose of the written array is C-contiguous)."""
+    users = {id(n): n for n in y.users}
+    if len(users) != 1:
+        return None
+    (user,) = users.values()
+    if user.op != "transpose" or user.body is not None:
+        return None
+    n = len(y.type.shape)
+    d0, d1 = sorted((int(user.attrs["dim0"]) % n, int(user.attrs["dim1"]) % n))
+    return (d0, d1) if d1 < n - 1 and d0 != d1 else None
+
+
 class CBatchedMatmul(CFunction):
     """A batch of small products C[t] = A[t] @ B[t] as one C function: the batch shared out
     among the threads; per product, B packed into a row-major tile (any layout: a view's
@@ -1083,15 +1097,27 @@ class CBatchedMatmul(CFunction):
         y = node.outputs[0]
         ca, sa, oa = self._operand(a)
         cb, sb, ob = self._operand(b)
-        name = m.names(y)
-        alloc = m.allocate(tuple(y.type.shape), y.type.dtype)
+        shape = tuple(int(d) for d in y.type.shape)
+        swap = _swapped_for_reader(y)
+        # the product is written in the layout its reader wants: attention's heads, transposed
+        # back beside each other and reshaped to rows of the model's width, were a NumPy copy
+        # each (8 a step in W5); written so, the transpose is C-contiguous, the reshape a view
+        layout = list(range(len(shape)))
+        if swap is not None:
+            layout[swap[0]], layout[swap[1]] = layout[swap[1]], layout[swap[0]]
+        stored = tuple(shape[d] for d in layout)
+        name = m.names(y) if swap is None else m.names.fresh(f"{m.names(y)}_t")
+        alloc = m.allocate(stored, y.type.dtype)
         if alloc is None:
-            m.made_by_call[name] = tuple(int(s) for s in y.type.shape)
+            m.made_by_call[name] = stored
         else:
             m.body.append(f"{name} = {alloc}")
         m.fresh.add(name)
         cy = self._param(y, name, writable=True)
-        shape = tuple(int(d) for d in y.type.shape)
+        contiguous = [_prod(stored[j + 1:]) for j in range(len(stored))]
+        strides = [0] * len(shape)
+        for j, d in enumerate(layout):
+            strides[d] = contiguous[j]
         batch, (rows, cols) = shape[:-2], shape[-2:]
         depth = int(a.type.shape[-1])
         T = c_type(y.type.dtype)
@@ -1118,7 +1144,7 @@ class CBatchedMatmul(CFunction):
             f"    for (long long t = 0; t < {count}{sfx}; ++t) {{",
             f"        const {T}* a = {ca} + ({at(a, sa, oa)});",
             f"        const {T}* b = {cb} + ({at(b, sb, ob)});",
-            f"        {T}* c = {cy} + t * {rows * cols}{sfx};",
+            f"        {T}* c = {cy} + ({strided_index(batch, tuple(strides[:-2]), batch, 't', sfx) if batch else '0'});",
             f"        {T} tile[{depth}][{cols}];  // B, row-major",
             f"        for (int k = 0; k < {depth}; ++k)",
             "            #pragma omp simd",
@@ -1137,7 +1163,7 @@ class CBatchedMatmul(CFunction):
             "            }",
             f"            for (int q = 0; q < {block}; ++q)",
             "                #pragma omp simd",
-            f"                for (int j = 0; j < {cols}; ++j) c[(i0 + q) * {cols} + j] = acc[q][j];",
+            f"                for (int j = 0; j < {cols}; ++j) c[(i0 + q) * {strides[-2]}{sfx} + j] = acc[q][j];",
             "        }",
             "    }",
             "}",
@@ -1146,6 +1172,8 @@ class CBatchedMatmul(CFunction):
         self.reused = code in m.by_code
         self.name = m.by_code.setdefault(code, self.name)
         m.kernel_call(self.name, self.params, self.dtypes)
+        if swap is not None:  # the product itself: a view of what was written
+            m.body.append(f"{m.names(y)} = np.swapaxes({name}, {swap[0]}, {swap[1]})")
 
     def function(self) -> dict:
         title = f"L{self.m.lines.get(id(self.node), '?')}: {node_line(self.node)}"

@@ -69,3 +69,19 @@ def test_large_products_stay_with_blas():
     assert small_batched_matmul(_product((4, 128, 128), (4, 128, 128)).nodes[0]) is not None
     assert small_batched_matmul(_product((256, 64), (64, 64)).nodes[0]) is not None  # not a batch
     assert small_batched_matmul(_product((2, 4, 8), (2, 8, 512)).nodes[0]) is not None  # too wide a row
+
+
+def test_a_product_whose_reader_transposes_it_is_written_in_that_order():
+    """Attention's heads put back beside each other (transpose, reshape): the product is
+    written in the transposed order, so the reshape after the transpose is a view, not a copy."""
+    def merge_heads(att, v):
+        return (att @ v).transpose(1, 2).reshape(4, 16, 32)
+
+    rng = np.random.default_rng(2)
+    att = eager.tensor(rng.standard_normal((4, 2, 16, 16)).astype(np.float32))
+    v = eager.tensor(rng.standard_normal((4, 2, 16, 16)).astype(np.float32))
+    compiled = static.compile(merge_heads, backend="native")
+    np.testing.assert_allclose(compiled(att, v).numpy(), merge_heads(att, v).numpy(), rtol=1e-5, atol=1e-6)
+    source = compiled.source(att, v)
+    assert "np.swapaxes(" in source and "_t, 1, 2)" in source  # the product: a view of what was written
+    assert compiled(att, v).numpy().flags.c_contiguous
