@@ -288,6 +288,29 @@ template <typename T> static void take_middle(const T* x, const long long* index
     }
 }
 
+// embedding's gradient: the rows g[i] added into out[idx[i]] in row order, from zero (the
+// bits of NumPy's add.at, which the op's NumPy code calls for a few rows an index; for many it
+// sums sorted runs with reduceat, equal to rounding); rows no index points at stay zero.
+// Columns are shared among the threads, so each element still adds its rows in order.
+// d = [rows, width, num_weights]; every index is in [0, num_weights).
+template <typename T> static void embedding_backward(const T* g, const long long* idx, T* out, const long long* d,
+                                                     int nt) {
+    const long long rows = d[0], width = d[1], nw = d[2];
+    #pragma omp parallel num_threads(nt) if(rows * width >= GM_EAGER_PARALLEL_MIN)
+    {
+        const long long t = omp_get_thread_num(), nth = omp_get_num_threads();
+        const long long lo = width * t / nth, hi = width * (t + 1) / nth;
+        for (long long r = 0; r < nw; ++r)
+            for (long long j = lo; j < hi; ++j) out[r * width + j] = (T)0;
+        for (long long i = 0; i < rows; ++i) {
+            T* o = out + idx[i] * width;
+            const T* gi = g + i * width;
+            #pragma omp simd
+            for (long long j = lo; j < hi; ++j) o[j] = o[j] + gi[j];
+        }
+    }
+}
+
 // col2im of a 2-d convolution's or pooling's windows: cols is (C, KH, KW, N, OH, OW), the
 // result (N, C, H, W); every window element is added into a padded plane of one (c, n) pair
 // in the order of the kernel offsets (kh, then kw), as the NumPy code adds them, so the sums
@@ -334,6 +357,8 @@ template <typename T> static void fold2d(const T* cols, T* out, const long long*
     extern "C" void gm_eager_take_middle_##suffix(void* const* a, int nt) { \
         const long long* d = (const long long*)a[3]; \
         take_middle<T>((const T*)a[0], (const long long*)a[1], (T*)a[2], d[0], d[1], d[2], nt); } \
+    extern "C" void gm_eager_embedding_backward_##suffix(void* const* a, int nt) { \
+        embedding_backward<T>((const T*)a[0], (const long long*)a[1], (T*)a[2], (const long long*)a[3], nt); } \
     extern "C" void gm_eager_fold2d_##suffix(void* const* a, int nt) { \
         fold2d<T>((const T*)a[0], (T*)a[1], (const long long*)a[2], nt); } \
     extern "C" void gm_eager_argmax_##suffix(void* const* a, int nt) { \
@@ -854,6 +879,30 @@ def fold2d(cols, size, kernel, stride, padding, dilation) -> np.ndarray | None:
                      dilation[0], dilation[1]], _I64)
     if not k.run(f"gm_eager_fold2d_{suffix}", k.threads(), (cols.nbytes, -out.nbytes, dims.nbytes),
                  k.formats((cols.dtype.name, cols.dtype.name, "int64")), cols, out, dims):
+        return None
+    return out
+
+
+def embedding_backward(g, indices, num_weights: int) -> np.ndarray | None:
+    """The (num_weights, width) gradient of an embedding table from the rows of g (one per
+    index, C-contiguous float32/float64) in one pass: each row added in order, from zero (the
+    bits of NumPy's add.at; the op's NumPy code uses it for a few rows an index, reduceat's
+    sums of sorted runs, equal to rounding, for many);
+    None where it does not apply (an index out of range is left to the NumPy code, which
+    raises)."""
+    suffix = _usable(g) if type(g) is np.ndarray and g.ndim == 2 and g.size else None
+    if suffix is None or type(indices) is not np.ndarray or indices.ndim != 1 or len(indices) != g.shape[0]:
+        return None
+    idx = indices if indices.dtype == _I64 and indices.flags.c_contiguous else np.ascontiguousarray(indices, _I64)
+    if int(idx.min()) < 0 or int(idx.max()) >= num_weights:
+        return None
+    k = kernels()
+    if k is None:
+        return None
+    out = np.empty((num_weights, g.shape[1]), g.dtype)
+    if not k.run(f"gm_eager_embedding_backward_{suffix}", k.threads(), (g.nbytes, idx.nbytes, -out.nbytes, 24),
+                 k.formats((g.dtype.name, "int64", g.dtype.name, "int64")), g, idx, out,
+                 np.array([g.shape[0], g.shape[1], num_weights], _I64)):
         return None
     return out
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import _dtypes
 from ._checks import norm_dim
+from ._native import try_native
 from ._registry import OpDef, TensorSpec, defop
 from .elementwise import EQ, LOGICAL_AND, TO_DTYPE, WHERE
 from .shape_ops import INDEX_PUT, UNSQUEEZE
@@ -378,11 +379,17 @@ def _embedding(xp, weight, indices, padding_idx=None):
 
 def _embedding_backward(xp, g, indices, num_weights, padding_idx=None):
     width = g.shape[-1]
-    out = xp.zeros((num_weights, width), dtype=g.dtype)
     flat = indices.reshape(-1)
     rows = g.reshape(-1, width)
+    found = try_native(xp, "embedding_backward", rows, flat, num_weights) if rows.flags.c_contiguous else None
+    if found is not None:  # one pass in C, rows added in order from zero as add.at does (codegen.eager_kernels)
+        if padding_idx is not None:
+            found[padding_idx] = 0
+        return found
+    out = xp.zeros((num_weights, width), dtype=g.dtype)
     if xp is np and flat.size > 4 * num_weights:
         # sort once, then sum each run of equal indices: far cheaper than add.at's per-row work
+        # (NumPy's reduceat adds a run in its own order: equal to add.at's to rounding)
         order = np.argsort(flat, kind="stable")
         sorted_idx = flat[order]
         starts = np.flatnonzero(np.r_[True, sorted_idx[1:] != sorted_idx[:-1]])

@@ -330,3 +330,44 @@ def test_take_along_a_middle_axis_matches_numpy(dtype):
     np.testing.assert_array_equal(reductions.TAKE_ALONG.forward(np, x, np.expand_dims(index, 1), dim=1, keepdim=True),
                                   np.expand_dims(want, 1))
     assert eager_kernels.take_middle(x, index.astype(np.int32), 1) is None  # other index dtypes: NumPy
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows, num_weights", [(512, 65), (40, 32), (3, 100)])
+def test_embedding_gradient_adds_each_row_in_order_from_zero(dtype, rows, num_weights):
+    """The native embedding gradient equals NumPy's add.at to the bit (each row added in
+    order, from zero: -0.0 rows give +0.0, as PyTorch's index_add_), and the op's NumPy code
+    (add.at, or sorted runs summed by reduceat for many rows an index) to rounding."""
+    from eager.ops import indexing
+
+    rng = np.random.default_rng(rows)
+    g = rng.standard_normal((rows, 16)).astype(dtype)
+    g[0, :3] = -0.0
+    idx = rng.integers(0, num_weights, rows)
+    got = eager_kernels.embedding_backward(g, idx, num_weights)
+    expected = np.zeros((num_weights, 16), dtype)
+    np.add.at(expected, idx, g)
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+    numpy_code = _numpy_path(indexing._embedding_backward, np, g, idx, num_weights, 1)
+    assert not numpy_code[1].any()
+    got_padded = indexing._embedding_backward(np, g, idx, num_weights, 1)
+    np.testing.assert_allclose(got_padded, numpy_code, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+    out_of_range = idx.copy()
+    out_of_range[-1] = num_weights
+    assert eager_kernels.embedding_backward(g, out_of_range, num_weights) is None  # the NumPy code raises
+
+
+def test_embedding_gradient_does_not_depend_on_the_thread_count():
+    rng = np.random.default_rng(5)
+    g = rng.standard_normal((4096, 64)).astype(np.float32)
+    idx = rng.integers(0, 50, 4096)
+    k = eager_kernels.kernels()
+    outs = []
+    for threads in (1, 2, 3):
+        out = np.empty((50, 64), np.float32)
+        assert k.run("gm_eager_embedding_backward_f32", threads, (g.nbytes, idx.nbytes, -out.nbytes, 24),
+                     k.formats(("float32", "int64", "float32", "int64")), g, idx.astype(np.int64), out,
+                     np.array([4096, 64, 50], np.int64))
+        outs.append(out)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(outs[0], outs[2])
