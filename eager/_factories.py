@@ -309,6 +309,23 @@ def draw_array(kind, shape, dt, dev, a=0.0, b=1.0, high=None, generator=None):
     return integers(a, high, shape).astype(dt.np)
 
 
+def draw_uniform_run(shapes: list, dt) -> list:
+    """Uniform draws on [0, 1) of eager's NumPy generator for each shape, in order, as one
+    draw of all their numbers (the same stream: a float32 draw carries NumPy's half-used
+    64-bit output over to the next, a float64 draw takes whole ones), cut into C-contiguous
+    views: what draw_array("uniform", shape, dt, CPU) for each shape in turn makes, with one
+    round trip of the generator's state instead of one a shape (a compiled training step
+    replays its dropout masks so)."""
+    _DRAWS.count += len(shapes)
+    sizes = [int(np.prod(shape, dtype=np.int64)) for shape in shapes]
+    u = _uniform(_RNG["numpy"], 0.0, 1.0, (sum(sizes),), dt.np)
+    out, at = [], 0
+    for shape, size in zip(shapes, sizes):
+        out.append(u[at:at + size].reshape(shape))
+        at += size
+    return out
+
+
 def _uniform(g, a: float, b: float, shape: tuple, np_dtype) -> Any:
     """Uniform draws on [a, b) of NumPy's Generator or CuPy's RandomState, made in the
     result's own precision: a float64 draw rounded to float32 is 1.0 about once in 2**25

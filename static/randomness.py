@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from eager import _factories
-from eager._device import xp_for
+from eager import _dtypes, _factories
+from eager._device import CPU, xp_for
 from eager._tensor import Tensor
 
 from .tracer import current_state
@@ -60,19 +60,41 @@ def draws_of(state) -> list:
     return list(state.__dict__.get("random_draws", ()))
 
 
+def _plain_uniform(d: Draw) -> bool:
+    """A [0, 1) float32/float64 draw of eager's own NumPy generator on the CPU (a dropout
+    mask): consecutive ones are drawn as one run (_factories.draw_uniform_run)."""
+    return (d.kind == "uniform" and d.generator is None and d.device == CPU and d.a == 0.0 and d.b == 1.0
+            and d.dtype in (_dtypes.float32, _dtypes.float64))
+
+
 class Replay:
     """What a compiled call does with the draws of its trace: make them (in order) and put
-    each into the captured tensor the graph reads it from."""
+    each into the captured tensor the graph reads it from. Consecutive plain uniform draws of
+    one dtype (a step's dropout masks) are one draw of all their numbers, cut into the masks:
+    the same numbers in the same order."""
 
-    __slots__ = ("draws", "targets")
+    __slots__ = ("draws", "targets", "runs")
 
     def __init__(self, draws: list, captured: list) -> None:
         self.draws = draws
         by_array = {id(o._data if isinstance(o, Tensor) else o): o for o, _ in captured}
         self.targets = [by_array.get(id(d.placeholder)) for d in draws]
+        self.runs: list = []  # (first draw, end): draws[first:end] are one run, or one draw alone
+        k = 0
+        while k < len(draws):
+            end = k + 1
+            if _plain_uniform(draws[k]):
+                while end < len(draws) and _plain_uniform(draws[end]) and draws[end].dtype is draws[k].dtype:
+                    end += 1
+            self.runs.append((k, end))
+            k = end
 
     def __call__(self) -> None:
-        for d, target in zip(self.draws, self.targets):
-            fresh = d.make()  # drawn even when unused: the generator advances as in eager
-            if isinstance(target, Tensor):
-                target._data = fresh
+        for first, end in self.runs:
+            if end - first > 1:
+                fresh = _factories.draw_uniform_run([d.shape for d in self.draws[first:end]], self.draws[first].dtype)
+            else:
+                fresh = [self.draws[first].make()]  # drawn even when unused: the generator advances as in eager
+            for array, target in zip(fresh, self.targets[first:end]):
+                if isinstance(target, Tensor):
+                    target._data = array

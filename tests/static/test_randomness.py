@@ -87,3 +87,30 @@ def test_grad_of_a_function_with_dropout_matches_eager_and_finite_differences():
     eager.manual_seed(5)
     mask = (eager.rand(4, 3, dtype=x.dtype) >= 0.5).numpy() * 2.0  # drawn in x's precision, as dropout draws
     np.testing.assert_allclose(got, 2 * x.numpy() * mask * mask, rtol=1e-12)  # d/dx (x m)^2 = 2 x m^2
+
+
+@pytest.mark.parametrize("size", [5, 3001, 9000])  # odd sizes: a float32 draw leaves half an output for the next
+def test_consecutive_masks_drawn_as_one_run_equal_eager_draws_one_by_one(size):
+    """A step's dropout masks are replayed as one draw cut into the masks (static.randomness
+    .Replay); a normal draw between them ends a run. The numbers, and what the generator
+    gives after the call, are eager's."""
+    def f(x):
+        a = F.dropout(x, 0.3)
+        b = F.dropout(x * 2, 0.5)
+        c = eager.randn_like(x) + F.dropout(x, 0.1)
+        d = eager.rand(size, dtype=eager.float64)[:3].sum() + eager.rand(7, dtype=eager.float64).sum()
+        return a + b + c + d
+
+    x = eager.ones(size)
+    expected, got, compiled = _both(f, x)
+    for e, g in zip(expected, got):
+        np.testing.assert_array_equal(g.numpy(), e.numpy())
+    entry = next(iter(compiled._cache.values()))
+    runs = [end - first for first, end in entry.trace.prepare.replay.runs]
+    assert runs == [2, 1, 1, 2]  # two masks; the normal draw; the third mask; the two float64 draws
+    eager.manual_seed(11)
+    compiled(x)
+    after = eager.rand(3).numpy()
+    eager.manual_seed(11)
+    f(x)
+    np.testing.assert_array_equal(eager.rand(3).numpy(), after)
