@@ -99,6 +99,11 @@ def index_expr(shape: tuple, space: tuple, i: str = "i", suffix: str = "LL") -> 
     return " + ".join(reversed(terms)) if terms else "0"
 
 
+def contiguous_strides(shape: tuple) -> tuple:
+    """The element strides of a C-contiguous array of `shape`."""
+    return tuple(_prod(shape[j + 1:]) for j in range(len(shape)))
+
+
 def strided_index(shape: tuple, strides: tuple, space: tuple, i: str = "i", suffix: str = "LL") -> str:
     """The index into an operand of `shape` laid out with element `strides` (a view of a
     C-contiguous array: permuted, sliced with steps, expanded with stride 0), broadcast
@@ -161,7 +166,7 @@ def strided_source(v: Value) -> tuple[Value, tuple, int] | None:
     if _prod(shape) == 0:
         return None
     memory = np.zeros(1, np.uint8)
-    stand_in = np.lib.stride_tricks.as_strided(memory, shape, tuple(_prod(shape[j + 1:]) for j in range(len(shape))))
+    stand_in = np.lib.stride_tricks.as_strided(memory, shape, contiguous_strides(shape))
     a = stand_in
     for node, k in reversed(chain):
         if node.op == "reshape":
@@ -279,8 +284,9 @@ class CFunction:
     """One C function `void name(void* const* gm_args, int gm_nt)`: its array parameters
     (inputs, then outputs) and its statements."""
 
-    def __init__(self, module: "NativeModule", name: str) -> None:
-        self.m, self.name = module, name
+    def __init__(self, module: "NativeModule", name: str, node: Node | None = None) -> None:
+        self.m, self.node, self.name = module, node, name  # node: the IR node it runs (none: the whole graph)
+        self.reused = False  # _call() found an identical function: this one calls it
         self.params: list = []  # (C declaration, Python source of the buffer, byte size, writable)
         self.arrays: dict = {}  # value -> C array name
         self.dtypes: list = []  # NumPy dtype name of each parameter
@@ -300,6 +306,21 @@ class CFunction:
         self.arrays[v] = cname
         return cname
 
+    def _call(self) -> None:
+        """The driver's call of this function; a function whose code an earlier one has (a
+        model's next layer) is not emitted again: the call runs the earlier one (reused)."""
+        code = same_code([d for d, _, _, _ in self.params] + self.lines)
+        self.reused = code in self.m.by_code
+        self.name = self.m.by_code.setdefault(code, self.name)
+        self.m.kernel_call(self.name, self.params, self.dtypes)
+
+    def function(self) -> dict:
+        """The function as the template renders it, titled with its node's IR line."""
+        assert self.node is not None, "a function of the whole graph is rendered by _graph_function"
+        title = f"L{self.m.lines.get(id(self.node), '?')}: {node_line(self.node)}"
+        return {"name": self.name, "title": title, "head": title, "also": [],
+                "decls": [d for d, _, _, _ in self.params], "lines": self.lines}
+
     def _store(self, body: KernelBody, y: Value, i: str = "i") -> str:
         expr, ctype = body.env[y]
         want = c_type(y.type.dtype)
@@ -310,15 +331,16 @@ class CFunction:
 class CRegion(CFunction):
     """One fused region as one C function."""
 
+    node: Node
+
     def __init__(self, module: "NativeModule", node: Node, region: Region, name: str) -> None:
-        super().__init__(module, name)
-        self.node, self.r = node, region
+        super().__init__(module, name, node)
+        self.r = region
         self.ix, self.sfx = index_type(_prod(region.space))
         self.env: dict = {}  # body value -> a literal (C expr, C type)
         self.arrays_out: dict = {}  # stored body value -> Python name of its array
         self.yielded = yielded_by(node)
         self.strides: dict = {}  # region input -> (element strides, offset), when it reads a view's base
-        self.reused = False  # emit() found an identical function: this region calls it
 
     def _body(self, space: tuple, i: str = "i") -> KernelBody:
         """A KernelBody whose region inputs and stored values are loads at flat index i of space."""
@@ -378,14 +400,9 @@ class CRegion(CFunction):
             self._row_passes(stored)
         else:
             self._phases(stored)
-        # an earlier region of the same code (a model's next layer) runs through its function
         self.lines = one_team(self.lines)
-        code = same_code([d for d, _, _, _ in self.params] + self.lines)
-        self.reused = code in m.by_code
-        self.name = m.by_code.setdefault(code, self.name)
-        # the driver: one call, then the names of what the region yields
-        m.kernel_call(self.name, self.params, self.dtypes)
-        m.bind_yielded(self.yielded, self._source_of)
+        self._call()
+        m.bind_yielded(self.yielded, self._source_of)  # the names of what the region yields
 
     def _phases(self, stored: list) -> None:
         """A blocked region's loops: prologue loops (full reductions accumulated in the one
@@ -865,10 +882,6 @@ class CRegion(CFunction):
         self.lines.append("    }")
         self.lines.append("}")
 
-    def function(self) -> dict:
-        title = f"L{self.m.lines.get(id(self.node), '?')}: {node_line(self.node)}"
-        return {"name": self.name, "title": title, "head": title, "also": [],
-                "decls": [d for d, _, _, _ in self.params], "lines": self.lines}
 
 
 _PARALLEL_LOOPS = {  # a loop's own parallel region -> the same loop shared by an enclosing team
@@ -1075,10 +1088,10 @@ class CBatchedMatmul(CFunction):
     strides are read in place) and each element of C accumulated over k in the operands'
     precision, k in order (a vector loop along a row, a few rows at once)."""
 
+    node: Node
+
     def __init__(self, module: "NativeModule", node: Node, name: str) -> None:
-        super().__init__(module, name)
-        self.node = node
-        self.reused = False
+        super().__init__(module, name, node)
 
     def _operand(self, v: Value) -> tuple[str, tuple, int]:
         """(C array name, v's element strides in it, offset) of operand v: the base of a view
@@ -1087,8 +1100,7 @@ class CBatchedMatmul(CFunction):
         if view is not None:
             base, strides, offset = view
             return self._param(v, self.m.names(base), writable=False, sized_by=base), strides, offset
-        shape = tuple(int(d) for d in v.type.shape)
-        strides = tuple(_prod(shape[j + 1:]) for j in range(len(shape)))
+        strides = contiguous_strides(tuple(int(d) for d in v.type.shape))
         return self._param(v, self.m.contiguous(v), writable=False), strides, 0
 
     def emit(self) -> None:
@@ -1114,7 +1126,7 @@ class CBatchedMatmul(CFunction):
             m.body.append(f"{name} = {alloc}")
         m.fresh.add(name)
         cy = self._param(y, name, writable=True)
-        contiguous = [_prod(stored[j + 1:]) for j in range(len(stored))]
+        contiguous = contiguous_strides(stored)
         strides = [0] * len(shape)
         for j, d in enumerate(layout):
             strides[d] = contiguous[j]
@@ -1168,17 +1180,10 @@ class CBatchedMatmul(CFunction):
             "    }",
             "}",
         ]
-        code = same_code([d for d, _, _, _ in self.params] + self.lines)
-        self.reused = code in m.by_code
-        self.name = m.by_code.setdefault(code, self.name)
-        m.kernel_call(self.name, self.params, self.dtypes)
+        self._call()
         if swap is not None:  # the product itself: a view of what was written
             m.body.append(f"{m.names(y)} = np.swapaxes({name}, {swap[0]}, {swap[1]})")
 
-    def function(self) -> dict:
-        title = f"L{self.m.lines.get(id(self.node), '?')}: {node_line(self.node)}"
-        return {"name": self.name, "title": title, "head": title, "also": [],
-                "decls": [d for d, _, _, _ in self.params], "lines": self.lines}
 
 
 class NativeModule(Driver):

@@ -53,7 +53,6 @@ class Group:
         else:
             self.space = tuple(node.inputs[0].type.shape)
             self.reduce = (node.attrs.get("dims"), node.attrs.get("keepdim"), tuple(node.outputs[0].type.shape))
-        self.rows = False  # a row region: it reads its reductions' results over the full space
 
     @property
     def reduced_shape(self):
@@ -163,9 +162,6 @@ class Fuser:
         if reason is not None:
             self.rejections.append(f"{_describe(why_pair)} -> {_describe(node)}: {reason}")
             return False
-        if role == "ew" and group.reduce and tuple(node.outputs[0].type.shape) == group.space and any(
-                self._in(v, group) and tuple(v.type.shape) != group.space for v in node.input_values()):
-            group.rows = True
         group.nodes.append(node)
         if role == "red" and group.reduce is None:
             group.reduce = (node.attrs.get("dims"), node.attrs.get("keepdim"), tuple(node.outputs[0].type.shape))
@@ -191,10 +187,8 @@ class Fuser:
             return True
         if a.space != b.space or (a.reduce and b.reduce and a.reduce != b.reduce):
             return False
-        rows = False
         if (a.reduce or b.reduce) and self._reads_reduced_at_full_shape(a.nodes + b.nodes, a.space):
-            rows = self.rows and along_rows(a.space, a.reduce or b.reduce)
-            if not rows:
+            if not (self.rows and along_rows(a.space, a.reduce or b.reduce)):
                 self.rejections.append(f"{_describe(a.nodes[-1])} + {_describe(b.nodes[-1])}: a member would read "
                                        "a reduced value at the full iteration shape")
                 return False
@@ -202,7 +196,6 @@ class Fuser:
             return False
         a.nodes.extend(b.nodes)
         a.reduce = a.reduce or b.reduce
-        a.rows = a.rows or b.rows or rows
         for n in b.nodes:
             self.group_of[id(n)] = a
         return True
