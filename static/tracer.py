@@ -76,6 +76,9 @@ class TraceState:
     # `.device`, so `rand_like(x)`, `zeros(..., device=x.device)` and `.to(x.device)` inside
     # the function make what eager would make on x's device
     device: Any = field(default_factory=lambda: eager.device("cpu"))
+    # what the trace changed outside itself, undone (last first) when tracing fails: state a
+    # compiled step made before its optimizer's first update (static.training)
+    on_failure: list = field(default_factory=list)
 
     def saw_array(self, data) -> None:
         """Note the device of an array the trace reads (an argument or a captured tensor)."""

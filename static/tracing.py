@@ -242,6 +242,10 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
             if finish is not None:
                 STATE.enabled = prev_grad
                 extra = list(finish(state, origin, outputs, update_values, updates))
+    except BaseException:
+        for undo in reversed(state.on_failure):
+            undo()
+        raise
     finally:
         ACTIVE.stack.pop()
         STATE.enabled = prev_grad

@@ -25,6 +25,7 @@ changing it is guarded: setting it to None between calls retraces (at most one m
 signature: the first step, where `.grad` is None, and the steady one)."""
 from __future__ import annotations
 
+import functools
 import numbers
 from typing import Any
 
@@ -35,6 +36,7 @@ from eager._device import xp_of_array
 from eager._grad_mode import enable_grad, no_grad
 from eager._tensor import Tensor
 from eager.autograd.graph import _FREED_MSG, HookMixin
+from eager.nn.module import CLEAR_HOOK
 from eager.ops import REGISTRY
 from eager.ops.special import FULL_LIKE
 from eager.optim import optimizer as _optimizer
@@ -118,6 +120,7 @@ class _Training:
         self.state = state
         self.start: dict = {}  # id(param) -> (param, its .grad when first seen)
         self.guarded: set = set()
+        self.cleared: set = set()  # ids of params whose .grad a zero_grad in the trace set to None
         self.feeds: list = []  # (placeholder tensor, read) for Python numbers made 0-d inputs
         self.grad_owners: dict = {}  # id(param) -> param whose .grad the trace may have set
         self.state_slots: dict = {}  # (id(state dict), key) -> (state dict, key)
@@ -131,9 +134,17 @@ class _Training:
             self.start[key] = (p, p._grad)
         self.grad_owners[key] = p
 
+    def restore_grads(self) -> None:
+        """After a failed trace: every .grad as the call found it (a trace rebinds them to
+        tensors its graph would write, which no graph will now)."""
+        for p, g in self.start.values():
+            p._grad = g
+
     def guard_read(self, p: Tensor) -> None:
         """The trace read p.grad as it was when the call started: a call must find the same."""
         p0, g0 = self.start[id(p)]
+        if p._grad is None and id(p) in self.cleared:
+            return  # a zero_grad in this trace set it to None, whatever the call found
         if p._grad is g0 and id(p) not in self.guarded:
             self.guarded.add(id(p))
             self.state.guards.append(GradGuard(p, g0))
@@ -189,6 +200,7 @@ def _training(state: TraceState) -> _Training:
     extra = state.__dict__.get("training")
     if extra is None:
         extra = state.__dict__["training"] = _Training(state)
+        state.on_failure.append(extra.restore_grads)
     return extra
 
 
@@ -247,16 +259,19 @@ def _reachable_owners(fn, limit: int = 64) -> list:
 
 def first_step_pending(fn) -> bool:
     """Whether an optimizer the function reaches (static.compiled's first-call rule) has a
-    parameter that requires grad and no state yet: its next step creates the state.
-    Optimizers that keep no state (SGD without momentum) always answer True; the rule then
-    costs one eager call."""
+    parameter that requires grad and no state yet, whose first step makes that state from the
+    gradient (`Optimizer._initial_state` is None: SGD's momentum buffer, an optimizer that does
+    not say): that first step is a graph of its own. State that does not depend on the
+    gradient is made before the trace reads it (`_make_first_state`): no first step pending."""
     for owner in _reachable_owners(fn):
         state = getattr(owner, "state", None)
         if not hasattr(owner, "param_groups") or not isinstance(state, dict):
             continue
+        initial = getattr(owner, "_initial_state", None)
         for group in owner.param_groups:
             for p in group["params"]:
-                if isinstance(p, Tensor) and p._requires_grad and not state.get(p):
+                if isinstance(p, Tensor) and p._requires_grad and not state.get(p) and (
+                        initial is None or initial(p, group) is None):
                     return True
     return False
 
@@ -496,6 +511,7 @@ def traced_step(opt, closure=None):
         return NotImplemented
     extra = _training(state)
     loss = opt._closure_loss(closure)
+    _make_first_state(state, opt)
     slots = []
     for group in opt.param_groups:
         for p in group["params"]:
@@ -547,6 +563,27 @@ def traced_step(opt, closure=None):
     return loss
 
 
+def _make_first_state(state: TraceState, opt) -> None:
+    """The state a parameter's first step creates, made now as the caller's tensors (as eager
+    makes it at this point of its step: for the parameters that have a gradient) when it does
+    not depend on the gradient (`Optimizer._initial_state`). The update then reads it as it
+    reads a later step's state, so the first call traces the steady graph: one trace and one
+    signature for a training loop, compiled from its first call. Undone if the trace fails."""
+    for group in opt.param_groups:
+        for p in group["params"]:
+            if p._grad is None or opt.state.get(p):
+                continue
+            made = opt._initial_state(p, group)
+            if made:  # None: the update makes it from the gradient, in the graph; {}: no state
+                opt.state[p] = made
+                state.on_failure.append(functools.partial(_forget_state, opt, p, made))
+
+
+def _forget_state(opt, p: Tensor, made: dict) -> None:
+    if opt.state.get(p) is made:
+        del opt.state[p]
+
+
 def _library_update(opt) -> bool:
     """Whether the optimizer's update is eager.optim's own code (no frame of the user's in it,
     so each op's user line is the one that called step())."""
@@ -579,20 +616,23 @@ def _number_input(extra: _Training, d: dict, k, v) -> Tensor:
     return t
 
 
-def traced_zero_grad(opt) -> None:
-    """Before Optimizer.zero_grad clears gradients inside a trace: note each .grad as the
-    call found it (the clearing itself runs as in eager: it only rebinds attributes)."""
+def traced_clear_grad(p: Tensor, set_to_none: bool) -> None:
+    """Before a zero_grad (a module's or an optimizer's) clears p's gradient inside a trace:
+    note its .grad as the call found it (the clearing itself runs as in eager: it only rebinds
+    attributes). Set to None, the .grad no longer depends on what the call found, so a later
+    backward() accumulating into it needs no guard on it: the first call of a loop, which finds
+    None, and the later ones, which find the last step's gradient, are one signature."""
     state = current_state()
     if state is None or state.finished:
         return
     extra = _training(state)
-    for group in opt.param_groups:
-        for p in group["params"]:
-            extra.seen(p)
+    extra.seen(p)
+    if set_to_none:
+        extra.cleared.add(id(p))
 
 
 _optimizer.TRACE_HOOK.fn = traced_step
-_optimizer.TRACE_HOOK.zero_grad = traced_zero_grad
+CLEAR_HOOK.fn = traced_clear_grad
 
 
 class StateGuard:

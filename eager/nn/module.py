@@ -451,8 +451,21 @@ class Module:
         return main + ")"
 
 
+class _ClearHook:
+    """Told of each gradient a zero_grad (a module's or an optimizer's) is about to clear:
+    static sets it, so that a traced step knows a .grad it set to None no longer depends on
+    what the call found."""
+
+    fn: Callable[[Tensor, bool], None] | None = None
+
+
+CLEAR_HOOK = _ClearHook()
+
+
 def _clear_grad(p: Tensor, set_to_none: bool) -> None:
     """PyTorch's zero_grad for one tensor: drop the gradient, or zero it in place."""
+    if CLEAR_HOOK.fn is not None:
+        CLEAR_HOOK.fn(p, set_to_none)
     grad = p.grad
     if grad is None:
         return

@@ -7,10 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from .._factories import zeros_like
 from .._fpstate import quiet_fp, restore_fp
 from .._functional import maximum
-from .optimizer import Optimizer, bump_versions, eager_arrays
+from .optimizer import Optimizer, bump_versions, eager_arrays, filled_like
 
 
 class _quiet_numpy:
@@ -57,13 +56,7 @@ class Adam(Optimizer):
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
         for p, g in self._gradients(group):
-            state = self.state.setdefault(p, {})
-            if not state:
-                state["step"] = 0
-                state["exp_avg"] = zeros_like(p)
-                state["exp_avg_sq"] = zeros_like(p)
-                if amsgrad:
-                    state["max_exp_avg_sq"] = zeros_like(p)
+            state = self._state_of(p, group)
             state["step"] += 1
             step = state["step"]
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
@@ -87,6 +80,12 @@ class Adam(Optimizer):
                 p.sub_(exp_avg / denom, alpha=step_size)
             else:
                 p.sub_(exp_avg / denom * step_size)
+
+    def _initial_state(self, p, group: dict) -> dict:
+        state = {"step": 0, "exp_avg": filled_like(p), "exp_avg_sq": filled_like(p)}
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = filled_like(p)
+        return state
 
     def _update_arrays(self, p, g, state: dict, group: dict, step) -> bool:
         """The same update on the arrays of eager CPU tensors, in place with `out=` ufuncs

@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 
 from .. import _dtypes
-from .._factories import full_like, zeros_like
 from .._functional import maximum, where
-from .optimizer import Optimizer
+from .optimizer import Optimizer, filled_like
 
 
 def _check(name: str, value: float, low: float = 0.0) -> None:
@@ -26,17 +25,18 @@ def _decayed(p, g, group):
     return g
 
 
-def _steps(opt: Optimizer, group: dict, buffers: tuple[str, ...], decay=None):
+def _zero_state(p, *buffers: str) -> dict:
+    """A first step's state: step 0 and a zero tensor per name in `buffers`."""
+    return {"step": 0, **{name: filled_like(p) for name in buffers}}
+
+
+def _steps(opt: Optimizer, group: dict, decay=None):
     """(p, g, state) for each parameter of `group` that has a gradient: its state is made on
-    its first step (step 0 and a zero tensor per name in `buffers`), and the step is counted.
-    g has weight decay applied by `decay` (default: the coupled L2 form, _decayed)."""
+    its first step (the optimizer's `_initial_state`), and the step is counted. g has weight
+    decay applied by `decay` (default: the coupled L2 form, _decayed)."""
     for p, g in opt._gradients(group):
         g = (decay or _decayed)(p, g, group)
-        state = opt.state.setdefault(p, {})
-        if not state:
-            state["step"] = 0
-            for name in buffers:
-                state[name] = zeros_like(p)
+        state = opt._state_of(p, group)
         state["step"] += 1
         yield p, g, state
 
@@ -56,11 +56,13 @@ class RMSprop(Optimizer):
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                                       centered=centered, maximize=maximize))
 
+    def _initial_state(self, p, group: dict) -> dict:
+        return _zero_state(p, "square_avg", *(("momentum_buffer",) if group["momentum"] > 0 else ()),
+                           *(("grad_avg",) if group["centered"] else ()))
+
     def _update_group(self, group: dict) -> None:
         lr, alpha, eps, momentum = group["lr"], group["alpha"], group["eps"], group["momentum"]
-        buffers = ("square_avg",) + (("momentum_buffer",) if momentum > 0 else ()) + (
-            ("grad_avg",) if group["centered"] else ())
-        for p, g, state in _steps(self, group, buffers):
+        for p, g, state in _steps(self, group):
             square_avg = state["square_avg"]
             square_avg.mul_(alpha).add_(g * g, alpha=1 - alpha)
             if group["centered"]:
@@ -91,12 +93,15 @@ class Adagrad(Optimizer):
                                       initial_accumulator_value=initial_accumulator_value, maximize=maximize))
         for group in self.param_groups:  # PyTorch creates the accumulators at construction
             for p in group["params"]:
-                self.state[p] = {"step": 0, "sum": full_like(p, group["initial_accumulator_value"])}
+                self.state[p] = self._initial_state(p, group)
+
+    def _initial_state(self, p, group: dict) -> dict:
+        return {"step": 0, "sum": filled_like(p, group["initial_accumulator_value"])}
 
     def _update_group(self, group: dict) -> None:
         for p, g in self._gradients(group):
             g = _decayed(p, g, group)
-            state = self.state.setdefault(p, {"step": 0, "sum": full_like(p, group["initial_accumulator_value"])})
+            state = self._state_of(p, group)
             state["step"] += 1
             clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
             state["sum"].add_(g * g)
@@ -116,9 +121,12 @@ class Adadelta(Optimizer):
             raise ValueError(f"Invalid rho value: {rho}")
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize))
 
+    def _initial_state(self, p, group: dict) -> dict:
+        return _zero_state(p, "square_avg", "acc_delta")
+
     def _update_group(self, group: dict) -> None:
         rho, eps = group["rho"], group["eps"]
-        for p, g, state in _steps(self, group, ("square_avg", "acc_delta")):
+        for p, g, state in _steps(self, group):
             square_avg, acc_delta = state["square_avg"], state["acc_delta"]
             square_avg.mul_(rho).add_(g * g, alpha=1 - rho)
             delta = (acc_delta + eps).sqrt() / (square_avg + eps).sqrt() * g
@@ -140,9 +148,12 @@ class Adamax(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                                       maximize=maximize))
 
+    def _initial_state(self, p, group: dict) -> dict:
+        return _zero_state(p, "exp_avg", "exp_inf")
+
     def _update_group(self, group: dict) -> None:
         (beta1, beta2), eps = group["betas"], group["eps"]
-        for p, g, state in _steps(self, group, ("exp_avg", "exp_inf")):
+        for p, g, state in _steps(self, group):
             exp_avg = state["exp_avg"]
             exp_avg.mul_(beta1).add_(g, alpha=1 - beta1)
             # rebound rather than copied into: the same values, and a compiled step can trace it
@@ -201,12 +212,13 @@ class NAdam(Optimizer):
                                       momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay,
                                       maximize=maximize))
 
+    def _initial_state(self, p, group: dict) -> dict:
+        return {"step": 0, "mu_product": 1.0, "exp_avg": filled_like(p), "exp_avg_sq": filled_like(p)}
+
     def _update_group(self, group: dict) -> None:
         lr, (beta1, beta2), eps, psi = group["lr"], group["betas"], group["eps"], group["momentum_decay"]
         for p, g in self._gradients(group):
-            state = self.state.setdefault(p, {})
-            if not state:
-                state.update(step=0, mu_product=1.0, exp_avg=zeros_like(p), exp_avg_sq=zeros_like(p))
+            state = self._state_of(p, group)
             state["step"] += 1
             step = state["step"]
             g = _decay(p, g, group)
@@ -236,10 +248,13 @@ class RAdam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                                       decoupled_weight_decay=decoupled_weight_decay, maximize=maximize))
 
+    def _initial_state(self, p, group: dict) -> dict:
+        return _zero_state(p, "exp_avg", "exp_avg_sq")
+
     def _update_group(self, group: dict) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         rho_inf = 2 / (1 - beta2) - 1
-        for p, g, state in _steps(self, group, ("exp_avg", "exp_avg_sq"), decay=_decay):
+        for p, g, state in _steps(self, group, decay=_decay):
             step = state["step"]
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             exp_avg.lerp_(g, 1 - beta1)

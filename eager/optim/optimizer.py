@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .._device import xp_of_array
 from .._grad_mode import no_grad
 from .._tensor import Tensor
 from ..nn.module import _clear_grad
@@ -36,6 +37,14 @@ def bump_versions(*tensors: Tensor) -> None:
         t._vc[0] += 1  # (the counter `_version` reads, shared with the tensor's views)
 
 
+def filled_like(p: Tensor, value: float = 0.0) -> Tensor:
+    """A state tensor of p's shape, dtype and device holding `value`, made from p's array
+    without dispatching an op: while a step is compiled it is then the caller's tensor (an
+    implicit input of the graph) rather than a constant recorded into it."""
+    data = p._data
+    return Tensor._make(xp_of_array(data).full_like(data, value))
+
+
 class _Required:
     """Marks a hyper-parameter with no default (PyTorch's `required`)."""
 
@@ -49,8 +58,6 @@ required = _Required()
 class _TraceHook:
     # set by static: answers `step` while a function is traced (NotImplemented otherwise)
     fn: Callable[..., Any] | None = None
-    # set by static: told of `zero_grad` (it acts only while a function is traced)
-    zero_grad: Callable[[Any], None] | None = None
 
 
 TRACE_HOOK = _TraceHook()
@@ -95,8 +102,6 @@ class Optimizer:
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        if TRACE_HOOK.zero_grad is not None:  # static notes the gradients before they are cleared
-            TRACE_HOOK.zero_grad(self)
         for group in self.param_groups:
             for p in group["params"]:
                 _clear_grad(p, set_to_none)
@@ -116,6 +121,28 @@ class Optimizer:
 
     def _update_group(self, group: dict) -> None:
         raise NotImplementedError(f"{type(self).__name__} must define _update_group(group)")
+
+    def _initial_state(self, p: Tensor, group: dict) -> dict | None:
+        """The state p's first step creates before it updates p, when that state does not
+        depend on the gradient (zeros, a constant, a step count of 0); {} when the optimizer
+        keeps none for p. None (the default, and what a subclass that does not say gets) when
+        the first step differs from the later ones otherwise: SGD's momentum buffer starts as
+        a copy of the gradient.
+
+        One place for it because two callers need the same answer: an update makes p's state
+        from it (`_state_of`), and a compiled training step makes it before tracing its first
+        call, so that the first step and every later one are one graph (static.training)."""
+        return None
+
+    def _state_of(self, p: Tensor, group: dict) -> dict:
+        """p's state, made from `_initial_state` on its first step."""
+        state = self.state.get(p)
+        if not state:
+            made = self._initial_state(p, group)
+            if made is None:
+                raise NotImplementedError(f"{type(self).__name__}._initial_state gives no state for its first step")
+            state = self.state[p] = made
+        return state
 
     @staticmethod
     def _gradients(group: dict) -> Iterator[tuple[Tensor, Tensor]]:

@@ -29,6 +29,11 @@ class SGD(Optimizer):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                                       nesterov=nesterov, maximize=maximize))
 
+    def _initial_state(self, p, group: dict) -> dict | None:
+        # with momentum, the first step's buffer is a copy of the gradient: not a state made
+        # before the step (the first step is a graph of its own)
+        return {} if group["momentum"] == 0 else None
+
     def _update_group(self, group: dict) -> None:
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
         weight_decay, nesterov = group["weight_decay"], group["nesterov"]

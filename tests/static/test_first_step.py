@@ -1,7 +1,9 @@
-"""The first call of a compiled training step runs eagerly when it is an optimizer's first
-step (static.compiled's `_first_optimizer_step`): that step creates the optimizer's state, so
-its graph would run once; the second call traces the steady graph, and a steady loop compiles
-one signature instead of two."""
+"""The first call of a compiled training step. An optimizer whose first step makes its state
+without the gradient (zeros, a constant: `Optimizer._initial_state`) gets that state made
+before the trace reads it, so the first call traces the steady graph and is compiled: one
+trace and one signature for the loop. One whose first step makes state from the gradient
+(SGD's momentum buffer) runs its first call eagerly (static.compiled's
+`_first_optimizer_step`), and the second call traces the steady graph."""
 import numpy as np
 import pytest
 from training_steps import mse, training_step
@@ -34,14 +36,116 @@ def _loop(opt_cls, kw, compiled, steps=4):
     return losses, [p.detach().numpy().copy() for p in model.parameters()], sizes, f
 
 
-@pytest.mark.parametrize("opt_cls, kw", [(eager.optim.Adam, dict(lr=0.01)), (eager.optim.AdamW, dict(lr=0.01)),
-                                         (eager.optim.SGD, dict(lr=0.1, momentum=0.9))])
-def test_the_first_step_runs_eagerly_and_the_loop_compiles_one_signature(opt_cls, kw):
+STATE_MADE_BEFORE = [(eager.optim.Adam, dict(lr=0.01)), (eager.optim.AdamW, dict(lr=0.01, amsgrad=True)),
+                     (eager.optim.RMSprop, dict(lr=0.01, momentum=0.5, centered=True)), (eager.optim.NAdam, {}),
+                     (eager.optim.RAdam, {}), (eager.optim.Adamax, {}), (eager.optim.Adadelta, {}),
+                     (eager.optim.Adagrad, dict(initial_accumulator_value=0.1)), (eager.optim.SGD, dict(lr=0.1))]
+
+
+def _state_arrays(opt):
+    return [{k: np.asarray(v.numpy() if isinstance(v, eager.Tensor) else v) for k, v in s.items()}
+            for s in opt.state.values()]
+
+
+@pytest.mark.parametrize("opt_cls, kw", STATE_MADE_BEFORE, ids=lambda v: getattr(v, "__name__", ""))
+def test_the_first_step_is_compiled_and_the_loop_is_one_signature(opt_cls, kw):
+    model = _model()
+    opt = opt_cls(model.parameters(), **kw)
+    losses, params, _, _ = _loop(opt_cls, kw, compiled=False, steps=5)
+    got, got_params, sizes, f = _loop(opt_cls, kw, compiled=True, steps=5)
+    assert sizes == [1] * 5  # the first call traced the graph every later call runs
+    assert f.retraces == []
+    np.testing.assert_allclose(got, losses, rtol=1e-5)  # dropout draws as eager's, state as eager's
+    for g, e in zip(got_params, params):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("opt_cls, kw", STATE_MADE_BEFORE[:4], ids=lambda v: getattr(v, "__name__", ""))
+def test_state_made_before_the_trace_equals_eagers(opt_cls, kw):
+    states = []
+    for compiled in (False, True):
+        model = _model()
+        opt = opt_cls(model.parameters(), **kw)
+        step = training_step(model, opt, mse)
+        f = static.compile(step) if compiled else step
+        eager.manual_seed(1)
+        for _ in range(3):
+            f(X, Y)
+        states.append(_state_arrays(opt))
+    assert [sorted(s) for s in states[0]] == [sorted(s) for s in states[1]]
+    for e, c in zip(*states):
+        for k in e:
+            np.testing.assert_allclose(c[k], e[k], rtol=1e-5, atol=1e-7, err_msg=k)
+
+
+def test_a_module_zero_grad_also_makes_one_signature():
+    """model.zero_grad() clears the .grad as the optimizer's does: the first call, which finds
+    None, and the later ones, which find the last gradient, share a graph."""
+    model = _model()
+    opt = eager.optim.Adam(model.parameters(), lr=0.01)
+
+    @static.compile
+    def step(x, y):
+        model.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(3):
+        step(X, Y)
+    assert len(step._cache) == 1 and step.retraces == []
+
+
+def test_gradients_accumulated_across_calls_still_retrace_once():
+    """Without zero_grad the .grad a call finds is read: None on the first call, a tensor
+    after, two graphs (eager's semantics kept)."""
+    model = _model()
+    opt = eager.optim.Adam(model.parameters(), lr=0.01)
+    step = static.compile(training_step(model, opt, mse, zero_grad=False))
+    ref_model = _model()
+    ref_opt = eager.optim.Adam(ref_model.parameters(), lr=0.01)
+    ref = training_step(ref_model, ref_opt, mse, zero_grad=False)
+    for _ in range(3):
+        eager.manual_seed(2)
+        got = step(X, Y).item()
+        eager.manual_seed(2)
+        want = ref(X, Y).item()
+        assert got == pytest.approx(want, rel=1e-5)
+    assert len(step.retraces) == 1
+    for p, q in zip(model.parameters(), ref_model.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_a_failed_trace_leaves_no_state_behind():
+    """The state made before the update is undone when the trace fails after it."""
+    model = _model()
+    opt = eager.optim.Adam(model.parameters(), lr=0.01)
+
+    @static.compile
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        if loss > 0:  # a Python branch on a traced value: refused
+            return loss
+        return -loss
+
+    with pytest.raises(static.TraceError):
+        step(X, Y)
+    assert opt.state == {}
+    assert all(p.grad is None for p in model.parameters())
+
+
+@pytest.mark.parametrize("opt_cls, kw", [(eager.optim.SGD, dict(lr=0.1, momentum=0.9)),
+                                         (eager.optim.SGD, dict(lr=0.1, momentum=0.9, dampening=0.5))])
+def test_a_first_step_that_reads_the_gradient_runs_eagerly(opt_cls, kw):
     losses, params, _, _ = _loop(opt_cls, kw, compiled=False)
     got, got_params, sizes, f = _loop(opt_cls, kw, compiled=True)
     assert sizes == [0, 1, 1, 1]  # nothing traced for the first call, then one signature
     assert f.retraces == []
-    np.testing.assert_allclose(got, losses, rtol=1e-5)  # dropout draws as eager's, state as eager's
+    np.testing.assert_allclose(got, losses, rtol=1e-5)
     for g, e in zip(got_params, params):
         np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
 
@@ -84,10 +188,10 @@ def test_explain_before_any_call_traces_the_first_step():
 
 
 def test_fullgraph_compiles_the_first_step_too():
-    """fullgraph=True never runs the function eagerly: the first step is compiled (its own
-    signature), as before."""
+    """fullgraph=True never runs the function eagerly: a first step that makes its state from
+    the gradient is compiled (its own signature), then the steady one."""
     model = _model()
-    opt = eager.optim.Adam(model.parameters(), lr=0.01)
+    opt = eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     step = static.compile(training_step(model, opt, mse), fullgraph=True)
     step(X, Y)
     assert len(step._cache) == 1
