@@ -49,8 +49,6 @@ def _state_arrays(opt):
 
 @pytest.mark.parametrize("opt_cls, kw", STATE_MADE_BEFORE, ids=lambda v: getattr(v, "__name__", ""))
 def test_the_first_step_is_compiled_and_the_loop_is_one_signature(opt_cls, kw):
-    model = _model()
-    opt = opt_cls(model.parameters(), **kw)
     losses, params, _, _ = _loop(opt_cls, kw, compiled=False, steps=5)
     got, got_params, sizes, f = _loop(opt_cls, kw, compiled=True, steps=5)
     assert sizes == [1] * 5  # the first call traced the graph every later call runs
