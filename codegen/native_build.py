@@ -992,8 +992,11 @@ def _kernel_type(addr: int):
     return proto(addr)
 
 
+@functools.cache
 def formats(dtype_names: tuple) -> bytes:
-    """The NumPy type number of each dtype, one byte each, as the call path checks them."""
+    """The NumPy type number of each dtype, one byte each, as the call path checks them.
+    (Cached: a generated module asks for one per kernel call site, mostly the same tuple,
+    while it loads.)"""
     import numpy as np  # noqa: PLC0415
 
     nums = []

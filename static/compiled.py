@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import time
 import types
 import warnings
 from collections.abc import Callable, Iterable
@@ -81,6 +82,9 @@ class Compiled:
         self._cache: dict = {}
         self._eager_keys: set = set()
         self.retraces: list = []  # why, for each trace after the first
+        # seconds each signature took to build (trace, then the post-trace cache or autodiff,
+        # passes and code generation), in order: what compiling cost, apart from running
+        self.compile_seconds: list = []
         self._gave_up = False
         self._warned_fallback = False
         # the last call's signature, checked in generated code (static.signature.fast_call)
@@ -173,17 +177,19 @@ class Compiled:
 
     def _first_optimizer_step(self) -> bool:
         """Whether the very first call of this function runs eagerly because it is the first
-        step of an optimizer it reaches (one with a parameter that requires grad and has no
-        state yet). That step creates the optimizer's state, so its graph differs from every
-        later step's and would run once: compiling it would double the compile time of a
-        training loop for one call. Run eagerly, it gives eager's results by construction, and
-        the second call traces the steady graph (one signature for a steady loop). Asked once."""
+        step of an optimizer it reaches whose first step makes state from the gradient (SGD's
+        momentum buffer; see `training.first_step_pending`: state that does not depend on the
+        gradient is made before the trace, and that first step is compiled). Such a step's
+        graph differs from every later step's and would run once: compiling it would double
+        the compile time of a training loop for one call. Run eagerly, it gives eager's
+        results by construction, and the second call traces the steady graph (one signature
+        for a steady loop). Asked once."""
         if self._first_step_checked or self.fullgraph:  # fullgraph=True never runs the function eagerly
             return False
         self._first_step_checked = True
         pending = first_step_pending(self._traceable)
         if pending:
-            logs.recompiles.debug("%s: the first call runs eagerly (an optimizer's first step creates its state)",
+            logs.recompiles.debug("%s: the first call runs eagerly (an optimizer's first step makes its state from the gradient)",
                                   self.__name__)
         return pending
 
@@ -204,6 +210,7 @@ class Compiled:
                           "fixed, or mark changing Python values with static_argnums." + remedy, RuntimeWarning,
                           stacklevel=stacklevel + 1)
             return None
+        started = time.perf_counter()
         try:
             entry = Entry(self, args, key, leaves)
         except TraceError as exc:
@@ -215,6 +222,7 @@ class Compiled:
                 warnings.warn(f"static.compile: {self.__name__} cannot be traced ({exc}); running it eagerly "
                               "(fallback='eager').", RuntimeWarning, stacklevel=stacklevel + 1)
             return None
+        self.compile_seconds.append(time.perf_counter() - started)
         if reason is not None:
             self.retraces.append(reason)
         logs.recompiles.debug("%s: %s", self.__name__, f"retraced because {reason}" if reason else "first trace")

@@ -42,7 +42,8 @@ def filled_like(p: Tensor, value: float = 0.0) -> Tensor:
     without dispatching an op: while a step is compiled it is then the caller's tensor (an
     implicit input of the graph) rather than a constant recorded into it."""
     data = p._data
-    return Tensor._make(xp_of_array(data).full_like(data, value))
+    xp = xp_of_array(data)
+    return Tensor._make(xp.zeros_like(data) if value == 0 else xp.full_like(data, value))
 
 
 class _Required:

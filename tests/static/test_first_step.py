@@ -195,3 +195,15 @@ def test_fullgraph_compiles_the_first_step_too():
     assert len(step._cache) == 1
     step(X, Y)
     assert len(step.retraces) == 1  # the first step's graph, then the steady one
+
+
+def test_compile_seconds_lists_one_build_per_signature():
+    model = _model()
+    opt = eager.optim.Adam(model.parameters(), lr=0.01)
+    step = static.compile(training_step(model, opt, mse))
+    assert step.compile_seconds == []
+    for _ in range(3):
+        step(X, Y)
+    assert len(step.compile_seconds) == 1 and 0 < step.compile_seconds[0] < 60
+    step(X[:4], Y[:4])  # a new shape: a second signature, built and timed
+    assert len(step.compile_seconds) == 2
