@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> dict:
         times = compile_times(args.runs, args.quick, args.backend)
         payload["compile_seconds"] = times
         for label, values in times.items():
-            print(f"W5 step compile (two signatures), {label}: median {statistics.median(values) * 1e3:.0f} ms "
+            print(f"W5 step compile, {label}: median {statistics.median(values) * 1e3:.0f} ms "
                   f"(runs {_spread(values, 1e3, '{:.0f}')} ms)")
     if args.json:
         write_json(args.json, payload)

@@ -220,7 +220,28 @@ def _describe(state: TraceState, v: object) -> tuple[_dtypes.dtype, int] | None:
 
 
 def _promote(state: TraceState, op, operands: list) -> list:
-    """eager's promotion (`_dtypes.promote_operands`), with the casts recorded into the graph."""
+    """eager's promotion (`_dtypes.promote_operands`), with the casts recorded into the graph.
+    The commonest case (every traced operand of one floating dtype, beside Python ints and
+    floats) casts nothing and is recognized first: most of a training step's ops. (A traced
+    Python number, `state.weak`, promotes as a number does: left to the full rule.)"""
+    common = None
+    weak = state.weak
+    for v in operands:
+        t = type(v)
+        if t is Value:
+            if v in weak:
+                break
+            d = v.type.dtype
+            if common is None:
+                common = d
+            elif d is not common:
+                break
+        elif t is not float and t is not int:
+            break
+    else:
+        if common is not None and common.is_floating_point:
+            return operands
+
     def cast(v, target):
         return _emit(state, TO_DTYPE, [v], {"dtype": target})[0]
 
