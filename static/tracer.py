@@ -79,11 +79,23 @@ class TraceState:
     # what the trace changed outside itself, undone (last first) when tracing fails: state a
     # compiled step made before its optimizer's first update (static.training)
     on_failure: list = field(default_factory=list)
+    _names_of_inputs: tuple = field(default_factory=lambda: (set(), 0))  # (names, how many inputs they cover)
 
     def saw_array(self, data) -> None:
         """Note the device of an array the trace reads (an argument or a captured tensor)."""
         if self.device.type == "cpu" and not isinstance(data, (np.ndarray, np.generic)) and hasattr(data, "device"):
             self.device = device_of_array(data)
+
+    def _input_names(self) -> set:
+        """The names of the graph's inputs so far (inputs are only appended while tracing:
+        the set grows with them rather than being made again per capture)."""
+        inputs = self.graph.inputs
+        names, seen = self._names_of_inputs
+        if seen > len(inputs):
+            names, seen = set(), 0
+        names.update(v.name for v in inputs[seen:])
+        self._names_of_inputs = (names, len(inputs))
+        return names
 
     def fresh_name(self) -> str:
         name = str(self.counter)
@@ -143,7 +155,7 @@ class TraceState:
         dt = _dtypes.from_numpy(data.dtype)
         base = self.names.get(key) or f"c{len(self.captured)}"
         name = base
-        taken = {v.name for v in self.graph.inputs}
+        taken = self._input_names()
         while name in taken:
             name = f"{base}_{len(taken)}"
         v = Value(name, TensorSpec(tuple(data.shape), dt))
@@ -276,7 +288,13 @@ def _half_in_float32(state: TraceState, op, values: list, attrs: dict) -> Value:
 def record(op, operands, attrs):
     """The registry's hook: an op applied to at least one Tracer, or, while a trace is active on
     this thread, to tensors captured from outside the function (see `capturing_dispatch`)."""
-    state = next((o._state for o in operands if isinstance(o, Tracer)), None) or current_state()
+    state = None
+    for o in operands:
+        if isinstance(o, Tracer):
+            state = o._state
+            break
+    else:
+        state = current_state()
     if state is None or state.finished:
         raise TraceError(f"{user_location()}: {op.name} is applied to a traced value whose trace has ended "
                          "(a Tracer leaked out of the traced function, e.g. into a global or a list); return "
@@ -287,7 +305,9 @@ def record(op, operands, attrs):
         if isinstance(o, Tracer) and o._view_of is not None:
             check_view_current(o)
     values = [_operand(state, o) for o in operands]
-    if op.name in _dispatch._HALF_SCALAR_IN_FLOAT32 and _dtypes.half_beside_0d([_describe(state, v) for v in values]):
+    if op.name in _dispatch._HALF_SCALAR_IN_FLOAT32 and any(
+            type(v) is Value and v.type.dtype is _dtypes.float16 for v in values) and _dtypes.half_beside_0d(
+            [_describe(state, v) for v in values]):
         return Tracer(state, _half_in_float32(state, op, values, attrs))
     if op.promote is not None:
         values = _promote(state, op, values)

@@ -246,13 +246,16 @@ def format_operand(v) -> str:
 def format_node(node: Node, indent: str = "", body: bool = True) -> str:
     """The node's IR text (the one node formatter: the printer, generated-code comments and
     graph drawings all call it); body=False leaves a fused node's body out (one line)."""
-    lhs = ", ".join(f"%{o.name}" for o in node.outputs)
+    # (lists rather than generators into join, and Values spelled inline: a traced graph's
+    # text keys the compile caches, so this runs once per node of every trace)
+    lhs = ", ".join([f"%{o.name}" for o in node.outputs])
     text = f"{indent}{lhs} = {node.op}"
     if node.inputs:
-        text += " " + ", ".join(format_operand(v) for v in node.inputs)
+        text += " " + ", ".join([f"%{v.name}" if isinstance(v, Value) else format_literal(v) for v in node.inputs])
     if node.attrs:
-        text += " {" + ", ".join(f"{k} = {format_literal(node.attrs[k])}" for k in sorted(node.attrs)) + "}"
-    text += " : " + ", ".join(format_type(o.type) for o in node.outputs)
+        attrs = node.attrs
+        text += " {" + ", ".join([f"{k} = {format_literal(attrs[k])}" for k in sorted(attrs)]) + "}"
+    text += " : " + ", ".join([format_type(o.type) for o in node.outputs])
     if body and node.body is not None:
         text += " " + format_body(node.body, indent)
     return text
