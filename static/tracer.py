@@ -269,8 +269,10 @@ def _emit(state: TraceState, op, operands: list, attrs: dict) -> list:
         loc = user_location()
         raise type(exc)(f"{exc} (traced at {loc})") from None
     types = [result] if isinstance(result, TensorSpec) else list(result)
-    node = Node(op=op.name, inputs=list(operands), attrs=dict(attrs), loc=state.location or user_location())
-    node.outputs = [Value(state.fresh_name(), t, node, i) for i, t in enumerate(types)]
+    # (Node copies its inputs into a list itself; its outputs are set straight into its dict:
+    # only `inputs` keeps use lists, see Node.__setattr__)
+    node = Node(op=op.name, inputs=operands, attrs=dict(attrs), loc=state.location or user_location())
+    node.__dict__["outputs"] = [Value(state.fresh_name(), t, node, i) for i, t in enumerate(types)]
     state.graph.nodes.append(node)
     if not STATE.enabled:  # a no_grad() region of the traced program: autodiff stops here, as eager does
         state.no_grad_nodes.add(node)
@@ -312,7 +314,7 @@ def record(op, operands, attrs):
     if op.promote is not None:
         values = _promote(state, op, values)
     outs = _emit(state, op, values, attrs)
-    wrapped = tuple(Tracer(state, v) for v in outs)
+    wrapped = (Tracer(state, outs[0]),) if len(outs) == 1 else tuple(Tracer(state, v) for v in outs)
     if op.is_view and not attrs.get("n_index"):  # indexing with tensors copies, as in eager
         base = operands[0] if operands else None
         # a view of a Tracer or of a captured tensor: writing through it must not be silently lost
