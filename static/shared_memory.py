@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from eager._device import may_share_memory, xp_of_array
 from eager._inplace import _view_steps
 from eager._tensor import Tensor
@@ -199,6 +201,8 @@ def _steps_between(owner, obj) -> tuple | None:
 
 def _is_array(obj) -> bool:
     data = _array(obj)
+    if type(data) is np.ndarray:  # the common case, without hasattr's lookups
+        return True
     return hasattr(data, "__array_interface__") or hasattr(data, "__cuda_array_interface__")
 
 

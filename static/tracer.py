@@ -41,14 +41,29 @@ ViewSteps = tuple[tuple[str, tuple[tuple[str, Any], ...], "int | None"], ...]
 
 
 def user_location(skip_library: bool = True) -> str:
-    """file:line of the innermost frame outside graphmode: the user's line."""
+    """file:line of the innermost frame outside graphmode: the user's line. (Called for most
+    traced ops: whether a code object is graphmode's, and its file's short name, are kept
+    per code object rather than worked out again per frame.)"""
     frame: FrameType | None = sys._getframe(1)
+    known = _USER_CODE
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(_LIBRARY_DIRS) and "codegen" + os.sep not in filename:
-            return f"{os.path.basename(filename)}:{frame.f_lineno}"
+        code = frame.f_code
+        short = known.get(code)
+        if short is None:
+            filename = code.co_filename
+            outside = not filename.startswith(_LIBRARY_DIRS) and "codegen" + os.sep not in filename
+            if len(known) >= 4096:
+                known.clear()
+            short = known[code] = os.path.basename(filename) if outside else ""
+        if short:
+            return f"{short}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>"
+
+
+# code object -> its file's short name when it is the user's code, "" when it is graphmode's
+# (a code object is made once per definition, not per call: a few hundred; cleared at 4096)
+_USER_CODE: dict = {}
 
 
 @dataclass(eq=False)
