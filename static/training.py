@@ -260,18 +260,20 @@ def _reachable_owners(fn, limit: int = 64) -> list:
 def first_step_pending(fn) -> bool:
     """Whether an optimizer the function reaches (static.compiled's first-call rule) has a
     parameter that requires grad and no state yet, whose first step makes that state from the
-    gradient (`Optimizer._initial_state` is None: SGD's momentum buffer, an optimizer that does
-    not say): that first step is a graph of its own. State that does not depend on the
-    gradient is made before the trace reads it (`_make_first_state`): no first step pending."""
+    gradient (`Optimizer._first_state_reads_gradient`: SGD's momentum buffer, an optimizer
+    that does not define `_initial_state`): that first step is a graph of its own. State that
+    does not depend on the gradient is made before the trace reads it (`_make_first_state`):
+    no first step pending. Nothing is allocated to answer."""
     for owner in _reachable_owners(fn):
         state = getattr(owner, "state", None)
         if not hasattr(owner, "param_groups") or not isinstance(state, dict):
             continue
-        initial = getattr(owner, "_initial_state", None)
+        reads_gradient = getattr(owner, "_first_state_reads_gradient", None)
         for group in owner.param_groups:
+            if reads_gradient is not None and not reads_gradient(group):
+                continue
             for p in group["params"]:
-                if isinstance(p, Tensor) and p._requires_grad and not state.get(p) and (
-                        initial is None or initial(p, group) is None):
+                if isinstance(p, Tensor) and p._requires_grad and not state.get(p):
                     return True
     return False
 

@@ -135,6 +135,12 @@ class Optimizer:
         call, so that the first step and every later one are one graph (static.training)."""
         return None
 
+    def _first_state_reads_gradient(self, group: dict) -> bool:
+        """Whether a parameter's first step in `group` makes its state from the gradient
+        (`_initial_state` then gives None): asked without making any state. True for an
+        optimizer that does not define `_initial_state`."""
+        return type(self)._initial_state is Optimizer._initial_state
+
     def _state_of(self, p: Tensor, group: dict) -> dict:
         """p's state, made from `_initial_state` on its first step."""
         state = self.state.get(p)

@@ -29,10 +29,13 @@ class SGD(Optimizer):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                                       nesterov=nesterov, maximize=maximize))
 
-    def _initial_state(self, p, group: dict) -> dict | None:
+    def _first_state_reads_gradient(self, group: dict) -> bool:
         # with momentum, the first step's buffer is a copy of the gradient: not a state made
         # before the step (the first step is a graph of its own)
-        return {} if group["momentum"] == 0 else None
+        return group["momentum"] != 0
+
+    def _initial_state(self, p, group: dict) -> dict | None:
+        return None if self._first_state_reads_gradient(group) else {}
 
     def _update_group(self, group: dict) -> None:
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]

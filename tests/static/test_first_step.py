@@ -207,3 +207,29 @@ def test_compile_seconds_lists_one_build_per_signature():
     assert len(step.compile_seconds) == 1 and 0 < step.compile_seconds[0] < 60
     step(X[:4], Y[:4])  # a new shape: a second signature, built and timed
     assert len(step.compile_seconds) == 2
+
+
+class _SignSGD(eager.optim.Optimizer):
+    """A user's optimizer that keeps its own lazily made state and says nothing of it."""
+
+    def __init__(self, params, lr):
+        super().__init__(params, dict(lr=lr))
+
+    def _update_group(self, group):
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            state = self.state.setdefault(p, {})
+            if "last" not in state:
+                state["last"] = p.grad.clone()  # made from the gradient
+            p.sub_(group["lr"] * (p.grad.sign() + state["last"].sign()) / 2)
+            state["last"].copy_(p.grad)
+
+
+def test_an_optimizer_that_does_not_say_runs_its_first_call_eagerly():
+    losses, params, _, _ = _loop(_SignSGD, dict(lr=0.01), compiled=False)
+    got, got_params, sizes, f = _loop(_SignSGD, dict(lr=0.01), compiled=True)
+    assert sizes == [0, 1, 1, 1] and f.retraces == []
+    np.testing.assert_allclose(got, losses, rtol=1e-5)
+    for g, e in zip(got_params, params):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
