@@ -81,15 +81,7 @@ def test_a_module_zero_grad_also_makes_one_signature():
     None, and the later ones, which find the last gradient, share a graph."""
     model = _model()
     opt = eager.optim.Adam(model.parameters(), lr=0.01)
-
-    @static.compile
-    def step(x, y):
-        model.zero_grad()
-        loss = F.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = static.compile(training_step(model, opt, mse, zero_grad=False, before=lambda m: m.zero_grad()))
     for _ in range(3):
         step(X, Y)
     assert len(step._cache) == 1 and step.retraces == []
@@ -116,19 +108,11 @@ def test_gradients_accumulated_across_calls_still_retrace_once():
 
 
 def test_a_failed_trace_leaves_no_state_behind():
-    """The state made before the update is undone when the trace fails after it."""
+    """The state made before the update, and the .grad bindings, are undone when the trace
+    fails after the update (here: a Python branch on a traced value)."""
     model = _model()
     opt = eager.optim.Adam(model.parameters(), lr=0.01)
-
-    @static.compile
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        if loss > 0:  # a Python branch on a traced value: refused
-            return loss
-        return -loss
+    step = static.compile(training_step(model, opt, mse, after_step=lambda m: bool(m[0].weight.sum() > 0)))
 
     with pytest.raises(static.TraceError):
         step(X, Y)
