@@ -8,7 +8,6 @@ gradients, through `CompiledFunction`, whose backward runs the compiled backward
 from __future__ import annotations
 
 import functools
-import gc
 import inspect
 import time
 import types
@@ -212,11 +211,7 @@ class Compiled:
                           stacklevel=stacklevel + 1)
             return None
         started = time.perf_counter()
-        collecting = gc.isenabled()
         try:
-            # no cyclic collection while building: a trace makes thousands of nodes and values
-            # that all live on, which each collection would walk again (a fifth of a W5 trace)
-            gc.disable()
             entry = Entry(self, args, key, leaves)
         except TraceError as exc:
             if self.fallback != "eager":
@@ -227,9 +222,6 @@ class Compiled:
                 warnings.warn(f"static.compile: {self.__name__} cannot be traced ({exc}); running it eagerly "
                               "(fallback='eager').", RuntimeWarning, stacklevel=stacklevel + 1)
             return None
-        finally:
-            if collecting:
-                gc.enable()
         self.compile_seconds.append(time.perf_counter() - started)
         if reason is not None:
             self.retraces.append(reason)

@@ -10,6 +10,7 @@ cached call does no more than check, run and wrap."""
 from __future__ import annotations
 
 import functools
+import gc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -57,8 +58,18 @@ class Entry:
         # always ready to record a backward: even under an outer no_grad, an enable_grad() region
         # inside may make an output require grad (the recorder finds nothing to do otherwise)
         recorder = _GradRecorder(key, leaves, owner)
-        trace = trace_function(owner._trace_target, args, owner.static_argnums, owner.__name__,
-                               same_as=key.same_as, finish=recorder, verify_graph=False)  # (trace_cache verifies)
+        collecting = gc.isenabled()
+        try:
+            # no cyclic collection while tracing: a trace makes thousands of nodes and values
+            # that all live on, which each collection would walk again (a fifth of a W5
+            # trace). Not while the passes run: they make garbage, and a heap grown without
+            # collections made a cold build slower.
+            gc.disable()
+            trace = trace_function(owner._trace_target, args, owner.static_argnums, owner.__name__,
+                                   same_as=key.same_as, finish=recorder, verify_graph=False)  # (trace_cache verifies)
+        finally:
+            if collecting:
+                gc.enable()
         self.trace: TraceResult = trace
         # per captured tensor: shape, dtype and requires_grad (None: not a tensor) as traced
         self._captured_state = [(_data(o).shape, _data(o).dtype, o._requires_grad if isinstance(o, Tensor) else None)
