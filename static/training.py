@@ -47,6 +47,7 @@ from .errors import TraceError
 from .ir import Value
 from .randomness import Replay, draws_of
 from .tracer import BACKWARD_HOOK, Tracer, TraceState, current_state, inplace_on_captured, user_location
+from .update_templates import update_parameters
 
 _NO_GRAD_FN = "element 0 of tensors does not require grad and does not have a grad_fn"
 
@@ -543,8 +544,11 @@ def traced_step(opt, closure=None):
         state.location = user_location()
     try:
         with no_grad():
-            for group in opt.param_groups:
-                opt._update_group(group)
+            if _library_update(opt):  # one parameter's update traced per kind, replayed for the rest
+                update_parameters(state, opt)
+            else:
+                for group in opt.param_groups:
+                    opt._update_group(group)
     finally:
         state.location = outer
         for group, lr in groups_lr:

@@ -105,6 +105,8 @@ class Adam(Optimizer):
         if arrays is None:
             return False
         P, G, m, v = arrays[:4]
+        if P.ndim == 0:  # NumPy gives scalars, not arrays, for 0-d operands: no `out=` into them
+            return False
         dt, shape = P.dtype, P.shape
         for a in arrays:
             if a.dtype != dt or a.shape != shape:

@@ -248,3 +248,20 @@ def test_adam_array_update_equals_the_op_by_op_update(make, monkeypatch):
                 np.testing.assert_array_equal(value.numpy(), other.numpy())
             else:
                 assert value == other
+
+
+@pytest.mark.parametrize("cls", [optim.Adam, optim.AdamW])
+def test_adam_updates_a_0d_parameter_as_a_1_element_one(cls):
+    """A 0-d parameter (a learned scale) takes the op-by-op path: NumPy's ufuncs give
+    scalars for 0-d operands, which the in-place array path cannot write into."""
+    finals = []
+    for shape in ((), (1,)):
+        p = nn.Parameter(eager.tensor(np.full(shape, 1.5, np.float32)))
+        opt = cls([p], lr=0.1, weight_decay=0.01)
+        for k in range(3):
+            opt.zero_grad()
+            (p * (k + 1.0)).sum().backward()
+            opt.step()
+        finals.append(float(p.detach().numpy().reshape(())))
+        assert opt.state[p]["exp_avg"].shape == p.shape
+    assert finals[0] == finals[1]
