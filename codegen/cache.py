@@ -249,6 +249,17 @@ def unseal(text: str) -> str | None:
     return rest
 
 
+def body(text: str) -> str:
+    """The source of a text that `read` verified or `seal` made, without hashing it again
+    (a generated module is read once per process, and its hash is most of the reading)."""
+    return text.partition("\n")[2]
+
+
+def digest(text: str) -> str:
+    """The hash a sealed text's header gives for its source (read verified it)."""
+    return text.partition("\n")[0][len(HEADER):].strip()
+
+
 def _unseal_bytes(data: bytes) -> str | None:
     """The source if the header's hash matches the bytes after it, else None."""
     first, sep, rest = data.partition(b"\n")

@@ -10,7 +10,6 @@ it once. When the disk cache cannot be used (see `cache`), code is kept in memor
 from __future__ import annotations
 
 import base64
-import hashlib
 import importlib.machinery
 import importlib.util
 import linecache
@@ -76,8 +75,9 @@ def _code_path(path: Path) -> Path:
 
 
 def _code_stamp(path: str, text: str) -> str:
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    return f"{importlib.util.MAGIC_NUMBER.hex()} {digest} {path}"
+    """What a kept code object is tied to: the bytecode version, the hash of the source (the
+    header of the sealed text, which `cache.read` checked against it) and the file."""
+    return f"{importlib.util.MAGIC_NUMBER.hex()} {cache.digest(text)} {path}"
 
 
 def _cached_code(path: Path, stamp: str) -> types.CodeType | None:
@@ -85,7 +85,7 @@ def _cached_code(path: Path, stamp: str) -> types.CodeType | None:
         text = cache.read(_code_path(path))
     except cache.Refused:
         return None
-    body = cache.unseal(text) if text is not None else None
+    body = cache.body(text) if text is not None else None  # (read checked its hash)
     if body is None:
         return None
     first, _, data = body.partition("\n")
@@ -184,8 +184,7 @@ def load(key: str, backend: str, generate: Callable[[], str]) -> Loaded:
             return found
         name = _module_name(key, backend)
         text, path, origin = _source_for(key, backend, generate)
-        source = cache.unseal(text)
-        assert source is not None  # read back verified, or sealed here
+        source = cache.body(text)  # read back verified, or sealed here
         if path is not None:
             loaded = Loaded(_from_file(path, text, name), source, path, origin)
         else:

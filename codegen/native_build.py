@@ -1002,7 +1002,8 @@ def formats(dtype_names: tuple) -> bytes:
     nums = []
     for name in dtype_names:
         dt = np.dtype(name)
-        _TYPE_NAMES[dt.num] = dt.name
+        if dt.num not in _TYPE_NAMES:  # (dtype.name is a slow property)
+            _TYPE_NAMES[dt.num] = dt.name
         nums.append(dt.num)
     return bytes(nums)
 

@@ -106,7 +106,7 @@ def _load(key: str, owner) -> Built | None:
     if text is None:
         return None
     try:  # the file is sealed with the hash of its contents (codegen.cache), as generated modules are
-        record_key, (graph, split), texts = loads(base64.b64decode(cache.unseal(text)))
+        record_key, (graph, split), texts = loads(base64.b64decode(cache.body(text)))  # (read checked the hash)
     except Exception:  # noqa: BLE001  (an unreadable record is rebuilt, never trusted)
         return None
     if record_key != key:  # a prefix collision of the file name, or a record copied over: a miss
