@@ -275,15 +275,18 @@ def _promote(state: TraceState, op, operands: list) -> list:
     return list(_dtypes.promote_operands(op.promote, op.mask_operands, operands, lambda v: _describe(state, v), cast))
 
 
-def _emit(state: TraceState, op, operands: list, attrs: dict) -> list:
-    """Check the op's abstract rule and append the node; returns its result Values."""
-    specs = [v.type if isinstance(v, Value) else v for v in operands]
-    try:
-        result = op.abstract(*specs, **attrs)
-    except (TypeError, ValueError, RuntimeError, IndexError) as exc:
-        loc = user_location()
-        raise type(exc)(f"{exc} (traced at {loc})") from None
-    types = [result] if isinstance(result, TensorSpec) else list(result)
+def _emit(state: TraceState, op, operands: list, attrs: dict, types: list | None = None) -> list:
+    """Check the op's abstract rule and append the node; returns its result Values. `types`:
+    the result types where the caller knows them already (a replayed template whose ops and
+    operand shapes were checked when it was recorded: static.update_templates)."""
+    if types is None:
+        specs = [v.type if isinstance(v, Value) else v for v in operands]
+        try:
+            result = op.abstract(*specs, **attrs)
+        except (TypeError, ValueError, RuntimeError, IndexError) as exc:
+            loc = user_location()
+            raise type(exc)(f"{exc} (traced at {loc})") from None
+        types = [result] if isinstance(result, TensorSpec) else list(result)
     # (Node copies its inputs into a list itself; its outputs are set straight into its dict:
     # only `inputs` keeps use lists, see Node.__setattr__)
     node = Node(op=op.name, inputs=operands, attrs=dict(attrs), loc=state.location or user_location())

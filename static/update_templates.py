@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eager._tensor import Tensor
-from eager.ops import REGISTRY
+from eager.ops import REGISTRY, TensorSpec
 
 from .ir import Value
 from .shared_memory import root_array
@@ -40,7 +40,8 @@ class Template:
     """The recorded update of one parameter (see the module docstring). An operand is
     ("role", name), ("node", index, output), ("outside", Value) or ("literal", value)."""
 
-    nodes: list = field(default_factory=list)  # (op name, operands, attrs)
+    # (op, operands, attrs, outputs): outputs as (dtype, whether of the parameter's shape, else 0-d)
+    nodes: list = field(default_factory=list)
     writes: list = field(default_factory=list)  # (role, operand): the role's value after the update
     rebinds: list = field(default_factory=list)  # (state key, operand)
     makes_state: bool = False  # the update made the parameter's state dict
@@ -146,7 +147,8 @@ def _record(state: TraceState, opt, group: dict, p: Tensor, roles: dict, before:
             if ref is None:
                 return None
             operands.append(ref)
-        template.nodes.append((node.op, operands, dict(node.attrs)))
+        outputs = [(v.type.dtype, len(shape) > 0 and tuple(v.type.shape) == shape) for v in node.outputs]
+        template.nodes.append((op, operands, dict(node.attrs), outputs))
         for k, out in enumerate(node.outputs):
             made[id(out)] = ("node", i, k)
     for name, t in roles.items():
@@ -202,8 +204,12 @@ def _replay(state: TraceState, opt, p: Tensor, roles: dict, values: dict, templa
             return values[ref[1]]
         return ref[1]  # an outside value or a literal
 
-    for name, operands, attrs in template.nodes:
-        outputs.append(_emit(state, REGISTRY[name], [find(r) for r in operands], attrs))
+    shape = tuple(p.shape)
+    for op, operands, attrs, types in template.nodes:
+        # the result types follow from the recording: an elementwise op over operands of the
+        # parameter's shape or none has the parameter's shape or none (checked when recorded)
+        specs = [TensorSpec(shape if full else (), dtype) for dtype, full in types]
+        outputs.append(_emit(state, op, [find(r) for r in operands], attrs, specs))
     for name, ref in template.writes:
         inplace_on_captured(roles[name], Tracer(state, find(ref)))
     if template.makes_state:
