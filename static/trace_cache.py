@@ -167,7 +167,10 @@ def dumps(obj) -> bytes:
     body = io.BytesIO()
     pickler = _Pickler(body)
     pickler.dump(obj)
-    table = [(v.name, v.type, v.index) for v in pickler.values]
+    # equal types written once: a graph's thousands of values share a few dozen, and each
+    # type read back is a tuple made by Python code (half of loading a record)
+    interned: dict = {}
+    table = [(v.name, interned.setdefault(v.type, v.type), v.index) for v in pickler.values]
     return pickle.dumps((table, body.getvalue()), protocol=pickle.HIGHEST_PROTOCOL)
 
 
