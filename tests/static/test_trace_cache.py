@@ -124,6 +124,35 @@ def test_the_fingerprint_sees_every_source_file_by_content(tmp_path, monkeypatch
     assert cache._hash_sources() != before
 
 
+def test_the_fingerprint_trusts_a_manifest_only_for_files_the_system_says_are_unchanged(tmp_path, monkeypatch):
+    """A file's hash is taken from the last manifest when its size, times and inode are the
+    noted ones and it is older than the manifest; a write (even one restoring size and
+    modification time) changes its change time, so it is read again."""
+    cache = codegen_cache
+    _copy_packages(tmp_path / "src")
+    monkeypatch.setattr(cache, "_package_dir", lambda name: tmp_path / "src" / name)
+    monkeypatch.setenv("GRAPHMODE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("GRAPHMODE_CACHE", "0")
+    full = cache._hash_sources()  # no cache: every file read
+    monkeypatch.setenv("GRAPHMODE_CACHE", "1")
+    monkeypatch.setattr(cache, "RACY_NS", 0)  # (files made a moment ago count as old here)
+    assert cache._hash_sources() == full  # the manifest written, from files read
+    assert list((tmp_path / "cache").glob("gm_sources_*.py"))
+    reads = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda path, *a, **k: reads.append(path) or real_open(path, *a, **k))
+    assert cache._hash_sources() == full
+    assert reads == []  # every hash from the manifest
+    rules = tmp_path / "src" / "static" / "sub" / "rules.py"
+    st = rules.stat()
+    rules.write_text("def vjp(g):\n    return g * 3\n")  # same size,
+    os.utime(rules, ns=(st.st_atime_ns, st.st_mtime_ns))  # same modification time: still seen
+    changed = cache._hash_sources()
+    assert changed != full and reads == [str(rules)]
+    monkeypatch.setenv("GRAPHMODE_CACHE", "0")
+    assert cache._hash_sources() == changed  # what reading every file gives
+
+
 def _long_chain(x):
     for _ in range(1500):  # a graph deeper than pickle's recursion limit when linked value by value
         x = x * 1.0001 + 0.5
