@@ -55,9 +55,6 @@ class Adam(Optimizer):
     def _update_group(self, group: dict) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
-        # once per group, not per parameter: a traced step's lr is a 0-d tensor, and each
-        # parameter's copy of these ops would be traced (then merged again by CSE)
-        shrink = 1 - lr * weight_decay if weight_decay != 0 and self._decoupled else None
         for p, g in self._gradients(group):
             state = self._state_of(p, group)
             state["step"] += 1
@@ -66,8 +63,8 @@ class Adam(Optimizer):
             if self._update_arrays(p, g, state, group, step):
                 continue
             if weight_decay != 0:
-                if shrink is not None:
-                    p.mul_(shrink)
+                if self._decoupled:
+                    p.mul_(1 - lr * weight_decay)
                 else:
                     g = g.add(p, alpha=weight_decay)
             exp_avg.mul_(beta1).add_(g, alpha=1 - beta1)
