@@ -674,6 +674,13 @@ def uniform(g, shape: tuple, dtype) -> np.ndarray | None:
     return out
 
 
+def address(name: str) -> int | None:
+    """Kernel `name`'s address, for generated code that calls eager's kernels straight
+    (codegen.native_gen.EAGER_KERNEL_OPS); None where eager's kernels cannot be used."""
+    k = kernels()
+    return None if k is None else k.address(name)
+
+
 def reset() -> None:
     """Forget the loaded kernels (the next use looks at GRAPHMODE_EAGER_NATIVE again)."""
     with _lock:

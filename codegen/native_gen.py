@@ -1186,6 +1186,35 @@ class CBatchedMatmul(CFunction):
 
 
 
+# Ops whose eager kernel (codegen.eager_kernels) the driver calls straight, not through the
+# op's forward: layer_norm and its gradient. The call runs the very machine code eager's op
+# runs, on the same operands, so compiled values are eager's to the bit (the reason these ops
+# are not decomposed, static/passes/decompose.py), without the forward's Python: the op
+# lookup, the reshape to rows, the checks and the small arrays a call makes (about 15 us a
+# call, 0.15 ms of W5's step). Where eager's kernels are off or cannot be built the address is
+# None and the op's forward runs, as before.
+EAGER_KERNEL_OPS = ("layer_norm", "layer_norm_backward")
+
+
+def eager_kernel_call(node: Node) -> str | None:
+    """Why node does not run as a straight call of eager's kernel (None: it does): one float
+    dtype (float32 or float64) for every operand and result, no empty operand."""
+    if node.op not in EAGER_KERNEL_OPS or node.body is not None:
+        return "not an op with an eager kernel"
+    values = list(node.inputs) + list(node.outputs)
+    if not all(isinstance(v, Value) for v in values):
+        return "a literal operand"
+    dtypes = {v.type.dtype.np.name for v in values}
+    if len(dtypes) != 1 or dtypes.pop() not in ("float32", "float64"):
+        return "not one float32/float64 dtype"
+    if any(0 in tuple(v.type.shape) for v in values):
+        return "an empty operand"
+    ndim = int(node.attrs["ndim"])
+    if not 0 < ndim <= len(node.inputs[0].type.shape):
+        return "normalizes over more dims than the input has"
+    return None
+
+
 class NativeModule(Driver):
     """The driver module (Python) and translation unit (C++) for one graph."""
 
@@ -1198,11 +1227,12 @@ class NativeModule(Driver):
         self.functions: list = []
         self.by_code: dict = {}  # a C function's code (same_code) -> its name, to call it again
         self.kernels: list = []  # (constant name, C function name, sizes literal)
+        self.eager_kernels: list = []  # eager's kernels the driver calls straight (EAGER_KERNEL_OPS)
         self.slots: list = []  # names of the module-level buffer lists of allocate()
         self.fp_calls = 0  # library calls that need NumPy's floating-point error state set
         self.made_by_call: dict = {}  # output name -> shape, for arrays the call path allocates
         self.fresh: set = set()  # Python names bound to arrays this module allocated (C-contiguous)
-        self.stats = {"native": 0, "library": 0}
+        self.stats = {"native": 0, "library": 0, "eager": 0}
         self.notes: list = []
 
     def _native_function(self, c, at: str) -> None:
@@ -1261,6 +1291,65 @@ class NativeModule(Driver):
         self.body += ["try:", "    " + head + ", ".join(plain) + ")",
                       "except (BufferError, ValueError, TypeError):  # not C-contiguous or not of the IR's dtype",
                       "    " + head + ", ".join(converted) + ")"]
+
+    def eager_kernel(self, node: Node) -> None:
+        """node (EAGER_KERNEL_OPS, eager_kernel_call) as a straight call of eager's kernel for
+        its dtype, the op's forward (a library call) where that kernel is not available."""
+        x = node.inputs[0]
+        dt = x.type.dtype.np.name
+        suffix = "f32" if dt == "float32" else "f64"
+        shape = tuple(int(d) for d in x.type.shape)
+        ndim = int(node.attrs["ndim"])
+        n = _prod(shape[len(shape) - ndim:])
+        groups = _prod(shape) // n
+        itemsize = x.type.dtype.np.itemsize
+        rows_bytes, vec_bytes = groups * n * itemsize, n * itemsize
+        if node.op == "layer_norm":  # (x, weight, bias) -> y
+            fn = f"gm_eager_layer_norm_{suffix}"
+            sizes = f"({rows_bytes}, {vec_bytes}, {vec_bytes}, {-rows_bytes}, 16, 8)"
+            dtypes: tuple[str, ...] = (dt,) * 4 + ("int64", "float64")
+            scratch = None
+        else:  # (g, x, weight) -> (grad_input, grad_weight, grad_bias), with per-thread sums
+            fn = f"gm_eager_layer_norm_backward_{suffix}"
+            sizes = f"({rows_bytes}, {rows_bytes}, {vec_bytes}, {-rows_bytes}, {-vec_bytes}, {-vec_bytes}, " \
+                    f"{-2 * n * 8} * _nt, 16, 8)"
+            dtypes = (dt,) * 6 + ("float64", "int64", "float64")
+            scratch = f"np.empty((_nt, 2, {n}), np.float64)  # per-thread column sums"
+        constants = {"fn": fn, "dtypes": py_literal(dtypes), "dims": f"np.array([{groups}, {n}], np.int64)",
+                     "eps": f"np.array([{float(node.attrs['eps'])!r}], np.float64)"}
+        const = next((k["const"] for k in self.eager_kernels if {**k, "const": None} == {**constants, "const": None}),
+                     None)
+        if const is None:  # one set of constants per kernel, shape and eps (W5's five layer norms share one)
+            const = f"_E{len(self.eager_kernels)}"
+            self.eager_kernels.append({"const": const, **constants})
+        outs = [self.names(o) for o in node.outputs]
+        made = []
+        for o, name in zip(node.outputs, outs):
+            alloc = self.allocate(tuple(o.type.shape), o.type.dtype)
+            made.append(f"{name} = {alloc or f'np.empty({py_literal(tuple(int(d) for d in o.type.shape))}, np.{dt})'}")
+            self.fresh.add(name)
+        if scratch:
+            made.append(f"{const}_part = {scratch}")
+        ins = [self.src(v) for v in node.inputs]
+        tail = [*outs] + ([f"{const}_part"] if scratch else []) + [f"{const}_DIMS", f"{const}_EPS"]
+        head = f"_call({const}, _nt, {sizes}, {const}_FORMATS, "
+        plain = head + ", ".join(ins + tail) + ")"
+        converted = head + ", ".join([a if a in self.fresh else f"_c({a}, np.{dt})" for a in ins] + tail) + ")"
+        fallback = self.call_line(node, ins, outs)
+        fallback = fallback if isinstance(fallback, list) else [fallback]
+        # looked up at each call: eager's kernels can be switched off while the process runs
+        # (GRAPHMODE_EAGER_NATIVE=0 and eager_kernels.reset()), and both modes then run NumPy
+        self.body += [f"{const} = _ek.address({fn!r})",
+                      f"if {const} is None:  # eager's kernels are off or could not be built: the op's forward",
+                      *("    " + line for line in fallback), "else:",
+                      *("    " + line for line in made)]
+        if plain == converted:
+            self.body.append("    " + plain)
+        else:
+            self.body += ["    try:", "        " + plain,
+                          "    except (BufferError, ValueError, TypeError):  # not C-contiguous or not of the IR's dtype",
+                          "        " + converted]
+        self.stats["eager"] += 1
 
     def call_line(self, node: Node, operands: list, outs: list) -> list[str]:
         """A NumPy library call (the NumPy backend's `call` or `body` template)."""
@@ -1333,6 +1422,9 @@ class NativeModule(Driver):
         for node in (g.nodes if not self.functions else []):
             self.comment(node)
             at = f"L{self.lines.get(id(node), '?')}"  # its IR line (a lone op's region is a copy)
+            if node.body is None and eager_kernel_call(node) is None:
+                self.eager_kernel(node)
+                continue
             if node.body is None and small_batched_matmul(node) is None:
                 self._native_function(CBatchedMatmul(self, node, f"gm_matmul{len(self.functions)}"), at)
                 continue
@@ -1366,13 +1458,15 @@ class NativeModule(Driver):
                            c_source=c_source, stem="gm_native_" + re.sub(r"\W", "_", g.name),
                            kernels=self.kernels, params=params, body=self.body, returns=returns,
                            library_calls=self.fp_calls > 0, fast_math=self.fast_math,
-                           slots=self.slots)
+                           slots=self.slots, eager_kernels=self.eager_kernels)
         return py_source, c_source
 
     def describe(self) -> str:
         s = self.stats
         text = (f"Runs {s['native']} fused region(s) as native C++ functions (OpenMP loops, one translation unit) "
                 f"and {s['library']} op(s) or region(s) as NumPy library calls (matmul through BLAS).")
+        if s["eager"]:
+            text += f" {s['eager']} op(s) call eager's own native kernels straight (the same bits as eager)."
         if self.notes:
             text += " Not native: " + "; ".join(self.notes) + "."
         return text
