@@ -67,16 +67,23 @@ def update_targets(trace: TraceResult, leaves: list) -> list:
     return targets
 
 
-def write_back(trace: TraceResult, leaves: list, results: list) -> None:
+def write_back(trace: TraceResult, leaves: list, results: list, rebind: list | None = None,
+               copy: frozenset = frozenset()) -> None:
     """Store in-place updates (an optimizer step inside the function) into the caller's tensors.
     Every target is checked before any is written, so a refused write leaves all of them as
     they were rather than some updated and some not. A training step writes back some 150
     parameters, gradients and optimizer states: the copies go through the native call path's
-    copy_pairs in one call where it is loaded (0.05 us a pair against np.copyto's 2 us)."""
+    copy_pairs in one call where it is loaded (0.05 us a pair against np.copyto's 2 us).
+
+    `rebind`: (update index, parameter) of the `.grad`s the call makes (static.training.
+    CallPrep.fresh_grads): each becomes a new tensor over its result, as eager's backward makes
+    one, rather than being copied into the tensor of the last call; a result in `copy` (it may
+    share memory with an input or another output, or be a constant buffer) is copied first."""
+    skip = {k for k, _ in rebind} if rebind else ()
     destinations, values, tensors = [], [], []
-    for target, value in zip(update_targets(trace, leaves), results):
-        if target is None:
-            continue  # rebinding a Python number is the caller's business
+    for k, (target, value) in enumerate(zip(update_targets(trace, leaves), results)):
+        if target is None or k in skip:
+            continue  # rebinding a Python number is the caller's business; fresh grads below
         if isinstance(target, Tensor):
             tensors.append(target)
             target = target._data
@@ -101,6 +108,9 @@ def write_back(trace: TraceResult, leaves: list, results: list) -> None:
             xp.copyto(data, eager._device.on_device_of(value, data), casting="unsafe")
     for tensor in tensors:
         tensor._vc[0] += 1  # an in-place change: saved-tensor checks must see it
+    for k, owner in rebind or ():
+        value = results[k]
+        owner._grad = as_tensor(value.copy() if k in copy else value)
 
 
 def _copy_pairs():

@@ -253,8 +253,8 @@ class Compiled:
         """Run a cached signature's executable on the call's leaves, write in-place updates
         back and wrap the outputs."""
         trace = entry.trace
-        if trace.prepare is not None:
-            trace.prepare(leaves)  # random draws as eager makes them, attributes the trace set (static.training)
+        if trace.prepare is not None:  # random draws as eager makes them, attributes the trace set (static.training)
+            trace.prepare(leaves, rebind=entry.grad is None)
         if entry.grad is not None:
             return self._call_with_grad(entry, leaves)
         if entry.all_tensor_inputs:
@@ -271,7 +271,7 @@ class Compiled:
         for i in entry.fresh_copies:  # a constant the function returns: a new buffer every call
             results[i] = results[i].copy()
         if trace.updates:
-            write_back(trace, leaves, results[trace.n_outputs:])
+            write_back(trace, leaves, results[trace.n_outputs:], entry.fresh_grads, entry.fresh_grad_copies)
         if entry.freed_outputs and entry.as_tensors:
             for i in entry.freed_outputs:
                 results[i] = with_freed_history(as_tensor(results[i]))

@@ -22,7 +22,7 @@ from .autodiff import reached, vjp
 from .custom_function import customs_of
 from .ir import Graph, Value
 from .passes import Split, is_recording
-from .passes.aliasing import aliased_inputs, input_free_outputs, output_aliases
+from .passes.aliasing import alias_sets, aliased_inputs, input_free_outputs, output_aliases
 from .passes.rewrite import clone
 from .signature import CallKey
 from .tracer import Tracer, TraceState
@@ -125,6 +125,8 @@ class Entry:
         self.output_aliases = output_aliases(self.graph, n_user + (n_upd if self.grad else 0))
         self.has_output_aliases = any(self.output_aliases)
         self.fresh_copies = _fresh_copies(self.graph, trace, n_user)
+        self.fresh_grads = trace.prepare.rebinds() if trace.prepare is not None else []
+        self.fresh_grad_copies = _shared_results(self.graph, n_user, [k for k, _ in self.fresh_grads])
         self.single_output = (trace.out_tree == ("leaf",) and n_user == 1 and not trace.updates
                               and not trace.out_consts and not self.fresh_copies and not self.freed_outputs)
         # a tuple of arrays out, arrays in, nothing else to do: value_and_grad's (value, grad)
@@ -181,6 +183,27 @@ def _holds_dict(frozen) -> bool:
     if kind is dict:
         return True
     return kind is tuple and any(_holds_dict(v) for v in body)
+
+
+def _shared_results(graph: Graph, n_user: int, updates: list) -> frozenset:
+    """Of the update outputs `updates` (indices among the updates, which follow the n_user
+    user outputs), those whose buffer a caller's tensor must not take as is: one that may
+    share memory with an input, one computed from no input (generated code may return the
+    same buffer every call), one the graph also returns at another position."""
+    if not updates:
+        return frozenset()
+    alias = alias_sets(graph)
+    free = set(input_free_outputs(graph, len(graph.outputs)))
+    count: dict = {}
+    for v in graph.outputs:
+        if isinstance(v, Value):
+            count[v] = count.get(v, 0) + 1
+    shared = set()
+    for k in updates:
+        v = graph.outputs[n_user + k]
+        if not isinstance(v, Value) or alias.get(v) or n_user + k in free or count[v] > 1:
+            shared.add(k)
+    return frozenset(shared)
 
 
 def _fresh_copies(graph: Graph, trace: TraceResult, n_user: int) -> list:

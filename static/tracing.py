@@ -258,8 +258,9 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
         verify(graph)
     sources = [(i, known[id(obj)][1]) for i, (obj, _) in enumerate(captured) if id(obj) in known]
     constants = {i for i, (obj, _) in enumerate(captured) if state.is_created(obj)}
+    prepare = call_prep(state, captured, input_leaves, updates)
     return TraceResult(graph, in_tree, out_tree, kinds, input_leaves, captured, out_consts, n_outputs, updates,
-                       sources, _guards_of(fn, leaves, kinds) + state.guards, constants, call_prep(state, captured, input_leaves))
+                       sources, _guards_of(fn, leaves, kinds) + state.guards, constants, prepare)
 
 
 def _guards_of(fn, leaves: list, kinds: list) -> list:

@@ -56,16 +56,31 @@ _NO_GRAD_FN = "element 0 of tensors does not require grad and does not have a gr
 class CallPrep:
     """Done before every call of a compiled signature, in this order: the random draws of the
     trace (static.randomness), the Python numbers fed as 0-d inputs, the attribute bindings
-    the trace made (`p.grad = t`, `opt.state[p][k] = t`)."""
+    the trace made (`p.grad = t`, `opt.state[p][k] = t`).
 
-    __slots__ = ("replay", "feeds", "bindings", "rereads", "arg_grads")
+    `fresh_grads` are the `.grad`s the call makes rather than finds (backward() reaching a
+    parameter whose .grad is None, as after zero_grad(), or `p.grad = value`): eager makes a
+    new tensor for each at every call, so a gradient kept from one step is not changed by the
+    next. They are bound after the graph ran, each a new tensor over the graph's result
+    (bridge.write_back, `rebind`), not a tensor of the trace's that every call overwrote;
+    the call path that records gradients through the call still binds and writes that one."""
+
+    __slots__ = ("replay", "feeds", "bindings", "rereads", "arg_grads", "fresh_grads")
 
     def __init__(self, replay: Replay | None, feeds: list, bindings: list, rereads: list,
-                 arg_grads: list | None = None) -> None:
+                 arg_grads: list | None = None, fresh_grads: list | None = None) -> None:
         self.replay, self.feeds, self.bindings, self.rereads = replay, feeds, bindings, rereads
         self.arg_grads = arg_grads or []  # (captured entry, leaf index): the .grad of an argument
+        # (update index, parameter, its .grad binder, the trace's holder tensor) per fresh grad
+        self.fresh_grads = fresh_grads or []
 
-    def __call__(self, leaves=None) -> None:
+    def rebinds(self) -> list:
+        """(update index, parameter) of each fresh grad, for bridge.write_back."""
+        return [(k, p) for k, p, _, _ in self.fresh_grads]
+
+    def __call__(self, leaves=None, rebind: bool = False) -> None:
+        """rebind: the call binds the fresh grads after the graph ran (write_back's `rebind`);
+        otherwise the trace's holders are bound now and the write-back fills them."""
         if self.replay is not None:
             self.replay()
         for entry, k in self.arg_grads:  # backward() reached an argument: its .grad is accumulated into
@@ -76,6 +91,9 @@ class CallPrep:
             target._data = np.asarray(read(), dtype=target._data.dtype)
         for setter, value in self.bindings:
             setter(value)
+        if not rebind:
+            for _, _, setter, holder in self.fresh_grads:
+                setter(holder)
 
 
 def _grad_buffer(x: Tensor) -> Tensor:
@@ -92,14 +110,27 @@ def _grad_buffer(x: Tensor) -> Tensor:
     return g
 
 
-def call_prep(state: TraceState, captured: list, input_leaves: list | None = None) -> CallPrep | None:
+def call_prep(state: TraceState, captured: list, input_leaves: list | None = None,
+              updates: list | None = None) -> CallPrep | None:
     """What a finished trace needs done before each call (None: nothing). `input_leaves` maps
-    the explicit graph inputs to the call's argument leaves."""
+    the explicit graph inputs to the call's argument leaves; `updates` are the trace's update
+    outputs (("captured", index) for a captured tensor)."""
     draws = draws_of(state)
     replay = Replay(draws, captured) if draws else None
     extra = state.__dict__.get("training")
     feeds = extra.feeds if extra is not None else []
     bindings = extra.final_bindings() if extra is not None else []
+    fresh_grads = []
+    if extra is not None and extra.fresh_holders:
+        update_of = {id(captured[ref][0]): k for k, (kind, ref) in enumerate(updates or []) if kind == "captured"}
+        kept = []
+        for setter, value in bindings:
+            owner = extra.fresh_holders.get(id(value))
+            if owner is not None and id(value) in update_of:
+                fresh_grads.append((update_of[id(value)], owner, setter, value))
+            else:
+                kept.append((setter, value))
+        bindings = kept
     rereads = []
     if extra is not None and extra.read_grads:
         by_id = {id(entry[0]): entry for entry in captured}
@@ -109,9 +140,9 @@ def call_prep(state: TraceState, captured: list, input_leaves: list | None = Non
         by_id = {id(entry[0]): entry for entry in captured}
         explicit = {v: i for i, v in enumerate(state.graph.inputs[:len(input_leaves)])}
         arg_grads = [(by_id[id(buffer)], input_leaves[explicit[v]]) for v, buffer in extra.arg_grads.items()]
-    if replay is None and not feeds and not bindings and not rereads and not arg_grads:
+    if replay is None and not feeds and not bindings and not rereads and not arg_grads and not fresh_grads:
         return None
-    return CallPrep(replay, feeds, bindings, rereads, arg_grads)
+    return CallPrep(replay, feeds, bindings, rereads, arg_grads, fresh_grads)
 
 
 class _Training:
@@ -127,6 +158,7 @@ class _Training:
         self.state_slots: dict = {}  # (id(state dict), key) -> (state dict, key)
         self.read_grads: list = []  # (param, .grad) for a .grad the call found: re-read at every call
         self.arg_grads: dict = {}  # argument's input Value -> the tensor standing for its .grad in the trace
+        self.fresh_holders: dict = {}  # id(holder) -> its parameter: a .grad the call makes (CallPrep.fresh_grads)
 
     def seen(self, p: Tensor) -> None:
         """Note p.grad as the call finds it (before this trace's code changes it), guarded."""
@@ -437,8 +469,9 @@ def _accumulate(extra: _Training, p: Tensor, g: Tracer) -> None:
     if g.dtype is not p.dtype:
         g = F.to_dtype(g, p.dtype)
     if current is None:
-        holder = Tensor._make(p._data * 0)  # a new tensor the graph writes: the caller's from now on
+        holder = Tensor._make(p._data * 0)  # stands for the new tensor each call makes (CallPrep.fresh_grads)
         p._grad = holder
+        extra.fresh_holders[id(holder)] = p
         inplace_on_captured(holder, g)
         return
     inplace_on_captured(current, F.add(current, g))
@@ -469,6 +502,7 @@ def _own_grad(state: TraceState, p: Tensor) -> None:
     holder = Tensor._make(g._data.copy())
     inplace_on_captured(holder, Tracer(state, state.capture(g)))
     p._grad = holder
+    _training(state).fresh_holders[id(holder)] = p
 
 
 def traced_grad_assign(p: Tensor, value: Tracer) -> None:
@@ -484,6 +518,7 @@ def traced_grad_assign(p: Tensor, value: Tracer) -> None:
     holder = Tensor._make(xp_of_array(p._data).zeros_like(p._data))
     inplace_on_captured(holder, value)
     p._grad = holder
+    extra.fresh_holders[id(holder)] = p
 
 
 def traced_read_grad(x: Tracer) -> Tracer:
