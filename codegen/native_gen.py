@@ -34,6 +34,7 @@ library calls in the driver, so the module runs every graph.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import numpy as np
 
@@ -1186,6 +1187,13 @@ class CBatchedMatmul(CFunction):
 
 
 
+# View ops the driver writes as the array's method (the arguments of each from the node)
+_VIEW_METHODS: dict[str, Callable[[Node], list]] = {
+    "reshape": lambda node: [py_literal(tuple(int(d) for d in node.outputs[0].type.shape))],
+    "transpose": lambda node: [int(node.attrs["dim0"]), int(node.attrs["dim1"])],
+}
+
+
 # Ops whose eager kernel (codegen.eager_kernels) the driver calls straight, not through the
 # op's forward: layer_norm and its gradient. The call runs the very machine code eager's op
 # runs, on the same operands, so compiled values are eager's to the bit (the reason these ops
@@ -1358,6 +1366,14 @@ class NativeModule(Driver):
             # reshape raises no floating-point error (no error state needed for it)
             self.fresh.add(outs[0])
             return [f"{outs[0]} = {operands[0]}.reshape({py_literal(tuple(node.outputs[0].type.shape))})"]
+        method = _VIEW_METHODS.get(node.op)
+        x = node.inputs[0] if node.inputs else None
+        if method is not None and isinstance(x, Value) and len(x.type.shape) > 0:
+            # an operand of one or more dims is an array (never a Python number), whose method
+            # is np.<function>'s work without its Python wrapper (W5's step has 90 of these
+            # views); a view raises no floating-point error either
+            args = ", ".join(str(a) for a in method(node))
+            return [f"{outs[0]} = {operands[0]}.{node.op if node.op == 'reshape' else 'swapaxes'}({args})"]
         self.fp_calls += 1
         return lowering_for(node.op).numpy.statements(self.targets(node, outs), operands, fields(node, operands))
 

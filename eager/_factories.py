@@ -1,6 +1,7 @@
 """Tensor creation: `tensor`, `zeros`, `randn`, ... and the global random generator."""
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from typing import Any, TypedDict
@@ -317,7 +318,7 @@ def draw_uniform_run(shapes: list, dt) -> list:
     round trip of the generator's state instead of one a shape (a compiled training step
     replays its dropout masks so)."""
     _DRAWS.count += len(shapes)
-    sizes = [int(np.prod(shape, dtype=np.int64)) for shape in shapes]
+    sizes = [math.prod(int(d) for d in shape) for shape in shapes]  # (np.prod: 5 us a shape)
     u = _uniform(_RNG["numpy"], 0.0, 1.0, (sum(sizes),), dt.np)
     out, at = [], 0
     for shape, size in zip(shapes, sizes):
