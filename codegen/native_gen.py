@@ -292,6 +292,7 @@ class CFunction:
         self.arrays: dict = {}  # value -> C array name
         self.dtypes: list = []  # NumPy dtype name of each parameter
         self.lines: list = []
+        self.fused_multiply_add = False  # compiled with fused multiply-adds (the small products)
 
     def _param(self, v: Value, source: str, writable: bool, sized_by: Value | None = None) -> str:
         """A kernel parameter for v's array (`sized_by`: the value whose array is passed, when
@@ -320,7 +321,8 @@ class CFunction:
         assert self.node is not None, "a function of the whole graph is rendered by _graph_function"
         title = f"L{self.m.lines.get(id(self.node), '?')}: {node_line(self.node)}"
         return {"name": self.name, "title": title, "head": title, "also": [],
-                "decls": [d for d, _, _, _ in self.params], "lines": self.lines}
+                "decls": [d for d, _, _, _ in self.params], "lines": self.lines,
+                "fused_multiply_add": self.fused_multiply_add}
 
     def _store(self, body: KernelBody, y: Value, i: str = "i") -> str:
         expr, ctype = body.env[y]
@@ -1083,6 +1085,65 @@ def _swapped_for_reader(y: Value) -> tuple[int, int] | None:
     return (d0, d1) if d1 < n - 1 and d0 != d1 else None
 
 
+# Rows of C computed together by _product_rows: the accumulators of R rows by V vectors of a
+# row stay in registers through the k loop, one broadcast of a's element and V loads of B's
+# row a step. R * V at most PRODUCT_REGISTERS (of AVX2's 16 vector registers: B's row and the
+# broadcast need the rest). Measured on W5's products (64 of 32x16 by 16x32 and of 32x32 by
+# 32x16, 2 threads): 31 and 35 us, against 45 and 51 for accumulator arrays the compiler kept
+# partly in memory, with the multiply-add fused (below).
+PRODUCT_REGISTERS = 8
+PRODUCT_VECTOR_BYTES = 32
+
+
+def _product_rows(T: str, rows: int, depth: int, cols: int, a_row: str, a_k: str, c_row: str) -> list[str]:
+    """The loops computing c = a @ tile for one product: register-blocked vector code where a
+    row of C is whole vectors, else a vector loop along the row over a few rows at once. Each
+    element of C accumulates over k in order; the multiply-adds are fused (one rounding each,
+    as BLAS computes: the products' bits are not NumPy's either way)."""
+    size = 4 if T == "float" else 8
+    lanes = PRODUCT_VECTOR_BYTES // size
+    if cols % lanes == 0 and cols // lanes <= PRODUCT_REGISTERS:
+        v = cols // lanes
+        r = 1
+        while r * 2 * v <= PRODUCT_REGISTERS and rows % (r * 2) == 0:
+            r *= 2
+        acc = [[f"c{q}_{k}" for k in range(v)] for q in range(r)]
+        lines = [f"typedef {T} gm_vec __attribute__((vector_size({PRODUCT_VECTOR_BYTES})));",
+                 f"for (int i0 = 0; i0 < {rows}; i0 += {r}) {{  // {r} row(s) of C by {v} vector(s), in registers",
+                 "    gm_vec " + ", ".join(f"{name} = {{}}" for row in acc for name in row) + ";",
+                 f"    for (int k = 0; k < {depth}; ++k) {{",
+                 *(f"        gm_vec b{k}; __builtin_memcpy(&b{k}, &tile[k][{k * lanes}], sizeof b{k});" for k in range(v))]
+        for q in range(r):
+            lines.append(f"        {{ const gm_vec s = (gm_vec){{}} + a[(i0 + {q}) * {a_row} + k * {a_k}];  // broadcast")
+            lines += [f"          {acc[q][k]} += s * b{k};" for k in range(v)]
+            lines.append("        }")
+        lines.append("    }")
+        lines += [f"    __builtin_memcpy(&c[(i0 + {q}) * {c_row} + {k * lanes}], &{acc[q][k]}, sizeof {acc[q][k]});"
+                  for q in range(r) for k in range(v)]
+        return lines + ["}"]
+    block = 1  # rows of C accumulated together: each k step has `block` independent vector chains
+    while block < 8 and rows % (block * 2) == 0 and block * 2 * cols <= 16 * lanes:
+        block *= 2
+    return [
+        f"for (int i0 = 0; i0 < {rows}; i0 += {block}) {{  // {block} row(s) of C at once",
+        f"    {T} acc[{block}][{cols}];",
+        f"    for (int q = 0; q < {block}; ++q)",
+        "        #pragma omp simd",
+        f"        for (int j = 0; j < {cols}; ++j) acc[q][j] = ({T})0;",
+        f"    for (int k = 0; k < {depth}; ++k) {{",
+        f"        for (int q = 0; q < {block}; ++q) {{",
+        f"            const {T} aik = a[(i0 + q) * {a_row} + k * {a_k}];",
+        "            #pragma omp simd",
+        f"            for (int j = 0; j < {cols}; ++j) acc[q][j] = acc[q][j] + aik * tile[k][j];",
+        "        }",
+        "    }",
+        f"    for (int q = 0; q < {block}; ++q)",
+        "        #pragma omp simd",
+        f"        for (int j = 0; j < {cols}; ++j) c[(i0 + q) * {c_row} + j] = acc[q][j];",
+        "}",
+    ]
+
+
 class CBatchedMatmul(CFunction):
     """A batch of small products C[t] = A[t] @ B[t] as one C function: the batch shared out
     among the threads; per product, B packed into a row-major tile (any layout: a view's
@@ -1093,6 +1154,7 @@ class CBatchedMatmul(CFunction):
 
     def __init__(self, module: "NativeModule", node: Node, name: str) -> None:
         super().__init__(module, name, node)
+        self.fused_multiply_add = True
 
     def _operand(self, v: Value) -> tuple[str, tuple, int]:
         """(C array name, v's element strides in it, offset) of operand v: the base of a view
@@ -1136,13 +1198,6 @@ class CBatchedMatmul(CFunction):
         T = c_type(y.type.dtype)
         count = _prod(batch)
         sfx = "LL"
-        # rows of C accumulated together: each k step then has `block` independent vector
-        # chains (one row alone waited on its own additions: 94 us for W5's 64 products of
-        # 32x32 by 32x16, against 30 with eight rows), up to about sixteen vector registers
-        lanes = 32 // y.type.dtype.np.itemsize
-        block = 1
-        while block < 8 and rows % (block * 2) == 0 and block * 2 * cols <= 16 * lanes:
-            block *= 2
 
         def at(v: Value, strides: tuple, offset: int) -> str:
             vb = tuple(int(d) for d in v.type.shape[:-2])
@@ -1151,6 +1206,7 @@ class CBatchedMatmul(CFunction):
 
         par = "#pragma omp parallel for num_threads(gm_nt) schedule(static)" \
             if _parallel(count * rows * cols * depth // 16) else "// little work: the calling thread"
+        a_row, a_k, b_k, b_j, c_row = (f"{x}{sfx}" for x in (sa[-2], sa[-1], sb[-2], sb[-1], strides[-2]))
         self.lines += [
             f"{{  // %{y.name} = matmul: {count} products of {rows}x{depth} by {depth}x{cols}",
             f"    {par}",
@@ -1158,26 +1214,11 @@ class CBatchedMatmul(CFunction):
             f"        const {T}* a = {ca} + ({at(a, sa, oa)});",
             f"        const {T}* b = {cb} + ({at(b, sb, ob)});",
             f"        {T}* c = {cy} + ({strided_index(batch, tuple(strides[:-2]), batch, 't', sfx) if batch else '0'});",
-            f"        {T} tile[{depth}][{cols}];  // B, row-major",
+            f"        {T} tile[{depth}][{cols}] __attribute__((aligned(32)));  // B, row-major",
             f"        for (int k = 0; k < {depth}; ++k)",
             "            #pragma omp simd",
-            f"            for (int j = 0; j < {cols}; ++j) tile[k][j] = b[k * {sb[-2]}{sfx} + j * {sb[-1]}{sfx}];",
-            f"        for (int i0 = 0; i0 < {rows}; i0 += {block}) {{  // {block} row(s) of C at once",
-            f"            {T} acc[{block}][{cols}];",
-            f"            for (int q = 0; q < {block}; ++q)",
-            "                #pragma omp simd",
-            f"                for (int j = 0; j < {cols}; ++j) acc[q][j] = ({T})0;",
-            f"            for (int k = 0; k < {depth}; ++k) {{",
-            f"                for (int q = 0; q < {block}; ++q) {{",
-            f"                    const {T} aik = a[(i0 + q) * {sa[-2]}{sfx} + k * {sa[-1]}{sfx}];",
-            "                    #pragma omp simd",
-            f"                    for (int j = 0; j < {cols}; ++j) acc[q][j] = acc[q][j] + aik * tile[k][j];",
-            "                }",
-            "            }",
-            f"            for (int q = 0; q < {block}; ++q)",
-            "                #pragma omp simd",
-            f"                for (int j = 0; j < {cols}; ++j) c[(i0 + q) * {strides[-2]}{sfx} + j] = acc[q][j];",
-            "        }",
+            f"            for (int j = 0; j < {cols}; ++j) tile[k][j] = b[k * {b_k} + j * {b_j}];",
+            *("        " + line for line in _product_rows(T, rows, depth, cols, a_row, a_k, c_row)),
             "    }",
             "}",
         ]
@@ -1425,7 +1466,7 @@ class NativeModule(Driver):
         self.kernel_call(fn.name, fn.params, fn.dtypes)
         title = f"@{g.name}: {sum(len(n.body.nodes) if n.body is not None else 1 for n in g.nodes)} 0-d op(s)"
         self.functions.append({"name": fn.name, "title": title + ", straight-line",
-                               "decls": [d for d, _, _, _ in fn.params], "lines": fn.lines})
+                               "decls": [d for d, _, _, _ in fn.params], "lines": fn.lines, "fused_multiply_add": False})
         self.stats["native"] += len(g.nodes)
 
     def source(self) -> tuple[str, str]:
