@@ -21,6 +21,13 @@ against compiled, in one process with the candidates interleaved:
 Each run samples every candidate interleaved and takes medians; the table gives the median
 over runs and the min-max spread of the run medians (and of the ratios). Ratios measured in
 one run are what to read: absolute times on a shared machine are noise.
+
+`--malloc steady` (the default, as for the other benchmarks and `graphmode compare`) makes
+glibc keep freed memory (graphmode.peers.steady_malloc), in this process and PyTorch's: with
+the allocator's defaults, whether a large array costs page faults depends on what the other
+candidate allocated and freed just before, and the eager step's time moved by 15-30% with
+changes to the compiled step's allocations alone (measured on W5: a compiled step that reused
+its buffers made the interleaved eager step slower, not itself faster).
 """
 from __future__ import annotations
 
@@ -40,7 +47,7 @@ sys.path.insert(0, str(ROOT / "examples" / "workloads"))
 
 import w5_gpt  # noqa: E402
 import w6_cnn  # noqa: E402
-from common import MACHINE_ONCE, format_table, sample_interleaved, write_json  # noqa: E402
+from common import MACHINE_ONCE, format_table, sample_interleaved, steady_malloc, write_json  # noqa: E402
 
 import eager  # noqa: E402
 import static  # noqa: E402
@@ -96,7 +103,8 @@ def step_fns(mod, quick: bool, backend: str) -> dict[str, Callable]:
     return out
 
 
-def torch_runs(name: str, quick: bool, runs: int, repeats: int, compiled: bool) -> dict[str, list[float]] | None:
+def torch_runs(name: str, quick: bool, runs: int, repeats: int, compiled: bool,
+               malloc: str = "steady") -> dict[str, list[float]] | None:
     """PyTorch's step, eager and (`compiled`) under torch.compile, per-run medians, measured
     in a process of its own: with torch loaded, two OpenMP runtimes share the process and slow
     the native backend several times (measured), which would make the comparison unfair to
@@ -106,7 +114,8 @@ def torch_runs(name: str, quick: bool, runs: int, repeats: int, compiled: bool) 
 
     script = (f"import sys, json; sys.argv = ['x']; sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
               "import training_step_bench as b\n"
-              f"print(json.dumps(b._torch_child({name!r}, {quick!r}, {runs}, {repeats}, {compiled!r})))\n")
+              + ("b.steady_malloc()\n" if malloc == "steady" else "")
+              + f"print(json.dumps(b._torch_child({name!r}, {quick!r}, {runs}, {repeats}, {compiled!r})))\n")
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=native_build.environ_for_peers())
     if res.returncode != 0:
@@ -224,11 +233,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--no-compile-times", action="store_true")
     parser.add_argument("--no-torch-compile", action="store_true", help="time PyTorch's step eager only")
     parser.add_argument("--json", default=None, help="also write the numbers to this file")
+    parser.add_argument("--malloc", choices=("steady", "default"), default="steady",
+                        help="glibc keeps freed memory (steady, the default) or its own defaults")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
+    malloc = steady_malloc() if args.malloc == "steady" else "default"
+    print(f"malloc: {malloc}")
     repeats = args.repeats or (3 if args.quick else 15)
-    rows, payload = [], {"runs": args.runs, "repeats": repeats, "backend": args.backend, "cases": []}
+    rows, payload = [], {"runs": args.runs, "repeats": repeats, "backend": args.backend, "malloc": malloc,
+                         "cases": []}
     for name in args.workloads.split(","):
         mod = WORKLOADS[name.strip().upper()]
         cases = [("fwd+bwd", dict(zip(("eager", "compiled"), fwd_bwd_fns(mod, args.quick, args.backend)))),
@@ -237,7 +251,8 @@ def main(argv: list[str] | None = None) -> dict:
             eager.manual_seed(0)
             per_run = runs_of(fns, args.runs, repeats)
             if case == "step":
-                peer_runs = torch_runs(name.strip().upper(), args.quick, args.runs, repeats, not args.no_torch_compile)
+                peer_runs = torch_runs(name.strip().upper(), args.quick, args.runs, repeats, not args.no_torch_compile,
+                                       args.malloc)
                 per_run.update(peer_runs or {})
             ratios = [e / c for e, c in zip(per_run["eager"], per_run["compiled"])]
             row = [f"{name} {case}", statistics.median(per_run["eager"]) * 1e3, _spread(per_run["eager"], 1e3, '{:.1f}'),
