@@ -18,6 +18,9 @@ from ..ir import Graph, Node, Value
 from .rewrite import Namer, replace_uses
 
 MAX_FUSED_OPS = 64
+# the most ops of one region of 0-d arithmetic on graph inputs (Fuser.merge_scalars): straight
+# code, which compiles fast however long
+MAX_SCALAR_OPS = 512
 # the longest last axis a row region reduces along (see Fuser.rows): a row's values stay in
 # the L1 cache between the passes over it
 ROW_MAX = 2048
@@ -182,7 +185,7 @@ class Fuser:
                     return True
         return False
 
-    def try_merge(self, a: Group, b: Group) -> bool:
+    def try_merge(self, a: Group, b: Group, max_ops: int | None = None) -> bool:
         if a is b:
             return True
         if a.space != b.space or (a.reduce and b.reduce and a.reduce != b.reduce):
@@ -192,7 +195,7 @@ class Fuser:
                 self.rejections.append(f"{_describe(a.nodes[-1])} + {_describe(b.nodes[-1])}: a member would read "
                                        "a reduced value at the full iteration shape")
                 return False
-        if len(a.nodes) + len(b.nodes) > self.max_ops or self._convex(a.nodes, b.nodes):
+        if len(a.nodes) + len(b.nodes) > (max_ops or self.max_ops) or self._convex(a.nodes, b.nodes):
             return False
         a.nodes.extend(b.nodes)
         a.reduce = a.reduce or b.reduce
@@ -245,7 +248,27 @@ class Fuser:
             if g is not None and id(g) not in seen:
                 seen.add(id(g))
                 groups.append(g)
-        return groups
+        return self.merge_scalars(groups)
+
+    def merge_scalars(self, groups: list) -> list:
+        """Groups of 0-d pointwise ops that read only graph inputs and literals become one
+        region (horizontal fusion): an optimizer's per-parameter step counts and bias
+        corrections were one kernel call per parameter (30 a step in W5), and are one. Each op
+        computes what it computed alone, so the values are the same bits."""
+        inputs = set(self.graph.inputs)
+        into, kept = None, []
+        for g in groups:
+            members = {id(n) for n in g.nodes}
+            outside = [v for n in g.nodes for v in n.input_values()
+                       if v.producer is None or id(v.producer) not in members]
+            if g.space != () or g.reduce is not None or not all(v in inputs for v in outside):
+                kept.append(g)
+                continue
+            if into is not None and self.try_merge(into, g, MAX_SCALAR_OPS):
+                continue
+            into = g
+            kept.append(g)
+        return kept
 
 
 def _build_fused(group: Group, position: dict, namer: Namer, outside_users: dict, graph_outputs: set):
