@@ -1228,10 +1228,21 @@ class CBatchedMatmul(CFunction):
 
 
 
+def _converting_call(head: str, plain: list, converted: list) -> list[str]:
+    """The driver's lines of a kernel call `head` + arguments: with the arguments as they are,
+    and where some would be converted (`_c(x, dtype)`), again with the converted ones when the
+    call path refuses one (not C-contiguous, another dtype): the common case converts nothing."""
+    if plain == converted:
+        return [head + ", ".join(plain) + ")"]
+    return ["try:", "    " + head + ", ".join(plain) + ")",
+            "except (BufferError, ValueError, TypeError):  # not C-contiguous or not of the IR's dtype",
+            "    " + head + ", ".join(converted) + ")"]
+
+
 # View ops the driver writes as the array's method (the arguments of each from the node)
-_VIEW_METHODS: dict[str, Callable[[Node], list]] = {
-    "reshape": lambda node: [py_literal(tuple(int(d) for d in node.outputs[0].type.shape))],
-    "transpose": lambda node: [int(node.attrs["dim0"]), int(node.attrs["dim1"])],
+_VIEW_METHODS: dict[str, tuple[str, Callable[[Node], list]]] = {
+    "reshape": ("reshape", lambda node: [py_literal(tuple(int(d) for d in node.outputs[0].type.shape))]),
+    "transpose": ("swapaxes", lambda node: [int(node.attrs["dim0"]), int(node.attrs["dim1"])]),
 }
 
 
@@ -1334,12 +1345,7 @@ class NativeModule(Driver):
                    f"{const}_FORMATS, {const}_SHAPES, "
         else:
             head = f"_call({const}, _nt, {const}_SIZES, {const}_FORMATS, "
-        if plain == converted:
-            self.body.append(head + ", ".join(plain) + ")")
-            return
-        self.body += ["try:", "    " + head + ", ".join(plain) + ")",
-                      "except (BufferError, ValueError, TypeError):  # not C-contiguous or not of the IR's dtype",
-                      "    " + head + ", ".join(converted) + ")"]
+        self.body += _converting_call(head, plain, converted)
 
     def eager_kernel(self, node: Node) -> None:
         """node (EAGER_KERNEL_OPS, eager_kernel_call) as a straight call of eager's kernel for
@@ -1366,8 +1372,7 @@ class NativeModule(Driver):
             scratch = f"np.empty((_nt, 2, {n}), np.float64)  # per-thread column sums"
         constants = {"fn": fn, "dtypes": py_literal(dtypes), "dims": f"np.array([{groups}, {n}], np.int64)",
                      "eps": f"np.array([{float(node.attrs['eps'])!r}], np.float64)"}
-        const = next((k["const"] for k in self.eager_kernels if {**k, "const": None} == {**constants, "const": None}),
-                     None)
+        const = next((k["const"] for k in self.eager_kernels if k == {"const": k["const"], **constants}), None)
         if const is None:  # one set of constants per kernel, shape and eps (W5's five layer norms share one)
             const = f"_E{len(self.eager_kernels)}"
             self.eager_kernels.append({"const": const, **constants})
@@ -1382,8 +1387,7 @@ class NativeModule(Driver):
         ins = [self.src(v) for v in node.inputs]
         tail = [*outs] + ([f"{const}_part"] if scratch else []) + [f"{const}_DIMS", f"{const}_EPS"]
         head = f"_call({const}, _nt, {sizes}, {const}_FORMATS, "
-        plain = head + ", ".join(ins + tail) + ")"
-        converted = head + ", ".join([a if a in self.fresh else f"_c({a}, np.{dt})" for a in ins] + tail) + ")"
+        converted = [a if a in self.fresh else f"_c({a}, np.{dt})" for a in ins]
         fallback = self.call_line(node, ins, outs)
         fallback = fallback if isinstance(fallback, list) else [fallback]
         # looked up at each call: eager's kernels can be switched off while the process runs
@@ -1391,13 +1395,8 @@ class NativeModule(Driver):
         self.body += [f"{const} = _ek.address({fn!r})",
                       f"if {const} is None:  # eager's kernels are off or could not be built: the op's forward",
                       *("    " + line for line in fallback), "else:",
-                      *("    " + line for line in made)]
-        if plain == converted:
-            self.body.append("    " + plain)
-        else:
-            self.body += ["    try:", "        " + plain,
-                          "    except (BufferError, ValueError, TypeError):  # not C-contiguous or not of the IR's dtype",
-                          "        " + converted]
+                      *("    " + line for line in made),
+                      *("    " + line for line in _converting_call(head, ins + tail, converted + tail))]
         self.stats["eager"] += 1
 
     def call_line(self, node: Node, operands: list, outs: list) -> list[str]:
@@ -1407,14 +1406,14 @@ class NativeModule(Driver):
             # reshape raises no floating-point error (no error state needed for it)
             self.fresh.add(outs[0])
             return [f"{outs[0]} = {operands[0]}.reshape({py_literal(tuple(node.outputs[0].type.shape))})"]
-        method = _VIEW_METHODS.get(node.op)
+        view = _VIEW_METHODS.get(node.op)
         x = node.inputs[0] if node.inputs else None
-        if method is not None and isinstance(x, Value) and len(x.type.shape) > 0:
+        if view is not None and isinstance(x, Value) and len(x.type.shape) > 0:
             # an operand of one or more dims is an array (never a Python number), whose method
             # is np.<function>'s work without its Python wrapper (W5's step has 90 of these
             # views); a view raises no floating-point error either
-            args = ", ".join(str(a) for a in method(node))
-            return [f"{outs[0]} = {operands[0]}.{node.op if node.op == 'reshape' else 'swapaxes'}({args})"]
+            method, arguments = view
+            return [f"{outs[0]} = {operands[0]}.{method}({', '.join(str(a) for a in arguments(node))})"]
         self.fp_calls += 1
         return lowering_for(node.op).numpy.statements(self.targets(node, outs), operands, fields(node, operands))
 

@@ -258,10 +258,7 @@ class Fuser:
         inputs = set(self.graph.inputs)
         into, kept = None, []
         for g in groups:
-            members = {id(n) for n in g.nodes}
-            outside = [v for n in g.nodes for v in n.input_values()
-                       if v.producer is None or id(v.producer) not in members]
-            if g.space != () or g.reduce is not None or not all(v in inputs for v in outside):
+            if g.space != () or g.reduce is not None or not self._reads_inputs_only(g, inputs):
                 kept.append(g)
                 continue
             if into is not None and self.try_merge(into, g, MAX_SCALAR_OPS):
@@ -269,6 +266,13 @@ class Fuser:
             into = g
             kept.append(g)
         return kept
+
+    @staticmethod
+    def _reads_inputs_only(group: Group, inputs: set) -> bool:
+        """Whether every value the group reads from outside itself is a graph input."""
+        members = {id(n) for n in group.nodes}
+        return all(v in inputs for n in group.nodes for v in n.input_values()
+                   if v.producer is None or id(v.producer) not in members)
 
 
 def _build_fused(group: Group, position: dict, namer: Namer, outside_users: dict, graph_outputs: set):
