@@ -283,8 +283,8 @@ _fingerprint_started = False
 
 
 def prefetch_fingerprint() -> None:
-    """Compute source_fingerprint on a helper thread, once (static.compiled calls this when it
-    is imported): reading and hashing release the GIL, so it overlaps what the program does
+    """Compute source_fingerprint on a helper thread, once (static.compiled calls this at the
+    first static.compile): reading and hashing release the GIL, so it overlaps what the program does
     before its first compiled call instead of adding to a start from the disk cache."""
     global _fingerprint_started
     if not _fingerprint_started and _fingerprint is None and enabled():

@@ -93,6 +93,7 @@ class Compiled:
         self._modes_version = -1
         self._modes_value: tuple = ()
         self._first_step_checked = False  # whether the first call looked for an optimizer's first step
+        _fingerprint_early()
         if backend in ("auto", "native"):
             _probe_compiler_early(backend)
 
@@ -371,7 +372,10 @@ class Compiled:
 
 def _fingerprint_early() -> None:
     """Start hashing the library's sources (the caches' key, codegen.cache.source_fingerprint)
-    on a helper thread, so that it overlaps what runs before the first compiled call."""
+    on a helper thread, so that it overlaps what runs before the first compiled call. From the
+    first static.compile, not from the import of this module: the hash writes its manifest
+    into the code cache, which a program that only imports static (`graphmode cache info`)
+    must find as it was."""
     try:
         from codegen import cache  # noqa: PLC0415
     except ImportError:
@@ -651,5 +655,3 @@ compile.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # the 
     [p for p in inspect.signature(compile).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD],
     return_annotation=inspect.signature(compile).return_annotation)
 
-
-_fingerprint_early()  # from the import of static's compile machinery on: a program compiles next
