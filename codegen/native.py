@@ -11,6 +11,7 @@ a C++ compile; with static.compile(fast_math=True) the flag reaches the compiler
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
@@ -102,9 +103,21 @@ class NativeGraph:
             self._gpu = CompiledGraph(self.graph, "auto")
         return self._gpu.run(arrays)
 
-    def source(self, which: str | None = None) -> str:
-        """The generated driver module, with its C++ translation unit as C_SOURCE."""
-        return self._loaded.source
+    def source(self, which: str | None = None, full: bool = False) -> str:
+        """The generated driver module, with its C++ translation unit as C_SOURCE.
+
+        By default the translation unit's shared helper prelude (the same ~170 lines of
+        vector helpers and macros in every module, codegen/c_helpers.py) is replaced by one
+        line naming where it is, so the kernels come right after the IR they implement;
+        `full=True` gives the module exactly as it was compiled."""
+        text = self._loaded.source
+        return text if full else shared_prelude_by_reference(text, self.c_source_path())
+
+    def c_source_path(self) -> str:
+        """Where the whole C++ translation unit was written (or '' when it lives in memory)."""
+        lib = getattr(self._loaded.module, "LIBRARY", None)
+        path = getattr(lib, "source_path", None)
+        return str(path) if path else ""
 
     def c_source(self) -> str:
         return self._loaded.module.C_SOURCE
@@ -121,4 +134,28 @@ class NativeGraph:
                 f"{native_build.threads()} OpenMP thread(s) (GRAPHMODE_THREADS).")
 
 
-__all__ = ["NativeGraph", "auto_backend", "auto_note", "explain_unavailable", "native_disabled"]
+_FIRST_KERNEL = re.compile(r'\n// [^\n]*\nextern "C" (?:GM_FUSED_MULTIPLY_ADD )?void ')
+
+
+def shared_prelude_by_reference(module_source: str, where: str = "") -> str:
+    """`module_source` with the C++ lines between the IR header comment and the first
+    kernel (the helper prelude, OpenMP shims and macros every native module shares)
+    replaced by one comment saying what they are and where to read them."""
+    start = module_source.find('C_SOURCE = r"""')
+    kernel = _FIRST_KERNEL.search(module_source, max(start, 0))  # its title comment comes with it
+    if start < 0 or kernel is None:
+        return module_source
+    first = kernel.start()
+    lines = module_source[start:first].split("\n")
+    kept = 1  # the C_SOURCE line, then the header comment (title, conventions, the IR)
+    while kept < len(lines) and lines[kept].startswith("//"):
+        kept += 1
+    header_end = start + len("\n".join(lines[:kept]))
+    omitted = module_source[header_end:first].count("\n")
+    note = (f"\n\n// [{omitted} lines of the shared prelude (codegen/c_helpers.py: includes, vector helpers, "
+            f"OpenMP shims, GM_* macros) omitted here; NativeGraph.source(full=True) shows them"
+            + (f", and {where} holds the whole translation unit" if where else "") + "]\n")
+    return module_source[:header_end] + note + module_source[first:]
+
+
+__all__ = ["NativeGraph", "shared_prelude_by_reference", "auto_backend", "auto_note", "explain_unavailable", "native_disabled"]

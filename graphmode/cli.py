@@ -19,11 +19,20 @@ A size is a number (1e6, 4096) given to workload() as an int, or a shape (32x64x
 given as a tuple of ints. examples/workloads/ holds the design's workloads W1-W4 and an
 MLP training step written this way.
 
-Errors a user can fix (a missing file, a target without a workload, an unavailable
-device, a size that does not parse or does not fit the workload, an output path that cannot
-be written) print one line and exit with status 2 before anything is measured; results that
-disagree past the tolerance exit with status 1; Ctrl-C prints what was measured and exits
-with status 130. --traceback shows Python's traceback."""
+Exit status (each means one thing):
+
+    0    done: every result agrees, every file asked for was written
+    1    eager and compiled results disagree past --tolerance (the tables are printed)
+    2    a usage error the user can fix, reported in one line before anything is measured:
+         a missing file, a target without a workload, an unavailable device, a size that
+         does not parse or does not fit the workload, an output path that cannot be written
+    3    the workload's own code raised (one line naming it; --traceback for the rest)
+    4    a tool an output needs is missing: `graph -o x.svg` without Graphviz writes x.dot
+         and says how to render it, but x.svg was not made
+    130  interrupted by Ctrl-C (what was measured by then is printed)
+    141  the reader of stdout went away (`graphmode ir ... | head`)
+
+--traceback shows Python's traceback."""
 from __future__ import annotations
 
 import argparse
@@ -47,6 +56,7 @@ from . import report
 from .peers import PEER_LIBRARIES, PeerResult, measure_peer, steady_malloc
 
 USAGE_ERROR, DISAGREE, INTERRUPTED = 2, 1, 130
+WORKLOAD_FAILED, TOOL_MISSING, BROKEN_PIPE = 3, 4, 141
 
 
 class CLIError(Exception):
@@ -215,7 +225,8 @@ def cmd_compare(ns: argparse.Namespace) -> int:
                         interrupted=interrupted)
     if ns.json and results:
         header = {"graphmode_version": version(), "workload": workload.name, "description": workload.description,
-                  "target": ns.target, "backend": ns.backend, "device": ns.device, "repeat": ns.repeat,
+                  "target": ns.target, "backend": results[0].report.backend, "backend_requested": ns.backend,
+                  "device": ns.device, "repeat": ns.repeat,
                   "tolerance": ns.tolerance, "malloc": ns.malloc_setting, "complete": not interrupted}
         text = report.json_text(header, results)
         if json_to_stdout:
@@ -434,6 +445,9 @@ def cmd_graph(ns: argparse.Namespace) -> int:
         result = draw.render(text, out)
     except (ValueError, OSError) as exc:
         raise CLIError(_one_line(exc)) from exc
+    if not result.rendered:  # Graphviz is missing: the .dot is written, the picture is not
+        print(f"graphmode: error: {result.message}", file=sys.stderr)
+        return TOOL_MISSING
     print(result.message)
     return 0
 
@@ -504,8 +518,28 @@ def version() -> str:
         return eager.__version__
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default (unless it names it already), so that
+    `--help` answers "what happens if I leave it out" without reading the source."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("default" in text or "required" in text or not action.option_strings or action.default == argparse.SUPPRESS
+                or isinstance(action, (argparse._HelpAction, argparse._VersionAction))):
+            return text
+        if action.default is None:
+            return f"{text} (default: none)"
+        if action.default is False:
+            return f"{text} (default: off)"
+        return f"{text} (default: %(default)s)"
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, with a usage error as one line (status 2)."""
+    """argparse, with a usage error as one line (status 2) and defaults in the help."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # noqa: D102
         for hidden in HIDDEN_COMMANDS:  # argparse lists every choice; internal ones are not for users
@@ -514,52 +548,74 @@ class _Parser(argparse.ArgumentParser):
 
 
 HIDDEN_COMMANDS = ("_peer",)
+BACKENDS = ("auto", "numpy", "cupy", "native", "interpret")
+TARGET_HELP = "a .py file or importable module name defining workload(size) -> (fn, args)"
+DEVICE_HELP = "where the tensors live: cpu, or cuda (needs CuPy and a GPU)"
+BACKEND_HELP = ("auto: native C++ where a compiler is found (GRAPHMODE_NATIVE=0: NumPy), CuPy on cuda; or name one; "
+                "interpret runs the IR op by op")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="graphmode", description="Compare eager and compiled runs of a workload, print its IR, "
-                     "draw its graphs. TARGET is a .py file or module defining workload(size) -> (fn, args).")
+                     "draw its graphs. TARGET is a .py file or module defining workload(size) -> (fn, args).",
+                     epilog="exit status: 0 done, 1 eager and compiled results disagree, 2 usage error, 3 the "
+                     "workload's code raised, 4 a tool an output needs (Graphviz) is missing, 130 interrupted")
     parser.add_argument("--version", action="version", version=f"graphmode {version()}")
     sub = parser.add_subparsers(dest="command", metavar="{compare,ir,graph,cache}")
 
-    p = sub.add_parser("compare", help="time eager and compiled forward+backward per size, check they agree")
-    p.add_argument("target", help="a .py file or module name defining workload(size)")
+    p = sub.add_parser("compare", help="time eager and compiled forward+backward per size, check they agree",
+                       description="Time eager and compiled forward+backward of a workload per size, check that "
+                       "they agree, print two tables; optionally write JSON, a chart and an HTML report.")
+    p.add_argument("target", help=TARGET_HELP)
     p.add_argument("--sizes", help="comma-separated sizes: numbers (1e4,1e6) or shapes (32x64x64x10); "
                    "default: the workload's SIZES")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    p.add_argument("--repeat", type=int, default=5, help="timed runs of each mode per size (default 5)")
-    p.add_argument("--backend", choices=("auto", "numpy", "cupy", "native", "interpret"), default="auto")
-    p.add_argument("--tolerance", type=float, default=1e-3, help="largest allowed relative error (default 1e-3)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help=DEVICE_HELP)
+    p.add_argument("--repeat", type=int, default=5, help="timed runs of each mode per size")
+    p.add_argument("--backend", choices=BACKENDS, default="auto", help=BACKEND_HELP)
+    p.add_argument("--tolerance", type=float, default=1e-3, help="largest allowed relative error")
     p.add_argument("--plot", metavar="FILE.png", help="write a runtime and speedup chart per size, .png/.svg/.pdf "
                    "(needs matplotlib)")
     p.add_argument("--json", metavar="FILE", help="write every sample as JSON; - writes it to stdout (the tables "
                    "then go to stderr)")
+    p.add_argument("--html", metavar="FILE.html", help="write one self-contained page: the tables, the runtime "
+                   "chart, the eager and compiled graphs, the IR before and after, and the generated source "
+                   "linked line by line to the IR and to your code")
     p.add_argument("--peers", metavar="torch,jax", help="also run the workload's torch/jax versions when installed")
     p.add_argument("--malloc", choices=("steady", "default"), default="steady",
                    help="steady (default): glibc keeps freed memory, so page faults do not decide the ratio; "
                    "default: leave the allocator as it is")
     p.set_defaults(func=cmd_compare)
 
-    p = sub.add_parser("ir", help="print the IR after each optimization stage and the generated source")
-    p.add_argument("target")
+    p = sub.add_parser("ir", help="print the IR after each optimization stage and the generated source",
+                       description="Print explain(): a summary, then the IR after each optimization stage, how "
+                       "it runs and the generated source.")
+    p.add_argument("target", help=TARGET_HELP)
     p.add_argument("--size", help="the size to trace at (default: the workload's first size)")
-    p.add_argument("--stage", metavar="NAME|all", help="print one stage (e.g. traced, fuse, memory) or all")
-    p.add_argument("--source", action="store_true", help="print the generated source")
-    p.add_argument("--backend", choices=("auto", "numpy", "cupy", "native", "interpret"), default="auto")
+    p.add_argument("--stage", metavar="NAME|all", help="print one stage (e.g. summary, traced, fuse, memory) or all "
+                   "(default: all)")
+    p.add_argument("--source", action="store_true", help="print the generated source (alone, without --stage)")
+    p.add_argument("--backend", choices=BACKENDS, default="auto", help=BACKEND_HELP)
     p.set_defaults(func=cmd_ir)
 
-    p = sub.add_parser("graph", help="draw the eager backward graph or the compiled IR (Graphviz)")
-    p.add_argument("target")
-    p.add_argument("--mode", choices=("eager", "static"), default="static")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.svg, .png, .pdf or .dot")
+    p = sub.add_parser("graph", help="draw the eager backward graph or the compiled IR (Graphviz)",
+                       description="Draw the eager backward graph or the compiled IR. .svg, .png and .pdf need "
+                       "Graphviz's dot; without it the .dot is written and the exit status is 4.")
+    p.add_argument("target", help=TARGET_HELP)
+    p.add_argument("--mode", choices=("eager", "static"), default="static",
+                   help="eager: the backward graph eager records; static: the compiled forward and backward IR")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.svg, .png, .pdf (Graphviz) or .dot "
+                   "(required)")
     p.add_argument("--size", help="the size to draw at (default: the workload's first size)")
     p.add_argument("--detail", choices=("regions", "ops"), default="regions",
                    help="regions (default): a fused region is one box listing its ops, legible for large "
                    "graphs; ops: every op inside each region")
     p.set_defaults(func=cmd_graph)
 
-    p = sub.add_parser("cache", help="where the generated-code cache is and how big (info), or empty it (clear)")
-    p.add_argument("action", choices=("info", "clear"))
+    p = sub.add_parser("cache", help="where the generated-code cache is and how big (info), or empty it (clear)",
+                       description="The on-disk cache of generated modules, native shared objects and trace "
+                       "records (GRAPHMODE_CACHE_DIR moves it).")
+    p.add_argument("action", choices=("info", "clear"), help="info: where it is, what it holds, its bound; clear: "
+                   "remove graphmode's files from it")
     p.set_defaults(func=cmd_cache, target="cache")
 
     p = sub.add_parser("_peer")  # internal, no help: compare --peers runs each peer in a child process
@@ -612,13 +668,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return INTERRUPTED
     except BrokenPipeError:  # `graphmode ir ... | head`: the reader left, nothing to report
         _silence_stdout()
-        return 141
+        return BROKEN_PIPE
     except Exception as exc:  # noqa: BLE001  (the workload's own code failed: say where, briefly)
         if ns.traceback:
             raise
         print(f"graphmode: error: {ns.command} {ns.target}: {_one_line(exc)} (--traceback for details)",
               file=sys.stderr)
-        return DISAGREE
+        return WORKLOAD_FAILED
 
 
 if __name__ == "__main__":

@@ -230,7 +230,8 @@ def compare(fn: Callable, *args: Any, repeat: int = 5, warmup: int = 1, backend:
     final = compiled.ir(*plain)
     plan = final.memory_plan
     report = CompareReport(
-        name=name, backend=resolved_backend(backend, dev), device=dev, mode="forward+backward" if diff else "forward",
+        name=name, backend=executed_backend(compiled, plain, backend, dev), device=dev,
+        mode="forward+backward" if diff else "forward",
         eager=eager_t, compiled=compiled_t, compile_cold_s=cold, compile_warm_s=warm,
         nodes_before=len(trace(compiled, *plain).nodes), nodes_after=len(final.nodes),
         fused_kernels=count_fused(final), peak_bytes=plan.peak_bytes if plan is not None else None,
@@ -257,8 +258,11 @@ def python_function(fn: Callable) -> Callable:
 
 
 def resolved_backend(backend: str, device: str) -> str:
-    """The backend that runs: 'auto' picks by device, or the interpreter when no code
-    generator loads (static.executable warns about that once)."""
+    """The backend that `backend` runs on `device` in this process: 'auto' picks CuPy on a
+    GPU and, on the CPU, whatever `codegen.native.auto_backend` decides (native C++ where a
+    compiler is found and GRAPHMODE_NATIVE is not 0, NumPy otherwise), or the interpreter
+    when no code generator loads (static.executable warns about that once). A report
+    names what ran, not what was asked for: see `executed_backend` for a built function."""
     from .executable import backend_available  # noqa: PLC0415
 
     if backend == "interpret":
@@ -266,8 +270,36 @@ def resolved_backend(backend: str, device: str) -> str:
     if backend == "auto":
         if not backend_available("auto"):
             return "interpret (no code generator loads)"
-        return "cupy" if device.startswith("cuda") else "numpy"
+        if device.startswith("cuda"):
+            return "cupy"
+        try:
+            from codegen.native import auto_backend  # noqa: PLC0415
+        except ImportError:
+            return "numpy"
+        return auto_backend()
     return backend
+
+
+def executed_backend(compiled: Compiled, args: tuple, backend: str, device: str) -> str:
+    """The backend whose code ran `compiled(*args)`, read from the executable it built
+    (the native backend's driver, a generated NumPy/CuPy module, or the interpreter);
+    `resolved_backend` where the built function does not say."""
+    try:
+        executable = compiled._entry_for(args, {})[3].forward
+    except (RuntimeError, AttributeError, IndexError):
+        return resolved_backend(backend, device)
+    kind = type(executable).__name__
+    if kind == "InterpretedGraph":
+        return "interpret" if backend == "interpret" else "interpret (no code generator loads)"
+    on_gpu = device.startswith("cuda")
+    if kind == "NativeGraph":
+        return "cupy" if on_gpu else "native"
+    ran = getattr(executable, "backend", None)
+    if ran in ("numpy", "cupy", "native"):
+        return str(ran)
+    if ran == "auto":
+        return "cupy" if on_gpu else "numpy"
+    return resolved_backend(backend, device)
 
 
 def prepare_args(args: Sequence[Any], device: str | None) -> tuple:
