@@ -566,12 +566,7 @@ def traced_step(opt, closure=None):
     # exp_inf, Adam's max_exp_avg_sq) is written back into the same tensor, which the next
     # call's graph reads, instead of into a new one no later call would see
     found = {(id(s), k): v for s in opt.state.values() for k, v in s.items() if isinstance(v, Tensor)}
-    groups_lr = []
-    for group in opt.param_groups:
-        lr = group.get("lr")
-        if isinstance(lr, numbers.Number) and not isinstance(lr, bool):
-            groups_lr.append((group, lr))
-            group["lr"] = _number_input(extra, group, "lr", lr)
+    groups_lr = _feed_hyperparameters(state, extra, opt)
     outer = state.location
     if outer is None and _library_update(opt):
         # every op of a library optimizer's update cites the user's `opt.step()` line: found
@@ -586,8 +581,8 @@ def traced_step(opt, closure=None):
                     opt._update_group(group)
     finally:
         state.location = outer
-        for group, lr in groups_lr:
-            group["lr"] = lr
+        for group, k, v in groups_lr:
+            group[k] = v
     for s in opt.state.values():
         for k, v in list(s.items()):
             if isinstance(v, Tracer):  # state made from traced values: a tensor of the caller's
@@ -655,6 +650,145 @@ def _number_input(extra: _Training, d: dict, k, v) -> Tensor:
     t = Tensor._make(np.asarray(v, dtype=np.float64))
     extra.feeds.append((t, lambda: d[k]))
     return t
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _feed_hyperparameters(state: TraceState, extra: _Training, opt) -> list:
+    """Every numeric hyper-parameter of every group (lr, momentum, dampening, betas, eps,
+    weight_decay, alpha, lr_decay, ...) as a 0-d input read from the group at every call
+    (`FedNumber`): schedulers that cycle momentum or beta1 (OneCycleLR, CyclicLR) change them
+    every step, and a graph that baked them in would drift from eager. What the update's
+    Python code decides from them (`if momentum != 0`) is guarded, not baked; the other group
+    entries (nesterov, amsgrad, maximize, a tuple's length) are guarded by value. Returns
+    (group, key, value) to put back after the step."""
+    restore = []
+    for group in opt.param_groups:
+        fixed = []
+        for k, v in list(group.items()):
+            if k == "params":
+                continue
+            if _is_number(v):
+                restore.append((group, k, v))
+                group[k] = _fed(state, extra, group, k, None, v)
+            elif isinstance(v, tuple) and v and all(_is_number(x) for x in v):
+                restore.append((group, k, v))
+                group[k] = tuple(_fed(state, extra, group, k, i, x) for i, x in enumerate(v))
+                fixed.append((k, (tuple, len(v))))
+            elif not isinstance(v, Tensor):
+                fixed.append((k, v))
+        state.guards.append(GroupGuard(opt, group, tuple(fixed)))
+    return restore
+
+
+def _fed(state: TraceState, extra: _Training, group: dict, k, i, v) -> "FedNumber":
+    read = (lambda: group[k]) if i is None else (lambda: group[k][i])
+    t = FedNumber._make(np.asarray(v, dtype=np.float64))
+    t.__class__ = FedNumber
+    t._fed = (state, f"{k}[{i}]" if i is not None else k, read, v, set())
+    extra.feeds.append((t, read))
+    return t
+
+
+_COMPARE = {"__eq__": lambda a, b: a == b, "__ne__": lambda a, b: a != b, "__lt__": lambda a, b: a < b,
+            "__le__": lambda a, b: a <= b, "__gt__": lambda a, b: a > b, "__ge__": lambda a, b: a >= b}
+
+
+class FedNumber(Tensor):
+    """A hyper-parameter fed as a 0-d input (see `_feed_hyperparameters`). Arithmetic on it
+    records ops reading the input; a comparison with a Python number (`momentum != 0`,
+    `weight_decay > 0`) answers with the traced value's answer as a Python bool, and a guard
+    checks at every call that the value still answers the same way (a branch the update took
+    is part of the graph). float()/int() bake the value: guarded by equality."""
+
+    _fed: tuple
+
+    def _decide(self, name: str, other):
+        state, what, read, value, seen = self._fed
+        result = _COMPARE[name](value, other)
+        if (name, other) not in seen:
+            seen.add((name, other))
+            state.guards.append(FedGuard(what, read, name, other, result))
+        return result
+
+    def __bool__(self) -> bool:
+        return self._decide("__ne__", 0)
+
+    def __float__(self) -> float:
+        self._decide("__eq__", self._fed[3])
+        return float(self._fed[3])
+
+    def __int__(self) -> int:
+        self._decide("__eq__", self._fed[3])
+        return int(self._fed[3])
+
+    __hash__ = Tensor.__hash__
+
+
+def _comparison(name: str):
+    def compare(self, other):
+        if _is_number(other):
+            return self._decide(name, other)
+        return getattr(Tensor, name)(self, other)
+    compare.__name__ = name
+    return compare
+
+
+for _name in _COMPARE:
+    setattr(FedNumber, _name, _comparison(_name))
+
+
+class FedGuard:
+    """A branch the traced update took on a fed hyper-parameter: `momentum != 0` was True."""
+
+    __slots__ = ("what", "read", "op", "other", "result")
+
+    def __init__(self, what: str, read, op: str, other, result: bool) -> None:
+        self.what, self.read, self.op, self.other, self.result = what, read, op, other, result
+
+    def changed(self) -> str | None:
+        try:
+            now = self.read()
+        except (KeyError, IndexError, TypeError):
+            return f"the optimizer's {self.what} no longer exists"
+        if not _is_number(now):
+            return f"the optimizer's {self.what} changed to a {type(now).__name__}"
+        if _COMPARE[self.op](now, self.other) == self.result:
+            return None
+        sign = {"__eq__": "==", "__ne__": "!=", "__lt__": "<", "__le__": "<=", "__gt__": ">", "__ge__": ">="}[self.op]
+        return (f"the optimizer's {self.what} changed to {now!r}: the traced update took the branch where "
+                f"'{self.what} {sign} {self.other!r}' is {self.result}")
+
+
+class GroupGuard:
+    """The entries of a param group that are not fed numbers (nesterov, amsgrad, maximize,
+    the parameters themselves): a change is a different update."""
+
+    __slots__ = ("opt", "group", "fixed", "params")
+
+    def __init__(self, opt, group: dict, fixed: tuple) -> None:
+        self.opt, self.group, self.fixed = opt, group, fixed
+        self.params = list(group["params"])
+
+    def changed(self) -> str | None:
+        g = self.group
+        for k, v in self.fixed:
+            now = g.get(k, _GONE)
+            if type(v) is tuple and len(v) == 2 and v[0] is tuple:
+                if isinstance(now, tuple) and len(now) == v[1]:
+                    continue
+            elif now is v or (type(now) is type(v) and now == v):
+                continue
+            return f"{type(self.opt).__name__}'s param group entry {k!r} changed {v!r} -> {now!r}"
+        ps = g["params"]
+        if len(ps) != len(self.params) or any(a is not b for a, b in zip(ps, self.params)):
+            return f"{type(self.opt).__name__}'s param group holds other parameters"
+        return None
+
+
+_GONE = object()
 
 
 def traced_clear_grad(p: Tensor, set_to_none: bool) -> None:

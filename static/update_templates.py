@@ -55,6 +55,10 @@ def update_parameters(state: TraceState, opt) -> None:
         for k, v in group.items():  # a group's tensors (a learning rate fed at each call): read by every update
             if k != "params" and isinstance(v, Tensor):
                 state.capture(v)
+            elif k != "params" and isinstance(v, tuple):  # betas: a tuple of fed numbers
+                for x in v:
+                    if isinstance(x, Tensor):
+                        state.capture(x)
         for p in group["params"]:
             if p._grad is None:
                 continue  # eager's update skips it too
@@ -129,7 +133,10 @@ def _record(state: TraceState, opt, group: dict, p: Tensor, roles: dict, before:
     found = opt.state.get(p)
     entries = dict(found) if found is not None else None
     opt._update_group(dict(group, params=[p]))
-    if (len(graph.inputs) != n_inputs or len(state.created) != n_created or len(state.guards) != n_guards
+    # a branch on a group's fed hyper-parameter (`if weight_decay != 0`) is the same for every
+    # parameter of the group (the kind holds the group): not a reason to keep no template
+    new_guards = [g for g in state.guards[n_guards:] if type(g).__name__ != "FedGuard"]
+    if (len(graph.inputs) != n_inputs or len(state.created) != n_created or new_guards
             or len(state.__dict__.get("random_draws", ())) != n_draws or p._grad is not grad):
         return None
     shape = tuple(p.shape)
