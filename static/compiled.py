@@ -22,7 +22,7 @@ import eager
 from eager._tensor import Tensor
 from eager.nn.module import structure_version
 
-from . import logs
+from . import dynamic_shapes, logs
 from .bridge import CompiledFunction, as_tensor, input_arrays, input_objects, rebase, wrap_outputs, write_back
 from .entry import Entry
 from .errors import TraceError
@@ -80,6 +80,7 @@ class Compiled:
         self._trace_target = _KeywordCall(fn, self._signature) \
             if self._needs_binding and self._signature is not None else fn
         self._cache: dict = {}
+        self._alternates: dict = {}  # key -> earlier entries of that key whose guards failed (see _alternate)
         self._eager_keys: set = set()
         self.retraces: list = []  # why, for each trace after the first
         # seconds each signature took to build (trace, then the post-trace cache or autodiff,
@@ -170,7 +171,13 @@ class Compiled:
             reason = entry.invalid() if entry.checks else None
             if reason is None:
                 return leaves, key, entry
+            other = self._alternate(key, entry)
+            if other is not None:
+                return leaves, key, other
         else:
+            found = dynamic_shapes.lookup(self, key, leaves)  # an entry with symbolic sizes that fits
+            if found is not None:
+                return leaves, key, found
             reason = describe_change(closest(self._cache, key), key) if self._cache else None
             if calling and not self._cache and self._first_optimizer_step():
                 return leaves, key, None
@@ -213,7 +220,7 @@ class Compiled:
             return None
         started = time.perf_counter()
         try:
-            entry = Entry(self, args, key, leaves)
+            entry = dynamic_shapes.build(self, args, key, leaves) or Entry(self, args, key, leaves)
         except TraceError as exc:
             if self.fallback != "eager":
                 raise  # nothing was cached: the next valid call traces afresh
@@ -227,8 +234,32 @@ class Compiled:
         if reason is not None:
             self.retraces.append(reason)
         logs.recompiles.debug("%s: %s", self.__name__, f"retraced because {reason}" if reason else "first trace")
+        old = self._cache.get(key)
+        if old is not None:  # kept: a state that alternates (train/eval, a toggled flag) finds it again
+            self._alternates.setdefault(key, []).append(old)
         self._cache[key] = entry
         return entry
+
+    def _alternate(self, key: CallKey, stale: Entry) -> Entry | None:
+        """Another entry traced for this key whose checks pass now (the Python state the
+        function reads alternates between values it has seen); it becomes the key's entry."""
+        others = self._alternates.get(key)
+        if not others:
+            return None
+        for i, e in enumerate(others):
+            if e.invalid() is None:
+                others[i] = stale
+                self._cache[key] = e
+                return e
+        return None
+
+    def entries(self) -> list:
+        """Every compiled entry: per signature the current one and those kept for states the
+        function alternates between. The retrace limit counts these (less the first)."""
+        out = list(self._cache.values())
+        for others in self._alternates.values():
+            out += others
+        return out
 
     # -- calling ---------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -323,6 +354,7 @@ class Compiled:
         """The IR after each stage (the joint forward+backward graph and its split when these
         arguments want gradients), then how it runs and the generated source."""
         args, leaves, key, entry = self._entry_for(args, kwargs)
+        ran = entry  # what calls run: its executables say where their code came from
         # compiles keep no stage texts (printing every graph would cost more than the passes):
         # build this signature once more, recording them, without touching the cache
         with recording():
@@ -349,7 +381,9 @@ class Compiled:
         src = _source(entry)
         if src:
             parts.append(f"== generated source ==\n{src}")
-        return "\n\n".join(parts)
+        from .explain_summary import summary  # noqa: PLC0415  (the one-screen opening: static/explain_summary.py)
+
+        return "\n\n".join([summary(self, ran, entry), *parts])
 
     def autograd_graphs(self, *args, **kwargs) -> "AutogradGraphs":
         """The optimized graphs a call on these arguments runs: the forward and, when an

@@ -219,6 +219,11 @@ def _lookup(key: str, owner) -> Built | None:
     if built is not None:
         STATS["disk_hits"] += 1
         _remember(key, built)
+        from .logs import stages  # noqa: PLC0415  (GRAPHMODE_LOGS=stages: say why no stage is printed)
+
+        stages.debug("@%s: optimized graphs loaded from the disk cache (built by an earlier process): no pass ran, "
+                     "so no stage is printed; explain() rebuilds and shows them, GRAPHMODE_CACHE=0 skips the cache",
+                     getattr(owner, "__name__", "fn"))
     return built
 
 

@@ -21,7 +21,7 @@ def test_explain_shows_traced_and_verified_graphs_and_how_it_executes():
     x, w = eager.ones(4), eager.ones(4)
     text = f.explain(x, w)
     headers = _sections(text)
-    assert headers[0] == "== traced ==" and headers[1] == "== verified =="
+    assert headers[0] == "== summary ==" and headers[1] == "== traced ==" and headers[2] == "== verified =="
     assert any(h.startswith("== execution ==") for h in headers)
     traced = text.split("== traced ==\n", 1)[1].split("\n\n", 1)[0]
     assert traced == str(static.trace(loss, x, w))  # the traced stage is the trace, verbatim
