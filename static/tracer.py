@@ -224,6 +224,8 @@ def current_state() -> TraceState | None:
 
 def _operand(state: TraceState, o):
     if isinstance(o, Tracer):
+        if o._state is not state and hasattr(state, "foreign"):  # a control-flow body reads an outer value
+            return state.foreign(o)  # (static.control_flow.BodyState: it enters as an input of the body)
         return o._value
     if isinstance(o, _SCALARS):
         return o
@@ -315,6 +317,9 @@ def record(op, operands, attrs):
             break
     else:
         state = current_state()
+    top = ACTIVE.stack[-1] if ACTIVE.stack else None
+    if top is not None and top is not state and hasattr(top, "foreign"):
+        state = top  # tracing a control-flow body: the op belongs to the body, whatever its operands' trace
     if state is None or state.finished:
         raise TraceError(f"{user_location()}: {op.name} is applied to a traced value whose trace has ended "
                          "(a Tracer leaked out of the traced function, e.g. into a global or a list); return "

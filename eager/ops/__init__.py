@@ -1,6 +1,7 @@
 """The operator set shared by eager and static. Importing it fills `REGISTRY`."""
 from . import elementwise, shape_ops, reductions, linalg, special  # noqa: F401  (registration order)
 from . import indexing, math_ops, conv  # noqa: F401  (ops added with the PyTorch-programs surface)
+from . import control_flow  # noqa: F401  (scan, while_loop, cond: bodies as IR text, static.control_flow)
 from ._registry import REGISTRY, OpDef, TensorSpec, defop, fit_grad, get, reduce_to_shape
 
 __all__ = ["REGISTRY", "OpDef", "TensorSpec", "defop", "fit_grad", "get", "reduce_to_shape"]
