@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["main"]
+__all__ = ["main", "__version__"]
+
+# the release, as in pyproject.toml and eager.__version__ (tests/graphmode/test_packaging_meta.py
+# checks the three agree)
+__version__ = "0.1.0"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -508,14 +508,11 @@ def cmd_cache(ns: argparse.Namespace) -> int:
 
 # -- the parser and main ------------------------------------------------------------------------------
 def version() -> str:
-    from importlib import metadata  # noqa: PLC0415
+    """The package's own version (graphmode.__version__): the installed metadata of an editable
+    install can lag behind the checkout, the source cannot."""
+    from . import __version__  # noqa: PLC0415
 
-    try:
-        return metadata.version("graphmode")
-    except metadata.PackageNotFoundError:
-        import eager  # noqa: PLC0415
-
-        return eager.__version__
+    return __version__
 
 
 class _HelpFormatter(argparse.HelpFormatter):

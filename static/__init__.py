@@ -62,7 +62,9 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public API only (what `__all__` lists): the lazy machinery, the typing imports and
+    the submodules already imported are not for users, and tab completion should not offer them."""
+    return sorted(__all__)
 
 
 def _shadowed(name: str) -> property:
