@@ -654,7 +654,12 @@ def _explain_failure(op, operands, attrs, exc):
     from .ops import TensorSpec  # noqa: PLC0415
 
     specs = [TensorSpec(tuple(o.shape), o.dtype) if isinstance(o, Tensor) else o for o in operands]
-    op.abstract(*specs, **attrs)  # raises the readable error when the inputs are at fault
+    try:
+        op.abstract(*specs, **attrs)  # raises the readable error when the inputs are at fault
+    except Exception as readable:  # noqa: BLE001  (whatever the rule raises is the error to show)
+        # one traceback: NumPy's message ("mismatch in its core dimension 0 ...") adds nothing
+        # to the rule's, and the rule's own frames are not the user's business
+        raise readable.with_traceback(None) from None
     raise exc
 
 
