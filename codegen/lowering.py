@@ -622,3 +622,13 @@ for _name in ("floor", "ceil", "trunc", "round", "log2", "log10", "sinh", "cosh"
 for _name in ("isnan", "isinf", "isfinite"):
     _add(_name, NumpyLowering(call=f"np.{_name}({{0}})"), CupyLowering(call=f"cp.{_name}({{0}})"),
          note="a bool result from any input dtype: a library call")
+
+
+# -- structured control flow (eager/ops/control_flow.py) ------------------------------------------
+# The op's forward runs the loop (or the chosen branch) in Python around the body's own
+# generated code, compiled once per body text (static.control_flow.runner); the body is an
+# attribute, so the call passes it along with the others.
+for _name in ("scan", "while_loop", "cond"):
+    _add(_name, NumpyLowering(call=f"_rt.forward('{_name}', np, {{args}}, **{{attrs}})"),
+         CupyLowering(call=f"_rt.forward('{_name}', cp, {{args}}, **{{attrs}})"),
+         note="structured control flow: the op's forward loops in Python around the body's generated code")

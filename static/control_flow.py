@@ -597,23 +597,26 @@ def _finish(st: TraceState, outs: list) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def scan_vjp_body(text: str, n_c: int, n_k: int) -> str:
+def scan_vjp_body(text: str, n_c: int, n_k: int, with_hist: bool = False) -> str:
     """The body of a scan's backward: (consts, acc, ct_carry, carry_t, x_t, ct_y_t) ->
-    (acc + d consts, d carry_t, d x_t), from static's autodiff on the body."""
+    (acc + d consts, d carry_t, d x_t), from static's autodiff on the body. `with_hist`: the
+    scan's saved carries are results too, and their cotangents (ct_h_t, after ct_y_t) add to
+    the carry's."""
     from .autodiff import vjp  # noqa: PLC0415
 
     g = parsed(text)
     types = [v.type for v in g.inputs]
     consts_t, carry_t, x_t = types[:n_c], types[n_c:n_c + n_k], types[n_c + n_k:]
     y_t = [v.type for v in g.outputs[n_k:]]
-    params = consts_t + consts_t + carry_t + carry_t + x_t + y_t
+    params = consts_t + consts_t + carry_t + carry_t + x_t + y_t + (carry_t if with_hist else [])
     st, ts = _new_body(params, "scan_vjp")
     n_x = len(x_t)
     consts, acc = ts[:n_c], ts[n_c:2 * n_c]
     ct_carry = ts[2 * n_c:2 * n_c + n_k]
     carry = ts[2 * n_c + n_k:2 * n_c + 2 * n_k]
     xs = ts[2 * n_c + 2 * n_k:2 * n_c + 2 * n_k + n_x]
-    ct_y = ts[2 * n_c + 2 * n_k + n_x:]
+    ct_y = ts[2 * n_c + 2 * n_k + n_x:2 * n_c + 2 * n_k + n_x + len(y_t)]
+    ct_h = ts[2 * n_c + 2 * n_k + n_x + len(y_t):]
     ACTIVE.stack.append(st)
     try:
         with enable_grad():
@@ -621,7 +624,8 @@ def scan_vjp_body(text: str, n_c: int, n_k: int) -> str:
             wrt = [t._value for t in consts + carry + xs]
             grads = vjp(st, [o._value for o in outs], list(ct_carry) + list(ct_y), wrt)
             new_acc = [a + d if a.dtype.is_floating_point else a for a, d in zip(acc, grads[:n_c])]
-            result = new_acc + list(grads[n_c:])
+            d_carry = [d + h for d, h in zip(grads[n_c:n_c + n_k], ct_h)] if with_hist else grads[n_c:n_c + n_k]
+            result = new_acc + list(d_carry) + list(grads[n_c + n_k:])
     finally:
         ACTIVE.stack.pop()
     return _finish(st, result)

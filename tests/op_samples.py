@@ -20,8 +20,24 @@ def sample_cases(name: str, dtype: Any = None) -> list:
     cases = REGISTRY[name].samples(np.random.default_rng(0))
     if dtype is None:
         return list(cases)
-    return [(tuple(a.astype(dtype) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in arrays), attrs)
-            for arrays, attrs in cases]
+    return [(tuple(a.astype(dtype) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in arrays),
+             retyped_attrs(attrs, dtype)) for arrays, attrs in cases]
+
+
+def retyped_attrs(attrs: dict, dtype: Any) -> dict:
+    """A sample's attributes for its arrays cast to `dtype` (see `_retyped_body`)."""
+    return {k: _retyped_body(v, dtype) for k, v in attrs.items()}
+
+
+def _retyped_body(value: Any, dtype: Any) -> Any:
+    """A control-flow op's body (IR text, eager/ops/control_flow.py) is typed: casting the
+    sample's floating arrays casts its f64 values too."""
+    if isinstance(value, list):
+        return [_retyped_body(v, dtype) for v in value]
+    if isinstance(value, str) and value.startswith("func @"):
+        return value.replace("f64[", {np.dtype(np.float32): "f32[", np.dtype(np.float16): "f16["}.get(
+            np.dtype(dtype), "f64["))
+    return value
 
 
 def sample_program(op: Any, arrays: tuple, attrs: dict) -> tuple[Callable[..., Any], list]:

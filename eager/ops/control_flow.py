@@ -148,9 +148,14 @@ def _scan_vjp(ctx: Any, grads: tuple) -> tuple:
     for i, y in enumerate(g.outputs):
         shape = tuple(y.type.shape) if i < n_k else (length,) + tuple(y.type.shape)
         cts.append(grads[i] if grads[i] is not None else _zeros(shape, y.type.dtype))
+    # with `save`, the saved carries are results too: their cotangents join the carry's
+    ct_hist = [grads[n_k + n_y + k] for k in range(n_k)] if a.get("save") else []
+    if ct_hist and all(c is None for c in ct_hist):
+        ct_hist = []
+    ct_hist = [c if c is not None else _zeros(tuple(h.shape), h.dtype) for c, h in zip(ct_hist, hist)]
     acc = [_zeros(tuple(p.type.shape), p.type.dtype) for p in g.inputs[:n_c]]
-    back = _static().scan_vjp_body(a["body"], n_c, n_k)
-    res = SCAN(*consts, *acc, *cts[:n_k], *hist, *xs, *cts[n_k:], body=back, length=length,
+    back = _static().scan_vjp_body(a["body"], n_c, n_k, bool(ct_hist))
+    res = SCAN(*consts, *acc, *cts[:n_k], *hist, *xs, *cts[n_k:], *ct_hist, body=back, length=length,
                reverse=not a["reverse"], n_consts=n_c, n_carry=n_c + n_k, save=False)
     return tuple(r if r.dtype.is_floating_point else None for r in res[:n_c + n_k + len(xs)])
 

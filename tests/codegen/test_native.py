@@ -600,6 +600,8 @@ print(np.float32(1e-39) * np.float32(1) != 0)
 
 def _registry_program(dtype):
     """Every op of the registry on its samples, in one function (one graph, one compile)."""
+    from op_samples import retyped_attrs  # noqa: PLC0415  (control-flow bodies are typed: cast them too)
+
     from eager.ops import REGISTRY  # noqa: PLC0415
 
     progs, inputs = [], []
@@ -607,7 +609,7 @@ def _registry_program(dtype):
         for arrays, attrs in REGISTRY[name].samples(np.random.default_rng(0)):
             arrays = tuple(a.astype(dtype) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in arrays)
             positions = [i for i, a in enumerate(arrays) if isinstance(a, np.ndarray)]
-            progs.append((name, arrays, attrs, positions, len(inputs)))
+            progs.append((name, arrays, retyped_attrs(attrs, dtype), positions, len(inputs)))
             inputs += [arrays[i] for i in positions]
 
     def every_op(*xs):
