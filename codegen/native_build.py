@@ -59,6 +59,8 @@ from pathlib import Path
 
 import numpy as np
 
+from eager._threads import available as _available
+
 from . import cache, runtime
 
 FORMAT = "2"
@@ -334,9 +336,11 @@ if hasattr(os, "register_at_fork"):
 
 
 def threads() -> int:
-    """OpenMP threads for a kernel call: GRAPHMODE_THREADS (runtime.CONFIG.threads); one in a
-    process forked from one that ran kernels (libgomp's thread pool does not survive fork)."""
-    return 1 if _forked else runtime.CONFIG.threads
+    """OpenMP threads for a kernel call: the configured count (runtime.CONFIG.threads:
+    set_num_threads, GRAPHMODE_THREADS, OMP_NUM_THREADS or the usable cores) less the cores
+    other processes keep busy now (eager._threads.available); one in a process forked from
+    one that ran kernels (libgomp's thread pool does not survive fork)."""
+    return 1 if _forked else _available(runtime.CONFIG.threads)
 
 
 # GOMP_SPINCOUNT the backend sets when BLAS runs one thread: the workers spin this many

@@ -5,7 +5,6 @@ Kept small and free of generation logic, so a generated module reads as straight
 NumPy plus `_rt.run_blocks(...)` where a fused region is spread over the cores."""
 from __future__ import annotations
 
-import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -13,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eager import _dtypes
+from eager import _dtypes, _threads
 from eager._fpstate import quiet_fp, restore_fp
 from eager.ops import REGISTRY
 from eager.ops.linalg import GEMM_SPLIT_MIN
@@ -34,14 +33,16 @@ class Config:
       Python overhead, ~1 us, stays small against the work, small enough that a block's few
       buffers stay in L2/L3; with compiled_bench's steady allocator, 128Ki-256Ki blocks ran
       W1/W2 at 1e6 elements 10-45% faster than 64Ki, and 512Ki no faster).
-    threads: workers a region is spread over (NumPy releases the GIL in its loops).
+    threads: workers a region is spread over (NumPy releases the GIL in its loops) and the
+      native kernels' OpenMP team: set_num_threads, else GRAPHMODE_THREADS, else
+      OMP_NUM_THREADS, else the cores this process may run on (eager._threads).
     parallel_min_elems: below this many elements a region runs in the calling thread,
       where handing blocks to other threads would cost more than it saves (512Ki: on two
       cores W3's 256x512 and 784x512 regions ran 5% slower threaded, while W1/W2 at 1e6
       elements ran 1.3-1.6x faster)."""
 
     block_elems: int = _env_int("GRAPHMODE_BLOCK_ELEMS", 1 << 17)
-    threads: int = _env_int("GRAPHMODE_THREADS", os.cpu_count() or 1)
+    threads: int = _threads.default_threads()
     parallel_min_elems: int = _env_int("GRAPHMODE_PARALLEL_MIN_ELEMS", 1 << 19)
 
 
@@ -116,59 +117,23 @@ def run_blocks(fn, nrows: int, row_elems: int, args: tuple) -> list:
 # 256x784x512 products ran 1.8x faster on two cores. Where BLAS runs several threads already,
 # splitting only oversubscribes the cores (measured 1.1-1.4x slower), so it is not done.
 MATMUL_SPLIT_MIN = 1 << 23  # multiply-adds below which one BLAS call is cheaper than the hand-off (~50 us)
-_blas_threads: list = []
+
+
+_blas_threads: list = []  # a fixed answer for blas_threads (tests pin one here)
 
 
 def blas_threads() -> int | None:
-    """Threads of NumPy's BLAS: OPENBLAS_NUM_THREADS where set, else asked of the OpenBLAS
-    that NumPy's wheels bundle (loaded by NumPy already), else read from the variables other
-    BLAS libraries take; None when unknown."""
-    if not _blas_threads:
-        _blas_threads.append(_query_blas_threads())
-    return _blas_threads[0]
+    """Threads of NumPy's BLAS as the kernels should assume them: decided once per process by
+    eager._threads (one thread unless the user chose, with large products split among the
+    kernels' threads instead); None when unknown."""
+    if _blas_threads:
+        return _blas_threads[0]
+    return _threads.blas_threads()
 
 
-@functools.lru_cache(maxsize=1)
-def numpy_openblas() -> tuple:
-    """The OpenBLAS libraries NumPy's wheels bundle (and NumPy has loaded), as ctypes
-    libraries: none where NumPy was built against another BLAS. Looked up once per process
-    by listing NumPy's library folder: `glob` compiled its pattern on every first call, a
-    millisecond of a compiled function's first call from the disk cache."""
-    import ctypes  # noqa: PLC0415
-
-    libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
-    try:
-        names = sorted(name for name in os.listdir(libs) if "openblas" in name)
-    except OSError:
-        return ()
-    found = []
-    for name in names:
-        try:
-            found.append(ctypes.CDLL(os.path.join(libs, name)))
-        except OSError:
-            continue
-    return tuple(found)
-
-
-def _query_blas_threads() -> int | None:
-    # the variable OpenBLAS read when it loaded, where set (cheaper than finding the library)
-    value = os.environ.get("OPENBLAS_NUM_THREADS", "").strip()
-    if value.isdigit():
-        return int(value)
-    import ctypes  # noqa: PLC0415
-
-    for lib in numpy_openblas():
-        for name in ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
-                     "openblas_get_num_threads64_", "openblas_get_num_threads"):
-            fn = getattr(lib, name, None)
-            if fn is not None:
-                fn.restype = ctypes.c_int
-                return int(fn())
-    for var in ("MKL_NUM_THREADS", "OMP_NUM_THREADS"):
-        value = os.environ.get(var, "").strip()
-        if value.isdigit():
-            return int(value)
-    return None
+# the bundled OpenBLAS libraries (eager_kernels looks its gemm up there) and what BLAS says
+numpy_openblas = _threads.numpy_openblas
+_query_blas_threads = _threads.query_blas_threads
 
 
 def matmul(a, b):

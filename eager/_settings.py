@@ -4,7 +4,6 @@ print options, the `backends` flags, dtype limits (`finfo`, `iinfo`). A script t
 runs on unchanged; what has no counterpart here says so in its docstring."""
 from __future__ import annotations
 
-import os
 import types
 from typing import Any
 
@@ -12,29 +11,39 @@ import numpy as np
 
 from . import _dtypes
 from ._repr import PRINT_OPTIONS
+from ._threads import default_threads, pin_team
 
 # -- threads -------------------------------------------------------------------------------------
 
 
 def set_num_threads(n: int) -> None:
-    """Threads of the native kernels and of the compiled code's blocks (what GRAPHMODE_THREADS
-    sets at start-up). NumPy's own calls and BLAS keep theirs (OPENBLAS_NUM_THREADS)."""
+    """Threads of the native kernels, of the products they split and of the compiled code's
+    blocks, as torch.set_num_threads sizes PyTorch's intra-op pool (the default:
+    GRAPHMODE_THREADS, else OMP_NUM_THREADS, else the cores this process may run on). NumPy's
+    BLAS is kept on one thread unless the user chose its count, and large products are split
+    among these threads instead, so the two pools never fight (eager._threads); a kernel call
+    still runs on fewer while other processes keep cores busy."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise RuntimeError(f"set_num_threads expects a positive integer, got {n!r}")
     try:
         from codegen import runtime  # noqa: PLC0415  (the knob lives with the code that reads it)
     except ImportError:
+        _fallback_threads[0] = n
         return
     runtime.CONFIG.threads = n
 
 
 def get_num_threads() -> int:
-    """The thread count set_num_threads sets (default: GRAPHMODE_THREADS or the CPU count)."""
+    """The thread count set_num_threads sets (default: GRAPHMODE_THREADS, OMP_NUM_THREADS or
+    the usable cores), as torch.get_num_threads."""
     try:
         from codegen import runtime  # noqa: PLC0415
     except ImportError:
-        return os.cpu_count() or 1
+        return _fallback_threads[0] or default_threads()
     return int(runtime.CONFIG.threads)
+
+
+_fallback_threads = [0]  # where codegen is not installed: what set_num_threads recorded
 
 
 _interop_threads = 1
@@ -58,12 +67,14 @@ _deterministic = {"mode": False, "warn_only": False}
 
 
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
-    """Recorded, as PyTorch records it. On the CPU every op here is already deterministic: the
-    native kernels add per-thread partial sums in thread order, so a result depends on the
-    thread count only (set_num_threads), never on timing."""
+    """Recorded, as PyTorch records it, and it keeps every native kernel call on the team
+    set_num_threads sizes: the kernels add per-thread partial sums in thread order, so a
+    result depends on the thread count only, and with this on never on the machine's load
+    (by default a call runs on fewer threads while other processes keep cores busy)."""
     if not isinstance(mode, bool):
         raise TypeError(f"use_deterministic_algorithms expects a bool, but got {type(mode).__name__}")
     _deterministic.update(mode=mode, warn_only=bool(warn_only))
+    pin_team(mode)  # a kernel's team no longer shrinks with the machine's load
 
 
 def are_deterministic_algorithms_enabled() -> bool:
