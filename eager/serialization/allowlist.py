@@ -196,7 +196,7 @@ def user_allowed(module: str, name: str) -> Any:
             obj = getattr(obj, part, None)
             if obj is None:
                 break
-        if obj is not None and any(obj is e for e, _, _ in entries):
+        if obj is not None and any(obj is e for e in _user):  # (a pair allows its own spelling only)
             return obj
     return None
 

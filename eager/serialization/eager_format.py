@@ -341,7 +341,9 @@ class Reader:
             self.fail(f"device {_short(saved)}")
         try:
             return place(saved, self.map_location, np.empty(0, np.float32), self.source).location
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RuntimeError) as exc:
+            if str(exc).startswith(("eager.load", "Attempting")):
+                raise
             raise RuntimeError(f"eager.load: {self.source}: cannot place a tensor saved on {saved!r} ({exc})") from None
 
     def _unpickle(self, node: dict) -> Any:

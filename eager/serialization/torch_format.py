@@ -96,12 +96,11 @@ def place(storage_location: str, map_location: Any, array: np.ndarray, source: s
     """Where a storage goes, as torch.load decides it: map_location None (the saved place),
     a str or device (everything there), a dict (saved place -> new place) or a callable
     `(storage, location) -> storage or None`."""
-    storage = Storage(array, storage_location)
     loc = map_location
     if loc is None:
         target = storage_location
     elif callable(loc) and not isinstance(loc, (str, _device, dict)):
-        result = loc(storage, storage_location)
+        result = loc(Storage(array, "cpu"), storage_location)  # (PyTorch hands it the CPU copy)
         if result is None:
             target = storage_location
         elif isinstance(result, Storage):

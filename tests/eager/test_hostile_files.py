@@ -1,0 +1,494 @@
+"""eager.load against hostile and damaged checkpoints (hand-built PyTorch and eager files)
+and against real files written by PyTorch: every view is bounds-checked, every size checked
+before it is allocated or inflated, and every failure is a RuntimeError naming the member;
+map_location, shared storages, safe_globals and whole-module loading behave as in PyTorch."""
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import struct
+import tracemalloc
+import zipfile
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+import eager
+from eager.serialization import allowlist
+
+
+# -- building torch.save-like files by hand ------------------------------------------------------------
+def frag(x) -> bytes:
+    """The opcodes that push x (a protocol-2 pickle without its PROTO header and STOP)."""
+    return pickle.dumps(x, protocol=2)[2:-1]
+
+
+def glob(module: str, name: str) -> bytes:
+    return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
+
+
+def storage_pid(key="0", numel=4, storage="FloatStorage", location="cpu") -> bytes:
+    return b"(" + frag("storage") + glob("torch", storage) + frag(key) + frag(location) + frag(numel) + b"tQ"
+
+
+def tensor_op(offset=0, size=(4,), stride=(1,), pid=None, requires_grad=False) -> bytes:
+    pid = storage_pid() if pid is None else pid
+    args = (b"(" + pid + frag(offset) + frag(size) + frag(stride) + frag(requires_grad)
+            + glob("collections", "OrderedDict") + b")R" + b"t")
+    return glob("torch._utils", "_rebuild_tensor_v2") + args + b"R"
+
+
+def top_dict(**entries: bytes) -> bytes:
+    body = b"".join(frag(k) + v for k, v in entries.items())
+    return b"\x80\x02}(" + body + b"u."
+
+
+def torch_zip(pkl: bytes, storages=None, compress=zipfile.ZIP_STORED) -> io.BytesIO:
+    storages = {"0": np.arange(4, dtype=np.float32).tobytes()} if storages is None else storages
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=compress) as z:
+        z.writestr("archive/data.pkl", pkl)
+        z.writestr("archive/byteorder", b"little")
+        for key, data in storages.items():
+            z.writestr(f"archive/data/{key}", data)
+    buf.seek(0)
+    return buf
+
+
+def test_hand_built_file_loads_as_a_view_of_its_storage():
+    got = eager.load(torch_zip(top_dict(t=tensor_op(1, (3,), (1,)), u=tensor_op(0, (2,), (2,)))))
+    assert got["t"].tolist() == [1.0, 2.0, 3.0] and got["u"].tolist() == [0.0, 2.0]
+    got["t"].mul_(10)  # one storage: the write is seen through the other view
+    assert got["u"].tolist() == [0.0, 20.0]
+
+
+@pytest.mark.parametrize("offset,size,stride,what", [
+    (0, (64,), (1,), "reads element 63"),           # size beyond the storage
+    (3, (2,), (1,), "reads element 4"),              # offset + size beyond it
+    (0, (2,), (4,), "reads element 4"),              # a stride that leaves it (3 >= ... )
+    (0, (2, 2), (1, 100), "out of bounds"),          # a big stride
+    (-1, (2,), (1,), "out of range"),                # a negative offset
+    (0, (-2,), (1,), "out of range"),                # a negative size
+    (0, (2,), (-1,), "out of range"),                # a negative stride
+    (2**70, (1,), (1,), "out of range"),             # beyond int64
+    (0, (2,), (1, 1), "different lengths"),
+    (0, "ab", (1,), "tuple of ints"),
+    (0, (2.0,), (1,), "must be an integer"),
+    (True, (2,), (1,), "must be an integer"),
+])
+def test_views_outside_their_storage_are_refused(offset, size, stride, what):
+    with pytest.raises(RuntimeError, match=what) as info:
+        eager.load(torch_zip(top_dict(t=tensor_op(offset, size, stride))))
+    assert "archive/data/0" in str(info.value) or "out of range" in str(info.value) or "integer" in str(info.value)
+
+
+def test_out_of_bounds_view_is_refused_by_pytorch_too():
+    torch = pytest.importorskip("torch")
+    buf = torch_zip(top_dict(t=tensor_op(0, (64,), (1,))))
+    with pytest.raises(RuntimeError):
+        torch.load(buf, weights_only=True)
+    buf.seek(0)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        eager.load(buf)
+
+
+def test_a_lying_element_count_is_refused_before_reading():
+    # the storage declares 64 elements, its member holds 4
+    pid = storage_pid(numel=64)
+    with pytest.raises(RuntimeError, match=r"member archive/data/0 holds 16 bytes.*64 elements"):
+        eager.load(torch_zip(top_dict(t=tensor_op(0, (64,), (1,), pid=pid))))
+    with pytest.raises(RuntimeError, match="has no member archive/data/7"):
+        eager.load(torch_zip(top_dict(t=tensor_op(pid=storage_pid(key="7")))))
+    with pytest.raises(RuntimeError, match="out of range"):
+        eager.load(torch_zip(top_dict(t=tensor_op(pid=storage_pid(numel=-4)))))
+
+
+def test_a_huge_stride_zero_view_is_refused_without_allocating():
+    tracemalloc.start()
+    try:
+        with pytest.raises(RuntimeError, match="memory bound"):
+            eager.load(torch_zip(top_dict(t=tensor_op(0, (10**6, 10**6), (0, 0)))))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 << 20
+
+
+def test_a_small_stride_zero_view_is_a_view():
+    got = eager.load(torch_zip(top_dict(t=tensor_op(1, (3, 2), (0, 1)))))
+    assert got["t"].tolist() == [[1.0, 2.0]] * 3
+
+
+def test_storage_types_and_dtypes():
+    data = {"0": np.array([1, -2], np.int64).tobytes(), "1": np.array([1, 0], np.bool_).tobytes(),
+            "2": np.array([0x3FC0, 0xC000], np.uint16).tobytes()}  # bfloat16 1.5, -2.0
+    pkl = top_dict(a=tensor_op(0, (2,), (1,), storage_pid("0", 2, "LongStorage")),
+                   b=tensor_op(0, (2,), (1,), storage_pid("1", 2, "BoolStorage")),
+                   c=tensor_op(0, (2,), (1,), storage_pid("2", 2, "BFloat16Storage")),
+                   d=glob("torch", "float16"))
+    got = eager.load(torch_zip(pkl, data))
+    assert got["a"].dtype is eager.int64 and got["a"].tolist() == [1, -2]
+    assert got["b"].tolist() == [True, False] and got["c"].tolist() == [1.5, -2.0]
+    assert got["d"] is eager.float16
+    with pytest.raises(RuntimeError, match="ComplexFloatStorage"):
+        eager.load(torch_zip(top_dict(a=tensor_op(pid=storage_pid(storage="ComplexFloatStorage")))))
+    with pytest.raises(RuntimeError, match="not a torch storage type"):
+        eager.load(torch_zip(top_dict(a=tensor_op(pid=b"(" + frag("storage") + frag("x") + frag("0") + frag("cpu")
+                                                  + frag(4) + b"tQ"))))
+    with pytest.raises(RuntimeError, match="requires_grad"):
+        eager.load(torch_zip(top_dict(a=tensor_op(0, (2,), (1,), storage_pid("0", 2, "LongStorage"), True)), data))
+
+
+def test_member_sizes_are_checked_before_inflating():
+    zeros = bytes(4 << 20)  # 4 MiB of zeros deflate to a few kB
+    pid = storage_pid(numel=1 << 20)
+    buf = torch_zip(top_dict(t=tensor_op(0, (1 << 20,), (1,), pid)), {"0": zeros}, zipfile.ZIP_DEFLATED)
+    assert len(buf.getvalue()) < 64 << 10
+    tracemalloc.start()
+    try:
+        with pytest.raises(RuntimeError, match="memory bound"):
+            eager.load(buf, max_bytes=1 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 << 20
+    buf.seek(0)
+    assert eager.load(buf)["t"].shape == (1 << 20,)  # within the default bound: read
+
+
+def _patch_sizes(data: bytes, name: bytes, size: int) -> bytes:
+    """Rewrite the uncompressed size of member `name` in its local header and the central
+    directory (a bomb that declares less than it inflates to)."""
+    out = bytearray(data)
+    for sig, field, name_at in ((b"PK\x03\x04", 22, 30), (b"PK\x01\x02", 24, 46)):
+        at = out.find(sig)
+        while at >= 0:
+            n = struct.unpack_from("<H", out, at + (26 if sig == b"PK\x03\x04" else 28))[0]
+            if bytes(out[at + name_at: at + name_at + n]) == name:
+                struct.pack_into("<I", out, at + field, size)
+            at = out.find(sig, at + 4)
+    return bytes(out)
+
+
+def test_a_member_that_inflates_beyond_its_declared_size_is_damaged():
+    zeros = bytes(1 << 20)
+    buf = torch_zip(top_dict(t=tensor_op(0, (4,), (1,), storage_pid(numel=4))), {"0": zeros}, zipfile.ZIP_DEFLATED)
+    data = _patch_sizes(buf.getvalue(), b"archive/data/0", 16)
+    tracemalloc.start()
+    try:
+        with pytest.raises(RuntimeError, match="archive/data/0"):
+            eager.load(io.BytesIO(data))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+
+
+def test_total_declared_size_is_bounded():
+    storages = {str(k): bytes(4096) for k in range(8)}
+    with pytest.raises(RuntimeError, match="declare .* bytes in all"):
+        eager.load(torch_zip(top_dict(t=tensor_op()), storages), max_bytes=16 << 10)
+    with pytest.raises(ValueError, match="max_bytes"):
+        eager.load(torch_zip(top_dict(t=tensor_op())), max_bytes=-1)
+
+
+@pytest.mark.parametrize("pkl,what", [
+    (b"\x80\x02", "damaged"),                                           # truncated
+    (b"garbage", "damaged"),
+    (b"\x80\x02" + storage_pid() + b".", "damaged"),                       # a bare pid: fine as an object?
+    (b"\x80\x02(" + frag("nope") + b"tQ.", "unknown persistent id"),
+    (b"\x80\x02" + glob("builtins", "set") + frag(("a string",)) + b"R.", "damaged"),
+    (b"\x80\x02" + glob("builtins", "bytearray") + frag((10**12,)) + b"R.", "damaged"),
+    (b"\x80\x02" + glob("_codecs", "encode") + frag(("x", "zlib_codec")) + b"R.", "damaged"),
+])
+def test_malformed_pickles_raise_runtime_error(pkl, what):
+    if pkl.endswith(storage_pid() + b"."):
+        got = eager.load(torch_zip(pkl))  # a storage on its own is returned as one
+        assert got is not None
+        return
+    with pytest.raises(RuntimeError, match=what):
+        eager.load(torch_zip(pkl))
+
+
+@pytest.mark.parametrize("module,name", [("os", "system"), ("builtins", "eval"), ("__builtin__", "getattr"),
+                                         ("torch", "load"), ("subprocess", "Popen")])
+def test_unknown_globals_are_refused(module, name):
+    pkl = b"\x80\x02" + glob(module, name) + frag(("echo",)) + b"R."
+    with pytest.raises(pickle.UnpicklingError, match=f"{module}.{name}.*add_safe_globals"):
+        eager.load(torch_zip(pkl))
+
+
+def test_protocol_2_spellings():
+    pkl = top_dict(s=glob("__builtin__", "set") + b"(]" + b"(" + frag(1) + frag(2) + b"e" + b"tR",
+                   f=glob("__builtin__", "frozenset") + b"(]" + b"(" + frag(3) + b"e" + b"tR",
+                   b=glob("_codecs", "encode") + frag(("\xff\x00", "latin1")) + b"R",
+                   o=glob("collections", "OrderedDict") + b")R" + b"(" + frag("k") + frag(1) + b"u")
+    got = eager.load(torch_zip(pkl))
+    assert got == {"s": {1, 2}, "f": frozenset({3}), "b": b"\xff\x00", "o": OrderedDict(k=1)}
+
+
+# -- eager's own format --------------------------------------------------------------------------------
+def _eager_file(manifest, members=None) -> io.BytesIO:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("manifest.json", manifest if isinstance(manifest, str) else json.dumps(manifest))
+        for name, data in (members or {}).items():
+            z.writestr(name, data)
+    buf.seek(0)
+    return buf
+
+
+def _npy(arr) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, arr)
+    return buf.getvalue()
+
+
+GOOD_STORAGE = [{"file": "data/0.npy", "dtype": "float32", "numel": 4}]
+GOOD_MEMBERS = {"data/0.npy": _npy(np.arange(4, dtype=np.float32))}
+
+
+def _tensor(**kw):
+    node = {"tensor": 0, "storage": 0, "offset": 0, "shape": [4], "stride": [1], "dtype": "float32",
+            "requires_grad": False, "parameter": False, "device": "cpu"}
+    node.update(kw)
+    return node
+
+
+def _manifest(root, storages=GOOD_STORAGE, version=2):
+    return {"format": "eager-checkpoint", "version": version, "root": root, "storages": storages}
+
+
+def test_hand_built_eager_manifest_loads():
+    got = eager.load(_eager_file(_manifest({"list": [_tensor(), _tensor(tensor=1, offset=2, shape=[2])]}),
+                                 GOOD_MEMBERS))
+    assert got[0].tolist() == [0.0, 1.0, 2.0, 3.0] and got[1].tolist() == [2.0, 3.0]
+
+
+@pytest.mark.parametrize("manifest,members", [
+    ("{not json", GOOD_MEMBERS),
+    ("[" * 100000 + "]" * 100000, GOOD_MEMBERS),
+    (json.dumps([1, 2]), GOOD_MEMBERS),
+    (_manifest(None, version="2"), GOOD_MEMBERS),
+    ({"format": "eager-checkpoint", "version": 2}, GOOD_MEMBERS),
+    (_manifest({"tensor": 0}), GOOD_MEMBERS),
+    (_manifest(_tensor(shape=[64])), GOOD_MEMBERS),
+    (_manifest(_tensor(offset=-1)), GOOD_MEMBERS),
+    (_manifest(_tensor(stride=[3])), GOOD_MEMBERS),
+    (_manifest(_tensor(storage=5)), GOOD_MEMBERS),
+    (_manifest(_tensor(storage="0")), GOOD_MEMBERS),
+    (_manifest(_tensor(dtype="float64")), GOOD_MEMBERS),
+    (_manifest(_tensor(dtype="complex128")), GOOD_MEMBERS),
+    (_manifest(_tensor(dtype=["x"])), GOOD_MEMBERS),
+    (_manifest(_tensor(requires_grad="yes")), GOOD_MEMBERS),
+    (_manifest(_tensor(device=7)), GOOD_MEMBERS),
+    (_manifest(_tensor(device="tpu")), GOOD_MEMBERS),
+    (_manifest(_tensor(), [{"file": "data/0.npy", "dtype": "float32", "numel": 64}]), GOOD_MEMBERS),
+    (_manifest(_tensor(), [{"file": "data/9.npy", "dtype": "float32", "numel": 4}]), GOOD_MEMBERS),
+    (_manifest(_tensor(), [{"file": 3, "dtype": "float32", "numel": 4}]), GOOD_MEMBERS),
+    (_manifest(_tensor(), ["x"]), GOOD_MEMBERS),
+    (_manifest(_tensor(), {"a": 1}), GOOD_MEMBERS),
+    (_manifest(_tensor()), {"data/0.npy": b"\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False, "
+                                           b"'shape': (100000000000,), }" + b" " * 60 + b"\n" + bytes(16)}),
+    (_manifest(_tensor()), {"data/0.npy": _npy(np.arange(4, dtype=np.float32))[:-4]}),
+    (_manifest(_tensor()), {"data/0.npy": _npy(np.array(["a", "b", "c", "d"]))}),
+    (_manifest(_tensor()), {"data/0.npy": b"not an npy" + bytes(16)}),
+    (_manifest({"dict": [[1]]}), {}),
+    (_manifest({"dict": "x"}), {}),
+    (_manifest({"dict": [[{"list": []}, 1]]}), {}),
+    (_manifest({"float": "1e999999"}), {}),
+    (_manifest({"dtype": "nope"}), {}),
+    (_manifest({"ndarray": "data/9.npy"}), {}),
+    (_manifest({"what": 1}), {}),
+    (_manifest({}), {}),
+    (_manifest({"pickle": "objects/0.pkl", "refs": "x"}), {"objects/0.pkl": pickle.dumps(1)}),
+    (_manifest({"pickle": "objects/0.pkl", "refs": []}), {"objects/0.pkl": b"\x80\x04(K\x05tQ."}),
+    (_manifest({"pickle": "objects/0.pkl", "refs": []}), {"objects/0.pkl": b"\x80\x04"}),
+    (_manifest({"pickle": "objects/0.pkl"}), {}),
+    (_manifest(1, version=99), {}),
+])
+def test_malformed_eager_files_raise_runtime_error(manifest, members):
+    with pytest.raises(RuntimeError, match=r"eager\.load: .*"):
+        eager.load(_eager_file(manifest, members))
+
+
+def test_eager_pickles_are_restricted_unless_asked():
+    evil = pickle.dumps(_Evil())
+    buf = _eager_file(_manifest({"pickle": "objects/0.pkl", "refs": []}), {"objects/0.pkl": evil})
+    with pytest.raises(pickle.UnpicklingError, match="add_safe_globals"):
+        eager.load(buf)
+
+
+class _Evil:
+    def __reduce__(self):
+        return (eval, ("1 + 1",))
+
+
+# -- views, map_location, whole modules ----------------------------------------------------------------
+def _roundtrip(obj, **kw):
+    buf = io.BytesIO()
+    eager.save(obj, buf)
+    buf.seek(0)
+    return eager.load(buf, **kw)
+
+
+def test_views_saved_together_share_storage_after_load():
+    base = eager.arange(12.0)
+    obj = {"base": base, "row": base.view(3, 4)[1], "t": base.view(3, 4).t(), "step": base[::3],
+           "copy": base.clone(), "bcast": eager.ones(3).expand(2, 3)}
+    got = _roundtrip(obj)
+    got["row"].fill_(-1.0)
+    assert got["base"].tolist()[4:8] == [-1.0] * 4 and got["t"].tolist()[0][1] == -1.0
+    assert got["step"].tolist() == [0.0, 3.0, -1.0, 9.0]
+    assert got["copy"].tolist() == list(map(float, range(12)))
+    assert got["bcast"].shape == (2, 3) and got["bcast"].tolist() == [[1.0] * 3] * 2
+    assert got["t"].shape == (4, 3) and got["row"].shape == (4,)
+
+
+def test_views_saved_by_pytorch_share_storage_after_load():
+    torch = pytest.importorskip("torch")
+    base = torch.arange(12.0)
+    buf = io.BytesIO()
+    torch.save({"base": base, "row": base.view(3, 4)[1], "t": base.view(3, 4).t()}, buf)
+    buf.seek(0)
+    got = eager.load(buf)
+    ref = torch.load(io.BytesIO(buf.getvalue()))
+    got["row"].fill_(-1.0)
+    ref["row"].fill_(-1.0)
+    assert got["base"].tolist() == ref["base"].tolist()
+    assert got["t"].tolist() == ref["t"].tolist()
+
+
+@pytest.mark.parametrize("new_zip", [True, False])
+def test_files_written_by_pytorch(new_zip):
+    torch = pytest.importorskip("torch")
+    x = torch.arange(6.0).reshape(2, 3)
+    obj = {"x": x, "v": x[:, 1:], "s": {1, 2}, "fs": frozenset([3]), "b": b"xy", "dt": torch.float16,
+           "dev": torch.device("cpu"), "sz": torch.Size([2, 3]), "p": torch.nn.Parameter(torch.ones(2)),
+           "bf": torch.tensor([1.5, -2.0], dtype=torch.bfloat16), "od": OrderedDict(a=1), "c": 1 + 2j,
+           "e": torch.zeros(0, 3), "i": torch.tensor([1, 2], dtype=torch.int32), "h": torch.ones(2).half(),
+           "state": torch.nn.Linear(3, 2).state_dict(), "g": torch.ones(2, requires_grad=True)}
+    buf = io.BytesIO()
+    torch.save(obj, buf, _use_new_zipfile_serialization=new_zip)
+    got = eager.load(io.BytesIO(buf.getvalue()))
+    assert got["x"].tolist() == x.tolist() and got["v"].tolist() == x[:, 1:].tolist()
+    assert got["s"] == {1, 2} and got["fs"] == frozenset({3}) and got["b"] == b"xy" and got["c"] == 1 + 2j
+    assert got["dt"] is eager.float16 and got["dev"] == eager.device("cpu") and got["sz"] == (2, 3)
+    assert isinstance(got["p"], eager.nn.Parameter) and got["bf"].tolist() == [1.5, -2.0]
+    assert got["e"].shape == (0, 3) and got["i"].dtype is eager.int32 and got["h"].dtype is eager.float16
+    assert list(got["state"]) == ["weight", "bias"] and got["g"].requires_grad
+    np.testing.assert_array_equal(got["state"]["weight"].numpy(), obj["state"]["weight"].numpy())
+    got["v"].add_(100.0)  # a view of x's storage, as in PyTorch
+    assert got["x"].tolist() == [[0.0, 101.0, 102.0], [3.0, 104.0, 105.0]]
+
+
+@pytest.mark.parametrize("map_location", [
+    "cpu", eager.device("cpu"), {"cpu": "cpu"}, {"cuda:0": "cpu"}, lambda storage, loc: storage,
+    lambda storage, loc: storage.cpu(), lambda storage, loc: None])
+def test_map_location_forms(map_location):
+    got = eager.load(torch_zip(top_dict(t=tensor_op())), map_location=map_location)
+    assert got["t"].tolist() == [0.0, 1.0, 2.0, 3.0] and got["t"].device == eager.device("cpu")
+    got = _roundtrip({"t": eager.ones(2)}, map_location=map_location)
+    assert got["t"].device == eager.device("cpu")
+
+
+def test_map_location_moves_cuda_storages():
+    from eager._device import cuda_is_available
+
+    pkl = top_dict(t=tensor_op(pid=storage_pid(location="cuda:0")))
+    seen = []
+
+    def to_cpu(storage, loc):
+        seen.append((loc, storage.nbytes()))
+        return storage
+
+    got = eager.load(torch_zip(pkl), map_location=to_cpu)
+    assert seen == [("cuda:0", 16)] and got["t"].device == eager.device("cpu")
+    assert eager.load(torch_zip(pkl), map_location={"cuda:0": "cpu"})["t"].device == eager.device("cpu")
+    if not cuda_is_available():
+        with pytest.raises(RuntimeError, match="map_location"):
+            eager.load(torch_zip(pkl))
+    with pytest.raises(RuntimeError, match="must return the storage"):
+        eager.load(torch_zip(pkl), map_location=lambda s, loc: 5)
+
+
+class Net(eager.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = eager.nn.Linear(3, 2)
+        self.norm = eager.nn.BatchNorm1d(2)
+
+    def forward(self, x):
+        return self.norm(self.fc(x))
+
+
+def test_whole_module_needs_weights_only_false_or_safe_globals():
+    model = Net().eval()
+    x = eager.randn(4, 3)
+    buf = io.BytesIO()
+    eager.save(model, buf)
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError, match=r"Weights only load failed.*Net.*add_safe_globals"):
+        eager.load(buf)
+    buf.seek(0)
+    back = eager.load(buf, weights_only=False)
+    assert isinstance(back, Net) and eager.equal(back(x), model(x))
+    assert back.fc.weight is not model.fc.weight and isinstance(back.fc.weight, eager.nn.Parameter)
+    assert list(dict(back.named_parameters())) == list(dict(model.named_parameters()))
+    buf.seek(0)
+    with eager.serialization.safe_globals([Net, eager.nn.Linear, eager.nn.BatchNorm1d]):
+        assert Net in eager.serialization.get_safe_globals()
+        back = eager.load(buf)
+    assert Net not in eager.serialization.get_safe_globals()
+    assert eager.equal(back(x), model(x))
+    buf.seek(0)
+    try:
+        eager.serialization.add_safe_globals([Net])
+        with pytest.raises(pickle.UnpicklingError, match="Linear"):
+            eager.load(buf)
+        eager.serialization.add_safe_globals([eager.nn.Linear, (eager.nn.BatchNorm1d, "x.Unused")])
+        with pytest.raises(pickle.UnpicklingError, match="BatchNorm1d"):
+            buf.seek(0)
+            eager.load(buf)
+    finally:
+        eager.serialization.clear_safe_globals()
+    assert eager.serialization.get_safe_globals() == []
+
+
+def test_custom_class_in_a_pytorch_file():
+    torch = pytest.importorskip("torch")
+    buf = io.BytesIO()
+    torch.save({"w": torch.ones(2), "meta": _Meta(3)}, buf)
+    with pytest.raises(pickle.UnpicklingError, match="_Meta"):
+        eager.load(io.BytesIO(buf.getvalue()))
+    assert eager.load(io.BytesIO(buf.getvalue()), weights_only=False)["meta"].n == 3
+    with eager.serialization.safe_globals([_Meta]):
+        assert eager.load(io.BytesIO(buf.getvalue()))["meta"].n == 3
+
+
+class _Meta:
+    def __init__(self, n):
+        self.n = n
+
+
+def test_legacy_stream_damage():
+    torch = pytest.importorskip("torch")
+    buf = io.BytesIO()
+    torch.save({"w": torch.arange(8.0)}, buf, _use_new_zipfile_serialization=False)
+    data = buf.getvalue()
+    assert eager.load(io.BytesIO(data))["w"].tolist() == list(map(float, range(8)))
+    for cut in (len(data) - 4, len(data) - 40, 40, 12):
+        with pytest.raises(RuntimeError, match="eager.load"):
+            eager.load(io.BytesIO(data[:cut]))
+    with pytest.raises(RuntimeError, match="memory bound"):
+        eager.load(io.BytesIO(data), max_bytes=16)
+
+
+def test_allowlist_rejects_malformed_entries():
+    with pytest.raises(TypeError):
+        eager.serialization.add_safe_globals(Net)
+    with pytest.raises(TypeError):
+        eager.serialization.add_safe_globals([(Net, 3)])
+    assert allowlist.get_safe_globals() == []
