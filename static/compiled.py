@@ -273,6 +273,8 @@ class Compiled:
         if ACTIVE.stack:
             return self._call_traceable(args)  # called while tracing another function: inline it
         leaves, key, entry = self._lookup(args, stacklevel=2, calling=True)
+            if entry is not None and entry.trace.refused is not None:
+                self._refused(entry)
         if entry is None or entry.eager_reason is not None:
             return self._call_traceable(args)
         if entry is not self._fast_entry:
@@ -280,6 +282,17 @@ class Compiled:
             self._fast = fast_call(key, entry, self._run, self._modes if self._module is not None else None) \
                 if not self._needs_binding and not self.static_argnums else None
         return self._run(entry, leaves)
+    def _refused(self, entry: Entry) -> None:
+        """A signature whose trace did something to Python state that a compiled call cannot
+        redo runs eagerly: said once (fullgraph=True raises instead)."""
+        reason = entry.trace.refused
+        if self.fullgraph:
+            raise TraceError(f"{self.__name__}: {reason}; fullgraph=True does not run it eagerly")
+        if not getattr(entry, "_warned", False):
+            entry._warned = True  # type: ignore[attr-defined]
+            warnings.warn(f"static.compile: {self.__name__} runs eagerly for this signature: {reason}",
+                          RuntimeWarning, stacklevel=3)
+
 
     def _run(self, entry: Entry, leaves):
         """Run a cached signature's executable on the call's leaves, write in-place updates
@@ -308,7 +321,8 @@ class Compiled:
             for i in entry.freed_outputs:
                 results[i] = with_freed_history(as_tensor(results[i]))
         link = (entry.output_aliases, input_objects(trace, leaves)) if entry.has_output_aliases else None
-        return wrap_outputs(trace, results[:trace.n_outputs], entry.as_tensors, link)
+        out = wrap_outputs(trace, results[:trace.n_outputs], entry.as_tensors, link)
+        return _replayed(trace, out)
 
     def _modes(self) -> tuple:
         """The training flag of every submodule of a compiled module, walked again only after
@@ -333,7 +347,7 @@ class Compiled:
                 rebase(target, outs[n_user + k])
         for i in entry.freed_outputs:
             with_freed_history(outs[i])
-        return wrap_outputs(trace, list(outs[:n_user]), True)
+        return _replayed(trace, wrap_outputs(trace, list(outs[:n_user]), True))
 
     # -- looking inside --------------------------------------------------------------------------
     def _entry_for(self, args: tuple, kwargs: dict):
@@ -402,6 +416,20 @@ class Compiled:
         """The generated source a call on these arguments runs: the forward's, and the
         backward's after it when the call records gradients ('' when the interpreter runs)."""
         return _source(self._entry_for(args, kwargs)[3])
+
+def _replayed(trace, out):
+    """The function's result, after the trace's Python side effects were redone with this
+    call's values (static.side_effects): the graph returned those values after the result."""
+    replays = trace.replays
+    if replays is None:
+        return out
+    if replays.n_values:
+        out, values = out
+        replays(list(values))
+    else:
+        replays([])
+    return out
+
 
 
 def _fingerprint_early() -> None:

@@ -75,11 +75,12 @@ class Entry:
         self._captured_state = [(_data(o).shape, _data(o).dtype, o._requires_grad if isinstance(o, Tensor) else None)
                                 for o, _ in trace.captured]
         self._other_sources = [s for s in trace.sources if not _through_module(s[1])]
-        self._other_guards = [g for g in trace.guards if not _module_guard(g)]
+        self._other_guards = [g for g in trace.guards if not _module_guard(g)] + [
+            g.class_snapshot for g in trace.guards if _module_guard(g) and g.class_snapshot is not None]
         self._checked_at = -1  # the structure version of the last full check (invalid())
         self.n_captured = len(trace.captured)
         self.checks = bool(trace.captured or trace.guards)  # anything to re-check on a cached call
-        self.eager_reason = _overlap_with_update(key, trace)
+        self.eager_reason = _overlap_with_update(key, trace) or trace.refused
         if self.eager_reason is not None:
             return  # calls with this signature run the function eagerly: nothing to build
         self.stages.append(("traced", trace.graph))  # trace_cache verifies it when it builds from it
@@ -127,10 +128,10 @@ class Entry:
         self.fresh_copies = _fresh_copies(self.graph, trace, n_user)
         self.fresh_grads = trace.prepare.rebinds() if trace.prepare is not None else []
         self.fresh_grad_copies = _shared_results(self.graph, n_user, [k for k, _ in self.fresh_grads])
-        self.single_output = (trace.out_tree == ("leaf",) and n_user == 1 and not trace.updates
+        self.single_output = (trace.replays is None and trace.out_tree == ("leaf",) and n_user == 1 and not trace.updates
                               and not trace.out_consts and not self.fresh_copies and not self.freed_outputs)
         # a tuple of arrays out, arrays in, nothing else to do: value_and_grad's (value, grad)
-        self.plain_tuple_output = (
+        self.plain_tuple_output = trace.replays is None and (
             trace.out_tree == ("tuple", tuple(("leaf",) for _ in range(n_user)))
             and not trace.updates and not trace.out_consts and not self.as_tensors
             and not self.has_output_aliases and not self.fresh_copies)
@@ -171,18 +172,20 @@ def _through_module(getter) -> bool:
 
 
 def _module_guard(g) -> bool:
-    """A guard on a module's plain attributes that only an assignment can change (and an
-    assignment moves the structure version): none of them holds a dict, which can change in
-    place."""
+    """A guard on a module's attributes that only an assignment can change (and an
+    assignment, a submodule swapped, a hook added or removed, moves the structure version):
+    none of them holds a container, which can change in place. (Its class's dict is checked
+    on every call: see `Entry.__init__`.)"""
     return isinstance(g, guards.Attributes) and guards.is_module(g.module) \
-        and not any(_holds_dict(frozen) for _, frozen in g.snapshot)
+        and not any(_holds_container(frozen) for _, frozen in g.snapshot)
 
 
-def _holds_dict(frozen) -> bool:
-    kind, body = frozen
-    if kind is dict:
-        return True
-    return kind is tuple and any(_holds_dict(v) for v in body)
+def _holds_container(frozen) -> bool:
+    if type(frozen) is guards.Same:
+        return False
+    kind = frozen[0]
+    return isinstance(kind, type) and issubclass(kind, (dict, list, set, tuple)) and (
+        kind is not tuple or any(_holds_container(v) for v in frozen[1]))
 
 
 def _shared_results(graph: Graph, n_user: int, updates: list) -> frozenset:

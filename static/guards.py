@@ -1,18 +1,22 @@
-"""Guards on the Python values a trace reads from outside the function.
+"""Guards on the Python state a trace reads from outside the function.
 
-A trace bakes every Python number it reads into the graph as a constant: a global `scale`,
-an entry of a global config dict, a closure variable, a float attribute of a module
-(`self.eps`). Read again after the user changes it, the compiled graph would still use the
-old value. As Dynamo does, each such value is recorded when the function is traced and
-compared on every call; a change makes the call retrace, with the change as the reason.
+A trace bakes every Python value it reads into the graph: a global `scale`, an entry of a
+global config dict, a closure variable, a float attribute of a module (`self.eps`), the
+function a global name holds (`ACT = F.tanh`), the submodule at `model.act`, a module's
+hooks. Read again after the user changes it, the compiled graph would still use the old
+value. As Dynamo does, each such value is recorded when the function is traced and compared
+on every call; a change makes the call retrace (or find another entry traced for that state),
+with the change as the reason.
 
-What is guarded: the globals and closure cells that the function's code (and the code of the
-user functions, decorators' inner functions and modules it reaches) names, when they hold
-plain Python data (numbers, strings, None, and small tuples and dicts of those; lists are
-left out: they are the usual accumulators a function appends to, which would retrace every
-call); and
-the plain-data attributes of every module reached. Tensors are not guarded here: they are
-graph inputs read at call time (see `tracing.named_sources`)."""
+Kinds of guard: objects (modules, optimizers, functions, classes, tensors inside containers)
+by identity; atoms (numbers, strings, None) by value and type; containers (tuples, lists,
+dicts, sets) by length and item, recursively, with no size or depth cut-off (a container that
+holds itself is guarded by identity where it recurs); the instance dict of every module and
+user object reached (so a monkey-patched `forward`, a swapped submodule, a hook added or
+removed) and the class dict of every user class reached (`C.k`). What the trace itself wrote
+(a list it appended to, an attribute it set) is not a guard but a side effect, handled by
+`static.side_effects`. Tensors and arrays named directly are not guarded here: they are graph
+inputs read at call time (see `tracing.named_sources`)."""
 from __future__ import annotations
 
 import inspect
@@ -28,39 +32,79 @@ from .reach import Walk, names_read
 
 _ATOMS = (bool, int, float, complex, str, bytes, type(None))
 _SCALARS = frozenset((bool, int, float, str))
-_MAX_ITEMS = 64  # a larger container is not plain configuration: left unguarded (cheap calls)
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LIBRARY_DIRS = tuple(os.path.join(_ROOT, pkg) + os.sep for pkg in ("eager", "static", "codegen"))
 _MISSING = object()
+_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks")
 
 
-def _frozen(value: Any, depth: int = 0) -> Any:
-    """A snapshot of plain data that compares equal to the value as long as it is unchanged;
-    _MISSING for anything else (not guarded)."""
+class Same:
+    """An object in a snapshot: equal to another `Same` of the very same object."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Same and other.obj is self.obj
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __repr__(self) -> str:
+        obj = self.obj
+        name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+        return f"<{type(obj).__name__} {name}>" if isinstance(name, str) else f"<a {type(obj).__name__} object>"
+
+
+def _frozen(value: Any, active: set | None = None) -> Any:
+    """A snapshot that compares equal to the value's as long as it is unchanged: atoms by type
+    and value, containers item by item (any size, any depth), anything else by identity."""
     if isinstance(value, _ATOMS) or isinstance(value, np.generic):
         return (type(value), value)
-    if depth > 3:
-        return _MISSING
-    if isinstance(value, tuple) and len(value) <= _MAX_ITEMS:
-        items = tuple(_frozen(v, depth + 1) for v in value)
-        return _MISSING if _MISSING in items else (type(value), items)
-    if isinstance(value, dict) and len(value) <= _MAX_ITEMS:
+    kind = type(value)
+    if kind in (tuple, list, dict, set, frozenset) or (isinstance(value, (tuple, list, dict))
+                                                       and not hasattr(value, "_data")):
+        if active is None:
+            active = set()
+        if id(value) in active:
+            return Same(value)  # a container that holds itself: its identity where it recurs
+        active.add(id(value))
         try:
-            items = tuple((k, _frozen(v, depth + 1)) for k, v in value.items())
-        except TypeError:
-            return _MISSING
-        return _MISSING if any(v is _MISSING for _, v in items) else (dict, items)
-    return _MISSING
+            if isinstance(value, dict):
+                items: Any = tuple((_frozen(k, active), _frozen(v, active)) for k, v in list(value.items()))
+                return (kind, items, Same(value) if kind is not dict else None)
+            if isinstance(value, (set, frozenset)):
+                return (kind, frozenset(_frozen(v, active) for v in value))
+            return (kind, tuple(_frozen(v, active) for v in value))
+        finally:
+            active.discard(id(value))
+    return Same(value)
 
 
 def _plain(frozen) -> Any:
     """The value a snapshot describes, for messages."""
-    kind, body = frozen
-    if kind is dict:
-        return {k: _plain(v) for k, v in body}
-    if kind is tuple:
-        return kind(_plain(v) for v in body)
+    if type(frozen) is Same:
+        return frozen
+    kind, body = frozen[0], frozen[1]
+    if issubclass(kind, dict):
+        return {_plain(k): _plain(v) for k, v in body}
+    if issubclass(kind, (set, frozenset)):
+        return {_plain(v) for v in body}
+    if kind is list:
+        return [_plain(v) for v in body]
+    if issubclass(kind, tuple):
+        return tuple(_plain(v) for v in body)
     return body
+
+
+def _describe(frozen) -> str:
+    text = repr(_plain(frozen))
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 @dataclass
@@ -75,14 +119,21 @@ class Guard:
         """None while the value is as traced; otherwise the reason a call must retrace."""
         try:
             now = self.read()
-        except (KeyError, AttributeError, ValueError, NameError):
+        except (KeyError, AttributeError, ValueError, NameError, IndexError):
             return f"{self.what} no longer exists"
-        frozen = _frozen(now)
-        if frozen == self.snapshot:  # the snapshots carry types: 1, 1.0 and True differ
-            return None
-        if frozen is _MISSING:
-            return f"{self.what} changed to a {type(now).__name__}"
-        return f"{self.what} changed {_plain(self.snapshot)!r} -> {_plain(frozen)!r}"
+        snap = self.snapshot
+        if type(snap) is Same:
+            if now is snap.obj:
+                return None
+            return f"{self.what} now holds another object ({_describe(snap)} -> {_describe(_frozen(now))})"
+        if type(now) is snap[0] and snap[0] in _SCALARS:
+            if now == snap[1]:
+                return None
+        else:
+            frozen = _frozen(now)
+            if frozen == self.snapshot:  # the snapshots carry types: 1, 1.0 and True differ
+                return None
+        return f"{self.what} changed {_describe(snap)} -> {_describe(_frozen(now))}"
 
 
 @dataclass
@@ -92,23 +143,56 @@ class Attributes:
 
     module: Any
     snapshot: tuple
+    class_snapshot: "ClassAttributes | None" = None
+    size: int = -1  # how many entries the instance dict had (a new one, such as a forward set on it, changes it)
+    mode_in_key: bool = False
 
     def changed(self) -> str | None:
-        """The attributes that held plain data when traced, compared one by one (the common
-        number or string without building a snapshot: this runs on every call)."""
+        """The attributes as traced, compared one by one (the common number or string
+        without building a snapshot: this runs on every call)."""
         d = self.module.__dict__
         for name, frozen in self.snapshot:
             value = d.get(name, _MISSING)
             kind = type(value)
-            if kind is frozen[0] and kind in _SCALARS:
+            if type(frozen) is Same:
+                if value is frozen.obj:
+                    continue
+            elif kind is frozen[0] and kind in _SCALARS:
                 if value == frozen[1]:
+                    continue
+            elif name in _HOOK_DICTS:
+                if value is not _MISSING and _hooks_frozen(value) == frozen:
+                    continue
+            elif name == "_modules":
+                if value is not _MISSING and _registry_frozen(value) == frozen:
                     continue
             elif _frozen(value) == frozen:
                 continue
-            now = _frozen(value)
-            after = "(unset)" if value is _MISSING else f"a {kind.__name__}" if now is _MISSING else repr(_plain(now))
-            return f"attribute {name!r} of {self._kind()} changed {_plain(frozen)!r} -> {after}"
+            if name in _HOOK_DICTS:
+                return f"the {name[1:-1].replace('_', ' ')} of {self._kind()} changed (a hook added or removed)"
+            if name == "_modules":
+                return f"a submodule of {self._kind()} was replaced, added or removed"
+            after = "(unset)" if value is _MISSING else _describe(_frozen(value))
+            return f"attribute {name!r} of {self._kind()} changed {_describe(frozen)} -> {after}"
+        if len(d) != self.size:
+            names = {name for name, _ in self.snapshot}
+            added = [n for n in d if n not in names and (not n.startswith("_") or n in _HOOK_DICTS)
+                     and not (n == "training" and self.mode_in_key)]
+            if added:
+                return f"attribute {added[0]!r} of {self._kind()} was set (it was not when traced)"
+        if self.class_snapshot is not None:
+            return self.class_snapshot.changed()
         return None
+
+    def matches(self, name: str, value: Any, frozen: Any) -> bool:
+        """Whether attribute `name` now holding `value` is as its snapshot `frozen`."""
+        if type(frozen) is Same:
+            return value is frozen.obj
+        if name in _HOOK_DICTS:
+            return isinstance(value, dict) and _hooks_frozen(value) == frozen
+        if name == "_modules":
+            return isinstance(value, dict) and _registry_frozen(value) == frozen
+        return _frozen(value) == frozen
 
     def _kind(self) -> str:
         name = type(self.module).__name__
@@ -132,18 +216,88 @@ class ArrayGuard:
         return f"{self.what} changed its values"
 
 
+def _hooks_frozen(hooks: dict) -> tuple:
+    return (_HOOKS, tuple(Same(h) for h in hooks.values()))
+
+
+class _HOOKS:
+    """The kind of a hooks dict's snapshot: the hooks by identity, in order."""
+
+
 def _module_attrs(module, mode_in_key: bool = False) -> tuple:
-    """The plain-data attributes of `module` that a trace may have read. `training` is among
-    them unless the compiled function is the module itself (its modes are in the call key): a
-    module reached through a closure or a global switched to eval() must retrace."""
+    """The attributes of `module` (or of a user object) that a trace may have read: every
+    public one (numbers by value, objects by identity, containers item by item), the
+    submodules and the hooks. `training` is among them unless the compiled function is the
+    module itself (its modes are in the call key): a module reached through a closure or a
+    global switched to eval() must retrace (or find its eval entry)."""
     out = []
-    for name, value in module.__dict__.items():
-        if (name == "training" and mode_in_key) or name.startswith("_"):  # "_": bookkeeping
+    d = module.__dict__
+    for name, value in list(d.items()):
+        if name == "training" and mode_in_key:
             continue
-        frozen = _frozen(value)
-        if frozen is not _MISSING:
-            out.append((name, frozen))
+        if name in _HOOK_DICTS:
+            if isinstance(value, dict):
+                out.append((name, _hooks_frozen(value)))
+            continue
+        if name == "_modules":
+            out.append((name, _registry_frozen(value)))
+            continue
+        if name.startswith("_"):  # bookkeeping: parameters and buffers are re-read inputs
+            continue
+        out.append((name, _frozen(value)))
     return tuple(out)
+
+
+class _REGISTRY:
+    """The kind of a module's submodule registry in a snapshot."""
+
+
+def _registry_frozen(value) -> tuple:
+    return (_REGISTRY, tuple((k, Same(m)) for k, m in value.items()))
+
+
+@dataclass
+class ClassAttributes:
+    """The class dict of a user's class the trace reached: a class attribute (`C.k`,
+    `self.k` found on the class) and the methods (a monkey-patched `Model.forward`)."""
+
+    cls: type
+    snapshot: tuple
+    size: int
+
+    def changed(self) -> str | None:
+        d = self.cls.__dict__
+        if len(d) != self.size:
+            return f"the class {self.cls.__qualname__} gained or lost an attribute"
+        for name, frozen in self.snapshot:
+            value = d.get(name, _MISSING)
+            if type(frozen) is Same:
+                if value is frozen.obj:
+                    continue
+            elif _frozen(value) == frozen:
+                continue
+            after = "(unset)" if value is _MISSING else _describe(_frozen(value))
+            return f"class attribute {name!r} of {self.cls.__qualname__} changed {_describe(frozen)} -> {after}"
+        return None
+
+
+def class_attributes(cls: type) -> "ClassAttributes | None":
+    """The guard on a user class's dict (None for graphmode's and the standard library's)."""
+    if not is_user_class(cls):
+        return None
+    return ClassAttributes(cls, tuple((k, _frozen(v) if not isinstance(v, (types.FunctionType, property,
+                                                                             staticmethod, classmethod))
+                                       else Same(v)) for k, v in cls.__dict__.items()
+                                      if k not in ("__dict__", "__weakref__", "__doc__")), len(cls.__dict__))
+
+
+def is_user_class(cls) -> bool:
+    if not isinstance(cls, type) or cls.__module__ == "builtins":
+        return False
+    module = inspect.getmodule(cls)
+    filename = getattr(module, "__file__", None) or ""
+    return bool(filename) and not filename.startswith(_LIBRARY_DIRS) and "site-packages" not in filename \
+        and not filename.startswith(_STDLIB)
 
 
 def is_module(value) -> bool:
@@ -175,6 +329,18 @@ def _is_user_function(value) -> bool:
     return not value.__code__.co_filename.startswith(_LIBRARY_DIRS)
 
 
+def attributes(obj, mode_in_key: bool = False) -> Attributes:
+    """The guard on an object's instance dict, with its class's dict when that is a user's."""
+    return Attributes(obj, _module_attrs(obj, mode_in_key), class_attributes(type(obj)), len(obj.__dict__),
+                      mode_in_key)
+
+
+def _follows(value, kind: str) -> bool:
+    if kind == "global":
+        return is_module(value) or _is_user_function(value) or is_plain_object(value)
+    return is_module(value) or is_plain_object(value) or (callable(value) and not isinstance(value, type))
+
+
 def collect(fn) -> list:
     """The guards of everything `fn` reads by name: see the module docstring."""
     guards: list = []
@@ -184,11 +350,17 @@ def collect(fn) -> list:
             mode_in_key = f is fn  # a compiled module's modes are in its call key
             for m in f.modules():
                 if m is f or walk.first_visit(m):
-                    guards.append(Attributes(m, _module_attrs(m, mode_in_key)))
-                    walk.push(getattr(type(m), "forward", None))
+                    guards.append(attributes(m, mode_in_key))
+                    forward = m.__dict__.get("forward")  # a forward set on the instance (monkey-patched)
+                    walk.push(forward if forward is not None else getattr(type(m), "forward", None))
+                    for name in _HOOK_DICTS:  # the hooks run as part of the call: what they read too
+                        for h in (m.__dict__.get(name) or {}).values():
+                            walk.push(h[0] if isinstance(h, tuple) else h)
+                    _push_objects(walk, m.__dict__)
             continue
         if is_plain_object(f):
-            guards.append(Attributes(f, _module_attrs(f)))
+            guards.append(attributes(f))
+            _push_objects(walk, f.__dict__)
             if not callable(f):
                 continue
         code = getattr(f, "__code__", None)
@@ -201,21 +373,44 @@ def collect(fn) -> list:
             continue
         for read in names_read(f):
             value = read.value
-            if read.kind == "global":
-                if hasattr(value, "_graphmode_traceable"):  # another compiled function, inlined when traced
-                    walk.push(value._graphmode_traceable)
-                    continue
-                follow = is_module(value) or _is_user_function(value) or is_plain_object(value)
-            else:
-                follow = is_module(value) or is_plain_object(value) or (callable(value) and not isinstance(value, type))
-            if follow:
-                walk.push(value)
+            what = f"global {read.name!r}" if read.kind == "global" else f"closure variable {read.name!r}"
+            if isinstance(value, types.ModuleType) or _is_array(value):
+                continue  # a Python module (np, F); a tensor named directly is an input re-read per call
+            if read.kind == "global" and hasattr(value, "_graphmode_traceable"):  # another compiled function
+                walk.push(value._graphmode_traceable)
+                guards.append(Guard(what, read.read, Same(value)))
                 continue
+            if _follows(value, read.kind):
+                walk.push(value)
+                guards.append(Guard(what, read.read, Same(value)))
+                continue
+            if isinstance(value, type):
+                found = class_attributes(value)
+                if found is not None:
+                    guards.append(found)
             frozen = _frozen(value)
-            if frozen is not _MISSING:
-                what = "global" if read.kind == "global" else "closure variable"
-                guards.append(Guard(f"{what} {read.name!r}", read.read, frozen))
+            guards.append(Guard(what, read.read, frozen))
+            if type(frozen) is not Same:
+                _push_objects(walk, value)
     return guards
+
+
+def _is_array(value) -> bool:
+    return hasattr(value, "_data") and hasattr(value, "shape") or isinstance(value, np.ndarray) \
+        or hasattr(value, "__cuda_array_interface__")
+
+
+def _push_objects(walk: Walk, value, depth: int = 0) -> None:
+    """Follow the modules, user objects and user functions held in a container (a global dict
+    of models, a module's list of scales holds none): their attributes are read too."""
+    if depth > 50:
+        return
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple, set)) else ()
+    for v in list(items):
+        if is_module(v) or is_plain_object(v) or _is_user_function(v):
+            walk.push(v)
+        elif isinstance(v, (list, tuple, dict, set)):
+            _push_objects(walk, v, depth + 1)
 
 
 def first_change(guards: list) -> str | None:

@@ -7,9 +7,11 @@ from outside (globals, closures, module parameters) become implicit inputs, read
 time. In-place updates of inputs are graph outputs written back after the call."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import re
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +23,8 @@ from eager._grad_mode import STATE
 from eager._tensor import Tensor
 from eager.ops import TensorSpec
 
-from . import guards, pytree
+from . import guards, pytree, side_effects
+from .errors import TraceError
 from .ir import Graph, Value, verify
 from .reach import Walk, names_read
 from .tracer import ACTIVE, Tracer, TraceState, capturing_dispatch, check_view_current
@@ -55,6 +58,8 @@ class TraceResult:
     guards: list = field(default_factory=list)  # the Python values the trace read (static.guards)
     constants: set = field(default_factory=set)  # captured positions of tensors made inside the function
     prepare: Any = None  # run before each call: random draws, attribute bindings (static.training.CallPrep)
+    replays: Any = None  # Python side effects redone after each call (static.side_effects.Replays)
+    refused: str | None = None  # why this signature runs eagerly (a side effect that cannot be replayed)
 
     def refresh_captured(self) -> bool:
         """Re-read captured tensors from where the function reads them (a global, a closure
@@ -150,7 +155,7 @@ _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | None = None, *,
                    same_as: tuple | None = None, finish: Callable | None = None,
-                   verify_graph: bool = True) -> TraceResult:
+                   verify_graph: bool = True, effects_kept: bool = True) -> TraceResult:
     """Trace `fn` on `args`. `same_as[k]` names an earlier leaf that leaf k is the very same
     tensor as (the caller passed one tensor twice): both get one Tracer, so an in-place update
     through one is seen through the other, as in eager. `finish(state, outputs, updates)` runs
@@ -211,13 +216,33 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
         origin.append(v)
     traced_args = pytree.unflatten(in_tree, tracers)
     explicit = list(graph.inputs)
+    # what the function reads from outside, as it is before the function runs: the guards, and
+    # the snapshots the trace's own writes are found against (static.side_effects)
+    pre_guards = _guards_of(fn, leaves, kinds)
+    globals_before = side_effects.snapshot_globals(side_effects.user_functions(fn)) if effects_kept else []
+    watch = side_effects.Watch()
+    effects = None
     ACTIVE.stack.append(state)
     prev_grad = STATE.enabled
     prev_log = _factories.log_created(state.created)
     extra: list = []
     try:
         with capturing_dispatch():
-            result = fn(*traced_args)
+            if effects_kept:
+                with side_effects.watching(watch):
+                    result = fn(*traced_args)
+                kept_guards, effects = side_effects.after_trace(pre_guards, globals_before, watch)
+            else:  # static.trace: the function ran once, as the caller asked; nothing to redo
+                result = fn(*traced_args)
+                kept_guards, effects = pre_guards, side_effects.Effects()
+            where = side_effects.escaped(_escape_roots(globals_before, kept_guards)) if effects_kept else None
+            if where is not None:
+                raise TraceError(f"{name or getattr(fn, '__name__', 'the function')}: a traced value is left in "
+                                 f"{where} after tracing; compiled code cannot store a value of one call in Python "
+                                 "data. Store it as a tensor (return it, or .detach().clone() it outside the "
+                                 "compiled function), or append it to a list the function reads by name.")
+            if effects.tracers:  # values the replays hand out: extra outputs after the function's own
+                result = (result, tuple(effects.tracers))
             out_leaves, out_tree = pytree.flatten(result, is_leaf)
             outputs, out_consts = [], {}
             for k, leaf in enumerate(out_leaves):
@@ -245,6 +270,9 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
     except BaseException:
         for undo in reversed(state.on_failure):
             undo()
+        if effects is None:  # the function failed: undo what it wrote to the world as well
+            with contextlib.suppress(Exception):
+                side_effects.after_trace(pre_guards, globals_before, watch)
         raise
     finally:
         ACTIVE.stack.pop()
@@ -259,8 +287,24 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
     sources = [(i, known[id(obj)][1]) for i, (obj, _) in enumerate(captured) if id(obj) in known]
     constants = {i for i, (obj, _) in enumerate(captured) if state.is_created(obj)}
     prepare = call_prep(state, captured, input_leaves, updates)
+    assert effects is not None
     return TraceResult(graph, in_tree, out_tree, kinds, input_leaves, captured, out_consts, n_outputs, updates,
-                       sources, _guards_of(fn, leaves, kinds) + state.guards, constants, prepare)
+                       sources, kept_guards + state.guards, constants, prepare, effects.template(), effects.refused)
+
+
+def _escape_roots(globals_before: list, kept: list) -> list:
+    """Where a tracer left behind would be seen by the user: the globals of the functions the
+    trace ran, the attributes of the modules and objects it reached."""
+    roots = []
+    for gl, _ in globals_before:
+        module = gl.get("__name__", "?")
+        roots += [(f"the global {k!r} of {module}", v) for k, v in list(gl.items())
+                  if not k.startswith("__") and not isinstance(v, (type, types.ModuleType, types.FunctionType))]
+    for g in kept:
+        if isinstance(g, guards.Attributes):
+            roots += [(f"attribute {k!r} of {g._kind()}", v) for k, v in list(g.module.__dict__.items())
+                      if not k.startswith("_")]
+    return roots
 
 
 def _guards_of(fn, leaves: list, kinds: list) -> list:
@@ -330,4 +374,4 @@ def trace(fn: Callable, *example_args, static_argnums=()) -> Graph:
     """The Graph that `fn` computes on arguments shaped like `example_args`."""
     if hasattr(fn, "_graphmode_traceable"):
         fn = fn._graphmode_traceable
-    return trace_function(fn, example_args, static_argnums).graph
+    return trace_function(fn, example_args, static_argnums, effects_kept=False).graph

@@ -685,8 +685,8 @@ def _feed_hyperparameters(state: TraceState, extra: _Training, opt) -> list:
 
 def _fed(state: TraceState, extra: _Training, group: dict, k, i, v) -> "FedNumber":
     read = (lambda: group[k]) if i is None else (lambda: group[k][i])
-    t = FedNumber._make(np.asarray(v, dtype=np.float64))
-    t.__class__ = FedNumber
+    t: Any = Tensor._make(np.asarray(v, dtype=np.float64))
+    t.__class__ = FedNumber  # the same layout as Tensor: a class change, no copy
     t._fed = (state, f"{k}[{i}]" if i is not None else k, read, v, set())
     extra.feeds.append((t, read))
     return t

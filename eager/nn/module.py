@@ -497,7 +497,9 @@ class _HookHandle:
     def add(cls, hooks: dict, entry: Any) -> "_HookHandle":
         key = object()
         hooks[key] = entry
+        _STRUCTURE[0] += 1  # a compiled function that calls the module guards its hooks
         return cls(hooks, key)
 
     def remove(self) -> None:
+        _STRUCTURE[0] += 1
         self._hooks.pop(self._key, None)
