@@ -10,6 +10,7 @@ import warnings
 from .. import _functional as _F
 from .._factories import arange, rand_like, zeros_like
 from .._tensor import Tensor
+from ..autograd.function import Function
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -156,7 +157,11 @@ def _nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index
     has_data = isinstance(target, Tensor)
     if has_data and safe_target.numel() and (int(safe_target.min()) < 0 or int(safe_target.max()) >= n_classes):
         raise IndexError(f"Target out of bounds: class indices must lie in [0, {n_classes})")
-    picked = logp[arange(logp.shape[0], device=logp.device), safe_target]
+    rows = logp.shape[0]
+    if type(rows) is int:
+        picked = logp[arange(rows, device=logp.device), safe_target]
+    else:  # a symbolic batch size (a compiled function's dynamic dimension): no arange of its size
+        picked = logp.gather(1, safe_target.unsqueeze(1)).squeeze(1)
     # With no weight and no ignored target the loss is a plain mean of -picked; telling needs
     # the data, so a traced target takes the masked path below, which gives the same value.
     plain = weight is None and has_data and bool(valid.all())
@@ -168,8 +173,15 @@ def _nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index
         w = w * weight[safe_target]
     loss = -(picked * w)
     if reduction == "mean":
-        return loss.sum() / w.sum()
+        return _weighted_mean(loss.sum(), w.sum())
     return _reduce(loss.reshape(*out_shape), reduction)
+
+
+def _weighted_mean(total: Tensor, total_weight: Tensor) -> Tensor:
+    """total / total_weight with PyTorch's convention when every target is ignored (total
+    weight 0): the value is nan but the gradient is 0, not nan (0/0 would make both nan)."""
+    empty = total_weight == 0
+    return total / _F.where(empty, 1.0, total_weight) + _F.where(empty, float("nan"), 0.0)
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore_index: int = -100,
@@ -198,7 +210,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
     smooth = smooth * valid
     if reduction == "mean":
         denom = valid.sum() if weight is None else (weight[_F.where(target != ignore_index, target, 0)] * valid).sum()
-        smooth = smooth.sum() / denom
+        smooth = _weighted_mean(smooth.sum(), denom)
     else:
         smooth = _reduce(smooth, reduction)
     return loss * (1.0 - label_smoothing) + smooth * (label_smoothing / n_classes)
@@ -261,12 +273,15 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x where x > 0, else alpha * (exp(x) - 1).
 
     `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.elu."""
-    # expm1 of min(x, 0): the branch where() drops never overflows (its zero gradient stays 0, not nan)
-    return _F.where(input > 0, input, _F.expm1(_F.minimum(input, _zero_like(input))) * alpha)
+    # expm1 of x clipped to <= 0: the branch where() drops never overflows (its zero gradient
+    # stays 0, not nan). The clip is a where, not minimum(x, 0): at x = 0 PyTorch takes the
+    # negative branch's whole gradient (alpha), where minimum would split it in two.
+    return _F.where(input > 0, input, _F.expm1(_nonpositive(input)) * alpha)
 
 
-def _zero_like(input: Tensor) -> Tensor:
-    return input * 0.0
+def _nonpositive(input: Tensor) -> Tensor:
+    """x where x <= 0, else 0, with the gradient of x passing wherever x <= 0 (0 included)."""
+    return _F.where(input > 0, 0.0, input)
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -281,14 +296,18 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x where x > 0, else alpha * (exp(x / alpha) - 1).
 
     `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.celu."""
-    return _F.where(input > 0, input, _F.expm1(_F.minimum(input, _zero_like(input)) / alpha) * alpha)
+    return _F.where(input > 0, input, _F.expm1(_nonpositive(input) / alpha) * alpha)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
     """input clamped to [min_val, max_val].
 
+    The gradient is 1 strictly inside the interval and 0 at its bounds, as PyTorch's
+    (clamp passes it at the bounds, so this is not clamp).
     `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.hardtanh."""
-    return _F.clamp(input, min_val, max_val)
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+    return _F.where(input <= min_val, min_val, _F.where(input >= max_val, max_val, input))
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
@@ -302,16 +321,18 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """clamp(x / 6 + 1/2, 0, 1), elementwise.
 
     `inplace` is accepted for compatibility; the result is always a new tensor.
+    Its gradient is 1/6 strictly inside (-3, 3) and 0 at and beyond ±3, as PyTorch's.
     Mirrors torch.nn.functional.hardsigmoid."""
-    return _F.clamp(input / 6.0 + 0.5, 0.0, 1.0)
+    return _F.where(input <= -3.0, 0.0, _F.where(input >= 3.0, 1.0, (input + 3.0) / 6.0))
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * hardsigmoid(x), elementwise.
 
     `inplace` is accepted for compatibility; the result is always a new tensor.
+    PyTorch's gradient convention: 0 for x <= -3, x / 3 + 1/2 for -3 < x < 3, 1 for x >= 3.
     Mirrors torch.nn.functional.hardswish."""
-    return input * hardsigmoid(input)
+    return _F.where(input <= -3.0, 0.0, _F.where(input >= 3.0, input, input * (input + 3.0) / 6.0))
 
 
 def logsigmoid(input: Tensor) -> Tensor:
@@ -1110,15 +1131,44 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({tuple(target.shape)}) that is different to the input size "
                          f"({tuple(input.shape)}) is deprecated. Please ensure they have the same size.")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction (expected one of {_REDUCTIONS})")
     span = _data_range(input)
     if span is not None and (span[0] < 0 or span[1] > 1):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    log_p = _F.clamp_min(_F.log(input), -100.0)
-    log_q = _F.clamp_min(_F.log(1.0 - input), -100.0)
-    loss = -(target * log_p + (1.0 - target) * log_q)
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        weight = weight.expand(*input.shape)
+    loss = _BinaryCrossEntropy.apply(input, target, weight)
+    return _F._renamed(_reduce(loss, reduction), "BinaryCrossEntropyBackward0")
+
+
+_BCE_EPSILON = 9.999999960041972e-13  # PyTorch's EPSILON, 1e-12 as a float32 constant
+
+
+class _BinaryCrossEntropy(Function):
+    """The pointwise binary cross-entropy with PyTorch's edge conventions, which no
+    composition of log and clamp reproduces: the logs are clamped at -100 (a finite loss at
+    p = 0 or 1), the input's gradient is w (p - t) / max(p (1 - p), 1e-12) (finite: +-1e12
+    at the edges, where d/dp of the clamped log would be 0 * inf = nan), and the target's
+    is w (log(1 - p) - log(p)) unclamped (+-inf at the edges). The backward is written in
+    ops, so it can be differentiated again."""
+
+    @staticmethod
+    def forward(ctx, input: Tensor, target: Tensor, weight: Tensor | None) -> Tensor:
+        ctx.save_for_backward(input, target, weight)
+        loss = (target - 1.0) * _F.clamp_min(_F.log1p(-input), -100.0) - target * _F.clamp_min(_F.log(input), -100.0)
+        return loss if weight is None else loss * weight
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple:
+        input, target, weight = ctx.saved_tensors
+        g = grad if weight is None else grad * weight
+        grad_input = grad_target = None
+        if ctx.needs_input_grad[0]:
+            grad_input = g * (input - target) / _F.clamp_min((1.0 - input) * input, _BCE_EPSILON)
+        if ctx.needs_input_grad[1]:
+            grad_target = g * (_F.log1p(-input) - _F.log(input))
+        return grad_input, grad_target, None
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -1192,9 +1242,17 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     """The Poisson negative log likelihood: exp(input) - target * input (log_input),
     else input - target * log(input + eps); reduced.
 
-    Unlike PyTorch, `full=True` does not add the Stirling term. `reduction` is 'mean', 'sum' or 'none'.
-    Mirrors torch.nn.functional.poisson_nll_loss."""
+    `full=True` adds the Stirling approximation of log(target!), target log(target) - target
+    + log(2 pi target) / 2, where target > 1 (0 elsewhere), as PyTorch.
+    `reduction` is 'mean', 'sum' or 'none'. Mirrors torch.nn.functional.poisson_nll_loss."""
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction (expected one of {_REDUCTIONS})")
     loss = _F.exp(input) - target * input if log_input else input - target * _F.log(input + eps)
+    if full:
+        big = target > 1
+        safe = _F.where(big, target, 2.0)  # keeps log() finite (and its gradient 0) where the term is masked
+        stirling = safe * _F.log(safe) - safe + 0.5 * _F.log(2 * _math.pi * safe)
+        loss = loss + _F.where(big, stirling, 0.0)
     return _reduce(loss, reduction)
 
 
@@ -1202,8 +1260,24 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor, full: bool = F
                       reduction: str = "mean") -> Tensor:
     """0.5 * (log(var) + (input - target) ** 2 / var) with var clamped below by eps (+ 0.5 * log(2 pi) if full).
 
-    `reduction` is 'mean', 'sum' or 'none'. Mirrors torch.nn.functional.gaussian_nll_loss."""
-    var = _F.clamp_min(var, eps)
+    As PyTorch, the clamp is applied without recording it (PyTorch clamps under no_grad):
+    the value uses max(var, eps) but var's gradient is that of the clamped value taken as
+    var itself, not 0. `var` may have one dimension less than input (homoscedastic per
+    sample) or a last dimension of 1. `reduction` is 'mean', 'sum' or 'none'.
+    Mirrors torch.nn.functional.gaussian_nll_loss."""
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise ValueError(f"gaussian_nll_loss: var is of incorrect size {tuple(var.shape)} for input of size "
+                             f"{tuple(input.shape)}: give var the input's shape, the input's shape without its last "
+                             "dimension, or that with a last dimension of 1")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(reduction + " is not valid")
+    span = _data_range(var)
+    if span is not None and span[0] < 0:
+        raise ValueError("gaussian_nll_loss: var has negative entry/entries")
+    var = _F.where(var < eps, (var - var.detach()) + eps, var)
     loss = 0.5 * (_F.log(var) + (input - target) ** 2 / var)
     if full:
         loss = loss + 0.5 * _math.log(2 * _math.pi)
