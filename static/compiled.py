@@ -273,15 +273,16 @@ class Compiled:
         if ACTIVE.stack:
             return self._call_traceable(args)  # called while tracing another function: inline it
         leaves, key, entry = self._lookup(args, stacklevel=2, calling=True)
+        if entry is None or entry.eager_reason is not None:
             if entry is not None and entry.trace.refused is not None:
                 self._refused(entry)
-        if entry is None or entry.eager_reason is not None:
             return self._call_traceable(args)
         if entry is not self._fast_entry:
             self._fast_entry = entry
             self._fast = fast_call(key, entry, self._run, self._modes if self._module is not None else None) \
                 if not self._needs_binding and not self.static_argnums else None
         return self._run(entry, leaves)
+
     def _refused(self, entry: Entry) -> None:
         """A signature whose trace did something to Python state that a compiled call cannot
         redo runs eagerly: said once (fullgraph=True raises instead)."""
@@ -292,7 +293,6 @@ class Compiled:
             entry._warned = True  # type: ignore[attr-defined]
             warnings.warn(f"static.compile: {self.__name__} runs eagerly for this signature: {reason}",
                           RuntimeWarning, stacklevel=3)
-
 
     def _run(self, entry: Entry, leaves):
         """Run a cached signature's executable on the call's leaves, write in-place updates
@@ -417,6 +417,7 @@ class Compiled:
         backward's after it when the call records gradients ('' when the interpreter runs)."""
         return _source(self._entry_for(args, kwargs)[3])
 
+
 def _replayed(trace, out):
     """The function's result, after the trace's Python side effects were redone with this
     call's values (static.side_effects): the graph returned those values after the result."""
@@ -429,7 +430,6 @@ def _replayed(trace, out):
     else:
         replays([])
     return out
-
 
 
 def _fingerprint_early() -> None:
