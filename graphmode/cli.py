@@ -214,6 +214,8 @@ def cmd_compare(ns: argparse.Namespace) -> int:
             report.check_output_path(ns.json, "--json")
         if ns.plot:
             report.check_output_path(ns.plot, "--plot", report.PLOT_FORMATS)
+        if ns.html:
+            report.check_output_path(ns.html, "--html", (".html", ".htm"))
     except ValueError as exc:
         raise CLIError(str(exc)) from None
     if ns.plot:
@@ -223,11 +225,13 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     results, interrupted = measure(workload, sizes, ns, peers)
     report.print_tables(workload.description, results, ns.repeat, ns.malloc_setting, stderr=json_to_stdout,
                         interrupted=interrupted)
-    if ns.json and results:
+    header: dict = {}
+    if (ns.json or ns.html) and results:
         header = {"graphmode_version": version(), "workload": workload.name, "description": workload.description,
                   "target": ns.target, "backend": results[0].report.backend, "backend_requested": ns.backend,
                   "device": ns.device, "repeat": ns.repeat,
                   "tolerance": ns.tolerance, "malloc": ns.malloc_setting, "complete": not interrupted}
+    if ns.json and results:
         text = report.json_text(header, results)
         if json_to_stdout:
             sys.stdout.write(text)
@@ -240,6 +244,9 @@ def cmd_compare(ns: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             raise CLIError(f"cannot write {ns.plot}: {_one_line(exc)}") from exc
         print(f"wrote {ns.plot}", file=sys.stderr if json_to_stdout else sys.stdout)
+    if ns.html and results:
+        write_html(ns, workload, header, results)
+        print(f"wrote {ns.html}", file=sys.stderr if json_to_stdout else sys.stdout)
     if interrupted:
         print("graphmode: interrupted", file=sys.stderr)
         return INTERRUPTED
@@ -250,6 +257,24 @@ def cmd_compare(ns: argparse.Namespace) -> int:
               f"{r.max_rel_error:.2e} > tolerance {r.tolerance:.0e}", file=sys.stderr)
         return DISAGREE
     return 0
+
+
+def write_html(ns: argparse.Namespace, workload: Workload, header: dict, results: list) -> None:
+    """The --html page: the tables and chart of every size, and what the compiler made of
+    the first one (its graphs, IR and generated source)."""
+    from . import html_report  # noqa: PLC0415
+
+    first = results[0]
+    fn, args = workload.build(first.value, first.label)
+    try:
+        inside = html_report.look_inside(fn, args, ns.backend, first.label)
+    except Exception as exc:  # noqa: BLE001  (the measured tables are still worth the page)
+        print(f"graphmode: warning: --html without graphs and IR: {_one_line(exc)}", file=sys.stderr)
+        inside = None
+    try:
+        html_report.write(ns.html, header, results, inside)
+    except OSError as exc:
+        raise CLIError(f"cannot write {ns.html}: {exc.strerror or exc}") from exc
 
 
 def check_sizes(workload: Workload, sizes: list) -> None:
