@@ -22,6 +22,9 @@ from ._device import cuda_is_available as _cuda_is_available, device  # noqa: F4
 from ._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from . import _dispatch  # noqa: F401  (the op engine; it imports Tensor, whose op hook it is)
 from ._tensor import Size, Tensor  # noqa: F401
+from ._memory_format import (  # noqa: F401
+    channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format,
+)
 from ._factories import (  # noqa: F401
     BoolTensor, ByteTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor,
     arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, manual_seed,

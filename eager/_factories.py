@@ -9,8 +9,9 @@ from typing import Any, TypedDict
 import numpy as np
 
 from . import _dtypes
-from ._device import CPU, device, xp_for
+from ._device import CPU, device, xp_for, xp_of_array
 from ._tensor import Tensor, _as_device, _legacy_init, _set_requires_grad
+from .ops import _layout
 from .ops._native import try_native
 
 
@@ -195,9 +196,21 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
 
 def _like(make: Callable[..., Tensor], input, dtype, device, requires_grad: bool) -> Tensor:
     """`make(size, ...)` (zeros, ones, randn, rand) with input's shape, and its dtype and device
-    unless given: what every `*_like` factory means."""
-    return make(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
-                requires_grad=requires_grad)
+    unless given: what every `*_like` factory means. The result is laid out in input's memory
+    order (PyTorch's preserve_format), so `zeros_like(x.t())` is transposed too."""
+    out = make(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
+               requires_grad=requires_grad)
+    return _in_layout_of(out, input)
+
+
+def _in_layout_of(out: Tensor, input) -> Tensor:
+    data = getattr(input, "_data", None)
+    if data is None or data.ndim < 2 or data.flags.c_contiguous or type(data) is not type(out._data):
+        return out
+    laid = _layout.empty_like(xp_of_array(out._data), data, out._data.dtype)
+    laid[...] = out._data
+    out._data = laid
+    return out
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -217,8 +230,8 @@ def empty_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
     """`fill_value` with input's shape, and its dtype and device unless given. Mirrors torch.full_like."""
-    return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype, device=device or input.device,
-                requires_grad=requires_grad)
+    return _in_layout_of(full(tuple(input.shape), fill_value, dtype=dtype or input.dtype,
+                              device=device or input.device, requires_grad=requires_grad), input)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:

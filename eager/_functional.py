@@ -321,9 +321,14 @@ def bitwise_and(input, other):
     return _bitwise("bitwise_and", E.LOGICAL_AND, M.BITWISE_AND, input, other)
 
 
-def clone(input: _TA) -> _TA:
-    """A copy of input with its own memory, differentiable. Mirrors torch.clone."""
-    return E.CLONE(input)
+def clone(input: _TA, *, memory_format: Any = None) -> _TA:
+    """A copy of input with its own memory, differentiable; dense layouts keep their strides
+    unless `memory_format` asks for another (eager.contiguous_format, channels_last). Mirrors torch.clone."""
+    if memory_format is None or getattr(memory_format, "name", None) == "preserve_format":
+        return E.CLONE(input)
+    from ._memory_format import format_name  # noqa: PLC0415
+
+    return E.CLONE(input, memory_format=format_name(memory_format))
 
 
 def to_dtype(input, dtype):

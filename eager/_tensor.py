@@ -14,8 +14,10 @@ from ._api import TensorAPI
 from ._device import CPU, device, device_of_array, may_share_memory, xp_for, xp_of_array
 from ._dispatch import dispatch
 from ._grad_mode import STATE
+from ._memory_format import _FORMATS, format_name
 from ._repr import tensor_repr
 from .autograd.graph import AccumulateGrad, RemovableHandle
+from .ops import _layout
 
 if TYPE_CHECKING:
     from .autograd.function import FunctionCtx
@@ -191,9 +193,19 @@ class Tensor(TensorAPI):
         """Whether the dtype is a floating-point one. Mirrors torch.Tensor.is_floating_point."""
         return self._data.dtype.kind == "f"
 
-    def is_contiguous(self) -> bool:
-        """Whether the data is laid out in row-major (C) order. Mirrors torch.Tensor.is_contiguous."""
-        return bool(self._data.flags.c_contiguous)
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        """Whether the data is laid out in row-major (C) order, or in `memory_format`'s order
+        (eager.channels_last: channels innermost). Mirrors torch.Tensor.is_contiguous."""
+        name = format_name(memory_format)
+        if name in ("contiguous_format", "preserve_format"):
+            return bool(self._data.flags.c_contiguous)
+        rank = {"channels_last": 4, "channels_last_3d": 5}[name]
+        return self._data.ndim == rank and _layout.has_strides(self._data, _layout.channels_last_strides(self.shape))
+
+    def is_non_overlapping_and_dense(self) -> bool:
+        """Whether the elements cover their memory exactly once, in some order of the dims
+        (what clone() keeps). Mirrors torch.Tensor.is_non_overlapping_and_dense."""
+        return _layout.is_dense(self._data)
 
     def stride(self, dim: int | None = None):
         """The step in elements between neighbours along each dimension, or along `dim` only.
@@ -452,9 +464,17 @@ class Tensor(TensorAPI):
         """This tensor on a CUDA device (the current one unless given). Mirrors torch.Tensor.cuda."""
         return _to_device(self, _as_device("cuda" if device is None else device))
 
-    def contiguous(self):
-        """This tensor if row-major contiguous, else a contiguous copy. Mirrors torch.Tensor.contiguous."""
-        return self if self._data.flags.c_contiguous else F.clone(self)
+    def contiguous(self, memory_format: Any = None) -> "Tensor":
+        """This tensor if it is laid out row-major (or in `memory_format`), else a copy that is:
+        `x.transpose(1, 2).contiguous().view(...)` then views the copy. Differentiable
+        (CloneBackward0). Mirrors torch.Tensor.contiguous."""
+        name = "contiguous_format" if memory_format is None else format_name(memory_format)
+        if name == "preserve_format":
+            raise RuntimeError("contiguous: preserve memory format is unsupported by the contiguous operator; "
+                               "pass eager.contiguous_format or eager.channels_last")
+        if self.is_contiguous(_FORMATS[name]):
+            return self
+        return F.clone(self, memory_format=_FORMATS[name])
 
     # -- in-place --------------------------------------------------------------------------------
     def _apply_inplace(self, fn: Callable[..., Any], others: tuple[Any, ...], name: str, saves_self: bool = True,

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .._dtypes import dtype
+from . import _layout
 
 
 class TensorSpec(NamedTuple):
@@ -95,10 +96,16 @@ class OpDef:
     # differentiable ops; k when a step of the VJP can be differentiated only k-1 more times; 0 when
     # its derivative is not implemented (differentiating it raises, it never gives zeros)
     differentiable_order: float = math.inf
+    # the memory layout of the result as PyTorch makes it (eager.ops._layout): None derives it
+    # from the kind, "view" for views, "elementwise" for pointwise ops, "contiguous" otherwise
+    layout: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"op {self.name!r}: kind {self.kind!r} is not one of {KINDS}")
+        if self.layout is None:
+            self.layout = "view" if self.is_view else "elementwise" if self.kind == "elementwise" else "contiguous"
+        self.forward = _layout.with_layout(self.forward, self.layout)
         if self.fusible is None:
             self.fusible = self.pointwise or self.reduction is not None
         if self.aliases_operand is None:

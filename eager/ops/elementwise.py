@@ -8,6 +8,7 @@ import numpy as np
 from .. import _dtypes
 from . import _erf as _erf_numpy
 from ._checks import broadcast_shapes, require_float, same_dtype, specs_of
+from ._layout import copy_as, like
 from ._native import try_native
 from ._registry import OpDef, TensorSpec, defop
 
@@ -158,7 +159,7 @@ def _erf(xp, x):
         return erf(x)
     if _SCIPY_ERF is not None and x.dtype == np.float32:
         return _SCIPY_ERF(x).astype(x.dtype, copy=False)
-    return _erf_numpy.erf(x)
+    return like(xp, x, _erf_numpy.erf(x))  # in x's memory order, as a pointwise op's result
 
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -358,6 +359,8 @@ def _pow(xp, a, b):
             raise RuntimeError(f"value cannot be converted to type {a.dtype.name}_t without overflow "
                                f"(exponent {b} of a {a.dtype.name} tensor)")
     try:
+        if not hasattr(a, "shape"):  # PyTorch's pow(Scalar, Tensor) result is row-major
+            return xp.ascontiguousarray(xp.power(a, b))
         return xp.power(a, b)
     except ValueError as exc:
         if "negative integer powers" not in str(exc):
@@ -531,7 +534,7 @@ TO_DTYPE = defop(
     samples=lambda rng: [((rng.standard_normal((3, 4)),), {"dtype": _dtypes.float32})],
 )
 CLONE = defop(
-    "clone", forward=lambda xp, x: xp.array(x, copy=True), abstract=lambda x: x,
+    "clone", forward=copy_as, abstract=lambda x, memory_format=None: x,  # preserve_format unless asked
     vjp=lambda ctx, g: (g,), grad_name="CloneBackward0", samples=_any((3, 4)),
 )
 

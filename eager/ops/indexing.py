@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import _dtypes
 from ._checks import norm_dim
+from ._layout import empty_like
 from ._native import try_native
 from ._registry import OpDef, TensorSpec, defop
 from .elementwise import EQ, LOGICAL_AND, TO_DTYPE, WHERE
@@ -466,10 +467,16 @@ TRIU: OpDef = defop(
     samples=lambda rng: [((rng.standard_normal((3, 4)),), {"diagonal": 1}),
                          ((rng.standard_normal((2, 3, 3)),), {"diagonal": 0})],
 )
+def _flip(xp, x, dims):
+    out = empty_like(xp, x)
+    out[...] = xp.flip(x, axis=tuple(dims))
+    return out
+
+
 FLIP: OpDef = defop(
-    "flip", forward=lambda xp, x, dims: xp.flip(x, axis=tuple(dims)).copy(),  # a copy, as PyTorch's flip
+    "flip", forward=_flip,  # a copy in x's memory order, as PyTorch's flip
     abstract=lambda x, dims: x, vjp=lambda ctx, g: (FLIP(g, dims=ctx.attrs["dims"]),),
-    grad_name="FlipBackward0", kind="shape",
+    grad_name="FlipBackward0", kind="shape", layout="preserve",
     samples=lambda rng: [((rng.standard_normal((3, 4)),), {"dims": (1,)}),
                          ((rng.standard_normal((2, 3, 4)),), {"dims": (0, 2)})],
 )
@@ -485,7 +492,18 @@ def _diagonal_abstract(x, offset=0, dim1=0, dim2=1):
 
 
 def _diagonal(xp, x, offset=0, dim1=0, dim2=1):
-    return xp.diagonal(x, offset, dim1, dim2).copy()
+    """A writable view of the diagonal, as PyTorch's (NumPy's own is read-only): the
+    strides NumPy's diagonal computes, applied from the diagonal's first element."""
+    if xp is not np:
+        return xp.diagonal(x, offset, dim1, dim2)
+    d = np.diagonal(x, offset, dim1, dim2)
+    start = [slice(None)] * x.ndim
+    start[dim1] = slice(max(-offset, 0), max(-offset, 0) + 1)
+    start[dim2] = slice(max(offset, 0), max(offset, 0) + 1)
+    first = x[tuple(start)]
+    if d.size == 0 or first.size == 0:
+        return np.diagonal(x, offset, dim1, dim2).copy()
+    return np.lib.stride_tricks.as_strided(first, shape=d.shape, strides=d.strides, writeable=x.flags.writeable)
 
 
 def _diagonal_grad(xp, g, shape, offset=0, dim1=0, dim2=1):
@@ -501,10 +519,10 @@ def _diagonal_grad(xp, g, shape, offset=0, dim1=0, dim2=1):
 DIAGONAL = defop(
     "diagonal", forward=_diagonal, abstract=_diagonal_abstract,
     vjp=lambda ctx, g: (DIAGONAL_GRAD(g, shape=ctx.in_shape(0), **ctx.attrs),),
-    grad_name="DiagonalBackward0", kind="index",
+    grad_name="DiagonalBackward0", kind="index", is_view=True,
     samples=lambda rng: [((rng.standard_normal((3, 4)),), {"offset": 1, "dim1": 0, "dim2": 1}),
                          ((rng.standard_normal((2, 4, 3)),), {"offset": -1, "dim1": 1, "dim2": 2})],
-    doc="the diagonal (offset) of the (dim1, dim2) planes, as a new last dim (a copy)",
+    doc="the diagonal (offset) of the (dim1, dim2) planes, as a new last dim (a view)",
 )
 DIAGONAL_GRAD: OpDef = defop(
     "diagonal_grad", forward=_diagonal_grad,

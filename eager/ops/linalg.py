@@ -155,6 +155,7 @@ INV = defop(
     abstract=lambda a: _square_spec("inv", a, tuple(a.shape)),
     vjp=lambda ctx, g: (-MATMUL(MATMUL(_m_t(ctx.out), g), _m_t(ctx.out)),),
     grad_name="LinalgInvExBackward0", save=(), save_output=True, kind="linalg", arity=1,
+    layout="column_major",  # LAPACK's order, as torch.linalg.inv returns it
     samples=lambda rng: [((_well_conditioned(rng, (3, 3)),), {}), ((_well_conditioned(rng, (2, 4, 4)),), {})],
     doc="the matrix inverse of the last two dims (LAPACK's gesv through the array library)",
 )
@@ -179,6 +180,7 @@ def _solve_vjp(ctx, g):
 SOLVE = defop(
     "solve", forward=lambda xp, a, b: _lapack("solve", xp, xp.linalg.solve, a, b), abstract=_solve_abstract,
     vjp=_solve_vjp, grad_name="LinalgSolveExBackward0", save=(0,), save_output=True, kind="linalg", arity=2,
+    layout="column_major",  # LAPACK's order, as torch.linalg.solve returns it
     samples=lambda rng: [((_well_conditioned(rng, (3, 3)), rng.standard_normal((3, 2))), {}),
                          ((_well_conditioned(rng, (2, 3, 3)), rng.standard_normal((3, 1))), {})],
     doc="X with A X = B for square A (..., n, n) and B (..., n, k), batch dims broadcast",

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _dtypes
 from ._checks import broadcast_shapes, same_dtype, specs_of
+from ._layout import like
 from ._registry import VARIADIC, TensorSpec, defop
 from .elementwise import RSQRT, WHERE
 from .indexing import FLIP, TRIU
@@ -341,13 +342,13 @@ def _argsort(xp, x, dim, descending=False):
     if descending:
         # a stable sort of the negated keys keeps equal elements in their original order
         key = -x.astype(np.int64) if x.dtype.kind in "bu" else -x
-        return xp.argsort(key, axis=dim, kind="stable")
-    return xp.argsort(x, axis=dim, kind="stable")
+        return like(xp, x, xp.argsort(key, axis=dim, kind="stable"))
+    return like(xp, x, xp.argsort(x, axis=dim, kind="stable"))  # x's memory order, as PyTorch's sort
 
 
 ARGSORT = defop(
     "argsort", forward=_argsort, abstract=lambda x, dim, descending=False: TensorSpec(x.shape, _dtypes.int64),
-    kind="reduction",
+    kind="reduction", layout="preserve",
     samples=lambda rng: [((rng.standard_normal((3, 4)),), {"dim": 1, "descending": False}),
                          ((rng.integers(0, 3, (4, 3)),), {"dim": 0, "descending": True})],
     doc="the stable sorting permutation along dim (equal keys keep their order)",

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import _dtypes
 from ._checks import norm_dim, numel, same_dtype
+from ._layout import copy_preserving
 from ._registry import VARIADIC, OpDef, TensorSpec, defop
 
 
@@ -251,9 +252,14 @@ def _check_masks(shape: tuple, key, masks: dict) -> None:
 def _index_forward(xp, x, *index_arrays, key):
     _check_masks(x.shape, key, {i: a.shape for i, a in enumerate(index_arrays) if a.dtype.kind == "b"})
     k = build_key(key, index_arrays)
-    if not index_arrays and Ellipsis not in k:
-        k = k + (Ellipsis,)  # basic indexing then always gives a view, even of one element
-    return x[k]
+    if not index_arrays:
+        if Ellipsis not in k:
+            k = k + (Ellipsis,)  # basic indexing then always gives a view, even of one element
+        return x[k]
+    # integer-array and mask indexing copy into a new row-major tensor, as PyTorch's index
+    # kernel does (NumPy's result may take another order, e.g. x[..., idx])
+    out = x[k]
+    return out if out.flags.c_contiguous else xp.ascontiguousarray(out)
 
 
 def _index_vjp(ctx, g):
@@ -307,7 +313,7 @@ INDEX_GRAD = defop(
 
 
 def _index_put(xp, x, v, *index_arrays, key, n_index=0):
-    out = xp.array(x, copy=True)
+    out = copy_preserving(xp, x)  # x's memory order, as PyTorch's index_put (a clone, then a write)
     out[build_key(key, index_arrays)] = v
     return out
 
@@ -324,7 +330,7 @@ def _index_put_vjp(ctx, g):
 INDEX_PUT = defop(
     "index_put", forward=_index_put,
     abstract=lambda x, v, *idx, key, n_index=0: TensorSpec(x.shape, x.dtype),
-    vjp=_index_put_vjp, kind="index",
+    vjp=_index_put_vjp, kind="index", layout="preserve",
     grad_name=lambda operands, attrs: "CopySlices" if is_basic_key(attrs["key"]) else "IndexPutBackward0",
     save=(2, 3, 4, 5, 6, 7, 8, 9),
     samples=lambda rng: [

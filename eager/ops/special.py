@@ -2,11 +2,21 @@
 how zeros and seeds enter a traced backward) and `stop_gradient` (what `detach()` traces to)."""
 from __future__ import annotations
 
+from typing import Any
+
 from .. import _dtypes
+from ._layout import empty_like
 from ._registry import TensorSpec, defop
 
+
+def _full_like(xp: Any, x: Any, value: Any, dtype: Any = None) -> Any:
+    out = empty_like(xp, x, dtype.np if dtype else x.dtype)  # x's memory order, as PyTorch's full_like
+    out[...] = value
+    return out
+
+
 FULL_LIKE = defop(
-    "full_like", forward=lambda xp, x, value, dtype=None: xp.full(x.shape, value, dtype=(dtype.np if dtype else x.dtype)),
+    "full_like", forward=_full_like,
     abstract=lambda x, value, dtype=None: TensorSpec(x.shape, dtype or x.dtype), kind="elementwise",
     samples=lambda rng: [((rng.standard_normal((3, 2)),), {"value": 1.5, "dtype": None})],
     doc="a tensor of x's shape filled with value; x's data is not read",
