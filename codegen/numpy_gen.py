@@ -13,10 +13,11 @@ each under a comment with its IR line.
 """
 from __future__ import annotations
 
+import math
+
 import re
 from dataclasses import dataclass
 
-import numpy as np
 
 from eager.ops import REGISTRY
 from eager.ops._registry import Reduction
@@ -194,6 +195,7 @@ class NumpyModule:
         params = [self.names(v) for v in g.inputs]
         entry = [f"{self.names(v)} = {self.names(v)}[()]  # 0-d: computed on NumPy scalars"
                  for v in g.inputs if len(v.type.shape) == 0]
+        entry += _bind_symbols(g, self.names)
         top = Emitter(self, self.names, local_globals=True)
         planner = BufferPlanner(g)
         top.batches_after(None)
@@ -251,7 +253,7 @@ class NumpyModule:
     @staticmethod
     def _blocked(region: Region) -> bool:
         """Whether the region runs as a block function (else its ops run inline, in order)."""
-        return region.kind == "blocked" and int(np.prod(region.space, dtype=np.int64)) > settings.INLINE_MAX_ELEMS
+        return region.kind == "blocked" and _elements(region.space) > settings.INLINE_MAX_ELEMS
 
     def region(self, i: int, node: Node, top: Emitter, planner: BufferPlanner) -> dict:
         region = self.analyzed[node]
@@ -262,7 +264,7 @@ class NumpyModule:
         for p, outer in region.binding.items():
             top.env[p] = top.src(outer)
         if small:
-            top.lines.append(f"# small region ({int(np.prod(region.space, dtype=np.int64))} elements): its ops run "
+            top.lines.append(f"# small region ({math.prod(region.space)} elements): its ops run "
                              "one by one, cheaper than blocking at this size")
             self._inline_body(node, top)
             return {}
@@ -619,6 +621,48 @@ class BlockedRegion:
             "scratch_name": f"_R{self.rid}_SCRATCH",
             "scratch_specs": specs,
         }
+
+
+def _elements(space: tuple) -> int:
+    """How many elements a region's iteration space has, for choosing how it runs. A symbolic
+    size (static.dynamic_shapes) counts as SYMBOLIC_SIZE_GUESS: the choice must not depend on
+    the size of the call that was traced, which the same code serves for every size."""
+    total = 1
+    for d in space:
+        total *= SYMBOLIC_SIZE_GUESS if type(d) is not int and isinstance(d, int) else int(d)
+    return total
+
+
+SYMBOLIC_SIZE_GUESS = 64
+
+
+def _bind_symbols(graph: Graph, names: Names) -> list:
+    """Lines binding each symbolic size of the graph (`s0`) from the shape of an input that
+    has it as a dimension, as module globals so that block functions read them too. A symbol
+    that no input has as a whole dimension cannot be bound: ValueError (the caller compiles
+    that graph for fixed sizes instead)."""
+    bound: dict = {}
+    wanted: set = set()
+    for v in graph.inputs:
+        for d, size in enumerate(v.type.shape):
+            if type(size) is not int and isinstance(size, int):
+                symbols = {s for m in (getattr(size, "poly", None) or {}) for s in m}
+                wanted |= symbols
+                text = str(size)
+                if text.isidentifier() and text not in bound:
+                    bound[text] = f"{names(v)}.shape[{d}]"
+    for node in graph.nodes:
+        for o in node.outputs:
+            for size in o.type.shape:
+                if type(size) is not int and isinstance(size, int):
+                    wanted |= {s for m in (getattr(size, "poly", None) or {}) for s in m}
+    missing = sorted(wanted - set(bound))
+    if missing:
+        raise ValueError(f"codegen: the symbolic size(s) {', '.join(missing)} are no input's dimension")
+    if not bound:
+        return []
+    return [f"global {', '.join(bound)}  # symbolic sizes, read from the inputs (block functions read them)"] + \
+        [f"{s} = {where}" for s, where in bound.items()]
 
 
 def generate(graph: Graph) -> tuple[str, str]:

@@ -15,6 +15,7 @@ the others are *invariant* and computed once, before the blocks.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -46,7 +47,8 @@ class Region:
 
     @property
     def nrows(self) -> int:
-        return int(np.prod(self.space[: self.k], dtype=np.int64))
+        # math.prod keeps a symbolic size's polynomial (static.dynamic_shapes): `s0*8` rows
+        return math.prod(self.space[: self.k])
 
     @property
     def rest(self) -> tuple:
@@ -71,6 +73,19 @@ class Region:
 
     def reduces_block_axis(self, red: Node) -> bool:
         return self.is_full_reduction(red) or 0 in self.reduce_axes(red)
+
+
+def broadcast_keeping_symbols(shapes: list) -> tuple:
+    """np.broadcast_shapes, keeping a symbolic size (static.dynamic_shapes) where one of the
+    shapes has it: the iteration space is spelled in generated code, which must read `s0`,
+    not the traced call's number. ValueError when the shapes do not broadcast."""
+    space = list(np.broadcast_shapes(*[tuple(int(d) for d in s) for s in shapes]))
+    for shape in shapes:
+        for i, d in enumerate(reversed(shape)):
+            j = len(space) - 1 - i
+            if type(d) is not int and isinstance(d, int) and int(d) == space[j] and type(space[j]) is int:
+                space[j] = d
+    return tuple(space)
 
 
 def body_of(node: Node) -> Graph:
@@ -118,7 +133,7 @@ def analyze(node: Node, scalar_code: bool = True) -> Region:
     if not shapes:
         return _unfused(node, "no values over an iteration space")
     try:
-        space = tuple(np.broadcast_shapes(*shapes))
+        space = broadcast_keeping_symbols(shapes)
     except ValueError:
         return _unfused(node, "operands do not broadcast to one iteration space")
     region = Region(node=node, kind="blocked", space=space, prologue=prologue, reductions=reductions,

@@ -36,7 +36,8 @@ def _sizes(args) -> tuple:
     """Accept f(2, 3), f((2, 3)) and f([2, 3]) alike."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
-    return tuple(int(a) for a in args)
+    # an int subclass stays as it is: a compiled trace's symbolic size (static.dynamic_shapes)
+    return tuple(a if isinstance(a, int) and not isinstance(a, bool) else int(a) for a in args)
 
 
 def _ndim(x) -> int:

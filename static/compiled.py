@@ -40,7 +40,6 @@ OPTIONS = ("backend", "static_argnums", "static_argnames", "fallback", "fullgrap
 _TORCH_ONLY = {
     "mode": "torch.compile's modes choose autotuning and CUDA graphs; static.compile has opt_level=0, 1 or 2 "
             "and passes= to choose the optimizations",
-    "dynamic": "shapes are part of the signature: a new shape traces once more (see max_retraces)",
     "options": "pass the options as keyword arguments of static.compile",
     "disable": "call the original function (compiled.__wrapped__) to run it eagerly",
 }
@@ -371,7 +370,7 @@ class Compiled:
         ran = entry  # what calls run: its executables say where their code came from
         # compiles keep no stage texts (printing every graph would cost more than the passes):
         # build this signature once more, recording them, without touching the cache
-        with recording():
+        with recording(), dynamic_shapes.rebuilding(self, ran, key):  # a symbolic entry: with its symbols
             entry = Entry(self, args, key, leaves)
         parts = []
         for name, graph, *note in entry.stages:
@@ -395,6 +394,9 @@ class Compiled:
         src = _source(entry)
         if src:
             parts.append(f"== generated source ==\n{src}")
+        dynamic = dynamic_shapes.describe(self.__dict__.get("_dynamic_policy"))
+        if dynamic:
+            parts.append(f"== dynamic shapes ==\n{dynamic}")
         from .explain_summary import summary  # noqa: PLC0415  (the one-screen opening: static/explain_summary.py)
 
         return "\n\n".join([summary(self, ran, entry), *parts])
@@ -669,10 +671,17 @@ def compile(fn: Callable | None = None, *, backend: str = "auto",  # noqa: A001 
         passes: a list naming exactly the passes to run, or a dict switching named passes
             on (True) or off (False).
         fast_math: allow rewrites that change rounding or special values (x + 0.0 -> x).
+        dynamic: (a keyword, as torch.compile's) None: a dimension that changes between calls
+            is traced once more as a symbol, and that trace serves every later size
+            (static.dynamic_shapes); True: every dimension is a symbol from the first call;
+            False: each new size is its own trace.
 
     Returns a `Compiled` wrapper that keeps the wrapped function's name, docstring and
     signature (`__wrapped__` is the original), with `explain()`, `ir()`, `source()` and
     `autograd_graphs()` to look inside."""
+    dynamic = unsupported.pop("dynamic", None)  # torch.compile's: static.dynamic_shapes
+    if dynamic not in (None, True, False):
+        raise TypeError(f"static.compile: dynamic must be None (automatic), True or False, got {dynamic!r}")
     if unsupported:
         name = next(iter(unsupported))
         hint = _TORCH_ONLY.get(name)
@@ -683,8 +692,10 @@ def compile(fn: Callable | None = None, *, backend: str = "auto",  # noqa: A001 
                    passes=passes, fast_math=fast_math)
     if fn is None:
         _check_options(_any_arguments, **options)  # checked now, at decoration, not at the first call
+        if dynamic is not None:
+            return lambda f: dynamic_shapes.with_mode(_compile_with(f, options), dynamic)
         return functools.partial(_compile_with, options=options)
-    return _compile_with(fn, options)
+    return dynamic_shapes.with_mode(_compile_with(fn, options), dynamic)
 
 
 def _compile_with(fn, options: dict) -> Compiled:

@@ -24,6 +24,7 @@ from eager._tensor import Tensor
 from eager.ops import TensorSpec
 
 from . import guards, pytree, side_effects
+from .dynamic_shapes import symbolic_shape, trace_done
 from .errors import TraceError
 from .ir import Graph, Value, verify
 from .reach import Walk, names_read
@@ -200,7 +201,7 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
         if is_array(leaf):
             data = _array_of(leaf)
             state.saw_array(data)
-            spec = TensorSpec(tuple(data.shape), _dtypes.from_numpy(data.dtype))
+            spec = TensorSpec(symbolic_shape(k, tuple(data.shape)), _dtypes.from_numpy(data.dtype))
             kinds.append("array")
         else:
             spec = TensorSpec((), _NUMBER_DTYPES[type(leaf)])
@@ -276,6 +277,7 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
         raise
     finally:
         ACTIVE.stack.pop()
+        trace_done()  # guards on symbolic sizes come from the trace, not from the passes after it
         STATE.enabled = prev_grad
         _factories.log_created(prev_log)
         state.finished = True

@@ -96,6 +96,16 @@ def _count(ctx):
     return _group_size(ctx.in_shape(0), ctx.attrs["dims"])
 
 
+def _mean_grad(ctx, g):
+    """g spread over the reduced elements, divided by their count (0: an empty input). A count
+    that is a symbolic size (a compiled function's dynamic batch dimension) divides as a size
+    read at run time: 1/count as a number would fix the traced call's size in the graph."""
+    count = _count(ctx)
+    if type(count) is not int and isinstance(count, int):
+        return _expand_back(ctx, g) / count
+    return _expand_back(ctx, g) * (1.0 / max(count, 1))
+
+
 def _reduce_samples(**extra):
     def make(rng):
         x = rng.standard_normal((3, 4, 2))
@@ -119,7 +129,7 @@ SUM = defop(
 MEAN = defop(
     "mean", forward=_mean,
     abstract=_reduce_abstract("mean", float_only=True),
-    vjp=lambda ctx, g: (_expand_back(ctx, g) * (1.0 / max(_count(ctx), 1)),),  # count 0: an empty input
+    vjp=lambda ctx, g: (_mean_grad(ctx, g),),
     grad_name=_by_dims("MeanBackward0", "MeanBackward1"), kind="reduction", samples=_reduce_samples(),
     reduction=Reduction("add", 0.0, divide_by_count=True),
 )

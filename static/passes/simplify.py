@@ -96,7 +96,10 @@ def fold(graph: Graph, **_) -> dict:
         elif out is not None and node.body is None and node.op != "full":
             values = [_as_scalar(v) for v in node.inputs]
             has_tensor = any(isinstance(v, Value) for v in node.inputs)
-            if has_tensor and all(x is not None for x in values):
+            # a symbolic size as an operand (a mean's count, static.dynamic_shapes) is known
+            # only at run time: folding it would fix the traced call's size
+            symbolic = any(type(v) is not int and isinstance(v, int) and not isinstance(v, bool) for v in values)
+            if has_tensor and not symbolic and all(x is not None for x in values):
                 if _foldable(REGISTRY[node.op]):
                     value = _evaluate(node, values)
                     if value is not None:

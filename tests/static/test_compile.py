@@ -108,7 +108,7 @@ def test_after_the_retrace_limit_it_warns_once_and_runs_eagerly():
         calls.append(type(x).__name__)
         return x * 2
 
-    cf = static.compile(f, max_retraces=3)
+    cf = static.compile(f, max_retraces=3, dynamic=False)  # each size its own trace
     for n in range(1, 5):  # one trace, then three retraces: within the limit
         cf(eager.ones(n))
     assert len(cf.retraces) == 3 and calls == ["Tracer"] * 4
@@ -125,7 +125,7 @@ def test_after_the_retrace_limit_it_warns_once_and_runs_eagerly():
 
 
 def test_default_retrace_limit_is_eight():
-    cf = static.compile(lambda x: x + 1)
+    cf = static.compile(lambda x: x + 1, dynamic=False)  # automatic dynamic shapes: one symbolic trace
     assert cf.max_retraces == 8
     with warnings.catch_warnings():
         warnings.simplefilter("error")

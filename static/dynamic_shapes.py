@@ -1,0 +1,689 @@
+"""Dynamic dimensions: a dimension that changes between calls becomes a symbol (`f32[s0,784]`)
+so that one trace serves every size, as PyTorch's automatic dynamic shapes do.
+
+Design. A symbolic size is a `SymInt`: an `int` subclass whose value is the size of the call
+being traced (its *hint*) and which carries an integer polynomial over the symbols (`s0*784`).
+Everything downstream of the tracer (the ops' abstract rules, the passes, the generators)
+computes with it as with the hint; arithmetic between sizes keeps the polynomial, and the text
+of a size (`str`, `repr`, f-strings) is the polynomial, so the IR prints `f32[s0,784]` and the
+NumPy generator writes `s0*784` where it wrote `25088`, with `s0` bound from an input's shape
+at the top of the generated function.
+
+What is never silently wrong. A size may lose its symbol on the way (code that calls
+`np.prod`, `int()` or a C function on it gets the hint back): the graph or the generated code
+would then hold a number that is right only for the traced size. So a symbolic entry is made
+*twice*, at two different hints (the call's sizes and the same sizes plus one), and kept only
+when both traces print the same IR and the generators write the same source: any place where
+a size was specialized shows up as a difference, and the function is traced statically for
+that size instead (the `reason` is kept for `explain()`). Comparisons a trace makes on a
+symbol (`B >= 2`, `B == other`, `B % heads == 0`) are recorded as guards and checked at each
+call that reuses the entry.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+# A polynomial: {monomial: coefficient}, a monomial a sorted tuple of symbol names (repeats
+# for powers), () the constant term.
+Poly = dict
+
+
+def _poly_add(a: Poly, b: Poly, sign: int = 1) -> Poly:
+    out = dict(a)
+    for m, c in b.items():
+        out[m] = out.get(m, 0) + sign * c
+        if out[m] == 0:
+            del out[m]
+    return out
+
+
+def _poly_mul(a: Poly, b: Poly) -> Poly:
+    out: Poly = {}
+    for ma, ca in a.items():
+        for mb, cb in b.items():
+            m = tuple(sorted(ma + mb))
+            out[m] = out.get(m, 0) + ca * cb
+            if out[m] == 0:
+                del out[m]
+    return out
+
+
+def _poly_div_exact(a: Poly, b: Poly) -> Poly | None:
+    """a / b when b is one monomial that divides every term of a exactly, else None."""
+    if len(b) != 1:
+        return None
+    (mb, cb), = b.items()
+    out: Poly = {}
+    for ma, ca in a.items():
+        rest = list(ma)
+        for s in mb:
+            if s not in rest:
+                return None
+            rest.remove(s)
+        if ca % cb:
+            return None
+        out[tuple(rest)] = ca // cb
+    return out
+
+
+def _poly_text(p: Poly) -> str:
+    if not p:
+        return "0"
+    terms = []
+    for m in sorted(p, key=lambda m: (-len(m), m)):
+        c = p[m]
+        factors = ([str(c)] if (c != 1 or not m) else []) + list(m)
+        terms.append("*".join(factors) if c >= 0 or not m else "-" + "*".join([str(-c)] + list(m)) if c != -1
+                     else "-" + "*".join(m))
+    text = terms[0]
+    for t in terms[1:]:
+        text += t if t.startswith("-") else "+" + t
+    return text
+
+
+class SymInt(int):
+    """A size that is a symbol, or a polynomial over symbols: an int (the traced call's value)
+    that remembers how it was computed. Arithmetic with ints and other SymInts keeps the
+    polynomial; what cannot be written as one (a floor division that does not divide evenly)
+    keeps its text. `str()` is the polynomial: what the IR and generated code spell."""
+
+    poly: Poly | None
+    text: str
+
+    def __new__(cls, value: int, poly: Poly | None = None, text: str | None = None) -> "SymInt":
+        self = super().__new__(cls, value)
+        self.poly = poly
+        self.text = text if text is not None else _poly_text(poly or {})
+        return self
+
+    @classmethod
+    def symbol(cls, name: str, value: int) -> "SymInt":
+        return cls(value, {(name,): 1})
+
+    # -- spelling ---------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return self.text
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return self.text if not spec else format(int(self), spec)
+
+    def __hash__(self) -> int:
+        # a symbolic size and the equal plain number are different keys of every cache
+        # (a type's text, a generated source), though they compare equal to the passes
+        return hash((int(self), self.text))
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, int):
+            _note_compare(self, "==", other, int(self) == int(other))
+            return int(self) == int(other)
+        return NotImplemented
+
+    def __ne__(self, other: Any) -> bool:
+        if isinstance(other, int):
+            _note_compare(self, "==", other, int(self) == int(other))
+            return int(self) != int(other)
+        return NotImplemented
+
+    def __lt__(self, other: Any) -> bool:
+        return _compare(self, other, "<")
+
+    def __le__(self, other: Any) -> bool:
+        return _compare(self, other, "<=")
+
+    def __gt__(self, other: Any) -> bool:
+        return _compare(self, other, ">")
+
+    def __ge__(self, other: Any) -> bool:
+        return _compare(self, other, ">=")
+
+    def __bool__(self) -> bool:
+        _note_compare(self, "==", 0, int(self) == 0)
+        return int(self) != 0
+
+    # -- arithmetic ------------------------------------------------------------------------------
+    def __add__(self, other: Any) -> Any:
+        return _arith(self, other, "+")
+
+    def __radd__(self, other: Any) -> Any:
+        return _arith(other, self, "+")
+
+    def __sub__(self, other: Any) -> Any:
+        return _arith(self, other, "-")
+
+    def __rsub__(self, other: Any) -> Any:
+        return _arith(other, self, "-")
+
+    def __mul__(self, other: Any) -> Any:
+        return _arith(self, other, "*")
+
+    def __rmul__(self, other: Any) -> Any:
+        return _arith(other, self, "*")
+
+    def __floordiv__(self, other: Any) -> Any:
+        return _arith(self, other, "//")
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        return _arith(other, self, "//")
+
+    def __mod__(self, other: Any) -> Any:
+        return _arith(self, other, "%")
+
+    def __rmod__(self, other: Any) -> Any:
+        return _arith(other, self, "%")
+
+    def __neg__(self) -> Any:
+        return _arith(0, self, "-")
+
+    def __pos__(self) -> "SymInt":
+        return self
+
+    def __index__(self) -> int:
+        return int(self)
+
+    def __int__(self) -> int:
+        return int.__int__(self)
+
+
+def _as_poly(x: Any) -> Poly | None:
+    if isinstance(x, SymInt):
+        return x.poly
+    if isinstance(x, int):
+        return {(): int(x)} if int(x) else {}
+    return None
+
+
+def _text(x: Any) -> str:
+    return x.text if isinstance(x, SymInt) else str(int(x))
+
+
+def _wrap(x: Any) -> str:
+    t = _text(x)
+    return t if t.isidentifier() or t.lstrip("-").isdigit() else f"({t})"
+
+
+def _arith(a: Any, b: Any, op: str) -> Any:
+    if not isinstance(a, int) or not isinstance(b, int) or isinstance(a, bool) or isinstance(b, bool):
+        return NotImplemented
+    ia, ib = int(a), int(b)
+    value = {"+": lambda: ia + ib, "-": lambda: ia - ib, "*": lambda: ia * ib, "//": lambda: ia // ib,
+             "%": lambda: ia % ib}[op]()
+    pa, pb = _as_poly(a), _as_poly(b)
+    poly: Poly | None = None
+    if pa is not None and pb is not None:
+        if op == "+":
+            poly = _poly_add(pa, pb)
+        elif op == "-":
+            poly = _poly_add(pa, pb, -1)
+        elif op == "*":
+            poly = _poly_mul(pa, pb)
+        elif op == "//":
+            poly = _poly_div_exact(pa, pb)
+            if poly is not None:
+                _note_guard(f"{_wrap(a)}%{_wrap(b)}==0", lambda env, a=a, b=b: _eval(a, env) % _eval(b, env) == 0)
+        elif op == "%":
+            q = _poly_div_exact(pa, pb)
+            if q is not None:
+                poly = {}
+                _note_guard(f"{_wrap(a)}%{_wrap(b)}==0", lambda env, a=a, b=b: _eval(a, env) % _eval(b, env) == 0)
+    if poly is not None and not any(m for m in poly):  # no symbol left: a plain number
+        return value
+    if poly is not None:
+        return SymInt(value, poly)
+    return SymInt(value, None, f"{_wrap(a)}{op}{_wrap(b)}")
+
+
+def _eval(x: Any, env: dict) -> int:
+    """The value of a size for the symbols' values in `env`."""
+    if not isinstance(x, SymInt):
+        return int(x)
+    if x.poly is not None:
+        total = 0
+        for m, c in x.poly.items():
+            term = c
+            for s in m:
+                term *= env[s]
+            total += term
+        return total
+    return int(eval(x.text, {"__builtins__": {}}, dict(env)))  # noqa: S307  (our own polynomial text)
+
+
+def evaluate(x: Any, env: dict) -> int:
+    """Public form of `_eval`: a size's value for given symbol values."""
+    return _eval(x, env)
+
+
+# -- guards: the relations a trace relied on --------------------------------------------------------
+
+@dataclass
+class Recorder:
+    """What one symbolic trace learned about its symbols."""
+
+    guards: dict = field(default_factory=dict)  # text -> check(env) -> bool
+    specialized: set = field(default_factory=set)  # symbols whose value the trace fixed
+    closed: bool = False  # the trace ended: no more guards
+
+
+_LOCAL = threading.local()
+
+
+def _recorder() -> Recorder | None:
+    return getattr(_LOCAL, "recorder", None)
+
+
+@contextlib.contextmanager
+def recording(rec: Recorder) -> Iterator[Recorder]:
+    prev = _recorder()
+    _LOCAL.recorder = rec
+    try:
+        yield rec
+    finally:
+        _LOCAL.recorder = prev
+
+
+def trace_done() -> None:
+    """The tracer finished a trace: what runs after it (passes, generators) compares sizes
+    too, but the check at other sizes covers those; only the trace's comparisons are guards."""
+    rec = _recorder()
+    if rec is not None:
+        rec.closed = True
+
+
+def _note_guard(text: str, check: Any) -> None:
+    rec = _recorder()
+    if rec is not None and not rec.closed and text not in rec.guards:
+        rec.guards[text] = check
+
+
+def _note_compare(a: SymInt, op: str, b: Any, result: bool) -> None:
+    rec = _recorder()
+    if rec is None or rec.closed:
+        return
+    ta, tb = _text(a), _text(b)
+    if ta == tb:
+        return  # s0 == s0: holds for every size
+    if op == "==" and not result:
+        if _from_library():
+            return  # the library's shape comparisons (s0 against a feature size) decide nothing
+        text = f"{ta}!={tb}"
+        rec.guards.setdefault(text, lambda env: _eval(a, env) != _eval(b, env))
+        return
+    if op == "==" and not isinstance(b, SymInt):
+        if a.poly is not None and len(a.poly) == 1 and list(a.poly) == [(a.text,)]:
+            rec.specialized.add(a.text)  # s0 == 32 held: the trace took the size as a number
+    text = f"{ta}{op}{tb}" if result else f"not {ta}{op}{tb}"
+    fns = {"==": lambda x, y: x == y, "<": lambda x, y: x < y, "<=": lambda x, y: x <= y,
+           ">": lambda x, y: x > y, ">=": lambda x, y: x >= y}
+    fn = fns[op]
+    rec.guards.setdefault(text, lambda env: fn(_eval(a, env), _eval(b, env)) == result)
+
+
+_LIBRARY = tuple(os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep + name + os.sep
+                 for name in ("eager", "static", "codegen"))
+
+
+def _from_library() -> bool:
+    """Whether the comparison being noted was made by this library's code (an abstract rule
+    or autodiff matching shapes), not by the user's function. A size that turns out unequal to
+    a feature size there changes nothing the other sizes would not: the check at other sizes
+    covers what it decided; an unequal comparison in the user's code may pick a branch, and
+    is a guard."""
+    frame: Any = sys._getframe(2)
+    here = os.path.abspath(__file__)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename) == here:
+        frame = frame.f_back
+    return frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_LIBRARY)
+
+
+def _compare(a: SymInt, b: Any, op: str) -> bool:
+    if not isinstance(b, int):
+        return NotImplemented
+    ia, ib = int(a), int(b)
+    result = {"<": ia < ib, "<=": ia <= ib, ">": ia > ib, ">=": ia >= ib}[op]
+    _note_compare(a, op, b, result)
+    return result
+
+
+def is_symbolic(x: Any) -> bool:
+    return isinstance(x, SymInt)
+
+
+def shape_is_symbolic(shape: tuple) -> bool:
+    return any(isinstance(d, SymInt) for d in shape)
+
+
+def concrete(shape: tuple) -> tuple:
+    """The shape with its sizes as plain ints (the traced call's values)."""
+    return tuple(int(d) for d in shape)
+
+
+# -- the tracer's side: which input dimensions are symbols in the trace being made --------------
+
+def symbolic_shape(leaf: int, shape: tuple) -> tuple:
+    """The shape the tracer gives argument leaf `leaf` (its dimensions that are symbols in
+    the trace being made replaced by their SymInt); the shape itself when none are."""
+    symbols = getattr(_LOCAL, "symbols", None)
+    if not symbols:
+        return shape
+    dims = symbols.get(leaf)
+    if not dims:
+        return shape
+    return tuple(dims.get(d, size) for d, size in enumerate(shape))
+
+
+@contextlib.contextmanager
+def symbols_for_trace(symbols: dict) -> Iterator[None]:
+    """Make the tracer give the dimensions in `symbols` ({leaf: {dim: SymInt}}) as symbols."""
+    prev = getattr(_LOCAL, "symbols", None)
+    _LOCAL.symbols = symbols
+    try:
+        yield
+    finally:
+        _LOCAL.symbols = prev
+
+
+# -- the policy of one compiled function ---------------------------------------------------------
+
+MIN_SYMBOLIC = 2  # sizes 0 and 1 stay numbers, as PyTorch specializes them (1 broadcasts)
+
+
+@dataclass
+class SymbolicEntry:
+    """A compiled entry that serves every size of its symbolic dimensions."""
+
+    entry: Any  # static.entry.Entry
+    pattern: Any  # the call key with the symbolic sizes as None
+    positions: dict  # (leaf, dim) -> symbol name
+    guards: dict  # text -> check(env)
+    graph_text: str = ""
+
+    def env_of(self, key: Any) -> dict | None:
+        """The symbols' values for a call key, or None when the key's sizes do not fit
+        (a symbol whose dimensions differ, a size under MIN_SYMBOLIC)."""
+        env: dict = {}
+        for (leaf, dim), name in self.positions.items():
+            size = key.leaves[leaf][1][dim]
+            if size < MIN_SYMBOLIC or env.setdefault(name, size) != size:
+                return None
+        return env
+
+    def failed_guard(self, env: dict) -> str | None:
+        for text, check in self.guards.items():
+            try:
+                ok = check(env)
+            except (ZeroDivisionError, KeyError):
+                ok = False
+            if not ok:
+                return text
+        return None
+
+
+class Policy:
+    """Which dimensions of a compiled function's arguments are symbols, and its symbolic
+    entries. `mode` is compile's `dynamic`: None (automatic: a dimension becomes a symbol
+    after it changed once), True (every dimension of every array argument, from the first
+    call), False (never: each size is its own trace)."""
+
+    def __init__(self, mode: bool | None = None) -> None:
+        self.mode = mode
+        self.dims: dict = {}  # (leaf, dim) -> why it is symbolic
+        self.entries: list = []
+        self.failed: dict = {}  # frozenset of positions -> why a symbolic entry was not kept
+        self.log: list = []  # one line per decision, for explain()
+
+    # -- finding an entry for a call ---------------------------------------------------------
+    def find(self, key: Any) -> Any:
+        """The symbolic entry that serves this call key, or None."""
+        for se in self.entries:
+            if generalize(key, se.positions) != se.pattern:
+                continue
+            env = se.env_of(key)
+            if env is None or se.failed_guard(env) is not None:
+                continue
+            if se.entry.checks and se.entry.invalid() is not None:
+                continue
+            return se.entry
+        return None
+
+    # -- deciding which dimensions are symbols -----------------------------------------------
+    def note_call(self, key: Any, leaves: Any, cached: list) -> None:
+        """Learn from a call that found no entry: dimensions marked with mark_dynamic, and
+        (automatic mode) those in which it differs from a cached signature alike in all else."""
+        if self.mode is False:
+            return
+        for k, leaf in enumerate(leaves):
+            marked = getattr(leaf, "_dynamo_dynamic_indices", None)
+            for d in marked or ():
+                self.dims.setdefault((k, d), "marked with mark_dynamic")
+        if self.mode is True:
+            for k, lk in enumerate(key.leaves):
+                if lk[0] in ("tensor", "array"):
+                    for d in range(len(lk[1])):
+                        self.dims.setdefault((k, d), "dynamic=True")
+            return
+        for old in cached:
+            changed = changed_dims(old, key)
+            for pos in changed or ():
+                a, b = old.leaves[pos[0]][1][pos[1]], key.leaves[pos[0]][1][pos[1]]
+                self.dims.setdefault(pos, f"changed size {a} -> {b} (automatic dynamic shapes)")
+
+    def positions_for(self, key: Any, leaves: Any) -> dict:
+        """(leaf, dim) -> symbol name for the symbolic trace of this call: the symbolic
+        dimensions this call has (sizes of at least MIN_SYMBOLIC, not marked static); equal
+        sizes share a symbol (a batch dimension of x and of y)."""
+        by_size: dict = {}
+        out: dict = {}
+        for (k, d) in sorted(self.dims):
+            if k >= len(key.leaves) or key.leaves[k][0] not in ("tensor", "array") or d >= len(key.leaves[k][1]):
+                continue
+            if d in (getattr(leaves[k], "_dynamo_static_indices", None) or ()):
+                continue
+            size = key.leaves[k][1][d]
+            if size < MIN_SYMBOLIC:
+                continue
+            name = by_size.setdefault(size, f"s{len(by_size)}")
+            out[(k, d)] = name
+        return out
+
+
+def generalize(key: Any, positions: dict) -> Any:
+    """The key with the sizes at `positions` replaced by None."""
+    if not positions:
+        return key
+    leaves = list(key.leaves)
+    for (k, d) in positions:
+        lk = leaves[k]
+        shape = list(lk[1])
+        shape[d] = None
+        leaves[k] = (lk[0], tuple(shape)) + tuple(lk[2:])
+    return key._replace(leaves=tuple(leaves))
+
+
+def changed_dims(old: Any, new: Any) -> list | None:
+    """The (leaf, dim) positions in which two call keys differ, when they differ in sizes only
+    (same structure, kinds, dtypes, ranks, grad mode): else None."""
+    if old.tree != new.tree or len(old.leaves) != len(new.leaves) or old[2:] != new[2:]:
+        return None
+    out = []
+    for k, (a, b) in enumerate(zip(old.leaves, new.leaves)):
+        if a == b:
+            continue
+        if a[0] != b[0] or a[0] not in ("tensor", "array") or a[2:] != b[2:] or len(a[1]) != len(b[1]):
+            return None
+        out += [(k, d) for d, (x, y) in enumerate(zip(a[1], b[1])) if x != y]
+    return out or None
+
+
+def symbols_of(key: Any, positions: dict, shift: bool = False) -> dict:
+    """{leaf: {dim: SymInt}} for a trace; `shift`: each symbol's hint moved (the second,
+    checking trace: its size doubled, which keeps any divisibility the first relied on)."""
+    made: dict = {}
+    out: dict = {}
+    for (k, d), name in positions.items():
+        size = key.leaves[k][1][d]
+        sym = made.get(name)
+        if sym is None:
+            sym = made[name] = SymInt.symbol(name, size * 2 if shift else size)
+        out.setdefault(k, {})[d] = sym
+    return out
+
+
+def describe(policy: Policy | None) -> str:
+    """The explain() section on dynamic shapes: which dimensions are symbols and why."""
+    if policy is None:
+        return ""
+    lines = []
+    mode = {None: "automatic (a dimension that changes becomes a symbol)", True: "dynamic=True",
+            False: "dynamic=False (every size is its own trace)"}[policy.mode]
+    lines.append(f"mode: {mode}")
+    for (k, d), why in sorted(policy.dims.items()):
+        lines.append(f"argument leaf {k}, dimension {d}: symbolic ({why})")
+    for se in policy.entries:
+        where = ", ".join(f"leaf {k} dim {d} = {name}" for (k, d), name in sorted(se.positions.items()))
+        guards = "; ".join(se.guards) or "none"
+        lines.append(f"symbolic entry: {where}; guards: {guards}")
+    for positions, why in policy.failed.items():
+        lines.append(f"not symbolic for {sorted(positions)}: {why}")
+    return "\n".join(lines)
+
+
+def policy_of(compiled: Any) -> Policy:
+    """The policy of a static.compile wrapper, made (automatic) at its first use."""
+    policy = compiled.__dict__.get("_dynamic_policy")
+    if policy is None:
+        policy = compiled.__dict__["_dynamic_policy"] = Policy(None)
+    return policy
+
+
+def set_mode(compiled: Any, mode: bool | None) -> None:
+    """compile(dynamic=...): None automatic, True every dimension symbolic, False none."""
+    if mode not in (None, True, False):
+        raise TypeError(f"compile: dynamic must be None, True or False, got {mode!r}")
+    policy_of(compiled).mode = mode
+
+
+def with_mode(compiled: Any, mode: bool | None) -> Any:
+    """The compiled function, its `dynamic` mode set when one is given (None: automatic)."""
+    if mode is not None:
+        set_mode(compiled, mode)
+    return compiled
+
+
+def lookup(compiled: Any, key: Any, leaves: Any) -> Any:
+    """The symbolic entry serving this call (None: none does). Learns from the call first
+    (mark_dynamic, automatic dynamic), so that the trace this miss leads to is symbolic."""
+    policy = policy_of(compiled)
+    found = policy.find(key) if policy.entries else None
+    if found is None:
+        policy.note_call(key, leaves, list(compiled._cache))
+    return found
+
+
+def build(compiled: Any, args: tuple, key: Any, leaves: Any) -> Any:
+    """A symbolic entry for this call, or None (the caller traces it for its fixed sizes):
+    traced with the symbolic dimensions the policy chose, then traced and generated once more
+    at other sizes, and kept only when both give the same graphs and the same generated
+    source (see the module docstring). Its guards are what the trace relied on."""
+    policy = policy_of(compiled)
+    if policy.mode is False or not policy.dims:
+        return None
+    positions = policy.positions_for(key, leaves)
+    if not positions:
+        return None
+    frozen = frozenset(positions.items())
+    if frozen in policy.failed:
+        return None
+    from .entry import Entry  # noqa: PLC0415  (entry imports the tracer, which imports this module)
+    from .passes import recording as recording_stages  # noqa: PLC0415
+
+    rec = Recorder()
+    backend = compiled.backend
+    # the NumPy generator reads sizes at run time; the native one writes them into its loops,
+    # so a symbolic entry of the native (or auto) backend runs NumPy's code
+    compiled.backend = backend if backend in ("numpy", "cupy", "interpret") else "numpy"
+    why = None
+    entry = None
+    try:
+        with symbols_for_trace(symbols_of(key, positions)), recording(rec):
+            entry = Entry(compiled, args, key, leaves)
+        if entry.eager_reason is not None:
+            why = entry.eager_reason
+        else:
+            with symbols_for_trace(symbols_of(key, positions, shift=True)), recording_stages():
+                check = Entry(compiled, args, key, leaves)  # (recording: not from the trace cache)
+            why = _difference(entry, check, compiled.backend)
+    except Exception as exc:  # noqa: BLE001 - any failure of the symbolic build: trace for fixed sizes
+        why = f"{type(exc).__name__}: {exc}"
+    finally:
+        compiled.backend = backend
+    if why is not None:
+        policy.failed[frozen] = why
+        _log(f"{compiled.__name__}: no symbolic entry for {_where(positions)} ({why}); traced for these sizes")
+        return None
+    assert entry is not None
+    se = SymbolicEntry(entry, generalize(key, positions), positions, dict(rec.guards), str(entry.graph))
+    policy.entries.append(se)
+    _log(f"{compiled.__name__}: symbolic entry for {_where(positions)}; guards: {'; '.join(se.guards) or 'none'}")
+    return entry
+
+
+def _where(positions: dict) -> str:
+    return ", ".join(f"argument leaf {k} dimension {d} as {name}" for (k, d), name in sorted(positions.items()))
+
+
+def _log(message: str) -> None:
+    import logging  # noqa: PLC0415
+
+    logging.getLogger("graphmode.recompiles").debug("%s", message)
+
+
+def _graphs(entry: Any) -> list:
+    graphs = [entry.graph]
+    if entry.grad is not None:
+        graphs.append(entry.grad.split.backward)
+    return graphs
+
+
+def _difference(a: Any, b: Any, backend: str) -> str | None:
+    """Why two builds of one signature at different sizes differ (None: they do not)."""
+    if str(a.trace.graph) != str(b.trace.graph):
+        return "the traced graph depends on the size (a size read as a number: " + \
+            _first_diff(str(a.trace.graph), str(b.trace.graph)) + ")"
+    ga, gb = _graphs(a), _graphs(b)
+    for x, y in zip(ga, gb):
+        if str(x) != str(y):
+            return "the optimized graph depends on the size: " + _first_diff(str(x), str(y))
+    if backend in ("numpy", "cupy"):
+        from codegen.executable import generate_source  # noqa: PLC0415  (codegen builds on static)
+
+        for x, y in zip(ga, gb):
+            sa, sb = generate_source(x, backend)[0], generate_source(y, backend)[0]
+            if sa != sb:
+                return "the generated code depends on the size: " + _first_diff(sa, sb)
+    return None
+
+
+def _first_diff(a: str, b: str) -> str:
+    for la, lb in zip(a.splitlines(), b.splitlines()):
+        if la != lb:
+            at = next((i for i, (x, y) in enumerate(zip(la, lb)) if x != y), min(len(la), len(lb)))
+            start = max(0, la.rfind(" %", 0, at))
+            return f"{la[start:start + 100].strip()!r} against {lb[start:start + 100].strip()!r}"
+    return "(lengths differ)"
+
+
+def rebuilding(compiled: Any, entry: Any, key: Any) -> Any:
+    """A context that makes a rebuild of `entry` (explain() records its stages by building the
+    signature again) trace with the symbols it was traced with; no-op for other entries."""
+    policy = compiled.__dict__.get("_dynamic_policy")
+    for se in policy.entries if policy is not None else ():
+        if se.entry is entry:
+            return symbols_for_trace(symbols_of(key, se.positions))
+    return contextlib.nullcontext()

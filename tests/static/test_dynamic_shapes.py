@@ -1,0 +1,170 @@
+"""Dynamic dimensions (static.dynamic_shapes): a dimension that changes becomes a symbol, so
+that ten batch sizes or twelve sequence lengths compile at most twice, with eager's values;
+`dynamic=False` keeps one trace per size, `dynamic=True` and `mark_dynamic` make symbols from
+the first call; a graph whose code would depend on the size is traced per size instead."""
+import numpy as np
+import pytest
+
+import eager
+import eager.nn as nn
+import eager.nn.functional as F
+import static
+from static import dynamic_shapes as ds
+
+BACKENDS = ["numpy", "native"]
+
+
+def _backend(name: str) -> str:
+    if name == "native":
+        from codegen import native_build  # noqa: PLC0415
+
+        if not native_build.availability()[0]:
+            pytest.skip("no C++ compiler")
+    return name
+
+
+def _mlp_step(seed: int = 0):
+    eager.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(12, 16), nn.Tanh(), nn.Linear(16, 3))
+    opt = eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return model, step
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ten_batch_sizes_compile_at_most_twice_with_eagers_values(backend):
+    model, step = _mlp_step()
+    ref_model, ref_step = _mlp_step()
+    compiled = static.compile(step, backend=_backend(backend))
+    rng = np.random.default_rng(0)
+    for b in (8, 16, 24, 5, 33, 40, 7, 64, 12, 100):
+        x = eager.tensor(rng.standard_normal((b, 12)).astype(np.float32))
+        y = eager.tensor(rng.integers(0, 3, b))
+        np.testing.assert_allclose(compiled(x, y).item(), ref_step(x, y).item(), rtol=1e-5, atol=1e-6)
+    for p, q in zip(model.parameters(), ref_model.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-6)
+    assert len(compiled.compile_seconds) <= 2, compiled.retraces
+    assert len(compiled.retraces) <= 1
+
+
+class CharModel(nn.Module):
+    def __init__(self, vocab: int = 11, width: int = 8) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(vocab, width)
+        self.mix = nn.Linear(width, width)
+        self.head = nn.Linear(width, vocab)
+
+    def forward(self, idx):
+        h = self.emb(idx)  # (B, T, C)
+        h = h + self.mix(h).tanh()
+        return self.head(h)  # (B, T, vocab)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_twelve_sequence_lengths_of_a_char_model_compile_at_most_twice(backend):
+    eager.manual_seed(1)
+    model = CharModel()
+
+    def loss_of(idx, targets):
+        logits = model(idx)
+        b, t, v = logits.shape
+        return F.cross_entropy(logits.view(b * t, v), targets.view(b * t))
+
+    compiled = static.compile(loss_of, backend=_backend(backend))
+    rng = np.random.default_rng(1)
+    for t in (3, 5, 8, 13, 4, 21, 9, 6, 17, 30, 2, 11):
+        idx = eager.tensor(rng.integers(0, 11, (2, t)))
+        tgt = eager.tensor(rng.integers(0, 11, (2, t)))
+        got = compiled(idx, tgt)
+        want = loss_of(idx, tgt)
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-5)
+    assert len(compiled.compile_seconds) <= 2, compiled.retraces
+
+
+def test_the_partial_last_batch_costs_no_compile_after_the_first_epoch():
+    model, step = _mlp_step()
+    compiled = static.compile(step, backend="numpy")
+    rng = np.random.default_rng(2)
+    data = rng.standard_normal((100, 12)).astype(np.float32)
+    labels = rng.integers(0, 3, 100)
+    counts = []
+    for _ in range(3):
+        for i in range(0, 100, 32):  # 32, 32, 32, 4
+            compiled(eager.tensor(data[i:i + 32]), eager.tensor(labels[i:i + 32]))
+        counts.append(len(compiled.compile_seconds))
+    assert counts[1] == counts[0] == counts[2] <= 2
+
+
+def test_gradients_of_a_symbolic_entry_equal_eagers():
+    def f(x, w):
+        return (x @ w).tanh().mean(0).sum()
+
+    compiled = static.compile(f, backend="numpy", dynamic=True)
+    w = eager.randn(5, 3, requires_grad=True)
+    for b in (4, 9, 6):
+        x = eager.randn(b, 5, requires_grad=True)
+        compiled(x, w).backward()
+        gx, gw = x.grad.numpy().copy(), w.grad.numpy().copy()
+        x.grad = None
+        w.grad = None
+        f(x, w).backward()
+        np.testing.assert_allclose(gx, x.grad.numpy(), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(gw, w.grad.numpy(), rtol=1e-5, atol=1e-7)
+        w.grad = None
+    assert len(compiled.compile_seconds) == 1  # dynamic=True: symbolic from the first call
+
+
+def test_the_ir_shows_the_symbol_and_explain_says_why():
+    f = static.compile(lambda x: (x * 2).sum(1), backend="numpy")
+    f(eager.ones(4, 3))
+    f(eager.ones(6, 3))
+    assert "f32[s0,3]" in str(f.ir(eager.ones(7, 3)))
+    text = f.explain(eager.ones(7, 3))
+    assert "argument leaf 0, dimension 0: symbolic (changed size 4 -> 6" in text
+
+
+def test_dynamic_false_traces_every_size():
+    f = static.compile(lambda x: x * 2, backend="numpy", dynamic=False)
+    for n in (2, 3, 4):
+        f(eager.ones(n))
+    assert len(f.compile_seconds) == 3
+
+
+def test_a_branch_on_the_size_is_a_guard():
+    def f(x):
+        if x.shape[0] > 6:
+            return x * 2
+        return x * 3
+
+    compiled = static.compile(f, backend="numpy", dynamic=True)
+    for n in (3, 4, 8, 9, 5):
+        np.testing.assert_allclose(compiled(eager.ones(n)).numpy(), f(eager.ones(n)).numpy())
+    assert len(compiled.compile_seconds) == 2  # one symbolic entry per side of the branch
+
+
+def test_a_size_read_as_a_number_is_traced_per_size_not_silently_wrong():
+    def f(x):
+        n = int(x.shape[0])  # the size as a plain number: the graph would hold it
+        return x * float(n)
+
+    compiled = static.compile(f, backend="numpy", dynamic=True)
+    for n in (3, 4, 5):
+        np.testing.assert_allclose(compiled(eager.ones(n)).numpy(), np.full(n, float(n)))
+    policy = ds.policy_of(compiled)
+    assert not policy.entries and policy.failed
+
+
+def test_symbolic_sizes_compute_and_print_as_polynomials():
+    s = ds.SymInt.symbol("s0", 8)
+    t = s * 4 + 2
+    assert int(t) == 34 and str(t) == "4*s0+2"
+    assert str((s * 12) // 4) == "3*s0" and (s * 12) // 4 == 24
+    assert ds.evaluate(t, {"s0": 10}) == 42
+    assert str(s - s) == "0" and type(s - s) is int
