@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from .compare import compare  # noqa: F401
     from .compiled import Compiled, compile  # noqa: A004, F401
+    from .control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: F401
     from .errors import IRParseError, IRVerifyError, TraceError  # noqa: F401
     from .executable import BackendError, register_backend  # noqa: F401
     from .interpreter import run_graph  # noqa: F401
@@ -38,15 +39,18 @@ _LAZY = {
     "trace": "tracing", "run_graph": "interpreter", "compare": "compare",
     "register_backend": "executable", "BackendError": "executable", "set_logs": "logs",
     "functional_call": "module_call",
+    "cond": "control_flow", "switch": "control_flow", "while_loop": "control_flow", "fori_loop": "control_flow",
+    "scan": "control_flow",
 }
 # submodules reachable as attributes without importing them first (`static.passes`)
-_SUBMODULES = frozenset({"api", "autodiff", "bridge", "compare", "compiled", "entry", "errors", "executable",
+_SUBMODULES = frozenset({"api", "autodiff", "control_flow", "bridge", "compare", "compiled", "entry", "errors", "executable",
                          "guards", "interpreter", "ir", "logs", "module_call", "passes", "pytree", "randomness",
                          "signature", "trace_cache", "tracer", "tracing", "training", "transforms", "vjp_jvp"})
 
 __all__ = ["Compiled", "compile", "grad", "value_and_grad", "IRParseError", "IRVerifyError", "TraceError",
            "Graph", "Node", "Value", "parse_ir", "verify", "trace", "run_graph", "compare", "register_backend",
-           "BackendError", "set_logs", "functional_call", "vjp", "jvp"]
+           "BackendError", "set_logs", "functional_call", "vjp", "jvp",
+           "cond", "switch", "while_loop", "fori_loop", "scan"]
 
 
 def __getattr__(name: str) -> Any:
