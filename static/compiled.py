@@ -24,6 +24,7 @@ from eager.nn.module import structure_version
 
 from . import dynamic_shapes, logs
 from .bridge import CompiledFunction, as_tensor, input_arrays, input_objects, rebase, wrap_outputs, write_back
+from .check import checked_call, env_check
 from .entry import Entry
 from .errors import TraceError
 from .ir import Graph
@@ -36,10 +37,11 @@ from .training import first_step_pending, with_freed_history
 
 BACKENDS = ("auto", "numpy", "cupy", "native", "interpret")
 OPTIONS = ("backend", "static_argnums", "static_argnames", "fallback", "fullgraph", "max_retraces", "opt_level",
-           "passes", "fast_math")
+           "passes", "fast_math", "check")
 _TORCH_ONLY = {
     "mode": "torch.compile's modes choose autotuning and CUDA graphs; static.compile has opt_level=0, 1 or 2 "
             "and passes= to choose the optimizations",
+    "dynamic": "shapes are part of the signature: a new shape traces once more (see max_retraces)",
     "options": "pass the options as keyword arguments of static.compile",
     "disable": "call the original function (compiled.__wrapped__) to run it eagerly",
 }
@@ -51,7 +53,7 @@ class Compiled:
     def __init__(self, fn: Callable, *, backend: str = "auto", static_argnums: int | Iterable[int] = (),
                  static_argnames: str | Iterable[str] = (), fallback: str | None = None, fullgraph: bool = False,
                  max_retraces: int = 8, opt_level: int = 2, passes: Iterable[str] | dict | None = None,
-                 fast_math: bool = False, name: str | None = None) -> None:
+                 fast_math: bool = False, name: str | None = None, check: bool | None = None) -> None:
         _check_options(fn, backend, static_argnums, static_argnames, fallback, fullgraph, max_retraces, opt_level,
                        passes, fast_math)
         self._traceable = fn
@@ -68,6 +70,11 @@ class Compiled:
         self.opt_level = opt_level
         self.passes = passes
         self.fast_math = fast_math
+        if check is not None and not isinstance(check, bool):
+            raise TypeError(f"static.compile: check must be True or False, got {check!r}")
+        # every call run compiled and eagerly, compared (static.check); GRAPHMODE_CHECK=1 for a whole script
+        self.check = env_check() if check is None else check
+        self._last_entry: Entry | None = None
         functools.update_wrapper(self, fn if callable(fn) and hasattr(fn, "__name__") else type(fn),
                                  updated=())
         if name is not None:
@@ -262,6 +269,11 @@ class Compiled:
 
     # -- calling ---------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        if self.check and not ACTIVE.stack:
+            return checked_call(self, args, kwargs)
+        return self._call_unchecked(*args, **kwargs)
+
+    def _call_unchecked(self, *args, **kwargs):
         fast = self._fast
         if fast is not None and not kwargs:
             out = fast(args)  # the signature of the last call, checked exactly as the key would be
@@ -276,10 +288,11 @@ class Compiled:
             if entry is not None and entry.trace.refused is not None:
                 self._refused(entry)
             return self._call_traceable(args)
+        self._last_entry = entry
         if entry is not self._fast_entry:
             self._fast_entry = entry
             self._fast = fast_call(key, entry, self._run, self._modes if self._module is not None else None) \
-                if not self._needs_binding and not self.static_argnums else None
+                if not self._needs_binding and not self.static_argnums and not self.check else None
         return self._run(entry, leaves)
 
     def _refused(self, entry: Entry) -> None:
@@ -567,8 +580,10 @@ def _is_module(obj) -> bool:
 
 
 def _check_options(fn, backend, static_argnums, static_argnames, fallback, fullgraph, max_retraces, opt_level,
-                   passes, fast_math) -> None:
+                   passes, fast_math, check=None) -> None:
     """Every option checked when it is given (at decoration), with what would be valid."""
+    if check is not None and not isinstance(check, bool):
+        raise TypeError(f"static.compile: check must be True, False or None (GRAPHMODE_CHECK decides), got {check!r}")
     if not callable(fn):
         raise TypeError(f"static.compile expects a function or an eager.nn.Module to compile, got "
                         f"{type(fn).__name__} {fn!r}")
@@ -644,7 +659,8 @@ def _check_argnums(fn, static_argnums) -> None:
 def compile(fn: Callable | None = None, *, backend: str = "auto",  # noqa: A001  (the public name is compile)
             static_argnums: int | Iterable[int] = (), static_argnames: str | Iterable[str] = (),
             fallback: str | None = None, fullgraph: bool = False, max_retraces: int = 8, opt_level: int = 2,
-            passes: Iterable[str] | dict | None = None, fast_math: bool = False, **unsupported: Any) -> Any:
+            passes: Iterable[str] | dict | None = None, fast_math: bool = False, check: bool | None = None,
+            **unsupported: Any) -> Any:
     """Compile `fn` (a function, or an eager.nn.Module) per call signature.
 
     Use as `@static.compile`, `@static.compile(option=...)` or `static.compile(fn, ...)`. The
@@ -671,17 +687,14 @@ def compile(fn: Callable | None = None, *, backend: str = "auto",  # noqa: A001 
         passes: a list naming exactly the passes to run, or a dict switching named passes
             on (True) or off (False).
         fast_math: allow rewrites that change rounding or special values (x + 0.0 -> x).
-        dynamic: (a keyword, as torch.compile's) None: a dimension that changes between calls
-            is traced once more as a symbol, and that trace serves every later size
-            (static.dynamic_shapes); True: every dimension is a symbol from the first call;
-            False: each new size is its own trace.
+        check: run every call both compiled and eagerly on the same state and raise
+            `static.CheckError` at the first difference, naming the value, the largest
+            difference, the IR line and the user's line (static.check). None: the
+            environment variable GRAPHMODE_CHECK decides (off unless set to 1).
 
     Returns a `Compiled` wrapper that keeps the wrapped function's name, docstring and
     signature (`__wrapped__` is the original), with `explain()`, `ir()`, `source()` and
     `autograd_graphs()` to look inside."""
-    dynamic = unsupported.pop("dynamic", None)  # torch.compile's: static.dynamic_shapes
-    if dynamic not in (None, True, False):
-        raise TypeError(f"static.compile: dynamic must be None (automatic), True or False, got {dynamic!r}")
     if unsupported:
         name = next(iter(unsupported))
         hint = _TORCH_ONLY.get(name)
@@ -689,13 +702,11 @@ def compile(fn: Callable | None = None, *, backend: str = "auto",  # noqa: A001 
                         + f"; valid options: {', '.join(OPTIONS)}")
     options = dict(backend=backend, static_argnums=static_argnums, static_argnames=static_argnames,
                    fallback=fallback, fullgraph=fullgraph, max_retraces=max_retraces, opt_level=opt_level,
-                   passes=passes, fast_math=fast_math)
+                   passes=passes, fast_math=fast_math, check=check)
     if fn is None:
         _check_options(_any_arguments, **options)  # checked now, at decoration, not at the first call
-        if dynamic is not None:
-            return lambda f: dynamic_shapes.with_mode(_compile_with(f, options), dynamic)
         return functools.partial(_compile_with, options=options)
-    return dynamic_shapes.with_mode(_compile_with(fn, options), dynamic)
+    return _compile_with(fn, options)
 
 
 def _compile_with(fn, options: dict) -> Compiled:
@@ -714,14 +725,14 @@ def _any_arguments(*args: Any, **kwargs: Any) -> None:
 
 
 _DEFAULTS = dict(backend="auto", static_argnums=(), static_argnames=(), fallback=None, fullgraph=False,
-                 max_retraces=8, opt_level=2, passes=None, fast_math=False)
+                 max_retraces=8, opt_level=2, passes=None, fast_math=False, check=None)
 
 
 def options_of(c: Compiled) -> dict:
     """The options a compiled function was made with (to compile a transform of it alike)."""
     return dict(backend=c.backend, static_argnums=c.static_argnums, static_argnames=c.static_argnames,
                 fallback=c.fallback, fullgraph=c.fullgraph, max_retraces=c.max_retraces, opt_level=c.opt_level,
-                passes=c.passes, fast_math=c.fast_math)
+                passes=c.passes, fast_math=c.fast_math, check=c.check)
 
 
 compile.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # the documented options only

@@ -550,13 +550,15 @@ def traced_step(opt, closure=None):
     extra = _training(state)
     loss = opt._closure_loss(closure)
     _make_first_state(state, opt)
-    slots = []
+    slots: list = []
+    state_guards: list = []
     for group in opt.param_groups:
         for p in group["params"]:
             extra.seen(p)
             if p._grad is not None:
                 extra.guard_read(p)
-            state.guards.append(StateGuard(opt, p))
+            state_guards.append(StateGuard(opt, p))
+            state.guards.append(state_guards[-1])
             s = opt.state.get(p)
             if s:
                 for k, v in list(s.items()):
@@ -596,6 +598,8 @@ def traced_step(opt, closure=None):
                 _adopt(state, v)
     for s, k in slots:
         extra.state_slots[(id(s), k)] = (s, k)
+    for g in state_guards:
+        g.seal()
     return loss
 
 
@@ -818,8 +822,25 @@ class StateGuard:
         self.opt, self.param = opt, param
         self.keys = tuple(opt.state.get(param, {}))
         self.what = "the optimizer state of a parameter"
+        self.tensors: tuple = ()
+
+    def seal(self) -> None:
+        """After the step: the state tensors the graph reads and writes, guarded by identity
+        (opt.load_state_dict, or a state made anew, puts other tensors there)."""
+        state = self.opt.state.get(self.param, {})
+        self.keys = tuple(state)
+        self.tensors = tuple(state.values())
 
     def changed(self) -> str | None:
-        if tuple(self.opt.state.get(self.param, {})) == self.keys:
+        state = self.opt.state.get(self.param)
+        if state is None:
+            if not self.keys:
+                return None
+        elif len(state) == len(self.keys) and all(a is b for a, b in zip(state.values(), self.tensors)):
             return None
+        elif not self.tensors and tuple(state) == self.keys:
+            return None
+        if tuple(state or ()) == self.keys:
+            return (f"{type(self.opt).__name__}'s state of a parameter holds other tensors (load_state_dict, or "
+                    "state made again)")
         return f"{type(self.opt).__name__}'s state of a parameter changed (its first step creates it)"
