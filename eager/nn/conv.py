@@ -56,12 +56,21 @@ class _ConvNd(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def _padded(self, input: Tensor):
-        """(input, padding for the conv): a non-zero padding_mode pads here first."""
-        if self.padding_mode == "zeros" or isinstance(self.padding, str):
+        """(input, padding for the conv): a non-zero padding_mode pads here first, with the
+        mode, for int paddings and for padding="same" alike (whose total d (k - 1) per dim
+        goes left // 2 first, the rest right, as PyTorch's _reversed_padding_repeated_twice)."""
+        if self.padding_mode == "zeros":
             return input, self.padding
-        pads = []
-        for p in reversed(self.padding):
-            pads += [p, p]
+        if self.padding == "valid":
+            return input, 0
+        pads: list[int] = []
+        if self.padding == "same":
+            for d, k in zip(reversed(self.dilation), reversed(self.kernel_size)):
+                total = d * (k - 1)
+                pads += [total // 2, total - total // 2]
+        else:
+            for p in reversed(tuple(self.padding)):
+                pads += [int(p), int(p)]
         return F.pad(input, tuple(pads), mode=self.padding_mode), 0
 
     def extra_repr(self) -> str:
@@ -74,6 +83,8 @@ class _ConvNd(Module):
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
 
 
@@ -423,13 +434,16 @@ class Embedding(Module):
         return cls(rows, cols, padding_idx, _weight=embeddings, _freeze=freeze, **kwargs)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         s += f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
         s += f", max_norm={self.max_norm}" if self.max_norm is not None else ""
-        return s + (f", norm_type={self.norm_type}" if self.max_norm is not None and self.norm_type != 2 else "")
+        s += f", norm_type={self.norm_type}" if self.max_norm is not None and self.norm_type != 2 else ""
+        s += ", scale_grad_by_freq=True" if self.scale_grad_by_freq else ""
+        return s + (", sparse=True" if self.sparse else "")
 
 
 class Upsample(Module):

@@ -497,7 +497,32 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         input = input.long()
     if max_norm is not None:
         _embedding_renorm_(weight, input, float(max_norm), float(norm_type))
+    if scale_grad_by_freq and weight.requires_grad:
+        return _EmbeddingScaledByFreq.apply(weight, input, padding_idx)
     return _indexing.EMBEDDING(weight, input, padding_idx=padding_idx)
+
+
+class _EmbeddingScaledByFreq(Function):
+    """embedding with `scale_grad_by_freq`: each position's gradient is divided by how often
+    its index occurs in this mini-batch before it is summed into the row (PyTorch's
+    embedding_dense_backward). The counts are data, so this is eager's own node rather than
+    a composition (a compiled graph sees the lookup and the count as separate ops)."""
+
+    @staticmethod
+    def forward(ctx, weight: Tensor, input: Tensor, padding_idx: int | None) -> Tensor:
+        ctx.save_for_backward(input)
+        ctx.padding_idx, ctx.rows = padding_idx, weight.shape[0]
+        return _indexing.EMBEDDING(weight, input, padding_idx=padding_idx)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple:
+        (input,) = ctx.saved_tensors
+        flat = input.reshape(-1)
+        counts = grad.new_zeros(ctx.rows).index_add(0, flat, grad.new_ones(flat.shape[0]))
+        rows_grad = grad.reshape(flat.shape[0], -1) / counts[flat].unsqueeze(-1)
+        if ctx.padding_idx is not None:
+            rows_grad = rows_grad * (flat != ctx.padding_idx).to(grad.dtype).unsqueeze(-1)
+        return grad.new_zeros(ctx.rows, rows_grad.shape[1]).index_add(0, flat, rows_grad), None, None
 
 
 def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float, norm_type: float) -> None:
@@ -1069,7 +1094,23 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                                  dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
                                  enable_gqa: bool = False) -> Tensor:
     """softmax(q k^T * scale + mask) v over the last two dims. A bool mask keeps the True
-    positions (others get -inf); a float mask is added; is_causal keeps j <= i."""
+    positions (others get -inf); a float mask is added; is_causal keeps j <= i.
+
+    With enable_gqa (grouped-query attention), key and value may have fewer heads (dim -3)
+    than query, each a divisor of query's: their heads are repeated (repeat_interleave) to
+    query's count, as PyTorch does."""
+    if enable_gqa and query.ndim >= 3:
+        hq = query.shape[-3]
+        for name in ("key", "value"):
+            t = key if name == "key" else value
+            if t.ndim < 3 or t.shape[-3] == hq:
+                continue
+            if t.shape[-3] == 0 or hq % t.shape[-3]:
+                raise RuntimeError(f"Number of heads in key and value must divide the number of heads in query "
+                                   f"(scaled_dot_product_attention with enable_gqa=True: query has {hq} heads, "
+                                   f"{name} has {t.shape[-3]})")
+            t = t.repeat_interleave(hq // t.shape[-3], dim=-3)
+            key, value = (t, value) if name == "key" else (key, t)
     L, S = query.shape[-2], key.shape[-2]
     scale = 1.0 / _math.sqrt(query.shape[-1]) if scale is None else scale
     scores = _F.matmul(query, key.transpose(-2, -1)) * scale
