@@ -20,7 +20,12 @@ Environment:
 - GRAPHMODE_CACHE_DIR moves it (default: the user cache directory, see `default_dir`);
 - GRAPHMODE_CACHE_MAX_MB bounds its size (default 256): after each write, the least
   recently used files (by modification time, which a load refreshes) are deleted until the
-  directory's cache files fit."""
+  directory's cache files fit. Every file codegen writes counts (modules, bytecode, records,
+  native sources and shared objects, probes).
+
+Each sealed file also names its key in the header (`key=`): a file is used only under the
+key it was written for, so two files swapped on disk are regenerated, not run for each
+other's graph."""
 from __future__ import annotations
 
 import functools
@@ -33,10 +38,11 @@ import tempfile
 import threading
 import time
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 
 HEADER = "# graphmode-codegen sha256="
-FORMAT = "1"  # bump when the file layout changes
+FORMAT = "2"  # bump when the file layout changes (2: headers name the file's key)
 DEFAULT_MAX_MB = 256.0
 PREFIX = "gm_"  # cache files are gm_<backend>_<key>.py; eviction touches nothing else
 
@@ -232,7 +238,7 @@ def _read_manifest(path: Path | None) -> tuple[dict, int]:
     if path is None:
         return {}, 0
     try:
-        text = read(path)
+        text = read(path, path.name)
     except Refused:
         return {}, 0
     if text is None:
@@ -249,7 +255,7 @@ def _read_manifest(path: Path | None) -> tuple[dict, int]:
 
 def _write_manifest(path: Path, made_ns: int, files: dict) -> None:
     try:
-        write(path, seal(json.dumps({"format": FORMAT, "made_ns": made_ns, "files": files})))
+        write(path, seal(json.dumps({"format": FORMAT, "made_ns": made_ns, "files": files}), path.name))
     except OSError:
         pass  # hashed in full again next time
 
@@ -304,17 +310,33 @@ def path_for(cache_key: str, backend: str, where: Path | None = None) -> Path:
     return (where if where is not None else configured_dir()) / f"{PREFIX}{backend}_{cache_key[:40]}.py"
 
 
-def seal(source: str) -> str:
-    """The file text: a header line with the hash of the source, then the source."""
-    return f"{HEADER}{hashlib.sha256(source.encode()).hexdigest()}\n{source}"
+def seal(source: str, key: str = "") -> str:
+    """The file text: a header line with the hash of the source and the key the file is
+    stored under (the cache key of a generated module, a record's key, a manifest's name),
+    then the source. The key makes a file answer only for what it was made for: two sealed
+    files swapped or copied over each other on disk pass their hash check but not the key
+    check, and are regenerated, never run for the other graph."""
+    if any(c.isspace() for c in key):
+        raise ValueError(f"codegen.cache.seal: a key holds no whitespace, got {key!r}")
+    tail = f" key={key}" if key else ""
+    return f"{HEADER}{hashlib.sha256(source.encode()).hexdigest()}{tail}\n{source}"
 
 
-def unseal(text: str) -> str | None:
-    """The source if the header's hash matches it, else None."""
+def _fields(first: str) -> tuple[str, str]:
+    """(sha256, key) of a header line's text after HEADER ('' for a missing key)."""
+    digest_, _, rest = first.strip().partition(" ")
+    key_ = rest[len("key="):] if rest.startswith("key=") else ""
+    return digest_, key_
+
+
+def unseal(text: str, key: str | None = None) -> str | None:
+    """The source if the header's hash matches it (and, given `key`, the header names that
+    key), else None."""
     first, sep, rest = text.partition("\n")
     if not sep or not first.startswith(HEADER):
         return None
-    if hashlib.sha256(rest.encode()).hexdigest() != first[len(HEADER):].strip():
+    digest_, key_ = _fields(first[len(HEADER):])
+    if hashlib.sha256(rest.encode()).hexdigest() != digest_ or (key is not None and key_ != key):
         return None
     return rest
 
@@ -327,26 +349,32 @@ def body(text: str) -> str:
 
 def digest(text: str) -> str:
     """The hash a sealed text's header gives for its source (read verified it)."""
-    return text.partition("\n")[0][len(HEADER):].strip()
+    return _fields(text.partition("\n")[0][len(HEADER):])[0]
 
 
-def _unseal_bytes(data: bytes) -> str | None:
-    """The source if the header's hash matches the bytes after it, else None."""
+def _unseal_bytes(data: bytes, key: str | None) -> tuple[str, str] | None:
+    """(source, key named by the header) if the header's hash matches the bytes after it
+    (and names `key` when one is expected), else None."""
     first, sep, rest = data.partition(b"\n")
     if not sep or not first.startswith(HEADER.encode()):
         return None
-    if hashlib.sha256(rest).hexdigest().encode() != first[len(HEADER):].strip():
+    try:
+        digest_, key_ = _fields(first[len(HEADER):].decode("ascii"))
+    except UnicodeDecodeError:
+        return None
+    if hashlib.sha256(rest).hexdigest() != digest_ or (key is not None and key_ != key):
         return None
     try:
-        return rest.decode("utf-8")
+        return rest.decode("utf-8"), key_
     except UnicodeDecodeError:
         return None
 
 
-def read(path: Path) -> str | None:
-    """The verified file text (header included), or None if missing or failing the check.
-    The checks run on the open file, and the hash on the very bytes returned; a file that
-    is not ours or that others may write raises Refused."""
+def read(path: Path, key: str | None = None) -> str | None:
+    """The verified file text (header included), or None if missing or failing the check:
+    its hash, and with `key` the key it was sealed under (a file moved or copied over
+    another's name is a miss). The checks run on the open file, and the hash on the very
+    bytes returned; a file that is not ours or that others may write raises Refused."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     try:
         fd = os.open(path, flags)
@@ -365,14 +393,14 @@ def read(path: Path) -> str | None:
     finally:
         if fd >= 0:
             os.close(fd)
-    source = _unseal_bytes(data)
-    if source is None:
+    found = _unseal_bytes(data, key)
+    if found is None:
         return None
     try:
         os.utime(path)  # a load makes the file recently used, for eviction
     except OSError:
         pass
-    return seal(source)
+    return seal(*found)
 
 
 def write_atomic(path: Path, data: bytes, suffix: str = ".part") -> None:
@@ -399,6 +427,9 @@ def write(path: Path, text: str) -> None:
     evict(path.parent, keep=path)
 
 
+STALE_TMP_S = 3600  # a temporary file of an interrupted write, older than this, is deleted by eviction
+
+
 def max_bytes() -> int:
     """GRAPHMODE_CACHE_MAX_MB as bytes (default 256 MB); a value that is not a positive
     number warns once and uses the default."""
@@ -416,29 +447,47 @@ def max_bytes() -> int:
     return int(mb * 1024 * 1024)
 
 
-def evict(where: Path, keep: Path | None = None) -> list:
+def evict(where: Path, keep: "Path | Iterable[Path] | None" = None) -> list:
     """Delete the least recently used cache files of `where` until they fit in max_bytes()
-    (never `keep`, the file just written). Returns the deleted paths."""
+    (never `keep`, the file or files just written). Returns the deleted paths.
+
+    Every file codegen writes counts: generated modules and their kept bytecode, post-trace
+    records, native C++ sources, sealed shared objects and compiler probes (all named
+    gm_...), and temporary files of interrupted writes (.tmp-..., deleted once an hour old).
+    Counting the Python modules alone let native builds grow the directory without bound."""
     limit = max_bytes()
+    kept = {str(keep)} if isinstance(keep, Path) else {str(p) for p in keep} if keep is not None else set()
     files = []
+    now_ns = time.time_ns()
+    removed = []
     try:
         with os.scandir(where) as it:
             for entry in it:
-                if entry.name.startswith(PREFIX) and entry.name.endswith(".py"):
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except OSError:
+                if not entry.name.startswith((PREFIX, ".tmp-")):
+                    continue
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                if entry.name.startswith(".tmp-"):
+                    if now_ns - st.st_mtime_ns > STALE_TMP_S * 1_000_000_000:
+                        try:
+                            os.unlink(entry.path)
+                            removed.append(where / entry.name)
+                        except OSError:
+                            pass
                         continue
-                    files.append((st.st_mtime_ns, entry.name, st.st_size))
+                files.append((st.st_mtime_ns, entry.name, st.st_size))
     except OSError:
-        return []
+        return removed
     total = sum(size for _, _, size in files)
-    removed = []
     for _, name, size in sorted(files):
         if total <= limit:
             break
         path = where / name
-        if keep is not None and path == keep:
+        if str(path) in kept:
             continue
         try:
             os.unlink(path)

@@ -82,7 +82,7 @@ def _code_stamp(path: str, text: str) -> str:
 
 def _cached_code(path: Path, stamp: str) -> types.CodeType | None:
     try:
-        text = cache.read(_code_path(path))
+        text = cache.read(_code_path(path), _code_path(path).name)
     except cache.Refused:
         return None
     body = cache.body(text) if text is not None else None  # (read checked its hash)
@@ -101,7 +101,7 @@ def _cached_code(path: Path, stamp: str) -> types.CodeType | None:
 def _keep_code(path: Path, stamp: str, code: types.CodeType) -> None:
     try:
         body = f"{stamp}\n{base64.b64encode(marshal.dumps(code)).decode('ascii')}"
-        cache.write(_code_path(path), cache.seal(body))
+        cache.write(_code_path(path), cache.seal(body, _code_path(path).name))
     except (OSError, ValueError):
         pass  # compiled again next time
 
@@ -155,16 +155,18 @@ def _source_for(key: str, backend: str, generate: Callable[[], str]) -> tuple[st
     use it, else freshly generated (and written there when possible)."""
     where = cache.directory()
     if where is None:
-        return cache.seal(generate()), None, "generated"
+        return cache.seal(generate(), key), None, "generated"
     path = cache.path_for(key, backend, where)
     try:
-        text = cache.read(path)
+        text = cache.read(path, key)  # the file must be sealed for this very key, not only whole
     except cache.Refused as exc:
         cache.refuse(where, str(exc))
-        return cache.seal(generate()), None, "generated"
+        return cache.seal(generate(), key), None, "generated"
     if text is not None:
         return text, path, "disk cache"
-    text = cache.seal(generate())  # missing, truncated or altered: regenerate, never run it
+    # missing, truncated, altered, or another graph's module under this name (files swapped or
+    # copied over each other): regenerate, never run it
+    text = cache.seal(generate(), key)
     try:
         cache.write(path, text)
     except OSError as exc:  # the directory went away, a full disk, ...

@@ -671,6 +671,7 @@ def build_bytes(source: str, stem: str, fast_math: bool = False,
             _prefetch_caller_for(tc)
             data = compile_shared(source, tc, src_path, fast_math, extra)
             cache.write_atomic(cached, seal(key, data))
+            cache.evict(directory, keep=(cached, src_path))  # the bound counts shared objects and sources too
             return data, src_path, cached, "compiled"
         src_path = _scratch() / f"{stem}_{key[:40]}.cpp"
         src_path.write_text(source)

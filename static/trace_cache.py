@@ -100,7 +100,7 @@ def _load(key: str, owner) -> Built | None:
     if path is None:
         return None
     try:
-        text = cache.read(path)
+        text = cache.read(path, key)  # sealed for this key: a record copied over another's name is a miss
     except cache.Refused:  # not owned by this user or writable by others: never loaded
         return None
     if text is None:
@@ -127,7 +127,7 @@ def _store(key: str, built: Built) -> None:
     try:
         texts = (getattr(built.forward, "ir_text", None), getattr(built.backward, "ir_text", None))
         record = dumps((key, (None if built.split else built.graph, built.split), texts))
-        cache.write(path, cache.seal(base64.b64encode(record).decode("ascii")))
+        cache.write(path, cache.seal(base64.b64encode(record).decode("ascii"), key))
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
         pass  # not kept on disk (an attribute that cannot be pickled, a full disk): built again next time
 
