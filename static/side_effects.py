@@ -47,6 +47,9 @@ class Watch:
 
     prints: list = field(default_factory=list)  # (args, kwargs, location)
     refusals: list = field(default_factory=list)
+    calls: list = field(default_factory=list)  # (before the graph?, bound method, args, kwargs): sched.step()
+    undo: list = field(default_factory=list)
+    depth: int = 0
 
 
 @contextlib.contextmanager
@@ -70,6 +73,9 @@ def watching(watch: Watch) -> Iterator[None]:
         return draw
 
     builtins.print = traced_print
+    schedulers = _scheduler_steps()
+    for cls, fn in schedulers:
+        setattr(cls, "step", _watched_step(watch, fn))  # noqa: B010
     for name, fn in saved_random.items():
         setattr(random, name, drawing("random", name, fn))
     for name, fn in saved_np.items():
@@ -78,10 +84,61 @@ def watching(watch: Watch) -> Iterator[None]:
         yield
     finally:
         builtins.print = saved_print
+        for cls, fn in schedulers:
+            setattr(cls, "step", fn)  # noqa: B010
         for name, fn in saved_random.items():
             setattr(random, name, fn)
         for name, fn in saved_np.items():
             setattr(np.random, name, fn)
+
+
+def _scheduler_steps() -> list:
+    """(class, its own step) of eager's learning-rate schedulers."""
+    try:
+        from eager.optim import lr_scheduler  # noqa: PLC0415
+    except ImportError:
+        return []
+    return [(c, c.__dict__["step"]) for c in vars(lr_scheduler).values()
+            if isinstance(c, type) and issubclass(c, lr_scheduler.LRScheduler) and "step" in c.__dict__]
+
+
+def _watched_step(watch: Watch, step):
+    """A scheduler's step() called while tracing: run now (the rest of the function sees the
+    new learning rate, as in eager), undone after the trace and replayed at every call: before
+    the graph when no optimizer step was traced before it (that step then reads the stepped
+    learning rate, fed at call time), else after it."""
+    def watched(self, *args: Any, **kwargs: Any) -> Any:
+        from .tracer import current_state  # noqa: PLC0415
+
+        state = current_state()
+        if watch.depth or state is None or state.finished:
+            return step(self, *args, **kwargs)  # a scheduler a SequentialLR steps, or no trace
+        if holds_tracer(args) or holds_tracer(kwargs):
+            watch.refusals.append(f"{user_location()}: {type(self).__name__}.step() is given a traced value (a "
+                                  "metric computed by the function); its decision needs the value, which compiled "
+                                  "code has only after the call: step the scheduler outside the compiled function")
+            return None
+        extra = state.__dict__.get("training")
+        before = not (extra is not None and extra.feeds)
+        saved = dict(self.__dict__)
+        groups = [(g, dict(g)) for g in getattr(getattr(self, "optimizer", None), "param_groups", ())]
+
+        def restore() -> None:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            for g, items in groups:
+                g.clear()
+                g.update(items)
+
+        watch.undo.append(restore)
+        watch.calls.append((before, getattr(self, "step"), args, kwargs))  # noqa: B009  (the bound method)
+        watch.depth += 1
+        try:
+            return step(self, *args, **kwargs)
+        finally:
+            watch.depth -= 1
+    watched.__wrapped__ = step  # type: ignore[attr-defined]
+    return watched
 
 
 def holds_tracer(value: Any, depth: int = 0) -> bool:
@@ -110,6 +167,7 @@ class Effects:
         self._index: dict = {}
         self.refused: str | None = None
         self.undo: list = []
+        self.before: list = []  # (bound method, args, kwargs) run before the graph at every call
 
     def refuse(self, why: str) -> None:
         if self.refused is None:
@@ -133,10 +191,10 @@ class Effects:
                     self._collect(v, depth + 1)
 
     def template(self) -> "Replays | None":
-        if not self.replays:
+        if not self.replays and not self.before:
             return None
         return Replays([(kind, target, key, self._slots(value)) for kind, target, key, value in self.replays],
-                       len(self.tracers))
+                       len(self.tracers), self.before)
 
     def _slots(self, value: Any) -> Any:
         """The value with each tracer replaced by a `_Slot` naming its extra output."""
@@ -173,8 +231,14 @@ def _fill(value: Any, outs: list) -> Any:
 class Replays:
     """Replays of a trace's side effects, given each call's values of the traced ones."""
 
-    def __init__(self, steps: list, n_values: int) -> None:
+    def __init__(self, steps: list, n_values: int, before: list | None = None) -> None:
         self.steps, self.n_values = steps, n_values
+        self.before = before or []
+
+    def run_before(self) -> None:
+        """The calls replayed before the graph runs (a scheduler stepped before the optimizer)."""
+        for method, args, kwargs in self.before:
+            method(*args, **kwargs)
 
     def __call__(self, values: list) -> None:
         for kind, target, key, value in self.steps:
@@ -188,6 +252,9 @@ class Replays:
             elif kind == "print":
                 args, kwargs = real
                 builtins.print(*args, **kwargs)
+            elif kind == "call":
+                args, kwargs = real
+                target(*args, **kwargs)
 
 
 _ABSENT = object()
@@ -273,7 +340,14 @@ def after_trace(pre_guards: list, globals_before: list, watch: Watch) -> tuple[l
                 gl[name] = before[name]
     for args, kwargs, where in watch.prints:
         effects.add("print", None, where, (list(args), dict(kwargs)))
+    for before, method, args, kwargs in watch.calls:
+        if before:
+            effects.before.append((method, args, kwargs))
+        else:
+            effects.add("call", method, None, (list(args), dict(kwargs)))
     for undo in reversed(effects.undo):
+        undo()
+    for undo in reversed(watch.undo):
         undo()
     return kept, effects
 

@@ -828,17 +828,16 @@ class StateGuard:
         """After the step: the state tensors the graph reads and writes, guarded by identity
         (opt.load_state_dict, or a state made anew, puts other tensors there)."""
         state = self.opt.state.get(self.param, {})
-        self.keys = tuple(state)
-        self.tensors = tuple(state.values())
+        # the entries the step found (one it made, a first step's, makes the next call retrace:
+        # its graph is the first step's), as the tensors they hold now
+        self.tensors = tuple(state.get(k) for k in self.keys)
 
     def changed(self) -> str | None:
         state = self.opt.state.get(self.param)
         if state is None:
             if not self.keys:
                 return None
-        elif len(state) == len(self.keys) and all(a is b for a, b in zip(state.values(), self.tensors)):
-            return None
-        elif not self.tensors and tuple(state) == self.keys:
+        elif tuple(state) == self.keys and all(a is b for a, b in zip(state.values(), self.tensors)):
             return None
         if tuple(state or ()) == self.keys:
             return (f"{type(self.opt).__name__}'s state of a parameter holds other tensors (load_state_dict, or "
