@@ -20,7 +20,6 @@ import numpy as np
 
 import eager
 from eager._tensor import Tensor
-from eager._dynamo import STANCE as _STANCE
 from eager.nn.module import structure_version
 
 from . import dynamic_shapes, logs
@@ -212,11 +211,6 @@ class Compiled:
         """Trace a new entry (or replace a stale one), within the retrace limit."""
         if key in self._eager_keys or self._gave_up:
             return None
-        if self._cache and _STANCE.name in ("eager_on_recompile", "fail_on_recompile"):  # eager.compiler.set_stance
-            if _STANCE.name == "eager_on_recompile":
-                return None
-            raise RuntimeError(f"{self.__name__}: needs a new trace because {reason}, and "
-                               "eager.compiler.set_stance('fail_on_recompile') is in force")
         if reason is not None and len(self.retraces) >= self.max_retraces:
             message = (f"static.compile: {self.__name__} was retraced {len(self.retraces)} times (the limit, "
                        f"max_retraces={self.max_retraces}) and needs another trace because {reason}")
@@ -275,8 +269,6 @@ class Compiled:
 
     # -- calling ---------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if _STANCE.force_eager and not ACTIVE.stack:  # eager.compiler.set_stance("force_eager"), disable()
-            return self.__wrapped__(*args, **kwargs)
         if self.check and not ACTIVE.stack:
             return checked_call(self, args, kwargs)
         return self._call_unchecked(*args, **kwargs)

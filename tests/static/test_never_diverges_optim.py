@@ -12,19 +12,19 @@ import eager.nn.functional as F
 import static
 from eager import nn
 
-O = eager.optim
-L = eager.optim.lr_scheduler
+OPT = eager.optim
+SCHED = eager.optim.lr_scheduler
 X = eager.from_numpy(np.linspace(-1.0, 1.0, 40, dtype=np.float32).reshape(8, 5))
 Y = eager.from_numpy(np.linspace(0.5, -0.5, 8, dtype=np.float32).reshape(8, 1))
 
 CASES = {
-    "sgd-nesterov-onecycle": (lambda p: O.SGD(p, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3),
-                              lambda o: L.OneCycleLR(o, max_lr=0.5, total_steps=20)),
-    "adam-onecycle": (lambda p: O.Adam(p, lr=0.1), lambda o: L.OneCycleLR(o, max_lr=0.05, total_steps=20)),
-    "adamw-cyclic": (lambda p: O.AdamW(p, lr=0.1, weight_decay=0.1),
-                     lambda o: L.CyclicLR(o, 0.001, 0.05, step_size_up=3)),
-    "rmsprop-cyclic": (lambda p: O.RMSprop(p, lr=0.01, momentum=0.5),
-                       lambda o: L.CyclicLR(o, 0.001, 0.05, step_size_up=3)),
+    "sgd-nesterov-onecycle": (lambda p: OPT.SGD(p, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3),
+                              lambda o: SCHED.OneCycleLR(o, max_lr=0.5, total_steps=20)),
+    "adam-onecycle": (lambda p: OPT.Adam(p, lr=0.1), lambda o: SCHED.OneCycleLR(o, max_lr=0.05, total_steps=20)),
+    "adamw-cyclic": (lambda p: OPT.AdamW(p, lr=0.1, weight_decay=0.1),
+                     lambda o: SCHED.CyclicLR(o, 0.001, 0.05, step_size_up=3)),
+    "rmsprop-cyclic": (lambda p: OPT.RMSprop(p, lr=0.01, momentum=0.5),
+                       lambda o: SCHED.CyclicLR(o, 0.001, 0.05, step_size_up=3)),
 }
 
 
@@ -67,8 +67,8 @@ def test_cycling_schedulers_compile_once_and_match_eager(case, backend):
 
 @pytest.mark.parametrize("backend", ["numpy", "native"])
 def test_a_scheduler_stepped_inside_the_compiled_step_steps_at_every_call(backend):
-    make_opt = lambda p: O.SGD(p, lr=0.1)  # noqa: E731
-    make_sched = lambda o: L.StepLR(o, 2, 0.5)  # noqa: E731
+    make_opt = lambda p: OPT.SGD(p, lr=0.1)  # noqa: E731
+    make_sched = lambda o: SCHED.StepLR(o, 2, 0.5)  # noqa: E731
     ref, ref_opt, ref_losses, _ = _train(make_opt, make_sched, None, steps=7, sched_inside=True)
     got, got_opt, losses, f = _train(make_opt, make_sched, backend, steps=7, sched_inside=True)
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-6)
@@ -80,8 +80,8 @@ def test_a_scheduler_stepped_before_the_optimizer_inside_the_step():
     def run(compiled):
         eager.manual_seed(0)
         m = nn.Linear(5, 1)
-        o = O.SGD(m.parameters(), lr=0.1)
-        s = L.ExponentialLR(o, 0.5)
+        o = OPT.SGD(m.parameters(), lr=0.1)
+        s = SCHED.ExponentialLR(o, 0.5)
 
         def step(x, y):
             s.step()  # the optimizer below reads the stepped learning rate
@@ -103,10 +103,10 @@ def test_a_scheduler_stepped_before_the_optimizer_inside_the_step():
 def test_momentum_leaving_zero_and_nesterov_switched_retrace():
     eager.manual_seed(0)
     m = nn.Linear(5, 1)
-    o = O.SGD(m.parameters(), lr=0.1, momentum=0.0)
+    o = OPT.SGD(m.parameters(), lr=0.1, momentum=0.0)
     eager.manual_seed(0)
     m2 = nn.Linear(5, 1)
-    o2 = O.SGD(m2.parameters(), lr=0.1, momentum=0.0)
+    o2 = OPT.SGD(m2.parameters(), lr=0.1, momentum=0.0)
 
     def step_of(model, opt):
         def step(x, y):
