@@ -8,9 +8,11 @@ static package is imported at the first call, not with eager, which it builds on
 from __future__ import annotations
 
 import importlib
-import warnings
 from collections.abc import Callable
 from typing import Any
+
+from . import _dynamo
+from ._dynamo import config
 
 # torch.compile's modes choose autotuning and CUDA graphs: no counterpart here, and no
 # effect on the numbers, so each is accepted and compiles as the default does
@@ -30,9 +32,11 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
         model: the function or eager.nn.Module; omitted, a decorator is returned.
         fullgraph: True: a function that cannot be traced whole raises TraceError; False
             (PyTorch's default): it runs eagerly, with one warning.
-        dynamic: None or False. True (one graph for changing shapes) is not supported: a
-            warning says so, and each new shape traces once more (static.compile's
-            max_retraces bounds how often).
+        dynamic: None (automatic, PyTorch's default): a dimension that changes between calls
+            is traced once more as a symbol, and that trace serves every later size; True:
+            every dimension is a symbol from the first call; False: every size is its own
+            trace. eager.compiler.mark_dynamic marks one dimension; eager._dynamo.config's
+            automatic_dynamic_shapes and assume_static_by_default set the default.
         backend: "inductor" (PyTorch's default) compiles with graphmode's default code
             generation ("auto": C on the CPU when a compiler is found, else NumPy; CuPy on
             a GPU); "eager" and "aot_eager" return the function unchanged; a graphmode
@@ -55,17 +59,23 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"eager.compile: options must be a dict of static.compile options, got "
                         f"{type(options).__name__}")
-    if dynamic:
-        warnings.warn("eager.compile: dynamic=True is not supported; shapes are part of the signature, so "
-                      "each new shape traces once more (up to max_retraces). Pad changing dimensions to a few "
-                      "fixed sizes.", UserWarning, stacklevel=2)
+    if dynamic not in (None, True, False):
+        raise TypeError(f"eager.compile: dynamic must be None, True or False, got {dynamic!r}")
     if disable or backend in EAGER_BACKENDS:
         return model if model is not None else (lambda fn: fn)
+    if model is None:  # @eager.compile(...) with options: the decorator
+        return lambda fn: compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                                  options=options, disable=disable)
+    if getattr(model, "_graphmode_disabled", False):  # marked with eager.compiler.disable
+        return model
     # looked up at run time: static builds on eager, so no eager module imports it statically
     static_compile = importlib.import_module("static").compile
 
     kwargs: dict[str, Any] = {"backend": "auto" if backend == TORCH_DEFAULT_BACKEND else backend,
-                              "fullgraph": fullgraph}
+                              "fullgraph": fullgraph,
+                              "dynamic": config.dynamic_default() if dynamic is None else dynamic,
+                              # torch's cache_size_limit counts signatures, max_retraces those after the first
+                              "max_retraces": max(config.cache_size_limit - 1, 0)}
     if not fullgraph:
         kwargs["fallback"] = "eager"
     for name, value in (options or {}).items():
@@ -73,7 +83,7 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
             raise TypeError(f"eager.compile: give {name} as eager.compile's own argument, not in options")
         kwargs[name] = value
     try:
-        return static_compile(model, **kwargs)
+        return _dynamo.register(static_compile(model, **kwargs))
     except TypeError as exc:
         if "unexpected option" in str(exc):
             raise TypeError(f"eager.compile: options: {exc} (PyTorch's inductor options have no counterpart "

@@ -20,6 +20,7 @@ import numpy as np
 
 import eager
 from eager._tensor import Tensor
+from eager._dynamo import STANCE as _STANCE
 from eager.nn.module import structure_version
 
 from . import dynamic_shapes, logs
@@ -41,7 +42,6 @@ OPTIONS = ("backend", "static_argnums", "static_argnames", "fallback", "fullgrap
 _TORCH_ONLY = {
     "mode": "torch.compile's modes choose autotuning and CUDA graphs; static.compile has opt_level=0, 1 or 2 "
             "and passes= to choose the optimizations",
-    "dynamic": "shapes are part of the signature: a new shape traces once more (see max_retraces)",
     "options": "pass the options as keyword arguments of static.compile",
     "disable": "call the original function (compiled.__wrapped__) to run it eagerly",
 }
@@ -211,6 +211,11 @@ class Compiled:
         """Trace a new entry (or replace a stale one), within the retrace limit."""
         if key in self._eager_keys or self._gave_up:
             return None
+        if self._cache and _STANCE.name in ("eager_on_recompile", "fail_on_recompile"):  # eager.compiler.set_stance
+            if _STANCE.name == "eager_on_recompile":
+                return None
+            raise RuntimeError(f"{self.__name__}: needs a new trace because {reason}, and "
+                               "eager.compiler.set_stance('fail_on_recompile') is in force")
         if reason is not None and len(self.retraces) >= self.max_retraces:
             message = (f"static.compile: {self.__name__} was retraced {len(self.retraces)} times (the limit, "
                        f"max_retraces={self.max_retraces}) and needs another trace because {reason}")
@@ -269,6 +274,8 @@ class Compiled:
 
     # -- calling ---------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        if _STANCE.force_eager and not ACTIVE.stack:  # eager.compiler.set_stance("force_eager"), disable()
+            return self.__wrapped__(*args, **kwargs)
         if self.check and not ACTIVE.stack:
             return checked_call(self, args, kwargs)
         return self._call_unchecked(*args, **kwargs)
@@ -409,6 +416,9 @@ class Compiled:
         src = _source(entry)
         if src:
             parts.append(f"== generated source ==\n{src}")
+        dynamic = dynamic_shapes.describe(self.__dict__.get("_dynamic_policy"))
+        if dynamic:
+            parts.append(f"== dynamic shapes ==\n{dynamic}")
         dynamic = dynamic_shapes.describe(self.__dict__.get("_dynamic_policy"))
         if dynamic:
             parts.append(f"== dynamic shapes ==\n{dynamic}")
@@ -689,6 +699,10 @@ def compile(fn: Callable | None = None, *, backend: str = "auto",  # noqa: A001 
         passes: a list naming exactly the passes to run, or a dict switching named passes
             on (True) or off (False).
         fast_math: allow rewrites that change rounding or special values (x + 0.0 -> x).
+        dynamic: (a keyword, as torch.compile's) None: a dimension that changes between calls
+            is traced once more as a symbol, and that trace serves every later size
+            (static.dynamic_shapes); True: every dimension is a symbol from the first call;
+            False: each new size is its own trace.
         check: run every call both compiled and eagerly on the same state and raise
             `static.CheckError` at the first difference, naming the value, the largest
             difference, the IR line and the user's line (static.check). None: the
@@ -697,6 +711,9 @@ def compile(fn: Callable | None = None, *, backend: str = "auto",  # noqa: A001 
     Returns a `Compiled` wrapper that keeps the wrapped function's name, docstring and
     signature (`__wrapped__` is the original), with `explain()`, `ir()`, `source()` and
     `autograd_graphs()` to look inside."""
+    dynamic = unsupported.pop("dynamic", None)  # torch.compile's: static.dynamic_shapes
+    if dynamic not in (None, True, False):
+        raise TypeError(f"static.compile: dynamic must be None (automatic), True or False, got {dynamic!r}")
     if unsupported:
         name = next(iter(unsupported))
         hint = _TORCH_ONLY.get(name)
@@ -707,8 +724,10 @@ def compile(fn: Callable | None = None, *, backend: str = "auto",  # noqa: A001 
                    passes=passes, fast_math=fast_math, check=check)
     if fn is None:
         _check_options(_any_arguments, **options)  # checked now, at decoration, not at the first call
+        if dynamic is not None:
+            return lambda f: dynamic_shapes.with_mode(_compile_with(f, options), dynamic)
         return functools.partial(_compile_with, options=options)
-    return _compile_with(fn, options)
+    return dynamic_shapes.with_mode(_compile_with(fn, options), dynamic)
 
 
 def _compile_with(fn, options: dict) -> Compiled:

@@ -93,9 +93,9 @@ def test_bad_options_are_refused_when_given(kwargs, error, match):
         torch.compile(_branchy, **kwargs)
 
 
-def test_dynamic_true_warns_that_each_shape_traces():
-    with pytest.warns(UserWarning, match="dynamic=True is not supported"):
-        compiled = torch.compile(lambda x: x.sum(), dynamic=True)
-    for n in (3, 4):
+def test_dynamic_true_traces_once_for_every_size():
+    compiled = torch.compile(lambda x: x.sum(), dynamic=True)
+    for n in (3, 4, 7):
         x = torch.randn(n)
         _close(compiled(x), x.sum())
+    assert len(compiled.compile_seconds) == 1
