@@ -63,10 +63,11 @@ from .autograd import Function  # noqa: F401
 from ._compile import compile  # noqa: F401,E402,A004  (torch.compile's front door onto static.compile)
 from . import _dynamo, compiler  # noqa: F401,E402  (torch._dynamo, torch.compiler: mark_dynamic, reset, config)
 from . import distributions, func, linalg, special, testing  # noqa: F401,E402
+from . import backends, distributed, onnx  # noqa: F401,E402  (torch imports these packages with itself)
 from . import _higher_order_ops  # noqa: F401,E402  (torch._higher_order_ops: while_loop, scan)
 from ._higher_order_ops import cond  # noqa: F401,E402  (torch.cond)
 from ._settings import (  # noqa: F401,E402
-    are_deterministic_algorithms_enabled, backends, finfo, get_num_interop_threads, get_num_threads, iinfo,
+    are_deterministic_algorithms_enabled, finfo, get_num_interop_threads, get_num_threads, iinfo,
     is_complex, is_deterministic_algorithms_warn_only_enabled, is_floating_point, set_num_interop_threads,
     set_num_threads, set_printoptions, use_deterministic_algorithms,
 )

@@ -1,10 +1,8 @@
 """Process-wide settings PyTorch scripts make in their first lines: threads, determinism,
-print options, the `backends` flags, dtype limits (`finfo`, `iinfo`). A script that sets
-`torch.backends.cudnn.deterministic = True` or asks `torch.backends.mps.is_available()`
-runs on unchanged; what has no counterpart here says so in its docstring."""
+print options, dtype limits (`finfo`, `iinfo`); the `torch.backends` flags are the
+`eager.backends` package. What has no counterpart here says so in its docstring."""
 from __future__ import annotations
 
-import types
 from typing import Any
 
 import numpy as np
@@ -161,29 +159,3 @@ def is_complex(input: Any) -> bool:  # noqa: A002
     return False
 
 
-# -- backends ------------------------------------------------------------------------------------
-def _flags(doc: str, **flags: Any) -> types.SimpleNamespace:
-    ns = types.SimpleNamespace(**flags)
-    ns.__doc__ = doc
-    return ns
-
-
-def _false() -> bool:
-    return False
-
-
-def _cupy_installed() -> bool:
-    from ._device import cupy_module  # noqa: PLC0415
-
-    return cupy_module() is not None
-
-
-backends = types.SimpleNamespace(
-    cudnn=_flags("Flags scripts set for cuDNN; recorded only: no op here calls cuDNN.",
-                 enabled=True, benchmark=False, deterministic=False, allow_tf32=True, is_available=_false),
-    cuda=types.SimpleNamespace(matmul=_flags("Recorded only: products run in the tensors' own dtype.",
-                                             allow_tf32=False, allow_fp16_reduced_precision_reduction=True),
-                               is_built=_cupy_installed),
-    mps=_flags("Apple's GPU backend: not available here (devices are 'cpu' and 'cuda').",
-               is_available=_false, is_built=_false),
-)

@@ -36,6 +36,8 @@ from .transformer import (  # noqa: F401
     Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
 )
 from . import utils  # noqa: F401,E402
+from . import modules, parallel  # noqa: F401,E402  (torch.nn.modules.<file>.<Class>, DataParallel)
+from .parallel import DataParallel  # noqa: F401,E402
 
 __all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax",
            "LogSoftmax", "Dropout", "Flatten", "Sequential", "ModuleList", "MSELoss", "CrossEntropyLoss",
@@ -58,4 +60,4 @@ __all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid
            "PairwiseDistance", "PixelShuffle", "PixelUnshuffle", "ReflectionPad1d", "ReflectionPad2d",
            "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "UpsamplingBilinear2d", "UpsamplingNearest2d",
            "ZeroPad1d", "ZeroPad2d", "Transformer", "InstanceNorm1d", "InstanceNorm3d", "EmbeddingBag",
-           "AdaptiveAvgPool3d", "AvgPool3d", "Conv3d", "MaxPool3d"]
+           "AdaptiveAvgPool3d", "AvgPool3d", "Conv3d", "MaxPool3d", "modules", "parallel", "DataParallel"]

@@ -1,0 +1,36 @@
+"""torch.nn.modules.activation: the classes PyTorch defines in that file, each defined once in
+eager.nn and re-exported here (so pickles, safe_globals lists and isinstance checks that
+name torch.nn.modules.activation.<Class> find eager's class)."""
+from __future__ import annotations
+
+from ..activation import (  # noqa: F401
+    CELU,
+    ELU,
+    GLU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    Mish,
+    MultiheadAttention,
+    PReLU,
+    ReLU6,
+    SiLU,
+    Softmax2d,
+    Softmin,
+    Softplus,
+    Softshrink,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
+from ..layers import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh  # noqa: F401
+
+__all__ = [
+    "CELU", "ELU", "GELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid",
+    "LogSoftmax", "Mish", "MultiheadAttention", "PReLU", "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid", "Softmax",
+    "Softmax2d", "Softmin", "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold",
+]

@@ -1,0 +1,8 @@
+"""torch.nn.modules.batchnorm: the classes PyTorch defines in that file, each defined once in
+eager.nn and re-exported here (so pickles, safe_globals lists and isinstance checks that
+name torch.nn.modules.batchnorm.<Class> find eager's class)."""
+from __future__ import annotations
+
+from ..conv import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]

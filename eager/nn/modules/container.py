@@ -1,0 +1,9 @@
+"""torch.nn.modules.container: the classes PyTorch defines in that file, each defined once in
+eager.nn and re-exported here (so pickles, safe_globals lists and isinstance checks that
+name torch.nn.modules.container.<Class> find eager's class)."""
+from __future__ import annotations
+
+from ..containers import ModuleDict, ParameterDict, ParameterList  # noqa: F401
+from ..layers import ModuleList, Sequential  # noqa: F401
+
+__all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]

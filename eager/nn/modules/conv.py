@@ -1,0 +1,8 @@
+"""torch.nn.modules.conv: the classes PyTorch defines in that file, each defined once in
+eager.nn and re-exported here (so pickles, safe_globals lists and isinstance checks that
+name torch.nn.modules.conv.<Class> find eager's class)."""
+from __future__ import annotations
+
+from ..conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
+
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]

@@ -1,0 +1,9 @@
+"""torch.nn.modules.dropout: the classes PyTorch defines in that file, each defined once in
+eager.nn and re-exported here (so pickles, safe_globals lists and isinstance checks that
+name torch.nn.modules.dropout.<Class> find eager's class)."""
+from __future__ import annotations
+
+from ..layers import Dropout  # noqa: F401
+from ..loss import AlphaDropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
+
+__all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]

@@ -1,0 +1,28 @@
+"""torch.nn.modules.loss: the classes PyTorch defines in that file, each defined once in
+eager.nn and re-exported here (so pickles, safe_globals lists and isinstance checks that
+name torch.nn.modules.loss.<Class> find eager's class)."""
+from __future__ import annotations
+
+from ..layers import CrossEntropyLoss, MSELoss, NLLLoss  # noqa: F401
+from ..loss import (  # noqa: F401
+    BCELoss,
+    BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MarginRankingLoss,
+    MultiLabelSoftMarginLoss,
+    PoissonNLLLoss,
+    SmoothL1Loss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+)
+
+__all__ = [
+    "BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "CrossEntropyLoss", "GaussianNLLLoss",
+    "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss", "MSELoss", "MarginRankingLoss",
+    "MultiLabelSoftMarginLoss", "NLLLoss", "PoissonNLLLoss", "SmoothL1Loss", "SoftMarginLoss", "TripletMarginLoss",
+]

@@ -1,0 +1,22 @@
+"""torch.nn.modules.pooling: the classes PyTorch defines in that file, each defined once in
+eager.nn and re-exported here (so pickles, safe_globals lists and isinstance checks that
+name torch.nn.modules.pooling.<Class> find eager's class)."""
+from __future__ import annotations
+
+from ..conv import (  # noqa: F401
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    AvgPool3d,
+    MaxPool1d,
+    MaxPool2d,
+    MaxPool3d,
+)
+
+__all__ = [
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",
+    "AvgPool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d",
+]
