@@ -419,9 +419,6 @@ class Compiled:
         dynamic = dynamic_shapes.describe(self.__dict__.get("_dynamic_policy"))
         if dynamic:
             parts.append(f"== dynamic shapes ==\n{dynamic}")
-        dynamic = dynamic_shapes.describe(self.__dict__.get("_dynamic_policy"))
-        if dynamic:
-            parts.append(f"== dynamic shapes ==\n{dynamic}")
         from .explain_summary import summary  # noqa: PLC0415  (the one-screen opening: static/explain_summary.py)
 
         return "\n\n".join([summary(self, ran, entry), *parts])

@@ -25,7 +25,6 @@ from eager.ops import TensorSpec
 
 from . import guards, pytree, side_effects
 from .dynamic_shapes import symbolic_shape, trace_done
-from .dynamic_shapes import symbolic_shape, trace_done
 from .errors import TraceError
 from .ir import Graph, Value, verify
 from .reach import Walk, names_read

@@ -106,16 +106,6 @@ def _mean_grad(ctx, g):
     return _expand_back(ctx, g) * (1.0 / max(count, 1))
 
 
-def _mean_grad(ctx, g):
-    """g spread over the reduced elements, divided by their count (0: an empty input). A count
-    that is a symbolic size (a compiled function's dynamic batch dimension) divides as a size
-    read at run time: 1/count as a number would fix the traced call's size in the graph."""
-    count = _count(ctx)
-    if type(count) is not int and isinstance(count, int):
-        return _expand_back(ctx, g) / count
-    return _expand_back(ctx, g) * (1.0 / max(count, 1))
-
-
 def _reduce_samples(**extra):
     def make(rng):
         x = rng.standard_normal((3, 4, 2))
