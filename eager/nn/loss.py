@@ -144,17 +144,17 @@ class _DropoutNd(Module):
 
 class Dropout1d(_DropoutNd):
     def forward(self, input: Tensor) -> Tensor:
-        return F.dropout1d(input, self.p, self.training)
+        return F.dropout1d(input, self.p, self.training, self.inplace)
 
 
 class Dropout2d(_DropoutNd):
     def forward(self, input: Tensor) -> Tensor:
-        return F.dropout2d(input, self.p, self.training)
+        return F.dropout2d(input, self.p, self.training, self.inplace)
 
 
 class Dropout3d(_DropoutNd):
     def forward(self, input: Tensor) -> Tensor:
-        return F.dropout3d(input, self.p, self.training)
+        return F.dropout3d(input, self.p, self.training, self.inplace)
 
 
 class AlphaDropout(_DropoutNd):

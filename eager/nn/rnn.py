@@ -146,6 +146,31 @@ class _RNNBase(Module):
     def _cell(self):
         raise NotImplementedError
 
+    def flatten_parameters(self) -> None:
+        """A no-op, as PyTorch's on CPU: it packs the weights into one cuDNN buffer, and no
+        kernel here reads such a buffer. Scripts call it after moving or loading a model."""
+
+    @property
+    def _flat_weights_names(self) -> list[str]:
+        """The parameter names in PyTorch's order: per layer and direction, w_ih, w_hh, b_ih, b_hh."""
+        names = []
+        for layer in range(self.num_layers):
+            for suffix in ([""] + (["_reverse"] if self.bidirectional else [])):
+                kinds = ["weight_ih", "weight_hh"] + (["bias_ih", "bias_hh"] if self.bias else [])
+                names += [f"{k}_l{layer}{suffix}" for k in kinds]
+        return names
+
+    @property
+    def _flat_weights(self) -> list:
+        return [getattr(self, name) for name in self._flat_weights_names]
+
+    @property
+    def all_weights(self) -> list[list]:
+        """The parameters grouped per layer and direction, as PyTorch's `all_weights`."""
+        per = 4 if self.bias else 2
+        flat = self._flat_weights
+        return [flat[i:i + per] for i in range(0, len(flat), per)]
+
     def forward(self, input: Tensor, hx: Any = None):
         batched = input.ndim == 3
         if input.ndim not in (2, 3):
