@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 PIP    := -m pip install -q --disable-pip-version-check --no-warn-script-location
 QUIET  := PIP_NO_INPUT=1 PYTHONWARNINGS=ignore::DeprecationWarning
 
-.PHONY: test lint test-versions demo images bench gpu-check clean
+.PHONY: test lint test-versions demo images docs bench gpu-check clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -57,6 +57,19 @@ $(VENV)/.installed-plot: $(STAMP)
 
 demo: $(VENV)/.installed-plot
 	$(PY) examples/demo.py
+	@case ":$$PATH:" in *":$(CURDIR)/$(VENV)/bin:"*) ;; *) \
+	  echo "the graphmode command is in $(VENV)/bin: run 'source $(VENV)/bin/activate' to put it on your PATH" \
+	  "(or run $(VENV)/bin/graphmode, or python -m graphmode)";; esac
+
+# The documentation site (docs/, mkdocs.yml) into build/site, strict: a warning (a broken
+# link, a docstring reference that does not resolve) fails the build, as in CI.
+$(VENV)/.installed-docs: $(STAMP)
+	@$(QUIET) $(PY) $(PIP) -e '.[test,docs]' >> $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
+	@touch $@
+
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
+	@echo "docs: build/site/index.html"
 
 # The pictures the README shows, regenerated into docs/images/ (the only target that
 # writes tracked files; every README command writes into build/).

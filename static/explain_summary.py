@@ -87,6 +87,18 @@ def code_origin(executable: Any) -> str:
     return ", ".join(dict.fromkeys(named)) or "not generated yet"
 
 
+def _guard_text(guard: Any) -> str:
+    """A guard in a few words: what it reads ('global 'scale'', 'attributes of Linear')."""
+    what = getattr(guard, "what", None)
+    if what:
+        return str(what)
+    module = getattr(guard, "module", None)
+    if module is not None:
+        return f"attributes of {type(module).__name__}"
+    text = str(guard)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def summary(owner: Any, ran: Any, recorded: Any) -> str:
     """The summary section: `ran` is the signature's Entry that calls use (its executables
     say where their code came from), `recorded` the same signature rebuilt with its stages
@@ -102,7 +114,10 @@ def summary(owner: Any, ran: Any, recorded: Any) -> str:
         lines.append(f"@{name}: forward and backward compiled together (an argument requires grad), then split")
     else:
         graphs = [("forward", recorded.graph, ran.forward)]
-        lines.append(f"@{name}: forward only (no argument requires grad)")
+        updates = len(getattr(ran.trace, "updates", ()) or ())
+        lines.append(f"@{name}: a training step: backward() and {updates} update(s) of parameters, gradients and "
+                     "optimizer state traced into one graph" if updates else
+                     f"@{name}: forward only (no argument requires grad)")
     n_traced = len(traced.nodes) if traced is not None else 0
     final = [g for _, g, _ in graphs]
     kernels = sum(_count(g, "fused") for g in final)
@@ -147,7 +162,7 @@ def summary(owner: Any, ran: Any, recorded: Any) -> str:
     lines.append(f"  breaks       {'none: the whole function is one graph' if not eager_keys else ''}"
                  f"{f'{eager_keys} signature(s) run eagerly (see the warnings)' if eager_keys else ''}; "
                  f"{len(getattr(owner, '_cache', {}) or {})} signature(s) compiled, {retraces} retrace(s)")
-    shown = ", ".join(str(getattr(g, "what", g)) for g in guards[:4])
+    shown = ", ".join(_guard_text(g) for g in guards[:4])
     lines.append("  guards       shapes, dtypes and grad mode of the arguments"
                  + (f"; {len(guards)} Python value(s) read while tracing: {shown}" if guards else
                     "; no Python value read while tracing")
