@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 import eager
-from eager._tensor import Tensor
 from eager._dynamo import STANCE as _STANCE
+from eager._tensor import Tensor
 from eager.nn.module import structure_version
 
 from . import dynamic_shapes, logs
@@ -75,6 +75,7 @@ class Compiled:
         # every call run compiled and eagerly, compared (static.check); GRAPHMODE_CHECK=1 for a whole script
         self.check = env_check() if check is None else check
         self._last_entry: Entry | None = None
+        self._refusals_said: set = set()  # the side effects already warned about (static.side_effects)
         functools.update_wrapper(self, fn if callable(fn) and hasattr(fn, "__name__") else type(fn),
                                  updated=())
         if name is not None:
@@ -308,8 +309,8 @@ class Compiled:
         reason = entry.trace.refused
         if self.fullgraph:
             raise TraceError(f"{self.__name__}: {reason}; fullgraph=True does not run it eagerly")
-        if not getattr(entry, "_warned", False):
-            entry._warned = True  # type: ignore[attr-defined]
+        if reason not in self._refusals_said:
+            self._refusals_said.add(reason)
             warnings.warn(f"static.compile: {self.__name__} runs eagerly for this signature: {reason}",
                           RuntimeWarning, stacklevel=3)
 
@@ -696,14 +697,14 @@ def compile(fn: Callable | None = None, *, backend: str = "auto",  # noqa: A001 
         passes: a list naming exactly the passes to run, or a dict switching named passes
             on (True) or off (False).
         fast_math: allow rewrites that change rounding or special values (x + 0.0 -> x).
-        dynamic: (a keyword, as torch.compile's) None: a dimension that changes between calls
-            is traced once more as a symbol, and that trace serves every later size
-            (static.dynamic_shapes); True: every dimension is a symbol from the first call;
-            False: each new size is its own trace.
         check: run every call both compiled and eagerly on the same state and raise
             `static.CheckError` at the first difference, naming the value, the largest
             difference, the IR line and the user's line (static.check). None: the
             environment variable GRAPHMODE_CHECK decides (off unless set to 1).
+        dynamic: (a keyword, as torch.compile's) None: a dimension that changes between calls
+            is traced once more as a symbol, and that trace serves every later size
+            (static.dynamic_shapes); True: every dimension is a symbol from the first call;
+            False: each new size is its own trace.
 
     Returns a `Compiled` wrapper that keeps the wrapped function's name, docstring and
     signature (`__wrapped__` is the original), with `explain()`, `ir()`, `source()` and

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import random
 import types
 from collections.abc import Iterator
@@ -404,9 +405,12 @@ def _written(g, effects: Effects):
             old = _old_value(frozen)
             if old is not _ABSENT:
                 effects.undo.append(lambda o=obj, n=name, v=old: object.__setattr__(o, n, v))
+        written = {n for n, frozen in g.snapshot if not (n in d and g.matches(n, d[n], frozen))}
         names = {n for n, _ in g.snapshot}
+        added = 0
         for name in list(d):
             if name not in names and not name.startswith("_") and not (name == "training"):
+                added += 1
                 value = d[name]
                 if holds_tracer(value):
                     effects.add("setattr", obj, name, value)
@@ -415,7 +419,9 @@ def _written(g, effects: Effects):
                     effects.refuse(f"the function sets a new attribute {name!r} of {g._kind()}, a Python side "
                                    "effect a compiled graph would run only once")
                     effects.undo.append(lambda o=obj, n=name: o.__dict__.pop(n, None))
-        return g
+        # what the function writes is its effect, not a value it depends on: no guard on it
+        return dataclasses.replace(g, snapshot=tuple((n, f) for n, f in g.snapshot if n not in written),
+                                   size=g.size + added)
     effects.refuse(f"the function changes {getattr(g, 'what', None) or g.changed()}")
     return None
 
