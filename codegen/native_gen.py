@@ -152,7 +152,8 @@ def strided_source(v: Value) -> tuple[Value, tuple, int] | None:
     ops that make views run on it), whose strides and data offset are then v's."""
     chain = []
     base = v
-    while base.producer is not None and isinstance(base.producer.inputs[0], Value):
+    # (a producer may read no value at all: full, arange and random draws start a chain)
+    while base.producer is not None and base.producer.inputs and isinstance(base.producer.inputs[0], Value):
         node = base.producer
         if node.op == "index":
             if len(node.inputs) != 1 or not is_basic_key(node.attrs["key"]):

@@ -412,6 +412,8 @@ def _split_abstract(x, sizes, dim):
 
 
 def _split(xp, x, sizes, dim):
+    if sum(sizes) != x.shape[dim]:  # (eager runs the forward alone: PyTorch raises here, not np.split)
+        _split_abstract(x, sizes, dim)
     cuts = np.cumsum(sizes)[:-1].tolist()
     return tuple(xp.split(x, cuts, axis=dim))
 
