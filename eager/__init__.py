@@ -140,8 +140,9 @@ class cpu:  # noqa: N801  (mirrors the torch.cpu namespace)
 
 
 def is_tensor(obj: object) -> _builtins.bool:
-    """Whether `obj` is an eager.Tensor. Mirrors torch.is_tensor."""
-    return isinstance(obj, Tensor)
+    """Whether `obj` is an eager.Tensor (a traced value standing for one, inside a compiled
+    function, too). Mirrors torch.is_tensor."""
+    return isinstance(obj, Tensor) or hasattr(type(obj), "__graphmode_inplace__")
 
 
 def numel(input: Tensor) -> _builtins.int:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtypes
+from . import _dispatch, _dtypes
 from . import _functional as F
 from ._device import cupy_module, is_writeable
 from ._grad_mode import STATE, no_grad
@@ -288,6 +288,8 @@ def draw(self: Tensor, distribution: str, a: float, b: float, generator: Any = N
     from ._factories import _rng_array  # noqa: PLC0415
 
     _check(self, ())
-    write(self, _rng_array(distribution, self.shape, self.dtype, self.device, a, b, generator=generator),
-          f"{distribution}_")
+    drawn = _rng_array(distribution, self.shape, self.dtype, self.device, a, b, generator=generator)
+    if _dispatch.current_modes():  # traced (static): the fill reads the draw, which each call makes anew
+        return self.copy_(Tensor._make(drawn))
+    write(self, drawn, f"{distribution}_")
     return self

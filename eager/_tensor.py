@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _dtypes
+from . import _dispatch, _dtypes
 from . import _functional as F
 from ._api import TensorAPI
 from ._device import CPU, device, device_of_array, may_share_memory, xp_for, xp_of_array
@@ -561,8 +561,10 @@ class Tensor(TensorAPI):
         from ._factories import randint  # noqa: PLC0415
 
         low, high = (0, args[0]) if len(args) == 1 else args
-        _inplace.write(self, randint(low, high, tuple(self.shape), dtype=self.dtype, device=self.device,
-                            generator=generator)._data, "random_")
+        drawn = randint(low, high, tuple(self.shape), dtype=self.dtype, device=self.device, generator=generator)
+        if _dispatch.current_modes():  # traced (static): the fill reads the draw each call makes
+            return self.copy_(drawn)
+        _inplace.write(self, drawn._data, "random_")
         return self
 
     def exponential_(self, lambd=1.0, *, generator=None):
@@ -572,6 +574,8 @@ class Tensor(TensorAPI):
         from ._factories import _rng_array_gen  # noqa: PLC0415
 
         u = _rng_array_gen(generator, "uniform", self.shape, self.dtype, self.device)
+        if _dispatch.current_modes():  # traced (static): computed from the draw each call makes
+            return self.copy_(-(-Tensor._make(u)).log1p() / lambd)
         xp = xp_of_array(u)
         _inplace.write(self, (-xp.log1p(-u) / lambd).astype(self._data.dtype), "exponential_")
         return self

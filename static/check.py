@@ -148,7 +148,7 @@ def checked_call(compiled, args: tuple, kwargs: dict) -> Any:
     """One call under check=True (see the module docstring)."""
     fn = compiled.__wrapped__
     saved = _Saved(compiled._traceable, args, kwargs)
-    compiled_out = compiled._call_unchecked(*args, **kwargs)
+    compiled_out = compiled._call_unchecked(args, kwargs, 4)  # the user's frame: above __call__ and this
     compiled_leaves, compiled_tree = pytree.flatten(compiled_out, is_leaf)
     compiled_leaves = [_host(x) for x in compiled_leaves]
     compiled_state = saved.now()

@@ -277,24 +277,25 @@ class Compiled:
     def __call__(self, *args, **kwargs):
         if _STANCE.force_eager and not ACTIVE.stack:  # eager.compiler.set_stance("force_eager"), disable()
             return self.__wrapped__(*args, **kwargs)
-        if self.check and not ACTIVE.stack:
-            return checked_call(self, args, kwargs)
-        return self._call_unchecked(*args, **kwargs)
-
-    def _call_unchecked(self, *args, **kwargs):
-        fast = self._fast
+        fast = self._fast  # (None under check=True)
         if fast is not None and not kwargs:
             out = fast(args)  # the signature of the last call, checked exactly as the key would be
             if out is not MISS:
                 return out
+        if self.check and not ACTIVE.stack:
+            return checked_call(self, args, kwargs)
+        return self._call_unchecked(args, kwargs, 3)
+
+    def _call_unchecked(self, args: tuple, kwargs: dict, stacklevel: int):
+        """A call (`stacklevel`: of the user's frame that made it, for warnings)."""
         if kwargs or self._needs_binding:
             args = self._arguments(args, kwargs)
         if ACTIVE.stack:
             return self._call_traceable(args)  # called while tracing another function: inline it
-        leaves, key, entry = self._lookup(args, stacklevel=2, calling=True)
+        leaves, key, entry = self._lookup(args, stacklevel=stacklevel, calling=True)
         if entry is None or entry.eager_reason is not None:
             if entry is not None and entry.trace.refused is not None:
-                self._refused(entry)
+                self._refused(entry, stacklevel + 1)
             return self._call_traceable(args)
         self._last_entry = entry
         if entry is not self._fast_entry:
@@ -303,7 +304,7 @@ class Compiled:
                 if not self._needs_binding and not self.static_argnums and not self.check else None
         return self._run(entry, leaves)
 
-    def _refused(self, entry: Entry) -> None:
+    def _refused(self, entry: Entry, stacklevel: int) -> None:
         """A signature whose trace did something to Python state that a compiled call cannot
         redo runs eagerly: said once (fullgraph=True raises instead)."""
         reason = entry.trace.refused
@@ -312,7 +313,7 @@ class Compiled:
         if reason not in self._refusals_said:
             self._refusals_said.add(reason)
             warnings.warn(f"static.compile: {self.__name__} runs eagerly for this signature: {reason}",
-                          RuntimeWarning, stacklevel=3)
+                          RuntimeWarning, stacklevel=stacklevel)
 
     def _run(self, entry: Entry, leaves):
         """Run a cached signature's executable on the call's leaves, write in-place updates

@@ -64,6 +64,8 @@ def user_location(skip_library: bool = True) -> str:
 # code object -> its file's short name when it is the user's code, "" when it is graphmode's
 # (a code object is made once per definition, not per call: a few hundred; cleared at 4096)
 _USER_CODE: dict = {}
+_CLASS_ASKERS: dict = {}  # code object -> whether it is the user's (Tracer.__class__)
+_STDLIB = os.path.dirname(os.__file__) + os.sep
 
 
 @dataclass(eq=False)
@@ -469,6 +471,22 @@ class Tracer(TensorAPI):
     _full_alias: bool
     _view_steps: ViewSteps | None
 
+    @property  # type: ignore[misc]
+    def __class__(self):  # noqa: PLR0206  (what isinstance asks when type() says no)
+        """Tensor, to the user's code: `isinstance(x, eager.Tensor)` is True for a traced value
+        as it is for the tensor it stands for (isinstance consults `__class__` when the type
+        itself does not match). Tracer to graphmode's own code and the standard library's,
+        which tell the two apart."""
+        code = sys._getframe(1).f_code
+        user = _CLASS_ASKERS.get(code)
+        if user is None:
+            filename = code.co_filename
+            user = _CLASS_ASKERS[code] = not filename.startswith(_LIBRARY_DIRS + (_STDLIB,)) \
+                and "codegen" + os.sep not in filename and not filename.startswith("<frozen")
+            if len(_CLASS_ASKERS) > 4096:
+                _CLASS_ASKERS.clear()
+        return Tensor if user else Tracer
+
     def __init__(self, state: TraceState, value: Value) -> None:
         self._state = state
         self._value = value
@@ -738,6 +756,28 @@ class Tracer(TensorAPI):
             inplace_on_captured(base, self)
         self._view_version = self._state.versions.get(id(base), 0)
         return self
+
+    # -- in-place random fills: the draw is a graph input each call makes anew (static.randomness)
+    def _draw(self, kind: str, a: float = 0.0, b: float = 1.0, high=None, generator=None) -> Tensor:
+        spec = self._value.type
+        return Tensor._make(_factories._rng_array(kind, tuple(spec.shape), spec.dtype, self.device, a, b, high,
+                                                  generator))
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None) -> "Tracer":
+        return self.copy_(self._draw("normal", mean, std, generator=generator))
+
+    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator=None) -> "Tracer":
+        return self.copy_(self._draw("uniform", a, b, generator=generator))
+
+    def exponential_(self, lambd: float = 1.0, *, generator=None) -> "Tracer":
+        return self.copy_(-(-self._draw("uniform", generator=generator)).log1p() / lambd)
+
+    def bernoulli_(self, p=0.5, *, generator=None) -> "Tracer":
+        return self.copy_((self._draw("uniform", generator=generator) < p).to(self.dtype))
+
+    def random_(self, *args, generator=None) -> "Tracer":
+        low, high = (0, args[0]) if len(args) == 1 else args
+        return self.copy_(eager.randint(low, high, tuple(self.shape), dtype=self.dtype, generator=generator))
 
     def __setitem__(self, index, value) -> None:
         if isinstance(value, Tracer) and value.dtype is not self.dtype:

@@ -34,7 +34,7 @@ def test_a_compiled_function_looks_like_the_function_it_wraps():
 def test_compile_documents_its_options():
     params = inspect.signature(static.compile).parameters
     assert list(params)[1:] == ["backend", "static_argnums", "static_argnames", "fallback", "fullgraph",
-                                "max_retraces", "opt_level", "passes", "fast_math"]
+                                "max_retraces", "opt_level", "passes", "fast_math", "check"]
     assert all(name in static.compile.__doc__ for name in list(params)[1:])
 
 
