@@ -188,7 +188,7 @@ def read_npy(archive: zipfile.ZipFile, name: str, source: str, budget: Budget,
             shape, fortran, found = np.lib.format.read_array_header_2_0(stream)
         else:
             raise ValueError(f"unknown .npy version {version}")
-    except (ValueError, SyntaxError, TypeError, EOFError, KeyError) as exc:
+    except Exception as exc:  # noqa: BLE001 - NumPy's header parser (tokenize, literal_eval) raises many types
         raise RuntimeError(f"eager.load: {source} is damaged: member {name} is not a readable .npy array "
                            f"({exc})") from None
     if found.hasobject or found.kind not in "biuf" or fortran:
