@@ -190,3 +190,6 @@ from . import utils  # noqa: E402,F401  (eager.utils.data)
 from . import accelerator  # noqa: E402,F401
 from ._factories import get_default_device, set_default_device  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402,F401
+from . import sparse  # noqa: E402,F401  (sparse COO tensors)
+from .sparse import layout, sparse_coo, sparse_coo_tensor, strided  # noqa: E402,F401
+from .sparse import spmm  # noqa: E402,F401

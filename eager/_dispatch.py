@@ -324,7 +324,8 @@ def _dispatch_scan(op, operands, attrs):
         if t is float or t is int:
             has_number = True
             continue
-        if t is Tensor or isinstance(o, Tensor):
+        # a Tensor subclass that takes ops over (eager.sparse's SparseTensor) has no dense buffer
+        if t is Tensor or (isinstance(o, Tensor) and getattr(t, "__graphmode_dispatch__", None) is None):
             data = o._data
             if first is None:
                 first, np_dtype = o, data.dtype

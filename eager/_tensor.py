@@ -144,6 +144,24 @@ class Tensor(TensorAPI):
         return self.device.type == "cuda"
 
     @property
+    def layout(self) -> Any:
+        """eager.strided for a dense tensor (eager.sparse_coo for a sparse one). Mirrors torch.Tensor.layout."""
+        from .sparse import strided  # noqa: PLC0415
+
+        return strided
+
+    def to_sparse(self, sparse_dim: int | None = None, **kwargs: Any) -> Any:
+        """The sparse COO form (eager.sparse.SparseTensor): the nonzero entries, or the nonzero
+        slices over the first `sparse_dim` dims; differentiable. Mirrors torch.Tensor.to_sparse."""
+        from .sparse import to_sparse  # noqa: PLC0415
+
+        return to_sparse(self, sparse_dim)
+
+    def to_dense(self, dtype: Any = None, *, masked_grad: Any = None) -> "Tensor":
+        """self for a dense tensor (a sparse one converts). Mirrors torch.Tensor.to_dense."""
+        return self if dtype is None else self.to(dtype)
+
+    @property
     def ndim(self) -> int:
         """The number of dimensions. Mirrors torch.Tensor.ndim."""
         return self._data.ndim
