@@ -64,13 +64,62 @@ def _cell(value: object) -> str:
     return str(value)
 
 
+# x86 vector extensions, widest first: (cpuinfo flag, compiler macro, name, bits a register holds)
+_VECTOR_ISAS = (("avx512f", "__AVX512F__", "AVX-512", 512), ("avx2", "__AVX2__", "AVX2", 256),
+                ("avx", "__AVX__", "AVX", 256), ("sse2", "__SSE2__", "SSE2", 128))
+
+
+def host_vector_isa() -> tuple[str, int]:
+    """(name, bits) of the widest vector extension this CPU reports (/proc/cpuinfo's flags):
+    a ratio against NumPy or a memory floor reads differently on an AVX2 and an AVX-512
+    host. ("unknown", 0) where the OS does not say; aarch64 reports NEON/SVE as such."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            text = fh.read(1 << 16)
+    except OSError:
+        return ("unknown", 0)
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith(("flags", "Features")):
+            flags.update(line.split(":", 1)[1].split())
+            break
+    for flag, _macro, name, bits in _VECTOR_ISAS:
+        if flag in flags:
+            return (name, bits)
+    if "sve" in flags:
+        return ("SVE", 0)
+    return ("NEON", 128) if "asimd" in flags else ("unknown", 0)
+
+
+def compiler_vector_isa() -> tuple[str, int] | None:
+    """(name, bits) of the widest extension the native backend's compiler targets with its
+    flags (-march=native): what the kernels were built for; None without a compiler."""
+    import subprocess  # noqa: PLC0415
+
+    try:
+        from codegen import native_build  # noqa: PLC0415
+
+        tc = native_build.toolchain()
+    except Exception:  # noqa: BLE001  (no compiler: nothing to report)
+        return None
+    run = subprocess.run([*tc.command, *tc.compile_flags(), "-dM", "-E", "-x", "c++", os.devnull],
+                         capture_output=True, text=True, timeout=120, check=False)
+    for _flag, macro, name, bits in _VECTOR_ISAS:
+        if f"#define {macro} " in run.stdout:
+            return (name, bits)
+    return None
+
+
 def machine_info() -> dict:
+    name, bits = host_vector_isa()
     return {
         "python": sys.version.split()[0],
         "numpy": np.__version__,
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
+        "vector_isa": name,
+        "vector_bits": bits,
     }
 
 

@@ -53,7 +53,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from common import MACHINE_ONCE, format_table, machine_info, steady_malloc, time_interleaved, write_json  # noqa: E402
+from common import (  # noqa: E402
+    MACHINE_ONCE,
+    compiler_vector_isa,
+    format_table,
+    host_vector_isa,
+    machine_info,
+    steady_malloc,
+    time_interleaved,
+    write_json,
+)
 from compiled_bench import W4_OPS, check_agree, w1, w1_numpy, w2, w2_numpy_cubed, w3_numpy, w3_step, w4, w4_numpy  # noqa: E402
 
 import static  # noqa: E402
@@ -549,12 +558,19 @@ def main(argv=None) -> int:
                  "W3": [(256, 784, 512, 10), (32, 64, 64, 10)]}
         repeats = 21
     only = set(args.only.split(",")) if args.only else None
-    threads = native_build.threads()
+    threads = runtime.CONFIG.threads  # configured (a call may run on fewer while other processes keep cores busy)
     peers = start_peers(sizes, only, repeats, threads)
     settings = ", ".join(f"{k}={os.environ[k]}" for k in THREAD_VARS if k in os.environ)
-    print(f"native: {why}; {threads} thread(s); malloc: {malloc}; thread settings: {settings or 'defaults'}; "
+    print(f"native: {why}; {threads} thread(s) configured, {native_build.threads()} free now; malloc: {malloc}; "
+          f"thread settings: {settings or 'defaults'}; "
           f"peers (each in its own process): {', '.join(f'{p.name} {p.version}' for p in peers) or 'none installed'}; "
           f"{args.runs} run(s) of {repeats} interleaved samples")
+    host_isa, host_bits = host_vector_isa()
+    target = compiler_vector_isa()
+    floor_bw = copy_bandwidth(32 << 20 if args.small else 256 << 20)
+    print(f"host vector width: {host_isa} ({host_bits}-bit registers); kernels compiled for "
+          f"{f'{target[0]} ({target[1]}-bit)' if target else 'an unknown target'}; measured copy bandwidth "
+          f"{floor_bw / 1e9:.1f} GB/s (read + write, the memory floor's rate): read the ratios against this machine")
     t0 = time.perf_counter()
     try:
         rows = run(sizes, repeats, only, args.runs, peers)
@@ -565,7 +581,8 @@ def main(argv=None) -> int:
     if loaded:
         raise RuntimeError(f"{', '.join(loaded)} got imported into the graphmode process: its timings are not fair")
     print(table(rows))
-    payload = {"machine": machine_info(), "runs": args.runs, "repeats": repeats, "threads": threads,
+    payload = {"machine": machine_info(), "vector_isa": {"host": [host_isa, host_bits], "compiled_for": target},
+               "copy_bandwidth_GBps": floor_bw / 1e9, "runs": args.runs, "repeats": repeats, "threads": threads,
                "thread_settings": settings, "peers": {p.name: p.version for p in peers}, "rows": rows,
                "seconds": time.perf_counter() - t0}
     if not args.no_compile_times and (only is None or "W3" in only):
