@@ -89,8 +89,8 @@ def scan(combine_fn: Callable, init: Any, xs: Any, *, dim: int = 0, reverse: boo
     cf = _static_cf()
     if cf is not None:
         lead = [movedim(x, dim, 0) if dim != 0 else x for x in _leaves(xs)]
-        carry, ys = cf.scan(fn, init, _rebuild(xs, lead), reverse=reverse)
-        return carry, _rebuild(ys, [movedim(y, 0, dim) if dim != 0 else y for y in _leaves(ys)])
+        carry, traced_ys = cf.scan(fn, init, _rebuild(xs, lead), reverse=reverse)
+        return carry, _rebuild(traced_ys, [movedim(y, 0, dim) if dim != 0 else y for y in _leaves(traced_ys)])
     leaves = _leaves(xs)
     sizes = {int(x.shape[dim]) for x in leaves}
     if len(sizes) != 1:

@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import autograd
+from . import _vmap, autograd
 from ._grad_mode import enable_grad, is_grad_enabled
 from ._tensor import Tensor
 
-__all__ = ["functional_call", "grad", "grad_and_value", "vjp"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "vjp", "vmap"]
 
 
 def _positions(argnums: int | tuple, n: int) -> tuple:
@@ -58,6 +58,9 @@ def grad_and_value(func: Callable, argnums: int | tuple = 0, has_aux: bool = Fal
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nums = _positions(argnums, len(args))
+        level = _vmap.innermost_level([t for a in args for t in _leaves(a)])
+        if level is not None:
+            return _batched_grad_and_value(func, args, kwargs, nums, argnums, has_aux, level)
         originals = [t for k in nums for t in _leaves(args[k])]
         outer = is_grad_enabled() and any(isinstance(t, Tensor) and t.requires_grad for t in originals)
         args_list = list(args)
@@ -88,6 +91,47 @@ def grad_and_value(func: Callable, argnums: int | tuple = 0, has_aux: bool = Fal
         return (result_grads, (output, aux)) if has_aux else (result_grads, output)
 
     return wrapper
+
+
+def _batched_grad_and_value(func: Callable, args: tuple, kwargs: dict, nums: tuple, argnums: int | tuple,
+                            has_aux: bool, level: int) -> Any:
+    """grad inside vmap: per-example gradients. Each differentiated input becomes a batched
+    leaf (an unbatched one broadcast along the batch first); the batched output, seeded with
+    ones, gives example b's gradient in slice b, since example b's loss reads only slice b."""
+    size = _vmap.level_size([t for a in args for t in _leaves(a)], level)
+    args_list = list(args)
+    inputs = []
+    for k in nums:
+        batched = []
+        for t in _leaves(args[k]):
+            b = _vmap.per_example(t, level, size)
+            u = b._value
+            if not isinstance(u, Tensor):
+                raise RuntimeError("grad inside vmap: nested vmap levels under grad are not supported; apply grad "
+                                   "inside the innermost vmap only")
+            u = _differentiable(u, "grad")
+            inputs.append(u)
+            batched.append(_vmap.Batched(u, level, size))
+        args_list[k] = _rebuild(args[k], batched)
+    outer = is_grad_enabled() and any(t.requires_grad and t.grad_fn is not None for t in inputs)
+    with enable_grad():
+        result = func(*args_list, **kwargs)
+        output, aux = result if has_aux else (result, None)
+        if not isinstance(output, _vmap.Batched) or output._level != level:
+            output = _vmap.per_example(output, level, size)
+        if output.numel() != 1:
+            raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor "
+                               f"with shape {tuple(output.shape)}")
+        value = output._value
+        found: Any = (autograd.grad(value, inputs, value.detach() * 0 + 1, create_graph=outer, allow_unused=True)
+                      if value.requires_grad else [None] * len(inputs))
+    flat = [_vmap.Batched(g if g is not None else inputs[i].detach() * 0, level, size) for i, g in enumerate(found)]
+    if not outer:
+        flat = [_vmap.Batched(g._value.detach(), level, size) for g in flat]
+        output = _vmap.Batched(value.detach(), level, size)
+    grads = [_rebuild(args[k], flat) for k in nums]
+    result_grads = grads[0] if isinstance(argnums, int) else tuple(grads)
+    return (result_grads, (output, aux)) if has_aux else (result_grads, output)
 
 
 def grad(func: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Callable:
@@ -175,3 +219,134 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = ()
     finally:
         for registry, name, old in reversed(swapped):
             registry[name] = old
+
+
+def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = "error", *,
+         chunk_size: int | None = None) -> Callable:
+    """torch.func.vmap: func mapped over a dimension of its inputs by each op's batching rule
+    (eager._vmap; one call of func computes the batch). Composes with grad: per-example
+    gradients are `vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y)`."""
+    return _vmap.vmap(func, in_dims, out_dims, randomness, chunk_size=chunk_size)
+
+
+def _jac_inputs(args: tuple, argnums: int | tuple) -> tuple:
+    nums = _positions(argnums, len(args))
+    for k in nums:
+        for t in _leaves(args[k]):
+            if not isinstance(t, Tensor) or not t.dtype.is_floating_point:
+                raise RuntimeError(f"jacrev: expected floating-point tensors for argnums={argnums!r}, got "
+                                   f"{type(t).__name__}" + (f" of dtype {t.dtype}" if isinstance(t, Tensor) else ""))
+    return nums
+
+
+def jacrev(func: Callable, argnums: int | tuple = 0, *, has_aux: bool = False, chunk_size: int | None = None) -> Callable:
+    """torch.func.jacrev: the Jacobian of func by reverse mode, composed from vmap and grad:
+    the differentiated inputs are repeated once per output element (a batch of N = number of
+    outputs), func runs batched once (vmap), and one backward pass seeded with the identity
+    gives every row. Shape: output shape + input shape, per output and per argnum."""
+
+    def wrapper(*args: Any) -> Any:
+        if _vmap.innermost_level([t for a in args for t in _leaves(a)]) is not None:
+            return _jacrev_batched(func, args, argnums, has_aux)
+        nums = _jac_inputs(args, argnums)
+        result = func(*args)
+        output, aux = result if has_aux else (result, None)
+        outs = list(output) if isinstance(output, (tuple, list)) else [output]
+        per_output = []
+        for j in range(len(outs)):
+            rows = _jacobian_rows(func, args, nums, has_aux, j, isinstance(output, (tuple, list)))
+            per_arg = [_rebuild(args[k], rows[k]) for k in nums]
+            per_output.append(per_arg[0] if isinstance(argnums, int) else tuple(per_arg))
+        jac = type(output)(per_output) if isinstance(output, (tuple, list)) else per_output[0]
+        return (jac, aux) if has_aux else jac
+
+    return wrapper
+
+
+def _jacrev_batched(func: Callable, args: tuple, argnums: int | tuple, has_aux: bool) -> Any:
+    """jacrev inside vmap (a hessian's inner Jacobian, per-example Jacobians): one per-example
+    gradient per output element (grad's batched form), stacked."""
+    from ._functional import stack  # noqa: PLC0415
+
+    result = func(*args)
+    output, aux = result if has_aux else (result, None)
+    if isinstance(output, (tuple, list)):
+        raise RuntimeError("jacrev inside vmap: a function with several outputs is not supported; return one tensor")
+    n = output.numel()
+    shape = tuple(output.shape)
+    rows = []
+    for i in range(n):
+        def element(*a: Any, i: int = i) -> Any:
+            r = func(*a)
+            return (r[0] if has_aux else r).reshape(-1)[i]
+        rows.append(grad(element, argnums)(*args))
+    single = isinstance(argnums, int)
+    per_arg = []
+    for p in range(1 if single else len(argnums)):  # type: ignore[arg-type]
+        leaves_rows = [_leaves(r if single else r[p]) for r in rows]
+        stacked = [stack([lr[k] for lr in leaves_rows]).reshape(shape + tuple(leaves_rows[0][k].shape))
+                   for k in range(len(leaves_rows[0]))]
+        per_arg.append(_rebuild(rows[0] if single else rows[0][p], stacked))
+    jac = per_arg[0] if single else tuple(per_arg)
+    return (jac, aux) if has_aux else jac
+
+
+def _jacobian_rows(func: Callable, args: tuple, nums: tuple, has_aux: bool, j: int, multi: bool) -> dict:
+    """{argnum: [d output_j / d leaf, per leaf]} from one batched run and one backward."""
+    from ._factories import eye  # noqa: PLC0415
+
+    probe = func(*args)
+    probe = probe[0] if has_aux else probe
+    out = probe[j] if multi else probe
+    n = max(out.numel(), 1)
+    outer = is_grad_enabled() and any(t.requires_grad for k in nums for t in _leaves(args[k]))
+    repeated: dict = {}
+    leaves_in = []
+    with enable_grad():
+        args_b = list(args)
+        for k in nums:
+            new = []
+            for t in _leaves(args[k]):
+                base = t if outer and t.requires_grad else t.detach()
+                rep = base.unsqueeze(0).expand((n,) + tuple(t.shape))
+                if not rep.requires_grad:
+                    rep = rep.detach().requires_grad_(True)
+                new.append(rep)
+                leaves_in.append(rep)
+            repeated[k] = len(new)
+            args_b[k] = _rebuild(args[k], list(new))
+        dims = tuple(0 if k in nums else None for k in range(len(args)))
+
+        def one(*xs: Any) -> Any:
+            r = func(*xs)
+            r = r[0] if has_aux else r
+            return r[j] if multi else r
+
+        out_b = _vmap.vmap(one, in_dims=dims)(*args_b)
+        seed = eye(n, dtype=out_b.dtype).reshape((n,) + tuple(out.shape))
+        grads = autograd.grad(out_b, leaves_in, seed, create_graph=outer, allow_unused=True)
+    rows: dict = {}
+    pos = 0
+    for k in nums:
+        rows[k] = []
+        for t in _leaves(args[k]):
+            g = grads[pos]
+            g = g if g is not None else leaves_in[pos].detach() * 0
+            g = g.reshape(tuple(out.shape) + tuple(t.shape))
+            rows[k].append(g if outer else g.detach())
+            pos += 1
+    return rows
+
+
+def jacfwd(func: Callable, argnums: int | tuple = 0, *, has_aux: bool = False, randomness: str = "error") -> Callable:
+    """torch.func.jacfwd: the Jacobian (output shape + input shape). Eager's autograd is
+    reverse mode only, so the columns come from the same batched backward as jacrev (the
+    values are the Jacobian either way; static.jacfwd is the forward-mode counterpart)."""
+    return jacrev(func, argnums, has_aux=has_aux)
+
+
+def hessian(func: Callable, argnums: int | tuple = 0) -> Callable:
+    """torch.func.hessian: the Jacobian of the Jacobian (output shape + input shape + input
+    shape), jacfwd(jacrev(func)) composed: the inner Jacobian keeps its graph (create_graph)
+    for the outer one."""
+    return jacfwd(jacrev(func, argnums), argnums)

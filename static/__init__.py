@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from .tracing import trace  # noqa: F401
     from .transforms import grad, value_and_grad  # noqa: F401
     from .vjp_jvp import jvp, vjp  # noqa: F401
+    from .vmap import hessian, jacfwd, jacrev, vmap  # noqa: F401
 
 # public name -> the submodule that defines it
 _LAZY = {
@@ -40,24 +41,25 @@ _LAZY = {
     "register_backend": "executable", "BackendError": "executable", "set_logs": "logs",
     "functional_call": "module_call",
     "cond": "control_flow", "switch": "control_flow", "while_loop": "control_flow", "fori_loop": "control_flow",
-    "scan": "control_flow",
+    "scan": "control_flow", "vmap": "vmap", "jacrev": "vmap", "jacfwd": "vmap", "hessian": "vmap",
 }
 # submodules reachable as attributes without importing them first (`static.passes`)
-_SUBMODULES = frozenset({"api", "autodiff", "control_flow", "bridge", "compare", "compiled", "entry", "errors", "executable",
+_SUBMODULES = frozenset({"api", "autodiff", "control_flow", "bridge", "compare", "compiled", "entry", "errors",
+                         "executable",
                          "guards", "interpreter", "ir", "logs", "module_call", "passes", "pytree", "randomness",
                          "signature", "trace_cache", "tracer", "tracing", "training", "transforms", "vjp_jvp"})
 
 __all__ = ["Compiled", "compile", "grad", "value_and_grad", "IRParseError", "IRVerifyError", "TraceError",
            "Graph", "Node", "Value", "parse_ir", "verify", "trace", "run_graph", "compare", "register_backend",
            "BackendError", "set_logs", "functional_call", "vjp", "jvp",
-           "cond", "switch", "while_loop", "fori_loop", "scan"]
+           "cond", "switch", "while_loop", "fori_loop", "scan", "vmap", "jacrev", "jacfwd", "hessian"]
 
 
 def __getattr__(name: str) -> Any:
     where = _LAZY.get(name)
     if where is not None:
         value = getattr(importlib.import_module(f".{where}", __name__), name)
-        if name != "compare":  # served by _StaticModule
+        if name not in ("compare", "vmap"):  # served by _StaticModule
             globals()[name] = value
         return value
     if name in _SUBMODULES:
@@ -95,6 +97,7 @@ class _StaticModule(types.ModuleType):
     submodule defining it."""
 
     compare = _shadowed("compare")
+    vmap = _shadowed("vmap")
 
 
 import sys as _sys  # noqa: E402

@@ -319,6 +319,9 @@ def record(op, operands, attrs):
             break
     else:
         state = current_state()
+    for o in operands:
+        if getattr(type(o), "__graphmode_batched__", False):  # vmap's batched values take the op over
+            return type(o).__graphmode_dispatch__(op, operands, attrs)
     top = ACTIVE.stack[-1] if ACTIVE.stack else None
     if top is not None and top is not state and hasattr(top, "foreign"):
         state = top  # tracing a control-flow body: the op belongs to the body, whatever its operands' trace

@@ -14,6 +14,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import eager
+from eager import _vmap
+from eager.func import _leaves as _eager_leaves
+from eager.func import _rebuild as _eager_rebuild
 from eager.ops.special import FULL_LIKE
 
 from . import pytree
@@ -49,6 +52,9 @@ class _GradTransform:
                 raise ValueError(f"static.{self._kind}: argnums={self.argnums!r} refers to argument {n}, but the "
                                  f"call passes {len(args)} positional argument(s)")
         positions = sorted({n % len(args) for n in nums})
+        level = _vmap.innermost_level([t for a in args for t in _eager_leaves(a)])
+        if level is not None:  # inside vmap: per-example gradients
+            return self._batched(state, args, nums, positions, level)
         wrt_trees: dict[int, tuple[Any, int]] = {}
         flat_wrt: dict[int, list[Tracer]] = {}
         for n in positions:
@@ -95,6 +101,47 @@ class _GradTransform:
             pos += count
         grouped = [by_position[n % len(args)] for n in nums]
         g = grouped[0] if single else tuple(grouped)
+        if self.with_value:
+            return ((out, aux), g) if self.has_aux else (out, g)
+        return (g, aux) if self.has_aux else g
+
+
+    def _batched(self, state, args: tuple, nums: tuple, positions: list, level: int):
+        """grad under vmap (static.vmap(static.grad(loss))): each differentiated input a batched
+        copy (an unbatched one broadcast along the batch), the batched output seeded with ones;
+        slice b of the gradient is example b's (its loss reads only slice b)."""
+        size = _vmap.level_size([t for a in args for t in _eager_leaves(a)], level)
+        call_args = list(args)
+        wrt_values = []
+        for n in positions:
+            new = []
+            for leaf in _eager_leaves(args[n]):
+                u = _vmap.per_example(leaf, level, size)._value
+                if not isinstance(u, Tracer) or not u.is_floating_point():
+                    raise TypeError(f"static.{self._kind}: differentiated arguments (argnums={self.argnums!r}) must "
+                                    "be floating point tensors (under vmap: one vmap level)")
+                with eager.enable_grad():
+                    u = u.clone()
+                wrt_values.append(u._value)
+                new.append(_vmap.Batched(u, level, size))
+            call_args[n] = _eager_rebuild(args[n], new)
+        with eager.enable_grad():
+            out = self.fn(*call_args)
+        aux = None
+        if self.has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError(f"static.{self._kind}(has_aux=True): the function must return a pair (output, aux)")
+            out, aux = out
+        out = _vmap.per_example(out, level, size)
+        if out.numel() != 1 or not out.is_floating_point():
+            raise TypeError(f"static.{self._kind}: {getattr(self.fn, '__name__', 'f')} must return a scalar floating "
+                            f"point value (got {list(out.shape)})")
+        value = out._value
+        grads = vjp(state, [value._value], [FULL_LIKE(value, value=1.0)], wrt_values)
+        flat = [_vmap.Batched(g, level, size) for g in grads]
+        by_position = {n: _eager_rebuild(args[n], flat) for n in positions}
+        grouped = [by_position[n % len(args)] for n in nums]
+        g = grouped[0] if isinstance(self.argnums, int) else tuple(grouped)
         if self.with_value:
             return ((out, aux), g) if self.has_aux else (out, g)
         return (g, aux) if self.has_aux else g

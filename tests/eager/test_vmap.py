@@ -1,0 +1,183 @@
+"""vmap (eager.func.vmap and static.vmap) and the Jacobians composed from it: every op that
+declares a batching rule agrees with a Python loop over the batch; ops without one raise
+naming the op; per-example gradients, nesting, in_dims/out_dims, chunk_size and
+randomness as torch.func.vmap has them, checked against PyTorch where it is installed."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from op_samples import OPS
+
+import eager
+import static
+from eager.func import grad, hessian, jacfwd, jacrev, vmap
+from eager.ops import REGISTRY
+
+BATCH = 3
+
+
+def _batched_cases(name):
+    """(operands, attrs, batched positions) per sample: each float operand batched in turn,
+    then all of them (three examples: the sample and two perturbations of it)."""
+    rng = np.random.default_rng(1)
+    for arrays, attrs in REGISTRY[name].samples(np.random.default_rng(0)):
+        floats = [i for i, a in enumerate(arrays) if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+        if not floats:  # integer or boolean operands: the examples are the sample rolled
+            floats = [i for i, a in enumerate(arrays) if isinstance(a, np.ndarray) and a.ndim]
+        for chosen in [[i] for i in floats] + ([floats] if len(floats) > 1 else []):
+            ops = list(arrays)
+            for i in chosen:
+                a = arrays[i]
+                more = [a + 0.1 * rng.standard_normal(a.shape) if a.dtype.kind == "f" else np.roll(a, k + 1)
+                        for k in range(BATCH - 1)]
+                ops[i] = np.stack([a] + more)
+            yield ops, attrs, chosen
+
+
+def _tensor(a):
+    return eager.tensor(a) if isinstance(a, np.ndarray) else a
+
+
+def _outs(r):
+    return list(r) if isinstance(r, (tuple, list)) else [r]
+
+
+RULED = [n for n in OPS if REGISTRY[n].batch_rule is not None and REGISTRY[n].arity != 0]  # (full: no operand)
+
+
+@pytest.mark.parametrize("name", RULED)
+def test_vmap_agrees_with_a_python_loop_for_every_op_with_a_batching_rule(name):
+    op = REGISTRY[name]
+    checked = 0
+    for ops, attrs, chosen in _batched_cases(name):
+        def f(*xs, _ops=ops, _chosen=chosen, _attrs=attrs):
+            full = [_tensor(o) for o in _ops]
+            for i, x in zip(_chosen, xs):
+                full[i] = x
+            return op(*full, **_attrs)
+
+        xs = [eager.tensor(ops[i]) for i in chosen]
+        try:
+            got = vmap(f)(*xs)
+        except RuntimeError as exc:
+            assert f"vmap: {name} has no batching rule for these operands" in str(exc)
+            continue
+        per = [_outs(f(*[x[b] for x in xs])) for b in range(BATCH)]
+        for k, g in enumerate(_outs(got)):
+            want = np.stack([np.asarray(p[k].numpy()) for p in per])
+            assert tuple(g.shape) == want.shape, (name, attrs, chosen)
+            np.testing.assert_allclose(g.numpy(), want, rtol=1e-10, atol=1e-12, err_msg=f"{name} {attrs} {chosen}")
+        checked += 1
+    assert checked, f"no sample of {name} could be batched"
+
+
+def test_ops_without_a_batching_rule_raise_naming_the_op():
+    without = [n for n in OPS if REGISTRY[n].batch_rule is None]
+    assert "scatter_add" in without and "add" not in without
+    x, idx, src = eager.zeros(BATCH, 4), eager.tensor([0, 1, 1]), eager.ones(BATCH, 3)
+    with pytest.raises(RuntimeError, match="vmap: scatter_add has no batching rule"):
+        vmap(lambda s: REGISTRY["scatter_add"](eager.zeros(4), idx, s, dim=0))(src)
+    del x
+
+
+def test_in_dims_out_dims_nesting_and_chunks():
+    rng = np.random.default_rng(2)
+    a, b = eager.tensor(rng.standard_normal((4, 3))), eager.tensor(rng.standard_normal((3, 5)))
+    out = vmap(lambda u, v: u @ v, in_dims=(1, None), out_dims=1)(a.T, b)
+    np.testing.assert_allclose(out.numpy(), (a @ b).numpy().T, rtol=1e-12)
+    assert tuple(out.shape) == (5, 4)
+    outer = vmap(vmap(lambda u, v: (u * v).sum()), in_dims=(0, None))(a, a[0])
+    np.testing.assert_allclose(outer.numpy(), a.numpy() * a.numpy()[0], rtol=1e-12)
+    dicts = vmap(lambda d: {"s": d["x"].sum(), "m": d["x"] * d["y"]}, in_dims=({"x": 0, "y": None},))(
+        {"x": a, "y": eager.tensor(2.0, dtype=a.dtype)})
+    np.testing.assert_allclose(dicts["s"].numpy(), a.numpy().sum(1))
+    chunked = vmap(lambda u: eager.softmax(u, -1), chunk_size=3)(a)
+    np.testing.assert_allclose(chunked.numpy(), eager.softmax(a, -1).numpy(), rtol=1e-12)
+    const = vmap(lambda u: eager.ones(2))(a)  # an output that ignores the batch is broadcast
+    assert tuple(const.shape) == (4, 2)
+
+
+def test_vmap_errors_as_torch_func():
+    x = eager.ones(3, 2)
+    with pytest.raises(ValueError, match="Expected all tensors to have the same size in the mapped dimension"):
+        vmap(lambda a, b: a + b)(x, eager.ones(4, 2))
+    with pytest.raises(ValueError, match="in_dims is not compatible with the structure of `inputs`"):
+        vmap(lambda a, b: a + b, in_dims=(0,))(x, x)
+    with pytest.raises(ValueError, match="expected in_dim to satisfy -2 <= in_dim < 2"):
+        vmap(lambda a: a, in_dims=2)(x)
+    with pytest.raises(RuntimeError, match="data-dependent control flow"):
+        vmap(lambda a: a * 2 if a.sum() > 0 else a)(x)
+    with pytest.raises(RuntimeError, match="called random operation while in randomness error mode"):
+        vmap(lambda a: a + eager.rand(2))(x)
+    same = vmap(lambda a: a * 0 + eager.rand(2), randomness="same")(x)
+    assert np.allclose(same.numpy(), same.numpy()[0])
+    eager.manual_seed(0)
+    diff = vmap(lambda a: a * 0 + eager.rand(2), randomness="different")(x)
+    assert not np.allclose(diff.numpy(), diff.numpy()[0])
+    with pytest.raises(RuntimeError, match="Only allowed values for randomness"):
+        vmap(lambda a: a, randomness="sometimes")
+
+
+def _loss(w, b, x, y):
+    return ((eager.tanh(x @ w + b) - y) ** 2).mean()
+
+
+def test_per_example_gradients_eager_and_static_agree_with_a_loop():
+    rng = np.random.default_rng(3)
+    w, b = eager.tensor(rng.standard_normal((4, 2))), eager.tensor(rng.standard_normal(2))
+    x, y = eager.tensor(rng.standard_normal((6, 4))), eager.tensor(rng.standard_normal((6, 2)))
+    gw, gb = vmap(grad(_loss, argnums=(0, 1)), in_dims=(None, None, 0, 0))(w, b, x, y)
+    sw, sb = static.vmap(static.grad(_loss, argnums=(0, 1)), in_dims=(None, None, 0, 0))(w, b, x, y)
+    for i in range(6):
+        rw, rb = grad(_loss, argnums=(0, 1))(w, b, x[i], y[i])
+        np.testing.assert_allclose(gw[i].numpy(), rw.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(gb[i].numpy(), rb.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(sw[i].numpy(), rw.numpy(), rtol=1e-10)
+        np.testing.assert_allclose(sb[i].numpy(), rb.numpy(), rtol=1e-10)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # (torch.func imports torch.jit)
+def test_against_torch_func():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    w, b = rng.standard_normal((4, 2)), rng.standard_normal(2)
+    x, y = rng.standard_normal((5, 4)), rng.standard_normal((5, 2))
+
+    def tloss(w, b, x, y):
+        return ((torch.tanh(x @ w + b) - y) ** 2).mean()
+
+    T = [torch.tensor(a) for a in (w, b, x, y)]
+    E = [eager.tensor(a) for a in (w, b, x, y)]
+    want = torch.func.vmap(torch.func.grad(tloss, argnums=(0, 1)), in_dims=(None, None, 0, 0))(*T)
+    got = vmap(grad(_loss, argnums=(0, 1)), in_dims=(None, None, 0, 0))(*E)
+    for g, t in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-10)
+
+    def f(v):
+        return eager.sin(v) * v.sum() + v.prod()
+
+    def tf(v):
+        return torch.sin(v) * v.sum() + v.prod()
+
+    v = rng.standard_normal(4)
+    for ours, theirs in ((jacrev, torch.func.jacrev), (jacfwd, torch.func.jacfwd), (hessian, torch.func.hessian)):
+        np.testing.assert_allclose(ours(f)(eager.tensor(v)).numpy(), theirs(tf)(torch.tensor(v)).numpy(),
+                                   rtol=1e-10, atol=1e-12)
+    for ours, theirs in ((static.jacrev, torch.func.jacrev), (static.jacfwd, torch.func.jacfwd),
+                         (static.hessian, torch.func.hessian)):
+        np.testing.assert_allclose(ours(f)(eager.tensor(v)).numpy(), theirs(tf)(torch.tensor(v)).numpy(),
+                                   rtol=1e-10, atol=1e-12)
+    m = rng.standard_normal((3, 4, 5))
+    np.testing.assert_allclose(
+        vmap(lambda a: a.sum(0) @ a.T, in_dims=2, out_dims=1)(eager.tensor(m)).numpy(),
+        torch.func.vmap(lambda a: a.sum(0) @ a.T, in_dims=2, out_dims=1)(torch.tensor(m)).numpy(), rtol=1e-12)
+
+
+def test_jacobian_shapes_and_argnums():
+    rng = np.random.default_rng(5)
+    a, b = eager.tensor(rng.standard_normal((2, 3))), eager.tensor(rng.standard_normal(3))
+    ja, jb = jacrev(lambda a, b: a * b, argnums=(0, 1))(a, b)
+    assert tuple(ja.shape) == (2, 3, 2, 3) and tuple(jb.shape) == (2, 3, 3)
+    np.testing.assert_allclose(jb.numpy()[1, :, :], np.diag(a.numpy()[1]))
+    sa = static.jacrev(lambda a, b: a * b, argnums=1)(a, b)
+    np.testing.assert_allclose(sa.numpy(), jb.numpy())
