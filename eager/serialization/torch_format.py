@@ -15,6 +15,7 @@ import pickle
 import struct
 import sys
 import zipfile
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -386,7 +387,42 @@ class _LegacyLoader(_Loader):
 
 
 def _unpickle(data: bytes, loader: _Loader) -> Any:
-    return Unpickler(io.BytesIO(data), loader).load()
+    return adopt_modules(Unpickler(io.BytesIO(data), loader).load())
+
+
+def adopt_modules(obj: Any) -> Any:
+    """A PyTorch module pickled whole (torch.save(model)) comes back as eager's class at the
+    same path with torch's instance dict: its registries become eager's (`_parameters`,
+    `_buffers`, `_modules` as eager's registry dicts, `_non_persistent_buffers_set` as
+    `_non_persistent`) and the hook tables eager reads are made when missing, for every
+    module reachable from `obj`."""
+    from ..nn.module import Module, _Registry  # noqa: PLC0415
+
+    seen: set = set()
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, Module):
+            d = item.__dict__
+            for key in ("_parameters", "_buffers", "_modules"):
+                value = d.get(key)
+                if not isinstance(value, _Registry):
+                    d[key] = _Registry(value.items() if isinstance(value, dict) else ())
+            if "_non_persistent" not in d:
+                d["_non_persistent"] = set(d.pop("_non_persistent_buffers_set", ()) or ())
+            for key in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks"):
+                if not isinstance(d.get(key), dict):
+                    d[key] = OrderedDict()
+            d.setdefault("training", True)
+            stack.extend(v for v in d["_modules"].values() if v is not None)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return obj
 
 
 def load_zip(archive: zipfile.ZipFile, prefix: str, source: str, budget: Budget, map_location: Any,
@@ -431,7 +467,7 @@ def load_legacy(fh: Any, size: int, source: str, budget: Budget, map_location: A
         raise RuntimeError(f"eager.load: {source} was written on a big-endian machine, which eager.load does not read")
     start = stream.tell()
     loader = _LegacyLoader(len(data) - start, source, budget, map_location, weights_only)
-    obj = Unpickler(stream, loader).load()
+    obj = adopt_modules(Unpickler(stream, loader).load())
     keys = header("storage key list")
     loader.fill(stream, keys)
     return obj

@@ -492,3 +492,30 @@ def test_allowlist_rejects_malformed_entries():
     with pytest.raises(TypeError):
         eager.serialization.add_safe_globals([(Net, 3)])
     assert allowlist.get_safe_globals() == []
+
+
+def test_whole_module_saved_by_pytorch():
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU(), torch.nn.BatchNorm1d(2),
+                                torch.nn.LayerNorm(2)).eval()
+    buf = io.BytesIO()
+    torch.save(model, buf)
+    data = buf.getvalue()
+    with pytest.raises(pickle.UnpicklingError, match=r"torch\.nn\.modules\.container\.Sequential.*add_safe_globals"):
+        eager.load(io.BytesIO(data))
+    ref = torch.load(io.BytesIO(data), weights_only=False)
+    back = eager.load(io.BytesIO(data), weights_only=False)
+    x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    assert isinstance(back, eager.nn.Sequential) and isinstance(back[0], eager.nn.Linear)
+    np.testing.assert_allclose(back(eager.tensor(x)).detach().numpy(), ref(torch.tensor(x)).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+    assert list(back.state_dict()) == list(ref.state_dict())
+    assert [n for n, _ in back.named_parameters()] == [n for n, _ in ref.named_parameters()]
+    back.train()
+    assert back[2].training
+    back(eager.tensor(x)).sum().backward()
+    assert back[0].weight.grad is not None
+    with eager.serialization.safe_globals([eager.nn.Sequential, eager.nn.Linear, eager.nn.ReLU, eager.nn.BatchNorm1d,
+                                           eager.nn.LayerNorm]):
+        again = eager.load(io.BytesIO(data))
+    assert isinstance(again, eager.nn.Sequential) and len(again) == 4
