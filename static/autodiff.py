@@ -74,6 +74,15 @@ def reached(state: TraceState, wrt: list, nodes: list | None = None) -> set:
     return reaches
 
 
+def _hooked(hooks: dict, v, g):
+    """The gradient of `v` after the hooks registered on it (each may return a replacement)."""
+    for hook in list(hooks.get(v, {}).values()):
+        out = hook(g)
+        if out is not None:
+            g = out
+    return g
+
+
 def vjp(state: TraceState, outputs: list, seeds: list, wrt: list) -> list:
     """Cotangents of `wrt` (Values) given `seeds` (Tracers) for `outputs` (Values).
     An input that no output depends on gets zeros."""
@@ -85,6 +94,7 @@ def vjp(state: TraceState, outputs: list, seeds: list, wrt: list) -> list:
         if out in reaches:
             cot[out] = seed if out not in cot else cot[out] + seed
     customs = customs_of(state)
+    hooks = state.__dict__.get("value_hooks")
     for node in reversed(nodes):
         if customs and node in customs:  # a custom Function: its own backward is the VJP
             customs[node].backward(state, node, cot, reaches)
@@ -92,6 +102,11 @@ def vjp(state: TraceState, outputs: list, seeds: list, wrt: list) -> list:
         grads_out = [cot.get(o) for o in node.outputs]
         if all(g is None for g in grads_out):
             continue
+        if hooks:  # Tensor.register_hook on a traced value: its gradient, complete, goes through the hooks
+            grads_out = [_hooked(hooks, o, g) if g is not None else g for o, g in zip(node.outputs, grads_out)]
+            for o, g in zip(node.outputs, grads_out):
+                if g is not None:
+                    cot[o] = g
         op = REGISTRY[node.op]
         needs = [isinstance(v, Value) and v in reaches for v in node.inputs]
         if op.vjp is None or not any(needs):
@@ -113,6 +128,8 @@ def vjp(state: TraceState, outputs: list, seeds: list, wrt: list) -> list:
     result = []
     for v in wrt:
         g = cot.get(v)
+        if g is not None and hooks:
+            g = _hooked(hooks, v, g)
         if g is None:
             g = FULL_LIKE(Tracer(state, v), value=0.0 if v.type.dtype.is_floating_point else 0)
         result.append(g)

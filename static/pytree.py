@@ -2,11 +2,15 @@
 in miniature). The structure is hashable so it can be part of a cache key."""
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 
-def flatten(tree, is_leaf: Callable[[Any], bool]) -> tuple[list, Any]:
+def flatten(tree, is_leaf: Callable[[Any], bool], objects: bool = False) -> tuple[list, Any]:
+    """Leaves and structure. `objects`: dataclass instances and plain user objects are nodes
+    too (a compiled function's result: a dataclass of tensors comes back as one, holding this
+    call's tensors, not the trace's values); elsewhere they are leaves."""
     leaves: list = []
 
     def walk(node):
@@ -25,10 +29,37 @@ def flatten(tree, is_leaf: Callable[[Any], bool]) -> tuple[list, Any]:
             return ("dict", keys, tuple(walk(node[k]) for k in keys))
         if node is None:
             return ("none",)
+        if objects and not is_leaf(node) and _is_object_node(node):
+            if dataclasses.is_dataclass(node):
+                names = tuple(f.name for f in dataclasses.fields(node))
+                return ("dataclass", type(node), names, tuple(walk(getattr(node, n)) for n in names))
+            names = tuple(node.__dict__)
+            return ("object", type(node), names, tuple(walk(node.__dict__[n]) for n in names))
         leaves.append(node)
         return ("leaf",)
 
     return leaves, walk(tree)
+
+
+def _is_object_node(node) -> bool:
+    """A dataclass instance, or an instance of a user's class with a __dict__ (not a tensor,
+    array, module, function or class)."""
+    if isinstance(node, type) or callable(node) or not hasattr(node, "__dict__"):
+        return False
+    from .guards import is_module, is_plain_object  # noqa: PLC0415
+    from .side_effects import holds_tracer  # noqa: PLC0415
+
+    if not (dataclasses.is_dataclass(node) or is_plain_object(node)) or is_module(node) or hasattr(node, "_data"):
+        return False
+    # only when it holds traced values: an object returned as it is (a config) stays itself
+    return any(holds_tracer(v) for v in vars(node).values())
+
+
+def _rebuilt(kind: str, cls: type, names: tuple, values: list) -> Any:
+    obj: Any = object.__new__(cls)
+    for name, value in zip(names, values):
+        object.__setattr__(obj, name, value)
+    return obj
 
 
 def unflatten(structure, leaves) -> Any:
@@ -51,4 +82,6 @@ def _build(s, it) -> Any:
         return s[1](*(_build(x, it) for x in s[2]))
     if kind == "list":
         return [_build(x, it) for x in s[1]]
+    if kind in ("dataclass", "object"):
+        return _rebuilt(kind, s[1], s[2], [_build(x, it) for x in s[3]])
     return {k: _build(x, it) for k, x in zip(s[1], s[2])}

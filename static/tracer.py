@@ -667,7 +667,12 @@ class Tracer(TensorAPI):
         handler(self, gradient, retain_graph, create_graph, inputs)
 
     def register_hook(self, hook):
-        raise TraceError(f"{user_location()}: register_hook on a traced value; hooks run eagerly only")
+        """`hook(grad)` runs on this value's gradient when a backward through the trace computes
+        it (the traced backward calls it on the traced gradient; a non-None return replaces it)."""
+        hooks = self._state.__dict__.setdefault("value_hooks", {}).setdefault(self._value, {})
+        key = object()
+        hooks[key] = hook
+        return _ValueHookHandle(hooks, key)
 
     def retain_grad(self):
         raise TraceError(f"{user_location()}: retain_grad on a traced value; use static.grad for gradients")
@@ -786,6 +791,16 @@ class Tracer(TensorAPI):
         if isinstance(value, Tracer) and value.dtype is not self.dtype:
             value = F.to_dtype(value, self.dtype)
         self._assign(F.put_at_index(self, index, value, eager.tensor), "index_put_")
+
+
+class _ValueHookHandle:
+    """What Tracer.register_hook returns: `remove()` takes the hook out."""
+
+    def __init__(self, hooks: dict, key: object) -> None:
+        self._hooks, self._key = hooks, key
+
+    def remove(self) -> None:
+        self._hooks.pop(self._key, None)
 
 
 def inplace_on_captured(target, result: Tracer) -> None:

@@ -244,7 +244,7 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
                                  "compiled function), or append it to a list the function reads by name.")
             if effects.tracers:  # values the replays hand out: extra outputs after the function's own
                 result = (result, tuple(effects.tracers))
-            out_leaves, out_tree = pytree.flatten(result, is_leaf)
+            out_leaves, out_tree = pytree.flatten(result, is_leaf, objects=True)
             outputs, out_consts = [], {}
             for k, leaf in enumerate(out_leaves):
                 if isinstance(leaf, Tracer):

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from eager import _functional as F
+from eager import autograd as _autograd
 from eager._device import xp_of_array
 from eager._grad_mode import enable_grad, no_grad
 from eager._tensor import Tensor
@@ -541,6 +542,46 @@ BACKWARD_HOOK.read_grad = traced_read_grad
 BACKWARD_HOOK.assign_grad = traced_grad_assign
 
 
+def traced_grad(outputs: list, inputs: list, grad_outputs: list, create_graph: bool, allow_unused: bool,
+                materialize_grads: bool) -> tuple:
+    """`eager.autograd.grad` of traced values: the gradients recorded into the graph (the VJP of
+    the traced ops, as `backward()` records it), returned rather than accumulated. An input may
+    be an argument, a value computed in the function, or a tensor it reads (a parameter)."""
+    state = current_state()
+    if state is None or state.finished:
+        raise RuntimeError("autograd.grad of a traced value outside its trace")
+    outs = [o if isinstance(o, Tracer) else Tracer(state, state.capture(o)) for o in outputs]
+    if grad_outputs and any(g is not None for g in grad_outputs):
+        seeds = [g if isinstance(g, Tracer) else Tracer(state, state.capture(g)) if g is not None
+                 else FULL_LIKE(o, value=1.0) for o, g in zip(outs, grad_outputs)]
+    else:
+        for o in outs:
+            if o.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        seeds = [FULL_LIKE(o, value=1.0) for o in outs]
+    wrt = []
+    for t in inputs:
+        if isinstance(t, Tracer):
+            wrt.append(t._value)
+        elif isinstance(t, Tensor):
+            if not t._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            wrt.append(state.capture(t))
+            wrt[-1] = state.latest.get(id(t), wrt[-1])
+        else:
+            raise TypeError(f"autograd.grad: inputs must be tensors, got {type(t).__name__}")
+    needed: set = set()
+    for o in outs:
+        needed |= _ancestors(state, o._value)[0]
+    for v in wrt:
+        if v not in needed and not (allow_unused or materialize_grads):
+            raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                               "Set allow_unused=True if this is the desired behavior.")
+    with enable_grad() if create_graph else no_grad():
+        grads = vjp(state, [o._value for o in outs], seeds, wrt)
+    return tuple(g if v in needed or materialize_grads else None for g, v in zip(grads, wrt))
+
+
 # -- optimizer.step() -----------------------------------------------------------------------------
 def traced_step(opt, closure=None):
     """Optimizer.step while a function is traced (NotImplemented otherwise)."""
@@ -811,6 +852,7 @@ def traced_clear_grad(p: Tensor, set_to_none: bool) -> None:
 
 
 _optimizer.TRACE_HOOK.fn = traced_step
+_autograd.GRAD_HOOK.fn = traced_grad
 CLEAR_HOOK.fn = traced_clear_grad
 
 

@@ -1,6 +1,8 @@
 """`eager.autograd`: backward/grad, custom Functions, gradient checks, anomaly mode."""
 from __future__ import annotations
 
+from typing import Any
+
 from . import functional  # noqa: F401
 from .anomaly import detect_anomaly, set_detect_anomaly
 from .engine import run_backward
@@ -55,10 +57,22 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph: bool =
     run_backward(tensors, grads, retain_graph, create_graph, inputs=_as_list(inputs) or None)
 
 
+class _GradHook:
+    """Set by static: `autograd.grad` of traced values (None until static is imported)."""
+
+    fn: Any = None
+
+
+GRAD_HOOK = _GradHook()
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
          allow_unused: bool = False, materialize_grads: bool = False) -> tuple:
     """The gradients of `outputs` with respect to `inputs`, returned rather than accumulated."""
     outputs, inputs = _as_list(outputs), _as_list(inputs)
+    if GRAD_HOOK.fn is not None and any(hasattr(type(o), "__graphmode_inplace__") for o in outputs):
+        # traced values (inside a compiled function): static records the gradients into the graph
+        return GRAD_HOOK.fn(outputs, inputs, _as_list(grad_outputs), create_graph, allow_unused, materialize_grads)
     for t in inputs:
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")

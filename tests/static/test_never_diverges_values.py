@@ -50,3 +50,77 @@ def test_a_traced_value_is_a_tensor_to_isinstance_and_is_tensor(backend):
 
     x = eager.ones(3)
     np.testing.assert_allclose(static.compile(f, backend=backend)(x)._data, f(x)._data)
+
+
+@dataclasses.dataclass
+class Pair:
+    first: object
+    second: object
+
+
+class Box:
+    def __init__(self, value):
+        self.value = value
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_autograd_grad_inside_compiled_code(backend):
+    eager.manual_seed(0)
+    m = eager.nn.Linear(3, 1)
+
+    def penalty(x):
+        out = eager.tanh(m(x)).sum()
+        (gx,) = eager.autograd.grad(out, [x], create_graph=True)
+        (gw,) = eager.autograd.grad(out, [m.weight], create_graph=True)
+        return (gx ** 2).sum() + (gw ** 2).sum()
+
+    x = eager.randn(4, 3, requires_grad=True)
+    got = static.compile(penalty, backend=backend)(x)
+    got.backward()
+    gx, gw = x.grad._data.copy(), m.weight.grad._data.copy()
+    x.grad = m.weight.grad = None
+    want = penalty(x)
+    want.backward()
+    np.testing.assert_allclose(float(got), float(want), rtol=1e-6)
+    np.testing.assert_allclose(gx, x.grad._data, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(gw, m.weight.grad._data, rtol=1e-5, atol=1e-7)
+    with pytest.raises(RuntimeError, match="appears to not have been used"):
+        static.compile(lambda x, y: eager.autograd.grad((x * 2).sum(), [y]), backend=backend)(
+            x, eager.ones(2, requires_grad=True))
+
+
+def test_the_torch_compile_front_door_takes_autograd_grad():
+    x = eager.randn(5, requires_grad=True)
+    f = eager.compile(lambda x: eager.autograd.grad((x ** 3).sum(), [x])[0])
+    np.testing.assert_allclose(f(x)._data, 3 * x._data ** 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_register_hook_inside_compiled_code(backend):
+    def f(x):
+        y = x * 2
+        handle = y.register_hook(lambda g: g * 3)
+        z = x * 5
+        z.register_hook(lambda g: g + 1).remove()
+        del handle
+        return (y + z).sum()
+
+    x = eager.randn(3, requires_grad=True)
+    static.compile(f, backend=backend)(x).backward()
+    got = x.grad._data.copy()
+    x.grad = None
+    f(x).backward()
+    np.testing.assert_allclose(got, x.grad._data, rtol=1e-6)
+    np.testing.assert_allclose(got, np.full(3, 11.0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_results_in_a_dataclass_or_a_plain_object_come_back_as_tensors(backend):
+    f = static.compile(lambda x: Pair(x * 2, Box([x + 1, 3])), backend=backend)
+    for k in (1.0, 2.0):
+        x = eager.full((3,), k)
+        out = f(x)
+        assert type(out) is Pair and type(out.first) is eager.Tensor and type(out.second) is Box
+        np.testing.assert_allclose(out.first._data, np.full(3, 2 * k))
+        np.testing.assert_allclose(out.second.value[0]._data, np.full(3, k + 1))
+        assert out.second.value[1] == 3

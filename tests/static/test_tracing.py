@@ -457,7 +457,7 @@ def test_boolean_mask_indexing_is_a_trace_error_but_masked_assignment_works():
     np.testing.assert_array_equal(static.compile(clip)(x.clone()).numpy(), [-1.0, 0.0, 0.0])
 
 
-@pytest.mark.parametrize("call", [lambda x: x.register_hook(print), lambda x: x.retain_grad()])
+@pytest.mark.parametrize("call", [lambda x: x.retain_grad()])  # register_hook: test_never_diverges_values
 def test_autograd_calls_inside_a_trace_point_to_static_grad(call):
     with pytest.raises(static.TraceError):
         static.trace(lambda x: call(x) or x, eager.ones(2))
