@@ -21,9 +21,10 @@ import numpy as np
 import eager
 from eager._dynamo import STANCE as _STANCE
 from eager._tensor import Tensor
+from eager._dynamo import STANCE as _STANCE
 from eager.nn.module import structure_version
 
-from . import dynamic_shapes, logs
+from . import dynamic_shapes, graph_breaks, logs
 from .bridge import CompiledFunction, as_tensor, input_arrays, input_objects, rebase, wrap_outputs, write_back
 from .check import checked_call, env_check
 from .entry import Entry
@@ -237,6 +238,8 @@ class Compiled:
             if self.fallback != "eager":
                 raise  # nothing was cached: the next valid call traces afresh
             self._eager_keys.add(key)
+            if graph_breaks.split_at_break(self, key, args, exc):  # compiled pieces around the break
+                return None
             if not self._warned_fallback:
                 self._warned_fallback = True
                 warnings.warn(f"static.compile: {self.__name__} cannot be traced ({exc}); running it eagerly "
@@ -296,7 +299,7 @@ class Compiled:
         if entry is None or entry.eager_reason is not None:
             if entry is not None and entry.trace.refused is not None:
                 self._refused(entry, stacklevel + 1)
-            return self._call_traceable(args)
+            return graph_breaks.run_uncompiled(self, key, args)  # its graph-break split, or eagerly
         self._last_entry = entry
         if entry is not self._fast_entry:
             self._fast_entry = entry
@@ -390,6 +393,9 @@ class Compiled:
     def explain(self, *args, **kwargs) -> str:
         """The IR after each stage (the joint forward+backward graph and its split when these
         arguments want gradients), then how it runs and the generated source."""
+        split = graph_breaks.explain_split(self, args, kwargs)  # a function split at graph breaks
+        if split is not None:
+            return split
         args, leaves, key, entry = self._entry_for(args, kwargs)
         ran = entry  # what calls run: its executables say where their code came from
         # compiles keep no stage texts (printing every graph would cost more than the passes):
@@ -421,6 +427,9 @@ class Compiled:
         dynamic = dynamic_shapes.describe(self.__dict__.get("_dynamic_policy"))
         if dynamic:
             parts.append(f"== dynamic shapes ==\n{dynamic}")
+        breaks = graph_breaks.describe(self)
+        if breaks:
+            parts.append(f"== graph breaks ==\n{breaks}")
         from .explain_summary import summary  # noqa: PLC0415  (the one-screen opening: static/explain_summary.py)
 
         return "\n\n".join([summary(self, ran, entry), *parts])
@@ -698,6 +707,10 @@ def compile(fn: Callable | None = None, *, backend: str = "auto",  # noqa: A001 
         passes: a list naming exactly the passes to run, or a dict switching named passes
             on (True) or off (False).
         fast_math: allow rewrites that change rounding or special values (x + 0.0 -> x).
+        dynamic: (a keyword, as torch.compile's) None: a dimension that changes between calls
+            is traced once more as a symbol, and that trace serves every later size
+            (static.dynamic_shapes); True: every dimension is a symbol from the first call;
+            False: each new size is its own trace.
         check: run every call both compiled and eagerly on the same state and raise
             `static.CheckError` at the first difference, naming the value, the largest
             difference, the IR line and the user's line (static.check). None: the

@@ -12,6 +12,7 @@ silent unless switched on, by the environment or from code:
 | `stages`     | `graphmode.stages`      | the IR after each optimization stage                |
 | `source`     | `graphmode.source`      | where the generated module's source file is         |
 | `cache`      | `graphmode.cache`       | code cache hits and misses, with the key            |
+| `graph_breaks` | `graphmode.graph_breaks` | each graph break: its user line and reason        |
 
 The switch sets the loggers' level to DEBUG and prints them on stderr; a program that
 configures `logging` itself can instead set the levels of these loggers as it likes.
@@ -25,13 +26,14 @@ import sys
 from collections.abc import Iterable
 
 PARENT = "graphmode"
-NAMES = ("recompiles", "stages", "source", "cache")
+NAMES = ("recompiles", "stages", "source", "cache", "graph_breaks")
 ENV = "GRAPHMODE_LOGS"
 
 recompiles = logging.getLogger(f"{PARENT}.recompiles")
 stages = logging.getLogger(f"{PARENT}.stages")
 source = logging.getLogger(f"{PARENT}.source")
 cache = logging.getLogger(f"{PARENT}.cache")
+graph_breaks = logging.getLogger(f"{PARENT}.graph_breaks")  # each graph break: user line, reason (static.graph_breaks)
 
 _handler: logging.Handler | None = None
 

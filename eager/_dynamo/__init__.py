@@ -306,6 +306,20 @@ class ExplainOutput:
         return "\n".join(lines)
 
 
+def _segment_graphs(compiled: Any) -> list:
+    """The compiled graphs of a split function's pieces, pieces of pieces included."""
+    state = compiled.__dict__.get("_graph_breaks")
+    graphs: list = []
+    for split in (state.splits.values() if state is not None else ()):
+        for piece in (split.prefix, split.rest, *(split.branches or ())):
+            if piece is None:
+                continue
+            if piece.__dict__.get("_graph_breaks") is not None and piece.__dict__["_graph_breaks"].splits:
+                graphs += _segment_graphs(piece)
+            graphs += [e.graph for e in piece.entries() if getattr(e, "graph", None) is not None]
+    return graphs
+
+
 @dataclass
 class BreakReason:
     reason: str
@@ -333,8 +347,10 @@ def explain(fn: Callable, *extra_args: Any, **extra_kwargs: Any) -> Callable[...
         breaks = compiled.__dict__.get("_graph_breaks")
         graphs = []
         if breaks is not None and breaks.segments_seen:
-            graphs = list(breaks.segment_graphs())
-            out.break_reasons = [BreakReason(b.reason, b.where) for b in breaks.breaks]
+            from static.graph_breaks import all_breaks  # noqa: PLC0415
+
+            graphs = _segment_graphs(compiled)
+            out.break_reasons = [BreakReason(b.reason, b.where) for b in all_breaks(compiled)[0]]
         else:
             try:
                 graphs = [compiled.ir(*args, **kwargs)]

@@ -51,14 +51,16 @@ def test_decorator_forms_and_modes():
     assert f.__name__ == "f" and f.__wrapped__.__name__ == "f"
 
 
-def test_without_fullgraph_an_untraceable_function_runs_eagerly_with_one_warning():
+def test_without_fullgraph_an_untraceable_branch_is_a_graph_break():
     x = torch.ones(3)
     compiled = torch.compile(_branchy)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = compiled(x)
+        _close(compiled(-x), x)
     _close(out, x * 2)
-    assert any("cannot be traced" in str(w.message) for w in caught)
+    assert not any("cannot be traced" in str(w.message) for w in caught)  # split, not run eagerly
+    assert "x.sum() > 0" in compiled.explain(x)  # the break, its line and the pieces' graphs
 
 
 def test_fullgraph_raises_where_the_function_cannot_be_traced():
