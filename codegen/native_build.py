@@ -212,7 +212,8 @@ def _probe_once() -> Toolchain | str:
     found = _run_probe(command)
     if record is not None and isinstance(found, Toolchain):
         try:
-            cache.write_atomic(record, json.dumps(dataclasses.asdict(found)).encode())
+            # the record names its own file: one copied over another compiler's name is not trusted
+            cache.write_atomic(record, json.dumps({**dataclasses.asdict(found), "_key": record.name}).encode())
         except OSError:
             pass
     return found
@@ -245,9 +246,11 @@ def _read_probe(path: Path) -> Toolchain | None:
             return None
         with os.fdopen(fd, "rb", closefd=False) as fh:
             data = json.loads(fh.read().decode())
+        if data.pop("_key", None) != path.name:  # another probe's record under this name
+            return None
         data["command"], data["notes"] = tuple(data["command"]), tuple(data["notes"])
         return Toolchain(**data)
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
     finally:
         os.close(fd)

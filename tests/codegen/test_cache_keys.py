@@ -140,3 +140,24 @@ def test_native_builds_are_bounded(cache_dir, monkeypatch):
     lib = native_build.load_library(source, stem="gm_native_keys_test")
     assert not big.exists()
     assert lib.path is not None and lib.path.exists()
+
+
+def test_a_compiler_probe_record_names_its_own_file(cache_dir):
+    from codegen import native_build  # noqa: PLC0415
+
+    found = native_build._probe()
+    if isinstance(found, str):
+        pytest.skip("no C++ compiler")
+    native_build._probe_once.cache_clear()  # probe again, keeping the record in this test's cache
+    assert native_build._probe_once() == found
+    command = native_build._find_compiler()
+    record = native_build._probe_record_path(command)
+    if record is None or not record.exists():
+        pytest.skip("the probe record is not kept here")
+    assert native_build._read_probe(record) == found
+    other = record.with_name("gm_native_probe_" + "0" * 32 + ".json")
+    other.write_bytes(record.read_bytes())  # copied under another probe's name
+    assert native_build._read_probe(other) is None
+    for garbage in (b"[1, 2]", b"\"text\"", b"{}", b"not json"):
+        other.write_bytes(garbage)
+        assert native_build._read_probe(other) is None
