@@ -21,7 +21,6 @@ import numpy as np
 import eager
 from eager._dynamo import STANCE as _STANCE
 from eager._tensor import Tensor
-from eager._dynamo import STANCE as _STANCE
 from eager.nn.module import structure_version
 
 from . import dynamic_shapes, graph_breaks, logs
@@ -707,10 +706,6 @@ def compile(fn: Callable | None = None, *, backend: str = "auto",  # noqa: A001 
         passes: a list naming exactly the passes to run, or a dict switching named passes
             on (True) or off (False).
         fast_math: allow rewrites that change rounding or special values (x + 0.0 -> x).
-        dynamic: (a keyword, as torch.compile's) None: a dimension that changes between calls
-            is traced once more as a symbol, and that trace serves every later size
-            (static.dynamic_shapes); True: every dimension is a symbol from the first call;
-            False: each new size is its own trace.
         check: run every call both compiled and eagerly on the same state and raise
             `static.CheckError` at the first difference, naming the value, the largest
             difference, the IR line and the user's line (static.check). None: the
