@@ -105,9 +105,9 @@ class _Writer:
         self.archive.writestr(name, buf.getvalue())
         return name
 
-    def _storage(self, data: np.ndarray) -> tuple:
+    def _storage(self, data: np.ndarray, record: dict) -> tuple:
         """(storage index, offset, strides): data's own memory when it is a view of a plain
-        array already written (or written now), else a contiguous copy of its own."""
+        array, else a contiguous copy of its own. The storages are written by `finish`."""
         root = _root(data)
         placed = _as_view_of(data, root)
         if placed is None:
@@ -118,10 +118,28 @@ class _Writer:
         if key not in self.storage_ids:
             self.keep.append(root)
             self.storage_ids[key] = len(self.storages)
-            flat = root.reshape(-1)
-            self.storages.append({"file": self._array(flat), "dtype": _dtypes.from_numpy(flat.dtype).name,
-                                  "numel": int(flat.size)})
-        return self.storage_ids[key], placed[0], placed[1]
+            self.storages.append({"root": root.reshape(-1), "records": []})
+        offset, strides = placed
+        reach = offset + sum((n - 1) * s for n, s in zip(data.shape, strides)) + 1 if data.size else offset
+        self.storages[self.storage_ids[key]]["records"].append((record, offset, reach if data.size else None))
+        return self.storage_ids[key], offset, strides
+
+    def finish(self) -> list:
+        """Write each storage: the span of its root array that the saved tensors reach (not
+        the whole root: a view of a large buffer writes only what its tensors can read), with
+        the tensors' offsets made relative to it. Returns the manifest's storage table."""
+        table = []
+        for entry in self.storages:
+            root, records = entry["root"], entry["records"]
+            reached = [(o, r) for _, o, r in records if r is not None]
+            lo = min((o for o, _ in reached), default=0)
+            hi = max((r for _, r in reached), default=0)
+            span = root[lo:hi] if hi > lo else root[:0]
+            for record, offset, reach in records:
+                record["offset"] = int(offset - lo) if reach is not None else 0
+            table.append({"file": self._array(span), "dtype": _dtypes.from_numpy(span.dtype).name,
+                          "numel": int(span.size)})
+        return table
 
     def _tensor(self, t: Tensor) -> dict:
         from ..nn.parameter import Parameter  # noqa: PLC0415
@@ -131,11 +149,12 @@ class _Writer:
             self.keep.append(t)
             data = t._data if isinstance(t._data, np.ndarray) else t._data.get()
             data = np.asarray(data)
-            storage, offset, stride = self._storage(data)
-            self.tensors[key] = {"tensor": len(self.tensors), "storage": storage, "offset": int(offset),
-                                 "shape": list(t.shape), "stride": list(stride), "dtype": t.dtype.name,
-                                 "requires_grad": bool(t.requires_grad), "parameter": isinstance(t, Parameter),
-                                 "device": str(t.device)}
+            record: dict = {"tensor": len(self.tensors)}
+            storage, offset, stride = self._storage(data, record)
+            record.update({"storage": storage, "offset": int(offset), "shape": list(t.shape), "stride": list(stride),
+                           "dtype": t.dtype.name, "requires_grad": bool(t.requires_grad),
+                           "parameter": isinstance(t, Parameter), "device": str(t.device)})
+            self.tensors[key] = record
             return self.tensors[key]
         return {"tensor": self.tensors[key]["tensor"]}
 
@@ -162,8 +181,9 @@ def save(obj: Any, fh: Any) -> None:
     with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as archive:
         writer = _Writer(archive)
         root = writer.encode(obj)
+        storages = writer.finish()
         archive.writestr("manifest.json", json.dumps({"format": FORMAT, "version": VERSION, "root": root,
-                                                      "storages": writer.storages}))
+                                                      "storages": storages}))
 
 
 # -- reading --------------------------------------------------------------------------------------------
@@ -319,7 +339,7 @@ class Reader:
             name = self._name(node.get("file"))
             data = read_npy(self.archive, name, self.source, self.budget, dt.np, numel).reshape(shape)
         t = Tensor._make(data)
-        dev = self._target_device(node.get("device", "cpu"))
+        dev = self._target_device(node.get("device", "cpu"), data)
         if dev != "cpu":
             t = t.to(dev)
         requires_grad = node.get("requires_grad", False)
@@ -334,13 +354,13 @@ class Reader:
         self.tensors[key] = t
         return t
 
-    def _target_device(self, saved: Any) -> str:
+    def _target_device(self, saved: Any, array: np.ndarray) -> str:
         from .torch_format import place  # noqa: PLC0415
 
         if not isinstance(saved, str):
             self.fail(f"device {_short(saved)}")
         try:
-            return place(saved, self.map_location, np.empty(0, np.float32), self.source).location
+            return place(saved, self.map_location, array, self.source).location
         except (TypeError, ValueError, RuntimeError) as exc:
             if str(exc).startswith(("eager.load", "Attempting")):
                 raise

@@ -519,3 +519,26 @@ def test_whole_module_saved_by_pytorch():
                                            eager.nn.LayerNorm]):
         again = eager.load(io.BytesIO(data))
     assert isinstance(again, eager.nn.Sequential) and len(again) == 4
+
+
+def test_a_view_of_a_large_array_saves_only_what_its_tensors_reach():
+    big = eager.arange(100000.0)
+    buf = io.BytesIO()
+    eager.save({"a": big[10:20], "b": big[15:30:5]}, buf)
+    assert len(buf.getvalue()) < 4000  # not the 400 kB root
+    buf.seek(0)
+    got = eager.load(buf)
+    assert got["a"].tolist() == list(map(float, range(10, 20))) and got["b"].tolist() == [15.0, 20.0, 25.0]
+    got["b"].fill_(-1.0)
+    assert got["a"].tolist()[5] == -1.0  # still one storage
+
+
+def test_default_memory_bound_is_a_module_setting(monkeypatch):
+    buf = io.BytesIO()
+    eager.save({"w": eager.zeros(1000)}, buf)
+    monkeypatch.setattr(eager.serialization, "DEFAULT_MAX_BYTES", 1000)
+    buf.seek(0)
+    with pytest.raises(RuntimeError, match="max_bytes=1000"):
+        eager.load(buf)
+    buf.seek(0)
+    assert eager.load(buf, max_bytes=1 << 20)["w"].shape == (1000,)
