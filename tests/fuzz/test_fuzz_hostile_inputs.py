@@ -12,15 +12,17 @@ The contracts checked:
   a garbage module file is regenerated and the right code runs."""
 from __future__ import annotations
 
+import base64
 import io
 import json
+import os
 import pickle
 import tracemalloc
 import zipfile
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import eager
@@ -299,4 +301,53 @@ def test_a_garbage_module_file_is_regenerated(tmp_path, monkeypatch):
         exe = codegen.build(static.parse_ir(text), "numpy")
         np.testing.assert_allclose(exe.run([x])[0], np.exp(x), rtol=1e-6)
     loader.forget()
-    assume(True)
+
+
+@pytest.fixture(scope="module")
+def trace_record(tmp_path_factory):
+    """A post-trace record written by a real compile: (cache directory, record path, its bytes)."""
+    d = tmp_path_factory.mktemp("fuzz-trace-cache")
+    saved = os.environ.get("GRAPHMODE_CACHE_DIR")
+    os.environ["GRAPHMODE_CACHE_DIR"] = str(d)
+    try:
+        static.compile(_traced, backend="numpy")(eager.tensor(X3))
+    finally:
+        if saved is None:
+            os.environ.pop("GRAPHMODE_CACHE_DIR", None)
+        else:
+            os.environ["GRAPHMODE_CACHE_DIR"] = saved
+    records = sorted(d.glob("gm_trace_*.py"))
+    if not records:
+        pytest.skip("the post-trace cache kept no record here")
+    return d, records[0], records[0].read_bytes()
+
+
+X3 = np.array([0.5, -1.0, 2.0], np.float32)
+
+
+def _traced(x):
+    return eager.tanh(x) * 3.0 + 1.0
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_damaged_trace_records_are_rebuilt(trace_record, monkeypatch, data):
+    from static import trace_cache  # noqa: PLC0415
+
+    directory, record, original = trace_record
+    monkeypatch.setenv("GRAPHMODE_CACHE_DIR", str(directory))
+    if data.draw(st.booleans()):
+        damaged = data.draw(mutated(original))
+    else:  # whole by its hash, but its body is garbage (as only the owner could write it)
+        text = original.decode()
+        key = cache._fields(text.partition("\n")[0][len(cache.HEADER):])[1]
+        body = data.draw(st.one_of(st.binary(max_size=64).map(lambda b: base64.b64encode(b).decode()),
+                                   st.text(max_size=40)))
+        damaged = cache.seal(body, key).encode()
+    record.write_bytes(damaged)
+    record.chmod(0o600)
+    trace_cache.clear_memory()
+    loader.forget()
+    got = static.compile(_traced, backend="numpy")(eager.tensor(X3))
+    np.testing.assert_allclose(got.numpy(), np.tanh(X3) * 3.0 + 1.0, rtol=1e-6)
+    record.write_bytes(original)
