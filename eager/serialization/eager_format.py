@@ -27,7 +27,7 @@ from .. import _dtypes
 from .._device import device as _device
 from .._tensor import Tensor
 from . import allowlist as _safe
-from .validation import Budget, check_view, int_field, int_tuple, member_info, read_member, view
+from .validation import Budget, check_view, int_field, int_tuple, member_info, open_member, read_into, read_member, view
 
 FORMAT = "eager-checkpoint"
 VERSION = 2
@@ -198,35 +198,41 @@ def read_npy(archive: zipfile.ZipFile, name: str, source: str, budget: Budget,
         if not expected <= info.file_size <= expected + NPY_HEADER_MAX:
             raise RuntimeError(f"eager.load: {source} is damaged: member {name} holds {info.file_size} bytes, too "
                                f"few or too many for {numel} elements of {dtype}")
-    raw = read_member(archive, name, source, budget)
-    stream = io.BytesIO(raw)
-    try:
-        version = np.lib.format.read_magic(stream)
-        if version == (1, 0):
-            shape, fortran, found = np.lib.format.read_array_header_1_0(stream)
-        elif version in ((2, 0), (3, 0)):
-            shape, fortran, found = np.lib.format.read_array_header_2_0(stream)
-        else:
-            raise ValueError(f"unknown .npy version {version}")
-    except Exception as exc:  # noqa: BLE001 - NumPy's header parser (tokenize, literal_eval) raises many types
-        raise RuntimeError(f"eager.load: {source} is damaged: member {name} is not a readable .npy array "
-                           f"({exc})") from None
-    if found.hasobject or found.kind not in "biuf" or fortran:
-        raise RuntimeError(f"eager.load: {source}: member {name} holds a {found} array"
-                           f"{' in Fortran order' if fortran else ''}, which is not a tensor's storage")
-    count = 1
-    for n in shape:
-        count *= int(n)
-    body = raw[stream.tell():]
-    if len(body) != count * found.itemsize:
-        raise RuntimeError(f"eager.load: {source} is damaged: member {name} declares {list(shape)} of {found} "
-                           f"({count * found.itemsize} bytes) but holds {len(body)} bytes of data")
-    if dtype is not None and found.newbyteorder("=") != dtype:
-        raise RuntimeError(f"eager.load: {source} is damaged: member {name} holds {found}, the manifest says {dtype}")
-    if numel is not None and count != numel:
-        raise RuntimeError(f"eager.load: {source} is damaged: member {name} holds {count} elements, the manifest "
-                           f"says {numel}")
-    return np.frombuffer(body, dtype=found).astype(found.newbyteorder("="), copy=True).reshape(shape)
+    fh, declared = open_member(archive, name, source, budget, charge=False)
+    with fh:
+        try:
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, fortran, found = np.lib.format.read_array_header_1_0(fh)
+            elif version in ((2, 0), (3, 0)):
+                shape, fortran, found = np.lib.format.read_array_header_2_0(fh)
+            else:
+                raise ValueError(f"unknown .npy version {version}")
+            header = fh.tell()
+        except Exception as exc:  # noqa: BLE001 - NumPy's header parser (tokenize, literal_eval) raises many types
+            raise RuntimeError(f"eager.load: {source} is damaged: member {name} is not a readable .npy array "
+                               f"({exc})") from None
+        if found.hasobject or found.kind not in "biuf" or fortran:
+            raise RuntimeError(f"eager.load: {source}: member {name} holds a {found} array"
+                               f"{' in Fortran order' if fortran else ''}, which is not a tensor's storage")
+        count = 1
+        for n in shape:
+            count *= int(n)
+        if declared - header != count * found.itemsize:
+            raise RuntimeError(f"eager.load: {source} is damaged: member {name} declares {list(shape)} of {found} "
+                               f"({count * found.itemsize} bytes) but holds {declared - header} bytes of data")
+        if dtype is not None and found.newbyteorder("=") != dtype:
+            raise RuntimeError(f"eager.load: {source} is damaged: member {name} holds {found}, the manifest says "
+                               f"{dtype}")
+        if numel is not None and count != numel:
+            raise RuntimeError(f"eager.load: {source} is damaged: member {name} holds {count} elements, the "
+                               f"manifest says {numel}")
+        budget.charge(count * found.itemsize, f"member {name} ({count} elements of {found})")
+        out = np.empty(count, found)
+        read_into(fh, out, source, name, declared - header)
+    if not found.isnative:
+        out = out.astype(found.newbyteorder("="))
+    return out.reshape(shape)
 
 
 class Reader:

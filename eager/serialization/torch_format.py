@@ -24,7 +24,7 @@ from .. import _dtypes
 from .._device import device as _device
 from .._tensor import Tensor
 from . import allowlist as _safe
-from .validation import Budget, check_view, int_field, member_info, read_member, view
+from .validation import Budget, check_view, int_field, member_info, open_member, read_into, read_member, view
 
 # storage class -> element dtype (bfloat16 widens to float32: eager has no bfloat16 tensors)
 STORAGES = {
@@ -326,9 +326,11 @@ class _ZipLoader(_Loader):
             raise RuntimeError(f"eager.load: {self.source} is damaged: member {member} holds {info.file_size} bytes, "
                                f"but its storage declares {numel} elements of {disk} ({nbytes} bytes)")
         self.budget.charge(numel * memory.itemsize, f"storage {member} ({numel} elements of {memory})")
-        raw = np.frombuffer(read_member(self.archive, member, self.source, self.budget, nbytes, charge=False),
-                            dtype=disk)
-        array = _widen_bfloat16(raw) if memory != disk else raw.copy()
+        fh, _ = open_member(self.archive, member, self.source, self.budget, nbytes, charge=False)
+        raw = np.empty(numel, disk)
+        with fh:
+            read_into(fh, raw, self.source, member, nbytes)
+        array = _widen_bfloat16(raw) if memory != disk else raw
         held = _Held(self, key, array, place(location, self.map_location, array, self.source), member)
         self.storages[key] = held
         return held

@@ -137,33 +137,61 @@ def member_info(archive: zipfile.ZipFile, name: str, source: str) -> zipfile.Zip
         raise RuntimeError(f"eager.load: {source} is damaged: the archive has no member {name}") from None
 
 
+def open_member(archive: zipfile.ZipFile, name: str, source: str, budget: Budget,
+                expected: int | None = None, charge: bool = True) -> tuple[Any, int]:
+    """(open stream, declared size) of member `name`, once its declared size (the central
+    directory's) is checked against `expected` and the budget: nothing is inflated before."""
+    info = member_info(archive, name, source)
+    declared = info.file_size
+    if expected is not None and declared != expected:
+        raise RuntimeError(f"eager.load: {source} is damaged: member {name} holds {declared} bytes, its "
+                           f"record declares {expected}")
+    if charge or declared > budget.limit:
+        budget.charge(declared, f"member {name}")
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise RuntimeError(f"eager.load: {source}: member {name} uses compression method {info.compress_type}, "
+                           "which eager.load does not read (stored or deflated only)")
+    try:
+        return archive.open(info), declared
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
+        raise RuntimeError(f"eager.load: {source} is damaged: cannot read member {name} ({exc})") from None
+
+
+CHUNK = 16 << 20  # bytes inflated at a time into an array: a member is never held twice in memory
+
+
+def read_into(fh: Any, out: np.ndarray, source: str, name: str, rest: int) -> None:
+    """Fill C-contiguous `out` from the stream, chunk by chunk; the stream must then be at
+    its end (`rest`: the bytes the member declares after what was read before)."""
+    view = memoryview(out.reshape(-1).view(np.uint8))
+    n = len(view)
+    if rest != n:
+        raise RuntimeError(f"eager.load: {source} is damaged: member {name} holds {rest} bytes of data, {n} expected")
+    pos = 0
+    try:
+        while pos < n:
+            chunk = fh.read(min(CHUNK, n - pos))
+            if not chunk:
+                raise RuntimeError(f"eager.load: {source} is damaged: member {name} ends after {pos} of its {n} bytes")
+            view[pos:pos + len(chunk)] = chunk
+            pos += len(chunk)
+        if fh.read(1):
+            raise RuntimeError(f"eager.load: {source} is damaged: member {name} holds more than its {n} bytes")
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+        raise RuntimeError(f"eager.load: {source} is damaged: cannot read member {name} ({exc})") from None
+
+
 def read_member(archive: zipfile.ZipFile, name: str, source: str, budget: Budget,
                 expected: int | None = None, charge: bool = True) -> bytes:
     """The bytes of member `name`, never more than its declared size: the central directory's
     size is checked against `expected` and the budget before anything is inflated, and the
     inflater is asked for that many bytes only (a member that inflates to more, or to other
     bytes than its CRC, is damaged)."""
-    info = member_info(archive, name, source)
-    declared = info.file_size
-    if expected is not None and declared != expected:
-        raise RuntimeError(f"eager.load: {source} is damaged: member {name} holds {declared} bytes, its "
-                           f"record declares {expected}")
-    if charge:
-        budget.charge(declared, f"member {name}")
-    elif declared > budget.limit:
-        budget.charge(declared, f"member {name}")
-    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-        raise RuntimeError(f"eager.load: {source}: member {name} uses compression method {info.compress_type}, "
-                           "which eager.load does not read (stored or deflated only)")
-    try:
-        with archive.open(info) as fh:
-            data = fh.read(declared + 1)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
-        raise RuntimeError(f"eager.load: {source} is damaged: cannot read member {name} ({exc})") from None
-    if len(data) != declared:
-        raise RuntimeError(f"eager.load: {source} is damaged: member {name} declares {declared} bytes but holds "
-                           f"{len(data)}")
-    return data
+    fh, declared = open_member(archive, name, source, budget, expected, charge)
+    out = np.empty(declared, np.uint8)
+    with fh:
+        read_into(fh, out, source, name, declared)
+    return out.tobytes()
 
 
 def check_archive(archive: zipfile.ZipFile, source: str, budget: Budget) -> None:
