@@ -542,3 +542,23 @@ def test_default_memory_bound_is_a_module_setting(monkeypatch):
         eager.load(buf)
     buf.seek(0)
     assert eager.load(buf, max_bytes=1 << 20)["w"].shape == (1000,)
+
+
+def test_an_eager_archive_bomb_is_refused_before_inflating():
+    """A small archive whose .npy member inflates to 48 MB while the manifest declares four
+    elements: refused from the sizes alone, without inflating it."""
+    buf = io.BytesIO()
+    big = np.zeros(12 << 20, np.float32)
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("manifest.json", json.dumps(_manifest(_tensor())))
+        z.writestr("data/0.npy", _npy(big))
+    assert len(buf.getvalue()) < 200_000
+    buf.seek(0)
+    tracemalloc.start()
+    try:
+        with pytest.raises(RuntimeError, match="data/0.npy holds .* bytes, too few or too many for 4 elements"):
+            eager.load(buf)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20
