@@ -84,13 +84,12 @@ class _Writer:
             return {"dtype": obj.name}
         if isinstance(obj, _device):
             return {"device": str(obj)}
-        if type(obj) in (dict, OrderedDict) and all(isinstance(k, (str, int)) and not isinstance(k, bool)
-                                                    for k in obj):
+        if isinstance(obj, dict) and all(isinstance(k, (str, int)) for k in obj):  # (subclasses as their base)
             return {"dict": [[self.encode(k), self.encode(v)] for k, v in obj.items()],
                     "ordered": isinstance(obj, OrderedDict)}
-        if type(obj) is list:
+        if isinstance(obj, list):
             return {"list": [self.encode(v) for v in obj]}
-        if type(obj) is tuple:
+        if isinstance(obj, tuple) and not hasattr(obj, "_fields"):  # (a namedtuple is pickled, keeping its type)
             return {"tuple": [self.encode(v) for v in obj]}
         if isinstance(obj, np.ndarray) and obj.dtype.kind in "biuf":
             return {"ndarray": self._array(obj)}
