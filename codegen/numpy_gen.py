@@ -176,7 +176,10 @@ class NumpyModule:
         self.batches, self.batches_after = plan.of, plan.after
 
     def const(self, value, dt) -> str:
-        """A module constant holding `value` as a NumPy scalar of dtype dt."""
+        """A module constant holding `value` as a NumPy scalar of dtype dt (a symbolic size,
+        known only at run time: the conversion inline, where the entry has bound it)."""
+        if type(value) is not int and isinstance(value, int) and not isinstance(value, bool):
+            return f"{np_dtype(_dtype(dt.name))}({value})"
         key = (py_literal(value), dt.name)
         name = self.constants.get(key)
         if name is None:
@@ -569,7 +572,9 @@ class BlockedRegion:
                     free.setdefault(self.slots[slot_of[u]], []).append(slot_of.pop(u))
         if self.slots:
             names = ", ".join(f"s{k}" for k in range(len(self.slots))) + ("," if len(self.slots) == 1 else "")
-            em.lines.insert(slot_lines_at, f"{names} = _rt.scratch(_R{self.rid}_SCRATCH, hi - lo)")
+            # specs with a symbolic size (static.dynamic_shapes) are made in the block, where it is bound
+            specs = py_literal(tuple(self.slots)) if self._symbolic_slots() else f"_R{self.rid}_SCRATCH"
+            em.lines.insert(slot_lines_at, f"{names} = _rt.scratch({specs}, hi - lo)")
         if self.partials:
             em.lines.append("return (" + ", ".join(f"p{j}" for _, j in self.partials)
                             + ("," if len(self.partials) == 1 else "") + ")")
@@ -607,6 +612,9 @@ class BlockedRegion:
         if _divides_by_count(red):
             em.lines.append(f"np.true_divide({out}, {count}, out={out})  # mean = sum / count, as np.mean")
 
+    def _symbolic_slots(self) -> bool:
+        return any(type(d) is not int and isinstance(d, int) for shape, _ in self.slots for d in shape)
+
     def _function(self) -> dict:
         r = self.r
         specs = py_literal(tuple((shape, dt) for shape, dt in self.slots))
@@ -618,22 +626,20 @@ class BlockedRegion:
                     f"{list(r.space)} as {r.nrows} row(s) of {list(r.rest)}."),
             "params": self.params,
             "lines": self.block.lines,
-            "scratch_name": f"_R{self.rid}_SCRATCH",
+            "scratch_name": "" if self._symbolic_slots() else f"_R{self.rid}_SCRATCH",
             "scratch_specs": specs,
         }
 
 
 def _elements(space: tuple) -> int:
     """How many elements a region's iteration space has, for choosing how it runs. A symbolic
-    size (static.dynamic_shapes) counts as SYMBOLIC_SIZE_GUESS: the choice must not depend on
-    the size of the call that was traced, which the same code serves for every size."""
+    size (static.dynamic_shapes) counts as the size the symbolic entry was made at (its
+    decision_value): the choice is the same in both builds of the entry, and either choice
+    computes every size right."""
     total = 1
     for d in space:
-        total *= SYMBOLIC_SIZE_GUESS if type(d) is not int and isinstance(d, int) else int(d)
+        total *= d.decision_value() if hasattr(d, "decision_value") else int(d)
     return total
-
-
-SYMBOLIC_SIZE_GUESS = 64
 
 
 def _bind_symbols(graph: Graph, names: Names) -> list:

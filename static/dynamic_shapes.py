@@ -188,6 +188,18 @@ class SymInt(int):
     def __index__(self) -> int:
         return int(self)
 
+    def decision_value(self) -> int:
+        """The size to tune generated code for (how a region runs: blocked or op by op). Both
+        builds of a symbolic entry (see `build`) decide with the sizes of the call that made it,
+        so that they write the same code; the code is right for every size either way."""
+        env = getattr(_LOCAL, "decisions", None)
+        if env:
+            try:
+                return _eval(self, env)
+            except (KeyError, NameError):
+                pass
+        return int(self)
+
     def __int__(self) -> int:
         return int.__int__(self)
 
@@ -605,11 +617,14 @@ def build(compiled: Any, args: tuple, key: Any, leaves: Any) -> Any:
 
     rec = Recorder()
     backend = compiled.backend
+    made_at = {name: key.leaves[k][1][d] for (k, d), name in positions.items()}
     # the NumPy generator reads sizes at run time; the native one writes them into its loops,
     # so a symbolic entry of the native (or auto) backend runs NumPy's code
     compiled.backend = backend if backend in ("numpy", "cupy", "interpret") else "numpy"
     why = None
     entry = None
+    prev_decisions = getattr(_LOCAL, "decisions", None)
+    _LOCAL.decisions = made_at
     try:
         with symbols_for_trace(symbols_of(key, positions)), recording(rec):
             entry = Entry(compiled, args, key, leaves)
@@ -623,6 +638,7 @@ def build(compiled: Any, args: tuple, key: Any, leaves: Any) -> Any:
         why = f"{type(exc).__name__}: {exc}"
     finally:
         compiled.backend = backend
+        _LOCAL.decisions = prev_decisions
     if why is not None:
         policy.failed[frozen] = why
         _log(f"{compiled.__name__}: no symbolic entry for {_where(positions)} ({why}); traced for these sizes")
