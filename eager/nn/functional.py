@@ -89,14 +89,21 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """y = x W^T + b, with W of shape (out_features, in_features) as in PyTorch.
 
     A batch of more than one leading dim is flattened to one matrix first: NumPy's matmul
-    of a 3-D stack by a matrix loops over the stack (about 8x slower than one 2-D product)."""
+    of a 3-D stack by a matrix loops over the stack (about 8x slower than one 2-D product).
+    The nodes are named as PyTorch's: AddmmBackward0 for the product plus bias, then
+    ViewBackward0 (UnsafeViewBackward0 without bias) for a batch reshaped back."""
+    if input.ndim != 2 and weight.ndim == 2 and bias is not None:
+        lead = tuple(input.shape[:-1])
+        out = linear(input.reshape(-1, input.shape[-1]), weight, bias)
+        return out.reshape(*lead, weight.shape[0])
     if input.ndim > 2 and weight.ndim == 2:
         lead = tuple(input.shape[:-1])
         out = _F.matmul(input.reshape(-1, input.shape[-1]), weight.t())
-        out = out.reshape(*lead, weight.shape[0])
-    else:
-        out = _F.matmul(input, weight.t() if weight.ndim == 2 else weight)
-    return out if bias is None else out + bias
+        return _F._renamed(out.reshape(*lead, weight.shape[0]), "UnsafeViewBackward0")
+    out = _F.matmul(input, weight.t() if weight.ndim == 2 else weight)
+    if bias is None:
+        return out
+    return _F._renamed(out + bias, "AddmmBackward0") if input.ndim == 2 and weight.ndim == 2 else out + bias
 
 
 # -- losses -----------------------------------------------------------------------------------
@@ -119,7 +126,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
                       f"({tuple(input.shape)}). This will likely lead to incorrect results due to broadcasting. "
                       "Please ensure they have the same size.", UserWarning, stacklevel=2)
     diff = input - target
-    return _reduce(diff * diff, reduction)
+    return _F._renamed(_reduce(diff * diff, reduction), "MseLossBackward0")
 
 
 def _classes_last(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor, tuple]:
@@ -251,14 +258,14 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x), elementwise.
 
     `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.silu."""
-    return input * _F.sigmoid(input)
+    return _F._renamed(input * _F.sigmoid(input), "SiluBackward0")
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * tanh(softplus(x)), elementwise.
 
     `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.mish."""
-    return input * _F.tanh(_F.softplus(input))
+    return _F._renamed(input * _F.tanh(_F.softplus(input)), "MishBackward0")
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
@@ -266,7 +273,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 
     `inplace` is accepted for compatibility; the result is always a new tensor.
     Mirrors torch.nn.functional.leaky_relu."""
-    return _F.where(input > 0, input, input * negative_slope)
+    return _F._renamed(_F.where(input > 0, input, input * negative_slope), "LeakyReluBackward0")
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
@@ -276,7 +283,7 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     # expm1 of x clipped to <= 0: the branch where() drops never overflows (its zero gradient
     # stays 0, not nan). The clip is a where, not minimum(x, 0): at x = 0 PyTorch takes the
     # negative branch's whole gradient (alpha), where minimum would split it in two.
-    return _F.where(input > 0, input, _F.expm1(_nonpositive(input)) * alpha)
+    return _F._renamed(_F.where(input > 0, input, _F.expm1(_nonpositive(input)) * alpha), "EluBackward0")
 
 
 def _nonpositive(input: Tensor) -> Tensor:
@@ -289,14 +296,14 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
 
     `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.selu."""
     alpha, scale = 1.6732632423543772, 1.0507009873554805
-    return elu(input, alpha) * scale
+    return _F._renamed(elu(input, alpha) * scale, "EluBackward0")
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x where x > 0, else alpha * (exp(x / alpha) - 1).
 
     `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.celu."""
-    return _F.where(input > 0, input, _F.expm1(_nonpositive(input) / alpha) * alpha)
+    return _F._renamed(_F.where(input > 0, input, _F.expm1(_nonpositive(input) / alpha) * alpha), "CeluBackward0")
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
@@ -307,7 +314,8 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
     `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.hardtanh."""
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
-    return _F.where(input <= min_val, min_val, _F.where(input >= max_val, max_val, input))
+    return _F._renamed(_F.where(input <= min_val, min_val, _F.where(input >= max_val, max_val, input)),
+                       "HardtanhBackward0")
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
@@ -323,7 +331,8 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     `inplace` is accepted for compatibility; the result is always a new tensor.
     Its gradient is 1/6 strictly inside (-3, 3) and 0 at and beyond ±3, as PyTorch's.
     Mirrors torch.nn.functional.hardsigmoid."""
-    return _F.where(input <= -3.0, 0.0, _F.where(input >= 3.0, 1.0, (input + 3.0) / 6.0))
+    return _F._renamed(_F.where(input <= -3.0, 0.0, _F.where(input >= 3.0, 1.0, (input + 3.0) / 6.0)),
+                       "HardsigmoidBackward0")
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
@@ -332,12 +341,13 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     `inplace` is accepted for compatibility; the result is always a new tensor.
     PyTorch's gradient convention: 0 for x <= -3, x / 3 + 1/2 for -3 < x < 3, 1 for x >= 3.
     Mirrors torch.nn.functional.hardswish."""
-    return _F.where(input <= -3.0, 0.0, _F.where(input >= 3.0, input, input * (input + 3.0) / 6.0))
+    return _F._renamed(_F.where(input <= -3.0, 0.0, _F.where(input >= 3.0, input, input * (input + 3.0) / 6.0)),
+                       "HardswishBackward0")
 
 
 def logsigmoid(input: Tensor) -> Tensor:
     """log(sigmoid(x)), computed stably; `log_sigmoid` is the same. Mirrors torch.nn.functional.logsigmoid."""
-    return -_F.softplus(-input)
+    return _F._renamed(-_F.softplus(-input), "LogSigmoidBackward0")
 
 
 log_sigmoid = logsigmoid
@@ -857,7 +867,11 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     else:
         g_cols = cols.reshape(groups, cg * kh * kw, n * oh * ow)
         out = _F.matmul(weight.reshape(groups, o // groups, cg * kh * kw), g_cols)
+    # the product is channel-major (O, N, ...); PyTorch's result is row-major (N, O, ...), and
+    # scripts rely on it (conv(x).view(N, -1)), so batches of more than one image are copied
     out = out.reshape(o, n, oh, ow).permute(1, 0, 2, 3)
+    if n > 1:
+        out = out.contiguous()
     if bias is not None:
         out = out + bias.reshape(1, o, 1, 1)
     _F._renamed(out, "ConvolutionBackward0")
@@ -926,7 +940,7 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     cols = _conv.UNFOLD(input, kernel=(kh, kw), stride=_pair(stride), padding=(ph, ph, pw, pw),
                         dilation=_pair(dilation), pad_value=0.0)  # (C, kh, kw, N, oh, ow)
     n, c = input.shape[0], input.shape[1]
-    return cols.reshape(c * kh * kw, n, -1).permute(1, 0, 2)
+    return cols.reshape(c * kh * kw, n, -1).permute(1, 0, 2).contiguous()  # row-major, as PyTorch's
 
 
 def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
@@ -1009,7 +1023,8 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
     windows, unbatched = _pool_windows("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode,
                                        -_math.inf)
     values, where = _F.max(windows, 1)
-    values, where = values.permute(1, 0, 2, 3), where.permute(1, 0, 2, 3)
+    # row-major (N, C, ...) as PyTorch's, so pool(x).view(N, -1) works
+    values, where = values.permute(1, 0, 2, 3).contiguous(), where.permute(1, 0, 2, 3).contiguous()
     _F._renamed(values, "MaxPool2DWithIndicesBackward0")
     if return_indices:
         where = _flat_input_index(where, input.shape[-2:], kernel_size, stride, padding, dilation)
@@ -1056,7 +1071,7 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
         counts = _conv.UNFOLD(ones, kernel=kernel, stride=strides, padding=pads, dilation=(1, 1), pad_value=0.0)
         counts = counts.reshape(1, kernel[0] * kernel[1], 1, *counts.shape[-2:])
         out = _F.sum(windows, 1) / _F.sum(counts, 1)
-    out = out.permute(1, 0, 2, 3)
+    out = out.permute(1, 0, 2, 3).contiguous()  # row-major, as PyTorch's
     _F._renamed(out, "AvgPool2DBackward0")
     return out.squeeze(0) if unbatched else out
 
@@ -1097,7 +1112,7 @@ def _adaptive(input: Tensor, output_size, reduce, name: str) -> Tensor:
         windows = _conv.UNFOLD(x, kernel=kernel, stride=kernel, padding=(0, 0, 0, 0), dilation=(1, 1),
                                pad_value=0.0)
         n, c = x.shape[:2]
-        out = reduce(windows.reshape(c, kernel[0] * kernel[1], n, oh, ow), 1).permute(1, 0, 2, 3)
+        out = reduce(windows.reshape(c, kernel[0] * kernel[1], n, oh, ow), 1).permute(1, 0, 2, 3).contiguous()
     else:
         rows = []
         for h0, h1 in _adaptive_bounds(h, oh):
@@ -1196,7 +1211,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean", beta:
     if beta == 0.0:
         return _reduce(diff, reduction)
     loss = _F.where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta)
-    return _reduce(loss, reduction)
+    return _F._renamed(_reduce(loss, reduction), "SmoothL1LossBackward0")
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:
@@ -1205,7 +1220,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     `reduction` is 'mean', 'sum' or 'none'. Mirrors torch.nn.functional.huber_loss."""
     diff = _F.abs(input - target)
     loss = _F.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
-    return _reduce(loss, reduction)
+    return _F._renamed(_reduce(loss, reduction), "HuberLossBackward0")
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -1265,7 +1280,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
         loss = (1.0 - target) * input + (1.0 + (pos_weight - 1.0) * target) * _F.softplus(-input)
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, reduction)
+    return _F._renamed(_reduce(loss, reduction), "BinaryCrossEntropyWithLogitsBackward0")
 
 
 def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
@@ -1622,6 +1637,8 @@ def _convnd(name: str, input: Tensor, weight: Tensor, bias: Tensor | None, strid
     else:
         out = _F.matmul(weight.reshape(groups, o // groups, k), cols.reshape(groups, k, length))
     out = out.reshape(o, n, *out_sizes).permute(1, 0, *range(2, spatial + 2))
+    if n > 1:  # row-major (N, O, ...), as PyTorch's (see conv2d)
+        out = out.contiguous()
     if bias is not None:
         out = out + bias.reshape(1, o, *(1,) * spatial)
     _F._renamed(out, "ConvolutionBackward0")
@@ -1707,7 +1724,7 @@ def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
     windows, unbatched = _pool_windows_nd("max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode,
                                           -_math.inf, 3)
     values, where = _F.max(windows, 1)
-    values, where = values.permute(1, 0, 2, 3, 4), where.permute(1, 0, 2, 3, 4)
+    values, where = values.permute(1, 0, 2, 3, 4).contiguous(), where.permute(1, 0, 2, 3, 4).contiguous()
     if return_indices:
         kernel, strides, _, dils = _pool_geometry_nd("max_pool3d", input, kernel_size, stride, padding, dilation,
                                                      ceil_mode, 3)
@@ -1749,7 +1766,7 @@ def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
                               pad_value=0.0)
         counts = counts.reshape(1, _math.prod(kernel), 1, *counts.shape[spatial + 2:])
         out = _F.sum(windows, 1) / _F.sum(counts, 1)
-    out = out.permute(1, 0, 2, 3, 4)
+    out = out.permute(1, 0, 2, 3, 4).contiguous()
     return _F._renamed(out.squeeze(0) if unbatched else out, "AvgPool3DBackward0")
 
 
@@ -1767,6 +1784,7 @@ def _adaptive_nd(name: str, input: Tensor, output_size, reduce, spatial: int) ->
         windows = _conv.UNFOLD(x, kernel=kernel, stride=kernel, padding=(0,) * (2 * spatial),
                                dilation=(1,) * spatial, pad_value=0.0)
         out = reduce(windows.reshape(c, _math.prod(kernel), n, *outs), 1).permute(1, 0, *range(2, spatial + 2))
+        out = out.contiguous()
     else:
         cells = []
         for bounds in _itertools.product(*(_adaptive_bounds(s, o) for s, o in zip(sizes, outs))):
