@@ -351,3 +351,30 @@ def test_damaged_trace_records_are_rebuilt(trace_record, monkeypatch, data):
     got = static.compile(_traced, backend="numpy")(eager.tensor(X3))
     np.testing.assert_allclose(got.numpy(), np.tanh(X3) * 3.0 + 1.0, rtol=1e-6)
     record.write_bytes(original)
+
+
+def _one(line: str, result: str = "f32[2]") -> str:
+    return f"func @f(%x: f32[4], %i: i64[2]) -> {result} {{\n  {line}\n  return %0\n}}"
+
+
+@pytest.mark.parametrize("text", [
+    _one('%0 = index %x {key = [["slice", 0, 99999999999999999999, 1]], n_index = 0} : f32[2]'),
+    _one('%0 = index %x {key = [["slice", 0, 2, 9223372036854775808]], n_index = 0} : f32[2]'),
+    _one('%0 = index %x {key = [["int", 9223372036854775808]], n_index = 0} : f32[]', "f32[]"),
+    _one("%0 = reshape %x {shape = [9223372036854775808]} : f32[2]"),
+    _one("%0 = add %x, %x {alpha = %x} : f32[4]", "f32[4]"),
+    _one("%0 = sum %x {dims = %i, keepdim = false} : f32[]", "f32[]"),
+    _one("%0 = cat %x, 1.0 {dim = 0} : f32[5]", "f32[5]"),
+    _one("%0 = matmul 2.0, %x : f32[4]", "f32[4]"),
+    _one('%0 = index %x, %i {key = [["tensor"]], n_index = 2} : f32[2]'),
+    _one('%0 = index %x {key = [["tensor"]], n_index = 0} : f32[2]'),
+    _one("%0 = full {dtype = f32, shape = [9223372036854775807, 9223372036854775807], value = 0.0} : f32[2]"),
+    "func @f(%x: f32[99999999999999999999]) -> f32[1] {\n  return %x\n}",
+])
+def test_named_parser_escapes_are_value_errors(text):
+    """Bounds beyond int64, values where attributes go, literals where tensors go: the
+    parser's ValueErrors with a position (a slice bound beyond int64 that only clamps, as
+    PyTorch truncates it, is valid and covered by the fuzzer above)."""
+    with pytest.raises((static.IRParseError, static.IRVerifyError)) as info:
+        static.parse_ir(text)
+    assert isinstance(info.value, ValueError) and info.value.line is not None
