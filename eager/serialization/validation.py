@@ -195,9 +195,9 @@ def read_member(archive: zipfile.ZipFile, name: str, source: str, budget: Budget
 
 
 def check_archive(archive: zipfile.ZipFile, source: str, budget: Budget) -> None:
-    """Whole-archive checks before any member is read: the declared sizes of all members
-    together within the budget (a bomb of many small members is refused as one of a large
-    one), no member declaring more than 2^40 bytes."""
+    """Whole-archive checks before any member is read: no member declares more than the
+    budget, nor do all members together (a bomb of many small members is refused as one of
+    a large one)."""
     total = 0
     for info in archive.infolist():
         if info.file_size > budget.limit:
