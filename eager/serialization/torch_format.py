@@ -37,7 +37,9 @@ UNSUPPORTED_STORAGES = ("ComplexFloatStorage", "ComplexDoubleStorage", "QInt8Sto
 TORCH_DTYPES = {"float32": "float32", "float": "float32", "float64": "float64", "double": "float64",
                 "float16": "float16", "half": "float16", "int64": "int64", "long": "int64", "int32": "int32",
                 "int": "int32", "int16": "int16", "short": "int16", "int8": "int8", "uint8": "uint8",
-                "bool": "bool", "bfloat16": "float32"}
+                "bool": "bool"}
+OTHER_DTYPES = ("complex64", "cfloat", "complex128", "cdouble", "uint16", "uint32", "uint64", "float8_e4m3fn",
+                "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "qint8", "quint8", "qint32", "quint4x2")
 MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
 LEGACY_PROTOCOL = 1001
 
@@ -156,8 +158,13 @@ class Unpickler(pickle.Unpickler):
             if name in UNSUPPORTED_STORAGES:
                 raise RuntimeError(f"eager.load: {loader.source}: the file holds a torch.{name}, a type eager has no "
                                    "tensors of (convert it to a real dtype with PyTorch before saving)")
-            if name in TORCH_DTYPES:  # a dtype saved as a value: eager's (bfloat16 widens to float32)
+            if name in ("bfloat16", "complex32"):  # a dtype saved as a value: eager's placeholder of it
+                return getattr(_dtypes, name)
+            if name in TORCH_DTYPES:  # a dtype saved as a value: eager's
                 return _dtypes.from_name(TORCH_DTYPES[name])
+            if name in OTHER_DTYPES:
+                raise RuntimeError(f"eager.load: {loader.source}: the file names the dtype torch.{name}, which eager "
+                                   "has no tensors of")
         allowed = _safe.user_allowed(module, name)
         if allowed is not None:
             return allowed

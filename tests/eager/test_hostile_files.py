@@ -562,3 +562,15 @@ def test_an_eager_archive_bomb_is_refused_before_inflating():
     finally:
         tracemalloc.stop()
     assert peak < 4 << 20
+
+
+def test_dtypes_saved_as_values_by_pytorch():
+    torch = pytest.importorskip("torch")
+    buf = io.BytesIO()
+    torch.save({"a": torch.float64, "b": torch.bfloat16, "c": torch.int8, "d": torch.bool}, buf)
+    got = eager.load(io.BytesIO(buf.getvalue()))
+    assert got == {"a": eager.float64, "b": eager.bfloat16, "c": eager.int8, "d": eager.bool}
+    buf = io.BytesIO()
+    torch.save({"z": torch.complex64}, buf)
+    with pytest.raises(RuntimeError, match="complex64"):
+        eager.load(io.BytesIO(buf.getvalue()))
