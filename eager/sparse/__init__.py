@@ -18,6 +18,7 @@ the op and saying to call `.to_dense()` first."""
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -30,8 +31,8 @@ from .._functional import cat as _cat
 from .._grad_mode import no_grad
 from .._tensor import Size, Tensor
 
-__all__ = ["SparseTensor", "addmm", "layout", "mm", "sparse_coo", "sparse_coo_tensor", "spmm", "strided", "sum",
-           "to_sparse"]
+__all__ = ["DoubleTensor", "FloatTensor", "LongTensor", "SparseTensor", "addmm", "layout", "mm", "sparse_coo",
+           "sparse_coo_tensor", "spmm", "strided", "sum", "to_sparse"]
 
 
 class layout:
@@ -409,6 +410,31 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any
         vals = vals.detach().clone().requires_grad_()
     coalesced = bool(is_coalesced) if is_coalesced is not None else nnz <= 1
     return SparseTensor._build(idx, vals, size, coalesced)
+
+
+def _legacy(dtype: _dtypes.dtype, name: str):
+    def construct(*args: Any, size: Any = None) -> SparseTensor:
+        if args and all(isinstance(a, int) for a in args):  # FloatTensor(2, 3): an empty tensor of that size
+            shape = tuple(args)
+            return sparse_coo_tensor(_zeros((len(shape), 0), dtype=_dtypes.int64), _zeros(0, dtype=dtype), shape)
+        if len(args) not in (2, 3):
+            raise TypeError(f"torch.sparse.{name}: expected (indices, values[, size]) or sizes, got {len(args)} "
+                            "arguments")
+        warnings.warn("torch.sparse.SparseTensor(indices, values, shape, *, device=) is deprecated.  Please use "
+                      "torch.sparse_coo_tensor(indices, values, shape, dtype=, device=).", UserWarning, stacklevel=2)
+        values = args[1] if isinstance(args[1], Tensor) else _tensor(args[1])
+        size = args[2] if len(args) == 3 else size
+        return sparse_coo_tensor(args[0], values.to(dtype), size)
+
+    construct.__name__ = construct.__qualname__ = name
+    construct.__doc__ = (f"The legacy constructor torch.sparse.{name}(indices, values, size) (or (*sizes) for an "
+                         "empty one): sparse_coo_tensor with the values cast to its dtype.")
+    return construct
+
+
+FloatTensor = _legacy(_dtypes.float32, "FloatTensor")
+DoubleTensor = _legacy(_dtypes.float64, "DoubleTensor")
+LongTensor = _legacy(_dtypes.int64, "LongTensor")
 
 
 def to_sparse(input: Tensor, sparse_dim: int | None = None) -> SparseTensor:

@@ -174,3 +174,26 @@ def test_sparse_values_dtype_cast_and_unary_ops_stay_sparse():
     np.testing.assert_array_equal(_np(a.to_dense()), np.abs(_np(s.to_dense())))
     st, _ = _sparse(torch)
     np.testing.assert_allclose(_np(eager.sqrt(eager.abs(s)).to_dense()), _np(torch.sqrt(torch.abs(st)).to_dense()))
+
+
+def test_a_gcn_layer_written_as_pygcn_trains_like_pytorch():
+    """pygcn's idiom: torch.sparse.FloatTensor(indices, values, shape) for the normalized
+    adjacency, torch.spmm(adj, x @ W) per layer; gradients of W against PyTorch."""
+    rng = np.random.default_rng(3)
+    n, f, h = 6, 4, 3
+    rows, cols = np.nonzero(rng.random((n, n)) < 0.4)
+    vals = rng.random(rows.size).astype(np.float32)
+    x0, w0 = rng.standard_normal((n, f)).astype(np.float32), rng.standard_normal((f, h)).astype(np.float32)
+    out = []
+    for lib in (eager, torch):
+        idx = lib.from_numpy(np.vstack((rows, cols)).astype(np.int64))
+        with pytest.warns(UserWarning, match="is deprecated"):
+            adj = lib.sparse.FloatTensor(idx, lib.from_numpy(vals), lib.Size([n, n]))
+        w = lib.tensor(w0, requires_grad=True)
+        y = lib.relu(lib.spmm(adj, lib.tensor(x0) @ w))
+        loss = lib.nn.functional.log_softmax(y, dim=1).sum()
+        loss.backward()
+        out.append((loss.item(), w.grad.numpy(), adj.to_dense().numpy()))
+    np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-5)
+    np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(out[0][2], out[1][2])
