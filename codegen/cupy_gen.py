@@ -24,7 +24,7 @@ from static.ir import Graph, Node, Value
 from .c_kernel import Driver, KernelBody, closure, reduction_lowering, yielded_by
 from .cuda_helpers import PREAMBLE
 from .lowering import half_in_float32, lowering_for
-from .regions import Region, analyze
+from .regions import Region, analyze, bind_symbols
 from .render import (C_TYPES, CUPY_PARAM_TYPES, Names, c_literal, c_type, compute_c_type, entry_name, fields, fill,
                      line_numbers, node_line, np_dtype, py_literal)
 from .templates import render
@@ -55,6 +55,7 @@ class CupyModule(Driver):
         g = self.graph
         params = [self.names(v) for v in g.inputs]
         entry = [f"{p} = cp.asarray({p})" for p in params]
+        entry += bind_symbols(g, self.names)  # symbolic sizes (static.dynamic_shapes), read from the inputs
         for node in g.nodes:
             self.comment(node)
             if node.body is None:

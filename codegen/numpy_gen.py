@@ -26,7 +26,7 @@ from static.ir import Graph, Node, Value
 from . import batching, settings
 from .lowering import NumpyLowering, accumulate_dtype, half_in_float32, lowering_for, small_power
 from .memory import BufferPlanner
-from .regions import Region, analyze, body_of, with_block_axes
+from .regions import Region, analyze, bind_symbols, body_of, with_block_axes
 from .render import Names, cite, entry_name, compute_dtype, fields, fill, line_numbers, node_line, np_dtype, py_literal
 from .templates import render
 
@@ -198,7 +198,7 @@ class NumpyModule:
         params = [self.names(v) for v in g.inputs]
         entry = [f"{self.names(v)} = {self.names(v)}[()]  # 0-d: computed on NumPy scalars"
                  for v in g.inputs if len(v.type.shape) == 0]
-        entry += _bind_symbols(g, self.names)
+        entry += bind_symbols(g, self.names)
         top = Emitter(self, self.names, local_globals=True)
         planner = BufferPlanner(g)
         top.batches_after(None)
@@ -640,35 +640,6 @@ def _elements(space: tuple) -> int:
     for d in space:
         total *= d.decision_value() if hasattr(d, "decision_value") else int(d)
     return total
-
-
-def _bind_symbols(graph: Graph, names: Names) -> list:
-    """Lines binding each symbolic size of the graph (`s0`) from the shape of an input that
-    has it as a dimension, as module globals so that block functions read them too. A symbol
-    that no input has as a whole dimension cannot be bound: ValueError (the caller compiles
-    that graph for fixed sizes instead)."""
-    bound: dict = {}
-    wanted: set = set()
-    for v in graph.inputs:
-        for d, size in enumerate(v.type.shape):
-            if type(size) is not int and isinstance(size, int):
-                symbols = {s for m in (getattr(size, "poly", None) or {}) for s in m}
-                wanted |= symbols
-                text = str(size)
-                if text.isidentifier() and text not in bound:
-                    bound[text] = f"{names(v)}.shape[{d}]"
-    for node in graph.nodes:
-        for o in node.outputs:
-            for size in o.type.shape:
-                if type(size) is not int and isinstance(size, int):
-                    wanted |= {s for m in (getattr(size, "poly", None) or {}) for s in m}
-    missing = sorted(wanted - set(bound))
-    if missing:
-        raise ValueError(f"codegen: the symbolic size(s) {', '.join(missing)} are no input's dimension")
-    if not bound:
-        return []
-    return [f"global {', '.join(bound)}  # symbolic sizes, read from the inputs (block functions read them)"] + \
-        [f"{s} = {where}" for s, where in bound.items()]
 
 
 def generate(graph: Graph) -> tuple[str, str]:

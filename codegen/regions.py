@@ -16,6 +16,7 @@ the others are *invariant* and computed once, before the blocks.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -248,3 +249,32 @@ def _block_axes(region: Region, values: list) -> int:
             break
         best = k
     return best
+
+
+def bind_symbols(graph: Graph, names: Callable[[Value], str]) -> list:
+    """Lines binding each symbolic size of the graph (`s0`) from the shape of an input that
+    has it as a dimension, as module globals so that block functions read them too. A symbol
+    that no input has as a whole dimension cannot be bound: ValueError (the caller compiles
+    that graph for fixed sizes instead)."""
+    bound: dict = {}
+    wanted: set = set()
+    for v in graph.inputs:
+        for d, size in enumerate(v.type.shape):
+            if type(size) is not int and isinstance(size, int):
+                symbols = {s for m in (getattr(size, "poly", None) or {}) for s in m}
+                wanted |= symbols
+                text = str(size)
+                if text.isidentifier() and text not in bound:
+                    bound[text] = f"{names(v)}.shape[{d}]"
+    for node in graph.nodes:
+        for o in node.outputs:
+            for size in o.type.shape:
+                if type(size) is not int and isinstance(size, int):
+                    wanted |= {s for m in (getattr(size, "poly", None) or {}) for s in m}
+    missing = sorted(wanted - set(bound))
+    if missing:
+        raise ValueError(f"codegen: the symbolic size(s) {', '.join(missing)} are no input's dimension")
+    if not bound:
+        return []
+    return [f"global {', '.join(bound)}  # symbolic sizes, read from the inputs (block functions read them)"] + \
+        [f"{s} = {where}" for s, where in bound.items()]

@@ -677,6 +677,11 @@ def _difference(a: Any, b: Any, backend: str) -> str | None:
     for x, y in zip(ga, gb):
         if str(x) != str(y):
             return "the graph depends on the size (a size read as a number): " + _first_diff(str(x), str(y))
+    if backend == "cupy":
+        for g in ga:
+            literal = _size_in_kernel(g)
+            if literal is not None:
+                return f"a size used as a number inside a CuPy kernel ({literal}): kernels take no sizes"
     if backend in ("numpy", "cupy"):
         from codegen.executable import generate_source  # noqa: PLC0415  (codegen builds on static)
 
@@ -684,6 +689,19 @@ def _difference(a: Any, b: Any, backend: str) -> str | None:
             sa, sb = generate_source(x, backend)[0], generate_source(y, backend)[0]
             if sa != sb:
                 return "the generated code depends on the size: " + _first_diff(sa, sb)
+    return None
+
+
+def _size_in_kernel(graph: Any) -> str | None:
+    """A fused region of the graph that reads a symbolic size as a literal (a mean's count):
+    CuPy kernels are compiled from text, and a size they would read is known only per call."""
+    for node in graph.nodes:
+        if node.body is None:
+            continue
+        operands = list(node.inputs) + [v for n in node.body.nodes for v in n.inputs]
+        for v in operands:
+            if isinstance(v, SymInt):
+                return f"%{node.outputs[0].name} reads {v}"
     return None
 
 

@@ -168,3 +168,44 @@ def test_symbolic_sizes_compute_and_print_as_polynomials():
     assert str((s * 12) // 4) == "3*s0" and (s * 12) // 4 == 24
     assert ds.evaluate(t, {"s0": 10}) == 42
     assert str(s - s) == "0" and type(s - s) is int
+
+
+def test_a_symbolic_graph_runs_on_the_cupy_host_stand_in_at_every_size():
+    from codegen import native_build  # noqa: PLC0415
+
+    if not native_build.availability()[0]:
+        pytest.skip("no host C++ compiler for the CuPy stand-in")
+    import sys  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    import codegen  # noqa: PLC0415
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "codegen"))
+    from cuda_host import HostCupy  # noqa: PLC0415
+
+    def f(x, w):
+        return ((x @ w).tanh() * 2 + 1).sum(1)
+
+    compiled = static.compile(f, backend="numpy", dynamic=True)
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((4, 6)).astype(np.float32)
+    compiled(rng.standard_normal((5, 4)).astype(np.float32), w)
+    graph = compiled.ir(rng.standard_normal((9, 4)).astype(np.float32), w)
+    assert "%x: f32[s0,s1]" in str(graph)  # dynamic=True: every dimension a symbol
+    cp = HostCupy()
+    namespace = cp.load(codegen.generate_source(graph, "cupy")[0], "gm_symbolic_on_host")
+    cp.compile_pending()
+    for n in (3, 8, 17):
+        x = rng.standard_normal((n, 4)).astype(np.float32)
+        got = np.asarray(namespace["forward"](x, w)[0])
+        np.testing.assert_allclose(got, f(eager.tensor(x), eager.tensor(w)).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_a_size_inside_a_cupy_kernel_is_refused_with_the_reason():
+    x = eager.randn(6, 3, requires_grad=True)
+    compiled = static.compile(lambda x: x.tanh().mean(), backend="numpy", dynamic=True)
+    compiled(x)
+    backward = compiled.autograd_graphs(x).backward
+    assert "div %3, s0*s1" in str(backward)  # the mean's count, read at run time by NumPy's code
+    reason = ds._size_in_kernel(backward)  # CuPy: traced per size instead
+    assert reason is not None and reason.endswith("reads s0*s1")
