@@ -37,10 +37,10 @@ _T = TypeVar("_T", bound="TensorAPI")
 
 
 def _index_tensor(value: Any) -> Any:
-    """An index given as a list or array becomes an eager tensor (an integer or mask index)."""
-    from ._factories import tensor  # noqa: PLC0415  (the factories import Tensor, which imports this)
+    """An index given as a list, range or array becomes an eager tensor (an integer or mask index)."""
+    from ._factories import index_tensor  # noqa: PLC0415  (the factories import Tensor, which imports this)
 
-    return tensor(value)
+    return index_tensor(value)
 
 
 class _InPlace:

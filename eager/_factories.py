@@ -68,18 +68,54 @@ def _finish(arr, requires_grad: bool) -> Tensor:
     return t
 
 
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+
 def _infer_dtype(data) -> _dtypes.dtype:
-    """Python floats give float32 (the default dtype), ints int64, bools bool."""
-    flat = data
-    while isinstance(flat, (list, tuple)) and flat:
-        flat = flat[0]
-    if isinstance(flat, (bool, np.bool_)):
-        return _dtypes.bool_
-    if isinstance(flat, (int, np.integer)):
-        # a nested list can mix ints and floats: look at every element
-        arr = np.asarray(data)
-        return _dtypes.int64 if arr.dtype.kind in "iu" else (_dtypes.bool_ if arr.dtype.kind == "b" else _dtypes.DEFAULT_FLOAT)
-    return _dtypes.DEFAULT_FLOAT
+    """PyTorch's inference for tensor(data): each scalar has a dtype (a Python float the
+    default float dtype, an int int64, a bool bool, a NumPy scalar or a tensor its own) and a
+    sequence (list, tuple, range) takes the promotion of its elements': the highest category
+    (bool < integer < floating) wins whatever the sizes, so [1, 2.5] is float32 and
+    [True, 2] int64; within a category the wider type does."""
+    found: dict[int, set] = {}
+
+    def visit(x) -> None:
+        if isinstance(x, (list, tuple, range)):
+            for item in x:
+                visit(item)
+            return
+        if isinstance(x, Tensor):
+            dt = x._data.dtype
+        elif isinstance(x, (bool, np.bool_)):
+            dt = np.dtype(np.bool_)
+        elif isinstance(x, np.generic):
+            dt = x.dtype
+        elif isinstance(x, int):
+            dt = np.dtype(np.int64)
+        elif isinstance(x, float):
+            dt = _dtypes.DEFAULT_FLOAT.np
+        elif isinstance(x, np.ndarray):
+            dt = x.dtype
+        else:
+            name = type(x).__name__
+            if isinstance(x, (str, bytes)) or hasattr(x, "__iter__") and not hasattr(x, "__len__"):
+                raise TypeError(f"new(): invalid data type '{name}'") if isinstance(x, (str, bytes)) else \
+                    RuntimeError(f"Could not infer dtype of {name}")
+            raise RuntimeError(f"Could not infer dtype of {name}")
+        found.setdefault(_KIND_RANK.get(dt.kind, 3), set()).add(dt)
+
+    visit(data)
+    if not found:
+        return _dtypes.DEFAULT_FLOAT  # tensor([]) is float32, as PyTorch's
+    return _dtypes.from_numpy(np.result_type(*found[max(found)]))
+
+
+def index_tensor(value) -> Tensor:
+    """A list, tuple or range used as an index, as a tensor: an integer index (int64 even when
+    empty, as PyTorch reads `x[[]]`) or a boolean mask."""
+    if isinstance(value, (list, tuple, range)) and len(value) == 0:
+        return tensor([], dtype=_dtypes.int64)
+    return tensor(value)
 
 
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -98,9 +134,11 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.from_numpy(data.dtype)
         with np.errstate(over="ignore", invalid="ignore"):  # beyond the dtype's range: inf, silently
             return _finish(xp.array(src, dtype=dt.np, copy=True), requires_grad)
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
     if isinstance(data, np.generic):
         data = data.item()
-    dt = _dtypes.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
+    elif isinstance(data, range):
+        data = list(data)
     try:
         with np.errstate(over="ignore", invalid="ignore"):  # 1e5 as float16 is inf, silently (PyTorch)
             arr = np.array(data, dtype=dt.np)

@@ -568,7 +568,11 @@ def _resolve_shape(shape: tuple, numel: int, name: str) -> tuple:
 def reshape(input, *shape):
     """Always a new tensor (a view when it can be), as in PyTorch, even for the same shape."""
     shape = _resolve_shape(_sizes(shape), _numel(input), "reshape")
-    return S.RESHAPE(input, shape=shape)
+    out = S.RESHAPE(input, shape=shape)
+    data, source = getattr(out, "_data", None), getattr(input, "_data", None)
+    if data is not None and source is not None and data.size and not np.may_share_memory(data, source):
+        _renamed(out, "UnsafeViewBackward0")  # a layout that cannot be viewed was copied, as PyTorch names it
+    return out
 
 
 def _numel(x) -> int:
@@ -686,8 +690,9 @@ def split(tensor, split_size_or_sections, dim=0):
         if step <= 0:
             raise RuntimeError(f"split: split_size must be positive, got {step}")
         sizes = tuple(_builtins.min(step, n - i) for i in range(0, n, step)) or (0,)
-    else:
-        sizes = tuple(int(s) for s in split_size_or_sections)
+        pieces = S.SPLIT(tensor, sizes=sizes, dim=d)
+        return tuple(_renamed(p, "SplitBackward0") for p in pieces)  # PyTorch's node for equal pieces
+    sizes = tuple(int(s) for s in split_size_or_sections)
     return S.SPLIT(tensor, sizes=sizes, dim=d)
 
 
@@ -702,7 +707,7 @@ def chunk(input, chunks, dim=0):
 def unbind(input, dim=0):
     """The slices of input along `dim`, as a tuple, with that dimension removed. Mirrors torch.unbind."""
     d = norm_dim("unbind", dim, _ndim(input))
-    return tuple(select(input, d, i) for i in range(input.shape[d]))
+    return tuple(_renamed(select(input, d, i), "UnbindBackward0") for i in range(input.shape[d]))
 
 
 def select(input, dim, index):

@@ -144,6 +144,82 @@ class Tensor(TensorAPI):
         return self.device.type == "cuda"
 
     @property
+    def is_cpu(self) -> bool:
+        """Whether the data lives on the CPU (a NumPy array). Mirrors torch.Tensor.is_cpu."""
+        return isinstance(self._data, np.ndarray)
+
+    # The other devices and layouts PyTorch can have, which eager tensors never are (devices
+    # are 'cpu' and 'cuda'; tensors are dense, strided, unquantized): scripts branch on them.
+    is_xpu = property(lambda self: False, doc="False: eager has no XPU device. Mirrors torch.Tensor.is_xpu.")
+    is_mps = property(lambda self: False, doc="False: eager has no MPS device. Mirrors torch.Tensor.is_mps.")
+    is_meta = property(lambda self: False, doc="False: every eager tensor has data. Mirrors torch.Tensor.is_meta.")
+    is_ipu = property(lambda self: False, doc="False: eager has no IPU device. Mirrors torch.Tensor.is_ipu.")
+    is_xla = property(lambda self: False, doc="False: eager has no XLA device. Mirrors torch.Tensor.is_xla.")
+    is_mtia = property(lambda self: False, doc="False: eager has no MTIA device. Mirrors torch.Tensor.is_mtia.")
+    is_maia = property(lambda self: False, doc="False: eager has no MAIA device. Mirrors torch.Tensor.is_maia.")
+    is_hpu = property(lambda self: False, doc="False: eager has no HPU device. Mirrors torch.Tensor.is_hpu.")
+    is_vulkan = property(lambda self: False, doc="False: eager has no Vulkan device. Mirrors torch.Tensor.is_vulkan.")
+    is_mkldnn = property(lambda self: False, doc="False: no tensor is in oneDNN's layout. Mirrors torch.Tensor.is_mkldnn.")
+    is_quantized = property(lambda self: False, doc="False: eager has no quantized tensors. "
+                                                    "Mirrors torch.Tensor.is_quantized.")
+    is_sparse = property(lambda self: False, doc="False for a dense (strided) tensor. Mirrors torch.Tensor.is_sparse.")
+    is_sparse_csr = property(lambda self: False, doc="False for a dense (strided) tensor. "
+                                                     "Mirrors torch.Tensor.is_sparse_csr.")
+    is_nested = property(lambda self: False, doc="False: eager has no nested tensors. Mirrors torch.Tensor.is_nested.")
+
+    def is_complex(self) -> bool:
+        """False: eager has no complex dtypes. Mirrors torch.Tensor.is_complex."""
+        return self._data.dtype.kind == "c"
+
+    def is_signed(self) -> bool:
+        """Whether the dtype holds negative values (every dtype but bool and uint8). Mirrors torch.Tensor.is_signed."""
+        return self._data.dtype.kind in "if"
+
+    def is_conj(self) -> bool:
+        """False: no tensor here is a lazily conjugated view. Mirrors torch.Tensor.is_conj."""
+        return False
+
+    def is_neg(self) -> bool:
+        """False: no tensor here is a lazily negated view. Mirrors torch.Tensor.is_neg."""
+        return False
+
+    def is_inference(self) -> bool:
+        """False: inference_mode makes ordinary tensors here (it is no_grad). Mirrors torch.Tensor.is_inference."""
+        return False
+
+    def is_pinned(self, device: Any = None) -> bool:
+        """False: host memory is never page-locked here. Mirrors torch.Tensor.is_pinned."""
+        return False
+
+    def is_shared(self) -> bool:
+        """False: tensors are not in shared memory (no worker processes). Mirrors torch.Tensor.is_shared."""
+        return False
+
+    def is_distributed(self) -> bool:
+        """False. Mirrors torch.Tensor.is_distributed."""
+        return False
+
+    def is_same_size(self, other: "Tensor") -> bool:
+        """Whether other has the same shape. Mirrors torch.Tensor.is_same_size."""
+        return tuple(self._data.shape) == tuple(other.shape)
+
+    def is_set_to(self, other: "Tensor") -> bool:
+        """Whether both tensors view the same memory with the same offset, shape and strides.
+        Mirrors torch.Tensor.is_set_to."""
+        return (self.data_ptr() == other.data_ptr() and self._data.shape == other._data.shape
+                and self._data.strides == other._data.strides and self._data.dtype == other._data.dtype)
+
+    def is_nonzero(self) -> bool:
+        """The truth of a one-element tensor (RuntimeError otherwise, as bool()). Mirrors torch.Tensor.is_nonzero."""
+        if self._data.size == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+        return bool(self)
+
+    def is_coalesced(self) -> bool:
+        """Raises for a dense tensor, as PyTorch: only sparse tensors are coalesced or not."""
+        raise RuntimeError("is_coalesced expected sparse coordinate tensor layout but got Strided")
+
+    @property
     def layout(self) -> Any:
         """eager.strided for a dense tensor (eager.sparse_coo for a sparse one). Mirrors torch.Tensor.layout."""
         from .sparse import strided  # noqa: PLC0415
@@ -643,9 +719,9 @@ def _to_device(t: Tensor, dev: device) -> Tensor:
 
 
 def _index_tensor(value) -> Tensor:
-    from ._factories import tensor  # noqa: PLC0415
+    from ._factories import index_tensor  # noqa: PLC0415
 
-    return tensor(value)
+    return index_tensor(value)
 
 
 def _setitem_raw(self: Tensor, index, value) -> None:

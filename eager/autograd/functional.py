@@ -86,7 +86,7 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False, vec
         for o in outs:
             rows: list[list[Any]] = [[] for _ in ins]
             for k in range(o.numel()):
-                seed = zeros_like(o)
+                seed = zeros_like(o).contiguous()  # row-major, so the flat write below lands in it
                 seed._data.reshape(-1)[k] = 1
                 gs = _grads([o], list(ins), [seed], create_graph)
                 for j, g in enumerate(gs):

@@ -58,7 +58,7 @@ def _analytical(fn, inputs, wrt):
             if not o.requires_grad:
                 col += 1
                 continue
-            seed = zeros_like(o)
+            seed = zeros_like(o).contiguous()  # row-major, so the flat write below lands in it
             seed._data.reshape(-1)[k] = 1
             grads = grad([o], list(wrt), [seed], retain_graph=True, allow_unused=True)
             for j, g in enumerate(grads):

@@ -39,8 +39,21 @@ def _divisors(rng, shape):
 
 
 # -- division with rounding -------------------------------------------------------------------
+def _integer_division(fn):
+    """`fn(a, b)` refusing an integer division by zero as PyTorch does (a RuntimeError whose
+    message is "ZeroDivisionError"): NumPy gives 0 there, silently."""
+    def forward(xp, a, b):
+        dt = getattr(b, "dtype", None)
+        integral = dt.kind in "iu" if dt is not None else isinstance(b, int) and not isinstance(b, bool)
+        if integral and getattr(a, "dtype", np.dtype(np.int64)).kind in "iu" and bool(xp.any(xp.asarray(b) == 0)):
+            raise RuntimeError("ZeroDivisionError")
+        return fn(xp, a, b)
+    return forward
+
+
 FLOOR_DIVIDE = defop(
-    "floor_divide", arity=2, fusible=False, forward=lambda xp, a, b: xp.floor_divide(a, b), abstract=_elementwise("floor_divide"),
+    "floor_divide", arity=2, fusible=False, forward=_integer_division(lambda xp, a, b: xp.floor_divide(a, b)),
+    abstract=_elementwise("floor_divide"),
     promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {}),
                          ((rng.integers(-9, 9, (3, 4)), rng.integers(1, 4, (4,))), {})],
@@ -57,7 +70,8 @@ def _remainder_vjp(ctx, g):
 
 
 REMAINDER = defop(
-    "remainder", arity=2, fusible=False, forward=lambda xp, a, b: xp.remainder(a, b), abstract=_elementwise("remainder"),
+    "remainder", arity=2, fusible=False, forward=_integer_division(lambda xp, a, b: xp.remainder(a, b)),
+    abstract=_elementwise("remainder"),
     vjp=_remainder_vjp, grad_name="RemainderBackward0", save=(0, 1), promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {}),
                          ((rng.standard_normal((3, 4)) * 3, 1.5), {})],
@@ -74,7 +88,8 @@ def _fmod_vjp(ctx, g):
 
 
 FMOD = defop(
-    "fmod", arity=2, fusible=False, forward=lambda xp, a, b: xp.fmod(a, b), abstract=_elementwise("fmod"),
+    "fmod", arity=2, fusible=False, forward=_integer_division(lambda xp, a, b: xp.fmod(a, b)),
+    abstract=_elementwise("fmod"),
     vjp=_fmod_vjp, grad_name="FmodBackward0", save=(0, 1), save_output=True, promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {})],
     doc="C's fmod: the remainder with the sign of a",
@@ -342,6 +357,10 @@ def _argsort(xp, x, dim, descending=False):
     if descending:
         # a stable sort of the negated keys keeps equal elements in their original order
         key = -x.astype(np.int64) if x.dtype.kind in "bu" else -x
+        if x.dtype.kind == "f":
+            nan = xp.isnan(x)
+            if bool(nan.any()):  # NaN ranks largest, as in PyTorch (first when descending, topk's pick)
+                return like(xp, x, xp.lexsort((xp.where(nan, 0, key), ~nan), axis=dim))
         return like(xp, x, xp.argsort(key, axis=dim, kind="stable"))
     return like(xp, x, xp.argsort(x, axis=dim, kind="stable"))  # x's memory order, as PyTorch's sort
 
