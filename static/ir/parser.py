@@ -94,7 +94,49 @@ def _literal(item: ParseNode, depth: int = 0) -> Any:
         return _string(tok)
     if kind == "dtype_lit":
         return _DTYPES[str(tok)]
+    if kind == "sym_lit":
+        return _symbolic(tok)
     raise _error(item, f"unknown literal {kind}")  # grammar and parser out of step
+
+
+_SYMBOL_HINTS: dict[str, int] = {}  # per parse: symbol name -> the size it stands for while verifying
+_HINTS = (101, 103, 107, 109, 113, 127, 131, 137, 139, 149, 151, 157)
+
+
+def _symbolic(tok: Token) -> Any:
+    """A symbolic size (`s0`, `2*s0+4`, `s0*s1`: static.dynamic_shapes' polynomial text) as a
+    SymInt. Each symbol stands for a distinct prime while the graph is verified, so that two
+    symbols never look equal by accident."""
+    from ..dynamic_shapes import SymInt  # noqa: PLC0415  (a leaf module: no import cycle)
+
+    text = str(tok)
+    total: Any = 0
+    for sign, term in _terms(text):
+        value: Any = sign
+        for factor in term.split("*"):
+            if factor.isdigit() and len(factor) <= MAX_INT_DIGITS:
+                value = value * int(factor)
+            elif factor.isidentifier():
+                hint = _SYMBOL_HINTS.setdefault(factor, _HINTS[len(_SYMBOL_HINTS) % len(_HINTS)]
+                                                + 1000 * (len(_SYMBOL_HINTS) // len(_HINTS)))
+                value = value * SymInt.symbol(factor, hint)
+            else:
+                raise _error(tok, f"bad symbolic size {text!r}: write a polynomial such as 2*s0+4")
+        total = total + value
+    return total
+
+
+def _terms(text: str) -> list[tuple[int, str]]:
+    """'2*s0-s1+4' -> [(1, '2*s0'), (-1, 's1'), (1, '4')]."""
+    out, sign, start = [], 1, 0
+    for i, ch in enumerate(text):
+        if ch in "+-" and i > start:
+            out.append((sign, text[start:i]))
+            sign, start = (1 if ch == "+" else -1), i + 1
+        elif ch in "+-":
+            sign, start = (1 if ch == "+" else -1) * sign, i + 1
+    out.append((sign, text[start:]))
+    return [(s, t) for s, t in out if t]
 
 
 class _Builder:
@@ -140,7 +182,7 @@ class _Builder:
 
     def _type(self, tree: ParseNode) -> TensorSpec:
         dtype_tok, *dims = tree.children
-        shape = tuple(_int(d) for d in dims if d is not None)
+        shape = tuple(_symbolic(d) if d.type == "SYMDIM" else _int(d) for d in dims if d is not None)
         if math.prod(shape) > MAX_ELEMENTS:
             raise _error(tree, f"type {str(dtype_tok)}{list(shape)} has more elements than an int64 can count")
         return TensorSpec(shape, _DTYPES[str(dtype_tok)])
@@ -277,6 +319,7 @@ def parse_ir(text: str) -> Graph:
     except UnexpectedInput as exc:
         raise IRParseError(_describe(exc, text), exc.line, exc.column) from None
     builder = _Builder()
+    _SYMBOL_HINTS.clear()
     graph = builder.build(tree)
     try:
         verify(graph)

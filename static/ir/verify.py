@@ -128,6 +128,16 @@ def _check_arity(node: Node, where: str) -> None:
     _ARITY_OK.add(key)
 
 
+def _is_symbol(d) -> bool:
+    return type(d) is not int and isinstance(d, int) and not isinstance(d, bool)
+
+
+def _symbolic_mismatch(declared: tuple, computed: tuple) -> bool:
+    """Sizes equal in value but not as symbols (static.dynamic_shapes): a type that says 32
+    where the op gives s0 (or s0 where it gives s1) would hold only for the traced size."""
+    return any((_is_symbol(a) or _is_symbol(b)) and str(a) != str(b) for a, b in zip(declared, computed))
+
+
 def _expected_types(node: Node) -> list:
     """The op's abstract rule on the node's operands, memoized: verification runs after
     every pass, and graphs repeat the same (op, operand types, attributes) a lot."""
@@ -194,7 +204,8 @@ def verify(graph: Graph, outer: set | None = None) -> Graph:
             raise _fail(node, f"{where}{node.op} produces {len(expected)} results, but "
                         f"{len(node.outputs)} are named")
         for out, exp in zip(node.outputs, expected):
-            if tuple(out.type.shape) != tuple(exp.shape) or out.type.dtype != exp.dtype:
+            if tuple(out.type.shape) != tuple(exp.shape) or out.type.dtype != exp.dtype \
+                    or _symbolic_mismatch(out.type.shape, exp.shape):
                 raise _fail(node, f"{where}%{out.name} is declared {format_type(out.type)} but {node.op} "
                             f"gives {format_type(TensorSpec(tuple(exp.shape), exp.dtype))}")
             if out.name in names:

@@ -209,3 +209,19 @@ def test_a_size_inside_a_cupy_kernel_is_refused_with_the_reason():
     assert "div %3, s0*s1" in str(backward)  # the mean's count, read at run time by NumPy's code
     reason = ds._size_in_kernel(backward)  # CuPy: traced per size instead
     assert reason is not None and reason.endswith("reads s0*s1")
+
+
+def test_symbolic_types_print_parse_and_verify():
+    f = static.compile(lambda x, w: (x @ w).tanh().sum(1), backend="numpy", dynamic=True)
+    x, w = eager.randn(5, 3), eager.randn(3, 4)
+    f(x, w)
+    text = str(f.ir(x, w))
+    assert "%x: f32[s0,s1], %w: f32[s1,s2]" in text
+    assert str(static.parse_ir(text)) == text
+    g = static.parse_ir("func @f(%x: f32[B,784], %y: f32[2*B,4]) -> f32[B,8] {\n"
+                        "  %0 = reshape %y {shape = [B, 8]} : f32[B,8]\n  return %0\n}")
+    assert str(g.outputs[0].type.shape[0]) == "B"
+    with pytest.raises(ValueError, match=r"declared f32\[101,4\] but mul gives f32\[B,4\]"):
+        static.parse_ir("func @f(%x: f32[B,4]) -> f32[101,4] {\n  %0 = mul %x, 2.0 : f32[101,4]\n  return %0\n}")
+    with pytest.raises(ValueError, match="bad symbolic size"):
+        static.parse_ir("func @f(%x: f32[B**2]) -> f32[B**2] {\n  return %x\n}")
