@@ -15,7 +15,7 @@ import numpy as np
 from eager import _dtypes, _threads
 from eager._fpstate import quiet_fp, restore_fp
 from eager.ops import REGISTRY
-from eager.ops.linalg import GEMM_SPLIT_MIN
+from eager.ops.linalg import GEMM_SPLIT_MIN, fold_matmul
 
 
 def _env_int(name: str, default: int) -> int:
@@ -145,14 +145,14 @@ def matmul(a, b):
     bits on every call."""
     workers = CONFIG.threads
     if workers < 2 or a.ndim < 2 or b.ndim != 2 or a.size * b.shape[1] < GEMM_SPLIT_MIN or blas_threads() != 1:
-        return np.matmul(a, b)
+        return fold_matmul(np, a, b)  # a stack by a matrix as one product, as eager's matmul
     from . import eager_kernels  # noqa: PLC0415  (it imports this module)
 
     out = eager_kernels.matmul(a, b)
     if out is not None:
         return out
     if a.shape[0] < 2 or a.size * b.shape[1] < MATMUL_SPLIT_MIN:
-        return np.matmul(a, b)
+        return fold_matmul(np, a, b)
     out = np.empty(a.shape[:-1] + (b.shape[1],), np.result_type(a.dtype, b.dtype))
     parts = min(workers, a.shape[0])
     bounds = [a.shape[0] * k // parts for k in range(parts + 1)]

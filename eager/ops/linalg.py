@@ -1,6 +1,8 @@
 """The matrix product, with NumPy's 1-D and batch-broadcasting rules."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _dtypes
@@ -60,7 +62,13 @@ def _matmul_vjp(ctx, g):
         if len(sa) == 1:
             ga = RESHAPE(_sum_batch(ga), shape=sa)
     if ctx.needs(1):
-        gb = MATMUL(TRANSPOSE(A, dim0=-1 % A.ndim, dim1=-2 % A.ndim), G)
+        if A.ndim > 2 and len(sb) == 2 and G.ndim == A.ndim:
+            # a stack by a matrix: the matrix's gradient is one product of all the rows
+            # (A's rows^T @ G's rows), not a product per matrix of the stack summed after
+            rows, k, n = math.prod(sa[:-1]), sa[-1], sb[-1]
+            gb = MATMUL(TRANSPOSE(RESHAPE(A, shape=(rows, k)), dim0=1, dim1=0), RESHAPE(G, shape=(rows, n)))
+        else:
+            gb = MATMUL(TRANSPOSE(A, dim0=-1 % A.ndim, dim1=-2 % A.ndim), G)
         if len(sb) == 1:
             gb = RESHAPE(_sum_batch(gb), shape=sb)
     return ga, gb
@@ -87,6 +95,17 @@ def _matmul_forward(xp, a, b):
         out = try_native(xp, "matmul", a, b)
         if out is not None:
             return out
+    return fold_matmul(xp, a, b)
+
+
+def fold_matmul(xp, a, b):
+    """xp.matmul(a, b), a stack (3 or more dims, C-contiguous) by a matrix as ONE product of
+    its rows: NumPy's matmul loops over the stack's matrices, one small BLAS call each (a
+    (16, 32, 64) by (64, 192) product took 2x the time of the same rows as one (512, 64)
+    matrix), where PyTorch folds the leading dims as this does. The same dot products, equal
+    to rounding (BLAS may choose another kernel for another number of rows)."""
+    if getattr(b, "ndim", 0) == 2 and getattr(a, "ndim", 0) > 2 and a.flags.c_contiguous and a.size:
+        return xp.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + (b.shape[1],))
     return xp.matmul(a, b)
 
 
