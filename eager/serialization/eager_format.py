@@ -27,7 +27,18 @@ from .. import _dtypes
 from .._device import device as _device
 from .._tensor import Tensor
 from . import allowlist as _safe
-from .validation import Budget, check_view, int_field, int_tuple, member_info, open_member, read_into, read_member, view
+from .validation import (
+    Budget,
+    check_view,
+    int_field,
+    int_tuple,
+    member_info,
+    open_member,
+    prescan_pickle,
+    read_into,
+    read_member,
+    view,
+)
 
 FORMAT = "eager-checkpoint"
 VERSION = 2
@@ -395,7 +406,9 @@ class Reader:
                                        "which its manifest does not list")
                 return reader.decode(refs[pid])
 
-        return Unpickler(io.BytesIO(data)).load()
+        stream = io.BytesIO(data)
+        prescan_pickle(stream, self.source, name)
+        return Unpickler(stream).load()
 
 
 def _short(value: Any) -> str:

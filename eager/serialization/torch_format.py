@@ -24,7 +24,17 @@ from .. import _dtypes
 from .._device import device as _device
 from .._tensor import Tensor
 from . import allowlist as _safe
-from .validation import Budget, check_view, int_field, member_info, open_member, read_into, read_member, view
+from .validation import (
+    Budget,
+    check_view,
+    int_field,
+    member_info,
+    open_member,
+    prescan_pickle,
+    read_into,
+    read_member,
+    view,
+)
 
 # storage class -> element dtype (bfloat16 widens to float32: eager has no bfloat16 tensors)
 STORAGES = {
@@ -396,7 +406,9 @@ class _LegacyLoader(_Loader):
 
 
 def _unpickle(data: bytes, loader: _Loader) -> Any:
-    return adopt_modules(Unpickler(io.BytesIO(data), loader).load())
+    stream = io.BytesIO(data)
+    prescan_pickle(stream, loader.source, "data.pkl")
+    return adopt_modules(Unpickler(stream, loader).load())
 
 
 def adopt_modules(obj: Any) -> Any:
@@ -462,6 +474,7 @@ def load_legacy(fh: Any, size: int, source: str, budget: Budget, map_location: A
     stream = io.BytesIO(data)
 
     def header(what: str) -> Any:
+        prescan_pickle(stream, source, f"the {what}")
         try:
             return Unpickler(stream, _LegacyLoader(0, source, budget, None, True)).load()
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError) as exc:
@@ -476,6 +489,7 @@ def load_legacy(fh: Any, size: int, source: str, budget: Budget, map_location: A
         raise RuntimeError(f"eager.load: {source} was written on a big-endian machine, which eager.load does not read")
     start = stream.tell()
     loader = _LegacyLoader(len(data) - start, source, budget, map_location, weights_only)
+    prescan_pickle(stream, source, "the object's pickle")
     obj = adopt_modules(Unpickler(stream, loader).load())
     keys = header("storage key list")
     loader.fill(stream, keys)

@@ -9,6 +9,7 @@ with a `RuntimeError` naming the member and what is wrong (PyTorch's type for th
 from __future__ import annotations
 
 import os
+import pickletools
 import zipfile
 from collections.abc import Sequence
 from typing import Any
@@ -192,6 +193,30 @@ def read_member(archive: zipfile.ZipFile, name: str, source: str, budget: Budget
     with fh:
         read_into(fh, out, source, name, declared)
     return out.tobytes()
+
+
+def prescan_pickle(stream: Any, source: str, what: str) -> None:
+    """Walk one pickle's opcodes (pickletools, pure Python, nothing built) from the stream's
+    position to its STOP, then rewind: a length that runs past the data, a truncated or
+    unknown opcode, or a memo index beyond the pickle's own size is refused before the C
+    unpickler sees it. The C unpickler sizes its memo table by the largest index it is
+    given (LONG_BINPUT 0x7ffffff of an 11-byte pickle made it allocate 2 GB and spend 10 s)
+    and allocates a declared bytes length before reading it."""
+    start = stream.tell()
+    size = stream.seek(0, 2) - start
+    stream.seek(start)
+    try:
+        for opcode, arg, _ in pickletools.genops(stream):
+            if opcode.name in ("PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET", "LONG_BINGET") and (
+                    not isinstance(arg, int) or not 0 <= arg <= size):
+                raise RuntimeError(f"eager.load: {source} is damaged or hostile: {what} uses memo index {arg}, beyond "
+                                   f"its own {size} bytes")
+    except RuntimeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - pickletools reports damage with ValueError and others
+        raise RuntimeError(f"eager.load: {source} is damaged: {what} is not a readable pickle ({exc})") from None
+    finally:
+        stream.seek(start)
 
 
 def check_archive(archive: zipfile.ZipFile, source: str, budget: Budget) -> None:
