@@ -164,7 +164,7 @@ CHUNK = 16 << 20  # bytes inflated at a time into an array: a member is never he
 def read_into(fh: Any, out: np.ndarray, source: str, name: str, rest: int) -> None:
     """Fill C-contiguous `out` from the stream, chunk by chunk; the stream must then be at
     its end (`rest`: the bytes the member declares after what was read before)."""
-    view = memoryview(out.reshape(-1).view(np.uint8))
+    view = out.reshape(-1).view(np.uint8).data  # (a memoryview of the bytes)
     n = len(view)
     if rest != n:
         raise RuntimeError(f"eager.load: {source} is damaged: member {name} holds {rest} bytes of data, {n} expected")
