@@ -12,9 +12,11 @@ Every write goes through `group["lr"]` (and `group["momentum"]` / `group["betas"
 momentum-cycling schedules): a compiled training step reads those at each call."""
 from __future__ import annotations
 
+import functools
 import math
 import types
 import warnings
+import weakref
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -57,6 +59,27 @@ def _set_group_value(group: dict, key: str, value: Any) -> None:
         group[key] = value
 
 
+def _track_optimizer_steps(optimizer: Optimizer) -> None:
+    """Wrap the optimizer's step (once, on the instance, as PyTorch does) so that it notes
+    it ran: a scheduler's first step warns when the optimizer has not stepped yet."""
+    step = optimizer.step
+    if getattr(step, "_wrapped_by_lr_sched", False):
+        return
+    func = getattr(step, "__func__", None)
+    if func is None:  # not a bound method (replaced by the user): nothing to wrap
+        return
+    opt_ref = weakref.ref(optimizer)
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        opt = opt_ref()
+        opt._opt_called = True  # type: ignore[union-attr]
+        return func.__get__(opt, opt.__class__)(*args, **kwargs)
+
+    wrapper._wrapped_by_lr_sched = True  # type: ignore[attr-defined]
+    optimizer.step = wrapper  # type: ignore[method-assign]
+
+
 def _check_optimizer(optimizer: Any) -> None:
     if not isinstance(optimizer, Optimizer):
         raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
@@ -86,6 +109,7 @@ class LRScheduler:
                                    "it) before constructing the scheduler, or use last_epoch=-1 for a fresh run")
         self.base_lrs: list = _group_values(optimizer, "initial_lr")
         self.last_epoch = last_epoch
+        _track_optimizer_steps(optimizer)
         self._initial_step()
 
     def _initial_step(self) -> None:
@@ -105,7 +129,22 @@ class LRScheduler:
         return self._last_lr
 
     def step(self, epoch: int | None = None) -> None:
-        """Advance one epoch (or, deprecated, jump to `epoch` using the closed form)."""
+        """Advance one epoch (or, deprecated, jump to `epoch` using the closed form). Call it
+        after the optimizer's step: the first call warns otherwise, as PyTorch's does."""
+        if self._step_count == 1:
+            if not getattr(self.optimizer.step, "_wrapped_by_lr_sched", False):
+                warnings.warn("Seems like `optimizer.step()` has been overridden after learning rate scheduler "
+                              "initialization. Please, make sure to call `optimizer.step()` before "
+                              "`lr_scheduler.step()`. See more details at "
+                              "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                              UserWarning, stacklevel=2)
+            elif not getattr(self.optimizer, "_opt_called", False):
+                warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 "
+                              "and later, you should call them in the opposite order: `optimizer.step()` before "
+                              "`lr_scheduler.step()`.  Failure to do this will result in PyTorch skipping the first "
+                              "value of the learning rate schedule. See more details at "
+                              "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                              UserWarning, stacklevel=2)
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)

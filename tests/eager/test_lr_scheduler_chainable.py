@@ -4,6 +4,7 @@ together, with an lr set by hand mid-run, and resumed from a state_dict or `last
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -232,6 +233,23 @@ def test_bad_arguments_raise_like_pytorch():
     with pytest.raises(ValueError, match="ReduceLROnPlateau"):
         eager.optim.lr_scheduler.ChainedScheduler([eager.optim.lr_scheduler.ReduceLROnPlateau(opt)])
     with pytest.raises(ValueError, match="Tried to step"):
-        s = eager.optim.lr_scheduler.OneCycleLR(_optimizer(eager, "SGD", dict(momentum=0.9)), 0.1, total_steps=2)
+        opt2 = _optimizer(eager, "SGD", dict(momentum=0.9))
+        s = eager.optim.lr_scheduler.OneCycleLR(opt2, 0.1, total_steps=2)
         for _ in range(3):
+            opt2.step()
             s.step()
+
+
+def test_stepping_the_scheduler_first_warns_like_pytorch():
+    for lib in (eager, torch):
+        opt = _optimizer(lib, "SGD", {})
+        s = lib.optim.lr_scheduler.StepLR(opt, 2)
+        with pytest.warns(UserWarning, match=r"Detected call of `lr_scheduler.step\(\)` before `optimizer.step\(\)`"):
+            s.step()
+        opt2 = _optimizer(lib, "SGD", {})
+        s2 = lib.optim.lr_scheduler.StepLR(opt2, 2)
+        opt2.step()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            s2.step()
+            s2.step()

@@ -76,6 +76,7 @@ def test_a_scheduler_stepped_inside_the_compiled_step_steps_at_every_call(backen
     np.testing.assert_allclose(got[0].weight._data, ref[0].weight._data, rtol=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)` before:UserWarning")  # as PyTorch warns
 def test_a_scheduler_stepped_before_the_optimizer_inside_the_step():
     def run(compiled):
         eager.manual_seed(0)
