@@ -111,6 +111,28 @@ def test_hostile_views_never_read_outside_their_storage(case):
         np.testing.assert_array_equal(arr.reshape(-1), values[np.array(flat, dtype=np.int64)])
 
 
+OPCODE_PIECES = [
+    b"(", b")", b"t", b"R", b"Q", b"}", b"]", b"e", b"u", b"s", b"b", b"a", b"0", b"2", b"N", b"\x88", b"\x89",
+    b"\x85", b"\x86", b"\x87", b"\x81", b"\x94", b"\x8f", b"\x90", b"\x91", b"\x8c\x01a", b"K\x07", b"J\xff\xff\xff\xff",
+    b"q\x00", b"h\x00", b"q\xff", b"h\xff", b"r\xff\xff\xff\x7f", b"j\x00\x00\x00\x00", b"r\x00\x00\x00\x01",
+    b"\x8a\x08\x00\x00\x00\x00\x00\x00\x00\x80", b"\x8b\xff\xff\xff\x7f", b"C\xffxyz", b"B\xff\xff\xff\x7fxy",
+    b"\x8e\xff\xff\xff\xff\xff\x00\x00\x00", b"\x95\xff\xff\xff\xff\x00\x00\x00\x00", b"X\x03\x00\x00\x00abc",
+    glob("torch._utils", "_rebuild_tensor_v2"), glob("torch", "FloatStorage"), glob("collections", "OrderedDict"),
+    glob("__builtin__", "set"), glob("builtins", "frozenset"), glob("_codecs", "encode"), glob("torch", "Size"),
+    glob("copyreg", "_reconstructor"), glob("builtins", "object"), glob("os", "system"), glob("torch", "device"),
+    frag("storage"), frag("0"), frag("cpu"), frag(6), frag((2, 3)), frag((3, 1)), frag(0), frag(10**20), frag(-1),
+    frag(2.5), frag(None), frag("latin1"), frag(("x", "latin1")), b"\x80\x02", b".",
+]
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(OPCODE_PIECES), min_size=1, max_size=40))
+def test_opcode_soup_in_data_pkl(pieces):
+    """Random opcode sequences as a PyTorch file's data.pkl: the restricted unpickler (and the
+    opcode walk before it) returns something or raises the documented errors, within the bound."""
+    _load(torch_file(b"\x80\x02" + b"".join(pieces) + b".", {"0": np.arange(6, dtype=np.float32).tobytes()}))
+
+
 def _valid_files() -> dict:
     """Valid files of each format, as seeds for byte-level mutation."""
     obj = {"w": eager.arange(12.0).reshape(3, 4), "i": eager.tensor([1, 2, 3]), "b": eager.tensor([True]),
