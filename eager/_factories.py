@@ -281,7 +281,22 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if dtype is None:
         dtype = _dtypes.int64 if all(isinstance(v, int) for v in (start, end, step)) else _dtypes.DEFAULT_FLOAT
     dt = _dtypes.as_dtype(dtype)
+    if step == 1 and any(type(v) is not int and isinstance(v, int) for v in (start, end)):
+        return _symbolic_arange(start, end, dt, requires_grad)
     return _finish(xp_for(_dev(device)).arange(start, end, step, dtype=dt.np), requires_grad)
+
+
+def _symbolic_arange(start, end, dt, requires_grad: bool) -> Tensor:
+    """arange over a symbolic size (a compiled function's dynamic dimension: static's SymInt):
+    made with ops, a cumulative sum of ones, so that the graph reads the size at run time
+    rather than holding the traced call's values as a constant."""
+    from .ops.math_ops import CUMSUM  # noqa: PLC0415
+    from .ops.special import FULL  # noqa: PLC0415
+
+    ones = FULL(shape=(end - start,), value=1, dtype=_dtypes.int64)
+    out = CUMSUM(ones, dim=0) + (start - 1)
+    out = out if dt is _dtypes.int64 else out.to(dt)
+    return out.requires_grad_() if requires_grad else out
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False) -> Tensor:

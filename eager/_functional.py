@@ -752,7 +752,9 @@ def index_key(index, make_tensor):
 
 
 def _opt_int(v):
-    return None if v is None else int(v)
+    if v is None or (isinstance(v, int) and not isinstance(v, bool)):
+        return v  # an int subclass stays: a compiled trace's symbolic size (static.dynamic_shapes)
+    return int(v)
 
 
 _FULL = ("slice", None, None, None)

@@ -143,6 +143,20 @@ def is_basic_key(key) -> bool:
     return all(entry[0] != "tensor" for entry in key)
 
 
+def _is_symbolic(v) -> bool:
+    return type(v) is not int and isinstance(v, int) and not isinstance(v, bool)
+
+
+def _slice_length(start, stop, step, n):
+    """len(range(n)[start:stop:step]). A prefix slice `[:stop]` where the size or the stop is
+    a symbolic size (static's SymInt: a compiled function's dynamic dimension) keeps it a
+    symbol; the comparison that picks it is then a guard of the compiled function."""
+    if (_is_symbolic(stop) or _is_symbolic(n)) and step in (None, 1) and start in (None, 0) \
+            and (stop is None or stop >= 0):
+        return n if stop is None or stop >= n else stop
+    return len(range(*slice(start, stop, step).indices(n)))
+
+
 def _index_abstract(x, *index_specs, key):
     _check_masks(x.shape, key, {i: s.shape for i, s in enumerate(index_specs) if s.dtype is _dtypes.bool_})
     for s in index_specs:
@@ -202,7 +216,7 @@ def index_shape(shape: tuple, key, index_shapes: list) -> tuple:
             if tensors:
                 advanced_at.append((pos, len(out)))
         elif tag == "slice":
-            out.append(len(range(*slice(e[1], e[2], e[3]).indices(n))))
+            out.append(_slice_length(e[1], e[2], e[3], n))
         elif tag == "tensor":
             if n == 0 and (advanced_size or not index_shapes[e[1]]):  # a 0-d index is an int
                 raise IndexError(f"index 0 is out of bounds for axis {dim} with size 0")

@@ -225,3 +225,23 @@ def test_symbolic_types_print_parse_and_verify():
         static.parse_ir("func @f(%x: f32[B,4]) -> f32[101,4] {\n  %0 = mul %x, 2.0 : f32[101,4]\n  return %0\n}")
     with pytest.raises(ValueError, match="bad symbolic size"):
         static.parse_ir("func @f(%x: f32[B**2]) -> f32[B**2] {\n  return %x\n}")
+
+
+def test_a_gpt_sampling_at_twelve_lengths_compiles_twice():
+    """W5's GPT (token and position embeddings: arange(T); a causal mask sliced [:T, :T]) in
+    eval mode, as a character model samples: one symbolic trace for every length."""
+    import sys  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "examples" / "workloads"))
+    import w5_gpt  # noqa: PLC0415
+
+    model = w5_gpt.make_model(seed=0)
+    model.eval()
+    compiled = static.compile(model, backend="numpy")
+    rng = np.random.default_rng(0)
+    with eager.no_grad():
+        for t in (3, 5, 8, 13, 4, 21, 9, 6, 17, 30, 2, 11):
+            idx = eager.tensor(rng.integers(0, 65, (1, t)))
+            np.testing.assert_allclose(compiled(idx).numpy(), model(idx).numpy(), rtol=1e-4, atol=1e-5)
+    assert len(compiled.compile_seconds) <= 2, ds.describe(ds.policy_of(compiled))
