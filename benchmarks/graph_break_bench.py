@@ -74,6 +74,32 @@ def measure(name: str, quick: bool, runs: int, repeats: int, backend: str) -> di
             "speedup_log": [e / lg for e, lg in zip(eager_t, log_t)], "kept": kept}
 
 
+def split_overhead(repeats: int) -> dict:
+    """The per-call cost of a split in itself: a small function whose `.item()` line splits it
+    (compiled piece, Python line, compiled piece) against the same function compiled whole
+    without the line, in microseconds per call."""
+    logged: list = []
+
+    def plain(x):
+        y = x * 2 + 1
+        return y.tanh()
+
+    def split(x):
+        y = x * 2 + 1
+        logged.append(y.sum().item())
+        return y.tanh()
+
+    x = eager.ones(64)
+    fns = {"whole": eager.compile(plain, backend="numpy"), "split": eager.compile(split, backend="numpy")}
+    calls = {k: (lambda f=f: f(x)) for k, f in fns.items()}
+    for f in calls.values():
+        for _ in range(3):
+            f()
+    samples = sample_interleaved(list(calls.values()), repeats, warmup=2, inner=50)
+    med = {k: statistics.median(s) * 1e6 for k, s in zip(calls, samples)}
+    return {"whole_us": med["whole"], "split_us": med["split"], "added_us": med["split"] - med["whole"]}
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
@@ -98,6 +124,11 @@ def main(argv: list[str] | None = None) -> dict:
                      f"{max(r['kept']) * 100:.0f})"])
     print(format_table(["workload", "eager ms", "compiled ms", "compiled+log ms", "speedup", "speedup w/ log",
                         "speedup kept (min-max)"], rows))
+    overhead = split_overhead(repeats)
+    results["split_overhead"] = overhead
+    print(f"\nper-call cost of a split (a 64-element function, .item() between two compiled pieces): "
+          f"{overhead['split_us']:.1f} us against {overhead['whole_us']:.1f} us whole "
+          f"(+{overhead['added_us']:.1f} us: one more compiled call, the Python line, the live values)")
     if args.json:
         write_json(args.json, results)
     return results
