@@ -183,6 +183,7 @@ def test_scheduler_state_dict_round_trip():
     opt = optim.SGD([p], lr=1.0)
     sched = S.StepLR(opt, 2, 0.5)
     for _ in range(3):
+        opt.step()
         sched.step()
     other = S.StepLR(optim.SGD([p], lr=1.0), 2, 0.1)
     other.load_state_dict(sched.state_dict())
