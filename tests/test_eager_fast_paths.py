@@ -55,3 +55,94 @@ def test_a_stack_product_and_its_gradients_match_pytorch():
     np.testing.assert_allclose((ea @ eb).detach().numpy(), (ta @ tb).detach().numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(ea.grad.numpy(), ta.grad.numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(eb.grad.numpy(), tb.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+# -- GRU and LSTM cells as one node ------------------------------------------------------------------
+def _cell_inputs(kind: str, dtype, rng, batch: int = 3, inp: int = 4, hidden: int = 5, bias: bool = True):
+    gates = 3 if kind == "gru" else 4
+    make = lambda *s: eager.tensor(rng.standard_normal(s).astype(dtype), requires_grad=True)  # noqa: E731
+    x, h = make(batch, inp), make(batch, hidden)
+    w_ih, w_hh = make(gates * hidden, inp), make(gates * hidden, hidden)
+    b_ih, b_hh = (make(gates * hidden), make(gates * hidden)) if bias else (None, None)
+    c = make(batch, hidden)
+    return x, h, c, w_ih, w_hh, b_ih, b_hh
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_the_fused_gru_cell_equals_the_op_by_op_cell_and_finite_differences(bias):
+    from eager.nn import _fused_cells, rnn
+
+    x, h, _, w_ih, w_hh, b_ih, b_hh = _cell_inputs("gru", np.float64, np.random.default_rng(3), bias=bias)
+    args = (x, h, w_ih, w_hh, b_ih, b_hh)
+    assert _fused_cells.eligible(*args)
+    fused = rnn._gru_cell(*args)
+    assert "GRUCell" in type(fused.grad_fn).__name__ or "GRUCell" in fused.grad_fn.name()
+    plain = rnn._gru_cell_ops(*args)
+    np.testing.assert_allclose(fused.detach().numpy(), plain.detach().numpy(), rtol=1e-12, atol=1e-12)
+    wrt = tuple(a for a in args if a is not None)
+    g = np.random.default_rng(4).standard_normal(fused.shape)
+    got = eager.autograd.grad(fused, wrt, eager.tensor(g))
+    want = eager.autograd.grad(plain, wrt, eager.tensor(g))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+    assert eager.autograd.gradcheck(lambda *a: rnn._gru_cell(*a, *((b_ih, b_hh) if bias else (None, None))),
+                                    (x, h, w_ih, w_hh))
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_the_fused_lstm_cell_equals_the_op_by_op_cell_and_finite_differences(bias):
+    from eager.nn import rnn
+
+    x, h, c, w_ih, w_hh, b_ih, b_hh = _cell_inputs("lstm", np.float64, np.random.default_rng(5), bias=bias)
+    fused = rnn._lstm_cell(x, (h, c), w_ih, w_hh, b_ih, b_hh)
+    plain = rnn._lstm_cell_flat(x, h, c, w_ih, w_hh, b_ih, b_hh)
+    for a, b in zip(fused, plain):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12, atol=1e-12)
+    wrt = tuple(a for a in (x, h, c, w_ih, w_hh, b_ih, b_hh) if a is not None)
+    rng = np.random.default_rng(6)
+    gs = [eager.tensor(rng.standard_normal(fused[0].shape)) for _ in range(2)]
+    got = eager.autograd.grad(fused, wrt, gs)
+    want = eager.autograd.grad(plain, wrt, gs)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+    # one output used alone (the other's gradient is zero), and finite differences
+    assert eager.autograd.gradcheck(lambda *a: rnn._lstm_cell(a[0], (a[1], a[2]), *a[3:], b_ih, b_hh)[0],
+                                    (x, h, c, w_ih, w_hh))
+
+
+def test_a_fused_cell_backward_that_records_a_graph_gives_second_derivatives():
+    from eager.nn import rnn
+
+    x, h, _, w_ih, w_hh, b_ih, b_hh = _cell_inputs("gru", np.float64, np.random.default_rng(7))
+    assert eager.autograd.gradgradcheck(lambda x, h: rnn._gru_cell(x, h, w_ih, w_hh, b_ih, b_hh), (x, h))
+    x, h, c, w_ih, w_hh, b_ih, b_hh = _cell_inputs("lstm", np.float64, np.random.default_rng(8))
+    assert eager.autograd.gradgradcheck(lambda x, c: rnn._lstm_cell(x, (h, c), w_ih, w_hh, b_ih, b_hh)[1], (x, c))
+
+
+@pytest.mark.parametrize("kind", ["GRU", "LSTM"])
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_recurrent_layers_match_pytorch_values_and_gradients(kind, batch_first):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(9)
+    ours = getattr(eager.nn, kind)(4, 6, num_layers=2, batch_first=batch_first, bidirectional=True)
+    theirs = getattr(torch.nn, kind)(4, 6, num_layers=2, batch_first=batch_first, bidirectional=True)
+    theirs.load_state_dict({k: torch.from_numpy(v.detach().numpy().copy()) for k, v in ours.state_dict().items()})
+    X = rng.standard_normal((3, 5, 4)).astype(np.float32)
+    ex, tx = eager.tensor(X, requires_grad=True), torch.tensor(X, requires_grad=True)
+    eo, to = ours(ex)[0], theirs(tx)[0]
+    np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy(), rtol=1e-5, atol=1e-5)
+    eo.square().sum().backward()
+    to.square().sum().backward()
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+    for (name, p), (_, q) in zip(ours.named_parameters(), theirs.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_a_traced_cell_runs_op_by_op():
+    """Under static.compile the cell's ops are recorded (the fused node is eager's only)."""
+    import static
+
+    cell = eager.nn.GRUCell(3, 4)
+    f = static.compile(lambda x, h: cell(x, h).sum(), backend="numpy")
+    x, h = eager.randn(2, 3), eager.randn(2, 4)
+    np.testing.assert_allclose(f(x, h).item(), cell(x, h).sum().item(), rtol=1e-5)

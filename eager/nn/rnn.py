@@ -10,6 +10,7 @@ from typing import Any
 from .. import _functional as _F
 from .._factories import empty, zeros
 from .._tensor import Tensor
+from . import _fused_cells as _fused
 from . import functional as F
 from . import init
 from .module import Module
@@ -26,6 +27,14 @@ def _rnn_relu_cell(x, h, w_ih, w_hh, b_ih, b_hh):
 
 def _lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh):
     h, c = state
+    if _fused.eligible(x, h, c, w_ih, w_hh, b_ih, b_hh):  # one node, not ~40 (nn/_fused_cells.py)
+        return _fused.LSTMCellFunction.apply(x, h, c, w_ih, w_hh, b_ih, b_hh)
+    return _lstm_cell_flat(x, h, c, w_ih, w_hh, b_ih, b_hh)
+
+
+def _lstm_cell_flat(x, h, c, w_ih, w_hh, b_ih, b_hh):
+    """The LSTM cell op by op (what a trace records, and what the fused cell differentiates
+    when a backward records a graph)."""
     gates = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
     i, f, g, o = _F.chunk(gates, 4, -1)
     c = _F.sigmoid(f) * c + _F.sigmoid(i) * _F.tanh(g)
@@ -34,6 +43,14 @@ def _lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh):
 
 
 def _gru_cell(x, h, w_ih, w_hh, b_ih, b_hh):
+    if _fused.eligible(x, h, w_ih, w_hh, b_ih, b_hh):  # one node, not ~45 (nn/_fused_cells.py)
+        return _fused.GRUCellFunction.apply(x, h, w_ih, w_hh, b_ih, b_hh)
+    return _gru_cell_ops(x, h, w_ih, w_hh, b_ih, b_hh)
+
+
+def _gru_cell_ops(x, h, w_ih, w_hh, b_ih, b_hh):
+    """The GRU cell op by op (what a trace records, and what the fused cell differentiates
+    when a backward records a graph)."""
     gi = F.linear(x, w_ih, b_ih)
     gh = F.linear(h, w_hh, b_hh)
     i_r, i_z, i_n = _F.chunk(gi, 3, -1)

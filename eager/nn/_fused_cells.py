@@ -1,0 +1,167 @@
+"""GRU and LSTM cells as one autograd node each, computed on the NumPy arrays.
+
+Why: written with ops, a GRU cell is about 15 ops forward and 30 backward, each with eager's
+per-op cost (dispatch, a graph node, its saved tensors: 10-20 us), on arrays of a few
+thousand elements where the arithmetic itself takes 1-2 us. A GRU-cell training step was
+2.4x PyTorch's time for that reason alone. Here the cell is one node: its forward is the
+same arithmetic on the arrays (two products, the gates), its backward the gradient formulas
+written out (four products, the gates' derivatives), a few dozen NumPy calls and no graph.
+
+The op-by-op cell (nn/rnn.py) still runs wherever this cannot: a traced step (static records
+ops), a dispatch mode, a CUDA or non-float tensor, unbatched or mixed-dtype input. A backward
+that records a graph (create_graph=True) recomputes the op-by-op cell on the saved inputs and
+differentiates that, so higher derivatives stay exact.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _dispatch
+from .._grad_mode import STATE, enable_grad
+from .._tensor import Tensor
+from ..autograd.function import Function
+from ..ops import REGISTRY
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_sigmoid = REGISTRY["sigmoid"].forward  # the op's own forward: the same bits as the op-by-op cell
+_tanh = REGISTRY["tanh"].forward
+
+
+def eligible(x: Any, h: Any, *params: Any) -> bool:
+    """Whether the fused cell may run: plain eager tensors over NumPy arrays of one float dtype,
+    a batch of rows (2-d input and state), no dispatch mode and no trace."""
+    if _dispatch._n_modes_pushed or type(x) is not Tensor or type(h) is not Tensor:
+        return False
+    xa = x._data
+    if type(xa) is not np.ndarray or xa.ndim != 2 or xa.dtype not in _FLOATS:
+        return False
+    dt = xa.dtype
+    ha = h._data
+    if type(ha) is not np.ndarray or ha.ndim != 2 or ha.dtype is not dt:
+        return False
+    for p in params:
+        if p is None:
+            continue
+        if not isinstance(p, Tensor) or type(p._data) is not np.ndarray or p._data.dtype is not dt:
+            return False
+    return True
+
+
+def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    out = x @ w.T
+    if b is not None:
+        out += b
+    return out
+
+
+def _arrays(*tensors: Any) -> list:
+    return [None if t is None else t._data for t in tensors]
+
+
+def _grads_by_recompute(ctx: Any, cell: Any, grads: tuple) -> tuple:
+    """create_graph=True: differentiate the op-by-op cell on the saved inputs (so the
+    gradients are themselves differentiable)."""
+    from .. import autograd  # noqa: PLC0415
+
+    inputs = ctx.saved_tensors
+    with enable_grad():
+        out = cell(*inputs)
+        outs = out if isinstance(out, tuple) else (out,)
+        wanted = [i for i, t in enumerate(inputs) if t is not None and ctx.needs_input_grad[i]]
+        pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+        got = autograd.grad([o for o, _ in pairs], [inputs[i] for i in wanted], [g for _, g in pairs],
+                            create_graph=True, allow_unused=True)
+    result: list = [None] * len(inputs)
+    for i, g in zip(wanted, got):
+        result[i] = g
+    return tuple(result)
+
+
+def _bias_grad(d: np.ndarray, b: Any, needed: bool) -> Tensor | None:
+    return Tensor._make(d.sum(0)) if b is not None and needed else None
+
+
+class GRUCellFunction(Function):
+    """h' = (1 - z) * n + z * h with PyTorch's gates r, z, n (see nn.GRUCell)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None,
+                b_hh: Tensor | None) -> Tensor:
+        X, H, Wi, Wh, Bi, Bh = _arrays(x, h, w_ih, w_hh, b_ih, b_hh)
+        gi, gh = _linear(X, Wi, Bi), _linear(H, Wh, Bh)
+        k = H.shape[1]
+        r = _sigmoid(np, gi[:, :k] + gh[:, :k])
+        z = _sigmoid(np, gi[:, k:2 * k] + gh[:, k:2 * k])
+        hn = gh[:, 2 * k:]
+        n = _tanh(np, gi[:, 2 * k:] + r * hn)
+        out = (1.0 - z) * n + z * H
+        ctx.save_for_backward(x, h, w_ih, w_hh, b_ih, b_hh)
+        ctx.gates = (r, z, n, hn)
+        return Tensor._make(out.astype(X.dtype, copy=False))
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple:
+        if STATE.enabled:
+            from .rnn import _gru_cell_ops  # noqa: PLC0415
+
+            return _grads_by_recompute(ctx, _gru_cell_ops, (g,))
+        x, h, w_ih, w_hh, b_ih, b_hh = ctx.saved_tensors
+        X, H, Wi, Wh = _arrays(x, h, w_ih, w_hh)
+        r, z, n, hn = ctx.gates
+        G = g._data
+        dn = G * (1.0 - z)
+        dpre_n = dn * (1.0 - n * n)
+        dpre_z = G * (H - n) * (z * (1.0 - z))
+        dpre_r = dpre_n * hn * (r * (1.0 - r))
+        dgi = np.concatenate((dpre_r, dpre_z, dpre_n), axis=1)
+        dgh = np.concatenate((dpre_r, dpre_z, dpre_n * r), axis=1)
+        needs = ctx.needs_input_grad
+        dx = Tensor._make(dgi @ Wi) if needs[0] else None
+        dh = Tensor._make(dgh @ Wh + G * z) if needs[1] else None
+        dwi = Tensor._make(dgi.T @ X) if needs[2] else None
+        dwh = Tensor._make(dgh.T @ H) if needs[3] else None
+        return dx, dh, dwi, dwh, _bias_grad(dgi, b_ih, needs[4]), _bias_grad(dgh, b_hh, needs[5])
+
+
+class LSTMCellFunction(Function):
+    """(h', c') with PyTorch's gates i, f, g, o (see nn.LSTMCell)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None,
+                b_hh: Tensor | None) -> tuple[Tensor, Tensor]:
+        X, H, C, Wi, Wh, Bi, Bh = _arrays(x, h, c, w_ih, w_hh, b_ih, b_hh)
+        gates = _linear(X, Wi, Bi) + _linear(H, Wh, Bh)
+        k = H.shape[1]
+        i = _sigmoid(np, gates[:, :k])
+        f = _sigmoid(np, gates[:, k:2 * k])
+        gg = _tanh(np, gates[:, 2 * k:3 * k])
+        o = _sigmoid(np, gates[:, 3 * k:])
+        c2 = f * C + i * gg
+        tc = _tanh(np, c2)
+        h2 = o * tc
+        ctx.save_for_backward(x, h, c, w_ih, w_hh, b_ih, b_hh)
+        ctx.gates = (i, f, gg, o, tc)
+        return Tensor._make(h2), Tensor._make(c2)
+
+    @staticmethod
+    def backward(ctx: Any, gh: Tensor, gc: Tensor) -> tuple:
+        if STATE.enabled:
+            from .rnn import _lstm_cell_flat  # noqa: PLC0415
+
+            return _grads_by_recompute(ctx, _lstm_cell_flat, (gh, gc))
+        x, h, c, w_ih, w_hh, b_ih, b_hh = ctx.saved_tensors
+        X, H, C, Wi, Wh = _arrays(x, h, c, w_ih, w_hh)
+        i, f, gg, o, tc = ctx.gates
+        GH, GC = gh._data, gc._data
+        dc = GC + GH * o * (1.0 - tc * tc)
+        dgates = np.concatenate((dc * gg * (i * (1.0 - i)), dc * C * (f * (1.0 - f)), dc * i * (1.0 - gg * gg),
+                                 GH * tc * (o * (1.0 - o))), axis=1)
+        needs = ctx.needs_input_grad
+        dx = Tensor._make(dgates @ Wi) if needs[0] else None
+        dh = Tensor._make(dgates @ Wh) if needs[1] else None
+        dcp = Tensor._make(dc * f) if needs[2] else None
+        dwi = Tensor._make(dgates.T @ X) if needs[3] else None
+        dwh = Tensor._make(dgates.T @ H) if needs[4] else None
+        return (dx, dh, dcp, dwi, dwh, _bias_grad(dgates, b_ih, needs[5]), _bias_grad(dgates, b_hh, needs[6]))
