@@ -110,16 +110,16 @@ class Batched(TensorAPI):
         return f"BatchedTensor(lvl={self._level}, bdim=0, value=\n{self._value!r})"
 
     # -- what needs one example's data: refused, as torch.func.vmap does ----------------------
-    def _data(self, what: str) -> RuntimeError:
+    def _needs_data(self, what: str) -> RuntimeError:
         return RuntimeError(f"vmap: It looks like you're calling {what} on a Tensor inside vmap. We don't support "
                             "vmap over calling .item() on a Tensor, please try to rewrite what you're doing with "
                             "other operations (data-dependent control flow: use eager.where or static.cond)")
 
     def item(self) -> Any:
-        raise self._data(".item()")
+        raise self._needs_data(".item()")
 
     def tolist(self) -> Any:
-        raise self._data(".tolist()")
+        raise self._needs_data(".tolist()")
 
     def __bool__(self) -> bool:
         raise RuntimeError("vmap: It looks like you're attempting to use a Tensor in some data-dependent control "
@@ -128,13 +128,13 @@ class Batched(TensorAPI):
                            "eager.cond, instead of a Python branch on a batched value.)")
 
     def __float__(self) -> float:
-        raise self._data("float()")
+        raise self._needs_data("float()")
 
     def __int__(self) -> int:
-        raise self._data("int()")
+        raise self._needs_data("int()")
 
     def numpy(self) -> Any:
-        raise self._data(".numpy()")
+        raise self._needs_data(".numpy()")
 
     # -- in place: the batched value names the result (an unbatched tensor cannot take a batch)
     def _apply_inplace(self, fn: Callable[..., Any], others: tuple, name: str, saves_self: bool = True,

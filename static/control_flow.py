@@ -535,15 +535,15 @@ def _cond_traced(index: Any, branches: list, operands: tuple, kind: str) -> Any:
 
 # -- running bodies ----------------------------------------------------------------------------
 @functools.lru_cache(maxsize=256)
-def _numpy_runner(text: str) -> Callable[[list], list]:
-    """The body compiled by the NumPy code generator (fused, memory planned) once per text."""
-    from .executable import build_executable  # noqa: PLC0415
-    from .passes.manager import LOWER, run_passes  # noqa: PLC0415
+def _compiled_runner(text: str, backend: str) -> Callable[[list], list]:
+    """The body optimized as a compiled graph is (simplify, fusion, memory plan) and compiled
+    by `backend`'s code generator, once per body text and backend."""
+    from .executable import build_executable, row_regions  # noqa: PLC0415
+    from .passes import run_pipeline  # noqa: PLC0415
 
-    g = _copy(parsed(text))
-    run_passes(g, list(LOWER), [], {})
+    g = run_pipeline(parsed(text), [], row_regions=row_regions(backend))
     try:
-        exe = build_executable(g, "numpy")
+        exe = build_executable(g, backend)
     except Exception:  # noqa: BLE001 - no code generator here: the reference interpreter runs it
         from .interpreter import run_graph  # noqa: PLC0415
 
@@ -552,17 +552,13 @@ def _numpy_runner(text: str) -> Callable[[list], list]:
     return exe.run
 
 
-def _copy(g: Graph) -> Graph:
-    from .ir import parse_ir  # noqa: PLC0415
-
-    return parse_ir(str(g))
-
-
-def runner(text: str, xp: Any) -> Callable[[list], list]:
+def runner(text: str, xp: Any, backend: str = "numpy") -> Callable[[list], list]:
     """How a node's forward runs one of its bodies on arrays of `xp`: NumPy arrays through the
-    body's generated NumPy code, others (CuPy) through the reference interpreter on `xp`."""
+    body's code from `backend`'s generator (the outer graph's: "numpy", or "native" for the
+    native driver, whose loop then calls the body's native kernels), others (CuPy) through
+    the reference interpreter on `xp`."""
     if xp is np:
-        return _numpy_runner(text)
+        return _compiled_runner(text, backend if backend in ("numpy", "native") else "numpy")
     from .interpreter import run_graph  # noqa: PLC0415
 
     g = parsed(text)

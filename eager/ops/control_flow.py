@@ -31,6 +31,7 @@ The body helpers live in `static` (the IR parser, the tracer), imported at first
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,19 @@ def parsed(text: str) -> Any:
     from static.ir import parse_ir  # noqa: PLC0415
 
     return parse_ir(text)
+
+
+def _caller_backend() -> str:
+    """The code generator of the module running this op: "native" when the native backend's
+    driver calls it (its bodies are then compiled natively too), else "numpy"."""
+    frame = sys._getframe(2)
+    for _ in range(8):
+        if frame is None:
+            break
+        if frame.f_globals.get("__name__", "").startswith("graphmode_generated.native"):
+            return "native"
+        frame = frame.f_back
+    return "numpy"
 
 
 def _fmt(spec: Any) -> str:
@@ -107,7 +121,7 @@ def _scan_abstract(*specs: Any, body: str, length: int, reverse: bool, n_consts:
 def _scan_forward(xp: Any, *operands: Any, body: str, length: int, reverse: bool, n_consts: int, n_carry: int,
                   save: bool = False) -> tuple:
     g = parsed(body)
-    run = _static().runner(body, xp)
+    run = _static().runner(body, xp, _caller_backend())
     consts = list(operands[:n_consts])
     carry = [xp.asarray(c) for c in operands[n_consts:n_consts + n_carry]]
     xs = list(operands[n_consts + n_carry:])
@@ -194,7 +208,8 @@ def _while_abstract(*specs: Any, cond: str, body: str, n_consts: int) -> list:
 
 def _while_forward(xp: Any, *operands: Any, cond: str, body: str, n_consts: int) -> tuple:
     cf = _static()
-    test, step = cf.runner(cond, xp), cf.runner(body, xp)
+    backend = _caller_backend()
+    test, step = cf.runner(cond, xp, backend), cf.runner(body, xp, backend)
     consts = list(operands[:n_consts])
     carry = [xp.asarray(c) for c in operands[n_consts:]]
     while bool(test(consts + carry)[0]):
@@ -243,7 +258,8 @@ def _branch(index: Any, n: int) -> int:
 
 def _cond_forward(xp: Any, index: Any, *operands: Any, branches: Any) -> tuple:
     chosen = branches[_branch(index, len(branches))]
-    return tuple(xp.array(o, copy=True) for o in _static().runner(chosen, xp)(list(operands)))
+    run = _static().runner(chosen, xp, _caller_backend())
+    return tuple(xp.array(o, copy=True) for o in run(list(operands)))
 
 
 def _cond_vjp(ctx: Any, grads: tuple) -> tuple:

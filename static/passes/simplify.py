@@ -33,10 +33,50 @@ def _freeze(value):
     return (type(value).__name__, repr(value)) if isinstance(value, float) else value
 
 
+def _loop_key(node) -> tuple:
+    return (tuple(_operand_key(v) for v in node.inputs),
+            tuple(sorted((k, _freeze(v)) for k, v in node.attrs.items() if k != "save")))
+
+
+def merge_saved_loops(graph: Graph) -> int:
+    """A scan that also saves its carries (the forward its VJP reruns, eager.ops.control_flow)
+    computes everything the same scan without them does: the saved one takes the unsaved
+    one's place (their operands are the same, so defined before it) and the unsaved one's
+    uses read its leading results. Reverse mode then runs the loop forward once."""
+    unsaved: dict = {}
+    for i, node in enumerate(graph.nodes):
+        if node.op == "scan" and not node.attrs.get("save"):
+            unsaved.setdefault(_loop_key(node), i)
+    if not unsaved:
+        return 0
+    moves: dict = {}
+    for node in graph.nodes:
+        if node.op == "scan" and node.attrs.get("save"):
+            i = unsaved.get(_loop_key(node))
+            if i is not None and i not in moves:
+                moves[i] = node
+    if not moves:
+        return 0
+    moved = {id(n) for n in moves.values()}
+    mapping: dict = {}
+    nodes = []
+    for i, node in enumerate(graph.nodes):
+        if i in moves:
+            for old, new in zip(node.outputs, moves[i].outputs):
+                mapping[old] = new
+            nodes.append(moves[i])
+        elif id(node) not in moved:
+            nodes.append(node)
+    graph.nodes = nodes
+    replace_uses(graph, mapping)
+    return len(moves)
+
+
 def cse(graph: Graph, **_) -> dict:
     """One node per distinct (op, operands, attributes); commutative operands sorted."""
     seen: dict = {}
     mapping: dict = {}
+    merged_loops = merge_saved_loops(graph)
     kept = []
     for node in graph.nodes:
         if mapping:
@@ -56,7 +96,7 @@ def cse(graph: Graph, **_) -> dict:
         seen[key] = node
         kept.append(node)
     replace_uses(graph, mapping)
-    removed = len(graph.nodes) - len(kept)
+    removed = len(graph.nodes) - len(kept) + merged_loops
     graph.nodes = kept
     return {"merged": removed}
 
