@@ -113,7 +113,12 @@ class SymInt(int):
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
-        return self.text if not spec else format(int(self), spec)
+        # what generators write into expressions (f-strings): a compound size in parentheses,
+        # so that `i % {n}` reads `i % (4*s0)`, not `(i % 4)*s0`; str() and repr() (the IR,
+        # tuple literals) keep the bare polynomial
+        if spec:
+            return format(int(self), spec)
+        return self.text if self.text.isidentifier() else f"({self.text})"
 
     def __hash__(self) -> int:
         # a symbolic size and the equal plain number are different keys of every cache
@@ -701,7 +706,7 @@ def _size_in_kernel(graph: Any) -> str | None:
         operands = list(node.inputs) + [v for n in node.body.nodes for v in n.inputs]
         for v in operands:
             if isinstance(v, SymInt):
-                return f"%{node.outputs[0].name} reads {v}"
+                return f"%{node.outputs[0].name} reads {v!s}"
     return None
 
 
