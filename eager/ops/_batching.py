@@ -14,13 +14,14 @@ Most rules come from the op's facts (`derive`):
 - reductions and ops with `dims`/`dim` attributes along one operand: those attributes
   shifted past the batch axis (None, "all dimensions", becomes the logical ones).
 Hand-written (`HAND`): the shape ops (reshape, expand, permute, transpose, squeeze,
-unsqueeze, flip, cat, stack, split), matmul and einsum, indexing (index, gather,
-index_select, take_along, diagonal), and the ops that already treat leading dimensions as a
-batch (tril, triu, det, inv, layer_norm). Without a rule: unfold/fold (convolutions), the
-scatter family, take_along, layer_norm_backward, index_put and the gradients of indexing, embedding, solve, the
-control-flow ops (scan, while_loop, cond), to_device, fill; vmap over them raises naming
-the op. (`merged_rule`, batch merged into the op's own leading dimension, is kept for ops
-over (N, ...) inputs; no op uses it yet.)"""
+unsqueeze, flip, cat, stack, split), matmul and einsum, indexing (index, with batched index
+tensors too, gather, index_select, take_along, diagonal), unfold and fold (convolutions,
+poolings: the batch merged into their N dimension), and the ops that already treat leading
+dimensions as a batch (tril, triu, det, inv, layer_norm). Without a rule: the scatter
+family, layer_norm_backward, index_put and the gradients of indexing, embedding, solve,
+the control-flow ops (scan, while_loop, cond), to_device, fill; vmap over them raises
+naming the op. (`merged_rule`, the batch merged into an op's leading dimension, is kept for
+ops over (N, ...) inputs; no op uses it yet.)"""
 from __future__ import annotations
 
 import string
@@ -247,7 +248,9 @@ def _einsum(args: list, batched: list, attrs: dict, size: int) -> Any:
 
 
 def _index(args: list, batched: list, attrs: dict, size: int) -> Any:
-    if not batched[0] or any(batched[1:]):
+    if any(batched[1:]):
+        return _index_batched_indices(args, batched, attrs, size)
+    if not batched[0]:
         return NotImplemented
     key = tuple(attrs["key"])
     tensors = [k for k, e in enumerate(key) if e[0] == "tensor"]
@@ -255,6 +258,60 @@ def _index(args: list, batched: list, attrs: dict, size: int) -> Any:
         if any(e[0] == "int" for e in key) or tensors != list(range(tensors[0], tensors[-1] + 1)):
             return NotImplemented  # NumPy would move the advanced-index axes to the front
     return REGISTRY["index"](*args, **{**attrs, "key": (("slice", None, None, None),) + key})
+
+
+def _index_batched_indices(args: list, batched: list, attrs: dict, size: int) -> Any:
+    """x[i, j] with batched index tensors (nll_loss's pred[arange(n), target]): one more
+    integer index, arange(size), picks each example's slice; it broadcasts with the others.
+    Handled when the tensor indices lead the key (NumPy keeps their axes in front)."""
+    key = tuple(attrs["key"])
+    n_t = sum(1 for e in key if e[0] == "tensor")
+    if any(e[0] == "int" for e in key) or any(e[0] != "tensor" for e in key[:n_t]):
+        return NotImplemented
+    if any(getattr(a, "dtype", None) is not None and not a.dtype.is_floating_point and a.dtype.name == "bool"
+           for a in args[1:]):
+        return NotImplemented
+    from .._factories import arange  # noqa: PLC0415
+
+    x = args[0] if batched[0] else _to_batched(args[0], size)
+    idx = list(args[1:])
+    rank = max(_lrank(a, b) for a, b in zip(idx, batched[1:]))
+    idx = [_pad(a, size, rank) if b else a for a, b in zip(idx, batched[1:])]
+    batch_index = arange(size).reshape((size,) + (1,) * rank)
+    new_key = (("tensor", 0),) + tuple(("tensor", e[1] + 1) if e[0] == "tensor" else e for e in key)
+    return REGISTRY["index"](x, batch_index, *idx, key=new_key, n_index=len(idx) + 1)
+
+
+def _unfold(args: list, batched: list, attrs: dict, size: int) -> Any:
+    """unfold of (N, C, *spatial) into (C, *kernel, N, *out): the batch merged into N."""
+    if not batched[0] or any(batched[1:]):
+        return NotImplemented
+    x = args[0]
+    d = len(attrs["kernel"])
+    n = x.shape[1]
+    out = REGISTRY["unfold"](x.reshape((size * n,) + tuple(x.shape[2:])), **attrs)
+    shape = tuple(out.shape)
+    out = out.reshape(shape[:1 + d] + (size, n) + shape[2 + d:])
+    return out.movedim(1 + d, 0)
+
+
+def _fold(args: list, batched: list, attrs: dict, size: int) -> Any:
+    """fold of (C, *kernel, N, *out) columns into (N, C, *spatial): the batch merged into N."""
+    if not batched[0] or any(batched[1:]):
+        return NotImplemented
+    d = len(attrs["kernel"])
+    cols = args[0].movedim(0, 1 + d)  # (C, *kernel, B, N, *out)
+    shape = tuple(cols.shape)
+    n = shape[2 + d]
+    out = REGISTRY["fold"](cols.reshape(shape[:1 + d] + (size * n,) + shape[3 + d:]), **attrs)
+    return out.reshape((size, n) + tuple(out.shape[1:]))
+
+
+def _take_along(args: list, batched: list, attrs: dict, size: int) -> Any:
+    """Values picked along `dim` by an index (max-pooling's): both batched, dim shifted."""
+    x, index = (a if b else _to_batched(a, size) for a, b in zip(args[:2], batched[:2]))
+    rank = len(x.shape) - 1
+    return REGISTRY["take_along"](x, index, **{**attrs, "dim": _dim(attrs["dim"], rank)})
 
 
 def _along(name: str) -> BatchRule:
@@ -285,10 +342,11 @@ HAND: dict[str, Callable[[OpDef], BatchRule]] = {
     "transpose": lambda op: _transpose, "squeeze": lambda op: _squeeze, "unsqueeze": lambda op: _unsqueeze,
     "flip": lambda op: _flip, "cat": lambda op: _cat, "stack": lambda op: _stack, "split": lambda op: _split,
     "matmul": lambda op: _matmul, "einsum": lambda op: _einsum, "index": lambda op: _index,
-    "gather": lambda op: _along("gather"),
+    "gather": lambda op: _along("gather"), "take_along": lambda op: _take_along,
     "index_select": lambda op: _index_select, "diagonal": lambda op: _diagonal,
     "tril": leading_rule, "triu": leading_rule, "det": leading_rule, "inv": leading_rule,
-    "layer_norm": leading_rule, "layer_norm_backward": lambda op: None,  # (weight and input of other ranks)
+    "layer_norm": leading_rule, "unfold": lambda op: _unfold, "fold": lambda op: _fold,
+    "layer_norm_backward": lambda op: None,  # (its weight and input have other ranks)
 }
 
 

@@ -181,3 +181,38 @@ def test_jacobian_shapes_and_argnums():
     np.testing.assert_allclose(jb.numpy()[1, :, :], np.diag(a.numpy()[1]))
     sa = static.jacrev(lambda a, b: a * b, argnums=1)(a, b)
     np.testing.assert_allclose(sa.numpy(), jb.numpy())
+
+
+def test_per_sample_gradients_of_a_cnn_as_pytorchs_tutorial_writes_them():
+    """torch.func's per-sample-gradients tutorial: functional_call of a module with
+    convolution, max-pooling and nll_loss (unfold/fold, take_along, index with a batched
+    target) under vmap(grad(...))."""
+    from eager import nn
+    from eager.func import functional_call
+    from eager.nn import functional as F
+
+    eager.manual_seed(0)
+
+    class CNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(1, 3, 3, 1)
+            self.fc = nn.Linear(3 * 3 * 3, 5)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.conv(x)), 2)
+            return F.log_softmax(self.fc(eager.flatten(x, 1)), dim=1)
+
+    model = CNN()
+    data, targets = eager.randn(4, 1, 8, 8), eager.randint(5, (4,))
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def compute_loss(params, sample, target):
+        predictions = functional_call(model, params, (sample.unsqueeze(0),))
+        return F.nll_loss(predictions, target.unsqueeze(0))
+
+    per_sample = vmap(grad(compute_loss), in_dims=(None, 0, 0))(params, data, targets)
+    for i in range(4):
+        one = grad(compute_loss)(params, data[i], targets[i])
+        for k in params:
+            np.testing.assert_allclose(per_sample[k][i].numpy(), one[k].numpy(), rtol=1e-5, atol=1e-6)
