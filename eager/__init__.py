@@ -66,6 +66,7 @@ from . import distributions, func, linalg, special, testing  # noqa: F401,E402
 from . import backends, distributed, onnx  # noqa: F401,E402  (torch imports these packages with itself)
 from . import _higher_order_ops  # noqa: F401,E402  (torch._higher_order_ops: while_loop, scan)
 from ._higher_order_ops import cond  # noqa: F401,E402  (torch.cond)
+from .func import vmap  # noqa: F401,E402  (torch.vmap)
 from ._settings import (  # noqa: F401,E402
     are_deterministic_algorithms_enabled, finfo, get_num_interop_threads, get_num_threads, iinfo,
     is_complex, is_deterministic_algorithms_warn_only_enabled, is_floating_point, set_num_interop_threads,
