@@ -281,6 +281,10 @@ _add("split", NumpyLowering(call="np.split({0}, {cuts}, axis={dim})", alias=True
      fields=lambda node, operands, ctx: {"cuts": py_literal(
          [sum(node.attrs["sizes"][:i + 1]) for i in range(len(node.attrs["sizes"]) - 1)])})
 
+_add("windows", NumpyLowering(call="_rt.forward('windows', np, {0}, **{attrs})", alias=True),
+     CupyLowering(call="_rt.forward('windows', cp, {0}, **{attrs})"),
+     note="Tensor.unfold's windows: a strided view of the operand")
+
 # -- indexing ---------------------------------------------------------------------------------
 _add("index", NumpyLowering(call="{0}[{key_src}]", alias=True), CupyLowering(call="{0}[{key_src}]"),
      fields=lambda node, operands, ctx: {"key_src": index_source(node.attrs["key"], operands)},

@@ -1766,10 +1766,8 @@ def combinations(input, r: int = 2, with_replacement: bool = False):
 
 def unfold_windows(input, dimension: int, size: int, step: int):
     """Tensor.unfold: every window of `size` elements, `step` apart, along dimension, as a new
-    last dimension (the windows' count takes dimension's place); made with index_select, so
-    gradients add up where windows overlap. Mirrors torch.Tensor.unfold."""
-    from ._factories import tensor  # noqa: PLC0415
-
+    last dimension (the windows' count takes dimension's place): a view of input's memory, as
+    PyTorch's, whose gradients add up where windows overlap. Mirrors torch.Tensor.unfold."""
     ndim = _ndim(input)
     d = norm_dim("unfold", dimension, _builtins.max(ndim, 1))
     length = input.shape[d] if ndim else 1
@@ -1777,15 +1775,9 @@ def unfold_windows(input, dimension: int, size: int, step: int):
         raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
-    count = (length - size) // step + 1
-    starts = np.arange(count) * step
-    index = tensor((starts[:, None] + np.arange(size)[None, :]).reshape(-1).astype(np.int64))
     if ndim == 0:
         return input.reshape(1)
-    picked = index_select(input, d, index)  # (..., count * size, ...)
-    shape = list(input.shape)
-    shape[d:d + 1] = [count, size]
-    return movedim(picked.reshape(shape), d + 1, -1)
+    return S.WINDOWS(input, dim=d, size=int(size), step=int(step))
 
 
 def index_put(input, indices, values, accumulate: bool = False):

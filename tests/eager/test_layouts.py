@@ -108,6 +108,7 @@ TORCH: dict[str, Any] = {
     "scatter_reduce": lambda x, i, s, dim, reduce, include_self: torch.scatter_reduce(
         x, dim, i, s, reduce, include_self=include_self),
     "index": lambda x, *idx, key, n_index=0: x[_key(key, list(idx))],
+    "windows": lambda x, dim, size, step: x.unfold(dim, size, step),
     "index_put": _index_put,
 }
 # Ops PyTorch has no public counterpart of (backward kernels, eager's internal pieces):
@@ -196,6 +197,8 @@ VIEWS = {
     "reshape_view": lambda T, x: x[:, 1:].reshape(2, 2, 20),
     "flatten_transposed": lambda T, x: x.transpose(2, 3).flatten(1),
     "detach": lambda T, x: x.transpose(0, 1).detach(),
+    "unfold": lambda T, x: x.unfold(3, 2, 1),
+    "unfold_step": lambda T, x: x.transpose(1, 3).unfold(1, 3, 2),
 }
 COPIES = {
     "contiguous": lambda T, y: y.contiguous(),
