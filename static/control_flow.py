@@ -555,10 +555,13 @@ def _compiled_runner(text: str, backend: str) -> Callable[[list], list]:
 def runner(text: str, xp: Any, backend: str = "numpy") -> Callable[[list], list]:
     """How a node's forward runs one of its bodies on arrays of `xp`: NumPy arrays through the
     body's code from `backend`'s generator (the outer graph's: "numpy", or "native" for the
-    native driver, whose loop then calls the body's native kernels), others (CuPy) through
-    the reference interpreter on `xp`."""
+    native driver, whose loop then calls the body's native kernels), CuPy arrays through the
+    body's CuPy module, other array modules (the tests' host stand-in for CuPy) through the
+    reference interpreter on `xp`."""
     if xp is np:
         return _compiled_runner(text, backend if backend in ("numpy", "native") else "numpy")
+    if getattr(xp, "__name__", "") == "cupy":  # the body's own CuPy module (its kernels fused)
+        return _compiled_runner(text, "cupy")
     from .interpreter import run_graph  # noqa: PLC0415
 
     g = parsed(text)

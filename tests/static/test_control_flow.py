@@ -332,3 +332,34 @@ def test_torch_oracle_for_cond_and_the_loop_semantics():
     want = torch.cond(torch.tensor(x).sum() > 0, lambda a: a.cos(), lambda a: a.sin(), (torch.tensor(x),))
     got = static.compile(lambda t: eager.cond(t.sum() > 0, lambda a: a.cos(), lambda a: a.sin(), (t,)))(eager.tensor(x))
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_the_cupy_module_of_a_loop_runs_on_the_host_stand_in():
+    """The CuPy generator's module for a graph with a scan and a cond, run by the tests' host
+    stand-in for CuPy (its kernels compiled with the host C++ compiler): the loop node calls
+    the op's forward with the module's `cp`, which runs the body on that array module."""
+    import sys  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    from codegen import native_build  # noqa: PLC0415
+
+    if not native_build.availability()[0]:
+        pytest.skip("no host C++ compiler for the CuPy stand-in")
+    sys.path.insert(0, str(Path(__file__).parents[1] / "codegen"))
+    from cuda_host import HostCupy  # noqa: PLC0415
+
+    import codegen  # noqa: PLC0415
+
+    def f(w, h0, xs):
+        h, ys = _rnn(w, w, h0, xs)
+        return cf.cond(h.sum() > 0, lambda a: a * 2.0, lambda a: a - 1.0, ys)
+
+    rng = np.random.default_rng(9)
+    arrays = [rng.standard_normal((2, 2)), rng.standard_normal((2, 2)), rng.standard_normal((5, 2, 2))]
+    graph = static.trace(f, *[_t(a) for a in arrays])
+    assert len(graph.inputs) == 3
+    cp = HostCupy()
+    namespace = cp.load(codegen.generate_source(graph, "cupy")[0], "cupy_loop")
+    got = namespace["forward"](*arrays)
+    want = f(*[_t(a) for a in arrays])
+    np.testing.assert_allclose(np.asarray(got[0]), want.numpy(), rtol=1e-12)
