@@ -64,7 +64,15 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--quick", action="store_true", help="one run of few repeats: check that it runs")
     args = ap.parse_args()
+    if args.quick:
+        args.runs, args.repeat = 1, 3
+    import eager  # noqa: PLC0415
+
+    if not eager.cuda.is_available():  # run_all.py --quick on a CPU machine: nothing to measure, not a failure
+        print("gpu_bench: skipped, no CUDA device with CuPy (pip install -e .[cuda12] or .[cuda13])")
+        return
     import cupy as cp  # noqa: PLC0415
 
     def sync():

@@ -523,7 +523,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpu-w2", type=float, default=None, metavar="N",
                     help="only W2 at N elements through the CuPy backend on the GPU, against the copy bandwidth")
-    ap.add_argument("--small", action="store_true", help="tiny sizes and few repeats: check that it runs")
+    ap.add_argument("--small", "--quick", action="store_true", dest="small",
+                    help="tiny sizes and few repeats: check that it runs (--quick: run_all.py's name for it)")
     ap.add_argument("--only", default=None, help="comma-separated workloads, e.g. W1,W2")
     ap.add_argument("--runs", type=int, default=3,
                     help="whole measurements, each its own interleaved sample set (default 3): each ratio is "
