@@ -12,6 +12,7 @@ import codecs
 import importlib
 import pickle
 import sys
+import types
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -58,6 +59,60 @@ def safe_globals(safe_globals: list) -> Iterator[None]:
         yield
     finally:
         _user[:] = before
+
+
+class Restricted(pickle._Unpickler):
+    """pickle's own (Python) unpickler with the guards of a weights_only load; subclasses
+    say which globals exist (`lookup`) and what else must not be built on (`buildable`).
+
+    BUILD (set an object's state) may only reach objects this pickle made: never a global it
+    named (a class, a function, eager's dtype singletons) nor an object handed in by
+    persistent id (a storage, a tensor decoded elsewhere), whose mutation would outlive the
+    load, as PyTorch's weights-only unpickler allows BUILD on allowlisted types only. The
+    memo is a dict here, so a hostile memo index allocates nothing either."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+    stack: list  # (pickle._Unpickler's, set by load)
+
+    def __init__(self, file: Any, weights_only: bool) -> None:
+        super().__init__(file)
+        self.weights_only = weights_only
+        self._handed: set = set()  # ids of objects find_class and persistent_load returned
+        self._alive: list = []  # (keeps those ids from being reused during the load)
+
+    def lookup(self, module: str, name: str) -> Any:
+        raise NotImplementedError
+
+    def resolve(self, pid: Any) -> Any:
+        raise NotImplementedError
+
+    def buildable(self, inst: Any) -> bool:
+        return True
+
+    def _handed_out(self, obj: Any) -> Any:
+        self._handed.add(id(obj))
+        self._alive.append(obj)
+        return obj
+
+    def find_class(self, module: str, name: str) -> Any:
+        return self._handed_out(self.lookup(module, name))
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self._handed_out(self.resolve(pid))
+
+    def load_build(self) -> None:
+        if self.weights_only:
+            if len(self.stack) < 2:
+                raise pickle.UnpicklingError("BUILD with nothing to build on")
+            inst = self.stack[-2]
+            if (id(inst) in self._handed or isinstance(inst, (type, types.FunctionType, types.BuiltinFunctionType,
+                                                                types.ModuleType, types.MethodType))
+                    or not self.buildable(inst)):
+                raise pickle.UnpicklingError(f"the pickle sets the state of a {type(inst).__name__} it did not make, "
+                                             "which a weights_only load does not allow")
+        super().load_build()  # type: ignore[misc]
+
+    dispatch[pickle.BUILD[0]] = load_build  # type: ignore[assignment]  # (the table takes the instance)
 
 
 def _encode(obj: Any, encoding: str = "utf-8", errors: str = "strict") -> bytes:

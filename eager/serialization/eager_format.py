@@ -390,8 +390,8 @@ class Reader:
         data = read_member(self.archive, name, self.source, self.budget)
         reader = self
 
-        class Unpickler(pickle.Unpickler):
-            def find_class(self, module: str, qualname: str) -> Any:
+        class Unpickler(_safe.Restricted):
+            def lookup(self, module: str, qualname: str) -> Any:
                 found = (_safe.BASE.get((module, qualname)) or _safe.eager_internal(module, qualname)
                          or _safe.user_allowed(module, qualname))
                 if found is not None:
@@ -400,7 +400,7 @@ class Reader:
                     return _safe.import_global(module, qualname)
                 raise _safe.refusal(reader.source, module, qualname)
 
-            def persistent_load(self, pid: Any) -> Any:
+            def resolve(self, pid: Any) -> Any:
                 if refs is None or isinstance(pid, bool) or not isinstance(pid, int) or not 0 <= pid < len(refs):
                     raise RuntimeError(f"eager.load: {reader.source}: {name} refers to object {_short(pid)}, "
                                        "which its manifest does not list")
@@ -408,7 +408,7 @@ class Reader:
 
         stream = io.BytesIO(data)
         prescan_pickle(stream, self.source, name)
-        return Unpickler(stream).load()
+        return Unpickler(stream, self.weights_only).load()
 
 
 def _short(value: Any) -> str:

@@ -150,14 +150,17 @@ def _on_device(t: Tensor, storage: Storage) -> Tensor:
     return t if storage.location == "cpu" else t.to(storage.location)
 
 
-class Unpickler(pickle.Unpickler):
+class Unpickler(_safe.Restricted):
     """The restricted unpickler of a torch.save pickle; storages come from `storage_for`."""
 
     def __init__(self, fh: Any, loader: "_Loader") -> None:
-        super().__init__(fh)
+        super().__init__(fh, loader.weights_only)
         self.loader = loader
 
-    def find_class(self, module: str, name: str) -> Any:
+    def buildable(self, inst: Any) -> bool:
+        return not isinstance(inst, (Tensor, _Held, Storage, StorageType))
+
+    def lookup(self, module: str, name: str) -> Any:
         loader = self.loader
         found = _safe.BASE.get((module, name)) or _TORCH.get((module, name))
         if found is not None:
@@ -186,7 +189,7 @@ class Unpickler(pickle.Unpickler):
                 return _safe.import_global(module, name)
         raise _safe.refusal(loader.source, module, name)
 
-    def persistent_load(self, pid: Any) -> Any:
+    def resolve(self, pid: Any) -> Any:
         return self.loader.storage_for(pid)
 
 

@@ -574,3 +574,32 @@ def test_dtypes_saved_as_values_by_pytorch():
     torch.save({"z": torch.complex64}, buf)
     with pytest.raises(RuntimeError, match="complex64"):
         eager.load(io.BytesIO(buf.getvalue()))
+
+
+@pytest.mark.parametrize("target", [
+    glob("torch", "float32"),                 # eager's dtype singleton
+    glob("collections", "OrderedDict"),        # a function of the allowlist
+    glob("torch._utils", "_rebuild_tensor_v2"),
+    tensor_op(),                               # a tensor the file made: its state is not the pickle's to set
+])
+def test_build_never_reaches_objects_the_file_did_not_make(target):
+    """BUILD (set state) on a global would outlive the load: eager.float32's name rewritten."""
+    pkl = b"\x80\x02" + target + b"}(" + frag("name") + frag("evil") + frag("_data") + frag(None) + b"ub."
+    with pytest.raises(RuntimeError, match="did not make|weights_only"):
+        eager.load(torch_zip(pkl))
+    assert eager.float32.name == "float32"
+
+
+def test_build_on_a_state_dict_ordered_dict_is_allowed():
+    pkl = (b"\x80\x02" + glob("collections", "OrderedDict") + b")R" + b"(" + frag("w") + tensor_op() + b"u"
+           + b"}(" + frag("_metadata") + frag({"": {"version": 1}}) + b"ub.")
+    got = eager.load(torch_zip(pkl))
+    assert list(got) == ["w"] and got._metadata == {"": {"version": 1}}
+
+
+def test_build_in_an_eager_file_cannot_reach_a_dtype():
+    pkl = b"\x80\x04K\x00Q" + b"}(" + frag("name") + frag("evil") + b"ub."  # persistent ref 0 is eager.float32
+    buf = _eager_file(_manifest({"pickle": "objects/0.pkl", "refs": [{"dtype": "float32"}]}), {"objects/0.pkl": pkl})
+    with pytest.raises(RuntimeError, match="did not make"):
+        eager.load(buf)
+    assert eager.float32.name == "float32"
