@@ -337,7 +337,7 @@ def _diagonal(args: list, batched: list, attrs: dict, size: int) -> Any:
                                              "dim2": _dim(attrs["dim2"], rank)})
 
 
-HAND: dict[str, Callable[[OpDef], BatchRule]] = {
+HAND: dict[str, Callable[[OpDef], BatchRule | None]] = {
     "reshape": lambda op: _reshape, "expand": lambda op: _expand, "permute": lambda op: _permute,
     "transpose": lambda op: _transpose, "squeeze": lambda op: _squeeze, "unsqueeze": lambda op: _unsqueeze,
     "flip": lambda op: _flip, "cat": lambda op: _cat, "stack": lambda op: _stack, "split": lambda op: _split,

@@ -61,7 +61,7 @@ def parsed(text: str) -> Any:
 def _caller_backend() -> str:
     """The code generator of the module running this op: "native" when the native backend's
     driver calls it (its bodies are then compiled natively too), else "numpy"."""
-    frame = sys._getframe(2)
+    frame: Any = sys._getframe(2)
     for _ in range(8):
         if frame is None:
             break

@@ -52,9 +52,9 @@ def merge_saved_loops(graph: Graph) -> int:
     moves: dict = {}
     for node in graph.nodes:
         if node.op == "scan" and node.attrs.get("save"):
-            i = unsaved.get(_loop_key(node))
-            if i is not None and i not in moves:
-                moves[i] = node
+            found = unsaved.get(_loop_key(node))
+            if found is not None and found not in moves:
+                moves[found] = node
     if not moves:
         return 0
     moved = {id(n) for n in moves.values()}
