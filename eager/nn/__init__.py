@@ -38,6 +38,15 @@ from .transformer import (  # noqa: F401
 from . import utils  # noqa: F401,E402
 from . import modules, parallel  # noqa: F401,E402  (torch.nn.modules.<file>.<Class>, DataParallel)
 from .parallel import DataParallel  # noqa: F401,E402
+from .activation import RReLU  # noqa: F401,E402
+from .conv import (  # noqa: F401,E402
+    AdaptiveMaxPool1d, AdaptiveMaxPool3d, ChannelShuffle, Fold, LocalResponseNorm, LPPool1d, LPPool2d, MaxUnpool1d,
+    MaxUnpool2d, MaxUnpool3d, Unfold,
+)
+from .loss import (  # noqa: F401,E402
+    FeatureAlphaDropout, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss,
+)
+from .rnn import RNNBase, RNNCellBase  # noqa: F401,E402
 
 __all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax",
            "LogSoftmax", "Dropout", "Flatten", "Sequential", "ModuleList", "MSELoss", "CrossEntropyLoss",
@@ -60,4 +69,7 @@ __all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid
            "PairwiseDistance", "PixelShuffle", "PixelUnshuffle", "ReflectionPad1d", "ReflectionPad2d",
            "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "UpsamplingBilinear2d", "UpsamplingNearest2d",
            "ZeroPad1d", "ZeroPad2d", "Transformer", "InstanceNorm1d", "InstanceNorm3d", "EmbeddingBag",
-           "AdaptiveAvgPool3d", "AvgPool3d", "Conv3d", "MaxPool3d", "modules", "parallel", "DataParallel"]
+           "AdaptiveAvgPool3d", "AvgPool3d", "Conv3d", "MaxPool3d", "modules", "parallel", "DataParallel",
+           "RReLU", "AdaptiveMaxPool1d", "AdaptiveMaxPool3d", "ChannelShuffle", "Fold", "LocalResponseNorm",
+           "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Unfold", "FeatureAlphaDropout",
+           "MultiLabelMarginLoss", "MultiMarginLoss", "TripletMarginWithDistanceLoss", "RNNBase", "RNNCellBase"]

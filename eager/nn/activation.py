@@ -222,3 +222,18 @@ def _bool():
     from .. import _dtypes  # noqa: PLC0415
 
     return _dtypes.bool_
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: a random negative slope from U(lower, upper) per element while
+    training, (lower + upper) / 2 in eval mode. Mirrors torch.nn.RReLU."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False) -> None:
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")

@@ -462,3 +462,131 @@ class Upsample(Module):
     def extra_repr(self) -> str:
         what = f"scale_factor={self.scale_factor}" if self.scale_factor is not None else f"size={self.size}"
         return f"{what}, mode='{self.mode}'"
+
+
+class AdaptiveMaxPool1d(AdaptiveAvgPool2d):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_max_pool1d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(AdaptiveAvgPool2d):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_max_pool3d(input, self.output_size)
+
+
+class LPPool2d(Module):
+    """The p-norm over each window (F.lp_pool2d). Mirrors torch.nn.LPPool2d."""
+
+    _fn = staticmethod(F.lp_pool2d)
+
+    def __init__(self, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._fn(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(LPPool2d):
+    """The p-norm over each window of (N, C, L) (F.lp_pool1d). Mirrors torch.nn.LPPool1d."""
+
+    _fn = staticmethod(F.lp_pool1d)
+
+
+class LocalResponseNorm(Module):
+    """Normalization over neighbouring channels (AlexNet's). Mirrors torch.nn.LocalResponseNorm."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class Unfold(Module):
+    """Sliding blocks of (N, C, H, W) as columns (F.unfold). Mirrors torch.nn.Unfold."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1) -> None:
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, "
+                f"stride={self.stride}")
+
+
+class Fold(Module):
+    """Columns summed back into (N, C, H, W) (F.fold). Mirrors torch.nn.Fold."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1) -> None:
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
+
+
+class _MaxUnpoolNd(Module):
+    _spatial = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0) -> None:
+        super().__init__()
+        n = self._spatial
+        self.kernel_size = _tuple(kernel_size, n)
+        self.stride = _tuple(stride if stride is not None else kernel_size, n)
+        self.padding = _tuple(padding, n)
+
+    def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
+        return F._max_unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size,
+                             self._spatial)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """The partial inverse of MaxPool1d. Mirrors torch.nn.MaxUnpool1d."""
+
+    _spatial = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """The partial inverse of MaxPool2d. Mirrors torch.nn.MaxUnpool2d."""
+
+    _spatial = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """The partial inverse of MaxPool3d. Mirrors torch.nn.MaxUnpool3d."""
+
+    _spatial = 3
+
+
+class ChannelShuffle(Module):
+    """Regroup channels (ShuffleNet). Mirrors torch.nn.ChannelShuffle."""
+
+    def __init__(self, groups: int) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"

@@ -1841,3 +1841,284 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
     if weight is not None:
         loss = loss * weight
     return _reduce(_F.sum(loss, -1) / input.shape[-1], reduction)
+
+
+# == more of torch.nn.functional ==================================================================
+import numpy as np  # noqa: E402
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU: negative inputs are scaled by a slope drawn from U(lower, upper)
+    per element while training, by (lower + upper) / 2 otherwise. Mirrors torch.nn.functional.rrelu."""
+    if training:
+        slope = rand_like(input) * (upper - lower) + lower
+    else:
+        slope = (lower + upper) / 2
+    out = _F.where(input >= 0, input, input * slope)
+    return input.copy_(out) if inplace else out
+
+
+def _inplace_form(fn, name: str):
+    def inplace(input: Tensor, *args, **kwargs) -> Tensor:
+        return input.copy_(fn(input, *args, **kwargs))
+
+    inplace.__name__ = inplace.__qualname__ = name
+    inplace.__doc__ = f"{fn.__name__}, written into input. Mirrors torch.nn.functional.{name}."
+    return inplace
+
+
+relu_ = _inplace_form(relu, "relu_")
+elu_ = _inplace_form(elu, "elu_")
+selu_ = _inplace_form(selu, "selu_")
+celu_ = _inplace_form(celu, "celu_")
+leaky_relu_ = _inplace_form(leaky_relu, "leaky_relu_")
+hardtanh_ = _inplace_form(hardtanh, "hardtanh_")
+threshold_ = _inplace_form(threshold, "threshold_")
+rrelu_ = _inplace_form(rrelu, "rrelu_")
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    """alpha_dropout with one draw per (sample, channel), broadcast over the rest.
+    Mirrors torch.nn.functional.feature_alpha_dropout."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    alpha_p = -1.7580993408473766
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    keep = (rand_like(input.new_zeros(shape)) >= p).to(input.dtype)
+    a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
+    b = -a * alpha_p * p
+    out = (input * keep + alpha_p * (1.0 - keep)) * a + b
+    return input.copy_(out) if inplace else out
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Tensor:
+    """Normalize each channel by the sum of squares over `size` neighbouring channels:
+    x / (k + alpha / size * sum) ** beta, written as PyTorch's (an average pool over
+    channels). Mirrors torch.nn.functional.local_response_norm."""
+    dim = input.ndim
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input
+    div = input * input
+    if dim == 3:
+        div = pad(div.unsqueeze(1), (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = tuple(input.shape)
+        div = div.reshape(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1)
+        div = div.reshape(*sizes)
+    div = (div * alpha + k) ** beta
+    return input / div
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """The p-norm over each window: (sum x ** p) ** (1 / p), as PyTorch computes it (an
+    average pool of x ** p times the window size). Mirrors torch.nn.functional.lp_pool2d."""
+    kw, kh = _pair(kernel_size)
+    out = avg_pool2d(input ** norm_type, kernel_size, stride, 0, ceil_mode)
+    return (_F.sign(out) * relu(_F.abs(out)) * (kw * kh)) ** (1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None, ceil_mode: bool = False) -> Tensor:
+    """The p-norm over each window of a (N, C, L) input. Mirrors torch.nn.functional.lp_pool1d."""
+    out = avg_pool1d(input ** norm_type, kernel_size, stride, 0, ceil_mode)
+    return (_F.sign(out) * relu(_F.abs(out)) * kernel_size) ** (1.0 / norm_type)
+
+
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False) -> Tensor:
+    """The maximum over windows chosen so the output has length `output_size`.
+    Mirrors torch.nn.functional.adaptive_max_pool1d."""
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool1d(return_indices=True) is not supported; use max_pool1d with "
+                                  "return_indices when the length divides evenly")
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"adaptive_max_pool1d: Expected 2D or 3D input, but got {input.ndim}D")
+    return adaptive_max_pool2d(input.unsqueeze(-2), (1, _pair(output_size, 1)[0])).squeeze(-2)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False) -> Tensor:
+    """The maximum over windows chosen so the output has spatial size `output_size`.
+    Mirrors torch.nn.functional.adaptive_max_pool3d."""
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool3d(return_indices=True) is not supported")
+    return _adaptive_nd("adaptive_max_pool3d", input, output_size, lambda t, d: _F.amax(t, d), 3)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """(N, g * c, ...) -> channels regrouped as (N, c * g, ...) (ShuffleNet).
+    Mirrors torch.nn.functional.channel_shuffle."""
+    if input.ndim < 3:
+        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"sizes {list(input.shape)}")
+    n, c = input.shape[0], input.shape[1]
+    if groups <= 0 or c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    rest = tuple(input.shape[2:])
+    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)
+
+
+native_channel_shuffle = channel_shuffle
+
+
+def pdist(input: Tensor, p: float = 2) -> Tensor:
+    """The p-norm distances between every pair of rows i < j of a (N, M) input, in row-major
+    pair order (the upper triangle). Mirrors torch.nn.functional.pdist."""
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    n = input.shape[0]
+    i, j = np.triu_indices(n, 1)
+    a, b = input[_index_tensor(i.astype(np.int64), input)], input[_index_tensor(j.astype(np.int64), input)]
+    diff = _F.abs(a - b)
+    if p == 0:
+        return (diff != 0).to(input.dtype).sum(-1)
+    if p == float("inf"):
+        return _F.amax(diff, -1)
+    return (diff ** p).sum(-1) ** (1.0 / p)
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
+                      reduction: str = "mean") -> Tensor:
+    """The multi-class hinge loss: per sample, the mean over classes i != y of
+    max(0, margin - x[y] + x[i]) ** p (times weight[y]). Mirrors torch.nn.functional.multi_margin_loss."""
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction (expected one of {_REDUCTIONS})")
+    x = input if input.ndim == 2 else input.reshape(1, -1)
+    y = target.reshape(-1)
+    n, c = x.shape
+    picked = x.gather(1, y.reshape(-1, 1))
+    hinge = _F.clamp_min(margin - picked + x, 0.0)
+    if p == 2:
+        hinge = hinge * hinge
+    if weight is not None:
+        hinge = hinge * weight[y].reshape(-1, 1)
+    others = (arange(c, device=x.device).reshape(1, -1) != y.reshape(-1, 1)).to(x.dtype)
+    loss = (hinge * others).sum(1) / c
+    if input.ndim != 2 and reduction == "none":
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """The multi-label hinge loss: target lists each sample's classes, ended by the first -1;
+    per sample, the sum over its classes j and the other classes i of
+    max(0, 1 - (x[j] - x[i])), over the number of classes. Mirrors
+    torch.nn.functional.multilabel_margin_loss."""
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction (expected one of {_REDUCTIONS})")
+    x = input if input.ndim == 2 else input.reshape(1, -1)
+    t = target.reshape(x.shape)
+    n, c = x.shape
+    t_np = np.asarray(t.detach().numpy() if isinstance(t, Tensor) else t)
+    is_label = np.zeros((n, c), dtype=bool)  # (sample, class): a target class
+    pair = np.zeros((n, c), dtype=bool)  # (sample, position): a target position before the first -1
+    for s in range(n):
+        for pos in range(c):
+            k = int(t_np[s, pos])
+            if k < 0:
+                break
+            is_label[s, k] = True
+            pair[s, pos] = True
+    safe = np.where(pair, t_np, 0).astype(np.int64)
+    xj = x.gather(1, _index_tensor(safe, x))  # (n, c): x at each target position
+    margins = _F.clamp_min(1.0 - (xj.unsqueeze(2) - x.unsqueeze(1)), 0.0)  # (n, pos, class)
+    mask = _index_tensor(pair[:, :, None] & ~is_label[:, None, :], x).to(x.dtype)
+    loss = (margins * mask).sum((1, 2)) / c
+    if input.ndim != 2 and reduction == "none":
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def _index_tensor(array, like: Tensor) -> Tensor:
+    from .._factories import tensor as _tensor  # noqa: PLC0415
+
+    return _tensor(array, device=like.device)
+
+
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function=None, margin: float = 1.0, swap: bool = False,
+                                      reduction: str = "mean") -> Tensor:
+    """max(0, d(a, p) - d(a, n) + margin) with a distance function (pairwise_distance by
+    default). Mirrors torch.nn.functional.triplet_margin_with_distance_loss."""
+    if margin <= 0:
+        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} instead")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos, d_neg = dist(anchor, positive), dist(anchor, negative)
+    if swap:
+        d_neg = _F.minimum(d_neg, dist(positive, negative))
+    return _reduce(_F.clamp_min(margin + d_pos - d_neg, 0.0), reduction)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """The partial inverse of max_pool2d: each value written at its flat index in a zero
+    plane of the unpooled size. Mirrors torch.nn.functional.max_unpool2d."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """The partial inverse of max_pool1d. Mirrors torch.nn.functional.max_unpool1d."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:
+    """The partial inverse of max_pool3d. Mirrors torch.nn.functional.max_unpool3d."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)
+
+
+def _max_unpool(input: Tensor, indices: Tensor, kernel_size, stride, padding, output_size, spatial: int) -> Tensor:
+    kernel = _pair(kernel_size, spatial)
+    strides = kernel if stride is None else _pair(stride, spatial)
+    pads = _pair(padding, spatial)
+    in_sizes = tuple(input.shape[-spatial:])
+    default = tuple((i - 1) * s - 2 * p + k for i, s, p, k in zip(in_sizes, strides, pads, kernel))
+    if output_size is None:
+        sizes = default
+    else:
+        sizes = tuple(output_size)[-spatial:]
+        for d, (got, want) in enumerate(zip(sizes, default)):
+            lo, hi = want - strides[d], want + strides[d]
+            if not lo < got < hi:
+                raise ValueError(f"invalid output_size {tuple(output_size)} (dim {d} must be between {lo} and {hi})")
+    lead = tuple(input.shape[:-spatial])
+    plane = _math.prod(sizes)
+    flat_in = input.reshape(-1, _math.prod(in_sizes))
+    flat_idx = indices.reshape(-1, _math.prod(in_sizes))
+    out = zeros_like(flat_in.new_zeros((flat_in.shape[0], plane)))
+    out = _F.scatter(out, 1, flat_idx, flat_in)
+    return out.reshape(*lead, *sizes)
+
+
+def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """interpolate(mode="nearest") (deprecated in PyTorch, with its warning).
+    Mirrors torch.nn.functional.upsample_nearest."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """interpolate(mode="bilinear", align_corners=True) (deprecated in PyTorch, with its warning).
+    Mirrors torch.nn.functional.upsample_bilinear."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def max_pool1d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode: bool = False, return_indices: bool = True):
+    """max_pool1d returning (values, indices). Mirrors torch.nn.functional.max_pool1d_with_indices."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode: bool = False, return_indices: bool = True):
+    """max_pool2d returning (values, indices). Mirrors torch.nn.functional.max_pool2d_with_indices."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)

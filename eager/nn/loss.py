@@ -2,6 +2,8 @@
 functional form (reduction= 'mean' | 'sum' | 'none', as PyTorch)."""
 from __future__ import annotations
 
+from typing import Any
+
 from .._tensor import Tensor
 from . import functional as F
 from .module import Module
@@ -160,3 +162,47 @@ class Dropout3d(_DropoutNd):
 class AlphaDropout(_DropoutNd):
     def forward(self, input: Tensor) -> Tensor:
         return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.feature_alpha_dropout(input, self.p, self.training, self.inplace)
+
+
+class MultiMarginLoss(_Loss):
+    """The multi-class hinge loss (F.multi_margin_loss). Mirrors torch.nn.MultiMarginLoss."""
+
+    def __init__(self, p: int = 1, margin: float = 1.0, weight: Tensor | None = None, size_average: Any = None,
+                 reduce: Any = None, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        if p not in (1, 2):
+            raise ValueError("only p == 1 and p == 2 supported")
+        self.p, self.margin = p, margin
+        self.register_buffer("weight", weight)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.multi_margin_loss(input, target, self.p, self.margin, self.weight, self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """The multi-label hinge loss (F.multilabel_margin_loss). Mirrors torch.nn.MultiLabelMarginLoss."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.multilabel_margin_loss(input, target, self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """max(0, d(a, p) - d(a, n) + margin) with a distance function.
+    Mirrors torch.nn.TripletMarginWithDistanceLoss."""
+
+    def __init__(self, *, distance_function: Any = None, margin: float = 1.0, swap: bool = False,
+                 reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} "
+                             "instead")
+        self.distance_function, self.margin, self.swap = distance_function, margin, swap
+
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        return F.triplet_margin_with_distance_loss(anchor, positive, negative, distance_function=self.distance_function,
+                                                   margin=self.margin, swap=self.swap, reduction=self.reduction)

@@ -290,3 +290,7 @@ class GRU(_RNNBase):
 
     def _cell(self):
         return _gru_cell
+
+
+RNNBase = _RNNBase  # torch.nn.RNNBase: the base of RNN, LSTM and GRU (isinstance checks name it)
+RNNCellBase = _CellBase  # torch.nn.RNNCellBase

@@ -34,3 +34,6 @@ __all__ = [
     "LogSoftmax", "Mish", "MultiheadAttention", "PReLU", "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid", "Softmax",
     "Softmax2d", "Softmin", "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold",
 ]
+from ..activation import RReLU  # noqa: E402,F401
+
+__all__ += ["RReLU"]

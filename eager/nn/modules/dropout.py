@@ -7,3 +7,6 @@ from ..layers import Dropout  # noqa: F401
 from ..loss import AlphaDropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
 
 __all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+from ..loss import FeatureAlphaDropout  # noqa: E402,F401
+
+__all__ += ["FeatureAlphaDropout"]

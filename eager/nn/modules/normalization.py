@@ -6,3 +6,6 @@ from __future__ import annotations
 from ..conv import GroupNorm, LayerNorm, RMSNorm  # noqa: F401
 
 __all__ = ["GroupNorm", "LayerNorm", "RMSNorm"]
+from ..conv import LocalResponseNorm  # noqa: E402,F401
+
+__all__ += ["LocalResponseNorm"]

@@ -20,3 +20,7 @@ __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",
     "AvgPool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d",
 ]
+from ..conv import AdaptiveMaxPool1d, AdaptiveMaxPool3d, LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: E402,F401
+
+__all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d",
+            "MaxUnpool3d"]

@@ -6,3 +6,6 @@ from __future__ import annotations
 from ..rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401
 
 __all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNCell"]
+from ..rnn import RNNBase, RNNCellBase  # noqa: E402,F401
+
+__all__ += ["RNNBase", "RNNCellBase"]

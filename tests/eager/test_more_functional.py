@@ -1,0 +1,97 @@
+"""The less common torch.nn.functional ops and their modules against PyTorch, values and
+gradients: rrelu (eval), the in-place activation forms, local_response_norm, lp_pool,
+adaptive_max_pool1d/3d, channel_shuffle, pdist, multi_margin_loss, multilabel_margin_loss,
+triplet_margin_with_distance_loss, max_unpool1d/2d, Unfold/Fold, and the modules' reprs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eager
+
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(0)
+X4 = RNG.standard_normal((2, 6, 5, 4))
+X3 = RNG.standard_normal((2, 6, 7))
+SCORES = RNG.standard_normal((3, 5))
+
+CASES = {
+    "rrelu-eval": (lambda F, lib, x: F.rrelu(x, 0.1, 0.3, training=False), X4),
+    "local_response_norm-4d": (lambda F, lib, x: F.local_response_norm(x, 3, alpha=0.1, beta=0.7, k=2.0), X4),
+    "local_response_norm-3d": (lambda F, lib, x: F.local_response_norm(x, 2), X3),
+    "lp_pool2d": (lambda F, lib, x: F.lp_pool2d(x, 2.0, 2), X4),
+    "lp_pool2d-p3-stride": (lambda F, lib, x: F.lp_pool2d(x, 3.0, (2, 3), stride=1), X4),
+    "lp_pool1d": (lambda F, lib, x: F.lp_pool1d(x, 2.0, 3, stride=2), X3),
+    "adaptive_max_pool1d": (lambda F, lib, x: F.adaptive_max_pool1d(x, 3), X3),
+    "adaptive_max_pool3d": (lambda F, lib, x: F.adaptive_max_pool3d(x.unsqueeze(0), (2, 3, 2)), X4),
+    "channel_shuffle": (lambda F, lib, x: F.channel_shuffle(x, 3), X4),
+    "pdist": (lambda F, lib, x: F.pdist(x.reshape(6, -1)[:, :5]), X4),
+    "pdist-p1": (lambda F, lib, x: F.pdist(x.reshape(6, -1)[:, :5], p=1.0), X4),
+    "multi_margin_loss": (lambda F, lib, x: F.multi_margin_loss(x, lib.tensor([0, 4, 2])), SCORES),
+    "multi_margin_loss-p2-w": (lambda F, lib, x: F.multi_margin_loss(
+        x, lib.tensor([1, 1, 3]), p=2, margin=0.5, weight=lib.tensor([1.0, 2, 3, 4, 5], dtype=x.dtype),
+        reduction="none"), SCORES),
+    "multilabel_margin_loss": (lambda F, lib, x: F.multilabel_margin_loss(
+        x, lib.tensor([[3, 0, -1, 1, 2], [1, 2, 3, 4, 0], [-1, 0, 0, 0, 0]])), SCORES),
+    "triplet_with_distance": (lambda F, lib, x: F.triplet_margin_with_distance_loss(
+        x[0:1], x[1:2], x[2:3], distance_function=lambda a, b: (a - b).abs().sum(-1), margin=2.0), SCORES),
+    "max_unpool2d": (lambda F, lib, x: F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True), 2), X4),
+    "max_unpool2d-size": (lambda F, lib, x: F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True), 2,
+                                                          output_size=(5, 4)), X4),
+    "max_unpool1d": (lambda F, lib, x: F.max_unpool1d(*F.max_pool1d(x, 2, return_indices=True), 2), X3),
+    "relu_": (lambda F, lib, x: F.relu_(x * 1.0), X3),
+    "hardtanh_": (lambda F, lib, x: F.hardtanh_(x * 1.0, -0.5, 0.5), X3),
+    "leaky_relu_": (lambda F, lib, x: F.leaky_relu_(x * 1.0, 0.2), X3),
+    "elu_": (lambda F, lib, x: F.elu_(x * 1.0), X3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_value_and_gradient_match_pytorch(name):
+    fn, data = CASES[name]
+    out = []
+    for lib in (eager, torch):
+        x = lib.tensor(data, requires_grad=True)
+        y = fn(lib.nn.functional, lib, x)
+        y.backward(lib.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape))))
+        out.append((y.detach().numpy(), x.grad.numpy()))
+    for a, b in zip(*out):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_rrelu_training_draws_slopes_in_range():
+    eager.manual_seed(0)
+    x = -eager.ones(1000, dtype=eager.float64)
+    y = eager.nn.RReLU(0.1, 0.3)(x)
+    assert ((-y >= 0.1) & (-y <= 0.3)).all() and y.unique().numel() > 100
+    assert (eager.nn.RReLU(0.1, 0.3).eval()(x) == -0.2).all()
+
+
+def test_unfold_fold_modules_round_trip_like_pytorch():
+    out = []
+    for lib in (eager, torch):
+        x = lib.tensor(X4, requires_grad=True)
+        cols = lib.nn.Unfold(2, padding=1)(x)
+        y = lib.nn.Fold((5, 4), 2, padding=1)(cols)
+        y.sum().backward()
+        out.append((cols.detach().numpy(), y.detach().numpy(), x.grad.numpy()))
+    for a, b in zip(*out):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+@pytest.mark.parametrize("make", [
+    lambda nn: nn.RReLU(), lambda nn: nn.MaxUnpool2d(2), lambda nn: nn.MaxUnpool1d(3, 2),
+    lambda nn: nn.LPPool2d(2, 3), lambda nn: nn.LocalResponseNorm(2), lambda nn: nn.Unfold(2),
+    lambda nn: nn.Fold((4, 4), 2), lambda nn: nn.ChannelShuffle(2), lambda nn: nn.MultiMarginLoss(),
+    lambda nn: nn.AdaptiveMaxPool1d(3), lambda nn: nn.FeatureAlphaDropout(0.2),
+])
+def test_module_reprs_match_pytorch(make):
+    assert repr(make(eager.nn)) == repr(make(torch.nn))
+
+
+def test_rnn_bases_are_the_bases():
+    assert isinstance(eager.nn.LSTM(2, 3), eager.nn.RNNBase)
+    assert isinstance(eager.nn.GRUCell(2, 3), eager.nn.RNNCellBase)
+    assert eager.nn.modules.rnn.RNNBase is eager.nn.RNNBase
