@@ -40,8 +40,8 @@ from . import modules, parallel  # noqa: F401,E402  (torch.nn.modules.<file>.<Cl
 from .parallel import DataParallel  # noqa: F401,E402
 from .activation import RReLU  # noqa: F401,E402
 from .conv import (  # noqa: F401,E402
-    AdaptiveMaxPool1d, AdaptiveMaxPool3d, ChannelShuffle, Fold, LocalResponseNorm, LPPool1d, LPPool2d, MaxUnpool1d,
-    MaxUnpool2d, MaxUnpool3d, Unfold,
+    AdaptiveMaxPool1d, AdaptiveMaxPool3d, ChannelShuffle, ConvTranspose3d, Fold, LocalResponseNorm, LPPool1d,
+    LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, Unfold,
 )
 from .loss import (  # noqa: F401,E402
     FeatureAlphaDropout, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss,
@@ -72,4 +72,5 @@ __all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid
            "AdaptiveAvgPool3d", "AvgPool3d", "Conv3d", "MaxPool3d", "modules", "parallel", "DataParallel",
            "RReLU", "AdaptiveMaxPool1d", "AdaptiveMaxPool3d", "ChannelShuffle", "Fold", "LocalResponseNorm",
            "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Unfold", "FeatureAlphaDropout",
-           "MultiLabelMarginLoss", "MultiMarginLoss", "TripletMarginWithDistanceLoss", "RNNBase", "RNNCellBase"]
+           "MultiLabelMarginLoss", "MultiMarginLoss", "TripletMarginWithDistanceLoss", "RNNBase", "RNNCellBase",
+           "ConvTranspose3d"]

@@ -139,21 +139,52 @@ class _ConvTransposeNd(_ConvNd):
             self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
         self.reset_parameters()
 
+    def _output_padding(self, input: Tensor, output_size: Any) -> tuple:
+        """output_padding, or the one that makes the output `output_size` (PyTorch's
+        ConvTranspose forward(input, output_size): the inverse of a strided conv is ambiguous
+        by up to stride - 1 rows, and a skip connection's size settles it)."""
+        n = self._spatial
+        if output_size is None:
+            return self.output_padding
+        batch_dims = 2 if input.ndim == n + 2 else 1
+        output_size = tuple(output_size)
+        if len(output_size) == batch_dims + n:
+            output_size = output_size[batch_dims:]
+        if len(output_size) != n:
+            raise ValueError(f"ConvTranspose{n}D: for {input.ndim}D input, output_size must have {n} or "
+                             f"{batch_dims + n} elements (got {len(output_size)})")
+        low = [(input.shape[d + batch_dims] - 1) * self.stride[d] - 2 * self.padding[d]
+               + self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(n)]
+        high = [lo + self.stride[d] - 1 for d, lo in enumerate(low)]
+        for size, lo, hi in zip(output_size, low, high):
+            if not lo <= size <= hi:
+                raise ValueError(f"requested an output size of {list(output_size)}, but valid sizes range from {low} "
+                                 f"to {high} (for an input of {list(input.shape[batch_dims:])})")
+        return tuple(size - lo for size, lo in zip(output_size, low))
+
 
 class ConvTranspose2d(_ConvTransposeNd):
     _spatial = 2
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, self.output_padding,
-                                  self.groups, self.dilation)
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups, self.dilation)
 
 
 class ConvTranspose1d(_ConvTransposeNd):
     _spatial = 1
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, self.output_padding,
-                                  self.groups, self.dilation)
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups, self.dilation)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    _spatial = 3
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups, self.dilation)
 
 
 class _Pool(Module):

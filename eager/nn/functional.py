@@ -207,7 +207,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
         if label_smoothing:
             target = target * (1.0 - label_smoothing) + label_smoothing / n_classes
         per_class = logp * target if weight is None else logp * target * _class_view(weight, input.ndim)
-        return _reduce(-_F.sum(per_class, class_dim), reduction)  # mean: over samples, not weights
+        loss = -_F.sum(per_class, class_dim)
+        # mean: over samples, not weights; the nodes named as PyTorch's (its sum negates last)
+        return loss if reduction == "none" else _F._renamed(_reduce(loss, reduction),
+                                                               "DivBackward1" if reduction == "mean" else "NegBackward0")
     loss = nll_loss(logp, target, weight, ignore_index, reduction)
     if not label_smoothing:
         return loss
@@ -750,7 +753,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     dot = _F.sum(x1 * x2, dim)
     n1 = _F.clamp_min(_F.norm(x1, 2, dim), eps)
     n2 = _F.clamp_min(_F.norm(x2, 2, dim), eps)
-    return dot / (n1 * n2)
+    return _F._renamed(dot / (n1 * n2), "SumBackward1")  # PyTorch sums the normalized product last
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
@@ -2122,3 +2125,39 @@ def max_pool2d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, 
                             ceil_mode: bool = False, return_indices: bool = True):
     """max_pool2d returning (values, indices). Mirrors torch.nn.functional.max_pool2d_with_indices."""
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """The transpose (input-gradient) of conv3d: weight (C_in, C_out/groups, kd, kh, kw); one
+    matmul onto columns and a fold (col2im) of them, as conv_transpose2d.
+    Mirrors torch.nn.functional.conv_transpose3d."""
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"conv_transpose3d: Expected 4D (unbatched) or 5D (batched) input, but got input of size "
+                           f"{list(input.shape)}")
+    unbatched = input.ndim == 4
+    if unbatched:
+        input = input.unsqueeze(0)
+    n, c = input.shape[0], input.shape[1]
+    sizes = tuple(input.shape[2:])
+    cin, og = weight.shape[0], weight.shape[1]
+    kernel = tuple(weight.shape[2:])
+    if c != cin:
+        raise RuntimeError(f"conv_transpose3d: Given transposed=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(input.shape)} to have {cin} channels, but got {c} channels instead")
+    if cin % groups:
+        raise RuntimeError(f"conv_transpose3d: in_channels ({cin}) must be divisible by groups ({groups})")
+    st, pd, op, dl = _pair(stride, 3), _pair(padding, 3), _pair(output_padding, 3), _pair(dilation, 3)
+    if any(o >= max(s_, d_) for o, s_, d_ in zip(op, st, dl)):
+        raise RuntimeError("conv_transpose3d: output padding must be smaller than either stride or dilation, but got "
+                           f"output_padding={op}, stride={st}, dilation={dl}")
+    out = tuple((i - 1) * s_ - 2 * p_ + d_ * (k - 1) + o + 1 for i, s_, p_, d_, k, o in zip(sizes, st, pd, dl, kernel, op))
+    x = input.permute(1, 0, 2, 3, 4).reshape(groups, cin // groups, n * _math.prod(sizes))
+    wt = weight.reshape(groups, cin // groups, og * _math.prod(kernel)).transpose(1, 2)
+    cols = _F.matmul(wt, x).reshape(groups * og, *kernel, n, *sizes)
+    y = _conv.FOLD(cols, size=out, kernel=kernel, stride=st, padding=(pd[0], pd[0], pd[1], pd[1], pd[2], pd[2]),
+                   dilation=dl)
+    if bias is not None:
+        y = y + bias.reshape(1, -1, 1, 1, 1)
+    _F._renamed(y, "ConvolutionBackward0")
+    return y.squeeze(0) if unbatched else y

@@ -95,3 +95,42 @@ def test_rnn_bases_are_the_bases():
     assert isinstance(eager.nn.LSTM(2, 3), eager.nn.RNNBase)
     assert isinstance(eager.nn.GRUCell(2, 3), eager.nn.RNNCellBase)
     assert eager.nn.modules.rnn.RNNBase is eager.nn.RNNBase
+
+
+@pytest.mark.parametrize("kw", [dict(stride=2), dict(stride=(1, 2, 2), padding=1, output_padding=(0, 1, 0)),
+                                dict(stride=2, dilation=2, groups=2, padding=(0, 1, 1))])
+def test_conv_transpose3d_matches_pytorch(kw):
+    x0 = RNG.standard_normal((2, 4, 3, 4, 3))
+    w0 = RNG.standard_normal((4, 3 if kw.get("groups", 1) == 1 else 2, 2, 3, 2))
+    b0 = RNG.standard_normal(w0.shape[1] * kw.get("groups", 1))
+    out = []
+    for lib in (eager, torch):
+        x, w, b = (lib.tensor(a, requires_grad=True) for a in (x0, w0, b0))
+        y = lib.nn.functional.conv_transpose3d(x, w, b, **kw)
+        y.backward(lib.tensor(np.sin(np.arange(y.numel())).reshape(tuple(y.shape))))
+        out.append((y.detach().numpy(), x.grad.numpy(), w.grad.numpy(), b.grad.numpy()))
+    for a, b in zip(*out):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_conv_transpose_output_size_picks_the_output_padding_like_pytorch(nd):
+    shapes = {1: (1, 2, 5), 2: (1, 2, 5, 4), 3: (1, 2, 3, 4, 3)}
+    x0 = RNG.standard_normal(shapes[nd])
+    target = tuple(2 * s for s in shapes[nd][2:])  # stride 2, kernel 3, padding 1: 2s - 1 or 2s
+    out = []
+    for lib in (eager, torch):
+        lib.manual_seed(0)
+        m = getattr(lib.nn, f"ConvTranspose{nd}d")(2, 3, 3, stride=2, padding=1).double()
+        if lib is torch:
+            with torch.no_grad():
+                m.weight.copy_(torch.tensor(out[0][1]))
+                m.bias.copy_(torch.tensor(out[0][2]))
+        y = m(lib.tensor(x0), output_size=target)
+        out.append((y.detach().numpy(), m.weight.detach().numpy(), m.bias.detach().numpy()))
+        with pytest.raises(ValueError, match="requested an output size"):
+            m(lib.tensor(x0), output_size=tuple(t + 5 for t in target))
+    assert out[0][0].shape[2:] == target
+    np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-10, atol=1e-12)
+    assert repr(eager.nn.ConvTranspose3d(2, 3, 3, stride=2)) == repr(torch.nn.ConvTranspose3d(2, 3, 3, stride=2))

@@ -6,3 +6,6 @@ from __future__ import annotations
 from ..conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+from ..conv import ConvTranspose3d  # noqa: E402,F401
+
+__all__ += ["ConvTranspose3d"]
