@@ -46,7 +46,7 @@ from . import native_build
 from .c_helpers import PREAMBLE, host_prelude
 from .c_kernel import Driver, KernelBody, closure, reduction_lowering, yielded_by
 from .lowering import ReductionLowering, lowering_for
-from .regions import Region, analyze, analyze_rows
+from .regions import Region, analyze, analyze_rows, bind_symbols
 from .render import C_TYPES, Names, c_literal, c_type, fields, line_numbers, node_line, np_dtype, py_literal
 from .templates import render
 
@@ -62,16 +62,44 @@ ROW_MIN = 16
 def _prod(shape) -> int:
     out = 1
     for s in shape:
-        out *= int(s)
+        out *= s if isinstance(s, int) else int(s)  # a symbolic size (static.dynamic_shapes) stays one
     return out
+
+
+def _ints(shape) -> tuple:
+    """A shape as a tuple of ints, a symbolic size (static.dynamic_shapes) kept as it is."""
+    return tuple(d if isinstance(d, int) else int(d) for d in shape)
+
+
+def _symbolic(n) -> bool:
+    return type(n) is not int and isinstance(n, int) and not isinstance(n, bool)
+
+
+def _symbols_of(graph: Graph) -> list:
+    """The symbols of the graph's symbolic sizes (static.dynamic_shapes), in a fixed order:
+    each C function reads them from one int64 argument (the sizes of the call)."""
+    names: set = set()
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        values = list(g.inputs) + [o for n in g.nodes for o in n.outputs]
+        for v in values:
+            for d in v.type.shape:
+                if _symbolic(d):
+                    names.update(s for m in (getattr(d, "poly", None) or {}) for s in m)
+        for n in g.nodes:
+            names.update(s for x in n.inputs if _symbolic(x) for m in (getattr(x, "poly", None) or {}) for s in m)
+            if n.body is not None:
+                stack.append(n.body)
+    return sorted(names)
 
 
 def index_expr(shape: tuple, space: tuple, i: str = "i", suffix: str = "LL") -> str:
     """The flat index into a C-contiguous operand of `shape` (broadcast, right-aligned, to
     `space`) at flat position `i` of `space`: runs of axes the operand spans become one
     div/mod each, broadcast axes drop out. Shapes are static: the divisors are constants."""
-    shape = tuple(int(s) for s in shape)
-    space = tuple(int(s) for s in space)
+    shape = _ints(shape)
+    space = _ints(space)
     padded = (1,) * (len(space) - len(shape)) + shape
     if padded == space:
         return i
@@ -110,8 +138,8 @@ def strided_index(shape: tuple, strides: tuple, space: tuple, i: str = "i", suff
     C-contiguous array: permuted, sliced with steps, expanded with stride 0), broadcast
     right-aligned to `space`, at flat position `i` of `space`: one div/mod per run of axes
     whose strides chain as in a contiguous array."""
-    shape = tuple(int(d) for d in shape)
-    space = tuple(int(d) for d in space)
+    shape = _ints(shape)
+    space = _ints(space)
     pad = len(space) - len(shape)
     terms = []
     a = len(space) - 1
@@ -164,7 +192,7 @@ def strided_source(v: Value) -> tuple[Value, tuple, int] | None:
         base = node.inputs[0]
     if not chain:
         return None
-    shape = tuple(int(d) for d in base.type.shape)
+    shape = _ints(base.type.shape)
     if _prod(shape) == 0:
         return None
     memory = np.zeros(1, np.uint8)
@@ -174,7 +202,7 @@ def strided_source(v: Value) -> tuple[Value, tuple, int] | None:
         if node.op == "reshape":
             a = a.view()
             try:
-                a.shape = tuple(int(d) for d in node.outputs[0].type.shape)  # raises rather than copies
+                a.shape = _ints(node.outputs[0].type.shape)  # raises rather than copies
             except AttributeError:
                 return None
         elif node.op == "split":  # NumPy's split: views along the dim, this value the k-th
@@ -183,7 +211,7 @@ def strided_source(v: Value) -> tuple[Value, tuple, int] | None:
             a = REGISTRY[node.op].forward(np, a, **node.attrs)
         if not isinstance(a, np.ndarray) or a.base is None:
             return None
-    if tuple(a.shape) != tuple(int(d) for d in v.type.shape):
+    if tuple(a.shape) != _ints(v.type.shape):
         return None
     offset = a.__array_interface__["data"][0] - memory.__array_interface__["data"][0]
     return base, tuple(int(st) for st in a.strides), int(offset)
@@ -259,6 +287,8 @@ def index_type(elements: int) -> tuple[str, str]:
     broadcast operand's index) into a multiply-high, which AVX2 has for 32-bit lanes but not
     for 64-bit ones: with a `long long` index a softmax's row-broadcast load kept the whole
     loop scalar (exp called once an element)."""
+    if _symbolic(elements):  # a size known per call: 64-bit indices whatever it turns out to be, and no
+        return ("long long", "")  # suffix (`(5*s0)LL` is no C): constants promote to the index's type
     return ("int", "") if elements <= INT_INDEX_MAX else ("long long", "LL")
 
 
@@ -308,6 +338,15 @@ class CFunction:
         self.dtypes.append(v.type.dtype.np.name)
         self.arrays[v] = cname
         return cname
+
+    def _symbol_param(self) -> None:
+        """The sizes of the call as the first parameter, when the graph has symbolic sizes
+        (static.dynamic_shapes): `const long long s0 = gm_syms[0];`, read by the loops."""
+        names = self.m.symbols
+        decl = "const long long* __restrict__ gm_syms = (const long long*)gm_args[0];" + "".join(
+            f" const long long {s} = gm_syms[{i}];" for i, s in enumerate(names))
+        self.params.append((decl, "_syms", 8 * len(names), False))
+        self.dtypes.append("int64")
 
     def _call(self) -> None:
         """The driver's call of this function; a function whose code an earlier one has (a
@@ -367,6 +406,8 @@ class CRegion(CFunction):
     def emit(self) -> None:
         """Parameters, then the loops; the driver lines go to the module."""
         r, m = self.r, self.m
+        if m.symbols:
+            self._symbol_param()
         for p in r.body.inputs:
             outer = r.binding[p]
             if isinstance(outer, Value):
@@ -392,7 +433,7 @@ class CRegion(CFunction):
             name = m.names(outs[0]) if outs else m.names.fresh(f"red_{y.name}")
             alloc = m.allocate(tuple(y.type.shape), y.type.dtype)
             if alloc is None:
-                m.made_by_call[name] = tuple(int(s) for s in y.type.shape)
+                m.made_by_call[name] = tuple(s if isinstance(s, int) else int(s) for s in y.type.shape)
             else:
                 m.body.append(f"{name} = {alloc}")
             m.fresh.add(name)
@@ -428,7 +469,7 @@ class CRegion(CFunction):
         epi_out = [y for y in stored if y.producer in r.epilogue]
         by_shape = {}
         for y in epi_out:
-            by_shape.setdefault(tuple(int(s) for s in y.type.shape), []).append(y)
+            by_shape.setdefault(_ints(y.type.shape), []).append(y)
         for shape, values in by_shape.items():
             self._pointwise_loop(r.epilogue, shape, values, [])
 
@@ -441,7 +482,7 @@ class CRegion(CFunction):
         value is computed once, so a max and the elements compared with it (amax's gradient)
         are the same bits."""
         r = self.r
-        space = tuple(int(d) for d in r.space)
+        space = _ints(r.space)
         width, n = space[-1], _prod(space)
         per_row = space[:-1] + (1,)
         levels = r.levels
@@ -449,7 +490,7 @@ class CRegion(CFunction):
         chain, _ = closure(nodes, stored)
         reductions = [nd for nd in chain if nd in r.reductions]
         row_nodes = [nd for nd in chain if nd not in r.reductions and levels[nd.outputs[0]] > 0
-                     and tuple(int(d) for d in nd.outputs[0].type.shape) == per_row]
+                     and _ints(nd.outputs[0].type.shape) == per_row]
         loop_nodes = [nd for nd in chain if nd not in r.reductions and nd not in row_nodes]
         last_pass = max([levels[nd.outputs[0]] for nd in loop_nodes] + [levels[red.inputs[0]] for red in reductions])
         # a loop value read in a later pass than its own: a row buffer, or its output array
@@ -473,7 +514,7 @@ class CRegion(CFunction):
         inner = "        "
         buffered = {}
         for v in sorted(read_later, key=lambda v: v.name):
-            if v in self.arrays_out and tuple(int(d) for d in v.type.shape) == space:
+            if v in self.arrays_out and _ints(v.type.shape) == space:
                 continue  # read back from the array it is stored in
             buffered[v] = "buf_" + re.sub(r"\W", "_", v.name)
             self.lines.append(f"{inner}{c_type(v.type.dtype)} {buffered[v]}[{width}];  // %{v.name}, for a later pass")
@@ -544,7 +585,7 @@ class CRegion(CFunction):
 
     @staticmethod
     def _padded(y: Value, space: tuple) -> tuple:
-        shape = tuple(int(s) for s in y.type.shape)
+        shape = _ints(y.type.shape)
         padded = (1,) * (len(space) - len(shape)) + shape
         return space if padded == space else shape
 
@@ -629,7 +670,7 @@ class CRegion(CFunction):
         axis), without a division: the row's start plus j where the operand spans the last
         axis, its row alone where it is broadcast along it. A view read through its base
         (self.strides) steps by its own strides."""
-        shape = tuple(int(d) for d in v.type.shape)
+        shape = _ints(v.type.shape)
         width = space[-1]
         if v in self.strides:
             strides, offset = self.strides[v]
@@ -654,7 +695,7 @@ class CRegion(CFunction):
         of at least ROW_MIN elements."""
         if len(shape) < 2 or int(shape[-1]) < ROW_MIN:
             return False
-        space = tuple(int(d) for d in shape)
+        space = _ints(shape)
         flat = [self._flat_index(v, space) for v in self.arrays]
         return any(("/" in f or "%" in f) for f in flat)
 
@@ -669,7 +710,7 @@ class CRegion(CFunction):
         """The loop of _pointwise_loop (inside the block it opened) as rows, split among the
         threads, of vector loops over the columns; `i` is still the flat position, for the
         stores."""
-        space = tuple(int(d) for d in shape)
+        space = _ints(shape)
         n, width = _prod(space), space[-1]
         env = dict(self.env)
         for v, cname in self.arrays.items():
@@ -732,12 +773,13 @@ class CRegion(CFunction):
     def _count(self, red: Node) -> int:
         count = 1
         for a in self.r.reduce_axes(red):
-            count *= int(self.r.space[a])
+            d = self.r.space[a]
+            count *= d if isinstance(d, int) else int(d)  # a symbolic size stays one
         return count
 
     def _partial_reduction(self, red: Node) -> None:
         r = self.r
-        space = tuple(int(s) for s in r.space)
+        space = _ints(r.space)
         axes = tuple(sorted(int(a) % len(space) for a in r.reduce_axes(red)))
         kept = tuple(a for a in range(len(space)) if a not in axes)
         n_out = _prod(space[a] for a in kept)
@@ -788,7 +830,7 @@ class CRegion(CFunction):
         if k == len(space) or k == 0 or any(v in self.strides for v in loaded):
             return None
         for v in loaded:
-            shape = tuple(int(d) for d in v.type.shape)
+            shape = _ints(v.type.shape)
             padded = (1,) * (len(space) - len(shape)) + shape
             if padded[k:] != space[k:] and any(d != 1 for d in padded[k:]):
                 return None
@@ -811,7 +853,7 @@ class CRegion(CFunction):
         bases = []
         for v in loaded:
             cname = self.arrays[v]
-            shape = tuple(int(d) for d in v.type.shape)
+            shape = _ints(v.type.shape)
             padded = (1,) * (len(space) - len(shape)) + shape
             spans = padded[k:] == space[k:] and run > 1
             bases.append(f"const {ix} b_{cname} = {index_expr(shape, space, 'base', sfx)};")
@@ -972,6 +1014,8 @@ def _parallel(work: int) -> bool:
     this is decided here: a small loop gets no parallel region at all, and a translation unit
     without one compiles without OpenMP's outlining (about half the compile time) and links
     without libgomp (native_build.uses_threads)."""
+    # a symbolic size: decided at the size the symbolic entry was made at (static.dynamic_shapes)
+    work = work.decision_value() if hasattr(work, "decision_value") else work
     return work >= native_build.PARALLEL_MIN_ELEMS
 
 
@@ -1164,7 +1208,7 @@ class CBatchedMatmul(CFunction):
         if view is not None:
             base, strides, offset = view
             return self._param(v, self.m.names(base), writable=False, sized_by=base), strides, offset
-        strides = contiguous_strides(tuple(int(d) for d in v.type.shape))
+        strides = contiguous_strides(_ints(v.type.shape))
         return self._param(v, self.m.contiguous(v), writable=False), strides, 0
 
     def emit(self) -> None:
@@ -1173,7 +1217,7 @@ class CBatchedMatmul(CFunction):
         y = node.outputs[0]
         ca, sa, oa = self._operand(a)
         cb, sb, ob = self._operand(b)
-        shape = tuple(int(d) for d in y.type.shape)
+        shape = _ints(y.type.shape)
         swap = _swapped_for_reader(y)
         # the product is written in the layout its reader wants: attention's heads, transposed
         # back beside each other and reshaped to rows of the model's width, were a NumPy copy
@@ -1201,7 +1245,7 @@ class CBatchedMatmul(CFunction):
         sfx = "LL"
 
         def at(v: Value, strides: tuple, offset: int) -> str:
-            vb = tuple(int(d) for d in v.type.shape[:-2])
+            vb = _ints(v.type.shape[:-2])
             index = strided_index(vb, strides[:-2], batch, "t", sfx) if vb else "0"
             return f"{offset}{sfx} + {index}" if offset else index
 
@@ -1242,7 +1286,7 @@ def _converting_call(head: str, plain: list, converted: list) -> list[str]:
 
 # View ops the driver writes as the array's method (the arguments of each from the node)
 _VIEW_METHODS: dict[str, tuple[str, Callable[[Node], list]]] = {
-    "reshape": ("reshape", lambda node: [py_literal(tuple(int(d) for d in node.outputs[0].type.shape))]),
+    "reshape": ("reshape", lambda node: [py_literal(_ints(node.outputs[0].type.shape))]),
     "transpose": ("swapaxes", lambda node: [int(node.attrs["dim0"]), int(node.attrs["dim1"])]),
 }
 
@@ -1292,6 +1336,7 @@ class NativeModule(Driver):
         self.slots: list = []  # names of the module-level buffer lists of allocate()
         self.fp_calls = 0  # library calls that need NumPy's floating-point error state set
         self.made_by_call: dict = {}  # output name -> shape, for arrays the call path allocates
+        self.symbols = _symbols_of(graph)  # symbolic sizes (static.dynamic_shapes): C functions take them
         self.fresh: set = set()  # Python names bound to arrays this module allocated (C-contiguous)
         self.stats = {"native": 0, "library": 0, "eager": 0}
         self.notes: list = []
@@ -1313,7 +1358,9 @@ class NativeModule(Driver):
         previous calls that nothing references any more (native_build.reuse, one slot list
         per allocation site); below, None: the call path makes it (call_new: in C, a
         fraction of np.empty's cost from Python)."""
-        shape = tuple(int(s) for s in shape)
+        if any(_symbolic(s) for s in shape):
+            return None  # a size per call: the call path makes it
+        shape = _ints(shape)
         dt = np_dtype(dtype)
         if _prod(shape) * dtype.np.itemsize < native_build.REUSE_MIN_BYTES:
             return None
@@ -1335,17 +1382,21 @@ class NativeModule(Driver):
         sizes = py_literal(tuple(-nb if w else nb for _, _, nb, w in params))
         made = [src for _, src, _, w in params if w and src in self.made_by_call]
         shapes = py_literal(tuple(self.made_by_call[name] for name in made))
-        self.kernels.append({"const": const, "fn": fn, "sizes": sizes, "dtypes": py_literal(tuple(dtypes)),
-                             "shapes": shapes if made else None})
+        # sizes with a symbol (static.dynamic_shapes) are worked out at each call, in the driver
+        per_call = bool(self.symbols) and any(_symbolic(nb) for _, _, nb, _ in params) or any(
+            _symbolic(d) for name in made for d in self.made_by_call[name])
+        self.kernels.append({"const": const, "fn": fn, "sizes": "None" if per_call else sizes,
+                             "dtypes": py_literal(tuple(dtypes)), "shapes": shapes if made and not per_call else None})
+        sizes_at, shapes_at = (sizes, shapes) if per_call else (f"{const}_SIZES", f"{const}_SHAPES")
         given = [p for p in params if not (p[3] and p[1] in self.made_by_call)]
         plain = [src for _, src, _, _ in given]
         converted = [src if (w or src in self.fresh) else f"_c({src}, np.{dt})"
                      for (_, src, _, w), dt in zip(given, dtypes)]
         if made:
-            head = f"{', '.join(made)}{',' if len(made) == 1 else ''} = _call_new({const}, _nt, {const}_SIZES, " \
-                   f"{const}_FORMATS, {const}_SHAPES, "
+            head = f"{', '.join(made)}{',' if len(made) == 1 else ''} = _call_new({const}, _nt, {sizes_at}, " \
+                   f"{const}_FORMATS, {shapes_at}, "
         else:
-            head = f"_call({const}, _nt, {const}_SIZES, {const}_FORMATS, "
+            head = f"_call({const}, _nt, {sizes_at}, {const}_FORMATS, "
         self.body += _converting_call(head, plain, converted)
 
     def eager_kernel(self, node: Node) -> None:
@@ -1354,7 +1405,7 @@ class NativeModule(Driver):
         x = node.inputs[0]
         dt = x.type.dtype.np.name
         suffix = "f32" if dt == "float32" else "f64"
-        shape = tuple(int(d) for d in x.type.shape)
+        shape = _ints(x.type.shape)
         ndim = int(node.attrs["ndim"])
         n = _prod(shape[len(shape) - ndim:])
         groups = _prod(shape) // n
@@ -1381,7 +1432,7 @@ class NativeModule(Driver):
         made = []
         for o, name in zip(node.outputs, outs):
             alloc = self.allocate(tuple(o.type.shape), o.type.dtype)
-            made.append(f"{name} = {alloc or f'np.empty({py_literal(tuple(int(d) for d in o.type.shape))}, np.{dt})'}")
+            made.append(f"{name} = {alloc or f'np.empty({py_literal(_ints(o.type.shape))}, np.{dt})'}")
             self.fresh.add(name)
         if scratch:
             made.append(f"{const}_part = {scratch}")
@@ -1473,6 +1524,9 @@ class NativeModule(Driver):
         """(Python driver, C++ translation unit)."""
         g = self.graph
         params = [self.names(v) for v in g.inputs]
+        if self.symbols:  # the sizes of this call, bound from the inputs, for the C functions
+            self.body += bind_symbols(g, self.names)
+            self.body.append(f"_syms = np.array(({', '.join(self.symbols)},), np.int64)")
         if self._straight_line():
             self.body.append("# the whole graph is 0-d arithmetic: one straight-line C function")
             self._graph_function()

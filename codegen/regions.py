@@ -76,11 +76,17 @@ class Region:
         return self.is_full_reduction(red) or 0 in self.reduce_axes(red)
 
 
+def _sizes(shape) -> tuple:
+    """A shape as a tuple of ints, a symbolic size (an int subclass: static.dynamic_shapes)
+    kept as it is."""
+    return tuple(d if isinstance(d, int) else int(d) for d in shape)
+
+
 def broadcast_keeping_symbols(shapes: list) -> tuple:
     """np.broadcast_shapes, keeping a symbolic size (static.dynamic_shapes) where one of the
     shapes has it: the iteration space is spelled in generated code, which must read `s0`,
     not the traced call's number. ValueError when the shapes do not broadcast."""
-    space = list(np.broadcast_shapes(*[tuple(int(d) for d in s) for s in shapes]))
+    space = list(np.broadcast_shapes(*[_sizes(s) for s in shapes]))
     for shape in shapes:
         for i, d in enumerate(reversed(shape)):
             j = len(space) - 1 - i
@@ -171,7 +177,7 @@ def analyze_rows(node: Node) -> Region | None:
     reductions = [n for n in body.nodes if lowering_for(n.op).reduction is not None]
     if not reductions:
         return None
-    space = tuple(int(d) for d in reductions[0].inputs[0].type.shape)
+    space = _sizes(reductions[0].inputs[0].type.shape)
     if not space:
         return None
     last = len(space) - 1
@@ -183,14 +189,14 @@ def analyze_rows(node: Node) -> Region | None:
         if len(n.outputs) != 1:
             return None
         out = n.outputs[0]
-        shape = tuple(int(d) for d in out.type.shape)
+        shape = _sizes(out.type.shape)
         level = max((levels[v] for v in n.input_values()), default=0)
         if low.reduction is not None:
             x = n.inputs[0]
             dims = n.attrs.get("dims")
             if (set(n.attrs) - {"dims", "keepdim"} or not n.attrs.get("keepdim") or dims is None
                     or [int(d) % len(space) for d in dims] != [last] or not isinstance(x, Value)
-                    or tuple(int(d) for d in x.type.shape) != space or x.type.dtype.np.kind not in FLOAT_KINDS):
+                    or _sizes(x.type.shape) != space or x.type.dtype.np.kind not in FLOAT_KINDS):
                 return None
             levels[out] = level + 1
             continue
@@ -209,7 +215,7 @@ def analyze_rows(node: Node) -> Region | None:
         levels[out] = level
         prologue.append(n)
     if max(levels.values()) < 1 or not any(
-            levels[v] > 0 and tuple(int(d) for d in v.type.shape) == space for v in levels):
+            levels[v] > 0 and _sizes(v.type.shape) == space for v in levels):
         return None  # nothing reads a reduction back over the space: the blocked kinds fit it
     return Region(node=node, kind="rows", space=space, k=last, prologue=prologue, reductions=reductions,
                   binding=binding, levels=levels)

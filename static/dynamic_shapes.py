@@ -617,42 +617,64 @@ def build(compiled: Any, args: tuple, key: Any, leaves: Any) -> Any:
     frozen = frozenset(positions.items())
     if frozen in policy.failed:
         return None
-    from .entry import Entry  # noqa: PLC0415  (entry imports the tracer, which imports this module)
-    from .passes import recording as recording_stages  # noqa: PLC0415
 
     rec = Recorder()
     backend = compiled.backend
     made_at = {name: key.leaves[k][1][d] for (k, d), name in positions.items()}
-    # the NumPy generator reads sizes at run time; the native one writes them into its loops,
-    # so a symbolic entry of the native (or auto) backend runs NumPy's code
-    compiled.backend = backend if backend in ("numpy", "cupy", "interpret") else "numpy"
+    # the native generator takes the sizes as an argument of its C functions; where its code
+    # would still depend on the size (a kernel of eager's it calls, a small batched product),
+    # the NumPy generator, which reads every size at run time, makes the entry
+    tries = [backend] if backend in ("numpy", "cupy", "interpret") else [backend, "numpy"]
     why = None
     entry = None
+    reasons = []
     prev_decisions = getattr(_LOCAL, "decisions", None)
     _LOCAL.decisions = made_at
     try:
-        with symbols_for_trace(symbols_of(key, positions)), recording(rec):
-            entry = Entry(compiled, args, key, leaves)
-        if entry.eager_reason is not None:
-            why = entry.eager_reason
-        else:
-            with symbols_for_trace(symbols_of(key, positions, shift=True)), recording_stages():
-                check = Entry(compiled, args, key, leaves)  # (recording: not from the trace cache)
-            why = _difference(entry, check, compiled.backend)
-    except Exception as exc:  # noqa: BLE001 - any failure of the symbolic build: trace for fixed sizes
-        why = f"{type(exc).__name__}: {exc}"
+        for attempt in tries:
+            compiled.backend = attempt
+            rec.guards.clear()
+            rec.closed = False
+            entry, why = _build_checked(compiled, args, key, leaves, positions, rec, attempt)
+            if why is None:
+                break
+            reasons.append(f"{attempt}: {why}" if len(tries) > 1 else why)
     finally:
         compiled.backend = backend
         _LOCAL.decisions = prev_decisions
     if why is not None:
+        why = "; ".join(reasons)
         policy.failed[frozen] = why
         _log(f"{compiled.__name__}: no symbolic entry for {_where(positions)} ({why}); traced for these sizes")
         return None
+    if reasons:
+        _log(f"{compiled.__name__}: symbolic entry on {tries[-1]} "
+             f"({'; '.join(reasons)})")
     assert entry is not None
     se = SymbolicEntry(entry, generalize(key, positions), positions, dict(rec.guards), str(entry.graph))
     policy.entries.append(se)
     _log(f"{compiled.__name__}: symbolic entry for {_where(positions)}; guards: {'; '.join(se.guards) or 'none'}")
     return entry
+
+
+def _build_checked(compiled: Any, args: tuple, key: Any, leaves: Any, positions: dict, rec: Recorder,
+                   backend: str) -> tuple:
+    """(entry, None), or (None, why not): the symbolic entry built, then built again at other
+    sizes and compared (see the module docstring)."""
+    from .entry import Entry  # noqa: PLC0415  (entry imports the tracer, which imports this module)
+    from .passes import recording as recording_stages  # noqa: PLC0415
+
+    try:
+        with symbols_for_trace(symbols_of(key, positions)), recording(rec):
+            entry = Entry(compiled, args, key, leaves)
+        if entry.eager_reason is not None:
+            return None, entry.eager_reason
+        with symbols_for_trace(symbols_of(key, positions, shift=True)), recording_stages():
+            check = Entry(compiled, args, key, leaves)  # (recording: not from the trace cache)
+        why = _difference(entry, check, backend)
+    except Exception as exc:  # noqa: BLE001 - any failure of the symbolic build: trace for fixed sizes
+        return None, f"{type(exc).__name__}: {exc}"
+    return (entry, None) if why is None else (None, why)
 
 
 def _where(positions: dict) -> str:
@@ -687,14 +709,28 @@ def _difference(a: Any, b: Any, backend: str) -> str | None:
             literal = _size_in_kernel(g)
             if literal is not None:
                 return f"a size used as a number inside a CuPy kernel ({literal}): kernels take no sizes"
-    if backend in ("numpy", "cupy"):
-        from codegen.executable import generate_source  # noqa: PLC0415  (codegen builds on static)
-
-        for x, y in zip(ga, gb):
-            sa, sb = generate_source(x, backend)[0], generate_source(y, backend)[0]
-            if sa != sb:
-                return "the generated code depends on the size: " + _first_diff(sa, sb)
+    for x, y in zip(ga, gb):
+        sa, sb = _source(x, backend), _source(y, backend)
+        if sa != sb:
+            return "the generated code depends on the size: " + _first_diff(sa, sb)
     return None
+
+
+def _source(graph: Any, backend: str) -> str:
+    """What the backend's generator writes for the graph ('' for the interpreter)."""
+    if backend == "auto":
+        from codegen.native import auto_backend  # noqa: PLC0415  (codegen builds on static)
+
+        backend = auto_backend()
+    if backend in ("numpy", "cupy"):
+        from codegen.executable import generate_source  # noqa: PLC0415
+
+        return generate_source(graph, backend)[0]
+    if backend == "native":
+        from codegen import native_gen  # noqa: PLC0415
+
+        return native_gen.generate(graph)[0]
+    return ""
 
 
 def _size_in_kernel(graph: Any) -> str | None:
