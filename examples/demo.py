@@ -65,10 +65,15 @@ def main(argv: list[str] | None = None) -> None:
           "--json", str(OUT / "w2.json")]
     run(*w2, *(["--plot", str(OUT / "w2_runtime.png")] if plot else []))
     run("compare", "examples/workloads/w3_mlp.py", "--sizes", "32x64x64x10,256x784x512x10", "--repeat", "5")
+    run("compare", "examples/workloads/w2_gelu.py", "--sizes", "1e4", "--repeat", "3", "--html",
+        str(OUT / "w2.html"))
+    # a picture needs Graphviz; without it `graph` would write the .dot and exit 4, so ask for the .dot
+    drawn = "svg" if shutil.which("dot") else "dot"
     run("graph", "examples/workloads/w2_gelu.py", "--mode", "static", "--size", "1e3", "-o",
-        str(OUT / "w2_static.svg"))
-    print(f"\ndemo done in {time.perf_counter() - start:.1f} s; files are in {OUT}/"
-          + ("" if plot else " (no runtime chart: pip install 'graphmode[plot]' for --plot)"))
+        str(OUT / f"w2_static.{drawn}"))
+    print(f"\ndemo done in {time.perf_counter() - start:.1f} s; files are in {OUT}/ (open {OUT / 'w2.html'} in a "
+          "browser)" + ("" if plot else "; no runtime chart: pip install 'graphmode[plot]' for --plot")
+          + ("" if drawn == "svg" else "; no SVG picture: Graphviz's dot is not installed, so w2_static.dot"))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ import io
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -54,3 +56,122 @@ def test_the_static_example_prints_the_ir_the_readme_shows(monkeypatch):
     assert printed.strip() == ir.strip()
     source = names["loss"].source(names["x"], names["w"])
     assert generated.strip() in source, source
+
+
+# -- the figures of the README's output blocks, timings aside ------------------------------------------
+_TIMING = [
+    (re.compile(r"\d+(?:\.\d+)?\s?(?:ns|us|µs|ms|s)\b"), "T"),  # a time
+    (re.compile(r"±\d+%"), "±P"),  # its spread
+    (re.compile(r"\d+\.\d+x"), "Rx"),  # a speedup
+    (re.compile(r"\d(?:\.\d+)?e[+-]\d\d"), "E"),  # an error: rounding differs by backend and machine
+]
+
+
+def _figures(text: str) -> list[str]:
+    """Lines with timings masked and table layout (rules, padding) ignored."""
+    out = []
+    for line in text.splitlines():
+        for pattern, mask in _TIMING:
+            line = pattern.sub(mask, line)
+        line = " ".join(line.replace("─", "").split())
+        if line:
+            out.append(line)
+    return out
+
+
+def _block_after(marker: str) -> str:
+    """The first fenced block after `marker` in the README."""
+    start = README.index(marker)
+    return re.search(r"```[a-z]*\n(.*?)```", README[start:], flags=re.S).group(1)
+
+
+def _auto_backend() -> str:
+    from static.compare import resolved_backend
+
+    return resolved_backend("auto", "cpu")
+
+
+def test_the_demo_output_shows_the_readmes_figures(capsys, monkeypatch):
+    from graphmode import cli
+
+    monkeypatch.setenv("COLUMNS", "80")
+    shown = _block_after("Its first output\nlooks like this")
+    code = cli.main(["compare", str(ROOT / "examples/workloads/w2_gelu.py"), "--sizes", "1e4,1e6", "--repeat", "5"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    # the README shows the default path with a C++ compiler; the suite may run "auto" on NumPy
+    expected = shown.replace("native on cpu", f"{_auto_backend()} on cpu")
+    assert _figures(printed) == _figures(expected)
+
+
+def test_the_compare_report_shows_the_readmes_figures(monkeypatch):
+    monkeypatch.setenv("GRAPHMODE_NATIVE", "0")  # as the README's label says
+    code, _ir, _generated = _blocks_after("## Static in five lines")[:3]
+    _, names = _run(code.replace("print(", "(").replace("loss.source(x, w)", "None"), "loss.py")
+    snippet = _block_after("The same measurement from Python returns a report object")
+    assert snippet.startswith("report = static.compare(loss, x, w, repeat=5)")
+    report = names["static"].compare(names["loss"], names["x"], names["w"], repeat=5)
+    shown = _block_after("\nprints\n")
+    assert _figures(str(report)) == _figures(shown)
+
+
+def test_cache_info_prints_the_readmes_lines(capsys, monkeypatch, tmp_path):
+    from graphmode import cli
+
+    shown = _block_after("### `graphmode cache`")
+    info = shown.split("$ graphmode cache clear")[0].splitlines()[1:]
+    monkeypatch.setenv("GRAPHMODE_CACHE_DIR", str(tmp_path))
+    assert cli.main(["cache", "info"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in printed] == [line.split(":")[0] for line in info]
+    assert printed[2:3] == info[2:3] and printed[4] == info[4]  # "disk cache: on", the bound
+
+
+def test_the_errors_the_readme_shows(capsys):
+    from graphmode import cli
+
+    shown = _block_after("measured, e.g.")
+    pairs = re.findall(r"^\$ graphmode (.*)\n(graphmode: error: .*)$", shown, flags=re.M)
+    assert len(pairs) == 2
+    for command, message in pairs:
+        argv = [a if not a.endswith(".py") else str(ROOT / a) for a in command.split()]
+        code = cli.main(argv)
+        err = capsys.readouterr().err.strip()
+        assert code == cli.USAGE_ERROR and err == message
+
+
+def test_the_explain_sections_the_readme_names_exist():
+    import eager
+    import static
+
+    @static.compile
+    def loss(x, w):
+        return (eager.tanh(x * x) * w).sum()
+
+    text = loss.explain(eager.randn(64), eager.randn(64, requires_grad=True))
+    headers = [line[3:].split(" ==")[0] for line in text.splitlines() if line.startswith("== ")]
+    table = README[README.index("## Reading `explain`"):README.index("`graphmode ir TARGET --stage NAME`")]
+    names = re.findall(r"^\| `([^`]+)`", table, flags=re.M)
+    assert headers[0] == "summary" and names[0] == "summary"
+    for name in names:
+        stem = re.split(r" \(| \.\.\.", name)[0].rstrip(": .")
+        assert any(h == stem or h.startswith(stem) or h.endswith(": " + stem) for h in headers), (name, headers)
+
+
+def test_the_trace_errors_the_readme_tabulates():
+    import eager
+    import static
+
+    table = README[README.index("| you write, inside a compiled function |"):]
+    table = table[:table.index("\n\n")]
+    rows = re.findall(r"^\| `([^`]+)`.*?\| `TraceError: f\.py:\d+: (.*?)(?: \.\.\.)?` ", table, flags=re.M)
+    assert len(rows) == 3
+    bodies = {"if x.sum() > 0:": lambda x: (x * 2).sum() if x.sum() > 0 else x.sum(),
+              "x.sum().item()": lambda x: x.sum().item() * x.sum(),
+              "x[x > 0]": lambda x: x[x > 0].sum()}
+    for code, message in rows:
+        with pytest.raises(static.TraceError) as info:
+            static.compile(bodies[code])(eager.randn(8))
+        text = str(info.value)
+        assert re.match(r"\S+\.py:\d+: ", text)
+        assert text.split(": ", 1)[1].startswith(message.split(" ...")[0]), (code, text)
