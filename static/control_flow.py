@@ -102,6 +102,10 @@ def _as_traced(state: TraceState, x: Any) -> Tracer:
         if x._state is state:
             return x
         return Tracer(state, state.foreign(x)) if isinstance(state, BodyState) else x
+    if getattr(type(x), "__graphmode_batched__", False):  # under vmap: the op's batching rule runs it
+        if isinstance(state, BodyState):  # a body read a batched value from its closure: trace on the batch
+            raise _NeedsBatching(x._level, x._size)
+        return x
     if isinstance(x, (bool, int, float, np.generic)):
         x = eager.tensor(x)
     if isinstance(x, (list, tuple)):
@@ -158,7 +162,8 @@ def _trace_body(fn: Callable, params: list, build_args: Callable[[list], tuple],
 
 
 def _is_leaf(x: Any) -> bool:
-    return isinstance(x, (Tracer, Tensor, np.ndarray, np.generic, bool, int, float)) or x is None
+    return isinstance(x, (Tracer, Tensor, np.ndarray, np.generic, bool, int, float)) or x is None or getattr(
+        type(x), "__graphmode_batched__", False)
 
 
 def _fn_name(fn: Callable) -> str:
@@ -282,6 +287,91 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     if not _tracing():
         return _scan_python(f, init, xs, x_leaves, x_tree, n, reverse)
     loc = user_location()
+    level = _batch_level(_flatten(init)[0] + x_leaves)
+    if level is None:
+        try:
+            return _scan_traced(f, init, xs, x_leaves, x_tree, n, reverse, loc)
+        except _NeedsBatching as exc:  # the body reads a batched value from its closure
+            level = exc.level
+    return _scan_batched(f, init, xs, x_leaves, x_tree, n, reverse, loc, level)
+
+
+class _NeedsBatching(Exception):
+    """A body traced as unbatched produced a value batched by an enclosing vmap (it read one
+    from its closure): the loop is traced again on the batch."""
+
+    def __init__(self, level: int, size: int) -> None:
+        super().__init__(level)
+        self.level, self.size = level, size
+
+
+def _batch_level(leaves: list) -> tuple | None:
+    """(level, size) of the innermost vmap batching one of `leaves`, None when none is."""
+    found = None
+    for leaf in leaves:
+        if getattr(type(leaf), "__graphmode_batched__", False) and (found is None or leaf._level > found[0]):
+            found = (leaf._level, leaf._size)
+    return found
+
+
+def _scan_batched(f: Callable, init: Any, xs: Any, x_leaves: list, x_tree: Any, n: int, reverse: bool, loc: str,
+                  level: Any) -> tuple:
+    """scan under vmap, traced on the batch: carries and xs enter with their batch axis (xs
+    behind the scanned one), the body's values are batched values of the same vmap level (so
+    values it reads from its closure, batched or not, just work), and its results are
+    batched (broadcast where they do not depend on the batch)."""
+    from eager import _vmap  # noqa: PLC0415
+
+    if isinstance(level, _NeedsBatching):
+        level = (level.level, level.size)
+    lvl, size = level
+    state = ACTIVE.stack[-1]
+    init_leaves, init_tree = _flatten(init)
+
+    def lift(x: Any) -> Any:
+        if isinstance(x, (bool, int, float, np.generic)):
+            x = eager.tensor(x)
+        return _as_traced(state, _vmap.per_example(x, lvl, size)._value)
+
+    init_u = [lift(leaf) for leaf in init_leaves]
+    xs_u = [lift(x).movedim(0, 1) for x in x_leaves]
+    specs = [_spec_of(t) for t in init_u]
+    x_specs = [TensorSpec(tuple(t.shape[1:]), t.dtype) for t in xs_u]
+    holder: dict = {}
+
+    def unbatch(st: TraceState, leaf: Any) -> Any:
+        if getattr(type(leaf), "__graphmode_batched__", False) and leaf._level == lvl:
+            return leaf._value
+        return _vmap._broadcast(_as_traced(st, leaf), size)
+
+    def body_fn(*ts: Any) -> Any:
+        st = ACTIVE.stack[-1]
+        carry = pytree.unflatten(init_tree, [_vmap.Batched(t, lvl, size) for t in ts[:len(specs)]])
+        x = (pytree.unflatten(x_tree, [_vmap.Batched(t, lvl, size) for t in ts[len(specs):]])
+             if xs is not None else None)
+        res = f(carry, x)
+        if not (isinstance(res, (tuple, list)) and len(res) == 2):
+            raise TypeError(f"{loc}: scan body output must be a pair (carry, y), got {type(res).__name__}")
+        c_leaves, c_tree = _flatten(res[0])
+        y_leaves, y_tree = _flatten(res[1])
+        holder.update(c_tree=c_tree, n_c=len(c_leaves), y_tree=y_tree)
+        return [unbatch(st, leaf) for leaf in list(c_leaves) + list(y_leaves)]
+
+    body = _trace_body(body_fn, specs + x_specs, lambda ts: tuple(ts), "scan_body")
+    out_specs = [v.type for v in body.graph.outputs[:holder["n_c"]]]
+    logical = [TensorSpec(tuple(s.shape[1:]), s.dtype) for s in specs]
+    _check_carry("scan body", loc, init_tree, logical, holder["c_tree"],
+                 [TensorSpec(tuple(s.shape[1:]), s.dtype) for s in out_specs])
+    consts = [Tracer(state, v) for v in body.consts]
+    outs = list(SCAN(*consts, *init_u, *xs_u, body=body.text(), length=n, reverse=bool(reverse),
+                     n_consts=len(consts), n_carry=len(specs)))
+    carry = pytree.unflatten(init_tree, [_vmap.Batched(o, lvl, size) for o in outs[:len(specs)]])
+    ys = pytree.unflatten(holder["y_tree"], [_vmap.Batched(o.movedim(1, 0), lvl, size) for o in outs[len(specs):]])
+    return carry, ys
+
+
+def _scan_traced(f: Callable, init: Any, xs: Any, x_leaves: list, x_tree: Any, n: int, reverse: bool,
+                 loc: str) -> tuple:
     state = ACTIVE.stack[-1]
     init_leaves, init_tree = _flatten(init)
     init_t = [_as_traced(state, leaf) for leaf in init_leaves]
@@ -417,7 +507,11 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         c = _trace_body(cond_wrap, specs, lambda ts: tuple(ts), "while_cond")
         return b, c, holder["tree"]
 
-    body, test, out_tree = trace(specs)
+    try:
+        body, test, out_tree = trace(specs)
+    except _NeedsBatching:
+        raise TypeError(f"{loc}: vmap of a while_loop whose functions read a batched value from their closure is "
+                        "not supported; pass the value in the loop's carry") from None
     out_specs = body.out_types
     if out_tree == tree and len(out_specs) == len(specs):
         fixed = _weak_fix(leaves, specs, out_specs)
@@ -472,6 +566,8 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
     branches = list(branches)
     if not branches:
         raise ValueError("Empty branch sequence")
+    if getattr(type(index), "__graphmode_batched__", False):
+        return _select(index, [b(*operands) for b in branches], "switch")
     if not _tracing():
         i = int(_truth(index))
         return branches[min(max(i, 0), len(branches) - 1)](*operands)
@@ -483,9 +579,32 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any, ope
     branch taken runs, and both branches must return identical types."""
     if operand is not None:
         operands = (operand,)
+    if getattr(type(pred), "__graphmode_batched__", False):  # a batched predicate: both, then select (JAX)
+        return _select(pred, [false_fun(*operands), true_fun(*operands)], "cond")
     if not _tracing():
         return true_fun(*operands) if bool(_truth(pred)) else false_fun(*operands)
     return _cond_traced(pred, [false_fun, true_fun], operands, "cond")
+
+
+def _select(index: Any, results: list, kind: str) -> Any:
+    """Per example, the result of branch `index` (every branch computed): what cond and switch
+    become under vmap with a batched predicate."""
+    trees = [_flatten(r) for r in results]
+    if any(t[1] != trees[0][1] for t in trees):
+        raise TypeError(f"{user_location()}: {kind} branch outputs must have the same pytree structure")
+    n = len(results)
+    if kind == "cond":
+        index = index != 0 if index.dtype != _dtypes.bool_ else index
+    else:
+        index = eager.clamp(index, 0, n - 1)
+    out = []
+    for k in range(len(trees[0][0])):
+        chosen = trees[0][0][k]
+        for b in range(1, n):
+            take = index if (kind == "cond" and n == 2) else index == b
+            chosen = eager.where(take, trees[b][0][k], chosen)
+        out.append(chosen)
+    return pytree.unflatten(trees[0][1], out)
 
 
 def _cond_traced(index: Any, branches: list, operands: tuple, kind: str) -> Any:
@@ -512,7 +631,11 @@ def _cond_traced(index: Any, branches: list, operands: tuple, kind: str) -> Any:
             holder["tree"] = o_tree
             return o_leaves
 
-        traced.append(_trace_body(wrap, specs, lambda ts: tuple(ts), f"{kind}_branch"))
+        try:
+            traced.append(_trace_body(wrap, specs, lambda ts: tuple(ts), f"{kind}_branch"))
+        except _NeedsBatching:
+            raise TypeError(f"{loc}: vmap of a {kind} whose branches read a batched value from their closure is "
+                            "not supported; pass the value in as an operand") from None
         trees.append(holder["tree"])
     names = ["false_fun", "true_fun"] if kind == "cond" else [f"branch {k}" for k in range(len(branches))]
     for k in range(1, len(traced)):
@@ -651,3 +774,32 @@ def cond_vjp_branch(text: str) -> str:
 
 def describe_types(values: list) -> str:
     return ", ".join(format_type(v.type) for v in values)
+
+
+# -- batching (vmap over a loop or a choice) -------------------------------------------------------
+@functools.lru_cache(maxsize=256)
+def batched_body(text: str, mask: tuple, size: int) -> str:
+    """The body run on a batch: parameters marked in `mask` carry a leading batch axis of
+    `size`, the body's ops run through their batching rules (eager._vmap), and every result
+    is batched (one that does not depend on the batch is broadcast)."""
+    from eager import _vmap  # noqa: PLC0415
+
+    g = parsed(text)
+    params = [TensorSpec((size,) + tuple(v.type.shape), v.type.dtype) if b else v.type for v, b in zip(g.inputs, mask)]
+    st, ts = _new_body(params, g.name)
+    ACTIVE.stack.append(st)
+    _vmap._LEVELS.depth += 1
+    level = _vmap._LEVELS.depth
+    try:
+        outs = _replay(g, [_vmap.Batched(t, level, size) if b else t for t, b in zip(ts, mask)])
+        result = [o._value if isinstance(o, _vmap.Batched) and o._level == level else _vmap._broadcast(o, size)
+                  for o in outs]
+    finally:
+        _vmap._LEVELS.depth -= 1
+        ACTIVE.stack.pop()
+    return _finish(st, result)
+
+
+def replay_text(text: str, args: list) -> list:
+    """A body's ops applied to `args` where the call happens (batched values included)."""
+    return _replay(parsed(text), list(args))

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtypes
-from ._registry import VARIADIC, TensorSpec, defop
+from ._registry import REGISTRY, VARIADIC, TensorSpec, defop
 
 # every operand is saved for the VJP (a scan's backward reruns it and reads every input);
 # positions past the actual operands are skipped by eager's dispatch
@@ -183,8 +183,56 @@ def _scan_samples(rng: Any) -> list:
             ((w, h, xs), {"body": body, "length": 4, "reverse": True, "n_consts": 1, "n_carry": 1, "save": True})]
 
 
+def _scan_batch(args: list, batched: list, attrs: dict, size: int) -> Any:
+    """vmap of a scan: one scan over the batch. Every carry is batched (one that is not is
+    broadcast: a step may make it depend on the batch), batched xs move their batch behind the
+    scanned axis, and the body runs through its ops' batching rules (static.control_flow.
+    batched_body)."""
+    n_c, n_k, length = attrs["n_consts"], attrs["n_carry"], attrs["length"]
+    consts = list(args[:n_c])
+    carries = [a if b else a.unsqueeze(0).expand((size,) + tuple(a.shape))
+               for a, b in zip(args[n_c:n_c + n_k], batched[n_c:n_c + n_k])]
+    xs = [x.movedim(0, 1) if b else x for x, b in zip(args[n_c + n_k:], batched[n_c + n_k:])]
+    mask = tuple(batched[:n_c]) + (True,) * n_k + tuple(batched[n_c + n_k:])
+    body = _static().batched_body(attrs["body"], mask, size)
+    outs = list(SCAN(*consts, *carries, *xs, **{**attrs, "body": body}))
+    return tuple(outs[:n_k] + [o.movedim(1, 0) for o in outs[n_k:]])
+
+
+def _cond_batch(args: list, batched: list, attrs: dict, size: int) -> Any:
+    """vmap of a cond: with a batched predicate every branch runs on the batch and each example
+    takes its own branch's results (JAX's select); otherwise one cond of batched branches."""
+    branches = attrs["branches"]
+    cf = _static()
+    if batched[0]:
+        from .. import _vmap  # noqa: PLC0415
+
+        level = _vmap._LEVELS.depth + 1
+        _vmap._LEVELS.depth = level
+        try:
+            ops = [_vmap.Batched(a, level, size) if b else a for a, b in zip(args[1:], batched[1:])]
+            results = [[_vmap.per_example(r, level, size)._value for r in cf.replay_text(t, ops)] for t in branches]
+        finally:
+            _vmap._LEVELS.depth = level - 1
+        index = args[0]
+        if index.dtype.name != "bool":
+            index = index.clamp(0, len(branches) - 1)
+        out = []
+        for k in range(len(results[0])):
+            chosen = results[0][k]
+            for b in range(1, len(branches)):
+                take = index if index.dtype.name == "bool" else index == b
+                take = take.reshape((size,) + (1,) * (len(chosen.shape) - 1))
+                chosen = REGISTRY["where"](take, results[b][k], chosen)
+            out.append(chosen)
+        return tuple(out)
+    mask = tuple(batched[1:])
+    return tuple(COND(args[0], *args[1:], branches=[cf.batched_body(t, mask, size) for t in branches]))
+
+
 SCAN = defop("scan", forward=_scan_forward, abstract=_scan_abstract, vjp=_scan_vjp, kind="other", arity=VARIADIC,
              multi_output=True, save=_ALL, fusible=False, grad_name="ScanBackward0", samples=_scan_samples,
+             batch_rule=_scan_batch,
              doc="a loop over the leading axis of xs with a carried state (lax.scan): one body, run length times")
 
 
@@ -286,5 +334,6 @@ def _cond_samples(rng: Any) -> list:
 
 COND = defop("cond", forward=_cond_forward, abstract=_cond_abstract, vjp=_cond_vjp, kind="other", arity=VARIADIC,
              multi_output=True, save=_ALL, fusible=False, mask_operands=(0,), grad_name="CondBackward0",
+             batch_rule=_cond_batch,
              samples=_cond_samples,
              doc="one of several bodies, chosen by a scalar predicate or index (lax.cond / lax.switch)")

@@ -363,3 +363,29 @@ def test_the_cupy_module_of_a_loop_runs_on_the_host_stand_in():
     got = namespace["forward"](*arrays)
     want = f(*[_t(a) for a in arrays])
     np.testing.assert_allclose(np.asarray(got[0]), want.numpy(), rtol=1e-12)
+
+
+def test_vmap_over_scan_and_cond_in_both_modes_and_per_example_gradients():
+    from eager.func import grad, vmap  # noqa: PLC0415
+
+    rng = np.random.default_rng(10)
+    w, xs = _t(rng.standard_normal((3, 3)) * 0.5), _t(rng.standard_normal((4, 6, 3)))
+
+    def rnn(w, x):
+        h, ys = cf.scan(lambda h, v: (eager.tanh(h @ w + v), h.sum()), eager.zeros(3, dtype=w.dtype), x)
+        return cf.cond(h.sum() > 0, lambda a: a * 2.0, lambda a: -a, ys)  # a batched predicate: a select
+
+    loop = np.stack([rnn(w, xs[i]).numpy() for i in range(4)])
+    np.testing.assert_allclose(vmap(rnn, in_dims=(None, 0))(w, xs).numpy(), loop, rtol=1e-12)
+    np.testing.assert_allclose(static.vmap(rnn, in_dims=(None, 0))(w, xs).numpy(), loop, rtol=1e-12)
+    graph = static.trace(lambda w, xs: vmap(rnn, in_dims=(None, 0))(w, xs), w, xs)
+    assert [n.op for n in graph.nodes].count("scan") == 1  # one loop over the whole batch
+
+    def loss(w, x):
+        return rnn(w, x).sum()
+
+    want = np.stack([grad(loss)(w, xs[i]).numpy() for i in range(4)])
+    # the body reads the per-example weights from its closure: the loop is traced on the batch
+    got = static.vmap(static.grad(loss), in_dims=(None, 0))(w, xs)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-10)
+    np.testing.assert_allclose(vmap(grad(loss), in_dims=(None, 0))(w, xs).numpy(), want, rtol=1e-10)
