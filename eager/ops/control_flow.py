@@ -188,7 +188,7 @@ def _scan_batch(args: list, batched: list, attrs: dict, size: int) -> Any:
     broadcast: a step may make it depend on the batch), batched xs move their batch behind the
     scanned axis, and the body runs through its ops' batching rules (static.control_flow.
     batched_body)."""
-    n_c, n_k, length = attrs["n_consts"], attrs["n_carry"], attrs["length"]
+    n_c, n_k = attrs["n_consts"], attrs["n_carry"]
     consts = list(args[:n_c])
     carries = [a if b else a.unsqueeze(0).expand((size,) + tuple(a.shape))
                for a, b in zip(args[n_c:n_c + n_k], batched[n_c:n_c + n_k])]
