@@ -175,3 +175,27 @@ def test_the_trace_errors_the_readme_tabulates():
         text = str(info.value)
         assert re.match(r"\S+\.py:\d+: ", text)
         assert text.split(": ", 1)[1].startswith(message.split(" ...")[0]), (code, text)
+
+
+def test_the_performance_tables_graph_figures_are_the_current_trees():
+    """IR nodes traced -> optimized, fused kernels and planned peak memory of each row of
+    the Performance table (NumPy backend): what `graphmode compare` prints, without timing."""
+    from graphmode.cli import _compiled_for, load_workload, parse_size
+    from static import trace
+    from static.compare import count_fused, format_bytes
+
+    files = {"W1 seed": "w1_seed.py", "W2 gelu": "w2_gelu.py", "W3 mlp": "w3_mlp.py", "W4 scalar": "w4_scalar.py",
+             "MLP step": "mlp_step.py"}
+    table = README[README.index("| workload | size | eager | compiled | speedup | compile cold / warm |"):]
+    rows = re.findall(r"^\| (W\d \w+|MLP step) \| (\S+)[^|]*\|(?:[^|]*\|){4} (\d+) → (\d+) \| (\d+) \| ([^|]+) \|",
+                      table[:table.index("\n\n")], flags=re.M)
+    assert len(rows) == 11
+    for name, size, before, after, fused, peak in rows:
+        workload = load_workload(str(ROOT / "examples" / "workloads" / files[name]))
+        fn, args = workload.build(parse_size(size), size)
+        compiled, plain = _compiled_for(fn, args, "numpy")
+        final = compiled.ir(*plain)
+        plan = final.memory_plan
+        got = (len(trace(compiled, *plain).nodes), len(final.nodes), count_fused(final),
+               format_bytes(plan.peak_bytes if plan is not None else None))
+        assert got == (int(before), int(after), int(fused), peak.strip()), (name, size)
