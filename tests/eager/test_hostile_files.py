@@ -603,3 +603,15 @@ def test_build_in_an_eager_file_cannot_reach_a_dtype():
     with pytest.raises(RuntimeError, match="did not make"):
         eager.load(buf)
     assert eager.float32.name == "float32"
+
+
+def test_round_trip_of_every_layout():
+    base = eager.arange(24.0).reshape(2, 3, 4)
+    cases = {"flip": eager.flip(base, [2]), "perm": base.permute(2, 0, 1), "step": base[:, ::2, 1::2],
+             "expand": eager.ones(1, 4).expand(3, 4), "scalar": eager.tensor(2.5), "empty": eager.zeros(0, 5),
+             "empty_view": base[:, 3:], "int": eager.arange(6).reshape(2, 3).t(), "bool": eager.tensor([True, False]),
+             "half": eager.ones(3, dtype=eager.float16)[1:], "base": base}
+    got = _roundtrip(cases)
+    for key, value in cases.items():
+        assert got[key].dtype is value.dtype and got[key].shape == value.shape, key
+        np.testing.assert_array_equal(got[key].numpy(), value.numpy(), err_msg=key)
