@@ -292,7 +292,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
         try:
             return _scan_traced(f, init, xs, x_leaves, x_tree, n, reverse, loc)
         except _NeedsBatching as exc:  # the body reads a batched value from its closure
-            level = exc.level
+            level = (exc.level, exc.size)
     return _scan_batched(f, init, xs, x_leaves, x_tree, n, reverse, loc, level)
 
 
@@ -315,15 +315,13 @@ def _batch_level(leaves: list) -> tuple | None:
 
 
 def _scan_batched(f: Callable, init: Any, xs: Any, x_leaves: list, x_tree: Any, n: int, reverse: bool, loc: str,
-                  level: Any) -> tuple:
+                  level: tuple) -> tuple:
     """scan under vmap, traced on the batch: carries and xs enter with their batch axis (xs
     behind the scanned one), the body's values are batched values of the same vmap level (so
     values it reads from its closure, batched or not, just work), and its results are
     batched (broadcast where they do not depend on the batch)."""
     from eager import _vmap  # noqa: PLC0415
 
-    if isinstance(level, _NeedsBatching):
-        level = (level.level, level.size)
     lvl, size = level
     state = ACTIVE.stack[-1]
     init_leaves, init_tree = _flatten(init)

@@ -389,3 +389,10 @@ def test_vmap_over_scan_and_cond_in_both_modes_and_per_example_gradients():
     got = static.vmap(static.grad(loss), in_dims=(None, 0))(w, xs)
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-10)
     np.testing.assert_allclose(vmap(grad(loss), in_dims=(None, 0))(w, xs).numpy(), want, rtol=1e-10)
+
+    def decay(s):  # only the closure is batched: the first trace finds out, the second runs on the batch
+        return cf.scan(lambda h, v: (h * s + v, h), eager.zeros(3, dtype=s.dtype), xs[0])[0]
+
+    scales = _t([0.5, -1.0, 2.0])
+    want_d = np.stack([decay(scales[i]).numpy() for i in range(3)])
+    np.testing.assert_allclose(static.vmap(decay)(scales).numpy(), want_d, rtol=1e-12)
