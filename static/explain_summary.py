@@ -117,7 +117,8 @@ def summary(owner: Any, ran: Any, recorded: Any) -> str:
         updates = len(getattr(ran.trace, "updates", ()) or ())
         lines.append(f"@{name}: a training step: backward() and {updates} update(s) of parameters, gradients and "
                      "optimizer state traced into one graph" if updates else
-                     f"@{name}: forward only (no argument requires grad)")
+                     f"@{name}: one graph, no separate backward (no argument of the call requires grad; "
+                     "gradients asked for with static.grad or value_and_grad are computed inside it)")
     n_traced = len(traced.nodes) if traced is not None else 0
     final = [g for _, g, _ in graphs]
     kernels = sum(_count(g, "fused") for g in final)

@@ -43,7 +43,7 @@ def test_the_summary_comes_first_and_fits_a_screen():
 def test_the_summary_of_a_forward_only_call_has_no_backward_lines():
     f = static.compile(loss, backend="interpret")
     head = _summary(f.explain(eager.ones(8), eager.ones(8)))
-    assert "forward only" in head and "saved" not in head and "recomputed" not in head
+    assert "no separate backward" in head and "saved" not in head and "recomputed" not in head
     assert "backend interpret" in head and "the interpreter runs the IR" in head
 
 
