@@ -467,7 +467,13 @@ def any(input, dim=None, keepdim=False):
 
 def norm(input, p=2, dim=None, keepdim=False, dtype=None):
     """The vector p-norm over `dim` (all elements when None), as PyTorch's torch.norm for
-    p = 2 (or "fro"), 1, inf, -inf, 0 and any other positive p.
+    p = 2 (or "fro"), 1, inf, -inf, 0 and any other positive p; its node is named
+    LinalgVectorNormBackward0 whatever ops compose it, as PyTorch's. Mirrors torch.norm."""
+    return _renamed(_vector_norm(input, p, dim, keepdim, dtype), "LinalgVectorNormBackward0")
+
+
+def _vector_norm(input, p=2, dim=None, keepdim=False, dtype=None):
+    """norm's value (see norm).
 
     Composed from ops, so gradients come from their rules. Where the norm is 0 the gradient
     is 0, as in PyTorch, rather than the NaN that d sqrt(s)/ds = inf at s = 0 would give:
@@ -1034,7 +1040,7 @@ def bmm(input, mat2):
     if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
         raise RuntimeError(f"bmm: Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
-    return L.MATMUL(input, mat2)
+    return _renamed(L.MATMUL(input, mat2), "BmmBackward0")
 
 
 def _scaled_sum(input, product, beta, alpha, name):

@@ -39,7 +39,13 @@ def _matmul_grad_name(operands, attrs):
         return "MvBackward0"
     if na == 2 and nb == 2:
         return "MmBackward0"
-    return "BmmBackward0" if na == nb == 3 else "MatmulBackward0"
+    # torch.matmul's other cases fold the batch into one product and view the result back
+    # (torch.bmm names its own node: eager.bmm renames it)
+    if na == 1 and nb == 2:
+        return "SqueezeBackward4"
+    if na == 2 and nb >= 3:
+        return "CloneBackward0"
+    return "UnsafeViewBackward0"
 
 
 def _matmul_vjp(ctx, g):
