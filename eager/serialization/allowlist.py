@@ -271,7 +271,7 @@ def import_global(module: str, name: str) -> Any:
 
 def refusal(source: str, module: str, name: str) -> WeightsOnlyError:
     """PyTorch's weights_only refusal, naming the global and the two ways out."""
-    short = name.rpartition(".")[2]
+    short = f"{module}.{name}"  # (the full path, as PyTorch names it)
     return WeightsOnlyError(
         f"Weights only load failed: {source}. This file can still be loaded, only if you trust its source: "
         f"(1) re-run eager.load with weights_only=False (it can run arbitrary code), or (2) allowlist the global. "

@@ -615,3 +615,20 @@ def test_round_trip_of_every_layout():
     for key, value in cases.items():
         assert got[key].dtype is value.dtype and got[key].shape == value.shape, key
         np.testing.assert_array_equal(got[key].numpy(), value.numpy(), err_msg=key)
+
+
+def test_numpy_values_in_a_pytorch_file_need_allowlisting_as_in_pytorch():
+    torch = pytest.importorskip("torch")
+    buf = io.BytesIO()
+    torch.save({"acc": np.float64(0.5), "arr": np.arange(3)}, buf)
+    data = buf.getvalue()
+    with pytest.raises(pickle.UnpicklingError, match=r"add_safe_globals\(\[numpy\.(_core|core)\.multiarray\.scalar\]\)"):
+        eager.load(io.BytesIO(data))
+    core = getattr(np, "_core", None) or np.core
+    allow = [core.multiarray.scalar, np.dtype, core.multiarray._reconstruct, np.ndarray]
+    allow += [getattr(np.dtypes, n) for n in ("Float64DType", "Int64DType") if hasattr(np, "dtypes")]
+    with eager.serialization.safe_globals(allow):
+        got = eager.load(io.BytesIO(data))
+    with torch.serialization.safe_globals(allow):
+        ref = torch.load(io.BytesIO(data))
+    assert got["acc"] == ref["acc"] == 0.5 and got["arr"].tolist() == ref["arr"].tolist() == [0, 1, 2]
