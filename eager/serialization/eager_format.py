@@ -9,7 +9,7 @@ come back as views of one array, so an in-place write to one is seen by the othe
 PyTorch's storages behave). Objects outside that set are pickled, with tensors, dtypes and
 devices inside them referred to by persistent id (so a saved `nn.Module` keeps its tensors
 in the archive as .npy files); `load` unpickles them only through the restricted unpickler
-of `weights_only` loads (safe_globals) unless `weights_only=False`.
+of `weights_only` loads (allowlist.py) unless `weights_only=False`.
 
 Format version 1 (one contiguous .npy per tensor, plain pickles) is still read."""
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Reading files written by PyTorch's `torch.save`: the zip format (PyTorch >= 1.6) and the
 legacy stream (`_use_new_zipfile_serialization=False`).
 
-The pickle is read by a restricted unpickler (see safe_globals): storages are named by
+The pickle is read by a restricted unpickler (see allowlist): storages are named by
 persistent ids `('storage', <dtype>Storage, key, location, numel)` and tensors are views of
 them (`torch._utils._rebuild_tensor_v2(storage, offset, size, stride, ...)`). Every storage
 is checked against the bytes present (and the load's memory budget) before it is allocated,
