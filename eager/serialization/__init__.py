@@ -13,8 +13,9 @@ Errors, as PyTorch raises them:
 - a damaged, truncated, foreign or hostile file: `RuntimeError` naming the file, the member
   and what is wrong;
 - a pickle naming a class or function that a `weights_only` load does not reconstruct:
-  `pickle.UnpicklingError` naming the global and how to allowlist it (`add_safe_globals`,
-  the `safe_globals` context manager) or to load with `weights_only=False`."""
+  `pickle.UnpicklingError` (PyTorch's type; it is a RuntimeError too) naming the global and
+  how to allowlist it (`add_safe_globals`, the `safe_globals` context manager) or to load
+  with `weights_only=False`."""
 from __future__ import annotations
 
 import io

@@ -19,9 +19,10 @@ from contextlib import contextmanager
 from typing import Any
 
 
-class WeightsOnlyError(pickle.UnpicklingError):
-    """A weights_only load met a global it may not reconstruct (PyTorch raises
-    pickle.UnpicklingError for this; this subclass tells it from a damaged pickle)."""
+class WeightsOnlyError(pickle.UnpicklingError, RuntimeError):
+    """A weights_only load met a global it may not reconstruct. PyTorch raises
+    pickle.UnpicklingError for this; it is also a RuntimeError, the one type every other
+    failure of eager.load has, so `except RuntimeError` catches every refused file."""
 
 
 _user: list = []  # what add_safe_globals was given: objects, or (object, "module.name") pairs
