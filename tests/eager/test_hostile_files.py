@@ -633,3 +633,18 @@ def test_numpy_values_in_a_pytorch_file_need_allowlisting_as_in_pytorch():
     with torch.serialization.safe_globals(allow):
         ref = torch.load(io.BytesIO(data))
     assert got["acc"] == ref["acc"] == 0.5 and got["arr"].tolist() == ref["arr"].tolist() == [0, 1, 2]
+
+
+def test_version_1_files_still_load():
+    """Format 1 (one contiguous .npy per tensor, plain pickles) as the previous eager wrote it."""
+    tensor = {"tensor": 0, "file": "data/0.npy", "dtype": "float32", "shape": [2, 2], "requires_grad": True,
+              "parameter": False, "device": "cpu"}
+    manifest = {"format": "eager-checkpoint", "version": 1,
+                "root": {"dict": [["w", tensor], ["again", {"tensor": 0, "file": None, "dtype": "float32",
+                                                           "shape": [2, 2], "requires_grad": True}]],
+                         "ordered": False}}
+    got = eager.load(_eager_file(manifest, {"data/0.npy": _npy(np.arange(4, dtype=np.float32).reshape(2, 2))}))
+    assert got["w"].tolist() == [[0.0, 1.0], [2.0, 3.0]] and got["w"].requires_grad and got["again"] is got["w"]
+    with pytest.raises(RuntimeError, match="holds 4 elements"):
+        bad = dict(tensor, shape=[3])
+        eager.load(_eager_file(dict(manifest, root=bad), {"data/0.npy": _npy(np.arange(4, dtype=np.float32))}))
