@@ -193,7 +193,7 @@ def strided_source(v: Value) -> tuple[Value, tuple, int] | None:
     if not chain:
         return None
     shape = _ints(base.type.shape)
-    if _prod(shape) == 0:
+    if _prod(shape) == 0 or any(_symbolic(d) for d in shape):  # strides of a symbolic size: the view is copied
         return None
     memory = np.zeros(1, np.uint8)
     stand_in = np.lib.stride_tricks.as_strided(memory, shape, contiguous_strides(shape))

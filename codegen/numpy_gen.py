@@ -563,7 +563,7 @@ class BlockedRegion:
                         pool = free.get(spec, [])
                         slot = pool.pop() if pool else self._new_slot(spec)
                     slot_of[v] = slot
-                    target = f"s{slot}"
+                    target = f"sc{slot}"  # (not s0: the name of a symbolic size)
                 em.op(n, dest=target, scalar=False)
                 if v not in last and v in slot_of:
                     free.setdefault(spec, []).append(slot_of.pop(v))
@@ -571,7 +571,7 @@ class BlockedRegion:
                 if last.get(u) == j and u in slot_of:
                     free.setdefault(self.slots[slot_of[u]], []).append(slot_of.pop(u))
         if self.slots:
-            names = ", ".join(f"s{k}" for k in range(len(self.slots))) + ("," if len(self.slots) == 1 else "")
+            names = ", ".join(f"sc{k}" for k in range(len(self.slots))) + ("," if len(self.slots) == 1 else "")
             # specs with a symbolic size (static.dynamic_shapes) are made in the block, where it is bound
             specs = py_literal(tuple(self.slots)) if self._symbolic_slots() else f"_R{self.rid}_SCRATCH"
             em.lines.insert(slot_lines_at, f"{names} = _rt.scratch({specs}, hi - lo)")

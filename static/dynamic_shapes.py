@@ -127,14 +127,12 @@ class SymInt(int):
 
     def __eq__(self, other: Any) -> bool:
         if isinstance(other, int):
-            _note_compare(self, "==", other, int(self) == int(other))
-            return int(self) == int(other)
+            return _equal(self, other)
         return NotImplemented
 
     def __ne__(self, other: Any) -> bool:
         if isinstance(other, int):
-            _note_compare(self, "==", other, int(self) == int(other))
-            return int(self) != int(other)
+            return not _equal(self, other)
         return NotImplemented
 
     def __lt__(self, other: Any) -> bool:
@@ -357,6 +355,22 @@ def _from_library() -> bool:
     while frame is not None and os.path.abspath(frame.f_code.co_filename) == here:
         frame = frame.f_back
     return frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_LIBRARY)
+
+
+def _equal(a: SymInt, b: int) -> bool:
+    """`a == b`. The user's function compares values (the size of the call being traced),
+    and the comparison is a guard. Everywhere else (the library's shape rules, the passes,
+    the generators) sizes are equal when they are the same expression: `s0` is not `16` even
+    when the traced call's s0 is 16, since the code made serves every size; a rule that
+    needed them equal fails, and that size is traced as a number instead."""
+    rec = _recorder()
+    if rec is not None and not rec.closed and not _from_library():
+        result = int(a) == int(b)
+        _note_compare(a, "==", b, result)
+        return result
+    if isinstance(b, SymInt):
+        return a.text == b.text
+    return False
 
 
 def _compare(a: SymInt, b: Any, op: str) -> bool:

@@ -168,9 +168,28 @@ def test_symbolic_sizes_compute_and_print_as_polynomials():
     s = ds.SymInt.symbol("s0", 8)
     t = s * 4 + 2
     assert int(t) == 34 and str(t) == "4*s0+2"
-    assert str((s * 12) // 4) == "3*s0" and (s * 12) // 4 == 24
+    assert str((s * 12) // 4) == "3*s0" and int((s * 12) // 4) == 24
     assert ds.evaluate(t, {"s0": 10}) == 42
     assert str(s - s) == "0" and type(s - s) is int
+    # outside the user's code a size equals the same expression, not a number that happens to
+    # be the traced call's (the code made serves every size)
+    assert (s * 3) // 3 == s and s != 8 and s * 2 == s + s
+
+
+def test_a_batch_equal_to_a_feature_size_does_not_merge_them():
+    """W6's CNN at batch 16 has 16 channels too: its symbolic entry must not take one for the other."""
+    eager.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(16 * 36, 16))
+
+    def f(x):
+        return model(x).relu().sum(1)
+
+    compiled = static.compile(f, backend="numpy")
+    for b in (12, 16, 7, 16, 30):
+        x = eager.randn(b, 1, 6, 6)
+        with eager.no_grad():
+            np.testing.assert_allclose(compiled(x).numpy(), f(x).numpy(), rtol=1e-4, atol=1e-5)
+    assert len(compiled.compile_seconds) <= 2, ds.describe(ds.policy_of(compiled))
 
 
 def test_a_symbolic_graph_runs_on_the_cupy_host_stand_in_at_every_size():
