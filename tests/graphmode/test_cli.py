@@ -207,7 +207,7 @@ def test_ir_prints_every_stage_then_the_generated_source(capsys, small):
     code, out, err = run_main(capsys, "ir", small)
     assert code == 0, err
     stages = re.findall(r"^== (.+?) ==", out, re.M)
-    assert stages[:2] == ["traced", "verified"] and "fuse" in stages and "memory" in stages
+    assert stages[:3] == ["summary", "traced", "verified"] and "fuse" in stages and "memory" in stages
     assert "func @" in out and "fused" in out
 
 
@@ -224,7 +224,7 @@ def test_ir_one_stage_and_the_source(capsys, small):
 def test_ir_unknown_stage_lists_the_stages(capsys, small):
     code, out, err = run_main(capsys, "ir", small, "--stage", "nonsense")
     assert code == 2 and out == ""
-    assert err.startswith("graphmode: error: no stage named 'nonsense'; stages: traced, verified") and \
+    assert err.startswith("graphmode: error: no stage named 'nonsense'; stages: summary, traced, verified") and \
         err.count("\n") == 1
 
 
