@@ -271,3 +271,76 @@ class RAdam(Optimizer):
             # a traced step's count is a 0-d tensor: both forms, chosen elementwise
             p.sub_(adaptive if isinstance(rho_t, (int, float)) else where(rho_t > 5.0, adaptive, momentum_only))
 
+
+
+class Rprop(Optimizer):
+    """Resilient backpropagation (PyTorch's): each weight keeps its own step size, multiplied
+    by etaplus while its gradient keeps its sign and by etaminus when the sign flips (that
+    step is then skipped), clamped to step_sizes; p -= sign(g) * step_size."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, etas: tuple[float, float] = (0.5, 1.2),
+                 step_sizes: tuple[float, float] = (1e-6, 50), *, capturable: bool = False, foreach: Any = None,
+                 maximize: bool = False, differentiable: bool = False) -> None:
+        _check("learning rate", lr)
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        super().__init__(params, dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes), foreach=foreach,
+                                      maximize=maximize, differentiable=differentiable, capturable=capturable))
+
+    def _initial_state(self, p, group: dict) -> dict:
+        return {"step": 0, "prev": filled_like(p), "step_size": filled_like(p, float(group["lr"]))}
+
+    def _update_group(self, group: dict) -> None:
+        etaminus, etaplus = group["etas"]
+        low, high = group["step_sizes"]
+        for p, g in self._gradients(group):
+            state = self._state_of(p, group)
+            state["step"] += 1
+            prev, step_size = state["prev"], state["step_size"]
+            sign = (g * prev).sign()
+            # the factors in p's dtype (a where() of two Python numbers would be float32)
+            factor = where(sign > 0, filled_like(p, etaplus), where(sign < 0, filled_like(p, etaminus),
+                                                                     filled_like(p, 1.0)))
+            step_size = state["step_size"] = (step_size * factor).clamp(low, high)
+            g = where(factor == etaminus, 0.0, g)  # a flipped sign: no step this time
+            p.addcmul_(g.sign(), step_size, value=-1)
+            state["prev"] = g.clone()
+
+
+class ASGD(Optimizer):
+    """Averaged SGD (PyTorch's): p = p (1 - lambd eta) - eta g, with eta decaying as
+    lr / (1 + lambd lr t) ** alpha; `ax` keeps the average of the iterates from step t0 on.
+    eta and mu are float32 0-d tensors, as PyTorch keeps them (so the rounding agrees)."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
+                 t0: float = 1e6, weight_decay: float = 0.0, foreach: Any = None, maximize: bool = False,
+                 differentiable: bool = False, capturable: bool = False) -> None:
+        _check("learning rate", lr)
+        _check("weight_decay value", weight_decay)
+        super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay,
+                                      foreach=foreach, maximize=maximize, differentiable=differentiable,
+                                      capturable=capturable))
+
+    def _initial_state(self, p, group: dict) -> dict:
+        from .._factories import tensor  # noqa: PLC0415
+
+        return {"step": 0, "eta": tensor(float(group["lr"]), dtype=_dtypes.float32),
+                "mu": tensor(1.0, dtype=_dtypes.float32), "ax": filled_like(p)}
+
+    def _update_group(self, group: dict) -> None:
+        lr, lambd, alpha, t0 = float(group["lr"]), group["lambd"], group["alpha"], group["t0"]
+        for p, g in self._gradients(group):
+            state = self._state_of(p, group)
+            state["step"] += 1
+            step = state["step"]
+            if group["weight_decay"] != 0:
+                g = g.add(p, alpha=group["weight_decay"])
+            eta = state["eta"].item()
+            p.mul_(1 - lambd * eta)
+            p.add_(g, alpha=-eta)
+            if state["mu"].item() != 1:
+                state["ax"].add_((p - state["ax"]) * state["mu"].item())
+            else:
+                state["ax"].copy_(p)
+            state["eta"].fill_(lr / (1 + lambd * lr * step) ** alpha)
+            state["mu"].fill_(1 / max(1, step - t0))
