@@ -671,8 +671,11 @@ def _check_argnums(fn, static_argnums) -> None:
     n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
     for i in nums:
         if not -n <= i < n:
+            name = getattr(fn, "__name__", None) or f"{type(fn).__name__}.forward"  # (a module has no __name__)
+            shown = ", ".join(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
             raise ValueError(f"static.compile: static_argnums={static_argnums!r} refers to position {i}, but "
-                             f"{getattr(fn, '__name__', 'the function')}{sig} accepts {n} positional argument(s)")
+                             f"{name}({shown}) accepts {n} positional argument(s); positions count from 0, "
+                             "negative ones from the end")
 
 
 def compile(fn: Callable | None = None, *, backend: str = "auto",  # noqa: A001  (the public name is compile)

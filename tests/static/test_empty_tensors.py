@@ -196,3 +196,19 @@ def test_generated_code_for_a_view_of_a_value_with_no_inputs(backend):
     for g, w in zip(got, expected):
         assert g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+# -- the two front-door errors of issue 32, worded as static.compile's docstring describes -------------
+def test_compile_of_a_non_callable_names_what_it_takes():
+    with pytest.raises(TypeError, match=r"static.compile expects a function or an eager.nn.Module to compile, got int 5"):
+        static.compile(5)
+
+
+@pytest.mark.parametrize("target, argnums, shown", [
+    (lambda x, y: x, 2, r"<lambda>\(x, y\) accepts 2 positional argument\(s\)"),
+    (lambda x, y: x, (-3,), r"-3, but <lambda>\(x, y\)"),
+    (eager.nn.Linear(2, 2), 1, r"Linear.forward\(input\) accepts 1 positional argument\(s\)"),
+])
+def test_out_of_range_static_argnums_name_the_signature(target, argnums, shown):
+    with pytest.raises(ValueError, match=r"static.compile: static_argnums=.* refers to position .*" + shown):
+        static.compile(target, static_argnums=argnums)
