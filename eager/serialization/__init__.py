@@ -104,6 +104,7 @@ def _load(fh: Any, weights_only: bool, map_location: Any, source: str, budget: B
         fh.seek(start)
         if torch_format.is_legacy(head):
             return torch_format.load_legacy(fh, _size(fh), source, budget, map_location, weights_only)
+        validation.check_directory(fh, source, budget)
         try:
             archive = zipfile.ZipFile(fh)
         except (zipfile.BadZipFile, OSError, EOFError, ValueError, struct.error) as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pickletools
+import struct
 import zipfile
 from collections.abc import Sequence
 from typing import Any
@@ -217,6 +218,30 @@ def prescan_pickle(stream: Any, source: str, what: str) -> None:
         raise RuntimeError(f"eager.load: {source} is damaged: {what} is not a readable pickle ({exc})") from None
     finally:
         stream.seek(start)
+
+
+ENTRY_COST = 1024  # bytes of memory zipfile spends per member it lists (a ZipInfo and its name), at most
+
+
+def check_directory(fh: Any, source: str, budget: Budget) -> None:
+    """Before zipfile lists the archive: the member count and central directory size its end
+    record declares, against the budget (zipfile builds an object per member, about ten
+    times the directory's bytes). Nothing to say when there is no end record: zipfile then
+    reports the file as not an archive."""
+    here = fh.tell()
+    try:
+        end = zipfile._EndRecData(fh)  # type: ignore[attr-defined]  # (zipfile's own reader of the end record)
+    except (OSError, ValueError, struct.error, EOFError):
+        end = None
+    finally:
+        fh.seek(here)
+    if not end:
+        return
+    entries, size = int(end[4]), int(end[5])
+    if entries * ENTRY_COST > budget.limit or size > budget.limit:
+        raise RuntimeError(f"eager.load: {source}: the archive lists {entries} members in a {size}-byte directory, "
+                           f"beyond the load's memory bound (max_bytes={budget.limit}); pass a larger max_bytes= to "
+                           "eager.load if you trust the file")
 
 
 def check_archive(archive: zipfile.ZipFile, source: str, budget: Budget) -> None:

@@ -648,3 +648,16 @@ def test_version_1_files_still_load():
     with pytest.raises(RuntimeError, match="holds 4 elements"):
         bad = dict(tensor, shape=[3])
         eager.load(_eager_file(dict(manifest, root=bad), {"data/0.npy": _npy(np.arange(4, dtype=np.float32))}))
+
+
+def test_an_archive_listing_too_many_members_is_refused_before_listing():
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for k in range(200):
+            z.writestr(f"archive/data/{k}", b"")
+        z.writestr("archive/data.pkl", b"\x80\x02N.")
+    buf.seek(0)
+    with pytest.raises(RuntimeError, match="lists 201 members"):
+        eager.load(buf, max_bytes=100_000)
+    buf.seek(0)
+    assert eager.load(buf) is None
