@@ -288,3 +288,32 @@ def test_channels_last():
     assert ours.is_non_overlapping_and_dense()
     with pytest.raises(RuntimeError, match="rank 4"):
         eager.randn(2, 3).contiguous(memory_format=eager.channels_last)
+
+
+VIEW_RULES = {
+    "expanded_merge": lambda T: T.zeros(3, 1).expand(3, 4).view(12),
+    "expanded_split": lambda T: T.zeros(3, 1).expand(3, 4).view(3, 2, 2),
+    "expanded_unsqueeze": lambda T: T.zeros(1, 4).expand(3, 4).view(3, 4, 1),
+    "transposed_same": lambda T: T.zeros(3, 4).t().view(4, 3),
+    "transposed_unsqueeze": lambda T: T.zeros(3, 4).t().view(4, 1, 3),
+    "slice_split": lambda T: T.zeros(4, 6)[:, 1:5].view(4, 2, 2),
+    "slice_merge": lambda T: T.zeros(4, 6)[:, 1:5].view(16),
+    "permuted_merge": lambda T: T.zeros(2, 3, 4).permute(1, 0, 2).view(3, 8),
+    "permuted_split": lambda T: T.zeros(2, 3, 4).permute(1, 0, 2).view(3, 2, 2, 2),
+    "empty": lambda T: T.zeros(0, 3).t().view(0),
+    "scalar": lambda T: T.zeros(()).view(1, 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VIEW_RULES))
+def test_view_succeeds_and_fails_where_pytorchs_does(case):
+    """view succeeds exactly when the strides allow it, with PyTorch's strides (size-1 dims
+    included), and raises RuntimeError where PyTorch's does."""
+    outcomes = []
+    for T in (torch, eager):
+        try:
+            out = VIEW_RULES[case](T)
+            outcomes.append((tuple(out.shape), tuple(out.stride())))
+        except RuntimeError:
+            outcomes.append("RuntimeError")
+    assert outcomes[0] == outcomes[1], case
