@@ -75,6 +75,7 @@ class Inside:
     eager_dot: str | None
     static_dot: str | None
     user_file: Path | None
+    summary: str = ""  # the opening of explain(): what the compiler did, on one screen
 
 
 # -- gathering ------------------------------------------------------------------------------------------
@@ -117,7 +118,11 @@ def look_inside(fn: Callable, args: tuple, backend: str, label: str) -> Inside:
         static_dot = None
     code = getattr(plain_fn, "__code__", None)
     user_file = Path(code.co_filename) if code is not None and Path(code.co_filename).is_file() else None
-    return Inside(label, traced, graphs, sources, eager_dot, static_dot, user_file)
+    try:
+        summary = compiled.explain(*plain).split("\n\n", 1)[0]
+    except Exception:  # noqa: BLE001  (the page is still worth having without it)
+        summary = ""
+    return Inside(label, traced, graphs, sources, eager_dot, static_dot, user_file, summary)
 
 
 def _fresh(args: tuple) -> tuple:
@@ -285,6 +290,18 @@ def linked_source(text: str, anchor: str, ir_anchor: str, ir_lines: int, user_fi
 
 
 # -- the page --------------------------------------------------------------------------------------------
+def _nav(inside: Inside | None) -> str:
+    """Links to the sections the page has."""
+    links = [("results", "results"), ("chart", "runtime chart")]
+    if inside is not None:
+        if inside.summary:
+            links.append(("summary", "what the compiler did"))
+        links += [("graphs", "graphs"), ("ir", "IR"), ("source", "generated source")]
+        if inside.user_file is not None:
+            links.append(("user", "your code"))
+    return "<nav>" + "".join(f'<a href="#{a}">{_e(t)}</a>' for a, t in links) + "</nav>"
+
+
 def page(header: dict, results: Sequence[SizeResult], inside: Inside | None) -> str:
     """The whole HTML document."""
     first = results[0].report
@@ -301,8 +318,7 @@ def page(header: dict, results: Sequence[SizeResult], inside: Inside | None) -> 
              f'<p class="meta">{_e(header.get("description", ""))}<br>eager vs compiled {_e(first.mode)}: '
              f'<b>{_e(first.backend)}</b> backend on {_e(first.device)}, median of {_e(header.get("repeat", ""))} runs, '
              f'malloc {_e(header.get("malloc", "default"))}; graphmode {_e(header.get("graphmode_version", ""))}</p>',
-             '<nav><a href="#results">results</a><a href="#chart">runtime chart</a><a href="#graphs">graphs</a>'
-             '<a href="#ir">IR</a><a href="#source">generated source</a><a href="#user">your code</a></nav>',
+             _nav(inside),
              f'<h2 id="results">Results</h2>{verdict}{tables(results)}',
              '<p class="note">check: ok when the largest relative error is within the tolerance; time: median per '
              'call ±half the interquartile range; speedup: eager / compiled; compile: trace + optimize + generate + '
@@ -312,6 +328,11 @@ def page(header: dict, results: Sequence[SizeResult], inside: Inside | None) -> 
     if inside is None:
         parts.append('<p class="note">the graphs, IR and generated source could not be collected</p>')
     else:
+        if inside.summary:
+            parts.append(f'<h2 id="summary">What the compiler did (size {_e(inside.label)})</h2>'
+                         '<p class="note">the opening of explain(): kernels, what the backward saves and '
+                         'recomputes, the backend of each graph, breaks and guards</p>'
+                         f'<pre class="code">{_e(inside.summary)}</pre>')
         parts.append(f'<h2 id="graphs">Graphs (size {_e(inside.label)})</h2>'
                      '<h3>eager: the backward graph autograd records, one node per op</h3>'
                      f'{graph_svg(inside.eager_dot, "eager backward graph")}'

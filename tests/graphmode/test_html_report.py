@@ -63,10 +63,27 @@ def test_the_page_is_self_contained_and_every_link_lands(page):
     local = [h[1:] for h in parsed.links if h.startswith("#")]
     assert local and all(target in parsed.ids for target in local), sorted(set(local) - parsed.ids)[:5]
     words = " ".join(parsed.text)
-    for heading in ("Results", "Runtime against size", "IR before and after", "Generated source", "Your code"):
+    for heading in ("Results", "Runtime against size", "What the compiler did", "IR before and after",
+                    "Generated source", "Your code"):
         assert heading in words
     assert 'id="times"' in text and 'id="compile"' in text and text.count("<tr>") >= 6
     assert '<svg class="chart"' in text and text.count("<polyline") == 2  # eager and compiled
+    assert "== summary ==" in text and "fused kernel" in text  # explain()'s opening
+
+
+def test_a_page_without_the_compilers_view_still_links_only_to_what_it_has():
+    from graphmode.report import SizeResult
+    from static.compare import CompareReport, Timing
+
+    report = CompareReport(name="w", backend="numpy", device="cpu", mode="forward", eager=Timing([2e-3]),
+                           compiled=Timing([1e-3]), compile_cold_s=0.1, compile_warm_s=0.01, nodes_before=3,
+                           nodes_after=1, fused_kernels=1, peak_bytes=None, max_rel_error=0.0, tolerance=1e-3,
+                           input_elements=8)
+    text = html_report.page({"workload": "w", "repeat": 1}, [SizeResult("8", 8, report)], None)
+    parsed = _Page()
+    parsed.feed(text)
+    assert all(h[1:] in parsed.ids for h in parsed.links if h.startswith("#"))
+    assert "could not be collected" in text and "2.00x" in text
 
 
 def test_generated_source_lines_link_to_the_ir_and_to_the_users_line(page):
