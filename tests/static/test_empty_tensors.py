@@ -24,7 +24,9 @@ CHUNK = 80  # cases per compiled graph
 
 
 def _variants(arrays: tuple) -> list:
-    """The sample's operands with zero-size versions of its arrays (distinct variants only)."""
+    """The sample's operands with zero-size versions of its arrays (distinct variants only):
+    the leading, trailing and (3-D and up) second dimension cut to 0 in every array that
+    shares it, and the first array's leading dimension alone."""
     nds = [i for i, a in enumerate(arrays) if isinstance(a, np.ndarray) and a.ndim >= 1 and a.size > 0]
     if not nds:
         return []
@@ -42,6 +44,8 @@ def _variants(arrays: tuple) -> list:
     cut(lambda i, a: a.shape[0] == first.shape[0], 0)
     cut(lambda i, a: a.shape[-1] == first.shape[-1], -1)
     cut(lambda i, a: i == nds[0], 0)
+    if first.ndim >= 3:  # a middle dimension (channels of a convolution, a sequence's length)
+        cut(lambda i, a: a.ndim == first.ndim and a.shape[1] == first.shape[1], 1)
     return out
 
 
