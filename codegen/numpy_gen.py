@@ -567,7 +567,7 @@ class BlockedRegion:
                 em.op(n, dest=target, scalar=False)
                 if v not in last and v in slot_of:
                     free.setdefault(spec, []).append(slot_of.pop(v))
-            for u in set(n.input_values()):
+            for u in dict.fromkeys(n.input_values()):  # in operand order: the same code every build
                 if last.get(u) == j and u in slot_of:
                     free.setdefault(self.slots[slot_of[u]], []).append(slot_of.pop(u))
         if self.slots:

@@ -193,13 +193,22 @@ def _shape_args(size) -> tuple:
             raise TypeError(f"expected a sequence of integers for the size, got {type(s).__name__} ({s!r})")
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
-    return tuple(int(s) for s in size)
+    # an int subclass stays: a compiled trace's symbolic size (static.dynamic_shapes)
+    return tuple(s if isinstance(s, int) else int(s) for s in size)
 
 
 def _filled(fn_name, size, dtype, device, requires_grad, value=None):
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
     xp = xp_for(_dev(device))
     shape = _shape_args(size)
+    if fn_name in ("zeros", "ones", "full") and any(type(d) is not int for d in shape):
+        # a symbolic size (a compiled function's dynamic dimension): a `full` node of the trace,
+        # not a constant of the traced call's size
+        from .ops.special import FULL  # noqa: PLC0415
+
+        fill = {"zeros": 0, "ones": 1}.get(fn_name, value)
+        out = FULL(shape=shape, value=fill, dtype=dt)
+        return out.requires_grad_() if requires_grad else out
     if fn_name == "full":
         with np.errstate(over="ignore", invalid="ignore"):  # a value beyond the dtype's range: inf
             arr = xp.full(shape, value, dtype=dt.np)

@@ -412,12 +412,54 @@ def symbolic_shape(leaf: int, shape: tuple) -> tuple:
 @contextlib.contextmanager
 def symbols_for_trace(symbols: dict) -> Iterator[None]:
     """Make the tracer give the dimensions in `symbols` ({leaf: {dim: SymInt}}) as symbols."""
-    prev = getattr(_LOCAL, "symbols", None)
+    prev = getattr(_LOCAL, "symbols", None), getattr(_LOCAL, "arrays", None)
     _LOCAL.symbols = symbols
+    _LOCAL.arrays = {}
     try:
         yield
     finally:
-        _LOCAL.symbols = prev
+        _LOCAL.symbols, _LOCAL.arrays = prev
+
+
+def sources() -> dict:
+    """Where each symbol of the trace being made comes from: name -> (argument leaf, dim)."""
+    out: dict = {}
+    for leaf, dims in (getattr(_LOCAL, "symbols", None) or {}).items():
+        for d, sym in dims.items():
+            out.setdefault(sym.text, (leaf, d))
+    return out
+
+
+def note_array(array: Any, shape: tuple) -> None:
+    """An array the trace made for a value of symbolic shape (a random draw's placeholder):
+    captured, its graph input gets that shape, not the traced call's numbers."""
+    arrays = getattr(_LOCAL, "arrays", None)
+    if arrays is not None and any(isinstance(d, SymInt) for d in shape):
+        arrays[id(array)] = (array, tuple(shape))
+
+
+def captured_shape(data: Any) -> tuple:
+    """The shape of a captured array as the graph types it (see note_array)."""
+    arrays = getattr(_LOCAL, "arrays", None)
+    if arrays:
+        found = arrays.get(id(data))
+        if found is not None and found[0] is data:
+            return found[1]
+    return tuple(data.shape)
+
+
+def env_of(where: dict, leaves: Any) -> dict:
+    """The symbols' values for a call, from its argument leaves (see `sources`)."""
+    env = {}
+    for name, (leaf, d) in where.items():
+        x = leaves[leaf]
+        env[name] = int((x._data if hasattr(x, "_data") else x).shape[d])
+    return env
+
+
+def concrete_shape(shape: tuple, env: dict) -> tuple:
+    """A shape with its symbolic sizes evaluated for a call's symbol values."""
+    return tuple(_eval(d, env) if isinstance(d, SymInt) else d for d in shape)
 
 
 # -- the policy of one compiled function ---------------------------------------------------------
@@ -552,18 +594,37 @@ def changed_dims(old: Any, new: Any) -> list | None:
     return out or None
 
 
-def symbols_of(key: Any, positions: dict, shift: bool = False) -> dict:
-    """{leaf: {dim: SymInt}} for a trace; `shift`: each symbol's hint moved (the second,
-    checking trace: its size doubled, which keeps any divisibility the first relied on)."""
+def symbols_of(key: Any, positions: dict, shift: bool = False, hints: dict | None = None) -> dict:
+    """{leaf: {dim: SymInt}} for a trace: each symbol at the call's size, or at `hints`
+    (name -> size); `shift`: doubled (the checking trace's default)."""
     made: dict = {}
     out: dict = {}
     for (k, d), name in positions.items():
         size = key.leaves[k][1][d]
         sym = made.get(name)
         if sym is None:
-            sym = made[name] = SymInt.symbol(name, size * 2 if shift else size)
+            size = hints[name] if hints and name in hints else size * 2 if shift else size
+            sym = made[name] = SymInt.symbol(name, size)
         out.setdefault(k, {})[d] = sym
     return out
+
+
+def other_sizes(made_at: dict, guards: dict) -> dict | None:
+    """Sizes for the checking build, each symbol's differing from the first build's, at which
+    every guard of the first build holds (the check must take the same branches): double
+    first (keeps divisibility), then nearby sizes. None when no candidate satisfies them."""
+    names = sorted(made_at)
+    for step in (lambda n: 2 * n, lambda n: n + 2, lambda n: n - 1, lambda n: n + 1, lambda n: n - 2,
+                 lambda n: 3 * n, lambda n: n + 4, lambda n: n - 4):
+        env = {name: step(made_at[name]) for name in names}
+        if any(v < MIN_SYMBOLIC or v == made_at[n] for n, v in env.items()):
+            continue
+        try:
+            if all(check(env) for check in guards.values()):
+                return env
+        except (KeyError, ZeroDivisionError):
+            continue
+    return None
 
 
 def describe(policy: Policy | None) -> str:
@@ -683,7 +744,10 @@ def _build_checked(compiled: Any, args: tuple, key: Any, leaves: Any, positions:
             entry = Entry(compiled, args, key, leaves)
         if entry.eager_reason is not None:
             return None, entry.eager_reason
-        with symbols_for_trace(symbols_of(key, positions, shift=True)), recording_stages():
+        hints = other_sizes({name: key.leaves[k][1][d] for (k, d), name in positions.items()}, rec.guards)
+        if hints is None:
+            return None, "no other size satisfies the trace's guards, to check it at"
+        with symbols_for_trace(symbols_of(key, positions, hints=hints)), recording_stages():
             check = Entry(compiled, args, key, leaves)  # (recording: not from the trace cache)
         why = _difference(entry, check, backend)
     except Exception as exc:  # noqa: BLE001 - any failure of the symbolic build: trace for fixed sizes

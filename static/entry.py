@@ -72,8 +72,9 @@ class Entry:
                 gc.enable()
         self.trace: TraceResult = trace
         # per captured tensor: shape, dtype and requires_grad (None: not a tensor) as traced
-        self._captured_state = [(_data(o).shape, _data(o).dtype, o._requires_grad if isinstance(o, Tensor) else None)
-                                for o, _ in trace.captured]
+        self._captured_state = [(_data(o).shape if not _symbolic(v) else None,  # (a draw over a dynamic dim)
+                                 _data(o).dtype, o._requires_grad if isinstance(o, Tensor) else None)
+                                for o, v in trace.captured]
         self._other_sources = [s for s in trace.sources if not _through_module(s[1])]
         self._other_guards = [g for g in trace.guards if not _module_guard(g)] + [
             g.class_snapshot for g in trace.guards if _module_guard(g) and g.class_snapshot is not None]
@@ -154,7 +155,7 @@ class Entry:
                 return "a captured tensor changed shape, dtype or kind"
             for (o, _), (shape, dtype, grad) in zip(trace.captured, self._captured_state):
                 d = o._data if type(o) is Tensor or isinstance(o, Tensor) else o
-                if d.shape != shape or d.dtype != dtype:
+                if (shape is not None and d.shape != shape) or d.dtype != dtype:
                     return "a captured tensor changed shape or dtype"
                 if grad is not None and o._requires_grad != grad:
                     return "which captured tensors require grad changed"
@@ -164,6 +165,12 @@ class Entry:
                 return reason
         self._checked_at = version
         return None
+
+
+def _symbolic(v) -> bool:
+    """Whether a value's type has a symbolic size (static.dynamic_shapes): a random draw's
+    placeholder over a dynamic dimension, made at each call's sizes."""
+    return any(type(d) is not int and isinstance(d, int) for d in v.type.shape)
 
 
 def _through_module(getter) -> bool:

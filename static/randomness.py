@@ -19,6 +19,7 @@ from eager import _dtypes, _factories
 from eager._device import CPU, xp_for
 from eager._tensor import Tensor
 
+from .dynamic_shapes import SymInt, concrete_shape, env_of, note_array, sources
 from .tracer import current_state
 
 
@@ -35,10 +36,15 @@ class Draw:
     high: Any
     placeholder: Any  # the array the trace saw in place of the numbers
     generator: Any = None  # the user's eager.Generator, when the draw named one
+    symbols: dict | None = None  # a shape with symbolic sizes: where each comes from (static.dynamic_shapes)
 
-    def make(self):
-        return _factories.draw_array(self.kind, self.shape, self.dtype, self.device, self.a, self.b, self.high,
-                                     self.generator)
+    def make(self, env: dict | None = None):
+        return _factories.draw_array(self.kind, self.shape_for(env), self.dtype, self.device, self.a, self.b,
+                                     self.high, self.generator)
+
+    def shape_for(self, env: dict | None) -> tuple:
+        """The draw's shape for a call: symbolic sizes evaluated with its symbol values."""
+        return self.shape if not self.symbols else concrete_shape(self.shape, env or {})
 
 
 def _traced_draw(kind, shape, dt, dev, a, b, high, generator=None):
@@ -48,7 +54,11 @@ def _traced_draw(kind, shape, dt, dev, a, b, high, generator=None):
         return NotImplemented
     placeholder = xp_for(dev).zeros(shape, dtype=dt.np)
     draws = state.__dict__.setdefault("random_draws", [])
-    draws.append(Draw(kind, tuple(shape), dt, dev, a, b, high, placeholder, generator))
+    symbolic = any(isinstance(d, SymInt) for d in shape)
+    if symbolic:  # a dropout mask over a dynamic batch: drawn at each call's sizes
+        note_array(placeholder, tuple(shape))
+    draws.append(Draw(kind, tuple(shape), dt, dev, a, b, high, placeholder, generator,
+                      sources() if symbolic else None))
     return placeholder
 
 
@@ -89,12 +99,17 @@ class Replay:
             self.runs.append((k, end))
             k = end
 
-    def __call__(self) -> None:
+    def __call__(self, leaves=None) -> None:
+        env = None
+        symbolic = next((d.symbols for d in self.draws if d.symbols), None)
+        if symbolic is not None and leaves is not None:  # the sizes of this call (static.dynamic_shapes)
+            env = env_of(symbolic, leaves)
         for first, end in self.runs:
             if end - first > 1:
-                fresh = _factories.draw_uniform_run([d.shape for d in self.draws[first:end]], self.draws[first].dtype)
+                fresh = _factories.draw_uniform_run([d.shape_for(env) for d in self.draws[first:end]],
+                                                    self.draws[first].dtype)
             else:
-                fresh = [self.draws[first].make()]  # drawn even when unused: the generator advances as in eager
+                fresh = [self.draws[first].make(env)]  # drawn even when unused: the generator advances as in eager
             for array, target in zip(fresh, self.targets[first:end]):
                 if isinstance(target, Tensor):
                     target._data = array

@@ -29,6 +29,7 @@ from eager.ops import REGISTRY, TensorSpec
 from eager.ops.elementwise import TO_DTYPE
 from eager.ops.special import STOP_GRADIENT
 
+from .dynamic_shapes import captured_shape
 from .errors import TraceError
 from .ir import Graph, Node, Value
 from .shared_memory import SharedMemory
@@ -175,7 +176,7 @@ class TraceState:
         taken = self._input_names()
         while name in taken:
             name = f"{base}_{len(taken)}"
-        v = Value(name, TensorSpec(tuple(data.shape), dt))
+        v = Value(name, TensorSpec(captured_shape(data), dt))  # (symbolic for a draw over a dynamic dim)
         self.graph.inputs.append(v)
         self.captured[key] = (obj, v)
         self.latest[key] = v

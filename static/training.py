@@ -84,7 +84,7 @@ class CallPrep:
         """rebind: the call binds the fresh grads after the graph ran (write_back's `rebind`);
         otherwise the trace's holders are bound now and the write-back fills them."""
         if self.replay is not None:
-            self.replay()
+            self.replay(leaves)  # (the call's sizes, for draws of a symbolic shape)
         for entry, k in self.arg_grads:  # backward() reached an argument: its .grad is accumulated into
             entry[0] = _grad_buffer(leaves[k])
         for entry, p in self.rereads:  # the .grad the call finds (eager's backward makes a new one each time)

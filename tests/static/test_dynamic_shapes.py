@@ -267,3 +267,31 @@ def test_a_gpt_sampling_at_twelve_lengths_compiles_twice():
             idx = eager.tensor(rng.integers(0, 65, (1, t)))
             np.testing.assert_allclose(compiled(idx).numpy(), model(idx).numpy(), rtol=1e-4, atol=1e-5)
     assert len(compiled.compile_seconds) <= 2, ds.describe(ds.policy_of(compiled))
+
+
+def test_dropout_over_a_dynamic_batch_draws_eagers_numbers_at_every_size():
+    def make():
+        eager.manual_seed(0)
+        model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Dropout(0.3), nn.Linear(16, 2))
+        opt = eager.optim.SGD(model.parameters(), lr=0.05)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        return step
+
+    compiled, ref = static.compile(make(), backend="numpy"), make()
+    rng = np.random.default_rng(4)
+    data = [(rng.standard_normal((b, 6)).astype(np.float32), rng.standard_normal((b, 2)).astype(np.float32))
+            for b in (8, 12, 5, 20, 9, 12)]
+    eager.manual_seed(1)
+    got = [compiled(eager.tensor(x), eager.tensor(y)).item() for x, y in data]
+    eager.manual_seed(1)
+    want = [ref(eager.tensor(x), eager.tensor(y)).item() for x, y in data]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert len(compiled.compile_seconds) <= 2, ds.describe(ds.policy_of(compiled))
+    assert ds.policy_of(compiled).entries
