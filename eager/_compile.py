@@ -13,6 +13,7 @@ from typing import Any
 
 from . import _dynamo
 from ._dynamo import config
+from ._dynamo import testing as _testing
 
 # torch.compile's modes choose autotuning and CUDA graphs: no counterpart here, and no
 # effect on the numbers, so each is accepted and compiles as the default does
@@ -53,9 +54,16 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
     if mode not in MODES:
         raise RuntimeError(f"eager.compile: unrecognized mode={mode!r}; valid modes: "
                            f"{', '.join(repr(m) for m in MODES[1:])}")
+    counter = None
+    if isinstance(backend, _testing.CompileCounter):  # torch._dynamo.testing.CompileCounter: counts compiles
+        counter = backend
+        backend = getattr(backend, "backend", TORCH_DEFAULT_BACKEND)
+        if backend in EAGER_BACKENDS:  # PyTorch's counter with "eager" still captures graphs: so does this one
+            backend = TORCH_DEFAULT_BACKEND
     if not isinstance(backend, str):
         raise TypeError(f"eager.compile: backend must be a string, got {type(backend).__name__}: callables "
-                        "(custom torch.compile backends) receive FX graphs, which graphmode does not make")
+                        "(custom torch.compile backends) receive FX graphs, which graphmode does not make "
+                        "(eager._dynamo.testing.CompileCounter is accepted, to count compiles)")
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"eager.compile: options must be a dict of static.compile options, got "
                         f"{type(options).__name__}")
@@ -64,7 +72,7 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
     if disable or backend in EAGER_BACKENDS:
         return model if model is not None else (lambda fn: fn)
     if model is None:  # @eager.compile(...) with options: the decorator
-        return lambda fn: compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+        return lambda fn: compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=counter or backend, mode=mode,
                                   options=options, disable=disable)
     if getattr(model, "_graphmode_disabled", False):  # marked with eager.compiler.disable
         return model
@@ -83,7 +91,8 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
             raise TypeError(f"eager.compile: give {name} as eager.compile's own argument, not in options")
         kwargs[name] = value
     try:
-        return _dynamo.register(static_compile(model, **kwargs))
+        made = _dynamo.register(static_compile(model, **kwargs))
+        return counter.attach(made) if counter is not None else made
     except TypeError as exc:
         if "unexpected option" in str(exc):
             raise TypeError(f"eager.compile: options: {exc} (PyTorch's inductor options have no counterpart "

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import config
+from . import config, testing  # noqa: F401  (torch._dynamo.config, torch._dynamo.testing)
 
 # every function eager.compile made, so that reset() empties their caches
 _COMPILED: "weakref.WeakSet[Any]" = weakref.WeakSet()

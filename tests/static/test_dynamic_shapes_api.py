@@ -181,3 +181,33 @@ def test_a_call_of_a_disabled_function_while_compiling_is_a_graph_break_without_
     np.testing.assert_allclose(cf(torch.ones(2)).numpy(), [3.0, 3.0])
     with pytest.raises(Exception, match="disable"):
         torch.compile(f, backend="numpy", fullgraph=True)(torch.ones(2))
+
+
+def test_compile_counter_counts_graphs_across_sizes_and_breaks():
+    cnt = torch._dynamo.testing.CompileCounter()
+
+    def f(x):
+        return (x * 2).sum(0)
+
+    cf = torch.compile(f, backend=cnt)
+    for n in (3, 4, 5, 6, 9):
+        np.testing.assert_allclose(cf(torch.ones(n, 2)).numpy(), [2.0 * n] * 2)
+    assert cnt.frame_count == 2 and cnt.op_count >= 1  # a static trace, then one symbolic for every size
+
+    cnt2 = torch._dynamo.testing.CompileCounter()
+
+    def g(x):
+        y = x + 1
+        if y.sum() > 0:
+            return y * 2
+        return y * 3
+
+    cg = torch.compile(g, backend=cnt2)
+    cg(torch.ones(3))
+    cg(-torch.ones(3) * 5)
+    assert cnt2.frame_count == 3  # the piece before the branch, and one for each side
+    cnt2.clear()
+    cg(torch.ones(3))
+    assert cnt2.frame_count == 0
+    with pytest.raises(TypeError, match="CompileCounter is accepted"):
+        torch.compile(g, backend=lambda gm, inputs: gm)
