@@ -16,6 +16,7 @@ stage-by-stage detail:
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Iterable
 from typing import Any
 
@@ -169,4 +170,16 @@ def summary(owner: Any, ran: Any, recorded: Any) -> str:
                     "; no Python value read while tracing")
                  + (", ..." if len(guards) > 4 else ""))
     lines.append("  below        each stage's IR (== name ==  (what it changed)), how it runs, the generated source")
-    return "\n".join(lines)
+    return "\n".join(_wrapped(line) for line in lines)
+
+
+WIDTH = 110  # the summary fits a terminal and a page's code block
+
+
+def _wrapped(line: str) -> str:
+    """A long summary line folded under its value's column (15 spaces, after the label)."""
+    if len(line) <= WIDTH:
+        return line
+    indent = " " * (15 if line.startswith("  ") else 2)
+    return "\n".join(textwrap.wrap(line, WIDTH, subsequent_indent=indent, break_long_words=False,
+                                   break_on_hyphens=False))

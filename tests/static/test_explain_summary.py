@@ -23,7 +23,7 @@ def test_the_summary_comes_first_and_fits_a_screen():
     text = f.explain(x, w)
     head = _summary(text)
     assert text.startswith(SUMMARY_TITLE + "\n") and len(head.splitlines()) <= 24
-    assert all(len(line) <= 130 for line in head.splitlines())
+    assert all(len(line) <= 110 for line in head.splitlines())
     rest = text.split("\n\n", 1)[1]
     assert rest.startswith("== traced ==")
     # what the summary says is what the stages and graphs say
@@ -37,7 +37,7 @@ def test_the_summary_comes_first_and_fits_a_screen():
     assert f"  saved        {graphs.n_saved} value(s)" in head
     assert "backend numpy" in head and "backward     backend numpy" in head
     assert "breaks       none" in head
-    assert "global 'SCALE'" in head  # the Python value the trace read is a guard
+    assert "global 'SCALE'" in " ".join(head.split())  # the Python value the trace read is a guard
 
 
 def test_the_summary_of_a_forward_only_call_has_no_backward_lines():
@@ -64,7 +64,12 @@ def test_stages_log_says_why_it_is_silent_when_the_graphs_come_from_the_disk_cac
                GRAPHMODE_NATIVE="0", PYTHONPATH=str(root))
     for name in ("GRAPHMODE_CACHE", "GRAPHMODE_VERIFY"):
         env.pop(name, None)
-    runs = [subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120,
-                           check=True).stderr for _ in range(3)]
-    assert "after joint: dce" in runs[0]  # the first process runs the passes and logs each stage
-    assert "after joint: dce" not in runs[2] and "loaded from the disk cache" in runs[2]
+    def run() -> str:
+        return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120,
+                              check=True).stderr
+
+    assert "after joint: dce" in run()  # the first process runs the passes and logs each stage
+    # a later one finds the graphs on disk (the cache is keyed by the sources' hash: in a tree
+    # being edited meanwhile, a run may miss once more)
+    later = next((err for err in (run() for _ in range(3)) if "loaded from the disk cache" in err), None)
+    assert later is not None and "after joint: dce" not in later
