@@ -37,6 +37,7 @@ from .validation import (
     prescan_pickle,
     read_into,
     read_member,
+    unpickle_named,
     view,
 )
 
@@ -408,7 +409,7 @@ class Reader:
 
         stream = io.BytesIO(data)
         prescan_pickle(stream, self.source, name)
-        return Unpickler(stream, self.weights_only).load()
+        return unpickle_named(Unpickler(stream, self.weights_only), self.source, name)
 
 
 def _short(value: Any) -> str:

@@ -33,6 +33,7 @@ from .validation import (
     prescan_pickle,
     read_into,
     read_member,
+    unpickle_named,
     view,
 )
 
@@ -408,10 +409,10 @@ class _LegacyLoader(_Loader):
                                "load it with map_location='cpu' and move the tensors afterwards")
 
 
-def _unpickle(data: bytes, loader: _Loader) -> Any:
+def _unpickle(data: bytes, loader: _Loader, member: str) -> Any:
     stream = io.BytesIO(data)
-    prescan_pickle(stream, loader.source, "data.pkl")
-    return adopt_modules(Unpickler(stream, loader).load())
+    prescan_pickle(stream, loader.source, member)
+    return adopt_modules(unpickle_named(Unpickler(stream, loader), loader.source, member))
 
 
 def adopt_modules(obj: Any) -> Any:
@@ -461,7 +462,7 @@ def load_zip(archive: zipfile.ZipFile, prefix: str, source: str, budget: Budget,
                                "eager.load does not read on this one")
     data = read_member(archive, f"{prefix}data.pkl", source, budget)
     loader = _ZipLoader(archive, prefix, source, budget, map_location, weights_only)
-    return _unpickle(data, loader)
+    return _unpickle(data, loader, f"{prefix}data.pkl")
 
 
 def is_legacy(head: bytes) -> bool:
@@ -493,7 +494,7 @@ def load_legacy(fh: Any, size: int, source: str, budget: Budget, map_location: A
     start = stream.tell()
     loader = _LegacyLoader(len(data) - start, source, budget, map_location, weights_only)
     prescan_pickle(stream, source, "the object's pickle")
-    obj = adopt_modules(Unpickler(stream, loader).load())
+    obj = adopt_modules(unpickle_named(Unpickler(stream, loader), source, "the object's pickle"))
     keys = header("storage key list")
     loader.fill(stream, keys)
     return obj

@@ -9,6 +9,7 @@ with a `RuntimeError` naming the member and what is wrong (PyTorch's type for th
 from __future__ import annotations
 
 import os
+import pickle
 import pickletools
 import struct
 import zipfile
@@ -218,6 +219,19 @@ def prescan_pickle(stream: Any, source: str, what: str) -> None:
         raise RuntimeError(f"eager.load: {source} is damaged: {what} is not a readable pickle ({exc})") from None
     finally:
         stream.seek(start)
+
+
+def unpickle_named(unpickler: Any, source: str, member: str) -> Any:
+    """unpickler.load(), every failure a RuntimeError naming the member (a weights_only
+    refusal, already PyTorch's UnpicklingError and a RuntimeError, passes as it is)."""
+    try:
+        return unpickler.load()
+    except RuntimeError:
+        raise
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError,
+            RecursionError, MemoryError, OverflowError, struct.error, UnicodeDecodeError, LookupError) as exc:
+        raise RuntimeError(f"eager.load: {source} is damaged: member {member} does not unpickle "
+                           f"({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
 ENTRY_COST = 1024  # bytes of memory zipfile spends per member it lists (a ZipInfo and its name), at most
