@@ -25,7 +25,9 @@ benchmarks/graph_break_bench.py). The pieces are made once per breaking line and
 for every signature. What is not split runs eagerly as before, with the warning: a break
 inside a generator, a function with `global`/`nonlocal` declarations or zero-argument
 `super()`, a function whose source is not available, a `return` inside a breaking loop or
-`with` block, keyword-only arguments.
+`with` block, keyword-only arguments, and a training step cut between `zero_grad()` (or a
+`step()`/`backward()`) and a `backward()` after the break (the compiled piece's `.grad`
+bookkeeping, static.training, assumes the backward is in its own trace).
 
 `fullgraph=True` never splits: the TraceError is raised as before. Each break is logged on
 `graphmode.graph_breaks` (GRAPHMODE_LOGS=graph_breaks) with its user line and reason, and
@@ -141,14 +143,14 @@ class Split:
     def __call__(self, args: tuple) -> Any:
         if self.bind_self is not None:
             args = (self.bind_self, *args)
-        live = self.prefix(*args) if self.prefix is not None else args
+        live = _run_piece(self.prefix, args) if self.prefix is not None else args
         if self.branches is not None:
             side = self.branches[0] if self.middle(*live) else self.branches[1]
-            return side(*live)
+            return _run_piece(side, live)
         flag, out = self.middle(*live)
         if flag is RETURNED:
             return out
-        return self.rest(*out) if self.rest is not None else None
+        return _run_piece(self.rest, out) if self.rest is not None else None
 
     def graphs(self) -> list:
         out = []
@@ -160,6 +162,25 @@ class Split:
                 if graph is not None:
                     out.append(graph)
         return out
+
+
+def _run_piece(piece: Any, args: tuple) -> Any:
+    """Call a compiled piece. A piece whose trace fails with an error that is not a graph
+    break (a `loss.backward()` after the break, on a loss the piece before made: the trace
+    cannot reach that history) runs its Python eagerly from then on, as the function would
+    without compile; an error the Python itself raises is the function's own."""
+    if piece.__dict__.get("_graph_break_eager"):
+        return piece.__wrapped__(*args)
+    try:
+        return piece(*args)
+    except TraceError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - decided below: the Python's own error is raised again
+        if piece.compile_seconds and piece.entries():
+            raise  # it ran compiled before: the error is the call's
+        piece.__dict__["_graph_break_eager"] = True
+        log.debug("%s: runs eagerly (its trace failed: %s)", piece.__name__, exc)
+        return piece.__wrapped__(*args)
 
 
 # -- splitting -----------------------------------------------------------------------------------
@@ -257,6 +278,10 @@ def _make_split(compiled: Any, fn: types.FunctionType, line: int) -> tuple:
         raise _CannotSplit("the breaking line is not in the function's body")
     stmt: Any = body[index]
     before, after = body[:index], body[index + 1:]
+    if _calls(before, _GRAD_STATE) and _calls([stmt, *after], _GRADIENTS):
+        # a training step cut between zero_grad() and backward(): the compiled piece's .grad
+        # bookkeeping (static.training) assumes the backward is in the same trace
+        raise _CannotSplit("zero_grad() before the break and backward() after it")
     params = _param_names(func.args)
     assigned_before = set(params) | _stored(before)
     name = fn.__name__
@@ -380,6 +405,22 @@ def _walk_scope(node: ast.AST):
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)) and n is not node:
             continue
         stack.extend(ast.iter_child_nodes(n))
+
+
+_GRAD_STATE = {"zero_grad", "step", "backward"}  # calls that set the .grads a later backward() reads
+_GRADIENTS = {"backward", "grad"}
+
+
+def _calls(stmts: list, names: set) -> bool:
+    """Whether the statements call a function or method of one of these names."""
+    for s in stmts:
+        for node in ast.walk(s):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+                if name in names:
+                    return True
+    return False
 
 
 def _has_return(stmt: ast.AST) -> bool:

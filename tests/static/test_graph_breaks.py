@@ -194,3 +194,53 @@ def test_a_function_that_cannot_be_split_runs_eagerly_with_the_warning():
     with pytest.warns(RuntimeWarning, match="cannot be traced"):
         np.testing.assert_allclose(compiled(eager.ones(2)).numpy(), [2.0, 2.0])
     assert "global or nonlocal" in graph_breaks.describe(compiled)
+
+
+def _logging_step(order: str):
+    eager.manual_seed(0)
+    model = nn.Linear(4, 1)
+    opt = eager.optim.SGD(model.parameters(), lr=0.1)
+    log: list = []
+
+    def zero_first(x, y):
+        opt.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        log.append(loss.item())
+        loss.backward()
+        opt.step()
+        return loss
+
+    def zero_after(x, y):
+        loss = ((model(x) - y) ** 2).mean()
+        log.append(loss.item())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return (zero_first if order == "zero_first" else zero_after), log, model
+
+
+@pytest.mark.parametrize("order", ["zero_first", "zero_after"])
+def test_a_step_that_logs_between_forward_and_backward_keeps_eagers_values(order):
+    step, log, model = _logging_step(order)
+    ref_step, ref_log, ref_model = _logging_step(order)
+    compiled = eager.compile(step, backend="numpy")
+    rng = np.random.default_rng(1)
+    import warnings  # noqa: PLC0415
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # zero_first: not split, runs eagerly (with the warning)
+        for _ in range(4):
+            x = eager.tensor(rng.standard_normal((8, 4)).astype(np.float32))
+            y = eager.tensor(rng.standard_normal((8, 1)).astype(np.float32))
+            compiled(x, y)
+            ref_step(x, y)
+    np.testing.assert_allclose(log, ref_log, rtol=1e-5)
+    for p, q in zip(model.parameters(), ref_model.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-7)
+    text = graph_breaks.describe(compiled)
+    if order == "zero_first":  # cut between zero_grad() and backward(): not split
+        assert "zero_grad() before the break" in text
+    else:  # the forward compiled, the log line in Python, the rest (its backward reaches the forward's) eagerly
+        assert "log.append(loss.item())" in text
