@@ -23,7 +23,8 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from .errors import IRParseError, IRVerifyError, TraceError  # noqa: F401
     from .executable import BackendError, register_backend  # noqa: F401
     from .interpreter import run_graph  # noqa: F401
-    from .ir import Graph, Node, Value, parse_ir, verify  # noqa: F401
+    from .ir import Graph, Node, Value, parse_ir  # noqa: F401
+    from .ir.verify import verify  # noqa: F401  (the function, not static.ir's submodule of that name)
     from .logs import set_logs  # noqa: F401
     from .module_call import functional_call  # noqa: F401
     from .tracing import trace  # noqa: F401
