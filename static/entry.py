@@ -66,7 +66,8 @@ class Entry:
             # collections made a cold build slower.
             gc.disable()
             trace = trace_function(owner._trace_target, args, owner.static_argnums, owner.__name__,
-                                   same_as=key.same_as, finish=recorder, verify_graph=False)  # (trace_cache verifies)
+                                   same_as=key.same_as, finish=recorder, verify_graph=False,  # (trace_cache verifies)
+                                   effects_kept=True)  # side effects replayed per call (static.side_effects)
         finally:
             if collecting:
                 gc.enable()

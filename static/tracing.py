@@ -156,7 +156,7 @@ _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | None = None, *,
                    same_as: tuple | None = None, finish: Callable | None = None,
-                   verify_graph: bool = True, effects_kept: bool = True) -> TraceResult:
+                   verify_graph: bool = True, effects_kept: bool = False) -> TraceResult:
     """Trace `fn` on `args`. `same_as[k]` names an earlier leaf that leaf k is the very same
     tensor as (the caller passed one tensor twice): both get one Tracer, so an in-place update
     through one is seen through the other, as in eager. `finish(state, outputs, updates)` runs
@@ -165,7 +165,9 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
     returns become graph outputs after the updates. verify_graph=False leaves the verifier to
     the caller: static.entry verifies a graph when it builds one, not when a cache answers for
     it (a record is made from a graph verified when it was built, and its key is that graph's
-    text)."""
+    text). effects_kept=True (a compiled function's trace): the Python side effects of the
+    trace are found, undone and replayed after each call, or refuse the trace
+    (static.side_effects); otherwise the function's Python runs once and what it did stays."""
     static = static_positions(static_argnums, len(args))
     leaves, in_tree, owners = flatten_args(args, static)
     names = _param_names(fn, len(args))
@@ -376,4 +378,4 @@ def trace(fn: Callable, *example_args, static_argnums=()) -> Graph:
     """The Graph that `fn` computes on arguments shaped like `example_args`."""
     if hasattr(fn, "_graphmode_traceable"):
         fn = fn._graphmode_traceable
-    return trace_function(fn, example_args, static_argnums, effects_kept=False).graph
+    return trace_function(fn, example_args, static_argnums).graph
