@@ -284,6 +284,7 @@ class Recorder:
     guards: dict = field(default_factory=dict)  # text -> check(env) -> bool
     specialized: set = field(default_factory=set)  # symbols whose value the trace fixed
     closed: bool = False  # the trace ended: no more guards
+    specialize: set = field(default_factory=set)  # symbols a shape rule compared equal to a number
 
 
 _LOCAL = threading.local()
@@ -368,8 +369,10 @@ def _equal(a: SymInt, b: int) -> bool:
         result = int(a) == int(b)
         _note_compare(a, "==", b, result)
         return result
-    if isinstance(b, SymInt):
-        return a.text == b.text
+    if isinstance(b, SymInt) and a.text == b.text:
+        return True
+    if rec is not None and int(a) == int(b) and a.text.isidentifier():
+        rec.specialize.add(a.text)  # a rule wanted s1 to be 5 (a weight's size): the next try keeps it a number
     return False
 
 
@@ -687,12 +690,24 @@ def build(compiled: Any, args: tuple, key: Any, leaves: Any) -> Any:
     if policy.mode is False or not policy.dims:
         return None
     positions = policy.positions_for(key, leaves)
-    if not positions:
-        return None
-    frozen = frozenset(positions.items())
-    if frozen in policy.failed:
-        return None
+    for _ in range(4):
+        if not positions or frozenset(positions.items()) in policy.failed:
+            return None
+        entry, specialize = _build(compiled, policy, args, key, leaves, positions)
+        if entry is not None:
+            return entry
+        # a size a shape rule needed equal to a number (all dimensions symbolic, dynamic=True,
+        # and a matmul with a weight): that one stays a number, as PyTorch specializes it
+        kept = {pos: name for pos, name in positions.items() if name not in specialize}
+        if len(kept) == len(positions):
+            return None
+        positions = kept
+    return None
 
+
+def _build(compiled: Any, policy: Policy, args: tuple, key: Any, leaves: Any, positions: dict) -> tuple:
+    """(entry, symbols a rule wanted to be numbers) for these symbolic positions."""
+    frozen = frozenset(positions.items())
     rec = Recorder()
     backend = compiled.backend
     made_at = {name: key.leaves[k][1][d] for (k, d), name in positions.items()}
@@ -721,7 +736,7 @@ def build(compiled: Any, args: tuple, key: Any, leaves: Any) -> Any:
         why = "; ".join(reasons)
         policy.failed[frozen] = why
         _log(f"{compiled.__name__}: no symbolic entry for {_where(positions)} ({why}); traced for these sizes")
-        return None
+        return None, set(rec.specialize)
     if reasons:
         _log(f"{compiled.__name__}: symbolic entry on {tries[-1]} "
              f"({'; '.join(reasons)})")
@@ -729,7 +744,7 @@ def build(compiled: Any, args: tuple, key: Any, leaves: Any) -> Any:
     se = SymbolicEntry(entry, generalize(key, positions), positions, dict(rec.guards), str(entry.graph))
     policy.entries.append(se)
     _log(f"{compiled.__name__}: symbolic entry for {_where(positions)}; guards: {'; '.join(se.guards) or 'none'}")
-    return entry
+    return entry, set()
 
 
 def _build_checked(compiled: Any, args: tuple, key: Any, leaves: Any, positions: dict, rec: Recorder,

@@ -211,3 +211,14 @@ def test_compile_counter_counts_graphs_across_sizes_and_breaks():
     assert cnt2.frame_count == 0
     with pytest.raises(TypeError, match="CompileCounter is accepted"):
         torch.compile(g, backend=lambda gm, inputs: gm)
+
+
+def test_dynamic_true_on_a_module_keeps_the_weights_sizes_numbers():
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 2))
+    cm = torch.compile(m, dynamic=True)
+    with torch.no_grad():
+        for b in (3, 7, 11, 4):
+            x = torch.randn(b, 5)
+            np.testing.assert_allclose(cm(x).numpy(), m(x).numpy(), rtol=1e-5, atol=1e-6)
+    assert len(cm.compile_seconds) == 1  # the batch a symbol; the features specialized (the weight's 5)
