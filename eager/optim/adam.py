@@ -9,7 +9,7 @@ import numpy as np
 
 from .._fpstate import quiet_fp, restore_fp
 from .._functional import maximum
-from .optimizer import Optimizer, bump_versions, eager_arrays, filled_like
+from .optimizer import Optimizer, bump_versions, eager_arrays, filled_like, foreach_arrays
 
 
 class _quiet_numpy:
@@ -39,7 +39,10 @@ class Adam(Optimizer):
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
+                 foreach: bool | None = None, maximize: bool = False) -> None:
+        """foreach: None (the default) or True update all parameters of a group at once where
+        they are plain NumPy float tensors of one dtype (the same bits as one at a time);
+        False, one parameter at a time."""
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if eps < 0.0:
@@ -50,9 +53,11 @@ class Adam(Optimizer):
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                                      amsgrad=amsgrad, maximize=maximize))
+                                      amsgrad=amsgrad, foreach=foreach, maximize=maximize))
 
     def _update_group(self, group: dict) -> None:
+        if self._foreach_wanted(group) and self._update_foreach(group):
+            return
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
         for p, g in self._gradients(group):
@@ -80,6 +85,61 @@ class Adam(Optimizer):
                 p.sub_(exp_avg / denom, alpha=step_size)
             else:
                 p.sub_(exp_avg / denom * step_size)
+
+    def _update_foreach(self, group: dict) -> bool:
+        """The update of every parameter of the group at once (FlatState): the per-parameter
+        array path's ufuncs, each run once over all the parameters laid end to end, so the
+        same bits; False (nothing done) where it does not apply: fewer than two parameters
+        with gradients, other than plain NumPy float tensors of one dtype, hyper-parameters
+        that are not numbers, or parameters at different step counts."""
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
+        for v in (lr, beta1, beta2, eps, weight_decay):
+            if type(v) is not float and type(v) is not int:
+                return False
+        pairs = [(p, p.grad) for p in group["params"] if p.grad is not None]
+        found = foreach_arrays(pairs)
+        if found is None:
+            return False
+        P_arrays, G_arrays, dtype = found
+        params = [p for p, _ in pairs]
+        states = [self._state_of(p, group) for p in params]
+        step = states[0]["step"]
+        if type(step) is not int or any(st["step"] != step for st in states):
+            return False
+        names = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
+        flat = self._flat_state(group, params, P_arrays, dtype, names, states)
+        step += 1
+        for st in states:
+            st["step"] = step
+        flat.gather(P_arrays, G_arrays, bool(group.get("maximize")))
+        P, G, m, v = flat.P, flat.G, flat.buffers["exp_avg"], flat.buffers["exp_avg_sq"]
+        with _quiet_numpy():  # (the same ufuncs in the same order as _update_arrays)
+            if weight_decay != 0:
+                if self._decoupled:
+                    np.multiply(P, 1 - lr * weight_decay, out=P)
+                else:
+                    G = G + P * weight_decay
+            tmp = np.multiply(G, 1 - beta1)
+            np.multiply(m, beta1, out=m)
+            np.add(m, tmp, out=m)
+            np.multiply(G, G, out=tmp)
+            np.multiply(tmp, 1 - beta2, out=tmp)
+            np.multiply(v, beta2, out=v)
+            np.add(v, tmp, out=v)
+            second = v
+            if amsgrad:
+                second = np.maximum(flat.buffers["max_exp_avg_sq"], v, out=flat.buffers["max_exp_avg_sq"])
+            denom = np.sqrt(second, out=tmp)
+            np.divide(denom, math.sqrt(1 - beta2 ** step), out=denom)
+            np.add(denom, eps, out=denom)
+            update = np.divide(m, denom, out=denom)
+            np.multiply(update, lr / (1 - beta1 ** step), out=update)
+            np.subtract(P, update, out=P)
+        flat.scatter(P_arrays)
+        for p, st in zip(params, states):
+            bump_versions(p, *(st[name] for name in names))
+        return True
 
     def _initial_state(self, p, group: dict) -> dict:
         state = {"step": 0, "exp_avg": filled_like(p), "exp_avg_sq": filled_like(p)}
@@ -142,5 +202,5 @@ class AdamW(Adam):
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+                 foreach: bool | None = None, maximize: bool = False) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize)

@@ -46,6 +46,99 @@ def filled_like(p: Tensor, value: float = 0.0) -> Tensor:
     return Tensor._make(xp.zeros_like(data) if value == 0 else xp.full_like(data, value))
 
 
+class FlatState:
+    """The state tensors named `names` of a group's parameters (those with gradients, in
+    order) as views of one buffer per name, plus scratch buffers for the parameters and the
+    gradients laid end to end: a multi-tensor ("foreach") update then runs each of its ufuncs
+    once over every parameter instead of once per parameter, as PyTorch's foreach updates do
+    with their multi-tensor kernels. The update's arithmetic is the same, element by element,
+    as the per-parameter path's, so the results are the same bits.
+
+    The state tensors stay the objects `Optimizer.state` holds (their arrays become views of
+    the buffers); a state replaced from outside (load_state_dict) no longer is one, and the
+    next step lays the buffers out again."""
+
+    __slots__ = ("ids", "slices", "shapes", "dtype", "buffers", "views", "P", "G")
+
+    def __init__(self, params: list, arrays: list, dtype: np.dtype, names: tuple) -> None:
+        self.ids = tuple(id(p) for p in params)
+        bounds = [0]
+        for a in arrays:
+            bounds.append(bounds[-1] + a.size)
+        self.slices = [slice(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        self.shapes = [a.shape for a in arrays]
+        self.dtype = dtype
+        total = bounds[-1]
+        self.buffers = {name: np.zeros(total, dtype) for name in names}
+        self.views = {name: [buf[sl].reshape(shape) for sl, shape in zip(self.slices, self.shapes)]
+                      for name, buf in self.buffers.items()}
+        self.P = np.empty(total, dtype)
+        self.G = np.empty(total, dtype)
+
+    def adopt(self, states: list, name: str) -> None:
+        """Copy each parameter's state tensor `name` into its place in the buffer and make the
+        tensor a view of it (a missing one starts at the buffer's zeros)."""
+        for state, view in zip(states, self.views[name]):
+            t = state.get(name)
+            if t is None:
+                state[name] = Tensor._make(view)
+                continue
+            view[...] = t._data
+            t._data = view
+            t._vc[0] += 1
+
+    def holds(self, params: list, states: list, names: tuple) -> bool:
+        """Whether these are still the parameters laid out and their state tensors the views."""
+        if len(params) != len(self.ids) or any(id(p) != i for p, i in zip(params, self.ids)):
+            return False
+        if len(names) != len(self.buffers) or any(name not in self.buffers for name in names):
+            return False  # (a hyper-parameter changed what state the update keeps)
+        for name in names:
+            for state, view in zip(states, self.views[name]):
+                t = state.get(name)
+                if t is None or t._data is not view:
+                    return False
+        return True
+
+    def gather(self, params_arrays: list, grad_arrays: list, negate: bool) -> None:
+        """Parameters and gradients into P and G (the gradients negated for maximize)."""
+        np.concatenate([a.reshape(-1) for a in params_arrays], out=self.P)
+        np.concatenate([a.reshape(-1) for a in grad_arrays], out=self.G)
+        if negate:
+            np.negative(self.G, out=self.G)
+
+    def scatter(self, params_arrays: list) -> None:
+        """P back into the parameters' own arrays."""
+        P = self.P
+        for a, sl, shape in zip(params_arrays, self.slices, self.shapes):
+            np.copyto(a, P[sl].reshape(shape))
+
+
+def foreach_arrays(params_grads: list) -> tuple[list, list, np.dtype] | None:
+    """(parameter arrays, gradient arrays, dtype) when every parameter and gradient is a plain
+    eager CPU tensor over a NumPy float array of one dtype, the gradient of its parameter's
+    shape; None otherwise (the per-parameter path runs then)."""
+    if len(params_grads) < 2:
+        return None
+    ps, gs = [], []
+    dtype = None
+    for p, g in params_grads:
+        if type(g) is not Tensor or not isinstance(p, Tensor):
+            return None
+        pa, ga = p._data, g._data
+        if type(pa) is not np.ndarray or type(ga) is not np.ndarray:
+            return None
+        if dtype is None:
+            dtype = pa.dtype
+            if dtype.kind != "f":
+                return None
+        if pa.dtype is not dtype or ga.dtype is not dtype or pa.shape != ga.shape:
+            return None
+        ps.append(pa)
+        gs.append(ga)
+    return (ps, gs, dtype) if dtype is not None else None
+
+
 class _Required:
     """Marks a hyper-parameter with no default (PyTorch's `required`)."""
 
@@ -71,6 +164,7 @@ class Optimizer:
     def __init__(self, params: Iterable[Any], defaults: dict) -> None:
         self.defaults = defaults
         self.state: dict = {}
+        self._flat: dict[int, FlatState] = {}  # id(group) -> its multi-tensor layout (FlatState)
         self.param_groups: list[dict] = []
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
@@ -150,6 +244,22 @@ class Optimizer:
                 raise NotImplementedError(f"{type(self).__name__}._initial_state gives no state for its first step")
             state = self.state[p] = made
         return state
+
+    def _flat_state(self, group: dict, params: list, arrays: list, dtype: np.dtype, names: tuple,
+                    states: list) -> FlatState:
+        """The group's FlatState for these parameters and state names, laid out anew when the
+        parameters with gradients or the state tensors changed since the last step."""
+        flats = self.__dict__.setdefault("_flat", {})  # (an optimizer unpickled from an older version)
+        flat = flats.get(id(group))
+        if flat is None or flat.dtype != dtype or not flat.holds(params, states, names):
+            flat = flats[id(group)] = FlatState(params, arrays, dtype, names)
+            for name in names:
+                flat.adopt(states, name)
+        return flat
+
+    def _foreach_wanted(self, group: dict) -> bool:
+        """foreach=None (the default) and True take the multi-tensor path where it applies."""
+        return group.get("foreach") is not False
 
     @staticmethod
     def _gradients(group: dict) -> Iterator[tuple[Tensor, Tensor]]:

@@ -4,7 +4,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .optimizer import Optimizer, required
+import numpy as np
+
+from .adam import _quiet_numpy
+from .optimizer import Optimizer, bump_versions, foreach_arrays, required
 
 
 class SGD(Optimizer):
@@ -17,7 +20,11 @@ class SGD(Optimizer):
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False) -> None:
+                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None) -> None:
+        """foreach: None (the default) or True update all parameters of a group at once where
+        they are plain NumPy float tensors of one dtype (the same bits as one at a time);
+        False, one parameter at a time."""
         if lr is not required and lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -27,7 +34,7 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                                      nesterov=nesterov, maximize=maximize))
+                                      nesterov=nesterov, maximize=maximize, foreach=foreach))
 
     def _first_state_reads_gradient(self, group: dict) -> bool:
         # with momentum, the first step's buffer is a copy of the gradient: not a state made
@@ -37,7 +44,57 @@ class SGD(Optimizer):
     def _initial_state(self, p, group: dict) -> dict | None:
         return None if self._first_state_reads_gradient(group) else {}
 
+    def _update_foreach(self, group: dict) -> bool:
+        """Every parameter of the group at once (FlatState), with the per-parameter path's
+        operations element by element (add with alpha is `x + alpha * y`, as eager's add), so
+        the same bits; False (nothing done) where it does not apply: fewer than two parameters
+        with gradients, other than plain NumPy float tensors of one dtype, hyper-parameters
+        that are not numbers, or only some parameters with a momentum buffer yet."""
+        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        weight_decay, nesterov = group["weight_decay"], group["nesterov"]
+        for v in (lr, momentum, dampening, weight_decay):
+            if type(v) is not float and type(v) is not int:
+                return False
+        pairs = [(p, p.grad) for p in group["params"] if p.grad is not None]
+        found = foreach_arrays(pairs)
+        if found is None:
+            return False
+        P_arrays, G_arrays, dtype = found
+        params = [p for p, _ in pairs]
+        names: tuple = ()
+        first = False
+        if momentum != 0:
+            names = ("momentum_buffer",)
+            states = [self.state.setdefault(p, {}) for p in params]
+            have = sum(st.get("momentum_buffer") is not None for st in states)
+            if have not in (0, len(states)):
+                return False
+            first = have == 0
+        else:
+            states = [{} for _ in params]
+        flat = self._flat_state(group, params, P_arrays, dtype, names, states)
+        flat.gather(P_arrays, G_arrays, bool(group.get("maximize")))
+        P, G = flat.P, flat.G
+        with _quiet_numpy():
+            if weight_decay != 0:
+                G = G + P * weight_decay  # g.add(p, alpha=weight_decay)
+            if momentum != 0:
+                buf = flat.buffers["momentum_buffer"]
+                if first:
+                    np.copyto(buf, G)  # the first buffer is the gradient itself
+                else:
+                    np.multiply(buf, momentum, out=buf)
+                    np.add(buf, G if 1 - dampening == 1 else G * (1 - dampening), out=buf)
+                G = G + buf * momentum if nesterov else buf
+            np.add(P, G * -lr, out=P)
+        flat.scatter(P_arrays)
+        for p, st in zip(params, states):
+            bump_versions(p, *(st[name] for name in names))
+        return True
+
     def _update_group(self, group: dict) -> None:
+        if self._foreach_wanted(group) and self._update_foreach(group):
+            return
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
         weight_decay, nesterov = group["weight_decay"], group["nesterov"]
         for p, g in self._gradients(group):
