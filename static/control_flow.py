@@ -801,3 +801,44 @@ def batched_body(text: str, mask: tuple, size: int) -> str:
 def replay_text(text: str, args: list) -> list:
     """A body's ops applied to `args` where the call happens (batched values included)."""
     return _replay(parsed(text), list(args))
+
+
+# -- dead results of a loop ------------------------------------------------------------------------
+@functools.lru_cache(maxsize=256)
+def _without_outputs(text: str, drop: tuple) -> str:
+    """The body without the results at positions `drop`, and the code only they needed."""
+    g = parse_body(text)
+    g.outputs = [v for k, v in enumerate(g.outputs) if k not in drop]
+    _simplify(g)
+    return _body_text(g)
+
+
+def parse_body(text: str) -> Graph:
+    from .ir import parse_ir  # noqa: PLC0415
+
+    return parse_ir(text)
+
+
+def prune_loop_results(graph: Graph) -> int:
+    """DCE through loops: a scan's stacked ys that nothing reads are no longer computed (its
+    body loses them and what only they needed). Carries stay: the next step reads them."""
+    from eager.ops.control_flow import parsed as parsed_body  # noqa: PLC0415
+
+    used = {v for v in graph.outputs if isinstance(v, Value)}
+    for node in graph.nodes:
+        used.update(node.input_values())
+    pruned = 0
+    for node in graph.nodes:
+        if node.op != "scan" or node.attrs.get("save"):
+            continue
+        n_k = node.attrs["n_carry"]
+        n_y = len(parsed_body(node.attrs["body"]).outputs) - n_k
+        drop = tuple(n_k + j for j in range(n_y) if node.outputs[n_k + j] not in used)
+        if not drop:
+            continue
+        node.attrs = {**node.attrs, "body": _without_outputs(node.attrs["body"], drop)}
+        node.outputs = [o for k, o in enumerate(node.outputs) if k not in drop]
+        for k, o in enumerate(node.outputs):
+            o.index = k
+        pruned += len(drop)
+    return pruned

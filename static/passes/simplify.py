@@ -10,7 +10,11 @@ from .rewrite import Namer, make_node, replace_uses
 
 
 def dce(graph: Graph, **_) -> dict:
-    """Drop nodes whose results nobody reads."""
+    """Drop nodes whose results nobody reads (and the results of loops nobody reads)."""
+    if any(node.op == "scan" for node in graph.nodes):
+        from ..control_flow import prune_loop_results  # noqa: PLC0415
+
+        prune_loop_results(graph)
     live = {v for v in graph.outputs if isinstance(v, Value)}
     kept = []
     for node in reversed(graph.nodes):

@@ -396,3 +396,21 @@ def test_vmap_over_scan_and_cond_in_both_modes_and_per_example_gradients():
     scales = _t([0.5, -1.0, 2.0])
     want_d = np.stack([decay(scales[i]).numpy() for i in range(3)])
     np.testing.assert_allclose(static.vmap(decay)(scales).numpy(), want_d, rtol=1e-12)
+
+
+def test_results_of_a_loop_nobody_reads_are_not_computed():
+    def f(w, xs):
+        h, (ys, zs) = cf.scan(lambda h, x: (eager.tanh(h * w + x), (eager.exp(h).sum(), h * 2)),
+                              eager.zeros(3, dtype=w.dtype), xs)
+        return h, zs
+
+    w, xs = _t(np.random.default_rng(11).standard_normal(3)), _t(np.random.default_rng(12).standard_normal((4, 3)))
+    graph = static.trace(f, w, xs)
+    from static.passes.simplify import dce  # noqa: PLC0415
+
+    dce(graph)
+    (node,) = [n for n in graph.nodes if n.op == "scan"]
+    assert "exp" not in node.attrs["body"] and len(node.outputs) == 2
+    got = static.run_graph(graph, [w.numpy(), xs.numpy(), np.zeros(3)][:len(graph.inputs)])
+    want = f(w, xs)
+    np.testing.assert_allclose(got[1], want[1].numpy(), rtol=1e-12)
