@@ -372,8 +372,9 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    """input where input >= 0, else weight * input, weight (one value or one per channel,
-    dim 1) broadcast over the rest. Mirrors torch.nn.functional.prelu."""
+    """input where input > 0, else weight * input (so at 0 the gradient is weight, as
+    PyTorch's), weight (one value or one per channel, dim 1) broadcast over the rest.
+    Mirrors torch.nn.functional.prelu."""
     if weight.numel() != 1:
         channels = input.shape[1] if input.ndim > 1 else input.shape[0]
         if weight.numel() != channels:
@@ -381,7 +382,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
                                f"= {weight.numel()} and channel size = {channels}.")
         if input.ndim > 1:
             weight = weight.reshape(-1, *([1] * (input.ndim - 2)))
-    return _F.where(input >= 0, input, input * weight)
+    return _F.where(input > 0, input, input * weight)
 
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
@@ -1858,7 +1859,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
         slope = rand_like(input) * (upper - lower) + lower
     else:
         slope = (lower + upper) / 2
-    out = _F.where(input >= 0, input, input * slope)
+    out = _F.where(input > 0, input, input * slope)  # at 0 the gradient is the slope, as PyTorch's
     return input.copy_(out) if inplace else out
 
 
@@ -1978,12 +1979,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     n = input.shape[0]
     i, j = np.triu_indices(n, 1)
     a, b = input[_index_tensor(i.astype(np.int64), input)], input[_index_tensor(j.astype(np.int64), input)]
-    diff = _F.abs(a - b)
-    if p == 0:
-        return (diff != 0).to(input.dtype).sum(-1)
-    if p == float("inf"):
-        return _F.amax(diff, -1)
-    return (diff ** p).sum(-1) ** (1.0 / p)
+    return _F.norm(a - b, p, -1)  # norm's gradient at a zero difference is 0, as PyTorch's pdist
 
 
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,

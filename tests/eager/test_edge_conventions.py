@@ -19,7 +19,8 @@ ACTIVATIONS = [
     ("selu", {}), ("hardtanh", {}), ("hardtanh", dict(min_val=-3.0, max_val=0.5)), ("hardsigmoid", {}),
     ("hardswish", {}), ("leaky_relu", dict(negative_slope=0.2)), ("threshold", dict(threshold=1.0, value=-2.0)),
     ("hardshrink", dict(lambd=1.0)), ("softshrink", dict(lambd=1.0)), ("softplus", dict(beta=2.0, threshold=6.0)),
-    ("gelu", {}), ("silu", {}), ("mish", {}), ("logsigmoid", {}),
+    ("gelu", {}), ("silu", {}), ("mish", {}), ("logsigmoid", {}), ("rrelu", dict(training=False)),
+    ("softsign", {}), ("tanhshrink", {}),
 ]
 
 
@@ -138,3 +139,26 @@ def test_gaussian_nll_loss_checks_like_pytorch():
     e = F.gaussian_nll_loss(eager.tensor(xe), eager.tensor(xt), eager.tensor(v)).item()
     t = torch.nn.functional.gaussian_nll_loss(torch.tensor(xe), torch.tensor(xt), torch.tensor(v)).item()
     assert e == pytest.approx(t, rel=1e-12)
+
+
+@pytest.mark.parametrize("weight", [[0.25], [0.1, -0.3, 0.5]])
+def test_prelu_gradient_at_zero_is_the_weight_like_pytorch(weight):
+    out = []
+    for lib in (eager, torch):
+        x = lib.tensor(np.array([[0.0, -1.0, 2.0], [1.0, 0.0, -0.5]]).reshape(2, 3), requires_grad=True)
+        w = lib.tensor(weight, dtype=lib.float64, requires_grad=True)
+        lib.nn.functional.prelu(x, w).sum().backward()
+        out.append((x.grad.numpy(), w.grad.numpy()))
+    for a, b in zip(*out):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_pdist_of_equal_rows_has_a_zero_gradient_like_pytorch():
+    out = []
+    for lib in (eager, torch):
+        x = lib.tensor([[1.0, 2.0], [1.0, 2.0], [0.0, 1.0]], dtype=lib.float64, requires_grad=True)
+        y = lib.nn.functional.pdist(x)
+        y.sum().backward()
+        out.append((y.detach().numpy(), x.grad.numpy()))
+    for a, b in zip(*out):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
