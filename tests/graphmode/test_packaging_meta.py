@@ -54,3 +54,4 @@ def test_dir_of_static_is_its_public_api():
     assert not [n for n in names if n.startswith("_") or n in ("importlib", "types", "Any", "TYPE_CHECKING")]
     for name in names:
         assert getattr(static, name) is not None
+    assert set(static._LAZY) == set(static.__all__)  # every lazy public name is listed, and only those
