@@ -526,9 +526,9 @@ def main(argv=None) -> int:
     ap.add_argument("--small", "--quick", action="store_true", dest="small",
                     help="tiny sizes and few repeats: check that it runs (--quick: run_all.py's name for it)")
     ap.add_argument("--only", default=None, help="comma-separated workloads, e.g. W1,W2")
-    ap.add_argument("--runs", type=int, default=3,
-                    help="whole measurements, each its own interleaved sample set (default 3): each ratio is "
-                         "reported as the median over runs with its min-max spread")
+    ap.add_argument("--runs", type=int, default=None,
+                    help="whole measurements, each its own interleaved sample set (default 3, 1 with --small): "
+                         "each ratio is reported as the median over runs with its min-max spread")
     ap.add_argument("--threads", type=int, default=None, help="OpenMP threads (default GRAPHMODE_THREADS)")
     ap.add_argument("--no-compile-times", action="store_true")
     ap.add_argument("--json", default=None)
@@ -536,6 +536,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.peer_child:
         return peer_child(*args.peer_child)
+    if args.runs is None:
+        args.runs = 1 if args.small else 3
+    if args.small:  # a check that it runs: the compile times' fresh processes (cold caches) are minutes
+        args.no_compile_times = True
     if args.runs < 1:
         ap.error(f"--runs must be at least 1, got {args.runs}")
     if args.gpu_w2:
