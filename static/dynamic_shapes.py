@@ -632,8 +632,8 @@ def other_sizes(made_at: dict, guards: dict) -> dict | None:
 
 def describe(policy: Policy | None) -> str:
     """The explain() section on dynamic shapes: which dimensions are symbols and why."""
-    if policy is None:
-        return ""
+    if policy is None or (policy.mode is None and not (policy.dims or policy.entries or policy.failed)):
+        return ""  # nothing changed size, nothing was asked: nothing to say
     lines = []
     mode = {None: "automatic (a dimension that changes becomes a symbol)", True: "dynamic=True",
             False: "dynamic=False (every size is its own trace)"}[policy.mode]

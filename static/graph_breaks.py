@@ -521,16 +521,18 @@ def describe(compiled: Any) -> str:
 def explain_split(compiled: Any, args: tuple, kwargs: dict) -> str | None:
     """explain() of a call that runs split at graph breaks: the breaks, then the graph of each
     compiled piece (None: the call has a graph of its own, or no split)."""
-    keyed = compiled.__dict__.get("_graph_break_keys")
-    if not keyed:
-        return None
     from .signature import call_key  # noqa: PLC0415
 
     arranged = compiled._arguments(args, kwargs)
     _, key = call_key(arranged, compiled._static_positions(arranged),
                       compiled._modes() if compiled._module is not None else ())
+    keyed = compiled.__dict__.get("_graph_break_keys") or {}
     if key not in keyed:
-        return None
+        if compiled._lookup(arranged, stacklevel=3)[2] is not None:  # traced whole (or was)
+            return None
+        keyed = compiled.__dict__.get("_graph_break_keys") or {}
+        if key not in keyed:
+            return None
     parts = [f"== graph breaks ==\n{describe(compiled)}"]
     state = compiled.__dict__["_graph_breaks"]
     for split in state.splits.values():

@@ -67,14 +67,27 @@ def test_explain_of_a_grad_transform_shows_the_backward_in_the_traced_graph():
     assert "func @grad_loss" in traced and "full_like" in traced  # the seed of the backward
 
 
+SEEN = 0
+
+
 def test_nothing_to_explain_for_a_function_that_runs_eagerly():
     def branchy(x):
+        global SEEN  # a global declaration: not split at its graph break (static.graph_breaks)
+        SEEN += 1
         return x if x.sum() > 0 else -x
 
     f = static.compile(branchy, fallback="eager")
     with pytest.warns(RuntimeWarning):
         with pytest.raises(RuntimeError, match="runs eagerly"):
             f.explain(eager.ones(2))
+
+
+def test_explain_of_a_function_split_at_a_graph_break_lists_the_break():
+    def branchy(x):
+        return x if x.sum() > 0 else -x
+
+    text = static.compile(branchy, fallback="eager").explain(eager.ones(2))
+    assert "== graph breaks ==" in text and "x if x.sum() > 0 else -x" in text
 
 
 def test_explain_of_a_trace_error_raises_it():

@@ -392,6 +392,8 @@ def test_warnings_point_at_the_line_that_called_the_compiled_function():
     assert "max_retraces" in str(w.message) and (w.filename, w.lineno) == (__file__, here)
 
     def branchy(x):
+        global _BRANCHES  # not split at its graph break (static.graph_breaks): it falls back, with the warning
+        _BRANCHES = x
         return x if x.sum() > 0 else -x
 
     g = static.compile(branchy, fallback="eager")
