@@ -138,23 +138,21 @@ _FIRST_KERNEL = re.compile(r'\n// [^\n]*\nextern "C" (?:GM_FUSED_MULTIPLY_ADD )?
 
 
 def shared_prelude_by_reference(module_source: str, where: str = "") -> str:
-    """`module_source` with the C++ lines between the IR header comment and the first
-    kernel (the helper prelude, OpenMP shims and macros every native module shares)
-    replaced by one comment saying what they are and where to read them."""
+    """`module_source` with the C++ lines before the first kernel (the translation unit's
+    header, which repeats the IR the module's own header shows, and the helper prelude,
+    OpenMP shims and macros every native module shares) replaced by one comment saying
+    what they are and where to read them: the kernels follow the IR they cite."""
     start = module_source.find('C_SOURCE = r"""')
     kernel = _FIRST_KERNEL.search(module_source, max(start, 0))  # its title comment comes with it
     if start < 0 or kernel is None:
         return module_source
     first = kernel.start()
-    lines = module_source[start:first].split("\n")
-    kept = 1  # the C_SOURCE line, then the header comment (title, conventions, the IR)
-    while kept < len(lines) and lines[kept].startswith("//"):
-        kept += 1
-    header_end = start + len("\n".join(lines[:kept]))
+    header_end = module_source.index("\n", start)  # keep the C_SOURCE line itself
     omitted = module_source[header_end:first].count("\n")
-    note = (f"\n\n// [{omitted} lines of the shared prelude (codegen/c_helpers.py: includes, vector helpers, "
-            f"OpenMP shims, GM_* macros) omitted here; NativeGraph.source(full=True) shows them"
-            + (f", and {where} holds the whole translation unit" if where else "") + "]\n")
+    note = (f"\n// [{omitted} lines omitted here: the translation unit's header (the IR above, again) and the "
+            "shared prelude (codegen/c_helpers.py: includes, vector helpers, OpenMP shims, GM_* macros); "
+            "NativeGraph.source(full=True) shows them" + (f", and {where} holds the whole translation unit" if where
+                                                          else "") + "]\n")
     return module_source[:header_end] + note + module_source[first:]
 
 
