@@ -46,16 +46,27 @@ def dense_strides_like(shape: tuple[int, ...], strides: tuple[int, ...]) -> tupl
     order them: PyTorch's infer_dense_strides (what empty_like and clone give a layout that
     is not dense). A stride-0 (expanded) dim compares with nothing, so it keeps its place
     in row-major order, where NumPy's 'K' order moves it innermost."""
+    return strides_like(shape, [strides])
+
+
+def strides_like(shape: tuple[int, ...], operands: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """Dense element strides for a result of `shape` computed from operands with these
+    strides (each as long as shape, 0 where an operand does not vary along a dim): the dims
+    ordered as PyTorch's TensorIterator orders them, asking the operands in turn and the
+    next one where a stride is 0 (ambiguous)."""
     ndim = len(shape)
     perm = list(range(ndim - 1, -1, -1))  # perm[0]: the innermost dim
 
     def should_swap(d0: int, d1: int) -> int:
-        s0, s1 = strides[d0], strides[d1]
-        if s0 == 0 or s1 == 0:
-            return 0
-        if s0 != s1:
-            return -1 if s0 < s1 else 1
-        return 1 if shape[d0] > shape[d1] else 0
+        for strides in operands:
+            s0, s1 = strides[d0], strides[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return -1 if s0 < s1 else 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
 
     for i in range(1, ndim):
         d1 = i

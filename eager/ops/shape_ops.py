@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtypes
+from . import _layout
 from ._checks import norm_dim, numel, same_dtype
 from ._layout import copy_preserving
 from ._registry import VARIADIC, OpDef, TensorSpec, defop
@@ -270,10 +271,56 @@ def _index_forward(xp, x, *index_arrays, key):
         if Ellipsis not in k:
             k = k + (Ellipsis,)  # basic indexing then always gives a view, even of one element
         return x[k]
-    # integer-array and mask indexing copy into a new row-major tensor, as PyTorch's index
-    # kernel does (NumPy's result may take another order, e.g. x[..., idx])
+    # integer-array and mask indexing copy into a new tensor laid out as PyTorch's index
+    # kernel lays it out (NumPy's result may take another order, e.g. x[..., idx])
     out = x[k]
-    return out if out.flags.c_contiguous else xp.ascontiguousarray(out)
+    strides = None if x.flags.c_contiguous else _advanced_index_strides(x, key, index_arrays, out.shape)
+    if strides is None:
+        return out if out.flags.c_contiguous else xp.ascontiguousarray(out)
+    laid = xp.lib.stride_tricks.as_strided(xp.empty(max(out.size, 1), dtype=out.dtype), out.shape,
+                                           tuple(s * out.itemsize for s in strides))
+    laid[...] = out
+    return laid
+
+
+def _advanced_index_strides(x, key, index_arrays, out_shape):
+    """The result strides PyTorch's index kernel gives x[key] for a non-contiguous x: its
+    TensorIterator orders the result's dims by x's strides (the dims the indices replace count
+    as stride 0 there), then by the index tensors'. Keys of slices, an ellipsis and integer
+    tensors are handled; any other (ints, None, masks) gives None (row-major)."""
+    entries = list(key)
+    if any(e[0] not in ("slice", "ellipsis", "tensor") for e in entries):
+        return None
+    if any(index_arrays[e[1]].dtype.kind == "b" for e in entries if e[0] == "tensor"):
+        return None
+    if sum(e[0] == "ellipsis" for e in entries) > 1:
+        return None
+    n_explicit = sum(e[0] != "ellipsis" for e in entries)
+    full = []
+    for e in entries:
+        if e[0] == "ellipsis":
+            full += [("slice", None, None, None)] * (x.ndim - n_explicit)
+        else:
+            full.append(e)
+    full += [("slice", None, None, None)] * (x.ndim - len(full))
+    advanced = [d for d, e in enumerate(full) if e[0] == "tensor"]
+    block = np.broadcast_shapes(*(index_arrays[full[d][1]].shape for d in advanced))
+    sliced = x[tuple(slice(*e[1:]) if e[0] == "slice" else slice(None) for e in full)]
+    rest = [d for d in range(x.ndim) if d not in advanced]
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    at = advanced[0] if adjacent else 0
+    self_strides = [sliced.strides[d] // x.itemsize for d in rest]
+    self_strides[at:at] = [0] * len(block)
+    index_strides = [0] * len(rest)
+    block_strides: list[int] = []
+    step = 1
+    for n in reversed(block):
+        block_strides.insert(0, step)
+        step *= max(n, 1)
+    index_strides[at:at] = block_strides
+    if len(self_strides) != len(out_shape):
+        return None
+    return _layout.strides_like(tuple(out_shape), [tuple(self_strides), tuple(index_strides)])
 
 
 def _index_vjp(ctx, g):

@@ -213,7 +213,9 @@ COPIES = {
     "softmax": lambda T, y: y.softmax(-1),
     "cumsum": lambda T, y: y.cumsum(0),
     "argsort": lambda T, y: y.argsort(-1),
-    "index_list": lambda T, y: y.contiguous()[[0, 1, 0]],
+    "index_list": lambda T, y: y[[0, 1, 0]],
+    "index_tensor_last": lambda T, y: y[..., T.tensor([1, 0, 1])],
+    "index_two_tensors": lambda T, y: y[T.tensor([0, 1]), ..., T.tensor([1, 0])],
     "masked": lambda T, y: y[y > 0],
     "where": lambda T, y: T.where(y > 0, y, 0.0),
 }
