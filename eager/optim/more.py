@@ -344,3 +344,60 @@ class ASGD(Optimizer):
                 state["ax"].copy_(p)
             state["eta"].fill_(lr / (1 + lambd * lr * step) ** alpha)
             state["mu"].fill_(1 / max(1, step - t0))
+
+
+class SparseAdam(Optimizer):
+    """Adam on the rows a gradient touches only (PyTorch's masked Adam for embeddings): the
+    moments and the parameter change only at the gradient's indices. A sparse gradient's
+    indices are its (coalesced) nonzero pattern; eager's Embedding(sparse=True) gives a
+    dense gradient, whose touched rows are those with a nonzero entry (a looked-up row whose
+    gradient is exactly zero is then left alone, where PyTorch would still decay its moments)."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, maximize: bool = False) -> None:
+        if not 0.0 < lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 < eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        for i, beta in enumerate(betas):
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, maximize=maximize))
+        sparse = [[i, j] for i, g in enumerate(self.param_groups) for j, p in enumerate(g["params"])
+                  if getattr(p, "is_sparse", False)]
+        if sparse:
+            raise ValueError(f"Sparse params at indices {sparse}: SparseAdam requires dense parameter tensors")
+
+    def _initial_state(self, p, group: dict) -> dict:
+        return _zero_state(p, "exp_avg", "exp_avg_sq")
+
+    def _update_group(self, group: dict) -> None:
+        from .._factories import tensor  # noqa: PLC0415
+        from ..sparse import SparseTensor  # noqa: PLC0415
+
+        (beta1, beta2), eps, lr = group["betas"], group["eps"], float(group["lr"])
+        for p, g in self._gradients(group):
+            state = self._state_of(p, group)
+            state["step"] += 1
+            if isinstance(g, SparseTensor):
+                g = g.coalesce()
+                index = tuple(g._indices()[d] for d in range(g.sparse_dim()))
+                values = g._values()
+            else:
+                rows = np.nonzero(np.asarray(g.detach().reshape(g.shape[0], -1).numpy() != 0).any(1))[0]
+                index = (tensor(rows.astype(np.int64), device=p.device),)
+                values = g[index]
+            if values.numel() == 0:
+                continue
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            old = exp_avg[index]
+            update = (values - old) * (1 - beta1)
+            exp_avg[index] = old + update
+            old_sq = exp_avg_sq[index]
+            update_sq = (values * values - old_sq) * (1 - beta2)
+            exp_avg_sq[index] = old_sq + update_sq
+            numer = update + old
+            denom = (update_sq + old_sq).sqrt() + eps
+            step = state["step"]
+            step_size = lr * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)
+            p[index] = p[index] + (numer / denom) * -step_size

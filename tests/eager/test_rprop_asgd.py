@@ -62,3 +62,28 @@ def test_bad_arguments_raise_like_pytorch():
         eager.optim.Rprop(w, etas=(1.2, 0.5))
     with pytest.raises(ValueError, match="Invalid learning rate"):
         eager.optim.ASGD(w, lr=-1.0)
+
+
+@pytest.mark.parametrize("maximize", [False, True])
+def test_sparse_adam_on_an_embedding_matches_pytorch(maximize):
+    """PyTorch's SparseAdam reads Embedding(sparse=True)'s sparse gradient; eager's embedding
+    gradient is dense, and SparseAdam updates the rows it touches: the same parameters."""
+    rng = np.random.default_rng(1)
+    w0 = rng.standard_normal((8, 3))
+    batches = [np.array([[1, 3, 3], [0, 5, 1]]), np.array([[2, 2, 7]]), np.array([[1, 6, 6], [3, 3, 0]])]
+    out = []
+    for lib in (eager, torch):
+        emb = lib.nn.Embedding(8, 3, sparse=True).double()
+        with lib.no_grad():
+            emb.weight.copy_(lib.tensor(w0))
+        opt = lib.optim.SparseAdam(emb.parameters(), lr=0.05, maximize=maximize)
+        for idx in batches * 3:
+            opt.zero_grad()
+            (emb(lib.tensor(idx)) ** 2).sum().backward()
+            opt.step()
+        state = opt.state[emb.weight]
+        out.append((emb.weight.detach().numpy().copy(), state["exp_avg"].numpy(), state["exp_avg_sq"].numpy()))
+    for a, b in zip(*out):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="Invalid learning rate"):
+        eager.optim.SparseAdam([eager.zeros(2, requires_grad=True)], lr=0.0)
