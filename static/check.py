@@ -16,8 +16,10 @@ This is the tool to reach for when a compiled run "looks different" from eager. 
    the value, the largest difference and where it is, and the IR line and the user's line
    that produced it in the compiled graph.
 
-The eager run's state is the one the program continues from: a checked program computes
-eager's numbers. `GRAPHMODE_CHECK=1` in the environment turns the check on for every
+The program then continues from the compiled call's result and state (equal to eager's
+within the tolerances): results keep their CompiledFunctionBackward, and the compiled entry
+keeps the tensors it was traced with, so a checked loop does not retrace.
+`GRAPHMODE_CHECK=1` in the environment turns the check on for every
 `static.compile` of the process (`GRAPHMODE_CHECK_RTOL` / `GRAPHMODE_CHECK_ATOL` set the
 tolerances). Python side effects the function has (a list it appends to) happen in both runs.
 """
@@ -67,14 +69,14 @@ class _Saved:
     """The values of the state one call may touch (see the module docstring)."""
 
     def __init__(self, fn: Callable, args: tuple, kwargs: dict) -> None:
-        self.tensors: list = []  # (name, tensor)
+        self.tensors: list = []  # (name, tensor, read): read() is what holds its place now
         self.numbers: list = []  # (name, dict, key)
         seen: set = set()
 
-        def add(name: str, t) -> None:
+        def add(name: str, t, read: Callable | None = None) -> None:
             if isinstance(t, Tensor) and id(t) not in seen:
                 seen.add(id(t))
-                self.tensors.append((name, t))
+                self.tensors.append((name, t, read or (lambda: t)))
 
         leaves, _ = pytree.flatten((tuple(args), dict(kwargs)), is_leaf)
         for k, leaf in enumerate(leaves):
@@ -107,12 +109,12 @@ class _Saved:
                         continue
                     for key, value in st.items():
                         where = f"{opt} state[{names.get(id(p), 'a parameter')}][{key!r}]"
-                        if isinstance(value, Tensor):
-                            add(where, value)
+                        if isinstance(value, Tensor):  # read through its entry: a step may rebind it
+                            add(where, value, lambda st=st, key=key: st.get(key))
                         elif isinstance(value, (int, float)) and not isinstance(value, bool):
                             self.numbers.append((where, st, key))
         self.values = [(t, t._data.copy(), t._grad, None if t._grad is None else t._grad._data.copy())
-                       for _, t in self.tensors]
+                       for _, t, _ in self.tensors]
         self.number_values = [d.get(k) for _, d, k in self.numbers]
         self.opt_states = [(o, [(p, s, dict(s)) for p, s in o.state.items() if isinstance(s, dict)])
                            for o in _reachable_owners(fn) if hasattr(o, "param_groups")]
@@ -121,8 +123,12 @@ class _Saved:
     def now(self) -> list:
         """The state as it is now: per saved tensor (value, whether it has a .grad, the .grad's
         value), then the numbers."""
-        out = []
-        for _, t in self.tensors:
+        out: list = []
+        for _, _, read in self.tensors:
+            t = read()
+            if not isinstance(t, Tensor):
+                out.append((np.asarray(t), None))
+                continue
             g = t._grad
             out.append((np.array(t._data, copy=True), None if g is None else np.array(g._data, copy=True)))
         return out + [d.get(k) for _, d, k in self.numbers]
@@ -152,7 +158,7 @@ def checked_call(compiled, args: tuple, kwargs: dict) -> Any:
     compiled_leaves, compiled_tree = pytree.flatten(compiled_out, is_leaf)
     compiled_leaves = [_host(x) for x in compiled_leaves]
     compiled_state = saved.now()
-    compiled_bound = _bound_state(compiled._traceable)
+    kept = _Kept(saved, compiled._traceable)  # the compiled call's own objects, reinstated after the eager run
     entry = compiled._last_entry
     saved.restore()
     eager_out = _eager_transform(compiled._traceable, args) if hasattr(compiled._traceable, "with_value") \
@@ -167,7 +173,7 @@ def checked_call(compiled, args: tuple, kwargs: dict) -> Any:
     eager_state = saved.now()
     for i, (c, e) in enumerate(zip(compiled_state, eager_state)):
         if i < len(saved.tensors):
-            label, t = saved.tensors[i]
+            label, t, _ = saved.tensors[i]
             _compare(label, c[0], e[0], entry, ("state", t))
             if (c[1] is None) != (e[1] is None):
                 raise CheckError(f"static.compile check: {name}: the .grad of {label} is "
@@ -180,36 +186,43 @@ def checked_call(compiled, args: tuple, kwargs: dict) -> Any:
             if _number(c) != _number(e) and not np.isclose(_number(c), _number(e), rtol=1e-6, atol=0.0):
                 raise CheckError(f"static.compile check: {name}: {label} is {c!r} after the compiled call but "
                                  f"{e!r} after the eager one")
-    _keep_compiled_tensors(compiled_bound)
-    return eager_out
+    kept.reinstate(compiled_state)
+    return compiled_out
 
 
-def _bound_state(fn) -> list:
-    """Per optimizer the state tensors the compiled call left bound (the tensors its graph
-    reads and writes, guarded by identity)."""
-    return [(o, {p: dict(s) for p, s in o.state.items() if isinstance(s, dict)})
-            for o in _reachable_owners(fn) if hasattr(o, "param_groups")]
+class _Kept:
+    """What the compiled call left bound: each saved tensor's `.grad` object, the optimizers'
+    state entries and numbers. Once the eager run was compared, the program continues from
+    the compiled call's objects and values (equal to eager's within the tolerances): its
+    results keep their CompiledFunctionBackward, and the compiled entry keeps finding the
+    tensors it was traced with (a checked loop does not retrace)."""
 
+    def __init__(self, saved: _Saved, fn) -> None:
+        self.saved = saved
+        self.grads = [t._grad for _, t, _ in saved.tensors]
+        self.states = [(o, [(p, s, dict(s)) for p, s in o.state.items() if isinstance(s, dict)])
+                       for o in _reachable_owners(fn) if hasattr(o, "param_groups")]
+        self.state_data = [(v, np.array(v._data, copy=True)) for _, entries in self.states
+                           for _, _, items in entries for v in items.values() if isinstance(v, Tensor)]
 
-def _keep_compiled_tensors(bound: list) -> None:
-    """Eager's values in the compiled call's state tensors: the program continues from eager's
-    numbers while the compiled entry keeps finding the tensors it was traced with (otherwise
-    every checked call would retrace)."""
-    for o, states in bound:
-        for p, s in o.state.items():
-            mine = states.get(p)
-            if not mine or not isinstance(s, dict):
-                continue
-            for k, v in list(s.items()):
-                c = mine.get(k)
-                if isinstance(c, Tensor) and isinstance(v, Tensor) and c is not v and c.shape == v.shape \
-                        and c.dtype == v.dtype:
-                    c._data[...] = v._data
-                    s[k] = c
-                elif isinstance(c, Tensor) and c.ndim == 0 and isinstance(v, (int, float)) \
-                        and not isinstance(v, bool):
-                    c._data[...] = v
-                    s[k] = c
+    def reinstate(self, values: list) -> None:
+        saved = self.saved
+        for (_, t, _), grad, (data, grad_data) in zip(saved.tensors, self.grads, values):
+            if t._data.shape == data.shape:
+                t._data[...] = data
+            t._grad = grad
+            if grad is not None and grad_data is not None and grad._data.shape == grad_data.shape:
+                grad._data[...] = grad_data
+        for o, entries in self.states:
+            o.state.clear()
+            for p, s, items in entries:
+                s.clear()
+                s.update(items)
+                o.state[p] = s
+        for t, data in self.state_data:
+            t._data[...] = data
+        for (_, d, k), v in zip(saved.numbers, values[len(saved.tensors):]):
+            d[k] = v
 
 
 def _eager_transform(transform, args: tuple) -> Any:

@@ -118,3 +118,20 @@ def names_read(f: Any) -> Iterator[NameRead]:
         except ValueError:  # an empty cell
             continue
         yield NameRead("closure", name, value, functools.partial(getattr, cell, "cell_contents"))
+    # default values (`def step(x, model=model, opt=opt)`): read like closure cells, and read
+    # again through the function (a new __defaults__ is seen)
+    defaults = getattr(f, "__defaults__", None) or ()
+    if defaults:
+        names = code.co_varnames[code.co_argcount - len(defaults):code.co_argcount]
+        for i, (name, value) in enumerate(zip(names, defaults)):
+            yield NameRead("closure", name, value, functools.partial(_default, f, i))
+    for name, value in (getattr(f, "__kwdefaults__", None) or {}).items():
+        yield NameRead("closure", name, value, functools.partial(_kwdefault, f, name))
+
+
+def _default(f: Any, i: int) -> Any:
+    return f.__defaults__[i]
+
+
+def _kwdefault(f: Any, name: str) -> Any:
+    return f.__kwdefaults__[name]

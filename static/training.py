@@ -277,12 +277,14 @@ def _reachable_owners(fn, limit: int = 64) -> list:
         if hasattr(f, "param_groups") or (hasattr(f, "named_parameters") and hasattr(f, "forward")):
             found.append(f)
             continue
+        todo.append(getattr(f, "__self__", None))  # a bound method's instance: `static.compile(opt.step)`
         f = getattr(f, "__func__", f)
         todo.append(getattr(f, "__wrapped__", None))
         code = getattr(f, "__code__", None)
         if code is None:
             continue
         values = [getattr(f, "__globals__", {}).get(n) for n in code.co_names]
+        values += list(getattr(f, "__defaults__", None) or ()) + list((getattr(f, "__kwdefaults__", None) or {}).values())
         for cell in getattr(f, "__closure__", None) or ():
             try:
                 values.append(cell.cell_contents)

@@ -360,7 +360,8 @@ def _pow(xp, a, b):
                                f"(exponent {b} of a {a.dtype.name} tensor)")
     try:
         if not hasattr(a, "shape"):  # PyTorch's pow(Scalar, Tensor) result is row-major
-            return xp.ascontiguousarray(xp.power(a, b))
+            out = xp.power(a, b)  # (ascontiguousarray makes a 0-d result 1-d: only for ndim >= 1)
+            return xp.ascontiguousarray(out) if getattr(out, "ndim", 0) else out
         return xp.power(a, b)
     except ValueError as exc:
         if "negative integer powers" not in str(exc):

@@ -256,3 +256,16 @@ def test_the_retrace_limit_counts_distinct_entries_and_names_the_change():
     state["k"] = 3
     with pytest.warns(RuntimeWarning, match=r"closure variable 'state' changed \{'k': 2\} -> \{'k': 3\}"):
         same(f(X), X * 3)
+
+
+def test_a_module_passed_as_a_default_argument_is_watched():
+    m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+
+    def f(x, model=m):
+        return model(x)
+
+    cf = static.compile(f, backend="numpy")
+    eager.manual_seed(0)
+    cf(X)
+    m.eval()
+    same(cf(X), m(X))

@@ -124,3 +124,13 @@ def test_results_in_a_dataclass_or_a_plain_object_come_back_as_tensors(backend):
         np.testing.assert_allclose(out.first._data, np.full(3, 2 * k))
         np.testing.assert_allclose(out.second.value[0]._data, np.full(3, k + 1))
         assert out.second.value[1] == 3
+
+
+def test_a_number_to_the_power_of_a_0d_tensor_is_0d_as_in_pytorch():
+    # check=True found it: NAdam's running product, a 0-d tensor in a compiled step, came back 1-d eagerly
+    torch = pytest.importorskip("torch")
+    for base, exponent in [(0.96, 2.0), (2, 3), (0.5, [1.0, 2.0])]:
+        got = base ** eager.tensor(exponent)
+        want = base ** torch.tensor(exponent)
+        assert tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
