@@ -62,8 +62,8 @@ from ._functional import (  # noqa: F401,E402
 from .autograd import Function  # noqa: F401
 from ._compile import compile  # noqa: F401,E402,A004  (torch.compile's front door onto static.compile)
 from . import _dynamo, compiler  # noqa: F401,E402  (torch._dynamo, torch.compiler: mark_dynamic, reset, config)
-from . import distributions, func, linalg, special, testing  # noqa: F401,E402
-from . import backends, distributed, onnx  # noqa: F401,E402  (torch imports these packages with itself)
+from . import func, linalg, special  # noqa: F401,E402
+from . import backends  # noqa: F401,E402  (torch imports these packages with itself)
 from . import _higher_order_ops  # noqa: F401,E402  (torch._higher_order_ops: while_loop, scan)
 from ._higher_order_ops import cond  # noqa: F401,E402  (torch.cond)
 from .func import vmap  # noqa: F401,E402  (torch.vmap)
@@ -186,8 +186,25 @@ def equal(input: Tensor, other: Tensor) -> _builtins.bool:
     return tuple(input.shape) == tuple(other.shape) and _builtins.bool((input == other).all())
 
 
-from . import nn, optim, viz  # noqa: E402,F401  (training API and graph pictures, built on the core above)
-from . import utils  # noqa: E402,F401  (eager.utils.data)
+# The training API (nn, optim, utils.data), graph pictures and the other namespaces built on the
+# core above load on first use (PEP 562): `import static.ir`, which needs only the op set and
+# dtypes, must not pay for nn and optim (tests/test_import_contracts.py). `eager.nn`,
+# `from eager import nn` and `import eager.nn` all still work.
+_LAZY_SUBMODULES = frozenset({"distributed", "distributions", "nn", "onnx", "optim", "testing", "utils", "viz"})
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY_SUBMODULES:
+        import importlib  # noqa: PLC0415
+
+        return importlib.import_module(f"{__name__}.{name}")  # the import binds it as an attribute too
+    raise AttributeError(f"module 'eager' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY_SUBMODULES)
+
+
 from . import accelerator  # noqa: E402,F401
 from ._factories import get_default_device, set_default_device  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402,F401

@@ -501,11 +501,8 @@ _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 
 
-# PyTorch's CPU kernels of these ops take a scalar operand (a Python number or a 0-d tensor)
-# beside float16 tensors at float32 precision ("opmath"): `x / 100000` divides by 1e5, where
-# NumPy would first round 1e5 to float16 (inf) and give zeros. Other ops (add, sub,
-# comparisons) round the scalar to float16 first in PyTorch too, as NumPy does.
-_HALF_SCALAR_IN_FLOAT32 = frozenset({"mul", "div"})
+# mul/div of float16 beside a scalar run at float32 precision: the dtype layer's table
+_HALF_SCALAR_IN_FLOAT32 = _dtypes.HALF_SCALAR_IN_FLOAT32
 
 
 def _half_beside_0d(operands: Sequence[Any]) -> bool:

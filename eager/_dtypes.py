@@ -243,10 +243,18 @@ def promote_operands(promote: str, skip: tuple[int, ...], operands: Sequence[_O]
     return operands if out is None else out
 
 
+# PyTorch's CPU kernels of these ops take a scalar operand (a Python number or a 0-d tensor)
+# beside float16 tensors at float32 precision ("opmath"): `x / 100000` divides by 1e5, where
+# NumPy would first round 1e5 to float16 (inf) and give zeros. Other ops (add, sub,
+# comparisons) round the scalar to float16 first in PyTorch too, as NumPy does. A dtype rule,
+# so it lives here: eager's dispatch, the tracer and the IR's type rule all read this table.
+HALF_SCALAR_IN_FLOAT32 = frozenset({"mul", "div"})
+
+
 def half_beside_0d(described: Iterable[tuple[dtype, int] | None]) -> bool:
     """float16 dimensioned tensors beside a 0-d tensor of another number dtype
     (`t / tensor(1e5)`): PyTorch computes such a mul/div at float32 precision ("opmath",
-    see eager._dispatch._HALF_SCALAR_IN_FLOAT32). Operands as `promote_operands` describes
+    see HALF_SCALAR_IN_FLOAT32). Operands as `promote_operands` describes
     them; Python numbers and weak values take no part."""
     half = other_0d = False
     for d in described:
