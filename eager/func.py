@@ -1,8 +1,10 @@
 """`eager.func`: torch.func's function transforms that eager's autograd answers directly:
-`grad`, `grad_and_value`, `vjp` and `functional_call`. They run the function eagerly, so any
-Python works inside, and they nest (grad of grad): each level differentiates the graph the
-level below recorded. `vmap`, `jvp`, `jacfwd` and `jacrev` are not here; static.compile,
-static.grad, static.vjp and static.jvp are their compiled counterparts."""
+`grad`, `grad_and_value`, `vjp` and `functional_call`, plus `vmap` (batching by each op's
+rule, eager._vmap) and the Jacobians composed from vmap and grad (`jacrev`, `jacfwd`,
+`hessian`). They run the function eagerly, so any Python works inside, and they nest (grad
+of grad, grad under vmap for per-example gradients): each level differentiates the graph
+the level below recorded. `jvp` is not here; static.compile, static.grad, static.vjp,
+static.jvp and static.vmap are their compiled counterparts."""
 from __future__ import annotations
 
 from collections.abc import Callable

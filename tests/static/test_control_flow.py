@@ -414,3 +414,18 @@ def test_results_of_a_loop_nobody_reads_are_not_computed():
     got = static.run_graph(graph, [w.numpy(), xs.numpy(), np.zeros(3)][:len(graph.inputs)])
     want = f(w, xs)
     np.testing.assert_allclose(got[1], want[1].numpy(), rtol=1e-12)
+
+
+def test_scan_bench_quick_runs(tmp_path, monkeypatch, capsys):
+    import sys  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[2] / "benchmarks"))
+    monkeypatch.setenv("GRAPHMODE_CACHE_DIR", str(tmp_path / "cache"))
+    sys.modules.pop("scan_bench", None)
+    import scan_bench  # noqa: PLC0415
+
+    out = tmp_path / "scan.json"
+    assert scan_bench.main(["--quick", "--steps", "6", "--backends", "numpy", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "scan/unrolled step" in printed and out.exists()
