@@ -77,6 +77,14 @@ class _FlowGraph:
         return seen
 
 
+
+def _cut_cost(v: Value) -> int:
+    """The bytes saving v costs, as the min-cut weighs it: a value of symbolic size
+    (static.dynamic_shapes) at the size its symbolic entry was made at, so that the split is
+    the same in both builds of the entry (each serves every size; only the choice is tuned)."""
+    n = nbytes(v)
+    return n.decision_value() if hasattr(n, "decision_value") else n
+
 def _recomputable(node: Node) -> bool:
     """Cheap to compute again from saved values: a pure elementwise or shape op whose record
     does not say otherwise (`extra["recompute"] = False`: erf and exact gelu are a long
@@ -122,10 +130,10 @@ def partition(joint: Graph, primal: list, seeds: list, n_forward_outputs: int,
     relevant = _needed_by(fwd_nodes, needed)
     for v in primal:
         fg.add("source", ("in", v), INF)
-        fg.add(("in", v), ("out", v), nbytes(v))
+        fg.add(("in", v), ("out", v), _cut_cost(v))
     for node in relevant:
         for o in node.outputs:
-            fg.add(("in", o), ("out", o), nbytes(o))
+            fg.add(("in", o), ("out", o), _cut_cost(o))
             if not (recompute and _recomputable(node)):
                 fg.add("source", ("in", o), INF)
             for v in node.input_values():
@@ -166,8 +174,8 @@ def partition(joint: Graph, primal: list, seeds: list, n_forward_outputs: int,
                      outputs=[mapping.get(g, g) for g in grads])
     stats = {
         "saved_values": len(saved),
-        "saved_bytes": sum(nbytes(v) for v in saved),
-        "saved_bytes_without_remat": baseline,
+        "saved_bytes": int(sum(_cut_cost(v) for v in saved)),
+        "saved_bytes_without_remat": int(baseline),
         "recomputed_ops": len(copies),
     }
     return Split(forward, backward, saved), stats
