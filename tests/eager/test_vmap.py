@@ -216,3 +216,38 @@ def test_per_sample_gradients_of_a_cnn_as_pytorchs_tutorial_writes_them():
         one = grad(compute_loss)(params, data[i], targets[i])
         for k in params:
             np.testing.assert_allclose(per_sample[k][i].numpy(), one[k].numpy(), rtol=1e-5, atol=1e-6)
+
+
+_COMPOSITES = {
+    "softmax_mm": lambda m, a, b: m.softmax(a @ b, -1),
+    "norm": lambda m, a, b: (a - a.mean(-1, keepdim=True)) / (a.std(-1, keepdim=True) + 1) * b.sum(),
+    "cat_t": lambda m, a, b: m.cat([a, b.t()], 0).sum(0),
+    "stack_max": lambda m, a, b: m.stack([a, a * 2], -1).amax(-1) + b.t().flip(0),
+    "index": lambda m, a, b: a[1:, ::2] * b[0].unsqueeze(-1)[:2],
+    "einsum": lambda m, a, b: m.einsum("ij,jk->ik", a, b).relu(),
+    "where": lambda m, a, b: m.where(a > 0, a, b.t()).cumsum(0),
+    "logsumexp": lambda m, a, b: m.logsumexp(a, 1) - b.var(0),
+}
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # (torch.func imports torch.jit)
+@pytest.mark.parametrize("name", sorted(_COMPOSITES))
+def test_randomized_in_dims_and_out_dims_agree_with_torch_func_vmap(name):
+    torch = pytest.importorskip("torch")
+    f = _COMPOSITES[name]
+    rng = np.random.default_rng(sorted(_COMPOSITES).index(name))
+    for _ in range(4):
+        size = int(rng.integers(1, 4))
+        dims, ins = [], []
+        for base in (rng.standard_normal((3, 4)), rng.standard_normal((4, 3))):
+            d = int(rng.integers(0, 3))  # 2: not mapped
+            dims.append(None if d == 2 else d)
+            ins.append(base if d == 2 else np.stack([base + 0.1 * k for k in range(size)], axis=d))
+        if dims == [None, None]:
+            dims[0], ins[0] = 0, ins[0][None]
+        out_dim = int(rng.integers(0, 2))
+        want = torch.func.vmap(lambda x, y: f(torch, x, y), in_dims=tuple(dims), out_dims=out_dim)(
+            *[torch.tensor(i) for i in ins]).numpy()
+        got = vmap(lambda x, y: f(eager, x, y), in_dims=tuple(dims), out_dims=out_dim)(*[eager.tensor(i) for i in ins])
+        assert tuple(got.shape) == want.shape, (name, dims, out_dim)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-10, atol=1e-12, err_msg=f"{name} {dims} {out_dim}")
