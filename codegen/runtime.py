@@ -97,8 +97,12 @@ def run_blocks(fn, nrows: int, row_elems: int, args: tuple) -> list:
         return [fn(0, nrows, *args)]  # one block, in the caller (already under errstate)
     rows = block_rows(nrows, row_elems)
     spans = [(lo, min(lo + rows, nrows)) for lo in range(0, max(nrows, 1), rows)]
-    workers = min(CONFIG.threads, len(spans))
-    if workers <= 1 or nrows * row_elems < CONFIG.parallel_min_elems:
+    if nrows * row_elems < CONFIG.parallel_min_elems:
+        return [fn(lo, hi, *args) for lo, hi in spans]
+    # the blocks are fixed by the shape, so fewer workers while other processes keep cores busy
+    # (eager._threads.available) change no bits
+    workers = min(_threads.available(CONFIG.threads), len(spans))
+    if workers <= 1:
         return [fn(lo, hi, *args) for lo, hi in spans]
     per = -(-len(spans) // workers)
     runs = [spans[k:k + per] for k in range(0, len(spans), per)]
