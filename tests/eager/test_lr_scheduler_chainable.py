@@ -253,3 +253,15 @@ def test_stepping_the_scheduler_first_warns_like_pytorch():
             warnings.simplefilter("error")
             s2.step()
             s2.step()
+
+
+def test_get_lr_outside_step_warns_like_pytorch():
+    for lib in (eager, torch):
+        opt = _optimizer(lib, "SGD", {})
+        s = lib.optim.lr_scheduler.ExponentialLR(opt, 0.5)
+        with pytest.warns(UserWarning, match="please use `get_last_lr\\(\\)`"):
+            s.get_lr()
+        opt.step()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            s.step()
