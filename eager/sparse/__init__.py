@@ -76,8 +76,9 @@ class SparseTensor(Tensor):
 
     @property
     def _data(self) -> Any:  # noqa: PLR0206 (shadows Tensor's buffer slot on purpose)
-        raise RuntimeError("this operation reads a dense buffer, which a sparse COO tensor (layout=torch.sparse_coo) "
-                           f"does not have; {_TO_DENSE}")
+        # AttributeError, so that code asking hasattr(t, "_data") (is it a dense array?) gets False
+        raise AttributeError("this operation reads a dense buffer, which a sparse COO tensor "
+                             f"(layout=torch.sparse_coo) does not have; {_TO_DENSE}")
 
     @staticmethod
     def _build(indices: Tensor, values: Tensor, size: tuple[int, ...], coalesced: bool) -> "SparseTensor":

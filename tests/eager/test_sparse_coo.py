@@ -197,3 +197,24 @@ def test_a_gcn_layer_written_as_pygcn_trains_like_pytorch():
     np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-5)
     np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-4, atol=1e-5)
     np.testing.assert_array_equal(out[0][2], out[1][2])
+
+
+def test_a_compiled_function_closing_over_a_sparse_matrix_matches_eager():
+    import static
+
+    s = eager.sparse_coo_tensor(IDX, eager.tensor(VALS, dtype=eager.float64), (3, 3))
+    lin = eager.nn.Linear(4, 4).double()
+
+    def step(x):
+        return eager.spmm(s, lin(x)).tanh().sum()
+
+    x = eager.tensor(np.linspace(-1, 1, 12).reshape(3, 4))
+    compiled = static.compile(step)
+    a = compiled(x)
+    a.backward()
+    grad_c = lin.weight.grad.numpy().copy()
+    lin.weight.grad = None
+    b = step(x)
+    b.backward()
+    np.testing.assert_allclose(a.item(), b.item(), rtol=1e-12)
+    np.testing.assert_allclose(grad_c, lin.weight.grad.numpy(), rtol=1e-10, atol=1e-12)
