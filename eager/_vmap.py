@@ -402,3 +402,39 @@ def per_example(x: Any, level: int, size: int) -> Any:
 def level_size(leaves: list, level: int) -> int:
     return next(leaf._size for leaf in leaves if isinstance(leaf, Batched) and leaf._level == level)
 
+
+
+# -- several vmap levels under grad ------------------------------------------------------------
+def levels_in(leaves: list) -> list:
+    """Every (level, size) batching some leaf (nested wrappers included), outermost first."""
+    found: dict = {}
+    for leaf in leaves:
+        x = leaf
+        while isinstance(x, Batched):
+            found[x._level] = x._size
+            x = x._value
+    return sorted(found.items())
+
+
+def lift_all(x: Any, levels: list) -> Any:
+    """x batched at every level of `levels` (outermost first): Batched(innermost, ...
+    Batched(outermost, raw tensor)), broadcast along the levels it lacks."""
+    if not levels:
+        return x
+    level, size = levels[-1]
+    inner = x._value if isinstance(x, Batched) and x._level == level else _broadcast(x, size)
+    return Batched(lift_all(inner, levels[:-1]), level, size)
+
+
+def raw(x: Any) -> Any:
+    """The tensor under every wrapper of a lifted value."""
+    while isinstance(x, Batched):
+        x = x._value
+    return x
+
+
+def rewrap(levels: list, tensor: Any) -> Any:
+    """`tensor` (with a leading axis per level, outermost first) wrapped again as lift_all does."""
+    for level, size in levels:
+        tensor = Batched(tensor, level, size)
+    return tensor

@@ -98,39 +98,38 @@ def grad_and_value(func: Callable, argnums: int | tuple = 0, has_aux: bool = Fal
 def _batched_grad_and_value(func: Callable, args: tuple, kwargs: dict, nums: tuple, argnums: int | tuple,
                             has_aux: bool, level: int) -> Any:
     """grad inside vmap: per-example gradients. Each differentiated input becomes a batched
-    leaf (an unbatched one broadcast along the batch first); the batched output, seeded with
-    ones, gives example b's gradient in slice b, since example b's loss reads only slice b."""
-    size = _vmap.level_size([t for a in args for t in _leaves(a)], level)
+    leaf at every vmap level present (an unbatched one broadcast along the batch first); the
+    batched output, seeded with ones, gives example b's gradient in slice b, since example
+    b's loss reads only slice b. Nested vmaps (vmap(vmap(grad(f)))) are levels of the same."""
+    levels = _vmap.levels_in([t for a in args for t in _leaves(a)])
     args_list = list(args)
     inputs = []
     for k in nums:
-        batched = []
+        lifted = []
         for t in _leaves(args[k]):
-            b = _vmap.per_example(t, level, size)
-            u = b._value
+            u = _vmap.raw(_vmap.lift_all(t, levels))
             if not isinstance(u, Tensor):
-                raise RuntimeError("grad inside vmap: nested vmap levels under grad are not supported; apply grad "
-                                   "inside the innermost vmap only")
+                raise RuntimeError(f"grad inside vmap: expected tensors to differentiate, got {type(u).__name__}")
             u = _differentiable(u, "grad")
             inputs.append(u)
-            batched.append(_vmap.Batched(u, level, size))
-        args_list[k] = _rebuild(args[k], batched)
+            lifted.append(_vmap.rewrap(levels, u))
+        args_list[k] = _rebuild(args[k], lifted)
     outer = is_grad_enabled() and any(t.requires_grad and t.grad_fn is not None for t in inputs)
     with enable_grad():
         result = func(*args_list, **kwargs)
         output, aux = result if has_aux else (result, None)
-        if not isinstance(output, _vmap.Batched) or output._level != level:
-            output = _vmap.per_example(output, level, size)
         if output.numel() != 1:
             raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor "
                                f"with shape {tuple(output.shape)}")
-        value = output._value
+        value = _vmap.raw(_vmap.lift_all(output, levels))
         found: Any = (autograd.grad(value, inputs, value.detach() * 0 + 1, create_graph=outer, allow_unused=True)
                       if value.requires_grad else [None] * len(inputs))
-    flat = [_vmap.Batched(g if g is not None else inputs[i].detach() * 0, level, size) for i, g in enumerate(found)]
+    flat = [g if g is not None else inputs[i].detach() * 0 for i, g in enumerate(found)]
     if not outer:
-        flat = [_vmap.Batched(g._value.detach(), level, size) for g in flat]
-        output = _vmap.Batched(value.detach(), level, size)
+        flat = [g.detach() for g in flat]
+        value = value.detach()
+    flat = [_vmap.rewrap(levels, g) for g in flat]
+    output = _vmap.rewrap(levels, value)
     grads = [_rebuild(args[k], flat) for k in nums]
     result_grads = grads[0] if isinstance(argnums, int) else tuple(grads)
     return (result_grads, (output, aux)) if has_aux else (result_grads, output)

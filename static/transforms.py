@@ -108,22 +108,23 @@ class _GradTransform:
 
     def _batched(self, state, args: tuple, nums: tuple, positions: list, level: int):
         """grad under vmap (static.vmap(static.grad(loss))): each differentiated input a batched
-        copy (an unbatched one broadcast along the batch), the batched output seeded with ones;
-        slice b of the gradient is example b's (its loss reads only slice b)."""
-        size = _vmap.level_size([t for a in args for t in _eager_leaves(a)], level)
+        copy at every vmap level present (an unbatched one broadcast along the batch), the
+        batched output seeded with ones; slice b of the gradient is example b's (its loss reads
+        only slice b)."""
+        levels = _vmap.levels_in([t for a in args for t in _eager_leaves(a)])
         call_args = list(args)
         wrt_values = []
         for n in positions:
             new = []
             for leaf in _eager_leaves(args[n]):
-                u = _vmap.per_example(leaf, level, size)._value
+                u = _vmap.raw(_vmap.lift_all(leaf, levels))
                 if not isinstance(u, Tracer) or not u.is_floating_point():
                     raise TypeError(f"static.{self._kind}: differentiated arguments (argnums={self.argnums!r}) must "
-                                    "be floating point tensors (under vmap: one vmap level)")
+                                    "be floating point tensors")
                 with eager.enable_grad():
                     u = u.clone()
                 wrt_values.append(u._value)
-                new.append(_vmap.Batched(u, level, size))
+                new.append(_vmap.rewrap(levels, u))
             call_args[n] = _eager_rebuild(args[n], new)
         with eager.enable_grad():
             out = self.fn(*call_args)
@@ -132,13 +133,13 @@ class _GradTransform:
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise TypeError(f"static.{self._kind}(has_aux=True): the function must return a pair (output, aux)")
             out, aux = out
-        out = _vmap.per_example(out, level, size)
         if out.numel() != 1 or not out.is_floating_point():
             raise TypeError(f"static.{self._kind}: {getattr(self.fn, '__name__', 'f')} must return a scalar floating "
                             f"point value (got {list(out.shape)})")
-        value = out._value
+        value = _vmap.raw(_vmap.lift_all(out, levels))
         grads = vjp(state, [value._value], [FULL_LIKE(value, value=1.0)], wrt_values)
-        flat = [_vmap.Batched(g, level, size) for g in grads]
+        out = _vmap.rewrap(levels, value)
+        flat = [_vmap.rewrap(levels, g) for g in grads]
         by_position = {n: _eager_rebuild(args[n], flat) for n in positions}
         grouped = [by_position[n % len(args)] for n in nums]
         g = grouped[0] if isinstance(self.argnums, int) else tuple(grouped)

@@ -251,3 +251,25 @@ def test_randomized_in_dims_and_out_dims_agree_with_torch_func_vmap(name):
         got = vmap(lambda x, y: f(eager, x, y), in_dims=tuple(dims), out_dims=out_dim)(*[eager.tensor(i) for i in ins])
         assert tuple(got.shape) == want.shape, (name, dims, out_dim)
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-10, atol=1e-12, err_msg=f"{name} {dims} {out_dim}")
+
+
+def test_grad_under_nested_vmaps_and_per_example_jacobians():
+    rng = np.random.default_rng(6)
+    xx, w = rng.standard_normal((2, 3, 4)), eager.tensor(rng.standard_normal(4))
+
+    def f(w, a):
+        return eager.sin(a * w).sum()
+
+    want = np.cos(xx * w.numpy()) * xx
+    got = vmap(vmap(grad(f), in_dims=(None, 0)), in_dims=(None, 0))(w, eager.tensor(xx))
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    got_s = static.vmap(static.vmap(static.grad(f), in_dims=(None, 0)), in_dims=(None, 0))(w, eager.tensor(xx))
+    np.testing.assert_allclose(got_s.numpy(), want, rtol=1e-12)
+    x = eager.tensor(xx[0])
+    per_jac = vmap(jacrev(lambda v: eager.sin(v) * v.sum()))(x)
+    for i in range(3):
+        np.testing.assert_allclose(per_jac[i].numpy(), jacrev(lambda v: eager.sin(v) * v.sum())(x[i]).numpy(),
+                                   rtol=1e-12)
+    per_hess = vmap(hessian(lambda v: (eager.sin(v) * v.sum()).sum()))(x)
+    np.testing.assert_allclose(per_hess[1].numpy(), hessian(lambda v: (eager.sin(v) * v.sum()).sum())(x[1]).numpy(),
+                               rtol=1e-12)
