@@ -35,7 +35,7 @@ from eager.ops.control_flow import COND, SCAN, WHILE_LOOP, parsed
 
 from . import pytree
 from .errors import TraceError
-from .ir import Graph, Value, format_type
+from .ir import Graph, Value
 from .tracer import ACTIVE, Tracer, TraceState, user_location
 
 __all__ = ["cond", "fori_loop", "scan", "switch", "while_loop"]
@@ -414,10 +414,6 @@ def _scan_traced(f: Callable, init: Any, xs: Any, x_leaves: list, x_tree: Any, n
     return carry, ys
 
 
-def _index(x: Any, t: int) -> Any:
-    return x[t]
-
-
 def _stack(items: list) -> Any:
     first = items[0]
     if isinstance(first, (Tensor, Tracer)):
@@ -429,7 +425,7 @@ def _scan_python(f: Callable, init: Any, xs: Any, x_leaves: list, x_tree: Any, n
     carry = init
     ys: list = [None] * n
     for t in (range(n - 1, -1, -1) if reverse else range(n)):
-        x = pytree.unflatten(x_tree, [_index(v, t) for v in x_leaves]) if xs is not None else None
+        x = pytree.unflatten(x_tree, [v[t] for v in x_leaves]) if xs is not None else None
         carry, ys[t] = f(carry, x)
     if n == 0:
         return carry, None
@@ -518,11 +514,10 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
             body, test, out_tree = trace(specs)
             out_specs = body.out_types
     _check_carry("while_loop body", loc, tree, specs, out_tree, out_specs)
-    if len(test.graph.outputs) != 1 or tuple(test.out_types[0].shape) != ():
+    if (len(test.graph.outputs) != 1 or tuple(test.out_types[0].shape) != ()
+            or test.out_types[0].dtype != _dtypes.bool_):  # (JAX takes only a boolean scalar)
         got = ", ".join(_type_name(t) for t in test.out_types)
         raise TypeError(f"{loc}: cond_fun must return a boolean scalar, but got output type(s) [{got}].")
-    if test.out_types[0].dtype != _dtypes.bool_:
-        test = _to_bool(test)
     # both bodies read the same consts: the union, each body's inputs reordered to it
     consts = list(dict.fromkeys(list(body.consts) + list(test.consts)))
     body_g = _with_consts(body, consts)
@@ -535,12 +530,6 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
 
 def _truth(x: Any) -> Any:
     return x.item() if hasattr(x, "item") else x
-
-
-def _to_bool(body: _Body) -> _Body:
-    """A condition yielding a number: its truth value (x != 0), as JAX accepts only bool."""
-    raise TypeError(f"{user_location()}: cond_fun must return a boolean scalar, but got output type(s) "
-                    f"[{_type_name(body.out_types[0])}].")
 
 
 def _with_consts(body: _Body, consts: list) -> Graph:
@@ -769,9 +758,6 @@ def cond_vjp_branch(text: str) -> str:
         ACTIVE.stack.pop()
     return _finish(st, list(grads))
 
-
-def describe_types(values: list) -> str:
-    return ", ".join(format_type(v.type) for v in values)
 
 
 # -- batching (vmap over a loop or a choice) -------------------------------------------------------

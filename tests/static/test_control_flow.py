@@ -429,3 +429,9 @@ def test_scan_bench_quick_runs(tmp_path, monkeypatch, capsys):
     assert scan_bench.main(["--quick", "--steps", "6", "--backends", "numpy", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "scan/unrolled step" in printed and out.exists()
+
+
+def test_while_loop_condition_must_be_a_boolean_scalar():
+    with pytest.raises(TypeError, match=r"test_control_flow.py:\d+: cond_fun must return a boolean scalar, but got "
+                                        r"output type\(s\) \[float32\[\]\]"):
+        static.compile(lambda x: cf.while_loop(lambda c: c.sum(), lambda c: c * 2, x))(eager.ones(2))
