@@ -31,6 +31,7 @@ from static.compare import format_bytes, format_seconds
 from .report import SizeResult
 
 HTML_SUFFIXES = (".html", ".htm")
+GRAPHVIZ_TIMEOUT_S = 60  # a layout slower than this is left to the reader's own Graphviz
 
 _CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1180px;
@@ -238,14 +239,21 @@ def graph_svg(dot_text: str | None, what: str) -> str:
         return f'<p class="note">no {_e(what)} to draw for this workload</p>'
     exe = find_dot()
     if exe is not None:
-        proc = subprocess.run([exe, "-Tsvg"], input=dot_text.encode("utf-8"), capture_output=True, timeout=120,
-                              check=False)
-        if proc.returncode == 0:
-            svg = proc.stdout.decode("utf-8", errors="replace")
-            svg = svg[svg.find("<svg"):] if "<svg" in svg else svg  # drop the XML prologue and DOCTYPE
-            return f'<div class="graph">{svg}</div>'
-        why = (proc.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[0]
-        note = f"Graphviz failed to draw the {what}: {why}"
+        try:
+            proc = subprocess.run([exe, "-Tsvg"], input=dot_text.encode("utf-8"), capture_output=True,
+                                  timeout=GRAPHVIZ_TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            note = (f"Graphviz took more than {GRAPHVIZ_TIMEOUT_S} s to lay out the {what} (a very large graph); "
+                    "its DOT text follows")
+        except OSError as exc:
+            note = f"Graphviz could not run to draw the {what}: {exc}"
+        else:
+            if proc.returncode == 0:
+                svg = proc.stdout.decode("utf-8", errors="replace")
+                svg = svg[svg.find("<svg"):] if "<svg" in svg else svg  # drop the XML prologue and DOCTYPE
+                return f'<div class="graph">{svg}</div>'
+            why = (proc.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[0]
+            note = f"Graphviz failed to draw the {what}: {why}"
     else:
         note = (f"Graphviz's dot is not installed, so the {what} is not drawn here (apt-get install graphviz, "
                 "brew install graphviz or conda install graphviz, then run the command again); its DOT text "
