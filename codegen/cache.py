@@ -142,8 +142,8 @@ def graphmode_version() -> str:
 
 # The packages whose code decides what the caches hold: eager (each op's abstract rule and
 # VJP), static (tracing, autodiff, the passes) and codegen (lowerings, generators, templates).
-FINGERPRINTED = ("eager", "static", "codegen")
-_SOURCE_SUFFIXES = (".py", ".j2", ".lark")
+FINGERPRINTED = ("gmnative", "eager", "static", "codegen")  # gmnative: the native layer, C++ in csrc/
+_SOURCE_SUFFIXES = (".py", ".j2", ".lark", ".cpp", ".h")
 _fingerprint_lock = threading.Lock()
 _fingerprint: str | None = None
 

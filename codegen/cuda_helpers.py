@@ -2,6 +2,6 @@
 c_helpers.py (this name stays for the modules that import it)."""
 from __future__ import annotations
 
-from .c_helpers import PREAMBLE
+from gmnative.c_helpers import PREAMBLE
 
 __all__ = ["PREAMBLE"]

@@ -15,9 +15,10 @@ import re
 
 import numpy as np
 
+from gmnative import build as native_build
 from static.ir import Graph
 
-from . import cache, loader, native_build, settings
+from . import cache, loader, settings
 from .executable import CompiledGraph, _is_cupy
 
 _OFF = ("0", "off", "no", "false")

@@ -40,10 +40,10 @@ import numpy as np
 
 from eager.ops import REGISTRY
 from eager.ops.shape_ops import is_basic_key
+from gmnative import build as native_build
+from gmnative.c_helpers import PREAMBLE, host_prelude
 from static.ir import Graph, Node, Value
 
-from . import native_build
-from .c_helpers import PREAMBLE, host_prelude
 from .c_kernel import Driver, KernelBody, closure, reduction_lowering, yielded_by
 from .lowering import ReductionLowering, lowering_for
 from .regions import Region, analyze, analyze_rows, bind_symbols

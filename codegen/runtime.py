@@ -150,7 +150,7 @@ def matmul(a, b):
     workers = CONFIG.threads
     if workers < 2 or a.ndim < 2 or b.ndim != 2 or a.size * b.shape[1] < GEMM_SPLIT_MIN or blas_threads() != 1:
         return fold_matmul(np, a, b)  # a stack by a matrix as one product, as eager's matmul
-    from . import eager_kernels  # noqa: PLC0415  (it imports this module)
+    from gmnative import kernels as eager_kernels  # noqa: PLC0415  (the native layer, loaded when first needed)
 
     out = eager_kernels.matmul(a, b)
     if out is not None:

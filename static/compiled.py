@@ -484,7 +484,8 @@ def _probe_compiler_early(backend: str) -> None:
     code: the probe (a few compiler runs, once per machine: its record is cached) then overlaps
     the first call's tracing and passes."""
     try:
-        from codegen import native, native_build  # noqa: PLC0415  (codegen fills the backend registry)
+        from codegen import native  # noqa: PLC0415  (codegen fills the backend registry)
+        from gmnative import build as native_build  # noqa: PLC0415
     except ImportError:
         return
     if backend == "native" or not native.native_disabled():

@@ -19,7 +19,7 @@ def kernels_module() -> ModuleType | None:
     if not _tried:
         _tried = True
         try:
-            import codegen.eager_kernels as found  # noqa: PLC0415
+            import gmnative.kernels as found  # noqa: PLC0415
         except ImportError:  # a partial install without codegen: NumPy code only
             return None
         _module = found

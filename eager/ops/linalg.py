@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 
+from gmnative.kernels import GEMM_SPLIT_MIN
+
 from .. import _dtypes
 from ._checks import broadcast_shapes, same_dtype
 from ._native import try_native
@@ -88,14 +90,13 @@ def _sum_batch(x):
 
 # multiply-adds from which a NumPy product may be split across the native kernels' threads:
 # below, one BLAS call costs less than handing a block to another thread even when it spins.
-# Where the workers sleep between kernels the split starts higher (codegen.eager_kernels.
-# split_min: 2**22, as waking a core costs 50-200 us)
-GEMM_SPLIT_MIN = 1 << 20
+# Where the workers sleep between kernels the split starts higher (gmnative.kernels.
+# split_min: 2**22, as waking a core costs 50-200 us). The native layer's number (imported above).
 
 
 def _matmul_forward(xp, a, b):
     """xp.matmul; a large NumPy product with a 2-d right operand runs as one BLAS call per
-    thread on blocks of rows where BLAS itself runs one thread (codegen.eager_kernels.matmul),
+    thread on blocks of rows where BLAS itself runs one thread (gmnative.kernels.matmul),
     as the compiled code's matmul does: the same bits in both modes."""
     if xp is np and getattr(b, "ndim", 0) == 2 and getattr(a, "ndim", 0) >= 2 and a.size * b.shape[1] >= GEMM_SPLIT_MIN:
         out = try_native(xp, "matmul", a, b)

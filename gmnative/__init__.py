@@ -1,0 +1,15 @@
+"""graphmode's native layer: the C++ toolchain, the shared-object cache, the call path from
+Python into a kernel, and eager's native kernels.
+
+It sits below the op records and eager, which call its kernels (eager.ops._native), and
+below codegen, whose native backend compiles generated C++ with the same toolchain and cache
+(codegen.native_gen). It imports nothing of eager, static or codegen but the base modules
+tests/test_import_contracts.py names (eager._threads, codegen.cache), and nothing at all
+until asked: importing this package loads no module.
+
+- build: the compiler probe, compile flags, the cache of shared objects, the C caller;
+- kernels: eager's kernels (layer_norm, batch norm, GELU, large tanh/exp, arg-reductions,
+  col2im, embedding's gradient, matmul's row blocks, PCG64 draws);
+- c_helpers: the `gm_` helper functions every C expression may call (host and CUDA);
+- csrc/: the C++ of all three, as real source files (package data).
+"""

@@ -1,0 +1,360 @@
+
+#include <omp.h>
+
+// elements below which a loop stays on the calling thread (thread wake-up costs more)
+#define GM_EAGER_PARALLEL_MIN 32768LL
+
+// Elementwise maps run in blocks of GM_EAGER_BLOCK elements, the last one padded: every
+// element goes through the same vector code (a scalar remainder loop would call the scalar
+// math function, whose last bit can differ from the vector one), so an element's result does
+// not depend on its position or on the array's length - what batching 0-d calls into one
+// array call rests on (codegen/batching.py).
+#define GM_EAGER_BLOCK 64
+template <typename T, typename F> static void blocked_map(const T* x, T* y, long long n, int nt, F f) {
+    const long long blocks = (n + GM_EAGER_BLOCK - 1) / GM_EAGER_BLOCK;
+    #pragma omp parallel for num_threads(nt) if(n >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long blk = 0; blk < blocks; ++blk) {
+        const long long i0 = blk * GM_EAGER_BLOCK;
+        if (i0 + GM_EAGER_BLOCK <= n) {
+            #pragma omp simd
+            for (int j = 0; j < GM_EAGER_BLOCK; ++j) y[i0 + j] = f(x[i0 + j]);
+        } else {
+            T in[GM_EAGER_BLOCK], out[GM_EAGER_BLOCK];
+            const int m = (int)(n - i0);
+            for (int j = 0; j < GM_EAGER_BLOCK; ++j) in[j] = j < m ? x[i0 + j] : (T)0;
+            #pragma omp simd
+            for (int j = 0; j < GM_EAGER_BLOCK; ++j) out[j] = f(in[j]);
+            for (int j = 0; j < m; ++j) y[i0 + j] = out[j];
+        }
+    }
+}
+
+template <typename T> static void gelu_none(const T* x, T* y, long long n, int nt) {
+    blocked_map(x, y, n, nt, [](T v) { return gm_gelu_none(v); });
+}
+
+template <typename T> static void gelu_tanh(const T* x, T* y, long long n, int nt) {
+    blocked_map(x, y, n, nt, [](T v) { return gm_gelu_tanh(v); });
+}
+
+template <typename T> static void gelu_grad(const T* x, T* y, long long n, int nt) {
+    blocked_map(x, y, n, nt, [](T v) { return gm_gelu_grad(v); });
+}
+
+// the math functions themselves, vectorized (codegen.c_helpers.MATH says through which
+// function each dtype goes); eager uses them on large arrays (LARGE)
+template <typename T> static void tanh_map(const T* x, T* y, long long n, int nt) {
+    blocked_map(x, y, n, nt, [](T v) { return (T)tanh(v); });
+}
+
+template <typename T> static void exp_map(const T* x, T* y, long long n, int nt) {
+    blocked_map(x, y, n, nt, [](T v) { return (T)exp(v); });
+}
+
+// mean and 1/sqrt(var + eps) of one row, in double: two passes over a row that is in cache
+template <typename T> static inline void row_moments(const T* x, long long n, double eps, double* mean, double* rstd) {
+    double s = 0.0;
+    #pragma omp simd reduction(+:s)
+    for (long long j = 0; j < n; ++j) s += (double)x[j];
+    const double m = s / (double)n;
+    double v = 0.0;
+    #pragma omp simd reduction(+:v)
+    for (long long j = 0; j < n; ++j) { const double d = (double)x[j] - m; v += d * d; }
+    *mean = m;
+    *rstd = 1.0 / sqrt(v / (double)n + eps);
+}
+
+// rows of n elements: y = (x - mean) * rstd * w + b
+template <typename T> static void layer_norm(const T* x, const T* w, const T* b, T* y, long long groups,
+                                             long long n, double eps, int nt) {
+    #pragma omp parallel for num_threads(nt) if(groups * n >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long r = 0; r < groups; ++r) {
+        const T* xr = x + r * n;
+        T* yr = y + r * n;
+        double mean, rstd;
+        row_moments(xr, n, eps, &mean, &rstd);
+        const T m = (T)mean, s = (T)rstd;
+        #pragma omp simd
+        for (long long j = 0; j < n; ++j) yr[j] = ((xr[j] - m) * s) * w[j] + b[j];
+    }
+}
+
+// With s = x - mean and xhat = s * rstd per row:
+//   gx = rstd * (g w - sum(g w) / n) - s * rstd^3 / n * sum(g w s)
+//   gw = sum over rows of g * xhat,  gb = sum over rows of g
+// gw and gb accumulate per thread in `part` (2 * n doubles per thread), added in thread order.
+template <typename T> static void layer_norm_backward(const T* g, const T* x, const T* w, T* gx, T* gw, T* gb,
+                                                      double* part, long long groups, long long n, double eps,
+                                                      int nt) {
+    int used = 1;
+    #pragma omp parallel num_threads(nt) if(groups * n >= GM_EAGER_PARALLEL_MIN)
+    {
+        const int t = omp_get_thread_num(), nth = omp_get_num_threads();
+        if (t == 0) used = nth;
+        double* pw = part + (long long)t * 2 * n;
+        double* pb = pw + n;
+        for (long long j = 0; j < n; ++j) { pw[j] = 0.0; pb[j] = 0.0; }
+        const long long lo = groups * t / nth, hi = groups * (t + 1) / nth;
+        for (long long r = lo; r < hi; ++r) {
+            const T* gr = g + r * n;
+            const T* xr = x + r * n;
+            T* out = gx + r * n;
+            double mean, rstd;
+            row_moments(xr, n, eps, &mean, &rstd);
+            double sum_gw = 0.0, sum_gws = 0.0;
+            #pragma omp simd reduction(+:sum_gw, sum_gws)
+            for (long long j = 0; j < n; ++j) {
+                const double gwj = (double)gr[j] * (double)w[j];
+                sum_gw += gwj;
+                sum_gws += gwj * ((double)xr[j] - mean);
+            }
+            // in double: g w - mean(g w) and x - mean cancel exactly where they should (one
+            // element per row gives a zero gradient, not rstd times a rounding error)
+            const double mean_gw = sum_gw / (double)n;
+            const double c = rstd * rstd * rstd * sum_gws / (double)n;
+            #pragma omp simd
+            for (long long j = 0; j < n; ++j) {
+                const double gj = (double)gr[j], s = (double)xr[j] - mean;
+                out[j] = (T)(rstd * (gj * (double)w[j] - mean_gw) - s * c);
+                pw[j] += gj * (s * rstd);
+                pb[j] += gj;
+            }
+        }
+    }
+    for (long long j = 0; j < n; ++j) {
+        double sw = 0.0, sb = 0.0;
+        for (int t = 0; t < used; ++t) { sw += part[(long long)t * 2 * n + j]; sb += part[(long long)t * 2 * n + n + j]; }
+        gw[j] = (T)sw;
+        gb[j] = (T)sb;
+    }
+}
+
+// Batch norm's layout: x is (N, C, S) - batch, channels, the spatial dims flattened - and
+// each channel's statistics run over N and S. The S elements of one (batch, channel) pair are
+// contiguous; N and C have any strides (sn, sc, in elements): a convolution's output is
+// channels-major (C, N, S) in memory, and the kernels read it in place. Work is dealt out by
+// channel (a channel's N runs of S elements are read twice, the second time from cache).
+struct gm_nc { long long N, C, S, sn, sc; };
+
+template <typename T> static inline void channel_stats(const T* x, gm_nc d, long long c, double* mean, double* m2) {
+    double s = 0.0;
+    for (long long b = 0; b < d.N; ++b) {
+        const T* xr = x + b * d.sn + c * d.sc;
+        #pragma omp simd reduction(+:s)
+        for (long long j = 0; j < d.S; ++j) s += (double)xr[j];
+    }
+    const double m = s / (double)(d.N * d.S);
+    double v = 0.0;
+    for (long long b = 0; b < d.N; ++b) {
+        const T* xr = x + b * d.sn + c * d.sc;
+        #pragma omp simd reduction(+:v)
+        for (long long j = 0; j < d.S; ++j) { const double e = (double)xr[j] - m; v += e * e; }
+    }
+    *mean = m;
+    *m2 = v;
+}
+
+#define GM_CHANNELS_PARALLEL num_threads(nt) if(d.N * d.C * d.S >= GM_EAGER_PARALLEL_MIN) schedule(static)
+
+// per channel: mean and the sum of squared deviations (var = m2 / (count - correction))
+template <typename T> static void channel_moments(const T* x, double* mean, double* m2, gm_nc d, int nt) {
+    #pragma omp parallel for GM_CHANNELS_PARALLEL
+    for (long long c = 0; c < d.C; ++c) channel_stats(x, d, c, mean + c, m2 + c);
+}
+
+// (x - mean) / sqrt(biased var + eps) per channel; y has its own N and C strides (yd)
+template <typename T> static void channel_normalize(const T* x, T* y, gm_nc d, gm_nc yd, double eps, int nt) {
+    #pragma omp parallel for GM_CHANNELS_PARALLEL
+    for (long long c = 0; c < d.C; ++c) {
+        double mean, m2;
+        channel_stats(x, d, c, &mean, &m2);
+        const T m = (T)mean, r = (T)(1.0 / sqrt(m2 / (double)(d.N * d.S) + eps));
+        for (long long b = 0; b < d.N; ++b) {
+            const T* xr = x + b * d.sn + c * d.sc;
+            T* yr = y + b * yd.sn + c * yd.sc;
+            #pragma omp simd
+            for (long long j = 0; j < d.S; ++j) yr[j] = (xr[j] - m) * r;
+        }
+    }
+}
+
+// rstd * (g - mean(g) - xhat * mean(g * xhat)) per channel, with xhat = (x - mean) * rstd;
+// g and the result have their own N and C strides (gd, od)
+template <typename T> static void channel_normalize_backward(const T* g, const T* x, T* gx, gm_nc d, gm_nc gd,
+                                                             gm_nc od, double eps, int nt) {
+    #pragma omp parallel for GM_CHANNELS_PARALLEL
+    for (long long c = 0; c < d.C; ++c) {
+        double mean, m2;
+        channel_stats(x, d, c, &mean, &m2);
+        const double count = (double)(d.N * d.S), rstd = 1.0 / sqrt(m2 / count + eps);
+        double sg = 0.0, sgs = 0.0;
+        for (long long b = 0; b < d.N; ++b) {
+            const T* gr = g + b * gd.sn + c * gd.sc;
+            const T* xr = x + b * d.sn + c * d.sc;
+            #pragma omp simd reduction(+:sg, sgs)
+            for (long long j = 0; j < d.S; ++j) { sg += (double)gr[j]; sgs += (double)gr[j] * ((double)xr[j] - mean); }
+        }
+        const double mean_g = sg / count, k = rstd * rstd * sgs / count;  // mean(g * xhat) * rstd
+        for (long long b = 0; b < d.N; ++b) {
+            const T* gr = g + b * gd.sn + c * gd.sc;
+            const T* xr = x + b * d.sn + c * d.sc;
+            T* out = gx + b * od.sn + c * od.sc;
+            #pragma omp simd
+            for (long long j = 0; j < d.S; ++j)
+                out[j] = (T)(rstd * (((double)gr[j] - mean_g) - ((double)xr[j] - mean) * k));
+        }
+    }
+}
+
+// argmax / argmin along the middle axis of x viewed as (outer, K, inner): the first index of
+// the extreme value, a NaN counting as the extreme (NumPy's and PyTorch's rule). The inner
+// axis is the vector loop, so a pooling window's K candidates are compared lane by lane.
+template <typename T, bool MAX> static void arg_extreme(const T* x, long long* out, long long outer, long long K,
+                                                        long long inner, int nt) {
+    #pragma omp parallel for num_threads(nt) if(outer * K * inner >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long o = 0; o < outer; ++o) {
+        const T* xo = x + o * K * inner;
+        long long* io = out + o * inner;
+        for (long long i0 = 0; i0 < inner; i0 += GM_EAGER_BLOCK) {
+            const int m = (int)(inner - i0 < GM_EAGER_BLOCK ? inner - i0 : GM_EAGER_BLOCK);
+            T best[GM_EAGER_BLOCK];
+            long long at[GM_EAGER_BLOCK];
+            for (int j = 0; j < m; ++j) { best[j] = xo[i0 + j]; at[j] = 0; }
+            for (long long k = 1; k < K; ++k) {
+                const T* xk = xo + k * inner + i0;
+                #pragma omp simd
+                for (int j = 0; j < m; ++j) {
+                    const T v = xk[j], b = best[j];
+                    const bool take = (MAX ? v > b : v < b) || (v != v && b == b);
+                    best[j] = take ? v : b;
+                    at[j] = take ? k : at[j];
+                }
+            }
+            for (int j = 0; j < m; ++j) io[i0 + j] = at[j];
+        }
+    }
+}
+
+// x's values at index along the middle axis of (outer, K, inner): out[o, i] = x[o, index[o, i], i]
+// (the value half of max/min with dim, after arg_extreme); an index outside [0, K) gives NaN
+// rather than a read out of bounds (the op's callers never make one)
+template <typename T> static void take_middle(const T* x, const long long* index, T* out, long long outer,
+                                              long long K, long long inner, int nt) {
+    #pragma omp parallel for num_threads(nt) if(outer * inner >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long o = 0; o < outer; ++o) {
+        const T* xo = x + o * K * inner;
+        const long long* io = index + o * inner;
+        T* oo = out + o * inner;
+        for (long long i = 0; i < inner; ++i) {
+            const long long k = io[i];
+            oo[i] = (k >= 0 && k < K) ? xo[k * inner + i] : gm_nan<T>();
+        }
+    }
+}
+
+// embedding's gradient: the rows g[i] added into out[idx[i]] in row order, from zero (the
+// bits of NumPy's add.at, which the op's NumPy code calls for a few rows an index; for many it
+// sums sorted runs with reduceat, equal to rounding); rows no index points at stay zero.
+// Columns are shared among the threads, so each element still adds its rows in order.
+// d = [rows, width, num_weights]; every index is in [0, num_weights).
+template <typename T> static void embedding_backward(const T* g, const long long* idx, T* out, const long long* d,
+                                                     int nt) {
+    const long long rows = d[0], width = d[1], nw = d[2];
+    #pragma omp parallel num_threads(nt) if(rows * width >= GM_EAGER_PARALLEL_MIN)
+    {
+        const long long t = omp_get_thread_num(), nth = omp_get_num_threads();
+        const long long lo = width * t / nth, hi = width * (t + 1) / nth;
+        for (long long r = 0; r < nw; ++r)
+            for (long long j = lo; j < hi; ++j) out[r * width + j] = (T)0;
+        for (long long i = 0; i < rows; ++i) {
+            T* o = out + idx[i] * width;
+            const T* gi = g + i * width;
+            #pragma omp simd
+            for (long long j = lo; j < hi; ++j) o[j] = o[j] + gi[j];
+        }
+    }
+}
+
+// col2im of a 2-d convolution's or pooling's windows: cols is (C, KH, KW, N, OH, OW), the
+// result (N, C, H, W); every window element is added into a padded plane of one (c, n) pair
+// in the order of the kernel offsets (kh, then kw), as the NumPy code adds them, so the sums
+// are the same bits. d = [C, KH, KW, N, OH, OW, H, W, stride h, w, pad top, left, dilation h, w].
+template <typename T> static void fold2d(const T* cols, T* out, const long long* d, int nt) {
+    const long long C = d[0], KH = d[1], KW = d[2], N = d[3], OH = d[4], OW = d[5], H = d[6], W = d[7];
+    const long long sh = d[8], sw = d[9], ph = d[10], pw = d[11], dh = d[12], dw = d[13];
+    const long long PH = (OH - 1) * sh + (KH - 1) * dh + 1, PW = (OW - 1) * sw + (KW - 1) * dw + 1;
+    const long long planes = C * N, window = OH * OW;
+    #pragma omp parallel num_threads(nt) if(C * KH * KW * N * window >= GM_EAGER_PARALLEL_MIN)
+    {
+        T* plane = new T[PH * PW];
+        #pragma omp for schedule(static)
+        for (long long p = 0; p < planes; ++p) {
+            const long long c = p / N, n = p % N;
+            for (long long j = 0; j < PH * PW; ++j) plane[j] = (T)0;
+            for (long long kh = 0; kh < KH; ++kh)
+                for (long long kw = 0; kw < KW; ++kw) {
+                    const T* src = cols + (((c * KH + kh) * KW + kw) * N + n) * window;
+                    for (long long oh = 0; oh < OH; ++oh) {
+                        T* row = plane + (oh * sh + kh * dh) * PW + kw * dw;
+                        const T* s = src + oh * OW;
+                        #pragma omp simd
+                        for (long long ow = 0; ow < OW; ++ow) row[ow * sw] += s[ow];
+                    }
+                }
+            T* o = out + (n * C + c) * H * W;
+            for (long long h = 0; h < H; ++h)
+                for (long long w = 0; w < W; ++w) {
+                    const long long y = h + ph, x = w + pw;
+                    o[h * W + w] = (y < PH && x < PW) ? plane[y * PW + x] : (T)0;
+                }
+        }
+        delete[] plane;
+    }
+}
+
+// the entry points: void k(void* const* args, int threads); dims are an int64 array, eps a
+// float64 array of one element
+#define GM_EAGER_UNARY(name, T, suffix) \
+    extern "C" void gm_eager_##name##_##suffix(void* const* a, int nt) { \
+        name<T>((const T*)a[0], (T*)a[1], ((const long long*)a[2])[0], nt); }
+#define GM_EAGER_ALL(T, suffix) \
+    extern "C" void gm_eager_take_middle_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[3]; \
+        take_middle<T>((const T*)a[0], (const long long*)a[1], (T*)a[2], d[0], d[1], d[2], nt); } \
+    extern "C" void gm_eager_embedding_backward_##suffix(void* const* a, int nt) { \
+        embedding_backward<T>((const T*)a[0], (const long long*)a[1], (T*)a[2], (const long long*)a[3], nt); } \
+    extern "C" void gm_eager_fold2d_##suffix(void* const* a, int nt) { \
+        fold2d<T>((const T*)a[0], (T*)a[1], (const long long*)a[2], nt); } \
+    extern "C" void gm_eager_argmax_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[2]; \
+        arg_extreme<T, true>((const T*)a[0], (long long*)a[1], d[0], d[1], d[2], nt); } \
+    extern "C" void gm_eager_argmin_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[2]; \
+        arg_extreme<T, false>((const T*)a[0], (long long*)a[1], d[0], d[1], d[2], nt); } \
+    GM_EAGER_UNARY(gelu_none, T, suffix) \
+    GM_EAGER_UNARY(gelu_tanh, T, suffix) \
+    GM_EAGER_UNARY(gelu_grad, T, suffix) \
+    GM_EAGER_UNARY(tanh_map, T, suffix) \
+    GM_EAGER_UNARY(exp_map, T, suffix) \
+    extern "C" void gm_eager_layer_norm_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[4]; \
+        layer_norm<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], d[0], d[1], \
+                      ((const double*)a[5])[0], nt); } \
+    extern "C" void gm_eager_layer_norm_backward_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[7]; \
+        layer_norm_backward<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], (T*)a[4], (T*)a[5], \
+                               (double*)a[6], d[0], d[1], ((const double*)a[8])[0], nt); }
+// channel kernels: dims = [N, C, S, x's sn, x's sc, g's sn, g's sc, out's sn, out's sc] (elements)
+#define GM_EAGER_CHANNELS(T, suffix) \
+    extern "C" void gm_eager_channel_moments_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[3]; \
+        channel_moments<T>((const T*)a[0], (double*)a[1], (double*)a[2], gm_nc{d[0], d[1], d[2], d[3], d[4]}, nt); } \
+    extern "C" void gm_eager_channel_normalize_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[2]; \
+        channel_normalize<T>((const T*)a[0], (T*)a[1], gm_nc{d[0], d[1], d[2], d[3], d[4]}, \
+                             gm_nc{d[0], d[1], d[2], d[7], d[8]}, ((const double*)a[3])[0], nt); } \
+    extern "C" void gm_eager_channel_normalize_backward_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[3]; \
+        channel_normalize_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], gm_nc{d[0], d[1], d[2], d[3], d[4]}, \
+                                      gm_nc{d[0], d[1], d[2], d[5], d[6]}, gm_nc{d[0], d[1], d[2], d[7], d[8]}, \
+                                      ((const double*)a[4])[0], nt); }
