@@ -12,7 +12,6 @@ Every write goes through `group["lr"]` (and `group["momentum"]` / `group["betas"
 momentum-cycling schedules): a compiled training step reads those at each call."""
 from __future__ import annotations
 
-import functools
 import math
 import types
 import warnings
@@ -59,25 +58,34 @@ def _set_group_value(group: dict, key: str, value: Any) -> None:
         group[key] = value
 
 
+class _TrackedStep:
+    """The optimizer's step, noting that it ran (`optimizer._opt_called`): a scheduler's
+    first step warns when the optimizer has not stepped yet, as PyTorch's. An object rather
+    than a closure, so that an optimizer holding it still pickles and deep-copies (a copy
+    gets a tracker of its own)."""
+
+    _wrapped_by_lr_sched = True
+
+    def __init__(self, optimizer: Optimizer) -> None:
+        self._ref = weakref.ref(optimizer)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        opt = self._ref()
+        if opt is None:
+            raise RuntimeError("the optimizer of this step() no longer exists")
+        opt._opt_called = True  # type: ignore[attr-defined]
+        return type(opt).step(opt, *args, **kwargs)
+
+    def __reduce__(self) -> tuple:
+        return (_TrackedStep, (self._ref(),))
+
+
 def _track_optimizer_steps(optimizer: Optimizer) -> None:
-    """Wrap the optimizer's step (once, on the instance, as PyTorch does) so that it notes
-    it ran: a scheduler's first step warns when the optimizer has not stepped yet."""
+    """Wrap the optimizer's step (once, on the instance, as PyTorch does)."""
     step = optimizer.step
-    if getattr(step, "_wrapped_by_lr_sched", False):
-        return
-    func = getattr(step, "__func__", None)
-    if func is None:  # not a bound method (replaced by the user): nothing to wrap
-        return
-    opt_ref = weakref.ref(optimizer)
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        opt = opt_ref()
-        opt._opt_called = True  # type: ignore[union-attr]
-        return func.__get__(opt, opt.__class__)(*args, **kwargs)
-
-    wrapper._wrapped_by_lr_sched = True  # type: ignore[attr-defined]
-    optimizer.step = wrapper  # type: ignore[method-assign]
+    if getattr(step, "_wrapped_by_lr_sched", False) or getattr(step, "__func__", None) is None:
+        return  # already tracked, or replaced by the user with something that is not a method
+    optimizer.step = _TrackedStep(optimizer)  # type: ignore[method-assign]
 
 
 def _warn_get_lr_called_within_step(scheduler: LRScheduler) -> None:

@@ -265,3 +265,18 @@ def test_get_lr_outside_step_warns_like_pytorch():
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             s.step()
+
+
+def test_an_optimizer_with_a_scheduler_still_pickles_and_copies():
+    import copy
+    import pickle
+
+    opt = _optimizer(eager, "SGD", dict(momentum=0.9))
+    sched = eager.optim.lr_scheduler.StepLR(opt, 2)
+    for o in (copy.deepcopy(opt), pickle.loads(pickle.dumps(opt))):
+        o.step()
+        assert o._opt_called and not getattr(opt, "_opt_called", False)
+    s2 = pickle.loads(pickle.dumps(sched))
+    s2.optimizer.step()
+    s2.step()
+    assert s2.last_epoch == 1
