@@ -15,13 +15,14 @@ Most rules come from the op's facts (`derive`):
   shifted past the batch axis (None, "all dimensions", becomes the logical ones).
 Hand-written (`HAND`): the shape ops (reshape, expand, permute, transpose, squeeze,
 unsqueeze, flip, cat, stack, split), matmul and einsum, indexing (index, with batched index
-tensors too, gather, index_select, take_along, diagonal), unfold and fold (convolutions,
-poolings: the batch merged into their N dimension), and the ops that already treat leading
-dimensions as a batch (tril, triu, det, inv, layer_norm). Without a rule: the scatter
-family, layer_norm_backward, index_put and the gradients of indexing, embedding, solve,
-the control-flow ops (scan, while_loop, cond), to_device, fill; vmap over them raises
-naming the op. (`merged_rule`, the batch merged into an op's leading dimension, is kept for
-ops over (N, ...) inputs; no op uses it yet.)"""
+tensors too, gather, index_select, take_along, diagonal, embedding), unfold and fold
+(convolutions, poolings: the batch merged into their N dimension), and the ops that already
+treat leading dimensions as a batch (tril, triu, det, inv, layer_norm); scan and cond declare
+theirs (eager/ops/control_flow.py). Without a rule: the scatter family,
+layer_norm_backward, index_put and the gradients of indexing, solve, embedding with a
+batched weight, while_loop, to_device, fill; vmap over them raises naming the op.
+(`merged_rule`, the batch merged into an op's leading dimension, is kept for ops over
+(N, ...) inputs; no op uses it yet.)"""
 from __future__ import annotations
 
 import string
@@ -314,6 +315,13 @@ def _take_along(args: list, batched: list, attrs: dict, size: int) -> Any:
     return REGISTRY["take_along"](x, index, **{**attrs, "dim": _dim(attrs["dim"], rank)})
 
 
+def _embedding(args: list, batched: list, attrs: dict, size: int) -> Any:
+    """Rows of an unbatched weight picked by batched indices: the batch is one more index axis."""
+    if batched[0]:
+        return NotImplemented
+    return REGISTRY["embedding"](*args, **attrs)
+
+
 def _along(name: str) -> BatchRule:
     def rule(args: list, batched: list, attrs: dict, size: int) -> Any:
         rank = max(_lrank(a, b) for a, b in zip(args[:2], batched[:2]))
@@ -342,7 +350,7 @@ HAND: dict[str, Callable[[OpDef], BatchRule | None]] = {
     "transpose": lambda op: _transpose, "squeeze": lambda op: _squeeze, "unsqueeze": lambda op: _unsqueeze,
     "flip": lambda op: _flip, "cat": lambda op: _cat, "stack": lambda op: _stack, "split": lambda op: _split,
     "matmul": lambda op: _matmul, "einsum": lambda op: _einsum, "index": lambda op: _index,
-    "gather": lambda op: _along("gather"), "take_along": lambda op: _take_along,
+    "gather": lambda op: _along("gather"), "take_along": lambda op: _take_along, "embedding": lambda op: _embedding,
     "index_select": lambda op: _index_select, "diagonal": lambda op: _diagonal,
     "tril": leading_rule, "triu": leading_rule, "det": leading_rule, "inv": leading_rule,
     "layer_norm": leading_rule, "unfold": lambda op: _unfold, "fold": lambda op: _fold,

@@ -22,9 +22,11 @@ def _batched_cases(name):
     rng = np.random.default_rng(1)
     for arrays, attrs in REGISTRY[name].samples(np.random.default_rng(0)):
         floats = [i for i, a in enumerate(arrays) if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
-        if not floats:  # integer or boolean operands: the examples are the sample rolled
-            floats = [i for i, a in enumerate(arrays) if isinstance(a, np.ndarray) and a.ndim]
-        for chosen in [[i] for i in floats] + ([floats] if len(floats) > 1 else []):
+        others = [i for i, a in enumerate(arrays) if isinstance(a, np.ndarray) and a.dtype.kind != "f" and a.ndim]
+        if not floats:  # integer or boolean operands only: the examples are the sample rolled
+            floats, others = others, []
+        # each operand batched alone (integer indices too: rolled), then every float operand
+        for chosen in [[i] for i in floats + others] + ([floats] if len(floats) > 1 else []):
             ops = list(arrays)
             for i in chosen:
                 a = arrays[i]
