@@ -1,0 +1,237 @@
+"""The import contracts: each layer imports only the layers below it.
+
+Layers, lowest first (docs/architecture.md, "Layers"):
+
+    base      dtypes, floating-point state, threads, the disk cache (modules in BASE)
+    native    gmnative: C++ toolchain, shared-object cache, C caller, eager's kernels
+    ops       eager.ops: the op records
+    eager     the rest of eager: tensors, autograd, nn, optim, ...
+    ir        static.ir (and static.errors, the exceptions it raises)
+    static    the rest of static: tracing, autodiff, passes, compile
+    codegen   code generators, loader, runtime
+    tools     graphmode: the command line, reports, peers, drawings
+
+Every import is checked, module-level or inside a function (a lazy import is still an
+edge: it only moves the moment the upper layer loads), plus `importlib.import_module`
+calls and `"module:attribute"` backend targets spelled as string literals. An edge to a
+higher layer fails unless ALLOWED lists it with its reason. The list is the debt still owed:
+shrink it, never grow it without a reason a reviewer accepts.
+
+A second group of tests runs fresh interpreters: `import static.ir` must load no nn or
+optim module, `import gmnative` nothing at all, and `import codegen` nothing of static but
+the IR.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("gmnative", "eager", "static", "codegen", "graphmode")
+ORDER = ("base", "native", "ops", "eager", "ir", "static", "codegen", "tools")
+
+# Modules of the base layer that still live inside a higher package (importing them runs
+# that package's __init__, which is why gmnative's uses of them are lazy or cheap). They
+# import nothing of graphmode but each other.
+BASE = ("eager._dtypes", "eager._fpstate", "eager._threads", "codegen.cache", "codegen.settings")
+
+# (importer prefix, imported prefix): upward edges that remain, each with its reason.
+ALLOWED: dict[tuple[str, str], str] = {
+    # eager -> static: PyTorch's own API reaches the compiler. All imports are inside functions,
+    # run when the user calls them, so `import eager` loads nothing of static.
+    ("eager._compile", "static"): "eager.compile is torch.compile's front door onto static.compile",
+    ("eager._dynamo", "static"): "torch._dynamo's reset/explain/mark_dynamic act on static's caches and symbols",
+    ("eager._higher_order_ops", "static.control_flow"): "torch.cond/while_loop/scan record one node inside a trace",
+    ("eager.nn._hooks", "static.tracer"): "module hooks ask whether a trace is running",
+    # eager -> codegen: the thread knob lives with the compiled code that reads it most
+    ("eager._settings", "codegen.runtime"): "set_num_threads/get_num_threads set codegen.runtime.CONFIG.threads",
+    # ops -> eager and above: records whose forward is itself a program
+    ("eager.ops._batching", "eager._factories"): "a batch rule of a random op draws through eager's factories",
+    ("eager.ops.control_flow", "eager._vmap"): "scan/cond batch rules run the body under vmap",
+    ("eager.ops.control_flow", "static"): "scan/while/cond bodies are IR text, compiled at their first run",
+    # static -> codegen: backends are registered as "module:attribute" strings and imported the
+    # first time a graph asks (static.executable), so `import static` loads no generator
+    ("static.executable", "codegen"): "the backend registry's lazy targets and auto's choice",
+    ("static.compiled", "codegen.native"): "the native toolchain probe starts on a helper thread at compile",
+    ("static.compare", "codegen"): "static.compare times the generated code and names auto's backend",
+    ("static.dynamic_shapes", "codegen"): "the checking build compares generated sources of two sizes",
+    # ir -> static: a symbolic dimension's type lives with the rest of dynamic shapes
+    ("static.ir.parser", "static.dynamic_shapes"): "parsing a symbolic dim makes a SymInt (a leaf module)",
+    # base modules that still live in higher packages
+    ("codegen.cache", "eager"): "the cache's version stamp is eager.__version__ (the package version)",
+}
+
+
+def layer(module: str) -> str:
+    """The layer of a module of the tree (by its dotted name)."""
+    if module in BASE or any(module.startswith(b + ".") for b in BASE):
+        return "base"
+    top = module.split(".")[0]
+    if top == "gmnative":
+        return "native"
+    if top == "eager":
+        return "ops" if module == "eager.ops" or module.startswith("eager.ops.") else "eager"
+    if top == "static":
+        return "ir" if module.startswith(("static.ir", "static.errors")) else "static"
+    if top == "codegen":
+        return "codegen"
+    return "tools"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_module(name: str) -> bool:
+    base = ROOT.joinpath(*name.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _resolve(importer: str, is_package: bool, level: int, module: str | None) -> str:
+    if level == 0:
+        return module or ""
+    parts = importer.split(".")
+    base = parts if is_package else parts[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
+def imports_of(path: Path) -> list[tuple[str, int]]:
+    """(imported module, line) for every import in the file: statements at any depth,
+    importlib.import_module("...") and "module:attribute" string targets."""
+    importer = _module_name(path)
+    is_package = path.name == "__init__.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(importer, is_package, node.level, node.module)
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                found.append((sub if _is_module(sub) else target, node.lineno))
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            text = node.args[0].value
+            if name == "import_module":
+                found.append((text, node.lineno))
+            elif name == "register_backend" and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+                found.append((str(node.args[1].value).split(":")[0], node.lineno))
+    return [(m, line) for m, line in found if m.split(".")[0] in PACKAGES]
+
+
+def _allowed(importer: str, imported: str) -> bool:
+    def under(name: str, prefix: str) -> bool:
+        return name == prefix or name.startswith(prefix + ".")
+
+    return any(under(importer, a) and under(imported, b) for a, b in ALLOWED)
+
+
+def upward_edges() -> list[str]:
+    bad = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            importer = _module_name(path)
+            mine = ORDER.index(layer(importer))
+            for imported, line in imports_of(path):
+                if ORDER.index(layer(imported)) > mine and not _allowed(importer, imported):
+                    bad.append(f"{path.relative_to(ROOT)}:{line}: {importer} ({layer(importer)}) imports "
+                               f"{imported} ({layer(imported)})")
+    return bad
+
+
+def test_no_layer_imports_a_higher_one_outside_the_allow_list():
+    bad = upward_edges()
+    assert not bad, "upward imports (move the code down, or list the edge in ALLOWED with its reason):\n" + \
+        "\n".join(bad)
+
+
+def test_every_allowed_edge_is_still_used():
+    """An entry nothing needs any more is removed, so the list stays the true debt."""
+    used = set()
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            importer = _module_name(path)
+            for imported, _ in imports_of(path):
+                if ORDER.index(layer(imported)) > ORDER.index(layer(importer)):
+                    used |= {key for key in ALLOWED
+                             if (importer == key[0] or importer.startswith(key[0] + "."))
+                             and (imported == key[1] or imported.startswith(key[1] + "."))}
+    assert set(ALLOWED) - used == set(), sorted(set(ALLOWED) - used)
+
+
+def test_the_scanner_sees_lazy_imports_and_string_targets(tmp_path):
+    """The checker itself: an import inside a function and an import_module string count."""
+    source = textwrap.dedent("""
+        import importlib
+        def f():
+            from static import api
+            importlib.import_module("codegen.native")
+    """)
+    path = ROOT / "gmnative" / "_contract_probe.py"
+    try:
+        path.write_text(source)
+        found = {m for m, _ in imports_of(path)}
+    finally:
+        path.unlink()
+    assert {"static.api", "codegen.native"} <= found, found
+    assert layer("gmnative.build") == "native" and layer("eager.ops.elementwise") == "ops"
+    assert layer("eager._dtypes") == "base" and layer("static.ir.core") == "ir" and layer("graphmode.cli") == "tools"
+
+
+# -- fresh interpreters ------------------------------------------------------------------------------
+def _loaded_after(statement: str) -> list[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("GRAPHMODE_LOGS", None)
+    code = textwrap.dedent(f"""
+        import json, sys
+        {statement}
+        print(json.dumps(sorted(sys.modules)))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=str(ROOT),
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_import_static_ir_loads_no_nn_or_optim_module():
+    loaded = _loaded_after("import static.ir")
+    heavy = [m for m in loaded if m.split(".")[:2] in (["eager", "nn"], ["eager", "optim"], ["eager", "utils"],
+                                                        ["eager", "distributions"], ["eager", "viz"])]
+    assert not heavy, heavy
+    assert not [m for m in loaded if m.split(".")[0] in ("codegen", "graphmode")], loaded
+    assert all(m == "static" or m.startswith(("static.ir", "static.errors")) for m in loaded
+               if m.split(".")[0] == "static"), loaded
+
+
+def test_import_gmnative_loads_nothing():
+    loaded = _loaded_after("import gmnative")
+    assert [m for m in loaded if m.split(".")[0] in PACKAGES] == ["gmnative"], loaded
+
+
+@pytest.mark.parametrize("statement", ["import eager.nn", "from eager import nn, optim",
+                                       "import eager; eager.nn.Linear; eager.optim.SGD; eager.utils.data"])
+def test_lazy_subpackages_still_import_every_way(statement):
+    loaded = _loaded_after(statement)
+    assert "eager.nn" in loaded, loaded
+
+
+def test_lazy_subpackages_are_listed_and_unknown_names_raise():
+    import eager
+
+    assert {"nn", "optim", "utils", "viz", "distributions"} <= set(dir(eager))
+    with pytest.raises(AttributeError, match="no_such_name"):
+        eager.no_such_name  # noqa: B018
