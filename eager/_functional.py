@@ -1321,7 +1321,15 @@ def masked_fill(input, mask, value):
     else:
         value = float(value)
     name = "MaskedFillBackward0"
-    return _renamed(E.WHERE(mask, value, input), name)
+    out = E.WHERE(mask, value, input)
+    data = getattr(out, "_data", None)
+    if data is not None and not data.flags.c_contiguous:
+        # PyTorch fills a row-major clone (so masked_fill(...).view(...) works on any input):
+        # the result is a new buffer no one else holds yet, laid out again here
+        from ._device import xp_of_array  # noqa: PLC0415
+
+        out._data = xp_of_array(data).ascontiguousarray(data)
+    return _renamed(out, name)
 
 
 # -- reorderings and repeats -------------------------------------------------------------------

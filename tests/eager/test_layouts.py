@@ -218,6 +218,7 @@ COPIES = {
     "index_two_tensors": lambda T, y: y[T.tensor([0, 1]), ..., T.tensor([1, 0])],
     "masked": lambda T, y: y[y > 0],
     "where": lambda T, y: T.where(y > 0, y, 0.0),
+    "masked_fill": lambda T, y: y.masked_fill(y > 0, 0.0),
 }
 
 
