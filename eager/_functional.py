@@ -622,6 +622,18 @@ def t(input):
     return _renamed(S.TRANSPOSE(input, dim0=0, dim1=1), "TBackward0")
 
 
+def _row_major(out):
+    """`out`, a result just made (a new buffer no one else holds), laid out row-major: for
+    composites whose PyTorch kernel writes a contiguous result whatever its input's layout
+    (masked_fill, log_sigmoid), where the ops composing it here keep the input's order."""
+    data = getattr(out, "_data", None)
+    if data is not None and not data.flags.c_contiguous:
+        from ._device import xp_of_array  # noqa: PLC0415
+
+        out._data = xp_of_array(data).ascontiguousarray(data)
+    return out
+
+
 def _renamed(out, grad_name: str):
     """PyTorch names some nodes after the method called, not the op run (t() -> TBackward0);
     the op is the same, so only the eager node's name changes."""
@@ -1321,15 +1333,8 @@ def masked_fill(input, mask, value):
     else:
         value = float(value)
     name = "MaskedFillBackward0"
-    out = E.WHERE(mask, value, input)
-    data = getattr(out, "_data", None)
-    if data is not None and not data.flags.c_contiguous:
-        # PyTorch fills a row-major clone (so masked_fill(...).view(...) works on any input):
-        # the result is a new buffer no one else holds yet, laid out again here
-        from ._device import xp_of_array  # noqa: PLC0415
-
-        out._data = xp_of_array(data).ascontiguousarray(data)
-    return _renamed(out, name)
+    # PyTorch fills a row-major clone, so masked_fill(...).view(...) works on any input
+    return _renamed(_row_major(E.WHERE(mask, value, input)), name)
 
 
 # -- reorderings and repeats -------------------------------------------------------------------

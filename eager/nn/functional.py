@@ -350,7 +350,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 def logsigmoid(input: Tensor) -> Tensor:
     """log(sigmoid(x)), computed stably; `log_sigmoid` is the same. Mirrors torch.nn.functional.logsigmoid."""
-    return _F._renamed(-_F.softplus(-input), "LogSigmoidBackward0")
+    return _F._renamed(_F._row_major(-_F.softplus(-input)), "LogSigmoidBackward0")  # row-major, as PyTorch's
 
 
 log_sigmoid = logsigmoid

@@ -219,6 +219,9 @@ COPIES = {
     "masked": lambda T, y: y[y > 0],
     "where": lambda T, y: T.where(y > 0, y, 0.0),
     "masked_fill": lambda T, y: y.masked_fill(y > 0, 0.0),
+    "logsigmoid": lambda T, y: T.nn.functional.logsigmoid(y),
+    "softplus": lambda T, y: T.nn.functional.softplus(y),
+    "silu": lambda T, y: T.nn.functional.silu(y),
 }
 
 
