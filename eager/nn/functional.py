@@ -2157,3 +2157,132 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         y = y + bias.reshape(1, -1, 1, 1, 1)
     _F._renamed(y, "ConvolutionBackward0")
     return y.squeeze(0) if unbatched else y
+
+
+# -- spatial transformers -----------------------------------------------------------------------
+_ALIGN_CORNERS_WARNING = ("Default grid_sample and affine_grid behavior has changed to align_corners=False since "
+                          "1.3.0. Please specify align_corners=True if the old behavior is desired. See the "
+                          "documentation of grid_sample for details.")
+
+
+def _linspace_from_neg_one(n: int, align_corners: bool, like: Tensor) -> Tensor:
+    """PyTorch's base-grid coordinates: n points in [-1, 1] (pixel corners with
+    align_corners, else pixel centres, scaled by (n - 1) / n)."""
+    from .._factories import linspace, tensor  # noqa: PLC0415
+
+    if n <= 1:
+        return tensor([0.0], dtype=like.dtype, device=like.device)
+    r = linspace(-1, 1, n, dtype=like.dtype, device=like.device)
+    return r if align_corners else r * (n - 1) / n
+
+
+def affine_grid(theta: Tensor, size: list, align_corners: bool | None = None) -> Tensor:
+    """The sampling grid (N, H, W, 2) of the 2-D affine maps theta (N, 2, 3) for an output
+    of `size` (N, C, H, W): base coordinates in [-1, 1] times theta^T. Differentiable in
+    theta (spatial transformer networks learn it). Mirrors torch.nn.functional.affine_grid."""
+    if align_corners is None:
+        warnings.warn(_ALIGN_CORNERS_WARNING, stacklevel=2)
+        align_corners = False
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    size = list(size)
+    if len(size) == 5:
+        raise NotImplementedError("affine_grid: 3-D (5-D size) grids are not supported here; only 2-D (N, C, H, W)")
+    if len(size) != 4:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size {size}.")
+    if theta.ndim != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
+        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. "
+                         f"Got {list(theta.shape)}.")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    n, _, h, w = size
+    xs = _linspace_from_neg_one(w, align_corners, theta).reshape(1, w).expand(h, w)
+    ys = _linspace_from_neg_one(h, align_corners, theta).reshape(h, 1).expand(h, w)
+    base = _F.stack([xs, ys, _ones((h, w), dtype=theta.dtype, device=theta.device)], -1)  # (H, W, 3)
+    base = base.reshape(1, h * w, 3).expand(n, h * w, 3)
+    return _F.matmul(base, theta.transpose(1, 2)).reshape(n, h, w, 2)
+
+
+def _grid_source_index(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """A grid coordinate in [-1, 1] as a pixel position, with the padding's clipping or
+    reflection (PyTorch's grid_sampler_compute_source_index, gradients included: 0 where a
+    coordinate is clipped)."""
+    if align_corners:
+        coord = (coord + 1) / 2 * (size - 1)
+    else:
+        coord = ((coord + 1) * size - 1) / 2
+    if padding_mode == "reflection":
+        low, high = (0.0, 2.0 * (size - 1)) if align_corners else (-1.0, 2.0 * size - 1)
+        if low == high:
+            coord = coord * 0.0
+        else:
+            lo, span = low / 2, (high - low) / 2
+            dist = _F.abs(coord - lo)
+            extra = _F.fmod(dist, span)
+            flips = _F.floor(dist / span)
+            coord = _F.where(_F.remainder(flips, 2) == 0, extra + lo, span - extra + lo)
+    if padding_mode in ("border", "reflection"):
+        coord = _F.where(coord <= 0, 0.0, _F.where(coord >= size - 1, float(size - 1), coord))
+    return coord
+
+
+def _gather_plane(flat: Tensor, iy: Tensor, ix: Tensor, h: int, w: int) -> tuple[Tensor, Tensor]:
+    """The values of flat (N, C, H*W) at integer positions (iy, ix) (N, Ho, Wo) read as
+    floats, and whether each is inside the plane (outside reads 0)."""
+    valid = (ix >= 0) & (ix <= w - 1) & (iy >= 0) & (iy <= h - 1)
+    lin = (_F.clamp(iy, 0, h - 1) * w + _F.clamp(ix, 0, w - 1)).long()
+    n, c = flat.shape[0], flat.shape[1]
+    index = lin.reshape(n, 1, -1).expand(n, c, lin.shape[1] * lin.shape[2])
+    values = flat.gather(2, index).reshape(n, c, lin.shape[1], lin.shape[2])
+    return values, valid.unsqueeze(1).to(flat.dtype)
+
+
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
+                align_corners: bool | None = None) -> Tensor:
+    """Sample input (N, C, H, W) at the grid's (N, Ho, Wo, 2) normalized (x, y) positions,
+    bilinearly or at the nearest pixel; outside the image 'zeros' reads 0, 'border' the edge,
+    'reflection' the mirrored image. Differentiable in input and (bilinear) in grid, with
+    PyTorch's corner weights and summation order. 2-D only here.
+    Mirrors torch.nn.functional.grid_sample."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but "
+                         f"got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        warnings.warn(_ALIGN_CORNERS_WARNING, stacklevel=2)
+        align_corners = False
+    if mode == "bicubic":
+        raise NotImplementedError("grid_sample(mode='bicubic') is not supported here; use 'bilinear' or 'nearest'")
+    if input.ndim == 5:
+        raise NotImplementedError("grid_sample: 5-D (volumetric) input is not supported here; only (N, C, H, W)")
+    if input.ndim != 4 or grid.ndim != 4 or grid.shape[-1] != 2:
+        raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number of dimensions and a last "
+                           f"grid dimension of 2, but got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
+                           f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if input.dtype is not grid.dtype:
+        raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input has "
+                           f"{input.dtype} and grid has {grid.dtype}")
+    n, c, h, w = input.shape
+    ix = _grid_source_index(grid[..., 0], w, padding_mode, align_corners)
+    iy = _grid_source_index(grid[..., 1], h, padding_mode, align_corners)
+    flat = input.reshape(n, c, h * w)
+    if mode == "nearest":
+        vals, valid = _gather_plane(flat, _F.round(iy).detach(), _F.round(ix).detach(), h, w)
+        return vals * valid
+    x0, y0 = _F.floor(ix).detach(), _F.floor(iy).detach()
+    x1, y1 = x0 + 1, y0 + 1
+    corners = [(y0, x0, (x1 - ix) * (y1 - iy)), (y0, x1, (ix - x0) * (y1 - iy)),
+               (y1, x0, (x1 - ix) * (iy - y0)), (y1, x1, (ix - x0) * (iy - y0))]
+    out = None
+    for cy, cx, weight in corners:  # nw, ne, sw, se: PyTorch's order of the sum
+        vals, valid = _gather_plane(flat, cy, cx, h, w)
+        term = vals * (weight.unsqueeze(1) * valid)
+        out = term if out is None else out + term
+    assert out is not None
+    return out
