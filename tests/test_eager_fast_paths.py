@@ -236,3 +236,39 @@ def test_mixed_dtypes_update_one_parameter_at_a_time():
     assert not opt._flat
     np.testing.assert_allclose(a.detach().numpy(), 0.9, rtol=1e-6)
     np.testing.assert_allclose(b.detach().numpy(), 0.9, rtol=1e-8)  # (eps in the denominator)
+
+
+# -- a TensorDataset's batches ---------------------------------------------------------------------
+@pytest.mark.parametrize("shuffle, drop_last", [(False, False), (True, False), (True, True)])
+def test_a_tensor_dataset_batch_is_its_rows_gathered_at_once(shuffle, drop_last, monkeypatch):
+    from eager.utils.data import DataLoader, TensorDataset
+
+    X = eager.randn(37, 3, 2)
+    Y = eager.arange(37)
+    seen_batches = []
+    loader = DataLoader(TensorDataset(X, Y), batch_size=8, shuffle=shuffle, drop_last=drop_last)
+    real = type(loader)._fetch
+
+    def fetch(self, what):
+        seen_batches.append(list(what))
+        return real(self, what)
+
+    monkeypatch.setattr(type(loader), "_fetch", fetch)
+    calls = []
+    real_getitem = TensorDataset.__getitem__
+    monkeypatch.setattr(TensorDataset, "__getitem__", lambda self, i: calls.append(i) or real_getitem(self, i))
+    batches = list(loader)
+    assert not calls  # no sample fetched one at a time
+    assert len(batches) == (4 if drop_last else 5)
+    for (xb, yb), rows in zip(batches, seen_batches):
+        np.testing.assert_array_equal(yb.numpy(), np.array(rows))
+        np.testing.assert_array_equal(xb.numpy(), X.numpy()[rows])
+        assert xb.dtype == X.dtype and yb.dtype == Y.dtype
+
+
+def test_a_custom_collate_still_gets_the_samples():
+    from eager.utils.data import DataLoader, TensorDataset
+
+    ds = TensorDataset(eager.arange(6.0), eager.arange(6))
+    got = list(DataLoader(ds, batch_size=4, collate_fn=lambda samples: len(samples)))
+    assert got == [4, 2]

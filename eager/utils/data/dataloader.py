@@ -10,10 +10,12 @@ import copy
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
-from ..._factories import Generator, default_generator
+import numpy as np
+
+from ..._factories import Generator, default_generator, from_numpy
 from ._utils.collate import default_collate, default_convert
 from ._utils.worker import WorkerInfo, get_worker_info, in_worker
-from .dataset import Dataset, IterableDataset, _length
+from .dataset import Dataset, IterableDataset, TensorDataset, _length
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 T = TypeVar("T")
@@ -100,6 +102,13 @@ class DataLoader(Generic[T]):
     def _fetch(self, what: Any) -> Any:
         if self.batch_sampler is None:
             return self.collate_fn(self.dataset[what])
+        if type(self.dataset) is TensorDataset and self.collate_fn is default_collate and type(what) is list:
+            # the rows of a batch gathered by one index per tensor: what stacking the samples
+            # gives, without an indexing op per sample and per tensor (5x PyTorch's loop time)
+            rows = np.asarray(what)
+            if rows.dtype.kind in "iu" and rows.ndim == 1 and len(rows):
+                index = from_numpy(rows.astype(np.int64, copy=False))
+                return tuple(t[index] for t in self.dataset.tensors)
         fetch_many = getattr(self.dataset, "__getitems__", None)
         samples = fetch_many(what) if fetch_many is not None else [self.dataset[i] for i in what]
         return self.collate_fn(samples)
