@@ -53,6 +53,12 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, operands: Sequence[An
     cf = _static_cf()
     if cf is not None:
         return cf.cond(pred, true_fn, false_fn, *ops)
+    if getattr(type(pred), "__graphmode_batched__", False):  # under vmap: both branches, then a select
+        from ._functional import where  # noqa: PLC0415
+        from .func import _leaves, _rebuild  # noqa: PLC0415
+
+        t, f = true_fn(*ops), false_fn(*ops)
+        return _rebuild(t, [where(pred, a, b) for a, b in zip(_leaves(t), _leaves(f))])
     return true_fn(*ops) if _truth(pred, "torch.cond") else false_fn(*ops)
 
 

@@ -477,10 +477,90 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     differentiable (as in JAX)."""
     if not _tracing():
         val = init_val
-        while bool(_truth(cond_fun(val))):
+        while True:
+            p = cond_fun(val)
+            if getattr(type(p), "__graphmode_batched__", False):  # under eager vmap: JAX's rule
+                if not bool((p._value.to(eager.int64).sum() > 0).item()):
+                    return val
+                new_leaves, new_tree = _flatten(body_fun(val))
+                old_leaves, _ = _flatten(val)
+                val = pytree.unflatten(new_tree, [eager.where(p, n, c) for n, c in zip(new_leaves, old_leaves)])
+                continue
+            if not bool(_truth(p)):
+                return val
             val = body_fun(val)
-        return val
     loc = user_location()
+    level = _batch_level(_flatten(init_val)[0])
+    if level is None:
+        try:
+            return _while_traced(cond_fun, body_fun, init_val, loc)
+        except _NeedsBatching as exc:  # a function reads a batched value from its closure
+            level = (exc.level, exc.size)
+    return _while_batched(cond_fun, body_fun, init_val, loc, level)
+
+
+def _while_batched(cond_fun: Callable, body_fun: Callable, init_val: Any, loc: str, level: tuple) -> Any:
+    """while_loop under vmap, traced on the batch (as _scan_batched), with JAX's rule: the loop
+    runs while any example's condition holds, and an example whose condition fails keeps its
+    carry (the body's results are selected per example)."""
+    from eager import _vmap  # noqa: PLC0415
+
+    lvl, size = level
+    state = ACTIVE.stack[-1]
+    leaves, tree = _flatten(init_val)
+
+    def lift(x: Any) -> Any:
+        if isinstance(x, (bool, int, float, np.generic)):
+            x = eager.tensor(x)
+        return _as_traced(state, _vmap.per_example(x, lvl, size)._value)
+
+    init_u = [lift(leaf) for leaf in leaves]
+    specs = [_spec_of(t) for t in init_u]
+    holder: dict = {}
+
+    def unbatch(st: TraceState, leaf: Any) -> Any:
+        if getattr(type(leaf), "__graphmode_batched__", False) and leaf._level == lvl:
+            return leaf._value
+        return _vmap._broadcast(_as_traced(st, leaf), size)
+
+    def wrapped(ts: tuple) -> Any:
+        return pytree.unflatten(tree, [_vmap.Batched(t, lvl, size) for t in ts])
+
+    def still(st: TraceState, ts: tuple) -> Any:
+        p = unbatch(st, cond_fun(wrapped(ts)))
+        if tuple(p.shape) != (size,) or p.dtype != _dtypes.bool_:
+            raise TypeError(f"{loc}: cond_fun must return a boolean scalar, but got output type(s) "
+                            f"[{_type_name(TensorSpec(tuple(p.shape[1:]), p.dtype))}].")
+        return p
+
+    def cond_wrap(*ts: Any) -> Any:
+        return still(ACTIVE.stack[-1], ts).to(eager.int64).sum() > 0
+
+    def body_wrap(*ts: Any) -> Any:
+        st = ACTIVE.stack[-1]
+        p = still(st, ts)
+        out = body_fun(wrapped(ts))
+        o_leaves, o_tree = _flatten(out)
+        holder["tree"] = o_tree
+        new = [unbatch(st, leaf) for leaf in o_leaves]
+        if o_tree != tree or len(new) != len(ts):
+            return new
+        return [eager.where(p.reshape((size,) + (1,) * (len(n.shape) - 1)), n, c) if tuple(n.shape) == tuple(c.shape)
+                else n for n, c in zip(new, ts)]
+
+    body = _trace_body(body_wrap, specs, lambda ts: tuple(ts), "while_body")
+    test = _trace_body(cond_wrap, specs, lambda ts: tuple(ts), "while_cond")
+    logical = [TensorSpec(tuple(s.shape[1:]), s.dtype) for s in specs]
+    _check_carry("while_loop body", loc, tree, logical, holder["tree"],
+                 [TensorSpec(tuple(t.shape[1:]), t.dtype) for t in body.out_types])
+    consts = list(dict.fromkeys(list(body.consts) + list(test.consts)))
+    body_g, test_g = _with_consts(body, consts), _with_consts(test, consts)
+    outs = WHILE_LOOP(*[Tracer(state, v) for v in consts], *init_u, cond=_body_text(test_g), body=_body_text(body_g),
+                      n_consts=len(consts))
+    return pytree.unflatten(tree, [_vmap.Batched(o, lvl, size) for o in outs])
+
+
+def _while_traced(cond_fun: Callable, body_fun: Callable, init_val: Any, loc: str) -> Any:
     state = ACTIVE.stack[-1]
     leaves, tree = _flatten(init_val)
     specs = [_spec_of(_as_traced(state, leaf)) for leaf in leaves]
@@ -501,11 +581,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
         c = _trace_body(cond_wrap, specs, lambda ts: tuple(ts), "while_cond")
         return b, c, holder["tree"]
 
-    try:
-        body, test, out_tree = trace(specs)
-    except _NeedsBatching:
-        raise TypeError(f"{loc}: vmap of a while_loop whose functions read a batched value from their closure is "
-                        "not supported; pass the value in the loop's carry") from None
+    body, test, out_tree = trace(specs)
     out_specs = body.out_types
     if out_tree == tree and len(out_specs) == len(specs):
         fixed = _weak_fix(leaves, specs, out_specs)
@@ -828,3 +904,34 @@ def prune_loop_results(graph: Graph) -> int:
             o.index = k
         pruned += len(drop)
     return pruned
+
+
+@functools.lru_cache(maxsize=128)
+def batched_while(cond: str, body: str, mask: tuple, size: int) -> tuple[str, str]:
+    """A while_loop on a batch, as JAX runs one: the loop goes on while any example's
+    condition holds, and an example whose condition no longer holds keeps its carry (the
+    body's results are selected per example). Returns (condition, body) texts over the
+    batched consts (where `mask` says) and batched carries."""
+    cond_b, body_b = parsed(batched_body(cond, mask, size)), parsed(batched_body(body, mask, size))
+    params = [v.type for v in cond_b.inputs]
+    st, ts = _new_body(params, "while_cond")
+    ACTIVE.stack.append(st)
+    try:
+        (p,) = _replay(cond_b, ts)
+        any_left = p.to(eager.int64).sum() > 0
+    finally:
+        ACTIVE.stack.pop()
+    cond_text = _finish(st, [any_left])
+    st, ts = _new_body(params, "while_body")
+    n_c = sum(1 for b in mask[:len(params) - len(body_b.outputs)])
+    ACTIVE.stack.append(st)
+    try:
+        (p,) = _replay(cond_b, ts)
+        new = _replay(body_b, ts)
+        kept = []
+        for c, n in zip(ts[n_c:], new):
+            take = p.reshape((size,) + (1,) * (len(n.shape) - 1))
+            kept.append(eager.where(take, n, c))
+    finally:
+        ACTIVE.stack.pop()
+    return cond_text, _finish(st, kept)

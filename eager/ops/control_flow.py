@@ -274,8 +274,20 @@ def _while_samples(rng: Any) -> list:
              {"cond": cond, "body": body, "n_consts": 1})]
 
 
+def _while_batch(args: list, batched: list, attrs: dict, size: int) -> Any:
+    """vmap of a while_loop: every carry batched; the loop runs while any example's condition
+    holds, each example keeping its carry once its own condition fails (JAX's rule)."""
+    n_c = attrs["n_consts"]
+    carries = [a if b else a.unsqueeze(0).expand((size,) + tuple(a.shape))
+               for a, b in zip(args[n_c:], batched[n_c:])]
+    mask = tuple(batched[:n_c]) + (True,) * len(carries)
+    cond, body = _static().batched_while(attrs["cond"], attrs["body"], mask, size)
+    return tuple(WHILE_LOOP(*args[:n_c], *carries, cond=cond, body=body, n_consts=n_c))
+
+
 WHILE_LOOP = defop("while_loop", forward=_while_forward, abstract=_while_abstract, kind="other", arity=VARIADIC,
                    multi_output=True, fusible=False, differentiable_order=0, samples=_while_samples,
+                   batch_rule=_while_batch,
                    doc="Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic "
                        "start/stop values. Try using lax.scan, or using fori_loop with static start/stop")
 

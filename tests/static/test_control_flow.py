@@ -435,3 +435,40 @@ def test_while_loop_condition_must_be_a_boolean_scalar():
     with pytest.raises(TypeError, match=r"test_control_flow.py:\d+: cond_fun must return a boolean scalar, but got "
                                         r"output type\(s\) \[float32\[\]\]"):
         static.compile(lambda x: cf.while_loop(lambda c: c.sum(), lambda c: c * 2, x))(eager.ones(2))
+
+
+def _newton_sqrt(a):
+    """Per-example trip counts: each example iterates until its own value converged."""
+    def cond(c):
+        x, i = c
+        return ((x * x - a).abs() > 1e-10) & (i < 50)
+
+    def body(c):
+        x, i = c
+        return (x + a / x) * 0.5, i + 1
+
+    return cf.while_loop(cond, body, (a * 0 + 1.0, 0))
+
+
+def test_vmap_over_while_loop_runs_each_example_to_its_own_condition():
+    from eager.func import vmap  # noqa: PLC0415
+
+    a = _t([2.0, 9.0, 100.0, 1.0])
+    want = [_newton_sqrt(a[i]) for i in range(4)]
+    for mapped in (vmap(_newton_sqrt), static.vmap(_newton_sqrt)):
+        x, n = mapped(a)
+        np.testing.assert_allclose(x.numpy(), [float(w[0]) for w in want], rtol=1e-12)
+        assert n.tolist() == [int(w[1]) for w in want] == [4, 6, 8, 0]
+    # the op's own rule (a while_loop node applied to batched operands) agrees too
+    graph_fn = static.compile(lambda a: eager.func.vmap(_newton_sqrt)(a))
+    np.testing.assert_allclose(graph_fn(a)[0].numpy(), [float(w[0]) for w in want], rtol=1e-12)
+
+
+def test_torch_cond_under_vmap_selects_per_example():
+    from eager.func import vmap  # noqa: PLC0415
+
+    x = _t([[1.0, 2.0], [-3.0, 1.0], [0.5, -4.0]])
+    f = lambda v: eager.cond(v.sum() > 0, lambda a: a * 10.0, lambda a: a - 1.0, (v,))  # noqa: E731
+    want = np.stack([f(x[i]).numpy() for i in range(3)])
+    np.testing.assert_allclose(vmap(f)(x).numpy(), want)
+    np.testing.assert_allclose(static.vmap(f)(x).numpy(), want)
