@@ -16,6 +16,12 @@ built here by static's autodiff on the body); cond's is a cond of the branches' 
 (`cond_vjp_branch`). Forward mode (static.jvp) comes from these through the double-VJP
 construction; while_loop has neither (its trip count is data), as JAX's has no VJP.
 
+Under vmap each has a batching rule (eager/ops/control_flow.py) with JAX's semantics: a
+scan runs once over the batch, a cond with a batched predicate computes every branch and
+selects per example, a while_loop runs while any example's condition holds. A body that
+reads a batched value from its closure is traced on the batch (`_scan_batched`,
+`_while_batched`: per-example gradients of an RNN).
+
 Errors follow JAX's: mismatched carry or branch types raise TypeError naming the user's
 line, the component and both types."""
 from __future__ import annotations

@@ -17,10 +17,10 @@ Hand-written (`HAND`): the shape ops (reshape, expand, permute, transpose, squee
 unsqueeze, flip, cat, stack, split), matmul and einsum, indexing (index, with batched index
 tensors too, gather, index_select, take_along, diagonal, embedding), unfold and fold
 (convolutions, poolings: the batch merged into their N dimension), and the ops that already
-treat leading dimensions as a batch (tril, triu, det, inv, layer_norm); scan and cond declare
-theirs (eager/ops/control_flow.py). Without a rule: the scatter family,
+treat leading dimensions as a batch (tril, triu, det, inv, layer_norm); scan, cond and
+while_loop declare theirs (eager/ops/control_flow.py). Without a rule: the scatter family,
 layer_norm_backward, index_put and the gradients of indexing, solve, embedding with a
-batched weight, while_loop, to_device, fill; vmap over them raises naming the op.
+batched weight, to_device, fill; vmap over them raises naming the op.
 (`merged_rule`, the batch merged into an op's leading dimension, is kept for ops over
 (N, ...) inputs; no op uses it yet.)"""
 from __future__ import annotations
