@@ -1409,6 +1409,9 @@ def _source_positions(n_in: int, n_out: int, scale: float | None, mode: str, ali
     if mode == "nearest":
         ratio = (1.0 / scale) if scale else n_in / n_out
         return np.minimum(np.floor(dst * ratio).astype(np.int64), n_in - 1), None, None
+    if mode == "nearest-exact":  # the pixel whose centre is nearest (PyTorch's _upsample_nearest_exact)
+        ratio = (1.0 / scale) if scale else n_in / n_out
+        return np.minimum(np.floor((dst + 0.5) * ratio).astype(np.int64), n_in - 1), None, None
     if align_corners:
         src = dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros_like(dst)
     else:
@@ -1456,18 +1459,20 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     from .._factories import tensor as _tensor  # noqa: PLC0415
 
     spatial = input.ndim - 2
-    if spatial not in (1, 2):
-        raise NotImplementedError(f"interpolate: only 3-D and 4-D inputs are supported, got {input.ndim}-D")
-    if mode not in ("nearest", "linear", "bilinear", "bicubic"):
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (nearest, linear, bilinear, bicubic)")
-    if mode in ("linear", "bilinear", "bicubic") and mode != ("linear" if spatial == 1 else mode) or (
-            mode == "bicubic" and spatial != 2):
-        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
-                                  f"{'3D' if mode == 'linear' else '4D'} input")
+    if spatial not in (1, 2, 3):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+                                  f"the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
+                                  f"nearest-exact (got {mode})")
+    if mode not in ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area"):
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (nearest, nearest-exact, linear, "
+                                  "bilinear, bicubic, trilinear, area)")
+    needs = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+    if mode in needs and needs[mode] != spatial:
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {needs[mode] + 2}D input")
     if antialias:
         raise NotImplementedError(f"interpolate(antialias=True) is not supported (mode {mode!r}); resize without "
                                   "it, or blur before downsampling")
-    if mode == "nearest" and align_corners is not None:
+    if mode in ("nearest", "nearest-exact", "area") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
                          "bicubic | trilinear")
     if (size is None) == (scale_factor is None):
@@ -1482,6 +1487,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         out_sizes = tuple(int(n * s) for n, s in zip(in_sizes, scales))
         if recompute_scale_factor:
             scales = (None,) * spatial
+    if mode == "area":  # PyTorch's: an adaptive average pool to the output size
+        pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[spatial - 1]
+        return pool(input, out_sizes if spatial > 1 else out_sizes[0])
     out = input
     for k, (n_in, n_out, scale) in enumerate(zip(in_sizes, out_sizes, scales)):
         dim = 2 + k

@@ -134,3 +134,37 @@ def test_conv_transpose_output_size_picks_the_output_padding_like_pytorch(nd):
     assert out[0][0].shape[2:] == target
     np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-10, atol=1e-12)
     assert repr(eager.nn.ConvTranspose3d(2, 3, 3, stride=2)) == repr(torch.nn.ConvTranspose3d(2, 3, 3, stride=2))
+
+
+X5 = RNG.standard_normal((1, 2, 3, 4, 5))
+INTERPOLATIONS = [
+    ("nearest-exact", X4, dict(size=(7, 9))), ("nearest-exact", X4, dict(scale_factor=0.6)),
+    ("nearest-exact", X3, dict(size=3)), ("area", X4, dict(size=(3, 4))), ("area", X4, dict(scale_factor=0.5)),
+    ("area", X3, dict(size=2)), ("area", X5, dict(size=(2, 2, 2))), ("trilinear", X5, dict(size=(4, 5, 6))),
+    ("trilinear", X5, dict(scale_factor=(2, 1.5, 0.5), align_corners=True)), ("nearest", X5, dict(scale_factor=2)),
+    ("nearest", X5, dict(size=(2, 7, 3))), ("nearest-exact", X5, dict(size=(2, 7, 3))),
+]
+
+
+@pytest.mark.parametrize("case", range(len(INTERPOLATIONS)),
+                         ids=[f"{m}-{d.ndim}d-{k}" for m, d, k in INTERPOLATIONS])
+def test_interpolate_modes_match_pytorch(case):
+    mode, data, kw = INTERPOLATIONS[case]
+    out = []
+    for lib in (eager, torch):
+        x = lib.tensor(data, requires_grad=True)
+        y = lib.nn.functional.interpolate(x, mode=mode, **kw)
+        y.backward(lib.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape))))
+        out.append((y.detach().numpy(), x.grad.numpy()))
+    for a, b in zip(*out):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_upsample_trilinear_module_and_mode_checks():
+    up = eager.nn.Upsample(scale_factor=2, mode="trilinear")
+    assert up(eager.randn(1, 2, 2, 3, 4)).shape == (1, 2, 4, 6, 8)
+    with pytest.raises(NotImplementedError, match="trilinear mode needs 5D input"):
+        eager.nn.functional.interpolate(eager.randn(1, 2, 3, 4), scale_factor=2, mode="trilinear")
+    with pytest.raises(ValueError, match="align_corners option can only be set"):
+        eager.nn.functional.interpolate(eager.randn(1, 2, 3, 4), scale_factor=2, mode="area", align_corners=True)
