@@ -287,8 +287,12 @@ def index_type(elements: int) -> tuple[str, str]:
     broadcast operand's index) into a multiply-high, which AVX2 has for 32-bit lanes but not
     for 64-bit ones: with a `long long` index a softmax's row-broadcast load kept the whole
     loop scalar (exp called once an element)."""
-    if _symbolic(elements):  # a size known per call: 64-bit indices whatever it turns out to be, and no
-        return ("long long", "")  # suffix (`(5*s0)LL` is no C): constants promote to the index's type
+    if _symbolic(elements):
+        # a size known per call: chosen at the size the symbolic entry was made at (the entry's
+        # guard keeps every size of it within int's range, static.dynamic_shapes.INDEX_GUARD),
+        # and no suffix on constants (`(5*s0)LL` is no C): they promote to the index's type
+        made_at = elements.decision_value() if hasattr(elements, "decision_value") else int(elements)
+        return ("int", "") if made_at <= INT_INDEX_MAX else ("long long", "")
     return ("int", "") if elements <= INT_INDEX_MAX else ("long long", "LL")
 
 
@@ -343,8 +347,9 @@ class CFunction:
         """The sizes of the call as the first parameter, when the graph has symbolic sizes
         (static.dynamic_shapes): `const long long s0 = gm_syms[0];`, read by the loops."""
         names = self.m.symbols
+        ix = getattr(self, "ix", "long long")  # a region's index type: int where its sizes fit
         decl = "const long long* __restrict__ gm_syms = (const long long*)gm_args[0];" + "".join(
-            f" const long long {s} = gm_syms[{i}];" for i, s in enumerate(names))
+            f" const {ix} {s} = ({ix})gm_syms[{i}];" for i, s in enumerate(names))
         self.params.append((decl, "_syms", 8 * len(names), False))
         self.dtypes.append("int64")
 
@@ -1337,6 +1342,7 @@ class NativeModule(Driver):
         self.fp_calls = 0  # library calls that need NumPy's floating-point error state set
         self.made_by_call: dict = {}  # output name -> shape, for arrays the call path allocates
         self.symbols = _symbols_of(graph)  # symbolic sizes (static.dynamic_shapes): C functions take them
+        self.per_call: list = []  # (constant, sizes, shapes) of kernel calls whose byte sizes have a symbol
         self.fresh: set = set()  # Python names bound to arrays this module allocated (C-contiguous)
         self.stats = {"native": 0, "library": 0, "eager": 0}
         self.notes: list = []
@@ -1386,8 +1392,11 @@ class NativeModule(Driver):
         per_call = bool(self.symbols) and any(_symbolic(nb) for _, _, nb, _ in params) or any(
             _symbolic(d) for name in made for d in self.made_by_call[name])
         self.kernels.append({"const": const, "fn": fn, "sizes": "None" if per_call else sizes,
-                             "dtypes": py_literal(tuple(dtypes)), "shapes": shapes if made and not per_call else None})
-        sizes_at, shapes_at = (sizes, shapes) if per_call else (f"{const}_SIZES", f"{const}_SHAPES")
+                             "dtypes": py_literal(tuple(dtypes)),
+                             "shapes": ("None" if per_call else shapes) if made else None})
+        if per_call:  # worked out once per new size, at the top of the driver (see source)
+            self.per_call.append((const, sizes, shapes if made else None))
+        sizes_at, shapes_at = f"{const}_SIZES", f"{const}_SHAPES"
         given = [p for p in params if not (p[3] and p[1] in self.made_by_call)]
         plain = [src for _, src, _, _ in given]
         converted = [src if (w or src in self.fresh) else f"_c({src}, np.{dt})"
@@ -1526,7 +1535,7 @@ class NativeModule(Driver):
         params = [self.names(v) for v in g.inputs]
         if self.symbols:  # the sizes of this call, bound from the inputs, for the C functions
             self.body += bind_symbols(g, self.names)
-            self.body.append(f"_syms = np.array(({', '.join(self.symbols)},), np.int64)")
+        sizes_at = len(self.body)
         if self._straight_line():
             self.body.append("# the whole graph is 0-d arithmetic: one straight-line C function")
             self._graph_function()
@@ -1556,6 +1565,8 @@ class NativeModule(Driver):
                 self.stats["library"] += 1
                 self.notes.append(f"%{node.outputs[0].name}: {why}")
                 self.op_by_op(node, f"# not native: {why}; its ops run one by one as NumPy calls")
+        if self.symbols:
+            self.body[sizes_at:sizes_at] = self._per_size_lines()
         returns = []
         for v in g.outputs:
             s = self.src(v)
@@ -1571,6 +1582,24 @@ class NativeModule(Driver):
                            library_calls=self.fp_calls > 0, fast_math=self.fast_math,
                            slots=self.slots, eager_kernels=self.eager_kernels)
         return py_source, c_source
+
+    def _per_size_lines(self) -> list:
+        """The driver's lines that work out, once per new size, what the kernel calls check and
+        make (byte sizes, output shapes) and the int64 array of sizes the C functions read:
+        module globals, so that a call at the last call's size only compares one tuple."""
+        key = f"({', '.join(self.symbols)},)"
+        names = ["_syms"] + [n for const, _, shapes in self.per_call
+                             for n in (f"{const}_SIZES",) + ((f"{const}_SHAPES",) if shapes else ())]
+        self.slots.append("_SIZES_AT")  # a module-level list: the sizes the globals were made for
+        lines = [f"global {', '.join(names)}",
+                 f"if not _SIZES_AT or _SIZES_AT[0] != {key}:  # a new size: what the calls check, once",
+                 f"    _SIZES_AT[:] = [{key}]",
+                 f"    _syms = np.array({key}, np.int64)"]
+        for const, sizes, shapes in self.per_call:
+            lines.append(f"    {const}_SIZES = {sizes}")
+            if shapes:
+                lines.append(f"    {const}_SHAPES = {shapes}")
+        return lines
 
     def describe(self) -> str:
         s = self.stats

@@ -204,7 +204,7 @@ def analyze_rows(node: Node) -> Region | None:
             return None
         padded = (1,) * (len(space) - len(shape)) + shape
         try:
-            if tuple(np.broadcast_shapes(padded, space)) != space:
+            if broadcast_keeping_symbols([padded, space]) != space:
                 return None
         except ValueError:
             return None

@@ -741,7 +741,12 @@ def _build(compiled: Any, policy: Policy, args: tuple, key: Any, leaves: Any, po
         _log(f"{compiled.__name__}: symbolic entry on {tries[-1]} "
              f"({'; '.join(reasons)})")
     assert entry is not None
-    se = SymbolicEntry(entry, generalize(key, positions), positions, dict(rec.guards), str(entry.graph))
+    guards = dict(rec.guards)
+    numels = _symbolic_numels(_graphs(entry))
+    if numels:  # generated loops may index with int (native_gen.index_type): no tensor beyond its range
+        guards[f"every tensor under {INDEX_GUARD + 1} elements"] = \
+            lambda env, numels=numels: all(_eval(n, env) <= INDEX_GUARD for n in numels)
+    se = SymbolicEntry(entry, generalize(key, positions), positions, guards, str(entry.graph))
     policy.entries.append(se)
     _log(f"{compiled.__name__}: symbolic entry for {_where(positions)}; guards: {'; '.join(se.guards) or 'none'}")
     return entry, set()
@@ -778,6 +783,28 @@ def _log(message: str) -> None:
     import logging  # noqa: PLC0415
 
     logging.getLogger("graphmode.recompiles").debug("%s", message)
+
+
+INDEX_GUARD = 2**31 - 1  # the most elements a tensor of a symbolic entry may have (32-bit loop indices)
+
+
+def _symbolic_numels(graphs: list) -> list:
+    """The element counts of every value of symbolic shape in the graphs (one per distinct
+    polynomial), for the index-range guard."""
+    out: dict = {}
+    stack = list(graphs)
+    while stack:
+        g = stack.pop()
+        values = list(g.inputs) + [o for n in g.nodes for o in n.outputs]
+        stack += [n.body for n in g.nodes if n.body is not None]
+        for v in values:
+            if any(isinstance(d, SymInt) for d in v.type.shape):
+                n: Any = 1
+                for d in v.type.shape:
+                    n = n * d
+                if isinstance(n, SymInt):
+                    out.setdefault(n.text, n)
+    return list(out.values())
 
 
 def _graphs(entry: Any) -> list:
