@@ -272,3 +272,26 @@ def test_a_custom_collate_still_gets_the_samples():
     ds = TensorDataset(eager.arange(6.0), eager.arange(6))
     got = list(DataLoader(ds, batch_size=4, collate_fn=lambda samples: len(samples)))
     assert got == [4, 2]
+
+
+# -- a view of one tensor -----------------------------------------------------------------------------
+def test_a_view_of_one_tensor_shares_memory_version_and_gradient():
+    torch = pytest.importorskip("torch")
+    base = eager.randn(4, 6, requires_grad=True)
+    y = base * 2.0
+    v = y.reshape(6, 4).transpose(0, 1)
+    assert v._base is y and v._vc is y._vc and np.shares_memory(v._data, y._data)
+    assert v.grad_fn.name() == "TransposeBackward0"
+    before = v._version
+    y.add_(1.0)  # a write into the base is seen by the view and counts for it
+    assert v._version == before + 1
+    np.testing.assert_allclose(v.detach().numpy(), (base.detach().numpy() * 2 + 1).reshape(6, 4).T)
+    (v * v).sum().backward()
+    tb = torch.tensor(base.detach().numpy(), requires_grad=True)
+    ty = tb * 2.0
+    ty.add_(1.0)
+    tv = ty.reshape(6, 4).transpose(0, 1)
+    (tv * tv).sum().backward()
+    np.testing.assert_allclose(base.grad.numpy(), tb.grad.numpy(), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="reshape"):
+        y.reshape(5, 5)
