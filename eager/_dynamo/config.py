@@ -13,9 +13,10 @@
 - verbose: True switches on the recompile log (GRAPHMODE_LOGS=recompiles).
 - optimize_ddp, inline_inbuilt_nn_modules, specialize_int, specialize_float,
   force_parameter_static_shapes, force_nn_module_property_static_shapes, guard_nn_modules,
-  cache_size_limit_warning, error_on_recompile, dynamic_shapes, raise_on_ctx_manager_usage,
-  skip_nnmodule_hook_guards: accepted, no effect (for error_on_recompile see
-  `eager.compiler.set_stance("fail_on_recompile")`).
+  cache_size_limit_warning, dynamic_shapes, raise_on_ctx_manager_usage,
+  skip_nnmodule_hook_guards: accepted, no effect.
+- error_on_recompile: True makes a call that needs a new trace raise, as
+  `eager.compiler.set_stance("fail_on_recompile")`.
 
 Setting a name that is not listed raises AttributeError naming the valid ones, so a misspelt
 setting does not pass silently."""
@@ -64,6 +65,10 @@ class _Config(types.ModuleType):
         super().__setattr__(name, value)
         if name == "verbose":
             _switch_verbose(bool(value))
+        elif name == "error_on_recompile":  # as set_stance("fail_on_recompile")
+            from . import STANCE  # noqa: PLC0415  (the package imports this module first)
+
+            STANCE.name = "fail_on_recompile" if value else "default"
 
     def patch(self, *args: Any, **changes: Any) -> "_Patch":
         """`config.patch(name=value)` or `config.patch({name: value})`: a context manager (and

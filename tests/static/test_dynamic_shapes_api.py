@@ -222,3 +222,13 @@ def test_dynamic_true_on_a_module_keeps_the_weights_sizes_numbers():
             x = torch.randn(b, 5)
             np.testing.assert_allclose(cm(x).numpy(), m(x).numpy(), rtol=1e-5, atol=1e-6)
     assert len(cm.compile_seconds) == 1  # the batch a symbol; the features specialized (the weight's 5)
+
+
+def test_error_on_recompile_raises_at_a_new_trace():
+    f = torch.compile(lambda x: x + 1, backend="numpy", dynamic=False)
+    f(torch.ones(2))
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        f(torch.ones(2))
+        with pytest.raises(RuntimeError, match="new trace"):
+            f(torch.ones(3))
+    f(torch.ones(3))  # restored: traces
