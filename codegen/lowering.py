@@ -22,6 +22,7 @@ the registry-wide test fails, so a new op gets a real lowering before it lands.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -155,28 +156,41 @@ def _ufunc(name: str, np_ufunc: str, c_expr: str, scalar: str | None = None, cp_
          CupyLowering(call=f"{cp_ufunc or np_ufunc.replace('np.', 'cp.')}({args})", expr=c_expr, helpers=helpers))
 
 
-for _name, _fn in [("exp", "exp"), ("log", "log"), ("log1p", "log1p"), ("expm1", "expm1"), ("sqrt", "sqrt"),
-                   ("sin", "sin"), ("cos", "cos"), ("tanh", "tanh")]:
-    _ufunc(_name, f"np.{_fn}", f"{_fn}({{0}})")
-
-_ufunc("exp2", "np.exp2", "exp2({0})")
 _ufunc("neg", "np.negative", "(-{0})", scalar="(-{0})")
-_ufunc("abs", "np.abs", "gm_abs({0})", helpers=("gm_abs",))
-_ufunc("sign", "np.sign", "gm_sign({0})", helpers=("gm_sign",))
 _ufunc("add", "np.add", "({0} + {1})", scalar="({0} + {1})")
 _ufunc("sub", "np.subtract", "({0} - {1})", scalar="({0} - {1})")
 _ufunc("rsub", "np.subtract", "({1} - {0})", scalar="({1} - {0})", order="{1}, {0}")
 _ufunc("mul", "np.multiply", "({0} * {1})", scalar="({0} * {1})")
 _ufunc("div", "np.true_divide", "({0} / {1})", scalar="({0} / {1})")
-_ufunc("pow", "np.power", "pow({0}, {1})")
-_ufunc("maximum", "np.maximum", "gm_max({0}, {1})", helpers=("gm_max",))
-_ufunc("minimum", "np.minimum", "gm_min({0}, {1})", helpers=("gm_min",))
 for _name, _fn, _op in [("eq", "equal", "=="), ("ne", "not_equal", "!="), ("lt", "less", "<"),
                         ("le", "less_equal", "<="), ("gt", "greater", ">"), ("ge", "greater_equal", ">=")]:
     _ufunc(_name, f"np.{_fn}", f"({{0}} {_op} {{1}})", scalar=f"({{0}} {_op} {{1}})")
 _ufunc("logical_and", "np.logical_and", "({0} && {1})", scalar="({0} & {1})")
 _ufunc("logical_not", "np.logical_not", "(!{0})", scalar="(~{0})")
 _ufunc("relu", "np.maximum", "gm_relu({0})", order="{0}, 0", helpers=("gm_relu",))
+
+
+def _from_record(op: OpDef) -> None:
+    """The lowering of an op whose record carries its spellings (OpDef.ufunc, OpDef.c_expr):
+    NumPy and CuPy call the ufunc (with out= in fused NumPy code), the native and CUDA kernels
+    inline the record's C expression, and the `gm_` helpers it calls come from its text.
+    Without a ufunc the op's own forward is the library call."""
+    args = ", ".join(f"{{{i}}}" for i in range(op.arity or 1))
+    helpers = tuple(sorted(set(re.findall(r"\bgm_\w+", op.c_expr or ""))))
+    if op.ufunc:
+        _add(op.name, NumpyLowering(call=f"np.{op.ufunc}({args})", ufunc=f"np.{op.ufunc}"),
+             CupyLowering(call=f"cp.{op.ufunc}({args})", expr=op.c_expr, helpers=helpers))
+    else:
+        _add(op.name, NumpyLowering(call=f"_rt.forward({op.name!r}, np, {{args}}, **{{attrs}})"),
+             CupyLowering(call=f"_rt.forward({op.name!r}, cp, {{args}}, **{{attrs}})", expr=op.c_expr,
+                          helpers=helpers))
+
+
+# every op whose record spells itself (a new pointwise op is its record: nothing to add here);
+# before the reductions below, whose combiners (add, maximum, ...) these may be
+for _record in list(REGISTRY.values()):
+    if (_record.ufunc or _record.c_expr) and _record not in TABLE:
+        _from_record(_record)
 
 # rsqrt is 1/sqrt(x) exactly as its forward computes it (not the hardware's rsqrt)
 _add("rsqrt", NumpyLowering(call="np.true_divide(1.0, np.sqrt({0}))", into="_rt.rsqrt({0}, out={out})"),

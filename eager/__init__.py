@@ -80,6 +80,9 @@ from ._more_functions import (  # noqa: F401,E402
     trapezoid, tril_indices, triu_indices, vsplit, xlogy,
 )
 from ._factories import logspace  # noqa: F401,E402
+from ._surface import export_functions as _export_functions  # noqa: E402
+
+_export_functions(globals())  # eager.<name> of each op whose record declares a function (eager._surface)
 from .linalg import det, inv as inverse  # noqa: F401,E402
 from . import amp  # noqa: E402
 from .amp import autocast, is_autocast_available  # noqa: F401,E402

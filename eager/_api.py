@@ -591,3 +591,9 @@ def inplace_methods() -> dict[str, _InPlace]:
     """The in-place forms that are a function written back (name -> entry), for tests and
     tools that go over all of them."""
     return {name: v for name, v in vars(TensorAPI).items() if isinstance(v, _InPlace) and v.name == name}
+
+
+# the methods and in-place forms of ops whose record declares them (eager._surface)
+from ._surface import install_methods as _install_methods  # noqa: E402
+
+_install_methods(TensorAPI, _InPlace)

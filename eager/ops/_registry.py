@@ -103,6 +103,12 @@ class OpDef:
     # the memory layout of the result as PyTorch makes it (eager.ops._layout): None derives it
     # from the kind, "view" for views, "elementwise" for pointwise ops, "contiguous" otherwise
     layout: str | None = None
+    # -- the op's spellings: a pointwise op is one record. codegen.lowering derives the op's
+    # lowering from these where its table has no entry of its own, and eager._surface makes
+    # the Python names (docs/architecture.md, "How to add an op")
+    ufunc: str | None = None  # the NumPy/CuPy ufunc the forward is (np.<ufunc>, cp.<ufunc>, out= works)
+    c_expr: str | None = None  # C expression of one element, {0} {1}: operands, {T}: compute type (native, CUDA)
+    surface: tuple = ()  # what eager generates: "function" (eager.<name>), "method", "inplace" (Tensor.<name>_)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

@@ -51,11 +51,11 @@ def _away_from_zero(*shapes, **attrs):
     return make
 
 
-def _unary(name, forward, vjp, grad_name, samples, save=(0,), save_output=False, doc="") -> OpDef:
+def _unary(name, forward, vjp, grad_name, samples, save=(0,), save_output=False, doc="", **facts) -> OpDef:
     return defop(
         name, forward=forward, abstract=_unary_float(name), vjp=vjp, grad_name=grad_name,
         save=save, save_output=save_output, promote="float", samples=samples, doc=doc,
-        batchable=True,
+        batchable=True, **facts,
     )
 
 
@@ -77,24 +77,24 @@ def _native_math(name: str, numpy_forward):
 _NATIVE_LARGE = 1 << 14  # codegen.eager_kernels.LARGE, without importing codegen for small arrays
 
 EXP = _unary("exp", _native_math("exp", lambda xp, x: xp.exp(x)), lambda ctx, g: (g * ctx.out,), "ExpBackward0",
-             _any((3, 4)), save=(), save_output=True)
+             _any((3, 4)), save=(), save_output=True, ufunc="exp", c_expr="exp({0})")
 LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.input(0),), "LogBackward0",
-             _positive((3, 4)))
+             _positive((3, 4)), ufunc="log", c_expr="log({0})")
 LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.input(0) + 1.0),),
-               "Log1PBackward0", _positive((3, 4)))
+               "Log1PBackward0", _positive((3, 4)), ufunc="log1p", c_expr="log1p({0})")
 EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * (ctx.out + 1.0),),
-               "Expm1Backward0", _any((3, 4)), save=(), save_output=True)
+               "Expm1Backward0", _any((3, 4)), save=(), save_output=True, ufunc="expm1", c_expr="expm1({0})")
 SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2.0),),
-              "SqrtBackward0", _positive((3, 4)), save=(), save_output=True)
+              "SqrtBackward0", _positive((3, 4)), save=(), save_output=True, ufunc="sqrt", c_expr="sqrt({0})")
 RSQRT = _unary("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x),
                lambda ctx, g: (g * (ctx.out * ctx.out * ctx.out) * -0.5,),
                "RsqrtBackward0", _positive((3, 4)), save=(), save_output=True)
 SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * COS(ctx.input(0)),),
-             "SinBackward0", _any((3, 4)))
+             "SinBackward0", _any((3, 4)), ufunc="sin", c_expr="sin({0})")
 COS: OpDef = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-(g * SIN(ctx.input(0))),),
-             "CosBackward0", _any((3, 4)))
+             "CosBackward0", _any((3, 4)), ufunc="cos", c_expr="cos({0})")
 TANH = _unary("tanh", _native_math("tanh", lambda xp, x: xp.tanh(x)), lambda ctx, g: (g * (1.0 - ctx.out * ctx.out),),
-              "TanhBackward0", _any((3, 4)), save=(), save_output=True)
+              "TanhBackward0", _any((3, 4)), save=(), save_output=True, ufunc="tanh", c_expr="tanh({0})")
 
 
 def _sigmoid(xp, x):
@@ -124,11 +124,12 @@ def _relu(xp, x):
 ABS = defop(
     "abs", forward=_abs, abstract=lambda x: x,
     vjp=lambda ctx, g: (g * SIGN(ctx.input(0)),), grad_name="AbsBackward0", save=(0,),
-    samples=_away_from_zero((3, 4)), batchable=True,
+    samples=_away_from_zero((3, 4)), batchable=True, ufunc="abs", c_expr="gm_abs({0})",
 )
 SIGN: OpDef = defop(
     "sign", forward=_sign, abstract=lambda x: x,
     vjp=lambda ctx, g: (g * 0.0,), grad_name="SignBackward0", samples=_away_from_zero((3, 4)), batchable=True,
+    ufunc="sign", c_expr="gm_sign({0})",
 )
 RELU = defop(
     "relu", forward=_relu, abstract=lambda x: x,
@@ -386,7 +387,7 @@ POW = defop(
         ((rng.uniform(0.5, 2.0, (3, 4)), 3.0), {}),
         ((2.0, rng.standard_normal((3, 4))), {}),
     ],
-    arity=2,
+    arity=2, ufunc="power", c_expr="pow({0}, {1})",
 )
 
 
@@ -407,13 +408,13 @@ MAXIMUM = defop(
     "maximum", forward=lambda xp, a, b: xp.maximum(a, b), abstract=_elementwise("maximum"),
     vjp=_max_min_vjp(True), grad_name="MaximumBackward0", save=(0, 1), promote="same",
     samples=_any((3, 4), (4,)),
-    arity=2, commutative=True,
+    arity=2, commutative=True, ufunc="maximum", c_expr="gm_max({0}, {1})",
 )
 MINIMUM = defop(
     "minimum", forward=lambda xp, a, b: xp.minimum(a, b), abstract=_elementwise("minimum"),
     vjp=_max_min_vjp(False), grad_name="MinimumBackward0", save=(0, 1), promote="same",
     samples=_any((3, 4), (4,)),
-    arity=2, commutative=True,
+    arity=2, commutative=True, ufunc="minimum", c_expr="gm_min({0}, {1})",
 )
 
 
@@ -545,7 +546,7 @@ CLONE = defop(
 # its spellings in codegen/lowering.py; the registry-wide tests then cover it like any op.
 _LN2 = math.log(2.0)
 EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), "Exp2Backward0",
-              _any((3, 4)), save=(), save_output=True)
+              _any((3, 4)), save=(), save_output=True, ufunc="exp2", c_expr="exp2({0})")
 
 
 # These unary ops never meet a floating-point event (overflow, 0/0, log(0); sigmoid takes
