@@ -548,6 +548,14 @@ _LN2 = math.log(2.0)
 EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), "Exp2Backward0",
               _any((3, 4)), save=(), save_output=True, ufunc="exp2", c_expr="exp2({0})")
 
+# reciprocal: one record is the whole op - its forward, gradient, facts, NumPy/CuPy ufunc, the
+# C expression the native and CUDA kernels inline, and the Python names eager generates
+# (eager.reciprocal, Tensor.reciprocal, Tensor.reciprocal_)
+RECIPROCAL = _unary("reciprocal", lambda xp, x: xp.reciprocal(x), lambda ctx, g: (-(g * (ctx.out * ctx.out)),),
+                    "ReciprocalBackward0", _away_from_zero((3, 4)), save=(), save_output=True,
+                    ufunc="reciprocal", c_expr="(({T})1 / {0})", surface=("function", "method", "inplace"),
+                    doc="1 / input, elementwise (integers give floats)")
+
 
 # These unary ops never meet a floating-point event (overflow, 0/0, log(0); sigmoid takes
 # exp of non-positive numbers only), so eager runs them without switching NumPy's error
