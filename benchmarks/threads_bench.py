@@ -161,12 +161,25 @@ def main(argv: list[str] | None = None) -> dict:
         prefixes = tuple(p.strip() for p in args.only.split(","))
         chosen = [(c, p) for c, p in chosen if c.startswith(prefixes)]
     results: dict[str, dict[str, list[float]]] = {c: {"quiet": [], "busy": []} for c, _ in chosen}
-    for _ in range(runs):  # rounds: every candidate once per condition, so drift hits all alike
+    for r in range(runs):  # rounds: every candidate once per condition, so drift hits all alike
         for cond in ("quiet", "busy"):
             for cand, _peer in chosen:
                 t = measure(cand, args.quick, samples, busy=cond == "busy")
                 if t is not None:
                     results[cand][cond].append(t)
+        if r + 1 < runs:  # what the rounds so far give (a long run cut short still says something)
+            print(f"after round {r + 1}:\n{_table(chosen, results)}", flush=True)
+    print(f"default settings (no thread variables), {runs} process(es) per cell, median (min-max) ms; "
+          f"{os.cpu_count()} cores, shared machine: absolute times are noisy")
+    print(_table(chosen, results))
+    payload = {"machine": machine_info(), "runs": runs, "samples": samples, "results": results,
+               "peers": dict(chosen)}
+    if args.json:
+        write_json(args.json, payload)
+    return payload
+
+
+def _table(chosen: list, results: dict) -> str:
     rows = []
     for cand, peer in chosen:
         row: list[object] = [cand]
@@ -179,14 +192,7 @@ def main(argv: list[str] | None = None) -> dict:
         row.append(f"{statistics.median(b) / statistics.median(q):.2f}x" if q and b else "-")
         row.append(peer or "")
         rows.append(row)
-    print(f"default settings (no thread variables), {runs} process(es) per cell, median (min-max) ms; "
-          f"{os.cpu_count()} cores, shared machine: absolute times are noisy")
-    print(format_table(["candidate", "quiet ms", "/peer", "busy ms", "/peer", "busy/quiet", "peer"], rows))
-    payload = {"machine": machine_info(), "runs": runs, "samples": samples, "results": results,
-               "peers": dict(chosen)}
-    if args.json:
-        write_json(args.json, payload)
-    return payload
+    return format_table(["candidate", "quiet ms", "/peer", "busy ms", "/peer", "busy/quiet", "peer"], rows)
 
 
 if __name__ == "__main__":
