@@ -197,6 +197,15 @@ def _shape_args(size) -> tuple:
     return tuple(s if isinstance(s, int) else int(s) for s in size)
 
 
+def _size_kw(sizes: tuple, size) -> tuple:
+    """The size given positionally or as size= (torch.zeros(size=(2, 3)))."""
+    if size is None:
+        return sizes
+    if sizes:
+        raise TypeError("size given both positionally and as size=")
+    return (size,)
+
+
 def _filled(fn_name, size, dtype, device, requires_grad, value=None):
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
     xp = xp_for(_dev(device))
@@ -217,21 +226,21 @@ def _filled(fn_name, size, dtype, device, requires_grad, value=None):
     return _finish(arr, requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor of zeros of the given size (ints or one sequence). Mirrors torch.zeros."""
-    return _filled("zeros", size, dtype, device, requires_grad)
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of zeros of the given size (ints, one sequence, or size=). Mirrors torch.zeros."""
+    return _filled("zeros", _size_kw(sizes, size), dtype, device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor of ones of the given size (ints or one sequence). Mirrors torch.ones."""
-    return _filled("ones", size, dtype, device, requires_grad)
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ones of the given size (ints, one sequence, or size=). Mirrors torch.ones."""
+    return _filled("ones", _size_kw(sizes, size), dtype, device, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A tensor of the given size whose values are not to be relied on.
 
     Unlike PyTorch, the memory is zeroed (no uninitialized reads). Mirrors torch.empty."""
-    return _filled("zeros", size, dtype, device, requires_grad)  # zeroed: no uninitialized reads
+    return _filled("zeros", _size_kw(sizes, size), dtype, device, requires_grad)  # zeroed: no uninitialized reads
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -423,22 +432,24 @@ def _uniform(g, a: float, b: float, shape: tuple, np_dtype) -> Any:
     return (u * (b - a) + a).astype(np_dtype, copy=False)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
+def randn(*sizes, size=None, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
     """A tensor of the given size drawn from the standard normal distribution.
 
     A seed gives other numbers than PyTorch's generator would (the draws come from NumPy or CuPy).
     Mirrors torch.randn."""
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
-    return _finish(_rng_array_gen(generator, "normal", _shape_args(size), dt, _dev(device)), requires_grad)
+    return _finish(_rng_array_gen(generator, "normal", _shape_args(_size_kw(sizes, size)), dt, _dev(device)),
+                   requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
+def rand(*sizes, size=None, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
     """A tensor of the given size drawn uniformly from [0, 1).
 
     A seed gives other numbers than PyTorch's generator would (the draws come from NumPy or CuPy).
     Mirrors torch.rand."""
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
-    return _finish(_rng_array_gen(generator, "uniform", _shape_args(size), dt, _dev(device)), requires_grad)
+    return _finish(_rng_array_gen(generator, "uniform", _shape_args(_size_kw(sizes, size)), dt, _dev(device)),
+                   requires_grad)
 
 
 def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:

@@ -218,3 +218,44 @@ def test_a_compiled_function_closing_over_a_sparse_matrix_matches_eager():
     b.backward()
     np.testing.assert_allclose(a.item(), b.item(), rtol=1e-12)
     np.testing.assert_allclose(grad_c, lin.weight.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def _pygat_layer(lib):
+    """pyGAT's sparse attention: a custom autograd Function saving a sparse matrix, its
+    backward reading _indices() and multiplying by a.t(); factories called with size=."""
+
+    class SpecialSpmm(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, indices, values, shape, b):
+            a = lib.sparse_coo_tensor(indices, values, shape, check_invariants=True)
+            ctx.save_for_backward(a, b)
+            ctx.N = shape[0]
+            return lib.matmul(a, b)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            a, b = ctx.saved_tensors
+            grad_values = grad_b = None
+            if ctx.needs_input_grad[1]:
+                edge_idx = a._indices()[0, :] * ctx.N + a._indices()[1, :]
+                grad_values = grad_output.matmul(b.t()).view(-1)[edge_idx]
+            if ctx.needs_input_grad[3]:
+                grad_b = a.t().matmul(grad_output)
+            return None, grad_values, None, grad_b
+
+    rng = np.random.default_rng(0)
+    n = 5
+    edge = lib.tensor(np.array([[0, 1, 1, 2, 3, 4, 4], [1, 0, 2, 3, 4, 0, 2]]))
+    h = lib.tensor(rng.standard_normal((n, 3)), requires_grad=True)
+    a = lib.tensor(rng.standard_normal(6), requires_grad=True)
+    edge_h = lib.cat((h[edge[0, :], :], h[edge[1, :], :]), dim=1).t()
+    edge_e = lib.exp(-lib.nn.functional.leaky_relu(a.unsqueeze(0).mm(edge_h).squeeze(), 0.2))
+    rowsum = SpecialSpmm.apply(edge, edge_e, lib.Size([n, n]), lib.ones(size=(n, 1), dtype=lib.float64))
+    h_prime = SpecialSpmm.apply(edge, edge_e, lib.Size([n, n]), h).div(rowsum + 1e-9)
+    h_prime.sum().backward()
+    return h_prime.detach().numpy(), h.grad.numpy(), a.grad.numpy()
+
+
+def test_a_pygat_sparse_attention_layer_matches_pytorch():
+    for e, t in zip(_pygat_layer(eager), _pygat_layer(torch)):
+        np.testing.assert_allclose(e, t, rtol=1e-10, atol=1e-14)
