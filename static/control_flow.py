@@ -761,9 +761,11 @@ def runner(text: str, xp: Any, backend: str = "numpy") -> Callable[[list], list]
 
 
 # -- VJP bodies --------------------------------------------------------------------------------
-def _replay(g: Graph, args: list) -> list:
-    """Run graph `g`'s nodes on Tracers of the active trace (recording them again)."""
-    env: dict = dict(zip(g.inputs, args))
+def _replay(g: Graph, args: list, env: dict | None = None) -> list:
+    """Run graph `g`'s nodes on Tracers of the active trace (recording them again); `env`, when
+    given, collects every value of g -> what it became."""
+    env = {} if env is None else env
+    env.update(zip(g.inputs, args))
     for node in g.nodes:
         operands = [env[v] if isinstance(v, Value) else v for v in node.inputs]
         res = REGISTRY[node.op](*operands, **node.attrs)
@@ -771,6 +773,35 @@ def _replay(g: Graph, args: list) -> list:
         for o, r in zip(node.outputs, results):
             env[o] = r
     return [env[v] for v in g.outputs]
+
+
+def _residual_values(g: Graph) -> list:
+    """The values of a scan body its backward reads rather than computes again: the results of
+    its linear-algebra ops (matmul, einsum: the costly steps), in program order."""
+    return [o for node in g.nodes if REGISTRY[node.op].kind == "linalg" for o in node.outputs
+            if o.type.dtype.is_floating_point]
+
+
+@functools.lru_cache(maxsize=256)
+def residual_body(text: str) -> tuple[str, int]:
+    """The body with its residuals (`_residual_values`) as extra stacked results, and how many:
+    the forward a scan's VJP runs, saving them for the backward."""
+    g = parse_body(text)
+    extra = _residual_values(g)
+    if not extra:
+        return text, 0
+    g.outputs = list(g.outputs) + extra
+    return _body_text(g), len(extra)
+
+
+@functools.lru_cache(maxsize=256)
+def strip_residuals(text: str, n: int) -> str:
+    """`residual_body`'s inverse: the body without its last n results."""
+    if not n:
+        return text
+    g = parse_body(text)
+    g.outputs = list(g.outputs)[:-n]
+    return _body_text(g)
 
 
 def _new_body(params: list, name: str) -> tuple[TraceState, list]:
@@ -788,19 +819,25 @@ def _finish(st: TraceState, outs: list) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def scan_vjp_body(text: str, n_c: int, n_k: int, with_hist: bool = False) -> str:
+def scan_vjp_body(text: str, n_c: int, n_k: int, with_hist: bool = False, residuals: bool = False) -> str:
     """The body of a scan's backward: (consts, acc, ct_carry, carry_t, x_t, ct_y_t) ->
     (acc + d consts, d carry_t, d x_t), from static's autodiff on the body. `with_hist`: the
     scan's saved carries are results too, and their cotangents (ct_h_t, after ct_y_t) add to
-    the carry's."""
+    the carry's. `residuals`: the step's residuals (`residual_body`) come last, and the
+    backward reads them instead of computing them again."""
     from .autodiff import vjp  # noqa: PLC0415
 
     g = parsed(text)
     types = [v.type for v in g.inputs]
     consts_t, carry_t, x_t = types[:n_c], types[n_c:n_c + n_k], types[n_c + n_k:]
     y_t = [v.type for v in g.outputs[n_k:]]
-    params = consts_t + consts_t + carry_t + carry_t + x_t + y_t + (carry_t if with_hist else [])
+    saved = _residual_values(g) if residuals else []
+    params = (consts_t + consts_t + carry_t + carry_t + x_t + y_t + (carry_t if with_hist else [])
+              + [v.type for v in saved])
     st, ts = _new_body(params, "scan_vjp")
+    n_saved = len(saved)
+    res_t = ts[len(ts) - n_saved:] if n_saved else []
+    ts = ts[:len(ts) - n_saved] if n_saved else ts
     n_x = len(x_t)
     consts, acc = ts[:n_c], ts[n_c:2 * n_c]
     ct_carry = ts[2 * n_c:2 * n_c + n_k]
@@ -809,9 +846,10 @@ def scan_vjp_body(text: str, n_c: int, n_k: int, with_hist: bool = False) -> str
     ct_y = ts[2 * n_c + 2 * n_k + n_x:2 * n_c + 2 * n_k + n_x + len(y_t)]
     ct_h = ts[2 * n_c + 2 * n_k + n_x + len(y_t):]
     ACTIVE.stack.append(st)
+    env: dict = {}
     try:
         with enable_grad():
-            outs = _replay(g, consts + carry + xs)
+            outs = _replay(g, consts + carry + xs, env)
             wrt = [t._value for t in consts + carry + xs]
             grads = vjp(st, [o._value for o in outs], list(ct_carry) + list(ct_y), wrt)
             new_acc = [a + d if a.dtype.is_floating_point else a for a, d in zip(acc, grads[:n_c])]
@@ -819,6 +857,12 @@ def scan_vjp_body(text: str, n_c: int, n_k: int, with_hist: bool = False) -> str
             result = new_acc + list(d_carry) + list(grads[n_c + n_k:])
     finally:
         ACTIVE.stack.pop()
+    if saved:  # read the saved residuals: what computed them again is then dead code
+        result_values = [r._value for r in result]
+        mapping = {env[v]._value: r._value for v, r in zip(saved, res_t)}
+        st.graph.outputs = result_values
+        st.graph.replace_all_uses_with(mapping)
+        result = [Tracer(st, v) for v in st.graph.outputs]
     return _finish(st, result)
 
 

@@ -88,7 +88,7 @@ def _check_params(op: str, specs: list, params: list, what: str) -> None:
 
 # -- scan --------------------------------------------------------------------------------------
 def _scan_abstract(*specs: Any, body: str, length: int, reverse: bool, n_consts: int, n_carry: int,
-                   save: bool = False) -> list:
+                   save: bool = False, residuals: int = 0) -> list:
     g = parsed(body)
     n_in = len(specs)
     n_x = n_in - n_consts - n_carry
@@ -119,7 +119,7 @@ def _scan_abstract(*specs: Any, body: str, length: int, reverse: bool, n_consts:
 
 
 def _scan_forward(xp: Any, *operands: Any, body: str, length: int, reverse: bool, n_consts: int, n_carry: int,
-                  save: bool = False) -> tuple:
+                  save: bool = False, residuals: int = 0) -> tuple:
     g = parsed(body)
     run = _static().runner(body, xp, _caller_backend())
     consts = list(operands[:n_consts])
@@ -156,8 +156,12 @@ def _scan_vjp(ctx: Any, grads: tuple) -> tuple:
     consts, xs = ins[:n_c], ins[n_c + n_k:]
     g = parsed(a["body"])
     n_y = len(g.outputs) - n_k
-    fwd = SCAN(*ins, **{**a, "save": True})
-    hist = list(fwd[n_k + n_y:])
+    # the forward again, saving each step's carry and residuals (the results of its costly ops,
+    # static.control_flow.residual_body): one loop with the forward once CSE merges them
+    res_body, n_res = _static().residual_body(a["body"])
+    fwd = SCAN(*ins, **{**a, "body": res_body, "save": True, "residuals": a.get("residuals", 0) + n_res})
+    saved = list(fwd[n_k + n_y:n_k + n_y + n_res])
+    hist = list(fwd[n_k + n_y + n_res:])
     cts = []
     for i, y in enumerate(g.outputs):
         shape = tuple(y.type.shape) if i < n_k else (length,) + tuple(y.type.shape)
@@ -168,8 +172,8 @@ def _scan_vjp(ctx: Any, grads: tuple) -> tuple:
         ct_hist = []
     ct_hist = [c if c is not None else _zeros(tuple(h.shape), h.dtype) for c, h in zip(ct_hist, hist)]
     acc = [_zeros(tuple(p.type.shape), p.type.dtype) for p in g.inputs[:n_c]]
-    back = _static().scan_vjp_body(a["body"], n_c, n_k, bool(ct_hist))
-    res = SCAN(*consts, *acc, *cts[:n_k], *hist, *xs, *cts[n_k:], *ct_hist, body=back, length=length,
+    back = _static().scan_vjp_body(a["body"], n_c, n_k, bool(ct_hist), bool(n_res))
+    res = SCAN(*consts, *acc, *cts[:n_k], *hist, *xs, *cts[n_k:], *ct_hist, *saved, body=back, length=length,
                reverse=not a["reverse"], n_consts=n_c, n_carry=n_c + n_k, save=False)
     return tuple(r if r.dtype.is_floating_point else None for r in res[:n_c + n_k + len(xs)])
 

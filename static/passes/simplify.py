@@ -38,8 +38,15 @@ def _freeze(value):
 
 
 def _loop_key(node) -> tuple:
+    """A scan's operands and attributes, its saved carries and residuals aside (the body without
+    the residual results its VJP's forward adds: static.control_flow.residual_body)."""
+    attrs = dict(node.attrs)
+    if attrs.get("residuals"):
+        from ..control_flow import strip_residuals  # noqa: PLC0415
+
+        attrs["body"] = strip_residuals(attrs["body"], attrs["residuals"])
     return (tuple(_operand_key(v) for v in node.inputs),
-            tuple(sorted((k, _freeze(v)) for k, v in node.attrs.items() if k != "save")))
+            tuple(sorted((k, _freeze(v)) for k, v in attrs.items() if k not in ("save", "residuals"))))
 
 
 def merge_saved_loops(graph: Graph) -> int:

@@ -472,3 +472,33 @@ def test_torch_cond_under_vmap_selects_per_example():
     want = np.stack([f(x[i]).numpy() for i in range(3)])
     np.testing.assert_allclose(vmap(f)(x).numpy(), want)
     np.testing.assert_allclose(static.vmap(f)(x).numpy(), want)
+
+
+def test_reverse_mode_saves_the_costly_steps_and_runs_the_forward_loop_once(monkeypatch):
+    """The VJP's forward saves each step's carry and matmul results (residuals); CSE merges it
+    with the forward, and the backward body reads the saved products instead of recomputing
+    them: four matmuls in the backward of two, none of the forward's again."""
+    ran: list = []
+    real = cf.runner
+
+    def counting(text, xp, backend="numpy"):
+        ran.append(text.split("(")[0])
+        return real(text, xp, backend)
+
+    monkeypatch.setattr(cf, "runner", counting)
+    rng = np.random.default_rng(13)
+    w, u, xs = _t(rng.standard_normal((3, 3))), _t(rng.standard_normal((4, 3))), _t(rng.standard_normal((5, 2, 4)))
+
+    def loss(w, u, xs):
+        h, ys = cf.scan(lambda h, x: (eager.tanh(h @ w + x @ u), (h * h).sum()), eager.zeros(2, 3, dtype=w.dtype), xs)
+        return (h * h).sum() + ys.sum()
+
+    grads = static.grad(loss, argnums=(0, 1, 2))(w, u, xs)
+    assert sorted(ran) == ["func @scan_body", "func @scan_vjp"]  # each loop once
+    ins = [t.detach().requires_grad_(True) for t in (w, u, xs)]
+    loss(*ins).backward()
+    for g, t in zip(grads, ins):
+        np.testing.assert_allclose(g.numpy(), t.grad.numpy(), rtol=1e-12, atol=1e-14)
+    graph = static.trace(lambda w, u, xs: static.grad(loss, argnums=(0,))(w, u, xs), w, u, xs)
+    (backward,) = [n for n in graph.nodes if n.op == "scan" and n.attrs["body"].startswith("func @scan_vjp")]
+    assert backward.attrs["body"].count("= matmul") == 4
