@@ -65,6 +65,8 @@ def watching(watch: Watch) -> Iterator[None]:
     def traced_print(*args: Any, **kwargs: Any) -> None:
         watch.prints.append((args, kwargs, user_location()))
 
+    states = (random.getstate(), np.random.get_state())  # a trace's draws are undone: the eager run makes them
+
     def drawing(module: str, name: str, fn):
         def draw(*args: Any, **kwargs: Any) -> Any:
             watch.refusals.append(f"{user_location()}: {module}.{name}() draws a Python random number, which a "
@@ -91,6 +93,9 @@ def watching(watch: Watch) -> Iterator[None]:
             setattr(random, name, fn)
         for name, fn in saved_np.items():
             setattr(np.random, name, fn)
+        if any("random" in why for why in watch.refusals):
+            random.setstate(states[0])
+            np.random.set_state(states[1])
 
 
 def _scheduler_steps() -> list:

@@ -254,7 +254,7 @@ def note_start(state: TraceState, fn, sources) -> None:
     for owner in _reachable_owners(fn):
         if hasattr(owner, "param_groups"):
             tensors += [p for g in owner.param_groups for p in g["params"]]
-        else:
+        elif hasattr(owner, "parameters"):
             tensors += list(owner.parameters())
     extra = None
     for t in tensors:
@@ -277,6 +277,10 @@ def _reachable_owners(fn, limit: int = 64) -> list:
         if hasattr(f, "param_groups") or (hasattr(f, "named_parameters") and hasattr(f, "forward")):
             found.append(f)
             continue
+        if hasattr(f, "optimizer") and hasattr(f, "last_epoch"):  # a learning-rate scheduler (static.check saves it)
+            found.append(f)
+            todo.append(f.optimizer)
+            continue
         todo.append(getattr(f, "__self__", None))  # a bound method's instance: `static.compile(opt.step)`
         f = getattr(f, "__func__", f)
         todo.append(getattr(f, "__wrapped__", None))
@@ -290,7 +294,7 @@ def _reachable_owners(fn, limit: int = 64) -> list:
                 values.append(cell.cell_contents)
             except ValueError:
                 continue
-        todo += [v for v in values if callable(v) or hasattr(v, "param_groups")]
+        todo += [v for v in values if callable(v) or hasattr(v, "param_groups") or hasattr(v, "last_epoch")]
     return found
 
 

@@ -44,7 +44,7 @@ from .conv import (  # noqa: F401,E402
     LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, Unfold,
 )
 from .loss import (  # noqa: F401,E402
-    FeatureAlphaDropout, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss,
+    CTCLoss, FeatureAlphaDropout, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss,
 )
 from .rnn import RNNBase, RNNCellBase  # noqa: F401,E402
 
@@ -73,4 +73,4 @@ __all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid
            "RReLU", "AdaptiveMaxPool1d", "AdaptiveMaxPool3d", "ChannelShuffle", "Fold", "LocalResponseNorm",
            "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Unfold", "FeatureAlphaDropout",
            "MultiLabelMarginLoss", "MultiMarginLoss", "TripletMarginWithDistanceLoss", "RNNBase", "RNNCellBase",
-           "ConvTranspose3d"]
+           "ConvTranspose3d", "CTCLoss"]

@@ -26,6 +26,6 @@ __all__ = [
     "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss", "MSELoss", "MarginRankingLoss",
     "MultiLabelSoftMarginLoss", "NLLLoss", "PoissonNLLLoss", "SmoothL1Loss", "SoftMarginLoss", "TripletMarginLoss",
 ]
-from ..loss import MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss  # noqa: E402,F401
+from ..loss import CTCLoss, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss  # noqa: E402,F401
 
-__all__ += ["MultiLabelMarginLoss", "MultiMarginLoss", "TripletMarginWithDistanceLoss"]
+__all__ += ["CTCLoss", "MultiLabelMarginLoss", "MultiMarginLoss", "TripletMarginWithDistanceLoss"]
