@@ -750,7 +750,7 @@ def runner(text: str, xp: Any, backend: str = "numpy") -> Callable[[list], list]
     native driver, whose loop then calls the body's native kernels), CuPy arrays through the
     body's CuPy module, other array modules (the tests' host stand-in for CuPy) through the
     reference interpreter on `xp`."""
-    if xp is np:
+    if xp is np and backend != "interpret":
         return _compiled_runner(text, backend if backend in ("numpy", "native") else "numpy")
     if getattr(xp, "__name__", "") == "cupy":  # the body's own CuPy module (its kernels fused)
         return _compiled_runner(text, "cupy")

@@ -59,14 +59,18 @@ def parsed(text: str) -> Any:
 
 
 def _caller_backend() -> str:
-    """The code generator of the module running this op: "native" when the native backend's
-    driver calls it (its bodies are then compiled natively too), else "numpy"."""
+    """What runs the graph this op is in: "native" when the native backend's driver calls it
+    (its bodies are then compiled natively too), "interpret" for the reference interpreter
+    (bodies interpreted), else "numpy"."""
     frame: Any = sys._getframe(2)
     for _ in range(8):
         if frame is None:
             break
-        if frame.f_globals.get("__name__", "").startswith("graphmode_generated.native"):
+        name = frame.f_globals.get("__name__", "")
+        if name.startswith("graphmode_generated.native"):
             return "native"
+        if name == "static.interpreter":  # the reference interpreter: bodies interpreted too
+            return "interpret"
         frame = frame.f_back
     return "numpy"
 
