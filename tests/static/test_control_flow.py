@@ -502,3 +502,19 @@ def test_reverse_mode_saves_the_costly_steps_and_runs_the_forward_loop_once(monk
     graph = static.trace(lambda w, u, xs: static.grad(loss, argnums=(0,))(w, u, xs), w, u, xs)
     (backward,) = [n for n in graph.nodes if n.op == "scan" and n.attrs["body"].startswith("func @scan_vjp")]
     assert backward.attrs["body"].count("= matmul") == 4
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_loop_body_runs_on_the_backend_of_its_graph(backend, monkeypatch):
+    seen: list = []
+    real = cf.runner
+
+    def spy(text, xp, which="numpy"):
+        seen.append(which)
+        return real(text, xp, which)
+
+    monkeypatch.setattr(cf, "runner", spy)
+    f = _compile(lambda w, xs: cf.scan(lambda h, x: (eager.tanh(h * w + x), h.sum()), eager.zeros(3, dtype=w.dtype),
+                                       xs), backend)
+    f(_t(np.ones(3)), _t(np.ones((4, 3))))
+    assert seen == [backend]
