@@ -269,3 +269,30 @@ def test_a_module_passed_as_a_default_argument_is_watched():
     cf(X)
     m.eval()
     same(cf(X), m(X))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gradient_accumulation_with_set_to_none_keeps_both_entries(backend):
+    x, y = eager.randn(6, 4, generator=eager.Generator().manual_seed(3)), eager.zeros(6, 1)
+
+    def run(compiled):
+        eager.manual_seed(0)
+        m = nn.Linear(4, 1)
+        o = eager.optim.SGD(m.parameters(), lr=0.1)
+
+        def micro(x, y):  # accumulates: finds .grad None after zero_grad, then the last micro-step's
+            F.mse_loss(m(x), y).backward()
+
+        f = static.compile(micro, backend=backend, max_retraces=1) if compiled else micro
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for _ in range(4):
+                for _ in range(2):
+                    f(x, y)
+                o.step()
+                o.zero_grad(set_to_none=True)
+        return m.weight._data.copy(), f
+
+    (want, _), (got, f) = run(False), run(True)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert len(f.entries()) <= 2 and len(f.retraces) <= 1
