@@ -518,3 +518,15 @@ def test_a_loop_body_runs_on_the_backend_of_its_graph(backend, monkeypatch):
                                        xs), backend)
     f(_t(np.ones(3)), _t(np.ones((4, 3))))
     assert seen == [backend]
+
+
+def test_jvp_of_a_cond_is_the_taken_branch_derivative():
+    def f(x):
+        return cf.cond(x.sum() > 0, lambda a: eager.sin(a) * a, lambda a: a ** 3, x)
+
+    t = _t([1.0, -2.0, 0.5])
+    for x in (_t([0.3, 0.2, 0.1]), _t([-0.3, 0.2, -0.4])):
+        _, tangent = static.jvp(f, (x,), (t,))
+        a = x.numpy()
+        d = (np.cos(a) * a + np.sin(a)) if a.sum() > 0 else 3 * a ** 2
+        np.testing.assert_allclose(tangent.numpy(), d * t.numpy(), rtol=1e-12)
