@@ -1584,22 +1584,25 @@ class NativeModule(Driver):
         return py_source, c_source
 
     def _per_size_lines(self) -> list:
-        """The driver's lines that work out, once per new size, what the kernel calls check and
-        make (byte sizes, output shapes) and the int64 array of sizes the C functions read:
-        module globals, so that a call at the last call's size only compares one tuple."""
+        """The driver's lines that work out, once per size, what the kernel calls check and
+        make (byte sizes, output shapes) and the int64 array of sizes the C functions read,
+        kept per size in a module-level table and read into locals (two threads calling at two
+        sizes each get their own)."""
         key = f"({', '.join(self.symbols)},)"
         names = ["_syms"] + [n for const, _, shapes in self.per_call
                              for n in (f"{const}_SIZES",) + ((f"{const}_SHAPES",) if shapes else ())]
-        self.slots.append("_SIZES_AT")  # a module-level list: the sizes the globals were made for
-        lines = [f"global {', '.join(names)}",
-                 f"if not _SIZES_AT or _SIZES_AT[0] != {key}:  # a new size: what the calls check, once",
-                 f"    _SIZES_AT[:] = [{key}]",
-                 f"    _syms = np.array({key}, np.int64)"]
-        for const, sizes, shapes in self.per_call:
-            lines.append(f"    {const}_SIZES = {sizes}")
+        values = [f"np.array({key}, np.int64)"]
+        for _, sizes, shapes in self.per_call:
+            values.append(sizes)
             if shapes:
-                lines.append(f"    {const}_SHAPES = {shapes}")
-        return lines
+                values.append(shapes)
+        self.slots.append("_SIZES_AT")  # a module-level list holding the table
+        return ["if not _SIZES_AT:",
+                "    _SIZES_AT.append({})  # the sizes of the calls -> what their kernel calls check",
+                f"_per_size = _SIZES_AT[0].get({key})",
+                "if _per_size is None:  # a new size: worked out once",
+                f"    _per_size = _SIZES_AT[0][{key}] = ({', '.join(values)},)",
+                f"{', '.join(names)}, = _per_size"]
 
     def describe(self) -> str:
         s = self.stats

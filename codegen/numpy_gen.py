@@ -166,6 +166,7 @@ class NumpyModule:
         self.constants: dict = {}
         self.regions: list = []
         self.kinds = {"blocked": 0, "small": 0, "scalar": 0, "unfused": 0}
+        self.symbols: list = []  # symbolic sizes bound in the entry (static.dynamic_shapes)
         self.notes: list = []
         self.analyzed = {n: analyze(n) for n in graph.nodes if n.body is not None}
         # the block loop the last region's call runs, while the next node may still join it
@@ -198,7 +199,9 @@ class NumpyModule:
         params = [self.names(v) for v in g.inputs]
         entry = [f"{self.names(v)} = {self.names(v)}[()]  # 0-d: computed on NumPy scalars"
                  for v in g.inputs if len(v.type.shape) == 0]
-        entry += bind_symbols(g, self.names)
+        binds = bind_symbols(g, self.names)
+        entry += binds
+        self.symbols = [line.split(" = ")[0] for line in binds]  # block functions take them as arguments
         top = Emitter(self, self.names, local_globals=True)
         planner = BufferPlanner(g)
         top.batches_after(None)
@@ -449,6 +452,9 @@ class BlockedRegion:
         row_elems = 1
         for s in r.rest:
             row_elems *= s
+        for name in self.m.symbols:  # symbolic sizes (static.dynamic_shapes): arguments, not globals
+            self.params.append(name)   # (calls of one function at two sizes from two threads)
+            self.args.append(name)
         args = ", ".join(self.args) + ("," if len(self.args) == 1 else "")
         call = self._call(n_elems, row_elems, args)
         if self.partials:

@@ -259,7 +259,7 @@ def _block_axes(region: Region, values: list) -> int:
 
 def bind_symbols(graph: Graph, names: Callable[[Value], str]) -> list:
     """Lines binding each symbolic size of the graph (`s0`) from the shape of an input that
-    has it as a dimension, as module globals so that block functions read them too. A symbol
+    has it as a dimension (locals: a function that needs them takes them as arguments). A symbol
     that no input has as a whole dimension cannot be bound: ValueError (the caller compiles
     that graph for fixed sizes instead)."""
     bound: dict = {}
@@ -282,5 +282,4 @@ def bind_symbols(graph: Graph, names: Callable[[Value], str]) -> list:
         raise ValueError(f"codegen: the symbolic size(s) {', '.join(missing)} are no input's dimension")
     if not bound:
         return []
-    return [f"global {', '.join(bound)}  # symbolic sizes, read from the inputs (block functions read them)"] + \
-        [f"{s} = {where}" for s, where in bound.items()]
+    return [f"{s} = {where}  # a symbolic size, read from the input" for s, where in bound.items()]

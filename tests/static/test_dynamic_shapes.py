@@ -295,3 +295,33 @@ def test_dropout_over_a_dynamic_batch_draws_eagers_numbers_at_every_size():
     np.testing.assert_allclose(got, want, rtol=1e-5)
     assert len(compiled.compile_seconds) <= 2, ds.describe(ds.policy_of(compiled))
     assert ds.policy_of(compiled).entries
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_threads_calling_one_symbolic_entry_at_two_sizes_get_their_own(backend):
+    import threading  # noqa: PLC0415
+
+    def f(x):
+        return (x.tanh() * 2 + 1).softmax(1).sum(1)
+
+    compiled = static.compile(f, backend=_backend(backend), dynamic=True)
+    rng = np.random.default_rng(6)
+    xs = {n: rng.standard_normal((n, 128)).astype(np.float32) for n in (64, 96)}
+    for x in xs.values():
+        compiled(x)  # (the symbolic entry made once, before the threads)
+    assert len(compiled.compile_seconds) == 1
+    want = {n: f(eager.tensor(x)).numpy() for n, x in xs.items()}
+    errors: list = []
+
+    def work(n):
+        for _ in range(30):
+            got = compiled(xs[n])
+            if got.shape != want[n].shape or not np.allclose(got, want[n], rtol=1e-5, atol=1e-6):
+                errors.append(n)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in xs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
