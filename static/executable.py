@@ -7,7 +7,7 @@ NumPy arrays, CuPy code for CuPy arrays). A factory given as "module:attribute" 
 the first time a graph asks for it, so that `import static` never imports codegen, and
 codegen imports nothing of static but `static.ir`. Adding a backend is one call:
 
-    static.register_backend("native", "codegen.native:build")
+    static.register_backend("native", "codegen:build")
 
 Asking for a backend by name that cannot load is an error naming the cause (a missing
 dependency, or another module called `codegen` shadowing this one); only "auto" falls back

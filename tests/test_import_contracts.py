@@ -235,3 +235,11 @@ def test_lazy_subpackages_are_listed_and_unknown_names_raise():
     assert {"nn", "optim", "utils", "viz", "distributions"} <= set(dir(eager))
     with pytest.raises(AttributeError, match="no_such_name"):
         eager.no_such_name  # noqa: B018
+
+
+def test_the_architecture_document_lists_the_layers_in_this_order():
+    """docs/architecture.md's layer table is the order checked here, row for row."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = [line.split("|")[1].strip() for line in text.splitlines()
+            if line.startswith("| ") and line.split("|")[1].strip() in ORDER]
+    assert tuple(rows) == ORDER, rows

@@ -72,6 +72,9 @@ def test_the_record_is_the_only_place_the_op_is_spelled():
                    for p in (ROOT / pkg).rglob("*") if p.suffix in (".py", ".cpp", ".h", ".j2", ".lark")
                    and spelled.search(p.read_text(encoding="utf-8")))
     assert files == ["eager/ops/elementwise.py"], files
+    stated = re.search(r"A new pointwise op touches \*\*(\d+) files?\*\*",
+                       (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"))
+    assert stated is not None and int(stated.group(1)) == len(files), "docs/architecture.md states another count"
     op = REGISTRY["reciprocal"]
     assert op.ufunc == "reciprocal" and op.c_expr and op.fusible and op.pointwise
 
