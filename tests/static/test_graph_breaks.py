@@ -244,3 +244,23 @@ def test_a_step_that_logs_between_forward_and_backward_keeps_eagers_values(order
         assert "zero_grad() before the break" in text
     else:  # the forward compiled, the log line in Python, the rest (its backward reaches the forward's) eagerly
         assert "log.append(loss.item())" in text
+
+
+def test_torch_logging_set_logs_switches_the_graph_break_log(capsys):
+    eager._logging.set_logs(graph_breaks=True)
+    try:
+        assert "graph_breaks" in static.logs.enabled()
+
+        def f(x):
+            y = x * 2
+            n = y.sum().item()
+            return y + n
+
+        np.testing.assert_allclose(eager.compile(f, backend="numpy")(eager.ones(2)).numpy(), [6.0, 6.0])
+        err = capsys.readouterr().err
+        assert "[graphmode.graph_breaks]" in err and "n = y.sum().item()" in err
+        with pytest.raises(TypeError, match="unexpected keyword argument 'graph_brakes'"):
+            eager._logging.set_logs(graph_brakes=True)
+    finally:
+        eager._logging.set_logs()
+    assert not static.logs.enabled()
