@@ -47,6 +47,15 @@ from .loss import (  # noqa: F401,E402
     CTCLoss, FeatureAlphaDropout, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss,
 )
 from .rnn import RNNBase, RNNCellBase  # noqa: F401,E402
+from .lazy import (  # noqa: F401,E402
+    LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,
+    LazyConvTranspose2d, LazyConvTranspose3d, LazyLinear, UninitializedBuffer, UninitializedParameter,
+)
+from . import parameter as _parameter_module  # noqa: E402
+
+# torch.nn.parameter.UninitializedParameter / UninitializedBuffer (defined with the lazy modules)
+_parameter_module.UninitializedParameter = UninitializedParameter  # type: ignore[attr-defined]
+_parameter_module.UninitializedBuffer = UninitializedBuffer  # type: ignore[attr-defined]
 
 __all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax",
            "LogSoftmax", "Dropout", "Flatten", "Sequential", "ModuleList", "MSELoss", "CrossEntropyLoss",
@@ -73,4 +82,6 @@ __all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid
            "RReLU", "AdaptiveMaxPool1d", "AdaptiveMaxPool3d", "ChannelShuffle", "Fold", "LocalResponseNorm",
            "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Unfold", "FeatureAlphaDropout",
            "MultiLabelMarginLoss", "MultiMarginLoss", "TripletMarginWithDistanceLoss", "RNNBase", "RNNCellBase",
-           "ConvTranspose3d", "CTCLoss"]
+           "ConvTranspose3d", "CTCLoss", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d",
+           "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
+           "LazyLinear", "UninitializedBuffer", "UninitializedParameter"]
