@@ -427,7 +427,38 @@ def _where_abstract(cond, a, b):
     return TensorSpec(shape, same_dtype("where", specs) if specs else _dtypes.result_type([], [], [a, b]))
 
 
+# float dtype -> the unsigned integer of its width, for selecting bits (_select_bits)
+_BITS_OF = {np.dtype(np.float32): np.dtype(np.uint32), np.dtype(np.float64): np.dtype(np.uint64)}
+SELECT_BITS_MIN = 1 << 14  # elements from which selecting bits beats np.where's loop
+
+
+def _select_bits(c, a, b):
+    """np.where(c, a, b) for a float array `a` of c's shape and `b` a number or an array of
+    a's shape and dtype, by masking bits: NumPy's where branches per element, and a mask of
+    unpredictable values (relu's, dropout's) made it 8x slower than a multiply (1.7 ms
+    against 0.2 for 400K float32). Each result element is a's or b's bits, as where's."""
+    u = _BITS_OF[a.dtype]
+    mask = np.negative(c.view(np.uint8), dtype=u)  # all ones where c, zeros elsewhere
+    out = np.bitwise_and(a.view(u), mask)
+    if isinstance(b, np.ndarray):
+        np.bitwise_or(out, np.bitwise_and(b.view(u), np.bitwise_not(mask, out=mask), out=mask), out=out)
+    else:
+        bits = np.array(b, dtype=a.dtype).view(u)
+        if bits:  # (+0.0: nothing to add where c is false)
+            np.bitwise_or(out, np.bitwise_and(np.bitwise_not(mask, out=mask), bits, out=mask), out=out)
+    return out.view(a.dtype)
+
+
 def _where(xp, c, a, b):
+    if (xp is np and type(a) is np.ndarray and type(c) is np.ndarray and c.dtype == np.bool_
+            and a.dtype in _BITS_OF and c.shape == a.shape and a.size >= SELECT_BITS_MIN
+            and (type(b) is float or type(b) is int
+                 or type(b) is np.ndarray and b.dtype == a.dtype and b.shape == a.shape)):
+        return _select_bits(c, a, b)
+    if (xp is np and type(b) is np.ndarray and type(c) is np.ndarray and c.dtype == np.bool_
+            and b.dtype in _BITS_OF and c.shape == b.shape and b.size >= SELECT_BITS_MIN
+            and (type(a) is float or type(a) is int)):
+        return _select_bits(np.logical_not(c), b, a)
     out = xp.where(c, a, b)
     if not hasattr(a, "dtype") and not hasattr(b, "dtype"):
         # two Python numbers: PyTorch's dtype for them (float32 for floats), not NumPy's float64
