@@ -1114,6 +1114,8 @@ def small_batched_matmul(node: Node) -> str | None:
         return "not a batch of products"
     if not (a.type.dtype == b.type.dtype == out.type.dtype) or out.type.dtype.np.name not in ("float32", "float64"):
         return "not one float dtype"
+    if any(_symbolic(d) for v in (a, b, out) for d in v.type.shape):
+        return "a symbolic size (its tiles are sized at compile time)"  # BLAS takes it per call
     m, k = (int(d) for d in a.type.shape[-2:])
     n = int(b.type.shape[-1])
     if m * n * k > SMALL_PRODUCT_MAX or n > SMALL_PRODUCT_N_MAX or k * n > SMALL_TILE_MAX or 0 in (m, n, k):
@@ -1319,6 +1321,8 @@ def eager_kernel_call(node: Node) -> str | None:
         return "not one float32/float64 dtype"
     if any(0 in tuple(v.type.shape) for v in values):
         return "an empty operand"
+    if any(_symbolic(d) for v in values for d in v.type.shape):
+        return "a symbolic size (the call's dims are constants of the module)"  # the op's library call takes it
     ndim = int(node.attrs["ndim"])
     if not 0 < ndim <= len(node.inputs[0].type.shape):
         return "normalizes over more dims than the input has"

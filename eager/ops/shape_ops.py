@@ -154,7 +154,11 @@ def _slice_length(start, stop, step, n):
     symbol; the comparison that picks it is then a guard of the compiled function."""
     if (_is_symbolic(stop) or _is_symbolic(n)) and step in (None, 1) and start in (None, 0) \
             and (stop is None or stop >= 0):
-        return n if stop is None or stop >= n else stop
+        if stop is None:
+            return n
+        if _is_symbolic(stop) and not _is_symbolic(n):  # x[:T] of a buffer of n rows: T while T <= n
+            return stop if stop <= n else n
+        return n if stop >= n else stop
     return len(range(*slice(start, stop, step).indices(n)))
 
 
