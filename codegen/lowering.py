@@ -137,8 +137,8 @@ def _add(name: str, numpy: NumpyLowering, cupy: CupyLowering, pointwise: bool | 
     """Register the spellings of a registry op. `pointwise` and `reduction` default to what
     the op record says (pass them only to override, which no op does today)."""
     op = REGISTRY[name]
-    if pointwise is None:
-        pointwise = op.pointwise and bool(op.fusible)  # an elementwise library call is not inlined
+    if pointwise is None:  # the op's fact, where an element-wise spelling exists (a library call is not inlined)
+        pointwise = op.pointwise and bool(op.fusible) and bool(numpy.ufunc or numpy.into or cupy.expr)
     if reduction is None and op.reduction is not None:
         reduction = reduction_lowering(op)
     TABLE[op] = OpLowering(numpy, cupy, pointwise, reduction, note, fields)
@@ -494,13 +494,27 @@ def small_power(node: Node) -> int | None:
     return int(node.inputs[1]) if node.inputs[1] in (2, 3) else None
 
 
+def inlinable(op: OpDef) -> bool:
+    """The NumPy backend's inline capability (static.executable.Capabilities): a fusible
+    pointwise op with an element-wise spelling here joins fused regions."""
+    low = TABLE.get(op)
+    return low is not None and low.pointwise
+
+
+def c_inlinable(op: OpDef) -> bool:
+    """The native and CuPy backends' inline capability: inlinable with a C expression (the
+    record's c_expr or the table's). A fusible op without one stays out of their regions."""
+    low = TABLE.get(op)
+    return low is not None and low.pointwise and low.cupy.expr is not None
+
+
 def missing_ops() -> list[str]:
     """Names of registry ops without an entry in the table (the registry-wide test wants none)."""
     return sorted(op.name for op in REGISTRY.values() if op not in TABLE)
 
 
 __all__ = ["TABLE", "LoweringTable", "OpLowering", "NumpyLowering", "CupyLowering", "ReductionLowering", "lowering_for",
-           "missing_ops", "small_power", "accumulate_dtype", "half_in_float32"]
+           "missing_ops", "small_power", "accumulate_dtype", "half_in_float32", "inlinable", "c_inlinable"]
 
 
 # -- ops added with the PyTorch-programs surface ----------------------------------------------

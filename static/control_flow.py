@@ -733,7 +733,7 @@ def _compiled_runner(text: str, backend: str) -> Callable[[list], list]:
     from .executable import build_executable, row_regions  # noqa: PLC0415
     from .passes import run_pipeline  # noqa: PLC0415
 
-    g = run_pipeline(parsed(text), [], row_regions=row_regions(backend))
+    g = run_pipeline(parsed(text), [], row_regions=row_regions(backend), backend=backend)
     try:
         exe = build_executable(g, backend)
     except Exception:  # noqa: BLE001 - no code generator here: the reference interpreter runs it

@@ -127,20 +127,70 @@ def backend_available(name: str) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend's generated code can do, declared by the backend: facts of the backend,
+    where op records hold facts of the ops (a pointwise op is fusible; whether a backend can
+    spell it inside a fused region is the backend's to say).
+
+    inline: "module:function", the predicate on an op record saying whether the backend can
+      put that fusible pointwise op inside a fused region (imported when first asked, so
+      static imports no generator); None: every fusible op (the reference interpreter).
+    row_regions: fusion may make regions that reduce along their last axis and read the
+      result back (passes.fusion.Fuser): the native backend runs each as one kernel per row;
+      the others would run one op at a time, slower than the regions they replace."""
+
+    inline: str | None = None
+    row_regions: bool = False
+
+
+# what a graph built for no named backend assumes: ops with a C expression inline (the
+# strictest built-in backends'), no row regions
+DEFAULT_CAPABILITIES = Capabilities(inline="codegen.lowering:c_inlinable")
+_CAPABILITIES: dict[str, Capabilities] = {}
+
+
+def declare_capabilities(name: str, capabilities: Capabilities) -> None:
+    """Declare what backend `name` can do (see Capabilities); undeclared backends get
+    DEFAULT_CAPABILITIES."""
+    _CAPABILITIES[name] = capabilities
+
+
+def capabilities(backend: str | None) -> Capabilities:
+    """The declared capabilities of `backend`; "auto" has those of the backend it runs
+    (codegen.native.auto_backend: native where a C++ compiler answers, else numpy)."""
+    if backend is None:
+        return DEFAULT_CAPABILITIES
+    if backend == "auto":
+        try:
+            from codegen.native import auto_backend  # noqa: PLC0415
+        except ImportError:
+            return _CAPABILITIES["interpret"]
+        backend = auto_backend()
+    return _CAPABILITIES.get(backend, DEFAULT_CAPABILITIES)
+
+
+_PREDICATES: dict[str, Callable[[Any], bool]] = {}
+
+
+def inline_predicate(backend: str | None) -> Callable[[Any], bool] | None:
+    """The backend's `inline` predicate, imported on first use; None: every fusible op."""
+    target = capabilities(backend).inline
+    if target is None:
+        return None
+    found = _PREDICATES.get(target)
+    if found is None:
+        module, _, attribute = target.partition(":")
+        try:
+            found = _PREDICATES[target] = getattr(importlib.import_module(module), attribute)
+        except (ImportError, AttributeError):  # no code generator: only the interpreter can run the graph,
+            return None  # and building for the backend raises BackendError naming the cause
+    return found
+
+
 def row_regions(backend: str) -> bool:
-    """Whether fusion makes row regions for `backend` (regions that reduce along their last
-    axis and read the result back, passes.fusion.Fuser): the native backend runs each as one
-    kernel per row; the others would run one op at a time, slower than the regions they
-    replace. "auto" runs the native backend where it can (codegen.native.auto_backend)."""
-    if backend == "native":
-        return True
-    if backend != "auto":
-        return False
-    try:
-        from codegen.native import auto_backend  # noqa: PLC0415
-    except ImportError:
-        return False
-    return auto_backend() == "native"
+    """Whether fusion makes row regions for `backend` (its declared capabilities)."""
+    return capabilities(backend).row_regions
 
 
 def build_executable(graph: Graph, backend: str, fast_math: bool = False, ir_text: str | None = None):
@@ -189,3 +239,7 @@ register_backend("auto", "codegen:build")
 register_backend("numpy", "codegen:build")
 register_backend("cupy", "codegen:build")
 register_backend("native", "codegen:build")
+declare_capabilities("interpret", Capabilities(inline=None))
+declare_capabilities("numpy", Capabilities(inline="codegen.lowering:inlinable"))
+declare_capabilities("cupy", Capabilities(inline="codegen.lowering:c_inlinable"))
+declare_capabilities("native", Capabilities(inline="codegen.lowering:c_inlinable", row_regions=True))

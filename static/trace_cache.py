@@ -234,7 +234,7 @@ def build_forward(traced: Graph, stages: list, owner) -> Built:
     if is_recording():
         verify(traced)
         graph = run_pipeline(traced, stages, opt_level=owner.opt_level, passes=owner.passes,
-                             fast_math=owner.fast_math, row_regions=row_regions(owner.backend))
+                             fast_math=owner.fast_math, row_regions=row_regions(owner.backend), backend=owner.backend)
         return Built(graph, build_executable(graph, owner.backend, owner.fast_math))
     key = _key(str(traced), owner, ("forward",))
     built = _lookup(key, owner)
@@ -242,7 +242,7 @@ def build_forward(traced: Graph, stages: list, owner) -> Built:
         STATS["misses"] += 1
         verify(traced)  # (a hit's record was built from a graph verified then, with this text)
         graph = run_pipeline(traced, stages, opt_level=owner.opt_level, passes=owner.passes,
-                             fast_math=owner.fast_math, row_regions=row_regions(owner.backend))
+                             fast_math=owner.fast_math, row_regions=row_regions(owner.backend), backend=owner.backend)
         built = _remember(key, Built(graph, build_executable(graph, owner.backend, owner.fast_math)))
         _store(key, built)
     return built
@@ -255,7 +255,7 @@ def build_joint(joint: Graph, primal: list, seeds: list, n_forward_outputs: int,
         verify(joint)  # (a hit's record was built from a graph verified then, with this text)
         split, _ = optimize_joint(joint, primal, seeds, n_forward_outputs, stages, opt_level=owner.opt_level,
                                   passes=owner.passes, fast_math=owner.fast_math,
-                                  row_regions=row_regions(owner.backend))
+                                  row_regions=row_regions(owner.backend), backend=owner.backend)
         return Built(split.forward, build_executable(split.forward, owner.backend, owner.fast_math), split,
                      build_executable(split.backward, owner.backend, owner.fast_math))
 

@@ -52,7 +52,7 @@ def _integer_division(fn):
 
 
 FLOOR_DIVIDE = defop(
-    "floor_divide", arity=2, fusible=False, forward=_integer_division(lambda xp, a, b: xp.floor_divide(a, b)),
+    "floor_divide", arity=2, forward=_integer_division(lambda xp, a, b: xp.floor_divide(a, b)),
     abstract=_elementwise("floor_divide"),
     promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {}),
@@ -70,7 +70,7 @@ def _remainder_vjp(ctx, g):
 
 
 REMAINDER = defop(
-    "remainder", arity=2, fusible=False, forward=_integer_division(lambda xp, a, b: xp.remainder(a, b)),
+    "remainder", arity=2, forward=_integer_division(lambda xp, a, b: xp.remainder(a, b)),
     abstract=_elementwise("remainder"),
     vjp=_remainder_vjp, grad_name="RemainderBackward0", save=(0, 1), promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {}),
@@ -88,7 +88,7 @@ def _fmod_vjp(ctx, g):
 
 
 FMOD = defop(
-    "fmod", arity=2, fusible=False, forward=_integer_division(lambda xp, a, b: xp.fmod(a, b)),
+    "fmod", arity=2, forward=_integer_division(lambda xp, a, b: xp.fmod(a, b)),
     abstract=_elementwise("fmod"),
     vjp=_fmod_vjp, grad_name="FmodBackward0", save=(0, 1), save_output=True, promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {})],
@@ -102,13 +102,13 @@ def _bool_or_int_samples(rng):
             ((rng.standard_normal((3, 4)) > 0, rng.standard_normal((4,)) > 0), {})]
 
 
-BITWISE_AND = defop("bitwise_and", arity=2, fusible=False, forward=lambda xp, a, b: xp.bitwise_and(a, b),
+BITWISE_AND = defop("bitwise_and", arity=2, forward=lambda xp, a, b: xp.bitwise_and(a, b),
                     abstract=_elementwise("bitwise_and", check=_not_float), promote="same",
                     samples=_bool_or_int_samples)
-BITWISE_OR = defop("bitwise_or", arity=2, fusible=False, forward=lambda xp, a, b: xp.bitwise_or(a, b),
+BITWISE_OR = defop("bitwise_or", arity=2, forward=lambda xp, a, b: xp.bitwise_or(a, b),
                    abstract=_elementwise("bitwise_or", check=_not_float), promote="same",
                    samples=_bool_or_int_samples)
-BITWISE_XOR = defop("bitwise_xor", arity=2, fusible=False, forward=lambda xp, a, b: xp.bitwise_xor(a, b),
+BITWISE_XOR = defop("bitwise_xor", arity=2, forward=lambda xp, a, b: xp.bitwise_xor(a, b),
                     abstract=_elementwise("bitwise_xor", check=_not_float), promote="same",
                     samples=_bool_or_int_samples)
 
@@ -118,9 +118,9 @@ def _logical_samples(rng):
             ((rng.standard_normal((3, 4)), rng.standard_normal((3, 4)) > 0.5), {})]
 
 
-LOGICAL_OR = defop("logical_or", arity=2, fusible=False, forward=lambda xp, a, b: xp.logical_or(a, b),
+LOGICAL_OR = defop("logical_or", arity=2, forward=lambda xp, a, b: xp.logical_or(a, b),
                    abstract=_elementwise("logical_or", result_dtype=_dtypes.bool_), samples=_logical_samples)
-LOGICAL_XOR = defop("logical_xor", arity=2, fusible=False, forward=lambda xp, a, b: xp.logical_xor(a, b),
+LOGICAL_XOR = defop("logical_xor", arity=2, forward=lambda xp, a, b: xp.logical_xor(a, b),
                     abstract=_elementwise("logical_xor", result_dtype=_dtypes.bool_), samples=_logical_samples)
 
 
@@ -132,8 +132,8 @@ def _specials(rng):
 
 
 def _classify(name, fn):
-    # a library call (a bool from any input dtype), not fused
-    return defop(name, forward=lambda xp, x: getattr(xp, fn)(x), fusible=False,
+    # a bool from any input dtype: a library call in every backend (none inlines it)
+    return defop(name, forward=lambda xp, x: getattr(xp, fn)(x),
                  abstract=lambda x: TensorSpec(x.shape, _dtypes.bool_),
                  samples=lambda rng: [((_specials(rng),), {}), ((rng.integers(0, 5, (3,)),), {})])
 
@@ -148,7 +148,7 @@ def _nan_to_num(xp, x, nan=0.0, posinf=None, neginf=None):
 
 
 NAN_TO_NUM = defop(
-    "nan_to_num", fusible=False, forward=_nan_to_num, abstract=lambda x, nan=0.0, posinf=None, neginf=None: x,
+    "nan_to_num", forward=_nan_to_num, abstract=lambda x, nan=0.0, posinf=None, neginf=None: x,
     vjp=lambda ctx, g: (WHERE(ISFINITE(ctx.input(0)), g, 0.0),), grad_name="NanToNumBackward0", save=(0,),
     samples=lambda rng: [((_specials(rng),), {"nan": 0.0, "posinf": None, "neginf": None}),
                          ((_specials(rng),), {"nan": 1.5, "posinf": 9.0, "neginf": -9.0})],
@@ -175,7 +175,7 @@ def _rounding(name: str, fn: str) -> Any:
             refuse_bool()
         return x
 
-    return defop(name, forward=forward, abstract=abstract, fusible=False,
+    return defop(name, forward=forward, abstract=abstract,
                  vjp=lambda ctx, g: (g * 0.0,),  # PyTorch: a zero gradient (a step function)
                  grad_name=name.title() + "Backward0",
                  samples=lambda rng: [((rng.uniform(-3, 3, (3, 4)) + 0.25,), {})],
@@ -193,7 +193,7 @@ def _float_unary(name: str, fn: str, vjp, samples) -> Any:
         return x if x.dtype.is_floating_point else TensorSpec(x.shape, _dtypes.DEFAULT_FLOAT)
 
     return defop(name, forward=lambda xp, x: getattr(xp, fn)(x), abstract=abstract, vjp=vjp,
-                 grad_name=name.title() + "Backward0", save=(0,), promote="float", fusible=False, samples=samples)
+                 grad_name=name.title() + "Backward0", save=(0,), promote="float", samples=samples)
 
 
 def _in(lo: float, hi: float):
@@ -218,7 +218,7 @@ def _atan2_vjp(ctx, g):
 
 
 ATAN2 = defop(
-    "atan2", arity=2, fusible=False, forward=lambda xp, a, b: xp.arctan2(a, b), abstract=_elementwise("atan2"),
+    "atan2", arity=2, forward=lambda xp, a, b: xp.arctan2(a, b), abstract=_elementwise("atan2"),
     vjp=_atan2_vjp, grad_name="Atan2Backward0", save=(0, 1), promote="float",
     samples=lambda rng: [((rng.uniform(0.5, 2.0, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4)),
                            rng.uniform(0.5, 2.0, (4,)) * rng.choice([-1.0, 1.0], (4,))), {})],

@@ -17,13 +17,14 @@ __all__ = ["PASSES", "GraphPass", "Pipeline", "StageRecorder", "Instrument", "Sp
 
 
 def run_pipeline(graph: Graph, stages: list, opt_level: int = 2, passes=None, fast_math: bool = False,
-                 instrument: Instrument | None = None, row_regions: bool = False) -> Graph:
+                 instrument: Instrument | None = None, row_regions: bool = False, backend: str | None = None) -> Graph:
     """The forward-only pipeline; returns a new graph (the traced one is left as shown).
     Stages go to `instrument` when given, else to `stages` (see `run_passes`). `row_regions`:
-    fusion may make row regions (for a backend that runs them: static.executable.row_regions)."""
+    fusion may make row regions (for a backend that runs them: static.executable.row_regions);
+    `backend`: whose capabilities fusion follows (static.executable.capabilities)."""
     graph = clone(graph)
     simplify, lower = pipeline_for(opt_level, passes)
-    options = {"fast_math": fast_math, "row_regions": row_regions}
+    options = {"fast_math": fast_math, "row_regions": row_regions, "backend": backend}
     run_passes(graph, simplify, stages, options, instrument=instrument)
     run_passes(graph, lower, stages, options, instrument=instrument)
     renumber(graph)
@@ -33,11 +34,12 @@ def run_pipeline(graph: Graph, stages: list, opt_level: int = 2, passes=None, fa
 
 def optimize_joint(joint: Graph, primal: list, seeds: list, n_forward_outputs: int, stages: list,
                    opt_level: int = 2, passes=None, fast_math: bool = False,
-                   instrument: Instrument | None = None, row_regions: bool = False) -> tuple[Split, dict]:
+                   instrument: Instrument | None = None, row_regions: bool = False,
+                   backend: str | None = None) -> tuple[Split, dict]:
     """Simplify forward and backward together, split them by a min-cut (or save everything
     the backward reads when remat is off), then fuse and plan each half."""
     simplify, lower = pipeline_for(opt_level, passes)
-    options = {"fast_math": fast_math, "row_regions": row_regions}
+    options = {"fast_math": fast_math, "row_regions": row_regions, "backend": backend}
     run_passes(joint, simplify, stages, options, label="joint: ", instrument=instrument)
     remat_on = opt_level >= 2 and (passes is None or (isinstance(passes, dict) and passes.get("remat", True))
                                    or (not isinstance(passes, dict) and "remat" in passes))

@@ -12,6 +12,8 @@ the result of a reduction along its last axis back over the full space and reduc
 softmax, a log-softmax and their gradients become one row region each."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from eager.ops import REGISTRY
 
 from ..ir import Graph, Node, Value
@@ -26,16 +28,18 @@ MAX_SCALAR_OPS = 512
 ROW_MAX = 2048
 
 
-def _role(node: Node) -> str | None:
-    """"ew" for a fusible pointwise op, "red" for a fusible reduction, else None (the op
-    record says which; a reduction with attributes beyond dims/keepdim is not fused)."""
+def _role(node: Node, inline: Callable | None = None) -> str | None:
+    """"ew" for a fusible pointwise op the backend can inline (`inline(record)`, its declared
+    capability: static.executable.Capabilities; None: every one), "red" for a fusible
+    reduction, else None (the op record says which; a reduction with attributes beyond
+    dims/keepdim is not fused)."""
     if node.body is not None or len(node.outputs) != 1:
         return None
     op = REGISTRY[node.op]
     if not op.fusible or not op.pure:
         return None
     if op.pointwise:
-        return "ew"
+        return "ew" if inline is None or inline(op) else None
     if op.reduction is not None and set(node.attrs) <= {"dims", "keepdim"}:
         return "red"
     return None
@@ -83,10 +87,12 @@ class Fuser:
     row instead of one per reduction, for backends that can run it (the native one:
     codegen.regions.analyze_rows)."""
 
-    def __init__(self, graph: Graph, max_ops: int = MAX_FUSED_OPS, rows: bool = False) -> None:
+    def __init__(self, graph: Graph, max_ops: int = MAX_FUSED_OPS, rows: bool = False,
+                 inline: Callable | None = None) -> None:
         self.graph = graph
         self.max_ops = max_ops
         self.rows = rows
+        self.inline = inline  # the backend's inline capability (see _role)
         self.pos = {id(n): i for i, n in enumerate(graph.nodes)}
         self.group_of: dict = {}
         self.rejections: list = []
@@ -209,13 +215,16 @@ class Fuser:
             for v in node.input_values():
                 users.setdefault(v, []).append(node)
         for node in self.graph.nodes:
-            role = _role(node)
+            role = _role(node, self.inline)
             if role is None:
                 for v in node.input_values():
                     p = v.producer
-                    if p is not None and _role(p) is not None and REGISTRY.get(node.op) is not None:
-                        kind = REGISTRY[node.op].kind if node.body is None else "fused"
-                        self.rejections.append(f"{_describe(p)} -> {_describe(node)}: {node.op} ({kind}) is not fusible")
+                    if p is not None and _role(p, self.inline) is not None and REGISTRY.get(node.op) is not None:
+                        op = REGISTRY[node.op]
+                        kind = op.kind if node.body is None else "fused"
+                        why = ("is not inlined by this backend" if node.body is None and op.fusible
+                               and op.pointwise and op.pure else "is not fusible")
+                        self.rejections.append(f"{_describe(p)} -> {_describe(node)}: {node.op} ({kind}) {why}")
                 continue
             joined = None
             producers = [v.producer for v in node.input_values() if v.producer is not None
@@ -339,10 +348,13 @@ def _toposort(nodes: list) -> list:
     return out
 
 
-def fuse(graph: Graph, max_ops: int | None = None, rows: bool = False, **_) -> dict:
+def fuse(graph: Graph, max_ops: int | None = None, rows: bool = False, backend: str | None = None, **_) -> dict:
     """Group fusible nodes into `fused` regions of at most max_ops ops (MAX_FUSED_OPS); with
-    `rows`, also row regions (see Fuser)."""
-    fuser = Fuser(graph, MAX_FUSED_OPS if max_ops is None else max_ops, rows)
+    `rows`, also row regions (see Fuser). Pointwise ops join a region where `backend` can
+    inline them (its declared capabilities, static.executable.capabilities)."""
+    from ..executable import inline_predicate  # noqa: PLC0415  (executable imports the passes' users)
+
+    fuser = Fuser(graph, MAX_FUSED_OPS if max_ops is None else max_ops, rows, inline_predicate(backend))
     groups = fuser.run()
     namer = Namer(graph)
     outside: dict = {}

@@ -95,9 +95,10 @@ class Fuse(GraphPass):
     name: ClassVar[str] = "fuse"
     max_ops: int | None = None  # the most ops one fused region may hold (None: fusion.MAX_FUSED_OPS)
     row_regions: bool = False  # also regions that reduce along rows and read the result back (fusion.Fuser)
+    backend: str | None = None  # whose declared capabilities say which pointwise ops it can inline
 
     def apply(self, graph: Graph) -> dict:
-        return fuse(graph, max_ops=self.max_ops, rows=self.row_regions)
+        return fuse(graph, max_ops=self.max_ops, rows=self.row_regions, backend=self.backend)
 
 
 @dataclass(frozen=True)

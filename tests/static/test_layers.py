@@ -1,4 +1,8 @@
-"""Layers import one way, and backends never fall back silently.
+"""Layers import one way, backends never fall back silently, and each declares what it can do.
+
+The whole import order is checked over the source by tests/test_import_contracts.py; this
+file keeps the fresh-interpreter checks of what the packages load, the backend registry and
+the backends' capabilities (static.executable.Capabilities).
 
 `import static.ir` (what codegen needs) loads the IR alone; `import codegen` loads nothing
 of static but the IR; nothing below the product imports the `graphmode` package. Each
@@ -180,3 +184,40 @@ def test_a_lazy_backend_target_is_checked_when_first_used():
         executable.unregister_backend("test-missing")
     with pytest.raises(TypeError, match="module:attribute"):
         executable.register_backend("test-bad", "not a target")
+
+
+# -- capabilities: what a backend can spell is the backend's fact, not the op's ---------------------
+def test_an_op_without_a_c_expression_is_fusible_and_each_backend_declares_what_it_inlines():
+    from eager.ops import REGISTRY
+
+    floor = REGISTRY["floor"]
+    assert floor.fusible and floor.pointwise  # a fact of the op
+    assert executable.capabilities("native").row_regions and not executable.capabilities("numpy").row_regions
+    assert executable.inline_predicate("interpret") is None
+    for backend in ("numpy", "native", "cupy"):
+        inline = executable.inline_predicate(backend)
+        assert inline is not None and not inline(floor) and inline(REGISTRY["exp"]), backend
+
+    def f(x):
+        return (eager.floor(x * 1.5) + 1.0).sum()
+
+    x = eager.arange(12.0).reshape(3, 4)
+    numpy_graph = static.compile(f, backend="numpy")
+    assert float(numpy_graph(x)) == float(f(x))
+    assert "floor (elementwise) is not inlined by this backend" in numpy_graph.explain(x)
+
+    executable.register_backend("test-inlines-all", lambda graph, name, **options: executable.InterpretedGraph(graph))
+    executable.declare_capabilities("test-inlines-all", executable.Capabilities(inline=None))
+    try:
+        graph = static.trace(f, x)
+        assert float(executable.build_executable(graph, "test-inlines-all").run([x.numpy()])[0]) == float(f(x))
+        from static.passes import run_pipeline
+
+        fused = run_pipeline(graph, [], backend="test-inlines-all")
+        body_ops = [n.op for node in fused.nodes if node.body is not None for n in node.body.nodes]
+        assert "floor" in body_ops, fused
+        not_fused = run_pipeline(graph, [], backend="numpy")
+        assert "floor" not in [n.op for node in not_fused.nodes if node.body is not None for n in node.body.nodes]
+    finally:
+        executable.unregister_backend("test-inlines-all")
+        executable._CAPABILITIES.pop("test-inlines-all", None)
