@@ -240,14 +240,11 @@ def _arith(a: Any, b: Any, op: str) -> Any:
         elif op == "*":
             poly = _poly_mul(pa, pb)
         elif op == "//":
-            poly = _poly_div_exact(pa, pb)
-            if poly is not None:
-                _note_guard(f"{_wrap(a)}%{_wrap(b)}==0", lambda env, a=a, b=b: _eval(a, env) % _eval(b, env) == 0)
+            poly = _poly_div_exact(pa, pb)  # exact for every size (256*s0 // 64): no guard needed
         elif op == "%":
-            q = _poly_div_exact(pa, pb)
-            if q is not None:
-                poly = {}
-                _note_guard(f"{_wrap(a)}%{_wrap(b)}==0", lambda env, a=a, b=b: _eval(a, env) % _eval(b, env) == 0)
+            if _poly_div_exact(pa, pb) is not None:
+                poly = {}  # 0 for every size; otherwise the remainder stays an expression, and a
+                # comparison of it in the user's code is a guard (s0 % 4 == 0)
     if poly is not None and not any(m for m in poly):  # no symbol left: a plain number
         return value
     if poly is not None:
@@ -310,12 +307,6 @@ def trace_done() -> None:
     rec = _recorder()
     if rec is not None:
         rec.closed = True
-
-
-def _note_guard(text: str, check: Any) -> None:
-    rec = _recorder()
-    if rec is not None and not rec.closed and text not in rec.guards:
-        rec.guards[text] = check
 
 
 def _note_compare(a: SymInt, op: str, b: Any, result: bool) -> None:
@@ -741,7 +732,10 @@ def _build(compiled: Any, policy: Policy, args: tuple, key: Any, leaves: Any, po
         _log(f"{compiled.__name__}: symbolic entry on {tries[-1]} "
              f"({'; '.join(reasons)})")
     assert entry is not None
-    guards = dict(rec.guards)
+    # every symbol at least 2 (0 and 1 are traced as numbers), then what the trace compared
+    guards = {f"{name}>={MIN_SYMBOLIC}": (lambda env, name=name: env[name] >= MIN_SYMBOLIC)
+              for name in sorted(set(positions.values()))}
+    guards.update(rec.guards)
     numels = _symbolic_numels(_graphs(entry))
     if numels:  # generated loops may index with int (native_gen.index_type): no tensor beyond its range
         guards[f"every tensor under {INDEX_GUARD + 1} elements"] = \
@@ -767,7 +761,8 @@ def _build_checked(compiled: Any, args: tuple, key: Any, leaves: Any, positions:
         hints = other_sizes({name: key.leaves[k][1][d] for (k, d), name in positions.items()}, rec.guards)
         if hints is None:
             return None, "no other size satisfies the trace's guards, to check it at"
-        with symbols_for_trace(symbols_of(key, positions, hints=hints)), recording_stages():
+        # (a recorder of its own: the user's comparisons compare values there too)
+        with symbols_for_trace(symbols_of(key, positions, hints=hints)), recording_stages(), recording(Recorder()):
             check = Entry(compiled, args, key, leaves)  # (recording: not from the trace cache)
         why = _difference(entry, check, backend)
     except Exception as exc:  # noqa: BLE001 - any failure of the symbolic build: trace for fixed sizes

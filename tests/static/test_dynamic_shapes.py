@@ -325,3 +325,23 @@ def test_two_threads_calling_one_symbolic_entry_at_two_sizes_get_their_own(backe
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_divisibility_and_equality_the_user_code_tests_are_guards():
+    def f(x, y):
+        if x.shape[0] % 2 == 0:
+            out = x * 2
+        else:
+            out = x * 3
+        if x.shape[0] == y.shape[0]:
+            return out + y
+        return out
+
+    compiled = static.compile(f, backend="numpy", dynamic=True)
+    for a, b in ((4, 4), (6, 6), (5, 5), (7, 7), (8, 3), (10, 2), (9, 4)):
+        x, y = eager.ones(a), eager.ones(b)
+        np.testing.assert_allclose(compiled(x, y).numpy(), f(x, y).numpy())
+    # even/odd and equal/unequal: four symbolic entries, their guards shown by explain
+    assert len(compiled.compile_seconds) == 4, ds.describe(ds.policy_of(compiled))
+    text = ds.describe(ds.policy_of(compiled))
+    assert "s0%2==0" in text and "s0%2!=0" in text and "s0!=s1" in text
