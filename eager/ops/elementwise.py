@@ -428,7 +428,7 @@ def _where_abstract(cond, a, b):
 
 
 # float dtype -> the unsigned integer of its width, for selecting bits (_select_bits)
-_BITS_OF = {np.dtype(np.float32): np.dtype(np.uint32), np.dtype(np.float64): np.dtype(np.uint64)}
+_BITS_OF: dict[np.dtype, np.dtype] = {np.dtype(np.float32): np.dtype(np.uint32), np.dtype(np.float64): np.dtype(np.uint64)}
 SELECT_BITS_MIN = 1 << 14  # elements from which selecting bits beats np.where's loop
 
 
