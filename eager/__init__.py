@@ -61,7 +61,6 @@ from ._functional import (  # noqa: F401,E402
 )
 from .autograd import Function  # noqa: F401
 from ._compile import compile  # noqa: F401,E402,A004  (torch.compile's front door onto static.compile)
-from . import _dynamo, compiler  # noqa: F401,E402  (torch._dynamo, torch.compiler: mark_dynamic, reset, config)
 from . import _dynamo, _logging, compiler  # noqa: F401,E402  (torch._dynamo, torch._logging, torch.compiler)
 from . import func, linalg, special  # noqa: F401,E402
 from . import backends  # noqa: F401,E402  (torch imports these packages with itself)
