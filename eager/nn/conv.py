@@ -10,6 +10,7 @@ from .._grad_mode import no_grad
 from .._tensor import Tensor
 from . import functional as F
 from . import init
+from .functional.pooling import _max_unpool
 from .module import Module
 from .parameter import Parameter
 
@@ -593,8 +594,8 @@ class _MaxUnpoolNd(Module):
         self.padding = _tuple(padding, n)
 
     def forward(self, input: Tensor, indices: Tensor, output_size=None) -> Tensor:
-        return F._max_unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size,
-                             self._spatial)
+        return _max_unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size,
+                           self._spatial)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
