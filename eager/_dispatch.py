@@ -24,7 +24,7 @@ from . import _dtypes, _fpstate
 from ._device import xp_of_array
 from ._grad_mode import STATE
 from .autograd.anomaly import capture_stack
-from .autograd.graph import Node, SavedTensor
+from .autograd.graph import _NODE_CLASSES, Node, SavedTensor, node_class
 from .ops.elementwise import TO_DTYPE
 
 if TYPE_CHECKING:
@@ -257,7 +257,10 @@ def dispatch(op, operands, attrs):
         out.grad_fn = None
         return out
     # -- the backward node (what _make_node and Node.__init__ do, for one or two operands)
-    node = _object_new(Node)
+    name = op.grad_name
+    if type(name) is not str:
+        name = op.backward_name(operands, attrs)
+    node = _object_new(_NODE_CLASSES.get(name) or node_class(name))  # (each name its own type, as PyTorch's)
     node.op = op
     node.attrs = attrs
     edge_a: Edge
@@ -304,8 +307,7 @@ def dispatch(op, operands, attrs):
         else:
             saved[i] = o
     node._saved = saved
-    name = op.grad_name
-    node._name = name if type(name) is str else op.backward_name(operands, attrs)
+    node._name = name
     if STATE.anomaly:
         node._trace = capture_stack()
     node._out_meta = ((result.shape, result.dtype),)
@@ -848,7 +850,7 @@ def _make_node(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any]) -> Nod
     name = op.grad_name
     if type(name) is not str:
         name = op.backward_name(operands, attrs)
-    return Node(op, attrs, tuple(edges), name, meta, saved)
+    return (_NODE_CLASSES.get(name) or node_class(name))(op, attrs, tuple(edges), name, meta, saved)
 
 
 def _register_with_the_op_registry() -> None:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from . import _dtypes
+from .autograd.graph import Node as _Node
+from .autograd.graph import node_class as _node_class
 from .ops import elementwise as E
 from .ops import indexing as I
 from .ops import linalg as L
@@ -640,6 +642,8 @@ def _renamed(out, grad_name: str):
     node = getattr(out, "grad_fn", None)
     if node is not None and hasattr(node, "_name"):
         node._name = grad_name
+        if isinstance(node, _Node):
+            node.__class__ = _node_class(grad_name)  # its type is named as PyTorch's too
     return out
 
 

@@ -144,7 +144,11 @@ class Function:
             traced = TRACE_HOOK.fn(cls, args, kwargs)
             if traced is not NotImplemented:
                 return traced
-        ctx = FunctionCtx(cls, args)
+        ctx_cls = cls.__dict__.get("_ctx_class")
+        if ctx_cls is None:  # PyTorch's ctx (the grad_fn) is of a class named <Function>Backward
+            ctx_cls = type(f"{cls.__name__}Backward", (FunctionCtx,), {"__module__": cls.__module__})
+            cls._ctx_class = ctx_cls  # type: ignore[attr-defined]  # a cache set on each subclass
+        ctx = ctx_cls(cls, args)
         with no_grad():
             raw = cls.forward(ctx, *args, **kwargs)
         single = not isinstance(raw, tuple)

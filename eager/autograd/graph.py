@@ -309,6 +309,20 @@ class Node(HookMixin):
         return len(self._out_meta)
 
 
+_NODE_CLASSES: dict[str, type[Node]] = {}
+
+
+def node_class(name: str) -> type[Node]:
+    """The Node subclass named `name` (`MulBackward0`), made once per name: in PyTorch each
+    grad_fn's type is its own class, and scripts read it (torchviz labels the graph's nodes
+    with `type(fn).__name__`; tutorials print `type(loss.grad_fn)`)."""
+    cls = _NODE_CLASSES.get(name)
+    if cls is None:
+        cls = _NODE_CLASSES[name] = type(name, (Node,), {"__slots__": (), "__module__": "eager.autograd.graph",
+                                                         "__doc__": Node.__doc__})
+    return cls
+
+
 class AccumulateGrad(HookMixin):
     """The sink for a leaf: adds the incoming gradient into `leaf.grad`."""
 

@@ -20,6 +20,16 @@ class IncompatibleKeys(NamedTuple):
     missing_keys: list
     unexpected_keys: list
 
+    def __repr__(self) -> str:
+        # PyTorch's _IncompatibleKeys prints this when nothing is missing or unexpected;
+        # tutorials print load_state_dict's result.
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return f"_IncompatibleKeys(missing_keys={self.missing_keys!r}, unexpected_keys={self.unexpected_keys!r})"
+
+    def __str__(self) -> str:
+        return self.__repr__()
+
 
 _STRUCTURE = [0]  # bumped by every change of any module's attributes, registries or training mode
 
