@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from . import functional, init  # noqa: F401
-from .layers import (  # noqa: F401
-    GELU, Bilinear, CrossEntropyLoss, Dropout, Flatten, Identity, Linear, LogSoftmax, ModuleList, MSELoss, NLLLoss,
-    ReLU, Sequential, Sigmoid, Softmax, Tanh,
-)
+from .linear import Bilinear, Identity, Linear  # noqa: F401
+from .activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh  # noqa: F401
+from .containers import ModuleList, Sequential  # noqa: F401
+from .dropout import Dropout  # noqa: F401
+from .flatten import Flatten  # noqa: F401
+from .loss import CrossEntropyLoss, MSELoss, NLLLoss  # noqa: F401
 from .module import Module  # noqa: F401
 from .parameter import Parameter  # noqa: F401
 from .activation import (  # noqa: F401
@@ -18,14 +20,16 @@ from .shaping import (  # noqa: F401
     PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d,
     ReplicationPad3d, UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
 )
-from .containers import ModuleDict, ParameterDict, ParameterList, Unflatten  # noqa: F401
+from .containers import ModuleDict, ParameterDict, ParameterList  # noqa: F401
+from .flatten import Unflatten  # noqa: F401
 from .conv import (  # noqa: F401
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, AvgPool3d,
     BatchNorm1d, BatchNorm2d, BatchNorm3d, Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, Embedding,
     GroupNorm, LayerNorm, MaxPool1d, MaxPool2d, MaxPool3d, RMSNorm, Upsample,
 )
+from .dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
 from .loss import (  # noqa: F401
-    AlphaDropout, BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, Dropout1d, Dropout2d, Dropout3d,
+    BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,
     GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MultiLabelSoftMarginLoss,
     PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss,
 )
@@ -43,8 +47,9 @@ from .conv import (  # noqa: F401,E402
     AdaptiveMaxPool1d, AdaptiveMaxPool3d, ChannelShuffle, ConvTranspose3d, Fold, LocalResponseNorm, LPPool1d,
     LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, Unfold,
 )
+from .dropout import FeatureAlphaDropout  # noqa: F401,E402
 from .loss import (  # noqa: F401,E402
-    CTCLoss, FeatureAlphaDropout, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss,
+    CTCLoss, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss,
 )
 from .rnn import RNNBase, RNNCellBase  # noqa: F401,E402
 from .lazy import (  # noqa: F401,E402

@@ -1,4 +1,5 @@
-"""Activation modules and MultiheadAttention: thin Modules over eager.nn.functional."""
+"""Activation modules (ReLU, Tanh, Sigmoid, GELU, Softmax, ... RReLU) and MultiheadAttention, as
+torch.nn.modules.activation: thin Modules over eager.nn.functional."""
 from __future__ import annotations
 
 import math
@@ -10,6 +11,58 @@ from . import functional as F
 from . import init
 from .module import Module
 from .parameter import Parameter
+
+
+class ReLU(Module):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.relu(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class Tanh(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.tanh(input)
+
+
+class Sigmoid(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.sigmoid(input)
+
+
+class GELU(Module):
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate='{self.approximate}'"
+
+
+class Softmax(Module):
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.softmax(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.log_softmax(input, self.dim)
+
 
 
 def _simple(name: str, fn, doc: str, **defaults: Any):
@@ -107,7 +160,7 @@ class MultiheadAttention(Module):
                              f"num_heads={num_heads} instead")
         if embed_dim % num_heads:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        from .layers import Linear  # noqa: PLC0415
+        from .linear import Linear  # noqa: PLC0415
 
         self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
         self.kdim = embed_dim if kdim is None else kdim

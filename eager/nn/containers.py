@@ -1,13 +1,95 @@
-"""ModuleDict, ParameterList, ParameterDict and Unflatten: containers whose contents the
-parent module sees (parameters(), state_dict(), to())."""
+"""Sequential, ModuleList, ModuleDict, ParameterList and ParameterDict: containers whose
+contents the parent module sees (parameters(), state_dict(), to())."""
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, overload
 
 from .._tensor import Tensor
 from .module import Module
 from .parameter import Parameter
+
+
+class Sequential(Module):
+    """Runs its modules in order: `Sequential(Linear(2, 8), ReLU(), Linear(8, 1))`."""
+
+    @overload
+    def __init__(self, *args: Module) -> None: ...
+    @overload
+    def __init__(self, modules: OrderedDict[str, Module], /) -> None: ...
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for name, module in args[0].items():
+                self.add_module(name, module)
+        else:
+            for i, module in enumerate(args):
+                self.add_module(str(i), module)
+
+    def _index(self, idx: int) -> str:
+        n = len(self._modules)
+        if not -n <= idx < n:
+            raise IndexError(f"index {idx} is out of range")
+        return list(self._modules)[idx % n]
+
+    def __getitem__(self, idx: int | slice) -> Module:
+        if isinstance(idx, slice):
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+        return self._modules[self._index(idx)]
+
+    def __setitem__(self, idx: int, module: Module) -> None:
+        self.add_module(self._index(idx), module)
+
+    def __delitem__(self, idx: int | slice) -> None:
+        keys = list(self._modules)[idx] if isinstance(idx, slice) else [self._index(idx)]
+        for key in keys:
+            del self._modules[key]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def append(self, module: Module) -> "Sequential":
+        self.add_module(str(len(self)), module)
+        return self
+
+    def forward(self, input: Any) -> Any:
+        for module in self._modules.values():
+            input = module(input)
+        return input
+
+
+class ModuleList(Module):
+    """A list of modules whose parameters the parent module sees."""
+
+    def __init__(self, modules: Iterable[Module] | None = None) -> None:
+        super().__init__()
+        for module in modules or ():
+            self.append(module)
+
+    def __getitem__(self, idx: int | slice) -> Any:
+        values = list(self._modules.values())
+        return ModuleList(values[idx]) if isinstance(idx, slice) else values[idx]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def append(self, module: Module) -> "ModuleList":
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> "ModuleList":
+        for module in modules:
+            self.append(module)
+        return self
+
 
 
 class ModuleDict(Module):
@@ -147,18 +229,3 @@ class ParameterDict(Module):
         items = parameters.items() if isinstance(parameters, Mapping) else parameters
         for key, value in items:
             self[key] = value
-
-
-class Unflatten(Module):
-    """Split dim into unflattened_size: (N, 12) -> (N, 3, 4)."""
-
-    def __init__(self, dim: int, unflattened_size: tuple) -> None:
-        super().__init__()
-        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
-
-    def forward(self, input: Tensor) -> Tensor:
-        d = self.dim % input.ndim
-        return input.reshape(*input.shape[:d], *self.unflattened_size, *input.shape[d + 1:])
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

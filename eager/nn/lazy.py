@@ -116,7 +116,7 @@ class LazyLinear(LazyModuleMixin, Module):
             self.register_parameter("bias", None)
 
     def _build(self, input: Tensor) -> Module:
-        from .layers import Linear  # noqa: PLC0415
+        from .linear import Linear  # noqa: PLC0415
 
         return Linear(input.shape[-1], self.out_features, self._bias, self._device, self._dtype)
 

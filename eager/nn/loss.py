@@ -1,4 +1,4 @@
-"""Loss modules beyond MSE/NLL/cross-entropy: each holds its settings and calls the
+"""Loss modules: each holds its settings and calls the
 functional form (reduction= 'mean' | 'sum' | 'none', as PyTorch)."""
 from __future__ import annotations
 
@@ -13,6 +13,39 @@ class _Loss(Module):
     def __init__(self, reduction: str = "mean") -> None:
         super().__init__()
         self.reduction = reduction
+
+
+class MSELoss(Module):
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class CrossEntropyLoss(Module):
+    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100, reduction: str = "mean",
+                 label_smoothing: float = 0.0) -> None:
+        super().__init__()
+        self.register_buffer("weight", weight)
+        self.ignore_index = ignore_index
+        self.reduction = reduction
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.cross_entropy(input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing)
+
+
+class NLLLoss(Module):
+    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100, reduction: str = "mean") -> None:
+        super().__init__()
+        self.register_buffer("weight", weight)
+        self.ignore_index = ignore_index
+        self.reduction = reduction
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
 
 
 class L1Loss(_Loss):
@@ -131,42 +164,6 @@ class PoissonNLLLoss(_Loss):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.poisson_nll_loss(input, target, self.log_input, self.full, self.eps, self.reduction)
-
-
-class _DropoutNd(Module):
-    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
-        super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p, self.inplace = p, inplace
-
-    def extra_repr(self) -> str:
-        return f"p={self.p}, inplace={self.inplace}"
-
-
-class Dropout1d(_DropoutNd):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.dropout1d(input, self.p, self.training, self.inplace)
-
-
-class Dropout2d(_DropoutNd):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.dropout2d(input, self.p, self.training, self.inplace)
-
-
-class Dropout3d(_DropoutNd):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.dropout3d(input, self.p, self.training, self.inplace)
-
-
-class AlphaDropout(_DropoutNd):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.alpha_dropout(input, self.p, self.training)
-
-
-class FeatureAlphaDropout(_DropoutNd):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.feature_alpha_dropout(input, self.p, self.training, self.inplace)
 
 
 class MultiMarginLoss(_Loss):

@@ -10,8 +10,10 @@ from typing import Any
 from .._tensor import Tensor
 from . import functional as F
 from .activation import MultiheadAttention
+from .containers import ModuleList
 from .conv import LayerNorm
-from .layers import Dropout, Linear, ModuleList
+from .dropout import Dropout
+from .linear import Linear
 from .module import Module
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..activation import (  # noqa: F401
     CELU,
     ELU,
+    GELU,
     GLU,
     SELU,
     Hardshrink,
@@ -14,20 +15,24 @@ from ..activation import (  # noqa: F401
     Hardtanh,
     LeakyReLU,
     LogSigmoid,
+    LogSoftmax,
     Mish,
     MultiheadAttention,
     PReLU,
+    ReLU,
     ReLU6,
+    Sigmoid,
     SiLU,
+    Softmax,
     Softmax2d,
     Softmin,
     Softplus,
     Softshrink,
     Softsign,
+    Tanh,
     Tanhshrink,
     Threshold,
 )
-from ..layers import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh  # noqa: F401
 
 __all__ = [
     "CELU", "ELU", "GELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid",

@@ -3,7 +3,6 @@ eager.nn and re-exported here (so pickles, safe_globals lists and isinstance che
 name torch.nn.modules.container.<Class> find eager's class)."""
 from __future__ import annotations
 
-from ..containers import ModuleDict, ParameterDict, ParameterList  # noqa: F401
-from ..layers import ModuleList, Sequential  # noqa: F401
+from ..containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
 
 __all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]

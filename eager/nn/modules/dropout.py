@@ -3,10 +3,9 @@ eager.nn and re-exported here (so pickles, safe_globals lists and isinstance che
 name torch.nn.modules.dropout.<Class> find eager's class)."""
 from __future__ import annotations
 
-from ..layers import Dropout  # noqa: F401
-from ..loss import AlphaDropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
+from ..dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
 
 __all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
-from ..loss import FeatureAlphaDropout  # noqa: E402,F401
+from ..dropout import FeatureAlphaDropout  # noqa: E402,F401
 
 __all__ += ["FeatureAlphaDropout"]

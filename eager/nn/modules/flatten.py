@@ -3,7 +3,6 @@ eager.nn and re-exported here (so pickles, safe_globals lists and isinstance che
 name torch.nn.modules.flatten.<Class> find eager's class)."""
 from __future__ import annotations
 
-from ..containers import Unflatten  # noqa: F401
-from ..layers import Flatten  # noqa: F401
+from ..flatten import Flatten, Unflatten  # noqa: F401
 
 __all__ = ["Flatten", "Unflatten"]

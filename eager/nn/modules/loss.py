@@ -3,18 +3,20 @@ eager.nn and re-exported here (so pickles, safe_globals lists and isinstance che
 name torch.nn.modules.loss.<Class> find eager's class)."""
 from __future__ import annotations
 
-from ..layers import CrossEntropyLoss, MSELoss, NLLLoss  # noqa: F401
 from ..loss import (  # noqa: F401
     BCELoss,
     BCEWithLogitsLoss,
     CosineEmbeddingLoss,
+    CrossEntropyLoss,
     GaussianNLLLoss,
     HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
     L1Loss,
     MarginRankingLoss,
+    MSELoss,
     MultiLabelSoftMarginLoss,
+    NLLLoss,
     PoissonNLLLoss,
     SmoothL1Loss,
     SoftMarginLoss,
