@@ -51,3 +51,46 @@ def test_load_state_dict_result_prints_as_pytorchs(lib_name: str) -> None:
     res = m.load_state_dict(sd, strict=False)
     assert repr(res) == "_IncompatibleKeys(missing_keys=[], unexpected_keys=['extra'])"
     assert res.unexpected_keys == ["extra"] and res.missing_keys == []
+
+
+@pytest.fixture
+def _restore_print_and_dtype():
+    yield
+    eager.set_printoptions(profile="default")
+    eager.set_default_dtype(eager.float32)
+    torch = pytest.importorskip("torch")
+    torch.set_printoptions(profile="default")
+    torch.set_default_dtype(torch.float32)
+
+
+@pytest.mark.usefixtures("_restore_print_and_dtype")
+def test_tensor_printing_follows_pytorchs_formatter() -> None:
+    torch = _torch()
+    cases = [[1e6, 2.0, 3.0], [0.001, 1000.0], [float("nan"), float("inf"), 1.0], [-0.0, 0.5], list(range(1200)),
+             [1e-5, 6e4], [1.5, -2.25, 1e8], [0.0, 0.0], [12345.678, 1.0]]
+    for values in cases:
+        for name in ("float32", "float16", "float64"):
+            want = repr(torch.tensor(values, dtype=getattr(torch, name))).replace("torch.", "")
+            got = repr(eager.tensor(values, dtype=getattr(eager, name))).replace("eager.", "")
+            assert got == want, (values, name)
+    for shape in ((100, 20), (3, 400), (4, 5, 6), (2, 1000)):
+        n = 1
+        for s in shape:
+            n *= s
+        assert repr(eager.arange(n).reshape(shape)) == repr(torch.arange(n).reshape(shape))
+        assert repr(eager.arange(float(n)).reshape(shape) / 7) == repr(torch.arange(float(n)).reshape(shape) / 7)
+    for kwargs in (dict(precision=2), dict(sci_mode=False), dict(sci_mode=True), dict(threshold=5, edgeitems=1),
+                   dict(linewidth=40), dict(profile="short")):
+        eager.set_printoptions(**kwargs)
+        torch.set_printoptions(**kwargs)
+        for values in ([1e-5, 1.0], [1.23456, 2.0], list(range(30))):
+            assert repr(eager.tensor(values)) == repr(torch.tensor(values)), (kwargs, values)
+        eager.set_printoptions(profile="default")
+        torch.set_printoptions(profile="default")
+    eager.set_default_dtype(eager.float64)
+    torch.set_default_dtype(torch.float64)
+    for dt in ("float32", "float64"):
+        want = repr(torch.tensor([1.5], dtype=getattr(torch, dt))).replace("torch.", "")
+        assert repr(eager.tensor([1.5], dtype=getattr(eager, dt))).replace("eager.", "") == want
+        want = repr(torch.zeros(0, dtype=getattr(torch, dt))).replace("torch.", "")
+        assert repr(eager.zeros(0, dtype=getattr(eager, dt))).replace("eager.", "") == want
