@@ -301,7 +301,8 @@ def is_user_class(cls) -> bool:
 
 
 def is_module(value) -> bool:
-    return hasattr(value, "named_parameters") and hasattr(value, "forward") and hasattr(value, "modules")
+    return not isinstance(value, type) and hasattr(value, "named_parameters") and hasattr(value, "forward") \
+        and hasattr(value, "modules")
 
 
 def is_plain_object(value) -> bool:

@@ -3,6 +3,7 @@ in miniature). The structure is hashable so it can be part of a cache key."""
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -49,14 +50,15 @@ def _is_object_node(node) -> bool:
     from .guards import is_module, is_plain_object  # noqa: PLC0415
     from .side_effects import holds_tracer  # noqa: PLC0415
 
-    if not (dataclasses.is_dataclass(node) or is_plain_object(node)) or is_module(node) or hasattr(node, "_data"):
+    plain = dataclasses.is_dataclass(node) or is_plain_object(node) or type(node) is types.SimpleNamespace
+    if not plain or is_module(node) or hasattr(node, "_data"):
         return False
     # only when it holds traced values: an object returned as it is (a config) stays itself
     return any(holds_tracer(v) for v in vars(node).values())
 
 
 def _rebuilt(kind: str, cls: type, names: tuple, values: list) -> Any:
-    obj: Any = object.__new__(cls)
+    obj: Any = cls.__new__(cls)  # type: ignore[call-overload]  # (a class's own __new__: SimpleNamespace's)
     for name, value in zip(names, values):
         object.__setattr__(obj, name, value)
     return obj

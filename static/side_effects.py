@@ -162,6 +162,16 @@ def holds_tracer(value: Any, depth: int = 0) -> bool:
     return False
 
 
+def holds_tracer_deep(value: Any, depth: int = 0) -> bool:
+    """holds_tracer, looking into the attributes of objects too (a result the output
+    flattening could not take apart)."""
+    if holds_tracer(value):
+        return True
+    if depth > 5 or isinstance(value, type) or not hasattr(value, "__dict__") or hasattr(value, "_data"):
+        return False
+    return any(holds_tracer_deep(v, depth + 1) for v in list(vars(value).values()))
+
+
 class Effects:
     """The side effects of one trace (see the module docstring): `replays` run after each
     call; `tracers` are the traced values they hold, returned by the graph as extra outputs;

@@ -256,6 +256,12 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
                 elif is_array(leaf):
                     outputs.append(state.capture(leaf))
                 else:
+                    if effects_kept and side_effects.holds_tracer_deep(leaf):
+                        raise TraceError(
+                            f"{name or getattr(fn, '__name__', 'the function')} returns a {type(leaf).__name__} "
+                            "holding traced values, which a compiled call cannot fill with its results; return "
+                            "tensors in tuples, lists, dicts, namedtuples, dataclasses or objects of your own "
+                            "classes")
                     out_consts[k] = leaf
             updates, update_values = [], []
             for leaf_index, v in zip(input_leaves, explicit):
@@ -332,7 +338,7 @@ def named_sources(fn) -> dict:
     found: dict = {}
     walk = Walk(fn)
     for f in walk:
-        if hasattr(f, "named_parameters"):  # an eager.nn.Module
+        if hasattr(f, "named_parameters") and not isinstance(f, type):  # an eager.nn.Module
             for method in ("named_parameters", "named_buffers"):
                 for path, t in getattr(f, method, lambda: ())():
                     found.setdefault(id(t), (path, functools.partial(_attribute_path, f, path.split("."))))
@@ -352,7 +358,7 @@ def named_sources(fn) -> dict:
 
 
 def _is_module(value) -> bool:
-    return hasattr(value, "named_parameters") and hasattr(value, "forward")
+    return not isinstance(value, type) and hasattr(value, "named_parameters") and hasattr(value, "forward")
 
 
 def _attribute_path(obj, path: list):

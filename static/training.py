@@ -274,6 +274,8 @@ def _reachable_owners(fn, limit: int = 64) -> list:
         if f is None or id(f) in seen:
             continue
         seen.add(id(f))
+        if isinstance(f, type):
+            continue  # a class (a module's or an optimizer's): not an instance with state
         if hasattr(f, "param_groups") or (hasattr(f, "named_parameters") and hasattr(f, "forward")):
             found.append(f)
             continue

@@ -134,3 +134,22 @@ def test_a_number_to_the_power_of_a_0d_tensor_is_0d_as_in_pytorch():
         want = base ** torch.tensor(exponent)
         assert tuple(got.shape) == tuple(want.shape)
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_a_namespace_result_comes_back_with_tensors_and_an_unflattenable_one_is_refused():
+    import types
+
+    f = static.compile(lambda x: types.SimpleNamespace(y=x * 2), backend="numpy")
+    out = f(eager.ones(2))
+    assert type(out.y) is eager.Tensor and out.y.tolist() == [2.0, 2.0]
+
+    class Holder(eager.nn.Module):  # a module is not taken apart: it is returned as it is
+        pass
+
+    def g(x):
+        h = Holder()
+        h.__dict__["y"] = x * 2
+        return h
+
+    with pytest.raises(static.TraceError, match="returns a Holder holding traced values"):
+        static.compile(g, backend="numpy")(eager.ones(2))
