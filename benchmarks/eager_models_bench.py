@@ -164,12 +164,14 @@ def child(library: str, name: str, quick: bool, seconds: float) -> float:
     return statistics.median(samples)
 
 
-def measure(library: str, name: str, quick: bool, seconds: float) -> float | None:
+def measure(library: str, name: str, quick: bool, seconds: float, threads: int | None = None) -> float | None:
     script = (f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
               "import eager_models_bench as b\n"
               f"print(b.child({library!r}, {name!r}, {quick!r}, {seconds!r}))\n")
-    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=default_environ(),
-                         timeout=900)
+    env = default_environ()
+    if threads:  # both libraries read OMP_NUM_THREADS (torch for its intra-op pool)
+        env["OMP_NUM_THREADS"] = str(threads)
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=900)
     if res.returncode != 0:
         print(f"{library} {name}: failed\n{res.stderr[-3000:]}", file=sys.stderr)
         return None
@@ -190,6 +192,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--quick", action="store_true", help="tiny models, one round: check that it runs")
     ap.add_argument("--seconds", type=float, default=0.0, help="sampling time per process (0: by --quick)")
     ap.add_argument("--only", default=None, help="comma-separated models: " + ",".join(MODELS))
+    ap.add_argument("--threads", type=int, default=None,
+                    help="export OMP_NUM_THREADS=N to both libraries' processes (default: nothing exported)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     runs = 1 if args.quick else args.runs
@@ -200,7 +204,7 @@ def main(argv: list[str] | None = None) -> dict:
     ratios: dict[str, list[float]] = {m: [] for m in models}
     for _ in range(runs):
         for m in models:
-            got = {lib: measure(lib, m, args.quick, seconds) for lib in libraries}
+            got = {lib: measure(lib, m, args.quick, seconds, args.threads) for lib in libraries}
             for lib, t in got.items():
                 if t is not None:
                     times[m][lib].append(t)
@@ -217,7 +221,8 @@ def main(argv: list[str] | None = None) -> dict:
         r = ratios[m]
         rows.append([m, *(cell(times[m][lib]) for lib in libraries),
                      f"{statistics.median(r):.2f}x ({min(r):.2f}-{max(r):.2f})" if r else "-"])
-    print(f"eager training steps, default settings, each library in its own process; {runs} round(s); "
+    setting = f"OMP_NUM_THREADS={args.threads}" if args.threads else "default settings"
+    print(f"eager training steps, {setting}, each library in its own process; {runs} round(s); "
           f"ms per step, median (min-max) over processes; {os.cpu_count()} cores, shared machine: times are noisy")
     print(format_table(["model", *(f"{lib} ms" for lib in libraries), "eager / torch"], rows))
     payload = {"machine": machine_info(), "runs": runs, "times": times, "ratios": ratios}
