@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["build", "CompiledGraph", "generate_source", "TABLE", "lowering_for", "missing_ops"]
 
-# Imported when first asked for: eager's native kernels (codegen.eager_kernels) import this
+# Imported when first asked for: eager's native kernels (gmnative.kernels) import this
 # package too, and a script that only runs eager code should not pay for the IR parser and
 # the generators (about 50 ms).
 _LAZY = {"CompiledGraph": "executable", "generate_source": "executable", "TABLE": "lowering",

@@ -108,7 +108,7 @@ class NativeGraph:
         """The generated driver module, with its C++ translation unit as C_SOURCE.
 
         By default the translation unit's shared helper prelude (the same ~170 lines of
-        vector helpers and macros in every module, codegen/c_helpers.py) is replaced by one
+        vector helpers and macros in every module, gmnative/c_helpers.py) is replaced by one
         line naming where it is, so the kernels come right after the IR they implement;
         `full=True` gives the module exactly as it was compiled."""
         text = self._loaded.source
@@ -151,7 +151,7 @@ def shared_prelude_by_reference(module_source: str, where: str = "") -> str:
     header_end = module_source.index("\n", start)  # keep the C_SOURCE line itself
     omitted = module_source[header_end:first].count("\n")
     note = (f"\n// [{omitted} lines omitted here: the translation unit's header (the IR above, again) and the "
-            "shared prelude (codegen/c_helpers.py: includes, vector helpers, OpenMP shims, GM_* macros); "
+            "shared prelude (gmnative/c_helpers.py: includes, vector helpers, OpenMP shims, GM_* macros); "
             "NativeGraph.source(full=True) shows them" + (f", and {where} holds the whole translation unit" if where
                                                           else "") + "]\n")
     return module_source[:header_end] + note + module_source[first:]

@@ -1298,7 +1298,7 @@ _VIEW_METHODS: dict[str, tuple[str, Callable[[Node], list]]] = {
 }
 
 
-# Ops whose eager kernel (codegen.eager_kernels) the driver calls straight, not through the
+# Ops whose eager kernel (gmnative.kernels) the driver calls straight, not through the
 # op's forward: layer_norm and its gradient. The call runs the very machine code eager's op
 # runs, on the same operands, so compiled values are eager's to the bit (the reason these ops
 # are not decomposed, static/passes/decompose.py), without the forward's Python: the op

@@ -420,7 +420,7 @@ def _uniform(g, a: float, b: float, shape: tuple, np_dtype) -> Any:
     draw = g.random if isinstance(g, np.random.Generator) else g.random_sample  # (CuPy: random_sample)
     if np_dtype == np.float32 or np_dtype == np.float64:
         # a large draw of NumPy's PCG64 runs on the native kernels' threads: the same numbers
-        # and the same generator state, 2-3x sooner (codegen.eager_kernels.uniform)
+        # and the same generator state, 2-3x sooner (gmnative.kernels.uniform)
         u = try_native(np, "uniform", g, shape, np_dtype) if isinstance(g, np.random.Generator) else None
         if u is None:
             u = draw(shape, dtype=np_dtype)

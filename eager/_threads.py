@@ -12,7 +12,7 @@ time). PyTorch avoids it by owning both pools; here the kernels own the parallel
 - BLAS: one thread, set through the library itself (a ctypes call of the OpenBLAS NumPy's
   wheels bundle, else threadpoolctl for MKL, BLIS or another OpenBLAS) the first time the
   kernels' matmul asks (`blas_threads`); large products are then split by rows across the
-  kernel threads, one single-threaded BLAS call per part (codegen.eager_kernels.gemm). A
+  kernel threads, one single-threaded BLAS call per part (gmnative.kernels.gemm). A
   user who exported a BLAS variable (OPENBLAS_NUM_THREADS, MKL_NUM_THREADS, ...) or limited
   BLAS with threadpoolctl before that keeps their choice: BLAS is then left alone and
   products are not split;

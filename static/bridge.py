@@ -114,7 +114,7 @@ def write_back(trace: TraceResult, leaves: list, results: list, rebind: list | N
 
 
 def _copy_pairs():
-    """The native call path's batched copy where it is loaded (codegen.native_build), else None."""
+    """The native call path's batched copy where it is loaded (gmnative.build), else None."""
     build = sys.modules.get("gmnative.build")
     return None if build is None else build.loaded_copy_pairs()
 

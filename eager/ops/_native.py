@@ -1,4 +1,4 @@
-"""Eager's door to the native kernels (codegen.eager_kernels): imported on first use, since
+"""Eager's door to the native kernels (gmnative.kernels): imported on first use, since
 codegen builds on the op registry that eager defines. `kernels_module()` is None where the
 package cannot be imported; each kernel function itself returns None where it cannot run
 (no compiler, GRAPHMODE_EAGER_NATIVE=0, an unsupported dtype or layout), and the op then
@@ -27,7 +27,7 @@ def kernels_module() -> ModuleType | None:
 
 
 def try_native(xp, kernel: str, *args) -> Any:
-    """codegen.eager_kernels.<kernel>(*args) when xp is NumPy, else None; None also where the
+    """gmnative.kernels.<kernel>(*args) when xp is NumPy, else None; None also where the
     kernel cannot run. Each op calls this first and runs its NumPy code on None."""
     if xp is not np:
         return None

@@ -68,7 +68,7 @@ def _unfold(xp, x, kernel, stride, padding, dilation, pad_value=0.0):
 def _fold(xp, cols, size, kernel, stride, padding, dilation):
     d = len(kernel)
     found = try_native(xp, "fold2d", cols, size, kernel, stride, padding, dilation) if d == 2 else None
-    if found is not None:  # one pass per plane (codegen.eager_kernels), the same sums
+    if found is not None:  # one pass per plane (gmnative.kernels), the same sums
         return found
     c, n, out = cols.shape[0], cols.shape[d + 1], cols.shape[d + 2:]
     padded = tuple(size[i] + padding[2 * i] + padding[2 * i + 1] for i in range(d))
@@ -165,7 +165,7 @@ def _centered_rstd(xp, x, dims, eps):
 
 
 def _native_channels(xp, x, dims):
-    """codegen.eager_kernels when it can normalize x over batch norm's dims, else None."""
+    """gmnative.kernels when it can normalize x over batch norm's dims, else None."""
     if xp is not np or type(x) is not np.ndarray:
         return None
     native = kernels_module()
@@ -175,7 +175,7 @@ def _native_channels(xp, x, dims):
 def _normalize(xp, x, dims, eps):
     native = _native_channels(xp, x, dims)
     found = native.channel_normalize(x, eps) if native is not None else None
-    if found is not None:  # batch norm in one threaded pass per channel (codegen.eager_kernels)
+    if found is not None:  # batch norm in one threaded pass per channel (gmnative.kernels)
         return found
     xc, rstd, rows = _centered_rstd(xp, x, dims, eps)
     if rows is not None:  # xc is a fresh buffer: scale it in place
@@ -360,7 +360,7 @@ def _layer_norm(xp, x, weight, bias, ndim, eps):
     w = weight.reshape(-1).astype(rows.dtype, copy=False)
     b = bias.reshape(-1).astype(rows.dtype, copy=False)
     out = try_native(xp, "layer_norm", rows, w, b, eps)
-    if out is not None:  # one threaded pass (codegen.eager_kernels)
+    if out is not None:  # one threaded pass (gmnative.kernels)
         return out.reshape(x.shape).astype(x.dtype, copy=False)
     out = xp.empty_like(rows)
     for r0, r1 in _blocks(xp, *rows.shape):
@@ -416,7 +416,7 @@ def _layer_norm_backward(xp, g, x, weight, ndim, eps):
     w = weight.reshape(-1).astype(rows.dtype, copy=False)
     shape = tuple(weight.shape)
     found = try_native(xp, "layer_norm_backward", g2, rows, w, eps)
-    if found is not None:  # one threaded pass (codegen.eager_kernels)
+    if found is not None:  # one threaded pass (gmnative.kernels)
         gx, gw, gb = found
         return (gx.reshape(x.shape).astype(x.dtype, copy=False), gw.reshape(shape).astype(x.dtype, copy=False),
                 gb.reshape(shape).astype(x.dtype, copy=False))

@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 
+from gmnative.kernels import LARGE as _NATIVE_LARGE  # the native layer's threshold (no file read, no build)
+
 from .. import _dtypes
 from . import _erf as _erf_numpy
 from ._checks import broadcast_shapes, require_float, same_dtype, specs_of
@@ -66,7 +68,7 @@ NEG = defop(
 )
 def _native_math(name: str, numpy_forward):
     """A unary forward that runs the vectorized, threaded native kernel on large float arrays
-    (codegen.eager_kernels.math: NumPy's tanh and exp are single-threaded) and NumPy's own
+    (gmnative.kernels.math: NumPy's tanh and exp are single-threaded) and NumPy's own
     function otherwise, or where no compiler is found."""
     def forward(xp, x):
         out = try_native(xp, "math", name, x) if getattr(x, "size", 0) >= _NATIVE_LARGE else None
@@ -74,7 +76,6 @@ def _native_math(name: str, numpy_forward):
     return forward
 
 
-_NATIVE_LARGE = 1 << 14  # codegen.eager_kernels.LARGE, without importing codegen for small arrays
 
 EXP = _unary("exp", _native_math("exp", lambda xp, x: xp.exp(x)), lambda ctx, g: (g * ctx.out,), "ExpBackward0",
              _any((3, 4)), save=(), save_output=True, ufunc="exp", c_expr="exp({0})")
@@ -194,7 +195,7 @@ _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 
 def _gelu(xp, x, approximate="none"):
     out = try_native(xp, "gelu", x, approximate)
-    if out is not None:  # one threaded pass (codegen.eager_kernels)
+    if out is not None:  # one threaded pass (gmnative.kernels)
         return out
     if approximate == "tanh":
         return 0.5 * x * (1.0 + xp.tanh(_GELU_K * (x + 0.044715 * x * x * x)))
@@ -221,7 +222,7 @@ def _gelu_grad(xp, x):
     """Phi(x) + x * phi(x), the derivative of exact GELU, in one buffer (the backward of a
     GELU then costs one op where the composite took about ten)."""
     found = try_native(xp, "gelu_grad", x)
-    if found is not None:  # one threaded pass (codegen.eager_kernels)
+    if found is not None:  # one threaded pass (gmnative.kernels)
         return found
     out = _erf(xp, x * _INV_SQRT2)
     out += 1.0

@@ -383,7 +383,7 @@ def _embedding_backward(xp, g, indices, num_weights, padding_idx=None):
     flat = indices.reshape(-1)
     rows = g.reshape(-1, width)
     found = try_native(xp, "embedding_backward", rows, flat, num_weights) if rows.flags.c_contiguous else None
-    if found is not None:  # one pass in C, rows added in order from zero as add.at does (codegen.eager_kernels)
+    if found is not None:  # one pass in C, rows added in order from zero as add.at does (gmnative.kernels)
         if padding_idx is not None:
             found[padding_idx] = 0
         return found
