@@ -1,6 +1,7 @@
-"""Eager's door to the native kernels (gmnative.kernels): imported on first use, since
-codegen builds on the op registry that eager defines. `kernels_module()` is None where the
-package cannot be imported; each kernel function itself returns None where it cannot run
+"""Eager's door to the native kernels (gmnative.kernels, the native layer below the ops):
+looked up on the first call, which is when its toolchain is probed and its library built.
+`kernels_module()` is None where the module cannot be imported; each kernel function itself
+returns None where it cannot run
 (no compiler, GRAPHMODE_EAGER_NATIVE=0, an unsupported dtype or layout), and the op then
 runs its NumPy code."""
 from __future__ import annotations
