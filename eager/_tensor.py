@@ -18,6 +18,7 @@ from ._memory_format import _FORMATS, format_name
 from ._repr import tensor_repr
 from .autograd.graph import AccumulateGrad, RemovableHandle
 from .ops import _layout
+from .ops._checks import norm_dim
 
 if TYPE_CHECKING:
     from .autograd.function import FunctionCtx
@@ -126,7 +127,7 @@ class Tensor(TensorAPI):
         Mirrors torch.Tensor.size."""
         if dim is None:
             return Size(self._data.shape)
-        return self._data.shape[F.norm_dim("size", dim, self._data.ndim)]
+        return self._data.shape[norm_dim("size", dim, self._data.ndim)]
 
     @property
     def dtype(self) -> _dtypes.dtype:

@@ -1,0 +1,330 @@
+"""Elementwise arithmetic and activations of eager's functional surface (add ... gelu, where,
+clamp, division with rounding, lerp, addcmul): each applies its op record from `eager.ops`."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .. import _dtypes
+from ..ops import elementwise as E
+from ..ops import math_ops as M
+
+if TYPE_CHECKING:
+    pass
+from ._common import _TA, _category, _renamed
+from .comparison import gt, lt
+
+
+def _is_one(factor) -> bool:
+    """A Python 1 (no scaling needed). A tensor factor always scales: comparing it would need
+    its data, which a traced value (a learning rate fed per call) does not have."""
+    return isinstance(factor, (int, float)) and factor == 1
+
+
+def add(input, other, *, alpha=1):
+    """input + alpha * other, broadcast. Mirrors torch.add."""
+    return E.ADD(input, other if _is_one(alpha) else other * alpha)
+
+
+_BOOL_SUB = ("Subtraction, the `-` operator, with two bool tensors is not supported. "
+             "Use the `^` or `logical_xor()` operator instead.")
+_BOOL_SUB_ONE = ("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                 "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _is_bool(v) -> bool:
+    return type(v) is bool or getattr(v, "dtype", None) is _dtypes.bool_
+
+
+def check_sub(a, b) -> None:
+    """PyTorch refuses `-` with a bool operand (NumPy would compute it as integers)."""
+    if _is_bool(a) or _is_bool(b):
+        raise RuntimeError(_BOOL_SUB if _is_bool(a) and _is_bool(b) else _BOOL_SUB_ONE)
+
+
+def check_neg(a) -> None:
+    """Refuse negation of a bool tensor, with PyTorch's message (shared by neg and unary minus)."""
+    if _is_bool(a):
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def sub(input, other, *, alpha=1):
+    """input - alpha * other, broadcast (bool operands are refused, as in PyTorch). Mirrors torch.sub."""
+    check_sub(input, other)
+    return E.SUB(input, other if _is_one(alpha) else other * alpha)
+
+
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input, broadcast. Mirrors torch.rsub."""
+    check_sub(input, other)
+    return E.RSUB(input if _is_one(alpha) else input * alpha, other)
+
+
+def mul(input, other):
+    """input * other, elementwise and broadcast. Mirrors torch.mul."""
+    return E.MUL(input, other)
+
+
+def div(input, other, *, rounding_mode=None):
+    """input / other, elementwise and broadcast; integers divide to a float result.
+
+    `rounding_mode` 'trunc' or 'floor' rounds the quotient (keeping integer dtypes). Mirrors torch.div."""
+    if rounding_mode is None:
+        return E.DIV(input, other)
+    if rounding_mode == "floor":
+        return floor_divide(input, other)
+    if rounding_mode == "trunc":
+        return _trunc_divide(input, other)
+    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+
+
+def true_divide(input, other):
+    """input / other with true (float) division. Mirrors torch.true_divide."""
+    return E.DIV(input, other)
+
+
+def pow(input, exponent):
+    """input raised to `exponent` (a tensor or a number), elementwise. Mirrors torch.pow."""
+    return E.POW(input, exponent)
+
+
+def neg(input):
+    """-input, elementwise (not defined for bool). Mirrors torch.neg."""
+    check_neg(input)
+    return E.NEG(input)
+
+
+def exp(input):
+    """e ** input, elementwise. Mirrors torch.exp."""
+    return E.EXP(input)
+
+
+def log(input):
+    """The natural logarithm, elementwise. Mirrors torch.log."""
+    return E.LOG(input)
+
+
+def log1p(input):
+    """log(1 + input), accurate for small input. Mirrors torch.log1p."""
+    return E.LOG1P(input)
+
+
+def expm1(input):
+    """exp(input) - 1, accurate for small input. Mirrors torch.expm1."""
+    return E.EXPM1(input)
+
+
+def sqrt(input):
+    """The square root, elementwise. Mirrors torch.sqrt."""
+    return E.SQRT(input)
+
+
+def rsqrt(input):
+    """1 / sqrt(input), elementwise. Mirrors torch.rsqrt."""
+    return E.RSQRT(input)
+
+
+def abs(input):
+    """The absolute value, elementwise. Mirrors torch.abs."""
+    return E.ABS(input)
+
+
+def sign(input):
+    """-1, 0 or 1 by the sign of each element. Mirrors torch.sign."""
+    return E.SIGN(input)
+
+
+def sin(input):
+    """The sine, elementwise. Mirrors torch.sin."""
+    return E.SIN(input)
+
+
+def cos(input):
+    """The cosine, elementwise. Mirrors torch.cos."""
+    return E.COS(input)
+
+
+def tanh(input):
+    """The hyperbolic tangent, elementwise. Mirrors torch.tanh."""
+    return E.TANH(input)
+
+
+def sigmoid(input):
+    """1 / (1 + exp(-input)), elementwise. Mirrors torch.sigmoid."""
+    return E.SIGMOID(input)
+
+
+def relu(input):
+    """max(input, 0), elementwise. Mirrors torch.relu."""
+    return E.RELU(input)
+
+
+def erf(input):
+    """The error function, elementwise. Mirrors torch.erf."""
+    return E.ERF(input)
+
+
+def softplus(input, beta: float = 1.0, threshold: float = 20.0):
+    """log(1 + exp(beta * input)) / beta, linear where beta * input > threshold.
+
+    Mirrors torch.nn.functional.softplus."""
+    return E.SOFTPLUS(input, beta=float(beta), threshold=float(threshold))
+
+
+def gelu(input, approximate: str = "none"):
+    """The Gaussian error linear unit; approximate='tanh' uses the tanh formula. Mirrors torch.nn.functional.gelu."""
+    return E.GELU(input, approximate=approximate)
+
+
+def square(input):
+    """input * input, elementwise. Mirrors torch.square."""
+    return E.MUL(input, input)
+
+
+def maximum(input, other):
+    """The larger of input and other, elementwise and broadcast (NaN propagates). Mirrors torch.maximum."""
+    return E.MAXIMUM(input, other)
+
+
+def minimum(input, other):
+    """The smaller of input and other, elementwise and broadcast (NaN propagates). Mirrors torch.minimum."""
+    return E.MINIMUM(input, other)
+
+
+def where(condition, input=None, other=None):
+    """Elements of `input` where `condition` is true, else of `other` (all broadcast together).
+
+    Unlike PyTorch, the one-argument form where(condition) is not supported (use nonzero(as_tuple=True)).
+    Mirrors torch.where."""
+    if input is None and other is None:
+        raise NotImplementedError("where(condition) with one argument (nonzero) is not supported; "
+                                  "pass where(condition, input, other)")
+    dt = getattr(condition, "dtype", None)
+    if isinstance(dt, _dtypes.dtype) and dt is not _dtypes.bool_:
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{_dtypes.scalar_type_name(dt)}")
+    return E.WHERE(condition, input, other)
+
+
+def _bound(b):
+    """A clamp bound as a plain Python number; an int stays an int (it keeps int tensors int)."""
+    if b is None or isinstance(b, bool):
+        return b
+    if hasattr(b, "item"):
+        b = b.item()
+    return b if isinstance(b, int) else float(b)
+
+
+def clamp(input, min=None, max=None):
+    """Limit every element to [min, max] (either bound may be None or a tensor); `clip` is the same.
+
+    Mirrors torch.clamp."""
+    if hasattr(min, "shape") or hasattr(max, "shape"):
+        return _clamp_to_tensors(input, min, max)
+    return E.CLAMP(input, min=_bound(min), max=_bound(max))
+
+
+def _clamp_to_tensors(input, min, max):
+    """clamp with tensor bounds (PyTorch's clamp.Tensor): bounds broadcast and promote like
+    operands and get their own gradients, where they win; max wins where min > max, as in
+    PyTorch. Composed of where, so it traces and differentiates like any other ops."""
+    if min is None and max is None:
+        raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+    out = input
+    if min is not None:
+        out = where(lt(out, min), min, out)
+    if max is not None:
+        out = where(gt(out, max), max, out)
+    return _renamed(out, "ClampBackward0")
+
+
+clip = clamp
+
+
+def clone(input: _TA, *, memory_format: Any = None) -> _TA:
+    """A copy of input with its own memory, differentiable; dense layouts keep their strides
+    unless `memory_format` asks for another (eager.contiguous_format, channels_last). Mirrors torch.clone."""
+    if memory_format is None or getattr(memory_format, "name", None) == "preserve_format":
+        return E.CLONE(input)
+    from .._memory_format import format_name  # noqa: PLC0415
+
+    return E.CLONE(input, memory_format=format_name(memory_format))
+
+
+def to_dtype(input, dtype):
+    """input converted to `dtype` (input itself if it already has it); differentiable between float dtypes.
+
+    Mirrors torch.Tensor.to."""
+    dt = _dtypes.as_dtype(dtype)
+    return input if input.dtype is dt else E.TO_DTYPE(input, dtype=dt)
+
+
+def floor_divide(input, other):
+    """a // b rounded toward -inf (PyTorch >= 1.13); no gradient flows through it."""
+    return M.FLOOR_DIVIDE(input, other)
+
+
+def _trunc_divide(input, other):
+    """a / b rounded toward zero: (a - fmod(a, b)) is an exact multiple of b."""
+    rest = M.FMOD(input, other)
+    if _category(input) < 2 and _category(other) < 2:
+        return M.FLOOR_DIVIDE(input - rest, other)
+    from ..ops.special import STOP_GRADIENT  # noqa: PLC0415
+
+    return STOP_GRADIENT(E.DIV(input - rest, other))  # rounded: no gradient, as PyTorch
+
+
+def remainder(input, other):
+    """a % b with the sign of b, as Python's %."""
+    return M.REMAINDER(input, other)
+
+
+def fmod(input, other):
+    """C's fmod: the remainder with the sign of a."""
+    return M.FMOD(input, other)
+
+
+def nan_to_num(input, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):
+    """input with NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf`.
+
+    The infinities default to the dtype's largest and smallest finite values. Mirrors torch.nan_to_num."""
+    return M.NAN_TO_NUM(input, nan=float(nan), posinf=None if posinf is None else float(posinf),
+                        neginf=None if neginf is None else float(neginf))
+
+
+def clamp_min(input, min):
+    """max(input, min), elementwise. Mirrors torch.clamp_min."""
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    """min(input, max), elementwise. Mirrors torch.clamp_max."""
+    return clamp(input, max=max)
+
+
+def lerp(input, end, weight):
+    """input + weight * (end - input)."""
+    out = input + weight * (end - input)
+    return _renamed(out, "LerpBackward0" if not hasattr(weight, "shape") else "LerpBackward1")
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2, broadcast. Mirrors torch.addcmul."""
+    product = mul(tensor1, tensor2)
+    return _renamed(add(input, product if _is_one(value) else product * value), "AddcmulBackward0")
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 / tensor2 (true division; integer operands are refused, as PyTorch).
+
+    Mirrors torch.addcdiv."""
+    for t in (tensor1, tensor2):
+        if hasattr(t, "dtype") and not t.dtype.is_floating_point:
+            raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release "
+                               "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+                               "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))."
+                               "to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
+                               "float inputs. The future addcdiv behavior is just the latter implementation: "
+                               "(input + value * tensor1 / tensor2), for all dtypes.")
+    quotient = div(tensor1, tensor2)
+    return _renamed(add(input, quotient if _is_one(value) else quotient * value), "AddcdivBackward0")

@@ -1,0 +1,309 @@
+"""Indexing of eager's functional surface: index keys for `x[...]` and its assignment, gather
+and scatter, index_select/add/put, masks, nonzero and unique, and what gathers by computed indices
+(repeat_interleave, combinations)."""
+from __future__ import annotations
+
+import builtins as _builtins
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import _dtypes
+from ..ops import elementwise as E
+from ..ops import indexing as I
+from ..ops import shape_ops as S
+from ..ops._checks import norm_dim
+
+if TYPE_CHECKING:
+    pass
+from ._common import _host, _int_tensor, _ndim, _renamed, _row_major
+from .elementwise import clone, to_dtype
+from .shape_ops import broadcast_shape, expand, reshape, unsqueeze
+
+# One entry of an index key: ("none",), ("ellipsis",), ("int", i), ("slice", start, stop, step)
+# or ("tensor", position among the index operands).
+IndexEntry = tuple[Any, ...]
+
+
+def index_key(index, make_tensor):
+    """Turn a Python index into (key, index operands) for the index ops."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    key: list[IndexEntry] = []
+    operands: list[Any] = []  # the index tensors (eager tensors or tracer values), in key order
+    for item in index:
+        if item is None:
+            key.append(("none",))
+        elif item is Ellipsis:
+            key.append(("ellipsis",))
+        elif isinstance(item, bool):
+            operands.append(make_tensor(item))
+            key.append(("tensor", len(operands) - 1))
+        elif isinstance(item, int) or (hasattr(item, "__index__") and not hasattr(item, "shape")):
+            key.append(("int", int(item)))
+        elif isinstance(item, slice):
+            key.append(("slice", _opt_int(item.start), _opt_int(item.stop), _opt_int(item.step)))
+        else:
+            t = item if hasattr(item, "_data") or hasattr(item, "__graphmode_dispatch__") else make_tensor(item)
+            if t.dtype.is_floating_point:
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            operands.append(t)
+            key.append(("tensor", len(operands) - 1))
+    return tuple(key), operands
+
+
+def _opt_int(v):
+    if v is None or (isinstance(v, int) and not isinstance(v, bool)):
+        return v  # an int subclass stays: a compiled trace's symbolic size (static.dynamic_shapes)
+    return int(v)
+
+
+_FULL = ("slice", None, None, None)
+
+
+def _selects_first(key, operands):
+    """PyTorch applies integer indices first (as selects), then the tensor indices; NumPy
+    counts an int as one more advanced index, which moves the result's dims when the two are
+    apart (x of shape (2, 3, 4): x[0, :, idx] is (3, 2) in PyTorch, (2, 3) in NumPy).
+    Returns (basic key, advanced key), or None where both rules agree."""
+    if not (_builtins.any(e[0] == "int" for e in key) and _builtins.any(e[0] == "tensor" for e in key)):
+        return None
+    basic, advanced = [], []
+    for e in key:
+        tag = e[0]
+        if tag == "int":
+            basic.append(e)
+        elif tag == "tensor":
+            t = operands[e[1]]
+            if t.dtype is _dtypes.bool_:
+                if not t.ndim:
+                    return None  # x[True]: adds a dim; leave such keys to the one-step rule
+                basic.extend([_FULL] * t.ndim)
+            else:
+                basic.append(_FULL)
+            advanced.append(e)
+        elif tag == "ellipsis":
+            basic.append(e)
+            advanced.append(e)
+        else:  # a slice or None: applied by the basic step, kept whole by the advanced one
+            basic.append(e)
+            advanced.append(_FULL)
+    return tuple(basic), tuple(advanced)
+
+
+def getitem(input, index, make_tensor):
+    """input[index] with PyTorch's basic and advanced indexing; `make_tensor` turns index lists into tensors.
+
+    Backs Tensor.__getitem__. Mirrors torch.Tensor.__getitem__."""
+    key, operands = index_key(index, make_tensor)
+    if _builtins.any(e[1:] and e[0] == "slice" and e[3] is not None and e[3] <= 0 for e in key):
+        raise ValueError("step must be greater than zero")
+    two_steps = _selects_first(key, operands)
+    if two_steps is not None:
+        basic, advanced = two_steps
+        input, key = S.INDEX(input, key=basic, n_index=0), advanced
+    return S.INDEX(input, *operands, key=key, n_index=len(operands))
+
+
+def put_at_index(input, index, value, make_tensor):
+    """A copy of input with `value` written at input[index] (the differentiable form of item
+    assignment). Backs Tensor.__setitem__ and index_put."""
+    key, operands = index_key(index, make_tensor)
+    return S.INDEX_PUT(input, value, *operands, key=key, n_index=len(operands))
+
+
+def gather(input, dim, index, *, sparse_grad=False):
+    """Values of input picked along `dim` at `index` (out[i][j] = input[index[i][j]][j] for dim 0).
+
+    Mirrors torch.gather."""
+    return I.GATHER(input, index, dim=norm_dim("gather", dim, _ndim(input)))
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    """A copy of input with `src` (or the scalar `value`) written at `index` along `dim`.
+
+    `reduce` 'add' or 'multiply' combines with the existing values instead. Mirrors torch.scatter."""
+    if reduce is not None:
+        if reduce not in ("add", "multiply"):
+            raise RuntimeError(f"scatter(): reduce argument must be either add or multiply, got {reduce!r}")
+        source = src if src is not None else value
+        if source is None:
+            raise TypeError("scatter() missing 1 required argument: 'src' or 'value'")
+        if hasattr(source, "shape"):
+            import warnings  # noqa: PLC0415
+
+            warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed "
+                          "in a future PyTorch release. Use torch.scatter_reduce instead for more reduction "
+                          "options.", UserWarning, stacklevel=2)
+        else:  # a number: the same value at every index position
+            from .._factories import full  # noqa: PLC0415
+
+            source = full(tuple(index.shape), source, dtype=input.dtype, device=input.device)
+        return scatter_reduce(input, dim, index, source, "sum" if reduce == "add" else "prod")
+    source = src if src is not None else value
+    if source is None:
+        raise TypeError("scatter() missing 1 required argument: 'src' or 'value'")
+    if not hasattr(source, "shape"):
+        source = float(source) if input.is_floating_point() else int(source)
+    return I.SCATTER(input, index, source, dim=norm_dim("scatter", dim, _ndim(input)))
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """A copy of input with `src` combined in at `index` along `dim` by `reduce` ('sum',
+    'prod', 'mean', 'amax' or 'amin'); include_self=False leaves input's own value out at the
+    positions index reaches. Mirrors torch.scatter_reduce."""
+    return I.SCATTER_REDUCE(input, index, src, dim=norm_dim("scatter_reduce", dim, _ndim(input)), reduce=reduce,
+                            include_self=bool(include_self))
+
+
+def scatter_add(input, dim, index, src):
+    """A copy of input with `src` added at `index` along `dim`. Mirrors torch.scatter_add."""
+    return I.SCATTER_ADD(input, index, src, dim=norm_dim("scatter_add", dim, _ndim(input)))
+
+
+def index_select(input, dim, index):
+    """The slices of input at the 1-d `index` along `dim`. Mirrors torch.index_select."""
+    return I.INDEX_SELECT(input, index, dim=norm_dim("index_select", dim, _ndim(input)))
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """A copy of input with alpha * `source` added at the 1-d `index` along `dim`. Mirrors torch.index_add."""
+    return I.INDEX_ADD(input, index, source, dim=norm_dim("index_add", dim, _ndim(input)), alpha=float(alpha))
+
+
+def nonzero(input, *, as_tuple=False):
+    """The indices of the nonzero elements: (n, ndim) int64, or one index per dim with as_tuple.
+    Its shape depends on the data, so it runs eagerly only (static raises a TraceError)."""
+    import numpy as np  # noqa: PLC0415
+
+    found = np.nonzero(np.atleast_1d(_host(input)))
+    if as_tuple:
+        return tuple(_int_tensor(f, input) for f in found)
+    return _int_tensor(np.stack(found, axis=1) if found else np.zeros((0, 0), np.int64), input)
+
+
+argwhere = nonzero
+
+
+def masked_select(input, mask):
+    """The elements of input where mask is True, as a 1-D tensor (data-dependent shape:
+    eager only). Gradients flow back to the selected positions."""
+    if getattr(mask, "dtype", None) is not _dtypes.bool_:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {getattr(mask, 'dtype', type(mask))}")
+    shape = broadcast_shape(tuple(input.shape), tuple(mask.shape))
+    x = input if tuple(input.shape) == shape else expand(input, shape)
+    m = mask if tuple(mask.shape) == shape else expand(mask, shape)
+    if not shape:
+        x, m = reshape(x, 1), reshape(m, 1)
+    index = nonzero(m, as_tuple=True)
+    return _renamed(S.INDEX(x, *index, key=tuple(("tensor", k) for k in range(len(index))), n_index=len(index)),
+                    "MaskedSelectBackward0")
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct values (sorted), optionally with the inverse map and the counts
+    (data-dependent shape: eager only)."""
+    import numpy as np  # noqa: PLC0415
+
+    from .._factories import tensor  # noqa: PLC0415
+
+    arr = _host(input)
+    if dim is None:
+        values, inverse, counts = np.unique(arr.reshape(-1), return_inverse=True, return_counts=True)
+        inverse = inverse.reshape(arr.shape)
+    else:
+        values, inverse, counts = np.unique(arr, return_inverse=True, return_counts=True,
+                                            axis=norm_dim("unique", dim, arr.ndim))
+        inverse = inverse.reshape(-1)
+    out = [tensor(values, dtype=input.dtype, device=input.device)]
+    if return_inverse:
+        out.append(_int_tensor(inverse, input))
+    if return_counts:
+        out.append(_int_tensor(counts, input))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def masked_fill(input, mask, value):
+    """input with `value` where mask is True; keeps input's dtype (a 0-d tensor value too)."""
+    if getattr(mask, "dtype", None) is not _dtypes.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{getattr(getattr(mask, 'dtype', None), 'name', type(mask).__name__)}")
+    if hasattr(value, "shape"):
+        if _ndim(value) != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{_ndim(value)} dimension(s).")
+        value = to_dtype(value, input.dtype)
+    elif input.dtype is _dtypes.bool_:
+        value = bool(value)
+    elif not input.dtype.is_floating_point:
+        value = int(value)
+    else:
+        value = float(value)
+    name = "MaskedFillBackward0"
+    # PyTorch fills a row-major clone, so masked_fill(...).view(...) works on any input
+    return _renamed(_row_major(E.WHERE(mask, value, input)), name)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Each element repeated `repeats` times (an int, or one count per element along dim)."""
+    if dim is None:
+        input, dim = reshape(input, -1), 0
+    d = norm_dim("repeat_interleave", dim, _ndim(input))
+    if isinstance(repeats, int):
+        shape = tuple(input.shape)
+        x = unsqueeze(input, d + 1)
+        x = expand(x, *(shape[:d + 1] + (repeats,) + shape[d + 1:]))
+        return reshape(clone(x), *(shape[:d] + (shape[d] * repeats,) + shape[d + 1:]))
+    import numpy as np  # noqa: PLC0415
+
+    counts = _host(repeats).reshape(-1)
+    n = input.shape[d]
+    if counts.size == 1:
+        counts = np.repeat(counts, n)
+    if counts.size != n:
+        raise RuntimeError(f"repeat_interleave: repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {counts.size} and input.size({d}) = {n}")
+    return index_select(input, d, _int_tensor(np.repeat(np.arange(n), counts), input))
+
+
+def combinations(input, r: int = 2, with_replacement: bool = False):
+    """The length-r combinations of a 1-d tensor's elements, as rows (itertools' order), made
+    with index_select so gradients reach the elements. Mirrors torch.combinations."""
+    import itertools  # noqa: PLC0415
+
+    from .._factories import tensor  # noqa: PLC0415
+
+    if _ndim(input) != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return input[:0]
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = list(pick(range(input.shape[0]), r))
+    if not rows:
+        return input[:0].reshape(0, r)
+    index = tensor(np.asarray(rows, dtype=np.int64).reshape(-1))
+    return index_select(input, 0, index).reshape(len(rows), r)
+
+
+def index_put(input, indices, values, accumulate: bool = False):
+    """A copy of input with values written at the positions the tuple of index tensors picks
+    (advanced indexing of the leading dims); with accumulate, added there, duplicates summed.
+    Mirrors torch.index_put."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put: indices must be a tuple of tensors, got {type(indices).__name__}")
+    from .._factories import tensor  # noqa: PLC0415
+
+    if not accumulate:
+        return put_at_index(input, tuple(indices), values, tensor)
+
+    k = len(indices)
+    lead, rest = tuple(input.shape[:k]), tuple(input.shape[k:])
+    positions = np.broadcast_arrays(*[_host(i) for i in indices])
+    linear = tensor(np.ravel_multi_index(tuple(p.reshape(-1) for p in positions), lead).astype(np.int64))
+    n = int(np.prod(lead)) if lead else 1
+    if not hasattr(values, "shape"):
+        values = tensor(values, dtype=input.dtype)
+    source = values.expand(tuple(positions[0].shape) + rest).reshape((-1,) + rest)
+    return index_add(input.reshape((n,) + rest), 0, linear, source).reshape(input.shape)
