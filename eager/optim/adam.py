@@ -39,10 +39,15 @@ class Adam(Optimizer):
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False, *,
-                 foreach: bool | None = None, maximize: bool = False) -> None:
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None,
+                 decoupled_weight_decay: bool = False) -> None:
         """foreach: None (the default) or True update all parameters of a group at once where
         they are plain NumPy float tensors of one dtype (the same bits as one at a time);
-        False, one parameter at a time."""
+        False, one parameter at a time. decoupled_weight_decay=True is AdamW's update.
+        capturable, differentiable and fused are PyTorch's kernel choices, kept in the param
+        groups as PyTorch keeps them (scripts test `'fused' in signature(AdamW).parameters`);
+        every choice computes the same update here."""
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if eps < 0.0:
@@ -52,8 +57,12 @@ class Adam(Optimizer):
                 raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                                      amsgrad=amsgrad, foreach=foreach, maximize=maximize))
+                                      amsgrad=amsgrad, maximize=maximize, foreach=foreach, capturable=capturable,
+                                      differentiable=differentiable, fused=fused,
+                                      decoupled_weight_decay=bool(decoupled_weight_decay or self._decoupled)))
 
     def _update_group(self, group: dict) -> None:
         if self._foreach_wanted(group) and self._update_foreach(group):
@@ -68,7 +77,7 @@ class Adam(Optimizer):
             if self._update_arrays(p, g, state, group, step):
                 continue
             if weight_decay != 0:
-                if self._decoupled:
+                if group.get("decoupled_weight_decay", self._decoupled):
                     p.mul_(1 - lr * weight_decay)
                 else:
                     g = g.add(p, alpha=weight_decay)
@@ -116,7 +125,7 @@ class Adam(Optimizer):
         P, G, m, v = flat.P, flat.G, flat.buffers["exp_avg"], flat.buffers["exp_avg_sq"]
         with _quiet_numpy():  # (the same ufuncs in the same order as _update_arrays)
             if weight_decay != 0:
-                if self._decoupled:
+                if group.get("decoupled_weight_decay", self._decoupled):
                     np.multiply(P, 1 - lr * weight_decay, out=P)
                 else:
                     G = G + P * weight_decay
@@ -171,7 +180,7 @@ class Adam(Optimizer):
         # NumPy's reports off for the update (as np.errstate would, at a fraction of its cost)
         with _quiet_numpy():
             if weight_decay != 0:
-                if self._decoupled:
+                if group.get("decoupled_weight_decay", self._decoupled):
                     np.multiply(P, 1 - lr * weight_decay, out=P)
                 else:
                     G = G + P * weight_decay  # g.add(p, alpha=weight_decay)
@@ -202,5 +211,8 @@ class AdamW(Adam):
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 foreach: bool | None = None, maximize: bool = False) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize)
+                 maximize: bool = False, foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)

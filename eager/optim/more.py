@@ -41,20 +41,32 @@ def _steps(opt: Optimizer, group: dict, decay=None):
         yield p, g, state
 
 
+def _kernel_choices(**flags: Any) -> dict[str, Any]:
+    """PyTorch's kernel choices (foreach, fused, capturable, differentiable) as the param
+    group keeps them: scripts read and pass them, and every choice computes the same update
+    here. `fused` and `foreach` both True is refused as PyTorch refuses it."""
+    if flags.get("fused") and flags.get("foreach"):
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    return flags
+
+
 class RMSprop(Optimizer):
     """v = alpha v + (1 - alpha) g^2; (centered: m = alpha m + (1 - alpha) g, v - m^2);
     step = g / (sqrt(v) + eps), through a momentum buffer when momentum > 0; p -= lr * step."""
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
-                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False, *,
-                 maximize: bool = False) -> None:
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
+                 capturable: bool = False, foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False) -> None:
         _check("learning rate", lr)
         _check("epsilon value", eps)
         _check("momentum value", momentum)
         _check("weight_decay value", weight_decay)
         _check("alpha value", alpha)
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
-                                      centered=centered, maximize=maximize))
+                                      centered=centered, maximize=maximize,
+                                      **_kernel_choices(foreach=foreach, capturable=capturable,
+                                                        differentiable=differentiable)))
 
     def _initial_state(self, p, group: dict) -> dict:
         return _zero_state(p, "square_avg", *(("momentum_buffer",) if group["momentum"] > 0 else ()),
@@ -83,14 +95,16 @@ class Adagrad(Optimizer):
     """s += g^2; p -= lr / (1 + (t - 1) lr_decay) * g / (sqrt(s) + eps)."""
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
-                 initial_accumulator_value: float = 0.0, eps: float = 1e-10, *, maximize: bool = False) -> None:
+                 initial_accumulator_value: float = 0.0, eps: float = 1e-10, foreach: bool | None = None, *,
+                 maximize: bool = False, differentiable: bool = False, fused: bool | None = None) -> None:
         _check("learning rate", lr)
         _check("lr_decay value", lr_decay)
         _check("weight_decay value", weight_decay)
         _check("initial_accumulator_value value", initial_accumulator_value)
         _check("epsilon value", eps)
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps,
-                                      initial_accumulator_value=initial_accumulator_value, maximize=maximize))
+                                      initial_accumulator_value=initial_accumulator_value, maximize=maximize,
+                                      **_kernel_choices(foreach=foreach, differentiable=differentiable, fused=fused)))
         for group in self.param_groups:  # PyTorch creates the accumulators at construction
             for p in group["params"]:
                 self.state[p] = self._initial_state(p, group)
@@ -113,13 +127,16 @@ class Adadelta(Optimizer):
     u = rho u + (1 - rho) d^2; p -= lr * d."""
 
     def __init__(self, params: Iterable[Any], lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
-                 weight_decay: float = 0.0, *, maximize: bool = False) -> None:
+                 weight_decay: float = 0.0, foreach: bool | None = None, *, capturable: bool = False,
+                 maximize: bool = False, differentiable: bool = False) -> None:
         _check("learning rate", lr)
         _check("epsilon value", eps)
         _check("weight_decay value", weight_decay)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
-        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize))
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                                      **_kernel_choices(foreach=foreach, capturable=capturable,
+                                                        differentiable=differentiable)))
 
     def _initial_state(self, p, group: dict) -> dict:
         return _zero_state(p, "square_avg", "acc_delta")
@@ -138,7 +155,8 @@ class Adamax(Optimizer):
     """m = b1 m + (1 - b1) g; u = max(b2 u, |g| + eps); p -= lr / (1 - b1^t) * m / u."""
 
     def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0, *, maximize: bool = False) -> None:
+                 eps: float = 1e-8, weight_decay: float = 0.0, foreach: bool | None = None, *,
+                 maximize: bool = False, differentiable: bool = False, capturable: bool = False) -> None:
         _check("learning rate", lr)
         _check("epsilon value", eps)
         _check("weight_decay value", weight_decay)
@@ -146,7 +164,8 @@ class Adamax(Optimizer):
             if not 0.0 <= beta < 1.0:
                 raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                                      maximize=maximize))
+                                      maximize=maximize, **_kernel_choices(foreach=foreach, capturable=capturable,
+                                                                           differentiable=differentiable)))
 
     def _initial_state(self, p, group: dict) -> dict:
         return _zero_state(p, "exp_avg", "exp_inf")
@@ -202,7 +221,8 @@ class NAdam(Optimizer):
 
     def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, momentum_decay: float = 4e-3,
-                 decoupled_weight_decay: bool = False, *, maximize: bool = False) -> None:
+                 decoupled_weight_decay: bool = False, *, foreach: bool | None = None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False) -> None:
         _check("learning rate", lr)
         _check("epsilon value", eps)
         _check("weight_decay value", weight_decay)
@@ -210,7 +230,8 @@ class NAdam(Optimizer):
         _check_betas(betas)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                                       momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay,
-                                      maximize=maximize))
+                                      maximize=maximize, **_kernel_choices(foreach=foreach, capturable=capturable,
+                                                                           differentiable=differentiable)))
 
     def _initial_state(self, p, group: dict) -> dict:
         return {"step": 0, "mu_product": 1.0, "exp_avg": filled_like(p), "exp_avg_sq": filled_like(p)}
@@ -240,13 +261,16 @@ class RAdam(Optimizer):
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, decoupled_weight_decay: bool = False, *,
-                 maximize: bool = False) -> None:
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False) -> None:
         _check("learning rate", lr)
         _check("epsilon value", eps)
         _check("weight_decay value", weight_decay)
         _check_betas(betas)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                                      decoupled_weight_decay=decoupled_weight_decay, maximize=maximize))
+                                      decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
+                                      **_kernel_choices(foreach=foreach, capturable=capturable,
+                                                        differentiable=differentiable)))
 
     def _initial_state(self, p, group: dict) -> dict:
         return _zero_state(p, "exp_avg", "exp_avg_sq")

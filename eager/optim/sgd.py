@@ -21,10 +21,11 @@ class SGD(Optimizer):
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False,
-                 foreach: bool | None = None) -> None:
+                 foreach: bool | None = None, differentiable: bool = False, fused: bool | None = None) -> None:
         """foreach: None (the default) or True update all parameters of a group at once where
         they are plain NumPy float tensors of one dtype (the same bits as one at a time);
-        False, one parameter at a time."""
+        False, one parameter at a time. differentiable and fused are PyTorch's kernel choices,
+        kept in the param groups as PyTorch keeps them; each computes the same update here."""
         if lr is not required and lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -33,8 +34,11 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                                      nesterov=nesterov, maximize=maximize, foreach=foreach))
+                                      nesterov=nesterov, maximize=maximize, foreach=foreach,
+                                      differentiable=differentiable, fused=fused))
 
     def _first_state_reads_gradient(self, group: dict) -> bool:
         # with momentum, the first step's buffer is a copy of the gradient: not a state made

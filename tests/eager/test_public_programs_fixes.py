@@ -94,3 +94,51 @@ def test_tensor_printing_follows_pytorchs_formatter() -> None:
         assert repr(eager.tensor([1.5], dtype=getattr(eager, dt))).replace("eager.", "") == want
         want = repr(torch.zeros(0, dtype=getattr(torch, dt))).replace("torch.", "")
         assert repr(eager.zeros(0, dtype=getattr(eager, dt))).replace("eager.", "") == want
+
+
+OPTIMIZERS = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Rprop", "SGD",
+              "LBFGS"]
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_optimizer_signatures_and_param_groups_match_pytorchs(name: str) -> None:
+    # nanoGPT's configure_optimizers asks `'fused' in inspect.signature(torch.optim.AdamW).parameters`;
+    # checkpoints carry every group key PyTorch's optimizers write
+    import inspect
+
+    torch = _torch()
+    want = [(k, v.kind) for k, v in inspect.signature(getattr(torch.optim, name)).parameters.items()]
+    got = [(k, v.kind) for k, v in inspect.signature(getattr(eager.optim, name)).parameters.items()]
+    assert got == want
+    kw = {} if name == "LBFGS" else {"lr": 0.1}
+    tg = getattr(torch.optim, name)([torch.nn.Parameter(torch.ones(2))], **kw).param_groups[0]
+    eg = getattr(eager.optim, name)([eager.nn.Parameter(eager.ones(2))], **kw).param_groups[0]
+    assert {k: v for k, v in eg.items() if k != "params"} == {k: v for k, v in tg.items() if k != "params"}
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "SGD", "Adagrad"])
+def test_fused_with_foreach_is_refused_as_pytorch(name: str) -> None:
+    torch = _torch()
+    for lib in (torch, eager):
+        p = lib.nn.Parameter(lib.ones(2))
+        with pytest.raises(RuntimeError, match="`fused` and `foreach` cannot be `True` together"):
+            getattr(lib.optim, name)([p], lr=0.1, fused=True, foreach=True)
+
+
+def test_adam_decoupled_weight_decay_is_adamw() -> None:
+    torch = _torch()
+    import numpy as np
+
+    results = []
+    for lib, cls, kw in ((torch, "Adam", dict(decoupled_weight_decay=True)), (eager, "Adam", dict(decoupled_weight_decay=True)),
+                         (eager, "AdamW", {}), (eager, "Adam", dict(fused=True))):
+        w = lib.nn.Parameter(lib.tensor([1.0, -2.0, 3.0]))
+        opt = getattr(lib.optim, cls)([w], lr=0.1, weight_decay=0.5, **kw)
+        for _ in range(3):
+            opt.zero_grad()
+            (w ** 2).sum().backward()
+            opt.step()
+        results.append(w.detach().numpy().copy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
+    np.testing.assert_array_equal(results[1], results[2])
+    assert not np.allclose(results[3], results[1])  # plain Adam (fused is only a kernel choice) differs
