@@ -1,5 +1,5 @@
 """What the families of eager's functional surface share: the tensor-kind type variable and
-the size and host-array helpers."""
+the size, host-array, dtype-category and grad-name helpers."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeVar

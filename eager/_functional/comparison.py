@@ -2,14 +2,11 @@
 functional surface."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import _dtypes
 from ..ops import elementwise as E
 from ..ops import math_ops as M
-
-if TYPE_CHECKING:
-    pass
 from ._common import _category
 
 

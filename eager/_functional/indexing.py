@@ -4,7 +4,7 @@ and scatter, index_select/add/put, masks, nonzero and unique, and what gathers b
 from __future__ import annotations
 
 import builtins as _builtins
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -13,9 +13,6 @@ from ..ops import elementwise as E
 from ..ops import indexing as I
 from ..ops import shape_ops as S
 from ..ops._checks import norm_dim
-
-if TYPE_CHECKING:
-    pass
 from ._common import _host, _int_tensor, _ndim, _renamed, _row_major
 from .elementwise import clone, to_dtype
 from .shape_ops import broadcast_shape, expand, reshape, unsqueeze

@@ -3,7 +3,6 @@ einsum, cdist, triangles and diagonals."""
 from __future__ import annotations
 
 import builtins as _builtins
-from typing import TYPE_CHECKING
 
 from .. import _dtypes
 from ..ops import indexing as I
@@ -12,9 +11,6 @@ from ..ops import math_ops as M
 from ..ops import reductions as R
 from ..ops import shape_ops as S
 from ..ops._checks import norm_dim
-
-if TYPE_CHECKING:
-    pass
 from ._common import _ndim, _renamed
 from .elementwise import _is_one, clamp_min, sqrt
 from .reductions import norm, sum

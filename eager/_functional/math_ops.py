@@ -2,12 +2,7 @@
 round, log2, sinh, atan2 ...), over the records in `eager/ops/math_ops.py`."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..ops import math_ops as M
-
-if TYPE_CHECKING:
-    pass
 
 
 def floor(input):

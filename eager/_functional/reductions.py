@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections import namedtuple
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,9 +12,6 @@ from ..ops import math_ops as M
 from ..ops import reductions as R
 from ..ops import shape_ops as S
 from ..ops._checks import norm_dim, norm_dims
-
-if TYPE_CHECKING:
-    pass
 from ._common import _host, _ndim, _renamed
 from .comparison import eq, gt, logical_not, ne
 from .elementwise import abs, maximum, minimum, pow, sqrt, to_dtype, where

@@ -3,7 +3,6 @@ rolls and repeats, stacking helpers, grids and moving dims."""
 from __future__ import annotations
 
 import builtins as _builtins
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -11,9 +10,6 @@ from .. import _dtypes
 from ..ops import indexing as I
 from ..ops import shape_ops as S
 from ..ops._checks import norm_dim, norm_dims
-
-if TYPE_CHECKING:
-    pass
 from ._common import _ndim, _numel, _renamed, _sizes
 from .comparison import logical_xor
 from .elementwise import clone, sub

@@ -3,16 +3,13 @@ kthvalue, median, searchsorted, bucketize."""
 from __future__ import annotations
 
 from collections import namedtuple
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..ops import indexing as I
 from ..ops import math_ops as M
 from ..ops._checks import norm_dim
-
-if TYPE_CHECKING:
-    pass
 from ._common import _host, _ndim, _renamed
 from .elementwise import clone
 from .shape_ops import narrow, reshape, squeeze
