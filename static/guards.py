@@ -36,6 +36,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LIBRARY_DIRS = tuple(os.path.join(_ROOT, pkg) + os.sep for pkg in ("eager", "static", "codegen"))
 _MISSING = object()
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks")
+_OPTIMIZER_STATE = frozenset(("state", "param_groups", "defaults"))
 
 
 class Same:
@@ -177,7 +178,7 @@ class Attributes:
         if len(d) != self.size:
             names = {name for name, _ in self.snapshot}
             added = [n for n in d if n not in names and (not n.startswith("_") or n in _HOOK_DICTS)
-                     and not (n == "training" and self.mode_in_key)]
+                     and not (n == "training" and self.mode_in_key) and n not in _OPTIMIZER_STATE]
             if added:
                 return f"attribute {added[0]!r} of {self._kind()} was set (it was not when traced)"
         if self.class_snapshot is not None:
@@ -232,8 +233,9 @@ def _module_attrs(module, mode_in_key: bool = False) -> tuple:
     global switched to eval() must retrace (or find its eval entry)."""
     out = []
     d = module.__dict__
-    for name, value in list(d.items()):
-        if name == "training" and mode_in_key:
+    optimizer = hasattr(module, "param_groups")  # a user's optimizer class: its state and groups are
+    for name, value in list(d.items()):          # the training step's (static.training guards them)
+        if name == "training" and mode_in_key or optimizer and name in _OPTIMIZER_STATE:
             continue
         if name in _HOOK_DICTS:
             if isinstance(value, dict):

@@ -421,7 +421,7 @@ def _written(g, effects: Effects):
             if old is not _ABSENT:
                 effects.undo.append(lambda o=obj, n=name, v=old: object.__setattr__(o, n, v))
         written = {n for n, frozen in g.snapshot if not (n in d and g.matches(n, d[n], frozen))}
-        names = {n for n, _ in g.snapshot}
+        names = {n for n, _ in g.snapshot} | (_guards._OPTIMIZER_STATE if hasattr(obj, "param_groups") else set())
         added = 0
         for name in list(d):
             if name not in names and not name.startswith("_") and not (name == "training"):
