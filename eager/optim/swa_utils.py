@@ -17,7 +17,8 @@ from .._factories import tensor
 from .._grad_mode import no_grad
 from .._tensor import Tensor
 from ..nn.module import Module
-from .lr_scheduler import LRScheduler, _format_param
+from .lr_scheduler import LRScheduler
+from .lr_scheduler.base import _format_param
 from .optimizer import Optimizer
 
 __all__ = ["AveragedModel", "SWALR", "get_ema_avg_fn", "get_ema_multi_avg_fn", "get_swa_avg_fn",
