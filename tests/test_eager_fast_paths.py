@@ -330,3 +330,41 @@ def test_relu_gradient_through_where_matches_pytorch():
     eager.nn.functional.relu(ex).backward(eager.tensor(g))
     torch.nn.functional.relu(tx).backward(torch.tensor(g))
     np.testing.assert_array_equal(ex.grad.numpy(), tx.grad.numpy())
+
+
+# -- cross_entropy's loss after log_softmax as one node ------------------------------------------------
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_fused_cross_entropy_matches_pytorch_graph_values_and_gradients(reduction):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(14)
+    X, T = rng.standard_normal((16, 7)).astype(np.float32), rng.integers(0, 7, 16)
+    ex, tx = eager.tensor(X, requires_grad=True), torch.tensor(X, requires_grad=True)
+    el = eager.nn.functional.cross_entropy(ex, eager.tensor(T), reduction=reduction)
+    tl = torch.nn.functional.cross_entropy(tx, torch.tensor(T), reduction=reduction)
+    assert el.grad_fn.name() == tl.grad_fn.name() == "NllLossBackward0"
+    assert el.grad_fn.next_functions[0][0].name() == tl.grad_fn.next_functions[0][0].name()
+    np.testing.assert_allclose(el.detach().numpy(), tl.detach().numpy(), rtol=1e-6, atol=1e-6)
+    g = rng.standard_normal(tl.shape).astype(np.float32)
+    el.backward(eager.tensor(g))
+    tl.backward(torch.tensor(g))
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_fused_cross_entropy_has_exact_first_and_second_derivatives():
+    x = eager.randn(5, 4, dtype=eager.float64, requires_grad=True)
+    t = eager.tensor([0, 3, 1, 1, 2])
+    assert eager.autograd.gradcheck(lambda a: eager.nn.functional.cross_entropy(a, t), (x,))
+    assert eager.autograd.gradgradcheck(lambda a: eager.nn.functional.cross_entropy(a, t, reduction="sum"), (x,))
+
+
+def test_targets_out_of_range_or_ignored_take_the_op_path():
+    from eager.nn import _fused_losses
+
+    x = eager.randn(3, 4)
+    assert not _fused_losses.eligible(x, eager.tensor([0, 4, 1]), None, -100, "mean", 0.0)
+    assert not _fused_losses.eligible(x, eager.tensor([0, -100, 1]), None, -100, "mean", 0.0)
+    with pytest.raises(IndexError, match="out of bounds"):
+        eager.nn.functional.cross_entropy(x, eager.tensor([0, 4, 1]))
+    ignored = eager.nn.functional.cross_entropy(x, eager.tensor([0, -100, 1]))
+    logp = np.log(np.exp(x.numpy()) / np.exp(x.numpy()).sum(1, keepdims=True))
+    np.testing.assert_allclose(ignored.item(), -(logp[0, 0] + logp[2, 1]) / 2, rtol=1e-5)

@@ -12,6 +12,7 @@ from ..._factories import arange
 from ..._factories import ones as _ones
 from ..._tensor import Tensor
 from ...autograd.function import Function
+from .. import _fused_losses
 from ._utils import _REDUCTIONS, _data_range, _index_tensor
 from .activations import logsigmoid
 from .distances import cosine_similarity, pairwise_distance
@@ -109,6 +110,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
         raise ValueError(f"{reduction} is not a valid value for reduction (expected one of {_REDUCTIONS})")
     class_dim = 0 if input.ndim == 1 else 1
     logp = _F.log_softmax(input, class_dim)
+    if _fused_losses.eligible(input, target, weight, ignore_index, reduction, label_smoothing):
+        return _fused_losses.NllLossFunction.apply(logp, target, reduction)  # one node (nn/_fused_losses.py)
     n_classes = input.shape[class_dim]
     if target.is_floating_point():
         if tuple(target.shape) != tuple(input.shape):
@@ -134,6 +137,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
     else:
         smooth = _reduce(smooth, reduction)
     return loss * (1.0 - label_smoothing) + smooth * (label_smoothing / n_classes)
+
+
+def _nll_loss_ops(logp: Tensor, target: Tensor, reduction: str) -> Tensor:
+    """The fused loss's case op by op (what its graph-recording backward differentiates)."""
+    return nll_loss(logp, target, None, -100, reduction)
 
 
 def _class_view(weight: Tensor, ndim: int) -> Tensor:
