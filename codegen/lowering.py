@@ -132,11 +132,19 @@ def reduction_lowering(op: OpDef) -> ReductionLowering | None:
     return ReductionLowering(identity=identity, reduce=reduce, post="a / ({T}){count}" if facts.divide_by_count else "a")
 
 
+def _helpers_of(c_expr: str | None) -> tuple:
+    """The `gm_` helper functions (gmnative.c_helpers) a C expression calls."""
+    return tuple(sorted(set(re.findall(r"\bgm_\w+", c_expr or ""))))
+
+
 def _add(name: str, numpy: NumpyLowering, cupy: CupyLowering, pointwise: bool | None = None,
          reduction: ReductionLowering | None = None, note: str = "", fields: Callable | None = None) -> None:
     """Register the spellings of a registry op. `pointwise` and `reduction` default to what
-    the op record says (pass them only to override, which no op does today)."""
+    the op record says (pass them only to override, which no op does today); the C
+    expression is the record's (OpDef.c_expr) where the entry spells none."""
     op = REGISTRY[name]
+    if cupy.expr is None and op.c_expr is not None:
+        cupy = CupyLowering(call=cupy.call, expr=op.c_expr, helpers=cupy.helpers or _helpers_of(op.c_expr))
     if pointwise is None:  # the op's fact, where an element-wise spelling exists (a library call is not inlined)
         pointwise = op.pointwise and bool(op.fusible) and bool(numpy.ufunc or numpy.into or cupy.expr)
     if reduction is None and op.reduction is not None:
@@ -145,29 +153,31 @@ def _add(name: str, numpy: NumpyLowering, cupy: CupyLowering, pointwise: bool | 
 
 
 # -- pointwise ops ----------------------------------------------------------------------------
-def _ufunc(name: str, np_ufunc: str, c_expr: str, scalar: str | None = None, cp_ufunc: str | None = None,
-           order: str | None = None, helpers: tuple = ()) -> None:
-    """A pointwise op that is one ufunc (NumPy) and one C expression (CuPy kernels)."""
+def _ufunc(name: str, np_ufunc: str, scalar: str | None = None, cp_ufunc: str | None = None,
+           order: str | None = None) -> None:
+    """A pointwise op that is one ufunc (NumPy, CuPy) with a Python spelling on NumPy scalars
+    (0-d code) or its operands in another order; its C expression is the record's."""
     arity = REGISTRY[name].arity
     assert arity is not None, f"{name}: a ufunc has a fixed number of operands"
+    assert REGISTRY[name].c_expr, f"{name}: its record spells no C expression (OpDef.c_expr)"
     args = order or ", ".join(f"{{{i}}}" for i in range(arity))
     _add(name,
          NumpyLowering(call=f"{np_ufunc}({args})", ufunc=np_ufunc, ufunc_args=order, scalar=scalar),
-         CupyLowering(call=f"{cp_ufunc or np_ufunc.replace('np.', 'cp.')}({args})", expr=c_expr, helpers=helpers))
+         CupyLowering(call=f"{cp_ufunc or np_ufunc.replace('np.', 'cp.')}({args})"))
 
 
-_ufunc("neg", "np.negative", "(-{0})", scalar="(-{0})")
-_ufunc("add", "np.add", "({0} + {1})", scalar="({0} + {1})")
-_ufunc("sub", "np.subtract", "({0} - {1})", scalar="({0} - {1})")
-_ufunc("rsub", "np.subtract", "({1} - {0})", scalar="({1} - {0})", order="{1}, {0}")
-_ufunc("mul", "np.multiply", "({0} * {1})", scalar="({0} * {1})")
-_ufunc("div", "np.true_divide", "({0} / {1})", scalar="({0} / {1})")
+_ufunc("neg", "np.negative", scalar="(-{0})")
+_ufunc("add", "np.add", scalar="({0} + {1})")
+_ufunc("sub", "np.subtract", scalar="({0} - {1})")
+_ufunc("rsub", "np.subtract", scalar="({1} - {0})", order="{1}, {0}")
+_ufunc("mul", "np.multiply", scalar="({0} * {1})")
+_ufunc("div", "np.true_divide", scalar="({0} / {1})")
 for _name, _fn, _op in [("eq", "equal", "=="), ("ne", "not_equal", "!="), ("lt", "less", "<"),
                         ("le", "less_equal", "<="), ("gt", "greater", ">"), ("ge", "greater_equal", ">=")]:
-    _ufunc(_name, f"np.{_fn}", f"({{0}} {_op} {{1}})", scalar=f"({{0}} {_op} {{1}})")
-_ufunc("logical_and", "np.logical_and", "({0} && {1})", scalar="({0} & {1})")
-_ufunc("logical_not", "np.logical_not", "(!{0})", scalar="(~{0})")
-_ufunc("relu", "np.maximum", "gm_relu({0})", order="{0}, 0", helpers=("gm_relu",))
+    _ufunc(_name, f"np.{_fn}", scalar=f"({{0}} {_op} {{1}})")
+_ufunc("logical_and", "np.logical_and", scalar="({0} & {1})")
+_ufunc("logical_not", "np.logical_not", scalar="(~{0})")
+_ufunc("relu", "np.maximum", order="{0}, 0")
 
 
 def _from_record(op: OpDef) -> None:
@@ -176,7 +186,7 @@ def _from_record(op: OpDef) -> None:
     inline the record's C expression, and the `gm_` helpers it calls come from its text.
     Without a ufunc the op's own forward is the library call."""
     args = ", ".join(f"{{{i}}}" for i in range(op.arity or 1))
-    helpers = tuple(sorted(set(re.findall(r"\bgm_\w+", op.c_expr or ""))))
+    helpers = _helpers_of(op.c_expr)
     if op.ufunc:
         _add(op.name, NumpyLowering(call=f"np.{op.ufunc}({args})", ufunc=f"np.{op.ufunc}"),
              CupyLowering(call=f"cp.{op.ufunc}({args})", expr=op.c_expr, helpers=helpers))
@@ -194,7 +204,7 @@ for _record in list(REGISTRY.values()):
 
 # rsqrt is 1/sqrt(x) exactly as its forward computes it (not the hardware's rsqrt)
 _add("rsqrt", NumpyLowering(call="np.true_divide(1.0, np.sqrt({0}))", into="_rt.rsqrt({0}, out={out})"),
-     CupyLowering(call="1.0 / cp.sqrt({0})", expr="(({T})1 / sqrt({0}))"))
+     CupyLowering(call="1.0 / cp.sqrt({0})"))
 # sigmoid as its forward: e = exp(-|x|) (no overflow), then 1/(1+e) where x >= 0, e/(1+e) elsewhere
 # (the numerator picked first: the same quotient, one division)
 _add("sigmoid", NumpyLowering(call="np.true_divide(np.where({0} >= 0, 1.0, np.exp(-np.abs({0}))), "
@@ -202,17 +212,16 @@ _add("sigmoid", NumpyLowering(call="np.true_divide(np.where({0} >= 0, 1.0, np.ex
                               into="np.exp(np.negative(np.abs({0})), out={out})\n"
                                    "np.true_divide(np.where({0} >= 0, 1.0, {out}), np.add({out}, 1.0), out={out})"),
      CupyLowering(call="cp.where({0} >= 0, 1.0 / (1.0 + cp.exp(-cp.abs({0}))), cp.exp(-cp.abs({0})) / "
-                       "(1.0 + cp.exp(-cp.abs({0})))).astype({dtype}, copy=False)",
-                  expr="gm_sigmoid({0})", helpers=("gm_sigmoid",)))
+                       "(1.0 + cp.exp(-cp.abs({0})))).astype({dtype}, copy=False)"))
 # erf is the op's forward (a many-pass rational approximation without SciPy, cupyx.scipy.special
 # on GPUs); compiled graphs run it once per value (remat saves it, see static/passes/remat.py)
 _add("erf", NumpyLowering(call="_rt.erf({0})", into="_rt.erf({0}, out={out})"),
-     CupyLowering(call="_rt.forward('erf', cp, {0})", expr="erf({0})"),
+     CupyLowering(call="_rt.forward('erf', cp, {0})"),
      note="the op's forward: a many-pass approximation (no single NumPy function computes erf)")
 # gelu's derivative: the op's forward in NumPy (its erf is eager's), one C expression in a
 # fused kernel (erf from the C library)
 _add("gelu_grad", NumpyLowering(call="_rt.gelu_grad({0})", into="_rt.gelu_grad({0}, out={out})"),
-     CupyLowering(call="_rt.forward('gelu_grad', cp, {0})", expr="gm_gelu_grad({0})", helpers=("gm_gelu_grad",)),
+     CupyLowering(call="_rt.forward('gelu_grad', cp, {0})"),
      note="the op's forward: Phi(x) + x phi(x), with eager's erf")
 _add("softplus", NumpyLowering(call="_rt.softplus({0}, {beta}, {threshold})",
                                into="_rt.softplus({0}, {beta}, {threshold}, out={out})"),
@@ -233,8 +242,7 @@ _add("where", NumpyLowering(call="np.where({0}, {1}, {2}).astype({dtype}, copy=F
                             into="np.copyto({out}, {2}, casting='unsafe')\n"
                                  "np.copyto({out}, {1}, casting='unsafe', where={0})",
                             scalar="({1} if {0} else {2})"),
-     CupyLowering(call="cp.where({0}, {1}, {2}).astype({dtype}, copy=False)", expr="gm_select({0}, {1}, {2})",
-                  helpers=("gm_select",)))
+     CupyLowering(call="cp.where({0}, {1}, {2}).astype({dtype}, copy=False)"))
 
 
 def _clamp_c(node: Node, operands: list, ctx: dict) -> dict:
@@ -250,11 +258,11 @@ _add("clamp", NumpyLowering(call="np.clip({0}, {min}, {max}).astype({dtype}, cop
      fields=_clamp_c)
 _add("to_dtype", NumpyLowering(call="{0}.astype({dtype})", into="np.copyto({out}, {0}, casting='unsafe')",
                                scalar="{0}.astype({dtype})"),
-     CupyLowering(call="{0}.astype({dtype})", expr="gm_cast<{R}>({0})", helpers=("gm_cast",)))
+     CupyLowering(call="{0}.astype({dtype})"))
 _add("clone", NumpyLowering(call="np.array({0}, copy=True)", into="np.copyto({out}, {0})", scalar="{0}"),
-     CupyLowering(call="cp.array({0}, copy=True)", expr="{0}"))
+     CupyLowering(call="cp.array({0}, copy=True)"))
 _add("stop_gradient", NumpyLowering(call="{0}", into="np.copyto({out}, {0})", scalar="{0}", alias=True),
-     CupyLowering(call="{0}", expr="{0}"), note="identity; its output aliases its operand")
+     CupyLowering(call="{0}"), note="identity; its output aliases its operand")
 
 
 def _constant_fields(node: Node, operands: list, ctx: dict) -> dict:

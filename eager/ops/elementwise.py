@@ -64,7 +64,7 @@ def _unary(name, forward, vjp, grad_name, samples, save=(0,), save_output=False,
 # -- unary math ------------------------------------------------------------------------------
 NEG = defop(
     "neg", forward=lambda xp, x: xp.negative(x), abstract=lambda x: x,
-    vjp=lambda ctx, g: (-g,), grad_name="NegBackward0", samples=_any((3, 4)),
+    vjp=lambda ctx, g: (-g,), grad_name="NegBackward0", samples=_any((3, 4)), c_expr="(-{0})",
 )
 def _native_math(name: str, numpy_forward):
     """A unary forward that runs the vectorized, threaded native kernel on large float arrays
@@ -89,7 +89,8 @@ SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2
               "SqrtBackward0", _positive((3, 4)), save=(), save_output=True, ufunc="sqrt", c_expr="sqrt({0})")
 RSQRT = _unary("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x),
                lambda ctx, g: (g * (ctx.out * ctx.out * ctx.out) * -0.5,),
-               "RsqrtBackward0", _positive((3, 4)), save=(), save_output=True)
+               "RsqrtBackward0", _positive((3, 4)), save=(), save_output=True,
+               c_expr="(({T})1 / sqrt({0}))")  # 1/sqrt(x) as the forward computes it (not the hardware's rsqrt)
 SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * COS(ctx.input(0)),),
              "SinBackward0", _any((3, 4)), ufunc="sin", c_expr="sin({0})")
 COS: OpDef = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-(g * SIN(ctx.input(0))),),
@@ -105,7 +106,7 @@ def _sigmoid(xp, x):
 
 
 SIGMOID = _unary("sigmoid", _sigmoid, lambda ctx, g: (g * (ctx.out * (1.0 - ctx.out)),),
-                 "SigmoidBackward0", _any((3, 4)), save=(), save_output=True)
+                 "SigmoidBackward0", _any((3, 4)), save=(), save_output=True, c_expr="gm_sigmoid({0})")
 def _abs(xp, x):
     if x.dtype.kind == "b":  # NumPy would return the bools
         raise NotImplementedError("abs: \"abs_cpu\" not implemented for 'Bool'; cast with .int() first")
@@ -135,7 +136,7 @@ SIGN: OpDef = defop(
 RELU = defop(
     "relu", forward=_relu, abstract=lambda x: x,
     vjp=lambda ctx, g: (WHERE(GT(ctx.out, 0.0), g, 0.0),), grad_name="ReluBackward0",
-    save_output=True, samples=_away_from_zero((3, 4)),
+    save_output=True, samples=_away_from_zero((3, 4)), c_expr="gm_relu({0})",
 )
 
 
@@ -166,7 +167,7 @@ def _erf(xp, x):
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 ERF = _unary("erf", _erf, lambda ctx, g: (g * EXP(-(ctx.input(0) * ctx.input(0))) * _TWO_OVER_SQRT_PI,),
-             "ErfBackward0", _any((3, 4)))
+             "ErfBackward0", _any((3, 4)), c_expr="erf({0})")
 ERF.extra["recompute"] = False  # many NumPy passes per element: a compiled backward saves it instead
 
 
@@ -242,7 +243,7 @@ GELU_GRAD = defop(
     vjp=lambda ctx, g: (g * (EXP(ctx.input(0) * ctx.input(0) * -0.5) * _INV_SQRT_2PI)
                         * (2.0 - ctx.input(0) * ctx.input(0)),),
     grad_name="GeluBackwardBackward0", save=(0,), promote="float", samples=_any((3, 4)),
-    doc="the derivative of exact GELU: Phi(x) + x * phi(x)",
+    doc="the derivative of exact GELU: Phi(x) + x * phi(x)", c_expr="gm_gelu_grad({0})",
 )
 
 
@@ -273,13 +274,13 @@ ADD = defop(
     "add", forward=lambda xp, a, b: xp.add(a, b), abstract=_elementwise("add"),
     vjp=lambda ctx, g: (g, g), grad_name="AddBackward0", promote="same",
     samples=_any((3, 4), (4,)),
-    arity=2, scalar_as_array=True, commutative=True,
+    arity=2, scalar_as_array=True, commutative=True, c_expr="({0} + {1})",
 )
 SUB = defop(
     "sub", forward=lambda xp, a, b: xp.subtract(a, b), abstract=_elementwise("sub"),
     vjp=lambda ctx, g: (g, -g if ctx.needs(1) else None), grad_name="SubBackward0", promote="same",
     samples=_any((3, 1), (1, 4)),
-    arity=2, scalar_as_array=True,
+    arity=2, scalar_as_array=True, c_expr="({0} - {1})",
 )
 RSUB = defop(
     "rsub", forward=lambda xp, a, b: xp.subtract(b, a), abstract=_elementwise("rsub"),
@@ -288,13 +289,13 @@ RSUB = defop(
     grad_name=lambda operands, attrs: "RsubBackward1" if isinstance(operands[1], (int, float)) else "RsubBackward0",
     samples=_any((3, 4), ()),
     doc="rsub(x, other) = other - x: the op behind `2 - x`",
-    arity=2, scalar_as_array=True,
+    arity=2, scalar_as_array=True, c_expr="({1} - {0})",
 )
 MUL = defop(
     "mul", forward=lambda xp, a, b: xp.multiply(a, b), abstract=_elementwise("mul"),
     vjp=lambda ctx, g: (g * ctx.input(1) if ctx.needs(0) else None, g * ctx.input(0) if ctx.needs(1) else None),
     grad_name="MulBackward0", save=(0, 1), promote="same", samples=_any((2, 3, 4), (3, 1)),
-    arity=2, scalar_as_array=True, commutative=True,
+    arity=2, scalar_as_array=True, commutative=True, c_expr="({0} * {1})",
 )
 DIV = defop(
     "div", forward=lambda xp, a, b: xp.true_divide(a, b), abstract=_elementwise("div"),
@@ -304,7 +305,7 @@ DIV = defop(
     ),
     grad_name="DivBackward0", save=(0, 1), promote="float",
     samples=lambda rng: [((rng.standard_normal((3, 4)), rng.uniform(0.5, 2.0, (4,))), {})],
-    arity=2, scalar_as_array=True,
+    arity=2, scalar_as_array=True, c_expr="({0} / {1})",
 )
 
 
@@ -477,7 +478,7 @@ WHERE: OpDef = defop(
     grad_name="WhereBackward0", save=(0,), promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) > 0, rng.standard_normal((3, 4)),
                            rng.standard_normal((4,))), {})],
-    arity=3, mask_operands=(0,),
+    arity=3, mask_operands=(0,), c_expr="gm_select({0}, {1}, {2})",
 )
 
 
@@ -531,12 +532,15 @@ CLAMP = defop(
 
 
 # -- comparisons and logic: bool results, no gradient ----------------------------------------
+_C_COMPARISON = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
 def _compare(name, ufunc) -> OpDef:
     return defop(
         name, forward=lambda xp, a, b: getattr(xp, ufunc)(a, b),
         abstract=_elementwise(name, result_dtype=_dtypes.bool_), promote="same",
         samples=_any((3, 4), (4,)),
-        arity=2, commutative=name in ("eq", "ne"),
+        arity=2, commutative=name in ("eq", "ne"), c_expr=f"({{0}} {_C_COMPARISON[name]} {{1}})",
     )
 
 
@@ -550,12 +554,12 @@ LOGICAL_AND = defop(
     "logical_and", forward=lambda xp, a, b: xp.logical_and(a, b),
     abstract=_elementwise("logical_and", result_dtype=_dtypes.bool_),
     samples=lambda rng: [((rng.standard_normal((3, 4)) > 0, rng.standard_normal((4,)) > 0), {})],
-    arity=2, commutative=True,
+    arity=2, commutative=True, c_expr="({0} && {1})",
 )
 LOGICAL_NOT = defop(
     "logical_not", forward=lambda xp, a: xp.logical_not(a),
     abstract=lambda a: TensorSpec(a.shape, _dtypes.bool_),
-    samples=lambda rng: [((rng.standard_normal((3, 4)) > 0,), {})],
+    samples=lambda rng: [((rng.standard_normal((3, 4)) > 0,), {})], c_expr="(!{0})",
 )
 
 
@@ -566,10 +570,11 @@ TO_DTYPE = defop(
     vjp=lambda ctx, g: (g,),  # fit_grad casts back to the operand's dtype
     grad_name="ToCopyBackward0",
     samples=lambda rng: [((rng.standard_normal((3, 4)),), {"dtype": _dtypes.float32})],
+    c_expr="gm_cast<{R}>({0})",  # {R}: the result's C type
 )
 CLONE = defop(
     "clone", forward=copy_as, abstract=lambda x, memory_format=None: x,  # preserve_format unless asked
-    vjp=lambda ctx, g: (g,), grad_name="CloneBackward0", samples=_any((3, 4)),
+    vjp=lambda ctx, g: (g,), grad_name="CloneBackward0", samples=_any((3, 4)), c_expr="{0}",
 )
 
 

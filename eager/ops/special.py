@@ -25,7 +25,7 @@ STOP_GRADIENT = defop(
     "stop_gradient", forward=lambda xp, x: x, abstract=lambda x: x, kind="elementwise",
     samples=lambda rng: [((rng.standard_normal((3, 2)),), {})],
     doc="identity whose result carries no gradient (detach)",
-    fusible=False, aliases_operand=True,
+    fusible=False, aliases_operand=True, c_expr="{0}",
 )
 FULL = defop(
     "full", forward=lambda xp, *, shape, value, dtype: xp.full(tuple(shape), value, dtype=dtype.np),
