@@ -22,11 +22,14 @@ from .shaping import (  # noqa: F401
 )
 from .containers import ModuleDict, ParameterDict, ParameterList  # noqa: F401
 from .flatten import Unflatten  # noqa: F401
-from .conv import (  # noqa: F401
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
+from .pooling import (  # noqa: F401
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, AvgPool3d,
-    BatchNorm1d, BatchNorm2d, BatchNorm3d, Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, Embedding,
-    GroupNorm, LayerNorm, MaxPool1d, MaxPool2d, MaxPool3d, RMSNorm, Upsample,
+    MaxPool1d, MaxPool2d, MaxPool3d,
 )
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm  # noqa: F401
+from .sparse import Embedding  # noqa: F401
+from .shaping import Upsample  # noqa: F401
 from .dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
 from .loss import (  # noqa: F401
     BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,
@@ -43,10 +46,12 @@ from . import utils  # noqa: F401,E402
 from . import modules, parallel  # noqa: F401,E402  (torch.nn.modules.<file>.<Class>, DataParallel)
 from .parallel import DataParallel  # noqa: F401,E402
 from .activation import RReLU  # noqa: F401,E402
-from .conv import (  # noqa: F401,E402
-    AdaptiveMaxPool1d, AdaptiveMaxPool3d, ChannelShuffle, ConvTranspose3d, Fold, LocalResponseNorm, LPPool1d,
-    LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, Unfold,
+from .conv import ConvTranspose3d, Fold, Unfold  # noqa: F401,E402
+from .pooling import (  # noqa: F401,E402
+    AdaptiveMaxPool1d, AdaptiveMaxPool3d, LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d,
 )
+from .normalization import LocalResponseNorm  # noqa: F401,E402
+from .shaping import ChannelShuffle  # noqa: F401,E402
 from .dropout import FeatureAlphaDropout  # noqa: F401,E402
 from .loss import (  # noqa: F401,E402
     CTCLoss, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss,

@@ -196,9 +196,9 @@ class _LazyBatchNorm(LazyModuleMixin, Module):
         return type(self) is not self._real_class()
 
     def _real_class(self) -> type:
-        from . import conv  # noqa: PLC0415
+        from . import normalization  # noqa: PLC0415
 
-        return getattr(conv, self._target)
+        return getattr(normalization, self._target)
 
     def _build(self, input: Tensor) -> Module:
         return self._real_class()(input.shape[1], **self._config)

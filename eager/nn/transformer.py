@@ -11,10 +11,10 @@ from .._tensor import Tensor
 from . import functional as F
 from .activation import MultiheadAttention
 from .containers import ModuleList
-from .conv import LayerNorm
 from .dropout import Dropout
 from .linear import Linear
 from .module import Module
+from .normalization import LayerNorm
 
 
 def _activation(act: str | Callable) -> Callable:

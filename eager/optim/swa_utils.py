@@ -130,7 +130,7 @@ def update_bn(loader: Iterable[Any], model: Module, device: Any = None) -> None:
     """Recompute every BatchNorm's running statistics with one pass of `loader` through
     `model` (a cumulative average: momentum None during the pass). Mirrors
     torch.optim.swa_utils.update_bn."""
-    from ..nn.conv import _BatchNorm  # noqa: PLC0415
+    from ..nn.normalization import _BatchNorm  # noqa: PLC0415
 
     momenta = {}
     for module in model.modules():

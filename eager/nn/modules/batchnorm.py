@@ -3,6 +3,6 @@ eager.nn and re-exported here (so pickles, safe_globals lists and isinstance che
 name torch.nn.modules.batchnorm.<Class> find eager's class)."""
 from __future__ import annotations
 
-from ..conv import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
+from ..normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]

@@ -3,9 +3,9 @@ eager.nn and re-exported here (so pickles, safe_globals lists and isinstance che
 name torch.nn.modules.normalization.<Class> find eager's class)."""
 from __future__ import annotations
 
-from ..conv import GroupNorm, LayerNorm, RMSNorm  # noqa: F401
+from ..normalization import GroupNorm, LayerNorm, RMSNorm  # noqa: F401
 
 __all__ = ["GroupNorm", "LayerNorm", "RMSNorm"]
-from ..conv import LocalResponseNorm  # noqa: E402,F401
+from ..normalization import LocalResponseNorm  # noqa: E402,F401
 
 __all__ += ["LocalResponseNorm"]

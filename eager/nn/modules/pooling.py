@@ -3,7 +3,7 @@ eager.nn and re-exported here (so pickles, safe_globals lists and isinstance che
 name torch.nn.modules.pooling.<Class> find eager's class)."""
 from __future__ import annotations
 
-from ..conv import (  # noqa: F401
+from ..pooling import (  # noqa: F401
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
     AdaptiveAvgPool3d,
@@ -20,7 +20,7 @@ __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",
     "AvgPool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d",
 ]
-from ..conv import AdaptiveMaxPool1d, AdaptiveMaxPool3d, LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: E402,F401
+from ..pooling import AdaptiveMaxPool1d, AdaptiveMaxPool3d, LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: E402,F401
 
 __all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d",
             "MaxUnpool3d"]

@@ -3,7 +3,6 @@ eager.nn and re-exported here (so pickles, safe_globals lists and isinstance che
 name torch.nn.modules.sparse.<Class> find eager's class)."""
 from __future__ import annotations
 
-from ..conv import Embedding  # noqa: F401
-from ..sparse import EmbeddingBag  # noqa: F401
+from ..sparse import Embedding, EmbeddingBag  # noqa: F401
 
 __all__ = ["Embedding", "EmbeddingBag"]
