@@ -523,9 +523,13 @@ class Tensor(TensorAPI):
         return tensor_repr(self)
 
     def __format__(self, spec: str) -> str:
-        if self._data.ndim == 0 and spec:
+        # as PyTorch's: a 0-d plain tensor formats as its Python number (f"loss {loss}" prints
+        # 0.6931471824645996), anything else as str() and only with an empty spec
+        if self._data.ndim == 0 and type(self) is Tensor:
             return format(self.item(), spec)
-        return repr(self)
+        if spec:
+            raise TypeError(f"unsupported format string passed to {type(self).__name__}.__format__")
+        return str(self)
 
     def __reduce_ex__(self, protocol):
         return (_rebuild, (np.asarray(self._data if isinstance(self._data, np.ndarray) else self._data.get()),

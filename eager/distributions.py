@@ -16,11 +16,12 @@ from typing import Any
 import numpy as np
 
 from . import _functional as _F
-from ._factories import bernoulli, full_like, multinomial, rand, randn, tensor
+from ._factories import bernoulli as _bernoulli_draw
+from ._factories import full_like, multinomial, rand, randn, tensor
 from ._grad_mode import no_grad
 from ._tensor import Tensor
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Normal", "Uniform", "kl_divergence"]
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Normal", "Uniform", "kl_divergence", "register_kl"]
 
 _LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
 
@@ -96,7 +97,14 @@ class Distribution:
         return _F.sqrt(self.variance)
 
     def __repr__(self) -> str:
-        params = ", ".join(f"{k}: {tuple(getattr(self, k).shape)}" for k in self._params)
+        # PyTorch's: a one-element parameter by its value, others by their size; of probs and
+        # logits, the one the distribution was given
+        def show(v: Any) -> str:
+            return f"{v}" if v.numel() == 1 else str(v.size())
+
+        given = getattr(self, "_given", None)
+        names = [k for k in self._params if given is None or k == given]
+        params = ", ".join(f"{k}: {show(getattr(self, k))}" for k in names)
         return f"{type(self).__name__}({params})"
 
     _params: tuple = ()
@@ -186,11 +194,12 @@ def _logits_from_probs(probs: Any, binary: bool) -> Any:
 class Bernoulli(Distribution):
     """1 with probability `probs` (or sigmoid(`logits`)), else 0: exactly one of the two."""
 
-    _params = ("probs",)
+    _params = ("probs", "logits")
 
     def __init__(self, probs: Any = None, logits: Any = None, validate_args: bool | None = None) -> None:
         if (probs is None) == (logits is None):
             raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        self._given = "probs" if probs is not None else "logits"
         if probs is not None:
             (self.probs,) = _broadcast(probs)
             self.logits = _logits_from_probs(self.probs, binary=True)
@@ -212,7 +221,7 @@ class Bernoulli(Distribution):
 
     def sample(self, sample_shape: Any = ()) -> Any:
         with no_grad():
-            return bernoulli(_F.broadcast_to(self.probs, self._extended_shape(sample_shape)))
+            return _bernoulli_draw(_F.broadcast_to(self.probs, self._extended_shape(sample_shape)))
 
     def log_prob(self, value: Any) -> Any:
         from .nn.functional import binary_cross_entropy_with_logits  # noqa: PLC0415
@@ -231,11 +240,12 @@ class Categorical(Distribution):
     """One of K categories (the last dimension of `probs` or `logits`), by its probability;
     probs are normalized to sum to 1, logits by their logsumexp."""
 
-    _params = ("probs",)
+    _params = ("probs", "logits")
 
     def __init__(self, probs: Any = None, logits: Any = None, validate_args: bool | None = None) -> None:
         if (probs is None) == (logits is None):
             raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        self._given = "probs" if probs is not None else "logits"
         given = probs if probs is not None else logits
         if given.dim() < 1:
             raise ValueError("`probs` or `logits` parameter must be at least one-dimensional.")
@@ -315,10 +325,48 @@ _KL: dict[type, Callable[[Any, Any], Any]] = {
 }
 
 
+_KL_PAIRS: dict[tuple[type, type], Callable[[Any, Any], Any]] = {}
+
+
+def register_kl(type_p: type, type_q: type) -> Callable[[Callable[[Any, Any], Any]], Callable[[Any, Any], Any]]:
+    """`@register_kl(P, Q)` makes the decorated `fn(p, q)` the KL(p || q) of a P and a Q (and
+    their subclasses), as torch.distributions.kl.register_kl."""
+    def decorator(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        _KL_PAIRS[(type_p, type_q)] = fn
+        return fn
+
+    return decorator
+
+
 def kl_divergence(p: Distribution, q: Distribution) -> Any:
-    """KL(p || q) for two distributions of one kind (Normal, Uniform, Bernoulli, Categorical)."""
+    """KL(p || q) for two distributions of one kind (Normal, Uniform, Bernoulli, Categorical),
+    or a pair registered with register_kl (the most specific registered pair wins)."""
+    matches = [(tp, tq) for (tp, tq) in _KL_PAIRS if isinstance(p, tp) and isinstance(q, tq)]
+    if matches:
+        best = min(matches, key=lambda pq: (type(p).__mro__.index(pq[0]), type(q).__mro__.index(pq[1])))
+        return _KL_PAIRS[best](p, q)
     rule = _KL.get(type(p))
     if rule is None or type(q) is not type(p):
         raise NotImplementedError(f"kl_divergence: no formula for {type(p).__name__} against {type(q).__name__}; "
                                   f"both must be one of {', '.join(k.__name__ for k in _KL)}")
     return rule(p, q)
+
+
+def _submodules() -> None:
+    """torch.distributions' module paths (`from torch.distributions.normal import Normal`,
+    `torch.distributions.kl.kl_divergence`) as modules holding these same objects."""
+    import sys  # noqa: PLC0415
+    import types  # noqa: PLC0415
+
+    here = sys.modules[__name__]
+    for name, members in (("distribution", (Distribution,)), ("normal", (Normal,)), ("uniform", (Uniform,)),
+                          ("bernoulli", (Bernoulli,)), ("categorical", (Categorical,)),
+                          ("kl", (kl_divergence, register_kl))):
+        mod = types.ModuleType(f"{__name__}.{name}", f"torch.distributions.{name}'s names, from {__name__}.")
+        for obj in members:
+            setattr(mod, obj.__name__, obj)
+        sys.modules[mod.__name__] = mod
+        setattr(here, name, mod)
+
+
+_submodules()

@@ -142,3 +142,45 @@ def test_adam_decoupled_weight_decay_is_adamw() -> None:
     np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
     np.testing.assert_array_equal(results[1], results[2])
     assert not np.allclose(results[3], results[1])  # plain Adam (fused is only a kernel choice) differs
+
+
+def test_format_of_tensors_as_pytorch() -> None:
+    # print(f"loss {loss}") shows the Python number of a 0-d tensor, as PyTorch's
+    torch = _torch()
+    for lib in (torch, eager):
+        p = lib.nn.Parameter(lib.tensor(1.0))
+        got = (f"{lib.tensor(0.3)}", f"{lib.tensor(3)}", f"{lib.tensor(True)}", f"{lib.tensor(2.5):.3f}",
+               f"{lib.ones(2)}", f"{p}".replace("eager.", "torch."))
+        assert got == ("0.30000001192092896", "3", "True", "2.500", "tensor([1., 1.])",
+                       "Parameter containing:\ntensor(1., requires_grad=True)")
+        with pytest.raises(TypeError, match="unsupported format string passed to Tensor.__format__"):
+            f"{lib.ones(2):.2f}"
+
+
+def test_distributions_module_paths_repr_and_register_kl() -> None:
+    torch = _torch()
+    from eager.distributions.categorical import Categorical  # noqa: F401  (torch's module paths import)
+    from eager.distributions.kl import kl_divergence, register_kl
+    from eager.distributions.normal import Normal
+
+    for lib in (torch, eager):
+        D = lib.distributions
+        reprs = [repr(d).replace("eager.", "torch.") for d in (
+            D.Normal(lib.tensor(0.0), lib.tensor(1.0)), D.Normal(lib.zeros(2), 1.0), D.Normal(lib.zeros(1), 1.0),
+            D.Categorical(logits=lib.zeros(3)), D.Categorical(probs=lib.ones(3)), D.Bernoulli(logits=lib.zeros(2)),
+            D.Bernoulli(probs=lib.tensor(0.25)), D.Uniform(0.0, 1.0))]
+        assert reprs == ["Normal(loc: 0.0, scale: 1.0)", "Normal(loc: torch.Size([2]), scale: torch.Size([2]))",
+                         "Normal(loc: tensor([0.]), scale: tensor([1.]))", "Categorical(logits: torch.Size([3]))",
+                         "Categorical(probs: torch.Size([3]))", "Bernoulli(logits: torch.Size([2]))",
+                         "Bernoulli(probs: 0.25)", "Uniform(low: 0.0, high: 1.0)"]
+    assert Normal is eager.distributions.Normal and kl_divergence is eager.distributions.kl_divergence
+
+    class Wide(Normal):
+        pass
+
+    @register_kl(Wide, Normal)
+    def _kl_wide(p, q):
+        return eager.tensor(42.0)
+
+    assert kl_divergence(Wide(0.0, 1.0), Normal(0.0, 1.0)).item() == 42.0
+    assert kl_divergence(Normal(0.0, 1.0), Normal(0.0, 1.0)).item() == 0.0

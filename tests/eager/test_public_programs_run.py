@@ -17,6 +17,9 @@ import pytest
 
 import eager
 
+# (the programs are written as published: PyTorch warns of its deprecated spellings in them)
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
+
 HERE = pathlib.Path(__file__).parent / "programs"
 NAMES = sorted(p.stem for p in HERE.glob("*.py") if not p.stem.startswith("_"))
 

@@ -213,7 +213,7 @@ def run(torch):
         checkpoint = None
 
         @torch.no_grad()
-        def estimate_loss():
+        def estimate_loss(model=model):
             res = {}
             model.eval()
             for split in ['train', 'val']:
@@ -244,7 +244,7 @@ def run(torch):
             lr = get_lr(iter_num)
             for param_group in optimizer.param_groups:
                 param_group['lr'] = lr
-            for micro_step in range(gradient_accumulation_steps):
+            for _micro_step in range(gradient_accumulation_steps):
                 with ctx:
                     logits, loss = model(X, Y)
                     loss = loss / gradient_accumulation_steps
@@ -268,7 +268,7 @@ def run(torch):
         ck = torch.load(buf, map_location=device)
         state_dict = ck['model']
         unwanted_prefix = '_orig_mod.'
-        for k, v in list(state_dict.items()):
+        for k, _v in list(state_dict.items()):
             if k.startswith(unwanted_prefix):
                 state_dict[k[len(unwanted_prefix):]] = state_dict.pop(k)
         model2 = GPT(GPTConfig(flash=flash))
