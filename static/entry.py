@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import gc
+import itertools
+import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +78,15 @@ class Entry:
         self._captured_state = [(_data(o).shape if not _symbolic(v) else None,  # (a draw over a dynamic dim)
                                  _data(o).dtype, o._requires_grad if isinstance(o, Tensor) else None)
                                 for o, v in trace.captured]
+        # the same check with C-level loops (a 50-parameter step captures 150 tensors: a Python
+        # loop over them was most of a cached call's checks), when every captured object is a
+        # tensor of a fixed shape
+        state = self._captured_state
+        self._vector_check = bool(state) and all(isinstance(o, Tensor) for o, _ in trace.captured) \
+            and all(shape is not None for shape, _, _ in state)
+        self._shapes = [shape for shape, _, _ in state]
+        self._dtypes = [dtype for _, dtype, _ in state]
+        self._grads = [grad for _, _, grad in state]
         self._other_sources = [s for s in trace.sources if not _through_module(s[1])]
         self._other_guards = [g for g in trace.guards if not _module_guard(g)] + [
             g.class_snapshot for g in trace.guards if _module_guard(g) and g.class_snapshot is not None]
@@ -154,7 +165,17 @@ class Entry:
             sources = self._other_sources if quick else trace.sources
             if sources and not refresh_sources(trace, sources):
                 return "a captured tensor changed shape, dtype or kind"
-            for (o, _), (shape, dtype, grad) in zip(trace.captured, self._captured_state):
+            if self._vector_check and all(map(isinstance, objs := list(map(_FIRST, trace.captured)),
+                                               itertools.repeat(Tensor))):
+                datas = list(map(_DATA, objs))
+                if list(map(_SHAPE, datas)) != self._shapes or list(map(_DTYPE, datas)) != self._dtypes:
+                    return "a captured tensor changed shape or dtype"
+                if list(map(_REQUIRES_GRAD, objs)) != self._grads:
+                    return "which captured tensors require grad changed"
+                captured: list = []
+            else:
+                captured = trace.captured
+            for (o, _), (shape, dtype, grad) in zip(captured, self._captured_state):
                 d = o._data if type(o) is Tensor or isinstance(o, Tensor) else o
                 if (shape is not None and d.shape != shape) or d.dtype != dtype:
                     return "a captured tensor changed shape or dtype"
@@ -166,6 +187,13 @@ class Entry:
                 return reason
         self._checked_at = version
         return None
+
+
+_FIRST = operator.itemgetter(0)
+_DATA = operator.attrgetter("_data")
+_SHAPE = operator.attrgetter("shape")
+_DTYPE = operator.attrgetter("dtype")
+_REQUIRES_GRAD = operator.attrgetter("_requires_grad")
 
 
 def _symbolic(v) -> bool:
