@@ -15,6 +15,7 @@ from . import functional as F
 from . import init
 from .module import Module
 from .parameter import Parameter
+from .utils.rnn import PackedSequence
 
 
 def _rnn_tanh_cell(x, h, w_ih, w_hh, b_ih, b_hh):
@@ -189,6 +190,8 @@ class _RNNBase(Module):
         return [flat[i:i + per] for i in range(0, len(flat), per)]
 
     def forward(self, input: Tensor, hx: Any = None):
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         batched = input.ndim == 3
         if input.ndim not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.ndim}D instead")
@@ -231,6 +234,72 @@ class _RNNBase(Module):
         if self._lstm:
             c = _F.stack(c_n, 0)
             return out, (h, c.squeeze(1) if not batched else c)
+        return out, h
+
+    def _forward_packed(self, packed: PackedSequence, hx: Any):
+        """The layers over a PackedSequence, as PyTorch's: at step t only the batch_sizes[t]
+        longest sequences (a prefix, as they are sorted) advance, the others keep their
+        state, so each final state is the one after the sequence's own last step (the reverse
+        direction starts each sequence at its own last step). `hx` and the final states are
+        in the caller's order (sorted_indices / unsorted_indices)."""
+        sizes = [int(v) for v in packed.batch_sizes.tolist()]
+        data = packed.data
+        N, dirs = sizes[0], 2 if self.bidirectional else 1
+        if hx is not None and packed.sorted_indices is not None:
+            if self._lstm:
+                hx = tuple(h.index_select(1, packed.sorted_indices) for h in hx)
+            else:
+                hx = hx.index_select(1, packed.sorted_indices)
+        h0, c0 = self._initial_state(hx, N, dirs, data, True)
+        cell = self._cell()
+        offsets = [0]
+        for bs in sizes:
+            offsets.append(offsets[-1] + bs)
+        xs = [data[offsets[t]:offsets[t + 1]] for t in range(len(sizes))]
+        T = len(sizes)
+
+        def rows(state, bs):
+            return (state[0][:bs], state[1][:bs]) if self._lstm else state[:bs]
+
+        def merge(new, state, bs):
+            if bs == N:
+                return new
+            if self._lstm:
+                return (_F.cat([new[0], state[0][bs:]], 0), _F.cat([new[1], state[1][bs:]], 0))
+            return _F.cat([new, state[bs:]], 0)
+
+        h_n, c_n = [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for d, suffix in enumerate([""] + (["_reverse"] if self.bidirectional else [])):
+                k = layer * dirs + d
+                state = (h0[k], c0[k]) if self._lstm else h0[k]
+                params = self._layer_params(layer, suffix)
+                seq: list[Any] = [None] * T
+                for t in (range(T - 1, -1, -1) if d == 1 else range(T)):
+                    bs = sizes[t]
+                    new = cell(xs[t], rows(state, bs), *params)
+                    seq[t] = new[0] if self._lstm else new
+                    state = merge(new, state, bs)
+                outs.append(seq)
+                if self._lstm:
+                    h_n.append(state[0])
+                    c_n.append(state[1])
+                else:
+                    h_n.append(state)
+            xs = outs[0] if dirs == 1 else [_F.cat([a, b], -1) for a, b in zip(outs[0], outs[1])]
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                flat = F.dropout(_F.cat(xs, 0), self.dropout, True)
+                xs = [flat[offsets[t]:offsets[t + 1]] for t in range(T)]
+        out = PackedSequence(_F.cat(xs, 0), packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
+        h = _F.stack(h_n, 0)
+        if packed.unsorted_indices is not None:
+            h = h.index_select(1, packed.unsorted_indices)
+        if self._lstm:
+            c = _F.stack(c_n, 0)
+            if packed.unsorted_indices is not None:
+                c = c.index_select(1, packed.unsorted_indices)
+            return out, (h, c)
         return out, h
 
     def _initial_state(self, hx, N, dirs, x, batched):

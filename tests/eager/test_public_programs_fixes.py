@@ -184,3 +184,66 @@ def test_distributions_module_paths_repr_and_register_kl() -> None:
 
     assert kl_divergence(Wide(0.0, 1.0), Normal(0.0, 1.0)).item() == 42.0
     assert kl_divergence(Normal(0.0, 1.0), Normal(0.0, 1.0)).item() == 0.0
+
+
+def _copy_params(src, dst) -> None:
+    import numpy as np
+
+    with eager.no_grad():
+        for (n1, p1), (n2, p2) in zip(src.named_parameters(), dst.named_parameters()):
+            assert n1 == n2
+            p2.copy_(eager.tensor(np.asarray(p1.detach().numpy())))
+
+
+@pytest.mark.parametrize("kind", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("enforce_sorted", [True, False])
+def test_packed_sequences_through_recurrent_layers_match_pytorch(kind: str, enforce_sorted: bool) -> None:
+    import numpy as np
+
+    torch = _torch()
+    torch.manual_seed(0)
+    ref = getattr(torch.nn, kind)(3, 4, num_layers=2, bidirectional=True, batch_first=True)
+    mine = getattr(eager.nn, kind)(3, 4, num_layers=2, bidirectional=True, batch_first=True)
+    _copy_params(ref, mine)
+    x = np.random.default_rng(0).standard_normal((3, 5, 3)).astype(np.float32)
+    lengths = [5, 3, 2] if enforce_sorted else [2, 5, 3]
+    h0 = np.random.default_rng(1).standard_normal((4, 3, 4)).astype(np.float32)
+    results = []
+    for lib, model in ((torch, ref), (eager, mine)):
+        xt = lib.tensor(x, requires_grad=True)
+        hx = lib.tensor(h0)
+        if kind == "LSTM":
+            hx = (hx, lib.tensor(h0 * 0.5))
+        packed = lib.nn.utils.rnn.pack_padded_sequence(xt, lib.tensor(lengths), batch_first=True,
+                                                       enforce_sorted=enforce_sorted)
+        assert isinstance(packed, lib.nn.utils.rnn.PackedSequence)
+        out, h = model(packed, hx)
+        assert isinstance(out, lib.nn.utils.rnn.PackedSequence)
+        padded, lens = lib.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=6)
+        h = h[0] if kind == "LSTM" else h
+        (padded.sum() + (h * h).sum()).backward()
+        results.append((padded.detach().numpy(), lens.tolist(), str(lens.dtype).split(".")[1], h.detach().numpy(),
+                        xt.grad.numpy(), out.batch_sizes.tolist(), out.data.shape[0]))
+    (p1, l1, d1, h1, g1, b1, n1), (p2, l2, d2, h2, g2, b2, n2) = results
+    assert (l1, d1, b1, n1) == (l2, d2, b2, n2)
+    np.testing.assert_allclose(p2, p1, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h2, h1, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(g2, g1, rtol=1e-4, atol=1e-5)
+
+
+def test_packing_helpers_and_errors_match_pytorch() -> None:
+    torch = _torch()
+    for lib in (torch, eager):
+        rnn = lib.nn.utils.rnn
+        seqs = [lib.tensor([1.0, 2.0, 3.0]), lib.tensor([4.0]), lib.tensor([5.0, 6.0])]
+        packed = rnn.pack_sequence(seqs, enforce_sorted=False)
+        assert packed.data.tolist() == [1.0, 5.0, 4.0, 2.0, 6.0, 3.0]
+        assert packed.batch_sizes.tolist() == [3, 2, 1] and packed.sorted_indices.tolist() == [0, 2, 1]
+        assert [s.tolist() for s in rnn.unpack_sequence(packed)] == [[1.0, 2.0, 3.0], [4.0], [5.0, 6.0]]
+        padded = rnn.pad_sequence(seqs, batch_first=True)
+        assert [s.tolist() for s in rnn.unpad_sequence(padded, lib.tensor([3, 1, 2]), batch_first=True)] == \
+            [[1.0, 2.0, 3.0], [4.0], [5.0, 6.0]]
+        with pytest.raises(RuntimeError, match="must be sorted in decreasing order"):
+            rnn.pack_sequence(seqs)
+        with pytest.raises(ValueError, match="Expected total_length to be at least"):
+            rnn.pad_packed_sequence(packed, total_length=2)
