@@ -151,7 +151,7 @@ def regenerate_views(base: Tensor, written: Tensor | None = None) -> None:
     now: `y = x*1; z = y[1]; y.mul_(2)` then makes z's gradient flow through the mul, as
     PyTorch's regenerated grad_fn (AsStridedBackward0) does. Without this, z would keep the
     history it had before the write and its gradient would silently miss the write."""
-    from .ops.shape_ops import replay_view  # noqa: PLC0415
+    from .ops.views import replay_view  # noqa: PLC0415
 
     refs = base._views
     if not refs:
@@ -174,7 +174,7 @@ def regenerate_views(base: Tensor, written: Tensor | None = None) -> None:
 def _commit_view(self: Tensor, result: Tensor, name: str) -> Tensor:
     """A write into a view: the base becomes `view_scatter(base, result)` (CopySlices) and the
     view is re-derived from the new base, so gradients flow through both, as in PyTorch."""
-    from .ops.shape_ops import VIEW_SCATTER, replay_view  # noqa: PLC0415
+    from .ops.views import VIEW_SCATTER, replay_view  # noqa: PLC0415
 
     base, view = self._base, self._view
     if base is None or view is None:

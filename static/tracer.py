@@ -37,7 +37,7 @@ from .shared_memory import SharedMemory
 _LIBRARY_DIRS = (os.path.dirname(eager.__file__) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
 _SCALARS = (bool, int, float)
 # How a view is made from the tensor owning its memory: (op name, sorted attrs, output number)
-# per view op, as eager.ops.shape_ops.replay_view takes them.
+# per view op, as eager.ops.views.replay_view takes them.
 ViewSteps = tuple[tuple[str, tuple[tuple[str, Any], ...], "int | None"], ...]
 
 
@@ -192,7 +192,7 @@ class TraceState:
         if not steps:
             return v
         v = self.latest[id(target)]
-        from eager.ops.shape_ops import replay_view  # noqa: PLC0415
+        from eager.ops.views import replay_view  # noqa: PLC0415
 
         return replay_view(Tracer(self, v), steps)._value
 
@@ -417,7 +417,7 @@ def check_view_current(t: "Tracer", what: str = "this value is") -> None:
     if current == t._view_version:
         return
     if t._view_steps is not None:
-        from eager.ops.shape_ops import replay_view  # noqa: PLC0415
+        from eager.ops.views import replay_view  # noqa: PLC0415
 
         t._value = replay_view(_root_now(t), t._view_steps)._value
         t._view_version = current
@@ -727,7 +727,7 @@ class Tracer(TensorAPI):
         """A write into a view (`x[0].add_(1)`, `x.t().mul_(2)`): the tensor owning the memory
         becomes `view_scatter(base, new view value)` (PyTorch's CopySlices) and the view is made
         again from it; other views of the base are made again when next read."""
-        from eager.ops.shape_ops import VIEW_SCATTER, replay_view  # noqa: PLC0415
+        from eager.ops.views import VIEW_SCATTER, replay_view  # noqa: PLC0415
 
         check_view_current(self, f"{name} writes through")
         result = self._fit_result(result, name)
@@ -819,7 +819,7 @@ def inplace_on_captured(target, result: Tracer) -> None:
     # an eager alias (`p.grad.detach()`, `p.data`, a view made outside) writes into the tensor it aliases
     target, steps = state.shared.canonical(state, target) or (target, ())
     if steps:
-        from eager.ops.shape_ops import VIEW_SCATTER  # noqa: PLC0415
+        from eager.ops.views import VIEW_SCATTER  # noqa: PLC0415
 
         result = VIEW_SCATTER(Tracer(state, state.latest[id(target)]), result, steps=steps)
     state.shared.before_write(target)

@@ -9,6 +9,7 @@ import numpy as np
 from .. import _dtypes
 from ..ops import indexing as I
 from ..ops import shape_ops as S
+from ..ops import views as V
 from ..ops._checks import norm_dim, norm_dims
 from ._common import _ndim, _numel, _renamed, _sizes
 from .comparison import logical_xor
@@ -433,4 +434,4 @@ def unfold_windows(input, dimension: int, size: int, step: int):
         raise RuntimeError(f"step is {step} but must be > 0")
     if ndim == 0:
         return input.reshape(1)
-    return S.WINDOWS(input, dim=d, size=int(size), step=int(step))
+    return V.WINDOWS(input, dim=d, size=int(size), step=int(step))

@@ -1,5 +1,5 @@
 """The operator set shared by eager and static. Importing it fills `REGISTRY`."""
-from . import elementwise, shape_ops, reductions, linalg, special  # noqa: F401  (registration order)
+from . import elementwise, shape_ops, views, reductions, linalg, special  # noqa: F401  (registration order)
 from . import indexing, math_ops, conv  # noqa: F401  (ops added with the PyTorch-programs surface)
 from . import control_flow  # noqa: F401  (scan, while_loop, cond: bodies as IR text, static.control_flow)
 from . import _batching  # (vmap's batching rule of every op, declared once the registry is full)
