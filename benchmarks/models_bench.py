@@ -137,9 +137,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--only", default=None, help="comma-separated row prefixes, e.g. conv2d,W5")
     ap.add_argument("--no-steps", action="store_true", help="skip the W5/W6 training steps")
     ap.add_argument("--malloc", choices=("steady", "default"), default="steady")
-    ap.add_argument("--runs", type=int, default=3, help="repeat the whole measurement; report median and spread")
+    ap.add_argument("--runs", type=int, default=None,
+                    help="repeat the whole measurement; report median and spread (default 3, 1 with --quick)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
+    if args.runs is None:
+        args.runs = 1 if args.quick else 3
     if args.runs < 1:
         ap.error("--runs must be at least 1")
     malloc = steady_malloc() if args.malloc == "steady" else "default"

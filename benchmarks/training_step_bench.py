@@ -225,7 +225,8 @@ def compile_times(runs: int, quick: bool, backend: str) -> dict[str, list[float]
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=3, help="independent runs; medians and min-max are reported")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="independent runs; medians and min-max are reported (default 3, 1 with --quick)")
     parser.add_argument("--repeats", type=int, default=0, help="samples per candidate per run (0: by workload)")
     parser.add_argument("--quick", action="store_true", help="batch 4 and few samples, to check the script runs")
     parser.add_argument("--backend", default="auto")
@@ -236,6 +237,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--malloc", choices=("steady", "default"), default="steady",
                         help="glibc keeps freed memory (steady, the default) or its own defaults")
     args = parser.parse_args(argv)
+    if args.runs is None:
+        args.runs = 1 if args.quick else 3
+    if args.quick:  # a check that it runs: torch.compile's first call and cold compiles in fresh processes are minutes
+        args.no_torch_compile = args.no_compile_times = True
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     malloc = steady_malloc() if args.malloc == "steady" else "default"
