@@ -99,13 +99,18 @@ def watching(watch: Watch) -> Iterator[None]:
 
 
 def _scheduler_steps() -> list:
-    """(class, its own step) of eager's learning-rate schedulers."""
+    """(class, its own step) of eager's learning-rate schedulers and their subclasses."""
     try:
         from eager.optim import lr_scheduler  # noqa: PLC0415
     except ImportError:
         return []
-    return [(c, c.__dict__["step"]) for c in vars(lr_scheduler).values()
-            if isinstance(c, type) and issubclass(c, lr_scheduler.LRScheduler) and "step" in c.__dict__]
+    found, todo = [], [lr_scheduler.LRScheduler]
+    while todo:  # the class and every subclass (a user's too) that defines its own step()
+        c = todo.pop()
+        todo += c.__subclasses__()
+        if "step" in c.__dict__:
+            found.append((c, c.__dict__["step"]))
+    return found
 
 
 def _watched_step(watch: Watch, step):
