@@ -8,8 +8,10 @@ difference the comparison forgives.
 """
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import pathlib
+import sys
 from types import ModuleType
 from typing import Any
 
@@ -25,11 +27,15 @@ NAMES = sorted(p.stem for p in HERE.glob("*.py") if not p.stem.startswith("_"))
 
 
 def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_public_program_{name}", HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """tests/eager/programs/<name>.py as a module of a package (the programs share _common.py)."""
+    package = "_public_programs"
+    if package not in sys.modules:
+        spec = importlib.util.spec_from_file_location(package, HERE / "__init__.py",
+                                                      submodule_search_locations=[str(HERE)])
+        assert spec is not None and spec.loader is not None
+        sys.modules[package] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[package])
+    return importlib.import_module(f"{package}.{name}")
 
 
 def _norm(v: Any) -> Any:
