@@ -275,3 +275,24 @@ def test_grad_under_nested_vmaps_and_per_example_jacobians():
     per_hess = vmap(hessian(lambda v: (eager.sin(v) * v.sum()).sum()))(x)
     np.testing.assert_allclose(per_hess[1].numpy(), hessian(lambda v: (eager.sin(v) * v.sum()).sum())(x[1]).numpy(),
                                rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # (torch.func imports torch.jit)
+def test_jacobian_structures_agree_with_torch_func():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal(3), rng.standard_normal(2)
+    hess = hessian(lambda x, y: eager.sin(x).sum() * (y * y).sum(), argnums=(0, 1))(eager.tensor(a), eager.tensor(b))
+    want = torch.func.hessian(lambda x, y: torch.sin(x).sum() * (y * y).sum(), argnums=(0, 1))(
+        torch.tensor(a), torch.tensor(b))
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(hess[i][j].numpy(), want[i][j].numpy(), rtol=1e-12, atol=1e-14)
+    for ours, theirs in ((jacrev, torch.func.jacrev), (jacfwd, torch.func.jacfwd)):
+        got = ours(lambda x: (eager.sin(x), x * 2))(eager.tensor(a))
+        exp = theirs(lambda x: (torch.sin(x), x * 2))(torch.tensor(a))
+        assert isinstance(got, tuple) and len(got) == 2
+        for g, e in zip(got, exp):
+            np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12)
+    jac, aux = jacrev(lambda x: (eager.sin(x), x.sum()), has_aux=True)(eager.tensor(a))
+    assert tuple(jac.shape) == (3, 3) and float(aux) == pytest.approx(a.sum())
