@@ -74,7 +74,7 @@ from ._settings import (  # noqa: F401,E402
 )
 from ._functional import sign as sgn  # noqa: F401,E402  (the same for real numbers)
 from ._functional import bucketize, cartesian_prod, combinations, histc, index_put, searchsorted  # noqa: F401,E402
-from ._more_functions import (  # noqa: F401,E402
+from ._compositions import (  # noqa: F401,E402
     bincount, block_diag, broadcast_tensors, copysign, cross, cummax, cummin, deg2rad, hsplit, hypot, kron, logaddexp,
     logaddexp2, logcumsumexp, nanmean, nansum, rad2deg, rot90, signbit, sinc, take_along_dim, tensor_split, tensordot,
     trapezoid, tril_indices, triu_indices, vsplit, xlogy,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _functional as _F
-from ._more_functions import _cross
+from ._compositions.linalg import _cross
 from .ops.linalg import DET, INV, SOLVE
 
 

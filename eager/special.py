@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _functional as _F
-from ._more_functions import xlogy  # torch.special.xlogy is torch.xlogy
+from ._compositions import xlogy  # torch.special.xlogy is torch.xlogy
 
 __all__ = ["erf", "exp2", "expit", "expm1", "log1p", "log_softmax", "logit", "logsumexp", "softmax", "xlogy"]
 

@@ -1,4 +1,4 @@
-"""The PyTorch functions built as compositions of eager's ops (eager/_more_functions.py):
+"""The PyTorch functions built as compositions of eager's ops (eager/_compositions/):
 values, dtypes and shapes against PyTorch where it is installed, gradients against PyTorch
 and central finite differences, edge cases (inf, NaN, empty tensors, negative and bad
 dims) and, for a representative half of the differentiable ones, the compiled mode
