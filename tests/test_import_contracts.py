@@ -223,6 +223,12 @@ def test_import_static_ir_loads_no_nn_or_optim_module():
                if m.split(".")[0] == "static"), loaded
 
 
+def test_import_eager_loads_the_training_api_on_first_use():
+    loaded = _loaded_after("import eager; eager.tensor([1.0]).exp()")
+    assert not [m for m in loaded if m.split(".")[:2] in (["eager", "nn"], ["eager", "optim"])], loaded
+    assert not [m for m in loaded if m.split(".")[0] in ("static", "codegen", "graphmode")], loaded
+
+
 def test_import_gmnative_loads_nothing():
     loaded = _loaded_after("import gmnative")
     assert [m for m in loaded if m.split(".")[0] in PACKAGES] == ["gmnative"], loaded
