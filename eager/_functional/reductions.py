@@ -2,6 +2,7 @@
 cumsum, var_mean, count_nonzero, histc)."""
 from __future__ import annotations
 
+import functools
 import math
 from collections import namedtuple
 
@@ -254,3 +255,48 @@ def histc(input, bins: int = 100, min: float = 0, max: float = 0):  # noqa: A002
         raise RuntimeError(f"torch.histc(): max must be larger than min, got min={lo} and max={hi}")
     counts, _ = np.histogram(data[(data >= lo) & (data <= hi)], bins=bins, range=(lo, hi))
     return tensor(counts.astype(input.dtype.np))
+
+
+def _numpy_spellings(fn):
+    """`fn` also taking NumPy's keyword spellings `axis=` for dim and `keepdims=` for keepdim,
+    as PyTorch's argument parser takes them for every reduction (makemore's
+    `P.sum(1, keepdims=True)`, `x.mean(axis=0)`)."""
+
+    @functools.wraps(fn)
+    def reduction(*args, **kwargs):
+        if kwargs:
+            if "axis" in kwargs:
+                if "dim" in kwargs:
+                    raise TypeError(f"{fn.__name__}() got both dim and its NumPy spelling axis")
+                kwargs["dim"] = kwargs.pop("axis")
+            if "keepdims" in kwargs:
+                if "keepdim" in kwargs:
+                    raise TypeError(f"{fn.__name__}() got both keepdim and its NumPy spelling keepdims")
+                kwargs["keepdim"] = kwargs.pop("keepdims")
+        return fn(*args, **kwargs)
+
+    return reduction
+
+
+sum = _numpy_spellings(sum)  # noqa: A001  (PyTorch's names)
+mean = _numpy_spellings(mean)
+prod = _numpy_spellings(prod)
+var = _numpy_spellings(var)
+std = _numpy_spellings(std)
+logsumexp = _numpy_spellings(logsumexp)
+amax = _numpy_spellings(amax)
+amin = _numpy_spellings(amin)
+max = _numpy_spellings(max)  # noqa: A001
+min = _numpy_spellings(min)  # noqa: A001
+argmax = _numpy_spellings(argmax)
+argmin = _numpy_spellings(argmin)
+all = _numpy_spellings(all)  # noqa: A001
+any = _numpy_spellings(any)  # noqa: A001
+norm = _numpy_spellings(norm)
+var_mean = _numpy_spellings(var_mean)
+std_mean = _numpy_spellings(std_mean)
+count_nonzero = _numpy_spellings(count_nonzero)
+softmax = _numpy_spellings(softmax)
+log_softmax = _numpy_spellings(log_softmax)
+cumsum = _numpy_spellings(cumsum)
+cumprod = _numpy_spellings(cumprod)

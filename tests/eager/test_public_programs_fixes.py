@@ -247,3 +247,24 @@ def test_packing_helpers_and_errors_match_pytorch() -> None:
             rnn.pack_sequence(seqs)
         with pytest.raises(ValueError, match="Expected total_length to be at least"):
             rnn.pad_packed_sequence(packed, total_length=2)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "std", "var", "amax", "amin", "logsumexp", "all", "any",
+                                  "max", "min", "argmax", "argmin"])
+def test_reductions_take_numpys_axis_and_keepdims_as_pytorch(name: str) -> None:
+    # makemore: P /= P.sum(1, keepdims=True); PyTorch's parser takes axis= and keepdims= everywhere
+    torch = _torch()
+    import numpy as np
+
+    x = np.arange(1.0, 7.0, dtype=np.float32).reshape(2, 3)
+    results = []
+    for lib in (torch, eager):
+        t = lib.tensor(x)
+        a = getattr(t, name)(axis=1, keepdims=True)
+        b = getattr(lib, name)(t, 1, keepdims=True)
+        a = a[0] if isinstance(a, tuple) else a
+        b = b[0] if isinstance(b, tuple) else b
+        results.append((np.asarray(a.float().numpy()), np.asarray(b.float().numpy()), tuple(a.shape)))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-6)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6)
+    assert results[1][2] == results[0][2]
