@@ -64,9 +64,13 @@ class Same:
 
 def _frozen(value: Any, active: set | None = None) -> Any:
     """A snapshot that compares equal to the value's as long as it is unchanged: atoms by type
-    and value, containers item by item (any size, any depth), anything else by identity."""
+    and value, containers item by item (any size, any depth), anything else by identity;
+    a tensor or array inside a container by its place only (it is a graph input re-read there
+    at every call: `tracing.named_sources`)."""
     if isinstance(value, _ATOMS) or isinstance(value, np.generic):
         return (type(value), value)
+    if active is not None and _is_array(value):
+        return _TENSOR_SLOT
     kind = type(value)
     if kind in (tuple, list, dict, set, frozenset) or (isinstance(value, (tuple, list, dict))
                                                        and not hasattr(value, "_data")):
@@ -87,10 +91,15 @@ def _frozen(value: Any, active: set | None = None) -> Any:
     return Same(value)
 
 
+_TENSOR_SLOT = ("tensor",)  # a tensor's place in a container snapshot
+
+
 def _plain(frozen) -> Any:
     """The value a snapshot describes, for messages."""
     if type(frozen) is Same:
         return frozen
+    if frozen is _TENSOR_SLOT or frozen == _TENSOR_SLOT:
+        return Same(_TensorMark())
     kind, body = frozen[0], frozen[1]
     if issubclass(kind, dict):
         return {_plain(k): _plain(v) for k, v in body}
@@ -101,6 +110,10 @@ def _plain(frozen) -> Any:
     if issubclass(kind, tuple):
         return tuple(_plain(v) for v in body)
     return body
+
+
+class _TensorMark:
+    __name__ = "tensor"
 
 
 def _describe(frozen) -> str:

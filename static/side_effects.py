@@ -385,6 +385,8 @@ def _old_value(frozen) -> Any:
     object by identity); _ABSENT otherwise."""
     if type(frozen) is _guards.Same:
         return frozen.obj
+    if not isinstance(frozen[0], type):
+        return _ABSENT
     if frozen[0] in (bool, int, float, complex, str, bytes, type(None)) or issubclass(frozen[0], np.generic):
         return frozen[1]
     return _ABSENT
@@ -447,9 +449,10 @@ def _written(g, effects: Effects):
 
 
 def _same(value, frozen) -> bool:
+    """Whether a container's item is as its snapshot (taken inside the container)."""
     if type(frozen) is _guards.Same:
         return value is frozen.obj
-    return _guards._frozen(value) == frozen
+    return _guards._frozen(value, set()) == frozen
 
 
 def _container_write(now, snap, what: str, effects: Effects) -> bool:
@@ -458,7 +461,7 @@ def _container_write(now, snap, what: str, effects: Effects) -> bool:
     old = snap[1]
     if type(now) is list:
         n = len(old)
-        if len(now) >= n and all(_guards._frozen(now[i]) == old[i] for i in range(n)):
+        if len(now) >= n and all(_guards._frozen(now[i], set()) == old[i] for i in range(n)):
             added = now[n:]
             effects.add("append", now, None, list(added))
             effects.undo.append(lambda: now.__delitem__(slice(n, None)))

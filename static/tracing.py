@@ -352,9 +352,34 @@ def named_sources(fn) -> dict:
             value = read.value
             if is_array(value):
                 found.setdefault(id(value), (read.name, read.read))
+            elif type(value) in (dict, list, tuple):  # tensors in a global config dict, a list of weights
+                _container_sources(found, read.name, read.read, value, ())
             elif _is_module(value) or (read.kind == "closure" and callable(value) and not isinstance(value, type)):
                 walk.push(value)  # a module, or a decorator's wrapped function
     return found
+
+
+def _container_sources(found: dict, name: str, read: Callable, value, path: tuple, active: set | None = None) -> None:
+    """The tensors held in a dict, list or tuple a function names, each re-read at call time
+    through its path (`state["h"] = new_h` between calls is the new tensor, not a retrace)."""
+    active = set() if active is None else active
+    if id(value) in active:  # a container that holds itself
+        return
+    active.add(id(value))
+    items = value.items() if type(value) is dict else enumerate(value)
+    for key, item in list(items):
+        if is_array(item):
+            found.setdefault(id(item), (_clean(f"{name}_{key}"), functools.partial(_item_path, read, path + (key,))))
+        elif type(item) in (dict, list, tuple):
+            _container_sources(found, name, read, item, path + (key,), active)
+    active.discard(id(value))
+
+
+def _item_path(read: Callable, path: tuple):
+    obj = read()
+    for key in path:
+        obj = obj[key]
+    return obj
 
 
 def _is_module(value) -> bool:

@@ -296,3 +296,21 @@ def test_gradient_accumulation_with_set_to_none_keeps_both_entries(backend):
     (want, _), (got, f) = run(False), run(True)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert len(f.entries()) <= 2 and len(f.retraces) <= 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_tensor_a_loop_replaces_in_a_dict_is_re_read_not_retraced(backend):
+    state = {"h": eager.zeros(4)}
+    w = eager.from_numpy(np.eye(4, dtype=np.float32) * 0.5)
+
+    def cell(x):
+        return eager.tanh(x + state["h"] @ w)
+
+    f = static.compile(cell, backend=backend)
+    h = eager.zeros(4)
+    for i in range(10):
+        x = eager.full((4,), float(i) / 10)
+        state["h"] = f(x)
+        h = eager.tanh(x + h @ w)
+        same(state["h"], h)
+    assert f.retraces == []
