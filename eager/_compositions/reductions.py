@@ -3,7 +3,6 @@ logcumsumexp and trapezoid."""
 from __future__ import annotations
 
 import builtins as _builtins
-from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -11,11 +10,12 @@ import numpy as np
 from .. import _dtypes
 from .. import _functional as _F
 from ..ops._checks import norm_dim
+from ..return_types import make as _return_type
 from ._helpers import _floats, _floats_only, _size
 from .elementwise import logaddexp
 
-return_types_cummax = namedtuple("cummax", ["values", "indices"])  # type: ignore[name-match]  # torch.return_types.cummax
-return_types_cummin = namedtuple("cummin", ["values", "indices"])  # type: ignore[name-match]  # torch.return_types.cummin
+return_types_cummax = _return_type("cummax")  # torch.return_types.cummax
+return_types_cummin = _return_type("cummin")  # torch.return_types.cummin
 
 
 def nansum(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:  # noqa: A002

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import namedtuple
 
 import numpy as np
 
@@ -13,12 +12,13 @@ from ..ops import math_ops as M
 from ..ops import reductions as R
 from ..ops import shape_ops as S
 from ..ops._checks import norm_dim, norm_dims
+from ..return_types import make as _return_type
 from ._common import _host, _ndim, _renamed
 from .comparison import eq, gt, logical_not, ne
 from .elementwise import abs, maximum, minimum, pow, sqrt, to_dtype, where
 
-return_types_max = namedtuple("max", ["values", "indices"])  # type: ignore[name-match]  # named as torch.return_types.max
-return_types_min = namedtuple("min", ["values", "indices"])  # type: ignore[name-match]  # named as torch.return_types.min
+return_types_max = _return_type("max")  # torch.return_types.max
+return_types_min = _return_type("min")  # torch.return_types.min
 
 
 def _reduce(op, input, dim, keepdim, name, **extra):

@@ -2,7 +2,6 @@
 kthvalue, median, searchsorted, bucketize."""
 from __future__ import annotations
 
-from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -10,14 +9,15 @@ import numpy as np
 from ..ops import indexing as I
 from ..ops import math_ops as M
 from ..ops._checks import norm_dim
+from ..return_types import make as _return_type
 from ._common import _host, _ndim, _renamed
 from .elementwise import clone
 from .shape_ops import narrow, reshape, squeeze
 
-return_types_sort = namedtuple("sort", ["values", "indices"])  # type: ignore[name-match]  # named as torch.return_types.sort
-return_types_topk = namedtuple("topk", ["values", "indices"])  # type: ignore[name-match]  # named as torch.return_types.topk
-return_types_kthvalue = namedtuple("kthvalue", ["values", "indices"])  # type: ignore[name-match]  # named as torch.return_types.kthvalue
-return_types_median = namedtuple("median", ["values", "indices"])  # type: ignore[name-match]  # named as torch.return_types.median
+return_types_sort = _return_type("sort")  # torch.return_types.sort
+return_types_topk = _return_type("topk")  # torch.return_types.topk
+return_types_kthvalue = _return_type("kthvalue")  # torch.return_types.kthvalue
+return_types_median = _return_type("median")  # torch.return_types.median
 
 
 def argsort(input, dim=-1, descending=False, stable=False):

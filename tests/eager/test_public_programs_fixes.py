@@ -268,3 +268,19 @@ def test_reductions_take_numpys_axis_and_keepdims_as_pytorch(name: str) -> None:
     np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-6)
     np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6)
     assert results[1][2] == results[0][2]
+
+
+def test_return_types_print_as_pytorchs() -> None:
+    torch = _torch()
+    import pickle
+
+    for lib in (torch, eager):
+        x = lib.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+        for r, name in ((x.max(1), "max"), (x.min(1), "min"), (x.sort(1), "sort"), (x.topk(2), "topk"),
+                        (x.median(1), "median"), (x.kthvalue(2, 1), "kthvalue"), (x.cummax(1), "cummax")):
+            prefix = lib.__name__ + ".return_types." + name
+            assert repr(r) == f"{prefix}(\nvalues={r.values!r},\nindices={r.indices!r})"
+            assert str(r) == repr(r)
+            values, indices = r
+            assert values is r[0] and indices is r.indices
+        assert pickle.loads(pickle.dumps(x.max(1))).indices.tolist() == [0, 1]
