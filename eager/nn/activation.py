@@ -160,7 +160,7 @@ class MultiheadAttention(Module):
                              f"num_heads={num_heads} instead")
         if embed_dim % num_heads:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        from .linear import Linear  # noqa: PLC0415
+        from .linear import NonDynamicallyQuantizableLinear  # noqa: PLC0415
 
         self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
         self.kdim = embed_dim if kdim is None else kdim
@@ -181,7 +181,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(zeros(3 * embed_dim, device=device, dtype=dtype))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
         if self._qkv_same_embed_dim:
             init.xavier_uniform_(self.in_proj_weight)
         else:
@@ -238,10 +238,6 @@ class MultiheadAttention(Module):
         if not batched:
             weights = weights.squeeze(0)
         return out, weights
-
-    def extra_repr(self) -> str:
-        widths = "" if self._qkv_same_embed_dim else f", kdim={self.kdim}, vdim={self.vdim}"
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}{widths}, batch_first={self.batch_first}"
 
 
 def _merge_masks(attn_mask, key_padding_mask, is_causal, L, S, N, h, like):

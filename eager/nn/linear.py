@@ -51,6 +51,11 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear under another name: MultiheadAttention's out_proj is one in PyTorch (printed,
+    pickled and checked by that name); it computes what Linear computes."""
+
+
 class Bilinear(Module):
     """y = x1^T A x2 + b with A of shape (out, in1, in2); A and b start as U(-1/sqrt(in1),
     1/sqrt(in1)), PyTorch's default init."""

@@ -284,3 +284,13 @@ def test_return_types_print_as_pytorchs() -> None:
             values, indices = r
             assert values is r[0] and indices is r.indices
         assert pickle.loads(pickle.dumps(x.max(1))).indices.tolist() == [0, 1]
+
+
+def test_multihead_attention_prints_as_pytorchs() -> None:
+    torch = _torch()
+    for lib in (torch, eager):
+        mha = lib.nn.MultiheadAttention(8, 2, batch_first=True)
+        assert repr(mha) == ("MultiheadAttention(\n  (out_proj): NonDynamicallyQuantizableLinear(in_features=8, "
+                             "out_features=8, bias=True)\n)")
+        assert isinstance(mha.out_proj, lib.nn.Linear)
+        assert type(mha.out_proj) is lib.nn.modules.linear.NonDynamicallyQuantizableLinear

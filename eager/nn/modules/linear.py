@@ -3,6 +3,6 @@ eager.nn and re-exported here (so pickles, safe_globals lists and isinstance che
 name torch.nn.modules.linear.<Class> find eager's class)."""
 from __future__ import annotations
 
-from ..linear import Bilinear, Identity, Linear  # noqa: F401
+from ..linear import Bilinear, Identity, Linear, NonDynamicallyQuantizableLinear  # noqa: F401
 
-__all__ = ["Bilinear", "Identity", "Linear"]
+__all__ = ["Bilinear", "Identity", "Linear"]  # (NonDynamicallyQuantizableLinear, as torch's, only by this path)
