@@ -23,7 +23,8 @@ from typing import Any
 
 from . import _factories
 from ._api import TensorAPI
-from ._tensor import Size, Tensor
+from ._tensor import Tensor
+from ._tensor_metadata import Size
 
 __all__ = ["vmap"]
 

@@ -24,7 +24,8 @@ from eager._api import TensorAPI
 from eager._device import device_of_array
 from eager._grad_mode import STATE
 from eager._inplace import _LEAF_MSG, _VIEW_OF_LEAF_MSG, check_result_cast
-from eager._tensor import Size, Tensor
+from eager._tensor import Tensor
+from eager._tensor_metadata import Size
 from eager.ops import REGISTRY, TensorSpec
 from eager.ops.elementwise import TO_DTYPE
 from eager.ops.special import STOP_GRADIENT

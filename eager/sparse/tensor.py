@@ -11,7 +11,8 @@ from .. import _dtypes
 from .._factories import tensor as _tensor
 from .._factories import zeros as _zeros
 from .._functional import _renamed
-from .._tensor import Size, Tensor
+from .._tensor import Tensor
+from .._tensor_metadata import Size
 
 
 class layout:

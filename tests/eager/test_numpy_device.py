@@ -188,7 +188,7 @@ def test_mixing_devices_raises_with_both_named(monkeypatch):
     b._data = np.ones(2, dtype=np.float32).view(FakeCudaArray)
     monkeypatch.setattr(D, "device_of_array",
                         lambda arr: D.device("cuda", 0) if isinstance(arr, FakeCudaArray) else D.CPU)
-    monkeypatch.setattr(eager._tensor, "device_of_array", D.device_of_array)
+    monkeypatch.setattr(eager._tensor_metadata, "device_of_array", D.device_of_array)
     with pytest.raises(RuntimeError, match=re.escape(
             "Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0!")):
         a + b
