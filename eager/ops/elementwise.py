@@ -82,14 +82,15 @@ EXP = _unary("exp", _native_math("exp", lambda xp, x: xp.exp(x)), lambda ctx, g:
 LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.input(0),), "LogBackward0",
              _positive((3, 4)), ufunc="log", c_expr="log({0})")
 LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.input(0) + 1.0),),
-               "Log1PBackward0", _positive((3, 4)), ufunc="log1p", c_expr="log1p({0})")
+               "Log1PBackward0", _positive((3, 4)), ufunc="log1p", c_expr="log1p({0})", surface=("inplace",))
 EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * (ctx.out + 1.0),),
-               "Expm1Backward0", _any((3, 4)), save=(), save_output=True, ufunc="expm1", c_expr="expm1({0})")
+               "Expm1Backward0", _any((3, 4)), save=(), save_output=True, ufunc="expm1", c_expr="expm1({0})",
+               surface=("inplace",))
 SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2.0),),
               "SqrtBackward0", _positive((3, 4)), save=(), save_output=True, ufunc="sqrt", c_expr="sqrt({0})")
 RSQRT = _unary("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x),
                lambda ctx, g: (g * (ctx.out * ctx.out * ctx.out) * -0.5,),
-               "RsqrtBackward0", _positive((3, 4)), save=(), save_output=True,
+               "RsqrtBackward0", _positive((3, 4)), save=(), save_output=True, surface=("inplace",),
                c_expr="(({T})1 / sqrt({0}))")  # 1/sqrt(x) as the forward computes it (not the hardware's rsqrt)
 SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * COS(ctx.input(0)),),
              "SinBackward0", _any((3, 4)), ufunc="sin", c_expr="sin({0})")
@@ -131,7 +132,7 @@ ABS = defop(
 SIGN: OpDef = defop(
     "sign", forward=_sign, abstract=lambda x: x,
     vjp=lambda ctx, g: (g * 0.0,), grad_name="SignBackward0", samples=_away_from_zero((3, 4)), batchable=True,
-    ufunc="sign", c_expr="gm_sign({0})",
+    ufunc="sign", c_expr="gm_sign({0})", surface=("inplace",),
 )
 RELU = defop(
     "relu", forward=_relu, abstract=lambda x: x,
@@ -167,7 +168,7 @@ def _erf(xp, x):
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 ERF = _unary("erf", _erf, lambda ctx, g: (g * EXP(-(ctx.input(0) * ctx.input(0))) * _TWO_OVER_SQRT_PI,),
-             "ErfBackward0", _any((3, 4)), c_expr="erf({0})")
+             "ErfBackward0", _any((3, 4)), c_expr="erf({0})", surface=("inplace",))
 ERF.extra["recompute"] = False  # many NumPy passes per element: a compiled backward saves it instead
 
 
@@ -583,7 +584,8 @@ CLONE = defop(
 # its spellings in codegen/lowering.py; the registry-wide tests then cover it like any op.
 _LN2 = math.log(2.0)
 EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), "Exp2Backward0",
-              _any((3, 4)), save=(), save_output=True, ufunc="exp2", c_expr="exp2({0})")
+              _any((3, 4)), save=(), save_output=True, ufunc="exp2", c_expr="exp2({0})",
+              surface=("function", "method", "inplace"))
 
 # reciprocal: one record is the whole op - its forward, gradient, facts, NumPy/CuPy ufunc, the
 # C expression the native and CUDA kernels inline, and the Python names eager generates

@@ -113,3 +113,31 @@ def test_c_expressions_live_in_the_records():
         if op.c_expr:
             assert low.cupy.expr == op.c_expr, op.name
             assert set(low.cupy.helpers) == set(re.findall(r"\bgm_\w+", op.c_expr)), op.name
+
+
+@pytest.mark.parametrize("name", ["log1p", "expm1", "rsqrt", "sign", "erf", "exp2", "reciprocal"])
+def test_generated_in_place_forms_match_pytorch(name):
+    """In-place forms made from the records' `surface` (PyTorch has them, eager lacked them)."""
+    torch = pytest.importorskip("torch")
+    data = [0.5, 1.5, 2.0]
+    a, at = eager.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+    b, bt = a * 1.0, at * 1.0
+    assert getattr(b, name + "_")() is b
+    getattr(bt, name + "_")()
+    (b * b).sum().backward()
+    (bt * bt).sum().backward()
+    np.testing.assert_allclose(b.detach().numpy(), bt.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(a.grad.numpy(), at.grad.numpy(), rtol=1e-5)
+    assert b.grad_fn.name() == bt.grad_fn.name()
+    ints, ints_t = eager.tensor([1, -2]), torch.tensor([1, -2])
+    if name == "sign":  # an integer result: in place on integers, as PyTorch
+        assert getattr(ints, name + "_")().tolist() == getattr(ints_t, name + "_")().tolist()
+    else:
+        with pytest.raises(RuntimeError, match="can't be cast"):
+            getattr(ints, name + "_")()
+
+
+def test_exp2_is_a_function_and_a_method_as_in_pytorch():
+    torch = pytest.importorskip("torch")
+    assert eager.exp2(eager.tensor([1.0, 3.0])).tolist() == torch.exp2(torch.tensor([1.0, 3.0])).tolist()
+    assert eager.tensor([2.0]).exp2().tolist() == [4.0]
