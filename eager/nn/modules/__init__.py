@@ -5,11 +5,13 @@ from __future__ import annotations
 from . import (  # noqa: F401
     activation,
     batchnorm,
+    channelshuffle,
     container,
     conv,
     distance,
     dropout,
     flatten,
+    fold,
     instancenorm,
     linear,
     loss,
@@ -26,11 +28,13 @@ from . import (  # noqa: F401
 )
 from .activation import *  # noqa: F401,F403
 from .batchnorm import *  # noqa: F401,F403
+from .channelshuffle import *  # noqa: F401,F403
 from .container import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
 from .flatten import *  # noqa: F401,F403
+from .fold import *  # noqa: F401,F403
 from .instancenorm import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403

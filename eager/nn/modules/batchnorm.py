@@ -6,3 +6,6 @@ from __future__ import annotations
 from ..normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+from ..lazy import LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d  # noqa: E402,F401  (as torch's batchnorm.py)
+
+__all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]

@@ -9,3 +9,8 @@ __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
 from ..conv import ConvTranspose3d  # noqa: E402,F401
 
 __all__ += ["ConvTranspose3d"]
+# torch's conv.py defines the lazy convolutions too
+from ..lazy import LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d  # noqa: E402,F401
+
+__all__ += ["LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+            "LazyConvTranspose3d"]

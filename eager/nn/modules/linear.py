@@ -6,3 +6,6 @@ from __future__ import annotations
 from ..linear import Bilinear, Identity, Linear, NonDynamicallyQuantizableLinear  # noqa: F401
 
 __all__ = ["Bilinear", "Identity", "Linear"]  # (NonDynamicallyQuantizableLinear, as torch's, only by this path)
+from ..lazy import LazyLinear  # noqa: E402,F401  (torch defines LazyLinear in linear.py too)
+
+__all__ += ["LazyLinear"]
