@@ -19,7 +19,14 @@ from ._dtypes import float16 as half, float32 as float, float64 as double, int64
 from ._dtypes import int32 as int, int16 as short  # noqa: F401
 from ._dtypes import bfloat16, complex32  # noqa: F401  (names only: using them raises TypeError)
 from ._device import cuda_is_available as _cuda_is_available, device  # noqa: F401
-from ._grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from ._grad_mode import (  # noqa: F401
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from . import _dispatch  # noqa: F401  (the op engine; it imports Tensor, whose op hook it is)
 from ._tensor import Tensor  # noqa: F401
 from ._tensor_metadata import Size  # noqa: F401

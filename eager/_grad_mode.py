@@ -9,6 +9,7 @@ class _State(threading.local):
     enabled = True
     anomaly = False
     anomaly_check_nan = True  # in anomaly mode, is a NaN from a backward node an error
+    inference = False  # inside inference_mode (is_inference_mode_enabled)
     # Set by the engine during a backward pass that records no graph: elementwise ops on
     # broadcast gradients (the expand of a sum's backward) may then return broadcast views.
     compact_broadcasts = False
@@ -95,10 +96,32 @@ class set_grad_enabled(_GradModeBase):
 
 
 class inference_mode(_GradModeBase):
-    """Alias of no_grad: eager has no separate inference tensors."""
+    """no_grad that also reports itself (is_inference_mode_enabled): eager has no separate
+    inference tensors. Usable as `with inference_mode():`, `@inference_mode()` and bare
+    `@inference_mode`, as PyTorch's."""
+
+    def __new__(cls, mode=True):
+        if callable(mode) and not isinstance(mode, bool):  # bare @inference_mode
+            return cls()(mode)
+        return super().__new__(cls)
 
     def __init__(self, mode: bool = True) -> None:
         self._target = not mode
+        self._mode = bool(mode)
+
+    def __enter__(self):
+        self._prev_inference = STATE.inference
+        STATE.inference = self._mode
+        return super().__enter__()
+
+    def __exit__(self, *exc) -> None:
+        STATE.inference = self._prev_inference
+        super().__exit__(*exc)
 
     def _clone(self):
-        return inference_mode(not self._target)
+        return inference_mode(self._mode)
+
+
+def is_inference_mode_enabled() -> bool:
+    """Whether an inference_mode block is active now. Mirrors torch.is_inference_mode_enabled."""
+    return STATE.inference

@@ -149,11 +149,35 @@ def _explicit_einsum(equation: str, shapes: list) -> str:
 
 
 def einsum(equation, *operands):
-    """The Einstein-summation contraction of `operands` described by `equation`. Mirrors torch.einsum."""
+    """The Einstein-summation contraction of `operands` described by `equation`; also in the
+    sublist form einsum(op1, [0, 1], op2, [1, 2], [0, 2]). Mirrors torch.einsum."""
+    if not isinstance(equation, str):  # the sublist form: operands and index lists alternating
+        equation, operands = _einsum_sublists((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     eq = _explicit_einsum(equation, [tuple(o.shape) for o in operands])
     return M.EINSUM(*operands, equation=eq)
+
+
+def _einsum_sublists(args) -> tuple[str, tuple]:
+    """(equation, operands) of einsum's sublist form: each index an int in [0, 52) (a letter)
+    or Ellipsis; an odd count of arguments ends with the output's sublist."""
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+    def spell(sub) -> str:
+        out = []
+        for i in sub:
+            if i is Ellipsis:
+                out.append("...")
+            elif isinstance(i, int) and 0 <= i < len(letters):
+                out.append(letters[i])
+            else:
+                raise ValueError(f"einsum(): expected subscript to be within the range [0, 52), but got {i}")
+        return "".join(out)
+
+    operands = tuple(args[0:len(args) - len(args) % 2:2])
+    inputs = ",".join(spell(sub) for sub in args[1:len(args) - len(args) % 2:2])
+    return (inputs + "->" + spell(args[-1]) if len(args) % 2 else inputs), operands
 
 
 def _check_matrix(name: str, input) -> None:

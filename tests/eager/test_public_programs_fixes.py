@@ -294,3 +294,52 @@ def test_multihead_attention_prints_as_pytorchs() -> None:
                              "out_features=8, bias=True)\n)")
         assert isinstance(mha.out_proj, lib.nn.Linear)
         assert type(mha.out_proj) is lib.nn.modules.linear.NonDynamicallyQuantizableLinear
+
+
+def test_assert_close_messages_are_pytorchs() -> None:
+    torch = _torch()
+
+    def cases(lib):
+        return [(lib.ones(2), lib.ones(3)), (lib.tensor([1.0, 2.0, 3.0]), lib.tensor([1.0, 2.5, 3.1])),
+                (lib.tensor([1, 2]), lib.tensor([1, 3])), ({"a": lib.ones(1)}, {"a": lib.zeros(1)}),
+                ([lib.ones(1), {"b": [lib.ones(2)]}], [lib.ones(1), {"b": [lib.zeros(2)]}]),
+                (lib.tensor(1.0), lib.tensor(2.0)), (lib.tensor([float("nan")]), lib.tensor([float("nan")])),
+                (lib.ones(1), lib.ones(1, dtype=lib.float64)),
+                (lib.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=lib.float64),
+                 lib.tensor([[1.0, 2.0], [3.0, 4.1]], dtype=lib.float64))]
+
+    def messages(lib):
+        got = []
+        for a, b in cases(lib):
+            with pytest.raises(AssertionError) as info:
+                lib.testing.assert_close(a, b)
+            got.append(str(info.value).replace(lib.__name__ + ".", "torch."))
+        return got
+
+    assert messages(eager) == messages(torch)
+
+
+def test_einsum_sublist_form_and_inference_mode_as_pytorch() -> None:
+    torch = _torch()
+    import numpy as np
+
+    a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    b = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    for lib in (torch, eager):
+        A, B = lib.tensor(a), lib.tensor(b)
+        np.testing.assert_allclose(lib.einsum(A, [0, 1], B, [1, 2], [0, 2]).numpy(), a @ b)
+        np.testing.assert_allclose(lib.einsum(A, [Ellipsis, 1], B, [1, 2]).numpy(), a @ b)
+        np.testing.assert_allclose(lib.einsum(A, [0, 1], [1]).numpy(), a.sum(0))
+        assert lib.is_inference_mode_enabled() is False
+        with lib.inference_mode():
+            assert lib.is_inference_mode_enabled() is True and not lib.is_grad_enabled()
+            with lib.inference_mode(False):
+                assert lib.is_inference_mode_enabled() is False
+        w = lib.ones(2, requires_grad=True)
+
+        @lib.inference_mode
+        def bare(x, lib=lib):
+            return x * 2, lib.is_inference_mode_enabled()
+
+        y, on = bare(w)
+        assert on is True and y.requires_grad is False and lib.is_inference_mode_enabled() is False
