@@ -7,7 +7,8 @@ below codegen, whose native backend compiles generated C++ with the same toolcha
 tests/test_import_contracts.py names (eager._threads, codegen.cache), and nothing at all
 until asked: importing this package loads no module.
 
-- build: the compiler probe, compile flags, the cache of shared objects, the C caller;
+- build: the compiler probe, compile flags, the cache of shared objects;
+- caller: the C caller (a CPython extension, else ctypes) through which kernels are called;
 - kernels: eager's kernels (layer_norm, batch norm, GELU, large tanh/exp, arg-reductions,
   col2im, embedding's gradient, matmul's row blocks, PCG64 draws);
 - c_helpers: the `gm_` helper functions every C expression may call (host and CUDA);
