@@ -15,11 +15,12 @@ from .activation import (  # noqa: F401
     ReLU6, SiLU, Softmin, Softplus, Softsign, Tanhshrink,
 )
 from .activation import Hardshrink, PReLU, Softmax2d, Softshrink, Threshold  # noqa: F401
-from .shaping import (  # noqa: F401
-    CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ConstantPad3d, CosineSimilarity, PairwiseDistance,
-    PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d,
-    ReplicationPad3d, UpsamplingBilinear2d, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
+from .padding import (  # noqa: F401
+    CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ConstantPad3d, ReflectionPad1d, ReflectionPad2d,
+    ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
 )
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
+from .resampling import PixelShuffle, PixelUnshuffle, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
 from .containers import ModuleDict, ParameterDict, ParameterList  # noqa: F401
 from .flatten import Unflatten  # noqa: F401
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
@@ -29,7 +30,7 @@ from .pooling import (  # noqa: F401
 )
 from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm  # noqa: F401
 from .sparse import Embedding  # noqa: F401
-from .shaping import Upsample  # noqa: F401
+from .resampling import Upsample  # noqa: F401
 from .dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
 from .loss import (  # noqa: F401
     BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,
@@ -51,7 +52,7 @@ from .pooling import (  # noqa: F401,E402
     AdaptiveMaxPool1d, AdaptiveMaxPool3d, LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d,
 )
 from .normalization import LocalResponseNorm  # noqa: F401,E402
-from .shaping import ChannelShuffle  # noqa: F401,E402
+from .resampling import ChannelShuffle  # noqa: F401,E402
 from .dropout import FeatureAlphaDropout  # noqa: F401,E402
 from .loss import (  # noqa: F401,E402
     CTCLoss, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss,

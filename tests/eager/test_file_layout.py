@@ -36,7 +36,9 @@ def test_no_module_of_eager_over_600_lines():
     ("normalization", ["LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "InstanceNorm2d",
                        "LocalResponseNorm"]),
     ("sparse", ["Embedding", "EmbeddingBag"]),
-    ("shaping", ["Upsample", "ChannelShuffle", "PixelShuffle", "ZeroPad2d"]),
+    ("resampling", ["Upsample", "ChannelShuffle", "PixelShuffle", "UpsamplingNearest2d"]),
+    ("padding", ["ZeroPad2d", "ConstantPad3d", "ReflectionPad1d", "CircularPad2d"]),
+    ("distance", ["CosineSimilarity", "PairwiseDistance"]),
 ])
 def test_each_module_class_lives_in_the_file_of_its_family(family, classes):
     assert {c: getattr(nn, c).__module__ for c in classes} == {c: f"eager.nn.{family}" for c in classes}

@@ -3,6 +3,6 @@ eager.nn and re-exported here (so pickles, safe_globals lists and isinstance che
 name torch.nn.modules.distance.<Class> find eager's class)."""
 from __future__ import annotations
 
-from ..shaping import CosineSimilarity, PairwiseDistance  # noqa: F401
+from ..distance import CosineSimilarity, PairwiseDistance  # noqa: F401
 
 __all__ = ["CosineSimilarity", "PairwiseDistance"]

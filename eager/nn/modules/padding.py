@@ -3,7 +3,7 @@ eager.nn and re-exported here (so pickles, safe_globals lists and isinstance che
 name torch.nn.modules.padding.<Class> find eager's class)."""
 from __future__ import annotations
 
-from ..shaping import (  # noqa: F401
+from ..padding import (  # noqa: F401
     CircularPad1d,
     CircularPad2d,
     ConstantPad1d,

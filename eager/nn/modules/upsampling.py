@@ -3,6 +3,6 @@ eager.nn and re-exported here (so pickles, safe_globals lists and isinstance che
 name torch.nn.modules.upsampling.<Class> find eager's class)."""
 from __future__ import annotations
 
-from ..shaping import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
+from ..resampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
 
 __all__ = ["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
