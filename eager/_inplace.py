@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _dispatch, _dtypes
+from . import _dispatch, _dtypes, _tensor
 from . import _functional as F
 from ._device import cupy_module, is_writeable
 from ._grad_mode import STATE, no_grad
@@ -126,6 +126,8 @@ def write(self: Tensor, arr, name: str) -> None:
 def _rebase(t: Tensor, result: Tensor) -> None:
     t.grad_fn = result.grad_fn
     t._output_nr = result._output_nr
+    if t._requires_grad != result._requires_grad:  # a compiled entry that captured t re-checks it
+        _tensor.METADATA_VERSION[0] += 1
     t._requires_grad = result._requires_grad
 
 

@@ -36,6 +36,15 @@ _NONLEAF_GRAD_WARNING = (
 )
 
 
+METADATA_VERSION = [0]
+"""Bumped by every change of an existing tensor's metadata made through eager's API: its
+data rebound (`.data =`), requires_grad set (the setter, requires_grad_(), detach_(), an
+in-place op that gives a leaf a history), each only when the value changes. A compiled entry
+(static.entry) that found its captured tensors as traced at some version skips re-reading
+their shapes, dtypes and requires_grad while the version has not moved. A fresh tensor
+(an op's result, a factory's) does not bump it: no entry captured it yet."""
+
+
 class Tensor(TensorMetadata, TensorAPI):
     """A multi-dimensional array with autograd.
 
@@ -116,6 +125,8 @@ class Tensor(TensorMetadata, TensorAPI):
             raise RuntimeError(_leaf_only_message(bool(value)))
         if value and self._data.dtype.kind not in "fc":
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if self._requires_grad is not bool(value):
+            METADATA_VERSION[0] += 1
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
@@ -225,6 +236,8 @@ class Tensor(TensorMetadata, TensorAPI):
         if self._view is not None:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self.grad_fn = None
+        if self._requires_grad:
+            METADATA_VERSION[0] += 1
         self._requires_grad = False
         return self
 
@@ -242,6 +255,7 @@ class Tensor(TensorMetadata, TensorAPI):
             handler(self, value)
             return
         self._data = value._data
+        METADATA_VERSION[0] += 1
 
     # -- conversion ---------------------------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -495,6 +509,8 @@ def _set_requires_grad(t: Tensor, value: bool) -> None:
     """The check of constructors and requires_grad_() (PyTorch's capitalised message)."""
     if value and t._data.dtype.kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    if t._requires_grad is not bool(value):
+        METADATA_VERSION[0] += 1
     t._requires_grad = bool(value)
 
 

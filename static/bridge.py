@@ -10,7 +10,7 @@ import numpy as np
 
 import eager
 from eager._grad_mode import STATE
-from eager._tensor import Tensor
+from eager._tensor import METADATA_VERSION, Tensor
 
 from . import pytree
 from .tracing import TraceResult
@@ -157,6 +157,8 @@ def rebase(target: Tensor, result: Tensor) -> None:
     update, as an eager in-place op moves its result's grad_fn onto the tensor."""
     target.grad_fn = result.grad_fn
     target._output_nr = result._output_nr
+    if target._requires_grad != result._requires_grad:  # an entry that captured it must re-check it
+        METADATA_VERSION[0] += 1
     target._requires_grad = result._requires_grad
 
 

@@ -16,7 +16,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from eager._tensor import Tensor
+from eager._tensor import METADATA_VERSION, Tensor
 from eager.nn.module import structure_version
 
 from . import guards, trace_cache
@@ -91,6 +91,15 @@ class Entry:
         self._other_guards = [g for g in trace.guards if not _module_guard(g)] + [
             g.class_snapshot for g in trace.guards if _module_guard(g) and g.class_snapshot is not None]
         self._checked_at = -1  # the structure version of the last full check (invalid())
+        # eager's tensor metadata version (eager._tensor.METADATA_VERSION) at the last check that
+        # read every captured tensor: while it has not moved, no captured tensor changed shape,
+        # dtype or requires_grad, and the per-tensor pass is skipped. Only where nothing but a
+        # source re-read swaps the captured objects (the call's own preparation may put a .grad
+        # it finds there: static.training's rereads and arg_grads), so that every object the
+        # skipped pass would read is one the last full pass read.
+        self._meta_at = -1
+        prep = trace.prepare
+        self._versioned = self._vector_check and (prep is None or not (prep.rereads or prep.arg_grads))
         self.n_captured = len(trace.captured)
         self.checks = bool(trace.captured or trace.guards)  # anything to re-check on a cached call
         self.eager_reason = _overlap_with_update(key, trace) or trace.refused
@@ -161,18 +170,30 @@ class Entry:
         trace = self.trace
         version = structure_version()
         quick = version == self._checked_at
+        meta = METADATA_VERSION[0]
         if trace.captured:
             sources = self._other_sources if quick else trace.sources
-            if sources and not refresh_sources(trace, sources):
-                return "a captured tensor changed shape, dtype or kind"
-            if self._vector_check and all(map(isinstance, objs := list(map(_FIRST, trace.captured)),
+            if quick and meta == self._meta_at and self._versioned:
+                # no tensor metadata changed since every captured tensor was read: only a
+                # source now holding another tensor needs the per-tensor pass
+                swapped = _swap_sources(trace, sources) if sources else False
+                if swapped is None:
+                    return "a captured tensor changed shape, dtype or kind"
+                skip = not swapped
+            else:
+                if sources and not refresh_sources(trace, sources):
+                    return "a captured tensor changed shape, dtype or kind"
+                skip = False
+            captured: list = []
+            if skip:
+                pass
+            elif self._vector_check and all(map(isinstance, objs := list(map(_FIRST, trace.captured)),
                                                itertools.repeat(Tensor))):
                 datas = list(map(_DATA, objs))
                 if list(map(_SHAPE, datas)) != self._shapes or list(map(_DTYPE, datas)) != self._dtypes:
                     return "a captured tensor changed shape or dtype"
                 if list(map(_REQUIRES_GRAD, objs)) != self._grads:
                     return "which captured tensors require grad changed"
-                captured: list = []
             else:
                 captured = trace.captured
             for (o, _), (shape, dtype, grad) in zip(captured, self._captured_state):
@@ -186,7 +207,24 @@ class Entry:
             if reason is not None:
                 return reason
         self._checked_at = version
+        self._meta_at = meta
         return None
+
+
+def _swap_sources(trace: TraceResult, sources: list) -> bool | None:
+    """`refresh_sources`, saying also whether a source now holds another object (True: the
+    captured tensors must be read again) or no longer fits (None)."""
+    captured = trace.captured
+    if all(_holds(captured[i][0], getter) for i, getter in sources):
+        return False
+    return True if refresh_sources(trace, sources) else None
+
+
+def _holds(obj, getter) -> bool:
+    try:
+        return getter() is obj
+    except Exception:  # noqa: BLE001  (the name went away: refresh_sources keeps what was traced)
+        return True
 
 
 _FIRST = operator.itemgetter(0)

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._device import xp_of_array
 from .._grad_mode import no_grad
-from .._tensor import Tensor
+from .._tensor import METADATA_VERSION, Tensor
 from ..nn.module import _clear_grad
 
 
@@ -84,6 +84,8 @@ class FlatState:
                 state[name] = Tensor._make(view)
                 continue
             view[...] = t._data
+            if t._data.dtype != view.dtype or t._data.shape != view.shape:
+                METADATA_VERSION[0] += 1  # a compiled step that captured t re-checks it (static.entry)
             t._data = view
             t._vc[0] += 1
 

@@ -1,0 +1,173 @@
+"""The version fast path of a compiled step's checks (static.entry: a cached call skips
+re-reading its captured tensors while eager's tensor metadata version has not moved) never
+hides a change: each mutation made between two compiled calls of a training step is still
+seen (a retrace, or the numbers eager gives), in both the NumPy and the native backend."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eager
+import eager.nn.functional as F
+import static
+from eager import nn
+from eager._tensor import METADATA_VERSION
+
+BACKENDS = ["numpy", "native"]
+
+
+def _native_ok(backend: str) -> None:
+    """(The native backend raises static.BackendError where no C++ compiler answers.)"""
+
+
+def _setup(momentum: float = 0.9):
+    eager.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))
+    opt = eager.optim.SGD(model.parameters(), lr=0.05, momentum=momentum)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return model, opt, step
+
+
+def _pair(backend: str):
+    """Two identical setups: one compiled, one eager, each stepped into the steady state."""
+    _native_ok(backend)
+    em, eo, estep = _setup()
+    cm, co, cstep = _setup()
+    compiled = static.compile(cstep, backend=backend)
+    x, y = eager.randn(5, 4), eager.randn(5, 3)
+    for _ in range(3):
+        a, b = estep(x, y), compiled(x, y)
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+    entry = compiled._last_entry
+    assert entry is not None and entry._versioned and entry._meta_at == METADATA_VERSION[0]
+    return (em, eo, estep), (cm, co, compiled), x, y
+
+
+def _agree(eager_side, compiled_side, x, y, steps: int = 3) -> None:
+    (em, _, estep), (cm, _, compiled) = eager_side, compiled_side
+    for _ in range(steps):
+        a, b = estep(x, y), compiled(x, y)
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+    for p, q in zip(em.parameters(), cm.parameters()):
+        assert p.dtype == q.dtype and p.requires_grad == q.requires_grad
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_steady_calls_stay_on_the_fast_path(backend):
+    e, c, x, y = _pair(backend)
+    compiled = c[2]
+    entry = compiled._last_entry
+    _agree(e, c, x, y)  # eager's steps (zero_grad outside a trace included) leave it alone too
+    version = METADATA_VERSION[0]
+    x2, y2 = eager.randn(5, 4), eager.randn(5, 3)
+    for _ in range(3):
+        c[1].zero_grad()
+        compiled(x2, y2)
+    assert METADATA_VERSION[0] == version  # the compiled calls' own writes do not move it
+    assert entry._meta_at == version and compiled.retraces == []
+
+
+def _requires_grad_off(model):
+    model[0].weight.requires_grad = False
+
+
+def _requires_grad_off_method(model):
+    model[2].bias.requires_grad_(False)
+
+
+def _detach_in_place(model):
+    model[0].bias.detach_()
+
+
+def _data_other_dtype(model):
+    w = model[2].weight
+    w.data = w.data.double()
+
+
+def _data_same_dtype(model):
+    w = model[0].weight
+    w.data = w.data * 0.5
+
+
+MUTATIONS = [_requires_grad_off, _requires_grad_off_method, _detach_in_place, _data_other_dtype, _data_same_dtype]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mutate", MUTATIONS, ids=lambda f: f.__name__.strip("_"))
+def test_metadata_mutation_between_calls_is_seen(backend, mutate):
+    e, c, x, y = _pair(backend)
+    before = METADATA_VERSION[0]
+    mutate(e[0])
+    mutate(c[0])
+    assert METADATA_VERSION[0] > before  # the mutator bumped the version: the next call reads every tensor
+    if mutate is _data_other_dtype:
+        # eager refuses a float64 weight against float32 activations; the compiled step must
+        # not run its float32 graph on it: it retraces and refuses the same way
+        with pytest.raises(RuntimeError, match="dtype"):
+            e[2](x, y)
+        with pytest.raises(RuntimeError, match="dtype"):
+            c[2](x, y)
+    else:
+        _agree(e, c, x, y)
+    if mutate in (_requires_grad_off, _requires_grad_off_method, _detach_in_place):
+        assert c[2].retraces  # which tensors require grad changed: a new trace
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_grad_rebind_and_in_place_history(backend):
+    e, c, x, y = _pair(backend)
+    for m in (e[0], c[0]):  # a .grad slot is not a captured tensor's metadata: guarded elsewhere
+        p = m[0].weight
+        p.grad = eager.full_like(p, 3.0)
+    _agree(e, c, x, y)
+    # an in-place op giving a leaf that did not require grad a history changes its requires_grad
+    t = eager.zeros(3)
+    w = eager.ones(3, requires_grad=True)
+    before = METADATA_VERSION[0]
+    t.add_(w)
+    assert t.requires_grad and METADATA_VERSION[0] > before
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_global_tensor_rebound_is_reread(backend):
+    """A tensor named by a global is re-read at every call even on the fast path: rebinding
+    the name to a tensor that requires grad (or not) is seen."""
+    _native_ok(backend)
+    g = {"W": eager.ones(3, 3)}
+    exec("def f(x):\n    return (x @ W).sum()\n", g)
+    f = g["f"]
+    compiled = static.compile(f, backend=backend)
+    x = eager.randn(2, 3)
+    for _ in range(3):
+        np.testing.assert_allclose(compiled(x).detach().numpy(), f(x).detach().numpy(), rtol=1e-6)
+    g["W"] = eager.full((3, 3), 2.0)
+    np.testing.assert_allclose(compiled(x).detach().numpy(), f(x).detach().numpy(), rtol=1e-6)
+    g["W"] = eager.full((3, 3), 3.0, requires_grad=True)
+    out, ref = compiled(x), f(x)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
+    assert out.requires_grad == ref.requires_grad
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_optimizer_and_module_changes_still_seen(backend):
+    """Python state the fast path does not version (param groups, optimizer state, modules)
+    is still checked on every call."""
+    e, c, x, y = _pair(backend)
+    for _, opt, _ in (e, c):
+        opt.param_groups[0]["momentum"] = 0.5
+    _agree(e, c, x, y)
+    for _, opt, _ in (e, c):
+        for s in opt.state.values():
+            s["momentum_buffer"].zero_()
+    _agree(e, c, x, y)
+    e[0][1] = nn.ReLU()
+    c[0][1] = nn.ReLU()
+    _agree(e, c, x, y)
