@@ -222,3 +222,6 @@ from .serialization import load, save  # noqa: E402,F401
 from . import sparse  # noqa: E402,F401  (sparse COO tensors)
 from .sparse import layout, sparse_coo, sparse_coo_tensor, strided  # noqa: E402,F401
 from .sparse import spmm  # noqa: E402,F401
+
+from ._out import install as _install_out  # noqa: E402
+_install_out(globals())  # torch.<fn>(..., out=t) for the functions PyTorch gives out= (eager._out)

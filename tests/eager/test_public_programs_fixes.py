@@ -343,3 +343,52 @@ def test_einsum_sublist_form_and_inference_mode_as_pytorch() -> None:
 
         y, on = bare(w)
         assert on is True and y.requires_grad is False and lib.is_inference_mode_enabled() is False
+
+
+def test_out_keyword_of_torch_functions_as_pytorch() -> None:
+    # the tensors tutorial: torch.matmul(tensor, tensor.T, out=y3); torch.mul(tensor, tensor, out=z3)
+    torch = _torch()
+    import warnings
+
+    import numpy as np
+
+    for lib in (torch, eager):
+        a = lib.arange(6.0).reshape(2, 3)
+        y = lib.empty(2, 2)
+        r = lib.matmul(a, a.T, out=y)
+        assert r is y and np.array_equal(y.numpy(), (a @ a.T).numpy())
+        z = lib.zeros(2, 3)
+        assert lib.mul(a, a, out=z) is z and z[1, 2].item() == 25.0
+        i = lib.zeros(2, dtype=lib.int64)
+        lib.add(lib.tensor([1, 2]), 3, out=i)
+        assert i.tolist() == [4, 5]
+        f = lib.zeros(3, dtype=lib.float64)
+        lib.sum(a, 0, out=f)
+        assert f.tolist() == [3.0, 5.0, 7.0] and f.dtype == lib.float64
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+            lib.add(lib.ones(2), 1.5, out=lib.zeros(2, dtype=lib.int64))
+        with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+            lib.mul(lib.ones(2, requires_grad=True), 2, out=lib.zeros(2))
+        with lib.no_grad():
+            lib.mul(lib.ones(2, requires_grad=True), 2, out=lib.zeros(2))
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            w = lib.zeros(5)
+            lib.cat([lib.ones(2), lib.ones(2)], out=w)
+        assert tuple(w.shape) == (4,) and any("was resized" in str(m.message) for m in seen)
+        e = lib.empty(0)
+        lib.stack([lib.ones(2), lib.zeros(2)], out=e)
+        assert tuple(e.shape) == (2, 2)
+
+
+def test_cross_entropy_checks_in_pytorchs_order() -> None:
+    torch = _torch()
+    for lib in (torch, eager):
+        F = lib.nn.functional
+        with pytest.raises(ValueError, match=r"Expected input batch_size \(2\) to match target batch_size \(3\)"):
+            F.cross_entropy(lib.ones(2, 3), lib.tensor([0.0, 1.0, 2.0]))  # float, not the input's shape: indices
+        with pytest.raises(ValueError, match="Expected input batch_size"):
+            F.nll_loss(lib.ones(2, 3), lib.tensor([0.0, 1.0, 2.0]))
+        with pytest.raises(RuntimeError):
+            F.cross_entropy(lib.ones(2, 3), lib.tensor([0.0, 1.0]))
+        assert abs(F.cross_entropy(lib.zeros(2, 3), lib.full((2, 3), 1 / 3)).item() - 1.0986123) < 1e-5

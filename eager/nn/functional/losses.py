@@ -60,13 +60,13 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore
 
 
 def _nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str) -> Tensor:
+    logp, flat_target, out_shape = _classes_last(input, target)
+    if logp.shape[0] != flat_target.shape[0]:  # (checked before the dtype, as PyTorch does)
+        raise ValueError(f"Expected input batch_size ({logp.shape[0]}) to match target batch_size "
+                         f"({flat_target.shape[0]}).")
     if target.is_floating_point():
         raise RuntimeError(f"expected scalar type Long but found {target.dtype.name}: nll_loss takes class "
                            "indices (pass class probabilities to cross_entropy instead)")
-    logp, flat_target, out_shape = _classes_last(input, target)
-    if logp.shape[0] != flat_target.shape[0]:
-        raise ValueError(f"Expected input batch_size ({logp.shape[0]}) to match target batch_size "
-                         f"({flat_target.shape[0]}).")
     n_classes = logp.shape[1]
     valid = flat_target != ignore_index
     safe_target = _F.where(valid, flat_target, 0)
@@ -113,10 +113,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
     if _fused_losses.eligible(input, target, weight, ignore_index, reduction, label_smoothing):
         return _fused_losses.NllLossFunction.apply(logp, target, reduction)  # one node (nn/_fused_losses.py)
     n_classes = input.shape[class_dim]
-    if target.is_floating_point():
-        if tuple(target.shape) != tuple(input.shape):
-            raise RuntimeError(f"cross_entropy: class-probability targets must have the input's shape "
-                               f"{tuple(input.shape)}, got {tuple(target.shape)}")
+    # class probabilities only where the target has the input's shape; otherwise the target is
+    # one of class indices, whose checks (batch size: ValueError; dtype, rank) speak, as PyTorch's
+    if target.is_floating_point() and tuple(target.shape) == tuple(input.shape):
         if label_smoothing:
             target = target * (1.0 - label_smoothing) + label_smoothing / n_classes
         per_class = logp * target if weight is None else logp * target * _class_view(weight, input.ndim)
