@@ -171,9 +171,13 @@ class Entry:
         version = structure_version()
         quick = version == self._checked_at
         meta = METADATA_VERSION[0]
+        fast = quick and meta == self._meta_at and self._versioned
+        # set again only when every check passes: a failed check may have swapped a source's
+        # new tensor into the captured list, which must be read again next time
+        self._meta_at = -1
         if trace.captured:
             sources = self._other_sources if quick else trace.sources
-            if quick and meta == self._meta_at and self._versioned:
+            if fast:
                 # no tensor metadata changed since every captured tensor was read: only a
                 # source now holding another tensor needs the per-tensor pass
                 swapped = _swap_sources(trace, sources) if sources else False

@@ -171,3 +171,30 @@ def test_optimizer_and_module_changes_still_seen(backend):
     e[0][1] = nn.ReLU()
     c[0][1] = nn.ReLU()
     _agree(e, c, x, y)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_failed_check_is_not_remembered(backend):
+    """A global rebound to a tensor made by an op (no version bump) that requires grad fails
+    the entry's check; asked again (the entry kept for alternating states), the entry must
+    not pass on the strength of the swap the failed check made."""
+    _native_ok(backend)
+    g = {"W": eager.ones(3, 3)}
+    exec("def f(x):\n    return (x @ W).sum()\n", g)
+    f = g["f"]
+    compiled = static.compile(f, backend=backend)
+    x = eager.randn(2, 3)
+    w0 = eager.ones(3, 3, requires_grad=True)  # (made first: making it moves the version)
+    for _ in range(3):
+        compiled(x)
+    entry = compiled._last_entry
+    assert entry._meta_at == METADATA_VERSION[0]
+    before = METADATA_VERSION[0]
+    g["W"] = w0 * 2.0  # an op's result: no metadata bump
+    assert METADATA_VERSION[0] == before
+    assert entry.invalid() is not None
+    assert entry.invalid() is not None  # asked again: still refused
+    out = compiled(x)
+    assert out.requires_grad
+    out.backward()
+    np.testing.assert_allclose(w0.grad.numpy(), np.full((3, 3), 2.0 * x.numpy().sum(0)[:, None]), rtol=1e-5)
