@@ -667,7 +667,7 @@ def _make_first_state(state: TraceState, opt) -> None:
                 continue
             made = opt._initial_state(p, group)
             if made:  # None: the update makes it from the gradient, in the graph; {}: no state
-                opt.state[p] = made
+                opt.state[p] = made = _optimizer.StateDict(made)  # (versioned: OptimizerStateGuard)
                 state.on_failure.append(functools.partial(_forget_state, opt, p, made))
 
 
@@ -871,7 +871,7 @@ class OptimizerStateGuard:
     """The `StateGuard`s of one optimizer step, checked in one loop (a call checks them all:
     one Python call per parameter was most of a 50-parameter step's guard cost)."""
 
-    __slots__ = ("opt", "guards", "items", "fast", "state", "keys", "dicts", "flat_keys", "flat_values")
+    __slots__ = ("opt", "guards", "items", "fast", "state", "keys", "dicts", "flat_keys", "flat_values", "version")
 
     def __init__(self, opt, guards: list) -> None:
         self.opt, self.guards = opt, guards
@@ -888,11 +888,29 @@ class OptimizerStateGuard:
         live = [d for d in self.dicts if d]
         self.flat_keys = list(itertools.chain.from_iterable(live))
         self.flat_values = list(itertools.chain.from_iterable(map(dict.values, live)))
+        self.version = -1  # eager.optim's OPTIMIZER_VERSION when the check last passed (-1: never)
 
     def changed(self) -> str | None:
-        """The same state dicts holding the same keys and tensors, compared with C-level loops
-        (map, chain: a 50-parameter step in a few microseconds); on any difference, each
-        parameter's own guard says what changed (or that nothing that matters did)."""
+        """None while the optimizer's state is as the step found it: the same state dicts
+        holding the same keys and tensors.
+
+        While eager.optim's OPTIMIZER_VERSION has not moved since the last check that passed
+        (and every state dict then was an eager.optim StateDict, which moves it on any change,
+        as rebinding `opt.state` does), nothing was replaced: no dict is read. Otherwise they
+        are compared with C-level loops (map, chain); on any difference, each parameter's own
+        guard says what changed (or that nothing that matters did)."""
+        if self.version == _optimizer.OPTIMIZER_VERSION[0]:
+            return None
+        version = _optimizer.OPTIMIZER_VERSION[0]
+        self.version = -1
+        why = self._compare()
+        if why is None:
+            state = self.opt.state
+            if type(state) is _optimizer.StateDict and all(type(d) is _optimizer.StateDict for d in state.values()):
+                self.version = version
+        return why
+
+    def _compare(self) -> str | None:
         state = self.opt.state
         if self.fast and state is self.state and len(state) == len(self.keys):
             dicts = list(state.values())

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _dtypes
 from .._functional import maximum, where
-from .optimizer import Optimizer, filled_like
+from .optimizer import Optimizer, StateDict, filled_like
 
 
 def _check(name: str, value: float, low: float = 0.0) -> None:
@@ -107,7 +107,7 @@ class Adagrad(Optimizer):
                                       **_kernel_choices(foreach=foreach, differentiable=differentiable, fused=fused)))
         for group in self.param_groups:  # PyTorch creates the accumulators at construction
             for p in group["params"]:
-                self.state[p] = self._initial_state(p, group)
+                self.state[p] = StateDict(self._initial_state(p, group))
 
     def _initial_state(self, p, group: dict) -> dict:
         return {"step": 0, "sum": filled_like(p, group["initial_accumulator_value"])}

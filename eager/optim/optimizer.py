@@ -158,6 +158,52 @@ class _TraceHook:
 
 TRACE_HOOK = _TraceHook()
 
+OPTIMIZER_VERSION = [0]
+"""Bumped by every change of an optimizer's `state` (the attribute rebound, an entry of a
+`StateDict` set or removed). A compiled training step (static.training's
+OptimizerStateGuard) re-reads the state dicts it depends on only after it moved."""
+
+
+class StateDict(dict):
+    """A dict that counts its changes in OPTIMIZER_VERSION: an optimizer's `state` and each
+    parameter's state dict, so that a compiled step need not compare some hundred state
+    entries on every call to know that none was replaced. Otherwise a plain dict."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key, value) -> None:
+        OPTIMIZER_VERSION[0] += 1
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key) -> None:
+        OPTIMIZER_VERSION[0] += 1
+        dict.__delitem__(self, key)
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            OPTIMIZER_VERSION[0] += 1
+        return dict.setdefault(self, key, default)
+
+    def pop(self, *args):
+        OPTIMIZER_VERSION[0] += 1
+        return dict.pop(self, *args)
+
+    def popitem(self):
+        OPTIMIZER_VERSION[0] += 1
+        return dict.popitem(self)
+
+    def clear(self) -> None:
+        OPTIMIZER_VERSION[0] += 1
+        dict.clear(self)
+
+    def update(self, *args, **kwargs) -> None:
+        OPTIMIZER_VERSION[0] += 1
+        dict.update(self, *args, **kwargs)
+
+    def __ior__(self, other):
+        OPTIMIZER_VERSION[0] += 1
+        return dict.__ior__(self, other)
+
 
 class Optimizer:
     """Holds `param_groups` (dicts with 'params' and hyper-parameters) and `state` (per
@@ -165,7 +211,7 @@ class Optimizer:
 
     def __init__(self, params: Iterable[Any], defaults: dict) -> None:
         self.defaults = defaults
-        self.state: dict = {}
+        self.state: dict = StateDict()
         self._flat: dict[int, FlatState] = {}  # id(group) -> its multi-tensor layout (FlatState)
         self.param_groups: list[dict] = []
         if isinstance(params, Tensor):
@@ -178,6 +224,11 @@ class Optimizer:
             groups = [{"params": groups}]
         for group in groups:
             self.add_param_group(group)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "state":  # a compiled step that read the old state dict re-reads it
+            OPTIMIZER_VERSION[0] += 1
+        object.__setattr__(self, name, value)
 
     def add_param_group(self, param_group: dict) -> None:
         """Add a group (e.g. layers with their own lr); unset options take the defaults."""
@@ -244,7 +295,7 @@ class Optimizer:
             made = self._initial_state(p, group)
             if made is None:
                 raise NotImplementedError(f"{type(self).__name__}._initial_state gives no state for its first step")
-            state = self.state[p] = made
+            state = self.state[p] = StateDict(made)
         return state
 
     def _flat_state(self, group: dict, params: list, arrays: list, dtype: np.dtype, names: tuple,
@@ -309,11 +360,11 @@ class Optimizer:
                                  "optimizer's group")
             params.extend(zip(saved["params"], mine["params"]))
         by_index = dict(params)
-        self.state = {}
+        self.state = StateDict()
         for i, s in state_dict["state"].items():
             p = by_index[i]
-            self.state[p] = {k: (v.clone().to(p.device) if isinstance(v, Tensor) else copy.deepcopy(v))
-                             for k, v in s.items()}
+            self.state[p] = StateDict({k: (v.clone().to(p.device) if isinstance(v, Tensor) else copy.deepcopy(v))
+                                       for k, v in s.items()})
         for mine, saved in zip(self.param_groups, groups):
             mine.update({k: v for k, v in saved.items() if k != "params"})
 

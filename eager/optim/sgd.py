@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .adam import _quiet_numpy
-from .optimizer import Optimizer, bump_versions, foreach_arrays, required
+from .optimizer import Optimizer, StateDict, bump_versions, foreach_arrays, required
 
 
 class SGD(Optimizer):
@@ -69,7 +69,7 @@ class SGD(Optimizer):
         first = False
         if momentum != 0:
             names = ("momentum_buffer",)
-            states = [self.state.setdefault(p, {}) for p in params]
+            states = [self.state.setdefault(p, StateDict()) for p in params]
             have = sum(st.get("momentum_buffer") is not None for st in states)
             if have not in (0, len(states)):
                 return False
@@ -105,7 +105,7 @@ class SGD(Optimizer):
             if weight_decay != 0:
                 g = g.add(p, alpha=weight_decay)
             if momentum != 0:
-                state = self.state.setdefault(p, {})
+                state = self.state.setdefault(p, StateDict())
                 buf = state.get("momentum_buffer")
                 if buf is None:
                     buf = state["momentum_buffer"] = g.clone()

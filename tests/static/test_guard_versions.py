@@ -198,3 +198,60 @@ def test_failed_check_is_not_remembered(backend):
     assert out.requires_grad
     out.backward()
     np.testing.assert_allclose(w0.grad.numpy(), np.full((3, 3), 2.0 * x.numpy().sum(0)[:, None]), rtol=1e-5)
+
+
+def _replace_buffer(opt):
+    p = opt.param_groups[0]["params"][0]
+    opt.state[p]["momentum_buffer"] = opt.state[p]["momentum_buffer"] * 0.25
+
+
+def _drop_state(opt):
+    del opt.state[opt.param_groups[0]["params"][1]]
+
+
+def _clear_state_dict(opt):
+    opt.state[opt.param_groups[0]["params"][2]].clear()
+
+
+def _load_state(opt):
+    saved = opt.state_dict()
+    for s in saved["state"].values():
+        s["momentum_buffer"] = s["momentum_buffer"] * 0.5
+    opt.load_state_dict(saved)
+
+
+def _rebind_state(opt):
+    from eager.optim.optimizer import StateDict  # noqa: PLC0415
+
+    opt.state = StateDict({p: StateDict({"momentum_buffer": s["momentum_buffer"] * 2.0}) for p, s in opt.state.items()})
+
+
+def _plain_dict_state(opt):
+    p = opt.param_groups[0]["params"][3]
+    opt.state[p] = {"momentum_buffer": opt.state[p]["momentum_buffer"] * 3.0}  # a plain dict: never versioned
+
+
+STATE_MUTATIONS = [_replace_buffer, _drop_state, _clear_state_dict, _load_state, _rebind_state, _plain_dict_state]
+
+
+def _state_guards(compiled):
+    from static.training import OptimizerStateGuard  # noqa: PLC0415
+
+    return [g for g in compiled._last_entry.trace.guards if isinstance(g, OptimizerStateGuard)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mutate", STATE_MUTATIONS, ids=lambda f: f.__name__.strip("_"))
+def test_optimizer_state_mutation_between_calls_is_seen(backend, mutate):
+    from eager.optim.optimizer import OPTIMIZER_VERSION  # noqa: PLC0415
+
+    e, c, x, y = _pair(backend)
+    guards = _state_guards(c[2])
+    assert guards and all(g.version == OPTIMIZER_VERSION[0] for g in guards)  # the steady loop skips them
+    before = OPTIMIZER_VERSION[0]
+    mutate(e[1])
+    mutate(c[1])
+    assert OPTIMIZER_VERSION[0] > before
+    _agree(e, c, x, y)
+    if mutate is _plain_dict_state:  # a plain dict in the state: the dicts are compared on every call
+        assert all(g.version == -1 for g in _state_guards(c[2]))
