@@ -1,5 +1,5 @@
 """What the two C targets share when they emit a fused region: the CuPy backend's CUDA
-kernels (cupy_gen.py) and the native backend's C++ functions (native_gen.py).
+kernels (cupy_gen.py) and the native backend's C++ functions (native_gen).
 
 - `KernelBody`: one C statement per IR op of a pointwise chain, from the op's one C
   expression (`CupyLowering.expr`) over the target-neutral helpers of c_helpers.py. Each

@@ -22,7 +22,8 @@ import codegen
 import eager
 import static
 from codegen import loader, native_build, runtime
-from codegen.native_gen import NativeModule, compose_index, index_expr
+from codegen.native_gen.driver import NativeModule
+from codegen.native_gen.indexing import compose_index, index_expr
 
 sys.path.insert(0, str(Path(__file__).parent))
 import gm_workloads as W  # noqa: E402
@@ -800,7 +801,7 @@ func @rows(%x: f32[ROWS,10], %m: f32[ROWS,1]) -> (f32[ROWS,10], f32[]) {
 def test_index_arithmetic_is_int_where_the_space_fits_and_64_bit_beyond():
     """A row-broadcast operand is read at i / 10. Loops over fewer than 2**31 elements use
     int indices (a vectorizable multiply-high on AVX2), bigger ones long long."""
-    from codegen.native_gen import INT_INDEX_MAX, index_type  # noqa: PLC0415
+    from codegen.native_gen.indexing import INT_INDEX_MAX, index_type  # noqa: PLC0415
 
     assert index_type(INT_INDEX_MAX) == ("int", "") and index_type(INT_INDEX_MAX + 1) == ("long long", "LL")
     small = NativeModule(static.parse_ir(_ROW_BROADCAST.replace("ROWS", "256"))).source()[1]
@@ -818,7 +819,7 @@ def test_index_arithmetic_is_int_where_the_space_fits_and_64_bit_beyond():
 def _assembly(ir_text: str, name: str) -> str:
     """The assembly the backend's compiler, with the backend's flags, makes of the native
     module generated for `ir_text` (to check which instructions the loops became)."""
-    from codegen.native_gen import NativeModule  # noqa: PLC0415
+    from codegen.native_gen.driver import NativeModule  # noqa: PLC0415
 
     tc = native_build.toolchain()
     c = NativeModule(static.parse_ir(ir_text)).source()[1]
@@ -1297,7 +1298,7 @@ def test_broadcast_operands_loop_by_rows_without_divisions(dt, dims):
 
 def test_short_rows_keep_the_flat_loop():
     """A last axis shorter than ROW_MIN keeps one flat loop."""
-    from codegen.native_gen import ROW_MIN  # noqa: PLC0415
+    from codegen.native_gen.indexing import ROW_MIN  # noqa: PLC0415
 
     short = _ROWS_IR.replace("DT", "f32").replace("A", "4").replace("B", "6").replace("C,", f"{ROW_MIN - 1},")
     short = short.replace("[C]", f"[{ROW_MIN - 1}]").replace(",C]", f",{ROW_MIN - 1}]")

@@ -11,7 +11,7 @@ import codegen
 import eager
 import static
 from codegen import native_build
-from codegen.native_gen import small_batched_matmul
+from codegen.native_gen.matmul import small_batched_matmul
 
 pytestmark = pytest.mark.skipif(not native_build.availability()[0],
                                 reason=f"no C++ compiler: {native_build.availability()[1]}")

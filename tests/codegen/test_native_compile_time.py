@@ -12,7 +12,7 @@ import pytest
 import eager
 import static
 from codegen import native_build, runtime
-from codegen.native_gen import one_team, same_code
+from codegen.native_gen.function import one_team, same_code
 
 pytestmark = pytest.mark.skipif(not native_build.availability()[0],
                                 reason=f"no C++ compiler: {native_build.availability()[1]}")

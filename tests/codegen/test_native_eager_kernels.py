@@ -12,7 +12,7 @@ import pytest
 import eager
 import static
 from codegen import native_build
-from codegen.native_gen import eager_kernel_call
+from codegen.native_gen.driver import eager_kernel_call
 from eager.nn import functional as F
 from static.ir import parse_ir
 
