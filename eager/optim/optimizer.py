@@ -200,7 +200,7 @@ class StateDict(dict):
         OPTIMIZER_VERSION[0] += 1
         dict.update(self, *args, **kwargs)
 
-    def __ior__(self, other):
+    def __ior__(self, other):  # type: ignore[misc]  # (dict's |=, counted: mypy wants __or__ to match)
         OPTIMIZER_VERSION[0] += 1
         return dict.__ior__(self, other)
 

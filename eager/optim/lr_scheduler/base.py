@@ -54,7 +54,7 @@ class _TrackedStep:
         opt = self._ref()
         if opt is None:
             raise RuntimeError("the optimizer of this step() no longer exists")
-        opt._opt_called = True  # type: ignore[attr-defined]
+        opt._opt_called = True
         return type(opt).step(opt, *args, **kwargs)
 
     def __reduce__(self) -> tuple:
