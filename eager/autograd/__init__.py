@@ -1,6 +1,7 @@
 """`eager.autograd`: backward/grad, custom Functions, gradient checks, anomaly mode."""
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from . import functional  # noqa: F401
@@ -67,8 +68,22 @@ GRAD_HOOK = _GradHook()
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
-         allow_unused: bool = False, materialize_grads: bool = False) -> tuple:
-    """The gradients of `outputs` with respect to `inputs`, returned rather than accumulated."""
+         only_inputs: bool = True, allow_unused: bool | None = None, is_grads_batched: bool = False,
+         materialize_grads: bool = False) -> tuple:
+    """The gradients of `outputs` with respect to `inputs`, returned rather than accumulated.
+    `only_inputs` is accepted and ignored, as PyTorch ignores it (WGAN-GP scripts pass it)."""
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use torch.autograd.backward.",
+                      FutureWarning, stacklevel=2)
+    if is_grads_batched:
+        raise NotImplementedError("autograd.grad(is_grads_batched=True): batched gradients are not supported here; "
+                                  "call grad once per grad_outputs row, or use eager.func.vmap over a function "
+                                  "that calls grad")
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    allow_unused = bool(allow_unused or materialize_grads)
     outputs, inputs = _as_list(outputs), _as_list(inputs)
     if GRAD_HOOK.fn is not None and any(hasattr(type(o), "__graphmode_inplace__") for o in outputs):
         # traced values (inside a compiled function): static records the gradients into the graph

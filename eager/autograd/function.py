@@ -136,6 +136,12 @@ class Function:
 
     vjp = backward
 
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """Overridden (PyTorch 2's style), forward takes no ctx and this saves what backward
+        needs from `inputs` (the apply arguments, a tuple) and `output`."""
+        raise NotImplementedError("setup_context is not implemented.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         from .._tensor import Tensor  # noqa: PLC0415
@@ -150,7 +156,11 @@ class Function:
             cls._ctx_class = ctx_cls  # type: ignore[attr-defined]  # a cache set on each subclass
         ctx = ctx_cls(cls, args)
         with no_grad():
-            raw = cls.forward(ctx, *args, **kwargs)
+            if cls.setup_context is not Function.setup_context:  # forward without ctx, then setup_context
+                raw = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, raw)
+            else:
+                raw = cls.forward(ctx, *args, **kwargs)
         single = not isinstance(raw, tuple)
         outputs = (raw,) if single else raw
         record = STATE.enabled and any(ctx.needs_input_grad)

@@ -392,3 +392,33 @@ def test_cross_entropy_checks_in_pytorchs_order() -> None:
         with pytest.raises(RuntimeError):
             F.cross_entropy(lib.ones(2, 3), lib.tensor([0.0, 1.0]))
         assert abs(F.cross_entropy(lib.zeros(2, 3), lib.full((2, 3), 1 / 3)).item() - 1.0986123) < 1e-5
+
+
+def test_function_setup_context_style_and_grad_keywords_as_pytorch() -> None:
+    torch = _torch()
+    for lib in (torch, eager):
+        class Scale(lib.autograd.Function):
+            @staticmethod
+            def forward(x, k):
+                return x * k
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.k = inputs[1]
+                ctx.save_for_backward(output)
+
+            @staticmethod
+            def backward(ctx, g):
+                (out,) = ctx.saved_tensors
+                return g * ctx.k + 0 * out, None
+
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = Scale.apply(x, 3.0)
+        assert y.tolist() == [3.0, 6.0] and type(y.grad_fn).__name__ == "ScaleBackward"
+        (g,) = lib.autograd.grad(y.sum(), x, only_inputs=True)
+        assert g.tolist() == [3.0, 3.0]
+        z = lib.tensor([1.0], requires_grad=True)
+        (gz,) = lib.autograd.grad((x * 2).sum(), z, materialize_grads=True)
+        assert gz.tolist() == [0.0]
+        with pytest.raises(ValueError, match="Expected allow_unused to be True or not passed"):
+            lib.autograd.grad((x * 2).sum(), z, allow_unused=False, materialize_grads=True)
