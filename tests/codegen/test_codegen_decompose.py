@@ -28,7 +28,7 @@ FORWARD_CALLS = {"view_scatter", "prod_except_self", "embedding_backward", "unfo
                  # LAPACK (inverse, solve, determinant): the op's forward reports a singular matrix
                  "inv", "solve", "det",
                  # structured control flow: a Python loop around the body's own generated code
-                 "scan", "while_loop",
+                 "scan", "while_loop", "cond",
                  # Tensor.unfold's windows: a strided view of the operand
                  "windows"}
 
