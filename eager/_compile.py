@@ -8,6 +8,7 @@ static package is imported at the first call, not with eager, which it builds on
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -69,8 +70,11 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
                         f"{type(options).__name__}")
     if dynamic not in (None, True, False):
         raise TypeError(f"eager.compile: dynamic must be None, True or False, got {dynamic!r}")
-    if disable or backend in EAGER_BACKENDS:
+    if disable:
         return model if model is not None else (lambda fn: fn)
+    if backend in EAGER_BACKENDS:
+        # a module still comes back wrapped, as PyTorch's: its state_dict keys carry `_orig_mod.`
+        return _optimized(model, model) if _is_module(model) else model if model is not None else (lambda fn: fn)
     if model is None:  # @eager.compile(...) with options: the decorator
         return lambda fn: compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=counter or backend, mode=mode,
                                   options=options, disable=disable)
@@ -92,9 +96,23 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
         kwargs[name] = value
     try:
         made = _dynamo.register(static_compile(model, **kwargs))
-        return counter.attach(made) if counter is not None else made
+        made = counter.attach(made) if counter is not None else made
+        return _optimized(model, made) if _is_module(model) else made
     except TypeError as exc:
         if "unexpected option" in str(exc):
             raise TypeError(f"eager.compile: options: {exc} (PyTorch's inductor options have no counterpart "
                             "here)") from None
         raise
+
+
+def _is_module(obj: Any) -> bool:
+    """Whether `obj` is an eager.nn.Module (nn is loaded lazily: an object can be one only once it is)."""
+    module = sys.modules.get("eager.nn.module")
+    return module is not None and isinstance(obj, module.Module)
+
+
+def _optimized(mod: Any, compiled: Any) -> Any:
+    """torch.compile(module)'s result: an OptimizedModule holding the module as `_orig_mod`."""
+    from ._dynamo.eval_frame import OptimizedModule  # noqa: PLC0415  (loads nn, which a module's owner has)
+
+    return OptimizedModule(mod, compiled)

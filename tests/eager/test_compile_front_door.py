@@ -23,7 +23,9 @@ def test_a_compiled_module_gives_the_modules_results_and_gradients():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 8), nn.GELU(), nn.Linear(8, 2))
     compiled = torch.compile(model)
-    assert isinstance(compiled, static.Compiled)
+    # PyTorch's OptimizedModule: an nn.Module holding the module as _orig_mod, forward compiled
+    assert isinstance(compiled, nn.Module) and compiled._orig_mod is model
+    assert isinstance(compiled._compiled, static.Compiled)
     x = torch.randn(5, 3)
     expected = model(x)
     got = compiled(x)

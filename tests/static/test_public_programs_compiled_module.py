@@ -1,0 +1,103 @@
+"""`torch.compile(model)` in public programs: the result is PyTorch's OptimizedModule, an
+nn.Module holding the model as `_orig_mod`. Checkpoints saved from it carry the `_orig_mod.`
+prefix (nanoGPT strips it before loading into a plain model), `model = model.eval()` keeps
+the model compiled, attribute writes reach the model, and training through it matches eager
+on the NumPy and native backends."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eager
+import eager.nn.functional as F
+from eager import nn
+
+
+def _net(lib):
+    return lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.BatchNorm1d(4), lib.nn.ReLU(), lib.nn.Linear(4, 2))
+
+
+def test_state_dict_keys_and_names_carry_orig_mod_as_pytorchs():
+    torch = pytest.importorskip("torch")
+    ours, theirs = eager.compile(_net(eager)), torch.compile(_net(torch))
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert [n for n, _ in ours.named_buffers()] == [n for n, _ in theirs.named_buffers()]
+    assert type(ours).__name__ == type(theirs).__name__ == "OptimizedModule"
+    assert repr(ours).splitlines()[:2] == ["OptimizedModule(", "  (_orig_mod): Sequential("]
+
+
+def test_checkpoint_round_trip_with_the_prefix_stripped_as_nanogpt_does():
+    eager.manual_seed(0)
+    model = eager.compile(_net(eager))
+    model(eager.randn(5, 3))  # running stats move
+    sd = model.state_dict()
+    fresh = _net(eager)
+    with pytest.raises(RuntimeError, match="_orig_mod"):
+        fresh.load_state_dict(sd)  # PyTorch's error: unexpected keys with the prefix
+    unwanted = "_orig_mod."
+    fresh.load_state_dict({k[len(unwanted):] if k.startswith(unwanted) else k: v for k, v in sd.items()})
+    again = eager.compile(_net(eager))
+    again.load_state_dict(sd)  # the prefixed keys load into a compiled model
+    x = eager.randn(4, 3)
+    model.eval(), fresh.eval(), again.eval()
+    with eager.no_grad():
+        np.testing.assert_allclose(fresh(x).numpy(), model(x).numpy(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(again(x).numpy(), model(x).numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_mode_switches_return_the_compiled_module_and_reach_the_model():
+    raw = _net(eager)
+    model = eager.compile(raw)
+    assert model.eval() is model and not raw.training and not model.training
+    assert model.train() is model and raw.training
+    model.training = False  # a write of the mode reaches the model, as PyTorch's property does
+    assert not raw.training
+    raw.train()
+    assert model.training
+    model.flag = 3  # other attributes are the model's
+    assert raw.flag == 3 and model.flag == 3
+    assert model._orig_mod is raw and len(model) == 4
+    with pytest.raises(TypeError, match="not subscriptable"):  # as PyTorch's: only len() is passed on
+        model[0]
+    assert isinstance(model, nn.Module)
+    assert "explain" in dir(type(model._compiled)) and callable(model.explain)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_training_through_the_compiled_module_matches_eager_with_eval_switches(backend):
+    def run(compiled):
+        eager.manual_seed(0)
+        raw = _net(eager)
+        model = eager.compile(raw, backend=backend) if compiled else raw
+        opt = eager.optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.1)
+        losses = []
+        for step in range(5):
+            model = model.train()
+            x, y = eager.randn(6, 3), eager.randn(6, 2)
+            opt.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            opt.step()
+            losses.append(loss.item())
+            model = model.eval()
+            with eager.no_grad():
+                losses.append(model(x).sum().item())
+        return losses, [t.numpy().copy() for t in raw.state_dict().values()]
+
+    want, want_state = run(False)
+    got, got_state = run(True)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    for a, b in zip(got_state, want_state):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_eager_backend_and_disable_as_pytorchs():
+    raw = _net(eager)
+    wrapped = eager.compile(raw, backend="eager")
+    assert type(wrapped).__name__ == "OptimizedModule" and wrapped._orig_mod is raw
+    x = eager.randn(2, 3)
+    raw.eval()
+    np.testing.assert_array_equal(wrapped(x).detach().numpy(), raw(x).detach().numpy())
+    assert eager.compile(raw, disable=True) is raw
