@@ -72,7 +72,7 @@ def test_training_through_the_compiled_module_matches_eager_with_eval_switches(b
         model = eager.compile(raw, backend=backend) if compiled else raw
         opt = eager.optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.1)
         losses = []
-        for step in range(5):
+        for _ in range(5):
             model = model.train()
             x, y = eager.randn(6, 3), eager.randn(6, 2)
             opt.zero_grad()
