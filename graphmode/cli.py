@@ -32,153 +32,49 @@ Exit status (each means one thing):
     130  interrupted by Ctrl-C (what was measured by then is printed)
     141  the reader of stdout went away (`graphmode ir ... | head`)
 
---traceback shows Python's traceback."""
+--traceback shows Python's traceback.
+
+The workload a command measures and the sizes it is given are read by `graphmode.workload`;
+the ir, graph and cache commands are `graphmode.ir_commands`.
+"""
 from __future__ import annotations
 
 import argparse
 import functools
 import importlib
 import importlib.util
-import inspect
 import json
 import math
 import os
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from static.compare import compare, eager_reference, prepare_args, progress_steps, python_function
+from static.compare import compare, eager_reference, prepare_args, progress_steps
 
 from . import report
+from .ir_commands import cmd_cache, cmd_graph, cmd_ir
 from .peers import PEER_LIBRARIES, PeerResult, measure_peer, steady_malloc
+from .workload import (
+    BROKEN_PIPE,
+    DISAGREE,
+    INTERRUPTED,
+    TOOL_MISSING,
+    USAGE_ERROR,
+    WORKLOAD_FAILED,
+    CLIError,
+    Workload,
+    _one_line,
+    load_workload,
+    parse_size,
+    parse_sizes,
+)
 
-USAGE_ERROR, DISAGREE, INTERRUPTED = 2, 1, 130
-WORKLOAD_FAILED, TOOL_MISSING, BROKEN_PIPE = 3, 4, 141
-
-
-class CLIError(Exception):
-    """A problem the user can fix: printed as one line, exit status `code`."""
-
-    def __init__(self, message: str, code: int = USAGE_ERROR) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-# -- workloads --------------------------------------------------------------------------------------
-@dataclass
-class Workload:
-    """A loaded TARGET: where it came from, its default sizes and its factories."""
-
-    name: str
-    description: str
-    sizes: tuple
-    make: Callable[[Any], tuple]
-    peer: Callable | None
-
-    def build(self, size: Any, label: str) -> tuple[Callable, tuple]:
-        """(fn, args) for one size, checked so that a wrong return is one clear line."""
-        result = self.make(size)
-        if (not isinstance(result, (tuple, list)) or len(result) != 2 or not callable(result[0])
-                or not isinstance(result[1], (tuple, list))):
-            raise CLIError(f"{self.name}: workload({label}) must return (fn, args) with args a tuple; got "
-                           f"{type(result).__name__}")
-        return result[0], tuple(result[1])
-
-
-def load_workload(target: str) -> Workload:
-    """Import TARGET (a .py path, or a module name importable from the current directory)."""
-    path = Path(target)
-    if target.endswith(".py") or os.sep in target or "/" in target:
-        if not path.is_file():
-            raise CLIError(f"no such file: {target}")
-        module = _import_file(path)
-        name = path.stem
-    else:
-        if os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())  # as `python -m` does
-        try:
-            spec = importlib.util.find_spec(target)
-        except (ImportError, ValueError):
-            spec = None
-        if spec is None:
-            raise CLIError(f"no such file or module: {target}")
-        module = _run_import(lambda: importlib.import_module(target), target)
-        name = target.rsplit(".", 1)[-1]
-    make = getattr(module, "workload", None)
-    if not callable(make):
-        raise CLIError(f"{target} has no workload: define workload(size) -> (fn, args) in it "
-                       "(see examples/workloads/)")
-    doc = (inspect.getdoc(module) or "").strip().splitlines()
-    sizes = getattr(module, "SIZES", ("1e4",))
-    sizes = (sizes,) if isinstance(sizes, (str, int, float)) else tuple(sizes)
-    peer = getattr(module, "peer", None)
-    return Workload(name, doc[0] if doc else name, tuple(str(s) for s in sizes), make,
-                    peer if callable(peer) else None)
-
-
-def _import_file(path: Path):
-    """Run a workload file as a module; its directory goes on sys.path, as for a script."""
-    directory = str(path.resolve().parent)
-    if directory not in sys.path:
-        sys.path.insert(0, directory)
-    spec = importlib.util.spec_from_file_location(f"graphmode_workload_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise CLIError(f"cannot load {path} as Python")
-    loader = spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # as import does: dataclasses and pickling look it up there
-    try:
-        _run_import(lambda: loader.exec_module(module), str(path))
-    except CLIError:
-        del sys.modules[spec.name]
-        raise
-    return module
-
-
-def _run_import(load: Callable, target: str):
-    try:
-        return load()
-    except SyntaxError as exc:
-        raise CLIError(f"{target}: syntax error at line {exc.lineno}: {exc.msg}") from exc
-    except Exception as exc:  # noqa: BLE001  (the user's module failed while importing)
-        raise CLIError(f"importing {target} failed: {_one_line(exc)}") from exc
-
-
-# -- sizes ----------------------------------------------------------------------------------------
-def parse_size(token: str) -> int | tuple[int, ...]:
-    """'1e6' -> 1000000; '32x64x64x10' -> (32, 64, 64, 10)."""
-    text = token.strip().lower().replace("_", "")
-    parts = text.split("x")
-    values = []
-    for part in parts:
-        try:
-            value = float(part)
-        except ValueError:
-            raise CLIError(f"size {token!r} does not parse: use a number such as 1e6 or a shape such as "
-                           "32x64x64x10") from None
-        if not math.isfinite(value) or value != int(value) or value < 1:
-            raise CLIError(f"size {token!r} does not parse: each number must be a whole number of at least 1")
-        values.append(int(value))
-    return values[0] if len(values) == 1 else tuple(values)
-
-
-def parse_sizes(text: str | Sequence[str]) -> list[tuple[str, Any]]:
-    """(label, value) for each comma-separated size."""
-    tokens = [t.strip() for t in (text.split(",") if isinstance(text, str) else text)]
-    tokens = [t for t in tokens if t]
-    if not tokens:
-        raise CLIError("no sizes given: use e.g. --sizes 1e4,1e6")
-    return [(t, parse_size(t)) for t in tokens]
-
-
-def _size_for_one(ns: argparse.Namespace, workload: Workload) -> tuple[str, Any]:
-    """The size `ir` and `graph` use: --size, or the workload's smallest default."""
-    if ns.size:
-        return parse_sizes(ns.size)[0]
-    return parse_sizes(workload.sizes)[0]
+# the exit statuses and the workload loader, as the command's own names (scripts and tests read them here)
+__all__ = ["main", "build_parser", "version", "CLIError", "load_workload", "parse_size", "USAGE_ERROR", "DISAGREE",
+           "INTERRUPTED", "WORKLOAD_FAILED", "TOOL_MISSING", "BROKEN_PIPE"]
 
 
 # -- device and backend ----------------------------------------------------------------------------
@@ -393,144 +289,6 @@ def _peer_fn(workload: Workload, library: str, size: Any) -> Callable | None:
     return workload.peer(library, size)
 
 
-# -- ir and graph -----------------------------------------------------------------------------------
-def _compiled_for(fn: Callable, args: tuple, backend: str):
-    """What `compare` compiles: value_and_grad over the arguments that require grad."""
-    from eager import Tensor  # noqa: PLC0415
-    from static import compile as static_compile  # noqa: PLC0415
-    from static import value_and_grad
-
-    diff = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad)
-    plain = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
-    compiled = value_and_grad(fn, argnums=diff, backend=backend) if diff else static_compile(fn, backend=backend)
-    return compiled, plain
-
-
-def split_sections(text: str) -> list[tuple[str, str]]:
-    """explain() text -> [(stage name, its text)], one per '== name ==' header."""
-    sections: list[tuple[str, list[str]]] = []
-    for line in text.splitlines():
-        if line.startswith("== ") and " ==" in line[3:]:
-            name = line[3:line.index(" ==", 3)]
-            sections.append((name, [line]))
-        elif sections:
-            sections[-1][1].append(line)
-    return [(name, "\n".join(lines).rstrip()) for name, lines in sections]
-
-
-def cmd_ir(ns: argparse.Namespace) -> int:
-    """The IR after each optimization stage (or one), and the generated source."""
-    workload = load_workload(ns.target)
-    label, size = _size_for_one(ns, workload)
-    fn, args = workload.build(size, label)
-    compiled, plain = _compiled_for(fn, args, ns.backend)
-    if ns.stage is None and ns.source:
-        print(_source_or_note(compiled, plain))
-        return 0
-    sections = split_sections(compiled.explain(*plain))
-    if ns.stage in (None, "all"):
-        chosen = [text for name, text in sections if name != "generated source" or not ns.source]
-    else:
-        chosen = [text for name, text in sections if name == ns.stage or name.startswith(ns.stage + ": ")]
-        if not chosen:
-            names = ", ".join(dict.fromkeys(n for n, _ in sections if n != "generated source"))
-            raise CLIError(f"no stage named {ns.stage!r}; stages: {names}, all")
-    print("\n\n".join(chosen))
-    if ns.source:
-        print("\n" + _source_or_note(compiled, plain))
-    return 0
-
-
-def _source_or_note(compiled, plain: tuple) -> str:
-    source = compiled.source(*plain)
-    return source or "(no generated source: the interpreter runs this graph; use --backend numpy)"
-
-
-def cmd_graph(ns: argparse.Namespace) -> int:
-    """Draw the eager backward graph or the compiled forward/backward IR."""
-    from . import draw  # noqa: PLC0415
-
-    out = Path(ns.output)
-    if out.suffix.lower() not in draw.FORMATS:
-        raise CLIError(f"cannot draw to {ns.output}: use a file ending in {', '.join(draw.FORMATS)}")
-    if not out.parent.is_dir():
-        raise CLIError(f"cannot write {ns.output}: directory {out.parent} does not exist")
-    workload = load_workload(ns.target)
-    label, size = _size_for_one(ns, workload)
-    fn, args = workload.build(size, label)
-    if ns.mode == "eager":
-        import eager  # noqa: PLC0415
-
-        fn = python_function(fn)  # a @static.compile'd workload: draw what eager records
-        names = _argument_names(fn, args)
-        text = eager.viz.to_dot(fn(*args), params=names, name=f"{workload.name} (eager backward graph)")
-    else:
-        text = draw.to_dot(fn, *args, max_body_nodes=0 if ns.detail == "regions" else draw.MAX_BODY_NODES)
-    try:
-        result = draw.render(text, out)
-    except (ValueError, OSError) as exc:
-        raise CLIError(_one_line(exc)) from exc
-    if not result.rendered:  # Graphviz is missing: the .dot is written, the picture is not
-        print(f"graphmode: error: {result.message}", file=sys.stderr)
-        return TOOL_MISSING
-    print(result.message)
-    return 0
-
-
-def _argument_names(fn: Callable, args: tuple) -> dict:
-    """{parameter name: tensor}, so leaves are labelled as the function names them."""
-    from eager import Tensor  # noqa: PLC0415
-
-    try:
-        params = list(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        params = []
-    return {(params[k] if k < len(params) else f"arg{k}"): a for k, a in enumerate(args) if isinstance(a, Tensor)}
-
-
-# -- the code cache ------------------------------------------------------------------------------------
-def _cache_files() -> tuple[Path, list[Path]]:
-    """The cache directory (codegen's, honouring GRAPHMODE_CACHE_DIR) and the files in it
-    that graphmode wrote: generated modules, native shared objects and their sources, compiler
-    probes, post-trace records, and temporary files of interrupted writes."""
-    from codegen import cache  # noqa: PLC0415
-
-    # the configured place when the cache is off or refused: `info` still says where it would be
-    directory = cache.directory() or cache.configured_dir()
-    if not directory.is_dir():
-        return directory, []
-    files = sorted(p for p in directory.iterdir() if p.is_file() and p.name.startswith(("gm_", ".tmp-")))
-    return directory, files
-
-
-def cmd_cache(ns: argparse.Namespace) -> int:
-    """`cache info`: where the code cache is, what it holds, its bound; `cache clear`: empty it."""
-    from codegen import cache  # noqa: PLC0415
-    from static.compare import format_bytes  # noqa: PLC0415
-
-    directory, files = _cache_files()
-    size = sum(p.stat().st_size for p in files)
-    if ns.action == "info":
-        state = "on" if cache.enabled() else "off (GRAPHMODE_CACHE=0: modules are generated in memory each run)"
-        print(f"directory: {directory}")
-        print(f"moved by:  GRAPHMODE_CACHE_DIR ({'set' if os.environ.get('GRAPHMODE_CACHE_DIR') else 'not set'})")
-        print(f"disk cache: {state}")
-        print(f"files:     {len(files)} generated files, {format_bytes(size)}")
-        print(f"bound:     {format_bytes(cache.max_bytes())} (GRAPHMODE_CACHE_MAX_MB), least recently used go first")
-        return 0
-    removed = 0
-    for path in files:
-        try:
-            path.unlink()
-            removed += 1
-        except FileNotFoundError:
-            removed += 1
-        except OSError as exc:
-            raise CLIError(f"cannot remove {path}: {exc.strerror or exc}") from exc
-    print(f"removed {removed} generated files ({format_bytes(size)}) from {directory}")
-    return 0
-
-
 # -- the parser and main ------------------------------------------------------------------------------
 def version() -> str:
     """The package's own version (graphmode.__version__): the installed metadata of an editable
@@ -661,11 +419,6 @@ def _silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):
         pass
-
-
-def _one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:

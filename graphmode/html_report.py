@@ -88,7 +88,7 @@ def look_inside(fn: Callable, args: tuple, backend: str, label: str) -> Inside:
     from static.compare import python_function  # noqa: PLC0415
 
     from . import draw  # noqa: PLC0415
-    from .cli import _argument_names, _compiled_for  # noqa: PLC0415
+    from .ir_commands import _argument_names, _compiled_for  # noqa: PLC0415
 
     plain_fn = python_function(fn)
     compiled, plain = _compiled_for(plain_fn, args, backend)

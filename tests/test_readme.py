@@ -180,7 +180,8 @@ def test_the_trace_errors_the_readme_tabulates():
 def test_the_performance_tables_graph_figures_are_the_current_trees():
     """IR nodes traced -> optimized, fused kernels and planned peak memory of each row of
     the Performance table (NumPy backend): what `graphmode compare` prints, without timing."""
-    from graphmode.cli import _compiled_for, load_workload, parse_size
+    from graphmode.ir_commands import _compiled_for
+    from graphmode.workload import load_workload, parse_size
     from static import trace
     from static.compare import count_fused, format_bytes
 
