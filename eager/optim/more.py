@@ -377,6 +377,8 @@ class SparseAdam(Optimizer):
     dense gradient, whose touched rows are those with a nonzero entry (a looked-up row whose
     gradient is exactly zero is then left alone, where PyTorch would still decay its moments)."""
 
+    _step_as_tensor = False  # (PyTorch's SparseAdam saves an int step)
+
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, maximize: bool = False) -> None:
         if not 0.0 < lr:

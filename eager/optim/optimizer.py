@@ -163,46 +163,84 @@ OPTIMIZER_VERSION = [0]
 `StateDict` set or removed). A compiled training step (static.training's
 OptimizerStateGuard) re-reads the state dicts it depends on only after it moved."""
 
+PARAM_GROUPS_VERSION = [0]
+"""The same for `param_groups`: the attribute rebound, the list or a group's `params` list
+changed (`ParamList`), an entry of a group set (`ParamGroup`: a scheduler setting lr moves
+it). Static's GroupGuard and FedGuard re-read a group only after it moved. Apart from
+OPTIMIZER_VERSION so that a scheduler's step does not make the state be compared again."""
+
 
 class StateDict(dict):
-    """A dict that counts its changes in OPTIMIZER_VERSION: an optimizer's `state` and each
+    """A dict that counts its changes (in OPTIMIZER_VERSION): an optimizer's `state` and each
     parameter's state dict, so that a compiled step need not compare some hundred state
     entries on every call to know that none was replaced. Otherwise a plain dict."""
 
     __slots__ = ()
+    _counter = OPTIMIZER_VERSION
 
     def __setitem__(self, key, value) -> None:
-        OPTIMIZER_VERSION[0] += 1
+        self._counter[0] += 1
         dict.__setitem__(self, key, value)
 
     def __delitem__(self, key) -> None:
-        OPTIMIZER_VERSION[0] += 1
+        self._counter[0] += 1
         dict.__delitem__(self, key)
 
     def setdefault(self, key, default=None):
         if key not in self:
-            OPTIMIZER_VERSION[0] += 1
+            self._counter[0] += 1
         return dict.setdefault(self, key, default)
 
     def pop(self, *args):
-        OPTIMIZER_VERSION[0] += 1
+        self._counter[0] += 1
         return dict.pop(self, *args)
 
     def popitem(self):
-        OPTIMIZER_VERSION[0] += 1
+        self._counter[0] += 1
         return dict.popitem(self)
 
     def clear(self) -> None:
-        OPTIMIZER_VERSION[0] += 1
+        self._counter[0] += 1
         dict.clear(self)
 
     def update(self, *args, **kwargs) -> None:
-        OPTIMIZER_VERSION[0] += 1
+        self._counter[0] += 1
         dict.update(self, *args, **kwargs)
 
     def __ior__(self, other):  # type: ignore[misc]  # (dict's |=, counted: mypy wants __or__ to match)
-        OPTIMIZER_VERSION[0] += 1
+        self._counter[0] += 1
         return dict.__ior__(self, other)
+
+
+class ParamGroup(StateDict):
+    """A parameter group (a dict) counting its changes in PARAM_GROUPS_VERSION."""
+
+    __slots__ = ()
+    _counter = PARAM_GROUPS_VERSION
+
+
+def _counted(name: str):
+    method = getattr(list, name)
+
+    def counted(self, *args):
+        PARAM_GROUPS_VERSION[0] += 1
+        return method(self, *args)
+
+    counted.__name__ = name
+    return counted
+
+
+class ParamList(list):
+    """A list counting its changes in PARAM_GROUPS_VERSION: `param_groups` and each group's
+    `params`. Otherwise a plain list."""
+
+    __slots__ = ()
+
+
+for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend", "insert", "pop", "remove",
+              "clear", "sort", "reverse"):
+    setattr(ParamList, _name, _counted(_name))
+del _name
 
 
 class Optimizer:
@@ -213,7 +251,7 @@ class Optimizer:
         self.defaults = defaults
         self.state: dict = StateDict()
         self._flat: dict[int, FlatState] = {}  # id(group) -> its multi-tensor layout (FlatState)
-        self.param_groups: list[dict] = []
+        self.param_groups: list[dict] = ParamList()
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             f"but got {type(params).__name__}")
@@ -228,13 +266,15 @@ class Optimizer:
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "state":  # a compiled step that read the old state dict re-reads it
             OPTIMIZER_VERSION[0] += 1
+        elif name == "param_groups":
+            PARAM_GROUPS_VERSION[0] += 1
         object.__setattr__(self, name, value)
 
     def add_param_group(self, param_group: dict) -> None:
         """Add a group (e.g. layers with their own lr); unset options take the defaults."""
-        group = dict(param_group)
+        group = ParamGroup(param_group)
         params = group["params"]
-        group["params"] = [params] if isinstance(params, Tensor) else list(params)
+        group["params"] = ParamList([params] if isinstance(params, Tensor) else params)
         for p in group["params"]:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
@@ -345,9 +385,29 @@ class Optimizer:
                 index.setdefault(id(p), len(index))
                 packed["params"].append(index[id(p)])
             groups.append(packed)
-        state = {index[id(p)]: {k: (v.clone() if isinstance(v, Tensor) else copy.deepcopy(v)) for k, v in s.items()}
+        state = {index[id(p)]: {k: self._saved_state_value(k, v) for k, v in s.items()}
                  for p, s in self.state.items() if id(p) in index}
         return {"state": state, "param_groups": groups}
+
+    # PyTorch keeps a parameter's step count as a float32 0-d tensor (SparseAdam: an int) and
+    # checkpoints hold it so (`state['step'].item()`); eager counts in a Python int (the
+    # updates' fast path) and converts on the way out and back
+    _step_as_tensor = True
+
+    def _saved_state_value(self, key: str, value: Any) -> Any:
+        if isinstance(value, Tensor):
+            return value.clone()
+        if key == "step" and self._step_as_tensor and type(value) is int:
+            from .._factories import tensor  # noqa: PLC0415
+
+            return tensor(float(value))
+        return copy.deepcopy(value)
+
+    @staticmethod
+    def _loaded_state_value(key: str, value: Any, p: Any) -> Any:
+        if key == "step" and isinstance(value, Tensor) and value.ndim == 0 and float(value) == int(float(value)):
+            return int(float(value))  # (back to the counter the updates read)
+        return value.clone().to(p.device) if isinstance(value, Tensor) else copy.deepcopy(value)
 
     def load_state_dict(self, state_dict: dict) -> None:
         groups = state_dict["param_groups"]
@@ -363,8 +423,7 @@ class Optimizer:
         self.state = StateDict()
         for i, s in state_dict["state"].items():
             p = by_index[i]
-            self.state[p] = StateDict({k: (v.clone().to(p.device) if isinstance(v, Tensor) else copy.deepcopy(v))
-                                       for k, v in s.items()})
+            self.state[p] = StateDict({k: self._loaded_state_value(k, v, p) for k, v in s.items()})
         for mine, saved in zip(self.param_groups, groups):
             mine.update({k: v for k, v in saved.items() if k != "params"})
 

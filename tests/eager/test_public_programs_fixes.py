@@ -422,3 +422,31 @@ def test_function_setup_context_style_and_grad_keywords_as_pytorch() -> None:
         assert gz.tolist() == [0.0]
         with pytest.raises(ValueError, match="Expected allow_unused to be True or not passed"):
             lib.autograd.grad((x * 2).sum(), z, allow_unused=False, materialize_grads=True)
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "RMSprop", "Adagrad", "Rprop", "NAdam"])
+def test_optimizer_checkpoints_hold_the_step_as_pytorchs(name: str) -> None:
+    # checkpoints read `opt.state_dict()['state'][0]['step'].item()`; loading one keeps training identical
+    torch = _torch()
+    for lib in (torch, eager):
+        p = lib.nn.Parameter(lib.tensor([1.0, -2.0]))
+        opt = getattr(lib.optim, name)([p], lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            (p ** 2).sum().backward()
+            opt.step()
+        step = opt.state_dict()["state"][0]["step"]
+        assert isinstance(step, lib.Tensor) and step.dtype == lib.float32 and step.ndim == 0 and step.item() == 3.0
+    q = eager.nn.Parameter(eager.tensor([1.0, -2.0]))
+    r = eager.nn.Parameter(eager.tensor([1.0, -2.0]))
+    o1, o2 = getattr(eager.optim, name)([q], lr=0.1), getattr(eager.optim, name)([r], lr=0.1)
+    for opt, w in ((o1, q), (o2, r)):
+        opt.zero_grad()
+        (w ** 2).sum().backward()
+        opt.step()
+    o2.load_state_dict(o1.state_dict())
+    for opt, w in ((o1, q), (o2, r)):
+        opt.zero_grad()
+        (w ** 2).sum().backward()
+        opt.step()
+    assert q.tolist() == r.tolist() and o2.state[r]["step"] == 2

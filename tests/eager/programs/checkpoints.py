@@ -52,8 +52,7 @@ def run(torch):
     out["resumed_same"] = (bool(torch.equal(model.fc1.weight, model2.fc1.weight)), sched2.get_last_lr() == sched.get_last_lr(),
                            rounded(model2.fc2.bias, 5))
     osd = opt.state_dict()
-    # (PyTorch saves the step as tensor(4.), eager as 4: compared by value)
-    out["opt_sd"] = (sorted(osd["state"][0]), float(osd["state"][0]["step"]), osd["param_groups"][0]["params"])
+    out["opt_sd"] = (sorted(osd["state"][0]), str(osd["state"][0]["step"]), osd["param_groups"][0]["params"])
     seq = fill_params(torch, nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.BatchNorm1d(3)))
     buf = io.BytesIO()
     torch.save(seq, buf)
