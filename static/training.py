@@ -743,7 +743,7 @@ def _fed(state: TraceState, extra: _Training, group: dict, k, i, v) -> "FedNumbe
     read = (lambda: group[k]) if i is None else (lambda: group[k][i])
     t: Any = Tensor._make(np.asarray(v, dtype=np.float64))
     t.__class__ = FedNumber  # the same layout as Tensor: a class change, no copy
-    t._fed = (state, f"{k}[{i}]" if i is not None else k, read, v, set())
+    t._fed = (state, f"{k}[{i}]" if i is not None else k, read, v, set(), group)
     extra.feeds.append((t, read))
     return t
 
@@ -762,11 +762,11 @@ class FedNumber(Tensor):
     _fed: tuple
 
     def _decide(self, name: str, other):
-        state, what, read, value, seen = self._fed
+        state, what, read, value, seen, group = self._fed
         result = _COMPARE[name](value, other)
         if (name, other) not in seen:
             seen.add((name, other))
-            state.guards.append(FedGuard(what, read, name, other, result))
+            state.guards.append(FedGuard(what, read, name, other, result, group))
         return result
 
     def __bool__(self) -> bool:
@@ -799,12 +799,26 @@ for _name in _COMPARE:
 class FedGuard:
     """A branch the traced update took on a fed hyper-parameter: `momentum != 0` was True."""
 
-    __slots__ = ("what", "read", "op", "other", "result")
+    __slots__ = ("what", "read", "op", "other", "result", "group", "version")
 
-    def __init__(self, what: str, read, op: str, other, result: bool) -> None:
+    def __init__(self, what: str, read, op: str, other, result: bool, group: dict | None = None) -> None:
         self.what, self.read, self.op, self.other, self.result = what, read, op, other, result
+        self.group = group  # the param group `read` reads from
+        self.version = -1  # eager.optim's PARAM_GROUPS_VERSION when the check last passed (-1: never)
 
     def changed(self) -> str | None:
+        """None while the value takes the traced branch; not read again while no param
+        group changed since it last did (as GroupGuard)."""
+        if self.version == _optimizer.PARAM_GROUPS_VERSION[0]:
+            return None
+        version = _optimizer.PARAM_GROUPS_VERSION[0]
+        self.version = -1
+        why = self._compare()
+        if why is None and type(self.group) is _optimizer.ParamGroup:
+            self.version = version
+        return why
+
+    def _compare(self) -> str | None:
         try:
             now = self.read()
         except (KeyError, IndexError, TypeError):
@@ -822,14 +836,38 @@ class GroupGuard:
     """The entries of a param group that are not fed numbers (nesterov, amsgrad, maximize,
     the parameters themselves): a change is a different update."""
 
-    __slots__ = ("opt", "group", "fixed", "params")
+    __slots__ = ("opt", "group", "fixed", "params", "version", "index", "n_groups")
 
     def __init__(self, opt, group: dict, fixed: tuple) -> None:
         self.opt, self.group, self.fixed = opt, group, fixed
         self.params = list(group["params"])
+        # where the group is in `opt.param_groups` (a list rebound, a group replaced or added:
+        # the step the trace recorded updates other groups than eager's would)
+        self.n_groups = len(opt.param_groups)
+        self.index = next(i for i, g in enumerate(opt.param_groups) if g is group)
+        self.version = -1  # eager.optim's PARAM_GROUPS_VERSION when the check last passed (-1: never)
 
     def changed(self) -> str | None:
+        """None while the group is as traced. While eager.optim's PARAM_GROUPS_VERSION has not
+        moved since the last check that passed, and the group was then an eager.optim
+        ParamGroup whose `params` a ParamList (both move it on any change), not read again."""
+        if self.version == _optimizer.PARAM_GROUPS_VERSION[0]:
+            return None
+        version = _optimizer.PARAM_GROUPS_VERSION[0]
+        self.version = -1
+        why = self._compare()
         g = self.group
+        if why is None and type(g) is _optimizer.ParamGroup and type(g.get("params")) is _optimizer.ParamList \
+                and type(self.opt.param_groups) is _optimizer.ParamList:
+            self.version = version
+        return why
+
+    def _compare(self) -> str | None:
+        g = self.group
+        groups = self.opt.param_groups
+        if len(groups) != self.n_groups or groups[self.index] is not g:
+            return (f"{type(self.opt).__name__}'s param_groups changed (a group added, removed or replaced): "
+                    "the traced step updates the groups it found")
         for k, v in self.fixed:
             now = g.get(k, _GONE)
             if type(v) is tuple and len(v) == 2 and v[0] is tuple:

@@ -73,6 +73,18 @@ def test_steady_calls_stay_on_the_fast_path(backend):
         compiled(x2, y2)
     assert METADATA_VERSION[0] == version  # the compiled calls' own writes do not move it
     assert entry._meta_at == version and compiled.retraces == []
+    from eager.optim.optimizer import OPTIMIZER_VERSION, PARAM_GROUPS_VERSION  # noqa: PLC0415
+    from static.training import FedGuard, GroupGuard, OptimizerStateGuard  # noqa: PLC0415
+
+    versions = (OPTIMIZER_VERSION[0], PARAM_GROUPS_VERSION[0])
+    for _ in range(3):
+        c[1].zero_grad()
+        compiled(x2, y2)
+    assert (OPTIMIZER_VERSION[0], PARAM_GROUPS_VERSION[0]) == versions  # nor the optimizer's
+    kinds = {OptimizerStateGuard: versions[0], GroupGuard: versions[1], FedGuard: versions[1]}
+    watched = [g for g in entry.trace.guards if type(g) in kinds]
+    assert {type(g) for g in watched} == set(kinds)
+    assert all(g.version == kinds[type(g)] for g in watched)  # each skipped on the next call
 
 
 def _requires_grad_off(model):
@@ -255,3 +267,37 @@ def test_optimizer_state_mutation_between_calls_is_seen(backend, mutate):
     _agree(e, c, x, y)
     if mutate is _plain_dict_state:  # a plain dict in the state: the dicts are compared on every call
         assert all(g.version == -1 for g in _state_guards(c[2]))
+
+
+def _momentum_changed(opt):
+    opt.param_groups[0]["momentum"] = 0.0  # the traced update took `momentum != 0`: retrace
+
+
+def _nesterov_on(opt):
+    opt.param_groups[0]["nesterov"] = True
+
+
+def _param_removed(opt):
+    opt.param_groups[0]["params"].pop()
+
+
+def _group_rebuilt(opt):
+    g = dict(opt.param_groups[0])
+    g["momentum"] = 0.5
+    opt.param_groups = [g]  # a plain list of a plain dict: read on every call from now on
+
+
+GROUP_MUTATIONS = [_momentum_changed, _nesterov_on, _param_removed, _group_rebuilt]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mutate", GROUP_MUTATIONS, ids=lambda f: f.__name__.strip("_"))
+def test_param_group_mutation_between_calls_is_seen(backend, mutate):
+    from eager.optim.optimizer import PARAM_GROUPS_VERSION  # noqa: PLC0415
+
+    e, c, x, y = _pair(backend)
+    before = PARAM_GROUPS_VERSION[0]
+    mutate(e[1])
+    mutate(c[1])
+    assert PARAM_GROUPS_VERSION[0] > before
+    _agree(e, c, x, y)
