@@ -139,11 +139,17 @@ class Split:
     prefix_out: tuple  # names the prefix returns
     middle_out: tuple  # names the middle returns (the rest's parameters)
     bind_self: Any = None  # a compiled module: its forward's self
+    # a break at the first statement: Python binding the call's arguments (defaults, *args) to
+    # the live values the middle takes, in its order (names sorted, unused parameters dropped)
+    bind: Callable | None = None
 
     def __call__(self, args: tuple) -> Any:
         if self.bind_self is not None:
             args = (self.bind_self, *args)
-        live = _run_piece(self.prefix, args) if self.prefix is not None else args
+        if self.prefix is not None:
+            live = _run_piece(self.prefix, args)
+        else:
+            live = self.bind(*args) if self.bind is not None else args
         if self.branches is not None:
             side = self.branches[0] if self.middle(*live) else self.branches[1]
             return _run_piece(side, live)
@@ -308,10 +314,13 @@ def _make_split(compiled: Any, fn: types.FunctionType, line: int) -> tuple:
                                                       ctx=ast.Load()))]
         else:
             middle_body = [stmt, *_return_live(middle_out, flag=True)]
-    prefix_def = None
+    prefix_def = bind_def = None
     if before:
         prefix_def = _def(f"{name}__before_line_{line}", func.args, [*before, *_return_live(live_in)])
         pieces.append(prefix_def)
+    else:  # nothing to compile before the break: the arguments still bind as the function's do
+        bind_def = _def(f"{name}__arguments", func.args, _return_live(live_in))
+        pieces.append(bind_def)
     middle_def = _def(f"{name}__line_{line}", _args(live_in), middle_body)
     pieces.append(middle_def)
     rest_defs: list = []
@@ -321,7 +330,8 @@ def _make_split(compiled: Any, fn: types.FunctionType, line: int) -> tuple:
     elif after and not isinstance(stmt, ast.Return):
         rest_defs.append(_def(f"{name}__after_line_{line}", _args(middle_out), after))
     pieces += rest_defs
-    made = _build(fn, pieces, prefix_def.name if prefix_def is not None else None)
+    takes_parameters = prefix_def if prefix_def is not None else bind_def
+    made = _build(fn, pieces, takes_parameters.name if takes_parameters is not None else None)
     options = _piece_options(compiled)
     import static  # noqa: PLC0415  (this module is part of static: compile at run time)
 
@@ -342,7 +352,8 @@ def _make_split(compiled: Any, fn: types.FunctionType, line: int) -> tuple:
     else:
         branches = None
         rest = compiled_piece(made[rest_defs[0].name]) if rest_defs else None
-    split = Split(prefix, middle, rest, branches, live_in, middle_out)
+    split = Split(prefix, middle, rest, branches, live_in, middle_out,
+                  bind=made[bind_def.name] if bind_def is not None else None)
     statement = ast.unparse(stmt.test if branch_test else stmt)
     return split, statement.splitlines()[0][:80]
 
