@@ -37,6 +37,10 @@ kernels without codegen's generators.
 - OpenMP: threads follow GRAPHMODE_THREADS (runtime.CONFIG.threads), one thread in a forked
   child (libgomp's pool does not survive fork), and a passive wait policy unless the user set
   one (spinning workers fight OpenBLAS's threads right after a matmul).
+
+The toolchain's record and the compiler's discovery are `gmnative.toolchain`, the sealed
+on-disk files `gmnative.so_cache`, the reusable output buffers `gmnative.buffers`; this
+module runs the probe, the threads' settings and the compiler, and re-exports their names.
 """
 from __future__ import annotations
 
@@ -46,7 +50,6 @@ import functools
 import hashlib
 import json
 import os
-import platform
 import shlex
 import shutil
 import stat
@@ -55,113 +58,29 @@ import sys
 import sysconfig
 import tempfile
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 from codegen import cache
 from eager._threads import available as _available
 from eager._threads import blas_threads as _blas_threads
 from eager._threads import default_threads as _default_threads
 
-FORMAT = "2"
-HEADER = b"graphmode-native "
+from .buffers import REUSE_MIN_BYTES, reuse  # noqa: F401  (re-exported: generated modules call build.reuse)
+from .so_cache import (  # noqa: F401
+    FORMAT,
+    _private_copy,
+    _private_dir_problem,
+    _scratch,
+    read_verified,
+    seal,
+    so_key,
+    unseal,
+    uses_threads,
+)
+from .toolchain import _PROBE, NativeCompileError, NoCompiler, Toolchain, _find_compiler, _try, isa_fingerprint
+
 PARALLEL_MIN_ELEMS = 1 << 15  # below this many elements a loop runs on the calling thread
-
-
-class NoCompiler(RuntimeError):
-    """No usable C++ compiler: the native backend cannot run."""
-
-
-class NativeCompileError(RuntimeError):
-    """The C++ compiler rejected generated source (a codegen bug: please report it)."""
-
-
-# -- the toolchain ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Toolchain:
-    command: tuple  # the compiler and any arguments CXX carried
-    version: str  # first line of `--version`
-    openmp: bool
-    vector_math: bool  # libmvec links: exp/tanh/... vectorize without fast-math
-    isa: str  # fingerprint of the host's instruction set
-    python_include: str | None  # where Python.h is (None: calls go through ctypes)
-    notes: tuple = field(default=())
-    gold: bool = False  # -fuse-ld=gold links: half the linker's time of the default ld.bfd
-
-    def compile_flags(self, fast_math: bool = False, threads: bool = True) -> list:
-        """threads=False: the source has no parallel region (uses_threads): only the `omp
-        simd` pragmas are honoured (-fopenmp-simd), which skips OpenMP's outlining passes."""
-        # -fno-trapping-math changes no result: it lets the compiler evaluate both sides of a
-        # select (relu's `x > 0 || x != x`, a where) instead of branching around one, which
-        # kept such loops scalar. The kernels never read the floating-point exception flags.
-        flags = ["-std=c++17", "-O3", "-march=native", "-fPIC", "-fno-math-errno", "-fno-trapping-math",
-                 "-ffp-contract=off", "-Wno-unknown-pragmas"]
-        if self.openmp:
-            flags.append("-fopenmp" if threads else "-fopenmp-simd")
-        if fast_math:  # compile only: see the module docstring about linking
-            flags += ["-ffast-math", "-fno-finite-math-only"]
-        return flags
-
-    def link_flags(self, threads: bool = True) -> list:
-        flags = ["-shared"] + (["-fuse-ld=gold"] if self.gold else [])
-        if self.openmp and threads:
-            flags.append("-fopenmp")
-        if self.vector_math:
-            flags.append("-lmvec")
-        return flags + ["-lm"]
-
-    def fingerprint(self) -> str:
-        return f"{self.version};omp={self.openmp};mvec={self.vector_math};isa={self.isa}"
-
-    def describe(self) -> str:
-        return (f"{self.command[0]} ({self.version}), OpenMP {'on' if self.openmp else 'off'}, vector math "
-                f"{'libmvec' if self.vector_math else 'scalar libm calls'}")
-
-
-def isa_fingerprint() -> str:
-    """The host CPU's instruction-set features (Linux: /proc/cpuinfo's flags line)."""
-    text = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.startswith(("flags", "Features", "model name", "cpu model")):
-                    text += line
-                if line.strip() == "" and text:
-                    break
-    except OSError:
-        pass
-    # platform.machine() is os.uname(); platform.processor() would run `uname -p` in a
-    # subprocess (5-100 ms in a large process), for nothing the flags do not already say
-    text += f"|{platform.machine()}"
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _find_compiler() -> tuple | None:
-    env = os.environ.get("CXX", "").strip()
-    if env:
-        parts = shlex.split(env)
-        return tuple(parts) if parts and shutil.which(parts[0]) else None
-    for name in ("c++", "g++", "clang++"):
-        path = shutil.which(name)
-        if path:
-            return (path,)
-    return None
-
-
-_PROBE = r"""
-#include <math.h>
-extern "C" { float tanhf(float) __attribute__((simd("notinbranch"))); }
-extern "C" void gm_probe(const float* x, float* y, long long n) {
-#pragma omp parallel for simd if(parallel: n >= 100000)
-    for (long long i = 0; i < n; ++i) y[i] = tanhf(x[i]);
-}
-"""
-
-
-def _try(cmd: list) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
 _probe_lock = threading.Lock()
@@ -397,102 +316,6 @@ def environ_for_peers() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in wait_policy_set}
 
 
-# -- the on-disk cache ------------------------------------------------------------------------
-def uses_threads(source: str) -> bool:
-    """Whether a translation unit has an OpenMP parallel region (the generator emits one only
-    for loops big enough to share): without one it compiles with -fopenmp-simd, not -fopenmp."""
-    return "#pragma omp parallel" in source
-
-
-def so_key(source: str, tc: Toolchain, fast_math: bool = False) -> str:
-    h = hashlib.sha256()
-    threads = uses_threads(source)
-    for part in (FORMAT, " ".join(tc.command), tc.fingerprint(), " ".join(tc.compile_flags(fast_math, threads)),
-                 " ".join(tc.link_flags(threads)), source):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()
-
-
-def _private_dir_problem(path: Path) -> str | None:
-    """Why `path` is not safe to load code from (None: it is ours and nobody else can write it)."""
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        return f"cannot stat {path}: {exc}"
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        return f"{path} belongs to another user"
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"{path} is writable by other users"
-    return None
-
-
-def seal(key: str, data: bytes) -> bytes:
-    return HEADER + f"key={key} sha256={hashlib.sha256(data).hexdigest()}\n".encode() + data
-
-
-def unseal(key: str, blob: bytes) -> bytes | None:
-    """The shared object's bytes if the header names `key` and its hash matches, else None."""
-    first, sep, rest = blob.partition(b"\n")
-    if not sep or not first.startswith(HEADER):
-        return None
-    fields_ = dict(part.split("=", 1) for part in first[len(HEADER):].decode("ascii", "replace").split() if "=" in part)
-    if fields_.get("key") != key or fields_.get("sha256") != hashlib.sha256(rest).hexdigest():
-        return None
-    return rest
-
-
-def read_verified(path: Path, key: str) -> bytes | None:
-    """The cached shared object at path: read once through one descriptor whose owner and
-    mode are checked, then its hash; None when missing, foreign, writable by others or bad."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        if hasattr(os, "getuid") and st.st_uid != os.getuid():
-            return None
-        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            blob = fh.read()
-    finally:
-        os.close(fd)
-    return unseal(key, blob)
-
-
-_scratch_dir: Path | None = None
-_scratch_lock = threading.Lock()
-
-
-def _scratch() -> Path:
-    """A private (0700) temporary directory of this process for compiling and loading."""
-    global _scratch_dir
-    with _scratch_lock:
-        if _scratch_dir is None or not _scratch_dir.is_dir():
-            _scratch_dir = Path(tempfile.mkdtemp(prefix="graphmode-native-"))
-            import atexit  # noqa: PLC0415
-
-            atexit.register(_remove_scratch, str(_scratch_dir), os.getpid())
-        return _scratch_dir
-
-
-def _remove_scratch(path: str, owner_pid: int) -> None:
-    if os.getpid() == owner_pid:  # not from a forked child: the parent may still compile there
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _private_copy(data: bytes, suffix: str = ".so") -> str:
-    fd, tmp = tempfile.mkstemp(dir=_scratch(), suffix=suffix)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    return tmp
-
-
 # -- compiling --------------------------------------------------------------------------------
 # A large translation unit is compiled as several object files at once, one per core (up to
 # MAX_PARTS), then linked into one shared object: gcc spends ~0.2 ms a line on kernels with
@@ -721,43 +544,6 @@ def load_library(source: str, stem: str = "gm_native", fast_math: bool = False) 
     lib = Library(cdll, cached, src_path, origin)
     _libraries[key] = lib
     return lib
-
-
-# -- output buffers ---------------------------------------------------------------------------
-REUSE_MIN_BYTES = 1 << 16  # smaller buffers come from np.empty (cheaper than the check)
-REUSE_SLOTS = 2  # buffers kept per allocation site: a training loop holds the previous step's
-
-
-def _refcount_of_a_free_slot() -> int:
-    slots = [object()]
-    for a in slots:
-        return sys.getrefcount(a)
-    return 0
-
-
-_FREE_REFS = _refcount_of_a_free_slot()  # the list, the loop variable, getrefcount's argument
-
-
-def reuse(slots: list, shape: tuple, dtype):
-    """An uninitialized C-contiguous array for an output written by a kernel: one kept in
-    `slots` (the generated module's, one list per allocation site) that nothing outside the
-    list references any more, else a fresh one (kept, up to REUSE_SLOTS). A large fresh
-    array costs page faults on first touch - as much as the kernel at 1e6 elements - so a
-    loop calling the same compiled function writes into the same memory each step.
-
-    Sound in CPython because the reference count of a buffer counts every holder: the
-    caller's results, eager tensors wrapping them, views (their base), residuals saved for a
-    backward, a concurrent call that took it. Only a buffer referenced by the list alone is
-    handed out again."""
-    for a in slots:
-        if sys.getrefcount(a) <= _FREE_REFS:
-            return a
-    a = np.empty(shape, dtype)
-    if len(slots) < REUSE_SLOTS:
-        slots.append(a)
-    else:
-        slots[len(slots) - 1] = a
-    return a
 
 
 # -- the call path (gmnative.caller), under the names generated modules and tests use --------------
