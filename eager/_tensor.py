@@ -269,12 +269,15 @@ class Tensor(TensorMetadata, TensorAPI):
                 raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy "
                                 "the tensor to host memory first.")
             return self._data.get()
-        return self._data
+        # a new array object over the same memory, as PyTorch's: assigning its `shape` or
+        # `dtype` must not change the tensor's (a compiled entry that captured the tensor
+        # trusts METADATA_VERSION for those)
+        return self._data.view()
 
     def __array__(self, dtype=None, copy=None):
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        arr = self._data if isinstance(self._data, np.ndarray) else self._data.get()
+        arr = self._data.view() if isinstance(self._data, np.ndarray) else self._data.get()  # (as numpy())
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
     def item(self):
