@@ -5,10 +5,14 @@ A cached call checks that what the trace read from Python is unchanged (static.g
 static.training's grad, state and param-group guards, the fed hyper-parameters' branches)
 and that each captured tensor (parameters, gradients, optimizer state) still has the traced
 shape, dtype and requires_grad: `Entry.invalid()`; the Python-state guards alone are timed
-too. It is timed alone, on the entry of the compiled step, both as a call
-finds it in a steady loop (no module changed: the module guards are skipped by eager.nn's
-structure version) and after a module attribute was set (every guard read again). The
-target is at most 2 us per call for the steady case.
+too. What only a counted change can invalidate is skipped while its version stands still:
+the module guards (eager.nn's structure version), the captured tensors' metadata
+(eager._tensor.METADATA_VERSION), the optimizer's state dicts (OPTIMIZER_VERSION) and
+param groups (PARAM_GROUPS_VERSION). It is timed alone, on the entry of the compiled step:
+as a call finds it in a steady loop (no version moved), after a scheduler set a group's lr
+(the group guards read again), after some tensor's metadata changed (every captured tensor
+read again), and after a module attribute was set (every guard read again). The target is
+at most 2 us per call for the steady case.
 
     python benchmarks/guard_bench.py [--runs 3] [--quick] [--json out.json]
 
@@ -36,7 +40,9 @@ import eager  # noqa: E402
 import eager.nn.functional as F  # noqa: E402
 import static  # noqa: E402
 from eager import nn  # noqa: E402
+from eager._tensor import METADATA_VERSION  # noqa: E402
 from eager.nn.module import _STRUCTURE  # noqa: E402
+from eager.optim.optimizer import PARAM_GROUPS_VERSION  # noqa: E402
 from static.guards import first_change  # noqa: E402
 
 LAYERS = 25  # a weight and a bias each: 50 parameters
@@ -64,15 +70,21 @@ def build(optimizer: str):
     return entry, len(entry.trace.guards)
 
 
-def per_check(entry, loops: int, structure_moves: bool, python_only: bool = False) -> float:
+# what moves before each check: the counter a change of that kind bumps
+MOVES = {"steady": None, "a group's lr set": PARAM_GROUPS_VERSION, "a tensor's metadata changed": METADATA_VERSION,
+         "a module changed": _STRUCTURE}
+
+
+def per_check(entry, loops: int, moves: str, python_only: bool = False) -> float:
     invalid = entry.invalid
     if python_only:  # the guards on Python state alone, without the captured tensors' checks
         guards = entry._other_guards
         invalid = lambda: first_change(guards)  # noqa: E731
+    counter = MOVES[moves]
     start = time.perf_counter()
-    if structure_moves:
+    if counter is not None:
         for _ in range(loops):
-            _STRUCTURE[0] += 1  # what setting any module attribute does
+            counter[0] += 1  # what a scheduler setting lr, a requires_grad_(), a module attribute set does
             invalid()
     else:
         for _ in range(loops):
@@ -92,12 +104,12 @@ def main(argv: list[str] | None = None) -> dict:
     rows, payload = [], {"runs": args.runs, "machine": machine_info(), "cases": {}}
     for optimizer in ("sgd", "adam"):
         entry, n_guards = build(optimizer)
-        for moves, python_only in ((False, False), (True, False), (False, True)):
+        cases = [(m, False) for m in MOVES] + [("steady", True)]
+        for moves, python_only in cases:
             values = []
             for _ in range(args.runs):
                 values.append(min(per_check(entry, loops, moves, python_only) for _ in range(samples)))
-            name = f"{optimizer}, {'a module changed' if moves else 'steady'}" + (
-                ", Python-state guards only" if python_only else "")
+            name = f"{optimizer}, {moves}" + (", Python-state guards only" if python_only else "")
             payload["cases"][name] = {"seconds": values, "guards": n_guards}
             rows.append([name, n_guards, statistics.median(values) * 1e6,
                          f"{min(values) * 1e6:.2f}-{max(values) * 1e6:.2f}"])

@@ -156,7 +156,9 @@ def from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     _dtypes.from_numpy(array.dtype)
-    return Tensor._make(array)
+    # a view: the same memory, but the tensor's own shape and dtype (assigning `array.shape`
+    # afterwards does not change the tensor's, as in PyTorch)
+    return Tensor._make(array.view())
 
 
 class _LegacyTensor(Tensor):

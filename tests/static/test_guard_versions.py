@@ -301,3 +301,26 @@ def test_param_group_mutation_between_calls_is_seen(backend, mutate):
     mutate(c[1])
     assert PARAM_GROUPS_VERSION[0] > before
     _agree(e, c, x, y)
+
+
+def test_numpy_level_metadata_changes_do_not_reach_a_tensor():
+    """A tensor's shape and dtype change only through eager's API (which counts them): the
+    array given to from_numpy and the ones numpy() and np.asarray hand out are other array
+    objects over the same memory, as PyTorch's, so assigning their shape or dtype leaves the
+    tensor (and a compiled entry that captured it) as it was."""
+    a = np.zeros(6, np.float32)
+    t = eager.from_numpy(a)
+    a.shape = (2, 3)
+    a[0, 1] = 5.0
+    assert tuple(t.shape) == (6,) and float(t[1]) == 5.0  # the memory is still shared
+    for n in (t.numpy(), np.asarray(t)):
+        n.shape = (3, 2)
+        n.dtype = np.int32
+        assert tuple(t.shape) == (6,) and t.dtype == eager.float32
+    torch = pytest.importorskip("torch")
+    b = np.zeros(6, np.float32)
+    r = torch.from_numpy(b)
+    b.shape = (2, 3)
+    m = r.numpy()
+    m.shape = (3, 2)
+    assert tuple(r.shape) == (6,)  # PyTorch's behaviour, which eager's follows
