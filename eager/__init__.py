@@ -80,6 +80,7 @@ from ._settings import (  # noqa: F401,E402
     is_complex, is_deterministic_algorithms_warn_only_enabled, is_floating_point, set_num_interop_threads,
     set_num_threads, set_printoptions, use_deterministic_algorithms,
 )
+from ._settings import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: F401,E402
 from ._functional import sign as sgn  # noqa: F401,E402  (the same for real numbers)
 from ._functional import bucketize, cartesian_prod, combinations, histc, index_put, searchsorted  # noqa: F401,E402
 from ._compositions import (  # noqa: F401,E402

@@ -85,6 +85,29 @@ def is_deterministic_algorithms_warn_only_enabled() -> bool:
     return _deterministic["warn_only"]
 
 
+# -- float32 matmul precision --------------------------------------------------------------------
+_matmul_precision = {"value": "highest"}
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Record PyTorch's float32 matmul precision ('highest', 'high' or 'medium'; others warn
+    and change nothing, as PyTorch's). NumPy's products here are always full float32, so
+    'high' and 'medium' (TF32/bfloat16 on GPUs) compute the same. Mirrors
+    torch.set_float32_matmul_precision."""
+    if precision not in ("highest", "high", "medium"):
+        import warnings  # noqa: PLC0415
+
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      "setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
+        return
+    _matmul_precision["value"] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    """What set_float32_matmul_precision recorded ('highest' by default)."""
+    return _matmul_precision["value"]
+
+
 # -- printing ------------------------------------------------------------------------------------
 _PROFILES: dict[str, dict[str, Any]] = {"default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=None),
              "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=None),

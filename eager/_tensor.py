@@ -353,6 +353,17 @@ class Tensor(TensorMetadata, TensorAPI):
                      "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
             prefix = "torch.cuda." if self.is_cuda else "torch."
             return prefix + names[self.dtype.name]
+        legacy = getattr(dtype, "_default_dtype", None)  # x.type(torch.LongTensor)
+        if legacy is not None:
+            return self.to(legacy)
+        if isinstance(dtype, str) and dtype.endswith("Tensor"):  # x.type('torch.cuda.FloatTensor')
+            by_name = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+                       "LongTensor": "int64", "IntTensor": "int32", "ShortTensor": "int16", "CharTensor": "int8",
+                       "ByteTensor": "uint8", "BoolTensor": "bool"}
+            name = dtype.rsplit(".", 1)[-1]
+            if name not in by_name:
+                raise ValueError(f"invalid type: '{dtype}'")
+            return self.to(_dtypes.from_name(by_name[name]))
         return self.to(dtype)
 
     def to(self, *args, **kwargs) -> "Tensor":

@@ -156,8 +156,10 @@ class TensorMetadata:
         return self._data.ndim
 
     def dim(self) -> int:
-        """The number of dimensions. Mirrors torch.Tensor.dim."""
+        """The number of dimensions (`ndimension` is the same method). Mirrors torch.Tensor.dim."""
         return self._data.ndim
+
+    ndimension = dim
 
     def numel(self) -> int:
         """The number of elements (`nelement` is the same method). Mirrors torch.Tensor.numel."""

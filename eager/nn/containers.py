@@ -176,8 +176,18 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        return "\n".join(f"({i}): Parameter containing: [{p.dtype.name} of size {tuple(p.shape)}]"
-                         for i, p in enumerate(self))
+        # PyTorch's: "  (0): Parameter containing: [torch.float32 of size 2x3]", a device
+        # other than the CPU in parentheses
+        lines = []
+        for i, p in enumerate(self):
+            if isinstance(p, Tensor):
+                device = "" if p.device.type == "cpu" else f" ({p.device})"
+                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+                size = "x".join(str(n) for n in p.shape)
+                lines.append(f"  ({i}): {kind} containing: [{p.dtype} of size {size}{device}]")
+            else:
+                lines.append(f"  ({i}): Object of type: {type(p).__name__}")
+        return "\n".join(lines)
 
 
 class ParameterDict(Module):

@@ -18,9 +18,10 @@ def _fans(tensor: Tensor) -> tuple[int, int]:
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
     """The gain PyTorch recommends for each nonlinearity (scales the init bounds)."""
-    gains = {"linear": 1.0, "sigmoid": 1.0, "tanh": 5.0 / 3, "relu": math.sqrt(2.0), "selu": 3.0 / 4,
-             "conv1d": 1.0, "conv2d": 1.0, "conv3d": 1.0, "conv_transpose1d": 1.0, "conv_transpose2d": 1.0,
-             "conv_transpose3d": 1.0}
+    # (PyTorch returns the int 1 for the linear ones: it prints as 1)
+    gains: dict[str, float] = {"linear": 1, "sigmoid": 1, "tanh": 5.0 / 3, "relu": math.sqrt(2.0), "selu": 3.0 / 4,
+                               "conv1d": 1, "conv2d": 1, "conv3d": 1, "conv_transpose1d": 1, "conv_transpose2d": 1,
+                               "conv_transpose3d": 1}
     if nonlinearity == "leaky_relu":
         slope = 0.01 if param is None else param
         return math.sqrt(2.0 / (1 + slope ** 2))

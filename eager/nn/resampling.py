@@ -63,6 +63,9 @@ class Upsample(Module):
     def __init__(self, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
                  recompute_scale_factor: bool | None = None) -> None:
         super().__init__()
+        # PyTorch keeps the factor as float(s): Upsample(scale_factor=2) prints scale_factor=2.0
+        if scale_factor is not None:
+            scale_factor = tuple(float(f) for f in scale_factor) if isinstance(scale_factor, tuple) else float(scale_factor)
         self.size, self.scale_factor, self.mode = size, scale_factor, mode
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 

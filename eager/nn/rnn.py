@@ -5,6 +5,7 @@ bidirectional. The time loop is Python over steps; each step is a few matmuls.""
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 from .. import _functional as _F
@@ -134,6 +135,10 @@ class _RNNBase(Module):
         if not 0 <= dropout <= 1:
             raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
                              "element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
+                          f"expects num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
+                          UserWarning, stacklevel=3)
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional = bidirectional
@@ -319,11 +324,15 @@ class _RNNBase(Module):
         return h, c
 
     def extra_repr(self) -> str:
-        s = f"{self.input_size}, {self.hidden_size}"
+        s = f"{self.input_size}, {self.hidden_size}"  # (PyTorch's fields, in its order)
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
         if self.batch_first:
             s += ", batch_first=True"
+        if self.dropout != 0:
+            s += f", dropout={self.dropout}"
         if self.bidirectional:
             s += ", bidirectional=True"
         return s

@@ -450,3 +450,31 @@ def test_optimizer_checkpoints_hold_the_step_as_pytorchs(name: str) -> None:
         (w ** 2).sum().backward()
         opt.step()
     assert q.tolist() == r.tolist() and o2.state[r]["step"] == 2
+
+
+def test_module_reprs_and_small_tensor_api_as_pytorchs() -> None:
+    torch = _torch()
+    import warnings
+
+    def reprs(lib):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mods = [lib.nn.ParameterList([lib.nn.Parameter(lib.ones(2, 3)), lib.nn.Parameter(lib.ones(2))]),
+                    lib.nn.ParameterList([lib.nn.Parameter(lib.ones(2, 3))]), lib.nn.ParameterList(),
+                    lib.nn.RNN(2, 3, nonlinearity="relu", bias=False, bidirectional=True, dropout=0.5, num_layers=2),
+                    lib.nn.LSTM(2, 3, batch_first=True, dropout=0.1), lib.nn.GRU(2, 3),
+                    lib.nn.Upsample(scale_factor=2, mode="bilinear"), lib.nn.Upsample(scale_factor=(2, 3)),
+                    lib.nn.Upsample(size=(2, 3))]
+        got = [repr(m).replace(lib.__name__ + ".", "torch.") for m in mods]
+        got += [str(lib.nn.init.calculate_gain(n)) for n in ("linear", "conv2d", "sigmoid", "tanh", "relu")]
+        x = lib.ones(2, 3)
+        got += [str(x.type(lib.LongTensor).dtype).split(".")[1], str(x.type("torch.IntTensor").dtype).split(".")[1],
+                str(x.ndimension())]
+        lib.set_float32_matmul_precision("high")
+        got.append(lib.get_float32_matmul_precision())
+        lib.set_float32_matmul_precision("highest")
+        return got
+
+    assert reprs(eager) == reprs(torch)
+    with pytest.warns(UserWarning, match="non-zero dropout expects num_layers greater than 1"):
+        eager.nn.LSTM(2, 3, dropout=0.2)
