@@ -9,7 +9,8 @@ from eager.ops.special import FULL_LIKE
 from .custom_function import customs_of
 from .ir import Value
 from .passes.stability import stabilize_values
-from .tracer import Tracer, TraceState
+from .trace_state import TraceState
+from .tracer import Tracer
 
 
 class TraceCtx:

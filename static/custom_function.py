@@ -20,7 +20,8 @@ from eager.ops import fit_grad
 from eager.ops.special import FULL_LIKE
 
 from .ir import Node, Value
-from .tracer import Tracer, TraceState, current_state
+from .trace_state import TraceState, current_state
+from .tracer import Tracer
 
 
 class TracedCtx:

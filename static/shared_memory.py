@@ -207,7 +207,7 @@ def _is_array(obj) -> bool:
 
 
 def _unfollowable(what: str) -> TraceError:
-    from .tracer import user_location  # noqa: PLC0415
+    from .trace_state import user_location  # noqa: PLC0415
 
     return TraceError(
         f"{user_location()}: the function {what} a tensor that shares memory with another tensor it also uses "

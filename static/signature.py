@@ -16,7 +16,7 @@ from eager._grad_mode import STATE
 from eager._tensor import Tensor
 
 from .shared_memory import layout, root_array
-from .tracer import ACTIVE as _ACTIVE
+from .trace_state import ACTIVE as _ACTIVE
 from .tracing import check_hashable, flatten_args, static_positions
 
 _NO_STATIC: frozenset = frozenset()

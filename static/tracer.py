@@ -3,457 +3,47 @@
 A Tracer implements the Tensor API users write in eager (operators, methods, `eager.*`
 functions, indexing) by inheriting eager's own definitions (`eager._api.TensorAPI`): those
 apply ops, and an op with a Tracer operand is handed to `record`, which appends it to the
-graph. So the same source runs in both modes without a line changed."""
+graph. So the same source runs in both modes without a line changed.
+
+The trace's state (TraceState, the active trace, the user's location) is `static.trace_state`;
+recording one op call as a node (promotion, the half-in-float32 rule, view and capture
+checks) is `static.trace_record`.
+"""
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from types import FrameType
 from typing import Any, ClassVar
 
-import numpy as np
-
 import eager
-from eager import _dispatch, _dtypes, _factories
+from eager import _dtypes, _factories
 from eager import _functional as F
 from eager._api import TensorAPI
-from eager._device import device_of_array
 from eager._grad_mode import STATE
 from eager._inplace import _LEAF_MSG, _VIEW_OF_LEAF_MSG, check_result_cast
 from eager._tensor import Tensor
 from eager._tensor_metadata import Size
-from eager.ops import REGISTRY, TensorSpec
-from eager.ops.elementwise import TO_DTYPE
+from eager.ops import REGISTRY
 from eager.ops.special import STOP_GRADIENT
 
-from .dynamic_shapes import captured_shape
 from .errors import TraceError
-from .ir import Graph, Node, Value
-from .shared_memory import SharedMemory
+from .ir import Value
+from .trace_record import _data_error, _root_now, bind_tracer, check_view_current, record
 
-_LIBRARY_DIRS = (os.path.dirname(eager.__file__) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
-_SCALARS = (bool, int, float)
-# How a view is made from the tensor owning its memory: (op name, sorted attrs, output number)
-# per view op, as eager.ops.views.replay_view takes them.
-ViewSteps = tuple[tuple[str, tuple[tuple[str, Any], ...], "int | None"], ...]
-
-
-def user_location(skip_library: bool = True) -> str:
-    """file:line of the innermost frame outside graphmode: the user's line. (Called for most
-    traced ops: whether a code object is graphmode's, and its file's short name, are kept
-    per code object rather than worked out again per frame.)"""
-    frame: FrameType | None = sys._getframe(1)
-    known = _USER_CODE
-    while frame is not None:
-        code = frame.f_code
-        short = known.get(code)
-        if short is None:
-            filename = code.co_filename
-            outside = not filename.startswith(_LIBRARY_DIRS) and "codegen" + os.sep not in filename
-            if len(known) >= 4096:
-                known.clear()
-            short = known[code] = os.path.basename(filename) if outside else ""
-        if short:
-            return f"{short}:{frame.f_lineno}"
-        frame = frame.f_back
-    return "<unknown>"
-
-
-# code object -> its file's short name when it is the user's code, "" when it is graphmode's
-# (a code object is made once per definition, not per call: a few hundred; cleared at 4096)
-_USER_CODE: dict = {}
-_CLASS_ASKERS: dict = {}  # code object -> whether it is the user's (Tracer.__class__)
-_STDLIB = os.path.dirname(os.__file__) + os.sep
-
-
-@dataclass(eq=False)
-class TraceState:
-    """Everything one trace accumulates."""
-
-    graph: Graph
-    names: dict = field(default_factory=dict)  # id(tensor) -> the name the user's code reads it by
-    captured: dict = field(default_factory=dict)  # id(tensor) -> (tensor, input Value)
-    latest: dict = field(default_factory=dict)  # id(tensor) -> latest Value after in-place updates
-    weak: set = field(default_factory=set)  # inputs that came from Python numbers
-    counter: int = 0
-    draws: int = field(default_factory=lambda: _factories.draws_on_this_thread())  # when tracing began
-    finished: bool = False  # set when the trace is over: its Tracers must not record any more
-    versions: dict = field(default_factory=dict)  # id(tensor or Tracer) -> in-place updates so far
-    no_grad_nodes: set = field(default_factory=set)  # nodes recorded with grad mode off: no gradient flows
-    created: list = field(default_factory=list)  # tensors eager's factories made during the trace: constants
-    location: str | None = None  # while differentiating a node: the user's line of that node
-    _created_ids: dict = field(default_factory=dict)  # ids of `created`, in order (filled as it grows)
-    guards: list = field(default_factory=list)  # guards on tensor values the trace read (constant masks)
-    grad_leaves: set = field(default_factory=set)  # inputs that are leaves requiring grad (no in-place writes)
-    shared: SharedMemory = field(default_factory=SharedMemory)  # captured tensors over the same memory
-    # the device the compiled graph runs on: a GPU as soon as an argument or a captured tensor
-    # lives there (NumPy inputs are then copied over), else the CPU. Tracers report it as their
-    # `.device`, so `rand_like(x)`, `zeros(..., device=x.device)` and `.to(x.device)` inside
-    # the function make what eager would make on x's device
-    device: Any = field(default_factory=lambda: eager.device("cpu"))
-    # what the trace changed outside itself, undone (last first) when tracing fails: state a
-    # compiled step made before its optimizer's first update (static.training)
-    on_failure: list = field(default_factory=list)
-    _names_of_inputs: tuple = field(default_factory=lambda: (set(), 0))  # (names, how many inputs they cover)
-
-    def saw_array(self, data) -> None:
-        """Note the device of an array the trace reads (an argument or a captured tensor)."""
-        if self.device.type == "cpu" and not isinstance(data, (np.ndarray, np.generic)) and hasattr(data, "device"):
-            self.device = device_of_array(data)
-
-    def _input_names(self) -> set:
-        """The names of the graph's inputs so far (inputs are only appended while tracing:
-        the set grows with them rather than being made again per capture)."""
-        inputs = self.graph.inputs
-        names, seen = self._names_of_inputs
-        if seen > len(inputs):
-            names, seen = set(), 0
-        names.update(v.name for v in inputs[seen:])
-        self._names_of_inputs = (names, len(inputs))
-        return names
-
-    def fresh_name(self) -> str:
-        name = str(self.counter)
-        self.counter += 1
-        return name
-
-    def is_created(self, obj) -> bool:
-        """Whether eager made this tensor while the function was traced (a constant of the
-        trace, like `eager.zeros(3)` inside it), rather than the caller's state. (`created`
-        keeps them alive, so their ids stay theirs.)"""
-        ids = self._created_ids
-        for t in self.created[len(ids):]:
-            ids[id(t)] = None
-        return id(obj) in ids
-
-    def constant(self, arr) -> Value:
-        """An array that is a constant of the trace: an implicit input that is never written back."""
-        self.created.append(arr)
-        return self.capture(arr)
-
-    def constant_array(self, o):
-        """The values of `o` when they are known while tracing (None otherwise): an eager
-        tensor or array, or a Tracer that is still a captured one as it was read. A tensor
-        from outside the function is guarded, so that a change to it retraces."""
-        obj = o
-        if isinstance(o, Tracer):
-            obj = next((c for c, v in self.captured.values() if v is o._value and self.latest[id(c)] is v), None)
-            if obj is None:
-                return None
-        data = obj._data if isinstance(obj, Tensor) else obj
-        arr = data if isinstance(data, np.ndarray) else data.get()
-        if not self.is_created(obj):
-            from .guards import ArrayGuard  # noqa: PLC0415
-
-            self.guards.append(ArrayGuard(f"the boolean mask {self.names.get(id(obj), 'read from outside')}",
-                                          obj, arr.copy()))
-        return arr
-
-    def capture(self, obj) -> Value:
-        """A tensor or array from outside the function: an implicit input, read at call time."""
-        key = id(obj)
-        alias = self.shared.aliases.get(key)
-        if alias is not None:
-            return self._alias_value(alias)
-        if key in self.latest:
-            return self.latest[key]
-        if _factories.draws_on_this_thread() != self.draws:
-            raise TraceError(
-                f"{user_location()}: the function draws random numbers (eager.rand, randn, dropout, ...) while "
-                "it is traced; the compiled graph would replay the same numbers on every call. Pass random "
-                "tensors in as arguments, or put the model in eval() mode before compiling.")
-        alias = self.shared.alias_entry(self, obj)  # `p.grad.detach()`: p.grad's value, not a stale input
-        if alias is not None:
-            return self._alias_value(alias)
-        data = obj._data if isinstance(obj, Tensor) else obj
-        self.saw_array(data)
-        dt = _dtypes.from_numpy(data.dtype)
-        base = self.names.get(key) or f"c{len(self.captured)}"
-        name = base
-        taken = self._input_names()
-        while name in taken:
-            name = f"{base}_{len(taken)}"
-        v = Value(name, TensorSpec(captured_shape(data), dt))  # (symbolic for a draw over a dynamic dim)
-        self.graph.inputs.append(v)
-        self.captured[key] = (obj, v)
-        self.latest[key] = v
-        self.shared.note_captured(self, obj)
-        return v
-
-    def _alias_value(self, alias: tuple) -> Value:
-        """The current value of an eager alias of a captured tensor (static.shared_memory)."""
-        v = self.capture(alias[1])
-        found = self.shared.canonical(self, alias[0])
-        assert found is not None, "an alias entry names a captured tensor"
-        target, steps = found
-        if not steps:
-            return v
-        v = self.latest[id(target)]
-        from eager.ops.views import replay_view  # noqa: PLC0415
-
-        return replay_view(Tracer(self, v), steps)._value
-
-
-class _BackwardHook:
-    """Where `Tracer.backward` finds its handler, `fn(tracer, gradient, retain_graph,
-    create_graph, inputs)`: the training-step module fills it when imported (the tracer itself
-    knows nothing of gradients' `.grad` bookkeeping). None: backward() is refused.
-    `assign_grad(tensor, tracer)` records `tensor.grad = tracer` (None: refused)."""
-
-    fn: Callable[..., None] | None = None
-    assign_grad: Callable[..., None] | None = None
-    read_grad: Callable[..., object] | None = None  # `x.grad` of an argument leaf requiring grad
-
-
-BACKWARD_HOOK = _BackwardHook()
-
-
-class _Active(threading.local):
-    stack: list
-
-    def __init__(self) -> None:
-        self.stack = []
-
-
-ACTIVE = _Active()
-
-
-def current_state() -> TraceState | None:
-    return ACTIVE.stack[-1] if ACTIVE.stack else None
-
-
-def _operand(state: TraceState, o):
-    if isinstance(o, Tracer):
-        if o._state is not state and hasattr(state, "foreign"):  # a control-flow body reads an outer value
-            return state.foreign(o)  # (static.control_flow.BodyState: it enters as an input of the body)
-        return o._value
-    if isinstance(o, _SCALARS):
-        return o
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, Tensor) or isinstance(o, np.ndarray) or hasattr(o, "__cuda_array_interface__"):
-        return state.capture(o)
-    if isinstance(o, (list, tuple)):
-        return state.capture(eager.tensor(o))
-    raise TypeError(f"expected a tensor or a number as an operand, got {type(o).__name__}")
-
-
-def _describe(state: TraceState, v: object) -> tuple[_dtypes.dtype, int] | None:
-    """A traced operand's part in promotion (see `_dtypes.promote_operands`): an input that
-    came from a Python number promotes as one (weak), as eager's number would."""
-    if not isinstance(v, Value):
-        return None
-    if v in state.weak:
-        return v.dtype, _dtypes.WEAK
-    return v.dtype, _dtypes.DIMENSIONED if v.type.shape else _dtypes.ZERO_DIM
-
-
-def _promote(state: TraceState, op, operands: list) -> list:
-    """eager's promotion (`_dtypes.promote_operands`), with the casts recorded into the graph.
-    The commonest case (every traced operand of one floating dtype, beside Python ints and
-    floats) casts nothing and is recognized first: most of a training step's ops. (A traced
-    Python number, `state.weak`, promotes as a number does: left to the full rule.)"""
-    common = None
-    weak = state.weak
-    for v in operands:
-        t = type(v)
-        if t is Value:
-            if v in weak:
-                break
-            d = v.type.dtype
-            if common is None:
-                common = d
-            elif d is not common:
-                break
-        elif t is not float and t is not int:
-            break
-    else:
-        if common is not None and common.is_floating_point:
-            return operands
-
-    def cast(v, target):
-        return _emit(state, TO_DTYPE, [v], {"dtype": target})[0]
-
-    return list(_dtypes.promote_operands(op.promote, op.mask_operands, operands, lambda v: _describe(state, v), cast))
-
-
-def _emit(state: TraceState, op, operands: list, attrs: dict, types: list | None = None) -> list:
-    """Check the op's abstract rule and append the node; returns its result Values. `types`:
-    the result types where the caller knows them already (a replayed template whose ops and
-    operand shapes were checked when it was recorded: static.update_templates)."""
-    if types is None:
-        specs = [v.type if isinstance(v, Value) else v for v in operands]
-        try:
-            result = op.abstract(*specs, **attrs)
-        except (TypeError, ValueError, RuntimeError, IndexError) as exc:
-            loc = user_location()
-            raise type(exc)(f"{exc} (traced at {loc})") from None
-        types = [result] if isinstance(result, TensorSpec) else list(result)
-    # (Node copies its inputs into a list itself; its outputs are set straight into its dict:
-    # only `inputs` keeps use lists, see Node.__setattr__)
-    node = Node(op=op.name, inputs=operands, attrs=dict(attrs), loc=state.location or user_location())
-    node.__dict__["outputs"] = [Value(state.fresh_name(), t, node, i) for i, t in enumerate(types)]
-    state.graph.nodes.append(node)
-    if not STATE.enabled:  # a no_grad() region of the traced program: autodiff stops here, as eager does
-        state.no_grad_nodes.add(node)
-    return node.outputs
-
-
-def _half_in_float32(state: TraceState, op, values: list, attrs: dict) -> Value:
-    """The op on float32 casts of its operands, rounded once to float16, as eager runs it."""
-    f32 = [_emit(state, TO_DTYPE, [v], {"dtype": _dtypes.float32})[0] if isinstance(v, Value) else v
-           for v in values]
-    out = _emit(state, op, f32, attrs)[0]
-    return _emit(state, TO_DTYPE, [out], {"dtype": _dtypes.float16})[0]
-
-
-def record(op, operands, attrs):
-    """The registry's hook: an op applied to at least one Tracer, or, while a trace is active on
-    this thread, to tensors captured from outside the function (see `capturing_dispatch`)."""
-    state = None
-    for o in operands:
-        if isinstance(o, Tracer):
-            state = o._state
-            break
-    else:
-        state = current_state()
-    for o in operands:
-        if getattr(type(o), "__graphmode_batched__", False):  # vmap's batched values take the op over
-            return type(o).__graphmode_dispatch__(op, operands, attrs)
-    top = ACTIVE.stack[-1] if ACTIVE.stack else None
-    if top is not None and top is not state and hasattr(top, "foreign"):
-        state = top  # tracing a control-flow body: the op belongs to the body, whatever its operands' trace
-    if state is None or state.finished:
-        raise TraceError(f"{user_location()}: {op.name} is applied to a traced value whose trace has ended "
-                         "(a Tracer leaked out of the traced function, e.g. into a global or a list); return "
-                         "values from the function instead of storing them.")
-    if op.name in _MASKABLE and any(getattr(o, "dtype", None) is _dtypes.bool_ for o in operands[_MASKABLE[op.name]:]):
-        operands, attrs = _constant_masks(state, op.name, list(operands), attrs)
-    for o in operands:
-        if isinstance(o, Tracer) and o._view_of is not None:
-            check_view_current(o)
-    values = [_operand(state, o) for o in operands]
-    if op.name in _dispatch._HALF_SCALAR_IN_FLOAT32 and any(
-            type(v) is Value and v.type.dtype is _dtypes.float16 for v in values) and _dtypes.half_beside_0d(
-            [_describe(state, v) for v in values]):
-        return Tracer(state, _half_in_float32(state, op, values, attrs))
-    if op.promote is not None:
-        values = _promote(state, op, values)
-    outs = _emit(state, op, values, attrs)
-    wrapped = (Tracer(state, outs[0]),) if len(outs) == 1 else tuple(Tracer(state, v) for v in outs)
-    if op.is_view and not attrs.get("n_index"):  # indexing with tensors copies, as in eager
-        base = operands[0] if operands else None
-        # a view of a Tracer or of a captured tensor: writing through it must not be silently lost
-        marker: object
-        steps: ViewSteps | None
-        if isinstance(base, Tracer) and base._view_of is not None:
-            marker, steps = base._view_of, base._view_steps
-        else:  # an eager alias of a captured tensor is a view of that tensor
-            marker, steps = (state.shared.canonical(state, base) or (base, ())) if isinstance(base, Tensor) else (base, ())
-        if isinstance(marker, (Tracer, Tensor)):
-            items = tuple(sorted(attrs.items()))
-            for k, t in enumerate(wrapped):
-                t._view_of = marker
-                t._view_version = state.versions.get(id(marker), 0)
-                # how the view is made from the tensor owning the memory (eager's view_scatter steps)
-                t._view_steps = None if steps is None else steps + ((op.name, items, k if op.multi_output else None),)
-    return wrapped if op.multi_output else wrapped[0]
-
-
-_MASKABLE = {"index": 1, "index_grad": 1, "index_put": 2}  # op -> position of its first index operand
-
-
-def _constant_masks(state: TraceState, name: str, operands: list, attrs: dict) -> tuple[list, dict]:
-    """Boolean masks whose values are known while tracing (a tensor made inside the function,
-    or one read from outside, then guarded: a change retraces) become the integer indices of
-    their True elements, as NumPy defines mask indexing; the result's shape is then known.
-    Reading through a mask computed from traced values is refused (its shape depends on data);
-    writing through one (`x[x > 0] = 0`) keeps the shape and stays a mask."""
-    first = _MASKABLE[name]
-    new_ops = operands[:first]
-    new_key = []
-    for entry in attrs["key"]:
-        if entry[0] != "tensor":
-            new_key.append(entry)
-            continue
-        o = operands[first + entry[1]]
-        if getattr(o, "dtype", None) is not _dtypes.bool_:
-            new_key.append(("tensor", len(new_ops) - first))
-            new_ops.append(o)
-            continue
-        mask = state.constant_array(o)
-        if mask is None and name != "index":  # writing through a traced mask keeps the shape: fine
-            new_key.append(("tensor", len(new_ops) - first))
-            new_ops.append(o)
-            continue
-        if mask is None:
-            raise TraceError(f"{user_location()}: indexing with a boolean mask (x[mask]) computed from traced "
-                             "values gives a shape that depends on their data. Keep the shape with "
-                             "eager.where(mask, x, 0) or x.masked_fill(~mask, 0), or pass the mask in as a static "
-                             "argument (static_argnums).")
-        for idx in np.nonzero(mask):
-            new_key.append(("tensor", len(new_ops) - first))
-            new_ops.append(Tracer(state, state.constant(np.ascontiguousarray(idx, dtype=np.int64))))
-    return new_ops, {**attrs, "key": tuple(new_key), "n_index": len(new_ops) - first}
-
-
-def _root_now(t: "Tracer") -> "Tracer":
-    """The current value of the tensor that owns a view's memory."""
-    root = t._view_of
-    if isinstance(root, Tracer):
-        return root
-    return Tracer(t._state, t._state.capture(root))  # a captured eager tensor: its latest value
-
-
-def check_view_current(t: "Tracer", what: str = "this value is") -> None:
-    """A view taken before its base was updated in place shows the update in eager: it is
-    made again from the base's new value (so values and gradients follow the update, as
-    PyTorch regenerates a view's history). A view whose making is not known (one of a
-    detach() alias) is refused rather than read stale."""
-    current = t._state.versions.get(id(t._view_of), 0)
-    if current == t._view_version:
-        return
-    if t._view_steps is not None:
-        from eager.ops.views import replay_view  # noqa: PLC0415
-
-        t._value = replay_view(_root_now(t), t._view_steps)._value
-        t._view_version = current
-        return
-    raise TraceError(f"{user_location()}: {what} a view of a detach() or .data alias of a tensor that was "
-                     "updated in place after the view was taken; in eager the view would show the update, which "
-                     "static cannot replay through the alias. Take the view after the update.")
-
-
-def _record_captured(op, operands, attrs):
-    """The dispatch mode of a tracing thread. An op whose operands are all eager tensors (a
-    module's `weight.t()`, `w * 2` on a global) would otherwise run at trace time and its
-    result be frozen into the graph as a snapshot: stale after the next optimizer step, and cut
-    off from gradients. It is recorded instead, its tensors becoming implicit inputs read at
-    call time; an op with no tensor operand (a constant) becomes a node too."""
-    if not ACTIVE.stack:
-        return NotImplemented
-    return record(op, operands, attrs)
-
-
-@contextlib.contextmanager
-def capturing_dispatch():
-    """Record ops on captured tensors for the duration of a trace (eager's dispatch modes are
-    per thread, so other threads keep running eagerly)."""
-    with _dispatch.dispatch_mode(_record_captured):
-        yield
-
-
-def _data_error(what: str, suggestion: str = "") -> TraceError:
-    loc = user_location()
-    return TraceError(
-        f"{loc}: {what} needs the data of a traced value, which does not exist while tracing. "
-        + (suggestion or "Use eager.where(cond, a, b) for data-dependent choices, or mark the argument "
-           "static with static_argnums so its value is known when compiling.")
-    )
+# the active trace and its state, under the name eager's hooks and static's compile path ask
+# (`static.tracer.ACTIVE`, `.current_state`, `.user_location`, `.TraceError`)
+from .trace_state import (
+    _CLASS_ASKERS,
+    _LIBRARY_DIRS,
+    _STDLIB,
+    ACTIVE,
+    BACKWARD_HOOK,
+    TraceState,
+    ViewSteps,
+    current_state,
+    user_location,
+)
 
 
 class Tracer(TensorAPI):
@@ -830,6 +420,7 @@ def inplace_on_captured(target, result: Tracer) -> None:
 
 
 Tracer.__graphmode_inplace__ = staticmethod(inplace_on_captured)
+bind_tracer(Tracer)
 
 
 def _assign_grad(tensor, value: Tracer) -> None:
@@ -838,3 +429,5 @@ def _assign_grad(tensor, value: Tracer) -> None:
         raise TraceError(f"{user_location()}: assigning a traced value to .grad is not supported here")
     BACKWARD_HOOK.assign_grad(tensor, value)
 
+__all__ = ["Tracer", "TraceState", "TraceError", "ACTIVE", "BACKWARD_HOOK", "current_state", "user_location",
+           "inplace_on_captured", "record"]

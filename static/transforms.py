@@ -23,7 +23,8 @@ from . import pytree
 from .autodiff import vjp
 from .compiled import OPTIONS, Compiled, options_of
 from .errors import TraceError
-from .tracer import ACTIVE, Tracer
+from .trace_state import ACTIVE
+from .tracer import Tracer
 from .tracing import is_leaf
 
 

@@ -30,7 +30,9 @@ from eager.ops import REGISTRY, TensorSpec
 
 from .ir import Value
 from .shared_memory import root_array
-from .tracer import Tracer, TraceState, _emit, inplace_on_captured
+from .trace_record import _emit
+from .trace_state import TraceState
+from .tracer import Tracer, inplace_on_captured
 
 PARAM, GRAD = "param", "grad"
 

@@ -22,7 +22,8 @@ from . import pytree
 from .autodiff import vjp as reverse
 from .compiled import OPTIONS, Compiled, options_of
 from .errors import TraceError
-from .tracer import ACTIVE, Tracer, TraceState
+from .trace_state import ACTIVE, TraceState
+from .tracer import Tracer
 from .tracing import is_leaf
 
 

@@ -21,7 +21,8 @@ from eager.func import _leaves, _rebuild
 from .autodiff import vjp
 from .compiled import Compiled, options_of
 from .errors import TraceError
-from .tracer import ACTIVE, Tracer
+from .trace_state import ACTIVE
+from .tracer import Tracer
 from .transforms import _GradTransform, _inherit
 
 __all__ = ["hessian", "jacfwd", "jacrev", "vmap"]

@@ -18,7 +18,10 @@ from eager.ops import TensorSpec
 from .. import pytree
 from ..errors import TraceError
 from ..ir import Graph, Value
-from ..tracer import ACTIVE, Tracer, TraceState, user_location
+from ..trace_state import ACTIVE, TraceState, user_location
+
+# -- tracing a body ----------------------------------------------------------------------------
+from ..tracer import Tracer
 
 
 # -- tracing a body ----------------------------------------------------------------------------

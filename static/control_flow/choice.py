@@ -12,7 +12,8 @@ from eager.ops.control_flow import COND
 
 from .. import pytree
 from ..ir import Graph, Value
-from ..tracer import ACTIVE, Tracer, user_location
+from ..trace_state import ACTIVE, user_location
+from ..tracer import Tracer
 from .body import (
     _as_traced,
     _Body,

@@ -16,7 +16,8 @@ from eager.ops import REGISTRY, TensorSpec
 from eager.ops.control_flow import parsed
 
 from ..ir import Graph, Value
-from ..tracer import ACTIVE, Tracer, TraceState
+from ..trace_state import ACTIVE, TraceState
+from ..tracer import Tracer
 from .body import _body_text, _simplify
 
 

@@ -16,7 +16,8 @@ from eager.ops import TensorSpec
 from eager.ops.control_flow import SCAN, WHILE_LOOP
 
 from .. import pytree
-from ..tracer import ACTIVE, Tracer, TraceState, user_location
+from ..trace_state import ACTIVE, TraceState, user_location
+from ..tracer import Tracer
 from .body import (
     _as_traced,
     _Body,
