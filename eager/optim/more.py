@@ -55,7 +55,7 @@ class RMSprop(Optimizer):
     step = g / (sqrt(v) + eps), through a momentum buffer when momentum > 0; p -= lr * step."""
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
-                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
+                 weight_decay: float = 0, momentum: float = 0, centered: bool = False,
                  capturable: bool = False, foreach: bool | None = None, maximize: bool = False,
                  differentiable: bool = False) -> None:
         _check("learning rate", lr)
@@ -94,8 +94,8 @@ class RMSprop(Optimizer):
 class Adagrad(Optimizer):
     """s += g^2; p -= lr / (1 + (t - 1) lr_decay) * g / (sqrt(s) + eps)."""
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
-                 initial_accumulator_value: float = 0.0, eps: float = 1e-10, foreach: bool | None = None, *,
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
+                 initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: bool | None = None, *,
                  maximize: bool = False, differentiable: bool = False, fused: bool | None = None) -> None:
         _check("learning rate", lr)
         _check("lr_decay value", lr_decay)
@@ -127,7 +127,7 @@ class Adadelta(Optimizer):
     u = rho u + (1 - rho) d^2; p -= lr * d."""
 
     def __init__(self, params: Iterable[Any], lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
-                 weight_decay: float = 0.0, foreach: bool | None = None, *, capturable: bool = False,
+                 weight_decay: float = 0, foreach: bool | None = None, *, capturable: bool = False,
                  maximize: bool = False, differentiable: bool = False) -> None:
         _check("learning rate", lr)
         _check("epsilon value", eps)
@@ -155,7 +155,7 @@ class Adamax(Optimizer):
     """m = b1 m + (1 - b1) g; u = max(b2 u, |g| + eps); p -= lr / (1 - b1^t) * m / u."""
 
     def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0, foreach: bool | None = None, *,
+                 eps: float = 1e-8, weight_decay: float = 0, foreach: bool | None = None, *,
                  maximize: bool = False, differentiable: bool = False, capturable: bool = False) -> None:
         _check("learning rate", lr)
         _check("epsilon value", eps)
@@ -220,7 +220,7 @@ class NAdam(Optimizer):
     mu_{t+1}) m / d, with d = sqrt(v / (1 - beta2^t)) + eps."""
 
     def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0, momentum_decay: float = 4e-3,
+                 eps: float = 1e-8, weight_decay: float = 0, momentum_decay: float = 4e-3,
                  decoupled_weight_decay: bool = False, *, foreach: bool | None = None, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False) -> None:
         _check("learning rate", lr)
@@ -260,7 +260,7 @@ class RAdam(Optimizer):
     (lr m / (1 - beta1^t)); after that it is Adam's scaled by the rectification term."""
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0, decoupled_weight_decay: bool = False, *,
+                 eps: float = 1e-8, weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
                  foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False) -> None:
         _check("learning rate", lr)
@@ -337,7 +337,7 @@ class ASGD(Optimizer):
     eta and mu are float32 0-d tensors, as PyTorch keeps them (so the rounding agrees)."""
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
-                 t0: float = 1e6, weight_decay: float = 0.0, foreach: Any = None, maximize: bool = False,
+                 t0: float = 1e6, weight_decay: float = 0, foreach: Any = None, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False) -> None:
         _check("learning rate", lr)
         _check("weight_decay value", weight_decay)

@@ -19,8 +19,8 @@ class SGD(Optimizer):
         p = p - lr * g                                    (p + lr * g when maximize)
     """
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False,
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
                  foreach: bool | None = None, differentiable: bool = False, fused: bool | None = None) -> None:
         """foreach: None (the default) or True update all parameters of a group at once where
         they are plain NumPy float tensors of one dtype (the same bits as one at a time);

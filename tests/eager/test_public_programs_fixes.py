@@ -107,8 +107,8 @@ def test_optimizer_signatures_and_param_groups_match_pytorchs(name: str) -> None
     import inspect
 
     torch = _torch()
-    want = [(k, v.kind) for k, v in inspect.signature(getattr(torch.optim, name)).parameters.items()]
-    got = [(k, v.kind) for k, v in inspect.signature(getattr(eager.optim, name)).parameters.items()]
+    want = [(k, v.kind, repr(v.default)) for k, v in inspect.signature(getattr(torch.optim, name)).parameters.items()]
+    got = [(k, v.kind, repr(v.default)) for k, v in inspect.signature(getattr(eager.optim, name)).parameters.items()]
     assert got == want
     kw = {} if name == "LBFGS" else {"lr": 0.1}
     tg = getattr(torch.optim, name)([torch.nn.Parameter(torch.ones(2))], **kw).param_groups[0]
