@@ -74,7 +74,9 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
         return model if model is not None else (lambda fn: fn)
     if backend in EAGER_BACKENDS:
         # a module still comes back wrapped, as PyTorch's: its state_dict keys carry `_orig_mod.`
-        return _optimized(model, model) if _is_module(model) else model if model is not None else (lambda fn: fn)
+        if _is_module(model):
+            return _optimized(model, model, lambda m: compile(m, backend=backend))
+        return model if model is not None else (lambda fn: fn)
     if model is None:  # @eager.compile(...) with options: the decorator
         return lambda fn: compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=counter or backend, mode=mode,
                                   options=options, disable=disable)
@@ -97,7 +99,10 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
     try:
         made = _dynamo.register(static_compile(model, **kwargs))
         made = counter.attach(made) if counter is not None else made
-        return _optimized(model, made) if _is_module(model) else made
+        if _is_module(model):  # a copy of the compiled module (copy.deepcopy) is compiled alike
+            return _optimized(model, made, lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic,
+                                                             backend=counter or backend, mode=mode, options=options))
+        return made
     except TypeError as exc:
         if "unexpected option" in str(exc):
             raise TypeError(f"eager.compile: options: {exc} (PyTorch's inductor options have no counterpart "
@@ -111,8 +116,9 @@ def _is_module(obj: Any) -> bool:
     return module is not None and isinstance(obj, module.Module)
 
 
-def _optimized(mod: Any, compiled: Any) -> Any:
-    """torch.compile(module)'s result: an OptimizedModule holding the module as `_orig_mod`."""
+def _optimized(mod: Any, compiled: Any, recompile: Callable[[Any], Any]) -> Any:
+    """torch.compile(module)'s result: an OptimizedModule holding the module as `_orig_mod`;
+    `recompile` compiles another module with the same options (for its copies)."""
     from ._dynamo.eval_frame import OptimizedModule  # noqa: PLC0415  (loads nn, which a module's owner has)
 
-    return OptimizedModule(mod, compiled)
+    return OptimizedModule(mod, compiled, recompile)

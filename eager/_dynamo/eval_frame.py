@@ -10,6 +10,8 @@ go to the original module, as PyTorch's do; the compiler's own tools (`explain()
 `source()`, `retraces`, ...) are reached after the module's attributes."""
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from typing import Any
 
 from ..nn.module import Module
@@ -20,15 +22,24 @@ class OptimizedModule(Module):
     wrapper of `_orig_mod`); its parameters, buffers and mode are the original module's."""
 
     # attributes that belong to the wrapper; every other write goes to `_orig_mod`
-    _opt_mod_attributes = frozenset({"_orig_mod", "_compiled", "_super_module_initialized", "forward",
-                                     "__dict__"})
+    _opt_mod_attributes = frozenset({"_orig_mod", "_compiled", "_recompile", "_super_module_initialized",
+                                     "forward", "__dict__"})
 
-    def __init__(self, mod: Module, compiled: Any) -> None:
+    def __init__(self, mod: Module, compiled: Any, recompile: Callable[[Module], Any] | None = None) -> None:
         object.__setattr__(self, "_super_module_initialized", False)
         super().__init__()
         object.__setattr__(self, "_super_module_initialized", True)
         self._modules["_orig_mod"] = mod  # the child: its state_dict keys carry `_orig_mod.`
         object.__setattr__(self, "_compiled", compiled)
+        object.__setattr__(self, "_recompile", recompile)
+
+    def __deepcopy__(self, memo: dict) -> Any:
+        """A copy compiles a copy of the module with the same options, as PyTorch's (whose
+        __reduce__ rebuilds the wrapper around the copied module): the compiled entries and
+        their captured tensors belong to the original."""
+        mod = copy.deepcopy(self._modules["_orig_mod"], memo)
+        recompile = self.__dict__.get("_recompile")
+        return recompile(mod) if recompile is not None else OptimizedModule(mod, mod)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.__dict__["_compiled"](*args, **kwargs)
@@ -50,9 +61,12 @@ class OptimizedModule(Module):
         raise TypeError(f"{type(mod).__name__} does not support len()")
 
     def __getattr__(self, name: str) -> Any:
+        modules = self.__dict__.get("_modules")
+        if modules is None or "_orig_mod" not in modules:  # not initialised yet (copy, unpickling)
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        mod = modules["_orig_mod"]
         if name == "_orig_mod":
-            return self.__dict__["_modules"]["_orig_mod"]
-        mod = self.__dict__["_modules"]["_orig_mod"]
+            return mod
         try:
             return getattr(mod, name)
         except AttributeError:

@@ -107,6 +107,13 @@ class Module:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         d = self.__dict__
+        compiled = d.get("_compiled_call_impl")  # Module.compile(): calls run compiled
+        if compiled is not None and not d.get("_in_compiled_call"):
+            d["_in_compiled_call"] = True  # the compiler's own call of the module runs it as written
+            try:
+                return compiled(*args, **kwargs)
+            finally:
+                d["_in_compiled_call"] = False
         pre_hooks = d.get("_forward_pre_hooks")
         for hook, with_kwargs in list(pre_hooks.values()) if pre_hooks else ():
             replaced = hook(self, args, kwargs) if with_kwargs else hook(self, args)
@@ -127,6 +134,16 @@ class Module:
             if replaced is not None:
                 result = replaced
         return result
+
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """Compile this module in place with eager.compile's arguments, as
+        torch.nn.Module.compile: later calls run compiled, while the module keeps its
+        identity and its state_dict keys (no `_orig_mod.` prefix, unlike eager.compile(module))."""
+        from .._compile import compile as compile_module  # noqa: PLC0415  (eager.compile loads static lazily)
+
+        wrapped = compile_module(self, *args, **kwargs)
+        self.__dict__["_compiled_call_impl"] = wrapped.__dict__.get("_compiled", wrapped)
+        self.__dict__["_in_compiled_call"] = False
 
     def register_forward_hook(self, hook: Callable) -> "_HookHandle":
         """`hook(module, inputs, output)` runs after forward; a non-None return replaces the output."""

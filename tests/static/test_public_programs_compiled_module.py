@@ -101,3 +101,52 @@ def test_eager_backend_and_disable_as_pytorchs():
     raw.eval()
     np.testing.assert_array_equal(wrapped(x).detach().numpy(), raw(x).detach().numpy())
     assert eager.compile(raw, disable=True) is raw
+
+
+def test_a_copy_of_a_compiled_module_is_compiled_alike_and_independent():
+    import copy  # noqa: PLC0415
+
+    eager.manual_seed(0)
+    model = eager.compile(_net(eager), backend="numpy")
+    x = eager.randn(4, 3)
+    model(x)
+    twin = copy.deepcopy(model)  # PyTorch's EMA and checkpoint-averaging programs copy the model
+    assert type(twin).__name__ == "OptimizedModule" and twin._orig_mod is not model._orig_mod
+    assert twin._compiled.backend == "numpy" and twin._compiled is not model._compiled
+    with eager.no_grad():
+        twin._orig_mod[0].weight.add_(1.0)
+    model.eval(), twin.eval()
+    with eager.no_grad():
+        want = model._orig_mod(x).numpy()
+        np.testing.assert_allclose(model(x).numpy(), want, rtol=1e-6, atol=1e-6)
+        assert not np.allclose(twin(x).numpy(), want)
+        np.testing.assert_allclose(twin(x).numpy(), twin._orig_mod(x).numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_module_compile_in_place_keeps_the_module_and_trains_as_eager(backend):
+    def run(compiled):
+        eager.manual_seed(0)
+        model = _net(eager)
+        if compiled:
+            assert model.compile(backend=backend) is None  # torch.nn.Module.compile: in place
+        opt = eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        out = []
+        for _ in range(4):
+            model.train()
+            opt.zero_grad()
+            loss = F.mse_loss(model(eager.randn(6, 3)), eager.randn(6, 2))
+            loss.backward()
+            opt.step()
+            out.append(loss.item())
+            model.eval()
+            with eager.no_grad():
+                out.append(model(eager.ones(2, 3)).sum().item())
+        return model, out
+
+    ref, want = run(False)
+    model, got = run(True)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert list(model.state_dict()) == list(ref.state_dict())  # no prefix: the module is itself
+    compiled = model.__dict__["_compiled_call_impl"]
+    assert compiled.compile_seconds and len(compiled.compile_seconds) <= 3  # compiled, not retraced per call
