@@ -478,3 +478,26 @@ def test_module_reprs_and_small_tensor_api_as_pytorchs() -> None:
     assert reprs(eager) == reprs(torch)
     with pytest.warns(UserWarning, match="non-zero dropout expects num_layers greater than 1"):
         eager.nn.LSTM(2, 3, dropout=0.2)
+
+
+def test_cosine_similarity_in_pytorchs_order() -> None:
+    torch = _torch()
+    import numpy as np
+
+    a = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    b = np.random.default_rng(1).standard_normal((1, 4)).astype(np.float32)
+    res = []
+    for lib in (torch, eager):
+        F = lib.nn.functional
+        x1, x2 = lib.tensor(a, requires_grad=True), lib.tensor(b, requires_grad=True)
+        y = F.cosine_similarity(x1, x2)
+        y.sum().backward()
+        z = lib.zeros(1, 3, requires_grad=True)
+        F.cosine_similarity(z, lib.ones(1, 3)).sum().backward()
+        res.append((y.detach().numpy(), x1.grad.numpy(), x2.grad.numpy(), type(y.grad_fn).__name__,
+                    F.cosine_similarity(lib.ones(1, 2), lib.ones(1, 2)).tolist(), z.grad.tolist()))
+    (y1, g1, h1, n1, o1, z1), (y2, g2, h2, n2, o2, z2) = res
+    np.testing.assert_array_equal(y2, y1)
+    np.testing.assert_allclose(g2, g1, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h2, h1, rtol=1e-5, atol=1e-6)
+    assert (n2, o2, z2) == (n1, o1, z1) and o1 == [np.float32(0.99999994)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import _functional as _F
+from ..._grad_mode import no_grad
 from ..._tensor import Tensor
 from ._utils import _index_tensor
 
@@ -12,10 +13,17 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     """The cosine of the angle between x1 and x2 along `dim` (norms clamped below by eps).
 
     Mirrors torch.nn.functional.cosine_similarity."""
-    dot = _F.sum(x1 * x2, dim)
-    n1 = _F.clamp_min(_F.norm(x1, 2, dim), eps)
-    n2 = _F.clamp_min(_F.norm(x2, 2, dim), eps)
-    return _F._renamed(dot / (n1 * n2), "SumBackward1")  # PyTorch sums the normalized product last
+    # PyTorch's order (each input divided by its norm first, then the product summed: a
+    # result within [-1, 1], cos of ones = 0.99999994 in float32); the norms are clamped
+    # under no_grad, so the gradient is the unclamped formula's at the clamped value
+    shape = _F.broadcast_shape(tuple(x1.shape), tuple(x2.shape))
+    x1, x2 = _F.broadcast_to(x1, shape), _F.broadcast_to(x2, shape)
+    n1 = _F.norm(x1, 2, dim, True).clone()
+    n2 = _F.norm(x2, 2, dim, True).clone()
+    with no_grad():
+        n1.clamp_min_(eps)
+        n2.clamp_min_(eps)
+    return _F.sum((x1 / n1) * (x2 / n2), dim)
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
