@@ -29,7 +29,7 @@ from .passes.rewrite import clone
 from .signature import CallKey
 from .tracer import Tracer, TraceState
 from .tracing import TraceResult, _attribute_path, refresh_sources, trace_function
-from .training import freed_outputs
+from .training import GradGuard, freed_outputs
 
 if TYPE_CHECKING:
     from .compiled import Compiled
@@ -88,18 +88,17 @@ class Entry:
         self._dtypes = [dtype for _, dtype, _ in state]
         self._grads = [grad for _, _, grad in state]
         self._other_sources = [s for s in trace.sources if not _through_module(s[1])]
-        self._other_guards = [g for g in trace.guards if not _module_guard(g)] + [
-            g.class_snapshot for g in trace.guards if _module_guard(g) and g.class_snapshot is not None]
+        self._other_guards = _merged_grad_guards([g for g in trace.guards if not _module_guard(g)] + [
+            g.class_snapshot for g in trace.guards if _module_guard(g) and g.class_snapshot is not None])
         self._checked_at = -1  # the structure version of the last full check (invalid())
         # eager's tensor metadata version (eager._tensor.METADATA_VERSION) at the last check that
         # read every captured tensor: while it has not moved, no captured tensor changed shape,
-        # dtype or requires_grad, and the per-tensor pass is skipped. Only where nothing but a
-        # source re-read swaps the captured objects (the call's own preparation may put a .grad
-        # it finds there: static.training's rereads and arg_grads), so that every object the
-        # skipped pass would read is one the last full pass read.
+        # dtype or requires_grad, and the per-tensor pass is skipped. What else puts another
+        # tensor among the captured ones moves it too (the call's own preparation putting the
+        # .grad it finds there: static.training.CallPrep) or is looked at (a source re-read), so
+        # that every object the skipped pass would read is one the last full pass read.
         self._meta_at = -1
-        prep = trace.prepare
-        self._versioned = self._vector_check and (prep is None or not (prep.rereads or prep.arg_grads))
+        self._versioned = self._vector_check
         self.n_captured = len(trace.captured)
         self.checks = bool(trace.captured or trace.guards)  # anything to re-check on a cached call
         self.eager_reason = _overlap_with_update(key, trace) or trace.refused
@@ -229,6 +228,32 @@ def _holds(obj, getter) -> bool:
         return getter() is obj
     except Exception:  # noqa: BLE001  (the name went away: refresh_sources keeps what was traced)
         return True
+
+
+class _GradGuards:
+    """The GradGuards of a step (one per parameter whose .grad it read: 50 for a 50-parameter
+    step with zero_grad(set_to_none=False)) checked in one C-level pass; on a difference the
+    parameter's own guard says what changed."""
+
+    __slots__ = ("guards", "params", "was_none")
+
+    def __init__(self, guards: list) -> None:
+        self.guards = guards
+        self.params = [g.param for g in guards]
+        self.was_none = [g.was_none for g in guards]
+
+    def changed(self) -> str | None:
+        # (a comprehension: the interpreter's specialized attribute read is twice attrgetter's)
+        if [p._grad is None for p in self.params] == self.was_none:
+            return None
+        return guards.first_change(self.guards)
+
+
+def _merged_grad_guards(found: list) -> list:
+    grads = [g for g in found if type(g) is GradGuard]
+    if len(grads) < 2:
+        return found
+    return [g for g in found if type(g) is not GradGuard] + [_GradGuards(grads)]
 
 
 _FIRST = operator.itemgetter(0)

@@ -37,7 +37,7 @@ from eager import _functional as F
 from eager import autograd as _autograd
 from eager._device import xp_of_array
 from eager._grad_mode import enable_grad, no_grad
-from eager._tensor import Tensor
+from eager._tensor import METADATA_VERSION, Tensor
 from eager.autograd.graph import _FREED_MSG, HookMixin
 from eager.nn.module import CLEAR_HOOK
 from eager.ops import REGISTRY
@@ -86,10 +86,18 @@ class CallPrep:
         otherwise the trace's holders are bound now and the write-back fills them."""
         if self.replay is not None:
             self.replay(leaves)  # (the call's sizes, for draws of a symbolic shape)
+        # a captured entry that now holds another tensor moves eager's METADATA_VERSION: the
+        # entry's next check reads every captured tensor again (static.entry's fast path)
         for entry, k in self.arg_grads:  # backward() reached an argument: its .grad is accumulated into
-            entry[0] = _grad_buffer(leaves[k])
+            g = _grad_buffer(leaves[k])
+            if entry[0] is not g:
+                entry[0] = g
+                METADATA_VERSION[0] += 1
         for entry, p in self.rereads:  # the .grad the call finds (eager's backward makes a new one each time)
-            entry[0] = p._grad
+            g = p._grad
+            if entry[0] is not g:
+                entry[0] = g
+                METADATA_VERSION[0] += 1
         for target, read in self.feeds:
             target._data = np.asarray(read(), dtype=target._data.dtype)
         for setter, value in self.bindings:

@@ -324,3 +324,72 @@ def test_numpy_level_metadata_changes_do_not_reach_a_tensor():
     m = r.numpy()
     m.shape = (3, 2)
     assert tuple(r.shape) == (6,)  # PyTorch's behaviour, which eager's follows
+
+
+def _pair_accumulating(backend: str):
+    """As _pair, with zero_grad(set_to_none=False): the step reads the .grads it finds (the
+    call's preparation puts them among the captured tensors)."""
+    _native_ok(backend)
+    sides = []
+    for _ in range(2):
+        eager.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))
+        opt = eager.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+        def step(x, y, model=model, opt=opt):
+            opt.zero_grad(set_to_none=False)
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        sides.append((model, opt, step))
+    e, c = sides[0], (sides[1][0], sides[1][1], static.compile(sides[1][2], backend=backend))
+    x, y = eager.randn(5, 4), eager.randn(5, 3)
+    _agree(e, c, x, y)
+    version = METADATA_VERSION[0]
+    _agree(e, c, x, y)
+    assert METADATA_VERSION[0] == version and c[2]._last_entry._meta_at == version  # the steady loop skips
+    return e, c, x, y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("change", ["rebind", "none", "requires_grad"])
+def test_grads_read_by_the_step_are_followed(backend, change):
+    e, c, x, y = _pair_accumulating(backend)
+    for model in (e[0], c[0]):
+        p = model[0].weight
+        if change == "rebind":  # another tensor in the slot: the call's preparation puts it in, and moves the version
+            p.grad = eager.full_like(p, 0.5)
+        elif change == "none":
+            p.grad = None
+        else:
+            p.grad.requires_grad_(True)
+    _agree(e, c, x, y)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_argument_grads_accumulated_across_calls(backend):
+    _native_ok(backend)
+    w = eager.randn(3)
+
+    def f(x):
+        (x * w).sum().backward()
+        return x.grad
+
+    compiled = static.compile(f, backend=backend)
+    xs = [eager.randn(3, requires_grad=True) for _ in range(2)]
+    for _ in range(3):
+        f(xs[0])
+        compiled(xs[1])
+    np.testing.assert_allclose(xs[1].grad.numpy(), xs[0].grad.numpy(), rtol=1e-6)
+    for x in xs:
+        x.grad = eager.ones(3)  # another tensor: the next call accumulates into it
+    f(xs[0])
+    compiled(xs[1])
+    np.testing.assert_allclose(xs[1].grad.numpy(), xs[0].grad.numpy(), rtol=1e-6)
+    for x in xs:
+        x.grad = None
+    f(xs[0])
+    compiled(xs[1])
+    np.testing.assert_allclose(xs[1].grad.numpy(), xs[0].grad.numpy(), rtol=1e-6)
