@@ -49,13 +49,16 @@ LAYERS = 25  # a weight and a bias each: 50 parameters
 
 
 def build(optimizer: str):
+    """The compiled step's entry: "sgd", "adam", or "sgd, zero_grad(set_to_none=False)" (the
+    step then reads the .grads it finds: 50 more guards, and its preparation re-reads them)."""
     eager.manual_seed(0)
     model = nn.Sequential(*[nn.Linear(8, 8) for _ in range(LAYERS)])
-    opt = eager.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if optimizer == "sgd" \
+    opt = eager.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if optimizer.startswith("sgd") \
         else eager.optim.Adam(model.parameters(), lr=1e-3)
+    set_to_none = "set_to_none=False" not in optimizer
 
     def step(x, y):
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=set_to_none)
         loss = F.mse_loss(model(x), y)
         loss.backward()
         opt.step()
@@ -102,9 +105,10 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error("--runs must be at least 1")
     samples, loops = (2, 200) if args.quick else (7, 20000)
     rows, payload = [], {"runs": args.runs, "machine": machine_info(), "cases": {}}
-    for optimizer in ("sgd", "adam"):
+    for optimizer in ("sgd", "adam", "sgd, zero_grad(set_to_none=False)"):
         entry, n_guards = build(optimizer)
-        cases = [(m, False) for m in MOVES] + [("steady", True)]
+        cases = [(m, False) for m in MOVES] + [("steady", True)] if "set_to_none" not in optimizer \
+            else [("steady", False), ("steady", True)]
         for moves, python_only in cases:
             values = []
             for _ in range(args.runs):
@@ -114,9 +118,12 @@ def main(argv: list[str] | None = None) -> dict:
             rows.append([name, n_guards, statistics.median(values) * 1e6,
                          f"{min(values) * 1e6:.2f}-{max(values) * 1e6:.2f}"])
     print(format_table(["50-parameter step", "guards", "us per check", "spread"], rows))
-    steady = [statistics.median(c["seconds"]) for k, c in payload["cases"].items() if k.endswith("steady")]
-    print(f"target: at most 2 us per steady check; measured {max(steady) * 1e6:.2f} us "
+    steady = [statistics.median(payload["cases"][f"{o}, steady"]["seconds"]) for o in ("sgd", "adam")]
+    print(f"target: at most 2 us per steady check (the SGD and Adam steps); measured {max(steady) * 1e6:.2f} us "
           f"({'met' if max(steady) <= 2e-6 else 'missed'})")
+    accumulating = statistics.median(payload["cases"]["sgd, zero_grad(set_to_none=False), steady"]["seconds"])
+    print(f"with zero_grad(set_to_none=False): {accumulating * 1e6:.2f} us "
+          f"({'within' if accumulating <= 2e-6 else 'over'} the target)")
     if args.json:
         write_json(args.json, payload)
     return payload
