@@ -42,7 +42,10 @@ data rebound (`.data =`), requires_grad set (the setter, requires_grad_(), detac
 in-place op that gives a leaf a history), each only when the value changes. A compiled entry
 (static.entry) that found its captured tensors as traced at some version skips re-reading
 their shapes, dtypes and requires_grad while the version has not moved. A fresh tensor
-(an op's result, a factory's) does not bump it: no entry captured it yet."""
+(an op's result, a factory's) does not bump it: no entry captured it yet. A new method that
+changes a tensor's shape, dtype, storage or requires_grad in place (`t_`, `squeeze_`,
+`resize_`, `set_`, ...) must bump it: tests/static/test_guard_versions.py holds each such
+name to that rule."""
 
 
 class Tensor(TensorMetadata, TensorAPI):
