@@ -451,6 +451,13 @@ class Compiled:
         backward's after it when the call records gradients ('' when the interpreter runs)."""
         return _source(self._entry_for(args, kwargs)[3])
 
+    def lower(self, *args, **kwargs) -> Any:
+        """jax.jit(f).lower(x): the function traced for these arguments and optimized, not yet
+        compiled; `.as_text()` its IR, `.compile()` the executable (static/stages.py)."""
+        from .stages import lower  # noqa: PLC0415
+
+        return lower(self, args, kwargs)
+
 
 def _replayed(trace, out):
     """The function's result, after the trace's Python side effects were redone with this
