@@ -421,6 +421,12 @@ class TensorAPI:
         """log(1 + exp(beta * x)) / beta, linear above `threshold`. Mirrors torch.nn.functional.softplus."""
         return F.softplus(self, beta, threshold)
 
+    def logit(self, eps: builtins.float | None = None) -> Any:
+        """log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given. Mirrors torch.Tensor.logit."""
+        from .special import logit  # noqa: PLC0415  (composed of ops: eager and traced values alike)
+
+        return logit(self, eps)
+
     def var_mean(self, dim: Any = None, unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *,
                  correction: builtins.float | None = None) -> Any:
         """The variance and the mean over `dim`, as a tuple. Mirrors torch.var_mean."""

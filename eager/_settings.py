@@ -85,6 +85,32 @@ def is_deterministic_algorithms_warn_only_enabled() -> bool:
     return _deterministic["warn_only"]
 
 
+# -- dtype promotion -----------------------------------------------------------------------------
+def promote_types(type1: Any, type2: Any) -> _dtypes.dtype:
+    """The dtype two tensor dtypes promote to (int32 with float32: float32). Mirrors torch.promote_types."""
+    return _dtypes.promote(_dtypes.as_dtype(type1), _dtypes.as_dtype(type2))
+
+
+def result_type(tensor1: Any, tensor2: Any) -> _dtypes.dtype:
+    """The dtype an arithmetic op of the two gives, by PyTorch's rules for dimensioned and 0-d
+    tensors and Python numbers (torch.tensor([1]) with 1.0: float32). Mirrors torch.result_type."""
+    dims: list[_dtypes.dtype] = []
+    zero_dims: list[_dtypes.dtype] = []
+    scalars: list[Any] = []
+    for t in (tensor1, tensor2):
+        if hasattr(t, "dtype") and hasattr(t, "ndim"):
+            (dims if t.ndim else zero_dims).append(_dtypes.as_dtype(t.dtype))
+        else:
+            scalars.append(t)
+    return _dtypes.result_type(dims, zero_dims, scalars)
+
+
+def can_cast(from_: Any, to: Any) -> bool:
+    """Whether PyTorch's casting rules allow `from_` into `to` for ops with out= and in-place
+    ops: not floating into integral or bool, nor integral into bool. Mirrors torch.can_cast."""
+    return _dtypes.as_dtype(from_).category <= _dtypes.as_dtype(to).category
+
+
 # -- float32 matmul precision --------------------------------------------------------------------
 _matmul_precision = {"value": "highest"}
 

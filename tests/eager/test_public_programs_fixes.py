@@ -501,3 +501,22 @@ def test_cosine_similarity_in_pytorchs_order() -> None:
     np.testing.assert_allclose(g2, g1, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(h2, h1, rtol=1e-5, atol=1e-6)
     assert (n2, o2, z2) == (n1, o1, z1) and o1 == [np.float32(0.99999994)]
+
+
+def test_dtype_helpers_and_logit_as_pytorch() -> None:
+    torch = _torch()
+
+    def answers(lib):
+        pairs = [(lib.tensor([1]), 1.0), (lib.tensor([1], dtype=lib.int32), lib.tensor(1.0, dtype=lib.float64)),
+                 (lib.tensor([1.0], dtype=lib.float16), lib.tensor([1], dtype=lib.int64)), (lib.tensor(1), lib.tensor([True])),
+                 (lib.tensor([1], dtype=lib.uint8), 5)]
+        kinds = (lib.bool, lib.uint8, lib.int64, lib.float16, lib.float64)
+        return ([str(lib.result_type(a, b)).split(".")[1] for a, b in pairs],
+                [lib.can_cast(a, b) for a in kinds for b in kinds],
+                [str(lib.promote_types(a, b)).split(".")[1] for a in kinds for b in kinds],
+                [round(v, 5) for v in lib.tensor([0.25, 0.5, 0.9]).logit().tolist()],
+                [round(v, 5) for v in lib.logit(lib.tensor([0.0, 1.0]), eps=1e-3).tolist()])
+
+    assert answers(eager) == answers(torch)
+    x = eager.tensor([0.25, 0.75], dtype=eager.float64, requires_grad=True)
+    assert eager.autograd.gradcheck(lambda t: t.logit(), (x,))
