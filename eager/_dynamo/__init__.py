@@ -373,3 +373,12 @@ def explain(fn: Callable, *extra_args: Any, **extra_kwargs: Any) -> Callable[...
 
 __all__ = ["allow_in_graph", "assume_constant_result", "config", "disable", "explain", "is_compiling",
            "mark_dynamic", "mark_static", "maybe_mark_dynamic", "optimize", "reset", "set_stance"]
+
+
+def __getattr__(name: str) -> Any:
+    """torch._dynamo.OptimizedModule (eval_frame's class): loaded on first use, as it loads nn."""
+    if name == "OptimizedModule":
+        from .eval_frame import OptimizedModule  # noqa: PLC0415
+
+        return OptimizedModule
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

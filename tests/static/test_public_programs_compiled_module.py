@@ -61,6 +61,9 @@ def test_mode_switches_return_the_compiled_module_and_reach_the_model():
     with pytest.raises(TypeError, match="not subscriptable"):  # as PyTorch's: only len() is passed on
         model[0]
     assert isinstance(model, nn.Module)
+    # scripts unwrap with `isinstance(m, torch._dynamo.eval_frame.OptimizedModule)`
+    assert isinstance(model, eager._dynamo.OptimizedModule)
+    assert eager._dynamo.OptimizedModule is eager._dynamo.eval_frame.OptimizedModule
     assert "explain" in dir(type(model._compiled)) and callable(model.explain)
 
 
