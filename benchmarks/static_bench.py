@@ -34,7 +34,7 @@ from compiled_bench import w4
 import eager  # noqa: E402
 import static  # noqa: E402
 from static.ir import verify  # noqa: E402
-from static.tracing import trace_function  # noqa: E402
+from static.trace_function import trace_function  # noqa: E402
 
 TARGETS = {"W3": 0.1, "W4": 0.25, "call overhead": 5e-6}
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from .ir.verify import verify  # noqa: F401  (the function, not static.ir's submodule of that name)
     from .logs import set_logs  # noqa: F401
     from .module_call import functional_call  # noqa: F401
-    from .tracing import trace  # noqa: F401
+    from .trace_function import trace  # noqa: F401
     from .transforms import grad, value_and_grad  # noqa: F401
     from .vjp_jvp import jvp, vjp  # noqa: F401
     from .vmap import hessian, jacfwd, jacrev, vmap  # noqa: F401
@@ -38,7 +38,7 @@ _LAZY = {
     "vjp": "vjp_jvp", "jvp": "vjp_jvp",
     "IRParseError": "errors", "IRVerifyError": "errors", "TraceError": "errors",
     "Graph": "ir", "Node": "ir", "Value": "ir", "parse_ir": "ir", "verify": "ir",
-    "trace": "tracing", "run_graph": "interpreter", "compare": "compare",
+    "trace": "trace_function", "run_graph": "interpreter", "compare": "compare",
     "register_backend": "executable", "BackendError": "executable", "set_logs": "logs",
     "functional_call": "module_call",
     "cond": "control_flow", "switch": "control_flow", "while_loop": "control_flow", "fori_loop": "control_flow",
@@ -48,7 +48,7 @@ _LAZY = {
 _SUBMODULES = frozenset({"api", "autodiff", "control_flow", "bridge", "compare", "compiled", "entry", "errors",
                          "executable",
                          "guards", "interpreter", "ir", "logs", "module_call", "passes", "pytree", "randomness",
-                         "signature", "trace_cache", "tracer", "tracing", "training", "transforms", "vjp_jvp"})
+                         "signature", "trace_cache", "tracer", "trace_function", "training", "transforms", "vjp_jvp"})
 
 __all__ = ["Compiled", "compile", "grad", "value_and_grad", "IRParseError", "IRVerifyError", "TraceError",
            "Graph", "Node", "Value", "parse_ir", "verify", "trace", "run_graph", "compare", "register_backend",

@@ -5,7 +5,7 @@
 - `static.signature`: call keys and retrace reasons; `static.guards`: guards on the Python
   values a trace read; `static.entry`: one compiled signature (trace, joint forward and
   backward); `static.bridge`: write-back, output wrapping and `CompiledFunctionBackward`;
-- `static.tracing`: `static.trace` and the tracing of one call."""
+- `static.trace_function`: `static.trace` and the tracing of one call."""
 from __future__ import annotations
 
 from .compiled import AutogradGraphs, Compiled, compile  # noqa: A004

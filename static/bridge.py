@@ -13,7 +13,7 @@ from eager._grad_mode import STATE
 from eager._tensor import METADATA_VERSION, Tensor
 
 from . import pytree
-from .tracing import TraceResult
+from .trace_function import TraceResult
 
 if TYPE_CHECKING:
     from .entry import Entry

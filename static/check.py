@@ -36,7 +36,7 @@ import eager
 from eager._tensor import Tensor
 
 from . import pytree
-from .tracing import is_leaf, named_sources
+from .trace_function import is_leaf, named_sources
 from .training import _reachable_owners
 
 

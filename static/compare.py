@@ -35,7 +35,7 @@ from eager import Tensor
 from .api import Compiled, value_and_grad
 from .api import compile as static_compile
 from .ir import Graph
-from .tracing import trace
+from .trace_function import trace
 
 DEFAULT_TOLERANCE = 1e-3  # float32 results reassociated by fusion differ in the 6th-7th digit
 MIN_SAMPLE_S = 2e-3  # a sample shorter than this times several calls together

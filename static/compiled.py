@@ -32,8 +32,8 @@ from .ir import Graph
 from .passes import recording
 from .passes.manager import pipeline_for
 from .signature import MISS, CallKey, call_key, closest, describe_change, fast_call
+from .trace_function import check_hashable
 from .tracer import ACTIVE
-from .tracing import check_hashable
 from .training import first_step_pending, with_freed_history
 
 BACKENDS = ("auto", "numpy", "cupy", "native", "interpret")

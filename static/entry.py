@@ -27,8 +27,8 @@ from .passes import Split, is_recording
 from .passes.aliasing import alias_sets, aliased_inputs, input_free_outputs, output_aliases
 from .passes.rewrite import clone
 from .signature import CallKey
+from .trace_function import TraceResult, _attribute_path, refresh_sources, trace_function
 from .tracer import Tracer, TraceState
-from .tracing import TraceResult, _attribute_path, refresh_sources, trace_function
 from .training import GradGuard, freed_outputs
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from .bridge import input_arrays, wrap_outputs
 from .executable import build_executable, row_regions
 from .ir import Graph
 from .passes import run_pipeline
-from .tracing import TraceResult, flatten_args, trace_function
+from .trace_function import TraceResult, flatten_args, trace_function
 
 if TYPE_CHECKING:
     from .compiled import Compiled

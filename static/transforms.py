@@ -23,9 +23,9 @@ from . import pytree
 from .autodiff import vjp
 from .compiled import OPTIONS, Compiled, options_of
 from .errors import TraceError
+from .trace_function import is_leaf
 from .trace_state import ACTIVE
 from .tracer import Tracer
-from .tracing import is_leaf
 
 
 class _GradTransform:

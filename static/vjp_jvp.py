@@ -22,9 +22,9 @@ from . import pytree
 from .autodiff import vjp as reverse
 from .compiled import OPTIONS, Compiled, options_of
 from .errors import TraceError
+from .trace_function import is_leaf
 from .trace_state import ACTIVE, TraceState
 from .tracer import Tracer
-from .tracing import is_leaf
 
 
 def _name(fn: Callable[..., Any]) -> str:

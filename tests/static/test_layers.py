@@ -69,8 +69,8 @@ def test_public_names_resolve_lazily_and_trace_stays_the_function():
     proc = _python("""
         import sys, static
         assert 'static.api' not in sys.modules
-        import static.tracing, static.compare      # static.compare's submodule shares its name
-        assert callable(static.trace) and static.trace.__module__ == 'static.tracing', static.trace
+        import static.trace_function, static.compare      # static.compare's submodule shares its name
+        assert callable(static.trace) and static.trace.__module__ == 'static.trace_function', static.trace
         assert static.compare.__module__ == 'static.compare' and callable(static.compare)
         assert static.compile.__module__ == 'static.compiled'
         assert static.passes.__name__ == 'static.passes'   # submodules still reachable as attributes

@@ -13,7 +13,7 @@ import eager
 import static
 from static.guards import collect
 from static.reach import Walk, code_names, global_loads, names_read
-from static.tracing import named_sources
+from static.trace_function import named_sources
 
 SCALE = 2.0
 TABLE = np.arange(3.0)
@@ -84,7 +84,7 @@ def test_global_loads_agree_with_dis_on_real_code():
     import codegen.native_gen.region  # noqa: PLC0415
     import static.tracer  # noqa: PLC0415
 
-    modules = [eager._tensor, static.tracer, static.tracing, codegen.native_gen.region, codegen.native_gen.driver,
+    modules = [eager._tensor, static.tracer, static.trace_function, codegen.native_gen.region, codegen.native_gen.driver,
                dis, inspect]
     checked = 0
     for module in modules:

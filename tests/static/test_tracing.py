@@ -598,6 +598,6 @@ def test_the_tracer_has_every_in_place_method_eager_has():
 def test_static_trace_is_the_function_and_its_module_has_its_own_name():
     import importlib
 
-    module = importlib.import_module("static.tracing")  # importing the module does not replace the function
+    module = importlib.import_module("static.trace_function")  # importing the module does not replace the function
     assert static.trace is module.trace and callable(static.trace)
-    assert static.trace.__module__ == "static.tracing"
+    assert static.trace.__module__ == "static.trace_function"

@@ -9,7 +9,7 @@ import eager
 import eager.nn as nn
 import static
 import static.update_templates as templates
-from static.tracing import trace_function
+from static.trace_function import trace_function
 
 X = eager.tensor(np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32))
 Y = eager.tensor(np.random.default_rng(1).standard_normal((8, 2)).astype(np.float32))

@@ -10,8 +10,8 @@ def _joint(fn, *shapes):
     """A joint graph and its pieces, built the way static.compile builds it for autograd."""
     from static.autodiff import vjp
     from static.ir import Value
+    from static.trace_function import trace_function
     from static.tracer import ACTIVE, Tracer
-    from static.tracing import trace_function
 
     holder = {}
 
