@@ -68,7 +68,7 @@ TORCH: dict[str, Any] = {
     "logical_and": torch.logical_and, "logical_not": torch.logical_not, "logical_or": torch.logical_or,
     "logical_xor": torch.logical_xor, "lt": torch.lt, "maximum": torch.maximum, "minimum": torch.minimum,
     "mul": torch.mul, "ne": torch.ne, "neg": torch.neg, "pow": torch.pow, "relu": torch.relu,
-    "remainder": torch.remainder, "round": torch.round, "rsqrt": torch.rsqrt, "sigmoid": torch.sigmoid,
+    "reciprocal": torch.reciprocal, "remainder": torch.remainder, "round": torch.round, "rsqrt": torch.rsqrt, "sigmoid": torch.sigmoid,
     "sign": torch.sign, "sin": torch.sin, "sinh": torch.sinh, "sqrt": torch.sqrt, "sub": torch.sub,
     "tanh": torch.tanh, "trunc": torch.trunc, "where": torch.where, "clone": torch.clone,
     "rsub": lambda x, y: y - x,
