@@ -25,6 +25,7 @@ tolerances). Python side effects the function has (a list it appends to) happen 
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 from collections.abc import Callable
@@ -171,7 +172,13 @@ def checked_call(compiled, args: tuple, kwargs: dict) -> Any:
         # no eager run to compare with; the transforms they come from are checked where compiled
         return compiled._call_unchecked(args, kwargs, 4)
     saved = _Saved(compiled._traceable, args, kwargs)
+    compiled._last_entry = None  # set again only by a call that runs a compiled entry
     compiled_out = compiled._call_unchecked(args, kwargs, 4)  # the user's frame: above __call__ and this
+    if compiled._last_entry is None:
+        # the call ran eagerly (fallback, an optimizer's first step) or as a graph-break split,
+        # whose compiled pieces check themselves: running it again eagerly would compare eager
+        # with eager and repeat its Python side effects (a log appended twice, a print)
+        return compiled_out
     compiled_leaves, compiled_tree = pytree.flatten(compiled_out, is_leaf)
     compiled_leaves = [_host(x) for x in compiled_leaves]
     compiled_state = saved.now()
@@ -314,6 +321,14 @@ def _host(x):
 
 
 def _compare(what: str, c, e, entry, ref) -> None:
+    from .guards import is_plain_object  # noqa: PLC0415  (guards imports the tracer, loaded by then)
+
+    if type(c) is type(e) and (dataclasses.is_dataclass(c) or is_plain_object(c)) and not is_leaf(c):
+        # a result in a dataclass or plain object: compared field by field (its __eq__ would
+        # ask bool() of a tensor comparison)
+        for name in vars(c):
+            _compare(f"{what}.{name}", _host(getattr(c, name)), _host(getattr(e, name, None)), entry, ref)
+        return
     if not isinstance(c, np.ndarray | np.generic) or not isinstance(e, np.ndarray | np.generic):
         if isinstance(c, float) and isinstance(e, float) and np.isnan(c) and np.isnan(e):
             return
