@@ -74,3 +74,72 @@ def cross(input: Any, other: Any, *, dim: int = -1) -> Any:  # noqa: A002
     """The cross product of 3-vectors along dim (default the last), batch dims broadcast
     (eager.cross's composition, with torch.linalg.cross's default dim)."""
     return _cross("linalg.cross", input, other, dim)
+
+
+def matmul(input: Any, other: Any) -> Any:  # noqa: A002
+    """The matrix product (torch.matmul under its linalg name). Mirrors torch.linalg.matmul."""
+    return _F.matmul(input, other)
+
+
+def vecdot(x: Any, y: Any, *, dim: int = -1) -> Any:
+    """The dot products of x and y along `dim` (broadcast; real dtypes, so no conjugate). Mirrors torch.linalg.vecdot."""
+    return _F.sum(x * y, dim)
+
+
+def diagonal(A: Any, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:  # noqa: N803
+    """The `offset`-th diagonals of the matrices over dim1, dim2 (a view). Mirrors torch.linalg.diagonal."""
+    return _F.diagonal(A, offset, dim1, dim2)
+
+
+def multi_dot(tensors: Any) -> Any:
+    """The product of a chain of matrices, the first and last may be vectors, multiplied in
+    the order that needs the fewest scalar products (as PyTorch chooses for 3). Mirrors
+    torch.linalg.multi_dot."""
+    ts = list(tensors)
+    if len(ts) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")
+    for i, t in enumerate(ts):
+        if t.ndim != 2 and not (t.ndim == 1 and i in (0, len(ts) - 1)):
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D{' or 1D' if i in (0, len(ts) - 1) else ''} "
+                               f"but got {t.ndim}D")
+    first_vec, last_vec = ts[0].ndim == 1, ts[-1].ndim == 1
+    if first_vec:
+        ts[0] = ts[0].unsqueeze(0)
+    if last_vec:
+        ts[-1] = ts[-1].unsqueeze(1)
+    if len(ts) == 3:
+        a, b, c = ts
+        cost_ab = a.shape[0] * a.shape[1] * b.shape[1] + a.shape[0] * b.shape[1] * c.shape[1]
+        cost_bc = b.shape[0] * b.shape[1] * c.shape[1] + a.shape[0] * a.shape[1] * c.shape[1]
+        out = _F.matmul(_F.matmul(a, b), c) if cost_ab <= cost_bc else _F.matmul(a, _F.matmul(b, c))
+    else:
+        out = ts[0]
+        for t in ts[1:]:
+            out = _F.matmul(out, t)
+    if first_vec:
+        out = out.squeeze(0)
+    if last_vec:
+        out = out.squeeze(-1)
+    return out
+
+
+def matrix_power(A: Any, n: int) -> Any:  # noqa: N803
+    """A multiplied by itself n times by repeated squaring (n = 0: the identity; n < 0: of
+    inv(A)). Mirrors torch.linalg.matrix_power."""
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
+                           f"{' by '.join(str(s) for s in A.shape[-2:])} matrices")
+    if n == 0:
+        from ._factories import eye  # noqa: PLC0415
+
+        return _F.broadcast_to(eye(A.shape[-1], dtype=A.dtype, device=A.device), tuple(A.shape)).clone()
+    base = inv(A) if n < 0 else A
+    n = abs(n)
+    result = None
+    while n:
+        if n & 1:
+            result = base if result is None else _F.matmul(result, base)
+        n >>= 1
+        if n:
+            base = _F.matmul(base, base)
+    return result

@@ -520,3 +520,29 @@ def test_dtype_helpers_and_logit_as_pytorch() -> None:
     assert answers(eager) == answers(torch)
     x = eager.tensor([0.25, 0.75], dtype=eager.float64, requires_grad=True)
     assert eager.autograd.gradcheck(lambda t: t.logit(), (x,))
+
+
+def test_linalg_products_as_pytorch() -> None:
+    torch = _torch()
+    import numpy as np
+
+    r = np.random.default_rng(0)
+    A, B, C = r.standard_normal((3, 3)), r.standard_normal((3, 4)), r.standard_normal((4, 2))
+    v, w = r.standard_normal(3), r.standard_normal(2)
+    results = []
+    for lib in (torch, eager):
+        L = lib.linalg
+
+        def t(a, lib=lib):
+            return lib.tensor(a, dtype=lib.float64)
+
+        results.append([L.matmul(t(A), t(B)).numpy(), L.vecdot(t(A), t(A)).numpy(), L.diagonal(t(A), offset=1).numpy(),
+                        L.multi_dot([t(v), t(B), t(C), t(w)]).numpy(), L.multi_dot([t(A), t(B), t(C)]).numpy(),
+                        L.matrix_power(t(A), 3).numpy(), L.matrix_power(t(A), 0).numpy(), L.matrix_power(t(A), -2).numpy()])
+    for want, got in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    x = eager.tensor(A, dtype=eager.float64, requires_grad=True)
+    assert eager.autograd.gradcheck(lambda a: eager.linalg.matrix_power(a, 3), (x,))
+    assert eager.autograd.gradcheck(lambda a: eager.linalg.multi_dot([a, a, a]), (x,))
+    with pytest.raises(RuntimeError, match="matrix_power"):
+        eager.linalg.matrix_power(eager.ones(2, 3), 2)
