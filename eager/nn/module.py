@@ -145,6 +145,14 @@ class Module:
         self.__dict__["_compiled_call_impl"] = wrapped.__dict__.get("_compiled", wrapped)
         self.__dict__["_in_compiled_call"] = False
 
+    def __getstate__(self) -> dict:
+        """What copy.deepcopy and pickle keep: everything but Module.compile()'s compiled call,
+        which belongs to this module (a copy runs uncompiled, as PyTorch's)."""
+        state = dict(self.__dict__)
+        state.pop("_compiled_call_impl", None)
+        state.pop("_in_compiled_call", None)
+        return state
+
     def register_forward_hook(self, hook: Callable) -> "_HookHandle":
         """`hook(module, inputs, output)` runs after forward; a non-None return replaces the output."""
         return _HookHandle.add(self._forward_hooks, hook)

@@ -153,3 +153,17 @@ def test_module_compile_in_place_keeps_the_module_and_trains_as_eager(backend):
     assert list(model.state_dict()) == list(ref.state_dict())  # no prefix: the module is itself
     compiled = model.__dict__["_compiled_call_impl"]
     assert compiled.compile_seconds and len(compiled.compile_seconds) <= 3  # compiled, not retraced per call
+
+
+def test_a_copy_of_a_module_compiled_in_place_runs_its_own_weights():
+    import copy  # noqa: PLC0415
+
+    model = nn.Linear(2, 1)
+    model.compile(backend="numpy")
+    x = eager.ones(1, 2)
+    model(x)
+    twin = copy.deepcopy(model)  # as PyTorch's: the copy runs uncompiled, on its own parameters
+    assert "_compiled_call_impl" not in twin.__dict__
+    with eager.no_grad():
+        twin.weight.add_(1.0)
+        np.testing.assert_allclose(twin(x).numpy(), model(x).numpy() + 2.0, rtol=1e-6)
