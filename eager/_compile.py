@@ -7,6 +7,7 @@ cannot be traced runs eagerly, with one warning (static.compile's fallback="eage
 static package is imported at the first call, not with eager, which it builds on."""
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from collections.abc import Callable
@@ -75,7 +76,7 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
     if backend in EAGER_BACKENDS:
         # a module still comes back wrapped, as PyTorch's: its state_dict keys carry `_orig_mod.`
         if _is_module(model):
-            return _optimized(model, model, lambda m: compile(m, backend=backend))
+            return _optimized(model, model, functools.partial(compile, backend=backend))
         return model if model is not None else (lambda fn: fn)
     if model is None:  # @eager.compile(...) with options: the decorator
         return lambda fn: compile(fn, fullgraph=fullgraph, dynamic=dynamic, backend=counter or backend, mode=mode,
@@ -100,8 +101,9 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
         made = _dynamo.register(static_compile(model, **kwargs))
         made = counter.attach(made) if counter is not None else made
         if _is_module(model):  # a copy of the compiled module (copy.deepcopy) is compiled alike
-            return _optimized(model, made, lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic,
-                                                             backend=counter or backend, mode=mode, options=options))
+            return _optimized(model, made, functools.partial(compile, fullgraph=fullgraph, dynamic=dynamic,
+                                                             backend=counter or backend, mode=mode,
+                                                             options=options))
         return made
     except TypeError as exc:
         if "unexpected option" in str(exc):
@@ -118,7 +120,7 @@ def _is_module(obj: Any) -> bool:
 
 def _optimized(mod: Any, compiled: Any, recompile: Callable[[Any], Any]) -> Any:
     """torch.compile(module)'s result: an OptimizedModule holding the module as `_orig_mod`;
-    `recompile` compiles another module with the same options (for its copies)."""
+    `recompile` compiles another module with the same options (for its copies and pickles)."""
     from ._dynamo.eval_frame import OptimizedModule  # noqa: PLC0415  (loads nn, which a module's owner has)
 
     return OptimizedModule(mod, compiled, recompile)

@@ -37,9 +37,7 @@ class OptimizedModule(Module):
         """A copy compiles a copy of the module with the same options, as PyTorch's (whose
         __reduce__ rebuilds the wrapper around the copied module): the compiled entries and
         their captured tensors belong to the original."""
-        mod = copy.deepcopy(self._modules["_orig_mod"], memo)
-        recompile = self.__dict__.get("_recompile")
-        return recompile(mod) if recompile is not None else OptimizedModule(mod, mod)
+        return _rebuild(copy.deepcopy(self._modules["_orig_mod"], memo), self.__dict__.get("_recompile"))
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.__dict__["_compiled"](*args, **kwargs)
@@ -53,6 +51,11 @@ class OptimizedModule(Module):
     def training(self, value: bool) -> None:
         if self.__dict__.get("_super_module_initialized"):
             self._modules["_orig_mod"].training = value
+
+    def __reduce__(self) -> tuple:
+        """Pickled (eager.save of the whole model) as the module and how it was compiled, as
+        PyTorch's: loading compiles the loaded module afresh."""
+        return (_rebuild, (self._modules["_orig_mod"], self.__dict__.get("_recompile")))
 
     def __len__(self) -> int:
         mod = self._modules["_orig_mod"]
@@ -95,3 +98,8 @@ class OptimizedModule(Module):
     def __dir__(self) -> list[str]:
         own = self._modules["_orig_mod"].__dir__()
         return own + [a for a in super().__dir__() if a not in own]
+
+
+def _rebuild(mod: Module, recompile: Callable[[Module], Any] | None) -> Any:
+    """A compiled module again around `mod` (a copy, or one unpickled)."""
+    return recompile(mod) if recompile is not None else OptimizedModule(mod, mod)

@@ -167,3 +167,19 @@ def test_a_copy_of_a_module_compiled_in_place_runs_its_own_weights():
     with eager.no_grad():
         twin.weight.add_(1.0)
         np.testing.assert_allclose(twin(x).numpy(), model(x).numpy() + 2.0, rtol=1e-6)
+
+
+def test_a_whole_compiled_model_saved_and_loaded_is_compiled_alike():
+    import io  # noqa: PLC0415
+
+    model = eager.compile(_net(eager), backend="numpy")
+    model.eval()
+    buf = io.BytesIO()
+    eager.save(model, buf)  # torch.save(model): PyTorch pickles OptimizedModule too
+    buf.seek(0)
+    loaded = eager.load(buf, weights_only=False)
+    assert type(loaded).__name__ == "OptimizedModule" and loaded._compiled.backend == "numpy"
+    assert list(loaded.state_dict()) == list(model.state_dict())
+    x = eager.randn(3, 3)
+    with eager.no_grad():
+        np.testing.assert_array_equal(loaded(x).numpy(), model(x).numpy())
