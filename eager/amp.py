@@ -225,9 +225,14 @@ class _DeviceAmp:
         self._device = device
 
     def autocast(self, enabled: bool = True, dtype: Any = None, cache_enabled: bool | None = None) -> autocast:
+        # (PyTorch's per-device spellings are deprecated; it says so, naming the new one)
+        warnings.warn(f"`torch.{self._device}.amp.autocast(args...)` is deprecated. Please use "
+                      f"`torch.amp.autocast('{self._device}', args...)` instead.", FutureWarning, stacklevel=2)
         return autocast(self._device, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
     def GradScaler(self, *args: Any, **kwargs: Any) -> GradScaler:  # noqa: N802  (PyTorch's name)
+        warnings.warn(f"`torch.{self._device}.amp.GradScaler(args...)` is deprecated. Please use "
+                      f"`torch.amp.GradScaler('{self._device}', args...)` instead.", FutureWarning, stacklevel=2)
         return GradScaler(self._device, *args, **kwargs)
 
 

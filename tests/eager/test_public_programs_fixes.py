@@ -546,3 +546,29 @@ def test_linalg_products_as_pytorch() -> None:
     assert eager.autograd.gradcheck(lambda a: eager.linalg.multi_dot([a, a, a]), (x,))
     with pytest.raises(RuntimeError, match="matrix_power"):
         eager.linalg.matrix_power(eager.ones(2, 3), 2)
+
+
+@pytest.mark.parametrize("spelling", ["cuda.amp.GradScaler", "cuda.amp.autocast", "cpu.amp.autocast"])
+def test_deprecated_amp_spellings_warn_as_pytorch(spelling: str) -> None:
+    torch = _torch()
+    device, _, name = spelling.split(".")
+    for lib in (torch, eager):
+        factory = getattr(getattr(lib, device).amp, name)
+        with pytest.warns(FutureWarning, match=rf"`torch\.{device}\.amp\.{name}\(args\.\.\.\)` is deprecated"):
+            factory(enabled=False)
+    with warnings_none():
+        eager.amp.GradScaler("cuda", enabled=False)
+        eager.amp.autocast("cpu", enabled=False)
+
+
+def warnings_none():
+    import contextlib
+    import warnings
+
+    @contextlib.contextmanager
+    def ctx():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            yield
+
+    return ctx()
