@@ -96,6 +96,7 @@ def mark_static_address(t: Any, guard: bool = True) -> None:
 def reset() -> None:
     """Forget every compiled signature of every function eager.compile made (and the
     in-memory post-trace cache), as torch._dynamo.reset(): the next call traces afresh."""
+    testing.keep_counts()  # a CompileCounter keeps what it counted, as PyTorch's
     for c in list(_COMPILED):
         _reset_one(c)
     trace_cache = sys.modules.get("static.trace_cache")

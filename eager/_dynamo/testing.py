@@ -7,6 +7,15 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+# every CompileCounter made, so that reset() can keep their counts
+_COUNTERS: "weakref.WeakSet[CompileCounter]" = weakref.WeakSet()
+
+
+def keep_counts() -> None:
+    """Called by eager._dynamo.reset() before it empties the compiled functions' caches."""
+    for counter in list(_COUNTERS):
+        counter._keep_counts()
+
 
 class CompileCounter:
     """Counts the compiles of the functions eager.compile made with it as their backend."""
@@ -15,6 +24,13 @@ class CompileCounter:
         self._compiled: "weakref.WeakSet[Any]" = weakref.WeakSet()
         self._base_frames = 0
         self._base_ops = 0
+        _COUNTERS.add(self)
+
+    def _keep_counts(self) -> None:
+        """Before torch._dynamo.reset() forgets the compiled entries: what they counted stays
+        counted (PyTorch's counter only grows; the next compile adds to it)."""
+        self._base_frames -= sum(_frames(c) for c in self._compiled)
+        self._base_ops -= sum(_ops(c) for c in self._compiled)
 
     def attach(self, compiled: Any) -> Any:
         self._compiled.add(compiled)
