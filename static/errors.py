@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from eager._dynamo.exc import Unsupported
 
-class TraceError(RuntimeError):
+
+class TraceError(Unsupported):
     """Tracing met something it cannot turn into a graph (a branch on a traced value,
-    `.item()` of a traced value, ...). The message names the user's file and line."""
+    `.item()` of a traced value, ...). The message names the user's file and line. A
+    RuntimeError, and torch._dynamo.exc.Unsupported (eager._dynamo.exc), as fullgraph's is."""
 
 
 class IRParseError(ValueError):

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import config, testing  # noqa: F401  (torch._dynamo.config, torch._dynamo.testing)
+from . import config, exc, testing  # noqa: F401  (torch._dynamo.config, .exc, .testing)
 
 # every function eager.compile made, so that reset() empties their caches
 _COMPILED: "weakref.WeakSet[Any]" = weakref.WeakSet()
@@ -149,7 +149,7 @@ class _Disable:
         self._saved.append((STANCE.name, STANCE.force_eager))
         STANCE.force_eager = True
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc_info: Any) -> None:
         STANCE.name, STANCE.force_eager = self._saved.pop()
 
 
@@ -207,7 +207,7 @@ class _StanceSetter:
     def __enter__(self) -> None:
         pass
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc_info: Any) -> None:
         STANCE.name, STANCE.force_eager = self.prev
 
     def __call__(self, fn: Callable) -> Callable:

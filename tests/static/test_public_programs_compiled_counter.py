@@ -21,3 +21,17 @@ def test_reset_keeps_what_the_counter_counted():
     assert (counter.frame_count, counter.op_count) == (0, 0)
     f(eager.ones(2, 3))
     assert counter.frame_count == 1
+
+
+def test_fullgraph_failure_is_torch_dynamo_exc_unsupported():
+    import pytest  # noqa: PLC0415
+
+    def branchy(x):
+        if x.sum() > 0:  # a branch on data: no single graph
+            return x * 2
+        return x
+
+    with pytest.raises(eager._dynamo.exc.Unsupported) as info:
+        eager.compile(branchy, fullgraph=True)(eager.ones(2))
+    assert isinstance(info.value, RuntimeError) and isinstance(info.value, eager._dynamo.exc.TorchDynamoException)
+    assert "branch" in str(info.value)
