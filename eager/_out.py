@@ -72,13 +72,17 @@ def install(namespace: dict[str, Any]) -> None:
     functions of the functional surface (eager._functional, eager._compositions and the ones
     op records make, eager._surface), where
     PyTorch's ops take it. Functions with a parameter of that name already are left alone."""
+    made: dict[int, Callable[..., Any]] = {}  # one wrapper per function: aliases stay one object (fix is trunc)
     for name, fn in list(namespace.items()):
         if name.startswith("_") or not isinstance(fn, types.FunctionType):
             continue
         made_by_surface = fn.__code__.co_filename == _surface.__file__  # (named "eager" by their record)
         if not (fn.__module__.startswith(_OP_MODULES) or made_by_surface) or "out" in inspect.signature(fn).parameters:
             continue
-        namespace[name] = with_out(fn)
+        wrapped = made.get(id(fn))
+        if wrapped is None:
+            wrapped = made[id(fn)] = with_out(fn)
+        namespace[name] = wrapped
 
 
 _OP_MODULES = ("eager._functional", "eager._compositions")

@@ -572,3 +572,14 @@ def warnings_none():
             yield
 
     return ctx()
+
+
+def test_out_wrappers_keep_aliases_one_object() -> None:
+    # torch.fix is torch.trunc, torch.absolute is torch.abs, ...: giving out= must not split them
+    by_original: dict[int, set[int]] = {}
+    for value in vars(eager).values():
+        original = getattr(value, "__wrapped__", None)
+        if callable(value) and original is not None:
+            by_original.setdefault(id(original), set()).add(id(value))
+    assert by_original and all(len(ids) == 1 for ids in by_original.values())
+    assert eager.fix is eager.trunc
