@@ -50,9 +50,11 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
             max_retraces, static_argnums, ...); PyTorch's inductor options are refused.
         disable: True returns the function unchanged, as PyTorch does.
 
-    Returns what static.compile returns: a wrapper that keeps the function's name and
-    signature (a compiled module behaves like the module), with explain(), ir() and
-    source() to see what the compiler made of it."""
+    Returns, for a function, what static.compile returns: a wrapper that keeps the
+    function's name and signature, with explain(), ir() and source() to see what the
+    compiler made of it. For an eager.nn.Module, PyTorch's OptimizedModule
+    (eager._dynamo.eval_frame): an nn.Module holding the model as `_orig_mod` (state_dict
+    keys carry that prefix), whose calls run the compiled forward."""
     if mode not in MODES:
         raise RuntimeError(f"eager.compile: unrecognized mode={mode!r}; valid modes: "
                            f"{', '.join(repr(m) for m in MODES[1:])}")
