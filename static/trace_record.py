@@ -16,6 +16,7 @@ from eager._grad_mode import STATE
 from eager._tensor import Tensor
 from eager.ops import TensorSpec
 from eager.ops.elementwise import TO_DTYPE
+from eager.ops.index_checks import CHECK_INDEX_RANGE
 
 from .errors import TraceError
 from .ir import Node, Value
@@ -151,6 +152,8 @@ def record(op, operands, attrs):
         return Tracer(state, _half_in_float32(state, op, values, attrs))
     if op.promote is not None:
         values = _promote(state, op, values)
+    if "index_checks" in op.extra:  # eager's forward checks index values: so does the graph, before the op
+        values = _index_checked(state, op, values, attrs)
     outs = _emit(state, op, values, attrs)
     wrapped = (Tracer(state, outs[0]),) if len(outs) == 1 else tuple(Tracer(state, v) for v in outs)
     if op.is_view and not attrs.get("n_index"):  # indexing with tensors copies, as in eager
@@ -170,6 +173,19 @@ def record(op, operands, attrs):
                 # how the view is made from the tensor owning the memory (eager's view_scatter steps)
                 t._view_steps = None if steps is None else steps + ((op.name, items, k if op.multi_output else None),)
     return wrapped if op.multi_output else wrapped[0]
+
+
+def _index_checked(state: TraceState, op, values: list, attrs: dict) -> list:
+    """The operands with each index operand passed through a `check_index_range` node
+    (eager.ops.index_checks: the same rule, exception and message as eager's forward)."""
+    values = list(values)
+    specs = [v.type if isinstance(v, Value) else v for v in values]
+    for c in op.extra["index_checks"](*specs, **attrs):
+        v = values[c.position]
+        if isinstance(v, Value):
+            values[c.position] = _emit(state, CHECK_INDEX_RANGE, [v], {"low": c.low, "high": c.high,
+                                                                      "error": c.error, "message": c.message})[0]
+    return values
 
 
 _MASKABLE = {"index": 1, "index_grad": 1, "index_put": 2}  # op -> position of its first index operand

@@ -12,6 +12,7 @@ from ..._factories import arange
 from ..._factories import ones as _ones
 from ..._tensor import Tensor
 from ...autograd.function import Function
+from ...ops.index_checks import CHECK_INDEX_RANGE, nll_target_message
 from .. import _fused_losses
 from ._utils import _REDUCTIONS, _data_range, _index_tensor
 from .activations import logsigmoid
@@ -70,11 +71,15 @@ def _nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index
     n_classes = logp.shape[1]
     valid = flat_target != ignore_index
     safe_target = _F.where(valid, flat_target, 0)
-    # Checks that read the target's values run only on an eager Tensor: a tensor-like without
-    # data (static's tracer) would fail the read, and the compiled graph cannot raise anyway.
+    # The target's values are read at once on an eager Tensor; a tensor-like without data
+    # (static's tracer) records a check_index_range node instead: the compiled graph raises the
+    # same IndexError at run time rather than wrapping a negative target around.
     has_data = isinstance(target, Tensor)
     if has_data and safe_target.numel() and (int(safe_target.min()) < 0 or int(safe_target.max()) >= n_classes):
-        raise IndexError(f"Target out of bounds: class indices must lie in [0, {n_classes})")
+        raise IndexError(nll_target_message(n_classes))
+    if not has_data:
+        safe_target = CHECK_INDEX_RANGE(safe_target, low=0, high=n_classes, error="IndexError",
+                                        message=nll_target_message(n_classes))
     rows = logp.shape[0]
     if type(rows) is int:
         picked = logp[arange(rows, device=logp.device), safe_target]
