@@ -7,8 +7,11 @@ target of -2 reads class C-2) and raises its own raw IndexError for a large one,
 check in the graph compiled code would be silently wrong. `check_index_range(index)` returns
 its operand unchanged after one pass over it (min and max) and raises the same exception, with
 the same message, as eager; its consumer reads its result, so no pass can drop it or move the
-consumer before it, and it is `stateful`, so CSE, folding, fusion and rematerialization leave
-it alone. It has no gradient (indices are integers).
+consumer before it. It is not fusible and not folded (an "index" op); it is pure, so CSE may
+merge two checks of one value (the same check), and a compiled backward that reads the checked
+index recomputes the check from the saved index (`extra["recompute"]`, static.passes.remat)
+rather than saving a second copy of it: a pass over a small integer tensor. It has no gradient
+(indices are integers).
 
 An op whose forward checks its index operand declares a *rule* here (`RULES[name]`): from the
 operand shapes and attributes, which operand, which range, which exception and message. Eager
@@ -62,7 +65,7 @@ def _abstract(index: TensorSpec, low: int, high: int, error: str, message: str) 
 
 CHECK_INDEX_RANGE = defop(
     "check_index_range", arity=1, forward=_forward, abstract=_abstract,
-    kind="index", stateful=True, fusible=False, aliases_operand=True,
+    kind="index", fusible=False, aliases_operand=True, extra={"recompute": True},
     layout="view",
     # vmap: the batch axis is one more axis of the index; every value is checked alike
     batch_rule=lambda args, batched, attrs, size: REGISTRY["check_index_range"](args[0], **attrs),

@@ -88,11 +88,12 @@ def _cut_cost(v: Value) -> int:
 def _recomputable(node: Node) -> bool:
     """Cheap to compute again from saved values: a pure elementwise or shape op whose record
     does not say otherwise (`extra["recompute"] = False`: erf and exact gelu are a long
-    series of passes each on NumPy, so saving their result beats recomputing it)."""
+    series of passes each on NumPy, so saving their result beats recomputing it), or another
+    pure op whose record asks for it (`True`: check_index_range, a pass over an index)."""
     if node.body is not None or len(node.outputs) != 1:
         return False
     op = REGISTRY[node.op]
-    return op.pure and op.kind in RECOMPUTABLE_KINDS and op.extra.get("recompute", True)
+    return op.pure and op.extra.get("recompute", op.kind in RECOMPUTABLE_KINDS)
 
 
 def _needed_by(nodes: list, values: list) -> list:
