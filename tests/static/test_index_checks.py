@@ -113,3 +113,20 @@ def test_check_survives_when_only_the_loss_gradient_is_used():
     np.testing.assert_allclose(g(X, t).numpy(), x.grad.numpy(), rtol=1e-5, atol=1e-6)
     with pytest.raises(IndexError, match="Target out of bounds"):
         g(X, _t([1, 0, -1, 2]))
+
+
+def test_cupy_source_checks_the_index():
+    """The CuPy generator spells the check too (text only: this needs no GPU): the op's
+    forward on the device array (one min/max reduction) before the gather that reads it."""
+    from codegen import cupy_gen
+
+    g = parse_ir("""
+func @f(%x: f32[4,5], %t: i64[4,1]) -> (f32[4,1]) {
+  %1 = check_index_range %t {error = "RuntimeError", high = 5, low = 0, message = "index {value} is out of bounds"} : i64[4,1]
+  %2 = gather %x, %1 {dim = 1} : f32[4,1]
+  return %2
+}""")
+    verify(g)
+    src = cupy_gen.generate(g)[0]
+    assert "_rt.forward('check_index_range', cp" in src
+    assert src.index("check_index_range") < src.index("take_along_axis")
