@@ -17,6 +17,8 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
+    from .autodiff.transforms import grad, value_and_grad  # noqa: F401
+    from .autodiff.vjp_jvp import jvp, vjp  # noqa: F401
     from .compare import compare  # noqa: F401
     from .compiled import Compiled, compile  # noqa: A004, F401
     from .control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: F401
@@ -28,14 +30,12 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
     from .logs import set_logs  # noqa: F401
     from .module_call import functional_call  # noqa: F401
     from .trace_function import trace  # noqa: F401
-    from .transforms import grad, value_and_grad  # noqa: F401
-    from .vjp_jvp import jvp, vjp  # noqa: F401
     from .vmap import hessian, jacfwd, jacrev, vmap  # noqa: F401
 
 # public name -> the submodule that defines it
 _LAZY = {
-    "Compiled": "compiled", "compile": "compiled", "grad": "transforms", "value_and_grad": "transforms",
-    "vjp": "vjp_jvp", "jvp": "vjp_jvp",
+    "Compiled": "compiled", "compile": "compiled", "grad": "autodiff.transforms", "value_and_grad": "autodiff.transforms",
+    "vjp": "autodiff.vjp_jvp", "jvp": "autodiff.vjp_jvp",
     "IRParseError": "errors", "IRVerifyError": "errors", "TraceError": "errors",
     "Graph": "ir", "Node": "ir", "Value": "ir", "parse_ir": "ir", "verify": "ir",
     "trace": "trace_function", "run_graph": "interpreter", "compare": "compare",
@@ -48,7 +48,7 @@ _LAZY = {
 _SUBMODULES = frozenset({"api", "autodiff", "control_flow", "bridge", "compare", "compiled", "entry", "errors",
                          "executable",
                          "guards", "interpreter", "ir", "logs", "module_call", "passes", "pytree", "randomness",
-                         "signature", "trace_cache", "tracer", "trace_function", "training", "transforms", "vjp_jvp"})
+                         "signature", "trace_cache", "tracer", "trace_function", "training"})
 
 __all__ = ["Compiled", "compile", "grad", "value_and_grad", "IRParseError", "IRVerifyError", "TraceError",
            "Graph", "Node", "Value", "parse_ir", "verify", "trace", "run_graph", "compare", "register_backend",

@@ -1,9 +1,9 @@
 """`static.vmap`, `static.jacrev`, `static.jacfwd`, `static.hessian`: jax.vmap and the
-Jacobian transforms, compiled like the other transforms (static.transforms).
+Jacobian transforms, compiled like the other transforms (static.autodiff.transforms).
 
 vmap is eager's (eager._vmap): the batching rules of the op records run on Tracers, so a
 vmapped function traces into one graph of batched ops. Inside vmap, `static.grad` gives
-per-example gradients (static.transforms' batched form). The Jacobians are composed from
+per-example gradients (static.autodiff.transforms' batched form). The Jacobians are composed from
 these: jacrev repeats the differentiated inputs once per output element, runs the function
 batched once, and seeds one reverse pass with the identity; inside vmap (a hessian's inner
 Jacobian) it stacks one per-example gradient per output element. jacfwd gives the same
@@ -19,11 +19,11 @@ from eager import _vmap
 from eager.func import _leaves, _rebuild
 
 from .autodiff import vjp
+from .autodiff.transforms import _GradTransform, _inherit
 from .compiled import Compiled, options_of
 from .errors import TraceError
 from .trace_state import ACTIVE
 from .tracer import Tracer
-from .transforms import _GradTransform, _inherit
 
 __all__ = ["hessian", "jacfwd", "jacrev", "vmap"]
 

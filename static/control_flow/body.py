@@ -217,7 +217,7 @@ def _check_carry(what: str, loc: str, in_tree: Any, in_specs: list, out_tree: An
 
 
 def _tree_str(tree: Any) -> str:
-    from ..vjp_jvp import _tree_str as show  # noqa: PLC0415
+    from ..autodiff.vjp_jvp import _tree_str as show  # noqa: PLC0415
 
     try:
         return show(tree)

@@ -19,13 +19,13 @@ from eager.func import _leaves as _eager_leaves
 from eager.func import _rebuild as _eager_rebuild
 from eager.ops.special import FULL_LIKE
 
-from . import pytree
-from .autodiff import vjp
-from .compiled import OPTIONS, Compiled, options_of
-from .errors import TraceError
-from .trace_function import is_leaf
-from .trace_state import ACTIVE
-from .tracer import Tracer
+from .. import pytree
+from ..compiled import OPTIONS, Compiled, options_of
+from ..errors import TraceError
+from ..trace_function import is_leaf
+from ..trace_state import ACTIVE
+from ..tracer import Tracer
+from .graph_vjp import vjp
 
 
 class _GradTransform:

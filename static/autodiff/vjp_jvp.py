@@ -1,5 +1,5 @@
 """`static.vjp` and `static.jvp`: jax.vjp and jax.jvp on static's reverse-mode autodiff,
-compiled like the other transforms (static.transforms).
+compiled like the other transforms (static.autodiff.transforms).
 
 Both stand on the same autodiff as static.grad. `vjp` records the function and its pullback
 into one graph. `jvp` uses the double-VJP construction: the pullback u -> J^T u is linear in
@@ -18,13 +18,13 @@ from typing import Any, cast
 import eager
 from eager.ops.special import FULL_LIKE
 
-from . import pytree
-from .autodiff import vjp as reverse
-from .compiled import OPTIONS, Compiled, options_of
-from .errors import TraceError
-from .trace_function import is_leaf
-from .trace_state import ACTIVE, TraceState
-from .tracer import Tracer
+from .. import pytree
+from ..compiled import OPTIONS, Compiled, options_of
+from ..errors import TraceError
+from ..trace_function import is_leaf
+from ..trace_state import ACTIVE, TraceState
+from ..tracer import Tracer
+from .graph_vjp import vjp as reverse
 
 
 def _name(fn: Callable[..., Any]) -> str:
