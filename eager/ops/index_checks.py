@@ -40,22 +40,24 @@ class IndexCheck(NamedTuple):
     message: str
 
 
-def check_range(xp: Any, index: Any, low: int, high: int, error: str, message: str) -> None:
-    """Raise ERRORS[error](message) when a value of `index` lies outside [low, high)."""
+def check_range(xp: Any, index: Any, low: int, high: int, error: str, message: str, below: str = "") -> None:
+    """Raise ERRORS[error](message) when a value of `index` lies outside [low, high) (the
+    message `below`, where given, when the bound broken is the low one)."""
     size = getattr(index, "size", 1)
     if not size:
         return
     lo, hi = int(xp.min(index)), int(xp.max(index))
     if lo < low or hi >= high:
-        raise ERRORS[error](message.format(value=lo if lo < low else hi, lo=lo, hi=hi))
+        text = below if below and lo < low else message
+        raise ERRORS[error](text.format(value=lo if lo < low else hi, lo=lo, hi=hi))
 
 
-def _forward(xp: Any, index: Any, low: int, high: int, error: str, message: str) -> Any:
-    check_range(xp, index, low, high, error, message)
+def _forward(xp: Any, index: Any, low: int, high: int, error: str, message: str, below: str = "") -> Any:
+    check_range(xp, index, low, high, error, message, below)
     return index
 
 
-def _abstract(index: TensorSpec, low: int, high: int, error: str, message: str) -> TensorSpec:
+def _abstract(index: TensorSpec, low: int, high: int, error: str, message: str, below: str = "") -> TensorSpec:
     if index.dtype.is_floating_point or index.dtype.name == "bool":
         raise TypeError(f"check_index_range: the index must be an integer tensor, got {index.dtype.name}")
     if error not in ERRORS:

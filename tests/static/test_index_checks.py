@@ -34,6 +34,7 @@ CASES = {
     "take_along_dim": (lambda x, t: eager.take_along_dim(x, t, 1), [[[4], [0], [1], [2]]], [[[-1], [0], [1], [2]]]),
     "index_select": (lambda x, t: eager.index_select(x, 1, t), [[4, 0, 4]], [[5], [-1]]),
     "advanced_index": (lambda x, t: x[t], [[3, -4, 0]], [[4], [-5]]),
+    "one_hot": (lambda x, t: F.one_hot(t, 5), [[0, 4, 2]], [[5, 0], [-1, 2]]),
 }
 
 

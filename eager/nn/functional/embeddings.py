@@ -6,6 +6,7 @@ from ..._factories import arange
 from ..._tensor import Tensor
 from ...autograd.function import Function
 from ...ops import indexing as _indexing
+from ...ops.index_checks import CHECK_INDEX_RANGE
 from ._utils import _data_range
 
 
@@ -85,6 +86,10 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if span is not None and (span[0] < 0 or span[1] >= num_classes):
         raise RuntimeError("Class values must be smaller than num_classes." if span[0] >= 0
                            else "Class values must be non-negative.")
+    if span is None and not isinstance(tensor, Tensor):  # traced: the compiled graph checks at run time
+        tensor = CHECK_INDEX_RANGE(tensor, low=0, high=num_classes, error="RuntimeError",
+                                   message="Class values must be smaller than num_classes.",
+                                   below="Class values must be non-negative.")
     return (tensor.unsqueeze(-1) == arange(num_classes, device=tensor.device)).long()
 
 
