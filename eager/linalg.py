@@ -143,3 +143,19 @@ def matrix_power(A: Any, n: int) -> Any:  # noqa: N803
         if n:
             base = _F.matmul(base, base)
     return result
+
+
+from ._linalg_decompositions import (  # noqa: E402,F401  (the decompositions, kept in their own module)
+    LinAlgError,
+    cholesky,
+    cholesky_ex,
+    eigh,
+    eigvalsh,
+    lstsq,
+    matrix_rank,
+    pinv,
+    qr,
+    slogdet,
+    svd,
+    svdvals,
+)
