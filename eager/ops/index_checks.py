@@ -1,5 +1,6 @@
 """Range checks of index *values*: one op, `check_index_range`, and the rules of the ops
-whose eager forward validates its indices (gather, index_select, embedding).
+whose eager forward validates its indices (gather, the scatters, index_add, index_select,
+embedding).
 
 Why an op: an index out of range is a user error that eager reports at once, but a compiled
 graph only sees shapes while it is traced. NumPy's `take` wraps a negative index around (a
@@ -81,7 +82,9 @@ def _dim_size(shape: tuple, dim: int) -> int:
     return shape[dim] if shape else 1
 
 
-def _gather_rule(x: Any, index: Any, dim: int) -> list[IndexCheck]:
+def _along_rule(x: Any, index: Any, *rest: Any, dim: int, **_: Any) -> list[IndexCheck]:
+    """gather, scatter, scatter_add, scatter_reduce, index_add: operand 1 indexes x along dim
+    (PyTorch: RuntimeError, where NumPy would wrap a negative index around)."""
     n = _dim_size(tuple(x.shape), dim)
     return [IndexCheck(1, 0, n, "RuntimeError", f"index {{value}} is out of bounds for dimension {dim} with size {n}")]
 
@@ -109,7 +112,8 @@ def nll_target_message(n_classes: int) -> str:
 
 
 RULES: dict[str, Callable[..., list[IndexCheck]]] = {
-    "gather": _gather_rule, "index_select": _index_select_rule, "embedding": _embedding_rule,
+    "gather": _along_rule, "scatter": _along_rule, "scatter_add": _along_rule, "scatter_reduce": _along_rule,
+    "index_add": _along_rule, "index_select": _index_select_rule, "embedding": _embedding_rule,
 }
 
 

@@ -35,6 +35,12 @@ CASES = {
     "index_select": (lambda x, t: eager.index_select(x, 1, t), [[4, 0, 4]], [[5], [-1]]),
     "advanced_index": (lambda x, t: x[t], [[3, -4, 0]], [[4], [-5]]),
     "one_hot": (lambda x, t: F.one_hot(t, 5), [[0, 4, 2]], [[5, 0], [-1, 2]]),
+    "scatter": (lambda x, t: eager.scatter(x, 1, t, x[:, :1]), [[[4], [0], [1], [2]]],
+                [[[-1], [0], [1], [2]], [[5], [0], [1], [2]]]),
+    "scatter_add": (lambda x, t: eager.scatter_add(x, 1, t, x[:, :1]), [[[4], [0], [1], [2]]], [[[-1], [0], [1], [2]]]),
+    "scatter_reduce": (lambda x, t: eager.scatter_reduce(x, 1, t, x[:, :1], "amax"), [[[4], [0], [1], [2]]],
+                       [[[5], [0], [1], [2]]]),
+    "index_add": (lambda x, t: eager.index_add(x, 0, t, x[:2]), [[3, 0]], [[-1, 0], [4, 0]]),
 }
 
 
@@ -79,14 +85,21 @@ def test_negative_target_does_not_wrap_in_compiled_code():
         f(X, _t([0, 1, -2, 3]))
 
 
-def test_gather_matches_pytorch_exception():
+@pytest.mark.parametrize("name", ["gather", "scatter", "scatter_add", "scatter_reduce", "index_add"])
+def test_along_ops_match_pytorch_exception(name):
+    """Eager raises PyTorch's RuntimeError and message for a negative or too-large index
+    (NumPy alone would wrap the negative one around)."""
     torch = pytest.importorskip("torch")
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    calls = {"gather": lambda m, x, i: m.gather(x, 1, i), "scatter": lambda m, x, i: m.scatter(x, 1, i, x[:, :1]),
+             "scatter_add": lambda m, x, i: m.scatter_add(x, 1, i, x[:, :1]),
+             "scatter_reduce": lambda m, x, i: m.scatter_reduce(x, 1, i, x[:, :1], "sum"),
+             "index_add": lambda m, x, i: m.index_add(x, 1, i[:, 0], x[:, :3])}
     for bad in ([[-1], [0], [1]], [[4], [0], [1]]):
         with pytest.raises(RuntimeError) as theirs:
-            torch.gather(torch.tensor(x), 1, torch.tensor(bad))
+            calls[name](torch, torch.tensor(x), torch.tensor(bad))
         with pytest.raises(RuntimeError) as ours:
-            eager.gather(eager.tensor(x), 1, _t(bad))
+            calls[name](eager, eager.tensor(x), _t(bad))
         assert str(ours.value) == str(theirs.value)
 
 
