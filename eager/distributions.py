@@ -144,6 +144,13 @@ class Normal(Distribution):
     def cdf(self, value: Any) -> Any:
         return 0.5 * (1 + _F.erf((value - self.loc) / self.scale / math.sqrt(2)))
 
+    def icdf(self, value: Any) -> Any:
+        """The quantile loc + scale sqrt(2) erfinv(2p - 1) (differentiable in p, loc and scale)."""
+        from .special import erfinv  # noqa: PLC0415
+
+        value = _as_tensor(value, self.loc)
+        return self.loc + self.scale * erfinv(2 * value - 1) * math.sqrt(2)
+
     def entropy(self) -> Any:
         return 0.5 + _LOG_SQRT_2PI + _F.log(self.scale)
 
