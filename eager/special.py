@@ -116,16 +116,11 @@ __all__ += ["erfinv"]
 
 
 def _attach_methods() -> None:
-    """Tensor.erfinv and Tensor.is_inference (eager/_api.py is at its size bound)."""
+    """Tensor.erfinv (eager/_api.py is at its size bound; Tensor.is_inference lives in
+    eager/_tensor_metadata)."""
     from ._api import TensorAPI  # noqa: PLC0415
 
-    def is_inference(self: Any) -> bool:
-        """False: eager has no separate inference tensors (inference_mode is no_grad that
-        reports itself), so no tensor is one."""
-        return False
-
     TensorAPI.erfinv = erfinv  # type: ignore[attr-defined]
-    TensorAPI.is_inference = is_inference  # type: ignore[attr-defined]
 
 
 _attach_methods()
