@@ -32,7 +32,8 @@ ERRORS: dict[str, type[Exception]] = {"IndexError": IndexError, "RuntimeError": 
 class IndexCheck(NamedTuple):
     """One range check: operand `position` must lie in [low, high); otherwise `error` (a
     name in ERRORS) with `message`, formatted with {value} (the first bound broken: the
-    smallest value when it is below low, else the largest), {lo} and {hi} (min and max)."""
+    smallest value when it is below low, else the largest), {lo} and {hi} (min and max), {low}
+    and {high} (the bounds: a dynamic size reads as its value at run time, not its symbol)."""
 
     position: int
     low: int
@@ -50,7 +51,7 @@ def check_range(xp: Any, index: Any, low: int, high: int, error: str, message: s
     lo, hi = int(xp.min(index)), int(xp.max(index))
     if lo < low or hi >= high:
         text = below if below and lo < low else message
-        raise ERRORS[error](text.format(value=lo if lo < low else hi, lo=lo, hi=hi))
+        raise ERRORS[error](text.format(value=lo if lo < low else hi, lo=lo, hi=hi, low=low, high=high))
 
 
 def _forward(xp: Any, index: Any, low: int, high: int, error: str, message: str, below: str = "") -> Any:
@@ -86,13 +87,13 @@ def _along_rule(x: Any, index: Any, *rest: Any, dim: int, **_: Any) -> list[Inde
     """gather, scatter, scatter_add, scatter_reduce, index_add: operand 1 indexes x along dim
     (PyTorch: RuntimeError, where NumPy would wrap a negative index around)."""
     n = _dim_size(tuple(x.shape), dim)
-    return [IndexCheck(1, 0, n, "RuntimeError", f"index {{value}} is out of bounds for dimension {dim} with size {n}")]
+    return [IndexCheck(1, 0, n, "RuntimeError", f"index {{value}} is out of bounds for dimension {dim} with size {{high}}")]
 
 
 def _index_select_rule(x: Any, index: Any, dim: int) -> list[IndexCheck]:
     n = _dim_size(tuple(x.shape), dim)
     return [IndexCheck(1, 0, n, "IndexError", f"index_select(): index out of range in self (index {{value}} for "
-                                              f"dimension {dim} of size {n}); indices must lie in [0, {n})")]
+                                              f"dimension {dim} of size {{high}}); indices must lie in [0, {{high}})")]
 
 
 def embedding_message(n: int) -> str:

@@ -144,3 +144,14 @@ func @f(%x: f32[4,5], %t: i64[4,1]) -> (f32[4,1]) {
     src = cupy_gen.generate(g)[0]
     assert "_rt.forward('check_index_range', cp" in src
     assert src.index("check_index_range") < src.index("take_along_axis")
+
+
+def test_dynamic_size_is_checked_and_named_by_its_value():
+    """Along a dynamic dimension the bound is the call's size, and the message says it."""
+    f = static.compile(lambda x, t: eager.gather(x, 0, t), dynamic=True, backend="numpy")
+    for n in (4, 6, 8):
+        x = eager.randn(n, 3)
+        t = _t([[n - 1, 0, 1]])
+        np.testing.assert_array_equal(f(x, t).numpy(), eager.gather(x, 0, t).numpy())
+    with pytest.raises(RuntimeError, match="^index 5 is out of bounds for dimension 0 with size 5$"):
+        f(eager.randn(5, 3), _t([[5, 0, 0]]))
