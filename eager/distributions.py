@@ -377,3 +377,7 @@ def _submodules() -> None:
 
 
 _submodules()
+
+from ._distributions_more import Beta, Gamma, Independent, Laplace, MultivariateNormal  # noqa: E402
+
+__all__ += ["Beta", "Gamma", "Independent", "Laplace", "MultivariateNormal"]

@@ -57,3 +57,95 @@ def test_normal_icdf_matches_torch_and_inverts_cdf() -> None:
 
 def test_is_inference() -> None:
     assert eager.ones(2).is_inference() is False
+
+
+def _t(a: object) -> object:
+    return torch.tensor(np.asarray(a, dtype=np.float64))
+
+
+def _e(a: object, grad: bool = False) -> object:
+    return eager.tensor(np.asarray(a, dtype=np.float64), requires_grad=grad)
+
+
+RNG = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("param", ["covariance_matrix", "scale_tril", "precision_matrix"])
+def test_multivariate_normal_matches_torch(param: str) -> None:
+    a = RNG.standard_normal((2, 3, 3))
+    cov = a @ np.swapaxes(a, -1, -2) + 3 * np.eye(3)
+    mat = {"covariance_matrix": cov, "scale_tril": np.linalg.cholesky(cov), "precision_matrix": np.linalg.inv(cov)}[param]
+    loc = RNG.standard_normal((2, 3))
+    x = RNG.standard_normal((4, 2, 3))
+    d = eager.distributions.MultivariateNormal(_e(loc), **{param: _e(mat)})
+    td = torch.distributions.MultivariateNormal(_t(loc), **{param: _t(mat)})
+    assert d.batch_shape == tuple(td.batch_shape) and d.event_shape == tuple(td.event_shape)
+    np.testing.assert_allclose(d.log_prob(_e(x)).numpy(), td.log_prob(_t(x)).numpy(), rtol=1e-10)
+    np.testing.assert_allclose(d.entropy().numpy(), td.entropy().numpy(), rtol=1e-10)
+    np.testing.assert_allclose(d.covariance_matrix.numpy(), td.covariance_matrix.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(d.variance.numpy(), td.variance.numpy(), rtol=1e-10)
+    assert tuple(d.rsample((5,)).shape) == tuple(td.rsample((5,)).shape)
+
+
+def test_multivariate_normal_gradients_and_errors() -> None:
+    a = RNG.standard_normal((3, 3))
+    tril = np.linalg.cholesky(a @ a.T + 3 * np.eye(3))
+    loc, low, x = _e(RNG.standard_normal(3), True), _e(tril, True), _e(RNG.standard_normal((2, 3)))
+    assert gradcheck(lambda m, s: eager.distributions.MultivariateNormal(m, scale_tril=s.tril()).log_prob(x), (loc, low))
+    assert gradcheck(lambda m, s: eager.distributions.MultivariateNormal(m, scale_tril=s.tril()).rsample((2,)) * 0
+                     + eager.distributions.MultivariateNormal(m, scale_tril=s.tril()).entropy(), (loc, low))
+    with pytest.raises(ValueError, match="Exactly one"):
+        eager.distributions.MultivariateNormal(_e(np.zeros(3)))
+    # a rsample is loc + L eps: its gradient in loc is 1
+    m = _e(np.zeros(3), True)
+    eager.distributions.MultivariateNormal(m, scale_tril=_e(tril)).rsample().sum().backward()
+    assert m.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_laplace_matches_torch() -> None:
+    loc, scale = RNG.standard_normal(4), np.array([0.5, 1.0, 2.0, 3.0])
+    x, p = RNG.standard_normal(4), np.array([0.1, 0.4, 0.6, 0.95])
+    d, td = eager.distributions.Laplace(_e(loc), _e(scale)), torch.distributions.Laplace(_t(loc), _t(scale))
+    for got, want in ((d.log_prob(_e(x)), td.log_prob(_t(x))), (d.entropy(), td.entropy()), (d.cdf(_e(x)), td.cdf(_t(x))),
+                      (d.icdf(_e(p)), td.icdf(_t(p))), (d.variance, td.variance), (d.stddev, td.stddev)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    s = d.rsample((2000,))
+    assert tuple(s.shape) == (2000, 4)
+    assert abs(float((s - _e(loc)).abs().mean(0).div(_e(scale)).mean()) - 1) < 0.1  # E|x - loc| = scale
+    lt, st = _e(loc, True), _e(scale, True)
+    assert gradcheck(lambda a, b: eager.distributions.Laplace(a, b).log_prob(_e(x)), (lt, st))
+    with pytest.raises(ValueError, match="scale"):
+        eager.distributions.Laplace(_e(loc), _e(-scale))
+
+
+def test_independent_sums_the_reinterpreted_dims() -> None:
+    loc, scale, x = RNG.standard_normal((2, 3)), np.full((2, 3), 1.5), RNG.standard_normal((2, 3))
+    d = eager.distributions.Independent(eager.distributions.Normal(_e(loc), _e(scale)), 1)
+    td = torch.distributions.Independent(torch.distributions.Normal(_t(loc), _t(scale)), 1)
+    assert d.batch_shape == tuple(td.batch_shape) and d.event_shape == tuple(td.event_shape)
+    np.testing.assert_allclose(d.log_prob(_e(x)).numpy(), td.log_prob(_t(x)).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(d.entropy().numpy(), td.entropy().numpy(), rtol=1e-12)
+    with pytest.raises(ValueError, match="reinterpreted_batch_ndims"):
+        eager.distributions.Independent(eager.distributions.Normal(_e(loc), _e(scale)), 3)
+
+
+def test_gamma_and_beta_match_torch() -> None:
+    a, b = np.array([0.5, 2.0, 7.5]), np.array([1.5, 0.7, 3.0])
+    x, u = np.array([0.3, 2.0, 1.1]), np.array([0.2, 0.5, 0.9])
+    g, tg = eager.distributions.Gamma(_e(a), _e(b)), torch.distributions.Gamma(_t(a), _t(b))
+    be, tb = eager.distributions.Beta(_e(a), _e(b)), torch.distributions.Beta(_t(a), _t(b))
+    for got, want in ((g.log_prob(_e(x)), tg.log_prob(_t(x))), (g.entropy(), tg.entropy()), (g.mean, tg.mean),
+                      (g.variance, tg.variance), (be.log_prob(_e(u)), tb.log_prob(_t(u))), (be.entropy(), tb.entropy()),
+                      (be.mean, tb.mean), (be.variance, tb.variance)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10)
+    at, bt = _e(a, True), _e(b, True)
+    assert gradcheck(lambda p, q: eager.distributions.Gamma(p, q).log_prob(_e(x)), (at, bt))
+    assert gradcheck(lambda p, q: eager.distributions.Beta(p, q).log_prob(_e(u)), (at, bt))
+    eager.manual_seed(0)
+    s = g.sample((4000,))
+    assert tuple(s.shape) == (4000, 3) and not s.requires_grad and float(s.min()) > 0
+    np.testing.assert_allclose(s.mean(0).numpy(), a / b, rtol=0.1)
+    sb = be.sample((4000,))
+    np.testing.assert_allclose(sb.mean(0).numpy(), a / (a + b), rtol=0.1)
+    with pytest.raises(ValueError, match="concentration"):
+        eager.distributions.Gamma(_e(-a), _e(b))

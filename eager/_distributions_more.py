@@ -1,0 +1,352 @@
+"""More of torch.distributions for `eager.distributions`: Laplace, MultivariateNormal
+(covariance_matrix, scale_tril or precision_matrix), Independent, Gamma and Beta, in the
+style of eager/distributions.py (composed of eager ops, so log_prob and rsample
+differentiate). Gamma and Beta draw through NumPy's generator without a gradient (PyTorch's
+implicit reparameterization is not built); their log_prob differentiates through lgamma
+(an autograd.Function here, NumPy lacking one, with digamma as its derivative)."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import _functional as _F
+from ._compositions import xlogy
+from ._device import xp_of_array
+from ._factories import rand, randn
+from ._factories.random import default_generator
+from ._grad_mode import no_grad
+from ._tensor import Tensor
+from .autograd.function import Function
+from .distributions import _LOG_SQRT_2PI, Distribution, _as_tensor, _broadcast
+
+__all__ = ["Beta", "Gamma", "Independent", "Laplace", "MultivariateNormal"]
+
+
+# -- lgamma / digamma on arrays (NumPy has neither; math.lgamma per element is exact enough) --------------
+def _lgamma_array(a: np.ndarray) -> np.ndarray:
+    out = np.vectorize(math.lgamma, otypes=[np.float64])(np.asarray(a, dtype=np.float64)) if a.size else a
+    return np.asarray(out).astype(a.dtype if a.dtype.kind == "f" else np.float32)
+
+
+def _digamma_array(a: np.ndarray) -> np.ndarray:
+    """psi(x): the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 6, then the asymptotic series;
+    reflection for x < 0.5 (poles give NaN/inf as PyTorch's)."""
+    x = np.asarray(a, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        refl = x < 0.5
+        y = np.where(refl, 1.0 - x, x)
+        acc = np.zeros_like(y)
+        for _ in range(6):
+            small = y < 6.0
+            acc = acc - np.where(small, 1.0 / y, 0.0)
+            y = np.where(small, y + 1.0, y)
+        inv2 = 1.0 / (y * y)
+        series = np.log(y) - 0.5 / y - inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (
+            1 / 240 - inv2 * (1 / 132)))))
+        psi = acc + series
+        psi = np.where(refl, psi - np.pi / np.tan(np.pi * x), psi)
+        psi = np.where(x == 0, -np.inf, np.where((x < 0) & (x == np.floor(x)), np.nan, psi))
+    return psi.astype(a.dtype if a.dtype.kind == "f" else np.float32)
+
+
+def _host(fn: Any, arr: Any) -> Any:
+    xp = xp_of_array(arr)
+    return fn(arr) if xp is np else xp.asarray(fn(xp.asnumpy(arr)))
+
+
+class _Lgamma(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return Tensor._make(_host(_lgamma_array, x._data))
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        return grad * Tensor._make(_host(_digamma_array, x._data))
+
+
+def lgamma(input: Any) -> Any:  # noqa: A002
+    """log|Gamma(x)| elementwise, differentiable (its derivative is digamma). Mirrors torch.lgamma."""
+    return _Lgamma.apply(input)
+
+
+def digamma(input: Any) -> Any:  # noqa: A002
+    """psi(x) = d/dx lgamma(x) elementwise (no gradient of its own here). Mirrors torch.digamma."""
+    return Tensor._make(_host(_digamma_array, input.detach()._data))
+
+
+# -- Laplace -----------------------------------------------------------------------------------------------
+class Laplace(Distribution):
+    """The Laplace distribution with density exp(-|x - loc| / scale) / (2 scale)."""
+
+    _params = ("loc", "scale")
+
+    def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
+        self.loc, self.scale = _broadcast(loc, scale)
+        super().__init__(tuple(self.loc.shape), (), validate_args)
+        self._check("scale", self.scale, self.scale > 0, "GreaterThan(lower_bound=0.0)")
+
+    @property
+    def mean(self) -> Any:
+        return self.loc
+
+    @property
+    def variance(self) -> Any:
+        return 2 * self.scale * self.scale
+
+    @property
+    def stddev(self) -> Any:
+        return math.sqrt(2) * self.scale
+
+    def rsample(self, sample_shape: Any = ()) -> Any:
+        eps = float(np.finfo(self.loc.dtype.name).eps)
+        u = rand(self._extended_shape(sample_shape), dtype=self.loc.dtype, device=self.loc.device) * (2 - eps) - (
+            1 - eps)
+        return self.loc - self.scale * _F.sign(u) * _F.log1p(-_F.abs(u))
+
+    def log_prob(self, value: Any) -> Any:
+        value = _as_tensor(value, self.loc)
+        return -_F.log(2 * self.scale) - _F.abs(value - self.loc) / self.scale
+
+    def cdf(self, value: Any) -> Any:
+        z = value - self.loc
+        return 0.5 - 0.5 * _F.sign(z) * _F.expm1(-_F.abs(z) / self.scale)
+
+    def icdf(self, value: Any) -> Any:
+        term = value - 0.5
+        return self.loc - self.scale * _F.sign(term) * _F.log1p(-2 * _F.abs(term))
+
+    def entropy(self) -> Any:
+        return 1 + _F.log(2 * self.scale)
+
+
+# -- MultivariateNormal ------------------------------------------------------------------------------------
+def _batch_mv_solve(tril: Any, vec: Any) -> Any:
+    """tril^{-1} vec over broadcast batch dims (vec (..., n), tril (..., n, n))."""
+    from .linalg import solve  # noqa: PLC0415
+
+    batch = tuple(_F.broadcast_shape(tuple(tril.shape[:-2]), tuple(vec.shape[:-1])))
+    n = tril.shape[-1]
+    return solve(_F.broadcast_to(tril, (*batch, n, n)), _F.broadcast_to(vec, (*batch, n)).unsqueeze(-1)).squeeze(-1)
+
+
+class MultivariateNormal(Distribution):
+    """N(loc, Sigma) over vectors, given exactly one of covariance_matrix, scale_tril (the
+    lower Cholesky factor of Sigma) or precision_matrix (Sigma^-1)."""
+
+    _params = ("loc", "covariance_matrix")
+
+    def __init__(self, loc: Any, covariance_matrix: Any = None, precision_matrix: Any = None, scale_tril: Any = None,
+                 validate_args: bool | None = None) -> None:
+        from .linalg import cholesky, inv  # noqa: PLC0415
+
+        if loc.dim() < 1:
+            raise ValueError("loc must be at least one-dimensional.")
+        if (covariance_matrix is not None) + (scale_tril is not None) + (precision_matrix is not None) != 1:
+            raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
+        given = next(m for m in (scale_tril, covariance_matrix, precision_matrix) if m is not None)
+        if given.dim() < 2:
+            raise ValueError("scale_tril, covariance_matrix or precision_matrix must be at least two-dimensional, "
+                             "with optional leading batch dimensions")
+        if given.shape[-1] != loc.shape[-1] or given.shape[-2] != loc.shape[-1]:
+            raise ValueError(f"MultivariateNormal: loc of event size {loc.shape[-1]} does not match the matrix of "
+                             f"shape {tuple(given.shape)}")
+        self._given = "covariance_matrix" if covariance_matrix is not None else (
+            "scale_tril" if scale_tril is not None else "precision_matrix")
+        if scale_tril is not None:
+            self._unbroadcasted_scale_tril = scale_tril
+        elif covariance_matrix is not None:
+            self._unbroadcasted_scale_tril = cholesky(covariance_matrix)
+        else:
+            self._unbroadcasted_scale_tril = cholesky(inv(precision_matrix))
+        self._given_matrix = given
+        batch = tuple(_F.broadcast_shape(tuple(loc.shape[:-1]), tuple(given.shape[:-2])))
+        n = loc.shape[-1]
+        self.loc = _F.broadcast_to(loc, (*batch, n))
+        super().__init__(batch, (n,), validate_args)
+
+    @property
+    def scale_tril(self) -> Any:
+        return _F.broadcast_to(self._unbroadcasted_scale_tril, (*self.batch_shape, *self.event_shape * 2))
+
+    @property
+    def covariance_matrix(self) -> Any:
+        low = self._unbroadcasted_scale_tril
+        return _F.broadcast_to(_F.matmul(low, low.mT), (*self.batch_shape, *self.event_shape * 2))
+
+    @property
+    def precision_matrix(self) -> Any:
+        from .linalg import inv  # noqa: PLC0415
+
+        return inv(self.covariance_matrix)
+
+    @property
+    def mean(self) -> Any:
+        return self.loc
+
+    @property
+    def variance(self) -> Any:
+        low = self._unbroadcasted_scale_tril
+        return _F.broadcast_to(_F.sum(low * low, -1), (*self.batch_shape, *self.event_shape))
+
+    def _half_log_det(self) -> Any:
+        return _F.sum(_F.log(_F.diagonal(self._unbroadcasted_scale_tril, 0, -2, -1)), -1)
+
+    def rsample(self, sample_shape: Any = ()) -> Any:
+        eps = randn(self._extended_shape(sample_shape), dtype=self.loc.dtype, device=self.loc.device)
+        return self.loc + _F.matmul(self._unbroadcasted_scale_tril, eps.unsqueeze(-1)).squeeze(-1)
+
+    def log_prob(self, value: Any) -> Any:
+        diff = value - self.loc
+        z = _batch_mv_solve(self._unbroadcasted_scale_tril, diff)
+        maha = _F.sum(z * z, -1)
+        n = self.event_shape[0]
+        return -0.5 * (n * 2 * _LOG_SQRT_2PI + maha) - self._half_log_det()
+
+    def entropy(self) -> Any:
+        n = self.event_shape[0]
+        h = 0.5 * n * (1.0 + 2 * _LOG_SQRT_2PI) + self._half_log_det()
+        return h if tuple(h.shape) == self.batch_shape else _F.broadcast_to(h, self.batch_shape)
+
+    def __repr__(self) -> str:
+        return f"MultivariateNormal(loc: {self.loc.size()}, {self._given}: {self._given_matrix.size()})"
+
+
+# -- Independent -------------------------------------------------------------------------------------------
+class Independent(Distribution):
+    """A distribution's rightmost `reinterpreted_batch_ndims` batch dims read as event dims:
+    log_prob and entropy sum over them."""
+
+    def __init__(self, base_distribution: Distribution, reinterpreted_batch_ndims: int,
+                 validate_args: bool | None = None) -> None:
+        k = int(reinterpreted_batch_ndims)
+        if k > len(base_distribution.batch_shape):
+            raise ValueError(f"Expected reinterpreted_batch_ndims <= len(base_distribution.batch_shape), actual {k} vs "
+                             f"{len(base_distribution.batch_shape)}")
+        self.base_dist = base_distribution
+        self.reinterpreted_batch_ndims = k
+        cut = len(base_distribution.batch_shape) - k
+        super().__init__(base_distribution.batch_shape[:cut],
+                         base_distribution.batch_shape[cut:] + base_distribution.event_shape, validate_args)
+
+    def _sum_rightmost(self, value: Any) -> Any:
+        k = self.reinterpreted_batch_ndims
+        return _F.sum(value, tuple(range(-k, 0))) if k else value
+
+    @property
+    def mean(self) -> Any:
+        return self.base_dist.mean
+
+    @property
+    def variance(self) -> Any:
+        return self.base_dist.variance
+
+    def sample(self, sample_shape: Any = ()) -> Any:
+        return self.base_dist.sample(sample_shape)
+
+    def rsample(self, sample_shape: Any = ()) -> Any:
+        return self.base_dist.rsample(sample_shape)
+
+    def log_prob(self, value: Any) -> Any:
+        return self._sum_rightmost(self.base_dist.log_prob(value))
+
+    def entropy(self) -> Any:
+        return self._sum_rightmost(self.base_dist.entropy())
+
+    def __repr__(self) -> str:
+        return f"Independent({self.base_dist!r}, {self.reinterpreted_batch_ndims})"
+
+
+# -- Gamma, Beta -------------------------------------------------------------------------------------------
+def _draw_host(fn: Any, like: Any) -> Any:
+    """A draw made by NumPy's generator (eager's default stream) in like's dtype and device."""
+    arr = fn(default_generator._np)
+    xp = xp_of_array(like._data)
+    return Tensor._make(xp.asarray(np.asarray(arr).astype(like._data.dtype)))
+
+
+class Gamma(Distribution):
+    """Gamma(concentration, rate), density rate^a x^(a-1) e^(-rate x) / Gamma(a)."""
+
+    _params = ("concentration", "rate")
+
+    def __init__(self, concentration: Any, rate: Any, validate_args: bool | None = None) -> None:
+        self.concentration, self.rate = _broadcast(concentration, rate)
+        super().__init__(tuple(self.concentration.shape), (), validate_args)
+        self._check("concentration", self.concentration, self.concentration > 0, "GreaterThan(lower_bound=0.0)")
+        self._check("rate", self.rate, self.rate > 0, "GreaterThan(lower_bound=0.0)")
+
+    @property
+    def mean(self) -> Any:
+        return self.concentration / self.rate
+
+    @property
+    def variance(self) -> Any:
+        return self.concentration / (self.rate * self.rate)
+
+    def sample(self, sample_shape: Any = ()) -> Any:
+        with no_grad():
+            shape = self._extended_shape(sample_shape)
+            a = np.broadcast_to(_as_numpy(self.concentration), shape)
+            r = np.broadcast_to(_as_numpy(self.rate), shape)
+            tiny = float(np.finfo(self.concentration._data.dtype).tiny)
+            return _F.clamp(_draw_host(lambda g: g.gamma(a) / r, self.concentration), tiny)
+
+    def log_prob(self, value: Any) -> Any:
+        value = _as_tensor(value, self.rate)
+        self._check_sample(value, value >= 0, "GreaterThanEq(lower_bound=0.0)")
+        a, b = self.concentration, self.rate
+        return xlogy(a, b) + xlogy(a - 1, value) - b * value - lgamma(a)
+
+    def entropy(self) -> Any:
+        a = self.concentration
+        return a - _F.log(self.rate) + lgamma(a) + (1.0 - a) * digamma(a)
+
+
+class Beta(Distribution):
+    """Beta(concentration1, concentration0) on (0, 1), density x^(a-1) (1-x)^(b-1) / B(a, b)."""
+
+    _params = ("concentration1", "concentration0")
+
+    def __init__(self, concentration1: Any, concentration0: Any, validate_args: bool | None = None) -> None:
+        self.concentration1, self.concentration0 = _broadcast(concentration1, concentration0)
+        super().__init__(tuple(self.concentration1.shape), (), validate_args)
+        self._check("concentration1", self.concentration1, self.concentration1 > 0, "GreaterThan(lower_bound=0.0)")
+        self._check("concentration0", self.concentration0, self.concentration0 > 0, "GreaterThan(lower_bound=0.0)")
+
+    @property
+    def mean(self) -> Any:
+        return self.concentration1 / (self.concentration1 + self.concentration0)
+
+    @property
+    def variance(self) -> Any:
+        total = self.concentration1 + self.concentration0
+        return self.concentration1 * self.concentration0 / (total * total * (total + 1))
+
+    def sample(self, sample_shape: Any = ()) -> Any:
+        with no_grad():
+            shape = self._extended_shape(sample_shape)
+            a = np.broadcast_to(_as_numpy(self.concentration1), shape)
+            b = np.broadcast_to(_as_numpy(self.concentration0), shape)
+            return _draw_host(lambda g: g.beta(a, b), self.concentration1)
+
+    def log_prob(self, value: Any) -> Any:
+        value = _as_tensor(value, self.concentration1)
+        self._check_sample(value, (value >= 0) & (value <= 1), "Interval(lower_bound=0.0, upper_bound=1.0)")
+        a, b = self.concentration1, self.concentration0
+        return xlogy(a - 1, value) + xlogy(b - 1, 1 - value) - (lgamma(a) + lgamma(b) - lgamma(a + b))
+
+    def entropy(self) -> Any:
+        a, b = self.concentration1, self.concentration0
+        total = a + b
+        return (lgamma(a) + lgamma(b) - lgamma(total) - (a - 1) * digamma(a) - (b - 1) * digamma(b)
+                + (total - 2) * digamma(total))
+
+
+def _as_numpy(t: Any) -> np.ndarray:
+    data = t.detach()._data
+    xp = xp_of_array(data)
+    return data if xp is np else xp.asnumpy(data)
