@@ -155,3 +155,21 @@ def test_dynamic_size_is_checked_and_named_by_its_value():
         np.testing.assert_array_equal(f(x, t).numpy(), eager.gather(x, 0, t).numpy())
     with pytest.raises(RuntimeError, match="^index 5 is out of bounds for dimension 0 with size 5$"):
         f(eager.randn(5, 3), _t([[5, 0, 0]]))
+
+
+def test_vmap_checks_every_batch_member():
+    """Under vmap the target is a batched value (no data): the check node's batch rule checks
+    the whole batch, eagerly and compiled."""
+    x = eager.tensor(np.arange(60, dtype=np.float32).reshape(3, 4, 5) / 30.0)
+    good, bad = _t([[1, 0, 4, 2], [0, 0, 0, 0], [4, 4, 1, 1]]), _t([[1, 0, 4, 2], [0, 0, -1, 0], [4, 4, 1, 1]])
+
+    def f(x, t):
+        return F.cross_entropy(x, t)
+
+    compiled = static.compile(lambda x, t: eager.vmap(f)(x, t), backend="numpy")
+    want = eager.stack([f(x[i], good[i]) for i in range(3)]).numpy()
+    np.testing.assert_allclose(eager.vmap(f)(x, good).numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(compiled(x, good).numpy(), want, rtol=1e-6)
+    for run in (eager.vmap(f), compiled):
+        with pytest.raises(IndexError, match="Target out of bounds"):
+            run(x, bad)
