@@ -83,7 +83,7 @@ from ._settings import (  # noqa: F401,E402
 from ._settings import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: F401,E402
 from ._settings import can_cast, promote_types, result_type  # noqa: F401,E402
 from .special import logit  # noqa: F401,E402  (torch.logit is torch.special.logit)
-from .special import erfinv  # noqa: F401,E402  (torch.erfinv is torch.special.erfinv)
+from .special import digamma, erfinv, lgamma  # noqa: F401,E402  (torch.erfinv is torch.special.erfinv)
 from ._functional import sign as sgn  # noqa: F401,E402  (the same for real numbers)
 from ._functional import bucketize, cartesian_prod, combinations, histc, index_put, searchsorted  # noqa: F401,E402
 from ._compositions import (  # noqa: F401,E402

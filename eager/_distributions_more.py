@@ -3,7 +3,7 @@
 style of eager/distributions.py (composed of eager ops, so log_prob and rsample
 differentiate). Gamma and Beta draw through NumPy's generator without a gradient (PyTorch's
 implicit reparameterization is not built); their log_prob differentiates through lgamma
-(an autograd.Function here, NumPy lacking one, with digamma as its derivative)."""
+(eager.special's autograd.Function, with digamma as its derivative)."""
 from __future__ import annotations
 
 import math
@@ -18,64 +18,10 @@ from ._factories import rand, randn
 from ._factories.random import default_generator
 from ._grad_mode import no_grad
 from ._tensor import Tensor
-from .autograd.function import Function
 from .distributions import _LOG_SQRT_2PI, Distribution, _as_tensor, _broadcast
+from .special import digamma, lgamma
 
 __all__ = ["Beta", "Gamma", "Independent", "Laplace", "MultivariateNormal"]
-
-
-# -- lgamma / digamma on arrays (NumPy has neither; math.lgamma per element is exact enough) --------------
-def _lgamma_array(a: np.ndarray) -> np.ndarray:
-    out = np.vectorize(math.lgamma, otypes=[np.float64])(np.asarray(a, dtype=np.float64)) if a.size else a
-    return np.asarray(out).astype(a.dtype if a.dtype.kind == "f" else np.float32)
-
-
-def _digamma_array(a: np.ndarray) -> np.ndarray:
-    """psi(x): the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 6, then the asymptotic series;
-    reflection for x < 0.5 (poles give NaN/inf as PyTorch's)."""
-    x = np.asarray(a, dtype=np.float64)
-    with np.errstate(all="ignore"):
-        refl = x < 0.5
-        y = np.where(refl, 1.0 - x, x)
-        acc = np.zeros_like(y)
-        for _ in range(6):
-            small = y < 6.0
-            acc = acc - np.where(small, 1.0 / y, 0.0)
-            y = np.where(small, y + 1.0, y)
-        inv2 = 1.0 / (y * y)
-        series = np.log(y) - 0.5 / y - inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (
-            1 / 240 - inv2 * (1 / 132)))))
-        psi = acc + series
-        psi = np.where(refl, psi - np.pi / np.tan(np.pi * x), psi)
-        psi = np.where(x == 0, -np.inf, np.where((x < 0) & (x == np.floor(x)), np.nan, psi))
-    return psi.astype(a.dtype if a.dtype.kind == "f" else np.float32)
-
-
-def _host(fn: Any, arr: Any) -> Any:
-    xp = xp_of_array(arr)
-    return fn(arr) if xp is np else xp.asarray(fn(xp.asnumpy(arr)))
-
-
-class _Lgamma(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Any) -> Any:
-        ctx.save_for_backward(x)
-        return Tensor._make(_host(_lgamma_array, x._data))
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        (x,) = ctx.saved_tensors
-        return grad * Tensor._make(_host(_digamma_array, x._data))
-
-
-def lgamma(input: Any) -> Any:  # noqa: A002
-    """log|Gamma(x)| elementwise, differentiable (its derivative is digamma). Mirrors torch.lgamma."""
-    return _Lgamma.apply(input)
-
-
-def digamma(input: Any) -> Any:  # noqa: A002
-    """psi(x) = d/dx lgamma(x) elementwise (no gradient of its own here). Mirrors torch.digamma."""
-    return Tensor._make(_host(_digamma_array, input.detach()._data))
 
 
 # -- Laplace -----------------------------------------------------------------------------------------------

@@ -378,6 +378,15 @@ def _submodules() -> None:
 
 _submodules()
 
-from ._distributions_more import Beta, Gamma, Independent, Laplace, MultivariateNormal  # noqa: E402
+_MORE = ("Beta", "Gamma", "Independent", "Laplace", "MultivariateNormal")
+__all__ += list(_MORE)
 
-__all__ += ["Beta", "Gamma", "Independent", "Laplace", "MultivariateNormal"]
+
+def __getattr__(name: str) -> Any:
+    """The distributions of eager/_distributions_more (built on this module's base class, so
+    loaded on first use rather than imported here, which would be circular)."""
+    if name in _MORE:
+        from . import _distributions_more  # noqa: PLC0415
+
+        return getattr(_distributions_more, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,9 +1,9 @@
 """`eager.special`: the torch.special functions that are compositions of eager's ops (so they
-differentiate and compile like them), and erfinv (an autograd.Function: NumPy lacks it, so
-it is solved by Newton steps on eager's erf/erfc to double precision). The ones that need functions NumPy lacks (erfc, and
-with it ndtr and log_ndtr in the tails, the gamma family, Bessel functions) are not
-here rather than approximated: 0.5 (1 + erf(x / sqrt 2)) is 0 for x < -8.3, where ndtr is
-not."""
+differentiate and compile like them), and erfinv, lgamma (gammaln) and digamma (psi), which
+NumPy lacks: autograd.Functions computed to double precision on the host (erfinv by Newton
+steps on eager's erf/erfc, lgamma by math.lgamma, digamma by recurrence and its asymptotic
+series). erfc, ndtr and log_ndtr and Bessel functions are not here rather than
+approximated: 0.5 (1 + erf(x / sqrt 2)) is 0 for x < -8.3, where ndtr is not."""
 from __future__ import annotations
 
 import math
@@ -115,12 +115,88 @@ def erfinv(input: Any) -> Any:  # noqa: A002
 __all__ += ["erfinv"]
 
 
+# -- lgamma / digamma on arrays (NumPy has neither; math.lgamma per element is exact enough) --------------
+def _lgamma_scalar(v: float) -> float:
+    try:
+        return math.lgamma(v)
+    except ValueError:  # the poles 0, -1, -2, ...: +inf, as PyTorch's
+        return math.inf
+
+
+def _lgamma_array(a: np.ndarray) -> np.ndarray:
+    out = np.vectorize(_lgamma_scalar, otypes=[np.float64])(np.asarray(a, dtype=np.float64)) if a.size else a
+    return np.asarray(out).astype(a.dtype if a.dtype.kind == "f" else np.float32)
+
+
+def _digamma_array(a: np.ndarray) -> np.ndarray:
+    """psi(x): the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series;
+    reflection for x < 0.5 (poles give NaN/inf as PyTorch's). Relative error about 1e-13."""
+    x = np.asarray(a, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        refl = x < 0.5
+        y = np.where(refl, 1.0 - x, x)
+        acc = np.zeros_like(y)
+        for _ in range(10):
+            small = y < 10.0
+            acc = acc - np.where(small, 1.0 / y, 0.0)
+            y = np.where(small, y + 1.0, y)
+        inv2 = 1.0 / (y * y)
+        series = np.log(y) - 0.5 / y - inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (
+            1 / 240 - inv2 * (1 / 132)))))
+        psi = acc + series
+        psi = np.where(refl, psi - np.pi / np.tan(np.pi * x), psi)
+        psi = np.where(x == 0, -np.inf, np.where((x < 0) & (x == np.floor(x)), np.nan, psi))
+    return psi.astype(a.dtype if a.dtype.kind == "f" else np.float32)
+
+
+def _host(fn: Any, arr: Any) -> Any:
+    from ._device import xp_of_array  # noqa: PLC0415
+
+    xp = xp_of_array(arr)
+    return fn(arr) if xp is np else xp.asarray(fn(xp.asnumpy(arr)))
+
+
+class _Lgamma(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return _make_tensor(_host(_lgamma_array, x._data))
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        return grad * _make_tensor(_host(_digamma_array, x._data))
+
+
+def lgamma(input: Any) -> Any:  # noqa: A002
+    """log|Gamma(x)| elementwise, differentiable (its derivative is digamma). Mirrors torch.lgamma."""
+    return _Lgamma.apply(input)
+
+
+def digamma(input: Any) -> Any:  # noqa: A002
+    """psi(x) = d/dx lgamma(x) elementwise (no gradient of its own here). Mirrors torch.digamma."""
+    return _make_tensor(_host(_digamma_array, input.detach()._data))
+
+
+def _make_tensor(arr: Any) -> Any:
+    from ._tensor import Tensor  # noqa: PLC0415
+
+    return Tensor._make(arr)
+
+
+gammaln = lgamma
+psi = digamma
+__all__ += ["digamma", "gammaln", "psi"]
+
+
 def _attach_methods() -> None:
-    """Tensor.erfinv (eager/_api.py is at its size bound; Tensor.is_inference lives in
+    """Tensor.erfinv, .lgamma, .digamma (eager/_api.py is at its size bound; Tensor.is_inference lives in
     eager/_tensor_metadata)."""
     from ._api import TensorAPI  # noqa: PLC0415
 
     TensorAPI.erfinv = erfinv  # type: ignore[attr-defined]
+    TensorAPI.lgamma = lgamma  # type: ignore[attr-defined]
+    TensorAPI.digamma = digamma  # type: ignore[attr-defined]
 
 
 _attach_methods()

@@ -149,3 +149,12 @@ def test_gamma_and_beta_match_torch() -> None:
     np.testing.assert_allclose(sb.mean(0).numpy(), a / (a + b), rtol=0.1)
     with pytest.raises(ValueError, match="concentration"):
         eager.distributions.Gamma(_e(-a), _e(b))
+
+
+def test_lgamma_digamma_match_torch_and_differentiate() -> None:
+    x = np.array([-2.5, -0.3, 0.1, 0.5, 1.0, 3.3, 9.99, 100.0, 1e-5, 0.0])
+    np.testing.assert_allclose(eager.lgamma(_e(x)).numpy(), torch.lgamma(_t(x)).numpy(), rtol=1e-13)
+    np.testing.assert_allclose(eager.special.digamma(_e(x)).numpy(), torch.special.digamma(_t(x)).numpy(), rtol=1e-12)
+    assert _e(x).lgamma().dtype == eager.float64 and eager.tensor([1, 2]).lgamma().dtype == eager.float32
+    xt = _e([0.3, 1.7, 4.0, -0.5], True)
+    assert gradcheck(eager.lgamma, (xt,))
