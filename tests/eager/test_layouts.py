@@ -116,7 +116,9 @@ TORCH: dict[str, Any] = {
 # their outputs are new row-major tensors, as PyTorch's backward kernels make them.
 INTERNAL = {"cumprod_backward", "diagonal_grad", "embedding_backward", "gelu_grad", "index_grad", "index_mask",
             "layer_norm_backward", "normalize", "normalize_backward", "prod_except_self", "take_along",
-            "view_scatter", "fold", "unfold"}
+            "view_scatter", "fold", "unfold",
+            # the compiled graph's index-range check: its result is its operand, unchanged
+            "check_index_range"}
 # Control-flow ops take functions, not tensors: their results are their bodies' results.
 CONTROL_FLOW = {"cond", "scan", "while_loop"}
 
