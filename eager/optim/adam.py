@@ -123,28 +123,9 @@ class Adam(Optimizer):
             st["step"] = step
         flat.gather(P_arrays, G_arrays, bool(group.get("maximize")))
         P, G, m, v = flat.P, flat.G, flat.buffers["exp_avg"], flat.buffers["exp_avg_sq"]
-        with _quiet_numpy():  # (the same ufuncs in the same order as _update_arrays)
-            if weight_decay != 0:
-                if group.get("decoupled_weight_decay", self._decoupled):
-                    np.multiply(P, 1 - lr * weight_decay, out=P)
-                else:
-                    G = G + P * weight_decay
-            tmp = np.multiply(G, 1 - beta1)
-            np.multiply(m, beta1, out=m)
-            np.add(m, tmp, out=m)
-            np.multiply(G, G, out=tmp)
-            np.multiply(tmp, 1 - beta2, out=tmp)
-            np.multiply(v, beta2, out=v)
-            np.add(v, tmp, out=v)
-            second = v
-            if amsgrad:
-                second = np.maximum(flat.buffers["max_exp_avg_sq"], v, out=flat.buffers["max_exp_avg_sq"])
-            denom = np.sqrt(second, out=tmp)
-            np.divide(denom, math.sqrt(1 - beta2 ** step), out=denom)
-            np.add(denom, eps, out=denom)
-            update = np.divide(m, denom, out=denom)
-            np.multiply(update, lr / (1 - beta1 ** step), out=update)
-            np.subtract(P, update, out=P)
+        decoupled = group.get("decoupled_weight_decay", self._decoupled)
+        max_sq = flat.buffers["max_exp_avg_sq"] if amsgrad else None
+        _adam_arrays(P, G, m, v, max_sq, lr, beta1, beta2, eps, weight_decay, decoupled, step)
         flat.scatter(P_arrays)
         for p, st in zip(params, states):
             bump_versions(p, *(st[name] for name in names))
@@ -177,31 +158,40 @@ class Adam(Optimizer):
         for a in arrays:
             if a.dtype != dt or a.shape != shape:
                 return False
-        # NumPy's reports off for the update (as np.errstate would, at a fraction of its cost)
-        with _quiet_numpy():
-            if weight_decay != 0:
-                if group.get("decoupled_weight_decay", self._decoupled):
-                    np.multiply(P, 1 - lr * weight_decay, out=P)
-                else:
-                    G = G + P * weight_decay  # g.add(p, alpha=weight_decay)
-            tmp = np.multiply(G, 1 - beta1)
-            np.multiply(m, beta1, out=m)
-            np.add(m, tmp, out=m)
-            np.multiply(G, G, out=tmp)
-            np.multiply(tmp, 1 - beta2, out=tmp)
-            np.multiply(v, beta2, out=v)
-            np.add(v, tmp, out=v)
-            second = v
-            if amsgrad:
-                second = np.maximum(arrays[4], v, out=arrays[4])
-            denom = np.sqrt(second, out=tmp)
-            np.divide(denom, math.sqrt(1 - beta2 ** step), out=denom)
-            np.add(denom, eps, out=denom)
-            update = np.divide(m, denom, out=denom)
-            np.multiply(update, lr / (1 - beta1 ** step), out=update)
-            np.subtract(P, update, out=P)
+        decoupled = group.get("decoupled_weight_decay", self._decoupled)
+        _adam_arrays(P, G, m, v, arrays[4] if amsgrad else None, lr, beta1, beta2, eps, weight_decay, decoupled,
+                     step)
         bump_versions(p, *buffers)
         return True
+
+
+def _adam_arrays(P, G, m, v, max_sq, lr: float, beta1: float, beta2: float, eps: float, weight_decay: float,
+                 decoupled: bool, step: int) -> None:
+    """One Adam update in place on NumPy arrays with `out=` ufuncs: the one spelling of the
+    update for one parameter and for all of a group's parameters laid end to end, so both give
+    the same operations in the same order (the same roundings as eager's op-by-op step).
+    `max_sq` is AMSGrad's running maximum, None without it. NumPy's floating-point reports are
+    off for the update (as np.errstate would be, at a fraction of its cost)."""
+    with _quiet_numpy():
+        if weight_decay != 0:
+            if decoupled:
+                np.multiply(P, 1 - lr * weight_decay, out=P)
+            else:
+                G = G + P * weight_decay  # g.add(p, alpha=weight_decay)
+        tmp = np.multiply(G, 1 - beta1)
+        np.multiply(m, beta1, out=m)
+        np.add(m, tmp, out=m)
+        np.multiply(G, G, out=tmp)
+        np.multiply(tmp, 1 - beta2, out=tmp)
+        np.multiply(v, beta2, out=v)
+        np.add(v, tmp, out=v)
+        second = v if max_sq is None else np.maximum(max_sq, v, out=max_sq)
+        denom = np.sqrt(second, out=tmp)
+        np.divide(denom, math.sqrt(1 - beta2 ** step), out=denom)
+        np.add(denom, eps, out=denom)
+        update = np.divide(m, denom, out=denom)
+        np.multiply(update, lr / (1 - beta1 ** step), out=update)
+        np.subtract(P, update, out=P)
 
 
 class AdamW(Adam):
