@@ -2,7 +2,8 @@
 them: slogdet, pinv, matrix_rank, cholesky_solve, lstsq), as torch.linalg. Each is an
 `eager.autograd.Function`: the forward runs LAPACK through the array module (NumPy or CuPy),
 the backward is PyTorch's formula written on arrays. They are not op records, so they run
-eagerly (a compiled function traces them as custom Functions). Results are named tuples
+eagerly (traced, they raise eager._dynamo.exc.Unsupported, which compile's fallback='eager'
+turns into a graph break). Results are named tuples
 (`eager.return_types`) as PyTorch's are."""
 from __future__ import annotations
 
@@ -34,6 +35,30 @@ def _wrap(arr: Any) -> Any:
     return Tensor._make(arr)
 
 
+def _array(A: Any) -> Any:  # noqa: N803
+    """A's array; a traced value has none: these decompositions run eagerly only (the compiled
+    function breaks its graph here with fallback='eager', or says why)."""
+    data = getattr(A, "_data", None)
+    if data is None:
+        raise untraceable("eager.linalg's decompositions (cholesky, qr, eigh, svd, slogdet, pinv, matrix_rank) run "
+                          "eagerly only and cannot be traced into a compiled graph; compile with fallback='eager' or "
+                          "call them outside the compiled function")
+    return data
+
+
+def untraceable(message: str) -> Exception:
+    """The error for an eager-only function met while tracing: static's TraceError (which
+    compile's fallback='eager' catches) when static is loaded, as it is while tracing (eager
+    does not import static), else eager._dynamo.exc.Unsupported, its base class."""
+    import sys  # noqa: PLC0415
+
+    from ._dynamo.exc import Unsupported  # noqa: PLC0415
+
+    errors = sys.modules.get("static.errors")
+    cls = getattr(errors, "TraceError", Unsupported)
+    return cls(message)
+
+
 def _mT(a: Any) -> Any:  # noqa: N802
     return a.swapaxes(-1, -2)
 
@@ -52,7 +77,7 @@ def _check_matrix(name: str, A: Any, square: bool = True) -> None:  # noqa: N803
 class _Cholesky(Function):
     @staticmethod
     def forward(ctx: Any, A: Any) -> Any:  # noqa: N803
-        a = A._data
+        a = _array(A)
         xp = xp_of_array(a)
         try:
             L = xp.linalg.cholesky(a)  # noqa: N806
@@ -139,7 +164,7 @@ def _qr_backward_tall(q: Any, r: Any, gq: Any, gr: Any, xp: Any) -> Any:
 class _QR(Function):
     @staticmethod
     def forward(ctx: Any, A: Any, mode: str) -> Any:  # noqa: N803
-        a = A._data
+        a = _array(A)
         xp = xp_of_array(a)
         if mode == "r":
             r = xp.linalg.qr(a, mode="r")
@@ -192,7 +217,7 @@ def qr(A: Any, mode: str = "reduced") -> Any:  # noqa: N803
 class _Eigh(Function):
     @staticmethod
     def forward(ctx: Any, A: Any, uplo: str) -> Any:  # noqa: N803
-        a = A._data
+        a = _array(A)
         xp = xp_of_array(a)
         try:
             w, v = xp.linalg.eigh(a, UPLO=uplo)
@@ -242,7 +267,7 @@ def eigvalsh(A: Any, UPLO: str = "L") -> Any:  # noqa: N803
 class _SVD(Function):
     @staticmethod
     def forward(ctx: Any, A: Any, full_matrices: bool) -> Any:  # noqa: N803
-        a = A._data
+        a = _array(A)
         xp = xp_of_array(a)
         try:
             u, s, vh = xp.linalg.svd(a, full_matrices=full_matrices)
@@ -334,7 +359,7 @@ def svd_legacy(input: Any, some: bool = True, compute_uv: bool = True) -> Any:  
 class _Slogdet(Function):
     @staticmethod
     def forward(ctx: Any, A: Any) -> Any:  # noqa: N803
-        a = A._data
+        a = _array(A)
         xp = xp_of_array(a)
         sign, logabs = xp.linalg.slogdet(a)
         S, L = _wrap(xp.asarray(sign, dtype=a.dtype)), _wrap(xp.asarray(logabs, dtype=a.dtype))  # noqa: N806
@@ -378,7 +403,7 @@ def _default_rtol(A: Any, xp: Any) -> float:  # noqa: N803
 class _Pinv(Function):
     @staticmethod
     def forward(ctx: Any, A: Any, atol: Any, rtol: Any, hermitian: bool) -> Any:  # noqa: N803
-        a = A._data
+        a = _array(A)
         xp = xp_of_array(a)
         u, s, vh = xp.linalg.svd(a, full_matrices=False)
         smax = s.max(axis=-1, keepdims=True) if s.shape[-1] else xp.zeros((*s.shape[:-1], 1), dtype=s.dtype)
@@ -421,7 +446,7 @@ def matrix_rank(A: Any, *, atol: Any = None, rtol: Any = None, hermitian: bool =
     """The number of singular values above max(atol, rtol * largest), as int64. Mirrors
     torch.linalg.matrix_rank."""
     _check_matrix("linalg.matrix_rank", A, square=False)
-    a = A._data
+    a = _array(A)
     xp = xp_of_array(a)
     if tol is not None:
         atol, rtol = tol, 0.0

@@ -56,6 +56,18 @@ _GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0
                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
 
 
+def _array_of(x: Any, name: str) -> Any:
+    """x's array; a traced value has none (these run eagerly only: compile's fallback='eager'
+    breaks the graph on the Unsupported raised here)."""
+    data = getattr(x, "_data", None)
+    if data is None:
+        from ._linalg_decompositions import untraceable  # noqa: PLC0415
+
+        raise untraceable(f"special.{name} runs eagerly only and cannot be traced into a compiled graph; compile "
+                          "with fallback='eager' or call it outside the compiled function")
+    return data
+
+
 def _erfinv_array(y: Any) -> Any:
     """erfinv of a NumPy array in float64 (then cast back): NumPy has no erfinv and SciPy is
     optional. Giles' single-precision approximation starts four Newton steps, taken on erfc
@@ -88,7 +100,7 @@ class _Erfinv(Function):
         from ._device import xp_of_array  # noqa: PLC0415
         from ._tensor import Tensor  # noqa: PLC0415
 
-        data = x._data
+        data = _array_of(x, "erfinv")
         xp = xp_of_array(data)
         if xp.__name__ == "numpy":
             out = _erfinv_array(data)
@@ -160,7 +172,7 @@ class _Lgamma(Function):
     @staticmethod
     def forward(ctx: Any, x: Any) -> Any:
         ctx.save_for_backward(x)
-        return _make_tensor(_host(_lgamma_array, x._data))
+        return _make_tensor(_host(_lgamma_array, _array_of(x, "lgamma")))
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:

@@ -167,3 +167,15 @@ def test_tensor_methods() -> None:
     _close(a.pinverse(), ta.pinverse())
     _close(a.slogdet().logabsdet, ta.slogdet().logabsdet)
     _close(a.qr().R, ta.qr().R)
+
+
+def test_traced_decompositions_say_they_run_eagerly_and_fall_back() -> None:
+    static = pytest.importorskip("static")
+    a = eager.tensor(RNG.standard_normal((3, 3)))
+    with pytest.raises(RuntimeError, match="eagerly only"):
+        static.compile(lambda m: eager.linalg.svdvals(m).sum())(a)
+    with pytest.warns(RuntimeWarning, match="eagerly"):
+        got = static.compile(lambda m: eager.linalg.slogdet(m).logabsdet + eager.erfinv(m * 0.1).sum(),
+                             fallback="eager")(a)
+    want = eager.linalg.slogdet(a).logabsdet + eager.erfinv(a * 0.1).sum()
+    assert float(got) == float(want)
