@@ -34,6 +34,7 @@ from eager import Tensor
 
 from .api import Compiled, value_and_grad
 from .api import compile as static_compile
+from .explain_summary import format_bytes
 from .ir import Graph
 from .trace_function import trace
 
@@ -153,16 +154,6 @@ def format_seconds(s: float | None) -> str:
         if s >= scale:
             return f"{s / scale:.3g} {unit}"
     return f"{s * 1e9:.3g} ns"
-
-
-def format_bytes(n: int | None) -> str:
-    """Binary units, 3 significant digits ('-' when there is no memory plan)."""
-    if n is None:
-        return "-"
-    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n} B"
 
 
 # -- measuring ----------------------------------------------------------------------------------

@@ -52,7 +52,9 @@ def _fused_ops(graph: Graph | None) -> int:
     return sum(len(n.body.nodes) for n in graph.nodes if n.op == "fused" and n.body is not None)
 
 
-def _bytes(n: int | None) -> str:
+def format_bytes(n: int | None) -> str:
+    """Binary units, 3 significant digits ('-' when there is no memory plan); the one
+    spelling of a byte count in explain()'s summary and static.compare's tables."""
     if n is None:
         return "-"
     for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
@@ -134,15 +136,15 @@ def summary(owner: Any, ran: Any, recorded: Any) -> str:
         lines.append("  simplified   " + ", ".join(f"{k} {v}" for k, v in simplified.items()))
     part = _stage_totals(stages, "partition")
     if grad is not None:
-        lines.append(f"  saved        {len(grad.split.residuals)} value(s), {_bytes(part.get('saved_bytes'))} kept "
-                     f"for the backward (without recomputation: {_bytes(part.get('saved_bytes_without_remat'))})")
+        lines.append(f"  saved        {len(grad.split.residuals)} value(s), {format_bytes(part.get('saved_bytes'))} kept "
+                     f"for the backward (without recomputation: {format_bytes(part.get('saved_bytes_without_remat'))})")
         lines.append(f"  recomputed   {part.get('recomputed_ops', 0)} op(s) recomputed in the backward instead of "
                      "saved")
     memory = _stage_totals(stages, "memory")
     if memory:
         lines.append(f"  memory       {memory.get('buffers', 0)} buffer(s), {memory.get('in_place', 0)} written in "
-                     f"place, peak {_bytes(memory.get('peak_bytes'))} of intermediates (naive "
-                     f"{_bytes(memory.get('naive_bytes'))})")
+                     f"place, peak {format_bytes(memory.get('peak_bytes'))} of intermediates (naive "
+                     f"{format_bytes(memory.get('naive_bytes'))})")
     for label, _graph, executable in graphs:
         if executable is None:
             continue
