@@ -177,7 +177,7 @@ class _Lgamma(Function):
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
         (x,) = ctx.saved_tensors
-        return grad * _make_tensor(_host(_digamma_array, x._data))
+        return grad * digamma(x)
 
 
 def lgamma(input: Any) -> Any:  # noqa: A002
@@ -185,9 +185,43 @@ def lgamma(input: Any) -> Any:  # noqa: A002
     return _Lgamma.apply(input)
 
 
+def _trigamma_array(a: np.ndarray) -> np.ndarray:
+    """psi'(x): the recurrence psi'(x) = psi'(x + 1) + 1/x^2 up to x >= 10, then the asymptotic
+    series; reflection psi'(1 - x) + psi'(x) = pi^2 / sin^2(pi x) for x < 0.5."""
+    x = np.asarray(a, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        refl = x < 0.5
+        y = np.where(refl, 1.0 - x, x)
+        acc = np.zeros_like(y)
+        for _ in range(10):
+            small = y < 10.0
+            acc = acc + np.where(small, 1.0 / (y * y), 0.0)
+            y = np.where(small, y + 1.0, y)
+        inv = 1.0 / y
+        inv2 = inv * inv
+        series = inv + 0.5 * inv2 + inv * inv2 * (1 / 6 - inv2 * (1 / 30 - inv2 * (1 / 42 - inv2 * (1 / 30))))
+        out = acc + series
+        out = np.where(refl, (np.pi / np.sin(np.pi * x)) ** 2 - out, out)
+        out = np.where((x <= 0) & (x == np.floor(x)), np.inf, out)
+    return out.astype(a.dtype if a.dtype.kind == "f" else np.float32)
+
+
+class _Digamma(Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return _make_tensor(_host(_digamma_array, _array_of(x, "digamma")))
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        return grad * _make_tensor(_host(_trigamma_array, x._data))
+
+
 def digamma(input: Any) -> Any:  # noqa: A002
-    """psi(x) = d/dx lgamma(x) elementwise (no gradient of its own here). Mirrors torch.digamma."""
-    return _make_tensor(_host(_digamma_array, input.detach()._data))
+    """psi(x) = d/dx lgamma(x) elementwise, differentiable (its derivative is the trigamma
+    function, so lgamma differentiates twice). Mirrors torch.digamma."""
+    return _Digamma.apply(input)
 
 
 def _make_tensor(arr: Any) -> Any:
