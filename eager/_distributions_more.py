@@ -296,3 +296,62 @@ def _as_numpy(t: Any) -> np.ndarray:
     data = t.detach()._data
     xp = xp_of_array(data)
     return data if xp is np else xp.asnumpy(data)
+
+
+# -- KL divergences (PyTorch's formulas), joined to eager.distributions.kl_divergence's table ------------
+def _kl_mvn(p: MultivariateNormal, q: MultivariateNormal) -> Any:
+    from .linalg import solve  # noqa: PLC0415
+
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot be "
+                         "computed")
+    n = p.event_shape[0]
+    batch = tuple(_F.broadcast_shape(p.batch_shape, q.batch_shape))
+    lq = _F.broadcast_to(q._unbroadcasted_scale_tril, (*batch, n, n))
+    lp = _F.broadcast_to(p._unbroadcasted_scale_tril, (*batch, n, n))
+    m = solve(lq, lp)
+    z = _batch_mv_solve(q._unbroadcasted_scale_tril, q.loc - p.loc)
+    term = q._half_log_det() - p._half_log_det()
+    return term + 0.5 * (_F.sum(m * m, (-2, -1)) + _F.sum(z * z, -1) - n)
+
+
+def _kl_laplace(p: Laplace, q: Laplace) -> Any:
+    ratio = p.scale / q.scale
+    gap = _F.abs(p.loc - q.loc)
+    return -_F.log(ratio) + gap / q.scale + ratio * _F.exp(-gap / p.scale) - 1
+
+
+def _kl_independent(p: Independent, q: Independent) -> Any:
+    from .distributions import kl_divergence  # noqa: PLC0415
+
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError("kl_divergence: Independent distributions with different reinterpreted_batch_ndims")
+    return p._sum_rightmost(kl_divergence(p.base_dist, q.base_dist))
+
+
+def _kl_gamma(p: Gamma, q: Gamma) -> Any:
+    t1 = q.concentration * _F.log(p.rate / q.rate)
+    t2 = lgamma(q.concentration) - lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * digamma(p.concentration)
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
+
+
+def _kl_beta(p: Beta, q: Beta) -> Any:
+    sp = p.concentration1 + p.concentration0
+    sq = q.concentration1 + q.concentration0
+    t1 = lgamma(q.concentration1) + lgamma(q.concentration0) + lgamma(sp)
+    t2 = lgamma(p.concentration1) + lgamma(p.concentration0) + lgamma(sq)
+    t3 = (p.concentration1 - q.concentration1) * digamma(p.concentration1)
+    t4 = (p.concentration0 - q.concentration0) * digamma(p.concentration0)
+    return t1 - t2 + t3 + t4 + (sq - sp) * digamma(sp)
+
+
+def _join_kl() -> None:
+    from .distributions import _KL  # noqa: PLC0415
+
+    _KL.update({MultivariateNormal: _kl_mvn, Laplace: _kl_laplace, Independent: _kl_independent, Gamma: _kl_gamma,
+                Beta: _kl_beta})
+
+
+_join_kl()

@@ -390,3 +390,27 @@ def __getattr__(name: str) -> Any:
 
         return getattr(_distributions_more, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _more_submodules() -> None:
+    """torch.distributions.multivariate_normal, .laplace, .independent, .gamma, .beta: modules
+    whose class is loaded from eager/_distributions_more on first use."""
+    import sys  # noqa: PLC0415
+    import types  # noqa: PLC0415
+
+    here = sys.modules[__name__]
+    for name, cls_name in (("multivariate_normal", "MultivariateNormal"), ("laplace", "Laplace"),
+                           ("independent", "Independent"), ("gamma", "Gamma"), ("beta", "Beta")):
+        mod = types.ModuleType(f"{__name__}.{name}", f"torch.distributions.{name}'s names, from {__name__}.")
+
+        def lazy(attr: str, _cls_name: str = cls_name) -> Any:
+            if attr == _cls_name:
+                return __getattr__(attr)
+            raise AttributeError(f"module 'torch.distributions' submodule has no attribute {attr!r}")
+
+        mod.__getattr__ = lazy  # type: ignore[method-assign]  # PEP 562: the class loads on first use
+        sys.modules[mod.__name__] = mod
+        setattr(here, name, mod)
+
+
+_more_submodules()

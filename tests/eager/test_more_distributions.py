@@ -172,3 +172,36 @@ def test_digamma_gradient_is_trigamma() -> None:
     a, b = _e([0.5, 2.0, 7.5], True), _e([1.5, 0.7, 3.0], True)
     assert gradcheck(lambda p, q: eager.distributions.Gamma(p, q).entropy(), (a, b))
     assert gradcheck(lambda p, q: eager.distributions.Beta(p, q).entropy(), (a, b))
+
+
+def test_kl_divergences_match_torch() -> None:
+    kl, tkl = eager.distributions.kl_divergence, torch.distributions.kl_divergence
+    ED, TD = eager.distributions, torch.distributions  # noqa: N806
+    a = RNG.standard_normal((2, 3, 3))
+    covs = a @ np.swapaxes(a, -1, -2) + 2 * np.eye(3)
+    locs = RNG.standard_normal((2, 3))
+    pairs = [
+        (ED.MultivariateNormal(_e(locs[0]), covariance_matrix=_e(covs[0])),
+         ED.MultivariateNormal(_e(locs[1]), covariance_matrix=_e(covs[1])),
+         TD.MultivariateNormal(_t(locs[0]), covariance_matrix=_t(covs[0])),
+         TD.MultivariateNormal(_t(locs[1]), covariance_matrix=_t(covs[1]))),
+        (ED.Laplace(_e([0.0, 1.0]), _e([1.0, 2.0])), ED.Laplace(_e([0.5, -1.0]), _e([0.7, 1.0])),
+         TD.Laplace(_t([0.0, 1.0]), _t([1.0, 2.0])), TD.Laplace(_t([0.5, -1.0]), _t([0.7, 1.0]))),
+        (ED.Gamma(_e([0.5, 3.0]), _e([1.0, 2.0])), ED.Gamma(_e([1.5, 2.0]), _e([0.7, 1.0])),
+         TD.Gamma(_t([0.5, 3.0]), _t([1.0, 2.0])), TD.Gamma(_t([1.5, 2.0]), _t([0.7, 1.0]))),
+        (ED.Beta(_e([0.5, 3.0]), _e([1.0, 2.0])), ED.Beta(_e([1.5, 2.0]), _e([0.7, 1.0])),
+         TD.Beta(_t([0.5, 3.0]), _t([1.0, 2.0])), TD.Beta(_t([1.5, 2.0]), _t([0.7, 1.0]))),
+        (ED.Independent(ED.Normal(_e(locs[0]), _e([1.0, 2.0, 3.0])), 1),
+         ED.Independent(ED.Normal(_e(locs[1]), _e([2.0, 1.0, 0.5])), 1),
+         TD.Independent(TD.Normal(_t(locs[0]), _t([1.0, 2.0, 3.0])), 1),
+         TD.Independent(TD.Normal(_t(locs[1]), _t([2.0, 1.0, 0.5])), 1)),
+    ]
+    for p, q, tp, tq in pairs:
+        np.testing.assert_allclose(kl(p, q).numpy(), tkl(tp, tq).numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_submodule_paths() -> None:
+    from eager.distributions.beta import Beta
+    from eager.distributions.multivariate_normal import MultivariateNormal
+
+    assert MultivariateNormal is eager.distributions.MultivariateNormal and Beta is eager.distributions.Beta
