@@ -490,3 +490,24 @@ def _attach_methods() -> None:
 
 
 _attach_methods()
+
+
+def solve_triangular(A: Any, B: Any, *, upper: bool, left: bool = True, unitriangular: bool = False,  # noqa: N803
+                     out: Any = None) -> Any:
+    """X with A X = B (left=False: X A = B) reading only A's upper (upper=True) or lower
+    triangle, its diagonal taken as ones when unitriangular; a solve on that triangle, so
+    the gradient in A is triangular too, as PyTorch's. Mirrors torch.linalg.solve_triangular."""
+    from . import _functional as _F  # noqa: PLC0415
+    from .linalg import solve  # noqa: PLC0415
+
+    _check_matrix("linalg.solve_triangular", A)
+    if B.dim() < 2:
+        raise RuntimeError(f"linalg.solve_triangular: The input tensor B must have at least 2 dimensions, got {B.dim()}")
+    tri = _F.triu(A) if upper else _F.tril(A)
+    if unitriangular:
+        from ._factories import eye  # noqa: PLC0415
+
+        tri = tri - _F.diag_embed(_F.diagonal(tri, 0, -2, -1)) + eye(A.shape[-1], dtype=A.dtype, device=A.device)
+    if left:
+        return solve(tri, B)
+    return solve(tri.mT, B.mT).mT

@@ -1,7 +1,9 @@
 """`eager.linalg`: norms (vector norms, and the Frobenius norm of matrices), the inverse,
 linear solves, the determinant and the cross product, as torch.linalg. Each differentiates and compiles: the
 norms are built on `eager.norm` (0 gradient at 0), the others are ops of their own
-(eager.ops.linalg) running LAPACK through NumPy or CuPy."""
+(eager.ops.linalg) running LAPACK through NumPy or CuPy. The decompositions (cholesky, qr,
+eigh, svd and slogdet, pinv, matrix_rank, lstsq, solve_triangular) are autograd.Functions or
+compositions in eager/_linalg_decompositions, re-exported at the end."""
 from __future__ import annotations
 
 from typing import Any
@@ -156,6 +158,7 @@ from ._linalg_decompositions import (  # noqa: E402,F401  (the decompositions, k
     pinv,
     qr,
     slogdet,
+    solve_triangular,
     svd,
     svdvals,
 )

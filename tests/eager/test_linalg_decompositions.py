@@ -179,3 +179,21 @@ def test_traced_decompositions_say_they_run_eagerly_and_fall_back() -> None:
                              fallback="eager")(a)
     want = eager.linalg.slogdet(a).logabsdet + eager.erfinv(a * 0.1).sum()
     assert float(got) == float(want)
+
+
+@pytest.mark.parametrize("upper", [True, False])
+@pytest.mark.parametrize("left", [True, False])
+def test_solve_triangular_matches_torch_and_differentiates(upper: bool, left: bool) -> None:
+    a = RNG.standard_normal((2, 3, 3)) + 3 * np.eye(3)
+    b = RNG.standard_normal((2, 3, 2) if left else (2, 2, 3))
+    for unit in (False, True):
+        _close(eager.linalg.solve_triangular(eager.tensor(a), eager.tensor(b), upper=upper, left=left,
+                                             unitriangular=unit),
+               torch.linalg.solve_triangular(torch.tensor(a), torch.tensor(b), upper=upper, left=left,
+                                             unitriangular=unit))
+    ea, eb = eager.tensor(a, requires_grad=True), eager.tensor(b, requires_grad=True)
+    assert gradcheck(lambda x, y: eager.linalg.solve_triangular(x, y, upper=upper, left=left), (ea, eb))
+    eager.linalg.solve_triangular(ea, eb, upper=upper, left=left).sum().backward()
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    torch.linalg.solve_triangular(ta, tb, upper=upper, left=left).sum().backward()
+    _close(ea.grad, ta.grad)  # triangular, as PyTorch's
