@@ -97,7 +97,7 @@ from ._surface import export_functions as _export_functions  # noqa: E402
 _export_functions(globals())  # eager.<name> of each op whose record declares a function (eager._surface)
 from .linalg import det, inv as inverse  # noqa: F401,E402
 from ._linalg_decompositions import (  # noqa: F401,E402  (torch.<name> of the decompositions)
-    cholesky_legacy as cholesky, cholesky_solve, logdet, svd_legacy as svd,
+    cholesky_inverse, cholesky_legacy as cholesky, cholesky_solve, logdet, svd_legacy as svd,
 )
 from .linalg import pinv as pinverse, slogdet  # noqa: F401,E402
 from . import amp  # noqa: E402

@@ -148,6 +148,19 @@ def cholesky_solve(B: Any, L: Any, upper: bool = False) -> Any:  # noqa: N803
     return solve(low.mT, y)
 
 
+def cholesky_inverse(L: Any, upper: bool = False) -> Any:  # noqa: N803
+    """The inverse of A = L L^T (upper=True: U^T U) from its Cholesky factor, differentiable
+    in L. Mirrors torch.cholesky_inverse."""
+    from ._factories import eye  # noqa: PLC0415
+
+    if L.dim() < 2:
+        raise RuntimeError(f"cholesky_inverse: The input tensor L must have at least 2 dimensions, got {L.dim()}")
+    identity = eye(L.shape[-1], dtype=L.dtype, device=L.device)
+    from . import _functional as _F  # noqa: PLC0415
+
+    return cholesky_solve(_F.broadcast_to(identity, tuple(L.shape)), L, upper)
+
+
 # -- qr ----------------------------------------------------------------------------------------------------
 def _copyltu(m: Any, xp: Any) -> Any:
     low = xp.tril(m, -1)
@@ -343,15 +356,15 @@ def svdvals(A: Any, *, driver: Any = None) -> Any:  # noqa: N803
 
 def svd_legacy(input: Any, some: bool = True, compute_uv: bool = True) -> Any:  # noqa: A002
     """torch.svd: (U, S, V) with V, not Vh; some=False gives square U and V. With
-    compute_uv=False U and V are zero matrices, as PyTorch's."""
+    compute_uv=False U and V are zero m×m and n×n matrices (some ignored), as PyTorch's."""
     U, S, Vh = svd(input, full_matrices=not some)  # noqa: N806
     if not compute_uv:
         from ._factories import zeros  # noqa: PLC0415
 
         m, n = input.shape[-2], input.shape[-1]
         batch = tuple(input.shape[:-2])
-        return _TorchSvdResult(zeros((*batch, m, m if not some else min(m, n)), dtype=input.dtype), S.detach(),
-                               zeros((*batch, n, n if not some else min(m, n)), dtype=input.dtype))
+        return _TorchSvdResult(zeros((*batch, m, m), dtype=input.dtype), S.detach(),
+                               zeros((*batch, n, n), dtype=input.dtype))
     return _TorchSvdResult(U, S, Vh.mT)
 
 
@@ -485,7 +498,8 @@ def _attach_methods() -> None:
         return pinv(self, rtol=rcond)
 
     for name, fn in (("cholesky", cholesky_legacy), ("svd", svd_legacy), ("qr", _qr), ("slogdet", slogdet),
-                     ("logdet", logdet), ("pinverse", _pinverse), ("cholesky_solve", cholesky_solve)):
+                     ("logdet", logdet), ("pinverse", _pinverse), ("cholesky_solve", cholesky_solve),
+                     ("cholesky_inverse", cholesky_inverse)):
         setattr(TensorAPI, name, fn)
 
 

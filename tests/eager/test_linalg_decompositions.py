@@ -197,3 +197,18 @@ def test_solve_triangular_matches_torch_and_differentiates(upper: bool, left: bo
     ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
     torch.linalg.solve_triangular(ta, tb, upper=upper, left=left).sum().backward()
     _close(ea.grad, ta.grad)  # triangular, as PyTorch's
+
+
+def test_cholesky_inverse_and_svd_without_uv() -> None:
+    a = _spd(2, 3, 3)
+    tl = torch.linalg.cholesky(torch.tensor(a))
+    el = eager.linalg.cholesky(eager.tensor(a))
+    for upper in (False, True):
+        _close(eager.cholesky_inverse(el.mT if upper else el, upper=upper),
+               torch.cholesky_inverse(tl.mT if upper else tl, upper=upper))
+    low = el.detach().requires_grad_()
+    assert gradcheck(lambda m: eager.cholesky_inverse(m), (low,))
+    m = RNG.standard_normal((4, 2))
+    got, want = eager.svd(eager.tensor(m), compute_uv=False), torch.svd(torch.tensor(m), compute_uv=False)
+    assert tuple(got.U.shape) == tuple(want.U.shape) and tuple(got.V.shape) == tuple(want.V.shape)
+    _close(got.S, want.S)
