@@ -104,10 +104,14 @@ class MultivariateNormal(Distribution):
             "scale_tril" if scale_tril is not None else "precision_matrix")
         if scale_tril is not None:
             self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = cholesky(covariance_matrix)
         else:
-            self._unbroadcasted_scale_tril = cholesky(inv(precision_matrix))
+            try:
+                self._unbroadcasted_scale_tril = cholesky(
+                    covariance_matrix if covariance_matrix is not None else inv(precision_matrix))
+            except RuntimeError as err:  # not positive-definite: PyTorch's constraint error
+                raise ValueError(f"Expected parameter {self._given} ({type(given).__name__} of shape "
+                                 f"{tuple(given.shape)}) of distribution MultivariateNormal() to satisfy the "
+                                 f"constraint PositiveDefinite(), but found invalid values:\n{given}") from err
         self._given_matrix = given
         batch = tuple(_F.broadcast_shape(tuple(loc.shape[:-1]), tuple(given.shape[:-2])))
         n = loc.shape[-1]

@@ -128,6 +128,14 @@ __all__ += ["erfinv"]
 
 
 # -- lgamma / digamma on arrays (NumPy has neither; math.lgamma per element is exact enough) --------------
+def ndtri(input: Any) -> Any:  # noqa: A002
+    """The standard normal quantile sqrt(2) erfinv(2p - 1) (differentiable). Mirrors torch.special.ndtri."""
+    return erfinv(2 * input - 1) * math.sqrt(2)
+
+
+__all__ += ["ndtri"]
+
+
 def _lgamma_scalar(v: float) -> float:
     try:
         return math.lgamma(v)

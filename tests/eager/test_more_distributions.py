@@ -205,3 +205,12 @@ def test_submodule_paths() -> None:
     from eager.distributions.multivariate_normal import MultivariateNormal
 
     assert MultivariateNormal is eager.distributions.MultivariateNormal and Beta is eager.distributions.Beta
+
+
+def test_ndtri_and_mvn_positive_definite_check() -> None:
+    p = np.array([1e-6, 0.025, 0.5, 0.8, 1 - 1e-9])
+    np.testing.assert_allclose(eager.special.ndtri(_e(p)).numpy(), torch.special.ndtri(_t(p)).numpy(), rtol=1e-9)
+    with pytest.raises(ValueError, match="PositiveDefinite"):
+        eager.distributions.MultivariateNormal(_e(np.zeros(2)), covariance_matrix=_e([[1.0, 2.0], [2.0, 1.0]]))
+    with pytest.raises(ValueError):
+        torch.distributions.MultivariateNormal(_t(np.zeros(2)), covariance_matrix=_t([[1.0, 2.0], [2.0, 1.0]]))
