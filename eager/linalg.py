@@ -23,30 +23,54 @@ def vector_norm(x: Any, ord: float = 2, dim: Any = None, keepdim: bool = False, 
 
 def matrix_norm(A: Any, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False, *,  # noqa: N803
                 dtype: Any = None) -> Any:
-    """The Frobenius norm over the two dims; other matrix norms (nuc, 2, 1, inf) need a
-    singular value or a max over sums not built here, and raise."""
-    if ord != "fro":
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} is not supported; only ord='fro' (the "
-                                  "Frobenius norm) is")
+    """The matrix norm over the two dims: 'fro' (Frobenius), 'nuc' (sum of singular values),
+    2 / -2 (largest / smallest singular value), 1 / -1 (max / min column abs-sum), inf / -inf
+    (max / min row abs-sum). Mirrors torch.linalg.matrix_norm."""
     if A.dim() < 2:
         raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions, got {A.dim()}")
-    return vector_norm(A, 2, tuple(dim), keepdim, dtype=dtype)
+    if dtype is not None:
+        A = A.to(dtype)  # noqa: N806
+    d0, d1 = (d % A.dim() for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
+    if ord == "fro":
+        return vector_norm(A, 2, (d0, d1), keepdim)
+    if ord in ("nuc", 2, -2):
+        s = svdvals(A.movedim((d0, d1), (-2, -1)))
+        out = _F.sum(s, -1) if ord == "nuc" else (s[..., 0] if ord == 2 else s[..., -1])
+    elif ord in (1, -1, float("inf"), float("-inf")):
+        summed, other = (d0, d1) if ord in (1, -1) else (d1, d0)
+        sums = _F.sum(_F.abs(A), summed, True)
+        out = (sums.amax(other, True) if ord > 0 else sums.amin(other, True)).squeeze((d0, d1))
+    else:
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if keepdim:
+        for d in sorted((d0, d1)):
+            out = out.unsqueeze(d)
+    return out
 
 
 def norm(A: Any, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:  # noqa: N803
     """torch.linalg.norm: with ord=None the 2-norm of the flattened input (dim=None), of
-    vectors along an int dim, or the Frobenius norm over a pair of dims; a number ord is a
-    vector norm, ord='fro' a matrix norm."""
+    vectors along an int dim, or the Frobenius norm over a pair of dims; a string ord, or a
+    number ord over a pair of dims (or of a 2-d input without dim), is a matrix norm, a
+    number ord otherwise a vector norm."""
     if isinstance(dim, int):
         dim = (dim,)
     if ord is None:
         return vector_norm(A, 2, dim, keepdim, dtype=dtype)
-    if isinstance(ord, str):
-        return matrix_norm(A, ord, dim if dim is not None else (-2, -1), keepdim, dtype=dtype)
-    if dim is None and A.dim() == 2:
-        raise NotImplementedError(f"linalg.norm: ord={ord!r} of a matrix is a matrix norm, which is not "
-                                  "supported; give dim for vector norms or use ord='fro'")
+    if isinstance(ord, str) or (dim is not None and len(dim) == 2) or (dim is None and A.dim() == 2):
+        return matrix_norm(A, ord, tuple(dim) if dim is not None else (-2, -1), keepdim, dtype=dtype)
     return vector_norm(A, ord, dim, keepdim, dtype=dtype)
+
+
+def cond(A: Any, p: Any = None) -> Any:  # noqa: N803
+    """The condition number: largest over smallest singular value (p None or 2), or
+    norm(A, p) norm(inv(A), p) for the other matrix norms. Mirrors torch.linalg.cond."""
+    if p is None or p == 2 or p == -2:
+        s = svdvals(A)
+        return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+    return matrix_norm(A, p) * matrix_norm(inv(A), p)
 
 
 def inv(A: Any) -> Any:  # noqa: N803

@@ -212,3 +212,11 @@ def test_cholesky_inverse_and_svd_without_uv() -> None:
     got, want = eager.svd(eager.tensor(m), compute_uv=False), torch.svd(torch.tensor(m), compute_uv=False)
     assert tuple(got.U.shape) == tuple(want.U.shape) and tuple(got.V.shape) == tuple(want.V.shape)
     _close(got.S, want.S)
+
+
+@pytest.mark.parametrize("order", ["nuc", 2, -2, 1, float("inf")])
+def test_matrix_norm_and_cond_gradients(order: object) -> None:
+    x = eager.tensor(RNG.standard_normal((3, 4)), requires_grad=True)
+    assert gradcheck(lambda m: eager.linalg.matrix_norm(m, order), (x,))
+    sq = eager.tensor(RNG.standard_normal((3, 3)))
+    _close(eager.linalg.cond(sq, order), torch.linalg.cond(torch.tensor(sq.numpy()), order))

@@ -121,8 +121,16 @@ def test_linalg_norms_against_pytorch_and_finite_differences(call):
     np.testing.assert_allclose(out.detach().numpy(), call(torch.linalg, torch.tensor(a)).numpy(), rtol=1e-12)
 
 
-def test_linalg_refuses_matrix_norms_it_does_not_have():
-    with pytest.raises(NotImplementedError, match="ord='nuc' is not supported"):
-        eager.linalg.matrix_norm(eager.ones(2, 2), "nuc")
-    with pytest.raises(NotImplementedError, match="matrix norm"):
-        eager.linalg.norm(eager.ones(2, 2), 2)
+def test_linalg_matrix_norms_of_every_order():
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(1).standard_normal((2, 3, 4))
+    for order in ("fro", "nuc", 2, -2, 1, -1, float("inf"), float("-inf")):
+        for dim in ((-2, -1), (0, 2), (2, 1)):
+            got = eager.linalg.matrix_norm(eager.tensor(a), order, dim, True)
+            want = torch.linalg.matrix_norm(torch.tensor(a), order, dim, True)
+            assert tuple(got.shape) == tuple(want.shape)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(eager.linalg.norm(eager.tensor(a[0]), order).numpy(),
+                                   torch.linalg.norm(torch.tensor(a[0]), order).numpy(), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="Order 3 not supported"):
+        eager.linalg.matrix_norm(eager.ones(2, 2), 3)
