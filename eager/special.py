@@ -249,6 +249,22 @@ def _attach_methods() -> None:
     from ._api import TensorAPI  # noqa: PLC0415
 
     TensorAPI.erfinv = erfinv  # type: ignore[attr-defined]
+
+    def erfinv_(self: Any) -> Any:
+        """In-place erfinv (recorded for autograd as eager's in-place ops are). Mirrors torch.Tensor.erfinv_."""
+        return self._apply_inplace(erfinv, (), "erfinv_", saves_self=False)
+
+    def lgamma_(self: Any) -> Any:
+        """In-place lgamma. Mirrors torch.Tensor.lgamma_."""
+        return self._apply_inplace(lgamma, (), "lgamma_", saves_self=False)
+
+    def digamma_(self: Any) -> Any:
+        """In-place digamma. Mirrors torch.Tensor.digamma_."""
+        return self._apply_inplace(digamma, (), "digamma_", saves_self=False)
+
+    TensorAPI.erfinv_ = erfinv_  # type: ignore[attr-defined]
+    TensorAPI.lgamma_ = lgamma_  # type: ignore[attr-defined]
+    TensorAPI.digamma_ = digamma_  # type: ignore[attr-defined]
     TensorAPI.lgamma = lgamma  # type: ignore[attr-defined]
     TensorAPI.digamma = digamma  # type: ignore[attr-defined]
 

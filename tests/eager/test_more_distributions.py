@@ -214,3 +214,21 @@ def test_ndtri_and_mvn_positive_definite_check() -> None:
         eager.distributions.MultivariateNormal(_e(np.zeros(2)), covariance_matrix=_e([[1.0, 2.0], [2.0, 1.0]]))
     with pytest.raises(ValueError):
         torch.distributions.MultivariateNormal(_t(np.zeros(2)), covariance_matrix=_t([[1.0, 2.0], [2.0, 1.0]]))
+
+
+def test_inplace_special_methods() -> None:
+    base = np.array([0.1, -0.5, 0.9])
+    x = _e(base, True)
+    y = x * 1.0
+    y.erfinv_()
+    y.sum().backward()
+    t = _t(base).requires_grad_()
+    u = t * 1.0
+    u.erfinv_()
+    u.sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), u.detach().numpy(), rtol=1e-14)
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+    z = _e([1.5, 3.0])
+    assert z.lgamma_() is z
+    np.testing.assert_allclose(z.numpy(), torch.lgamma(_t([1.5, 3.0])).numpy(), rtol=1e-14)
+    np.testing.assert_allclose(_e([1.5, 3.0]).digamma_().numpy(), torch.digamma(_t([1.5, 3.0])).numpy(), atol=1e-13)
