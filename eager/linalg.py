@@ -178,6 +178,7 @@ from ._linalg_decompositions import (  # noqa: E402,F401  (the decompositions, k
     eigh,
     eigvalsh,
     lstsq,
+    matrix_exp,
     matrix_rank,
     pinv,
     qr,

@@ -220,3 +220,15 @@ def test_matrix_norm_and_cond_gradients(order: object) -> None:
     assert gradcheck(lambda m: eager.linalg.matrix_norm(m, order), (x,))
     sq = eager.tensor(RNG.standard_normal((3, 3)))
     _close(eager.linalg.cond(sq, order), torch.linalg.cond(torch.tensor(sq.numpy()), order))
+
+
+def test_matrix_exp_matches_torch_and_differentiates() -> None:
+    for scale in (0.1, 3.0):
+        a = RNG.standard_normal((2, 4, 4)) * scale
+        got = eager.linalg.matrix_exp(eager.tensor(a)).numpy()
+        want = torch.linalg.matrix_exp(torch.tensor(a)).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+    x = eager.tensor(RNG.standard_normal((3, 3)), requires_grad=True)
+    assert gradcheck(eager.linalg.matrix_exp, (x,))
+    with pytest.raises(RuntimeError, match="square"):
+        eager.linalg.matrix_exp(eager.ones(2, 3))
