@@ -108,7 +108,7 @@ class _Cholesky(Function):
         return _wrap((ga + _mT(ga)) * 0.5)
 
 
-def cholesky(A: Any, *, upper: bool = False, out: Any = None) -> Any:  # noqa: N803
+def cholesky(A: Any, *, upper: bool = False) -> Any:  # noqa: N803
     """The lower (upper=True: upper) Cholesky factor of each symmetric positive-definite matrix;
     a matrix that is not positive-definite raises LinAlgError (a RuntimeError). Only the
     lower triangle of A is read, as LAPACK does. Mirrors torch.linalg.cholesky."""
@@ -508,8 +508,8 @@ def _attach_methods() -> None:
 _attach_methods()
 
 
-def solve_triangular(A: Any, B: Any, *, upper: bool, left: bool = True, unitriangular: bool = False,  # noqa: N803
-                     out: Any = None) -> Any:
+def solve_triangular(A: Any, B: Any, *, upper: bool, left: bool = True,  # noqa: N803
+                     unitriangular: bool = False) -> Any:
     """X with A X = B (left=False: X A = B) reading only A's upper (upper=True) or lower
     triangle, its diagonal taken as ones when unitriangular; a solve on that triangle, so
     the gradient in A is triangular too, as PyTorch's. Mirrors torch.linalg.solve_triangular."""
