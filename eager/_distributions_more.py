@@ -1,4 +1,4 @@
-"""More of torch.distributions for `eager.distributions`: Laplace, MultivariateNormal
+"""More of torch.distributions for `eager.distributions`: Laplace, Exponential, MultivariateNormal
 (covariance_matrix, scale_tril or precision_matrix), Independent, Gamma and Beta, in the
 style of eager/distributions.py (composed of eager ops, so log_prob and rsample
 differentiate). Gamma and Beta draw through NumPy's generator without a gradient (PyTorch's
@@ -21,7 +21,7 @@ from ._tensor import Tensor
 from .distributions import _LOG_SQRT_2PI, Distribution, _as_tensor, _broadcast
 from .special import digamma, lgamma
 
-__all__ = ["Beta", "Gamma", "Independent", "Laplace", "MultivariateNormal"]
+__all__ = ["Beta", "Exponential", "Gamma", "Independent", "Laplace", "MultivariateNormal"]
 
 
 # -- Laplace -----------------------------------------------------------------------------------------------
@@ -302,6 +302,52 @@ def _as_numpy(t: Any) -> np.ndarray:
     return data if xp is np else xp.asnumpy(data)
 
 
+class Exponential(Distribution):
+    """Exponential(rate), density rate e^(-rate x) on x >= 0."""
+
+    _params = ("rate",)
+
+    def __init__(self, rate: Any, validate_args: bool | None = None) -> None:
+        (self.rate,) = _broadcast(rate)
+        super().__init__(tuple(self.rate.shape), (), validate_args)
+        self._check("rate", self.rate, self.rate > 0, "GreaterThan(lower_bound=0.0)")
+
+    @property
+    def mean(self) -> Any:
+        return 1 / self.rate
+
+    @property
+    def variance(self) -> Any:
+        return 1 / (self.rate * self.rate)
+
+    @property
+    def stddev(self) -> Any:
+        return 1 / self.rate
+
+    def rsample(self, sample_shape: Any = ()) -> Any:
+        u = rand(self._extended_shape(sample_shape), dtype=self.rate.dtype, device=self.rate.device)
+        return -_F.log1p(-u) / self.rate  # u in [0, 1): 1 - u in (0, 1], so the draw is finite
+
+    def log_prob(self, value: Any) -> Any:
+        value = _as_tensor(value, self.rate)
+        self._check_sample(value, value >= 0, "GreaterThanEq(lower_bound=0.0)")
+        return _F.log(self.rate) - self.rate * value
+
+    def cdf(self, value: Any) -> Any:
+        return 1 - _F.exp(-self.rate * value)
+
+    def icdf(self, value: Any) -> Any:
+        return -_F.log1p(-value) / self.rate
+
+    def entropy(self) -> Any:
+        return 1.0 - _F.log(self.rate)
+
+
+def _kl_exponential(p: Exponential, q: Exponential) -> Any:
+    ratio = q.rate / p.rate
+    return ratio - _F.log(ratio) - 1
+
+
 # -- KL divergences (PyTorch's formulas), joined to eager.distributions.kl_divergence's table ------------
 def _kl_mvn(p: MultivariateNormal, q: MultivariateNormal) -> Any:
     from .linalg import solve  # noqa: PLC0415
@@ -355,7 +401,7 @@ def _join_kl() -> None:
     from .distributions import _KL  # noqa: PLC0415
 
     _KL.update({MultivariateNormal: _kl_mvn, Laplace: _kl_laplace, Independent: _kl_independent, Gamma: _kl_gamma,
-                Beta: _kl_beta})
+                Beta: _kl_beta, Exponential: _kl_exponential})
 
 
 _join_kl()

@@ -378,7 +378,7 @@ def _submodules() -> None:
 
 _submodules()
 
-_MORE = ("Beta", "Gamma", "Independent", "Laplace", "MultivariateNormal")
+_MORE = ("Beta", "Exponential", "Gamma", "Independent", "Laplace", "MultivariateNormal")
 __all__ += list(_MORE)
 
 
@@ -400,7 +400,8 @@ def _more_submodules() -> None:
 
     here = sys.modules[__name__]
     for name, cls_name in (("multivariate_normal", "MultivariateNormal"), ("laplace", "Laplace"),
-                           ("independent", "Independent"), ("gamma", "Gamma"), ("beta", "Beta")):
+                           ("independent", "Independent"), ("gamma", "Gamma"), ("beta", "Beta"),
+                           ("exponential", "Exponential")):
         mod = types.ModuleType(f"{__name__}.{name}", f"torch.distributions.{name}'s names, from {__name__}.")
 
         def lazy(attr: str, _cls_name: str = cls_name) -> Any:

@@ -232,3 +232,23 @@ def test_inplace_special_methods() -> None:
     assert z.lgamma_() is z
     np.testing.assert_allclose(z.numpy(), torch.lgamma(_t([1.5, 3.0])).numpy(), rtol=1e-14)
     np.testing.assert_allclose(_e([1.5, 3.0]).digamma_().numpy(), torch.digamma(_t([1.5, 3.0])).numpy(), atol=1e-13)
+
+
+def test_exponential_matches_torch() -> None:
+    rate, x, p = np.array([0.5, 2.0, 3.0]), np.array([0.3, 1.0, 0.1]), np.array([0.1, 0.5, 0.99])
+    d, td = eager.distributions.Exponential(_e(rate)), torch.distributions.Exponential(_t(rate))
+    q, tq = eager.distributions.Exponential(_e([1.0, 1.0, 0.2])), torch.distributions.Exponential(_t([1.0, 1.0, 0.2]))
+    for got, want in ((d.log_prob(_e(x)), td.log_prob(_t(x))), (d.entropy(), td.entropy()), (d.cdf(_e(x)), td.cdf(_t(x))),
+                      (d.icdf(_e(p)), td.icdf(_t(p))), (d.mean, td.mean), (d.variance, td.variance),
+                      (eager.distributions.kl_divergence(d, q), torch.distributions.kl_divergence(td, tq))):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    r = _e(rate, True)
+    assert gradcheck(lambda v: eager.distributions.Exponential(v).log_prob(_e(x)), (r,))
+    s = d.rsample((4000,))
+    assert float(s.min()) >= 0
+    np.testing.assert_allclose(s.mean(0).detach().numpy(), 1 / rate, rtol=0.1)
+    with pytest.raises(ValueError, match="rate"):
+        eager.distributions.Exponential(_e(-rate))
+    from eager.distributions.exponential import Exponential
+
+    assert Exponential is eager.distributions.Exponential
