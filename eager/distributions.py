@@ -1,7 +1,8 @@
 """`eager.distributions`: the distributions training code uses most, as torch.distributions:
 Normal, Uniform, Bernoulli and Categorical, with `sample`, `rsample` (the reparameterized
 draw gradients flow through), `log_prob`, `entropy`, and `kl_divergence` between two of a
-kind.
+kind. Laplace, Exponential, MultivariateNormal, Independent, Gamma and Beta live in
+eager/_distributions_more and load on first use (module __getattr__).
 
 Everything is composed of eager ops and eager's random draws, so it differentiates as they
 do and compiles with static (a draw inside a compiled function is one of its random
