@@ -494,9 +494,13 @@ def _attach_methods() -> None:
     from ._api import TensorAPI  # noqa: PLC0415
 
     def _qr(self: Any, some: bool = True) -> Any:
+        """The QR factorization of the matrix (batch): `torch.qr`'s `some=True` is
+        linalg.qr's mode 'reduced', `some=False` its mode 'complete'."""
         return qr(self, "reduced" if some else "complete")
 
     def _pinverse(self: Any, rcond: float = 1e-15) -> Any:
+        """The Moore-Penrose pseudo-inverse, singular values below `rcond` times the largest
+        treated as zero (linalg.pinv with rtol=rcond)."""
         return pinv(self, rtol=rcond)
 
     for name, fn in (("cholesky", cholesky_legacy), ("svd", svd_legacy), ("qr", _qr), ("slogdet", slogdet),
