@@ -10,7 +10,7 @@ from .._fpstate import quiet_fp as _quiet_fp
 from .._fpstate import restore_fp as _restore_fp
 from .._grad_mode import STATE
 from ..ops._registry import fit_grad
-from .graph import _NOTHING_SAVED, AccumulateGrad, Node
+from .graph import _NOTHING_SAVED, PLAIN_NODE_TYPES, AccumulateGrad, Node
 
 if TYPE_CHECKING:
     from .._tensor import Tensor
@@ -114,10 +114,12 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
             node = ready.pop()
             # (a buffer exists only once a gradient reached it: it holds at least one)
             grads = buffers.pop(node, None)
-            if (type(node) is Node and grads is not None and plain and node._hooks is None
+            if (type(node) in PLAIN_NODE_TYPES and grads is not None and plain and node._hooks is None
                     and id(node) not in target_nodes and (useful is None or id(node) in useful)):
                 # the common case, without _execute's special cases: Node.apply, Node.release
                 # and the passing on of the gradients below, inlined into one loop over the edges
+                if TYPE_CHECKING:  # (the set holds Node and its named subclasses: no check at run time)
+                    assert isinstance(node, Node)
                 op = node.op
                 edges = node.next_functions
                 try:
@@ -134,7 +136,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
                                 g = fit_grad(g, m[0], _BY_NP[m[1]])
                             slots = buffers.get(nxt)
                             if slots is None:
-                                slots = buffers[nxt] = [None] * (len(nxt._out_meta) if type(nxt) is Node
+                                slots = buffers[nxt] = [None] * (len(nxt._out_meta) if type(nxt) in PLAIN_NODE_TYPES  # type: ignore[union-attr]
                                                                  else nxt.n_outputs)
                                 slots[nr] = g
                             else:  # sum what meets at nxt's input slot

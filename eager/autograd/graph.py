@@ -310,6 +310,9 @@ class Node(HookMixin):
 
 
 _NODE_CLASSES: dict[str, type[Node]] = {}
+# Node and every class node_class made: the backward engine's inlined path runs exactly these
+# (Node.apply as written, no override), so it asks this set rather than `type(node) is Node`
+PLAIN_NODE_TYPES: set[type] = {Node}
 
 
 def node_class(name: str) -> type[Node]:
@@ -320,6 +323,7 @@ def node_class(name: str) -> type[Node]:
     if cls is None:
         cls = _NODE_CLASSES[name] = type(name, (Node,), {"__slots__": (), "__module__": "eager.autograd.graph",
                                                          "__doc__": Node.__doc__})
+        PLAIN_NODE_TYPES.add(cls)
     return cls
 
 
