@@ -66,12 +66,12 @@ def install_methods(cls: type, inplace_type: Callable[..., Any]) -> list[str]:
     for op in REGISTRY.values():
         _check(op)
         fn = function_for(op)
-        if "method" in op.surface and op.name not in vars(cls):
+        if "method" in op.surface and not hasattr(cls, op.name):
             method = _method(fn, op)
             setattr(cls, op.name, method)
             added.append(op.name)
         name = op.name + "_"
-        if "inplace" in op.surface and name not in vars(cls):
+        if "inplace" in op.surface and not hasattr(cls, name):
             descriptor = inplace_type(fn, saves_self=0 in op.save)
             setattr(cls, name, descriptor)
             descriptor.__set_name__(cls, name)

@@ -21,8 +21,6 @@ OVER: dict[str, str] = {
     "eager/_dispatch.py": "eager's per-op hot path, tuned against the W4 benchmark; split only with that "
                           "benchmark rerun (its globals are read by the fast path)",
     "eager/ops/elementwise.py": "the pointwise op records, split by its owner with the eager files",
-    "eager/_api.py": "the Tensor API eager and the tracer share; grew past the bound while being edited by its "
-                     "owner, to split with the eager files (operators, methods, in-place forms)",
 }
 
 

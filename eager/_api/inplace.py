@@ -1,0 +1,157 @@
+"""The in-place forms of the Tensor API (`x.add_(y)`, `x += y`, `x.scatter_(...)`): each
+is its out-of-place function's result stored back into the tensor through the type's
+`_apply_inplace` hook (eager writes the buffer and rebases the autograd history, the tracer
+makes the tensor name the new value).
+
+Why one table: every in-place form is the same three facts (the function, whether its
+backward reads the old value, the name), so `_InPlace` holds them and this module lists the
+forms written by hand; the pointwise records' forms are generated (`eager._surface`).
+"""
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from types import MethodType
+from typing import Any, TypeVar
+
+from .. import _functional as F
+from .hooks import TensorHooks
+
+_T = TypeVar("_T", bound=TensorHooks)
+
+
+class _InPlace:
+    """An in-place method that stores its out-of-place function's result into the tensor
+    (`x.add_(y)` is `x = add(x, y)` written back), through the type's `_apply_inplace` hook.
+
+    `saves_self`: the function's backward reads its first operand, so eager must keep a
+    copy of the old value when the write is recorded. The attribute's name (set when the
+    class is made) is the method's name in messages; an alias (`__iadd__ = add_`) keeps it."""
+
+    def __init__(self, fn: Callable[..., Any], saves_self: bool) -> None:
+        self.fn = fn
+        self.saves_self = saves_self
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        if not self.name:
+            self.name = self.__name__ = name
+            self.__qualname__ = f"{owner.__qualname__}.{name}"
+            self.__doc__ = f"In-place {name[:-1]}: writes the result into this tensor. Mirrors torch.Tensor.{name}."
+
+    def __get__(self, obj: TensorHooks | None, owner: type | None = None) -> Any:
+        return self if obj is None else MethodType(self, obj)
+
+    def __call__(self, tensor: TensorHooks, *args: Any, **kwargs: Any) -> Any:
+        fn = self.fn
+        if kwargs:
+            return tensor._apply_inplace(lambda s, *o: fn(s, *o, **kwargs), args, self.name, self.saves_self)
+        return tensor._apply_inplace(fn, args, self.name, self.saves_self)
+
+
+def _masked_fill(input: Any, mask: Any, value: Any) -> Any:
+    return F.where(mask, value, input)
+
+class TensorInPlace(TensorHooks):
+    """The in-place forms written by hand (the records' generated ones are added to TensorAPI)."""
+
+    __slots__ = ()
+
+    add_ = _InPlace(F.add, saves_self=False)
+    sub_ = _InPlace(F.sub, saves_self=False)
+    mul_ = _InPlace(F.mul, saves_self=True)
+    div_ = _InPlace(F.div, saves_self=True)
+    pow_ = _InPlace(F.pow, saves_self=True)
+    neg_ = _InPlace(F.neg, saves_self=False)
+    exp_ = _InPlace(F.exp, saves_self=False)
+    log_ = _InPlace(F.log, saves_self=True)
+    sqrt_ = _InPlace(F.sqrt, saves_self=False)
+    tanh_ = _InPlace(F.tanh, saves_self=False)
+    sigmoid_ = _InPlace(F.sigmoid, saves_self=False)
+    relu_ = _InPlace(F.relu, saves_self=False)
+    abs_ = _InPlace(F.abs, saves_self=True)
+    clamp_ = _InPlace(F.clamp, saves_self=True)
+    clip_ = _InPlace(F.clamp, saves_self=True)
+    sin_ = _InPlace(F.sin, saves_self=True)
+    cos_ = _InPlace(F.cos, saves_self=True)
+    masked_fill_ = _InPlace(_masked_fill, saves_self=False)
+    floor_ = _InPlace(F.floor, saves_self=False)
+    ceil_ = _InPlace(F.ceil, saves_self=False)
+    trunc_ = _InPlace(F.trunc, saves_self=False)
+    round_ = _InPlace(F.round, saves_self=False)
+    log2_ = _InPlace(F.log2, saves_self=True)
+    log10_ = _InPlace(F.log10, saves_self=True)
+    sinh_ = _InPlace(F.sinh, saves_self=True)
+    cosh_ = _InPlace(F.cosh, saves_self=True)
+    asin_ = _InPlace(F.asin, saves_self=True)
+    acos_ = _InPlace(F.acos, saves_self=True)
+    atan_ = _InPlace(F.atan, saves_self=True)
+    atan2_ = _InPlace(F.atan2, saves_self=True)
+    scatter_reduce_ = _InPlace(F.scatter_reduce, saves_self=True)
+    addcmul_ = _InPlace(F.addcmul, saves_self=False)
+    addcdiv_ = _InPlace(F.addcdiv, saves_self=False)
+    __iadd__ = add_
+    __isub__ = sub_
+    __imul__ = mul_
+    __itruediv__ = div_
+    __ipow__ = pow_
+
+    def scatter_(self: _T, dim: builtins.int, index: Any, src: Any = None, value: Any = None, *,
+                 reduce: str | None = None) -> _T:
+        """In-place scatter: write `src` (or `value`) at `index` along `dim`. Mirrors torch.Tensor.scatter_."""
+        source = src if src is not None else value
+        if isinstance(source, TensorHooks):
+            return self._apply_inplace(lambda s, o: F.scatter(s, dim, index, o, reduce=reduce), (source,), "scatter_",
+                                 saves_self=False)
+        return self._apply_inplace(lambda s: F.scatter(s, dim, index, value=source, reduce=reduce), (), "scatter_",
+                             saves_self=False)
+
+    def scatter_add_(self: _T, dim: builtins.int, index: Any, src: Any) -> _T:
+        """In-place scatter_add: add `src` at `index` along `dim`. Mirrors torch.Tensor.scatter_add_."""
+        return self._apply_inplace(lambda s, o: F.scatter_add(s, dim, index, o), (src,), "scatter_add_", saves_self=False)
+
+    def index_add_(self: _T, dim: builtins.int, index: Any, source: Any, *, alpha: Any = 1) -> _T:
+        """In-place index_add: add `alpha * source` at `index` along `dim`. Mirrors torch.Tensor.index_add_."""
+        return self._apply_inplace(lambda s, o: F.index_add(s, dim, index, o, alpha=alpha), (source,), "index_add_",
+                             saves_self=False)
+
+    def index_put_(self: _T, indices: Any, values: Any, accumulate: builtins.bool = False) -> _T:
+        """In-place index_put: write (or with accumulate, add) values at the positions the
+        tuple of index tensors picks. Mirrors torch.Tensor.index_put_."""
+        return self._apply_inplace(lambda s, v: F.index_put(s, indices, v, accumulate), (values,), "index_put_",
+                                   saves_self=False)
+
+    def index_put(self, indices: Any, values: Any, accumulate: builtins.bool = False) -> Any:
+        """A copy with values written (added, with accumulate) at the indexed positions.
+        Mirrors torch.Tensor.index_put."""
+        return F.index_put(self, indices, values, accumulate)
+
+    def histc(self, bins: builtins.int = 100, min: Any = 0, max: Any = 0) -> Any:  # noqa: A002
+        """Counts in equal-width bins over [min, max]. Mirrors torch.Tensor.histc."""
+        return F.histc(self, bins, min, max)
+
+    def clamp_min_(self: _T, min: Any) -> _T:
+        """In-place clamp_min: raise every element below `min` to `min`. Mirrors torch.Tensor.clamp_min_."""
+        return self._apply_inplace(lambda s: F.clamp_min(s, min), (), "clamp_min_", saves_self=False)
+
+    def clamp_max_(self: _T, max: Any) -> _T:
+        """In-place clamp_max: lower every element above `max` to `max`. Mirrors torch.Tensor.clamp_max_."""
+        return self._apply_inplace(lambda s: F.clamp_max(s, max), (), "clamp_max_", saves_self=False)
+
+    def tril_(self: _T, diagonal: builtins.int = 0) -> _T:
+        """In-place tril: zero the elements above the `diagonal`-th diagonal. Mirrors torch.Tensor.tril_."""
+        return self._apply_inplace(lambda s: F.tril(s, diagonal), (), "tril_", saves_self=False)
+
+    def triu_(self: _T, diagonal: builtins.int = 0) -> _T:
+        """In-place triu: zero the elements below the `diagonal`-th diagonal. Mirrors torch.Tensor.triu_."""
+        return self._apply_inplace(lambda s: F.triu(s, diagonal), (), "triu_", saves_self=False)
+
+    def lerp_(self: _T, end: Any, weight: Any) -> _T:
+        """In-place lerp: self + weight * (end - self). Mirrors torch.Tensor.lerp_."""
+        return self._apply_inplace(lambda s, e: F.lerp(s, e, weight), (end,), "lerp_", saves_self=False)
+
+    def nan_to_num_(self: _T, nan: builtins.float = 0.0, posinf: builtins.float | None = None,
+                    neginf: builtins.float | None = None) -> _T:
+        """In-place nan_to_num: replace NaN, +inf and -inf with finite values. Mirrors torch.Tensor.nan_to_num_."""
+        return self._apply_inplace(lambda s: F.nan_to_num(s, nan, posinf, neginf), (), "nan_to_num_", saves_self=False)
+

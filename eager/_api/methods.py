@@ -1,0 +1,245 @@
+"""The methods of the Tensor API written by hand: those that are an `eager.<name>` function
+(bound as a method, `x.sum(1)` is `eager.sum(x, 1)`) and those whose arguments differ from the
+function's (`x.where(cond, y)`, `x.T`, `x.var_mean(...)`).
+
+Why by hand: these functions take argument handling of their own (dims, sizes, keywords); the
+methods of simple pointwise ops are generated from their records instead (`eager._surface`),
+and a test keeps a name from being in both places.
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from .. import _functional as F
+from .hooks import TensorHooks
+
+
+class TensorMethods(TensorHooks):
+    """The named methods of a tensor that are not pointwise records' generated ones."""
+
+    __slots__ = ()
+
+    add = F.add
+    sub = F.sub
+    mul = F.mul
+    div = F.div
+    true_divide = F.true_divide
+    pow = F.pow
+    neg = F.neg
+    exp = F.exp
+    log = F.log
+    log1p = F.log1p
+    expm1 = F.expm1
+    sqrt = F.sqrt
+    rsqrt = F.rsqrt
+    abs = F.abs
+    sign = F.sign
+    sin = F.sin
+    cos = F.cos
+    tanh = F.tanh
+    sigmoid = F.sigmoid
+    relu = F.relu
+    erf = F.erf
+    square = F.square
+    maximum = F.maximum
+    minimum = F.minimum
+    clamp = F.clamp
+    clip = F.clamp
+    eq = F.eq
+    ne = F.ne
+    lt = F.lt
+    le = F.le
+    gt = F.gt
+    ge = F.ge
+    logical_and = F.logical_and
+    logical_not = F.logical_not
+    logical_or = F.logical_or
+    logical_xor = F.logical_xor
+    clone = F.clone
+    sum = F.sum
+    mean = F.mean
+    prod = F.prod
+    var = F.var
+    std = F.std
+    logsumexp = F.logsumexp
+    amax = F.amax
+    amin = F.amin
+    floor = F.floor
+    ceil = F.ceil
+    trunc = F.trunc
+    round = F.round
+    log2 = F.log2
+    log10 = F.log10
+    sinh = F.sinh
+    cosh = F.cosh
+    asin = F.asin
+    acos = F.acos
+    atan = F.atan
+    atan2 = F.atan2
+    arcsin = F.asin
+    arccos = F.acos
+    arctan = F.atan
+    arctan2 = F.atan2
+    scatter_reduce = F.scatter_reduce
+    max = F.max
+    min = F.min
+    argmax = F.argmax
+    argmin = F.argmin
+    all = F.all
+    any = F.any
+    norm = F.norm
+    softmax = F.softmax
+    log_softmax = F.log_softmax
+    matmul = F.matmul
+    mm = F.mm
+    dot = F.dot
+    flatten = F.flatten
+    transpose = F.transpose
+    swapaxes = F.transpose
+    t = F.t
+    permute = F.permute
+    expand = F.expand
+    broadcast_to = F.broadcast_to
+    squeeze = F.squeeze
+    unsqueeze = F.unsqueeze
+    split = F.split
+    chunk = F.chunk
+    unbind = F.unbind
+    select = F.select
+    narrow = F.narrow
+    floor_divide = F.floor_divide
+    remainder = F.remainder
+    fmod = F.fmod
+    bitwise_and = F.bitwise_and
+    bitwise_or = F.bitwise_or
+    bitwise_xor = F.bitwise_xor
+    bitwise_not = F.bitwise_not
+    isnan = F.isnan
+    isinf = F.isinf
+    isfinite = F.isfinite
+    nan_to_num = F.nan_to_num
+    clamp_min = F.clamp_min
+    clamp_max = F.clamp_max
+    lerp = F.lerp
+    outer = F.outer
+    ger = F.outer
+    bmm = F.bmm
+    addmm = F.addmm
+    baddbmm = F.baddbmm
+    addmv = F.addmv
+    cumsum = F.cumsum
+    cumprod = F.cumprod
+    argsort = F.argsort
+    sort = F.sort
+    topk = F.topk
+    kthvalue = F.kthvalue
+    median = F.median
+    gather = F.gather
+    scatter = F.scatter
+    scatter_add = F.scatter_add
+    index_select = F.index_select
+    index_add = F.index_add
+    nonzero = F.nonzero
+    argwhere = F.nonzero
+    masked_select = F.masked_select
+    masked_fill = F.masked_fill
+    unique = F.unique
+    flip = F.flip
+    fliplr = F.fliplr
+    flipud = F.flipud
+    roll = F.roll
+    repeat = F.repeat
+    repeat_interleave = F.repeat_interleave
+    tril = F.tril
+    triu = F.triu
+    diagonal = F.diagonal
+    diag = F.diag
+    diag_embed = F.diag_embed
+    trace = F.trace
+    isclose = F.isclose
+    movedim = F.movedim
+    moveaxis = F.movedim
+    tile = F.tile
+    diff = F.diff
+    count_nonzero = F.count_nonzero
+    addcmul = F.addcmul
+    addcdiv = F.addcdiv
+
+    # -- methods whose argument order differs from the function's ----------------------------------
+    @property
+    def T(self) -> Any:
+        """The dimensions in reverse order (the transpose of a matrix). Mirrors torch.Tensor.T."""
+        return F.permute(self, tuple(range(self.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self) -> Any:
+        """The last two dimensions swapped (a batch of matrices transposed); needs at least 2 dimensions.
+
+        Mirrors torch.Tensor.mT."""
+        if self.ndim < 2:
+            raise RuntimeError(
+                f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.")
+        return F.transpose(self, -2, -1)
+
+    def allclose(self, other: Any, rtol: builtins.float = 1e-05, atol: builtins.float = 1e-08,
+                 equal_nan: builtins.bool = False) -> builtins.bool:
+        """Whether every element is close to `other` (see isclose). Mirrors torch.Tensor.allclose."""
+        return builtins.bool(F.all(F.isclose(self, other, rtol, atol, equal_nan)))
+
+    def where(self, condition: Any, other: Any) -> Any:
+        """Elements of self where `condition` holds, else of `other`. Mirrors torch.Tensor.where."""
+        return F.where(condition, self, other)
+
+    def reshape(self, *shape: Any) -> Any:
+        """The same elements in the given shape (a view when possible, else a copy). Mirrors torch.Tensor.reshape."""
+        return F.reshape(self, *shape)
+
+    def view_as(self, other: Any) -> Any:
+        """`self.view(*other.shape)`. Mirrors torch.Tensor.view_as."""
+        return self.view(*other.shape)
+
+    def reshape_as(self, other: Any) -> Any:
+        """`self.reshape(*other.shape)`. Mirrors torch.Tensor.reshape_as."""
+        return F.reshape(self, *other.shape)
+
+    def expand_as(self, other: Any) -> Any:
+        """`self.expand(*other.shape)`. Mirrors torch.Tensor.expand_as."""
+        return F.expand(self, *other.shape)
+
+    def inverse(self) -> Any:
+        """The matrix inverse of the last two dims. Mirrors torch.Tensor.inverse."""
+        from ..ops.linalg import INV  # noqa: PLC0415
+
+        return INV(self)
+
+    def det(self) -> Any:
+        """The determinant of the last two dims. Mirrors torch.Tensor.det."""
+        from ..ops.linalg import DET  # noqa: PLC0415
+
+        return DET(self)
+
+    def unfold(self, dimension: builtins.int, size: builtins.int, step: builtins.int) -> Any:
+        """Every window of `size` elements `step` apart along dimension, as a new last dimension.
+        Mirrors torch.Tensor.unfold (a copy here, not a view)."""
+        return F.unfold_windows(self, dimension, size, step)
+
+    def softplus(self, beta: builtins.float = 1.0, threshold: builtins.float = 20.0) -> Any:
+        """log(1 + exp(beta * x)) / beta, linear above `threshold`. Mirrors torch.nn.functional.softplus."""
+        return F.softplus(self, beta, threshold)
+
+    def logit(self, eps: builtins.float | None = None) -> Any:
+        """log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given. Mirrors torch.Tensor.logit."""
+        from ..special import logit  # noqa: PLC0415  (composed of ops: eager and traced values alike)
+
+        return logit(self, eps)
+
+    def var_mean(self, dim: Any = None, unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *,
+                 correction: builtins.float | None = None) -> Any:
+        """The variance and the mean over `dim`, as a tuple. Mirrors torch.var_mean."""
+        return F.var_mean(self, dim, unbiased, keepdim, correction=correction)
+
+    def std_mean(self, dim: Any = None, unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *,
+                 correction: builtins.float | None = None) -> Any:
+        """The standard deviation and the mean over `dim`, as a tuple. Mirrors torch.std_mean."""
+        return F.std_mean(self, dim, unbiased, keepdim, correction=correction)
