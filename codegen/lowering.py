@@ -34,7 +34,7 @@ import numpy as np
 
 from eager import _dtypes
 from eager.ops import REGISTRY
-from eager.ops._registry import OpDef
+from gmops._registry import OpDef
 from static.ir import Node, Value, half_in_float32
 
 from .render import fill

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 
-__version__ = "0.1.0"
+from gmbase.version import __version__ as __version__  # (one constant, in the base layer for the disk cache)
 
 from . import ops  # noqa: F401  (fills the registry first)
 from ._dtypes import (  # noqa: F401

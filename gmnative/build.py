@@ -61,10 +61,10 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from codegen import cache
-from eager._threads import available as _available
-from eager._threads import blas_threads as _blas_threads
-from eager._threads import default_threads as _default_threads
+from gmbase import cache
+from gmbase.threads import available as _available
+from gmbase.threads import blas_threads as _blas_threads
+from gmbase.threads import default_threads as _default_threads
 
 from .buffers import REUSE_MIN_BYTES, reuse  # noqa: F401  (re-exported: generated modules call build.reuse)
 from .so_cache import (  # noqa: F401

@@ -481,7 +481,7 @@ def blas_gemm() -> tuple | None:
     """({dtype: address of cblas_?gemm}, 64-bit integers) of the BLAS that NumPy loaded, or None."""
     import ctypes  # noqa: PLC0415
 
-    from eager._threads import numpy_openblas  # noqa: PLC0415
+    from gmbase.threads import numpy_openblas  # noqa: PLC0415
 
     for lib in numpy_openblas():
         for single, double, ilp64 in _GEMM_SYMBOLS:

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from eager._dynamo.exc import Unsupported
+from gmbase.errors import Unsupported
 
 
 class TraceError(Unsupported):
     """Tracing met something it cannot turn into a graph (a branch on a traced value,
     `.item()` of a traced value, ...). The message names the user's file and line. A
-    RuntimeError, and torch._dynamo.exc.Unsupported (eager._dynamo.exc), as fullgraph's is."""
+    RuntimeError, and torch._dynamo.exc.Unsupported (eager._dynamo.exc, defined in gmbase.errors), as
+    fullgraph's is."""
 
 
 class IRParseError(ValueError):

@@ -2,9 +2,9 @@
 
 Layers, lowest first (docs/architecture.md, "Layers"):
 
-    base      dtypes, floating-point state, threads, the disk cache (modules in BASE)
+    base      gmbase: dtypes, floating-point state, threads, settings, the disk cache
     native    gmnative: C++ toolchain, shared-object cache, C caller, eager's kernels
-    ops       eager.ops: the op records
+    ops       gmops: the op records
     eager     the rest of eager: tensors, autograd, nn, optim, ...
     ir        static.ir (and static.errors, the exceptions it raises)
     static    the rest of static: tracing, autodiff, passes, compile
@@ -17,9 +17,12 @@ calls and `"module:attribute"` backend targets spelled as string literals. An ed
 higher layer fails unless ALLOWED lists it with its reason. The list is the debt still owed:
 shrink it, never grow it without a reason a reviewer accepts.
 
-A second group of tests runs fresh interpreters: `import static.ir` must load no nn or
-optim module, `import gmnative` nothing at all, and `import codegen` nothing of static but
-the IR.
+An old name kept as an alias of a moved module (eager.ops.* for gmops.*, eager._dtypes for
+gmbase.dtypes, ...: ALIASES) is of the layer of the module it names.
+
+A second group of tests runs fresh interpreters: `import static.ir` must load no module of
+eager, `import gmops` nothing of eager, static or codegen, `import gmbase` and `import
+gmnative` nothing at all, and `import codegen` nothing of static but the IR.
 """
 from __future__ import annotations
 
@@ -35,13 +38,24 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("gmnative", "eager", "static", "codegen", "graphmode")
+PACKAGES = ("gmbase", "gmnative", "gmops", "eager", "static", "codegen", "graphmode")
 ORDER = ("base", "native", "ops", "eager", "ir", "static", "codegen", "tools")
 
-# Modules of the base layer that still live inside a higher package (importing them runs
-# that package's __init__, which is why gmnative's uses of them are lazy or cheap). They
-# import nothing of graphmode but each other.
-BASE = ("eager._dtypes", "eager._fpstate", "eager._threads", "codegen.cache", "codegen.settings")
+# Old names kept as the same module objects as their new homes (the file at the old path
+# registers the alias in sys.modules): old name prefix -> new name prefix. An alias is of the
+# layer of what it names.
+ALIASES = {"eager.ops": "gmops", "eager._dtypes": "gmbase.dtypes", "eager._fpstate": "gmbase.fpstate",
+           "eager._threads": "gmbase.threads", "codegen.cache": "gmbase.cache", "codegen.settings": "gmbase.settings",
+           "codegen.native_build": "gmnative.build", "codegen.eager_kernels": "gmnative.kernels",
+           "codegen.c_helpers": "gmnative.c_helpers"}
+
+
+def real_name(module: str) -> str:
+    """The module an old name is an alias of (the name itself when it is not one)."""
+    for old, new in ALIASES.items():
+        if module == old or module.startswith(old + "."):
+            return new + module[len(old):]
+    return module
 
 # (importer prefix, imported prefix): upward edges that remain, each with its reason.
 ALLOWED: dict[tuple[str, str], str] = {
@@ -55,9 +69,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     # eager -> codegen: the thread knob lives with the compiled code that reads it most
     ("eager._settings", "codegen.runtime"): "set_num_threads/get_num_threads set codegen.runtime.CONFIG.threads",
     # ops -> eager and above: records whose forward is itself a program
-    ("eager.ops._batching", "eager._factories"): "a batch rule of a random op draws through eager's factories",
-    ("eager.ops.control_flow", "eager._vmap"): "scan/cond batch rules run the body under vmap",
-    ("eager.ops.control_flow", "static"): "scan/while/cond bodies are IR text, compiled at their first run",
+    ("gmops._batching", "eager._factories"): "a batch rule of a random op draws through eager's factories",
+    ("gmops.control_flow", "eager._vmap"): "scan/cond batch rules run the body under vmap",
+    ("gmops.control_flow", "static"): "scan/while/cond bodies are IR text, compiled at their first run",
     # static -> codegen: backends are registered as "module:attribute" strings and imported the
     # first time a graph asks (static.executable), so `import static` loads no generator
     ("static.executable", "codegen"): "the backend registry's lazy targets and auto's choice",
@@ -66,20 +80,20 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("static.dynamic_shapes", "codegen"): "the checking build compares generated sources of two sizes",
     # ir -> static: a symbolic dimension's type lives with the rest of dynamic shapes
     ("static.ir.parser", "static.symbolic"): "parsing a symbolic dim makes a SymInt (a leaf module)",
-    # base modules that still live in higher packages
-    ("codegen.cache", "eager"): "the cache's version stamp is eager.__version__ (the package version)",
 }
 
 
 def layer(module: str) -> str:
-    """The layer of a module of the tree (by its dotted name)."""
-    if module in BASE or any(module.startswith(b + ".") for b in BASE):
+    """The layer of a module of the tree (by its dotted name; an alias by what it names)."""
+    top = real_name(module).split(".")[0]
+    if top == "gmbase":
         return "base"
-    top = module.split(".")[0]
     if top == "gmnative":
         return "native"
+    if top == "gmops":
+        return "ops"
     if top == "eager":
-        return "ops" if module == "eager.ops" or module.startswith("eager.ops.") else "eager"
+        return "eager"
     if top == "static":
         return "ir" if module.startswith(("static.ir", "static.errors")) else "static"
     if top == "codegen":
@@ -194,8 +208,10 @@ def test_the_scanner_sees_lazy_imports_and_string_targets(tmp_path):
     finally:
         path.unlink()
     assert {"static.api", "codegen.native", "codegen.lowering"} <= found, found
-    assert layer("gmnative.build") == "native" and layer("eager.ops.elementwise") == "ops"
-    assert layer("eager._dtypes") == "base" and layer("static.ir.core") == "ir" and layer("graphmode.cli") == "tools"
+    assert layer("gmnative.build") == "native" and layer("eager.ops.elementwise") == "ops" == layer("gmops._registry")
+    assert layer("eager._dtypes") == "base" == layer("gmbase.cache") == layer("codegen.cache")
+    assert layer("eager.ops") == "ops" and layer("eager.opsx") == "eager" and layer("codegen.native_build") == "native"
+    assert layer("static.ir.core") == "ir" and layer("graphmode.cli") == "tools" and layer("eager.nn") == "eager"
 
 
 # -- fresh interpreters ------------------------------------------------------------------------------
@@ -213,14 +229,64 @@ def _loaded_after(statement: str) -> list[str]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_import_static_ir_loads_no_nn_or_optim_module():
+def test_import_static_ir_loads_nothing_of_eager():
+    """The IR reads dtypes from gmbase and TensorSpec/REGISTRY from gmops: eager (tensors,
+    autograd, serialization, ...) is not a dependency of a graph."""
     loaded = _loaded_after("import static.ir")
-    heavy = [m for m in loaded if m.split(".")[:2] in (["eager", "nn"], ["eager", "optim"], ["eager", "utils"],
-                                                        ["eager", "distributions"], ["eager", "viz"])]
-    assert not heavy, heavy
-    assert not [m for m in loaded if m.split(".")[0] in ("codegen", "graphmode")], loaded
+    assert not [m for m in loaded if m.split(".")[0] in ("eager", "codegen", "graphmode")], loaded
     assert all(m == "static" or m.startswith(("static.ir", "static.errors")) for m in loaded
                if m.split(".")[0] == "static"), loaded
+    assert {"gmops", "gmbase.dtypes", "static.ir.core"} <= set(loaded), loaded
+
+
+def test_import_gmops_loads_nothing_above_the_native_layer():
+    loaded = _loaded_after("import gmops")
+    above = [m for m in loaded if m.split(".")[0] in PACKAGES and layer(m) not in ("base", "native", "ops")]
+    assert not above, above
+    assert "gmops.elementwise" in loaded, loaded
+
+
+def test_import_gmbase_loads_nothing_of_graphmode():
+    loaded = _loaded_after("import gmbase")
+    assert [m for m in loaded if m.split(".")[0] in PACKAGES] == ["gmbase"], loaded
+    # each base module on its own loads only the base layer
+    loaded = _loaded_after("import gmbase.dtypes, gmbase.fpstate, gmbase.threads, gmbase.cache, gmbase.settings, "
+                           "gmbase.errors, gmbase.version")
+    assert {m.split(".")[0] for m in loaded if m.split(".")[0] in PACKAGES} == {"gmbase"}, loaded
+
+
+def test_old_names_are_the_same_module_objects():
+    """eager.ops.*, eager._dtypes, codegen.cache, ... name the moved modules themselves: no
+    module runs twice (a second copy of a record or of the dtype objects would break `is`)."""
+    import importlib
+
+    for old, new in ALIASES.items():
+        assert importlib.import_module(old) is importlib.import_module(new), old
+    import eager.ops.elementwise
+    import eager.ops.views
+    import gmops
+
+    assert eager.ops.elementwise is gmops.elementwise and eager.ops.views is sys.modules["gmops.views"]
+    assert eager.ops.REGISTRY is gmops.REGISTRY and eager.ops._registry.OpDef is gmops.OpDef
+    loaded = _loaded_after("import eager.ops.shape_ops, eager._dtypes, gmops.shape_ops; import sys; "
+                           "assert sys.modules['eager.ops.shape_ops'] is sys.modules['gmops.shape_ops']")
+    assert "eager.ops.shape_ops" in loaded
+
+
+def test_pickles_naming_the_old_paths_load(tmp_path):
+    """A pickle written before the move names eager.ops._registry / eager._dtypes: it loads
+    to the moved classes and objects."""
+    import pickle
+
+    import eager
+    import gmbase.dtypes
+    import gmops
+
+    spec = gmops.TensorSpec((2, 3), gmbase.dtypes.float32)
+    old = pickle.dumps(spec, protocol=2).replace(b"gmops._registry", b"eager.ops._registry")
+    assert b"eager.ops._registry" in old
+    assert pickle.loads(old) == spec
+    assert pickle.loads(pickle.dumps(eager.float32)) is eager.float32
 
 
 def test_import_eager_loads_the_training_api_on_first_use():

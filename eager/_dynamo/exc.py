@@ -2,24 +2,11 @@
 
 `Unsupported` is what a `fullgraph=True` compile raises where the function cannot be captured
 whole (a branch on data, `.item()`, ...): static's TraceError is one, so `except
-torch._dynamo.exc.Unsupported` catches it, and (as PyTorch's) it is a RuntimeError."""
+torch._dynamo.exc.Unsupported` catches it, and (as PyTorch's) it is a RuntimeError. The types
+are defined in the base layer (gmbase.errors), so that static's IR layer can derive from them
+without importing eager; these are the same classes."""
 from __future__ import annotations
 
-
-class TorchDynamoException(RuntimeError):
-    """The base of the compiler's errors (PyTorch's name)."""
-
-
-class Unsupported(TorchDynamoException):
-    """The function cannot be captured in one graph (static.TraceError is one)."""
-
-
-class BackendCompilerFailed(TorchDynamoException):
-    """A backend failed to compile a captured graph."""
-
-
-class InternalTorchDynamoError(TorchDynamoException):
-    """An error of the compiler itself, not of the user's program."""
-
+from gmbase.errors import BackendCompilerFailed, InternalTorchDynamoError, TorchDynamoException, Unsupported
 
 __all__ = ["BackendCompilerFailed", "InternalTorchDynamoError", "TorchDynamoException", "Unsupported"]

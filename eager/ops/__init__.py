@@ -1,11 +1,32 @@
-"""The operator set shared by eager and static. Importing it fills `REGISTRY`."""
-from . import elementwise, shape_ops, views, reductions, linalg, special  # noqa: F401  (registration order)
-from . import indexing, math_ops, conv  # noqa: F401  (ops added with the PyTorch-programs surface)
-from . import control_flow  # noqa: F401  (scan, while_loop, cond: bodies as IR text, static.control_flow)
-from . import index_checks  # noqa: F401  (check_index_range; range checks of gather, index_select, embedding)
-from . import _batching  # (vmap's batching rule of every op, declared once the registry is full)
-from ._registry import REGISTRY, OpDef, TensorSpec, defop, fit_grad, get, reduce_to_shape
+"""Moved to gmops (the op records, a package of their own below eager). `eager.ops` and every
+`eager.ops.<name>` are the same module objects as `gmops` and `gmops.<name>`, registered
+under both names when this package is imported, so `import eager.ops.elementwise`, patching
+an attribute through either name, `is` comparisons and pickles that name the old path all
+reach the one registry; no module is ever loaded twice."""
+import pkgutil
+import sys
+
+import gmops as _moved
+from gmops import REGISTRY, OpDef, TensorSpec, defop, fit_grad, get, reduce_to_shape
+from gmops import (  # noqa: F401  (the submodules, for type checkers reading `from eager.ops import x`)
+    _batching, _checks, _erf, _layout, _native, _registry, control_flow, conv, elementwise, index_checks,
+    indexing, linalg, math_ops, reductions, shape_ops, special, views)
 
 __all__ = ["REGISTRY", "OpDef", "TensorSpec", "defop", "fit_grad", "get", "reduce_to_shape"]
 
-_batching.declare_all()
+
+def _alias_submodules() -> None:
+    """Register every gmops submodule under its old name too: without it `import
+    eager.ops.views` would find gmops/views.py through this package's path and run it a
+    second time as another module, with a second copy of every record."""
+    for info in pkgutil.iter_modules(_moved.__path__):
+        module = sys.modules.get(f"{_moved.__name__}.{info.name}")
+        if module is None:
+            import importlib  # noqa: PLC0415
+
+            module = importlib.import_module(f"{_moved.__name__}.{info.name}")
+        sys.modules[f"{__name__}.{info.name}"] = module
+
+
+_alias_submodules()
+sys.modules[__name__] = _moved

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from eager import _dtypes
-from eager.ops import TensorSpec
+from gmbase import dtypes as _dtypes
+from gmops import TensorSpec
 
 Type = TensorSpec  # a value's type: shape and dtype
 
@@ -286,7 +286,7 @@ def format_graph(g: Graph) -> str:
 
 def half_in_float32(node: Node) -> bool:
     """Whether `node` computes in float32 and rounds its result to float16 once, as eager does
-    (`eager._dtypes.HALF_SCALAR_IN_FLOAT32`, the same table): `mul`/`div` of float16
+    (`gmbase.dtypes.HALF_SCALAR_IN_FLOAT32`, the same table): `mul`/`div` of float16
     tensors with a Python number. Casting the number to float16 first would turn
     `t / 70000.0` into a division by inf. The interpreter and every generator ask this."""
     if node.op not in _dtypes.HALF_SCALAR_IN_FLOAT32 or not node.outputs or node.outputs[0].type.dtype.np != np.float16:

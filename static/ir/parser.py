@@ -16,8 +16,8 @@ from typing import Any
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from eager import _dtypes
-from eager.ops import TensorSpec
+from gmbase import dtypes as _dtypes
+from gmops import TensorSpec
 
 from ..errors import IRParseError, IRVerifyError
 from .core import Graph, Node, Value, format_literal, format_type

@@ -7,8 +7,8 @@ import numbers
 
 import numpy as np
 
-from eager import _dtypes
-from eager.ops import REGISTRY, TensorSpec
+from gmbase import dtypes as _dtypes
+from gmops import REGISTRY, TensorSpec
 
 from ..errors import IRVerifyError
 from .core import Graph, Node, Value, format_literal, format_type

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+
 from ._checks import broadcast_shapes, same_dtype, specs_of
 from ._layout import like
 from ._registry import VARIADIC, TensorSpec, defop

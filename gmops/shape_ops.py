@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+
 from . import _layout
 from ._checks import norm_dim, numel, same_dtype
 from ._layout import copy_preserving

@@ -18,7 +18,7 @@ unsqueeze, flip, cat, stack, split), matmul and einsum, indexing (index, with ba
 tensors too, gather, index_select, take_along, diagonal, embedding), unfold and fold
 (convolutions, poolings: the batch merged into their N dimension), and the ops that already
 treat leading dimensions as a batch (tril, triu, det, inv, layer_norm); scan, cond and
-while_loop declare theirs (eager/ops/control_flow.py). Without a rule: the scatter family,
+while_loop declare theirs (gmops/control_flow.py). Without a rule: the scatter family,
 layer_norm_backward, index_put and the gradients of indexing, solve, embedding with a
 batched weight, to_device, fill; vmap over them raises naming the op.
 (`merged_rule`, the batch merged into an op's leading dimension, is kept for ops over
@@ -272,7 +272,7 @@ def _index_batched_indices(args: list, batched: list, attrs: dict, size: int) ->
     if any(getattr(a, "dtype", None) is not None and not a.dtype.is_floating_point and a.dtype.name == "bool"
            for a in args[1:]):
         return NotImplemented
-    from .._factories import arange  # noqa: PLC0415
+    from eager._factories import arange  # noqa: PLC0415
 
     x = args[0] if batched[0] else _to_batched(args[0], size)
     idx = list(args[1:])

@@ -30,7 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .._dtypes import dtype
+from gmbase.dtypes import dtype
+
 from . import _layout
 
 

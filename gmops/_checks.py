@@ -2,7 +2,8 @@
 prefixed with the op's name and followed by what to do."""
 from __future__ import annotations
 
-from .._dtypes import dtype
+from gmbase.dtypes import dtype
+
 from ._registry import TensorSpec
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+
 from ._checks import norm_dim
 from ._layout import empty_like
 from ._native import try_native

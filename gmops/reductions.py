@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+
 from ._checks import norm_dim, numel, reduced_shape, require_float
 from ._native import kernels_module, try_native
 from ._registry import Reduction, TensorSpec, defop

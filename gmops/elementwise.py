@@ -5,9 +5,9 @@ import math
 
 import numpy as np
 
+from gmbase import dtypes as _dtypes
 from gmnative.kernels import LARGE as _NATIVE_LARGE  # the native layer's threshold (no file read, no build)
 
-from .. import _dtypes
 from . import _erf as _erf_numpy
 from ._checks import broadcast_shapes, require_float, same_dtype, specs_of
 from ._layout import copy_as, like

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+
 from ._layout import empty_like
 from ._registry import TensorSpec, defop
 

@@ -36,7 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+
 from ._registry import REGISTRY, VARIADIC, TensorSpec, defop
 
 # every operand is saved for the VJP (a scan's backward reruns it and reads every input);
@@ -213,7 +214,7 @@ def _cond_batch(args: list, batched: list, attrs: dict, size: int) -> Any:
     branches = attrs["branches"]
     cf = _static()
     if batched[0]:
-        from .. import _vmap  # noqa: PLC0415
+        from eager import _vmap  # noqa: PLC0415
 
         level = _vmap._LEVELS.depth + 1
         _vmap._LEVELS.depth = level
@@ -238,9 +239,88 @@ def _cond_batch(args: list, batched: list, attrs: dict, size: int) -> Any:
     return tuple(COND(args[0], *args[1:], branches=[cf.batched_body(t, mask, size) for t in branches]))
 
 
+# -- forward mode (JAX's rules: the tangents ride along as extra carries / operands) ---------------
+def _float_mask(values: list) -> tuple:
+    return tuple(bool(v.dtype.is_floating_point) for v in values)
+
+
+def _tangents_or_zeros(values: list, tangents: list, mask: tuple) -> list:
+    return [t if t is not None else _zeros(tuple(v.shape), v.dtype) for v, t, m in zip(values, tangents, mask) if m]
+
+
+def _spread(outs: list, mask: tuple) -> list:
+    """One entry per member of `mask`: the next of `outs` where it is set, else None."""
+    it = iter(outs)
+    return [next(it) if m else None for m in mask]
+
+
+def _while_jvp(ctx: Any, tangents: list) -> list:
+    """A while_loop over (carry, tangent): the body's JVP carries each floating-point carry's
+    tangent, the condition reads the primal carry (jax.lax.while_loop's JVP). Consts without
+    a tangent enter as they are."""
+    a = ctx.attrs
+    n_c = a["n_consts"]
+    ins = [ctx.input(i) for i in range(ctx.n_inputs)]
+    consts, carries = ins[:n_c], ins[n_c:]
+    c_mask = tuple(t is not None for t in tangents[:n_c])
+    k_mask = _float_mask(carries)
+    d_consts = [t for t in tangents[:n_c] if t is not None]
+    d_carries = _tangents_or_zeros(carries, list(tangents[n_c:]), k_mask)
+    cf = _static()
+    groups = (c_mask, k_mask)
+    cond = cf.jvp_body(a["cond"], groups, (1,), tangents_out=False)
+    body = cf.jvp_body(a["body"], groups, (len(carries),))
+    outs = list(WHILE_LOOP(*consts, *d_consts, *carries, *d_carries, cond=cond, body=body,
+                           n_consts=n_c + len(d_consts)))
+    return _spread(outs[len(carries):], k_mask)
+
+
+def _scan_jvp(ctx: Any, tangents: list) -> list:
+    """A scan whose body is the body's JVP: (consts, d consts, carry, d carry, x, d x) ->
+    (carry', d carry', y, d y); with `save`, the saved tangent carries are the tangents of
+    the saved carries (jax.lax.scan's JVP)."""
+    a = ctx.attrs
+    n_c, n_k = a["n_consts"], a["n_carry"]
+    ins = [ctx.input(i) for i in range(ctx.n_inputs)]
+    consts, carries, xs = ins[:n_c], ins[n_c:n_c + n_k], ins[n_c + n_k:]
+    t_c, t_k, t_x = list(tangents[:n_c]), list(tangents[n_c:n_c + n_k]), list(tangents[n_c + n_k:])
+    c_mask, x_mask, k_mask = tuple(t is not None for t in t_c), tuple(t is not None for t in t_x), _float_mask(carries)
+    g = parsed(a["body"])
+    y_mask = tuple(bool(y.type.dtype.is_floating_point) for y in g.outputs[n_k:])
+    d_carries = _tangents_or_zeros(carries, t_k, k_mask)
+    body = _static().jvp_body(a["body"], (c_mask, k_mask, x_mask), (n_k, len(y_mask)))
+    d_c = [t for t in t_c if t is not None]
+    d_x = [t for t in t_x if t is not None]
+    outs = list(SCAN(*consts, *d_c, *carries, *d_carries, *xs, *d_x,
+                     **{**a, "body": body, "n_consts": n_c + len(d_c), "n_carry": n_k + len(d_carries),
+                        "residuals": 0}))
+    n_dk, n_y = len(d_carries), len(y_mask)
+    n_dy = sum(y_mask)
+    result = _spread(outs[n_k:n_k + n_dk], k_mask)
+    result += _spread(outs[n_k + n_dk + n_y:n_k + n_dk + n_y + n_dy], y_mask)
+    if a.get("save"):
+        hist = outs[n_k + n_dk + n_y + n_dy:]
+        result += _spread(hist[n_k:], k_mask)
+    return result
+
+
+def _cond_jvp(ctx: Any, tangents: list) -> list:
+    """A cond of the branches' JVPs on the same index: only the branch taken runs, and it
+    gives its results' tangents (jax.lax.cond's JVP)."""
+    ins = [ctx.input(i) for i in range(ctx.n_inputs)]
+    ops = ins[1:]
+    mask = tuple(t is not None for t in tangents[1:])
+    branches = ctx.attrs["branches"]
+    g = parsed(branches[0])
+    out_mask = tuple(bool(y.type.dtype.is_floating_point) for y in g.outputs)
+    texts = [_static().jvp_body(b, (mask,), (len(out_mask),)) for b in branches]
+    outs = list(COND(ins[0], *ops, *[t for t in tangents[1:] if t is not None], branches=texts))
+    return _spread(outs[len(out_mask):], out_mask)
+
+
 SCAN = defop("scan", forward=_scan_forward, abstract=_scan_abstract, vjp=_scan_vjp, kind="other", arity=VARIADIC,
              multi_output=True, save=_ALL, fusible=False, grad_name="ScanBackward0", samples=_scan_samples,
-             batch_rule=_scan_batch,
+             batch_rule=_scan_batch, extra={"jvp": _scan_jvp},
              doc="a loop over the leading axis of xs with a carried state (lax.scan): one body, run length times")
 
 
@@ -295,7 +375,7 @@ def _while_batch(args: list, batched: list, attrs: dict, size: int) -> Any:
 
 WHILE_LOOP = defop("while_loop", forward=_while_forward, abstract=_while_abstract, kind="other", arity=VARIADIC,
                    multi_output=True, fusible=False, differentiable_order=0, samples=_while_samples,
-                   batch_rule=_while_batch,
+                   batch_rule=_while_batch, extra={"jvp": _while_jvp},
                    doc="Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic "
                        "start/stop values. Try using lax.scan, or using fori_loop with static start/stop")
 
@@ -354,6 +434,6 @@ def _cond_samples(rng: Any) -> list:
 
 COND = defop("cond", forward=_cond_forward, abstract=_cond_abstract, vjp=_cond_vjp, kind="other", arity=VARIADIC,
              multi_output=True, save=_ALL, fusible=False, mask_operands=(0,), grad_name="CondBackward0",
-             batch_rule=_cond_batch,
+             batch_rule=_cond_batch, extra={"jvp": _cond_jvp},
              samples=_cond_samples,
              doc="one of several bodies, chosen by a scalar predicate or index (lax.cond / lax.switch)")

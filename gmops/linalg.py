@@ -5,9 +5,9 @@ import math
 
 import numpy as np
 
+from gmbase import dtypes as _dtypes
 from gmnative.kernels import GEMM_SPLIT_MIN
 
-from .. import _dtypes
 from ._checks import broadcast_shapes, same_dtype
 from ._native import try_native
 from ._registry import TensorSpec, defop

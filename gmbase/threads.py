@@ -1,0 +1,274 @@
+"""Threads of the native kernels and of NumPy's BLAS, decided in one place.
+
+Why one place: the kernels (OpenMP) and NumPy's BLAS (OpenBLAS's own pool) each start a
+thread per core by default, and each pool's idle workers spin for a while before they
+sleep. Left alone they fight: W3's compiled step took 24 ms with BLAS on its default two
+threads against 2.8 ms with BLAS on one (two cores, a product right before a kernel each
+time). PyTorch avoids it by owning both pools; here the kernels own the parallelism:
+
+- kernel threads: `set_num_threads(n)` (torch.set_num_threads), else GRAPHMODE_THREADS,
+  else OMP_NUM_THREADS (its first entry, as libgomp reads it), else the cores this process
+  may run on (its affinity mask, not the machine's count);
+- BLAS: one thread, set through the library itself (a ctypes call of the OpenBLAS NumPy's
+  wheels bundle, else threadpoolctl for MKL, BLIS or another OpenBLAS) the first time the
+  kernels' matmul asks (`blas_threads`); large products are then split by rows across the
+  kernel threads, one single-threaded BLAS call per part (gmnative.kernels.gemm). A
+  user who exported a BLAS variable (OPENBLAS_NUM_THREADS, MKL_NUM_THREADS, ...) or limited
+  BLAS with threadpoolctl before that keeps their choice: BLAS is then left alone and
+  products are not split;
+- contention (`available`): when other processes keep the cores busy, a kernel call runs on
+  the cores that are free rather than on the configured count. A team larger than the free
+  cores makes every parallel loop wait for its slowest, descheduled thread, and the idle
+  team's spinning makes it worse (W5's compiled step: 9 ms quiet, 22 ms beside one busy
+  process with two threads, 12 ms with one). The number of runnable tasks the kernel
+  reports (/proc/loadavg), less this process's own running threads, is sampled at most
+  every SAMPLE_SECONDS and smoothed; threads = min(configured, cores - others), at least
+  one. GRAPHMODE_ADAPT_THREADS=0 turns this off (a fixed team, as OpenMP's default).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import time
+
+# variables with which a user chooses BLAS's threads: set, BLAS is theirs to size
+BLAS_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+                  "VECLIB_MAXIMUM_THREADS")
+
+
+def _positive(text: str | None) -> int | None:
+    """A positive int from an environment value ("4", or OMP's list form "4,2": its first
+    entry); None when unset or not a number."""
+    if not text:
+        return None
+    head = text.split(",")[0].strip()
+    return int(head) if head.isdigit() and int(head) > 0 else None
+
+
+def usable_cores() -> int:
+    """Cores this process may run on: its affinity mask where the OS has one (a container or
+    `taskset` limits it below the machine's count), else os.cpu_count()."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def default_threads() -> int:
+    """The kernels' thread count before any set_num_threads: GRAPHMODE_THREADS, else
+    OMP_NUM_THREADS, else the usable cores."""
+    for name in ("GRAPHMODE_THREADS", "OMP_NUM_THREADS"):
+        found = _positive(os.environ.get(name))
+        if found is not None:
+            return found
+    return usable_cores()
+
+
+# -- BLAS ----------------------------------------------------------------------------------------
+_blas: dict = {}  # "threads": what BLAS runs (None: unknown), "set_by_us": whether we chose it
+
+
+@functools.lru_cache(maxsize=1)
+def numpy_openblas() -> tuple:
+    """The OpenBLAS libraries NumPy's wheels bundle (and NumPy has loaded), as ctypes
+    libraries: none where NumPy was built against another BLAS. Looked up once per process
+    by listing NumPy's library folder (`glob` compiled its pattern on every first call, a
+    millisecond of a compiled function's first call from the disk cache)."""
+    import ctypes  # noqa: PLC0415
+
+    import numpy as np  # noqa: PLC0415
+
+    libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    try:
+        names = sorted(name for name in os.listdir(libs) if "openblas" in name)
+    except OSError:
+        return ()
+    found = []
+    for name in names:
+        try:
+            found.append(ctypes.CDLL(os.path.join(libs, name)))
+        except OSError:
+            continue
+    return tuple(found)
+
+
+def user_chose_blas_threads() -> bool:
+    """Whether the environment names BLAS's thread count (then it is the user's choice)."""
+    return any(_positive(os.environ.get(name)) is not None for name in BLAS_VARIABLES)
+
+
+def _openblas_call(prefixes: tuple, suffixes: tuple, *args: int) -> int | None:
+    """Call the first function found in NumPy's bundled OpenBLAS named prefix+suffix (None
+    where there is none)."""
+    import ctypes  # noqa: PLC0415
+
+    for lib in numpy_openblas():
+        for prefix in prefixes:
+            for suffix in suffixes:
+                fn = getattr(lib, prefix + suffix, None)
+                if fn is not None:
+                    fn.restype = ctypes.c_int if not args else None
+                    result = fn(*(ctypes.c_int(a) for a in args))
+                    return int(result) if not args else args[0]
+    return None
+
+
+_GET = (("scipy_openblas_get_num_threads", "openblas_get_num_threads"), ("64_", "_64_", ""))
+_SET = (("scipy_openblas_set_num_threads", "openblas_set_num_threads"), ("64_", "_64_", ""))
+
+
+def _threadpoolctl_blas(limit: int | None) -> int | None:
+    """BLAS's threads through threadpoolctl (any BLAS it knows), set to `limit` first when
+    given; None where threadpoolctl is not installed or finds no BLAS."""
+    try:
+        import threadpoolctl  # type: ignore[import-untyped]  # noqa: PLC0415  (no stubs)
+    except ImportError:
+        return None
+    if limit is not None:
+        threadpoolctl.threadpool_limits(limits=limit, user_api="blas")
+    found = [info.get("num_threads") for info in threadpoolctl.threadpool_info() if info.get("user_api") == "blas"]
+    return int(max(found)) if found else None
+
+
+def query_blas_threads() -> int | None:
+    """BLAS's current thread count as the library itself says (None when unknown)."""
+    try:
+        found = _openblas_call(*_GET)
+    except (ImportError, OSError):
+        found = None
+    if found is None:
+        found = _threadpoolctl_blas(None)
+    if found is None:
+        for name in BLAS_VARIABLES + ("OMP_NUM_THREADS",):
+            value = _positive(os.environ.get(name))
+            if value is not None:
+                return value
+    return found
+
+
+def set_blas_threads(n: int) -> int | None:
+    """Make NumPy's BLAS run `n` threads (the bundled OpenBLAS by a direct call, else any BLAS
+    threadpoolctl finds); returns the count BLAS reports afterwards (None: no BLAS found)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"set_blas_threads expects a positive integer, got {n!r}")
+    try:
+        done = _openblas_call(*_SET, n)
+    except (ImportError, OSError):
+        done = None
+    found = done if done is not None else _threadpoolctl_blas(n)
+    _blas.update(threads=found, set_by_us=True)
+    return found
+
+
+def blas_threads() -> int | None:
+    """BLAS's thread count as the kernels should assume it. The first call decides: unless the
+    user chose (a BLAS variable exported, or BLAS already limited below the cores, e.g. by
+    threadpoolctl), BLAS is set to one thread, and the kernels split large products among
+    their own threads (see the module docstring)."""
+    if "threads" not in _blas:
+        if user_chose_blas_threads():
+            _blas.update(threads=query_blas_threads(), set_by_us=False)
+        else:
+            current = query_blas_threads()
+            if current is not None and current != 1 and current >= usable_cores():
+                set_blas_threads(1)
+            else:  # unknown BLAS, or already one thread / limited by the user
+                _blas.update(threads=current, set_by_us=False)
+    return _blas["threads"]
+
+
+def blas_set_by_library() -> bool:
+    """Whether this library chose BLAS's thread count (not the user)."""
+    blas_threads()
+    return bool(_blas.get("set_by_us"))
+
+
+def forget_blas() -> None:
+    """Forget the decision (tests, or after the user resized BLAS themselves): the next
+    blas_threads() asks again."""
+    _blas.clear()
+
+
+# -- contention ----------------------------------------------------------------------------------
+SAMPLE_SECONDS = 0.05  # at most one look at the run queue this often (~20 us a look)
+SMOOTHING = 0.5        # weight of the newest sample in the running estimate of busy cores
+BUSY_ROUNDING = 0.3    # a core counts as taken once the estimate reaches 0.7 of one (two samples of three)
+
+_load: dict = {"at": -1.0, "others": 0.0, "free": 1 << 30, "off": False, "pinned": False}
+
+
+def adapt_enabled() -> bool:
+    """Whether kernel calls shrink their team to the free cores: not under
+    GRAPHMODE_ADAPT_THREADS=0, nor while use_deterministic_algorithms(True) is on (a
+    reduction's partial sums follow the team, so its bits would follow the machine's load)."""
+    if _load["pinned"]:
+        return False
+    return os.environ.get("GRAPHMODE_ADAPT_THREADS", "1").strip() not in ("0", "false", "no", "off")
+
+
+def pin_team(pinned: bool) -> None:
+    """Keep every kernel call on the configured team (use_deterministic_algorithms calls this)."""
+    _load["pinned"] = bool(pinned)
+    reset_adaptation()
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read(512).decode("ascii", "replace")
+    except OSError:
+        return None
+
+
+def _own_running() -> int:
+    """This process's threads in state R (running or runnable) now: they are in the kernel's
+    run-queue count too, and must not be taken for other processes' load."""
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return 1
+    running = 0
+    for tid in tids:
+        stat = _read(f"/proc/self/task/{tid}/stat")
+        if stat is not None and stat[stat.rfind(")") + 2:stat.rfind(")") + 3] == "R":
+            running += 1
+    return max(running, 1)  # the caller at least
+
+
+def others_running() -> float | None:
+    """Runnable tasks of other processes right now (smoothed over recent samples); None where
+    the OS does not say (no /proc/loadavg: not Linux)."""
+    text = _read("/proc/loadavg")
+    if text is None:
+        return None
+    try:
+        running = int(text.split()[3].split("/")[0])
+    except (IndexError, ValueError):
+        return None
+    return float(max(0, running - _own_running()))
+
+
+def available(configured: int) -> int:
+    """The team size for a kernel call now: `configured`, less the cores other processes
+    keep busy (sampled at most every SAMPLE_SECONDS), at least one."""
+    if configured <= 1 or _load["off"] or _load["pinned"]:
+        return configured
+    now = time.monotonic()
+    if now - _load["at"] >= SAMPLE_SECONDS:
+        _load["at"] = now
+        if not adapt_enabled():
+            _load["off"] = True
+            return configured
+        sample = others_running()
+        if sample is None:
+            _load["off"] = True
+            return configured
+        first = _load["free"] == 1 << 30
+        _load["others"] = others = sample if first else SMOOTHING * sample + (1 - SMOOTHING) * _load["others"]
+        _load["free"] = max(1, usable_cores() - int(others + BUSY_ROUNDING))
+    return min(configured, _load["free"])
+
+
+def reset_adaptation() -> None:
+    """Start the contention estimate afresh (tests; after GRAPHMODE_ADAPT_THREADS changed)."""
+    _load.update(at=-1.0, others=0.0, free=1 << 30, off=False)
