@@ -49,6 +49,9 @@ _VIEW_METHODS: dict[str, tuple[str, Callable[[Node], list]]] = {
 # None and the op's forward runs, as before.
 EAGER_KERNEL_OPS = ("layer_norm", "layer_norm_backward")
 
+# Structured control flow the driver runs as one C loop where its body has a C form (loops.py)
+LOOP_OPS = ("scan", "while_loop")
+
 
 def eager_kernel_call(node: Node) -> str | None:
     """Why node does not run as a straight call of eager's kernel (None: it does): one float
@@ -288,6 +291,8 @@ class NativeModule(Driver):
         for node in (g.nodes if not self.functions else []):
             self.comment(node)
             at = f"L{self.lines.get(id(node), '?')}"  # its IR line (a lone op's region is a copy)
+            if node.body is None and node.op in LOOP_OPS and self.native_loop(node, at):
+                continue
             if node.body is None and eager_kernel_call(node) is None:
                 self.eager_kernel(node)
                 continue
@@ -329,6 +334,19 @@ class NativeModule(Driver):
                            slots=self.slots, eager_kernels=self.eager_kernels)
         return py_source, c_source
 
+    def native_loop(self, node: Node, at: str) -> bool:
+        """A scan or while_loop as one C function looping around its body's kernels
+        (native_gen.loops); False, with the reason among the notes, where the body holds an
+        op with no C form (the op's forward then loops in Python around the body's code)."""
+        from .loops import emit_loop  # noqa: PLC0415  (loops builds on this module)
+
+        why = emit_loop(self, node, at)
+        if why is None:
+            self.stats["loops"] = self.stats.get("loops", 0) + 1
+            return True
+        self.notes.append(f"%{node.outputs[0].name} ({node.op}) loops in Python: {why}")
+        return False
+
     def _per_size_lines(self) -> list:
         """The driver's lines that work out, once per size, what the kernel calls check and
         make (byte sizes, output shapes) and the int64 array of sizes the C functions read,
@@ -354,6 +372,9 @@ class NativeModule(Driver):
         s = self.stats
         text = (f"Runs {s['native']} fused region(s) as native C++ functions (OpenMP loops, one translation unit) "
                 f"and {s['library']} op(s) or region(s) as NumPy library calls (matmul through BLAS).")
+        if s.get("loops"):
+            text += (f" {s['loops']} loop(s) (scan, while_loop) run as C loops around their bodies' kernels "
+                     "(no Python per step).")
         if s["eager"]:
             text += f" {s['eager']} op(s) call eager's own native kernels straight (the same bits as eager)."
         if self.notes:

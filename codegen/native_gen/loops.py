@@ -1,0 +1,606 @@
+"""Structured control flow as C loops: a `scan` or `while_loop` node of the native module
+becomes one C function that loops over its body's kernels (emit_loop).
+
+Why: the op's forward (eager/ops/control_flow.py) loops in Python around the body's own
+compiled module, which costs each step a Python iteration, a driver call with its argument
+checks, an allocation per result and a copy per carry: for a GRU step of a few microseconds
+of arithmetic that overhead is most of the step. Here the body's optimized graph
+(optimized_body: the graph the Python-driven loop runs) is written by the
+native generator itself (_BodyModule, a NativeModule whose kernel calls become C calls), and
+the loop around it is C:
+
+- consts are read in place; xs are sliced and ys written by pointer offsets (t * slice bytes);
+- carries are double-buffered: the kernel computing carry k's new value writes the buffer
+  the step does not read, then the two pointers swap (no allocation, no copy per step);
+  a y that is a value no carry took is written straight into its slot of the stacked ys;
+- every other value of the body has its own slot in one scratch buffer made per call;
+- matrix products call NumPy's own BLAS (cblas_?gemm, whose address gmnative.kernels finds)
+  with the arguments NumPy passes, so a step's products have NumPy's bits; batches of small
+  products are the generator's own loop nests (matmul.py); views are read in place by the
+  kernels (strided_source), or copied by a strided loop where a product reads them;
+- a while_loop's condition is its own kernels, its bool result read in C.
+
+The values are those of the Python-driven loop to the bit: the same kernels (the same C
+source: a body region's code is the same function either way) on the same operands.
+Where the body holds an op with no C form here (a library call other than a product, eager's
+own kernels, symbolic sizes) emit_loop says which and the driver calls the op's forward,
+which loops in Python: explain() lists those nodes. GRAPHMODE_NATIVE_LOOPS=0 turns the C
+loops off (the comparison the tests and benchmarks make).
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from static.ir import Graph, Node, Value
+
+from ..lowering import lowering_for
+from ..regions import analyze, analyze_rows
+from ..render import Names, py_literal
+from .function import supported
+from .indexing import _ints, _prod, _symbolic, contiguous_strides, strided_index, strided_source
+from .matmul import CBatchedMatmul, small_batched_matmul
+from .region import CRegion
+
+if TYPE_CHECKING:
+    from .driver import NativeModule
+
+_ALIGN = 64  # bytes: each scratch slot starts on a cache line
+
+
+def enabled() -> bool:
+    """Whether scan and while_loop nodes become C loops (GRAPHMODE_NATIVE_LOOPS, on unless 0):
+    part of the native module's cache key (fingerprint), since the generated code differs."""
+    return os.environ.get("GRAPHMODE_NATIVE_LOOPS", "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+def fingerprint() -> str:
+    return "" if enabled() else ";native_loops=0"
+
+
+# NumPy's BLAS routines a product calls, in the order of the loop's table of addresses, and the
+# names NumPy's wheels export them under (scipy-openblas with 64-bit integers first)
+_ROUTINES = ("sgemm", "dgemm", "sgemv", "dgemv", "sdot", "ddot")
+_SPELLINGS = (("scipy_cblas_", "64_", True), ("cblas_", "64_", True), ("scipy_cblas_", "", False), ("cblas_", "", False))
+
+
+@functools.lru_cache(maxsize=1)
+def _blas() -> tuple[tuple, bool] | None:
+    """(addresses of _ROUTINES, 64-bit integers) in the BLAS NumPy loaded, or None (then a
+    product has no C form here and its loop runs in Python)."""
+    import ctypes  # noqa: PLC0415
+
+    try:
+        from gmbase.threads import numpy_openblas  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - the base layer's old home
+        from eager._threads import numpy_openblas  # noqa: PLC0415
+    for lib in numpy_openblas():
+        for head, tail, ilp64 in _SPELLINGS:
+            fns = [getattr(lib, f"{head}{r}{tail}", None) for r in _ROUTINES]
+            if all(f is not None for f in fns):
+                return tuple(ctypes.cast(f, ctypes.c_void_p).value for f in fns), ilp64
+    return None
+
+
+def blas_table() -> np.ndarray:
+    """The addresses of _ROUTINES as the loop functions read them (one int64 each)."""
+    found = _blas()
+    assert found is not None, "blas_table is only called by modules generated where BLAS was found"
+    table = _TABLE.get("t")
+    if table is None:
+        table = _TABLE["t"] = np.array(found[0], np.int64)
+    return table
+
+
+_TABLE: dict = {}
+
+
+def _blasable2d(s1: int, s2: int, d2: int) -> bool:
+    """NumPy's is_blasable2d (element strides): unit stride along the second axis, and the
+    first stride at least the second axis's length."""
+    return s2 == 1 and s1 >= d2
+
+
+@functools.lru_cache(maxsize=256)
+def optimized_body(text: str) -> Graph:
+    """A body's IR text optimized as the Python-driven loop's body module is (the native
+    backend's pipeline: simplify, fusion with row regions, memory plan), once per text."""
+    from eager.ops.control_flow import parsed  # noqa: PLC0415
+    from static.passes import run_pipeline  # noqa: PLC0415  (codegen builds on static)
+
+    rows = importlib.import_module("static.executable").row_regions("native")  # (the module is moving)
+    return run_pipeline(parsed(text), [], row_regions=rows, backend="native")
+
+
+class _NoCForm(Exception):
+    """A node of a body that has no C form inside a loop."""
+
+
+def _bytes(v: Value) -> int:
+    return _prod(v.type.shape) * v.type.dtype.np.itemsize
+
+
+def _static_shape(v: Value) -> bool:
+    return not any(_symbolic(d) for d in v.type.shape)
+
+
+class _BodyModule:
+    """One body graph as C statements of one step: its kernels are written into the outer
+    module's translation unit (shared function list), their calls become C calls on pointers
+    (`ptr`: Python name of a value -> C expression of its address, a `char*`)."""
+
+    def __init__(self, outer: "NativeModule", graph: Graph, tag: str, inputs: list[str], scratch: list) -> None:
+        from .driver import NativeModule  # noqa: PLC0415
+
+        loop = self
+
+        class _Module(NativeModule):  # the native generator, with its calls redirected here
+            def allocate(self, shape: tuple, dtype) -> str | None:
+                return None  # every result is a scratch slot (the call path would make it)
+
+            def kernel_call(self, fn: str, params: list, dtypes: list) -> None:
+                loop._kernel_call(fn, params)
+
+            def bind_yielded(self, yielded: dict, source_of: Callable) -> None:
+                for y, outs in yielded.items():
+                    if not isinstance(y, Value):
+                        raise _NoCForm("a region yields a literal")
+                    first = source_of(y)
+                    for o in outs:
+                        if self.names(o) != first:
+                            loop.alias[self.names(o)] = first
+
+            def call(self, node: Node, env: dict | None = None) -> None:
+                loop._library(node)
+
+            def op_by_op(self, node: Node, note: str) -> None:
+                raise _NoCForm(f"a region with no C function ({note.split(';')[0].lstrip('# ')})")
+
+            def eager_kernel(self, node: Node) -> None:
+                raise _NoCForm(f"{node.op} runs eager's kernel through its forward")
+
+        self.m = _Module(graph, outer.fast_math)
+        self.m.functions, self.m.by_code = outer.functions, outer.by_code  # one translation unit
+        self.m.names = Names(prefix=f"{tag}_", taken=set())
+        self.graph = graph
+        self.ptr: dict[str, str] = {}
+        self.alias: dict[str, str] = {}
+        self.views: dict[str, Value] = {}
+        self.steps: list[str] = []
+        self.scratch = scratch  # shared with the loop: (C name, bytes), one slot each
+        self.slot_of: dict[str, str] = {}  # Python name -> its scratch slot's C name
+        self.gemm = False
+        for v, p in zip(graph.inputs, inputs):
+            self.ptr[self.m.names(v)] = p
+
+    # -- what a value's address is ---------------------------------------------------------------
+    def name(self, v: Value) -> str:
+        return self.m.names(v)
+
+    def pointer(self, name: str) -> str:
+        """The C address of the value named `name` (a view that no kernel reads in place is
+        copied into a slot by a strided loop)."""
+        seen = set()
+        while name in self.alias and name not in self.ptr:
+            if name in seen:
+                break
+            seen.add(name)
+            name = self.alias[name]
+        if name in self.ptr:
+            return self.ptr[name]
+        v = self.views.get(name)
+        if v is None:
+            raise _NoCForm(f"the value {name} has no C address")
+        view = strided_source(v)
+        if view is None:
+            raise _NoCForm(f"%{v.name} is a view of a layout not read in place")
+        base, strides, offset = view
+        bp = self.pointer(self.name(base))
+        shape = _ints(v.type.shape)
+        size = v.type.dtype.np.itemsize
+        if _prod(shape) == 0 or all(strides[j] == contiguous_strides(shape)[j] for j in range(len(shape))
+                                    if shape[j] != 1):
+            self.ptr[name] = f"({bp} + {offset * size}LL)"  # a contiguous window of its base
+            return self.ptr[name]
+        slot = self._slot(name, _bytes(v))
+        ctype = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}[size]
+        idx = strided_index(shape, strides, shape, "gm_i", "LL")
+        self.steps += [f"{{  // %{v.name}: a strided view, copied for a product",
+                       f"    const {ctype}* gm_src = (const {ctype}*)({bp}) + {offset}LL;",
+                       f"    {ctype}* gm_dst = ({ctype}*)({slot});",
+                       f"    for (long long gm_i = 0; gm_i < {_prod(shape)}LL; ++gm_i) gm_dst[gm_i] = gm_src[{idx}];",
+                       "}"]
+        return slot
+
+    def _slot(self, name: str, nbytes: int) -> str:
+        c = f"gm_s{len(self.scratch)}"
+        self.scratch.append((c, nbytes))
+        self.ptr[name] = c
+        self.slot_of[name] = c
+        return c
+
+    # -- the calls -------------------------------------------------------------------------------
+    def _kernel_call(self, fn: str, params: list) -> None:
+        args = []
+        for _, src, nbytes, writable in params:
+            if src == "_syms":
+                raise _NoCForm("symbolic sizes")
+            if writable:
+                if src in self.ptr:
+                    raise _NoCForm(f"{src} is written twice")
+                args.append(self._slot(src, abs(int(nbytes))))
+            else:
+                args.append(self.pointer(src))
+        self.steps.append(f"{{ void* gm_a[] = {{{', '.join(f'(void*)({a})' for a in args)}}}; {fn}(gm_a, gm_nt); }}")
+
+    def _library(self, node: Node) -> None:
+        """A node the generator would run as a NumPy call: a view (its address, resolved when
+        read), a product (BLAS), a lone pointwise op (a one-op kernel); else no C form."""
+        out = node.outputs[0] if node.outputs else None
+        if out is not None and len(node.outputs) == 1 and strided_source(out) is not None:
+            self.views[self.name(out)] = out
+            return
+        if node.op == "matmul":
+            self._matmul(node)
+            return
+        low = lowering_for(node.op)
+        if (low.pointwise and low.cupy.expr is not None and len(node.outputs) == 1
+                and all(isinstance(v, Value) or isinstance(v, (int, float, bool)) for v in node.inputs)):
+            fused = _one_op_region(node)
+            region = analyze(fused, scalar_code=False)
+            if region.kind == "unfused":
+                region = analyze_rows(fused) or region
+            why = supported(region)
+            if why is None:
+                self.m._native_function(CRegion(self.m, fused, region, f"gm_region{len(self.m.functions)}"), "loop")
+                return
+            raise _NoCForm(f"{node.op} ({why})")
+        raise _NoCForm(f"{node.op} has no C form (a library call)")
+
+    def _strides(self, v: Value) -> tuple[str, tuple]:
+        """(address, element strides) of a product operand of 1 or 2 dims: a transposed view
+        of a C-contiguous matrix is read in place with its strides (NumPy passes it to BLAS
+        as a transposed operand), anything else C-contiguous."""
+        shape = _ints(v.type.shape)
+        view = strided_source(v) if self.name(v) in self.views else None
+        if view is not None and len(shape) == 2:
+            base, strides, offset = view
+            if offset == 0 and _ints(base.type.shape) == (shape[1], shape[0]) and tuple(strides) == (1, shape[0]):
+                return self.pointer(self.name(base)), (1, shape[0])
+        return self.pointer(self.name(v)), contiguous_strides(shape)
+
+    def _matmul(self, node: Node) -> None:
+        """A product as NumPy's matmul computes it (numpy/_core/src/umath/matmul.c.src), so
+        with its bits: a stack by a matrix folded into one product (fold_matmul), then dot,
+        gemv (either side a vector) or gemm by the same rules, with the same arguments; a
+        product with one inner dimension is NumPy's own loop."""
+        a, b = node.inputs
+        out = node.outputs[0]
+        if not (isinstance(a, Value) and isinstance(b, Value)):
+            raise _NoCForm("matmul of a literal")
+        if small_batched_matmul(node) is None:
+            self.m._native_function(CBatchedMatmul(self.m, node, f"gm_matmul{len(self.m.functions)}"), "loop")
+            return
+        dt = out.type.dtype.np.name
+        ra, rb = len(a.type.shape), len(b.type.shape)
+        if (_blas() is None or dt not in ("float32", "float64") or a.type.dtype != out.type.dtype
+                or b.type.dtype != out.type.dtype or rb > 2 or (ra > 2 and rb != 2)):
+            raise _NoCForm("matmul other than a float product by one matrix or vector")
+        found = _blas()
+        assert found is not None
+        T = "float" if dt == "float32" else "double"
+        idx = "long long" if found[1] else "int"
+        f = 0 if dt == "float32" else 1  # the table: gemm, gemv, dot, each float then double
+        k_ = int(a.type.shape[-1])
+        m_ = _prod(a.type.shape[:-1]) if ra > 1 else 1
+        n_ = int(b.type.shape[-1]) if rb == 2 else 1
+        if ra > 2:
+            pa, sa = self.pointer(self.name(a)), (k_, 1)
+        elif ra == 2:
+            pa, sa = self._strides(a)
+        else:
+            pa, sa = self.pointer(self.name(a)), (0, 1)
+        if rb == 2:
+            pb, sb = self._strides(b)
+        else:
+            pb, sb = self.pointer(self.name(b)), (1, 0)
+        c = self._slot(self.name(out), _bytes(out))
+        cast = f"(const {T}*)"
+        head = f"{{  // %{out.name} = matmul ({m_}x{k_} by {k_}x{n_}) as NumPy's matmul calls BLAS"
+        if m_ == 0 or n_ == 0:
+            return
+        if k_ == 0:
+            self.steps.append(f"__builtin_memset({c}, 0, {_bytes(out)});  // %{out.name}: an empty sum")
+            return
+        gemv = (f"typedef void (*gm_gemv_t)(int, int, {idx}, {idx}, {T}, const {T}*, {idx}, const {T}*, {idx}, "
+                f"{T}, {T}*, {idx});")
+        self.gemm = True
+        if m_ == 1 and n_ == 1:  # dot: 0 + the BLAS dot product
+            self.steps += [head, f"    typedef {T} (*gm_dot_t)({idx}, const {T}*, {idx}, const {T}*, {idx});",
+                           f"    {T} gm_sum = ({T})0;",
+                           f"    gm_sum += ((gm_dot_t)gm_blas[{4 + f}])({k_}, {cast}({pa}), {sa[1]}, {cast}({pb}), "
+                           f"{sb[0]});", f"    *({T}*)({c}) = gm_sum;", "}"]
+        elif k_ == 1:  # NumPy's own loop: each element 0 + a * b
+            self.steps += [head, f"    const {T}* gm_x = {cast}({pa}); const {T}* gm_y = {cast}({pb});",
+                           f"    {T}* gm_z = ({T}*)({c});",
+                           f"    for (long long gm_i = 0; gm_i < {m_}; ++gm_i)",
+                           f"        for (long long gm_j = 0; gm_j < {n_}; ++gm_j)",
+                           f"            gm_z[gm_i * {n_} + gm_j] = ({T})0 + gm_x[gm_i * {sa[0]}] * gm_y[gm_j * {sb[1]}];",
+                           "}"]
+        elif m_ == 1 or n_ == 1:  # gemv: a vector by a matrix, or a matrix by a vector
+            if m_ == 1:  # gemv(B, is2_p, is2_n, A, is1_n, out, 1, m=N, n=K)
+                mat, s_m, s_n, vec, inc, rows = pb, sb[1], sb[0], pa, sa[1], n_
+            else:  # gemv(A, is1_m, is1_n, B, is2_n, out, 1, m=M, n=K)
+                mat, s_m, s_n, vec, inc, rows = pa, sa[0], sa[1], pb, sb[0], m_
+            order, lda = (102, s_m) if _blasable2d(s_m, s_n, k_) else (101, s_n)
+            self.steps += [head, f"    {gemv}",
+                           f"    ((gm_gemv_t)gm_blas[{2 + f}])({order}, 112, {k_}, {rows}, ({T})1, {cast}({mat}), "
+                           f"{lda}, {cast}({vec}), {inc}, ({T})0, ({T}*)({c}), 1);", "}"]
+        else:  # gemm, each operand transposed where it is not blasable as it lies
+            ta, lda = (111, sa[0]) if _blasable2d(sa[0], sa[1], k_) else (112, sa[1])
+            tb, ldb = (111, sb[0]) if _blasable2d(sb[0], sb[1], n_) else (112, sb[1])
+            if pa == pb and m_ == n_ and sa == (sb[1], sb[0]) and ta != tb:
+                raise _NoCForm("matmul of a matrix by its own transpose (NumPy calls syrk)")
+            self.steps += [head,
+                           f"    typedef void (*gm_gemm_t)(int, int, int, {idx}, {idx}, {idx}, {T}, const {T}*, {idx}, "
+                           f"const {T}*, {idx}, {T}, {T}*, {idx});",
+                           f"    ((gm_gemm_t)gm_blas[{f}])(101, {ta}, {tb}, {m_}, {n_}, {k_}, ({T})1, {cast}({pa}), "
+                           f"{lda}, {cast}({pb}), {ldb}, ({T})0, ({T}*)({c}), {n_});", "}"]
+
+    def emit(self) -> None:
+        """Run the native generator over the body: the steps' C calls, or _NoCForm."""
+        m = self.m
+        if m.symbols:
+            raise _NoCForm("symbolic sizes")
+        for node in m.graph.nodes:
+            if node.body is None and node.op in ("scan", "while_loop", "cond"):
+                raise _NoCForm(f"a nested {node.op}")
+        m.body = []
+        saved = m.stats["native"]
+        if m._straight_line():
+            m._graph_function()
+            return
+        from .driver import eager_kernel_call  # noqa: PLC0415
+
+        for node in m.graph.nodes:
+            if node.body is None and eager_kernel_call(node) is None:
+                raise _NoCForm(f"{node.op} runs eager's kernel through its forward")
+            if node.body is None and small_batched_matmul(node) is None:
+                m._native_function(CBatchedMatmul(m, node, f"gm_matmul{len(m.functions)}"), "loop")
+                continue
+            if node.body is None:
+                self._library(node)
+                continue
+            region = analyze(node, scalar_code=False)
+            if region.kind == "unfused":
+                region = analyze_rows(node) or region
+            why = supported(region)
+            if why is not None:
+                raise _NoCForm(f"a fused region ({why})")
+            m._native_function(CRegion(m, node, region, f"gm_region{len(m.functions)}"), "loop")
+        del saved
+
+    def output(self, y) -> tuple[str, str | None]:
+        """(C address of a body result, the scratch slot's name when the body wrote it)."""
+        if not isinstance(y, Value):
+            raise _NoCForm("a literal result")
+        name = self.name(y)
+        while name in self.alias and name not in self.ptr:
+            name = self.alias[name]
+        return self.pointer(name), self.slot_of.get(name)
+
+
+def _one_op_region(node: Node) -> Node:
+    """A fused node of one pointwise op (native_gen's lone regions, for every operand layout)."""
+    body = Graph(name="body")
+    remap: dict = {}
+    inputs: list = []
+    for v in node.input_values():
+        if v not in remap:
+            remap[v] = Value(f"{v.name}_in", v.type)
+            body.inputs.append(remap[v])
+            inputs.append(v)
+    copy = Node(op=node.op, inputs=[remap.get(v, v) if isinstance(v, Value) else v for v in node.inputs],
+                attrs=dict(node.attrs), loc=node.loc)
+    copy.outputs = [Value(f"{node.outputs[0].name}_out", node.outputs[0].type, copy, 0)]
+    body.nodes.append(copy)
+    body.outputs = list(copy.outputs)
+    fused = Node(op="fused", inputs=inputs, attrs={}, body=body, loc=node.loc)
+    fused.outputs = list(node.outputs)
+    return fused
+
+
+# -- the loop function ---------------------------------------------------------------------------------
+def emit_loop(m: "NativeModule", node: Node, at: str) -> str | None:
+    """Write `node` (scan or while_loop) as one C function and its call into module m; None
+    when done, else why not (m is left as it was: the op's forward runs the loop)."""
+    if not enabled():
+        return "native loops are off (GRAPHMODE_NATIVE_LOOPS=0)"
+    values = list(node.inputs) + list(node.outputs)
+    if not all(isinstance(v, Value) for v in node.inputs):
+        return "a literal operand"
+    if not all(_static_shape(v) for v in values):
+        return "symbolic sizes"
+    saved = (len(m.functions), dict(m.by_code), dict(m.stats))
+    try:
+        loop = _Loop(m, node)
+        fn = loop.function(at)
+    except _NoCForm as exc:
+        del m.functions[saved[0]:]
+        m.by_code.clear()
+        m.by_code.update(saved[1])
+        m.stats.clear()
+        m.stats.update(saved[2])
+        return str(exc)
+    m.functions.append(fn)
+    loop.call(fn["name"])
+    return None
+
+
+class _Loop:
+    """The C function of one loop node: its arguments (consts, initial carries, xs, then the
+    results, then the scratch buffer and BLAS's addresses) and its statements."""
+
+    def __init__(self, m: "NativeModule", node: Node) -> None:
+        self.m, self.node = m, node
+        a = node.attrs
+        self.scratch: list = []
+        n_c = a["n_consts"]
+        ins = list(node.inputs)
+        self.consts = ins[:n_c]
+        if node.op == "scan":
+            n_k = a["n_carry"]
+            self.carries = ins[n_c:n_c + n_k]
+            self.xs = ins[n_c + n_k:]
+            self.body = optimized_body(a["body"])
+            self.cond = None
+        else:
+            self.carries = ins[n_c:]
+            self.xs = []
+            self.body = optimized_body(a["body"])
+            self.cond = optimized_body(a["cond"])
+        self.tag = f"gm_loop{len(m.functions)}"
+
+    def _inputs(self) -> list[str]:
+        return ([f"gm_c{i}" for i in range(len(self.consts))] + [f"gm_cur{k}" for k in range(len(self.carries))]
+                + [f"gm_x{j}" for j in range(len(self.xs))])
+
+    def function(self, at: str) -> dict:
+        node, a = self.node, self.node.attrs
+        n_k = len(self.carries)
+        outs = list(node.outputs)
+        body = _BodyModule(self.m, self.body, f"{self.tag}b", self._inputs(), self.scratch)
+        body.emit()
+        cond = None
+        if self.cond is not None:
+            cond = _BodyModule(self.m, self.cond, f"{self.tag}c", self._inputs(), self.scratch)
+            cond.emit()
+        # the arguments: consts, initial carries, xs, then the results
+        decls = []
+        k = 0
+        for i, _ in enumerate(self.consts):
+            decls.append(f"char* const gm_c{i} = (char*)gm_args[{k}];")
+            k += 1
+        for i, _ in enumerate(self.carries):
+            decls.append(f"const char* const gm_init{i} = (const char*)gm_args[{k}];")
+            k += 1
+        for j, _ in enumerate(self.xs):
+            decls.append(f"char* const gm_xs{j} = (char*)gm_args[{k}];")
+            k += 1
+        lines: list[str] = []
+        # the carries' second buffers, then the body's slots, in the scratch buffer
+        spare = []
+        for i, c in enumerate(self.carries):
+            spare.append(f"gm_spare{i}")
+            self.scratch.insert(i, (f"gm_spare{i}", _bytes(c)))
+        offsets, total = [], 0
+        for _, nb in self.scratch:
+            offsets.append(total)
+            total += -(-max(nb, 1) // _ALIGN) * _ALIGN
+        self.scratch_bytes = total
+        decls.append(f"char* const gm_scratch = (char*)gm_args[{k}];")
+        k += 1
+        self.blas = body.gemm or (cond is not None and cond.gemm)
+        if self.blas:
+            decls.append(f"const long long* const gm_blas = (const long long*)gm_args[{k}];")
+            k += 1
+        for i, _ in enumerate(outs):  # the results last: the call path makes them
+            decls.append(f"char* const gm_out{i} = (char*)gm_args[{k}];")
+            k += 1
+        # where each body result goes: carry k's new value into its spare buffer (nxt), a y into
+        # its slot of the stacked ys, when the body wrote the value itself and nothing else took it
+        redirect: dict[str, str] = {}
+        results = list(self.body.outputs)
+        after: list[str] = []
+        length = int(a["length"]) if node.op == "scan" else None
+        for i, y in enumerate(results[:n_k]):
+            addr, slot = body.output(y)
+            if slot is not None and slot not in redirect:
+                redirect[slot] = f"gm_nxt{i}"
+            else:
+                after.append(f"__builtin_memcpy(gm_nxt{i}, {addr}, {_bytes(self.carries[i])});")
+        for j, y in enumerate(results[n_k:]):
+            o = outs[n_k + j]
+            size = _bytes(o) // max(length or 1, 1)
+            dest = f"(gm_out{n_k + j} + gm_t * {size}LL)"
+            addr, slot = body.output(y)
+            if slot is not None and slot not in redirect:
+                redirect[slot] = dest
+            else:
+                after.append(f"__builtin_memcpy({dest}, {addr}, {size});")
+        for (name, _), off in zip(self.scratch, offsets):
+            if name not in redirect:
+                lines.append(f"char* const {name} = gm_scratch + {off}LL;")
+        # the carries: cur (read by the step) and nxt (written by it), swapped after each step;
+        # for a scan the first buffer is picked so that the last step leaves the result in place
+        for i, c in enumerate(self.carries):
+            first, second = f"gm_out{i}", spare[i]
+            if length is not None and length % 2 == 1:
+                first, second = second, first
+            lines += [f"char* gm_cur{i} = {first};", f"char* gm_nxt{i} = {second};",
+                      f"__builtin_memcpy(gm_cur{i}, gm_init{i}, {_bytes(c)});"]
+        step: list[str] = []
+        for slot, dest in redirect.items():
+            step.append(f"char* const {slot} = {dest};")
+        if node.op == "scan":
+            n_y = len(results) - n_k
+            for i, c in enumerate(self.carries):
+                if a.get("save"):
+                    step.append(f"__builtin_memcpy(gm_out{n_k + n_y + i} + gm_t * {_bytes(c)}LL, gm_cur{i}, "
+                                f"{_bytes(c)});")
+            for j, x in enumerate(self.xs):
+                step.append(f"char* const gm_x{j} = gm_xs{j} + gm_t * {_bytes(x) // max(length or 1, 1)}LL;")
+        step += body.steps + after
+        for i, _ in enumerate(self.carries):
+            step.append(f"{{ char* gm_tmp = gm_cur{i}; gm_cur{i} = gm_nxt{i}; gm_nxt{i} = gm_tmp; }}")
+        if length is not None:
+            t = f"{length - 1}LL - gm_step" if a["reverse"] else "gm_step"
+            lines.append(f"for (long long gm_step = 0; gm_step < {length}LL; ++gm_step) {{")
+            lines.append(f"    const long long gm_t = {t};")
+            lines.append("    (void)gm_t;")
+        else:
+            assert cond is not None and self.cond is not None
+            test, _ = cond.output(self.cond.outputs[0])
+            lines.append("for (;;) {")
+            lines += ["    " + s for s in cond.steps]
+            lines.append(f"    if (!*(const unsigned char*)({test})) break;")
+        lines += ["    " + s for s in step]
+        lines.append("}")
+        for i, c in enumerate(self.carries):
+            lines.append(f"if (gm_cur{i} != gm_out{i}) __builtin_memcpy(gm_out{i}, gm_cur{i}, {_bytes(c)});")
+        title = f"{at}: {node.op} as a C loop around its body's kernels"
+        return {"name": self.tag, "title": title, "head": title, "also": [], "decls": decls, "lines": lines,
+                "fused_multiply_add": False}
+
+    def call(self, fn: str) -> None:
+        """The driver's call: operands, the scratch buffer (made here, once per call) and
+        BLAS's addresses, then the results, which the call path makes."""
+        m, node = self.m, self.node
+        params, dtypes = [], []
+        for v in list(node.inputs):
+            params.append(("", m.contiguous(v), _bytes(v), False))
+            dtypes.append(v.type.dtype.np.name)
+        scratch = m.names.fresh(f"{self.tag}_scratch")
+        m.body.append(f"{scratch} = np.empty({py_literal(self.scratch_bytes)}, np.uint8)  # the loop's buffers")
+        m.fresh.add(scratch)
+        params.append(("", scratch, self.scratch_bytes, True))
+        dtypes.append("uint8")
+        if self.blas:
+            table = m.names.fresh(f"{self.tag}_blas")
+            m.body.append(f"from codegen.native_gen.loops import blas_table as {table}")
+            m.body.append(f"{table} = {table}()  # NumPy's BLAS: _ROUTINES")
+            m.fresh.add(table)
+            params.append(("", table, 8 * len(_ROUTINES), False))
+            dtypes.append("int64")
+        for o in node.outputs:
+            name = m.names(o)
+            m.made_by_call[name] = _ints(o.type.shape)
+            m.fresh.add(name)
+            params.append(("", name, _bytes(o), True))
+            dtypes.append(o.type.dtype.np.name)
+        m.kernel_call(fn, params, dtypes)
