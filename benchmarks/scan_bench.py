@@ -12,8 +12,18 @@ Both a forward pass and a gradient (static.value_and_grad) are timed.
 
     python benchmarks/scan_bench.py [--quick] [--steps 256] [--json scan_bench.json]
 
+On the native backend the scan runs a third way, with GRAPHMODE_NATIVE_LOOPS=0: the op's
+forward loops in Python around the body's native code, where the default is one C loop
+around the same kernels (codegen/native_gen/loops.py); `Python loop/C loop` is that ratio.
+Ratios are per round of the interleaved samples (median, min-max); `cpu` is the ratio of
+the process's CPU time, which another process's load does not inflate.
+
+Also the compile time of a recurrent cell in a fori_loop of 10, 1000 and 10000 steps: the
+loop is one node, so the time should not depend on the step count.
+
 The target: the scan's step time within 1.2x of the unrolled graph's (ratio `scan/unrolled
-step`); the unrolled graph pays compile time that grows with T instead."""
+step`); the unrolled graph pays compile time that grows with T instead; a 1000-step
+fori_loop compiles in under 0.3 s."""
 from __future__ import annotations
 
 import argparse
@@ -90,6 +100,28 @@ def _warm(backend: str) -> None:
     static.compile(lambda x: eager.tanh(x @ x) + 1, backend=backend)(eager.ones(3, 3))
 
 
+def _cpu_samples(fns: list, repeats: int) -> list[list[float]]:
+    """CPU seconds (this process, every thread) per call of each fn, interleaved: on a shared
+    machine the wall clock also counts the time other processes hold the cores."""
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for k, fn in enumerate(fns):
+            t0 = time.process_time()
+            fn()
+            samples[k].append(time.process_time() - t0)
+    return samples
+
+
+def _versions(backend: str) -> tuple:
+    """(name, function, GRAPHMODE_NATIVE_LOOPS while it is built): on the native backend the
+    scan also runs with the C loops off (the op's forward loops in Python around the body's
+    native code), the comparison of codegen/native_gen/loops.py."""
+    out = [("scan", gru_scan, "1"), ("unrolled", gru_unrolled, "1")]
+    if backend == "native":
+        out.append(("scan, Python loop", gru_scan, "0"))
+    return tuple(out)
+
+
 def measure(backend: str, steps: int, batch: int, n_in: int, hid: int, repeats: int) -> list[dict]:
     _warm(backend)
     rng = np.random.default_rng(0)
@@ -97,33 +129,69 @@ def measure(backend: str, steps: int, batch: int, n_in: int, hid: int, repeats: 
     h0 = eager.tensor(np.zeros((batch, hid), np.float32))
     xs = eager.tensor(rng.standard_normal((steps, batch, n_in)).astype(np.float32))
     rows = []
+    versions = _versions(backend)
+    names = [v[0] for v in versions]
     for mode in ("forward", "grad"):
         made = {}
-        for name, run in (("scan", gru_scan), ("unrolled", gru_unrolled)):
-            fn = (static.compile(run, backend=backend) if mode == "forward"
-                  else static.value_and_grad(loss_of(run), argnums=0, backend=backend))
-            t0 = time.perf_counter()
-            out = fn(p, h0, xs)
-            compile_s = time.perf_counter() - t0
+        for name, run, loops in versions:
+            os.environ["GRAPHMODE_NATIVE_LOOPS"] = loops
+            try:
+                fn = (static.compile(run, backend=backend) if mode == "forward"
+                      else static.value_and_grad(loss_of(run), argnums=0, backend=backend))
+                t0 = time.perf_counter()
+                out = fn(p, h0, xs)
+                compile_s = time.perf_counter() - t0
+            finally:
+                os.environ.pop("GRAPHMODE_NATIVE_LOOPS", None)
             graph = static.trace(run if mode == "forward" else loss_of(run), p, h0, xs)
             made[name] = (fn, compile_s, graph.count_nodes(), out)
-        # the two agree
-        a, b = made["scan"][3], made["unrolled"][3]
-        a0 = a[0] if mode == "forward" else a[0]
-        b0 = b[0] if mode == "forward" else b[0]
-        np.testing.assert_allclose(np.asarray(a0.numpy()), np.asarray(b0.numpy()), rtol=2e-4, atol=2e-5)
-        fns = [lambda f=made[k][0]: f(p, h0, xs) for k in ("scan", "unrolled")]
+        # they agree
+        for name in names[1:]:
+            a, b = made["scan"][3], made[name][3]
+            np.testing.assert_allclose(np.asarray(a[0].numpy()), np.asarray(b[0].numpy()), rtol=2e-4, atol=2e-5)
+        fns = [lambda f=made[k][0]: f(p, h0, xs) for k in names]
         samples = sample_interleaved(fns, repeats=repeats, warmup=2)
+        cpu = _cpu_samples(fns, repeats)
         med = [float(np.median(s)) for s in samples]
+        med_cpu = [float(np.median(s)) for s in cpu]
         peaks = [_peak(f) for f in fns]
-        for k, name in enumerate(("scan", "unrolled")):
+        for k, name in enumerate(names):
             rows.append({"backend": backend, "mode": mode, "version": name, "compile_s": made[name][1],
                          "graph_nodes": made[name][2], "step_us": med[k] / steps * 1e6, "call_ms": med[k] * 1e3,
-                         "peak_mb": peaks[k] / 2 ** 20})
+                         "cpu_step_us": med_cpu[k] / steps * 1e6, "peak_mb": peaks[k] / 2 ** 20})
+        ratio = [a / b for a, b in zip(samples[0], samples[1])]  # per round: drift hits both alike
         rows.append({"backend": backend, "mode": mode, "version": "scan/unrolled",
                      "compile_ratio": made["scan"][1] / made["unrolled"][1],
-                     "scan/unrolled step": med[0] / med[1], "memory_ratio": peaks[0] / max(peaks[1], 1)})
+                     "scan/unrolled step": float(np.median(ratio)), "spread": (min(ratio), max(ratio)),
+                     "cpu ratio": med_cpu[0] / med_cpu[1], "memory_ratio": peaks[0] / max(peaks[1], 1)})
+        if len(names) > 2:
+            ratio = [a / b for a, b in zip(samples[2], samples[0])]
+            rows.append({"backend": backend, "mode": mode, "version": "Python loop/C loop",
+                         "compile_ratio": made[names[2]][1] / made["scan"][1],
+                         "scan/unrolled step": float(np.median(ratio)), "spread": (min(ratio), max(ratio)),
+                         "cpu ratio": med_cpu[2] / med_cpu[0], "memory_ratio": peaks[2] / max(peaks[0], 1)})
     return rows
+
+
+def fori_compile(backend: str, lengths: tuple, hid: int, repeats: int) -> list[dict]:
+    """Compile time (the first call of a fresh compiled function: trace, passes, code
+    generation, the C++ compile where native; the code cache is an empty directory, and each
+    length is another graph) of a recurrent cell in a fori_loop of each length: it should
+    not depend on the length. Rounds interleave the lengths; the median is reported."""
+    rng = np.random.default_rng(1)
+    w = eager.tensor((rng.standard_normal((hid, hid)) / np.sqrt(hid)).astype(np.float32))
+    h0 = eager.tensor(rng.standard_normal((8, hid)).astype(np.float32))
+    times: dict = {n: [] for n in lengths}
+    for r in range(repeats):
+        for n in lengths:
+            def run(w, h0, n=n, r=r):
+                return static.fori_loop(0, n, lambda i, h: eager.tanh(h @ w) + 0.5 * h + r, h0)
+            fn = static.compile(run, backend=backend)
+            t0 = time.perf_counter()
+            fn(w, h0)
+            times[n].append(time.perf_counter() - t0)
+    return [{"backend": backend, "steps": n, "compile_s": float(np.median(t)), "min_s": min(t), "max_s": max(t)}
+            for n, t in times.items()]
 
 
 def _native_ok() -> bool:
@@ -143,29 +211,40 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--inputs", type=int, default=64)
     ap.add_argument("--backends", default="numpy,native")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--fori-only", action="store_true", help="only the fori_loop compile times")
     args = ap.parse_args(argv)
     steps, batch, hid, n_in, repeats = args.steps, args.batch, args.hidden, args.inputs, 7
     if args.quick:
         steps, batch, hid, n_in, repeats = 16, 4, 8, 4, 2
     os.environ.setdefault("GRAPHMODE_CACHE_DIR", tempfile.mkdtemp(prefix="scan_bench_"))
-    rows = []
+    rows, fori = [], []
+    lengths = (10, 100, 1000) if args.quick else (10, 1000, 10000)
     for backend in args.backends.split(","):
         if backend == "native" and not _native_ok():
             print("native: no C++ compiler found; skipped")
             continue
-        rows += measure(backend, steps, batch, n_in, hid, repeats)
-    body = [r for r in rows if r["version"] != "scan/unrolled"]
+        if not args.fori_only:
+            rows += measure(backend, steps, batch, n_in, hid, repeats)
+        fori += fori_compile(backend, lengths, 32 if args.quick else hid, 1 if args.quick else 3)
+    body = [r for r in rows if "compile_s" in r]
     print(f"GRU, {steps} steps, batch {batch}, hidden {hid}, inputs {n_in} ({machine_info()['vector_isa']}; "
           "times from a shared machine: noisy)")
-    print(format_table(["backend", "mode", "version", "compile s", "nodes", "us/step", "peak MB"],
+    print(format_table(["backend", "mode", "version", "compile s", "nodes", "us/step", "cpu us/step", "peak MB"],
                        [[r["backend"], r["mode"], r["version"], f"{r['compile_s']:.3f}", r["graph_nodes"],
-                         f"{r['step_us']:.1f}", f"{r['peak_mb']:.1f}"] for r in body]))
-    ratios = [r for r in rows if r["version"] == "scan/unrolled"]
-    print(format_table(["backend", "mode", "scan/unrolled step", "compile ratio", "memory ratio"],
-                       [[r["backend"], r["mode"], f"{r['scan/unrolled step']:.2f}", f"{r['compile_ratio']:.3f}",
-                         f"{r['memory_ratio']:.2f}"] for r in ratios]))
+                         f"{r['step_us']:.1f}", f"{r['cpu_step_us']:.1f}", f"{r['peak_mb']:.1f}"] for r in body]))
+    ratios = [r for r in rows if "compile_s" not in r]
+    print(format_table(["backend", "mode", "ratio", "step (median, min-max)", "cpu", "compile ratio",
+                        "memory ratio"],
+                       [[r["backend"], r["mode"], r["version"],
+                         f"{r['scan/unrolled step']:.2f} ({r['spread'][0]:.2f}-{r['spread'][1]:.2f})",
+                         f"{r['cpu ratio']:.2f}", f"{r['compile_ratio']:.3f}", f"{r['memory_ratio']:.2f}"]
+                        for r in ratios]))
+    print("fori_loop compile time by step count (first call, empty code cache; median of rounds, min-max):")
+    print(format_table(["backend", "steps", "compile s", "min-max"],
+                       [[r["backend"], r["steps"], f"{r['compile_s']:.3f}", f"{r['min_s']:.3f}-{r['max_s']:.3f}"]
+                        for r in fori]))
     if args.json:
-        write_json(args.json, {"steps": steps, "batch": batch, "hidden": hid, "rows": rows})
+        write_json(args.json, {"steps": steps, "batch": batch, "hidden": hid, "rows": rows, "fori_compile": fori})
     return 0
 
 

@@ -248,6 +248,11 @@ class _BodyModule:
         if node.op == "matmul":
             self._matmul(node)
             return
+        if node.op == "cat":
+            self._cat(node)
+            return
+        if node.op == "sum" and self._leading_sum(node):
+            return
         low = lowering_for(node.op)
         if (low.pointwise and low.cupy.expr is not None and len(node.outputs) == 1
                 and all(isinstance(v, Value) or isinstance(v, (int, float, bool)) for v in node.inputs)):
@@ -261,6 +266,61 @@ class _BodyModule:
                 return
             raise _NoCForm(f"{node.op} ({why})")
         raise _NoCForm(f"{node.op} has no C form (a library call)")
+
+    def _cat(self, node: Node) -> None:
+        """np.concatenate: each operand's rows copied into the result's (a copy: exact)."""
+        out = node.outputs[0]
+        shape = _ints(out.type.shape)
+        d = int(node.attrs["dim"]) % max(len(shape), 1)
+        if not all(isinstance(v, Value) and v.type.dtype == out.type.dtype for v in node.inputs):
+            raise _NoCForm("cat of a literal or of mixed dtypes")
+        c = self._slot(self.name(out), _bytes(out))
+        outer = _prod(shape[:d])
+        row = _prod(shape[d:]) * out.type.dtype.np.itemsize
+        lines = [f"{{  // %{out.name} = cat along dim {d}: each operand's rows copied"]
+        at = 0
+        for v in node.inputs:
+            part = _prod(_ints(v.type.shape)[d:]) * out.type.dtype.np.itemsize
+            if part:
+                src = self.pointer(self.name(v))
+                lines.append(f"    for (long long gm_i = 0; gm_i < {outer}; ++gm_i) __builtin_memcpy({c} + gm_i * "
+                             f"{row}LL + {at}, {src} + gm_i * {part}LL, {part});")
+            at += part
+        self.steps += lines + ["}"]
+
+    def _leading_sum(self, node: Node) -> bool:
+        """A float sum over leading axes (a bias's gradient: the column sums of a batch), as
+        np.add.reduce adds there: the first slice, then each next one added in order, in the
+        dtype; True when written (other sums have no C form with NumPy's bits)."""
+        from ..lowering import accumulate_dtype  # noqa: PLC0415
+
+        x, out = node.inputs[0], node.outputs[0]
+        if not isinstance(x, Value) or accumulate_dtype(node) is not None:
+            return False
+        shape = _ints(x.type.shape)
+        dims = node.attrs.get("dims")
+        dims = list(range(len(shape))) if dims is None else sorted(int(a) % len(shape) for a in dims)
+        k = len(dims)
+        dt = x.type.dtype.np.name
+        if dt not in ("float32", "float64") or out.type.dtype != x.type.dtype or dims != list(range(k)):
+            return False
+        kept, count = _prod(shape[k:]), _prod(shape[:k])
+        if kept < 2 or k == len(shape):  # NumPy sums a whole contiguous run pairwise
+            return False
+        T = "float" if dt == "float32" else "double"
+        src = self.pointer(self.name(x))
+        c = self._slot(self.name(out), _bytes(out))
+        if count == 0:
+            self.steps.append(f"__builtin_memset({c}, 0, {_bytes(out)});  // %{out.name}: an empty sum")
+            return True
+        self.steps += [f"{{  // %{out.name} = sum over the leading {k} axis(es): slice by slice, in order",
+                       f"    const {T}* gm_x = (const {T}*)({src}); {T}* gm_z = ({T}*)({c});",
+                       f"    for (long long gm_j = 0; gm_j < {kept}; ++gm_j) gm_z[gm_j] = gm_x[gm_j];",
+                       f"    for (long long gm_i = 1; gm_i < {count}; ++gm_i)",
+                       f"        for (long long gm_j = 0; gm_j < {kept}; ++gm_j) gm_z[gm_j] = gm_z[gm_j] + "
+                       f"gm_x[gm_i * {kept}LL + gm_j];",
+                       "}"]
+        return True
 
     def _strides(self, v: Value) -> tuple[str, tuple]:
         """(address, element strides) of a product operand of 1 or 2 dims: a transposed view

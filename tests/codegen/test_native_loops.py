@@ -131,37 +131,51 @@ def test_while_loop_that_never_runs(monkeypatch):
     assert "as a C loop" in source and int(native[0]) == 5 and np.array_equal(native[1], np.arange(3.0))
 
 
+def _gru(w, u, b, h, x):
+    """A GRU step (gates sliced from two products, as PyTorch's GRUCell)."""
+    gi, gh = x @ w + b, h @ u
+    n = h.shape[-1]
+    r = eager.sigmoid(gi[:, :n] + gh[:, :n])
+    z = eager.sigmoid(gi[:, n:2 * n] + gh[:, n:2 * n])
+    c = eager.tanh(gi[:, 2 * n:] + r * gh[:, 2 * n:])
+    return (1 - z) * c + z * h
+
+
 def test_gradients_through_a_scan(monkeypatch):
+    """A GRU's gradient: the forward scan (saving carries and the products' results) and the
+    backward scan (transposed products, concatenated gate gradients, column sums) both run
+    as C loops, with the Python loop's bits, and agree with eager's autograd unrolled."""
     rng = np.random.default_rng(2)
     dt = np.float32
-    w = eager.tensor(rng.standard_normal((4, 8)).astype(dt) * 0.4)
-    u = eager.tensor(rng.standard_normal((8, 8)).astype(dt) * 0.4)
-    b = eager.tensor(rng.standard_normal(8).astype(dt) * 0.1)
-    h0 = eager.tensor(rng.standard_normal((2, 8)).astype(dt))
-    xs = eager.tensor(rng.standard_normal((6, 2, 4)).astype(dt))
+    w = eager.tensor(rng.standard_normal((4, 24)).astype(dt) * 0.4)
+    u = eager.tensor(rng.standard_normal((8, 24)).astype(dt) * 0.4)
+    b = eager.tensor(rng.standard_normal(24).astype(dt) * 0.1)
+    h0 = eager.tensor(rng.standard_normal((3, 8)).astype(dt))
+    xs = eager.tensor(rng.standard_normal((6, 3, 4)).astype(dt))
 
     def loss(w, u, b, h0, xs):
         def step(h, x):
-            h = _cell(w, u, b, h, x)
+            h = _gru(w, u, b, h, x)
             return h, h
         h, ys = static.scan(step, h0, xs)
         return (ys * ys).mean() + h.sum()
 
-    grad = static.value_and_grad(loss, argnums=(0, 1, 2, 3, 4), backend="native")
     outs = []
     for flag in ("1", "0"):
         monkeypatch.setenv("GRAPHMODE_NATIVE_LOOPS", flag)
         g = static.value_and_grad(loss, argnums=(0, 1, 2, 3, 4), backend="native")
         v, gs = g(w, u, b, h0, xs)
         outs.append([np.asarray(v.numpy())] + [np.asarray(t.numpy()) for t in gs])
+        if flag == "1":
+            source = g.lower(w, u, b, h0, xs).compile().as_text()
+            assert source.count("as a C loop around its body's kernels") == 2 and "loops in Python" not in source
     _same_bits(outs[0], outs[1])
-    del grad
     # against eager's autograd through the unrolled loop
     params = [eager.tensor(np.asarray(t.numpy()), requires_grad=True) for t in (w, u, b, h0, xs)]
     h = params[3]
     ys = []
     for t in range(6):
-        h = _cell(params[0], params[1], params[2], h, params[4][t])
+        h = _gru(params[0], params[1], params[2], h, params[4][t])
         ys.append(h)
     ref = (eager.stack(ys) ** 2).mean() + h.sum()
     ref.backward()
