@@ -3,8 +3,9 @@
 rule, eager._vmap) and the Jacobians composed from vmap and grad (`jacrev`, `jacfwd`,
 `hessian`). They run the function eagerly, so any Python works inside, and they nest (grad
 of grad, grad under vmap for per-example gradients): each level differentiates the graph
-the level below recorded. `jvp` is not here; static.compile, static.grad, static.vjp,
-static.jvp and static.vmap are their compiled counterparts."""
+the level below recorded. `jvp` is the VJP of the VJP (eager's autograd is reverse mode);
+static.compile, static.grad, static.vjp, static.jvp and static.vmap are their compiled
+counterparts."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from . import _vmap, autograd
 from ._grad_mode import enable_grad, is_grad_enabled
 from ._tensor import Tensor
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "vjp", "vmap"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp", "vmap"]
 
 
 def _positions(argnums: int | tuple, n: int) -> tuple:
@@ -169,6 +170,84 @@ def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> Any:
     shown = output if outer else (tuple(o.detach() for o in outputs) if isinstance(output, tuple)
                                   else output.detach())
     return (shown, vjp_fn, aux) if has_aux else (shown, vjp_fn)
+
+
+def _structure(x: Any) -> Any:
+    """The Python structure of a primals or tangents argument, as torch.func prints it."""
+    if isinstance(x, dict):
+        return {k: _structure(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_structure(v) for v in x)
+    return "*"
+
+
+def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, has_aux: bool = False) -> Any:
+    """(func(*primals), the Jacobian-vector product with `tangents`), or with has_aux
+    (output, jvp_out, aux). Mirrors torch.func.jvp: primals and tangents are tuples of the same
+    structure, each tangent of its primal's shape; the result's tangent is structured like the
+    output.
+
+    Eager's autograd is reverse mode, so the product is the VJP of the VJP: the pullback
+    u -> J^T u is linear in u, and its own VJP seeded with the tangents is J t (the
+    construction static.jvp uses). Code with Python loops (eager's while_loop, fori_loop,
+    scan run them) is differentiated through them, step by step."""
+    if not isinstance(primals, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it should be valid to "
+                           "call f(*primals).")
+    if _structure(primals) != _structure(tangents):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same python "
+                           "structure. For example, if primals is a tuple of 3 tensors, tangents also must be. Got "
+                           f"primals with structure {_structure(primals)} and tangents with structure "
+                           f"{_structure(tangents)}")
+    p_leaves, t_leaves = _leaves(primals), _leaves(tangents)
+    for p, t in zip(p_leaves, t_leaves):
+        for what, v in (("primals", p), ("tangents", t)):
+            if not isinstance(v, Tensor):
+                raise RuntimeError(f"jvp(f, primals, tangents): Expected {what} to only contain Tensors, got "
+                                   f"{type(v)}")
+        if tuple(p.shape) != tuple(t.shape):
+            raise RuntimeError("Trying to set a forward gradient that has a different size than that of the original "
+                               f"Tensor, this is not supported. Tensor is of size {list(p.shape)} while the given "
+                               f"forward gradient is of size {list(t.shape)}.")
+    outer = is_grad_enabled() and any(p.requires_grad or t.requires_grad for p, t in zip(p_leaves, t_leaves))
+    inputs = [_differentiable(p, "jvp") for p in p_leaves]
+    with enable_grad():
+        result = func(*_rebuild(primals, list(inputs)))
+        if has_aux:
+            if not (isinstance(result, tuple) and len(result) == 2):
+                raise RuntimeError("jvp(f, primals, tangents): output of function f should be a tuple: (output, aux) "
+                                   "if has_aux is True")
+            output, aux = result
+        else:
+            output, aux = result, None
+        outs = _leaves(output)
+        for o in outs:
+            if not isinstance(o, Tensor):
+                raise RuntimeError(f"jvp(f, primals, tangents): Expected f(*primals) to return only tensors, got "
+                                   f"unsupported type {type(o)}")
+        live = [k for k, o in enumerate(outs) if o.requires_grad and o.dtype.is_floating_point]
+        found: list = [None] * len(outs)
+        if live:
+            # a placeholder cotangent per output: the pullback is linear in it
+            us = [outs[k].detach() * 0 for k in live]
+            for u in us:
+                u.requires_grad_(True)
+            pulled = autograd.grad([outs[k] for k in live], inputs, us, create_graph=True, allow_unused=True)
+            pairs = [(g, t.to(g.dtype)) for g, t in zip(pulled, t_leaves) if g is not None and g.requires_grad]
+            if pairs:
+                pushed = autograd.grad([g for g, _ in pairs], us, [t for _, t in pairs], create_graph=outer,
+                                       allow_unused=True)
+                for k, d in zip(live, pushed):
+                    found[k] = d
+    tangent_out = [d if d is not None else o.detach() * 0 for d, o in zip(found, outs)]
+    if not outer:
+        tangent_out = [d.detach() for d in tangent_out]
+        shown = _rebuild(output, [o.detach() for o in outs])
+        aux = _rebuild(aux, [a.detach() if isinstance(a, Tensor) else a for a in _leaves(aux)])
+    else:
+        shown = output
+    t_out = _rebuild(output, tangent_out)
+    return (shown, t_out, aux) if has_aux else (shown, t_out)
 
 
 def _owner(module: Any, path: str) -> tuple:
