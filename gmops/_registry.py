@@ -132,6 +132,9 @@ class OpDef:
         # How eager computes the op on NumPy scalars (eager._dispatch._scalar_form derives it
         # from `forward` on first use; None until then, False where there is none).
         self.scalar_form: Callable[..., Any] | bool | None = None
+        # eager's grad_fn class for this op, when its name does not depend on the call
+        # (eager.autograd.graph.grad_class resolves it on first use; None until then)
+        self.grad_class: type | None = None
 
     @property
     def pointwise(self) -> bool:

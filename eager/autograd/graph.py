@@ -327,6 +327,18 @@ def node_class(name: str) -> type[Node]:
     return cls
 
 
+def grad_class(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any]) -> type[Node]:
+    """The grad_fn class of `op` applied to `operands` (node_class of its backward name).
+    A name that does not depend on the call (`op.grad_name` a string or None) is resolved
+    once and kept on the record (`op.grad_class`), which eager's hot path reads first:
+    `op.grad_class or grad_class(op, operands, attrs)`."""
+    g = op.grad_name
+    if callable(g):
+        return node_class(g(operands, attrs))
+    cls = op.grad_class = node_class(op.backward_name(operands, attrs))
+    return cls
+
+
 class AccumulateGrad(HookMixin):
     """The sink for a leaf: adds the incoming gradient into `leaf.grad`."""
 
