@@ -18,8 +18,6 @@ OVER: dict[str, str] = {
                           "(optimizer state as implicit inputs, the traced backward, write-back)",
     "static/compiled.py": "being reworked for guard speed while the others were split; to split with it "
                           "(the per-signature cache, the call path, compile options)",
-    "eager/_dispatch.py": "eager's per-op hot path, tuned against the W4 benchmark; split only with that "
-                          "benchmark rerun (its globals are read by the fast path)",
     "gmops/elementwise.py": "the pointwise op records, split by its owner with the eager files",
 }
 
