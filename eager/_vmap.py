@@ -258,8 +258,9 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     """torch.func.vmap: `func` mapped over dimension `in_dims` of its inputs (an int, None for
     an input that is not mapped, or a structure matching the arguments), its outputs stacked
     along `out_dims`. `randomness`: "error" (drawing random numbers inside raises), "same"
-    (one draw shared by the batch) or "different" (each example its own draws: the batch
-    then runs example by example). `chunk_size` maps that many examples at a time."""
+    (one draw shared by the batch) or "different" (each example its own draws: one draw of the
+    batch's numbers, `_random_rule`; only a draw no factory answers, an in-place fill, makes
+    the batch run example by example). `chunk_size` maps that many examples at a time."""
     if randomness not in ("error", "same", "different"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
     if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
@@ -297,32 +298,136 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
             raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
                              f"{sizes} for the mapped dimension")
         size = sizes[0]
-        if randomness == "different":
+        try:
+            return _mapped(func, leaves, tree, dims, size, out_dims, kwargs, randomness, chunk_size)
+        except _StrayDraw:  # a draw no factory rule saw (an in-place fill): each example draws its own
             return _by_example(func, leaves, tree, dims, size, out_dims, kwargs)
-        if chunk_size is not None and chunk_size < size:
-            parts = [_chunk(func, leaves, tree, dims, start, min(start + chunk_size, size), out_dims, kwargs,
-                            randomness) for start in range(0, size, chunk_size)]
-            return _concat(parts, out_dims)
-        return _run(func, leaves, tree, dims, size, out_dims, kwargs, randomness)
 
     wrapped.__name__ = f"vmap_{_name(func)}"
     wrapped.__doc__ = func.__doc__
     return wrapped
 
 
+def _mapped(func: Callable, leaves: list, tree: Any, dims: list, size: int, out_dims: Any, kwargs: dict,
+            randomness: str, chunk_size: int | None) -> Any:
+    """The vmapped call, in chunks of `chunk_size` examples when asked."""
+    if chunk_size is not None and chunk_size < size:
+        parts = [_chunk(func, leaves, tree, dims, start, min(start + chunk_size, size), out_dims, kwargs,
+                        randomness) for start in range(0, size, chunk_size)]
+        return _concat(parts, out_dims)
+    return _run(func, leaves, tree, dims, size, out_dims, kwargs, randomness)
+
+
+_RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please either use the 'same' or "
+                 "'different' randomness flags on vmap or perform the randomness operation out of vmap")
+
+
+class _Randomness(threading.local):
+    def __init__(self) -> None:
+        self.stack: list = []  # (randomness, level, size) of each running vmap, innermost last
+
+
+_RANDOM = _Randomness()
+
+
+class _StrayDraw(Exception):
+    """A draw under randomness="different" that no factory rule saw (an in-place fill): the
+    batch runs example by example instead."""
+
+
+def _random_rule(fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """A random factory called inside vmap (torch.func's randomness semantics): "error"
+    raises, "same" draws once for the whole batch (the logical shape, broadcast), "different"
+    draws the whole batch's numbers at once (the batch's shape in front) as a batched value:
+    one draw, no loop over the examples."""
+    if any(mode == "error" for mode, _, _ in _RANDOM.stack):  # (every level's randomness holds, as torch's)
+        raise RuntimeError(_RANDOM_ERROR)
+    draws = _factories.random.VMAP_DRAWS
+    saved, draws.rule = draws.rule, None
+    try:
+        return _draw(fn, args, kwargs)
+    finally:
+        draws.rule = saved
+
+
+def _draw(fn: Callable, args: tuple, kwargs: dict) -> Any:
+    import inspect  # noqa: PLC0415
+
+    from . import _factories as fac  # noqa: PLC0415
+
+    # every enclosing level that wants different numbers gets its own axis (outermost first); a
+    # "same" level shares the draw along its own
+    levels = [(lvl, n) for mode, lvl, n in _RANDOM.stack if mode == "different"]
+    lead = tuple(n for _, n in levels)
+    draws = fac.random.VMAP_DRAWS
+
+    def batch_of(make: Callable[[], Any]) -> Any:
+        if not levels:
+            return make()
+        draws.lead = lead
+        try:
+            return rewrap(levels, make())
+        finally:
+            draws.lead = ()
+
+    a = inspect.signature(fn).bind(*args, **kwargs)
+    a.apply_defaults()
+    p = a.arguments
+    name = fn.__name__
+    if name == "normal" and (hasattr(p["mean"], "shape") or hasattr(p["std"], "shape")):
+        mean, std = p["mean"], p["std"]  # (a batched mean or std: the draw has their logical shape)
+        like = mean if hasattr(mean, "shape") else std
+        shape = _broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
+        z = batch_of(lambda: fac.randn(shape, dtype=like.dtype, device=like.device, generator=p["generator"]))
+        return z * std + mean
+    if not levels:
+        return fn(*args, **kwargs)
+    if name in ("rand_like", "randn_like"):
+        inp = p["input"]
+        base = fac.rand if name == "rand_like" else fac.randn
+        return batch_of(lambda: base(tuple(inp.shape), dtype=p["dtype"] or inp.dtype, device=p["device"] or inp.device,
+                                     requires_grad=p["requires_grad"]))
+    if name == "bernoulli":
+        inp = p["input"]
+        u = batch_of(lambda: fac.rand(tuple(inp.shape), dtype=inp.dtype, device=inp.device, generator=p["generator"]))
+        return (u < (inp.detach() if p["p"] is None else p["p"])).to(inp.dtype)
+    if name in ("randperm", "multinomial"):  # no batched form of the draw: one per example
+        from ._functional import stack  # noqa: PLC0415
+
+        count = 1
+        for n in lead:
+            count *= n
+        rows = [fn(*args, **kwargs) for _ in range(count)]
+        stacked = stack(rows)
+        return rewrap(levels, stacked.reshape(lead + tuple(rows[0].shape)))
+    return batch_of(lambda: fn(*args, **kwargs))
+
+
+def _broadcast_shapes(a: tuple, b: tuple) -> tuple:
+    import numpy as np  # noqa: PLC0415
+
+    return tuple(np.broadcast_shapes(a, b))
+
+
 def _run(func: Callable, leaves: list, tree: Any, dims: list, size: int, out_dims: Any, kwargs: dict,
          randomness: str) -> Any:
     _LEVELS.depth += 1
     level = _LEVELS.depth
+    draws = _factories.random.VMAP_DRAWS
+    _RANDOM.stack.append((randomness, level, size))
+    saved = draws.rule
+    draws.rule = _random_rule
     try:
         wrapped = [Batched(_move(leaf, d), level, size) if d is not None else leaf for leaf, d in zip(leaves, dims)]
-        draws = _factories.draws_on_this_thread()
+        count, stray = _factories.draws_on_this_thread(), draws.stray
         out = func(*_unflatten(tree, wrapped), **kwargs)
-        if randomness == "error" and _factories.draws_on_this_thread() != draws:
-            raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use the "
-                               "'same' or 'different' randomness flags on vmap or perform the randomness operation "
-                               "out of vmap")
+        if randomness == "error" and (_factories.draws_on_this_thread() != count or draws.stray != stray):
+            raise RuntimeError(_RANDOM_ERROR)
+        if randomness == "different" and draws.stray != stray:
+            raise _StrayDraw
     finally:
+        draws.rule = saved
+        _RANDOM.stack.pop()
         _LEVELS.depth -= 1
     o_leaves, o_tree = _flatten(out)
     o_dims = _broadcast_dims(out_dims, o_tree, "out_dims")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar, cast
 
 import numpy as np
 
@@ -62,10 +62,44 @@ class _DrawHook:
 DRAW_HOOK = _DrawHook()
 
 
+class _VmapDraws(threading.local):
+    """vmap's randomness rule (eager._vmap) while a vmapped function runs on this thread: the
+    random factories below hand their call to `rule`, which raises (randomness="error"), draws
+    once for the batch ("same") or draws a batch of numbers at once ("different": `lead` is
+    the batch's shape, put in front of the next draws' shape). `stray` counts draws that did
+    not come through a factory (an in-place fill), which vmap then runs example by example."""
+
+    rule: Callable[..., Any] | None = None
+    lead: tuple = ()
+    stray = 0
+
+
+VMAP_DRAWS = _VmapDraws()
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _vmap_aware(fn: _F) -> _F:
+    """A random factory that vmap's randomness rule answers while a vmap runs."""
+
+    def factory(*args: Any, **kwargs: Any) -> Any:
+        rule = VMAP_DRAWS.rule
+        return fn(*args, **kwargs) if rule is None else rule(fn, args, kwargs)
+
+    factory.__name__, factory.__qualname__, factory.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    factory.__wrapped__ = fn  # type: ignore[attr-defined]
+    return cast(_F, factory)
+
+
 def _rng_array(kind, shape, dt, dev, a=0.0, b=1.0, high=None, generator=None):
     """Random numbers drawn on the tensor's device from eager's seeded generators, or from
     `generator` (while a function is traced, the tracer's hook answers instead and replays
     the draw per call, from the same generator)."""
+    if VMAP_DRAWS.rule is not None:
+        VMAP_DRAWS.stray += 1
+    elif VMAP_DRAWS.lead:
+        shape = VMAP_DRAWS.lead + tuple(shape)
     if DRAW_HOOK.fn is not None:
         out = DRAW_HOOK.fn(kind, tuple(shape), dt, dev, a, b, high, generator)
         if out is not NotImplemented:
@@ -135,6 +169,7 @@ def _uniform(g, a: float, b: float, shape: tuple, np_dtype) -> Any:
     return (u * (b - a) + a).astype(np_dtype, copy=False)
 
 
+@_vmap_aware
 def randn(*sizes, size=None, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
     """A tensor of the given size drawn from the standard normal distribution.
 
@@ -145,6 +180,7 @@ def randn(*sizes, size=None, dtype=None, device=None, requires_grad=False, gener
                    requires_grad)
 
 
+@_vmap_aware
 def rand(*sizes, size=None, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
     """A tensor of the given size drawn uniformly from [0, 1).
 
@@ -155,6 +191,7 @@ def rand(*sizes, size=None, dtype=None, device=None, requires_grad=False, genera
                    requires_grad)
 
 
+@_vmap_aware
 def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
     """A tensor of the given size of integers drawn uniformly from [low, high) (low defaults to 0).
 
@@ -167,16 +204,19 @@ def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=Fa
                    requires_grad)
 
 
+@_vmap_aware
 def randn_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Standard normal draws with input's shape, and its dtype and device unless given. Mirrors torch.randn_like."""
     return _like(randn, input, dtype, device, requires_grad)
 
 
+@_vmap_aware
 def rand_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Uniform [0, 1) draws with input's shape, and its dtype and device unless given. Mirrors torch.rand_like."""
     return _like(rand, input, dtype, device, requires_grad)
 
 
+@_vmap_aware
 def randperm(n, dtype=None, device=None, generator=None) -> Tensor:
     """A random permutation of 0..n-1 (int64 by default).
 
@@ -312,6 +352,7 @@ def _draw_from(generator, kind, shape, dt, dev, a=0.0, b=1.0, high=None):
     return arr if dev == CPU else xp_for(dev).asarray(arr)
 
 
+@_vmap_aware
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Normal samples: of `size` for number arguments; of the broadcast shape for tensor ones."""
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
@@ -324,6 +365,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
                    requires_grad)
 
 
+@_vmap_aware
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator=None) -> Tensor:
     """Draw category indices with probabilities proportional to the rows of `input` (1-D or
     2-D of non-negative weights, not necessarily normalized), as int64."""
@@ -356,6 +398,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
     return _finish(drawn if input.device == CPU else xp_for(input.device).asarray(drawn), False)
 
 
+@_vmap_aware
 def bernoulli(input: Tensor, p=None, *, generator=None) -> Tensor:
     """1 with probability input (or p), else 0, in input's dtype."""
     # compared as tensors, so a traced call compares the replayed draw, not the one of the trace

@@ -296,3 +296,46 @@ def test_jacobian_structures_agree_with_torch_func():
             np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12)
     jac, aux = jacrev(lambda x: (eager.sin(x), x.sum()), has_aux=True)(eager.tensor(a))
     assert tuple(jac.shape) == (3, 3) and float(aux) == pytest.approx(a.sum())
+
+
+def test_randomness_different_draws_the_batch_at_once_and_same_draws_once():
+    """torch.func.vmap's randomness: "different" gives each example its own numbers from ONE
+    batched draw (the function runs once, not per example), nested levels each get their own
+    axis; "same" shares one draw (dropout masks too); both in eager and compiled."""
+    x = eager.ones(4, 3)
+    calls = []
+
+    def noisy(a):
+        calls.append(1)
+        return (a + eager.rand(3), eager.nn.functional.dropout(a, 0.5), eager.bernoulli(a * 0.5),
+                eager.normal(a, 1.0), eager.randn_like(a))
+
+    eager.manual_seed(1)
+    for mode in ("different", "same"):
+        calls.clear()
+        outs = vmap(noisy, randomness=mode)(x)
+        assert len(calls) == 1  # one batched call, no loop over the examples
+        for out in outs:
+            assert tuple(out.shape) == (4, 3)
+            rows_equal = all(np.array_equal(out.numpy()[0], out.numpy()[i]) for i in range(4))
+            assert rows_equal == (mode == "same"), (mode, out)
+    nested = vmap(vmap(lambda a: a + eager.randn(()), randomness="different"), randomness="different")(eager.zeros(3, 5))
+    assert len(np.unique(nested.numpy())) == 15
+    inner_same = vmap(vmap(lambda a: a + eager.randn(()), randomness="same"), randomness="different")(eager.zeros(3, 5))
+    assert all(len(np.unique(row)) == 1 for row in inner_same.numpy()) and len(np.unique(inner_same.numpy())) == 3
+    # a fill no factory answers (in place) still gives each example its own numbers
+    filled = vmap(lambda a: eager.empty(3).uniform_() + a, randomness="different")(x)
+    assert not np.array_equal(filled.numpy()[0], filled.numpy()[1])
+    compiled = static.vmap(lambda a: a + eager.rand(3), randomness="different")
+    first = compiled(x)
+    assert not np.array_equal(first.numpy()[0], first.numpy()[1])
+    assert not np.array_equal(compiled(x).numpy(), first.numpy())  # drawn anew each call
+    shared = static.vmap(lambda a: a + eager.rand(3), randomness="same")(x)
+    assert all(np.array_equal(shared.numpy()[0], shared.numpy()[i]) for i in range(4))
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        vmap(lambda a: eager.nn.functional.dropout(a, 0.5))(x)
+    outer_same = vmap(vmap(lambda a: a + eager.randn(()), randomness="different"), randomness="same")(eager.zeros(3, 5))
+    assert all(np.array_equal(outer_same.numpy()[0], row) for row in outer_same.numpy())
+    assert len(np.unique(outer_same.numpy())) == 5
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        vmap(vmap(lambda a: a + eager.randn(()), randomness="same"))(eager.zeros(3, 5))
