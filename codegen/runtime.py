@@ -35,15 +35,23 @@ class Config:
       W1/W2 at 1e6 elements 10-45% faster than 64Ki, and 512Ki no faster).
     threads: workers a region is spread over (NumPy releases the GIL in its loops) and the
       native kernels' OpenMP team: set_num_threads, else GRAPHMODE_THREADS, else
-      OMP_NUM_THREADS, else the cores this process may run on (eager._threads).
+      OMP_NUM_THREADS, else the cores this process may run on. Not stored here: it reads and
+      writes gmbase.threads' one count, which eager.set_num_threads and the native layer use.
     parallel_min_elems: below this many elements a region runs in the calling thread,
       where handing blocks to other threads would cost more than it saves (512Ki: on two
       cores W3's 256x512 and 784x512 regions ran 5% slower threaded, while W1/W2 at 1e6
       elements ran 1.3-1.6x faster)."""
 
     block_elems: int = _env_int("GRAPHMODE_BLOCK_ELEMS", 1 << 17)
-    threads: int = _threads.default_threads()
     parallel_min_elems: int = _env_int("GRAPHMODE_PARALLEL_MIN_ELEMS", 1 << 19)
+
+    @property
+    def threads(self) -> int:
+        return _threads.num_threads()
+
+    @threads.setter
+    def threads(self, n: int) -> None:
+        _threads.set_num_threads(n)
 
 
 CONFIG = Config()

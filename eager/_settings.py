@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from gmbase import threads as _threads
+
 from . import _dtypes
 from ._repr import PRINT_OPTIONS
-from ._threads import default_threads, pin_team
 
 # -- threads -------------------------------------------------------------------------------------
 
@@ -19,29 +20,15 @@ def set_num_threads(n: int) -> None:
     blocks, as torch.set_num_threads sizes PyTorch's intra-op pool (the default:
     GRAPHMODE_THREADS, else OMP_NUM_THREADS, else the cores this process may run on). NumPy's
     BLAS is kept on one thread unless the user chose its count, and large products are split
-    among these threads instead, so the two pools never fight (eager._threads); a kernel call
-    still runs on fewer while other processes keep cores busy."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise RuntimeError(f"set_num_threads expects a positive integer, got {n!r}")
-    try:
-        from codegen import runtime  # noqa: PLC0415  (the knob lives with the code that reads it)
-    except ImportError:
-        _fallback_threads[0] = n
-        return
-    runtime.CONFIG.threads = n
+    among these threads instead, so the two pools never fight (gmbase.threads, where the one
+    count lives); a kernel call still runs on fewer while other processes keep cores busy."""
+    _threads.set_num_threads(n)
 
 
 def get_num_threads() -> int:
     """The thread count set_num_threads sets (default: GRAPHMODE_THREADS, OMP_NUM_THREADS or
     the usable cores), as torch.get_num_threads."""
-    try:
-        from codegen import runtime  # noqa: PLC0415
-    except ImportError:
-        return _fallback_threads[0] or default_threads()
-    return int(runtime.CONFIG.threads)
-
-
-_fallback_threads = [0]  # where codegen is not installed: what set_num_threads recorded
+    return _threads.num_threads()
 
 
 _interop_threads = 1
@@ -72,7 +59,7 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
     if not isinstance(mode, bool):
         raise TypeError(f"use_deterministic_algorithms expects a bool, but got {type(mode).__name__}")
     _deterministic.update(mode=mode, warn_only=bool(warn_only))
-    pin_team(mode)  # a kernel's team no longer shrinks with the machine's load
+    _threads.pin_team(mode)  # a kernel's team no longer shrinks with the machine's load
 
 
 def are_deterministic_algorithms_enabled() -> bool:

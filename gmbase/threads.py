@@ -64,6 +64,28 @@ def default_threads() -> int:
     return usable_cores()
 
 
+# -- the configured count -------------------------------------------------------------------------
+_configured: list[int] = []  # set_num_threads' count; filled with default_threads() at the first read
+
+
+def num_threads() -> int:
+    """The kernels' configured thread count: what set_num_threads set, else default_threads()
+    (read once, at the first ask). The native kernels, the products they split and compiled
+    code's blocks all run on it (`available` trims it to the free cores). It lives in the base
+    layer so that eager's set_num_threads, the native layer and codegen's runtime
+    (`CONFIG.threads`) read and write one value without importing each other."""
+    if not _configured:
+        _configured.append(default_threads())
+    return _configured[0]
+
+
+def set_num_threads(n: int) -> None:
+    """Set the configured count (torch.set_num_threads' rule: a positive int, else RuntimeError)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise RuntimeError(f"set_num_threads expects a positive integer, got {n!r}")
+    _configured[:] = [n]
+
+
 # -- BLAS ----------------------------------------------------------------------------------------
 _blas: dict = {}  # "threads": what BLAS runs (None: unknown), "set_by_us": whether we chose it
 

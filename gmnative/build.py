@@ -1,8 +1,9 @@
 """Compiling and loading native C++ (the native backend's generated kernels and eager's own):
 the toolchain probe, the on-disk cache of shared objects, and the call path from Python into
-a kernel. The native layer: it reads codegen.runtime's thread settings only where that
-module is already loaded (sys.modules), never importing it, so eager can build and call its
-kernels without codegen's generators.
+a kernel. The native layer: its thread count is gmbase.threads' (what set_num_threads sets),
+and it reads codegen.runtime's pinned BLAS answer only where that module is already loaded
+(sys.modules), never importing it, so eager can build and call its kernels without codegen's
+generators.
 
 - The compiler (`CXX`, else `c++`, `g++`, `clang++`) is found and probed once per process:
   its version, whether it takes `-fopenmp`, and whether the C library has vector math
@@ -64,7 +65,7 @@ from pathlib import Path
 from gmbase import cache
 from gmbase.threads import available as _available
 from gmbase.threads import blas_threads as _blas_threads
-from gmbase.threads import default_threads as _default_threads
+from gmbase.threads import num_threads as _num_threads
 
 from .buffers import REUSE_MIN_BYTES, reuse  # noqa: F401  (re-exported: generated modules call build.reuse)
 from .so_cache import (  # noqa: F401
@@ -260,14 +261,13 @@ if hasattr(os, "register_at_fork"):
 
 
 def threads() -> int:
-    """OpenMP threads for a kernel call: the configured count (runtime.CONFIG.threads:
+    """OpenMP threads for a kernel call: the configured count (gmbase.threads.num_threads:
     set_num_threads, GRAPHMODE_THREADS, OMP_NUM_THREADS or the usable cores) less the cores
     other processes keep busy now (eager._threads.available); one in a process forked from
     one that ran kernels (libgomp's thread pool does not survive fork)."""
     if _forked:
         return 1
-    runtime = sys.modules.get("codegen.runtime")  # set_num_threads' knob lives there once loaded
-    return _available(_default_threads() if runtime is None else runtime.CONFIG.threads)
+    return _available(_num_threads())
 
 
 def blas_threads() -> int | None:

@@ -66,8 +66,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("eager._higher_order_ops", "static.control_flow"): "torch.cond/while_loop/scan record one node inside a trace",
     ("eager.nn._hooks", "static.tracer"): "module hooks ask whether a trace is running",
     ("eager._logging", "static.logs"): "torch._logging.set_logs switches the compiler's logs (GRAPHMODE_LOGS)",
-    # eager -> codegen: the thread knob lives with the compiled code that reads it most
-    ("eager._settings", "codegen.runtime"): "set_num_threads/get_num_threads set codegen.runtime.CONFIG.threads",
     # ops -> eager and above: records whose forward is itself a program
     ("gmops._batching", "eager._factories"): "a batch rule of a random op draws through eager's factories",
     ("gmops.control_flow", "eager._vmap"): "scan/cond batch rules run the body under vmap",
