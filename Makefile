@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	@# byte-compile the packages as pip does for a regular install (an editable one does not):
 	@# where PYTHONDONTWRITEBYTECODE is set, every process would otherwise compile the
 	@# compiler's own modules from source at its first static.compile (~45 ms)
-	@$(PY) -m compileall -q eager static codegen graphmode >> $(VENV)/install.log 2>&1 || true
+	@$(PY) -m compileall -q gmbase gmnative gmops eager static codegen graphmode >> $(VENV)/install.log 2>&1 || true
 	@touch $(STAMP)
 
 # The linter and the type checker; both read their settings from pyproject.toml (mypy
