@@ -12,6 +12,7 @@ the channels) with a VJP in ops."""
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +51,31 @@ def _pad_spatial(xp, x, padding, value):
     return xp.pad(x, ((0, 0), (0, 0)) + pairs, constant_values=value)
 
 
+_conv_kernels: Any = None  # the module once imported, False where it cannot be
+
+
+def conv_native() -> Any:
+    """gmnative.conv_kernels (eager's NCHW im2col and max-pooling), imported on first use;
+    None where it cannot be imported (each of its kernels returns None where it cannot run)."""
+    global _conv_kernels
+    if _conv_kernels is None:
+        try:
+            import gmnative.conv_kernels as module  # noqa: PLC0415
+        except ImportError:  # a partial install: NumPy code only
+            _conv_kernels = False
+        else:
+            _conv_kernels = module
+    return _conv_kernels or None
+
+
 def _unfold(xp, x, kernel, stride, padding, dilation, pad_value=0.0):
+    native = conv_native() if xp is np and len(kernel) == 2 else None
+    if native is not None:  # one threaded copy of the image's windows, the same bits
+        out = _out_sizes(x.shape, kernel, stride, padding, dilation)
+        if all(o > 0 for o in out):
+            found = native.im2col2d(x, kernel, out, stride, padding[::2], dilation, pad_value)
+            if found is not None:
+                return found
     if any(padding):
         x = _pad_spatial(xp, x, padding, pad_value)
     out = _out_sizes(x.shape, kernel, stride, (0,) * len(padding), dilation)

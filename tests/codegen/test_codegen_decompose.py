@@ -22,6 +22,8 @@ FORWARD_CALLS = {"view_scatter", "prod_except_self", "embedding_backward", "unfo
                  "var", "std",
                  # max-pooling's value gather along a middle axis (a native pass in the forward)
                  "take_along",
+                 # eager's max_pool2d and its gradient on NCHW images (native window passes)
+                 "max_pool2d", "max_pool2d_backward",
                  # elementwise math as the op's own forward until each gets a NumPy spelling
                  "floor", "ceil", "trunc", "round", "log2", "log10", "sinh", "cosh", "asin", "acos",
                  "atan", "atan2",

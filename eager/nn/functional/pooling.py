@@ -4,6 +4,8 @@ from __future__ import annotations
 import itertools as _itertools
 import math as _math
 
+from gmops import pooling as _pooling
+
 from ... import _functional as _F
 from ..._factories import arange, zeros_like
 from ..._factories import ones as _ones
@@ -61,6 +63,15 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, c
 
     With `return_indices`, also the flat index of each maximum in its input plane.
     Mirrors torch.nn.functional.max_pool2d."""
+    if not return_indices and isinstance(input, Tensor):
+        # an eager tensor: one op reading each window of the image once, and one for its
+        # gradient (gmops.pooling); a trace records the decomposition below, which the code
+        # generators fuse
+        kernel, strides, pads, dilations = _pool_geometry("max_pool2d", input, kernel_size, stride, padding,
+                                                          dilation, ceil_mode)
+        x, unbatched = _pool_input("max_pool2d", input)
+        out = _pooling.MAX_POOL2D(x, kernel=kernel, stride=strides, padding=pads, dilation=dilations)
+        return out.squeeze(0) if unbatched else out
     windows, unbatched = _pool_windows("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode,
                                        -_math.inf)
     values, where = _F.max(windows, 1)

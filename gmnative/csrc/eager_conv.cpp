@@ -1,0 +1,220 @@
+
+#include <omp.h>
+#include <cmath>
+
+// Eager's 2-d convolution and pooling kernels on NCHW (batch-major, C-contiguous) images:
+// im2col into the column layout of the unfold op, and max-pooling's forward and backward
+// straight on the image (no window array). One translation unit for float and double.
+
+// elements below which a loop stays on the calling thread (thread wake-up costs more)
+#define GM_CONV_PARALLEL_MIN 32768LL
+
+// the geometry every kernel here takes, as an int64 array:
+// [N, C, H, W, KH, KW, OH, OW, stride h, stride w, pad top, pad left, dilation h, dilation w]
+struct gm_geom {
+    long long N, C, H, W, KH, KW, OH, OW, sh, sw, ph, pw, dh, dw;
+};
+
+static inline gm_geom gm_geom_of(const long long* d) {
+    return gm_geom{d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10], d[11], d[12], d[13]};
+}
+
+// im2col: cols (C, KH, KW, N, OH, OW) from x (N, C, H, W); a window cell outside the image
+// (its padding) is `pad`. The same copy as the op's NumPy code (a strided view of the padded
+// image made contiguous): every element is x's bits or pad's.
+template <typename T> static void im2col2d(const T* x, T* cols, const long long* d, T pad, int nt) {
+    const gm_geom g = gm_geom_of(d);
+    const long long rows = g.C * g.KH * g.KW * g.N, plane = g.OH * g.OW;
+    #pragma omp parallel for num_threads(nt) if(rows * plane >= GM_CONV_PARALLEL_MIN) schedule(static)
+    for (long long r = 0; r < rows; ++r) {
+        const long long n = r % g.N, kw = (r / g.N) % g.KW, kh = (r / (g.N * g.KW)) % g.KH, c = r / (g.N * g.KW * g.KH);
+        const T* src = x + (n * g.C + c) * g.H * g.W;
+        T* dst = cols + r * plane;
+        for (long long oh = 0; oh < g.OH; ++oh) {
+            const long long y = oh * g.sh + kh * g.dh - g.ph;
+            T* out = dst + oh * g.OW;
+            if (y < 0 || y >= g.H) {
+                for (long long ow = 0; ow < g.OW; ++ow) out[ow] = pad;
+                continue;
+            }
+            const T* line = src + y * g.W;
+            // the cells [lo, hi) of the output row fall inside the image row; pad around them
+            const long long x0 = kw * g.dw - g.pw;
+            long long lo = x0 >= 0 ? 0 : (-x0 + g.sw - 1) / g.sw;
+            long long hi = g.W - x0 <= 0 ? 0 : (g.W - x0 + g.sw - 1) / g.sw;
+            if (hi > g.OW) hi = g.OW;
+            if (lo > hi) lo = hi;
+            for (long long ow = 0; ow < lo; ++ow) out[ow] = pad;
+            if (g.sw == 1) {
+                const T* from = line + x0;
+                #pragma omp simd
+                for (long long ow = lo; ow < hi; ++ow) out[ow] = from[ow];
+            } else {
+                for (long long ow = lo; ow < hi; ++ow) out[ow] = line[x0 + ow * g.sw];
+            }
+            for (long long ow = hi; ow < g.OW; ++ow) out[ow] = pad;
+        }
+    }
+}
+
+// The position (y * W + x in the plane) of the largest value of one pooling window, the
+// first in row-major window order, a NaN counting as the largest (the first NaN wins): the
+// rule of argmax over the window array, so the gradient goes where the decomposed op sends
+// it. Cells in the padding never win (a window of -inf values picks its first real cell).
+template <typename T> static inline long long window_argmax(const T* p, const gm_geom& g, long long oh, long long ow,
+                                                            T* value) {
+    long long at = -1;
+    T best = (T)0;
+    for (long long kh = 0; kh < g.KH; ++kh) {
+        const long long y = oh * g.sh + kh * g.dh - g.ph;
+        if (y < 0 || y >= g.H) continue;
+        for (long long kw = 0; kw < g.KW; ++kw) {
+            const long long x = ow * g.sw + kw * g.dw - g.pw;
+            if (x < 0 || x >= g.W) continue;
+            const T v = p[y * g.W + x];
+            if (at < 0 || v > best || (v != v && best == best)) {
+                best = v;
+                at = y * g.W + x;
+            }
+        }
+    }
+    *value = at < 0 ? -(T)INFINITY : best;
+    return at;
+}
+
+// whether candidate v replaces best: larger, or the first NaN (argmax's rule)
+template <typename T> static inline bool gm_takes(T v, T best) { return v > best || (v != v && best == best); }
+
+// the larger of a and b, NaN when either is
+template <typename T> static inline T gm_nan_max(T a, T b) { return (b > a) | (b != b) ? b : a; }
+
+// the common 2x2 window of stride 2, no padding or dilation (its windows do not overlap)
+static inline bool gm_pool_2x2(const gm_geom& g) {
+    return g.KH == 2 && g.KW == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && g.dh == 1 && g.dw == 1
+           && 2 * g.OH <= g.H && 2 * g.OW <= g.W;
+}
+
+// The position (0-3, window order) and value of the maximum of the 2x2 window at column 2 * ow
+// of rows r0 and r1, without branches (the candidates' order decides nothing a jump would).
+template <typename T> static inline int gm_argmax_2x2(const T* r0, const T* r1, long long ow, T* value) {
+    const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], e = r1[2 * ow + 1];
+    T best = a;
+    int at = 0;
+    bool t = gm_takes(b, best);
+    best = t ? b : best; at = t ? 1 : at;
+    t = gm_takes(c, best);
+    best = t ? c : best; at = t ? 2 : at;
+    t = gm_takes(e, best);
+    best = t ? e : best; at = t ? 3 : at;
+    *value = best;
+    return at;
+}
+
+// max_pool2d: out (N, C, OH, OW) the window maxima of x (N, C, H, W); idx (when not null)
+// the flat plane position of each (PyTorch's return_indices).
+template <typename T> static void max_pool2d(const T* x, T* out, long long* idx, const long long* d, int nt) {
+    const gm_geom g = gm_geom_of(d);
+    const long long planes = g.N * g.C, plane = g.OH * g.OW;
+    const bool two = gm_pool_2x2(g);
+    #pragma omp parallel for num_threads(nt) if(planes * g.H * g.W >= GM_CONV_PARALLEL_MIN) schedule(static)
+    for (long long p = 0; p < planes; ++p) {
+        const T* src = x + p * g.H * g.W;
+        T* o = out + p * plane;
+        long long* io = idx ? idx + p * plane : nullptr;
+        if (two) {
+            for (long long oh = 0; oh < g.OH; ++oh) {
+                const T* r0 = src + 2 * oh * g.W;
+                const T* r1 = r0 + g.W;
+                T* orow = o + oh * g.OW;
+                if (io) {
+                    long long* irow = io + oh * g.OW;
+                    for (long long ow = 0; ow < g.OW; ++ow) {
+                        const int at = gm_argmax_2x2(r0, r1, ow, orow + ow);
+                        irow[ow] = (2 * oh + (at >> 1)) * g.W + 2 * ow + (at & 1);
+                    }
+                } else if (2 * g.OW <= 1024) {
+                    // values only: the larger of each column pair, then of each pair of those
+                    // (a NaN anywhere in the window gives NaN; the order of the comparisons
+                    // changes no value), as contiguous vector loops
+                    T col[1024];
+                    #pragma omp simd
+                    for (long long w = 0; w < 2 * g.OW; ++w) col[w] = gm_nan_max(r0[w], r1[w]);
+                    #pragma omp simd
+                    for (long long ow = 0; ow < g.OW; ++ow) orow[ow] = gm_nan_max(col[2 * ow], col[2 * ow + 1]);
+                } else {
+                    for (long long ow = 0; ow < g.OW; ++ow) {
+                        T v;
+                        gm_argmax_2x2(r0, r1, ow, &v);
+                        orow[ow] = v;
+                    }
+                }
+            }
+            continue;
+        }
+        for (long long oh = 0; oh < g.OH; ++oh)
+            for (long long ow = 0; ow < g.OW; ++ow) {
+                T v;
+                const long long at = window_argmax(src, g, oh, ow, &v);
+                o[oh * g.OW + ow] = v;
+                if (io) io[oh * g.OW + ow] = at < 0 ? 0 : at;
+            }
+    }
+}
+
+// max_pool2d's gradient: gx (N, C, H, W) zero but where a window's maximum (found again in x)
+// is, which receives that window's gradient (summed in window order where windows overlap).
+template <typename T> static void max_pool2d_backward(const T* gout, const T* x, T* gx, const long long* d, int nt) {
+    const gm_geom g = gm_geom_of(d);
+    const long long planes = g.N * g.C, plane = g.OH * g.OW, size = g.H * g.W;
+    const bool two = gm_pool_2x2(g);
+    #pragma omp parallel for num_threads(nt) if(planes * size >= GM_CONV_PARALLEL_MIN) schedule(static)
+    for (long long p = 0; p < planes; ++p) {
+        const T* src = x + p * size;
+        const T* gp = gout + p * plane;
+        T* o = gx + p * size;
+        if (two) {  // every cell of a window written once: the gradient at the maximum, else 0
+            for (long long oh = 0; oh < g.OH; ++oh) {
+                const T* r0 = src + 2 * oh * g.W;
+                const T* r1 = r0 + g.W;
+                T* o0 = o + 2 * oh * g.W;
+                T* o1 = o0 + g.W;
+                const T* grow = gp + oh * g.OW;
+                #pragma omp simd
+                for (long long ow = 0; ow < g.OW; ++ow) {
+                    T v;
+                    const int at = gm_argmax_2x2(r0, r1, ow, &v);
+                    const T gv = grow[ow];
+                    o0[2 * ow] = at == 0 ? gv : (T)0;
+                    o0[2 * ow + 1] = at == 1 ? gv : (T)0;
+                    o1[2 * ow] = at == 2 ? gv : (T)0;
+                    o1[2 * ow + 1] = at == 3 ? gv : (T)0;
+                }
+                // an odd last column or row no window covers
+                for (long long w = 2 * g.OW; w < g.W; ++w) { o0[w] = (T)0; o1[w] = (T)0; }
+            }
+            for (long long j = 2 * g.OH * g.W; j < size; ++j) o[j] = (T)0;
+            continue;
+        }
+        for (long long j = 0; j < size; ++j) o[j] = (T)0;
+        for (long long oh = 0; oh < g.OH; ++oh)
+            for (long long ow = 0; ow < g.OW; ++ow) {
+                T v;
+                const long long at = window_argmax(src, g, oh, ow, &v);
+                if (at >= 0) o[at] += gp[oh * g.OW + ow];
+            }
+    }
+}
+
+// the entry points: void k(void* const* args, int threads); dims an int64 array (gm_geom)
+#define GM_CONV_ALL(T, suffix) \
+    extern "C" void gm_eager_conv_im2col2d_##suffix(void* const* a, int nt) { \
+        im2col2d<T>((const T*)a[0], (T*)a[1], (const long long*)a[2], ((const T*)a[3])[0], nt); } \
+    extern "C" void gm_eager_conv_max_pool2d_##suffix(void* const* a, int nt) { \
+        max_pool2d<T>((const T*)a[0], (T*)a[1], (long long*)a[2], (const long long*)a[3], nt); } \
+    extern "C" void gm_eager_conv_max_pool2d_values_##suffix(void* const* a, int nt) { \
+        max_pool2d<T>((const T*)a[0], (T*)a[1], nullptr, (const long long*)a[2], nt); } \
+    extern "C" void gm_eager_conv_max_pool2d_backward_##suffix(void* const* a, int nt) { \
+        max_pool2d_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], (const long long*)a[3], nt); }
+
+GM_CONV_ALL(float, f32)
+GM_CONV_ALL(double, f64)
