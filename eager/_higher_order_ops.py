@@ -19,7 +19,7 @@ __all__ = ["cond", "scan", "while_loop"]
 
 def _static_cf() -> Any:
     """static.control_flow when a trace is active on this thread, else None."""
-    tracer = sys.modules.get("static.tracer")
+    tracer = sys.modules.get("static.tracing.tracer")
     if tracer is None or not tracer.ACTIVE.stack:
         return None
     import static.control_flow as cf  # noqa: PLC0415  (static is loaded: a trace is running)

@@ -9,6 +9,6 @@
 from __future__ import annotations
 
 from .autodiff.transforms import grad, value_and_grad
-from .compiled import AutogradGraphs, Compiled, compile  # noqa: A004
+from .jit.compiled import AutogradGraphs, Compiled, compile  # noqa: A004
 
 __all__ = ["AutogradGraphs", "Compiled", "compile", "grad", "value_and_grad"]

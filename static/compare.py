@@ -34,9 +34,9 @@ from eager import Tensor
 
 from .api import Compiled, value_and_grad
 from .api import compile as static_compile
-from .explain_summary import format_bytes
 from .ir import Graph
-from .trace_function import trace
+from .jit.explain_summary import format_bytes
+from .tracing.function import trace
 
 DEFAULT_TOLERANCE = 1e-3  # float32 results reassociated by fusion differ in the 6th-7th digit
 MIN_SAMPLE_S = 2e-3  # a sample shorter than this times several calls together
@@ -254,7 +254,7 @@ def resolved_backend(backend: str, device: str) -> str:
     compiler is found and GRAPHMODE_NATIVE is not 0, NumPy otherwise), or the interpreter
     when no code generator loads (static.executable warns about that once). A report
     names what ran, not what was asked for: see `executed_backend` for a built function."""
-    from .executable import backend_available  # noqa: PLC0415
+    from .jit.executable import backend_available  # noqa: PLC0415
 
     if backend == "interpret":
         return "interpret"

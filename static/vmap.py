@@ -20,10 +20,10 @@ from eager.func import _leaves, _rebuild
 
 from .autodiff import vjp
 from .autodiff.transforms import _GradTransform, _inherit
-from .compiled import Compiled, options_of
 from .errors import TraceError
-from .trace_state import ACTIVE
-from .tracer import Tracer
+from .jit.compiled import Compiled, options_of
+from .tracing.state import ACTIVE
+from .tracing.tracer import Tracer
 
 __all__ = ["hessian", "jacfwd", "jacrev", "vmap"]
 

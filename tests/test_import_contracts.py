@@ -64,7 +64,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("eager._compile", "static"): "eager.compile is torch.compile's front door onto static.compile",
     ("eager._dynamo", "static"): "torch._dynamo's reset/explain/mark_dynamic act on static's caches and symbols",
     ("eager._higher_order_ops", "static.control_flow"): "torch.cond/while_loop/scan record one node inside a trace",
-    ("eager.nn._hooks", "static.tracer"): "module hooks ask whether a trace is running",
+    ("eager.nn._hooks", "static.tracing.tracer"): "module hooks ask whether a trace is running",
     ("eager._logging", "static.logs"): "torch._logging.set_logs switches the compiler's logs (GRAPHMODE_LOGS)",
     # ops -> eager and above: records whose forward is itself a program
     ("gmops._batching", "eager._factories"): "a batch rule of a random op draws through eager's factories",
@@ -72,12 +72,12 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("gmops.control_flow", "static"): "scan/while/cond bodies are IR text, compiled at their first run",
     # static -> codegen: backends are registered as "module:attribute" strings and imported the
     # first time a graph asks (static.executable), so `import static` loads no generator
-    ("static.executable", "codegen"): "the backend registry's lazy targets and auto's choice",
-    ("static.compiled", "codegen.native"): "the native toolchain probe starts on a helper thread at compile",
+    ("static.jit.executable", "codegen"): "the backend registry's lazy targets and auto's choice",
+    ("static.jit.compiled", "codegen.native"): "the native toolchain probe starts on a helper thread at compile",
     ("static.compare", "codegen"): "static.compare times the generated code and names auto's backend",
-    ("static.dynamic_shapes", "codegen"): "the checking build compares generated sources of two sizes",
+    ("static.jit.dynamic_shapes", "codegen"): "the checking build compares generated sources of two sizes",
     # ir -> static: a symbolic dimension's type lives with the rest of dynamic shapes
-    ("static.ir.parser", "static.symbolic"): "parsing a symbolic dim makes a SymInt (a leaf module)",
+    ("static.ir.parser", "static.tracing.symbolic"): "parsing a symbolic dim makes a SymInt (a leaf module)",
 }
 
 

@@ -14,10 +14,6 @@ MAX_LINES = 600
 
 # module -> why it is still over the bound
 OVER: dict[str, str] = {
-    "static/training.py": "being reworked for guard speed while the others were split; to split with it "
-                          "(optimizer state as implicit inputs, the traced backward, write-back)",
-    "static/compiled.py": "being reworked for guard speed while the others were split; to split with it "
-                          "(the per-signature cache, the call path, compile options)",
     "gmops/elementwise.py": "the pointwise op records, split by its owner with the eager files",
 }
 

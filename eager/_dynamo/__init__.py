@@ -99,7 +99,7 @@ def reset() -> None:
     testing.keep_counts()  # a CompileCounter keeps what it counted, as PyTorch's
     for c in list(_COMPILED):
         _reset_one(c)
-    trace_cache = sys.modules.get("static.trace_cache")
+    trace_cache = sys.modules.get("static.jit.trace_cache")
     if trace_cache is not None:
         trace_cache.clear_memory()
 
@@ -121,7 +121,7 @@ def _reset_one(c: Any) -> None:
             state[name] = value
     policy = state.pop("_dynamic_policy", None)
     if policy is not None:  # keep the mode compile was given, not what was learnt
-        from static import dynamic_shapes  # noqa: PLC0415
+        from static.jit import dynamic_shapes  # noqa: PLC0415
 
         dynamic_shapes.set_mode(c, policy.mode)
     breaks = state.get("_graph_breaks")
@@ -163,7 +163,7 @@ def _disabled(fn: Callable) -> Callable:
     @functools.wraps(original)
     def run_eagerly(*args: Any, **kwargs: Any) -> Any:
         if is_compiling():
-            from static.graph_breaks import break_graph  # noqa: PLC0415
+            from static.jit.graph_breaks import break_graph  # noqa: PLC0415
 
             return break_graph(original, args, kwargs, f"{getattr(original, '__qualname__', original)} is "
                                "marked with disable()")
@@ -253,7 +253,7 @@ def assume_constant_result(fn: Callable) -> Callable:
 
 def is_compiling() -> bool:
     """Whether the code runs while a compiled function is being traced (torch.compiler.is_compiling)."""
-    tracer = sys.modules.get("static.tracer")
+    tracer = sys.modules.get("static.tracing.tracer")
     return bool(tracer is not None and tracer.ACTIVE.stack)
 
 
@@ -335,7 +335,7 @@ def explain(fn: Callable, *extra_args: Any, **extra_kwargs: Any) -> Callable[...
 
     def run(*args: Any, **kwargs: Any) -> ExplainOutput:
         from static import compile as static_compile  # noqa: PLC0415
-        from static import dynamic_shapes  # noqa: PLC0415
+        from static.jit import dynamic_shapes  # noqa: PLC0415
 
         target = getattr(fn, "_graphmode_traceable", fn)
         compiled = static_compile(target, fallback="eager", backend="numpy")
@@ -348,7 +348,7 @@ def explain(fn: Callable, *extra_args: Any, **extra_kwargs: Any) -> Callable[...
         breaks = compiled.__dict__.get("_graph_breaks")
         graphs = []
         if breaks is not None and breaks.segments_seen:
-            from static.graph_breaks import all_breaks  # noqa: PLC0415
+            from static.jit.graph_breaks import all_breaks  # noqa: PLC0415
 
             graphs = _segment_graphs(compiled)
             out.break_reasons = [BreakReason(b.reason, b.where) for b in all_breaks(compiled)[0]]

@@ -70,7 +70,7 @@ def _refuse_inside_a_trace(module: Any, args: tuple, kwargs: dict) -> None:
     if any(isinstance(v, TensorAPI) and not isinstance(v, Tensor) for v in values):
         import importlib  # noqa: PLC0415
 
-        static_tracer = importlib.import_module("static.tracer")
+        static_tracer = importlib.import_module("static.tracing.tracer")
         raise static_tracer.TraceError(
             f"{static_tracer.user_location()}: {type(module).__name__} has a full backward hook, which runs "
             "eagerly only (traced, it would run once, when compiling); remove it, or compile with "

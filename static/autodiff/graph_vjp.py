@@ -6,11 +6,11 @@ from __future__ import annotations
 from eager.ops import REGISTRY, fit_grad
 from eager.ops.special import FULL_LIKE
 
-from ..custom_function import customs_of
 from ..ir import Value
 from ..passes.stability import stabilize_values
-from ..trace_state import TraceState
-from ..tracer import Tracer
+from ..tracing.custom_function import customs_of
+from ..tracing.state import TraceState
+from ..tracing.tracer import Tracer
 
 
 class TraceCtx:

@@ -19,12 +19,12 @@ from eager.func import _leaves as _eager_leaves
 from eager.func import _rebuild as _eager_rebuild
 from eager.ops.special import FULL_LIKE
 
-from .. import pytree
-from ..compiled import OPTIONS, Compiled, options_of
 from ..errors import TraceError
-from ..trace_function import is_leaf
-from ..trace_state import ACTIVE
-from ..tracer import Tracer
+from ..jit.compiled import OPTIONS, Compiled, options_of
+from ..tracing import pytree
+from ..tracing.function import is_leaf
+from ..tracing.state import ACTIVE
+from ..tracing.tracer import Tracer
 from .graph_vjp import vjp
 
 

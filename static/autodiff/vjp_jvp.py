@@ -18,12 +18,12 @@ from typing import Any, cast
 import eager
 from eager.ops.special import FULL_LIKE
 
-from .. import pytree
-from ..compiled import OPTIONS, Compiled, options_of
 from ..errors import TraceError
-from ..trace_function import is_leaf
-from ..trace_state import ACTIVE, TraceState
-from ..tracer import Tracer
+from ..jit.compiled import OPTIONS, Compiled, options_of
+from ..tracing import pytree
+from ..tracing.function import is_leaf
+from ..tracing.state import ACTIVE, TraceState
+from ..tracing.tracer import Tracer
 from .graph_vjp import vjp as reverse
 
 

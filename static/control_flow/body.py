@@ -15,13 +15,13 @@ from eager._grad_mode import enable_grad
 from eager._tensor import Tensor
 from eager.ops import TensorSpec
 
-from .. import pytree
 from ..errors import TraceError
 from ..ir import Graph, Value
-from ..trace_state import ACTIVE, TraceState, user_location
+from ..tracing import pytree
+from ..tracing.state import ACTIVE, TraceState, user_location
 
 # -- tracing a body ----------------------------------------------------------------------------
-from ..tracer import Tracer
+from ..tracing.tracer import Tracer
 
 
 # -- tracing a body ----------------------------------------------------------------------------

@@ -10,10 +10,10 @@ import eager
 from eager import _dtypes
 from eager.ops.control_flow import COND
 
-from .. import pytree
 from ..ir import Graph, Value
-from ..trace_state import ACTIVE, user_location
-from ..tracer import Tracer
+from ..tracing import pytree
+from ..tracing.state import ACTIVE, user_location
+from ..tracing.tracer import Tracer
 from .body import (
     _as_traced,
     _Body,

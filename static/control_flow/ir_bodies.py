@@ -16,8 +16,8 @@ from eager.ops import REGISTRY, TensorSpec
 from eager.ops.control_flow import parsed
 
 from ..ir import Graph, Value
-from ..trace_state import ACTIVE, TraceState
-from ..tracer import Tracer
+from ..tracing.state import ACTIVE, TraceState
+from ..tracing.tracer import Tracer
 from .body import _body_text, _simplify
 
 
@@ -26,7 +26,7 @@ from .body import _body_text, _simplify
 def _compiled_runner(text: str, backend: str) -> Callable[[list], list]:
     """The body optimized as a compiled graph is (simplify, fusion, memory plan) and compiled
     by `backend`'s code generator, once per body text and backend."""
-    from ..executable import build_executable, row_regions  # noqa: PLC0415
+    from ..jit.executable import build_executable, row_regions  # noqa: PLC0415
     from ..passes import run_pipeline  # noqa: PLC0415
 
     g = run_pipeline(parsed(text), [], row_regions=row_regions(backend), backend=backend)

@@ -15,9 +15,9 @@ from eager._tensor import Tensor
 from eager.ops import TensorSpec
 from eager.ops.control_flow import SCAN, WHILE_LOOP
 
-from .. import pytree
-from ..trace_state import ACTIVE, TraceState, user_location
-from ..tracer import Tracer
+from ..tracing import pytree
+from ..tracing.state import ACTIVE, TraceState, user_location
+from ..tracing.tracer import Tracer
 from .body import (
     _as_traced,
     _Body,

@@ -107,7 +107,7 @@ def _symbolic(tok: Token) -> Any:
     """A symbolic size (`s0`, `2*s0+4`, `s0*s1`: static.dynamic_shapes' polynomial text) as a
     SymInt. Each symbol stands for a distinct prime while the graph is verified, so that two
     symbols never look equal by accident."""
-    from ..symbolic import SymInt  # noqa: PLC0415  (a leaf module: no import cycle)
+    from ..tracing.symbolic import SymInt  # noqa: PLC0415  (a leaf module: no import cycle)
 
     text = str(tok)
     total: Any = 0

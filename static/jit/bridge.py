@@ -12,8 +12,8 @@ import eager
 from eager._grad_mode import STATE
 from eager._tensor import METADATA_VERSION, Tensor
 
-from . import pytree
-from .trace_function import TraceResult
+from ..tracing import pytree
+from ..tracing.function import TraceResult
 
 if TYPE_CHECKING:
     from .entry import Entry

@@ -36,9 +36,9 @@ import numpy as np
 import eager
 from eager._tensor import Tensor
 
-from . import pytree
-from .trace_function import is_leaf, named_sources
-from .training import _reachable_owners
+from ..tracing import pytree
+from ..tracing.function import is_leaf, named_sources
+from ..training.bindings import _reachable_owners
 
 
 class CheckError(AssertionError):
@@ -321,7 +321,7 @@ def _host(x):
 
 
 def _compare(what: str, c, e, entry, ref) -> None:
-    from .guards import is_plain_object  # noqa: PLC0415  (guards imports the tracer, loaded by then)
+    from ..tracing.guards import is_plain_object  # noqa: PLC0415  (guards imports the tracer, loaded by then)
 
     if type(c) is type(e) and (dataclasses.is_dataclass(c) or is_plain_object(c)) and not is_leaf(c):
         # a result in a dataclass or plain object: compared field by field (its __eq__ would

@@ -29,7 +29,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
-from .symbolic import _LOCAL, Recorder, SymInt, _eval, recording, symbols_for_trace
+from ..tracing.symbolic import _LOCAL, Recorder, SymInt, _eval, recording, symbols_for_trace
 
 # -- the policy of one compiled function ---------------------------------------------------------
 
@@ -325,8 +325,8 @@ def _build_checked(compiled: Any, args: tuple, key: Any, leaves: Any, positions:
                    backend: str) -> tuple:
     """(entry, None), or (None, why not): the symbolic entry built, then built again at other
     sizes and compared (see the module docstring)."""
+    from ..passes import recording as recording_stages  # noqa: PLC0415
     from .entry import Entry  # noqa: PLC0415  (entry imports the tracer, which imports this module)
-    from .passes import recording as recording_stages  # noqa: PLC0415
 
     try:
         with symbols_for_trace(symbols_of(key, positions)), recording(rec):

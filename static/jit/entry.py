@@ -19,17 +19,19 @@ from typing import TYPE_CHECKING, Any
 from eager._tensor import METADATA_VERSION, Tensor
 from eager.nn.module import structure_version
 
-from . import guards, trace_cache
-from .autodiff import reached, vjp
-from .custom_function import customs_of
-from .ir import Graph, Value
-from .passes import Split, is_recording
-from .passes.aliasing import alias_sets, aliased_inputs, input_free_outputs, output_aliases
-from .passes.rewrite import clone
+from ..autodiff import reached, vjp
+from ..ir import Graph, Value
+from ..passes import Split, is_recording
+from ..passes.aliasing import alias_sets, aliased_inputs, input_free_outputs, output_aliases
+from ..passes.rewrite import clone
+from ..tracing import guards
+from ..tracing.custom_function import customs_of
+from ..tracing.function import TraceResult, _attribute_path, refresh_sources, trace_function
+from ..tracing.tracer import Tracer, TraceState
+from ..training.backward import freed_outputs
+from ..training.guards import GradGuard
+from . import trace_cache
 from .signature import CallKey
-from .trace_function import TraceResult, _attribute_path, refresh_sources, trace_function
-from .tracer import Tracer, TraceState
-from .training import GradGuard, freed_outputs
 
 if TYPE_CHECKING:
     from .compiled import Compiled

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .interpreter import run_graph
-from .ir import Graph
+from ..interpreter import run_graph
+from ..ir import Graph
 
 Factory = Callable[..., Any]  # factory(graph, name, fast_math=False) -> executable
 

@@ -20,7 +20,7 @@ import textwrap
 from collections.abc import Iterable
 from typing import Any
 
-from .ir import Graph
+from ..ir import Graph
 
 __all__ = ["summary", "SUMMARY_TITLE"]
 

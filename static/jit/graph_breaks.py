@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import TraceError
+from ..errors import TraceError
 
 log = logging.getLogger("graphmode.graph_breaks")
 

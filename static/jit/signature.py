@@ -15,9 +15,9 @@ import eager
 from eager._grad_mode import STATE
 from eager._tensor import Tensor
 
-from .shared_memory import layout, root_array
-from .trace_function import check_hashable, flatten_args, static_positions
-from .trace_state import ACTIVE as _ACTIVE
+from ..tracing.function import check_hashable, flatten_args, static_positions
+from ..tracing.shared_memory import layout, root_array
+from ..tracing.state import ACTIVE as _ACTIVE
 
 _NO_STATIC: frozenset = frozenset()
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1

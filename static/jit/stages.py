@@ -25,11 +25,11 @@ import numpy as np
 import eager
 from eager._tensor import Tensor
 
+from ..ir import Graph
+from ..passes import run_pipeline
+from ..tracing.function import TraceResult, flatten_args, trace_function
 from .bridge import input_arrays, wrap_outputs
 from .executable import build_executable, row_regions
-from .ir import Graph
-from .passes import run_pipeline
-from .trace_function import TraceResult, flatten_args, trace_function
 
 if TYPE_CHECKING:
     from .compiled import Compiled

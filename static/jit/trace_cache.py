@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from ..ir import Graph, Value, verify
+from ..passes import Split, is_recording, optimize_joint, run_pipeline
 from .executable import build_executable, row_regions
-from .ir import Graph, Value, verify
-from .passes import Split, is_recording, optimize_joint, run_pipeline
 
 FORMAT = "3"  # 3: the record keeps the optimized graphs' texts (codegen's module keys)
 
@@ -219,7 +219,7 @@ def _lookup(key: str, owner) -> Built | None:
     if built is not None:
         STATS["disk_hits"] += 1
         _remember(key, built)
-        from .logs import stages  # noqa: PLC0415  (GRAPHMODE_LOGS=stages: say why no stage is printed)
+        from ..logs import stages  # noqa: PLC0415  (GRAPHMODE_LOGS=stages: say why no stage is printed)
 
         stages.debug("@%s: optimized graphs loaded from the disk cache (built by an earlier process): no pass ran, "
                      "so no stage is printed; explain() rebuilds and shows them, GRAPHMODE_CACHE=0 skips the cache",

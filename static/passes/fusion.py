@@ -352,7 +352,7 @@ def fuse(graph: Graph, max_ops: int | None = None, rows: bool = False, backend: 
     """Group fusible nodes into `fused` regions of at most max_ops ops (MAX_FUSED_OPS); with
     `rows`, also row regions (see Fuser). Pointwise ops join a region where `backend` can
     inline them (its declared capabilities, static.executable.capabilities)."""
-    from ..executable import inline_predicate  # noqa: PLC0415  (executable imports the passes' users)
+    from ..jit.executable import inline_predicate  # noqa: PLC0415  (executable imports the passes' users)
 
     fuser = Fuser(graph, MAX_FUSED_OPS if max_ops is None else max_ops, rows, inline_predicate(backend))
     groups = fuser.run()

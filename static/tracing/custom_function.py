@@ -19,8 +19,8 @@ from eager.autograd import function as _function
 from eager.ops import fit_grad
 from eager.ops.special import FULL_LIKE
 
-from .ir import Node, Value
-from .trace_state import TraceState, current_state
+from ..ir import Node, Value
+from .state import TraceState, current_state
 from .tracer import Tracer
 
 

@@ -23,15 +23,15 @@ from eager._grad_mode import STATE
 from eager._tensor import Tensor
 from eager.ops import TensorSpec
 
+from ..errors import TraceError
+from ..ir import Graph, Value, verify
+from ..training.bindings import call_prep, note_start
 from . import guards, pytree, side_effects
-from .errors import TraceError
-from .ir import Graph, Value, verify
 from .reach import Walk, names_read
+from .record import capturing_dispatch, check_view_current
+from .state import ACTIVE, TraceState
 from .symbolic import symbolic_shape, trace_done
-from .trace_record import capturing_dispatch, check_view_current
-from .trace_state import ACTIVE, TraceState
 from .tracer import Tracer
-from .training import call_prep, note_start
 
 _NUMBER_DTYPES = {bool: _dtypes.bool_, int: _dtypes.int64, float: _dtypes.float64}
 

@@ -32,8 +32,9 @@ from .reach import Walk, names_read
 
 _ATOMS = (bool, int, float, complex, str, bytes, type(None))
 _SCALARS = frozenset((bool, int, float, str))
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_LIBRARY_DIRS = tuple(os.path.join(_ROOT, pkg) + os.sep for pkg in ("eager", "static", "codegen"))
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # (static/tracing/guards.py)
+_LIBRARY_DIRS = tuple(os.path.join(_ROOT, pkg) + os.sep for pkg in ("eager", "static", "codegen", "gmops", "gmbase",
+                                                                   "gmnative"))
 _MISSING = object()
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks")
 _OPTIMIZER_STATE = frozenset(("state", "param_groups", "defaults"))

@@ -19,8 +19,8 @@ from eager import _dtypes, _factories
 from eager._device import CPU, xp_for
 from eager._tensor import Tensor
 
+from .state import current_state
 from .symbolic import SymInt, concrete_shape, env_of, note_array, sources
-from .trace_state import current_state
 
 
 @dataclass(eq=False)

@@ -12,15 +12,16 @@ import numpy as np
 
 import eager
 from eager import _dispatch, _dtypes
+from eager._apply_run import _HALF_SCALAR_IN_FLOAT32, half_in_float32, needs_promotion
 from eager._grad_mode import STATE
 from eager._tensor import Tensor
 from eager.ops import TensorSpec
 from eager.ops.elementwise import TO_DTYPE
 from eager.ops.index_checks import CHECK_INDEX_RANGE
 
-from .errors import TraceError
-from .ir import Node, Value
-from .trace_state import _SCALARS, ACTIVE, TraceState, ViewSteps, current_state, user_location
+from ..errors import TraceError
+from ..ir import Node, Value
+from .state import _SCALARS, ACTIVE, TraceState, ViewSteps, current_state, user_location
 
 if TYPE_CHECKING:
     from .tracer import Tracer
@@ -63,26 +64,29 @@ def _describe(state: TraceState, v: object) -> tuple[_dtypes.dtype, int] | None:
 
 def _promote(state: TraceState, op, operands: list) -> list:
     """eager's promotion (`_dtypes.promote_operands`), with the casts recorded into the graph.
-    The commonest case (every traced operand of one floating dtype, beside Python ints and
-    floats) casts nothing and is recognized first: most of a training step's ops. (A traced
-    Python number, `state.weak`, promotes as a number does: left to the full rule.)"""
+    Whether anything would be cast is eager's own rule (`eager._apply_run.needs_promotion`),
+    asked with the dtype every traced operand shares: most of a training step's ops cast
+    nothing. (A traced Python number, `state.weak`, promotes as a number does: left to the
+    full rule.)"""
     common = None
     weak = state.weak
     for v in operands:
         t = type(v)
         if t is Value:
             if v in weak:
+                common = False
                 break
             d = v.type.dtype
             if common is None:
                 common = d
             elif d is not common:
+                common = False
                 break
-        elif t is not float and t is not int:
+        elif t is not float and t is not int and t is not bool:
+            common = False
             break
-    else:
-        if common is not None and common.is_floating_point:
-            return operands
+    if not needs_promotion(op, operands, None if common is None or common is False else common.np.kind):
+        return operands
 
     def cast(v, target):
         return _emit(state, TO_DTYPE, [v], {"dtype": target})[0]
@@ -146,10 +150,8 @@ def record(op, operands, attrs):
         if isinstance(o, Tracer) and o._view_of is not None:
             check_view_current(o)
     values = [_operand(state, o) for o in operands]
-    if op.name in _dispatch._HALF_SCALAR_IN_FLOAT32 and any(
-            type(v) is Value and v.type.dtype is _dtypes.float16 for v in values) and _dtypes.half_beside_0d(
-            [_describe(state, v) for v in values]):
-        return Tracer(state, _half_in_float32(state, op, values, attrs))
+    if op.name in _HALF_SCALAR_IN_FLOAT32 and half_in_float32(op, values, lambda v: _describe(state, v)):
+        return Tracer(state, _half_in_float32(state, op, values, attrs))  # (eager's rule: one function)
     if op.promote is not None:
         values = _promote(state, op, values)
     if "index_checks" in op.extra:  # eager's forward checks index values: so does the graph, before the op

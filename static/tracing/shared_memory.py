@@ -31,7 +31,7 @@ from eager._device import may_share_memory, xp_of_array
 from eager._inplace import _view_steps
 from eager._tensor import Tensor
 
-from .errors import TraceError
+from ..errors import TraceError
 
 
 def _array(obj):
@@ -207,7 +207,7 @@ def _is_array(obj) -> bool:
 
 
 def _unfollowable(what: str) -> TraceError:
-    from .trace_state import user_location  # noqa: PLC0415
+    from .state import user_location  # noqa: PLC0415
 
     return TraceError(
         f"{user_location()}: the function {what} a tensor that shares memory with another tensor it also uses "

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from . import guards as _guards
-from .trace_state import user_location
+from .state import user_location
 from .tracer import Tracer
 
 _RANDOM_FUNCTIONS = ("random", "uniform", "gauss", "normalvariate", "randint", "randrange", "choice", "choices",
@@ -120,7 +120,7 @@ def _watched_step(watch: Watch, step):
     the graph when no optimizer step was traced before it (that step then reads the stepped
     learning rate, fed at call time), else after it."""
     def watched(self, *args: Any, **kwargs: Any) -> Any:
-        from .trace_state import current_state  # noqa: PLC0415
+        from .state import current_state  # noqa: PLC0415
 
         state = current_state()
         if watch.depth or state is None or state.finished:

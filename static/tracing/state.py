@@ -21,8 +21,8 @@ from eager._device import device_of_array
 from eager._tensor import Tensor
 from eager.ops import TensorSpec
 
-from .errors import TraceError
-from .ir import Graph, Value
+from ..errors import TraceError
+from ..ir import Graph, Value
 from .shared_memory import SharedMemory
 from .symbolic import captured_shape
 
@@ -30,7 +30,9 @@ if TYPE_CHECKING:
     pass
 
 
-_LIBRARY_DIRS = (os.path.dirname(eager.__file__) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
+# graphmode's own packages (this file is static/tracing/state.py): frames in them are not the user's
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_LIBRARY_DIRS = tuple(os.path.join(_ROOT, pkg) + os.sep for pkg in ("eager", "static", "gmops", "gmbase", "gmnative"))
 _SCALARS = (bool, int, float)
 # How a view is made from the tensor owning its memory: (op name, sorted attrs, output number)
 # per view op, as eager.ops.views.replay_view takes them.

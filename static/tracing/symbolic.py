@@ -317,8 +317,8 @@ def _note_compare(a: SymInt, op: str, b: Any, result: bool) -> None:
     rec.guards.setdefault(text, lambda env: fn(_eval(a, env), _eval(b, env)) == result)
 
 
-_LIBRARY = tuple(os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep + name + os.sep
-                 for name in ("eager", "static", "codegen"))
+_LIBRARY = tuple(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep + name + os.sep
+                 for name in ("eager", "static", "codegen", "gmops", "gmbase", "gmnative"))  # (static/tracing/symbolic.py)
 
 
 def _from_library() -> bool:

@@ -27,13 +27,13 @@ from eager._tensor_metadata import Size
 from eager.ops import REGISTRY
 from eager.ops.special import STOP_GRADIENT
 
-from .errors import TraceError
-from .ir import Value
-from .trace_record import _data_error, _root_now, bind_tracer, check_view_current, record
+from ..errors import TraceError
+from ..ir import Value
+from .record import _data_error, _root_now, bind_tracer, check_view_current, record
 
 # the active trace and its state, under the name eager's hooks and static's compile path ask
 # (`static.tracer.ACTIVE`, `.current_state`, `.user_location`, `.TraceError`)
-from .trace_state import (
+from .state import (
     _CLASS_ASKERS,
     _LIBRARY_DIRS,
     _STDLIB,

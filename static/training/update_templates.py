@@ -28,11 +28,11 @@ from typing import Any
 from eager._tensor import Tensor
 from eager.ops import REGISTRY, TensorSpec
 
-from .ir import Value
-from .shared_memory import root_array
-from .trace_record import _emit
-from .trace_state import TraceState
-from .tracer import Tracer, inplace_on_captured
+from ..ir import Value
+from ..tracing.record import _emit
+from ..tracing.shared_memory import root_array
+from ..tracing.state import TraceState
+from ..tracing.tracer import Tracer, inplace_on_captured
 
 PARAM, GRAD = "param", "grad"
 

@@ -7,7 +7,7 @@ import pytest
 import eager
 import eager.nn as nn
 import static
-import static.compiled
+import static.jit.lookup
 from eager.nn.module import structure_version
 from static.signature import MISS
 
@@ -35,13 +35,13 @@ def g(a, b):
 def keys(monkeypatch):
     """Counts the calls that computed the full cache key (the slow path)."""
     calls = []
-    real = static.compiled.call_key
+    real = static.jit.lookup.call_key  # looked up there: the cache's lookup computes the key
 
     def counting(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(static.compiled, "call_key", counting)
+    monkeypatch.setattr(static.jit.lookup, "call_key", counting)
     return calls
 
 

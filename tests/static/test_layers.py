@@ -70,9 +70,12 @@ def test_public_names_resolve_lazily_and_trace_stays_the_function():
         import sys, static
         assert 'static.api' not in sys.modules
         import static.trace_function, static.compare      # static.compare's submodule shares its name
-        assert callable(static.trace) and static.trace.__module__ == 'static.trace_function', static.trace
+        assert callable(static.trace) and static.trace.__module__ == 'static.tracing.function', static.trace
         assert static.compare.__module__ == 'static.compare' and callable(static.compare)
-        assert static.compile.__module__ == 'static.compiled'
+        assert static.compile.__module__ == 'static.jit.compiled'
+        import static.tracing.tracer, static.jit.executable   # the modules' homes: tracing/ and jit/
+        assert static.tracer is static.tracing.tracer and static.executable is static.jit.executable
+        assert sys.modules['static.trace_function'] is static.tracing.function  # old names: the same objects
         assert static.passes.__name__ == 'static.passes'   # submodules still reachable as attributes
         assert set(static.__all__) <= set(dir(static))
         try:

@@ -600,4 +600,5 @@ def test_static_trace_is_the_function_and_its_module_has_its_own_name():
 
     module = importlib.import_module("static.trace_function")  # importing the module does not replace the function
     assert static.trace is module.trace and callable(static.trace)
-    assert static.trace.__module__ == "static.trace_function"
+    assert static.trace.__module__ == "static.tracing.function"  # its home; static.trace_function is an alias
+    assert importlib.import_module("static.tracing.function") is module

@@ -319,7 +319,7 @@ def test_backward_on_a_traced_value_is_a_declared_hook_not_a_patched_method():
     from static import training
     from static.tracer import BACKWARD_HOOK, Tracer
 
-    assert Tracer.__dict__["backward"].__module__ == "static.tracer"
+    assert Tracer.__dict__["backward"].__module__ == "static.tracing.tracer"
     assert BACKWARD_HOOK.fn is training.traced_backward
 
 
