@@ -178,8 +178,11 @@ for _name in ("isnan", "isinf", "isfinite"):
 # -- structured control flow (eager/ops/control_flow.py) ------------------------------------------
 # The op's forward runs the loop (or the chosen branch) in Python around the body's own
 # generated code, compiled once per body text (static.control_flow.runner); the body is an
-# attribute, so the call passes it along with the others.
+# attribute, so the call passes it along with the others. The native driver writes scan and
+# while_loop as C loops around the body's kernels instead (native_gen/loops.py), calling the
+# forward only where the body holds an op with no C form there.
 for _name in ("scan", "while_loop", "cond"):
     _add(_name, NumpyLowering(call=f"_rt.forward('{_name}', np, {{args}}, **{{attrs}})"),
          CupyLowering(call=f"_rt.forward('{_name}', cp, {{args}}, **{{attrs}})"),
-         note="structured control flow: the op's forward loops in Python around the body's generated code")
+         note="structured control flow: the op's forward loops in Python around the body's generated code "
+              "(native: a C loop around the body's kernels where they all have a C form, native_gen/loops.py)")

@@ -37,11 +37,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gmnative import build as native_build
 from static.ir import Graph, Node, Value
 
 from ..lowering import lowering_for
 from ..regions import analyze, analyze_rows
-from ..render import Names, py_literal
+from ..render import Names, node_line, py_literal
 from .function import supported
 from .indexing import _ints, _prod, _symbolic, contiguous_strides, strided_index, strided_source
 from .matmul import CBatchedMatmul, small_batched_matmul
@@ -75,15 +76,13 @@ def _blas() -> tuple[tuple, bool] | None:
     product has no C form here and its loop runs in Python)."""
     import ctypes  # noqa: PLC0415
 
-    try:
-        from gmbase.threads import numpy_openblas  # noqa: PLC0415
-    except ImportError:  # pragma: no cover - the base layer's old home
-        from eager._threads import numpy_openblas  # noqa: PLC0415
+    from gmbase.threads import numpy_openblas  # noqa: PLC0415
+
     for lib in numpy_openblas():
         for head, tail, ilp64 in _SPELLINGS:
             fns = [getattr(lib, f"{head}{r}{tail}", None) for r in _ROUTINES]
             if all(f is not None for f in fns):
-                return tuple(ctypes.cast(f, ctypes.c_void_p).value for f in fns), ilp64
+                return tuple(ctypes.cast(f, ctypes.c_void_p).value for f in fns if f is not None), ilp64
     return None
 
 
@@ -251,7 +250,7 @@ class _BodyModule:
         if node.op == "cat":
             self._cat(node)
             return
-        if node.op == "sum" and self._leading_sum(node):
+        if node.op in ("sum", "mean") and self._leading_sum(node):
             return
         low = lowering_for(node.op)
         if (low.pointwise and low.cupy.expr is not None and len(node.outputs) == 1
@@ -265,7 +264,7 @@ class _BodyModule:
                 self.m._native_function(CRegion(self.m, fused, region, f"gm_region{len(self.m.functions)}"), "loop")
                 return
             raise _NoCForm(f"{node.op} ({why})")
-        raise _NoCForm(f"{node.op} has no C form (a library call)")
+        raise _NoCForm(f"{node.op} has no C form (a library call): the body's `{node_line(node)}`")
 
     def _cat(self, node: Node) -> None:
         """np.concatenate: each operand's rows copied into the result's (a copy: exact)."""
@@ -289,37 +288,67 @@ class _BodyModule:
         self.steps += lines + ["}"]
 
     def _leading_sum(self, node: Node) -> bool:
-        """A float sum over leading axes (a bias's gradient: the column sums of a batch), as
-        np.add.reduce adds there: the first slice, then each next one added in order, in the
-        dtype; True when written (other sums have no C form with NumPy's bits)."""
+        """A float sum or mean as np.add.reduce computes it, so with its bits (True when
+        written; other reductions have no C form here): the result starts at 0; over leading
+        axes each slice is added in order (a bias's gradient: column sums of a batch), over
+        trailing axes (or all) each contiguous run is added by NumPy's pairwise summation
+        (8 partial sums, halves above 128 elements); a mean then divides in double."""
         from ..lowering import accumulate_dtype  # noqa: PLC0415
 
         x, out = node.inputs[0], node.outputs[0]
-        if not isinstance(x, Value) or accumulate_dtype(node) is not None:
+        if node.op not in ("sum", "mean") or not isinstance(x, Value) or accumulate_dtype(node) is not None:
             return False
         shape = _ints(x.type.shape)
         dims = node.attrs.get("dims")
-        dims = list(range(len(shape))) if dims is None else sorted(int(a) % len(shape) for a in dims)
-        k = len(dims)
+        dims = set(range(len(shape))) if dims is None else {int(a) % max(len(shape), 1) for a in dims}
         dt = x.type.dtype.np.name
-        if dt not in ("float32", "float64") or out.type.dtype != x.type.dtype or dims != list(range(k)):
+        if dt not in ("float32", "float64") or out.type.dtype != x.type.dtype or not dims:
             return False
-        kept, count = _prod(shape[k:]), _prod(shape[:k])
-        if kept < 2 or k == len(shape):  # NumPy sums a whole contiguous run pairwise
+        # the axes NumPy's iterator walks (those of size 1 take no part), reduced or kept, in order
+        walked = [a in dims for a in range(len(shape)) if shape[a] != 1]
+        count = _prod(shape[a] for a in dims)
+        kept = _prod(shape) // max(count, 1) if count else _prod(shape[a] for a in range(len(shape)) if a not in dims)
+        if count == 0:
+            if node.op == "mean":
+                return False
+            self.steps.append(f"__builtin_memset({self._slot(self.name(out), _bytes(out))}, 0, {_bytes(out)});")
+            return True
+        k = walked.index(False) if False in walked else len(walked)
+        leading = kept > 1 and k > 0 and not any(walked[k:])  # reduced axes, then kept ones
+        trailing = kept == 1 or walked == sorted(walked)  # kept axes, then reduced ones (or all reduced)
+        if not (leading or trailing):
             return False
         T = "float" if dt == "float32" else "double"
         src = self.pointer(self.name(x))
         c = self._slot(self.name(out), _bytes(out))
-        if count == 0:
-            self.steps.append(f"__builtin_memset({c}, 0, {_bytes(out)});  // %{out.name}: an empty sum")
-            return True
-        self.steps += [f"{{  // %{out.name} = sum over the leading {k} axis(es): slice by slice, in order",
-                       f"    const {T}* gm_x = (const {T}*)({src}); {T}* gm_z = ({T}*)({c});",
-                       f"    for (long long gm_j = 0; gm_j < {kept}; ++gm_j) gm_z[gm_j] = gm_x[gm_j];",
-                       f"    for (long long gm_i = 1; gm_i < {count}; ++gm_i)",
-                       f"        for (long long gm_j = 0; gm_j < {kept}; ++gm_j) gm_z[gm_j] = gm_z[gm_j] + "
-                       f"gm_x[gm_i * {kept}LL + gm_j];",
-                       "}"]
+        finish = (f"gm_z[gm_j] = ({T})((double)gm_z[gm_j] / (double){count}LL);" if node.op == "mean" else "")
+        how = "slice by slice, in order" if leading else "NumPy's pairwise summation of each run"
+        lines = [f"{{  // %{out.name} = {node.op} as np.add.reduce adds: {how}",
+                 f"    const {T}* gm_x = (const {T}*)({src}); {T}* gm_z = ({T}*)({c});"]
+        if leading:
+            lines += [f"    for (long long gm_j = 0; gm_j < {kept}; ++gm_j) gm_z[gm_j] = ({T})0;",
+                      f"    for (long long gm_i = 0; gm_i < {count}; ++gm_i)",
+                      f"        for (long long gm_j = 0; gm_j < {kept}; ++gm_j) gm_z[gm_j] = gm_z[gm_j] + "
+                      f"gm_x[gm_i * {kept}LL + gm_j];"]
+        else:
+            lines += [f"    struct gm_pw {{ static {T} sum(const {T}* a, long long n) {{",
+                      f"        if (n < 8) {{ {T} res = ({T})0; for (long long i = 0; i < n; ++i) res += a[i]; return res; }}",
+                      "        if (n <= 128) {",
+                      f"            {T} r[8]; for (int j = 0; j < 8; ++j) r[j] = a[j];",
+                      "            long long i = 8;",
+                      "            for (; i < n - (n % 8); i += 8) for (int j = 0; j < 8; ++j) r[j] += a[i + j];",
+                      f"            {T} res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));",
+                      "            for (; i < n; ++i) res += a[i];",
+                      "            return res;",
+                      "        }",
+                      "        long long n2 = n / 2; n2 -= n2 % 8;",
+                      "        return sum(a, n2) + sum(a + n2, n - n2);",
+                      "    } };",
+                      f"    for (long long gm_j = 0; gm_j < {kept}; ++gm_j)",
+                      f"        gm_z[gm_j] = ({T})0 + gm_pw::sum(gm_x + gm_j * {count}LL, {count}LL);"]
+        if finish:
+            lines.append(f"    for (long long gm_j = 0; gm_j < {kept}; ++gm_j) {finish}")
+        self.steps += lines + ["}"]
         return True
 
     def _strides(self, v: Value) -> tuple[str, tuple]:
@@ -646,7 +675,12 @@ class _Loop:
             params.append(("", m.contiguous(v), _bytes(v), False))
             dtypes.append(v.type.dtype.np.name)
         scratch = m.names.fresh(f"{self.tag}_scratch")
-        m.body.append(f"{scratch} = np.empty({py_literal(self.scratch_bytes)}, np.uint8)  # the loop's buffers")
+        if self.scratch_bytes >= native_build.REUSE_MIN_BYTES:  # a large one: the previous call's, no page faults
+            slots = f"_B{len(m.slots)}"
+            m.slots.append(slots)
+            m.body.append(f"{scratch} = _nb.reuse({slots}, ({self.scratch_bytes},), np.uint8)  # the loop's buffers")
+        else:
+            m.body.append(f"{scratch} = np.empty({py_literal(self.scratch_bytes)}, np.uint8)  # the loop's buffers")
         m.fresh.add(scratch)
         params.append(("", scratch, self.scratch_bytes, True))
         dtypes.append("uint8")

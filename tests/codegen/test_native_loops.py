@@ -207,6 +207,27 @@ def test_backward_scan_is_a_c_loop(monkeypatch):
     assert module.stats.get("loops", 0) == len(scans), module.describe()
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_reductions_of_products_sum_as_numpy_does(dt, monkeypatch):
+    """Sums and means left unfused (their operand a product or a concatenation) are written
+    in C as np.add.reduce adds (in order over leading axes, pairwise over trailing ones):
+    the Python loop's bits, at sizes on both sides of the pairwise blocks (8, 128)."""
+    rng = np.random.default_rng(4)
+    w = eager.tensor(rng.standard_normal((6, 300)).astype(dt))
+    xs = eager.tensor(rng.standard_normal((4, 5, 6)).astype(dt))
+
+    def model(w, xs):
+        def step(c, x):
+            p = x @ w                                     # (5, 300)
+            q = eager.cat([p, p[:, :7]], 1)               # (5, 307)
+            return c + p.sum(0)[:5] + q.sum(1) + p.mean(1) + q.mean() + p[:, :9].sum(1), q.mean(0)
+        return static.scan(step, xs[0, 0, :5] * 0, xs)
+
+    native, python, source = _both(model, w, xs, monkeypatch=monkeypatch)
+    assert "as a C loop around its body's kernels" in source and "loops in Python" not in source
+    _same_bits(native, python)
+
+
 def test_an_op_without_a_c_form_falls_back_and_says_which(monkeypatch):
     x = eager.tensor(np.arange(12.0).reshape(4, 3))
 
@@ -215,5 +236,7 @@ def test_an_op_without_a_c_form_falls_back_and_says_which(monkeypatch):
 
     native, python, source = _both(model, x, monkeypatch=monkeypatch)
     _same_bits(native, python)
-    assert "loops in Python: cumsum" in source
+    assert "loops in Python: cumsum has no C form" in source and "= cumsum %" in source
+    monkeypatch.setenv("GRAPHMODE_NATIVE_LOOPS", "1")
+    assert "(scan) loops in Python: cumsum" in static.compile(model, backend="native").explain(x)
     np.testing.assert_array_equal(native[0], np.cumsum(np.asarray(x.numpy()), 1).sum(0))
