@@ -32,7 +32,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_ships_license_typing_markers_grammar_and_templates(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), names
-    for package in ("eager", "static", "codegen", "graphmode"):
+    for package in ("gmbase", "gmnative", "gmops", "eager", "static", "codegen", "graphmode"):
         assert f"{package}/py.typed" in names
     assert any(n.startswith("static/ir/") and n.endswith(".lark") for n in names)
     assert any(n.startswith("codegen/templates/") and n.endswith(".j2") for n in names)

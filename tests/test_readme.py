@@ -31,7 +31,7 @@ def _run(code: str, filename: str = "README.md") -> tuple[str, dict]:
 
 def test_every_graphmode_environment_variable_is_in_the_readme_table():
     used = set()
-    for package in ("eager", "static", "codegen", "graphmode"):
+    for package in ("gmbase", "gmnative", "gmops", "eager", "static", "codegen", "graphmode"):
         for path in (ROOT / package).rglob("*.py"):
             used |= set(re.findall(r"GRAPHMODE_[A-Z_]*[A-Z]", path.read_text(encoding="utf-8")))
     table = README[README.index("## Environment variables"):]

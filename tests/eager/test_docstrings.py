@@ -42,7 +42,7 @@ def _own_doc(cls: type, name: str) -> bool:
 
 def _is_project(obj) -> bool:
     module = getattr(obj, "__module__", None) or ""
-    return module.split(".")[0] in ("eager", "static")
+    return module.split(".")[0] in ("gmbase", "gmops", "eager", "static")
 
 
 def _public_names(module: types.ModuleType) -> list[str]:

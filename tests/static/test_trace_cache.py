@@ -104,7 +104,7 @@ def _copy_packages(root):
         (root / name / "__pycache__" / "rules.cpython-311.pyc").write_bytes(b"\0" * 16)
 
 
-@pytest.mark.parametrize("package", ["eager", "static", "codegen"])
+@pytest.mark.parametrize("package", ["gmbase", "gmops", "eager", "static", "codegen"])
 def test_the_fingerprint_sees_every_source_file_by_content(tmp_path, monkeypatch, package):
     cache = codegen_cache
     _copy_packages(tmp_path)
