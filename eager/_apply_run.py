@@ -66,11 +66,56 @@ _F64: np.dtype[Any] = np.dtype(np.float64)
 _HALF_SCALAR_IN_FLOAT32: frozenset[str] = _dtypes.HALF_SCALAR_IN_FLOAT32
 
 
-def _half_beside_0d(operands: Sequence[Any]) -> bool:
-    """float16 NumPy tensors with a 0-d tensor of another number dtype (tensor(1e5))."""
-    if any(isinstance(o, Tensor) and type(o._data) is not np.ndarray for o in operands):
+def half_in_float32(op: Any, operands: Sequence[Any], describe: Callable[[Any], Any]) -> bool:
+    """Whether `op` on these operands is computed in float32 and rounded once to float16, as
+    PyTorch's CPU kernels do ("opmath"): mul/div (`_dtypes.HALF_SCALAR_IN_FLOAT32`) of float16
+    tensors beside a scalar, a Python number (`x / 100000` divides by 1e5, where float16
+    would round it to inf) or a 0-d tensor of another dtype. One rule for both interpreters:
+    eager's general path and static's tracer (static.trace_record) each pass their own
+    `describe` (an operand's part in promotion, `_dtypes.promote_operands`: (dtype, standing)
+    for a tensor, None for a Python number; a traced number is WEAK)."""
+    if op.name not in _HALF_SCALAR_IN_FLOAT32:
         return False
-    return _dtypes.half_beside_0d([_describe(o) for o in operands])
+    described = [describe(o) for o in operands]
+    if _dtypes.half_beside_0d(described):
+        return True
+    half = number = False
+    for o, d in zip(operands, described):
+        if d is None:
+            if type(o) is float or type(o) is int:
+                number = True
+        elif d[1] == _dtypes.WEAK:
+            number = True
+        elif d[0] is _dtypes.float16:
+            half = True
+        else:
+            return False
+    return half and number
+
+
+def needs_promotion(op: Any, operands: Sequence[Any], kind: str | None) -> bool:
+    """Whether promotion could cast anything, for both interpreters (see half_in_float32):
+    `kind` is the NumPy kind of the one dtype every tensor operand shares, or None when they
+    differ, when there is none or when a traced number (weak) is among them. False: the
+    tensors share a dtype that every Python number fits in by category (and it is floating
+    where the op needs that), so `_dtypes.promote_operands` would return them as they are."""
+    if op.promote is None:
+        return False
+    if kind is None or (op.promote == "float" and kind != "f"):
+        return True
+    for o in operands:
+        t = type(o)
+        if t is float:
+            if kind != "f":
+                return True
+        elif t is int and kind == "b":
+            return True
+    return False
+
+
+def _on_numpy(operands: Sequence[Any]) -> bool:
+    """No operand is a CuPy tensor (their kernels keep their own float16 rule)."""
+    return not any(isinstance(o, Tensor) and type(o._data) is not np.ndarray for o in operands)
 
 
 def _run_half_in_float32(op, operands, attrs, wants_grad):
@@ -176,9 +221,9 @@ def _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors):
     the result and record the backward node when gradients are wanted."""
     if n_tensors > 1:
         _check_devices(op, operands)
-    if np_dtype is False and op.name in _HALF_SCALAR_IN_FLOAT32 and _half_beside_0d(operands):
+    if op.name in _HALF_SCALAR_IN_FLOAT32 and _on_numpy(operands) and half_in_float32(op, operands, _describe):
         return _run_half_in_float32(op, operands, attrs, wants_grad)
-    if op.promote is not None and not _already_promoted(op, operands, np_dtype):
+    if needs_promotion(op, operands, None if np_dtype is None or np_dtype is False else np_dtype.kind):
         operands = _promote(op, operands)
         first = next((o for o in operands if isinstance(o, Tensor)), None)
     xp = np if first is None or type(first._data) is np.ndarray else xp_of_array(first._data)
@@ -229,24 +274,6 @@ def _wrap_ints(arrays, dt):
                 out = list(arrays)
             out[i] = int(np.array(a, dtype=np.int64).astype(dt))
     return arrays if out is None else out
-
-
-def _already_promoted(op, operands, np_dtype) -> bool:
-    """True when promotion would change nothing: the tensors share a dtype that every Python
-    number operand fits in by category (and it is floating for ops that need that)."""
-    if np_dtype is None or np_dtype is False:
-        return False
-    kind = np_dtype.kind
-    if op.promote == "float" and kind != "f":
-        return False
-    for o in operands:
-        t = type(o)
-        if t is float:
-            if kind != "f":
-                return False
-        elif t is int and kind == "b":
-            return False
-    return True
 
 
 def _mark_views(op, attrs, first, outs, xp):

@@ -182,9 +182,8 @@ def _dispatch_scan(op, operands, attrs):
     if _n_modes_pushed:
         return _dispatch_modes(op, operands, attrs)
     if n_tensors == 0 and np_dtype is not None and np_dtype is not False and np_dtype.kind == "f" and op.simple:
-        if has_number and np_dtype is _F16 and op.name in _HALF_SCALAR_IN_FLOAT32:
-            return _run_half_in_float32(op, operands, attrs, wants_grad)
-        return _run_float(op, operands, attrs, wants_grad)
+        if not (has_number and np_dtype is _F16 and op.name in _HALF_SCALAR_IN_FLOAT32):
+            return _run_float(op, operands, attrs, wants_grad)  # (else _run: the float16 rule, half_in_float32)
     return _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors)
 
 
@@ -266,5 +265,4 @@ _COMPACT_MIN_ELEMS, _F16, _F32, _F64 = _apply_run._COMPACT_MIN_ELEMS, _apply_run
 _HALF_SCALAR_IN_FLOAT32 = _apply_run._HALF_SCALAR_IN_FLOAT32  # (static's tracer reads it here)
 _explain_failure, _mark_views, _record = _apply_run._explain_failure, _apply_run._mark_views, _apply_run._record
 _on_broadcast_base, _run, _run_float = _apply_run._on_broadcast_base, _apply_run._run, _apply_run._run_float
-_run_half_in_float32 = _apply_run._run_half_in_float32
 _make_node = _apply_run.make_node  # (the general path's node)

@@ -13,13 +13,14 @@ rendered into three functions that eager._dispatch and eager._apply_run `exec` a
   Tensor subclasses included (the same snippets inside a loop).
 
 The rendered text is kept (`SOURCES`) and registered with `linecache` under the file name
-its code carries (`<eager fast path: NAME>`), so tracebacks and `inspect.getsource` show the
+its code carries (`eager/_fast_path.py <rendered NAME>`), so tracebacks and `inspect.getsource` show the
 lines that ran. Change the behaviour here, never in a copy: `tests/eager/test_fast_path.py`
 checks that the fast path and the general path build the same graph.
 """
 from __future__ import annotations
 
 import linecache
+import os
 import textwrap
 from typing import Any
 
@@ -278,7 +279,9 @@ def define(name: str, source: str, namespace: dict[str, Any]) -> Any:
     """Compile and run `source` (one `def name`) in `namespace` (the module globals the code
     reads, as if written there) and return the function; the text stays readable by
     linecache for tracebacks."""
-    filename = f"<eager fast path: {name}>"
+    # (a name under eager/ that is no file: static's user_location and warnings' stacklevel
+    # count the frame as graphmode's, and linecache serves the text)
+    filename = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"_fast_path.py <rendered {name}>")
     SOURCES[name] = source
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102  (our own template, no outside text)

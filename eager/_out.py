@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import types
 import warnings
 from collections.abc import Callable
@@ -129,7 +130,8 @@ def _exact(fn: Callable[..., Any], name: str) -> Callable[..., Any] | None:
               f"    if out is None:\n"
               f"        return _fn({', '.join(call_args)})\n"
               f"    return _slow_path(_name, _fn, {args_tuple}, {kwargs_dict}, out)\n")
-    code = compile(source, f"<eager._out: {name}>", "exec")
+    # (a name under eager/: static's user_location counts the frame as graphmode's, not the user's)
+    code = compile(source, os.path.join(os.path.dirname(os.path.abspath(__file__)), f"_out.py <rendered {name}>"), "exec")
     exec(code, namespace)  # noqa: S102  (our own text, filled with the function's checked parameter names)
     wrapper: Callable[..., Any] = namespace[name]
     return wrapper

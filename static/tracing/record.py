@@ -27,12 +27,12 @@ if TYPE_CHECKING:
     from .tracer import Tracer
 else:
     # The value class records through this module (`Tracer._apply_op = record`), so it is
-    # defined after it: static.tracer binds the name here once the class exists (bind_tracer).
+    # defined after it: static.tracing.tracer binds the name here once the class exists (bind_tracer).
     Tracer = None
 
 
 def bind_tracer(cls: type) -> None:
-    """Called by static.tracer with the Tracer class, the type every recorded output gets."""
+    """Called by static.tracing.tracer with the Tracer class, the type every recorded output gets."""
     globals()["Tracer"] = cls
 
 
@@ -68,24 +68,20 @@ def _promote(state: TraceState, op, operands: list) -> list:
     asked with the dtype every traced operand shares: most of a training step's ops cast
     nothing. (A traced Python number, `state.weak`, promotes as a number does: left to the
     full rule.)"""
-    common = None
+    common = None  # the dtype every traced operand shares, None when they differ (or a weak one)
     weak = state.weak
     for v in operands:
         t = type(v)
         if t is Value:
-            if v in weak:
-                common = False
-                break
             d = v.type.dtype
-            if common is None:
-                common = d
-            elif d is not common:
-                common = False
+            if v in weak or (common is not None and d is not common):
+                common = None
                 break
+            common = d
         elif t is not float and t is not int and t is not bool:
-            common = False
+            common = None
             break
-    if not needs_promotion(op, operands, None if common is None or common is False else common.np.kind):
+    if not needs_promotion(op, operands, None if common is None else common.np.kind):
         return operands
 
     def cast(v, target):
@@ -97,7 +93,7 @@ def _promote(state: TraceState, op, operands: list) -> list:
 def _emit(state: TraceState, op, operands: list, attrs: dict, types: list | None = None) -> list:
     """Check the op's abstract rule and append the node; returns its result Values. `types`:
     the result types where the caller knows them already (a replayed template whose ops and
-    operand shapes were checked when it was recorded: static.update_templates)."""
+    operand shapes were checked when it was recorded: static.training.update_templates)."""
     if types is None:
         specs = [v.type if isinstance(v, Value) else v for v in operands]
         try:

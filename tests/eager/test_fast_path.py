@@ -63,9 +63,9 @@ def test_the_w4_chain_differentiates_as_finite_differences():
 
 
 def test_the_rendered_text_is_what_runs():
-    assert _dispatch.dispatch.__code__.co_filename == "<eager fast path: dispatch>"
+    assert _dispatch.dispatch.__code__.co_filename.endswith("_fast_path.py <rendered dispatch>")
     assert inspect.getsource(_dispatch.dispatch) == _fast_path.SOURCES["dispatch"]
-    assert _apply_run.make_node.__code__.co_filename == "<eager fast path: make_node>"
+    assert _apply_run.make_node.__code__.co_filename.endswith("_fast_path.py <rendered make_node>")
     # the node snippet is one text, rendered into the fast path's two arities and make_node
     assert _fast_path.SOURCES["dispatch"].count("node._in_meta = ") == 2
     assert _fast_path.SOURCES["make_node"].count("node._in_meta = ") == 1

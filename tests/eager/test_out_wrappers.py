@@ -14,7 +14,7 @@ from eager import _out
 
 def _wrapped_functions():
     for name, fn in sorted(vars(eager).items()):
-        if isinstance(fn, types.FunctionType) and fn.__code__.co_filename.startswith("<eager._out"):
+        if isinstance(fn, types.FunctionType) and "_out.py <rendered" in fn.__code__.co_filename:
             yield name, fn
 
 
