@@ -116,6 +116,9 @@ def optimized_body(text: str) -> Graph:
     return run_pipeline(parsed(text), [], row_regions=rows, backend="native")
 
 
+_LOOP_COUNT = "#loop functions"  # a key of the module's by_code table (code -> name) that no code is
+
+
 class _NoCForm(Exception):
     """A node of a body that has no C form inside a loop."""
 
@@ -165,6 +168,7 @@ class _BodyModule:
 
         self.m = _Module(graph, outer.fast_math)
         self.m.functions, self.m.by_code = outer.functions, outer.by_code  # one translation unit
+        self.m.owner = self  # type: ignore[attr-defined]  # (a nested loop's call reads it)
         self.m.names = Names(prefix=f"{tag}_", taken=set())
         self.graph = graph
         self.ptr: dict[str, str] = {}
@@ -447,16 +451,21 @@ class _BodyModule:
         if m.symbols:
             raise _NoCForm("symbolic sizes")
         for node in m.graph.nodes:
-            if node.body is None and node.op in ("scan", "while_loop", "cond"):
-                raise _NoCForm(f"a nested {node.op}")
+            if node.body is None and node.op == "cond":
+                raise _NoCForm("a cond in the body")
         m.body = []
-        saved = m.stats["native"]
         if m._straight_line():
             m._graph_function()
             return
         from .driver import eager_kernel_call  # noqa: PLC0415
 
         for node in m.graph.nodes:
+            if node.body is None and node.op in ("scan", "while_loop"):  # a nested loop: its own C loop
+                inner = _Loop(m, node)
+                fn = inner.function(f"L{m.lines.get(id(node), '?')} of an enclosing loop's body")
+                m.functions.append(fn)
+                inner.call(fn["name"])
+                continue
             if node.body is None and eager_kernel_call(node) is None:
                 raise _NoCForm(f"{node.op} runs eager's kernel through its forward")
             if node.body is None and small_batched_matmul(node) is None:
@@ -472,7 +481,6 @@ class _BodyModule:
             if why is not None:
                 raise _NoCForm(f"a fused region ({why})")
             m._native_function(CRegion(m, node, region, f"gm_region{len(m.functions)}"), "loop")
-        del saved
 
     def output(self, y) -> tuple[str, str | None]:
         """(C address of a body result, the scratch slot's name when the body wrote it)."""
@@ -553,7 +561,9 @@ class _Loop:
             self.xs = []
             self.body = optimized_body(a["body"])
             self.cond = optimized_body(a["cond"])
-        self.tag = f"gm_loop{len(m.functions)}"
+        count = m.by_code.get(_LOOP_COUNT, 0)  # loops of this translation unit, nested ones included
+        m.by_code[_LOOP_COUNT] = count + 1
+        self.tag = f"gm_loop{count}"
 
     def _inputs(self) -> list[str]:
         return ([f"gm_c{i}" for i in range(len(self.consts))] + [f"gm_cur{k}" for k in range(len(self.carries))]
@@ -684,7 +694,14 @@ class _Loop:
         m.fresh.add(scratch)
         params.append(("", scratch, self.scratch_bytes, True))
         dtypes.append("uint8")
-        if self.blas:
+        owner = getattr(m, "owner", None)
+        if self.blas and owner is not None:  # a loop inside a loop's body: the enclosing loop's table
+            table = m.names.fresh(f"{self.tag}_blas")
+            owner.ptr[table] = "(char*)gm_blas"
+            owner.gemm = True
+            params.append(("", table, 8 * len(_ROUTINES), False))
+            dtypes.append("int64")
+        elif self.blas:
             table = m.names.fresh(f"{self.tag}_blas")
             m.body.append(f"from codegen.native_gen.loops import blas_table as {table}")
             m.body.append(f"{table} = {table}()  # NumPy's BLAS: _ROUTINES")

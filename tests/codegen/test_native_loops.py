@@ -105,13 +105,14 @@ def test_fori_and_while_loops(monkeypatch):
             k, v = c                                            # halve until the norm is small
             return (v * v).sum() > 1e-6
         k, v = static.while_loop(cond, lambda c: (c[0] + 1, v_half(c[1])), (eager.tensor(np.int64(0)), x0 * 100))
-        return y_static, y_traced, k, v
+        y_nested = static.fori_loop(0, 3, lambda j, x: static.fori_loop(0, 4, body, x * 0.5), x0)  # loop in a loop
+        return y_static, y_traced, k, v, y_nested
 
     def v_half(v):
         return v * 0.5
 
     native, python, source = _both(model, a, x0, n, monkeypatch=monkeypatch)
-    assert source.count("as a C loop around its body's kernels") == 3
+    assert source.count("as a C loop around its body's kernels") == 5 and "loops in Python" not in source
     _same_bits(native, python)
     want = _leaves(model(a, x0, n))
     for got, w in zip(native, want):
