@@ -3,7 +3,7 @@ run as generated code.
 
 - `compiled` (the `Compiled` wrapper and `compile`), with its option checks and argument
   binding (`options`), its per-signature cache (`lookup`), its call path (`call`) and the
-  methods that look inside it (`inspect`, opening with `explain_summary`);
+  methods that look inside it (`introspect`, opening with `explain_summary`);
 - `signature` (a call's cache key and why a new one retraces), `entry` (one compiled
   signature: the trace, its autodiff split and executables), `trace_cache` (optimized graphs
   found again right after tracing), `bridge` (arguments in, in-place updates written back,

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .entry import Entry
 
 class Executable(Protocol):
-    """What a backend builds from a graph (static.executable): arrays in, arrays out."""
+    """What a backend builds from a graph (static.jit.executable): arrays in, arrays out."""
 
     def run(self, arrays: list[Any]) -> list[Any]: ...
 

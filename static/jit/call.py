@@ -130,7 +130,7 @@ def call_with_grad(self, entry: Entry, leaves):
 
 def _replayed(trace, out):
     """The function's result, after the trace's Python side effects were redone with this
-    call's values (static.side_effects): the graph returned those values after the result."""
+    call's values (static.tracing.side_effects): the graph returned those values after the result."""
     replays = trace.replays
     if replays is None:
         return out

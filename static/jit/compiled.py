@@ -65,10 +65,10 @@ class Compiled:
         self.fast_math = fast_math
         if check is not None and not isinstance(check, bool):
             raise TypeError(f"static.compile: check must be True or False, got {check!r}")
-        # every call run compiled and eagerly, compared (static.check); GRAPHMODE_CHECK=1 for a whole script
+        # every call run compiled and eagerly, compared (static.jit.check); GRAPHMODE_CHECK=1 for a whole script
         self.check = env_check() if check is None else check
         self._last_entry: Entry | None = None
-        self._refusals_said: set = set()  # the side effects already warned about (static.side_effects)
+        self._refusals_said: set = set()  # the side effects already warned about (static.tracing.side_effects)
         functools.update_wrapper(self, fn if callable(fn) and hasattr(fn, "__name__") else type(fn),
                                  updated=())
         if name is not None:
@@ -88,7 +88,7 @@ class Compiled:
         self.compile_seconds: list = []
         self._gave_up = False
         self._warned_fallback = False
-        # the last call's signature, checked in generated code (static.signature.fast_call)
+        # the last call's signature, checked in generated code (static.jit.signature.fast_call)
         self._fast: Callable[[tuple], Any] | None = None
         self._fast_entry: Entry | None = None
         self._modes_version = -1
@@ -237,17 +237,17 @@ def compile(fn: Callable | None = None, *, backend: str = "auto",  # noqa: A001 
         fast_math: allow rewrites that change rounding or special values (x + 0.0 -> x).
         check: run every call both compiled and eagerly on the same state and raise
             `static.CheckError` at the first difference, naming the value, the largest
-            difference, the IR line and the user's line (static.check). None: the
+            difference, the IR line and the user's line (static.jit.check). None: the
             environment variable GRAPHMODE_CHECK decides (off unless set to 1).
         dynamic: (a keyword, as torch.compile's) None: a dimension that changes between calls
             is traced once more as a symbol, and that trace serves every later size
-            (static.dynamic_shapes); True: every dimension is a symbol from the first call;
+            (static.jit.dynamic_shapes); True: every dimension is a symbol from the first call;
             False: each new size is its own trace.
 
     Returns a `Compiled` wrapper that keeps the wrapped function's name, docstring and
     signature (`__wrapped__` is the original), with `explain()`, `ir()`, `source()` and
     `autograd_graphs()` to look inside."""
-    dynamic = unsupported.pop("dynamic", None)  # torch.compile's: static.dynamic_shapes
+    dynamic = unsupported.pop("dynamic", None)  # torch.compile's: static.jit.dynamic_shapes
     if dynamic not in (None, True, False):
         raise TypeError(f"static.compile: dynamic must be None (automatic), True or False, got {dynamic!r}")
     if unsupported:

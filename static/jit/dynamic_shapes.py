@@ -21,7 +21,7 @@ call that reuses the entry.
 
 This module is the policy of one compiled function (when a dimension becomes a symbol, the
 checking build, the guards checked at each call); the symbolic sizes themselves, the
-recording of the comparisons made on them and the tracer's symbols are `static.symbolic`.
+recording of the comparisons made on them and the tracer's symbols are `static.tracing.symbolic`.
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ MIN_SYMBOLIC = 2  # sizes 0 and 1 stay numbers, as PyTorch specializes them (1 b
 class SymbolicEntry:
     """A compiled entry that serves every size of its symbolic dimensions."""
 
-    entry: Any  # static.entry.Entry
+    entry: Any  # static.jit.entry.Entry
     pattern: Any  # the call key with the symbolic sizes as None
     positions: dict  # (leaf, dim) -> symbol name
     guards: dict  # text -> check(env)

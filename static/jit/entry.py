@@ -71,7 +71,7 @@ class Entry:
             gc.disable()
             trace = trace_function(owner._trace_target, args, owner.static_argnums, owner.__name__,
                                    same_as=key.same_as, finish=recorder, verify_graph=False,  # (trace_cache verifies)
-                                   effects_kept=True)  # side effects replayed per call (static.side_effects)
+                                   effects_kept=True)  # side effects replayed per call (static.tracing.side_effects)
         finally:
             if collecting:
                 gc.enable()
@@ -266,7 +266,7 @@ _REQUIRES_GRAD = operator.attrgetter("_requires_grad")
 
 
 def _symbolic(v) -> bool:
-    """Whether a value's type has a symbolic size (static.dynamic_shapes): a random draw's
+    """Whether a value's type has a symbolic size (static.jit.dynamic_shapes): a random draw's
     placeholder over a dynamic dimension, made at each call's sizes."""
     return any(type(d) is not int and isinstance(d, int) for d in v.type.shape)
 
@@ -349,7 +349,7 @@ class _GradRecorder:
     or captured tensor that requires grad, and records their backward into the same graph,
     seeded by new inputs `grad_out<k>`.
 
-    Before recording, it asks the autodiff cache (static.trace_cache): a forward graph that was
+    Before recording, it asks the autodiff cache (static.jit.trace_cache): a forward graph that was
     differentiated, optimized and generated before, with the same outputs to differentiate,
     finds what was built then (`built`), and no backward is recorded at all."""
 

@@ -3,7 +3,7 @@
 A key holds what a trace depends on: the pytree structure of the arguments, per leaf its
 kind, shape, dtype, device and requires_grad (or its value, for a static leaf), the grad
 mode, which arguments share memory, and the training mode of a compiled module. Python values
-read from outside the function are checked separately (static.guards)."""
+read from outside the function are checked separately (static.tracing.guards)."""
 from __future__ import annotations
 
 from collections.abc import Callable

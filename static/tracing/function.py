@@ -58,10 +58,10 @@ class TraceResult:
     n_outputs: int  # user outputs among graph.outputs (updates follow them)
     updates: list = field(default_factory=list)  # ("input", leaf index) or ("captured", index), per update output
     sources: list = field(default_factory=list)  # (captured index, getter): where the user's code reads it
-    guards: list = field(default_factory=list)  # the Python values the trace read (static.guards)
+    guards: list = field(default_factory=list)  # the Python values the trace read (static.tracing.guards)
     constants: set = field(default_factory=set)  # captured positions of tensors made inside the function
     prepare: Any = None  # run before each call: random draws, attribute bindings (static.training.CallPrep)
-    replays: Any = None  # Python side effects redone after each call (static.side_effects.Replays)
+    replays: Any = None  # Python side effects redone after each call (static.tracing.side_effects.Replays)
     refused: str | None = None  # why this signature runs eagerly (a side effect that cannot be replayed)
 
     def refresh_captured(self) -> bool:
@@ -165,11 +165,11 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
     inside the trace after the function returned (the autograd joint records its backward
     there, given each leaf's input Value as passed in, None for static leaves); the Values it
     returns become graph outputs after the updates. verify_graph=False leaves the verifier to
-    the caller: static.entry verifies a graph when it builds one, not when a cache answers for
+    the caller: static.jit.entry verifies a graph when it builds one, not when a cache answers for
     it (a record is made from a graph verified when it was built, and its key is that graph's
     text). effects_kept=True (a compiled function's trace): the Python side effects of the
     trace are found, undone and replayed after each call, or refuse the trace
-    (static.side_effects); otherwise the function's Python runs once and what it did stays."""
+    (static.tracing.side_effects); otherwise the function's Python runs once and what it did stays."""
     static = static_positions(static_argnums, len(args))
     leaves, in_tree, owners = flatten_args(args, static)
     names = _param_names(fn, len(args))
@@ -222,7 +222,7 @@ def trace_function(fn: Callable, args: tuple, static_argnums=(), name: str | Non
     traced_args = pytree.unflatten(in_tree, tracers)
     explicit = list(graph.inputs)
     # what the function reads from outside, as it is before the function runs: the guards, and
-    # the snapshots the trace's own writes are found against (static.side_effects)
+    # the snapshots the trace's own writes are found against (static.tracing.side_effects)
     pre_guards = _guards_of(fn, leaves, kinds)
     globals_before = side_effects.snapshot_globals(side_effects.user_functions(fn)) if effects_kept else []
     watch = side_effects.Watch()

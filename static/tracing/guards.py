@@ -15,7 +15,7 @@ holds itself is guarded by identity where it recurs); the instance dict of every
 user object reached (so a monkey-patched `forward`, a swapped submodule, a hook added or
 removed) and the class dict of every user class reached (`C.k`). What the trace itself wrote
 (a list it appended to, an attribute it set) is not a guard but a side effect, handled by
-`static.side_effects`. Tensors and arrays named directly are not guarded here: they are graph
+`static.tracing.side_effects`. Tensors and arrays named directly are not guarded here: they are graph
 inputs read at call time (see `tracing.named_sources`)."""
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ class Draw:
     high: Any
     placeholder: Any  # the array the trace saw in place of the numbers
     generator: Any = None  # the user's eager.Generator, when the draw named one
-    symbols: dict | None = None  # a shape with symbolic sizes: where each comes from (static.dynamic_shapes)
+    symbols: dict | None = None  # a shape with symbolic sizes: where each comes from (static.jit.dynamic_shapes)
 
     def make(self, env: dict | None = None):
         return _factories.draw_array(self.kind, self.shape_for(env), self.dtype, self.device, self.a, self.b,
@@ -102,7 +102,7 @@ class Replay:
     def __call__(self, leaves=None) -> None:
         env = None
         symbolic = next((d.symbols for d in self.draws if d.symbols), None)
-        if symbolic is not None and leaves is not None:  # the sizes of this call (static.dynamic_shapes)
+        if symbolic is not None and leaves is not None:  # the sizes of this call (static.jit.dynamic_shapes)
             env = env_of(symbolic, leaves)
         for first, end in self.runs:
             if end - first > 1:

@@ -1,8 +1,8 @@
 """The walk over what a traced function can read by name.
 
 Two questions are asked of the same reach: which Python values a trace bakes in (the guards,
-`static.guards.collect`) and which tensors it reads from outside (the named captured inputs,
-`static.trace_function.named_sources`). Both start at the function, follow what it wraps, the instance
+`static.tracing.guards.collect`) and which tensors it reads from outside (the named captured inputs,
+`static.tracing.function.named_sources`). Both start at the function, follow what it wraps, the instance
 and function of a bound method, and the globals and closure cells its code names; they differ
 only in what they record and which values they follow further. This module holds the walk;
 the callers hold those decisions."""

@@ -5,7 +5,7 @@ A trace runs the user's Python once. What that Python did to the world outside t
 (a list it appended to, an attribute or a global it set, a `print`) would happen once, at
 trace time, and hold tracers, where eager does it at every call with tensors. So:
 
-- before the trace, the guards' snapshot of what the function reads (static.guards) and a copy
+- before the trace, the guards' snapshot of what the function reads (static.tracing.guards) and a copy
   of the globals of the user functions it reaches are taken; `print` and Python's and NumPy's
   random functions are watched while it runs;
 - after the trace, each difference is a write of the trace. Writes this module can repeat

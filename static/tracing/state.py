@@ -136,7 +136,7 @@ class TraceState:
         """The values of `o` when they are known while tracing (None otherwise): an eager
         tensor or array, or a Tracer that is still a captured one as it was read. A tensor
         from outside the function is guarded, so that a change to it retraces."""
-        from .tracer import Tracer  # noqa: PLC0415  (static.tracer builds on this module)
+        from .tracer import Tracer  # noqa: PLC0415  (static.tracing.tracer builds on this module)
 
         obj = o
         if isinstance(o, Tracer):
@@ -184,7 +184,7 @@ class TraceState:
         return v
 
     def _alias_value(self, alias: tuple) -> Value:
-        """The current value of an eager alias of a captured tensor (static.shared_memory)."""
+        """The current value of an eager alias of a captured tensor (static.tracing.shared_memory)."""
         v = self.capture(alias[1])
         found = self.shared.canonical(self, alias[0])
         assert found is not None, "an alias entry names a captured tensor"
@@ -194,7 +194,7 @@ class TraceState:
         v = self.latest[id(target)]
         from eager.ops.views import replay_view  # noqa: PLC0415
 
-        from .tracer import Tracer  # noqa: PLC0415  (static.tracer builds on this module)
+        from .tracer import Tracer  # noqa: PLC0415  (static.tracing.tracer builds on this module)
 
         return replay_view(Tracer(self, v), steps)._value
 

@@ -5,9 +5,9 @@ functions, indexing) by inheriting eager's own definitions (`eager._api.TensorAP
 apply ops, and an op with a Tracer operand is handed to `record`, which appends it to the
 graph. So the same source runs in both modes without a line changed.
 
-The trace's state (TraceState, the active trace, the user's location) is `static.trace_state`;
+The trace's state (TraceState, the active trace, the user's location) is `static.tracing.state`;
 recording one op call as a node (promotion, the half-in-float32 rule, view and capture
-checks) is `static.trace_record`.
+checks) is `static.tracing.record`.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from ..ir import Value
 from .record import _data_error, _root_now, bind_tracer, check_view_current, record
 
 # the active trace and its state, under the name eager's hooks and static's compile path ask
-# (`static.tracer.ACTIVE`, `.current_state`, `.user_location`, `.TraceError`)
+# (`static.tracing.tracer.ACTIVE`, `.current_state`, `.user_location`, `.TraceError`)
 from .state import (
     _CLASS_ASKERS,
     _LIBRARY_DIRS,
@@ -357,7 +357,7 @@ class Tracer(TensorAPI):
         self._view_version = self._state.versions.get(id(base), 0)
         return self
 
-    # -- in-place random fills: the draw is a graph input each call makes anew (static.randomness)
+    # -- in-place random fills: the draw is a graph input each call makes anew (static.tracing.randomness)
     def _draw(self, kind: str, a: float = 0.0, b: float = 1.0, high=None, generator=None) -> Tensor:
         spec = self._value.type
         return Tensor._make(_factories._rng_array(kind, tuple(spec.shape), spec.dtype, self.device, a, b, high,

@@ -26,7 +26,7 @@ _NO_GRAD_FN = "element 0 of tensors does not require grad and does not have a gr
 # -- what runs before each call -------------------------------------------------------------------
 class CallPrep:
     """Done before every call of a compiled signature, in this order: the random draws of the
-    trace (static.randomness), the Python numbers fed as 0-d inputs, the attribute bindings
+    trace (static.tracing.randomness), the Python numbers fed as 0-d inputs, the attribute bindings
     the trace made (`p.grad = t`, `opt.state[p][k] = t`).
 
     `fresh_grads` are the `.grad`s the call makes rather than finds (backward() reaching a
@@ -55,7 +55,7 @@ class CallPrep:
         if self.replay is not None:
             self.replay(leaves)  # (the call's sizes, for draws of a symbolic shape)
         # a captured entry that now holds another tensor moves eager's METADATA_VERSION: the
-        # entry's next check reads every captured tensor again (static.entry's fast path)
+        # entry's next check reads every captured tensor again (static.jit.entry's fast path)
         for entry, k in self.arg_grads:  # backward() reached an argument: its .grad is accumulated into
             g = _grad_buffer(leaves[k])
             if entry[0] is not g:
@@ -227,7 +227,7 @@ def note_start(state: TraceState, fn, sources) -> None:
         except Exception:  # noqa: BLE001  (a name that went away)
             continue
         tensors.append(t)
-        state.shared.getters[id(t)] = read  # an alias read by a name is guarded (static.shared_memory)
+        state.shared.getters[id(t)] = read  # an alias read by a name is guarded (static.tracing.shared_memory)
     for owner in _reachable_owners(fn):
         if hasattr(owner, "param_groups"):
             tensors += [p for g in owner.param_groups for p in g["params"]]
@@ -256,7 +256,7 @@ def _reachable_owners(fn, limit: int = 64) -> list:
         if hasattr(f, "param_groups") or (hasattr(f, "named_parameters") and hasattr(f, "forward")):
             found.append(f)
             continue
-        if hasattr(f, "optimizer") and hasattr(f, "last_epoch"):  # a learning-rate scheduler (static.check saves it)
+        if hasattr(f, "optimizer") and hasattr(f, "last_epoch"):  # a learning-rate scheduler (static.jit.check saves it)
             found.append(f)
             todo.append(f.optimizer)
             continue
@@ -278,7 +278,7 @@ def _reachable_owners(fn, limit: int = 64) -> list:
 
 
 def first_step_pending(fn) -> bool:
-    """Whether an optimizer the function reaches (static.compiled's first-call rule) has a
+    """Whether an optimizer the function reaches (static.jit.compiled's first-call rule) has a
     parameter that requires grad and no state yet, whose first step makes that state from the
     gradient (`Optimizer._first_state_reads_gradient`: SGD's momentum buffer, an optimizer
     that does not define `_initial_state`): that first step is a graph of its own. State that
