@@ -40,25 +40,23 @@ from ._factories import (  # noqa: F401
     zeros_like,
 )
 from ._functional import (  # noqa: F401
-    abs, add, all, amax, amin, any, argmax, argmin, broadcast_to, cat, chunk, clamp, clip, clone,
-    concat, concatenate, cos, div, dot, eq, erf, exp, expand, expm1, flatten, ge, gelu, gt, le,
-    log, log1p, log_softmax, logical_and, logical_not, logsumexp, lt, matmul, max, maximum, mean,
-    min, minimum, mm, mul, narrow, ne, neg, norm, permute, pow, prod, relu, reshape, rsqrt, rsub,
-    select, sigmoid, sign, sin, softmax, softplus, split, sqrt, square, squeeze, stack, std, sub,
-    sum, swapaxes, t, tanh, transpose, true_divide, unbind, unsqueeze, var, where,
+    add, all, amax, amin, any, argmax, argmin, broadcast_to, cat, chunk, clamp, clip, clone, concat,
+    concatenate, div, dot, expand, flatten, gelu, log_softmax, logsumexp, matmul, max, mean, min, mm, narrow,
+    neg, norm, permute, prod, reshape, rsub, select, softmax, softplus, split, square, squeeze, stack, std, sub,
+    sum, swapaxes, t, transpose, true_divide, unbind, unsqueeze, var, where,
 )
-from . import autograd  # noqa: F401
+from ._surface import export_functions as _export_functions  # noqa: E402
+
+# eager.<name> of each op whose record declares a function (eager._surface): exp, sin, mul, eq, isnan, ...
+_export_functions(globals())
+from . import autograd  # noqa: F401,E402
 # -- added with the PyTorch-programs surface ---------------------------------------------------------
 from ._functional import (  # noqa: F401,E402
     addmm, addmv, argsort, argwhere, baddbmm, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, bmm, cdist,
     broadcast_shape as broadcast_shapes, clamp_max, clamp_min, cumprod, cumsum, diag, diag_embed, diagonal,
-    einsum, flip, fliplr, flipud, floor_divide, fmod, gather, ger, index_add, index_select, isfinite, isinf,
-    isnan, kthvalue, lerp, logical_or, logical_xor, masked_fill, masked_select, median, nan_to_num, nonzero,
-    outer, remainder, repeat_interleave, roll, scatter, scatter_add, scatter_reduce, sort, std_mean, topk, trace, tril, triu,
-    unique, var_mean,
-)
-from ._functional import (  # noqa: F401,E402
-    acos, arccos, arcsin, arctan, arctan2, asin, atan, atan2, ceil, cosh, fix, floor, log2, log10, round, sinh, trunc,
+    einsum, flip, fliplr, flipud, gather, ger, index_add, index_select, kthvalue, lerp, masked_fill,
+    masked_select, median, nan_to_num, nonzero, outer, repeat_interleave, roll, scatter, scatter_add,
+    scatter_reduce, sort, std_mean, topk, trace, tril, triu, unique, var_mean,
 )
 from ._factories import (  # noqa: F401,E402
     Generator, bernoulli, default_generator, get_rng_state, initial_seed, multinomial, normal, set_rng_state,
@@ -67,7 +65,7 @@ from ._functional import (  # noqa: F401,E402
     addcdiv, addcmul, atleast_1d, atleast_2d, atleast_3d, column_stack, count_nonzero, diff, dstack, hstack, isclose,
     meshgrid, moveaxis, movedim, row_stack, tile, vstack,
 )
-from .autograd import Function  # noqa: F401
+from .autograd import Function  # noqa: F401,E402
 from ._compile import compile  # noqa: F401,E402,A004  (torch.compile's front door onto static.compile)
 from . import _dynamo, _logging, compiler  # noqa: F401,E402  (torch._dynamo, torch._logging, torch.compiler)
 from . import func, linalg, special  # noqa: F401,E402
@@ -84,7 +82,6 @@ from ._settings import get_float32_matmul_precision, set_float32_matmul_precisio
 from ._settings import can_cast, promote_types, result_type  # noqa: F401,E402
 from .special import logit  # noqa: F401,E402  (torch.logit is torch.special.logit)
 from .special import digamma, erfinv, lgamma  # noqa: F401,E402  (torch.erfinv is torch.special.erfinv)
-from ._functional import sign as sgn  # noqa: F401,E402  (the same for real numbers)
 from ._functional import bucketize, cartesian_prod, combinations, histc, index_put, searchsorted  # noqa: F401,E402
 from ._compositions import (  # noqa: F401,E402
     bincount, block_diag, broadcast_tensors, copysign, cross, cummax, cummin, deg2rad, hsplit, hypot, kron, logaddexp,
@@ -92,9 +89,6 @@ from ._compositions import (  # noqa: F401,E402
     trapezoid, tril_indices, triu_indices, vsplit, xlogy,
 )
 from ._factories import logspace  # noqa: F401,E402
-from ._surface import export_functions as _export_functions  # noqa: E402
-
-_export_functions(globals())  # eager.<name> of each op whose record declares a function (eager._surface)
 from .linalg import det, inv as inverse  # noqa: F401,E402
 from ._linalg_decompositions import (  # noqa: F401,E402  (torch.<name> of the decompositions)
     cholesky_inverse, cholesky_legacy as cholesky, cholesky_solve, logdet, svd_legacy as svd,

@@ -3,54 +3,261 @@
 from the record instead of written by hand in three files.
 
 Why: a pointwise op used to be spelled in the record, in `_functional`, in `_api` (method and
-in-place form) and in `__init__`'s export list. Generated here, adding one is its record: the
-function's docstring names the PyTorch function it mirrors, the in-place form keeps a copy of
-the old value exactly when the op's backward reads its operand (`0 in op.save`), and static's
-tracer values get the same methods (they share `TensorAPI`). Names written by hand always win:
-generation never replaces an existing attribute.
+in-place form) and in `__init__`'s export list. Generated here, adding one is its record.
+
+A record's `surface` is a tuple of entries:
+
+- the kinds it has: "function" (`eager.<name>`, exported), "method" (`Tensor.<name>`, and on
+  static's tracer values, which share `TensorAPI`), "inplace" (`Tensor.<name>_`, which keeps a
+  copy of the old value exactly when the op's backward reads operand 0: `0 in op.save`);
+- optionally its signature as PyTorch's documentation writes it, `"pow(input, exponent, *,
+  out=None)"`: the first `op.arity` parameters are the operands, any other (`decimals=0`) is an
+  attribute of the op passed by keyword, and `out=None` gives the function PyTorch's `out=`.
+  Without one it is `name(input, *, out=None)` (unary) or `name(input, other, *, out=None)`;
+- optionally `"alias NAME"` entries: the same function, method and in-place form under another
+  of PyTorch's names (`arcsin` for `asin`).
+
+The functions are compiled from source with exactly those parameters, so `inspect.signature`,
+keyword calls and error messages for a wrong argument are PyTorch's, and each is one call into
+the dispatcher (no wrapper in between: `eager.sin(x)` is eager's per-op hot path). A name
+written by hand elsewhere wins at install time; `tests/eager/test_surface_generated.py` fails
+when a record's generated name is also written by hand, so the duplicate cannot come back.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import ast
+import linecache
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 from .ops import REGISTRY, OpDef
+from .ops._registry import _DISPATCH
 
 KINDS = ("function", "method", "inplace")
+_ALIAS = "alias "
 
 
-def _check(op: OpDef) -> None:
-    unknown = set(op.surface) - set(KINDS)
-    if unknown:
-        raise ValueError(f"op {op.name!r}: surface {sorted(unknown)} is not one of {KINDS}")
+class Param(NamedTuple):
+    """One parameter of a generated signature."""
+
+    name: str
+    default: Any  # _REQUIRED when there is none
+    keyword_only: bool
 
 
-def function_for(op: OpDef) -> Callable[..., Any]:
-    """`eager.<name>(input, *others, **attrs)`: the op applied (it dispatches on its operands:
-    eager tensors, tracer values, batched values)."""
+class _Required:
+    def __repr__(self) -> str:
+        return "<required>"
 
-    def fn(*operands: Any, **attrs: Any) -> Any:
-        return op(*operands, **attrs)
 
-    fn.__name__ = fn.__qualname__ = op.name
-    fn.__module__ = "eager"
-    fn.__doc__ = (op.doc or f"{op.name}, elementwise.") + f" Mirrors torch.{op.name}."
+_REQUIRED = _Required()
+
+
+class Signature(NamedTuple):
+    """What a record's surface says of its Python names."""
+
+    kinds: tuple[str, ...]
+    names: tuple[str, ...]  # the op's own name first, then its aliases
+    params: tuple[Param, ...]  # PyTorch's parameters of the function, `out` included when it has one
+    operands: tuple[str, ...]  # the parameters that are the op's operands, in order
+    has_out: bool
+
+
+def _parse_params(op: OpDef, text: str) -> tuple[Param, ...]:
+    """The parameters of `name(params)` as PyTorch's docs spell them (defaults are literals)."""
+    head, _, rest = text.partition("(")
+    if head.strip() != op.name or not rest.rstrip().endswith(")"):
+        raise ValueError(f"op {op.name!r}: surface signature {text!r} must be written {op.name}(parameters)")
+    try:
+        tree = ast.parse(f"def f({rest.rstrip()[:-1]}): pass")
+    except SyntaxError as exc:
+        raise ValueError(f"op {op.name!r}: surface signature {text!r} is not a parameter list: {exc.msg}") from None
+    args = tree.body[0].args  # type: ignore[attr-defined]
+    positional = list(args.args)
+    defaults = [_REQUIRED] * (len(positional) - len(args.defaults)) + [ast.literal_eval(d) for d in args.defaults]
+    params = [Param(a.arg, d, False) for a, d in zip(positional, defaults)]
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        params.append(Param(a.arg, _REQUIRED if d is None else ast.literal_eval(d), True))
+    if args.vararg or args.kwarg or args.posonlyargs:
+        raise ValueError(f"op {op.name!r}: surface signature {text!r}: *args, **kwargs and / are not supported")
+    return tuple(params)
+
+
+def signature(op: OpDef) -> Signature:
+    """The surface of `op` read from its record (raises ValueError naming the op on a bad entry)."""
+    kinds: list[str] = []
+    aliases: list[str] = []
+    text = None
+    for entry in op.surface:
+        if entry in KINDS:
+            kinds.append(entry)
+        elif entry.startswith(_ALIAS) and entry[len(_ALIAS):].isidentifier():
+            aliases.append(entry[len(_ALIAS):])
+        elif "(" in entry and text is None:
+            text = entry
+        else:
+            raise ValueError(f"op {op.name!r}: surface entry {entry!r} is not one of {KINDS}, "
+                             "'alias NAME' or one signature 'name(parameters)'")
+    arity = op.arity or 1
+    if text is None:
+        text = f"{op.name}({', '.join(('input', 'other', 'third')[:arity])}, *, out=None)"
+    params = _parse_params(op, text)
+    out = [p for p in params if p.name == "out"]
+    if out and not (out[0].keyword_only and out[0].default is None):
+        raise ValueError(f"op {op.name!r}: surface signature {text!r}: out must be keyword-only with default None")
+    leading = [p for p in params if not p.keyword_only]
+    if len(leading) < arity or any(p.default is not _REQUIRED for p in leading[:arity]):
+        raise ValueError(f"op {op.name!r}: surface signature {text!r} must begin with the op's {arity} operand(s)")
+    return Signature(tuple(kinds), (op.name, *aliases), params, tuple(p.name for p in leading[:arity]),
+                     bool(out))
+
+
+# -- making the callables ------------------------------------------------------------------------------
+def _param_text(params: tuple[Param, ...], defaults: dict[str, Any]) -> str:
+    parts: list[str] = []
+    star = False
+    for p in params:
+        if p.keyword_only and not star:
+            parts.append("*")
+            star = True
+        if p.default is _REQUIRED:
+            parts.append(p.name)
+        else:
+            key = f"_d_{p.name}"
+            defaults[key] = p.default
+            parts.append(f"{p.name}={key}")
+    return ", ".join(parts)
+
+
+def _attrs_text(sig: Signature) -> str:
+    attrs = [p.name for p in sig.params if p.name != "out" and p.name not in sig.operands]
+    return "{" + ", ".join(f"{a!r}: {a}" for a in attrs) + "}"
+
+
+def _doc_params(params: tuple[Param, ...]) -> str:
+    parts: list[str] = []
+    star = False
+    for p in params:
+        if p.keyword_only and not star:
+            parts.append("*")
+            star = True
+        parts.append(p.name if p.default is _REQUIRED else f"{p.name}={p.default!r}")
+    return ", ".join(parts)
+
+
+GENERATED_FILE = __file__ + ":<generated {}>"
+
+
+def _compile(source: str, name: str, namespace: dict[str, Any]) -> Callable[..., Any]:
+    """Compile one generated function. Its file name starts with this module's path, so
+    whatever looks for the user's frame (static's trace locations, warnings) sees library
+    code, and its text is in linecache, so tracebacks show the generated lines."""
+    filename = GENERATED_FILE.format(name)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    code = compile(source, filename, "exec")
+    exec(code, namespace)  # noqa: S102  (our own template, filled with a record's checked names)
+    fn: Callable[..., Any] = namespace[name]
     return fn
 
 
-def functions() -> dict[str, Callable[..., Any]]:
-    """The generated functions by name, for every op whose surface has "function"."""
-    out = {}
+def _describe(op: OpDef) -> str:
+    return op.doc[:1].upper() + op.doc[1:] if op.doc else f"{op.name}, elementwise"
+
+
+def _make_function(op: OpDef, sig: Signature, name: str) -> Callable[..., Any]:
+    """`eager.<name>(input, ...)`: one call of the dispatcher (eager tensors, tracer values and
+    batched values alike: it hands the op to the operands' type), or with `out=` the result
+    written into `out` as PyTorch's out= functions do (eager._out)."""
+    namespace: dict[str, Any] = {"_D": _DISPATCH, "_op": op, "_with_out": _with_out, "_name": name}
+    params = _param_text(sig.params, namespace)
+    operands = "(" + "".join(f"{o}, " for o in sig.operands) + ")"
+    attrs = _attrs_text(sig)
+    if sig.has_out:
+        body = (f"    if out is None:\n        return _D['dispatch'](_op, {operands}, {attrs})\n"
+                f"    return _with_out(_name, _op, {operands}, {attrs}, out)\n")
+    else:
+        body = f"    return _D['dispatch'](_op, {operands}, {attrs})\n"
+    fn = _compile(f"def {name}({params}):\n{body}", name, namespace)
+    fn.__module__ = "eager"
+    fn.__qualname__ = name
+    alias = f"Alias for eager.{op.name}. " if name != op.name else ""
+    fn.__doc__ = (f"{name}({_doc_params(sig.params)}) -> Tensor\n\n{alias}{_describe(op)}. "
+                  f"Mirrors torch.{name} (generated from the op record's surface, eager._surface).")
+    return fn
+
+
+def _make_method(op: OpDef, sig: Signature, name: str) -> Callable[..., Any]:
+    """`Tensor.<name>(self, ...)`: the function's parameters with `self` for the first operand
+    and no `out`, applied through the type's `_apply_op` hook (as the operators are)."""
+    params = tuple(p for p in sig.params if p.name != "out")
+    first = sig.operands[0]
+    namespace: dict[str, Any] = {"_op": op}
+    text = _param_text(tuple(Param("self", _REQUIRED, False) if p.name == first else p for p in params), namespace)
+    operands = "(" + "".join(f"{'self' if o == first else o}, " for o in sig.operands) + ")"
+    method = _compile(f"def {name}({text}):\n    return self._apply_op(_op, {operands}, {_attrs_text(sig)})\n",
+                      name, namespace)
+    method.__module__ = "eager"
+    method.__qualname__ = f"Tensor.{name}"
+    method.__doc__ = f"{name}({_method_params(sig)}) -> Tensor\n\nSee eager.{name}. Mirrors torch.Tensor.{name}."
+    return method
+
+
+_OUT_FORMS: dict[tuple[str, int], Callable[..., Any]] = {}
+
+
+def _method_params(sig: Signature) -> str:
+    """The method's parameters as PyTorch's docs write them (no self, no out)."""
+    return _doc_params(tuple(p for p in sig.params if p.name not in ("out", sig.operands[0])))
+
+
+def _with_out(name: str, op: OpDef, operands: tuple[Any, ...], attrs: dict[str, Any], out: Any) -> Any:
+    """The op's result written into `out` (eager._out: resized, cast where safe, refused under
+    autograd), the rare path of a generated function; its out= form is made once per op."""
+    form = _OUT_FORMS.get((name, id(op)))
+    if form is None:
+        from . import _out  # noqa: PLC0415  (_out imports this module)
+
+        def apply(*args: Any, **kwargs: Any) -> Any:
+            return op(*args, **kwargs)
+
+        apply.__name__ = apply.__qualname__ = name
+        form = _OUT_FORMS[(name, id(op))] = _out.with_out(apply)
+    return form(*operands, out=out, **attrs)
+
+
+# -- what eager installs -----------------------------------------------------------------------------
+_FUNCTIONS: dict[str, Callable[..., Any]] = {}
+
+
+def _surfaced() -> Iterator[tuple[OpDef, Signature]]:
     for op in REGISTRY.values():
-        _check(op)
-        if "function" in op.surface:
-            out[op.name] = function_for(op)
+        if op.surface:
+            yield op, signature(op)
+
+
+def functions() -> dict[str, Callable[..., Any]]:
+    """The generated functions by name (aliases included), for every op whose surface has
+    "function"; made once, so `eager.sin is eager._functional.sin`."""
+    out: dict[str, Callable[..., Any]] = {}
+    for op, sig in _surfaced():
+        if "function" in sig.kinds:
+            for name in sig.names:
+                fn = _FUNCTIONS.get(name)
+                if fn is None or getattr(fn, "_op", None) is not op:
+                    fn = _FUNCTIONS[name] = _make_function(op, sig, name)
+                    fn._op = op  # type: ignore[attr-defined]
+                out[name] = fn
     return out
+
+
+def function_for(op: OpDef) -> Callable[..., Any]:
+    """`eager.<op.name>` as generated from the record (made on demand for any op with a surface)."""
+    return _make_function(op, signature(op), op.name)
 
 
 def export_functions(namespace: dict[str, Any]) -> list[str]:
     """Put the generated functions into a module's namespace (eager's), leaving names it
-    already has; returns the names added."""
+    already has; returns the names added (for its `__all__`)."""
     added = []
     for name, fn in functions().items():
         if name not in namespace:
@@ -61,32 +268,28 @@ def export_functions(namespace: dict[str, Any]) -> list[str]:
 
 def install_methods(cls: type, inplace_type: Callable[..., Any]) -> list[str]:
     """Add the generated methods and in-place forms to the Tensor API class; `inplace_type`
-    is its in-place descriptor (`_api._InPlace(fn, saves_self)`)."""
+    is its in-place descriptor (`_api._InPlace(fn, saves_self)`). Names the class already
+    has (written by hand) are left alone."""
+    import inspect  # noqa: PLC0415
+
     added = []
-    for op in REGISTRY.values():
-        _check(op)
-        fn = function_for(op)
-        if "method" in op.surface and not hasattr(cls, op.name):
-            method = _method(fn, op)
-            setattr(cls, op.name, method)
-            added.append(op.name)
-        name = op.name + "_"
-        if "inplace" in op.surface and not hasattr(cls, name):
-            descriptor = inplace_type(fn, saves_self=0 in op.save)
-            setattr(cls, name, descriptor)
-            descriptor.__set_name__(cls, name)
-            added.append(name)
+    for op, sig in _surfaced():
+        for name in sig.names:
+            method = _make_method(op, sig, name)
+            if "method" in sig.kinds and not hasattr(cls, name):
+                setattr(cls, name, method)
+                added.append(name)
+            inplace = name + "_"
+            if "inplace" in sig.kinds and not hasattr(cls, inplace):
+                descriptor = inplace_type(method, saves_self=0 in op.save)
+                setattr(cls, inplace, descriptor)
+                descriptor.__set_name__(cls, inplace)
+                descriptor.__signature__ = inspect.signature(method)
+                descriptor.__doc__ = (f"{inplace}({_method_params(sig)}) -> Tensor\n\n"
+                                      f"In-place version of Tensor.{name}. Mirrors torch.Tensor.{inplace}.")
+                added.append(inplace)
     return added
 
 
-def _method(fn: Callable[..., Any], op: OpDef) -> Callable[..., Any]:
-    def method(self: Any, *others: Any, **attrs: Any) -> Any:
-        return fn(self, *others, **attrs)
-
-    method.__name__ = op.name
-    method.__qualname__ = f"Tensor.{op.name}"
-    method.__doc__ = f"See eager.{op.name}. Mirrors torch.Tensor.{op.name}."
-    return method
-
-
-__all__ = ["KINDS", "export_functions", "function_for", "functions", "install_methods"]
+__all__ = ["KINDS", "Param", "Signature", "export_functions", "function_for", "functions", "install_methods",
+           "signature"]

@@ -53,6 +53,11 @@ def _away_from_zero(*shapes, **attrs):
     return make
 
 
+# the Python surface eager generates from a record (eager._surface): eager.<name>, Tensor.<name>
+# and the in-place Tensor.<name>_
+_ALL = ("function", "method", "inplace")
+
+
 def _unary(name, forward, vjp, grad_name, samples, save=(0,), save_output=False, doc="", **facts) -> OpDef:
     return defop(
         name, forward=forward, abstract=_unary_float(name), vjp=vjp, grad_name=grad_name,
@@ -78,26 +83,33 @@ def _native_math(name: str, numpy_forward):
 
 
 EXP = _unary("exp", _native_math("exp", lambda xp, x: xp.exp(x)), lambda ctx, g: (g * ctx.out,), "ExpBackward0",
-             _any((3, 4)), save=(), save_output=True, ufunc="exp", c_expr="exp({0})")
+             _any((3, 4)), save=(), save_output=True, ufunc="exp", c_expr="exp({0})", surface=_ALL,
+             doc="e ** input, elementwise")
 LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.input(0),), "LogBackward0",
-             _positive((3, 4)), ufunc="log", c_expr="log({0})")
+             _positive((3, 4)), ufunc="log", c_expr="log({0})", surface=_ALL,
+             doc="the natural logarithm, elementwise")
 LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.input(0) + 1.0),),
-               "Log1PBackward0", _positive((3, 4)), ufunc="log1p", c_expr="log1p({0})", surface=("inplace",))
+               "Log1PBackward0", _positive((3, 4)), ufunc="log1p", c_expr="log1p({0})", surface=_ALL,
+               doc="log(1 + input), accurate for small input")
 EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * (ctx.out + 1.0),),
                "Expm1Backward0", _any((3, 4)), save=(), save_output=True, ufunc="expm1", c_expr="expm1({0})",
-               surface=("inplace",))
+               surface=_ALL, doc="exp(input) - 1, accurate for small input")
 SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2.0),),
-              "SqrtBackward0", _positive((3, 4)), save=(), save_output=True, ufunc="sqrt", c_expr="sqrt({0})")
+              "SqrtBackward0", _positive((3, 4)), save=(), save_output=True, ufunc="sqrt", c_expr="sqrt({0})",
+              surface=_ALL, doc="the square root, elementwise")
 RSQRT = _unary("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x),
                lambda ctx, g: (g * (ctx.out * ctx.out * ctx.out) * -0.5,),
-               "RsqrtBackward0", _positive((3, 4)), save=(), save_output=True, surface=("inplace",),
+               "RsqrtBackward0", _positive((3, 4)), save=(), save_output=True, surface=_ALL,
+               doc="1 / sqrt(input), elementwise",
                c_expr="(({T})1 / sqrt({0}))")  # 1/sqrt(x) as the forward computes it (not the hardware's rsqrt)
 SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * COS(ctx.input(0)),),
-             "SinBackward0", _any((3, 4)), ufunc="sin", c_expr="sin({0})")
+             "SinBackward0", _any((3, 4)), ufunc="sin", c_expr="sin({0})", surface=_ALL, doc="the sine, elementwise")
 COS: OpDef = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-(g * SIN(ctx.input(0))),),
-             "CosBackward0", _any((3, 4)), ufunc="cos", c_expr="cos({0})")
+             "CosBackward0", _any((3, 4)), ufunc="cos", c_expr="cos({0})", surface=_ALL,
+             doc="the cosine, elementwise")
 TANH = _unary("tanh", _native_math("tanh", lambda xp, x: xp.tanh(x)), lambda ctx, g: (g * (1.0 - ctx.out * ctx.out),),
-              "TanhBackward0", _any((3, 4)), save=(), save_output=True, ufunc="tanh", c_expr="tanh({0})")
+              "TanhBackward0", _any((3, 4)), save=(), save_output=True, ufunc="tanh", c_expr="tanh({0})",
+              surface=_ALL, doc="the hyperbolic tangent, elementwise")
 
 
 def _sigmoid(xp, x):
@@ -107,7 +119,8 @@ def _sigmoid(xp, x):
 
 
 SIGMOID = _unary("sigmoid", _sigmoid, lambda ctx, g: (g * (ctx.out * (1.0 - ctx.out)),),
-                 "SigmoidBackward0", _any((3, 4)), save=(), save_output=True, c_expr="gm_sigmoid({0})")
+                 "SigmoidBackward0", _any((3, 4)), save=(), save_output=True, c_expr="gm_sigmoid({0})",
+                 surface=_ALL, doc="1 / (1 + exp(-input)), elementwise")
 def _abs(xp, x):
     if x.dtype.kind == "b":  # NumPy would return the bools
         raise NotImplementedError("abs: \"abs_cpu\" not implemented for 'Bool'; cast with .int() first")
@@ -128,16 +141,19 @@ ABS = defop(
     "abs", forward=_abs, abstract=lambda x: x,
     vjp=lambda ctx, g: (g * SIGN(ctx.input(0)),), grad_name="AbsBackward0", save=(0,),
     samples=_away_from_zero((3, 4)), batchable=True, ufunc="abs", c_expr="gm_abs({0})",
+    surface=_ALL, doc="the absolute value, elementwise",
 )
 SIGN: OpDef = defop(
     "sign", forward=_sign, abstract=lambda x: x,
     vjp=lambda ctx, g: (g * 0.0,), grad_name="SignBackward0", samples=_away_from_zero((3, 4)), batchable=True,
-    ufunc="sign", c_expr="gm_sign({0})", surface=("inplace",),
+    ufunc="sign", c_expr="gm_sign({0})", surface=(*_ALL, "alias sgn"),  # sgn: the same for real numbers
+    doc="-1, 0 or 1 by the sign of each element",
 )
 RELU = defop(
     "relu", forward=_relu, abstract=lambda x: x,
     vjp=lambda ctx, g: (WHERE(GT(ctx.out, 0.0), g, 0.0),), grad_name="ReluBackward0",
     save_output=True, samples=_away_from_zero((3, 4)), c_expr="gm_relu({0})",
+    surface=("relu(input)", *_ALL), doc="max(input, 0), elementwise",
 )
 
 
@@ -168,7 +184,7 @@ def _erf(xp, x):
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 ERF = _unary("erf", _erf, lambda ctx, g: (g * EXP(-(ctx.input(0) * ctx.input(0))) * _TWO_OVER_SQRT_PI,),
-             "ErfBackward0", _any((3, 4)), c_expr="erf({0})", surface=("inplace",))
+             "ErfBackward0", _any((3, 4)), c_expr="erf({0})", surface=_ALL, doc="the error function, elementwise")
 ERF.extra["recompute"] = False  # many NumPy passes per element: a compiled backward saves it instead
 
 
@@ -297,6 +313,7 @@ MUL = defop(
     vjp=lambda ctx, g: (g * ctx.input(1) if ctx.needs(0) else None, g * ctx.input(0) if ctx.needs(1) else None),
     grad_name="MulBackward0", save=(0, 1), promote="same", samples=_any((2, 3, 4), (3, 1)),
     arity=2, scalar_as_array=True, commutative=True, c_expr="({0} * {1})",
+    surface=_ALL, doc="input * other, elementwise and broadcast",
 )
 DIV = defop(
     "div", forward=lambda xp, a, b: xp.true_divide(a, b), abstract=_elementwise("div"),
@@ -391,6 +408,8 @@ POW = defop(
         ((2.0, rng.standard_normal((3, 4))), {}),
     ],
     arity=2, ufunc="power", c_expr="pow({0}, {1})",
+    surface=("pow(input, exponent, *, out=None)", *_ALL),
+    doc="input raised to `exponent` (a tensor or a number), elementwise",
 )
 
 
@@ -412,12 +431,14 @@ MAXIMUM = defop(
     vjp=_max_min_vjp(True), grad_name="MaximumBackward0", save=(0, 1), promote="same",
     samples=_any((3, 4), (4,)),
     arity=2, commutative=True, ufunc="maximum", c_expr="gm_max({0}, {1})",
+    surface=("function", "method"), doc="the larger of input and other, elementwise and broadcast (NaN propagates)",
 )
 MINIMUM = defop(
     "minimum", forward=lambda xp, a, b: xp.minimum(a, b), abstract=_elementwise("minimum"),
     vjp=_max_min_vjp(False), grad_name="MinimumBackward0", save=(0, 1), promote="same",
     samples=_any((3, 4), (4,)),
     arity=2, commutative=True, ufunc="minimum", c_expr="gm_min({0}, {1})",
+    surface=("function", "method"), doc="the smaller of input and other, elementwise and broadcast (NaN propagates)",
 )
 
 
@@ -542,6 +563,7 @@ def _compare(name, ufunc) -> OpDef:
         abstract=_elementwise(name, result_dtype=_dtypes.bool_), promote="same",
         samples=_any((3, 4), (4,)),
         arity=2, commutative=name in ("eq", "ne"), c_expr=f"({{0}} {_C_COMPARISON[name]} {{1}})",
+        surface=_ALL, doc=f"input {_C_COMPARISON[name]} other, elementwise, as a bool tensor",
     )
 
 
@@ -556,11 +578,13 @@ LOGICAL_AND = defop(
     abstract=_elementwise("logical_and", result_dtype=_dtypes.bool_),
     samples=lambda rng: [((rng.standard_normal((3, 4)) > 0, rng.standard_normal((4,)) > 0), {})],
     arity=2, commutative=True, c_expr="({0} && {1})",
+    surface=_ALL, doc="elementwise logical AND of the truth values, as a bool tensor",
 )
 LOGICAL_NOT = defop(
     "logical_not", forward=lambda xp, a: xp.logical_not(a),
     abstract=lambda a: TensorSpec(a.shape, _dtypes.bool_),
     samples=lambda rng: [((rng.standard_normal((3, 4)) > 0,), {})], c_expr="(!{0})",
+    surface=_ALL, doc="elementwise logical NOT of the truth values, as a bool tensor",
 )
 
 
@@ -585,7 +609,7 @@ CLONE = defop(
 _LN2 = math.log(2.0)
 EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), "Exp2Backward0",
               _any((3, 4)), save=(), save_output=True, ufunc="exp2", c_expr="exp2({0})",
-              surface=("function", "method", "inplace"))
+              surface=_ALL)
 
 # reciprocal: one record is the whole op - its forward, gradient, facts, NumPy/CuPy ufunc, the
 # C expression the native and CUDA kernels inline, and the Python names eager generates

@@ -16,6 +16,10 @@ from .indexing import FLIP, TRIU
 from .reductions import SUM
 from .shape_ops import EXPAND, INDEX_PUT, RESHAPE, TRANSPOSE, UNSQUEEZE
 
+# the Python surface eager generates from a record (eager._surface): eager.<name>, Tensor.<name>
+# and the in-place Tensor.<name>_
+_ALL = ("function", "method", "inplace")
+
 
 def _elementwise(name, result_dtype=None, check=None):
     def abstract(*operands, **attrs):
@@ -58,7 +62,7 @@ FLOOR_DIVIDE = defop(
     promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {}),
                          ((rng.integers(-9, 9, (3, 4)), rng.integers(1, 4, (4,))), {})],
-    doc="a // b: the quotient rounded toward -inf (no gradient, as in PyTorch)",
+    doc="a // b: the quotient rounded toward -inf (no gradient, as in PyTorch)", surface=_ALL,
 )
 
 
@@ -76,7 +80,7 @@ REMAINDER = defop(
     vjp=_remainder_vjp, grad_name="RemainderBackward0", save=(0, 1), promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {}),
                          ((rng.standard_normal((3, 4)) * 3, 1.5), {})],
-    doc="a % b with the sign of b (Python's %)",
+    doc="a % b with the sign of b (Python's %)", surface=_ALL,
 )
 
 
@@ -93,7 +97,7 @@ FMOD = defop(
     abstract=_elementwise("fmod"),
     vjp=_fmod_vjp, grad_name="FmodBackward0", save=(0, 1), save_output=True, promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {})],
-    doc="C's fmod: the remainder with the sign of a",
+    doc="C's fmod: the remainder with the sign of a", surface=_ALL,
 )
 
 
@@ -120,9 +124,11 @@ def _logical_samples(rng):
 
 
 LOGICAL_OR = defop("logical_or", arity=2, forward=lambda xp, a, b: xp.logical_or(a, b),
-                   abstract=_elementwise("logical_or", result_dtype=_dtypes.bool_), samples=_logical_samples)
+                   abstract=_elementwise("logical_or", result_dtype=_dtypes.bool_), samples=_logical_samples,
+                   surface=_ALL, doc="elementwise logical OR of the truth values, as a bool tensor")
 LOGICAL_XOR = defop("logical_xor", arity=2, forward=lambda xp, a, b: xp.logical_xor(a, b),
-                    abstract=_elementwise("logical_xor", result_dtype=_dtypes.bool_), samples=_logical_samples)
+                    abstract=_elementwise("logical_xor", result_dtype=_dtypes.bool_), samples=_logical_samples,
+                    surface=_ALL, doc="elementwise logical XOR of the truth values, as a bool tensor")
 
 
 # -- float classification ----------------------------------------------------------------------
@@ -132,16 +138,17 @@ def _specials(rng):
     return x
 
 
-def _classify(name, fn):
+def _classify(name, fn, doc):
     # a bool from any input dtype: a library call in every backend (none inlines it)
     return defop(name, forward=lambda xp, x: getattr(xp, fn)(x),
                  abstract=lambda x: TensorSpec(x.shape, _dtypes.bool_),
-                 samples=lambda rng: [((_specials(rng),), {}), ((rng.integers(0, 5, (3,)),), {})])
+                 samples=lambda rng: [((_specials(rng),), {}), ((rng.integers(0, 5, (3,)),), {})],
+                 surface=(f"{name}(input)", "function", "method"), doc=doc)  # (PyTorch gives them no out=)
 
 
-ISNAN = _classify("isnan", "isnan")
-ISINF = _classify("isinf", "isinf")
-ISFINITE = _classify("isfinite", "isfinite")
+ISNAN = _classify("isnan", "isnan", "whether each element is NaN, as a bool tensor")
+ISINF = _classify("isinf", "isinf", "whether each element is +inf or -inf, as a bool tensor")
+ISFINITE = _classify("isfinite", "isfinite", "whether each element is neither infinite nor NaN, as a bool tensor")
 
 
 def _nan_to_num(xp, x, nan=0.0, posinf=None, neginf=None):
@@ -158,7 +165,7 @@ NAN_TO_NUM = defop(
 
 # -- rounding and more transcendental functions ---------------------------------------------------
 # Library calls (not fused): rounding keeps an integer input as it is (NumPy would give float64).
-def _rounding(name: str, fn: str) -> Any:
+def _rounding(name: str, fn: str, surface: tuple = _ALL) -> Any:
     def refuse_bool():
         raise NotImplementedError(f'"{name}_vml_cpu" not implemented for \'Bool\'; cast with .float() first')
 
@@ -180,21 +187,23 @@ def _rounding(name: str, fn: str) -> Any:
                  vjp=lambda ctx, g: (g * 0.0,),  # PyTorch: a zero gradient (a step function)
                  grad_name=name.title() + "Backward0",
                  samples=lambda rng: [((rng.uniform(-3, 3, (3, 4)) + 0.25,), {})],
-                 doc=f"{name} of each element (an integer tensor is returned as it is); its gradient is zero")
+                 doc=f"{name} of each element (an integer tensor is returned as it is); its gradient is zero",
+                 surface=surface)
 
 
 FLOOR = _rounding("floor", "floor")
 CEIL = _rounding("ceil", "ceil")
-TRUNC = _rounding("trunc", "trunc")
-ROUND = _rounding("round", "rint")  # half to even, as PyTorch
+TRUNC = _rounding("trunc", "trunc", (*_ALL, "alias fix"))
+ROUND = _rounding("round", "rint", ("round(input, *, decimals=0, out=None)", *_ALL))  # half to even, as PyTorch
 
 
-def _float_unary(name: str, fn: str, vjp, samples) -> Any:
+def _float_unary(name: str, fn: str, vjp, samples, doc: str, surface: tuple = _ALL) -> Any:
     def abstract(x):
         return x if x.dtype.is_floating_point else TensorSpec(x.shape, _dtypes.DEFAULT_FLOAT)
 
     return defop(name, forward=lambda xp, x: getattr(xp, fn)(x), abstract=abstract, vjp=vjp,
-                 grad_name=name.title() + "Backward0", save=(0,), promote="float", samples=samples)
+                 grad_name=name.title() + "Backward0", save=(0,), promote="float", samples=samples, doc=doc,
+                 surface=surface)
 
 
 def _in(lo: float, hi: float):
@@ -202,14 +211,20 @@ def _in(lo: float, hi: float):
 
 
 _LN2, _LN10 = float(np.log(2.0)), float(np.log(10.0))
-LOG2 = _float_unary("log2", "log2", lambda ctx, g: (g / (ctx.input(0) * _LN2),), _in(0.5, 3.0))
-LOG10 = _float_unary("log10", "log10", lambda ctx, g: (g / (ctx.input(0) * _LN10),), _in(0.5, 3.0))
-SINH = _float_unary("sinh", "sinh", lambda ctx, g: (g * COSH(ctx.input(0)),), _in(-2.0, 2.0))
-COSH: Any = _float_unary("cosh", "cosh", lambda ctx, g: (g * SINH(ctx.input(0)),), _in(-2.0, 2.0))
-ASIN = _float_unary("asin", "arcsin", lambda ctx, g: (g * RSQRT(1.0 - ctx.input(0) * ctx.input(0)),), _in(-0.8, 0.8))
+LOG2 = _float_unary("log2", "log2", lambda ctx, g: (g / (ctx.input(0) * _LN2),), _in(0.5, 3.0),
+                    "the base-2 logarithm, elementwise")
+LOG10 = _float_unary("log10", "log10", lambda ctx, g: (g / (ctx.input(0) * _LN10),), _in(0.5, 3.0),
+                     "the base-10 logarithm, elementwise")
+SINH = _float_unary("sinh", "sinh", lambda ctx, g: (g * COSH(ctx.input(0)),), _in(-2.0, 2.0),
+                    "the hyperbolic sine, elementwise")
+COSH: Any = _float_unary("cosh", "cosh", lambda ctx, g: (g * SINH(ctx.input(0)),), _in(-2.0, 2.0),
+                         "the hyperbolic cosine, elementwise")
+ASIN = _float_unary("asin", "arcsin", lambda ctx, g: (g * RSQRT(1.0 - ctx.input(0) * ctx.input(0)),), _in(-0.8, 0.8),
+                    "the arcsine, elementwise (NaN outside [-1, 1])", (*_ALL, "alias arcsin"))
 ACOS = _float_unary("acos", "arccos", lambda ctx, g: (-(g * RSQRT(1.0 - ctx.input(0) * ctx.input(0))),),
-                    _in(-0.8, 0.8))
-ATAN = _float_unary("atan", "arctan", lambda ctx, g: (g / (ctx.input(0) * ctx.input(0) + 1.0),), _in(-2.0, 2.0))
+                    _in(-0.8, 0.8), "the arccosine, elementwise (NaN outside [-1, 1])", (*_ALL, "alias arccos"))
+ATAN = _float_unary("atan", "arctan", lambda ctx, g: (g / (ctx.input(0) * ctx.input(0) + 1.0),), _in(-2.0, 2.0),
+                    "the arctangent, elementwise", (*_ALL, "alias arctan"))
 
 
 def _atan2_vjp(ctx, g):
@@ -223,7 +238,7 @@ ATAN2 = defop(
     vjp=_atan2_vjp, grad_name="Atan2Backward0", save=(0, 1), promote="float",
     samples=lambda rng: [((rng.uniform(0.5, 2.0, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4)),
                            rng.uniform(0.5, 2.0, (4,)) * rng.choice([-1.0, 1.0], (4,))), {})],
-    doc="the angle of (b, a) in (-pi, pi], elementwise",
+    doc="the angle of (b, a) in (-pi, pi], elementwise", surface=(*_ALL, "alias arctan2"),
 )
 
 

@@ -25,6 +25,8 @@ generated from each record's `surface` (`eager._surface`) and added here.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .conversions import TensorConversions
 from .hooks import TensorHooks
 from .inplace import TensorInPlace, _InPlace
@@ -37,6 +39,11 @@ class TensorAPI(TensorOperators, TensorMethods, TensorConversions, TensorInPlace
     docstring for the two hooks a subclass defines)."""
 
     __slots__ = ()
+
+    if TYPE_CHECKING:
+        # the methods and in-place forms generated from the op records (below) are made at
+        # import time, so a type checker cannot list them: it types them as Any
+        def __getattr__(self, name: str) -> Any: ...
 
 
 def inplace_methods() -> dict[str, _InPlace]:
@@ -52,5 +59,8 @@ def inplace_methods() -> dict[str, _InPlace]:
 from .._surface import install_methods as _install_methods  # noqa: E402
 
 _install_methods(TensorAPI, _InPlace)
+# Python's augmented assignments that are generated in-place forms (`x *= y` is `x.mul_(y)`)
+TensorAPI.__imul__ = TensorAPI.__dict__["mul_"]  # type: ignore[attr-defined]
+TensorAPI.__ipow__ = TensorAPI.__dict__["pow_"]  # type: ignore[attr-defined]
 
 __all__ = ["TensorAPI", "TensorHooks", "inplace_methods"]

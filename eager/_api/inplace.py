@@ -59,42 +59,17 @@ class TensorInPlace(TensorHooks):
 
     add_ = _InPlace(F.add, saves_self=False)
     sub_ = _InPlace(F.sub, saves_self=False)
-    mul_ = _InPlace(F.mul, saves_self=True)
     div_ = _InPlace(F.div, saves_self=True)
-    pow_ = _InPlace(F.pow, saves_self=True)
     neg_ = _InPlace(F.neg, saves_self=False)
-    exp_ = _InPlace(F.exp, saves_self=False)
-    log_ = _InPlace(F.log, saves_self=True)
-    sqrt_ = _InPlace(F.sqrt, saves_self=False)
-    tanh_ = _InPlace(F.tanh, saves_self=False)
-    sigmoid_ = _InPlace(F.sigmoid, saves_self=False)
-    relu_ = _InPlace(F.relu, saves_self=False)
-    abs_ = _InPlace(F.abs, saves_self=True)
     clamp_ = _InPlace(F.clamp, saves_self=True)
     clip_ = _InPlace(F.clamp, saves_self=True)
-    sin_ = _InPlace(F.sin, saves_self=True)
-    cos_ = _InPlace(F.cos, saves_self=True)
     masked_fill_ = _InPlace(_masked_fill, saves_self=False)
-    floor_ = _InPlace(F.floor, saves_self=False)
-    ceil_ = _InPlace(F.ceil, saves_self=False)
-    trunc_ = _InPlace(F.trunc, saves_self=False)
-    round_ = _InPlace(F.round, saves_self=False)
-    log2_ = _InPlace(F.log2, saves_self=True)
-    log10_ = _InPlace(F.log10, saves_self=True)
-    sinh_ = _InPlace(F.sinh, saves_self=True)
-    cosh_ = _InPlace(F.cosh, saves_self=True)
-    asin_ = _InPlace(F.asin, saves_self=True)
-    acos_ = _InPlace(F.acos, saves_self=True)
-    atan_ = _InPlace(F.atan, saves_self=True)
-    atan2_ = _InPlace(F.atan2, saves_self=True)
     scatter_reduce_ = _InPlace(F.scatter_reduce, saves_self=True)
     addcmul_ = _InPlace(F.addcmul, saves_self=False)
     addcdiv_ = _InPlace(F.addcdiv, saves_self=False)
     __iadd__ = add_
     __isub__ = sub_
-    __imul__ = mul_
     __itruediv__ = div_
-    __ipow__ = pow_
 
     def scatter_(self: _T, dim: builtins.int, index: Any, src: Any = None, value: Any = None, *,
                  reduce: str | None = None) -> _T:

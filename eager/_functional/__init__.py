@@ -2,31 +2,17 @@
 PyTorch spells it (dim/keepdim, *sizes, negative axes), then one op call. The math lives
 in eager.ops; nothing here computes on arrays.
 
-One module per job, mirroring `eager/ops/`: elementwise, math_ops, comparison, reductions,
-linalg, shape_ops, indexing and sorting; `_common` holds what they share."""
+One module per job, mirroring `eager/ops/`: elementwise, comparison, reductions, linalg,
+shape_ops, indexing and sorting; `_common` holds what they share. The simple pointwise
+functions (sin, mul, eq, isnan, ...) are generated from their records' `surface`
+(`eager._surface`) and bound here too, so `F.sin` is `eager.sin`."""
+from collections.abc import Callable as _Callable
+from typing import Any as _Any
+
+from .._surface import functions as _generated  # noqa: E402
 from ._common import _host, _renamed, _row_major, _sizes  # noqa: F401
-from .comparison import (  # noqa: F401
-    bitwise_and,
-    bitwise_not,
-    bitwise_or,
-    bitwise_xor,
-    eq,
-    ge,
-    gt,
-    isclose,
-    isfinite,
-    isinf,
-    isnan,
-    le,
-    logical_and,
-    logical_not,
-    logical_or,
-    logical_xor,
-    lt,
-    ne,
-)
+from .comparison import bitwise_and, bitwise_not, bitwise_or, bitwise_xor, isclose  # noqa: F401
 from .elementwise import (  # noqa: F401
-    abs,
     add,
     addcdiv,
     addcmul,
@@ -37,35 +23,15 @@ from .elementwise import (  # noqa: F401
     clamp_min,
     clip,
     clone,
-    cos,
     div,
-    erf,
-    exp,
-    expm1,
-    floor_divide,
-    fmod,
     gelu,
     lerp,
-    log,
-    log1p,
-    maximum,
-    minimum,
-    mul,
     nan_to_num,
     neg,
-    pow,
-    relu,
-    remainder,
-    rsqrt,
     rsub,
-    sigmoid,
-    sign,
-    sin,
     softplus,
-    sqrt,
     square,
     sub,
-    tanh,
     to_dtype,
     true_divide,
     where,
@@ -109,25 +75,6 @@ from .linalg import (  # noqa: F401
     trace,
     tril,
     triu,
-)
-from .math_ops import (  # noqa: F401
-    acos,
-    arccos,
-    arcsin,
-    arctan,
-    arctan2,
-    asin,
-    atan,
-    atan2,
-    ceil,
-    cosh,
-    fix,
-    floor,
-    log2,
-    log10,
-    round,
-    sinh,
-    trunc,
 )
 from .reductions import (  # noqa: F401
     all,
@@ -211,3 +158,12 @@ from .sorting import (  # noqa: F401
     sort,
     topk,
 )
+
+globals().update(_generated())
+
+
+def __getattr__(name: str) -> _Callable[..., _Any]:
+    """Only reached for a name that is neither written here nor generated (the generated ones
+    are bound above); declared so that type checkers know this package also holds the
+    generated functions (`F.sin`)."""
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

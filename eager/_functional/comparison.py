@@ -1,41 +1,15 @@
-"""Comparisons, logical and bitwise ops and the tests of values (isnan, isclose) of eager's
-functional surface."""
-from __future__ import annotations
+"""The bitwise ops and isclose of eager's functional surface: functions whose arguments need
+handling of their own (bool operands take the logical form, floats are refused as in PyTorch).
 
-from typing import Any
+The comparisons (eq ... ge), logical_and/or/xor/not and isnan/isinf/isfinite are generated
+from their records' `surface` (eager._surface)."""
+from __future__ import annotations
 
 from .. import _dtypes
 from ..ops import elementwise as E
 from ..ops import math_ops as M
 from ._common import _category
-
-
-def _comparison(record: Any, name: str, relation: str) -> Any:
-    """torch's elementwise comparison `name`: `record` applied to both operands, which
-    broadcast and promote as the record's forward does. One definition serves the six."""
-    def compare(input, other):
-        return record(input, other)
-    compare.__name__ = compare.__qualname__ = name
-    compare.__doc__ = f"{relation}, elementwise, as a bool tensor. Mirrors torch.{name}."
-    return compare
-
-
-eq = _comparison(E.EQ, "eq", "input == other")
-ne = _comparison(E.NE, "ne", "input != other")
-lt = _comparison(E.LT, "lt", "input < other")
-le = _comparison(E.LE, "le", "input <= other")
-gt = _comparison(E.GT, "gt", "input > other")
-ge = _comparison(E.GE, "ge", "input >= other")
-
-
-def logical_and(input, other):
-    """Elementwise logical AND of the truth values, as a bool tensor. Mirrors torch.logical_and."""
-    return E.LOGICAL_AND(input, other)
-
-
-def logical_not(input):
-    """Elementwise logical NOT of the truth values, as a bool tensor. Mirrors torch.logical_not."""
-    return E.LOGICAL_NOT(input)
+from .elementwise import add, sub, to_dtype
 
 
 def bitwise_not(input):
@@ -82,48 +56,21 @@ def bitwise_xor(input, other):
     return _bitwise("bitwise_xor", M.LOGICAL_XOR, M.BITWISE_XOR, input, other)
 
 
-def logical_or(input, other):
-    """Elementwise logical OR of the truth values, as a bool tensor. Mirrors torch.logical_or."""
-    return M.LOGICAL_OR(input, other)
-
-
-def logical_xor(input, other):
-    """Elementwise logical XOR of the truth values, as a bool tensor. Mirrors torch.logical_xor."""
-    return M.LOGICAL_XOR(input, other)
-
-
-def isnan(input):
-    """Whether each element is NaN, as a bool tensor. Mirrors torch.isnan."""
-    return M.ISNAN(input)
-
-
-def isinf(input):
-    """Whether each element is +inf or -inf, as a bool tensor. Mirrors torch.isinf."""
-    return M.ISINF(input)
-
-
-def isfinite(input):
-    """Whether each element is neither infinite nor NaN, as a bool tensor. Mirrors torch.isfinite."""
-    return M.ISFINITE(input)
-
-
 def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
     """Elementwise |input - other| <= atol + rtol * |other| (equal infinities are close; NaNs only
     with `equal_nan`). Written in ops, so static traces it. Mirrors torch.isclose."""
-    from .elementwise import abs, add, sub, to_dtype  # noqa: PLC0415  (elementwise imports this module: clamp compares)
-
     if input.dtype is not other.dtype:
         raise RuntimeError(f"isclose: {input.dtype.name} did not match {other.dtype.name}; "
                            f"convert one operand with .to(other.dtype) first")
     if rtol < 0 or atol < 0:
         raise RuntimeError(f"isclose: rtol and atol must be non-negative, but got rtol={rtol} and atol={atol}")
-    close = eq(input, other)
+    close = E.EQ(input, other)
     if input.dtype is _dtypes.bool_ or (rtol == 0 and atol == 0):
         return close
     if equal_nan and input.dtype.is_floating_point:
-        close = logical_or(close, logical_and(isnan(input), isnan(other)))
+        close = M.LOGICAL_OR(close, E.LOGICAL_AND(M.ISNAN(input), M.ISNAN(other)))
     if not input.dtype.is_floating_point:  # integers compare in the default float type, as PyTorch
         input, other = to_dtype(input, _dtypes.DEFAULT_FLOAT), to_dtype(other, _dtypes.DEFAULT_FLOAT)
-    actual = abs(sub(input, other))
-    allowed = add(abs(other) * rtol, atol)
-    return logical_or(close, logical_and(isfinite(actual), le(actual, allowed)))
+    actual = E.ABS(sub(input, other))
+    allowed = add(E.ABS(other) * rtol, atol)
+    return M.LOGICAL_OR(close, E.LOGICAL_AND(M.ISFINITE(actual), E.LE(actual, allowed)))

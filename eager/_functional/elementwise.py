@@ -1,5 +1,9 @@
-"""Elementwise arithmetic and activations of eager's functional surface (add ... gelu, where,
-clamp, division with rounding, lerp, addcmul): each applies its op record from `eager.ops`."""
+"""Elementwise arithmetic and activations of eager's functional surface whose arguments need
+handling of their own (add and sub with `alpha`, div's rounding modes, neg and sub refusing
+bools, clamp's tensor bounds, where, lerp, addcmul): each applies op records from `eager.ops`.
+
+The simple pointwise functions (exp, sin, mul, pow, maximum, ...) are not written here: they
+are generated from their records' `surface` (eager._surface)."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,7 +12,6 @@ from .. import _dtypes
 from ..ops import elementwise as E
 from ..ops import math_ops as M
 from ._common import _TA, _category, _renamed
-from .comparison import gt, lt
 
 
 def _is_one(factor) -> bool:
@@ -57,11 +60,6 @@ def rsub(input, other, *, alpha=1):
     return E.RSUB(input if _is_one(alpha) else input * alpha, other)
 
 
-def mul(input, other):
-    """input * other, elementwise and broadcast. Mirrors torch.mul."""
-    return E.MUL(input, other)
-
-
 def div(input, other, *, rounding_mode=None):
     """input / other, elementwise and broadcast; integers divide to a float result.
 
@@ -69,7 +67,7 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode is None:
         return E.DIV(input, other)
     if rounding_mode == "floor":
-        return floor_divide(input, other)
+        return M.FLOOR_DIVIDE(input, other)
     if rounding_mode == "trunc":
         return _trunc_divide(input, other)
     raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
@@ -80,85 +78,10 @@ def true_divide(input, other):
     return E.DIV(input, other)
 
 
-def pow(input, exponent):
-    """input raised to `exponent` (a tensor or a number), elementwise. Mirrors torch.pow."""
-    return E.POW(input, exponent)
-
-
 def neg(input):
     """-input, elementwise (not defined for bool). Mirrors torch.neg."""
     check_neg(input)
     return E.NEG(input)
-
-
-def exp(input):
-    """e ** input, elementwise. Mirrors torch.exp."""
-    return E.EXP(input)
-
-
-def log(input):
-    """The natural logarithm, elementwise. Mirrors torch.log."""
-    return E.LOG(input)
-
-
-def log1p(input):
-    """log(1 + input), accurate for small input. Mirrors torch.log1p."""
-    return E.LOG1P(input)
-
-
-def expm1(input):
-    """exp(input) - 1, accurate for small input. Mirrors torch.expm1."""
-    return E.EXPM1(input)
-
-
-def sqrt(input):
-    """The square root, elementwise. Mirrors torch.sqrt."""
-    return E.SQRT(input)
-
-
-def rsqrt(input):
-    """1 / sqrt(input), elementwise. Mirrors torch.rsqrt."""
-    return E.RSQRT(input)
-
-
-def abs(input):
-    """The absolute value, elementwise. Mirrors torch.abs."""
-    return E.ABS(input)
-
-
-def sign(input):
-    """-1, 0 or 1 by the sign of each element. Mirrors torch.sign."""
-    return E.SIGN(input)
-
-
-def sin(input):
-    """The sine, elementwise. Mirrors torch.sin."""
-    return E.SIN(input)
-
-
-def cos(input):
-    """The cosine, elementwise. Mirrors torch.cos."""
-    return E.COS(input)
-
-
-def tanh(input):
-    """The hyperbolic tangent, elementwise. Mirrors torch.tanh."""
-    return E.TANH(input)
-
-
-def sigmoid(input):
-    """1 / (1 + exp(-input)), elementwise. Mirrors torch.sigmoid."""
-    return E.SIGMOID(input)
-
-
-def relu(input):
-    """max(input, 0), elementwise. Mirrors torch.relu."""
-    return E.RELU(input)
-
-
-def erf(input):
-    """The error function, elementwise. Mirrors torch.erf."""
-    return E.ERF(input)
 
 
 def softplus(input, beta: float = 1.0, threshold: float = 20.0):
@@ -176,16 +99,6 @@ def gelu(input, approximate: str = "none"):
 def square(input):
     """input * input, elementwise. Mirrors torch.square."""
     return E.MUL(input, input)
-
-
-def maximum(input, other):
-    """The larger of input and other, elementwise and broadcast (NaN propagates). Mirrors torch.maximum."""
-    return E.MAXIMUM(input, other)
-
-
-def minimum(input, other):
-    """The smaller of input and other, elementwise and broadcast (NaN propagates). Mirrors torch.minimum."""
-    return E.MINIMUM(input, other)
 
 
 def where(condition, input=None, other=None):
@@ -229,9 +142,9 @@ def _clamp_to_tensors(input, min, max):
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
     out = input
     if min is not None:
-        out = where(lt(out, min), min, out)
+        out = where(E.LT(out, min), min, out)
     if max is not None:
-        out = where(gt(out, max), max, out)
+        out = where(E.GT(out, max), max, out)
     return _renamed(out, "ClampBackward0")
 
 
@@ -256,11 +169,6 @@ def to_dtype(input, dtype):
     return input if input.dtype is dt else E.TO_DTYPE(input, dtype=dt)
 
 
-def floor_divide(input, other):
-    """a // b rounded toward -inf (PyTorch >= 1.13); no gradient flows through it."""
-    return M.FLOOR_DIVIDE(input, other)
-
-
 def _trunc_divide(input, other):
     """a / b rounded toward zero: (a - fmod(a, b)) is an exact multiple of b."""
     rest = M.FMOD(input, other)
@@ -269,16 +177,6 @@ def _trunc_divide(input, other):
     from ..ops.special import STOP_GRADIENT  # noqa: PLC0415
 
     return STOP_GRADIENT(E.DIV(input - rest, other))  # rounded: no gradient, as PyTorch
-
-
-def remainder(input, other):
-    """a % b with the sign of b, as Python's %."""
-    return M.REMAINDER(input, other)
-
-
-def fmod(input, other):
-    """C's fmod: the remainder with the sign of a."""
-    return M.FMOD(input, other)
 
 
 def nan_to_num(input, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):
@@ -307,7 +205,7 @@ def lerp(input, end, weight):
 
 def addcmul(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 * tensor2, broadcast. Mirrors torch.addcmul."""
-    product = mul(tensor1, tensor2)
+    product = E.MUL(tensor1, tensor2)
     return _renamed(add(input, product if _is_one(value) else product * value), "AddcmulBackward0")
 
 

@@ -11,8 +11,9 @@ from ..ops import math_ops as M
 from ..ops import reductions as R
 from ..ops import shape_ops as S
 from ..ops._checks import norm_dim
+from ..ops.elementwise import SQRT as sqrt  # the op itself (its function is generated)
 from ._common import _ndim, _renamed
-from .elementwise import _is_one, clamp_min, sqrt
+from .elementwise import _is_one, clamp_min
 from .reductions import norm, sum
 from .shape_ops import transpose, unsqueeze
 

@@ -12,10 +12,18 @@ from ..ops import math_ops as M
 from ..ops import reductions as R
 from ..ops import shape_ops as S
 from ..ops._checks import norm_dim, norm_dims
+from ..ops.elementwise import ABS as abs  # the ops themselves (their functions are generated, eager._surface)
+from ..ops.elementwise import EQ as eq
+from ..ops.elementwise import GT as gt
+from ..ops.elementwise import LOGICAL_NOT as logical_not
+from ..ops.elementwise import MAXIMUM as maximum
+from ..ops.elementwise import MINIMUM as minimum
+from ..ops.elementwise import NE as ne
+from ..ops.elementwise import POW as pow
+from ..ops.elementwise import SQRT as sqrt
 from ..return_types import make as _return_type
 from ._common import _host, _ndim, _renamed
-from .comparison import eq, gt, logical_not, ne
-from .elementwise import abs, maximum, minimum, pow, sqrt, to_dtype, where
+from .elementwise import to_dtype, where
 
 return_types_max = _return_type("max")  # torch.return_types.max
 return_types_min = _return_type("min")  # torch.return_types.min

@@ -363,7 +363,10 @@ def test_round_decimals_atan2_and_aliases():
     np.testing.assert_allclose(eager.arctan2(ae, be).detach().numpy(), torch.atan2(at, bt).detach().numpy())
     np.testing.assert_allclose(ae.grad.numpy(), at.grad.numpy(), rtol=1e-12)
     np.testing.assert_allclose(be.grad.numpy(), bt.grad.numpy(), rtol=1e-12)
-    assert eager.fix is eager.trunc and eager.arcsin is eager.asin
+    # aliases are PyTorch's: their own names (torch.fix is not torch.trunc), the same op
+    v = eager.tensor([-0.5, 0.25, 0.9])
+    for alias, name in (("fix", "trunc"), ("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan")):
+        assert getattr(eager, alias).__name__ == alias and getattr(eager, alias)(v).tolist() == getattr(eager, name)(v).tolist()
     with pytest.raises(NotImplementedError, match="floor_vml_cpu.*Bool"):
         eager.floor(eager.tensor([True]))
 

@@ -72,7 +72,9 @@ def test_the_in_place_table_is_complete_and_each_entry_is_eagers_function_writte
     args = {"add_": [2.0], "sub_": [2.0], "mul_": [2.0], "div_": [2.0], "pow_": [2.0], "clamp_": [0.0, 1.0],
             "clip_": [0.0, 1.0], "masked_fill_": [eager.tensor([[True, False], [False, True]]), -1.0],
             "atan2_": [2.0], "addcmul_": [x, x], "addcdiv_": [x, x + 4.0],
-            "scatter_reduce_": [1, eager.tensor([[1, 1], [0, 0]]), eager.tensor([[2.0, 3.0], [4.0, 5.0]]), "sum"]}
+            "scatter_reduce_": [1, eager.tensor([[1, 1], [0, 0]]), eager.tensor([[2.0, 3.0], [4.0, 5.0]]), "sum"],
+            **{f"{op}_": [2.0] for op in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+                                          "logical_xor", "remainder", "fmod", "floor_divide", "arctan2")}}
     table = inplace_methods()
     assert {"add_", "sub_", "mul_", "div_", "pow_", "exp_", "sigmoid_", "clamp_", "masked_fill_"} <= set(table)
     for name, entry in table.items():

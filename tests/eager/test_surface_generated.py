@@ -1,0 +1,228 @@
+"""The Python surface generated from the op records (eager._surface): each name a record's
+`surface` declares exists once, as the generated function, method or in-place form (a copy
+written by hand elsewhere fails here, so it cannot come back), and each has PyTorch's
+parameter names and kinds (checked against torch's documented signatures and by calling
+torch with our keyword names, where torch is installed)."""
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import eager
+import eager._functional as F
+from eager import _surface
+from eager._api import TensorAPI, _InPlace
+from eager.autograd import gradcheck
+from eager.ops import REGISTRY
+
+ROOT = Path(__file__).resolve().parents[2]
+GENERATED = _surface.GENERATED_FILE.format("")[:-1]  # the generated code's file names begin so
+
+# where eager's functions and the tensor classes' members are written by hand
+FUNCTION_MODULES = ("eager/__init__.py", "eager/_functional", "eager/_compositions")
+TENSOR_CLASSES = {"TensorAPI", "TensorHooks", "TensorOperators", "TensorMethods", "TensorConversions",
+                  "TensorInPlace", "Tensor", "TensorMetadata", "Tracer"}
+
+
+def _names() -> tuple[dict[str, object], dict[str, object], dict[str, object]]:
+    """(functions, methods, in-place forms) the records declare, name -> op."""
+    functions, methods, inplace = {}, {}, {}
+    for op in REGISTRY.values():
+        if not op.surface:
+            continue
+        sig = _surface.signature(op)
+        for name in sig.names:
+            if "function" in sig.kinds:
+                functions[name] = op
+            if "method" in sig.kinds:
+                methods[name] = op
+            if "inplace" in sig.kinds:
+                inplace[name + "_"] = op
+    return functions, methods, inplace
+
+
+def _hand_written(source: str, path: str, functions, members) -> list[str]:
+    """Definitions in `source` of a generated name: module-level functions (and assignments)
+    in eager's function modules, members of the tensor classes anywhere."""
+    found = []
+    tree = ast.parse(source)
+    if path.startswith(FUNCTION_MODULES):
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in functions:
+                found.append(f"{path}:{node.lineno} def {node.name}")
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name) and n.id in functions:
+                            found.append(f"{path}:{node.lineno} {n.id} = ...")
+    for cls in ast.walk(tree):
+        if not (isinstance(cls, ast.ClassDef) and cls.name in TENSOR_CLASSES):
+            continue
+        for node in cls.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in members:
+                found.append(f"{path}:{node.lineno} {cls.name}.{node.name}")
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Name) and t.id in members:
+                        found.append(f"{path}:{node.lineno} {cls.name}.{t.id} = ...")
+    return found
+
+
+def test_no_generated_name_is_also_written_by_hand():
+    functions, methods, inplace = _names()
+    assert {"sin", "exp", "mul", "pow", "eq", "isnan", "round", "atan2", "arcsin", "reciprocal"} <= set(functions)
+    members = {**methods, **inplace}
+    found = []
+    for pkg in ("eager", "static"):
+        for p in sorted((ROOT / pkg).rglob("*.py")):
+            rel = str(p.relative_to(ROOT))
+            if rel != "eager/_surface.py":
+                found += _hand_written(p.read_text(encoding="utf-8"), rel, functions, members)
+    assert not found, "written by hand, but generated from the op record's surface: " + ", ".join(found)
+
+
+def test_the_check_sees_a_hand_written_copy():
+    """The scanner itself: a function, a method, an in-place form and an alias written by hand
+    are each reported (so the test above can fail)."""
+    functions, methods, inplace = _names()
+    members = {**methods, **inplace}
+    source = ("def sin(input):\n    pass\n\narcsin = sin\n\n"
+              "class TensorMethods:\n    exp = None\n\n    def mul_(self, other):\n        pass\n")
+    found = _hand_written(source, "eager/_functional/elementwise.py", functions, members)
+    assert [f.split(" ", 1)[1] for f in found] == ["def sin", "arcsin = ...", "TensorMethods.exp = ...",
+                                                    "TensorMethods.mul_"]
+    assert _hand_written("def sin(input):\n    pass\n", "eager/special.py", functions, members) == []
+
+
+def test_every_generated_name_is_the_generated_object_everywhere():
+    from static.tracing.tracer import Tracer
+
+    functions, methods, inplace = _names()
+    made = _surface.functions()
+    for name in functions:
+        fn = getattr(eager, name)
+        assert fn is made[name] and getattr(F, name) is fn, name
+        assert fn.__code__.co_filename.startswith(GENERATED) and fn.__module__ == "eager", name
+    for name in methods:
+        for cls in (eager.Tensor, Tracer):
+            member = inspect.getattr_static(cls, name)
+            assert member.__code__.co_filename.startswith(GENERATED), (cls, name)
+    for name, op in inplace.items():
+        member = inspect.getattr_static(eager.Tensor, name)
+        assert isinstance(member, _InPlace) and member.fn.__code__.co_filename.startswith(GENERATED), name
+        assert member.saves_self == (0 in op.save), name
+    assert inspect.getattr_static(TensorAPI, "__imul__") is inspect.getattr_static(TensorAPI, "mul_")
+
+
+def test_bad_surface_entries_raise_naming_the_op():
+    op = REGISTRY["exp2"]
+    saved = op.surface
+    try:
+        for bad, match in ((("function", "operator"), "operator"), (("exp2(*, input)",), "operand"),
+                           (("exp3(input)",), "exp2"), (("exp2(input, out=None)",), "keyword-only")):
+            op.surface = bad
+            with pytest.raises(ValueError, match=match):
+                _surface.signature(op)
+    finally:
+        op.surface = saved
+
+
+def test_generated_functions_take_out_and_keywords_and_refuse_unknown_ones():
+    x = eager.tensor([0.25, 0.5, 2.0])
+    out = eager.empty(3)
+    assert eager.sin(input=x, out=out) is out and out.tolist() == eager.sin(x).tolist()
+    assert eager.pow(x, exponent=2).tolist() == (x * x).tolist()
+    np.testing.assert_allclose(x.round(decimals=1).numpy(), [0.2, 0.5, 2.0])
+    with pytest.raises(TypeError, match="unexpected keyword argument 'other'"):
+        eager.sin(x, other=x)
+    with pytest.raises(TypeError, match="out"):
+        eager.isnan(x, out=out)  # PyTorch's isnan takes no out=
+    w = eager.tensor([1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="out=... arguments don't support automatic differentiation"):
+        eager.exp(w, out=eager.empty(1))
+
+
+def test_generated_functions_and_in_place_forms_differentiate():
+    rng = np.random.default_rng(0)
+    x = eager.tensor(rng.uniform(0.2, 0.8, (3, 4)), dtype=eager.float64, requires_grad=True)
+    y = eager.tensor(rng.uniform(0.5, 1.5, (4,)), dtype=eager.float64, requires_grad=True)
+    for fn in (eager.sin, eager.log1p, eager.arcsin, eager.tanh, eager.rsqrt, lambda a: a.sigmoid()):
+        assert gradcheck(fn, (x,))
+    for fn in (eager.mul, eager.atan2, eager.maximum, lambda a, b: eager.pow(a, exponent=b)):
+        assert gradcheck(fn, (x, y))
+    assert gradcheck(lambda a: (a * 1.0).sin_().exp_(), (x,))
+
+
+def _torch_params(torch, name: str) -> list[tuple[str, bool]] | None:
+    """(name, keyword-only) of each parameter of torch.<name>'s documented signature."""
+    doc = getattr(torch, name).__doc__ or ""
+    m = re.search(rf"^\s*{name}\((.*?)\)\s*->", doc, re.M)
+    if m is None:
+        return None
+    params, kw = [], False
+    for part in m.group(1).split(","):
+        part = part.strip()
+        if part == "*":
+            kw = True
+        elif part:
+            params.append((re.split(r"[:=]", part)[0].strip(), kw))
+    return params
+
+
+def _ours(fn) -> list[tuple[str, bool]]:
+    return [(p.name, p.kind is inspect.Parameter.KEYWORD_ONLY) for p in inspect.signature(fn).parameters.values()]
+
+
+def _arguments(params, torch_mode, torch):
+    """Keyword arguments for the parameters named: the operands as float64 tensors in (0.2, 0.8)
+    and (0.5, 1.5), decimals=1."""
+    rng = np.random.default_rng(1)
+    values = {}
+    for i, p in enumerate(params):
+        if p == "decimals":
+            values[p] = 1
+            continue
+        a = rng.uniform(0.2, 0.8, (2, 3)) if i == 0 else rng.uniform(0.5, 1.5, (3,))
+        values[p] = torch.tensor(a) if torch_mode else eager.tensor(a, dtype=eager.float64)
+    return values
+
+
+def _close(ours, theirs):
+    np.testing.assert_allclose(np.asarray(ours.detach().numpy(), dtype=np.float64),
+                               np.asarray(theirs.detach().numpy(), dtype=np.float64), rtol=1e-12, equal_nan=True)
+
+
+def test_generated_signatures_are_pytorchs():
+    torch = pytest.importorskip("torch")
+    functions, methods, inplace = _names()
+    checked = 0
+    for name in functions:
+        if not hasattr(torch, name):
+            continue
+        ours = getattr(eager, name)
+        documented = _torch_params(torch, name)
+        if documented is not None:
+            assert _ours(ours) == documented, (name, _ours(ours), documented)
+            checked += 1
+        # torch accepts every parameter by our names, and both compute the same
+        names = [p for p in inspect.signature(ours).parameters if p != "out"]
+        _close(ours(**_arguments(names, False, torch)), getattr(torch, name)(**_arguments(names, True, torch)))
+    assert checked >= 40
+    for name in methods:
+        if not hasattr(torch.Tensor, name):
+            continue
+        params = [p for p in inspect.signature(getattr(eager.Tensor, name)).parameters if p != "self"]
+        first_e, first_t = _arguments(["input"], False, torch)["input"], _arguments(["input"], True, torch)["input"]
+        kw_e, kw_t = _arguments(["input", *params], False, torch), _arguments(["input", *params], True, torch)
+        del kw_e["input"], kw_t["input"]
+        _close(getattr(first_e, name)(**kw_e), getattr(first_t, name)(**kw_t))
+        if name + "_" in inplace and hasattr(torch.Tensor, name + "_"):
+            a, b = first_e.clone(), first_t.clone()
+            assert getattr(a, name + "_")(**kw_e) is a
+            getattr(b, name + "_")(**kw_t)
+            _close(a, b)
