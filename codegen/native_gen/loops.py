@@ -14,18 +14,24 @@ the loop around it is C:
   the step does not read, then the two pointers swap (no allocation, no copy per step);
   a y that is a value no carry took is written straight into its slot of the stacked ys;
 - every other value of the body has its own slot in one scratch buffer made per call;
-- matrix products call NumPy's own BLAS (cblas_?gemm, whose address gmnative.kernels finds)
-  with the arguments NumPy passes, so a step's products have NumPy's bits; batches of small
-  products are the generator's own loop nests (matmul.py); views are read in place by the
-  kernels (strided_source), or copied by a strided loop where a product reads them;
-- a while_loop's condition is its own kernels, its bool result read in C.
+- matrix products call NumPy's own BLAS (cblas_?gemm, ?gemv, ?dot: the routine and the
+  arguments NumPy's matmul picks for those shapes and strides), so a step's products have
+  NumPy's bits; batches of small products are the generator's own loop nests (matmul.py);
+  views are read in place by the kernels (strided_source), or copied by a strided loop where
+  a product reads them; concatenations are copies; sums and means left unfused add as
+  np.add.reduce does (in order over leading axes, pairwise over trailing ones);
+- a pointwise op the fusion pass left alone (a bias add after a product) is a one-op kernel:
+  NumPy's bits for IEEE arithmetic (add, mul, ...), the C helpers' for a transcendental, as
+  in every fused region of the native backend;
+- a while_loop's condition is its own kernels, its bool result read in C; a loop in a loop's
+  body is its own C function, called from the enclosing loop.
 
-The values are those of the Python-driven loop to the bit: the same kernels (the same C
-source: a body region's code is the same function either way) on the same operands.
-Where the body holds an op with no C form here (a library call other than a product, eager's
-own kernels, symbolic sizes) emit_loop says which and the driver calls the op's forward,
-which loops in Python: explain() lists those nodes. GRAPHMODE_NATIVE_LOOPS=0 turns the C
-loops off (the comparison the tests and benchmarks make).
+The values are those of the Python-driven loop to the bit (tests/codegen/test_native_loops.py):
+the same kernels (a body region's code is the same C function either way) on the same
+operands. Where the body holds an op with no C form here (another library call, eager's own
+kernels, a cond, symbolic sizes) emit_loop says which, with the body's IR line, and the
+driver calls the op's forward, which loops in Python: explain() lists those nodes.
+GRAPHMODE_NATIVE_LOOPS=0 turns the C loops off (the comparison the tests and benchmarks make).
 """
 from __future__ import annotations
 
@@ -35,8 +41,6 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from gmnative import build as native_build
 from static.ir import Graph, Node, Value
 
@@ -45,6 +49,7 @@ from ..regions import analyze, analyze_rows
 from ..render import Names, node_line, py_literal
 from .function import supported
 from .indexing import _ints, _prod, _symbolic, contiguous_strides, strided_index, strided_source
+from .loop_library import _ROUTINES, NoCForm, _bytes, cat, matmul, reduce_sum
 from .matmul import CBatchedMatmul, small_batched_matmul
 from .region import CRegion
 
@@ -64,47 +69,6 @@ def fingerprint() -> str:
     return "" if enabled() else ";native_loops=0"
 
 
-# NumPy's BLAS routines a product calls, in the order of the loop's table of addresses, and the
-# names NumPy's wheels export them under (scipy-openblas with 64-bit integers first)
-_ROUTINES = ("sgemm", "dgemm", "sgemv", "dgemv", "sdot", "ddot")
-_SPELLINGS = (("scipy_cblas_", "64_", True), ("cblas_", "64_", True), ("scipy_cblas_", "", False), ("cblas_", "", False))
-
-
-@functools.lru_cache(maxsize=1)
-def _blas() -> tuple[tuple, bool] | None:
-    """(addresses of _ROUTINES, 64-bit integers) in the BLAS NumPy loaded, or None (then a
-    product has no C form here and its loop runs in Python)."""
-    import ctypes  # noqa: PLC0415
-
-    from gmbase.threads import numpy_openblas  # noqa: PLC0415
-
-    for lib in numpy_openblas():
-        for head, tail, ilp64 in _SPELLINGS:
-            fns = [getattr(lib, f"{head}{r}{tail}", None) for r in _ROUTINES]
-            if all(f is not None for f in fns):
-                return tuple(ctypes.cast(f, ctypes.c_void_p).value for f in fns if f is not None), ilp64
-    return None
-
-
-def blas_table() -> np.ndarray:
-    """The addresses of _ROUTINES as the loop functions read them (one int64 each)."""
-    found = _blas()
-    assert found is not None, "blas_table is only called by modules generated where BLAS was found"
-    table = _TABLE.get("t")
-    if table is None:
-        table = _TABLE["t"] = np.array(found[0], np.int64)
-    return table
-
-
-_TABLE: dict = {}
-
-
-def _blasable2d(s1: int, s2: int, d2: int) -> bool:
-    """NumPy's is_blasable2d (element strides): unit stride along the second axis, and the
-    first stride at least the second axis's length."""
-    return s2 == 1 and s1 >= d2
-
-
 @functools.lru_cache(maxsize=256)
 def optimized_body(text: str) -> Graph:
     """A body's IR text optimized as the Python-driven loop's body module is (the native
@@ -119,12 +83,7 @@ def optimized_body(text: str) -> Graph:
 _LOOP_COUNT = "#loop functions"  # a key of the module's by_code table (code -> name) that no code is
 
 
-class _NoCForm(Exception):
-    """A node of a body that has no C form inside a loop."""
-
-
-def _bytes(v: Value) -> int:
-    return _prod(v.type.shape) * v.type.dtype.np.itemsize
+_NoCForm = NoCForm
 
 
 def _static_shape(v: Value) -> bool:
@@ -249,12 +208,12 @@ class _BodyModule:
             self.views[self.name(out)] = out
             return
         if node.op == "matmul":
-            self._matmul(node)
+            matmul(self, node)
             return
         if node.op == "cat":
-            self._cat(node)
+            cat(self, node)
             return
-        if node.op in ("sum", "mean") and self._leading_sum(node):
+        if node.op in ("sum", "mean") and reduce_sum(self, node):
             return
         low = lowering_for(node.op)
         if (low.pointwise and low.cupy.expr is not None and len(node.outputs) == 1
@@ -269,181 +228,6 @@ class _BodyModule:
                 return
             raise _NoCForm(f"{node.op} ({why})")
         raise _NoCForm(f"{node.op} has no C form (a library call): the body's `{node_line(node)}`")
-
-    def _cat(self, node: Node) -> None:
-        """np.concatenate: each operand's rows copied into the result's (a copy: exact)."""
-        out = node.outputs[0]
-        shape = _ints(out.type.shape)
-        d = int(node.attrs["dim"]) % max(len(shape), 1)
-        if not all(isinstance(v, Value) and v.type.dtype == out.type.dtype for v in node.inputs):
-            raise _NoCForm("cat of a literal or of mixed dtypes")
-        c = self._slot(self.name(out), _bytes(out))
-        outer = _prod(shape[:d])
-        row = _prod(shape[d:]) * out.type.dtype.np.itemsize
-        lines = [f"{{  // %{out.name} = cat along dim {d}: each operand's rows copied"]
-        at = 0
-        for v in node.inputs:
-            part = _prod(_ints(v.type.shape)[d:]) * out.type.dtype.np.itemsize
-            if part:
-                src = self.pointer(self.name(v))
-                lines.append(f"    for (long long gm_i = 0; gm_i < {outer}; ++gm_i) __builtin_memcpy({c} + gm_i * "
-                             f"{row}LL + {at}, {src} + gm_i * {part}LL, {part});")
-            at += part
-        self.steps += lines + ["}"]
-
-    def _leading_sum(self, node: Node) -> bool:
-        """A float sum or mean as np.add.reduce computes it, so with its bits (True when
-        written; other reductions have no C form here): the result starts at 0; over leading
-        axes each slice is added in order (a bias's gradient: column sums of a batch), over
-        trailing axes (or all) each contiguous run is added by NumPy's pairwise summation
-        (8 partial sums, halves above 128 elements); a mean then divides in double."""
-        from ..lowering import accumulate_dtype  # noqa: PLC0415
-
-        x, out = node.inputs[0], node.outputs[0]
-        if node.op not in ("sum", "mean") or not isinstance(x, Value) or accumulate_dtype(node) is not None:
-            return False
-        shape = _ints(x.type.shape)
-        dims = node.attrs.get("dims")
-        dims = set(range(len(shape))) if dims is None else {int(a) % max(len(shape), 1) for a in dims}
-        dt = x.type.dtype.np.name
-        if dt not in ("float32", "float64") or out.type.dtype != x.type.dtype or not dims:
-            return False
-        # the axes NumPy's iterator walks (those of size 1 take no part), reduced or kept, in order
-        walked = [a in dims for a in range(len(shape)) if shape[a] != 1]
-        count = _prod(shape[a] for a in dims)
-        kept = _prod(shape) // max(count, 1) if count else _prod(shape[a] for a in range(len(shape)) if a not in dims)
-        if count == 0:
-            if node.op == "mean":
-                return False
-            self.steps.append(f"__builtin_memset({self._slot(self.name(out), _bytes(out))}, 0, {_bytes(out)});")
-            return True
-        k = walked.index(False) if False in walked else len(walked)
-        leading = kept > 1 and k > 0 and not any(walked[k:])  # reduced axes, then kept ones
-        trailing = kept == 1 or walked == sorted(walked)  # kept axes, then reduced ones (or all reduced)
-        if not (leading or trailing):
-            return False
-        T = "float" if dt == "float32" else "double"
-        src = self.pointer(self.name(x))
-        c = self._slot(self.name(out), _bytes(out))
-        finish = (f"gm_z[gm_j] = ({T})((double)gm_z[gm_j] / (double){count}LL);" if node.op == "mean" else "")
-        how = "slice by slice, in order" if leading else "NumPy's pairwise summation of each run"
-        lines = [f"{{  // %{out.name} = {node.op} as np.add.reduce adds: {how}",
-                 f"    const {T}* gm_x = (const {T}*)({src}); {T}* gm_z = ({T}*)({c});"]
-        if leading:
-            lines += [f"    for (long long gm_j = 0; gm_j < {kept}; ++gm_j) gm_z[gm_j] = ({T})0;",
-                      f"    for (long long gm_i = 0; gm_i < {count}; ++gm_i)",
-                      f"        for (long long gm_j = 0; gm_j < {kept}; ++gm_j) gm_z[gm_j] = gm_z[gm_j] + "
-                      f"gm_x[gm_i * {kept}LL + gm_j];"]
-        else:
-            lines += [f"    struct gm_pw {{ static {T} sum(const {T}* a, long long n) {{",
-                      f"        if (n < 8) {{ {T} res = ({T})0; for (long long i = 0; i < n; ++i) res += a[i]; return res; }}",
-                      "        if (n <= 128) {",
-                      f"            {T} r[8]; for (int j = 0; j < 8; ++j) r[j] = a[j];",
-                      "            long long i = 8;",
-                      "            for (; i < n - (n % 8); i += 8) for (int j = 0; j < 8; ++j) r[j] += a[i + j];",
-                      f"            {T} res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));",
-                      "            for (; i < n; ++i) res += a[i];",
-                      "            return res;",
-                      "        }",
-                      "        long long n2 = n / 2; n2 -= n2 % 8;",
-                      "        return sum(a, n2) + sum(a + n2, n - n2);",
-                      "    } };",
-                      f"    for (long long gm_j = 0; gm_j < {kept}; ++gm_j)",
-                      f"        gm_z[gm_j] = ({T})0 + gm_pw::sum(gm_x + gm_j * {count}LL, {count}LL);"]
-        if finish:
-            lines.append(f"    for (long long gm_j = 0; gm_j < {kept}; ++gm_j) {finish}")
-        self.steps += lines + ["}"]
-        return True
-
-    def _strides(self, v: Value) -> tuple[str, tuple]:
-        """(address, element strides) of a product operand of 1 or 2 dims: a transposed view
-        of a C-contiguous matrix is read in place with its strides (NumPy passes it to BLAS
-        as a transposed operand), anything else C-contiguous."""
-        shape = _ints(v.type.shape)
-        view = strided_source(v) if self.name(v) in self.views else None
-        if view is not None and len(shape) == 2:
-            base, strides, offset = view
-            if offset == 0 and _ints(base.type.shape) == (shape[1], shape[0]) and tuple(strides) == (1, shape[0]):
-                return self.pointer(self.name(base)), (1, shape[0])
-        return self.pointer(self.name(v)), contiguous_strides(shape)
-
-    def _matmul(self, node: Node) -> None:
-        """A product as NumPy's matmul computes it (numpy/_core/src/umath/matmul.c.src), so
-        with its bits: a stack by a matrix folded into one product (fold_matmul), then dot,
-        gemv (either side a vector) or gemm by the same rules, with the same arguments; a
-        product with one inner dimension is NumPy's own loop."""
-        a, b = node.inputs
-        out = node.outputs[0]
-        if not (isinstance(a, Value) and isinstance(b, Value)):
-            raise _NoCForm("matmul of a literal")
-        if small_batched_matmul(node) is None:
-            self.m._native_function(CBatchedMatmul(self.m, node, f"gm_matmul{len(self.m.functions)}"), "loop")
-            return
-        dt = out.type.dtype.np.name
-        ra, rb = len(a.type.shape), len(b.type.shape)
-        if (_blas() is None or dt not in ("float32", "float64") or a.type.dtype != out.type.dtype
-                or b.type.dtype != out.type.dtype or rb > 2 or (ra > 2 and rb != 2)):
-            raise _NoCForm("matmul other than a float product by one matrix or vector")
-        found = _blas()
-        assert found is not None
-        T = "float" if dt == "float32" else "double"
-        idx = "long long" if found[1] else "int"
-        f = 0 if dt == "float32" else 1  # the table: gemm, gemv, dot, each float then double
-        k_ = int(a.type.shape[-1])
-        m_ = _prod(a.type.shape[:-1]) if ra > 1 else 1
-        n_ = int(b.type.shape[-1]) if rb == 2 else 1
-        if ra > 2:
-            pa, sa = self.pointer(self.name(a)), (k_, 1)
-        elif ra == 2:
-            pa, sa = self._strides(a)
-        else:
-            pa, sa = self.pointer(self.name(a)), (0, 1)
-        if rb == 2:
-            pb, sb = self._strides(b)
-        else:
-            pb, sb = self.pointer(self.name(b)), (1, 0)
-        c = self._slot(self.name(out), _bytes(out))
-        cast = f"(const {T}*)"
-        head = f"{{  // %{out.name} = matmul ({m_}x{k_} by {k_}x{n_}) as NumPy's matmul calls BLAS"
-        if m_ == 0 or n_ == 0:
-            return
-        if k_ == 0:
-            self.steps.append(f"__builtin_memset({c}, 0, {_bytes(out)});  // %{out.name}: an empty sum")
-            return
-        gemv = (f"typedef void (*gm_gemv_t)(int, int, {idx}, {idx}, {T}, const {T}*, {idx}, const {T}*, {idx}, "
-                f"{T}, {T}*, {idx});")
-        self.gemm = True
-        if m_ == 1 and n_ == 1:  # dot: 0 + the BLAS dot product
-            self.steps += [head, f"    typedef {T} (*gm_dot_t)({idx}, const {T}*, {idx}, const {T}*, {idx});",
-                           f"    {T} gm_sum = ({T})0;",
-                           f"    gm_sum += ((gm_dot_t)gm_blas[{4 + f}])({k_}, {cast}({pa}), {sa[1]}, {cast}({pb}), "
-                           f"{sb[0]});", f"    *({T}*)({c}) = gm_sum;", "}"]
-        elif k_ == 1:  # NumPy's own loop: each element 0 + a * b
-            self.steps += [head, f"    const {T}* gm_x = {cast}({pa}); const {T}* gm_y = {cast}({pb});",
-                           f"    {T}* gm_z = ({T}*)({c});",
-                           f"    for (long long gm_i = 0; gm_i < {m_}; ++gm_i)",
-                           f"        for (long long gm_j = 0; gm_j < {n_}; ++gm_j)",
-                           f"            gm_z[gm_i * {n_} + gm_j] = ({T})0 + gm_x[gm_i * {sa[0]}] * gm_y[gm_j * {sb[1]}];",
-                           "}"]
-        elif m_ == 1 or n_ == 1:  # gemv: a vector by a matrix, or a matrix by a vector
-            if m_ == 1:  # gemv(B, is2_p, is2_n, A, is1_n, out, 1, m=N, n=K)
-                mat, s_m, s_n, vec, inc, rows = pb, sb[1], sb[0], pa, sa[1], n_
-            else:  # gemv(A, is1_m, is1_n, B, is2_n, out, 1, m=M, n=K)
-                mat, s_m, s_n, vec, inc, rows = pa, sa[0], sa[1], pb, sb[0], m_
-            order, lda = (102, s_m) if _blasable2d(s_m, s_n, k_) else (101, s_n)
-            self.steps += [head, f"    {gemv}",
-                           f"    ((gm_gemv_t)gm_blas[{2 + f}])({order}, 112, {k_}, {rows}, ({T})1, {cast}({mat}), "
-                           f"{lda}, {cast}({vec}), {inc}, ({T})0, ({T}*)({c}), 1);", "}"]
-        else:  # gemm, each operand transposed where it is not blasable as it lies
-            ta, lda = (111, sa[0]) if _blasable2d(sa[0], sa[1], k_) else (112, sa[1])
-            tb, ldb = (111, sb[0]) if _blasable2d(sb[0], sb[1], n_) else (112, sb[1])
-            if pa == pb and m_ == n_ and sa == (sb[1], sb[0]) and ta != tb:
-                raise _NoCForm("matmul of a matrix by its own transpose (NumPy calls syrk)")
-            self.steps += [head,
-                           f"    typedef void (*gm_gemm_t)(int, int, int, {idx}, {idx}, {idx}, {T}, const {T}*, {idx}, "
-                           f"const {T}*, {idx}, {T}, {T}*, {idx});",
-                           f"    ((gm_gemm_t)gm_blas[{f}])(101, {ta}, {tb}, {m_}, {n_}, {k_}, ({T})1, {cast}({pa}), "
-                           f"{lda}, {cast}({pb}), {ldb}, ({T})0, ({T}*)({c}), {n_});", "}"]
 
     def emit(self) -> None:
         """Run the native generator over the body: the steps' C calls, or _NoCForm."""
@@ -703,7 +487,7 @@ class _Loop:
             dtypes.append("int64")
         elif self.blas:
             table = m.names.fresh(f"{self.tag}_blas")
-            m.body.append(f"from codegen.native_gen.loops import blas_table as {table}")
+            m.body.append(f"from codegen.native_gen.loop_library import blas_table as {table}")
             m.body.append(f"{table} = {table}()  # NumPy's BLAS: _ROUTINES")
             m.fresh.add(table)
             params.append(("", table, 8 * len(_ROUTINES), False))
