@@ -15,6 +15,7 @@ import math
 from eager import _dtypes
 
 from ..ir import Graph, Value
+from .ir_namespace import decompose_by_forward
 from .rules import Rule, apply_rules, rule_table
 from .simplify import cse, dce
 
@@ -78,17 +79,10 @@ def _gelu(ctx, node, out):
     return ctx.emit("mul", [ctx.emit("mul", [x, 0.5], {}, loc), ctx.emit("add", [shape, 1.0], {}, loc)], {}, loc)
 
 
-def _softplus(ctx, node, out):
-    """where(beta x > threshold, x, (log1p(exp(-|beta x|)) + max(beta x, 0)) / beta): the op's
-    forward, which never overflows."""
-    x, beta, threshold, loc = node.inputs[0], node.attrs["beta"], node.attrs["threshold"], node.loc
-    bx = ctx.emit("mul", [x, beta], {}, loc)
-    tail = ctx.emit("log1p", [ctx.emit("exp", [ctx.emit("neg", [ctx.emit("abs", [bx], {}, loc)], {}, loc)], {}, loc)],
-                    {}, loc)
-    soft = ctx.emit("div", [ctx.emit("add", [tail, ctx.emit("maximum", [bx, 0], {}, loc)], {}, loc), beta], {}, loc)
-    return ctx.emit("where", [ctx.emit("gt", [bx, threshold], {}, loc), x, soft], {}, loc)
-
-
+def _by_forward(ctx, node, out):
+    """The op's own forward run on IR values (ir_namespace): its decomposition is written once,
+    in its record, so it cannot drift from eager's computation."""
+    return decompose_by_forward(ctx, node)
 
 
 def _decomposable(node) -> bool:
@@ -107,8 +101,9 @@ RULES = [
          doc="logsumexp x -> log(sum(exp(x - m))) + m, m = amax x (0 where not finite)"),
     Rule("gelu", ("gelu",), _gelu, matches=_decomposable,
          doc="gelu x -> 0.5 x (1 + erf(x / sqrt 2)) (or its tanh form)"),
-    Rule("softplus", ("softplus",), _softplus, matches=_decomposable,
-         doc="softplus x -> where(bx > t, x, (log1p(exp(-|bx|)) + max(bx, 0)) / beta), bx = beta x"),
+    Rule("softplus", ("softplus",), _by_forward, matches=_decomposable,
+         doc="softplus x -> its record's forward on IR values: where(bx > t, x, (log1p(exp(-|bx|)) + max(bx, 0)) "
+             "/ beta), bx = beta x"),
 ]
 RULE_TABLE = rule_table(RULES)
 
