@@ -144,8 +144,12 @@ def build(name: str, lib, quick: bool) -> Callable[[], object]:
 
 
 # -- one process per (library, model) ------------------------------------------------------------
-def child(library: str, name: str, quick: bool, seconds: float) -> float:
-    """Median seconds per step of `name` under `library`, in this fresh process."""
+def child(library: str, name: str, quick: bool, seconds: float, clock: str = "wall") -> float:
+    """Median seconds per step of `name` under `library`, in this fresh process: wall-clock
+    time, or (`clock="cpu"`) the process's CPU time, which on a loaded machine counts what the
+    step computed rather than how long it waited for a core (every thread's time is summed:
+    read it with --threads 1)."""
+    timer = time.process_time if clock == "cpu" else time.perf_counter
     if library == "torch":
         import torch as lib  # noqa: PLC0415
     else:
@@ -158,16 +162,17 @@ def child(library: str, name: str, quick: bool, seconds: float) -> float:
     per = max(time.perf_counter() - start, 1e-6)
     samples = []
     for _ in range(int(max(7, min(200, seconds / per)))):
-        start = time.perf_counter()
+        start = timer()
         step()
-        samples.append(time.perf_counter() - start)
+        samples.append(timer() - start)
     return statistics.median(samples)
 
 
-def measure(library: str, name: str, quick: bool, seconds: float, threads: int | None = None) -> float | None:
+def measure(library: str, name: str, quick: bool, seconds: float, threads: int | None = None,
+            clock: str = "wall") -> float | None:
     script = (f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
               "import eager_models_bench as b\n"
-              f"print(b.child({library!r}, {name!r}, {quick!r}, {seconds!r}))\n")
+              f"print(b.child({library!r}, {name!r}, {quick!r}, {seconds!r}, {clock!r}))\n")
     env = default_environ()
     if threads:  # both libraries read OMP_NUM_THREADS (torch for its intra-op pool)
         env["OMP_NUM_THREADS"] = str(threads)
@@ -194,6 +199,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--only", default=None, help="comma-separated models: " + ",".join(MODELS))
     ap.add_argument("--threads", type=int, default=None,
                     help="export OMP_NUM_THREADS=N to both libraries' processes (default: nothing exported)")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="time each step by the wall clock (default) or by the process's CPU time (a loaded "
+                         "machine; with --threads 1)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     runs = 1 if args.quick else args.runs
@@ -204,7 +212,7 @@ def main(argv: list[str] | None = None) -> dict:
     ratios: dict[str, list[float]] = {m: [] for m in models}
     for _ in range(runs):
         for m in models:
-            got = {lib: measure(lib, m, args.quick, seconds, args.threads) for lib in libraries}
+            got = {lib: measure(lib, m, args.quick, seconds, args.threads, args.clock) for lib in libraries}
             for lib, t in got.items():
                 if t is not None:
                     times[m][lib].append(t)
@@ -222,10 +230,11 @@ def main(argv: list[str] | None = None) -> dict:
         rows.append([m, *(cell(times[m][lib]) for lib in libraries),
                      f"{statistics.median(r):.2f}x ({min(r):.2f}-{max(r):.2f})" if r else "-"])
     setting = f"OMP_NUM_THREADS={args.threads}" if args.threads else "default settings"
+    setting += ", CPU time" if args.clock == "cpu" else ""
     print(f"eager training steps, {setting}, each library in its own process; {runs} round(s); "
           f"ms per step, median (min-max) over processes; {os.cpu_count()} cores, shared machine: times are noisy")
     print(format_table(["model", *(f"{lib} ms" for lib in libraries), "eager / torch"], rows))
-    payload = {"machine": machine_info(), "runs": runs, "times": times, "ratios": ratios}
+    payload = {"machine": machine_info(), "runs": runs, "clock": args.clock, "times": times, "ratios": ratios}
     if args.json:
         write_json(args.json, payload)
     return payload

@@ -1,7 +1,7 @@
 """The operator set shared by eager and static. Importing it fills `REGISTRY`."""
 from . import elementwise, shape_ops, views, reductions, linalg, special  # noqa: F401  (registration order)
 from . import indexing, math_ops, conv  # noqa: F401  (ops added with the PyTorch-programs surface)
-from . import pooling  # noqa: F401  (max_pool2d and its gradient as one op each: eager's NCHW path)
+from . import pooling, normalization  # noqa: F401  (max-pooling, batch norm and their gradients: eager's NCHW path)
 from . import control_flow  # noqa: F401  (scan, while_loop, cond: bodies as IR text, static.control_flow)
 from . import index_checks  # noqa: F401  (check_index_range; range checks of gather, index_select, embedding)
 from . import _batching  # (vmap's batching rule of every op, declared once the registry is full)

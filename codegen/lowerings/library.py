@@ -155,7 +155,9 @@ for _name, _why in (("unfold", "one strided window view of the padded image and 
                     ("layer_norm_backward", "the input, weight and bias gradients in one pass over row blocks"),
                     ("cumprod_backward", "cumprod's gradient from two scans per slice, exact with zeros"),
                     ("max_pool2d", "each window of the image read once for its maximum (eager's NCHW kernel)"),
-                    ("max_pool2d_backward", "each window's gradient written at its maximum (eager's NCHW kernel)")):
+                    ("max_pool2d_backward", "each window's gradient written at its maximum (eager's NCHW kernel)"),
+                    ("batch_norm", "per-channel statistics, normalization and affine part (eager's NCHW kernel)"),
+                    ("batch_norm_backward", "the input, weight and bias gradients per channel (eager's NCHW kernel)")):
     _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
          CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
          note=f"the op's forward, a whole-array kernel: {_why}")

@@ -2,9 +2,11 @@
 #include <omp.h>
 #include <cmath>
 
-// Eager's 2-d convolution and pooling kernels on NCHW (batch-major, C-contiguous) images:
-// im2col into the column layout of the unfold op, and max-pooling's forward and backward
-// straight on the image (no window array). One translation unit for float and double.
+// Eager's 2-d convolution, pooling and batch-norm kernels on NCHW (batch-major, C-contiguous)
+// images: im2col into the column layout of the unfold op, max-pooling's forward and backward
+// straight on the image (no window array), and batch norm's training forward (statistics,
+// normalization and affine part) and its three gradients, each one pass per channel. One
+// translation unit for float and double.
 
 // elements below which a loop stays on the calling thread (thread wake-up costs more)
 #define GM_CONV_PARALLEL_MIN 32768LL
@@ -205,6 +207,80 @@ template <typename T> static void max_pool2d_backward(const T* gout, const T* x,
     }
 }
 
+// Batch norm in training (the batch's statistics), NCHW-contiguous x viewed as (N, C, S):
+// each channel's mean and biased variance over N and S in double (two passes, the second from
+// cache), then y = ((x - mean) * rstd) * w + b. stats receives each channel's mean and sum of
+// squared deviations (the running statistics' update). d = [N, C, S].
+template <typename T> static inline void bn_stats(const T* x, const long long* d, long long c, double* mean,
+                                                  double* m2) {
+    const long long N = d[0], C = d[1], S = d[2];
+    double s = 0.0;
+    for (long long b = 0; b < N; ++b) {
+        const T* xr = x + (b * C + c) * S;
+        #pragma omp simd reduction(+:s)
+        for (long long j = 0; j < S; ++j) s += (double)xr[j];
+    }
+    const double m = s / (double)(N * S);
+    double v = 0.0;
+    for (long long b = 0; b < N; ++b) {
+        const T* xr = x + (b * C + c) * S;
+        #pragma omp simd reduction(+:v)
+        for (long long j = 0; j < S; ++j) { const double e = (double)xr[j] - m; v += e * e; }
+    }
+    *mean = m;
+    *m2 = v;
+}
+
+template <typename T> static void batch_norm(const T* x, const T* w, const T* bias, T* y, double* stats,
+                                             const long long* d, double eps, int nt) {
+    const long long N = d[0], C = d[1], S = d[2];
+    #pragma omp parallel for num_threads(nt) if(N * C * S >= GM_CONV_PARALLEL_MIN) schedule(static)
+    for (long long c = 0; c < C; ++c) {
+        double mean, m2;
+        bn_stats(x, d, c, &mean, &m2);
+        stats[c] = mean;
+        stats[C + c] = m2;
+        const T m = (T)mean, r = (T)(1.0 / sqrt(m2 / (double)(N * S) + eps)), wc = w[c], bc = bias[c];
+        for (long long b = 0; b < N; ++b) {
+            const T* xr = x + (b * C + c) * S;
+            T* yr = y + (b * C + c) * S;
+            #pragma omp simd
+            for (long long j = 0; j < S; ++j) yr[j] = ((xr[j] - m) * r) * wc + bc;
+        }
+    }
+}
+
+// its gradients for an output gradient g (NCHW-contiguous): with xhat = (x - mean) * rstd,
+// gb = sum g, gw = sum g * xhat, gx = w * rstd * (g - gb / M - xhat * gw / M), in double
+template <typename T> static void batch_norm_backward(const T* g, const T* x, const T* w, T* gx, T* gw, T* gb,
+                                                      const long long* d, double eps, int nt) {
+    const long long N = d[0], C = d[1], S = d[2];
+    #pragma omp parallel for num_threads(nt) if(N * C * S >= GM_CONV_PARALLEL_MIN) schedule(static)
+    for (long long c = 0; c < C; ++c) {
+        double mean, m2;
+        bn_stats(x, d, c, &mean, &m2);
+        const double count = (double)(N * S), rstd = 1.0 / sqrt(m2 / count + eps);
+        double sg = 0.0, sgs = 0.0;
+        for (long long b = 0; b < N; ++b) {
+            const T* gr = g + (b * C + c) * S;
+            const T* xr = x + (b * C + c) * S;
+            #pragma omp simd reduction(+:sg, sgs)
+            for (long long j = 0; j < S; ++j) { sg += (double)gr[j]; sgs += (double)gr[j] * ((double)xr[j] - mean); }
+        }
+        const double mean_g = sg / count, k = rstd * rstd * sgs / count, scale = (double)w[c] * rstd;
+        for (long long b = 0; b < N; ++b) {
+            const T* gr = g + (b * C + c) * S;
+            const T* xr = x + (b * C + c) * S;
+            T* out = gx + (b * C + c) * S;
+            #pragma omp simd
+            for (long long j = 0; j < S; ++j)
+                out[j] = (T)(scale * (((double)gr[j] - mean_g) - ((double)xr[j] - mean) * k));
+        }
+        gw[c] = (T)(sgs * rstd);
+        gb[c] = (T)sg;
+    }
+}
+
 // the entry points: void k(void* const* args, int threads); dims an int64 array (gm_geom)
 #define GM_CONV_ALL(T, suffix) \
     extern "C" void gm_eager_conv_im2col2d_##suffix(void* const* a, int nt) { \
@@ -214,7 +290,13 @@ template <typename T> static void max_pool2d_backward(const T* gout, const T* x,
     extern "C" void gm_eager_conv_max_pool2d_values_##suffix(void* const* a, int nt) { \
         max_pool2d<T>((const T*)a[0], (T*)a[1], nullptr, (const long long*)a[2], nt); } \
     extern "C" void gm_eager_conv_max_pool2d_backward_##suffix(void* const* a, int nt) { \
-        max_pool2d_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], (const long long*)a[3], nt); }
+        max_pool2d_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], (const long long*)a[3], nt); } \
+    extern "C" void gm_eager_conv_batch_norm_##suffix(void* const* a, int nt) { \
+        batch_norm<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], (double*)a[4], \
+                      (const long long*)a[5], ((const double*)a[6])[0], nt); } \
+    extern "C" void gm_eager_conv_batch_norm_backward_##suffix(void* const* a, int nt) { \
+        batch_norm_backward<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], (T*)a[4], (T*)a[5], \
+                               (const long long*)a[6], ((const double*)a[7])[0], nt); }
 
 GM_CONV_ALL(float, f32)
 GM_CONV_ALL(double, f64)

@@ -23,7 +23,7 @@ FORWARD_CALLS = {"view_scatter", "prod_except_self", "embedding_backward", "unfo
                  # max-pooling's value gather along a middle axis (a native pass in the forward)
                  "take_along",
                  # eager's max_pool2d and its gradient on NCHW images (native window passes)
-                 "max_pool2d", "max_pool2d_backward",
+                 "max_pool2d", "max_pool2d_backward", "batch_norm", "batch_norm_backward",
                  # elementwise math as the op's own forward until each gets a NumPy spelling
                  "floor", "ceil", "trunc", "round", "log2", "log10", "sinh", "cosh", "asin", "acos",
                  "atan", "atan2",

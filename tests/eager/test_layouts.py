@@ -118,7 +118,7 @@ INTERNAL = {"cumprod_backward", "diagonal_grad", "embedding_backward", "gelu_gra
             "layer_norm_backward", "normalize", "normalize_backward", "prod_except_self", "take_along",
             "view_scatter", "fold", "unfold",
             # eager's NCHW max-pooling and its gradient (padding as (top, bottom, left, right))
-            "max_pool2d", "max_pool2d_backward",
+            "max_pool2d", "max_pool2d_backward", "batch_norm", "batch_norm_backward",
             # the compiled graph's index-range check: its result is its operand, unchanged
             "check_index_range"}
 # Control-flow ops take functions, not tensors: their results are their bodies' results.

@@ -2,6 +2,8 @@
 and `normalize`."""
 from __future__ import annotations
 
+from gmops import normalization as _normalization
+
 from ... import _functional as _F
 from ..._tensor import Tensor
 from ...ops import conv as _conv
@@ -76,6 +78,12 @@ def _normalize_channels(input: Tensor, dims: tuple[int, ...], from_input: bool, 
     `dims` by the input's own statistics (moving the running ones toward them) or, when not
     `from_input`, by the running statistics (an error saying `missing_running` if absent);
     then the per-channel weight and bias."""
+    if from_input and not per_sample and weight is not None and bias is not None and isinstance(input, Tensor):
+        # an eager tensor: statistics, normalization and affine part in one op, its three
+        # gradients in another (gmops.normalization); a trace records the decomposition
+        # below, which the code generators fuse
+        _move_running(running_mean, running_var, input, dims, momentum, per_sample)
+        return _normalization.BATCH_NORM(input, weight, bias, eps=float(eps))
     if from_input:
         out = _conv.NORMALIZE(input, dims=dims, eps=float(eps))
         _move_running(running_mean, running_var, input, dims, momentum, per_sample)
