@@ -16,6 +16,7 @@ from ..lowering import lowering_for
 from ..regions import analyze, analyze_rows, bind_symbols
 from ..render import C_TYPES, Names, c_literal, c_type, fields, line_numbers, node_line, np_dtype, py_literal
 from ..templates import render
+from .conv import window_op
 from .function import CFunction, supported
 from .indexing import _ints, _prod, _symbolic, _symbols_of, load, lone_region
 from .matmul import CBatchedMatmul, small_batched_matmul
@@ -292,6 +293,8 @@ class NativeModule(Driver):
             self.comment(node)
             at = f"L{self.lines.get(id(node), '?')}"  # its IR line (a lone op's region is a copy)
             if node.body is None and node.op in LOOP_OPS and self.native_loop(node, at):
+                continue
+            if node.body is None and window_op(self, node, at):  # convolution and pooling windows (conv.py)
                 continue
             if node.body is None and eager_kernel_call(node) is None:
                 self.eager_kernel(node)

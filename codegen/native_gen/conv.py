@@ -1,0 +1,385 @@
+"""Convolution and pooling windows as native C functions of the generated module.
+
+A convolution, a pooling and their gradients reach the IR as `unfold` (im2col), `fold`
+(col2im), a reshape of the windows and `argmax`/`take_along` over them (max-pooling), and
+`index_mask` + `where` scattering the pooled gradient back (its VJP). Run as library
+calls, each is a NumPy pass of its own over an array kh*kw times the image (the padded copy,
+the strided copy of the windows, the argmax, the gathered values, the boolean mask, the
+masked gradient, the fold's kh*kw strided adds): about 40% of the compiled CNN step (W6)
+outside its matrix products. Here each becomes one threaded C loop nest:
+
+- `unfold` of a 2-d image: the windows written straight from the image (no padded copy);
+- `fold` of 2-d windows: each output row gathered from the windows that cover it, in the
+  library's order of additions (kernel offsets in order), so the sums are its bits;
+- max-pooling (`unfold` with -inf padding, reshaped to (C, kh*kw, N, oh, ow), `argmax` over
+  the window axis and `take_along` of its values): one pass over the image giving the index
+  and the value of each window's first maximum (NaN wins, as NumPy's argmax), without the
+  window array;
+- its gradient (`fold` of `where(index_mask(idx), g, 0)`): the fold reads the index and the
+  gradient and adds g where the window's index says so, without the mask or the masked
+  array (adding the zeros the library adds: the same bits).
+
+What a pattern needs is checked on the graph (each absorbed value read by nothing else, the
+shapes a window reshape has, float32/float64, no symbolic size); anything else runs as it did.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from static.ir import Graph, Node, Value
+
+from ..render import c_literal, c_type
+from .function import CFunction, _parallel
+from .indexing import _ints, _prod, _symbolic, contiguous_strides, strided_source
+
+if TYPE_CHECKING:
+    from .driver import NativeModule
+
+FLOATS = ("float32", "float64")
+
+
+@dataclass
+class WindowPlan:
+    """What the driver does with each node of the graph that this module runs: `emit` maps
+    a node to the kind of C function written at it, `absorbed` holds nodes whose values a
+    function written at a later node computes (or needs no more): the driver writes nothing
+    for them."""
+    emit: dict = field(default_factory=dict)  # id(node) -> (kind, node, parts)
+    absorbed: set = field(default_factory=set)  # id(node)
+
+
+def _users(v: Value) -> list[Node]:
+    return list({id(n): n for n in v.users}.values())
+
+
+def _only_user(v: Value, graph_outputs: set) -> Node | None:
+    """v's one reading node, when nothing else (no other node, no graph output) reads v."""
+    users = _users(v)
+    if len(users) != 1 or id(v) in graph_outputs:
+        return None
+    return users[0]
+
+
+def _float(v) -> bool:
+    return isinstance(v, Value) and v.type.dtype.np.name in FLOATS
+
+
+def _static(*values: Value) -> bool:
+    return all(not _symbolic(d) for v in values for d in v.type.shape)
+
+
+def _geometry2d(node: Node) -> tuple | None:
+    """(KH, KW, SH, SW, PT, PL, DH, DW) of a 2-d unfold/fold node; None for other dims."""
+    kernel = tuple(node.attrs.get("kernel", ()))
+    if len(kernel) != 2:
+        return None
+    (kh, kw), (sh, sw), (dh, dw) = kernel, tuple(node.attrs["stride"]), tuple(node.attrs["dilation"])
+    pad = tuple(node.attrs["padding"])
+    return int(kh), int(kw), int(sh), int(sw), int(pad[0]), int(pad[2]), int(dh), int(dw)
+
+
+def _unfold_ok(node: Node) -> bool:
+    x = node.inputs[0] if node.inputs else None
+    return (node.op == "unfold" and node.body is None and _float(x) and _geometry2d(node) is not None
+            and len(x.type.shape) == 4 and _static(x, node.outputs[0]) and _prod(x.type.shape) > 0
+            and _prod(node.outputs[0].type.shape) > 0)
+
+
+def _fold_ok(node: Node) -> bool:
+    cols = node.inputs[0] if node.inputs else None
+    return (node.op == "fold" and node.body is None and _float(cols) and _geometry2d(node) is not None
+            and len(cols.type.shape) == 6 and _static(cols, node.outputs[0]) and _prod(cols.type.shape) > 0)
+
+
+def _max_pool(unfold: Node, outs: set) -> tuple | None:
+    """(reshape, argmax, take_along or None) reading the windows of a -inf padded unfold, when
+    those are all that read them."""
+    if float(unfold.attrs.get("pad_value", 0.0)) != float("-inf"):
+        return None
+    reshape = _only_user(unfold.outputs[0], outs)
+    if reshape is None or reshape.op != "reshape" or reshape.body is not None:
+        return None
+    c, kh, kw, n, oh, ow = _ints(unfold.outputs[0].type.shape)
+    windows = reshape.outputs[0]
+    if _ints(windows.type.shape) != (c, kh * kw, n, oh, ow) or id(windows) in outs:
+        return None
+    readers = _users(windows)
+    arg = [r for r in readers if r.op == "argmax"]
+    if len(arg) != 1 or len(readers) > 2:
+        return None
+    argmax = arg[0]
+    if argmax.body is not None or int(argmax.attrs["dim"]) % 5 != 1 or argmax.attrs.get("keepdim") \
+            or argmax.outputs[0].type.dtype.np.name != "int64":
+        return None
+    take = None
+    for r in readers:
+        if r is argmax:
+            continue
+        if (r.op != "take_along" or r.body is not None or r.inputs[0] is not windows or r.inputs[1] is not argmax.outputs[0]
+                or int(r.attrs["dim"]) % 5 != 1 or r.attrs.get("keepdim")):
+            return None
+        take = r
+    return reshape, argmax, take
+
+
+def _pool_grad(fold: Node, outs: set) -> tuple | None:
+    """(where, index_mask, index, gradient) when fold adds back `where(index_mask(index), g,
+    0)` reshaped to windows, read by nothing else: max-pooling's gradient."""
+    reshape = fold.inputs[0].producer
+    if reshape is None or reshape.op != "reshape" or reshape.body is not None:
+        return None
+    masked = reshape.inputs[0]
+    if not isinstance(masked, Value) or _only_user(masked, outs) is not reshape or id(fold.inputs[0]) in outs:
+        return None
+    where = masked.producer
+    if where is None or where.op != "where" or where.body is not None or len(where.inputs) != 3:
+        return None
+    mask, g, zero = where.inputs
+    if isinstance(zero, Value) or float(zero) != 0.0 or not isinstance(mask, Value) or not _float(g):
+        return None
+    index_mask = mask.producer
+    if index_mask is None or index_mask.op != "index_mask" or _only_user(mask, outs) is not where:
+        return None
+    c, kh, kw, n, oh, ow = _ints(fold.inputs[0].type.shape)
+    index = index_mask.inputs[0]
+    if (int(index_mask.attrs["dim"]) != 1 or int(index_mask.attrs["size"]) != kh * kw
+            or not isinstance(index, Value) or _ints(index.type.shape) != (c, 1, n, oh, ow)
+            or index.type.dtype.np.name != "int64" or _ints(g.type.shape) != (c, 1, n, oh, ow)
+            or _ints(masked.type.shape) != (c, kh * kw, n, oh, ow) or g.type.dtype != fold.outputs[0].type.dtype):
+        return None
+    return where, index_mask, index, g
+
+
+def plan(graph: Graph) -> WindowPlan:
+    """Which nodes of the graph run as the window functions of this module."""
+    p = WindowPlan()
+    outs = {id(v) for v in graph.outputs if isinstance(v, Value)}
+    for node in graph.nodes:
+        if _unfold_ok(node):
+            pool = _max_pool(node, outs)
+            if pool is not None:
+                reshape, argmax, take = pool
+                p.absorbed |= {id(node), id(reshape)} | ({id(take)} if take is not None else set())
+                p.emit[id(argmax)] = ("max_pool", node, pool)
+            else:
+                p.emit[id(node)] = ("unfold", node, None)
+        elif _fold_ok(node):
+            grad = _pool_grad(node, outs)
+            if grad is not None:
+                where, index_mask, _, _ = grad
+                p.absorbed |= {id(where), id(index_mask), id(node.inputs[0].producer)}
+                p.emit[id(node)] = ("pool_grad", node, grad)
+            else:
+                p.emit[id(node)] = ("fold", node, None)
+    return p
+
+
+def window_op(module: "NativeModule", node: Node, at: str) -> bool:
+    """Whether node runs (or was run) as one of this module's C functions; the driver then
+    writes nothing else for it."""
+    p = getattr(module, "_window_plan", None)
+    if p is None:
+        p = module._window_plan = plan(module.graph)  # type: ignore[attr-defined]
+    if id(node) in p.absorbed:
+        module.body.append("# computed by the window function written below (codegen/native_gen/conv.py)")
+        return True
+    entry = p.emit.get(id(node))
+    if entry is None:
+        return False
+    kind, anchor, parts = entry
+    fn = CWindow(module, node, f"gm_window{len(module.functions)}", kind, anchor, parts)
+    module._native_function(fn, at)
+    return True
+
+
+class CWindow(CFunction):
+    """One window function: unfold, fold, max-pooling (index and value) or its gradient."""
+
+    def __init__(self, module: "NativeModule", node: Node, name: str, kind: str, anchor: Node, parts) -> None:
+        super().__init__(module, name, node)
+        self.kind, self.anchor, self.parts = kind, anchor, parts
+
+    def _input(self, v: Value) -> tuple[str, tuple, int]:
+        """(C array, element strides, element offset) of input v: the base array of a view
+        read in place, else v itself (C-contiguous, as the call checks or converts)."""
+        view = strided_source(v)
+        if view is not None:
+            base, strides, offset = view
+            return self._param(v, self.m.names(base), writable=False, sized_by=base), strides, offset
+        return self._param(v, self.m.contiguous(v), writable=False), contiguous_strides(_ints(v.type.shape)), 0
+
+    def _output(self, y: Value) -> str:
+        m = self.m
+        name = m.names(y)
+        alloc = m.allocate(_ints(y.type.shape), y.type.dtype)
+        if alloc is None:
+            m.made_by_call[name] = _ints(y.type.shape)
+        else:
+            m.body.append(f"{name} = {alloc}")
+        m.fresh.add(name)
+        return self._param(y, name, writable=True)
+
+    def emit(self) -> None:
+        getattr(self, f"_{self.kind}")()
+        self._call()
+
+    @staticmethod
+    def _par(work: int) -> str:
+        return ("#pragma omp parallel for num_threads(gm_nt) schedule(static)" if _parallel(work)
+                else "// little work: the calling thread")
+
+    def _unfold(self) -> None:
+        node = self.anchor
+        x, y = node.inputs[0], node.outputs[0]
+        T = c_type(y.type.dtype)
+        kh, kw, sh, sw, pt, pl, dh, dw = _geometry2d(node)  # type: ignore[misc]
+        n, c, h, w = _ints(x.type.shape)
+        oh, ow = _ints(y.type.shape)[4:]
+        cx, (sn, sc, sy, sx), off = self._input(x)
+        out = self._output(y)
+        pad = c_literal(float(node.attrs.get("pad_value", 0.0)), T)
+        rows = c * kh * kw * n
+        self.lines += [
+            f"{{  // %{y.name} = unfold: {rows} window rows of {oh}x{ow} from ({n}, {c}, {h}, {w})",
+            f"    {self._par(rows * oh * ow)}",
+            f"    for (long long r = 0; r < {rows}LL; ++r) {{",
+            f"        const long long nn = r % {n}, t1 = r / {n}, j = t1 % {kw}, t2 = t1 / {kw}, i = t2 % {kh}, "
+            f"cc = t2 / {kh};",
+            f"        const {T}* src = {cx} + {off}LL + nn * {sn}LL + cc * {sc}LL;",
+            f"        {T}* dst = {out} + r * {oh * ow}LL;",
+            # the columns ox whose xx = ox * sw - pl + j * dw lies in the row: [lo, hi)
+            f"        const long long a = {pl} - j * {dw};",
+            f"        const long long lo = a <= 0 ? 0 : (a + {sw} - 1) / {sw};",
+            f"        const long long top = {w} - 1 + a;",
+            f"        const long long hi = top < 0 ? 0 : (top / {sw} + 1 < {ow} ? top / {sw} + 1 : {ow});",
+            f"        for (long long oy = 0; oy < {oh}; ++oy) {{",
+            f"            const long long yy = oy * {sh} - {pt} + i * {dh};",
+            f"            {T}* d = dst + oy * {ow};",
+            f"            if (yy < 0 || yy >= {h}) {{ for (long long ox = 0; ox < {ow}; ++ox) d[ox] = {pad}; continue; }}",
+            f"            const {T}* s = src + yy * {sy}LL;",
+            f"            for (long long ox = 0; ox < lo; ++ox) d[ox] = {pad};",
+            f"            for (long long ox = lo; ox < hi; ++ox) d[ox] = s[ox * {sw * sx}LL - a * {sx}LL];",
+            f"            for (long long ox = hi > lo ? hi : lo; ox < {ow}; ++ox) d[ox] = {pad};",
+            "        }",
+            "    }",
+            "}",
+        ]
+
+    def _fold_rows(self, T: str, geometry: tuple, n: int, c: int, h: int, w: int, oh: int, ow: int, out: str,
+                   term: str, what: str) -> None:
+        """The gather loops of a fold: each output row summed from the window rows covering
+        it, kernel offsets (i, j) in order (the library's order of additions); `term` is the
+        C expression of the addend at window row `src` (an offset), column `ox`, offset k."""
+        kh, kw, sh, sw, pt, pl, dh, dw = geometry
+        self.lines += [
+            f"{{  // %{self.anchor.outputs[0].name} = {what}: ({n}, {c}, {h}, {w}) from {kh}x{kw} windows of {oh}x{ow}",
+            f"    {self._par(n * c * h * w * kh * kw)}",
+            f"    for (long long p = 0; p < {n * c}LL; ++p) {{",
+            f"        const long long nn = p / {c}, cc = p % {c};",
+            f"        for (long long yy = 0; yy < {h}; ++yy) {{",
+            f"            {T}* row = {out} + p * {h * w}LL + yy * {w};",
+            f"            for (long long x = 0; x < {w}; ++x) row[x] = ({T})0;",
+            f"            for (long long i = 0; i < {kh}; ++i) {{",
+            f"                const long long ty = yy + {pt} - i * {dh};",
+            f"                if (ty < 0 || ty % {sh} != 0 || ty / {sh} >= {oh}) continue;",
+            f"                const long long oy = ty / {sh};",
+            f"                for (long long j = 0; j < {kw}; ++j) {{",
+            f"                    const long long a = {pl} - j * {dw};  // x = ox * {sw} - a",
+            f"                    const long long lo = a <= 0 ? 0 : (a + {sw} - 1) / {sw};",
+            f"                    const long long top = {w} - 1 + a;",
+            f"                    const long long hi = top < 0 ? 0 : (top / {sw} + 1 < {ow} ? top / {sw} + 1 : {ow});",
+            f"                    const long long k = i * {kw} + j;",
+            f"                    const long long src = (((cc * {kh} + i) * {kw} + j) * {n} + nn) * {oh * ow}LL + oy * {ow};",
+            f"                    const long long at = ((cc * {n} + nn) * {oh} + oy) * {ow};",
+            "                    (void)k; (void)src; (void)at;",
+            *self._add_loop(sw, term),
+            "                }",
+            "            }",
+            "        }",
+            "    }",
+            "}",
+        ]
+
+    @staticmethod
+    def _add_loop(sw: int, term: str) -> list[str]:
+        """The innermost loop adding window row `src` (columns lo..hi) into the output row.
+        With a stride of 1 it runs over the output's columns x (ox = x + a), a form gcc 12
+        vectorizes correctly for AVX-512: its masked vector form of the loop over ox writing
+        row[ox - a] gave wrong sums for some offsets (kernel 2, dilation 2)."""
+        if sw == 1:
+            return ["                    for (long long x = lo - a; x < hi - a; ++x) {",
+                    "                        const long long ox = x + a;",
+                    f"                        row[x] += {term};",
+                    "                    }"]
+        return [f"                    for (long long ox = lo; ox < hi; ++ox) row[ox * {sw} - a] += {term};"]
+
+    def _fold(self) -> None:
+        node = self.anchor
+        cols, y = node.inputs[0], node.outputs[0]
+        T = c_type(y.type.dtype)
+        c, kh, kw, n, oh, ow = _ints(cols.type.shape)
+        h, w = _ints(y.type.shape)[2:]
+        cc = self._param(cols, self.m.contiguous(cols), writable=False)
+        out = self._output(y)
+        self._fold_rows(T, _geometry2d(node), n, c, h, w, oh, ow, out, f"{cc}[src + ox]", "fold")
+
+    def _pool_grad(self) -> None:
+        node = self.anchor
+        _, _, index, g = self.parts
+        y = node.outputs[0]
+        T = c_type(y.type.dtype)
+        c, kh, kw, n, oh, ow = _ints(node.inputs[0].type.shape)
+        h, w = _ints(y.type.shape)[2:]
+        ci, si, oi = self._input(index)
+        cg, sg, og = self._input(g)
+        out = self._output(y)
+        # element (cc, 0, nn, oy, ox) of the index and the gradient, through their strides
+        idx = f"{ci}[{oi}LL + cc * {si[0]}LL + nn * {si[2]}LL + oy * {si[3]}LL + ox * {si[4]}LL]"
+        grad = f"{cg}[{og}LL + cc * {sg[0]}LL + nn * {sg[2]}LL + oy * {sg[3]}LL + ox * {sg[4]}LL]"
+        self._fold_rows(T, _geometry2d(node), n, c, h, w, oh, ow, out, f"({idx} == k ? {grad} : ({T})0)",
+                        "max-pooling's gradient (fold of the gradient where each window's index is)")
+
+    def _max_pool(self) -> None:
+        unfold = self.anchor
+        _, argmax, take = self.parts
+        x = unfold.inputs[0]
+        T = c_type(x.type.dtype)
+        kh, kw, sh, sw, pt, pl, dh, dw = _geometry2d(unfold)  # type: ignore[misc]
+        n, c, h, w = _ints(x.type.shape)
+        oh, ow = _ints(unfold.outputs[0].type.shape)[4:]
+        cx, (sn, sc, sy, sx), off = self._input(x)
+        out_i = self._output(argmax.outputs[0])
+        out_v = self._output(take.outputs[0]) if take is not None else None
+        store = [f"            {out_i}[at + ox] = best_k;"]
+        if out_v is not None:
+            store.append(f"            {out_v}[at + ox] = best;")
+        neg_inf = c_literal(float("-inf"), T)
+        self.lines += [
+            f"{{  // %{argmax.outputs[0].name} = max-pooling: first maximum of each {kh}x{kw} window of "
+            f"({n}, {c}, {h}, {w}) (-inf padding, NaN wins)",
+            f"    {self._par(c * n * oh * ow * kh * kw)}",
+            f"    for (long long r = 0; r < {c * n * oh}LL; ++r) {{",
+            f"        const long long cc = r / {n * oh}, t1 = r % {n * oh}, nn = t1 / {oh}, oy = t1 % {oh};",
+            f"        const {T}* src = {cx} + {off}LL + nn * {sn}LL + cc * {sc}LL;",
+            f"        const long long at = r * {ow}LL;",
+            f"        for (long long ox = 0; ox < {ow}; ++ox) {{",
+            # a padded position is -inf: it never beats the start (-inf, index 0), which is
+            # what the window's argmax gives when no element of the image exceeds -inf
+            f"            {T} best = {neg_inf};",
+            "            long long best_k = 0;",
+            f"            for (long long i = 0; i < {kh}; ++i) {{",
+            f"                const long long yy = oy * {sh} - {pt} + i * {dh};",
+            f"                if (yy < 0 || yy >= {h}) continue;",
+            f"                for (long long j = 0; j < {kw}; ++j) {{",
+            f"                    const long long xx = ox * {sw} - {pl} + j * {dw};",
+            f"                    if (xx < 0 || xx >= {w}) continue;",
+            f"                    const {T} v = src[yy * {sy}LL + xx * {sx}LL];",
+            "                    if (best == best && (v > best || v != v)) { best = v; best_k = i * " + str(kw) + " + j; }",
+            "                }",
+            "            }",
+            *store,
+            "        }",
+            "    }",
+            "}",
+        ]

@@ -1,0 +1,138 @@
+"""Convolution and pooling windows are C functions of the native module (native_gen/conv.py):
+unfold (im2col), fold (col2im), max-pooling's index and value in one pass, and its gradient
+read straight from the index and the incoming gradient. Each is checked against eager to the
+bit over geometries (kernel, stride, padding, dilation, odd sizes), with NaN windows, float64,
+strided inputs, and on the CNN training step (W6) at batch 4, whose graph must hold no
+library call of these ops any more."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import eager
+import static
+from codegen import native_build
+from eager.nn import functional as F
+from gmops.conv import FOLD, UNFOLD
+
+pytestmark = pytest.mark.skipif(not native_build.availability()[0],
+                                reason=f"no C++ compiler: {native_build.availability()[1]}")
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples" / "workloads"))
+
+import w6_cnn  # noqa: E402
+
+GEOMETRIES = [  # (kernel, stride, padding (top, bottom, left, right), dilation)
+    ((3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+    ((2, 2), (2, 2), (0, 0, 0, 0), (1, 1)),
+    ((2, 2), (1, 1), (0, 0, 0, 0), (2, 2)),  # the offsets gcc's AVX-512 loop got wrong (conv.py _add_loop)
+    ((3, 2), (2, 3), (1, 1, 0, 2), (1, 2)),
+    ((1, 3), (3, 1), (0, 0, 1, 1), (2, 1)),
+]
+
+
+def _geometry(g):
+    kernel, stride, padding, dilation = g
+    return dict(kernel=kernel, stride=stride, padding=padding, dilation=dilation)
+
+
+def _source(fn, *args) -> str:
+    """The generated driver and C++ of fn's forward for these arguments."""
+    lowered = static.compile(fn, backend="native").lower(*args)
+    return lowered.compile().as_text()
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_unfold_and_fold_equal_eagers_bits(geometry, dtype):
+    geo = _geometry(geometry)
+    rng = np.random.default_rng(0)
+    x = eager.from_numpy(rng.standard_normal((2, 3, 9, 11)).astype(dtype))
+    cols = UNFOLD(x, pad_value=0.0, **geo)
+    got = static.compile(lambda t: UNFOLD(t, pad_value=0.0, **geo), backend="native")(x)
+    np.testing.assert_array_equal(got.numpy(), cols.numpy())
+    c = eager.from_numpy(rng.standard_normal(tuple(cols.shape)).astype(dtype))
+    want = FOLD(c, size=(9, 11), **geo)
+    fold = static.compile(lambda t: FOLD(t, size=(9, 11), **geo), backend="native")
+    np.testing.assert_array_equal(fold(c).numpy(), want.numpy())
+    text = _source(lambda t: FOLD(t, size=(9, 11), **geo), c)
+    assert "gm_window" in text and "_rt.forward('fold'" not in text
+
+
+def test_unfold_reads_a_strided_view_in_place():
+    rng = np.random.default_rng(1)
+    x = eager.from_numpy(rng.standard_normal((3, 2, 8, 7)).astype(np.float32))
+    geo = _geometry(GEOMETRIES[0])
+
+    def f(t):
+        return UNFOLD(t.permute(1, 0, 2, 3), pad_value=0.0, **geo)
+    np.testing.assert_array_equal(static.compile(f, backend="native")(x).numpy(), f(x).numpy())
+
+
+@pytest.mark.parametrize("kernel, stride, padding, dilation", [
+    (2, 2, 0, 1), (3, 2, 1, 1), (3, 1, 1, 1), (2, 1, 0, 2), ((2, 3), (1, 2), (1, 0), 1)])
+def test_max_pooling_and_its_gradient_equal_eagers_bits(kernel, stride, padding, dilation):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3, 4, 9, 10)).astype(np.float32)
+    x[0, 1, 2:4, 2:5] = 0.5  # ties: the first maximum wins
+    x[1, 2, 0, :3] = np.nan  # NaN wins its windows, as NumPy's argmax
+    w = rng.standard_normal((5, 4, 3, 3)).astype(np.float32)
+
+    def loss(t, weight):
+        z = F.max_pool2d(F.conv2d(t, weight, padding=1), kernel, stride, padding, dilation)
+        return (z.nan_to_num() ** 2).sum(), z
+
+    te, we = (eager.from_numpy(a.copy()).requires_grad_() for a in (x, w))
+    le, ze = loss(te, we)
+    le.backward()
+    tc, wc = (eager.from_numpy(a.copy()).requires_grad_() for a in (x, w))
+    lc, zc = static.compile(loss, backend="native")(tc, wc)
+    lc.backward()
+    np.testing.assert_array_equal(zc.detach().numpy(), ze.detach().numpy())
+    np.testing.assert_array_equal(tc.grad.numpy(), te.grad.numpy())
+    np.testing.assert_array_equal(wc.grad.numpy(), we.grad.numpy())
+
+
+def _driver_code(text: str) -> str:
+    """The statements of the generated driver's forward (its comments dropped)."""
+    body = text.split("def forward", 1)[1]
+    return "\n".join(line for line in body.splitlines() if not line.strip().startswith("#"))
+
+
+def test_max_pooling_runs_as_one_window_pass():
+    x = eager.from_numpy(np.random.default_rng(3).standard_normal((2, 3, 8, 8)).astype(np.float32))
+    text = _source(lambda t: F.max_pool2d(t, 2), x)
+    assert "max-pooling: first maximum" in text
+    code = _driver_code(text)
+    assert "'unfold'" not in code and "arg_reduce" not in code and "take_along" not in code
+
+
+def test_the_cnn_step_runs_its_windows_natively_and_equals_eager():
+    def run(compiled: bool):
+        model = w6_cnn.make_model(seed=0)
+        opt = w6_cnn.make_optimizer(model)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = w6_cnn.loss_fn(model, (x, y))
+            loss.backward()
+            opt.step()
+            return loss
+        f = static.compile(step, backend="native", check=True) if compiled else step
+        losses = [float(f(*w6_cnn.make_batch(seed=s, batch=4))) for s in range(2)]
+        return losses, [p.detach().numpy().copy() for p in model.parameters()], f
+
+    want, params, _ = run(False)
+    got, params_c, f = run(True)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    for a, b in zip(params_c, params):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    text = f.explain(*w6_cnn.make_batch(seed=0, batch=4))
+    code = _driver_code(text)
+    for op in ("'unfold'", "'fold'", "arg_reduce", "take_along", "np.arange"):  # np.arange: index_mask
+        assert op not in code
+    assert "max-pooling: first maximum" in text and "max-pooling's gradient" in text
