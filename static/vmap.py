@@ -6,9 +6,10 @@ vmapped function traces into one graph of batched ops. Inside vmap, `static.grad
 per-example gradients (static.autodiff.transforms' batched form). The Jacobians are composed from
 these: jacrev repeats the differentiated inputs once per output element, runs the function
 batched once, and seeds one reverse pass with the identity; inside vmap (a hessian's inner
-Jacobian) it stacks one per-example gradient per output element. jacfwd gives the same
-matrix by the same reverse pass (static's forward mode is the double-VJP construction, so
-it would cost the same reverse passes). hessian is jacfwd(jacrev(f))."""
+Jacobian) it stacks one per-example gradient per output element. jacfwd is forward mode,
+as JAX's: vmap of jvp over the basis tangents (one batched JVP gives every column), so it
+differentiates through a while_loop, which has no reverse mode; inside vmap it takes
+jacrev's per-example path. hessian is jacfwd(jacrev(f))."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -66,6 +67,8 @@ class _Jacobian:
         nums = tuple(k % len(args) for k in nums)
         if _vmap.innermost_level([t for a in args for t in _leaves(a)]) is not None:
             return self._batched(args, nums, single)
+        if self._kind == "jacfwd":
+            return self._forward(args, nums, single)
         state = ACTIVE.stack[-1]
         result = self.fn(*args)
         output, aux = result if self.has_aux else (result, None)
@@ -97,6 +100,60 @@ class _Jacobian:
         jac = per_arg[0] if single else tuple(per_arg)
         return (jac, aux) if self.has_aux else jac
 
+    def _forward(self, args: tuple, nums: tuple, single: bool) -> Any:
+        """jacfwd as JAX computes it: the JVP along every basis tangent at once, vmap of jvp
+        over the identity's columns (split per differentiated leaf), so one batched forward
+        pass gives every column; a loop on the path is pushed forwards (a while_loop too)."""
+        from .autodiff.vjp_jvp import _JVPTraceable  # noqa: PLC0415
+
+        flat = [t for k in nums for t in _leaves(args[k])]
+        for t in flat:
+            if not isinstance(t, Tracer) or not t.is_floating_point():
+                raise TypeError(f"static.{self._kind}: differentiated arguments must be floating point tensors, got "
+                                f"{type(t).__name__}" + (f" of dtype {t.dtype}" if isinstance(t, Tracer) else ""))
+        result = self.fn(*args)
+        output, aux = result if self.has_aux else (result, None)
+        o_leaves, o_tree = _vmap._flatten(output)
+        for leaf in o_leaves:
+            if not isinstance(leaf, Tracer):
+                raise TypeError(f"static.{self._kind}: the function must return tensors, got {type(leaf).__name__}")
+        sizes = [t.numel() for t in flat]
+        n_in = sum(sizes)
+        eye = eager.eye(max(n_in, 1), dtype=flat[0].dtype)[:n_in]
+        basis, offset = [], 0
+        for t, size in zip(flat, sizes):
+            basis.append(eye[:, offset:offset + size].reshape((n_in,) + tuple(t.shape)).to(t.dtype))
+            offset += size
+
+        def of_leaves(*diff: Any) -> Any:
+            rest = list(diff)
+            call = list(args)
+            for k in nums:
+                call[k] = _rebuild(args[k], rest)
+            r = self.fn(*call)
+            return r[0] if self.has_aux else r
+
+        def push(*tangents: Any) -> Any:
+            return _JVPTraceable(of_leaves, False, len(flat))(*flat, *tangents)[1]
+
+        columns = _columns(push, basis, n_in) if n_in else [None] * len(o_leaves)
+        jacs = []
+        for o, col in zip(o_leaves, columns):
+            shape = tuple(o.shape)
+            parts, offset = [], 0
+            for t, size in zip(flat, sizes):
+                if col is None:
+                    parts.append(eager.zeros(shape + tuple(t.shape), dtype=o.dtype))
+                    continue
+                block = col[offset:offset + size].movedim(0, -1) if size else None
+                parts.append(block.reshape(shape + tuple(t.shape)) if block is not None
+                             else eager.zeros(shape + tuple(t.shape), dtype=o.dtype))
+                offset += size
+            per_arg = [_rebuild(args[k], parts) for k in nums]
+            jacs.append(per_arg[0] if single else tuple(per_arg))
+        jac = _vmap._unflatten(o_tree, jacs)
+        return (jac, aux) if self.has_aux else jac
+
     def _batched(self, args: tuple, nums: tuple, single: bool) -> Any:
         """Inside vmap: one per-example gradient per output element, stacked."""
         result = self.fn(*args)
@@ -118,13 +175,27 @@ class _Jacobian:
         return (jac, aux) if self.has_aux else jac
 
 
+def _columns(push: Callable, basis: list, n: int) -> list:
+    """The JVPs along the `n` basis tangents, stacked on a leading axis (one leaf per output
+    leaf): one batched JVP; where an op on the tangents' path has no batching rule (a VJP's
+    scatter under a Jacobian of a Jacobian), one JVP per column instead, still forward mode."""
+    try:
+        return _vmap._flatten(_vmap.vmap(push)(*basis))[0]
+    except RuntimeError as exc:
+        if "has no batching rule" not in str(exc):
+            raise
+    rows = [_vmap._flatten(push(*[b[i] for b in basis]))[0] for i in range(n)]
+    return [eager.stack([row[j] for row in rows]) for j in range(len(rows[0]))]
+
+
 def jacrev(fn: Callable, argnums: int | tuple = 0, has_aux: bool = False, **options: Any) -> Compiled:
     """jax.jacrev: the Jacobian (output shape + input shape) by one batched reverse pass."""
     return Compiled(_Jacobian(fn, argnums, has_aux, "jacrev"), **_inherit(fn, options))
 
 
 def jacfwd(fn: Callable, argnums: int | tuple = 0, has_aux: bool = False, **options: Any) -> Compiled:
-    """jax.jacfwd: the Jacobian (the same matrix as jacrev; see the module docstring)."""
+    """jax.jacfwd: the Jacobian (output shape + input shape, for every output of a pytree) by
+    forward mode: vmap of jvp over the basis tangents (see the module docstring)."""
     return Compiled(_Jacobian(fn, argnums, has_aux, "jacfwd"), **_inherit(fn, options))
 
 

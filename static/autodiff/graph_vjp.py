@@ -84,11 +84,13 @@ def _hooked(hooks: dict, v, g):
     return g
 
 
-def vjp(state: TraceState, outputs: list, seeds: list, wrt: list) -> list:
+def vjp(state: TraceState, outputs: list, seeds: list, wrt: list, nodes: list | None = None) -> list:
     """Cotangents of `wrt` (Values) given `seeds` (Tracers) for `outputs` (Values).
-    An input that no output depends on gets zeros."""
+    An input that no output depends on gets zeros. `nodes`, when given, are the only nodes
+    walked (forward mode differentiates one node's VJP this way, static.autodiff.forward)."""
     outputs = _stable_forms(state, outputs)
-    nodes = list(state.graph.nodes)  # the backward appends to the graph; walk the forward only
+    # the backward appends to the graph; walk the forward only
+    nodes = list(state.graph.nodes) if nodes is None else list(nodes)
     reaches = reached(state, wrt, nodes)
     cot: dict = {}
     for out, seed in zip(outputs, seeds):

@@ -24,6 +24,8 @@ from ..tracing import pytree
 from ..tracing.function import is_leaf
 from ..tracing.state import ACTIVE, TraceState
 from ..tracing.tracer import Tracer
+from .forward import jvp as forward_jvp
+from .forward import needs_forward
 from .graph_vjp import vjp as reverse
 
 
@@ -153,7 +155,12 @@ class _Linearized:
         return tuple(grouped)
 
     def push_forward(self, tangents: list[Any]) -> Any:
-        """J t by the double-VJP construction (see the comment above `_name`)."""
+        """J t by the double-VJP construction (see the comment above `_name`), or pushed
+        forwards node by node where a loop or a choice is on the path (a while_loop has no
+        VJP; static.autodiff.forward)."""
+        if needs_forward(self.state, self.primal_values):
+            pushed = forward_jvp(self.state, [o._value for o in self.out_leaves], self.primal_values, tangents)
+            return pytree.unflatten(self.out_tree, pushed)
         placeholders = [FULL_LIKE(o, value=0.0) for o in self.out_leaves]
         pulled = reverse(self.state, [o._value for o in self.out_leaves], placeholders,
                      self.primal_values)
@@ -176,6 +183,8 @@ def _traced(value: Any, like: Tracer) -> Tracer:
     current trace."""
     if isinstance(value, Tracer):
         return value if value.dtype == like.dtype else cast(Tracer, value.to(dtype=like.dtype))  # type: ignore[no-untyped-call]  # Tracer's
+    if getattr(type(value), "__graphmode_batched__", False):  # a batch of tangents (jacfwd: vmap of jvp)
+        return cast(Tracer, value if value.dtype == like.dtype else value.to(dtype=like.dtype))
     if isinstance(value, float):
         return cast(Tracer, FULL_LIKE(like, value=value))
     return cast(Tracer, FULL_LIKE(like, value=0.0) + eager.as_tensor(value).to(dtype=like.dtype))

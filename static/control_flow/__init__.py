@@ -13,8 +13,9 @@ compiled once by the graph's code generator with fusion inside it (`runner`), an
 node's forward loops in Python around it. Reverse mode: a scan's VJP is a scan in the
 other direction over the saved carries whose body is the body's VJP (`scan_vjp_body`,
 built here by static's autodiff on the body); cond's is a cond of the branches' VJPs
-(`cond_vjp_branch`). Forward mode (static.jvp) comes from these through the double-VJP
-construction; while_loop has neither (its trip count is data), as JAX's has no VJP.
+(`cond_vjp_branch`). Forward mode (static.jvp) follows JAX's rules: each op's forward rule
+runs a loop or choice over the bodies' JVPs (`jvp_body`), the tangents carried along, so a
+while_loop (which has no VJP: its trip count is data, as in JAX) has a JVP too.
 
 Under vmap each has a batching rule (eager/ops/control_flow.py) with JAX's semantics: a
 scan runs once over the batch, a cond with a batched predicate computes every branch and
@@ -44,9 +45,10 @@ from .ir_bodies import (
     scan_vjp_body,
     strip_residuals,
 )
+from .jvp_bodies import jvp_body
 from .loops import fori_loop, scan, while_loop
 
 # the public five, then the names eager's loop ops and static's passes reach through the package
 __all__ = ["cond", "fori_loop", "scan", "switch", "while_loop", "BodyState", "batched_body", "batched_while",
-           "cond_vjp_branch", "parse_body", "prune_loop_results", "replay_text", "residual_body", "runner",
+           "cond_vjp_branch", "jvp_body", "parse_body", "prune_loop_results", "replay_text", "residual_body", "runner",
            "scan_vjp_body", "strip_residuals"]

@@ -33,13 +33,16 @@ from .body import (
     _weak_fix,
 )
 from .choice import _truth, _with_consts
+from .unroll import unroll_factor, unrolled_scan
 
 
 def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False,
          unroll: int | bool = 1) -> tuple[Any, Any]:
     """jax.lax.scan: `carry, y = f(carry, x)` over the leading axis of `xs` (pytrees), returning
     the final carry and the ys stacked. `length` is needed when xs is None; `reverse` runs
-    from the end (ys keep their index order). `unroll` is accepted for compatibility."""
+    from the end (ys keep their index order). `unroll` puts that many copies of the body in
+    each trip of the loop (True: the whole loop unrolled; static.control_flow.unroll), with the
+    same values."""
     x_leaves, x_tree = _flatten(xs)
     lengths = {int(x.shape[0]) for x in x_leaves if hasattr(x, "shape") and len(x.shape) > 0}
     if any(not hasattr(x, "shape") or len(x.shape) == 0 for x in x_leaves):
@@ -55,9 +58,12 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     if not lengths:
         raise ValueError(f"{user_location()}: scan got no values to scan over and `length` not provided")
     n = lengths.pop()
+    k = unroll_factor(unroll, n, "scan")
     if not _tracing():
         return _scan_python(f, init, xs, x_leaves, x_tree, n, reverse)
     loc = user_location()
+    if k != 1:
+        return unrolled_scan(scan, f, init, xs, x_leaves, x_tree, n, reverse, k, loc)
     level = _batch_level(_flatten(init)[0] + x_leaves)
     if level is None:
         try:
@@ -202,8 +208,13 @@ def _scan_python(f: Callable, init: Any, xs: Any, x_leaves: list, x_tree: Any, n
 def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *, unroll: int | bool | None = None) -> Any:
     """jax.lax.fori_loop: `val = body_fun(i, val)` for i in [lower, upper). With Python int
     bounds it is a scan (reverse-differentiable, compiled in time independent of the trip
-    count); with traced bounds a while_loop, as in JAX."""
+    count); with traced bounds a while_loop, as in JAX. `unroll` (static bounds only) is
+    scan's: that many body copies per trip, True for the whole loop."""
     concrete = all(isinstance(b, (int, np.integer)) and not isinstance(b, bool) for b in (lower, upper))
+    if not concrete and unroll is not None and unroll is not False and unroll != 1:
+        raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are statically known.")
+    if concrete and unroll is not None:
+        unroll_factor(unroll, max(int(upper) - int(lower), 0), "fori_loop")
     if not _tracing():
         lo, hi = int(lower), int(upper)
         val = init_val
@@ -221,7 +232,8 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *, unro
 
         state = ACTIVE.stack[-1]
         i0 = Tracer(state, state.constant(np.asarray(lo, dtype=np.int64)))
-        (_, val), _ = scan(step, (i0, init_val), None, length=hi - lo)
+        (_, val), _ = scan(step, (i0, init_val), None, length=hi - lo,
+                           unroll=1 if unroll is None else unroll)
         return val
 
     def cond_fun(carry: Any) -> Any:
