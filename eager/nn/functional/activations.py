@@ -93,13 +93,14 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.elu."""
     # expm1 of x clipped to <= 0: the branch where() drops never overflows (its zero gradient
     # stays 0, not nan). The clip is a where, not minimum(x, 0): at x = 0 PyTorch takes the
-    # negative branch's whole gradient (alpha), where minimum would split it in two.
-    return _F._renamed(_F.where(input > 0, input, _F.expm1(_nonpositive(input)) * alpha), "EluBackward0")
+    # negative branch's whole gradient (alpha), where minimum would split it in two. The test
+    # is x <= 0, as PyTorch's: a NaN takes the identity branch (gradient 1, not NaN).
+    return _F._renamed(_F.where(input <= 0, _F.expm1(_nonpositive(input)) * alpha, input), "EluBackward0")
 
 
 def _nonpositive(input: Tensor) -> Tensor:
-    """x where x <= 0, else 0, with the gradient of x passing wherever x <= 0 (0 included)."""
-    return _F.where(input > 0, 0.0, input)
+    """x where x <= 0, else 0 (NaN included), with the gradient of x passing wherever x <= 0."""
+    return _F.where(input <= 0, input, 0.0)
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -114,7 +115,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x where x > 0, else alpha * (exp(x / alpha) - 1).
 
     `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.celu."""
-    return _F._renamed(_F.where(input > 0, input, _F.expm1(_nonpositive(input) / alpha) * alpha), "CeluBackward0")
+    return _F._renamed(_F.where(input <= 0, _F.expm1(_nonpositive(input) / alpha) * alpha, input), "CeluBackward0")
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
@@ -140,19 +141,21 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """clamp(x / 6 + 1/2, 0, 1), elementwise.
 
     `inplace` is accepted for compatibility; the result is always a new tensor.
-    Its gradient is 1/6 strictly inside (-3, 3) and 0 at and beyond ±3, as PyTorch's.
-    Mirrors torch.nn.functional.hardsigmoid."""
-    return _F._renamed(_F.where(input <= -3.0, 0.0, _F.where(input >= 3.0, 1.0, (input + 3.0) / 6.0)),
-                       "HardsigmoidBackward0")
+    Its gradient is 1/6 strictly inside (-3, 3) and 0 at and beyond ±3 and at NaN (which
+    gives NaN), as PyTorch's. Mirrors torch.nn.functional.hardsigmoid."""
+    outside = _F.where(input <= -3.0, 0.0, _F.where(input >= 3.0, 1.0, input.detach()))  # NaN: itself, no gradient
+    return _F._renamed(_F.where((input > -3.0) & (input < 3.0), (input + 3.0) / 6.0, outside), "HardsigmoidBackward0")
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * hardsigmoid(x), elementwise.
 
     `inplace` is accepted for compatibility; the result is always a new tensor.
-    PyTorch's gradient convention: 0 for x <= -3, x / 3 + 1/2 for -3 < x < 3, 1 for x >= 3.
-    Mirrors torch.nn.functional.hardswish."""
-    return _F._renamed(_F.where(input <= -3.0, 0.0, _F.where(input >= 3.0, input, input * (input + 3.0) / 6.0)),
+    PyTorch's gradient convention: 0 for x <= -3, x / 3 + 1/2 for -3 < x < 3, 1 for x >= 3
+    and for NaN (the identity branch). Mirrors torch.nn.functional.hardswish."""
+    # the quadratic sees x only inside (-3, 3): elsewhere (NaN too) its zero gradient stays 0
+    inside = _F.where((input > -3.0) & (input < 3.0), input, 0.0)
+    return _F._renamed(_F.where(input <= -3.0, 0.0, _F.where(input < 3.0, inside * (inside + 3.0) / 6.0, input)),
                        "HardswishBackward0")
 
 
@@ -165,8 +168,9 @@ log_sigmoid = logsigmoid
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    """input where input > threshold, else value. Mirrors torch.nn.functional.threshold."""
-    return _F.where(input > threshold, input, value)
+    """value where input <= threshold, else input (NaN stays NaN, its gradient passing, as
+    PyTorch's). Mirrors torch.nn.functional.threshold."""
+    return _F.where(input <= threshold, value, input)
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
