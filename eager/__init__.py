@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 
+from gmbase.allocator import keep_freed_blocks as _keep_freed_blocks
 from gmbase.version import __version__ as __version__  # (one constant, in the base layer for the disk cache)
 
 from . import ops  # noqa: F401  (fills the registry first)
@@ -227,3 +228,5 @@ from .sparse import spmm  # noqa: E402,F401
 
 from ._out import install as _install_out  # noqa: E402
 _install_out(globals())  # torch.<fn>(..., out=t) for the functions PyTorch gives out= (eager._out)
+
+_keep_freed_blocks()  # large arrays reused, not page-faulted in again every step (gmbase.allocator)
