@@ -213,7 +213,32 @@ def _check_carry(what: str, loc: str, in_tree: Any, in_specs: list, out_tree: An
                             f"the corresponding output carry component has type {_type_name(b)}, so {why}")
     if problems:
         raise TypeError(f"{loc}: {what} function carry input and carry output must have equal types (e.g. shapes "
-                        "and dtypes of arrays), but they differ:\n" + "\n".join(problems))
+                        "and dtypes of arrays), but they differ:\n" + "\n".join(problems) + "\n\nRevise the function "
+                        "so that all output types match the corresponding input types.")
+
+
+def _leaf_spec(x: Any) -> TensorSpec:
+    """A carry leaf's type as the body sees it (a batched value's logical one; a Python number
+    as eager.tensor makes it)."""
+    if isinstance(x, (bool, int, float, np.generic, list, tuple)):
+        x = eager.tensor(x)
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return _spec_of(x)
+    raise TypeError(f"{user_location()}: expected tensors (or numbers) in a loop's carry, got {type(x).__name__}")
+
+
+def check_step(what: str, loc: str, before: Any, after: Any) -> None:
+    """One step of a loop run in Python (eager mode, or unrolled into a trace) checked as the
+    traced loop checks its body: the carry keeps its structure and each leaf its shape and
+    dtype (JAX's TypeError naming the user's line). A Python number in the carry is weakly
+    typed: it may come back as a tensor of another dtype."""
+    b_leaves, b_tree = _flatten(before)
+    a_leaves, a_tree = _flatten(after)
+    b_specs, a_specs = [_leaf_spec(v) for v in b_leaves], [_leaf_spec(v) for v in a_leaves]
+    if b_tree == a_tree and len(b_specs) == len(a_specs):
+        b_specs = [a if isinstance(v, (int, float)) and not isinstance(v, bool) and tuple(b.shape) == tuple(a.shape)
+                   else b for v, b, a in zip(b_leaves, b_specs, a_specs)]
+    _check_carry(what, loc, b_tree, b_specs, a_tree, a_specs)
 
 
 def _tree_str(tree: Any) -> str:

@@ -31,6 +31,7 @@ from .body import (
     _tracing,
     _type_name,
     _weak_fix,
+    check_step,
 )
 from .choice import _truth, _with_consts
 from .unroll import unroll_factor, unrolled_scan
@@ -60,7 +61,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     n = lengths.pop()
     k = unroll_factor(unroll, n, "scan")
     if not _tracing():
-        return _scan_python(f, init, xs, x_leaves, x_tree, n, reverse)
+        return _scan_python(f, init, xs, x_leaves, x_tree, n, reverse, user_location())
     loc = user_location()
     if k != 1:
         return unrolled_scan(scan, f, init, xs, x_leaves, x_tree, n, reverse, k, loc)
@@ -190,12 +191,18 @@ def _stack(items: list) -> Any:
     return np.stack([np.asarray(i) for i in items])
 
 
-def _scan_python(f: Callable, init: Any, xs: Any, x_leaves: list, x_tree: Any, n: int, reverse: bool) -> tuple:
+def _scan_python(f: Callable, init: Any, xs: Any, x_leaves: list, x_tree: Any, n: int, reverse: bool,
+                 loc: str) -> tuple:
+    """The Python loop (eager mode), each step's carry checked as the traced body's is."""
     carry = init
     ys: list = [None] * n
     for t in (range(n - 1, -1, -1) if reverse else range(n)):
         x = pytree.unflatten(x_tree, [v[t] for v in x_leaves]) if xs is not None else None
-        carry, ys[t] = f(carry, x)
+        res = f(carry, x)
+        if not (isinstance(res, (tuple, list)) and len(res) == 2):
+            raise TypeError(f"{loc}: scan body output must be a pair (carry, y), got {type(res).__name__}")
+        check_step("scan body", loc, carry, res[0])
+        carry, ys[t] = res
     if n == 0:
         return carry, None
     y_leaves = [_flatten(y)[0] for y in ys]
@@ -217,9 +224,13 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *, unro
         unroll_factor(unroll, max(int(upper) - int(lower), 0), "fori_loop")
     if not _tracing():
         lo, hi = int(lower), int(upper)
+        loc = user_location()
+        what = "scan body" if concrete else "while_loop body"  # (what the traced loop becomes)
         val = init_val
         for i in range(lo, hi):
-            val = body_fun(i, val)
+            new = body_fun(i, val)
+            check_step(what, loc, val, new)
+            val = new
         return val
     if concrete:
         lo, hi = int(lower), int(upper)
@@ -251,6 +262,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     """jax.lax.while_loop: `while cond_fun(val): val = body_fun(val)`. Not reverse-mode
     differentiable (as in JAX)."""
     if not _tracing():
+        loc = user_location()
         val = init_val
         while True:
             p = cond_fun(val)
@@ -261,9 +273,16 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
                 old_leaves, _ = _flatten(val)
                 val = pytree.unflatten(new_tree, [eager.where(p, n, c) for n, c in zip(new_leaves, old_leaves)])
                 continue
+            if hasattr(p, "shape") and hasattr(p, "dtype"):  # (JAX takes only a boolean scalar)
+                spec = _spec_of(p)
+                if tuple(spec.shape) != () or spec.dtype != _dtypes.bool_:
+                    raise TypeError(f"{loc}: cond_fun must return a boolean scalar, but got output type(s) "
+                                    f"[{_type_name(spec)}].")
             if not bool(_truth(p)):
                 return val
-            val = body_fun(val)
+            new = body_fun(val)
+            check_step("while_loop body", loc, val, new)
+            val = new
     loc = user_location()
     level = _batch_level(_flatten(init_val)[0])
     if level is None:

@@ -18,8 +18,7 @@ import numpy as np
 import eager
 
 from ..tracing import pytree
-from ..tracing.state import ACTIVE
-from .body import _as_traced, _check_carry, _flatten, _spec_of
+from .body import _flatten, check_step
 
 
 def unroll_factor(unroll: Any, length: int, where: str) -> int:
@@ -39,15 +38,6 @@ def _stack(leaves: list) -> Any:
     return eager.stack([eager.tensor(v) if isinstance(v, (bool, int, float)) else v for v in leaves])
 
 
-def _leaf_spec(x: Any) -> Any:
-    """A carry leaf's type (what f sees: a batched value's logical one)."""
-    if isinstance(x, (bool, int, float, np.generic, list, tuple)):
-        x = eager.tensor(x)
-    if hasattr(x, "shape") and hasattr(x, "dtype"):
-        return _spec_of(x)
-    return _spec_of(_as_traced(ACTIVE.stack[-1], x))  # (raises the loop's TypeError for what is not a tensor)
-
-
 def _steps(f: Callable, carry: Any, x_leaves: list, x_tree: Any, has_xs: bool, count: int, reverse: bool,
            loc: str) -> tuple[Any, Any]:
     """`count` steps of `f` recorded in the enclosing trace on the leading `count` slices of
@@ -58,17 +48,11 @@ def _steps(f: Callable, carry: Any, x_leaves: list, x_tree: Any, has_xs: bool, c
     for step in range(count):
         i = count - 1 - step if reverse else step
         x = pytree.unflatten(x_tree, [v[i] for v in x_leaves]) if has_xs else None
-        c_leaves, c_tree = _flatten(carry)
         res = f(carry, x)
         if not (isinstance(res, (tuple, list)) and len(res) == 2):
             raise TypeError(f"{loc}: scan body output must be a pair (carry, y), got {type(res).__name__}")
         new, y = res
-        n_leaves, n_tree = _flatten(new)
-        before, after = [_leaf_spec(v) for v in c_leaves], [_leaf_spec(v) for v in n_leaves]
-        # a Python number in the first carry is weakly typed (JAX): it takes the body's dtype
-        before = [b if not isinstance(v, (int, float)) or isinstance(v, bool) or len(after) != len(before)
-                  or tuple(b.shape) != tuple(a.shape) else a for v, b, a in zip(c_leaves, before, after)]
-        _check_carry("scan body", loc, c_tree, before, n_tree, after)
+        check_step("scan body", loc, carry, new)
         carry = new
         leaves, y_tree = _flatten(y)
         ys.append(leaves)

@@ -191,3 +191,31 @@ def test_an_unrolled_carry_of_another_type_names_the_users_line():
     with pytest.raises(TypeError, match=r"(?s)test_control_flow_forward.py:\d+: scan body function carry input and "
                                         r"carry output must have equal types.*float32\[2\].*float32\[4\]"):
         static.compile(f)(eager.ones(2))
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def test_mismatched_carries_name_the_users_line_in_both_modes(mode):
+    """JAX's TypeErrors for a carry that changes type, naming the line of the loop's call, for
+    the Python loop (eager mode) as for the traced one."""
+    run = (lambda f, *a: f(*a)) if mode == "eager" else (lambda f, *a: static.compile(f)(*a))
+    x = eager.ones(2)
+    line = r"test_control_flow_forward.py:\d+: "
+    cases = [
+        (lambda a: cf.scan(lambda c, v: (eager.cat([c, v]), v), a, eager.ones(3, 2)),
+         "scan body function carry input and carry output must have equal types.*float32\\[2\\].*float32\\[4\\].*"
+         "shapes do not match"),
+        (lambda a: cf.fori_loop(0, 3, lambda i, c: c.to(eager.float64), a),
+         "carry input and carry output must have equal types.*float32\\[2\\].*float64\\[2\\].*dtypes do not match"),
+        (lambda a: cf.fori_loop(0, eager.tensor(3) if mode == "compiled" else 3, lambda i, c: c.sum(), a),
+         "carry input and carry output must have equal types.*float32\\[2\\].*float32\\[\\].*shapes do not match"),
+        (lambda a: cf.while_loop(lambda c: c.sum() < 9, lambda c: (c, c), a), "same pytree structure"),
+        (lambda a: cf.while_loop(lambda c: c.sum() < 9, lambda c: c.to(eager.float64) * 2, a),
+         "while_loop body function carry input and carry output must have equal types.*dtypes do not match"),
+        (lambda a: cf.while_loop(lambda c: c, lambda c: c * 2, a), "cond_fun must return a boolean scalar"),
+    ]
+    for fn, message in cases:
+        with pytest.raises(TypeError, match=f"(?s){line}.*{message}"):
+            run(fn, x)
+    # a weakly typed Python number may come back as a tensor of the body's dtype, in both modes
+    out = run(lambda a: cf.fori_loop(0, 3, lambda i, c: c + a.sum(), 0.0), x.to(eager.float64))
+    assert float(out) == 6.0
