@@ -17,6 +17,7 @@ import numpy as np
 
 from static.ir import Node, Value
 
+from ..render import C_TYPES
 from .indexing import _ints, _prod, contiguous_strides, strided_source
 from .matmul import CBatchedMatmul, small_batched_matmul
 
@@ -251,3 +252,65 @@ def matmul(body: "_Body", node: Node) -> None:
                        f"    ((gm_gemm_t)gm_blas[{f}])(101, {ta}, {tb}, {m_}, {n_}, {k_}, ({T})1, {cast}({pa}), "
                        f"{lda}, {cast}({pb}), {ldb}, ({T})0, ({T}*)({c}), {n_});", "}"]
 
+
+
+def _elementwise_operand(body: "_Body", v, out: Value, ctype: str) -> str | None:
+    """The C expression of operand v at flat index gm_i of out: a literal, a 0-d value, or a
+    value of out's shape (C-contiguous); None for other broadcasts."""
+    if not isinstance(v, Value):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return None
+        return f"(({ctype}){v!r})"
+    if v.type.dtype != out.type.dtype:
+        return None
+    p = body.pointer(body.name(v))
+    if not v.type.shape:
+        return f"(*(const {ctype}*)({p}))"
+    if _ints(v.type.shape) == _ints(out.type.shape):
+        return f"((const {ctype}*)({p}))[gm_i]"
+    return None
+
+
+def divmod_op(body: "_Body", node: Node) -> bool:
+    """remainder and floor_divide (Python's floor semantics, NumPy's spelling of them) on
+    integers, and remainder on floats as NumPy's npy_divmod computes it (fmod, then the
+    divisor's sign): True when written. NumPy gives 0 for an integer division by zero."""
+    out = node.outputs[0]
+    dt = out.type.dtype.np
+    if node.op not in ("remainder", "floor_divide") or len(node.inputs) != 2 or dt.kind not in "iuf":
+        return False
+    if dt.kind == "f" and node.op != "remainder":
+        return False
+    T = C_TYPES.get(dt.name, "")
+    if dt.kind == "u" and dt.name != "uint8" or not T:
+        return False
+    a, b = (_elementwise_operand(body, v, out, T) for v in node.inputs)
+    if a is None or b is None:
+        return False
+    z = body._slot(body.name(out), _bytes(out))
+    if dt.kind == "f":
+        fmod = "fmodf" if T == "float" else "fmod"
+        value = [f"{T} gm_m = __builtin_{fmod}(gm_a, gm_b);",
+                 "if (gm_b != 0 && gm_m != 0 && ((gm_b < 0) != (gm_m < 0))) gm_m += gm_b;",
+                 f"else if (gm_b != 0 && gm_m == 0) gm_m = __builtin_copysign{'f' if T == 'float' else ''}"
+                 f"(({T})0, gm_b);",
+                 "gm_z[gm_i] = gm_m;"]
+    elif node.op == "remainder":  # (x % -1 is 0: the C expression would overflow at the minimum)
+        minus_one = f"gm_b == ({T})-1 ? ({T})0 : " if dt.kind == "i" else ""
+        value = ["if (gm_b == 0) { gm_z[gm_i] = 0; continue; }",
+                 f"{T} gm_m = ({T})({minus_one}gm_a % gm_b);",
+                 "if (gm_m != 0 && ((gm_m < 0) != (gm_b < 0))) gm_m += gm_b;",
+                 "gm_z[gm_i] = gm_m;"]
+    else:  # (x // -1 is -x, wrapping at the minimum as NumPy's does)
+        minus_one = (f"if (gm_b == ({T})-1) {{ gm_z[gm_i] = ({T})(0ULL - (unsigned long long)gm_a); continue; }}"
+                     if dt.kind == "i" else "")
+        value = ["if (gm_b == 0) { gm_z[gm_i] = 0; continue; }", minus_one,
+                 f"{T} gm_q = ({T})(gm_a / gm_b);",
+                 "if ((gm_a % gm_b != 0) && ((gm_a < 0) != (gm_b < 0))) gm_q -= 1;",
+                 "gm_z[gm_i] = gm_q;"]
+    body.steps += [f"{{  // %{out.name} = {node.op}, as NumPy computes it",
+                   f"    {T}* gm_z = ({T}*)({z});",
+                   f"    for (long long gm_i = 0; gm_i < {_prod(out.type.shape)}LL; ++gm_i) {{",
+                   f"        const {T} gm_a = {a}; const {T} gm_b = {b};"]
+    body.steps += ["        " + line for line in value] + ["    }", "}"]
+    return True

@@ -48,8 +48,8 @@ from ..lowering import lowering_for
 from ..regions import analyze, analyze_rows
 from ..render import Names, node_line, py_literal
 from .function import supported
-from .indexing import _ints, _prod, _symbolic, contiguous_strides, strided_index, strided_source
-from .loop_library import _ROUTINES, NoCForm, _bytes, cat, matmul, reduce_sum
+from .indexing import _ints, _prod, _symbolic, contiguous_strides, storage_c_type, strided_index, strided_source
+from .loop_library import _ROUTINES, NoCForm, _bytes, cat, divmod_op, matmul, reduce_sum
 from .matmul import CBatchedMatmul, small_batched_matmul
 from .region import CRegion
 
@@ -215,6 +215,8 @@ class _BodyModule:
             return
         if node.op in ("sum", "mean") and reduce_sum(self, node):
             return
+        if node.op in ("remainder", "floor_divide") and divmod_op(self, node):
+            return
         low = lowering_for(node.op)
         if (low.pointwise and low.cupy.expr is not None and len(node.outputs) == 1
                 and all(isinstance(v, Value) or isinstance(v, (int, float, bool)) for v in node.inputs)):
@@ -234,9 +236,6 @@ class _BodyModule:
         m = self.m
         if m.symbols:
             raise _NoCForm("symbolic sizes")
-        for node in m.graph.nodes:
-            if node.body is None and node.op == "cond":
-                raise _NoCForm("a cond in the body")
         m.body = []
         if m._straight_line():
             m._graph_function()
@@ -244,6 +243,9 @@ class _BodyModule:
         from .driver import eager_kernel_call  # noqa: PLC0415
 
         for node in m.graph.nodes:
+            if node.body is None and node.op == "cond":  # a choice: an if over the branches' kernels
+                self._cond(node)
+                continue
             if node.body is None and node.op in ("scan", "while_loop"):  # a nested loop: its own C loop
                 inner = _Loop(m, node)
                 fn = inner.function(f"L{m.lines.get(id(node), '?')} of an enclosing loop's body")
@@ -265,6 +267,37 @@ class _BodyModule:
             if why is not None:
                 raise _NoCForm(f"a fused region ({why})")
             m._native_function(CRegion(m, node, region, f"gm_region{len(m.functions)}"), "loop")
+
+    def _cond(self, node: Node) -> None:
+        """A cond (lax.cond / lax.switch) in a loop's body: each branch's kernels in its own
+        arm of a C if, the taken arm copying its results into the cond's slots. A bool picks
+        branch 1 when true; an integer index is clamped into range, as the op's forward does."""
+        index, operands = node.inputs[0], list(node.inputs[1:])
+        if not isinstance(index, Value) or not all(isinstance(v, Value) for v in operands):
+            raise _NoCForm("a cond with a literal operand")
+        branches = node.attrs["branches"]
+        ctype = storage_c_type(index.type.dtype)
+        read = f"*(const {ctype}*)({self.pointer(self.name(index))})"
+        pick = (f"({read} != 0 ? 1LL : 0LL)" if index.type.dtype.np.kind == "b"
+                else f"({read} < 0 ? 0LL : (long long){read} > {len(branches) - 1}LL ? {len(branches) - 1}LL : "
+                     f"(long long){read})")
+        ins = [self.pointer(self.name(v)) for v in operands]
+        slots = [self._slot(self.name(o), _bytes(o)) for o in node.outputs]
+        lines = [f"{{  // %{node.outputs[0].name} = cond: the taken branch's kernels",
+                 f"    const long long gm_b = {pick};"]
+        for k, text in enumerate(branches):
+            arm = _BodyModule(self.m, optimized_body(text), f"{self.m.names.prefix}c{len(self.scratch)}_{k}", ins,
+                              self.scratch)
+            arm.emit()
+            copies = []
+            for o, y, slot in zip(node.outputs, arm.graph.outputs, slots):
+                addr, _ = arm.output(y)
+                copies.append(f"__builtin_memcpy({slot}, {addr}, {_bytes(o)});")
+            self.gemm = self.gemm or arm.gemm
+            lines.append(f"    {'if' if k == 0 else 'else if'} (gm_b == {k}) {{")
+            lines += ["        " + line for line in arm.steps + copies]
+            lines.append("    }")
+        self.steps += lines + ["}"]
 
     def output(self, y) -> tuple[str, str | None]:
         """(C address of a body result, the scratch slot's name when the body wrote it)."""

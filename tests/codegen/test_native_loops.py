@@ -229,6 +229,31 @@ def test_reductions_of_products_sum_as_numpy_does(dt, monkeypatch):
     _same_bits(native, python)
 
 
+def test_a_cond_inside_a_loop_is_an_if_in_c(monkeypatch):
+    """cond (a bool) and switch (an index, clamped) in a loop's body: each branch's kernels in
+    one arm of a C if; a product inside a branch reaches BLAS through the loop's table. The
+    index's % and the floor divisions are NumPy's (signs of negative operands included)."""
+    rng = np.random.default_rng(6)
+    w = eager.tensor(rng.standard_normal((4, 4)) * 0.5)
+    xs = eager.tensor(rng.standard_normal((9, 4)))
+
+    def model(w, xs):
+        def step(c, x):
+            h, k = c
+            h = static.cond(x.sum() > 0, lambda a: eager.tanh(a @ w), lambda a: a * 0.5 - 1, h + x)
+            y = static.switch(k % 4 - 1, [lambda a: a + 1, lambda a: eager.sin(a), lambda a: a @ w], h)
+            y = y + (x * 3) % -1.7 + (k - 4) // 3 + (k * 7 - 20) % 3  # NumPy's floor semantics, in C
+            return (h, k + 1), y
+        return static.scan(step, (xs[0] * 0, eager.tensor(np.int64(0))), xs)
+
+    native, python, source = _both(model, w, xs, monkeypatch=monkeypatch)
+    assert "as a C loop around its body's kernels" in source and "loops in Python" not in source
+    assert "the taken branch's kernels" in source
+    _same_bits(native, python)
+    for got, want in zip(native, _leaves(model(w, xs))):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
 def test_an_op_without_a_c_form_falls_back_and_says_which(monkeypatch):
     x = eager.tensor(np.arange(12.0).reshape(4, 3))
 
