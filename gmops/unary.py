@@ -1,0 +1,260 @@
+"""Unary math records: exp, log, the trigonometric and hyperbolic functions, sigmoid, abs,
+sign, relu, erf, softplus, GELU, exp2, reciprocal. Each forward beside its abstract rule and
+its VJP (written with ops). A new pointwise op is one record here (docs/architecture.md,
+"How to add an op")."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gmnative.kernels import LARGE as _NATIVE_LARGE  # the native layer's threshold (no file read, no build)
+
+from . import _erf as _erf_numpy
+from ._checks import require_float
+from ._layout import like
+from ._native import try_native
+from ._pointwise import _ALL, _any, _away_from_zero, _positive, _unary, _unary_float
+from ._registry import OpDef, defop
+from .comparison import GT
+from .selection import WHERE
+
+# -- unary math ------------------------------------------------------------------------------
+NEG = defop(
+    "neg", forward=lambda xp, x: xp.negative(x), abstract=lambda x: x,
+    vjp=lambda ctx, g: (-g,), grad_name="NegBackward0", samples=_any((3, 4)), c_expr="(-{0})",
+)
+def _native_math(name: str, numpy_forward):
+    """A unary forward that runs the vectorized, threaded native kernel on large float arrays
+    (gmnative.kernels.math: NumPy's tanh and exp are single-threaded) and NumPy's own
+    function otherwise, or where no compiler is found."""
+    def forward(xp, x):
+        out = try_native(xp, "math", name, x) if getattr(x, "size", 0) >= _NATIVE_LARGE else None
+        return numpy_forward(xp, x) if out is None else out
+    return forward
+
+
+
+EXP = _unary("exp", _native_math("exp", lambda xp, x: xp.exp(x)), lambda ctx, g: (g * ctx.out,), "ExpBackward0",
+             _any((3, 4)), save=(), save_output=True, ufunc="exp", c_expr="exp({0})", surface=_ALL,
+             doc="e ** input, elementwise")
+LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.input(0),), "LogBackward0",
+             _positive((3, 4)), ufunc="log", c_expr="log({0})", surface=_ALL,
+             doc="the natural logarithm, elementwise")
+LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.input(0) + 1.0),),
+               "Log1PBackward0", _positive((3, 4)), ufunc="log1p", c_expr="log1p({0})", surface=_ALL,
+               doc="log(1 + input), accurate for small input")
+EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * (ctx.out + 1.0),),
+               "Expm1Backward0", _any((3, 4)), save=(), save_output=True, ufunc="expm1", c_expr="expm1({0})",
+               surface=_ALL, doc="exp(input) - 1, accurate for small input")
+SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2.0),),
+              "SqrtBackward0", _positive((3, 4)), save=(), save_output=True, ufunc="sqrt", c_expr="sqrt({0})",
+              surface=_ALL, doc="the square root, elementwise")
+RSQRT = _unary("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x),
+               lambda ctx, g: (g * (ctx.out * ctx.out * ctx.out) * -0.5,),
+               "RsqrtBackward0", _positive((3, 4)), save=(), save_output=True, surface=_ALL,
+               doc="1 / sqrt(input), elementwise",
+               c_expr="(({T})1 / sqrt({0}))")  # 1/sqrt(x) as the forward computes it (not the hardware's rsqrt)
+SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * COS(ctx.input(0)),),
+             "SinBackward0", _any((3, 4)), ufunc="sin", c_expr="sin({0})", surface=_ALL, doc="the sine, elementwise")
+COS: OpDef = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-(g * SIN(ctx.input(0))),),
+             "CosBackward0", _any((3, 4)), ufunc="cos", c_expr="cos({0})", surface=_ALL,
+             doc="the cosine, elementwise")
+TANH = _unary("tanh", _native_math("tanh", lambda xp, x: xp.tanh(x)), lambda ctx, g: (g * (1.0 - ctx.out * ctx.out),),
+              "TanhBackward0", _any((3, 4)), save=(), save_output=True, ufunc="tanh", c_expr="tanh({0})",
+              surface=_ALL, doc="the hyperbolic tangent, elementwise")
+
+
+def _sigmoid(xp, x):
+    # exp of a non-positive number only: no overflow warnings for large |x|
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
+
+
+SIGMOID = _unary("sigmoid", _sigmoid, lambda ctx, g: (g * (ctx.out * (1.0 - ctx.out)),),
+                 "SigmoidBackward0", _any((3, 4)), save=(), save_output=True, c_expr="gm_sigmoid({0})",
+                 surface=_ALL, doc="1 / (1 + exp(-input)), elementwise")
+def _abs(xp, x):
+    if x.dtype.kind == "b":  # NumPy would return the bools
+        raise NotImplementedError("abs: \"abs_cpu\" not implemented for 'Bool'; cast with .int() first")
+    return xp.abs(x)
+
+
+def _sign(xp, x):
+    return x.copy() if x.dtype.kind == "b" else xp.sign(x)  # PyTorch: sign of a bool is itself
+
+
+def _relu(xp, x):
+    if x.dtype.kind == "b":  # NumPy would give int64
+        raise RuntimeError("Boolean inputs not supported for relu")
+    return xp.maximum(x, 0)
+
+
+ABS = defop(
+    "abs", forward=_abs, abstract=lambda x: x,
+    vjp=lambda ctx, g: (g * SIGN(ctx.input(0)),), grad_name="AbsBackward0", save=(0,),
+    samples=_away_from_zero((3, 4)), batchable=True, ufunc="abs", c_expr="gm_abs({0})",
+    surface=_ALL, doc="the absolute value, elementwise",
+)
+SIGN: OpDef = defop(
+    "sign", forward=_sign, abstract=lambda x: x,
+    vjp=lambda ctx, g: (g * 0.0,), grad_name="SignBackward0", samples=_away_from_zero((3, 4)), batchable=True,
+    ufunc="sign", c_expr="gm_sign({0})", surface=(*_ALL, "alias sgn"),  # sgn: the same for real numbers
+    doc="-1, 0 or 1 by the sign of each element",
+)
+RELU = defop(
+    "relu", forward=_relu, abstract=lambda x: x,
+    vjp=lambda ctx, g: (WHERE(GT(ctx.out, 0.0), g, 0.0),), grad_name="ReluBackward0",
+    save_output=True, samples=_away_from_zero((3, 4)), c_expr="gm_relu({0})",
+    surface=("relu(input)", *_ALL), doc="max(input, 0), elementwise",
+)
+
+
+def _scipy_erf():
+    """SciPy's erf when it is importable (one C loop), else None. Used for float32 only: there
+    it stays within the error bound `tests/eager/test_erf.py` checks NumPy's evaluation
+    (`_erf.erf`) against, while its float64 erf is off by up to 2 units in the last place
+    where the NumPy evaluation keeps to 1."""
+    try:
+        from scipy.special import erf  # noqa: PLC0415
+    except ImportError:
+        return None
+    return erf
+
+
+_SCIPY_ERF = _scipy_erf()
+
+
+def _erf(xp, x):
+    if xp is not np:
+        own = getattr(xp, "erf", None)  # a namespace with erf itself (static's IR namespace: the op)
+        if own is not None:
+            return own(x)
+        from cupyx.scipy.special import erf  # noqa: PLC0415
+
+        return erf(x)
+    if _SCIPY_ERF is not None and x.dtype == np.float32:
+        return _SCIPY_ERF(x).astype(x.dtype, copy=False)
+    return like(xp, x, _erf_numpy.erf(x))  # in x's memory order, as a pointwise op's result
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+ERF = _unary("erf", _erf, lambda ctx, g: (g * EXP(-(ctx.input(0) * ctx.input(0))) * _TWO_OVER_SQRT_PI,),
+             "ErfBackward0", _any((3, 4)), c_expr="erf({0})", surface=_ALL, doc="the error function, elementwise")
+ERF.extra["recompute"] = False  # many NumPy passes per element: a compiled backward saves it instead
+
+
+def _softplus(xp, x, beta=1.0, threshold=20.0):
+    bx = x * beta
+    # log1p(exp(-|bx|)) + max(bx, 0) is log(1 + exp(bx)) without overflow
+    soft = (xp.log1p(xp.exp(-xp.abs(bx))) + xp.maximum(bx, 0)) / beta
+    return xp.where(bx > threshold, x, soft).astype(x.dtype, copy=False)
+
+
+def _softplus_vjp(ctx, g):
+    x, beta, threshold = ctx.input(0), ctx.attrs["beta"], ctx.attrs["threshold"]
+    bx = x * beta
+    return (WHERE(GT(bx, threshold), g, g * SIGMOID(bx)),)
+
+
+SOFTPLUS = defop(
+    "softplus", forward=_softplus, abstract=_unary_float("softplus"), vjp=_softplus_vjp,
+    grad_name="SoftplusBackward0", save=(0,), promote="float",
+    samples=_any((3, 4), beta=1.0, threshold=20.0), batchable=True,
+)
+
+_GELU_K = math.sqrt(2.0 / math.pi)
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+
+
+def _gelu(xp, x, approximate="none"):
+    out = try_native(xp, "gelu", x, approximate)
+    if out is not None:  # one threaded pass (gmnative.kernels)
+        return out
+    if approximate == "tanh":
+        return 0.5 * x * (1.0 + xp.tanh(_GELU_K * (x + 0.044715 * x * x * x)))
+    out = xp.asarray(_erf(xp, x * _INV_SQRT2))  # a fresh buffer: the rest runs in place
+    out += 1.0
+    out *= x
+    out *= 0.5
+    return out
+
+
+def _gelu_vjp(ctx, g):
+    x = ctx.input(0)
+    if ctx.attrs["approximate"] == "tanh":
+        t = TANH((x + x * x * x * 0.044715) * _GELU_K)
+        dt = (1.0 - t * t) * ((x * x * (3 * 0.044715) + 1.0) * _GELU_K)
+        return (g * ((t + 1.0) * 0.5 + x * dt * 0.5),)
+    return (g * GELU_GRAD(x),)
+
+
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _gelu_grad(xp, x):
+    """Phi(x) + x * phi(x), the derivative of exact GELU, in one buffer (the backward of a
+    GELU then costs one op where the composite took about ten)."""
+    found = try_native(xp, "gelu_grad", x)
+    if found is not None:  # one threaded pass (gmnative.kernels)
+        return found
+    out = _erf(xp, x * _INV_SQRT2)
+    out += 1.0
+    out *= 0.5
+    pdf = xp.asarray(x * x)  # an array even for 0-d x (NumPy gives a scalar there)
+    pdf *= -0.5
+    xp.exp(pdf, out=pdf)
+    pdf *= x
+    pdf *= _INV_SQRT_2PI
+    out += pdf
+    return out
+
+
+GELU_GRAD = defop(
+    "gelu_grad", forward=_gelu_grad, abstract=_unary_float("gelu_grad"),
+    # d/dx (Phi + x phi) = 2 phi - x^2 phi
+    vjp=lambda ctx, g: (g * (EXP(ctx.input(0) * ctx.input(0) * -0.5) * _INV_SQRT_2PI)
+                        * (2.0 - ctx.input(0) * ctx.input(0)),),
+    grad_name="GeluBackwardBackward0", save=(0,), promote="float", samples=_any((3, 4)),
+    doc="the derivative of exact GELU: Phi(x) + x * phi(x)", c_expr="gm_gelu_grad({0})",
+)
+
+
+def _gelu_abstract(x, approximate="none"):
+    require_float("gelu", x)
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"gelu: approximate argument must be either none or tanh, got {approximate!r}")
+    return x
+
+
+GELU = defop(
+    "gelu", forward=_gelu, abstract=_gelu_abstract, vjp=_gelu_vjp, grad_name="GeluBackward0",
+    save=(0,), promote="float",
+    samples=lambda rng: _any((3, 4), approximate="none")(rng) + _any((3, 4), approximate="tanh")(rng),
+    batchable=True, extra={"recompute": False},  # erf's many passes: a compiled backward saves it instead
+)
+
+
+# -- exp2: the worked example of "adding a pointwise op" (docs/architecture.md) --------------
+# One declaration (its facts come from `_unary`: arity 1, pointwise, fusible, batchable) plus
+# its spellings in codegen/lowering.py; the registry-wide tests then cover it like any op.
+_LN2 = math.log(2.0)
+EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), "Exp2Backward0",
+              _any((3, 4)), save=(), save_output=True, ufunc="exp2", c_expr="exp2({0})",
+              surface=_ALL)
+
+# reciprocal: one record is the whole op - its forward, gradient, facts, NumPy/CuPy ufunc, the
+# C expression the native and CUDA kernels inline, and the Python names eager generates
+# (eager.reciprocal, Tensor.reciprocal, Tensor.reciprocal_)
+RECIPROCAL = _unary("reciprocal", lambda xp, x: xp.reciprocal(x), lambda ctx, g: (-(g * (ctx.out * ctx.out)),),
+                    "ReciprocalBackward0", _away_from_zero((3, 4)), save=(), save_output=True,
+                    ufunc="reciprocal", c_expr="(({T})1 / {0})", surface=("function", "method", "inplace"),
+                    doc="1 / input, elementwise (integers give floats)")
+
+
+# These unary ops never meet a floating-point event (overflow, 0/0, log(0); sigmoid takes
+# exp of non-positive numbers only), so eager runs them without switching NumPy's error
+# reports off, a per-call cost on the hot path (see eager._dispatch and OpDef.quiet_fp). Ops
+# that take a Python number stay quiet: comparing float16 with 70000 casts it with a warning.
+for _op in (NEG, ABS, SIGN, RELU, TANH, SIGMOID):
+    _op.quiet_fp = False
