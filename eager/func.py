@@ -202,13 +202,16 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
     p_leaves, t_leaves = _leaves(primals), _leaves(tangents)
     for p, t in zip(p_leaves, t_leaves):
         for what, v in (("primals", p), ("tangents", t)):
-            if not isinstance(v, Tensor):
+            if not isinstance(v, (Tensor, _vmap.Batched)):  # (a batch of tangents: jacfwd, vmap of jvp)
                 raise RuntimeError(f"jvp(f, primals, tangents): Expected {what} to only contain Tensors, got "
                                    f"{type(v)}")
         if tuple(p.shape) != tuple(t.shape):
             raise RuntimeError("Trying to set a forward gradient that has a different size than that of the original "
                                f"Tensor, this is not supported. Tensor is of size {list(p.shape)} while the given "
                                f"forward gradient is of size {list(t.shape)}.")
+    level = _vmap.innermost_level(t_leaves)
+    if level is not None and _vmap.innermost_level(p_leaves) is None:
+        return _jvp_per_tangent(func, primals, tangents, t_leaves, level, strict, has_aux)
     outer = is_grad_enabled() and any(p.requires_grad or t.requires_grad for p, t in zip(p_leaves, t_leaves))
     inputs = [_differentiable(p, "jvp") for p in p_leaves]
     with enable_grad():
@@ -248,6 +251,26 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
         shown = output
     t_out = _rebuild(output, tangent_out)
     return (shown, t_out, aux) if has_aux else (shown, t_out)
+
+
+def _jvp_per_tangent(func: Callable, primals: tuple, tangents: Any, t_leaves: list, level: int, strict: bool,
+                     has_aux: bool) -> Any:
+    """jvp with a batch of tangents (vmap of jvp: jacfwd's columns) and unbatched primals:
+    eager's autograd takes no batched cotangent, so one JVP per tangent of the batch, stacked
+    into a batched tangent out (the output is the same for every member)."""
+    from ._functional import stack  # noqa: PLC0415
+
+    size = _vmap.level_size(t_leaves, level)
+    results = []
+    for b in range(size):
+        member = [_vmap.per_example(t, level, size)._value.select(0, b) if isinstance(t, _vmap.Batched) else t
+                  for t in t_leaves]
+        results.append(jvp(func, primals, _rebuild(tangents, member), strict=strict, has_aux=has_aux))
+    first = results[0]
+    t_outs = [_leaves(r[1]) for r in results]
+    stacked = [_vmap.Batched(stack([row[k] for row in t_outs]), level, size) for k in range(len(t_outs[0]))]
+    t_out = _rebuild(first[1], stacked)
+    return (first[0], t_out, first[2]) if has_aux else (first[0], t_out)
 
 
 def _owner(module: Any, path: str) -> tuple:

@@ -219,3 +219,14 @@ def test_mismatched_carries_name_the_users_line_in_both_modes(mode):
     # a weakly typed Python number may come back as a tensor of the body's dtype, in both modes
     out = run(lambda a: cf.fori_loop(0, 3, lambda i, c: c + a.sum(), 0.0), x.to(eager.float64))
     assert float(out) == 6.0
+
+
+def test_eager_vmap_of_jvp_gives_the_jacobian_columns():
+    """torch.func.jacfwd's construction in eager mode: vmap of jvp over the basis tangents."""
+    x = _t([0.3, 0.5, 0.9])
+
+    def f(a):
+        return cf.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, eager.sin(c[1]) * c[1].sum()), (0, a))[1]
+
+    cols = eager.func.vmap(lambda t: eager.func.jvp(f, (x,), (t,))[1])(eager.eye(3, dtype=eager.float64))
+    np.testing.assert_allclose(cols.numpy().T, eager.func.jacrev(f)(x).numpy(), rtol=1e-12)
