@@ -71,6 +71,8 @@ def _by_double_vjp(state: TraceState, node: Any, tangents: list) -> list:
     op = REGISTRY[node.op]
     if op.vjp is None:  # (a node without a derivative: no tangent flows through it, as no gradient does)
         return [None] * len(node.outputs)
+    if not any(_float(o) for o in node.outputs):  # (a comparison, an index: nothing to carry a tangent)
+        return [None] * len(node.outputs)
     placeholders = [_zeros(state, o) if _float(o) else None for o in node.outputs]
     needs = [t is not None for t in tangents]
     ctx = TraceCtx(state, node, needs)
