@@ -253,6 +253,21 @@ def test_import_gmbase_loads_nothing_of_graphmode():
     assert {m.split(".")[0] for m in loaded if m.split(".")[0] in PACKAGES} == {"gmbase"}, loaded
 
 
+def test_the_thread_count_is_one_value_in_the_base_layer():
+    """eager.set_num_threads writes gmbase.threads' count without importing codegen; the native
+    layer and codegen.runtime.CONFIG.threads read (and write) the same value."""
+    loaded = _loaded_after("import eager; eager.set_num_threads(3); assert eager.get_num_threads() == 3; "
+                           "import gmbase.threads as t; assert t.num_threads() == 3")
+    assert not [m for m in loaded if m.split(".")[0] in ("codegen", "static")], loaded
+    _loaded_after("import eager, gmnative.build as b, codegen.runtime as rt; "
+                  "eager.set_num_threads(2); assert rt.CONFIG.threads == 2 and 1 <= b.threads() <= 2; "
+                  "rt.CONFIG.threads = 1; assert eager.get_num_threads() == 1 and b.threads() == 1")
+    import gmbase.threads
+
+    with pytest.raises(RuntimeError, match="positive integer"):
+        gmbase.threads.set_num_threads(0)
+
+
 def test_old_names_are_the_same_module_objects():
     """eager.ops.*, eager._dtypes, codegen.cache, ... name the moved modules themselves: no
     module runs twice (a second copy of a record or of the dtype objects would break `is`)."""
