@@ -7,6 +7,7 @@ graphmode (tests/test_import_contracts.py checks both, in a fresh interpreter to
 - threads: thread counts, the cores this process may use, BLAS threads;
 - cache: the on-disk cache of generated modules and its source fingerprint;
 - settings: the generator knobs that change generated source (part of the cache key);
+- errors: the `torch._dynamo.exc` exception types (static's TraceError derives from one);
 - version: the package version the cache stamps its files with.
 
 Importing this package loads none of them; each is imported by its own name. The old homes
