@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gmnative.kernels import GEMM_SPLIT_MIN
 from static.ir import Node, Value
 
 from ..render import C_TYPES
@@ -56,13 +57,23 @@ def _blas() -> tuple[tuple, bool] | None:
 
 
 def blas_table() -> np.ndarray:
-    """The addresses of _ROUTINES as the loop functions read them (one int64 each)."""
+    """What the loop functions read of BLAS, one int64 each: the addresses of _ROUTINES, then
+    the smallest product split by rows across the threads and whether BLAS runs one thread
+    (the two conditions under which the Python-driven body splits a product: _rt.matmul,
+    gmnative.kernels.matmul), read at each call as they are there."""
+    from gmnative import build, kernels  # noqa: PLC0415
+
     found = _blas()
     assert found is not None, "blas_table is only called by modules generated where BLAS was found"
     table = _TABLE.get("t")
     if table is None:
-        table = _TABLE["t"] = np.array(found[0], np.int64)
+        table = _TABLE["t"] = np.array(list(found[0]) + [0, 0], np.int64)
+    table[len(_ROUTINES)] = kernels.split_min()
+    table[len(_ROUTINES) + 1] = build.blas_threads() == 1
     return table
+
+
+TABLE_LEN = len(_ROUTINES) + 2
 
 
 _TABLE: dict = {}
@@ -249,8 +260,24 @@ def matmul(body: "_Body", node: Node) -> None:
         body.steps += [head,
                        f"    typedef void (*gm_gemm_t)(int, int, int, {idx}, {idx}, {idx}, {T}, const {T}*, {idx}, "
                        f"const {T}*, {idx}, {T}, {T}*, {idx});",
-                       f"    ((gm_gemm_t)gm_blas[{f}])(101, {ta}, {tb}, {m_}, {n_}, {k_}, ({T})1, {cast}({pa}), "
-                       f"{lda}, {cast}({pb}), {ldb}, ({T})0, ({T}*)({c}), {n_});", "}"]
+                       f"    const gm_gemm_t gm_gemm = (gm_gemm_t)gm_blas[{f}];"]
+        if m_ >= 2 and m_ * n_ * k_ >= GEMM_SPLIT_MIN and (found[1] or max(m_, n_, k_) < 1 << 31):
+            # the Python-driven body splits such a product by rows across the threads, each part one
+            # BLAS call (gmnative's gemm_rows), where BLAS runs one thread: so does the loop
+            rows = f"{cast}({pa}) + gm_lo" if ta == 112 else f"{cast}({pa}) + gm_lo * {lda}LL"
+            body.steps += [
+                f"    if (gm_nt >= 2 && gm_blas[{TABLE_LEN - 1}] != 0 && {m_ * n_ * k_}LL >= gm_blas[{TABLE_LEN - 2}]) {{",
+                f"        const long long gm_parts = gm_nt < {m_} ? gm_nt : {m_};",
+                "        #pragma omp parallel for num_threads(gm_nt) schedule(static)",
+                "        for (long long gm_p = 0; gm_p < gm_parts; ++gm_p) {",
+                f"            const long long gm_lo = {m_}LL * gm_p / gm_parts, gm_hi = {m_}LL * (gm_p + 1) / gm_parts;",
+                f"            if (gm_hi > gm_lo) gm_gemm(101, {ta}, {tb}, ({idx})(gm_hi - gm_lo), {n_}, {k_}, ({T})1, {rows}, "
+                f"{lda}, {cast}({pb}), {ldb}, ({T})0, ({T}*)({c}) + gm_lo * {n_}LL, {n_});",
+                "        }",
+                "    } else"]
+        body.steps += [f"    gm_gemm(101, {ta}, {tb}, {m_}, {n_}, {k_}, ({T})1, {cast}({pa}), {lda}, {cast}({pb}), {ldb}, "
+                       f"({T})0, ({T}*)({c}), {n_});", "}"]
+
 
 
 

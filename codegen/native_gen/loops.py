@@ -24,12 +24,13 @@ the loop around it is C:
   NumPy's bits for IEEE arithmetic (add, mul, ...), the C helpers' for a transcendental, as
   in every fused region of the native backend;
 - a while_loop's condition is its own kernels, its bool result read in C; a loop in a loop's
-  body is its own C function, called from the enclosing loop.
+  body is its own C function, called from the enclosing loop; a cond or switch in a body is a
+  C if over its branches' kernels; integer % and // are NumPy's floor semantics.
 
 The values are those of the Python-driven loop to the bit (tests/codegen/test_native_loops.py):
 the same kernels (a body region's code is the same C function either way) on the same
 operands. Where the body holds an op with no C form here (another library call, eager's own
-kernels, a cond, symbolic sizes) emit_loop says which, with the body's IR line, and the
+kernels, symbolic sizes) emit_loop says which, with the body's IR line, and the
 driver calls the op's forward, which loops in Python: explain() lists those nodes.
 GRAPHMODE_NATIVE_LOOPS=0 turns the C loops off (the comparison the tests and benchmarks make).
 """
@@ -49,7 +50,7 @@ from ..regions import analyze, analyze_rows
 from ..render import Names, node_line, py_literal
 from .function import supported
 from .indexing import _ints, _prod, _symbolic, contiguous_strides, storage_c_type, strided_index, strided_source
-from .loop_library import _ROUTINES, NoCForm, _bytes, cat, divmod_op, matmul, reduce_sum
+from .loop_library import TABLE_LEN, NoCForm, _bytes, cat, divmod_op, matmul, reduce_sum
 from .matmul import CBatchedMatmul, small_batched_matmul
 from .region import CRegion
 
@@ -516,14 +517,14 @@ class _Loop:
             table = m.names.fresh(f"{self.tag}_blas")
             owner.ptr[table] = "(char*)gm_blas"
             owner.gemm = True
-            params.append(("", table, 8 * len(_ROUTINES), False))
+            params.append(("", table, 8 * TABLE_LEN, False))
             dtypes.append("int64")
         elif self.blas:
             table = m.names.fresh(f"{self.tag}_blas")
             m.body.append(f"from codegen.native_gen.loop_library import blas_table as {table}")
             m.body.append(f"{table} = {table}()  # NumPy's BLAS: _ROUTINES")
             m.fresh.add(table)
-            params.append(("", table, 8 * len(_ROUTINES), False))
+            params.append(("", table, 8 * TABLE_LEN, False))
             dtypes.append("int64")
         for o in node.outputs:
             name = m.names(o)

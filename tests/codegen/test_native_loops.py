@@ -184,6 +184,25 @@ def test_gradients_through_a_scan(monkeypatch):
         np.testing.assert_allclose(got, np.asarray(p.grad.numpy()), rtol=2e-4, atol=2e-5)
 
 
+def test_large_products_split_by_rows_as_the_python_loop_does(monkeypatch):
+    """With two threads and BLAS on one, the Python-driven body splits a large product by rows
+    (one BLAS call a part, gmnative's gemm_rows); the C loop splits it the same way."""
+    monkeypatch.setattr(native_build, "threads", lambda: 2)
+    rng = np.random.default_rng(7)
+    w = eager.tensor(rng.standard_normal((96, 384)).astype(np.float32) * 0.1)
+    u = eager.tensor(rng.standard_normal((128, 384)).astype(np.float32) * 0.1)
+    b = eager.tensor(rng.standard_normal(384).astype(np.float32) * 0.1)
+    h0 = eager.tensor(rng.standard_normal((67, 128)).astype(np.float32))
+    xs = eager.tensor(rng.standard_normal((3, 67, 96)).astype(np.float32))
+
+    def model(w, u, b, h0, xs):
+        return static.scan(lambda h, x: (_gru(w, u, b, h, x),) * 2, h0, xs)
+
+    native, python, source = _both(model, w, u, b, h0, xs, monkeypatch=monkeypatch)
+    assert "#pragma omp parallel for num_threads(gm_nt)" in source and "loops in Python" not in source
+    _same_bits(native, python)
+
+
 def test_backward_scan_is_a_c_loop(monkeypatch):
     """The reverse scan of a VJP body (scan_vjp_body: transposed products, column sums) is
     written in C too, as the forward scan with its saved carries."""
