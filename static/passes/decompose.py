@@ -7,10 +7,11 @@ the pointwise ops around it). normalize and layer_norm are not decomposed: eager
 their statistics row by row with a dot-product variance (fewer passes than mean ops), whose
 rounding a chain of mean ops cannot reproduce, so they stay library calls of the op's own
 forward and compiled values stay eager's to the bit. Runs in the lowering stage, right before fusion; rules as in
-rules.py, one per op."""
-from __future__ import annotations
+rules.py, one per op.
 
-import math
+No decomposition is written here: each is the op record's own forward run on IR values
+(`ir_namespace.decompose_by_forward`), so a formula lives in its record only."""
+from __future__ import annotations
 
 from eager import _dtypes
 
@@ -18,65 +19,6 @@ from ..ir import Graph, Value
 from .ir_namespace import decompose_by_forward
 from .rules import Rule, apply_rules, rule_table
 from .simplify import cse, dce
-
-
-def _dim(node) -> int:
-    x = node.inputs[0]
-    return node.attrs["dim"] % max(len(x.type.shape), 1)
-
-
-def _finite_or_zero(ctx, m: Value, loc) -> Value:
-    """where(isfinite(m), m, 0): m - m is 0 exactly when m is finite (inf - inf and nan
-    give nan), so no isfinite op is needed."""
-    finite = ctx.emit("eq", [ctx.emit("sub", [m, m], {}, loc), 0.0], {}, loc)
-    return ctx.emit("where", [finite, m, 0.0], {}, loc)
-
-
-def _logsumexp_keepdim(ctx, x: Value, dims, loc) -> Value:
-    """log(sum(exp(x - m))) + m with m = amax(x), made 0 where not finite (eager's forward)."""
-    m = _finite_or_zero(ctx, ctx.emit("amax", [x], {"dims": dims, "keepdim": True}, loc), loc)
-    s = ctx.emit("sum", [ctx.emit("exp", [ctx.emit("sub", [x, m], {}, loc)], {}, loc)],
-                 {"dims": dims, "keepdim": True}, loc)
-    return ctx.emit("add", [ctx.emit("log", [s], {}, loc), m], {}, loc)
-
-
-def _softmax(ctx, node, out):
-    x, dims, loc = node.inputs[0], (_dim(node),), node.loc
-    m = ctx.emit("amax", [x], {"dims": dims, "keepdim": True}, loc)
-    e = ctx.emit("exp", [ctx.emit("sub", [x, m], {}, loc)], {}, loc)
-    return ctx.emit("div", [e, ctx.emit("sum", [e], {"dims": dims, "keepdim": True}, loc)], {}, loc)
-
-
-def _log_softmax(ctx, node, out):
-    x = node.inputs[0]
-    return ctx.emit("sub", [x, _logsumexp_keepdim(ctx, x, (_dim(node),), node.loc)], {}, node.loc)
-
-
-def _logsumexp(ctx, node, out):
-    x, dims, keepdim = node.inputs[0], node.attrs["dims"], node.attrs["keepdim"]
-    if not x.type.shape or 0 in x.type.shape:
-        return None  # 0-d or empty: the library call handles these edge shapes
-    dims = tuple(range(len(x.type.shape))) if dims is None else tuple(dims)
-    lse = _logsumexp_keepdim(ctx, x, dims, node.loc)
-    if keepdim:
-        return lse
-    return ctx.emit("reshape", [lse], {"shape": tuple(out.type.shape)}, node.loc)
-
-
-_INV_SQRT2 = 1.0 / math.sqrt(2.0)
-_GELU_K = math.sqrt(2.0 / math.pi)
-
-
-def _gelu(ctx, node, out):
-    """0.5 * x * (1 + erf(x / sqrt 2)), or with tanh's approximation, as the op's forward."""
-    x, loc = node.inputs[0], node.loc
-    if node.attrs.get("approximate", "none") == "tanh":
-        cube = ctx.emit("mul", [ctx.emit("mul", [ctx.emit("mul", [x, 0.044715], {}, loc), x], {}, loc), x], {}, loc)
-        inner = ctx.emit("mul", [ctx.emit("add", [x, cube], {}, loc), _GELU_K], {}, loc)
-        shape = ctx.emit("tanh", [inner], {}, loc)
-    else:
-        shape = ctx.emit("erf", [ctx.emit("mul", [x, _INV_SQRT2], {}, loc)], {}, loc)
-    return ctx.emit("mul", [ctx.emit("mul", [x, 0.5], {}, loc), ctx.emit("add", [shape, 1.0], {}, loc)], {}, loc)
 
 
 def _by_forward(ctx, node, out):
@@ -93,17 +35,25 @@ def _decomposable(node) -> bool:
             and 0 not in x.type.shape)
 
 
+def _not_0d(node) -> bool:
+    """A reduction of a 0-d operand stays the library call (its forward reduces over no axis)."""
+    return _decomposable(node) and bool(node.inputs[0].type.shape)
+
+
+# Each op's decomposition is its record's forward (gmops) run on IR values: the steps the forward
+# computes, in its order and dtype, and nothing written here a second time.
 RULES = [
-    Rule("softmax", ("softmax",), _softmax, matches=_decomposable,
-         doc="softmax x -> e / sum(e) with e = exp(x - amax x)"),
-    Rule("log_softmax", ("log_softmax",), _log_softmax, matches=_decomposable, doc="log_softmax x -> x - logsumexp x"),
-    Rule("logsumexp", ("logsumexp",), _logsumexp, matches=_decomposable,
-         doc="logsumexp x -> log(sum(exp(x - m))) + m, m = amax x (0 where not finite)"),
-    Rule("gelu", ("gelu",), _gelu, matches=_decomposable,
-         doc="gelu x -> 0.5 x (1 + erf(x / sqrt 2)) (or its tanh form)"),
+    Rule("softmax", ("softmax",), _by_forward, matches=_not_0d,
+         doc="softmax x -> e / sum(e) with e = exp(x - amax x) (the record's forward on IR values)"),
+    Rule("log_softmax", ("log_softmax",), _by_forward, matches=_not_0d,
+         doc="log_softmax x -> x - logsumexp x (the record's forward on IR values)"),
+    Rule("logsumexp", ("logsumexp",), _by_forward, matches=_not_0d,
+         doc="logsumexp x -> log(sum(exp(x - m))) + m, m = amax x (0 where not finite) (the record's forward)"),
+    Rule("gelu", ("gelu",), _by_forward, matches=_decomposable,
+         doc="gelu x -> (erf(x / sqrt 2) + 1) x 0.5, or its tanh form (the record's forward on IR values)"),
     Rule("softplus", ("softplus",), _by_forward, matches=_decomposable,
-         doc="softplus x -> its record's forward on IR values: where(bx > t, x, (log1p(exp(-|bx|)) + max(bx, 0)) "
-             "/ beta), bx = beta x"),
+         doc="softplus x -> where(bx > t, x, (log1p(exp(-|bx|)) + max(bx, 0)) / beta), bx = beta x "
+             "(the record's forward on IR values)"),
 ]
 RULE_TABLE = rule_table(RULES)
 

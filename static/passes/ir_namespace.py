@@ -8,14 +8,16 @@ and the two could drift apart, so compiled values would stop being eager's. Run 
 own forward, the decomposition has the forward's steps in the forward's order by construction.
 
 What a forward may use: the ufuncs and functions of NumPy that an op record declares (its
-`ufunc` fact, or its own name: `xp.exp` is the op `exp`, `xp.where` the op `where`), the
-arithmetic and comparison operators, `xp.asarray`, `.astype(dtype, copy=False)`, `.dtype` and
-in-place operators (`out += 1.0`, which here name a new value). Anything else (an attribute
+`ufunc` fact, or its own name: `xp.exp` is the op `exp`, `xp.where` the op `where`, `xp.erf`
+the op `erf`), the arithmetic and comparison operators, `xp.asarray`, `.astype(dtype,
+copy=False)`, `.dtype`, and in-place writes (`out += 1.0`, `xp.exp(e, out=e)`: the stand-in
+then names the new value, as every name of a NumPy array sees it written). Anything else (an attribute
 this module does not know, a library call without a record, branching on a value's data)
 raises `NotDecomposable`, and the pass leaves the op as the library call it was.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -60,6 +62,10 @@ class IRArray:
     @property
     def ndim(self) -> int:
         return len(self.value.type.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.value.type.shape)
 
     def astype(self, dtype: Any, copy: bool = True) -> IRArray:
         target = _dtypes.from_numpy(np.dtype(dtype))
@@ -113,6 +119,24 @@ class IRArray:
     def __le__(self, other: Any) -> IRArray:
         return self.ns.emit("le", [self, other])
 
+    # in-place operators: as NumPy's, they change the array every name of it sees (here: which
+    # value this stand-in names), so `out = erf(...); out += 1.0` reads as the forward wrote it
+    def _assign(self, result: IRArray) -> IRArray:
+        self.value = result.value
+        return self
+
+    def __iadd__(self, other: Any) -> IRArray:
+        return self._assign(self + other)
+
+    def __isub__(self, other: Any) -> IRArray:
+        return self._assign(self - other)
+
+    def __imul__(self, other: Any) -> IRArray:
+        return self._assign(self * other)
+
+    def __itruediv__(self, other: Any) -> IRArray:
+        return self._assign(self / other)
+
     __hash__ = None  # type: ignore[assignment]  (stand-ins are not keys)
 
 
@@ -135,15 +159,48 @@ class IRNamespace:
     def asarray(self, a: Any) -> Any:
         return a
 
+    # NumPy's reductions over `axis`, as the records' reductions with `dims` and `keepdim`
+    def _dims(self, a: IRArray, axis: Any) -> tuple[int, ...]:
+        if not isinstance(a, IRArray):
+            raise NotDecomposable("a reduction of a number")
+        n = a.ndim
+        if axis is None:
+            return tuple(range(n))
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        return tuple(sorted(d % max(n, 1) for d in axes))
+
+    def amax(self, a: IRArray, axis: Any = None, keepdims: bool = False) -> IRArray:
+        return self.emit("amax", [a], {"dims": self._dims(a, axis), "keepdim": bool(keepdims)})
+
+    def sum(self, a: IRArray, axis: Any = None, keepdims: bool = False) -> IRArray:
+        return self.emit("sum", [a], {"dims": self._dims(a, axis), "keepdim": bool(keepdims)})
+
+    def squeeze(self, a: IRArray, axis: Any = None) -> IRArray:
+        dims = self._dims(a, axis)
+        shape = tuple(n for i, n in enumerate(a.shape) if i not in dims or n != 1)
+        return self.emit("reshape", [a], {"shape": shape})
+
+    def isfinite(self, a: IRArray) -> IRArray:
+        """For floats, `a - a == 0`: 0 exactly where `a` is finite (inf - inf and NaN give NaN),
+        in fusible ops (the isfinite op is a library call in every backend)."""
+        if not (isinstance(a, IRArray) and a.value.type.dtype.is_floating_point):
+            raise NotDecomposable("isfinite of a non-float")
+        return self.emit("eq", [a - a, 0.0])
+
     def __getattr__(self, name: str) -> Any:
         op = self._names.get(name)
         if op is None:
             raise NotDecomposable(f"xp.{name} (no op record computes it)")
 
-        def call(*args: Any, **kwargs: Any) -> IRArray:
+        def call(*args: Any, out: Any = None, **kwargs: Any) -> IRArray:
             if kwargs:
                 raise NotDecomposable(f"xp.{name} with keywords {sorted(kwargs)}")
-            return self.emit(op, list(args))
+            result = self.emit(op, list(args))
+            if out is None:
+                return result
+            if not isinstance(out, IRArray):
+                raise NotDecomposable(f"xp.{name}(out=) into a {type(out).__name__}")
+            return out._assign(result)  # written into `out`: that stand-in now names the result
 
         return call
 
