@@ -59,7 +59,8 @@ for i in op.save:
 """
 
 # The node itself, once its edges, input records and saved values are known. The grad_fn
-# class is resolved once per op record (`op.grad_class`, see grad_class), not per call.
+# class is resolved once per op record (`op.grad_class`, see grad_class), not per call, and
+# carries the node's name (eager.autograd.graph.node_class).
 NODE = """\
 node = _object_new(op.grad_class or grad_class(op, {operands}, attrs))
 node.op = op
@@ -67,7 +68,6 @@ node.attrs = attrs
 node.next_functions = {edges}
 node._in_meta = {metas}
 node._saved = saved
-node._name = type(node).__name__
 if STATE.anomaly:
     node._trace = capture_stack()
 """

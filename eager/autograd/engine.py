@@ -10,7 +10,7 @@ from .._fpstate import quiet_fp as _quiet_fp
 from .._fpstate import restore_fp as _restore_fp
 from .._grad_mode import STATE
 from ..ops._registry import fit_grad
-from .graph import _NOTHING_SAVED, PLAIN_NODE_TYPES, AccumulateGrad, Node
+from .graph import _NOTHING_SAVED, HOOKED, PLAIN_NODE_TYPES, AccumulateGrad, Node
 
 if TYPE_CHECKING:
     from .._tensor import Tensor
@@ -114,7 +114,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
             node = ready.pop()
             # (a buffer exists only once a gradient reached it: it holds at least one)
             grads = buffers.pop(node, None)
-            if (type(node) in PLAIN_NODE_TYPES and grads is not None and plain and node._hooks is None
+            if (type(node) in PLAIN_NODE_TYPES and grads is not None and plain and (not HOOKED[0] or node._hooks is None)
                     and id(node) not in target_nodes and (useful is None or id(node) in useful)):
                 # the common case, without _execute's special cases: Node.apply, Node.release
                 # and the passing on of the gradients below, inlined into one loop over the edges
@@ -150,10 +150,10 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
                 except Exception as exc:
                     _annotate(exc, node)
                     raise
-                if not retain_graph:  # (Node.release, inlined)
+                if not retain_graph:  # (Node.release, inlined; only ops that save_output set _saved_out)
                     if node._saved:
                         node._saved = _NOTHING_SAVED
-                    if node._saved_out is not None:
+                    if op.save_output and node._saved_out is not None:
                         node._saved = _NOTHING_SAVED
                         node._saved_out = None
                 continue

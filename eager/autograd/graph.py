@@ -3,6 +3,7 @@ per leaf. A node keeps exactly what its op's VJP asked to save, checks version c
 when it reads them back, and frees them after a backward pass (unless retained)."""
 from __future__ import annotations
 
+import types
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -148,6 +149,7 @@ class HookMixin:
         hooks = self._hooks
         if hooks is None:
             hooks = self._hooks = NodeHooks()  # type: ignore[misc]  # a slot of each subclass, not of the mixin
+            HOOKED[0] = True
         return hooks
 
     def _add_tensor_hook(self, nr: int, fn: TensorHook, retain: bool = False) -> RemovableHandle:
@@ -180,6 +182,10 @@ class _Released(dict):  # type: ignore[type-arg]  # (only ever empty)
     def __getitem__(self, key: object) -> Any:
         raise RuntimeError(_FREED_MSG)
 
+
+# Whether any node was ever given hooks: until then the backward engine skips reading each
+# node's `_hooks` (a class default it would look up through the instance, once per node).
+HOOKED = [False]
 
 _NOTHING_SAVED: dict[int, Any] = _Released()  # shared by released nodes; never written to
 
@@ -310,6 +316,7 @@ class Node(HookMixin):
 
 
 _NODE_CLASSES: dict[str, type[Node]] = {}
+_OWN_COPIES = ("input", "needs")  # the methods VJP rules call once per operand
 # Node and every class node_class made: the backward engine's inlined path runs exactly these
 # (Node.apply as written, no override), so it asks this set rather than `type(node) is Node`
 PLAIN_NODE_TYPES: set[type] = {Node}
@@ -318,11 +325,22 @@ PLAIN_NODE_TYPES: set[type] = {Node}
 def node_class(name: str) -> type[Node]:
     """The Node subclass named `name` (`MulBackward0`), made once per name: in PyTorch each
     grad_fn's type is its own class, and scripts read it (torchviz labels the graph's nodes
-    with `type(fn).__name__`; tutorials print `type(loss.grad_fn)`)."""
+    with `type(fn).__name__`; tutorials print `type(loss.grad_fn)`). The class carries the
+    name as `_name` (read through the instance, shadowing Node's slot), so eager's hot path
+    records a node without storing it; a node renamed later (`_renamed`) stores its own."""
     cls = _NODE_CLASSES.get(name)
     if cls is None:
-        cls = _NODE_CLASSES[name] = type(name, (Node,), {"__slots__": (), "__module__": "eager.autograd.graph",
-                                                         "__doc__": Node.__doc__})
+        namespace: dict[str, Any] = {"__slots__": (), "__module__": "eager.autograd.graph", "__doc__": Node.__doc__,
+                                     "_name": name}
+        for method in _OWN_COPIES:
+            # a copy of the method's code per class: CPython specializes attribute access per
+            # code object and type, and `ctx.input(i)` shared by every grad_fn class would see
+            # a new type at nearly every call of a backward pass (polymorphic: unspecialized)
+            fn = Node.__dict__[method]
+            namespace[method] = types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__,
+                                                   fn.__defaults__, fn.__closure__)
+            namespace[method].__qualname__ = f"{name}.{method}"
+        cls = _NODE_CLASSES[name] = type(name, (Node,), namespace)
         PLAIN_NODE_TYPES.add(cls)
     return cls
 
