@@ -16,7 +16,7 @@ from ._layout import like
 from ._native import try_native
 from ._pointwise import _ALL, _any, _away_from_zero, _positive, _unary, _unary_float
 from ._registry import OpDef, defop
-from .comparison import GT
+from .comparison import GT, LE
 from .selection import WHERE
 
 # -- unary math ------------------------------------------------------------------------------
@@ -104,7 +104,8 @@ SIGN: OpDef = defop(
 )
 RELU = defop(
     "relu", forward=_relu, abstract=lambda x: x,
-    vjp=lambda ctx, g: (WHERE(GT(ctx.out, 0.0), g, 0.0),), grad_name="ReluBackward0",
+    # PyTorch's threshold_backward: zero where the result is <= 0, so a NaN passes its gradient
+    vjp=lambda ctx, g: (WHERE(LE(ctx.out, 0.0), 0.0, g),), grad_name="ReluBackward0",
     save_output=True, samples=_away_from_zero((3, 4)), c_expr="gm_relu({0})",
     surface=("relu(input)", *_ALL), doc="max(input, 0), elementwise",
 )
