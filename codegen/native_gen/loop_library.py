@@ -19,7 +19,7 @@ from gmnative.kernels import GEMM_SPLIT_MIN
 from static.ir import Node, Value
 
 from ..render import C_TYPES
-from .indexing import _ints, _prod, contiguous_strides, strided_source
+from .indexing import _ints, _prod, contiguous_strides, storage_c_type, strided_source
 from .matmul import CBatchedMatmul, small_batched_matmul
 
 if TYPE_CHECKING:
@@ -116,11 +116,15 @@ def reduce_sum(body: "_Body", node: Node) -> bool:
     from ..lowering import accumulate_dtype  # noqa: PLC0415
 
     x, out = node.inputs[0], node.outputs[0]
-    if node.op not in ("sum", "mean") or not isinstance(x, Value) or accumulate_dtype(node) is not None:
+    if node.op not in ("sum", "mean") or not isinstance(x, Value):
         return False
     shape = _ints(x.type.shape)
     dims = node.attrs.get("dims")
     dims = set(range(len(shape))) if dims is None else {int(a) % max(len(shape), 1) for a in dims}
+    if node.op == "sum" and x.type.dtype.np.kind in "biu" and out.type.dtype.np.name == "int64":
+        return _integer_sum(body, x, out, shape, dims)
+    if accumulate_dtype(node) is not None:
+        return False
     dt = x.type.dtype.np.name
     if dt not in ("float32", "float64") or out.type.dtype != x.type.dtype or not dims:
         return False
@@ -169,6 +173,26 @@ def reduce_sum(body: "_Body", node: Node) -> bool:
     if finish:
         lines.append(f"    for (long long gm_j = 0; gm_j < {kept}; ++gm_j) {finish}")
     body.steps += lines + ["}"]
+    return True
+
+
+def _integer_sum(body: "_Body", x: Value, out: Value, shape: tuple, dims: set) -> bool:
+    """A sum of integers or bools into int64: exact in any order (wrapping as NumPy's int64
+    does), so one pass over x adding each element into its result."""
+    kept = [a for a in range(len(shape)) if a not in dims]
+    strides, out_strides = contiguous_strides(shape), contiguous_strides(tuple(shape[a] for a in kept))
+    terms = [f"((gm_i / {strides[a]}LL) % {shape[a]}LL) * {out_strides[j]}LL" for j, a in enumerate(kept)
+             if shape[a] != 1]
+    ctype = storage_c_type(x.type.dtype)
+    src = body.pointer(body.name(x))
+    z = body._slot(body.name(out), _bytes(out))
+    body.steps += [f"{{  // %{out.name} = sum into int64 (exact in any order)",
+                   f"    const {ctype}* gm_x = (const {ctype}*)({src});",
+                   "    unsigned long long* gm_z = (unsigned long long*)(" + z + ");",
+                   f"    for (long long gm_j = 0; gm_j < {_prod(out.type.shape)}LL; ++gm_j) gm_z[gm_j] = 0;",
+                   f"    for (long long gm_i = 0; gm_i < {_prod(shape)}LL; ++gm_i)",
+                   f"        gm_z[{' + '.join(terms) or '0'}] += (unsigned long long)(long long)gm_x[gm_i];",
+                   "}"]
     return True
 
 

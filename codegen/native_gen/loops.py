@@ -15,7 +15,8 @@ the loop around it is C:
   a y that is a value no carry took is written straight into its slot of the stacked ys;
 - every other value of the body has its own slot in one scratch buffer made per call;
 - matrix products call NumPy's own BLAS (cblas_?gemm, ?gemv, ?dot: the routine and the
-  arguments NumPy's matmul picks for those shapes and strides), so a step's products have
+  arguments NumPy's matmul picks for those shapes and strides; a large one split by rows
+  across the threads where the Python-driven body splits it), so a step's products have
   NumPy's bits; batches of small products are the generator's own loop nests (matmul.py);
   views are read in place by the kernels (strided_source), or copied by a strided loop where
   a product reads them; concatenations are copies; sums and means left unfused add as
@@ -222,13 +223,17 @@ class _BodyModule:
         if (low.pointwise and low.cupy.expr is not None and len(node.outputs) == 1
                 and all(isinstance(v, Value) or isinstance(v, (int, float, bool)) for v in node.inputs)):
             fused = _one_op_region(node)
-            region = analyze(fused, scalar_code=False)
-            if region.kind == "unfused":
-                region = analyze_rows(fused) or region
-            why = supported(region)
-            if why is None:
-                self.m._native_function(CRegion(self.m, fused, region, f"gm_region{len(self.m.functions)}"), "loop")
-                return
+            try:
+                region = analyze(fused, scalar_code=False)
+                if region.kind == "unfused":
+                    region = analyze_rows(fused) or region
+                why = supported(region)
+                if why is None:
+                    self.m._native_function(CRegion(self.m, fused, region, f"gm_region{len(self.m.functions)}"),
+                                            "loop")
+                    return
+            finally:
+                fused.drop()  # (the body's values stay as the cached graph had them)
             raise _NoCForm(f"{node.op} ({why})")
         raise _NoCForm(f"{node.op} has no C form (a library call): the body's `{node_line(node)}`")
 
@@ -264,10 +269,36 @@ class _BodyModule:
             region = analyze(node, scalar_code=False)
             if region.kind == "unfused":
                 region = analyze_rows(node) or region
-            why = supported(region)
-            if why is not None:
-                raise _NoCForm(f"a fused region ({why})")
+            if supported(region) is not None:  # no one C function: its ops one by one, each in C
+                self._op_by_op(node)
+                continue
             m._native_function(CRegion(m, node, region, f"gm_region{len(m.functions)}"), "loop")
+
+    def _op_by_op(self, node: Node) -> None:
+        """A fused region the generator cannot write as one function (a reduction of integers:
+        a batched while_loop's "any example left"): its ops one by one, as the driver runs
+        them, each in C (one-op kernels, reductions as np.add.reduce)."""
+        body = node.body
+        assert body is not None
+        literals = {}
+        for p, outer in zip(body.inputs, node.inputs):
+            if isinstance(outer, Value):
+                self.alias[self.name(p)] = self.name(outer)
+            else:
+                literals[p] = outer
+        for n in body.nodes:
+            if any(v in literals for v in n.inputs):
+                copy = _with_literals(n, literals)
+                try:
+                    self._library(copy)
+                finally:
+                    copy.drop()  # (the body's values stay as the cached graph had them)
+            else:
+                self._library(n)
+        for o, y in zip(node.outputs, body.outputs):
+            if not isinstance(y, Value):
+                raise _NoCForm("a region yields a literal")
+            self.alias[self.name(o)] = self.name(y)
 
     def _cond(self, node: Node) -> None:
         """A cond (lax.cond / lax.switch) in a loop's body: each branch's kernels in its own
@@ -308,6 +339,14 @@ class _BodyModule:
         while name in self.alias and name not in self.ptr:
             name = self.alias[name]
         return self.pointer(name), self.slot_of.get(name)
+
+
+def _with_literals(node: Node, literals: dict) -> Node:
+    """A copy of node reading the literals its region was given where it read their parameters."""
+    copy = Node(op=node.op, inputs=[literals.get(v, v) if isinstance(v, Value) else v for v in node.inputs],
+                attrs=dict(node.attrs), loc=node.loc)
+    copy.outputs = list(node.outputs)  # the same values: their readers find them by name
+    return copy
 
 
 def _one_op_region(node: Node) -> Node:

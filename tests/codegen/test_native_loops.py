@@ -273,6 +273,21 @@ def test_a_cond_inside_a_loop_is_an_if_in_c(monkeypatch):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
+def test_a_batched_while_loop_counts_in_c(monkeypatch):
+    """vmap of a while_loop runs while any example's condition holds (a sum of integers, in a
+    region the generator writes op by op): each example stops at its own trip count."""
+    x = eager.tensor(np.array([1.0, 5.0, 20.0, 0.5]))
+
+    def f(v):
+        return static.while_loop(lambda c: c[1] > 1.0, lambda c: (c[0] + 1, c[1] * 0.5), (eager.tensor(np.int64(0)), v))
+
+    native, python, source = _both(static.vmap(f), x, monkeypatch=monkeypatch)
+    assert "as a C loop around its body's kernels" in source and "loops in Python" not in source
+    _same_bits(native, python)
+    np.testing.assert_array_equal(native[0], [0, 3, 5, 0])
+    np.testing.assert_array_equal(native[1], [1.0, 0.625, 0.625, 0.5])
+
+
 def test_an_op_without_a_c_form_falls_back_and_says_which(monkeypatch):
     x = eager.tensor(np.arange(12.0).reshape(4, 3))
 
