@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from gmbase import dtypes as _dtypes
 from gmnative.kernels import LARGE as _NATIVE_LARGE  # the native layer's threshold (no file read, no build)
 
 from . import _erf as _erf_numpy
@@ -20,9 +21,29 @@ from .comparison import GT, LE
 from .selection import WHERE
 
 # -- unary math ------------------------------------------------------------------------------
+_NEG_BOOL = ("Negation, the `-` operator, on a bool tensor is not supported. "
+             "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _neg(xp, x):
+    try:
+        return xp.negative(x)
+    except TypeError:  # NumPy refuses a bool array: PyTorch's error instead (free on the good path)
+        if getattr(x, "dtype", None) is not None and x.dtype.kind == "b":
+            raise RuntimeError(_NEG_BOOL) from None
+        raise
+
+
+def _neg_abstract(x):
+    if x.dtype is _dtypes.bool_:
+        raise RuntimeError(_NEG_BOOL)
+    return x
+
+
 NEG = defop(
-    "neg", forward=lambda xp, x: xp.negative(x), abstract=lambda x: x,
+    "neg", forward=_neg, abstract=_neg_abstract,
     vjp=lambda ctx, g: (-g,), grad_name="NegBackward0", samples=_any((3, 4)), c_expr="(-{0})",
+    surface=(*_ALL, "alias negative"), doc="-input, elementwise (not defined for bool)",
 )
 def _native_math(name: str, numpy_forward):
     """A unary forward that runs the vectorized, threaded native kernel on large float arrays

@@ -24,7 +24,6 @@ class TensorMethods(TensorHooks):
     sub = F.sub
     div = F.div
     true_divide = F.true_divide
-    neg = F.neg
     square = F.square
     clamp = F.clamp
     clip = F.clamp

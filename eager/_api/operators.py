@@ -58,8 +58,7 @@ class TensorOperators(TensorHooks):
         return self._apply_op(E.POW, (other, self), {})
 
     def __neg__(self) -> Any:
-        F.check_neg(self)
-        return self._apply_op(E.NEG, (self,), {})
+        return self._apply_op(E.NEG, (self,), {})  # (the record refuses bool, as PyTorch)
 
     def __pos__(self: _T) -> _T:
         return self

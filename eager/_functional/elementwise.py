@@ -41,12 +41,6 @@ def check_sub(a, b) -> None:
         raise RuntimeError(_BOOL_SUB if _is_bool(a) and _is_bool(b) else _BOOL_SUB_ONE)
 
 
-def check_neg(a) -> None:
-    """Refuse negation of a bool tensor, with PyTorch's message (shared by neg and unary minus)."""
-    if _is_bool(a):
-        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
-                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
-
 
 def sub(input, other, *, alpha=1):
     """input - alpha * other, broadcast (bool operands are refused, as in PyTorch). Mirrors torch.sub."""
@@ -77,11 +71,6 @@ def true_divide(input, other):
     """input / other with true (float) division. Mirrors torch.true_divide."""
     return E.DIV(input, other)
 
-
-def neg(input):
-    """-input, elementwise (not defined for bool). Mirrors torch.neg."""
-    check_neg(input)
-    return E.NEG(input)
 
 
 def softplus(input, beta: float = 1.0, threshold: float = 20.0):

@@ -226,3 +226,19 @@ def test_generated_signatures_are_pytorchs():
             assert getattr(a, name + "_")(**kw_e) is a
             getattr(b, name + "_")(**kw_t)
             _close(a, b)
+
+
+def test_neg_refuses_bool_in_every_spelling_as_pytorch():
+    """neg's bool check lives in its record (forward and abstract rule), so the generated
+    function, method, in-place form, alias, operator and a trace all give PyTorch's error."""
+    import static
+
+    b = eager.tensor([True, False])
+    spellings = (eager.neg, eager.negative, lambda t: t.neg(), lambda t: -t, lambda t: t.clone().neg_(),
+                 static.compile(lambda t: -t, backend="interpret"))
+    for fn in spellings:
+        with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor is not supported"):
+            fn(b)
+    x = eager.tensor([1.0, -2.0])
+    assert eager.negative(x).tolist() == (-x).tolist() == x.neg().tolist() == [-1.0, 2.0]
+    assert eager.neg(eager.tensor([3, -4])).tolist() == [-3, 4]
