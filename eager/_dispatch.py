@@ -134,8 +134,11 @@ def _dispatch_modes(op, operands, attrs):
 # graph (`STATE.compact_broadcasts`: the engine has NumPy's reports off for the whole pass), an
 # elementwise op on a large broadcast gradient may be computed once per distinct element
 # (`_on_broadcast_base`).
-dispatch: Callable[[OpDef, tuple[Any, ...], dict[str, Any]], Any] = _fast_path.define(
-    "dispatch", _fast_path.render_dispatch(), globals())
+if TYPE_CHECKING:
+    def dispatch(op: OpDef, operands: tuple[Any, ...], attrs: dict[str, Any]) -> Any:
+        """(its text: eager._fast_path)"""
+else:
+    dispatch = _fast_path.define("dispatch", _fast_path.render_dispatch(), globals())
 
 
 def _view_of(op, a, attrs):
