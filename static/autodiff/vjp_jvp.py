@@ -4,7 +4,9 @@ compiled like the other transforms (static.autodiff.transforms).
 Both stand on the same autodiff as static.grad. `vjp` records the function and its pullback
 into one graph. `jvp` uses the double-VJP construction: the pullback u -> J^T u is linear in
 the cotangent u, so its own VJP seeded with the tangents t gives d/du <J^T u, t> = J t. The
-placeholder u never reaches the result, and the passes remove what only it fed.
+placeholder u never reaches the result, and the passes remove what only it fed. A function
+with a loop or a choice on the path is pushed forwards node by node instead
+(static.autodiff.forward: the control-flow ops' own forward rules, a while_loop's included).
 
 Conventions and error types follow JAX: primals are pytrees of floating point values,
 `vjp_fn` takes one cotangent structured like the output and returns a tuple with one
@@ -392,7 +394,9 @@ def jvp(fn: Callable[..., Any], primals: tuple[Any, ...] | list[Any], tangents: 
     Computed by reverse mode twice (the VJP of the VJP, which is linear in the cotangent), in
     one compiled graph (options as static.compile's; a compiled `fn` lends its own); inside
     a traced function, recorded into that trace. Every op on the path needs a second-order
-    derivative.
+    derivative. Where a scan, while_loop or cond is on the path, the tangents are pushed
+    forwards instead, through loops that carry them (JAX's rules, static.autodiff.forward):
+    a while_loop has a JVP though it has no VJP.
 
     Bad input raises JAX's errors: TypeError for primals/tangents that are not tuples or
     lists, of different structures or dtypes, a non-float primal or output, or a bad has_aux
