@@ -63,7 +63,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     if not _tracing():
         return _scan_python(f, init, xs, x_leaves, x_tree, n, reverse, user_location())
     loc = user_location()
-    if k != 1:
+    if k != 1 and n > 0:  # (an empty scan is the rolled one: its ys are empty arrays)
         return unrolled_scan(scan, f, init, xs, x_leaves, x_tree, n, reverse, k, loc)
     level = _batch_level(_flatten(init)[0] + x_leaves)
     if level is None:
