@@ -178,6 +178,11 @@ class Compiled:
     lower = introspect.lower
 
 
+for _name, _method in list(vars(Compiled).items()):  # the methods written in lookup, call and introspect
+    if isinstance(_method, types.FunctionType) and _method.__module__ != __name__:
+        _method.__name__, _method.__qualname__ = _name, f"Compiled.{_name}"  # (reprs, getattr by name)
+
+
 def _fingerprint_early() -> None:
     """Start hashing the library's sources (the caches' key, codegen.cache.source_fingerprint)
     on a helper thread, so that it overlaps what runs before the first compiled call. From the

@@ -102,3 +102,15 @@ def test_no_static_module_is_over_the_bound():
     over = {str(p.relative_to(ROOT)): n for p in (ROOT / "static").rglob("*.py")
             if "__pycache__" not in p.parts and (n := len(p.read_bytes().splitlines())) > 600}
     assert not over, over
+
+
+def test_the_methods_written_beside_compiled_are_named_as_its_methods():
+    """Compiled's cache, call path and inspection methods live in jit/lookup.py, call.py and
+    introspect.py; bound on the class they read as its own (reprs, getattr by name)."""
+    from static.jit import call, introspect, lookup
+
+    c = static.compile(lambda x: x)
+    for name in ("__call__", "_lookup", "_miss", "_run", "explain", "ir", "source", "lower", "entries"):
+        method = vars(static.Compiled)[name]
+        assert method.__module__ in (call.__name__, introspect.__name__, lookup.__name__), name
+        assert method.__qualname__ == f"Compiled.{name}" and getattr(c, method.__name__).__func__ is method
