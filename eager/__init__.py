@@ -56,7 +56,7 @@ from ._functional import (  # noqa: F401,E402
     addmm, addmv, argsort, argwhere, baddbmm, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, bmm, cdist,
     broadcast_shape as broadcast_shapes, clamp_max, clamp_min, cumprod, cumsum, diag, diag_embed, diagonal,
     einsum, flip, fliplr, flipud, gather, ger, index_add, index_select, kthvalue, lerp, masked_fill,
-    masked_select, median, nan_to_num, nonzero, outer, repeat_interleave, roll, scatter, scatter_add,
+    masked_select, median, nonzero, outer, repeat_interleave, roll, scatter, scatter_add,
     scatter_reduce, sort, std_mean, topk, trace, tril, triu, unique, var_mean,
 )
 from ._factories import (  # noqa: F401,E402

@@ -160,6 +160,9 @@ NAN_TO_NUM = defop(
     vjp=lambda ctx, g: (WHERE(ISFINITE(ctx.input(0)), g, 0.0),), grad_name="NanToNumBackward0", save=(0,),
     samples=lambda rng: [((_specials(rng),), {"nan": 0.0, "posinf": None, "neginf": None}),
                          ((_specials(rng),), {"nan": 1.5, "posinf": 9.0, "neginf": -9.0})],
+    surface=("nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None)", *_ALL),
+    doc="input with NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf` (by default the dtype's "
+        "largest and smallest finite values)",
 )
 
 

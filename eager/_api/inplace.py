@@ -124,8 +124,3 @@ class TensorInPlace(TensorHooks):
         """In-place lerp: self + weight * (end - self). Mirrors torch.Tensor.lerp_."""
         return self._apply_inplace(lambda s, e: F.lerp(s, e, weight), (end,), "lerp_", saves_self=False)
 
-    def nan_to_num_(self: _T, nan: builtins.float = 0.0, posinf: builtins.float | None = None,
-                    neginf: builtins.float | None = None) -> _T:
-        """In-place nan_to_num: replace NaN, +inf and -inf with finite values. Mirrors torch.Tensor.nan_to_num_."""
-        return self._apply_inplace(lambda s: F.nan_to_num(s, nan, posinf, neginf), (), "nan_to_num_", saves_self=False)
-

@@ -67,7 +67,6 @@ class TensorMethods(TensorHooks):
     bitwise_or = F.bitwise_or
     bitwise_xor = F.bitwise_xor
     bitwise_not = F.bitwise_not
-    nan_to_num = F.nan_to_num
     clamp_min = F.clamp_min
     clamp_max = F.clamp_max
     lerp = F.lerp

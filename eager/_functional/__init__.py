@@ -25,7 +25,6 @@ from .elementwise import (  # noqa: F401
     div,
     gelu,
     lerp,
-    nan_to_num,
     rsub,
     softplus,
     square,

@@ -168,13 +168,6 @@ def _trunc_divide(input, other):
     return STOP_GRADIENT(E.DIV(input - rest, other))  # rounded: no gradient, as PyTorch
 
 
-def nan_to_num(input, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None):
-    """input with NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf`.
-
-    The infinities default to the dtype's largest and smallest finite values. Mirrors torch.nan_to_num."""
-    return M.NAN_TO_NUM(input, nan=float(nan), posinf=None if posinf is None else float(posinf),
-                        neginf=None if neginf is None else float(neginf))
-
 
 def clamp_min(input, min):
     """max(input, min), elementwise. Mirrors torch.clamp_min."""
