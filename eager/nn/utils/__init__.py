@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+import numpy as np
+
 from ... import _functional as _F
 from ..._grad_mode import no_grad
 from ..._tensor import Tensor
@@ -27,6 +29,10 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm
     if not grads:
         return tensor(0.0)
     norm_type = float(norm_type)
+    if norm_type == 2.0:
+        found = _clip_arrays(grads, float(max_norm), error_if_nonfinite)
+        if found is not None:
+            return found
     with no_grad():
         norms = _F.stack([_F.norm(g.detach(), norm_type) for g in grads])
         total = _F.amax(norms) if norm_type == math.inf else _F.norm(norms, norm_type)
@@ -38,6 +44,42 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm
         for g in grads:
             g.mul_(coef.to(g.dtype))
     return total
+
+
+def _clip_arrays(grads: list, max_norm: float, error_if_nonfinite: bool) -> Tensor | None:
+    """clip_grad_norm_ for the 2-norm straight on the gradients' NumPy arrays (one dot product
+    per gradient, one in-place scaling when it clips), where every gradient is a plain eager
+    CPU tensor of one float dtype and no dispatch mode or trace is active; None otherwise.
+    Written with ops it took five ops a gradient (norm, stack, norm, clamp, a cast and an
+    in-place product each): a quarter of a seq2seq step's time. The same numbers as the ops:
+    each gradient's norm in its dtype, the norm of those, then coef = min(max_norm /
+    (total + 1e-6), 1) in that dtype multiplying every gradient (PyTorch's order)."""
+    from ... import _dispatch  # noqa: PLC0415
+    from ...optim.optimizer import bump_versions  # noqa: PLC0415
+
+    if _dispatch._n_modes_pushed:
+        return None
+    arrays = []
+    dtype = None
+    for g in grads:
+        a = g._data if type(g) is Tensor else None
+        if type(a) is not np.ndarray or a.dtype.kind != "f" or (dtype is not None and a.dtype != dtype):
+            return None
+        dtype = a.dtype
+        arrays.append(a)
+    assert dtype is not None
+    flat = [a.reshape(-1) for a in arrays]
+    norms = np.array([np.sqrt(np.dot(f, f)) if f.size else 0.0 for f in flat], dtype=dtype)
+    total = np.sqrt(np.dot(norms, norms)).astype(dtype)
+    if error_if_nonfinite and not np.isfinite(total):
+        raise RuntimeError("The total norm of order 2.0 for gradients from `parameters` is non-finite, "
+                           "so it cannot be clipped. To disable this error and scale the gradients by the "
+                           "non-finite norm anyway, set `error_if_nonfinite=False`")
+    coef = np.minimum(dtype.type(max_norm) / (total + dtype.type(1e-6)), dtype.type(1.0))
+    for a in arrays:
+        np.multiply(a, coef, out=a)
+    bump_versions(*grads)
+    return Tensor._make(np.asarray(total, dtype=dtype))
 
 
 def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float, foreach: bool | None = None) -> None:
