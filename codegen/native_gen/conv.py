@@ -24,6 +24,7 @@ shapes a window reshape has, float32/float64, no symbolic size); anything else r
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,17 @@ if TYPE_CHECKING:
     from .driver import NativeModule
 
 FLOATS = ("float32", "float64")
+
+
+def enabled() -> bool:
+    """Whether these ops run as the window functions (GRAPHMODE_NATIVE_WINDOWS, on unless 0;
+    off, they are library calls as before, for measuring one against the other): part of the
+    native module's cache key (fingerprint), since the generated code differs."""
+    return os.environ.get("GRAPHMODE_NATIVE_WINDOWS", "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+def fingerprint() -> str:
+    return "" if enabled() else ";native_windows=0"
 
 
 @dataclass
@@ -124,8 +136,10 @@ def _max_pool(unfold: Node, outs: set) -> tuple | None:
 
 
 def _pool_grad(fold: Node, outs: set) -> tuple | None:
-    """(where, index_mask, index, gradient) when fold adds back `where(index_mask(index), g,
-    0)` reshaped to windows, read by nothing else: max-pooling's gradient."""
+    """(where, index_mask or None, index or mask, gradient) when fold adds back `where(mask,
+    g, 0)` reshaped to windows, read by nothing else: max-pooling's gradient. The mask is
+    `index_mask(index)` (read as the index, the mask absorbed) or, where a compiled backward
+    receives it from its forward, a boolean array (C, kh*kw, N, oh, ow) read as it is."""
     reshape = fold.inputs[0].producer
     if reshape is None or reshape.op != "reshape" or reshape.body is not None:
         return None
@@ -138,37 +152,67 @@ def _pool_grad(fold: Node, outs: set) -> tuple | None:
     mask, g, zero = where.inputs
     if isinstance(zero, Value) or float(zero) != 0.0 or not isinstance(mask, Value) or not _float(g):
         return None
-    index_mask = mask.producer
-    if index_mask is None or index_mask.op != "index_mask" or _only_user(mask, outs) is not where:
-        return None
     c, kh, kw, n, oh, ow = _ints(fold.inputs[0].type.shape)
-    index = index_mask.inputs[0]
-    if (int(index_mask.attrs["dim"]) != 1 or int(index_mask.attrs["size"]) != kh * kw
-            or not isinstance(index, Value) or _ints(index.type.shape) != (c, 1, n, oh, ow)
-            or index.type.dtype.np.name != "int64" or _ints(g.type.shape) != (c, 1, n, oh, ow)
-            or _ints(masked.type.shape) != (c, kh * kw, n, oh, ow) or g.type.dtype != fold.outputs[0].type.dtype):
+    if (_ints(g.type.shape) != (c, 1, n, oh, ow) or _ints(masked.type.shape) != (c, kh * kw, n, oh, ow)
+            or g.type.dtype != fold.outputs[0].type.dtype or not _static(mask, g)):
         return None
-    return where, index_mask, index, g
+    index_mask = mask.producer
+    if index_mask is not None and index_mask.op == "index_mask" and _only_user(mask, outs) is where:
+        index = index_mask.inputs[0]
+        if (int(index_mask.attrs["dim"]) == 1 and int(index_mask.attrs["size"]) == kh * kw
+                and isinstance(index, Value) and _ints(index.type.shape) == (c, 1, n, oh, ow)
+                and index.type.dtype.np.name == "int64"):
+            return where, index_mask, index, g
+    if mask.type.dtype.np.name == "bool" and _ints(mask.type.shape) == (c, kh * kw, n, oh, ow):
+        return where, None, mask, g
+    return None
+
+
+def _pool_mask(argmax: Node, outs: set) -> tuple | None:
+    """(reshape, index_mask) when the pooling's index is read as `index_mask(reshape(index))`
+    (a compiled forward whose backward receives the mask): the pooling writes the mask."""
+    for user in _users(argmax.outputs[0]):
+        if user.op != "reshape" or user.body is not None:
+            continue
+        c, n, oh, ow = _ints(argmax.outputs[0].type.shape)
+        r = user.outputs[0]
+        readers = _users(r)
+        if (_ints(r.type.shape) != (c, 1, n, oh, ow) or id(r) in outs or len(readers) != 1
+                or readers[0].op != "index_mask" or readers[0].body is not None
+                or int(readers[0].attrs["dim"]) != 1):
+            continue
+        return user, readers[0]
+    return None
 
 
 def plan(graph: Graph) -> WindowPlan:
     """Which nodes of the graph run as the window functions of this module."""
     p = WindowPlan()
     outs = {id(v) for v in graph.outputs if isinstance(v, Value)}
+    grads = {id(node): _pool_grad(node, outs) for node in graph.nodes if _fold_ok(node)}
+    # index masks a gradient's fold reads as the index: no pooling writes those
+    read_as_index = {id(g[1]) for g in grads.values() if g is not None and g[1] is not None}
     for node in graph.nodes:
         if _unfold_ok(node):
             pool = _max_pool(node, outs)
             if pool is not None:
                 reshape, argmax, take = pool
                 p.absorbed |= {id(node), id(reshape)} | ({id(take)} if take is not None else set())
-                p.emit[id(argmax)] = ("max_pool", node, pool)
+                mask = _pool_mask(argmax, outs)
+                if mask is not None and id(mask[1]) not in read_as_index and int(mask[1].attrs["size"]) == int(
+                        node.attrs["kernel"][0]) * int(node.attrs["kernel"][1]):
+                    p.absorbed |= {id(mask[0]), id(mask[1])}
+                else:
+                    mask = None
+                p.emit[id(argmax)] = ("max_pool", node, (reshape, argmax, take, mask))
             else:
                 p.emit[id(node)] = ("unfold", node, None)
         elif _fold_ok(node):
-            grad = _pool_grad(node, outs)
+            grad = grads[id(node)]
             if grad is not None:
                 where, index_mask, _, _ = grad
-                p.absorbed |= {id(where), id(index_mask), id(node.inputs[0].producer)}
+                p.absorbed |= {id(where), id(node.inputs[0].producer)} | (
+                    {id(index_mask)} if index_mask is not None else set())
                 p.emit[id(node)] = ("pool_grad", node, grad)
             else:
                 p.emit[id(node)] = ("fold", node, None)
@@ -178,6 +222,8 @@ def plan(graph: Graph) -> WindowPlan:
 def window_op(module: "NativeModule", node: Node, at: str) -> bool:
     """Whether node runs (or was run) as one of this module's C functions; the driver then
     writes nothing else for it."""
+    if not enabled():
+        return False
     p = getattr(module, "_window_plan", None)
     if p is None:
         p = module._window_plan = plan(module.graph)  # type: ignore[attr-defined]
@@ -243,9 +289,12 @@ class CWindow(CFunction):
         self.lines += [
             f"{{  // %{y.name} = unfold: {rows} window rows of {oh}x{ow} from ({n}, {c}, {h}, {w})",
             f"    {self._par(rows * oh * ow)}",
-            f"    for (long long r = 0; r < {rows}LL; ++r) {{",
-            f"        const long long nn = r % {n}, t1 = r / {n}, j = t1 % {kw}, t2 = t1 / {kw}, i = t2 % {kh}, "
-            f"cc = t2 / {kh};",
+            # one image plane at a time (read from cache kh*kw times), each window offset (i, j)
+            # one row of the columns: the reads stream through the image
+            f"    for (long long p = 0; p < {n * c}LL; ++p) {{",
+            f"    for (long long ij = 0; ij < {kh * kw}LL; ++ij) {{",
+            f"        const long long nn = p / {c}, cc = p % {c}, i = ij / {kw}, j = ij % {kw};",
+            f"        const long long r = (cc * {kh * kw} + ij) * {n} + nn;  // the row of the columns",
             f"        const {T}* src = {cx} + {off}LL + nn * {sn}LL + cc * {sc}LL;",
             f"        {T}* dst = {out} + r * {oh * ow}LL;",
             # the columns ox whose xx = ox * sw - pl + j * dw lies in the row: [lo, hi)
@@ -262,6 +311,7 @@ class CWindow(CFunction):
             f"            for (long long ox = lo; ox < hi; ++ox) d[ox] = s[ox * {sw * sx}LL - a * {sx}LL];",
             f"            for (long long ox = hi > lo ? hi : lo; ox < {ow}; ++ox) d[ox] = {pad};",
             "        }",
+            "    }",
             "    }",
             "}",
         ]
@@ -326,7 +376,7 @@ class CWindow(CFunction):
 
     def _pool_grad(self) -> None:
         node = self.anchor
-        _, _, index, g = self.parts
+        _, index_mask, index, g = self.parts
         y = node.outputs[0]
         T = c_type(y.type.dtype)
         c, kh, kw, n, oh, ow = _ints(node.inputs[0].type.shape)
@@ -334,38 +384,79 @@ class CWindow(CFunction):
         ci, si, oi = self._input(index)
         cg, sg, og = self._input(g)
         out = self._output(y)
-        # element (cc, 0, nn, oy, ox) of the index and the gradient, through their strides
-        idx = f"{ci}[{oi}LL + cc * {si[0]}LL + nn * {si[2]}LL + oy * {si[3]}LL + ox * {si[4]}LL]"
+        # element (cc, k, nn, oy, ox) of the index or mask and the gradient, through their strides
+        at = f"{oi}LL + cc * {si[0]}LL + nn * {si[2]}LL + oy * {si[3]}LL + ox * {si[4]}LL"
+        chosen = f"{ci}[{at}] == k" if index_mask is not None else f"{ci}[{at} + k * {si[1]}LL] != 0"
         grad = f"{cg}[{og}LL + cc * {sg[0]}LL + nn * {sg[2]}LL + oy * {sg[3]}LL + ox * {sg[4]}LL]"
-        self._fold_rows(T, _geometry2d(node), n, c, h, w, oh, ow, out, f"({idx} == k ? {grad} : ({T})0)",
-                        "max-pooling's gradient (fold of the gradient where each window's index is)")
+        self._fold_rows(T, _geometry2d(node), n, c, h, w, oh, ow, out, f"(({chosen}) ? {grad} : ({T})0)",
+                        "max-pooling's gradient (fold of the gradient where each window's maximum is)")
 
     def _max_pool(self) -> None:
         unfold = self.anchor
-        _, argmax, take = self.parts
+        _, argmax, take, mask = self.parts
         x = unfold.inputs[0]
         T = c_type(x.type.dtype)
         kh, kw, sh, sw, pt, pl, dh, dw = _geometry2d(unfold)  # type: ignore[misc]
         n, c, h, w = _ints(x.type.shape)
         oh, ow = _ints(unfold.outputs[0].type.shape)[4:]
         cx, (sn, sc, sy, sx), off = self._input(x)
-        out_i = self._output(argmax.outputs[0])
+        index = argmax.outputs[0]
+        # the index is written unless its one reader is the mask written here instead
+        keep_index = mask is None or len(_users(index)) > 1 or any(v is index for v in self.m.graph.outputs)
+        out_i = self._output(index) if keep_index else None
         out_v = self._output(take.outputs[0]) if take is not None else None
-        store = [f"            {out_i}[at + ox] = best_k;"]
+        out_m = self._output(mask[1].outputs[0]) if mask is not None else None
+        store = [f"            {out_i}[at + ox] = best_k;"] if out_i is not None else []
         if out_v is not None:
             store.append(f"            {out_v}[at + ox] = best;")
+        if out_m is not None:  # (C, kh*kw, N, oh, ow): window offset k of output (cc, nn, oy, ox)
+            store.append(f"            for (long long k = 0; k < {kh * kw}; ++k) "
+                         f"{out_m}[((cc * {kh * kw} + k) * {n} + nn) * {oh * ow}LL + oy * {ow} + ox] = k == best_k;")
         neg_inf = c_literal(float("-inf"), T)
         self.lines += [
             f"{{  // %{argmax.outputs[0].name} = max-pooling: first maximum of each {kh}x{kw} window of "
             f"({n}, {c}, {h}, {w}) (-inf padding, NaN wins)",
             f"    {self._par(c * n * oh * ow * kh * kw)}",
+            # rows in the image's order (image, channel, row): the reads stream through memory
+            # (in the results' order they jumped a whole image each row: 7x slower on W6)
             f"    for (long long r = 0; r < {c * n * oh}LL; ++r) {{",
-            f"        const long long cc = r / {n * oh}, t1 = r % {n * oh}, nn = t1 / {oh}, oy = t1 % {oh};",
+            f"        const long long nn = r / {c * oh}, cc = (r / {oh}) % {c}, oy = r % {oh};",
             f"        const {T}* src = {cx} + {off}LL + nn * {sn}LL + cc * {sc}LL;",
-            f"        const long long at = r * {ow}LL;",
+            f"        const long long at = ((cc * {n} + nn) * {oh} + oy) * {ow}LL;",
             f"        for (long long ox = 0; ox < {ow}; ++ox) {{",
-            # a padded position is -inf: it never beats the start (-inf, index 0), which is
-            # what the window's argmax gives when no element of the image exceeds -inf
+            *(self._unpadded_windows(T, kh, kw, sh, sw, dh, dw, sy, sx) if not any(int(p) for p in unfold.attrs["padding"])
+              else self._padded_windows(T, kh, kw, sh, sw, pt, pl, dh, dw, h, w, sy, sx, neg_inf)),
+            *store,
+            "        }",
+            "    }",
+            "}",
+        ]
+
+    @staticmethod
+    def _unpadded_windows(T: str, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, sy: int, sx: int) -> list:
+        """The window loop of a max-pooling without padding: every window lies in the image
+        (the output size says so), so each element is read without a bounds check, and the
+        first maximum is kept by selects (a loop over the windows the compiler vectorizes)."""
+        reads = []
+        for i in range(kh):
+            for j in range(kw):
+                k = i * kw + j
+                at = f"src[(oy * {sh} + {i * dh}) * {sy}LL + (ox * {sw} + {j * dw}) * {sx}LL]"
+                if k == 0:
+                    reads += [f"            {T} best = {at};", "            long long best_k = 0;"]
+                    continue
+                reads += [f"            {{ const {T} v = {at};",
+                          "              const bool take = (v > best) | ((v != v) & (best == best));",
+                          f"              best = take ? v : best; best_k = take ? {k}LL : best_k; }}"]
+        return reads
+
+    @staticmethod
+    def _padded_windows(T: str, kh: int, kw: int, sh: int, sw: int, pt: int, pl: int, dh: int, dw: int, h: int,
+                        w: int, sy: int, sx: int, neg_inf: str) -> list:
+        """The window loop of a padded max-pooling: the positions inside the image only. A
+        padded position is -inf: it never beats the start (-inf, index 0), which is what the
+        window's argmax gives when no element of the image exceeds -inf."""
+        return [
             f"            {T} best = {neg_inf};",
             "            long long best_k = 0;",
             f"            for (long long i = 0; i < {kh}; ++i) {{",
@@ -378,8 +469,4 @@ class CWindow(CFunction):
             "                    if (best == best && (v > best || v != v)) { best = v; best_k = i * " + str(kw) + " + j; }",
             "                }",
             "            }",
-            *store,
-            "        }",
-            "    }",
-            "}",
         ]

@@ -136,3 +136,28 @@ def test_the_cnn_step_runs_its_windows_natively_and_equals_eager():
     for op in ("'unfold'", "'fold'", "arg_reduce", "take_along", "np.arange"):  # np.arange: index_mask
         assert op not in code
     assert "max-pooling: first maximum" in text and "max-pooling's gradient" in text
+
+
+def test_graphmode_native_windows_0_keeps_the_library_calls(monkeypatch):
+    """The switch (for measuring one against the other) changes the code and the cache key."""
+    x = eager.from_numpy(np.random.default_rng(4).standard_normal((2, 3, 8, 8)).astype(np.float32))
+    on = _source(lambda t: F.max_pool2d(t, 2), x)
+    monkeypatch.setenv("GRAPHMODE_NATIVE_WINDOWS", "0")
+    off = _source(lambda t: F.max_pool2d(t, 2), x)
+    assert "max-pooling: first maximum" in on and "max-pooling" not in off and "arg_reduce" in _driver_code(off)
+    np.testing.assert_array_equal(static.compile(lambda t: F.max_pool2d(t, 2), backend="native")(x).numpy(),
+                                  F.max_pool2d(x, 2).numpy())
+
+
+def test_a_compiled_forward_writes_the_mask_its_backward_reads():
+    """A module compiled as a drop-in saves the pooling's mask for its backward (the smaller
+    residual): the pooling writes the mask itself, and the backward's fold reads it."""
+    model = w6_cnn.make_model(seed=0)
+    compiled = static.compile(model, backend="native")
+    images, labels = w6_cnn.make_batch(seed=0, batch=4)
+    loss = F.cross_entropy(compiled(images), labels)
+    loss.backward()
+    want = w6_cnn.make_model(seed=0)
+    F.cross_entropy(want(images), labels).backward()
+    for a, b in zip(model.parameters(), want.parameters()):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-6)
