@@ -73,7 +73,7 @@ class _Jacobian:
         result = self.fn(*args)
         output, aux = result if self.has_aux else (result, None)
         if not isinstance(output, Tracer):
-            raise TypeError(f"static.{self._kind}: the function must return one tensor, got {type(output).__name__}")
+            return self._per_output_leaf(args, output, aux)
         n = max(output.numel(), 1)
         reps, args_b = [], list(args)
         with eager.enable_grad():
@@ -98,6 +98,23 @@ class _Jacobian:
         flat = [g.reshape(tuple(output.shape) + tuple(r.shape[1:])) for g, r in zip(grads, reps)]
         per_arg = [_rebuild(args[k], flat) for k in nums]
         jac = per_arg[0] if single else tuple(per_arg)
+        return (jac, aux) if self.has_aux else jac
+
+    def _per_output_leaf(self, args: tuple, output: Any, aux: Any) -> Any:
+        """jacrev of a function returning a pytree (JAX's: the Jacobians structured like the
+        output): one Jacobian per output leaf, each by its own batched reverse pass."""
+        leaves, tree = _vmap._flatten(output)
+        if not leaves or not all(isinstance(leaf, Tracer) for leaf in leaves):
+            raise TypeError(f"static.{self._kind}: the function must return tensors (a pytree of them), got "
+                            f"{type(output).__name__}")
+        jacs = []
+        for j in range(len(leaves)):
+            def leaf(*a: Any, j: int = j) -> Any:
+                r = self.fn(*a)
+                return _vmap._flatten(r[0] if self.has_aux else r)[0][j]
+
+            jacs.append(_Jacobian(leaf, self.argnums, False, self._kind)(*args))
+        jac = _vmap._unflatten(tree, jacs)
         return (jac, aux) if self.has_aux else jac
 
     def _forward(self, args: tuple, nums: tuple, single: bool) -> Any:

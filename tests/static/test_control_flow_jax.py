@@ -232,3 +232,23 @@ def test_per_example_gradients_through_a_scan_agree_with_jax(mode):
     else:
         got = static.vmap(static.grad(loss), in_dims=(None, 0), backend=mode)(eager.tensor(w), eager.tensor(xb))
     _close(got, expected)
+
+
+def test_jacobians_of_pytree_outputs_and_aux_agree_with_jax():
+    x = np.array([0.7, -1.1, 0.2])
+
+    def ours(a):
+        h = cf.fori_loop(0, 3, lambda i, c: eager.sin(c) * a, a)
+        return ({"s": (h * a).sum(), "v": eager.tanh(h) * 2}, a[0] * h), h.sum()
+
+    def theirs(a):
+        h = jax.lax.fori_loop(0, 3, lambda i, c: jnp.sin(c) * a, a)
+        return ({"s": (h * a).sum(), "v": jnp.tanh(h) * 2}, a[0] * h), h.sum()
+
+    for kind in ("jacfwd", "jacrev"):
+        got, aux = getattr(static, kind)(ours, has_aux=True)(eager.tensor(x))
+        expected, j_aux = jax.jit(getattr(jax, kind)(theirs, has_aux=True))(jnp.asarray(x))
+        _close(aux, j_aux)
+        for key in ("s", "v"):
+            _close(got[0][key], expected[0][key])
+        _close(got[1], expected[1])
