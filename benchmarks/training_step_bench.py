@@ -38,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -84,6 +85,25 @@ def fwd_bwd_fns(mod, quick: bool, backend: str) -> tuple[Callable, Callable]:
     return fns[0], fns[1]
 
 
+def windows_off(fn: Callable) -> Callable:
+    """fn (a compiled candidate) built with the native backend's window functions off
+    (GRAPHMODE_NATIVE_WINDOWS=0: convolution and pooling windows as library calls): the
+    variable is read when a module is generated, at the first calls, so it is set around
+    them only, and the other candidates of the run keep the functions. The cache key holds
+    the setting, so each variant gets its own module."""
+    saved = os.environ.get("GRAPHMODE_NATIVE_WINDOWS")
+    os.environ["GRAPHMODE_NATIVE_WINDOWS"] = "0"
+    try:
+        fn()
+        fn()
+    finally:
+        if saved is None:
+            os.environ.pop("GRAPHMODE_NATIVE_WINDOWS", None)
+        else:
+            os.environ["GRAPHMODE_NATIVE_WINDOWS"] = saved
+    return fn
+
+
 def step_fns(mod, quick: bool, backend: str) -> dict[str, Callable]:
     """The training step: graphmode eager, compiled, and PyTorch eager (when installed)."""
     batch = _batch(mod, quick)
@@ -104,7 +124,7 @@ def step_fns(mod, quick: bool, backend: str) -> dict[str, Callable]:
 
 
 def torch_runs(name: str, quick: bool, runs: int, repeats: int, compiled: bool,
-               malloc: str = "steady") -> dict[str, list[float]] | None:
+               malloc: str = "steady", cpu: bool = False) -> dict[str, list[float]] | None:
     """PyTorch's step, eager and (`compiled`) under torch.compile, per-run medians, measured
     in a process of its own: with torch loaded, two OpenMP runtimes share the process and slow
     the native backend several times (measured), which would make the comparison unfair to
@@ -115,7 +135,7 @@ def torch_runs(name: str, quick: bool, runs: int, repeats: int, compiled: bool,
     script = (f"import sys, json; sys.argv = ['x']; sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
               "import training_step_bench as b\n"
               + ("b.steady_malloc()\n" if malloc == "steady" else "")
-              + f"print(json.dumps(b._torch_child({name!r}, {quick!r}, {runs}, {repeats}, {compiled!r})))\n")
+              + f"print(json.dumps(b._torch_child({name!r}, {quick!r}, {runs}, {repeats}, {compiled!r}, {cpu!r})))\n")
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=native_build.environ_for_peers())
     if res.returncode != 0:
@@ -124,7 +144,8 @@ def torch_runs(name: str, quick: bool, runs: int, repeats: int, compiled: bool,
     return None if value is None else {k: [float(v) for v in vs] for k, vs in value.items()}
 
 
-def _torch_child(name: str, quick: bool, runs: int, repeats: int, compiled: bool) -> dict[str, list[float]] | None:
+def _torch_child(name: str, quick: bool, runs: int, repeats: int, compiled: bool,
+                 cpu: bool = False) -> dict[str, list[float]] | None:
     torch = _torch()
     if torch is None:
         return None
@@ -132,7 +153,7 @@ def _torch_child(name: str, quick: bool, runs: int, repeats: int, compiled: bool
     fns = {"torch eager": _torch_step(torch, mod, _batch(mod, quick))}
     if compiled:
         fns["torch.compile"] = _torch_step(torch, mod, _batch(mod, quick), compiled=True)
-    return runs_of(fns, runs, repeats)
+    return runs_of(fns, runs, repeats, time.process_time if cpu else time.perf_counter)
 
 
 def _torch_step(torch, mod, batch, compiled: bool = False) -> Callable:
@@ -156,12 +177,13 @@ def _torch_step(torch, mod, batch, compiled: bool = False) -> Callable:
     return step
 
 
-def runs_of(fns: dict[str, Callable], runs: int, repeats: int) -> dict[str, list[float]]:
+def runs_of(fns: dict[str, Callable], runs: int, repeats: int,
+            clock: Callable[[], float] = time.perf_counter) -> dict[str, list[float]]:
     """Per candidate, the median seconds of each run (interleaved samples within a run)."""
     names = list(fns)
     out: dict[str, list[float]] = {n: [] for n in names}
     for _ in range(runs):
-        samples = sample_interleaved([fns[n] for n in names], repeats, warmup=2)
+        samples = sample_interleaved([fns[n] for n in names], repeats, warmup=2, clock=clock)
         for n, s in zip(names, samples):
             out[n].append(statistics.median(s))
     return out
@@ -236,6 +258,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", default=None, help="also write the numbers to this file")
     parser.add_argument("--malloc", choices=("steady", "default"), default="steady",
                         help="glibc keeps freed memory (steady, the default) or its own defaults")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="wall time (the default) or the process's CPU time, all threads (on a machine "
+                             "shared with busy processes the wall time of threaded code is mostly waiting)")
+    parser.add_argument("--windows-off", action="store_true",
+                        help="also time the compiled candidates with the native window functions off "
+                             "(GRAPHMODE_NATIVE_WINDOWS=0), interleaved with the others")
     args = parser.parse_args(argv)
     if args.runs is None:
         args.runs = 1 if args.quick else 3
@@ -244,20 +272,32 @@ def main(argv: list[str] | None = None) -> dict:
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     malloc = steady_malloc() if args.malloc == "steady" else "default"
-    print(f"malloc: {malloc}")
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    print(f"malloc: {malloc}; clock: {args.clock}")
     repeats = args.repeats or (3 if args.quick else 15)
     rows, payload = [], {"runs": args.runs, "repeats": repeats, "backend": args.backend, "malloc": malloc,
-                         "cases": []}
+                         "clock": args.clock, "cases": []}
     for name in args.workloads.split(","):
         mod = WORKLOADS[name.strip().upper()]
         cases = [("fwd+bwd", dict(zip(("eager", "compiled"), fwd_bwd_fns(mod, args.quick, args.backend)))),
                  ("step", step_fns(mod, args.quick, args.backend))]
+        if args.windows_off:
+            cases[0][1]["compiled, windows off"] = windows_off(fwd_bwd_fns(mod, args.quick, args.backend)[1])
+            cases[1][1]["compiled, windows off"] = windows_off(step_fns(mod, args.quick, args.backend)["compiled"])
         for case, fns in cases:
             eager.manual_seed(0)
-            per_run = runs_of(fns, args.runs, repeats)
+            per_run = runs_of(fns, args.runs, repeats, clock)
+            off = per_run.pop("compiled, windows off", None)
+            if off is not None:
+                gains = [o / c for o, c in zip(off, per_run["compiled"])]
+                print(f"{name} {case}: compiled with the window functions off {statistics.median(off) * 1e3:.2f} ms, "
+                      f"on {statistics.median(per_run['compiled']) * 1e3:.2f} ms: off/on median "
+                      f"{statistics.median(gains):.2f} (runs {_spread(gains)})")
+                payload.setdefault("windows_off", {})[f"{name} {case}"] = {"seconds_per_run": off,
+                                                                             "off_over_on_per_run": gains}
             if case == "step":
                 peer_runs = torch_runs(name.strip().upper(), args.quick, args.runs, repeats, not args.no_torch_compile,
-                                       args.malloc)
+                                       args.malloc, args.clock == "cpu")
                 per_run.update(peer_runs or {})
             ratios = [e / c for e, c in zip(per_run["eager"], per_run["compiled"])]
             row = [f"{name} {case}", statistics.median(per_run["eager"]) * 1e3, _spread(per_run["eager"], 1e3, '{:.1f}'),
