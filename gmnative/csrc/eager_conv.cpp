@@ -90,6 +90,9 @@ template <typename T> static inline bool gm_takes(T v, T best) { return v > best
 // the larger of a and b, NaN when either is
 template <typename T> static inline T gm_nan_max(T a, T b) { return (b > a) | (b != b) ? b : a; }
 
+// whether v is the window maximum m (a NaN maximum: any NaN)
+template <typename T> static inline bool gm_same(T v, T m) { return (v == m) | ((v != v) & (m != m)); }
+
 // the common 2x2 window of stride 2, no padding or dilation (its windows do not overlap)
 static inline bool gm_pool_2x2(const gm_geom& g) {
     return g.KH == 2 && g.KW == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && g.dh == 1 && g.dw == 1
@@ -174,22 +177,32 @@ template <typename T> static void max_pool2d_backward(const T* gout, const T* x,
         const T* src = x + p * size;
         const T* gp = gout + p * plane;
         T* o = gx + p * size;
-        if (two) {  // every cell of a window written once: the gradient at the maximum, else 0
+        if (two && 2 * g.OW <= 1024) {  // every cell of a window written once: the gradient at the maximum, else 0
             for (long long oh = 0; oh < g.OH; ++oh) {
                 const T* r0 = src + 2 * oh * g.W;
                 const T* r1 = r0 + g.W;
                 T* o0 = o + 2 * oh * g.W;
                 T* o1 = o0 + g.W;
                 const T* grow = gp + oh * g.OW;
+                // each window's maximum by contiguous vector passes (as the values-only forward),
+                // then the first cell in window order equal to it (the first NaN where it is
+                // NaN: argmax's rule) takes the gradient; no branch on the data
+                T col[1024], top[512];
+                #pragma omp simd
+                for (long long w = 0; w < 2 * g.OW; ++w) col[w] = gm_nan_max(r0[w], r1[w]);
+                #pragma omp simd
+                for (long long ow = 0; ow < g.OW; ++ow) top[ow] = gm_nan_max(col[2 * ow], col[2 * ow + 1]);
                 #pragma omp simd
                 for (long long ow = 0; ow < g.OW; ++ow) {
-                    T v;
-                    const int at = gm_argmax_2x2(r0, r1, ow, &v);
-                    const T gv = grow[ow];
-                    o0[2 * ow] = at == 0 ? gv : (T)0;
-                    o0[2 * ow + 1] = at == 1 ? gv : (T)0;
-                    o1[2 * ow] = at == 2 ? gv : (T)0;
-                    o1[2 * ow + 1] = at == 3 ? gv : (T)0;
+                    const T m = top[ow], gv = grow[ow];
+                    const bool ta = gm_same(r0[2 * ow], m);
+                    const bool tb = !ta & gm_same(r0[2 * ow + 1], m);
+                    const bool tc = !ta & !tb & gm_same(r1[2 * ow], m);
+                    const bool te = !ta & !tb & !tc;
+                    o0[2 * ow] = ta ? gv : (T)0;
+                    o0[2 * ow + 1] = tb ? gv : (T)0;
+                    o1[2 * ow] = tc ? gv : (T)0;
+                    o1[2 * ow + 1] = te ? gv : (T)0;
                 }
                 // an odd last column or row no window covers
                 for (long long w = 2 * g.OW; w < g.W; ++w) { o0[w] = (T)0; o1[w] = (T)0; }
