@@ -209,9 +209,9 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
             raise RuntimeError("Trying to set a forward gradient that has a different size than that of the original "
                                f"Tensor, this is not supported. Tensor is of size {list(p.shape)} while the given "
                                f"forward gradient is of size {list(t.shape)}.")
-    level = _vmap.innermost_level(t_leaves)
-    if level is not None and _vmap.innermost_level(p_leaves) is None:
-        return _jvp_per_tangent(func, primals, tangents, t_leaves, level, strict, has_aux)
+    level = _vmap.innermost_level(p_leaves + t_leaves)
+    if level is not None:
+        return _jvp_per_member(func, primals, tangents, p_leaves, t_leaves, level, strict, has_aux)
     outer = is_grad_enabled() and any(p.requires_grad or t.requires_grad for p, t in zip(p_leaves, t_leaves))
     inputs = [_differentiable(p, "jvp") for p in p_leaves]
     with enable_grad():
@@ -253,24 +253,32 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
     return (shown, t_out, aux) if has_aux else (shown, t_out)
 
 
-def _jvp_per_tangent(func: Callable, primals: tuple, tangents: Any, t_leaves: list, level: int, strict: bool,
-                     has_aux: bool) -> Any:
-    """jvp with a batch of tangents (vmap of jvp: jacfwd's columns) and unbatched primals:
-    eager's autograd takes no batched cotangent, so one JVP per tangent of the batch, stacked
-    into a batched tangent out (the output is the same for every member)."""
+def _jvp_per_member(func: Callable, primals: tuple, tangents: Any, p_leaves: list, t_leaves: list, level: int,
+                    strict: bool, has_aux: bool) -> Any:
+    """jvp under vmap (batched tangents: jacfwd's columns; or batched primals): eager's
+    autograd takes no batched cotangent, so one JVP per member of the batch, its results
+    stacked into batched values (an output the same for every member stays as it is)."""
     from ._functional import stack  # noqa: PLC0415
 
-    size = _vmap.level_size(t_leaves, level)
-    results = []
-    for b in range(size):
-        member = [_vmap.per_example(t, level, size)._value.select(0, b) if isinstance(t, _vmap.Batched) else t
-                  for t in t_leaves]
-        results.append(jvp(func, primals, _rebuild(tangents, member), strict=strict, has_aux=has_aux))
-    first = results[0]
-    t_outs = [_leaves(r[1]) for r in results]
-    stacked = [_vmap.Batched(stack([row[k] for row in t_outs]), level, size) for k in range(len(t_outs[0]))]
-    t_out = _rebuild(first[1], stacked)
-    return (first[0], t_out, first[2]) if has_aux else (first[0], t_out)
+    size = _vmap.level_size(p_leaves + t_leaves, level)
+
+    def member(x: Any, b: int) -> Any:
+        return x._value.select(0, b) if isinstance(x, _vmap.Batched) and x._level == level else x
+
+    batched_primals = _vmap.innermost_level(p_leaves) == level
+    results = [jvp(func, _rebuild(primals, [member(p, b) for p in p_leaves]),
+                   _rebuild(tangents, [member(t, b) for t in t_leaves]), strict=strict, has_aux=has_aux)
+               for b in range(size)]
+
+    def stacked(k: int) -> Any:
+        rows = [_leaves(r[k]) for r in results]
+        return _rebuild(results[0][k], [_vmap.Batched(stack([row[j] for row in rows]), level, size)
+                                        for j in range(len(rows[0]))])
+
+    out = stacked(0) if batched_primals else results[0][0]
+    if has_aux:
+        return out, stacked(1), stacked(2) if batched_primals else results[0][2]
+    return out, stacked(1)
 
 
 def _owner(module: Any, path: str) -> tuple:

@@ -230,3 +230,14 @@ def test_eager_vmap_of_jvp_gives_the_jacobian_columns():
 
     cols = eager.func.vmap(lambda t: eager.func.jvp(f, (x,), (t,))[1])(eager.eye(3, dtype=eager.float64))
     np.testing.assert_allclose(cols.numpy().T, eager.func.jacrev(f)(x).numpy(), rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_eager_jvp_under_vmap_of_batched_primals_matches_torch():
+    torch = pytest.importorskip("torch")
+    x, t = np.random.default_rng(0).standard_normal((4, 3)), np.linspace(-1, 1, 12).reshape(4, 3)
+    o, d = eager.func.vmap(lambda a, b: eager.func.jvp(lambda z: eager.sin(z) * z.sum(), (a,), (b,)))(_t(x), _t(t))
+    to, td = torch.func.vmap(lambda a, b: torch.func.jvp(lambda z: torch.sin(z) * z.sum(), (a,), (b,)))(
+        torch.tensor(x), torch.tensor(t))
+    np.testing.assert_allclose(o.numpy(), to.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(d.numpy(), td.numpy(), rtol=1e-12)
