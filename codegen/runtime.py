@@ -206,45 +206,22 @@ def arg_reduce(name: str, x, dim, keepdim: bool, dtype):
     return np.asarray(REGISTRY[name].forward(np, x, dim=dim, keepdim=keepdim), dtype=dtype)
 
 
-def _axes(dims, x):
-    return None if dims is None or x.ndim == 0 else tuple(dims)
-
-
-def _in_own_dtype(x) -> bool:
-    """Whether the softmax family computes in x's dtype: float16 computes in float32 and
-    integers give float32 (the op's forward does both, as eager and PyTorch)."""
-    return x.dtype == np.float32 or x.dtype == np.float64
-
-
+# The softmax family as library calls (a graph whose decompose pass left them: float16, 0-d):
+# the op's own forward, whose formula lives in its record only (it was written here a second
+# time; the decompose pass runs the same forward on IR values, static/passes/ir_namespace.py).
 def logsumexp(xp, x, dims, keepdim):
-    """log(sum(exp(x - m))) + m with m = amax(x) (0 where not finite): no overflow."""
-    if not _in_own_dtype(x):
-        return forward("logsumexp", xp, x, dims=dims, keepdim=keepdim)
-    axes = _axes(dims, x)
-    if x.size == 0:  # an empty dim: log(0) = -inf (or an empty result), as PyTorch
-        return xp.log(xp.sum(xp.exp(x), axis=axes, keepdims=keepdim))
-    m = xp.amax(x, axis=axes, keepdims=True)
-    m = xp.where(m - m == 0, m, 0)  # m - m is 0 exactly when m is finite
-    out = xp.log(xp.sum(xp.exp(x - m), axis=axes, keepdims=True)) + m
-    return out if keepdim or axes is None and x.ndim == 0 else xp.squeeze(out, axis=axes)
+    """log(sum(exp(x - m))) + m with m = amax(x) (0 where not finite): the record's forward."""
+    return forward("logsumexp", xp, x, dims=dims, keepdim=keepdim)
 
 
 def softmax(xp, x, dim):
-    if not _in_own_dtype(x):
-        return forward("softmax", xp, x, dim=dim)
-    if x.size == 0:
-        return x.copy()
-    axis = dim if x.ndim else None
-    e = xp.exp(x - xp.amax(x, axis=axis, keepdims=True))
-    return e / xp.sum(e, axis=axis, keepdims=True)
+    """exp(x - amax x) / its sum: the record's forward."""
+    return forward("softmax", xp, x, dim=dim)
 
 
 def log_softmax(xp, x, dim):
-    if not _in_own_dtype(x):
-        return forward("log_softmax", xp, x, dim=dim)
-    if x.size == 0:
-        return x.copy()
-    return x - logsumexp(xp, x, (dim,), True)
+    """x - logsumexp(x): the record's forward."""
+    return forward("log_softmax", xp, x, dim=dim)
 
 
 def _into(result, out):
