@@ -319,7 +319,7 @@ def seal(source: str, key: str = "") -> str:
     files swapped or copied over each other on disk pass their hash check but not the key
     check, and are regenerated, never run for the other graph."""
     if any(c.isspace() for c in key):
-        raise ValueError(f"codegen.cache.seal: a key holds no whitespace, got {key!r}")
+        raise ValueError(f"gmbase.cache.seal: a key holds no whitespace, got {key!r}")
     tail = f" key={key}" if key else ""
     return f"{HEADER}{hashlib.sha256(source.encode()).hexdigest()}{tail}\n{source}"
 

@@ -2,7 +2,7 @@
 
 NumPy reports log(0), sqrt(-1), 0/0 and overflow as RuntimeWarnings pointing into eager's
 files; PyTorch computes the same inf/nan silently. An op whose forward computes values
-(`op.quiet_fp`, see eager.ops._registry) runs with those reports off for that call only, and
+(`op.quiet_fp`, see gmops._registry) runs with those reports off for that call only, and
 the backward engine for the whole pass, so the user's own NumPy error state is left alone.
 Entering `np.errstate` costs microseconds (it builds its state object each time); setting
 NumPy's error-state context variable to one prebuilt "ignore" state costs a fraction of that.

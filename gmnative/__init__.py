@@ -1,11 +1,11 @@
 """graphmode's native layer: the C++ toolchain, the shared-object cache, the call path from
 Python into a kernel, and eager's native kernels.
 
-It sits below the op records and eager, which call its kernels (eager.ops._native), and
+It sits below the op records and eager, which call its kernels (gmops._native), and
 below codegen, whose native backend compiles generated C++ with the same toolchain and cache
-(codegen.native_gen). It imports nothing of eager, static or codegen but the base modules
-tests/test_import_contracts.py names (eager._threads, codegen.cache), and nothing at all
-until asked: importing this package loads no module.
+(codegen.native_gen). It imports only the base layer (gmbase: threads, the disk cache), as
+tests/test_import_contracts.py checks, and nothing at all until asked: importing this package
+loads no module.
 
 - build: the compiler probe, compile flags, the cache of shared objects;
 - caller: the C caller (a CPython extension, else ctypes) through which kernels are called;

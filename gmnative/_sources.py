@@ -4,7 +4,7 @@ Why files and not Python strings: an editor, a compiler's diagnostics and a revi
 C++ as C++. The text read here is the text compiled and the text hashed into a shared
 object's cache key (gmnative.build.so_key takes the whole translation unit), so editing a
 .cpp or .h file rebuilds what uses it; the codegen disk cache's source fingerprint counts
-these files too (codegen.cache.FINGERPRINTED)."""
+these files too (gmbase.cache.FINGERPRINTED)."""
 from __future__ import annotations
 
 import functools

@@ -263,7 +263,7 @@ if hasattr(os, "register_at_fork"):
 def threads() -> int:
     """OpenMP threads for a kernel call: the configured count (gmbase.threads.num_threads:
     set_num_threads, GRAPHMODE_THREADS, OMP_NUM_THREADS or the usable cores) less the cores
-    other processes keep busy now (eager._threads.available); one in a process forked from
+    other processes keep busy now (gmbase.threads.available); one in a process forked from
     one that ran kernels (libgomp's thread pool does not survive fork)."""
     if _forked:
         return 1
@@ -271,7 +271,7 @@ def threads() -> int:
 
 
 def blas_threads() -> int | None:
-    """Threads of NumPy's BLAS as the kernels assume them (eager._threads.blas_threads), through
+    """Threads of NumPy's BLAS as the kernels assume them (gmbase.threads.blas_threads), through
     codegen.runtime's where that module is loaded (tests pin an answer there)."""
     runtime = sys.modules.get("codegen.runtime")
     return _blas_threads() if runtime is None else runtime.blas_threads()
@@ -485,7 +485,7 @@ def _cache_paths(key: str, suffix: str) -> tuple[Path | None, str | None]:
     if not cache.enabled():
         return None, "GRAPHMODE_CACHE=0"
     directory = cache.directory()
-    if directory is None:  # refused (unusable or unsafe; codegen.cache warned once)
+    if directory is None:  # refused (unusable or unsafe; gmbase.cache warned once)
         return None, "the cache directory is not used"
     problem = _private_dir_problem(directory)
     return (None, problem) if problem else (directory, None)

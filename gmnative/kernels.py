@@ -52,7 +52,7 @@ def __getattr__(name: str) -> str:
 
 
 # products (multiply-adds) from which matmul's rows are split across the threads (the same
-# gate as eager.ops.linalg's, which imports it from here)
+# gate as gmops.linalg's, which imports it from here)
 GEMM_SPLIT_MIN = 1 << 20
 
 

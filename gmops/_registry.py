@@ -98,10 +98,10 @@ class OpDef:
     # its derivative is not implemented (differentiating it raises, it never gives zeros)
     differentiable_order: float = math.inf
     # how vmap runs the op on operands with a leading batch axis, `rule(args, batched, attrs, size)`
-    # (eager.ops._batching: derived from the facts above for most ops, hand-written for the rest);
+    # (gmops._batching: derived from the facts above for most ops, hand-written for the rest);
     # None: vmap over the op raises, naming it
     batch_rule: Callable | None = None
-    # the memory layout of the result as PyTorch makes it (eager.ops._layout): None derives it
+    # the memory layout of the result as PyTorch makes it (gmops._layout): None derives it
     # from the kind, "view" for views, "elementwise" for pointwise ops, "contiguous" otherwise
     layout: str | None = None
     # -- the op's spellings: a pointwise op is one record. codegen.lowering derives the op's
