@@ -272,6 +272,7 @@ def _while_jvp(ctx: Any, tangents: list) -> list:
     body = cf.jvp_body(a["body"], groups, (len(carries),))
     outs = list(WHILE_LOOP(*consts, *d_consts, *carries, *d_carries, cond=cond, body=body,
                            n_consts=n_c + len(d_consts)))
+    ctx.primals = outs[:len(carries)]  # the same values: static.jvp returns these, so one loop runs
     return _spread(outs[len(carries):], k_mask)
 
 
@@ -298,9 +299,11 @@ def _scan_jvp(ctx: Any, tangents: list) -> list:
     n_dy = sum(y_mask)
     result = _spread(outs[n_k:n_k + n_dk], k_mask)
     result += _spread(outs[n_k + n_dk + n_y:n_k + n_dk + n_y + n_dy], y_mask)
+    ctx.primals = outs[:n_k] + outs[n_k + n_dk:n_k + n_dk + n_y]
     if a.get("save"):
         hist = outs[n_k + n_dk + n_y + n_dy:]
         result += _spread(hist[n_k:], k_mask)
+        ctx.primals += hist[:n_k]
     return result
 
 
@@ -315,6 +318,7 @@ def _cond_jvp(ctx: Any, tangents: list) -> list:
     out_mask = tuple(bool(y.type.dtype.is_floating_point) for y in g.outputs)
     texts = [_static().jvp_body(b, (mask,), (len(out_mask),)) for b in branches]
     outs = list(COND(ins[0], *ops, *[t for t in tangents[1:] if t is not None], branches=texts))
+    ctx.primals = outs[:len(out_mask)]
     return _spread(outs[len(out_mask):], out_mask)
 
 

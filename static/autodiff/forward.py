@@ -93,10 +93,13 @@ def _by_double_vjp(state: TraceState, node: Any, tangents: list) -> list:
     return [next(it) if p is not None else None for p in placeholders]
 
 
-def jvp(state: TraceState, outputs: list, primals: list, tangents: list) -> list:
+def jvp(state: TraceState, outputs: list, primals: list, tangents: list, recomputed: dict | None = None) -> list:
     """Tangents of `outputs` (Values of `state`'s graph) given `tangents` (Tracers, or batched
     values under vmap) of `primals` (Values), pushed forwards through the nodes recorded so
-    far. An output no tangent reaches gets zeros."""
+    far. An output no tangent reaches gets zeros. `recomputed`, when given, collects the
+    values a forward rule computed again beside their tangents (a loop's results, from the
+    loop that carries the tangents: Value -> Tracer), so a caller returning them runs one
+    loop, not two."""
     outputs = stabilize_values(state.graph, outputs)
     nodes = list(state.graph.nodes)  # the tangents' nodes are appended: walk the primal nodes only
     tan: dict = {}
@@ -118,7 +121,10 @@ def jvp(state: TraceState, outputs: list, primals: list, tangents: list) -> list
         outer, state.location = state.location, node.loc
         try:
             if rule is not None:
-                t_out = rule(TraceCtx(state, node, [t is not None for t in t_in]), t_in)
+                ctx = TraceCtx(state, node, [t is not None for t in t_in])
+                t_out = rule(ctx, t_in)
+                if recomputed is not None:
+                    recomputed.update(zip(node.outputs, getattr(ctx, "primals", ())))
             else:
                 t_out = _by_double_vjp(state, node, t_in)
         finally:

@@ -161,7 +161,12 @@ class _Linearized:
         forwards node by node where a loop or a choice is on the path (a while_loop has no
         VJP; static.autodiff.forward)."""
         if needs_forward(self.state, self.primal_values):
-            pushed = forward_jvp(self.state, [o._value for o in self.out_leaves], self.primal_values, tangents)
+            again: dict[Any, Any] = {}
+            pushed = forward_jvp(self.state, [o._value for o in self.out_leaves], self.primal_values, tangents, again)
+            # an output a loop computed is taken from the loop that carries its tangent (the
+            # same values), so the first loop is dead code when nothing else reads it
+            self.out_leaves = [again.get(o._value, o) for o in self.out_leaves]
+            self.out = pytree.unflatten(self.out_tree, self.out_leaves)
             return pytree.unflatten(self.out_tree, pushed)
         placeholders = [FULL_LIKE(o, value=0.0) for o in self.out_leaves]
         pulled = reverse(self.state, [o._value for o in self.out_leaves], placeholders,

@@ -47,7 +47,8 @@ def test_jvp_through_a_while_loop_matches_finite_differences(backend):
     np.testing.assert_allclose(out.numpy(), _while_fn(_t(x)).numpy(), rtol=1e-12)
     np.testing.assert_allclose(tangent.numpy(), _fd(_while_fn, x, t), rtol=1e-6, atol=1e-8)
     text = fn.lower(_t(x), _t(t)).as_text()
-    assert "while_body_jvp" in text  # the tangent rides in the loop: one while_loop over (carry, tangent)
+    # the tangent rides in the loop: one while_loop over (carry, tangent), whose carry is also the value
+    assert "while_body_jvp" in text and text.count("= while_loop") == 1, text
 
 
 def test_jvp_through_fori_loop_with_traced_bounds_and_its_reverse_mode_is_refused():
