@@ -88,8 +88,10 @@ def vjp(state: TraceState, outputs: list, seeds: list, wrt: list, nodes: list | 
     """Cotangents of `wrt` (Values) given `seeds` (Tracers) for `outputs` (Values).
     An input that no output depends on gets zeros. `nodes`, when given, are the only nodes
     walked (forward mode differentiates one node's VJP this way, static.autodiff.forward)."""
-    outputs = _stable_forms(state, outputs)
-    # the backward appends to the graph; walk the forward only
+    if nodes is None:
+        outputs = _stable_forms(state, outputs)
+    # the backward appends to the graph; walk the forward only (or just the nodes given: a
+    # rewrite to stable forms there would add nodes outside them)
     nodes = list(state.graph.nodes) if nodes is None else list(nodes)
     reaches = reached(state, wrt, nodes)
     cot: dict = {}
