@@ -156,7 +156,7 @@ from .sorting import (  # noqa: F401
     topk,
 )
 
-globals().update(_generated())
+globals().update({name: fn for name, fn in _generated().items() if name not in globals()})  # written here wins
 
 
 def __getattr__(name: str) -> _Callable[..., _Any]:
