@@ -246,33 +246,46 @@ class _BodyModule:
         if m._straight_line():
             m._graph_function()
             return
+        reasons: list[str] = []  # every node with no C form, for explain()
+        for node in m.graph.nodes:
+            try:
+                self._node(node)
+            except _NoCForm as exc:
+                reasons.append(str(exc))
+                for o in node.outputs:  # (a stand-in address: the later nodes are still checked)
+                    self.ptr.setdefault(self.name(o), "((char*)0)")
+        if reasons:
+            raise _NoCForm("; ".join(dict.fromkeys(reasons)))
+
+    def _node(self, node: Node) -> None:
+        """One node of the body as C calls (or _NoCForm)."""
+        m = self.m
         from .driver import eager_kernel_call  # noqa: PLC0415
 
-        for node in m.graph.nodes:
-            if node.body is None and node.op == "cond":  # a choice: an if over the branches' kernels
-                self._cond(node)
-                continue
-            if node.body is None and node.op in ("scan", "while_loop"):  # a nested loop: its own C loop
-                inner = _Loop(m, node)
-                fn = inner.function(f"L{m.lines.get(id(node), '?')} of an enclosing loop's body")
-                m.functions.append(fn)
-                inner.call(fn["name"])
-                continue
-            if node.body is None and eager_kernel_call(node) is None:
-                raise _NoCForm(f"{node.op} runs eager's kernel through its forward")
-            if node.body is None and small_batched_matmul(node) is None:
-                m._native_function(CBatchedMatmul(m, node, f"gm_matmul{len(m.functions)}"), "loop")
-                continue
-            if node.body is None:
-                self._library(node)
-                continue
-            region = analyze(node, scalar_code=False)
-            if region.kind == "unfused":
-                region = analyze_rows(node) or region
-            if supported(region) is not None:  # no one C function: its ops one by one, each in C
-                self._op_by_op(node)
-                continue
-            m._native_function(CRegion(m, node, region, f"gm_region{len(m.functions)}"), "loop")
+        if node.body is None and node.op == "cond":  # a choice: an if over the branches' kernels
+            self._cond(node)
+            return
+        if node.body is None and node.op in ("scan", "while_loop"):  # a nested loop: its own C loop
+            inner = _Loop(m, node)
+            fn = inner.function(f"L{m.lines.get(id(node), '?')} of an enclosing loop's body")
+            m.functions.append(fn)
+            inner.call(fn["name"])
+            return
+        if node.body is None and eager_kernel_call(node) is None:
+            raise _NoCForm(f"{node.op} runs eager's kernel through its forward")
+        if node.body is None and small_batched_matmul(node) is None:
+            m._native_function(CBatchedMatmul(m, node, f"gm_matmul{len(m.functions)}"), "loop")
+            return
+        if node.body is None:
+            self._library(node)
+            return
+        region = analyze(node, scalar_code=False)
+        if region.kind == "unfused":
+            region = analyze_rows(node) or region
+        if supported(region) is not None:  # no one C function: its ops one by one, each in C
+            self._op_by_op(node)
+            return
+        m._native_function(CRegion(m, node, region, f"gm_region{len(m.functions)}"), "loop")
 
     def _op_by_op(self, node: Node) -> None:
         """A fused region the generator cannot write as one function (a reduction of integers:
