@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING
 from static.ir import Graph, Node, Value
 
 from ..render import c_literal, c_type
+from .batchnorm import CChannelGradient, channel_gradient
+from .batchnorm import absorbed as bn_absorbed
 from .function import CFunction, _parallel
 from .indexing import _ints, _prod, _symbolic, contiguous_strides, strided_source
 
@@ -207,6 +209,9 @@ def plan(graph: Graph) -> WindowPlan:
                 p.emit[id(argmax)] = ("max_pool", node, (reshape, argmax, take, mask))
             else:
                 p.emit[id(node)] = ("unfold", node, None)
+        elif node.op == "normalize_backward" and (bn := channel_gradient(node, outs)) is not None:
+            p.absorbed |= bn_absorbed(bn)
+            p.emit[id(node)] = ("bn_grad", node, bn)
         elif _fold_ok(node):
             grad = grads[id(node)]
             if grad is not None:
@@ -234,7 +239,11 @@ def window_op(module: "NativeModule", node: Node, at: str) -> bool:
     if entry is None:
         return False
     kind, anchor, parts = entry
-    fn = CWindow(module, node, f"gm_window{len(module.functions)}", kind, anchor, parts)
+    fn: CFunction
+    if kind == "bn_grad":
+        fn = CChannelGradient(module, node, f"gm_channels{len(module.functions)}", parts)
+    else:
+        fn = CWindow(module, node, f"gm_window{len(module.functions)}", kind, anchor, parts)
     module._native_function(fn, at)
     return True
 

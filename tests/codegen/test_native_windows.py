@@ -161,3 +161,30 @@ def test_a_compiled_forward_writes_the_mask_its_backward_reads():
     F.cross_entropy(want(images), labels).backward()
     for a, b in zip(model.parameters(), want.parameters()):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape, dtype", [((6, 4, 5, 7), np.float32), ((6, 4, 5, 7), np.float64),
+                                          ((9, 5), np.float32), ((3, 4, 11), np.float32)])
+def test_batch_norms_gradient_with_its_channel_sums_and_rows(shape, dtype):
+    """normalize_backward over every dim but the channels, its per-channel sum and its
+    channels-first rows (a convolution's bias and weight gradients) as one C function
+    (batchnorm.py): the float64 values up to the dtype's rounding, a large mean included
+    (eager's float32 sums, about zero, are off by more there)."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(shape) * 3 + 1000.0).astype(dtype)  # a large mean: the shifted sums keep the variance
+    g = rng.standard_normal(shape).astype(dtype)
+    dims = (0, *range(2, len(shape)))
+
+    def f(gt, xt):
+        from gmops.conv import NORMALIZE_BACKWARD
+        y = NORMALIZE_BACKWARD(gt, xt, dims=dims, eps=1e-5)
+        rows = y.permute(1, 0, *range(2, len(shape))).reshape(shape[1], -1)
+        return y.sum(dims, keepdim=True), rows * 2.0
+
+    args = (eager.from_numpy(g), eager.from_numpy(x))
+    want = f(eager.from_numpy(g.astype(np.float64)), eager.from_numpy(x.astype(np.float64)))  # the exact values
+    got = static.compile(f, backend="native")(*args)
+    tol = dict(rtol=2e-4, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-11)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), **tol)
+    assert "batch norm's gradient" in _source(f, *args)

@@ -1,0 +1,159 @@
+"""Batch norm's gradient (`normalize_backward` over every dim but the channels) as one C
+function of the native module, together with what reads it in a convolution's backward.
+
+In a CNN's backward the normalized gradient is read twice: summed per channel (the
+convolution bias's gradient) and, permuted to channels first and reshaped to (C, N*H*W),
+as the left operand of the weight gradient's product. As library calls that is eager's kernel
+(two passes over x and g), a NumPy reduction over the result and a NumPy copy of it to
+channels first: five passes over an array the size of the image batch. Here one pass per
+channel gathers the four sums the gradient needs (of x - x0, its square, g and g (x - x0),
+in double, shifted by the channel's first element so that a large mean does not cancel the
+variance) and a second writes the gradient straight in the layouts its readers want, adding
+up the channel's sum on the way. The values are eager's up to rounding (sums in another
+order), within the tolerances compiled code is held to (static.jit.check)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from static.ir import Node, Value
+
+from ..render import c_type
+from .function import CFunction, _parallel
+from .indexing import _ints, _prod, _symbolic
+
+if TYPE_CHECKING:
+    from .driver import NativeModule
+
+FLOATS = ("float32", "float64")
+
+
+def _users(v: Value) -> list[Node]:
+    return list({id(n): n for n in v.users}.values())
+
+
+def channel_gradient(node: Node, outs: set) -> dict | None:
+    """What a normalize_backward over batch norm's dims computes as one function: its readers
+    absorbed (a per-channel `sum`, a channels-first `permute` and the `reshape` to rows after
+    it) and whether its own array is still needed; None when it is not such a node."""
+    if node.op != "normalize_backward" or node.body is not None or len(node.inputs) != 2:
+        return None
+    g, x = node.inputs
+    y = node.outputs[0]
+    if not (isinstance(g, Value) and isinstance(x, Value)) or x.type.dtype.np.name not in FLOATS:
+        return None
+    shape = _ints(x.type.shape)
+    if (g.type.dtype != x.type.dtype or _ints(g.type.shape) != shape or len(shape) < 2
+            or any(_symbolic(d) for d in shape) or _prod(shape) == 0
+            or tuple(int(d) for d in node.attrs["dims"]) != (0, *range(2, len(shape)))):
+        return None
+    c = shape[1]
+    rows = (c, _prod(shape) // c)
+    parts: dict = {"sum": None, "permute": None, "rows": None, "keep": id(y) in outs}
+    for user in _users(y):
+        if (user.op == "sum" and user.body is None and parts["sum"] is None and user.inputs[0] is y
+                and tuple(int(d) for d in (user.attrs["dims"] or ())) == (0, *range(2, len(shape)))):
+            parts["sum"] = user
+            continue
+        if (user.op == "permute" and user.body is None and parts["permute"] is None
+                and tuple(int(d) for d in user.attrs["dims"]) == (1, 0, *range(2, len(shape)))
+                and id(user.outputs[0]) not in outs):
+            readers = _users(user.outputs[0])
+            if (len(readers) == 1 and readers[0].op == "reshape" and readers[0].body is None
+                    and _ints(readers[0].outputs[0].type.shape) == rows):
+                parts["permute"], parts["rows"] = user, readers[0]
+                continue
+        parts["keep"] = True
+    if parts["sum"] is None and parts["permute"] is None:
+        return None  # nothing to gain over eager's kernel, which the library call runs
+    return parts
+
+
+class CChannelGradient(CFunction):
+    """normalize_backward(g, x) over all dims but 1, with its per-channel sum and its
+    channels-first rows, each written where a reader was found."""
+
+    def __init__(self, module: "NativeModule", node: Node, name: str, parts: dict) -> None:
+        super().__init__(module, name, node)
+        self.parts = parts
+
+    def _out(self, y: Value) -> str:
+        m = self.m
+        name = m.names(y)
+        alloc = m.allocate(_ints(y.type.shape), y.type.dtype)
+        if alloc is None:
+            m.made_by_call[name] = _ints(y.type.shape)
+        else:
+            m.body.append(f"{name} = {alloc}")
+        m.fresh.add(name)
+        return self._param(y, name, writable=True)
+
+    def emit(self) -> None:
+        node, parts = self.node, self.parts
+        assert node is not None
+        g, x = node.inputs
+        shape = _ints(x.type.shape)
+        n, c = shape[0], shape[1]
+        hw = _prod(shape[2:])
+        T = c_type(x.type.dtype)
+        eps = float(node.attrs["eps"])
+        cg = self._param(g, self.m.contiguous(g), writable=False)
+        cx = self._param(x, self.m.contiguous(x), writable=False)
+        stores, finals = [], []
+        if parts["keep"]:
+            full = self._out(node.outputs[0])
+            stores.append(f"{full}[(nn * {c} + cc) * {hw}LL + k] = o;")
+        if parts["rows"] is not None:
+            rows = self._out(parts["rows"].outputs[0])
+            stores.append(f"{rows}[cc * {n * hw}LL + nn * {hw}LL + k] = o;")
+        if parts["sum"] is not None:
+            total = self._out(parts["sum"].outputs[0])
+            finals.append(f"{total}[cc] = ({T})so;")
+        par = ("#pragma omp parallel for num_threads(gm_nt) schedule(static)" if _parallel(n * c * hw)
+               else "// little work: the calling thread")
+        count = n * hw
+        self.lines += [
+            f"{{  // %{node.outputs[0].name} = batch norm's gradient over ({n}, {c}, {hw}) per channel"
+            + (", its channel sums" if parts["sum"] is not None else "")
+            + (", channels first" if parts["rows"] is not None else ""),
+            f"    {par}",
+            f"    for (long long cc = 0; cc < {c}; ++cc) {{",
+            f"        const double x0 = (double){cx}[cc * {hw}LL];  // the shift: a large mean cancels nothing",
+            "        double sx = 0.0, sxx = 0.0, sg = 0.0, sgx = 0.0;",
+            f"        for (long long nn = 0; nn < {n}; ++nn) {{",
+            f"            const {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
+            f"            const {T}* gp = {cg} + (nn * {c} + cc) * {hw}LL;",
+            "            #pragma omp simd reduction(+:sx, sxx, sg, sgx)",
+            f"            for (long long k = 0; k < {hw}; ++k) {{",
+            "                const double d = (double)xp[k] - x0, gv = (double)gp[k];",
+            "                sx += d; sxx += d * d; sg += gv; sgx += gv * d;",
+            "            }",
+            "        }",
+            f"        const double mean_d = sx / {count}.0, mg = sg / {count}.0;",
+            f"        double var = sxx / {count}.0 - mean_d * mean_d;",
+            "        if (var < 0.0) var = 0.0;",
+            f"        const double rstd = 1.0 / sqrt(var + {eps!r});",
+            # mean(g * xhat) = rstd * (E[g d] - E[d] E[g]), d = x - x0
+            f"        const double mgx = rstd * (sgx / {count}.0 - mean_d * mg);",
+            "        double so = 0.0;",
+            f"        for (long long nn = 0; nn < {n}; ++nn) {{",
+            f"            const {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
+            f"            const {T}* gp = {cg} + (nn * {c} + cc) * {hw}LL;",
+            "            #pragma omp simd reduction(+:so)",
+            f"            for (long long k = 0; k < {hw}; ++k) {{",
+            "                const double xhat = ((double)xp[k] - x0 - mean_d) * rstd;",
+            f"                const {T} o = ({T})(rstd * ((double)gp[k] - mg - xhat * mgx));",
+            *(f"                {line}" for line in stores),
+            "                so += (double)o;",
+            "            }",
+            "        }",
+            *(f"        {line}" for line in finals),
+            "        (void)so;",
+            "    }",
+            "}",
+        ]
+        self._call()
+
+
+def absorbed(parts: dict) -> set:
+    """The nodes whose values the function writes (or makes unneeded)."""
+    return {id(n) for n in (parts["sum"], parts["permute"], parts["rows"]) if n is not None}
