@@ -122,6 +122,9 @@ def _param_text(params: tuple[Param, ...], defaults: dict[str, Any]) -> str:
             star = True
         if p.default is _REQUIRED:
             parts.append(p.name)
+        elif p.default is None or type(p.default) in (bool, int, str) or (
+                type(p.default) is float and p.default == p.default and abs(p.default) != float("inf")):
+            parts.append(f"{p.name}={p.default!r}")  # a literal the source can spell
         else:
             key = f"_d_{p.name}"
             defaults[key] = p.default
@@ -148,11 +151,11 @@ def _doc_params(params: tuple[Param, ...]) -> str:
 GENERATED_FILE = __file__ + ":<generated {}>"
 
 
-def _compile(source: str, name: str, namespace: dict[str, Any]) -> Callable[..., Any]:
+def _compile(source: str, name: str, namespace: dict[str, Any], label: str | None = None) -> Callable[..., Any]:
     """Compile one generated function. Its file name starts with this module's path, so
     whatever looks for the user's frame (static's trace locations, warnings) sees library
     code, and its text is in linecache, so tracebacks show the generated lines."""
-    filename = GENERATED_FILE.format(name)
+    filename = GENERATED_FILE.format(label or name)  # one file name per callable: `Tensor.sin` is not `sin`
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     code = compile(source, filename, "exec")
     exec(code, namespace)  # noqa: S102  (our own template, filled with a record's checked names)
@@ -195,7 +198,7 @@ def _make_method(op: OpDef, sig: Signature, name: str) -> Callable[..., Any]:
     text = _param_text(tuple(Param("self", _REQUIRED, False) if p.name == first else p for p in params), namespace)
     operands = "(" + "".join(f"{'self' if o == first else o}, " for o in sig.operands) + ")"
     method = _compile(f"def {name}({text}):\n    return self._apply_op(_op, {operands}, {_attrs_text(sig)})\n",
-                      name, namespace)
+                      name, namespace, label=f"Tensor.{name}")
     method.__module__ = "eager"
     method.__qualname__ = f"Tensor.{name}"
     method.__doc__ = f"{name}({_method_params(sig)}) -> Tensor\n\nSee eager.{name}. Mirrors torch.Tensor.{name}."

@@ -260,3 +260,11 @@ def test_nan_to_num_in_place_keeps_what_its_gradient_reads():
         (y * 3.0).sum().backward()
         grads.append((x.grad.tolist(), y.tolist()))
     assert grads[0] == grads[1]
+
+
+def test_generated_source_is_readable_and_pickles_by_name():
+    import pickle
+
+    assert inspect.getsource(eager.sin).startswith("def sin(input, *, out=None):")
+    assert inspect.getsource(eager.Tensor.sin).startswith("def sin(self):")
+    assert pickle.loads(pickle.dumps(eager.arcsin)) is eager.arcsin
