@@ -154,6 +154,89 @@ class CChannelGradient(CFunction):
         self._call()
 
 
+def channel_normalize(node: Node, outs: set, order: dict) -> dict | None:
+    """What a normalize over batch norm's dims computes as one function: the variances of
+    its input over the same dims that are read after it (batch norm's running variance, of
+    the input or of its stop_gradient), absorbed; None when there is none to take."""
+    if node.op != "normalize" or node.body is not None or len(node.inputs) != 1:
+        return None
+    x = node.inputs[0]
+    if not isinstance(x, Value) or x.type.dtype.np.name not in FLOATS:
+        return None
+    shape = _ints(x.type.shape)
+    dims = (0, *range(2, len(shape)))
+    if (len(shape) < 2 or any(_symbolic(d) for d in shape) or _prod(shape) == 0
+            or tuple(int(d) for d in node.attrs["dims"]) != dims):
+        return None
+    sources = [x] + [u.outputs[0] for u in _users(x) if u.op == "stop_gradient" and u.body is None]
+    variances = [u for v in sources for u in _users(v)
+                 if u.op == "var" and u.body is None and u.inputs[0] is v and order.get(id(u), -1) > order[id(node)]
+                 and tuple(int(d) for d in (u.attrs["dims"] or ())) == dims
+                 and u.outputs[0].type.dtype == x.type.dtype]
+    if not variances:
+        return None
+    return {"var": variances}
+
+
+class CChannelNormalize(CFunction):
+    """normalize(x) over all dims but 1, with the variances of x read after it."""
+
+    def __init__(self, module: "NativeModule", node: Node, name: str, parts: dict) -> None:
+        super().__init__(module, name, node)
+        self.parts = parts
+
+    _out = CChannelGradient._out
+
+    def emit(self) -> None:
+        node = self.node
+        assert node is not None
+        x = node.inputs[0]
+        shape = _ints(x.type.shape)
+        n, c = shape[0], shape[1]
+        hw = _prod(shape[2:])
+        count = n * hw
+        T = c_type(x.type.dtype)
+        eps = float(node.attrs["eps"])
+        cx = self._param(x, self.m.contiguous(x), writable=False)
+        out = self._out(node.outputs[0])
+        finals = []
+        for v in self.parts["var"]:
+            dof = max(count - int(v.attrs["correction"]), 0)
+            finals.append(f"{self._out(v.outputs[0])}[cc] = ({T})(m2 / {dof}.0);  // var, correction "
+                          f"{int(v.attrs['correction'])}")
+        par = ("#pragma omp parallel for num_threads(gm_nt) schedule(static)" if _parallel(n * c * hw)
+               else "// little work: the calling thread")
+        self.lines += [
+            f"{{  // %{node.outputs[0].name} = batch norm's normalization over ({n}, {c}, {hw}) per channel, "
+            "with the variance of its input",
+            f"    {par}",
+            f"    for (long long cc = 0; cc < {c}; ++cc) {{",
+            f"        const double x0 = (double){cx}[cc * {hw}LL];  // the shift: a large mean cancels nothing",
+            "        double sx = 0.0, sxx = 0.0;",
+            f"        for (long long nn = 0; nn < {n}; ++nn) {{",
+            f"            const {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
+            "            #pragma omp simd reduction(+:sx, sxx)",
+            f"            for (long long k = 0; k < {hw}; ++k) {{ const double d = (double)xp[k] - x0; sx += d; sxx += d * d; }}",
+            "        }",
+            f"        const double mean_d = sx / {count}.0;",
+            "        double m2 = sxx - sx * mean_d;  // the sum of squared deviations",
+            "        if (m2 < 0.0) m2 = 0.0;",
+            f"        const double rstd = 1.0 / sqrt(m2 / {count}.0 + {eps!r});",
+            f"        for (long long nn = 0; nn < {n}; ++nn) {{",
+            f"            const {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
+            f"            {T}* yp = {out} + (nn * {c} + cc) * {hw}LL;",
+            "            #pragma omp simd",
+            f"            for (long long k = 0; k < {hw}; ++k) yp[k] = ({T})(((double)xp[k] - x0 - mean_d) * rstd);",
+            "        }",
+            *(f"        {line}" for line in finals),
+            "    }",
+            "}",
+        ]
+        self._call()
+
+
 def absorbed(parts: dict) -> set:
     """The nodes whose values the function writes (or makes unneeded)."""
+    if "var" in parts:
+        return {id(n) for n in parts["var"]}
     return {id(n) for n in (parts["sum"], parts["permute"], parts["rows"]) if n is not None}

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from static.ir import Graph, Node, Value
 
 from ..render import c_literal, c_type
-from .batchnorm import CChannelGradient, channel_gradient
+from .batchnorm import CChannelGradient, CChannelNormalize, channel_gradient, channel_normalize
 from .batchnorm import absorbed as bn_absorbed
 from .function import CFunction, _parallel
 from .indexing import _ints, _prod, _symbolic, contiguous_strides, strided_source
@@ -194,6 +194,7 @@ def plan(graph: Graph) -> WindowPlan:
     grads = {id(node): _pool_grad(node, outs) for node in graph.nodes if _fold_ok(node)}
     # index masks a gradient's fold reads as the index: no pooling writes those
     read_as_index = {id(g[1]) for g in grads.values() if g is not None and g[1] is not None}
+    order = {id(node): k for k, node in enumerate(graph.nodes)}
     for node in graph.nodes:
         if _unfold_ok(node):
             pool = _max_pool(node, outs)
@@ -209,6 +210,9 @@ def plan(graph: Graph) -> WindowPlan:
                 p.emit[id(argmax)] = ("max_pool", node, (reshape, argmax, take, mask))
             else:
                 p.emit[id(node)] = ("unfold", node, None)
+        elif node.op == "normalize" and (bn := channel_normalize(node, outs, order)) is not None:
+            p.absorbed |= bn_absorbed(bn)
+            p.emit[id(node)] = ("bn_norm", node, bn)
         elif node.op == "normalize_backward" and (bn := channel_gradient(node, outs)) is not None:
             p.absorbed |= bn_absorbed(bn)
             p.emit[id(node)] = ("bn_grad", node, bn)
@@ -242,6 +246,8 @@ def window_op(module: "NativeModule", node: Node, at: str) -> bool:
     fn: CFunction
     if kind == "bn_grad":
         fn = CChannelGradient(module, node, f"gm_channels{len(module.functions)}", parts)
+    elif kind == "bn_norm":
+        fn = CChannelNormalize(module, node, f"gm_channels{len(module.functions)}", parts)
     else:
         fn = CWindow(module, node, f"gm_window{len(module.functions)}", kind, anchor, parts)
     module._native_function(fn, at)

@@ -188,3 +188,25 @@ def test_batch_norms_gradient_with_its_channel_sums_and_rows(shape, dtype):
     for a, b in zip(got, want):
         np.testing.assert_allclose(a.numpy(), b.numpy(), **tol)
     assert "batch norm's gradient" in _source(f, *args)
+
+
+@pytest.mark.parametrize("shape, dtype", [((6, 4, 5, 7), np.float32), ((6, 4, 5, 7), np.float64), ((9, 5), np.float32)])
+def test_batch_norms_normalization_with_the_running_variance(shape, dtype):
+    """normalize over batch norm's dims and the (unbiased) variance read after it, as batch
+    norm's training forward computes them, in one C function: the float64 values up to
+    rounding."""
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal(shape) * 2 - 500.0).astype(dtype)
+    dims = (0, *range(2, len(shape)))
+
+    def f(xt):
+        from gmops.conv import NORMALIZE
+        return NORMALIZE(xt, dims=dims, eps=1e-5) * 1.5, xt.detach().var(dims, correction=1), xt.var(dims, correction=0)
+
+    want = f(eager.from_numpy(x.astype(np.float64)))
+    args = (eager.from_numpy(x),)
+    got = static.compile(f, backend="native")(*args)
+    tol = dict(rtol=2e-4, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-11)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), **tol)
+    assert "batch norm's normalization" in _source(f, *args)
