@@ -19,8 +19,10 @@ outside its matrix products. Here each becomes one threaded C loop nest:
   gradient and adds g where the window's index says so, without the mask or the masked
   array (adding the zeros the library adds: the same bits).
 
-What a pattern needs is checked on the graph (each absorbed value read by nothing else, the
-shapes a window reshape has, float32/float64, no symbolic size); anything else runs as it did.
+Batch norm's normalization and gradient with their neighbours (batchnorm.py) are planned
+here too, through the same hook of the driver. What a pattern needs is checked on the graph
+(each absorbed value read by nothing else, the shapes a window reshape has, float32/float64,
+no symbolic size); anything else runs as it did.
 """
 from __future__ import annotations
 
@@ -43,9 +45,10 @@ FLOATS = ("float32", "float64")
 
 
 def enabled() -> bool:
-    """Whether these ops run as the window functions (GRAPHMODE_NATIVE_WINDOWS, on unless 0;
-    off, they are library calls as before, for measuring one against the other): part of the
-    native module's cache key (fingerprint), since the generated code differs."""
+    """Whether these ops (and batch norm's, batchnorm.py, planned here too) run as the native
+    module's own functions (GRAPHMODE_NATIVE_WINDOWS, on unless 0; off, they are library calls
+    as before, for measuring one against the other): part of the native module's cache key
+    (fingerprint), since the generated code differs."""
     return os.environ.get("GRAPHMODE_NATIVE_WINDOWS", "1").strip().lower() not in ("0", "off", "no", "false")
 
 
