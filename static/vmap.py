@@ -8,8 +8,8 @@ these: jacrev repeats the differentiated inputs once per output element, runs th
 batched once, and seeds one reverse pass with the identity; inside vmap (a hessian's inner
 Jacobian) it stacks one per-example gradient per output element. jacfwd is forward mode,
 as JAX's: vmap of jvp over the basis tangents (one batched JVP gives every column), so it
-differentiates through a while_loop, which has no reverse mode; inside vmap it takes
-jacrev's per-example path. hessian is jacfwd(jacrev(f))."""
+differentiates through a while_loop, which has no reverse mode, inside vmap too (the
+whole batch's JVPs at once). hessian is jacfwd(jacrev(f))."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -65,10 +65,10 @@ class _Jacobian:
         single = isinstance(self.argnums, int)
         nums = (self.argnums,) if single else tuple(self.argnums)  # type: ignore[arg-type]
         nums = tuple(k % len(args) for k in nums)
+        if self._kind == "jacfwd":  # (under vmap too: the JVPs of the whole batch at once)
+            return self._forward(args, nums, single)
         if _vmap.innermost_level([t for a in args for t in _leaves(a)]) is not None:
             return self._batched(args, nums, single)
-        if self._kind == "jacfwd":
-            return self._forward(args, nums, single)
         state = ACTIVE.stack[-1]
         result = self.fn(*args)
         output, aux = result if self.has_aux else (result, None)
@@ -125,14 +125,14 @@ class _Jacobian:
 
         flat = [t for k in nums for t in _leaves(args[k])]
         for t in flat:
-            if not isinstance(t, Tracer) or not t.is_floating_point():
+            if not _tensor_like(t) or not t.is_floating_point():
                 raise TypeError(f"static.{self._kind}: differentiated arguments must be floating point tensors, got "
-                                f"{type(t).__name__}" + (f" of dtype {t.dtype}" if isinstance(t, Tracer) else ""))
+                                f"{type(t).__name__}" + (f" of dtype {t.dtype}" if _tensor_like(t) else ""))
         result = self.fn(*args)
         output, aux = result if self.has_aux else (result, None)
         o_leaves, o_tree = _vmap._flatten(output)
         for leaf in o_leaves:
-            if not isinstance(leaf, Tracer):
+            if not _tensor_like(leaf):
                 raise TypeError(f"static.{self._kind}: the function must return tensors, got {type(leaf).__name__}")
         sizes = [t.numel() for t in flat]
         n_in = sum(sizes)
@@ -190,6 +190,11 @@ class _Jacobian:
             per_arg.append(_rebuild(rows[0] if single else rows[0][p], stacked))
         jac = per_arg[0] if single else tuple(per_arg)
         return (jac, aux) if self.has_aux else jac
+
+
+def _tensor_like(x: Any) -> bool:
+    """A Tracer, or a value batched by an enclosing vmap."""
+    return isinstance(x, (Tracer, _vmap.Batched))
 
 
 def _columns(push: Callable, basis: list, n: int) -> list:

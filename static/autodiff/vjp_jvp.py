@@ -219,10 +219,58 @@ class _JVPTraceable:
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         primals = args[:self.n_primals]
+        if any(_is_batched(leaf) for p in primals for leaf in pytree.flatten(p, is_leaf)[0]):
+            return self._batched(primals, list(args[self.n_primals:]))
         lin = _Linearized("jvp", self.fn, primals, self.has_aux)
         tangents = [_traced(t, p) for t, p in zip(args[self.n_primals:], lin.primal_leaves)]
         out_tangent = lin.push_forward(tangents)
         return (lin.out, out_tangent, lin.aux) if self.has_aux else (lin.out, out_tangent)
+
+    def _batched(self, primals: tuple[Any, ...], t_leaves: list[Any]) -> tuple[Any, ...]:
+        """jvp under vmap of batched primals (jax.vmap(jax.jvp)): the function of the whole
+        batch (the underlying values, batched at every level present) differentiated forwards
+        with the whole batch of tangents, since examples do not mix under vmap; the results
+        batched again."""
+        from eager import _vmap  # noqa: PLC0415
+
+        trees = [pytree.flatten(p, is_leaf) for p in primals]
+        p_leaves = [leaf for leaves, _ in trees for leaf in leaves]
+        levels = _vmap.levels_in(p_leaves + t_leaves)
+
+        def lift(x: Any) -> Any:
+            return _vmap.raw(_vmap.lift_all(eager.tensor(x) if isinstance(x, float) else x, levels))
+
+        raw_primals = [pytree.unflatten(tree, [lift(x) for x in leaves]) for leaves, tree in trees]
+        raw_tangents = [lift(t if _is_batched(t) or not isinstance(p, float) else eager.tensor(t))
+                        for t, p in zip(t_leaves, p_leaves)]
+        out_tree: list[Any] = []
+
+        def whole_batch(*raws: Any) -> Any:
+            wrapped = [pytree.unflatten(tree, [_vmap.rewrap(levels, x) for x in pytree.flatten(r, is_leaf)[0]])
+                       for r, (_, tree) in zip(raws, trees)]
+            result = self.fn(*wrapped)
+            out, aux = _split_aux("jvp", self.fn, result, self.has_aux)
+            leaves, tree = pytree.flatten(out, _leaf_or_batched)
+            out_tree.append(tree)
+            flat = [lift(o) for o in leaves]
+            return (pytree.unflatten(tree, flat), aux) if self.has_aux else pytree.unflatten(tree, flat)
+
+        whole_batch.__name__ = _name(self.fn)
+        res = _JVPTraceable(whole_batch, self.has_aux, len(primals))(*raw_primals, *raw_tangents)
+
+        def batched(x: Any) -> Any:
+            leaves, tree = pytree.flatten(x, is_leaf)
+            return pytree.unflatten(tree, [_vmap.rewrap(levels, v) for v in leaves])
+
+        return (batched(res[0]), batched(res[1])) + tuple(res[2:])
+
+
+def _is_batched(x: Any) -> bool:
+    return bool(getattr(type(x), "__graphmode_batched__", False))
+
+
+def _leaf_or_batched(x: Any) -> bool:
+    return is_leaf(x) or _is_batched(x)
 
 
 # compiled wrappers per function, so that calling static.vjp/jvp in a loop reuses one

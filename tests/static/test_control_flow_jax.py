@@ -252,3 +252,24 @@ def test_jacobians_of_pytree_outputs_and_aux_agree_with_jax():
         for key in ("s", "v"):
             _close(got[0][key], expected[0][key])
         _close(got[1], expected[1])
+
+
+@pytest.mark.parametrize("mode", ["numpy", "native"])
+def test_vmap_of_jvp_and_of_jacfwd_through_a_while_loop_agree_with_jax(mode):
+    """Forward mode under vmap (batched primals): the whole batch's JVPs at once, a while_loop
+    on the path included, as jax.vmap(jax.jvp) and jax.vmap(jax.jacfwd) give them."""
+    xb, w = np.random.default_rng(3).uniform(-1, 1, (4, 3)), np.random.default_rng(4).uniform(0.5, 1.5, 3)
+    tangent = np.linspace(-1.0, 1.0, 3)
+
+    def ours(a):
+        return p_while(Ours, a, eager.tensor(w))
+
+    def theirs(a):
+        return p_while(Jax, a, jnp.asarray(w))
+
+    out, tan = static.vmap(lambda a: static.jvp(ours, (a,), (eager.tensor(tangent),)), backend=mode)(eager.tensor(xb))
+    j_out, j_tan = jax.jit(jax.vmap(lambda a: jax.jvp(theirs, (a,), (jnp.asarray(tangent),))))(jnp.asarray(xb))
+    _close(out, j_out)
+    _close(tan, j_tan)
+    jac = static.vmap(static.jacfwd(ours), backend=mode)(eager.tensor(xb))
+    _close(jac, jax.jit(jax.vmap(jax.jacfwd(theirs)))(jnp.asarray(xb)))
