@@ -26,11 +26,11 @@ from typing import Any
 
 # -- the snippets ---------------------------------------------------------------------------------
 # {o}: the operand's variable; {k}: a suffix naming this operand's locals; {is_tensor}: the
-# test that {o} is a tensor (`type(o) is Tensor` where the caller has ruled subclasses out).
+# test that {o} is a tensor (`type(o) is Tensor` where the caller has ruled subclasses out);
+# {load}, {data}, {dtype}: how its array and dtype are read (the fast path has them already).
 EDGE = """\
 if {is_tensor}:
-    data = {o}._data
-    meta{k} = (data.shape, data.dtype)
+    {load}meta{k} = ({data}.shape, {dtype})
     if {o}._requires_grad:
         fn = {o}.grad_fn
         edge{k} = (fn, {o}._output_nr) if fn is not None else ({o}._acc or {o}._accumulator(), 0)
@@ -80,7 +80,7 @@ out._vc = [0]
 out._output_nr = 0
 # a float input can give a non-float result (a comparison, a cast to an integer dtype),
 # which never requires grad
-if not (wants_grad and STATE.enabled and op.vjp is not None and result.dtype.kind in "fc"):
+if not (wants_grad and STATE.enabled and op.vjp is not None and (result.dtype is dt or result.dtype.kind in "fc")):
     out._requires_grad = False
     out.grad_fn = None
     return out
@@ -126,7 +126,7 @@ elif token is not None:
 """
 
 SCALAR_UNARY = """\
-if not x.shape and not attrs:
+if not x.ndim and not attrs:
     # one number: the op's ufunc on NumPy's scalar (the same loop on one element), which
     # skips the 0-d array's wrapping
     form = op.scalar_form
@@ -142,12 +142,12 @@ if not x.shape and not attrs:
 SCALAR_BINARY = """\
 if op.scalar_as_array:
     if type(y) is float:
-        cached = (_F32_SCALARS if x.dtype is _F32 else _F64_SCALARS).get(y)
-        y = _scalar_array(y, x.dtype) if cached is None else cached
+        cached = (_F32_SCALARS if dt is _F32 else _F64_SCALARS).get(y)
+        y = _scalar_array(y, dt) if cached is None else cached
     elif type(x) is float:
-        cached = (_F32_SCALARS if y.dtype is _F32 else _F64_SCALARS).get(x)
-        x = _scalar_array(x, y.dtype) if cached is None else cached
-    if type(x) is _ndarray and type(y) is _ndarray and not x.shape and not y.shape and not attrs:
+        cached = (_F32_SCALARS if dt is _F32 else _F64_SCALARS).get(x)
+        x = _scalar_array(x, dt) if cached is None else cached
+    if type(x) is _ndarray and type(y) is _ndarray and not x.ndim and not y.ndim and not attrs:
         # two numbers: NumPy's scalar arithmetic, bit for bit the ufunc's
         form = op.scalar_form
         if form is None:
@@ -251,7 +251,9 @@ def _arity_branch(n: int) -> str:
     compute = COMPUTE.format(first_array="x" if n == 1 else "x if type(x) is _ndarray else y",
                              arrays="x" if n == 1 else "x, y",
                              scalar=SCALAR_UNARY if n == 1 else SCALAR_BINARY)
-    edges = "".join(EDGE.format(o=o, k=f"_{o}", is_tensor=f"type({o}) is Tensor") for o in names)
+    # (a tensor operand's array is x or y: only a number operand is replaced by a 0-d array)
+    edges = "".join(EDGE.format(o=o, k=f"_{o}", is_tensor=f"type({o}) is Tensor", load="", data=arr, dtype="dt")
+                    for o, arr in zip(names, ("x", "y")))
     save = SAVE.format(n=n, operands="operands", is_tensor_o="type(o) is Tensor")
     node = NODE.format(operands="operands", edges="(" + "".join(f"edge_{o}, " for o in names) + ")",
                        metas="[" + ", ".join(f"meta_{o}" for o in names) + "]")
@@ -266,7 +268,8 @@ def render_dispatch() -> str:
 
 def render_make_node() -> str:
     """The source of `make_node` (see the module docstring)."""
-    edge = _indent(EDGE.format(o="o", k="", is_tensor="isinstance(o, Tensor)"), 2)
+    edge = _indent(EDGE.format(o="o", k="", is_tensor="isinstance(o, Tensor)", load="data = o._data\n    ",
+                               data="data", dtype="data.dtype"), 2)
     save = _indent(SAVE.format(n="n", operands="operands", is_tensor_o="isinstance(o, Tensor)"), 1)
     node = _indent(NODE.format(operands="operands", edges="tuple(edges)", metas="metas"), 1)
     return MAKE_NODE.format(edge=edge, save=save, node=node)
