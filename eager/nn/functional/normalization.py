@@ -2,6 +2,8 @@
 and `normalize`."""
 from __future__ import annotations
 
+import numpy as np
+
 from gmops import normalization as _normalization
 
 from ... import _functional as _F
@@ -107,12 +109,42 @@ def _move_running(running_mean: Tensor | None, running_var: Tensor | None, input
 
     with no_grad():
         x = input.detach()
+        moments = _channel_moments(x, dims) if not per_sample else None
+        if moments is not None:  # one native pass over the batch (gmnative.kernels.channel_moments)
+            _move(running_mean, moments[0], momentum)
+            _move(running_var, moments[1], momentum)
+            return
         mean = _F.mean(x, dims)
         var = _F.var(x, dims, correction=1)
         if per_sample:
             mean, var = _F.mean(mean, 0), _F.mean(var, 0)
         running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
         running_var.mul_(1 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
+
+
+def _channel_moments(x: Tensor, dims: tuple[int, ...]) -> tuple | None:
+    """(mean, unbiased variance) per channel of an eager CPU float tensor in one native pass,
+    as float64 arrays; None where the kernel cannot run (the ops run then)."""
+    a = x._data if type(x) is Tensor else None
+    if type(a) is not np.ndarray or a.dtype not in (np.float32, np.float64) or a.ndim < 3:
+        return None
+    from gmops._native import kernels_module  # noqa: PLC0415
+
+    native = kernels_module()
+    if native is None or not native.channel_dims(a.ndim, dims):
+        return None
+    found = native.channel_moments(a)
+    if found is None:
+        return None
+    mean, m2 = found
+    count = a.size // a.shape[1]
+    return mean, m2 / max(count - 1, 1)
+
+
+def _move(running: Tensor, batch: np.ndarray, momentum: float) -> None:
+    """running.mul_(1 - momentum).add_(batch, alpha=momentum), the batch's statistic cast to
+    the running buffer's dtype first (as the op path's .to(dtype))."""
+    running.mul_(1 - momentum).add_(Tensor._make(batch.astype(running._data.dtype)), alpha=momentum)
 
 
 def _channel_affine(out: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
