@@ -241,6 +241,34 @@ def check_step(what: str, loc: str, before: Any, after: Any) -> None:
     _check_carry(what, loc, b_tree, b_specs, a_tree, a_specs)
 
 
+def _signature(x: Any) -> Any:
+    """A carry's structure and leaf types in a form cheap to compare (the fast path of
+    StepChecker: a Python loop's steps usually keep their carry's types)."""
+    if isinstance(x, Tensor):
+        return x.shape, x.dtype
+    if isinstance(x, (tuple, list)):
+        return type(x), tuple(_signature(v) for v in x)
+    if isinstance(x, dict):
+        return tuple(x), tuple(_signature(v) for v in x.values())
+    return type(x), getattr(x, "shape", None), getattr(x, "dtype", None)
+
+
+class StepChecker:
+    """check_step for every step of one Python loop, at the cost of comparing signatures
+    while the carry keeps the types of the step before (the full check runs on the first
+    step and whenever they change, so the error is the same)."""
+
+    def __init__(self, what: str, loc: str) -> None:
+        self.what, self.loc, self.seen = what, loc, None
+
+    def __call__(self, before: Any, after: Any) -> None:
+        sig = _signature(after)
+        if self.seen is not None and sig == self.seen:
+            return
+        check_step(self.what, self.loc, before, after)
+        self.seen = sig
+
+
 def _tree_str(tree: Any) -> str:
     from ..autodiff.vjp_jvp import _tree_str as show  # noqa: PLC0415
 

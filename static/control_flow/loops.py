@@ -19,6 +19,7 @@ from ..tracing import pytree
 from ..tracing.state import ACTIVE, TraceState, user_location
 from ..tracing.tracer import Tracer
 from .body import (
+    StepChecker,
     _as_traced,
     _Body,
     _body_text,
@@ -31,7 +32,6 @@ from .body import (
     _tracing,
     _type_name,
     _weak_fix,
-    check_step,
 )
 from .choice import _truth, _with_consts
 from .unroll import unroll_factor, unrolled_scan
@@ -196,12 +196,13 @@ def _scan_python(f: Callable, init: Any, xs: Any, x_leaves: list, x_tree: Any, n
     """The Python loop (eager mode), each step's carry checked as the traced body's is."""
     carry = init
     ys: list = [None] * n
+    check = StepChecker("scan body", loc)
     for t in (range(n - 1, -1, -1) if reverse else range(n)):
         x = pytree.unflatten(x_tree, [v[t] for v in x_leaves]) if xs is not None else None
         res = f(carry, x)
         if not (isinstance(res, (tuple, list)) and len(res) == 2):
             raise TypeError(f"{loc}: scan body output must be a pair (carry, y), got {type(res).__name__}")
-        check_step("scan body", loc, carry, res[0])
+        check(carry, res[0])
         carry, ys[t] = res
     if n == 0:
         return carry, None
@@ -225,11 +226,11 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *, unro
     if not _tracing():
         lo, hi = int(lower), int(upper)
         loc = user_location()
-        what = "scan body" if concrete else "while_loop body"  # (what the traced loop becomes)
+        check = StepChecker("scan body" if concrete else "while_loop body", loc)  # (what the traced loop is)
         val = init_val
         for i in range(lo, hi):
             new = body_fun(i, val)
-            check_step(what, loc, val, new)
+            check(val, new)
             val = new
         return val
     if concrete:
@@ -263,6 +264,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
     differentiable (as in JAX)."""
     if not _tracing():
         loc = user_location()
+        check = StepChecker("while_loop body", loc)
         val = init_val
         while True:
             p = cond_fun(val)
@@ -281,7 +283,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
             if not bool(_truth(p)):
                 return val
             new = body_fun(val)
-            check_step("while_loop body", loc, val, new)
+            check(val, new)
             val = new
     loc = user_location()
     level = _batch_level(_flatten(init_val)[0])
