@@ -93,6 +93,7 @@ def windows_off(fn: Callable) -> Callable:
     the setting, so each variant gets its own module."""
     saved = os.environ.get("GRAPHMODE_NATIVE_WINDOWS")
     os.environ["GRAPHMODE_NATIVE_WINDOWS"] = "0"
+    _forget_built()  # the process's memory of built graphs is keyed by the traced graph alone
     try:
         fn()
         fn()
@@ -101,7 +102,18 @@ def windows_off(fn: Callable) -> Callable:
             os.environ.pop("GRAPHMODE_NATIVE_WINDOWS", None)
         else:
             os.environ["GRAPHMODE_NATIVE_WINDOWS"] = saved
+        _forget_built()  # so that the other candidates build their own (the disk caches key on the setting)
     return fn
+
+
+def _forget_built() -> None:
+    """Drop the process's memory of what was built from traced graphs (static's post-trace
+    cache, whose key does not hold the generator's switches), as a new process starts."""
+    try:
+        from static.jit import trace_cache  # noqa: PLC0415
+    except ImportError:
+        return
+    trace_cache.clear_memory()
 
 
 def step_fns(mod, quick: bool, backend: str) -> dict[str, Callable]:
