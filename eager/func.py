@@ -15,7 +15,8 @@ from . import _vmap, autograd
 from ._grad_mode import enable_grad, is_grad_enabled
 from ._tensor import Tensor
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp", "vmap"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "vjp",
+           "vmap"]
 
 
 def _positions(argnums: int | tuple, n: int) -> tuple:
@@ -251,6 +252,27 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
         shown = output
     t_out = _rebuild(output, tangent_out)
     return (shown, t_out, aux) if has_aux else (shown, t_out)
+
+
+def linearize(func: Callable, *primals: Any) -> tuple:
+    """(func(*primals), jvp_fn), where jvp_fn(*tangents) is the Jacobian-vector product at the
+    primals with tangents structured like them. Mirrors torch.func.linearize (each call of
+    jvp_fn is one jvp: eager's autograd keeps no linearized graph between calls)."""
+    output = func(*primals)
+    shown = _rebuild(output, [o.detach() if isinstance(o, Tensor) else o for o in _leaves(output)])
+
+    def jvp_fn(*tangents: Any) -> Any:
+        if _structure(tangents) != _structure(primals):
+            raise RuntimeError(f"Expected the tangents {_structure(tangents)} to have the same argspec as the primals "
+                               f"{_structure(primals)}")
+        for k, (p, t) in enumerate(zip(_leaves(primals), _leaves(tangents))):
+            if tuple(getattr(p, "shape", ())) != tuple(getattr(t, "shape", ())):
+                raise RuntimeError(f"tangent:{k} with shape {list(getattr(t, 'shape', ()))} in flattened pytree "
+                                   f"doesn't match the shape {list(getattr(p, 'shape', ()))} of the corresponding "
+                                   "primal.")
+        return jvp(func, tuple(primals), tuple(tangents))[1]
+
+    return shown, jvp_fn
 
 
 def _jvp_per_member(func: Callable, primals: tuple, tangents: Any, p_leaves: list, t_leaves: list, level: int,

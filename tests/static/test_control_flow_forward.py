@@ -242,3 +242,28 @@ def test_eager_jvp_under_vmap_of_batched_primals_matches_torch():
         torch.tensor(x), torch.tensor(t))
     np.testing.assert_allclose(o.numpy(), to.numpy(), rtol=1e-12)
     np.testing.assert_allclose(d.numpy(), td.numpy(), rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")  # (torch.func's own warnings)
+def test_eager_linearize_matches_torch_func_linearize():
+    torch = pytest.importorskip("torch")
+    x = np.array([0.3, 0.5])
+
+    def ours(a, b):
+        return cf.fori_loop(0, 3, lambda i, c: eager.sin(c) * b, a), b.sum()
+
+    def theirs(a, b):
+        for _ in range(3):
+            a = torch.sin(a) * b
+        return a, b.sum()
+
+    out, fn = eager.func.linearize(ours, _t(x), _t(2 * x))
+    t_out, t_fn = torch.func.linearize(theirs, torch.tensor(x), torch.tensor(2 * x))
+    for a, b in zip(list(out) + list(fn(_t([1.0, -1.0]), _t([0.5, 2.0]))),
+                    list(t_out) + list(t_fn(torch.tensor([1.0, -1.0], dtype=torch.float64),
+                                            torch.tensor([0.5, 2.0], dtype=torch.float64)))):
+        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="doesn't match the shape"):
+        fn(_t([1.0, 2.0, 3.0]), _t(x))
+    with pytest.raises(RuntimeError, match="same argspec"):
+        fn(_t(x))
