@@ -43,6 +43,7 @@ from common import format_table, machine_info, sample_interleaved, write_json  #
 
 import eager  # noqa: E402
 import static  # noqa: E402
+from static import trace_cache  # noqa: E402
 
 
 def gru_cell(p: dict, h, x):
@@ -123,6 +124,25 @@ def _versions(backend: str) -> tuple:
     return tuple(out)
 
 
+def _asks_runner(fn, *args) -> bool:
+    """Whether a call of fn runs a loop in Python (the op's forward asks static.control_flow
+    for the body's runner; a C loop never does)."""
+    import static.control_flow as cf  # noqa: PLC0415
+
+    real, calls = cf.runner, []
+
+    def counting(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    cf.runner = counting
+    try:
+        fn(*args)
+    finally:
+        cf.runner = real
+    return bool(calls)
+
+
 def measure(backend: str, steps: int, batch: int, n_in: int, hid: int, repeats: int) -> list[dict]:
     _warm(backend)
     rng = np.random.default_rng(0)
@@ -136,6 +156,9 @@ def measure(backend: str, steps: int, batch: int, n_in: int, hid: int, repeats: 
         made = {}
         for name, run, loops in versions:
             os.environ["GRAPHMODE_NATIVE_LOOPS"] = loops
+            # the post-trace cache keeps executables in memory by the traced graph, not by codegen's
+            # settings: forgotten, so the scan with the C loops off builds its own module
+            trace_cache._MEMORY.clear()
             try:
                 fn = (static.compile(run, backend=backend) if mode == "forward"
                       else static.value_and_grad(loss_of(run), argnums=0, backend=backend))
@@ -146,6 +169,9 @@ def measure(backend: str, steps: int, batch: int, n_in: int, hid: int, repeats: 
                 os.environ.pop("GRAPHMODE_NATIVE_LOOPS", None)
             graph = static.trace(run if mode == "forward" else loss_of(run), p, h0, xs)
             made[name] = (fn, compile_s, graph.count_nodes(), out)
+        if len(versions) > 2:  # the two scans run different modules: only the second asks for a body's runner
+            assert not _asks_runner(made["scan"][0], p, h0, xs) and _asks_runner(made[names[2]][0], p, h0, xs), \
+                "the C loops were not on and off"
         # they agree
         for name in names[1:]:
             a, b = made["scan"][3], made[name][3]
