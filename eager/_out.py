@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import types
 import warnings
 from collections.abc import Callable
 from typing import Any
+
+from gmbase import signatures
 
 from . import _surface
 from ._grad_mode import STATE, no_grad
@@ -72,69 +73,15 @@ def _generic(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 
 def _exact(fn: Callable[..., Any], name: str) -> Callable[..., Any] | None:
-    """A wrapper with `fn`'s own parameters plus a keyword-only `out=None`, generated once
-    (`exec` of the text below) so that a call without `out` passes its arguments straight on:
-    a `*args, **kwargs` wrapper packs a tuple and a dict and calls through CALL_FUNCTION_EX,
-    about 0.3 us of an eager op's 1-2. The signature read is `fn`'s own
-    (`follow_wrapped=False`: a function decorated with functools.wraps may take other
-    parameters than the one it wraps). None when the parameters cannot be spelled (a
-    name of the generated text's own, a signature inspect cannot read)."""
-    try:
-        sig = inspect.signature(fn, follow_wrapped=False)
-    except (TypeError, ValueError):
-        return None
-    namespace: dict[str, Any] = {"_fn": fn, "_slow_path": _slow_path, "_name": name}
-    params: list[str] = []
-    positional: list[str] = []  # how the call passes each parameter on
-    keywords: list[str] = []
-    star = var_kw = None
-    kinds = inspect.Parameter
-    last_positional_only = None
-    for p in sig.parameters.values():
-        if p.kind is kinds.POSITIONAL_ONLY:
-            last_positional_only = p
-    for p in sig.parameters.values():
-        if p.name in namespace or p.name == "out" or not p.name.isidentifier():
-            return None
-        default = ""
-        if p.default is not kinds.empty:
-            key = f"_default_{len(namespace)}"
-            namespace[key] = p.default
-            default = f"={key}"
-        if p.kind is kinds.POSITIONAL_ONLY or p.kind is kinds.POSITIONAL_OR_KEYWORD:
-            params.append(p.name + default)
-            positional.append(p.name)
-            if p is last_positional_only:
-                params.append("/")
-        elif p.kind is kinds.VAR_POSITIONAL:
-            star = p.name
-            params.append("*" + p.name)
-        elif p.kind is kinds.KEYWORD_ONLY:
-            if star is None:
-                star = ""
-                params.append("*")
-            params.append(p.name + default)
-            keywords.append(p.name)
-        else:  # VAR_KEYWORD: last
-            var_kw = p.name
-    if star is None:
-        params.append("*")
-    params.append("out=None")
-    if var_kw is not None:
-        params.append("**" + var_kw)
-    call_args = [*positional, *([f"*{star}"] if star else []), *(f"{k}={k}" for k in keywords),
-                 *([f"**{var_kw}"] if var_kw else [])]
-    args_tuple = "(" + "".join(f"{a}, " for a in positional) + ")" + (f" + tuple({star})" if star else "")
-    kwargs_dict = "{" + ", ".join(f"{k!r}: {k}" for k in keywords) + "}" + (f" | {var_kw}" if var_kw else "")
-    source = (f"def {name}({', '.join(params)}):\n"
-              f"    if out is None:\n"
-              f"        return _fn({', '.join(call_args)})\n"
-              f"    return _slow_path(_name, _fn, {args_tuple}, {kwargs_dict}, out)\n")
-    # (a name under eager/: static's user_location counts the frame as graphmode's, not the user's)
-    code = compile(source, os.path.join(os.path.dirname(os.path.abspath(__file__)), f"_out.py <rendered {name}>"), "exec")
-    exec(code, namespace)  # noqa: S102  (our own text, filled with the function's checked parameter names)
-    wrapper: Callable[..., Any] = namespace[name]
-    return wrapper
+    """A wrapper with `fn`'s own parameters plus a keyword-only `out=None`
+    (gmbase.signatures), so that a call without `out` passes its arguments straight on
+    rather than through `*args, **kwargs` (about 0.3 us of an eager op's 1-2); None when
+    the parameters cannot be spelled again."""
+    body = ("    if out is None:\n"
+            "        return _fn({call})\n"
+            "    return _slow_path(_name, _fn, {args}, {kwargs}, out)\n")
+    return signatures.wrapper(fn, name, body, {"_slow_path": _slow_path, "_name": name}, keyword_only="out",
+                              filename=signatures.code_name(__file__, name))
 
 
 def with_out(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from gmbase import signatures
+
 LAYOUTS = ("view", "elementwise", "contiguous", "preserve", "column_major")
 
 
@@ -175,9 +177,43 @@ def _each(fix: Callable[[Any, Any], Any], xp: Any, out: Any) -> Any:
     return fix(xp, out) if hasattr(out, "flags") else out
 
 
+_CONTIGUOUS_BODY = """\
+    out = _fn({call})
+    if type(out) is _ndarray and out.flags.c_contiguous:
+        return out
+    return _each(contiguous, {first}, out)
+"""
+
+_COLUMN_MAJOR_BODY = """\
+    return _each(_column_major, {first}, _fn({call}))
+"""
+
+
 def with_layout(forward: Callable[..., Any], layout: str) -> Callable[..., Any]:
     """`forward` whose results follow `layout` ("contiguous" or "column_major"); the other
-    layouts are the forward's own job and return it unchanged."""
+    layouts are the forward's own job and return it unchanged. The wrapper takes the
+    forward's own parameters (gmbase.signatures: no `*args, **kwargs` packing per call, and a
+    row-major NumPy result, the common case, returns after one type and one flag test)."""
+    if getattr(forward, "layout", None) == layout:  # (a record made again from one, dataclasses.replace)
+        return forward
+    if layout in ("contiguous", "column_major"):
+        body = _CONTIGUOUS_BODY if layout == "contiguous" else _COLUMN_MAJOR_BODY
+        name = f"{layout}_forward"
+        namespace: dict[str, Any] = {"_ndarray": np.ndarray, "_each": _each, "contiguous": contiguous,
+                                     "_column_major": _column_major}
+        wrapped = signatures.wrapper(forward, name, body, namespace, filename=signatures.code_name(__file__, name))
+        if wrapped is None:
+            wrapped = _generic_layout(forward, layout)
+        wrapped.__wrapped__ = forward  # type: ignore[attr-defined]
+        wrapped.layout = layout  # type: ignore[attr-defined]
+        return wrapped
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}: expected one of {LAYOUTS}")
+    return forward
+
+
+def _generic_layout(forward: Callable[..., Any], layout: str) -> Callable[..., Any]:
+    """with_layout's wrapper for a forward whose parameters cannot be spelled again."""
     if layout == "contiguous":
         def contiguous_forward(xp: Any, *operands: Any, **attrs: Any) -> Any:
             out = forward(xp, *operands, **attrs)
@@ -186,14 +222,9 @@ def with_layout(forward: Callable[..., Any], layout: str) -> Callable[..., Any]:
                 return out
             return _each(contiguous, xp, out)
 
-        contiguous_forward.__wrapped__ = forward  # type: ignore[attr-defined]
         return contiguous_forward
-    if layout == "column_major":
-        def column_major_forward(xp: Any, *operands: Any, **attrs: Any) -> Any:
-            return _each(_column_major, xp, forward(xp, *operands, **attrs))
 
-        column_major_forward.__wrapped__ = forward  # type: ignore[attr-defined]
-        return column_major_forward
-    if layout not in LAYOUTS:
-        raise ValueError(f"unknown layout {layout!r}: expected one of {LAYOUTS}")
-    return forward
+    def column_major_forward(xp: Any, *operands: Any, **attrs: Any) -> Any:
+        return _each(_column_major, xp, forward(xp, *operands, **attrs))
+
+    return column_major_forward
