@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 import eager
 from eager import _dtypes
 from eager.ops.control_flow import COND
@@ -57,6 +59,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
         return _select(index, [b(*operands) for b in branches], "switch")
     if not _tracing():
         i = int(_truth(index))
+        _check_branches(branches, operands, "switch")
         return branches[min(max(i, 0), len(branches) - 1)](*operands)
     return _cond_traced(index, branches, operands, "switch")
 
@@ -69,8 +72,51 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any, ope
     if getattr(type(pred), "__graphmode_batched__", False):  # a batched predicate: both, then select (JAX)
         return _select(pred, [false_fun(*operands), true_fun(*operands)], "cond")
     if not _tracing():
+        _check_branches([false_fun, true_fun], operands, "cond")
         return true_fun(*operands) if bool(_truth(pred)) else false_fun(*operands)
     return _cond_traced(pred, [false_fun, true_fun], operands, "cond")
+
+
+class BranchTypeError(TypeError):
+    """Branches whose results differ in structure or type (JAX's TypeError)."""
+
+
+# (branch code objects, operand types) already checked in eager mode
+_CHECKED: set = set()
+
+
+def _check_branches(branches: list, operands: tuple, kind: str) -> None:
+    """Eager mode runs only the branch taken, but JAX checks that every branch gives results of
+    the same types: the branches are traced once (no array is computed) on operands of these
+    types, raising the traced cond's TypeError naming the user's line. Checked once per
+    branch code and operand types; a branch that cannot be traced (Python that needs values)
+    is not checked."""
+    leaves, tree = _flatten(operands)
+    if not all(isinstance(x, (eager.Tensor, np.ndarray, np.generic, bool, int, float)) for x in leaves):
+        return
+    try:
+        key = (kind, tuple(getattr(b, "__code__", b) for b in branches), repr(tree),
+               tuple((type(x), tuple(getattr(x, "shape", ())), str(getattr(x, "dtype", ""))) for x in leaves))
+        hash(key)
+    except TypeError:
+        return
+    if key in _CHECKED:
+        return
+    from ..tracing.function import trace  # noqa: PLC0415
+
+    def both(*xs: Any) -> Any:
+        ops = pytree.unflatten(tree, list(xs))
+        index = eager.tensor(True) if kind == "cond" else eager.tensor(0)
+        return _cond_traced(index, branches, tuple(ops), kind)
+
+    try:
+        with eager.no_grad():
+            trace(both, *leaves)
+    except BranchTypeError:
+        raise
+    except Exception:  # noqa: BLE001 - a branch eager mode can run but not trace: nothing to compare
+        pass
+    _CHECKED.add(key)
 
 
 def _select(index: Any, results: list, kind: str) -> Any:
@@ -128,10 +174,10 @@ def _cond_traced(index: Any, branches: list, operands: tuple, kind: str) -> Any:
     for k in range(1, len(traced)):
         a, b = [_type_name(t) for t in traced[0].out_types], [_type_name(t) for t in traced[k].out_types]
         if trees[k] != trees[0]:
-            raise TypeError(f"{loc}: {kind} branch outputs must have the same pytree structure, got "
+            raise BranchTypeError(f"{loc}: {kind} branch outputs must have the same pytree structure, got "
                             f"{_tree_str(trees[0])} for {names[0]} and {_tree_str(trees[k])} for {names[k]}")
         if a != b:
-            raise TypeError(f"{loc}: {names[0]} and {names[k]} output must have identical types, got\n"
+            raise BranchTypeError(f"{loc}: {names[0]} and {names[k]} output must have identical types, got\n"
                             f"{names[0]}: ({', '.join(a)})\n{names[k]}: ({', '.join(b)})")
     if not traced[0].out_types:
         return pytree.unflatten(trees[0], [])

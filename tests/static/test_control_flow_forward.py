@@ -267,3 +267,19 @@ def test_eager_linearize_matches_torch_func_linearize():
         fn(_t([1.0, 2.0, 3.0]), _t(x))
     with pytest.raises(RuntimeError, match="same argspec"):
         fn(_t(x))
+
+
+def test_eager_cond_checks_both_branches_types_naming_the_line():
+    """JAX checks every branch even where one runs: eager mode traces the branches once (no
+    array computed) and raises the traced cond's TypeError; a branch that needs values in
+    Python is not traced and still runs."""
+    x = eager.ones(3)
+    with pytest.raises(TypeError, match=r"test_control_flow_forward.py:\d+: false_fun and true_fun output must have "
+                                        r"identical types"):
+        cf.cond(True, lambda a: a * 2, lambda a: a.sum(), x)
+    with pytest.raises(TypeError, match=r"test_control_flow_forward.py:\d+: branch 0 and branch 1 output must have "
+                                        r"identical types"):
+        cf.switch(1, [lambda a: a, lambda a: a.to(eager.float64)], x)
+    np.testing.assert_allclose(cf.cond(True, lambda a: a * 2, lambda a: a - 1, x).numpy(), [2.0, 2.0, 2.0])
+    out = cf.cond(False, lambda a: a * float(a.sum().item()), lambda a: a + 1, x)
+    np.testing.assert_allclose(out.numpy(), [2.0, 2.0, 2.0])
