@@ -92,8 +92,8 @@ class GRUCellFunction(Function):
         X, H, Wi, Wh, Bi, Bh = _arrays(x, h, w_ih, w_hh, b_ih, b_hh)
         gi, gh = _linear(X, Wi, Bi), _linear(H, Wh, Bh)
         k = H.shape[1]
-        r = _sigmoid(np, gi[:, :k] + gh[:, :k])
-        z = _sigmoid(np, gi[:, k:2 * k] + gh[:, k:2 * k])
+        rz = _sigmoid(np, gi[:, :2 * k] + gh[:, :2 * k])  # both gates in one call (elementwise: the same bits)
+        r, z = rz[:, :k], rz[:, k:]
         hn = gh[:, 2 * k:]
         n = _tanh(np, gi[:, 2 * k:] + r * hn)
         out = (1.0 - z) * n + z * H
@@ -111,12 +111,15 @@ class GRUCellFunction(Function):
         X, H, Wi, Wh = _arrays(x, h, w_ih, w_hh)
         r, z, n, hn = ctx.gates
         G = g._data
-        dn = G * (1.0 - z)
-        dpre_n = dn * (1.0 - n * n)
-        dpre_z = G * (H - n) * (z * (1.0 - z))
-        dpre_r = dpre_n * hn * (r * (1.0 - r))
-        dgi = np.concatenate((dpre_r, dpre_z, dpre_n), axis=1)
-        dgh = np.concatenate((dpre_r, dpre_z, dpre_n * r), axis=1)
+        k = H.shape[1]
+        # the gates' gradients written straight into their columns of dgi (no concatenation)
+        dgi = np.empty((G.shape[0], 3 * k), np.result_type(G, n))
+        dpre_r, dpre_z, dpre_n = dgi[:, :k], dgi[:, k:2 * k], dgi[:, 2 * k:]
+        np.multiply(G * (1.0 - z), 1.0 - n * n, out=dpre_n)
+        np.multiply(G * (H - n), z * (1.0 - z), out=dpre_z)
+        np.multiply(dpre_n * hn, r * (1.0 - r), out=dpre_r)
+        dgh = dgi.copy()
+        np.multiply(dpre_n, r, out=dgh[:, 2 * k:])
         needs = ctx.needs_input_grad
         dx = Tensor._make(dgi @ Wi) if needs[0] else None
         dh = Tensor._make(dgh @ Wh + G * z) if needs[1] else None
