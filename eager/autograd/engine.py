@@ -110,12 +110,15 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
         captured: list[Tensor | None] = [None] * (len(inputs) if inputs is not None else 0)
         ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
         plain = not STATE.anomaly  # (anomaly mode: every node through _execute, which checks NaNs)
+        # whether an input asked for is a plain node's output (autograd.grad(loss, [hidden])):
+        # mostly they are leaves, and the inlined path then skips the per-node id() lookup
+        node_targets = any(type(n) in PLAIN_NODE_TYPES for n, _ in targets)
         while ready:
             node = ready.pop()
             # (a buffer exists only once a gradient reached it: it holds at least one)
             grads = buffers.pop(node, None)
             if (type(node) in PLAIN_NODE_TYPES and grads is not None and plain and (not HOOKED[0] or node._hooks is None)
-                    and id(node) not in target_nodes and (useful is None or id(node) in useful)):
+                    and (not node_targets or id(node) not in target_nodes) and (useful is None or id(node) in useful)):
                 # the common case, without _execute's special cases: Node.apply, Node.release
                 # and the passing on of the gradients below, inlined into one loop over the edges
                 if TYPE_CHECKING:  # (the set holds Node and its named subclasses: no check at run time)

@@ -84,3 +84,14 @@ def test_the_grad_fn_class_is_resolved_once_per_record():
     first = eager.cos(x).grad_fn
     assert op.grad_class is type(first) and type(first).__name__ == "CosBackward0"
     assert type(eager.cos(x).grad_fn) is op.grad_class
+
+
+def test_grad_with_respect_to_an_intermediate_and_a_leaf_together():
+    x = eager.tensor([0.5, 2.0], requires_grad=True)
+    h = x * 3.0
+    loss = (eager.sin(h) * h).sum()
+    gh, gx = eager.autograd.grad(loss, [h, x])
+    hv = np.array([1.5, 6.0], np.float32)
+    want_h = np.cos(hv) * hv + np.sin(hv)
+    np.testing.assert_allclose(gh.numpy(), want_h, rtol=1e-6)
+    np.testing.assert_allclose(gx.numpy(), 3.0 * want_h, rtol=1e-6)
