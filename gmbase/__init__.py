@@ -10,7 +10,9 @@ graphmode (tests/test_import_contracts.py checks both, in a fresh interpreter to
 - errors: the `torch._dynamo.exc` exception types (static's TraceError derives from one);
 - version: the package version the cache stamps its files with;
 - signatures: wrappers generated with the wrapped function's own parameters (no `*args,
-  **kwargs` packing on a hot path).
+  **kwargs` packing on a hot path);
+- allocator: glibc's allocator set to keep large freed blocks for reuse (once, when eager
+  loads).
 
 Importing this package loads none of them; each is imported by its own name. The old homes
 (eager._dtypes, eager._fpstate, eager._threads, codegen.cache, codegen.settings) are the
