@@ -98,14 +98,16 @@ def _geometry2d(node: Node) -> tuple | None:
 
 def _unfold_ok(node: Node) -> bool:
     x = node.inputs[0] if node.inputs else None
-    return (node.op == "unfold" and node.body is None and _float(x) and _geometry2d(node) is not None
+    return (node.op == "unfold" and node.body is None and isinstance(x, Value) and _float(x)
+            and _geometry2d(node) is not None
             and len(x.type.shape) == 4 and _static(x, node.outputs[0]) and _prod(x.type.shape) > 0
             and _prod(node.outputs[0].type.shape) > 0)
 
 
 def _fold_ok(node: Node) -> bool:
     cols = node.inputs[0] if node.inputs else None
-    return (node.op == "fold" and node.body is None and _float(cols) and _geometry2d(node) is not None
+    return (node.op == "fold" and node.body is None and isinstance(cols, Value) and _float(cols)
+            and _geometry2d(node) is not None
             and len(cols.type.shape) == 6 and _static(cols, node.outputs[0]) and _prod(cols.type.shape) > 0)
 
 
@@ -238,7 +240,8 @@ def window_op(module: "NativeModule", node: Node, at: str) -> bool:
         return False
     p = getattr(module, "_window_plan", None)
     if p is None:
-        p = module._window_plan = plan(module.graph)  # type: ignore[attr-defined]
+        p = plan(module.graph)
+        setattr(module, "_window_plan", p)  # noqa: B010  (once per module: the driver holds no field for it)
     if id(node) in p.absorbed:
         module.body.append("# computed by the window function written below (codegen/native_gen/conv.py)")
         return True
@@ -287,6 +290,12 @@ class CWindow(CFunction):
     def emit(self) -> None:
         getattr(self, f"_{self.kind}")()
         self._call()
+
+    def _geometry(self) -> tuple:
+        """The anchor's 2-d window geometry (the plan only takes 2-d windows)."""
+        geometry = _geometry2d(self.anchor)
+        assert geometry is not None, "a 2-d window op"
+        return geometry
 
     @staticmethod
     def _par(work: int) -> str:
@@ -390,7 +399,7 @@ class CWindow(CFunction):
         h, w = _ints(y.type.shape)[2:]
         cc = self._param(cols, self.m.contiguous(cols), writable=False)
         out = self._output(y)
-        self._fold_rows(T, _geometry2d(node), n, c, h, w, oh, ow, out, f"{cc}[src + ox]", "fold")
+        self._fold_rows(T, self._geometry(), n, c, h, w, oh, ow, out, f"{cc}[src + ox]", "fold")
 
     def _pool_grad(self) -> None:
         node = self.anchor
@@ -406,7 +415,7 @@ class CWindow(CFunction):
         at = f"{oi}LL + cc * {si[0]}LL + nn * {si[2]}LL + oy * {si[3]}LL + ox * {si[4]}LL"
         chosen = f"{ci}[{at}] == k" if index_mask is not None else f"{ci}[{at} + k * {si[1]}LL] != 0"
         grad = f"{cg}[{og}LL + cc * {sg[0]}LL + nn * {sg[2]}LL + oy * {sg[3]}LL + ox * {sg[4]}LL]"
-        self._fold_rows(T, _geometry2d(node), n, c, h, w, oh, ow, out, f"(({chosen}) ? {grad} : ({T})0)",
+        self._fold_rows(T, self._geometry(), n, c, h, w, oh, ow, out, f"(({chosen}) ? {grad} : ({T})0)",
                         "max-pooling's gradient (fold of the gradient where each window's maximum is)")
 
     def _max_pool(self) -> None:
