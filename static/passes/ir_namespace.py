@@ -28,8 +28,10 @@ from gmops import REGISTRY, OpDef
 from ..ir import Value
 
 
-class NotDecomposable(Exception):
-    """The forward did something that has no IR spelling here (see the module docstring)."""
+class NotDecomposable(AttributeError):
+    """The forward did something that has no IR spelling here (see the module docstring). An
+    AttributeError: code that asks `getattr(x, "_data", None)` of a value (eager's helpers) reads
+    that a stand-in has no such attribute and goes on."""
 
 
 def _ops_by_array_name() -> dict[str, str]:
@@ -118,6 +120,13 @@ class IRArray:
 
     def __le__(self, other: Any) -> IRArray:
         return self.ns.emit("le", [self, other])
+
+    @staticmethod
+    def __graphmode_dispatch__(op: OpDef, operands: tuple[Any, ...], attrs: dict[str, Any]) -> IRArray:
+        """An op record applied to stand-ins (eager's dispatcher hands it over, as to static's
+        tracer values): one node. So an eager composite written in ops runs here too."""
+        ns = next(o.ns for o in operands if isinstance(o, IRArray))
+        return ns.emit(op.name, list(operands), attrs)
 
     # in-place operators: as NumPy's, they change the array every name of it sees (here: which
     # value this stand-in names), so `out = erf(...); out += 1.0` reads as the forward wrote it
@@ -226,4 +235,17 @@ def decompose_by_forward(ctx: Any, node: Any) -> Value | None:
     return result.value
 
 
-__all__ = ["IRArray", "IRNamespace", "NotDecomposable", "decompose_by_forward", "raw_forward"]
+def run_composite(ctx: Any, loc: Any, composite: Any, *inputs: Any) -> Value | None:
+    """`composite(*inputs)` (an eager function written in ops or operators) run on IR values: the
+    nodes it applies, emitted through `ctx`, and its result; None when it does something the IR
+    cannot spell here. A rewrite rule whose replacement is an eager composite uses it, so the
+    composite's formula is written once, in eager."""
+    ns = IRNamespace(ctx, loc)
+    try:
+        result = composite(*(IRArray(ns, v) if isinstance(v, Value) else v for v in inputs))
+    except NotDecomposable:
+        return None
+    return result.value if isinstance(result, IRArray) else None
+
+
+__all__ = ["IRArray", "IRNamespace", "NotDecomposable", "decompose_by_forward", "raw_forward", "run_composite"]

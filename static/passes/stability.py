@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..ir import Graph, Value
 from .algebraic import _is, _producer, _same_type
+from .ir_namespace import run_composite
 from .rewrite import rewrite_each
 from .rules import Rule, RuleContext, apply_rules, rule_table
 
@@ -29,10 +30,12 @@ def _logsumexp(ctx, node, out):
 
 
 def _log_sigmoid(ctx, node, out):
-    inner = node.inputs[0].producer
-    neg_x = ctx.emit("neg", [inner.inputs[0]], {}, node.loc)
-    sp = ctx.emit("softplus", [neg_x], {"beta": 1.0, "threshold": 20.0}, node.loc)
-    return ctx.emit("neg", [sp], {}, node.loc)
+    """eager's logsigmoid composite (-softplus(-x)) run on IR values: its stable form is written
+    once, in eager.nn.functional."""
+    from eager.nn.functional import logsigmoid  # noqa: PLC0415  (eager's nn loads on first use)
+
+    result = run_composite(ctx, node.loc, logsigmoid, node.inputs[0].producer.inputs[0])
+    return result if result is not None and result.type == out.type else None
 
 
 def _log1p(ctx, node, out):

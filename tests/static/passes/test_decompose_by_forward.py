@@ -135,3 +135,45 @@ def test_no_decomposition_is_written_in_the_pass():
 
     assert "emit(" not in inspect.getsource(decompose)
     assert {r.name for r in decompose.RULES} == {"softmax", "log_softmax", "logsumexp", "gelu", "softplus"}
+
+
+LOG_SIGMOID = """
+func @f(%x: f32[8]) -> f32[8] {
+  %0 = sigmoid %x : f32[8]
+  %1 = log %0 : f32[8]
+  return %1
+}
+"""
+
+
+def test_log_sigmoid_rule_is_eagers_composite_run_on_ir(monkeypatch):
+    """The stability rule's replacement for log(sigmoid x) is eager's logsigmoid composite run
+    on IR values (-softplus(-x)): change the composite and the rewrite follows it."""
+    out, stats = run("stability", LOG_SIGMOID)
+    assert stats["rules"] == {"log_sigmoid": 1}
+    check(out, """
+        CHECK: neg %x
+        CHECK: softplus
+        CHECK: neg
+        CHECK-NOT: sigmoid %x
+    """)
+    import eager.nn.functional as EF
+
+    monkeypatch.setattr(EF, "logsigmoid", lambda t: t - EF.softplus(t))  # log(sigmoid x) = x - softplus(x)
+    out, _ = run("stability", LOG_SIGMOID)
+    check(out, """
+        CHECK: softplus %x
+        CHECK: sub %x
+        CHECK-NOT: neg
+    """)
+
+
+def test_log_sigmoid_rewrite_keeps_eagers_values():
+    x = eager.tensor(np.linspace(-120.0, 120.0, 241).astype(np.float32))
+
+    def f(t):
+        return eager.log(eager.sigmoid(t))
+
+    got = static.compile(f, backend="numpy")(x).numpy()
+    assert np.isinf(f(x).numpy()).any()  # eager as written: sigmoid(-120) is 0 in float32, its log -inf
+    np.testing.assert_allclose(got, eager.nn.functional.logsigmoid(x).numpy(), rtol=1e-6)  # the stable form
