@@ -85,8 +85,7 @@ _add("gelu_grad", NumpyLowering(call="_rt.gelu_grad({0})", into="_rt.gelu_grad({
      note="the op's forward: Phi(x) + x phi(x), with eager's erf")
 _add("softplus", NumpyLowering(call="_rt.softplus({0}, {beta}, {threshold})",
                                into="_rt.softplus({0}, {beta}, {threshold}, out={out})"),
-     CupyLowering(call="cp.where({0} * {beta} > {threshold}, {0}, (cp.log1p(cp.exp(-cp.abs({0} * {beta}))) + "
-                       "cp.maximum({0} * {beta}, 0)) / {beta}).astype({dtype}, copy=False)",
+     CupyLowering(call="_rt.forward('softplus', cp, {0}, beta={beta}, threshold={threshold})",  # (written in the record)
                   expr="gm_softplus({0}, ({T}){beta_c}, ({T}){threshold_c})", helpers=("gm_softplus",)),
      fields=lambda node, operands, ctx: {"beta_c": c_number(node.attrs["beta"]),
                                          "threshold_c": c_number(node.attrs["threshold"])},
