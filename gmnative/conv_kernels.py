@@ -188,3 +188,22 @@ def batch_norm_backward(g, x, weight, eps: float) -> tuple | None:
     k.call(address, k.threads(), (g.nbytes, x.nbytes, weight.nbytes, -gx.nbytes, -gw.nbytes, -gb.nbytes, dims.nbytes, 8),
            k.formats((dt, dt, dt, dt, dt, dt, "int64", "float64")), g, x, weight, gx, gw, gb, dims, e)
     return gx, gw, gb
+
+
+def select_number(c, number: float, b, invert: bool = False) -> np.ndarray | None:
+    """np.where(c, number, b) (`invert`: np.where(~c, number, b)) for a C-contiguous bool
+    mask c and float array b of one shape, in one threaded pass; or None."""
+    if (type(c) is not np.ndarray or type(b) is not np.ndarray or c.dtype != np.bool_ or c.shape != b.shape
+            or not c.flags.c_contiguous or not b.flags.c_contiguous or b.dtype not in _SUFFIX):
+        return None
+    found = _address(f"gm_eager_conv_select_number_{_SUFFIX[b.dtype]}")
+    if found is None or found[1] is None:
+        return None
+    k, address = found
+    out = np.empty(b.shape, b.dtype)
+    a = np.array([number], b.dtype)
+    dims = np.array([b.size, int(invert)], _I64)
+    dt = b.dtype.name
+    k.call(address, k.threads(), (c.nbytes, a.nbytes, b.nbytes, -out.nbytes, dims.nbytes),
+           k.formats(("bool", dt, dt, dt, "int64")), c, a, b, out, dims)
+    return out

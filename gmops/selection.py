@@ -49,16 +49,27 @@ def _select_bits(c, a, b, invert: bool = False):
     return out.view(a.dtype)
 
 
+def _select_number(c, number, b, invert: bool):
+    """np.where(c, number, b) (`invert`: np.where(~c, number, b)) in one native pass
+    (gmnative.conv_kernels.select_number), or None where it cannot run."""
+    from .conv import conv_native  # noqa: PLC0415  (conv imports this module's records)
+
+    native = conv_native()
+    return None if native is None else native.select_number(c, number, b, invert)
+
+
 def _where(xp, c, a, b):
     if (xp is np and type(a) is np.ndarray and type(c) is np.ndarray and c.dtype == np.bool_
             and a.dtype in _BITS_OF and c.shape == a.shape and a.size >= SELECT_BITS_MIN
             and (type(b) is float or type(b) is int
                  or type(b) is np.ndarray and b.dtype == a.dtype and b.shape == a.shape)):
-        return _select_bits(c, a, b)
+        found = _select_number(c, b, a, True) if type(b) is not np.ndarray else None
+        return found if found is not None else _select_bits(c, a, b)
     if (xp is np and type(b) is np.ndarray and type(c) is np.ndarray and c.dtype == np.bool_
             and b.dtype in _BITS_OF and c.shape == b.shape and b.size >= SELECT_BITS_MIN
             and (type(a) is float or type(a) is int)):
-        return _select_bits(c, b, a, invert=True)
+        found = _select_number(c, a, b, False)  # relu's gradient: zero where the result is <= 0
+        return found if found is not None else _select_bits(c, b, a, invert=True)
     out = xp.where(c, a, b)
     if not hasattr(a, "dtype") and not hasattr(b, "dtype"):
         # two Python numbers: PyTorch's dtype for them (float32 for floats), not NumPy's float64

@@ -294,6 +294,24 @@ template <typename T> static void batch_norm_backward(const T* g, const T* x, co
     }
 }
 
+// where(c, a, b) for a bool mask c, a number a and an array b of c's size (`invert`: where(!c,
+// a, b)): relu's gradient (zero where the result is <= 0) and every masked fill of that form,
+// one pass, each element b's bits or a's, as the select it replaces.
+template <typename T> static void select_number(const unsigned char* c, T a, const T* b, T* out, long long n,
+                                                bool invert, int nt) {
+    #pragma omp parallel for num_threads(nt) if(n >= GM_CONV_PARALLEL_MIN) schedule(static)
+    for (long long i0 = 0; i0 < n; i0 += 4096) {
+        const long long i1 = i0 + 4096 < n ? i0 + 4096 : n;
+        if (invert) {
+            #pragma omp simd
+            for (long long i = i0; i < i1; ++i) out[i] = c[i] ? b[i] : a;
+        } else {
+            #pragma omp simd
+            for (long long i = i0; i < i1; ++i) out[i] = c[i] ? a : b[i];
+        }
+    }
+}
+
 // the entry points: void k(void* const* args, int threads); dims an int64 array (gm_geom)
 #define GM_CONV_ALL(T, suffix) \
     extern "C" void gm_eager_conv_im2col2d_##suffix(void* const* a, int nt) { \
@@ -304,6 +322,10 @@ template <typename T> static void batch_norm_backward(const T* g, const T* x, co
         max_pool2d<T>((const T*)a[0], (T*)a[1], nullptr, (const long long*)a[2], nt); } \
     extern "C" void gm_eager_conv_max_pool2d_backward_##suffix(void* const* a, int nt) { \
         max_pool2d_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], (const long long*)a[3], nt); } \
+    extern "C" void gm_eager_conv_select_number_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[4]; \
+        select_number<T>((const unsigned char*)a[0], ((const T*)a[1])[0], (const T*)a[2], (T*)a[3], d[0], d[1] != 0, \
+                         nt); } \
     extern "C" void gm_eager_conv_batch_norm_##suffix(void* const* a, int nt) { \
         batch_norm<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], (double*)a[4], \
                       (const long long*)a[5], ((const double*)a[6])[0], nt); } \
