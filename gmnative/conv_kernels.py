@@ -1,7 +1,8 @@
 """Native kernels for eager's 2-d convolutions, max-pooling and batch norm on NCHW images
 (csrc/eager_conv.cpp): im2col into the unfold op's column layout, max_pool2d's forward and
 backward straight on the image, and batch norm's training forward and gradients, one pass
-per channel each (where the decomposition took three passes forward and five back).
+per channel each (where the decomposition took three passes forward and five back); and the
+select of a mask between a number and an array (relu's gradient after each of them).
 
 Why: the NumPy path copies a 6-d strided view of the padded image (np.pad, then
 ascontiguousarray over an inner dim of a dozen elements: 1.2 ms for the 900K columns of a

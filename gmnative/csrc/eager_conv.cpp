@@ -5,8 +5,9 @@
 // Eager's 2-d convolution, pooling and batch-norm kernels on NCHW (batch-major, C-contiguous)
 // images: im2col into the column layout of the unfold op, max-pooling's forward and backward
 // straight on the image (no window array), and batch norm's training forward (statistics,
-// normalization and affine part) and its three gradients, each one pass per channel. One
-// translation unit for float and double.
+// normalization and affine part) and its three gradients, each one pass per channel; and the
+// select of a bool mask between a number and an array (relu's gradient). One translation
+// unit for float and double.
 
 // elements below which a loop stays on the calling thread (thread wake-up costs more)
 #define GM_CONV_PARALLEL_MIN 32768LL
