@@ -6,8 +6,6 @@ One module per job, mirroring `eager/ops/`: elementwise, comparison, reductions,
 shape_ops, indexing and sorting; `_common` holds what they share. The simple pointwise
 functions (sin, mul, eq, isnan, ...) are generated from their records' `surface`
 (`eager._surface`) and bound here too, so `F.sin` is `eager.sin`."""
-from collections.abc import Callable as _Callable
-from typing import Any as _Any
 
 from .._surface import functions as _generated  # noqa: E402
 from ._common import _host, _renamed, _row_major, _sizes  # noqa: F401
@@ -159,7 +157,7 @@ from .sorting import (  # noqa: F401
 globals().update({name: fn for name, fn in _generated().items() if name not in globals()})  # written here wins
 
 
-def __getattr__(name: str) -> _Callable[..., _Any]:
+def __getattr__(name: str):  # noqa: ANN202  (unannotated: an annotation here is resolved after its importers in mypy's cycle)
     """Only reached for a name that is neither written here nor generated (the generated ones
     are bound above); declared so that type checkers know this package also holds the
     generated functions (`F.sin`)."""

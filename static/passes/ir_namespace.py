@@ -146,7 +146,8 @@ class IRArray:
     def __itruediv__(self, other: Any) -> IRArray:
         return self._assign(self / other)
 
-    __hash__ = None  # type: ignore[assignment]  (stand-ins are not keys)
+    # stand-ins are not keys
+    __hash__ = None  # type: ignore[assignment]
 
 
 class IRNamespace:
