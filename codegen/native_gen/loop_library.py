@@ -288,14 +288,14 @@ def matmul(body: "_Body", node: Node) -> None:
         if m_ >= 2 and m_ * n_ * k_ >= GEMM_SPLIT_MIN and (found[1] or max(m_, n_, k_) < 1 << 31):
             # the Python-driven body splits such a product by rows across the threads, each part one
             # BLAS call (gmnative's gemm_rows), where BLAS runs one thread: so does the loop
-            rows = f"{cast}({pa}) + gm_lo" if ta == 112 else f"{cast}({pa}) + gm_lo * {lda}LL"
+            a_rows = f"{cast}({pa}) + gm_lo" if ta == 112 else f"{cast}({pa}) + gm_lo * {lda}LL"
             body.steps += [
                 f"    if (gm_nt >= 2 && gm_blas[{TABLE_LEN - 1}] != 0 && {m_ * n_ * k_}LL >= gm_blas[{TABLE_LEN - 2}]) {{",
                 f"        const long long gm_parts = gm_nt < {m_} ? gm_nt : {m_};",
                 "        #pragma omp parallel for num_threads(gm_nt) schedule(static)",
                 "        for (long long gm_p = 0; gm_p < gm_parts; ++gm_p) {",
                 f"            const long long gm_lo = {m_}LL * gm_p / gm_parts, gm_hi = {m_}LL * (gm_p + 1) / gm_parts;",
-                f"            if (gm_hi > gm_lo) gm_gemm(101, {ta}, {tb}, ({idx})(gm_hi - gm_lo), {n_}, {k_}, ({T})1, {rows}, "
+                f"            if (gm_hi > gm_lo) gm_gemm(101, {ta}, {tb}, ({idx})(gm_hi - gm_lo), {n_}, {k_}, ({T})1, {a_rows}, "
                 f"{lda}, {cast}({pb}), {ldb}, ({T})0, ({T}*)({c}) + gm_lo * {n_}LL, {n_});",
                 "        }",
                 "    } else"]
