@@ -100,7 +100,10 @@ def signature(op: OpDef) -> Signature:
                              "'alias NAME' or one signature 'name(parameters)'")
     arity = op.arity or 1
     if text is None:
-        text = f"{op.name}({', '.join(('input', 'other', 'third')[:arity])}, *, out=None)"
+        if arity > 2:
+            raise ValueError(f"op {op.name!r}: a surface of {arity} operands needs its signature, "
+                             f"'{op.name}(parameters)' as PyTorch's docs write it")
+        text = f"{op.name}({', '.join(('input', 'other')[:arity])}, *, out=None)"
     params = _parse_params(op, text)
     out = [p for p in params if p.name == "out"]
     if out and not (out[0].keyword_only and out[0].default is None):
