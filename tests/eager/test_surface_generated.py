@@ -130,6 +130,16 @@ def test_bad_surface_entries_raise_naming_the_op():
                 _surface.signature(op)
     finally:
         op.surface = saved
+    where = REGISTRY["where"]  # three operands: no default parameter names to invent
+    saved = where.surface
+    try:
+        where.surface = ("function",)
+        with pytest.raises(ValueError, match="needs its signature"):
+            _surface.signature(where)
+        where.surface = ("function", "where(condition, input, other)")
+        assert _surface.signature(where).operands == ("condition", "input", "other")
+    finally:
+        where.surface = saved
 
 
 def test_generated_functions_take_out_and_keywords_and_refuse_unknown_ones():
