@@ -22,6 +22,7 @@ __all__ = ["erf", "exp2", "expit", "expm1", "log1p", "log_softmax", "logit", "lo
 erf = _F.erf
 expm1 = _F.expm1
 log1p = _F.log1p
+exp2 = _F.exp2  # torch.special.exp2 is exp2 (its record: Exp2Backward0, not 2 ** x's PowBackward2)
 logsumexp = _F.logsumexp
 
 
@@ -34,11 +35,6 @@ def logit(input: Any, eps: float | None = None) -> Any:  # noqa: A002
     """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when eps is given (PyTorch's rule)."""
     p = input if eps is None else _F.clamp(input, eps, 1 - eps)
     return _F.log(p) - _F.log1p(-p)
-
-
-def exp2(input: Any) -> Any:  # noqa: A002
-    """2 ** x."""
-    return _F.pow(2.0, input)
 
 
 def softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A002

@@ -278,3 +278,15 @@ def test_generated_source_is_readable_and_pickles_by_name():
     assert inspect.getsource(eager.sin).startswith("def sin(input, *, out=None):")
     assert inspect.getsource(eager.Tensor.sin).startswith("def sin(self):")
     assert pickle.loads(pickle.dumps(eager.arcsin)) is eager.arcsin
+
+
+def test_special_exp2_is_the_exp2_op_as_pytorchs():
+    """torch.special.exp2 is exp2 (node Exp2Backward0), not 2 ** x: eager.special binds the
+    generated function instead of a second spelling."""
+    torch = pytest.importorskip("torch")
+    x = np.array([0.3, 1.7, -2.2, 10.5])
+    e, t = eager.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    a, b = eager.special.exp2(e), torch.special.exp2(t)
+    assert a.grad_fn.name() == b.grad_fn.name() == "Exp2Backward0"
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    assert eager.special.exp2 is eager.exp2
