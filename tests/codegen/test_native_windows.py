@@ -210,3 +210,26 @@ def test_batch_norms_normalization_with_the_running_variance(shape, dtype):
     for a, b in zip(got, want):
         np.testing.assert_allclose(a.numpy(), b.numpy(), **tol)
     assert "batch norm's normalization" in _source(f, *args)
+
+
+@pytest.mark.parametrize("padding", [0, 1])
+def test_max_pooling_indices_with_nans_ties_and_infinities(padding):
+    """The window's index is NumPy's argmax over it (the first maximum; the first NaN wins),
+    whatever position the NaN, the tie or -inf takes in the window."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 3, 6, 8)).astype(np.float32)
+    x[0, 0, 0, 1] = x[0, 0, 1, 0] = np.nan  # two NaNs in one window: the first is kept
+    x[0, 1, 1, 1] = np.nan  # a NaN last in its window
+    x[1, 0, 2:4, 2:4] = 3.0  # a tie over a whole window
+    x[1, 2, 4:6, 0:2] = -np.inf  # a window of -inf
+    x[1, 1, 0, 0] = np.inf
+
+    def f(t):
+        return F.max_pool2d(t, 2, 2, padding, return_indices=True)
+
+    xe = eager.from_numpy(x)
+    (ve, ie), (vc, ic) = f(xe), static.compile(f, backend="native")(xe)
+    assert "max-pooling: first maximum" in _source(f, xe)
+    np.testing.assert_array_equal(ic.numpy(), ie.numpy())
+    np.testing.assert_array_equal(np.isnan(vc.numpy()), np.isnan(ve.numpy()))
+    np.testing.assert_array_equal(vc.numpy().view(np.uint32), ve.numpy().view(np.uint32))
