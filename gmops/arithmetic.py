@@ -41,7 +41,7 @@ MUL = defop(
     vjp=lambda ctx, g: (g * ctx.input(1) if ctx.needs(0) else None, g * ctx.input(0) if ctx.needs(1) else None),
     grad_name="MulBackward0", save=(0, 1), promote="same", samples=_any((2, 3, 4), (3, 1)),
     arity=2, scalar_as_array=True, commutative=True, c_expr="({0} * {1})",
-    surface=_ALL, doc="input * other, elementwise and broadcast",
+    surface=(*_ALL, "alias multiply"), doc="input * other, elementwise and broadcast",
 )
 DIV = defop(
     "div", forward=lambda xp, a, b: xp.true_divide(a, b), abstract=_elementwise("div"),

@@ -17,7 +17,9 @@ def _compare(name, ufunc) -> OpDef:
         abstract=_elementwise(name, result_dtype=_dtypes.bool_), promote="same",
         samples=_any((3, 4), (4,)),
         arity=2, commutative=name in ("eq", "ne"), c_expr=f"({{0}} {_C_COMPARISON[name]} {{1}})",
-        surface=_ALL, doc=f"input {_C_COMPARISON[name]} other, elementwise, as a bool tensor",
+        # PyTorch's long names are NumPy's (torch.greater ...), but for eq: torch.equal is another function
+        surface=(*_ALL, *(() if name == "eq" else (f"alias {ufunc}",))),
+        doc=f"input {_C_COMPARISON[name]} other, elementwise, as a bool tensor",
     )
 
 

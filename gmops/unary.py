@@ -115,7 +115,7 @@ ABS = defop(
     "abs", forward=_abs, abstract=lambda x: x,
     vjp=lambda ctx, g: (g * SIGN(ctx.input(0)),), grad_name="AbsBackward0", save=(0,),
     samples=_away_from_zero((3, 4)), batchable=True, ufunc="abs", c_expr="gm_abs({0})",
-    surface=_ALL, doc="the absolute value, elementwise",
+    surface=(*_ALL, "alias absolute"), doc="the absolute value, elementwise",
 )
 SIGN: OpDef = defop(
     "sign", forward=_sign, abstract=lambda x: x,

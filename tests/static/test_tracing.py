@@ -582,7 +582,8 @@ def test_the_tracer_has_every_in_place_method_eager_has():
             "atan2_": [2.0], "addcmul_": [x, x], "addcdiv_": [x, x + 4.0],
             "scatter_reduce_": [1, eager.tensor([[1, 1], [0, 0]]), eager.tensor([[2.0, 3.0], [4.0, 5.0]]), "sum"],
             **{f"{op}_": [2.0] for op in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
-                                          "logical_xor", "remainder", "fmod", "floor_divide", "arctan2")}}
+                                          "logical_xor", "remainder", "fmod", "floor_divide", "arctan2", "not_equal", "less",
+                                          "less_equal", "greater", "greater_equal", "multiply")}}
     names = inplace_methods()
     assert {"add_", "mul_", "sin_", "masked_fill_"} <= set(names)
     for name in names:
