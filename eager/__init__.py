@@ -42,9 +42,9 @@ from ._factories import (  # noqa: F401
 )
 from ._functional import (  # noqa: F401
     add, all, amax, amin, any, argmax, argmin, broadcast_to, cat, chunk, clamp, clip, clone, concat,
-    concatenate, div, dot, expand, flatten, gelu, log_softmax, logsumexp, matmul, max, mean, min, mm, narrow,
+    concatenate, div, divide, dot, expand, flatten, gelu, log_softmax, logsumexp, matmul, max, mean, min, mm, narrow,
     norm, permute, prod, reshape, rsub, select, softmax, softplus, split, square, squeeze, stack, std, sub,
-    sum, swapaxes, t, transpose, true_divide, unbind, unsqueeze, var, where,
+    subtract, sum, swapaxes, t, transpose, true_divide, unbind, unsqueeze, var, where,
 )
 from ._surface import export_functions as _export_functions  # noqa: E402
 

@@ -60,6 +60,8 @@ class TensorInPlace(TensorHooks):
     add_ = _InPlace(F.add, saves_self=False)
     sub_ = _InPlace(F.sub, saves_self=False)
     div_ = _InPlace(F.div, saves_self=True)
+    divide_ = _InPlace(F.div, saves_self=True)
+    subtract_ = _InPlace(F.sub, saves_self=False)
     clamp_ = _InPlace(F.clamp, saves_self=True)
     clip_ = _InPlace(F.clamp, saves_self=True)
     masked_fill_ = _InPlace(_masked_fill, saves_self=False)

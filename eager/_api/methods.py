@@ -23,6 +23,8 @@ class TensorMethods(TensorHooks):
     add = F.add
     sub = F.sub
     div = F.div
+    divide = F.div
+    subtract = F.sub
     true_divide = F.true_divide
     square = F.square
     clamp = F.clamp

@@ -138,6 +138,7 @@ def _clamp_to_tensors(input, min, max):
 
 
 clip = clamp
+divide, subtract = div, sub  # PyTorch's long names (the same functions)
 
 
 def clone(input: _TA, *, memory_format: Any = None) -> _TA:

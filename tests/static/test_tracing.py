@@ -583,7 +583,7 @@ def test_the_tracer_has_every_in_place_method_eager_has():
             "scatter_reduce_": [1, eager.tensor([[1, 1], [0, 0]]), eager.tensor([[2.0, 3.0], [4.0, 5.0]]), "sum"],
             **{f"{op}_": [2.0] for op in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
                                           "logical_xor", "remainder", "fmod", "floor_divide", "arctan2", "not_equal", "less",
-                                          "less_equal", "greater", "greater_equal", "multiply")}}
+                                          "less_equal", "greater", "greater_equal", "multiply", "divide", "subtract")}}
     names = inplace_methods()
     assert {"add_", "mul_", "sin_", "masked_fill_"} <= set(names)
     for name in names:
