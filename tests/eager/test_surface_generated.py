@@ -290,3 +290,20 @@ def test_special_exp2_is_the_exp2_op_as_pytorchs():
     assert a.grad_fn.name() == b.grad_fn.name() == "Exp2Backward0"
     np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
     assert eager.special.exp2 is eager.exp2
+
+
+@pytest.mark.parametrize("name,kwargs", [("divide", {"rounding_mode": "floor"}), ("divide", {}),
+                                         ("subtract", {"alpha": 2}), ("multiply", {}), ("absolute", None),
+                                         ("greater_equal", {}), ("not_equal", {})])
+def test_pytorchs_long_names_as_pytorch(name, kwargs):
+    torch = pytest.importorskip("torch")
+    a, b = np.array([3.5, -2.0, 0.25]), np.array([2.0, -0.5, 0.25])
+    args_e = {"input": eager.tensor(a)} if kwargs is None else {"input": eager.tensor(a), "other": eager.tensor(b)}
+    args_t = {"input": torch.tensor(a)} if kwargs is None else {"input": torch.tensor(a), "other": torch.tensor(b)}
+    _close(getattr(eager, name)(**args_e, **(kwargs or {})), getattr(torch, name)(**args_t, **(kwargs or {})))
+    e, t = eager.tensor(a), torch.tensor(a)
+    rest_e = [eager.tensor(b)] if kwargs is not None else []
+    rest_t = [torch.tensor(b)] if kwargs is not None else []
+    getattr(e, name + "_")(*rest_e, **(kwargs or {}))
+    getattr(t, name + "_")(*rest_t, **(kwargs or {}))
+    _close(e, t)
