@@ -16,6 +16,7 @@ from . import _dtypes, _fast_path, _fpstate
 from ._device import xp_of_array
 from ._grad_mode import STATE
 from ._tensor import Tensor
+from .autograd.anomaly import EVER_ON as _ANOMALY_EVER  # noqa: F401  (read by the rendered code)
 from .autograd.anomaly import capture_stack  # noqa: F401  (read by the rendered make_node)
 from .autograd.graph import SavedTensor, grad_class  # noqa: F401  (read by the rendered make_node)
 from .ops.elementwise import TO_DTYPE

@@ -23,7 +23,9 @@ import numpy as np
 from . import _fast_path, _fpstate
 from ._grad_mode import STATE
 from ._scalar_form import _F32_SCALARS, _F64_SCALARS, _SCALAR_CACHE_SIZE, _scalar_array, _scalar_form  # noqa: F401
+from .autograd.anomaly import EVER_ON as _ANOMALY_EVER  # noqa: F401  (read by the rendered code)
 from .autograd.anomaly import capture_stack  # noqa: F401
+from .autograd.graph import COMPACT_PASSES as _COMPACT_PASSES  # noqa: F401
 from .autograd.graph import SavedTensor, grad_class  # noqa: F401
 
 if TYPE_CHECKING:

@@ -68,7 +68,7 @@ node.attrs = attrs
 node.next_functions = {edges}
 node._in_meta = {metas}
 node._saved = saved
-if STATE.anomaly:
+if _ANOMALY_EVER[0] and STATE.anomaly:
     node._trace = capture_stack()
 """
 
@@ -97,7 +97,7 @@ return out
 # gradient computed once per distinct element inside a backward that records nothing, two
 # numbers by NumPy's scalar arithmetic (see eager._scalar_form).
 COMPUTE = """\
-if STATE.compact_broadcasts:
+if _COMPACT_PASSES[0] and STATE.compact_broadcasts:
     token = None
     if op.kind == "elementwise":
         first = {first_array}

@@ -13,6 +13,10 @@ from .._grad_mode import STATE
 
 _R = TypeVar("_R")
 
+# Whether anomaly mode was ever switched on (any thread): until then eager's hot path does not
+# read the thread-local flag per recorded op.
+EVER_ON = [False]
+
 
 class TracedNode(Protocol):
     """A backward node as anomaly mode reads it (Node, FunctionCtx)."""
@@ -35,6 +39,8 @@ class set_detect_anomaly:
         self._prev: tuple[bool, bool] | None = (STATE.anomaly, STATE.anomaly_check_nan)
         STATE.anomaly = bool(mode)
         STATE.anomaly_check_nan = bool(check_nan)
+        if mode:
+            EVER_ON[0] = True
 
     def __enter__(self) -> set_detect_anomaly:
         return self
@@ -54,6 +60,7 @@ class detect_anomaly(set_detect_anomaly):
 
     def __enter__(self) -> detect_anomaly:
         self._prev = (STATE.anomaly, STATE.anomaly_check_nan)
+        EVER_ON[0] = True
         STATE.anomaly = True
         STATE.anomaly_check_nan = self._check
         return self

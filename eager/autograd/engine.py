@@ -2,6 +2,7 @@
 gradients that meet at a node before running it (as PyTorch's engine does)."""
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
@@ -10,7 +11,7 @@ from .._fpstate import quiet_fp as _quiet_fp
 from .._fpstate import restore_fp as _restore_fp
 from .._grad_mode import STATE
 from ..ops._registry import fit_grad
-from .graph import _NOTHING_SAVED, HOOKED, PLAIN_NODE_TYPES, AccumulateGrad, Node
+from .graph import _NOTHING_SAVED, COMPACT_PASSES, HOOKED, PLAIN_NODE_TYPES, AccumulateGrad, Node
 
 if TYPE_CHECKING:
     from .._tensor import Tensor
@@ -21,6 +22,7 @@ BackwardNode = Union[Node, "FunctionCtx", AccumulateGrad]
 Grads = list[Optional["Tensor"]]  # per output of a node (None: no gradient flows there)
 Targets = dict[tuple[BackwardNode, int], list[int]]  # (node, output_nr) -> positions in `inputs`
 
+_COMPACT_LOCK = threading.Lock()  # (COMPACT_PASSES is counted by every thread)
 _NO_GRAD_FN = "element {} of tensors does not require grad and does not have a grad_fn"
 
 
@@ -96,6 +98,9 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
     prev_mode, prev_compact = STATE.enabled, STATE.compact_broadcasts
     STATE.enabled = create_graph
     STATE.compact_broadcasts = not create_graph
+    if not create_graph:
+        with _COMPACT_LOCK:
+            COMPACT_PASSES[0] += 1
     fp_token = _quiet_fp()  # masked branches (where) may overflow harmlessly
     try:
         root_nodes = [n for n, _ in roots]
@@ -183,6 +188,9 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
         _restore_fp(fp_token)
         STATE.enabled = prev_mode
         STATE.compact_broadcasts = prev_compact
+        if not create_graph:
+            with _COMPACT_LOCK:
+                COMPACT_PASSES[0] -= 1
 
 
 def _any(grads: Grads) -> bool:

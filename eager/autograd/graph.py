@@ -183,6 +183,11 @@ class _Released(dict):  # type: ignore[type-arg]  # (only ever empty)
         raise RuntimeError(_FREED_MSG)
 
 
+# Backward passes running now, on any thread, that record no graph (where the engine sets
+# STATE.compact_broadcasts): while there are none, eager's hot path does not read that
+# thread-local flag (a thread-local read costs about as much as three plain ones).
+COMPACT_PASSES = [0]
+
 # Whether any node was ever given hooks: until then the backward engine skips reading each
 # node's `_hooks` (a class default it would look up through the instance, once per node).
 HOOKED = [False]
