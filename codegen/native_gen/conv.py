@@ -415,7 +415,12 @@ class CWindow(CFunction):
         at = f"{oi}LL + cc * {si[0]}LL + nn * {si[2]}LL + oy * {si[3]}LL + ox * {si[4]}LL"
         chosen = f"{ci}[{at}] == k" if index_mask is not None else f"{ci}[{at} + k * {si[1]}LL] != 0"
         grad = f"{cg}[{og}LL + cc * {sg[0]}LL + nn * {sg[2]}LL + oy * {sg[3]}LL + ox * {sg[4]}LL]"
-        self._fold_rows(T, self._geometry(), n, c, h, w, oh, ow, out, f"(({chosen}) ? {grad} : ({T})0)",
+        # g where chosen, else +0: g's bits masked by the comparison (a select of floats was a
+        # branch, mispredicted on real indices), the very values `where(mask, g, 0)` gives
+        bits = "unsigned int" if T == "float" else "unsigned long long"
+        term = (f"({{ {T} g_ = {grad}; {bits} b_; __builtin_memcpy(&b_, &g_, sizeof b_); "
+                f"b_ &= ({bits})0 - ({bits})({chosen}); __builtin_memcpy(&g_, &b_, sizeof g_); g_; }})")
+        self._fold_rows(T, self._geometry(), n, c, h, w, oh, ow, out, term,
                         "max-pooling's gradient (fold of the gradient where each window's maximum is)")
 
     def _max_pool(self) -> None:
