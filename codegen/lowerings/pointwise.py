@@ -56,10 +56,11 @@ def _from_record(op: OpDef) -> None:
                           helpers=helpers))
 
 
-# every op whose record spells itself (a new pointwise op is its record: nothing to add here);
-# before the reductions below, whose combiners (add, maximum, ...) these may be
+# every pointwise op from its record (a new pointwise op is its record: nothing to add here): the
+# ufunc and C expression where it spells them, else its forward as the library call; before the
+# entries below (which spell some ops by hand) and the reductions, whose combiners these may be
 for _record in list(REGISTRY.values()):
-    if (_record.ufunc or _record.c_expr) and _record not in TABLE:
+    if (_record.ufunc or _record.c_expr or _record.pointwise) and _record not in TABLE:
         _from_record(_record)
 
 # rsqrt is 1/sqrt(x) exactly as its forward computes it (not the hardware's rsqrt)

@@ -59,6 +59,7 @@ def _index_put(x, v, *idx, key, n_index=0):
 # What each registry op is in PyTorch: f(*operands, **attrs) -> tensor or tuple of tensors.
 TORCH: dict[str, Any] = {
     "abs": torch.abs, "acos": torch.acos, "add": torch.add, "asin": torch.asin, "atan": torch.atan,
+    "tan": torch.tan, "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh,
     "atan2": torch.atan2, "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or,
     "bitwise_xor": torch.bitwise_xor, "ceil": torch.ceil, "cos": torch.cos, "cosh": torch.cosh,
     "div": torch.div, "eq": torch.eq, "erf": torch.erf, "exp": torch.exp, "exp2": torch.exp2,
