@@ -466,38 +466,6 @@ def _require_float_kernel(name: str, x) -> None:
                                   "cast with .float() first")
 
 
-def _short_rows(x) -> bool:
-    """Many short contiguous float rows (attention's scores): where NumPy's reductions along
-    the last axis cost a loop per row (amax over 2048 rows of 32: 190 us, the whole softmax
-    320 us, where one pass of exp takes 26)."""
-    n = x.shape[-1]
-    return (type(x) is np.ndarray and x.dtype in (np.float32, np.float64) and 1 < n <= 256 and x.size >= 4096
-            and x.flags.c_contiguous)
-
-
-def _softmax_rows(x):
-    """softmax along the last axis of short rows, computed on the transposed rows (n, rows):
-    every step is then a contiguous pass over `rows` elements: the maxima by halving (the
-    elementwise maximum of the two halves, NaN propagating as amax's), the exponentials, the
-    sums as a vector-matrix product (one BLAS pass) and the scaling by their reciprocals (as
-    PyTorch's last-dim kernel scales), instead of one NumPy reduction loop per row."""
-    n = x.shape[-1]
-    t = np.ascontiguousarray(x.reshape(-1, n).T)
-    m = t
-    while m.shape[0] > 1:
-        h = m.shape[0] // 2
-        folded = np.maximum(m[:h], m[h:2 * h])
-        if m.shape[0] % 2:  # the odd row folds into the first
-            np.maximum(folded[:1], m[2 * h:], out=folded[:1])
-        m = folded
-    np.subtract(t, m, out=t)
-    np.exp(t, out=t)
-    scale = np.ones(n, dtype=t.dtype) @ t
-    np.divide(1.0, scale, out=scale)
-    np.multiply(t, scale, out=t)
-    return np.ascontiguousarray(t.T).reshape(x.shape)
-
-
 def _softmax(xp, x, dim):
     """Computed in float32 for float16 input, as PyTorch does; an empty input is its own
     (empty) softmax."""
@@ -506,8 +474,6 @@ def _softmax(xp, x, dim):
     _require_float_kernel("softmax", x)
     axis = dim if x.ndim else None
     xa = _upcast(x)
-    if xp is np and x.ndim and axis == x.ndim - 1 and _short_rows(xa):
-        return _softmax_rows(xa).astype(x.dtype, copy=False)
     e = xp.asarray(xa - xp.amax(xa, axis=axis, keepdims=True))  # a fresh buffer: exp and the division run in it
     xp.exp(e, out=e)
     e /= xp.sum(e, axis=axis, keepdims=True)
