@@ -76,17 +76,6 @@ class CChannelGradient(CFunction):
         super().__init__(module, name, node)
         self.parts = parts
 
-    def _out(self, y: Value) -> str:
-        m = self.m
-        name = m.names(y)
-        alloc = m.allocate(_ints(y.type.shape), y.type.dtype)
-        if alloc is None:
-            m.made_by_call[name] = _ints(y.type.shape)
-        else:
-            m.body.append(f"{name} = {alloc}")
-        m.fresh.add(name)
-        return self._param(y, name, writable=True)
-
     def emit(self) -> None:
         node, parts = self.node, self.parts
         assert node is not None
@@ -100,13 +89,13 @@ class CChannelGradient(CFunction):
         cx = self._param(x, self.m.contiguous(x), writable=False)
         stores, finals = [], []
         if parts["keep"]:
-            full = self._out(node.outputs[0])
+            full = self._fresh_output(node.outputs[0])
             stores.append(f"{full}[(nn * {c} + cc) * {hw}LL + k] = o;")
         if parts["rows"] is not None:
-            rows = self._out(parts["rows"].outputs[0])
+            rows = self._fresh_output(parts["rows"].outputs[0])
             stores.append(f"{rows}[cc * {n * hw}LL + nn * {hw}LL + k] = o;")
         if parts["sum"] is not None:
-            total = self._out(parts["sum"].outputs[0])
+            total = self._fresh_output(parts["sum"].outputs[0])
             finals.append(f"{total}[cc] = ({T})so;")
         par = ("#pragma omp parallel for num_threads(gm_nt) schedule(static)" if _parallel(n * c * hw)
                else "// little work: the calling thread")
@@ -185,8 +174,6 @@ class CChannelNormalize(CFunction):
         super().__init__(module, name, node)
         self.parts = parts
 
-    _out = CChannelGradient._out
-
     def emit(self) -> None:
         node = self.node
         assert node is not None
@@ -198,11 +185,11 @@ class CChannelNormalize(CFunction):
         T = c_type(x.type.dtype)
         eps = float(node.attrs["eps"])
         cx = self._param(x, self.m.contiguous(x), writable=False)
-        out = self._out(node.outputs[0])
+        out = self._fresh_output(node.outputs[0])
         finals = []
         for v in self.parts["var"]:
             dof = max(count - int(v.attrs["correction"]), 0)
-            finals.append(f"{self._out(v.outputs[0])}[cc] = ({T})(m2 / {dof}.0);  // var, correction "
+            finals.append(f"{self._fresh_output(v.outputs[0])}[cc] = ({T})(m2 / {dof}.0);  // var, correction "
                           f"{int(v.attrs['correction'])}")
         par = ("#pragma omp parallel for num_threads(gm_nt) schedule(static)" if _parallel(n * c * hw)
                else "// little work: the calling thread")

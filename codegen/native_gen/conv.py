@@ -276,17 +276,6 @@ class CWindow(CFunction):
             return self._param(v, self.m.names(base), writable=False, sized_by=base), strides, offset
         return self._param(v, self.m.contiguous(v), writable=False), contiguous_strides(_ints(v.type.shape)), 0
 
-    def _output(self, y: Value) -> str:
-        m = self.m
-        name = m.names(y)
-        alloc = m.allocate(_ints(y.type.shape), y.type.dtype)
-        if alloc is None:
-            m.made_by_call[name] = _ints(y.type.shape)
-        else:
-            m.body.append(f"{name} = {alloc}")
-        m.fresh.add(name)
-        return self._param(y, name, writable=True)
-
     def emit(self) -> None:
         getattr(self, f"_{self.kind}")()
         self._call()
@@ -310,7 +299,7 @@ class CWindow(CFunction):
         n, c, h, w = _ints(x.type.shape)
         oh, ow = _ints(y.type.shape)[4:]
         cx, (sn, sc, sy, sx), off = self._input(x)
-        out = self._output(y)
+        out = self._fresh_output(y)
         pad = c_literal(float(node.attrs.get("pad_value", 0.0)), T)
         rows = c * kh * kw * n
         self.lines += [
@@ -398,7 +387,7 @@ class CWindow(CFunction):
         c, kh, kw, n, oh, ow = _ints(cols.type.shape)
         h, w = _ints(y.type.shape)[2:]
         cc = self._param(cols, self.m.contiguous(cols), writable=False)
-        out = self._output(y)
+        out = self._fresh_output(y)
         self._fold_rows(T, self._geometry(), n, c, h, w, oh, ow, out, f"{cc}[src + ox]", "fold")
 
     def _pool_grad(self) -> None:
@@ -410,7 +399,7 @@ class CWindow(CFunction):
         h, w = _ints(y.type.shape)[2:]
         ci, si, oi = self._input(index)
         cg, sg, og = self._input(g)
-        out = self._output(y)
+        out = self._fresh_output(y)
         # element (cc, k, nn, oy, ox) of the index or mask and the gradient, through their strides
         at = f"{oi}LL + cc * {si[0]}LL + nn * {si[2]}LL + oy * {si[3]}LL + ox * {si[4]}LL"
         chosen = f"{ci}[{at}] == k" if index_mask is not None else f"{ci}[{at} + k * {si[1]}LL] != 0"
@@ -435,9 +424,9 @@ class CWindow(CFunction):
         index = argmax.outputs[0]
         # the index is written unless its one reader is the mask written here instead
         keep_index = mask is None or len(_users(index)) > 1 or any(v is index for v in self.m.graph.outputs)
-        out_i = self._output(index) if keep_index else None
-        out_v = self._output(take.outputs[0]) if take is not None else None
-        out_m = self._output(mask[1].outputs[0]) if mask is not None else None
+        out_i = self._fresh_output(index) if keep_index else None
+        out_v = self._fresh_output(take.outputs[0]) if take is not None else None
+        out_m = self._fresh_output(mask[1].outputs[0]) if mask is not None else None
         store = [f"            {out_i}[at + ox] = best_k;"] if out_i is not None else []
         if out_v is not None:
             store.append(f"            {out_v}[at + ox] = best;")

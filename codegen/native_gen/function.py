@@ -69,6 +69,20 @@ class CFunction:
         self.arrays[v] = cname
         return cname
 
+    def _fresh_output(self, y: Value) -> str:
+        """A kernel parameter for y's array, allocated fresh before the call (from the
+        module's buffers when one is free, else made by the call itself)."""
+        m = self.m
+        name = m.names(y)
+        shape = tuple(d if isinstance(d, int) else int(d) for d in y.type.shape)  # a symbolic size kept
+        alloc = m.allocate(shape, y.type.dtype)
+        if alloc is None:
+            m.made_by_call[name] = shape
+        else:
+            m.body.append(f"{name} = {alloc}")
+        m.fresh.add(name)
+        return self._param(y, name, writable=True)
+
     def _symbol_param(self) -> None:
         """The sizes of the call as the first parameter, when the graph has symbolic sizes
         (static.dynamic_shapes): `const long long s0 = gm_syms[0];`, read by the loops."""
