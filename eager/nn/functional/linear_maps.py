@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ... import _functional as _F
 from ..._tensor import Tensor
+from .. import _fused_linear
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -18,8 +19,10 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         return out.reshape(*lead, weight.shape[0])
     if input.ndim > 2 and weight.ndim == 2:
         lead = tuple(input.shape[:-1])
-        out = _F.matmul(input.reshape(-1, input.shape[-1]), weight.t())
+        out = linear(input.reshape(-1, input.shape[-1]), weight)
         return _F._renamed(out.reshape(*lead, weight.shape[0]), "UnsafeViewBackward0")
+    if _fused_linear.eligible(input, weight, bias):  # one node, PyTorch's addmm (nn/_fused_linear.py)
+        return _fused_linear.linear(input, weight, bias)
     out = _F.matmul(input, weight.t() if weight.ndim == 2 else weight)
     if bias is None:
         return out
