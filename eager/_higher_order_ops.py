@@ -12,9 +12,38 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gmbase.errors import UncapturedHigherOrderOpError
+
 from ._tensor import Tensor
 
 __all__ = ["cond", "scan", "while_loop"]
+
+
+class ControlFlowTypeError(TypeError, UncapturedHigherOrderOpError):
+    """Functions of torch.cond / while_loop / scan whose results break the operator's rules
+    (a body changing its carry's types, branches of different types). PyTorch raises
+    torch._dynamo.exc.UncapturedHigherOrderOpError; static's loops raise JAX's TypeError with
+    the user's line: this is both, with static's message, in eager mode and traced."""
+
+
+def _checks() -> Any:
+    """static.control_flow's carry and branch checks (imported at the first loop: static's
+    checks are the one definition of the rule, and eager imports nothing of static before)."""
+    import static.control_flow as cf  # noqa: PLC0415
+
+    return cf
+
+
+_RULES = ("must have equal types", "must have the same pytree structure", "must return a boolean scalar",
+          "must have identical types", "branch outputs must have the same pytree structure")
+
+
+def _rethrown(exc: TypeError) -> TypeError:
+    """static's TypeError for a broken rule as ControlFlowTypeError (the same message); any
+    other TypeError (one the user's function raised) as it was."""
+    if isinstance(exc, ControlFlowTypeError) or not any(rule in str(exc) for rule in _RULES):
+        return exc
+    return ControlFlowTypeError(str(exc))
 
 
 def _static_cf() -> Any:
@@ -51,15 +80,15 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, operands: Sequence[An
     runs (static.control_flow.cond)."""
     ops = _as_tuple(operands)
     cf = _static_cf()
-    if cf is not None:
-        return cf.cond(pred, true_fn, false_fn, *ops)
-    if getattr(type(pred), "__graphmode_batched__", False):  # under vmap: both branches, then a select
-        from ._functional import where  # noqa: PLC0415
-        from .func import _leaves, _rebuild  # noqa: PLC0415
-
-        t, f = true_fn(*ops), false_fn(*ops)
-        return _rebuild(t, [where(pred, a, b) for a, b in zip(_leaves(t), _leaves(f))])
-    return true_fn(*ops) if _truth(pred, "torch.cond") else false_fn(*ops)
+    try:
+        if cf is not None:
+            return cf.cond(pred, true_fn, false_fn, *ops)
+        if getattr(type(pred), "__graphmode_batched__", False):  # under vmap: both branches, then a select
+            return _checks().cond(pred, true_fn, false_fn, *ops)
+        chosen = _truth(pred, "torch.cond")
+        return _checks().cond(chosen, true_fn, false_fn, *ops)  # (checks both branches' types once)
+    except TypeError as exc:
+        raise _rethrown(exc) from None
 
 
 def while_loop(cond_fn: Callable, body_fn: Callable, carried_inputs: Sequence[Any],
@@ -72,13 +101,20 @@ def while_loop(cond_fn: Callable, body_fn: Callable, carried_inputs: Sequence[An
     carried = tuple(carried_inputs)
     cf = _static_cf()
     if cf is not None:
-        out = cf.while_loop(lambda c: cond_fn(*c, *extra), lambda c: tuple(_as_tuple(body_fn(*c, *extra))), carried)
+        try:
+            out = cf.while_loop(lambda c: cond_fn(*c, *extra), lambda c: tuple(_as_tuple(body_fn(*c, *extra))),
+                                carried)
+        except TypeError as exc:
+            raise _rethrown(exc) from None
         return tuple(out)
+    checks = _checks()
+    check = checks.body.StepChecker("while_loop body", checks.body.user_location())
     while _truth(cond_fn(*carried, *extra), "while_loop"):
         new = _as_tuple(body_fn(*carried, *extra))
-        if len(new) != len(carried):
-            raise RuntimeError(f"while_loop: body_fn returned {len(new)} values for {len(carried)} carried inputs; "
-                               "it must return one value per carried input")
+        try:
+            check(carried, new)
+        except TypeError as exc:
+            raise _rethrown(exc) from None
         carried = new
     return carried
 
@@ -92,22 +128,37 @@ def scan(combine_fn: Callable, init: Any, xs: Any, *, dim: int = 0, reverse: boo
     from ._functional import movedim, stack  # noqa: PLC0415
     from .func import _leaves, _rebuild  # noqa: PLC0415
 
-    cf = _static_cf()
-    if cf is not None:
-        lead = [movedim(x, dim, 0) if dim != 0 else x for x in _leaves(xs)]
-        carry, traced_ys = cf.scan(fn, init, _rebuild(xs, lead), reverse=reverse)
-        return carry, _rebuild(traced_ys, [movedim(y, 0, dim) if dim != 0 else y for y in _leaves(traced_ys)])
     leaves = _leaves(xs)
+    if not leaves:
+        raise RuntimeError("scan: xs must have at least one tensor to scan over (torch's scan takes its length from xs)")
+    if any(not hasattr(x, "shape") or len(x.shape) <= dim or int(x.shape[dim]) == 0 for x in leaves):
+        raise RuntimeError("All xs leaves must at least have 'dim' number of dimensions and scan dimension > 0 "
+                           f"(scan over dim={dim} of xs of shapes {[tuple(getattr(x, 'shape', ())) for x in leaves]})")
     sizes = {int(x.shape[dim]) for x in leaves}
     if len(sizes) != 1:
         raise RuntimeError(f"scan: all xs leaves must have the same size along dim={dim}, got sizes {sorted(sizes)}")
+    cf = _static_cf()
+    if cf is not None:
+        lead = [movedim(x, dim, 0) if dim != 0 else x for x in leaves]
+        try:
+            carry, traced_ys = cf.scan(fn, init, _rebuild(xs, lead), reverse=reverse)
+        except TypeError as exc:
+            raise _rethrown(exc) from None
+        return carry, _rebuild(traced_ys, [movedim(y, 0, dim) if dim != 0 else y for y in _leaves(traced_ys)])
     n = sizes.pop()
+    checks = _checks()
+    check = checks.body.StepChecker("scan body", checks.body.user_location())
     carry = init
     ys: list = [None] * n
     for t in (range(n - 1, -1, -1) if reverse else range(n)):
-        carry, ys[t] = fn(carry, _rebuild(xs, [x.select(dim, t) for x in leaves]))
-    if n == 0:
-        return carry, None
+        res = fn(carry, _rebuild(xs, [x.select(dim, t) for x in leaves]))
+        if not (isinstance(res, (tuple, list)) and len(res) == 2):
+            raise RuntimeError(f"scan: combine_fn must return a pair (next carry, y), got {type(res).__name__}")
+        try:
+            check(carry, res[0])
+        except TypeError as exc:
+            raise _rethrown(exc) from None
+        carry, ys[t] = res
     per_step = [_leaves(y) for y in ys]
     stacked = [stack([per_step[t][k] for t in range(n)], dim=dim) for k in range(len(per_step[0]))]
     return carry, _rebuild(ys[0], stacked)

@@ -21,8 +21,14 @@ class BackendCompilerFailed(TorchDynamoException):
     """A backend failed to compile a captured graph."""
 
 
+class UncapturedHigherOrderOpError(TorchDynamoException):
+    """A control-flow operator (torch.cond, while_loop, scan) whose functions break its rules
+    (results whose types differ from the carry's or between branches)."""
+
+
 class InternalTorchDynamoError(TorchDynamoException):
     """An error of the compiler itself, not of the user's program."""
 
 
-__all__ = ["BackendCompilerFailed", "InternalTorchDynamoError", "TorchDynamoException", "Unsupported"]
+__all__ = ["BackendCompilerFailed", "InternalTorchDynamoError", "TorchDynamoException", "UncapturedHigherOrderOpError",
+           "Unsupported"]

@@ -7,6 +7,13 @@ are defined in the base layer (gmbase.errors), so that static's IR layer can der
 without importing eager; these are the same classes."""
 from __future__ import annotations
 
-from gmbase.errors import BackendCompilerFailed, InternalTorchDynamoError, TorchDynamoException, Unsupported
+from gmbase.errors import (
+    BackendCompilerFailed,
+    InternalTorchDynamoError,
+    TorchDynamoException,
+    UncapturedHigherOrderOpError,
+    Unsupported,
+)
 
-__all__ = ["BackendCompilerFailed", "InternalTorchDynamoError", "TorchDynamoException", "Unsupported"]
+__all__ = ["BackendCompilerFailed", "InternalTorchDynamoError", "TorchDynamoException", "UncapturedHigherOrderOpError",
+           "Unsupported"]

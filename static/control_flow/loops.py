@@ -205,12 +205,52 @@ def _scan_python(f: Callable, init: Any, xs: Any, x_leaves: list, x_tree: Any, n
         check(carry, res[0])
         carry, ys[t] = res
     if n == 0:
-        return carry, None
+        return carry, _empty_ys(f, init, xs, x_leaves, x_tree, reverse, loc)
     y_leaves = [_flatten(y)[0] for y in ys]
     y_tree = _flatten(ys[0])[1]
     stacked = [_stack([y_leaves[t][k] if not isinstance(y_leaves[t][k], (int, float)) else
                        eager.tensor(y_leaves[t][k]) for t in range(n)]) for k in range(len(y_leaves[0]))]
     return carry, pytree.unflatten(y_tree, stacked)
+
+
+def _empty_ys(f: Callable, init: Any, xs: Any, x_leaves: list, x_tree: Any, reverse: bool, loc: str) -> Any:
+    """The ys of a scan of length 0 in eager mode (jax.lax.scan's: arrays of leading size 0
+    with the types one step would give). The body never runs, so their types come from
+    tracing it once on the carry's and the xs' types (no array is computed); a body that
+    cannot be traced (it needs values in Python) leaves them unknowable, and that is an
+    error rather than a silent None."""
+    from ..tracing.function import trace  # noqa: PLC0415
+
+    init_leaves, init_tree = _flatten(init)
+    arrays = [(k, v) for k, v in enumerate(init_leaves) if hasattr(v, "shape") and hasattr(v, "dtype")]
+    as_numpy = (any(isinstance(v, np.ndarray) for v in init_leaves + x_leaves)
+                and not any(isinstance(v, Tensor) for v in init_leaves + x_leaves))  # (as _stack does)
+    holder: dict = {}
+
+    def abstract(*given: Any) -> Any:
+        leaves = list(init_leaves)
+        for (k, _), t in zip(arrays, given[:len(arrays)]):
+            leaves[k] = t
+        lead = list(given[len(arrays):])
+        carry = pytree.unflatten(init_tree, leaves)
+        x = pytree.unflatten(x_tree, lead) if xs is not None else None
+        _, ys = _scan_traced(f, carry, x, lead, x_tree, 0, reverse, loc)
+        y_leaves, holder["tree"] = _flatten(ys)
+        return tuple(y_leaves)
+
+    try:
+        with eager.no_grad():
+            g = trace(abstract, *[v for _, v in arrays], *x_leaves)
+    except TypeError:  # the body's own type errors (carry types, its output's form): the traced scan's
+        raise
+    except Exception as exc:  # noqa: BLE001 - a body eager mode could run but not trace
+        raise ValueError(f"{loc}: scan of length 0 must return ys of the types one step of the body gives, but the "
+                         f"body could not be traced to find them ({type(exc).__name__}: {exc}). Give the scan at "
+                         "least one step, or write the body with tensor operations only.") from exc
+    made: list[Any] = [np.zeros(tuple(v.type.shape), dtype=v.type.dtype.np) for v in g.outputs]
+    if not as_numpy:
+        made = [eager.from_numpy(m) for m in made]
+    return pytree.unflatten(holder["tree"], made)
 
 
 def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any, *, unroll: int | bool | None = None) -> Any:

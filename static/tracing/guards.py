@@ -29,12 +29,12 @@ from typing import Any
 import numpy as np
 
 from .reach import Walk, names_read
+from .state import LIBRARY_PACKAGES
 
 _ATOMS = (bool, int, float, complex, str, bytes, type(None))
 _SCALARS = frozenset((bool, int, float, str))
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # (static/tracing/guards.py)
-_LIBRARY_DIRS = tuple(os.path.join(_ROOT, pkg) + os.sep for pkg in ("eager", "static", "codegen", "gmops", "gmbase",
-                                                                   "gmnative"))
+_LIBRARY_DIRS = tuple(os.path.join(_ROOT, pkg) + os.sep for pkg in LIBRARY_PACKAGES)
 _MISSING = object()
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks")
 _OPTIMIZER_STATE = frozenset(("state", "param_groups", "defaults"))

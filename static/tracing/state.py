@@ -32,7 +32,19 @@ if TYPE_CHECKING:
 
 # graphmode's own packages (this file is static/tracing/state.py): frames in them are not the user's
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_LIBRARY_DIRS = tuple(os.path.join(_ROOT, pkg) + os.sep for pkg in ("eager", "static", "gmops", "gmbase", "gmnative"))
+# Every top-level package of graphmode, subpackages included (static.tracing, static.jit,
+# gmops' records, ...): the one list guards and symbolic sizes read too, so a package moved or
+# added is named once.
+LIBRARY_PACKAGES = ("eager", "static", "codegen", "gmops", "gmbase", "gmnative", "graphmode")
+_LIBRARY_DIRS = tuple(os.path.join(_ROOT, pkg) + os.sep for pkg in LIBRARY_PACKAGES)
+
+
+def is_library_file(filename: str) -> bool:
+    """Whether code in `filename` is graphmode's own (a frame a node's location skips): a file
+    under one of its packages, or generated code loaded from memory (`<graphmode ...>`). A
+    user's folder that happens to be named `codegen` or `static` elsewhere is the user's."""
+    return filename.startswith(_LIBRARY_DIRS) or filename.startswith("<graphmode ")
+
 _SCALARS = (bool, int, float)
 # How a view is made from the tensor owning its memory: (op name, sorted attrs, output number)
 # per view op, as eager.ops.views.replay_view takes them.
@@ -50,7 +62,7 @@ def user_location(skip_library: bool = True) -> str:
         short = known.get(code)
         if short is None:
             filename = code.co_filename
-            outside = not filename.startswith(_LIBRARY_DIRS) and "codegen" + os.sep not in filename
+            outside = not is_library_file(filename)
             if len(known) >= 4096:
                 known.clear()
             short = known[code] = os.path.basename(filename) if outside else ""

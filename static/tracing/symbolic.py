@@ -318,7 +318,8 @@ def _note_compare(a: SymInt, op: str, b: Any, result: bool) -> None:
 
 
 _LIBRARY = tuple(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep + name + os.sep
-                 for name in ("eager", "static", "codegen", "gmops", "gmbase", "gmnative"))  # (static/tracing/symbolic.py)
+                 for name in ("eager", "static", "codegen", "gmops", "gmbase", "gmnative", "graphmode"))
+# (static/tracing/symbolic.py; the IR's parser imports it, so it cannot read state.LIBRARY_PACKAGES: the same list)
 
 
 def _from_library() -> bool:
