@@ -50,10 +50,16 @@ def _from_record(op: OpDef) -> None:
     if op.ufunc:
         _add(op.name, NumpyLowering(call=f"np.{op.ufunc}({args})", ufunc=f"np.{op.ufunc}"),
              CupyLowering(call=f"cp.{op.ufunc}({args})", expr=op.c_expr, helpers=helpers))
+    elif op.c_expr:  # fused in C; in fused NumPy code its forward's result is copied into the buffer
+        _add(op.name, NumpyLowering(call=f"_rt.forward({op.name!r}, np, {{args}}, **{{attrs}})",
+                                    into=f"np.copyto({{out}}, _rt.forward({op.name!r}, np, {{args}}, **{{attrs}}))"),
+             CupyLowering(call=f"_rt.forward({op.name!r}, cp, {{args}}, **{{attrs}})", expr=op.c_expr,
+                          helpers=helpers))
     else:
         _add(op.name, NumpyLowering(call=f"_rt.forward({op.name!r}, np, {{args}}, **{{attrs}})"),
              CupyLowering(call=f"_rt.forward({op.name!r}, cp, {{args}}, **{{attrs}})", expr=op.c_expr,
-                          helpers=helpers))
+                          helpers=helpers),
+             note="" if op.c_expr else "the op's forward: its record spells no ufunc or C expression yet")
 
 
 # every pointwise op from its record (a new pointwise op is its record: nothing to add here): the
