@@ -302,6 +302,8 @@ ACOSH = _unary("acosh", lambda xp, x: xp.arccosh(x), lambda ctx, g: (g * RSQRT(c
 ATANH = _unary("atanh", lambda xp, x: xp.arctanh(x), lambda ctx, g: (g / (1.0 - ctx.input(0) * ctx.input(0)),),
                "AtanhBackward0", _in(-0.8, 0.8), surface=(*_ALL, "alias arctanh"),
                doc="the inverse hyperbolic tangent, elementwise (NaN outside [-1, 1])")
+for _op in (TAN, ASINH, ACOSH, ATANH):
+    _op.batchable = False  # library calls (their forward), no ufunc NumPy code could batch over 0-d values
 
 # These unary ops never meet a floating-point event (overflow, 0/0, log(0); sigmoid takes
 # exp of non-positive numbers only), so eager runs them without switching NumPy's error
@@ -309,3 +311,36 @@ ATANH = _unary("atanh", lambda xp, x: xp.arctanh(x), lambda ctx, g: (g / (1.0 - 
 # that take a Python number stay quiet: comparing float16 with 70000 casts it with a warning.
 for _op in (NEG, ABS, SIGN, RELU, TANH, SIGMOID):
     _op.quiet_fp = False
+
+
+# -- PyTorch's remaining pointwise ops: each one record (forward against xp, abstract rule,
+# gradient written with ops, ufunc / C expression for fusion, surface) --------------------------
+def _float_only(name: str):
+    """The abstract rule of an op PyTorch defines on floating-point tensors only: an integer
+    or bool tensor raises NotImplementedError as PyTorch's kernel does (no silent promotion)."""
+    def abstract(x, **attrs):
+        if not x.dtype.is_floating_point:
+            raise NotImplementedError(f'{name}: "{name}_cpu" not implemented for \'{x.dtype.name}\'; '
+                                      "cast with .float() first")
+        return x
+
+    return abstract
+
+
+def _not_float(name: str, x) -> None:
+    """Raise _float_only's error from a forward, which sees an array (a NumPy dtype)."""
+    raise NotImplementedError(f'{name}: "{name}_cpu" not implemented for \'{x.dtype}\'; cast with .float() first')
+
+
+def _frac(xp, x):
+    if getattr(x, "dtype", None) is not None and x.dtype.kind not in "fc":
+        _not_float("frac", x)
+    return xp.subtract(x, xp.trunc(x))
+
+
+FRAC = defop(
+    "frac", forward=_frac, abstract=_float_only("frac"), vjp=lambda ctx, g: (g,), grad_name="FracBackward0",
+    samples=lambda rng: [((rng.uniform(-3.0, 3.0, (3, 4)) + 0.05,), {})], batchable=True,
+    c_expr="({0} - trunc({0}))", surface=_ALL,
+    doc="input - trunc(input): the fractional part, with input's sign (floating-point tensors only)",
+)
