@@ -26,7 +26,7 @@ FORWARD_CALLS = {"view_scatter", "prod_except_self", "embedding_backward", "unfo
                  "max_pool2d", "max_pool2d_backward", "batch_norm", "batch_norm_backward",
                  # elementwise math as the op's own forward until each gets a NumPy spelling
                  "floor", "ceil", "trunc", "round", "log2", "log10", "sinh", "cosh", "asin", "acos",
-                 "atan", "atan2",
+                 "atan", "atan2", "tan", "asinh", "acosh", "atanh",
                  # LAPACK (inverse, solve, determinant): the op's forward reports a singular matrix
                  "inv", "solve", "det",
                  # structured control flow: a Python loop around the body's own generated code
