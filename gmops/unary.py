@@ -344,3 +344,20 @@ FRAC = defop(
     c_expr="({0} - trunc({0}))", surface=_ALL,
     doc="input - trunc(input): the fractional part, with input's sign (floating-point tensors only)",
 )
+
+
+def _erfc(xp, x):
+    if xp is not np:
+        own = getattr(xp, "erfc", None)  # a namespace with erfc itself (static's IR namespace: the op)
+        if own is not None:
+            return own(x)
+        from cupyx.scipy.special import erfc  # noqa: PLC0415
+
+        return erfc(x)
+    return like(xp, x, _erf_numpy.erfc(x))  # relative accuracy in the right tail, where 1 - erf(x) is 0
+
+
+ERFC = _unary("erfc", _erfc, lambda ctx, g: (g * EXP(-(ctx.input(0) * ctx.input(0))) * -_TWO_OVER_SQRT_PI,),
+              "ErfcBackward0", _any((3, 4)), c_expr="erfc({0})", surface=_ALL,
+              doc="the complementary error function 1 - erf(input), accurate where erf(input) is near 1")
+ERFC.extra["recompute"] = False  # many NumPy passes per element, as erf
