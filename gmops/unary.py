@@ -17,7 +17,7 @@ from ._layout import like
 from ._native import try_native
 from ._pointwise import _ALL, _any, _away_from_zero, _positive, _unary, _unary_float
 from ._registry import OpDef, defop
-from .comparison import GT, LE
+from .comparison import EQ, GT, LE
 from .selection import WHERE
 
 # -- unary math ------------------------------------------------------------------------------
@@ -361,3 +361,61 @@ ERFC = _unary("erfc", _erfc, lambda ctx, g: (g * EXP(-(ctx.input(0) * ctx.input(
               "ErfcBackward0", _any((3, 4)), c_expr="erfc({0})", surface=_ALL,
               doc="the complementary error function 1 - erf(input), accurate where erf(input) is near 1")
 ERFC.extra["recompute"] = False  # many NumPy passes per element, as erf
+
+
+# -- modified Bessel functions of the first kind: i0 (torch.i0) and i1 (torch.special.i1, i0's
+# derivative). Computed in float64 and rounded once: np.i0 is Cephes' Chebyshev evaluation; i1,
+# which NumPy lacks, is its power series (positive terms, no cancellation) below |x| = 30 and
+# its asymptotic series e^x / sqrt(2 pi x) (1 - 3/(8x) - ...) above, both to double precision.
+def _i1_float64(x: np.ndarray) -> np.ndarray:
+    a = np.abs(x)
+    out = np.empty_like(a)
+    small = ~(a > 30.0)  # NaN takes the series, which keeps it
+    t = a[small] * 0.5
+    term, q = t.copy(), t * t
+    total = term.copy()
+    k = 0
+    while term.size and k < 200:
+        k += 1
+        term *= q / (k * (k + 1.0))
+        total += term
+        if not (term > total * 1e-17).any():
+            break
+    out[small] = total
+    big = a[~small]
+    z, term, total = 8.0 * big, np.ones_like(big), np.ones_like(big)
+    for k in range(1, 30):
+        term *= -(4.0 - (2 * k - 1) ** 2) / (k * z)
+        total += term
+    half = np.exp(big * 0.5)  # e^x as two halves: finite where e^x alone overflows (x > 709)
+    out[~small] = half * (half / np.sqrt(2.0 * np.pi * big) * total)
+    return np.copysign(out, x)
+
+
+def _bessel(numpy_fn, name: str):
+    def forward(xp, x):
+        if xp is not np:
+            own = getattr(xp, name, None)  # CuPy's i0 / cupyx.scipy.special's i1; static's IR namespace: the op
+            if own is None:
+                import cupyx.scipy.special as cps  # noqa: PLC0415
+
+                own = getattr(cps, name)
+            return own(x)
+        dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+        with np.errstate(all="ignore"):
+            values = numpy_fn(np.asarray(x, dtype=np.float64))
+        return like(xp, x, np.asarray(values).astype(dtype, copy=False))
+    return forward
+
+
+def _i1_vjp(ctx, g):
+    x = ctx.input(0)
+    # I1'(x) = I0(x) - I1(x) / x, whose limit at 0 is 1/2
+    return (g * WHERE(EQ(x, 0.0), 0.5, I0(x) - ctx.out / x),)
+
+
+I1 = _unary("i1", _bessel(_i1_float64, "i1"), _i1_vjp, "SpecialI1Backward0", _any((3, 4)), save=(0,),
+            save_output=True, doc="the modified Bessel function of the first kind of order 1 (torch.special.i1)")
+I0: OpDef = _unary("i0", _bessel(np.i0, "i0"), lambda ctx, g: (g * I1(ctx.input(0)),), "I0Backward0", _any((3, 4)),
+                   surface=_ALL,
+                   doc="the modified Bessel function of the first kind of order 0, elementwise")
