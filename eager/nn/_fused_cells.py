@@ -21,7 +21,7 @@ import numpy as np
 from .. import _dispatch
 from .._grad_mode import STATE, enable_grad
 from .._tensor import Tensor
-from ..autograd.function import Function
+from ..autograd.function import Function, FunctionCtx
 from ..ops import REGISTRY
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -77,6 +77,31 @@ def _grads_by_recompute(ctx: Any, cell: Any, grads: tuple) -> tuple:
     for i, g in zip(wanted, got):
         result[i] = g
     return tuple(result)
+
+
+def node_apply(fn: Any, *args: Any) -> Tensor:
+    """`fn.apply(*args)` for a fused Function whose forward computes one float output on the
+    arrays and builds it with Tensor._make: the same node (its ctx class, next_functions,
+    output metadata), without apply's general machinery (no no_grad block, no re-wrapping or
+    re-saving of the output), about half the cost of a small forward. Its callers run it on
+    plain eager tensors only (a tracer value takes the op path), as the ops would run."""
+    ctx_cls = fn.__dict__.get("_ctx_class")
+    if ctx_cls is None:  # the class apply would make (and cache) for this Function
+        ctx_cls = type(f"{fn.__name__}Backward", (FunctionCtx,), {"__module__": fn.__module__})
+        fn._ctx_class = ctx_cls
+    record = STATE.enabled and any(type(a) is not bool and getattr(a, "_requires_grad", False) for a in args)
+    ctx = ctx_cls(fn, args)
+    out = fn.forward(ctx, *args)
+    if record:
+        out._requires_grad = True
+        out.grad_fn = ctx
+        out._output_nr = 0
+        ctx.next_functions = tuple(
+            ((a.grad_fn, a._output_nr) if a.grad_fn is not None else (a._accumulator(), 0))
+            if isinstance(a, Tensor) and a._requires_grad else (None, 0)
+            for a in args)
+        ctx._out_meta = [(tuple(out.shape), out.dtype)]
+    return out
 
 
 def _bias_grad(d: np.ndarray, b: Any, needed: bool) -> Tensor | None:

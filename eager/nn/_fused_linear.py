@@ -23,7 +23,7 @@ import numpy as np
 from .. import _dispatch
 from .._grad_mode import STATE
 from .._tensor import Tensor
-from ..autograd.function import TRACE_HOOK, Function, FunctionCtx
+from ..autograd.function import Function, FunctionCtx
 from ._fused_cells import _grads_by_recompute
 from .parameter import Parameter
 
@@ -33,7 +33,7 @@ _PLAIN = (Tensor, Parameter)  # exact types: a subclass may override ops (__torc
 
 def eligible(x: Any, w: Any, b: Any) -> bool:
     """Whether the fused linear may run (see the module docstring)."""
-    if _dispatch._n_modes_pushed or TRACE_HOOK.fn is not None or type(x) not in _PLAIN or type(w) not in _PLAIN:
+    if _dispatch._n_modes_pushed or type(x) not in _PLAIN or type(w) not in _PLAIN:
         return False
     X, W = x._data, w._data
     if type(X) is not np.ndarray or type(W) is not np.ndarray or X.ndim != 2 or W.ndim != 2:

@@ -25,11 +25,12 @@ from .._grad_mode import STATE
 from .._tensor import Tensor
 from ..autograd.function import Function, FunctionCtx
 from ..ops import REGISTRY
-from ._fused_cells import _grads_by_recompute
+from ._fused_cells import _grads_by_recompute, node_apply
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _I64 = np.dtype(np.int64)
 _mean = REGISTRY["mean"].forward
+_log_softmax = REGISTRY["log_softmax"].forward  # the op's own forward: the same bits
 _sum = REGISTRY["sum"].forward
 
 
@@ -46,6 +47,47 @@ def eligible(input: Any, target: Any, weight: Any, ignore_index: int, reduction:
         return False
     lo, hi = int(t.min()), int(t.max())
     return lo >= 0 and hi < x.shape[1] and not (lo <= ignore_index <= hi and (t == ignore_index).any())
+
+
+class _LogSoftmaxCtx(FunctionCtx):
+    """The node's name is PyTorch's for log_softmax's result."""
+
+    def name(self) -> str:
+        return "LogSoftmaxBackward0"
+
+
+_LogSoftmaxCtx.__name__ = _LogSoftmaxCtx.__qualname__ = "LogSoftmaxBackward0"
+
+
+class LogSoftmaxFunction(Function):
+    """log_softmax over the classes (dim 1) of 2-d logits: the op's forward, its gradient
+    g - exp(out) * sum(g) written out (cross_entropy's first node; the graph stays PyTorch's)."""
+
+    _ctx_class = _LogSoftmaxCtx
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor) -> Tensor:
+        out = _log_softmax(np, x._data, dim=1)
+        ctx.save_for_backward(x)
+        ctx.out = out
+        return Tensor._make(out)
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple:
+        if STATE.enabled:
+            from .. import _functional as _F  # noqa: PLC0415
+
+            return _grads_by_recompute(ctx, lambda x: _F.log_softmax(x, 1), (g,))
+        G = g._data
+        grad = np.exp(ctx.out)
+        grad *= G.sum(1, keepdims=True)
+        np.subtract(G, grad, out=grad)
+        return (Tensor._make(grad),)
+
+
+def cross_entropy(input: Tensor, target: Tensor, reduction: str) -> Tensor:
+    """log_softmax then the loss, two nodes named as PyTorch's (call only when `eligible`)."""
+    return node_apply(NllLossFunction, node_apply(LogSoftmaxFunction, input), target, reduction)
 
 
 class _NllLossCtx(FunctionCtx):
@@ -66,7 +108,8 @@ class NllLossFunction(Function):
     @staticmethod
     def forward(ctx: Any, logp: Tensor, target: Tensor, reduction: str) -> Tensor:
         L, T = logp._data, target._data
-        loss = -L[np.arange(L.shape[0]), T]
+        n, c = L.shape
+        loss = np.negative(L.reshape(-1)[T + np.arange(0, n * c, c)])  # (L is its own array: contiguous)
         if reduction == "mean":
             out = _mean(np, loss, dims=None, keepdim=False)
         elif reduction == "sum":
@@ -91,8 +134,6 @@ class NllLossFunction(Function):
         n, c = ctx.shape
         G = g._data
         grad = np.zeros((n, c), G.dtype)
-        if ctx.reduction == "mean":
-            grad[np.arange(n), target._data] = -(G / n)
-        else:
-            grad[np.arange(n), target._data] = -G
+        flat = target._data + np.arange(0, n * c, c)
+        grad.reshape(-1)[flat] = -(G / n) if ctx.reduction == "mean" else -G
         return Tensor._make(grad), None, None

@@ -46,7 +46,7 @@ def _lstm_cell_flat(x, h, c, w_ih, w_hh, b_ih, b_hh):
 
 def _gru_cell(x, h, w_ih, w_hh, b_ih, b_hh):
     if _fused.eligible(x, h, w_ih, w_hh, b_ih, b_hh):  # one node, not ~45 (nn/_fused_cells.py)
-        return _fused.GRUCellFunction.apply(x, h, w_ih, w_hh, b_ih, b_hh)
+        return _fused.node_apply(_fused.GRUCellFunction, x, h, w_ih, w_hh, b_ih, b_hh)
     return _gru_cell_ops(x, h, w_ih, w_hh, b_ih, b_hh)
 
 

@@ -113,10 +113,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
     class indices, or against class probabilities when `target` is floating point."""
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction (expected one of {_REDUCTIONS})")
+    if _fused_losses.eligible(input, target, weight, ignore_index, reduction, label_smoothing):
+        return _fused_losses.cross_entropy(input, target, reduction)  # two nodes on arrays (nn/_fused_losses.py)
     class_dim = 0 if input.ndim == 1 else 1
     logp = _F.log_softmax(input, class_dim)
-    if _fused_losses.eligible(input, target, weight, ignore_index, reduction, label_smoothing):
-        return _fused_losses.NllLossFunction.apply(logp, target, reduction)  # one node (nn/_fused_losses.py)
     n_classes = input.shape[class_dim]
     # class probabilities only where the target has the input's shape; otherwise the target is
     # one of class indices, whose checks (batch size: ValueError; dtype, rank) speak, as PyTorch's
