@@ -471,11 +471,95 @@ def _jacobian_rows(func: Callable, args: tuple, nums: tuple, has_aux: bool, j: i
     return rows
 
 
+def _fwd_argnums(argnums: Any, n: int) -> tuple:
+    """torch.func's argnums check for jacfwd (its messages)."""
+    nums = (argnums,) if isinstance(argnums, int) else argnums
+    if not isinstance(nums, tuple) or not nums or not all(isinstance(k, int) and not isinstance(k, bool)
+                                                         for k in nums):
+        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}" if not isinstance(
+            nums, tuple) or nums else "argnums must be non-empty")
+    for k in nums:
+        if not -n <= k < n:
+            raise RuntimeError(f"Got argnum={k}, but only {n} positional inputs")
+    normal = tuple(k % n for k in nums)
+    if len(set(normal)) != len(normal):
+        raise RuntimeError(f"argnums elements must be unique, got {argnums}")
+    return normal
+
+
 def jacfwd(func: Callable, argnums: int | tuple = 0, *, has_aux: bool = False, randomness: str = "error") -> Callable:
-    """torch.func.jacfwd: the Jacobian (output shape + input shape). Eager's autograd is
-    reverse mode only, so the columns come from the same batched backward as jacrev (the
-    values are the Jacobian either way; static.jacfwd is the forward-mode counterpart)."""
-    return jacrev(func, argnums, has_aux=has_aux)
+    """torch.func.jacfwd: the Jacobian (output shape + input shape, per output leaf and per
+    argnum), built as torch builds it: `jvp` pushed along every column of the identity at
+    once, under `vmap(randomness=randomness)` (so random ops follow vmap's rule, and a function
+    that draws raises under "error"), the columns split per input and reshaped. The push
+    forward is eager.func.jvp; eager's autograd has no dual numbers (no forward-mode tangent
+    is carried through its ops), so each jvp is the VJP of the VJP, which is linear in its
+    placeholder cotangent and so gives forward mode's values exactly; under vmap the jvp runs
+    once per column (eager.func._jvp_per_member). With randomness="different" the columns are
+    pushed one by one, each with its own draws. has_aux returns (jacobian, aux), aux of the
+    first column (torch's)."""
+
+    def wrapper(*args: Any) -> Any:
+        nums = _fwd_argnums(argnums, len(args))
+        primals = tuple(args[k] for k in nums)
+        flat = _leaves(primals)
+        for p in flat:
+            if not isinstance(p, (Tensor, _vmap.Batched)):
+                raise RuntimeError(f"jacfwd: Expected the differentiated arguments to only contain Tensors, got "
+                                   f"{type(p)}")
+            if not p.dtype.is_floating_point:
+                raise ValueError(f"Expected primal to be floating point or complex, but got: {p.dtype}")
+        from ._factories import eye  # noqa: PLC0415
+
+        numels = [int(p.numel()) for p in flat]
+        total = sum(numels)
+        basis = []
+        start = 0
+        for p, n in zip(flat, numels):
+            cols = eye(total, dtype=p.dtype)[:, start:start + n] if total else eye(0, dtype=p.dtype)
+            basis.append(cols.reshape((total,) + tuple(p.shape)))
+            start += n
+
+        def push(*columns: Any) -> Any:
+            tangents = _rebuild(primals, list(columns))
+
+            def at(*ps: Any) -> Any:
+                full = list(args)
+                for k, v in zip(nums, ps):
+                    full[k] = v
+                return func(*full)
+
+            out = jvp(at, primals, tangents, has_aux=has_aux)
+            return (out[1], out[2]) if has_aux else out[1]
+
+        if randomness == "different" and total:  # a fresh draw per column: the columns one by one, stacked
+            from ._functional import stack  # noqa: PLC0415
+
+            per_col = [push(*[b[c] for b in basis]) for c in range(total)]
+            tree = per_col[0]
+            cols = [_leaves(r) for r in per_col]
+            results = _rebuild(tree, [stack([col[j] for col in cols]) for j in range(len(cols[0]))])
+        else:
+            results = _vmap.vmap(push, randomness=randomness)(*basis)
+        aux = None
+        if has_aux:
+            results, aux = results
+            aux = _rebuild(aux, [a[0] if isinstance(a, Tensor) else a for a in _leaves(aux)])
+        per_out = []
+        for jac in _leaves(results):
+            out_shape = tuple(jac.shape[1:])
+            moved = jac.movedim(0, -1) if jac.dim() else jac
+            parts, at_col = [], 0
+            for p, n in zip(flat, numels):
+                part = moved.narrow(-1, at_col, n) if n else moved[..., :0]
+                parts.append(part.reshape(out_shape + tuple(p.shape)))
+                at_col += n
+            ins = _rebuild(primals, parts)
+            per_out.append(ins[0] if isinstance(argnums, int) else ins)
+        jac_tree = _rebuild(results, per_out)
+        return (jac_tree, aux) if has_aux else jac_tree
+
+    return wrapper
 
 
 def hessian(func: Callable, argnums: int | tuple = 0) -> Callable:
