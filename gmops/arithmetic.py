@@ -168,3 +168,41 @@ MINIMUM = defop(
     arity=2, commutative=True, ufunc="minimum", c_expr="gm_min({0}, {1})",
     surface=("function", "method"), doc="the smaller of input and other, elementwise and broadcast (NaN propagates)",
 )
+
+
+# -- PyTorch's remaining binary pointwise ops: each one record ---------------------------------
+def _tensor_operand(name: str, param: str, b) -> None:
+    """PyTorch's parsers take only a tensor for these ops' second operand (no Python number)."""
+    if not hasattr(b, "shape"):
+        raise TypeError(f"{name}(): argument '{param}' (position 2) must be Tensor, not {type(b).__name__}; "
+                        f"wrap it with eager.tensor({b!r})")
+
+
+_HEAVISIDE_DTYPES = "heaviside is not yet implemented for tensors with different dtypes"
+
+
+def _heaviside(xp, x, values):
+    _tensor_operand("heaviside", "values", values)
+    if x.dtype != values.dtype:
+        raise RuntimeError(f"{_HEAVISIDE_DTYPES} (input {x.dtype}, values {values.dtype}); "
+                           "cast values with .to(input.dtype) first")
+    # PyTorch's rule: values where input is 0, else input > 0 (so NaN gives 0, not NaN as np.heaviside)
+    return xp.where(x == 0, values, x > 0).astype(x.dtype, copy=False)
+
+
+def _heaviside_abstract(x, values):
+    _tensor_operand("heaviside", "values", values)
+    if x.dtype != values.dtype:
+        raise RuntimeError(f"{_HEAVISIDE_DTYPES} (input {x.dtype.name}, values {values.dtype.name}); "
+                           "cast values with .to(input.dtype) first")
+    return _elementwise("heaviside")(x, values)
+
+
+# PyTorch implements no derivative for heaviside: backward through it raises (a step function's
+# zero gradient would silently stop training), while recording it is free
+HEAVISIDE = defop(
+    "heaviside", forward=_heaviside, abstract=_heaviside_abstract, grad_name="NotImplemented",
+    differentiable_order=0, samples=_any((3, 4), (4,)), arity=2, c_expr="({0} == 0 ? {1} : ({T})({0} > 0))",
+    surface=("heaviside(input, values, *, out=None)", *_ALL),
+    doc="the Heaviside step: 0 where input < 0, values where input == 0, 1 where input > 0",
+)
