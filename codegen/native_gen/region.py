@@ -496,13 +496,15 @@ class CRegion(CFunction):
         k = len(space)
         while k > 0 and (k - 1) in axes:
             k -= 1
-        if k == len(space) or k == 0 or any(v in self.strides for v in loaded):
+        if k == len(space) or k == 0:
             return None
         for v in loaded:
             shape = _ints(v.type.shape)
             padded = (1,) * (len(space) - len(shape)) + shape
             if padded[k:] != space[k:] and any(d != 1 for d in padded[k:]):
                 return None
+            if v in self.strides and any(d != 1 for d in padded[k:]):
+                return None  # a view read along the run: its own strides (a view broadcast along it is one load)
         return k
 
     def _segmented_reduction(self, red: Node, low, chain: list, space: tuple, kept: tuple, axes: tuple,
@@ -525,7 +527,12 @@ class CRegion(CFunction):
             shape = _ints(v.type.shape)
             padded = (1,) * (len(space) - len(shape)) + shape
             spans = padded[k:] == space[k:] and run > 1
-            bases.append(f"const {ix} b_{cname} = {index_expr(shape, space, 'base', sfx)};")
+            if v in self.strides:  # a view (batch norm's weight reshaped to (1, C, 1, 1)): one element per run
+                strides, offset = self.strides[v]
+                start = strided_index(shape, strides, space, "base", sfx)
+                bases.append(f"const {ix} b_{cname} = {f'{offset}{sfx} + ' if offset else ''}{start};")
+            else:
+                bases.append(f"const {ix} b_{cname} = {index_expr(shape, space, 'base', sfx)};")
             env[v] = load(cname, f"b_{cname} + r" if spans else f"b_{cname}", v)
         body = KernelBody(self.m.lines, env)
         for node in chain:

@@ -971,6 +971,52 @@ def test_reductions_over_trailing_axes_walk_runs_and_equal_numpy(shape):
         runtime.CONFIG.threads = saved
 
 
+_VIEW_CHANNEL_SUMS_IR = """
+func @view_channel_sums(%x: f32[N,C,H,W], %g: f32[N,C,H,W], %w: f32[C], %b: f32[C]) -> (f32[1,C,1,1], f32[1,C,1,1]) {
+  %1 = reshape %w {shape = [1, C, 1, 1]} : f32[1,C,1,1]
+  %2 = reshape %b {shape = [1, C, 1, 1]} : f32[1,C,1,1]
+  %3, %4 = fused %x, %1, %2, %g : f32[1,C,1,1], f32[1,C,1,1] {
+    ^body(%a: f32[N,C,H,W], %s: f32[1,C,1,1], %t: f32[1,C,1,1], %d: f32[N,C,H,W]):
+    %5 = mul %a, %s : f32[N,C,H,W]
+    %6 = add %5, %t : f32[N,C,H,W]
+    %7 = relu %6 : f32[N,C,H,W]
+    %8 = le %7, 0.0 : bool[N,C,H,W]
+    %9 = where %8, 0.0, %d : f32[N,C,H,W]
+    %10 = sum %9 {dims = [0, 2, 3], keepdim = true} : f32[1,C,1,1]
+    %11 = mul %9, %a : f32[N,C,H,W]
+    %12 = sum %11 {dims = [0, 2, 3], keepdim = true} : f32[1,C,1,1]
+    yield %10, %12
+  }
+  return %3, %4
+}"""
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (32, 16, 28, 28)])
+def test_channel_sums_reading_a_reshaped_parameter_walk_runs(shape):
+    """Batch norm's affine + ReLU gradient: the weight and bias reach the region as views
+    (reshaped to (1, C, 1, 1)) of the parameters. Broadcast along the whole run, each is one
+    load per run, so the sums walk contiguous runs (a division per element before: 3.4x
+    slower on W6's first batch norm) and give NumPy's values on one thread and two."""
+    n, c, h, w = shape
+    text = _VIEW_CHANNEL_SUMS_IR.replace("N", str(n)).replace("C", str(c)).replace("H", str(h)).replace("W", str(w))
+    exe = codegen.build(static.parse_ir(text), "native")
+    assert exe.c_source().count("in runs of") == 2
+    rng = np.random.default_rng(5)
+    x, g = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    wt, bs = (rng.standard_normal(c).astype(np.float32) for _ in range(2))
+    a = np.maximum(x * wt.reshape(1, c, 1, 1) + bs.reshape(1, c, 1, 1), 0)
+    d = np.where(a <= 0, 0, g).astype(np.float64)
+    expected = [d.sum((0, 2, 3), keepdims=True), (d * x).sum((0, 2, 3), keepdims=True)]
+    saved = runtime.CONFIG.threads
+    try:
+        for threads in (1, 2):
+            runtime.CONFIG.threads = threads
+            for got, e in zip(exe.run([x, g, wt, bs]), expected):
+                np.testing.assert_allclose(got, e.astype(np.float32), rtol=2e-5, atol=1e-5)
+    finally:
+        runtime.CONFIG.threads = saved
+
+
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="checks x86 vector instructions")
 def test_reduction_with_a_comparison_in_its_prologue_is_vectorized():
     """A float element with a comparison in it (relu, where) added to a double accumulator
