@@ -10,7 +10,7 @@ from ._pointwise import _ALL, _any, _elementwise
 from ._registry import defop
 from .comparison import EQ, GT, LT
 from .selection import WHERE
-from .unary import LOG
+from .unary import EXP2, LOG
 
 # -- binary arithmetic -----------------------------------------------------------------------
 
@@ -205,4 +205,25 @@ HEAVISIDE = defop(
     differentiable_order=0, samples=_any((3, 4), (4,)), arity=2, c_expr="({0} == 0 ? {1} : ({T})({0} > 0))",
     surface=("heaviside(input, values, *, out=None)", *_ALL),
     doc="the Heaviside step: 0 where input < 0, values where input == 0, 1 where input > 0",
+)
+
+
+def _ldexp(xp, x, other):
+    _tensor_operand("ldexp", "other", other)
+    return xp.multiply(x, xp.exp2(other))  # PyTorch's definition: input * 2 ** other (both floats by then)
+
+
+def _ldexp_abstract(x, other):
+    _tensor_operand("ldexp", "other", other)
+    return _elementwise("ldexp")(x, other)
+
+
+LDEXP = defop(
+    "ldexp", forward=_ldexp, abstract=_ldexp_abstract,
+    vjp=lambda ctx, g: (g * EXP2(ctx.input(1)) if ctx.needs(0) else None,
+                        g * ctx.out * math.log(2.0) if ctx.needs(1) else None),
+    grad_name="LdexpBackward0", save=(1,), save_output=True, promote="float",
+    samples=lambda rng: [((rng.standard_normal((3, 4)), rng.integers(-3, 4, (4,)).astype(np.float64)), {})],
+    arity=2, c_expr="({0} * exp2({1}))", surface=("ldexp(input, other, *, out=None)", *_ALL),
+    doc="input * 2 ** other, elementwise and broadcast (an integer input gives floats)",
 )
