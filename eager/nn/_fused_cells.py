@@ -56,6 +56,21 @@ def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     return out
 
 
+def _linear_t(x: np.ndarray, w: Tensor, b: np.ndarray | None) -> np.ndarray:
+    """x @ w.T (+ b), computed as (w @ x.T).T.
+
+    Why: OpenBLAS multiplies `X @ W.T` with a batch of 32 rows 1.5-2x slower than the same
+    product with neither operand transposed in memory; `W @ X.T` reads W as it lies (the
+    small X is the transposed operand) and gives the result as a transposed view, which the
+    elementwise gate arithmetic reads at no extra cost. (A transposed copy of W kept between
+    calls would be faster still, but a write into the array that bypasses eager, such as
+    gradcheck's perturbations, would leave it stale.)"""
+    out = (w._data @ x.T).T
+    if b is not None:
+        out += b
+    return out
+
+
 def _arrays(*tensors: Any) -> list:
     return [None if t is None else t._data for t in tensors]
 
@@ -114,8 +129,8 @@ class GRUCellFunction(Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None,
                 b_hh: Tensor | None) -> Tensor:
-        X, H, Wi, Wh, Bi, Bh = _arrays(x, h, w_ih, w_hh, b_ih, b_hh)
-        gi, gh = _linear(X, Wi, Bi), _linear(H, Wh, Bh)
+        X, H, Bi, Bh = _arrays(x, h, b_ih, b_hh)
+        gi, gh = _linear_t(X, w_ih, Bi), _linear_t(H, w_hh, Bh)
         k = H.shape[1]
         rz = _sigmoid(np, gi[:, :2 * k] + gh[:, :2 * k])  # both gates in one call (elementwise: the same bits)
         r, z = rz[:, :k], rz[:, k:]
