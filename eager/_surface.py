@@ -219,6 +219,11 @@ def _method_params(sig: Signature) -> str:
 def _with_out(name: str, op: OpDef, operands: tuple[Any, ...], attrs: dict[str, Any], out: Any) -> Any:
     """The op's result written into `out` (eager._out: resized, cast where safe, refused under
     autograd), the rare path of a generated function; its out= form is made once per op."""
+    if op.extra.get("exact_result_dtype"):
+        result = op(*operands, **attrs)
+        _require_dtype(f"the output given to {name}", getattr(out, "dtype", None), result.dtype)
+        operands, attrs = (result,), {}
+        op = _IDENTITY
     form = _OUT_FORMS.get((name, id(op)))
     if form is None:
         from . import _out  # noqa: PLC0415  (_out imports this module)
@@ -229,6 +234,39 @@ def _with_out(name: str, op: OpDef, operands: tuple[Any, ...], attrs: dict[str, 
         apply.__name__ = apply.__qualname__ = name
         form = _OUT_FORMS[(name, id(op))] = _out.with_out(apply)
     return form(*operands, out=out, **attrs)
+
+
+# An op whose record says extra["exact_result_dtype"] (float_power) writes into a tensor of
+# exactly its result's dtype, as PyTorch requires for its in-place and out= forms (no cast)
+def _require_dtype(what: str, have: Any, result: Any) -> None:
+    if have is not None and have != result:
+        from gmbase import dtypes as _dtypes  # noqa: PLC0415
+
+        raise RuntimeError(f"{what} has dtype {_dtypes.scalar_type_name(have)} but the operation's result requires "
+                           f"dtype {_dtypes.scalar_type_name(result)}; convert it with .to({result}) first")
+
+
+def _exact_inplace(method: Callable[..., Any], inplace: str) -> Callable[..., Any]:
+    namespace: dict[str, Any] = {"_method": method, "_require_dtype": _require_dtype}
+    checked = _compile(f"def {method.__name__}(self, *args, **kwargs):\n"
+                       "    result = _method(self, *args, **kwargs)\n"
+                       f"    _require_dtype('the base given to {inplace}', self.dtype, result.dtype)\n"
+                       "    return result\n", method.__name__, namespace, label=f"Tensor.{inplace}")
+    checked.__qualname__ = method.__qualname__
+    checked.__doc__ = method.__doc__
+    return checked
+
+
+class _Identity:
+    """The out= form of an already computed result (what _with_out writes after its check)."""
+
+    name = "identity"
+
+    def __call__(self, x: Any) -> Any:
+        return x
+
+
+_IDENTITY: Any = _Identity()
 
 
 # -- what eager installs -----------------------------------------------------------------------------
@@ -287,7 +325,8 @@ def install_methods(cls: type, inplace_type: Callable[..., Any]) -> list[str]:
                 added.append(name)
             inplace = name + "_"
             if "inplace" in sig.kinds and not hasattr(cls, inplace):
-                descriptor = inplace_type(method, saves_self=0 in op.save)
+                fn = _exact_inplace(method, inplace) if op.extra.get("exact_result_dtype") else method
+                descriptor = inplace_type(fn, saves_self=0 in op.save)
                 setattr(cls, inplace, descriptor)
                 descriptor.__set_name__(cls, inplace)
                 descriptor.__signature__ = inspect.signature(method)
