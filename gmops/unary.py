@@ -424,7 +424,7 @@ I0: OpDef = _unary("i0", _bessel(np.i0, "i0"), lambda ctx, g: (g * I1(ctx.input(
 _POS_BOOL = "positive: the `+` operator, on a bool tensor is not supported; cast with .int() or .float() first."
 
 
-def _positive(xp, x):
+def _positive_forward(xp, x):
     if getattr(x, "dtype", None) is not None and x.dtype.kind == "b":
         raise RuntimeError(_POS_BOOL)
     return x
@@ -439,7 +439,7 @@ def _positive_abstract(x):
 # PyTorch returns input itself: here the result is a view of input's memory (writes through it
 # reach input, version counter shared) and the gradient passes unchanged
 POSITIVE = defop(
-    "positive", forward=_positive, abstract=_positive_abstract, vjp=lambda ctx, g: (g,), grad_name="AliasBackward0",
+    "positive", forward=_positive_forward, abstract=_positive_abstract, vjp=lambda ctx, g: (g,), grad_name="AliasBackward0",
     is_view=True, samples=_any((3, 4)), c_expr="{0}", surface=("positive(input)", "function", "method"),
     doc="+input: input itself (not defined for bool)",
 )
