@@ -6,8 +6,11 @@ import math
 
 import numpy as np
 
+from gmbase import dtypes as _dtypes
+
 from ._pointwise import _ALL, _any, _elementwise
-from ._registry import defop
+from ._registry import TensorSpec, defop
+from .casts import TO_DTYPE
 from .comparison import EQ, GT, LT
 from .selection import WHERE
 from .unary import EXP2, LOG
@@ -63,7 +66,11 @@ def _pow_grad_name(operands, attrs):
 
 
 def _pow_vjp(ctx, g):
-    a, b = ctx.input(0), ctx.input(1)
+    return _pow_grads(ctx, g, ctx.input(0), ctx.input(1))
+
+
+def _pow_grads(ctx, g, a, b):
+    """The gradients of a ** b (ctx.out) for base a and exponent b, tensors or numbers."""
     ga = gb = None
     if ctx.needs(0):
         if isinstance(b, (int, float)):
@@ -226,4 +233,32 @@ LDEXP = defop(
     samples=lambda rng: [((rng.standard_normal((3, 4)), rng.integers(-3, 4, (4,)).astype(np.float64)), {})],
     arity=2, c_expr="({0} * exp2({1}))", surface=("ldexp(input, other, *, out=None)", *_ALL),
     doc="input * 2 ** other, elementwise and broadcast (an integer input gives floats)",
+)
+
+
+def _as_float64(v):
+    """A tensor operand in float64 (a number stays a number): float_power computes there."""
+    return TO_DTYPE(v, dtype=_dtypes.float64) if hasattr(v, "shape") and v.dtype != _dtypes.float64 else v
+
+
+def _float_power_abstract(x, exponent):
+    specs = [v for v in (x, exponent) if hasattr(v, "shape")]
+    return TensorSpec(_elementwise("float_power", _dtypes.float64)(*specs).shape, _dtypes.float64)
+
+
+# float_power computes in float64 whatever its operands' dtypes (PyTorch casts both first), so
+# its gradient is computed in float64 too and cast back to each operand's dtype (fit_grad)
+FLOAT_POWER = defop(
+    "float_power", forward=lambda xp, x, exponent: xp.float_power(x, exponent), abstract=_float_power_abstract,
+    vjp=lambda ctx, g: _pow_grads(ctx, g, _as_float64(ctx.input(0)), _as_float64(ctx.input(1))),
+    grad_name=_pow_grad_name, save=(0, 1), save_output=True,
+    samples=lambda rng: [
+        ((rng.uniform(0.5, 2.0, (3, 4)), rng.standard_normal((4,))), {}),
+        ((rng.uniform(0.5, 2.0, (3, 4)), 2.5), {}),
+        ((2.0, rng.standard_normal((3, 4))), {}),
+    ],
+    arity=2, ufunc="float_power", c_expr="pow((double){0}, (double){1})",
+    extra={"exact_result_dtype": True},  # Tensor.float_power_ and out= need a float64 tensor, as PyTorch's
+    surface=("float_power(input, exponent, *, out=None)", *_ALL),
+    doc="input ** exponent computed in float64 (the result is float64 whatever the operands' dtypes)",
 )
