@@ -422,8 +422,14 @@ class CWindow(CFunction):
         oh, ow = _ints(unfold.outputs[0].type.shape)[4:]
         cx, (sn, sc, sy, sx), off = self._input(x)
         index = argmax.outputs[0]
-        # the index is written unless its one reader is the mask written here instead
-        keep_index = mask is None or len(_users(index)) > 1 or any(v is index for v in self.m.graph.outputs)
+        # the index is written unless what reads it is written here instead: the gathered
+        # maxima (take_along) and the mask (a compiled forward saving the mask for its
+        # backward wrote an int64 array nothing read: 8 bytes a window)
+        absorbed_readers = {id(take)} if take is not None else set()
+        if mask is not None:
+            absorbed_readers.add(id(mask[0]))
+        keep_index = (any(id(u) not in absorbed_readers for u in _users(index))
+                      or any(v is index for v in self.m.graph.outputs))
         out_i = self._fresh_output(index) if keep_index else None
         out_v = self._fresh_output(take.outputs[0]) if take is not None else None
         out_m = self._fresh_output(mask[1].outputs[0]) if mask is not None else None
