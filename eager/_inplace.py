@@ -283,6 +283,17 @@ def copy(self: Tensor, src) -> Tensor:
     return apply_inplace(self, value, (src,), "copy_", saves_self=False, grad_name="CopyBackwards")
 
 
+def check_fill_under_vmap() -> None:
+    """Inside vmap an in-place fill of an unbatched tensor follows torch.func's randomness rule
+    (eager._vmap.check_unbatched_fill); a batched tensor's fills are Batched's own methods."""
+    from ._factories import random as _random  # noqa: PLC0415
+
+    if _random.VMAP_DRAWS.rule is not None:
+        from ._vmap import check_unbatched_fill  # noqa: PLC0415
+
+        check_unbatched_fill()
+
+
 def draw(self: Tensor, distribution: str, a: float, b: float, generator: Any = None) -> Tensor:
     """Tensor.uniform_ / normal_: fill in place with draws from `distribution` ("uniform" on
     [a, b), or "normal" of mean a and std b) of `generator` (eager.Generator; None: the default one);
@@ -290,6 +301,7 @@ def draw(self: Tensor, distribution: str, a: float, b: float, generator: Any = N
     from ._factories import _rng_array  # noqa: PLC0415
 
     _check(self, ())
+    check_fill_under_vmap()
     drawn = _rng_array(distribution, self.shape, self.dtype, self.device, a, b, generator=generator)
     if _dispatch.current_modes():  # traced (static): the fill reads the draw, which each call makes anew
         return self.copy_(Tensor._make(drawn))

@@ -483,6 +483,7 @@ class Tensor(TensorMetadata, TensorAPI):
         """Fill this tensor in place with 0/1 draws that are 1 with probability `p`. Mirrors torch.Tensor.bernoulli_."""
         from ._factories import _rng_array_gen  # noqa: PLC0415
 
+        _inplace.check_fill_under_vmap()
         # compared as tensors, so a traced call compares the replayed draw, not the one of the trace
         draw = Tensor._make(_rng_array_gen(generator, "uniform", self.shape, self.dtype, self.device))
         return self.copy_((draw < p).to(self.dtype))
@@ -506,6 +507,7 @@ class Tensor(TensorMetadata, TensorAPI):
         Mirrors torch.Tensor.exponential_."""
         from ._factories import _rng_array_gen  # noqa: PLC0415
 
+        _inplace.check_fill_under_vmap()
         u = _rng_array_gen(generator, "uniform", self.shape, self.dtype, self.device)
         if _dispatch.current_modes():  # traced (static): computed from the draw each call makes
             return self.copy_(-(-Tensor._make(u)).log1p() / lambd)

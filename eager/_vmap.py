@@ -137,6 +137,34 @@ class Batched(TensorAPI):
     def numpy(self) -> Any:
         raise self._needs_data(".numpy()")
 
+    # -- in-place random fills: one draw through vmap's randomness rule (torch.func's): "error"
+    # raises, "same" draws the logical shape once (every example gets it), "different" draws the
+    # whole batch at once; no loop over the examples
+    def _fill(self, value: Any, name: str) -> Any:
+        return self._apply_inplace(lambda s, v: v if v.dtype == s.dtype else v.to(s.dtype), (value,), name)
+
+    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Any:
+        u = _factories.rand(tuple(self.shape), dtype=self.dtype, device=self.device, generator=generator)
+        return self._fill(u * (b - a) + a if (a, b) != (0.0, 1.0) else u, "uniform_")
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Any:
+        z = _factories.randn(tuple(self.shape), dtype=self.dtype, device=self.device, generator=generator)
+        return self._fill(z * std + mean if (mean, std) != (0.0, 1.0) else z, "normal_")
+
+    def bernoulli_(self, p: Any = 0.5, *, generator: Any = None) -> Any:
+        u = _factories.rand(tuple(self.shape), dtype=self.dtype if self.dtype.is_floating_point else None,
+                            device=self.device, generator=generator)
+        return self._fill((u < p).to(self.dtype), "bernoulli_")
+
+    def exponential_(self, lambd: float = 1.0, *, generator: Any = None) -> Any:
+        u = _factories.rand(tuple(self.shape), dtype=self.dtype, device=self.device, generator=generator)
+        return self._fill(-(-u).log1p() / lambd, "exponential_")
+
+    def random_(self, *args: Any, generator: Any = None) -> Any:
+        low, high = (0, args[0]) if len(args) == 1 else args
+        return self._fill(_factories.randint(low, high, tuple(self.shape), dtype=self.dtype, device=self.device,
+                                             generator=generator), "random_")
+
     # -- in place: the batched value names the result (an unbatched tensor cannot take a batch)
     def _apply_inplace(self, fn: Callable[..., Any], others: tuple, name: str, saves_self: bool = True,
                        grad_name: str | None = None) -> Any:
@@ -335,6 +363,20 @@ class _StrayDraw(Exception):
     batch runs example by example instead."""
 
 
+def check_unbatched_fill() -> None:
+    """An in-place random fill of a tensor that is not batched, inside vmap (torch.func's rule):
+    under randomness="error" it raises vmap's error; under "different" it raises too (every
+    example would see the one fill: it would look like "same"), so no per-example rerun is
+    needed to give it a meaning; under "same" the one draw is every example's."""
+    modes = {mode for mode, _, _ in _RANDOM.stack}
+    if "error" in modes:
+        raise RuntimeError(_RANDOM_ERROR)
+    if "different" in modes:
+        raise RuntimeError("vmap: Cannot ask for different inplace randomness on an unbatched tensor. This will appear "
+                           "like same randomness. If this is necessary for your usage, please file an issue with "
+                           "functorch.")
+
+
 def _random_rule(fn: Callable, args: tuple, kwargs: dict) -> Any:
     """A random factory called inside vmap (torch.func's randomness semantics): "error"
     raises, "same" draws once for the whole batch (the logical shape, broadcast), "different"
@@ -380,13 +422,13 @@ def _draw(fn: Callable, args: tuple, kwargs: dict) -> Any:
         shape = _broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
         z = batch_of(lambda: fac.randn(shape, dtype=like.dtype, device=like.device, generator=p["generator"]))
         return z * std + mean
-    if not levels:
-        return fn(*args, **kwargs)
-    if name in ("rand_like", "randn_like"):
+    if name in ("rand_like", "randn_like"):  # (the logical shape: "same" draws it once, unbatched)
         inp = p["input"]
         base = fac.rand if name == "rand_like" else fac.randn
         return batch_of(lambda: base(tuple(inp.shape), dtype=p["dtype"] or inp.dtype, device=p["device"] or inp.device,
                                      requires_grad=p["requires_grad"]))
+    if not levels:
+        return fn(*args, **kwargs)
     if name == "bernoulli":
         inp = p["input"]
         u = batch_of(lambda: fac.rand(tuple(inp.shape), dtype=inp.dtype, device=inp.device, generator=p["generator"]))

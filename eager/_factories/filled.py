@@ -81,7 +81,11 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
 def _like(make: Callable[..., Tensor], input, dtype, device, requires_grad: bool) -> Tensor:
     """`make(size, ...)` (zeros, ones, randn, rand) with input's shape, and its dtype and device
     unless given: what every `*_like` factory means. The result is laid out in input's memory
-    order (PyTorch's preserve_format), so `zeros_like(x.t())` is transposed too."""
+    order (PyTorch's preserve_format), so `zeros_like(x.t())` is transposed too. Of a value
+    batched by vmap it is batched too (torch.func's), so `empty_like(x).normal_()` fills each
+    example's own tensor."""
+    if getattr(type(input), "__graphmode_batched__", False):
+        return type(input)(_like(make, input._value, dtype, device, requires_grad), input._level, input._size)
     out = make(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
                requires_grad=requires_grad)
     return _in_layout_of(out, input)
@@ -114,6 +118,9 @@ def empty_like(input, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
     """`fill_value` with input's shape, and its dtype and device unless given. Mirrors torch.full_like."""
+    if getattr(type(input), "__graphmode_batched__", False):  # (batched as _like's)
+        return type(input)(full_like(input._value, fill_value, dtype, device, requires_grad), input._level,
+                           input._size)
     return _in_layout_of(full(tuple(input.shape), fill_value, dtype=dtype or input.dtype,
                               device=device or input.device, requires_grad=requires_grad), input)
 

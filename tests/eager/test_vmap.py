@@ -323,9 +323,13 @@ def test_randomness_different_draws_the_batch_at_once_and_same_draws_once():
     assert len(np.unique(nested.numpy())) == 15
     inner_same = vmap(vmap(lambda a: a + eager.randn(()), randomness="same"), randomness="different")(eager.zeros(3, 5))
     assert all(len(np.unique(row)) == 1 for row in inner_same.numpy()) and len(np.unique(inner_same.numpy())) == 3
-    # a fill no factory answers (in place) still gives each example its own numbers
-    filled = vmap(lambda a: eager.empty(3).uniform_() + a, randomness="different")(x)
-    assert not np.array_equal(filled.numpy()[0], filled.numpy()[1])
+    # an in-place fill of an unbatched tensor cannot differ per example: torch.func refuses it
+    with pytest.raises(RuntimeError, match="Cannot ask for different inplace randomness on an unbatched tensor"):
+        vmap(lambda a: eager.empty(3).uniform_() + a, randomness="different")(x)
+    # a batched one's fill is one draw for the batch, each example its own numbers
+    calls.clear()
+    filled = vmap(lambda a: calls.append(1) or eager.empty_like(a).uniform_() + a, randomness="different")(x)
+    assert len(calls) == 1 and not np.array_equal(filled.numpy()[0], filled.numpy()[1])
     compiled = static.vmap(lambda a: a + eager.rand(3), randomness="different")
     first = compiled(x)
     assert not np.array_equal(first.numpy()[0], first.numpy()[1])
@@ -339,3 +343,86 @@ def test_randomness_different_draws_the_batch_at_once_and_same_draws_once():
     assert len(np.unique(outer_same.numpy())) == 5
     with pytest.raises(RuntimeError, match="randomness error mode"):
         vmap(vmap(lambda a: a + eager.randn(()), randomness="same"))(eager.zeros(3, 5))
+
+
+# -- in-place random fills under vmap: torch.func's randomness rule, one draw for the batch ---------
+_FILLS = {"uniform_": lambda t: t.uniform_(), "normal_": lambda t: t.normal_(), "bernoulli_": lambda t: t.bernoulli_(0.5),
+          "exponential_": lambda t: t.exponential_(), "uniform_ab": lambda t: t.uniform_(2.0, 3.0)}
+
+
+@pytest.mark.parametrize("fill", sorted(_FILLS))
+def test_inplace_random_fill_of_a_batched_tensor_follows_randomness(fill):
+    import eager.func as ef
+
+    def f(x):
+        return _FILLS[fill](x.clone())
+
+    x = eager.zeros(6, 40)
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        ef.vmap(f)(x)
+    from eager import _factories
+
+    before = _factories.draws_on_this_thread()
+    same = ef.vmap(f, randomness="same")(x).numpy()
+    assert _factories.draws_on_this_thread() - before == 1  # one draw for the batch, not one per example
+    assert same.shape == (6, 40) and (same == same[0]).all() and not (same[0] == same[0, 0]).all()
+    before = _factories.draws_on_this_thread()
+    diff = ef.vmap(f, randomness="different")(x).numpy()
+    assert _factories.draws_on_this_thread() - before == 1
+    assert diff.shape == (6, 40) and not (diff[1:] == diff[0]).all(axis=1).any()
+    if fill == "uniform_ab":
+        assert ((diff >= 2.0) & (diff < 3.0)).all()
+    if fill == "bernoulli_":
+        assert set(np.unique(diff)) <= {0.0, 1.0}
+
+
+@pytest.mark.parametrize("fill", ["uniform_", "normal_", "bernoulli_", "exponential_"])
+def test_inplace_random_fill_of_an_unbatched_tensor_under_vmap_is_torchs(fill):
+    import eager.func as ef
+
+    def f(x):
+        return _FILLS[fill](eager.zeros(5)) + x
+
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        ef.vmap(f)(eager.zeros(3, 5))
+    with pytest.raises(RuntimeError, match="Cannot ask for different inplace randomness on an unbatched tensor"):
+        ef.vmap(f, randomness="different")(eager.zeros(3, 5))
+    same = ef.vmap(f, randomness="same")(eager.zeros(3, 5)).numpy()
+    assert (same == same[0]).all()
+
+
+def test_inplace_random_fill_under_vmap_matches_torch_semantics():
+    torch = pytest.importorskip("torch")
+    from torch.func import vmap as tvmap
+
+    import eager.func as ef
+
+    for ns, vm in ((torch, tvmap), (eager, ef.vmap)):
+        with pytest.raises(RuntimeError, match="Cannot ask for different inplace randomness"):
+            vm(lambda x, ns=ns: ns.zeros(3).uniform_() + x, randomness="different")(ns.zeros(2, 3))
+        out = vm(lambda x: x.clone().normal_(), randomness="different")(ns.zeros(2, 3))
+        assert not bool((out[0] == out[1]).all())
+        out = vm(lambda x: x.clone().normal_(), randomness="same")(ns.zeros(2, 3))
+        assert bool((out[0] == out[1]).all())
+
+
+def test_inplace_random_fill_under_static_vmap():
+    import static
+
+    for randomness, rows_equal in (("same", True), ("different", False)):
+        f = static.vmap(lambda x: x.clone().uniform_() + x, randomness=randomness)
+        a, b = f(eager.zeros(4, 3)).numpy(), f(eager.zeros(4, 3)).numpy()
+        assert bool((a[0] == a[1]).all()) == rows_equal
+        assert not (a == b).all()  # each call draws anew
+
+
+def test_like_factories_of_a_batched_value_are_batched():
+    """torch.func: zeros_like / ones_like / empty_like / full_like of a batched tensor are
+    batched, so the common `empty_like(x).normal_()` noise is each example's own."""
+    x = eager.arange(6.0).reshape(2, 3)
+    out = vmap(lambda a: (eager.zeros_like(a) + 1, eager.ones_like(a) * a, eager.full_like(a, 2.0)))(x)
+    np.testing.assert_array_equal(out[0].numpy(), np.ones((2, 3), np.float32))
+    np.testing.assert_array_equal(out[1].numpy(), x.numpy())
+    np.testing.assert_array_equal(out[2].numpy(), np.full((2, 3), 2.0, np.float32))
+    noise = vmap(lambda a: eager.empty_like(a).normal_(), randomness="different")(x).numpy()
+    assert noise.shape == (2, 3) and not np.array_equal(noise[0], noise[1])
