@@ -53,7 +53,9 @@ MATH = {
     "exp2": ("f", False, False),  # scalar calls: libmvec's variant is not in the accuracy test yet
     "erfc": ("d", False, False),  # float32 through the double function, rounded once (as erf)
     "trunc": ("f", False, False),  # exact (rounds toward zero, an instruction): nothing to check
+    "nextafter": ("f", False, False),  # exact (the next representable number): nothing to check
 }
+_BINARY_MATH = ("pow", "nextafter")  # the functions of two arguments
 VECTOR_MATH = tuple(fn for fn, (_, vf, vd) in MATH.items() if vf or vd)
 _SIMD = ' __attribute__((simd("notinbranch")))'
 
@@ -90,17 +92,17 @@ def math_declarations(vector_math: bool) -> str:
     vectorize without -ffast-math (glibc declares them itself only under __FAST_MATH__)."""
     lines = ['extern "C" {']
     for fn, (_, vec_f, vec_d) in MATH.items():
-        arity = 2 if fn == "pow" else 1
+        arity = 2 if fn in _BINARY_MATH else 1
         for ctype, name, vec in (("double", fn, vec_d), ("float", fn + "f", vec_f)):
             params = ", ".join([ctype] * arity)
             lines.append(f"{ctype} {name}({params}){_SIMD if vector_math and vec else ''};")
     lines.append("}")
     for fn, (via, vec_f, _) in MATH.items():
-        if fn == "pow":
-            body = "powf(x, y)" if via == "f" else "(float)pow((double)x, (double)y)"
-            lines.append(f"static inline float pow(float x, float y) {{ return {body}; }}")
-            lines.append("template <typename T> static inline double pow(T x, T y) "
-                         "{ return pow((double)x, (double)y); }")
+        if fn in _BINARY_MATH:
+            body = f"{fn}f(x, y)" if via == "f" else f"(float){fn}((double)x, (double)y)"
+            lines.append(f"static inline float {fn}(float x, float y) {{ return {body}; }}")
+            lines.append(f"template <typename T> static inline double {fn}(T x, T y) "
+                         f"{{ return {fn}((double)x, (double)y); }}")
             continue
         body = f"{fn}f(x)" if via == "f" else f"(float){fn}((double)x)"
         masked = fn == "exp" and vector_math and vec_f
