@@ -262,3 +262,30 @@ FLOAT_POWER = defop(
     surface=("float_power(input, exponent, *, out=None)", *_ALL),
     doc="input ** exponent computed in float64 (the result is float64 whatever the operands' dtypes)",
 )
+
+
+def _nextafter(xp, x, other):
+    _tensor_operand("nextafter", "other", other)
+    if x.dtype.kind not in "f":
+        raise NotImplementedError(f'nextafter: "nextafter_cpu" not implemented for \'{x.dtype}\'; cast with .float() first')
+    return xp.nextafter(x, other)
+
+
+def _nextafter_abstract(x, other):
+    _tensor_operand("nextafter", "other", other)
+    spec = _elementwise("nextafter")(x, other)
+    if not spec.dtype.is_floating_point:
+        raise NotImplementedError(f'nextafter: "nextafter_cpu" not implemented for \'{spec.dtype.name}\'; '
+                                  "cast with .float() first")
+    return spec
+
+
+# PyTorch's derivative: the gradient passes to input unchanged (the step is one ulp) and is zero for other
+NEXTAFTER = defop(
+    "nextafter", forward=_nextafter, abstract=_nextafter_abstract,
+    vjp=lambda ctx, g: (g if ctx.needs(0) else None, g * 0.0 if ctx.needs(1) else None),
+    grad_name="NextafterBackward0", promote="same", samples=_any((3, 4), (4,)),
+    arity=2, ufunc="nextafter", c_expr="nextafter({0}, {1})",
+    surface=("nextafter(input, other, *, out=None)", *_ALL),
+    doc="the next floating-point value after input in the direction of other, elementwise and broadcast",
+)
