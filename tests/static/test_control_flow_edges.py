@@ -248,3 +248,44 @@ def test_user_code_in_a_folder_named_like_a_library_package_is_the_users(tmp_pat
         assert is_library_file(os.path.join(root, pkg, "sub", "x.py"))
         assert not is_library_file(str(tmp_path / pkg / "x.py"))  # the user's own folder of that name
     assert not is_library_file(os.path.join(root, "tests", "static", "x.py"))
+
+
+# -- static.jvp of a post-processed loop runs one loop -------------------------------------------
+@pytest.mark.parametrize("kind", ["scan", "while_loop", "cond", "fori_loop"])
+def test_jvp_of_a_post_processed_loop_keeps_one_loop(kind):
+    """The tangent-carrying loop computes the primal results too: the plain loop is dead code."""
+    def f(x):
+        if kind == "scan":
+            out = static.scan(lambda c, xi: (eager.sin(c) * xi, c * xi), x[0], x)[0]
+        elif kind == "while_loop":
+            out = static.while_loop(lambda c: c.abs().sum() < 50.0, lambda c: c * 1.5 + 1.0, x)
+        elif kind == "fori_loop":
+            out = static.fori_loop(0, 4, lambda i, c: eager.tanh(c) + c, x)
+        else:
+            out = static.cond(x.sum() > 0, lambda a: a.exp(), lambda a: a.sin(), x)
+        return out.exp().sum() + (out * out).mean()  # the primal read again after the loop
+
+    def g(x):
+        return static.jvp(f, (x,), (eager.ones_like(x),))
+
+    x = eager.rand(4, 3) + 0.5
+    lowered = static.compile(g).lower(x)
+    op = "while_loop" if kind == "while_loop" else ("cond" if kind == "cond" else "scan")
+    assert sum(n.op == op for n in lowered.graph.nodes) == 1, lowered.as_text()
+    primal, tangent = static.compile(g)(x)
+    e_primal, e_tangent = eager.func.jvp(f, (x,), (eager.ones_like(x),))
+    np.testing.assert_allclose(primal.numpy(), e_primal.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(tangent.numpy(), e_tangent.numpy(), rtol=1e-4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_loops_of_no_trip_in_every_backend(backend):
+    def f(x):
+        a = static.fori_loop(3, 3, lambda i, c: c * 2.0, x)
+        b = static.while_loop(lambda c: c.sum() < -1.0, lambda c: c * 2.0, x)
+        (c,) = hop.while_loop(lambda c: c.sum() < -1.0, lambda c: (c * 2.0,), (x,))
+        return a + b + c
+
+    x = eager.rand(3)
+    np.testing.assert_allclose(static.compile(f, backend=backend)(x).numpy(), 3 * x.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(f(x).numpy(), 3 * x.numpy(), rtol=1e-6)
