@@ -221,7 +221,12 @@ def _empty_ys(f: Callable, init: Any, xs: Any, x_leaves: list, x_tree: Any, reve
     error rather than a silent None."""
     from ..tracing.function import trace  # noqa: PLC0415
 
+    def typed(v: Any) -> Any:  # under eager vmap, a batched leaf's logical type (its ys are broadcast)
+        return eager.zeros(tuple(v.shape), dtype=v.dtype) if getattr(type(v), "__graphmode_batched__", False) else v
+
     init_leaves, init_tree = _flatten(init)
+    init_leaves = [typed(v) for v in init_leaves]
+    x_leaves = [typed(v) for v in x_leaves]
     arrays = [(k, v) for k, v in enumerate(init_leaves) if hasattr(v, "shape") and hasattr(v, "dtype")]
     as_numpy = (any(isinstance(v, np.ndarray) for v in init_leaves + x_leaves)
                 and not any(isinstance(v, Tensor) for v in init_leaves + x_leaves))  # (as _stack does)

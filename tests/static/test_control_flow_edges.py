@@ -75,6 +75,17 @@ def test_eager_scan_of_length_zero_reports_a_body_it_cannot_type():
         static.scan(lambda c, x: (c.sum(), c), eager.ones(3), eager.zeros(0, 3))
 
 
+@pytest.mark.parametrize("vmap", ["eager", "static"])
+def test_scan_of_length_zero_under_vmap(vmap):
+    def f(c0, xs):
+        return static.scan(lambda c, x: (c + x, (c * x).double()), c0, xs)
+
+    mapped = eager.func.vmap(f) if vmap == "eager" else static.vmap(f)
+    carry, ys = mapped(eager.ones(2, 3), eager.zeros(2, 0, 3))
+    np.testing.assert_array_equal(carry.numpy(), np.ones((2, 3), np.float32))
+    assert tuple(ys.shape) == (2, 0, 3) and ys.dtype == eager.float64
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_compiled_scan_of_length_zero_matches_eager(backend):
     def f(xs):
