@@ -2,8 +2,9 @@
 differentiate and compile like them), and erfinv, lgamma (gammaln) and digamma (psi), which
 NumPy lacks: autograd.Functions computed to double precision on the host (erfinv by Newton
 steps on eager's erf/erfc, lgamma by math.lgamma, digamma by recurrence and its asymptotic
-series). erfc, ndtr and log_ndtr and Bessel functions are not here rather than
-approximated: 0.5 (1 + erf(x / sqrt 2)) is 0 for x < -8.3, where ndtr is not."""
+series). erfc, i0 and i1 are ops with records (gmops/unary.py); ndtr is 0.5 erfc(-x / sqrt 2),
+accurate in the left tail where 0.5 (1 + erf(x / sqrt 2)) is 0. log_ndtr and the other Bessel
+functions are not here rather than approximated."""
 from __future__ import annotations
 
 import math
@@ -266,3 +267,48 @@ def _attach_methods() -> None:
 
 
 _attach_methods()
+
+
+# -- torch.special names of ops with records (erfc, i0, i1, round, sinc) and compositions of them
+# (ndtr, entr, xlog1py): they differentiate, compile and fuse as their ops do; each takes out=
+def _special_functions() -> dict[str, Any]:
+    from gmops._registry import REGISTRY  # noqa: PLC0415
+
+    from . import _out, _surface  # noqa: PLC0415
+    from ._compositions import elementwise as _elementwise  # noqa: PLC0415
+
+    def ndtr(input: Any) -> Any:  # noqa: A002
+        """The standard normal CDF, 0.5 erfc(-x / sqrt 2): accurate in the left tail, where
+        0.5 (1 + erf(x / sqrt 2)) would be 0."""
+        return _F.erfc(input * -_INV_SQRT2) * 0.5
+
+    def entr(input: Any) -> Any:  # noqa: A002
+        """-x log x for x > 0, 0 at 0, -inf below (PyTorch's torch.special.entr). log reads 1
+        where x <= 0, so no NaN reaches the value or the gradient there."""
+        (x,) = _elementwise._floats(input)
+        positive = _F.gt(x, 0.0)
+        inner = -x * _F.log(_F.where(positive, x, 1.0))
+        return _F.where(positive, inner, _F.where(_F.eq(x, 0.0), 0.0, _F.where(_F.isnan(x), x, -math.inf)))
+
+    def xlog1py(input: Any, other: Any) -> Any:  # noqa: A002
+        """input * log1p(other), 0 where input is 0 unless other is NaN (as xlogy)."""
+        if not _elementwise._is_tensor(input) and not _elementwise._is_tensor(other):
+            raise TypeError("xlog1py(): expected at least one tensor argument (input or other), got two numbers")
+        x, y = _elementwise._floats(input, other)
+        zeroed = _F.logical_and(_F.eq(x, 0.0), _F.logical_not(_F.isnan(y)))
+        return _F.where(zeroed, 0.0, x * _F.log1p(_F.where(zeroed, 0.0, y)))
+
+    made: dict[str, Any] = {name: _out.with_out(fn) for name, fn in
+                            (("ndtr", ndtr), ("entr", entr), ("xlog1py", xlog1py))}
+    made["i1"] = _surface.function_for(REGISTRY["i1"])
+    for name in ("erfc", "i0"):
+        made[name] = getattr(_F, name, None) or _surface.function_for(REGISTRY[name])
+    made["sinc"] = _out.with_out(_elementwise.sinc)
+    return made
+
+
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_MADE = _special_functions()
+entr, erfc, i0, i1, ndtr = _MADE["entr"], _MADE["erfc"], _MADE["i0"], _MADE["i1"], _MADE["ndtr"]
+sinc, xlog1py = _MADE["sinc"], _MADE["xlog1py"]
+__all__ += ["entr", "erfc", "i0", "i1", "ndtr", "sinc", "xlog1py"]
