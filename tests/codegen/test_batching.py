@@ -36,7 +36,9 @@ def test_an_ufunc_gives_the_same_bits_on_one_element_as_in_an_array(op, dtype):
         x = np.abs(x) + dtype(1e-3)
     call = lowering_for(op).numpy.call
     attrs = {"beta": 1.0, "threshold": 20.0, "approximate": "'tanh'"}
-    fn = eval(f"lambda a: {call.format('a', **attrs)}", {"np": np, "_rt": runtime})  # noqa: S307
+    # a record's forward as the call (`_rt.forward(name, np, {args}, **{attrs})`) takes its operand as args
+    text = call.format("a", args="a", attrs="{}", **attrs)
+    fn = eval(f"lambda a: {text}", {"np": np, "_rt": runtime})  # noqa: S307
     with np.errstate(all="ignore"):
         batched = fn(x)
         one_by_one = np.array([fn(s) for s in x], dtype=batched.dtype)
