@@ -57,12 +57,13 @@ def _static_cf() -> Any:
 
 
 def _truth(pred: Any, where: str) -> bool:
+    """pred as torch takes it: a Python number, or a tensor of one element (any dtype)."""
     if isinstance(pred, Tensor):
         if pred.numel() != 1:
-            raise RuntimeError(f"{where}: expected pred to be bool or single-element tensor, but got a tensor of "
-                               f"shape {tuple(pred.shape)}")
+            raise RuntimeError(f"Expected pred to be bool or single-element tensor, but got {pred!r}. ({where}: "
+                               f"a tensor of shape {tuple(pred.shape)})")
         return bool(pred.item())
-    if isinstance(pred, (bool, int)):
+    if isinstance(pred, (bool, int, float)):
         return bool(pred)
     raise RuntimeError(f"{where}: expected pred to be bool or a boolean tensor with a single item, but got "
                        f"{type(pred).__name__}")

@@ -300,3 +300,21 @@ def test_loops_of_no_trip_in_every_backend(backend):
     x = eager.rand(3)
     np.testing.assert_allclose(static.compile(f, backend=backend)(x).numpy(), 3 * x.numpy(), rtol=1e-6)
     np.testing.assert_allclose(f(x).numpy(), 3 * x.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("pred", ["two_elements", "float", "float_tensor"])
+def test_torch_cond_predicates_as_torch(pred):
+    torch = pytest.importorskip("torch")
+
+    def make(ns):
+        return {"two_elements": ns.tensor([True, False]), "float": 1.5, "float_tensor": ns.tensor(1.0)}[pred]
+
+    try:
+        theirs = torch.cond(make(torch), lambda a: a + 1, lambda a: a - 1, (torch.ones(3),))
+    except RuntimeError as exc:
+        with pytest.raises(RuntimeError, match="Expected pred to be bool or single-element tensor") as ours:
+            hop.cond(make(eager), lambda a: a + 1, lambda a: a - 1, (eager.ones(3),))
+        assert str(exc).split(",")[0] == str(ours.value).split(",")[0]
+        return
+    ours = hop.cond(make(eager), lambda a: a + 1, lambda a: a - 1, (eager.ones(3),))
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
