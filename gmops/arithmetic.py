@@ -248,8 +248,15 @@ def _float_power_abstract(x, exponent):
 
 # float_power computes in float64 whatever its operands' dtypes (PyTorch casts both first), so
 # its gradient is computed in float64 too and cast back to each operand's dtype (fit_grad)
+def _float_power(xp, x, exponent):
+    out = xp.float_power(x, exponent)
+    if not hasattr(x, "shape") and getattr(out, "ndim", 0):  # a number's power of a tensor is row-major, as pow's
+        return xp.ascontiguousarray(out)
+    return out
+
+
 FLOAT_POWER = defop(
-    "float_power", forward=lambda xp, x, exponent: xp.float_power(x, exponent), abstract=_float_power_abstract,
+    "float_power", forward=_float_power, abstract=_float_power_abstract,
     vjp=lambda ctx, g: _pow_grads(ctx, g, _as_float64(ctx.input(0)), _as_float64(ctx.input(1))),
     grad_name=_pow_grad_name, save=(0, 1), save_output=True,
     samples=lambda rng: [
