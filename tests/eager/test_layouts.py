@@ -60,6 +60,9 @@ def _index_put(x, v, *idx, key, n_index=0):
 TORCH: dict[str, Any] = {
     "abs": torch.abs, "acos": torch.acos, "add": torch.add, "asin": torch.asin, "atan": torch.atan,
     "tan": torch.tan, "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh,
+    "frac": torch.frac, "erfc": torch.erfc, "i0": torch.i0, "i1": torch.special.i1, "positive": torch.positive,
+    "heaviside": torch.heaviside, "float_power": torch.float_power, "ldexp": torch.ldexp,
+    "nextafter": torch.nextafter,
     "atan2": torch.atan2, "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or,
     "bitwise_xor": torch.bitwise_xor, "ceil": torch.ceil, "cos": torch.cos, "cosh": torch.cosh,
     "div": torch.div, "eq": torch.eq, "erf": torch.erf, "exp": torch.exp, "exp2": torch.exp2,
