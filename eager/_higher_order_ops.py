@@ -34,14 +34,12 @@ def _checks() -> Any:
     return cf
 
 
-_RULES = ("must have equal types", "must have the same pytree structure", "must return a boolean scalar",
-          "must have identical types", "branch outputs must have the same pytree structure")
-
-
 def _rethrown(exc: TypeError) -> TypeError:
-    """static's TypeError for a broken rule as ControlFlowTypeError (the same message); any
-    other TypeError (one the user's function raised) as it was."""
-    if isinstance(exc, ControlFlowTypeError) or not any(rule in str(exc) for rule in _RULES):
+    """static's TypeError for a broken rule (static.control_flow.body.RuleTypeError) as
+    ControlFlowTypeError, the same message; any other TypeError (one the user's function
+    raised) as it was."""
+    rule = getattr(sys.modules.get("static.control_flow.body"), "RuleTypeError", None)
+    if isinstance(exc, ControlFlowTypeError) or rule is None or not isinstance(exc, rule):
         return exc
     return ControlFlowTypeError(str(exc))
 

@@ -99,6 +99,12 @@ def _as_traced(state: TraceState, x: Any) -> Tracer:
                     f"{type(x).__name__}")
 
 
+class RuleTypeError(TypeError):
+    """A control-flow function broke its operator's typing rule (JAX's TypeError): a carry whose
+    structure or leaf types change, branches of different types, a cond_fun that does not
+    return a boolean scalar. The PyTorch spellings raise it as torch's error type as well."""
+
+
 class _Body:
     """A traced body: its graph (inputs: consts then params), the outer Values of its consts,
     and its output structure."""
@@ -202,9 +208,9 @@ def _check_carry(what: str, loc: str, in_tree: Any, in_specs: list, out_tree: An
                  name: str = "carry") -> None:
     """JAX's carry check: same pytree structure, and each leaf's shape and dtype."""
     if in_tree != out_tree or len(in_specs) != len(out_specs):
-        raise TypeError(f"{loc}: {what} function carry input and carry output must have the same pytree structure, "
-                        f"but they differ:\n  the input carry {name} is a {_tree_str(in_tree)} but the corresponding "
-                        f"output carry is a {_tree_str(out_tree)}")
+        raise RuleTypeError(f"{loc}: {what} function carry input and carry output must have the same pytree "
+                            f"structure, but they differ:\n  the input carry {name} is a {_tree_str(in_tree)} but "
+                            f"the corresponding output carry is a {_tree_str(out_tree)}")
     problems = []
     for k, (a, b) in enumerate(zip(in_specs, out_specs)):
         if tuple(a.shape) != tuple(b.shape) or a.dtype != b.dtype:
@@ -212,9 +218,9 @@ def _check_carry(what: str, loc: str, in_tree: Any, in_specs: list, out_tree: An
             problems.append(f"  * the input carry component {_keystr(in_tree, k, name)} has type {_type_name(a)} but "
                             f"the corresponding output carry component has type {_type_name(b)}, so {why}")
     if problems:
-        raise TypeError(f"{loc}: {what} function carry input and carry output must have equal types (e.g. shapes "
-                        "and dtypes of arrays), but they differ:\n" + "\n".join(problems) + "\n\nRevise the function "
-                        "so that all output types match the corresponding input types.")
+        raise RuleTypeError(f"{loc}: {what} function carry input and carry output must have equal types (e.g. "
+                            "shapes and dtypes of arrays), but they differ:\n" + "\n".join(problems) + "\n\nRevise "
+                            "the function so that all output types match the corresponding input types.")
 
 
 def _leaf_spec(x: Any) -> TensorSpec:

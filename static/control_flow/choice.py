@@ -17,6 +17,7 @@ from ..tracing import pytree
 from ..tracing.state import ACTIVE, user_location
 from ..tracing.tracer import Tracer
 from .body import (
+    RuleTypeError,
     _as_traced,
     _Body,
     _body_text,
@@ -77,7 +78,7 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any, ope
     return _cond_traced(pred, [false_fun, true_fun], operands, "cond")
 
 
-class BranchTypeError(TypeError):
+class BranchTypeError(RuleTypeError):
     """Branches whose results differ in structure or type (JAX's TypeError)."""
 
 
@@ -124,7 +125,7 @@ def _select(index: Any, results: list, kind: str) -> Any:
     become under vmap with a batched predicate."""
     trees = [_flatten(r) for r in results]
     if any(t[1] != trees[0][1] for t in trees):
-        raise TypeError(f"{user_location()}: {kind} branch outputs must have the same pytree structure")
+        raise BranchTypeError(f"{user_location()}: {kind} branch outputs must have the same pytree structure")
     n = len(results)
     if kind == "cond":
         index = index != 0 if index.dtype != _dtypes.bool_ else index

@@ -19,6 +19,7 @@ from ..tracing import pytree
 from ..tracing.state import ACTIVE, TraceState, user_location
 from ..tracing.tracer import Tracer
 from .body import (
+    RuleTypeError,
     StepChecker,
     _as_traced,
     _Body,
@@ -323,7 +324,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
             if hasattr(p, "shape") and hasattr(p, "dtype"):  # (JAX takes only a boolean scalar)
                 spec = _spec_of(p)
                 if tuple(spec.shape) != () or spec.dtype != _dtypes.bool_:
-                    raise TypeError(f"{loc}: cond_fun must return a boolean scalar, but got output type(s) "
+                    raise RuleTypeError(f"{loc}: cond_fun must return a boolean scalar, but got output type(s) "
                                     f"[{_type_name(spec)}].")
             if not bool(_truth(p)):
                 return val
@@ -370,7 +371,7 @@ def _while_batched(cond_fun: Callable, body_fun: Callable, init_val: Any, loc: s
     def still(st: TraceState, ts: tuple) -> Any:
         p = unbatch(st, cond_fun(wrapped(ts)))
         if tuple(p.shape) != (size,) or p.dtype != _dtypes.bool_:
-            raise TypeError(f"{loc}: cond_fun must return a boolean scalar, but got output type(s) "
+            raise RuleTypeError(f"{loc}: cond_fun must return a boolean scalar, but got output type(s) "
                             f"[{_type_name(TensorSpec(tuple(p.shape[1:]), p.dtype))}].")
         return p
 
@@ -434,7 +435,7 @@ def _while_traced(cond_fun: Callable, body_fun: Callable, init_val: Any, loc: st
     if (len(test.graph.outputs) != 1 or tuple(test.out_types[0].shape) != ()
             or test.out_types[0].dtype != _dtypes.bool_):  # (JAX takes only a boolean scalar)
         got = ", ".join(_type_name(t) for t in test.out_types)
-        raise TypeError(f"{loc}: cond_fun must return a boolean scalar, but got output type(s) [{got}].")
+        raise RuleTypeError(f"{loc}: cond_fun must return a boolean scalar, but got output type(s) [{got}].")
     # both bodies read the same consts: the union, each body's inputs reordered to it
     consts = list(dict.fromkeys(list(body.consts) + list(test.consts)))
     body_g = _with_consts(body, consts)

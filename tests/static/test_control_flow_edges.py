@@ -318,3 +318,18 @@ def test_torch_cond_predicates_as_torch(pred):
         return
     ours = hop.cond(make(eager), lambda a: a + 1, lambda a: a - 1, (eager.ones(3),))
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+def test_static_rule_errors_are_one_type(mode):
+    from static.control_flow.body import RuleTypeError  # noqa: PLC0415
+    from static.control_flow.choice import BranchTypeError  # noqa: PLC0415
+
+    x = eager.randn(4, 3)
+    bad = [lambda x: static.scan(lambda c, xi: (c.sum(), c), x[0], x),
+           lambda x: static.while_loop(lambda c: c.sum(), lambda c: c, x),
+           lambda x: static.cond(True, lambda a: a, lambda a: (a, a), x)]
+    for fn in bad:
+        with pytest.raises(RuleTypeError, match=rf"^{HERE}:\d+: "):
+            (fn if mode == "eager" else static.compile(fn))(x)
+    assert issubclass(BranchTypeError, RuleTypeError) and issubclass(RuleTypeError, TypeError)
