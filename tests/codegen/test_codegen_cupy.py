@@ -114,16 +114,22 @@ _OP_TEXT = {
     "clamp": ("%a: f32[8]", "clamp %a {max = 0.5, min = -0.5}", "f32[8]"),
     "softplus": ("%a: f32[8]", "softplus %a {beta = 1.0, threshold = 20.0}", "f32[8]"),
     "gelu": ("%a: f32[8]", 'gelu %a {approximate = "none"}', "f32[8]"),
+    "float_power": ("%a: f32[8], %b: f32[8]", "float_power %a, %b", "f64[8]"),  # float64 whatever its operands
 }
+_COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
+
+
+def _binary(name):
+    """Two operands of one dtype: the record's arity says so (a new binary op needs no list here)."""
+    return REGISTRY[name].arity == 2
 
 
 def _single_op_region(name):
-    binary = {"add", "sub", "rsub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"}
     if name in _OP_TEXT:
         params, expr, result = _OP_TEXT[name]
-    elif name in binary:
+    elif _binary(name):
         params, expr = "%a: f32[8], %b: f32[8]", f"{name} %a, %b"
-        result = "bool[8]" if name in {"eq", "ne", "lt", "le", "gt", "ge"} else "f32[8]"
+        result = "bool[8]" if name in _COMPARISONS else "f32[8]"
     else:
         params, expr, result = "%a: f32[8]", f"{name} %a", "f32[8]"
     names = [p.split(":")[0].strip() for p in params.split(",")]

@@ -27,13 +27,12 @@ from codegen.native_gen.indexing import compose_index, index_expr
 
 sys.path.insert(0, str(Path(__file__).parent))
 import gm_workloads as W  # noqa: E402
-from test_codegen_cupy import _OP_TEXT, _pointwise_ops  # noqa: E402
+from test_codegen_cupy import _OP_TEXT, _binary, _pointwise_ops  # noqa: E402
 from test_codegen_regions import CASES  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not native_build.availability()[0],
                                 reason=f"no C++ compiler: {native_build.availability()[1]}")
 ROOT = Path(__file__).resolve().parents[2]
-_BINARY = {"add", "sub", "rsub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"}
 _COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
 
 
@@ -43,7 +42,7 @@ def _all_ops_ir(dt: str, n: int) -> str:
     for j, name in enumerate(_pointwise_ops()):
         if name in _OP_TEXT:
             p, expr, result = _OP_TEXT[name]
-        elif name in _BINARY:
+        elif _binary(name):
             p, expr = "%a: f32[8], %b: f32[8]", f"{name} %a, %b"
             result = "bool[8]" if name in _COMPARE else "f32[8]"
         else:
