@@ -405,7 +405,9 @@ class AccumulateGrad(HookMixin):
             elif create_graph or (getattr(arr, "base", None) is None and id(arr) not in owned
                                   and is_writeable(arr)):
                 owned.add(id(arr))
-                var._grad = grad
+                # PyTorch's .grad is no one's alias: not the detached gradient (whose _base, the
+                # backward's tensor, static's capture would read in place of p.grad)
+                var._grad = grad if create_graph else type(grad)._make(arr)
             else:
                 var._grad = grad.clone()
                 var._grad._data = layout_like(var._grad._data, var._data)
