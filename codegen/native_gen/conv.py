@@ -33,7 +33,14 @@ from typing import TYPE_CHECKING
 from static.ir import Graph, Node, Value
 
 from ..render import c_literal, c_type
-from .batchnorm import CChannelGradient, CChannelNormalize, channel_gradient, channel_normalize
+from .batchnorm import (
+    CChannelGradient,
+    CChannelNormalize,
+    CChannelRegion,
+    channel_gradient,
+    channel_normalize,
+    channel_region,
+)
 from .batchnorm import absorbed as bn_absorbed
 from .function import CFunction, _parallel
 from .indexing import _ints, _prod, _symbolic, contiguous_strides, strided_source
@@ -218,6 +225,8 @@ def plan(graph: Graph) -> WindowPlan:
         elif node.op == "normalize" and (bn := channel_normalize(node, outs, order)) is not None:
             p.absorbed |= bn_absorbed(bn)
             p.emit[id(node)] = ("bn_norm", node, bn)
+        elif node.op == "fused" and (bn := channel_region(node, outs)) is not None:
+            p.emit[id(node)] = ("bn_region", node, bn)
         elif node.op == "normalize_backward" and (bn := channel_gradient(node, outs)) is not None:
             p.absorbed |= bn_absorbed(bn)
             p.emit[id(node)] = ("bn_grad", node, bn)
@@ -252,6 +261,8 @@ def window_op(module: "NativeModule", node: Node, at: str) -> bool:
     fn: CFunction
     if kind == "bn_grad":
         fn = CChannelGradient(module, node, f"gm_channels{len(module.functions)}", parts)
+    elif kind == "bn_region":
+        fn = CChannelRegion(module, node, f"gm_channels{len(module.functions)}", parts)
     elif kind == "bn_norm":
         fn = CChannelNormalize(module, node, f"gm_channels{len(module.functions)}", parts)
     else:

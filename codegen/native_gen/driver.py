@@ -294,7 +294,7 @@ class NativeModule(Driver):
             at = f"L{self.lines.get(id(node), '?')}"  # its IR line (a lone op's region is a copy)
             if node.body is None and node.op in LOOP_OPS and self.native_loop(node, at):
                 continue
-            if node.body is None and window_op(self, node, at):  # convolution and pooling windows (conv.py)
+            if (node.body is None or node.op == "fused") and window_op(self, node, at):  # windows, batch norm (conv.py)
                 continue
             if node.body is None and eager_kernel_call(node) is None:
                 self.eager_kernel(node)

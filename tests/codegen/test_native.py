@@ -983,7 +983,7 @@ func @view_channel_sums(%x: f32[N,C,H,W], %g: f32[N,C,H,W], %w: f32[C], %b: f32[
     %9 = where %8, 0.0, %d : f32[N,C,H,W]
     %10 = sum %9 {dims = [0, 2, 3], keepdim = true} : f32[1,C,1,1]
     %11 = mul %9, %a : f32[N,C,H,W]
-    %12 = sum %11 {dims = [0, 2, 3], keepdim = true} : f32[1,C,1,1]
+    %12 = mean %11 {dims = [0, 2, 3], keepdim = true} : f32[1,C,1,1]
     yield %10, %12
   }
   return %3, %4
@@ -1005,7 +1005,7 @@ def test_channel_sums_reading_a_reshaped_parameter_walk_runs(shape):
     wt, bs = (rng.standard_normal(c).astype(np.float32) for _ in range(2))
     a = np.maximum(x * wt.reshape(1, c, 1, 1) + bs.reshape(1, c, 1, 1), 0)
     d = np.where(a <= 0, 0, g).astype(np.float64)
-    expected = [d.sum((0, 2, 3), keepdims=True), (d * x).sum((0, 2, 3), keepdims=True)]
+    expected = [d.sum((0, 2, 3), keepdims=True), (d * x).mean((0, 2, 3), keepdims=True)]
     saved = runtime.CONFIG.threads
     try:
         for threads in (1, 2):

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import codegen
 import eager
 import static
 from codegen import native_build
@@ -233,3 +234,52 @@ def test_max_pooling_indices_with_nans_ties_and_infinities(padding):
     np.testing.assert_array_equal(ic.numpy(), ie.numpy())
     np.testing.assert_array_equal(np.isnan(vc.numpy()), np.isnan(ve.numpy()))
     np.testing.assert_array_equal(vc.numpy().view(np.uint32), ve.numpy().view(np.uint32))
+
+
+_BN_RELU_GRAD_IR = """
+func @bn_relu_grad(%x: f32[N,C,H,W], %g: f32[N,C,H,W], %w: f32[C], %b: f32[C]) -> (f32[1,C,1,1], f32[N,C,H,W], f32[1,C,1,1]) {
+  %1 = reshape %w {shape = [1, C, 1, 1]} : f32[1,C,1,1]
+  %2 = reshape %b {shape = [1, C, 1, 1]} : f32[1,C,1,1]
+  %3, %4, %5 = fused %x, %1, %2, %g : f32[1,C,1,1], f32[N,C,H,W], f32[1,C,1,1] {
+    ^body(%a: f32[N,C,H,W], %s: f32[1,C,1,1], %t: f32[1,C,1,1], %d: f32[N,C,H,W]):
+    %6 = mul %a, %s : f32[N,C,H,W]
+    %7 = add %6, %t : f32[N,C,H,W]
+    %8 = relu %7 : f32[N,C,H,W]
+    %9 = le %8, 0.0 : bool[N,C,H,W]
+    %10 = where %9, 0.0, %d : f32[N,C,H,W]
+    %11 = sum %10 {dims = [0, 2, 3], keepdim = true} : f32[1,C,1,1]
+    %12 = mul %10, %s : f32[N,C,H,W]
+    %13 = mul %10, %a : f32[N,C,H,W]
+    %14 = sum %13 {dims = [0, 2, 3], keepdim = true} : f32[1,C,1,1]
+    yield %11, %12, %14
+  }
+  return %3, %4, %5
+}"""
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (32, 16, 28, 28), (3, 2, 1, 1)])
+def test_batch_norm_relu_gradient_region_is_one_pass_per_channel(shape):
+    """Batch norm's affine + ReLU gradient (the masked gradient's channel sum, its sum times
+    x, and the masked gradient times the weight) runs as one function that walks each
+    channel once, and gives NumPy's values on one thread and two."""
+    from codegen import runtime
+
+    n, c, h, w = shape
+    text = _BN_RELU_GRAD_IR.replace("N", str(n)).replace("C", str(c)).replace("H", str(h)).replace("W", str(w))
+    exe = codegen.build(static.parse_ir(text), "native")
+    assert "channel sum(s) in one pass" in exe.c_source()
+    rng = np.random.default_rng(7)
+    x, g = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    wt, bs = (rng.standard_normal(c).astype(np.float32) for _ in range(2))
+    s, t = wt.reshape(1, c, 1, 1), bs.reshape(1, c, 1, 1)
+    d = np.where(np.maximum(x * s + t, 0) <= 0, np.float32(0), g)
+    dd = d.astype(np.float64)
+    expected = [dd.sum((0, 2, 3), keepdims=True), d * s, (dd * x).sum((0, 2, 3), keepdims=True)]
+    saved = runtime.CONFIG.threads
+    try:
+        for threads in (1, 2):
+            runtime.CONFIG.threads = threads
+            for got, e in zip(exe.run([x, g, wt, bs]), expected):
+                np.testing.assert_allclose(got, e.astype(np.float32), rtol=2e-5, atol=1e-5)
+    finally:
+        runtime.CONFIG.threads = saved
