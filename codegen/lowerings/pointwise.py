@@ -54,7 +54,8 @@ def _from_record(op: OpDef) -> None:
         _add(op.name, NumpyLowering(call=f"_rt.forward({op.name!r}, np, {{args}}, **{{attrs}})",
                                     into=f"np.copyto({{out}}, _rt.forward({op.name!r}, np, {{args}}, **{{attrs}}))"),
              CupyLowering(call=f"_rt.forward({op.name!r}, cp, {{args}}, **{{attrs}})", expr=op.c_expr,
-                          helpers=helpers))
+                          helpers=helpers),
+             note="NumPy: the op's forward (its record spells a C expression, fused in C, but no ufunc)")
     else:
         _add(op.name, NumpyLowering(call=f"_rt.forward({op.name!r}, np, {{args}}, **{{attrs}})"),
              CupyLowering(call=f"_rt.forward({op.name!r}, cp, {{args}}, **{{attrs}})", expr=op.c_expr,

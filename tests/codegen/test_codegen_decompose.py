@@ -27,6 +27,8 @@ FORWARD_CALLS = {"view_scatter", "prod_except_self", "embedding_backward", "unfo
                  # elementwise math as the op's own forward until each gets a NumPy spelling
                  "floor", "ceil", "trunc", "round", "log2", "log10", "sinh", "cosh", "asin", "acos",
                  "atan", "atan2", "tan", "asinh", "acosh", "atanh",
+                 # records with a C expression and no ufunc: fused in C, their forward in NumPy code
+                 "erfc", "frac", "i0", "i1", "heaviside", "ldexp", "positive",
                  # LAPACK (inverse, solve, determinant): the op's forward reports a singular matrix
                  "inv", "solve", "det",
                  # structured control flow: a Python loop around the body's own generated code
