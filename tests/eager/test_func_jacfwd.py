@@ -98,3 +98,17 @@ def test_jacfwd_is_a_forward_push_of_the_identity():
     np.testing.assert_allclose(jac, m, rtol=1e-12)
     col = ef.jvp(lambda x: eager.tensor(m) @ x, (eager.ones(3, dtype=eager.float64),), (eager.tensor(np.eye(3)[1]),))[1].numpy()
     np.testing.assert_allclose(jac[:, 1], col, rtol=1e-12)
+
+
+def test_jacfwd_pushed_columns_agree_with_the_batched_rows():
+    """randomness="same" pushes the identity's columns through jvp under vmap; the default
+    (a tensor output, no draws) takes jacrev's batched rows: the same matrix either way."""
+    def f(x, y):
+        return (eager.tanh(x) @ y).exp(), x.sum() * y
+
+    x, y = eager.tensor(A), eager.tensor(B)
+    rows = ef.jacfwd(f, argnums=(0, 1))(x, y)
+    pushed = ef.jacfwd(f, argnums=(0, 1), randomness="same")(x, y)
+    for r, p in zip(rows, pushed):
+        for a, b in zip(r, p):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-14)
