@@ -250,7 +250,7 @@ def _float_power_abstract(x, exponent):
 # its gradient is computed in float64 too and cast back to each operand's dtype (fit_grad)
 def _float_power(xp, x, exponent):
     out = xp.float_power(x, exponent)
-    if not hasattr(x, "shape") and getattr(out, "ndim", 0):  # a number's power of a tensor is row-major, as pow's
+    if not hasattr(x, "shape") and np.ndim(out) > 0:  # a number's power of a tensor is row-major, as pow's
         return xp.ascontiguousarray(out)
     return out
 
