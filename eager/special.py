@@ -3,8 +3,9 @@ differentiate and compile like them), and erfinv, lgamma (gammaln) and digamma (
 NumPy lacks: autograd.Functions computed to double precision on the host (erfinv by Newton
 steps on eager's erf/erfc, lgamma by math.lgamma, digamma by recurrence and its asymptotic
 series). erfc, i0 and i1 are ops with records (gmops/unary.py); ndtr is 0.5 erfc(-x / sqrt 2),
-accurate in the left tail where 0.5 (1 + erf(x / sqrt 2)) is 0. log_ndtr and the other Bessel
-functions are not here rather than approximated."""
+accurate in the left tail where 0.5 (1 + erf(x / sqrt 2)) is 0, and log_ndtr its logarithm
+with an asymptotic series where it underflows. The other Bessel functions are not here rather
+than approximated."""
 from __future__ import annotations
 
 import math
@@ -298,8 +299,32 @@ def _special_functions() -> dict[str, Any]:
         zeroed = _F.logical_and(_F.eq(x, 0.0), _F.logical_not(_F.isnan(y)))
         return _F.where(zeroed, 0.0, x * _F.log1p(_F.where(zeroed, 0.0, y)))
 
+    def log_ndtr(input: Any) -> Any:  # noqa: A002
+        """log of the standard normal CDF, accurate everywhere: log1p(-ndtr(-x)) for x >= 0,
+        log(ndtr(x)) down to -20 (float64; -10 float32, -5 float16), and below it the asymptotic series -x^2/2 - log(-x) -
+        log(2 pi)/2 + log1p(sum_k (-1)^k (2k-1)!! / x^2k), where ndtr itself underflows.
+        Each branch reads a value of its own range (where() masks the others), so no inf or
+        NaN reaches a gradient."""
+        (x,) = _elementwise._floats(input)
+        # the series takes over before erfc underflows in x's dtype (float32's near -13)
+        cut = {8: -20.0, 4: -10.0}.get(x.dtype.itemsize, -5.0)
+        right, tail = _F.ge(x, 0.0), _F.lt(x, cut)
+        xr = _F.where(right, x, 0.0)
+        xm = _F.where(_F.logical_or(right, tail), -1.0, x)
+        xt = _F.where(tail, x, cut)
+        upper = _F.log1p(_F.erfc(xr * _INV_SQRT2) * -0.5)
+        middle = _F.log(_F.erfc(xm * -_INV_SQRT2) * 0.5)
+        inv2 = 1.0 / (xt * xt)
+        series, term = inv2 * 0.0, inv2 * 0.0 + 1.0
+        for k in range(1, 11):
+            term = term * inv2 * -(2 * k - 1)
+            series = series + term
+        asymptotic = xt * xt * -0.5 - _F.log(-xt) - _HALF_LOG_2PI + _F.log1p(series)
+        return _F.where(right, upper, _F.where(tail, asymptotic, middle))
+
     made: dict[str, Any] = {name: _out.with_out(fn) for name, fn in
-                            (("ndtr", ndtr), ("entr", entr), ("xlog1py", xlog1py))}
+                            (("ndtr", ndtr), ("entr", entr), ("xlog1py", xlog1py), ("log_ndtr", log_ndtr))}
+    made["round"] = getattr(_F, "round", None) or _surface.function_for(REGISTRY["round"])
     made["i1"] = _surface.function_for(REGISTRY["i1"])
     for name in ("erfc", "i0"):
         made[name] = getattr(_F, name, None) or _surface.function_for(REGISTRY[name])
@@ -308,7 +333,8 @@ def _special_functions() -> dict[str, Any]:
 
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 _MADE = _special_functions()
 entr, erfc, i0, i1, ndtr = _MADE["entr"], _MADE["erfc"], _MADE["i0"], _MADE["i1"], _MADE["ndtr"]
-sinc, xlog1py = _MADE["sinc"], _MADE["xlog1py"]
-__all__ += ["entr", "erfc", "i0", "i1", "ndtr", "sinc", "xlog1py"]
+sinc, xlog1py, log_ndtr, round = _MADE["sinc"], _MADE["xlog1py"], _MADE["log_ndtr"], _MADE["round"]  # noqa: A001
+__all__ += ["entr", "erfc", "i0", "i1", "log_ndtr", "ndtr", "round", "sinc", "xlog1py"]

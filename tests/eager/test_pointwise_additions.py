@@ -58,6 +58,19 @@ def test_special_values_match_pytorch():
     assert eager.special.ndtr(eager.tensor([-30.0], dtype=eager.float64)).item() == pytest.approx(4.906713927148187e-198)
 
 
+@pytest.mark.parametrize("dtype,rtol", [("float32", 2e-6), ("float64", 1e-12)])
+def test_log_ndtr_matches_pytorch_into_the_far_tail(dtype, rtol):
+    """log_ndtr where ndtr underflows (float32 below -13, float64 below -38) and near 0 on the right."""
+    x = np.concatenate([np.linspace(-60, 40, 501), [-20.0, -10.0, -5.0, 0.0, np.inf, -np.inf, np.nan]])
+    a, t = _pair(x, dtype)
+    ours, theirs = eager.special.log_ndtr(a).numpy(), torch.special.log_ndtr(t).numpy()
+    assert np.isfinite(ours[:501]).all()
+    np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=0, equal_nan=True)
+    xg = eager.tensor([-30.0, -21.0, -19.0, -3.0, 0.5, 4.0], dtype=eager.float64, requires_grad=True)
+    assert eager.autograd.gradcheck(eager.special.log_ndtr, (xg,))
+    _close(eager.special.round(eager.tensor([0.5, 1.5, -2.5])), torch.special.round(torch.tensor([0.5, 1.5, -2.5])), 0)
+
+
 def test_integer_inputs_follow_pytorch():
     ints = np.array([[-3, 0, 2]])
     a, t = eager.tensor(ints), torch.tensor(ints)
