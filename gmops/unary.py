@@ -368,7 +368,37 @@ ERFC.extra["recompute"] = False  # many NumPy passes per element, as erf
 # which NumPy lacks, is its power series (positive terms, no cancellation) below |x| = 30 and
 # its asymptotic series e^x / sqrt(2 pi x) (1 - 3/(8x) - ...) above, both to double precision.
 def _i1_float64(x: np.ndarray) -> np.ndarray:
+    return _bessel_first_kind(x, 1, scaled=False)
+
+
+def _bessel_first_kind(x: np.ndarray, order: int, scaled: bool) -> np.ndarray:
+    """I_order(x) (order 0 or 1) in float64, times e^-|x| when `scaled` (i0e, i1e: finite
+    where I overflows). Order 0 below |x| = 30 is np.i0."""
     a = np.abs(x)
+    if order == 0:
+        out = np.empty_like(a)
+        small = ~(a > 30.0)
+        out[small] = np.i0(a[small]) * (np.exp(-a[small]) if scaled else 1.0)
+        out[~small] = _asymptotic(a[~small], 0, scaled)
+        return out
+    return np.copysign(_i1_magnitude(a, scaled), x)
+
+
+def _asymptotic(big: np.ndarray, order: int, scaled: bool) -> np.ndarray:
+    """e^x / sqrt(2 pi x) sum_k (-1)^k prod_j (4 order^2 - (2j-1)^2) / (k! (8x)^k), for x > 30
+    (without e^x when scaled; e^x as two halves, finite where e^x alone overflows)."""
+    z, term, total = 8.0 * big, np.ones_like(big), np.ones_like(big)
+    for k in range(1, 30):
+        term *= -(4.0 * order * order - (2 * k - 1) ** 2) / (k * z)
+        total += term
+    root = total / np.sqrt(2.0 * np.pi * big)
+    if scaled:
+        return root
+    half = np.exp(big * 0.5)
+    return half * (half * root)
+
+
+def _i1_magnitude(a: np.ndarray, scaled: bool) -> np.ndarray:
     out = np.empty_like(a)
     small = ~(a > 30.0)  # NaN takes the series, which keeps it
     t = a[small] * 0.5
@@ -381,15 +411,9 @@ def _i1_float64(x: np.ndarray) -> np.ndarray:
         total += term
         if not (term > total * 1e-17).any():
             break
-    out[small] = total
-    big = a[~small]
-    z, term, total = 8.0 * big, np.ones_like(big), np.ones_like(big)
-    for k in range(1, 30):
-        term *= -(4.0 - (2 * k - 1) ** 2) / (k * z)
-        total += term
-    half = np.exp(big * 0.5)  # e^x as two halves: finite where e^x alone overflows (x > 709)
-    out[~small] = half * (half / np.sqrt(2.0 * np.pi * big) * total)
-    return np.copysign(out, x)
+    out[small] = total * np.exp(-a[small]) if scaled else total
+    out[~small] = _asymptotic(a[~small], 1, scaled)
+    return out
 
 
 def _bessel(numpy_fn, name: str):
@@ -443,3 +467,27 @@ POSITIVE = defop(
     is_view=True, samples=_any((3, 4)), c_expr="{0}", surface=("positive(input)", "function", "method"),
     doc="+input: input itself (not defined for bool)",
 )
+
+
+# the exponentially scaled i0 and i1 (torch.special.i0e, i1e): e^-|x| I(x), finite where I(x)
+# overflows; each the other's derivative, so one commit
+def _i0e_float64(x: np.ndarray) -> np.ndarray:
+    return _bessel_first_kind(x, 0, scaled=True)
+
+
+def _i1e_float64(x: np.ndarray) -> np.ndarray:
+    return _bessel_first_kind(x, 1, scaled=True)
+
+
+def _i1e_vjp(ctx, g):
+    x = ctx.input(0)
+    # d/dx e^-|x| I1(x) = i0e(x) - i1e(x) (sign(x) + 1/x), whose limit at 0 is 1/2
+    return (g * WHERE(EQ(x, 0.0), 0.5, I0E(x) - ctx.out * (SIGN(x) + 1.0 / x)),)
+
+
+I1E = _unary("i1e", _bessel(_i1e_float64, "i1e"), _i1e_vjp, "SpecialI1EBackward0", _any((3, 4)), save=(0,),
+             save_output=True, doc="e^-|input| times the modified Bessel function I1 (torch.special.i1e)")
+I0E: OpDef = _unary("i0e", _bessel(_i0e_float64, "i0e"),
+                    lambda ctx, g: (g * (I1E(ctx.input(0)) - SIGN(ctx.input(0)) * ctx.out),), "SpecialI0EBackward0",
+                    _any((3, 4)), save=(0,), save_output=True,
+                    doc="e^-|input| times the modified Bessel function I0 (torch.special.i0e)")
