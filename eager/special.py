@@ -2,7 +2,7 @@
 differentiate and compile like them), and erfinv, lgamma (gammaln) and digamma (psi), which
 NumPy lacks: autograd.Functions computed to double precision on the host (erfinv by Newton
 steps on eager's erf/erfc, lgamma by math.lgamma, digamma by recurrence and its asymptotic
-series). erfc, i0 and i1 are ops with records (gmops/unary.py); ndtr is 0.5 erfc(-x / sqrt 2),
+series). erfc, i0, i1, i0e and i1e are ops with records (gmops/unary.py); ndtr is 0.5 erfc(-x / sqrt 2),
 accurate in the left tail where 0.5 (1 + erf(x / sqrt 2)) is 0, and log_ndtr its logarithm
 with an asymptotic series where it underflows. The other Bessel functions are not here rather
 than approximated."""
@@ -325,7 +325,8 @@ def _special_functions() -> dict[str, Any]:
     made: dict[str, Any] = {name: _out.with_out(fn) for name, fn in
                             (("ndtr", ndtr), ("entr", entr), ("xlog1py", xlog1py), ("log_ndtr", log_ndtr))}
     made["round"] = getattr(_F, "round", None) or _surface.function_for(REGISTRY["round"])
-    made["i1"] = _surface.function_for(REGISTRY["i1"])
+    for name in ("i1", "i0e", "i1e"):
+        made[name] = _surface.function_for(REGISTRY[name])
     for name in ("erfc", "i0"):
         made[name] = getattr(_F, name, None) or _surface.function_for(REGISTRY[name])
     made["sinc"] = _out.with_out(_elementwise.sinc)
@@ -337,4 +338,5 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 _MADE = _special_functions()
 entr, erfc, i0, i1, ndtr = _MADE["entr"], _MADE["erfc"], _MADE["i0"], _MADE["i1"], _MADE["ndtr"]
 sinc, xlog1py, log_ndtr, round = _MADE["sinc"], _MADE["xlog1py"], _MADE["log_ndtr"], _MADE["round"]  # noqa: A001
-__all__ += ["entr", "erfc", "i0", "i1", "log_ndtr", "ndtr", "round", "sinc", "xlog1py"]
+i0e, i1e = _MADE["i0e"], _MADE["i1e"]
+__all__ += ["entr", "erfc", "i0", "i0e", "i1", "i1e", "log_ndtr", "ndtr", "round", "sinc", "xlog1py"]

@@ -29,6 +29,8 @@ FORWARD_CALLS = {"view_scatter", "prod_except_self", "embedding_backward", "unfo
                  "atan", "atan2", "tan", "asinh", "acosh", "atanh",
                  # records with a C expression and no ufunc: fused in C, their forward in NumPy code
                  "erfc", "frac", "i0", "i1", "heaviside", "ldexp", "positive",
+                 # Bessel functions: no C library function to inline
+                 "i0e", "i1e",
                  # LAPACK (inverse, solve, determinant): the op's forward reports a singular matrix
                  "inv", "solve", "det",
                  # structured control flow: a Python loop around the body's own generated code

@@ -61,6 +61,7 @@ TORCH: dict[str, Any] = {
     "abs": torch.abs, "acos": torch.acos, "add": torch.add, "asin": torch.asin, "atan": torch.atan,
     "tan": torch.tan, "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh,
     "frac": torch.frac, "erfc": torch.erfc, "i0": torch.i0, "i1": torch.special.i1, "positive": torch.positive,
+    "i0e": torch.special.i0e, "i1e": torch.special.i1e,
     "heaviside": torch.heaviside, "float_power": torch.float_power, "ldexp": torch.ldexp,
     "nextafter": torch.nextafter,
     "atan2": torch.atan2, "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or,

@@ -46,7 +46,7 @@ def test_special_values_match_pytorch():
     rng = np.random.default_rng(1)
     x = np.concatenate([rng.uniform(-30, 30, 40), [0.0, -0.0, 1e-300, np.nan]])
     a, t = _pair(x, "float64")
-    for name in ("erfc", "i0", "i1", "sinc", "entr"):
+    for name in ("erfc", "i0", "i1", "i0e", "i1e", "sinc", "entr"):
         _close(getattr(eager.special, name)(a), getattr(torch.special, name)(t), 1e-13)
     y = np.abs(x[:20]) - 0.5
     (b, tb) = _pair(np.concatenate([[0.0, 0.0], x[2:20]]), "float64")
@@ -139,8 +139,12 @@ def test_unary_gradients(name):
 def test_special_gradients():
     rng = np.random.default_rng(5)
     x = eager.tensor(rng.uniform(-3, 3, (5,)), dtype=eager.float64, requires_grad=True)
-    assert eager.autograd.gradcheck(eager.special.i1, (x,))
-    assert eager.autograd.gradgradcheck(eager.special.i1, (x,))
+    for fn in (eager.special.i1, eager.special.i0e, eager.special.i1e):
+        assert eager.autograd.gradcheck(fn, (x,))
+        assert eager.autograd.gradgradcheck(fn, (x,))
+    big = eager.tensor([-800.0, 750.0], dtype=eager.float64)  # I overflows there, the scaled forms do not
+    _close(eager.special.i0e(big), torch.special.i0e(torch.tensor(big.numpy())), 1e-14)
+    _close(eager.special.i1e(big), torch.special.i1e(torch.tensor(big.numpy())), 1e-14)
     assert eager.autograd.gradcheck(eager.special.ndtr, (x,))
     p = eager.tensor(rng.uniform(0.1, 2, (5,)), dtype=eager.float64, requires_grad=True)
     assert eager.autograd.gradcheck(eager.special.entr, (p,))
