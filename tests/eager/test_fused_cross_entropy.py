@@ -57,3 +57,22 @@ def test_a_grad_made_by_a_fused_node_is_no_alias():
     for p in lin.parameters():
         assert p.grad._base is None
         assert p.grad.is_contiguous()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_loss_takes_the_fused_node_against_pytorch(reduction):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((8, 4))
+    T = rng.integers(0, 4, 8)
+    ours = eager.tensor(X, requires_grad=True)
+    theirs = torch.tensor(X, requires_grad=True)
+    a = F.nll_loss(F.log_softmax(ours, 1), eager.tensor(T), reduction=reduction)
+    b = torch.nn.functional.nll_loss(torch.log_softmax(theirs, 1), torch.tensor(T), reduction=reduction)
+    assert a.grad_fn.name() == "NllLossBackward0"
+    a.sum().backward()
+    b.sum().backward()
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-10, atol=1e-12)
+    x = eager.tensor(X, requires_grad=True)
+    assert eager.autograd.gradgradcheck(lambda x: F.nll_loss(x * 2.0, eager.tensor(T), reduction=reduction), (x,))

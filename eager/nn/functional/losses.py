@@ -57,6 +57,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore
              reduction: str = "mean") -> Tensor:
     """The negative log-likelihood of class indices, given log-probabilities `input` (N, C);
     its node is named NllLossBackward0, as PyTorch's (cross_entropy's result shows it)."""
+    if _fused_losses.eligible(input, target, weight, ignore_index, reduction, 0.0):
+        return _fused_losses.node_apply(_fused_losses.NllLossFunction, input, target, reduction)  # one node
     return _F._renamed(_nll_loss(input, target, weight, ignore_index, reduction), "NllLossBackward0")
 
 
@@ -145,7 +147,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
 
 def _nll_loss_ops(logp: Tensor, target: Tensor, reduction: str) -> Tensor:
     """The fused loss's case op by op (what its graph-recording backward differentiates)."""
-    return nll_loss(logp, target, None, -100, reduction)
+    return _F._renamed(_nll_loss(logp, target, None, -100, reduction), "NllLossBackward0")
 
 
 def _class_view(weight: Tensor, ndim: int) -> Tensor:
