@@ -322,8 +322,26 @@ def _special_functions() -> dict[str, Any]:
         asymptotic = xt * xt * -0.5 - _F.log(-xt) - _HALF_LOG_2PI + _F.log1p(series)
         return _F.where(right, upper, _F.where(tail, asymptotic, middle))
 
+    def erfcx(input: Any) -> Any:  # noqa: A002
+        """exp(x^2) erfc(x), the scaled complementary error function: the product where
+        exp(x^2) stays finite in x's dtype, and for larger x its asymptotic series
+        1 / (x sqrt(pi)) sum_k (-1)^k (2k-1)!! / (2x^2)^k, where erfc underflows."""
+        (x,) = _elementwise._floats(input)
+        cut = {8: 10.0, 4: 5.0}.get(x.dtype.itemsize, 3.0)  # the series to double precision above 10
+        tail = _F.gt(x, cut)
+        xs = _F.where(tail, 0.0, x)
+        xt = _F.where(tail, x, cut)
+        inv = 1.0 / (xt * xt * 2.0)
+        series, term = inv * 0.0 + 1.0, inv * 0.0 + 1.0
+        for k in range(1, 13):
+            term = term * inv * -(2 * k - 1)
+            series = series + term
+        asymptotic = series / (xt * _SQRT_PI)
+        return _F.where(tail, asymptotic, _F.exp(xs * xs) * _F.erfc(xs))
+
     made: dict[str, Any] = {name: _out.with_out(fn) for name, fn in
-                            (("ndtr", ndtr), ("entr", entr), ("xlog1py", xlog1py), ("log_ndtr", log_ndtr))}
+                            (("ndtr", ndtr), ("entr", entr), ("xlog1py", xlog1py), ("log_ndtr", log_ndtr),
+                             ("erfcx", erfcx))}
     made["round"] = getattr(_F, "round", None) or _surface.function_for(REGISTRY["round"])
     for name in ("i1", "i0e", "i1e"):
         made[name] = _surface.function_for(REGISTRY[name])
@@ -335,8 +353,24 @@ def _special_functions() -> dict[str, Any]:
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_SQRT_PI = math.sqrt(math.pi)
 _MADE = _special_functions()
 entr, erfc, i0, i1, ndtr = _MADE["entr"], _MADE["erfc"], _MADE["i0"], _MADE["i1"], _MADE["ndtr"]
 sinc, xlog1py, log_ndtr, round = _MADE["sinc"], _MADE["xlog1py"], _MADE["log_ndtr"], _MADE["round"]  # noqa: A001
-i0e, i1e = _MADE["i0e"], _MADE["i1e"]
-__all__ += ["entr", "erfc", "i0", "i0e", "i1", "i1e", "log_ndtr", "ndtr", "round", "sinc", "xlog1py"]
+i0e, i1e, erfcx = _MADE["i0e"], _MADE["i1e"], _MADE["erfcx"]
+__all__ += ["entr", "erfc", "erfcx", "i0", "i0e", "i1", "i1e", "log_ndtr", "ndtr", "round", "sinc", "xlog1py"]
+
+
+def multigammaln(input: Any, p: int) -> Any:  # noqa: A002
+    """The multivariate log-gamma function of dimension p: p(p-1)/4 log(pi) plus
+    sum_{j<p} lgamma(input - j/2), differentiable through lgamma. Mirrors
+    torch.special.multigammaln."""
+    if isinstance(p, bool) or not isinstance(p, int) or p < 1:
+        raise ValueError(f"multigammaln: p has to be a positive integer, got {p!r}")
+    total = lgamma(input)
+    for j in range(1, p):
+        total = total + lgamma(input - j / 2.0)
+    return total + p * (p - 1) / 4.0 * math.log(math.pi)
+
+
+__all__ += ["multigammaln"]

@@ -71,6 +71,26 @@ def test_log_ndtr_matches_pytorch_into_the_far_tail(dtype, rtol):
     _close(eager.special.round(eager.tensor([0.5, 1.5, -2.5])), torch.special.round(torch.tensor([0.5, 1.5, -2.5])), 0)
 
 
+@pytest.mark.parametrize("dtype,rtol", [("float32", 2e-6), ("float64", 2e-14)])
+def test_erfcx_matches_pytorch_where_erfc_underflows(dtype, rtol):
+    x = np.concatenate([np.linspace(-26, 60, 431), [1e10, np.inf, np.nan, 0.0]])
+    a, t = _pair(x, dtype)
+    np.testing.assert_allclose(eager.special.erfcx(a).numpy(), torch.special.erfcx(t).numpy(), rtol=rtol, atol=0,
+                               equal_nan=True)
+    xg = eager.tensor([-3.0, -0.5, 0.7, 9.9, 10.1, 40.0], dtype=eager.float64, requires_grad=True)
+    assert eager.autograd.gradcheck(eager.special.erfcx, (xg,))
+
+
+def test_multigammaln_matches_pytorch():
+    a = np.array([2.5, 3.0, 7.25])
+    for p in (1, 2, 4):
+        _close(eager.special.multigammaln(eager.tensor(a), p), torch.special.multigammaln(torch.tensor(a), p), 1e-12)
+    ag = eager.tensor(a, requires_grad=True)
+    assert eager.autograd.gradcheck(lambda v: eager.special.multigammaln(v, 3), (ag,))
+    with pytest.raises(ValueError, match="multigammaln"):
+        eager.special.multigammaln(eager.tensor(a), 0)
+
+
 def test_integer_inputs_follow_pytorch():
     ints = np.array([[-3, 0, 2]])
     a, t = eager.tensor(ints), torch.tensor(ints)
