@@ -191,6 +191,13 @@ def lone_region(node: Node) -> Node | None:
             or node.outputs[0].type.dtype.np.kind != "f"
             or not any(isinstance(v, Value) and strided_source(v) is not None for v in node.inputs)):
         return None
+    return one_op_region(node)
+
+
+def one_op_region(node: Node) -> Node:
+    """A fused node whose body is node alone, reading each distinct operand once: the form
+    a lone pointwise op takes to be emitted as a C loop (lone_region here, loops.py's lone
+    regions for every operand layout), so both build it the same way."""
     body = Graph(name="body")
     remap: dict = {}
     inputs: list = []

@@ -50,7 +50,16 @@ from ..lowering import lowering_for
 from ..regions import analyze, analyze_rows
 from ..render import Names, node_line, py_literal
 from .function import supported
-from .indexing import _ints, _prod, _symbolic, contiguous_strides, storage_c_type, strided_index, strided_source
+from .indexing import (
+    _ints,
+    _prod,
+    _symbolic,
+    contiguous_strides,
+    one_op_region,
+    storage_c_type,
+    strided_index,
+    strided_source,
+)
 from .loop_library import TABLE_LEN, NoCForm, _bytes, cat, divmod_op, matmul, reduce_sum
 from .matmul import CBatchedMatmul, small_batched_matmul
 from .region import CRegion
@@ -222,7 +231,7 @@ class _BodyModule:
         low = lowering_for(node.op)
         if (low.pointwise and low.cupy.expr is not None and len(node.outputs) == 1
                 and all(isinstance(v, Value) or isinstance(v, (int, float, bool)) for v in node.inputs)):
-            fused = _one_op_region(node)
+            fused = one_op_region(node)
             try:
                 region = analyze(fused, scalar_code=False)
                 if region.kind == "unfused":
@@ -360,26 +369,6 @@ def _with_literals(node: Node, literals: dict) -> Node:
                 attrs=dict(node.attrs), loc=node.loc)
     copy.outputs = list(node.outputs)  # the same values: their readers find them by name
     return copy
-
-
-def _one_op_region(node: Node) -> Node:
-    """A fused node of one pointwise op (native_gen's lone regions, for every operand layout)."""
-    body = Graph(name="body")
-    remap: dict = {}
-    inputs: list = []
-    for v in node.input_values():
-        if v not in remap:
-            remap[v] = Value(f"{v.name}_in", v.type)
-            body.inputs.append(remap[v])
-            inputs.append(v)
-    copy = Node(op=node.op, inputs=[remap.get(v, v) if isinstance(v, Value) else v for v in node.inputs],
-                attrs=dict(node.attrs), loc=node.loc)
-    copy.outputs = [Value(f"{node.outputs[0].name}_out", node.outputs[0].type, copy, 0)]
-    body.nodes.append(copy)
-    body.outputs = list(copy.outputs)
-    fused = Node(op="fused", inputs=inputs, attrs={}, body=body, loc=node.loc)
-    fused.outputs = list(node.outputs)
-    return fused
 
 
 # -- the loop function ---------------------------------------------------------------------------------
