@@ -68,6 +68,14 @@ def conv_native() -> Any:
     return _conv_kernels or None
 
 
+def try_conv_native(xp, kernel: str, *args) -> Any:
+    """gmnative.conv_kernels.<kernel>(*args) when xp is NumPy, else None; None also where the
+    module cannot be imported or the kernel cannot run (try_native's rule for the conv
+    kernels): the normalization and pooling ops call it first and run their NumPy code on None."""
+    native = conv_native() if xp is np else None
+    return None if native is None else getattr(native, kernel)(*args)
+
+
 def _unfold(xp, x, kernel, stride, padding, dilation, pad_value=0.0):
     native = conv_native() if xp is np and len(kernel) == 2 else None
     if native is not None:  # one threaded copy of the image's windows, the same bits
@@ -472,16 +480,24 @@ def _layer_norm_backward(xp, g, x, weight, ndim, eps):
             grad_bias.reshape(shape).astype(x.dtype))
 
 
-def _layer_norm_backward_abstract(g, x, weight, ndim, eps):
-    _layer_norm_abstract(x, weight, weight, ndim, eps)
+def _norm_backward_specs(op: str, g, x, weight) -> tuple:
+    """The specs (grad_input, grad_weight, grad_bias) of a normalization's fused backward
+    (layer_norm_backward here, batch_norm_backward in normalization.py), once its forward's
+    abstract has checked x and weight: g must have x's shape."""
     if tuple(g.shape) != tuple(x.shape):
-        raise RuntimeError(f"layer_norm_backward: the gradient's shape {tuple(g.shape)} is not the input's "
+        raise RuntimeError(f"{op}: the gradient's shape {tuple(g.shape)} is not the input's "
                            f"{tuple(x.shape)}")
     w = TensorSpec(tuple(weight.shape), x.dtype)
     return (TensorSpec(tuple(x.shape), x.dtype), w, w)
 
 
+def _layer_norm_backward_abstract(g, x, weight, ndim, eps):
+    _layer_norm_abstract(x, weight, weight, ndim, eps)
+    return _norm_backward_specs("layer_norm_backward", g, x, weight)
+
+
 def _add(a, b):
+    """a + b where either may be None (a cotangent not given): the other, or None for both."""
     return b if a is None else (a if b is None else a + b)
 
 

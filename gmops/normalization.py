@@ -13,11 +13,18 @@ but dim 1, accumulated in double. Without the native kernels the forwards run th
 decomposition's NumPy code."""
 from __future__ import annotations
 
-import numpy as np
-
 from ._checks import require_float
 from ._registry import OpDef, TensorSpec, defop
-from .conv import NORMALIZE, NORMALIZE_BACKWARD, _normalize, _normalize_backward, _normalize_backward_dx, conv_native
+from .conv import (
+    NORMALIZE,
+    NORMALIZE_BACKWARD,
+    _add,
+    _norm_backward_specs,
+    _normalize,
+    _normalize_backward,
+    _normalize_backward_dx,
+    try_conv_native,
+)
 from .reductions import SUM
 from .shape_ops import RESHAPE
 
@@ -32,11 +39,9 @@ def _per_channel(xp, t, ndim: int):
 
 
 def _batch_norm(xp, x, weight, bias, eps):
-    native = conv_native() if xp is np else None
-    if native is not None:
-        found = native.batch_norm(x, weight, bias, eps)
-        if found is not None:
-            return found
+    found = try_conv_native(xp, "batch_norm", x, weight, bias, eps)
+    if found is not None:
+        return found
     xhat = _normalize(xp, x, _dims(x.ndim), eps)
     return xhat * _per_channel(xp, weight, x.ndim) + _per_channel(xp, bias, x.ndim)
 
@@ -66,11 +71,9 @@ BATCH_NORM: OpDef = defop(
 
 
 def _batch_norm_backward(xp, g, x, weight, eps):
-    native = conv_native() if xp is np else None
-    if native is not None:
-        found = native.batch_norm_backward(g, x, weight, eps)
-        if found is not None:
-            return found
+    found = try_conv_native(xp, "batch_norm_backward", g, x, weight, eps)
+    if found is not None:
+        return found
     dims = _dims(x.ndim)
     gx = _normalize_backward(xp, g * _per_channel(xp, weight, x.ndim), x, dims, eps)
     xhat = _normalize(xp, x, dims, eps)
@@ -80,15 +83,7 @@ def _batch_norm_backward(xp, g, x, weight, eps):
 
 def _batch_norm_backward_abstract(g, x, weight, eps):
     _batch_norm_abstract(x, weight, weight, eps)
-    if tuple(g.shape) != tuple(x.shape):
-        raise RuntimeError(f"batch_norm_backward: the gradient's shape {tuple(g.shape)} is not the input's "
-                           f"{tuple(x.shape)}")
-    w = TensorSpec(tuple(weight.shape), x.dtype)
-    return (TensorSpec(tuple(x.shape), x.dtype), w, w)
-
-
-def _add(a, b):
-    return b if a is None else (a if b is None else a + b)
+    return _norm_backward_specs("batch_norm_backward", g, x, weight)
 
 
 def _batch_norm_backward_vjp(ctx, grads):

@@ -20,7 +20,7 @@ import numpy as np
 
 from ._checks import require_float
 from ._registry import OpDef, TensorSpec, defop
-from .conv import UNFOLD, _fold, _out_sizes, _unfold, conv_native
+from .conv import UNFOLD, _fold, _out_sizes, _unfold, try_conv_native
 from .reductions import ARGMAX, TAKE_ALONG
 from .shape_ops import RESHAPE, TRANSPOSE
 from .special import FULL_LIKE
@@ -37,11 +37,9 @@ def _max_pool2d(xp, x, kernel, stride, padding, dilation):
     out = _out_sizes(x.shape, kernel, stride, padding, dilation)
     if any(o <= 0 for o in out):
         raise ValueError("max_pool2d: empty output")  # eager re-raises the abstract rule's message
-    native = conv_native() if xp is np else None
-    if native is not None:
-        found = native.max_pool2d(x, kernel, out, stride, padding[::2], dilation)
-        if found is not None:
-            return found
+    found = try_conv_native(xp, "max_pool2d", x, kernel, out, stride, padding[::2], dilation)
+    if found is not None:
+        return found
     windows = _windows(xp, x, kernel, stride, padding, dilation)
     return xp.ascontiguousarray(xp.max(windows, axis=1).swapaxes(0, 1))
 
@@ -92,11 +90,9 @@ MAX_POOL2D: OpDef = defop(
 
 
 def _max_pool2d_backward(xp, g, x, kernel, stride, padding, dilation):
-    native = conv_native() if xp is np else None
-    if native is not None:
-        found = native.max_pool2d_backward(g, x, kernel, stride, padding[::2], dilation)
-        if found is not None:
-            return found
+    found = try_conv_native(xp, "max_pool2d_backward", g, x, kernel, stride, padding[::2], dilation)
+    if found is not None:
+        return found
     windows = _windows(xp, x, kernel, stride, padding, dilation)
     at = xp.argmax(windows, axis=1)[:, None]
     hit = xp.arange(windows.shape[1]).reshape(1, -1, 1, 1, 1) == at
