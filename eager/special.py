@@ -373,4 +373,16 @@ def multigammaln(input: Any, p: int) -> Any:  # noqa: A002
     return total + p * (p - 1) / 4.0 * math.log(math.pi)
 
 
-__all__ += ["multigammaln"]
+def spherical_bessel_j0(input: Any) -> Any:  # noqa: A002
+    """sin(x) / x, 1 at 0 (where the quotient reads x = 1, so no 0/0 reaches the gradient).
+    Mirrors torch.special.spherical_bessel_j0."""
+    from ._compositions import elementwise as _elementwise  # noqa: PLC0415
+
+    (x,) = _elementwise._floats(input)
+    zero = _F.eq(x, 0.0)
+    safe = _F.where(zero, 1.0, x)
+    return _F.where(zero, 1.0, _F.sin(safe) / safe)
+
+
+modified_bessel_i0, modified_bessel_i1 = i0, i1  # torch.special's other names of the same functions
+__all__ += ["modified_bessel_i0", "modified_bessel_i1", "multigammaln", "spherical_bessel_j0"]

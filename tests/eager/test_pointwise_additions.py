@@ -46,7 +46,8 @@ def test_special_values_match_pytorch():
     rng = np.random.default_rng(1)
     x = np.concatenate([rng.uniform(-30, 30, 40), [0.0, -0.0, 1e-300, np.nan]])
     a, t = _pair(x, "float64")
-    for name in ("erfc", "i0", "i1", "i0e", "i1e", "sinc", "entr"):
+    for name in ("erfc", "i0", "i1", "i0e", "i1e", "sinc", "entr", "spherical_bessel_j0", "modified_bessel_i0",
+                 "modified_bessel_i1"):
         _close(getattr(eager.special, name)(a), getattr(torch.special, name)(t), 1e-13)
     y = np.abs(x[:20]) - 0.5
     (b, tb) = _pair(np.concatenate([[0.0, 0.0], x[2:20]]), "float64")
@@ -159,7 +160,7 @@ def test_unary_gradients(name):
 def test_special_gradients():
     rng = np.random.default_rng(5)
     x = eager.tensor(rng.uniform(-3, 3, (5,)), dtype=eager.float64, requires_grad=True)
-    for fn in (eager.special.i1, eager.special.i0e, eager.special.i1e):
+    for fn in (eager.special.i1, eager.special.i0e, eager.special.i1e, eager.special.spherical_bessel_j0):
         assert eager.autograd.gradcheck(fn, (x,))
         assert eager.autograd.gradgradcheck(fn, (x,))
     big = eager.tensor([-800.0, 750.0], dtype=eager.float64)  # I overflows there, the scaled forms do not
