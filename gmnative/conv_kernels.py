@@ -59,6 +59,22 @@ def _address(name: str) -> tuple | None:
     return k, found
 
 
+def _kernel(name: str, suffix: str | None) -> tuple | None:
+    """(the kernels, gm_eager_conv_<name>_<suffix>'s address), or None where there is no
+    suffix (an array the kernels do not take), no kernels or no such address."""
+    found = _address(f"gm_eager_conv_{name}_{suffix}") if suffix is not None else None
+    return None if found is None or found[1] is None else found
+
+
+def _call(kernel: tuple, args: tuple, written: tuple) -> None:
+    """Run a kernel from _kernel on the NumPy arrays args in its parameter order, those at the
+    positions `written` being its outputs; each buffer's size and type code come from the
+    array itself, so a call site names each array once."""
+    k, address = kernel
+    k.call(address, k.threads(), tuple(-a.nbytes if i in written else a.nbytes for i, a in enumerate(args)),
+           k.formats(tuple(a.dtype.name for a in args)), *args)
+
+
 def reset() -> None:
     """Forget the loaded unit (tests that switch the kernels off and on)."""
     with _lock:
@@ -82,17 +98,14 @@ def im2col2d(x, kernel, out, stride, padding, dilation, pad_value: float) -> np.
     """unfold's columns (C, KH, KW, N, OH, OW) of an (N, C, H, W) image whose top and left
     padding are padding[0] and padding[1] (cells past the image read pad_value), or None."""
     suffix = _image(x)
-    found = _address(f"gm_eager_conv_im2col2d_{suffix}") if suffix is not None else None
-    if found is None or found[1] is None:
+    found = _kernel("im2col2d", suffix)
+    if found is None:
         return None
-    k, address = found
     n, c = x.shape[0], x.shape[1]
     cols = np.empty((c, kernel[0], kernel[1], n, out[0], out[1]), x.dtype)
     dims = _geometry(x, kernel, out, stride, padding, dilation)
     pad = np.array([pad_value], x.dtype)
-    dt = x.dtype.name
-    k.call(address, k.threads(), (x.nbytes, -cols.nbytes, dims.nbytes, pad.nbytes), k.formats((dt, dt, "int64", dt)),
-           x, cols, dims, pad)
+    _call(found, (x, cols, dims, pad), written=(1,))
     return cols
 
 
@@ -102,20 +115,16 @@ def max_pool2d(x, kernel, out, stride, padding, dilation, indices: bool = False)
     None where the kernel cannot run."""
     suffix = _image(x)
     name = "max_pool2d" if indices else "max_pool2d_values"
-    found = _address(f"gm_eager_conv_{name}_{suffix}") if suffix is not None else None
-    if found is None or found[1] is None:
+    found = _kernel(name, suffix)
+    if found is None:
         return None
-    k, address = found
     values = np.empty(x.shape[:2] + tuple(out), x.dtype)
     dims = _geometry(x, kernel, out, stride, padding, dilation)
-    dt = x.dtype.name
     if indices:
         where = np.empty(values.shape, _I64)
-        k.call(address, k.threads(), (x.nbytes, -values.nbytes, -where.nbytes, dims.nbytes),
-               k.formats((dt, dt, "int64", "int64")), x, values, where, dims)
+        _call(found, (x, values, where, dims), written=(1, 2))
         return values, where
-    k.call(address, k.threads(), (x.nbytes, -values.nbytes, dims.nbytes), k.formats((dt, dt, "int64")),
-           x, values, dims)
+    _call(found, (x, values, dims), written=(1,))
     return values
 
 
@@ -125,15 +134,12 @@ def max_pool2d_backward(g, x, kernel, stride, padding, dilation) -> np.ndarray |
     suffix = _image(x)
     if suffix is None or _image(g) != suffix or g.shape[:2] != x.shape[:2]:
         return None
-    found = _address(f"gm_eager_conv_max_pool2d_backward_{suffix}")
-    if found is None or found[1] is None:
+    found = _kernel("max_pool2d_backward", suffix)
+    if found is None:
         return None
-    k, address = found
     gx = np.empty(x.shape, x.dtype)
     dims = _geometry(x, kernel, g.shape[2:], stride, padding, dilation)
-    dt = x.dtype.name
-    k.call(address, k.threads(), (g.nbytes, x.nbytes, -gx.nbytes, dims.nbytes), k.formats((dt, dt, dt, "int64")),
-           g, x, gx, dims)
+    _call(found, (g, x, gx, dims), written=(2,))
     return gx
 
 
@@ -156,16 +162,13 @@ def batch_norm(x, weight, bias, eps: float) -> np.ndarray | None:
                             or not t.flags.c_contiguous for t in (weight, bias)):
         return None
     suffix, dims = found
-    kernel = _address(f"gm_eager_conv_batch_norm_{suffix}")
-    if kernel is None or kernel[1] is None:
+    kernel = _kernel("batch_norm", suffix)
+    if kernel is None:
         return None
-    k, address = kernel
     y = np.empty(x.shape, x.dtype)
     stats = np.empty(2 * x.shape[1], np.float64)
     e = np.array([eps], np.float64)
-    dt = x.dtype.name
-    k.call(address, k.threads(), (x.nbytes, weight.nbytes, bias.nbytes, -y.nbytes, -stats.nbytes, dims.nbytes, 8),
-           k.formats((dt, dt, dt, dt, "float64", "int64", "float64")), x, weight, bias, y, stats, dims, e)
+    _call(kernel, (x, weight, bias, y, stats, dims, e), written=(3, 4))
     return y
 
 
@@ -177,17 +180,14 @@ def batch_norm_backward(g, x, weight, eps: float) -> tuple | None:
             or weight.shape != (x.shape[1],) or not weight.flags.c_contiguous):
         return None
     suffix, dims = found
-    kernel = _address(f"gm_eager_conv_batch_norm_backward_{suffix}")
-    if kernel is None or kernel[1] is None:
+    kernel = _kernel("batch_norm_backward", suffix)
+    if kernel is None:
         return None
-    k, address = kernel
     gx = np.empty(x.shape, x.dtype)
     gw = np.empty(weight.shape, x.dtype)
     gb = np.empty(weight.shape, x.dtype)
     e = np.array([eps], np.float64)
-    dt = x.dtype.name
-    k.call(address, k.threads(), (g.nbytes, x.nbytes, weight.nbytes, -gx.nbytes, -gw.nbytes, -gb.nbytes, dims.nbytes, 8),
-           k.formats((dt, dt, dt, dt, dt, dt, "int64", "float64")), g, x, weight, gx, gw, gb, dims, e)
+    _call(kernel, (g, x, weight, gx, gw, gb, dims, e), written=(3, 4, 5))
     return gx, gw, gb
 
 
@@ -197,14 +197,11 @@ def select_number(c, number: float, b, invert: bool = False) -> np.ndarray | Non
     if (type(c) is not np.ndarray or type(b) is not np.ndarray or c.dtype != np.bool_ or c.shape != b.shape
             or not c.flags.c_contiguous or not b.flags.c_contiguous or b.dtype not in _SUFFIX):
         return None
-    found = _address(f"gm_eager_conv_select_number_{_SUFFIX[b.dtype]}")
-    if found is None or found[1] is None:
+    found = _kernel("select_number", _SUFFIX[b.dtype])
+    if found is None:
         return None
-    k, address = found
     out = np.empty(b.shape, b.dtype)
     a = np.array([number], b.dtype)
     dims = np.array([b.size, int(invert)], _I64)
-    dt = b.dtype.name
-    k.call(address, k.threads(), (c.nbytes, a.nbytes, b.nbytes, -out.nbytes, dims.nbytes),
-           k.formats(("bool", dt, dt, dt, "int64")), c, a, b, out, dims)
+    _call(found, (c, a, b, out, dims), written=(3,))
     return out
