@@ -116,23 +116,30 @@ def signature(op: OpDef) -> Signature:
 
 
 # -- making the callables ------------------------------------------------------------------------------
-def _param_text(params: tuple[Param, ...], defaults: dict[str, Any]) -> str:
+def _params_joined(params: tuple[Param, ...], spell: Callable[[Param], str]) -> str:
+    """A parameter list's text: each parameter as spell(p), with the bare "*" before the first
+    keyword-only one (the generated callables' and their docs' signatures alike)."""
     parts: list[str] = []
     star = False
     for p in params:
         if p.keyword_only and not star:
             parts.append("*")
             star = True
-        if p.default is _REQUIRED:
-            parts.append(p.name)
-        elif p.default is None or type(p.default) in (bool, int, str) or (
-                type(p.default) is float and p.default == p.default and abs(p.default) != float("inf")):
-            parts.append(f"{p.name}={p.default!r}")  # a literal the source can spell
-        else:
-            key = f"_d_{p.name}"
-            defaults[key] = p.default
-            parts.append(f"{p.name}={key}")
+        parts.append(spell(p))
     return ", ".join(parts)
+
+
+def _param_text(params: tuple[Param, ...], defaults: dict[str, Any]) -> str:
+    def spell(p: Param) -> str:
+        if p.default is _REQUIRED:
+            return p.name
+        if p.default is None or type(p.default) in (bool, int, str) or (
+                type(p.default) is float and p.default == p.default and abs(p.default) != float("inf")):
+            return f"{p.name}={p.default!r}"  # a literal the source can spell
+        key = f"_d_{p.name}"
+        defaults[key] = p.default
+        return f"{p.name}={key}"
+    return _params_joined(params, spell)
 
 
 def _attrs_text(sig: Signature) -> str:
@@ -141,14 +148,7 @@ def _attrs_text(sig: Signature) -> str:
 
 
 def _doc_params(params: tuple[Param, ...]) -> str:
-    parts: list[str] = []
-    star = False
-    for p in params:
-        if p.keyword_only and not star:
-            parts.append("*")
-            star = True
-        parts.append(p.name if p.default is _REQUIRED else f"{p.name}={p.default!r}")
-    return ", ".join(parts)
+    return _params_joined(params, lambda p: p.name if p.default is _REQUIRED else f"{p.name}={p.default!r}")
 
 
 GENERATED_FILE = __file__ + ":<generated {}>"
