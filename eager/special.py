@@ -386,3 +386,97 @@ def spherical_bessel_j0(input: Any) -> Any:  # noqa: A002
 
 modified_bessel_i0, modified_bessel_i1 = i0, i1  # torch.special's other names of the same functions
 __all__ += ["modified_bessel_i0", "modified_bessel_i1", "multigammaln", "spherical_bessel_j0"]
+
+
+# -- orthogonal polynomials (torch.special.*_polynomial_*): P_n(x) by its three-term recurrence in
+# float64 on the host, rounded once to the result dtype, with PyTorch's special cases (n < 0 gives
+# 0; |x| == 1 and, for large n, the trigonometric forms of the Chebyshev polynomials). PyTorch
+# records no gradient for them, nor does this (the result is a new tensor outside autograd).
+def _polynomial_arrays(input: Any, n: Any, name: str) -> tuple[np.ndarray, np.ndarray, Any]:
+    from gmbase import dtypes as _dtypes  # noqa: PLC0415
+
+    x = _array_of(input, name) if hasattr(input, "_data") else np.asarray(input)
+    k = _array_of(n, name) if hasattr(n, "_data") else np.asarray(n)
+    if not (hasattr(input, "_data") or hasattr(n, "_data")):
+        raise TypeError(f"{name}(): expected input or n to be a tensor, got {type(input).__name__} and "
+                        f"{type(n).__name__}")
+    kinds = [a.dtype for a, t in ((x, input), (k, n)) if hasattr(t, "_data")]
+    floats = [d for d in kinds if d.kind == "f"]  # PyTorch's promotion: a float tensor's dtype wins over integers
+    dt = np.result_type(*floats) if floats else _dtypes.DEFAULT_FLOAT.np
+    x64, k64 = np.broadcast_arrays(np.asarray(x, np.float64), np.trunc(np.asarray(k, np.float64)))
+    return x64, k64, dt
+
+
+def _recurrence(x: np.ndarray, n: np.ndarray, p0: np.ndarray, p1: np.ndarray, step: Any) -> np.ndarray:
+    """P_n(x) elementwise from P_0, P_1 and P_{k+1} = step(k, x, P_k, P_{k-1})."""
+    out = np.where(n == 0, p0, np.where(n == 1, p1, 0.0))
+    top = int(np.nanmax(n, initial=1.0)) if n.size else 1
+    p, q = p0, p1
+    for k in range(1, top):
+        p, q = q, step(k, x, q, p)
+        out = np.where(n == k + 1, q, out)
+    return np.where(n < 0, 0.0, out)
+
+
+def _polynomial(name: str, evaluate: Any) -> Any:
+    def fn(input: Any, n: Any) -> Any:  # noqa: A002
+        x, k, dt = _polynomial_arrays(input, n, name)
+        with np.errstate(all="ignore"):
+            values = evaluate(x, k)
+        return _make_tensor(np.asarray(values).astype(dt, copy=False))
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{name}(input, n): the polynomial of degree n at input, elementwise. Mirrors torch.special.{name}."
+    return _out_form(fn)
+
+
+def _out_form(fn: Any) -> Any:
+    from . import _out  # noqa: PLC0415
+
+    return _out.with_out(fn)
+
+
+def _hermite_h(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+    return _recurrence(x, n, np.ones_like(x), x + x, lambda k, x, q, p: (x + x) * q - (2 * k) * p)
+
+
+def _hermite_he(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+    return _recurrence(x, n, np.ones_like(x), x, lambda k, x, q, p: x * q - k * p)
+
+
+def _laguerre(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+    out = _recurrence(x, n, np.ones_like(x), 1.0 - x, lambda k, x, q, p: ((2 * k + 1 - x) * q - k * p) / (k + 1))
+    return np.where((x == 0) & (n >= 0), 1.0, out)
+
+
+def _legendre(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+    out = _recurrence(x, n, np.ones_like(x), x, lambda k, x, q, p: ((2 * k + 1) * x * q - k * p) / (k + 1))
+    edge = np.where((x > 0) | (n % 2 == 0), 1.0, -1.0)
+    return np.where((np.abs(x) == 1) & (n >= 0), edge, out)
+
+
+def _chebyshev_t(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+    out = _recurrence(x, n, np.ones_like(x), x, lambda k, x, q, p: (x + x) * q - p)
+    out = np.where((n > 6) & (np.abs(x) < 1), np.cos(n * np.arccos(x)), out)
+    edge = np.where((x > 0) | (n % 2 == 0), 1.0, -1.0)
+    return np.where((np.abs(x) == 1) & (n >= 0), edge, out)
+
+
+def _chebyshev_u(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+    out = _recurrence(x, n, np.ones_like(x), x + x, lambda k, x, q, p: (x + x) * q - p)
+    theta = np.arccos(x)
+    s = np.sin(theta)
+    trig = np.where(s != 0, np.sin((n + 1) * theta) / s, (n + 1) * np.cos((n + 1) * theta) / x)
+    out = np.where((n > 8) & (np.abs(x) < 1), trig, out)
+    edge = np.where((x > 0) | (n % 2 == 0), n + 1, -(n + 1))
+    return np.where((np.abs(x) == 1) & (n >= 0), edge, out)
+
+
+hermite_polynomial_h = _polynomial("hermite_polynomial_h", _hermite_h)
+hermite_polynomial_he = _polynomial("hermite_polynomial_he", _hermite_he)
+laguerre_polynomial_l = _polynomial("laguerre_polynomial_l", _laguerre)
+legendre_polynomial_p = _polynomial("legendre_polynomial_p", _legendre)
+chebyshev_polynomial_t = _polynomial("chebyshev_polynomial_t", _chebyshev_t)
+chebyshev_polynomial_u = _polynomial("chebyshev_polynomial_u", _chebyshev_u)
+__all__ += ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "hermite_polynomial_h", "hermite_polynomial_he",
+            "laguerre_polynomial_l", "legendre_polynomial_p"]

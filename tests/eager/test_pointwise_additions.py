@@ -92,6 +92,24 @@ def test_multigammaln_matches_pytorch():
         eager.special.multigammaln(eager.tensor(a), 0)
 
 
+POLYNOMIALS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "hermite_polynomial_h", "hermite_polynomial_he",
+               "laguerre_polynomial_l", "legendre_polynomial_p"]
+
+
+@pytest.mark.parametrize("dtype,rtol", [("float32", 1e-4), ("float64", 1e-12)])
+@pytest.mark.parametrize("name", POLYNOMIALS)
+def test_polynomials_match_pytorch(name, dtype, rtol):
+    rng = np.random.default_rng(8)
+    x = np.concatenate([rng.uniform(-2, 2, 60), [1.0, -1.0, 0.0, 0.5, -0.5, 0.25]]).astype(dtype)
+    n = np.concatenate([rng.integers(-2, 15, 60), [7, 9, 3, 12, 10, 0]])
+    ours = getattr(eager.special, name)(eager.tensor(x), eager.tensor(n))
+    theirs = getattr(torch.special, name)(torch.tensor(x), torch.tensor(n))
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=rtol, atol=rtol)
+    _close(getattr(eager.special, name)(eager.tensor(x[:4]), 2.7), getattr(torch.special, name)(torch.tensor(x[:4]), 2.7),
+           rtol)  # a number as n, truncated
+
+
 def test_integer_inputs_follow_pytorch():
     ints = np.array([[-3, 0, 2]])
     a, t = eager.tensor(ints), torch.tensor(ints)
