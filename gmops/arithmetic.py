@@ -9,7 +9,7 @@ import numpy as np
 from gmbase import dtypes as _dtypes
 
 from ._pointwise import _ALL, _any, _elementwise
-from ._registry import TensorSpec, defop
+from ._registry import OpDef, TensorSpec, defop
 from .casts import TO_DTYPE
 from .comparison import EQ, GT, LT
 from .selection import WHERE
@@ -161,20 +161,21 @@ def _max_min_vjp(is_max):
     return vjp
 
 
-MAXIMUM = defop(
-    "maximum", forward=lambda xp, a, b: xp.maximum(a, b), abstract=_elementwise("maximum"),
-    vjp=_max_min_vjp(True), grad_name="MaximumBackward0", save=(0, 1), promote="same",
-    samples=_any((3, 4), (4,)),
-    arity=2, commutative=True, ufunc="maximum", c_expr="gm_max({0}, {1})",
-    surface=("function", "method"), doc="the larger of input and other, elementwise and broadcast (NaN propagates)",
-)
-MINIMUM = defop(
-    "minimum", forward=lambda xp, a, b: xp.minimum(a, b), abstract=_elementwise("minimum"),
-    vjp=_max_min_vjp(False), grad_name="MinimumBackward0", save=(0, 1), promote="same",
-    samples=_any((3, 4), (4,)),
-    arity=2, commutative=True, ufunc="minimum", c_expr="gm_min({0}, {1})",
-    surface=("function", "method"), doc="the smaller of input and other, elementwise and broadcast (NaN propagates)",
-)
+def _max_min(is_max: bool) -> OpDef:
+    """maximum's or minimum's record: one rule but for the comparison (NumPy's ufunc of the
+    op's name, gm_max / gm_min in C, the tie split in half by _max_min_vjp)."""
+    name, word = ("maximum", "larger") if is_max else ("minimum", "smaller")
+    return defop(
+        name, forward=lambda xp, a, b: getattr(xp, name)(a, b),
+        abstract=_elementwise(name), vjp=_max_min_vjp(is_max), grad_name=f"{name.capitalize()}Backward0",
+        save=(0, 1), promote="same", samples=_any((3, 4), (4,)),
+        arity=2, commutative=True, ufunc=name, c_expr=f"gm_{name[:3]}({{0}}, {{1}})",
+        surface=("function", "method"), doc=f"the {word} of input and other, elementwise and broadcast (NaN propagates)",
+    )
+
+
+MAXIMUM = _max_min(True)
+MINIMUM = _max_min(False)
 
 
 # -- PyTorch's remaining binary pointwise ops: each one record ---------------------------------

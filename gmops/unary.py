@@ -157,14 +157,20 @@ def _scipy_erf():
 _SCIPY_ERF = _scipy_erf()
 
 
+def _erf_elsewhere(xp, name: str, x):
+    """erf or erfc (name) in a namespace other than NumPy: its own function where it has one
+    (static's IR namespace: the op), else CuPy's scipy.special one (NumPy has neither)."""
+    own = getattr(xp, name, None)
+    if own is not None:
+        return own(x)
+    import cupyx.scipy.special as cupy_special  # noqa: PLC0415
+
+    return getattr(cupy_special, name)(x)
+
+
 def _erf(xp, x):
     if xp is not np:
-        own = getattr(xp, "erf", None)  # a namespace with erf itself (static's IR namespace: the op)
-        if own is not None:
-            return own(x)
-        from cupyx.scipy.special import erf  # noqa: PLC0415
-
-        return erf(x)
+        return _erf_elsewhere(xp, "erf", x)
     if _SCIPY_ERF is not None and x.dtype == np.float32:
         return _SCIPY_ERF(x).astype(x.dtype, copy=False)
     return like(xp, x, _erf_numpy.erf(x))  # in x's memory order, as a pointwise op's result
@@ -348,12 +354,7 @@ FRAC = defop(
 
 def _erfc(xp, x):
     if xp is not np:
-        own = getattr(xp, "erfc", None)  # a namespace with erfc itself (static's IR namespace: the op)
-        if own is not None:
-            return own(x)
-        from cupyx.scipy.special import erfc  # noqa: PLC0415
-
-        return erfc(x)
+        return _erf_elsewhere(xp, "erfc", x)
     return like(xp, x, _erf_numpy.erfc(x))  # relative accuracy in the right tail, where 1 - erf(x) is 0
 
 
