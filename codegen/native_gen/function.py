@@ -72,16 +72,21 @@ class CFunction:
     def _fresh_output(self, y: Value) -> str:
         """A kernel parameter for y's array, allocated fresh before the call (from the
         module's buffers when one is free, else made by the call itself)."""
-        m = self.m
-        name = m.names(y)
+        name = self.m.names(y)
         shape = tuple(d if isinstance(d, int) else int(d) for d in y.type.shape)  # a symbolic size kept
-        alloc = m.allocate(shape, y.type.dtype)
+        self._fresh_array(name, shape, y.type.dtype)
+        return self._param(y, name, writable=True)
+
+    def _fresh_array(self, name: str, shape: tuple, dtype) -> None:
+        """Array `name` of `shape` made fresh for this call: from the module's buffers when one
+        is free, else by the call path itself (made_by_call); either way one nothing else holds."""
+        m = self.m
+        alloc = m.allocate(shape, dtype)
         if alloc is None:
             m.made_by_call[name] = shape
         else:
             m.body.append(f"{name} = {alloc}")
         m.fresh.add(name)
-        return self._param(y, name, writable=True)
 
     def _symbol_param(self) -> None:
         """The sizes of the call as the first parameter, when the graph has symbolic sizes

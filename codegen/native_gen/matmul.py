@@ -156,12 +156,7 @@ class CBatchedMatmul(CFunction):
             layout[swap[0]], layout[swap[1]] = layout[swap[1]], layout[swap[0]]
         stored = tuple(shape[d] for d in layout)
         name = m.names(y) if swap is None else m.names.fresh(f"{m.names(y)}_t")
-        alloc = m.allocate(stored, y.type.dtype)
-        if alloc is None:
-            m.made_by_call[name] = stored
-        else:
-            m.body.append(f"{name} = {alloc}")
-        m.fresh.add(name)
+        self._fresh_array(name, stored, y.type.dtype)
         cy = self._param(y, name, writable=True)
         contiguous = contiguous_strides(stored)
         strides = [0] * len(shape)
