@@ -245,13 +245,22 @@ template <typename T> static inline void bn_stats(const T* x, const long long* d
     *m2 = v;
 }
 
-template <typename T> static void batch_norm(const T* x, const T* w, const T* bias, T* y, double* stats,
-                                             const long long* d, double eps, int nt) {
+// body(c, mean, m2) for each channel c of x, the channels split over the threads, with the
+// channel's statistics from bn_stats: the loop batch norm's forward and its gradients share.
+template <typename T, typename F> static inline void bn_channels(const T* x, const long long* d, int nt, F body) {
     const long long N = d[0], C = d[1], S = d[2];
     #pragma omp parallel for num_threads(nt) if(N * C * S >= GM_CONV_PARALLEL_MIN) schedule(static)
     for (long long c = 0; c < C; ++c) {
         double mean, m2;
         bn_stats(x, d, c, &mean, &m2);
+        body(c, mean, m2);
+    }
+}
+
+template <typename T> static void batch_norm(const T* x, const T* w, const T* bias, T* y, double* stats,
+                                             const long long* d, double eps, int nt) {
+    const long long N = d[0], C = d[1], S = d[2];
+    bn_channels(x, d, nt, [&](long long c, double mean, double m2) {
         stats[c] = mean;
         stats[C + c] = m2;
         const T m = (T)mean, r = (T)(1.0 / sqrt(m2 / (double)(N * S) + eps)), wc = w[c], bc = bias[c];
@@ -261,7 +270,7 @@ template <typename T> static void batch_norm(const T* x, const T* w, const T* bi
             #pragma omp simd
             for (long long j = 0; j < S; ++j) yr[j] = ((xr[j] - m) * r) * wc + bc;
         }
-    }
+    });
 }
 
 // its gradients for an output gradient g (NCHW-contiguous): with xhat = (x - mean) * rstd,
@@ -269,10 +278,7 @@ template <typename T> static void batch_norm(const T* x, const T* w, const T* bi
 template <typename T> static void batch_norm_backward(const T* g, const T* x, const T* w, T* gx, T* gw, T* gb,
                                                       const long long* d, double eps, int nt) {
     const long long N = d[0], C = d[1], S = d[2];
-    #pragma omp parallel for num_threads(nt) if(N * C * S >= GM_CONV_PARALLEL_MIN) schedule(static)
-    for (long long c = 0; c < C; ++c) {
-        double mean, m2;
-        bn_stats(x, d, c, &mean, &m2);
+    bn_channels(x, d, nt, [&](long long c, double mean, double m2) {
         const double count = (double)(N * S), rstd = 1.0 / sqrt(m2 / count + eps);
         double sg = 0.0, sgs = 0.0;
         for (long long b = 0; b < N; ++b) {
@@ -292,7 +298,7 @@ template <typename T> static void batch_norm_backward(const T* g, const T* x, co
         }
         gw[c] = (T)(sgs * rstd);
         gb[c] = (T)sg;
-    }
+    });
 }
 
 // where(c, a, b) for a bool mask c, a number a and an array b of c's size (`invert`: where(!c,
