@@ -154,17 +154,28 @@ def _channels(x) -> tuple | None:
     return suffix, np.array([n, c, x.size // (n * c)], _I64)
 
 
+def _batch_norm_kernel(name: str, x, like_x: tuple, per_channel: tuple) -> tuple | None:
+    """(kernel `name` for x's dtype, dims [N, C, S]) where x is a C-contiguous float (N, C, ...)
+    array and each of like_x one of x's dtype and shape, each of per_channel one of x's dtype
+    and shape (C,), all C-contiguous NumPy arrays: the operands batch norm's kernels take;
+    else None (the NumPy code runs)."""
+    found = _channels(x)
+    if found is None or any(type(t) is not np.ndarray or t.dtype != x.dtype or not t.flags.c_contiguous
+                            or t.shape != shape for ts, shape in ((like_x, x.shape), (per_channel, (x.shape[1],)))
+                            for t in ts):
+        return None
+    suffix, dims = found
+    kernel = _kernel(name, suffix)
+    return None if kernel is None else (kernel, dims)
+
+
 def batch_norm(x, weight, bias, eps: float) -> np.ndarray | None:
     """Batch norm of an NCHW-contiguous (N, C, ...) array by its own statistics (biased
     variance), then * weight + bias per channel, one pass per channel; or None."""
-    found = _channels(x)
-    if found is None or any(type(t) is not np.ndarray or t.dtype != x.dtype or t.shape != (x.shape[1],)
-                            or not t.flags.c_contiguous for t in (weight, bias)):
+    found = _batch_norm_kernel("batch_norm", x, (), (weight, bias))
+    if found is None:
         return None
-    suffix, dims = found
-    kernel = _kernel("batch_norm", suffix)
-    if kernel is None:
-        return None
+    kernel, dims = found
     y = np.empty(x.shape, x.dtype)
     stats = np.empty(2 * x.shape[1], np.float64)
     e = np.array([eps], np.float64)
@@ -174,15 +185,10 @@ def batch_norm(x, weight, bias, eps: float) -> np.ndarray | None:
 
 def batch_norm_backward(g, x, weight, eps: float) -> tuple | None:
     """(grad_input, grad_weight, grad_bias) of batch_norm for an output gradient g, or None."""
-    found = _channels(x)
-    if (found is None or type(g) is not np.ndarray or g.dtype != x.dtype or g.shape != x.shape
-            or not g.flags.c_contiguous or type(weight) is not np.ndarray or weight.dtype != x.dtype
-            or weight.shape != (x.shape[1],) or not weight.flags.c_contiguous):
+    found = _batch_norm_kernel("batch_norm_backward", x, (g,), (weight,))
+    if found is None:
         return None
-    suffix, dims = found
-    kernel = _kernel("batch_norm_backward", suffix)
-    if kernel is None:
-        return None
+    kernel, dims = found
     gx = np.empty(x.shape, x.dtype)
     gw = np.empty(weight.shape, x.dtype)
     gb = np.empty(weight.shape, x.dtype)
