@@ -30,8 +30,8 @@ import linecache
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-from .ops import REGISTRY, OpDef
-from .ops._registry import _DISPATCH
+from gmops import REGISTRY, OpDef
+from gmops._registry import _DISPATCH
 
 KINDS = ("function", "method", "inplace")
 _ALIAS = "alias "
@@ -257,6 +257,33 @@ def _exact_inplace(method: Callable[..., Any], inplace: str) -> Callable[..., An
     return checked
 
 
+def _keep_on_graph(cmp: Any, self: Any, other: Any, grad_name: str) -> Any:
+    """The in-place form of a comparison (`x.lt_(y)`): PyTorch writes the 0/1 result into x
+    and keeps x on the graph with a zero gradient (LtBackward0 for a number, LtBackward1 for
+    a tensor), where the bool op alone would drop x's history. The result is where(cmp, 1, 0)
+    of fills of the operands (the fills' gradient is zero), renamed as PyTorch names it."""
+    if not (getattr(self, "requires_grad", False) or getattr(other, "requires_grad", False)):
+        return cmp
+    # (made while eager's Tensor is being defined: these import it, so they load on first use)
+    from ._functional._common import _renamed  # noqa: PLC0415
+    from ._inplace import FILL  # noqa: PLC0415
+    from .ops.elementwise import ADD, WHERE  # noqa: PLC0415
+
+    zeros = FILL(self, value=0)
+    if getattr(other, "requires_grad", False):
+        zeros = ADD(zeros, FILL(other, value=0))
+    return _renamed(WHERE(cmp, FILL(self, value=1), zeros), f"{grad_name}{1 if hasattr(other, 'shape') else 0}")
+
+
+def _graph_kept(method: Callable[..., Any], inplace: str, grad_name: str) -> Callable[..., Any]:
+    namespace: dict[str, Any] = {"_method": method, "_keep": _keep_on_graph}
+    kept = _compile(f"def {method.__name__}(self, other, *args, **kwargs):\n"
+                    f"    return _keep(_method(self, other, *args, **kwargs), self, other, {grad_name!r})\n",
+                    method.__name__, namespace, label=f"Tensor.{inplace}")
+    kept.__qualname__, kept.__doc__ = method.__qualname__, method.__doc__
+    return kept
+
+
 class _Identity:
     """The out= form of an already computed result (what _with_out writes after its check)."""
 
@@ -326,6 +353,8 @@ def install_methods(cls: type, inplace_type: Callable[..., Any]) -> list[str]:
             inplace = name + "_"
             if "inplace" in sig.kinds and not hasattr(cls, inplace):
                 fn = _exact_inplace(method, inplace) if op.extra.get("exact_result_dtype") else method
+                if op.extra.get("inplace_grad"):
+                    fn = _graph_kept(fn, inplace, op.extra["inplace_grad"])
                 descriptor = inplace_type(fn, saves_self=0 in op.save)
                 setattr(cls, inplace, descriptor)
                 descriptor.__set_name__(cls, inplace)

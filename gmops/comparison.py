@@ -20,6 +20,9 @@ def _compare(name, ufunc) -> OpDef:
         # PyTorch's long names are NumPy's (torch.greater ...), but for eq: torch.equal is another function
         surface=(*_ALL, *(() if name == "eq" else (f"alias {ufunc}",))),
         doc=f"input {_C_COMPARISON[name]} other, elementwise, as a bool tensor",
+        # the in-place form (x.lt_(y)) stays on the graph with a zero gradient, as PyTorch's
+        # LtBackward0 (other a number) / LtBackward1 (a tensor): eager._surface reads this
+        extra={"inplace_grad": name.capitalize() + "Backward"},
     )
 
 

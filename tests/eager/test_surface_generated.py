@@ -307,3 +307,30 @@ def test_pytorchs_long_names_as_pytorch(name, kwargs):
     getattr(e, name + "_")(*rest_e, **(kwargs or {}))
     getattr(t, name + "_")(*rest_t, **(kwargs or {}))
     _close(e, t)
+
+
+@pytest.mark.parametrize("name,other_is_tensor", [("eq", False), ("lt", True), ("ge", False), ("ne", True)])
+def test_comparison_in_place_stays_on_the_graph_as_pytorchs(name, other_is_tensor):
+    """x.lt_(y) writes the 0/1 result and keeps x on the graph with a zero gradient, named
+    <Op>Backward0 for a number and <Op>Backward1 for a tensor, as PyTorch records."""
+    torch = pytest.importorskip("torch")
+    data = np.array([-1.0, 0.0, 2.0], dtype=np.float32)
+    other_data = np.array([0.5, 0.0, 3.0], dtype=np.float32)
+    results = []
+    for lib in (eager, torch):
+        leaf = lib.tensor(data, requires_grad=True)
+        other = lib.tensor(other_data, requires_grad=True) if other_is_tensor else 0.0
+        x = leaf.clone()
+        r = getattr(x, name + "_")(other)
+        assert r is x
+        (r * lib.tensor([1.0, 2.0, 3.0])).sum().backward()
+        results.append((type(r.grad_fn).__name__, r.detach().numpy().copy(), leaf.grad.numpy().copy(),
+                        None if not other_is_tensor else other.grad.numpy().copy()))
+    (ours_name, ours_val, ours_grad, ours_other), (t_name, t_val, t_grad, t_other) = results
+    assert ours_name == t_name
+    np.testing.assert_array_equal(ours_val, t_val)
+    np.testing.assert_array_equal(ours_grad, t_grad)
+    if other_is_tensor:
+        np.testing.assert_array_equal(ours_other, t_other)
+    plain = eager.tensor(data)  # nothing to record: no graph, the values only
+    assert plain.clone().lt_(0.0).grad_fn is None
