@@ -505,15 +505,24 @@ def _layer_norm_backward_vjp(ctx, grads):
     """With gx = normalize_backward(g * w, x), gw = sum(g * xhat), gb = sum(g) over the
     leading dims, for cotangents (hx, hw, hb); sums over the leading dims are left to
     fit_grad (the gradients of w come back in x's shape)."""
-    hx, hw, hb = grads
     g, x, w = ctx.input(0), ctx.input(1), ctx.input(2)
     ndim, eps = ctx.attrs["ndim"], ctx.attrs["eps"]
     dims = tuple(range(len(ctx.in_shape(1)) - ndim, len(ctx.in_shape(1))))
+    return _norm_backward_vjp(ctx, g, x, w, grads, dims, eps, lambda nb: nb * g)
+
+
+def _norm_backward_vjp(ctx, g, x, w, grads, dims, eps, weight_grad) -> tuple:
+    """The vjp of a fused normalization backward (gx = normalize_backward(g * w, x),
+    gw = sum(g * xhat), gb = sum(g) over dims) for cotangents grads = (hx, hw, hb), with w
+    and hw, hb in x's broadcast form, in ops (so it differentiates again): layer_norm_backward's
+    and batch_norm_backward's (normalization.py). weight_grad(nb) gives w's cotangent from
+    nb = normalize_backward(hx, x), or None where it is not needed."""
+    hx, hw, hb = grads
     d_g = d_x = d_w = None
     if hx is not None:
         nb = NORMALIZE_BACKWARD(hx, x, dims=dims, eps=eps)
         d_g = nb * w
-        d_w = nb * g
+        d_w = weight_grad(nb)
         if ctx.needs(1):
             d_x = _normalize_backward_dx(g * w, x, hx, dims, eps)
     if hw is not None:

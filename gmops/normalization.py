@@ -15,16 +15,7 @@ from __future__ import annotations
 
 from ._checks import require_float
 from ._registry import OpDef, TensorSpec, defop
-from .conv import (
-    NORMALIZE,
-    NORMALIZE_BACKWARD,
-    _add,
-    _norm_backward_specs,
-    _normalize,
-    _normalize_backward,
-    _normalize_backward_dx,
-    try_conv_native,
-)
+from .conv import _norm_backward_specs, _norm_backward_vjp, _normalize, _normalize_backward, try_conv_native
 from .reductions import SUM
 from .shape_ops import RESHAPE
 
@@ -91,28 +82,12 @@ def _batch_norm_backward_vjp(ctx, grads):
     reduced dims, for cotangents (hx, hw, hb), in ops (so batch norm differentiates again)."""
     hx, hw, hb = grads
     g, x, w = ctx.input(0), ctx.input(1), ctx.input(2)
-    eps = ctx.attrs["eps"]
     ndim = len(ctx.in_shape(1))
     dims = _dims(ndim)
     shape = (1, ctx.in_shape(2)[0]) + (1,) * (ndim - 2)
-    wc = RESHAPE(w, shape=shape)
-    d_g = d_x = d_w = None
-    if hx is not None:
-        nb = NORMALIZE_BACKWARD(hx, x, dims=dims, eps=eps)
-        d_g = nb * wc
-        if ctx.needs(2):
-            d_w = SUM(nb * g, dims=dims, keepdim=False)
-        if ctx.needs(1):
-            d_x = _normalize_backward_dx(g * wc, x, hx, dims, eps)
-    if hw is not None:
-        hwc = RESHAPE(hw, shape=shape)
-        d_g = _add(d_g, hwc * NORMALIZE(x, dims=dims, eps=eps))
-        if ctx.needs(1):
-            d_x = _add(d_x, NORMALIZE_BACKWARD(hwc * g, x, dims=dims, eps=eps))
-    if hb is not None:
-        hbc = RESHAPE(hb, shape=shape)
-        d_g = _add(d_g, hbc + g * 0.0 if d_g is None else hbc)
-    return d_g, d_x, d_w
+    per_channel = tuple(None if h is None else RESHAPE(h, shape=shape) for h in (hw, hb))
+    return _norm_backward_vjp(ctx, g, x, RESHAPE(w, shape=shape), (hx, *per_channel), dims, ctx.attrs["eps"],
+                              lambda nb: SUM(nb * g, dims=dims, keepdim=False) if ctx.needs(2) else None)
 
 
 def _backward_samples(rng):
