@@ -18,26 +18,15 @@ from ._factories import rand, randn
 from ._factories.random import default_generator
 from ._grad_mode import no_grad
 from ._tensor import Tensor
-from .distributions import _LOG_SQRT_2PI, Distribution, _as_tensor, _broadcast
+from .distributions import _LOG_SQRT_2PI, Distribution, _as_tensor, _broadcast, _LocationScale
 from .special import digamma, lgamma
 
 __all__ = ["Beta", "Exponential", "Gamma", "Independent", "Laplace", "MultivariateNormal"]
 
 
 # -- Laplace -----------------------------------------------------------------------------------------------
-class Laplace(Distribution):
+class Laplace(_LocationScale):
     """The Laplace distribution with density exp(-|x - loc| / scale) / (2 scale)."""
-
-    _params = ("loc", "scale")
-
-    def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
-        self.loc, self.scale = _broadcast(loc, scale)
-        super().__init__(tuple(self.loc.shape), (), validate_args)
-        self._check("scale", self.scale, self.scale > 0, "GreaterThan(lower_bound=0.0)")
-
-    @property
-    def mean(self) -> Any:
-        return self.loc
 
     @property
     def variance(self) -> Any:

@@ -111,8 +111,9 @@ class Distribution:
     _params: tuple = ()
 
 
-class Normal(Distribution):
-    """The normal distribution N(loc, scale^2)."""
+class _LocationScale(Distribution):
+    """A distribution of loc + scale * (a fixed standard one), scale > 0, both broadcast to the
+    batch shape: Normal's and Laplace's (_distributions_more) parameters, checks and mean."""
 
     _params = ("loc", "scale")
 
@@ -124,6 +125,10 @@ class Normal(Distribution):
     @property
     def mean(self) -> Any:
         return self.loc
+
+
+class Normal(_LocationScale):
+    """The normal distribution N(loc, scale^2)."""
 
     @property
     def variance(self) -> Any:
