@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from .. import _functional as _F
@@ -207,24 +208,17 @@ class _RNNBase(Module):
         dirs = 2 if self.bidirectional else 1
         h0, c0 = self._initial_state(hx, N, dirs, x, batched)
         cell = self._cell()
-        h_n, c_n = [], []
+        h_n: list[Any] = []
+        c_n: list[Any] = []
         for layer in range(self.num_layers):
             outs = []
-            for d, suffix in enumerate([""] + (["_reverse"] if self.bidirectional else [])):
-                k = layer * dirs + d
-                state = (h0[k], c0[k]) if self._lstm else h0[k]
-                params = self._layer_params(layer, suffix)
-                steps = range(T - 1, -1, -1) if d == 1 else range(T)
+            for state, params, steps in self._directions(layer, dirs, h0, c0, T):
                 seq = [None] * T
                 for t in steps:
                     state = cell(x[t], state, *params)
                     seq[t] = state[0] if self._lstm else state
                 outs.append(_F.stack(seq, 0))
-                if self._lstm:
-                    h_n.append(state[0])
-                    c_n.append(state[1])
-                else:
-                    h_n.append(state)
+                self._keep_final(state, h_n, c_n)
             x = outs[0] if dirs == 1 else _F.cat(outs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
@@ -240,6 +234,22 @@ class _RNNBase(Module):
             c = _F.stack(c_n, 0)
             return out, (h, c.squeeze(1) if not batched else c)
         return out, h
+
+    def _directions(self, layer: int, dirs: int, h0: Any, c0: Any, T: int) -> Iterator[tuple]:
+        """(initial state, weights, time steps in order) of each direction of `layer`: forward,
+        then (bidirectional) reverse from the last step; the padded and packed loops' one rule."""
+        for d, suffix in enumerate([""] + (["_reverse"] if self.bidirectional else [])):
+            k = layer * dirs + d
+            state = (h0[k], c0[k]) if self._lstm else h0[k]
+            yield state, self._layer_params(layer, suffix), (range(T - 1, -1, -1) if d == 1 else range(T))
+
+    def _keep_final(self, state: Any, h_n: list, c_n: list) -> None:
+        """A direction's final state into h_n (and an LSTM's cell state into c_n)."""
+        if self._lstm:
+            h_n.append(state[0])
+            c_n.append(state[1])
+        else:
+            h_n.append(state)
 
     def _forward_packed(self, packed: PackedSequence, hx: Any):
         """The layers over a PackedSequence, as PyTorch's: at step t only the batch_sizes[t]
@@ -273,25 +283,19 @@ class _RNNBase(Module):
                 return (_F.cat([new[0], state[0][bs:]], 0), _F.cat([new[1], state[1][bs:]], 0))
             return _F.cat([new, state[bs:]], 0)
 
-        h_n, c_n = [], []
+        h_n: list[Any] = []
+        c_n: list[Any] = []
         for layer in range(self.num_layers):
             outs = []
-            for d, suffix in enumerate([""] + (["_reverse"] if self.bidirectional else [])):
-                k = layer * dirs + d
-                state = (h0[k], c0[k]) if self._lstm else h0[k]
-                params = self._layer_params(layer, suffix)
+            for state, params, steps in self._directions(layer, dirs, h0, c0, T):
                 seq: list[Any] = [None] * T
-                for t in (range(T - 1, -1, -1) if d == 1 else range(T)):
+                for t in steps:
                     bs = sizes[t]
                     new = cell(xs[t], rows(state, bs), *params)
                     seq[t] = new[0] if self._lstm else new
                     state = merge(new, state, bs)
                 outs.append(seq)
-                if self._lstm:
-                    h_n.append(state[0])
-                    c_n.append(state[1])
-                else:
-                    h_n.append(state)
+                self._keep_final(state, h_n, c_n)
             xs = outs[0] if dirs == 1 else [_F.cat([a, b], -1) for a, b in zip(outs[0], outs[1])]
             if self.dropout and self.training and layer < self.num_layers - 1:
                 flat = F.dropout(_F.cat(xs, 0), self.dropout, True)
