@@ -61,6 +61,16 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
     return _feature_dropout(input, p, training, inplace)
 
 
+def _warn_rank(n: int, ndim: int) -> None:
+    """PyTorch's deprecation warning for dropout{n}d given an input of neither n + 1 nor n + 2
+    dims (it still runs), word for word, pointing at the caller of dropout{n}d."""
+    warnings.warn(f"dropout{n}d: Received a {ndim}-D input to dropout{n}d, which is deprecated and will result "
+                  "in an error in a future release. To retain the behavior and silence this warning, please use "
+                  f"dropout instead. Note that dropout{n}d exists to provide channel-wise dropout on inputs with {n} "
+                  "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. "
+                  f"{n + 1}D or {n + 2}D inputs).", UserWarning, stacklevel=3)
+
+
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero whole channels of a (N, C, H, W) input with probability p, scaling the rest by 1/(1-p).
 
@@ -69,11 +79,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
     Identity when not training. Mirrors torch.nn.functional.dropout2d."""
     _check_p(p)
     if input.ndim not in (3, 4):
-        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will result "
-                      "in an error in a future release. To retain the behavior and silence this warning, please use "
-                      "dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
-                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
-                      "inputs).", UserWarning, stacklevel=2)
+        _warn_rank(2, input.ndim)
     if input.ndim == 3:
         warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
                       "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This "
@@ -90,11 +96,7 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
     channel). Identity when not training. Mirrors torch.nn.functional.dropout3d."""
     _check_p(p)
     if input.ndim not in (4, 5):
-        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will result "
-                      "in an error in a future release. To retain the behavior and silence this warning, please use "
-                      "dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
-                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
-                      "inputs).", UserWarning, stacklevel=2)
+        _warn_rank(3, input.ndim)
     if input.ndim != 5:
         return _unbatched_feature_dropout(input, p, training, inplace)
     return _feature_dropout(input, p, training, inplace)
