@@ -66,18 +66,21 @@ def test_a_forward_hook_that_appends_runs_at_every_call(backend):
     np.testing.assert_allclose(seen[-1]._data, m(X)._data, rtol=1e-6)
 
 
+class _SetsLast(nn.Module):
+    """A module whose forward sets an attribute to a traced value (self.last = y.sum())."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(6, 2)
+
+    def forward(self, x):
+        y = self.lin(x)
+        self.last = y.sum()
+        return y
+
+
 def test_an_attribute_set_to_a_traced_value_is_set_at_every_call():
-    class M(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lin = nn.Linear(6, 2)
-
-        def forward(self, x):
-            y = self.lin(x)
-            self.last = y.sum()
-            return y
-
-    m = M()
+    m = _SetsLast()
     cf = static.compile(m, backend="numpy")
     cf(X)
     assert type(m.last) is eager.Tensor
@@ -168,17 +171,7 @@ def test_a_list_the_function_reads_and_the_loop_appends_to_is_guarded():
 
 
 def test_replayed_attribute_writes_do_not_retrace():
-    class M(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lin = nn.Linear(6, 2)
-
-        def forward(self, x):
-            y = self.lin(x)
-            self.last = y.sum()
-            return y
-
-    m = M()
+    m = _SetsLast()
     cf = static.compile(lambda x: m(x), backend="numpy")
     for k in range(4):
         cf(X * k)
