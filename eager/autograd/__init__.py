@@ -4,6 +4,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import numpy as np
+
 from . import functional  # noqa: F401
 from .anomaly import detect_anomaly, set_detect_anomaly
 from .engine import run_backward
@@ -21,19 +23,27 @@ def _as_list(x) -> list:
 
 
 def _make_grads(outputs, grad_outputs, create_graph: bool) -> list:
-    from .._factories import ones_like  # noqa: PLC0415
-    from .._tensor import Tensor  # noqa: PLC0415
-
     grads = []
     for i, out in enumerate(outputs):
         g = grad_outputs[i] if i < len(grad_outputs) else None
         if g is None:
+            data = getattr(out, "_data", None)  # (a traced value has none: the general path)
+            if type(data) is np.ndarray and data.size == 1 and data.dtype.kind == "f":
+                # the common `loss.backward()`: a one of the loss's dtype, made directly (ones_like's
+                # factory path, its argument parsing and dispatch, and these function-level
+                # imports cost as much as a tiny backward pass itself)
+                grads.append(out._make(np.ones(data.shape, data.dtype)))
+                continue
+            from .._factories import ones_like  # noqa: PLC0415
+
             if out.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             if not out.is_floating_point():
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype}")
             g = ones_like(out)
         else:
+            from .._tensor import Tensor  # noqa: PLC0415
+
             if not isinstance(g, Tensor):
                 from .._factories import tensor  # noqa: PLC0415
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+
 from .._grad_mode import STATE, no_grad
 from .anomaly import capture_stack
 from .graph import _FREED_MSG, AccumulateGrad, HookMixin, Node, NodeHooks, SavedTensor
@@ -78,11 +79,14 @@ class FunctionCtx(HookMixin):
         self._saved = None
 
     def apply(self, grads: list) -> list:
-        from .._factories import zeros  # noqa: PLC0415
-
         if self.materialize_grads:
-            grads = [zeros(meta[0], dtype=meta[1]) if g is None and meta is not None else g
-                     for g, meta in zip(grads, self._out_meta)]
+            for g in grads:
+                if g is None:  # (the import only then: it costs per node)
+                    from .._factories import zeros  # noqa: PLC0415
+
+                    grads = [zeros(meta[0], dtype=meta[1]) if g is None and meta is not None else g
+                             for g, meta in zip(grads, self._out_meta)]
+                    break
         result = self._cls.backward(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
@@ -103,7 +107,7 @@ class FunctionCtx(HookMixin):
                 continue
             if tuple(g.shape) != tuple(meta[0]):
                 try:
-                    from ..ops._registry import reduce_to_shape  # noqa: PLC0415
+                    from gmops._registry import reduce_to_shape  # noqa: PLC0415
 
                     g = reduce_to_shape(g, meta[0])
                 except Exception:
