@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from eager.ops import REGISTRY
+from gmbase import settings
+from gmops import REGISTRY
 from static.ir import Graph, Node, Value
-
-from . import settings
 
 
 @dataclass(eq=False)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from eager.ops import REGISTRY
+from gmops import REGISTRY
 from static.ir import Node, Value
 
 from .lowering import ReductionLowering, lowering_for, small_power

@@ -9,9 +9,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from gmbase import cache, settings
 from static.ir import Graph
 
-from . import cache, loader, runtime, settings  # noqa: F401  (runtime: what every generated module
+from . import loader, runtime  # noqa: F401  (runtime: what every generated module
 
 # imports; loaded with the package so that a first compile does not pay for it)
 

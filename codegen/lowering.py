@@ -32,8 +32,8 @@ from typing import Callable
 
 import numpy as np
 
-from eager import _dtypes
-from eager.ops import REGISTRY
+from gmbase import dtypes as _dtypes
+from gmops import REGISTRY
 from gmops._registry import OpDef
 from static.ir import Node, Value, half_in_float32
 

@@ -15,10 +15,11 @@ import re
 
 import numpy as np
 
+from gmbase import cache, settings
 from gmnative import build as native_build
 from static.ir import Graph
 
-from . import cache, loader, settings
+from . import loader
 from .executable import CompiledGraph, _is_cupy
 
 _OFF = ("0", "off", "no", "false")

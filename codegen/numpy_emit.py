@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from eager.ops import REGISTRY
-from eager.ops._registry import Reduction
+from gmops import REGISTRY
+from gmops._registry import Reduction
 from static.ir import Node, Value
 
 from . import batching
@@ -147,6 +147,6 @@ class Emitter:
 
 
 def _dtype(name: str):
-    from eager import _dtypes  # noqa: PLC0415
+    from gmbase import dtypes as _dtypes  # noqa: PLC0415
 
     return _dtypes.from_name(name)

@@ -24,7 +24,8 @@ import re
 
 from static.ir import Graph, Node, Value
 
-from . import batching, settings
+from gmbase import settings
+from . import batching
 from .lowering import lowering_for, small_power
 from .memory import BufferPlanner
 from .regions import Region, analyze, bind_symbols, body_of, with_block_axes

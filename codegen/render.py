@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from eager import _dtypes
+from gmbase import dtypes as _dtypes
 from static.ir import Graph, Node, Value
 from static.ir.core import format_node, spell_float
 
@@ -195,7 +195,7 @@ def line_numbers(graph: Graph) -> dict:
 
 def compute_dtype(node):
     """The dtype an op computes in: its data operands' (what a literal is converted to)."""
-    from eager.ops import REGISTRY  # noqa: PLC0415
+    from gmops import REGISTRY  # noqa: PLC0415
     from static.ir import Value  # noqa: PLC0415
 
     masks = REGISTRY[node.op].mask_operands if node.op in REGISTRY else ()

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eager import _dtypes, _threads
-from eager._fpstate import quiet_fp, restore_fp
-from eager.ops import REGISTRY
-from eager.ops.linalg import GEMM_SPLIT_MIN, fold_matmul
+from gmbase import dtypes as _dtypes
+from gmbase import threads as _threads
+from gmbase.fpstate import quiet_fp, restore_fp
+from gmops import REGISTRY
+from gmops.linalg import GEMM_SPLIT_MIN, fold_matmul
 
 
 def _env_int(name: str, default: int) -> int:

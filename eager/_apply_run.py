@@ -12,18 +12,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _dtypes, _fast_path, _fpstate
+from gmbase import dtypes as _dtypes
+from gmbase import fpstate as _fpstate
+from gmops.elementwise import TO_DTYPE
+
+from . import _fast_path
 from ._device import xp_of_array
 from ._grad_mode import STATE
 from ._tensor import Tensor
 from .autograd.anomaly import EVER_ON as _ANOMALY_EVER  # noqa: F401  (read by the rendered code)
 from .autograd.anomaly import capture_stack  # noqa: F401  (read by the rendered make_node)
 from .autograd.graph import SavedTensor, grad_class  # noqa: F401  (read by the rendered make_node)
-from .ops.elementwise import TO_DTYPE
 
 if TYPE_CHECKING:
+    from gmops._registry import OpDef
+
     from .autograd.graph import Node
-    from .ops._registry import OpDef
 
 _quiet_fp = _fpstate.set_fp
 _restore_fp = _fpstate.restore_fp
@@ -205,7 +209,7 @@ def _check_devices(op, operands):
 
 def _explain_failure(op, operands, attrs, exc):
     """Re-raise a failed forward with the op's abstract rule, which names the op and shapes."""
-    from .ops import TensorSpec  # noqa: PLC0415
+    from gmops import TensorSpec  # noqa: PLC0415
 
     specs = [TensorSpec(tuple(o.shape), o.dtype) if isinstance(o, Tensor) else o for o in operands]
     try:

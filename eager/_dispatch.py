@@ -20,7 +20,9 @@ import numpy as np
 
 # (names the rendered `dispatch` reads as globals of this module are marked F401: only its
 # text, eager._fast_path, uses them)
-from . import _fast_path, _fpstate
+from gmbase import fpstate as _fpstate
+
+from . import _fast_path
 from ._grad_mode import STATE
 from ._scalar_form import _F32_SCALARS, _F64_SCALARS, _SCALAR_CACHE_SIZE, _scalar_array, _scalar_form  # noqa: F401
 from .autograd.anomaly import EVER_ON as _ANOMALY_EVER  # noqa: F401  (read by the rendered code)
@@ -29,9 +31,10 @@ from .autograd.graph import COMPACT_PASSES as _COMPACT_PASSES  # noqa: F401
 from .autograd.graph import SavedTensor, grad_class  # noqa: F401
 
 if TYPE_CHECKING:
+    from gmops._registry import OpDef
+
     from .autograd.function import FunctionCtx
     from .autograd.graph import AccumulateGrad, Node
-    from .ops._registry import OpDef
 
 _SCALARS = (int, float, bool)
 _SCALAR_TYPES = frozenset(_SCALARS)
@@ -249,7 +252,7 @@ def _as_operand(o):
 
 
 def _register_with_the_op_registry() -> None:
-    from .ops import _registry  # noqa: PLC0415
+    from gmops import _registry  # noqa: PLC0415
 
     _registry._DISPATCH["dispatch"] = dispatch
 

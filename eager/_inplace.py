@@ -16,13 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from . import _dispatch, _dtypes, _tensor
+from gmbase import dtypes as _dtypes
+from gmops import elementwise as E
+from gmops._registry import OpDef, defop
+
+from . import _dispatch, _tensor
 from . import _functional as F
 from ._device import cupy_module, is_writeable
 from ._grad_mode import STATE, no_grad
 from ._tensor import Tensor, ViewStep
-from .ops import elementwise as E
-from .ops._registry import OpDef, defop
 
 _LEAF_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
 
@@ -50,7 +52,7 @@ _VIEW_OF_LEAF_MSG = "a view of a leaf Variable that requires grad is being used 
 
 
 def _fill_vjp(ctx, g):
-    from .ops.special import FULL_LIKE  # noqa: PLC0415
+    from gmops.special import FULL_LIKE  # noqa: PLC0415
 
     return (FULL_LIKE(g, value=0.0),)
 
@@ -153,7 +155,7 @@ def regenerate_views(base: Tensor, written: Tensor | None = None) -> None:
     now: `y = x*1; z = y[1]; y.mul_(2)` then makes z's gradient flow through the mul, as
     PyTorch's regenerated grad_fn (AsStridedBackward0) does. Without this, z would keep the
     history it had before the write and its gradient would silently miss the write."""
-    from .ops.views import replay_view  # noqa: PLC0415
+    from gmops.views import replay_view  # noqa: PLC0415
 
     refs = base._views
     if not refs:
@@ -176,7 +178,7 @@ def regenerate_views(base: Tensor, written: Tensor | None = None) -> None:
 def _commit_view(self: Tensor, result: Tensor, name: str) -> Tensor:
     """A write into a view: the base becomes `view_scatter(base, result)` (CopySlices) and the
     view is re-derived from the new base, so gradients flow through both, as in PyTorch."""
-    from .ops.views import VIEW_SCATTER, replay_view  # noqa: PLC0415
+    from gmops.views import VIEW_SCATTER, replay_view  # noqa: PLC0415
 
     base, view = self._base, self._view
     if base is None or view is None:

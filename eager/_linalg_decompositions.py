@@ -119,7 +119,8 @@ def cholesky(A: Any, *, upper: bool = False) -> Any:  # noqa: N803
 
 def cholesky_ex(A: Any, *, upper: bool = False, check_errors: bool = False) -> Any:  # noqa: N803
     """cholesky with an info tensor (0: success) instead of raising unless check_errors."""
-    from ._dtypes import int32  # noqa: PLC0415
+    from gmbase.dtypes import int32  # noqa: PLC0415
+
     from ._factories import zeros  # noqa: PLC0415
 
     try:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtypes
+from gmbase import dtypes as _dtypes
 
 
 @dataclass

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from gmbase import dtypes as _dtypes
 from gmbase import threads as _threads
 
-from . import _dtypes
 from ._repr import PRINT_OPTIONS
 
 # -- threads -------------------------------------------------------------------------------------

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _dispatch, _dtypes
+from gmbase import dtypes as _dtypes
+
+from . import _dispatch
 from . import _functional as F
 from ._api import TensorAPI
 from ._device import CPU, device, may_share_memory, xp_for, xp_of_array
@@ -20,9 +22,10 @@ from ._tensor_metadata import TensorMetadata
 from .autograd.graph import AccumulateGrad, RemovableHandle
 
 if TYPE_CHECKING:
+    from gmops._registry import OpDef
+
     from .autograd.function import FunctionCtx
     from .autograd.graph import Node
-    from .ops._registry import OpDef
 
 # One step of a view's making from the tensor owning its memory: the view op, its
 # attributes, and which of its outputs (None for a one-output op).
@@ -569,7 +572,7 @@ def _index_tensor(value) -> Tensor:
 
 def _setitem_raw(self: Tensor, index, value) -> None:
     key, operands = F.index_key(index, _index_tensor)
-    from .ops.shape_ops import build_key  # noqa: PLC0415
+    from gmops.shape_ops import build_key  # noqa: PLC0415
 
     arr = value._data if isinstance(value, Tensor) else value
     self._data[build_key(key, [o._data for o in operands])] = arr

@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _dtypes
+from gmbase import dtypes as _dtypes
+from gmops import _layout
+from gmops._checks import norm_dim
+
 from ._device import device, device_of_array
 from ._memory_format import format_name
-from .ops import _layout
-from .ops._checks import norm_dim
 
 if TYPE_CHECKING:
     from ._tensor import Tensor

@@ -210,7 +210,7 @@ def rule_for(op: Any) -> Any:
     """The op's batching rule (ops declared after the registry filled get theirs here)."""
     rule = op.batch_rule
     if rule is None and not getattr(op, "_batch_rule_checked", False):
-        from .ops import _batching  # noqa: PLC0415
+        from gmops import _batching  # noqa: PLC0415
 
         make = _batching.HAND.get(op.name)
         rule = op.batch_rule = make(op) if make is not None else _batching.derive(op)

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtypes
+from gmbase import dtypes as _dtypes
+
 from ._device import cuda_is_available
 from ._grad_mode import no_grad
 from ._tensor import Tensor

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from gmops.linalg import DET, INV, SOLVE
+
 from . import _functional as _F
 from ._compositions.linalg import _cross
-from .ops.linalg import DET, INV, SOLVE
 
 
 def vector_norm(x: Any, ord: float = 2, dim: Any = None, keepdim: bool = False, *,  # noqa: A002

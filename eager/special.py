@@ -13,11 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from gmops._erf import erf as _erf
+from gmops._erf import erfc as _erfc
+
 from . import _functional as _F
 from ._compositions import xlogy  # torch.special.xlogy is torch.xlogy
 from .autograd.function import Function
-from .ops._erf import erf as _erf
-from .ops._erf import erfc as _erfc
 
 __all__ = ["erf", "exp2", "expit", "expm1", "log1p", "log_softmax", "logit", "logsumexp", "softmax", "xlogy"]
 

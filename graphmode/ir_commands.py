@@ -116,7 +116,7 @@ def _cache_files() -> tuple[Path, list[Path]]:
     """The cache directory (codegen's, honouring GRAPHMODE_CACHE_DIR) and the files in it
     that graphmode wrote: generated modules, native shared objects and their sources, compiler
     probes, post-trace records, and temporary files of interrupted writes."""
-    from codegen import cache  # noqa: PLC0415
+    from gmbase import cache  # noqa: PLC0415
 
     # the configured place when the cache is off or refused: `info` still says where it would be
     directory = cache.directory() or cache.configured_dir()
@@ -128,7 +128,7 @@ def _cache_files() -> tuple[Path, list[Path]]:
 
 def cmd_cache(ns: argparse.Namespace) -> int:
     """`cache info`: where the code cache is, what it holds, its bound; `cache clear`: empty it."""
-    from codegen import cache  # noqa: PLC0415
+    from gmbase import cache  # noqa: PLC0415
     from static.compare import format_bytes  # noqa: PLC0415
 
     directory, files = _cache_files()

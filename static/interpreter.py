@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from eager._device import xp_of_array
-from eager.ops import REGISTRY
+from gmops import REGISTRY
 
 from .ir import Graph, Value, half_in_float32
 

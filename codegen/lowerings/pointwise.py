@@ -4,8 +4,8 @@ and clamp cast to PyTorch's result type, constants).
 """
 from __future__ import annotations
 
-from eager.ops import REGISTRY
-from eager.ops._registry import OpDef
+from gmops import REGISTRY
+from gmops._registry import OpDef
 from static.ir import Node
 
 from ..lowering import TABLE, CupyLowering, NumpyLowering, _add, _helpers_of

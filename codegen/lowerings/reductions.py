@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from eager import _dtypes
-from eager.ops import REGISTRY
+from gmbase import dtypes as _dtypes
+from gmops import REGISTRY
 from static.ir import Node, Value
 
 from ..lowering import TABLE, CupyLowering, NumpyLowering, _add, accumulate_dtype

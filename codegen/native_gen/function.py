@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from eager.ops import REGISTRY
 from gmnative import build as native_build
+from gmops import REGISTRY
 from static.ir import Node, Value
 
 from ..c_kernel import KernelBody

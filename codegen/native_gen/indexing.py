@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from eager.ops import REGISTRY
-from eager.ops.shape_ops import is_basic_key
+from gmops import REGISTRY
+from gmops.shape_ops import is_basic_key
 from static.ir import Graph, Node, Value
 
 from ..lowering import lowering_for

@@ -84,7 +84,7 @@ def fingerprint() -> str:
 def optimized_body(text: str) -> Graph:
     """A body's IR text optimized as the Python-driven loop's body module is (the native
     backend's pipeline: simplify, fusion with row regions, memory plan), once per text."""
-    from eager.ops.control_flow import parsed  # noqa: PLC0415
+    from gmops.control_flow import parsed  # noqa: PLC0415
     from static.passes import run_pipeline  # noqa: PLC0415  (codegen builds on static)
 
     rows = importlib.import_module("static.executable").row_regions("native")  # (the module is moving)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+
 from .. import _functional as F
 from .hooks import TensorHooks
 

@@ -11,11 +11,12 @@ import builtins
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
 
 if TYPE_CHECKING:
+    from gmops._registry import OpDef
+
     from .._device import device
-    from ..ops._registry import OpDef
 
 _T = TypeVar("_T", bound="TensorHooks")
 

@@ -159,13 +159,13 @@ class TensorMethods(TensorHooks):
 
     def inverse(self) -> Any:
         """The matrix inverse of the last two dims. Mirrors torch.Tensor.inverse."""
-        from ..ops.linalg import INV  # noqa: PLC0415
+        from gmops.linalg import INV  # noqa: PLC0415
 
         return INV(self)
 
     def det(self) -> Any:
         """The determinant of the last two dims. Mirrors torch.Tensor.det."""
-        from ..ops.linalg import DET  # noqa: PLC0415
+        from gmops.linalg import DET  # noqa: PLC0415
 
         return DET(self)
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import builtins
 from typing import Any, TypeVar
 
+from gmops import elementwise as E
+
 from .. import _functional as F
-from ..ops import elementwise as E
 from .hooks import TensorHooks, index_tensor
 
 _T = TypeVar("_T", bound=TensorHooks)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+
 from .. import _functional as _F
 from .._api import TensorAPI
 

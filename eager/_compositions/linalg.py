@@ -6,8 +6,9 @@ import math
 import warnings
 from typing import Any
 
+from gmops._checks import norm_dim
+
 from .. import _functional as _F
-from ..ops._checks import norm_dim
 from ._helpers import _is_tensor, _size
 from .shape_ops import broadcast_tensors
 

@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+from gmops._checks import norm_dim
+
 from .. import _functional as _F
-from ..ops._checks import norm_dim
 from ..return_types import make as _return_type
 from ._helpers import _floats, _floats_only, _size
 from .elementwise import logaddexp

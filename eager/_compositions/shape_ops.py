@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+from gmops._checks import norm_dim
+
 from .. import _functional as _F
-from ..ops._checks import norm_dim
 from ._helpers import _is_tensor, _result_dtype, _size
 
 

@@ -7,7 +7,8 @@ import threading
 
 import numpy as np
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+
 from .._device import CPU, device, xp_for
 from .._tensor import Tensor, _as_device, _legacy_init, _set_requires_grad
 

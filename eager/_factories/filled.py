@@ -6,10 +6,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+from gmops import _layout
+
 from .._device import xp_for, xp_of_array
 from .._tensor import Tensor
-from ..ops import _layout
 from .construction import _dev, _finish, _infer_dtype
 
 
@@ -41,7 +42,7 @@ def _filled(fn_name, size, dtype, device, requires_grad, value=None):
     if fn_name in ("zeros", "ones", "full") and any(type(d) is not int for d in shape):
         # a symbolic size (a compiled function's dynamic dimension): a `full` node of the trace,
         # not a constant of the traced call's size
-        from ..ops.special import FULL  # noqa: PLC0415
+        from gmops.special import FULL  # noqa: PLC0415
 
         fill = {"zeros": 0, "ones": 1}.get(fn_name, value)
         out = FULL(shape=shape, value=fill, dtype=dt)
@@ -143,8 +144,8 @@ def _symbolic_arange(start, end, dt, requires_grad: bool) -> Tensor:
     """arange over a symbolic size (a compiled function's dynamic dimension: static's SymInt):
     made with ops, a cumulative sum of ones, so that the graph reads the size at run time
     rather than holding the traced call's values as a constant."""
-    from ..ops.math_ops import CUMSUM  # noqa: PLC0415
-    from ..ops.special import FULL  # noqa: PLC0415
+    from gmops.math_ops import CUMSUM  # noqa: PLC0415
+    from gmops.special import FULL  # noqa: PLC0415
 
     ones = FULL(shape=(end - start,), value=1, dtype=_dtypes.int64)
     out = CUMSUM(ones, dim=0) + (start - 1)

@@ -10,10 +10,11 @@ from typing import Any, TypedDict, TypeVar, cast
 
 import numpy as np
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+from gmops._native import try_native
+
 from .._device import CPU, xp_for
 from .._tensor import Tensor
-from ..ops._native import try_native
 from .construction import _dev, _finish
 from .filled import _like, _shape_args, _size_kw
 

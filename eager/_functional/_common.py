@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeVar
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+
 from ..autograd.graph import Node as _Node
 from ..autograd.graph import node_class as _node_class
 

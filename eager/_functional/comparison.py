@@ -5,9 +5,10 @@ The comparisons (eq ... ge), logical_and/or/xor/not and isnan/isinf/isfinite are
 from their records' `surface` (eager._surface)."""
 from __future__ import annotations
 
-from .. import _dtypes
-from ..ops import elementwise as E
-from ..ops import math_ops as M
+from gmbase import dtypes as _dtypes
+from gmops import elementwise as E
+from gmops import math_ops as M
+
 from ._common import _category
 from .elementwise import add, sub, to_dtype
 

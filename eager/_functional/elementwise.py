@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _dtypes
-from ..ops import elementwise as E
-from ..ops import math_ops as M
+from gmbase import dtypes as _dtypes
+from gmops import elementwise as E
+from gmops import math_ops as M
+
 from ._common import _TA, _category, _renamed
 
 
@@ -164,7 +165,7 @@ def _trunc_divide(input, other):
     rest = M.FMOD(input, other)
     if _category(input) < 2 and _category(other) < 2:
         return M.FLOOR_DIVIDE(input - rest, other)
-    from ..ops.special import STOP_GRADIENT  # noqa: PLC0415
+    from gmops.special import STOP_GRADIENT  # noqa: PLC0415
 
     return STOP_GRADIENT(E.DIV(input - rest, other))  # rounded: no gradient, as PyTorch
 

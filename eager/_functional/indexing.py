@@ -8,11 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtypes
-from ..ops import elementwise as E
-from ..ops import indexing as I
-from ..ops import shape_ops as S
-from ..ops._checks import norm_dim
+from gmbase import dtypes as _dtypes
+from gmops import elementwise as E
+from gmops import indexing as I
+from gmops import shape_ops as S
+from gmops._checks import norm_dim
+
 from ._common import _host, _int_tensor, _ndim, _renamed, _row_major
 from .elementwise import clone, to_dtype
 from .shape_ops import broadcast_shape, expand, reshape, unsqueeze

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import builtins as _builtins
 
-from .. import _dtypes
-from ..ops import indexing as I
-from ..ops import linalg as L
-from ..ops import math_ops as M
-from ..ops import reductions as R
-from ..ops import shape_ops as S
-from ..ops._checks import norm_dim
-from ..ops.elementwise import SQRT as sqrt  # the op itself (its function is generated)
+from gmbase import dtypes as _dtypes
+from gmops import indexing as I
+from gmops import linalg as L
+from gmops import math_ops as M
+from gmops import reductions as R
+from gmops import shape_ops as S
+from gmops._checks import norm_dim
+from gmops.elementwise import SQRT as sqrt  # the op itself (its function is generated)
+
 from ._common import _ndim, _renamed
 from .elementwise import _is_one, clamp_min
 from .reductions import norm, sum

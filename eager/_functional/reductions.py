@@ -7,20 +7,21 @@ import math
 
 import numpy as np
 
-from .. import _dtypes
-from ..ops import math_ops as M
-from ..ops import reductions as R
-from ..ops import shape_ops as S
-from ..ops._checks import norm_dim, norm_dims
-from ..ops.elementwise import ABS as abs  # the ops themselves (their functions are generated, eager._surface)
-from ..ops.elementwise import EQ as eq
-from ..ops.elementwise import GT as gt
-from ..ops.elementwise import LOGICAL_NOT as logical_not
-from ..ops.elementwise import MAXIMUM as maximum
-from ..ops.elementwise import MINIMUM as minimum
-from ..ops.elementwise import NE as ne
-from ..ops.elementwise import POW as pow
-from ..ops.elementwise import SQRT as sqrt
+from gmbase import dtypes as _dtypes
+from gmops import math_ops as M
+from gmops import reductions as R
+from gmops import shape_ops as S
+from gmops._checks import norm_dim, norm_dims
+from gmops.elementwise import ABS as abs  # the ops themselves (their functions are generated, eager._surface)
+from gmops.elementwise import EQ as eq
+from gmops.elementwise import GT as gt
+from gmops.elementwise import LOGICAL_NOT as logical_not
+from gmops.elementwise import MAXIMUM as maximum
+from gmops.elementwise import MINIMUM as minimum
+from gmops.elementwise import NE as ne
+from gmops.elementwise import POW as pow
+from gmops.elementwise import SQRT as sqrt
+
 from ..return_types import make as _return_type
 from ._common import _host, _ndim, _renamed
 from .elementwise import to_dtype, where

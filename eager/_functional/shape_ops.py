@@ -6,12 +6,13 @@ import builtins as _builtins
 
 import numpy as np
 
-from .. import _dtypes
-from ..ops import indexing as I
-from ..ops import shape_ops as S
-from ..ops import views as V
-from ..ops._checks import norm_dim, norm_dims
-from ..ops.math_ops import LOGICAL_XOR as logical_xor  # the op itself (its function is generated)
+from gmbase import dtypes as _dtypes
+from gmops import indexing as I
+from gmops import shape_ops as S
+from gmops import views as V
+from gmops._checks import norm_dim, norm_dims
+from gmops.math_ops import LOGICAL_XOR as logical_xor  # the op itself (its function is generated)
+
 from ._common import _ndim, _numel, _renamed, _sizes
 from .elementwise import clone, sub
 
@@ -176,7 +177,7 @@ def broadcast_shape(*shapes) -> tuple:
     """The shape the given shapes broadcast to, as a tuple; raises when they do not broadcast.
 
     Mirrors torch.broadcast_shapes."""
-    from ..ops._checks import broadcast_shapes  # noqa: PLC0415
+    from gmops._checks import broadcast_shapes  # noqa: PLC0415
 
     return broadcast_shapes("broadcast_shapes", *shapes)
 

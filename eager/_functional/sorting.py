@@ -6,9 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from ..ops import indexing as I
-from ..ops import math_ops as M
-from ..ops._checks import norm_dim
+from gmops import indexing as I
+from gmops import math_ops as M
+from gmops._checks import norm_dim
+
 from ..return_types import make as _return_type
 from ._common import _host, _ndim, _renamed
 from .elementwise import clone

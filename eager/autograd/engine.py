@@ -166,25 +166,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
                         node._saved = _NOTHING_SAVED
                         node._saved_out = None
                 continue
-            if grads is not None and node._hooks is None and not targets:
-                # no hooks and nothing captured: a leaf's accumulator or a custom Function's
-                # node without _execute's special cases (run_pre, captures, the pruning test)
-                if isinstance(node, AccumulateGrad):  # (no subclasses)
-                    g0 = grads[0]
-                    if accumulate and g0 is not None:
-                        node.accumulate(g0, create_graph, owned)
-                    continue  # (a sink: no edges, nothing saved)
-                outs: Grads | None
-                if plain and useful is None:
-                    try:
-                        outs = node.apply(grads)
-                    except Exception as exc:
-                        _annotate(exc, node)
-                        raise
-                else:
-                    outs = _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned)
-            else:
-                outs = _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned)
+            outs = _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned)
             if outs is not None and not retain_graph:
                 node.release()  # only nodes that ran give up their saved tensors, as in PyTorch
             for k, (nxt, nr) in enumerate(node.next_functions):

@@ -79,14 +79,11 @@ class FunctionCtx(HookMixin):
         self._saved = None
 
     def apply(self, grads: list) -> list:
-        if self.materialize_grads:
-            for g in grads:
-                if g is None:  # (the import only then: it costs per node)
-                    from .._factories import zeros  # noqa: PLC0415
+        from .._factories import zeros  # noqa: PLC0415
 
-                    grads = [zeros(meta[0], dtype=meta[1]) if g is None and meta is not None else g
-                             for g, meta in zip(grads, self._out_meta)]
-                    break
+        if self.materialize_grads:
+            grads = [zeros(meta[0], dtype=meta[1]) if g is None and meta is not None else g
+                     for g, meta in zip(grads, self._out_meta)]
         result = self._cls.backward(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)

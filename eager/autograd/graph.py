@@ -9,15 +9,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+from gmops._registry import fit_grad
+
 from .._device import is_writeable, xp_of_array
 from .._grad_mode import STATE
-from ..ops._registry import fit_grad
 from .anomaly import capture_stack
 
 if TYPE_CHECKING:
+    from gmops._registry import OpDef
+
     from .._tensor import Tensor
-    from ..ops._registry import OpDef
     from .function import FunctionCtx
 
 # A hook on a tensor's gradient, on a node's output gradients (before it runs), and on its

@@ -18,11 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from gmops import REGISTRY
+
 from .. import _dispatch
 from .._grad_mode import STATE, enable_grad
 from .._tensor import Tensor
 from ..autograd.function import Function, FunctionCtx
-from ..ops import REGISTRY
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _sigmoid = REGISTRY["sigmoid"].forward  # the op's own forward: the same bits as the op-by-op cell

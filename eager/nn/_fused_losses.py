@@ -20,11 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from gmops import REGISTRY
+
 from .. import _dispatch
 from .._grad_mode import STATE
 from .._tensor import Tensor
 from ..autograd.function import Function, FunctionCtx
-from ..ops import REGISTRY
 from ._fused_cells import _grads_by_recompute, node_apply
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))

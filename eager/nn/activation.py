@@ -268,7 +268,7 @@ def _merge_masks(attn_mask, key_padding_mask, is_causal, L, S, N, h, like):
 
 
 def _bool():
-    from .. import _dtypes  # noqa: PLC0415
+    from gmbase import dtypes as _dtypes  # noqa: PLC0415
 
     return _dtypes.bool_
 

@@ -517,7 +517,7 @@ def _clear_grad(p: Tensor, set_to_none: bool) -> None:
 
 
 def _is_dtype(value: Any) -> bool:
-    from .._dtypes import dtype  # noqa: PLC0415
+    from gmbase.dtypes import dtype  # noqa: PLC0415
 
     return isinstance(value, dtype)
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+
 from .._factories import ones, tensor, zeros
 from .._grad_mode import no_grad
 from .._tensor import Tensor

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .._fpstate import quiet_fp, restore_fp
+from gmbase.fpstate import quiet_fp, restore_fp
+
 from .._functional import maximum
 from .optimizer import Optimizer, bump_versions, eager_arrays, filled_like, foreach_arrays
 

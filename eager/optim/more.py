@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+
 from .._functional import maximum, where
 from .optimizer import Optimizer, StateDict, filled_like
 

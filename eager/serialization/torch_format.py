@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+
 from .._device import device as _device
 from .._tensor import Tensor
 from . import allowlist as _safe

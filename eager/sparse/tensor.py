@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import _dtypes
+from gmbase import dtypes as _dtypes
+
 from .._factories import tensor as _tensor
 from .._factories import zeros as _zeros
 from .._functional import _renamed

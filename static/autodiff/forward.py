@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from eager.ops import REGISTRY, fit_grad
-from eager.ops.special import FULL_LIKE
+from gmops import REGISTRY, fit_grad
+from gmops.special import FULL_LIKE
 
 from ..errors import TraceError
 from ..ir import Value

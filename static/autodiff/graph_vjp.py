@@ -3,8 +3,8 @@ engine calls, run on Tracers, so the backward is recorded into the same graph as
 forward (a joint graph). Gradients flow only where requested inputs reach."""
 from __future__ import annotations
 
-from eager.ops import REGISTRY, fit_grad
-from eager.ops.special import FULL_LIKE
+from gmops import REGISTRY, fit_grad
+from gmops.special import FULL_LIKE
 
 from ..ir import Value
 from ..passes.stability import stabilize_values

@@ -17,7 +17,7 @@ import eager
 from eager import _vmap
 from eager.func import _leaves as _eager_leaves
 from eager.func import _rebuild as _eager_rebuild
-from eager.ops.special import FULL_LIKE
+from gmops.special import FULL_LIKE
 
 from ..errors import TraceError
 from ..jit.compiled import OPTIONS, Compiled, options_of

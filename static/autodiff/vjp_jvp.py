@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 import eager
-from eager.ops.special import FULL_LIKE
+from gmops.special import FULL_LIKE
 
 from ..errors import TraceError
 from ..jit.compiled import OPTIONS, Compiled, options_of

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 
 import eager
-from eager import _dtypes
 from eager._grad_mode import enable_grad
 from eager._tensor import Tensor
-from eager.ops import TensorSpec
+from gmbase import dtypes as _dtypes
+from gmops import TensorSpec
 
 from ..errors import TraceError
 from ..ir import Graph, Value

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 import eager
-from eager import _dtypes
-from eager.ops.control_flow import COND
+from gmbase import dtypes as _dtypes
+from gmops.control_flow import COND
 
 from ..ir import Graph, Value
 from ..tracing import pytree

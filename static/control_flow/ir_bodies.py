@@ -12,8 +12,8 @@ import numpy as np
 
 import eager
 from eager._grad_mode import enable_grad
-from eager.ops import REGISTRY, TensorSpec
-from eager.ops.control_flow import parsed
+from gmops import REGISTRY, TensorSpec
+from gmops.control_flow import parsed
 
 from ..ir import Graph, Value
 from ..tracing.state import ACTIVE, TraceState
@@ -230,7 +230,7 @@ def parse_body(text: str) -> Graph:
 def prune_loop_results(graph: Graph) -> int:
     """DCE through loops: a scan's stacked ys that nothing reads are no longer computed (its
     body loses them and what only they needed). Carries stay: the next step reads them."""
-    from eager.ops.control_flow import parsed as parsed_body  # noqa: PLC0415
+    from gmops.control_flow import parsed as parsed_body  # noqa: PLC0415
 
     used = {v for v in graph.outputs if isinstance(v, Value)}
     for node in graph.nodes:

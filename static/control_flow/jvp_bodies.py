@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 
 from eager._grad_mode import enable_grad
-from eager.ops.control_flow import parsed
+from gmops.control_flow import parsed
 
 from ..tracing.state import ACTIVE
 from .ir_bodies import _finish, _new_body, _replay

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 
 import eager
-from eager import _dtypes
 from eager._tensor import Tensor
-from eager.ops import TensorSpec
-from eager.ops.control_flow import SCAN, WHILE_LOOP
+from gmbase import dtypes as _dtypes
+from gmops import TensorSpec
+from gmops.control_flow import SCAN, WHILE_LOOP
 
 from ..tracing import pytree
 from ..tracing.state import ACTIVE, TraceState, user_location

@@ -190,7 +190,7 @@ def _fingerprint_early() -> None:
     into the code cache, which a program that only imports static (`graphmode cache info`)
     must find as it was."""
     try:
-        from codegen import cache  # noqa: PLC0415
+        from gmbase import cache  # noqa: PLC0415
     except ImportError:
         return
     cache.prefetch_fingerprint()

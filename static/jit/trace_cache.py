@@ -67,7 +67,7 @@ def _version() -> str:
     """The code a record depends on besides its key's text: graphmode's sources, and NumPy's
     version (constant folding computes with NumPy, whose results may change between versions)."""
     try:
-        from codegen.cache import graphmode_version, source_fingerprint  # noqa: PLC0415
+        from gmbase.cache import graphmode_version, source_fingerprint  # noqa: PLC0415
 
         return f"{graphmode_version()}/{source_fingerprint()}/numpy-{np.__version__}"
     except ImportError:
@@ -79,7 +79,7 @@ def _version() -> str:
 def _disk():
     """codegen's cache module when the disk cache is on (None otherwise)."""
     try:
-        from codegen import cache  # noqa: PLC0415
+        from gmbase import cache  # noqa: PLC0415
     except ImportError:
         return None
     return cache if cache.enabled() else None

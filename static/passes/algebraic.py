@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 
-from eager.ops import REGISTRY
-from eager.ops._checks import broadcast_shapes
+from gmops import REGISTRY
+from gmops._checks import broadcast_shapes
 
 from ..ir import Graph, Value
 from .rules import Rule, apply_rules, rule_table

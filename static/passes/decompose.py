@@ -13,7 +13,7 @@ No decomposition is written here: each is the op record's own forward run on IR 
 (`ir_namespace.decompose_by_forward`), so a formula lives in its record only."""
 from __future__ import annotations
 
-from eager import _dtypes
+from gmbase import dtypes as _dtypes
 
 from ..ir import Graph, Value
 from .ir_namespace import decompose_by_forward

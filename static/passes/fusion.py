@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from eager.ops import REGISTRY
+from gmops import REGISTRY
 
 from ..ir import Graph, Node, Value
 from .rewrite import Namer, replace_uses

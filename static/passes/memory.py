@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from eager.ops import REGISTRY
+from gmops import REGISTRY
 
 from ..ir import Graph, Node, Value
 from .rewrite import nbytes

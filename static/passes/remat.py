@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from eager.ops import REGISTRY
+from gmops import REGISTRY
 
 from ..ir import Graph, Node, Value
 from .rewrite import nbytes

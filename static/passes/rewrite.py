@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from eager.ops import REGISTRY, TensorSpec
+from gmops import REGISTRY, TensorSpec
 
 from ..ir import Graph, Node, Value
 from ..ir.core import follow_replacements

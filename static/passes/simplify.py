@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from eager.ops import REGISTRY
+from gmops import REGISTRY
 
 from ..ir import Graph, Value
 from .rewrite import Namer, make_node, replace_uses

@@ -16,8 +16,8 @@ from eager import _functional as F
 from eager._grad_mode import STATE, no_grad
 from eager._tensor import Tensor
 from eager.autograd import function as _function
-from eager.ops import fit_grad
-from eager.ops.special import FULL_LIKE
+from gmops import fit_grad
+from gmops.special import FULL_LIKE
 
 from ..ir import Node, Value
 from .state import TraceState, current_state

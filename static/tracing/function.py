@@ -18,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from eager import _dtypes, _factories
+from eager import _factories
 from eager._grad_mode import STATE
 from eager._tensor import Tensor
-from eager.ops import TensorSpec
+from gmbase import dtypes as _dtypes
+from gmops import TensorSpec
 
 from ..errors import TraceError
 from ..ir import Graph, Value, verify

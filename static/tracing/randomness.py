@@ -15,9 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from eager import _dtypes, _factories
+from eager import _factories
 from eager._device import CPU, xp_for
 from eager._tensor import Tensor
+from gmbase import dtypes as _dtypes
 
 from .state import current_state
 from .symbolic import SymInt, concrete_shape, env_of, note_array, sources

@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 import eager
-from eager import _dispatch, _dtypes
+from eager import _dispatch
 from eager._apply_run import _HALF_SCALAR_IN_FLOAT32, half_in_float32, needs_promotion
 from eager._grad_mode import STATE
 from eager._tensor import Tensor
-from eager.ops import TensorSpec
-from eager.ops.elementwise import TO_DTYPE
-from eager.ops.index_checks import CHECK_INDEX_RANGE
+from gmbase import dtypes as _dtypes
+from gmops import TensorSpec
+from gmops.elementwise import TO_DTYPE
+from gmops.index_checks import CHECK_INDEX_RANGE
 
 from ..errors import TraceError
 from ..ir import Node, Value
@@ -240,7 +241,7 @@ def check_view_current(t: "Tracer", what: str = "this value is") -> None:
     if current == t._view_version:
         return
     if t._view_steps is not None:
-        from eager.ops.views import replay_view  # noqa: PLC0415
+        from gmops.views import replay_view  # noqa: PLC0415
 
         t._value = replay_view(_root_now(t), t._view_steps)._value
         t._view_version = current

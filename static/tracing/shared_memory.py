@@ -237,7 +237,7 @@ class AliasGuard:
             return f"{self.what} is no longer a tensor"
         a, t = _array(alias), _array(target)
         if self.steps:
-            from eager.ops.views import _replay_array  # noqa: PLC0415
+            from gmops.views import _replay_array  # noqa: PLC0415
 
             try:
                 t = _replay_array(xp_of_array(t), t, self.steps)

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import eager
-from eager import _dtypes, _factories
+from eager import _factories
 from eager._device import device_of_array
 from eager._tensor import Tensor
-from eager.ops import TensorSpec
+from gmbase import dtypes as _dtypes
+from gmops import TensorSpec
 
 from ..errors import TraceError
 from ..ir import Graph, Value
@@ -204,7 +205,7 @@ class TraceState:
         if not steps:
             return v
         v = self.latest[id(target)]
-        from eager.ops.views import replay_view  # noqa: PLC0415
+        from gmops.views import replay_view  # noqa: PLC0415
 
         from .tracer import Tracer  # noqa: PLC0415  (static.tracing.tracer builds on this module)
 

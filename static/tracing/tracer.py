@@ -17,15 +17,16 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import eager
-from eager import _dtypes, _factories
+from eager import _factories
 from eager import _functional as F
 from eager._api import TensorAPI
 from eager._grad_mode import STATE
 from eager._inplace import _LEAF_MSG, _VIEW_OF_LEAF_MSG, check_result_cast
 from eager._tensor import Tensor
 from eager._tensor_metadata import Size
-from eager.ops import REGISTRY
-from eager.ops.special import STOP_GRADIENT
+from gmbase import dtypes as _dtypes
+from gmops import REGISTRY
+from gmops.special import STOP_GRADIENT
 
 from ..errors import TraceError
 from ..ir import Value
@@ -318,7 +319,7 @@ class Tracer(TensorAPI):
         """A write into a view (`x[0].add_(1)`, `x.t().mul_(2)`): the tensor owning the memory
         becomes `view_scatter(base, new view value)` (PyTorch's CopySlices) and the view is made
         again from it; other views of the base are made again when next read."""
-        from eager.ops.views import VIEW_SCATTER, replay_view  # noqa: PLC0415
+        from gmops.views import VIEW_SCATTER, replay_view  # noqa: PLC0415
 
         check_view_current(self, f"{name} writes through")
         result = self._fit_result(result, name)
@@ -410,7 +411,7 @@ def inplace_on_captured(target, result: Tracer) -> None:
     # an eager alias (`p.grad.detach()`, `p.data`, a view made outside) writes into the tensor it aliases
     target, steps = state.shared.canonical(state, target) or (target, ())
     if steps:
-        from eager.ops.views import VIEW_SCATTER  # noqa: PLC0415
+        from gmops.views import VIEW_SCATTER  # noqa: PLC0415
 
         result = VIEW_SCATTER(Tracer(state, state.latest[id(target)]), result, steps=steps)
     state.shared.before_write(target)

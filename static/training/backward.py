@@ -16,8 +16,8 @@ from eager._device import xp_of_array
 from eager._grad_mode import enable_grad, no_grad
 from eager._tensor import Tensor
 from eager.autograd.graph import _FREED_MSG, HookMixin
-from eager.ops import REGISTRY
-from eager.ops.special import FULL_LIKE
+from gmops import REGISTRY
+from gmops.special import FULL_LIKE
 
 from ..autodiff import vjp
 from ..errors import TraceError

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eager._tensor import Tensor
-from eager.ops import REGISTRY, TensorSpec
+from gmops import REGISTRY, TensorSpec
 
 from ..ir import Value
 from ..tracing.record import _emit

@@ -52,6 +52,6 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
 
 def bool_dtype():
     """The eager bool dtype (a helper for code that cannot name `bool` as a dtype); no PyTorch counterpart."""
-    from ... import _dtypes  # noqa: PLC0415
+    from gmbase import dtypes as _dtypes  # noqa: PLC0415
 
     return _dtypes.bool_

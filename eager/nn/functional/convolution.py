@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import math as _math
 
+from gmops import conv as _conv
+
 from ... import _functional as _F
 from ..._tensor import Tensor
-from ...ops import conv as _conv
 from ._utils import _pair
 
 

@@ -1,12 +1,13 @@
 """Embeddings of `eager.nn.functional` (lookup, bags, max-norm renormalisation) and one_hot."""
 from __future__ import annotations
 
+from gmops import indexing as _indexing
+from gmops.index_checks import CHECK_INDEX_RANGE
+
 from ... import _functional as _F
 from ..._factories import arange
 from ..._tensor import Tensor
 from ...autograd.function import Function
-from ...ops import indexing as _indexing
-from ...ops.index_checks import CHECK_INDEX_RANGE
 from ._utils import _data_range
 
 

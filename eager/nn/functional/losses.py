@@ -7,12 +7,13 @@ import warnings
 
 import numpy as np
 
+from gmops.index_checks import CHECK_INDEX_RANGE, nll_target_message
+
 from ... import _functional as _F
 from ..._factories import arange
 from ..._factories import ones as _ones
 from ..._tensor import Tensor
 from ...autograd.function import Function
-from ...ops.index_checks import CHECK_INDEX_RANGE, nll_target_message
 from .. import _fused_losses
 from ._utils import _REDUCTIONS, _data_range, _index_tensor
 from .activations import logsigmoid

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from gmops import conv as _conv
 from gmops import normalization as _normalization
 
 from ... import _functional as _F
 from ..._tensor import Tensor
-from ...ops import conv as _conv
 from .pooling import avg_pool2d, avg_pool3d
 from .vision import pad
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 import itertools as _itertools
 import math as _math
 
+from gmops import conv as _conv
 from gmops import pooling as _pooling
 
 from ... import _functional as _F
 from ..._factories import arange, zeros_like
 from ..._factories import ones as _ones
 from ..._tensor import Tensor
-from ...ops import conv as _conv
 from ._utils import _pair
 from .activations import relu
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ... import _dtypes
+from gmbase import dtypes as _dtypes
+
 from ... import _functional as _F
 from ..._factories import full
 from ..._tensor import Tensor

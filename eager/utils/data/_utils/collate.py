@@ -54,7 +54,7 @@ def default_collate(batch: Sequence[Any]) -> Any:
 
 
 def _float64():
-    from .... import _dtypes  # noqa: PLC0415
+    from gmbase import dtypes as _dtypes  # noqa: PLC0415
 
     return _dtypes.float64
 
