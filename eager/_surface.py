@@ -35,6 +35,7 @@ from gmops._registry import _DISPATCH
 
 KINDS = ("function", "method", "inplace")
 _ALIAS = "alias "
+_SELF = "self "
 
 
 class Param(NamedTuple):
@@ -61,13 +62,26 @@ class Signature(NamedTuple):
     params: tuple[Param, ...]  # PyTorch's parameters of the function, `out` included when it has one
     operands: tuple[str, ...]  # the parameters that are the op's operands, in order
     has_out: bool
+    # the record's argument mapping (a callable surface entry), when PyTorch's extra arguments
+    # are not attributes of the op: `arguments(apply, *params)` gets `apply(op, operands, attrs)`
+    # (the dispatcher for the function, the tensor's `_apply_op` for the method) and every
+    # parameter but `out`, positionally, and returns the result (add's alpha scales `other`,
+    # div's rounding_mode picks the record, ...)
+    arguments: Callable[..., Any] | None = None
+    self_param: str | None = None  # the parameter the method binds to self ("self NAME"; first one by default)
+    alias_params: tuple[tuple[str, tuple[Param, ...]], ...] = ()  # aliases with signatures of their own
+
+    def params_of(self, name: str) -> tuple[Param, ...]:
+        """The parameters of the function `name` (the op's own or an alias's)."""
+        return dict(self.alias_params).get(name, self.params)
 
 
-def _parse_params(op: OpDef, text: str) -> tuple[Param, ...]:
+def _parse_params(op: OpDef, text: str, name: str | None = None) -> tuple[Param, ...]:
     """The parameters of `name(params)` as PyTorch's docs spell them (defaults are literals)."""
+    name = name or op.name
     head, _, rest = text.partition("(")
-    if head.strip() != op.name or not rest.rstrip().endswith(")"):
-        raise ValueError(f"op {op.name!r}: surface signature {text!r} must be written {op.name}(parameters)")
+    if head.strip() != name or not rest.rstrip().endswith(")"):
+        raise ValueError(f"op {op.name!r}: surface signature {text!r} must be written {name}(parameters)")
     try:
         tree = ast.parse(f"def f({rest.rstrip()[:-1]}): pass")
     except SyntaxError as exc:
@@ -87,17 +101,36 @@ def signature(op: OpDef) -> Signature:
     """The surface of `op` read from its record (raises ValueError naming the op on a bad entry)."""
     kinds: list[str] = []
     aliases: list[str] = []
+    alias_texts: dict[str, str] = {}
     text = None
+    arguments = None
+    self_param = None
     for entry in op.surface:
-        if entry in KINDS:
+        if callable(entry) and arguments is None:
+            arguments = entry
+        elif not isinstance(entry, str):
+            raise ValueError(f"op {op.name!r}: surface entry {entry!r}: only one argument mapping (a callable) "
+                             "is allowed, the other entries are strings")
+        elif entry in KINDS:
             kinds.append(entry)
         elif entry.startswith(_ALIAS) and entry[len(_ALIAS):].isidentifier():
             aliases.append(entry[len(_ALIAS):])
+        elif entry.startswith(_ALIAS) and entry[len(_ALIAS):].partition("(")[0].strip().isidentifier() \
+                and "(" in entry:
+            alias = entry[len(_ALIAS):].partition("(")[0].strip()
+            aliases.append(alias)
+            alias_texts[alias] = entry[len(_ALIAS):]
+        elif entry.startswith(_SELF) and entry[len(_SELF):].isidentifier():
+            self_param = entry[len(_SELF):]
         elif "(" in entry and text is None:
             text = entry
         else:
             raise ValueError(f"op {op.name!r}: surface entry {entry!r} is not one of {KINDS}, "
-                             "'alias NAME' or one signature 'name(parameters)'")
+                             "'alias NAME', 'alias NAME(parameters)', 'self NAME', one signature "
+                             "'name(parameters)' or one argument mapping (a callable)")
+    if (alias_texts or self_param) and arguments is None:
+        raise ValueError(f"op {op.name!r}: surface entries 'alias NAME(parameters)' and 'self NAME' need the "
+                         "record's argument mapping (a callable entry) to say how their parameters reach the op")
     arity = op.arity or 1
     if text is None:
         if arity > 2:
@@ -111,8 +144,17 @@ def signature(op: OpDef) -> Signature:
     leading = [p for p in params if not p.keyword_only]
     if len(leading) < arity or any(p.default is not _REQUIRED for p in leading[:arity]):
         raise ValueError(f"op {op.name!r}: surface signature {text!r} must begin with the op's {arity} operand(s)")
+    if self_param is not None and self_param not in {p.name for p in params}:
+        raise ValueError(f"op {op.name!r}: surface entry 'self {self_param}' names no parameter of {text!r}")
+    alias_params = []
+    for alias, alias_text in alias_texts.items():
+        own = _parse_params(op, alias_text, alias)
+        if [p.name for p in own if p.name == "out"] != [p.name for p in params if p.name == "out"]:
+            raise ValueError(f"op {op.name!r}: surface signature {alias_text!r} must take out= exactly when "
+                             f"{text!r} does")
+        alias_params.append((alias, own))
     return Signature(tuple(kinds), (op.name, *aliases), params, tuple(p.name for p in leading[:arity]),
-                     bool(out))
+                     bool(out), arguments, self_param, tuple(alias_params))
 
 
 # -- making the callables ------------------------------------------------------------------------------
@@ -174,6 +216,8 @@ def _make_function(op: OpDef, sig: Signature, name: str) -> Callable[..., Any]:
     """`eager.<name>(input, ...)`: one call of the dispatcher (eager tensors, tracer values and
     batched values alike: it hands the op to the operands' type), or with `out=` the result
     written into `out` as PyTorch's out= functions do (eager._out)."""
+    if sig.arguments is not None:
+        return _make_mapped_function(op, sig, name)
     namespace: dict[str, Any] = {"_D": _DISPATCH, "_op": op, "_with_out": _with_out, "_name": name}
     params = _param_text(sig.params, namespace)
     operands = "(" + "".join(f"{o}, " for o in sig.operands) + ")"
@@ -192,9 +236,51 @@ def _make_function(op: OpDef, sig: Signature, name: str) -> Callable[..., Any]:
     return fn
 
 
+def _make_mapped_function(op: OpDef, sig: Signature, name: str) -> Callable[..., Any]:
+    """`eager.<name>` of a record with an argument mapping: one call of the mapping with the
+    dispatcher (no wrapper in between); with `out=`, its result written into `out`."""
+    params = sig.params_of(name)
+    namespace: dict[str, Any] = {"_D": _DISPATCH, "_map": sig.arguments, "_with_out": _with_out, "_name": name,
+                                 "_IDENTITY": _IDENTITY}
+    text = _param_text(params, namespace)
+    call = f"_map(_D['dispatch'], {', '.join(p.name for p in params if p.name != 'out')})"
+    if any(p.name == "out" for p in params):
+        body = (f"    if out is None:\n        return {call}\n"
+                f"    return _with_out(_name, _IDENTITY, ({call},), {{}}, out)\n")
+    else:
+        body = f"    return {call}\n"
+    fn = _compile(f"def {name}({text}):\n{body}", name, namespace)
+    fn.__module__ = "eager"
+    fn.__qualname__ = name
+    alias = f"Alias for eager.{op.name}. " if name != op.name else ""
+    fn.__doc__ = (f"{name}({_doc_params(params)}) -> Tensor\n\n{alias}{_describe(op)}. "
+                  f"Mirrors torch.{name} (generated from the op record's surface, eager._surface).")
+    return fn
+
+
+def _make_mapped_method(op: OpDef, sig: Signature, name: str) -> Callable[..., Any]:
+    """`Tensor.<name>` of a record with an argument mapping: `self` takes the place of the
+    parameter the record names ("self NAME", the first by default), the others follow in
+    order, and the mapping applies ops through the type's `_apply_op` hook."""
+    params = tuple(p for p in sig.params_of(name) if p.name != "out")
+    bound = sig.self_param or params[0].name
+    namespace: dict[str, Any] = {"_map": sig.arguments}
+    text = _param_text((Param("self", _REQUIRED, False), *(p for p in params if p.name != bound)), namespace)
+    call = ", ".join("self" if p.name == bound else p.name for p in params)
+    method = _compile(f"def {name}({text}):\n    return _map(self._apply_op, {call})\n",
+                      name, namespace, label=f"Tensor.{name}")
+    method.__module__ = "eager"
+    method.__qualname__ = f"Tensor.{name}"
+    shown = _doc_params(tuple(p for p in params if p.name != bound))
+    method.__doc__ = f"{name}({shown}) -> Tensor\n\nSee eager.{name}. Mirrors torch.Tensor.{name}."
+    return method
+
+
 def _make_method(op: OpDef, sig: Signature, name: str) -> Callable[..., Any]:
     """`Tensor.<name>(self, ...)`: the function's parameters with `self` for the first operand
     and no `out`, applied through the type's `_apply_op` hook (as the operators are)."""
+    if sig.arguments is not None:
+        return _make_mapped_method(op, sig, name)
     params = tuple(p for p in sig.params if p.name != "out")
     first = sig.operands[0]
     namespace: dict[str, Any] = {"_op": op}
@@ -265,10 +351,9 @@ def _keep_on_graph(cmp: Any, self: Any, other: Any, grad_name: str) -> Any:
     if not (getattr(self, "requires_grad", False) or getattr(other, "requires_grad", False)):
         return cmp
     # (made while eager's Tensor is being defined: these import it, so they load on first use)
-    from gmops.elementwise import ADD, WHERE  # noqa: PLC0415
-
     from ._functional._common import _renamed  # noqa: PLC0415
     from ._inplace import FILL  # noqa: PLC0415
+    from .ops.elementwise import ADD, WHERE  # noqa: PLC0415
 
     zeros = FILL(self, value=0)
     if getattr(other, "requires_grad", False):
@@ -289,6 +374,7 @@ class _Identity:
     """The out= form of an already computed result (what _with_out writes after its check)."""
 
     name = "identity"
+    extra: dict[str, Any] = {}
 
     def __call__(self, x: Any) -> Any:
         return x
@@ -360,7 +446,8 @@ def install_methods(cls: type, inplace_type: Callable[..., Any]) -> list[str]:
                 setattr(cls, inplace, descriptor)
                 descriptor.__set_name__(cls, inplace)
                 descriptor.__signature__ = inspect.signature(method)
-                descriptor.__doc__ = (f"{inplace}({_method_params(sig)}) -> Tensor\n\n"
+                shown = method.__doc__.partition("(")[2].partition(") -> Tensor")[0] if method.__doc__ else ""
+                descriptor.__doc__ = (f"{inplace}({shown}) -> Tensor\n\n"
                                       f"In-place version of Tensor.{name}. Mirrors torch.Tensor.{inplace}.")
                 added.append(inplace)
     return added

@@ -16,6 +16,90 @@ from .selection import WHERE
 from .unary import EXP2, LOG
 
 # -- binary arithmetic -----------------------------------------------------------------------
+# PyTorch's extra arguments of add/sub/rsub (alpha) and div (rounding_mode) are not attributes
+# of the ops: each record's surface carries the mapping from them onto ops (eager._surface
+# calls it with `apply(op, operands, attrs)`: eager's dispatcher, or a tensor's _apply_op)
+_BOOL_SUB = ("Subtraction, the `-` operator, with two bool tensors is not supported. "
+             "Use the `^` or `logical_xor()` operator instead.")
+_BOOL_SUB_ONE = ("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                 "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _category(v) -> int:
+    """0 bool, 1 integer, 2 floating, 3 complex: of a tensor's dtype or a Python number's type."""
+    dt = getattr(v, "dtype", None)
+    return dt.category if isinstance(dt, _dtypes.dtype) else _dtypes.scalar_category(v)
+
+
+def _is_bool(v) -> bool:
+    return type(v) is bool or getattr(v, "dtype", None) is _dtypes.bool_
+
+
+def refuse_bool_sub(a, b) -> None:
+    """PyTorch refuses `-` with a bool operand (NumPy would compute it as integers)."""
+    if _is_bool(a) or _is_bool(b):
+        raise RuntimeError(_BOOL_SUB if _is_bool(a) and _is_bool(b) else _BOOL_SUB_ONE)
+
+
+def _scaled(apply, name: str, x, alpha, other):
+    """x * alpha (x itself for a Python 1: a tensor alpha always scales, as comparing it would
+    need its data, which a traced value does not have). PyTorch's checks: a float alpha with
+    integer operands, a bool alpha with non-bool ones, are refused."""
+    if type(alpha) in (int, float) and alpha == 1:
+        return x
+    cats = (_category(x), _category(other))
+    if isinstance(alpha, float) and max(cats) < 2:
+        raise RuntimeError(f"{name}: for integral input tensors, argument alpha must not be a floating point "
+                           f"number (got alpha={alpha}); pass an integer alpha or convert the tensors to float")
+    if isinstance(alpha, bool) and max(cats) > 0:
+        raise RuntimeError(f"{name}: boolean alpha only supported for Boolean results (got alpha={alpha}); "
+                           "pass a number")
+    if not hasattr(x, "shape"):  # a Python number: scaled in Python, as PyTorch's scalar other
+        if hasattr(alpha, "shape"):
+            return apply(MUL, (alpha, x), {})
+        return x * alpha
+    return apply(MUL, (x, alpha), {})
+
+
+def _add_arguments(apply, input, other, alpha=1):
+    """torch.add(input, other, *, alpha=1): input + alpha * other."""
+    return apply(ADD, (input, _scaled(apply, "add", other, alpha, input)), {})
+
+
+def _sub_arguments(apply, input, other, alpha=1):
+    """torch.sub(input, other, *, alpha=1): input - alpha * other (bool operands refused)."""
+    refuse_bool_sub(input, other)
+    return apply(SUB, (input, _scaled(apply, "sub", other, alpha, input)), {})
+
+
+def _rsub_arguments(apply, input, other, alpha=1):
+    """torch.rsub(input, other, *, alpha=1): other - alpha * input (bool operands refused)."""
+    refuse_bool_sub(input, other)
+    return apply(RSUB, (_scaled(apply, "rsub", input, alpha, other), other), {})
+
+
+def _div_arguments(apply, input, other, rounding_mode=None):
+    """torch.div(input, other, *, rounding_mode=None): true division, or the quotient rounded
+    toward zero ('trunc') or down ('floor'), keeping integer dtypes; a rounded quotient of
+    floats has no gradient, as PyTorch's."""
+    if rounding_mode is None:
+        return apply(DIV, (input, other), {})
+    from .math_ops import FLOOR_DIVIDE, FMOD  # noqa: PLC0415  (math_ops imports this module's neighbours)
+
+    if rounding_mode == "floor":
+        return apply(FLOOR_DIVIDE, (input, other), {})
+    if rounding_mode != "trunc":
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                           f"'{rounding_mode}'")
+    rest = apply(FMOD, (input, other), {})  # a - fmod(a, b) is an exact multiple of b
+    exact = apply(SUB, (input, rest), {})
+    if _category(input) < 2 and _category(other) < 2:
+        return apply(FLOOR_DIVIDE, (exact, other), {})
+    from .special import STOP_GRADIENT  # noqa: PLC0415
+
+    return apply(STOP_GRADIENT, (apply(DIV, (exact, other), {}),), {})
+
+
 
 
 ADD = defop(
@@ -23,12 +107,16 @@ ADD = defop(
     vjp=lambda ctx, g: (g, g), grad_name="AddBackward0", promote="same",
     samples=_any((3, 4), (4,)),
     arity=2, scalar_as_array=True, commutative=True, c_expr="({0} + {1})",
+    surface=(*_ALL, "add(input, other, *, alpha=1, out=None)", _add_arguments),
+    doc="input + alpha * other, elementwise and broadcast",
 )
 SUB = defop(
     "sub", forward=lambda xp, a, b: xp.subtract(a, b), abstract=_elementwise("sub"),
     vjp=lambda ctx, g: (g, -g if ctx.needs(1) else None), grad_name="SubBackward0", promote="same",
     samples=_any((3, 1), (1, 4)),
     arity=2, scalar_as_array=True, c_expr="({0} - {1})",
+    surface=(*_ALL, "sub(input, other, *, alpha=1, out=None)", "alias subtract", _sub_arguments),
+    doc="input - alpha * other, elementwise and broadcast (bool operands are refused, as PyTorch)",
 )
 RSUB = defop(
     "rsub", forward=lambda xp, a, b: xp.subtract(b, a), abstract=_elementwise("rsub"),
@@ -36,8 +124,9 @@ RSUB = defop(
     # PyTorch names rsub(tensor, tensor) RsubBackward0 and rsub(tensor, number) RsubBackward1
     grad_name=lambda operands, attrs: "RsubBackward1" if isinstance(operands[1], (int, float)) else "RsubBackward0",
     samples=_any((3, 4), ()),
-    doc="rsub(x, other) = other - x: the op behind `2 - x`",
+    doc="other - alpha * input, elementwise and broadcast: the op behind `2 - x`",
     arity=2, scalar_as_array=True, c_expr="({1} - {0})",
+    surface=("function", "rsub(input, other, *, alpha=1, out=None)", _rsub_arguments),
 )
 MUL = defop(
     "mul", forward=lambda xp, a, b: xp.multiply(a, b), abstract=_elementwise("mul"),
@@ -55,6 +144,11 @@ DIV = defop(
     grad_name="DivBackward0", save=(0, 1), promote="float",
     samples=lambda rng: [((rng.standard_normal((3, 4)), rng.uniform(0.5, 2.0, (4,))), {})],
     arity=2, scalar_as_array=True, c_expr="({0} / {1})",
+    # (true_divide: PyTorch's docs write (dividend, divisor), its parser takes input= and other=)
+    surface=(*_ALL, "div(input, other, *, rounding_mode=None, out=None)", "alias divide",
+             "alias true_divide(input, other, *, out=None)", _div_arguments),
+    doc="input / other, elementwise and broadcast (integers divide to a float); rounding_mode 'trunc' or "
+        "'floor' rounds the quotient",
 )
 
 

@@ -62,5 +62,8 @@ _install_methods(TensorAPI, _InPlace)
 # Python's augmented assignments that are generated in-place forms (`x *= y` is `x.mul_(y)`)
 TensorAPI.__imul__ = TensorAPI.__dict__["mul_"]  # type: ignore[attr-defined]
 TensorAPI.__ipow__ = TensorAPI.__dict__["pow_"]  # type: ignore[attr-defined]
+TensorAPI.__iadd__ = TensorAPI.__dict__["add_"]  # type: ignore[attr-defined]
+TensorAPI.__isub__ = TensorAPI.__dict__["sub_"]  # type: ignore[attr-defined]
+TensorAPI.__itruediv__ = TensorAPI.__dict__["div_"]  # type: ignore[attr-defined]
 
 __all__ = ["TensorAPI", "TensorHooks", "inplace_methods"]

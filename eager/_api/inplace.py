@@ -57,20 +57,12 @@ class TensorInPlace(TensorHooks):
 
     __slots__ = ()
 
-    add_ = _InPlace(F.add, saves_self=False)
-    sub_ = _InPlace(F.sub, saves_self=False)
-    div_ = _InPlace(F.div, saves_self=True)
-    divide_ = _InPlace(F.div, saves_self=True)
-    subtract_ = _InPlace(F.sub, saves_self=False)
     clamp_ = _InPlace(F.clamp, saves_self=True)
     clip_ = _InPlace(F.clamp, saves_self=True)
     masked_fill_ = _InPlace(_masked_fill, saves_self=False)
     scatter_reduce_ = _InPlace(F.scatter_reduce, saves_self=True)
     addcmul_ = _InPlace(F.addcmul, saves_self=False)
     addcdiv_ = _InPlace(F.addcdiv, saves_self=False)
-    __iadd__ = add_
-    __isub__ = sub_
-    __itruediv__ = div_
 
     def scatter_(self: _T, dim: builtins.int, index: Any, src: Any = None, value: Any = None, *,
                  reduce: str | None = None) -> _T:

@@ -20,12 +20,6 @@ class TensorMethods(TensorHooks):
 
     __slots__ = ()
 
-    add = F.add
-    sub = F.sub
-    div = F.div
-    divide = F.div
-    subtract = F.sub
-    true_divide = F.true_divide
     square = F.square
     clamp = F.clamp
     clip = F.clamp

@@ -11,7 +11,6 @@ from .._surface import functions as _generated  # noqa: E402
 from ._common import _host, _renamed, _row_major, _sizes  # noqa: F401
 from .comparison import bitwise_and, bitwise_not, bitwise_or, bitwise_xor, isclose  # noqa: F401
 from .elementwise import (  # noqa: F401
-    add,
     addcdiv,
     addcmul,
     check_sub,
@@ -20,17 +19,11 @@ from .elementwise import (  # noqa: F401
     clamp_min,
     clip,
     clone,
-    div,
-    divide,
     gelu,
     lerp,
-    rsub,
     softplus,
     square,
-    sub,
-    subtract,
     to_dtype,
-    true_divide,
     where,
 )
 from .indexing import (  # noqa: F401

@@ -10,7 +10,7 @@ from gmops import elementwise as E
 from gmops import math_ops as M
 
 from ._common import _category
-from .elementwise import add, sub, to_dtype
+from .elementwise import to_dtype
 
 
 def bitwise_not(input):
@@ -72,6 +72,6 @@ def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: b
         close = M.LOGICAL_OR(close, E.LOGICAL_AND(M.ISNAN(input), M.ISNAN(other)))
     if not input.dtype.is_floating_point:  # integers compare in the default float type, as PyTorch
         input, other = to_dtype(input, _dtypes.DEFAULT_FLOAT), to_dtype(other, _dtypes.DEFAULT_FLOAT)
-    actual = E.ABS(sub(input, other))
-    allowed = add(E.ABS(other) * rtol, atol)
+    actual = E.ABS(E.SUB(input, other))
+    allowed = E.ADD(E.ABS(other) * rtol, atol)
     return M.LOGICAL_OR(close, E.LOGICAL_AND(M.ISFINITE(actual), E.LE(actual, allowed)))

@@ -1,18 +1,19 @@
 """Elementwise arithmetic and activations of eager's functional surface whose arguments need
-handling of their own (add and sub with `alpha`, div's rounding modes, neg and sub refusing
-bools, clamp's tensor bounds, where, lerp, addcmul): each applies op records from `eager.ops`.
+handling of their own (clamp's tensor bounds, where, lerp, addcmul): each applies op records
+from `gmops`.
 
-The simple pointwise functions (exp, sin, mul, pow, maximum, ...) are not written here: they
-are generated from their records' `surface` (eager._surface)."""
+The pointwise functions (exp, sin, mul, pow, maximum, ...), add/sub/rsub with alpha and div
+with rounding_mode are not written here: they are generated from their records' `surface`
+(eager._surface)."""
 from __future__ import annotations
 
 from typing import Any
 
 from gmbase import dtypes as _dtypes
 from gmops import elementwise as E
-from gmops import math_ops as M
+from gmops.arithmetic import refuse_bool_sub
 
-from ._common import _TA, _category, _renamed
+from ._common import _TA, _renamed
 
 
 def _is_one(factor) -> bool:
@@ -21,57 +22,10 @@ def _is_one(factor) -> bool:
     return isinstance(factor, (int, float)) and factor == 1
 
 
-def add(input, other, *, alpha=1):
-    """input + alpha * other, broadcast. Mirrors torch.add."""
-    return E.ADD(input, other if _is_one(alpha) else other * alpha)
-
-
-_BOOL_SUB = ("Subtraction, the `-` operator, with two bool tensors is not supported. "
-             "Use the `^` or `logical_xor()` operator instead.")
-_BOOL_SUB_ONE = ("Subtraction, the `-` operator, with a bool tensor is not supported. "
-                 "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
-
-
-def _is_bool(v) -> bool:
-    return type(v) is bool or getattr(v, "dtype", None) is _dtypes.bool_
-
-
-def check_sub(a, b) -> None:
-    """PyTorch refuses `-` with a bool operand (NumPy would compute it as integers)."""
-    if _is_bool(a) or _is_bool(b):
-        raise RuntimeError(_BOOL_SUB if _is_bool(a) and _is_bool(b) else _BOOL_SUB_ONE)
-
-
-
-def sub(input, other, *, alpha=1):
-    """input - alpha * other, broadcast (bool operands are refused, as in PyTorch). Mirrors torch.sub."""
-    check_sub(input, other)
-    return E.SUB(input, other if _is_one(alpha) else other * alpha)
-
-
-def rsub(input, other, *, alpha=1):
-    """other - alpha * input, broadcast. Mirrors torch.rsub."""
-    check_sub(input, other)
-    return E.RSUB(input if _is_one(alpha) else input * alpha, other)
-
-
-def div(input, other, *, rounding_mode=None):
-    """input / other, elementwise and broadcast; integers divide to a float result.
-
-    `rounding_mode` 'trunc' or 'floor' rounds the quotient (keeping integer dtypes). Mirrors torch.div."""
-    if rounding_mode is None:
-        return E.DIV(input, other)
-    if rounding_mode == "floor":
-        return M.FLOOR_DIVIDE(input, other)
-    if rounding_mode == "trunc":
-        return _trunc_divide(input, other)
-    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
-
-
-def true_divide(input, other):
-    """input / other with true (float) division. Mirrors torch.true_divide."""
-    return E.DIV(input, other)
-
+# add, sub, rsub, div (divide, true_divide) and their alpha / rounding_mode are generated from
+# their records' surface (gmops/arithmetic.py's argument mappings, eager._surface); the
+# operators' bool check is the records' own
+check_sub = refuse_bool_sub
 
 
 def softplus(input, beta: float = 1.0, threshold: float = 20.0):
@@ -139,7 +93,6 @@ def _clamp_to_tensors(input, min, max):
 
 
 clip = clamp
-divide, subtract = div, sub  # PyTorch's long names (the same functions)
 
 
 def clone(input: _TA, *, memory_format: Any = None) -> _TA:
@@ -158,17 +111,6 @@ def to_dtype(input, dtype):
     Mirrors torch.Tensor.to."""
     dt = _dtypes.as_dtype(dtype)
     return input if input.dtype is dt else E.TO_DTYPE(input, dtype=dt)
-
-
-def _trunc_divide(input, other):
-    """a / b rounded toward zero: (a - fmod(a, b)) is an exact multiple of b."""
-    rest = M.FMOD(input, other)
-    if _category(input) < 2 and _category(other) < 2:
-        return M.FLOOR_DIVIDE(input - rest, other)
-    from gmops.special import STOP_GRADIENT  # noqa: PLC0415
-
-    return STOP_GRADIENT(E.DIV(input - rest, other))  # rounded: no gradient, as PyTorch
-
 
 
 def clamp_min(input, min):
@@ -190,7 +132,7 @@ def lerp(input, end, weight):
 def addcmul(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 * tensor2, broadcast. Mirrors torch.addcmul."""
     product = E.MUL(tensor1, tensor2)
-    return _renamed(add(input, product if _is_one(value) else product * value), "AddcmulBackward0")
+    return _renamed(E.ADD(input, product if _is_one(value) else product * value), "AddcmulBackward0")
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
@@ -205,5 +147,5 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
                                "to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
                                "float inputs. The future addcdiv behavior is just the latter implementation: "
                                "(input + value * tensor1 / tensor2), for all dtypes.")
-    quotient = div(tensor1, tensor2)
-    return _renamed(add(input, quotient if _is_one(value) else quotient * value), "AddcdivBackward0")
+    quotient = E.DIV(tensor1, tensor2)
+    return _renamed(E.ADD(input, quotient if _is_one(value) else quotient * value), "AddcdivBackward0")

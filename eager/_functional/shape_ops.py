@@ -11,10 +11,11 @@ from gmops import indexing as I
 from gmops import shape_ops as S
 from gmops import views as V
 from gmops._checks import norm_dim, norm_dims
+from gmops.arithmetic import SUB
 from gmops.math_ops import LOGICAL_XOR as logical_xor  # the op itself (its function is generated)
 
 from ._common import _ndim, _numel, _renamed, _sizes
-from .elementwise import clone, sub
+from .elementwise import clone
 
 
 def _resolve_shape(shape: tuple, numel: int, name: str) -> tuple:
@@ -406,7 +407,7 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):
         if length == 0:
             break
         hi, lo = narrow(out, d, 1, length - 1), narrow(out, d, 0, length - 1)
-        out = logical_xor(hi, lo) if out.dtype is _dtypes.bool_ else sub(hi, lo)
+        out = logical_xor(hi, lo) if out.dtype is _dtypes.bool_ else SUB(hi, lo)
     return out
 
 

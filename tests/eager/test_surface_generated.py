@@ -207,6 +207,11 @@ def _close(ours, theirs):
                                np.asarray(theirs.detach().numpy(), dtype=np.float64), rtol=1e-12, equal_nan=True)
 
 
+# functions whose docs name their parameters otherwise than PyTorch's parser takes them
+# (torch.true_divide's docs: dividend, divisor; it takes input=, other=): the parser wins
+PARSER_NAMES = {"true_divide"}
+
+
 def test_generated_signatures_are_pytorchs():
     torch = pytest.importorskip("torch")
     functions, methods, inplace = _names()
@@ -216,7 +221,7 @@ def test_generated_signatures_are_pytorchs():
             continue
         ours = getattr(eager, name)
         documented = _torch_params(torch, name)
-        if documented is not None:
+        if documented is not None and name not in PARSER_NAMES:
             assert _ours(ours) == documented, (name, _ours(ours), documented)
             checked += 1
         # torch accepts every parameter by our names, and both compute the same

@@ -75,7 +75,8 @@ def test_the_in_place_table_is_complete_and_each_entry_is_eagers_function_writte
             "scatter_reduce_": [1, eager.tensor([[1, 1], [0, 0]]), eager.tensor([[2.0, 3.0], [4.0, 5.0]]), "sum"],
             **{f"{op}_": [2.0] for op in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
                                           "logical_xor", "remainder", "fmod", "floor_divide", "arctan2", "not_equal", "less",
-                                          "less_equal", "greater", "greater_equal", "multiply", "divide", "subtract")}}
+                                          "less_equal", "greater", "greater_equal", "multiply", "divide", "subtract",
+                                          "true_divide")}}
     table = inplace_methods()
     assert {"add_", "sub_", "mul_", "div_", "pow_", "exp_", "sigmoid_", "clamp_", "masked_fill_"} <= set(table)
     for name, entry in table.items():
