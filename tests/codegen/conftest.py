@@ -38,3 +38,17 @@ def blocked_regions(monkeypatch):
     from codegen import settings
 
     monkeypatch.setattr(settings, "INLINE_MAX_ELEMS", 0)
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """A fresh cache directory of this test's own (GRAPHMODE_CACHE_DIR, the cache on) with
+    the loader's in-process modules forgotten before and after: the cache tests' start."""
+    from codegen import loader  # noqa: PLC0415
+
+    d = tmp_path / "cache"
+    monkeypatch.setenv("GRAPHMODE_CACHE_DIR", str(d))
+    monkeypatch.delenv("GRAPHMODE_CACHE", raising=False)
+    loader.forget()
+    yield d
+    loader.forget()

@@ -25,16 +25,6 @@ def _graph(scale):
     return static.parse_ir(IR.replace("%SCALE", scale))
 
 
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    d = tmp_path / "cache"
-    monkeypatch.setenv("GRAPHMODE_CACHE_DIR", str(d))
-    monkeypatch.delenv("GRAPHMODE_CACHE", raising=False)
-    loader.forget()
-    yield d
-    loader.forget()
-
-
 def _module_for(directory, before):
     (path,) = set(directory.glob("gm_numpy_*.py")) - before
     return path

@@ -30,16 +30,6 @@ def _graph(scale="2.0"):
     return static.parse_ir(IR.replace("%SCALE", scale))
 
 
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    d = tmp_path / "cache"
-    monkeypatch.setenv("GRAPHMODE_CACHE_DIR", str(d))
-    monkeypatch.delenv("GRAPHMODE_CACHE", raising=False)
-    loader.forget()
-    yield d
-    loader.forget()
-
-
 def _origin(exe):
     return exe._loaded["numpy"].origin
 
