@@ -9,6 +9,7 @@ than approximated."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -175,16 +176,28 @@ def _host(fn: Any, arr: Any) -> Any:
     return fn(arr) if xp is np else xp.asarray(fn(xp.asnumpy(arr)))
 
 
-class _Lgamma(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Any) -> Any:
-        ctx.save_for_backward(x)
-        return _make_tensor(_host(_lgamma_array, _array_of(x, "lgamma")))
+def _host_function(name: str, values: Callable[[np.ndarray], np.ndarray],
+                   derivative: Callable[[Any], Any]) -> type[Function]:
+    """An autograd Function of one input computing values(x) on the host (NumPy; a device
+    array goes there and back), whose backward is grad * derivative(x): lgamma's and
+    digamma's, each the derivative of the one before."""
 
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        (x,) = ctx.saved_tensors
-        return grad * digamma(x)
+    class HostFunction(Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            ctx.save_for_backward(x)
+            return _make_tensor(_host(values, _array_of(x, name)))
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:
+            (x,) = ctx.saved_tensors
+            return grad * derivative(x)
+
+    HostFunction.__name__ = HostFunction.__qualname__ = "_" + name.capitalize()
+    return HostFunction
+
+
+_Lgamma = _host_function("lgamma", _lgamma_array, lambda x: digamma(x))
 
 
 def lgamma(input: Any) -> Any:  # noqa: A002
@@ -213,16 +226,7 @@ def _trigamma_array(a: np.ndarray) -> np.ndarray:
     return out.astype(a.dtype if a.dtype.kind == "f" else np.float32)
 
 
-class _Digamma(Function):
-    @staticmethod
-    def forward(ctx: Any, x: Any) -> Any:
-        ctx.save_for_backward(x)
-        return _make_tensor(_host(_digamma_array, _array_of(x, "digamma")))
-
-    @staticmethod
-    def backward(ctx: Any, grad: Any) -> Any:
-        (x,) = ctx.saved_tensors
-        return grad * _make_tensor(_host(_trigamma_array, x._data))
+_Digamma = _host_function("digamma", _digamma_array, lambda x: _make_tensor(_host(_trigamma_array, x._data)))
 
 
 def digamma(input: Any) -> Any:  # noqa: A002
