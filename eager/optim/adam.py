@@ -10,7 +10,7 @@ import numpy as np
 from gmbase.fpstate import quiet_fp, restore_fp
 
 from .._functional import maximum
-from .optimizer import Optimizer, bump_versions, eager_arrays, filled_like, foreach_arrays
+from .optimizer import Optimizer, bump_versions, eager_arrays, filled_like, foreach_group
 
 
 class _quiet_numpy:
@@ -104,15 +104,10 @@ class Adam(Optimizer):
         that are not numbers, or parameters at different step counts."""
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
-        for v in (lr, beta1, beta2, eps, weight_decay):
-            if type(v) is not float and type(v) is not int:
-                return False
-        pairs = [(p, p.grad) for p in group["params"] if p.grad is not None]
-        found = foreach_arrays(pairs)
+        found = foreach_group(group, (lr, beta1, beta2, eps, weight_decay))
         if found is None:
             return False
-        P_arrays, G_arrays, dtype = found
-        params = [p for p, _ in pairs]
+        params, P_arrays, G_arrays, dtype = found
         states = [self._state_of(p, group) for p in params]
         step = states[0]["step"]
         if type(step) is not int or any(st["step"] != step for st in states):

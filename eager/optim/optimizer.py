@@ -141,6 +141,18 @@ def foreach_arrays(params_grads: list) -> tuple[list, list, np.dtype] | None:
     return (ps, gs, dtype) if dtype is not None else None
 
 
+def foreach_group(group: dict, numbers: tuple) -> tuple[list, list, list, np.dtype] | None:
+    """(the group's parameters with gradients, their arrays, the gradients' arrays, dtype) for
+    an optimizer's whole-group update (FlatState), where each hyper-parameter in `numbers` is a
+    plain int or float and foreach_arrays applies; None otherwise (the per-parameter path runs)."""
+    for v in numbers:
+        if type(v) is not float and type(v) is not int:
+            return None
+    pairs = [(p, p.grad) for p in group["params"] if p.grad is not None]
+    found = foreach_arrays(pairs)
+    return None if found is None else ([p for p, _ in pairs], *found)
+
+
 class _Required:
     """Marks a hyper-parameter with no default (PyTorch's `required`)."""
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .adam import _quiet_numpy
-from .optimizer import Optimizer, StateDict, bump_versions, foreach_arrays, required
+from .optimizer import Optimizer, StateDict, bump_versions, foreach_group, required
 
 
 class SGD(Optimizer):
@@ -56,15 +56,10 @@ class SGD(Optimizer):
         that are not numbers, or only some parameters with a momentum buffer yet."""
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
         weight_decay, nesterov = group["weight_decay"], group["nesterov"]
-        for v in (lr, momentum, dampening, weight_decay):
-            if type(v) is not float and type(v) is not int:
-                return False
-        pairs = [(p, p.grad) for p in group["params"] if p.grad is not None]
-        found = foreach_arrays(pairs)
+        found = foreach_group(group, (lr, momentum, dampening, weight_decay))
         if found is None:
             return False
-        P_arrays, G_arrays, dtype = found
-        params = [p for p, _ in pairs]
+        params, P_arrays, G_arrays, dtype = found
         if momentum == 0 and weight_decay == 0:
             # plain SGD: one in-place update per array, no gather into and scatter out of the
             # flat buffer (which cost more than the update for a few small parameters: 56 of a
