@@ -41,23 +41,26 @@ def refuse_bool_sub(a, b) -> None:
         raise RuntimeError(_BOOL_SUB if _is_bool(a) and _is_bool(b) else _BOOL_SUB_ONE)
 
 
+_NUMBERS = (int, float, bool, complex)
+
+
 def _scaled(apply, name: str, x, alpha, other):
     """x * alpha (x itself for a Python 1: a tensor alpha always scales, as comparing it would
     need its data, which a traced value does not have). PyTorch's checks: a float alpha with
     integer operands, a bool alpha with non-bool ones, are refused."""
-    if type(alpha) in (int, float) and alpha == 1:
+    kind = type(alpha)
+    if kind is float or kind is bool:  # (an int alpha, the common case, needs no look at the operands)
+        widest = max(_category(x), _category(other))
+        if kind is float and widest < 2:
+            raise RuntimeError(f"{name}: for integral input tensors, argument alpha must not be a floating point "
+                               f"number (got alpha={alpha}); pass an integer alpha or convert the tensors to float")
+        if kind is bool and widest > 0:
+            raise RuntimeError(f"{name}: boolean alpha only supported for Boolean results (got alpha={alpha}); "
+                               "pass a number")
+    if (kind is int or kind is float) and alpha == 1:
         return x
-    cats = (_category(x), _category(other))
-    if isinstance(alpha, float) and max(cats) < 2:
-        raise RuntimeError(f"{name}: for integral input tensors, argument alpha must not be a floating point "
-                           f"number (got alpha={alpha}); pass an integer alpha or convert the tensors to float")
-    if isinstance(alpha, bool) and max(cats) > 0:
-        raise RuntimeError(f"{name}: boolean alpha only supported for Boolean results (got alpha={alpha}); "
-                           "pass a number")
-    if not hasattr(x, "shape"):  # a Python number: scaled in Python, as PyTorch's scalar other
-        if hasattr(alpha, "shape"):
-            return apply(MUL, (alpha, x), {})
-        return x * alpha
+    if type(x) in _NUMBERS:  # a Python number: scaled in Python, as PyTorch's scalar other
+        return apply(MUL, (alpha, x), {}) if type(alpha) not in _NUMBERS else x * alpha
     return apply(MUL, (x, alpha), {})
 
 

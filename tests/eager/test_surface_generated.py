@@ -339,3 +339,85 @@ def test_comparison_in_place_stays_on_the_graph_as_pytorchs(name, other_is_tenso
         np.testing.assert_array_equal(ours_other, t_other)
     plain = eager.tensor(data)  # nothing to record: no graph, the values only
     assert plain.clone().lt_(0.0).grad_fn is None
+
+
+# -- records with an argument mapping (add/sub's alpha, div's rounding_mode) ---------------------
+_MAPPED_CASES = [
+    ("add", {"alpha": 2}), ("add", {"alpha": 0.5}), ("add", {}), ("sub", {"alpha": -3}), ("subtract", {"alpha": 2}),
+    ("rsub", {"alpha": 2}), ("rsub", {}), ("div", {}), ("div", {"rounding_mode": "trunc"}),
+    ("div", {"rounding_mode": "floor"}), ("divide", {"rounding_mode": "trunc"}), ("true_divide", {}),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", _MAPPED_CASES)
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+@pytest.mark.parametrize("other_kind", ["tensor", "number"])
+def test_mapped_functions_methods_and_in_place_forms_as_pytorch(name, kwargs, dtype, other_kind):
+    """The function, the method and the in-place form of each spelling give PyTorch's value and
+    dtype, or PyTorch's exception type (a float alpha with integer tensors, an integer in-place
+    form of a true division)."""
+    torch = pytest.importorskip("torch")
+    a = np.array([[7, -7, 5], [-3, 9, 2]]).astype(dtype)
+    b = np.array([2, 3, -4]).astype(dtype)
+    for form in ("function", "method", "inplace"):
+        if form != "function" and not hasattr(torch.Tensor, name):
+            continue
+        outcomes = []
+        for lib in (eager, torch):
+            x = lib.tensor(a)
+            y = lib.tensor(b) if other_kind == "tensor" else (3 if dtype == "int64" else 2.5)
+            try:
+                if form == "function":
+                    r = getattr(lib, name)(x, y, **kwargs)
+                elif form == "method":
+                    r = getattr(x, name)(y, **kwargs)
+                else:
+                    r = getattr(x, name + "_")(y, **kwargs)
+                    assert r is x
+                outcomes.append((str(r.dtype).split(".")[-1], r.numpy()))
+            except (RuntimeError, TypeError) as exc:
+                outcomes.append((type(exc).__name__, None))
+        (ours_kind, ours), (theirs_kind, theirs) = outcomes
+        assert ours_kind == theirs_kind, (form, outcomes)
+        if theirs is not None:
+            np.testing.assert_allclose(ours, theirs, rtol=1e-6, err_msg=f"{name} {form}")
+
+
+def test_mapped_functions_take_out_refuse_bad_arguments_and_differentiate():
+    x = eager.tensor([1.0, -2.0, 3.5], dtype=eager.float64, requires_grad=True)
+    y = eager.tensor([0.5, 4.0, -1.5], dtype=eager.float64, requires_grad=True)
+    out = eager.empty(3)
+    assert eager.add(x.detach(), y.detach(), alpha=3, out=out) is out
+    np.testing.assert_allclose(out.numpy(), [2.5, 10.0, -1.0])
+    assert gradcheck(lambda a, b: eager.add(a, b, alpha=-2.5), (x, y))
+    assert gradcheck(lambda a, b: eager.sub(a, b, alpha=2), (x, y))
+    assert gradcheck(lambda a, b: eager.rsub(a, b, alpha=3), (x, y))
+    assert gradcheck(lambda a, b: a.div(b), (x, y))
+    assert gradcheck(lambda a, b: eager.true_divide(a, b), (x, y))
+    with pytest.raises(RuntimeError, match="rounding_mode"):
+        eager.div(x, y, rounding_mode="round")
+    with pytest.raises(RuntimeError, match="alpha"):
+        eager.add(eager.tensor([1, 2]), eager.tensor([1, 2]), alpha=0.5)
+    with pytest.raises(RuntimeError, match="alpha"):
+        eager.add(x, y, alpha=True)
+    with pytest.raises(RuntimeError, match="bool"):
+        eager.sub(eager.tensor([True]), eager.tensor([False]))
+    with pytest.raises(TypeError):
+        eager.add(x, y, beta=2)  # PyTorch's own parameters only
+    with pytest.raises(TypeError):
+        eager.true_divide(x, y, rounding_mode="floor")  # true_divide has none, as PyTorch
+    z = x.detach().clone()
+    z += y.detach()
+    z -= 1
+    z /= 2
+    np.testing.assert_allclose(z.numpy(), ([1.0, -2.0, 3.5] + np.array([0.5, 4.0, -1.5]) - 1) / 2)
+
+
+def test_mapped_functions_trace_as_eager():
+    import static
+
+    def f(a, b):
+        return eager.add(a, b, alpha=2) - a.sub(b, alpha=3) + eager.div(a, b, rounding_mode="floor") + a.true_divide(b)
+
+    a, b = eager.tensor([[1.5, -2.0], [3.0, 4.5]]), eager.tensor([0.5, -3.0])
+    np.testing.assert_allclose(static.compile(f, backend="interpret")(a, b).numpy(), f(a, b).numpy(), rtol=1e-6)
