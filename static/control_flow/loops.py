@@ -85,6 +85,20 @@ def _batch_level(leaves: list) -> tuple | None:
     return found
 
 
+def _batched_lift(state: Any, lvl: int, size: int) -> Callable[[Any], Any]:
+    """A batched loop's entry for one leaf (scan's and while_loop's under vmap): a number made
+    a tensor, then given the batch axis of vmap level lvl (size examples; broadcast where it
+    has none) and traced in state, as the loop's body will see the whole batch."""
+    from eager import _vmap  # noqa: PLC0415
+
+    def lift(x: Any) -> Any:
+        if isinstance(x, (bool, int, float, np.generic)):
+            x = eager.tensor(x)
+        return _as_traced(state, _vmap.per_example(x, lvl, size)._value)
+
+    return lift
+
+
 def _scan_batched(f: Callable, init: Any, xs: Any, x_leaves: list, x_tree: Any, n: int, reverse: bool, loc: str,
                   level: tuple) -> tuple:
     """scan under vmap, traced on the batch: carries and xs enter with their batch axis (xs
@@ -96,11 +110,7 @@ def _scan_batched(f: Callable, init: Any, xs: Any, x_leaves: list, x_tree: Any, 
     lvl, size = level
     state = ACTIVE.stack[-1]
     init_leaves, init_tree = _flatten(init)
-
-    def lift(x: Any) -> Any:
-        if isinstance(x, (bool, int, float, np.generic)):
-            x = eager.tensor(x)
-        return _as_traced(state, _vmap.per_example(x, lvl, size)._value)
+    lift = _batched_lift(state, lvl, size)
 
     init_u = [lift(leaf) for leaf in init_leaves]
     xs_u = [lift(x).movedim(0, 1) for x in x_leaves]
@@ -350,11 +360,7 @@ def _while_batched(cond_fun: Callable, body_fun: Callable, init_val: Any, loc: s
     lvl, size = level
     state = ACTIVE.stack[-1]
     leaves, tree = _flatten(init_val)
-
-    def lift(x: Any) -> Any:
-        if isinstance(x, (bool, int, float, np.generic)):
-            x = eager.tensor(x)
-        return _as_traced(state, _vmap.per_example(x, lvl, size)._value)
+    lift = _batched_lift(state, lvl, size)
 
     init_u = [lift(leaf) for leaf in leaves]
     specs = [_spec_of(t) for t in init_u]
