@@ -270,6 +270,11 @@ def _check_masks(shape: tuple, key, masks: dict) -> None:
 
 
 def _index_forward(xp, x, *index_arrays, key):
+    if len(key) == 1 and key[0][0] == "tensor" and index_arrays[0].dtype.kind == "i" and x.flags.c_contiguous:
+        # x[idx] with one integer array (minibatch rows, an embedding lookup): NumPy's result
+        # is then laid out as PyTorch's (row-major); no masks to check, no key to build
+        out = x[index_arrays[0]]
+        return out if out.flags.c_contiguous else xp.ascontiguousarray(out)
     _check_masks(x.shape, key, {i: a.shape for i, a in enumerate(index_arrays) if a.dtype.kind == "b"})
     k = build_key(key, index_arrays)
     if not index_arrays:

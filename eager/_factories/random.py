@@ -200,6 +200,16 @@ def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=Fa
     Mirrors torch.randint."""
     if size is None:
         low, high, size = 0, low, high
+    if (generator is None and dtype is None and not requires_grad and type(size) is tuple
+            and DRAW_HOOK.fn is None and not VMAP_DRAWS.lead and _dev(device).type == "cpu"):
+        # the common draw (a minibatch's indices each step): int64 on the CPU from eager's
+        # generator, what draw_array does, without its layers (each a call and a check)
+        for s in size:
+            if type(s) is not int or s < 0:
+                break  # (a bool, a symbolic size, a nested size: the general path checks them)
+        else:
+            _DRAWS.count += 1
+            return _finish(_RNG["numpy"].integers(low, high, size), False)
     dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64
     return _finish(_rng_array_gen(generator, "int", _shape_args(tuple(size)), dt, _dev(device), low, high=high),
                    requires_grad)

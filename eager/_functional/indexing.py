@@ -57,6 +57,7 @@ def _opt_int(v):
 
 
 _FULL = ("slice", None, None, None)
+_ONE_TENSOR = (("tensor", 0),)  # the key of x[idx]
 
 
 def _selects_first(key, operands):
@@ -93,6 +94,11 @@ def getitem(input, index, make_tensor):
     """input[index] with PyTorch's basic and advanced indexing; `make_tensor` turns index lists into tensors.
 
     Backs Tensor.__getitem__. Mirrors torch.Tensor.__getitem__."""
+    data = getattr(index, "_data", None)
+    if data is not None and type(data) is np.ndarray and data.dtype.kind in "iub":
+        # x[idx] with one index tensor (a minibatch's rows, an embedding lookup C[xi]): the key
+        # index_key builds for it, without its walk over a tuple or the two-step test
+        return S.INDEX(input, index, key=_ONE_TENSOR, n_index=1)
     key, operands = index_key(index, make_tensor)
     if _builtins.any(e[1:] and e[0] == "slice" and e[3] is not None and e[3] <= 0 for e in key):
         raise ValueError("step must be greater than zero")
