@@ -73,6 +73,7 @@ def test_the_in_place_table_is_complete_and_each_entry_is_eagers_function_writte
             "clip_": [0.0, 1.0], "masked_fill_": [eager.tensor([[True, False], [False, True]]), -1.0],
             "atan2_": [2.0], "addcmul_": [x, x], "addcdiv_": [x, x + 4.0],
             "scatter_reduce_": [1, eager.tensor([[1, 1], [0, 0]]), eager.tensor([[2.0, 3.0], [4.0, 5.0]]), "sum"],
+            "heaviside_": [eager.tensor(0.5)], "ldexp_": [eager.tensor(2.0)], "nextafter_": [eager.tensor(0.0)],
             **{f"{op}_": [2.0] for op in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
                                           "logical_xor", "remainder", "fmod", "floor_divide", "arctan2", "not_equal", "less",
                                           "less_equal", "greater", "greater_equal", "multiply", "divide", "subtract",
@@ -80,6 +81,8 @@ def test_the_in_place_table_is_complete_and_each_entry_is_eagers_function_writte
     table = inplace_methods()
     assert {"add_", "sub_", "mul_", "div_", "pow_", "exp_", "sigmoid_", "clamp_", "masked_fill_"} <= set(table)
     for name, entry in table.items():
+        if name == "float_power_":  # its result is float64, which a float32 tensor cannot hold (PyTorch refuses too)
+            continue
         y = x.clone()
         assert getattr(y, name)(*args.get(name, [])) is y
         np.testing.assert_allclose(y.numpy(), entry.fn(x, *args.get(name, [])).numpy(), rtol=1e-6, err_msg=name)
