@@ -229,16 +229,21 @@ def qr(A: Any, mode: str = "reduced") -> Any:  # noqa: N803
     return _QrResult(Q, R)
 
 
+def _iterative(name: str, A: Any, **kwargs: Any) -> Any:  # noqa: N803
+    """xp.linalg.<name>(A's array, **kwargs) in A's array namespace, for the iterative
+    factorizations (eigh, svd): a failure there raised as PyTorch's LinAlgError naming the op."""
+    a = _array(A)
+    try:
+        return getattr(xp_of_array(a).linalg, name)(a, **kwargs)
+    except Exception as err:
+        raise LinAlgError(f"linalg.{name}: The algorithm failed to converge ({err})") from err
+
+
 # -- eigh --------------------------------------------------------------------------------------------------
 class _Eigh(Function):
     @staticmethod
     def forward(ctx: Any, A: Any, uplo: str) -> Any:  # noqa: N803
-        a = _array(A)
-        xp = xp_of_array(a)
-        try:
-            w, v = xp.linalg.eigh(a, UPLO=uplo)
-        except Exception as err:
-            raise LinAlgError(f"linalg.eigh: The algorithm failed to converge ({err})") from err
+        w, v = _iterative("eigh", A, UPLO=uplo)
         W, V = _wrap(w), _wrap(v)  # noqa: N806
         ctx.save_for_backward(W, V)
         ctx.set_materialize_grads(False)
@@ -283,12 +288,7 @@ def eigvalsh(A: Any, UPLO: str = "L") -> Any:  # noqa: N803
 class _SVD(Function):
     @staticmethod
     def forward(ctx: Any, A: Any, full_matrices: bool) -> Any:  # noqa: N803
-        a = _array(A)
-        xp = xp_of_array(a)
-        try:
-            u, s, vh = xp.linalg.svd(a, full_matrices=full_matrices)
-        except Exception as err:
-            raise LinAlgError(f"linalg.svd: The algorithm failed to converge ({err})") from err
+        u, s, vh = _iterative("svd", A, full_matrices=full_matrices)
         U, S, Vh = _wrap(u), _wrap(s), _wrap(vh)  # noqa: N806
         ctx.full = full_matrices
         ctx.save_for_backward(U, S, Vh)
