@@ -148,18 +148,27 @@ def _lgamma_array(a: np.ndarray) -> np.ndarray:
     return np.asarray(out).astype(a.dtype if a.dtype.kind == "f" else np.float32)
 
 
+def _reflect_and_shift(a: np.ndarray, step: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]) -> tuple:
+    """(x, refl, y, acc) for the polygamma evaluations (digamma's, trigamma's): x as float64,
+    refl where x < 0.5 (reflected to y = 1 - x), then y raised by ones up to >= 10 (at most ten
+    steps), acc the recurrence's terms so far, each step acc = step(acc, y, y < 10) before y
+    moves; the caller adds the asymptotic series at y and undoes the reflection."""
+    x = np.asarray(a, dtype=np.float64)
+    refl = x < 0.5
+    y = np.where(refl, 1.0 - x, x)
+    acc = np.zeros_like(y)
+    for _ in range(10):
+        small = y < 10.0
+        acc = step(acc, y, small)
+        y = np.where(small, y + 1.0, y)
+    return x, refl, y, acc
+
+
 def _digamma_array(a: np.ndarray) -> np.ndarray:
     """psi(x): the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series;
     reflection for x < 0.5 (poles give NaN/inf as PyTorch's). Relative error about 1e-13."""
-    x = np.asarray(a, dtype=np.float64)
     with np.errstate(all="ignore"):
-        refl = x < 0.5
-        y = np.where(refl, 1.0 - x, x)
-        acc = np.zeros_like(y)
-        for _ in range(10):
-            small = y < 10.0
-            acc = acc - np.where(small, 1.0 / y, 0.0)
-            y = np.where(small, y + 1.0, y)
+        x, refl, y, acc = _reflect_and_shift(a, lambda acc, y, small: acc - np.where(small, 1.0 / y, 0.0))
         inv2 = 1.0 / (y * y)
         series = np.log(y) - 0.5 / y - inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (
             1 / 240 - inv2 * (1 / 132)))))
@@ -208,15 +217,8 @@ def lgamma(input: Any) -> Any:  # noqa: A002
 def _trigamma_array(a: np.ndarray) -> np.ndarray:
     """psi'(x): the recurrence psi'(x) = psi'(x + 1) + 1/x^2 up to x >= 10, then the asymptotic
     series; reflection psi'(1 - x) + psi'(x) = pi^2 / sin^2(pi x) for x < 0.5."""
-    x = np.asarray(a, dtype=np.float64)
     with np.errstate(all="ignore"):
-        refl = x < 0.5
-        y = np.where(refl, 1.0 - x, x)
-        acc = np.zeros_like(y)
-        for _ in range(10):
-            small = y < 10.0
-            acc = acc + np.where(small, 1.0 / (y * y), 0.0)
-            y = np.where(small, y + 1.0, y)
+        x, refl, y, acc = _reflect_and_shift(a, lambda acc, y, small: acc + np.where(small, 1.0 / (y * y), 0.0))
         inv = 1.0 / y
         inv2 = inv * inv
         series = inv + 0.5 * inv2 + inv * inv2 * (1 / 6 - inv2 * (1 / 30 - inv2 * (1 / 42 - inv2 * (1 / 30))))
