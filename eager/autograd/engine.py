@@ -114,11 +114,14 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
         for (node, nr), g in zip(roots, grad_tensors):
             _add(buffers, node, nr, g)
         captured: list[Tensor | None] = [None] * (len(inputs) if inputs is not None else 0)
-        ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
+        if len(root_nodes) == 1:  # (loss.backward(): no duplicate roots to drop)
+            ready = root_nodes if root_nodes[0] not in deps else []
+        else:
+            ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
         plain = not STATE.anomaly  # (anomaly mode: every node through _execute, which checks NaNs)
         # whether an input asked for is a plain node's output (autograd.grad(loss, [hidden])):
         # mostly they are leaves, and the inlined path then skips the per-node id() lookup
-        node_targets = any(type(n) in PLAIN_NODE_TYPES for n, _ in targets)
+        node_targets = bool(targets) and any(type(n) in PLAIN_NODE_TYPES for n, _ in targets)
         while ready:
             node = ready.pop()
             # (a buffer exists only once a gradient reached it: it holds at least one)
@@ -166,7 +169,25 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
                         node._saved = _NOTHING_SAVED
                         node._saved_out = None
                 continue
-            outs = _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned)
+            if grads is not None and node._hooks is None and not targets:
+                # no hooks and nothing captured: a leaf's accumulator or a custom Function's
+                # node without _execute's special cases (run_pre, captures, the pruning test)
+                if isinstance(node, AccumulateGrad):  # (no subclasses)
+                    g0 = grads[0]
+                    if accumulate and g0 is not None:
+                        node.accumulate(g0, create_graph, owned)
+                    continue  # (a sink: no edges, nothing saved)
+                outs: Grads | None
+                if plain and useful is None:
+                    try:
+                        outs = node.apply(grads)
+                    except Exception as exc:
+                        _annotate(exc, node)
+                        raise
+                else:
+                    outs = _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned)
+            else:
+                outs = _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned)
             if outs is not None and not retain_graph:
                 node.release()  # only nodes that ran give up their saved tensors, as in PyTorch
             for k, (nxt, nr) in enumerate(node.next_functions):

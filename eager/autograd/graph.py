@@ -387,8 +387,6 @@ class AccumulateGrad(HookMixin):
 
     def accumulate(self, grad: Tensor, create_graph: bool, owned: set[int]) -> None:
         var = self.variable
-        if not create_graph:
-            grad = grad.detach()
         arr = grad._data
         if var._grad is None:
             # PyTorch's gradient layout contract: `.grad` is laid out like the leaf (a
@@ -400,7 +398,7 @@ class AccumulateGrad(HookMixin):
                     grad = _clone(grad)  # keeps the graph; only the copy's layout differs
                     grad._data = fitted
                 else:
-                    grad = type(grad)._make(fitted)
+                    grad = grad._make(fitted)  # (a tensor of no graph: what detach would make)
                 owned.add(id(fitted))
                 var._grad = grad
             # Store without a copy only when nothing else can see the array.
@@ -408,21 +406,24 @@ class AccumulateGrad(HookMixin):
                                   and is_writeable(arr)):
                 owned.add(id(arr))
                 # PyTorch's .grad is no one's alias: not the detached gradient (whose _base, the
-                # backward's tensor, static's capture would read in place of p.grad)
-                var._grad = grad if create_graph else type(grad)._make(arr)
+                # backward's tensor, static's capture would read in place of p.grad), a tensor
+                # of its own made once here (no detached one made first)
+                var._grad = grad if create_graph else grad._make(arr)
             else:
-                var._grad = grad.clone()
+                var._grad = grad.detach().clone()
                 var._grad._data = layout_like(var._grad._data, var._data)
                 owned.add(id(var._grad._data))
-        elif create_graph or var._grad.requires_grad:
+        elif create_graph:
             var._grad = var._grad + grad
+        elif var._grad.requires_grad:
+            var._grad = var._grad + grad.detach()
         else:
             current = var._grad._data
             if current.shape == arr.shape and is_writeable(current):
                 current += arr
                 var._grad._vc[0] += 1
             else:
-                var._grad = var._grad + grad
+                var._grad = var._grad + grad.detach()
 
 
 def _clone(t: Tensor) -> Tensor:
