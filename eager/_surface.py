@@ -212,6 +212,18 @@ def _describe(op: OpDef) -> str:
     return op.doc[:1].upper() + op.doc[1:] if op.doc else f"{op.name}, elementwise"
 
 
+def _as_eager_function(fn: Callable[..., Any], op: OpDef, name: str,
+                       params: tuple[Param, ...]) -> Callable[..., Any]:
+    """fn named and documented as the function eager.<name> (its signature, whether it is an
+    alias, the record's description, the torch function it mirrors)."""
+    fn.__module__ = "eager"
+    fn.__qualname__ = name
+    alias = f"Alias for eager.{op.name}. " if name != op.name else ""
+    fn.__doc__ = (f"{name}({_doc_params(params)}) -> Tensor\n\n{alias}{_describe(op)}. "
+                  f"Mirrors torch.{name} (generated from the op record's surface, eager._surface).")
+    return fn
+
+
 def _make_function(op: OpDef, sig: Signature, name: str) -> Callable[..., Any]:
     """`eager.<name>(input, ...)`: one call of the dispatcher (eager tensors, tracer values and
     batched values alike: it hands the op to the operands' type), or with `out=` the result
@@ -228,12 +240,7 @@ def _make_function(op: OpDef, sig: Signature, name: str) -> Callable[..., Any]:
     else:
         body = f"    return _D['dispatch'](_op, {operands}, {attrs})\n"
     fn = _compile(f"def {name}({params}):\n{body}", name, namespace)
-    fn.__module__ = "eager"
-    fn.__qualname__ = name
-    alias = f"Alias for eager.{op.name}. " if name != op.name else ""
-    fn.__doc__ = (f"{name}({_doc_params(sig.params)}) -> Tensor\n\n{alias}{_describe(op)}. "
-                  f"Mirrors torch.{name} (generated from the op record's surface, eager._surface).")
-    return fn
+    return _as_eager_function(fn, op, name, sig.params)
 
 
 def _make_mapped_function(op: OpDef, sig: Signature, name: str) -> Callable[..., Any]:
@@ -250,12 +257,7 @@ def _make_mapped_function(op: OpDef, sig: Signature, name: str) -> Callable[...,
     else:
         body = f"    return {call}\n"
     fn = _compile(f"def {name}({text}):\n{body}", name, namespace)
-    fn.__module__ = "eager"
-    fn.__qualname__ = name
-    alias = f"Alias for eager.{op.name}. " if name != op.name else ""
-    fn.__doc__ = (f"{name}({_doc_params(params)}) -> Tensor\n\n{alias}{_describe(op)}. "
-                  f"Mirrors torch.{name} (generated from the op record's surface, eager._surface).")
-    return fn
+    return _as_eager_function(fn, op, name, params)
 
 
 def _make_mapped_method(op: OpDef, sig: Signature, name: str) -> Callable[..., Any]:
