@@ -9,6 +9,8 @@ import functools
 
 import numpy as np
 
+from gmops.device import cupy_module  # noqa: F401  (CuPy if a CUDA device answers: one probe, with the record that moves data)
+
 
 class device:
     """`eager.device("cpu")` / `eager.device("cuda:0")`; prints as PyTorch's does."""
@@ -51,16 +53,6 @@ CPU = device("cpu")
 
 
 @functools.cache
-def cupy_module():
-    """CuPy if it imports and a CUDA device answers; None otherwise."""
-    try:
-        import cupy  # noqa: PLC0415
-
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            return None
-        return cupy
-    except Exception:  # ImportError, or a CUDA runtime that cannot start
-        return None
 
 
 def cuda_is_available() -> bool:

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from gmbase import dtypes as _dtypes
+from gmops import device as _device_ops
 from gmops import elementwise as E
-from gmops._registry import OpDef, defop
 
 from . import _dispatch, _tensor
 from . import _functional as F
@@ -29,40 +29,9 @@ from ._tensor import Tensor, ViewStep
 _LEAF_MSG = "a leaf Variable that requires grad is being used in an in-place operation."
 
 
-def _to_device_forward(xp, x, device, source):
-    if device == "cpu":
-        return x if isinstance(x, np.ndarray) else x.get()
-    cp = cupy_module()
-    if cp is None:
-        raise RuntimeError("Torch not compiled with CUDA enabled: eager's 'cuda' device needs CuPy and a GPU")
-    with cp.cuda.Device(int(device.partition(":")[2] or 0)):
-        return cp.asarray(x)
-
-
-TO_DEVICE: OpDef = defop(
-    "to_device", forward=_to_device_forward, abstract=lambda x, device, source: x,
-    vjp=lambda ctx, g: (TO_DEVICE(g, device=ctx.attrs["source"], source=ctx.attrs["device"]),),
-    grad_name="ToCopyBackward0", kind="other",
-    aliases_operand=True,  # on its own device, the operand itself
-    samples=lambda rng: [((rng.standard_normal((3,)),), {"device": "cpu", "source": "cpu"})],
-)
-
-
+# the records of a device move and a fill live with the others (gmops.device)
+TO_DEVICE, FILL = _device_ops.TO_DEVICE, _device_ops.FILL
 _VIEW_OF_LEAF_MSG = "a view of a leaf Variable that requires grad is being used in an in-place operation."
-
-
-def _fill_vjp(ctx, g):
-    from gmops.special import FULL_LIKE  # noqa: PLC0415
-
-    return (FULL_LIKE(g, value=0.0),)
-
-
-FILL = defop(
-    "fill", forward=lambda xp, x, value: xp.full_like(x, value), abstract=lambda x, value: x,
-    vjp=_fill_vjp, grad_name="FillBackward0", kind="other",
-    samples=lambda rng: [((rng.standard_normal((3,)),), {"value": 2.5})],
-    doc="x's shape filled with value, still connected to x's graph (fill_/zero_ on a non-leaf)",
-)
 
 
 def _any_requires_grad(values) -> bool:
