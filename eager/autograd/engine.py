@@ -2,9 +2,12 @@
 gradients that meet at a node before running it (as PyTorch's engine does)."""
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Optional, Union
+
+import numpy as np
 
 from gmbase.dtypes import _BY_NP
 from gmbase.fpstate import quiet_fp as _quiet_fp
@@ -23,6 +26,7 @@ BackwardNode = Union[Node, "FunctionCtx", AccumulateGrad]
 Grads = list[Optional["Tensor"]]  # per output of a node (None: no gradient flows there)
 Targets = dict[tuple[BackwardNode, int], list[int]]  # (node, output_nr) -> positions in `inputs`
 
+_refcount = sys.getrefcount
 _COMPACT_LOCK = threading.Lock()  # (COMPACT_PASSES is counted by every thread)
 _NO_GRAD_FN = "element {} of tensors does not require grad and does not have a grad_fn"
 
@@ -153,7 +157,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
                                 slots[nr] = g
                             else:  # sum what meets at nxt's input slot
                                 prev = slots[nr]
-                                slots[nr] = g if prev is None else prev + g
+                                slots[nr] = g if prev is None else _sum(prev, g, create_graph)
                         left = deps[nxt] - 1
                         if left:
                             deps[nxt] = left
@@ -200,7 +204,7 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
                         if slots is None:
                             slots = buffers[nxt] = [None] * nxt.n_outputs
                         prev = slots[nr]
-                        slots[nr] = gk if prev is None else prev + gk
+                        slots[nr] = gk if prev is None else _sum(prev, gk, create_graph)
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
@@ -220,6 +224,26 @@ def _any(grads: Grads) -> bool:
         if g is not None:
             return True
     return False
+
+
+def _sum(prev: Tensor, g: Tensor, create_graph: bool) -> Tensor:
+    """prev + g, the gradients meeting at one input slot: added into prev's array in place
+    when nothing but the slot holds prev or its array (PyTorch's InputBuffer steals a buffer
+    whose use count is one the same way), which spares an array and an op's dispatch per
+    extra gradient (a recurrent step's weights meet one gradient per time step).
+
+    The reference counts: prev is held by the slot, the caller's local `prev`, this call's
+    argument and getrefcount's; its array by prev._data, the local `a` and getrefcount's. Any other holder (the same
+    gradient passed to two operands by an add's backward, a saved tensor, a view of the
+    array) makes the count higher, and the sum is then a new tensor."""
+    a = prev._data
+    b = g._data
+    if (not create_graph and type(a) is np.ndarray and type(b) is np.ndarray and a.base is None
+            and a.shape == b.shape and a.dtype is b.dtype and a.flags.writeable
+            and _refcount(prev) == 4 and _refcount(a) == 3 and prev.grad_fn is None):
+        np.add(a, b, out=a)
+        return prev
+    return prev + g
 
 
 def _add(buffers: dict[BackwardNode, Grads], node: BackwardNode, nr: int, g: Tensor) -> None:
