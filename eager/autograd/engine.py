@@ -243,7 +243,8 @@ def _sum(prev: Tensor, g: Tensor, create_graph: bool) -> Tensor:
             and _refcount(prev) == 4 and _refcount(a) == 3 and prev.grad_fn is None):
         np.add(a, b, out=a)
         return prev
-    return prev + g
+    total: Tensor = prev + g
+    return total
 
 
 def _add(buffers: dict[BackwardNode, Grads], node: BackwardNode, nr: int, g: Tensor) -> None:
