@@ -9,9 +9,9 @@ import numpy as np
 from gmbase import dtypes as _dtypes
 
 from ._checks import broadcast_shapes, same_dtype
-from ._pointwise import _any, _needs
+from ._pointwise import _any, _elementwise, _needs
 from ._registry import OpDef, TensorSpec, defop
-from .comparison import GE, LE, LOGICAL_AND
+from .comparison import GE, GT, LE, LOGICAL_AND, LT
 
 
 # -- selection and clamping -------------------------------------------------------------------
@@ -134,7 +134,65 @@ def _clamp_vjp(ctx, g):
     return (WHERE(keep, g, 0.0),)
 
 
+def _bound(b):
+    """A number bound of clamp as a plain Python number; an int stays an int (it keeps int
+    tensors int), a bool stays a bool."""
+    if b is None or isinstance(b, (bool, int)):
+        return b
+    return float(b)
+
+
+def _item(b):
+    return b.item() if hasattr(b, "shape") else b
+
+
+def clamp_arguments(apply, input, min=None, max=None):
+    """torch.clamp(input, min=None, max=None): number bounds are the clamp op's attributes
+    (ClampBackward1); a tensor bound (PyTorch's clamp.Tensor) is an operand of clamp_min_tensor
+    / clamp_max_tensor, broadcast and promoted like one, with its own gradient where it wins
+    (ClampBackward0); where min > max, max wins, as in PyTorch."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if hasattr(min, "shape") or hasattr(max, "shape"):
+        if not all(b is None or hasattr(b, "shape") for b in (min, max)):
+            if all(not hasattr(b, "shape") or tuple(b.shape) == () for b in (min, max)):  # a 0-d tensor
+                return apply(CLAMP, (input,), {"min": _bound(_item(min)), "max": _bound(_item(max))})  # is a number
+            raise TypeError(f"clamp(): min and max must both be tensors or both numbers (got "
+                            f"{type(min).__name__} and {type(max).__name__}), as PyTorch's overloads; "
+                            "wrap the number with tensor(...)")
+        out = input if min is None else apply(CLAMP_MIN_TENSOR, (input, min), {})
+        return out if max is None else apply(CLAMP_MAX_TENSOR, (out, max), {})
+    return apply(CLAMP, (input,), {"min": _bound(min), "max": _bound(max)})
+
+
 CLAMP = defop(
     "clamp", forward=_clamp, abstract=_clamp_abstract, vjp=_clamp_vjp, grad_name="ClampBackward1",
     save=(0,), samples=_any((3, 4), min=-0.5, max=0.7),
+    surface=("function", "method", "inplace", "clamp(input, min=None, max=None, *, out=None)", "alias clip",
+             clamp_arguments),
+    doc="every element limited to [min, max] (either bound None, a number or a tensor)",
 )
+
+
+def _bound_op(is_min: bool) -> OpDef:
+    """clamp's tensor-bound halves: max(x, lo) / min(x, hi) in value (NaN propagates, as
+    maximum/minimum), but the gradient goes to x at a tie (x within its bounds keeps it) and
+    to the bound only where it wins, as PyTorch's ClampBackward0 (not maximum's half split)."""
+    name, ufunc = ("clamp_min_tensor", "maximum") if is_min else ("clamp_max_tensor", "minimum")
+
+    def vjp(ctx, g):
+        x, b = ctx.input(0), ctx.input(1)
+        bound_wins = LT(x, b) if is_min else GT(x, b)
+        return (WHERE(bound_wins, 0.0, g) if ctx.needs(0) else None,
+                WHERE(bound_wins, g, 0.0) if ctx.needs(1) else None)
+
+    return defop(
+        name, forward=lambda xp, x, b: getattr(xp, ufunc)(x, b), abstract=_elementwise(name),
+        vjp=vjp, grad_name="ClampBackward0", save=(0, 1), promote="same", samples=_any((3, 4), (4,)),
+        arity=2, ufunc=ufunc, c_expr=f"gm_{ufunc[:3]}({{0}}, {{1}})",
+        doc=f"clamp's tensor {'min' if is_min else 'max'} bound: {ufunc}(input, bound), the gradient to input at a tie",
+    )
+
+
+CLAMP_MIN_TENSOR = _bound_op(True)
+CLAMP_MAX_TENSOR = _bound_op(False)

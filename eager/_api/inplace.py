@@ -57,8 +57,6 @@ class TensorInPlace(TensorHooks):
 
     __slots__ = ()
 
-    clamp_ = _InPlace(F.clamp, saves_self=True)
-    clip_ = _InPlace(F.clamp, saves_self=True)
     masked_fill_ = _InPlace(_masked_fill, saves_self=False)
     scatter_reduce_ = _InPlace(F.scatter_reduce, saves_self=True)
     addcmul_ = _InPlace(F.addcmul, saves_self=False)

@@ -21,8 +21,6 @@ class TensorMethods(TensorHooks):
     __slots__ = ()
 
     square = F.square
-    clamp = F.clamp
-    clip = F.clamp
     clone = F.clone
     sum = F.sum
     mean = F.mean

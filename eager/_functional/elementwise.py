@@ -1,9 +1,9 @@
 """Elementwise arithmetic and activations of eager's functional surface whose arguments need
-handling of their own (clamp's tensor bounds, where, lerp, addcmul): each applies op records
+handling of their own (where, lerp, addcmul): each applies op records
 from `gmops`.
 
-The pointwise functions (exp, sin, mul, pow, maximum, ...), add/sub/rsub with alpha and div
-with rounding_mode are not written here: they are generated from their records' `surface`
+The pointwise functions (exp, sin, mul, pow, maximum, ...), add/sub/rsub with alpha, div
+with rounding_mode and clamp/clip are not written here: they are generated from their records' `surface`
 (eager._surface)."""
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 from gmbase import dtypes as _dtypes
 from gmops import elementwise as E
 from gmops.arithmetic import refuse_bool_sub
+from gmops.selection import clamp_arguments
 
 from ._common import _TA, _renamed
 
@@ -60,39 +61,10 @@ def where(condition, input=None, other=None):
     return E.WHERE(condition, input, other)
 
 
-def _bound(b):
-    """A clamp bound as a plain Python number; an int stays an int (it keeps int tensors int)."""
-    if b is None or isinstance(b, bool):
-        return b
-    if hasattr(b, "item"):
-        b = b.item()
-    return b if isinstance(b, int) else float(b)
-
-
-def clamp(input, min=None, max=None):
-    """Limit every element to [min, max] (either bound may be None or a tensor); `clip` is the same.
-
-    Mirrors torch.clamp."""
-    if hasattr(min, "shape") or hasattr(max, "shape"):
-        return _clamp_to_tensors(input, min, max)
-    return E.CLAMP(input, min=_bound(min), max=_bound(max))
-
-
-def _clamp_to_tensors(input, min, max):
-    """clamp with tensor bounds (PyTorch's clamp.Tensor): bounds broadcast and promote like
-    operands and get their own gradients, where they win; max wins where min > max, as in
-    PyTorch. Composed of where, so it traces and differentiates like any other ops."""
-    if min is None and max is None:
-        raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
-    out = input
-    if min is not None:
-        out = where(E.LT(out, min), min, out)
-    if max is not None:
-        out = where(E.GT(out, max), max, out)
-    return _renamed(out, "ClampBackward0")
-
-
-clip = clamp
+def _call(op, operands, attrs):
+    """Apply a record as its own call does (eager's dispatcher hands a traced value to its
+    type): the `apply` a record's argument mapping takes, for the functions written here."""
+    return op(*operands, **attrs)
 
 
 def clone(input: _TA, *, memory_format: Any = None) -> _TA:
@@ -114,13 +86,13 @@ def to_dtype(input, dtype):
 
 
 def clamp_min(input, min):
-    """max(input, min), elementwise. Mirrors torch.clamp_min."""
-    return clamp(input, min=min)
+    """max(input, min), elementwise: clamp's record with no upper bound. Mirrors torch.clamp_min."""
+    return clamp_arguments(_call, input, min, None)
 
 
 def clamp_max(input, max):
-    """min(input, max), elementwise. Mirrors torch.clamp_max."""
-    return clamp(input, max=max)
+    """min(input, max), elementwise: clamp's record with no lower bound. Mirrors torch.clamp_max."""
+    return clamp_arguments(_call, input, None, max)
 
 
 def lerp(input, end, weight):

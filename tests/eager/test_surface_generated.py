@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -207,6 +208,18 @@ def _close(ours, theirs):
                                np.asarray(theirs.detach().numpy(), dtype=np.float64), rtol=1e-12, equal_nan=True)
 
 
+def _same_or_same_error(ours, theirs):
+    """Both calls give the same values, or both raise the same exception type (clamp with
+    neither bound, called with only its required parameters)."""
+    try:
+        want = theirs()
+    except (RuntimeError, TypeError, ValueError) as exc:
+        with pytest.raises(type(exc)):
+            ours()
+        return
+    _close(ours(), want)
+
+
 # functions whose docs name their parameters otherwise than PyTorch's parser takes them
 # (torch.true_divide's docs: dividend, divisor; it takes input=, other=): the parser wins
 PARSER_NAMES = {"true_divide"}
@@ -227,7 +240,8 @@ def test_generated_signatures_are_pytorchs():
         # torch accepts every parameter by our names, and both compute the same
         names = [p.name for p in inspect.signature(ours).parameters.values()
                  if p.name == "decimals" or p.default is inspect.Parameter.empty]
-        _close(ours(**_arguments(names, False, torch)), getattr(torch, name)(**_arguments(names, True, torch)))
+        _same_or_same_error(partial(ours, **_arguments(names, False, torch)),
+                            partial(getattr(torch, name), **_arguments(names, True, torch)))
     assert checked >= 40
     for name in methods:
         if not hasattr(torch.Tensor, name):
@@ -237,11 +251,10 @@ def test_generated_signatures_are_pytorchs():
         first_e, first_t = _arguments(["input"], False, torch)["input"], _arguments(["input"], True, torch)["input"]
         kw_e, kw_t = _arguments(["input", *params], False, torch), _arguments(["input", *params], True, torch)
         del kw_e["input"], kw_t["input"]
-        _close(getattr(first_e, name)(**kw_e), getattr(first_t, name)(**kw_t))
+        _same_or_same_error(partial(getattr(first_e, name), **kw_e), partial(getattr(first_t, name), **kw_t))
         if name + "_" in inplace and hasattr(torch.Tensor, name + "_"):
             a, b = first_e.clone(), first_t.clone()
-            assert getattr(a, name + "_")(**kw_e) is a
-            getattr(b, name + "_")(**kw_t)
+            _same_or_same_error(partial(getattr(a, name + "_"), **kw_e), partial(getattr(b, name + "_"), **kw_t))
             _close(a, b)
 
 
@@ -421,3 +434,78 @@ def test_mapped_functions_trace_as_eager():
 
     a, b = eager.tensor([[1.5, -2.0], [3.0, 4.5]]), eager.tensor([0.5, -3.0])
     np.testing.assert_allclose(static.compile(f, backend="interpret")(a, b).numpy(), f(a, b).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("bounds", [
+    {"min": 0, "max": 1}, {"min": -0.5}, {"max": 2}, {"min": 1.5, "max": 0.5},
+    {"min": "tensor"}, {"max": "tensor"}, {"min": "tensor", "max": "tensor"}, {"min": "tensor", "max": 1.0},
+    {"min": "scalar_tensor", "max": 3},
+])
+@pytest.mark.parametrize("spelling", ["clamp", "clip"])
+@pytest.mark.parametrize("dtype", ["float64", "int64"])
+def test_clamp_number_and_tensor_bounds_as_pytorch(bounds, spelling, dtype):
+    """clamp/clip's function, method and in-place form: number bounds (ClampBackward1) and
+    tensor bounds (ClampBackward0: broadcast, promoted, max wins where min > max, each bound
+    gets the gradient where it wins), values, dtypes, node names and gradients as PyTorch."""
+    torch = pytest.importorskip("torch")
+    a = np.array([[-2.0, 0.25, 1.0], [3.0, 0.5, -0.75]]).astype(dtype)
+    lo, hi = np.array([0.0, 0.5, 2.0]), np.array([1.0, 0.25, 3.0])
+    results = []
+    for lib in (eager, torch):
+        def bound(key, v, lib=lib):
+            if v == "tensor":
+                return lib.tensor(lo if key == "min" else hi, requires_grad=True)
+            return lib.tensor(0.25, dtype=lib.float64) if v == "scalar_tensor" else v
+        kw = {k: bound(k, v) for k, v in bounds.items()}
+        x = lib.tensor(a, requires_grad=dtype == "float64")
+        try:
+            r = getattr(lib, spelling)(x, **kw)
+        except TypeError:  # a tensor bound beside a number one: refused by both, as no overload takes it
+            results.append("TypeError")
+            continue
+        m = getattr(x.detach(), spelling)(**kw)
+        y = x.detach().clone()
+        try:
+            getattr(y, spelling + "_")(**kw)
+            inplace = y.detach().numpy().copy()
+        except RuntimeError as exc:  # an int tensor cannot hold a float bound's result
+            inplace = type(exc).__name__
+        grads = None
+        if x.requires_grad:
+            r.backward(lib.ones_like(r))
+            grads = [x.grad.numpy().copy()] + [v.grad.numpy().copy() for v in kw.values()
+                                               if hasattr(v, "grad") and v.requires_grad]
+        results.append((str(r.dtype).split(".")[-1], r.detach().numpy(), m.detach().numpy(), inplace,
+                        type(r.grad_fn).__name__ if r.grad_fn is not None else None, grads))
+    ours, theirs = results
+    if theirs == "TypeError":
+        assert ours == theirs
+        return
+    assert ours[0] == theirs[0] and ours[4] == theirs[4], (ours, theirs)
+    np.testing.assert_array_equal(ours[1], theirs[1])
+    np.testing.assert_array_equal(ours[2], theirs[2])
+    if isinstance(theirs[3], str):
+        assert ours[3] == theirs[3]
+    else:
+        np.testing.assert_array_equal(ours[3], theirs[3])
+    if theirs[5] is not None:
+        for g_ours, g_theirs in zip(ours[5], theirs[5]):
+            np.testing.assert_array_equal(g_ours, g_theirs)
+
+
+def test_clamp_refuses_no_bound_and_traces_and_differentiates():
+    x = eager.tensor([[-2.0, 0.3], [0.9, 4.0]], dtype=eager.float64, requires_grad=True)
+    lo = eager.tensor([0.1, 0.5], dtype=eager.float64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max'"):
+        eager.clamp(x)
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max'"):
+        x.clip()
+    hi = eager.tensor([1.5, 0.2], dtype=eager.float64, requires_grad=True)
+    assert gradcheck(lambda a, b, c: eager.clamp(a, b, c), (x, lo, hi))
+    with pytest.raises(TypeError, match="tensors or both numbers"):
+        eager.clamp(x, lo, 1.5)  # no PyTorch overload takes a tensor beside a number
+    import static
+
+    f = lambda a, b: eager.clamp(a, min=b) + a.clip(0, 1)  # noqa: E731
+    np.testing.assert_allclose(static.compile(f, backend="interpret")(x.detach(), lo.detach()).numpy(),
+                               f(x.detach(), lo.detach()).numpy())
