@@ -142,7 +142,8 @@ def signature(op: OpDef) -> Signature:
     if out and not (out[0].keyword_only and out[0].default is None):
         raise ValueError(f"op {op.name!r}: surface signature {text!r}: out must be keyword-only with default None")
     leading = [p for p in params if not p.keyword_only]
-    if len(leading) < arity or any(p.default is not _REQUIRED for p in leading[:arity]):
+    # (with an argument mapping the mapping says what reaches the op: where(condition) alone is nonzero)
+    if arguments is None and (len(leading) < arity or any(p.default is not _REQUIRED for p in leading[:arity])):
         raise ValueError(f"op {op.name!r}: surface signature {text!r} must begin with the op's {arity} operand(s)")
     if self_param is not None and self_param not in {p.name for p in params}:
         raise ValueError(f"op {op.name!r}: surface entry 'self {self_param}' names no parameter of {text!r}")

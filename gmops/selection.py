@@ -77,6 +77,22 @@ def _where(xp, c, a, b):
     return out
 
 
+def _where_arguments(apply, condition, input=None, other=None):
+    """torch.where(condition, input, other): the elements of input where condition holds,
+    else of other (all broadcast); where(condition) alone is condition.nonzero(as_tuple=True),
+    as PyTorch's; the condition must be a bool tensor, as PyTorch checks."""
+    if input is None and other is None:
+        return condition.nonzero(as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where() takes a condition alone or a condition, input and other (got "
+                        f"{'input' if other is None else 'other'} without the other one); pass both")
+    dt = getattr(condition, "dtype", None)
+    if isinstance(dt, _dtypes.dtype) and dt is not _dtypes.bool_:
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{_dtypes.scalar_type_name(dt)}; compare it first (condition != 0)")
+    return apply(WHERE, (condition, input, other), {})
+
+
 WHERE: OpDef = defop(
     "where", forward=_where, abstract=_where_abstract,
     vjp=lambda ctx, g: (
@@ -88,6 +104,10 @@ WHERE: OpDef = defop(
     samples=lambda rng: [((rng.standard_normal((3, 4)) > 0, rng.standard_normal((3, 4)),
                            rng.standard_normal((4,))), {})],
     arity=3, mask_operands=(0,), c_expr="gm_select({0}, {1}, {2})",
+    # (PyTorch's docs write input and other required; its parser also takes where(condition))
+    surface=("function", "method", "where(condition, input=None, other=None, *, out=None)", "self input",
+             _where_arguments),
+    doc="the elements of input where condition holds, else of other (broadcast together)",
 )
 
 

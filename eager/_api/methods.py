@@ -129,10 +129,6 @@ class TensorMethods(TensorHooks):
         """Whether every element is close to `other` (see isclose). Mirrors torch.Tensor.allclose."""
         return builtins.bool(F.all(F.isclose(self, other, rtol, atol, equal_nan)))
 
-    def where(self, condition: Any, other: Any) -> Any:
-        """Elements of self where `condition` holds, else of `other`. Mirrors torch.Tensor.where."""
-        return F.where(condition, self, other)
-
     def reshape(self, *shape: Any) -> Any:
         """The same elements in the given shape (a view when possible, else a copy). Mirrors torch.Tensor.reshape."""
         return F.reshape(self, *shape)

@@ -22,7 +22,6 @@ from .elementwise import (  # noqa: F401
     softplus,
     square,
     to_dtype,
-    where,
 )
 from .indexing import (  # noqa: F401
     IndexEntry,

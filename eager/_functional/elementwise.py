@@ -1,9 +1,9 @@
 """Elementwise arithmetic and activations of eager's functional surface whose arguments need
-handling of their own (where, lerp, addcmul): each applies op records
+handling of their own (lerp, addcmul, ...): each applies op records
 from `gmops`.
 
 The pointwise functions (exp, sin, mul, pow, maximum, ...), add/sub/rsub with alpha, div
-with rounding_mode and clamp/clip are not written here: they are generated from their records' `surface`
+with rounding_mode, clamp/clip and where are not written here: they are generated from their records' `surface`
 (eager._surface)."""
 from __future__ import annotations
 
@@ -44,21 +44,6 @@ def gelu(input, approximate: str = "none"):
 def square(input):
     """input * input, elementwise. Mirrors torch.square."""
     return E.MUL(input, input)
-
-
-def where(condition, input=None, other=None):
-    """Elements of `input` where `condition` is true, else of `other` (all broadcast together).
-
-    Unlike PyTorch, the one-argument form where(condition) is not supported (use nonzero(as_tuple=True)).
-    Mirrors torch.where."""
-    if input is None and other is None:
-        raise NotImplementedError("where(condition) with one argument (nonzero) is not supported; "
-                                  "pass where(condition, input, other)")
-    dt = getattr(condition, "dtype", None)
-    if isinstance(dt, _dtypes.dtype) and dt is not _dtypes.bool_:
-        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with dtype "
-                           f"{_dtypes.scalar_type_name(dt)}")
-    return E.WHERE(condition, input, other)
 
 
 def _call(op, operands, attrs):

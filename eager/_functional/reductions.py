@@ -21,10 +21,11 @@ from gmops.elementwise import MINIMUM as minimum
 from gmops.elementwise import NE as ne
 from gmops.elementwise import POW as pow
 from gmops.elementwise import SQRT as sqrt
+from gmops.selection import WHERE as where  # the op itself (its function is generated)
 
 from ..return_types import make as _return_type
 from ._common import _host, _ndim, _renamed
-from .elementwise import to_dtype, where
+from .elementwise import to_dtype
 
 return_types_max = _return_type("max")  # torch.return_types.max
 return_types_min = _return_type("min")  # torch.return_types.min

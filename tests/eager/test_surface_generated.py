@@ -204,6 +204,11 @@ def _arguments(params, torch_mode, torch):
 
 
 def _close(ours, theirs):
+    if isinstance(theirs, tuple):  # where(condition) alone: one index tensor per dim
+        assert isinstance(ours, tuple) and len(ours) == len(theirs)
+        for o, t in zip(ours, theirs):
+            _close(o, t)
+        return
     np.testing.assert_allclose(np.asarray(ours.detach().numpy(), dtype=np.float64),
                                np.asarray(theirs.detach().numpy(), dtype=np.float64), rtol=1e-12, equal_nan=True)
 
@@ -509,3 +514,34 @@ def test_clamp_refuses_no_bound_and_traces_and_differentiates():
     f = lambda a, b: eager.clamp(a, min=b) + a.clip(0, 1)  # noqa: E731
     np.testing.assert_allclose(static.compile(f, backend="interpret")(x.detach(), lo.detach()).numpy(),
                                f(x.detach(), lo.detach()).numpy())
+
+
+def test_where_generated_as_pytorchs():
+    """where(condition, input, other) with tensors and numbers, the method (self is input),
+    out=, where(condition) alone (nonzero as a tuple), a one-sided call and a float condition
+    refused with PyTorch's exception types; the gradient goes to the chosen side."""
+    torch = pytest.importorskip("torch")
+    c = np.array([[True, False, True], [False, False, True]])
+    a = np.array([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]])
+    for lib in (eager, torch):
+        cond, x = lib.tensor(c), lib.tensor(a)
+        got = [lib.where(cond, x, 0.5), lib.where(cond, 1, 2), x.where(cond, -x), x.where(cond, other=7.0)]
+        got += list(lib.where(cond))
+        if lib is eager:
+            ours = got
+            out = eager.empty(2, 3, dtype=eager.float64)
+            assert eager.where(cond, x, -x, out=out) is out
+            np.testing.assert_array_equal(out.numpy(), np.where(c, a, -a))
+        else:
+            theirs = got
+        with pytest.raises(TypeError):
+            lib.where(cond, x)
+        with pytest.raises(RuntimeError):
+            lib.where(lib.tensor(a), x, x)
+    for o, t in zip(ours, theirs):
+        assert str(o.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+        np.testing.assert_array_equal(o.numpy(), t.numpy())
+    x = eager.tensor(a, requires_grad=True)
+    y = eager.tensor(-a, requires_grad=True)
+    assert gradcheck(lambda p, q: eager.where(eager.tensor(c), p, q), (x, y))
+    assert gradcheck(lambda p, q: p.where(eager.tensor(c), q), (x, y))
