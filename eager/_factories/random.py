@@ -170,15 +170,22 @@ def _uniform(g, a: float, b: float, shape: tuple, np_dtype) -> Any:
     return (u * (b - a) + a).astype(np_dtype, copy=False)
 
 
+def _float_draw(kind: str, sizes: tuple, size: Any, dtype: Any, device: Any, requires_grad: bool,
+                generator: Any) -> Tensor:
+    """randn's and rand's tensor: `kind` ("normal" or "uniform") draws of the size given either
+    way (positional sizes or size=), in dtype (default: the default float) on device."""
+    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
+    return _finish(_rng_array_gen(generator, kind, _shape_args(_size_kw(sizes, size)), dt, _dev(device)),
+                   requires_grad)
+
+
 @_vmap_aware
 def randn(*sizes, size=None, dtype=None, device=None, requires_grad=False, generator=None) -> Tensor:
     """A tensor of the given size drawn from the standard normal distribution.
 
     A seed gives other numbers than PyTorch's generator would (the draws come from NumPy or CuPy).
     Mirrors torch.randn."""
-    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
-    return _finish(_rng_array_gen(generator, "normal", _shape_args(_size_kw(sizes, size)), dt, _dev(device)),
-                   requires_grad)
+    return _float_draw("normal", sizes, size, dtype, device, requires_grad, generator)
 
 
 @_vmap_aware
@@ -187,9 +194,7 @@ def rand(*sizes, size=None, dtype=None, device=None, requires_grad=False, genera
 
     A seed gives other numbers than PyTorch's generator would (the draws come from NumPy or CuPy).
     Mirrors torch.rand."""
-    dt = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.DEFAULT_FLOAT
-    return _finish(_rng_array_gen(generator, "uniform", _shape_args(_size_kw(sizes, size)), dt, _dev(device)),
-                   requires_grad)
+    return _float_draw("uniform", sizes, size, dtype, device, requires_grad, generator)
 
 
 @_vmap_aware
