@@ -12,7 +12,6 @@ times a loop of calls); the table gives the median over runs and the min-max spr
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -25,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from common import format_table, write_json  # noqa: E402
+from common import format_table, loop_bench_args, write_json  # noqa: E402
 
 import eager  # noqa: E402
 import static  # noqa: E402
@@ -76,13 +75,7 @@ def measure(fns: dict[str, Callable[[], object]], runs: int, samples: int, loops
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="few loops, to check the script runs")
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args(argv)
-    if args.runs < 1:
-        parser.error("--runs must be at least 1")
+    args = loop_bench_args(__doc__, argv)
     samples, loops = (2, 200) if args.quick else (7, 5000)
     backends = ["numpy", "native"]
     rows, payload = [], {"runs": args.runs, "backends": {}}

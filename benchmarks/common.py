@@ -5,6 +5,7 @@ the candidates' runs interleaved (a, b, a, b, ...) after a warm-up, and reported
 medians and their ratio; absolute times are for orientation only (see design.md)."""
 from __future__ import annotations
 
+import argparse
 import gc
 import json
 import os
@@ -123,6 +124,19 @@ def machine_info() -> dict:
         "vector_isa": name,
         "vector_bits": bits,
     }
+
+
+def loop_bench_args(doc: str, argv: list[str] | None) -> argparse.Namespace:
+    """The per-call loop benchmarks' command line (--runs, at least 1; --quick, few loops to
+    check the script runs; --json FILE), described by the first paragraph of the script's doc."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="few loops, to check the script runs")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    return args
 
 
 def write_json(path: str, payload: dict) -> None:

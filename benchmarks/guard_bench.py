@@ -22,7 +22,6 @@ quote the spread, and rerun on a quiet machine for a number worth keeping.
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -34,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from common import format_table, machine_info, write_json  # noqa: E402
+from common import format_table, loop_bench_args, machine_info, write_json  # noqa: E402
 
 import eager  # noqa: E402
 import eager.nn.functional as F  # noqa: E402
@@ -96,13 +95,7 @@ def per_check(entry, loops: int, moves: str, python_only: bool = False) -> float
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="few loops, to check the script runs")
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args(argv)
-    if args.runs < 1:
-        parser.error("--runs must be at least 1")
+    args = loop_bench_args(__doc__, argv)
     samples, loops = (2, 200) if args.quick else (7, 20000)
     rows, payload = [], {"runs": args.runs, "machine": machine_info(), "cases": {}}
     for optimizer in ("sgd", "adam", "sgd, zero_grad(set_to_none=False)"):
