@@ -90,6 +90,8 @@ def _keep(ctx, value):
 
 
 def _expand_back(ctx, g):
+    if g.ndim == 0:  # a full reduction's gradient broadcasts as it is (no reshape op first)
+        return EXPAND(g, shape=ctx.in_shape(0))
     return EXPAND(_keep(ctx, g), shape=ctx.in_shape(0))
 
 
