@@ -124,14 +124,18 @@ def _binary(name):
     return REGISTRY[name].arity == 2
 
 
-def _single_op_region(name):
+def _op_text(name):
+    """(parameters, expression, result type) of pointwise op `name` on f32[8] operands: its
+    _OP_TEXT entry, else two operands for a binary op (a bool result for a comparison) or one."""
     if name in _OP_TEXT:
-        params, expr, result = _OP_TEXT[name]
-    elif _binary(name):
-        params, expr = "%a: f32[8], %b: f32[8]", f"{name} %a, %b"
-        result = "bool[8]" if name in _COMPARISONS else "f32[8]"
-    else:
-        params, expr, result = "%a: f32[8]", f"{name} %a", "f32[8]"
+        return _OP_TEXT[name]
+    if _binary(name):
+        return "%a: f32[8], %b: f32[8]", f"{name} %a, %b", "bool[8]" if name in _COMPARISONS else "f32[8]"
+    return "%a: f32[8]", f"{name} %a", "f32[8]"
+
+
+def _single_op_region(name):
+    params, expr, result = _op_text(name)
     names = [p.split(":")[0].strip() for p in params.split(",")]
     operands = ", ".join(names)
     op, _, rest = expr.partition(" ")

@@ -27,7 +27,7 @@ from codegen.native_gen.indexing import compose_index, index_expr
 
 sys.path.insert(0, str(Path(__file__).parent))
 import gm_workloads as W  # noqa: E402
-from test_codegen_cupy import _OP_TEXT, _binary, _pointwise_ops  # noqa: E402
+from test_codegen_cupy import _op_text, _pointwise_ops  # noqa: E402
 from test_codegen_regions import CASES  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not native_build.availability()[0],
@@ -40,14 +40,7 @@ def _all_ops_ir(dt: str, n: int) -> str:
     """One graph holding one fused single-op region per pointwise op (n elements each)."""
     params, nodes, results, outs = [], [], [], []
     for j, name in enumerate(_pointwise_ops()):
-        if name in _OP_TEXT:
-            p, expr, result = _OP_TEXT[name]
-        elif _binary(name):
-            p, expr = "%a: f32[8], %b: f32[8]", f"{name} %a, %b"
-            result = "bool[8]" if name in _COMPARE else "f32[8]"
-        else:
-            p, expr, result = "%a: f32[8]", f"{name} %a", "f32[8]"
-        p, expr, result = (s.replace("f32", dt).replace("[8]", f"[{n}]") for s in (p, expr, result))
+        p, expr, result = (s.replace("f32", dt).replace("[8]", f"[{n}]") for s in _op_text(name))
         if name == "to_dtype":
             result = result.replace(dt, "f64" if dt == "f32" else "f32")
             expr = expr.replace("dtype = f64", f"dtype = {'f64' if dt == 'f32' else 'f32'}")
