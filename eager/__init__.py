@@ -53,7 +53,7 @@ _export_functions(globals())
 from . import autograd  # noqa: F401,E402
 # -- added with the PyTorch-programs surface ---------------------------------------------------------
 from ._functional import (  # noqa: F401,E402
-    addmm, addmv, argsort, argwhere, baddbmm, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, bmm, cdist,
+    addmm, addmv, argsort, argwhere, baddbmm, bmm, cdist,
     broadcast_shape as broadcast_shapes, clamp_max, clamp_min, cumprod, cumsum, diag, diag_embed, diagonal,
     einsum, flip, fliplr, flipud, gather, ger, index_add, index_select, kthvalue, lerp, masked_fill,
     masked_select, median, nonzero, outer, repeat_interleave, roll, scatter, scatter_add,

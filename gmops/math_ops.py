@@ -11,6 +11,8 @@ from gmbase import dtypes as _dtypes
 from ._checks import broadcast_shapes, same_dtype, specs_of
 from ._layout import like
 from ._registry import VARIADIC, TensorSpec, defop
+from .comparison import LOGICAL_AND as _LOGICAL_AND
+from .comparison import LOGICAL_NOT as _LOGICAL_NOT
 from .elementwise import RSQRT, WHERE
 from .indexing import FLIP, TRIU
 from .reductions import SUM
@@ -107,15 +109,50 @@ def _bool_or_int_samples(rng):
             ((rng.standard_normal((3, 4)) > 0, rng.standard_normal((4,)) > 0), {})]
 
 
-BITWISE_AND = defop("bitwise_and", arity=2, forward=lambda xp, a, b: xp.bitwise_and(a, b),
-                    abstract=_elementwise("bitwise_and", check=_not_float), promote="same",
-                    samples=_bool_or_int_samples)
-BITWISE_OR = defop("bitwise_or", arity=2, forward=lambda xp, a, b: xp.bitwise_or(a, b),
-                   abstract=_elementwise("bitwise_or", check=_not_float), promote="same",
-                   samples=_bool_or_int_samples)
-BITWISE_XOR = defop("bitwise_xor", arity=2, forward=lambda xp, a, b: xp.bitwise_xor(a, b),
-                    abstract=_elementwise("bitwise_xor", check=_not_float), promote="same",
-                    samples=_bool_or_int_samples)
+def _category(v) -> int:
+    dt = getattr(v, "dtype", None)
+    return dt.category if isinstance(dt, _dtypes.dtype) else _dtypes.scalar_category(v)
+
+
+def _bitwise_arguments(on_bools: str, on_integers: str):
+    """The argument mapping of bitwise_and/or/xor (and `&`, `|`, `^`): of two bool operands,
+    the logical op (a bool result, one C expression: it fuses); of integers (or an integer
+    with a bool), the bitwise record, whose abstract rule refuses floats with PyTorch's
+    NotImplementedError."""
+    def arguments(apply, input, other):
+        op = on_bools if _category(input) == 0 and _category(other) == 0 else on_integers
+        return apply(_BITWISE_OPS[op], (input, other), {})
+
+    arguments.__name__ = arguments.__qualname__ = f"_{on_integers}_arguments"
+    return arguments
+
+
+def _bitwise(name: str, logical: str):
+    return defop(name, arity=2, forward=lambda xp, a, b: getattr(xp, name)(a, b),
+                 abstract=_elementwise(name, check=_not_float), promote="same", samples=_bool_or_int_samples,
+                 surface=(*_ALL, _bitwise_arguments(logical, name)),
+                 doc=f"elementwise {name[8:].upper()} of the bits of integer tensors (the logical one of bools)")
+
+
+BITWISE_AND = _bitwise("bitwise_and", "logical_and")
+BITWISE_OR = _bitwise("bitwise_or", "logical_or")
+BITWISE_XOR = _bitwise("bitwise_xor", "logical_xor")
+
+
+def _bitwise_not_arguments(apply, input):
+    """bitwise_not: logical not of a bool tensor (one C expression), the bits inverted of an
+    integer one; floats refused by the record's abstract rule (PyTorch's NotImplementedError)."""
+    return apply(_LOGICAL_NOT if _category(input) == 0 else BITWISE_NOT, (input,), {})
+
+
+BITWISE_NOT = defop(
+    "bitwise_not", forward=lambda xp, a: xp.invert(a),
+    abstract=lambda a: (_not_float("bitwise_not", a), a)[1],
+    samples=lambda rng: [((rng.integers(-8, 16, (3, 4)),), {}), ((rng.standard_normal((3, 4)) > 0,), {})],
+    # x ^ all-ones: ~x for integers (unsigned ones too, in their width) and !x for bools
+    ufunc="invert", c_expr="(({T})({0} ^ ({T})-1))", surface=(*_ALL, _bitwise_not_arguments),
+    doc="the bits of an integer tensor inverted (-x - 1), the logical not of a bool one",
+)
 
 
 def _logical_samples(rng):
@@ -129,6 +166,10 @@ LOGICAL_OR = defop("logical_or", arity=2, forward=lambda xp, a, b: xp.logical_or
 LOGICAL_XOR = defop("logical_xor", arity=2, forward=lambda xp, a, b: xp.logical_xor(a, b),
                     abstract=_elementwise("logical_xor", result_dtype=_dtypes.bool_), samples=_logical_samples,
                     surface=_ALL, doc="elementwise logical XOR of the truth values, as a bool tensor")
+
+
+_BITWISE_OPS = {"bitwise_and": BITWISE_AND, "bitwise_or": BITWISE_OR, "bitwise_xor": BITWISE_XOR,
+                "logical_and": _LOGICAL_AND, "logical_or": LOGICAL_OR, "logical_xor": LOGICAL_XOR}
 
 
 # -- float classification ----------------------------------------------------------------------

@@ -57,10 +57,6 @@ class TensorMethods(TensorHooks):
     unbind = F.unbind
     select = F.select
     narrow = F.narrow
-    bitwise_and = F.bitwise_and
-    bitwise_or = F.bitwise_or
-    bitwise_xor = F.bitwise_xor
-    bitwise_not = F.bitwise_not
     clamp_min = F.clamp_min
     clamp_max = F.clamp_max
     lerp = F.lerp

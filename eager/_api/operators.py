@@ -110,6 +110,8 @@ class TensorOperators(TensorHooks):
         return F.bitwise_xor(other, self)
 
     def __invert__(self) -> Any:
+        if getattr(self.dtype, "is_floating_point", False):  # PyTorch's message for the operator
+            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         return F.bitwise_not(self)
 
     def __floordiv__(self, other: Any) -> Any:

@@ -9,7 +9,7 @@ functions (sin, mul, eq, isnan, ...) are generated from their records' `surface`
 
 from .._surface import functions as _generated  # noqa: E402
 from ._common import _host, _renamed, _row_major, _sizes  # noqa: F401
-from .comparison import bitwise_and, bitwise_not, bitwise_or, bitwise_xor, isclose  # noqa: F401
+from .comparison import isclose  # noqa: F401
 from .elementwise import (  # noqa: F401
     addcdiv,
     addcmul,

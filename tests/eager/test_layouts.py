@@ -79,6 +79,7 @@ TORCH: dict[str, Any] = {
     "tanh": torch.tanh, "trunc": torch.trunc, "where": torch.where, "clone": torch.clone,
     "rsub": lambda x, y: y - x,
     "clamp": lambda x, min=None, max=None: torch.clamp(x, min, max),
+    "bitwise_not": torch.bitwise_not,
     "clamp_min_tensor": lambda x, b: torch.clamp(x, min=b), "clamp_max_tensor": lambda x, b: torch.clamp(x, max=b),
     "nan_to_num": lambda x, nan, posinf, neginf: torch.nan_to_num(x, nan, posinf, neginf),
     "gelu": lambda x, approximate: TF.gelu(x, approximate=approximate),

@@ -545,3 +545,71 @@ def test_where_generated_as_pytorchs():
     y = eager.tensor(-a, requires_grad=True)
     assert gradcheck(lambda p, q: eager.where(eager.tensor(c), p, q), (x, y))
     assert gradcheck(lambda p, q: p.where(eager.tensor(c), q), (x, y))
+
+
+@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_or", "bitwise_xor"])
+@pytest.mark.parametrize("kinds", [("bool", "bool"), ("int64", "int64"), ("int32", "bool"), ("uint8", "int"),
+                                   ("bool", "pybool"), ("float32", "float32"), ("int64", "float")])
+def test_bitwise_generated_as_pytorchs(name, kinds):
+    """bitwise_and/or/xor: function, method, in-place form and operator give PyTorch's values
+    and dtypes (bools the logical op, integers bit by bit, promotion with Python numbers), or
+    its exception type for floats."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+
+    def operand(lib, kind, first):
+        if kind == "int":
+            return 6
+        if kind == "pybool":
+            return True
+        if kind == "float":
+            return 1.5
+        data = rng.integers(0, 2, (2, 3)) if kind == "bool" else rng.integers(0, 100, (2, 3) if first else (3,))
+        return lib.tensor(data.astype(kind))
+
+    operator = {"bitwise_and": "__and__", "bitwise_or": "__or__", "bitwise_xor": "__xor__"}[name]
+    outcomes = []
+    state = rng.bit_generator.state
+    for lib in (eager, torch):
+        rng.bit_generator.state = state
+        a, b = operand(lib, kinds[0], True), operand(lib, kinds[1], False)
+        got = []
+        for call in (lambda lib, a, b: getattr(lib, name)(a, b), lambda lib, a, b: getattr(a, name)(b),
+                     lambda lib, a, b: getattr(a, operator)(b), lambda lib, a, b: getattr(a.clone(), name + "_")(b)):
+            try:
+                r = call(lib, a, b)
+                got.append((str(r.dtype).split(".")[-1], r.numpy().tolist()))
+            except (RuntimeError, TypeError, NotImplementedError) as exc:
+                got.append(type(exc).__name__)
+        if isinstance(got[0], str) and isinstance(got[3], str):
+            got[3] = "raises"  # (PyTorch checks an in-place form's cast before the op: either error type)
+        outcomes.append(got)
+    assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int64", "float32"])
+def test_bitwise_not_generated_as_pytorchs(dtype):
+    """bitwise_not (a record of its own now, fused with a C expression): function, method,
+    in-place form and `~` as PyTorch's, floats refused with its exception types (NotImplementedError
+    for the functions, TypeError for the operator); compiled with the NumPy and native backends."""
+    torch = pytest.importorskip("torch")
+    data = np.array([[0, 1, 3], [100, 1, 0]]).astype(dtype)
+    outcomes = []
+    for lib in (eager, torch):
+        got = []
+        for call in (lambda lib, x: lib.bitwise_not(x), lambda lib, x: x.bitwise_not(), lambda lib, x: ~x,
+                     lambda lib, x: x.clone().bitwise_not_()):
+            try:
+                r = call(lib, lib.tensor(data))
+                got.append((str(r.dtype).split(".")[-1], r.numpy().tolist()))
+            except (RuntimeError, TypeError, NotImplementedError) as exc:
+                got.append(type(exc).__name__)
+        outcomes.append(got)
+    assert outcomes[0] == outcomes[1]
+    if dtype != "float32":
+        import static
+
+        x = eager.tensor(data)
+        for backend in ("numpy", "native"):
+            got = static.compile(lambda t: eager.bitwise_not(t) & (~t | t), backend=backend)(x)
+            np.testing.assert_array_equal(got.numpy(), np.invert(data) & (np.invert(data) | data))
