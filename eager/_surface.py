@@ -70,10 +70,17 @@ class Signature(NamedTuple):
     arguments: Callable[..., Any] | None = None
     self_param: str | None = None  # the parameter the method binds to self ("self NAME"; first one by default)
     alias_params: tuple[tuple[str, tuple[Param, ...]], ...] = ()  # aliases with signatures of their own
+    # aliases with an argument mapping of their own (`("alias square(input, *, out=None)", fn)`:
+    # square is pow(input, 2), a form of the pow record that pow's own call does not pay for)
+    alias_arguments: tuple[tuple[str, Callable[..., Any]], ...] = ()
 
     def params_of(self, name: str) -> tuple[Param, ...]:
         """The parameters of the function `name` (the op's own or an alias's)."""
         return dict(self.alias_params).get(name, self.params)
+
+    def arguments_of(self, name: str) -> Callable[..., Any] | None:
+        """The argument mapping of the function `name` (None: its parameters are the op's operands and attributes)."""
+        return dict(self.alias_arguments).get(name, self.arguments)
 
 
 def _parse_params(op: OpDef, text: str, name: str | None = None) -> tuple[Param, ...]:
@@ -105,9 +112,16 @@ def signature(op: OpDef) -> Signature:
     text = None
     arguments = None
     self_param = None
+    alias_arguments: dict[str, Callable[..., Any]] = {}
     for entry in op.surface:
         if callable(entry) and arguments is None:
             arguments = entry
+        elif (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], str)
+              and entry[0].startswith(_ALIAS) and "(" in entry[0] and callable(entry[1])):
+            alias = entry[0][len(_ALIAS):].partition("(")[0].strip()
+            aliases.append(alias)
+            alias_texts[alias] = entry[0][len(_ALIAS):]
+            alias_arguments[alias] = entry[1]
         elif not isinstance(entry, str):
             raise ValueError(f"op {op.name!r}: surface entry {entry!r}: only one argument mapping (a callable) "
                              "is allowed, the other entries are strings")
@@ -128,7 +142,7 @@ def signature(op: OpDef) -> Signature:
             raise ValueError(f"op {op.name!r}: surface entry {entry!r} is not one of {KINDS}, "
                              "'alias NAME', 'alias NAME(parameters)', 'self NAME', one signature "
                              "'name(parameters)' or one argument mapping (a callable)")
-    if (alias_texts or self_param) and arguments is None:
+    if (set(alias_texts) - set(alias_arguments) or self_param) and arguments is None:
         raise ValueError(f"op {op.name!r}: surface entries 'alias NAME(parameters)' and 'self NAME' need the "
                          "record's argument mapping (a callable entry) to say how their parameters reach the op")
     arity = op.arity or 1
@@ -155,7 +169,7 @@ def signature(op: OpDef) -> Signature:
                              f"{text!r} does")
         alias_params.append((alias, own))
     return Signature(tuple(kinds), (op.name, *aliases), params, tuple(p.name for p in leading[:arity]),
-                     bool(out), arguments, self_param, tuple(alias_params))
+                     bool(out), arguments, self_param, tuple(alias_params), tuple(alias_arguments.items()))
 
 
 # -- making the callables ------------------------------------------------------------------------------
@@ -229,7 +243,7 @@ def _make_function(op: OpDef, sig: Signature, name: str) -> Callable[..., Any]:
     """`eager.<name>(input, ...)`: one call of the dispatcher (eager tensors, tracer values and
     batched values alike: it hands the op to the operands' type), or with `out=` the result
     written into `out` as PyTorch's out= functions do (eager._out)."""
-    if sig.arguments is not None:
+    if sig.arguments_of(name) is not None:
         return _make_mapped_function(op, sig, name)
     namespace: dict[str, Any] = {"_D": _DISPATCH, "_op": op, "_with_out": _with_out, "_name": name}
     params = _param_text(sig.params, namespace)
@@ -248,7 +262,7 @@ def _make_mapped_function(op: OpDef, sig: Signature, name: str) -> Callable[...,
     """`eager.<name>` of a record with an argument mapping: one call of the mapping with the
     dispatcher (no wrapper in between); with `out=`, its result written into `out`."""
     params = sig.params_of(name)
-    namespace: dict[str, Any] = {"_D": _DISPATCH, "_map": sig.arguments, "_with_out": _with_out, "_name": name,
+    namespace: dict[str, Any] = {"_D": _DISPATCH, "_map": sig.arguments_of(name), "_with_out": _with_out, "_name": name,
                                  "_IDENTITY": _IDENTITY}
     text = _param_text(params, namespace)
     call = f"_map(_D['dispatch'], {', '.join(p.name for p in params if p.name != 'out')})"
@@ -267,7 +281,7 @@ def _make_mapped_method(op: OpDef, sig: Signature, name: str) -> Callable[..., A
     order, and the mapping applies ops through the type's `_apply_op` hook."""
     params = tuple(p for p in sig.params_of(name) if p.name != "out")
     bound = sig.self_param or params[0].name
-    namespace: dict[str, Any] = {"_map": sig.arguments}
+    namespace: dict[str, Any] = {"_map": sig.arguments_of(name)}
     text = _param_text((Param("self", _REQUIRED, False), *(p for p in params if p.name != bound)), namespace)
     call = ", ".join("self" if p.name == bound else p.name for p in params)
     method = _compile(f"def {name}({text}):\n    return _map(self._apply_op, {call})\n",
@@ -282,7 +296,7 @@ def _make_mapped_method(op: OpDef, sig: Signature, name: str) -> Callable[..., A
 def _make_method(op: OpDef, sig: Signature, name: str) -> Callable[..., Any]:
     """`Tensor.<name>(self, ...)`: the function's parameters with `self` for the first operand
     and no `out`, applied through the type's `_apply_op` hook (as the operators are)."""
-    if sig.arguments is not None:
+    if sig.arguments_of(name) is not None:
         return _make_mapped_method(op, sig, name)
     params = tuple(p for p in sig.params if p.name != "out")
     first = sig.operands[0]

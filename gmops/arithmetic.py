@@ -231,6 +231,11 @@ def _int_pow_negative(xp, a, b):
     return xp.where(b < 0, negative, positive).astype(positive.dtype, copy=False)
 
 
+def _square_arguments(apply, input):
+    """torch.square(input): pow(input, 2)."""
+    return apply(POW, (input, 2), {})
+
+
 POW = defop(
     "pow", forward=_pow, abstract=_elementwise("pow"), vjp=_pow_vjp,
     grad_name=_pow_grad_name, save=(0, 1), save_output=True, promote="same",
@@ -240,7 +245,8 @@ POW = defop(
         ((2.0, rng.standard_normal((3, 4))), {}),
     ],
     arity=2, ufunc="power", c_expr="pow({0}, {1})",
-    surface=("pow(input, exponent, *, out=None)", *_ALL),
+    # square is pow(input, 2), as PyTorch's (PowBackward0; a bool tensor squares to int64)
+    surface=("pow(input, exponent, *, out=None)", *_ALL, ("alias square(input, *, out=None)", _square_arguments)),
     doc="input raised to `exponent` (a tensor or a number), elementwise",
 )
 

@@ -199,6 +199,9 @@ SOFTPLUS = defop(
     "softplus", forward=_softplus, abstract=_unary_float("softplus"), vjp=_softplus_vjp,
     grad_name="SoftplusBackward0", save=(0,), promote="float",
     samples=_any((3, 4), beta=1.0, threshold=20.0), batchable=True,
+    # torch.nn.functional.softplus's signature (eager also has it as eager.softplus and a method)
+    surface=("function", "method", "softplus(input, beta=1.0, threshold=20.0)"),
+    doc="log(1 + exp(beta * input)) / beta, linear where beta * input > threshold",
 )
 
 _GELU_K = math.sqrt(2.0 / math.pi)
@@ -270,6 +273,8 @@ GELU = defop(
     save=(0,), promote="float",
     samples=lambda rng: _any((3, 4), approximate="none")(rng) + _any((3, 4), approximate="tanh")(rng),
     batchable=True, extra={"recompute": False},  # erf's many passes: a compiled backward saves it instead
+    surface=("function", "gelu(input, approximate='none')"),  # torch.nn.functional.gelu's signature
+    doc="the Gaussian error linear unit; approximate='tanh' uses the tanh formula",
 )
 
 

@@ -20,7 +20,6 @@ class TensorMethods(TensorHooks):
 
     __slots__ = ()
 
-    square = F.square
     clone = F.clone
     sum = F.sum
     mean = F.mean
@@ -158,9 +157,6 @@ class TensorMethods(TensorHooks):
         Mirrors torch.Tensor.unfold (a copy here, not a view)."""
         return F.unfold_windows(self, dimension, size, step)
 
-    def softplus(self, beta: builtins.float = 1.0, threshold: builtins.float = 20.0) -> Any:
-        """log(1 + exp(beta * x)) / beta, linear above `threshold`. Mirrors torch.nn.functional.softplus."""
-        return F.softplus(self, beta, threshold)
 
     def logit(self, eps: builtins.float | None = None) -> Any:
         """log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given. Mirrors torch.Tensor.logit."""

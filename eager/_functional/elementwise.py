@@ -3,8 +3,8 @@ handling of their own (lerp, addcmul, ...): each applies op records
 from `gmops`.
 
 The pointwise functions (exp, sin, mul, pow, maximum, ...), add/sub/rsub with alpha, div
-with rounding_mode, clamp/clip and where are not written here: they are generated from their records' `surface`
-(eager._surface)."""
+with rounding_mode, clamp/clip, where, square, softplus and gelu are not written here: they
+are generated from their records' `surface` (eager._surface)."""
 from __future__ import annotations
 
 from typing import Any
@@ -27,23 +27,6 @@ def _is_one(factor) -> bool:
 # their records' surface (gmops/arithmetic.py's argument mappings, eager._surface); the
 # operators' bool check is the records' own
 check_sub = refuse_bool_sub
-
-
-def softplus(input, beta: float = 1.0, threshold: float = 20.0):
-    """log(1 + exp(beta * input)) / beta, linear where beta * input > threshold.
-
-    Mirrors torch.nn.functional.softplus."""
-    return E.SOFTPLUS(input, beta=float(beta), threshold=float(threshold))
-
-
-def gelu(input, approximate: str = "none"):
-    """The Gaussian error linear unit; approximate='tanh' uses the tanh formula. Mirrors torch.nn.functional.gelu."""
-    return E.GELU(input, approximate=approximate)
-
-
-def square(input):
-    """input * input, elementwise. Mirrors torch.square."""
-    return E.MUL(input, input)
 
 
 def _call(op, operands, attrs):

@@ -613,3 +613,45 @@ def test_bitwise_not_generated_as_pytorchs(dtype):
         for backend in ("numpy", "native"):
             got = static.compile(lambda t: eager.bitwise_not(t) & (~t | t), backend=backend)(x)
             np.testing.assert_array_equal(got.numpy(), np.invert(data) & (np.invert(data) | data))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_square_is_pow_2_as_pytorchs(dtype):
+    """square is a form of pow's record (pow(input, 2)), as PyTorch's: PowBackward0, a bool
+    tensor squares to int64; function, method, in-place form and out=."""
+    torch = pytest.importorskip("torch")
+    data = np.array([[1, -2, 3], [0, 5, -1]]).astype(dtype)
+    got = []
+    for lib in (eager, torch):
+        x = lib.tensor(data)
+        r = [lib.square(x), x.square()]
+        try:
+            y = x.clone()
+            y.square_()
+            r.append(y)
+        except RuntimeError:  # bool squares to int64: no in-place form, as PyTorch's
+            r.append(None)
+        got.append([None if t is None else (str(t.dtype).split(".")[-1], t.numpy().tolist()) for t in r])
+    assert got[0] == got[1]
+    x = eager.tensor([1.5, -2.0], dtype=eager.float64, requires_grad=True)
+    assert type(eager.square(x).grad_fn).__name__ == "PowBackward0"
+    assert gradcheck(eager.square, (x,))
+    out = eager.empty(2)
+    assert eager.square(x.detach(), out=out) is out
+
+
+def test_softplus_and_gelu_generated_with_their_attributes():
+    """softplus(input, beta, threshold) and gelu(input, approximate) are the records' attributes
+    by keyword (nn.functional's signatures), values and gradients as PyTorch's."""
+    torch = pytest.importorskip("torch")
+    data = np.array([-30.0, -1.0, 0.5, 4.0, 30.0])
+    for ours, theirs in ((lambda t: eager.softplus(t, beta=2, threshold=5), lambda t: torch.nn.functional.softplus(
+            t, beta=2, threshold=5)), (lambda t: t.softplus(), torch.nn.functional.softplus),
+                         (lambda t: eager.gelu(t, approximate="tanh"),
+                          lambda t: torch.nn.functional.gelu(t, approximate="tanh")),
+                         (eager.gelu, torch.nn.functional.gelu)):
+        np.testing.assert_allclose(ours(eager.tensor(data)).numpy(), theirs(torch.tensor(data)).numpy(), rtol=1e-12)
+    assert [p.name for p in inspect.signature(eager.softplus).parameters.values()] == ["input", "beta", "threshold"]
+    x = eager.tensor([-1.0, 0.3, 2.0], dtype=eager.float64, requires_grad=True)
+    assert gradcheck(lambda t: eager.softplus(t, beta=1.5, threshold=2.0), (x,))
+    assert gradcheck(lambda t: eager.gelu(t, approximate="tanh"), (x,))
