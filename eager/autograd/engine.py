@@ -38,14 +38,17 @@ def _edge(t: Tensor) -> tuple[BackwardNode, int]:
     return t._accumulator(), 0
 
 
-def _collect(roots: Iterable[BackwardNode | None], targets: set[int]) -> tuple[dict[BackwardNode, int], bool]:
+def _collect(roots: Sequence[BackwardNode | None], targets: set[int]) -> tuple[dict[BackwardNode, int], bool]:
     """Dependency counts (how many edges from reachable nodes point at each node), and
     whether every reachable sink (a node with no next edge, a leaf's accumulator) is one of
     `targets` (ids): then every reachable node leads to a target and none needs pruning."""
     deps: dict[BackwardNode, int] = {}
     sinks_are_targets = True
     # once per node: two roots on one node (outputs of one split) must not count its edges twice
-    stack = list(dict.fromkeys(n for n in roots if n is not None))
+    if len(roots) == 1:  # (loss.backward(): one root, nothing to dedup)
+        stack = [n for n in roots if n is not None]
+    else:
+        stack = list(dict.fromkeys(n for n in roots if n is not None))
     root_set = set(stack)  # a node other than a root is walked when its first edge is counted
     while stack:
         node = stack.pop()

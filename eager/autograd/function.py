@@ -79,11 +79,14 @@ class FunctionCtx(HookMixin):
         self._saved = None
 
     def apply(self, grads: list) -> list:
-        from .._factories import zeros  # noqa: PLC0415
-
         if self.materialize_grads:
-            grads = [zeros(meta[0], dtype=meta[1]) if g is None and meta is not None else g
-                     for g, meta in zip(grads, self._out_meta)]
+            for g in grads:
+                if g is None:  # (the import only then: it costs per node)
+                    from .._factories import zeros  # noqa: PLC0415
+
+                    grads = [zeros(meta[0], dtype=meta[1]) if g is None and meta is not None else g
+                             for g, meta in zip(grads, self._out_meta)]
+                    break
         result = self._cls.backward(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
@@ -102,7 +105,8 @@ class FunctionCtx(HookMixin):
                                        f"position {i + 1}, but the corresponding forward input was not a Variable")
                 out.append(None)
                 continue
-            if tuple(g.shape) != tuple(meta[0]):
+            data = getattr(g, "_data", None)  # (an array's shape is a tuple already: no Size made)
+            if (data.shape if data is not None else tuple(g.shape)) != tuple(meta[0]):
                 try:
                     from gmops._registry import reduce_to_shape  # noqa: PLC0415
 
