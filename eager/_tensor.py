@@ -290,7 +290,7 @@ class Tensor(TensorMetadata, TensorAPI):
         """The value of a one-element tensor as a Python number. Mirrors torch.Tensor.item."""
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        return self._data.reshape(-1)[0].item()
+        return self._data.item()  # (a one-element array of any shape: no reshape or element view)
 
     def tolist(self):
         """The data as (nested) Python lists of Python numbers. Mirrors torch.Tensor.tolist."""
