@@ -15,7 +15,20 @@ A record's `surface` is a tuple of entries:
   attribute of the op passed by keyword, and `out=None` gives the function PyTorch's `out=`.
   Without one it is `name(input, *, out=None)` (unary) or `name(input, other, *, out=None)`;
 - optionally `"alias NAME"` entries: the same function, method and in-place form under another
-  of PyTorch's names (`arcsin` for `asin`).
+  of PyTorch's names (`arcsin` for `asin`);
+- optionally an argument mapping, a callable `fn(apply, *parameters)`, where PyTorch's extra
+  arguments are not attributes of the op (add's `alpha`, div's `rounding_mode`, clamp's tensor
+  bounds, where's condition, the bitwise ops' bool rule): the generated function calls it with
+  the dispatcher as `apply(op, operands, attrs)` and every parameter but `out` positionally,
+  the method with the tensor's `_apply_op` (so tracer values trace it), and it returns the
+  result. With one, `"alias NAME(parameters)"` gives an alias a signature of its own
+  (`true_divide(input, other, *, out=None)`), `"self NAME"` names the parameter the method
+  binds to self (`Tensor.where(condition, other)`: self is `input`), and a pair
+  `("alias NAME(parameters)", fn)` is a form with its own mapping (`square` on pow's record:
+  `pow(input, 2)`; pow's own call does not pay for it);
+- a record's `extra["inplace_grad"]` (the comparisons): its in-place form keeps the tensor on
+  the graph with a zero gradient named as PyTorch's (`LtBackward0` for a number, `...1` for a
+  tensor), where the bool op alone would drop the history.
 
 The functions are compiled from source with exactly those parameters, so `inspect.signature`,
 keyword calls and error messages for a wrong argument are PyTorch's, and each is one call into
