@@ -77,15 +77,18 @@ def test_the_in_place_table_is_complete_and_each_entry_is_eagers_function_writte
             **{f"{op}_": [2.0] for op in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
                                           "logical_xor", "remainder", "fmod", "floor_divide", "arctan2", "not_equal", "less",
                                           "less_equal", "greater", "greater_equal", "multiply", "divide", "subtract",
-                                          "true_divide")}}
+                                          "true_divide")},
+            **{f"bitwise_{op}_": [6] for op in ("and", "or", "xor")}}
+    integers = eager.tensor([[5, -3], [12, 0]])
     table = inplace_methods()
     assert {"add_", "sub_", "mul_", "div_", "pow_", "exp_", "sigmoid_", "clamp_", "masked_fill_"} <= set(table)
     for name, entry in table.items():
         if name == "float_power_":  # its result is float64, which a float32 tensor cannot hold (PyTorch refuses too)
             continue
-        y = x.clone()
+        base = integers if name.startswith("bitwise_") else x  # (bitwise ops take integer tensors, as PyTorch)
+        y = base.clone()
         assert getattr(y, name)(*args.get(name, [])) is y
-        np.testing.assert_allclose(y.numpy(), entry.fn(x, *args.get(name, [])).numpy(), rtol=1e-6, err_msg=name)
+        np.testing.assert_allclose(y.numpy(), entry.fn(base, *args.get(name, [])).numpy(), rtol=1e-6, err_msg=name)
 
 
 @pytest.mark.parametrize("fn", [
