@@ -82,10 +82,11 @@ def test_global_loads_agree_with_dis_on_real_code():
     the packages (thousands of code objects: extended arguments, comprehensions, class bodies)."""
     import codegen.native_gen.driver  # noqa: PLC0415
     import codegen.native_gen.region  # noqa: PLC0415
+    import codegen.native_gen.region_reductions  # noqa: PLC0415
     import static.tracer  # noqa: PLC0415
 
-    modules = [eager._tensor, static.tracer, static.trace_function, codegen.native_gen.region, codegen.native_gen.driver,
-               dis, inspect]
+    modules = [eager._tensor, static.tracer, static.trace_function, codegen.native_gen.region,
+               codegen.native_gen.region_reductions, codegen.native_gen.driver, dis, inspect]
     checked = 0
     for module in modules:
         for code in _all_code(compile(inspect.getsource(module), module.__file__, "exec")):
