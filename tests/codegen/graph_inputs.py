@@ -7,6 +7,9 @@ import numpy as np
 
 def operand_values(dtype, shape, kind: str, rng: np.random.Generator) -> np.ndarray:
     """Operand values: 'positive' in [0.2, 2], or 'mixed' with signs, zeros and edge values."""
+    if np.issubdtype(dtype, np.integer):  # integers: signs and zero under 'mixed'
+        low = -5 if kind == "mixed" else 1
+        return rng.integers(low, 6, shape).astype(dtype)
     if kind == "positive":
         return rng.uniform(0.2, 2.0, shape).astype(dtype)
     v = rng.uniform(-3.0, 3.0, shape).astype(dtype)

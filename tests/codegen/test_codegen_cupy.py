@@ -108,6 +108,7 @@ _OP_TEXT = {
     "where": ("%c: bool[8], %a: f32[8], %b: f32[8]", "where %c, %a, %b", "f32[8]"),
     "logical_and": ("%a: bool[8], %b: bool[8]", "logical_and %a, %b", "bool[8]"),
     "logical_not": ("%a: bool[8]", "logical_not %a", "bool[8]"),
+    "bitwise_not": ("%a: i64[8]", "bitwise_not %a", "i64[8]"),  # integers and bools only
     "to_dtype": ("%a: f32[8]", "to_dtype %a {dtype = f64}", "f64[8]"),
     "full": ("%a: f32[8]", "full {dtype = f32, shape = [8], value = 1.5}", "f32[8]"),
     "full_like": ("%a: f32[8]", "full_like %a {value = -inf}", "f32[8]"),
