@@ -2,6 +2,8 @@
 that ten batch sizes or twelve sequence lengths compile at most twice, with eager's values;
 `dynamic=False` keeps one trace per size, `dynamic=True` and `mark_dynamic` make symbols from
 the first call; a graph whose code would depend on the size is traced per size instead."""
+import re
+
 import numpy as np
 import pytest
 
@@ -229,7 +231,7 @@ def test_a_size_inside_a_cupy_kernel_is_refused_with_the_reason():
     compiled = static.compile(lambda x: x.tanh().mean(), backend="numpy", dynamic=True)
     compiled(x)
     backward = compiled.autograd_graphs(x).backward
-    assert "div %3, s0*s1" in str(backward)  # the mean's count, read at run time by NumPy's code
+    assert re.search(r"div %\d+, s0\*s1", str(backward))  # the mean's count, read at run time by NumPy's code
     reason = ds._size_in_kernel(backward)  # CuPy: traced per size instead
     assert reason is not None and reason.endswith("reads s0*s1")
 
