@@ -237,6 +237,24 @@ def test_import_static_ir_loads_nothing_of_eager():
     assert {"gmops", "gmbase.dtypes", "static.ir.core"} <= set(loaded), loaded
 
 
+def test_every_op_record_is_registered_by_gmops_alone():
+    """A record defined in a higher layer is missing from a process that loads only the layers
+    below it (codegen's lowering table once raised KeyError 'to_device' that way): the
+    registry after `import gmops` is the registry after every package is loaded."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    code = textwrap.dedent("""
+        import json, gmops
+        alone = set(gmops.REGISTRY)
+        import codegen, eager, eager.distributions, eager.func, eager.linalg, eager.nn, eager.optim, eager.special
+        import static, static.control_flow
+        print(json.dumps(sorted(set(gmops.REGISTRY) - alone)))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=str(ROOT),
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
 def test_import_gmops_loads_nothing_above_the_native_layer():
     loaded = _loaded_after("import gmops")
     above = [m for m in loaded if m.split(".")[0] in PACKAGES and layer(m) not in ("base", "native", "ops")]
