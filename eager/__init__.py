@@ -12,13 +12,13 @@ import builtins as _builtins
 from gmbase.allocator import keep_freed_blocks as _keep_freed_blocks
 from gmbase.version import __version__ as __version__  # (one constant, in the base layer for the disk cache)
 
-from . import ops  # noqa: F401  (fills the registry first)
-from ._dtypes import (  # noqa: F401
+import gmops as ops  # noqa: F401  (fills the registry first; eager.ops, the old name, is gmops itself)
+from gmbase.dtypes import (  # noqa: F401
     bool_ as bool, dtype, float16, float32, float64, int8, int16, int32, int64, uint8,
 )
-from ._dtypes import float16 as half, float32 as float, float64 as double, int64 as long  # noqa: F401
-from ._dtypes import int32 as int, int16 as short  # noqa: F401
-from ._dtypes import bfloat16, complex32  # noqa: F401  (names only: using them raises TypeError)
+from gmbase.dtypes import float16 as half, float32 as float, float64 as double, int64 as long  # noqa: F401
+from gmbase.dtypes import int32 as int, int16 as short  # noqa: F401
+from gmbase.dtypes import bfloat16, complex32  # noqa: F401  (names only: using them raises TypeError)
 from ._device import cuda_is_available as _cuda_is_available, device  # noqa: F401
 from ._grad_mode import (  # noqa: F401
     enable_grad,
@@ -169,14 +169,14 @@ def get_default_dtype() -> dtype:
     """The dtype Python floats become in factories and tensor() (see set_default_dtype).
 
     Mirrors torch.get_default_dtype."""
-    from . import _dtypes  # noqa: PLC0415
+    from gmbase import dtypes as _dtypes  # noqa: PLC0415
 
     return _dtypes.DEFAULT_FLOAT
 
 
 def set_default_dtype(d: dtype) -> None:
     """The dtype of Python floats in factories and tensor(): float32 (default) or float64."""
-    from . import _dtypes  # noqa: PLC0415
+    from gmbase import dtypes as _dtypes  # noqa: PLC0415
 
     d = _dtypes.as_dtype(d)
     if not d.is_floating_point:

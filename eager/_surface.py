@@ -381,9 +381,10 @@ def _keep_on_graph(cmp: Any, self: Any, other: Any, grad_name: str) -> Any:
     if not (getattr(self, "requires_grad", False) or getattr(other, "requires_grad", False)):
         return cmp
     # (made while eager's Tensor is being defined: these import it, so they load on first use)
+    from gmops.elementwise import ADD, WHERE  # noqa: PLC0415
+
     from ._functional._common import _renamed  # noqa: PLC0415
     from ._inplace import FILL  # noqa: PLC0415
-    from .ops.elementwise import ADD, WHERE  # noqa: PLC0415
 
     zeros = FILL(self, value=0)
     if getattr(other, "requires_grad", False):

@@ -376,3 +376,86 @@ def test_the_packages_import_the_native_layer_by_its_own_names():
     import gmnative.build
 
     assert codegen.native_build is gmnative.build
+
+
+def _alias_modules() -> dict[str, str]:
+    """Every old name kept as an alias, found in the source, with the module it names: a
+    module whose top level assigns `sys.modules[__name__] = X`, X bound by an import
+    (eager/ops/__init__.py, eager/_dtypes.py, codegen/cache.py, static/tracer.py, ...), so a
+    new alias is covered without being listed here. A package alias covers its submodules'
+    old names too (eager.ops.views is gmops.views)."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            name = _module_name(path)
+            bound: dict[str, str] = {}
+            for node in tree.body:
+                if isinstance(node, ast.Import):
+                    bound.update({a.asname or a.name: a.name for a in node.names})
+                elif isinstance(node, ast.ImportFrom):
+                    base = _resolve(name, path.name == "__init__.py", node.level, node.module)
+                    bound.update({a.asname or a.name: f"{base}.{a.name}" if _is_module(f"{base}.{a.name}") else base
+                                  for a in node.names})
+                elif isinstance(node, ast.Assign) and any(
+                        isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Name) and t.slice.id == "__name__"
+                        and ast.unparse(t.value).endswith("sys.modules") for t in node.targets):
+                    found[name] = bound.get(ast.unparse(node.value), "?")
+    return found
+
+
+def old_path_imports(paths: list[Path], aliases: dict[str, str]) -> list[str]:
+    """Imports (at any depth, import_module strings and "module:attribute" targets included)
+    of a module by an old alias path, in the given package files."""
+    bad = []
+    for path in paths:
+        if _module_name(path) in aliases:  # the alias itself imports what it names
+            continue
+        for imported, line in imports_of(path):
+            old = [a for a in aliases if imported == a or imported.startswith(a + ".")]
+            if old:
+                real = aliases[old[0]] + imported[len(old[0]):]
+                bad.append(f"{path.relative_to(ROOT)}:{line}: {imported} (an old name of {real}; import that)")
+    return bad
+
+
+def test_the_packages_import_no_module_by_an_old_alias_path():
+    """The old names (eager.ops.*, eager._dtypes, codegen.cache, static.tracer, ...) are kept
+    for users' scripts, tests and pickles; the packages import the real modules, so the type
+    checker sees every import (pyproject.toml types nothing of an old path as Any) and the
+    aliases can be removed one day without touching the packages."""
+    aliases = _alias_modules()
+    assert {"eager.ops": "gmops", "eager._dtypes": "gmbase.dtypes", "eager._fpstate": "gmbase.fpstate",
+            "eager._threads": "gmbase.threads", "codegen.cache": "gmbase.cache", "codegen.settings": "gmbase.settings",
+            "codegen.native_build": "gmnative.build", "static.tracer": "static.tracing.tracer"}.items() \
+        <= aliases.items(), aliases
+    assert all(_is_module(new) for new in aliases.values()), aliases
+    paths = [p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))]
+    bad = old_path_imports(paths, aliases)
+    assert not bad, "imports by an old alias path:\n" + "\n".join(bad)
+
+
+def test_the_old_path_scanner_sees_every_form(tmp_path):
+    """The checker itself: module-level, relative, lazy (inside a function), import_module and
+    "module:attribute" imports of an old path are each reported; the real paths are not."""
+    source = textwrap.dedent("""
+        import importlib
+        from . import _dtypes
+        from .ops import elementwise
+        import gmops.elementwise
+        from gmbase import dtypes
+        def f():
+            from eager.ops.views import VIEW  # noqa
+            import codegen.cache
+            importlib.import_module("static.tracer")
+        TARGET = "codegen.settings:SETTINGS"
+    """)
+    path = ROOT / "eager" / "_old_path_probe.py"
+    try:
+        path.write_text(source)
+        found = old_path_imports([path], _alias_modules())
+    finally:
+        path.unlink()
+    assert sorted(f.split(": ", 1)[1].split(" ")[0] for f in found) == sorted([
+        "eager._dtypes", "eager.ops", "eager.ops.views", "codegen.cache", "static.tracer", "codegen.settings"]), found
+    assert any("static.tracer (an old name of static.tracing.tracer;" in f for f in found), found

@@ -38,7 +38,6 @@ GRAPHMODE_NATIVE_LOOPS=0 turns the C loops off (the comparison the tests and ben
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -85,9 +84,10 @@ def optimized_body(text: str) -> Graph:
     """A body's IR text optimized as the Python-driven loop's body module is (the native
     backend's pipeline: simplify, fusion with row regions, memory plan), once per text."""
     from gmops.control_flow import parsed  # noqa: PLC0415
-    from static.passes import run_pipeline  # noqa: PLC0415  (codegen builds on static)
+    from static.jit.executable import row_regions  # noqa: PLC0415  (codegen builds on static)
+    from static.passes import run_pipeline  # noqa: PLC0415
 
-    rows = importlib.import_module("static.executable").row_regions("native")  # (the module is moving)
+    rows = row_regions("native")
     return run_pipeline(parsed(text), [], row_regions=rows, backend="native")
 
 
