@@ -23,7 +23,8 @@ PREAMBLE = read_source("gm_helpers.h").rstrip("\n")
 GM_INLINE = PREAMBLE[:PREAMBLE.index("\n// graphmode helpers")]
 
 HELPERS = ("gm_inf", "gm_nan", "gm_lowest", "gm_highest", "gm_max", "gm_min", "gm_relu", "gm_abs", "gm_sign",
-           "gm_cast", "gm_select", "gm_clamp", "gm_sigmoid", "gm_softplus", "gm_gelu_tanh", "gm_gelu_none", "gm_gelu_grad")
+           "gm_cast", "gm_select", "gm_clamp", "gm_sigmoid", "gm_softplus", "gm_gelu_tanh", "gm_gelu_none", "gm_gelu_grad",
+           "gm_i0", "gm_i0e", "gm_i1", "gm_i1e")
 
 # The C math functions the expressions and helpers call, and how the host computes each:
 # (float32 through "f": the float function, or "d": the double one, rounded once;
@@ -54,6 +55,12 @@ MATH = {
     "erfc": ("d", False, False),  # float32 through the double function, rounded once (as erf)
     "trunc": ("f", False, False),  # exact (rounds toward zero, an instruction): nothing to check
     "nextafter": ("f", False, False),  # exact (the next representable number): nothing to check
+    # scalar calls, float32 through the float function: glibc's tanf/asinhf/acoshf/atanhf are
+    # within 2 ulp (tests/codegen/test_c_expressions.py checks 1e-6 relative against SciPy)
+    "tan": ("f", False, False),
+    "asinh": ("f", False, False),
+    "acosh": ("f", False, False),
+    "atanh": ("f", False, False),
 }
 _BINARY_MATH = ("pow", "nextafter")  # the functions of two arguments
 VECTOR_MATH = tuple(fn for fn, (_, vf, vd) in MATH.items() if vf or vd)

@@ -296,25 +296,26 @@ RECIPROCAL = _unary("reciprocal", lambda xp, x: xp.reciprocal(x), lambda ctx, g:
 
 
 # tan and the inverse hyperbolic functions: each one record (forward, gradient, PyTorch's names
-# from `surface`). No ufunc or C expression yet: a kernel inlining them needs each C function's
-# accuracy checked first (gmnative/c_helpers.py MATH), so every backend calls their forward.
+# from `surface`), its ufunc and the C function the native and CUDA kernels inline (scalar calls
+# of the C library on the host: gmnative/c_helpers.py MATH, accuracy in
+# tests/codegen/test_c_expressions.py).
 def _in(lo: float, hi: float):
     return lambda rng: [((rng.uniform(lo, hi, (3, 4)),), {})]
 
 
 TAN = _unary("tan", lambda xp, x: xp.tan(x), lambda ctx, g: (g * (ctx.out * ctx.out + 1.0),), "TanBackward0",
-             _in(-1.2, 1.2), save=(), save_output=True, surface=_ALL, doc="the tangent, elementwise")
+             _in(-1.2, 1.2), save=(), save_output=True, surface=_ALL, doc="the tangent, elementwise",
+             ufunc="tan", c_expr="tan({0})")
 ASINH = _unary("asinh", lambda xp, x: xp.arcsinh(x), lambda ctx, g: (g * RSQRT(ctx.input(0) * ctx.input(0) + 1.0),),
                "AsinhBackward0", _in(-2.0, 2.0), surface=(*_ALL, "alias arcsinh"),
-               doc="the inverse hyperbolic sine, elementwise")
+               doc="the inverse hyperbolic sine, elementwise", ufunc="arcsinh", c_expr="asinh({0})")
 ACOSH = _unary("acosh", lambda xp, x: xp.arccosh(x), lambda ctx, g: (g * RSQRT(ctx.input(0) * ctx.input(0) - 1.0),),
                "AcoshBackward0", _in(1.2, 3.0), surface=(*_ALL, "alias arccosh"),
-               doc="the inverse hyperbolic cosine, elementwise (NaN below 1)")
+               doc="the inverse hyperbolic cosine, elementwise (NaN below 1)", ufunc="arccosh", c_expr="acosh({0})")
 ATANH = _unary("atanh", lambda xp, x: xp.arctanh(x), lambda ctx, g: (g / (1.0 - ctx.input(0) * ctx.input(0)),),
                "AtanhBackward0", _in(-0.8, 0.8), surface=(*_ALL, "alias arctanh"),
-               doc="the inverse hyperbolic tangent, elementwise (NaN outside [-1, 1])")
-for _op in (TAN, ASINH, ACOSH, ATANH):
-    _op.batchable = False  # library calls (their forward), no ufunc NumPy code could batch over 0-d values
+               doc="the inverse hyperbolic tangent, elementwise (NaN outside [-1, 1])", ufunc="arctanh",
+               c_expr="atanh({0})")
 
 # These unary ops never meet a floating-point event (overflow, 0/0, log(0); sigmoid takes
 # exp of non-positive numbers only), so eager runs them without switching NumPy's error
@@ -387,12 +388,14 @@ def _bessel_first_kind(x: np.ndarray, order: int, scaled: bool) -> np.ndarray:
         out[small] = np.i0(a[small]) * (np.exp(-a[small]) if scaled else 1.0)
         out[~small] = _asymptotic(a[~small], 0, scaled)
         return out
-    return np.copysign(_i1_magnitude(a, scaled), x)
+    magnitude = _i1_magnitude(a, scaled)
+    return np.where(x < 0, -magnitude, magnitude)  # odd, with I1(-0) = +0 (PyTorch's)
 
 
 def _asymptotic(big: np.ndarray, order: int, scaled: bool) -> np.ndarray:
     """e^x / sqrt(2 pi x) sum_k (-1)^k prod_j (4 order^2 - (2j-1)^2) / (k! (8x)^k), for x > 30
     (without e^x when scaled; e^x as two halves, finite where e^x alone overflows)."""
+    infinite = np.isinf(big)  # I(inf) = inf, scaled 0 (the series would give inf * 0)
     z, term, total = 8.0 * big, np.ones_like(big), np.ones_like(big)
     for k in range(1, 30):
         term *= -(4.0 * order * order - (2 * k - 1) ** 2) / (k * z)
@@ -401,7 +404,7 @@ def _asymptotic(big: np.ndarray, order: int, scaled: bool) -> np.ndarray:
     if scaled:
         return root
     half = np.exp(big * 0.5)
-    return half * (half * root)
+    return np.where(infinite, big, half * (half * root))
 
 
 def _i1_magnitude(a: np.ndarray, scaled: bool) -> np.ndarray:
@@ -444,10 +447,18 @@ def _i1_vjp(ctx, g):
     return (g * WHERE(EQ(x, 0.0), 0.5, I0(x) - ctx.out / x),)
 
 
+# the C expressions: gmnative/csrc/gm_helpers.h's gm_i0 ... gm_i1e, the same series in C
 I1 = _unary("i1", _bessel(_i1_float64, "i1"), _i1_vjp, "SpecialI1Backward0", _any((3, 4)), save=(0,),
-            save_output=True, doc="the modified Bessel function of the first kind of order 1 (torch.special.i1)")
-I0: OpDef = _unary("i0", _bessel(np.i0, "i0"), lambda ctx, g: (g * I1(ctx.input(0)),), "I0Backward0", _any((3, 4)),
-                   surface=_ALL,
+            save_output=True, c_expr="gm_i1({0})",
+            doc="the modified Bessel function of the first kind of order 1 (torch.special.i1)")
+
+
+def _i0_float64(x: np.ndarray) -> np.ndarray:
+    return _bessel_first_kind(x, 0, scaled=False)  # np.i0 below 30 (it gives NaN at inf, inf from 710)
+
+
+I0: OpDef = _unary("i0", _bessel(_i0_float64, "i0"), lambda ctx, g: (g * I1(ctx.input(0)),), "I0Backward0", _any((3, 4)),
+                   surface=_ALL, c_expr="gm_i0({0})",
                    doc="the modified Bessel function of the first kind of order 0, elementwise")
 
 
@@ -492,8 +503,8 @@ def _i1e_vjp(ctx, g):
 
 
 I1E = _unary("i1e", _bessel(_i1e_float64, "i1e"), _i1e_vjp, "SpecialI1EBackward0", _any((3, 4)), save=(0,),
-             save_output=True, doc="e^-|input| times the modified Bessel function I1 (torch.special.i1e)")
+             save_output=True, c_expr="gm_i1e({0})", doc="e^-|input| times the modified Bessel function I1 (torch.special.i1e)")
 I0E: OpDef = _unary("i0e", _bessel(_i0e_float64, "i0e"),
                     lambda ctx, g: (g * (I1E(ctx.input(0)) - SIGN(ctx.input(0)) * ctx.out),), "SpecialI0EBackward0",
-                    _any((3, 4)), save=(0,), save_output=True,
+                    _any((3, 4)), save=(0,), save_output=True, c_expr="gm_i0e({0})",
                     doc="e^-|input| times the modified Bessel function I0 (torch.special.i0e)")
