@@ -72,6 +72,23 @@ def _linear_t(x: np.ndarray, w: Tensor, b: np.ndarray | None) -> np.ndarray:
     return out
 
 
+_native_cells: Any = None
+
+
+def _cell_kernels() -> Any:
+    """gmnative.cell_kernels (the GRU gates' native passes), imported on first use; None where
+    eager's native kernels are switched off or cannot be built (the NumPy code runs then)."""
+    global _native_cells
+    if _native_cells is None:
+        try:
+            import gmnative.cell_kernels as module  # noqa: PLC0415
+
+            _native_cells = module
+        except ImportError:  # a partial install: NumPy code only
+            _native_cells = False
+    return _native_cells if _native_cells and _native_cells._kernels.kernels() is not None else None
+
+
 def _arrays(*tensors: Any) -> list:
     return [None if t is None else t._data for t in tensors]
 
@@ -131,14 +148,29 @@ class GRUCellFunction(Function):
     def forward(ctx: Any, x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None,
                 b_hh: Tensor | None) -> Tensor:
         X, H, Bi, Bh = _arrays(x, h, b_ih, b_hh)
-        gi, gh = _linear_t(X, w_ih, Bi), _linear_t(H, w_hh, Bh)
+        ctx.save_for_backward(x, h, w_ih, w_hh, b_ih, b_hh)
+        native = _cell_kernels()
+        if native is not None:  # the products transposed (see _linear_t), the gates in one native pass
+            gi, gh = w_ih._data @ X.T, w_hh._data @ H.T
+            zero = None if Bi is not None and Bh is not None else np.zeros(gi.shape[0], gi.dtype)
+            done = native.gru_cell(gi, gh, zero if Bi is None else Bi, zero if Bh is None else Bh, H)
+            if done is not None:
+                ctx.gates = None
+                ctx.native_gates = done[1]
+                return Tensor._make(done[0])
+            gi, gh = gi.T, gh.T
+            if Bi is not None:
+                gi = gi + Bi
+            if Bh is not None:
+                gh = gh + Bh
+        else:
+            gi, gh = _linear_t(X, w_ih, Bi), _linear_t(H, w_hh, Bh)
         k = H.shape[1]
         rz = _sigmoid(np, gi[:, :2 * k] + gh[:, :2 * k])  # both gates in one call (elementwise: the same bits)
         r, z = rz[:, :k], rz[:, k:]
         hn = gh[:, 2 * k:]
         n = _tanh(np, gi[:, 2 * k:] + r * hn)
         out = (1.0 - z) * n + z * H
-        ctx.save_for_backward(x, h, w_ih, w_hh, b_ih, b_hh)
         ctx.gates = (r, z, n, hn)
         return Tensor._make(out.astype(X.dtype, copy=False))
 
@@ -150,7 +182,24 @@ class GRUCellFunction(Function):
             return _grads_by_recompute(ctx, _gru_cell_ops, (g,))
         x, h, w_ih, w_hh, b_ih, b_hh = ctx.saved_tensors
         X, H, Wi, Wh = _arrays(x, h, w_ih, w_hh)
-        r, z, n, hn = ctx.gates
+        needs = ctx.needs_input_grad
+        if ctx.gates is None:  # the forward's native pass: its gradients in one more
+            got = _cell_kernels().gru_cell_backward(np.ascontiguousarray(g._data), H, ctx.native_gates)
+            if got is not None:
+                dgi_t, dgh_t, gz, dbi, dbh = got  # (3K, B): the products' operands read transposed
+                dh_arr = None
+                if needs[1]:
+                    dh_arr = dgh_t.T @ Wh
+                    dh_arr += gz
+                return (Tensor._make(dgi_t.T @ Wi) if needs[0] else None,
+                        None if dh_arr is None else Tensor._make(dh_arr),
+                        Tensor._make(dgi_t @ X) if needs[2] else None,
+                        Tensor._make(dgh_t @ H) if needs[3] else None,
+                        Tensor._make(dbi) if b_ih is not None and needs[4] else None,
+                        Tensor._make(dbh) if b_hh is not None and needs[5] else None)
+            r, z, n, hn = np.moveaxis(ctx.native_gates, 2, 1)
+        else:
+            r, z, n, hn = ctx.gates
         G = g._data
         k = H.shape[1]
         # the gates' gradients written straight into their columns of dgi (no concatenation)
@@ -161,7 +210,6 @@ class GRUCellFunction(Function):
         np.multiply(dpre_n * hn, r * (1.0 - r), out=dpre_r)
         dgh = dgi.copy()
         np.multiply(dpre_n, r, out=dgh[:, 2 * k:])
-        needs = ctx.needs_input_grad
         dx = Tensor._make(dgi @ Wi) if needs[0] else None
         dh = Tensor._make(dgh @ Wh + G * z) if needs[1] else None
         dwi = Tensor._make(dgi.T @ X) if needs[2] else None

@@ -312,6 +312,77 @@ template <typename T> static void fold2d(const T* cols, T* out, const long long*
     }
 }
 
+// The GRU cell's gate arithmetic (eager/nn/_fused_cells.py), one pass forward and one back,
+// where NumPy took a dozen whole-array passes and their temporaries. The two products come
+// transposed, gi = W_ih x^T and gh = W_hh h^T as (3K, B): row j of a gate holds its column
+// for every batch row, so the gate loops run contiguous over the batch. PyTorch's gates:
+//   r = sigmoid((gi_r + b_ir) + (gh_r + b_hr)), z likewise, hn = gh_n + b_hn,
+//   n = tanh((gi_n + b_in) + r * hn), h' = (1 - z) * n + z * h,
+// in the op-by-op cell's order of operations. saved = r, z, n, hn, each (K, B), for the
+// backward. d = [B, K].
+template <typename T> static void gru_cell(const T* gi, const T* gh, const T* bi, const T* bh, const T* h, T* out,
+                                           T* saved, const long long* d, int nt) {
+    const long long B = d[0], K = d[1], KB = K * B;
+    T* rs = saved; T* zs = saved + KB; T* ns = saved + 2 * KB; T* hs = saved + 3 * KB;
+    #pragma omp parallel for num_threads(nt) if(3 * KB >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long j = 0; j < K; ++j) {
+        const T* ir = gi + j * B; const T* iz = gi + (K + j) * B; const T* in_ = gi + (2 * K + j) * B;
+        const T* hr = gh + j * B; const T* hz = gh + (K + j) * B; const T* hn_ = gh + (2 * K + j) * B;
+        const T bir = bi[j], biz = bi[K + j], bin = bi[2 * K + j];
+        const T bhr = bh[j], bhz = bh[K + j], bhn = bh[2 * K + j];
+        T* r = rs + j * B; T* z = zs + j * B; T* n = ns + j * B; T* hn = hs + j * B;
+        #pragma omp simd
+        for (long long b = 0; b < B; ++b) {
+            const T rv = gm_sigmoid((ir[b] + bir) + (hr[b] + bhr));
+            const T hv = hn_[b] + bhn;
+            r[b] = rv;
+            z[b] = gm_sigmoid((iz[b] + biz) + (hz[b] + bhz));
+            hn[b] = hv;
+            n[b] = (T)tanh((in_[b] + bin) + rv * hv);
+        }
+    }
+    #pragma omp parallel for num_threads(nt) if(3 * KB >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long b = 0; b < B; ++b) {
+        #pragma omp simd
+        for (long long j = 0; j < K; ++j) {
+            const T zv = zs[j * B + b];
+            out[b * K + j] = ((T)1 - zv) * ns[j * B + b] + zv * h[b * K + j];
+        }
+    }
+}
+
+// Its gradient for an output gradient g (B, K): the pre-activation gradients of the input
+// product, dgi (3K, B), and of the hidden one, dgh (its n rows times r), both transposed as
+// the products came; gz = g * z (B, K), the gradient reaching h directly; and the bias
+// gradients dbi, dbh (3K), dgi's and dgh's rows summed over the batch in batch order. The
+// formulas and their order are the NumPy backward's.
+template <typename T> static void gru_cell_backward(const T* g, const T* h, const T* saved, T* dgi, T* dgh, T* gz,
+                                                    T* dbi, T* dbh, const long long* d, int nt) {
+    const long long B = d[0], K = d[1], KB = K * B;
+    const T* rs = saved; const T* zs = saved + KB; const T* ns = saved + 2 * KB; const T* hs = saved + 3 * KB;
+    #pragma omp parallel for num_threads(nt) if(3 * KB >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long j = 0; j < K; ++j) {
+        const T* r = rs + j * B; const T* z = zs + j * B; const T* n = ns + j * B; const T* hn = hs + j * B;
+        T* ir = dgi + j * B; T* iz = dgi + (K + j) * B; T* in_ = dgi + (2 * K + j) * B;
+        T* hr = dgh + j * B; T* hz = dgh + (K + j) * B; T* hn_ = dgh + (2 * K + j) * B;
+        #pragma omp simd
+        for (long long b = 0; b < B; ++b) {
+            const T G = g[b * K + j], H = h[b * K + j];
+            const T rv = r[b], zv = z[b], nv = n[b];
+            const T dn = (G * ((T)1 - zv)) * ((T)1 - nv * nv);
+            const T dz = (G * (H - nv)) * (zv * ((T)1 - zv));
+            const T dr = (dn * hn[b]) * (rv * ((T)1 - rv));
+            ir[b] = dr; iz[b] = dz; in_[b] = dn;
+            hr[b] = dr; hz[b] = dz; hn_[b] = dn * rv;
+            gz[b * K + j] = G * zv;
+        }
+        T sr = (T)0, sz = (T)0, sn = (T)0, shn = (T)0;  // in batch order, as NumPy sums axis 0
+        for (long long b = 0; b < B; ++b) { sr += ir[b]; sz += iz[b]; sn += in_[b]; shn += hn_[b]; }
+        dbi[j] = sr; dbi[K + j] = sz; dbi[2 * K + j] = sn;
+        dbh[j] = sr; dbh[K + j] = sz; dbh[2 * K + j] = shn;
+    }
+}
+
 // the entry points: void k(void* const* args, int threads); dims are an int64 array, eps a
 // float64 array of one element
 #define GM_EAGER_UNARY(name, T, suffix) \
@@ -323,6 +394,12 @@ template <typename T> static void fold2d(const T* cols, T* out, const long long*
         take_middle<T>((const T*)a[0], (const long long*)a[1], (T*)a[2], d[0], d[1], d[2], nt); } \
     extern "C" void gm_eager_embedding_backward_##suffix(void* const* a, int nt) { \
         embedding_backward<T>((const T*)a[0], (const long long*)a[1], (T*)a[2], (const long long*)a[3], nt); } \
+    extern "C" void gm_eager_gru_cell_##suffix(void* const* a, int nt) { \
+        gru_cell<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (const T*)a[3], (const T*)a[4], (T*)a[5], \
+                    (T*)a[6], (const long long*)a[7], nt); } \
+    extern "C" void gm_eager_gru_cell_backward_##suffix(void* const* a, int nt) { \
+        gru_cell_backward<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], (T*)a[4], (T*)a[5], \
+                             (T*)a[6], (T*)a[7], (const long long*)a[8], nt); } \
     extern "C" void gm_eager_fold2d_##suffix(void* const* a, int nt) { \
         fold2d<T>((const T*)a[0], (T*)a[1], (const long long*)a[2], nt); } \
     extern "C" void gm_eager_argmax_##suffix(void* const* a, int nt) { \
