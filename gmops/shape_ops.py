@@ -12,6 +12,7 @@ from gmbase import dtypes as _dtypes
 from . import _layout
 from ._checks import norm_dim, numel, same_dtype
 from ._layout import copy_preserving
+from ._native import try_native
 from ._registry import VARIADIC, OpDef, TensorSpec, defop
 
 
@@ -355,6 +356,12 @@ INDEX = defop(
 
 
 def _index_grad(xp, g, *index_arrays, key, shape, n_index=0):
+    if len(key) == 1 and key[0][0] == "tensor" and index_arrays[0].dtype.kind == "i" and index_arrays[0].ndim:
+        # x[idx]'s gradient (minibatch rows, C[xi]): rows of g summed into the rows they were
+        # read from, in one native pass (embedding's kernel: add.at's order, far cheaper)
+        found = _rows_grad(xp, g, index_arrays[0], shape)
+        if found is not None:
+            return found
     out = xp.zeros(shape, dtype=g.dtype)
     k = build_key(key, index_arrays)
     if index_arrays:
@@ -367,6 +374,21 @@ def _index_grad(xp, g, *index_arrays, key, shape, n_index=0):
     else:
         out[k] = g
     return out
+
+
+def _rows_grad(xp, g, idx, shape):
+    """g's rows (one per index, each of shape[1:]) added into zeros of `shape` at the rows
+    `idx` names (negative ones counted from the end), by gmnative's embedding kernel; None
+    where it does not run (and for an index out of range: the NumPy code raises)."""
+    flat = idx.reshape(-1)
+    n = shape[0]
+    if flat.size and int(flat.min()) < 0:
+        flat = xp.where(flat < 0, flat + n, flat)
+    rows = g.reshape(flat.size, -1) if g.size else None
+    if rows is None or not rows.flags.c_contiguous or not rows.shape[1]:
+        return None
+    found = try_native(xp, "embedding_backward", rows, flat, n)
+    return None if found is None else found.reshape(shape)
 
 
 INDEX_GRAD = defop(

@@ -90,15 +90,30 @@ def _selects_first(key, operands):
     return tuple(basic), tuple(advanced)
 
 
+_TAKE_ROWS: list = [None]
+
+
+def _take_rows():
+    """eager._index_fast.take_rows, imported at the first x[idx] (it imports eager's Tensor,
+    which imports this module)."""
+    from .._index_fast import take_rows  # noqa: PLC0415
+
+    _TAKE_ROWS[0] = take_rows
+    return take_rows
+
+
 def getitem(input, index, make_tensor):
     """input[index] with PyTorch's basic and advanced indexing; `make_tensor` turns index lists into tensors.
 
     Backs Tensor.__getitem__. Mirrors torch.Tensor.__getitem__."""
     data = getattr(index, "_data", None)
     if data is not None and type(data) is np.ndarray and data.dtype.kind in "iub":
-        # x[idx] with one index tensor (a minibatch's rows, an embedding lookup C[xi]): the key
-        # index_key builds for it, without its walk over a tuple or the two-step test
-        return S.INDEX(input, index, key=_ONE_TENSOR, n_index=1)
+        # x[idx] with one index tensor (a minibatch's rows, an embedding lookup C[xi]): on the
+        # arrays where eager._index_fast applies, else the key index_key builds for it, without
+        # its walk over a tuple or the two-step test
+        take = _TAKE_ROWS[0] or _take_rows()
+        out = take(input, index)
+        return out if out is not None else S.INDEX(input, index, key=_ONE_TENSOR, n_index=1)
     key, operands = index_key(index, make_tensor)
     if _builtins.any(e[1:] and e[0] == "slice" and e[3] is not None and e[3] <= 0 for e in key):
         raise ValueError("step must be greater than zero")

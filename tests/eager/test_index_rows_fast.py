@@ -1,0 +1,92 @@
+"""x[idx] with one integer index tensor on dim 0 (eager/_index_fast.py) and its gradient
+(gmops.shape_ops index_grad's row kernel): the values, errors, graph and gradients of the op
+path, against PyTorch where it is installed."""
+import numpy as np
+import pytest
+
+import eager
+from gmops import shape_ops
+
+
+def test_rows_values_and_dtypes():
+    x = eager.arange(12.0).reshape(4, 3)
+    for dtype in (eager.int64, eager.int32):
+        idx = eager.tensor([3, -1, 0, 3], dtype=dtype)
+        np.testing.assert_array_equal(x[idx].numpy(), x.numpy()[[3, -1, 0, 3]])
+    two_d = eager.tensor([[0, 1], [2, 3]])
+    assert tuple(x[two_d].shape) == (2, 2, 3)
+    assert tuple(eager.zeros(0, 3)[eager.tensor([], dtype=eager.int64)].shape) == (0, 3)
+    assert x[eager.tensor([1, 2])].is_contiguous()
+
+
+@pytest.mark.parametrize("bad", [[4], [0, -5], [1, 9, 2]])
+def test_out_of_range_speaks_as_pytorch(bad):
+    x = eager.arange(12.0).reshape(4, 3)
+    value = next(b for b in bad if not -4 <= b < 4)
+    with pytest.raises(IndexError, match=f"index {value} is out of bounds for dimension 0 with size 4"):
+        x[eager.tensor(bad)]
+    with pytest.raises(IndexError, match="index 0 is out of bounds for dimension 0 with size 0"):
+        eager.zeros(0, 3)[eager.tensor([0])]
+
+
+def test_masks_and_zero_d_indices_keep_the_op_path():
+    x = eager.arange(12.0).reshape(4, 3)
+    np.testing.assert_array_equal(x[eager.tensor([True, False, True, False])].numpy(), x.numpy()[[0, 2]])
+    assert tuple(x[eager.tensor(2)].shape) == (3,)
+
+
+def test_graph_and_gradients_with_repeated_rows():
+    w = eager.randn(5, 3, dtype=eager.float64, requires_grad=True)
+    idx = eager.tensor([[0, 4, 0], [-1, 2, 0]])
+    out = w[idx]
+    assert out.grad_fn.name() == "IndexBackward0"
+    assert out.grad_fn.next_functions[0][0].variable is w
+    g = np.random.default_rng(0).standard_normal((2, 3, 3))
+    out.backward(eager.tensor(g))
+    expect = np.zeros((5, 3))
+    np.add.at(expect, idx.numpy().reshape(-1) % 5, g.reshape(-1, 3))
+    np.testing.assert_allclose(w.grad.numpy(), expect, rtol=1e-12)
+    assert eager.autograd.gradcheck(lambda a: a[idx], (w,))
+    assert eager.autograd.gradgradcheck(lambda a: a[idx] * a[idx], (w,))
+
+
+def test_no_grad_and_integer_sources_record_nothing():
+    w = eager.randn(4, 2, requires_grad=True)
+    with eager.no_grad():
+        assert w[eager.tensor([0, 1])].grad_fn is None
+    assert not eager.arange(4)[eager.tensor([1])].requires_grad
+
+
+def test_an_index_changed_in_place_before_backward_is_refused():
+    w = eager.randn(4, 2, requires_grad=True)
+    idx = eager.tensor([0, 1])
+    out = w[idx].sum()
+    idx.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_gradient_has_add_at_bits(dtype):
+    rng = np.random.default_rng(1)
+    g = rng.standard_normal((40, 7)).astype(dtype)
+    idx = rng.integers(-6, 6, 40)
+    got = shape_ops.INDEX_GRAD.forward(np, g, idx, key=(("tensor", 0),), shape=(6, 7), n_index=1)
+    expect = np.zeros((6, 7), dtype)
+    np.add.at(expect, idx, g)
+    np.testing.assert_array_equal(got, expect)
+    with pytest.raises(IndexError):
+        shape_ops.INDEX_GRAD.forward(np, g, np.r_[idx[:-1], 6], key=(("tensor", 0),), shape=(6, 7), n_index=1)
+
+
+def test_against_pytorch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+    W = rng.standard_normal((27, 10)).astype(np.float32)
+    idx = rng.integers(0, 27, (32, 3))
+    ours, theirs = eager.tensor(W, requires_grad=True), torch.tensor(W, requires_grad=True)
+    a, b = ours[eager.tensor(idx)], theirs[torch.tensor(idx)]
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    (a * a).sum().backward()
+    (b * b).sum().backward()
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-5, atol=1e-6)
