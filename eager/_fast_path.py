@@ -97,7 +97,7 @@ return out
 # gradient computed once per distinct element inside a backward that records nothing, two
 # numbers by NumPy's scalar arithmetic (see eager._scalar_form).
 COMPUTE = """\
-if _COMPACT_PASSES[0] and STATE.compact_broadcasts:
+if _COMPACT_PASSES and STATE.compact_broadcasts:
     token = None
     if op.kind == "elementwise":
         first = {first_array}
@@ -278,14 +278,16 @@ def render_make_node() -> str:
 SOURCES: dict[str, str] = {}
 
 
-def define(name: str, source: str, namespace: dict[str, Any]) -> Any:
+def define(name: str, source: str, namespace: dict[str, Any], label: str | None = None) -> Any:
     """Compile and run `source` (one `def name`) in `namespace` (the module globals the code
     reads, as if written there) and return the function; the text stays readable by
-    linecache for tracebacks."""
+    linecache for tracebacks. `label` (default `name`) names the text in SOURCES and in the
+    file name (`Node.apply`: the backward engine's renderings, eager.autograd.graph)."""
     # (a name under eager/ that is no file: static's user_location and warnings' stacklevel
     # count the frame as graphmode's, and linecache serves the text)
-    filename = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"_fast_path.py <rendered {name}>")
-    SOURCES[name] = source
+    label = label or name
+    filename = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"_fast_path.py <rendered {label}>")
+    SOURCES[label] = source
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102  (our own template, no outside text)
     return namespace[name]

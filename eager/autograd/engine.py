@@ -1,21 +1,33 @@
 """The backward engine: walks the graph from the roots in dependency order, summing the
-gradients that meet at a node before running it (as PyTorch's engine does)."""
+gradients that meet at a node before running it (as PyTorch's engine does).
+
+`run_backward` is rendered once at import from the template below, with the steps of running
+a node (its VJP, fitting each gradient to its operand, releasing what it saved) taken from the
+snippets eager.autograd.graph renders `Node.apply`/`Node.release` from: the common node runs
+inline (no call, no list of gradients per node; each gradient passes on as soon as it is
+fitted) while the text exists once. The rendered source is in eager._fast_path.SOURCES
+["run_backward"] and linecache (tracebacks show it); tests/eager/test_engine_rendering.py checks
+that the inline path and Node.apply agree."""
 from __future__ import annotations
 
 import sys
-import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Optional, Union
 
 import numpy as np
 
-from gmbase.dtypes import _BY_NP
-from gmbase.fpstate import quiet_fp as _quiet_fp
-from gmbase.fpstate import restore_fp as _restore_fp
-from gmops._registry import fit_grad
+from gmbase.dtypes import _BY_NP  # noqa: F401  (read by the rendered loop)
+from gmbase.fpstate import quiet_fp as _quiet_fp  # noqa: F401
+from gmbase.fpstate import restore_fp as _restore_fp  # noqa: F401
+from gmops._registry import fit_grad  # noqa: F401
 
+from .._fast_path import _indent, define
 from .._grad_mode import STATE
-from .graph import _NOTHING_SAVED, COMPACT_PASSES, HOOKED, PLAIN_NODE_TYPES, AccumulateGrad, Node
+from .graph import _NOTHING_SAVED as _NOTHING_SAVED  # (`x as x`: names the rendered loop reads)
+from .graph import COMPACT_PASSES as COMPACT_PASSES
+from .graph import FIT, RELEASE, VJP, AccumulateGrad, Node
+from .graph import HOOKED as HOOKED
+from .graph import PLAIN_NODE_TYPES as PLAIN_NODE_TYPES
 
 if TYPE_CHECKING:
     from .._tensor import Tensor
@@ -27,7 +39,6 @@ Grads = list[Optional["Tensor"]]  # per output of a node (None: no gradient flow
 Targets = dict[tuple[BackwardNode, int], list[int]]  # (node, output_nr) -> positions in `inputs`
 
 _refcount = sys.getrefcount
-_COMPACT_LOCK = threading.Lock()  # (COMPACT_PASSES is counted by every thread)
 _NO_GRAD_FN = "element {} of tensors does not require grad and does not have a grad_fn"
 
 
@@ -36,37 +47,6 @@ def _edge(t: Tensor) -> tuple[BackwardNode, int]:
     if t.grad_fn is not None:
         return t.grad_fn, t._output_nr
     return t._accumulator(), 0
-
-
-def _collect(roots: Sequence[BackwardNode | None], targets: set[int]) -> tuple[dict[BackwardNode, int], bool]:
-    """Dependency counts (how many edges from reachable nodes point at each node), and
-    whether every reachable sink (a node with no next edge, a leaf's accumulator) is one of
-    `targets` (ids): then every reachable node leads to a target and none needs pruning."""
-    deps: dict[BackwardNode, int] = {}
-    sinks_are_targets = True
-    # once per node: two roots on one node (outputs of one split) must not count its edges twice
-    if len(roots) == 1:  # (loss.backward(): one root, nothing to dedup)
-        stack = [n for n in roots if n is not None]
-    else:
-        stack = list(dict.fromkeys(n for n in roots if n is not None))
-    root_set = set(stack)  # a node other than a root is walked when its first edge is counted
-    while stack:
-        node = stack.pop()
-        sink = True
-        for nxt, _ in node.next_functions:
-            if nxt is None:
-                continue
-            sink = False
-            count = deps.get(nxt)
-            if count is None:
-                deps[nxt] = 1
-                if nxt not in root_set:
-                    stack.append(nxt)
-            else:
-                deps[nxt] = count + 1
-        if sink and id(node) not in targets:
-            sinks_are_targets = False
-    return deps, sinks_are_targets
 
 
 def _leads_to(roots: Iterable[BackwardNode | None], targets: set[int]) -> set[int]:
@@ -89,73 +69,107 @@ def _leads_to(roots: Iterable[BackwardNode | None], targets: set[int]) -> set[in
     return useful
 
 
-def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], retain_graph: bool, create_graph: bool,
-                 inputs: Sequence[Tensor] | None = None, accumulate: bool = True) -> list[Tensor | None]:
+# -- the engine's loop, rendered once ---------------------------------------------------------------
+# {vjp}, {fit}, {release}: eager.autograd.graph's VJP, FIT and RELEASE snippets (the text of
+# Node.apply and Node.release), indented into the inline path.
+ENGINE = '''\
+def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None, accumulate=True):
     """Backpropagate from `tensors`. With accumulate=False (autograd.grad) the gradients at
-    `inputs` are returned instead of being added into `.grad`."""
+    `inputs` are returned instead of being added into `.grad` (rendered by
+    eager.autograd.engine, its node steps from eager.autograd.graph's snippets)."""
+    roots = []
     for i, t in enumerate(tensors):
         if not t.requires_grad:
             raise RuntimeError(_NO_GRAD_FN.format(i))
-    roots = [_edge(t) for t in tensors]
-    targets: Targets = {}
+        fn = t.grad_fn
+        roots.append((fn, t._output_nr) if fn is not None else (t._accumulator(), 0))
+    targets = {{}}
     if inputs is not None:
         for k, t in enumerate(inputs):
             targets.setdefault(_edge(t), []).append(k)
-    target_nodes = {id(n) for n, _ in targets}
+        target_nodes = {{id(n) for n, _ in targets}}
+        captured = [None] * len(inputs)
+    else:
+        target_nodes = _NO_IDS
+        captured = []
 
     prev_mode, prev_compact = STATE.enabled, STATE.compact_broadcasts
     STATE.enabled = create_graph
     STATE.compact_broadcasts = not create_graph
     if not create_graph:
-        with _COMPACT_LOCK:
-            COMPACT_PASSES[0] += 1
+        COMPACT_PASSES.append(True)  # (one list operation: atomic, no lock)
     fp_token = _quiet_fp()  # masked branches (where) may overflow harmlessly
     try:
-        root_nodes = [n for n, _ in roots]
-        deps, sinks_are_targets = _collect(root_nodes, target_nodes)
+        # Dependency counts (how many edges from reachable nodes point at each node), and
+        # whether every reachable sink (a node with no next edge, a leaf's accumulator) is a
+        # target: then every reachable node leads to one and none needs pruning.
+        deps = {{}}
+        sinks_are_targets = True
+        if len(roots) == 1:  # (loss.backward(): no other root to meet, nothing to dedup)
+            stack = [roots[0][0]]
+            root_set = ()
+        else:  # once per node: two roots on one node (outputs of one split) count its edges once
+            stack = list(dict.fromkeys(n for n, _ in roots))
+            root_set = set(stack)  # a node other than a root is walked when its first edge is counted
+        while stack:
+            node = stack.pop()
+            sink = True
+            for nxt, _ in node.next_functions:
+                if nxt is None:
+                    continue
+                sink = False
+                count = deps.get(nxt)
+                if count is None:
+                    deps[nxt] = 1
+                    if nxt not in root_set:
+                        stack.append(nxt)
+                else:
+                    deps[nxt] = count + 1
+            if sink and inputs is not None and id(node) not in target_nodes:
+                sinks_are_targets = False
         # Prune (run only the nodes that lead to `inputs`) unless every path ends at one of them
         # anyway: autograd.grad(loss, all_leaves) then walks the graph once, not twice.
-        useful = _leads_to(root_nodes, target_nodes) if inputs is not None and not sinks_are_targets else None
-        buffers: dict[BackwardNode, Grads] = {}
-        owned = {id(g._data) for g in grad_tensors}
-        for (node, nr), g in zip(roots, grad_tensors):
-            _add(buffers, node, nr, g)
-        captured: list[Tensor | None] = [None] * (len(inputs) if inputs is not None else 0)
-        if len(root_nodes) == 1:  # (loss.backward(): no duplicate roots to drop)
-            ready = root_nodes if root_nodes[0] not in deps else []
+        useful = _leads_to([n for n, _ in roots], target_nodes) if inputs is not None and not sinks_are_targets else None
+
+        buffers = {{}}
+        if len(roots) == 1:
+            node, nr = roots[0]
+            g = grad_tensors[0]
+            owned = {{id(g._data)}}
+            slots = buffers[node] = [None] * node.n_outputs
+            slots[nr] = g
+            ready = [node] if node not in deps else []
         else:
-            ready = [n for n in dict.fromkeys(root_nodes) if deps.get(n, 0) == 0]
+            owned = {{id(g._data) for g in grad_tensors}}
+            for (node, nr), g in zip(roots, grad_tensors):
+                _add(buffers, node, nr, g)
+            ready = [n for n in dict.fromkeys(n for n, _ in roots) if deps.get(n, 0) == 0]
         plain = not STATE.anomaly  # (anomaly mode: every node through _execute, which checks NaNs)
         # whether an input asked for is a plain node's output (autograd.grad(loss, [hidden])):
-        # mostly they are leaves, and the inlined path then skips the per-node id() lookup
+        # mostly they are leaves, and the inline path then skips the per-node id() lookup
         node_targets = bool(targets) and any(type(n) in PLAIN_NODE_TYPES for n, _ in targets)
+        # no node can need the general path for hooks, a capture or pruning: one test per pass
+        simple = plain and useful is None and not node_targets and not HOOKED[0]
         while ready:
             node = ready.pop()
             # (a buffer exists only once a gradient reached it: it holds at least one)
             grads = buffers.pop(node, None)
-            if (type(node) in PLAIN_NODE_TYPES and grads is not None and plain and (not HOOKED[0] or node._hooks is None)
-                    and (not node_targets or id(node) not in target_nodes) and (useful is None or id(node) in useful)):
-                # the common case, without _execute's special cases: Node.apply, Node.release
-                # and the passing on of the gradients below, inlined into one loop over the edges
-                if TYPE_CHECKING:  # (the set holds Node and its named subclasses: no check at run time)
-                    assert isinstance(node, Node)
-                op = node.op
+            if type(node) in PLAIN_NODE_TYPES and grads is not None and (simple or (
+                    plain and (not HOOKED[0] or node._hooks is None)
+                    and (not node_targets or id(node) not in target_nodes) and (useful is None or id(node) in useful))):
+                # the common case: Node.apply and Node.release (the same snippets), and the
+                # passing on of each gradient as soon as it is fitted, in one loop over the edges
                 edges = node.next_functions
                 try:
-                    raw = node.apply(grads) if op.multi_output or op.vjp is None else op.vjp(node, grads[0])
-                    if len(raw) < len(edges):
-                        raise RuntimeError(f"{node._name}: the VJP of {op.name} returned {len(raw)} gradients "
-                                           f"for {len(edges)} operands")
+{vjp}
                     for g, m, (nxt, nr) in zip(raw, node._in_meta, edges):
                         if nxt is None:
                             continue
                         if g is not None and m is not None:
-                            data = g._data
-                            if data.shape != m[0] or (data.dtype is not m[1] and data.dtype != m[1]):
-                                g = fit_grad(g, m[0], _BY_NP[m[1]])
+{fit}
                             slots = buffers.get(nxt)
                             if slots is None:
-                                slots = buffers[nxt] = [None] * (len(nxt._out_meta) if type(nxt) in PLAIN_NODE_TYPES  # type: ignore[union-attr]
+                                slots = buffers[nxt] = [None] * (len(nxt._out_meta) if type(nxt) in PLAIN_NODE_TYPES
                                                                  else nxt.n_outputs)
                                 slots[nr] = g
                             else:  # sum what meets at nxt's input slot
@@ -169,30 +183,24 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
                 except Exception as exc:
                     _annotate(exc, node)
                     raise
-                if not retain_graph:  # (Node.release, inlined; only ops that save_output set _saved_out)
-                    if node._saved:
-                        node._saved = _NOTHING_SAVED
-                    if op.save_output and node._saved_out is not None:
-                        node._saved = _NOTHING_SAVED
-                        node._saved_out = None
+                if not retain_graph:
+{release}
                 continue
-            if grads is not None and node._hooks is None and not targets:
-                # no hooks and nothing captured: a leaf's accumulator or a custom Function's
-                # node without _execute's special cases (run_pre, captures, the pruning test)
-                if isinstance(node, AccumulateGrad):  # (no subclasses)
-                    g0 = grads[0]
-                    if accumulate and g0 is not None:
-                        node.accumulate(g0, create_graph, owned)
-                    continue  # (a sink: no edges, nothing saved)
-                outs: Grads | None
-                if plain and useful is None:
-                    try:
-                        outs = node.apply(grads)
-                    except Exception as exc:
-                        _annotate(exc, node)
-                        raise
-                else:
-                    outs = _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned)
+            if type(node) is AccumulateGrad and grads is not None and node._hooks is None and not targets:
+                # a leaf's accumulator with no hooks and nothing captured (a sink: no edges,
+                # nothing saved)
+                g = grads[0]
+                if accumulate and g is not None:
+                    node.accumulate(g, create_graph, owned)
+                continue
+            if grads is not None and node._hooks is None and not targets and plain and useful is None:
+                # a custom Function's node (or a subclass of Node) without _execute's special
+                # cases (run_pre, captures, the pruning test)
+                try:
+                    outs = node.apply(grads)
+                except Exception as exc:
+                    _annotate(exc, node)
+                    raise
             else:
                 outs = _execute(node, grads, targets, captured, useful, accumulate, create_graph, owned)
             if outs is not None and not retain_graph:
@@ -201,13 +209,13 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
                 if nxt is None:
                     continue
                 if outs is not None:
-                    gk = outs[k]
-                    if gk is not None:  # sum what meets at nxt's input slot (inlined _add)
+                    g = outs[k]
+                    if g is not None:  # sum what meets at nxt's input slot
                         slots = buffers.get(nxt)
                         if slots is None:
                             slots = buffers[nxt] = [None] * nxt.n_outputs
                         prev = slots[nr]
-                        slots[nr] = gk if prev is None else _sum(prev, gk, create_graph)
+                        slots[nr] = g if prev is None else _sum(prev, g, create_graph)
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
@@ -218,8 +226,24 @@ def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], reta
         STATE.enabled = prev_mode
         STATE.compact_broadcasts = prev_compact
         if not create_graph:
-            with _COMPACT_LOCK:
-                COMPACT_PASSES[0] -= 1
+            COMPACT_PASSES.pop()
+'''
+
+_NO_IDS: frozenset[int] = frozenset()  # target_nodes when no inputs are asked for
+
+
+def render_engine() -> str:
+    """The source of run_backward (see the module docstring)."""
+    return ENGINE.format(vjp=_indent(VJP.format(node="node", grads="grads", edges="edges"), 5),
+                         fit=_indent(FIT, 7), release=_indent(RELEASE.format(node="node"), 5))
+
+
+if TYPE_CHECKING:
+    def run_backward(tensors: Sequence[Tensor], grad_tensors: Sequence[Tensor], retain_graph: bool,
+                     create_graph: bool, inputs: Sequence[Tensor] | None = None,
+                     accumulate: bool = True) -> list[Tensor | None]: ...
+else:
+    run_backward = define("run_backward", render_engine(), globals())
 
 
 def _any(grads: Grads) -> bool:

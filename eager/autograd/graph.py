@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gmbase import dtypes as _dtypes
-from gmops._registry import fit_grad
+from gmbase.dtypes import _BY_NP  # noqa: F401  (read by the rendered Node.apply)
+from gmops._registry import fit_grad  # noqa: F401  (read by the rendered Node.apply)
 
 from .._device import is_writeable, xp_of_array
+from .._fast_path import _indent, define
 from .._grad_mode import STATE
 from .anomaly import capture_stack
 
@@ -187,14 +189,92 @@ class _Released(dict):  # type: ignore[type-arg]  # (only ever empty)
 
 # Backward passes running now, on any thread, that record no graph (where the engine sets
 # STATE.compact_broadcasts): while there are none, eager's hot path does not read that
-# thread-local flag (a thread-local read costs about as much as three plain ones).
-COMPACT_PASSES = [0]
+# thread-local flag (a thread-local read costs about as much as three plain ones). One entry
+# per pass: a pass appends one and pops one (each a single list operation, atomic under the
+# GIL, so no lock is taken), and the hot path tests the list's truth.
+COMPACT_PASSES: list[bool] = []
 
 # Whether any node was ever given hooks: until then the backward engine skips reading each
 # node's `_hooks` (a class default it would look up through the instance, once per node).
 HOOKED = [False]
 
 _NOTHING_SAVED: dict[int, Any] = _Released()  # shared by released nodes; never written to
+
+
+# -- running a node, written once ---------------------------------------------------------------
+# The backward engine runs most nodes inline (its loop passes each gradient on as soon as it is
+# fitted, without a call and a list per node): the steps of running a node are written here
+# ONCE, as snippets over variable names, and rendered both into `Node.apply`/`Node.release`
+# (below) and into the engine's loop (eager.autograd.engine), with the eager fast path's
+# renderer (eager._fast_path.define: the text is kept in SOURCES and served by linecache, so
+# tracebacks show the lines that ran). tests/eager/test_engine_rendering.py checks both paths.
+#
+# VJP: `raw`, the op's gradients for its operands, from the node `{node}`'s output gradients
+# `{grads}` (a VJP may return more than one per operand: the loops' zip drops the extra ones).
+VJP = """\
+op = {node}.op
+vjp = op.vjp
+if vjp is None:  # eager records nodes of differentiable ops only
+    raise RuntimeError(f"{{{node}._name}}: the op {{op.name}} has no VJP")
+raw = vjp({node}, tuple({grads})) if op.multi_output else vjp({node}, {grads}[0])
+if len(raw) < len({edges}):
+    raise RuntimeError(f"{{{node}._name}}: the VJP of {{op.name}} returned {{len(raw)}} gradients "
+                       f"for {{len({edges})}} operands")
+"""
+
+# FIT: the gradient `g` for an operand recorded as `m` = (shape, NumPy dtype), made to match it
+# (a broadcast operand's gradient summed down, a float32 operand's cast back: gmops.fit_grad)
+FIT = """\
+data = g._data
+if data.shape != m[0] or (data.dtype is not m[1] and data.dtype != m[1]):
+    g = fit_grad(g, m[0], _BY_NP[m[1]])
+"""
+
+# RELEASE: free what the node saved, after it ran in a pass that does not retain the graph
+# (only ops that save_output set _saved_out: the test of op first skips a class-default lookup)
+RELEASE = """\
+if {node}._saved:
+    {node}._saved = _NOTHING_SAVED
+if {node}.op.save_output and {node}._saved_out is not None:
+    {node}._saved = _NOTHING_SAVED
+    {node}._saved_out = None
+"""
+
+_METHODS = {
+    "apply": '''\
+def apply(self, grads):
+    """Gradients for each next edge (None where none flows) from the gradients of this
+    node's outputs (rendered by eager.autograd.graph from the snippets the engine inlines)."""
+    edges = self.next_functions
+{vjp}    out = []
+    for g, m, (nxt, _) in zip(raw, self._in_meta, edges):
+        if g is None or m is None or nxt is None:
+            out.append(None)
+            continue
+{fit}        out.append(g)
+    return out
+''',
+    "release": '''\
+def release(self):
+    """Free what this node saved (after a backward pass that does not retain the graph;
+    rendered by eager.autograd.graph from the snippet the engine inlines)."""
+{release}''',
+}
+
+
+def render_method(name: str) -> str:
+    """The source of Node.apply or Node.release, from the snippets above."""
+    return _METHODS[name].format(vjp=_indent(VJP.format(node="self", grads="grads", edges="edges"), 1),
+                                 fit=_indent(FIT, 2), release=_indent(RELEASE.format(node="self"), 1))
+
+
+def _render_method(name: str) -> Callable[..., Any]:
+    """Node's method `name`, compiled from render_method's text in this module's globals (the
+    name the text defines is taken out of them again: it is Node's attribute only)."""
+    fn: Callable[..., Any] = define(name, render_method(name), globals(), label=f"Node.{name}")
+    del globals()[name]
+    fn.__qualname__ = f"Node.{name}"
+    return fn
 
 
 class Node(HookMixin):
@@ -284,32 +364,13 @@ class Node(HookMixin):
     def out_shape(self) -> tuple[int, ...]:
         return self._out_meta[0][0]
 
-    # -- running ----------------------------------------------------------------------------
-    def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]:
-        """Gradients for each next edge from the gradients of this node's outputs."""
-        op = self.op
-        vjp = op.vjp
-        if vjp is None:  # eager records nodes of differentiable ops only
-            raise RuntimeError(f"{self._name}: the op {op.name} has no VJP")
-        raw = vjp(self, tuple(grads)) if op.multi_output else vjp(self, grads[0])
-        out: list[Tensor | None] = []
-        # (a VJP may return more gradients than operands: zip drops the extra ones, which no
-        # edge would take)
-        for g, m, edge in zip(raw, self._in_meta, self.next_functions):
-            if g is None or m is None or edge[0] is None:
-                out.append(None)
-                continue
-            data = g._data
-            if data.shape != m[0] or data.dtype != m[1]:
-                g = fit_grad(g, m[0], _dtypes._BY_NP[m[1]])
-            out.append(g)
-        return out
-
-    def release(self) -> None:
-        if self._saved or self._saved_out is not None:
-            self._saved = _NOTHING_SAVED
-            if self._saved_out is not None:  # (most nodes leave it at the class default)
-                self._saved_out = None
+    # -- running (rendered from APPLY/RELEASE below, the engine's loop inlines the same text) --
+    if TYPE_CHECKING:
+        def apply(self, grads: list[Tensor | None]) -> list[Tensor | None]: ...
+        def release(self) -> None: ...
+    else:
+        apply = _render_method("apply")
+        release = _render_method("release")
 
     @property
     def _freed(self) -> bool:
