@@ -155,9 +155,17 @@ def matmul(a, b):
     threads of eager's native kernels where they are built (eager_kernels.matmul, which
     eager's matmul calls too), else on blocks of a's leading axis from a Python thread pool.
     The blocks are fixed by the shape and CONFIG.threads: the same inputs give the same
-    bits on every call."""
-    workers = CONFIG.threads
-    if workers < 2 or a.ndim < 2 or b.ndim != 2 or a.size * b.shape[1] < GEMM_SPLIT_MIN or blas_threads() != 1:
+    bits on every call.
+
+    The small product is tested first and goes straight to NumPy: a generated module calls
+    this for every matmul, and W3 small's five 32x64-sized products paid ~0.5 us each here
+    (reading the thread count, fold_matmul's getattr tests) on top of NumPy's ~2.7 us."""
+    if b.ndim != 2 or a.ndim < 2:
+        return np.matmul(a, b)  # nothing to split or fold (fold_matmul folds a stack by a matrix only)
+    if a.size * b.shape[1] < GEMM_SPLIT_MIN:
+        return np.matmul(a, b) if a.ndim == 2 else fold_matmul(np, a, b)
+    workers = _threads.num_threads()
+    if workers < 2 or blas_threads() != 1:
         return fold_matmul(np, a, b)  # a stack by a matrix as one product, as eager's matmul
     from gmnative import kernels as eager_kernels  # noqa: PLC0415  (the native layer, loaded when first needed)
 
