@@ -10,7 +10,7 @@ import numpy as np
 from gmbase.fpstate import quiet_fp, restore_fp
 
 from .._functional import maximum
-from .optimizer import Optimizer, bump_versions, eager_arrays, filled_like, foreach_group
+from .optimizer import Optimizer, bump_versions, eager_arrays, filled_like, foreach_group, native_updates, state_arrays
 
 
 class _quiet_numpy:
@@ -113,13 +113,24 @@ class Adam(Optimizer):
         if type(step) is not int or any(st["step"] != step for st in states):
             return False
         names = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
-        flat = self._flat_state(group, params, P_arrays, dtype, names, states)
         step += 1
+        decoupled = group.get("decoupled_weight_decay", self._decoupled)
+        native = native_updates()
+        bufs = state_arrays(states, names) if native is not None else None
+        if bufs is not None and native.adam(
+                P_arrays, G_arrays, bufs[0], bufs[1], bufs[2] if amsgrad else None, lr=lr, beta1=beta1, beta2=beta2,
+                eps=eps, weight_decay=weight_decay, decoupled=decoupled, maximize=bool(group.get("maximize")),
+                step=step):
+            # each parameter's arrays in place, one native pass (no gather into flat buffers)
+            for p, st in zip(params, states):
+                st["step"] = step
+                bump_versions(p, *(st[name] for name in names))
+            return True
+        flat = self._flat_state(group, params, P_arrays, dtype, names, states)
         for st in states:
             st["step"] = step
         flat.gather(P_arrays, G_arrays, bool(group.get("maximize")))
         P, G, m, v = flat.P, flat.G, flat.buffers["exp_avg"], flat.buffers["exp_avg_sq"]
-        decoupled = group.get("decoupled_weight_decay", self._decoupled)
         max_sq = flat.buffers["max_exp_avg_sq"] if amsgrad else None
         _adam_arrays(P, G, m, v, max_sq, lr, beta1, beta2, eps, weight_decay, decoupled, step)
         flat.scatter(P_arrays)
@@ -155,8 +166,12 @@ class Adam(Optimizer):
             if a.dtype != dt or a.shape != shape:
                 return False
         decoupled = group.get("decoupled_weight_decay", self._decoupled)
-        _adam_arrays(P, G, m, v, arrays[4] if amsgrad else None, lr, beta1, beta2, eps, weight_decay, decoupled,
-                     step)
+        native = native_updates()
+        if native is None or not native.adam(
+                [P], [G], [m], [v], [arrays[4]] if amsgrad else None, lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+                weight_decay=weight_decay, decoupled=decoupled, maximize=False, step=int(step)):
+            _adam_arrays(P, G, m, v, arrays[4] if amsgrad else None, lr, beta1, beta2, eps, weight_decay, decoupled,
+                         step)
         bump_versions(p, *buffers)
         return True
 

@@ -31,6 +31,40 @@ def eager_arrays(*tensors: Any) -> list | None:
     return arrays
 
 
+_native: Any = None
+
+
+def native_updates() -> Any:
+    """gmnative.optim_kernels (the multi-tensor updates in one native pass), imported on first
+    use; None where eager's native kernels are switched off (GRAPHMODE_EAGER_NATIVE=0) or
+    cannot be built: the NumPy updates run then, with the same bits."""
+    global _native
+    if _native is None:
+        try:
+            import gmnative.optim_kernels as module  # noqa: PLC0415
+
+            _native = module
+        except ImportError:  # a partial install: NumPy code only
+            _native = False
+    return _native if _native and _native._kernels.kernels() is not None else None
+
+
+def state_arrays(states: list, names: tuple) -> list | None:
+    """For each state name, the NumPy arrays of that state tensor of every parameter; None where
+    one is missing or not a plain eager CPU tensor (the NumPy update runs then)."""
+    out = []
+    for name in names:
+        col = []
+        for st in states:
+            t = st.get(name)
+            data = getattr(t, "_data", None)
+            if type(data) is not np.ndarray:
+                return None
+            col.append(data)
+        out.append(col)
+    return out
+
+
 def bump_versions(*tensors: Tensor) -> None:
     """Count an in-place write into each tensor, as an op-by-op update would."""
     for t in tensors:

@@ -6,8 +6,9 @@ from typing import Any
 
 import numpy as np
 
+from .._tensor import Tensor
 from .adam import _quiet_numpy
-from .optimizer import Optimizer, StateDict, bump_versions, foreach_group, required
+from .optimizer import Optimizer, StateDict, bump_versions, foreach_group, native_updates, required, state_arrays
 
 
 class SGD(Optimizer):
@@ -60,6 +61,10 @@ class SGD(Optimizer):
         if found is None:
             return False
         params, P_arrays, G_arrays, dtype = found
+        maximize = bool(group.get("maximize"))
+        native = native_updates()
+        if native is not None and self._update_native(native, group, params, P_arrays, G_arrays, maximize):
+            return True
         if momentum == 0 and weight_decay == 0:
             # plain SGD: one in-place update per array, no gather into and scatter out of the
             # flat buffer (which cost more than the update for a few small parameters: 56 of a
@@ -99,6 +104,42 @@ class SGD(Optimizer):
         flat.scatter(P_arrays)
         for p, st in zip(params, states):
             bump_versions(p, *(st[name] for name in names))
+        return True
+
+    def _update_native(self, native: Any, group: dict, params: list, P_arrays: list, G_arrays: list,
+                       maximize: bool) -> bool:
+        """The foreach update as one native pass over each parameter's own arrays (no flat
+        buffers): the same operations as the NumPy update below, so the same bits; False
+        (nothing done) where it does not apply."""
+        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        weight_decay, nesterov = group["weight_decay"], group["nesterov"]
+        bufs = None
+        first = False
+        made: list = []
+        if momentum != 0:
+            states = [self.state.setdefault(p, StateDict()) for p in params]
+            have = sum(st.get("momentum_buffer") is not None for st in states)
+            if have not in (0, len(states)):
+                return False
+            first = have == 0
+            if first:  # the kernel writes the first buffers (the gradients, after weight decay)
+                made = [Tensor._make(np.empty_like(pa)) for pa in P_arrays]
+                bufs = [t._data for t in made]
+            else:
+                found = state_arrays(states, ("momentum_buffer",))
+                if found is None:
+                    return False
+                bufs = found[0]
+        if not native.sgd(P_arrays, G_arrays, bufs, lr=lr, momentum=momentum, dampening=dampening,
+                          weight_decay=weight_decay, nesterov=nesterov, maximize=maximize, first=first):
+            return False
+        if momentum != 0:
+            for p, st, t in zip(params, states, made or [None] * len(params)):
+                if t is not None:
+                    st["momentum_buffer"] = t
+                bump_versions(p, st["momentum_buffer"])
+        else:
+            bump_versions(*params)
         return True
 
     def _update_group(self, group: dict) -> None:

@@ -383,6 +383,102 @@ template <typename T> static void gru_cell_backward(const T* g, const T* h, cons
     }
 }
 
+// Optimizer updates over a list of tensors at once (eager/optim: PyTorch's foreach updates),
+// one pass per element where NumPy's in-place update took a dozen passes over the whole
+// group (and a gather into a flat buffer and a scatter out of it). Each element computes the
+// NumPy update's operations in its order, every number rounded to T as NumPy rounds a Python
+// float against a T array, with no contraction (-ffp-contract=off): +, *, / and sqrt are
+// correctly rounded, so the results are the NumPy update's bits. The threads split each
+// tensor into contiguous ranges (elementwise: no result depends on the split).
+// a = [dims, hyper, then `per` arrays for each tensor]; dims = [n tensors, flags, size of each].
+template <typename T> static inline T gm_nan_max(T a, T b) { return (a != a || a > b) ? a : b; }
+
+// Adam/AdamW: per tensor P, G, m, v (and AMSGrad's max). flags: 1 amsgrad, 2 decoupled decay,
+// 4 maximize, 8 weight decay != 0. hyper = [1 - beta1, beta1, 1 - beta2, beta2, eps, weight_decay,
+// 1 - lr * weight_decay, sqrt(1 - beta2**t), lr / (1 - beta1**t)]
+template <typename T> static void adam_multi(void* const* a, int nt) {
+    const long long* d = (const long long*)a[0];
+    const double* hp = (const double*)a[1];
+    const long long n = d[0], flags = d[1];
+    const bool ams = flags & 1, decoupled = flags & 2, maximize = flags & 4, decay = flags & 8;
+    const int per = ams ? 5 : 4;
+    const T c1 = (T)hp[0], b1 = (T)hp[1], c2 = (T)hp[2], b2 = (T)hp[3], eps = (T)hp[4], wd = (T)hp[5];
+    const T keep = (T)hp[6], bias2 = (T)hp[7], step = (T)hp[8];
+    long long total = 0;
+    for (long long i = 0; i < n; ++i) total += d[2 + i];
+    #pragma omp parallel num_threads(nt) if(total >= GM_EAGER_PARALLEL_MIN)
+    {
+        const long long t = omp_get_thread_num(), nth = omp_get_num_threads();
+        for (long long i = 0; i < n; ++i) {
+            void* const* q = a + 2 + i * per;
+            T* P = (T*)q[0]; const T* G = (const T*)q[1]; T* m = (T*)q[2]; T* v = (T*)q[3];
+            T* mx = ams ? (T*)q[4] : (T*)0;
+            const long long len = d[2 + i], lo = len * t / nth, hi = len * (t + 1) / nth;
+            #pragma omp simd
+            for (long long j = lo; j < hi; ++j) {
+                T g = maximize ? -G[j] : G[j];
+                T p = P[j];
+                if (decay) {
+                    if (decoupled) p = p * keep;
+                    else g = g + p * wd;
+                }
+                T tmp = g * c1;
+                const T mm = m[j] * b1 + tmp;
+                m[j] = mm;
+                tmp = g * g;
+                tmp = tmp * c2;
+                T vv = v[j] * b2 + tmp;
+                v[j] = vv;
+                if (ams) { vv = gm_nan_max(mx[j], vv); mx[j] = vv; }
+                T den = (T)sqrt(vv);
+                den = den / bias2;
+                den = den + eps;
+                T up = mm / den;
+                up = up * step;
+                P[j] = p - up;
+            }
+        }
+    }
+}
+
+// SGD with momentum: per tensor P, G (and the momentum buffer). flags: 1 momentum, 2 first
+// step (the buffer is the gradient), 4 nesterov, 8 maximize, 16 weight decay != 0, 32
+// dampening != 0. hyper = [weight_decay, momentum, 1 - dampening, -lr]
+template <typename T> static void sgd_multi(void* const* a, int nt) {
+    const long long* d = (const long long*)a[0];
+    const double* hp = (const double*)a[1];
+    const long long n = d[0], flags = d[1];
+    const bool mom = flags & 1, first = flags & 2, nesterov = flags & 4, maximize = flags & 8;
+    const bool decay = flags & 16, damp = flags & 32;
+    const int per = mom ? 3 : 2;
+    const T wd = (T)hp[0], mu = (T)hp[1], keep = (T)hp[2], neg_lr = (T)hp[3];
+    long long total = 0;
+    for (long long i = 0; i < n; ++i) total += d[2 + i];
+    #pragma omp parallel num_threads(nt) if(total >= GM_EAGER_PARALLEL_MIN)
+    {
+        const long long t = omp_get_thread_num(), nth = omp_get_num_threads();
+        for (long long i = 0; i < n; ++i) {
+            void* const* q = a + 2 + i * per;
+            T* P = (T*)q[0]; const T* G = (const T*)q[1]; T* buf = mom ? (T*)q[2] : (T*)0;
+            const long long len = d[2 + i], lo = len * t / nth, hi = len * (t + 1) / nth;
+            #pragma omp simd
+            for (long long j = lo; j < hi; ++j) {
+                T g = maximize ? -G[j] : G[j];
+                const T p = P[j];
+                if (decay) g = g + p * wd;
+                if (mom) {
+                    T b;
+                    if (first) b = g;
+                    else { b = buf[j] * mu; b = b + (damp ? g * keep : g); }
+                    buf[j] = b;
+                    g = nesterov ? g + b * mu : b;
+                }
+                P[j] = p + g * neg_lr;
+            }
+        }
+    }
+}
+
 // the entry points: void k(void* const* args, int threads); dims are an int64 array, eps a
 // float64 array of one element
 #define GM_EAGER_UNARY(name, T, suffix) \
@@ -400,6 +496,8 @@ template <typename T> static void gru_cell_backward(const T* g, const T* h, cons
     extern "C" void gm_eager_gru_cell_backward_##suffix(void* const* a, int nt) { \
         gru_cell_backward<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], (T*)a[4], (T*)a[5], \
                              (T*)a[6], (T*)a[7], (const long long*)a[8], nt); } \
+    extern "C" void gm_eager_adam_multi_##suffix(void* const* a, int nt) { adam_multi<T>(a, nt); } \
+    extern "C" void gm_eager_sgd_multi_##suffix(void* const* a, int nt) { sgd_multi<T>(a, nt); } \
     extern "C" void gm_eager_fold2d_##suffix(void* const* a, int nt) { \
         fold2d<T>((const T*)a[0], (T*)a[1], (const long long*)a[2], nt); } \
     extern "C" void gm_eager_argmax_##suffix(void* const* a, int nt) { \
