@@ -209,7 +209,7 @@ def _dispatch_other(op, operands, attrs):
             return handler(op, operands, attrs)
     if _n_modes_pushed:
         return _dispatch_modes(op, operands, attrs)
-    return apply(op, tuple(_as_operand(v) for v in operands), attrs)
+    return apply(op, tuple(_as_operand(v, op) for v in operands), attrs)
 
 
 def apply(op, operands, attrs):
@@ -228,12 +228,13 @@ def apply(op, operands, attrs):
             if o._requires_grad:
                 wants_grad = True
         elif type(o) not in _SCALAR_TYPES:
-            return apply(op, tuple(_as_operand(v) for v in operands), attrs)
+            return apply(op, tuple(_as_operand(v, op) for v in operands), attrs)
     return _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors)
 
 
-def _as_operand(o):
-    """A Tensor or a plain Python number (NumPy scalars and number subclasses become one)."""
+def _as_operand(o, op=None):
+    """A Tensor or a plain Python number (NumPy scalars and number subclasses become one);
+    anything else raises TypeError naming `op`."""
     if isinstance(o, Tensor):
         return o
     if isinstance(o, np.generic):
@@ -248,7 +249,8 @@ def _as_operand(o):
         from ._factories import tensor  # noqa: PLC0415
 
         return tensor(o)
-    raise TypeError(f"expected a Tensor or a number as an operand, got {type(o).__name__}")
+    raise TypeError(f"{getattr(op, 'name', 'op')}(): expected a Tensor or a number as an operand, got "
+                    f"{type(o).__name__}; pass a tensor or a number")
 
 
 def _register_with_the_op_registry() -> None:

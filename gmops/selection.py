@@ -194,21 +194,29 @@ CLAMP = defop(
 )
 
 
+def _bound_vjp(is_min: bool):
+    """The gradient of max(x, bound) (is_min) / min(x, bound), PyTorch's: x keeps it where it
+    is within the bound, a tie included (x >= min), the bound takes it only where it wins
+    (x < min), and a NaN on either side gives neither (both comparisons are false), as
+    PyTorch's ClampMinBackward/ClampBackward0 (not maximum's tie split in half)."""
+
+    def vjp(ctx, g):
+        x, b = ctx.input(0), ctx.input(1)
+        gx = WHERE(GE(x, b) if is_min else LE(x, b), g, 0.0) if ctx.needs(0) else None
+        gb = WHERE(LT(x, b) if is_min else GT(x, b), g, 0.0) if ctx.needs(1) else None
+        return gx, gb
+
+    return vjp
+
+
 def _bound_op(is_min: bool) -> OpDef:
     """clamp's tensor-bound halves: max(x, lo) / min(x, hi) in value (NaN propagates, as
     maximum/minimum), but the gradient goes to x at a tie (x within its bounds keeps it) and
     to the bound only where it wins, as PyTorch's ClampBackward0 (not maximum's half split)."""
     name, ufunc = ("clamp_min_tensor", "maximum") if is_min else ("clamp_max_tensor", "minimum")
-
-    def vjp(ctx, g):
-        x, b = ctx.input(0), ctx.input(1)
-        bound_wins = LT(x, b) if is_min else GT(x, b)
-        return (WHERE(bound_wins, 0.0, g) if ctx.needs(0) else None,
-                WHERE(bound_wins, g, 0.0) if ctx.needs(1) else None)
-
     return defop(
         name, forward=lambda xp, x, b: getattr(xp, ufunc)(x, b), abstract=_elementwise(name),
-        vjp=vjp, grad_name="ClampBackward0", save=(0, 1), promote="same", samples=_any((3, 4), (4,)),
+        vjp=_bound_vjp(is_min), grad_name="ClampBackward0", save=(0, 1), promote="same", samples=_any((3, 4), (4,)),
         arity=2, ufunc=ufunc, c_expr=f"gm_{ufunc[:3]}({{0}}, {{1}})",
         doc=f"clamp's tensor {'min' if is_min else 'max'} bound: {ufunc}(input, bound), the gradient to input at a tie",
     )
@@ -216,3 +224,56 @@ def _bound_op(is_min: bool) -> OpDef:
 
 CLAMP_MIN_TENSOR = _bound_op(True)
 CLAMP_MAX_TENSOR = _bound_op(False)
+
+
+def _check_one_bound(name: str, bound_name: str, x, b) -> None:
+    """torch.clamp_min/clamp_max's refusals: no bound (its two overloads take a tensor or a
+    number), a complex or non-numeric bound, a number bound of a bool tensor (PyTorch has no
+    such kernel) or beyond the result dtype's range."""
+    if hasattr(b, "shape"):
+        return
+    if b is None or not isinstance(b, (bool, int, float)):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, {type(b).__name__}), "
+                        f"but expected one of:\n * (Tensor input, Tensor {bound_name}, *, Tensor out = None)\n"
+                        f" * (Tensor input, Number {bound_name}, *, Tensor out = None)\n"
+                        f"pass a number or a tensor as {bound_name}" + (" (torch.clamp takes None for a missing "
+                                                                        "bound)" if b is None else ""))
+    dt = x.dtype if isinstance(x.dtype, _dtypes.dtype) else _dtypes.from_numpy(x.dtype)
+    if dt is _dtypes.bool_:
+        raise NotImplementedError(f'"{name}_scalar_cpu" not implemented for \'Bool\' ({name} of a bool tensor by '
+                                  "a number); pass the bound as a bool tensor, or convert the input with .int()")
+    _check_bounds_fit(_clamp_dtype(dt, b, None), b, None)
+
+
+def _one_bound_op(is_min: bool) -> OpDef:
+    """torch.clamp_min / clamp_max: max(input, min) / min(input, max) with one bound, a number
+    (ClampMinBackward0: the bound promotes like a Python scalar, an int tensor clamped to 0.5
+    gives float32) or a tensor (ClampMinBackward1: broadcast and promoted like an operand, with
+    its own gradient where it wins). NaN propagates from either side, as PyTorch's."""
+    name, ufunc, bound = ("clamp_min", "maximum", "min") if is_min else ("clamp_max", "minimum", "max")
+    fn = getattr(np, ufunc)
+    title = "ClampMin" if is_min else "ClampMax"
+
+    def forward(xp, x, b):
+        _check_one_bound(name, bound, x, b)
+        return (fn if xp is np else getattr(xp, ufunc))(x, b)
+
+    def abstract(x, b):
+        _check_one_bound(name, bound, x, b)
+        return _elementwise(name)(x, b)
+
+    return defop(
+        name, forward=forward, abstract=abstract, vjp=_bound_vjp(is_min),
+        grad_name=lambda operands, attrs: f"{title}Backward{1 if hasattr(operands[1], 'shape') else 0}",
+        save=(0, 1), promote="same",
+        samples=lambda rng: [((rng.standard_normal((3, 4)), rng.standard_normal((4,))), {}),
+                             ((rng.standard_normal((3, 4)), 0.25), {})],
+        arity=2, ufunc=ufunc, c_expr=f"gm_{ufunc[:3]}({{0}}, {{1}})",
+        surface=("function", "method", "inplace", f"{name}(input, {bound}, *, out=None)"),
+        doc=f"every element {'raised to at least' if is_min else 'lowered to at most'} `{bound}` (a number or a "
+            f"tensor, broadcast): {ufunc}(input, {bound}), the gradient to input at a tie",
+    )
+
+
+CLAMP_MIN = _one_bound_op(True)
+CLAMP_MAX = _one_bound_op(False)

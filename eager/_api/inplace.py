@@ -96,14 +96,6 @@ class TensorInPlace(TensorHooks):
         """Counts in equal-width bins over [min, max]. Mirrors torch.Tensor.histc."""
         return F.histc(self, bins, min, max)
 
-    def clamp_min_(self: _T, min: Any) -> _T:
-        """In-place clamp_min: raise every element below `min` to `min`. Mirrors torch.Tensor.clamp_min_."""
-        return self._apply_inplace(lambda s: F.clamp_min(s, min), (), "clamp_min_", saves_self=False)
-
-    def clamp_max_(self: _T, max: Any) -> _T:
-        """In-place clamp_max: lower every element above `max` to `max`. Mirrors torch.Tensor.clamp_max_."""
-        return self._apply_inplace(lambda s: F.clamp_max(s, max), (), "clamp_max_", saves_self=False)
-
     def tril_(self: _T, diagonal: builtins.int = 0) -> _T:
         """In-place tril: zero the elements above the `diagonal`-th diagonal. Mirrors torch.Tensor.tril_."""
         return self._apply_inplace(lambda s: F.tril(s, diagonal), (), "tril_", saves_self=False)

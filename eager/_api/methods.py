@@ -56,8 +56,6 @@ class TensorMethods(TensorHooks):
     unbind = F.unbind
     select = F.select
     narrow = F.narrow
-    clamp_min = F.clamp_min
-    clamp_max = F.clamp_max
     lerp = F.lerp
     outer = F.outer
     ger = F.outer

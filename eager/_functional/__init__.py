@@ -10,7 +10,7 @@ functions (sin, mul, eq, isnan, ...) are generated from their records' `surface`
 from .._surface import functions as _generated  # noqa: E402
 from ._common import _host, _renamed, _row_major, _sizes  # noqa: F401
 from .comparison import isclose  # noqa: F401
-from .elementwise import addcdiv, addcmul, check_sub, clamp_max, clamp_min, clone, lerp, to_dtype  # noqa: F401
+from .elementwise import addcdiv, addcmul, check_sub, clone, lerp, to_dtype  # noqa: F401
 from .indexing import (  # noqa: F401
     IndexEntry,
     argwhere,

@@ -3,7 +3,7 @@ handling of their own (lerp, addcmul, ...): each applies op records
 from `gmops`.
 
 The pointwise functions (exp, sin, mul, pow, maximum, ...), add/sub/rsub with alpha, div
-with rounding_mode, clamp/clip, where, square, softplus and gelu are not written here: they
+with rounding_mode, clamp/clip, clamp_min/clamp_max, where, square, softplus and gelu are not written here: they
 are generated from their records' `surface` (eager._surface)."""
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Any
 from gmbase import dtypes as _dtypes
 from gmops import elementwise as E
 from gmops.arithmetic import refuse_bool_sub
-from gmops.selection import clamp_arguments
 
 from ._common import _TA, _renamed
 
@@ -27,12 +26,6 @@ def _is_one(factor) -> bool:
 # their records' surface (gmops/arithmetic.py's argument mappings, eager._surface); the
 # operators' bool check is the records' own
 check_sub = refuse_bool_sub
-
-
-def _call(op, operands, attrs):
-    """Apply a record as its own call does (eager's dispatcher hands a traced value to its
-    type): the `apply` a record's argument mapping takes, for the functions written here."""
-    return op(*operands, **attrs)
 
 
 def clone(input: _TA, *, memory_format: Any = None) -> _TA:
@@ -51,16 +44,6 @@ def to_dtype(input, dtype):
     Mirrors torch.Tensor.to."""
     dt = _dtypes.as_dtype(dtype)
     return input if input.dtype is dt else E.TO_DTYPE(input, dtype=dt)
-
-
-def clamp_min(input, min):
-    """max(input, min), elementwise: clamp's record with no upper bound. Mirrors torch.clamp_min."""
-    return clamp_arguments(_call, input, min, None)
-
-
-def clamp_max(input, max):
-    """min(input, max), elementwise: clamp's record with no lower bound. Mirrors torch.clamp_max."""
-    return clamp_arguments(_call, input, None, max)
 
 
 def lerp(input, end, weight):

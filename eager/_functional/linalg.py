@@ -11,10 +11,11 @@ from gmops import math_ops as M
 from gmops import reductions as R
 from gmops import shape_ops as S
 from gmops._checks import norm_dim
-from gmops.elementwise import SQRT as sqrt  # the op itself (its function is generated)
+from gmops.elementwise import CLAMP_MIN as clamp_min  # the ops themselves (their functions are generated)
+from gmops.elementwise import SQRT as sqrt
 
 from ._common import _ndim, _renamed
-from .elementwise import _is_one, clamp_min
+from .elementwise import _is_one
 from .reductions import norm, sum
 from .shape_ops import transpose, unsqueeze
 

@@ -81,6 +81,7 @@ TORCH: dict[str, Any] = {
     "clamp": lambda x, min=None, max=None: torch.clamp(x, min, max),
     "bitwise_not": torch.bitwise_not,
     "clamp_min_tensor": lambda x, b: torch.clamp(x, min=b), "clamp_max_tensor": lambda x, b: torch.clamp(x, max=b),
+    "clamp_min": torch.clamp_min, "clamp_max": torch.clamp_max,
     "nan_to_num": lambda x, nan, posinf, neginf: torch.nan_to_num(x, nan, posinf, neginf),
     "gelu": lambda x, approximate: TF.gelu(x, approximate=approximate),
     "softplus": lambda x, beta, threshold: TF.softplus(x, beta, threshold),

@@ -76,7 +76,9 @@ def _hand_written(source: str, path: str, functions, members) -> list[str]:
 
 def test_no_generated_name_is_also_written_by_hand():
     functions, methods, inplace = _names()
-    assert {"sin", "exp", "mul", "pow", "eq", "isnan", "round", "atan2", "arcsin", "reciprocal"} <= set(functions)
+    assert {"sin", "exp", "mul", "pow", "eq", "isnan", "round", "atan2", "arcsin", "reciprocal", "clamp",
+            "clamp_min", "clamp_max"} <= set(functions)
+    assert {"clamp_min", "clamp_max"} <= set(methods) and {"clamp_min_", "clamp_max_"} <= set(inplace)
     members = {**methods, **inplace}
     found = []
     for pkg in ("eager", "static"):
@@ -655,3 +657,126 @@ def test_softplus_and_gelu_generated_with_their_attributes():
     x = eager.tensor([-1.0, 0.3, 2.0], dtype=eager.float64, requires_grad=True)
     assert gradcheck(lambda t: eager.softplus(t, beta=1.5, threshold=2.0), (x,))
     assert gradcheck(lambda t: eager.gelu(t, approximate="tanh"), (x,))
+
+
+# -- clamp_min / clamp_max: records of their own (ClampMinBackward0/1, ClampMaxBackward0/1) --------
+_CLAMP_ONE_CASES = [
+    # (input, bound): a number, a 0-d tensor, a broadcast tensor; NaN and ties on both sides
+    (lambda L: L.tensor([1.0, 2.0, 3.0, float("nan"), 2.0]), lambda L: 2.0),
+    (lambda L: L.tensor([1.0, 2.0, 3.0, float("nan"), 2.0]), lambda L: float("nan")),
+    (lambda L: L.tensor([1.0, 2.0, 3.0, float("nan"), 2.0]), lambda L: L.tensor([2.0, float("nan"), 2.0, 2.0, 2.0])),
+    (lambda L: L.tensor([[1.0, -2.0], [0.5, 3.0]]), lambda L: L.tensor(0.5)),
+    (lambda L: L.tensor([[1.0, -2.0], [0.5, 3.0]]), lambda L: L.tensor([0.5, 1.0])),
+    (lambda L: L.tensor([[1.0], [-2.0]]), lambda L: L.tensor([0.5, 1.0, -3.0])),
+]
+
+
+@pytest.mark.parametrize("name", ["clamp_min", "clamp_max"])
+@pytest.mark.parametrize("case", range(len(_CLAMP_ONE_CASES)))
+def test_clamp_min_max_values_gradients_and_node_names_as_pytorch(name, case):
+    """Value (NaN propagates from either side), grad_fn name (Backward0 for a number bound,
+    Backward1 for a tensor, a 0-d one included) and both gradients: input keeps it at a tie,
+    the bound takes it where it wins, a NaN gives neither, as PyTorch."""
+    torch = pytest.importorskip("torch")
+    make_x, make_b = _CLAMP_ONE_CASES[case]
+    results = []
+    for lib in (eager, torch):
+        x = make_x(lib).requires_grad_()
+        b = make_b(lib)
+        if hasattr(b, "requires_grad_"):
+            b.requires_grad_()
+        for form in ("function", "method"):
+            y = getattr(lib, name)(x, b) if form == "function" else getattr(x, name)(b)
+            seed = lib.arange(1.0, 1.0 + y.numel()).reshape(y.shape)
+            grads = lib.autograd.grad((y * seed).sum(), [x, b] if hasattr(b, "shape") else [x])
+            results.append((form, type(y.grad_fn).__name__, y.detach().numpy().copy(),
+                            [g.numpy().copy() for g in grads]))
+    half = len(results) // 2
+    for ours, theirs in zip(results[:half], results[half:]):
+        assert ours[:2] == theirs[:2], (ours, theirs)
+        np.testing.assert_array_equal(ours[2], theirs[2])
+        for a, b in zip(ours[3], theirs[3]):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", ["clamp_min", "clamp_max"])
+def test_clamp_min_max_dtypes_in_place_out_and_errors_as_pytorch(name):
+    """PyTorch's promotion (a number bound is a Python scalar: int tensor by 2.5 is float32; a
+    0-d float64 bound of an int tensor gives float64), the in-place form and out=, and its
+    refusals (no bound, a string, a bool tensor by a number, a bound beyond float16)."""
+    torch = pytest.importorskip("torch")
+    calls = [
+        lambda L: getattr(L, name)(L.arange(5), 2.5),
+        lambda L: getattr(L, name)(L.arange(5), 2),
+        lambda L: getattr(L, name)(L.arange(5), True),
+        lambda L: getattr(L, name)(L.arange(5), L.tensor(2.5, dtype=L.float64)),
+        lambda L: getattr(L, name)(L.arange(5.0), L.tensor(2, dtype=L.int64)),
+        lambda L: getattr(L, name)(L.arange(5.0, dtype=L.float16), L.tensor([2.0], dtype=L.float64)),
+        lambda L: getattr(L, name)(L.tensor([True, False]), L.tensor([True, True])),
+        lambda L: getattr(L.arange(5.0), name + "_")(L.tensor([2.5], dtype=L.float64)),
+        lambda L: getattr(L.arange(5.0), name + "_")(1),
+        lambda L: getattr(L, name)(L.arange(5.0), 2.0, out=L.empty(5)),
+        lambda L: getattr(L, name)(L.arange(5.0), **{name[-3:]: 1}),
+        lambda L: getattr(L.arange(5.0), name)(**{name[-3:]: 1}),
+        # refused
+        lambda L: getattr(L, name)(L.arange(3.0), None),
+        lambda L: getattr(L, name)(L.arange(3.0), "a"),
+        lambda L: getattr(L, name)(L.tensor([True, False]), True),
+        lambda L: getattr(L, name)(L.ones(3, dtype=L.float16), 1e10),
+        lambda L: getattr(L, name)(L.zeros(3), L.zeros(4)),
+        lambda L: getattr(L.arange(3), name + "_")(2.5),
+        lambda L: getattr(L.zeros(3), name + "_")(L.zeros(2, 3)),
+    ]
+    for i, call in enumerate(calls):
+        outcomes = []
+        for lib in (eager, torch):
+            try:
+                r = call(lib)
+                outcomes.append((str(r.dtype).split(".")[-1], r.tolist()))
+            except (RuntimeError, TypeError, NotImplementedError) as exc:
+                outcomes.append((type(exc).__name__, None))
+        assert outcomes[0] == outcomes[1], (i, outcomes)
+    with pytest.raises(TypeError, match=name):
+        getattr(eager, name)(eager.arange(3.0), "a")
+
+
+def test_clamp_min_max_gradcheck():
+    rng = np.random.default_rng(3)
+    x = eager.tensor(rng.standard_normal((3, 4)), dtype=eager.float64, requires_grad=True)
+    b = eager.tensor(rng.standard_normal((4,)), dtype=eager.float64, requires_grad=True)
+    for fn in (eager.clamp_min, eager.clamp_max, lambda a, c: a.clamp_max(c), lambda a, c: (a * 1.0).clamp_min_(c)):
+        assert gradcheck(fn, (x, b))
+        assert gradcheck(lambda a, fn=fn: fn(a, 0.1), (x,))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_clamp_min_max_compiled_equal_eager(backend):
+    """Traced and compiled (static NumPy and native C++), the values and both gradients are
+    eager's, bit for bit, NaN included."""
+    import static
+
+    if backend == "native":
+        from gmnative import build
+
+        if not build.availability()[0]:
+            pytest.skip("no C++ compiler")
+    rng = np.random.default_rng(4)
+    xd = rng.standard_normal((3, 4)).astype(np.float32)
+    xd[0, 0], xd[1, 1] = np.nan, 0.1
+    bd = rng.standard_normal((4,)).astype(np.float32)
+    bd[2] = np.nan
+    xi = eager.tensor(rng.integers(-5, 5, (3, 4)))
+
+    def f(x, b, xi):
+        y = eager.clamp_min(x, 0.1) * 2.0 + x.clamp_max(b) + eager.clamp_min(xi, 2.5) + eager.clamp_max(xi, 1)
+        return (y * y).sum(), y
+
+    runs = []
+    for fn in (f, static.compile(f, backend=backend)):
+        x = eager.tensor(xd, requires_grad=True)
+        b = eager.tensor(bd, requires_grad=True)
+        loss, y = fn(x, b, xi)
+        loss.backward()
+        runs.append([y.detach().numpy(), x.grad.numpy(), b.grad.numpy()])
+    for ours, theirs in zip(*runs):
+        np.testing.assert_array_equal(ours, theirs)
