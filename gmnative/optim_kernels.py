@@ -32,7 +32,9 @@ def _ready(columns: tuple) -> tuple | None:
     """(kernels, suffix, dtype) where every array of every column is a C-contiguous NumPy array
     of one float dtype and its column's first array's size; None otherwise."""
     first = columns[0][0] if columns and columns[0] else None
-    suffix = _SUFFIX.get(first.dtype) if type(first) is np.ndarray else None
+    if type(first) is not np.ndarray:
+        return None
+    suffix = _SUFFIX.get(first.dtype)
     if suffix is None:
         return None
     dt = first.dtype
