@@ -111,22 +111,34 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
         else:  # once per node: two roots on one node (outputs of one split) count its edges once
             stack = list(dict.fromkeys(n for n, _ in roots))
             root_set = set(stack)  # a node other than a root is walked when its first edge is counted
-        while stack:
-            node = stack.pop()
-            sink = True
-            for nxt, _ in node.next_functions:
-                if nxt is None:
-                    continue
-                sink = False
-                count = deps.get(nxt)
-                if count is None:
-                    deps[nxt] = 1
-                    if nxt not in root_set:
-                        stack.append(nxt)
-                else:
-                    deps[nxt] = count + 1
-            if sink and inputs is not None and id(node) not in target_nodes:
-                sinks_are_targets = False
+        if inputs is None:
+            while stack:
+                for nxt, _ in stack.pop().next_functions:
+                    if nxt is not None:
+                        count = deps.get(nxt)
+                        if count is None:
+                            deps[nxt] = 1
+                            if nxt not in root_set:
+                                stack.append(nxt)
+                        else:
+                            deps[nxt] = count + 1
+        else:  # the same walk, which also notes a sink that is no target
+            while stack:
+                node = stack.pop()
+                sink = True
+                for nxt, _ in node.next_functions:
+                    if nxt is None:
+                        continue
+                    sink = False
+                    count = deps.get(nxt)
+                    if count is None:
+                        deps[nxt] = 1
+                        if nxt not in root_set:
+                            stack.append(nxt)
+                    else:
+                        deps[nxt] = count + 1
+                if sink and id(node) not in target_nodes:
+                    sinks_are_targets = False
         # Prune (run only the nodes that lead to `inputs`) unless every path ends at one of them
         # anyway: autograd.grad(loss, all_leaves) then walks the graph once, not twice.
         useful = _leads_to([n for n, _ in roots], target_nodes) if inputs is not None and not sinks_are_targets else None
@@ -168,9 +180,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                         if g is not None and m is not None:
 {fit}
                             slots = buffers.get(nxt)
-                            if slots is None:
-                                slots = buffers[nxt] = [None] * (len(nxt._out_meta) if type(nxt) in PLAIN_NODE_TYPES
-                                                                 else nxt.n_outputs)
+                            if slots is None:  # (one slot per output of nxt: every node kind has _out_meta)
+                                slots = buffers[nxt] = [None] * len(nxt._out_meta)
                                 slots[nr] = g
                             else:  # sum what meets at nxt's input slot
                                 prev = slots[nr]

@@ -445,10 +445,19 @@ class AccumulateGrad(HookMixin):
         return f"<AccumulateGrad object at {hex(id(self))}>"
 
     n_outputs = 1
+    _out_meta = (None,)  # (one output, as the engine sizes a node's gradient slots by _out_meta)
 
     def accumulate(self, grad: Tensor, create_graph: bool, owned: set[int]) -> None:
         var = self.variable
         arr = grad._data
+        if var._grad is None and not create_graph and type(arr) is np.ndarray and arr.base is None:
+            # the common first gradient of a step: a fresh row-major array no one else holds,
+            # for a row-major leaf (what the general branch below decides, in fewer steps)
+            flags = arr.flags
+            if flags.c_contiguous and flags.writeable and var._data.flags.c_contiguous and id(arr) not in owned:
+                owned.add(id(arr))
+                var._grad = grad._make(arr)
+                return
         if var._grad is None:
             # PyTorch's gradient layout contract: `.grad` is laid out like the leaf (a
             # transposed matmul's gradient is copied to row-major for a row-major weight), so
