@@ -5,8 +5,10 @@ through NVRTC or nvcc) and the native CPU kernels (the system C++ compiler).
 `GM_INLINE` is the only target-dependent spelling: `__device__ __forceinline__` under
 CUDA, `static inline` on the host. Bit patterns (inf, nan) go through a union instead of
 CUDA's `__longlong_as_double`, which the host lacks. Each helper mirrors its op's NumPy
-forward: NaN propagation of maximum/minimum, sigmoid without overflow, softplus with its
-threshold, both gelu forms.
+forward: NaN propagation of maximum/minimum, sigmoid without overflow, gelu's derivative, the
+Bessel functions' series, both gelu forms (eager's native kernels). A composite op with
+attributes (softplus, gelu) has no helper for compiled code: its C expression is its record's
+forward run on C text (codegen/c_forward.py), so its formula is written once.
 
 `host_prelude` is what a host translation unit puts before PREAMBLE: a float16 type and the
 C math functions with the float overloads CUDA has, declared with their vector variants
@@ -22,8 +24,10 @@ from ._sources import read_source
 PREAMBLE = read_source("gm_helpers.h").rstrip("\n")
 GM_INLINE = PREAMBLE[:PREAMBLE.index("\n// graphmode helpers")]
 
+# the helpers the ops' C expressions call (gm_gelu_none and gm_gelu_tanh are eager's kernels' only:
+# a compiled gelu is its record's forward, codegen/c_forward.py)
 HELPERS = ("gm_inf", "gm_nan", "gm_lowest", "gm_highest", "gm_max", "gm_min", "gm_relu", "gm_abs", "gm_sign",
-           "gm_cast", "gm_select", "gm_clamp", "gm_sigmoid", "gm_softplus", "gm_gelu_tanh", "gm_gelu_none", "gm_gelu_grad",
+           "gm_cast", "gm_select", "gm_clamp", "gm_sigmoid", "gm_gelu_grad",
            "gm_i0", "gm_i0e", "gm_i1", "gm_i1e")
 
 # The C math functions the expressions and helpers call, and how the host computes each:
@@ -55,14 +59,22 @@ MATH = {
     "erfc": ("d", False, False),  # float32 through the double function, rounded once (as erf)
     "trunc": ("f", False, False),  # exact (rounds toward zero, an instruction): nothing to check
     "nextafter": ("f", False, False),  # exact (the next representable number): nothing to check
-    # scalar calls, float32 through the float function: glibc's tanf/asinhf/acoshf/atanhf are
+    # scalar calls, float32 through the float function: glibc's tanf, asinhf ... atan2f are
     # within 2 ulp (tests/codegen/test_c_expressions.py checks 1e-6 relative against SciPy)
     "tan": ("f", False, False),
     "asinh": ("f", False, False),
     "acosh": ("f", False, False),
     "atanh": ("f", False, False),
+    "log2": ("f", False, False),
+    "log10": ("f", False, False),
+    "sinh": ("f", False, False),
+    "cosh": ("f", False, False),
+    "asin": ("f", False, False),
+    "acos": ("f", False, False),
+    "atan": ("f", False, False),
+    "atan2": ("f", False, False),
 }
-_BINARY_MATH = ("pow", "nextafter")  # the functions of two arguments
+_BINARY_MATH = ("pow", "nextafter", "atan2")  # the functions of two arguments
 VECTOR_MATH = tuple(fn for fn, (_, vf, vd) in MATH.items() if vf or vd)
 _SIMD = ' __attribute__((simd("notinbranch")))'
 

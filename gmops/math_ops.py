@@ -245,9 +245,11 @@ def _float_unary(name: str, fn: str, vjp, samples, doc: str, surface: tuple = _A
     def abstract(x):
         return x if x.dtype.is_floating_point else TensorSpec(x.shape, _dtypes.DEFAULT_FLOAT)
 
+    # the NumPy ufunc `fn`, and the C library's function of the op's name inlined by the native
+    # and CUDA kernels (gmnative/c_helpers.py MATH; tests/codegen/test_c_expressions.py)
     return defop(name, forward=lambda xp, x: getattr(xp, fn)(x), abstract=abstract, vjp=vjp,
                  grad_name=name.title() + "Backward0", save=(0,), promote="float", samples=samples, doc=doc,
-                 surface=surface)
+                 surface=surface, ufunc=fn, c_expr=f"{name}({{0}})")
 
 
 def _in(lo: float, hi: float):
@@ -279,7 +281,7 @@ def _atan2_vjp(ctx, g):
 
 ATAN2 = defop(
     "atan2", arity=2, forward=lambda xp, a, b: xp.arctan2(a, b), abstract=_elementwise("atan2"),
-    vjp=_atan2_vjp, grad_name="Atan2Backward0", save=(0, 1), promote="float",
+    vjp=_atan2_vjp, grad_name="Atan2Backward0", save=(0, 1), promote="float", ufunc="arctan2", c_expr="atan2({0}, {1})",
     samples=lambda rng: [((rng.uniform(0.5, 2.0, (3, 4)) * rng.choice([-1.0, 1.0], (3, 4)),
                            rng.uniform(0.5, 2.0, (4,)) * rng.choice([-1.0, 1.0], (4,))), {})],
     doc="the angle of (b, a) in (-pi, pi], elementwise", surface=(*_ALL, "alias arctan2"),

@@ -8,6 +8,7 @@ from gmops import REGISTRY
 from gmops._registry import OpDef
 from static.ir import Node
 
+from ..c_forward import forward_fields
 from ..lowering import TABLE, CupyLowering, NumpyLowering, _add, _helpers_of
 from ..render import c_literal, c_number
 
@@ -91,17 +92,17 @@ _add("erf", NumpyLowering(call="_rt.erf({0})", into="_rt.erf({0}, out={out})"),
 _add("gelu_grad", NumpyLowering(call="_rt.gelu_grad({0})", into="_rt.gelu_grad({0}, out={out})"),
      CupyLowering(call="_rt.forward('gelu_grad', cp, {0})"),
      note="the op's forward: Phi(x) + x phi(x), with eager's erf")
+# softplus and gelu in C: the record's forward run on C text (codegen/c_forward.py), so the
+# formula is written once, in the record; used where `decompose` leaves them (float16, empty)
 _add("softplus", NumpyLowering(call="_rt.softplus({0}, {beta}, {threshold})",
                                into="_rt.softplus({0}, {beta}, {threshold}, out={out})"),
      CupyLowering(call="_rt.forward('softplus', cp, {0}, beta={beta}, threshold={threshold})",  # (written in the record)
-                  expr="gm_softplus({0}, ({T}){beta_c}, ({T}){threshold_c})", helpers=("gm_softplus",)),
-     fields=lambda node, operands, ctx: {"beta_c": c_number(node.attrs["beta"]),
-                                         "threshold_c": c_number(node.attrs["threshold"])},
+                  expr="{c_forward}"),
+     fields=forward_fields,
      note="NumPy: the op's forward (four passes and a select); compiled graphs decompose it first")
 _add("gelu", NumpyLowering(call="_rt.gelu({0}, {approximate})", into="_rt.gelu({0}, {approximate}, out={out})"),
-     CupyLowering(call="_rt.forward('gelu', cp, {0}, approximate={approximate})", expr="gm_gelu_{approximate_c}({0})",
-                  helpers=("gm_gelu_none", "gm_gelu_tanh")),
-     fields=lambda node, operands, ctx: {"approximate_c": node.attrs.get("approximate", "none")},
+     CupyLowering(call="_rt.forward('gelu', cp, {0}, approximate={approximate})", expr="{c_forward}"),
+     fields=forward_fields,
      note="the op's forward (exact gelu needs erf); compiled graphs decompose it into fusible ops first")
 # a standalone where or clamp is cast to the result type (two Python-number branches, or an int
 # tensor with float bounds, give PyTorch's dtype, not NumPy's)

@@ -33,11 +33,8 @@ template <typename T> GM_INLINE T gm_sigmoid(T x) {
     T e = exp(-gm_abs(x));
     return x >= (T)0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e);
 }
-template <typename T> GM_INLINE T gm_softplus(T x, T beta, T threshold) {
-    T bx = x * beta;
-    T soft = (log1p(exp(-gm_abs(bx))) + gm_max(bx, (T)0)) / beta;
-    return bx > threshold ? x : soft;
-}
+// eager's native GELU kernels (gmnative.kernels, eager_kernels.cpp); compiled kernels spell
+// gelu from its record's forward (codegen/c_forward.py), softplus too
 template <typename T> GM_INLINE T gm_gelu_tanh(T x) {
     return (T)0.5 * x * ((T)1 + tanh((T)0.7978845608028654 * (x + (T)0.044715 * x * x * x)));
 }
