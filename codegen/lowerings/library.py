@@ -172,10 +172,6 @@ for _name in ("floor", "ceil", "trunc", "round"):  # (log2 ... atan2: their reco
     _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
          CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
          note="the op's own forward (integer inputs and decimals handled there): a library call")
-for _name in ("div_floor", "div_trunc"):  # div's rounding modes: NumPy's floor_divide / trunc(a / b), C's int division
-    _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
-         CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
-         note="the op's own forward (integer and float rounding differ): a library call")
 for _name in ("isnan", "isinf", "isfinite"):
     _add(_name, NumpyLowering(call=f"np.{_name}({{0}})"), CupyLowering(call=f"cp.{_name}({{0}})"),
          note="a bool result from any input dtype: a library call")
