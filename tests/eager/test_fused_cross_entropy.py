@@ -27,11 +27,94 @@ def test_fused_cross_entropy_graph_is_pytorchs():
     assert loss.grad_fn.next_functions[0][0].name() == "LogSoftmaxBackward0"
 
 
-def test_ignored_or_out_of_range_targets_take_the_op_path():
+def test_ignored_targets_are_fused_and_out_of_range_ones_take_the_op_path():
     x = eager.randn(4, 3, requires_grad=True)
-    assert not _fused_losses.eligible(x, eager.tensor([0, -100, 1, 2]), None, -100, "mean", 0.0)
+    assert _fused_losses.eligible(x, eager.tensor([0, -100, 1, 2]), None, -100, "mean", 0.0)
+    assert not _fused_losses.eligible(x, eager.tensor([0, 3, 1, 2]), None, -100, "mean", 0.0)
+    assert not _fused_losses.eligible(x, eager.tensor([0, -1, 1, 2]), None, -100, "mean", 0.0)
     with pytest.raises(IndexError):
         F.cross_entropy(x, eager.tensor([0, 3, 1, 2]))
+    with pytest.raises(IndexError):
+        F.cross_entropy(x, eager.tensor([0, 3, 1, 2]), ignore_index=0)
+
+
+def test_the_nodes_have_pytorchs_edges():
+    x = eager.randn(4, 3, requires_grad=True)
+    loss = F.cross_entropy(x, eager.tensor([0, 2, 1, 2]))
+    assert len(loss.grad_fn.next_functions) == 1
+    lsm = loss.grad_fn.next_functions[0][0]
+    assert len(lsm.next_functions) == 1 and lsm.next_functions[0][0].variable is x
+
+
+def test_a_target_changed_in_place_before_backward_is_refused():
+    x = eager.randn(4, 3, requires_grad=True)
+    y = eager.tensor([0, 2, 1, 2])
+    loss = F.cross_entropy(x, y)
+    y.add_(0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_ignored_targets_against_pytorch(reduction, dtype):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    X = (rng.standard_normal((40, 7)) * 2).astype(dtype)
+    T = rng.integers(0, 7, 40)
+    T[::3] = 0
+    for ignore in (0, -100, 6):
+        ours = eager.tensor(X, requires_grad=True)
+        theirs = torch.tensor(X, requires_grad=True)
+        a = F.cross_entropy(ours, eager.tensor(T), ignore_index=ignore, reduction=reduction)
+        b = torch.nn.functional.cross_entropy(theirs, torch.tensor(T), ignore_index=ignore, reduction=reduction)
+        a.sum().backward()
+        b.sum().backward()
+        tol = 1e-5 if dtype == "float32" else 1e-12
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=tol, atol=tol)
+        np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=tol, atol=tol)
+
+
+def test_every_target_ignored_gives_nan_and_a_zero_gradient():
+    x = eager.randn(3, 4, requires_grad=True)
+    loss = F.cross_entropy(x, eager.tensor([1, 1, 1]), ignore_index=1)
+    assert np.isnan(loss.item())
+    loss.backward()
+    assert not x.grad.numpy().any()
+    assert F.cross_entropy(x, eager.tensor([1, 1, 1]), ignore_index=1, reduction="sum").item() == 0.0
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_ignored_targets_have_exact_first_and_second_derivatives(reduction):
+    x = eager.randn(6, 4, dtype=eager.float64, requires_grad=True)
+    y = eager.tensor([0, 3, -100, 1, -100, 2])
+    assert eager.autograd.gradcheck(lambda a: F.cross_entropy(a, y, reduction=reduction), (x,))
+    assert eager.autograd.gradgradcheck(lambda a: F.cross_entropy(a, y, reduction=reduction), (x,))
+    assert eager.autograd.gradcheck(lambda a: F.nll_loss(a, y, reduction=reduction), (x,))
+
+
+def test_the_numpy_code_without_the_native_kernels_agrees(monkeypatch):
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((16, 9)).astype(np.float32)
+    T = eager.tensor(np.where(rng.random(16) < 0.2, -100, rng.integers(0, 9, 16)))
+    native = eager.tensor(X, requires_grad=True)
+    F.cross_entropy(native, T).backward()
+    monkeypatch.setattr(_fused_losses._native, "cross_entropy_forward", lambda *a: None)
+    monkeypatch.setattr(_fused_losses._native, "log_softmax_backward", lambda *a: None)
+    numpy_code = eager.tensor(X, requires_grad=True)
+    loss = F.cross_entropy(numpy_code, T)
+    loss.backward()
+    np.testing.assert_allclose(loss.item(), F.cross_entropy(eager.tensor(X), T).item(), rtol=1e-6)
+    np.testing.assert_allclose(numpy_code.grad.numpy(), native.grad.numpy(), rtol=1e-5, atol=1e-7)
+    logp = F.log_softmax(eager.tensor(X), 1).numpy()
+    np.testing.assert_array_equal(_fused_losses.log_softmax_rows(X), logp)  # the op's bits
+
+
+def test_non_finite_rows_follow_log_softmax():
+    x = eager.tensor([[1.0, float("inf"), 2.0], [-float("inf")] * 3, [float("nan"), 1.0, 2.0], [0.5, 1.0, 2.0]])
+    got = F.cross_entropy(x, eager.tensor([0, 1, 2, 2]), reduction="none").numpy()
+    expect = -np.array([-np.inf, np.nan, np.nan, np.log(np.exp(2.0) / np.exp([0.5, 1.0, 2.0]).sum())])
+    np.testing.assert_allclose(got, expect, rtol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -58,8 +58,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, ignore
              reduction: str = "mean") -> Tensor:
     """The negative log-likelihood of class indices, given log-probabilities `input` (N, C);
     its node is named NllLossBackward0, as PyTorch's (cross_entropy's result shows it)."""
-    if _fused_losses.eligible(input, target, weight, ignore_index, reduction, 0.0):
-        return _fused_losses.node_apply(_fused_losses.NllLossFunction, input, target, reduction)  # one node
+    fused = _fused_losses.nll_loss(input, target, weight, ignore_index, reduction)  # one node, or None
+    if fused is not None:
+        return fused
     return _F._renamed(_nll_loss(input, target, weight, ignore_index, reduction), "NllLossBackward0")
 
 
@@ -116,8 +117,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
     class indices, or against class probabilities when `target` is floating point."""
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction (expected one of {_REDUCTIONS})")
-    if _fused_losses.eligible(input, target, weight, ignore_index, reduction, label_smoothing):
-        return _fused_losses.cross_entropy(input, target, reduction)  # two nodes on arrays (nn/_fused_losses.py)
+    fused = _fused_losses.cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing)
+    if fused is not None:  # two nodes on the arrays (nn/_fused_losses.py)
+        return fused
     class_dim = 0 if input.ndim == 1 else 1
     logp = _F.log_softmax(input, class_dim)
     n_classes = input.shape[class_dim]
@@ -146,9 +148,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, i
     return loss * (1.0 - label_smoothing) + smooth * (label_smoothing / n_classes)
 
 
-def _nll_loss_ops(logp: Tensor, target: Tensor, reduction: str) -> Tensor:
+def _nll_loss_ops(logp: Tensor, target: Tensor, reduction: str, ignore_index: int = -100) -> Tensor:
     """The fused loss's case op by op (what its graph-recording backward differentiates)."""
-    return _F._renamed(_nll_loss(logp, target, None, -100, reduction), "NllLossBackward0")
+    return _F._renamed(_nll_loss(logp, target, None, ignore_index, reduction), "NllLossBackward0")
 
 
 def _class_view(weight: Tensor, ndim: int) -> Tensor:
