@@ -165,9 +165,66 @@ def channel_normalize(node: Node, outs: set, order: dict) -> dict | None:
                  if u.op == "var" and u.body is None and u.inputs[0] is v and order.get(id(u), -1) > order[id(node)]
                  and tuple(int(d) for d in (u.attrs["dims"] or ())) == dims
                  and u.outputs[0].type.dtype == x.type.dtype]
-    if not variances:
+    after = _pointwise_after(node, outs, order)
+    if not variances and after is None:
         return None
-    return {"var": variances}
+    return {"var": variances, "after": after}
+
+
+def _available(v: Value, at: int, order: dict) -> Value | None:
+    """The value whose array holds v's elements in order that exists before position `at`
+    of the graph: v itself (a graph input or a value made earlier) or, for v a reshape made
+    later, the reshaped value when that one exists (a batch norm's weight reshaped to (1, C,
+    1, 1) right before its use); None otherwise."""
+    made = v.producer
+    if made is None or order.get(id(made), at) < at:
+        return v
+    if made.op == "reshape" and made.body is None and isinstance(made.inputs[0], Value):
+        src = made.inputs[0]
+        if src.producer is None or order.get(id(src.producer), at) < at:
+            return src
+    return None
+
+
+def _pointwise_after(node: Node, outs: set, order: dict) -> dict | None:
+    """The fused pointwise region that reads the normalization's result (batch norm's affine
+    part and activation: `relu(y * w + b)` and the ReLU's mask for the backward), computed
+    in the normalization's second pass while each element is in a register: its operands
+    are the normalized array, one value per channel or one number, each of which exists
+    where the normalization runs. None when no such region reads it."""
+    y = node.outputs[0]
+    shape = _ints(y.type.shape)
+    c = shape[1]
+    at = order[id(node)]
+    for user in _users(y):
+        body = user.body
+        if user.op != "fused" or body is None or not user.outputs or order.get(id(user), -1) <= at:
+            continue
+        if any(REGISTRY.get(b.op) is None or REGISTRY[b.op].kind != "elementwise" or b.body is not None
+               or len(b.outputs) != 1 or lowering_for(b.op).cupy.expr is None for b in body.nodes):
+            continue
+        operands: dict = {}
+        for p, outer in zip(body.inputs, user.inputs):
+            if not isinstance(outer, Value):
+                continue
+            if outer is y and _ints(p.type.shape) == shape:
+                operands[id(p)] = ("y", None)
+                continue
+            ps = _ints(p.type.shape)
+            padded = (1,) * (len(shape) - len(ps)) + ps
+            source = _available(outer, at, order)
+            if (len(ps) > len(shape) or source is None or _prod(ps) not in (1, c)
+                    or not (padded == (1, c) + (1,) * (len(shape) - 2) or all(d == 1 for d in padded))):
+                operands = {}
+                break
+            operands[id(p)] = ("channel" if _prod(ps) == c and c != 1 else "number", source)
+        if not operands or not any(kind == "y" for kind, _ in operands.values()):
+            continue
+        produced = {id(o) for b in body.nodes for o in b.outputs}
+        if all(isinstance(o, Value) and id(o) in produced and _ints(o.type.shape) == shape for o in body.outputs) \
+                and len({id(o) for o in body.outputs}) == len(body.outputs):
+            return {"node": user, "operands": operands}
+    return None
 
 
 class CChannelNormalize(CFunction):
@@ -188,7 +245,9 @@ class CChannelNormalize(CFunction):
         T = c_type(x.type.dtype)
         eps = float(node.attrs["eps"])
         cx = self._param(x, self.m.contiguous(x), writable=False)
+        env = self._after_inputs(T) if self.parts.get("after") is not None else None  # inputs before outputs
         out = self._fresh_output(node.outputs[0])
+        after_lines = self._after(env) if env is not None else []
         finals = []
         for v in self.parts["var"]:
             dof = max(count - int(v.attrs["correction"]), 0)
@@ -215,8 +274,14 @@ class CChannelNormalize(CFunction):
             f"        for (long long nn = 0; nn < {n}; ++nn) {{",
             f"            const {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
             f"            {T}* yp = {out} + (nn * {c} + cc) * {hw}LL;",
+            f"            const long long at = (nn * {c} + cc) * {hw}LL;",
+            "            (void)at;",
             "            #pragma omp simd",
-            f"            for (long long k = 0; k < {hw}; ++k) yp[k] = ({T})(((double)xp[k] - x0 - mean_d) * rstd);",
+            f"            for (long long k = 0; k < {hw}; ++k) {{",
+            f"                const {T} yv = ({T})(((double)xp[k] - x0 - mean_d) * rstd);",
+            "                yp[k] = yv;",
+            *(f"                {line}" for line in after_lines),
+            "            }",
             "        }",
             *(f"        {line}" for line in finals),
             "    }",
@@ -224,11 +289,46 @@ class CChannelNormalize(CFunction):
         ]
         self._call()
 
+    def _after_inputs(self, T: str) -> dict:
+        """The C operands of the pointwise region after the normalization (_pointwise_after):
+        its per-channel and number arrays as parameters, `yv` (the normalized element as
+        stored) for the normalized array."""
+        after = self.parts["after"]
+        region, operands = after["node"], after["operands"]
+        env: dict = {}
+        for p, outer in zip(region.body.inputs, region.inputs):
+            if not isinstance(outer, Value):
+                ctype = c_type(p.type.dtype)
+                env[p] = (c_literal(outer, ctype), ctype)
+                continue
+            kind, source = operands[id(p)]
+            if kind == "y":
+                env[p] = ("yv", T)
+                continue
+            cname = self._param(p, self.m.contiguous(source), writable=False, sized_by=source)
+            env[p] = load(cname, "cc" if kind == "channel" else "0", p)
+        return env
+
+    def _after(self, env: dict) -> list[str]:
+        """The region's statements for element k of channel cc and the stores of its outputs
+        at `at + k`."""
+        region = self.parts["after"]["node"]
+        kb = KernelBody(self.m.lines, env)
+        for b in region.body.nodes:
+            kb.emit(b)
+        stores = []
+        for y, outer in zip(region.body.outputs, region.outputs):
+            cname = self._fresh_output(outer)
+            expr, ctype = kb.env[y]
+            want = c_type(y.type.dtype)
+            stores.append(f"{cname}[at + k] = {expr if ctype == want else f'({want})({expr})'};")
+        return list(kb.lines) + stores
+
 
 def absorbed(parts: dict) -> set:
     """The nodes whose values the function writes (or makes unneeded)."""
     if "var" in parts:
-        return {id(n) for n in parts["var"]}
+        return {id(n) for n in parts["var"]} | ({id(parts["after"]["node"])} if parts.get("after") else set())
     if "dims" in parts:  # a channel region: itself only
         return set()
     return {id(n) for n in (parts["sum"], parts["permute"], parts["rows"]) if n is not None}
