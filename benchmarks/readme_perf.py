@@ -70,7 +70,7 @@ WORKLOADS = (
 )
 PEER_WORKLOADS = ("W2 gelu", "W3 mlp", "W4 scalar")
 SLOW_PEER_CELL = ("W4 scalar", "torch")  # torch.compile of a 400-op chain: minutes per process
-SLOW_CELL_NOTE = "not re-measured: torch.compile of this 400-op chain takes minutes per process"
+SLOW_CELL_NOTE = "not re-measured: compiling its 400-op chain takes minutes per process"
 
 EAGER_MODELS = {"W5": "W5 tiny GPT (AdamW)", "W6": "W6 small CNN (SGD momentum)",
                 "gru-cell": "GRU cell, 16 steps (Adam)", "seq2seq": "seq2seq GRU encoder-decoder (Adam)",
@@ -400,6 +400,8 @@ def _peer_cell(rows_peer: dict | None, key: str) -> str:
         return "not measured"
     if not rows_peer.get(key):  # say why, where the peer said (a failure, a cell not re-measured)
         why = [n for n in rows_peer.get("notes") or [] if n.startswith(("failed", "not ", "the workload"))]
+        if SLOW_CELL_NOTE in why:
+            return "not re-measured (*)"
         return "; ".join(why) or "-"
     return time_cell(rows_peer[key])
 
@@ -420,15 +422,20 @@ def render_peers(rows: list[dict]) -> str:
 
 
 def peer_compile_note(rows: list[dict]) -> str:
-    """One line: the peers' compile times (median over runs) per workload size."""
-    parts = []
-    for r in rows:
-        for lib in ("torch", "jax"):
-            p = r["peers"].get(lib)
-            if p and p.get("compile_s"):
-                parts.append(f"{lib} {r['workload']} {_size_label(r['workload'], r['size'])}: "
-                             f"{time_cell([statistics.median(p['compile_s'])])}")
-    return "; ".join(parts)
+    """What follows the peers' table: each peer's compile time (the first call, median over
+    runs) as its range over the shapes, and which cells were not re-measured."""
+    lines = []
+    spans = []
+    for lib, name in (("torch", "torch.compile"), ("jax", "jax.jit")):
+        times = [statistics.median(r["peers"][lib]["compile_s"]) for r in rows
+                 if r["peers"].get(lib) and r["peers"][lib].get("compile_s")]
+        if times:
+            spans.append(f"{name} {time_cell([min(times)])}" + (f" to {time_cell([max(times)])}" if len(times) > 1 else ""))
+    if spans:
+        lines.append(f"Compile time of a peer's first call, per shape (median): {', '.join(spans)}.")
+    if any(SLOW_CELL_NOTE in (r["peers"].get("torch") or {}).get("notes", []) for r in rows):
+        lines.append(f"(*) torch.compile on W4: {SLOW_CELL_NOTE} (`--w4-torch-compile` measures it).")
+    return " ".join(lines)
 
 
 def render_threads(data: dict) -> str:
@@ -654,8 +661,10 @@ def describe_host(result: dict, part: str) -> str:
     load = f"load average {info['load_before'][0]:.2f} before, {info['load_after'][0]:.2f} after" \
         if info.get("load_before") and info.get("load_after") else "load average not known"
     quick = " (`--quick`: a check of the driver, not a measurement)" if result.get("quick") else ""
+    changed = [f for f in result["git"].get("modified_files", []) if not f.endswith(".md")]
+    dirty = f" (with uncommitted changes to {len(changed)} file{'s' if len(changed) != 1 else ''})" if changed else ""
     return (f"Measured{quick} by `python benchmarks/readme_perf.py --only {part}` at commit "
-            f"`{result['git']['short']}` on {result['started'][:10]}: {host['cpu_model']}, {host['cores']} cores "
+            f"`{result['git']['short']}`{dirty} on {result['started'][:10]}: {host['cpu_model']}, {host['cores']} cores "
             f"(shared), {host['vector_isa']} ({host['vector_bits']}-bit vectors), copy bandwidth "
             f"{f'{bw:.1f} GB/s' if bw else 'not measured'} as `benchmarks/native_bench.py --small` measures it; "
             f"{load}; Python {host['python']}, {libs}; no thread variable set; every cell the median (min-max) "
@@ -681,7 +690,7 @@ def render(result: dict) -> dict[str, str]:
         if part == "peers":
             note = peer_compile_note(info["data"])
             if note:
-                text += f"\n\nCompile times (first call, median): {note}."
+                text += f"\n\n{note}"
         blocks[part] = text
     return blocks
 

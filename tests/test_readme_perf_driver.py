@@ -89,7 +89,16 @@ def test_main_and_peer_tables_from_three_compare_runs():
     row = next(line for line in peers if line.startswith("| W2 gelu"))
     assert row == ("| W2 gelu | 1e4 | 210 us (200-220) | **45 us** (40-50) | 330 us (300-360) | 165 us (150-180) | "
                    "4 ms (4-4) | - |")
-    assert "torch W2 gelu 1e4: 5 s" in blocks["peers"]
+    assert "per shape (median): torch.compile 5 s." in blocks["peers"]
+
+
+def test_a_peer_cell_not_re_measured_says_so():
+    run = rp.compare_rows(_compare_run(2e-3, 5e-5, 2.5e-3), "W4 scalar")
+    run[0]["peers"]["torch"] = {"eager_s": 2.5e-3, "compiled_s": None, "compile_s": None, "note": rp.SLOW_CELL_NOTE}
+    rows = rp.merge_runs([run])
+    row = next(line for line in rp.render_peers(rows).splitlines() if line.startswith("| W4 scalar"))
+    assert row.split(" | ")[4:6] == ["2.5 ms", "not re-measured (*)"]
+    assert f"(*) torch.compile on W4: {rp.SLOW_CELL_NOTE}" in rp.peer_compile_note(rows)
 
 
 def test_the_host_line_states_command_settings_width_bandwidth_and_load():
@@ -98,6 +107,13 @@ def test_the_host_line_states_command_settings_width_bandwidth_and_load():
                  "copy bandwidth 30.0 GB/s", "`benchmarks/native_bench.py --small`", "load average 0.50 before, 1.25 after",
                  "no thread variable set", "median (min-max) of 3 fresh processes"):
         assert part in line, part
+
+
+def test_the_host_line_says_when_the_tree_had_uncommitted_changes():
+    result = fake_result()
+    assert "uncommitted" not in rp.render(result)["main"].splitlines()[0]
+    result["git"]["modified_files"] = ["eager/_tensor.py", "README.md"]  # the README's own edits do not count
+    assert "commit `abc1234` (with uncommitted changes to 1 file) on" in rp.render(result)["main"].splitlines()[0]
 
 
 def test_threads_eager_models_and_repeated_tables():
