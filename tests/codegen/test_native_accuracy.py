@@ -19,6 +19,17 @@ Bounds (BOUNDS below, max ulp; measured here with glibc 2.36, NumPy 2.4 alongsid
     pow       0.61 / 0.50              0.97 / 0.50
     sqrt, div 0.50 (correctly rounded); rsqrt 1.38 (1/sqrt: two roundings), both backends
     gelu      within 0.76 / 0.81 ulp(1) * max(1, |x|) (1 + erf or 1 + tanh cancels for x < -2)
+    tan       2.65 / 2.47              0.51 / 0.51 (float64 through the scalar call)
+    asinh     1.05 / 0.55              1.20 / 0.58
+    acosh     0.65 / 0.51              1.22 / 0.50
+    atanh     1.41 / 1.02              1.30 / 0.54 (scalar call)
+    log2      1.56 / 1.02              0.67 / 0.50
+    log10     0.94 / 2.02              1.06 / 0.50
+    sinh      1.39 / 1.33              1.16 / 0.53 (scalar call)
+    cosh      1.59 / 1.50              1.38 / 0.74
+    asin      2.32 / 2.49              0.50 / 0.73 (scalar call)
+    acos      1.68 / 1.60              1.40 / 0.79
+    atan      1.10 / 0.88              0.92 / 0.50
 c_helpers.MATH says which functions use libmvec's vector variants and which go through
 double or stay scalar calls to keep within one ulp of NumPy. An op missing here has no
 transcendental part (exact IEEE arithmetic: tested for equality with the interpreter in
@@ -62,6 +73,18 @@ OPS = {
     "gelu_tanh": ('gelu %a {approximate = "tanh"}', (-10.0, 10.0)),
     "pow": ("pow %a, %b", (0.0, 10.0), (-6.0, 6.0)),
     "div": ("div %a, %b", (-1e3, 1e3), (-1e3, 1e3)),
+    # the C library's functions the records of tan ... atan inline (c_helpers.MATH)
+    "tan": ("tan %a", (-100.0, 100.0)),
+    "asinh": ("asinh %a", (-1e30, 1e30)),
+    "acosh": ("acosh %a", (1.0, 1e30)),
+    "atanh": ("atanh %a", (-1.0, 1.0)),
+    "log2": ("log2 %a", (0.0, 1e30)),
+    "log10": ("log10 %a", (0.0, 1e30)),
+    "sinh": ("sinh %a", (-90.0, 90.0)),
+    "cosh": ("cosh %a", (-90.0, 90.0)),
+    "asin": ("asin %a", (-1.0, 1.0)),
+    "acos": ("acos %a", (-1.0, 1.0)),
+    "atan": ("atan %a", (-1e30, 1e30)),
 }
 
 # max ulp of the native result against the reference; (f32, f64)
@@ -69,6 +92,9 @@ BOUNDS = {
     "exp": (3.0, 1.0), "expm1": (2.0, 1.0), "log": (1.0, 1.0), "log1p": (2.0, 1.5), "sin": (2.0, 1.0),
     "cos": (2.0, 1.0), "tanh": (1.5, 2.0), "sqrt": (0.5, 0.5), "div": (0.5, 0.5), "rsqrt": (1.5, 1.5),
     "pow": (1.0, 1.5), "erf": (1.0, 1.5), "sigmoid": (2.0, 2.0), "softplus": (2.0, 1.5),
+    "tan": (3.0, 1.0), "asinh": (1.5, 1.5), "acosh": (1.0, 1.5), "atanh": (2.0, 1.5), "log2": (2.0, 1.0),
+    "log10": (1.5, 1.5), "sinh": (2.0, 1.5), "cosh": (2.0, 2.0), "asin": (3.0, 1.0), "acos": (2.0, 2.0),
+    "atan": (1.5, 1.5),
 }
 # gelu: the formula cancels (1 + erf(x) near -1): bounded in ulps of 1.0 times max(1, |x|)
 GELU_BOUND_ULP1 = 1.5
@@ -113,8 +139,11 @@ def _erf(x: np.ndarray) -> np.ndarray:
 def reference(name: str, args: list) -> np.ndarray:
     x = args[0].astype(L)
     with np.errstate(all="ignore"):
-        if name in ("exp", "expm1", "log", "log1p", "sqrt", "sin", "cos", "tanh"):
+        if name in ("exp", "expm1", "log", "log1p", "sqrt", "sin", "cos", "tanh", "tan", "log2", "log10", "sinh",
+                    "cosh"):
             return getattr(np, name)(x)
+        if name in ("asinh", "acosh", "atanh", "asin", "acos", "atan"):
+            return getattr(np, "arc" + name[1:])(x)
         if name == "rsqrt":
             return L(1) / np.sqrt(x)
         if name == "sigmoid":
