@@ -599,7 +599,7 @@ def measure_all(parts: Sequence[str], runs: int, quick: bool, out: Path, w4_torc
     runner = Runner(out, env)
     started = _dt.datetime.now(_dt.timezone.utc)
     result: dict[str, Any] = {"schema": SCHEMA, "started": started.isoformat(timespec="seconds"), "quick": quick,
-                              "runs": runs, "git": git_commit(), "parts": {}}
+                              "runs": runs, "git": git_commit(), "requested": list(parts), "parts": {}}
     print(f"host: measuring the copy bandwidth (load average {_loadavg()})", flush=True)
     result["host"] = host_facts(env)
     py = "python"
@@ -680,17 +680,30 @@ RENDERERS: dict[str, Callable[[Any], str]] = {
 }
 
 
+REPEATED_SCRIPTS = ("native_bench", "training_step_bench", "call_overhead_bench", "models_bench", "eager_bench")
+
+
 def render(result: dict) -> dict[str, str]:
-    """Per part measured: the host line and the table, as the README shows them."""
+    """Per part asked for: the host line and the table, as the README shows them. A part asked
+    for that did not finish (cut short, or its script failed) gets a block saying so, so that
+    no earlier figure stays in the README as if re-measured; parts not asked for get none."""
     blocks = {}
-    for part, info in result["parts"].items():
-        if info.get("data") is None:
+    for part in result.get("requested", list(result["parts"])):
+        info = result["parts"].get(part)
+        if info is None or info.get("data") is None:
+            blocks[part] = (f"Not re-measured at commit `{result['git']['short']}` on {result['started'][:10]}: the "
+                            f"measurement did not finish (`python benchmarks/readme_perf.py --only {part}` measures "
+                            "it; its log is under build/readme_perf/logs).")
             continue
         text = describe_host(result, part) + "\n\n" + RENDERERS[part](info["data"])
         if part == "peers":
             note = peer_compile_note(info["data"])
             if note:
                 text += f"\n\n{note}"
+        if part == "repeated":
+            missing = [f"`{name}.py`" for name in REPEATED_SCRIPTS if name not in info["data"]]
+            if missing:
+                text += f"\n\nNot re-measured in this run (cut short, or the script failed): {', '.join(missing)}."
         blocks[part] = text
     return blocks
 

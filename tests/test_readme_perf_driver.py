@@ -129,6 +129,19 @@ def test_threads_eager_models_and_repeated_tables():
     assert "W4 per op (forward + backward), eager 7.25 us (7-7.5) per op | 0.95 (0.9-1) |" in rep
 
 
+def test_a_part_asked_for_but_not_finished_replaces_its_table_with_a_note():
+    result = fake_result()
+    result["requested"] = ["main", "threads", "repeated"]
+    result["parts"]["threads"]["data"] = None  # its script failed
+    del result["parts"]["repeated"]["data"]["eager_bench"]  # cut short before the last script
+    blocks = rp.render(result)
+    assert set(blocks) == {"main", "threads", "repeated"}  # peers and eager-models: not asked for, left alone
+    assert blocks["threads"].startswith("Not re-measured at commit `abc1234` on 2026-11-29")
+    assert "|" not in blocks["threads"]
+    assert blocks["repeated"].endswith("Not re-measured in this run (cut short, or the script failed): "
+                                       "`training_step_bench.py`, `models_bench.py`, `eager_bench.py`.")
+
+
 def test_a_graph_figure_that_differs_between_runs_is_flagged():
     one = rp.compare_rows(_compare_run(1e-4, 5e-5), "W2 gelu")
     other = rp.compare_rows(_compare_run(1e-4, 5e-5), "W2 gelu")
