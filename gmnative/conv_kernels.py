@@ -109,6 +109,41 @@ def im2col2d(x, kernel, out, stride, padding, dilation, pad_value: float) -> np.
     return cols
 
 
+def im2col2d_batch_major(x, kernel, out, stride, padding, dilation) -> np.ndarray | None:
+    """Each image's columns (N, C * KH * KW, OH * OW) of an (N, C, H, W) image padded with zeros
+    (top and left padding[0], padding[1]): im2col2d's copy in batch-major order, or None."""
+    suffix = _image(x)
+    found = _kernel("im2col2d_batch_major", suffix)
+    if found is None:
+        return None
+    n, c = x.shape[0], x.shape[1]
+    cols = np.empty((n, c * kernel[0] * kernel[1], out[0] * out[1]), x.dtype)
+    dims = _geometry(x, kernel, out, stride, padding, dilation)
+    _call(found, (x, cols, dims, np.zeros(1, x.dtype)), written=(1,))
+    return cols
+
+
+def fold2d_batch_major(cols, size, channels: int, kernel, out, stride, padding, dilation) -> np.ndarray | None:
+    """The fold (col2im) of batch-major columns (N, C * KH * KW, OH * OW) into (N, C, H, W): the
+    windows' cells added into each plane in kernel-offset order (as gmnative.kernels.fold2d
+    adds the op's channel-major columns); or None."""
+    if type(cols) is not np.ndarray or cols.ndim != 3 or not cols.flags.c_contiguous or cols.size == 0:
+        return None
+    suffix = _SUFFIX.get(cols.dtype)
+    k = _kernels.kernels() if suffix is not None else None
+    if k is None:
+        return None
+    n = cols.shape[0]
+    h, w = size
+    result = np.empty((n, channels, h, w), cols.dtype)
+    dims = np.array([channels, kernel[0], kernel[1], n, out[0], out[1], h, w, stride[0], stride[1], padding[0],
+                     padding[1], dilation[0], dilation[1]], _I64)
+    if not k.run(f"gm_eager_fold2d_batch_major_{suffix}", k.threads(), (cols.nbytes, -result.nbytes, dims.nbytes),
+                 k.formats((cols.dtype.name, cols.dtype.name, "int64")), cols, result, dims):
+        return None
+    return result
+
+
 def max_pool2d(x, kernel, out, stride, padding, dilation, indices: bool = False):
     """The window maxima (N, C, OH, OW) of an (N, C, H, W) image, with (when `indices`) the
     flat plane position of each as int64 (PyTorch's return_indices): an array, a pair, or

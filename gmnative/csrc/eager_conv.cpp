@@ -24,13 +24,18 @@ static inline gm_geom gm_geom_of(const long long* d) {
 
 // im2col: cols (C, KH, KW, N, OH, OW) from x (N, C, H, W); a window cell outside the image
 // (its padding) is `pad`. The same copy as the op's NumPy code (a strided view of the padded
-// image made contiguous): every element is x's bits or pad's.
-template <typename T> static void im2col2d(const T* x, T* cols, const long long* d, T pad, int nt) {
+// image made contiguous): every element is x's bits or pad's. BATCH_MAJOR: cols laid out
+// (N, C, KH, KW, OH, OW) instead, each image's columns a matrix of its own (the fused conv2d
+// of eager/nn/_fused_conv.py multiplies them image by image, its result then batch-major).
+template <typename T, bool BATCH_MAJOR = false> static void im2col2d(const T* x, T* cols, const long long* d, T pad,
+                                                                     int nt) {
     const gm_geom g = gm_geom_of(d);
     const long long rows = g.C * g.KH * g.KW * g.N, plane = g.OH * g.OW;
     #pragma omp parallel for num_threads(nt) if(rows * plane >= GM_CONV_PARALLEL_MIN) schedule(static)
     for (long long r = 0; r < rows; ++r) {
-        const long long n = r % g.N, kw = (r / g.N) % g.KW, kh = (r / (g.N * g.KW)) % g.KH, c = r / (g.N * g.KW * g.KH);
+        const long long inner = BATCH_MAJOR ? r % (g.C * g.KH * g.KW) : r / g.N;
+        const long long n = BATCH_MAJOR ? r / (g.C * g.KH * g.KW) : r % g.N;
+        const long long kw = inner % g.KW, kh = (inner / g.KW) % g.KH, c = inner / (g.KW * g.KH);
         const T* src = x + (n * g.C + c) * g.H * g.W;
         T* dst = cols + r * plane;
         for (long long oh = 0; oh < g.OH; ++oh) {
@@ -323,6 +328,8 @@ template <typename T> static void select_number(const unsigned char* c, T a, con
 #define GM_CONV_ALL(T, suffix) \
     extern "C" void gm_eager_conv_im2col2d_##suffix(void* const* a, int nt) { \
         im2col2d<T>((const T*)a[0], (T*)a[1], (const long long*)a[2], ((const T*)a[3])[0], nt); } \
+    extern "C" void gm_eager_conv_im2col2d_batch_major_##suffix(void* const* a, int nt) { \
+        im2col2d<T, true>((const T*)a[0], (T*)a[1], (const long long*)a[2], ((const T*)a[3])[0], nt); } \
     extern "C" void gm_eager_conv_max_pool2d_##suffix(void* const* a, int nt) { \
         max_pool2d<T>((const T*)a[0], (T*)a[1], (long long*)a[2], (const long long*)a[3], nt); } \
     extern "C" void gm_eager_conv_max_pool2d_values_##suffix(void* const* a, int nt) { \

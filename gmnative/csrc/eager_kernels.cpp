@@ -279,7 +279,8 @@ template <typename T> static void embedding_backward(const T* g, const long long
 // result (N, C, H, W); every window element is added into a padded plane of one (c, n) pair
 // in the order of the kernel offsets (kh, then kw), as the NumPy code adds them, so the sums
 // are the same bits. d = [C, KH, KW, N, OH, OW, H, W, stride h, w, pad top, left, dilation h, w].
-template <typename T> static void fold2d(const T* cols, T* out, const long long* d, int nt) {
+// BATCH_MAJOR: cols laid out (N, C, KH, KW, OH, OW) (im2col2d's batch-major layout).
+template <typename T, bool BATCH_MAJOR = false> static void fold2d(const T* cols, T* out, const long long* d, int nt) {
     const long long C = d[0], KH = d[1], KW = d[2], N = d[3], OH = d[4], OW = d[5], H = d[6], W = d[7];
     const long long sh = d[8], sw = d[9], ph = d[10], pw = d[11], dh = d[12], dw = d[13];
     const long long PH = (OH - 1) * sh + (KH - 1) * dh + 1, PW = (OW - 1) * sw + (KW - 1) * dw + 1;
@@ -293,7 +294,8 @@ template <typename T> static void fold2d(const T* cols, T* out, const long long*
             for (long long j = 0; j < PH * PW; ++j) plane[j] = (T)0;
             for (long long kh = 0; kh < KH; ++kh)
                 for (long long kw = 0; kw < KW; ++kw) {
-                    const T* src = cols + (((c * KH + kh) * KW + kw) * N + n) * window;
+                    const T* src = cols + (BATCH_MAJOR ? (((n * C + c) * KH + kh) * KW + kw) * window
+                                                       : (((c * KH + kh) * KW + kw) * N + n) * window);
                     for (long long oh = 0; oh < OH; ++oh) {
                         T* row = plane + (oh * sh + kh * dh) * PW + kw * dw;
                         const T* s = src + oh * OW;
@@ -500,6 +502,8 @@ template <typename T> static void sgd_multi(void* const* a, int nt) {
     extern "C" void gm_eager_sgd_multi_##suffix(void* const* a, int nt) { sgd_multi<T>(a, nt); } \
     extern "C" void gm_eager_fold2d_##suffix(void* const* a, int nt) { \
         fold2d<T>((const T*)a[0], (T*)a[1], (const long long*)a[2], nt); } \
+    extern "C" void gm_eager_fold2d_batch_major_##suffix(void* const* a, int nt) { \
+        fold2d<T, true>((const T*)a[0], (T*)a[1], (const long long*)a[2], nt); } \
     extern "C" void gm_eager_argmax_##suffix(void* const* a, int nt) { \
         const long long* d = (const long long*)a[2]; \
         arg_extreme<T, true>((const T*)a[0], (long long*)a[1], d[0], d[1], d[2], nt); } \

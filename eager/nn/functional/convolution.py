@@ -7,6 +7,7 @@ from gmops import conv as _conv
 
 from ... import _functional as _F
 from ..._tensor import Tensor
+from .. import _fused_conv
 from ._utils import _pair
 
 
@@ -41,7 +42,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     """2-D cross-correlation of (N, C, H, W) (or (C, H, W)) with weight (O, C/groups, kh, kw):
     im2col through a strided view, then one (batched) matmul, channels first."""
     input, unbatched = _batch_of_images("conv2d", input, weight)
-    n, c = input.shape[0], input.shape[1]
+    c = input.shape[1]
     o, cg, kh, kw = weight.shape
     if c != cg * groups:
         raise RuntimeError(f"conv2d: Given groups={groups}, weight of size {list(weight.shape)}, expected input"
@@ -50,6 +51,20 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         raise RuntimeError(f"conv2d: out_channels ({o}) must be divisible by groups ({groups})")
     stride, dilation = _pair(stride), _pair(dilation)
     pads = _conv_padding("conv2d", padding, (kh, kw), dilation, stride, 2)
+    if _fused_conv.eligible(input, weight, bias, groups):  # one node, columns image by image
+        fused = _fused_conv.conv2d(input, weight, bias, stride, pads, dilation)
+        if fused is not None:
+            return fused.squeeze(0) if unbatched else fused
+    out = _conv2d_ops(input, weight, bias, stride, pads, dilation, groups)
+    return out.squeeze(0) if unbatched else out
+
+
+def _conv2d_ops(input: Tensor, weight: Tensor, bias: Tensor | None, stride: tuple, pads: tuple, dilation: tuple,
+                groups: int = 1) -> Tensor:
+    """conv2d of a batch (N, C, H, W) op by op (pads: top, bottom, left, right): what a trace
+    records, and what the fused conv2d's graph-recording backward differentiates."""
+    n, c = input.shape[0], input.shape[1]
+    o, cg, kh, kw = weight.shape
     geometry = dict(kernel=(kh, kw), stride=stride, padding=pads, dilation=dilation)
     cols = _conv.UNFOLD(input, pad_value=0.0, **geometry)  # (C, kh, kw, N, oh, ow)
     oh, ow = cols.shape[4], cols.shape[5]
@@ -65,8 +80,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         out = out.contiguous()
     if bias is not None:
         out = out + bias.reshape(1, o, 1, 1)
-    _F._renamed(out, "ConvolutionBackward0")
-    return out.squeeze(0) if unbatched else out
+    return _F._renamed(out, "ConvolutionBackward0")
 
 
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,

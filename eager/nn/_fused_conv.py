@@ -1,0 +1,180 @@
+"""F.conv2d on a batch of images as one autograd node on the NumPy arrays (PyTorch's
+ConvolutionBackward0), its columns batch-major.
+
+Why: op by op, a convolution is an unfold (im2col, channel-major columns (C, KH, KW, N, OH,
+OW)), one (O, K) @ (K, N * L) product, a permute of its (O, N, ...) result to PyTorch's
+(N, O, ...) and a copy of it, a bias add, and as many backward nodes: the output gradient is
+permuted and copied back to (O, N * L) first. On a small CNN's 3x3 layers (K = 9 or 144, a
+batch of 32 images) the copies, the bias pass and OpenBLAS's speed on a product whose inner
+dimension is the whole batch cost a third of the step. Here the columns are laid out image
+by image, (N, K, L) (gmnative.conv_kernels.im2col2d_batch_major), so W @ cols[n] is image n's
+result in PyTorch's layout already: one batched product, the bias added in place, no permute
+or copy; backward, the output gradient is (N, O, L) as it comes, dW = sum_n G[n] cols[n]^T,
+db = G summed over images and positions, dcols = W^T G[n] folded back (col2im) batch-major.
+The same products as the op path, image by image: equal to rounding.
+
+It runs for the common case only: a 4-d C-contiguous float32/float64 input, a 4-d weight and
+a 1-d bias (or none) of its dtype, groups=1, plain eager tensors over NumPy arrays, no
+dispatch mode or trace, and eager's native kernels available; anything else (and every error
+message) takes the op path. A backward that records a graph (create_graph=True)
+differentiates the op path on the saved inputs, so higher derivatives stay exact.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from .. import _dispatch
+from .._grad_mode import STATE
+from .._tensor import Tensor
+from ..autograd.function import Function, FunctionCtx
+from ._fused_cells import _grads_by_recompute
+from .parameter import Parameter
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_PLAIN = (Tensor, Parameter)  # exact types: a subclass may override ops (__torch_function__)
+_native: Any = None
+
+
+def _kernels() -> Any:
+    """gmnative.conv_kernels where eager's native kernels can run, else None."""
+    global _native
+    if _native is None:
+        try:
+            import gmnative.conv_kernels as module  # noqa: PLC0415
+
+            _native = module
+        except ImportError:  # a partial install: the op path only
+            _native = False
+    return _native if _native and _native._kernels.kernels() is not None else None
+
+
+def eligible(x: Any, w: Any, b: Any, groups: int) -> bool:
+    """Whether the fused conv2d may run (see the module docstring)."""
+    if groups != 1 or _dispatch._n_modes_pushed or type(x) not in _PLAIN or type(w) not in _PLAIN:
+        return False
+    X, W = x._data, w._data
+    if type(X) is not np.ndarray or type(W) is not np.ndarray or X.ndim != 4 or W.ndim != 4:
+        return False
+    dt = X.dtype
+    if dt not in _FLOATS or W.dtype != dt or X.shape[1] != W.shape[1] or not X.flags.c_contiguous or X.size == 0:
+        return False
+    if b is not None:
+        if type(b) not in _PLAIN:
+            return False
+        B = b._data
+        if type(B) is not np.ndarray or B.dtype != dt or B.shape != (W.shape[0],):
+            return False
+    return _kernels() is not None
+
+
+def _conv_ops(x: Tensor, w: Tensor, b: Tensor | None, *, stride: tuple, padding: tuple, dilation: tuple) -> Tensor:
+    """The op path's conv2d (what a graph-recording backward differentiates)."""
+    from .functional.convolution import _conv2d_ops  # noqa: PLC0415
+
+    return _conv2d_ops(x, w, b, stride, padding, dilation)
+
+
+class _ConvCtx(FunctionCtx):
+    def name(self) -> str:
+        return "ConvolutionBackward0"
+
+
+_ConvCtx.__name__ = _ConvCtx.__qualname__ = "ConvolutionBackward0"
+
+
+def _forward_arrays(X: np.ndarray, W: np.ndarray, B: np.ndarray | None, stride: tuple, padding: tuple,
+                    dilation: tuple) -> tuple | None:
+    """(out (N, O, OH, OW), the batch-major columns, (OH, OW)), or None where the native
+    im2col cannot run. padding is (top, bottom, left, right)."""
+    n, _, h, wd = X.shape
+    o, _, kh, kw = W.shape
+    oh = (h + padding[0] + padding[1] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (wd + padding[2] + padding[3] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    native = _kernels()
+    if oh <= 0 or ow <= 0 or native is None:
+        return None
+    cols = native.im2col2d_batch_major(X, (kh, kw), (oh, ow), stride, (padding[0], padding[2]), dilation)
+    if cols is None:
+        return None
+    out = np.matmul(W.reshape(o, -1), cols)  # (N, O, OH * OW): PyTorch's layout
+    if B is not None:
+        out += B.reshape(o, 1)
+    return out.reshape(n, o, oh, ow), cols, (oh, ow)
+
+
+def _keep(ctx: Any, x: Tensor, w: Tensor, b: Tensor | None, cols: np.ndarray, out_size: tuple, stride: tuple,
+          padding: tuple, dilation: tuple) -> None:
+    ctx.save_for_backward(x, w, b)
+    ctx.cols = cols if w._requires_grad else None  # (only dW reads them)
+    ctx.geometry = {"stride": stride, "padding": padding, "dilation": dilation}
+    ctx.out_size = out_size
+
+
+class Conv2dFunction(Function):
+    """conv2d of (N, C, H, W) by (O, C, KH, KW) as one node named ConvolutionBackward0;
+    `Conv2dFunction.apply(x, w, b, stride, padding, dilation)` with padding (top, bottom,
+    left, right) where `eligible` holds (conv2d below builds the same node at less cost)."""
+
+    _ctx_class = _ConvCtx
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, w: Tensor, b: Tensor | None, stride: tuple, padding: tuple,
+                dilation: tuple) -> Tensor:
+        done = _forward_arrays(x._data, w._data, None if b is None else b._data, stride, padding, dilation)
+        if done is None:
+            raise RuntimeError("conv2d: the fused convolution needs eager's native kernels (check `eligible` first)")
+        _keep(ctx, x, w, b, done[1], done[2], stride, padding, dilation)
+        return Tensor._make(done[0])
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple:
+        extra = (None,) * (len(ctx.needs_input_grad) - 3)  # (apply's geometry arguments)
+        if STATE.enabled:
+            return _grads_by_recompute(ctx, functools.partial(_conv_ops, **ctx.geometry), (g,))[:3] + extra
+        x, w, b = ctx.saved_tensors
+        W = w._data
+        n, o = g.shape[0], g.shape[1]
+        G = np.ascontiguousarray(g._data).reshape(n, o, -1)
+        needs = ctx.needs_input_grad
+        dx = dw = db = None
+        if needs[0]:
+            geo = ctx.geometry
+            dcols = np.matmul(W.reshape(o, -1).T, G)  # (N, K, L)
+            folded = _kernels().fold2d_batch_major(dcols, x.shape[2:], x.shape[1], W.shape[2:], ctx.out_size,
+                                                  geo["stride"], (geo["padding"][0], geo["padding"][2]),
+                                                  geo["dilation"])
+            dx = Tensor._make(folded)
+        if needs[1]:
+            dw = Tensor._make(np.matmul(G, ctx.cols.transpose(0, 2, 1)).sum(0).reshape(W.shape))
+        if b is not None and needs[2]:
+            db = Tensor._make(G.sum((0, 2)))
+        return (dx, dw, db) + extra
+
+
+def conv2d(x: Tensor, w: Tensor, b: Tensor | None, stride: tuple, padding: tuple, dilation: tuple) -> Tensor | None:
+    """The fused conv2d (call only when `eligible`): padding is (top, bottom, left, right).
+    None where the native im2col cannot run (the op path runs then).
+
+    What Function.apply does, for this one case (as nn._fused_linear.linear): one output
+    array, the inputs saved as they are, no no_grad block or output re-wrapping."""
+    done = _forward_arrays(x._data, w._data, None if b is None else b._data, stride, padding, dilation)
+    if done is None:
+        return None
+    t = Tensor._make(done[0])
+    args = (x, w, b)
+    if not STATE.enabled or not (x._requires_grad or w._requires_grad or (b is not None and b._requires_grad)):
+        return t
+    ctx = _ConvCtx(Conv2dFunction, args)
+    _keep(ctx, x, w, b, done[1], done[2], stride, padding, dilation)
+    t._requires_grad = True
+    t.grad_fn = ctx
+    t._output_nr = 0
+    ctx.next_functions = tuple(
+        ((a.grad_fn, a._output_nr) if a.grad_fn is not None else (a._accumulator(), 0))
+        if a is not None and a._requires_grad else (None, 0)
+        for a in args)
+    ctx._out_meta = [(tuple(t.shape), t.dtype)]
+    return t
