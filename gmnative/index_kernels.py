@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from . import kernels as _kernels
 from ._sources import read_source
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
@@ -40,6 +41,8 @@ class _Unit:
 
 
 def _unit() -> _Unit | None:
+    if _kernels.kernels() is None:  # switched off (GRAPHMODE_EAGER_NATIVE=0, then kernels.reset()), no compiler
+        return None
     found = _state.get("unit", False)
     if found is not False:
         return found
@@ -50,11 +53,9 @@ def _unit() -> _Unit | None:
 
 
 def _load() -> _Unit | None:
-    from . import build, kernels  # noqa: PLC0415
+    from . import build  # noqa: PLC0415
     from .c_helpers import host_prelude  # noqa: PLC0415
 
-    if kernels.kernels() is None:  # the switch, the compiler probe: eager's kernels' own answer
-        return None
     try:
         source = host_prelude(build.toolchain().vector_math) + "\n" + read_source("eager_index.cpp")
         library = build.load_library(source, "gm_eager_index")

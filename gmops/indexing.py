@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from gmbase import dtypes as _dtypes
+from gmnative import index_kernels as _index_kernels
 
 from ._checks import norm_dim
 from ._layout import empty_like
-from ._native import try_native
 from ._registry import OpDef, TensorSpec, defop
 from .elementwise import EQ, LOGICAL_AND, TO_DTYPE, WHERE
 from .shape_ops import INDEX_PUT, UNSQUEEZE
@@ -383,8 +383,8 @@ def _embedding_backward(xp, g, indices, num_weights, padding_idx=None):
     width = g.shape[-1]
     flat = indices.reshape(-1)
     rows = g.reshape(-1, width)
-    found = try_native(xp, "embedding_backward", rows, flat, num_weights) if rows.flags.c_contiguous else None
-    if found is not None:  # one pass in C, rows added in order from zero as add.at does (gmnative.kernels)
+    found = _index_kernels.rows_add(rows, flat, num_weights) if xp is np and type(rows) is np.ndarray else None
+    if found is not None:  # one pass in C, rows added in order from zero as add.at does (gmnative.index_kernels)
         if padding_idx is not None:
             found[padding_idx] = 0
         return found

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 
 from gmbase import dtypes as _dtypes
+from gmnative import index_kernels as _index_kernels
 
 from . import _layout
 from ._checks import norm_dim, numel, same_dtype
 from ._layout import copy_preserving
-from ._native import try_native
 from ._registry import VARIADIC, OpDef, TensorSpec, defop
 
 
@@ -378,16 +378,12 @@ def _index_grad(xp, g, *index_arrays, key, shape, n_index=0):
 
 def _rows_grad(xp, g, idx, shape):
     """g's rows (one per index, each of shape[1:]) added into zeros of `shape` at the rows
-    `idx` names (negative ones counted from the end), by gmnative's embedding kernel; None
-    where it does not run (and for an index out of range: the NumPy code raises)."""
-    flat = idx.reshape(-1)
-    n = shape[0]
-    if flat.size and int(flat.min()) < 0:
-        flat = xp.where(flat < 0, flat + n, flat)
-    rows = g.reshape(flat.size, -1) if g.size else None
-    if rows is None or not rows.flags.c_contiguous or not rows.shape[1]:
+    `idx` names (negative ones counted from the end), by gmnative's row kernel; None where it
+    does not run (and for an index out of range: the NumPy code raises)."""
+    if xp is not np or type(g) is not np.ndarray or not g.size:
         return None
-    found = try_native(xp, "embedding_backward", rows, flat, n)
+    rows = g.reshape(idx.size, -1)
+    found = _index_kernels.rows_add(rows, idx.reshape(-1), shape[0]) if rows.shape[1] else None
     return None if found is None else found.reshape(shape)
 
 

@@ -20,12 +20,14 @@ def test_rows_values_and_dtypes():
 
 
 @pytest.mark.parametrize("bad", [[4], [0, -5], [1, 9, 2]])
-def test_out_of_range_speaks_as_pytorch(bad):
+def test_out_of_range_speaks_as_the_op_path(bad):
     x = eager.arange(12.0).reshape(4, 3)
     value = next(b for b in bad if not -4 <= b < 4)
-    with pytest.raises(IndexError, match=f"index {value} is out of bounds for dimension 0 with size 4"):
+    with pytest.raises(IndexError, match=f"^index {value} is out of bounds for axis 0 with size 4$"):
         x[eager.tensor(bad)]
-    with pytest.raises(IndexError, match="index 0 is out of bounds for dimension 0 with size 0"):
+    with pytest.raises(IndexError, match=f"^index {value} is out of bounds for axis 0 with size 4$"):
+        x[eager.tensor(bad), :]  # (the op path)
+    with pytest.raises(IndexError, match="^index 0 is out of bounds for axis 0 with size 0$"):
         eager.zeros(0, 3)[eager.tensor([0])]
 
 
@@ -90,3 +92,22 @@ def test_against_pytorch():
     (a * a).sum().backward()
     (b * b).sum().backward()
     np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_embedding_lookup_on_the_arrays_keeps_the_ops_graph_and_errors():
+    emb = eager.nn.Embedding(6, 4, padding_idx=-1)
+    idx = eager.tensor([[0, 5, 2], [5, 1, 0]])
+    out = emb(idx)
+    assert out.grad_fn.name() == "EmbeddingBackward0"
+    np.testing.assert_array_equal(out.detach().numpy(), emb.weight.detach().numpy()[idx.numpy()])
+    out.sum().backward()
+    expect = np.zeros((6, 4))
+    np.add.at(expect, idx.numpy().reshape(-1), 1.0)
+    expect[5] = 0.0  # the padding row gets no gradient
+    np.testing.assert_array_equal(emb.weight.grad.numpy(), expect)
+    for bad in ([0, 6], [-1, 0]):
+        with pytest.raises(IndexError, match="index out of range"):
+            emb(eager.tensor(bad))
+    w = eager.randn(5, 3, dtype=eager.float64, requires_grad=True)
+    assert eager.autograd.gradcheck(lambda a: eager.nn.functional.embedding(idx % 5, a), (w,))
+    assert eager.autograd.gradgradcheck(lambda a: eager.nn.functional.embedding(idx % 5, a) ** 2, (w,))

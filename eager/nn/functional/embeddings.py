@@ -5,6 +5,7 @@ from gmops import indexing as _indexing
 from gmops.index_checks import CHECK_INDEX_RANGE
 
 from ... import _functional as _F
+from ... import _index_fast
 from ..._factories import arange
 from ..._tensor import Tensor
 from ...autograd.function import Function
@@ -18,6 +19,10 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
     With `max_norm`, each row the lookup reads whose `norm_type`-norm exceeds max_norm is first
     scaled in place to norm max_norm (by max_norm / (norm + 1e-7), as PyTorch), so `weight`
     changes: a weight saved for an earlier backward then fails its version check, as in PyTorch."""
+    if max_norm is None and not scale_grad_by_freq:
+        fast = _index_fast.embedding_rows(input, weight, padding_idx)  # the common lookup, or None
+        if fast is not None:
+            return fast
     if input.is_floating_point() or input.dtype.name == "bool":
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.dtype.name} instead (while checking arguments for embedding)")
