@@ -34,6 +34,18 @@ def _users(v: Value) -> list[Node]:
     return list({id(n): n for n in v.users}.values())
 
 
+def over_all_but_channels(dims, shape: tuple) -> bool:
+    """Whether a reduction over `dims` (None: all) of an array of `shape` sums each channel
+    (dim 1) whole: every other dim reduced, those of size 1 optional (the graph drops them:
+    a batch of one sums over the spatial dims only), the channels not reduced unless there
+    is one."""
+    nd = len(shape)
+    reduced = set(range(nd)) if dims is None else {int(d) % nd for d in dims}
+    need = set(range(nd)) - {1}
+    extra, missing = reduced - need, need - reduced
+    return (not extra or (extra == {1} and shape[1] == 1)) and all(shape[i] == 1 for i in missing)
+
+
 def channel_gradient(node: Node, outs: set) -> dict | None:
     """What a normalize_backward over batch norm's dims computes as one function: its readers
     absorbed (a per-channel `sum`, a channels-first `permute` and the `reshape` to rows after
@@ -54,7 +66,7 @@ def channel_gradient(node: Node, outs: set) -> dict | None:
     parts: dict = {"sum": None, "permute": None, "rows": None, "keep": id(y) in outs}
     for user in _users(y):
         if (user.op == "sum" and user.body is None and parts["sum"] is None and user.inputs[0] is y
-                and tuple(int(d) for d in (user.attrs["dims"] or ())) == (0, *range(2, len(shape)))):
+                and over_all_but_channels(user.attrs["dims"], shape)):
             parts["sum"] = user
             continue
         if (user.op == "permute" and user.body is None and parts["permute"] is None
@@ -163,7 +175,7 @@ def channel_normalize(node: Node, outs: set, order: dict) -> dict | None:
     sources = [x] + [u.outputs[0] for u in _users(x) if u.op == "stop_gradient" and u.body is None]
     variances = [u for v in sources for u in _users(v)
                  if u.op == "var" and u.body is None and u.inputs[0] is v and order.get(id(u), -1) > order[id(node)]
-                 and tuple(int(d) for d in (u.attrs["dims"] or ())) == dims
+                 and over_all_but_channels(u.attrs["dims"], shape)
                  and u.outputs[0].type.dtype == x.type.dtype]
     after = _pointwise_after(node, outs, order)
     if not variances and after is None:
@@ -361,7 +373,7 @@ def channel_region(node: Node, outs: set) -> dict | None:
     for n in reductions:
         x = n.inputs[0]
         if (n.body is not None or not isinstance(x, Value) or _ints(x.type.shape) != shape or x.type.dtype != dtype
-                or tuple(sorted(int(d) % len(shape) for d in (n.attrs["dims"] or ()))) != dims
+                or not over_all_but_channels(n.attrs["dims"], shape)
                 or n.outputs[0].type.dtype != dtype):
             return None
     for n in body.nodes:

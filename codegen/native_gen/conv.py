@@ -42,6 +42,7 @@ from .batchnorm import (
     channel_region,
 )
 from .batchnorm import absorbed as bn_absorbed
+from .batchnorm_grad import CChannelRegionGradient, region_gradient
 from .conv_planes import PlaneLoops, _disjoint, _padded_extent
 from .function import CFunction
 from .indexing import _ints, _prod, _symbolic, contiguous_strides, strided_source
@@ -230,7 +231,15 @@ def plan(graph: Graph) -> WindowPlan:
             p.emit[id(node)] = ("bn_region", node, bn)
         elif node.op == "normalize_backward" and (bn := channel_gradient(node, outs)) is not None:
             p.absorbed |= bn_absorbed(bn)
-            p.emit[id(node)] = ("bn_grad", node, bn)
+            region = node.inputs[0].producer
+            entry = p.emit.get(id(region)) if region is not None else None
+            both = (region_gradient(region, entry[2], node, bn, outs, order)
+                    if entry is not None and entry[0] == "bn_region" else None)
+            if both is not None:  # the whole backward where the region runs (batchnorm_grad.py)
+                p.absorbed.add(id(node))
+                p.emit[id(region)] = ("bn_region_grad", region, both)
+            else:
+                p.emit[id(node)] = ("bn_grad", node, bn)
         elif _fold_ok(node):
             grad = grads[id(node)]
             if grad is not None:
@@ -262,6 +271,8 @@ def window_op(module: "NativeModule", node: Node, at: str) -> bool:
     fn: CFunction
     if kind == "bn_grad":
         fn = CChannelGradient(module, node, f"gm_channels{len(module.functions)}", parts)
+    elif kind == "bn_region_grad":
+        fn = CChannelRegionGradient(module, node, f"gm_channels{len(module.functions)}", parts)
     elif kind == "bn_region":
         fn = CChannelRegion(module, node, f"gm_channels{len(module.functions)}", parts)
     elif kind == "bn_norm":

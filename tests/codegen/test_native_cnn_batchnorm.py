@@ -62,6 +62,8 @@ def test_batch_norm_block_step_equals_eager(shape, c_out, affine, stride, dtype)
         np.testing.assert_allclose(got_state[k], want_state[k], err_msg=k, **tol)
     text = f.source(eager.from_numpy(x))
     assert "batch norm's normalization" in text
+    # with an affine part, its gradient region and the normalization's gradient are one function
+    assert ("(never stored)" in text) == affine
 
 
 def test_the_normalization_writes_the_affine_relu_region():
