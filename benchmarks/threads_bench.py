@@ -20,6 +20,7 @@ On a shared machine "quiet" is whatever the others leave: read the ratios, not t
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -81,34 +82,58 @@ def _child_fn(candidate: str, quick: bool):
     return tsb._torch_step(torch, mod, tsb._batch(mod, quick), compiled=candidate.endswith("torch.compile")), 1
 
 
-def child(candidate: str, quick: bool, samples: int) -> float:
-    """Median seconds per call of `candidate`, in this (fresh) process."""
+def _count_teams() -> dict[int, int]:
+    """Count the team size of every native kernel call from here on (gmnative.build.threads,
+    which generated native modules and eager's kernels ask per call): whether the team shrank
+    beside the busy process is then read from the run, not assumed."""
+    try:
+        from gmnative import build as native_build  # noqa: PLC0415
+    except ImportError:
+        return {}
+    teams: dict[int, int] = {}
+    real = native_build.threads
+
+    def counted() -> int:
+        n = real()
+        teams[n] = teams.get(n, 0) + 1
+        return n
+    native_build.threads = counted  # type: ignore[assignment]
+    return teams
+
+
+def child(candidate: str, quick: bool, samples: int) -> dict:
+    """Median seconds per call of `candidate` in this (fresh) process: wall time, CPU time of
+    the whole process (all its threads) and the kernels' team sizes seen while timing."""
     from common import steady_malloc  # noqa: PLC0415
 
     steady_malloc()
+    teams = _count_teams() if not candidate.endswith(("torch-eager", "torch.compile", "hand-numpy")) else {}
     fn, inner = _child_fn(candidate, quick)
     for _ in range(3):
         fn()
-    times = []
+    teams.clear()
+    times, cpu = [], []
     for _ in range(samples):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         for _ in range(inner):
             fn()
         times.append((time.perf_counter() - start) / inner)
-    return statistics.median(times)
+        cpu.append((time.process_time() - start_cpu) / inner)
+    return {"wall": statistics.median(times), "cpu": statistics.median(cpu), "teams": teams}
 
 
-def measure(candidate: str, quick: bool, samples: int, busy: bool) -> float | None:
-    """One fresh process's median, beside a spinning process when `busy`; None if it failed."""
+def measure(candidate: str, quick: bool, samples: int, busy: bool) -> dict | None:
+    """One fresh process's medians (child's dict), beside a spinning process when `busy`;
+    None if it failed."""
     env = default_environ()
     spinner = None
     if busy:
         spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"], env=env)
         time.sleep(0.2)
     try:
-        script = (f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
+        script = (f"import sys, json; sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
                   "import threads_bench as b\n"
-                  f"print(b.child({candidate!r}, {quick!r}, {samples}))\n")
+                  f"print(json.dumps(b.child({candidate!r}, {quick!r}, {samples})))\n")
         res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=900)
     finally:
         if spinner is not None:
@@ -117,7 +142,9 @@ def measure(candidate: str, quick: bool, samples: int, busy: bool) -> float | No
     if res.returncode != 0:
         print(f"{candidate}: failed\n{res.stderr[-2000:]}", file=sys.stderr)
         return None
-    return float(res.stdout.strip().splitlines()[-1])
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    out["teams"] = {int(k): v for k, v in out["teams"].items()}
+    return dict(out)
 
 
 # (candidate, its peer: the ratio's denominator)
@@ -161,25 +188,43 @@ def main(argv: list[str] | None = None) -> dict:
         prefixes = tuple(p.strip() for p in args.only.split(","))
         chosen = [(c, p) for c, p in chosen if c.startswith(prefixes)]
     results: dict[str, dict[str, list[float]]] = {c: {"quiet": [], "busy": []} for c, _ in chosen}
+    cpu: dict[str, dict[str, list[float]]] = {c: {"quiet": [], "busy": []} for c, _ in chosen}
+    teams: dict[str, dict[str, dict[int, int]]] = {c: {"quiet": {}, "busy": {}} for c, _ in chosen}
     for r in range(runs):  # rounds: every candidate once per condition, so drift hits all alike
-        for cond in ("quiet", "busy"):
+        # the conditions' order alternates from round to round: a process started right after
+        # the other condition's finds the machine in another state (measured: the first of a
+        # round's busy runs often had a core to itself on a shared host)
+        for cond in ("quiet", "busy") if r % 2 == 0 else ("busy", "quiet"):
             for cand, _peer in chosen:
                 t = measure(cand, args.quick, samples, busy=cond == "busy")
                 if t is not None:
-                    results[cand][cond].append(t)
+                    results[cand][cond].append(t["wall"])
+                    cpu[cand][cond].append(t["cpu"])
+                    for n, count in t["teams"].items():
+                        teams[cand][cond][n] = teams[cand][cond].get(n, 0) + count
         if r + 1 < runs:  # what the rounds so far give (a long run cut short still says something)
-            print(f"after round {r + 1}:\n{_table(chosen, results)}", flush=True)
+            print(f"after round {r + 1}:\n{_table(chosen, results, cpu, teams)}", flush=True)
     print(f"default settings (no thread variables), {runs} process(es) per cell, median (min-max) ms; "
           f"{os.cpu_count()} cores, shared machine: absolute times are noisy")
-    print(_table(chosen, results))
+    print(_table(chosen, results, cpu, teams))
+    print("cpu busy/quiet: the same ratio in CPU time of the whole process (every thread), which other "
+          "processes' load inflates far less than the wall time; teams: the share of kernel calls per "
+          "team size beside the busy process (quiet / busy)")
     payload = {"machine": machine_info(), "runs": runs, "samples": samples, "results": results,
-               "peers": dict(chosen)}
+               "cpu": cpu, "teams": teams, "peers": dict(chosen)}
     if args.json:
         write_json(args.json, payload)
     return payload
 
 
-def _table(chosen: list, results: dict) -> str:
+def _teams_cell(seen: dict[int, int]) -> str:
+    total = sum(seen.values())
+    if not total:
+        return "-"
+    return " ".join(f"{n}:{100 * count / total:.0f}%" for n, count in sorted(seen.items()))
+
+
+def _table(chosen: list, results: dict, cpu: dict | None = None, teams: dict | None = None) -> str:
     rows = []
     for cand, peer in chosen:
         row: list[object] = [cand]
@@ -190,9 +235,17 @@ def _table(chosen: list, results: dict) -> str:
             row.append(f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})" if ratios else "-")
         q, b = results[cand]["quiet"], results[cand]["busy"]
         row.append(f"{statistics.median(b) / statistics.median(q):.2f}x" if q and b else "-")
+        if cpu is not None:
+            cq, cb = cpu[cand]["quiet"], cpu[cand]["busy"]
+            row.append(f"{statistics.median(cb) / statistics.median(cq):.2f}x" if cq and cb else "-")
+        if teams is not None:
+            row.append(f"{_teams_cell(teams[cand]['quiet'])} / {_teams_cell(teams[cand]['busy'])}")
         row.append(peer or "")
         rows.append(row)
-    return format_table(["candidate", "quiet ms", "/peer", "busy ms", "/peer", "busy/quiet", "peer"], rows)
+    headers = ["candidate", "quiet ms", "/peer", "busy ms", "/peer", "busy/quiet"]
+    headers += ["cpu busy/quiet"] if cpu is not None else []
+    headers += ["teams"] if teams is not None else []
+    return format_table(headers + ["peer"], rows)
 
 
 if __name__ == "__main__":

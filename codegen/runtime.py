@@ -154,8 +154,9 @@ def matmul(a, b):
     thread on consecutive blocks of a's rows when BLAS runs one thread: from the OpenMP
     threads of eager's native kernels where they are built (eager_kernels.matmul, which
     eager's matmul calls too), else on blocks of a's leading axis from a Python thread pool.
-    The blocks are fixed by the shape and CONFIG.threads: the same inputs give the same
-    bits on every call.
+    The blocks are fixed by the shape and the team: the same inputs give the same bits on
+    every call while the team stays (use_deterministic_algorithms pins it, see
+    gmbase.threads.available).
 
     The small product is tested first and goes straight to NumPy: a generated module calls
     this for every matmul, and W3 small's five 32x64-sized products paid ~0.5 us each here
@@ -174,6 +175,14 @@ def matmul(a, b):
         return out
     if a.shape[0] < 2 or a.size * b.shape[1] < MATMUL_SPLIT_MIN:
         return fold_matmul(np, a, b)
+    # Here also when the kernels declined because other processes keep cores busy (their
+    # OpenMP team shrank to one): a product this large is still split in the configured count,
+    # on this pool, on purpose. Its helper sleeps between products (OpenMP's workers spin), and
+    # a thread that slept is the one the scheduler runs first on a busy core; the caller sleeps
+    # on the result too. W5's compiled step beside a busy sibling process, both variants
+    # alternating in one process (shared 2-core host, load ~8): 16-17 ms a step with this
+    # split, 52-74 ms with these products on the calling thread alone; without the sibling the
+    # split cost 12-15% (38 against 44 ms).
     out = np.empty(a.shape[:-1] + (b.shape[1],), np.result_type(a.dtype, b.dtype))
     parts = min(workers, a.shape[0])
     bounds = [a.shape[0] * k // parts for k in range(parts + 1)]
