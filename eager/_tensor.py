@@ -19,6 +19,7 @@ from ._grad_mode import STATE
 from ._memory_format import _FORMATS, format_name
 from ._repr import tensor_repr
 from ._tensor_metadata import TensorMetadata
+from .autograd import backward as _autograd_backward  # (bound once: an import per call costs microseconds)
 from .autograd.graph import AccumulateGrad, RemovableHandle
 
 if TYPE_CHECKING:
@@ -226,9 +227,7 @@ class Tensor(TensorMetadata, TensorAPI):
         `gradient` is required unless this tensor has one element; `retain_graph` keeps the graph for another
         backward pass, `create_graph` records the backward pass itself (for higher-order gradients) and
         `inputs` limits accumulation to those tensors. Mirrors torch.Tensor.backward."""
-        from .autograd import backward  # noqa: PLC0415
-
-        backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
+        _autograd_backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
 
     def detach(self) -> "Tensor":
         """A new tensor sharing this one's data but cut from the autograd graph. Mirrors torch.Tensor.detach."""

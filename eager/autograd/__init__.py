@@ -32,7 +32,9 @@ def _make_grads(outputs, grad_outputs, create_graph: bool) -> list:
                 # the common `loss.backward()`: a one of the loss's dtype, made directly (ones_like's
                 # factory path, its argument parsing and dispatch, and these function-level
                 # imports cost as much as a tiny backward pass itself)
-                grads.append(out._make(np.ones(data.shape, data.dtype)))
+                # (a 0-d loss: np.array(1) is NumPy's C constructor, np.ones a Python function)
+                one = np.array(1, data.dtype) if not data.ndim else np.ones(data.shape, data.dtype)
+                grads.append(out._make(one))
                 continue
             from .._factories import ones_like  # noqa: PLC0415
 

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Optional, Union
 import numpy as np
 
 from gmbase.dtypes import _BY_NP  # noqa: F401  (read by the rendered loop)
-from gmbase.fpstate import quiet_fp as _quiet_fp  # noqa: F401
+from gmbase.fpstate import FP_QUIET as _FP_QUIET  # noqa: F401
 from gmbase.fpstate import restore_fp as _restore_fp  # noqa: F401
+from gmbase.fpstate import set_fp as _set_fp  # noqa: F401
 from gmops._registry import fit_grad  # noqa: F401
 
 from .._fast_path import _indent, define
@@ -79,7 +80,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     eager.autograd.engine, its node steps from eager.autograd.graph's snippets)."""
     roots = []
     for i, t in enumerate(tensors):
-        if not t.requires_grad:
+        if not t._requires_grad:
             raise RuntimeError(_NO_GRAD_FN.format(i))
         fn = t.grad_fn
         roots.append((fn, t._output_nr) if fn is not None else (t._accumulator(), 0))
@@ -98,7 +99,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     STATE.compact_broadcasts = not create_graph
     if not create_graph:
         COMPACT_PASSES.append(True)  # (one list operation: atomic, no lock)
-    fp_token = _quiet_fp()  # masked branches (where) may overflow harmlessly
+    fp_token = _set_fp(_FP_QUIET)  # masked branches (where) may overflow harmlessly (gmbase.fpstate.quiet_fp)
     try:
         # Dependency counts (how many edges from reachable nodes point at each node), and
         # whether every reachable sink (a node with no next edge, a leaf's accumulator) is a
