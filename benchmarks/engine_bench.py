@@ -5,6 +5,7 @@ counting dependencies, checking for hooks, summing and passing on gradients, acc
 into `.grad`), not the VJPs' arithmetic. This benchmark times `loss.backward()` alone on
 graphs built beforehand (the forward is not timed), per library:
 
+- tiny: (x * w).sum() (two nodes, two leaves: the engine's fixed cost per pass);
 - mlp: x -> linear -> tanh -> linear -> mse (about 10 nodes, 4 leaves);
 - chain: 48 elementwise ops on a 16-element vector, two leaves (a long thin graph);
 - fan: 8 branches of 4 ops from one leaf summed (gradients meeting at one node).
@@ -30,8 +31,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-GRAPHS = ("mlp", "chain", "fan")
+GRAPHS = ("tiny", "mlp", "chain", "fan")
 BATCH = 200  # graphs built per timed batch (backward once each)
+
+
+def _tiny(lib: Any, leaves: list[Any]) -> Any:
+    x, w = leaves
+    return (x * w).sum()
 
 
 def _mlp(lib: Any, leaves: list[Any]) -> Any:
@@ -68,12 +74,12 @@ def _leaves(lib: Any, name: str) -> list[Any]:
 
     if name == "mlp":
         return [t(8, 16, grad=False), t(32, 16), t(32), t(4, 32), t(4), t(8, 4, grad=False)]
-    if name == "chain":
+    if name in ("chain", "tiny"):
         return [t(16), t(16)]
     return [t(16)]
 
 
-FORWARDS: dict[str, Callable[[Any, list[Any]], Any]] = {"mlp": _mlp, "chain": _chain, "fan": _fan}
+FORWARDS: dict[str, Callable[[Any, list[Any]], Any]] = {"tiny": _tiny, "mlp": _mlp, "chain": _chain, "fan": _fan}
 
 
 def time_backward(lib: Any, name: str, batches: int) -> float:
