@@ -440,8 +440,9 @@ def peer_compile_note(rows: list[dict]) -> str:
 
 def render_threads(data: dict) -> str:
     """threads_bench's candidates: quiet and beside a busy process, each over its peer of the
-    same round and condition."""
-    results, peers = data["results"], data["peers"]
+    same round and condition; busy / quiet in wall time and (where the script reports it) in
+    the process's CPU time, which the other process inflates far less."""
+    results, peers, cpu = data["results"], data["peers"], data.get("cpu")
     out = []
     for cand, cond_times in results.items():
         peer = peers.get(cand)
@@ -453,10 +454,14 @@ def render_threads(data: dict) -> str:
             row.append(ratio_cell(ratios) if peer else "-")
         q, b = cond_times["quiet"], cond_times["busy"]
         row.append(f"{statistics.median(b) / statistics.median(q):.2f}x" if q and b else "-")
+        if cpu is not None:
+            cq, cb = cpu.get(cand, {}).get("quiet"), cpu.get(cand, {}).get("busy")
+            row.append(f"{statistics.median(cb) / statistics.median(cq):.2f}x" if cq and cb else "-")
         row.append(peer or "")
         out.append(row)
-    return _table(["candidate", "quiet ms", "/ peer", "beside a busy process, ms", "/ peer", "busy / quiet",
-                   "peer"], out)
+    headers = ["candidate", "quiet ms", "/ peer", "beside a busy process, ms", "/ peer", "busy / quiet"]
+    headers += ["busy / quiet, CPU time"] if cpu is not None else []
+    return _table([*headers, "peer"], out)
 
 
 def render_eager_models(data: dict) -> str:

@@ -48,6 +48,8 @@ def fake_result() -> dict:
             "threads": {**part, "data": {
                 "results": {"W3 large native": {"quiet": [0.004, 0.005, 0.006], "busy": [0.008, 0.01, 0.012]},
                             "W3 large hand-numpy": {"quiet": [0.008, 0.01, 0.01], "busy": [0.01, 0.01, 0.012]}},
+                "cpu": {"W3 large native": {"quiet": [0.008, 0.01, 0.01], "busy": [0.009, 0.011, 0.011]},
+                        "W3 large hand-numpy": {"quiet": [0.01], "busy": []}},
                 "peers": {"W3 large native": "W3 large hand-numpy", "W3 large hand-numpy": None}}},
             "eager-models": {**part, "data": {"times": {"W5": {"eager": [0.02, 0.021, 0.022],
                                                                "torch": [0.02, 0.02, 0.02]}},
@@ -118,8 +120,9 @@ def test_the_host_line_says_when_the_tree_had_uncommitted_changes():
 
 def test_threads_eager_models_and_repeated_tables():
     blocks = rp.render(fake_result())
-    assert "| W3 large native | 5 (4-6) | 0.5x (0.5-0.6) | 10 (8-12) | 1x (0.8-1) | 2.00x | " \
+    assert "| W3 large native | 5 (4-6) | 0.5x (0.5-0.6) | 10 (8-12) | 1x (0.8-1) | 2.00x | 1.10x | " \
            "W3 large hand-numpy |" in blocks["threads"]
+    assert "| W3 large hand-numpy | 10 (8-10) | - | 10 (10-12) | - | 1.00x | - |  |" in blocks["threads"]
     assert "| W5 tiny GPT (AdamW) | 21 (20-22) | 20 (20-20) | 1.05x (1-1.1) |" in blocks["eager-models"]
     rep = blocks["repeated"]
     assert "| W2 n=8e+06 | 11 ms (10-12) | 0.55 (0.5-0.6) | - | - | - | 2.1 (2-2.2) |" in rep
