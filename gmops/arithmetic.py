@@ -83,26 +83,19 @@ def _rsub_arguments(apply, input, other, alpha=1):
 
 def _div_arguments(apply, input, other, rounding_mode=None):
     """torch.div(input, other, *, rounding_mode=None): true division, or the quotient rounded
-    toward zero ('trunc') or down ('floor'), keeping integer dtypes; a rounded quotient of
-    floats has no gradient, as PyTorch's."""
+    toward zero ('trunc') or down ('floor'), keeping integer dtypes: one record per mode
+    (gmops.math_ops.DIV_TRUNC / DIV_FLOOR), whose result stays on the graph with a zero
+    gradient for both operands (DivBackward2), as PyTorch's."""
     if rounding_mode is None:
         return apply(DIV, (input, other), {})
-    from .math_ops import FLOOR_DIVIDE, FMOD  # noqa: PLC0415  (math_ops imports this module's neighbours)
+    from .math_ops import DIV_FLOOR, DIV_TRUNC  # noqa: PLC0415  (math_ops imports this module's neighbours)
 
     if rounding_mode == "floor":
-        return apply(FLOOR_DIVIDE, (input, other), {})
-    if rounding_mode != "trunc":
-        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
-                           f"'{rounding_mode}'")
-    rest = apply(FMOD, (input, other), {})  # a - fmod(a, b) is an exact multiple of b
-    exact = apply(SUB, (input, rest), {})
-    if _category(input) < 2 and _category(other) < 2:
-        return apply(FLOOR_DIVIDE, (exact, other), {})
-    from .special import STOP_GRADIENT  # noqa: PLC0415
-
-    return apply(STOP_GRADIENT, (apply(DIV, (exact, other), {}),), {})
-
-
+        return apply(DIV_FLOOR, (input, other), {})
+    if rounding_mode == "trunc":
+        return apply(DIV_TRUNC, (input, other), {})
+    raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                       f"'{rounding_mode}'")
 
 
 ADD = defop(

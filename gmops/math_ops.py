@@ -17,6 +17,7 @@ from .elementwise import RSQRT, WHERE
 from .indexing import FLIP, TRIU
 from .reductions import SUM
 from .shape_ops import EXPAND, INDEX_PUT, RESHAPE, TRANSPOSE, UNSQUEEZE
+from .special import FULL_LIKE
 
 # the Python surface eager generates from a record (eager._surface): eager.<name>, Tensor.<name>
 # and the in-place Tensor.<name>_
@@ -58,28 +59,90 @@ def _integer_division(fn):
     return forward
 
 
+def _zeros_for(n: int):
+    """The VJP of an n-operand op whose derivative is zero almost everywhere (a step: rounding,
+    a rounded quotient), as PyTorch's: zeros of the gradient's shape for each operand that wants
+    one (zeros_like(grad): a NaN or inf flowing in gives 0, not g * 0 = NaN). The result stays
+    on the graph, so a backward through it runs instead of raising."""
+    def vjp(ctx, g):
+        return tuple(FULL_LIKE(g, value=0.0) if ctx.needs(i) else None for i in range(n))
+
+    return vjp
+
+
+# PyTorch implements no derivative of floor_divide (`//`): the result of a float tensor that
+# requires grad stays on the graph (grad_fn NotImplemented) and a backward through it raises;
+# div(..., rounding_mode="floor") is the differentiable spelling (DivBackward2, zero gradients)
 FLOOR_DIVIDE = defop(
     "floor_divide", arity=2, forward=_integer_division(lambda xp, a, b: xp.floor_divide(a, b)),
-    abstract=_elementwise("floor_divide"),
+    abstract=_elementwise("floor_divide"), grad_name="NotImplemented", differentiable_order=0,
     promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {}),
                          ((rng.integers(-9, 9, (3, 4)), rng.integers(1, 4, (4,))), {})],
-    doc="a // b: the quotient rounded toward -inf (no gradient, as in PyTorch)", surface=_ALL,
+    doc="a // b: the quotient rounded toward -inf (PyTorch implements no derivative of it: use "
+        "div(a, b, rounding_mode='floor'), whose gradient is zero)", surface=_ALL,
 )
+
+
+def _trunc_divide(xp, a, b):
+    """The quotient rounded toward zero, as PyTorch's div_trunc: trunc(a / b) for floats (the
+    division rounded first, then truncated), C's integer division for integers (NumPy's
+    floor_divide, moved up by one where the signs differ and the division is not exact)."""
+    if any(getattr(v, "dtype", np.dtype(type(v))).kind == "f" for v in (a, b)):
+        return xp.trunc(xp.true_divide(a, b))
+    q = xp.floor_divide(a, b)
+    inexact = xp.not_equal(q * b, a) & xp.not_equal(xp.less(a, 0), xp.less(b, 0))
+    return xp.where(inexact, q + 1, q)
+
+
+def _div_rounded(mode: str, fn):
+    """div(a, b, rounding_mode=mode) as one record: the rounded quotient (integer dtypes kept),
+    its gradient zero for both operands and the node named DivBackward2, as PyTorch's."""
+    name = f"div_{mode}"
+    return defop(
+        name, arity=2, forward=_integer_division(fn), abstract=_elementwise(name),
+        vjp=_zeros_for(2), grad_name="DivBackward2", promote="same",
+        samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {}),
+                             ((rng.standard_normal((3, 4)) * 3, 0.75), {})],
+        doc=f"a / b rounded {'toward -inf' if mode == 'floor' else 'toward zero'} (div's rounding_mode={mode!r}); "
+            "its gradient is zero",
+    )
+
+
+DIV_FLOOR = _div_rounded("floor", lambda xp, a, b: xp.floor_divide(a, b))
+DIV_TRUNC = _div_rounded("trunc", _trunc_divide)
+
+
+def _tensor_or_number_name(stem: str):
+    """PyTorch's node names of remainder/fmod: ...Backward0 for (tensor, number), ...Backward1
+    for (tensor, tensor); (number, tensor) has no derivative in PyTorch (NotImplemented)."""
+    def name(operands, attrs):
+        if not hasattr(operands[0], "shape"):
+            return "NotImplemented"
+        return f"{stem}Backward{1 if hasattr(operands[1], 'shape') else 0}"
+
+    return name
+
+
+def _divisor_grad(name: str, a, b, g, rounded):
+    """-g * rounded(a, b), other's gradient of remainder (floor) and fmod (trunc), PyTorch's
+    formula; a number dividend has no derivative in PyTorch, so asking for it raises."""
+    if not hasattr(a, "shape"):
+        raise RuntimeError(f"derivative for {name} is not implemented: {name}(number, tensor) has no derivative "
+                           "in PyTorch; pass the dividend as a tensor (eager.tensor(a))")
+    return -(g * rounded(a, b))
 
 
 def _remainder_vjp(ctx, g):
     a, b = ctx.input(0), ctx.input(1)
-    gb = None
-    if ctx.needs(1):
-        gb = -(g * FLOOR_DIVIDE(a, b))
+    gb = _divisor_grad("remainder", a, b, g, DIV_FLOOR) if ctx.needs(1) else None
     return (g if ctx.needs(0) else None), gb
 
 
 REMAINDER = defop(
     "remainder", arity=2, forward=_integer_division(lambda xp, a, b: xp.remainder(a, b)),
     abstract=_elementwise("remainder"),
-    vjp=_remainder_vjp, grad_name="RemainderBackward0", save=(0, 1), promote="same",
+    vjp=_remainder_vjp, grad_name=_tensor_or_number_name("Remainder"), save=(0, 1), promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {}),
                          ((rng.standard_normal((3, 4)) * 3, 1.5), {})],
     doc="a % b with the sign of b (Python's %)", surface=_ALL,
@@ -88,16 +151,14 @@ REMAINDER = defop(
 
 def _fmod_vjp(ctx, g):
     a, b = ctx.input(0), ctx.input(1)
-    gb = None
-    if ctx.needs(1):
-        gb = -(g * ((a - ctx.out) / b))  # (a - fmod(a, b)) / b is trunc(a / b)
+    gb = _divisor_grad("fmod", a, b, g, DIV_TRUNC) if ctx.needs(1) else None
     return (g if ctx.needs(0) else None), gb
 
 
 FMOD = defop(
     "fmod", arity=2, forward=_integer_division(lambda xp, a, b: xp.fmod(a, b)),
     abstract=_elementwise("fmod"),
-    vjp=_fmod_vjp, grad_name="FmodBackward0", save=(0, 1), save_output=True, promote="same",
+    vjp=_fmod_vjp, grad_name=_tensor_or_number_name("Fmod"), save=(0, 1), promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {})],
     doc="C's fmod: the remainder with the sign of a", surface=_ALL,
 )
@@ -130,10 +191,12 @@ def _bitwise_arguments(on_bools: str, on_integers: str):
 def _bitwise(name: str, logical: str):
     return defop(name, arity=2, forward=lambda xp, a, b: getattr(xp, name)(a, b),
                  abstract=_elementwise(name, check=_not_float), promote="same", samples=_bool_or_int_samples,
+                 c_expr=f"({{0}} {_C_BITWISE[name]} {{1}})",  # integers and bools (floats refused)
                  surface=(*_ALL, _bitwise_arguments(logical, name)),
                  doc=f"elementwise {name[8:].upper()} of the bits of integer tensors (the logical one of bools)")
 
 
+_C_BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}
 BITWISE_AND = _bitwise("bitwise_and", "logical_and")
 BITWISE_OR = _bitwise("bitwise_or", "logical_or")
 BITWISE_XOR = _bitwise("bitwise_xor", "logical_xor")
@@ -162,9 +225,11 @@ def _logical_samples(rng):
 
 LOGICAL_OR = defop("logical_or", arity=2, forward=lambda xp, a, b: xp.logical_or(a, b),
                    abstract=_elementwise("logical_or", result_dtype=_dtypes.bool_), samples=_logical_samples,
+                   c_expr="({0} || {1})",  # any dtype's truth value (NaN is true, as NumPy's)
                    surface=_ALL, doc="elementwise logical OR of the truth values, as a bool tensor")
 LOGICAL_XOR = defop("logical_xor", arity=2, forward=lambda xp, a, b: xp.logical_xor(a, b),
                     abstract=_elementwise("logical_xor", result_dtype=_dtypes.bool_), samples=_logical_samples,
+                    c_expr="(({0} != ({T})0) != ({1} != ({T})0))",
                     surface=_ALL, doc="elementwise logical XOR of the truth values, as a bool tensor")
 
 
@@ -179,17 +244,19 @@ def _specials(rng):
     return x
 
 
-def _classify(name, fn, doc):
-    # a bool from any input dtype: a library call in every backend (none inlines it)
-    return defop(name, forward=lambda xp, x: getattr(xp, fn)(x),
+def _classify(name, fn, doc, c_expr):
+    # a bool from any input dtype; the C expression holds for every type (gm_isinf: x - x is NaN
+    # exactly for inf and NaN, 0 for integers)
+    return defop(name, forward=lambda xp, x: getattr(xp, fn)(x), c_expr=c_expr,
                  abstract=lambda x: TensorSpec(x.shape, _dtypes.bool_),
                  samples=lambda rng: [((_specials(rng),), {}), ((rng.integers(0, 5, (3,)),), {})],
                  surface=(f"{name}(input)", "function", "method"), doc=doc)  # (PyTorch gives them no out=)
 
 
-ISNAN = _classify("isnan", "isnan", "whether each element is NaN, as a bool tensor")
-ISINF = _classify("isinf", "isinf", "whether each element is +inf or -inf, as a bool tensor")
-ISFINITE = _classify("isfinite", "isfinite", "whether each element is neither infinite nor NaN, as a bool tensor")
+ISNAN = _classify("isnan", "isnan", "whether each element is NaN, as a bool tensor", "({0} != {0})")
+ISINF = _classify("isinf", "isinf", "whether each element is +inf or -inf, as a bool tensor", "gm_isinf({0})")
+ISFINITE = _classify("isfinite", "isfinite", "whether each element is neither infinite nor NaN, as a bool tensor",
+                     "gm_isfinite({0})")
 
 
 def _nan_to_num(xp, x, nan=0.0, posinf=None, neginf=None):
@@ -213,7 +280,7 @@ def _rounding(name: str, fn: str, surface: tuple = _ALL) -> Any:
     def refuse_bool():
         raise NotImplementedError(f'"{name}_vml_cpu" not implemented for \'Bool\'; cast with .float() first')
 
-    def forward(xp, x, decimals=0):
+    def forward(xp, x, decimals=None):
         if x.dtype.kind == "b":
             refuse_bool()
         if x.dtype.kind in "iu":
@@ -222,14 +289,18 @@ def _rounding(name: str, fn: str, surface: tuple = _ALL) -> Any:
             return xp.round(x, decimals)
         return getattr(xp, fn)(x)
 
-    def abstract(x, decimals=0):
+    def abstract(x, decimals=None):
         if x.dtype == _dtypes.bool_:
             refuse_bool()
         return x
 
+    # PyTorch's node: RoundBackward1 when decimals is given (round.decimals), even 0
+    def grad_name(operands, attrs):
+        return f"{name.title()}Backward{0 if attrs.get('decimals') is None else 1}"
+
     return defop(name, forward=forward, abstract=abstract,
-                 vjp=lambda ctx, g: (g * 0.0,),  # PyTorch: a zero gradient (a step function)
-                 grad_name=name.title() + "Backward0",
+                 vjp=_zeros_for(1),  # PyTorch: a zero gradient (a step function), zeros_like(grad)
+                 grad_name=grad_name,
                  samples=lambda rng: [((rng.uniform(-3, 3, (3, 4)) + 0.25,), {})],
                  doc=f"{name} of each element (an integer tensor is returned as it is); its gradient is zero",
                  surface=surface)
@@ -238,7 +309,8 @@ def _rounding(name: str, fn: str, surface: tuple = _ALL) -> Any:
 FLOOR = _rounding("floor", "floor")
 CEIL = _rounding("ceil", "ceil")
 TRUNC = _rounding("trunc", "trunc", (*_ALL, "alias fix"))
-ROUND = _rounding("round", "rint", ("round(input, *, decimals=0, out=None)", *_ALL))  # half to even, as PyTorch
+# half to even, as PyTorch; decimals=None when not given, so the node is named as PyTorch's (RoundBackward0)
+ROUND = _rounding("round", "rint", ("round(input, *, decimals=None, out=None)", *_ALL))
 
 
 def _float_unary(name: str, fn: str, vjp, samples, doc: str, surface: tuple = _ALL) -> Any:

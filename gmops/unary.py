@@ -19,6 +19,7 @@ from ._pointwise import _ALL, _any, _away_from_zero, _positive, _unary, _unary_f
 from ._registry import OpDef, defop
 from .comparison import EQ, GT, LE
 from .selection import WHERE
+from .special import FULL_LIKE
 
 # -- unary math ------------------------------------------------------------------------------
 _NEG_BOOL = ("Negation, the `-` operator, on a bool tensor is not supported. "
@@ -127,12 +128,22 @@ ABS = defop(
     samples=_away_from_zero((3, 4)), batchable=True, ufunc="abs", c_expr="gm_abs({0})",
     surface=(*_ALL, "alias absolute"), doc="the absolute value, elementwise",
 )
-SIGN: OpDef = defop(
-    "sign", forward=_sign, abstract=lambda x: x,
-    vjp=lambda ctx, g: (g * 0.0,), grad_name="SignBackward0", samples=_away_from_zero((3, 4)), batchable=True,
-    ufunc="sign", c_expr="gm_sign({0})", surface=(*_ALL, "alias sgn"),  # sgn: the same for real numbers
-    doc="-1, 0 or 1 by the sign of each element",
-)
+
+
+def _sign_op(name: str) -> OpDef:
+    """sign, and sgn (the same values for real numbers, but a node of its own in PyTorch,
+    SgnBackward0): a zero gradient, zeros_like(grad) as PyTorch's (a NaN or inf flowing in
+    gives 0, where g * 0 would give NaN)."""
+    return defop(
+        name, forward=_sign, abstract=lambda x: x,
+        vjp=lambda ctx, g: (FULL_LIKE(g, value=0.0),), grad_name=f"{name.title()}Backward0",
+        samples=_away_from_zero((3, 4)), batchable=True, ufunc="sign", c_expr="gm_sign({0})", surface=_ALL,
+        doc="-1, 0 or 1 by the sign of each element" + (" (sign's value for real numbers)" if name == "sgn" else ""),
+    )
+
+
+SIGN: OpDef = _sign_op("sign")
+SGN: OpDef = _sign_op("sgn")
 RELU = defop(
     "relu", forward=_relu, abstract=lambda x: x,
     # PyTorch's threshold_backward: zero where the result is <= 0, so a NaN passes its gradient

@@ -164,17 +164,22 @@ for _name, _why in (("unfold", "one strided window view of the padded image and 
 _add("nan_to_num", NumpyLowering(call="np.nan_to_num({0}, copy=True, nan={nan}, posinf={posinf}, neginf={neginf})"),
      CupyLowering(call="cp.nan_to_num({0}, copy=True, nan={nan}, posinf={posinf}, neginf={neginf})"),
      note="a library call (the record keeps it unfused): posinf/neginf default to the dtype's largest values")
-for _name in ("floor_divide", "remainder", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_or",
-              "logical_xor"):
+for _name in ("floor_divide", "remainder", "fmod"):
     _add(_name, NumpyLowering(call=f"np.{_name}({{0}}, {{1}})"), CupyLowering(call=f"cp.{_name}({{0}}, {{1}})"),
          note="integer and float semantics differ: a library call rather than one C expression")
+for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "logical_or", "logical_xor"):  # C: the record's expression
+    _add(_name, NumpyLowering(call=f"np.{_name}({{0}}, {{1}})", ufunc=f"np.{_name}"),
+         CupyLowering(call=f"cp.{_name}({{0}}, {{1}})"))
 for _name in ("floor", "ceil", "trunc", "round"):  # (log2 ... atan2: their records' ufunc and C expression)
     _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
          CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
          note="the op's own forward (integer inputs and decimals handled there): a library call")
-for _name in ("isnan", "isinf", "isfinite"):
-    _add(_name, NumpyLowering(call=f"np.{_name}({{0}})"), CupyLowering(call=f"cp.{_name}({{0}})"),
-         note="a bool result from any input dtype: a library call")
+for _name in ("div_floor", "div_trunc"):  # div's rounding modes: NumPy's floor_divide / trunc(a / b), C's int division
+    _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
+         CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
+         note="the op's own forward (integer and float rounding differ): a library call")
+for _name in ("isnan", "isinf", "isfinite"):  # a bool from any dtype; C: the record's expression
+    _add(_name, NumpyLowering(call=f"np.{_name}({{0}})", ufunc=f"np.{_name}"), CupyLowering(call=f"cp.{_name}({{0}})"))
 
 
 # -- structured control flow (eager/ops/control_flow.py) ------------------------------------------
