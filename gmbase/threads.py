@@ -23,7 +23,12 @@ time). PyTorch avoids it by owning both pools; here the kernels own the parallel
   process with two threads, 12 ms with one). The number of runnable tasks the kernel
   reports (/proc/loadavg), less this process's own running threads, is sampled at most
   every SAMPLE_SECONDS and smoothed; threads = min(configured, cores - others), at least
-  one. GRAPHMODE_ADAPT_THREADS=0 turns this off (a fixed team, as OpenMP's default).
+  one, shrinking at once and growing back only once the load has clearly gone (hysteresis,
+  `_next_free`). GRAPHMODE_ADAPT_THREADS=0 turns this off (a fixed team, as OpenMP's default).
+  The team's idle OpenMP workers then wait unwoken: no worker spins on a core another
+  process needs (libgomp reads its spin count once, so shrinking the team is how spinning
+  stops). A product large enough to split is still split on a sleeping Python pool under
+  contention (codegen.runtime.matmul says why).
 """
 from __future__ import annotations
 
@@ -215,6 +220,7 @@ def forget_blas() -> None:
 SAMPLE_SECONDS = 0.05  # at most one look at the run queue this often (~20 us a look)
 SMOOTHING = 0.5        # weight of the newest sample in the running estimate of busy cores
 BUSY_ROUNDING = 0.3    # a core counts as taken once the estimate reaches 0.7 of one (two samples of three)
+FREE_ROUNDING = 0.7    # and as free again only once it falls below 0.3 (hysteresis, see `available`)
 
 _load: dict = {"at": -1.0, "others": 0.0, "free": 1 << 30, "off": False, "pinned": False}
 
@@ -287,8 +293,22 @@ def available(configured: int) -> int:
             return configured
         first = _load["free"] == 1 << 30
         _load["others"] = others = sample if first else SMOOTHING * sample + (1 - SMOOTHING) * _load["others"]
-        _load["free"] = max(1, usable_cores() - int(others + BUSY_ROUNDING))
+        _load["free"] = _next_free(usable_cores(), others, None if first else _load["free"])
     return min(configured, _load["free"])
+
+
+def _next_free(cores: int, others: float, free: int | None) -> int:
+    """The free cores after a sample: fewer at once when the estimate of busy cores reaches
+    0.7 of one more (BUSY_ROUNDING), more only once it falls below 0.3 of one fewer
+    (FREE_ROUNDING). Why the gap: a load that comes and goes (another process's short jobs,
+    a sibling that sleeps now and then) gives samples of 1, 0, 1, 0 ..., whose running estimate
+    crossed one threshold every other sample, so the team grew back to the configured count
+    every 100 ms; each time, the woken workers spun (GOMP_SPINCOUNT) on a core that was busy
+    half the time, and a parallel loop waited for a descheduled worker."""
+    shrunk = max(1, cores - int(others + BUSY_ROUNDING))
+    if free is None or shrunk < free:
+        return shrunk
+    return max(free, max(1, cores - int(others + FREE_ROUNDING)))
 
 
 def reset_adaptation() -> None:
