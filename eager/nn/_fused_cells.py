@@ -224,6 +224,16 @@ class LSTMCellFunction(Function):
     def forward(ctx: Any, x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None,
                 b_hh: Tensor | None) -> tuple[Tensor, Tensor]:
         X, H, C, Wi, Wh, Bi, Bh = _arrays(x, h, c, w_ih, w_hh, b_ih, b_hh)
+        ctx.save_for_backward(x, h, c, w_ih, w_hh, b_ih, b_hh)
+        native = _cell_kernels()
+        if native is not None:  # the products transposed, the gates in one native pass (as the GRU's)
+            gi, gh = Wi @ X.T, Wh @ H.T
+            zero = None if Bi is not None and Bh is not None else np.zeros(gi.shape[0], gi.dtype)
+            done = native.lstm_cell(gi, gh, zero if Bi is None else Bi, zero if Bh is None else Bh, C)
+            if done is not None:
+                ctx.gates = None
+                ctx.native_gates = done[2]
+                return Tensor._make(done[0]), Tensor._make(done[1])
         gates = _linear(X, Wi, Bi) + _linear(H, Wh, Bh)
         k = H.shape[1]
         i = _sigmoid(np, gates[:, :k])
@@ -233,7 +243,6 @@ class LSTMCellFunction(Function):
         c2 = f * C + i * gg
         tc = _tanh(np, c2)
         h2 = o * tc
-        ctx.save_for_backward(x, h, c, w_ih, w_hh, b_ih, b_hh)
         ctx.gates = (i, f, gg, o, tc)
         return Tensor._make(h2), Tensor._make(c2)
 
@@ -245,12 +254,26 @@ class LSTMCellFunction(Function):
             return _grads_by_recompute(ctx, _lstm_cell_flat, (gh, gc))
         x, h, c, w_ih, w_hh, b_ih, b_hh = ctx.saved_tensors
         X, H, C, Wi, Wh = _arrays(x, h, c, w_ih, w_hh)
-        i, f, gg, o, tc = ctx.gates
+        needs = ctx.needs_input_grad
+        if ctx.gates is None:  # the forward's native pass: its gradients in one more
+            got = _cell_kernels().lstm_cell_backward(np.ascontiguousarray(gh._data), np.ascontiguousarray(gc._data),
+                                                     C, ctx.native_gates)
+            if got is not None:
+                dg_t, dcp_arr, db = got  # (4K, B): the products' operands read transposed
+                return (Tensor._make(dg_t.T @ Wi) if needs[0] else None,
+                        Tensor._make(dg_t.T @ Wh) if needs[1] else None,
+                        Tensor._make(dcp_arr) if needs[2] else None,
+                        Tensor._make(dg_t @ X) if needs[3] else None,
+                        Tensor._make(dg_t @ H) if needs[4] else None,
+                        Tensor._make(db) if b_ih is not None and needs[5] else None,
+                        Tensor._make(db.copy()) if b_hh is not None and needs[6] else None)
+            i, f, gg, o, tc = np.moveaxis(ctx.native_gates, 2, 1)
+        else:
+            i, f, gg, o, tc = ctx.gates
         GH, GC = gh._data, gc._data
         dc = GC + GH * o * (1.0 - tc * tc)
         dgates = np.concatenate((dc * gg * (i * (1.0 - i)), dc * C * (f * (1.0 - f)), dc * i * (1.0 - gg * gg),
                                  GH * tc * (o * (1.0 - o))), axis=1)
-        needs = ctx.needs_input_grad
         dx = Tensor._make(dgates @ Wi) if needs[0] else None
         dh = Tensor._make(dgates @ Wh) if needs[1] else None
         dcp = Tensor._make(dc * f) if needs[2] else None

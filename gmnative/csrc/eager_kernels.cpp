@@ -385,6 +385,79 @@ template <typename T> static void gru_cell_backward(const T* g, const T* h, cons
     }
 }
 
+// The LSTM cell's gates likewise (PyTorch's i, f, g, o): gi = W_ih x^T, gh = W_hh h^T (4K, B),
+//   gates = (gi + b_ih) + (gh + b_hh); i, f, o = sigmoid, g = tanh of their rows;
+//   c' = f * c + i * g, h' = o * tanh(c'); h, c, h' and c' are (B, K);
+// saved = i, f, g, o, tanh(c'), each (K, B). d = [B, K].
+template <typename T> static void lstm_cell(const T* gi, const T* gh, const T* bi, const T* bh, const T* c, T* h2,
+                                            T* c2, T* saved, const long long* d, int nt) {
+    const long long B = d[0], K = d[1], KB = K * B;
+    #pragma omp parallel for num_threads(nt) if(4 * KB >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long j = 0; j < K; ++j) {
+        const long long rows[4] = {j, K + j, 2 * K + j, 3 * K + j};
+        T* sv[4];
+        for (int q = 0; q < 4; ++q) sv[q] = saved + q * KB + j * B;
+        const T* x0 = gi + rows[0] * B; const T* x1 = gi + rows[1] * B; const T* x2 = gi + rows[2] * B;
+        const T* x3 = gi + rows[3] * B;
+        const T* y0 = gh + rows[0] * B; const T* y1 = gh + rows[1] * B; const T* y2 = gh + rows[2] * B;
+        const T* y3 = gh + rows[3] * B;
+        const T a0 = bi[rows[0]], a1 = bi[rows[1]], a2 = bi[rows[2]], a3 = bi[rows[3]];
+        const T e0 = bh[rows[0]], e1 = bh[rows[1]], e2 = bh[rows[2]], e3 = bh[rows[3]];
+        T* si = sv[0]; T* sf = sv[1]; T* sg = sv[2]; T* so = sv[3];
+        #pragma omp simd
+        for (long long b = 0; b < B; ++b) {
+            si[b] = gm_sigmoid((x0[b] + a0) + (y0[b] + e0));
+            sf[b] = gm_sigmoid((x1[b] + a1) + (y1[b] + e1));
+            sg[b] = (T)tanh((x2[b] + a2) + (y2[b] + e2));
+            so[b] = gm_sigmoid((x3[b] + a3) + (y3[b] + e3));
+        }
+    }
+    const T* si = saved; const T* sf = saved + KB; const T* sg = saved + 2 * KB; const T* so = saved + 3 * KB;
+    T* st = saved + 4 * KB;
+    #pragma omp parallel for num_threads(nt) if(4 * KB >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long b = 0; b < B; ++b) {
+        #pragma omp simd
+        for (long long j = 0; j < K; ++j) {
+            const long long q = j * B + b;
+            const T cv = sf[q] * c[b * K + j] + si[q] * sg[q];
+            const T tv = (T)tanh(cv);
+            c2[b * K + j] = cv;
+            st[q] = tv;
+            h2[b * K + j] = so[q] * tv;
+        }
+    }
+}
+
+// Its gradient for output gradients gh2, gc2 (B, K): the gates' pre-activation gradients
+// dg (4K, B), the same for both products; dc = gc2 + gh2 * o * (1 - tanh(c')^2) times f,
+// the cell state's gradient (B, K); the bias gradient db (4K), dg's rows summed in batch
+// order. The NumPy backward's formulas in its order.
+template <typename T> static void lstm_cell_backward(const T* gh2, const T* gc2, const T* c, const T* saved, T* dg,
+                                                     T* dcp, T* db, const long long* d, int nt) {
+    const long long B = d[0], K = d[1], KB = K * B;
+    const T* si = saved; const T* sf = saved + KB; const T* sg = saved + 2 * KB; const T* so = saved + 3 * KB;
+    const T* st = saved + 4 * KB;
+    #pragma omp parallel for num_threads(nt) if(4 * KB >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long j = 0; j < K; ++j) {
+        T* d0 = dg + j * B; T* d1 = dg + (K + j) * B; T* d2 = dg + (2 * K + j) * B; T* d3 = dg + (3 * K + j) * B;
+        #pragma omp simd
+        for (long long b = 0; b < B; ++b) {
+            const long long q = j * B + b;
+            const T H = gh2[b * K + j], C = c[b * K + j];
+            const T iv = si[q], fv = sf[q], gv = sg[q], ov = so[q], tv = st[q];
+            const T dc = gc2[b * K + j] + (H * ov) * ((T)1 - tv * tv);
+            d0[b] = (dc * gv) * (iv * ((T)1 - iv));
+            d1[b] = (dc * C) * (fv * ((T)1 - fv));
+            d2[b] = (dc * iv) * ((T)1 - gv * gv);
+            d3[b] = (H * tv) * (ov * ((T)1 - ov));
+            dcp[b * K + j] = dc * fv;
+        }
+        T s0 = (T)0, s1 = (T)0, s2 = (T)0, s3 = (T)0;  // in batch order, as NumPy sums axis 0
+        for (long long b = 0; b < B; ++b) { s0 += d0[b]; s1 += d1[b]; s2 += d2[b]; s3 += d3[b]; }
+        db[j] = s0; db[K + j] = s1; db[2 * K + j] = s2; db[3 * K + j] = s3;
+    }
+}
+
 // Optimizer updates over a list of tensors at once (eager/optim: PyTorch's foreach updates),
 // one pass per element where NumPy's in-place update took a dozen passes over the whole
 // group (and a gather into a flat buffer and a scatter out of it). Each element computes the
@@ -498,6 +571,12 @@ template <typename T> static void sgd_multi(void* const* a, int nt) {
     extern "C" void gm_eager_gru_cell_backward_##suffix(void* const* a, int nt) { \
         gru_cell_backward<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], (T*)a[4], (T*)a[5], \
                              (T*)a[6], (T*)a[7], (const long long*)a[8], nt); } \
+    extern "C" void gm_eager_lstm_cell_##suffix(void* const* a, int nt) { \
+        lstm_cell<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (const T*)a[3], (const T*)a[4], (T*)a[5], \
+                     (T*)a[6], (T*)a[7], (const long long*)a[8], nt); } \
+    extern "C" void gm_eager_lstm_cell_backward_##suffix(void* const* a, int nt) { \
+        lstm_cell_backward<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (const T*)a[3], (T*)a[4], (T*)a[5], \
+                              (T*)a[6], (const long long*)a[7], nt); } \
     extern "C" void gm_eager_adam_multi_##suffix(void* const* a, int nt) { adam_multi<T>(a, nt); } \
     extern "C" void gm_eager_sgd_multi_##suffix(void* const* a, int nt) { sgd_multi<T>(a, nt); } \
     extern "C" void gm_eager_fold2d_##suffix(void* const* a, int nt) { \
