@@ -21,6 +21,10 @@ template <typename T> GM_INLINE T gm_relu(T x) { return (x > (T)0 || x != x) ? x
 template <typename T> GM_INLINE T gm_abs(T x) { return x < (T)0 ? -x : (x == (T)0 ? (T)0 : x); }
 template <typename T> GM_INLINE T gm_sign(T x) { return x > (T)0 ? (T)1 : (x < (T)0 ? (T)(-1) : x); }
 template <typename R, typename T> GM_INLINE R gm_cast(T x) { return (R)x; }
+// isinf, isfinite of any type without its constants: x - x is NaN exactly for inf and NaN
+// (0 for every finite float and every integer), so no bit pattern or limit per type is needed
+template <typename T> GM_INLINE bool gm_isinf(T x) { return x == x && x - x != x - x; }
+template <typename T> GM_INLINE bool gm_isfinite(T x) { return x - x == x - x; }
 // where: both operands are evaluated (loaded) before the choice, so a loop with a select
 // stays one vector blend instead of a branch around a load that keeps it scalar
 template <typename A, typename B> GM_INLINE A gm_select(bool c, A a, B b) { return c ? a : (A)b; }

@@ -109,6 +109,9 @@ _OP_TEXT = {
     "logical_and": ("%a: bool[8], %b: bool[8]", "logical_and %a, %b", "bool[8]"),
     "logical_not": ("%a: bool[8]", "logical_not %a", "bool[8]"),
     "bitwise_not": ("%a: i64[8]", "bitwise_not %a", "i64[8]"),  # integers and bools only
+    **{n: ("%a: i64[8], %b: i64[8]", f"{n} %a, %b", "i64[8]") for n in ("bitwise_and", "bitwise_or", "bitwise_xor")},
+    **{n: ("%a: f32[8], %b: bool[8]", f"{n} %a, %b", "bool[8]") for n in ("logical_or", "logical_xor")},
+    **{n: ("%a: f32[8]", f"{n} %a", "bool[8]") for n in ("isnan", "isinf", "isfinite")},
     "to_dtype": ("%a: f32[8]", "to_dtype %a {dtype = f64}", "f64[8]"),
     "full": ("%a: f32[8]", "full {dtype = f32, shape = [8], value = 1.5}", "f32[8]"),
     "full_like": ("%a: f32[8]", "full_like %a {value = -inf}", "f32[8]"),
