@@ -44,7 +44,56 @@ def region_gradient(region: Node, region_parts: dict, grad: Node, grad_parts: di
         return None
     if sum(1 for o in region.outputs if o is g) != 1:
         return None
-    return {"region": region_parts, "grad": grad, "grad_parts": grad_parts, "g": g}
+    return {"region": region_parts, "grad": grad, "grad_parts": grad_parts, "g": g, "region_node": region}
+
+
+# the most rows of the other operand of a weight gradient computed in the gradient's pass
+WEIGHT_ROWS = 32
+
+
+def weight_product(parts: dict, outs: set, order: dict) -> None:
+    """Adds to `parts` (region_gradient's) the product that reads the gradient's channels-first
+    rows as `rows @ S^T` with S (K, N*H*W) of at most WEIGHT_ROWS rows that exists before the
+    region runs: a convolution's weight gradient where the columns are few (the first layer
+    of a CNN: K = C_in * kh * kw = 9 for one channel in). Its K dot products per channel are
+    then taken in the gradient's second pass from the values in registers, and the rows are
+    not stored when nothing else reads them. The product as a library call read the rows
+    back and ran a (16, 25088) x (25088, 9) product at a tenth of BLAS's speed on wide ones."""
+    gp = parts["grad_parts"]
+    rows = gp["rows"]
+    if rows is None or rows.outputs[0].type.dtype.np.name not in ("float32", "float64"):
+        return
+    r = rows.outputs[0]
+    users = list({id(n): n for n in r.users}.values())
+    products = [u for u in users if u.op == "matmul" and u.body is None and u.inputs[0] is r
+                and isinstance(u.inputs[1], Value) and id(u.inputs[1]) != id(r)]
+    if len(products) != 1:
+        return
+    product = products[0]
+    t = product.inputs[1]
+    tp = t.producer
+    if tp is None or tp.op != "transpose" or tp.body is not None or not isinstance(tp.inputs[0], Value):
+        return
+    src = tp.inputs[0]
+    c, count = _ints(r.type.shape)
+    shape = _ints(src.type.shape)
+    if (len(shape) != 2 or shape[1] != count or shape[0] > WEIGHT_ROWS or src.type.dtype != r.type.dtype
+            or _ints(product.outputs[0].type.shape) != (c, shape[0])):
+        return
+    made = src.producer
+    if made is not None and order.get(id(made), len(order)) >= order[id(parts["region_node"])]:
+        return
+    parts["weight"] = {"product": product, "transpose": tp, "src": src,
+                       "rows_read": len(users) > 1 or id(r) in outs,
+                       "transpose_read": len({id(n) for n in t.users}) > 1 or id(t) in outs}
+
+
+def weight_absorbed(parts: dict) -> set:
+    """The nodes the combined function computes or makes unneeded (besides the gradient)."""
+    w = parts.get("weight")
+    if w is None:
+        return set()
+    return {id(w["product"])} | (set() if w["transpose_read"] else {id(w["transpose"])})
 
 
 class CChannelRegionGradient(CFunction):
@@ -78,6 +127,8 @@ class CChannelRegionGradient(CFunction):
             idx = "at + k" if padded == shape else ("0" if all(d == 1 for d in padded) else "cc")
             env[p] = load(cname, idx, p)
         cx = self._param(x, self.m.contiguous(x), writable=False)
+        weight = parts.get("weight")
+        cs = self._param(weight["src"], self.m.contiguous(weight["src"]), writable=False) if weight else None
         kb = KernelBody(self.m.lines, env)
         for b in body.nodes:
             if b.op != "sum":
@@ -99,7 +150,7 @@ class CChannelRegionGradient(CFunction):
         if gp["keep"]:
             full = self._fresh_output(grad.outputs[0])
             out_stores.append(f"{full}[at + k] = o;")
-        if gp["rows"] is not None:
+        if gp["rows"] is not None and (weight is None or weight["rows_read"]):
             rows = self._fresh_output(gp["rows"].outputs[0])
             out_stores.append(f"{rows}[cc * {count}LL + nn * {hw}LL + k] = o;")
         for j, red in enumerate(reductions):
@@ -114,6 +165,11 @@ class CChannelRegionGradient(CFunction):
         if gp["sum"] is not None:
             total = self._fresh_output(gp["sum"].outputs[0])
             grad_final.append(f"{total}[cc] = ({T})so;")
+        kw_ = 0
+        if weight is not None:
+            kw_ = _ints(weight["src"].type.shape)[0]
+            dw = self._fresh_output(weight["product"].outputs[0])
+            grad_final.append(f"for (long long q = 0; q < {kw_}; ++q) {dw}[cc * {kw_} + q] = ({T})dwq[q];")
         g_expr = kb.operand(g_inner, T)
         par = ("#pragma omp parallel for num_threads(gm_nt) schedule(static)" if _parallel(n * c * hw)
                else "// little work: the calling thread")
@@ -155,20 +211,55 @@ class CChannelRegionGradient(CFunction):
             f"        const double rstd = 1.0 / sqrt(var + {eps!r});",
             f"        const double mgx = rstd * (sgx / {count}.0 - mean_d * mg);",
             "        double so = 0.0;",
-            f"        for (long long nn = 0; nn < {n}; ++nn) {{",
-            f"            const long long at = (nn * {c} + cc) * {hw}LL;",
-            "            #pragma omp simd reduction(+:so)",
-            f"            for (long long k = 0; k < {hw}; ++k) {{",
-            *(f"                {s}" for s in kb.lines),
-            f"                const double xhat = ((double){cx}[at + k] - x0 - mean_d) * rstd;",
-            f"                const {T} o = ({T})(rstd * ((double)({g_expr}) - mg - xhat * mgx));",
-            *(f"                {s}" for s in out_stores),
-            "                so += (double)o;",
-            "            }",
-            "        }",
+            *(self._second_pass(T, kb, cx, cs, g_expr, out_stores, n, c, hw, kw_) if weight is not None else [
+                f"        for (long long nn = 0; nn < {n}; ++nn) {{",
+                f"            const long long at = (nn * {c} + cc) * {hw}LL;",
+                "            #pragma omp simd reduction(+:so)",
+                f"            for (long long k = 0; k < {hw}; ++k) {{",
+                *(f"                {s}" for s in kb.lines),
+                f"                const double xhat = ((double){cx}[at + k] - x0 - mean_d) * rstd;",
+                f"                const {T} o = ({T})(rstd * ((double)({g_expr}) - mg - xhat * mgx));",
+                *(f"                {s}" for s in out_stores),
+                "                so += (double)o;",
+                "            }",
+                "        }"]),
             *(f"        {f}" for f in grad_final),
             "        (void)so;",
             "    }",
             "}",
         ]
         self._call()
+
+    @staticmethod
+    def _second_pass(T: str, kb: KernelBody, cx: str, cs: str | None, g_expr: str, out_stores: list, n: int, c: int,
+                     hw: int, kw: int) -> list[str]:
+        """The gradient's second pass with the weight gradient's dot products (weight_product):
+        each chunk of gradient values staged in floats, then K dot products with the rows of
+        S over the chunk (float within a chunk, added up in double)."""
+        count = n * hw
+        return [
+            f"        double dwq[{kw}] = {{0.0}};  // the weight gradient's {kw} dot products of this channel",
+            f"        {T} ostage[GM_STAGE];",
+            f"        for (long long nn = 0; nn < {n}; ++nn) {{",
+            f"            const long long at = (nn * {c} + cc) * {hw}LL;",
+            f"            for (long long k0 = 0; k0 < {hw}; k0 += GM_STAGE) {{",
+            f"                const long long k1 = k0 + GM_STAGE < {hw} ? k0 + GM_STAGE : {hw};",
+            "                #pragma omp simd reduction(+:so)",
+            "                for (long long k = k0; k < k1; ++k) {",
+            *(f"                    {s}" for s in kb.lines),
+            f"                    const double xhat = ((double){cx}[at + k] - x0 - mean_d) * rstd;",
+            f"                    const {T} o = ({T})(rstd * ((double)({g_expr}) - mg - xhat * mgx));",
+            *(f"                    {s}" for s in out_stores),
+            "                    ostage[k - k0] = o;",
+            "                    so += (double)o;",
+            "                }",
+            f"                for (long long q = 0; q < {kw}; ++q) {{",
+            f"                    const {T}* sq = {cs} + q * {count}LL + nn * {hw}LL + k0;",
+            f"                    {T} dot = ({T})0;",
+            "                    #pragma omp simd reduction(+:dot)",
+            "                    for (long long k = 0; k < k1 - k0; ++k) dot += ostage[k] * sq[k];",
+            "                    dwq[q] += (double)dot;",
+            "                }",
+            "            }",
+            "        }",
+        ]

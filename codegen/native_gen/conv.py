@@ -42,7 +42,7 @@ from .batchnorm import (
     channel_region,
 )
 from .batchnorm import absorbed as bn_absorbed
-from .batchnorm_grad import CChannelRegionGradient, region_gradient
+from .batchnorm_grad import CChannelRegionGradient, region_gradient, weight_absorbed, weight_product
 from .conv_planes import PlaneLoops, _disjoint, _padded_extent
 from .function import CFunction
 from .indexing import _ints, _prod, _symbolic, contiguous_strides, strided_source
@@ -236,7 +236,8 @@ def plan(graph: Graph) -> WindowPlan:
             both = (region_gradient(region, entry[2], node, bn, outs, order)
                     if entry is not None and entry[0] == "bn_region" else None)
             if both is not None:  # the whole backward where the region runs (batchnorm_grad.py)
-                p.absorbed.add(id(node))
+                weight_product(both, outs, order)
+                p.absorbed |= {id(node)} | weight_absorbed(both)
                 p.emit[id(region)] = ("bn_region_grad", region, both)
             else:
                 p.emit[id(node)] = ("bn_grad", node, bn)

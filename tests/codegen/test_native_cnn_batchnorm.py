@@ -64,6 +64,8 @@ def test_batch_norm_block_step_equals_eager(shape, c_out, affine, stride, dtype)
     assert "batch norm's normalization" in text
     # with an affine part, its gradient region and the normalization's gradient are one function
     assert ("(never stored)" in text) == affine
+    # the first convolution's weight gradient (K = C_in * 9 <= 32 columns) taken in that pass
+    assert ("the weight gradient's" in text) == affine
 
 
 def test_the_normalization_writes_the_affine_relu_region():
