@@ -13,6 +13,7 @@ from ._registry import OpDef, TensorSpec, defop
 from .casts import TO_DTYPE
 from .comparison import EQ, GT, LT
 from .selection import WHERE
+from .special import FULL_LIKE
 from .unary import EXP2, LOG
 
 # -- binary arithmetic -----------------------------------------------------------------------
@@ -385,9 +386,10 @@ def _nextafter_abstract(x, other):
 
 
 # PyTorch's derivative: the gradient passes to input unchanged (the step is one ulp) and is zero for other
+# (zeros_like(grad): a NaN flowing in still gives 0)
 NEXTAFTER = defop(
     "nextafter", forward=_nextafter, abstract=_nextafter_abstract,
-    vjp=lambda ctx, g: (g if ctx.needs(0) else None, g * 0.0 if ctx.needs(1) else None),
+    vjp=lambda ctx, g: (g if ctx.needs(0) else None, FULL_LIKE(g, value=0.0) if ctx.needs(1) else None),
     grad_name="NextafterBackward0", promote="same", samples=_any((3, 4), (4,)),
     arity=2, ufunc="nextafter", c_expr="nextafter({0}, {1})",
     surface=("nextafter(input, other, *, out=None)", *_ALL),

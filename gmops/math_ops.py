@@ -280,7 +280,15 @@ def _rounding(name: str, fn: str, surface: tuple = _ALL) -> Any:
     def refuse_bool():
         raise NotImplementedError(f'"{name}_vml_cpu" not implemented for \'Bool\'; cast with .float() first')
 
+    def refuse_decimals(dt) -> None:
+        # round(decimals=...) is PyTorch's round.decimals, which has no integer or bool kernel
+        raise NotImplementedError(f'"round_cpu" not implemented for \'{_dtypes.scalar_type_name(dt)}\' '
+                                  "(round with decimals); round an integer tensor without decimals, or convert "
+                                  "it with .float() first")
+
     def forward(xp, x, decimals=None):
+        if decimals is not None and x.dtype.kind in "biu":
+            refuse_decimals(_dtypes.from_numpy(x.dtype))
         if x.dtype.kind == "b":
             refuse_bool()
         if x.dtype.kind in "iu":
@@ -290,6 +298,8 @@ def _rounding(name: str, fn: str, surface: tuple = _ALL) -> Any:
         return getattr(xp, fn)(x)
 
     def abstract(x, decimals=None):
+        if decimals is not None and not x.dtype.is_floating_point:
+            refuse_decimals(x.dtype)
         if x.dtype == _dtypes.bool_:
             refuse_bool()
         return x
@@ -303,7 +313,8 @@ def _rounding(name: str, fn: str, surface: tuple = _ALL) -> Any:
                  grad_name=grad_name,
                  samples=lambda rng: [((rng.uniform(-3, 3, (3, 4)) + 0.25,), {})],
                  doc=f"{name} of each element (an integer tensor is returned as it is); its gradient is zero",
-                 surface=surface)
+                 surface=surface,  # gm_floor ... gm_round: integers kept, floats as NumPy's (gm_helpers.h)
+                 c_expr="gm_round({0}, {decimals_c})" if name == "round" else f"gm_{name}({{0}})")
 
 
 FLOOR = _rounding("floor", "floor")

@@ -76,7 +76,14 @@ def copysign(input: Any, other: Any) -> Any:  # noqa: A002
         raise TypeError(f"copysign(): argument 'input' must be Tensor, not {type(input).__name__}")
     x, y = _floats(input, other)
     magnitude = _F.abs(x)
-    return _F.where(signbit(y), -magnitude, magnitude)
+    out = _F.where(signbit(y), -magnitude, magnitude)
+    if getattr(y, "requires_grad", False):
+        # PyTorch gives other a zero gradient (zeros_like), not none: out - fill(other, 0) keeps
+        # other on the graph and every value as it is (x - (+0.0) is x, -0.0 included)
+        from gmops.device import FILL  # noqa: PLC0415
+
+        out = _F.sub(out, FILL(y, value=0))
+    return _F._renamed(out, "CopysignBackward0" if _is_tensor(other) else "CopysignBackward1")
 
 
 def sinc(input: Any) -> Any:  # noqa: A002

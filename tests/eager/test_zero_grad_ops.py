@@ -55,6 +55,11 @@ CASES = [
     ("floordiv_operator", lambda L, a, b: a // b, 2),
     ("rfloordiv_operator", lambda L, a, b: 3.0 // b, 2),
     ("heaviside", lambda L, a, b: L.heaviside(a, b), 2),
+    # the gradient to one operand only: the other's is zeros_like(grad), not none and not NaN
+    ("copysign", lambda L, a, b: L.copysign(a, b), 2),
+    ("copysign_method", lambda L, a, b: a.copysign(b), 2),
+    ("copysign_number", lambda L, a, b: L.copysign(a, -2.0), 1),
+    ("nextafter", lambda L, a, b: L.nextafter(a, b), 2),
 ]
 
 
@@ -146,3 +151,15 @@ def test_a_training_step_through_a_rounded_division_runs():
     loss = (eager.div(w * 4.0, 3.0, rounding_mode="floor") + w * w).sum()
     loss.backward()
     np.testing.assert_array_equal(w.grad.numpy(), (2 * w.detach()).numpy())
+
+
+def test_round_with_decimals_refuses_integers_as_pytorch():
+    """round.decimals has no integer kernel in PyTorch; round without decimals keeps an integer
+    tensor as it is."""
+    for dt in ("int32", "int64"):
+        for kwargs in ({"decimals": 0}, {"decimals": 1}):
+            with pytest.raises(NotImplementedError):
+                torch.round(torch.tensor([1, 2], dtype=getattr(torch, dt)), **kwargs)
+            with pytest.raises(NotImplementedError, match="round"):
+                eager.round(eager.tensor([1, 2], dtype=getattr(eager, dt)), **kwargs)
+        assert eager.round(eager.tensor([1, 2], dtype=getattr(eager, dt))).tolist() == [1, 2]
