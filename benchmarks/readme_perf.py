@@ -551,27 +551,30 @@ def measure_repeated(runner: Runner, out: Path, runs: int, quick: bool, compile_
     data: dict[str, Any] = {}
     small = ["--small"] if quick else []
     q = ["--quick"] if quick else []
+    # the short scripts first: a measurement cut short keeps the most rows
     jobs: list[tuple[str, list[str]]] = [
+        ("call_overhead_bench", [str(HERE / "call_overhead_bench.py"), "--runs", str(runs), *q]),
+        ("eager_bench", [str(HERE / "eager_bench.py"), "--only", "W4", *q]),
         ("native_bench", [str(HERE / "native_bench.py"), "--runs", str(runs), *small,
                           *([] if compile_times else ["--no-compile-times"])]),
         ("training_step_bench", [str(HERE / "training_step_bench.py"), "--runs", str(runs), "--backend", "native", *q,
                                  *([] if compile_times else ["--no-compile-times"])]),
-        ("call_overhead_bench", [str(HERE / "call_overhead_bench.py"), "--runs", str(runs), *q]),
         ("models_bench", [str(HERE / "models_bench.py"), "--no-steps", "--runs", str(runs), *q]),
     ]
     for name, args in jobs:
-        target = out / f"{name}.json"
-        if runner([py, *args, "--json", str(target)], name) and target.is_file():
-            data[name] = _load_json(target)
+        if name == "eager_bench":  # no --runs of its own: `runs` fresh processes
+            eager_runs = []
+            for r in range(runs):
+                target = out / f"eager_bench-W4-run{r + 1}.json"
+                if runner([py, *args, "--json", str(target)], name) and target.is_file():
+                    eager_runs.append(_load_json(target)["results"])
+            if eager_runs:
+                data[name] = {"runs": eager_runs}
+        else:
+            target = out / f"{name}.json"
+            if runner([py, *args, "--json", str(target)], name) and target.is_file():
+                data[name] = _load_json(target)
         progress(data)
-    eager_runs = []
-    for r in range(runs):
-        target = out / f"eager_bench-W4-run{r + 1}.json"
-        if runner([py, str(HERE / "eager_bench.py"), "--only", "W4", *q, "--json", str(target)], "eager_bench-W4") \
-                and target.is_file():
-            eager_runs.append(_load_json(target)["results"])
-    if eager_runs:
-        data["eager_bench"] = {"runs": eager_runs}
     return data
 
 
@@ -637,10 +640,10 @@ def measure_all(parts: Sequence[str], runs: int, quick: bool, out: Path, w4_torc
             [shown_command(cmd)])
         save(result, out)
     if "repeated" in parts:
-        commands = [f"benchmarks/native_bench.py --runs {runs}", f"benchmarks/training_step_bench.py --runs {runs} "
-                    "--backend native", f"benchmarks/call_overhead_bench.py --runs {runs}",
-                    f"benchmarks/models_bench.py --no-steps --runs {runs}",
-                    f"benchmarks/eager_bench.py --only W4 ({runs} fresh processes)"]
+        commands = [f"benchmarks/call_overhead_bench.py --runs {runs}",
+                    f"benchmarks/eager_bench.py --only W4 ({runs} fresh processes)",
+                    f"benchmarks/native_bench.py --runs {runs}", f"benchmarks/training_step_bench.py --runs {runs} "
+                    "--backend native", f"benchmarks/models_bench.py --no-steps --runs {runs}"]
         before = _loadavg()
 
         def progress(data: dict) -> None:  # a part cut short keeps the scripts it finished
