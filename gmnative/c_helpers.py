@@ -28,7 +28,8 @@ GM_INLINE = PREAMBLE[:PREAMBLE.index("\n// graphmode helpers")]
 # a compiled gelu is its record's forward, codegen/c_forward.py)
 HELPERS = ("gm_inf", "gm_nan", "gm_lowest", "gm_highest", "gm_max", "gm_min", "gm_relu", "gm_abs", "gm_sign",
            "gm_cast", "gm_select", "gm_clamp", "gm_sigmoid", "gm_gelu_grad",
-           "gm_i0", "gm_i0e", "gm_i1", "gm_i1e", "gm_isinf", "gm_isfinite")
+           "gm_i0", "gm_i0e", "gm_i1", "gm_i1e", "gm_isinf", "gm_isfinite",
+           "gm_floor", "gm_ceil", "gm_trunc", "gm_round")
 
 # The C math functions the expressions and helpers call, and how the host computes each:
 # (float32 through "f": the float function, or "d": the double one, rounded once;
@@ -58,6 +59,9 @@ MATH = {
     "exp2": ("f", False, False),  # scalar calls: libmvec's variant is not in the accuracy test yet
     "erfc": ("d", False, False),  # float32 through the double function, rounded once (as erf)
     "trunc": ("f", False, False),  # exact (rounds toward zero, an instruction): nothing to check
+    "floor": ("f", False, False),  # exact, instructions as trunc (gm_floor, gm_ceil, gm_round)
+    "ceil": ("f", False, False),
+    "rint": ("f", False, False),  # to nearest, ties to even (the default rounding mode), as NumPy's rint
     "nextafter": ("f", False, False),  # exact (the next representable number): nothing to check
     # The float functions all vectorized: libmvec's are within 0.6 ulp of NumPy's own error (the
     # accuracy test), and a scalar call costs 5-20 ns an element where NumPy's SIMD loops take

@@ -171,9 +171,11 @@ for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "logical_or", "logical
     _add(_name, NumpyLowering(call=f"np.{_name}({{0}}, {{1}})", ufunc=f"np.{_name}"),
          CupyLowering(call=f"cp.{_name}({{0}}, {{1}})"))
 for _name in ("floor", "ceil", "trunc", "round"):  # (log2 ... atan2: their records' ufunc and C expression)
-    _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
+    _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})",
+                              into=f"np.copyto({{out}}, _rt.forward({_name!r}, np, {{args}}, **{{attrs}}))"),
          CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
-         note="the op's own forward (integer inputs and decimals handled there): a library call")
+         fields=lambda node, operands, ctx: {"decimals_c": str(int(node.attrs.get("decimals") or 0))},
+         note="NumPy: the op's own forward (integer inputs and decimals handled there); C: the record's expression")
 for _name in ("div_floor", "div_trunc"):  # div's rounding modes: NumPy's floor_divide / trunc(a / b), C's int division
     _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
          CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),

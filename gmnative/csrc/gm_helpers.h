@@ -33,6 +33,32 @@ template <typename T> GM_INLINE T gm_clamp(T x, T lo, T hi, bool has_lo, bool ha
     if (has_hi && x > hi) x = hi;
     return x;
 }
+// floor, ceil, trunc and round (half to even) of floats; an integer is its own rounding, with no
+// detour through double (which would round an int64 beyond 2^53). round with `decimals` as
+// NumPy's around: x * 10^d rounded, divided by 10^d (d < 0: divided, rounded, multiplied), the
+// power rounded to the operand's type first
+template <typename T> GM_INLINE T gm_floor(T x) { return x; }
+GM_INLINE float gm_floor(float x) { return floor(x); }
+GM_INLINE double gm_floor(double x) { return floor(x); }
+template <typename T> GM_INLINE T gm_ceil(T x) { return x; }
+GM_INLINE float gm_ceil(float x) { return ceil(x); }
+GM_INLINE double gm_ceil(double x) { return ceil(x); }
+template <typename T> GM_INLINE T gm_trunc(T x) { return x; }
+GM_INLINE float gm_trunc(float x) { return trunc(x); }
+GM_INLINE double gm_trunc(double x) { return trunc(x); }
+GM_INLINE double gm_pow10(int d) {
+    double p = 1.0;
+    for (int k = 0; k < d; ++k) p *= 10.0;
+    return p;
+}
+template <typename T> GM_INLINE T gm_round_float(T x, int decimals) {
+    if (decimals == 0) return rint(x);
+    const T f = (T)gm_pow10(decimals < 0 ? -decimals : decimals);
+    return decimals > 0 ? rint(x * f) / f : rint(x / f) * f;
+}
+template <typename T> GM_INLINE T gm_round(T x, int decimals) { return x; }
+GM_INLINE float gm_round(float x, int decimals) { return gm_round_float(x, decimals); }
+GM_INLINE double gm_round(double x, int decimals) { return gm_round_float(x, decimals); }
 template <typename T> GM_INLINE T gm_sigmoid(T x) {
     T e = exp(-gm_abs(x));
     return x >= (T)0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e);

@@ -185,7 +185,7 @@ NOT_INLINED = {
 }
 # pointwise records that still lack a C expression: each a gap to close, not a fact of the op
 MISSING = {
-    "floor_divide", "remainder", "fmod", "nan_to_num", "floor", "ceil", "trunc", "round",
+    "floor_divide", "remainder", "fmod", "nan_to_num",
     "div_floor", "div_trunc",  # div's rounding modes: integer and float semantics differ, as floor_divide
 }
 
@@ -260,3 +260,36 @@ def test_classification_and_logic_inlined_match_numpy(dtype):
             np.testing.assert_array_equal(g.numpy(), e, err_msg=f"{backend} {dtype}")
     source = static.compile(f, backend="native").source(eager.tensor(x), eager.tensor(y))
     assert "gm_isinf(" in source and "gm_isfinite(" in source and "_rt.forward" not in source
+
+
+@needs_cxx
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int32])
+def test_rounding_inlined_matches_numpy(dtype):
+    """floor, ceil, trunc and round (half to even; with decimals as NumPy's around) compiled by
+    the native and numpy backends: NumPy's bits, integers kept exactly (int64 beyond 2^53 too)."""
+    if np.dtype(dtype).kind == "f":
+        x = np.concatenate([[0.0, -0.0, 0.5, 1.5, 2.5, -0.5, -2.5, 1.25, -1.35, np.inf, -np.inf, np.nan, 1e30],
+                            np.random.default_rng(5).uniform(-100, 100, 50)]).astype(dtype)
+    else:
+        x = np.array([0, 1, -1, 7, -7, 2**31 - 1, -2**31], dtype)
+        if dtype == np.int64:
+            x = np.concatenate([x, np.array([2**53 + 1, -(2**62) - 3], np.int64)])
+
+    floats = np.dtype(dtype).kind == "f"
+
+    def f(a):
+        out = (eager.floor(a), eager.ceil(a), eager.trunc(a), eager.round(a))
+        # (PyTorch refuses decimals on an integer tensor)
+        return out + (eager.round(a, decimals=2), eager.round(a, decimals=-1)) if floats else out
+
+    expected = [np.floor(x), np.ceil(x), np.trunc(x), np.round(x)] if floats else [x] * 4
+    for backend in ("native", "numpy"):
+        got = static.compile(f, backend=backend)(eager.tensor(x))
+        eager_values = f(eager.tensor(x))
+        for k, (g, e, ev) in enumerate(zip(got, expected, eager_values)):
+            assert g.numpy().dtype == x.dtype, (backend, k)
+            np.testing.assert_array_equal(g.numpy(), ev.numpy(), err_msg=f"{backend} {dtype} output {k} vs eager")
+            if k < 4:
+                np.testing.assert_array_equal(g.numpy(), e, err_msg=f"{backend} {dtype} output {k}")
+    source = static.compile(f, backend="native").source(eager.tensor(x))
+    assert "gm_round(" in source and "gm_floor(" in source and "_rt.forward" not in source
