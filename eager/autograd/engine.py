@@ -225,7 +225,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     if g is not None:  # sum what meets at nxt's input slot
                         slots = buffers.get(nxt)
                         if slots is None:
-                            slots = buffers[nxt] = [None] * nxt.n_outputs
+                            slots = buffers[nxt] = [None] * len(nxt._out_meta)
                         prev = slots[nr]
                         slots[nr] = g if prev is None else _sum(prev, g, create_graph)
                 left = deps[nxt] - 1
