@@ -196,3 +196,30 @@ def test_backward_passes_running_are_counted_and_uncounted():
     b_sq.register_hook(lambda g: counts.append(len(graph.COMPACT_PASSES)))
     b_sq.sum().backward(create_graph=True)
     assert counts == [1, 0] and graph.COMPACT_PASSES == []
+
+
+def test_a_leafs_first_gradient_is_its_own_array_and_later_ones_add_in_place():
+    """AccumulateGrad's short branch (a fresh row-major array for a row-major leaf) stores
+    without a copy only what no one else holds: never the caller's gradient."""
+    x = eager.tensor(np.zeros(3), requires_grad=True)
+    g = eager.tensor(np.array([1.0, 2.0, 3.0]))
+    x.backward(g)  # the root is the leaf itself: its gradient is the caller's tensor
+    assert not np.shares_memory(x.grad.numpy(), g.numpy())
+    g.numpy()[:] = 0.0
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 2.0, 3.0])
+    first = x.grad
+    (x * 2.0).sum().backward()  # a fresh gradient added into the same .grad
+    assert x.grad is first
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 4.0, 5.0])
+    x.grad = None
+    y = (x * 3.0).sum()
+    y.backward()
+    assert x.grad._base is None and x.grad.grad_fn is None and not x.grad.requires_grad
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0, 3.0])
+
+
+def test_a_transposed_leaf_gets_a_gradient_laid_out_like_it():
+    w = eager.tensor(np.arange(6.0).reshape(2, 3)).t().detach().requires_grad_()  # a (3, 2) column-major leaf
+    (w * 2.0).sum().backward()
+    assert w.grad.numpy().strides == w.detach().numpy().strides
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((3, 2), 2.0))
