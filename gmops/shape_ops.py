@@ -239,14 +239,53 @@ def index_shape(shape: tuple, key, index_shapes: list) -> tuple:
     return tuple(out[:at]) + tuple(advanced_shape) + tuple(out[at:])
 
 
+_GRAD_NAMES: dict = {}  # (key, input shape) -> the node's name (a few patterns recur)
+
+
 def _index_grad_name(operands, attrs):
+    """PyTorch's name for x[key]'s node: that of the last step its indexing applies, left to
+    right (an int selects, None unsqueezes, a slice slices unless it keeps the whole dim,
+    which PyTorch skips; nothing applied is an alias); any tensor index makes it an index."""
     key = attrs["key"]
-    if not is_basic_key(key):
+    shape = getattr(operands[0], "shape", None) if operands else None
+    try:
+        memo = (key, tuple(shape)) if shape is not None else None
+        name = _GRAD_NAMES.get(memo) if memo is not None else None
+    except TypeError:  # (an unhashable symbolic size)
+        memo = name = None
+    if name is None:
+        name = _last_step_name(key, shape)
+        if memo is not None and len(_GRAD_NAMES) < 4096:
+            _GRAD_NAMES[memo] = name
+    return name
+
+
+def _last_step_name(key, shape) -> str:
+    if any(e[0] == "tensor" for e in key):
         return "IndexBackward0"
-    real = [e for e in key if e[0] in ("int", "slice")]
-    if len(real) == 1 and real[0][0] == "int":
-        return "SelectBackward0"
-    return "SliceBackward0"
+    last = "AliasBackward0"
+    consuming = sum(1 for e in key if e[0] in ("int", "slice"))
+    dim = 0
+    for e in key:
+        tag = e[0]
+        if tag == "int":
+            last = "SelectBackward0"
+            dim += 1
+        elif tag == "slice":
+            start, stop, step = e[1:]
+            n = shape[dim] if shape is not None and dim < len(shape) else None
+            # (PyTorch compares the start as given, the stop clamped to the size; a symbolic
+            # size or bound is never compared here: a comparison would guard a compiled trace)
+            whole = (type(n) is int and start in (None, 0) and type(start) is not bool and step in (None, 1)
+                     and (stop is None or (type(stop) is int and stop >= n)))
+            if not whole:
+                last = "SliceBackward0"
+            dim += 1
+        elif tag == "none":
+            last = "UnsqueezeBackward0"
+        elif tag == "ellipsis" and shape is not None:
+            dim += len(shape) - consuming
+    return last
 
 
 def _check_masks(shape: tuple, key, masks: dict) -> None:
@@ -270,18 +309,26 @@ def _check_masks(shape: tuple, key, masks: dict) -> None:
         dim += n
 
 
+_BASIC_KEYS: dict = {}  # a basic key -> its NumPy subscript (x[:, t] for each t of a loop recurs)
+
+
 def _index_forward(xp, x, *index_arrays, key):
     if len(key) == 1 and key[0][0] == "tensor" and index_arrays[0].dtype.kind == "i" and x.flags.c_contiguous:
         # x[idx] with one integer array (minibatch rows, an embedding lookup): NumPy's result
         # is then laid out as PyTorch's (row-major); no masks to check, no key to build
         out = x[index_arrays[0]]
         return out if out.flags.c_contiguous else xp.ascontiguousarray(out)
+    if not index_arrays:
+        k = _BASIC_KEYS.get(key)
+        if k is None:
+            k = build_key(key, ())
+            if Ellipsis not in k:
+                k = k + (Ellipsis,)  # basic indexing then always gives a view, even of one element
+            if len(_BASIC_KEYS) < 4096 and all(type(v) is int or v is None for e in key for v in e[1:]):
+                _BASIC_KEYS[key] = k  # (a symbolic size is never kept)
+        return x[k]
     _check_masks(x.shape, key, {i: a.shape for i, a in enumerate(index_arrays) if a.dtype.kind == "b"})
     k = build_key(key, index_arrays)
-    if not index_arrays:
-        if Ellipsis not in k:
-            k = k + (Ellipsis,)  # basic indexing then always gives a view, even of one element
-        return x[k]
     # integer-array and mask indexing copy into a new tensor laid out as PyTorch's index
     # kernel lays it out (NumPy's result may take another order, e.g. x[..., idx])
     out = x[k]

@@ -90,6 +90,33 @@ def _selects_first(key, operands):
     return tuple(basic), tuple(advanced)
 
 
+_NONE, _ELLIPSIS = ("none",), ("ellipsis",)
+
+
+def _basic_key(items: tuple) -> tuple | None:
+    """index_key's key for an index of Python ints, slices of ints (step > 0), None and
+    Ellipsis only (x[0], x[:, t], x[..., :2], x[None]); None for anything else (tensors,
+    lists, bools, NumPy integers, a step <= 0 whose error the general path raises)."""
+    key = []
+    for item in items:
+        t = type(item)
+        if t is int:
+            key.append(("int", item))
+        elif t is slice:
+            start, stop, step = item.start, item.stop, item.step
+            if not ((start is None or type(start) is int) and (stop is None or type(stop) is int)
+                    and (step is None or (type(step) is int and step > 0))):
+                return None
+            key.append(("slice", start, stop, step))
+        elif item is None:
+            key.append(_NONE)
+        elif item is Ellipsis:
+            key.append(_ELLIPSIS)
+        else:
+            return None
+    return tuple(key)
+
+
 _TAKE_ROWS: list = [None]
 
 
@@ -106,6 +133,11 @@ def getitem(input, index, make_tensor):
     """input[index] with PyTorch's basic and advanced indexing; `make_tensor` turns index lists into tensors.
 
     Backs Tensor.__getitem__. Mirrors torch.Tensor.__getitem__."""
+    ti = type(index)
+    if ti is tuple or ti is int or ti is slice:
+        key = _basic_key(index if ti is tuple else (index,))
+        if key is not None:  # ints, slices, None and Ellipsis: a view, no walk or two-step test
+            return S.INDEX(input, key=key, n_index=0)
     data = getattr(index, "_data", None)
     if data is not None and type(data) is np.ndarray and data.dtype.kind in "iub":
         # x[idx] with one index tensor (a minibatch's rows, an embedding lookup C[xi]): on the

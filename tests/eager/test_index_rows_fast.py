@@ -111,3 +111,48 @@ def test_embedding_lookup_on_the_arrays_keeps_the_ops_graph_and_errors():
     w = eager.randn(5, 3, dtype=eager.float64, requires_grad=True)
     assert eager.autograd.gradcheck(lambda a: eager.nn.functional.embedding(idx % 5, a), (w,))
     assert eager.autograd.gradgradcheck(lambda a: eager.nn.functional.embedding(idx % 5, a) ** 2, (w,))
+
+
+BASIC = [0, -1, slice(None), slice(1, None, 2), (slice(None), 2), (Ellipsis, 0), (None, 1), (), (0, None, slice(0, 2)),
+         (Ellipsis, slice(None, -1), None)]
+
+
+@pytest.mark.parametrize("index", BASIC, ids=repr)
+def test_basic_keys_are_index_keys_and_give_views(index):
+    from eager._functional import indexing
+
+    items = index if isinstance(index, tuple) else (index,)
+    assert indexing._basic_key(items) == indexing.index_key(index, eager.tensor)[0]
+    x = eager.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(x[index].numpy(), x.numpy()[index])
+    view = x[index]
+    if view.numel():
+        view.mul_(0)  # a view: the write reaches x, its version counter shared
+        assert float(x.numpy()[index].sum()) == 0.0 and x._version == view._version
+
+
+def test_other_indices_take_the_general_path():
+    from eager._functional import indexing
+
+    for items in [(True,), (np.int64(1),), (slice(None, None, -1),), (slice(0, 2.0),), ([0, 1],)]:
+        assert indexing._basic_key(items) is None
+    x = eager.arange(6.0)
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        x[::-1]
+    np.testing.assert_array_equal(x[np.int64(2)].numpy(), 2.0)
+    assert tuple(x[True].shape) == (1, 6)
+    w = eager.randn(3, 4, requires_grad=True)
+    assert w[:, 1].grad_fn.name() == "SelectBackward0" and w[1:].grad_fn.name() == "SliceBackward0"
+    assert w[:].grad_fn.name() == "AliasBackward0" and w[0, None].grad_fn.name() == "UnsqueezeBackward0"
+
+
+NAMED = [(slice(None), 1), (1,), (slice(1, None),), (slice(None),), (slice(None), slice(None), 2), (Ellipsis, 1),
+         (None, 1), (1, None), (1, slice(1, 3)), (slice(0, None), 1), (slice(None, 10), 1), (None,), (Ellipsis,),
+         (1, 2), (slice(-3, None),), (slice(None, None, 2),), (Ellipsis, slice(0, 5)), (0, Ellipsis, None), ()]
+
+
+def test_basic_index_nodes_are_named_as_pytorchs():
+    torch = pytest.importorskip("torch")
+    ours, theirs = eager.randn(3, 4, 5, requires_grad=True), torch.randn(3, 4, 5, requires_grad=True)
+    for index in NAMED:
+        assert ours[index].grad_fn.name() == theirs[index].grad_fn.name(), index
