@@ -178,9 +178,48 @@ def channel_normalize(node: Node, outs: set, order: dict) -> dict | None:
                  and over_all_but_channels(u.attrs["dims"], shape)
                  and u.outputs[0].type.dtype == x.type.dtype]
     after = _pointwise_after(node, outs, order)
-    if not variances and after is None:
+    before = _bias_add_before(node, order)
+    if not variances and after is None and before is None:
         return None
-    return {"var": variances, "after": after}
+    return {"var": variances, "after": after, "before": before}
+
+
+def _bias_add_before(node: Node, order: dict) -> dict | None:
+    """The convolution's bias add that makes the normalization's input, `permute(reshape(M))
+    + b` with M the product's (C, N*H*W) result and b one value per channel, when nothing
+    reads its result before the normalization: the normalization's first pass then reads M
+    and b and writes the sum itself (the add's own pass over the product, gone). None
+    otherwise."""
+    x = node.inputs[0]
+    add = x.producer
+    if add is None or add.op != "add" or add.body is not None or len(add.inputs) != 2:
+        return None
+    at = order[id(node)]
+    if any(u is not node and order.get(id(u), -1) <= at for u in _users(x)):
+        return None
+    shape = _ints(x.type.shape)
+    nd, c = len(shape), shape[1]
+    for perm_v, bias in (add.inputs, add.inputs[::-1]):
+        if not (isinstance(perm_v, Value) and isinstance(bias, Value)):
+            continue
+        perm = perm_v.producer
+        if (perm is None or perm.op != "permute" or perm.body is not None
+                or tuple(int(d) for d in perm.attrs["dims"]) != (1, 0, *range(2, nd))):
+            continue
+        reshape = perm.inputs[0].producer if isinstance(perm.inputs[0], Value) else None
+        if reshape is None or reshape.op != "reshape" or reshape.body is not None:
+            continue
+        m = reshape.inputs[0]
+        bs = _ints(bias.type.shape)
+        padded = (1,) * (nd - len(bs)) + bs
+        source = _available(bias, at, order)
+        if (not isinstance(m, Value) or m.type.dtype != x.type.dtype or bias.type.dtype != x.type.dtype
+                or _ints(perm.inputs[0].type.shape) != (c, shape[0], *shape[2:]) or len(bs) > nd
+                or padded != (1, c) + (1,) * (nd - 2) or source is None
+                or (m.producer is not None and order.get(id(m.producer), at) >= order[id(add)])):
+            continue
+        return {"add": add, "product": m, "bias": source}
+    return None
 
 
 def _available(v: Value, at: int, order: dict) -> Value | None:
@@ -256,8 +295,16 @@ class CChannelNormalize(CFunction):
         count = n * hw
         T = c_type(x.type.dtype)
         eps = float(node.attrs["eps"])
-        cx = self._param(x, self.m.contiguous(x), writable=False)
+        before = self.parts.get("before")
+        if before is None:
+            cx = self._param(x, self.m.contiguous(x), writable=False)
+        else:  # x = permute(M) + b: M (C, N*H*W) and b read, x written in the first pass
+            cm = self._param(before["product"], self.m.contiguous(before["product"]), writable=False)
+            cb = self._param(before["bias"], self.m.contiguous(before["bias"]), writable=False,
+                             sized_by=before["bias"])
         env = self._after_inputs(T) if self.parts.get("after") is not None else None  # inputs before outputs
+        if before is not None:
+            cx = self._fresh_output(x)
         out = self._fresh_output(node.outputs[0])
         after_lines = self._after(env) if env is not None else []
         finals = []
@@ -267,18 +314,37 @@ class CChannelNormalize(CFunction):
                           f"{int(v.attrs['correction'])}")
         par = ("#pragma omp parallel for num_threads(gm_nt) schedule(static)" if _parallel(n * c * hw)
                else "// little work: the calling thread")
-        self.lines += [
-            f"{{  // %{node.outputs[0].name} = batch norm's normalization over ({n}, {c}, {hw}) per channel, "
-            "with the variance of its input",
-            f"    {par}",
-            f"    for (long long cc = 0; cc < {c}; ++cc) {{",
-            f"        const double x0 = (double){cx}[cc * {hw}LL];  // the shift: a large mean cancels nothing",
+        first_pass = [] if before is None else [
+            f"        const {T} bias = {cb}[cc];",
+            f"        const double x0 = (double)({T})({cm}[cc * {count}LL] + bias);  // the shift: a large mean cancels "
+            "nothing",
             "        double sx = 0.0, sxx = 0.0;",
             f"        for (long long nn = 0; nn < {n}; ++nn) {{",
-            f"            const {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
+            f"            const {T}* mp = {cm} + cc * {count}LL + nn * {hw}LL;",
+            f"            {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
             "            #pragma omp simd reduction(+:sx, sxx)",
-            f"            for (long long k = 0; k < {hw}; ++k) {{ const double d = (double)xp[k] - x0; sx += d; sxx += d * d; }}",
+            f"            for (long long k = 0; k < {hw}; ++k) {{",
+            f"                const {T} v = ({T})(mp[k] + bias);  // the bias add",
+            "                xp[k] = v;",
+            "                const double d = (double)v - x0; sx += d; sxx += d * d;",
+            "            }",
             "        }",
+        ]
+        self.lines += [
+            f"{{  // %{node.outputs[0].name} = batch norm's normalization over ({n}, {c}, {hw}) per channel, "
+            "with the variance of its input"
+            + (f" and the bias add making it (%{x.name})" if before is not None else ""),
+            f"    {par}",
+            f"    for (long long cc = 0; cc < {c}; ++cc) {{",
+            *(first_pass if before is not None else [
+                f"        const double x0 = (double){cx}[cc * {hw}LL];  // the shift: a large mean cancels nothing",
+                "        double sx = 0.0, sxx = 0.0;",
+                f"        for (long long nn = 0; nn < {n}; ++nn) {{",
+                f"            const {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
+                "            #pragma omp simd reduction(+:sx, sxx)",
+                f"            for (long long k = 0; k < {hw}; ++k) {{ const double d = (double)xp[k] - x0; sx += d; "
+                "sxx += d * d; }",
+                "        }"]),
             f"        const double mean_d = sx / {count}.0;",
             "        double m2 = sxx - sx * mean_d;  // the sum of squared deviations",
             "        if (m2 < 0.0) m2 = 0.0;",
@@ -340,7 +406,8 @@ class CChannelNormalize(CFunction):
 def absorbed(parts: dict) -> set:
     """The nodes whose values the function writes (or makes unneeded)."""
     if "var" in parts:
-        return {id(n) for n in parts["var"]} | ({id(parts["after"]["node"])} if parts.get("after") else set())
+        return ({id(n) for n in parts["var"]} | ({id(parts["after"]["node"])} if parts.get("after") else set())
+                | ({id(parts["before"]["add"])} if parts.get("before") else set()))
     if "dims" in parts:  # a channel region: itself only
         return set()
     return {id(n) for n in (parts["sum"], parts["permute"], parts["rows"]) if n is not None}
