@@ -29,7 +29,7 @@ GM_INLINE = PREAMBLE[:PREAMBLE.index("\n// graphmode helpers")]
 HELPERS = ("gm_inf", "gm_nan", "gm_lowest", "gm_highest", "gm_max", "gm_min", "gm_relu", "gm_abs", "gm_sign",
            "gm_cast", "gm_select", "gm_clamp", "gm_sigmoid", "gm_gelu_grad",
            "gm_i0", "gm_i0e", "gm_i1", "gm_i1e", "gm_isinf", "gm_isfinite",
-           "gm_floor", "gm_ceil", "gm_trunc", "gm_round")
+           "gm_floor", "gm_ceil", "gm_trunc", "gm_round", "gm_nan_to_num")
 
 # The C math functions the expressions and helpers call, and how the host computes each:
 # (float32 through "f": the float function, or "d": the double one, rounded once;

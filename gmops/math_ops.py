@@ -269,6 +269,7 @@ NAN_TO_NUM = defop(
     samples=lambda rng: [((_specials(rng),), {"nan": 0.0, "posinf": None, "neginf": None}),
                          ((_specials(rng),), {"nan": 1.5, "posinf": 9.0, "neginf": -9.0})],
     surface=("nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None)", *_ALL),
+    c_expr="gm_nan_to_num({0}, {nan_c}, {posinf_c}, {neginf_c})",  # the literals: codegen's lowering fields
     doc="input with NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf` (by default the dtype's "
         "largest and smallest finite values)",
 )

@@ -5,10 +5,12 @@ in Python around the body's generated code).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from static.ir import Node, Value
 
 from ..lowering import CupyLowering, NumpyLowering, _add
-from ..render import np_dtype, py_literal
+from ..render import c_literal, np_dtype, py_literal
 
 # -- linear algebra and the rest --------------------------------------------------------------
 _add("matmul", NumpyLowering(call="_rt.matmul({0}, {1})"), CupyLowering(call="cp.matmul({0}, {1})"),
@@ -161,9 +163,25 @@ for _name, _why in (("unfold", "one strided window view of the padded image and 
     _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
          CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
          note=f"the op's forward, a whole-array kernel: {_why}")
-_add("nan_to_num", NumpyLowering(call="np.nan_to_num({0}, copy=True, nan={nan}, posinf={posinf}, neginf={neginf})"),
+def _nan_to_num_c(node: Node, operands: list, ctx: dict) -> dict:
+    """nan, posinf and neginf as C literals of the compute type: posinf/neginf default to the
+    result dtype's largest finite values (float16's 65504 where the kernel computes in float)."""
+    T, dt = ctx.get("T", "double"), node.outputs[0].type.dtype
+    if not dt.is_floating_point:  # integers and bools are their own value
+        return {"nan_c": "0", "posinf_c": "0", "neginf_c": "0"}
+    top = float(np.finfo(dt.np).max)
+    a = node.attrs
+    return {"nan_c": c_literal(float(a.get("nan") or 0.0), T),
+            "posinf_c": c_literal(top if a.get("posinf") is None else float(a["posinf"]), T),
+            "neginf_c": c_literal(-top if a.get("neginf") is None else float(a["neginf"]), T)}
+
+
+_add("nan_to_num", NumpyLowering(call="np.nan_to_num({0}, copy=True, nan={nan}, posinf={posinf}, neginf={neginf})",
+                                 into="np.copyto({out}, np.nan_to_num({0}, copy=True, nan={nan}, posinf={posinf}, "
+                                      "neginf={neginf}))"),
      CupyLowering(call="cp.nan_to_num({0}, copy=True, nan={nan}, posinf={posinf}, neginf={neginf})"),
-     note="a library call (the record keeps it unfused): posinf/neginf default to the dtype's largest values")
+     fields=_nan_to_num_c,
+     note="posinf/neginf default to the dtype's largest values; C: the record's expression (gm_nan_to_num)")
 for _name in ("floor_divide", "remainder", "fmod"):
     _add(_name, NumpyLowering(call=f"np.{_name}({{0}}, {{1}})"), CupyLowering(call=f"cp.{_name}({{0}}, {{1}})"),
          note="integer and float semantics differ: a library call rather than one C expression")

@@ -59,6 +59,18 @@ template <typename T> GM_INLINE T gm_round_float(T x, int decimals) {
 template <typename T> GM_INLINE T gm_round(T x, int decimals) { return x; }
 GM_INLINE float gm_round(float x, int decimals) { return gm_round_float(x, decimals); }
 GM_INLINE double gm_round(double x, int decimals) { return gm_round_float(x, decimals); }
+// nan_to_num: NaN, +inf and -inf replaced (the lowering passes the dtype's largest finite values
+// where the call gives none); integers and bools are their own value
+template <typename T, typename L> GM_INLINE T gm_nan_to_num(T x, L nan, L posinf, L neginf) { return x; }
+template <typename T> GM_INLINE T gm_nan_to_num_float(T x, T nan, T posinf, T neginf) {
+    return x != x ? nan : (x == gm_inf<T>() ? posinf : (x == -gm_inf<T>() ? neginf : x));
+}
+GM_INLINE float gm_nan_to_num(float x, float nan, float posinf, float neginf) {
+    return gm_nan_to_num_float(x, nan, posinf, neginf);
+}
+GM_INLINE double gm_nan_to_num(double x, double nan, double posinf, double neginf) {
+    return gm_nan_to_num_float(x, nan, posinf, neginf);
+}
 template <typename T> GM_INLINE T gm_sigmoid(T x) {
     T e = exp(-gm_abs(x));
     return x >= (T)0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e);
