@@ -180,14 +180,16 @@ def test_cuda_kernel_text_carries_the_record_expression(name):
 # -- the audit: pointwise records the C backends cannot inline ----------------------------------
 # Each entry says why the op is not inlined by the native and CUDA generators. A new pointwise op
 # must spell a C expression (OpDef.c_expr) or be added here with its reason.
+_RAISES = ("an integer division by zero raises in eager, as PyTorch's ZeroDivisionError (gmops.math_ops."
+           "_integer_division); a fused kernel cannot raise, and whether a backend inlines an op is decided "
+           "per op, not per dtype (the native backend computes the op itself outside regions: native_gen "
+           "divmod_op)")
 NOT_INLINED = {
     "stop_gradient": "an alias of its operand (fusible=False): nothing to compute",
+    **{name: _RAISES for name in ("floor_divide", "remainder", "fmod", "div_floor", "div_trunc")},
 }
 # pointwise records that still lack a C expression: each a gap to close, not a fact of the op
-MISSING = {
-    "floor_divide", "remainder", "fmod",
-    "div_floor", "div_trunc",  # div's rounding modes: integer and float semantics differ, as floor_divide
-}
+MISSING: set[str] = set()
 
 
 def _not_inlined() -> set[str]:
