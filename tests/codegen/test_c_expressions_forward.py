@@ -149,3 +149,30 @@ def test_the_undecomposed_region_matches_eager(key, dtype):
     got = codegen.build(graph, "native").run([x])[0]
     expected = _eager_call(key)(eager.tensor(x)).numpy()
     np.testing.assert_allclose(np.asarray(got), expected, rtol=4 * np.finfo(dtype).eps, atol=4 * np.finfo(dtype).eps)
+
+
+def _record_spelled_ops() -> list[str]:
+    """Pointwise ops whose kernel expression is their record's c_expr (the table adds none of its own)."""
+    return sorted(op.name for op in REGISTRY.values()
+                  if op.pointwise and op.c_expr and TABLE.get(op) is not None and TABLE[op].cupy.expr == op.c_expr
+                  and TABLE[op].pointwise and "{" not in op.c_expr.replace("{0}", "").replace("{1}", "")
+                  .replace("{2}", "").replace("{T}", "").replace("{R}", ""))
+
+
+@pytest.mark.parametrize("name", _record_spelled_ops())
+def test_both_generators_emit_the_record_expression(name):
+    """The native C++ and the CUDA kernel of a one-op region both carry the record's C expression,
+    its operands spelled as each generator spells them: the record is the one source of the text."""
+    from test_codegen_cupy import _op_text  # noqa: PLC0415
+
+    op = REGISTRY[name]
+    params, _, result = _op_text(name)
+    T = {"f32": "float", "f64": "double", "i64": "long long", "bool": "bool"}[params.split(":")[1].strip().split("[")[0]]
+    R = {"f32": "float", "f64": "double", "i64": "long long", "bool": "bool"}[result.split("[")[0]]
+    arity = op.arity or 1
+    pattern = re.escape(op.c_expr.format(*(f"OPERAND{i}" for i in range(arity)), T=T, R=R))
+    for i in range(arity):
+        pattern = pattern.replace(f"OPERAND{i}", r".+?")  # a load, a parameter, a cast, a bool test
+    graph_text = _single_op_region(name)
+    for src in (generate_c(static.parse_ir(graph_text)), codegen.generate_source(static.parse_ir(graph_text), "cupy")[0]):
+        assert re.search(pattern, _kernel_line(src)), (name, _kernel_line(src))
