@@ -179,9 +179,34 @@ def channel_normalize(node: Node, outs: set, order: dict) -> dict | None:
                  and u.outputs[0].type.dtype == x.type.dtype]
     after = _pointwise_after(node, outs, order)
     before = _bias_add_before(node, order)
-    if not variances and after is None and before is None:
+    means = [u for v in sources for u in _users(v) if order.get(id(u), -1) > order[id(node)]
+             and _channel_mean(u, v, shape)]
+    if not variances and after is None and before is None and not means:
         return None
-    return {"var": variances, "after": after, "before": before}
+    return {"var": variances, "after": after, "before": before, "means": means}
+
+
+def _channel_mean(region: Node, x: Value, shape: tuple) -> bool:
+    """Whether `region` (a fused node) reads x alone and computes its per-channel mean and
+    then pointwise ops of that mean and numbers (batch norm's running-mean term, `mean(x) *
+    momentum`): the normalization has the sum it needs."""
+    body = region.body
+    if region.op != "fused" or body is None or len(region.inputs) != 1 or region.inputs[0] is not x:
+        return False
+    first = body.nodes[0] if body.nodes else None
+    if (first is None or first.op != "mean" or first.body is not None or first.inputs[0] is not body.inputs[0]
+            or first.attrs.get("keepdim") or not over_all_but_channels(first.attrs["dims"], shape)
+            or first.outputs[0].type.dtype != x.type.dtype):
+        return False
+    c = shape[1]
+    for b in body.nodes[1:]:
+        op = REGISTRY.get(b.op)
+        if (op is None or op.kind != "elementwise" or b.body is not None or len(b.outputs) != 1
+                or lowering_for(b.op).cupy.expr is None or _prod(_ints(b.outputs[0].type.shape)) != c
+                or any(isinstance(v, Value) and v is body.inputs[0] for v in b.inputs)):
+            return False
+    return all(isinstance(o, Value) and o.producer is not None and _prod(_ints(o.type.shape)) == c
+               for o in body.outputs)
 
 
 def _bias_add_before(node: Node, order: dict) -> dict | None:
@@ -307,7 +332,7 @@ class CChannelNormalize(CFunction):
             cx = self._fresh_output(x)
         out = self._fresh_output(node.outputs[0])
         after_lines = self._after(env) if env is not None else []
-        finals = []
+        finals = self._means(T, count)
         for v in self.parts["var"]:
             dof = max(count - int(v.attrs["correction"]), 0)
             finals.append(f"{self._fresh_output(v.outputs[0])}[cc] = ({T})(m2 / {dof}.0);  // var, correction "
@@ -367,6 +392,25 @@ class CChannelNormalize(CFunction):
         ]
         self._call()
 
+    def _means(self, T: str, count: int) -> list[str]:
+        """The channel-mean regions read after the normalization (_channel_mean): the mean
+        from the first pass's sums (as the region's float of a double mean), its pointwise
+        ops, each output stored at [cc]."""
+        lines: list[str] = []
+        for region in self.parts.get("means", ()):
+            body = region.body
+            mean = body.nodes[0].outputs[0]
+            kb = KernelBody(self.m.lines, {mean: (f"(({T})(x0 + sx / {count}.0))", T)})
+            for b in body.nodes[1:]:
+                kb.emit(b)
+            lines += ["{  // " + f"%{', %'.join(o.name for o in region.outputs)}: the channel mean's region", *kb.lines]
+            for y, outer in zip(body.outputs, region.outputs):
+                expr, ctype = kb.env[y]
+                want = c_type(y.type.dtype)
+                lines.append(f"{self._fresh_output(outer)}[cc] = {expr if ctype == want else f'({want})({expr})'};")
+            lines.append("}")
+        return lines
+
     def _after_inputs(self, T: str) -> dict:
         """The C operands of the pointwise region after the normalization (_pointwise_after):
         its per-channel and number arrays as parameters, `yv` (the normalized element as
@@ -406,7 +450,8 @@ class CChannelNormalize(CFunction):
 def absorbed(parts: dict) -> set:
     """The nodes whose values the function writes (or makes unneeded)."""
     if "var" in parts:
-        return ({id(n) for n in parts["var"]} | ({id(parts["after"]["node"])} if parts.get("after") else set())
+        return ({id(n) for n in parts["var"]} | {id(n) for n in parts.get("means", ())}
+                | ({id(parts["after"]["node"])} if parts.get("after") else set())
                 | ({id(parts["before"]["add"])} if parts.get("before") else set()))
     if "dims" in parts:  # a channel region: itself only
         return set()

@@ -63,6 +63,7 @@ def test_batch_norm_block_step_equals_eager(shape, c_out, affine, stride, dtype)
     text = f.source(eager.from_numpy(x))
     assert "batch norm's normalization" in text
     assert "and the bias add making it" in text  # the convolution's bias added in the first pass
+    assert "the channel mean's region" in text  # the running mean's term from the first pass's sum
     # with an affine part, its gradient region and the normalization's gradient are one function
     assert ("(never stored)" in text) == affine
     # the first convolution's weight gradient (K = C_in * 9 <= 32 columns) taken in that pass
