@@ -80,8 +80,7 @@ _add("sigmoid", NumpyLowering(call="np.true_divide(np.where({0} >= 0, 1.0, np.ex
                                    "1.0 + np.exp(-np.abs({0})))",
                               into="np.exp(np.negative(np.abs({0})), out={out})\n"
                                    "np.true_divide(np.where({0} >= 0, 1.0, {out}), np.add({out}, 1.0), out={out})"),
-     CupyLowering(call="cp.where({0} >= 0, 1.0 / (1.0 + cp.exp(-cp.abs({0}))), cp.exp(-cp.abs({0})) / "
-                       "(1.0 + cp.exp(-cp.abs({0})))).astype({dtype}, copy=False)"))
+     CupyLowering(call="_rt.forward('sigmoid', cp, {0})"))  # unfused on a GPU: the record's forward
 # erf is the op's forward (a many-pass rational approximation without SciPy, cupyx.scipy.special
 # on GPUs); compiled graphs run it once per value (remat saves it, see static/passes/remat.py)
 _add("erf", NumpyLowering(call="_rt.erf({0})", into="_rt.erf({0}, out={out})"),

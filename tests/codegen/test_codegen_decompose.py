@@ -26,6 +26,8 @@ FORWARD_CALLS = {"view_scatter", "prod_except_self", "embedding_backward", "unfo
                  "max_pool2d", "max_pool2d_backward", "batch_norm", "batch_norm_backward",
                  # elementwise math as the op's own forward until each gets a NumPy spelling
                  "floor", "ceil", "trunc", "round",
+                 # div's rounding modes: integer division by zero raises (as PyTorch), so no kernel
+                 "div_floor", "div_trunc",
                  # records with a C expression and no ufunc: fused in C, their forward in NumPy code
                  # (the Bessel functions' C expressions are gm_helpers.h's series)
                  "erfc", "frac", "i0", "i1", "i0e", "i1e", "heaviside", "ldexp", "positive",
