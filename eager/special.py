@@ -349,7 +349,15 @@ def _special_functions() -> dict[str, Any]:
     made: dict[str, Any] = {name: _out.with_out(fn) for name, fn in
                             (("ndtr", ndtr), ("entr", entr), ("xlog1py", xlog1py), ("log_ndtr", log_ndtr),
                              ("erfcx", erfcx))}
-    made["round"] = getattr(_F, "round", None) or _surface.function_for(REGISTRY["round"])
+    plain_round = getattr(_F, "round", None) or _surface.function_for(REGISTRY["round"])
+
+    def special_round(input: Any, *, decimals: int = 0, out: Any = None) -> Any:  # noqa: A002
+        """round(input, *, decimals=0, out=None): eager.round with decimals always given, so its
+        node is RoundBackward1, as torch.special.round's (round.decimals). Mirrors torch.special.round."""
+        return plain_round(input, decimals=decimals, out=out)
+
+    special_round.__name__ = special_round.__qualname__ = "round"
+    made["round"] = special_round
     for name in ("i1", "i0e", "i1e"):
         made[name] = _surface.function_for(REGISTRY[name])
     for name in ("erfc", "i0"):

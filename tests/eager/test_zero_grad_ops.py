@@ -29,6 +29,7 @@ CASES = [
     ("round", lambda L, a, b: L.round(a), 1),
     ("round_decimals", lambda L, a, b: L.round(a, decimals=1), 1),
     ("round_decimals_0", lambda L, a, b: a.round(decimals=0), 1),
+    ("special_round", lambda L, a, b: L.special.round(a), 1),  # (decimals=0 always given: RoundBackward1)
     ("trunc", lambda L, a, b: L.trunc(a), 1),
     ("fix", lambda L, a, b: L.fix(a), 1),
     ("sign", lambda L, a, b: L.sign(a), 1),
