@@ -131,7 +131,7 @@ def step_fns(mod, quick: bool, backend: str) -> dict[str, Callable]:
             opt.step()
             return loss
         fn = static.compile(step, backend=backend) if label == "compiled" else step
-        out[label] = (lambda fn=fn: fn(*batch))
+        out[label] = (lambda fn=fn: fn(*batch))  # (driver_profile reads the compiled step from the default)
     return out
 
 
@@ -199,6 +199,79 @@ def runs_of(fns: dict[str, Callable], runs: int, repeats: int,
         for n, s in zip(names, samples):
             out[n].append(statistics.median(s))
     return out
+
+
+def _instrument(executable, tag: str, acc: dict, clock: Callable[[], float]) -> bool:
+    """Re-run a generated native driver's `forward` with a clock read at each IR line's
+    comment ("# L<n>: ..."), so that each line's statements (a kernel call, a library call,
+    a view) add their time to acc[(tag, line)]. False where the executable has no such
+    driver (another backend)."""
+    import re  # noqa: PLC0415
+
+    loaded = getattr(executable, "_loaded", None)
+    text = getattr(loaded, "source", None)
+    if not isinstance(text, str) or "\ndef forward(" not in text:
+        return False
+    body = text[text.index("\ndef forward("):]
+    end = body.find("\ndef ", 1)
+    lines = []
+    for line in (body if end < 0 else body[:end]).split("\n"):
+        found = re.match(r"^(\s+)# (L\d+): (.*)$", line)
+        if found:
+            indent, label, rest = found.groups()
+            lines.append(f"{indent}_PROFILE_MARK({(label + ' ' + rest[:72])!r})")
+        if line.startswith("    return "):
+            lines.append("    _PROFILE_MARK(None)")
+        lines.append(line)
+        if line.strip().startswith('"""Run'):
+            lines.append("    _PROFILE_MARK('(driver entry)')")
+    state: dict = {"label": None, "at": 0.0}
+
+    def mark(label):
+        now = clock()
+        if state["label"] is not None:
+            acc.setdefault((tag, state["label"]), []).append(now - state["at"])
+        state["label"], state["at"] = label, now
+    namespace = dict(loaded.module.__dict__, _PROFILE_MARK=mark)
+    exec(compile("\n".join(lines), f"<profiled {tag}>", "exec"), namespace)  # noqa: S102
+    executable._forward = namespace["forward"]
+    return True
+
+
+def driver_profile(mod, quick: bool, backend: str, repeats: int, top: int,
+                   clock: Callable[[], float] = time.process_time) -> None:
+    """Prints, for the compiled fwd+bwd and step, the median time of each IR line of the
+    generated drivers (forward and backward), largest first: where the compiled time goes."""
+    batch = _batch(mod, quick)
+    model = mod.make_model(seed=0)
+    compiled_model = static.compile(model, backend=backend)
+
+    def fwd_bwd():
+        model.zero_grad()
+        mod.loss_fn(compiled_model, batch).backward()
+    step = step_fns(mod, quick, backend)["compiled"]
+    step_fn = step.__defaults__[0] if step.__defaults__ else None
+    for case, run, target, args in (("fwd+bwd", fwd_bwd, compiled_model, (batch[0],)),
+                                    ("step", step, step_fn, batch)):
+        run()
+        run()
+        acc: dict = {}
+        entry = target._entry_for(args, {})[3] if target is not None else None
+        parts = [] if entry is None else [("fwd", entry.forward)] + (
+            [("bwd", entry.grad.backward)] if entry.grad is not None else [])
+        if not parts or not all(_instrument(exe, tag, acc, clock) for tag, exe in parts):
+            print(f"{case}: no native driver to profile (backend {backend!r})")
+            continue
+        totals = []
+        for _ in range(repeats):
+            t0 = clock()
+            run()
+            totals.append(clock() - t0)
+        rows = sorted(((statistics.median(v) * 1e3, tag, label) for (tag, label), v in acc.items()), reverse=True)
+        print(f"{mod.__name__} {case}: {statistics.median(totals) * 1e3:.2f} ms a call, "
+              f"{sum(r[0] for r in rows):.2f} ms in the drivers' lines; the {top} largest:")
+        for ms, tag, label in rows[:top]:
+            print(f"  {ms:7.3f} ms  {tag} {label}")
 
 
 def _spread(values: list[float], scale: float = 1.0, fmt: str = "{:.2f}") -> str:
@@ -276,7 +349,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--windows-off", action="store_true",
                         help="also time the compiled candidates with the native window functions off "
                              "(GRAPHMODE_NATIVE_WINDOWS=0), interleaved with the others")
+    parser.add_argument("--profile", type=int, default=0, metavar="TOP",
+                        help="print the TOP costliest IR lines of the compiled drivers (fwd+bwd and step), "
+                             "timed on the chosen clock, and exit")
     args = parser.parse_args(argv)
+    if args.profile:
+        for name in args.workloads.split(","):
+            driver_profile(WORKLOADS[name.strip().upper()], args.quick, args.backend, args.repeats or 30,
+                           args.profile, time.process_time if args.clock == "cpu" else time.perf_counter)
+        return {}
     if args.runs is None:
         args.runs = 1 if args.quick else 3
     if args.quick:  # a check that it runs: torch.compile's first call and cold compiles in fresh processes are minutes
