@@ -41,6 +41,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -144,10 +145,12 @@ def host_facts(env: dict[str, str], bandwidth: bool = True) -> dict[str, Any]:
 # -- running children ------------------------------------------------------------------------------
 class Runner:
     """Runs the children of one measurement with the default environment, logging each
-    command's output under `out/logs`."""
+    command's output under `out/logs`. With a `deadline` (seconds since the epoch), a command
+    is not started after it and is stopped at it, its whole process group with it (a busy
+    sibling or a peer child must not outlive the benchmark that started it)."""
 
-    def __init__(self, out: Path, env: dict[str, str], dry: bool = False):
-        self.out, self.env, self.dry = out, env, dry
+    def __init__(self, out: Path, env: dict[str, str], deadline: float | None = None):
+        self.out, self.env, self.deadline = out, env, deadline
         self.logs = out / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         self.count = 0
@@ -156,22 +159,46 @@ class Runner:
         self.count += 1
         log = self.logs / f"{self.count:03d}-{name}.log"
         shown = " ".join(str(c) if "\n" not in str(c) else "<script>" for c in cmd).replace(sys.executable, "python")
+        if self.deadline is not None:
+            left = self.deadline - time.time()
+            if left < 5:
+                print(f"  skipped (past the deadline): {shown}", file=sys.stderr, flush=True)
+                return False
+            timeout = min(timeout, left)
         print(f"  $ {shown}", flush=True)
         start = time.perf_counter()
         with open(log, "w", encoding="utf-8") as fh:
             fh.write(f"$ {shown}\n")
             fh.flush()
+            proc = subprocess.Popen(list(cmd), stdout=fh, stderr=subprocess.STDOUT, env=self.env, cwd=ROOT,
+                                    start_new_session=True)
             try:
-                code = subprocess.call(list(cmd), stdout=fh, stderr=subprocess.STDOUT, env=self.env, cwd=ROOT,
-                                       timeout=timeout)
+                code = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
                 code = -1
+                fh.write(f"\nstopped after {timeout:.0f} s (the timeout or the deadline)\n")
+            except BaseException:  # Ctrl-C: take the children down too
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise
         took = time.perf_counter() - start
         if code != 0:
             print(f"    failed (exit status {code}) after {took:.0f} s: see {log}", file=sys.stderr, flush=True)
         else:
             print(f"    {took:.0f} s", flush=True)
         return code == 0
+
+
+def parse_deadline(text: str, now: _dt.datetime | None = None) -> float:
+    """HH:MM (UTC, today) as seconds since the epoch."""
+    try:
+        hours, minutes = (int(v) for v in text.split(":"))
+        now = now or _dt.datetime.now(_dt.timezone.utc)
+        return now.replace(hour=hours, minute=minutes, second=0, microsecond=0).timestamp()
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--deadline wants HH:MM in UTC (e.g. 10:20), got {text!r}") from exc
 
 
 def shown_command(cmd: Sequence[str]) -> str:
@@ -602,9 +629,9 @@ def save(result: dict, out: Path) -> None:
 
 
 def measure_all(parts: Sequence[str], runs: int, quick: bool, out: Path, w4_torch_compile: bool,
-                compile_times: bool, threads_torch_compile: bool) -> dict:
+                compile_times: bool, threads_torch_compile: bool, deadline: float | None = None) -> dict:
     env = default_environ()
-    runner = Runner(out, env)
+    runner = Runner(out, env, deadline)
     started = _dt.datetime.now(_dt.timezone.utc)
     result: dict[str, Any] = {"schema": SCHEMA, "started": started.isoformat(timespec="seconds"), "quick": quick,
                               "runs": runs, "git": git_commit(), "requested": list(parts), "parts": {}}
@@ -708,6 +735,11 @@ def render(result: dict) -> dict[str, str]:
             note = peer_compile_note(info["data"])
             if note:
                 text += f"\n\n{note}"
+        if part in ("main", "peers"):
+            short = [f"{r['workload']} {r['size']}" for r in info["data"] if len(r["eager_s"]) < result["runs"]]
+            if short:
+                text += (f"\n\nFewer than {result['runs']} runs (the measurement was cut short, or a run failed): "
+                         f"{', '.join(short)}.")
         if part == "repeated":
             missing = [f"`{name}.py`" for name in REPEATED_SCRIPTS if name not in info["data"]]
             if missing:
@@ -764,6 +796,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="leave out the cold-compile measurements of native_bench and training_step_bench")
     ap.add_argument("--no-threads-torch-compile", action="store_true",
                     help="threads: PyTorch's W5 step eager only (torch.compile compiles in every process)")
+    ap.add_argument("--deadline", type=parse_deadline, default=None, metavar="HH:MM",
+                    help="UTC time by which to stop: no command starts after it, a running one is stopped at it, "
+                         "and the parts it cut say so in the tables")
     ap.add_argument("--render", type=Path, default=None, metavar="JSON",
                     help="measure nothing: render the tables of this results file")
     ap.add_argument("--update-readme", type=Path, default=None, metavar="README",
@@ -780,7 +815,7 @@ def main(argv: list[str] | None = None) -> int:
         out = (args.out or ROOT / "build" / ("readme_perf-quick" if args.quick else "readme_perf")).resolve()
         out.mkdir(parents=True, exist_ok=True)
         result = measure_all(args.only, runs, args.quick, out, args.w4_torch_compile, not args.no_compile_times,
-                             not args.no_threads_torch_compile)
+                             not args.no_threads_torch_compile, args.deadline)
         print(f"wrote {out / 'readme_perf.json'} and {out / 'readme_perf.md'}")
     if args.update_readme is not None:
         text, missing = update_readme(args.update_readme.read_text(encoding="utf-8"), render(result))

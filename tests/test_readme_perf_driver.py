@@ -4,8 +4,11 @@ benchmark runs)."""
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -196,3 +199,44 @@ def test_the_readme_has_a_marked_block_for_every_part():
         begin, end = section.find(rp.begin_marker(part)), section.find(rp.end_marker(part))
         assert 0 <= begin < end, part
     assert "export OPENBLAS_NUM_THREADS" not in section
+
+
+def test_rows_with_fewer_runs_than_asked_are_named():
+    result = fake_result()
+    result["parts"]["main"]["data"] = rp.merge_runs([rp.compare_rows(_compare_run(2e-4, 5e-5), "W2 gelu")])
+    assert "Fewer than 3 runs (the measurement was cut short, or a run failed): W2 gelu 1e4." in rp.render(result)["main"]
+    assert "Fewer than" not in rp.render(fake_result())["main"]
+
+
+def test_the_deadline_stops_what_would_run_past_it(tmp_path):
+    now = datetime.datetime(2026, 11, 29, 9, 0, tzinfo=datetime.timezone.utc)
+    assert rp.parse_deadline("10:20", now) == now.replace(hour=10, minute=20).timestamp()
+    with pytest.raises(argparse.ArgumentTypeError, match="HH:MM"):
+        rp.parse_deadline("ten past", now)
+    marker = tmp_path / "ran"
+    late = rp.Runner(tmp_path, dict(os.environ), deadline=time.time() - 1)
+    assert late([sys.executable, "-c", f"open({str(marker)!r}, 'w')"], "late") is False
+    assert not marker.exists()
+
+
+def test_a_command_past_its_time_is_stopped_with_its_children(tmp_path):
+    script = ("import subprocess, sys, time\n"
+              "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+              "print(p.pid, flush=True)\ntime.sleep(60)\n")
+    runner = rp.Runner(tmp_path, dict(os.environ))
+    start = time.perf_counter()
+    assert runner([sys.executable, "-c", script], "sleeper", timeout=2) is False
+    assert time.perf_counter() - start < 30
+    log = next((tmp_path / "logs").glob("*-sleeper.log")).read_text(encoding="utf-8")
+    grandchild = int(log.splitlines()[1])
+    for _ in range(50):  # SIGKILL is delivered at once; reaping by init may take a moment
+        try:
+            os.kill(grandchild, 0)
+            with open(f"/proc/{grandchild}/stat", encoding="utf-8") as fh:
+                if fh.read().split(") ")[1].startswith("Z"):  # killed, not yet reaped
+                    break
+        except OSError:  # gone
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the benchmark's child outlived it")
