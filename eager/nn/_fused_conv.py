@@ -148,7 +148,16 @@ class Conv2dFunction(Function):
                                                   geo["dilation"])
             dx = Tensor._make(folded)
         if needs[1]:
-            dw = Tensor._make(np.matmul(G, ctx.cols.transpose(0, 2, 1)).sum(0).reshape(W.shape))
+            cols = ctx.cols
+            if 4 * cols.shape[1] >= cols.shape[2]:
+                # many columns for few positions (a deep layer): cols[n] @ G[n]^T with G^T made
+                # contiguous once runs at about twice BLAS's speed on the transposed operand
+                # (a (32, 144, 196) layer: 0.8 against 1.35 ms); a first layer's few columns
+                # over many positions keep G[n] @ cols[n]^T
+                dw_t = np.matmul(cols, np.ascontiguousarray(G.transpose(0, 2, 1))).sum(0)
+                dw = Tensor._make(np.ascontiguousarray(dw_t.T).reshape(W.shape))
+            else:
+                dw = Tensor._make(np.matmul(G, cols.transpose(0, 2, 1)).sum(0).reshape(W.shape))
         if b is not None and needs[2]:
             db = Tensor._make(G.sum((0, 2)))
         return (dx, dw, db) + extra
