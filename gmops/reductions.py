@@ -476,6 +476,11 @@ def _softmax(xp, x, dim):
     _require_float_kernel("softmax", x)
     axis = dim if x.ndim else None
     xa = _upcast(x)
+    if xp is np and x.ndim:  # the ufuncs' reduce straight (amax and sum are these, behind a Python wrapper each)
+        e = np.subtract(xa, np.maximum.reduce(xa, axis=axis, keepdims=True))
+        np.exp(e, out=e)
+        e /= np.add.reduce(e, axis=axis, keepdims=True)
+        return e.astype(x.dtype, copy=False)
     e = xp.asarray(xa - xp.amax(xa, axis=axis, keepdims=True))  # a fresh buffer: exp and the division run in it
     xp.exp(e, out=e)
     e /= xp.sum(e, axis=axis, keepdims=True)

@@ -398,12 +398,17 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
         raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape {tuple(input.shape)}")
     if not input.is_floating_point():
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {input.dtype.name}")
-    probs = np.asarray(input.detach().cpu().numpy(), dtype=np.float64)  # a traced input: TraceError
+    data = getattr(input, "_data", None)
+    if type(data) is not np.ndarray or (data.dtype.kind == "f" and data.dtype.itemsize < 4):
+        data = input.detach().cpu().numpy()  # a traced input: TraceError; float16: through float32
+    probs = data.astype(np.float64)  # (a copy the division below may not write through)
     rows = probs.reshape(-1, probs.shape[-1])
     n_cat = rows.shape[1]
-    if not np.all(np.isfinite(rows)) or np.any(rows < 0):
+    # one sum a row tells inf and nan apart from finite rows (in float64 no float32 row overflows)
+    totals = np.add.reduce(rows, axis=1, keepdims=True)
+    if not np.isfinite(totals).all() or rows.min(initial=0.0) < 0:
         raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
-    if np.any(rows.sum(axis=1) <= 0):
+    if (totals <= 0).any():
         raise RuntimeError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
     if not replacement and num_samples > n_cat:
         raise RuntimeError(f"multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement "
@@ -411,16 +416,19 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
     g = _RNG["numpy"] if generator is None else _numpy_rng(generator)
     _DRAWS.count += 1
     out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
-    for i, p in enumerate(rows / rows.sum(axis=1, keepdims=True)):
+    rows /= totals
+    for i, p in enumerate(rows):
         if replacement:
-            out[i] = np.searchsorted(np.cumsum(p), g.random(num_samples) * p.sum(), side="right").clip(0, n_cat - 1)
+            # (searchsorted's positions are >= 0: only the top is clipped, a draw of u * total = total)
+            np.minimum(np.cumsum(p).searchsorted(g.random(num_samples) * np.add.reduce(p), side="right"),
+                       n_cat - 1, out=out[i])
         else:
             # Gumbel top-k: sampling without replacement in proportion to p
             with np.errstate(divide="ignore"):
                 keys = np.log(p) - np.log(-np.log(g.random(n_cat)))
             out[i] = np.argsort(-keys, kind="stable")[:num_samples]
     drawn = out.reshape(probs.shape[:-1] + (num_samples,))
-    return _finish(drawn if input.device == CPU else xp_for(input.device).asarray(drawn), False)
+    return _finish(drawn if type(input._data) is np.ndarray else xp_for(input.device).asarray(drawn), False)
 
 
 @_vmap_aware
