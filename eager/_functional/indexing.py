@@ -139,7 +139,7 @@ def getitem(input, index, make_tensor):
         if key is not None:  # ints, slices, None and Ellipsis: a view, no walk or two-step test
             return S.INDEX(input, key=key, n_index=0)
     data = getattr(index, "_data", None)
-    if data is not None and type(data) is np.ndarray and data.dtype.kind in "iub":
+    if data is not None and type(data) is np.ndarray and data.dtype.kind in "ib":
         # x[idx] with one index tensor (a minibatch's rows, an embedding lookup C[xi]): on the
         # arrays where eager._index_fast applies, else the key index_key builds for it, without
         # its walk over a tuple or the two-step test
@@ -149,11 +149,23 @@ def getitem(input, index, make_tensor):
     key, operands = index_key(index, make_tensor)
     if _builtins.any(e[1:] and e[0] == "slice" and e[3] is not None and e[3] <= 0 for e in key):
         raise ValueError("step must be greater than zero")
+    if _builtins.any(o.dtype is _dtypes.uint8 for o in operands):
+        operands = _bytes_as_masks(operands)
     two_steps = _selects_first(key, operands)
     if two_steps is not None:
         basic, advanced = two_steps
         input, key = S.INDEX(input, key=basic, n_index=0), advanced
     return S.INDEX(input, *operands, key=key, n_index=len(operands))
+
+
+def _bytes_as_masks(operands: list) -> list:
+    """PyTorch reads a uint8 index tensor as a boolean mask (deprecated, with its warning),
+    where NumPy would read its values as positions."""
+    import warnings  # noqa: PLC0415
+
+    warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.",
+                  UserWarning, stacklevel=4)
+    return [to_dtype(o, _dtypes.bool_) if o.dtype is _dtypes.uint8 else o for o in operands]
 
 
 def put_at_index(input, index, value, make_tensor):

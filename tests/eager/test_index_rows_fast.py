@@ -156,3 +156,12 @@ def test_basic_index_nodes_are_named_as_pytorchs():
     ours, theirs = eager.randn(3, 4, 5, requires_grad=True), torch.randn(3, 4, 5, requires_grad=True)
     for index in NAMED:
         assert ours[index].grad_fn.name() == theirs[index].grad_fn.name(), index
+
+
+def test_a_uint8_index_is_a_mask_with_pytorchs_warning():
+    x = eager.arange(12.0).reshape(4, 3)
+    with pytest.warns(UserWarning, match="indexing with dtype torch.uint8 is now deprecated"):
+        got = x[eager.tensor([1, 0, 1, 0], dtype=eager.uint8)]
+    np.testing.assert_array_equal(got.numpy(), x.numpy()[[0, 2]])
+    with pytest.warns(UserWarning), pytest.raises(IndexError, match="The shape of the mask"):
+        x[eager.tensor([1, 0], dtype=eager.uint8)]
