@@ -110,3 +110,36 @@ def test_batch_norm_in_eval_mode_and_the_compiled_module_drop_in():
     ref.eval()
     with eager.no_grad():
         np.testing.assert_allclose(compiled(x).numpy(), ref(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+VARIANTS = {
+    "no conv bias, leaky relu": lambda: nn.Sequential(nn.Conv2d(2, 3, 3, padding=1, bias=False), nn.BatchNorm2d(3),
+                                                      nn.LeakyReLU(0.1)),
+    "batchnorm1d on (N, C, L), tanh": lambda: nn.Sequential(nn.Conv1d(2, 4, 3, padding=1), nn.BatchNorm1d(4),
+                                                            nn.Tanh()),
+    "momentum 0.3, stride 2, no activation": lambda: nn.Sequential(nn.Conv2d(1, 2, 3, stride=2),
+                                                                   nn.BatchNorm2d(2, momentum=0.3)),
+    "two batch norms in a row": lambda: nn.Sequential(nn.Conv2d(2, 3, 1), nn.BatchNorm2d(3), nn.ReLU(),
+                                                      nn.BatchNorm2d(3), nn.ReLU()),
+}
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_batch_norm_variants_step_equal_eager(name):
+    """Neighbours the fusions must leave as they are or take correctly: no bias add before
+    the normalization, other activations after it, 3-d inputs, another momentum, a
+    normalization reading another's output."""
+    shape = (4, 2, 9) if "1d" in name else (3, 1 if "stride 2" in name else 2, 7, 8)
+    x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+    results = []
+    for compiled in (False, True):
+        eager.manual_seed(0)
+        model = VARIANTS[name]()
+        step = _step(model, eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+        f = static.compile(step, backend="native", check=True) if compiled else step
+        losses = [float(f(eager.from_numpy(x * (k + 1)))) for k in range(2)]
+        results.append((losses, {k: v.numpy().copy() for k, v in model.state_dict().items()}))
+    (want, want_state), (got, got_state) = results
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    for k in want_state:
+        np.testing.assert_allclose(got_state[k], want_state[k], rtol=1e-4, atol=1e-5, err_msg=k)
