@@ -168,8 +168,9 @@ def _item(b):
 
 def clamp_arguments(apply, input, min=None, max=None):
     """torch.clamp(input, min=None, max=None): number bounds are the clamp op's attributes
-    (ClampBackward1); a tensor bound (PyTorch's clamp.Tensor) is an operand of clamp_min_tensor
-    / clamp_max_tensor, broadcast and promoted like one, with its own gradient where it wins
+    (ClampBackward1); tensor bounds (PyTorch's clamp.Tensor) are operands of clamp_tensor (both)
+    or clamp_min_tensor / clamp_max_tensor (one), broadcast and promoted like any, with their own
+    gradient where they win
     (ClampBackward0); where min > max, max wins, as in PyTorch."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -180,8 +181,9 @@ def clamp_arguments(apply, input, min=None, max=None):
             raise TypeError(f"clamp(): min and max must both be tensors or both numbers (got "
                             f"{type(min).__name__} and {type(max).__name__}), as PyTorch's overloads; "
                             "wrap the number with tensor(...)")
-        out = input if min is None else apply(CLAMP_MIN_TENSOR, (input, min), {})
-        return out if max is None else apply(CLAMP_MAX_TENSOR, (out, max), {})
+        if min is not None and max is not None:
+            return apply(CLAMP_TENSOR, (input, min, max), {})
+        return apply(CLAMP_MIN_TENSOR, (input, min), {}) if max is None else apply(CLAMP_MAX_TENSOR, (input, max), {})
     return apply(CLAMP, (input,), {"min": _bound(min), "max": _bound(max)})
 
 
@@ -224,6 +226,28 @@ def _bound_op(is_min: bool) -> OpDef:
 
 CLAMP_MIN_TENSOR = _bound_op(True)
 CLAMP_MAX_TENSOR = _bound_op(False)
+
+
+def _clamp_tensor_vjp(ctx, g):
+    """PyTorch's clamp_backward and clamp_backward_min_max with both bounds: input keeps the
+    gradient within [min, max] (ties included); min takes it where input is below it and
+    min < max; max where input is above it or max < min (max wins then, whatever input is,
+    NaN included). A NaN bound or input otherwise gives no one a gradient."""
+    x, lo, hi = ctx.input(0), ctx.input(1), ctx.input(2)
+    gx = WHERE(LOGICAL_AND(GE(x, lo), LE(x, hi)), g, 0.0) if ctx.needs(0) else None
+    glo = WHERE(LOGICAL_AND(LT(x, lo), LT(lo, hi)), g, 0.0) if ctx.needs(1) else None
+    ghi = WHERE(GT(x, hi), g, WHERE(LT(hi, lo), g, 0.0)) if ctx.needs(2) else None
+    return gx, glo, ghi
+
+
+# clamp(input, min, max) with two tensor bounds: one node, as PyTorch's clamp.Tensor (its
+# gradient at min >= max is not the chain of clamp_min_tensor and clamp_max_tensor's)
+CLAMP_TENSOR = defop(
+    "clamp_tensor", forward=lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi),
+    abstract=_elementwise("clamp_tensor"), vjp=_clamp_tensor_vjp, grad_name="ClampBackward0", save=(0, 1, 2),
+    promote="same", samples=_any((3, 4), (4,), (3, 1)), arity=3, c_expr="gm_min(gm_max({0}, {1}), {2})",
+    doc="clamp with tensor bounds: min(max(input, min), max), broadcast (max wins where min > max; NaN propagates)",
+)
 
 
 def _check_one_bound(name: str, bound_name: str, x, b) -> None:

@@ -116,6 +116,7 @@ _OP_TEXT = {
     "full": ("%a: f32[8]", "full {dtype = f32, shape = [8], value = 1.5}", "f32[8]"),
     "full_like": ("%a: f32[8]", "full_like %a {value = -inf}", "f32[8]"),
     "clamp": ("%a: f32[8]", "clamp %a {max = 0.5, min = -0.5}", "f32[8]"),
+    "clamp_tensor": ("%a: f32[8], %b: f32[8], %c: f32[8]", "clamp_tensor %a, %b, %c", "f32[8]"),  # three operands
     "softplus": ("%a: f32[8]", "softplus %a {beta = 1.0, threshold = 20.0}", "f32[8]"),
     "gelu": ("%a: f32[8]", 'gelu %a {approximate = "none"}', "f32[8]"),
     "float_power": ("%a: f32[8], %b: f32[8]", "float_power %a, %b", "f64[8]"),  # float64 whatever its operands

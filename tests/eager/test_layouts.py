@@ -82,6 +82,7 @@ TORCH: dict[str, Any] = {
     "bitwise_not": torch.bitwise_not,
     "clamp_min_tensor": lambda x, b: torch.clamp(x, min=b), "clamp_max_tensor": lambda x, b: torch.clamp(x, max=b),
     "clamp_min": torch.clamp_min, "clamp_max": torch.clamp_max,
+    "clamp_tensor": lambda x, lo, hi: torch.clamp(x, lo, hi),
     "div_floor": lambda a, b: torch.div(a, b, rounding_mode="floor"),
     "div_trunc": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
     "nan_to_num": lambda x, nan, posinf, neginf: torch.nan_to_num(x, nan, posinf, neginf),

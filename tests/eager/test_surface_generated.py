@@ -769,6 +769,7 @@ def test_clamp_min_max_compiled_equal_eager(backend):
 
     def f(x, b, xi):
         y = eager.clamp_min(x, 0.1) * 2.0 + x.clamp_max(b) + eager.clamp_min(xi, 2.5) + eager.clamp_max(xi, 1)
+        y = y + eager.clamp(x, b - 1.0, b * 0.5)  # (both tensor bounds: one clamp_tensor node)
         return (y * y).sum(), y
 
     runs = []
@@ -780,3 +781,36 @@ def test_clamp_min_max_compiled_equal_eager(backend):
         runs.append([y.detach().numpy(), x.grad.numpy(), b.grad.numpy()])
     for ours, theirs in zip(*runs):
         np.testing.assert_array_equal(ours, theirs)
+
+
+def test_clamp_with_tensor_bounds_as_pytorch():
+    """clamp(input, min, max) with tensor bounds is one node (ClampBackward0) with PyTorch's
+    gradients: ties keep input's, min > max gives max the gradient whatever input is (NaN
+    included), min == max gives min none; one tensor bound alone as PyTorch too."""
+    torch = pytest.importorskip("torch")
+    nan = float("nan")
+    x = [1.0, nan, 3.0, 2.0, 0.5, 5.0, 2.0, 1.0, 3.0]
+    lo = [2.0, 2.0, nan, 2.0, 1.0, 4.0, 2.0, 2.0, 1.0]
+    hi = [4.0, -1.0, 4.0, 1.0, 0.7, 3.0, 2.0, 2.0, 3.0]
+    results = []
+    for lib in (eager, torch):
+        ts = [lib.tensor(v, requires_grad=True) for v in (x, lo, hi)]
+        seed = lib.arange(1.0, 10.0)
+        for call in (lambda a, b, c: a.clamp(b, c), lambda a, b, c: a.clip(min=b, max=c),
+                     lambda a, b, c: a.clamp(min=b), lambda a, b, c: a.clamp(max=c),
+                     lambda a, b, c: a.reshape(9, 1).clamp(b, c)):
+            y = call(*ts)
+            grads = lib.autograd.grad(y, ts, seed.expand(*y.shape), allow_unused=True)
+            results.append((type(y.grad_fn).__name__, y.detach().numpy().copy(),
+                            [None if g is None else g.numpy().copy() for g in grads]))
+    half = len(results) // 2
+    for ours, theirs in zip(results[:half], results[half:]):
+        assert ours[0] == theirs[0]
+        np.testing.assert_array_equal(ours[1], theirs[1])
+        for a, b in zip(ours[2], theirs[2]):
+            assert (a is None) == (b is None)
+            if b is not None:
+                np.testing.assert_array_equal(a, b)
+    rng = np.random.default_rng(5)
+    args = [eager.tensor(rng.standard_normal(s), dtype=eager.float64, requires_grad=True) for s in ((3, 4), (4,), (3, 1))]
+    assert gradcheck(lambda a, b, c: eager.clamp(a, b, c), args)
