@@ -254,6 +254,9 @@ def _check_one_bound(name: str, bound_name: str, x, b) -> None:
     """torch.clamp_min/clamp_max's refusals: no bound (its two overloads take a tensor or a
     number), a complex or non-numeric bound, a number bound of a bool tensor (PyTorch has no
     such kernel) or beyond the result dtype's range."""
+    if not hasattr(x, "shape"):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}; "
+                        "pass input as a tensor (eager.tensor(...))")
     if hasattr(b, "shape"):
         return
     if b is None or not isinstance(b, (bool, int, float)):

@@ -721,6 +721,7 @@ def test_clamp_min_max_dtypes_in_place_out_and_errors_as_pytorch(name):
         # refused
         lambda L: getattr(L, name)(L.arange(3.0), None),
         lambda L: getattr(L, name)(L.arange(3.0), "a"),
+        lambda L: getattr(L, name)(2.0, L.tensor([1.0])),
         lambda L: getattr(L, name)(L.tensor([True, False]), True),
         lambda L: getattr(L, name)(L.ones(3, dtype=L.float16), 1e10),
         lambda L: getattr(L, name)(L.zeros(3), L.zeros(4)),
