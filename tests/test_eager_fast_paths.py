@@ -174,14 +174,21 @@ _CASES = [(eager.optim.Adam, {}), (eager.optim.Adam, {"amsgrad": True, "weight_d
 
 @pytest.mark.parametrize("cls, kw", _CASES)
 @pytest.mark.parametrize("freeze_some", [False, True])
-def test_foreach_updates_give_the_per_parameter_bits(cls, kw, freeze_some):
+@pytest.mark.parametrize("native", [True, False])
+def test_foreach_updates_give_the_per_parameter_bits(cls, kw, freeze_some, native, monkeypatch):
+    from eager.optim import optimizer
+
+    if not native:  # the NumPy multi-tensor update over flat buffers (where no compiler is found)
+        monkeypatch.setattr(optimizer, "_native", False)
     one, opt_one = _train(cls, False, freeze_some=freeze_some, **kw)
     many, opt_many = _train(cls, None, freeze_some=freeze_some, **kw)
     for p, q in zip(one.parameters(), many.parameters()):
         np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
-    # (plain SGD updates each array in place: no flat state to keep)
+    # (plain SGD updates each array in place: no flat state to keep; the native update works
+    # on each parameter's own arrays)
     plain_sgd = cls is eager.optim.SGD and not kw
-    assert not opt_one._flat and (opt_many._flat or freeze_some or plain_sgd)
+    on_arrays = optimizer.native_updates() is not None
+    assert not opt_one._flat and (opt_many._flat or freeze_some or plain_sgd or on_arrays)
     for st_one, st_many in zip(opt_one.state.values(), opt_many.state.values()):
         assert st_one.keys() == st_many.keys()
         for k, v in st_one.items():
@@ -224,7 +231,8 @@ def test_foreach_updates_match_pytorch():
             theirs(torch.tensor(_X)).square().sum().backward()
             o1.step()
             o2.step()
-        assert o1._flat  # the multi-tensor path ran
+        # the multi-tensor path ran: over flat buffers, or natively on each parameter's arrays
+        assert o1._flat or eager.optim.optimizer.native_updates() is not None
         for p, q in zip(ours.parameters(), theirs.parameters()):
             np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
 

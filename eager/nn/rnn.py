@@ -13,8 +13,8 @@ from .. import _functional as _F
 from .._factories import empty, zeros
 from .._tensor import Tensor
 from . import _fused_cells as _fused
+from . import _fused_rnn, init
 from . import functional as F
-from . import init
 from .module import Module
 from .parameter import Parameter
 from .utils.rnn import PackedSequence
@@ -213,6 +213,12 @@ class _RNNBase(Module):
         for layer in range(self.num_layers):
             outs = []
             for state, params, steps in self._directions(layer, dirs, h0, c0, T):
+                if self._gates == 3 and _fused_rnn.eligible(x, state, *params):  # GRU: one node a direction
+                    w_ih, w_hh, b_ih, b_hh = params
+                    states, state = _fused_rnn.gru_layer(x, state, w_ih, w_hh, b_ih, b_hh, steps.step < 0)
+                    outs.append(states)
+                    self._keep_final(state, h_n, c_n)
+                    continue
                 seq = [None] * T
                 for t in steps:
                     state = cell(x[t], state, *params)
