@@ -143,9 +143,14 @@ class Conv2dFunction(Function):
         if needs[0]:
             geo = ctx.geometry
             dcols = np.matmul(W.reshape(o, -1).T, G)  # (N, K, L)
-            folded = _kernels().fold2d_batch_major(dcols, x.shape[2:], x.shape[1], W.shape[2:], ctx.out_size,
-                                                  geo["stride"], (geo["padding"][0], geo["padding"][2]),
-                                                  geo["dilation"])
+            size, kernel, c = tuple(x.shape[2:]), tuple(W.shape[2:]), x.shape[1]
+            folded = _kernels().fold2d_batch_major(dcols, size, c, kernel, ctx.out_size, geo["stride"],
+                                                  (geo["padding"][0], geo["padding"][2]), geo["dilation"])
+            if folded is None:  # (the kernels' other unit failed to build) the op's own fold
+                from gmops import conv as _conv  # noqa: PLC0415
+
+                channel_major = dcols.reshape((n, c) + kernel + ctx.out_size).transpose(1, 2, 3, 0, 4, 5)
+                folded = _conv._fold(np, channel_major, size, kernel, geo["stride"], geo["padding"], geo["dilation"])
             dx = Tensor._make(folded)
         if needs[1]:
             cols = ctx.cols

@@ -125,3 +125,19 @@ def test_apply_builds_the_same_node():
     hx, hw, hb = eager.autograd.grad(want.sum(), (x, w, b))
     for a, b_ in ((gx, hx), (gw, hw), (gb, hb)):
         np.testing.assert_allclose(a.numpy(), b_.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_input_gradient_without_the_batch_major_fold_uses_the_ops_fold(monkeypatch):
+    from gmnative import conv_kernels
+
+    geom = GEOMETRIES[1]
+    x, w, _ = _inputs(geom, np.float64, seed=6)
+
+    def grad():
+        ex = eager.tensor(x, requires_grad=True)
+        _conv(geom, ex, eager.tensor(w), None).square().sum().backward()
+        return ex.grad.numpy()
+
+    want = grad()
+    monkeypatch.setattr(conv_kernels, "fold2d_batch_major", lambda *a: None)
+    np.testing.assert_allclose(grad(), want, rtol=1e-12, atol=1e-12)
