@@ -195,6 +195,9 @@ def get(name: str) -> OpDef:
         raise KeyError(f"unknown op {name!r}") from None
 
 
+_REDUCE_MODULES: list[Any] = []  # [reductions, shape_ops], bound at first use (they import this module)
+
+
 def reduce_to_shape(grad, shape: tuple):
     """Sum a broadcast gradient back to an operand's shape, with ops (so it traces and
     differentiates like any other step)."""
@@ -205,8 +208,11 @@ def reduce_to_shape(grad, shape: tuple):
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1
     )
-    from . import reductions, shape_ops
+    if not _REDUCE_MODULES:  # (a relative import per call costs about as much as the reshape)
+        from . import reductions, shape_ops
 
+        _REDUCE_MODULES[:] = (reductions, shape_ops)
+    reductions, shape_ops = _REDUCE_MODULES
     if axes:
         grad = reductions.SUM(grad, dims=axes, keepdim=True)
     if tuple(grad.shape) != tuple(shape):
