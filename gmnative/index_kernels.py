@@ -104,12 +104,16 @@ def log_softmax_backward(g: np.ndarray, logp: np.ndarray) -> np.ndarray | None:
     return out
 
 
-def rows_add(g: np.ndarray, idx: np.ndarray, rows_out: int) -> np.ndarray | None:
-    """(rows_out, width) zeros with row i of the 2-d C-contiguous float g added at row idx[i]
-    (negative indices counted from the end), in order (np.add.at's bits); None where the
-    kernel does not run or an index is out of range (the NumPy code raises)."""
+def rows_add(g: np.ndarray, idx: np.ndarray, rows_out: int, into: np.ndarray | None = None) -> np.ndarray | None:
+    """(rows_out, width) zeros (or `into`, C-contiguous of g's dtype, written in place) with
+    row i of the 2-d C-contiguous float g added at row idx[i] (negative indices counted from
+    the end), in order (np.add.at's bits); None where the kernel does not run or an index is
+    out of range (the NumPy code raises; `into` is then untouched)."""
     suffix = _SUFFIX.get(g.dtype)
     if suffix is None or g.ndim != 2 or not g.flags.c_contiguous or idx.ndim != 1 or idx.shape[0] != g.shape[0]:
+        return None
+    if into is not None and (type(into) is not np.ndarray or into.dtype != g.dtype or not into.flags.c_contiguous
+                             or into.shape != (rows_out, g.shape[1]) or not into.flags.writeable):
         return None
     u = _unit()
     if u is None:
@@ -117,9 +121,9 @@ def rows_add(g: np.ndarray, idx: np.ndarray, rows_out: int) -> np.ndarray | None
     if idx.dtype != _I64 or not idx.flags.c_contiguous:
         idx = np.ascontiguousarray(idx, _I64)
     addr, fmt = u.address[f"rows_add_{suffix}"]
-    out = np.empty((rows_out, g.shape[1]), g.dtype)
-    d = np.array([g.shape[0], g.shape[1], rows_out, -1], _I64)
-    u.call(addr, 1, (g.nbytes, idx.nbytes, -out.nbytes, -32), fmt, g, idx, out, d)
+    out = np.empty((rows_out, g.shape[1]), g.dtype) if into is None else into
+    d = np.array([g.shape[0], g.shape[1], rows_out, -1, into is None], _I64)
+    u.call(addr, 1, (g.nbytes, idx.nbytes, -out.nbytes, -40), fmt, g, idx, out, d)
     return None if d[3] >= 0 else out
 
 

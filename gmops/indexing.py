@@ -329,7 +329,16 @@ INDEX_SELECT = defop(
 
 def _index_add(xp, x, index, src, dim, alpha=1.0):
     out = xp.array(x, copy=True)
-    _add_at(xp, out, (slice(None),) * dim + (index.reshape(-1),), src * alpha if alpha != 1 else src)
+    values = src * alpha if alpha != 1 else src
+    if dim == 0 and xp is np and x.ndim and out.flags.c_contiguous and type(values) is np.ndarray \
+            and values.dtype == out.dtype and values.flags.c_contiguous and values.ndim == x.ndim:
+        # rows added in place in one native pass, in add.at's order (its bits; gmnative.index_kernels)
+        width = out.size // out.shape[0] if out.shape[0] else 0
+        flat = index.reshape(-1)
+        if width and values.shape[0] == flat.size and _index_kernels.rows_add(
+                values.reshape(flat.size, width), flat, out.shape[0], into=out.reshape(out.shape[0], width)) is not None:
+            return out
+    _add_at(xp, out, (slice(None),) * dim + (index.reshape(-1),), values)
     return out
 
 

@@ -75,10 +75,10 @@ template <typename T> static void log_softmax_backward(const T* g, const T* logp
     }
 }
 
-// out (rows_out, width) = 0, then row i of g added into row idx[i] (idx[i] + rows_out when
-// negative), in order (NumPy's add.at adds in the same order, so the sums are its bits);
-// d = [rows, width, rows_out, first position out of range or -1 (out)]. Nothing is added
-// once an index is out of range (the caller raises).
+// out (rows_out, width) = 0 (or out as given, d[4] = 0), then row i of g added into row
+// idx[i] (idx[i] + rows_out when negative), in order (NumPy's add.at adds in the same order,
+// so the sums are its bits); d = [rows, width, rows_out, first position out of range or -1
+// (out), zero out first]. Nothing is written once an index is out of range (the caller raises).
 template <typename T> static void rows_add(const T* g, const gm_i64* idx, T* out, gm_i64* d) {
     const gm_i64 rows = d[0], width = d[1], nw = d[2];
     d[3] = -1;
@@ -89,8 +89,9 @@ template <typename T> static void rows_add(const T* g, const gm_i64* idx, T* out
             return;
         }
     }
-    for (gm_i64 k = 0; k < nw * width; ++k)
-        out[k] = (T)0;
+    if (d[4])
+        for (gm_i64 k = 0; k < nw * width; ++k)
+            out[k] = (T)0;
     for (gm_i64 i = 0; i < rows; ++i) {
         const gm_i64 r = idx[i] < 0 ? idx[i] + nw : idx[i];
         T* o = out + r * width;

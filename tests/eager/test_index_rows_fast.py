@@ -165,3 +165,25 @@ def test_a_uint8_index_is_a_mask_with_pytorchs_warning():
     np.testing.assert_array_equal(got.numpy(), x.numpy()[[0, 2]])
     with pytest.warns(UserWarning), pytest.raises(IndexError, match="The shape of the mask"):
         x[eager.tensor([1, 0], dtype=eager.uint8)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_index_add_along_dim_0_has_add_at_bits(dtype):
+    from gmops import indexing
+
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((6, 3, 2)).astype(dtype)
+    src = rng.standard_normal((9, 3, 2)).astype(dtype)
+    idx = rng.integers(0, 6, 9)
+    for alpha in (1.0, -2.5):
+        want = x.copy()
+        np.add.at(want, idx, src * alpha if alpha != 1 else src)
+        got = indexing.INDEX_ADD.forward(np, x, idx, src, dim=0, alpha=alpha)
+        np.testing.assert_array_equal(got, want)
+        assert not np.shares_memory(got, x)
+    with pytest.raises(RuntimeError, match="index 6 is out of bounds for dimension 0 with size 6"):
+        indexing.INDEX_ADD.forward(np, x, np.r_[idx[:-1], 6], src, dim=0)
+    w = eager.tensor(x.astype(np.float64), requires_grad=True)
+    picked = eager.tensor(idx)
+    assert eager.autograd.gradcheck(lambda a: eager.index_select(a, 0, picked), (w,))
+    assert eager.autograd.gradgradcheck(lambda a: eager.index_select(a, 0, picked) ** 2, (w,))
