@@ -97,7 +97,7 @@ def _basic_key(items: tuple) -> tuple | None:
     """index_key's key for an index of Python ints, slices of ints (step > 0), None and
     Ellipsis only (x[0], x[:, t], x[..., :2], x[None]); None for anything else (tensors,
     lists, bools, NumPy integers, a step <= 0 whose error the general path raises)."""
-    key = []
+    key: list[IndexEntry] = []
     for item in items:
         t = type(item)
         if t is int:
