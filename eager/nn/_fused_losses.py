@@ -37,7 +37,6 @@ from ._fused_cells import _grads_by_recompute
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _I64 = np.dtype(np.int64)
 _log_softmax_op = REGISTRY["log_softmax"].forward  # the op's own forward (non-finite rows)
-_INF = float("inf")
 _ndarray = np.ndarray
 _max, _add, _exp, _log = np.maximum.reduce, np.add.reduce, np.exp, np.log
 _OFFSETS: dict = {}  # (n, c) -> the flat position of each row's first element
@@ -89,8 +88,9 @@ def log_softmax_rows(x: np.ndarray) -> np.ndarray:
     """log_softmax over dim 1 of 2-d x, the op's formula x - (log(sum(exp(x - m))) + m) with
     its bits, in fresh buffers written in place (about half the op's NumPy calls)."""
     m = _max(x, axis=1, keepdims=True)
-    if _max(m, axis=None) == _INF:  # a row holding +inf: the op's where(isfinite(m), m, 0)
-        return _log_softmax_op(np, x, dim=1)
+    if not np.isfinite(m).all():  # a row holding nan or inf: the op's where(isfinite(m), m, 0), no warning
+        with np.errstate(all="ignore"):
+            return _log_softmax_op(np, x, dim=1)
     e = np.subtract(x, m)
     _exp(e, out=e)
     s = _add(e, axis=1, keepdims=True)
