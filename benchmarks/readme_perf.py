@@ -20,8 +20,8 @@ hand-copied.
 
 Parts (`--only`, comma-separated):
   main          `graphmode compare --backend numpy --repeat 11` on W1-W4 and the MLP step;
-  peers         the same command with `--peers torch,jax` on W2, W3 and W4 (run together with
-                main when both are chosen: the graphmode columns are the same runs);
+  peers         the same command with `--peers torch,jax` on W2, W3 and W4 (the graphmode
+                columns from the same processes as the peers');
   threads       `threads_bench.py`: W3 native against hand NumPy, the W5 step against PyTorch,
                 quiet and beside a busy process;
   eager-models  `eager_models_bench.py`: eager training steps against PyTorch eager;
@@ -307,7 +307,7 @@ def measure_compare(runner: Runner, out: Path, runs: int, quick: bool, main: boo
             if not (main or with_peers):
                 continue
             path = ROOT / "examples" / "workloads" / file
-            json_out = out / f"compare-{Path(file).stem}-run{r + 1}.json"
+            json_out = out / f"compare-{'peers' if peers else 'main'}-{Path(file).stem}-run{r + 1}.json"
             cmd = [sys.executable, "-m", "graphmode", "compare", str(path.relative_to(ROOT)), "--backend", "numpy",
                    "--sizes", quick_sizes if quick else sizes, "--repeat", str(repeat), "--json", str(json_out)]
             slow = with_peers and (label, "torch") == SLOW_PEER_CELL and not w4_torch_compile
@@ -638,17 +638,20 @@ def measure_all(parts: Sequence[str], runs: int, quick: bool, out: Path, w4_torc
     print(f"host: measuring the copy bandwidth (load average {_loadavg()})", flush=True)
     result["host"] = host_facts(env)
     py = "python"
-    want_main, want_peers = "main" in parts, "peers" in parts
-    if want_main or want_peers:
-        name = "main+peers" if want_main and want_peers else ("main" if want_main else "peers")
+
+    def compare_part(part: str) -> None:
+        with_peers = part == "peers"
         commands = [f"{py} -m graphmode compare examples/workloads/{w[1]} --backend numpy --sizes {w[3] if quick else w[2]} "
-                    f"--repeat {3 if quick else 11}" + (" --peers torch,jax" if want_peers and w[0] in PEER_WORKLOADS else "")
-                    for w in WORKLOADS if want_main or w[0] in PEER_WORKLOADS]
-        part = run_part(name, lambda: measure_compare(runner, out, runs, quick, want_main, want_peers,
-                                                      w4_torch_compile), commands)
-        for p in (["main"] if want_main else []) + (["peers"] if want_peers else []):
-            result["parts"][p] = part
+                    f"--repeat {3 if quick else 11}" + (" --peers torch,jax" if with_peers else "")
+                    for w in WORKLOADS if not with_peers or w[0] in PEER_WORKLOADS]
+        result["parts"][part] = run_part(part, lambda: measure_compare(runner, out, runs, quick, not with_peers,
+                                                                       with_peers, w4_torch_compile), commands)
         save(result, out)
+
+    # the parts in the order that keeps the most if the deadline cuts the measurement short: the
+    # main table first (tests/test_readme.py checks its graph figures), the slow peers late
+    if "main" in parts:
+        compare_part("main")
     if "eager-models" in parts:
         target = out / "eager_models_bench.json"
         cmd = [sys.executable, str(HERE / "eager_models_bench.py"), "--runs", str(runs),
@@ -666,6 +669,8 @@ def measure_all(parts: Sequence[str], runs: int, quick: bool, out: Path, w4_torc
             "threads", lambda: _load_json(target) if runner(cmd, "threads_bench") and target.is_file() else None,
             [shown_command(cmd)])
         save(result, out)
+    if "peers" in parts:
+        compare_part("peers")
     if "repeated" in parts:
         commands = [f"benchmarks/call_overhead_bench.py --runs {runs}",
                     f"benchmarks/eager_bench.py --only W4 ({runs} fresh processes)",
@@ -725,10 +730,10 @@ def render(result: dict) -> dict[str, str]:
     blocks = {}
     for part in result.get("requested", list(result["parts"])):
         info = result["parts"].get(part)
-        if info is None or info.get("data") is None:
+        if info is None or not info.get("data"):  # nothing finished (the repeated part's data: {})
             blocks[part] = (f"Not re-measured at commit `{result['git']['short']}` on {result['started'][:10]}: the "
                             f"measurement did not finish (`python benchmarks/readme_perf.py --only {part}` measures "
-                            "it; its log is under build/readme_perf/logs).")
+                            "it; the logs of its commands are in the results folder's logs/).")
             continue
         text = describe_host(result, part) + "\n\n" + RENDERERS[part](info["data"])
         if part == "peers":

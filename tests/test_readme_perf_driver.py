@@ -146,6 +146,8 @@ def test_a_part_asked_for_but_not_finished_replaces_its_table_with_a_note():
     assert "|" not in blocks["threads"]
     assert blocks["repeated"].endswith("Not re-measured in this run (cut short, or the script failed): "
                                        "`training_step_bench.py`, `models_bench.py`, `eager_bench.py`.")
+    result["parts"]["repeated"]["data"] = {}  # every script skipped
+    assert rp.render(result)["repeated"].startswith("Not re-measured at commit")
 
 
 def test_a_graph_figure_that_differs_between_runs_is_flagged():
