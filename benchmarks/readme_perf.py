@@ -4,6 +4,7 @@ write them as JSON and as the Markdown tables the README shows.
     python benchmarks/readme_perf.py                                  # everything, 3 processes per cell
     python benchmarks/readme_perf.py --only main,peers --runs 3
     python benchmarks/readme_perf.py --quick --out build/readme_perf-quick   # checks the driver, measures nothing
+    python benchmarks/readme_perf.py --deadline 10:20      # UTC: stops in time, the tables it cut say so
     python benchmarks/readme_perf.py --render build/readme_perf/readme_perf.json --update-readme README.md
 
 Why one driver: the section's tables came from separate runs, some with

@@ -183,6 +183,12 @@ def test_render_and_update_from_the_command_line(tmp_path, capsys):
     assert "not a readme_perf results file" in capsys.readouterr().err
 
 
+def test_the_driver_removes_every_thread_variable_threads_bench_does():
+    import threads_bench
+
+    assert set(threads_bench.THREAD_VARIABLES) <= set(rp.THREAD_VARIABLES)
+
+
 def test_parts_and_environment():
     assert rp.parse_parts("main, peers") == ["main", "peers"]
     with pytest.raises(argparse.ArgumentTypeError, match="unknown part 'mains'"):
