@@ -42,7 +42,13 @@ from .batchnorm import (
     channel_region,
 )
 from .batchnorm import absorbed as bn_absorbed
-from .batchnorm_grad import CChannelRegionGradient, region_gradient, weight_absorbed, weight_product
+from .batchnorm_grad import (
+    CChannelRegionGradient,
+    region_gradient,
+    transposed_products,
+    weight_absorbed,
+    weight_product,
+)
 from .conv_planes import PlaneLoops, _disjoint, _padded_extent
 from .function import CFunction
 from .indexing import _ints, _prod, _symbolic, contiguous_strides, strided_source
@@ -241,6 +247,10 @@ def plan(graph: Graph) -> WindowPlan:
                 p.emit[id(region)] = ("bn_region_grad", region, both)
             else:
                 p.emit[id(node)] = ("bn_grad", node, bn)
+            rows = bn["rows"].outputs[0] if bn["rows"] is not None else None
+            if rows is not None and (both is None or both.get("weight") is None):
+                for product, src in transposed_products(rows, outs):
+                    p.emit[id(product)] = ("weight_t", product, (rows, src))
         elif _fold_ok(node):
             grad = grads[id(node)]
             if grad is not None:
@@ -269,6 +279,11 @@ def window_op(module: "NativeModule", node: Node, at: str) -> bool:
     if entry is None:
         return False
     kind, anchor, parts = entry
+    if kind == "weight_t":  # rows @ S^T as (S @ rows^T)^T (batchnorm_grad.transposed_products)
+        rows, src = parts
+        module.body.append(f"{module.names(node.outputs[0])} = np.ascontiguousarray(_rt.matmul("
+                           f"{module.names(src)}, {module.names(rows)}.swapaxes(0, 1)).swapaxes(0, 1))")
+        return True
     fn: CFunction
     if kind == "bn_grad":
         fn = CChannelGradient(module, node, f"gm_channels{len(module.functions)}", parts)

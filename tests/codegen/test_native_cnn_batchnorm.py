@@ -93,6 +93,26 @@ def test_the_normalization_writes_the_affine_relu_region():
     assert masks and all("computed by the window function" in driver[k + 1] for k in masks)
 
 
+def test_a_wide_weight_gradient_is_taken_from_the_columns_side():
+    """A convolution whose columns outnumber its channels (K = 4 * 9 > 3 here) has its weight
+    gradient computed as (S @ rows^T)^T in the driver; the step equals eager."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 4, 6, 6)).astype(np.float32)
+    results = []
+    for compiled in (False, True):
+        eager.manual_seed(0)
+        model = nn.Sequential(nn.Conv2d(4, 3, 3, padding=1), nn.BatchNorm2d(3), nn.ReLU())
+        step = _step(model, eager.optim.SGD(model.parameters(), lr=0.1))
+        f = static.compile(step, backend="native", check=True) if compiled else step
+        losses = [float(f(eager.from_numpy(x))) for _ in range(2)]
+        results.append((losses, [p.detach().numpy().copy() for p in model.parameters()], f))
+    (want, want_p, _), (got, got_p, f) = results
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    for a, b in zip(got_p, want_p):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    assert ".swapaxes(0, 1)).swapaxes(0, 1))" in f.source(eager.from_numpy(x))
+
+
 def test_batch_norm_in_eval_mode_and_the_compiled_module_drop_in():
     """A module compiled as a drop-in (forward and backward graphs apart) in training, then
     in eval mode (running statistics: no normalize node), equals eager."""
