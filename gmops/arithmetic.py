@@ -85,11 +85,11 @@ def _rsub_arguments(apply, input, other, alpha=1):
 def _div_arguments(apply, input, other, rounding_mode=None):
     """torch.div(input, other, *, rounding_mode=None): true division, or the quotient rounded
     toward zero ('trunc') or down ('floor'), keeping integer dtypes: one record per mode
-    (gmops.math_ops.DIV_TRUNC / DIV_FLOOR), whose result stays on the graph with a zero
+    (gmops.division.DIV_TRUNC / DIV_FLOOR), whose result stays on the graph with a zero
     gradient for both operands (DivBackward2), as PyTorch's."""
     if rounding_mode is None:
         return apply(DIV, (input, other), {})
-    from .math_ops import DIV_FLOOR, DIV_TRUNC  # noqa: PLC0415  (math_ops imports this module's neighbours)
+    from .division import DIV_FLOOR, DIV_TRUNC  # noqa: PLC0415  (loaded after this module's records)
 
     if rounding_mode == "floor":
         return apply(DIV_FLOOR, (input, other), {})

@@ -1,5 +1,6 @@
-"""More math: integer-style division, bitwise and logical ops, float classification,
-scans (cumsum, cumprod), argsort and einsum. Forward on `xp`, abstract rule, VJP in ops."""
+"""More math: bitwise and logical ops, float classification, rounding, scans (cumsum,
+cumprod), argsort and einsum (integer-style division: gmops.division, re-exported here).
+Forward on `xp`, abstract rule, VJP in ops."""
 from __future__ import annotations
 
 from typing import Any
@@ -13,11 +14,11 @@ from ._layout import like
 from ._registry import VARIADIC, TensorSpec, defop
 from .comparison import LOGICAL_AND as _LOGICAL_AND
 from .comparison import LOGICAL_NOT as _LOGICAL_NOT
+from .division import DIV_FLOOR, DIV_TRUNC, FLOOR_DIVIDE, FMOD, REMAINDER, _zeros_for  # noqa: F401  (their home before)
 from .elementwise import RSQRT, WHERE
 from .indexing import FLIP, TRIU
 from .reductions import SUM
 from .shape_ops import EXPAND, INDEX_PUT, RESHAPE, TRANSPOSE, UNSQUEEZE
-from .special import FULL_LIKE
 
 # the Python surface eager generates from a record (eager._surface): eager.<name>, Tensor.<name>
 # and the in-place Tensor.<name>_
@@ -40,128 +41,6 @@ def _not_float(name, spec):
     if spec.dtype.is_floating_point:
         raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtypes.scalar_type_name(spec.dtype)}\'; '
                            "bitwise ops take integer or bool tensors")
-
-
-def _divisors(rng, shape):
-    return rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
-
-
-# -- division with rounding -------------------------------------------------------------------
-def _integer_division(fn):
-    """`fn(a, b)` refusing an integer division by zero as PyTorch does (a RuntimeError whose
-    message is "ZeroDivisionError"): NumPy gives 0 there, silently."""
-    def forward(xp, a, b):
-        dt = getattr(b, "dtype", None)
-        integral = dt.kind in "iu" if dt is not None else isinstance(b, int) and not isinstance(b, bool)
-        if integral and getattr(a, "dtype", np.dtype(np.int64)).kind in "iu" and bool(xp.any(xp.asarray(b) == 0)):
-            raise RuntimeError("ZeroDivisionError")
-        return fn(xp, a, b)
-    return forward
-
-
-def _zeros_for(n: int):
-    """The VJP of an n-operand op whose derivative is zero almost everywhere (a step: rounding,
-    a rounded quotient), as PyTorch's: zeros of the gradient's shape for each operand that wants
-    one (zeros_like(grad): a NaN or inf flowing in gives 0, not g * 0 = NaN). The result stays
-    on the graph, so a backward through it runs instead of raising."""
-    def vjp(ctx, g):
-        return tuple(FULL_LIKE(g, value=0.0) if ctx.needs(i) else None for i in range(n))
-
-    return vjp
-
-
-# PyTorch implements no derivative of floor_divide (`//`): the result of a float tensor that
-# requires grad stays on the graph (grad_fn NotImplemented) and a backward through it raises;
-# div(..., rounding_mode="floor") is the differentiable spelling (DivBackward2, zero gradients)
-FLOOR_DIVIDE = defop(
-    "floor_divide", arity=2, forward=_integer_division(lambda xp, a, b: xp.floor_divide(a, b)),
-    abstract=_elementwise("floor_divide"), grad_name="NotImplemented", differentiable_order=0,
-    promote="same",
-    samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {}),
-                         ((rng.integers(-9, 9, (3, 4)), rng.integers(1, 4, (4,))), {})],
-    doc="a // b: the quotient rounded toward -inf (PyTorch implements no derivative of it: use "
-        "div(a, b, rounding_mode='floor'), whose gradient is zero)", surface=_ALL,
-)
-
-
-def _trunc_divide(xp, a, b):
-    """The quotient rounded toward zero, as PyTorch's div_trunc: trunc(a / b) for floats (the
-    division rounded first, then truncated), C's integer division for integers (NumPy's
-    floor_divide, moved up by one where the signs differ and the division is not exact)."""
-    if any(getattr(v, "dtype", np.dtype(type(v))).kind == "f" for v in (a, b)):
-        return xp.trunc(xp.true_divide(a, b))
-    q = xp.floor_divide(a, b)
-    inexact = xp.not_equal(q * b, a) & xp.not_equal(xp.less(a, 0), xp.less(b, 0))
-    return xp.where(inexact, q + 1, q)
-
-
-def _div_rounded(mode: str, fn):
-    """div(a, b, rounding_mode=mode) as one record: the rounded quotient (integer dtypes kept),
-    its gradient zero for both operands and the node named DivBackward2, as PyTorch's."""
-    name = f"div_{mode}"
-    return defop(
-        name, arity=2, forward=_integer_division(fn), abstract=_elementwise(name),
-        vjp=_zeros_for(2), grad_name="DivBackward2", promote="same",
-        samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {}),
-                             ((rng.standard_normal((3, 4)) * 3, 0.75), {})],
-        doc=f"a / b rounded {'toward -inf' if mode == 'floor' else 'toward zero'} (div's rounding_mode={mode!r}); "
-            "its gradient is zero",
-    )
-
-
-DIV_FLOOR = _div_rounded("floor", lambda xp, a, b: xp.floor_divide(a, b))
-DIV_TRUNC = _div_rounded("trunc", _trunc_divide)
-
-
-def _tensor_or_number_name(stem: str):
-    """PyTorch's node names of remainder/fmod: ...Backward0 for (tensor, number), ...Backward1
-    for (tensor, tensor); (number, tensor) has no derivative in PyTorch (NotImplemented)."""
-    def name(operands, attrs):
-        if not hasattr(operands[0], "shape"):
-            return "NotImplemented"
-        return f"{stem}Backward{1 if hasattr(operands[1], 'shape') else 0}"
-
-    return name
-
-
-def _divisor_grad(name: str, a, b, g, rounded):
-    """-g * rounded(a, b), other's gradient of remainder (floor) and fmod (trunc), PyTorch's
-    formula; a number dividend has no derivative in PyTorch, so asking for it raises."""
-    if not hasattr(a, "shape"):
-        raise RuntimeError(f"derivative for {name} is not implemented: {name}(number, tensor) has no derivative "
-                           "in PyTorch; pass the dividend as a tensor (eager.tensor(a))")
-    return -(g * rounded(a, b))
-
-
-def _remainder_vjp(ctx, g):
-    a, b = ctx.input(0), ctx.input(1)
-    gb = _divisor_grad("remainder", a, b, g, DIV_FLOOR) if ctx.needs(1) else None
-    return (g if ctx.needs(0) else None), gb
-
-
-REMAINDER = defop(
-    "remainder", arity=2, forward=_integer_division(lambda xp, a, b: xp.remainder(a, b)),
-    abstract=_elementwise("remainder"),
-    vjp=_remainder_vjp, grad_name=_tensor_or_number_name("Remainder"), save=(0, 1), promote="same",
-    samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {}),
-                         ((rng.standard_normal((3, 4)) * 3, 1.5), {})],
-    doc="a % b with the sign of b (Python's %)", surface=_ALL,
-)
-
-
-def _fmod_vjp(ctx, g):
-    a, b = ctx.input(0), ctx.input(1)
-    gb = _divisor_grad("fmod", a, b, g, DIV_TRUNC) if ctx.needs(1) else None
-    return (g if ctx.needs(0) else None), gb
-
-
-FMOD = defop(
-    "fmod", arity=2, forward=_integer_division(lambda xp, a, b: xp.fmod(a, b)),
-    abstract=_elementwise("fmod"),
-    vjp=_fmod_vjp, grad_name=_tensor_or_number_name("Fmod"), save=(0, 1), promote="same",
-    samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {})],
-    doc="C's fmod: the remainder with the sign of a", surface=_ALL,
-)
 
 
 # -- bitwise and logical ------------------------------------------------------------------------

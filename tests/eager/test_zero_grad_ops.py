@@ -164,3 +164,21 @@ def test_round_with_decimals_refuses_integers_as_pytorch():
             with pytest.raises(NotImplementedError, match="round"):
                 eager.round(eager.tensor([1, 2], dtype=getattr(eager, dt)), **kwargs)
         assert eager.round(eager.tensor([1, 2], dtype=getattr(eager, dt))).tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, a, b: L.div(a, b, rounding_mode="floor"), lambda L, a, b: L.div(a, b, rounding_mode="trunc"),
+    lambda L, a, b: L.floor_divide(a, b), lambda L, a, b: L.remainder(a, b), lambda L, a, b: L.fmod(a, b),
+    lambda L, a, b: L.div(a, True if b.dtype == L.bool else 2, rounding_mode="floor"), lambda L, a, b: a // b])
+def test_divisions_of_two_bools_are_refused_as_pytorch(call):
+    """PyTorch has no bool kernel of the rounded divisions and remainders (NumPy computes int8);
+    a bool beside an integer is promoted and divides."""
+    results = []
+    for lib in (eager, torch):
+        a, b = lib.tensor([True, False, True]), lib.tensor([True, True, True])
+        with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+            call(lib, a, b)
+        results.append(call(lib, a, lib.tensor([1, 2, 3])).tolist())
+    with pytest.raises(NotImplementedError, match="Bool"):
+        static.compile(lambda a, b: call(eager, a, b), backend="numpy")(eager.tensor([True]), eager.tensor([True]))
+    assert results[0] == results[1]
