@@ -193,6 +193,19 @@ ERF = _unary("erf", _erf, lambda ctx, g: (g * EXP(-(ctx.input(0) * ctx.input(0))
 ERF.extra["recompute"] = False  # many NumPy passes per element: a compiled backward saves it instead
 
 
+def _in_float32(forward):
+    """`forward` computing a float16 operand in float32 and rounding once, as PyTorch's CPU
+    kernels do (opmath): in float16 steps 1 + erf(x) cancels to 0 for x < -3 and gelu gave -0
+    where PyTorch gives -1.3e-4. The C kernels compute float16 in float already."""
+    def run(xp, x, *args, **attrs):
+        if getattr(x, "dtype", None) == np.float16:
+            return forward(xp, x.astype(np.float32), *args, **attrs).astype(np.float16)
+        return forward(xp, x, *args, **attrs)
+    run.__name__ = run.__qualname__ = forward.__name__
+    return run
+
+
+@_in_float32
 def _softplus(xp, x, beta=1.0, threshold=20.0):
     bx = x * beta
     # log1p(exp(-|bx|)) + max(bx, 0) is log(1 + exp(bx)) without overflow
@@ -219,6 +232,7 @@ _GELU_K = math.sqrt(2.0 / math.pi)
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 
 
+@_in_float32
 def _gelu(xp, x, approximate="none"):
     out = try_native(xp, "gelu", x, approximate)
     if out is not None:  # one threaded pass (gmnative.kernels)
@@ -244,6 +258,7 @@ def _gelu_vjp(ctx, g):
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
+@_in_float32
 def _gelu_grad(xp, x):
     """Phi(x) + x * phi(x), the derivative of exact GELU, in one buffer (the backward of a
     GELU then costs one op where the composite took about ten)."""
