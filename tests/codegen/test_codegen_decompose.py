@@ -30,7 +30,7 @@ FORWARD_CALLS = {"view_scatter", "prod_except_self", "embedding_backward", "unfo
                  "div_floor", "div_trunc",
                  # records with a C expression and no ufunc: fused in C, their forward in NumPy code
                  # (the Bessel functions' C expressions are gm_helpers.h's series)
-                 "erfc", "frac", "i0", "i1", "i0e", "i1e", "heaviside", "ldexp", "positive",
+                 "erfc", "frac", "i0", "i1", "i0e", "i1e", "heaviside", "ldexp", "positive", "clamp_tensor",
                  # LAPACK (inverse, solve, determinant): the op's forward reports a singular matrix
                  "inv", "solve", "det",
                  # structured control flow: a Python loop around the body's own generated code
