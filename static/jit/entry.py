@@ -33,6 +33,25 @@ from ..training.guards import GradGuard
 from . import trace_cache
 from .signature import CallKey
 
+
+def _through_underivable(state: TraceState, reach: set) -> set:
+    """The values whose backward would run the VJP of an op PyTorch does not differentiate
+    (floor_divide, heaviside: differentiable_order 0). A compiled output that depends on one
+    gets no backward built at trace time (a backward through it raises in PyTorch, and here
+    the output does not require grad), instead of the whole call failing for a forward that
+    may never be differentiated; static.grad and a traced backward() still raise."""
+    from gmops import REGISTRY  # noqa: PLC0415
+
+    tainted: set = set()
+    for node in state.graph.nodes:
+        op = REGISTRY.get(node.op)
+        if op is None or op.vjp is None or node in state.no_grad_nodes:
+            continue
+        ins = [v for v in node.inputs if isinstance(v, Value)]
+        if (op.differentiable_order == 0 and any(v in reach for v in ins)) or any(v in tainted for v in ins):
+            tainted.update(node.outputs)
+    return tainted
+
 if TYPE_CHECKING:
     from .compiled import Compiled
 
@@ -379,6 +398,7 @@ class _GradRecorder:
         if not wrt:
             return []
         reach = reached(state, wrt)
+        reach -= _through_underivable(state, reach)
         candidates = outputs + updates
         order: list = []
         positions: dict = {}

@@ -182,3 +182,28 @@ def test_divisions_of_two_bools_are_refused_as_pytorch(call):
     with pytest.raises(NotImplementedError, match="Bool"):
         static.compile(lambda a, b: call(eager, a, b), backend="numpy")(eager.tensor([True]), eager.tensor([True]))
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "interpret"])
+def test_a_compiled_forward_through_an_op_without_derivative_runs(backend):
+    """x // 2 of a tensor that requires grad compiles and runs (PyTorch raises only when a
+    backward reaches floor_divide): the output that depends on it gets no backward, so a
+    backward through it raises, while the call's other outputs keep theirs."""
+    x = eager.tensor([1.5, 2.5, -3.0], requires_grad=True)
+    both = static.compile(lambda t: ((t // 2) + t, t * 2), backend=backend)(x)
+    np.testing.assert_array_equal(both[0].numpy(), [1.5, 3.5, -5.0])
+    both[1].sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, 2.0])
+    with pytest.raises(RuntimeError):
+        both[0].sum().backward()
+
+    def step(w):
+        y = w // 2
+        loss = (w * w).sum() + (y.detach() * w).sum()
+        loss.backward()
+        return y
+
+    for fn in (step, static.compile(step, backend=backend)):
+        x.grad = None
+        np.testing.assert_array_equal(fn(x).detach().numpy(), [0.0, 1.0, -2.0])
+        np.testing.assert_array_equal(x.grad.numpy(), [3.0, 6.0, -8.0])
