@@ -140,7 +140,9 @@ def _spread(values: list[float]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", "--runs", dest="rounds", type=int, default=5,
+                    help="rounds, each a fresh process per tree (alternating their order)")
+    ap.add_argument("--json", type=Path, default=None, help="write every round's seconds per backward here")
     ap.add_argument("--batches", type=int, default=5, help="timed batches per graph per process")
     ap.add_argument("--against", type=Path, default=None, help="another tree to time, interleaved")
     ap.add_argument("--no-torch", action="store_true")
@@ -164,6 +166,11 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  {g:6s} this eager/torch {_spread([rd['this'][g]['eager'] / rd['this'][g]['torch'] for rd in rounds])}")
         if args.against:
             print(f"  {g:6s} eager this/other {_spread([rd['this'][g]['eager'] / rd['other'][g]['eager'] for rd in rounds])}")
+    if args.json:
+        medians = {f"{g} {label} {lib}": statistics.median(rd[label][g][lib] for rd in rounds)
+                   for g in GRAPHS for label in trees for lib in rounds[0][label][g]}
+        args.json.write_text(json.dumps({"unit": "seconds per backward", "rounds": rounds,
+                                         "medians": medians}, indent=1))
 
 
 if __name__ == "__main__":
