@@ -21,6 +21,7 @@ from static.ir import Node, Value
 from ..c_kernel import KernelBody
 from ..lowering import lowering_for
 from ..render import c_literal, c_type
+from .batchnorm_grad import CChannelRegion, channel_region, over_all_but_channels  # noqa: F401  (conv.py's)
 from .function import CFunction, _parallel
 from .indexing import _ints, _prod, _symbolic, load
 
@@ -32,18 +33,6 @@ FLOATS = ("float32", "float64")
 
 def _users(v: Value) -> list[Node]:
     return list({id(n): n for n in v.users}.values())
-
-
-def over_all_but_channels(dims, shape: tuple) -> bool:
-    """Whether a reduction over `dims` (None: all) of an array of `shape` sums each channel
-    (dim 1) whole: every other dim reduced, those of size 1 optional (the graph drops them:
-    a batch of one sums over the spatial dims only), the channels not reduced unless there
-    is one."""
-    nd = len(shape)
-    reduced = set(range(nd)) if dims is None else {int(d) % nd for d in dims}
-    need = set(range(nd)) - {1}
-    extra, missing = reduced - need, need - reduced
-    return (not extra or (extra == {1} and shape[1] == 1)) and all(shape[i] == 1 for i in missing)
 
 
 def channel_gradient(node: Node, outs: set) -> dict | None:
@@ -459,145 +448,3 @@ def absorbed(parts: dict) -> set:
     if "dims" in parts:  # a channel region: itself only
         return set()
     return {id(n) for n in (parts["sum"], parts["permute"], parts["rows"]) if n is not None}
-
-
-def channel_region(node: Node, outs: set) -> dict | None:
-    """A fused region over (N, C, *spatial) whose reductions are all sums over every axis but
-    the channels (batch norm's affine + ReLU gradient: g masked by the ReLU, its channel sum
-    for the bias and its sum times x for the weight, and the masked g times the weight for
-    the normalization's gradient), read as one function: per channel, each element's
-    prologue computed once, its pointwise outputs stored and every sum added on the way.
-    The region's own loops walk the array once per output (three passes here). None when
-    the region is anything else: another reduction, a value read after a reduction, an
-    operand neither the full array nor one value per channel, a symbolic size."""
-    body = node.body
-    if node.op != "fused" or body is None or not node.outputs:
-        return None
-    reductions = [n for n in body.nodes if n.op == "sum"]
-    if not reductions:
-        return None
-    shape = _ints(reductions[0].inputs[0].type.shape) if isinstance(reductions[0].inputs[0], Value) else ()
-    if len(shape) < 3 or any(_symbolic(d) for d in shape) or _prod(shape) == 0:
-        return None
-    dims = (0, *range(2, len(shape)))
-    dtype = reductions[0].inputs[0].type.dtype
-    if dtype.np.name not in FLOATS:
-        return None
-    sums = {id(n) for n in reductions}
-    sum_outputs = {id(n.outputs[0]) for n in reductions}
-    for n in reductions:
-        x = n.inputs[0]
-        if (n.body is not None or not isinstance(x, Value) or _ints(x.type.shape) != shape or x.type.dtype != dtype
-                or not over_all_but_channels(n.attrs["dims"], shape)
-                or n.outputs[0].type.dtype != dtype):
-            return None
-    for n in body.nodes:
-        if id(n) in sums:
-            continue
-        op = REGISTRY.get(n.op)
-        if (op is None or op.kind != "elementwise" or n.body is not None or len(n.outputs) != 1
-                or any(isinstance(v, Value) and id(v) in sum_outputs for v in n.inputs)
-                or lowering_for(n.op).cupy.expr is None):
-            return None
-    c = shape[1]
-    for p, outer in zip(body.inputs, node.inputs):
-        if not isinstance(outer, Value):
-            continue
-        s = _ints(p.type.shape)
-        padded = (1,) * (len(shape) - len(s)) + s
-        if len(s) > len(shape) or not (padded == shape or padded == (1, c) + (1,) * (len(shape) - 2)
-                                       or all(d == 1 for d in padded)):
-            return None
-    produced = {id(o) for n in body.nodes for o in n.outputs}
-    seen: set = set()
-    for y in body.outputs:
-        if not isinstance(y, Value) or id(y) not in produced or id(y) in seen:
-            return None  # a region input yielded as it is, or a value yielded twice
-        seen.add(id(y))
-        if id(y) not in sum_outputs and _ints(y.type.shape) != shape:
-            return None
-    return {"shape": shape, "dims": dims}
-
-
-class CChannelRegion(CFunction):
-    """A fused region whose reductions are channel sums, as one pass per channel
-    (channel_region). The elements are staged in floats and added in double in a second
-    SIMD loop, as the region's own reductions do: a float comparison and a double
-    accumulator in one loop kept it scalar."""
-
-    def __init__(self, module: "NativeModule", node: Node, name: str, parts: dict) -> None:
-        super().__init__(module, name, node)
-        self.parts = parts
-
-    def emit(self) -> None:
-        node = self.node
-        assert node is not None and node.body is not None
-        body = node.body
-        shape = self.parts["shape"]
-        n, c = shape[0], shape[1]
-        hw = _prod(shape[2:])
-        env: dict = {}
-        for p, outer in zip(body.inputs, node.inputs):
-            if not isinstance(outer, Value):
-                ctype = c_type(p.type.dtype)
-                env[p] = (c_literal(outer, ctype), ctype)
-                continue
-            cname = self._param(p, self.m.contiguous(outer), writable=False)
-            s = _ints(p.type.shape)
-            padded = (1,) * (len(shape) - len(s)) + s
-            idx = "at + k" if padded == shape else ("0" if all(d == 1 for d in padded) else "cc")
-            env[p] = load(cname, idx, p)
-        kb = KernelBody(self.m.lines, env)
-        for b in body.nodes:
-            if b.op != "sum":
-                kb.emit(b)
-        reductions = [b for b in body.nodes if b.op == "sum"]
-        outputs = dict(zip((id(y) for y in body.outputs), node.outputs))
-        stores, finals, stage_decls, stage_stores, adds = [], [], [], [], []
-        for y in body.outputs:
-            if y.producer is not None and y.producer.op == "sum":
-                continue
-            cname = self._fresh_output(outputs[id(y)])
-            expr, ctype = kb.env[y]
-            want = c_type(y.type.dtype)
-            stores.append(f"{cname}[at + k] = {expr if ctype == want else f'({want})({expr})'};")
-        accs = []
-        for j, red in enumerate(reductions):
-            T = c_type(red.inputs[0].type.dtype)
-            stage_decls.append(f"{T} stage{j}[GM_STAGE];")
-            stage_stores.append(f"stage{j}[k - k0] = {kb.operand(red.inputs[0], T)};")
-            adds.append(f"acc{j} += (double)stage{j}[k];")
-            accs.append(f"acc{j}")
-            y = red.outputs[0]
-            if id(y) in outputs:
-                finals.append(f"{self._fresh_output(outputs[id(y)])}[cc] = ({c_type(y.type.dtype)})acc{j};")
-        par = ("#pragma omp parallel for num_threads(gm_nt) schedule(static)" if _parallel(n * c * hw)
-               else "// little work: the calling thread")
-        self.lines += [
-            f"{{  // the region over ({n}, {c}, {hw}) per channel: {len(stores)} pointwise output(s) and "
-            f"{len(reductions)} channel sum(s) in one pass",
-            f"    {par}",
-            f"    for (long long cc = 0; cc < {c}; ++cc) {{",
-            "        double " + ", ".join(f"{a} = 0.0" for a in accs) + ";",
-            *(f"        {d}" for d in stage_decls),
-            f"        for (long long nn = 0; nn < {n}; ++nn) {{",
-            f"            const long long at = (nn * {c} + cc) * {hw}LL;",
-            f"            for (long long k0 = 0; k0 < {hw}; k0 += GM_STAGE) {{",
-            f"                const long long k1 = k0 + GM_STAGE < {hw} ? k0 + GM_STAGE : {hw};",
-            "                #pragma omp simd",
-            "                for (long long k = k0; k < k1; ++k) {",
-            *(f"                    {s}" for s in kb.lines),
-            *(f"                    {s}" for s in stores),
-            *(f"                    {s}" for s in stage_stores),
-            "                }",
-            f"                #pragma omp simd reduction(+:{', '.join(accs)})",
-            "                for (long long k = 0; k < k1 - k0; ++k) {",
-            *(f"                    {a}" for a in adds),
-            "                }",
-            "            }",
-            "        }",
-            *(f"        {f}" for f in finals),
-            "    }",
-            "}",
-        ]
-        self._call()
