@@ -26,7 +26,9 @@ def flatten(tree, is_leaf: Callable[[Any], bool], objects: bool = False) -> tupl
         if isinstance(node, list):
             return ("list", tuple(walk(x) for x in node))
         if isinstance(node, dict):
-            keys = tuple(sorted(node, key=repr))
+            # insertion order, as the eager function returns it (a compiled function's dict
+            # must read like eager's); two orders of the same keys are two structures
+            keys = tuple(node)
             return ("dict", keys, tuple(walk(node[k]) for k in keys))
         if node is None:
             return ("none",)

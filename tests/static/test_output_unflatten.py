@@ -57,3 +57,22 @@ def test_compiled_results_keep_their_structure():
         np.testing.assert_allclose(got[0].numpy(), want[0].numpy())
         np.testing.assert_allclose(got[1]["b"][1][0].numpy(), want[1]["b"][1][0].numpy())
         np.testing.assert_allclose(got[1]["a"].first.numpy(), want[1]["a"].first.numpy())
+
+
+def test_a_returned_dict_keeps_eagers_key_order_and_an_argument_dict_of_either_order_runs():
+    """A compiled function's dict reads like the eager function's: keys in insertion order
+    (pytree once sorted them); a dict argument given in another order is another structure,
+    which retraces rather than mixing up its values."""
+    import eager
+    import static
+
+    def f(d):
+        return {"z": d["b"] * 2, "a": d["a"] + 1, "m": d["b"] - d["a"]}
+
+    compiled = static.compile(f)
+    x, y = eager.tensor([1.0, 2.0]), eager.tensor([5.0, 7.0])
+    for arg in ({"a": x, "b": y}, {"b": y, "a": x}):
+        got, want = compiled(arg), f(arg)
+        assert list(got) == list(want) == ["z", "a", "m"]
+        for k in want:
+            assert got[k].tolist() == want[k].tolist(), k
