@@ -97,6 +97,69 @@ BITWISE_NOT = defop(
 )
 
 
+# -- shifts ------------------------------------------------------------------------------------
+def _shift_check(name: str, spec) -> None:
+    """Shifts take integers only: of the promoted operands, floats and bool-with-bool are
+    refused with PyTorch's NotImplementedError (a bool shifted by an int promotes to it)."""
+    if spec.dtype.is_floating_point or spec.dtype == _dtypes.bool_:
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtypes.scalar_type_name(spec.dtype)}\'; '
+                                  "shifts take integer tensors (cast with .long() or .int())")
+
+
+def _shift_abstract(name: str):
+    def abstract(a, b):
+        spec = _elementwise(name)(a, b)
+        _shift_check(name, spec)
+        return spec
+    return abstract
+
+
+def _shift_counts(name: str, xp, a, b):
+    """(a, in range, the count where in range else 0) in the tensor operand's dtype (a Python
+    number wraps into it, as PyTorch's scalar does): a count that is negative or at least the
+    bit width is PyTorch's special case (C's shift is undefined there; CuPy's ufunc is C's)."""
+    dt = (a if hasattr(a, "dtype") else b).dtype
+    if dt.kind not in "iu":  # eager runs no abstract rule first: its message comes from the failure
+        raise TypeError(f"{name}: shifts take integer tensors, not {dt}")
+    a, b = xp.asarray(a).astype(dt, copy=False), xp.asarray(b).astype(dt, copy=False)
+    bits = dt.itemsize * 8
+    ok = (b < bits) if dt.kind == "u" else (b >= 0) & (b < bits)
+    return a, ok, xp.where(ok, b, 0).astype(dt, copy=False)
+
+
+def _left_shift(xp, a, b):
+    a, ok, count = _shift_counts("bitwise_left_shift", xp, a, b)
+    return xp.where(ok, xp.left_shift(a, count), 0).astype(a.dtype, copy=False)  # bits shifted out wrap
+
+
+def _right_shift(xp, a, b):
+    a, ok, count = _shift_counts("bitwise_right_shift", xp, a, b)
+    beyond = xp.zeros_like(a) if a.dtype.kind == "u" else xp.right_shift(a, a.dtype.itemsize * 8 - 1)  # 0 / -1
+    return xp.where(ok, xp.right_shift(a, count), beyond).astype(a.dtype, copy=False)
+
+
+def _shift_samples(rng):
+    return [((rng.integers(-40, 40, (3, 4)), rng.integers(-2, 70, (4,))), {}),
+            ((rng.integers(0, 255, (3, 4)).astype(np.uint8), rng.integers(0, 10, (3, 4)).astype(np.uint8)), {})]
+
+
+# the count guarded as PyTorch's: out of [0, bit width) the left shift is 0, the right one the
+# sign (0 or -1); the left shift in unsigned long long (no signed overflow), truncated to T. Both
+# hold when T is wider than the stored type: the low bits of a left shift by >= the narrow width
+# are 0 and a right shift of a sign-extended value is its sign.
+_SHIFT_OUT = "(({T}){1} < ({T})0 || ({T}){1} >= ({T})(8 * sizeof({T})))"
+BITWISE_LEFT_SHIFT = defop(
+    "bitwise_left_shift", arity=2, forward=_left_shift, abstract=_shift_abstract("lshift"), promote="same",
+    samples=_shift_samples,
+    c_expr=f"({_SHIFT_OUT} ? ({{T}})0 : ({{T}})((unsigned long long)({{T}}){{0}} << ({{T}}){{1}}))",
+    surface=_ALL, doc="the bits of an integer tensor shifted left (`<<`), wrapping in its dtype")
+BITWISE_RIGHT_SHIFT = defop(
+    "bitwise_right_shift", arity=2, forward=_right_shift, abstract=_shift_abstract("rshift"), promote="same",
+    samples=_shift_samples,
+    c_expr=f"({_SHIFT_OUT} ? (({{T}}){{0}} < ({{T}})0 ? ({{T}})-1 : ({{T}})0) : ({{T}})(({{T}}){{0}} >> ({{T}}){{1}}))",
+    surface=_ALL, doc="the bits of an integer tensor shifted right (`>>`, arithmetic for signed dtypes)")
+
+
 def _logical_samples(rng):
     return [((rng.standard_normal((3, 4)) > 0, rng.standard_normal((4,)) > 0), {}),
             ((rng.standard_normal((3, 4)), rng.standard_normal((3, 4)) > 0.5), {})]

@@ -65,5 +65,13 @@ TensorAPI.__ipow__ = TensorAPI.__dict__["pow_"]  # type: ignore[attr-defined]
 TensorAPI.__iadd__ = TensorAPI.__dict__["add_"]  # type: ignore[attr-defined]
 TensorAPI.__isub__ = TensorAPI.__dict__["sub_"]  # type: ignore[attr-defined]
 TensorAPI.__itruediv__ = TensorAPI.__dict__["div_"]  # type: ignore[attr-defined]
+TensorAPI.__ifloordiv__ = TensorAPI.__dict__["floor_divide_"]  # type: ignore[attr-defined]
+TensorAPI.__imod__ = TensorAPI.__dict__["remainder_"]  # type: ignore[attr-defined]
+TensorAPI.__iand__ = TensorAPI.__dict__["bitwise_and_"]  # type: ignore[attr-defined]
+TensorAPI.__ior__ = TensorAPI.__dict__["bitwise_or_"]  # type: ignore[attr-defined]
+TensorAPI.__ixor__ = TensorAPI.__dict__["bitwise_xor_"]  # type: ignore[attr-defined]
+TensorAPI.__ilshift__ = TensorAPI.__dict__["bitwise_left_shift_"]  # type: ignore[attr-defined]
+TensorAPI.__irshift__ = TensorAPI.__dict__["bitwise_right_shift_"]  # type: ignore[attr-defined]
+# (`@=` stays Python's rebinding: PyTorch defines no __imatmul__, so `a @= b` is `a = a @ b`)
 
 __all__ = ["TensorAPI", "TensorHooks", "inplace_methods"]

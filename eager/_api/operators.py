@@ -109,6 +109,18 @@ class TensorOperators(TensorHooks):
     def __rxor__(self, other: Any) -> Any:
         return F.bitwise_xor(other, self)
 
+    def __lshift__(self, other: Any) -> Any:
+        return F.bitwise_left_shift(self, other)
+
+    def __rlshift__(self, other: Any) -> Any:
+        return F.bitwise_left_shift(other, self)
+
+    def __rshift__(self, other: Any) -> Any:
+        return F.bitwise_right_shift(self, other)
+
+    def __rrshift__(self, other: Any) -> Any:
+        return F.bitwise_right_shift(other, self)
+
     def __invert__(self) -> Any:
         if getattr(self.dtype, "is_floating_point", False):  # PyTorch's message for the operator
             raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")

@@ -78,7 +78,8 @@ def test_the_in_place_table_is_complete_and_each_entry_is_eagers_function_writte
                                           "logical_xor", "remainder", "fmod", "floor_divide", "arctan2", "not_equal", "less",
                                           "less_equal", "greater", "greater_equal", "multiply", "divide", "subtract",
                                           "true_divide")},
-            **{f"bitwise_{op}_": [6] for op in ("and", "or", "xor")}}
+            **{f"bitwise_{op}_": [6] for op in ("and", "or", "xor")},
+            "bitwise_left_shift_": [3], "bitwise_right_shift_": [1]}
     integers = eager.tensor([[5, -3], [12, 0]])
     table = inplace_methods()
     assert {"add_", "sub_", "mul_", "div_", "pow_", "exp_", "sigmoid_", "clamp_", "masked_fill_"} <= set(table)
