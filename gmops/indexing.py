@@ -392,7 +392,9 @@ def _embedding_backward(xp, g, indices, num_weights, padding_idx=None):
     width = g.shape[-1]
     flat = indices.reshape(-1)
     rows = g.reshape(-1, width)
-    found = _index_kernels.rows_add(rows, flat, num_weights) if xp is np and type(rows) is np.ndarray else None
+    # (a broadcast gradient, x.sum()'s, is made row-major first: a copy costs less than the sort below)
+    found = (_index_kernels.rows_add(np.ascontiguousarray(rows), flat, num_weights)
+             if xp is np and type(rows) is np.ndarray else None)
     if found is not None:  # one pass in C, rows added in order from zero as add.at does (gmnative.index_kernels)
         if padding_idx is not None:
             found[padding_idx] = 0

@@ -429,7 +429,7 @@ def _rows_grad(xp, g, idx, shape):
     does not run (and for an index out of range: the NumPy code raises)."""
     if xp is not np or type(g) is not np.ndarray or not g.size:
         return None
-    rows = g.reshape(idx.size, -1)
+    rows = np.ascontiguousarray(g.reshape(idx.size, -1))  # (a broadcast gradient, x.sum()'s: copied)
     found = _index_kernels.rows_add(rows, idx.reshape(-1), shape[0]) if rows.shape[1] else None
     return None if found is None else found.reshape(shape)
 

@@ -187,3 +187,15 @@ def test_index_add_along_dim_0_has_add_at_bits(dtype):
     picked = eager.tensor(idx)
     assert eager.autograd.gradcheck(lambda a: eager.index_select(a, 0, picked), (w,))
     assert eager.autograd.gradgradcheck(lambda a: eager.index_select(a, 0, picked) ** 2, (w,))
+
+
+def test_a_broadcast_gradient_takes_the_row_kernel_with_add_at_bits():
+    from gmops import indexing
+
+    g = np.broadcast_to(np.float32(0.1), (32, 12, 16))  # x.sum()'s gradient: strides of 0
+    idx = np.random.default_rng(7).integers(0, 40, (32, 12))
+    want = np.zeros((40, 16), np.float32)
+    np.add.at(want, idx.reshape(-1), g.reshape(-1, 16))
+    np.testing.assert_array_equal(indexing.EMBEDDING_BACKWARD.forward(np, g, idx, num_weights=40), want)
+    got = shape_ops.INDEX_GRAD.forward(np, g, idx, key=(("tensor", 0),), shape=(40, 16), n_index=1)
+    np.testing.assert_array_equal(got, want)
