@@ -109,7 +109,8 @@ _OP_TEXT = {
     "logical_and": ("%a: bool[8], %b: bool[8]", "logical_and %a, %b", "bool[8]"),
     "logical_not": ("%a: bool[8]", "logical_not %a", "bool[8]"),
     "bitwise_not": ("%a: i64[8]", "bitwise_not %a", "i64[8]"),  # integers and bools only
-    **{n: ("%a: i64[8], %b: i64[8]", f"{n} %a, %b", "i64[8]") for n in ("bitwise_and", "bitwise_or", "bitwise_xor")},
+    **{n: ("%a: i64[8], %b: i64[8]", f"{n} %a, %b", "i64[8]") for n in ("bitwise_and", "bitwise_or", "bitwise_xor",
+                                                                            "bitwise_left_shift", "bitwise_right_shift")},
     **{n: ("%a: f32[8], %b: bool[8]", f"{n} %a, %b", "bool[8]") for n in ("logical_or", "logical_xor")},
     **{n: ("%a: f32[8]", f"{n} %a", "bool[8]") for n in ("isnan", "isinf", "isfinite")},
     "to_dtype": ("%a: f32[8]", "to_dtype %a {dtype = f64}", "f64[8]"),
