@@ -139,8 +139,18 @@ def _remainder_vjp(ctx, g):
     return (g if ctx.needs(0) else None), gb
 
 
+def _remainder(xp, a, b):
+    """NumPy's remainder with PyTorch's zero: a float result of 0 keeps fmod's sign, the
+    dividend's (remainder(-0.0, 1.0) and remainder(-2.0, -1.0) are -0.0; NumPy gives the
+    divisor's sign). The native kernel (native_gen.loop_library.divmod_op) computes the same."""
+    r = xp.remainder(a, b)
+    if r.dtype.kind == "f":
+        r = xp.where(r == 0, xp.copysign(r, a), r)
+    return r
+
+
 REMAINDER = defop(
-    "remainder", arity=2, forward=_integer_division(lambda xp, a, b: xp.remainder(a, b), "remainder_cpu"),
+    "remainder", arity=2, forward=_integer_division(_remainder, "remainder_cpu"),
     abstract=_division_abstract("remainder", "remainder_cpu"),
     vjp=_remainder_vjp, grad_name=_tensor_or_number_name("Remainder"), save=(0, 1), promote="same",
     samples=lambda rng: [((rng.standard_normal((3, 4)) * 3, _divisors(rng, (4,))), {}),

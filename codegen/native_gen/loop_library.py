@@ -324,8 +324,9 @@ def _elementwise_operand(body: "_Body", v, out: Value, ctype: str) -> str | None
 
 def divmod_op(body: "_Body", node: Node) -> bool:
     """remainder and floor_divide (Python's floor semantics, NumPy's spelling of them) on
-    integers, and remainder on floats as NumPy's npy_divmod computes it (fmod, then the
-    divisor's sign): True when written. NumPy gives 0 for an integer division by zero."""
+    integers, and remainder on floats as PyTorch computes it (fmod, plus the divisor where
+    the signs differ; a zero keeps the dividend's sign): True when written. NumPy gives 0 for
+    an integer division by zero."""
     out = node.outputs[0]
     dt = out.type.dtype.np
     if node.op not in ("remainder", "floor_divide") or len(node.inputs) != 2 or dt.kind not in "iuf":
@@ -342,9 +343,8 @@ def divmod_op(body: "_Body", node: Node) -> bool:
     if dt.kind == "f":
         fmod = "fmodf" if T == "float" else "fmod"
         value = [f"{T} gm_m = __builtin_{fmod}(gm_a, gm_b);",
+                 # (a zero keeps fmod's sign, the dividend's, as PyTorch's: gmops.division._remainder)
                  "if (gm_b != 0 && gm_m != 0 && ((gm_b < 0) != (gm_m < 0))) gm_m += gm_b;",
-                 f"else if (gm_b != 0 && gm_m == 0) gm_m = __builtin_copysign{'f' if T == 'float' else ''}"
-                 f"(({T})0, gm_b);",
                  "gm_z[gm_i] = gm_m;"]
     elif node.op == "remainder":  # (x % -1 is 0: the C expression would overflow at the minimum)
         minus_one = f"gm_b == ({T})-1 ? ({T})0 : " if dt.kind == "i" else ""

@@ -183,3 +183,34 @@ def test_traced_augmented_assignment_on_an_intermediate_matches_eager():
     x = eager.tensor([[5.0, -7.5], [3.25, 12.0]])
     _same(static.compile(f, backend="interpret")(x), f(x))
     _same(static.compile(f, backend="numpy")(x), f(x))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_remainder_zero_keeps_the_dividends_sign_as_torch_eager_and_compiled(dtype):
+    """remainder(-0.0, 1.0) and remainder(-2.0, -1.0) are -0.0 in PyTorch (fmod's zero; NumPy
+    gives the divisor's sign): eager, the NumPy backend and the native one (one-op and in a C
+    loop) agree with it bit for bit."""
+    a = np.array([-0.0, 0.0, -2.0, 2.0, -3.5, 3.5, 5.0, -5.0, 1.0, np.inf, -1.0, 7.0], dtype=dtype)
+    b = np.array([1.0, -1.0, -1.0, -1.0, 1.75, -1.75, 2.5, 2.5, 0.0, 2.0, np.inf, -np.inf], dtype=dtype)
+    cases = [(lambda x, y: (x * 1.0) % y, (a, b)), (lambda x, y: (x * 1.0) % -1.0 + y * 0, (a, b)),
+             (lambda x, y: 3.0 % (y * 1.0), (a, b))]
+    for fn, (x, y) in cases:
+        want = fn(torch.from_numpy(x), torch.from_numpy(y)).numpy()
+        runs = [fn(eager.tensor(x), eager.tensor(y))]
+        runs += [static.compile(fn, backend=be)(eager.tensor(x), eager.tensor(y)) for be in ("numpy", "native")
+                 if be == "numpy" or native_build.availability()[0]]
+        for got in runs:
+            got = got.numpy()
+            assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(want))
+
+
+@needs_cxx
+def test_remainder_in_a_c_loop_matches_torch():
+    xs = np.array([[-0.0, 0.0, -2.0, 2.0], [-4.0, 4.0, -1.0, 3.0]])
+
+    def model(xs):
+        return static.scan(lambda c, x: (c + 1.0, (x * 1.0) % -1.0), eager.tensor(0.0), xs)
+
+    got = static.compile(model, backend="native")(eager.tensor(xs))[1].numpy()
+    want = torch.remainder(torch.from_numpy(xs), -1.0).numpy()
+    assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
