@@ -268,6 +268,43 @@ def transposed_products(rows: Value, outs: set) -> list:
     return found
 
 
+def summed_batch_product(node: Node, outs: set) -> Node | None:
+    """The matmul of (N, M, L) by (N, L, K) that `node` sums over its batch axis (a weight's
+    gradient through an image-by-image product: a convolution's dW), read by nothing else;
+    None for any other sum."""
+    x = node.inputs[0] if len(node.inputs) == 1 else None
+    if not isinstance(x, Value):
+        return None
+    mm = x.producer
+    if (mm is None or node.body is not None or list(node.attrs.get("dims") or ()) != [0] or mm.op != "matmul"
+            or mm.body is not None or len(mm.inputs) != 2 or id(x) in outs
+            or any(u is not node for u in x.users)):
+        return None
+    a, b = mm.inputs
+    if not (isinstance(a, Value) and isinstance(b, Value) and a.type.dtype.np.name in ("float32", "float64")
+            and b.type.dtype == a.type.dtype and x.type.dtype == a.type.dtype
+            and len(a.type.shape) == 3 and len(b.type.shape) == 3
+            and not any(_symbolic(d) for v in (a, b) for d in v.type.shape)):
+        return None
+    (n, _, el), (nb, lb, _) = _ints(a.type.shape), _ints(b.type.shape)
+    return mm if n == nb and el == lb and n > 1 else None
+
+
+def summed_product_line(module: "NativeModule", node: Node, product: Node) -> str:
+    """The driver's line for summed_batch_product's sum: sum_n a[n] @ b[n] as one product over
+    the rows of all images, (K, N*L) @ (N*L, M) transposed. b stacked is a view of the
+    columns' transpose and a's rows are made contiguous (N*L, M) once, the operands BLAS reads
+    fastest (W6's 3x3 layer: 32 products of (32, 196) x (196, 144)^T and their sum took 1.3 ms,
+    this 0.8 on one thread); the same sums over images and positions, in another order."""
+    a, b = (module.names(v) for v in product.inputs)
+    n, m, el = _ints(product.inputs[0].type.shape)
+    k = _ints(product.inputs[1].type.shape)[2]
+    return (f"{module.names(node.outputs[0])} = np.ascontiguousarray(_rt.matmul("
+            f"{b}.reshape(({n * el}, {k})).swapaxes(0, 1), np.ascontiguousarray("
+            f"{a}.swapaxes(1, 2)).reshape(({n * el}, {m}))).swapaxes(0, 1)).reshape("
+            f"{tuple(_ints(node.outputs[0].type.shape))})")
+
+
 def weight_absorbed(parts: dict) -> set:
     """The nodes the combined function computes or makes unneeded (besides the gradient)."""
     w = parts.get("weight")

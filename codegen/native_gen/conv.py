@@ -45,6 +45,8 @@ from .batchnorm import absorbed as bn_absorbed
 from .batchnorm_grad import (
     CChannelRegionGradient,
     region_gradient,
+    summed_batch_product,
+    summed_product_line,
     transposed_products,
     weight_absorbed,
     weight_product,
@@ -251,6 +253,9 @@ def plan(graph: Graph) -> WindowPlan:
             if rows is not None and (both is None or both.get("weight") is None):
                 for product, src in transposed_products(rows, outs):
                     p.emit[id(product)] = ("weight_t", product, (rows, src))
+        elif node.op == "sum" and (product := summed_batch_product(node, outs)) is not None:
+            p.absorbed.add(id(product))
+            p.emit[id(node)] = ("summed_product", node, product)
         elif _fold_ok(node):
             grad = grads[id(node)]
             if grad is not None:
@@ -283,6 +288,9 @@ def window_op(module: "NativeModule", node: Node, at: str) -> bool:
         rows, src = parts
         module.body.append(f"{module.names(node.outputs[0])} = np.ascontiguousarray(_rt.matmul("
                            f"{module.names(src)}, {module.names(rows)}.swapaxes(0, 1)).swapaxes(0, 1))")
+        return True
+    if kind == "summed_product":  # sum_n a[n] @ b[n] as one product (batchnorm_grad.summed_batch_product)
+        module.body.append(summed_product_line(module, node, parts))
         return True
     fn: CFunction
     if kind == "bn_grad":
@@ -371,7 +379,7 @@ class CWindow(PlaneLoops, CFunction):
         ]
 
     def _fold_rows(self, T: str, geometry: tuple, n: int, c: int, h: int, w: int, oh: int, ow: int, out: str,
-                   term: str, what: str) -> None:
+                   term: str, what: str, row_base: str | None = None) -> None:
         """The loops of a fold: per output plane (image, channel), zeroed in cache, then each
         kernel offset (i, j) in order adds its window rows onto the rows they cover: every
         output element receives its addends in the library's order (offsets in order), so the
@@ -401,7 +409,7 @@ class CWindow(PlaneLoops, CFunction):
             f"                const long long top = {w} - 1 + a;",
             f"                const long long hi = top < 0 ? 0 : (top / {sw} + 1 < {ow} ? top / {sw} + 1 : {ow});",
             f"                const long long k = i * {kw} + j;",
-            f"                const long long base = (((cc * {kh} + i) * {kw} + j) * {n} + nn) * {oh * ow}LL;",
+            f"                const long long base = {row_base or f'(((cc * {kh} + i) * {kw} + j) * {n} + nn) * {oh * ow}LL'};",
             "                (void)k;",
             "                for (long long oy = ylo; oy < yhi; ++oy) {",
             f"                    {T}* row = plane + (oy * {sh} - b) * {w}LL;",
@@ -436,13 +444,23 @@ class CWindow(PlaneLoops, CFunction):
         T = c_type(y.type.dtype)
         c, kh, kw, n, oh, ow = _ints(cols.type.shape)
         h, w = _ints(y.type.shape)[2:]
-        cc = self._param(cols, self.m.contiguous(cols), writable=False)
+        # a view whose window rows are contiguous (the batch-major (N, K, L) columns of an
+        # image-by-image product, permuted back to (K, N, L)) is read in place: each row's
+        # start from the view's strides, no copy of the columns first
+        view = strided_source(cols)
+        row_base = None
+        if view is not None and view[1][4] == ow and view[1][5] == 1:
+            cc = self._param(cols, self.m.names(view[0]), writable=False, sized_by=view[0])
+            st = view[1]
+            row_base = f"(cc * {st[0]}LL + i * {st[1]}LL + j * {st[2]}LL + nn * {st[3]}LL + {view[2]}LL)"
+        else:
+            cc = self._param(cols, self.m.contiguous(cols), writable=False)
         out = self._fresh_output(y)
         geometry = self._geometry()
         if _padded_extent(geometry, oh, ow, T) is not None:
-            self._fold_padded(T, geometry, n, c, h, w, oh, ow, cc, out)
+            self._fold_padded(T, geometry, n, c, h, w, oh, ow, cc, out, row_base)
             return
-        self._fold_rows(T, geometry, n, c, h, w, oh, ow, out, f"{cc}[src + ox]", "fold")
+        self._fold_rows(T, geometry, n, c, h, w, oh, ow, out, f"{cc}[src + ox]", "fold", row_base)
 
     def _pool_grad(self) -> None:
         node = self.anchor

@@ -91,12 +91,14 @@ class PlaneLoops(CFunction):
         ]
 
     def _fold_padded(self, T: str, geometry: tuple, n: int, c: int, h: int, w: int, oh: int, ow: int, cols: str,
-                     out: str) -> None:
+                     out: str, row_base: str | None = None) -> None:
         """fold through a padded plane on the stack, one per output plane: every window row
         lands inside it, so each offset (i, j) adds its oh rows of ow columns with no bounds
         to work out (the loops' trip counts are constants the compiler vectorizes), in the
         library's order of offsets; the image's part is then copied out (padding dropped).
-        The bounded loops of the row gather ran mostly scalar on W6's 14-wide rows."""
+        The bounded loops of the row gather ran mostly scalar on W6's 14-wide rows. `row_base`:
+        the C expression of window row (cc, i, j, nn)'s first element where the columns are a
+        view (else they are C-contiguous (C, KH, KW, N, OH, OW))."""
         kh, kw, sh, sw, pt, pl, dh, dw = geometry
         ph, pw = _padded_extent(geometry, oh, ow, T)  # type: ignore[misc]
         rows, cols_in = max(0, min(h, ph - pt)), max(0, min(w, pw - pl))
@@ -110,7 +112,7 @@ class PlaneLoops(CFunction):
             f"        for (long long e = 0; e < {ph * pw}; ++e) acc[e] = ({T})0;",
             f"        for (long long i = 0; i < {kh}; ++i) {{",
             f"        for (long long j = 0; j < {kw}; ++j) {{",
-            f"            const {T}* s = {cols} + (((cc * {kh} + i) * {kw} + j) * {n} + nn) * {oh * ow}LL;",
+            f"            const {T}* s = {cols} + {row_base or f'(((cc * {kh} + i) * {kw} + j) * {n} + nn) * {oh * ow}LL'};",
             f"            {T}* r = acc + i * {dh * pw} + j * {dw};",
             f"            for (long long oy = 0; oy < {oh}; ++oy) {{",
             "                #pragma omp simd",

@@ -121,3 +121,45 @@ def test_a_module_compiled_as_a_drop_in_scatters_through_the_mask():
     model(x).square().sum().backward()
     for a, p in zip(got, model.parameters()):
         np.testing.assert_allclose(a, p.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", [CASES[1], CASES[4]])
+def test_fold_reads_batch_major_columns_in_place(case):
+    # the column gradient of an image-by-image product is (N, K, L); permuted back to the
+    # fold's (C, KH, KW, N, OH, OW) it is read where it lies (no copy), on both fold forms
+    geo = _geo(case)
+    n, c, h, w = case[0]
+    oh, ow = UNFOLD(eager.zeros(case[0]), pad_value=0.0, **geo).shape[4:]
+    k = c * geo["kernel"][0] * geo["kernel"][1]
+    rng = np.random.default_rng(4)
+    g = eager.from_numpy(rng.standard_normal((n, k, oh * ow)).astype(np.float32))
+
+    def f(t):
+        cols = t.permute(1, 0, 2).reshape(c, geo["kernel"][0], geo["kernel"][1], n, oh, ow)
+        return FOLD(cols, size=(h, w), **geo)
+    np.testing.assert_array_equal(static.compile(f, backend="native")(g).numpy(), f(g).numpy())
+    text = _text(f, g)
+    assert "gm_window" in text and "_c(" not in text.split("# L", 3)[-1].split("\n", 2)[1]
+
+
+def test_image_by_image_conv_matches_torch_and_runs_dw_as_one_product():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((8, 16, 14, 13)).astype(np.float32)  # K = 144: the image-by-image product
+    w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(32).astype(np.float32)
+
+    def loss(t, weight, bias):
+        return (F.conv2d(t, weight, bias, padding=1, stride=(1, 2)) ** 2).sum()
+
+    args = [eager.from_numpy(a.copy()).requires_grad_() for a in (x, w, b)]
+    static.compile(loss, backend="native")(*args).backward()
+    targs = [torch.from_numpy(a.copy()).requires_grad_() for a in (x, w, b)]
+    (torch.nn.functional.conv2d(targs[0], targs[1], targs[2], padding=1, stride=(1, 2)) ** 2).sum().backward()
+    for got, want in zip(args, targs):
+        np.testing.assert_allclose(got.grad.numpy(), want.grad.numpy(), rtol=1e-4, atol=1e-3)
+    fwd_bwd = static.compile(loss, backend="native")
+    fwd_bwd(*args)
+    entry = fwd_bwd._entry_for(tuple(args), {})[3]
+    source = entry.forward._loaded.source + (entry.grad.backward._loaded.source if entry.grad is not None else "")
+    assert "swapaxes(1, 2)).reshape((" in source  # dW: sum_n G[n] cols[n]^T as one product
