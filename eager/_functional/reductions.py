@@ -203,14 +203,22 @@ def softmax(input, dim, dtype=None):
     """exp(input) normalized to sum to 1 along `dim`, optionally cast to `dtype` first. Mirrors torch.softmax."""
     if dtype is not None:
         input = to_dtype(input, dtype)
-    return R.SOFTMAX(input, dim=norm_dim("softmax", dim, _ndim(input)))
+    dim = norm_dim("softmax", dim, _ndim(input))
+    from .. import _fused_softmax  # noqa: PLC0415  (it imports Tensor, which imports this module)
+
+    fused = _fused_softmax.rows(input, dim, False)  # one node each way, native (eager/_fused_softmax.py)
+    return R.SOFTMAX(input, dim=dim) if fused is None else fused
 
 
 def log_softmax(input, dim, dtype=None):
     """log(softmax(input, dim)), computed stably. Mirrors torch.log_softmax."""
     if dtype is not None:
         input = to_dtype(input, dtype)
-    return R.LOG_SOFTMAX(input, dim=norm_dim("log_softmax", dim, _ndim(input)))
+    dim = norm_dim("log_softmax", dim, _ndim(input))
+    from .. import _fused_softmax  # noqa: PLC0415
+
+    fused = _fused_softmax.rows(input, dim, True)
+    return R.LOG_SOFTMAX(input, dim=dim) if fused is None else fused
 
 
 def cumsum(input, dim, *, dtype=None):

@@ -1,0 +1,59 @@
+// the gradients of eager's softmax and log_softmax over the last dimension
+// (gmnative/softmax_kernels.py), one pass per row. (Their forwards stay NumPy's, whose bits
+// compiled code reproduces.)
+//
+// Why: op by op a softmax is five NumPy passes forward (max, subtract, exp, sum, divide) and
+// its gradient four eager ops (g * y, the row sum, the subtraction, the product), each a
+// buffer of the whole tensor; on a small GPT's attention weights (B*H*T rows of T) the pair
+// cost about 4x PyTorch's. Here the gradient is one call: a row is read once into cache and
+// written once. No threads: the callers' tensors are small, and the eager layer runs on one
+// core's worth of work. Compiled after gmnative.c_helpers.host_prelude (no system header): its
+// float exp computes in float and, where libmvec is there, vectorizes the loops below.
+//
+// Every array is (n, c) row-major; d = [n, c]. Row sums accumulate in double.
+typedef long long gm_i64;
+
+// the gradient of softmax: gx = y * (g - sum(g * y))
+template <typename T> static void softmax_backward(const T* g, const T* y, T* gx, const gm_i64* d) {
+    const gm_i64 n = d[0], c = d[1];
+    for (gm_i64 i = 0; i < n; ++i) {
+        const T* gi = g + i * c;
+        const T* yi = y + i * c;
+        T* oi = gx + i * c;
+        double s = 0.0;
+        #pragma omp simd reduction(+:s)
+        for (gm_i64 j = 0; j < c; ++j)
+            s += (double)(gi[j] * yi[j]);
+        const T st = (T)s;
+        #pragma omp simd
+        for (gm_i64 j = 0; j < c; ++j)
+            oi[j] = yi[j] * (gi[j] - st);
+    }
+}
+
+// the gradient of log_softmax: gx = g - exp(y) * sum(g)
+template <typename T> static void log_softmax_backward(const T* g, const T* y, T* gx, const gm_i64* d) {
+    const gm_i64 n = d[0], c = d[1];
+    for (gm_i64 i = 0; i < n; ++i) {
+        const T* gi = g + i * c;
+        const T* yi = y + i * c;
+        T* oi = gx + i * c;
+        double s = 0.0;
+        #pragma omp simd reduction(+:s)
+        for (gm_i64 j = 0; j < c; ++j)
+            s += (double)gi[j];
+        const T st = (T)s;
+        #pragma omp simd
+        for (gm_i64 j = 0; j < c; ++j)
+            oi[j] = gi[j] - (T)exp(yi[j]) * st;
+    }
+}
+
+#define GM_SOFTMAX_KERNELS(T, suffix) \
+    extern "C" void gm_eager_softmax_backward_##suffix(void* const* a, int) { \
+        softmax_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], (const gm_i64*)a[3]); } \
+    extern "C" void gm_eager_log_softmax_rows_backward_##suffix(void* const* a, int) { \
+        log_softmax_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], (const gm_i64*)a[3]); }
+
+GM_SOFTMAX_KERNELS(float, f32)
+GM_SOFTMAX_KERNELS(double, f64)

@@ -1,0 +1,100 @@
+"""eager's softmax and log_softmax gradient kernels over the last dimension
+(csrc/eager_softmax.cpp): each gradient as one native call on C-contiguous float32/float64
+rows. (The forwards stay NumPy's: compiled code reproduces their bits.)
+
+Why: op by op, softmax is five NumPy passes forward and its gradient four eager ops backward
+(a small GPT's attention weights spent about 4x PyTorch's time there). Each function returns
+None where it cannot run (no compiler, GRAPHMODE_EAGER_NATIVE=0, another dtype or layout):
+the caller runs its NumPy code then. The unit is built on first use and cached on disk like
+eager's other kernels (gmnative.kernels), through the same call path, with the same switch.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from . import kernels as _kernels
+from ._sources import read_source
+
+_SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+_I64 = np.dtype(np.int64)
+_NAMES = ("softmax_backward", "log_softmax_rows_backward")
+_state: dict = {}
+_lock = threading.Lock()
+
+
+class _Unit:
+    """The loaded library, its kernels' addresses and formats, and the call path."""
+
+    def __init__(self, library: Any, call: Any, formats: Any) -> None:
+        self.call = call
+        self.address: dict = {}
+        for suffix, dt in (("f32", "float32"), ("f64", "float64")):
+            for name in _NAMES:
+                args = (dt, dt, dt, "int64")
+                self.address[f"{name}_{suffix}"] = (library.address(f"gm_eager_{name}_{suffix}"), formats(args))
+
+
+def _unit() -> _Unit | None:
+    if _kernels.kernels() is None:  # switched off (GRAPHMODE_EAGER_NATIVE=0, then kernels.reset()), no compiler
+        return None
+    found = _state.get("unit", False)
+    if found is not False:
+        return found
+    with _lock:
+        if "unit" not in _state:
+            _state["unit"] = _load()
+    return _state["unit"]
+
+
+def _load() -> _Unit | None:
+    from . import build  # noqa: PLC0415
+    from .c_helpers import host_prelude  # noqa: PLC0415
+
+    try:
+        source = host_prelude(build.toolchain().vector_math) + "\n" + read_source("eager_softmax.cpp")
+        library = build.load_library(source, "gm_eager_softmax")
+        return _Unit(library, build.caller(), build.formats)
+    except (build.NativeCompileError, OSError, AttributeError):
+        return None
+
+
+def reset() -> None:
+    """Forget the loaded unit (the next use looks at GRAPHMODE_EAGER_NATIVE again)."""
+    with _lock:
+        _state.clear()
+
+
+def _rows(x: np.ndarray) -> tuple[int, int] | None:
+    """(rows, row length) of a non-empty C-contiguous float32/float64 array of rank >= 1."""
+    if type(x) is not np.ndarray or x.dtype not in _SUFFIX or not x.ndim or not x.size or not x.flags.c_contiguous:
+        return None
+    c = x.shape[-1]
+    return x.size // c, c
+
+
+def available() -> bool:
+    """Whether the kernels run here (a compiler, and GRAPHMODE_EAGER_NATIVE not 0)."""
+    return _unit() is not None
+
+
+def backward(g: np.ndarray, y: np.ndarray, log: bool) -> np.ndarray | None:
+    """The gradient of softmax, y * (g - sum(g * y)), or of log_softmax, g - exp(y) * sum(g),
+    over the last dimension, from the incoming gradient g and the forward's output y (one
+    shape and dtype, C-contiguous); None where the kernel does not run."""
+    rc = _rows(g)
+    if rc is None or type(y) is not np.ndarray or y.dtype != g.dtype or y.shape != g.shape or not y.flags.c_contiguous:
+        return None
+    u = _unit()
+    if u is None:
+        return None
+    name = "log_softmax_rows_backward" if log else "softmax_backward"
+    addr, fmt = u.address[f"{name}_{_SUFFIX[g.dtype]}"]
+    out = np.empty(g.shape, g.dtype)
+    u.call(addr, 1, (g.nbytes, y.nbytes, -out.nbytes, 16), fmt, g, y, out, np.array(rc, _I64))
+    return out
+
+
+__all__ = ["available", "backward", "reset"]
