@@ -214,3 +214,36 @@ def test_remainder_in_a_c_loop_matches_torch():
     got = static.compile(model, backend="native")(eager.tensor(xs))[1].numpy()
     want = torch.remainder(torch.from_numpy(xs), -1.0).numpy()
     assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_threshold_as_torch_node_name_dtype_inplace_and_gradient():
+    from eager.autograd import gradcheck
+    from eager.nn import functional as F
+
+    tf = torch.nn.functional
+    x = np.array([-2.0, 0.5, 1.0, 1.5, 3.0, np.nan])
+    for m, fn in ((eager, F.threshold), (torch, tf.threshold)):
+        t = m.tensor(x, requires_grad=True)
+        out = fn(t, 1.0, -7.0)
+        out.sum().backward()
+        if m is eager:
+            got = (out, t.grad, type(out.grad_fn).__name__)
+        else:
+            want = (out, t.grad, type(out.grad_fn).__name__)
+    np.testing.assert_array_equal(got[0].detach().numpy(), want[0].detach().numpy())
+    np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
+    assert got[2] == want[2] == "ThresholdBackward0"
+    at = eager.tensor([-1.0, 0.1, 0.7, 2.0], dtype=eager.float64, requires_grad=True)
+    assert gradcheck(lambda t: F.threshold(t, 0.3, -1.0), (at,))
+    ints = [-2, -1, 0, 1]
+    for dtype, t, v in (("int64", -1.5, 7.9), ("int8", 1.5, -3)):  # numbers truncated into the dtype
+        _same(F.threshold(eager.tensor(ints, dtype=getattr(eager, dtype)), t, v),
+              tf.threshold(torch.tensor(ints, dtype=getattr(torch, dtype)), t, v))
+    y = eager.tensor([0.5, 2.0])
+    assert F.threshold(y, 1.0, -1.0, inplace=True) is y and y.tolist() == [-1.0, 2.0]
+    with pytest.raises(NotImplementedError, match="threshold_cpu"):
+        F.threshold(eager.tensor([True, False]), 0.5, 0.0)
+    f = lambda t: F.threshold(t * 2.0, 1.0, -3.0)  # noqa: E731
+    xs = eager.tensor(np.linspace(-2, 2, 9))
+    for backend in ("numpy", "native") if native_build.availability()[0] else ("numpy",):
+        _same(static.compile(f, backend=backend)(xs), f(xs))

@@ -169,8 +169,18 @@ log_sigmoid = logsigmoid
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """value where input <= threshold, else input (NaN stays NaN, its gradient passing, as
-    PyTorch's). Mirrors torch.nn.functional.threshold."""
-    return _F.where(input <= threshold, value, input)
+    PyTorch's), its node named ThresholdBackward0; `inplace=True` writes it into input, as
+    PyTorch's. An integer tensor keeps its dtype: both numbers are cast into it (truncated, as
+    PyTorch's kernel does). Mirrors torch.nn.functional.threshold."""
+    if inplace:
+        return threshold_(input, threshold, value)
+    kind = getattr(input.dtype, "category", None)
+    if kind == 0:
+        raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'; threshold takes integer or "
+                                  "floating tensors (cast the mask with .float() first)")
+    if kind == 1:  # integers: PyTorch compares with the threshold cast into the dtype
+        threshold, value = int(threshold), int(value)
+    return _F._renamed(_F.where(input <= threshold, value, input), "ThresholdBackward0")
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
