@@ -35,6 +35,8 @@ class _Unit:
             for name in _NAMES:
                 args = (dt, dt, dt, "int64")
                 self.address[f"{name}_{suffix}"] = (library.address(f"gm_eager_{name}_{suffix}"), formats(args))
+            self.address[f"column_sum_{suffix}"] = (library.address(f"gm_eager_column_sum_{suffix}"),
+                                                    formats((dt, dt, "int64")))
 
 
 def _unit() -> _Unit | None:
@@ -97,4 +99,19 @@ def backward(g: np.ndarray, y: np.ndarray, log: bool) -> np.ndarray | None:
     return out
 
 
-__all__ = ["available", "backward", "reset"]
+def column_sum(g: np.ndarray) -> np.ndarray | None:
+    """g.sum(0) of a 2-d C-contiguous float32/float64 array with its bits (each column summed
+    row by row from 0, as NumPy does), or None where the kernel does not run."""
+    rc = _rows(g)
+    if rc is None or g.ndim != 2:
+        return None
+    u = _unit()
+    if u is None:
+        return None
+    addr, fmt = u.address[f"column_sum_{_SUFFIX[g.dtype]}"]
+    out = np.empty(g.shape[1], g.dtype)
+    u.call(addr, 1, (g.nbytes, -out.nbytes, 16), fmt, g, out, np.array(g.shape, _I64))
+    return out
+
+
+__all__ = ["available", "backward", "column_sum", "reset"]

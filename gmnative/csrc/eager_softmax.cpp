@@ -49,7 +49,24 @@ template <typename T> static void log_softmax_backward(const T* g, const T* y, T
     }
 }
 
+// the column sums of g (a Linear's bias gradient): out = 0, then each row added in order, so each
+// column's sum is the sequential one NumPy's g.sum(0) computes (its bits)
+template <typename T> static void column_sum(const T* g, T* out, const gm_i64* d) {
+    const gm_i64 n = d[0], c = d[1];
+    #pragma omp simd
+    for (gm_i64 j = 0; j < c; ++j)
+        out[j] = (T)0;
+    for (gm_i64 i = 0; i < n; ++i) {
+        const T* gi = g + i * c;
+        #pragma omp simd
+        for (gm_i64 j = 0; j < c; ++j)
+            out[j] += gi[j];
+    }
+}
+
 #define GM_SOFTMAX_KERNELS(T, suffix) \
+    extern "C" void gm_eager_column_sum_##suffix(void* const* a, int) { \
+        column_sum<T>((const T*)a[0], (T*)a[1], (const gm_i64*)a[2]); } \
     extern "C" void gm_eager_softmax_backward_##suffix(void* const* a, int) { \
         softmax_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], (const gm_i64*)a[3]); } \
     extern "C" void gm_eager_log_softmax_rows_backward_##suffix(void* const* a, int) { \

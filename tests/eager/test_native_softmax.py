@@ -142,3 +142,26 @@ def test_dtype_argument_and_functional_spellings():
                 eager.nn.functional.softmax(eager.tensor(x).double(), dim=-1), eager.tensor(x).double().softmax(-1)):
         assert got.dtype == eager.float64
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+
+
+@needs_kernel
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1, 1), (7, 3), (333, 77), (1024, 128)])
+def test_column_sum_has_numpys_bits(dtype, shape):
+    rng = np.random.default_rng(8)
+    g = (rng.standard_normal(shape) * np.exp(rng.standard_normal(shape) * 5)).astype(dtype)
+    np.testing.assert_array_equal(softmax_kernels.column_sum(g), g.sum(0))
+    np.testing.assert_array_equal(softmax_kernels.column_sum(np.full(shape, -0.0, dtype)), np.full(shape, -0.0, dtype).sum(0))
+
+
+def test_linear_bias_gradient_matches_torch():
+    rng = np.random.default_rng(9)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((4, 6, 5), (3, 5), (3,)))
+    g = rng.standard_normal((4, 6, 3)).astype(np.float32)
+    ts = [eager.tensor(a, requires_grad=True) for a in (x, w, b)]
+    eager.nn.functional.linear(*ts).backward(eager.tensor(g))
+    rs = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    torch.nn.functional.linear(*rs).backward(torch.tensor(g))
+    for t, r in zip(ts, rs):
+        np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy(), rtol=1e-5, atol=1e-5)
+    assert np.array_equal(ts[2].grad.numpy(), g.reshape(-1, 3).sum(0))
