@@ -35,6 +35,8 @@ class _Unit:
             for name in _NAMES:
                 args = (dt, dt, dt, "int64")
                 self.address[f"{name}_{suffix}"] = (library.address(f"gm_eager_{name}_{suffix}"), formats(args))
+            self.address[f"row_max_{suffix}"] = (library.address(f"gm_eager_row_max_{suffix}"),
+                                                 formats((dt, dt, "int64")))
             self.address[f"column_sum_{suffix}"] = (library.address(f"gm_eager_column_sum_{suffix}"),
                                                     formats((dt, dt, "int64")))
 
@@ -99,6 +101,20 @@ def backward(g: np.ndarray, y: np.ndarray, log: bool) -> np.ndarray | None:
     return out
 
 
+def row_max(x: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """(the maximum over x's last dimension, kept as a dimension of 1; NaN where a row holds
+    one), and how many rows' maxima are not finite; None where the kernel does not run."""
+    rc = _rows(x)
+    u = _unit() if rc is not None else None
+    if u is None or rc is None:
+        return None
+    addr, fmt = u.address[f"row_max_{_SUFFIX[x.dtype]}"]
+    out = np.empty(x.shape[:-1] + (1,), x.dtype)
+    d = np.array([rc[0], rc[1], 0], _I64)
+    u.call(addr, 1, (x.nbytes, -out.nbytes, -24), fmt, x, out, d)
+    return out, int(d[2])
+
+
 def column_sum(g: np.ndarray) -> np.ndarray | None:
     """g.sum(0) of a 2-d C-contiguous float32/float64 array with its bits (each column summed
     row by row from 0, as NumPy does), or None where the kernel does not run."""
@@ -114,4 +130,4 @@ def column_sum(g: np.ndarray) -> np.ndarray | None:
     return out
 
 
-__all__ = ["available", "backward", "column_sum", "reset"]
+__all__ = ["available", "backward", "column_sum", "reset", "row_max"]

@@ -64,7 +64,33 @@ template <typename T> static void column_sum(const T* g, T* out, const gm_i64* d
     }
 }
 
+// each row's maximum (NaN when the row holds one, as NumPy's maximum.reduce): exact, so the
+// forward's remaining NumPy steps give the op's bits; d = [n, c, rows whose maximum is not
+// finite (out)]. (NumPy's maximum over a short last axis costs 6x its exp: 184 us on a GPT's
+// (16, 4, 32, 32) attention scores.)
+template <typename T> static void row_max(const T* x, T* out, gm_i64* d) {
+    const gm_i64 n = d[0], c = d[1];
+    gm_i64 bad = 0;
+    for (gm_i64 i = 0; i < n; ++i) {
+        const T* xi = x + i * c;
+        T m = xi[0];
+        int nan = m != m;
+        #pragma omp simd reduction(max:m) reduction(|:nan)
+        for (gm_i64 j = 1; j < c; ++j) {
+            m = xi[j] > m ? xi[j] : m;
+            nan |= xi[j] != xi[j];
+        }
+        if (nan)
+            m = (T)__builtin_nan("");
+        out[i] = m;
+        bad += !(m > -__builtin_inf() && m < __builtin_inf());
+    }
+    d[2] = bad;
+}
+
 #define GM_SOFTMAX_KERNELS(T, suffix) \
+    extern "C" void gm_eager_row_max_##suffix(void* const* a, int) { \
+        row_max<T>((const T*)a[0], (T*)a[1], (gm_i64*)a[2]); } \
     extern "C" void gm_eager_column_sum_##suffix(void* const* a, int) { \
         column_sum<T>((const T*)a[0], (T*)a[1], (const gm_i64*)a[2]); } \
     extern "C" void gm_eager_softmax_backward_##suffix(void* const* a, int) { \

@@ -66,9 +66,11 @@ def test_last_dim_is_one_native_node_each_way(name):
 def test_forward_bits_equal_the_op_path(name):
     from gmops import REGISTRY
 
-    x = np.random.default_rng(7).standard_normal((6, 33)).astype(np.float32)
-    np.testing.assert_array_equal(getattr(eager, name)(eager.tensor(x), -1).numpy(),
-                                  REGISTRY[name].forward(np, x, dim=1))
+    for dtype in (np.float32, np.float64):
+        x = (np.random.default_rng(7).standard_normal((4, 6, 33)) * 5).astype(dtype)
+        x[0, :, 20:] = -np.inf  # (masked scores, as a causal attention's)
+        np.testing.assert_array_equal(getattr(eager, name)(eager.tensor(x), -1).numpy(),
+                                      REGISTRY[name].forward(np, x, dim=2))
 
 
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
