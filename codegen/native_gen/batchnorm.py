@@ -202,7 +202,8 @@ def _channel_mean(region: Node, x: Value, shape: tuple) -> bool:
 
 def _bias_add_before(node: Node, order: dict) -> dict | None:
     """The convolution's bias add that makes the normalization's input, `permute(reshape(M))
-    + b` with M the product's (C, N*H*W) result and b one value per channel, when nothing
+    + b` with M the product's (C, N*H*W) result, or `reshape(M) + b` with M the image-by-image
+    product's (N, C, H*W) (layout "batch_major"), and b one value per channel, when nothing
     reads its result before the normalization: the normalization's first pass then reads M
     and b and writes the sum itself (the add's own pass over the product, gone). None
     otherwise."""
@@ -219,22 +220,28 @@ def _bias_add_before(node: Node, order: dict) -> dict | None:
         if not (isinstance(perm_v, Value) and isinstance(bias, Value)):
             continue
         perm = perm_v.producer
-        if (perm is None or perm.op != "permute" or perm.body is not None
-                or tuple(int(d) for d in perm.attrs["dims"]) != (1, 0, *range(2, nd))):
-            continue
-        reshape = perm.inputs[0].producer if isinstance(perm.inputs[0], Value) else None
-        if reshape is None or reshape.op != "reshape" or reshape.body is not None:
-            continue
-        m = reshape.inputs[0]
+        if perm is not None and perm.op == "reshape" and perm.body is None and isinstance(perm.inputs[0], Value):
+            # reshape(M) + b, M the image-by-image product (N, C, H*W): x's own order
+            m, layout = perm.inputs[0], "batch_major"
+            if _prod(_ints(m.type.shape)) != _prod(shape) or m.producer is None or m.producer.op != "matmul":
+                continue
+        else:
+            if (perm is None or perm.op != "permute" or perm.body is not None
+                    or tuple(int(d) for d in perm.attrs["dims"]) != (1, 0, *range(2, nd))
+                    or _ints(perm.inputs[0].type.shape) != (c, shape[0], *shape[2:])):
+                continue
+            reshape = perm.inputs[0].producer if isinstance(perm.inputs[0], Value) else None
+            if reshape is None or reshape.op != "reshape" or reshape.body is not None:
+                continue
+            m, layout = reshape.inputs[0], "channel_major"
         bs = _ints(bias.type.shape)
         padded = (1,) * (nd - len(bs)) + bs
         source = _available(bias, at, order)
         if (not isinstance(m, Value) or m.type.dtype != x.type.dtype or bias.type.dtype != x.type.dtype
-                or _ints(perm.inputs[0].type.shape) != (c, shape[0], *shape[2:]) or len(bs) > nd
-                or padded != (1, c) + (1,) * (nd - 2) or source is None
+                or len(bs) > nd or padded != (1, c) + (1,) * (nd - 2) or source is None
                 or (m.producer is not None and order.get(id(m.producer), at) >= order[id(add)])):
             continue
-        return {"add": add, "product": m, "bias": source}
+        return {"add": add, "product": m, "bias": source, "layout": layout}
     return None
 
 
@@ -330,13 +337,17 @@ class CChannelNormalize(CFunction):
                           f"{int(v.attrs['correction'])}")
         par = ("#pragma omp parallel for num_threads(gm_nt) schedule(static)" if _parallel(n * c * hw)
                else "// little work: the calling thread")
+        def row(nn: str) -> str:  # where the product's row (image nn, channel cc) starts
+            if before is not None and before["layout"] == "batch_major":
+                return f"({nn} * {c} + cc) * {hw}LL"
+            return f"cc * {count}LL + {nn} * {hw}LL"
         first_pass = [] if before is None else [
             f"        const {T} bias = {cb}[cc];",
-            f"        const double x0 = (double)({T})({cm}[cc * {count}LL] + bias);  // the shift: a large mean cancels "
+            f"        const double x0 = (double)({T})({cm}[{row('0')}] + bias);  // the shift: a large mean cancels "
             "nothing",
             "        double sx = 0.0, sxx = 0.0;",
             f"        for (long long nn = 0; nn < {n}; ++nn) {{",
-            f"            const {T}* mp = {cm} + cc * {count}LL + nn * {hw}LL;",
+            f"            const {T}* mp = {cm} + {row('nn')};",
             f"            {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
             "            #pragma omp simd reduction(+:sx, sxx)",
             f"            for (long long k = 0; k < {hw}; ++k) {{",

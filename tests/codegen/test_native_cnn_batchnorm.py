@@ -163,3 +163,26 @@ def test_batch_norm_variants_step_equal_eager(name):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     for k in want_state:
         np.testing.assert_allclose(got_state[k], want_state[k], rtol=1e-4, atol=1e-5, err_msg=k)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_an_image_by_image_convolution_block_step_equals_eager(stride):
+    # 8 channels x 3x3 = 72 columns per image: the convolution's product runs image by image
+    # ((N, O, L) as it comes); its bias add is still taken by the normalization's first pass
+    # and its weight gradient runs as one product over all images
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((5, 8, 9, 7)).astype(np.float32)
+    results = []
+    for compiled in (False, True):
+        model = _block(8, 6, True, stride, np.float32)
+        step = _step(model, eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+        f = static.compile(step, backend="native", check=True) if compiled else step
+        losses = [float(f(eager.from_numpy(x * (k + 1)))) for k in range(2)]
+        results.append((losses, {k: v.numpy().copy() for k, v in model.state_dict().items()}, f))
+    (want, want_state, _), (got, got_state, f) = results
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    for k in want_state:
+        np.testing.assert_allclose(got_state[k], want_state[k], err_msg=k, rtol=1e-4, atol=1e-5)
+    text = f.source(eager.from_numpy(x))
+    assert "and the bias add making it" in text
+    assert "swapaxes(1, 2)).reshape((" in text  # dW = sum_n G[n] cols[n]^T as one product
