@@ -19,6 +19,8 @@ import eager
 import static
 from codegen import native_build
 from eager.ops import REGISTRY
+from gmbase import dtypes
+from gmops import TensorSpec
 
 CHUNK = 80  # cases per compiled graph
 
@@ -71,7 +73,7 @@ def _cases() -> list:
             for j, variant in enumerate(_variants(arrays)):
                 vfn, vinputs = sample_program(REGISTRY[name], variant, attrs)
                 try:  # the op's own shape rule must accept the variant (internal ops' eager forwards do not check)
-                    REGISTRY[name].abstract(*[eager.ops.TensorSpec(a.shape, eager._dtypes.from_numpy(a.dtype))
+                    REGISTRY[name].abstract(*[TensorSpec(a.shape, dtypes.from_numpy(a.dtype))
                                               if isinstance(a, np.ndarray) else a for a in variant], **attrs)
                 except Exception:  # noqa: BLE001 - a shape the op refuses: nothing to compare
                     continue
