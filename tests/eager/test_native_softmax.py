@@ -167,3 +167,58 @@ def test_linear_bias_gradient_matches_torch():
     for t, r in zip(ts, rs):
         np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy(), rtol=1e-5, atol=1e-5)
     assert np.array_equal(ts[2].grad.numpy(), g.reshape(-1, 3).sum(0))
+
+
+# -- exact GELU as one node each way (eager/_fused_gelu.py) -------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_matches_torch_and_the_op_path(dtype, approximate):
+    if dtype == np.float16 and approximate == "tanh":
+        pytest.skip("the op path's float16 tanh-GELU gradient is computed in float16 steps (not this path's)")
+    rng = np.random.default_rng(10)
+    x = (rng.standard_normal((4, 6, 33)) * 3).astype(dtype)
+    g = rng.standard_normal((4, 6, 33)).astype(dtype)
+    a = eager.tensor(x, requires_grad=True)
+    y = eager.nn.functional.gelu(a, approximate=approximate)
+    y.backward(eager.tensor(g))
+    b = torch.tensor(x, requires_grad=True)
+    z = torch.nn.functional.gelu(b, approximate=approximate)
+    z.backward(torch.tensor(g))
+    assert y.grad_fn.name() == z.grad_fn.name() == "GeluBackward0"
+    tol = dict(rtol=1e-5, atol=2e-5) if dtype == np.float32 else (  # (tanh form: its tails cancel)
+        dict(rtol=1e-12, atol=1e-14) if dtype == np.float64 else dict(rtol=2e-3, atol=2e-3))
+    np.testing.assert_allclose(y.detach().numpy(), z.detach().numpy(), **tol)
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), **tol)
+    c = eager.tensor(x, requires_grad=True)  # the op path: the same bits
+    yc = eager._functional.gelu(c, approximate=approximate)
+    yc.backward(eager.tensor(g))
+    np.testing.assert_array_equal(yc.detach().numpy(), y.detach().numpy())
+    np.testing.assert_array_equal(c.grad.numpy(), a.grad.numpy())
+
+
+def test_gelu_gradcheck_double_backward_and_in_place_check():
+    x = eager.tensor(np.random.default_rng(11).standard_normal((3, 5)), requires_grad=True)
+    assert gradcheck(lambda t: eager.nn.functional.gelu(t), (x,))
+    (gx,) = eager.autograd.grad([eager.nn.functional.gelu(x).sum()], [x], create_graph=True)
+    (ggx,) = eager.autograd.grad([gx.sum()], [x])
+    xt = torch.tensor(x.detach().numpy(), requires_grad=True)
+    (gt,) = torch.autograd.grad([torch.nn.functional.gelu(xt).sum()], [xt], create_graph=True)
+    (ggt,) = torch.autograd.grad([gt.sum()], [xt])
+    np.testing.assert_allclose(ggx.numpy(), ggt.numpy(), rtol=1e-10, atol=1e-12)
+    h = x * 1.0
+    y = eager.nn.functional.gelu(h)
+    h.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_gelu_of_zero_dim_and_empty_and_no_grad():
+    for x in (np.array(0.5, np.float32), np.zeros((0, 4), np.float32)):
+        got = eager.nn.functional.gelu(eager.tensor(x)).numpy()
+        np.testing.assert_allclose(got, torch.nn.functional.gelu(torch.tensor(x)).numpy(), rtol=1e-6)
+        assert got.shape == x.shape
+    with eager.no_grad():
+        y = eager.nn.functional.gelu(eager.tensor(np.ones(3, np.float32), requires_grad=True))
+    assert y.grad_fn is None and not y.requires_grad

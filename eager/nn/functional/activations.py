@@ -30,7 +30,10 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     Mirrors torch.nn.functional.gelu."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return _F.gelu(input, approximate=approximate)
+    from ... import _fused_gelu  # noqa: PLC0415  (one node each way: eager/_fused_gelu.py)
+
+    fused = _fused_gelu.gelu(input, approximate)
+    return _F.gelu(input, approximate=approximate) if fused is None else fused
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
