@@ -28,6 +28,11 @@ FORWARD_CALLS = {"view_scatter", "prod_except_self", "embedding_backward", "unfo
                  "floor", "ceil", "trunc", "round",
                  # div's rounding modes: integer division by zero raises (as PyTorch), so no kernel
                  "div_floor", "div_trunc",
+                 # remainder keeps the dividend's sign on a zero result (PyTorch's -0.0), which
+                 # np.remainder does not: the op's forward is its NumPy spelling
+                 "remainder",
+                 # shifts by a count outside [0, bits) give 0 (or -1), which NumPy's shifts leave undefined
+                 "bitwise_left_shift", "bitwise_right_shift",
                  # records with a C expression and no ufunc: fused in C, their forward in NumPy code
                  # (the Bessel functions' C expressions are gm_helpers.h's series)
                  "erfc", "frac", "i0", "i1", "i0e", "i1e", "heaviside", "ldexp", "positive", "clamp_tensor",
