@@ -128,6 +128,46 @@ def _dispatch_modes(op, operands, attrs):
     return apply(op, operands, attrs)
 
 
+# -- reads of a tensor's data --------------------------------------------------------------------
+# `Tensor.item()`, `tolist()`, `numpy()` and NumPy's conversion hand a tensor's values to Python.
+# A tracer must see those reads of the tensors it captured (a read of a value the traced call
+# has already changed in place would otherwise return the value before the call, and a read of
+# an unchanged one must become a guard on its value): it pushes a read hook for the trace.
+DataReadHook = Callable[[Any, str], None]
+
+
+class _ReadHookStack(threading.local):
+    def __init__(self) -> None:
+        self.hooks: list[DataReadHook] = []
+
+
+_READ_HOOKS = _ReadHookStack()
+n_read_hooks = 0  # hooks pushed on all threads: the per-read test is one global load while none is
+
+
+@contextlib.contextmanager
+def data_read_hook(hook: DataReadHook) -> Iterator[DataReadHook]:
+    """`with data_read_hook(hook):` calls `hook(tensor, what)` before each read of a tensor's
+    data on this thread (`what` names the read, e.g. ".item()"); the hook may raise to refuse it."""
+    global n_read_hooks
+    _READ_HOOKS.hooks.append(hook)
+    with _modes_lock:
+        n_read_hooks += 1
+    try:
+        yield hook
+    finally:
+        _READ_HOOKS.hooks.pop()
+        with _modes_lock:
+            n_read_hooks -= 1
+
+
+def data_read(tensor: Any, what: str) -> None:
+    """Tell this thread's innermost read hook (if any) that `tensor`'s data is being read."""
+    hooks = _READ_HOOKS.hooks
+    if hooks:
+        hooks[-1](tensor, what)
+
+
 # -- eager execution -----------------------------------------------------------------------------
 # `dispatch(op, operands, attrs)`: rendered from eager._fast_path's template (its text:
 # `_fast_path.SOURCES["dispatch"]`) and run here, so it reads this module's globals. The

@@ -269,6 +269,8 @@ class Tensor(TensorMetadata, TensorAPI):
         `force=True` also detaches and copies a CUDA tensor to the host. Mirrors torch.Tensor.numpy."""
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if _dispatch.n_read_hooks:
+            _dispatch.data_read(self, ".numpy()")
         if not isinstance(self._data, np.ndarray):
             if not force:
                 raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy "
@@ -280,6 +282,8 @@ class Tensor(TensorMetadata, TensorAPI):
         return self._data.view()
 
     def __array__(self, dtype=None, copy=None):
+        if _dispatch.n_read_hooks:
+            _dispatch.data_read(self, "NumPy conversion")
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         arr = self._data.view() if isinstance(self._data, np.ndarray) else self._data.get()  # (as numpy())
@@ -289,10 +293,14 @@ class Tensor(TensorMetadata, TensorAPI):
         """The value of a one-element tensor as a Python number. Mirrors torch.Tensor.item."""
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        if _dispatch.n_read_hooks:  # (a trace reading a captured tensor: static guards or refuses it)
+            _dispatch.data_read(self, ".item()")
         return self._data.item()  # (a one-element array of any shape: no reshape or element view)
 
     def tolist(self):
         """The data as (nested) Python lists of Python numbers. Mirrors torch.Tensor.tolist."""
+        if _dispatch.n_read_hooks:
+            _dispatch.data_read(self, ".tolist()")
         return self._data.tolist()
 
     def __float__(self) -> float:

@@ -6,6 +6,7 @@ from typing import Any
 
 from gmbase import dtypes as _dtypes
 
+from .._dynamo import is_compiling as _is_compiling
 from .._factories import ones, tensor, zeros
 from .._grad_mode import no_grad
 from .._tensor import Tensor
@@ -187,7 +188,10 @@ class _BatchNorm(_RunningStatsNorm):
             with no_grad():
                 self.num_batches_tracked.add_(1)
             if self.momentum is None:  # a cumulative moving average
-                momentum = 1.0 / float(self.num_batches_tracked.item())
+                # while compiled, the count is the graph's (updated in place just above): the factor
+                # stays a tensor, read when the graph runs, not the count seen while tracing
+                momentum = (1.0 / self.num_batches_tracked.double() if _is_compiling()
+                            else 1.0 / float(self.num_batches_tracked.item()))
         use_batch_stats = self.training or self.running_mean is None
         return F.batch_norm(input, self.running_mean if not self.training or self.track_running_stats else None,
                             self.running_var if not self.training or self.track_running_stats else None,

@@ -226,7 +226,8 @@ class ArrayGuard:
     def changed(self) -> str | None:
         data = getattr(self.obj, "_data", self.obj)
         now = data if isinstance(data, np.ndarray) else data.get()
-        if now.shape == self.snapshot.shape and np.array_equal(now, self.snapshot):
+        if now.shape == self.snapshot.shape and np.array_equal(now, self.snapshot,
+                                                               equal_nan=self.snapshot.dtype.kind in "fc"):
             return None
         return f"{self.what} changed its values"
 

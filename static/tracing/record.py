@@ -262,11 +262,41 @@ def _record_captured(op, operands, attrs):
     return record(op, operands, attrs)
 
 
+def _read_captured(tensor, what: str) -> None:
+    """The read hook of a tracing thread: Python reads the data of an eager tensor (`.item()`,
+    `.tolist()`, `float(t)`, NumPy's conversion). What it gets is baked into the trace, so:
+    a tensor the traced call has already written in place (`counter.add_(1)` then
+    `counter.item()`) is refused, since its new value exists only when the graph runs; a
+    tensor from outside the function becomes a guard on its values, so that a change to it
+    retraces rather than replaying the value read here (Dynamo's rule for a Python read of a
+    trace). A tensor the function made itself is a constant of the trace."""
+    state = ACTIVE.stack[-1] if ACTIVE.stack else None
+    if state is None or not isinstance(tensor, Tensor):
+        return
+    if state.versions.get(id(tensor), 0):
+        name = state.names.get(id(tensor), "a tensor from outside the function")
+        raise TraceError(
+            f"{user_location()}: {what} of {name}, which the function updated in place earlier in the same call: "
+            "its new value exists only when the compiled graph runs, so the value read while tracing would be the "
+            "one before the call. Keep the computation on tensors (e.g. `1.0 / t` rather than `1.0 / t.item()`), "
+            "or read it outside the compiled function.")
+    if state.is_created(tensor):
+        return
+    from .guards import ArrayGuard  # noqa: PLC0415  (guards builds on the tracer)
+
+    if any(type(g) is ArrayGuard and g.obj is tensor for g in state.guards):
+        return
+    data = tensor._data
+    arr = data if isinstance(data, np.ndarray) else data.get()
+    name = state.names.get(id(tensor), "a tensor from outside the function")
+    state.guards.append(ArrayGuard(f"{name} (read by {what} while tracing)", tensor, arr.copy()))
+
+
 @contextlib.contextmanager
 def capturing_dispatch():
     """Record ops on captured tensors for the duration of a trace (eager's dispatch modes are
-    per thread, so other threads keep running eagerly)."""
-    with _dispatch.dispatch_mode(_record_captured):
+    per thread, so other threads keep running eagerly), and watch Python's reads of their data."""
+    with _dispatch.dispatch_mode(_record_captured), _dispatch.data_read_hook(_read_captured):
         yield
 
 

@@ -118,8 +118,12 @@ def _move_running(running_mean: Tensor | None, running_var: Tensor | None, input
         var = _F.var(x, dims, correction=1)
         if per_sample:
             mean, var = _F.mean(mean, 0), _F.mean(var, 0)
-        running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
-        running_var.mul_(1 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
+        if isinstance(momentum, (int, float)):
+            running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype), alpha=momentum)
+            running_var.mul_(1 - momentum).add_(var.to(running_var.dtype), alpha=momentum)
+        else:  # a 0-d tensor (a cumulative average's 1 / batches seen, traced): alpha takes numbers only
+            running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype) * momentum)
+            running_var.mul_(1 - momentum).add_(var.to(running_var.dtype) * momentum)
 
 
 def _channel_moments(x: Tensor, dims: tuple[int, ...]) -> tuple | None:
@@ -144,7 +148,11 @@ def _channel_moments(x: Tensor, dims: tuple[int, ...]) -> tuple | None:
 def _move(running: Tensor, batch: np.ndarray, momentum: float) -> None:
     """running.mul_(1 - momentum).add_(batch, alpha=momentum), the batch's statistic cast to
     the running buffer's dtype first (as the op path's .to(dtype))."""
-    running.mul_(1 - momentum).add_(Tensor._make(batch.astype(running._data.dtype)), alpha=momentum)
+    batch_t = Tensor._make(batch.astype(running._data.dtype))
+    if isinstance(momentum, (int, float)):
+        running.mul_(1 - momentum).add_(batch_t, alpha=momentum)
+    else:  # a 0-d tensor momentum
+        running.mul_(1 - momentum).add_(batch_t * momentum)
 
 
 def _channel_affine(out: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
