@@ -205,6 +205,7 @@ def equal(input: Tensor, other: Tensor) -> _builtins.bool:
 # dtypes, must not pay for nn and optim (tests/test_import_contracts.py). `eager.nn`,
 # `from eager import nn` and `import eager.nn` all still work.
 _LAZY_SUBMODULES = frozenset({"distributed", "distributions", "nn", "onnx", "optim", "testing", "utils", "viz"})
+_NN_ACTIVATIONS = frozenset({"selu", "celu", "rrelu", "threshold", "relu_", "selu_", "celu_", "rrelu_", "threshold_"})
 
 
 def __getattr__(name: str) -> object:
@@ -212,6 +213,10 @@ def __getattr__(name: str) -> object:
         import importlib  # noqa: PLC0415
 
         return importlib.import_module(f"{__name__}.{name}")  # the import binds it as an attribute too
+    if name in _NN_ACTIVATIONS:  # torch.selu, torch.relu_, ...: nn.functional's, loaded on first use
+        from .nn import functional as _nnf  # noqa: PLC0415
+
+        return getattr(_nnf, name)
     raise AttributeError(f"module 'eager' has no attribute '{name}'")
 
 

@@ -5,8 +5,20 @@ from __future__ import annotations
 import warnings
 
 from ... import _functional as _F
+from ... import _inplace
 from ..._factories import rand_like, zeros_like
 from ..._tensor import Tensor
+
+
+def _in_place(input: Tensor, fn, name: str, grad_name: str) -> Tensor:
+    """Write `fn(input)` into input, as PyTorch's `inplace=True` does: the returned tensor is
+    input, its version bumps, it takes the history (named `grad_name`, PyTorch's in-place node)
+    and a leaf requiring grad is refused. The out-of-place function reads a snapshot of input,
+    so its saved values are the ones before the write. A traced tensor records the write with
+    copy_, which the tracer sees as an in-place update of that value."""
+    if hasattr(type(input), "__graphmode_inplace__") or not isinstance(input, Tensor):  # a traced value
+        return input.copy_(fn(input))
+    return _inplace.apply_inplace(input, fn, (), name, grad_name=grad_name)
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -71,33 +83,41 @@ def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x), elementwise.
 
-    `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.silu."""
+    `inplace=True` writes the result into input, as PyTorch's. Mirrors torch.nn.functional.silu."""
+    if inplace:
+        return _in_place(input, silu, "silu_", "SiluBackward0")
     return _F._renamed(input * _F.sigmoid(input), "SiluBackward0")
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * tanh(softplus(x)), elementwise.
 
-    `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.mish."""
+    `inplace=True` writes the result into input, as PyTorch's. Mirrors torch.nn.functional.mish."""
+    if inplace:
+        return _in_place(input, mish, "mish_", "MishBackward0")
     return _F._renamed(input * _F.tanh(_F.softplus(input)), "MishBackward0")
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x where x > 0, else negative_slope * x.
 
-    `inplace` is accepted for compatibility; the result is always a new tensor.
+    `inplace=True` writes the result into input, as PyTorch's.
     Mirrors torch.nn.functional.leaky_relu."""
+    if inplace:
+        return _in_place(input, lambda s: leaky_relu(s, negative_slope), "leaky_relu_", "LeakyReluBackward1")
     return _F._renamed(_F.where(input > 0, input, input * negative_slope), "LeakyReluBackward0")
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x where x > 0, else alpha * (exp(x) - 1).
 
-    `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.elu."""
+    `inplace=True` writes the result into input, as PyTorch's. Mirrors torch.nn.functional.elu."""
     # expm1 of x clipped to <= 0: the branch where() drops never overflows (its zero gradient
     # stays 0, not nan). The clip is a where, not minimum(x, 0): at x = 0 PyTorch takes the
     # negative branch's whole gradient (alpha), where minimum would split it in two. The test
     # is x <= 0, as PyTorch's: a NaN takes the identity branch (gradient 1, not NaN).
+    if inplace:
+        return _in_place(input, lambda s: elu(s, alpha), "elu_", "EluBackward1")
     return _F._renamed(_F.where(input <= 0, _F.expm1(_nonpositive(input)) * alpha, input), "EluBackward0")
 
 
@@ -109,7 +129,9 @@ def _nonpositive(input: Tensor) -> Tensor:
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """scale * elu(x, alpha) with the self-normalizing constants.
 
-    `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.selu."""
+    `inplace=True` writes the result into input, as PyTorch's. Mirrors torch.nn.functional.selu."""
+    if inplace:
+        return _in_place(input, selu, "selu_", "EluBackward1")
     alpha, scale = 1.6732632423543772, 1.0507009873554805
     return _F._renamed(elu(input, alpha) * scale, "EluBackward0")
 
@@ -117,7 +139,9 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x where x > 0, else alpha * (exp(x / alpha) - 1).
 
-    `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.celu."""
+    `inplace=True` writes the result into input, as PyTorch's. Mirrors torch.nn.functional.celu."""
+    if inplace:
+        return _in_place(input, lambda s: celu(s, alpha), "celu_", "CeluBackward1")
     return _F._renamed(_F.where(input <= 0, _F.expm1(_nonpositive(input) / alpha) * alpha, input), "CeluBackward0")
 
 
@@ -126,9 +150,11 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
 
     The gradient is 1 strictly inside the interval and 0 at its bounds, as PyTorch's
     (clamp passes it at the bounds, so this is not clamp).
-    `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.hardtanh."""
+    `inplace=True` writes the result into input, as PyTorch's. Mirrors torch.nn.functional.hardtanh."""
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})")
+    if inplace:
+        return _in_place(input, lambda s: hardtanh(s, min_val, max_val), "hardtanh_", "HardtanhBackward0")
     return _F._renamed(_F.where(input <= min_val, min_val, _F.where(input >= max_val, max_val, input)),
                        "HardtanhBackward0")
 
@@ -136,16 +162,18 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     """min(max(x, 0), 6), elementwise.
 
-    `inplace` is accepted for compatibility; the result is always a new tensor. Mirrors torch.nn.functional.relu6."""
-    return hardtanh(input, 0.0, 6.0)
+    `inplace=True` writes the result into input, as PyTorch's. Mirrors torch.nn.functional.relu6."""
+    return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """clamp(x / 6 + 1/2, 0, 1), elementwise.
 
-    `inplace` is accepted for compatibility; the result is always a new tensor.
+    `inplace=True` writes the result into input, as PyTorch's.
     Its gradient is 1/6 strictly inside (-3, 3) and 0 at and beyond ±3 and at NaN (which
     gives NaN), as PyTorch's. Mirrors torch.nn.functional.hardsigmoid."""
+    if inplace:
+        return _in_place(input, hardsigmoid, "hardsigmoid_", "HardsigmoidBackward0")
     outside = _F.where(input <= -3.0, 0.0, _F.where(input >= 3.0, 1.0, input.detach()))  # NaN: itself, no gradient
     return _F._renamed(_F.where((input > -3.0) & (input < 3.0), (input + 3.0) / 6.0, outside), "HardsigmoidBackward0")
 
@@ -153,10 +181,12 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * hardsigmoid(x), elementwise.
 
-    `inplace` is accepted for compatibility; the result is always a new tensor.
+    `inplace=True` writes the result into input, as PyTorch's.
     PyTorch's gradient convention: 0 for x <= -3, x / 3 + 1/2 for -3 < x < 3, 1 for x >= 3
     and for NaN (the identity branch). Mirrors torch.nn.functional.hardswish."""
     # the quadratic sees x only inside (-3, 3): elsewhere (NaN too) its zero gradient stays 0
+    if inplace:
+        return _in_place(input, hardswish, "hardswish_", "HardswishBackward0")
     inside = _F.where((input > -3.0) & (input < 3.0), input, 0.0)
     return _F._renamed(_F.where(input <= -3.0, 0.0, _F.where(input < 3.0, inside * (inside + 3.0) / 6.0, input)),
                        "HardswishBackward0")
@@ -176,7 +206,7 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
     PyTorch's. An integer tensor keeps its dtype: both numbers are cast into it (truncated, as
     PyTorch's kernel does). Mirrors torch.nn.functional.threshold."""
     if inplace:
-        return threshold_(input, threshold, value)
+        return _in_place(input, lambda s: globals()["threshold"](s, threshold, value), "threshold_", "ThresholdBackward1")
     kind = getattr(input.dtype, "category", None)
     if kind == 0:
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'; threshold takes integer or "
@@ -253,17 +283,19 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
           inplace: bool = False) -> Tensor:
     """Randomized leaky ReLU: negative inputs are scaled by a slope drawn from U(lower, upper)
     per element while training, by (lower + upper) / 2 otherwise. Mirrors torch.nn.functional.rrelu."""
+    if inplace:
+        return _in_place(input, lambda s: rrelu(s, lower, upper, training), "rrelu_", "RreluWithNoiseBackward1")
     if training:
         slope = rand_like(input) * (upper - lower) + lower
     else:
         slope = (lower + upper) / 2
     out = _F.where(input > 0, input, input * slope)  # at 0 the gradient is the slope, as PyTorch's
-    return input.copy_(out) if inplace else out
+    return out
 
 
 def _inplace_form(fn, name: str):
     def inplace(input: Tensor, *args, **kwargs) -> Tensor:
-        return input.copy_(fn(input, *args, **kwargs))
+        return fn(input, *args, inplace=True, **kwargs)
 
     inplace.__name__ = inplace.__qualname__ = name
     inplace.__doc__ = f"{fn.__name__}, written into input. Mirrors torch.nn.functional.{name}."
