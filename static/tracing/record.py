@@ -12,7 +12,7 @@ import numpy as np
 
 import eager
 from eager import _dispatch
-from eager._apply_run import _HALF_SCALAR_IN_FLOAT32, half_in_float32, needs_promotion
+from eager._apply_run import _HALF_SCALAR_IN_FLOAT32, _wrap_ints, half_in_float32, needs_promotion
 from eager._grad_mode import STATE
 from eager._tensor import Tensor
 from gmbase import dtypes as _dtypes
@@ -91,6 +91,21 @@ def _promote(state: TraceState, op, operands: list) -> list:
     return list(_dtypes.promote_operands(op.promote, op.mask_operands, operands, lambda v: _describe(state, v), cast))
 
 
+def _wrap_int_literals(op, values: list) -> list:
+    """A Python int beyond the range of the integer tensor it meets, wrapped into that dtype as
+    eager and PyTorch cast it (int8 & 255 ands with -1, int8 < 300 compares with 44): kept
+    as it is, the graph's constant would not fit its dtype (NumPy's OverflowError in the
+    generated code) or compare exactly. eager's own rule (`_wrap_ints`), for every op but pow,
+    decided by the first traced operand's dtype."""
+    if op.name == "pow":
+        return values
+    for v in values:
+        if type(v) is Value:
+            npd = v.type.dtype.np
+            return _wrap_ints(values, npd) if npd.kind in "iu" else values
+    return values
+
+
 def _emit(state: TraceState, op, operands: list, attrs: dict, types: list | None = None) -> list:
     """Check the op's abstract rule and append the node; returns its result Values. `types`:
     the result types where the caller knows them already (a replayed template whose ops and
@@ -151,6 +166,7 @@ def record(op, operands, attrs):
         return Tracer(state, _half_in_float32(state, op, values, attrs))  # (eager's rule: one function)
     if op.promote is not None:
         values = _promote(state, op, values)
+    values = _wrap_int_literals(op, values)
     if "index_checks" in op.extra:  # eager's forward checks index values: so does the graph, before the op
         values = _index_checked(state, op, values, attrs)
     outs = _emit(state, op, values, attrs)
