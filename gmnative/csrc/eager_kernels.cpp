@@ -65,14 +65,16 @@ template <typename T> static inline void row_moments(const T* x, long long n, do
 }
 
 // rows of n elements: y = (x - mean) * rstd * w + b
+// `stats`, when given, receives each row's mean and rstd (2 doubles a row), for the backward
 template <typename T> static void layer_norm(const T* x, const T* w, const T* b, T* y, long long groups,
-                                             long long n, double eps, int nt) {
+                                             long long n, double eps, int nt, double* stats = nullptr) {
     #pragma omp parallel for num_threads(nt) if(groups * n >= GM_EAGER_PARALLEL_MIN) schedule(static)
     for (long long r = 0; r < groups; ++r) {
         const T* xr = x + r * n;
         T* yr = y + r * n;
         double mean, rstd;
         row_moments(xr, n, eps, &mean, &rstd);
+        if (stats) { stats[2 * r] = mean; stats[2 * r + 1] = rstd; }
         const T m = (T)mean, s = (T)rstd;
         #pragma omp simd
         for (long long j = 0; j < n; ++j) yr[j] = ((xr[j] - m) * s) * w[j] + b[j];
@@ -83,9 +85,10 @@ template <typename T> static void layer_norm(const T* x, const T* w, const T* b,
 //   gx = rstd * (g w - sum(g w) / n) - s * rstd^3 / n * sum(g w s)
 //   gw = sum over rows of g * xhat,  gb = sum over rows of g
 // gw and gb accumulate per thread in `part` (2 * n doubles per thread), added in thread order.
+// `stats`, when given, holds the forward's mean and rstd of each row (not computed again).
 template <typename T> static void layer_norm_backward(const T* g, const T* x, const T* w, T* gx, T* gw, T* gb,
                                                       double* part, long long groups, long long n, double eps,
-                                                      int nt) {
+                                                      int nt, const double* stats = nullptr) {
     int used = 1;
     #pragma omp parallel num_threads(nt) if(groups * n >= GM_EAGER_PARALLEL_MIN)
     {
@@ -100,7 +103,8 @@ template <typename T> static void layer_norm_backward(const T* g, const T* x, co
             const T* xr = x + r * n;
             T* out = gx + r * n;
             double mean, rstd;
-            row_moments(xr, n, eps, &mean, &rstd);
+            if (stats) { mean = stats[2 * r]; rstd = stats[2 * r + 1]; }
+            else row_moments(xr, n, eps, &mean, &rstd);
             double sum_gw = 0.0, sum_gws = 0.0;
             #pragma omp simd reduction(+:sum_gw, sum_gws)
             for (long long j = 0; j < n; ++j) {
@@ -601,7 +605,15 @@ template <typename T> static void sgd_multi(void* const* a, int nt) {
     extern "C" void gm_eager_layer_norm_backward_##suffix(void* const* a, int nt) { \
         const long long* d = (const long long*)a[7]; \
         layer_norm_backward<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], (T*)a[4], (T*)a[5], \
-                               (double*)a[6], d[0], d[1], ((const double*)a[8])[0], nt); }
+                               (double*)a[6], d[0], d[1], ((const double*)a[8])[0], nt); } \
+    extern "C" void gm_eager_layer_norm_stats_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[4]; \
+        layer_norm<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], d[0], d[1], \
+                      ((const double*)a[5])[0], nt, (double*)a[6]); } \
+    extern "C" void gm_eager_layer_norm_backward_stats_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[7]; \
+        layer_norm_backward<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], (T*)a[4], (T*)a[5], \
+                               (double*)a[6], d[0], d[1], ((const double*)a[8])[0], nt, (const double*)a[9]); }
 // channel kernels: dims = [N, C, S, x's sn, x's sc, g's sn, g's sc, out's sn, out's sc] (elements)
 #define GM_EAGER_CHANNELS(T, suffix) \
     extern "C" void gm_eager_channel_moments_##suffix(void* const* a, int nt) { \

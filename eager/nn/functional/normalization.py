@@ -31,6 +31,11 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bi
             raise RuntimeError(f"layer_norm: Expected {what} to be of same shape as normalized_shape, but got "
                                f"{what} of shape {list(t.shape)} and normalized_shape = {normalized}")
     if weight is not None and bias is not None:  # the common case: one fused op, one fused gradient
+        from ... import _fused_layer_norm  # noqa: PLC0415  (one node each way: eager/_fused_layer_norm.py)
+
+        fused = _fused_layer_norm.layer_norm(input, weight, bias, len(dims), float(eps))
+        if fused is not None:
+            return fused
         return _conv.LAYER_NORM(input, weight, bias, ndim=len(dims), eps=float(eps))
     out = _conv.NORMALIZE(input, dims=dims, eps=float(eps))
     if weight is not None:
