@@ -116,9 +116,38 @@ def _sign(xp, x):
     return x.copy() if x.dtype.kind == "b" else xp.sign(x)  # PyTorch: sign of a bool is itself
 
 
+_RELU_FORM: dict = {}  # NumPy float dtype -> how relu keeps x's -0.0 there (probed once)
+
+
+def _relu_form(dt) -> int:
+    """How NumPy computes PyTorch's relu of a negative zero (-0.0: PyTorch keeps x unless x < 0)
+    for dtype dt: 0 `maximum(0, x)`, 1 `maximum(x, 0)`, 2 `where(x < 0, 0, x)`. NumPy's maximum
+    returns one operand or the other on a tie of zeros, which one by its loop (SIMD or not, per
+    dtype and host), so each order is asked once, on lengths and offsets that take its vector
+    body and its tail; the where (slower) only where neither order keeps it."""
+    probe = np.full(1041, -0.0, dtype=dt)
+    spans = ((0, 1041), (1, 1040), (3, 20), (0, 1))
+    form = 2
+    if all(np.signbit(np.maximum(0, probe[k:n])).all() for k, n in spans):
+        form = 0
+    elif all(np.signbit(np.maximum(probe[k:n], 0)).all() for k, n in spans):
+        form = 1
+    _RELU_FORM[dt] = form
+    return form
+
+
 def _relu(xp, x):
-    if x.dtype.kind == "b":  # NumPy would give int64
+    dt = x.dtype
+    if dt.kind == "b":  # NumPy would give int64
         raise RuntimeError("Boolean inputs not supported for relu")
+    if dt.kind == "f" and xp is np:
+        form = _RELU_FORM.get(dt)
+        if form is None:
+            form = _relu_form(dt)
+        if form == 0:
+            return xp.maximum(0, x)  # relu(-0.0) is -0.0, as PyTorch's (the same loop, the same speed)
+        if form == 2:
+            return xp.where(x < 0, xp.zeros((), dt), x)
     return xp.maximum(x, 0)
 
 

@@ -138,3 +138,31 @@ def test_compiled_writes_into_argument():
         np.testing.assert_allclose(g(b).numpy(), f(a).numpy())
         np.testing.assert_allclose(b.numpy(), a.numpy())
         assert not np.allclose(b.numpy(), X)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("n", [1, 7, 1000, 100_003])
+def test_relu_keeps_negative_zero(dtype, n):
+    """PyTorch's relu keeps x unless x < 0: relu(-0.0) is -0.0 (NumPy's maximum(x, 0) gave 0.0
+    on some dtypes and hosts); vector bodies and tails alike."""
+    x = eager.tensor(np.full(n, -0.0), dtype=getattr(eager, dtype))
+    for out in (eager.relu(x), F.relu(x), nn.ReLU()(x), x.clone().relu_()):
+        assert np.signbit(out.numpy()).all()
+    y = eager.relu(eager.tensor([0.0, -1.0, 2.0, float("nan")], dtype=getattr(eager, dtype))).numpy()
+    assert not np.signbit(y[:2]).any() and y[2] == 2.0 and np.isnan(y[3])
+
+
+
+@pytest.mark.parametrize("form", [0, 1, 2])
+def test_relu_forms(form, monkeypatch):
+    """Each of relu's three NumPy forms (picked per dtype by a probe of the host's maximum)
+    gives relu's values; the one picked here keeps -0.0 (checked above)."""
+    from gmops import unary as U
+
+    monkeypatch.setitem(U._RELU_FORM, np.dtype(np.float64), form)
+    x = np.array([-0.0, 0.0, -1.5, np.nan, 2.0, -np.inf, np.inf])
+    out = eager.relu(eager.tensor(x)).numpy()
+    np.testing.assert_array_equal(out, [0.0, 0.0, 0.0, np.nan, 2.0, 0.0, np.inf])
+    assert out.dtype == np.float64
+    if form != 1:  # (form 1, maximum(x, 0), is chosen only where the probe shows it keeps -0.0)
+        assert np.signbit(out[0])
