@@ -166,3 +166,20 @@ def test_relu_forms(form, monkeypatch):
     assert out.dtype == np.float64
     if form != 1:  # (form 1, maximum(x, 0), is chosen only where the probe shows it keeps -0.0)
         assert np.signbit(out[0])
+
+
+def test_compiled_module_with_inplace_activations_trains_as_eager():
+    """A GAN-style block (Linear, LeakyReLU(inplace=True), ...): compiled forward and gradients
+    equal eager's."""
+    eager.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 3), nn.LeakyReLU(0.2, inplace=True), nn.Linear(3, 2), nn.ELU(inplace=True))
+    x = eager.randn(5, 4)
+    ye = m(x)
+    ye.sum().backward()
+    ge = [p.grad.numpy().copy() for p in m.parameters()]
+    m.zero_grad()
+    yc = static.compile(m)(x)
+    yc.sum().backward()
+    np.testing.assert_allclose(yc.detach().numpy(), ye.detach().numpy(), rtol=1e-6)
+    for p, g in zip(m.parameters(), ge):
+        np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-5, atol=1e-7)
