@@ -10,19 +10,15 @@ eager's other kernels (gmnative.kernels), through the same call path, with the s
 """
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
 
-from . import kernels as _kernels
-from ._sources import read_source
+from ._units import LazyUnit
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _I64 = np.dtype(np.int64)
 _NAMES = ("softmax_backward", "log_softmax_rows_backward")
-_state: dict = {}
-_lock = threading.Lock()
 
 
 class _Unit:
@@ -41,34 +37,13 @@ class _Unit:
                                                     formats((dt, dt, "int64")))
 
 
-def _unit() -> _Unit | None:
-    if _kernels.kernels() is None:  # switched off (GRAPHMODE_EAGER_NATIVE=0, then kernels.reset()), no compiler
-        return None
-    found = _state.get("unit", False)
-    if found is not False:
-        return found
-    with _lock:
-        if "unit" not in _state:
-            _state["unit"] = _load()
-    return _state["unit"]
-
-
-def _load() -> _Unit | None:
-    from . import build  # noqa: PLC0415
-    from .c_helpers import host_prelude  # noqa: PLC0415
-
-    try:
-        source = host_prelude(build.toolchain().vector_math) + "\n" + read_source("eager_softmax.cpp")
-        library = build.load_library(source, "gm_eager_softmax")
-        return _Unit(library, build.caller(), build.formats)
-    except (build.NativeCompileError, OSError, AttributeError):
-        return None
+_loader: LazyUnit[_Unit] = LazyUnit(("eager_rows.h", "eager_softmax.cpp"), "gm_eager_softmax", _Unit)
+_unit = _loader.get
 
 
 def reset() -> None:
     """Forget the loaded unit (the next use looks at GRAPHMODE_EAGER_NATIVE again)."""
-    with _lock:
-        _state.clear()
+    _loader.reset()
 
 
 def _rows(x: np.ndarray) -> tuple[int, int] | None:

@@ -1,7 +1,8 @@
 // eager's index and loss kernels (gmnative/index_kernels.py): the forward and the log-softmax
 // gradient of cross_entropy over 2-d logits, the row gradient of x[idx] (rows of g added into
 // the rows they were read from, negative indices counted from the end), and NumPy's bounded
-// integer draws (Generator.integers) run on the Generator's own bit generator.
+// integer draws (Generator.integers) run on the Generator's own bit generator. The log-softmax
+// gradient is eager_rows.h's (put before this text).
 //
 // Why one small unit of its own: these run on small arrays (a (32, 27) batch of logits, 96
 // rows of an embedding) where NumPy's per-call cost is the whole cost: cross_entropy's
@@ -55,24 +56,6 @@ template <typename T> static void ce_forward(const T* x, const gm_i64* t, T* log
     loss[n] = (T)total;
     d[3] = bad;
     d[4] = kept;
-}
-
-// the gradient of log_softmax over rows: out = g - exp(logp) * sum(g) per row; d = [n, c]
-template <typename T> static void log_softmax_backward(const T* g, const T* logp, T* out, const gm_i64* d) {
-    const gm_i64 n = d[0], c = d[1];
-    for (gm_i64 i = 0; i < n; ++i) {
-        const T* gi = g + i * c;
-        const T* li = logp + i * c;
-        T* oi = out + i * c;
-        double s = 0.0;
-        #pragma omp simd reduction(+:s)
-        for (gm_i64 j = 0; j < c; ++j)
-            s += (double)gi[j];
-        const T st = (T)s;
-        #pragma omp simd
-        for (gm_i64 j = 0; j < c; ++j)
-            oi[j] = gi[j] - (T)exp(li[j]) * st;
-    }
 }
 
 // out (rows_out, width) = 0 (or out as given, d[4] = 0), then row i of g added into row
@@ -165,7 +148,7 @@ static void bounded_int64(const gm_i64* p, gm_i64* out) {
     extern "C" void gm_eager_ce_forward_##suffix(void* const* a, int) { \
         ce_forward<T>((const T*)a[0], (const gm_i64*)a[1], (T*)a[2], (T*)a[3], (gm_i64*)a[4]); } \
     extern "C" void gm_eager_log_softmax_backward_##suffix(void* const* a, int) { \
-        log_softmax_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], (const gm_i64*)a[3]); } \
+        softmax_rows_backward<true, T>((const T*)a[0], (const T*)a[1], (T*)a[2], (const gm_i64*)a[3]); } \
     extern "C" void gm_eager_rows_add_##suffix(void* const* a, int) { \
         rows_add<T>((const T*)a[0], (const gm_i64*)a[1], (T*)a[2], (gm_i64*)a[3]); }
 

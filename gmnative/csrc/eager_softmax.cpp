@@ -10,44 +10,9 @@
 // core's worth of work. Compiled after gmnative.c_helpers.host_prelude (no system header): its
 // float exp computes in float and, where libmvec is there, vectorizes the loops below.
 //
-// Every array is (n, c) row-major; d = [n, c]. Row sums accumulate in double.
+// Every array is (n, c) row-major; d = [n, c]. Row sums accumulate in double. The two
+// gradients are eager_rows.h's softmax_rows_backward (put before this text).
 typedef long long gm_i64;
-
-// the gradient of softmax: gx = y * (g - sum(g * y))
-template <typename T> static void softmax_backward(const T* g, const T* y, T* gx, const gm_i64* d) {
-    const gm_i64 n = d[0], c = d[1];
-    for (gm_i64 i = 0; i < n; ++i) {
-        const T* gi = g + i * c;
-        const T* yi = y + i * c;
-        T* oi = gx + i * c;
-        double s = 0.0;
-        #pragma omp simd reduction(+:s)
-        for (gm_i64 j = 0; j < c; ++j)
-            s += (double)(gi[j] * yi[j]);
-        const T st = (T)s;
-        #pragma omp simd
-        for (gm_i64 j = 0; j < c; ++j)
-            oi[j] = yi[j] * (gi[j] - st);
-    }
-}
-
-// the gradient of log_softmax: gx = g - exp(y) * sum(g)
-template <typename T> static void log_softmax_backward(const T* g, const T* y, T* gx, const gm_i64* d) {
-    const gm_i64 n = d[0], c = d[1];
-    for (gm_i64 i = 0; i < n; ++i) {
-        const T* gi = g + i * c;
-        const T* yi = y + i * c;
-        T* oi = gx + i * c;
-        double s = 0.0;
-        #pragma omp simd reduction(+:s)
-        for (gm_i64 j = 0; j < c; ++j)
-            s += (double)gi[j];
-        const T st = (T)s;
-        #pragma omp simd
-        for (gm_i64 j = 0; j < c; ++j)
-            oi[j] = gi[j] - (T)exp(yi[j]) * st;
-    }
-}
 
 // the column sums of g (a Linear's bias gradient): out = 0, then each row added in order, so each
 // column's sum is the sequential one NumPy's g.sum(0) computes (its bits)
@@ -94,9 +59,9 @@ template <typename T> static void row_max(const T* x, T* out, gm_i64* d) {
     extern "C" void gm_eager_column_sum_##suffix(void* const* a, int) { \
         column_sum<T>((const T*)a[0], (T*)a[1], (const gm_i64*)a[2]); } \
     extern "C" void gm_eager_softmax_backward_##suffix(void* const* a, int) { \
-        softmax_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], (const gm_i64*)a[3]); } \
+        softmax_rows_backward<false, T>((const T*)a[0], (const T*)a[1], (T*)a[2], (const gm_i64*)a[3]); } \
     extern "C" void gm_eager_log_softmax_rows_backward_##suffix(void* const* a, int) { \
-        log_softmax_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], (const gm_i64*)a[3]); }
+        softmax_rows_backward<true, T>((const T*)a[0], (const T*)a[1], (T*)a[2], (const gm_i64*)a[3]); }
 
 GM_SOFTMAX_KERNELS(float, f32)
 GM_SOFTMAX_KERNELS(double, f64)
