@@ -143,6 +143,22 @@ def _softmax_rows(x: np.ndarray) -> np.ndarray | None:
     return e
 
 
+def _log_softmax_rows(x: np.ndarray) -> np.ndarray | None:
+    """The op's log_softmax steps over the last dimension (x - (log(sum(exp(x - m))) + m), its
+    bits) with the row maxima m from the kernel, as _softmax_rows; None when the kernel does
+    not run or a row's maximum is not finite (the op's forward then)."""
+    found = _native.row_max(x)
+    if found is None or found[1]:
+        return None
+    m = found[0]
+    e = np.subtract(x, m)
+    np.exp(e, out=e)
+    lse = np.add.reduce(e, axis=-1, keepdims=True)
+    np.log(lse, out=lse)
+    lse += m
+    return np.subtract(x, lse, out=e)
+
+
 def rows(input: Any, dim: int, log: bool) -> Tensor | None:
     """softmax (log_softmax when `log`) of `input` over `dim` (already normalized) as one
     node; None where the fused path does not run (the caller takes the op path)."""
@@ -154,7 +170,7 @@ def rows(input: Any, dim: int, log: bool) -> Tensor | None:
     if not _native.available():
         return None
     # the op's own NumPy forward: its bits, which compiled code (the decomposed softmax) reproduces
-    out = None if log else _softmax_rows(x)
+    out = (_log_softmax_rows if log else _softmax_rows)(x)
     if out is None:
         out = (_log_softmax_forward if log else _softmax_forward)(np, x, dim=dim)
     if not (input._requires_grad and STATE.enabled):

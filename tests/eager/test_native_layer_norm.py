@@ -127,3 +127,28 @@ def test_matches_torch():
     np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
     for mine, theirs in ((x, tx), (w, tw), (b, tb)):
         np.testing.assert_allclose(mine.grad.numpy(), theirs.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(16, 4, 32, 32), (1024, 65), (3, 1), (5, 7)])
+def test_log_softmax_forward_rows_equal_op(shape, dtype):
+    """log_softmax's forward with the native row maxima (eager/_fused_softmax.py) gives the
+    op's NumPy forward bit for bit; rows whose maximum is not finite take the op's forward."""
+    from eager import _fused_softmax  # noqa: PLC0415
+    from gmops import REGISTRY  # noqa: PLC0415
+
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal(shape) * 4).astype(dtype)
+    if shape == (5, 7):
+        x[1, 0] = -np.inf  # a finite maximum still: the kernel path
+        x[3, :] = -np.inf  # a row of -inf: the op's forward (NaN row, as PyTorch)
+    xt = eager.tensor(x, requires_grad=True)
+    with np.errstate(divide="ignore", invalid="ignore"):  # (the -inf row's log(0) and -inf - -inf)
+        y = F.log_softmax(xt, dim=-1)
+        expected = REGISTRY["log_softmax"].forward(np, x, dim=x.ndim - 1)
+    np.testing.assert_array_equal(y.detach().numpy(), expected)
+    if shape == (5, 7):
+        x2 = x[[0, 1, 2, 4]]
+        got = _fused_softmax._log_softmax_rows(x2)
+        if got is not None:
+            np.testing.assert_array_equal(got, REGISTRY["log_softmax"].forward(np, x2, dim=1))
