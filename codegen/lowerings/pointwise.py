@@ -4,8 +4,11 @@ and clamp cast to PyTorch's result type, constants).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from gmops import REGISTRY
 from gmops._registry import OpDef
+from gmops.unary import _relu_form
 from static.ir import Node
 
 from ..c_forward import forward_fields
@@ -38,7 +41,10 @@ for _name, _fn, _op in [("eq", "equal", "=="), ("ne", "not_equal", "!="), ("lt",
     _ufunc(_name, f"np.{_fn}", scalar=f"({{0}} {_op} {{1}})")
 _ufunc("logical_and", "np.logical_and", scalar="({0} & {1})")
 _ufunc("logical_not", "np.logical_not", scalar="(~{0})")
-_ufunc("relu", "np.maximum", order="{0}, 0")
+# relu keeps a -0.0 operand as PyTorch does: NumPy's maximum returns one operand or the other on
+# a tie of zeros, by its loop, so the generated code takes the operand order eager's forward found
+# keeps it for float32 on this host (gmops.unary._relu_form; the disk cache keys on the text)
+_ufunc("relu", "np.maximum", order="0, {0}" if _relu_form(np.dtype(np.float32)) == 0 else "{0}, 0")
 
 
 def _from_record(op: OpDef) -> None:

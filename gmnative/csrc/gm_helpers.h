@@ -17,7 +17,7 @@ template <typename T> GM_INLINE T gm_lowest() { return -gm_inf<T>(); }
 template <typename T> GM_INLINE T gm_highest() { return gm_inf<T>(); }
 template <typename T> GM_INLINE T gm_max(T a, T b) { return (a > b || a != a) ? a : b; }
 template <typename T> GM_INLINE T gm_min(T a, T b) { return (a < b || a != a) ? a : b; }
-template <typename T> GM_INLINE T gm_relu(T x) { return (x > (T)0 || x != x) ? x : (T)0; }
+template <typename T> GM_INLINE T gm_relu(T x) { return x < (T)0 ? (T)0 : x; }  // NaN and -0.0 pass, as PyTorch
 template <typename T> GM_INLINE T gm_abs(T x) { return x < (T)0 ? -x : (x == (T)0 ? (T)0 : x); }
 template <typename T> GM_INLINE T gm_sign(T x) { return x > (T)0 ? (T)1 : (x < (T)0 ? (T)(-1) : x); }
 template <typename R, typename T> GM_INLINE R gm_cast(T x) { return (R)x; }
