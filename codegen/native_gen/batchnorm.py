@@ -21,7 +21,7 @@ from static.ir import Node, Value
 from ..c_kernel import KernelBody
 from ..lowering import lowering_for
 from ..render import c_literal, c_type
-from .batchnorm_grad import CChannelRegion, channel_region, over_all_but_channels  # noqa: F401  (conv.py's)
+from .batchnorm_grad import CChannelRegion, channel_region, channel_statistics, over_all_but_channels  # noqa: F401  (conv.py's)
 from .function import CFunction, _parallel
 from .indexing import _ints, _prod, _symbolic, load
 
@@ -121,16 +121,7 @@ class CChannelGradient(CFunction):
             "                sx += d; sxx += d * d; sg += gv; sgx += gv * d;",
             "            }",
             "        }",
-            f"        const double mean_d = sx / {count}.0, mg = sg / {count}.0;",
-            f"        double var = sxx / {count}.0 - mean_d * mean_d;",
-            "        if (var < 0.0) var = 0.0;",
-            f"        const double rstd = 1.0 / sqrt(var + {eps!r});",
-            # mean(g * xhat) = rstd * (E[g d] - E[d] E[g]), d = x - x0
-            f"        const double mgx = rstd * (sgx / {count}.0 - mean_d * mg);",
-            # o = rstd (g - mg - xhat mgx), xhat = (x - x0 - mean_d) rstd, as one multiply-add per
-            # operand: o = ga g + xa x + c0 (double; a third of the operations per element)
-            "        const double ga = rstd, xa = -rstd * rstd * mgx, c0 = -rstd * mg - xa * (x0 + mean_d);",
-            "        double so = 0.0;",
+            *channel_statistics(count, eps),
             f"        for (long long nn = 0; nn < {n}; ++nn) {{",
             f"            const {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
             f"            const {T}* gp = {cg} + (nn * {c} + cc) * {hw}LL;",

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gmops import REGISTRY
-from static.ir import Node, Value
+from static.ir import Graph, Node, Value
 
 from ..c_kernel import KernelBody
 from ..lowering import lowering_for
@@ -103,6 +103,72 @@ def channel_region(node: Node, outs: set) -> dict | None:
     return {"shape": shape, "dims": dims}
 
 
+def _body_env(fn: CFunction, body: Graph, node: Node, shape: tuple) -> dict:
+    """The C operands of a channel region's body inputs (shape `shape`, (N, C, ...)): a literal
+    for a constant, else the input read at the element (at + k), once per channel (cc) or once
+    (0) by its broadcast shape."""
+    env: dict = {}
+    for p, outer in zip(body.inputs, node.inputs):
+        if not isinstance(outer, Value):
+            ctype = c_type(p.type.dtype)
+            env[p] = (c_literal(outer, ctype), ctype)
+            continue
+        cname = fn._param(p, fn.m.contiguous(outer), writable=False)
+        s = _ints(p.type.shape)
+        padded = (1,) * (len(shape) - len(s)) + s
+        idx = "at + k" if padded == shape else ("0" if all(d == 1 for d in padded) else "cc")
+        env[p] = load(cname, idx, p)
+    return env
+
+
+def _pointwise_stores(fn: CFunction, kb: KernelBody, body: Graph, outputs: dict, skip: Value | None) -> list[str]:
+    """The stores of a region body's pointwise outputs at the element (at + k), cast to each
+    output's dtype; the channel sums and `skip` (an output kept in registers) are left out."""
+    stores = []
+    for y in body.outputs:
+        if (y.producer is not None and y.producer.op == "sum") or y is skip:
+            continue
+        cname = fn._fresh_output(outputs[id(y)])
+        expr, ctype = kb.env[y]
+        want = c_type(y.type.dtype)
+        stores.append(f"{cname}[at + k] = {expr if ctype == want else f'({want})({expr})'};")
+    return stores
+
+
+def _channel_sums(fn: CFunction, kb: KernelBody, reductions: list, outputs: dict) -> tuple:
+    """(stage declarations, stage stores, adds, accumulators, final stores) of a region's
+    channel sums: each operand staged per block of GM_STAGE elements, then added in double."""
+    decls, stage, adds, accs, finals = [], [], [], [], []
+    for j, red in enumerate(reductions):
+        RT = c_type(red.inputs[0].type.dtype)
+        decls.append(f"{RT} stage{j}[GM_STAGE];")
+        stage.append(f"stage{j}[k - k0] = {kb.operand(red.inputs[0], RT)};")
+        adds.append(f"acc{j} += (double)stage{j}[k];")
+        accs.append(f"acc{j}")
+        y = red.outputs[0]
+        if id(y) in outputs:
+            finals.append(f"{fn._fresh_output(outputs[id(y)])}[cc] = ({c_type(y.type.dtype)})acc{j};")
+    return decls, stage, adds, accs, finals
+
+
+def channel_statistics(count: int, eps: float) -> list[str]:
+    """The C lines from a channel's shifted sums (sx, sxx of d = x - x0; sg, sgx of g and g d
+    over `count` elements) to batch norm's gradient as o = ga g + xa x + c0, and so = 0.0 for
+    its sum: one text for the gradient kernel and the regions that absorb it.
+    mean(g * xhat) = rstd * (E[g d] - E[d] E[g]); o = rstd (g - mg - xhat mgx) with
+    xhat = (x - x0 - mean_d) rstd, as one multiply-add per operand (double; a third of the
+    operations per element)."""
+    return [
+        f"        const double mean_d = sx / {count}.0, mg = sg / {count}.0;",
+        f"        double var = sxx / {count}.0 - mean_d * mean_d;",
+        "        if (var < 0.0) var = 0.0;",
+        f"        const double rstd = 1.0 / sqrt(var + {eps!r});",
+        f"        const double mgx = rstd * (sgx / {count}.0 - mean_d * mg);",
+        "        const double ga = rstd, xa = -rstd * rstd * mgx, c0 = -rstd * mg - xa * (x0 + mean_d);",
+        "        double so = 0.0;",
+    ]
+
+
 class CChannelRegion(CFunction):
     """A fused region whose reductions are channel sums, as one pass per channel
     (channel_region). The elements are staged in floats and added in double in a second
@@ -120,41 +186,15 @@ class CChannelRegion(CFunction):
         shape = self.parts["shape"]
         n, c = shape[0], shape[1]
         hw = _prod(shape[2:])
-        env: dict = {}
-        for p, outer in zip(body.inputs, node.inputs):
-            if not isinstance(outer, Value):
-                ctype = c_type(p.type.dtype)
-                env[p] = (c_literal(outer, ctype), ctype)
-                continue
-            cname = self._param(p, self.m.contiguous(outer), writable=False)
-            s = _ints(p.type.shape)
-            padded = (1,) * (len(shape) - len(s)) + s
-            idx = "at + k" if padded == shape else ("0" if all(d == 1 for d in padded) else "cc")
-            env[p] = load(cname, idx, p)
+        env = _body_env(self, body, node, shape)
         kb = KernelBody(self.m.lines, env)
         for b in body.nodes:
             if b.op != "sum":
                 kb.emit(b)
         reductions = [b for b in body.nodes if b.op == "sum"]
         outputs = dict(zip((id(y) for y in body.outputs), node.outputs))
-        stores, finals, stage_decls, stage_stores, adds = [], [], [], [], []
-        for y in body.outputs:
-            if y.producer is not None and y.producer.op == "sum":
-                continue
-            cname = self._fresh_output(outputs[id(y)])
-            expr, ctype = kb.env[y]
-            want = c_type(y.type.dtype)
-            stores.append(f"{cname}[at + k] = {expr if ctype == want else f'({want})({expr})'};")
-        accs = []
-        for j, red in enumerate(reductions):
-            T = c_type(red.inputs[0].type.dtype)
-            stage_decls.append(f"{T} stage{j}[GM_STAGE];")
-            stage_stores.append(f"stage{j}[k - k0] = {kb.operand(red.inputs[0], T)};")
-            adds.append(f"acc{j} += (double)stage{j}[k];")
-            accs.append(f"acc{j}")
-            y = red.outputs[0]
-            if id(y) in outputs:
-                finals.append(f"{self._fresh_output(outputs[id(y)])}[cc] = ({c_type(y.type.dtype)})acc{j};")
+        stores = _pointwise_stores(self, kb, body, outputs, None)
+        stage_decls, stage_stores, adds, accs, finals = _channel_sums(self, kb, reductions, outputs)
         par = ("#pragma omp parallel for num_threads(gm_nt) schedule(static)" if _parallel(n * c * hw)
                else "// little work: the calling thread")
         self.lines += [
@@ -332,17 +372,7 @@ class CChannelRegionGradient(CFunction):
         x = grad.inputs[1]
         T = c_type(x.type.dtype)
         eps = float(grad.attrs["eps"])
-        env: dict = {}
-        for p, outer in zip(body.inputs, node.inputs):
-            if not isinstance(outer, Value):
-                ctype = c_type(p.type.dtype)
-                env[p] = (c_literal(outer, ctype), ctype)
-                continue
-            cname = self._param(p, self.m.contiguous(outer), writable=False)
-            s = _ints(p.type.shape)
-            padded = (1,) * (len(shape) - len(s)) + s
-            idx = "at + k" if padded == shape else ("0" if all(d == 1 for d in padded) else "cc")
-            env[p] = load(cname, idx, p)
+        env = _body_env(self, body, node, shape)
         cx = self._param(x, self.m.contiguous(x), writable=False)
         weight = parts.get("weight")
         cs = self._param(weight["src"], self.m.contiguous(weight["src"]), writable=False) if weight else None
@@ -353,14 +383,7 @@ class CChannelRegionGradient(CFunction):
         reductions = [b for b in body.nodes if b.op == "sum"]
         outputs = dict(zip((id(y) for y in body.outputs), node.outputs))
         g_inner = next(y for y, o in zip(body.outputs, node.outputs) if o is parts["g"])
-        stores, finals, decls, stage, adds, accs = [], [], [], [], [], []
-        for y in body.outputs:
-            if (y.producer is not None and y.producer.op == "sum") or y is g_inner:
-                continue
-            cname = self._fresh_output(outputs[id(y)])
-            expr, ctype = kb.env[y]
-            want = c_type(y.type.dtype)
-            stores.append(f"{cname}[at + k] = {expr if ctype == want else f'({want})({expr})'};")
+        stores = _pointwise_stores(self, kb, body, outputs, g_inner)
         # the full arrays first, the per-channel sums last (the call path makes small
         # outputs itself, as the last parameters)
         out_stores, grad_final = [], []
@@ -370,15 +393,7 @@ class CChannelRegionGradient(CFunction):
         if gp["rows"] is not None and (weight is None or weight["rows_read"]):
             rows = self._fresh_output(gp["rows"].outputs[0])
             out_stores.append(f"{rows}[cc * {count}LL + nn * {hw}LL + k] = o;")
-        for j, red in enumerate(reductions):
-            RT = c_type(red.inputs[0].type.dtype)
-            decls.append(f"{RT} stage{j}[GM_STAGE];")
-            stage.append(f"stage{j}[k - k0] = {kb.operand(red.inputs[0], RT)};")
-            adds.append(f"acc{j} += (double)stage{j}[k];")
-            accs.append(f"acc{j}")
-            y = red.outputs[0]
-            if id(y) in outputs:
-                finals.append(f"{self._fresh_output(outputs[id(y)])}[cc] = ({c_type(y.type.dtype)})acc{j};")
+        decls, stage, adds, accs, finals = _channel_sums(self, kb, reductions, outputs)
         if gp["sum"] is not None:
             total = self._fresh_output(gp["sum"].outputs[0])
             grad_final.append(f"{total}[cc] = ({T})so;")
@@ -422,15 +437,7 @@ class CChannelRegionGradient(CFunction):
             "            }",
             "        }",
             *(f"        {f}" for f in finals),
-            f"        const double mean_d = sx / {count}.0, mg = sg / {count}.0;",
-            f"        double var = sxx / {count}.0 - mean_d * mean_d;",
-            "        if (var < 0.0) var = 0.0;",
-            f"        const double rstd = 1.0 / sqrt(var + {eps!r});",
-            f"        const double mgx = rstd * (sgx / {count}.0 - mean_d * mg);",
-            # o = rstd (g - mg - xhat mgx), xhat = (x - x0 - mean_d) rstd, as one multiply-add per
-            # operand: o = ga g + xa x + c0 (double; a third of the operations per element)
-            "        const double ga = rstd, xa = -rstd * rstd * mgx, c0 = -rstd * mg - xa * (x0 + mean_d);",
-            "        double so = 0.0;",
+            *channel_statistics(count, eps),
             *(self._second_pass(T, kb, cx, cs, g_expr, out_stores, n, c, hw, kw_) if weight is not None else [
                 f"        for (long long nn = 0; nn < {n}; ++nn) {{",
                 f"            const long long at = (nn * {c} + cc) * {hw}LL;",
