@@ -183,8 +183,10 @@ _add("nan_to_num", NumpyLowering(call="np.nan_to_num({0}, copy=True, nan={nan}, 
      fields=_nan_to_num_c,
      note="posinf/neginf default to the dtype's largest values; C: the record's expression (gm_nan_to_num)")
 for _name in ("floor_divide", "fmod"):
-    _add(_name, NumpyLowering(call=f"np.{_name}({{0}}, {{1}})"), CupyLowering(call=f"cp.{_name}({{0}}, {{1}})"),
-         note="integer and float semantics differ: a library call rather than one C expression")
+    _add(_name, NumpyLowering(call=f"_rt.forward({_name!r}, np, {{args}}, **{{attrs}})"),
+         CupyLowering(call=f"_rt.forward({_name!r}, cp, {{args}}, **{{attrs}})"),
+         note="the op's own forward: integer division by zero raises as eager's and PyTorch's "
+              "(np.floor_divide gives 0), and integer and float semantics differ")
 _add("remainder", NumpyLowering(call="_rt.forward('remainder', np, {args}, **{attrs})"),
      CupyLowering(call="_rt.forward('remainder', cp, {args}, **{attrs})"),
      note="the op's own forward: NumPy's remainder with PyTorch's sign of a zero (the dividend's)")

@@ -31,6 +31,8 @@ FORWARD_CALLS = {"view_scatter", "prod_except_self", "embedding_backward", "unfo
                  # remainder keeps the dividend's sign on a zero result (PyTorch's -0.0), which
                  # np.remainder does not: the op's forward is its NumPy spelling
                  "remainder",
+                 # integer division by zero raises (np.floor_divide and np.fmod give 0)
+                 "floor_divide", "fmod",
                  # shifts by a count outside [0, bits) give 0 (or -1), which NumPy's shifts leave undefined
                  "bitwise_left_shift", "bitwise_right_shift",
                  # records with a C expression and no ufunc: fused in C, their forward in NumPy code

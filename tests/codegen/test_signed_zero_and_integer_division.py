@@ -1,4 +1,4 @@
-"""relu keeps a -0.0 operand and passes NaN, as PyTorch's does, in eager and in every backend
+"""Compiled code keeps eager's edge cases: relu keeps a -0.0 operand and passes NaN, as PyTorch's does, in every backend
 (NumPy's maximum returns either operand on a tie of zeros, by its loop; the C helper tests x < 0)."""
 from __future__ import annotations
 
@@ -28,3 +28,18 @@ def test_relu_matches_pytorch_on_signed_zeros():
     v = [-0.0, 0.0, -3.0, 3.0]
     np.testing.assert_array_equal(np.signbit(eager.relu(eager.tensor(v)).numpy()),
                                   np.signbit(torch.relu(torch.tensor(v)).numpy()))
+
+
+@pytest.mark.parametrize("backend", BACKENDS[1:])
+@pytest.mark.parametrize("fn", [lambda a, c: a // c, lambda a, c: eager.fmod(a, c), lambda a, c: a % c,
+                                lambda a, c: eager.div(a, c, rounding_mode="floor")])
+def test_integer_division_by_zero_raises_compiled_as_eager(backend, fn):
+    """Integer floor division, fmod and remainder by zero raise in eager (PyTorch's
+    ZeroDivisionError); compiled code must not return NumPy's 0 instead."""
+    x, zero_somewhere = eager.tensor([5, 7]), eager.tensor([0, 1])
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        fn(x, zero_somewhere)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        static.compile(fn, backend=backend)(x, zero_somewhere)
+    ok = eager.tensor([2, 3])
+    assert static.compile(fn, backend=backend)(x, ok).tolist() == fn(x, ok).tolist()
