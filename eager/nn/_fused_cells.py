@@ -24,6 +24,7 @@ from .. import _dispatch
 from .._grad_mode import STATE, enable_grad
 from .._tensor import Tensor
 from ..autograd.function import Function, FunctionCtx
+from ._fused_node import attach
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _sigmoid = REGISTRY["sigmoid"].forward  # the op's own forward: the same bits as the op-by-op cell
@@ -125,16 +126,7 @@ def node_apply(fn: Any, *args: Any) -> Tensor:
     record = STATE.enabled and any(type(a) is not bool and getattr(a, "_requires_grad", False) for a in args)
     ctx = ctx_cls(fn, args)
     out = fn.forward(ctx, *args)
-    if record:
-        out._requires_grad = True
-        out.grad_fn = ctx
-        out._output_nr = 0
-        ctx.next_functions = tuple(
-            ((a.grad_fn, a._output_nr) if a.grad_fn is not None else (a._accumulator(), 0))
-            if isinstance(a, Tensor) and a._requires_grad else (None, 0)
-            for a in args)
-        ctx._out_meta = [(tuple(out.shape), out.dtype)]
-    return out
+    return attach(out, ctx, args, tuple(out.shape)) if record else out
 
 
 def _bias_grad(d: np.ndarray, b: Any, needed: bool) -> Tensor | None:

@@ -31,6 +31,7 @@ from .._grad_mode import STATE
 from .._tensor import Tensor
 from ..autograd.function import Function, FunctionCtx
 from ._fused_cells import _grads_by_recompute
+from ._fused_node import attach
 from .parameter import Parameter
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -183,12 +184,4 @@ def conv2d(x: Tensor, w: Tensor, b: Tensor | None, stride: tuple, padding: tuple
         return t
     ctx = _ConvCtx(Conv2dFunction, args)
     _keep(ctx, x, w, b, done[1], done[2], stride, padding, dilation)
-    t._requires_grad = True
-    t.grad_fn = ctx
-    t._output_nr = 0
-    ctx.next_functions = tuple(
-        ((a.grad_fn, a._output_nr) if a.grad_fn is not None else (a._accumulator(), 0))
-        if a is not None and a._requires_grad else (None, 0)
-        for a in args)
-    ctx._out_meta = [(tuple(t.shape), t.dtype)]
-    return t
+    return attach(t, ctx, args, done[0].shape)

@@ -27,6 +27,7 @@ from .._grad_mode import STATE
 from .._tensor import Tensor
 from ..autograd.function import Function, FunctionCtx
 from ._fused_cells import _grads_by_recompute
+from ._fused_node import attach
 from .parameter import Parameter
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -134,12 +135,4 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
     fn = MmFunction if b is None else AddmmFunction
     ctx = fn._ctx_class(fn, args)
     ctx.save_for_backward(x, w, b)
-    t._requires_grad = True
-    t.grad_fn = ctx
-    t._output_nr = 0
-    ctx.next_functions = tuple(
-        ((a.grad_fn, a._output_nr) if a.grad_fn is not None else (a._accumulator(), 0))
-        if a is not None and a._requires_grad else (None, 0)
-        for a in args)
-    ctx._out_meta = [(tuple(out.shape), t.dtype)]
-    return t
+    return attach(t, ctx, args, out.shape)
