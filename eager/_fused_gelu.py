@@ -23,6 +23,7 @@ from gmnative import kernels as _kernels
 from gmops import REGISTRY
 
 from . import _dispatch
+from ._fused_node import attach1
 from ._grad_mode import STATE, enable_grad
 from ._tensor import Tensor
 from .autograd.function import Function, FunctionCtx
@@ -79,12 +80,7 @@ def gelu(input: Any, approximate: str) -> Tensor | None:
         return Tensor._make(REGISTRY["gelu"].forward(np, x, approximate="none"))
     ctx = _GeluCtx(GeluFunction, (input,))
     result = GeluFunction.forward(ctx, input)
-    gf = input.grad_fn
-    ctx.next_functions = ((gf, input._output_nr) if gf is not None else (input._accumulator(), 0),)
-    ctx._out_meta = [(result._data.shape, result.dtype)]
-    result._requires_grad = True
-    result.grad_fn = ctx
-    return result
+    return attach1(result, ctx, input, result._data.shape)
 
 
 __all__ = ["GeluFunction", "gelu"]

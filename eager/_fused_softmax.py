@@ -24,6 +24,7 @@ from gmnative import softmax_kernels as _native
 from gmops import REGISTRY
 
 from . import _dispatch
+from ._fused_node import attach1
 from ._grad_mode import STATE, enable_grad
 from ._tensor import Tensor
 from .autograd.function import Function, FunctionCtx
@@ -62,7 +63,7 @@ class _RowsFunction(Function):
     log = False
 
     @classmethod
-    def _forward(cls, ctx: Any, x: Tensor, out: np.ndarray | None = None) -> Tensor:
+    def forward(cls, ctx: Any, x: Tensor, out: np.ndarray | None = None) -> Tensor:
         """The output (`out` when the caller computed it natively), with what backward reads."""
         if out is None:
             X = x._data
@@ -74,7 +75,7 @@ class _RowsFunction(Function):
         return result
 
     @classmethod
-    def _backward(cls, ctx: Any, g: Tensor) -> tuple:
+    def backward(cls, ctx: Any, g: Tensor) -> tuple:
         if ctx.vc[0] != ctx.version:
             raise _modified(ctx, ctx.out.shape, ctx.out_dtype)
         if STATE.enabled:  # create_graph=True: the op's gradient, itself differentiable
@@ -106,28 +107,12 @@ class SoftmaxFunction(_RowsFunction):
 
     _ctx_class = _SoftmaxCtx
 
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, out: np.ndarray | None = None) -> Tensor:
-        return SoftmaxFunction._forward(ctx, x, out)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple:
-        return SoftmaxFunction._backward(ctx, g)
-
 
 class LogSoftmaxFunction(_RowsFunction):
     """log_softmax over the last dimension (node LogSoftmaxBackward0)."""
 
     _ctx_class = _LogSoftmaxCtx
     log = True
-
-    @staticmethod
-    def forward(ctx: Any, x: Tensor, out: np.ndarray | None = None) -> Tensor:
-        return LogSoftmaxFunction._forward(ctx, x, out)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> tuple:
-        return LogSoftmaxFunction._backward(ctx, g)
 
 
 def _softmax_rows(x: np.ndarray) -> np.ndarray | None:
@@ -177,13 +162,7 @@ def rows(input: Any, dim: int, log: bool) -> Tensor | None:
         return Tensor._make(out)
     fn = LogSoftmaxFunction if log else SoftmaxFunction
     ctx = fn._ctx_class(fn, (input,))
-    result = fn.forward(ctx, input, out)
-    gf = input.grad_fn
-    ctx.next_functions = ((gf, input._output_nr) if gf is not None else (input._accumulator(), 0),)
-    ctx._out_meta = [(out.shape, result.dtype)]
-    result._requires_grad = True
-    result.grad_fn = ctx
-    return result
+    return attach1(fn.forward(ctx, input, out), ctx, input, out.shape)
 
 
 __all__ = ["LogSoftmaxFunction", "SoftmaxFunction", "rows"]

@@ -21,10 +21,10 @@ import numpy as np
 from gmops import REGISTRY
 
 from .. import _dispatch
+from .._fused_node import attach
 from .._grad_mode import STATE, enable_grad
 from .._tensor import Tensor
 from ..autograd.function import Function, FunctionCtx
-from ._fused_node import attach
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _sigmoid = REGISTRY["sigmoid"].forward  # the op's own forward: the same bits as the op-by-op cell

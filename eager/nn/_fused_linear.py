@@ -23,11 +23,11 @@ import numpy as np
 from gmnative import softmax_kernels as _kernels
 
 from .. import _dispatch
+from .._fused_node import attach
 from .._grad_mode import STATE
 from .._tensor import Tensor
 from ..autograd.function import Function, FunctionCtx
 from ._fused_cells import _grads_by_recompute
-from ._fused_node import attach
 from .parameter import Parameter
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))

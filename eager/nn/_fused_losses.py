@@ -29,6 +29,7 @@ from gmnative import index_kernels as _native
 from gmops import REGISTRY
 
 from .. import _dispatch
+from .._fused_node import attach1
 from .._grad_mode import STATE, enable_grad
 from .._tensor import Tensor
 from ..autograd.function import Function, FunctionCtx
@@ -101,13 +102,7 @@ def log_softmax_rows(x: np.ndarray) -> np.ndarray:
 
 def _hang(ctx: FunctionCtx, a: Tensor, out: Tensor) -> Tensor:
     """Make ctx the grad_fn of `out` when its one differentiable input `a` wants a gradient."""
-    if a._requires_grad and STATE.enabled:
-        fn = a.grad_fn
-        ctx.next_functions = ((fn, a._output_nr) if fn is not None else (a._accumulator(), 0),)
-        ctx._out_meta = [(out._data.shape, out.dtype)]
-        out._requires_grad = True
-        out.grad_fn = ctx
-    return out
+    return attach1(out, ctx, a, out._data.shape) if a._requires_grad and STATE.enabled else out
 
 
 class _LogSoftmaxCtx(FunctionCtx):
