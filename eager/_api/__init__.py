@@ -60,18 +60,13 @@ from .._surface import install_methods as _install_methods  # noqa: E402
 
 _install_methods(TensorAPI, _InPlace)
 # Python's augmented assignments that are generated in-place forms (`x *= y` is `x.mul_(y)`)
-TensorAPI.__imul__ = TensorAPI.__dict__["mul_"]  # type: ignore[attr-defined]
-TensorAPI.__ipow__ = TensorAPI.__dict__["pow_"]  # type: ignore[attr-defined]
-TensorAPI.__iadd__ = TensorAPI.__dict__["add_"]  # type: ignore[attr-defined]
-TensorAPI.__isub__ = TensorAPI.__dict__["sub_"]  # type: ignore[attr-defined]
-TensorAPI.__itruediv__ = TensorAPI.__dict__["div_"]  # type: ignore[attr-defined]
-TensorAPI.__ifloordiv__ = TensorAPI.__dict__["floor_divide_"]  # type: ignore[attr-defined]
-TensorAPI.__imod__ = TensorAPI.__dict__["remainder_"]  # type: ignore[attr-defined]
-TensorAPI.__iand__ = TensorAPI.__dict__["bitwise_and_"]  # type: ignore[attr-defined]
-TensorAPI.__ior__ = TensorAPI.__dict__["bitwise_or_"]  # type: ignore[attr-defined]
-TensorAPI.__ixor__ = TensorAPI.__dict__["bitwise_xor_"]  # type: ignore[attr-defined]
-TensorAPI.__ilshift__ = TensorAPI.__dict__["bitwise_left_shift_"]  # type: ignore[attr-defined]
-TensorAPI.__irshift__ = TensorAPI.__dict__["bitwise_right_shift_"]  # type: ignore[attr-defined]
+_AUGMENTED = {"__imul__": "mul_", "__ipow__": "pow_", "__iadd__": "add_", "__isub__": "sub_",
+              "__itruediv__": "div_", "__ifloordiv__": "floor_divide_", "__imod__": "remainder_",
+              "__iand__": "bitwise_and_", "__ior__": "bitwise_or_", "__ixor__": "bitwise_xor_",
+              "__ilshift__": "bitwise_left_shift_", "__irshift__": "bitwise_right_shift_"}
+for _dunder, _inplace in _AUGMENTED.items():
+    setattr(TensorAPI, _dunder, TensorAPI.__dict__[_inplace])
+del _dunder, _inplace
 # (`@=` stays Python's rebinding: PyTorch defines no __imatmul__, so `a @= b` is `a = a @ b`)
 
 __all__ = ["TensorAPI", "TensorHooks", "inplace_methods"]
