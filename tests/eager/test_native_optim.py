@@ -86,6 +86,16 @@ def test_paths_take_over_each_others_state(monkeypatch, name):
     _same(_run(make, np.float32, False, monkeypatch, native_steps={1, 2}), want)
 
 
+def _one_step(opt, params, native: bool, monkeypatch) -> tuple:
+    """One step of opt, native or (native=False) the NumPy update; the parameters after, in
+    _same's form."""
+    with monkeypatch.context() as m:
+        if not native:
+            m.setattr(_optimizer, "_native", False)
+        opt.step()
+    return [p.detach().numpy().copy() for p in params], []
+
+
 def test_a_non_contiguous_gradient_takes_the_numpy_update(monkeypatch):
     def run(native):
         params = _params(np.float32)
@@ -93,11 +103,7 @@ def test_a_non_contiguous_gradient_takes_the_numpy_update(monkeypatch):
         for p in params:
             wide = np.random.default_rng(2).standard_normal(p.shape + (2,)).astype(np.float32)
             p.grad = eager.tensor(wide)[..., 0]  # a strided view
-        with monkeypatch.context() as m:
-            if not native:
-                m.setattr(_optimizer, "_native", False)
-            opt.step()
-        return [p.detach().numpy().copy() for p in params], []
+        return _one_step(opt, params, native, monkeypatch)
 
     _same(run(True), run(False))
 
@@ -121,10 +127,6 @@ def test_many_parameters_are_updated_in_several_calls(monkeypatch):
         opt = eager.optim.Adam(params, lr=1e-2, amsgrad=True)
         for p in params:
             p.grad = eager.tensor(rng.standard_normal(3).astype(np.float32))
-        with monkeypatch.context() as m:
-            if not native:
-                m.setattr(_optimizer, "_native", False)
-            opt.step()
-        return [p.detach().numpy().copy() for p in params], []
+        return _one_step(opt, params, native, monkeypatch)
 
     _same(run(True), run(False))
