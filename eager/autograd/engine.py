@@ -72,7 +72,19 @@ def _leads_to(roots: Iterable[BackwardNode | None], targets: set[int]) -> set[in
 
 # -- the engine's loop, rendered once ---------------------------------------------------------------
 # {vjp}, {fit}, {release}: eager.autograd.graph's VJP, FIT and RELEASE snippets (the text of
-# Node.apply and Node.release), indented into the inline path.
+# Node.apply and Node.release), indented into the inline path. {count_in_loop} and
+# {count_in_sink_loop}: COUNT_EDGE in the dependency walk's two loops (plain, and noting sinks).
+# An edge to `nxt` counted in the dependency walk: its node walked the first time it is met
+# (a root is walked already).
+COUNT_EDGE = """\
+count = deps.get(nxt)
+if count is None:
+    deps[nxt] = 1
+    if nxt not in root_set:
+        stack.append(nxt)
+else:
+    deps[nxt] = count + 1"""
+
 ENGINE = '''\
 def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None, accumulate=True):
     """Backpropagate from `tensors`. With accumulate=False (autograd.grad) the gradients at
@@ -116,13 +128,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             while stack:
                 for nxt, _ in stack.pop().next_functions:
                     if nxt is not None:
-                        count = deps.get(nxt)
-                        if count is None:
-                            deps[nxt] = 1
-                            if nxt not in root_set:
-                                stack.append(nxt)
-                        else:
-                            deps[nxt] = count + 1
+{count_in_loop}
         else:  # the same walk, which also notes a sink that is no target
             while stack:
                 node = stack.pop()
@@ -131,13 +137,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     if nxt is None:
                         continue
                     sink = False
-                    count = deps.get(nxt)
-                    if count is None:
-                        deps[nxt] = 1
-                        if nxt not in root_set:
-                            stack.append(nxt)
-                    else:
-                        deps[nxt] = count + 1
+{count_in_sink_loop}
                 if sink and id(node) not in target_nodes:
                     sinks_are_targets = False
         # Prune (run only the nodes that lead to `inputs`) unless every path ends at one of them
@@ -247,7 +247,8 @@ _NO_IDS: frozenset[int] = frozenset()  # target_nodes when no inputs are asked f
 def render_engine() -> str:
     """The source of run_backward (see the module docstring)."""
     return ENGINE.format(vjp=_indent(VJP.format(node="node", grads="grads", edges="edges"), 5),
-                         fit=_indent(FIT, 7), release=_indent(RELEASE.format(node="node"), 5))
+                         fit=_indent(FIT, 7), release=_indent(RELEASE.format(node="node"), 5),
+                         count_in_loop=_indent(COUNT_EDGE, 6), count_in_sink_loop=_indent(COUNT_EDGE, 5))
 
 
 if TYPE_CHECKING:
