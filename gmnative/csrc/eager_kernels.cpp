@@ -472,6 +472,26 @@ template <typename T> static void lstm_cell_backward(const T* gh2, const T* gc2,
 // a = [dims, hyper, then `per` arrays for each tensor]; dims = [n tensors, flags, size of each].
 template <typename T> static inline T gm_nan_max(T a, T b) { return (a != a || a > b) ? a : b; }
 
+// a multi-tensor update's loop over its n tensors: a = [dims, hyper, then `per` buffers per
+// tensor], dims = [n, flags, the tensors' lengths]; update(q, lo, hi) updates elements [lo, hi)
+// of the tensor whose buffers start at q, each tensor's elements split evenly over the threads
+// (threads only when all the tensors together are large). Each thread works on its own copy of
+// `update` (firstprivate: a shared closure is read through a pointer that its stores may alias,
+// which kept the element loop about 3x slower when measured)
+template <typename Update> static void multi_tensor(void* const* a, int nt, long long n, int per, Update update) {
+    const long long* d = (const long long*)a[0];
+    long long total = 0;
+    for (long long i = 0; i < n; ++i) total += d[2 + i];
+    #pragma omp parallel num_threads(nt) if(total >= GM_EAGER_PARALLEL_MIN) firstprivate(update)
+    {
+        const long long t = omp_get_thread_num(), nth = omp_get_num_threads();
+        for (long long i = 0; i < n; ++i) {
+            const long long len = d[2 + i];
+            update(a + 2 + i * per, len * t / nth, len * (t + 1) / nth);
+        }
+    }
+}
+
 // Adam/AdamW: per tensor P, G, m, v (and AMSGrad's max). flags: 1 amsgrad, 2 decoupled decay,
 // 4 maximize, 8 weight decay != 0. hyper = [1 - beta1, beta1, 1 - beta2, beta2, eps, weight_decay,
 // 1 - lr * weight_decay, sqrt(1 - beta2**t), lr / (1 - beta1**t)]
@@ -483,41 +503,33 @@ template <typename T> static void adam_multi(void* const* a, int nt) {
     const int per = ams ? 5 : 4;
     const T c1 = (T)hp[0], b1 = (T)hp[1], c2 = (T)hp[2], b2 = (T)hp[3], eps = (T)hp[4], wd = (T)hp[5];
     const T keep = (T)hp[6], bias2 = (T)hp[7], step = (T)hp[8];
-    long long total = 0;
-    for (long long i = 0; i < n; ++i) total += d[2 + i];
-    #pragma omp parallel num_threads(nt) if(total >= GM_EAGER_PARALLEL_MIN)
-    {
-        const long long t = omp_get_thread_num(), nth = omp_get_num_threads();
-        for (long long i = 0; i < n; ++i) {
-            void* const* q = a + 2 + i * per;
-            T* P = (T*)q[0]; const T* G = (const T*)q[1]; T* m = (T*)q[2]; T* v = (T*)q[3];
-            T* mx = ams ? (T*)q[4] : (T*)0;
-            const long long len = d[2 + i], lo = len * t / nth, hi = len * (t + 1) / nth;
-            #pragma omp simd
-            for (long long j = lo; j < hi; ++j) {
-                T g = maximize ? -G[j] : G[j];
-                T p = P[j];
-                if (decay) {
-                    if (decoupled) p = p * keep;
-                    else g = g + p * wd;
-                }
-                T tmp = g * c1;
-                const T mm = m[j] * b1 + tmp;
-                m[j] = mm;
-                tmp = g * g;
-                tmp = tmp * c2;
-                T vv = v[j] * b2 + tmp;
-                v[j] = vv;
-                if (ams) { vv = gm_nan_max(mx[j], vv); mx[j] = vv; }
-                T den = (T)sqrt(vv);
-                den = den / bias2;
-                den = den + eps;
-                T up = mm / den;
-                up = up * step;
-                P[j] = p - up;
+    multi_tensor(a, nt, n, per, [=](void* const* q, long long lo, long long hi) {
+        T* P = (T*)q[0]; const T* G = (const T*)q[1]; T* m = (T*)q[2]; T* v = (T*)q[3];
+        T* mx = ams ? (T*)q[4] : (T*)0;
+        #pragma omp simd
+        for (long long j = lo; j < hi; ++j) {
+            T g = maximize ? -G[j] : G[j];
+            T p = P[j];
+            if (decay) {
+                if (decoupled) p = p * keep;
+                else g = g + p * wd;
             }
+            T tmp = g * c1;
+            const T mm = m[j] * b1 + tmp;
+            m[j] = mm;
+            tmp = g * g;
+            tmp = tmp * c2;
+            T vv = v[j] * b2 + tmp;
+            v[j] = vv;
+            if (ams) { vv = gm_nan_max(mx[j], vv); mx[j] = vv; }
+            T den = (T)sqrt(vv);
+            den = den / bias2;
+            den = den + eps;
+            T up = mm / den;
+            up = up * step;
+            P[j] = p - up;
         }
-    }
+    });
 }
 
 // SGD with momentum: per tensor P, G (and the momentum buffer). flags: 1 momentum, 2 first
@@ -531,31 +543,23 @@ template <typename T> static void sgd_multi(void* const* a, int nt) {
     const bool decay = flags & 16, damp = flags & 32;
     const int per = mom ? 3 : 2;
     const T wd = (T)hp[0], mu = (T)hp[1], keep = (T)hp[2], neg_lr = (T)hp[3];
-    long long total = 0;
-    for (long long i = 0; i < n; ++i) total += d[2 + i];
-    #pragma omp parallel num_threads(nt) if(total >= GM_EAGER_PARALLEL_MIN)
-    {
-        const long long t = omp_get_thread_num(), nth = omp_get_num_threads();
-        for (long long i = 0; i < n; ++i) {
-            void* const* q = a + 2 + i * per;
-            T* P = (T*)q[0]; const T* G = (const T*)q[1]; T* buf = mom ? (T*)q[2] : (T*)0;
-            const long long len = d[2 + i], lo = len * t / nth, hi = len * (t + 1) / nth;
-            #pragma omp simd
-            for (long long j = lo; j < hi; ++j) {
-                T g = maximize ? -G[j] : G[j];
-                const T p = P[j];
-                if (decay) g = g + p * wd;
-                if (mom) {
-                    T b;
-                    if (first) b = g;
-                    else { b = buf[j] * mu; b = b + (damp ? g * keep : g); }
-                    buf[j] = b;
-                    g = nesterov ? g + b * mu : b;
-                }
-                P[j] = p + g * neg_lr;
+    multi_tensor(a, nt, n, per, [=](void* const* q, long long lo, long long hi) {
+        T* P = (T*)q[0]; const T* G = (const T*)q[1]; T* buf = mom ? (T*)q[2] : (T*)0;
+        #pragma omp simd
+        for (long long j = lo; j < hi; ++j) {
+            T g = maximize ? -G[j] : G[j];
+            const T p = P[j];
+            if (decay) g = g + p * wd;
+            if (mom) {
+                T b;
+                if (first) b = g;
+                else { b = buf[j] * mu; b = b + (damp ? g * keep : g); }
+                buf[j] = b;
+                g = nesterov ? g + b * mu : b;
             }
+            P[j] = p + g * neg_lr;
         }
-    }
+    });
 }
 
 // the entry points: void k(void* const* args, int threads); dims are an int64 array, eps a
