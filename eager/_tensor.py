@@ -453,6 +453,9 @@ class Tensor(TensorMetadata, TensorAPI):
             _inplace.hand_over(self, F.put_at_index(self, index, value, _index_tensor))
             return
         if not isinstance(value, Tensor):
+            from gmops.shape_ops import fit_put_value  # noqa: PLC0415
+
+            value = fit_put_value(value, self.dtype)  # PyTorch's overflow error, not NumPy's wrap
             value = float(value) if self.is_floating_point() else value
         elif value.dtype is not self.dtype:
             value = F.to_dtype(value, self.dtype)

@@ -2,6 +2,11 @@
 prefixed with the op's name and followed by what to do."""
 from __future__ import annotations
 
+import math
+from typing import Any
+
+import numpy as np
+
 from gmbase.dtypes import dtype
 
 from ._registry import TensorSpec
@@ -85,3 +90,43 @@ def numel(shape: tuple) -> int:
     for s in shape:
         n *= s
     return n
+
+
+# PyTorch's names for the element types in "value cannot be converted to type T without overflow"
+_C10_NAME = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+             "float16": "c10::Half", "float32": "float", "float64": "double"}
+
+
+def fit_scalar(op: str, value: Any, dt: dtype) -> Any:
+    """`value` (a Python or NumPy number) as a tensor of dtype `dt` stores it, or PyTorch's
+    RuntimeError where `dt` cannot hold it (c10's checked scalar conversion) -- NumPy would wrap
+    300 to 44 in an int8 tensor, or refuse with its own OverflowError. Every op that writes a
+    scalar into a tensor (fill, full, full_like, where/masked_fill, scatter's value) calls this
+    from its abstract rule and forward, so eager and traced code raise alike.
+
+    c10's rule: an integer fits a signed dtype within its range, an unsigned one within
+    [-max, max] (a negative wraps: uint8 -1 is 255); a float fits an integer dtype within
+    [min, max] (no NaN or inf), a float dtype when finite within its largest finite value
+    (inf and NaN are kept); a bool dtype takes any number (its truth)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return value
+    if dt.name == "bool":
+        return bool(value)
+    if dt.name not in _C10_NAME:  # complex: any real fits
+        return value
+    if dt.is_floating_point:
+        top = float(np.finfo(dt.np).max)
+        fits = not (isinstance(value, (float, np.floating)) and math.isfinite(value)) or abs(value) <= top
+        if isinstance(value, (int, np.integer)):
+            fits = abs(int(value)) <= top
+    else:
+        info = np.iinfo(dt.np)
+        low = -int(info.max) if info.min == 0 and isinstance(value, (int, np.integer)) else int(info.min)
+        fits = (value == value) and low <= value <= int(info.max)
+    if not fits:
+        raise RuntimeError(f"{op}: value cannot be converted to type {_C10_NAME[dt.name]} without overflow "
+                           f"({value!r} into a {dt.name} tensor); pass a value within {dt.name}'s range, or "
+                           "convert the tensor to a wider dtype first")
+    if isinstance(value, (int, np.integer)) and value < 0 and not dt.is_floating_point and int(np.iinfo(dt.np).min) == 0:
+        return int(value) % (int(np.iinfo(dt.np).max) + 1)  # two's complement, as PyTorch's cast
+    return value

@@ -8,7 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from ._registry import OpDef, defop
+from gmbase import dtypes as _dtypes
+
+from ._checks import fit_scalar
+from ._registry import OpDef, TensorSpec, defop
 
 
 def cupy_module() -> Any:
@@ -46,8 +49,14 @@ def _fill_vjp(ctx: Any, g: Any) -> tuple:
     return (FULL_LIKE(g, value=0.0),)
 
 
+def _fill_abstract(x: TensorSpec, value: Any) -> TensorSpec:
+    fit_scalar("fill_", value, x.dtype)  # a value x's dtype cannot hold raises at trace time too
+    return x
+
+
 FILL = defop(
-    "fill", forward=lambda xp, x, value: xp.full_like(x, value), abstract=lambda x, value: x,
+    "fill", forward=lambda xp, x, value: xp.full_like(x, fit_scalar("fill_", value, _dtypes.from_numpy(x.dtype))),
+    abstract=_fill_abstract,
     vjp=_fill_vjp, grad_name="FillBackward0", kind="other",
     samples=lambda rng: [((rng.standard_normal((3,)),), {"value": 2.5})],
     doc="x's shape filled with value, still connected to x's graph (fill_/zero_ on a non-leaf)",

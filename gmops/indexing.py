@@ -8,7 +8,7 @@ import numpy as np
 from gmbase import dtypes as _dtypes
 from gmnative import index_kernels as _index_kernels
 
-from ._checks import norm_dim
+from ._checks import fit_scalar, norm_dim
 from ._layout import empty_like
 from ._registry import OpDef, TensorSpec, defop
 from .elementwise import EQ, LOGICAL_AND, TO_DTYPE, WHERE
@@ -111,6 +111,8 @@ def _scatter_abstract(name):
             if any(n > m for n, m in zip(index.shape, src.shape)):
                 raise RuntimeError(f"{name}(): Expected index {list(index.shape)} to be smaller than src "
                                    f"{list(src.shape)}")
+        elif name == "scatter":
+            fit_scalar(name, src, x.dtype)  # value=: PyTorch's overflow error at trace time too
         return x
 
     return abstract
@@ -143,7 +145,7 @@ SCATTER_ADD = defop(
 
 def _scatter(xp, x, index, src, dim):
     out = xp.array(x, copy=True)
-    values = _cut(src, index.shape) if hasattr(src, "shape") else src
+    values = _cut(src, index.shape) if hasattr(src, "shape") else fit_scalar("scatter", src, _dtypes.from_numpy(out.dtype))
     out[_along(xp, index, dim)] = values
     return out
 

@@ -8,18 +8,33 @@ import numpy as np
 
 from gmbase import dtypes as _dtypes
 
-from ._checks import broadcast_shapes, same_dtype
+from ._checks import broadcast_shapes, fit_scalar, same_dtype
 from ._pointwise import _any, _elementwise, _needs
 from ._registry import OpDef, TensorSpec, defop
 from .comparison import GE, GT, LE, LOGICAL_AND, LT
 
 
 # -- selection and clamping -------------------------------------------------------------------
+def _fit_where_scalars(a, b, dts: list) -> tuple:
+    """a and b with a Python number among them checked and stored as the result's dtype does
+    (gmops._checks.fit_scalar): PyTorch refuses where(c, int8_x, 300) and masked_fill's 300 into
+    int8 where NumPy wraps it to 44."""
+    numbers = [v for v in (a, b) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not numbers or not dts or (all(d.is_floating_point for d in dts) and all(-65504.0 <= v <= 65504.0 for v in numbers)):
+        return a, b  # (what every float16 to float64 result holds: the common case, checked quickly)
+    dt = _dtypes.result_type(dts, [], numbers)
+    if dt is _dtypes.float16:
+        return a, b  # (PyTorch's where stores any number beyond float16's range as inf, unchecked)
+    return tuple(fit_scalar("where", v, dt) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+                 for v in (a, b))
+
+
 def _where_abstract(cond, a, b):
     specs = [s for s in (a, b) if isinstance(s, TensorSpec)]
     if isinstance(cond, TensorSpec) and cond.dtype is not _dtypes.bool_:
         raise TypeError(f"where: expected condition to be a bool tensor, but got a tensor with dtype {cond.dtype.name}")
     shape = broadcast_shapes("where", *(s.shape for s in [cond, *specs] if isinstance(s, TensorSpec)))
+    _fit_where_scalars(a, b, [s.dtype for s in specs])
     return TensorSpec(shape, same_dtype("where", specs) if specs else _dtypes.result_type([], [], [a, b]))
 
 
@@ -59,6 +74,8 @@ def _select_number(c, number, b, invert: bool):
 
 
 def _where(xp, c, a, b):
+    if type(a) is int or type(a) is float or type(b) is int or type(b) is float:
+        a, b = _fit_where_scalars(a, b, [_dtypes.from_numpy(v.dtype) for v in (a, b) if hasattr(v, "dtype")])
     if (xp is np and type(a) is np.ndarray and type(c) is np.ndarray and c.dtype == np.bool_
             and a.dtype in _BITS_OF and c.shape == a.shape and a.size >= SELECT_BITS_MIN
             and (type(b) is float or type(b) is int
@@ -117,21 +134,23 @@ def _clamp_dtype(dt, min, max):
     return _dtypes.result_type([dt], [], [b for b in (min, max) if b is not None])
 
 
-def _check_bounds_fit(dt, min, max) -> None:
-    """A finite bound beyond the result dtype's range is refused, as PyTorch does (NumPy
-    would clip to the bound rounded to inf)."""
+def _check_bounds_fit(dt, min, max) -> tuple:
+    """(min, max) as the result dtype stores them; a finite bound beyond its range is refused,
+    as PyTorch does (NumPy would clip to the bound rounded to inf, or raise OverflowError for an
+    integer tensor). An integer dtype's bounds go through fit_scalar: uint8's -128 is 128."""
     if not dt.is_floating_point:
-        return
+        return fit_scalar("clamp", min, dt), fit_scalar("clamp", max, dt)
     top = float(np.finfo(dt.np).max)
     for b in (min, max):
         if b is not None and math.isfinite(b) and abs(b) > top:
             raise RuntimeError(f"clamp: value cannot be converted to type {_dtypes.cpp_type_name(dt)} without "
                                f"overflow (bound {b}); pass a bound within the tensor's dtype range")
+    return min, max
 
 
 def _clamp(xp, x, min=None, max=None):
     out = _clamp_dtype(_dtypes.from_numpy(x.dtype), min, max)
-    _check_bounds_fit(out, min, max)
+    min, max = _check_bounds_fit(out, min, max)
     return xp.clip(x, min, max).astype(out.np, copy=False)
 
 

@@ -11,7 +11,7 @@ from gmbase import dtypes as _dtypes
 from gmnative import index_kernels as _index_kernels
 
 from . import _layout
-from ._checks import norm_dim, numel, same_dtype
+from ._checks import fit_scalar, norm_dim, numel, same_dtype
 from ._layout import copy_preserving
 from ._registry import VARIADIC, OpDef, TensorSpec, defop
 
@@ -450,8 +450,20 @@ INDEX_GRAD = defop(
 
 def _index_put(xp, x, v, *index_arrays, key, n_index=0):
     out = copy_preserving(xp, x)  # x's memory order, as PyTorch's index_put (a clone, then a write)
-    out[build_key(key, index_arrays)] = v
+    out[build_key(key, index_arrays)] = v if hasattr(v, "dtype") else fit_put_value(v, _dtypes.from_numpy(out.dtype))
     return out
+
+
+def fit_put_value(v: Any, dt: _dtypes.dtype) -> Any:
+    """A number written by x[key] = v as x's dtype stores it, or PyTorch's overflow error
+    (fit_scalar); a float16 tensor takes any number unchecked, inf beyond its range, as PyTorch's."""
+    return v if dt is _dtypes.float16 else fit_scalar("index_put", v, dt)
+
+
+def _index_put_abstract(x, v, *idx, key, n_index=0):
+    if not isinstance(v, TensorSpec):
+        fit_put_value(v, x.dtype)  # a number x's dtype cannot hold raises at trace time too
+    return TensorSpec(x.shape, x.dtype)
 
 
 def _index_put_vjp(ctx, g):
@@ -465,7 +477,7 @@ def _index_put_vjp(ctx, g):
 
 INDEX_PUT = defop(
     "index_put", forward=_index_put,
-    abstract=lambda x, v, *idx, key, n_index=0: TensorSpec(x.shape, x.dtype),
+    abstract=_index_put_abstract,
     vjp=_index_put_vjp, kind="index", layout="preserve",
     grad_name=lambda operands, attrs: "CopySlices" if is_basic_key(attrs["key"]) else "IndexPutBackward0",
     save=(2, 3, 4, 5, 6, 7, 8, 9),

@@ -48,7 +48,10 @@ def _filled(fn_name, size, dtype, device, requires_grad, value=None):
         out = FULL(shape=shape, value=fill, dtype=dt)
         return out.requires_grad_() if requires_grad else out
     if fn_name == "full":
-        with np.errstate(over="ignore", invalid="ignore"):  # a value beyond the dtype's range: inf
+        from gmops._checks import fit_scalar  # noqa: PLC0415
+
+        value = fit_scalar("full", value, dt)  # PyTorch's RuntimeError where dt cannot hold value
+        with np.errstate(over="ignore", invalid="ignore"):  # (inf and NaN pass through)
             arr = xp.full(shape, value, dtype=dt.np)
     else:
         arr = getattr(xp, fn_name)(shape, dtype=dt.np)

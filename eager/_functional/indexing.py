@@ -207,6 +207,9 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     if source is None:
         raise TypeError("scatter() missing 1 required argument: 'src' or 'value'")
     if not hasattr(source, "shape"):
+        from gmops._checks import fit_scalar  # noqa: PLC0415
+
+        source = fit_scalar("scatter", source, input.dtype)  # PyTorch's overflow error, not NumPy's wrap
         source = float(source) if input.is_floating_point() else int(source)
     return I.SCATTER(input, index, source, dim=norm_dim("scatter", dim, _ndim(input)))
 
@@ -298,10 +301,11 @@ def masked_fill(input, mask, value):
         value = to_dtype(value, input.dtype)
     elif input.dtype is _dtypes.bool_:
         value = bool(value)
-    elif not input.dtype.is_floating_point:
-        value = int(value)
     else:
-        value = float(value)
+        from gmops._checks import fit_scalar  # noqa: PLC0415
+
+        value = fit_scalar("masked_fill", value, input.dtype)  # PyTorch's overflow error, not NumPy's wrap
+        value = float(value) if input.dtype.is_floating_point else int(value)
     name = "MaskedFillBackward0"
     # PyTorch fills a row-major clone, so masked_fill(...).view(...) works on any input
     return _renamed(_row_major(E.WHERE(mask, value, input)), name)

@@ -383,6 +383,10 @@ class Tracer(TensorAPI):
     def __setitem__(self, index, value) -> None:
         if isinstance(value, Tracer) and value.dtype is not self.dtype:
             value = F.to_dtype(value, self.dtype)
+        elif isinstance(value, (int, float)):
+            from gmops.shape_ops import fit_put_value  # noqa: PLC0415
+
+            value = fit_put_value(value, self.dtype)  # PyTorch's overflow error at trace time, as eager's
         self._assign(F.put_at_index(self, index, value, eager.tensor), "index_put_")
 
 

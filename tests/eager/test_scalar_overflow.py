@@ -1,0 +1,101 @@
+"""A Python number stored into a tensor whose dtype cannot hold it: PyTorch raises
+`RuntimeError: value cannot be converted to type int8_t without overflow` (fill_, full,
+full_like, new_full, masked_fill, where, scatter's value, x[mask] = v) where NumPy would wrap
+300 to 44 in int8 or raise its own OverflowError. Each case is compared with PyTorch (same
+exception type, or the same values), and compiled code (numpy backend) with eager."""
+from __future__ import annotations
+
+import pytest
+
+import eager
+import static
+
+torch = pytest.importorskip("torch")
+
+# op name -> f(module, x, value): the same call in eager and torch (x: a 1-d tensor of two elements)
+OPS = {
+    "fill_": lambda m, x, v: x.clone().fill_(v),
+    "full": lambda m, x, v: m.full((2,), v, dtype=x.dtype),
+    "full_like": lambda m, x, v: m.full_like(x, v),
+    "new_full": lambda m, x, v: x.new_full((2,), v),
+    "masked_fill": lambda m, x, v: x.masked_fill(m.tensor([True, False]), v),
+    "where": lambda m, x, v: m.where(m.tensor([True, False]), x, v),
+    "scatter": lambda m, x, v: x.scatter(0, m.tensor([0]), v),
+    "setitem": lambda m, x, v: _setitem(m, x, v),
+    "clamp": lambda m, x, v: x.clamp(min=v),
+}
+DTYPES = ["int8", "uint8", "int16", "int32", "int64", "bool", "float16", "float32"]
+# in range, at the edges, just past them, far out; ints and floats (uint8 takes -255..255 from an int)
+VALUES = [1, 127, 128, -128, -129, 255, 256, -1, -255, -256, 300, 2**31, 2**40, 1.5, -0.5, 127.5, 255.5,
+          65504.0, 65520.0, 1e6, 1e39, 1e300, float("inf"), True]
+
+
+def _setitem(m, x, v):
+    y = x.clone()
+    y[m.tensor([True, False])] = v
+    return y
+
+
+def _outcome(m, op, dtype, value):
+    x = m.tensor([1, 2], dtype=getattr(m, dtype))
+    try:
+        out = OPS[op](m, x, value)
+    except (RuntimeError, OverflowError, TypeError, ValueError) as exc:
+        return type(exc), str(exc)
+    return "ok", out.tolist(), str(out.dtype).split(".")[-1]
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_storing_a_number_matches_pytorch(op, dtype):
+    if op == "clamp" and dtype == "bool":
+        pytest.skip("clamp of a bool tensor is not a storing question")
+    for value in VALUES:
+        want = _outcome(torch, op, dtype, value)
+        got = _outcome(eager, op, dtype, value)
+        assert got[0] == want[0], (op, dtype, value, got, want)
+        if want[0] == "ok":
+            assert got[1:] == want[1:], (op, dtype, value, got, want)
+        elif "without overflow" in want[1]:
+            # PyTorch's message, with the C++ element type it names (int8_t, int, c10::Half, ...)
+            assert want[1].split(" without")[0] in got[1], (op, dtype, value, got[1], want[1])
+
+
+def test_the_message_names_the_op_dtype_and_what_to_do():
+    with pytest.raises(RuntimeError, match=r"masked_fill: value cannot be converted to type int8_t without "
+                                           r"overflow \(300 into a int8 tensor\).*wider dtype"):
+        eager.tensor([1, 2], dtype=eager.int8).masked_fill(eager.tensor([True, False]), 300)
+
+
+def test_arithmetic_with_a_large_number_still_wraps_as_pytorch():
+    # x + 300 is arithmetic, not a store: PyTorch wraps in int8 and so does eager
+    x = [1, 2]
+    want = (torch.tensor(x, dtype=torch.int8) + 300).tolist()
+    assert (eager.tensor(x, dtype=eager.int8) + 300).tolist() == want
+
+
+@pytest.mark.parametrize("fn", [
+    lambda m, x: m.where(x > 1, x, 300),
+    lambda m, x: x.masked_fill(x > 1, 300),
+    lambda m, x: m.full_like(x, 300),
+    lambda m, x: x.clone().fill_(1e6),
+    lambda m, x: _setitem(m, x, 300),
+    lambda m, x: x.clamp(max=-129),
+])
+def test_compiled_code_raises_as_eager(fn):
+    x = eager.tensor([1, 2], dtype=eager.int8)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        fn(eager, x)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        static.compile(lambda x: fn(eager, x), backend="numpy")(x)
+
+
+def test_compiled_code_stores_numbers_that_fit_as_eager():
+    def fn(x):
+        return eager.where(x > 1, x, 100) + eager.full_like(x, -1) + x.masked_fill(x > 1, -128)
+
+    x = eager.tensor([1, 2, 3], dtype=eager.int8)
+    assert static.compile(fn, backend="numpy")(x).tolist() == fn(x).tolist()
+    u = eager.tensor([1, 2], dtype=eager.uint8)
+    assert static.compile(lambda u: eager.full_like(u, -1), backend="numpy")(u).tolist() == [255, 255]
+    assert static.compile(lambda u: _setitem(eager, u, -1), backend="numpy")(u).tolist() == [255, 2]
