@@ -21,8 +21,8 @@ from static.ir import Node, Value
 from ..c_kernel import KernelBody
 from ..lowering import lowering_for
 from ..render import c_literal, c_type
-from .batchnorm_grad import CChannelRegion, channel_region, channel_statistics, over_all_but_channels  # noqa: F401  (conv.py's)
-from .function import CFunction, _parallel
+from .batchnorm_grad import CChannelRegion, channel_parallel, channel_region, channel_statistics, over_all_but_channels  # noqa: F401  (CChannelRegion, channel_region, over_all_but_channels: conv.py's)
+from .function import CFunction
 from .indexing import _ints, _prod, _symbolic, load
 
 if TYPE_CHECKING:
@@ -101,8 +101,7 @@ class CChannelGradient(CFunction):
         if parts["sum"] is not None:
             total = self._fresh_output(parts["sum"].outputs[0])
             finals.append(f"{total}[cc] = ({T})so;")
-        par = ("#pragma omp parallel for num_threads(gm_nt) schedule(static)" if _parallel(n * c * hw)
-               else "// little work: the calling thread")
+        par = channel_parallel(n * c * hw)
         count = n * hw
         self.lines += [
             f"{{  // %{node.outputs[0].name} = batch norm's gradient over ({n}, {c}, {hw}) per channel"
@@ -326,8 +325,7 @@ class CChannelNormalize(CFunction):
             dof = max(count - int(v.attrs["correction"]), 0)
             finals.append(f"{self._fresh_output(v.outputs[0])}[cc] = ({T})(m2 / {dof}.0);  // var, correction "
                           f"{int(v.attrs['correction'])}")
-        par = ("#pragma omp parallel for num_threads(gm_nt) schedule(static)" if _parallel(n * c * hw)
-               else "// little work: the calling thread")
+        par = channel_parallel(n * c * hw)
         def row(nn: str) -> str:  # where the product's row (image nn, channel cc) starts
             if before is not None and before["layout"] == "batch_major":
                 return f"({nn} * {c} + cc) * {hw}LL"

@@ -121,6 +121,24 @@ def _body_env(fn: CFunction, body: Graph, node: Node, shape: tuple) -> dict:
     return env
 
 
+def _emit_body(fn: CFunction, body: Graph, node: Node, env: dict) -> tuple:
+    """(the kernel body with the region's pointwise steps emitted, its channel sums, and the
+    body's outputs by id to the region node's outputs)."""
+    kb = KernelBody(fn.m.lines, env)
+    for b in body.nodes:
+        if b.op != "sum":
+            kb.emit(b)
+    reductions = [b for b in body.nodes if b.op == "sum"]
+    return kb, reductions, dict(zip((id(y) for y in body.outputs), node.outputs))
+
+
+def channel_parallel(size: int) -> str:
+    """The pragma that spreads a per-channel loop over `size` elements across the threads, or
+    the comment saying the calling thread runs it (little work)."""
+    return ("#pragma omp parallel for num_threads(gm_nt) schedule(static)" if _parallel(size)
+            else "// little work: the calling thread")
+
+
 def _pointwise_stores(fn: CFunction, kb: KernelBody, body: Graph, outputs: dict, skip: Value | None) -> list[str]:
     """The stores of a region body's pointwise outputs at the element (at + k), cast to each
     output's dtype; the channel sums and `skip` (an output kept in registers) are left out."""
@@ -186,17 +204,10 @@ class CChannelRegion(CFunction):
         shape = self.parts["shape"]
         n, c = shape[0], shape[1]
         hw = _prod(shape[2:])
-        env = _body_env(self, body, node, shape)
-        kb = KernelBody(self.m.lines, env)
-        for b in body.nodes:
-            if b.op != "sum":
-                kb.emit(b)
-        reductions = [b for b in body.nodes if b.op == "sum"]
-        outputs = dict(zip((id(y) for y in body.outputs), node.outputs))
+        kb, reductions, outputs = _emit_body(self, body, node, _body_env(self, body, node, shape))
         stores = _pointwise_stores(self, kb, body, outputs, None)
         stage_decls, stage_stores, adds, accs, finals = _channel_sums(self, kb, reductions, outputs)
-        par = ("#pragma omp parallel for num_threads(gm_nt) schedule(static)" if _parallel(n * c * hw)
-               else "// little work: the calling thread")
+        par = channel_parallel(n * c * hw)
         self.lines += [
             f"{{  // the region over ({n}, {c}, {hw}) per channel: {len(stores)} pointwise output(s) and "
             f"{len(reductions)} channel sum(s) in one pass",
@@ -376,12 +387,7 @@ class CChannelRegionGradient(CFunction):
         cx = self._param(x, self.m.contiguous(x), writable=False)
         weight = parts.get("weight")
         cs = self._param(weight["src"], self.m.contiguous(weight["src"]), writable=False) if weight else None
-        kb = KernelBody(self.m.lines, env)
-        for b in body.nodes:
-            if b.op != "sum":
-                kb.emit(b)
-        reductions = [b for b in body.nodes if b.op == "sum"]
-        outputs = dict(zip((id(y) for y in body.outputs), node.outputs))
+        kb, reductions, outputs = _emit_body(self, body, node, env)
         g_inner = next(y for y, o in zip(body.outputs, node.outputs) if o is parts["g"])
         stores = _pointwise_stores(self, kb, body, outputs, g_inner)
         # the full arrays first, the per-channel sums last (the call path makes small
@@ -403,8 +409,7 @@ class CChannelRegionGradient(CFunction):
             dw = self._fresh_output(weight["product"].outputs[0])
             grad_final.append(f"for (long long q = 0; q < {kw_}; ++q) {dw}[cc * {kw_} + q] = ({T})dwq[q];")
         g_expr = kb.operand(g_inner, T)
-        par = ("#pragma omp parallel for num_threads(gm_nt) schedule(static)" if _parallel(n * c * hw)
-               else "// little work: the calling thread")
+        par = channel_parallel(n * c * hw)
         sums = ", ".join(accs + ["sx", "sxx", "sg", "sgx"])
         self.lines += [
             f"{{  // the region over ({n}, {c}, {hw}) per channel with batch norm's gradient of its output "
