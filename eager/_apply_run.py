@@ -239,7 +239,7 @@ def _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors):
         arrays: Sequence[Any] = (a, b)
     else:
         arrays = [o._data if isinstance(o, Tensor) else o for o in operands]
-    if first is not None and first._data.dtype.kind in "iu" and op.name != "pow":  # pow: its own rule
+    if first is not None and first._data.dtype.kind in "iu" and op.name not in _OWN_INT_RULE:
         arrays = _wrap_ints(arrays, first._data.dtype)
     token = _quiet_fp(_FP_QUIET) if op.quiet_fp and xp is np else None
     try:
@@ -260,6 +260,9 @@ def _run(op, operands, attrs, first, np_dtype, wants_grad, n_tensors):
 
 
 _INT_BOUNDS: dict = {}
+# ops whose forward takes a Python int as it is: pow (its own rule), and those that store the
+# number, which PyTorch refuses beyond the dtype's range (gmops._checks.fit_scalar)
+_OWN_INT_RULE = frozenset({"pow", "clamp_min", "clamp_max", "scatter", "index_put", "fill", "full_like", "where"})
 
 
 def _wrap_ints(arrays, dt):

@@ -232,8 +232,8 @@ def assign(self: Tensor, others, recorded, raw, name: str) -> None:
 def fill(self: Tensor, value, grad_name: str = "FillBackward0") -> Tensor:
     """Tensor.fill_ and zero_: set every element to `value` in place, still connected to the
     tensor's graph (the FILL op's gradient is zero)."""
-    if isinstance(value, Tensor):
-        value = value.item()
+    if isinstance(value, Tensor):  # a tensor's number is cast as a tensor (int8's 300 is 44), as PyTorch's
+        value = value._data.astype(self._data.dtype).item() if type(value._data) is np.ndarray else value.item()
     return apply_inplace(self, lambda s: FILL(s, value=value), (), "fill_", saves_self=False, grad_name=grad_name)
 
 

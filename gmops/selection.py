@@ -269,15 +269,16 @@ CLAMP_TENSOR = defop(
 )
 
 
-def _check_one_bound(name: str, bound_name: str, x, b) -> None:
+def _check_one_bound(name: str, bound_name: str, x, b):
     """torch.clamp_min/clamp_max's refusals: no bound (its two overloads take a tensor or a
     number), a complex or non-numeric bound, a number bound of a bool tensor (PyTorch has no
-    such kernel) or beyond the result dtype's range."""
+    such kernel) or beyond the result dtype's range. Returns the bound as the dtype stores it
+    (uint8's -128 is 128)."""
     if not hasattr(x, "shape"):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}; "
                         "pass input as a tensor (eager.tensor(...))")
     if hasattr(b, "shape"):
-        return
+        return b
     if b is None or not isinstance(b, (bool, int, float)):
         raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, {type(b).__name__}), "
                         f"but expected one of:\n * (Tensor input, Tensor {bound_name}, *, Tensor out = None)\n"
@@ -288,7 +289,7 @@ def _check_one_bound(name: str, bound_name: str, x, b) -> None:
     if dt is _dtypes.bool_:
         raise NotImplementedError(f'"{name}_scalar_cpu" not implemented for \'Bool\' ({name} of a bool tensor by '
                                   "a number); pass the bound as a bool tensor, or convert the input with .int()")
-    _check_bounds_fit(_clamp_dtype(dt, b, None), b, None)
+    return _check_bounds_fit(_clamp_dtype(dt, b, None), b, None)[0]
 
 
 def _one_bound_op(is_min: bool) -> OpDef:
@@ -301,7 +302,7 @@ def _one_bound_op(is_min: bool) -> OpDef:
     title = "ClampMin" if is_min else "ClampMax"
 
     def forward(xp, x, b):
-        _check_one_bound(name, bound, x, b)
+        b = _check_one_bound(name, bound, x, b)
         return (fn if xp is np else getattr(xp, ufunc))(x, b)
 
     def abstract(x, b):

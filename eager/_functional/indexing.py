@@ -12,7 +12,7 @@ from gmbase import dtypes as _dtypes
 from gmops import elementwise as E
 from gmops import indexing as I
 from gmops import shape_ops as S
-from gmops._checks import norm_dim
+from gmops._checks import fit_scalar, norm_dim
 
 from ._common import _host, _int_tensor, _ndim, _renamed, _row_major
 from .elementwise import clone, to_dtype
@@ -207,8 +207,6 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     if source is None:
         raise TypeError("scatter() missing 1 required argument: 'src' or 'value'")
     if not hasattr(source, "shape"):
-        from gmops._checks import fit_scalar  # noqa: PLC0415
-
         source = fit_scalar("scatter", source, input.dtype)  # PyTorch's overflow error, not NumPy's wrap
         source = float(source) if input.is_floating_point() else int(source)
     return I.SCATTER(input, index, source, dim=norm_dim("scatter", dim, _ndim(input)))
@@ -298,12 +296,12 @@ def masked_fill(input, mask, value):
         if _ndim(value) != 0:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                                f"{_ndim(value)} dimension(s).")
+        if type(getattr(value, "_data", None)) is np.ndarray:  # PyTorch checks the value's number as a scalar's
+            fit_scalar("masked_fill", value._data.item(), input.dtype)
         value = to_dtype(value, input.dtype)
     elif input.dtype is _dtypes.bool_:
         value = bool(value)
     else:
-        from gmops._checks import fit_scalar  # noqa: PLC0415
-
         value = fit_scalar("masked_fill", value, input.dtype)  # PyTorch's overflow error, not NumPy's wrap
         value = float(value) if input.dtype.is_floating_point else int(value)
     name = "MaskedFillBackward0"

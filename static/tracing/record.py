@@ -12,11 +12,12 @@ import numpy as np
 
 import eager
 from eager import _dispatch
-from eager._apply_run import _HALF_SCALAR_IN_FLOAT32, _wrap_ints, half_in_float32, needs_promotion
+from eager._apply_run import _HALF_SCALAR_IN_FLOAT32, _OWN_INT_RULE, _wrap_ints, half_in_float32, needs_promotion
 from eager._grad_mode import STATE
 from eager._tensor import Tensor
 from gmbase import dtypes as _dtypes
 from gmops import TensorSpec
+from gmops._checks import fit_scalar
 from gmops.elementwise import TO_DTYPE
 from gmops.index_checks import CHECK_INDEX_RANGE
 
@@ -96,13 +97,19 @@ def _wrap_int_literals(op, values: list) -> list:
     eager and PyTorch cast it (int8 & 255 ands with -1, int8 < 300 compares with 44): kept
     as it is, the graph's constant would not fit its dtype (NumPy's OverflowError in the
     generated code) or compare exactly. eager's own rule (`_wrap_ints`), for every op but pow,
-    decided by the first traced operand's dtype."""
+    decided by the first traced operand's dtype. The ops that store the number
+    (eager._apply_run._OWN_INT_RULE) take it as that dtype stores it, or raise PyTorch's
+    overflow error, as eager's forward does (gmops._checks.fit_scalar: uint8's -1 is 255)."""
     if op.name == "pow":
         return values
     for v in values:
         if type(v) is Value:
             npd = v.type.dtype.np
-            return _wrap_ints(values, npd) if npd.kind in "iu" else values
+            if npd.kind not in "iu":
+                return values
+            if op.name in _OWN_INT_RULE:
+                return [fit_scalar(op.name, a, v.type.dtype) if type(a) is int else a for a in values]
+            return _wrap_ints(values, npd)
     return values
 
 

@@ -23,6 +23,7 @@ OPS = {
     "scatter": lambda m, x, v: x.scatter(0, m.tensor([0]), v),
     "setitem": lambda m, x, v: _setitem(m, x, v),
     "clamp": lambda m, x, v: x.clamp(min=v),
+    "clamp_max": lambda m, x, v: m.clamp_max(x, v),
 }
 DTYPES = ["int8", "uint8", "int16", "int32", "int64", "bool", "float16", "float32"]
 # in range, at the edges, just past them, far out; ints and floats (uint8 takes -255..255 from an int)
@@ -48,7 +49,7 @@ def _outcome(m, op, dtype, value):
 @pytest.mark.parametrize("op", sorted(OPS))
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_storing_a_number_matches_pytorch(op, dtype):
-    if op == "clamp" and dtype == "bool":
+    if op.startswith("clamp") and dtype == "bool":
         pytest.skip("clamp of a bool tensor is not a storing question")
     for value in VALUES:
         want = _outcome(torch, op, dtype, value)
@@ -67,6 +68,24 @@ def test_the_message_names_the_op_dtype_and_what_to_do():
         eager.tensor([1, 2], dtype=eager.int8).masked_fill(eager.tensor([True, False]), 300)
 
 
+@pytest.mark.parametrize("value", [300, -1, 1e6])
+def test_a_tensor_value_is_cast_by_fill_and_checked_by_masked_fill_as_pytorch(value):
+    # fill_(0-d tensor) casts the tensor (300 -> 44 in int8); masked_fill takes its number as a scalar
+    for op in (lambda m, x, v: x.clone().fill_(m.tensor(v)),
+               lambda m, x, v: x.masked_fill(m.tensor([True, False]), m.tensor(v))):
+        for dtype in ("int8", "uint8", "float16"):
+            want = _outcome_of(torch, op, dtype, value)
+            got = _outcome_of(eager, op, dtype, value)
+            assert got[0] == want[0] and (want[0] != "ok" or got[1] == want[1]), (dtype, value, got, want)
+
+
+def _outcome_of(m, op, dtype, value):
+    try:
+        return "ok", op(m, m.tensor([1, 2], dtype=getattr(m, dtype)), value).tolist()
+    except RuntimeError as exc:
+        return RuntimeError, str(exc)
+
+
 def test_arithmetic_with_a_large_number_still_wraps_as_pytorch():
     # x + 300 is arithmetic, not a store: PyTorch wraps in int8 and so does eager
     x = [1, 2]
@@ -81,6 +100,7 @@ def test_arithmetic_with_a_large_number_still_wraps_as_pytorch():
     lambda m, x: x.clone().fill_(1e6),
     lambda m, x: _setitem(m, x, 300),
     lambda m, x: x.clamp(max=-129),
+    lambda m, x: m.clamp_min(x, 300),
 ])
 def test_compiled_code_raises_as_eager(fn):
     x = eager.tensor([1, 2], dtype=eager.int8)
@@ -99,3 +119,5 @@ def test_compiled_code_stores_numbers_that_fit_as_eager():
     u = eager.tensor([1, 2], dtype=eager.uint8)
     assert static.compile(lambda u: eager.full_like(u, -1), backend="numpy")(u).tolist() == [255, 255]
     assert static.compile(lambda u: _setitem(eager, u, -1), backend="numpy")(u).tolist() == [255, 2]
+    assert static.compile(lambda u: eager.clamp_min(u, -128), backend="numpy")(u).tolist() == [128, 128]
+    assert static.compile(lambda x: x + 300, backend="numpy")(x).tolist() == (x + 300).tolist()
