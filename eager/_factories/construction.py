@@ -4,6 +4,7 @@ log of created tensors that static's tracing reads."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -122,9 +123,23 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         raise TypeError(f"tensor(): could not build a {dt.name} tensor from {type(data).__name__}: {exc}") from None
     except TypeError as exc:
         raise TypeError(f"tensor(): could not build a {dt.name} tensor from {type(data).__name__}: {exc}") from None
+    except OverflowError:  # a number dt cannot hold: PyTorch's RuntimeError; uint8's -1 is 255
+        with np.errstate(over="ignore", invalid="ignore"):
+            arr = np.array(_fit_nested(data, dt), dtype=dt.np)
     if arr.dtype == object:
         raise TypeError(f"tensor(): nested sequences must be rectangular lists of numbers, got {data!r}")
     return _finish(arr if xp is np else xp.asarray(arr), requires_grad)
+
+
+def _fit_nested(data: Any, dt: _dtypes.dtype) -> Any:
+    """Nested lists of numbers with each number as dt stores it (gmops._checks.fit_scalar),
+    raising PyTorch's overflow error at the first that dt cannot hold: the path taken only
+    when NumPy refused the data, so well-formed data pays nothing."""
+    from gmops._checks import fit_scalar  # noqa: PLC0415
+
+    if isinstance(data, (list, tuple)):
+        return [_fit_nested(item, dt) for item in data]
+    return fit_scalar("tensor", data, dt)
 
 
 def _check_rectangular(data, dim: int) -> None:
