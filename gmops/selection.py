@@ -73,8 +73,14 @@ def _select_number(c, number, b, invert: bool):
     return None if native is None else native.select_number(c, number, b, invert)
 
 
+_NO_DTYPE = np.dtype(object)  # (kind "O": not a float tensor)
+
+
 def _where(xp, c, a, b):
-    if type(a) is int or type(a) is float or type(b) is int or type(b) is float:
+    tb = type(b)
+    if (tb is float or tb is int) and -65504.0 <= b <= 65504.0 and getattr(a, "dtype", _NO_DTYPE).kind == "f":
+        pass  # a number every float dtype holds, with a float tensor (relu's gradient): nothing to check
+    elif type(a) is int or type(a) is float or tb is int or tb is float:
         a, b = _fit_where_scalars(a, b, [_dtypes.from_numpy(v.dtype) for v in (a, b) if hasattr(v, "dtype")])
     if (xp is np and type(a) is np.ndarray and type(c) is np.ndarray and c.dtype == np.bool_
             and a.dtype in _BITS_OF and c.shape == a.shape and a.size >= SELECT_BITS_MIN
