@@ -97,6 +97,18 @@ _C10_NAME = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": 
              "float16": "c10::Half", "float32": "float", "float64": "double"}
 
 
+_INT_RANGES: dict[str, tuple[int, int]] = {}
+
+
+def _int_range(dt: dtype) -> tuple[int, int]:
+    """(min, max) of an integer dtype, cached (np.iinfo costs a microsecond)."""
+    r = _INT_RANGES.get(dt.name)
+    if r is None:
+        info = np.iinfo(dt.np)
+        r = _INT_RANGES[dt.name] = (int(info.min), int(info.max))
+    return r
+
+
 def fit_scalar(op: str, value: Any, dt: dtype) -> Any:
     """`value` (a Python or NumPy number) as a tensor of dtype `dt` stores it, or PyTorch's
     RuntimeError where `dt` cannot hold it (c10's checked scalar conversion) -- NumPy would wrap
@@ -108,6 +120,8 @@ def fit_scalar(op: str, value: Any, dt: dtype) -> Any:
     [-max, max] (a negative wraps: uint8 -1 is 255); a float fits an integer dtype within
     [min, max] (no NaN or inf), a float dtype when finite within its largest finite value
     (inf and NaN are kept); a bool dtype takes any number (its truth)."""
+    if type(value) is float and -65504.0 <= value <= 65504.0 and dt.is_floating_point:
+        return value  # (the common case, every float dtype holds it: checked first, quickly)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         return value
     if dt.name == "bool":
@@ -120,13 +134,13 @@ def fit_scalar(op: str, value: Any, dt: dtype) -> Any:
         if isinstance(value, (int, np.integer)):
             fits = abs(int(value)) <= top
     else:
-        info = np.iinfo(dt.np)
-        low = -int(info.max) if info.min == 0 and isinstance(value, (int, np.integer)) else int(info.min)
-        fits = (value == value) and low <= value <= int(info.max)
+        lo, hi = _int_range(dt)
+        low = -hi if lo == 0 and isinstance(value, (int, np.integer)) else lo
+        fits = (value == value) and low <= value <= hi
     if not fits:
         raise RuntimeError(f"{op}: value cannot be converted to type {_C10_NAME[dt.name]} without overflow "
                            f"({value!r} into a {dt.name} tensor); pass a value within {dt.name}'s range, or "
                            "convert the tensor to a wider dtype first")
-    if isinstance(value, (int, np.integer)) and value < 0 and not dt.is_floating_point and int(np.iinfo(dt.np).min) == 0:
-        return int(value) % (int(np.iinfo(dt.np).max) + 1)  # two's complement, as PyTorch's cast
+    if isinstance(value, (int, np.integer)) and value < 0 and not dt.is_floating_point and _int_range(dt)[0] == 0:
+        return int(value) % (_int_range(dt)[1] + 1)  # two's complement, as PyTorch's cast
     return value
