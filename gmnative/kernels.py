@@ -272,8 +272,10 @@ def gelu_grad(x) -> np.ndarray | None:
     return _unary("gelu_grad", x)
 
 
-def layer_norm(rows, w, b, eps: float) -> np.ndarray | None:
-    """Layer norm of (groups, n) rows with weight and bias of n elements, or None."""
+def layer_norm(rows, w, b, eps: float, stats: np.ndarray | None = None) -> np.ndarray | None:
+    """Layer norm of (groups, n) rows with weight and bias of n elements, or None. With `stats`
+    ((groups, 2) float64, layer_norm_kernels.layer_norm_stats) each row's mean and rstd are
+    written there too, for the backward."""
     suffix = _usable(rows, w, b)
     k = kernels() if suffix is not None and rows.size else None
     if k is None:
@@ -281,15 +283,21 @@ def layer_norm(rows, w, b, eps: float) -> np.ndarray | None:
     groups, n = rows.shape
     out = np.empty_like(rows)
     dt = rows.dtype.name
-    if not k.run(f"gm_eager_layer_norm_{suffix}", k.threads(),
-                 (rows.nbytes, w.nbytes, b.nbytes, -out.nbytes, 16, 8), k.formats((dt, dt, dt, dt, "int64", "float64")),
-                 rows, w, b, out, np.array([groups, n], _I64), np.array([eps], _F64)):
-        return None
-    return out
+    dims, e = np.array([groups, n], _I64), np.array([eps], _F64)
+    if stats is None:
+        ok = k.run(f"gm_eager_layer_norm_{suffix}", k.threads(), (rows.nbytes, w.nbytes, b.nbytes, -out.nbytes, 16, 8),
+                   k.formats((dt, dt, dt, dt, "int64", "float64")), rows, w, b, out, dims, e)
+    else:
+        ok = k.run(f"gm_eager_layer_norm_stats_{suffix}", k.threads(),
+                   (rows.nbytes, w.nbytes, b.nbytes, -out.nbytes, 16, 8, -stats.nbytes),
+                   k.formats((dt, dt, dt, dt, "int64", "float64", "float64")), rows, w, b, out, dims, e, stats)
+    return out if ok else None
 
 
-def layer_norm_backward(g, rows, w, eps: float) -> tuple | None:
-    """(grad_input, grad_weight, grad_bias) of layer norm over (groups, n) rows, or None."""
+def layer_norm_backward(g, rows, w, eps: float, stats: np.ndarray | None = None) -> tuple | None:
+    """(grad_input, grad_weight, grad_bias) of layer norm over (groups, n) rows, or None. With
+    the forward's `stats` (layer_norm's) the kernel reads each row's mean and rstd there
+    instead of computing them again (two of its four passes)."""
     suffix = _usable(g, rows, w)
     k = kernels() if suffix is not None and rows.size else None
     if k is None:
@@ -301,12 +309,19 @@ def layer_norm_backward(g, rows, w, eps: float) -> tuple | None:
     gb = np.empty(n, rows.dtype)
     part = np.empty((nt, 2, n), _F64)
     dt = rows.dtype.name
-    if not k.run(f"gm_eager_layer_norm_backward_{suffix}", nt,
-                 (g.nbytes, rows.nbytes, w.nbytes, -gx.nbytes, -gw.nbytes, -gb.nbytes, -part.nbytes, 16, 8),
-                 k.formats((dt, dt, dt, dt, dt, dt, "float64", "int64", "float64")),
-                 g, rows, w, gx, gw, gb, part, np.array([groups, n], _I64), np.array([eps], _F64)):
-        return None
-    return gx, gw, gb
+    dims, e = np.array([groups, n], _I64), np.array([eps], _F64)
+    if stats is None:
+        ok = k.run(f"gm_eager_layer_norm_backward_{suffix}", nt,
+                   (g.nbytes, rows.nbytes, w.nbytes, -gx.nbytes, -gw.nbytes, -gb.nbytes, -part.nbytes, 16, 8),
+                   k.formats((dt, dt, dt, dt, dt, dt, "float64", "int64", "float64")),
+                   g, rows, w, gx, gw, gb, part, dims, e)
+    else:
+        ok = k.run(f"gm_eager_layer_norm_backward_stats_{suffix}", nt,
+                   (g.nbytes, rows.nbytes, w.nbytes, -gx.nbytes, -gw.nbytes, -gb.nbytes, -part.nbytes, 16, 8,
+                    stats.nbytes),
+                   k.formats((dt, dt, dt, dt, dt, dt, "float64", "int64", "float64", "float64")),
+                   g, rows, w, gx, gw, gb, part, dims, e, stats)
+    return (gx, gw, gb) if ok else None
 
 
 def channel_dims(ndim: int, dims) -> bool:
