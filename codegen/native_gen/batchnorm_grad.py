@@ -132,6 +132,19 @@ def _emit_body(fn: CFunction, body: Graph, node: Node, env: dict) -> tuple:
     return kb, reductions, dict(zip((id(y) for y in body.outputs), node.outputs))
 
 
+def _staged_loops(n: int, c: int, hw: int) -> list[str]:
+    """The loops' heads over channel cc's elements of an (n, c, hw) region in blocks of
+    GM_STAGE: image nn (its row at `at`), block [k0, k1), then element k (vectorized)."""
+    return [
+        f"        for (long long nn = 0; nn < {n}; ++nn) {{",
+        f"            const long long at = (nn * {c} + cc) * {hw}LL;",
+        f"            for (long long k0 = 0; k0 < {hw}; k0 += GM_STAGE) {{",
+        f"                const long long k1 = k0 + GM_STAGE < {hw} ? k0 + GM_STAGE : {hw};",
+        "                #pragma omp simd",
+        "                for (long long k = k0; k < k1; ++k) {",
+    ]
+
+
 def channel_parallel(size: int) -> str:
     """The pragma that spreads a per-channel loop over `size` elements across the threads, or
     the comment saying the calling thread runs it (little work)."""
@@ -215,12 +228,7 @@ class CChannelRegion(CFunction):
             f"    for (long long cc = 0; cc < {c}; ++cc) {{",
             "        double " + ", ".join(f"{a} = 0.0" for a in accs) + ";",
             *(f"        {d}" for d in stage_decls),
-            f"        for (long long nn = 0; nn < {n}; ++nn) {{",
-            f"            const long long at = (nn * {c} + cc) * {hw}LL;",
-            f"            for (long long k0 = 0; k0 < {hw}; k0 += GM_STAGE) {{",
-            f"                const long long k1 = k0 + GM_STAGE < {hw} ? k0 + GM_STAGE : {hw};",
-            "                #pragma omp simd",
-            "                for (long long k = k0; k < k1; ++k) {",
+            *_staged_loops(n, c, hw),
             *(f"                    {s}" for s in kb.lines),
             *(f"                    {s}" for s in stores),
             *(f"                    {s}" for s in stage_stores),
@@ -422,12 +430,7 @@ class CChannelRegionGradient(CFunction):
             "        double " + ", ".join(f"{a} = 0.0" for a in accs + ["sx", "sxx", "sg", "sgx"]) + ";",
             *(f"        {d}" for d in decls),
             f"        {T} gstage[GM_STAGE];",
-            f"        for (long long nn = 0; nn < {n}; ++nn) {{",
-            f"            const long long at = (nn * {c} + cc) * {hw}LL;",
-            f"            for (long long k0 = 0; k0 < {hw}; k0 += GM_STAGE) {{",
-            f"                const long long k1 = k0 + GM_STAGE < {hw} ? k0 + GM_STAGE : {hw};",
-            "                #pragma omp simd",
-            "                for (long long k = k0; k < k1; ++k) {",
+            *_staged_loops(n, c, hw),
             *(f"                    {s}" for s in kb.lines),
             *(f"                    {s}" for s in stores),
             *(f"                    {s}" for s in stage),
