@@ -70,7 +70,8 @@ def test_tensor_and_tracer_inherit_one_implementation_nothing_is_copied_between_
 def test_the_in_place_table_is_complete_and_each_entry_is_eagers_function_written_back():
     x = eager.tensor([[0.5, -1.5], [2.0, 3.0]])
     args = {"add_": [2.0], "sub_": [2.0], "mul_": [2.0], "div_": [2.0], "pow_": [2.0], "clamp_": [0.0, 1.0],
-            "clip_": [0.0, 1.0], "clamp_min_": [1.0], "clamp_max_": [1.0], "masked_fill_": [eager.tensor([[True, False], [False, True]]), -1.0],
+            "clip_": [0.0, 1.0], "clamp_min_": [1.0], "clamp_max_": [1.0],
+            "masked_fill_": [eager.tensor([[True, False], [False, True]]), -1.0],
             "atan2_": [2.0], "addcmul_": [x, x], "addcdiv_": [x, x + 4.0],
             "scatter_reduce_": [1, eager.tensor([[1, 1], [0, 0]]), eager.tensor([[2.0, 3.0], [4.0, 5.0]]), "sum"],
             "heaviside_": [eager.tensor(0.5)], "ldexp_": [eager.tensor(2.0)], "nextafter_": [eager.tensor(0.0)],
