@@ -66,12 +66,18 @@ def test_a_0d_random_tensor_takes_in_place_writes():
     lambda: torch.tensor([1e5], dtype=torch.float16),
     lambda: torch.tensor(np.array([1e5]), dtype=torch.float16),
     lambda: torch.tensor([1e40]),
-    lambda: torch.full((2,), 1e5, dtype=torch.float16),
     lambda: torch.zeros(0, 3).var(0),
     lambda: torch.tensor([1.0]).std(),
 ])
 def test_forwards_do_not_warn(no_warnings, compute):
     compute()
+
+
+def test_a_fill_value_a_float16_tensor_cannot_hold_raises_as_pytorch(no_warnings):
+    """full() stores the number itself: PyTorch refuses a finite value beyond float16's range
+    (`value cannot be converted to type c10::Half without overflow`) rather than warn or give inf."""
+    with pytest.raises(RuntimeError, match="without overflow"):
+        torch.full((2,), 1e5, dtype=torch.float16)
 
 
 def test_in_place_writes_do_not_warn(no_warnings):
