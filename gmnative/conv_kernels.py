@@ -246,3 +246,79 @@ def select_number(c, number: float, b, invert: bool = False) -> np.ndarray | Non
     dims = np.array([b.size, int(invert)], _I64)
     _call(found, (c, a, b, out, dims), written=(3,))
     return out
+
+
+def _batched_operand(x) -> tuple | None:
+    """(C-contiguous buffer, transposed, batch stride in elements, rows, columns) of a batched
+    product's operand: a 3-d array whose matrices are C-contiguous (or transposed views of
+    C-contiguous ones, as x.transpose(0, 2, 1)), its matrices one after another; or a 2-d
+    matrix (C- or Fortran-ordered) used for every image (stride 0); else None."""
+    if type(x) is not np.ndarray or x.dtype not in _SUFFIX or x.size == 0:
+        return None
+    if x.ndim == 2:
+        if x.flags.c_contiguous:
+            return x, 0, 0, x.shape[0], x.shape[1]
+        return (x.T, 1, 0, x.shape[0], x.shape[1]) if x.flags.f_contiguous else None
+    if x.ndim != 3:
+        return None
+    if x.flags.c_contiguous:
+        return x, 0, x.shape[1] * x.shape[2], x.shape[1], x.shape[2]
+    t = x.transpose(0, 2, 1)
+    return (t, 1, x.shape[1] * x.shape[2], x.shape[1], x.shape[2]) if t.flags.c_contiguous else None
+
+
+# (batch, M, N, K, transposes, strides, parts, sum, dtype) -> the call's constants
+_BATCHED_PLANS: dict = {}
+
+
+def gemm_batched(a, b, *, sum_batch: bool = False, threads: int | None = None) -> np.ndarray | None:
+    """A batch of matrix products on the kernels' threads: a @ b for a (B, M, K) or (M, K) and
+    b (B, K, N) or (K, N), at least one of them 3-d (a 2-d operand is used for every image, as
+    a convolution's weight), float32/float64 of one dtype; each 3-d operand C-contiguous or a
+    transpose of its last two axes of a C-contiguous array (cols.transpose(0, 2, 1)), each 2-d
+    one C- or Fortran-ordered. Returns (B, M, N), or with `sum_batch` the sum over the batch
+    (M, N) (a convolution's weight gradient, sum_n G[n] cols[n]^T, without the (B, M, N)
+    intermediate). None where it cannot run (other dtypes or layouts, no BLAS symbol, no
+    compiler): use np.matmul then.
+
+    Why: np.matmul of a batch loops over the images on one thread, each a BLAS call on BLAS's
+    own pool, which gmbase.threads pins to one thread: a small CNN's conv products ran on one
+    of two cores. Here the images are split across the OpenMP team in consecutive runs (one
+    run a thread; `threads` defaults to the kernels' count, gmnative.build.threads(), which
+    shrinks when other processes keep cores busy), each image one single-threaded BLAS call
+    (NumPy's own cblas_?gemm). Each image's result is that BLAS call's, bit for bit whatever
+    the thread count; a sum's partials (one a run, beta 1 across the run's images) are added
+    in run order, so its bits depend on the thread count only, never on timing. Where BLAS
+    runs several threads itself, the images run on the calling thread (no oversubscription)."""
+    ao, bo = _batched_operand(a), _batched_operand(b)
+    if ao is None or bo is None or a.dtype != b.dtype or (a.ndim == 2 and b.ndim == 2):
+        return None
+    (abuf, ta, sa, m, k_), (bbuf, tb, sb, k2, n) = ao, bo
+    batch = a.shape[0] if a.ndim == 3 else b.shape[0]
+    if k2 != k_ or (a.ndim == 3 and b.ndim == 3 and a.shape[0] != b.shape[0]):
+        return None
+    k = _kernels.kernels()
+    found = _kernels.blas_gemm() if k is not None else None
+    if k is None or found is None or (not found[1] and max(m, n, k_) >= 1 << 31):
+        return None
+    if threads is None:
+        from . import build as native_build  # noqa: PLC0415
+
+        threads = native_build.threads() if native_build.blas_threads() == 1 else 1
+    parts = max(1, min(threads, batch))
+    dt = a.dtype
+    out = np.empty((m, n) if sum_batch else (batch, m, n), dt)
+    work = np.empty(((parts - 1) * m * n if sum_batch else 0) or 1, dt)
+    key = (batch, m, n, k_, ta, tb, sa, sb, parts, sum_batch, dt)
+    plan = _BATCHED_PLANS.get(key)
+    if plan is None:  # the call's constants, made once per shape
+        dims = np.array([batch, m, n, k_, ta, tb, sa, sb, m * n, parts, int(sum_batch), found[1]], _I64)
+        name = dt.name
+        plan = _BATCHED_PLANS[key] = (f"gm_eager_gemm_batched_{_SUFFIX[dt]}",
+                                      k.formats((name, name, name, name, "int64", "int64")), dims,
+                                      np.array([found[0][dt]], _I64))
+    kname, formats, dims, fn = plan
+    sizes = (abuf.nbytes, bbuf.nbytes, -out.nbytes, -work.nbytes, dims.nbytes, 8)
+    if not k.run(kname, parts, sizes, formats, abuf, bbuf, out, work, dims, fn):
+        return None
+    return out

@@ -71,6 +71,18 @@ def eligible(x: Any, w: Any, b: Any, groups: int) -> bool:
     return _kernels() is not None
 
 
+def _bmm(a: np.ndarray, b: np.ndarray, sum_batch: bool = False) -> np.ndarray:
+    """a @ b over the batch (summed over it where `sum_batch`) with the images split across the
+    kernels' threads (gmnative.conv_kernels.gemm_batched); NumPy's matmul where that cannot
+    run (it loops over the images on one thread)."""
+    native = _kernels()
+    out = None if native is None else native.gemm_batched(a, b, sum_batch=sum_batch)
+    if out is None:
+        out = np.matmul(a, b)
+        return out.sum(0) if sum_batch else out
+    return out
+
+
 def _conv_ops(x: Tensor, w: Tensor, b: Tensor | None, *, stride: tuple, padding: tuple, dilation: tuple) -> Tensor:
     """The op path's conv2d (what a graph-recording backward differentiates)."""
     from .functional.convolution import _conv2d_ops  # noqa: PLC0415
@@ -100,7 +112,7 @@ def _forward_arrays(X: np.ndarray, W: np.ndarray, B: np.ndarray | None, stride: 
     cols = native.im2col2d_batch_major(X, (kh, kw), (oh, ow), stride, (padding[0], padding[2]), dilation)
     if cols is None:
         return None
-    out = np.matmul(W.reshape(o, -1), cols)  # (N, O, OH * OW): PyTorch's layout
+    out = _bmm(W.reshape(o, -1), cols)  # (N, O, OH * OW): PyTorch's layout
     if B is not None:
         out += B.reshape(o, 1)
     return out.reshape(n, o, oh, ow), cols, (oh, ow)
@@ -143,7 +155,7 @@ class Conv2dFunction(Function):
         dx = dw = db = None
         if needs[0]:
             geo = ctx.geometry
-            dcols = np.matmul(W.reshape(o, -1).T, G)  # (N, K, L)
+            dcols = _bmm(W.reshape(o, -1).T, G)  # (N, K, L)
             size, kernel, c = tuple(x.shape[2:]), tuple(W.shape[2:]), x.shape[1]
             folded = _kernels().fold2d_batch_major(dcols, size, c, kernel, ctx.out_size, geo["stride"],
                                                   (geo["padding"][0], geo["padding"][2]), geo["dilation"])
@@ -160,10 +172,10 @@ class Conv2dFunction(Function):
                 # contiguous once runs at about twice BLAS's speed on the transposed operand
                 # (a (32, 144, 196) layer: 0.8 against 1.35 ms); a first layer's few columns
                 # over many positions keep G[n] @ cols[n]^T
-                dw_t = np.matmul(cols, np.ascontiguousarray(G.transpose(0, 2, 1))).sum(0)
+                dw_t = _bmm(cols, np.ascontiguousarray(G.transpose(0, 2, 1)), sum_batch=True)
                 dw = Tensor._make(np.ascontiguousarray(dw_t.T).reshape(W.shape))
             else:
-                dw = Tensor._make(np.matmul(G, cols.transpose(0, 2, 1)).sum(0).reshape(W.shape))
+                dw = Tensor._make(_bmm(G, cols.transpose(0, 2, 1), sum_batch=True).reshape(W.shape))
         if b is not None and needs[2]:
             db = Tensor._make(G.sum((0, 2)))
         return (dx, dw, db) + extra

@@ -1,0 +1,60 @@
+"""gmnative.conv_kernels.gemm_batched: a batch of products split across the kernels' threads,
+each image one BLAS call (the fused conv2d's forward, input gradient and weight gradient)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gmnative import conv_kernels as ck
+from gmnative import kernels as native_kernels
+
+pytestmark = pytest.mark.skipif(native_kernels.kernels() is None or native_kernels.blas_gemm() is None,
+                                reason="eager's native kernels or NumPy's cblas symbol are not available")
+
+
+def _data(dtype, *shapes):
+    rng = np.random.default_rng(7)
+    return [rng.standard_normal(s).astype(dtype) for s in shapes]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_each_image_is_its_own_blas_product(dtype, threads):
+    w, cols, g = _data(dtype, (6, 12), (5, 12, 9), (5, 6, 9))
+    tol = 1e-5 if dtype == np.float32 else 1e-13
+    # a broadcast weight (stride 0), a transposed (Fortran-ordered) weight, transposed batches,
+    # a 2-d right operand; each image's bits the same whatever the thread count
+    for a, b in ((w, cols), (w.T, g), (g, cols.transpose(0, 2, 1)), (cols.transpose(0, 2, 1), w.T)):
+        got = ck.gemm_batched(a, b, threads=threads)
+        assert got.shape == np.matmul(a, b).shape and got.dtype == dtype
+        np.testing.assert_allclose(got, np.matmul(a.astype(np.float64), b.astype(np.float64)), rtol=tol, atol=tol)
+        np.testing.assert_array_equal(got, ck.gemm_batched(a, b, threads=1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_batch_sum_is_the_weight_gradient_and_fixed_by_the_thread_count(dtype):
+    g, cols = _data(dtype, (7, 4, 30), (7, 10, 30))
+    ref = np.einsum("nol,nkl->ok", g.astype(np.float64), cols.astype(np.float64))
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    for threads in (1, 2, 3, 8):  # more threads than images: one image a run
+        got = ck.gemm_batched(g, cols.transpose(0, 2, 1), sum_batch=True, threads=threads)
+        assert got.shape == (4, 10) and got.dtype == dtype
+        np.testing.assert_allclose(got, ref, rtol=tol, atol=tol)
+        again = ck.gemm_batched(g, cols.transpose(0, 2, 1), sum_batch=True, threads=threads)
+        np.testing.assert_array_equal(got, again)
+    # one thread: the images accumulated in order, as a running sum of the products
+    running = np.zeros((4, 10), dtype)
+    one = ck.gemm_batched(g, cols.transpose(0, 2, 1), sum_batch=True, threads=1)
+    for x, c in zip(g, cols):
+        running = running + x @ c.T
+    np.testing.assert_allclose(one, running, rtol=tol, atol=tol)
+
+
+def test_what_it_cannot_take_is_none():
+    a, b = _data(np.float32, (3, 4, 5), (3, 5, 6))
+    assert ck.gemm_batched(a, b[:2]) is None  # batch sizes differ
+    assert ck.gemm_batched(a, b[:, :4]) is None  # inner sizes differ
+    assert ck.gemm_batched(a, b.astype(np.float64)) is None  # dtypes differ
+    assert ck.gemm_batched(a[0], b[0]) is None  # no batch
+    assert ck.gemm_batched(a[:, :, ::2], b[:, :3]) is None  # a strided layout
+    assert ck.gemm_batched(a.astype(np.int64), b.astype(np.int64)) is None
