@@ -90,3 +90,69 @@ extern "C" void gm_eager_uniform_f64(void* const* a, int nt) {
     p[0] = (gm_u64)(end >> 64);
     p[1] = (gm_u64)end;
 }
+
+// Dropout in one pass (eager's F.dropout: gmnative/dropout_kernels.py): the uniform draws the
+// gm_eager_uniform kernels make, each compared with an integer threshold instead of stored,
+// and y = x * s, s = keep ? scale : 0, written with s itself when the backward needs it (its
+// gradient is g * s). keep is exactly `rand(...) >= p` of the same draw: a float32 draw is
+// k 2^-24 (k the 24 high bits of a 32-bit half), so it is >= p (compared in float32) when k >=
+// ceil(float32(p) 2^24); a float64 draw is k 2^-53 (k = output >> 11), >= p when k >=
+// ceil(p 2^53). Same stream, same generator state afterwards, same masks: the compiled step's
+// replayed masks and checkpoint's recomputation still agree with eager's. p = [state hi,
+// state lo, inc hi, inc lo, has_uint32, uinteger, n, threshold, write s], updated in place;
+// a[4] holds scale in the data's type.
+template <typename T> static inline void gm_dropout_put(const T* x, T* y, T* m, long long i, bool keep, T scale,
+                                                        bool want) {
+    const T s = keep ? scale : (T)0;
+    y[i] = x[i] * s;
+    if (want) m[i] = s;
+}
+
+extern "C" void gm_eager_uniform_dropout_f32(void* const* a, int nt) {
+    const float* x = (const float*)a[0];
+    float* y = (float*)a[1];
+    float* mk = (float*)a[2];
+    gm_u64* p = (gm_u64*)a[3];
+    const float scale = ((const float*)a[4])[0];
+    const gm_u128 s = ((gm_u128)p[0] << 64) | p[1], inc = ((gm_u128)p[2] << 64) | p[3];
+    const long long n = (long long)p[6];
+    const unsigned thr = (unsigned)p[7];
+    const bool want = p[8] != 0;
+    long long first = 0;
+    if (n > 0 && p[4]) {  // the high half NumPy kept from its last output
+        gm_dropout_put(x, y, mk, 0, ((unsigned)p[5] >> 8) >= thr, scale, want);
+        p[4] = 0;
+        first = 1;
+    }
+    const long long m = n - first, count = (m + 1) / 2;
+    const float* xo = x + first;
+    float* yo = y + first;
+    float* mo = want ? mk + first : mk;
+    gm_pcg_outputs(s, inc, count, nt, [=](long long j, gm_u64 v) {
+        gm_dropout_put(xo, yo, mo, 2 * j, ((unsigned)v >> 8) >= thr, scale, want);
+        if (2 * j + 1 < m) gm_dropout_put(xo, yo, mo, 2 * j + 1, ((unsigned)(v >> 32) >> 8) >= thr, scale, want);
+    });
+    if (count > 0) {
+        const gm_u128 end = gm_pcg_advance(s, (gm_u128)count, inc);
+        p[0] = (gm_u64)(end >> 64);
+        p[1] = (gm_u64)end;
+        p[4] = (gm_u64)(m & 1);
+        p[5] = gm_pcg_output(end) >> 32;
+    }
+}
+
+extern "C" void gm_eager_uniform_dropout_f64(void* const* a, int nt) {
+    const double* x = (const double*)a[0];
+    double* y = (double*)a[1];
+    double* mk = (double*)a[2];
+    gm_u64* p = (gm_u64*)a[3];
+    const double scale = ((const double*)a[4])[0];
+    const gm_u128 s = ((gm_u128)p[0] << 64) | p[1], inc = ((gm_u128)p[2] << 64) | p[3];
+    const long long n = (long long)p[6];
+    const gm_u64 thr = p[7];
+    const bool want = p[8] != 0;
+    gm_pcg_outputs(s, inc, n, nt, [=](long long j, gm_u64 v) { gm_dropout_put(x, y, mk, j, (v >> 11) >= thr, scale, want); });
+    const gm_u128 end = gm_pcg_advance(s, (gm_u128)n, inc);
+    p[0] = (gm_u64)(end >> 64);
+    p[1] = (gm_u64)end;
+}

@@ -5,6 +5,7 @@ import warnings
 
 from ..._factories import rand_like
 from ..._tensor import Tensor
+from .. import _fused_dropout
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -15,6 +16,9 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         return input
     if p == 1.0:
         return input * 0.0
+    fused = _fused_dropout.dropout(input, p)  # one native pass and node where it can run
+    if fused is not None:  # (the same draws, mask, values and generator state as below)
+        return fused
     keep = (rand_like(input) >= p).to(input.dtype)
     return input * (keep * (1.0 / (1.0 - p)))
 

@@ -1,0 +1,95 @@
+"""F.dropout's one-pass native path (eager/nn/_fused_dropout.py, gm_eager_uniform_dropout_*)
+against the op-by-op path it replaces: the same output, gradient, node name and generator
+state afterwards, bit for bit, from the same seed; gradcheck and a double backward."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eager
+from eager.autograd import gradcheck
+from eager.nn import _fused_dropout
+from eager.nn import functional as F
+from gmnative import build as native_build
+from gmnative import dropout_kernels
+
+pytestmark = pytest.mark.skipif(not native_build.availability()[0], reason="no C++ compiler")
+
+
+def _run(fused: bool, shape: tuple, dtype, p: float, monkeypatch, transpose: bool = False) -> tuple:
+    with monkeypatch.context() as m:
+        if not fused:
+            m.setattr(_fused_dropout, "dropout", lambda *args: None)
+        eager.manual_seed(7)
+        data = np.random.default_rng(1).standard_normal(shape).astype(dtype)
+        x = eager.tensor(data.T if transpose else data, requires_grad=True)
+        first = F.dropout(x, p)
+        second = F.dropout(x * 2.0, p)  # a second draw: the carried half of a float32 output
+        ((first * first).sum() + second.sum()).backward()
+        after = eager.rand(5, dtype=x.dtype).numpy()  # the generator's state afterwards
+    return first.detach().numpy(), second.detach().numpy(), x.grad.numpy(), after, first.grad_fn.name()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1,), (5, 7), (16, 4, 32, 32), (9999,)])
+def test_the_same_bits_as_the_op_path(dtype, shape, monkeypatch):
+    fused = _run(True, shape, dtype, 0.3, monkeypatch)
+    ops = _run(False, shape, dtype, 0.3, monkeypatch)
+    for a, b in zip(fused[:4], ops[:4]):
+        assert a.dtype == b.dtype == dtype
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+    assert fused[4] == ops[4] == "MulBackward0"
+
+
+def test_a_transposed_input_draws_in_its_logical_order(monkeypatch):
+    fused = _run(True, (40, 30), np.float32, 0.5, monkeypatch, transpose=True)
+    ops = _run(False, (40, 30), np.float32, 0.5, monkeypatch, transpose=True)
+    for a, b in zip(fused[:4], ops[:4]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_kernel_ran_and_draws_the_comparisons_rounding():
+    # p rounds up in float32 (the comparison's precision): the threshold follows it
+    p = 1677722.05 / 2 ** 24
+    assert dropout_kernels.threshold(p, np.dtype(np.float32)) == 1677722
+    assert dropout_kernels.threshold(p, np.dtype(np.float64)) == int(np.ceil(p * 2.0 ** 53))
+    g = np.random.default_rng(3)
+    x = np.ones(1000, np.float32)
+    found = dropout_kernels.dropout(g, x, 0.25, 1 / 0.75, True)
+    assert found is not None
+    y, s = found
+    u = np.random.default_rng(3).random(1000, dtype=np.float32)
+    np.testing.assert_array_equal(s, (u >= np.float32(0.25)) * np.float32(1 / 0.75))
+    np.testing.assert_array_equal(y, s)
+    assert 650 < np.count_nonzero(y) < 850
+
+
+def test_non_finite_inputs_keep_the_products_rule():
+    eager.manual_seed(0)
+    x = eager.tensor(np.full(64, np.inf, np.float32))
+    y = F.dropout(x, 0.5).numpy()
+    assert np.isnan(y).any() and np.isinf(y).any()  # inf * 0 is nan, as input * mask gives
+
+
+def test_gradcheck_and_double_backward():
+    x = eager.tensor(np.random.default_rng(2).standard_normal((6, 5)), requires_grad=True)
+
+    def f(t):
+        eager.manual_seed(11)  # the same mask every call
+        return F.dropout(t, 0.4)
+
+    assert gradcheck(f, (x,))
+    y = f(x)
+    (g,) = eager.autograd.grad((y * y).sum(), x, create_graph=True)
+    (gg,) = eager.autograd.grad(g.sum(), x)
+    s = (f(eager.ones(6, 5, dtype=eager.float64))).numpy()  # the mask times the scale
+    np.testing.assert_allclose(gg.numpy(), 2 * s * s)
+
+
+def test_eval_mode_and_no_grad_paths():
+    x = eager.randn(8, 8)
+    assert F.dropout(x, 0.5, training=False) is x
+    with eager.no_grad():
+        eager.manual_seed(1)
+        y = F.dropout(x.requires_grad_(), 0.5)
+    assert y.grad_fn is None and not y.requires_grad
