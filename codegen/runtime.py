@@ -130,6 +130,12 @@ def run_blocks(fn, nrows: int, row_elems: int, args: tuple) -> list:
 # 256x784x512 products ran 1.8x faster on two cores. Where BLAS runs several threads already,
 # splitting only oversubscribes the cores (measured 1.1-1.4x slower), so it is not done.
 MATMUL_SPLIT_MIN = 1 << 23  # multiply-adds below which one BLAS call is cheaper than the hand-off (~50 us)
+# Rows of the left operand each part must get for a split to pay: every part packs the whole
+# right operand again, so a product with few rows and a wide right operand (a convolution's
+# (32, 144) @ (144, 6272)) did twice the packing for half the multiply-adds each: 1.7-2.1 ms
+# of CPU time split in two against 0.9 ms in one call, and no sooner in wall time (measured
+# for 16 to 128 rows, shared 2-core AVX-512 host; at 128 rows, 64 a part, still 1.5x the CPU).
+MATMUL_SPLIT_MIN_ROWS = 64
 
 
 _blas_threads: list = []  # a fixed answer for blas_threads (tests pin one here)
@@ -166,8 +172,8 @@ def matmul(a, b):
     if a.size * b.shape[1] < GEMM_SPLIT_MIN:
         return np.matmul(a, b) if a.ndim == 2 else fold_matmul(np, a, b)
     workers = _threads.num_threads()
-    if workers < 2 or blas_threads() != 1:
-        return fold_matmul(np, a, b)  # a stack by a matrix as one product, as eager's matmul
+    if workers < 2 or blas_threads() != 1 or a.size // a.shape[-1] < MATMUL_SPLIT_MIN_ROWS * workers:
+        return _one_product(a, b)
     from gmnative import kernels as eager_kernels  # noqa: PLC0415  (the native layer, loaded when first needed)
 
     out = eager_kernels.matmul(a, b)
@@ -192,6 +198,24 @@ def matmul(a, b):
     for f in futures:
         f.result()
     return out
+
+
+def _one_product(a, b):
+    """a @ b as one BLAS call (a stack by a matrix folded, as eager's matmul). A product of a
+    few rows by a transposed matrix (b.T of a C-contiguous one) over a long depth, as a
+    convolution's weight gradient (32, 6272) @ (6272, 144), runs as (b.T @ a.T).T: OpenBLAS's
+    kernel for a few rows by a transposed operand was 1.1-1.35x slower than the same dot
+    products with the operands swapped (32x6272x144: 1.12 against 0.82 ms; 64x4096x256: 1.74
+    against 1.44; 100x3000x300: 2.05 against 1.80), while a depth under twice the columns
+    lost (256x512x784: 1.83 against 2.04), so only rows < columns and depth >= 2 columns
+    take it. The result is copied C-contiguous (rows x columns elements, small against the
+    product): the same dot products, equal to rounding."""
+    if a.ndim == 2 and b.flags.f_contiguous and not b.flags.c_contiguous and a.flags.c_contiguous:
+        m, k = a.shape
+        n = b.shape[1]
+        if m < n and k >= 2 * n:
+            return np.ascontiguousarray(np.matmul(b.T, a.T).T)
+    return fold_matmul(np, a, b)
 
 
 _local = threading.local()

@@ -7,10 +7,12 @@ as the left operand of the weight gradient's product. As library calls that is e
 (two passes over x and g), a NumPy reduction over the result and a NumPy copy of it to
 channels first: five passes over an array the size of the image batch. Here one pass per
 channel gathers the four sums the gradient needs (of x - x0, its square, g and g (x - x0),
-in double, shifted by the channel's first element so that a large mean does not cancel the
-variance) and a second writes the gradient straight in the layouts its readers want, adding
-up the channel's sum on the way. The values are eager's up to rounding (sums in another
-order), within the tolerances compiled code is held to (static.jit.check)."""
+shifted by the channel's first element so that a large mean does not cancel the variance;
+in the dtype over blocks of GM_STAGE elements, the blocks added in double) and a second
+writes the gradient straight in the layouts its readers want; the channel's sum of it comes
+from the four sums (batchnorm_grad.channel_statistics). The values are eager's up to
+rounding (sums in another order), within the tolerances compiled code is held to
+(static.jit.check)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -21,7 +23,15 @@ from static.ir import Node, Value
 from ..c_kernel import KernelBody
 from ..lowering import lowering_for
 from ..render import c_literal, c_type
-from .batchnorm_grad import CChannelRegion, channel_parallel, channel_region, channel_statistics, over_all_but_channels  # noqa: F401  (CChannelRegion, channel_region, over_all_but_channels: conv.py's)
+from .batchnorm_grad import (  # noqa: F401  (CChannelRegion, channel_region, over_all_but_channels: conv.py's)
+    CChannelRegion,
+    channel_parallel,
+    channel_region,
+    channel_statistics,
+    gradient_element,
+    gradient_sums,
+    over_all_but_channels,
+)
 from .function import CFunction
 from .indexing import _ints, _prod, _symbolic, load
 
@@ -72,6 +82,19 @@ def channel_gradient(node: Node, outs: set) -> dict | None:
     return parts
 
 
+def _blocks(n: int, c: int, hw: int, cx: str, cg: str | None, T: str) -> list[str]:
+    """The loops' heads over channel cc's elements in blocks of GM_STAGE (image nn, its rows
+    xp of x and gp of the gradient, block [k0, k1)): each block's sums are taken in the
+    dtype and added to the channel's double sums after it."""
+    return [
+        f"        for (long long nn = 0; nn < {n}; ++nn) {{",
+        f"            const {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
+        *([f"            const {T}* gp = {cg} + (nn * {c} + cc) * {hw}LL;"] if cg is not None else []),
+        f"            for (long long k0 = 0; k0 < {hw}; k0 += GM_STAGE) {{",
+        f"                const long long k1 = k0 + GM_STAGE < {hw} ? k0 + GM_STAGE : {hw};",
+    ]
+
+
 class CChannelGradient(CFunction):
     """normalize_backward(g, x) over all dims but 1, with its per-channel sum and its
     channels-first rows, each written where a reader was found."""
@@ -103,32 +126,32 @@ class CChannelGradient(CFunction):
             finals.append(f"{total}[cc] = ({T})so;")
         par = channel_parallel(n * c * hw)
         count = n * hw
+        gdecls, gbody, gadds = gradient_sums(T, "xp[k]", "gp[k]")
         self.lines += [
             f"{{  // %{node.outputs[0].name} = batch norm's gradient over ({n}, {c}, {hw}) per channel"
             + (", its channel sums" if parts["sum"] is not None else "")
             + (", channels first" if parts["rows"] is not None else ""),
             f"    {par}",
             f"    for (long long cc = 0; cc < {c}; ++cc) {{",
-            f"        const double x0 = (double){cx}[cc * {hw}LL];  // the shift: a large mean cancels nothing",
+            f"        const {T} x0f = {cx}[cc * {hw}LL];  // the shift: a large mean cancels nothing",
+            "        const double x0 = (double)x0f;",
             "        double sx = 0.0, sxx = 0.0, sg = 0.0, sgx = 0.0;",
-            f"        for (long long nn = 0; nn < {n}; ++nn) {{",
-            f"            const {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
-            f"            const {T}* gp = {cg} + (nn * {c} + cc) * {hw}LL;",
-            "            #pragma omp simd reduction(+:sx, sxx, sg, sgx)",
-            f"            for (long long k = 0; k < {hw}; ++k) {{",
-            "                const double d = (double)xp[k] - x0, gv = (double)gp[k];",
-            "                sx += d; sxx += d * d; sg += gv; sgx += gv * d;",
+            *_blocks(n, c, hw, cx, cg, T),
+            *(f"                {d}" for d in gdecls),
+            "                #pragma omp simd reduction(+:fx, fxx, fg, fgx)",
+            "                for (long long k = k0; k < k1; ++k) {",
+            f"                    {gbody}",
+            "                }",
+            *(f"                {a}" for a in gadds),
             "            }",
             "        }",
-            *channel_statistics(count, eps),
-            f"        for (long long nn = 0; nn < {n}; ++nn) {{",
-            f"            const {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
-            f"            const {T}* gp = {cg} + (nn * {c} + cc) * {hw}LL;",
-            "            #pragma omp simd reduction(+:so)",
-            f"            for (long long k = 0; k < {hw}; ++k) {{",
-            f"                const {T} o = ({T})(ga * (double)gp[k] + xa * (double)xp[k] + c0);",
-            *(f"                {line}" for line in stores),
-            "                so += (double)o;",
+            *channel_statistics(count, eps, T),
+            *_blocks(n, c, hw, cx, cg, T),
+            "                #pragma omp simd",
+            "                for (long long k = k0; k < k1; ++k) {",
+            f"                    const {T} o = {gradient_element('gp[k]', 'xp[k]')};",
+            *(f"                    {line}" for line in stores),
+            "                }",
             "            }",
             "        }",
             *(f"        {line}" for line in finals),
@@ -330,21 +353,29 @@ class CChannelNormalize(CFunction):
             if before is not None and before["layout"] == "batch_major":
                 return f"({nn} * {c} + cc) * {hw}LL"
             return f"cc * {count}LL + {nn} * {hw}LL"
+        # the sums of d = x - x0f over each block of GM_STAGE elements in the dtype, added to
+        # double sums after it (in double per element they cost W6's first normalization
+        # about a third of its time)
+        block_sums = [
+            f"                {T} fx = ({T})0, fxx = ({T})0;",
+            "                #pragma omp simd reduction(+:fx, fxx)",
+            "                for (long long k = k0; k < k1; ++k) {",
+        ]
+        block_end = ["                }", "                sx += (double)fx; sxx += (double)fxx;", "            }", "        }"]
         first_pass = [] if before is None else [
             f"        const {T} bias = {cb}[cc];",
-            f"        const double x0 = (double)({T})({cm}[{row('0')}] + bias);  // the shift: a large mean cancels "
-            "nothing",
+            f"        const {T} x0f = ({T})({cm}[{row('0')}] + bias);  // the shift: a large mean cancels nothing",
             "        double sx = 0.0, sxx = 0.0;",
             f"        for (long long nn = 0; nn < {n}; ++nn) {{",
             f"            const {T}* mp = {cm} + {row('nn')};",
             f"            {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
-            "            #pragma omp simd reduction(+:sx, sxx)",
-            f"            for (long long k = 0; k < {hw}; ++k) {{",
-            f"                const {T} v = ({T})(mp[k] + bias);  // the bias add",
-            "                xp[k] = v;",
-            "                const double d = (double)v - x0; sx += d; sxx += d * d;",
-            "            }",
-            "        }",
+            f"            for (long long k0 = 0; k0 < {hw}; k0 += GM_STAGE) {{",
+            f"                const long long k1 = k0 + GM_STAGE < {hw} ? k0 + GM_STAGE : {hw};",
+            *block_sums,
+            f"                    const {T} v = ({T})(mp[k] + bias);  // the bias add",
+            "                    xp[k] = v;",
+            f"                    const {T} d = v - x0f; fx += d; fxx += d * d;",
+            *block_end,
         ]
         self.lines += [
             f"{{  // %{node.outputs[0].name} = batch norm's normalization over ({n}, {c}, {hw}) per channel, "
@@ -353,19 +384,20 @@ class CChannelNormalize(CFunction):
             f"    {par}",
             f"    for (long long cc = 0; cc < {c}; ++cc) {{",
             *(first_pass if before is not None else [
-                f"        const double x0 = (double){cx}[cc * {hw}LL];  // the shift: a large mean cancels nothing",
+                f"        const {T} x0f = {cx}[cc * {hw}LL];  // the shift: a large mean cancels nothing",
                 "        double sx = 0.0, sxx = 0.0;",
-                f"        for (long long nn = 0; nn < {n}; ++nn) {{",
-                f"            const {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
-                "            #pragma omp simd reduction(+:sx, sxx)",
-                f"            for (long long k = 0; k < {hw}; ++k) {{ const double d = (double)xp[k] - x0; sx += d; "
-                "sxx += d * d; }",
-                "        }"]),
+                *_blocks(n, c, hw, cx, None, T),
+                *block_sums,
+                f"                    const {T} d = xp[k] - x0f; fx += d; fxx += d * d;",
+                *block_end]),
+            "        const double x0 = (double)x0f;",
             f"        const double mean_d = sx / {count}.0;",
             "        double m2 = sxx - sx * mean_d;  // the sum of squared deviations",
             "        if (m2 < 0.0) m2 = 0.0;",
             f"        const double rstd = 1.0 / sqrt(m2 / {count}.0 + {eps!r});",
-            "        const double shift = -(x0 + mean_d) * rstd;  // y = (x - mean) rstd as x rstd + shift",
+            # y = (x - x0f) rstd - mean_d rstd in the dtype: x - x0f exact near the shift, the
+            # mean less the shift rounded relative to the spread
+            f"        const {T} rstd_t = ({T})rstd, shift_t = ({T})(-mean_d * rstd);",
             f"        for (long long nn = 0; nn < {n}; ++nn) {{",
             f"            const {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
             f"            {T}* yp = {out} + (nn * {c} + cc) * {hw}LL;",
@@ -373,7 +405,7 @@ class CChannelNormalize(CFunction):
             "            (void)at;",
             "            #pragma omp simd",
             f"            for (long long k = 0; k < {hw}; ++k) {{",
-            f"                const {T} yv = ({T})((double)xp[k] * rstd + shift);",
+            f"                const {T} yv = (xp[k] - x0f) * rstd_t + shift_t;",
             "                yp[k] = yv;",
             *(f"                {line}" for line in after_lines),
             "            }",

@@ -11,9 +11,9 @@ reads twice. Here the first pass evaluates the region per element, adds up its c
 and the four sums the gradient needs, and the second pass evaluates the region's gradient
 element again (from the mask and the incoming gradient, in cache: one channel at a time)
 and writes the result: the weighted gradient is never stored. The region's sums are staged
-in floats and added in double as the region's own function does, so they are its values;
-the gradient's sums are in double, shifted by the channel's first element, as
-CChannelGradient's."""
+in floats and summed per block in floats, the blocks added in double, as the region's own
+function does, so they are its values; the gradient's sums likewise, shifted by the
+channel's first element, as CChannelGradient's."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -167,43 +167,81 @@ def _pointwise_stores(fn: CFunction, kb: KernelBody, body: Graph, outputs: dict,
 
 
 def _channel_sums(fn: CFunction, kb: KernelBody, reductions: list, outputs: dict) -> tuple:
-    """(stage declarations, stage stores, adds, accumulators, final stores) of a region's
-    channel sums: each operand staged per block of GM_STAGE elements, then added in double."""
+    """(stage declarations, stage stores, adds, block partials, final stores) of a region's
+    channel sums: each operand staged per block of GM_STAGE elements, summed over the block
+    in its own dtype (partials p<j>, one SIMD reduction), each block's sum then added to the
+    channel's double acc<j> (block_sums). Summing the block in double cost a conversion and
+    two double lanes' adds per element: W6's first batch norm gradient took 1.03 against
+    0.69 ms with its gradient sums also in floats per block (one thread)."""
     decls, stage, adds, accs, finals = [], [], [], [], []
     for j, red in enumerate(reductions):
         RT = c_type(red.inputs[0].type.dtype)
         decls.append(f"{RT} stage{j}[GM_STAGE];")
         stage.append(f"stage{j}[k - k0] = {kb.operand(red.inputs[0], RT)};")
-        adds.append(f"acc{j} += (double)stage{j}[k];")
-        accs.append(f"acc{j}")
+        adds.append(f"p{j} += stage{j}[k];")
+        accs.append((f"p{j}", RT, f"acc{j}"))
         y = red.outputs[0]
         if id(y) in outputs:
             finals.append(f"{fn._fresh_output(outputs[id(y)])}[cc] = ({c_type(y.type.dtype)})acc{j};")
     return decls, stage, adds, accs, finals
 
 
-def channel_statistics(count: int, eps: float) -> list[str]:
+def block_partials(partials: list) -> tuple[list[str], list[str]]:
+    """(declarations before a block's reduction loop, adds after it) of block partials given
+    as (name, C type, the double accumulator it is added to)."""
+    return ([f"{T} {p} = ({T})0;" for p, T, _ in partials], [f"{acc} += (double){p};" for p, _, acc in partials])
+
+
+def gradient_sums(T: str, x: str, g: str) -> tuple[list[str], str, list[str]]:
+    """(declarations, loop body, adds) of batch norm's gradient sums over a block of a
+    channel's elements x and g (C expressions at element k): d = x - x0f, summed as sx, sxx,
+    sg, sgx in the dtype T over the block (partials f*), each block's partial added to the
+    channel's double sums after its loop. The shift x0f (the channel's first element) keeps
+    a large mean from cancelling; in double per element the sums cost a conversion and two
+    double lanes per operand, most of the gradient's time on AVX-512."""
+    return ([f"{T} fx = ({T})0, fxx = ({T})0, fg = ({T})0, fgx = ({T})0;"],
+            f"const {T} d = ({x}) - x0f, gv = ({g}); fx += d; fxx += d * d; fg += gv; fgx += gv * d;",
+            ["sx += (double)fx; sxx += (double)fxx; sg += (double)fg; sgx += (double)fgx;"])
+
+
+def gradient_element(g: str, x: str) -> str:
+    """The gradient of one element from its incoming gradient g and input x (C expressions),
+    with channel_statistics' constants: rstd g + (xa ((x - x0f) - mean_d) + c1), in the
+    dtype: x - x0f is exact for x near the shift, and mean_d (the mean less the shift) is
+    rounded relative to the spread, not to the mean (a float mean of 1000 would have cost
+    x - mean 3e-5 of its bits)."""
+    return f"ga_t * ({g}) + (xa_t * ((({x}) - x0f) - md_t) + c1_t)"
+
+
+def channel_statistics(count: int, eps: float, T: str = "double") -> list[str]:
     """The C lines from a channel's shifted sums (sx, sxx of d = x - x0; sg, sgx of g and g d
-    over `count` elements) to batch norm's gradient as o = ga g + xa x + c0, and so = 0.0 for
-    its sum: one text for the gradient kernel and the regions that absorb it.
+    over `count` elements) to batch norm's gradient as o = ga g + xa (x - mean) + c1
+    (gradient_element, the constants rounded to T once: the element's arithmetic in T), and
+    so for its sum: one text for the gradient kernel and the regions that absorb it.
     mean(g * xhat) = rstd * (E[g d] - E[d] E[g]); o = rstd (g - mg - xhat mgx) with
-    xhat = (x - x0 - mean_d) rstd, as one multiply-add per operand (double; a third of the
-    operations per element)."""
+    xhat = (x - x0 - mean_d) rstd, as one multiply-add per operand.
+    The sum is taken from the channel's sums, not from the elements: sum_k o_k =
+    rstd (sg - count mg) + xa (sx - count mean_d), zero but for the double sums' rounding.
+    The elements are computed in the dtype (gradient_element); summed as stored, their
+    roundings (an ulp of rstd g each, the terms cancelling to a small o) added up to 1e-4
+    on W6's first layer against the 1e-6 of eager's double arithmetic, on the
+    gradient of the convolution bias before a batch norm, which is zero."""
     return [
         f"        const double mean_d = sx / {count}.0, mg = sg / {count}.0;",
         f"        double var = sxx / {count}.0 - mean_d * mean_d;",
         "        if (var < 0.0) var = 0.0;",
         f"        const double rstd = 1.0 / sqrt(var + {eps!r});",
         f"        const double mgx = rstd * (sgx / {count}.0 - mean_d * mg);",
-        "        const double ga = rstd, xa = -rstd * rstd * mgx, c0 = -rstd * mg - xa * (x0 + mean_d);",
-        "        double so = 0.0;",
+        "        const double xa = -rstd * rstd * mgx;",
+        f"        const {T} ga_t = ({T})rstd, xa_t = ({T})xa, c1_t = ({T})(-rstd * mg), md_t = ({T})mean_d;",
+        f"        const double so = rstd * (sg - {count}.0 * mg) + xa * (sx - {count}.0 * mean_d);",
     ]
 
 
 class CChannelRegion(CFunction):
     """A fused region whose reductions are channel sums, as one pass per channel
-    (channel_region). The elements are staged in floats and added in double in a second
-    SIMD loop, as the region's own reductions do: a float comparison and a double
+    (channel_region). The elements are staged in floats and summed in a second SIMD loop
+    (per block in the dtype, the blocks added in double): a float comparison and a double
     accumulator in one loop kept it scalar."""
 
     def __init__(self, module: "NativeModule", node: Node, name: str, parts: dict) -> None:
@@ -220,23 +258,26 @@ class CChannelRegion(CFunction):
         kb, reductions, outputs = _emit_body(self, body, node, _body_env(self, body, node, shape))
         stores = _pointwise_stores(self, kb, body, outputs, None)
         stage_decls, stage_stores, adds, accs, finals = _channel_sums(self, kb, reductions, outputs)
+        pdecls, padds = block_partials(accs)
         par = channel_parallel(n * c * hw)
         self.lines += [
             f"{{  // the region over ({n}, {c}, {hw}) per channel: {len(stores)} pointwise output(s) and "
             f"{len(reductions)} channel sum(s) in one pass",
             f"    {par}",
             f"    for (long long cc = 0; cc < {c}; ++cc) {{",
-            "        double " + ", ".join(f"{a} = 0.0" for a in accs) + ";",
+            "        double " + ", ".join(f"{a} = 0.0" for _, _, a in accs) + ";",
             *(f"        {d}" for d in stage_decls),
             *_staged_loops(n, c, hw),
             *(f"                    {s}" for s in kb.lines),
             *(f"                    {s}" for s in stores),
             *(f"                    {s}" for s in stage_stores),
             "                }",
-            f"                #pragma omp simd reduction(+:{', '.join(accs)})",
+            *(f"                {d}" for d in pdecls),
+            f"                #pragma omp simd reduction(+:{', '.join(p for p, _, _ in accs)})",
             "                for (long long k = 0; k < k1 - k0; ++k) {",
             *(f"                    {a}" for a in adds),
             "                }",
+            *(f"                {a}" for a in padds),
             "            }",
             "        }",
             *(f"        {f}" for f in finals),
@@ -418,7 +459,9 @@ class CChannelRegionGradient(CFunction):
             grad_final.append(f"for (long long q = 0; q < {kw_}; ++q) {dw}[cc * {kw_} + q] = ({T})dwq[q];")
         g_expr = kb.operand(g_inner, T)
         par = channel_parallel(n * c * hw)
-        sums = ", ".join(accs + ["sx", "sxx", "sg", "sgx"])
+        pdecls, padds = block_partials(accs)
+        gdecls, gbody, gadds = gradient_sums(T, f"{cx}[at + k0 + k]", "gstage[k]")
+        sums = ", ".join([p for p, _, _ in accs] + ["fx", "fxx", "fg", "fgx"])
         self.lines += [
             f"{{  // the region over ({n}, {c}, {hw}) per channel with batch norm's gradient of its output "
             f"%{parts['g'].name} (never stored): {len(reductions)} channel sum(s)"
@@ -426,8 +469,9 @@ class CChannelRegionGradient(CFunction):
             + (", channels first" if gp["rows"] is not None else ""),
             f"    {par}",
             f"    for (long long cc = 0; cc < {c}; ++cc) {{",
-            f"        const double x0 = (double){cx}[cc * {hw}LL];  // the shift: a large mean cancels nothing",
-            "        double " + ", ".join(f"{a} = 0.0" for a in accs + ["sx", "sxx", "sg", "sgx"]) + ";",
+            f"        const {T} x0f = {cx}[cc * {hw}LL];  // the shift: a large mean cancels nothing",
+            "        const double x0 = (double)x0f;",
+            "        double " + ", ".join(f"{a} = 0.0" for a in [a for _, _, a in accs] + ["sx", "sxx", "sg", "sgx"]) + ";",
             *(f"        {d}" for d in decls),
             f"        {T} gstage[GM_STAGE];",
             *_staged_loops(n, c, hw),
@@ -436,25 +480,25 @@ class CChannelRegionGradient(CFunction):
             *(f"                    {s}" for s in stage),
             f"                    gstage[k - k0] = {g_expr};",
             "                }",
+            *(f"                {d}" for d in pdecls + gdecls),
             f"                #pragma omp simd reduction(+:{sums})",
             "                for (long long k = 0; k < k1 - k0; ++k) {",
             *(f"                    {a}" for a in adds),
-            "                    const double d = (double)" + cx + "[at + k0 + k] - x0, gv = (double)gstage[k];",
-            "                    sx += d; sxx += d * d; sg += gv; sgx += gv * d;",
+            f"                    {gbody}",
             "                }",
+            *(f"                {a}" for a in padds + gadds),
             "            }",
             "        }",
             *(f"        {f}" for f in finals),
-            *channel_statistics(count, eps),
+            *channel_statistics(count, eps, T),
             *(self._second_pass(T, kb, cx, cs, g_expr, out_stores, n, c, hw, kw_) if weight is not None else [
-                f"        for (long long nn = 0; nn < {n}; ++nn) {{",
-                f"            const long long at = (nn * {c} + cc) * {hw}LL;",
-                "            #pragma omp simd reduction(+:so)",
-                f"            for (long long k = 0; k < {hw}; ++k) {{",
-                *(f"                {s}" for s in kb.lines),
-                f"                const {T} o = ({T})(ga * (double)({g_expr}) + xa * (double){cx}[at + k] + c0);",
-                *(f"                {s}" for s in out_stores),
-                "                so += (double)o;",
+                *_staged_loops(n, c, hw)[:-2],
+                "                #pragma omp simd",
+                "                for (long long k = k0; k < k1; ++k) {",
+                *(f"                    {s}" for s in kb.lines),
+                f"                    const {T} o = {gradient_element(g_expr, f'{cx}[at + k]')};",
+                *(f"                    {s}" for s in out_stores),
+                "                }",
                 "            }",
                 "        }"]),
             *(f"        {f}" for f in grad_final),
@@ -478,13 +522,12 @@ class CChannelRegionGradient(CFunction):
             f"            const long long at = (nn * {c} + cc) * {hw}LL;",
             f"            for (long long k0 = 0; k0 < {hw}; k0 += GM_STAGE) {{",
             f"                const long long k1 = k0 + GM_STAGE < {hw} ? k0 + GM_STAGE : {hw};",
-            "                #pragma omp simd reduction(+:so)",
+            "                #pragma omp simd",
             "                for (long long k = k0; k < k1; ++k) {",
             *(f"                    {s}" for s in kb.lines),
-            f"                    const {T} o = ({T})(ga * (double)({g_expr}) + xa * (double){cx}[at + k] + c0);",
+            f"                    const {T} o = {gradient_element(g_expr, f'{cx}[at + k]')};",
             *(f"                    {s}" for s in out_stores),
             "                    ostage[k - k0] = o;",
-            "                    so += (double)o;",
             "                }",
             # the K dot products in one loop over the chunk (K accumulators, each row of S
             # streamed once), then added to the channel's double sums

@@ -21,6 +21,7 @@ def split_matmul(monkeypatch):
     monkeypatch.setattr(runtime, "_blas_threads", [1])
     monkeypatch.setattr(runtime.CONFIG, "threads", 2)
     monkeypatch.setattr(runtime, "MATMUL_SPLIT_MIN", 1 << 12)
+    monkeypatch.setattr(runtime, "MATMUL_SPLIT_MIN_ROWS", 1)
 
 
 @pytest.fixture
@@ -177,3 +178,15 @@ def test_a_product_below_the_split_size_is_one_blas_call(split_matmul, monkeypat
     assert eager_kernels.gemm(a, b, 2) is None
     monkeypatch.setattr(eager_kernels, "split_min", lambda: 1 << 20)
     np.testing.assert_array_equal(eager_kernels.gemm(a, b, 2), a @ b)
+
+
+def test_a_product_with_few_rows_a_part_runs_as_one_call(split_matmul, monkeypatch):
+    """Each part of a split packs the whole right operand again: below MATMUL_SPLIT_MIN_ROWS
+    rows a part (a convolution's (32, 144) @ (144, 6272)) the product is one NumPy call."""
+    monkeypatch.setattr(runtime, "MATMUL_SPLIT_MIN_ROWS", 64)
+    monkeypatch.setattr(eager_kernels, "matmul", lambda a, b: pytest.fail("split"))
+    seen = _calls(monkeypatch)
+    a, b = np.ones((96, 256), np.float32), np.ones((256, 200), np.float32)
+    got = runtime.matmul(a, b)
+    assert seen == [(96, 256)]
+    np.testing.assert_array_equal(got, np.full((96, 200), 256.0, np.float32))
