@@ -207,6 +207,15 @@ def _batch_norm_kernel(name: str, x, like_x: tuple, per_channel: tuple) -> tuple
 def batch_norm(x, weight, bias, eps: float) -> np.ndarray | None:
     """Batch norm of an NCHW-contiguous (N, C, ...) array by its own statistics (biased
     variance), then * weight + bias per channel, one pass per channel; or None."""
+    found = batch_norm_stats(x, weight, bias, eps)
+    return None if found is None else found[0]
+
+
+def batch_norm_stats(x, weight, bias, eps: float) -> tuple | None:
+    """(y, stats) of batch_norm: stats a float64 array of the C channel means then the C sums
+    of squared deviations from them (over N and the spatial dims), the statistics the kernel
+    normalized by: the running statistics' update (unbiased variance m2 / (count - 1)) and
+    batch_norm_backward's `saved`, with no second pass over x. None where it cannot run."""
     found = _batch_norm_kernel("batch_norm", x, (), (weight, bias))
     if found is None:
         return None
@@ -215,12 +224,18 @@ def batch_norm(x, weight, bias, eps: float) -> np.ndarray | None:
     stats = np.empty(2 * x.shape[1], np.float64)
     e = np.array([eps], np.float64)
     _call(kernel, (x, weight, bias, y, stats, dims, e), written=(3, 4))
-    return y
+    return y, stats
 
 
-def batch_norm_backward(g, x, weight, eps: float) -> tuple | None:
-    """(grad_input, grad_weight, grad_bias) of batch_norm for an output gradient g, or None."""
-    found = _batch_norm_kernel("batch_norm_backward", x, (g,), (weight,))
+def batch_norm_backward(g, x, weight, eps: float, saved=None) -> tuple | None:
+    """(grad_input, grad_weight, grad_bias) of batch_norm for an output gradient g, or None.
+    `saved`: the forward's stats (batch_norm_stats) for x, so the kernel reads them instead of
+    computing each channel's statistics again (the same values: the same arithmetic)."""
+    if saved is not None and (type(saved) is not np.ndarray or saved.dtype != np.float64 or _channels(x) is None
+                              or saved.shape != (2 * x.shape[1],) or not saved.flags.c_contiguous):
+        saved = None
+    name = "batch_norm_backward" if saved is None else "batch_norm_backward_saved"
+    found = _batch_norm_kernel(name, x, (g,), (weight,))
     if found is None:
         return None
     kernel, dims = found
@@ -228,7 +243,8 @@ def batch_norm_backward(g, x, weight, eps: float) -> tuple | None:
     gw = np.empty(weight.shape, x.dtype)
     gb = np.empty(weight.shape, x.dtype)
     e = np.array([eps], np.float64)
-    _call(kernel, (g, x, weight, gx, gw, gb, dims, e), written=(3, 4, 5))
+    args = (g, x, weight, gx, gw, gb, dims, e) if saved is None else (g, x, weight, gx, gw, gb, dims, e, saved)
+    _call(kernel, args, written=(3, 4, 5))
     return gx, gw, gb
 
 

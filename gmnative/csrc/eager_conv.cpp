@@ -251,13 +251,21 @@ template <typename T> static inline void bn_stats(const T* x, const long long* d
 }
 
 // body(c, mean, m2) for each channel c of x, the channels split over the threads, with the
-// channel's statistics from bn_stats: the loop batch norm's forward and its gradients share.
-template <typename T, typename F> static inline void bn_channels(const T* x, const long long* d, int nt, F body) {
+// channel's statistics from bn_stats, or from `saved` (the forward's stats: C means, then C
+// sums of squared deviations) where given: the loop batch norm's forward and its gradients
+// share. The saved statistics are the ones bn_stats gives, so either way the same bits.
+template <typename T, typename F> static inline void bn_channels(const T* x, const long long* d, int nt, F body,
+                                                                 const double* saved = nullptr) {
     const long long N = d[0], C = d[1], S = d[2];
     #pragma omp parallel for num_threads(nt) if(N * C * S >= GM_CONV_PARALLEL_MIN) schedule(static)
     for (long long c = 0; c < C; ++c) {
         double mean, m2;
-        bn_stats(x, d, c, &mean, &m2);
+        if (saved) {
+            mean = saved[c];
+            m2 = saved[C + c];
+        } else {
+            bn_stats(x, d, c, &mean, &m2);
+        }
         body(c, mean, m2);
     }
 }
@@ -281,7 +289,8 @@ template <typename T> static void batch_norm(const T* x, const T* w, const T* bi
 // its gradients for an output gradient g (NCHW-contiguous): with xhat = (x - mean) * rstd,
 // gb = sum g, gw = sum g * xhat, gx = w * rstd * (g - gb / M - xhat * gw / M), in double
 template <typename T> static void batch_norm_backward(const T* g, const T* x, const T* w, T* gx, T* gw, T* gb,
-                                                      const long long* d, double eps, int nt) {
+                                                      const long long* d, double eps, int nt,
+                                                      const double* saved = nullptr) {
     const long long N = d[0], C = d[1], S = d[2];
     bn_channels(x, d, nt, [&](long long c, double mean, double m2) {
         const double count = (double)(N * S), rstd = 1.0 / sqrt(m2 / count + eps);
@@ -303,7 +312,7 @@ template <typename T> static void batch_norm_backward(const T* g, const T* x, co
         }
         gw[c] = (T)(sgs * rstd);
         gb[c] = (T)sg;
-    });
+    }, saved);
 }
 
 // where(c, a, b) for a bool mask c, a number a and an array b of c's size (`invert`: where(!c,
@@ -345,7 +354,10 @@ template <typename T> static void select_number(const unsigned char* c, T a, con
                       (const long long*)a[5], ((const double*)a[6])[0], nt); } \
     extern "C" void gm_eager_conv_batch_norm_backward_##suffix(void* const* a, int nt) { \
         batch_norm_backward<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], (T*)a[4], (T*)a[5], \
-                               (const long long*)a[6], ((const double*)a[7])[0], nt); }
+                               (const long long*)a[6], ((const double*)a[7])[0], nt); } \
+    extern "C" void gm_eager_conv_batch_norm_backward_saved_##suffix(void* const* a, int nt) { \
+        batch_norm_backward<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], (T*)a[4], (T*)a[5], \
+                               (const long long*)a[6], ((const double*)a[7])[0], nt, (const double*)a[8]); }
 
 GM_CONV_ALL(float, f32)
 GM_CONV_ALL(double, f64)

@@ -89,6 +89,11 @@ def _normalize_channels(input: Tensor, dims: tuple[int, ...], from_input: bool, 
         # an eager tensor: statistics, normalization and affine part in one op, its three
         # gradients in another (gmops.normalization); a trace records the decomposition
         # below, which the code generators fuse
+        from .._fused_batch_norm import batch_norm as _fused  # noqa: PLC0415  (one node, one kernel call)
+
+        fused = _fused(input, running_mean, running_var, weight, bias, momentum, float(eps))
+        if fused is not None:
+            return fused
         _move_running(running_mean, running_var, input, dims, momentum, per_sample)
         return _normalization.BATCH_NORM(input, weight, bias, eps=float(eps))
     if from_input:
