@@ -225,7 +225,9 @@ def _bias_add_before(node: Node, order: dict) -> dict | None:
     if add is None or add.op != "add" or add.body is not None or len(add.inputs) != 2:
         return None
     at = order[id(node)]
-    if any(u is not node and order.get(id(u), -1) <= at for u in _users(x)):
+    # (a user outside this graph, as a backward graph's normalize_backward reading the
+    # forward's saved input, reads it after this graph has run)
+    if any(u is not node and id(u) in order and order[id(u)] <= at for u in _users(x)):
         return None
     shape = _ints(x.type.shape)
     nd, c = len(shape), shape[1]

@@ -186,3 +186,19 @@ def test_an_image_by_image_convolution_block_step_equals_eager(stride):
     text = f.source(eager.from_numpy(x))
     assert "and the bias add making it" in text
     assert "swapaxes(1, 2)).reshape((" in text  # dW = sum_n G[n] cols[n]^T as one product
+
+
+@pytest.mark.parametrize("c_in", [1, 8])  # the product channel-major (K = 9) and image by image (K = 72)
+def test_a_drop_in_modules_forward_folds_the_conv_bias_into_the_normalization(c_in):
+    """A module compiled as a drop-in keeps the normalization's input for its backward graph,
+    whose normalize_backward reads it after the forward has run: the bias add still runs in
+    the normalization's first pass, not as a pass of its own over the product."""
+    x = eager.from_numpy(np.random.default_rng(6).standard_normal((4, c_in, 6, 6)).astype(np.float32))
+    model, ref = _block(c_in, 3, True, 1, np.float32), _block(c_in, 3, True, 1, np.float32)
+    compiled = static.compile(model, backend="native")
+    compiled(x).square().sum().backward()
+    ref(x).square().sum().backward()
+    for a, b in zip(model.parameters(), ref.parameters()):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-5)
+    forward = compiled._entry_for((x,), {})[3].forward._loaded.source
+    assert "and the bias add making it" in forward
