@@ -141,6 +141,12 @@ def _relu(xp, x):
     if dt.kind == "b":  # NumPy would give int64
         raise RuntimeError("Boolean inputs not supported for relu")
     if dt.kind == "f" and xp is np:
+        if x.size >= _NATIVE_LARGE:  # one threaded pass (NumPy's maximum runs on one thread), -0.0 and NaN kept
+            from .conv import try_conv_native  # noqa: PLC0415  (gmops.conv is below nothing here: no cycle)
+
+            out = try_conv_native(xp, "relu", x)
+            if out is not None:
+                return out
         form = _RELU_FORM.get(dt)
         if form is None:
             form = _relu_form(dt)

@@ -333,6 +333,17 @@ template <typename T> static void select_number(const unsigned char* c, T a, con
     }
 }
 
+// relu: out = x where x is not below zero, else 0, in one threaded vector pass (NumPy's maximum
+// runs on one thread): a NaN and a negative zero are kept (PyTorch's relu keeps x unless x < 0)
+template <typename T> static void relu(const T* x, T* out, long long n, int nt) {
+    #pragma omp parallel for num_threads(nt) if(n >= GM_CONV_PARALLEL_MIN) schedule(static)
+    for (long long i0 = 0; i0 < n; i0 += 4096) {
+        const long long i1 = i0 + 4096 < n ? i0 + 4096 : n;
+        #pragma omp simd
+        for (long long i = i0; i < i1; ++i) out[i] = x[i] < (T)0 ? (T)0 : x[i];
+    }
+}
+
 // the entry points: void k(void* const* args, int threads); dims an int64 array (gm_geom)
 #define GM_CONV_ALL(T, suffix) \
     extern "C" void gm_eager_conv_im2col2d_##suffix(void* const* a, int nt) { \
@@ -349,6 +360,8 @@ template <typename T> static void select_number(const unsigned char* c, T a, con
         const long long* d = (const long long*)a[4]; \
         select_number<T>((const unsigned char*)a[0], ((const T*)a[1])[0], (const T*)a[2], (T*)a[3], d[0], d[1] != 0, \
                          nt); } \
+    extern "C" void gm_eager_conv_relu_##suffix(void* const* a, int nt) { \
+        relu<T>((const T*)a[0], (T*)a[1], ((const long long*)a[2])[0], nt); } \
     extern "C" void gm_eager_conv_batch_norm_##suffix(void* const* a, int nt) { \
         batch_norm<T>((const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], (double*)a[4], \
                       (const long long*)a[5], ((const double*)a[6])[0], nt); } \
