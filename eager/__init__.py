@@ -55,7 +55,7 @@ from . import autograd  # noqa: F401,E402
 from ._functional import (  # noqa: F401,E402
     addmm, addmv, argsort, argwhere, baddbmm, bmm, cdist,
     broadcast_shape as broadcast_shapes, cumprod, cumsum, diag, diag_embed, diagonal,
-    einsum, flip, fliplr, flipud, gather, ger, index_add, index_select, kthvalue, lerp, masked_fill,
+    einsum, flip, fliplr, flipud, gather, ger, index_add, index_fill, index_select, kthvalue, lerp, masked_fill,
     masked_select, median, nonzero, outer, repeat_interleave, roll, scatter, scatter_add,
     scatter_reduce, sort, std_mean, topk, trace, tril, triu, unique, var_mean,
 )

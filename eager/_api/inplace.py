@@ -81,6 +81,23 @@ class TensorInPlace(TensorHooks):
         return self._apply_inplace(lambda s, o: F.index_add(s, dim, index, o, alpha=alpha), (source,), "index_add_",
                              saves_self=False)
 
+    def index_fill_(self: _T, dim: builtins.int, index: Any, value: Any) -> _T:
+        """In-place index_fill: `value` at every position whose index along `dim` is in `index`.
+        Mirrors torch.Tensor.index_fill_."""
+        if isinstance(value, TensorHooks):
+            return self._apply_inplace(lambda s, v: F.index_fill(s, dim, index, v), (value,), "index_fill_",
+                                       saves_self=False)
+        return self._apply_inplace(lambda s: F.index_fill(s, dim, index, value), (), "index_fill_", saves_self=False)
+
+    def fill_diagonal_(self: _T, fill_value: Any, wrap: builtins.bool = False) -> _T:
+        """Write fill_value on the main diagonal (all dims equal beyond 2-d; a tall matrix
+        restarts it every cols + 1 rows with wrap). Mirrors torch.Tensor.fill_diagonal_."""
+        from .._factories import tensor  # noqa: PLC0415
+
+        mask = tensor(F.diagonal_mask("fill_diagonal_", tuple(self.shape), wrap), device=self.device)
+        return self._apply_inplace(lambda s: F.masked_fill(s, mask, fill_value), (), "fill_diagonal_",
+                                   saves_self=False)
+
     def index_put_(self: _T, indices: Any, values: Any, accumulate: builtins.bool = False) -> _T:
         """In-place index_put: write (or with accumulate, add) values at the positions the
         tuple of index tensors picks. Mirrors torch.Tensor.index_put_."""

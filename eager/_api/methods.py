@@ -75,6 +75,7 @@ class TensorMethods(TensorHooks):
     scatter_add = F.scatter_add
     index_select = F.index_select
     index_add = F.index_add
+    index_fill = F.index_fill
     nonzero = F.nonzero
     argwhere = F.nonzero
     masked_select = F.masked_select

@@ -309,6 +309,57 @@ def masked_fill(input, mask, value):
     return _renamed(_row_major(E.WHERE(mask, value, input)), name)
 
 
+def _index_mask(op: str, input, dim: int, index):
+    """A bool tensor True at the positions `index` (0-d or 1-d int64, negative counting from
+    the end) picks along `dim` of input, shaped to broadcast against it. Built by comparing
+    with arange, so a trace records it; concrete indices are checked first (PyTorch's
+    IndexError for one out of range)."""
+    if getattr(index, "dtype", None) is not _dtypes.int64:
+        raise IndexError(f"{op}(): Expected dtype int64 for index.")
+    if _ndim(index) > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    n = input.shape[dim] if _ndim(input) else 1
+    data = getattr(index, "_data", None)
+    if data is not None and type(data).__module__.split(".")[0] in ("numpy", "cupy"):
+        bad = [int(i) for i in _host(index).reshape(-1) if not -n <= int(i) < n]
+        if bad:
+            raise IndexError(f"index {bad[0]} is out of bounds for dimension {dim} with size {n}")
+    from .._factories import arange  # noqa: PLC0415
+
+    flat = reshape(index, -1, 1)
+    flat = E.WHERE(E.LT(flat, 0), E.ADD(flat, n), flat)
+    hit = (arange(n, device=input.device) == flat).any(0)
+    return reshape(hit, *([1] * dim + [n] + [1] * (_ndim(input) - dim - 1))) if _ndim(input) else reshape(hit, ())
+
+
+def index_fill(input, dim, index, value):
+    """A copy of input with `value` (a number or a 0-d tensor) at every position whose index
+    along `dim` is in `index` (0-d or 1-d int64). Mirrors torch.index_fill; gradients reach
+    input (zero where filled) and a tensor value (the sum of the filled positions' gradient)."""
+    d = norm_dim("index_fill", dim, _ndim(input))
+    if hasattr(value, "shape") and _ndim(value) != 0:
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{_ndim(value)} dimension(s).")
+    if not hasattr(value, "shape") and input.dtype is not _dtypes.bool_ and not input.dtype.is_floating_point \
+            and not getattr(input.dtype, "is_complex", False):
+        value = int(value)  # PyTorch truncates a float value into an integer tensor
+    out = masked_fill(input, _index_mask("index_fill_", input, d, index), value)
+    return _renamed(out, "IndexFillBackward1" if hasattr(value, "shape") else "IndexFillBackward0")
+
+
+def diagonal_mask(op: str, shape: tuple, wrap: bool):
+    """The bool array True on the main diagonal of `shape` (fill_diagonal_'s cells: all dims
+    equal beyond 2-d; a tall 2-d matrix restarts the diagonal every cols + 1 rows with wrap),
+    NumPy's fill_diagonal rule, which is PyTorch's."""
+    if len(shape) < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if len(shape) > 2 and len(set(shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    mask = np.zeros(shape, bool)
+    np.fill_diagonal(mask, True, wrap=bool(wrap))
+    return mask
+
+
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Each element repeated `repeats` times (an int, or one count per element along dim)."""
     if dim is None:
