@@ -90,6 +90,30 @@ def _cell_kernels() -> Any:
     return _native_cells if _native_cells and _native_cells._kernels.kernels() is not None else None
 
 
+_split_matmul: Any = None
+
+
+def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b for the cells' products, split by rows across the kernels' threads where that
+    pays (gmnative.kernels.matmul: a product of 2**20 multiply-adds or more, two or more free
+    cores, BLAS on one thread of its own), else NumPy's.
+
+    Why: with default settings BLAS runs one thread here (gmbase.threads: the kernels own the
+    parallelism), so a GRU cell's products (a 384 x 128 weight against a batch of 32: 1.6M
+    multiply-adds, 40-60 us each, five of them a time step forward and back) ran on one core
+    while PyTorch's run on both; they are most of a GRU-cell training step."""
+    global _split_matmul
+    split = _split_matmul
+    if split is None:
+        kernels = _cell_kernels()
+        split = _split_matmul = kernels._kernels.matmul if kernels is not None else False
+    if split:
+        out = split(a, b)
+        if out is not None:
+            return out
+    return a @ b
+
+
 def _arrays(*tensors: Any) -> list:
     return [None if t is None else t._data for t in tensors]
 
@@ -143,7 +167,7 @@ class GRUCellFunction(Function):
         ctx.save_for_backward(x, h, w_ih, w_hh, b_ih, b_hh)
         native = _cell_kernels()
         if native is not None:  # the products transposed (see _linear_t), the gates in one native pass
-            gi, gh = w_ih._data @ X.T, w_hh._data @ H.T
+            gi, gh = _mm(w_ih._data, X.T), _mm(w_hh._data, H.T)
             zero = None if Bi is not None and Bh is not None else np.zeros(gi.shape[0], gi.dtype)
             done = native.gru_cell(gi, gh, zero if Bi is None else Bi, zero if Bh is None else Bh, H)
             if done is not None:
@@ -181,12 +205,12 @@ class GRUCellFunction(Function):
                 dgi_t, dgh_t, gz, dbi, dbh = got  # (3K, B): the products' operands read transposed
                 dh_arr = None
                 if needs[1]:
-                    dh_arr = dgh_t.T @ Wh
+                    dh_arr = _mm(dgh_t.T, Wh)
                     dh_arr += gz
-                return (Tensor._make(dgi_t.T @ Wi) if needs[0] else None,
+                return (Tensor._make(_mm(dgi_t.T, Wi)) if needs[0] else None,
                         None if dh_arr is None else Tensor._make(dh_arr),
-                        Tensor._make(dgi_t @ X) if needs[2] else None,
-                        Tensor._make(dgh_t @ H) if needs[3] else None,
+                        Tensor._make(_mm(dgi_t, X)) if needs[2] else None,
+                        Tensor._make(_mm(dgh_t, H)) if needs[3] else None,
                         Tensor._make(dbi) if b_ih is not None and needs[4] else None,
                         Tensor._make(dbh) if b_hh is not None and needs[5] else None)
             r, z, n, hn = np.moveaxis(ctx.native_gates, 2, 1)
@@ -219,7 +243,7 @@ class LSTMCellFunction(Function):
         ctx.save_for_backward(x, h, c, w_ih, w_hh, b_ih, b_hh)
         native = _cell_kernels()
         if native is not None:  # the products transposed, the gates in one native pass (as the GRU's)
-            gi, gh = Wi @ X.T, Wh @ H.T
+            gi, gh = _mm(Wi, X.T), _mm(Wh, H.T)
             zero = None if Bi is not None and Bh is not None else np.zeros(gi.shape[0], gi.dtype)
             done = native.lstm_cell(gi, gh, zero if Bi is None else Bi, zero if Bh is None else Bh, C)
             if done is not None:
@@ -252,11 +276,11 @@ class LSTMCellFunction(Function):
                                                      C, ctx.native_gates)
             if got is not None:
                 dg_t, dcp_arr, db = got  # (4K, B): the products' operands read transposed
-                return (Tensor._make(dg_t.T @ Wi) if needs[0] else None,
-                        Tensor._make(dg_t.T @ Wh) if needs[1] else None,
+                return (Tensor._make(_mm(dg_t.T, Wi)) if needs[0] else None,
+                        Tensor._make(_mm(dg_t.T, Wh)) if needs[1] else None,
                         Tensor._make(dcp_arr) if needs[2] else None,
-                        Tensor._make(dg_t @ X) if needs[3] else None,
-                        Tensor._make(dg_t @ H) if needs[4] else None,
+                        Tensor._make(_mm(dg_t, X)) if needs[3] else None,
+                        Tensor._make(_mm(dg_t, H)) if needs[4] else None,
                         Tensor._make(db) if b_ih is not None and needs[5] else None,
                         Tensor._make(db.copy()) if b_hh is not None and needs[6] else None)
             i, f, gg, o, tc = np.moveaxis(ctx.native_gates, 2, 1)
