@@ -76,12 +76,28 @@ def _select_number(c, number, b, invert: bool):
 _NO_DTYPE = np.dtype(object)  # (kind "O": not a float tensor)
 
 
+def _tiled_mask(c, x):
+    """c repeated over x's leading dims as a C-contiguous bool array of x's shape, where c is a
+    bool mask of x's trailing shape (masked_fill's causal mask on attention scores and the
+    gradient's where): the native select then runs on it instead of NumPy's broadcasting
+    where (70 us against about 25 for the tile and the select on (16, 4, 32, 32) scores)."""
+    if (c.dtype == np.bool_ and x.dtype.kind == "f" and 0 < c.ndim < x.ndim
+            and c.shape == x.shape[x.ndim - c.ndim:] and x.size >= SELECT_BITS_MIN):
+        return np.broadcast_to(c, x.shape).copy()
+    return c
+
+
 def _where(xp, c, a, b):
     tb = type(b)
     if (tb is float or tb is int) and -65504.0 <= b <= 65504.0 and getattr(a, "dtype", _NO_DTYPE).kind == "f":
         pass  # a number every float dtype holds, with a float tensor (relu's gradient): nothing to check
     elif type(a) is int or type(a) is float or tb is int or tb is float:
         a, b = _fit_where_scalars(a, b, [_dtypes.from_numpy(v.dtype) for v in (a, b) if hasattr(v, "dtype")])
+    if xp is np and type(c) is np.ndarray:  # a mask of the array's trailing dims and a number
+        if type(a) is np.ndarray and (type(b) is float or type(b) is int) and c.shape != a.shape:
+            c = _tiled_mask(c, a)
+        elif type(b) is np.ndarray and (type(a) is float or type(a) is int) and c.shape != b.shape:
+            c = _tiled_mask(c, b)
     if (xp is np and type(a) is np.ndarray and type(c) is np.ndarray and c.dtype == np.bool_
             and a.dtype in _BITS_OF and c.shape == a.shape and a.size >= SELECT_BITS_MIN
             and (type(b) is float or type(b) is int

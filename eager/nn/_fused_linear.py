@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from gmnative import kernels as _gemm
 from gmnative import softmax_kernels as _kernels
 
 from .. import _dispatch
@@ -52,6 +53,22 @@ def eligible(x: Any, w: Any, b: Any) -> bool:
     return type(B) is np.ndarray and B.dtype is dt and B.shape == (W.shape[0],)
 
 
+_SPLIT_MIN = _gemm.GEMM_SPLIT_MIN
+
+
+def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b for 2-d NumPy operands; a product of GEMM_SPLIT_MIN multiply-adds or more split by
+    rows across the kernels' threads, one single-threaded BLAS call each (gmnative.kernels.matmul,
+    what the matmul op does): BLAS runs one thread in this process, so the plain product used
+    one core where PyTorch's linear uses them all (W5's products are 2-8 million
+    multiply-adds). The op path's bits either way."""
+    if a.shape[0] * a.shape[1] * b.shape[1] >= _SPLIT_MIN:
+        out = _gemm.matmul(a, b)
+        if out is not None:
+            return out
+    return a @ b
+
+
 def _linear_ops(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
     """The op-by-op linear (what a graph-recording backward differentiates)."""
     from .. import _functional as _F  # noqa: PLC0415
@@ -76,7 +93,7 @@ _MmCtx.__name__ = _MmCtx.__qualname__ = "MmBackward0"
 
 def _forward(ctx: Any, x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
     X, W = x._data, w._data
-    out = X @ W.T
+    out = _mm(X, W.T)
     if b is not None:
         out += b._data
     ctx.save_for_backward(x, w, b)
@@ -89,8 +106,8 @@ def _backward(ctx: Any, g: Tensor) -> tuple:
     x, w, b = ctx.saved_tensors
     G = g._data
     needs = ctx.needs_input_grad
-    dx = Tensor._make(G @ w._data) if needs[0] else None
-    dw = Tensor._make(G.T @ x._data) if needs[1] else None
+    dx = Tensor._make(_mm(G, w._data)) if needs[0] else None
+    dw = Tensor._make(_mm(G.T, x._data)) if needs[1] else None
     db = None
     if b is not None and needs[2]:
         # G.sum(0) with its bits, as one native pass when the kernel runs (NumPy's reduction
@@ -123,7 +140,7 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
     are, so no no_grad block, no output re-wrapping and no output saving (apply's general
     machinery is about half the cost of a small forward)."""
     X, W = x._data, w._data
-    out = X @ W.T
+    out = _mm(X, W.T)
     if b is not None:
         out += b._data
     t = Tensor._make(out)
