@@ -131,11 +131,18 @@ def run_blocks(fn, nrows: int, row_elems: int, args: tuple) -> list:
 # splitting only oversubscribes the cores (measured 1.1-1.4x slower), so it is not done.
 MATMUL_SPLIT_MIN = 1 << 23  # multiply-adds below which one BLAS call is cheaper than the hand-off (~50 us)
 # Rows of the left operand each part must get for a split to pay: every part packs the whole
-# right operand again, so a product with few rows and a wide right operand (a convolution's
-# (32, 144) @ (144, 6272)) did twice the packing for half the multiply-adds each: 1.7-2.1 ms
-# of CPU time split in two against 0.9 ms in one call, and no sooner in wall time (measured
-# for 16 to 128 rows, shared 2-core AVX-512 host; at 128 rows, 64 a part, still 1.5x the CPU).
+# right operand again and waits for the other's core, so a product with few rows and a wide
+# right operand (a convolution's (32, 144) @ (144, 6272)) took 1.7-2.1 ms of CPU time split
+# in two against 0.9 ms in one call, and no less wall time (16 to 128 rows, shared 2-core
+# AVX-512 host under load; at 128 rows, 64 a part, still 1.5x the CPU time).
 MATMUL_SPLIT_MIN_ROWS = 64
+# Depth above which the Python pool's split (the kernels' team shrunk: other processes keep
+# the cores busy) is not made: a convolution's weight gradient (144, 6272) @ (6272, 32) split
+# in two beside busy processes cost W6's compiled step 1.2 ms more CPU time than one call
+# (8.5 against 9.8-10.4 ms, interleaved, load 5 on two cores) and no wall time, each part
+# streaming the whole deep right operand; the products the split was made for (W5's,
+# depth 64-512) keep it.
+MATMUL_POOL_MAX_DEPTH = 1024
 
 
 _blas_threads: list = []  # a fixed answer for blas_threads (tests pin one here)
@@ -179,8 +186,8 @@ def matmul(a, b):
     out = eager_kernels.matmul(a, b)
     if out is not None:
         return out
-    if a.shape[0] < 2 or a.size * b.shape[1] < MATMUL_SPLIT_MIN:
-        return fold_matmul(np, a, b)
+    if a.shape[0] < 2 or a.size * b.shape[1] < MATMUL_SPLIT_MIN or a.shape[-1] > MATMUL_POOL_MAX_DEPTH:
+        return _one_product(a, b)
     # Here also when the kernels declined because other processes keep cores busy (their
     # OpenMP team shrank to one): a product this large is still split in the configured count,
     # on this pool, on purpose. Its helper sleeps between products (OpenMP's workers spin), and

@@ -190,3 +190,17 @@ def test_a_product_with_few_rows_a_part_runs_as_one_call(split_matmul, monkeypat
     got = runtime.matmul(a, b)
     assert seen == [(96, 256)]
     np.testing.assert_array_equal(got, np.full((96, 200), 256.0, np.float32))
+
+
+def test_the_pool_does_not_split_a_deep_product(pool_matmul, monkeypatch):
+    """Beside busy processes (the kernels' team shrunk, their split declined) a product deeper
+    than MATMUL_POOL_MAX_DEPTH (a convolution's weight gradient) runs as one call; a shallow
+    one is still split on the pool."""
+    seen = _calls(monkeypatch)
+    m, k, n = BIG
+    deep_a, deep_b = np.ones((m, 8 * k), np.float32), np.ones((8 * k, n), np.float32)
+    np.testing.assert_array_equal(runtime.matmul(deep_a, deep_b), np.full((m, n), 8.0 * k, np.float32))
+    assert seen == [(m, 8 * k)]
+    seen.clear()
+    runtime.matmul(np.ones((m, k), np.float32), np.ones((k, n), np.float32))
+    assert sorted(seen) == [(m // 2, k), (m // 2, k)]
