@@ -308,15 +308,17 @@ def _batched_operand(x) -> tuple | None:
 _BATCHED_PLANS: dict = {}
 
 
-def gemm_batched(a, b, *, sum_batch: bool = False, threads: int | None = None) -> np.ndarray | None:
+def gemm_batched(a, b, *, sum_batch: bool = False, bias=None, threads: int | None = None) -> np.ndarray | None:
     """A batch of matrix products on the kernels' threads: a @ b for a (B, M, K) or (M, K) and
     b (B, K, N) or (K, N), at least one of them 3-d (a 2-d operand is used for every image, as
     a convolution's weight), float32/float64 of one dtype; each 3-d operand C-contiguous or a
     transpose of its last two axes of a C-contiguous array (cols.transpose(0, 2, 1)), each 2-d
     one C- or Fortran-ordered. Returns (B, M, N), or with `sum_batch` the sum over the batch
     (M, N) (a convolution's weight gradient, sum_n G[n] cols[n]^T, without the (B, M, N)
-    intermediate). None where it cannot run (other dtypes or layouts, no BLAS symbol, no
-    compiler): use np.matmul then.
+    intermediate). `bias` (not with sum_batch): a C-contiguous (M,) array of the dtype added
+    to row i of each image's product right after it (a convolution's bias; the same float
+    additions as `out += bias[:, None]` afterwards). None where it cannot run (other dtypes
+    or layouts, no BLAS symbol, no compiler): use np.matmul then.
 
     Why: np.matmul of a batch loops over the images on one thread, each a BLAS call on BLAS's
     own pool, which gmbase.threads pins to one thread: a small CNN's conv products ran on one
@@ -334,6 +336,9 @@ def gemm_batched(a, b, *, sum_batch: bool = False, threads: int | None = None) -
     batch = a.shape[0] if a.ndim == 3 else b.shape[0]
     if k2 != k_ or (a.ndim == 3 and b.ndim == 3 and a.shape[0] != b.shape[0]):
         return None
+    if bias is not None and (sum_batch or type(bias) is not np.ndarray or bias.dtype != a.dtype
+                             or bias.shape != (m,) or not bias.flags.c_contiguous):
+        return None
     k = _kernels.kernels()
     found = _kernels.blas_gemm() if k is not None else None
     if k is None or found is None or (not found[1] and max(m, n, k_) >= 1 << 31):
@@ -346,16 +351,20 @@ def gemm_batched(a, b, *, sum_batch: bool = False, threads: int | None = None) -
     dt = a.dtype
     out = np.empty((m, n) if sum_batch else (batch, m, n), dt)
     work = np.empty(((parts - 1) * m * n if sum_batch else 0) or 1, dt)
-    key = (batch, m, n, k_, ta, tb, sa, sb, parts, sum_batch, dt)
+    has_bias = bias is not None
+    key = (batch, m, n, k_, ta, tb, sa, sb, parts, sum_batch, has_bias, dt)
     plan = _BATCHED_PLANS.get(key)
     if plan is None:  # the call's constants, made once per shape
-        dims = np.array([batch, m, n, k_, ta, tb, sa, sb, m * n, parts, int(sum_batch), found[1]], _I64)
+        dims = np.array([batch, m, n, k_, ta, tb, sa, sb, m * n, parts, int(sum_batch), found[1], int(has_bias)],
+                        _I64)
         name = dt.name
         plan = _BATCHED_PLANS[key] = (f"gm_eager_gemm_batched_{_SUFFIX[dt]}",
-                                      k.formats((name, name, name, name, "int64", "int64")), dims,
+                                      k.formats((name, name, name, name, "int64", "int64", name)), dims,
                                       np.array([found[0][dt]], _I64))
     kname, formats, dims, fn = plan
-    sizes = (abuf.nbytes, bbuf.nbytes, -out.nbytes, -work.nbytes, dims.nbytes, 8)
-    if not k.run(kname, parts, sizes, formats, abuf, bbuf, out, work, dims, fn):
+    if bias is None:
+        bias = work
+    sizes = (abuf.nbytes, bbuf.nbytes, -out.nbytes, -work.nbytes, dims.nbytes, 8, bias.nbytes)
+    if not k.run(kname, parts, sizes, formats, abuf, bbuf, out, work, dims, fn, bias):
         return None
     return out

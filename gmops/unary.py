@@ -136,15 +136,21 @@ def _relu_form(dt) -> int:
     return form
 
 
+_CONV: list = [None]  # gmnative.conv_kernels once looked up (False: not importable)
+
+
 def _relu(xp, x):
     dt = x.dtype
     if dt.kind == "b":  # NumPy would give int64
         raise RuntimeError("Boolean inputs not supported for relu")
     if dt.kind == "f" and xp is np:
         if x.size >= _NATIVE_LARGE:  # one threaded pass (NumPy's maximum runs on one thread), -0.0 and NaN kept
-            from .conv import try_conv_native  # noqa: PLC0415  (gmops.conv is below nothing here: no cycle)
+            native = _CONV[0]
+            if native is None:
+                from .conv import conv_native  # noqa: PLC0415  (gmops.conv imports after this module)
 
-            out = try_conv_native(xp, "relu", x)
+                native = _CONV[0] = conv_native() or False
+            out = native.relu(x) if native else None
             if out is not None:
                 return out
         form = _RELU_FORM.get(dt)

@@ -112,9 +112,13 @@ def _forward_arrays(X: np.ndarray, W: np.ndarray, B: np.ndarray | None, stride: 
     cols = native.im2col2d_batch_major(X, (kh, kw), (oh, ow), stride, (padding[0], padding[2]), dilation)
     if cols is None:
         return None
-    out = _bmm(W.reshape(o, -1), cols)  # (N, O, OH * OW): PyTorch's layout
-    if B is not None:
-        out += B.reshape(o, 1)
+    out = None
+    if B is None or B.flags.c_contiguous:  # the bias added to each image's product while in cache
+        out = native.gemm_batched(W.reshape(o, -1), cols, bias=B)
+    if out is None:
+        out = _bmm(W.reshape(o, -1), cols)  # (N, O, OH * OW): PyTorch's layout
+        if B is not None:
+            out += B.reshape(o, 1)
     return out.reshape(n, o, oh, ow), cols, (oh, ow)
 
 

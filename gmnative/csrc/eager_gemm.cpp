@@ -41,10 +41,12 @@ GM_EAGER_GEMM(double, f64)
 // op(B[n]) instead (a convolution's weight gradient): each run accumulates its images into a
 // partial of its own (beta 1 after its first), and the partials are added in run order at the
 // end, so the bits depend on `parts` only, never on which thread ran what. d = [batch, M, N,
-// K, A transposed, B transposed, stride A, stride B, stride C, parts, SUM, 64-bit integers];
-// `work` holds (parts - 1) * M * N elements where SUM (run 0 writes C itself).
+// K, A transposed, B transposed, stride A, stride B, stride C, parts, SUM, 64-bit integers,
+// BIAS]; `work` holds (parts - 1) * M * N elements where SUM (run 0 writes C itself). BIAS
+// (not with SUM): bias[i] added to row i of each C[n] right after its product, while it is
+// in cache (a convolution's bias: the same additions as a pass over C afterwards).
 template <typename T, typename I> static void gemm_batched(const void* fn, const T* a, const T* b, T* c, T* work,
-                                                           const long long* d, int nt) {
+                                                           const T* bias, const long long* d, int nt) {
     enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
     const gm_gemm_fn<T, I> gemm = (gm_gemm_fn<T, I>)fn;
     const long long batch = d[0], M = d[1], N = d[2], K = d[3], sa = d[6], sb = d[7], sc = d[8], parts = d[9];
@@ -54,9 +56,17 @@ template <typename T, typename I> static void gemm_batched(const void* fn, const
     for (long long p = 0; p < parts; ++p) {
         const long long lo = batch * p / parts, hi = batch * (p + 1) / parts;
         T* out = sum && p > 0 ? work + (p - 1) * M * N : c;
-        for (long long n = lo; n < hi; ++n)
+        for (long long n = lo; n < hi; ++n) {
             gemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (I)M, (I)N, (I)K, (T)1, a + n * sa, lda,
                  b + n * sb, ldb, (sum && n > lo) ? (T)1 : (T)0, sum ? out : c + n * sc, (I)N);
+            if (bias && !sum)
+                for (long long i = 0; i < M; ++i) {
+                    T* row = c + n * sc + i * N;
+                    const T bi = bias[i];
+                    #pragma omp simd
+                    for (long long j = 0; j < N; ++j) row[j] += bi;
+                }
+        }
         if (sum && hi == lo && p > 0)  // (a run without images: a zero partial)
             for (long long j = 0; j < M * N; ++j) out[j] = (T)0;
     }
@@ -75,7 +85,8 @@ template <typename T, typename I> static void gemm_batched(const void* fn, const
     extern "C" void gm_eager_gemm_batched_##suffix(void* const* a, int nt) { \
         const long long* d = (const long long*)a[4]; \
         const void* fn = (const void*)((const long long*)a[5])[0]; \
-        if (d[11]) gemm_batched<T, long long>(fn, (const T*)a[0], (const T*)a[1], (T*)a[2], (T*)a[3], d, nt); \
-        else gemm_batched<T, int>(fn, (const T*)a[0], (const T*)a[1], (T*)a[2], (T*)a[3], d, nt); }
+        const T* bias = d[12] ? (const T*)a[6] : nullptr; \
+        if (d[11]) gemm_batched<T, long long>(fn, (const T*)a[0], (const T*)a[1], (T*)a[2], (T*)a[3], bias, d, nt); \
+        else gemm_batched<T, int>(fn, (const T*)a[0], (const T*)a[1], (T*)a[2], (T*)a[3], bias, d, nt); }
 GM_EAGER_GEMM_BATCHED(float, f32)
 GM_EAGER_GEMM_BATCHED(double, f64)

@@ -50,6 +50,18 @@ def test_the_batch_sum_is_the_weight_gradient_and_fixed_by_the_thread_count(dtyp
     np.testing.assert_allclose(one, running, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_row_bias_is_added_to_each_image_as_a_pass_after_would(dtype):
+    w, cols, bias = _data(dtype, (6, 12), (5, 12, 9), (6,))
+    for threads in (1, 2):
+        want = ck.gemm_batched(w, cols, threads=threads)
+        want += bias.reshape(6, 1)
+        np.testing.assert_array_equal(ck.gemm_batched(w, cols, bias=bias, threads=threads), want)
+    assert ck.gemm_batched(w, cols, bias=bias[:5]) is None  # one per row of the product
+    assert ck.gemm_batched(w, cols, bias=bias[::-1]) is None  # a strided bias
+    assert ck.gemm_batched(w, cols, bias=bias, sum_batch=True) is None
+
+
 def test_what_it_cannot_take_is_none():
     a, b = _data(np.float32, (3, 4, 5), (3, 5, 6))
     assert ck.gemm_batched(a, b[:2]) is None  # batch sizes differ
