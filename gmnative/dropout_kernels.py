@@ -21,6 +21,7 @@ from . import kernels as _kernels
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _MASK64 = (1 << 64) - 1
+_FORMATS: dict = {}  # the call's type codes by dtype (dtype.name costs a Python call each time)
 
 
 def threshold(p: float, dtype: np.dtype) -> int:
@@ -45,6 +46,9 @@ def dropout(g: np.random.Generator, x: np.ndarray, p: float, scale: float, want_
     name = f"gm_eager_uniform_dropout_{suffix}"
     if k is None or k.address(name) is None:
         return None
+    formats = _FORMATS.get(dt)
+    if formats is None:
+        formats = _FORMATS[dt] = k.formats((dt.name, dt.name, dt.name, "uint64", dt.name))
     n = x.size
     y = np.empty(x.shape, dt)
     mask = np.empty(x.shape if want_mask else (0,), dt)
@@ -55,7 +59,7 @@ def dropout(g: np.random.Generator, x: np.ndarray, p: float, scale: float, want_
         params = np.array([s >> 64, s & _MASK64, inc >> 64, inc & _MASK64, state["has_uint32"], state["uinteger"],
                            n, threshold(p, dt), int(want_mask)], np.uint64)
         if not k.run(name, k.threads(), (x.nbytes, -y.nbytes, -mask.nbytes, -params.nbytes, factor.nbytes),
-                     k.formats((dt.name, dt.name, dt.name, "uint64", dt.name)), x, y, mask, params, factor):
+                     formats, x, y, mask, params, factor):
             return None
         state["state"]["state"] = (int(params[0]) << 64) | int(params[1])
         state["has_uint32"], state["uinteger"] = int(params[4]), int(params[5])
