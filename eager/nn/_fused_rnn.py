@@ -26,7 +26,7 @@ from .. import _functional as _F
 from .._grad_mode import STATE
 from .._tensor import Tensor
 from ..autograd.function import Function
-from ._fused_cells import _cell_kernels, _grads_by_recompute
+from ._fused_cells import _cell_kernels, _grads_by_recompute, _mm
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -80,7 +80,7 @@ class GRULayerFunction(Function):
         order = range(steps - 1, -1, -1) if reverse else range(steps)
         h = H0
         for t in order:
-            done = native.gru_cell(gi[t], Wh @ h.T, Bi, Bh, h)
+            done = native.gru_cell(gi[t], _mm(Wh, h.T), Bi, Bh, h)
             if done is None:
                 raise RuntimeError(f"GRU: the fused layer's native gate pass could not run on {X.dtype} arrays "
                                    f"(batch {n}, hidden {k}); check `eligible` first")
@@ -107,9 +107,13 @@ class GRULayerFunction(Function):
         Wi, Wh = w_ih._data, w_hh._data
         G = g_states._data
         dh = np.array(g_last._data, dtype=X.dtype, copy=True)
-        steps, k = X.shape[0], Wh.shape[1]
-        dgi = np.empty((steps, 3 * k, X.shape[1]), X.dtype)
-        dwh = np.zeros((3 * k, k), X.dtype)
+        steps, n, k = X.shape[0], X.shape[1], Wh.shape[1]
+        # every step's pre-activation gradients, (3K, T, N): the weight and input gradients are
+        # then one product each over all the steps (T * N rows deep) instead of T small ones
+        # and their sums
+        dgi = np.empty((3 * k, steps, n), X.dtype)
+        dgh = np.empty((3 * k, steps, n), X.dtype)
+        h_prev_all = np.empty((steps, n, k), X.dtype)  # the state each step started from
         dbi = np.zeros(3 * k, X.dtype)
         dbh = np.zeros(3 * k, X.dtype)
         previous = {t: (order[i - 1] if i else None) for i, t in enumerate(order)}
@@ -118,17 +122,20 @@ class GRULayerFunction(Function):
             h_prev = H0 if before is None else states[before]
             got = native.gru_cell_backward(np.ascontiguousarray(G[t] + dh), h_prev, saved[t])
             dgi_t, dgh_t, gz, dbi_t, dbh_t = got
-            dgi[t] = dgi_t
-            dwh += dgh_t @ h_prev
+            dgi[:, t] = dgi_t
+            dgh[:, t] = dgh_t
+            h_prev_all[t] = h_prev
             dbi += dbi_t
             dbh += dbh_t
-            dh = dgh_t.T @ Wh
+            dh = _mm(dgh_t.T, Wh)
             dh += gz
         needs = ctx.needs_input_grad
-        return (Tensor._make(np.matmul(dgi.transpose(0, 2, 1), Wi)) if needs[0] else None,
+        rows = steps * n
+        dgi2 = dgi.reshape(3 * k, rows)
+        return (Tensor._make(_mm(dgi2.T, Wi).reshape(X.shape)) if needs[0] else None,
                 Tensor._make(dh) if needs[1] else None,
-                Tensor._make(np.matmul(dgi, X).sum(0)) if needs[2] else None,
-                Tensor._make(dwh) if needs[3] else None,
+                Tensor._make(_mm(dgi2, X.reshape(rows, X.shape[2]))) if needs[2] else None,
+                Tensor._make(_mm(dgh.reshape(3 * k, rows), h_prev_all.reshape(rows, k))) if needs[3] else None,
                 Tensor._make(dbi) if b_ih is not None and needs[4] else None,
                 Tensor._make(dbh) if b_hh is not None and needs[5] else None,
                 None)

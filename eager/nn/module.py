@@ -324,8 +324,32 @@ class Module:
         yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
-        for _, p in self.named_parameters(recurse=recurse):
-            yield p
+        """named_parameters' parameters, in its order, each shared one once.
+
+        Without the names where no subclass redefines how modules or parameters are listed:
+        a training step asks for them every step (clip_grad_norm_(model.parameters())), and
+        the dotted names were half the cost of the walk."""
+        cls = type(self)
+        if cls.named_parameters is not Module.named_parameters or cls.named_modules is not Module.named_modules:
+            for _, p in self.named_parameters(recurse=recurse):
+                yield p
+            return
+        seen: set = set()
+        stack = [self]
+        visited: set = set()
+        while stack:  # named_modules' pre-order walk, each module once
+            module = stack.pop()
+            if id(module) in visited:
+                continue
+            visited.add(id(module))
+            for p in module._parameters.values():
+                if p is not None and id(p) not in seen:
+                    seen.add(id(p))
+                    yield p
+            if recurse:
+                children = [m for m in module._modules.values() if m is not None]
+                children.reverse()
+                stack.extend(children)
 
     def named_buffers(self, prefix: str = "", recurse: bool = True,
                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
