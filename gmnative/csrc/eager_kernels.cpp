@@ -459,6 +459,12 @@ static inline float gm_cell_sigmoid(float x) { return gm_sigmoid(x); }
 static inline float gm_cell_tanh(float x) { return tanh(x); }
 #define GM_CELL_SIMD _Pragma("omp simd")
 #endif
+// The cells' passes split across the threads from 8192 gate elements (a GRU cell of 32 x 128
+// has 12288), below the elementwise maps' GM_EAGER_PARALLEL_MIN: each element costs several
+// operations (three exponentials, divisions), so a pass of 10-15 us gains from a second
+// thread whose team is already spinning (the kernels' threads shrink to one when the cores
+// are busy: gmbase.threads.available).
+#define GM_CELL_PARALLEL_MIN 8192LL
 static inline double gm_cell_sigmoid(double x) { return gm_sigmoid(x); }
 static inline double gm_cell_tanh(double x) { return tanh(x); }
 
@@ -474,7 +480,7 @@ template <typename T> static void gru_cell(const T* gi, const T* gh, const T* bi
                                            T* saved, const long long* d, int nt) {
     const long long B = d[0], K = d[1], KB = K * B;
     T* rs = saved; T* zs = saved + KB; T* ns = saved + 2 * KB; T* hs = saved + 3 * KB;
-    #pragma omp parallel for num_threads(nt) if(3 * KB >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    #pragma omp parallel for num_threads(nt) if(3 * KB >= GM_CELL_PARALLEL_MIN) schedule(static)
     for (long long j = 0; j < K; ++j) {
         const T* ir = gi + j * B; const T* iz = gi + (K + j) * B; const T* in_ = gi + (2 * K + j) * B;
         const T* hr = gh + j * B; const T* hz = gh + (K + j) * B; const T* hn_ = gh + (2 * K + j) * B;
@@ -491,7 +497,7 @@ template <typename T> static void gru_cell(const T* gi, const T* gh, const T* bi
             n[b] = gm_cell_tanh((in_[b] + bin) + rv * hv);
         }
     }
-    #pragma omp parallel for num_threads(nt) if(3 * KB >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    #pragma omp parallel for num_threads(nt) if(3 * KB >= GM_CELL_PARALLEL_MIN) schedule(static)
     for (long long b = 0; b < B; ++b) {
         #pragma omp simd
         for (long long j = 0; j < K; ++j) {
@@ -510,7 +516,7 @@ template <typename T> static void gru_cell_backward(const T* g, const T* h, cons
                                                     T* dbi, T* dbh, const long long* d, int nt) {
     const long long B = d[0], K = d[1], KB = K * B;
     const T* rs = saved; const T* zs = saved + KB; const T* ns = saved + 2 * KB; const T* hs = saved + 3 * KB;
-    #pragma omp parallel for num_threads(nt) if(3 * KB >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    #pragma omp parallel for num_threads(nt) if(3 * KB >= GM_CELL_PARALLEL_MIN) schedule(static)
     for (long long j = 0; j < K; ++j) {
         const T* r = rs + j * B; const T* z = zs + j * B; const T* n = ns + j * B; const T* hn = hs + j * B;
         T* ir = dgi + j * B; T* iz = dgi + (K + j) * B; T* in_ = dgi + (2 * K + j) * B;
@@ -540,7 +546,7 @@ template <typename T> static void gru_cell_backward(const T* g, const T* h, cons
 template <typename T> static void lstm_cell(const T* gi, const T* gh, const T* bi, const T* bh, const T* c, T* h2,
                                             T* c2, T* saved, const long long* d, int nt) {
     const long long B = d[0], K = d[1], KB = K * B;
-    #pragma omp parallel for num_threads(nt) if(4 * KB >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    #pragma omp parallel for num_threads(nt) if(4 * KB >= GM_CELL_PARALLEL_MIN) schedule(static)
     for (long long j = 0; j < K; ++j) {
         const long long rows[4] = {j, K + j, 2 * K + j, 3 * K + j};
         T* sv[4];
@@ -562,7 +568,7 @@ template <typename T> static void lstm_cell(const T* gi, const T* gh, const T* b
     }
     const T* si = saved; const T* sf = saved + KB; const T* sg = saved + 2 * KB; const T* so = saved + 3 * KB;
     T* st = saved + 4 * KB;
-    #pragma omp parallel for num_threads(nt) if(4 * KB >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    #pragma omp parallel for num_threads(nt) if(4 * KB >= GM_CELL_PARALLEL_MIN) schedule(static)
     for (long long b = 0; b < B; ++b) {
         #pragma omp simd
         for (long long j = 0; j < K; ++j) {
@@ -585,7 +591,7 @@ template <typename T> static void lstm_cell_backward(const T* gh2, const T* gc2,
     const long long B = d[0], K = d[1], KB = K * B;
     const T* si = saved; const T* sf = saved + KB; const T* sg = saved + 2 * KB; const T* so = saved + 3 * KB;
     const T* st = saved + 4 * KB;
-    #pragma omp parallel for num_threads(nt) if(4 * KB >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    #pragma omp parallel for num_threads(nt) if(4 * KB >= GM_CELL_PARALLEL_MIN) schedule(static)
     for (long long j = 0; j < K; ++j) {
         T* d0 = dg + j * B; T* d1 = dg + (K + j) * B; T* d2 = dg + (2 * K + j) * B; T* d3 = dg + (3 * K + j) * B;
         #pragma omp simd

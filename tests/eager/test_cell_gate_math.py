@@ -53,3 +53,26 @@ def test_limits_and_nan():
     np.testing.assert_array_equal(n[[0, 1, 3, 4, 5]], np.array([1.0, -1.0, 0.0, 1.0, -1.0], f32))
     assert np.isnan(r[2]) and np.isnan(n[2])
     assert 0.0 <= r[6] < 1e-38  # exp(-90) underflows: at most a subnormal's worth off
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_pass_split_across_threads_gives_the_same_bits(monkeypatch, dtype):
+    """From 8192 gate elements the passes run on the kernels' threads: each element and each
+    bias sum is computed by one thread in one order, so one thread and two agree exactly."""
+    from gmnative import kernels
+
+    k = kernels.kernels()
+    if k is None:
+        pytest.skip("eager's native kernels are off here")
+    rng = np.random.default_rng(3)
+    b, units = 24, 128  # 3 * 128 * 24 = 9216 gate elements
+    gi, gh = (rng.standard_normal((3 * units, b)).astype(dtype) for _ in range(2))
+    bi, bh = (rng.standard_normal(3 * units).astype(dtype) for _ in range(2))
+    h, g = (rng.standard_normal((b, units)).astype(dtype) for _ in range(2))
+    runs = []
+    for threads in (1, 2):
+        monkeypatch.setattr(k, "threads", lambda threads=threads: threads)
+        out, saved = cell_kernels.gru_cell(gi, gh, bi, bh, h)
+        runs.append((out, saved, *cell_kernels.gru_cell_backward(g, h, saved)))
+    for one, two in zip(*runs):
+        np.testing.assert_array_equal(one, two)
