@@ -93,3 +93,27 @@ def test_eval_mode_and_no_grad_paths():
         eager.manual_seed(1)
         y = F.dropout(x.requires_grad_(), 0.5)
     assert y.grad_fn is None and not y.requires_grad
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_masks_do_not_depend_on_the_thread_count(threads, dtype, monkeypatch):
+    """Each thread jumps the generator to its first output and runs its blocks from there:
+    the masks and the final state are NumPy's whatever the team (sizes past one block of
+    outputs a thread, with a half carried in from an earlier float32 draw)."""
+    from gmnative import kernels as eager_kernels
+
+    k = eager_kernels.kernels()
+    assert k is not None
+    monkeypatch.setattr(k, "threads", lambda: threads)
+    n = 3 * 8192 * 2 + 5
+    mine, numpy = np.random.default_rng(5), np.random.default_rng(5)
+    mine.random(3, dtype=np.float32)
+    numpy.random(3, dtype=np.float32)
+    x = np.random.default_rng(6).standard_normal(n).astype(dtype)
+    found = dropout_kernels.dropout(mine, x, 0.2, 1 / 0.8, True)
+    assert found is not None
+    keep = numpy.random(n, dtype=dtype) >= dtype(0.2)
+    np.testing.assert_array_equal(found[1], keep * dtype(1 / 0.8))
+    np.testing.assert_array_equal(found[0], x * (keep * dtype(1 / 0.8)))
+    assert mine.bit_generator.state == numpy.bit_generator.state
