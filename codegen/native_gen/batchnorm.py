@@ -8,7 +8,7 @@ as the left operand of the weight gradient's product. As library calls that is e
 channels first: five passes over an array the size of the image batch. Here one pass per
 channel gathers the four sums the gradient needs (of x - x0, its square, g and g (x - x0),
 shifted by the channel's first element so that a large mean does not cancel the variance;
-in the dtype over blocks of GM_STAGE elements, the blocks added in double) and a second
+in the dtype over blocks of BN_BLOCK elements, the blocks added in double) and a second
 writes the gradient straight in the layouts its readers want; the channel's sum of it comes
 from the four sums (batchnorm_grad.channel_statistics). The values are eager's up to
 rounding (sums in another order), within the tolerances compiled code is held to
@@ -24,6 +24,7 @@ from ..c_kernel import KernelBody
 from ..lowering import lowering_for
 from ..render import c_literal, c_type
 from .batchnorm_grad import (  # noqa: F401  (CChannelRegion, channel_region, over_all_but_channels: conv.py's)
+    BN_BLOCK,
     CChannelRegion,
     channel_parallel,
     channel_region,
@@ -83,15 +84,15 @@ def channel_gradient(node: Node, outs: set) -> dict | None:
 
 
 def _blocks(n: int, c: int, hw: int, cx: str, cg: str | None, T: str) -> list[str]:
-    """The loops' heads over channel cc's elements in blocks of GM_STAGE (image nn, its rows
+    """The loops' heads over channel cc's elements in blocks of BN_BLOCK (image nn, its rows
     xp of x and gp of the gradient, block [k0, k1)): each block's sums are taken in the
     dtype and added to the channel's double sums after it."""
     return [
         f"        for (long long nn = 0; nn < {n}; ++nn) {{",
         f"            const {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
         *([f"            const {T}* gp = {cg} + (nn * {c} + cc) * {hw}LL;"] if cg is not None else []),
-        f"            for (long long k0 = 0; k0 < {hw}; k0 += GM_STAGE) {{",
-        f"                const long long k1 = k0 + GM_STAGE < {hw} ? k0 + GM_STAGE : {hw};",
+        f"            for (long long k0 = 0; k0 < {hw}; k0 += {BN_BLOCK}) {{",
+        f"                const long long k1 = k0 + {BN_BLOCK} < {hw} ? k0 + {BN_BLOCK} : {hw};",
     ]
 
 
@@ -355,7 +356,7 @@ class CChannelNormalize(CFunction):
             if before is not None and before["layout"] == "batch_major":
                 return f"({nn} * {c} + cc) * {hw}LL"
             return f"cc * {count}LL + {nn} * {hw}LL"
-        # the sums of d = x - x0f over each block of GM_STAGE elements in the dtype, added to
+        # the sums of d = x - x0f over each block of BN_BLOCK elements in the dtype, added to
         # double sums after it (in double per element they cost W6's first normalization
         # about a third of its time)
         block_sums = [
@@ -371,8 +372,8 @@ class CChannelNormalize(CFunction):
             f"        for (long long nn = 0; nn < {n}; ++nn) {{",
             f"            const {T}* mp = {cm} + {row('nn')};",
             f"            {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
-            f"            for (long long k0 = 0; k0 < {hw}; k0 += GM_STAGE) {{",
-            f"                const long long k1 = k0 + GM_STAGE < {hw} ? k0 + GM_STAGE : {hw};",
+            f"            for (long long k0 = 0; k0 < {hw}; k0 += {BN_BLOCK}) {{",
+            f"                const long long k1 = k0 + {BN_BLOCK} < {hw} ? k0 + {BN_BLOCK} : {hw};",
             *block_sums,
             f"                    const {T} v = ({T})(mp[k] + bias);  // the bias add",
             "                    xp[k] = v;",

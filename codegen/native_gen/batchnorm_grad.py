@@ -132,14 +132,22 @@ def _emit_body(fn: CFunction, body: Graph, node: Node, env: dict) -> tuple:
     return kb, reductions, dict(zip((id(y) for y in body.outputs), node.outputs))
 
 
+# Elements of a channel's row staged and summed as one block (in place of the prelude's
+# GM_STAGE, 256): a 28x28 image's 784 in one block, not 256 + 256 + 256 + 16, each block
+# paying its reductions' horizontal sums and a short tail (W6's first batch norm gradient,
+# whose second pass takes 9 dot products a block: 0.66 against 0.74 ms, one thread); four
+# staged rows of 1024 floats stay in a 48 KiB L1.
+BN_BLOCK = 1024
+
+
 def _staged_loops(n: int, c: int, hw: int) -> list[str]:
     """The loops' heads over channel cc's elements of an (n, c, hw) region in blocks of
-    GM_STAGE: image nn (its row at `at`), block [k0, k1), then element k (vectorized)."""
+    BN_BLOCK: image nn (its row at `at`), block [k0, k1), then element k (vectorized)."""
     return [
         f"        for (long long nn = 0; nn < {n}; ++nn) {{",
         f"            const long long at = (nn * {c} + cc) * {hw}LL;",
-        f"            for (long long k0 = 0; k0 < {hw}; k0 += GM_STAGE) {{",
-        f"                const long long k1 = k0 + GM_STAGE < {hw} ? k0 + GM_STAGE : {hw};",
+        f"            for (long long k0 = 0; k0 < {hw}; k0 += {BN_BLOCK}) {{",
+        f"                const long long k1 = k0 + {BN_BLOCK} < {hw} ? k0 + {BN_BLOCK} : {hw};",
         "                #pragma omp simd",
         "                for (long long k = k0; k < k1; ++k) {",
     ]
@@ -168,7 +176,7 @@ def _pointwise_stores(fn: CFunction, kb: KernelBody, body: Graph, outputs: dict,
 
 def _channel_sums(fn: CFunction, kb: KernelBody, reductions: list, outputs: dict) -> tuple:
     """(stage declarations, stage stores, adds, block partials, final stores) of a region's
-    channel sums: each operand staged per block of GM_STAGE elements, summed over the block
+    channel sums: each operand staged per block of BN_BLOCK elements, summed over the block
     in its own dtype (partials p<j>, one SIMD reduction), each block's sum then added to the
     channel's double acc<j> (block_sums). Summing the block in double cost a conversion and
     two double lanes' adds per element: W6's first batch norm gradient took 1.03 against
@@ -176,7 +184,7 @@ def _channel_sums(fn: CFunction, kb: KernelBody, reductions: list, outputs: dict
     decls, stage, adds, accs, finals = [], [], [], [], []
     for j, red in enumerate(reductions):
         RT = c_type(red.inputs[0].type.dtype)
-        decls.append(f"{RT} stage{j}[GM_STAGE];")
+        decls.append(f"{RT} stage{j}[{BN_BLOCK}];")
         stage.append(f"stage{j}[k - k0] = {kb.operand(red.inputs[0], RT)};")
         adds.append(f"p{j} += stage{j}[k];")
         accs.append((f"p{j}", RT, f"acc{j}"))
@@ -473,7 +481,7 @@ class CChannelRegionGradient(CFunction):
             "        const double x0 = (double)x0f;",
             "        double " + ", ".join(f"{a} = 0.0" for a in [a for _, _, a in accs] + ["sx", "sxx", "sg", "sgx"]) + ";",
             *(f"        {d}" for d in decls),
-            f"        {T} gstage[GM_STAGE];",
+            f"        {T} gstage[{BN_BLOCK}];",
             *_staged_loops(n, c, hw),
             *(f"                    {s}" for s in kb.lines),
             *(f"                    {s}" for s in stores),
@@ -517,11 +525,11 @@ class CChannelRegionGradient(CFunction):
         count = n * hw
         return [
             f"        double dwq[{kw}] = {{0.0}};  // the weight gradient's {kw} dot products of this channel",
-            f"        {T} ostage[GM_STAGE];",
+            f"        {T} ostage[{BN_BLOCK}];",
             f"        for (long long nn = 0; nn < {n}; ++nn) {{",
             f"            const long long at = (nn * {c} + cc) * {hw}LL;",
-            f"            for (long long k0 = 0; k0 < {hw}; k0 += GM_STAGE) {{",
-            f"                const long long k1 = k0 + GM_STAGE < {hw} ? k0 + GM_STAGE : {hw};",
+            f"            for (long long k0 = 0; k0 < {hw}; k0 += {BN_BLOCK}) {{",
+            f"                const long long k1 = k0 + {BN_BLOCK} < {hw} ? k0 + {BN_BLOCK} : {hw};",
             "                #pragma omp simd",
             "                for (long long k = k0; k < k1; ++k) {",
             *(f"                    {s}" for s in kb.lines),
