@@ -368,3 +368,83 @@ def gemm_batched(a, b, *, sum_batch: bool = False, bias=None, threads: int | Non
     if not k.run(kname, parts, sizes, formats, abuf, bbuf, out, work, dims, fn, bias):
         return None
     return out
+
+
+def _conv_plan(x, w, out, stride, padding, dilation) -> tuple | None:
+    """(kernels-side constants: geometry + [O, parts], the BLAS pointer array, parts) for the
+    image-by-image conv kernels, or None where they cannot run (layouts, dtypes, no BLAS
+    symbol, no compiler). The thread policy is gemm_batched's."""
+    suffix = _image(x)
+    if suffix is None or type(w) is not np.ndarray or w.dtype != x.dtype or w.ndim != 4 \
+            or not w.flags.c_contiguous or w.shape[1] != x.shape[1]:
+        return None
+    found = _kernels.blas_gemm() if _kernels.kernels() is not None else None
+    if found is None:
+        return None
+    o, k_ = w.shape[0], w.shape[1] * w.shape[2] * w.shape[3]
+    if not found[1] and max(o, k_, out[0] * out[1]) >= 1 << 31:
+        return None
+    from . import build as native_build  # noqa: PLC0415
+
+    threads = native_build.threads() if native_build.blas_threads() == 1 else 1
+    parts = max(1, min(threads, x.shape[0]))
+    geometry = _geometry(x, w.shape[2:], out, stride, padding, dilation)
+    fn = np.array([found[0][x.dtype], found[1]], _I64)
+    return suffix, geometry, fn, parts
+
+
+def conv2d_images(x, w, bias, out, stride, padding, dilation) -> np.ndarray | None:
+    """conv2d of an (N, C, H, W) image by an (O, C, KH, KW) weight (bias (O,) or None), zero
+    padding padding[0] (top) and padding[1] (left), output size `out`, as (N, O, OH, OW):
+    each image's columns made into a buffer of its thread's own and multiplied by the weight
+    there (one single-threaded BLAS call an image, the images split across the kernels'
+    threads), so the batch's columns are never written out. The values of
+    im2col2d_batch_major + gemm_batched(w, cols, bias=bias). None where it cannot run."""
+    plan = _conv_plan(x, w, out, stride, padding, dilation)
+    if plan is None or (bias is not None and (type(bias) is not np.ndarray or bias.dtype != x.dtype
+                                              or bias.shape != (w.shape[0],) or not bias.flags.c_contiguous)):
+        return None
+    suffix, geometry, fn, parts = plan
+    o = w.shape[0]
+    result = np.empty((x.shape[0], o) + tuple(out), x.dtype)
+    dims = np.concatenate([geometry, np.array([o, parts, int(bias is not None)], _I64)])
+    found = _kernel("conv2d_images", suffix)
+    if found is None:
+        return None
+    k, address = found
+    b = bias if bias is not None else result
+    dt = x.dtype.name
+    k.call(address, parts, (x.nbytes, w.nbytes, b.nbytes, -result.nbytes, dims.nbytes, fn.nbytes),
+           k.formats((dt, dt, dt, dt, "int64", "int64")), x, w, b, result, dims, fn)
+    return result
+
+
+def conv2d_images_backward(g, x, w, stride, padding, dilation, want_dx: bool, want_dw: bool) -> tuple | None:
+    """(dx (N, C, H, W) or None, dw (O, C, KH, KW) or None) of conv2d_images for an output
+    gradient g (N, O, OH, OW), image by image: each image's columns made again in its
+    thread's buffer (for dw = sum_n G[n] cols[n]^T, the runs' partials added in run order),
+    W^T G[n] into a second buffer and folded into dx[n] there. The values of the batch-major
+    path (gemm_batched's products and sums, fold2d_batch_major's fold) with the same thread
+    count. None where it cannot run."""
+    out = g.shape[2:] if type(g) is np.ndarray and g.ndim == 4 else None
+    plan = None if out is None else _conv_plan(x, w, out, stride, padding, dilation)
+    if plan is None or g.dtype != x.dtype or not g.flags.c_contiguous or g.shape[:2] != (x.shape[0], w.shape[0]):
+        return None
+    suffix, geometry, fn, parts = plan
+    o, k_, l_ = w.shape[0], w.shape[1] * w.shape[2] * w.shape[3], out[0] * out[1]
+    transposed = want_dw and 4 * k_ >= l_  # (see conv2d_images_backward in csrc/eager_conv.cpp)
+    dx = np.empty(x.shape, x.dtype) if want_dx else np.empty(1, x.dtype)
+    dw = np.empty((k_, o) if transposed else (o, k_), x.dtype) if want_dw else np.empty(1, x.dtype)
+    work = np.empty(max((parts - 1) * o * k_, 1) if want_dw else 1, x.dtype)
+    dims = np.concatenate([geometry, np.array([o, parts, int(want_dx), int(want_dw), int(transposed)], _I64)])
+    found = _kernel("conv2d_images_backward", suffix)
+    if found is None:
+        return None
+    k, address = found
+    dt = x.dtype.name
+    k.call(address, parts, (g.nbytes, x.nbytes, w.nbytes, -dx.nbytes, -dw.nbytes, -work.nbytes, dims.nbytes,
+                            fn.nbytes),
+           k.formats((dt, dt, dt, dt, dt, dt, "int64", "int64")), g, x, w, dx, dw, work, dims, fn)
+    if want_dw:
+        dw = (np.ascontiguousarray(dw.T) if transposed else dw).reshape(w.shape)
+    return (dx if want_dx else None), (dw if want_dw else None)

@@ -70,3 +70,38 @@ def test_what_it_cannot_take_is_none():
     assert ck.gemm_batched(a[0], b[0]) is None  # no batch
     assert ck.gemm_batched(a[:, :, ::2], b[:, :3]) is None  # a strided layout
     assert ck.gemm_batched(a.astype(np.int64), b.astype(np.int64)) is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("geometry", [
+    # (N, C, H, W), (O, KH, KW), stride, (top, left) padding, dilation, (OH, OW)
+    ((4, 3, 9, 7), (5, 3, 3), (1, 1), (1, 1), (1, 1), (9, 7)),
+    ((3, 2, 10, 9), (4, 3, 2), (2, 1), (1, 0), (1, 2), (5, 7)),  # strides, dilation, uneven padding
+    ((2, 1, 8, 8), (3, 3, 3), (1, 1), (0, 0), (1, 1), (6, 6)),  # one input channel, no padding
+    ((3, 4, 6, 6), (2, 3, 3), (1, 1), (1, 1), (1, 1), (7, 7)),  # bottom/right padding past the top/left's
+])
+def test_image_by_image_conv_gives_the_batch_major_paths_values(dtype, geometry):
+    (n, c, h, w_), (o, kh, kw), stride, pad, dil, out = geometry
+    x, w, b, g = _data(dtype, (n, c, h, w_), (o, c, kh, kw), (o,), (n, o) + out)
+    cols = ck.im2col2d_batch_major(x, (kh, kw), out, stride, pad, dil)
+    want = ck.gemm_batched(w.reshape(o, -1), cols, bias=b).reshape((n, o) + out)
+    np.testing.assert_array_equal(ck.conv2d_images(x, w, b, out, stride, pad, dil), want)
+    want_nb = ck.gemm_batched(w.reshape(o, -1), cols).reshape((n, o) + out)
+    np.testing.assert_array_equal(ck.conv2d_images(x, w, None, out, stride, pad, dil), want_nb)
+    gm = g.reshape(n, o, -1)
+    dx_want = ck.fold2d_batch_major(ck.gemm_batched(w.reshape(o, -1).T, gm), (h, w_), c, (kh, kw), out, stride, pad,
+                                    dil)
+    dw_want = np.einsum("nol,nkl->ok", gm.astype(np.float64), cols.astype(np.float64)).reshape(w.shape)
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    for want_dx, want_dw in ((True, True), (True, False), (False, True)):
+        dx, dw = ck.conv2d_images_backward(g, x, w, stride, pad, dil, want_dx, want_dw)
+        assert (dx is None) != want_dx and (dw is None) != want_dw
+        if want_dx:
+            np.testing.assert_array_equal(dx, dx_want)  # (each image's own products and fold)
+        if want_dw:
+            assert dw.shape == w.shape and dw.dtype == dtype
+            np.testing.assert_allclose(dw, dw_want, rtol=tol, atol=tol)
+    # what they do not take
+    assert ck.conv2d_images(x, w.astype(np.float16), b, out, stride, pad, dil) is None
+    assert ck.conv2d_images(x, w, b[:-1], out, stride, pad, dil) is None
+    assert ck.conv2d_images_backward(g[:, :, ::-1], x, w, stride, pad, dil, True, True) is None
