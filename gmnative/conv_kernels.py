@@ -431,7 +431,7 @@ def conv2d_images_backward(g, x, w, stride, padding, dilation, want_dx: bool, wa
     if plan is None or g.dtype != x.dtype or not g.flags.c_contiguous or g.shape[:2] != (x.shape[0], w.shape[0]):
         return None
     suffix, geometry, fn, parts = plan
-    o, k_, l_ = w.shape[0], w.shape[1] * w.shape[2] * w.shape[3], out[0] * out[1]
+    o, k_, l_ = w.shape[0], w.shape[1] * w.shape[2] * w.shape[3], g.shape[2] * g.shape[3]
     transposed = want_dw and 4 * k_ >= l_  # (see conv2d_images_backward in csrc/eager_conv.cpp)
     dx = np.empty(x.shape, x.dtype) if want_dx else np.empty(1, x.dtype)
     dw = np.empty((k_, o) if transposed else (o, k_), x.dtype) if want_dw else np.empty(1, x.dtype)
