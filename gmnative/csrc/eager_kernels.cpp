@@ -110,9 +110,10 @@ template <typename T> static inline T gm_eager_gelu_grad(T x) {  // Phi(x) + x p
            + x * gm_eager_expf((T)-0.5 * x * x) * (T)0.3989422804014327;
 }
 
-// The GELU maps' vector width: 16 floats where the host has AVX-512 (gcc's -march=native
-// prefers 256-bit vectors; with the math inline nothing needs a library's 512-bit variant),
-// measured 1.4x faster there; the compiler's choice elsewhere.
+// The float32 GELU maps' vector width: 16 floats where the host has AVX-512 (gcc's
+// -march=native prefers 256-bit vectors; with the math inline nothing needs a library's
+// 512-bit variant), measured 1.4x faster there; the compiler's choice elsewhere. float64 keeps
+// blocked_map (its erf and exp are the library's, whose variants decide the width).
 #if defined(__AVX512F__) && defined(GM_EAGER_FLOAT_ERF)
 #define GM_EAGER_WIDE_SIMD _Pragma("omp simd simdlen(16)")
 #else
@@ -138,7 +139,8 @@ template <typename T, typename F> static void wide_map(const T* x, T* y, long lo
 }
 
 template <typename T> static void gelu_none(const T* x, T* y, long long n, int nt) {
-    wide_map(x, y, n, nt, [](T v) { return gm_eager_gelu(v); });
+    if constexpr (sizeof(T) == 4) wide_map(x, y, n, nt, [](T v) { return gm_eager_gelu(v); });
+    else blocked_map(x, y, n, nt, [](T v) { return gm_eager_gelu(v); });
 }
 
 template <typename T> static void gelu_tanh(const T* x, T* y, long long n, int nt) {
@@ -146,7 +148,8 @@ template <typename T> static void gelu_tanh(const T* x, T* y, long long n, int n
 }
 
 template <typename T> static void gelu_grad(const T* x, T* y, long long n, int nt) {
-    wide_map(x, y, n, nt, [](T v) { return gm_eager_gelu_grad(v); });
+    if constexpr (sizeof(T) == 4) wide_map(x, y, n, nt, [](T v) { return gm_eager_gelu_grad(v); });
+    else blocked_map(x, y, n, nt, [](T v) { return gm_eager_gelu_grad(v); });
 }
 
 // the math functions themselves, vectorized (codegen.c_helpers.MATH says through which
