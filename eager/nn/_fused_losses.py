@@ -33,7 +33,7 @@ from .._fused_node import attach1
 from .._grad_mode import STATE, enable_grad
 from .._tensor import Tensor
 from ..autograd.function import Function, FunctionCtx
-from ._fused_cells import _grads_by_recompute
+from ._fused_cells import FusedCtx, _grads_by_recompute
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _I64 = np.dtype(np.int64)
@@ -105,7 +105,7 @@ def _hang(ctx: FunctionCtx, a: Tensor, out: Tensor) -> Tensor:
     return attach1(out, ctx, a, out._data.shape) if a._requires_grad and STATE.enabled else out
 
 
-class _LogSoftmaxCtx(FunctionCtx):
+class _LogSoftmaxCtx(FusedCtx):
     """The node's name is PyTorch's for log_softmax's result."""
 
     def name(self) -> str:
@@ -187,7 +187,7 @@ def _nll_node(logp: Tensor, target: Tensor, reduction: str, picked: tuple, compu
     return _hang(ctx, logp, NllLossFunction.forward(ctx, logp, target, reduction, picked, computed))
 
 
-class _NllLossCtx(FunctionCtx):
+class _NllLossCtx(FusedCtx):
     """The node's name is PyTorch's for cross_entropy's result."""
 
     def name(self) -> str:
