@@ -151,8 +151,8 @@ class FusedCtx(FunctionCtx):
 
     def __init__(self, fn_cls: Any, inputs: tuple) -> None:
         self._cls = fn_cls
-        needs = []
-        meta = []
+        needs: list[bool] = []
+        meta: list[tuple[tuple[Any, ...], Any] | None] = []
         for i in inputs:
             data = getattr(i, "_data", None)
             if data is None:
