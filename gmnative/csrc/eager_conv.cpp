@@ -32,6 +32,33 @@ static inline gm_geom gm_geom_of(const long long* d) {
 template <typename T> static inline void im2col_row(const T* src, T* dst, const gm_geom& g, long long c,
                                                     long long kh, long long kw, T pad) {
     src += c * g.H * g.W;
+    if (g.sh == 1 && g.sw == 1 && g.dw == 1 && g.OW == g.W) {
+        // stride 1 and output rows as long as the image's ("same" padding, the usual 3x3 layer):
+        // the window offset's cells are the plane shifted by dy rows and dx columns, one long
+        // contiguous copy (rows of a dozen cells took more loop than copy), then the cells
+        // whose column falls off the image (the copy wrapped them to a neighbour row) set to pad
+        const long long W = g.W, L = g.OH * W, dy = kh * g.dh - g.ph, dx = kw - g.pw;
+        long long oh_lo = dy < 0 ? -dy : 0, oh_hi = g.H - dy < g.OH ? g.H - dy : g.OH;
+        if (oh_lo > g.OH) oh_lo = g.OH;
+        if (oh_hi < oh_lo) oh_hi = oh_lo;
+        const long long shift = dy * W + dx, j0 = oh_lo * W, j1 = oh_hi * W;
+        long long js = j0 > -shift ? j0 : -shift, je = j1 < g.H * W - shift ? j1 : g.H * W - shift;
+        if (js > j1) js = j1;
+        if (je < js) je = js;
+        for (long long j = 0; j < js; ++j) dst[j] = pad;
+        const T* from = src + shift;
+        #pragma omp simd
+        for (long long j = js; j < je; ++j) dst[j] = from[j];
+        for (long long j = je; j < L; ++j) dst[j] = pad;
+        const long long lo = dx < 0 ? -dx : 0, hi = W - dx < W ? W - dx : W;
+        if (lo > 0 || hi < W)
+            for (long long oh = oh_lo; oh < oh_hi; ++oh) {
+                T* out = dst + oh * W;
+                for (long long ow = 0; ow < lo && ow < W; ++ow) out[ow] = pad;
+                for (long long ow = hi < 0 ? 0 : hi; ow < W; ++ow) out[ow] = pad;
+            }
+        return;
+    }
     for (long long oh = 0; oh < g.OH; ++oh) {
         const long long y = oh * g.sh + kh * g.dh - g.ph;
         T* out = dst + oh * g.OW;

@@ -105,3 +105,20 @@ def test_image_by_image_conv_gives_the_batch_major_paths_values(dtype, geometry)
     assert ck.conv2d_images(x, w.astype(np.float16), b, out, stride, pad, dil) is None
     assert ck.conv2d_images(x, w, b[:-1], out, stride, pad, dil) is None
     assert ck.conv2d_images_backward(g[:, :, ::-1], x, w, stride, pad, dil, True, True) is None
+
+
+@pytest.mark.parametrize("h, w, kh, kw, top, left, bottom, right, dil_h", [
+    (5, 7, 3, 3, 1, 1, 1, 1, 1),  # "same" 3x3: the shifted-plane copy
+    (8, 5, 5, 5, 2, 2, 2, 2, 2),  # a dilated row offset
+    (3, 1, 3, 1, 1, 0, 1, 0, 1),  # one column
+    (4, 6, 2, 3, 0, 2, 1, 0, 1),  # uneven padding, still rows as long as the image's
+    (2, 4, 5, 3, 3, 1, 3, 1, 1),  # windows taller than the image
+    (6, 6, 3, 3, 0, 0, 0, 0, 1),  # no padding (shorter rows: the row-by-row copy)
+])
+def test_im2col_columns_are_the_padded_images_windows(h, w, kh, kw, top, left, bottom, right, dil_h):
+    x = _data(np.float32, (2, 3, h, w))[0]
+    oh, ow = h + top + bottom - dil_h * (kh - 1), w + left + right - (kw - 1)
+    got = ck.im2col2d_batch_major(x, (kh, kw), (oh, ow), (1, 1), (top, left), (dil_h, 1))
+    padded = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    want = np.stack([padded[:, :, a * dil_h:a * dil_h + oh, b:b + ow] for a in range(kh) for b in range(kw)], 2)
+    np.testing.assert_array_equal(got, want.reshape(got.shape))
