@@ -117,3 +117,28 @@ def test_the_masks_do_not_depend_on_the_thread_count(threads, dtype, monkeypatch
     np.testing.assert_array_equal(found[1], keep * dtype(1 / 0.8))
     np.testing.assert_array_equal(found[0], x * (keep * dtype(1 / 0.8)))
     assert mine.bit_generator.state == numpy.bit_generator.state
+
+
+def test_inplace_dropout_writes_the_input_as_pytorch():
+    """F.dropout(inplace=True) and nn.Dropout(inplace=True) return the input itself, written
+    (p = 1: zeros); a leaf requiring grad refuses, a non-leaf records MulBackward0."""
+    x = eager.randn(6, 6)
+    before = x.numpy().copy()
+    eager.manual_seed(4)
+    y = F.dropout(x, 0.5, True, True)
+    assert y is x
+    kept = before != 0
+    got = x.numpy()
+    assert ((got == 0) | np.isclose(got, before * 2.0)).all() and (got[kept] == 0).any()
+    assert eager.nn.Dropout(0.5, inplace=True)(x) is x
+    z = eager.randn(3, 3)
+    assert F.dropout(z, 1.0, True, True) is z and not z.numpy().any()
+    leaf = eager.randn(3, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        F.dropout(leaf, 0.5, True, True)
+    h = leaf * 1.0
+    out = F.dropout(h, 0.5, True, True)
+    assert out is h and out.grad_fn.name() == "MulBackward0"
+    out.sum().backward()
+    assert set(np.unique(leaf.grad.numpy())) <= {0.0, 2.0}
+    assert F.dropout(leaf, 0.5, False, True) is leaf  # eval: nothing written

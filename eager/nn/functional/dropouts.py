@@ -14,6 +14,10 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
+    if inplace:  # input's own buffer, as PyTorch (a leaf requiring grad raises there)
+        if p == 1.0:
+            return input.mul_(0.0)
+        return input.mul_((rand_like(input) >= p).to(input.dtype) * (1.0 / (1.0 - p)))
     if p == 1.0:
         return input * 0.0
     fused = _fused_dropout.dropout(input, p)  # one native pass and node where it can run
