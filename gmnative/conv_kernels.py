@@ -419,13 +419,15 @@ def conv2d_images(x, w, bias, out, stride, padding, dilation) -> np.ndarray | No
     return result
 
 
-def conv2d_images_backward(g, x, w, stride, padding, dilation, want_dx: bool, want_dw: bool) -> tuple | None:
-    """(dx (N, C, H, W) or None, dw (O, C, KH, KW) or None) of conv2d_images for an output
-    gradient g (N, O, OH, OW), image by image: each image's columns made again in its
-    thread's buffer (for dw = sum_n G[n] cols[n]^T, the runs' partials added in run order),
-    W^T G[n] into a second buffer and folded into dx[n] there. The values of the batch-major
-    path (gemm_batched's products and sums, fold2d_batch_major's fold) with the same thread
-    count. None where it cannot run."""
+def conv2d_images_backward(g, x, w, stride, padding, dilation, want_dx: bool, want_dw: bool,
+                           want_db: bool = False) -> tuple | None:
+    """(dx (N, C, H, W) or None, dw (O, C, KH, KW) or None, db (O,) or None) of conv2d_images
+    for an output gradient g (N, O, OH, OW), image by image: each image's columns made again
+    in its thread's buffer (for dw = sum_n G[n] cols[n]^T, the runs' partials added in run
+    order), W^T G[n] into a second buffer and folded into dx[n] there, and (want_db) G[n]'s
+    rows summed in double while in cache. dx and dw are the values of the batch-major path
+    (gemm_batched's products and sums, fold2d_batch_major's fold) with the same thread count;
+    db is G summed over images and positions to rounding. None where it cannot run."""
     out = g.shape[2:] if type(g) is np.ndarray and g.ndim == 4 else None
     plan = None if out is None else _conv_plan(x, w, out, stride, padding, dilation)
     if plan is None or g.dtype != x.dtype or not g.flags.c_contiguous or g.shape[:2] != (x.shape[0], w.shape[0]):
@@ -436,15 +438,17 @@ def conv2d_images_backward(g, x, w, stride, padding, dilation, want_dx: bool, wa
     dx = np.empty(x.shape, x.dtype) if want_dx else np.empty(1, x.dtype)
     dw = np.empty((k_, o) if transposed else (o, k_), x.dtype) if want_dw else np.empty(1, x.dtype)
     work = np.empty(max((parts - 1) * o * k_, 1) if want_dw else 1, x.dtype)
-    dims = np.concatenate([geometry, np.array([o, parts, int(want_dx), int(want_dw), int(transposed)], _I64)])
+    db = np.empty(o if want_db else 1, x.dtype)
+    dims = np.concatenate([geometry, np.array([o, parts, int(want_dx), int(want_dw), int(transposed), int(want_db)],
+                                              _I64)])
     found = _kernel("conv2d_images_backward", suffix)
     if found is None:
         return None
     k, address = found
     dt = x.dtype.name
     k.call(address, parts, (g.nbytes, x.nbytes, w.nbytes, -dx.nbytes, -dw.nbytes, -work.nbytes, dims.nbytes,
-                            fn.nbytes),
-           k.formats((dt, dt, dt, dt, dt, dt, "int64", "int64")), g, x, w, dx, dw, work, dims, fn)
+                            fn.nbytes, -db.nbytes),
+           k.formats((dt, dt, dt, dt, dt, dt, "int64", "int64", dt)), g, x, w, dx, dw, work, dims, fn, db)
     if want_dw:
         dw = (np.ascontiguousarray(dw.T) if transposed else dw).reshape(w.shape)
-    return (dx if want_dx else None), (dw if want_dw else None)
+    return (dx if want_dx else None), (dw if want_dw else None), (db if want_db else None)

@@ -177,13 +177,10 @@ class Conv2dFunction(Function):
             pads = (geo["padding"][0], geo["padding"][2])
             native = _kernels()
             found = None if native is None else native.conv2d_images_backward(
-                G4, x._data, W, geo["stride"], pads, geo["dilation"], bool(needs[0]), bool(needs[1]))
+                G4, x._data, W, geo["stride"], pads, geo["dilation"], bool(needs[0]), bool(needs[1]),
+                b is not None and bool(needs[2]))
             if found is not None:
-                dx = None if found[0] is None else Tensor._make(found[0])
-                dw = None if found[1] is None else Tensor._make(found[1])
-                if b is not None and needs[2]:
-                    db = Tensor._make(G.sum((0, 2)))
-                return (dx, dw, db) + extra
+                return tuple(None if a is None else Tensor._make(a) for a in found) + extra
             if needs[1]:  # (the kernel cannot run now) the batch-major columns, made again
                 cols = native.im2col2d_batch_major(x._data, tuple(W.shape[2:]), ctx.out_size, geo["stride"], pads,
                                                    geo["dilation"])

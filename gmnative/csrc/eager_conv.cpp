@@ -447,18 +447,21 @@ template <typename T, typename I> static void conv2d_images(const void* fn, cons
     }
 }
 
-// d = [the 14 gm_geom numbers, O, parts, wants dx, wants dw, dw transposed]; dw transposed:
+// d = [the 14 gm_geom numbers, O, parts, wants dx, wants dw, dw transposed, wants db]; db: the
+// bias gradient, each image's gradient rows summed in double while in cache, the runs' sums
+// added in run order (bits fixed by `parts`); dw transposed:
 // the weight gradient as sum_n cols[n] G[n]^T (K, O) with G[n]^T made contiguous first (BLAS
 // runs a product whose right operand is transposed at about half speed when K is large), dw
 // then (K, O), the caller transposing it; else sum_n G[n] cols[n]^T (O, K). work: (parts - 1)
 // partials of O * K.
 template <typename T, typename I> static void conv2d_images_backward(const void* fn, const T* gout, const T* x,
-                                                                     const T* w, T* dx, T* dw, T* work,
+                                                                     const T* w, T* dx, T* dw, T* work, T* db,
                                                                      const long long* d, int nt) {
     const gm_conv_gemm_fn<T, I> gemm = (gm_conv_gemm_fn<T, I>)fn;
     const gm_geom g = gm_geom_of(d);
     const long long O = d[14], parts = d[15], K = g.C * g.KH * g.KW, L = g.OH * g.OW;
-    const bool want_dx = d[16] != 0, want_dw = d[17] != 0, dw_t = d[18] != 0;
+    const bool want_dx = d[16] != 0, want_dw = d[17] != 0, dw_t = d[18] != 0, want_db = d[19] != 0;
+    double* db_parts = want_db ? new double[parts * O]() : nullptr;
     const long long PH = (g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1, PW = (g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
     #pragma omp parallel for num_threads(nt) schedule(static)
     for (long long p = 0; p < parts; ++p) {
@@ -470,6 +473,14 @@ template <typename T, typename I> static void conv2d_images_backward(const void*
         for (long long n = lo; n < hi; ++n) {
             const T* gn = gout + n * O * L;
             const T beta = n > lo ? (T)1 : (T)0;
+            if (want_db)
+                for (long long i = 0; i < O; ++i) {
+                    double sum = 0.0;
+                    const T* row = gn + i * L;
+                    #pragma omp simd reduction(+:sum)
+                    for (long long j = 0; j < L; ++j) sum += (double)row[j];
+                    db_parts[p * O + i] += sum;
+                }
             if (want_dw) {
                 gm_conv_image_columns(x + n * g.C * g.H * g.W, cols, g);
                 if (dw_t) {
@@ -499,6 +510,14 @@ template <typename T, typename I> static void conv2d_images_backward(const void*
             for (long long p = 1; p < parts; ++p) s += work[(p - 1) * size + j];
             dw[j] = s;
         }
+    }
+    if (want_db) {
+        for (long long i = 0; i < O; ++i) {
+            double s = 0.0;
+            for (long long p = 0; p < parts; ++p) s += db_parts[p * O + i];
+            db[i] = (T)s;
+        }
+        delete[] db_parts;
     }
 }
 
@@ -541,9 +560,9 @@ template <typename T> static void relu(const T* x, T* out, long long n, int nt) 
         const void* fn = (const void*)((const long long*)a[7])[0]; \
         if (((const long long*)a[7])[1]) \
             conv2d_images_backward<T, long long>(fn, (const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], \
-                                                 (T*)a[4], (T*)a[5], d, nt); \
+                                                 (T*)a[4], (T*)a[5], (T*)a[8], d, nt); \
         else conv2d_images_backward<T, int>(fn, (const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], \
-                                            (T*)a[4], (T*)a[5], d, nt); } \
+                                            (T*)a[4], (T*)a[5], (T*)a[8], d, nt); } \
     extern "C" void gm_eager_conv_relu_##suffix(void* const* a, int nt) { \
         relu<T>((const T*)a[0], (T*)a[1], ((const long long*)a[2])[0], nt); } \
     extern "C" void gm_eager_conv_batch_norm_##suffix(void* const* a, int nt) { \

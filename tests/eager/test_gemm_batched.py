@@ -94,8 +94,11 @@ def test_image_by_image_conv_gives_the_batch_major_paths_values(dtype, geometry)
     dw_want = np.einsum("nol,nkl->ok", gm.astype(np.float64), cols.astype(np.float64)).reshape(w.shape)
     tol = 1e-4 if dtype == np.float32 else 1e-12
     for want_dx, want_dw in ((True, True), (True, False), (False, True)):
-        dx, dw = ck.conv2d_images_backward(g, x, w, stride, pad, dil, want_dx, want_dw)
-        assert (dx is None) != want_dx and (dw is None) != want_dw
+        dx, dw, db = ck.conv2d_images_backward(g, x, w, stride, pad, dil, want_dx, want_dw, want_dx)
+        assert (dx is None) != want_dx and (dw is None) != want_dw and (db is None) != want_dx
+        if want_dx:  # (the bias gradient asked for with dx here)
+            np.testing.assert_allclose(db, g.astype(np.float64).sum((0, 2, 3)), rtol=tol, atol=tol)
+            assert db.dtype == dtype and db.shape == (o,)
         if want_dx:
             np.testing.assert_array_equal(dx, dx_want)  # (each image's own products and fold)
         if want_dw:
