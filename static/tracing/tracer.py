@@ -304,6 +304,40 @@ class Tracer(TensorAPI):
         self._state.versions[id(self)] = self._state.versions.get(id(self), 0) + 1  # its views are now stale
         return self
 
+    # -- in-place view ops (unsqueeze_, t_, ...): the tracer now names the view's value ---------
+    def _reshape_in_place(self, make: Callable[["Tracer"], "Tracer"], name: str) -> "Tracer":
+        """An in-place view op of a value made in the trace: the tracer names the new view
+        (its views taken before are stale, as after any write). A view's own shape changed in
+        place is refused: its writes could no longer be replayed onto its base."""
+        if self._view_of is not None or self._full_alias:
+            raise TraceError(f"{user_location()}: {name} changes the shape of a view in place, which static does "
+                             f"not follow back to its base; use the out-of-place form (y = y.{name[:-1]}(...))")
+        if STATE.enabled and self._value in self._state.grad_leaves:
+            raise RuntimeError(_LEAF_MSG)
+        self._value = make(self)._value
+        self._state.versions[id(self)] = self._state.versions.get(id(self), 0) + 1
+        return self
+
+    def unsqueeze_(self, dim: int) -> "Tracer":
+        return self._reshape_in_place(lambda t: t.unsqueeze(dim), "unsqueeze_")
+
+    def squeeze_(self, dim: Any = None) -> "Tracer":
+        return self._reshape_in_place(lambda t: t.squeeze() if dim is None else t.squeeze(dim), "squeeze_")
+
+    def t_(self) -> "Tracer":
+        if self.ndim > 2:
+            raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+        return self._reshape_in_place(lambda t: t.t(), "t_")
+
+    def transpose_(self, dim0: int, dim1: int) -> "Tracer":
+        return self._reshape_in_place(lambda t: t.transpose(dim0, dim1), "transpose_")
+
+    swapdims_ = swapaxes_ = transpose_
+
+    def resize_(self, *sizes: Any, memory_format: Any = None) -> "Tracer":
+        raise TraceError(f"{user_location()}: resize_ on a traced value (its memory is not the program's to "
+                         "reuse); make a new tensor of the shape wanted (x.new_empty(...), reshape)")
+
     def _fit_result(self, result: "Tracer", name: str) -> "Tracer":
         """An in-place op's result checked against the tensor it is written into: the same
         shape (PyTorch's message otherwise), cast to its dtype where the cast is allowed."""
