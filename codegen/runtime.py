@@ -321,3 +321,52 @@ def combine(parts: list, j: int, ufunc: np.ufunc, shape: tuple, count: int | Non
     if dtype is not None:
         total = total.astype(dtype)
     return total.reshape(shape)
+
+
+# -- a convolution image by image (native_gen/conv_images.py) ------------------------------------
+def conv_images(x, w, out: tuple, stride: tuple, padding: tuple, dilation: tuple, pads: tuple):
+    """conv2d of a C-contiguous (N, C, H, W) x by (O, C, kh, kw) w without bias as (N, O, OH, OW):
+    eager's image-by-image kernel (gmnative.conv_kernels.conv2d_images, each image's columns in
+    a buffer of its thread's own), else unfold and one product per image as the IR has them.
+    padding is (top, left), pads the unfold's (top, bottom, left, right)."""
+    from gmnative import conv_kernels  # noqa: PLC0415
+
+    y = conv_kernels.conv2d_images(x, w, None, out, stride, padding, dilation)
+    if y is not None:
+        return y
+    o, k = w.shape[0], w.shape[1] * w.shape[2] * w.shape[3]
+    cols = _cols(x, w, stride, pads, dilation)
+    return np.matmul(w.reshape(o, k), cols).reshape((x.shape[0], o) + tuple(out))
+
+
+def _cols(x, w, stride, pads, dilation):
+    """The batch-major columns (N, K, L) of x, as the IR's unfold, reshape and permute."""
+    cols = forward("unfold", np, x, kernel=tuple(w.shape[2:]), stride=stride, padding=pads, dilation=dilation,
+                   pad_value=0.0)
+    k = w.shape[1] * w.shape[2] * w.shape[3]
+    return cols.reshape(k, x.shape[0], -1).transpose(1, 0, 2)
+
+
+def conv_images_backward(g, x, w, stride: tuple, padding: tuple, dilation: tuple, pads: tuple, want_dx: bool,
+                         dw_shape: tuple):
+    """(dx or None, dW shaped `dw_shape`) of conv_images for the output gradient g (N, O, OH,
+    OW): eager's kernel (the columns made again per image), else the IR's ops (the columns,
+    the summed product, W^T G folded)."""
+    from gmnative import conv_kernels  # noqa: PLC0415
+
+    if g.flags.c_contiguous:
+        res = conv_kernels.conv2d_images_backward(g, x, w, stride, padding, dilation, want_dx, True)
+        if res is not None:
+            return res[0], res[1].reshape(dw_shape)
+    n, o = g.shape[0], g.shape[1]
+    k = w.shape[1] * w.shape[2] * w.shape[3]
+    g3 = g.reshape(n, o, -1)
+    cols = _cols(x, w, stride, pads, dilation)
+    dw = np.matmul(g3, cols.transpose(0, 2, 1)).sum(axis=0).reshape(dw_shape)
+    if not want_dx:
+        return None, dw
+    dcols = np.matmul(w.reshape(o, k).T, g3).transpose(1, 0, 2).reshape(
+        (w.shape[1], w.shape[2], w.shape[3], n) + g.shape[2:])
+    dx = forward("fold", np, dcols, size=x.shape[2:], kernel=tuple(w.shape[2:]), stride=stride, padding=pads,
+                 dilation=dilation)
+    return dx, dw

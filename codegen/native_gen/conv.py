@@ -51,6 +51,7 @@ from .batchnorm_grad import (
     weight_absorbed,
     weight_product,
 )
+from .conv_images import backward_lines, forward_lines, plan_images
 from .conv_planes import PlaneLoops, _disjoint, _padded_extent
 from .function import CFunction
 from .indexing import _ints, _prod, _symbolic, contiguous_strides, strided_source
@@ -217,7 +218,13 @@ def plan(graph: Graph) -> WindowPlan:
     # index masks a gradient's fold reads as the index: no pooling writes those
     read_as_index = {id(g[1]) for g in grads.values() if g is not None and g[1] is not None}
     order = {id(node): k for k, node in enumerate(graph.nodes)}
+    for conv in plan_images(graph, outs):  # image-by-image convolutions as eager's kernels (conv_images.py)
+        p.emit[id(conv["product"])] = ("conv_images", conv["product"], conv)
+        p.emit[id(conv["first_grad"])] = ("conv_images_grad", conv["first_grad"], conv)
+        p.absorbed |= {id(n) for n in conv["nodes"] if n is not conv["first_grad"]}
     for node in graph.nodes:
+        if id(node) in p.emit or id(node) in p.absorbed:
+            continue
         if _unfold_ok(node):
             pool = _max_pool(node, outs)
             if pool is not None:
@@ -288,6 +295,9 @@ def window_op(module: "NativeModule", node: Node, at: str) -> bool:
         rows, src = parts
         module.body.append(f"{module.names(node.outputs[0])} = np.ascontiguousarray(_rt.matmul("
                            f"{module.names(src)}, {module.names(rows)}.swapaxes(0, 1)).swapaxes(0, 1))")
+        return True
+    if kind in ("conv_images", "conv_images_grad"):  # eager's image-by-image kernels (conv_images.py)
+        module.body += forward_lines(module, parts) if kind == "conv_images" else backward_lines(module, parts)
         return True
     if kind == "summed_product":  # sum_n a[n] @ b[n] as one product (batchnorm_grad.summed_batch_product)
         module.body.append(summed_product_line(module, node, parts))

@@ -168,8 +168,8 @@ def test_batch_norm_variants_step_equal_eager(name):
 @pytest.mark.parametrize("stride", [1, 2])
 def test_an_image_by_image_convolution_block_step_equals_eager(stride):
     # 8 channels x 3x3 = 72 columns per image: the convolution's product runs image by image
-    # ((N, O, L) as it comes); its bias add is still taken by the normalization's first pass
-    # and its weight gradient runs as one product over all images
+    # ((N, O, L) as it comes, eager's image-by-image kernels); its bias add is still taken by
+    # the normalization's first pass
     rng = np.random.default_rng(3)
     x = rng.standard_normal((5, 8, 9, 7)).astype(np.float32)
     results = []
@@ -185,7 +185,7 @@ def test_an_image_by_image_convolution_block_step_equals_eager(stride):
         np.testing.assert_allclose(got_state[k], want_state[k], err_msg=k, rtol=1e-4, atol=1e-5)
     text = f.source(eager.from_numpy(x))
     assert "and the bias add making it" in text
-    assert "swapaxes(1, 2)).reshape((" in text  # dW = sum_n G[n] cols[n]^T as one product
+    assert "_rt.conv_images_backward(" in text  # dW and dx image by image, eager's kernels (conv_images.py)
 
 
 @pytest.mark.parametrize("c_in", [1, 8])  # the product channel-major (K = 9) and image by image (K = 72)
