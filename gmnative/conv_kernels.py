@@ -370,27 +370,42 @@ def gemm_batched(a, b, *, sum_batch: bool = False, bias=None, threads: int | Non
     return out
 
 
-def _conv_plan(x, w, out, stride, padding, dilation) -> tuple | None:
-    """(kernels-side constants: geometry + [O, parts], the BLAS pointer array, parts) for the
-    image-by-image conv kernels, or None where they cannot run (layouts, dtypes, no BLAS
-    symbol, no compiler). The thread policy is gemm_batched's."""
+def _conv_plan(name: str, x, w, out, stride, padding, dilation, flags: tuple) -> tuple | None:
+    """(parts, the kernel (kernels, address), dims, BLAS pointer array, type codes) for the
+    image-by-image conv kernel `name`, or None where it cannot run (layouts, dtypes, no BLAS
+    symbol, no compiler). dims: the geometry, then [O, parts, *flags]. The thread policy is
+    gemm_batched's; the constants are made once per geometry (a step's convolutions made
+    four small arrays each a call)."""
     suffix = _image(x)
     if suffix is None or type(w) is not np.ndarray or w.dtype != x.dtype or w.ndim != 4 \
             or not w.flags.c_contiguous or w.shape[1] != x.shape[1]:
-        return None
-    found = _kernels.blas_gemm() if _kernels.kernels() is not None else None
-    if found is None:
-        return None
-    o, k_ = w.shape[0], w.shape[1] * w.shape[2] * w.shape[3]
-    if not found[1] and max(o, k_, out[0] * out[1]) >= 1 << 31:
         return None
     from . import build as native_build  # noqa: PLC0415
 
     threads = native_build.threads() if native_build.blas_threads() == 1 else 1
     parts = max(1, min(threads, x.shape[0]))
-    geometry = _geometry(x, w.shape[2:], out, stride, padding, dilation)
-    fn = np.array([found[0][x.dtype], found[1]], _I64)
-    return suffix, geometry, fn, parts
+    key = (name, x.shape, x.dtype, w.shape, tuple(out), tuple(stride), tuple(padding), tuple(dilation), parts, flags)
+    plan = _CONV_PLANS.get(key)
+    if plan is None:
+        found = _kernels.blas_gemm() if _kernels.kernels() is not None else None
+        o, k_ = w.shape[0], w.shape[1] * w.shape[2] * w.shape[3]
+        if found is None or (not found[1] and max(o, k_, out[0] * out[1]) >= 1 << 31):
+            return None
+        kernel = _kernel(name, suffix)
+        if kernel is None:
+            return None
+        geometry = _geometry(x, w.shape[2:], out, stride, padding, dilation)
+        dims = np.concatenate([geometry, np.array((o, parts) + flags, _I64)])
+        fn = np.array([found[0][x.dtype], found[1]], _I64)
+        dt = x.dtype.name
+        # (forward: x, w, bias, out, dims, fn; backward: g, x, w, dx, dw, work, dims, fn, db)
+        codes = (dt,) * 6 + ("int64", "int64", dt) if name.endswith("backward") else (dt,) * 4 + ("int64", "int64")
+        plan = _CONV_PLANS[key] = (parts, kernel, dims, fn, kernel[0].formats(codes))
+    return plan
+
+
+# (kernel, shapes, dtype, geometry, parts, flags) -> the image-by-image conv call's constants
+_CONV_PLANS: dict = {}
 
 
 def conv2d_images(x, w, bias, out, stride, padding, dilation) -> np.ndarray | None:
@@ -400,22 +415,18 @@ def conv2d_images(x, w, bias, out, stride, padding, dilation) -> np.ndarray | No
     there (one single-threaded BLAS call an image, the images split across the kernels'
     threads), so the batch's columns are never written out. The values of
     im2col2d_batch_major + gemm_batched(w, cols, bias=bias). None where it cannot run."""
-    plan = _conv_plan(x, w, out, stride, padding, dilation)
-    if plan is None or (bias is not None and (type(bias) is not np.ndarray or bias.dtype != x.dtype
-                                              or bias.shape != (w.shape[0],) or not bias.flags.c_contiguous)):
+    if bias is not None and (type(bias) is not np.ndarray or type(x) is not np.ndarray or bias.dtype != x.dtype
+                             or type(w) is not np.ndarray or bias.shape != (w.shape[0],)
+                             or not bias.flags.c_contiguous):
         return None
-    suffix, geometry, fn, parts = plan
-    o = w.shape[0]
-    result = np.empty((x.shape[0], o) + tuple(out), x.dtype)
-    dims = np.concatenate([geometry, np.array([o, parts, int(bias is not None)], _I64)])
-    found = _kernel("conv2d_images", suffix)
-    if found is None:
+    plan = _conv_plan("conv2d_images", x, w, out, stride, padding, dilation, (int(bias is not None),))
+    if plan is None:
         return None
-    k, address = found
+    parts, (k, address), dims, fn, formats = plan
+    result = np.empty((x.shape[0], w.shape[0]) + tuple(out), x.dtype)
     b = bias if bias is not None else result
-    dt = x.dtype.name
-    k.call(address, parts, (x.nbytes, w.nbytes, b.nbytes, -result.nbytes, dims.nbytes, fn.nbytes),
-           k.formats((dt, dt, dt, dt, "int64", "int64")), x, w, b, result, dims, fn)
+    k.call(address, parts, (x.nbytes, w.nbytes, b.nbytes, -result.nbytes, dims.nbytes, fn.nbytes), formats,
+           x, w, b, result, dims, fn)
     return result
 
 
@@ -428,27 +439,23 @@ def conv2d_images_backward(g, x, w, stride, padding, dilation, want_dx: bool, wa
     rows summed in double while in cache. dx and dw are the values of the batch-major path
     (gemm_batched's products and sums, fold2d_batch_major's fold) with the same thread count;
     db is G summed over images and positions to rounding. None where it cannot run."""
-    out = g.shape[2:] if type(g) is np.ndarray and g.ndim == 4 else None
-    plan = None if out is None else _conv_plan(x, w, out, stride, padding, dilation)
-    if plan is None or g.dtype != x.dtype or not g.flags.c_contiguous or g.shape[:2] != (x.shape[0], w.shape[0]):
+    if type(g) is not np.ndarray or g.ndim != 4 or type(x) is not np.ndarray or type(w) is not np.ndarray \
+            or g.dtype != x.dtype or not g.flags.c_contiguous or x.ndim != 4 or w.ndim != 4 \
+            or g.shape[:2] != (x.shape[0], w.shape[0]):
         return None
-    suffix, geometry, fn, parts = plan
     o, k_, l_ = w.shape[0], w.shape[1] * w.shape[2] * w.shape[3], g.shape[2] * g.shape[3]
     transposed = want_dw and 4 * k_ >= l_  # (see conv2d_images_backward in csrc/eager_conv.cpp)
+    plan = _conv_plan("conv2d_images_backward", x, w, g.shape[2:], stride, padding, dilation,
+                      (int(want_dx), int(want_dw), int(transposed), int(want_db)))
+    if plan is None:
+        return None
+    parts, (k, address), dims, fn, formats = plan
     dx = np.empty(x.shape, x.dtype) if want_dx else np.empty(1, x.dtype)
     dw = np.empty((k_, o) if transposed else (o, k_), x.dtype) if want_dw else np.empty(1, x.dtype)
     work = np.empty(max((parts - 1) * o * k_, 1) if want_dw else 1, x.dtype)
     db = np.empty(o if want_db else 1, x.dtype)
-    dims = np.concatenate([geometry, np.array([o, parts, int(want_dx), int(want_dw), int(transposed), int(want_db)],
-                                              _I64)])
-    found = _kernel("conv2d_images_backward", suffix)
-    if found is None:
-        return None
-    k, address = found
-    dt = x.dtype.name
     k.call(address, parts, (g.nbytes, x.nbytes, w.nbytes, -dx.nbytes, -dw.nbytes, -work.nbytes, dims.nbytes,
-                            fn.nbytes, -db.nbytes),
-           k.formats((dt, dt, dt, dt, dt, dt, "int64", "int64", dt)), g, x, w, dx, dw, work, dims, fn, db)
+                            fn.nbytes, -db.nbytes), formats, g, x, w, dx, dw, work, dims, fn, db)
     if want_dw:
         dw = (np.ascontiguousarray(dw.T) if transposed else dw).reshape(w.shape)
     return (dx if want_dx else None), (dw if want_dw else None), (db if want_db else None)
