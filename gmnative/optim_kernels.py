@@ -39,9 +39,10 @@ def _ready(columns: tuple) -> tuple | None:
     if suffix is None:
         return None
     dt = first.dtype
+    sizes = [p.size for p in columns[0]]
     for col in columns:
-        for a, p in zip(col, columns[0]):
-            if type(a) is not np.ndarray or a.dtype != dt or not a.flags.c_contiguous or a.size != p.size:
+        for a, n in zip(col, sizes):
+            if type(a) is not np.ndarray or a.dtype is not dt or a.size != n or not a.flags.c_contiguous:
                 return None
     k = _kernels.kernels()
     return None if k is None else (k, suffix, dt)
@@ -49,7 +50,8 @@ def _ready(columns: tuple) -> tuple | None:
 
 def _run(name: str, columns: tuple, written: tuple, flags: int, hyper: list) -> bool:
     """Call kernel `name` over the tensors (one array per column for each), in chunks the
-    caller takes; False (nothing run) where it cannot run."""
+    caller takes; False (nothing run) where it cannot run. (The per-tensor lists are built
+    by comprehensions: a GPT-sized group has some thirty tensors of four or five arrays.)"""
     ready = _ready(columns)
     if ready is None:
         return False
@@ -58,20 +60,19 @@ def _run(name: str, columns: tuple, written: tuple, flags: int, hyper: list) -> 
     count = len(columns[0])
     chunk = max(1, (_MAX_ARRAYS - 2) // per)
     hp = np.array(hyper, _F64)
-    rows = list(zip(*columns))
+    signs = tuple(-1 if j in written else 1 for j in range(per))
+    kernel = f"gm_eager_{name}_{suffix}"
+    threads = k.threads()
     fmt = None
     for lo in range(0, count, chunk):
-        part = rows[lo:lo + chunk]
-        dims = np.array([len(part), flags, *(r[0].size for r in part)], _I64)
-        buffers = [dims, hp]
-        sizes = [dims.nbytes, hp.nbytes]
-        for r in part:
-            for j, a in enumerate(r):
-                buffers.append(a)
-                sizes.append(-a.nbytes if j in written else a.nbytes)
-        if fmt is None or len(part) != chunk:
-            fmt = k.formats(("int64", "float64", *(_NAMES[dt],) * (per * len(part))))
-        if not k.run(f"gm_eager_{name}_{suffix}", k.threads(), tuple(sizes), fmt, *buffers):
+        part = [col[lo:lo + chunk] for col in columns]
+        n = len(part[0])
+        dims = np.array([n, flags, *(a.size for a in part[0])], _I64)
+        arrays = [a for row in zip(*part) for a in row]
+        sizes = (dims.nbytes, hp.nbytes, *[a.nbytes * signs[i % per] for i, a in enumerate(arrays)])
+        if fmt is None or n != chunk:
+            fmt = k.formats(("int64", "float64", *(_NAMES[dt],) * (per * n)))
+        if not k.run(kernel, threads, sizes, fmt, dims, hp, *arrays):
             return False
     return True
 
