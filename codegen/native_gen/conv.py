@@ -51,7 +51,7 @@ from .batchnorm_grad import (
     weight_absorbed,
     weight_product,
 )
-from .conv_images import backward_lines, forward_lines, plan_images
+from .conv_images import backward_lines, claim_images, forward_lines
 from .conv_planes import PlaneLoops, _disjoint, _padded_extent
 from .function import CFunction
 from .indexing import _ints, _prod, _symbolic, contiguous_strides, strided_source
@@ -218,10 +218,7 @@ def plan(graph: Graph) -> WindowPlan:
     # index masks a gradient's fold reads as the index: no pooling writes those
     read_as_index = {id(g[1]) for g in grads.values() if g is not None and g[1] is not None}
     order = {id(node): k for k, node in enumerate(graph.nodes)}
-    for conv in plan_images(graph, outs):  # image-by-image convolutions as eager's kernels (conv_images.py)
-        p.emit[id(conv["product"])] = ("conv_images", conv["product"], conv)
-        p.emit[id(conv["first_grad"])] = ("conv_images_grad", conv["first_grad"], conv)
-        p.absorbed |= {id(n) for n in conv["nodes"] if n is not conv["first_grad"]}
+    claim_images(p.emit, p.absorbed, graph, outs)  # image-by-image convolutions as eager's kernels
     for node in graph.nodes:
         if id(node) in p.emit or id(node) in p.absorbed:
             continue

@@ -68,6 +68,15 @@ def plan_images(graph: Graph, outs: set) -> list[dict]:
     return found
 
 
+def claim_images(emit: dict, absorbed: set, graph: Graph, outs: set) -> None:
+    """Enter plan_images' convolutions in a window plan (conv.plan): the kernels' forward at the
+    product, their backward at the first gradient node, every other node absorbed."""
+    for conv in plan_images(graph, outs):
+        emit[id(conv["product"])] = ("conv_images", conv["product"], conv)
+        emit[id(conv["first_grad"])] = ("conv_images_grad", conv["first_grad"], conv)
+        absorbed |= {id(n) for n in conv["nodes"] if n is not conv["first_grad"]}
+
+
 def _one(unfold: Node, outs: set, order: dict) -> dict | None:
     if unfold.op != "unfold" or unfold.body is not None or len(unfold.attrs.get("kernel") or ()) != 2:
         return None
