@@ -125,3 +125,27 @@ def test_im2col_columns_are_the_padded_images_windows(h, w, kh, kw, top, left, b
     padded = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
     want = np.stack([padded[:, :, a * dil_h:a * dil_h + oh, b:b + ow] for a in range(kh) for b in range(kw)], 2)
     np.testing.assert_array_equal(got, want.reshape(got.shape))
+
+
+@pytest.mark.parametrize("fold", [True, False])
+def test_the_conv_node_without_the_image_kernels_gives_the_same_gradients(monkeypatch, fold):
+    """The fused conv2d node's batch-major path (the columns of the whole batch, kept for dW;
+    where the fold kernel is missing too, the op's own fold) where conv2d_images cannot run."""
+    import eager
+
+    x, w, b, g = _data(np.float64, (3, 2, 7, 6), (4, 2, 3, 3), (4,), (3, 4, 4, 2))
+
+    def grads():
+        ts = [eager.tensor(a, requires_grad=True) for a in (x, w, b)]
+        y = eager.nn.functional.conv2d(ts[0], ts[1], ts[2], stride=(2, 2), padding=1, dilation=(1, 2))
+        assert y.grad_fn.name() == "ConvolutionBackward0"
+        y.backward(eager.tensor(g))
+        return [y.detach().numpy()] + [t.grad.numpy() for t in ts]
+
+    assert ck.conv2d_images(x, w, b, (4, 2), (2, 2), (1, 1), (1, 2)) is not None  # (what ran for `want`)
+    want = grads()
+    monkeypatch.setattr(ck, "conv2d_images", lambda *a, **k: None)
+    if not fold:
+        monkeypatch.setattr(ck, "fold2d_batch_major", lambda *a: None)
+    for got, ref in zip(grads(), want):
+        np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
