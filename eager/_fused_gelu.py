@@ -5,8 +5,9 @@ Why: through the op record, GELU's gradient is two eager ops run by the engine (
 then the product with the incoming gradient), each with eager's per-op cost; on a small
 GPT's MLP activations (16, 32, 256) the backward took about 475 us where its arithmetic is
 about 300. Here the forward is the op's forward called straight (the same kernel, its bits)
-and the backward the kernel's gelu_grad(x) multiplied by g in place: the op path's product,
-bit for bit. The node is GeluBackward0, PyTorch's, with its one edge.
+and the backward g * gelu_grad(x) in one native pass (gmnative.gelu_kernels; else the kernel's
+gelu_grad(x) multiplied by g in place): the op path's product, bit for bit. The node is
+GeluBackward0, PyTorch's, with its one edge.
 
 It runs for float32/float64 plain eager tensors of NumPy memory, no dispatch mode or trace,
 with the native kernels there; anything else (approximate='tanh', float16, a tracer, CuPy)
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from gmnative import gelu_kernels as _gelu_kernels
 from gmnative import kernels as _kernels
 from gmops import REGISTRY
 
@@ -59,8 +61,11 @@ class GeluFunction(Function):
             with enable_grad():
                 y = REGISTRY["gelu"](x, approximate="none")
                 return autograd.grad([y], [x], [g], create_graph=True, allow_unused=True)
-        d = REGISTRY["gelu_grad"].forward(np, x._data)
         G = g._data
+        found = _gelu_kernels.gelu_backward(G, x._data) if type(G) is _ndarray else None
+        if found is not None:  # one pass: g * gelu_grad(x), the two steps' bits
+            return (Tensor._make(found),)
+        d = REGISTRY["gelu_grad"].forward(np, x._data)
         if type(d) is _ndarray and d.shape == np.shape(G) and d.dtype == G.dtype and d.flags.writeable:
             np.multiply(G, d, out=d)  # (g * gelu_grad(x), the op path's product)
         else:

@@ -152,6 +152,44 @@ template <typename T> static void gelu_grad(const T* x, T* y, long long n, int n
     else blocked_map(x, y, n, nt, [](T v) { return gm_eager_gelu_grad(v); });
 }
 
+// g * gelu'(x) in one pass: the backward of eager's fused GELU (eager/_fused_gelu.py), which
+// took gelu_grad's pass and then NumPy's product with g (a second pass over both arrays). The
+// derivative is gm_eager_gelu_grad's, the product rounded once: the two-step result's bits.
+// The same blocks and tail padding as the maps above, so a float32 element's result does not
+// depend on its position either.
+template <typename T, typename F> static void zip_map(const T* g, const T* x, T* y, long long n, int nt, F f) {
+    const long long blocks = (n + GM_EAGER_BLOCK - 1) / GM_EAGER_BLOCK;
+    #pragma omp parallel for num_threads(nt) if(n >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long blk = 0; blk < blocks; ++blk) {
+        const long long i0 = blk * GM_EAGER_BLOCK;
+        if (i0 + GM_EAGER_BLOCK <= n) {
+            GM_EAGER_WIDE_SIMD
+            for (int j = 0; j < GM_EAGER_BLOCK; ++j) y[i0 + j] = f(g[i0 + j], x[i0 + j]);
+        } else {
+            T in_g[GM_EAGER_BLOCK], in_x[GM_EAGER_BLOCK], out[GM_EAGER_BLOCK];
+            const int m = (int)(n - i0);
+            for (int j = 0; j < GM_EAGER_BLOCK; ++j) {
+                in_g[j] = j < m ? g[i0 + j] : (T)0;
+                in_x[j] = j < m ? x[i0 + j] : (T)0;
+            }
+            GM_EAGER_WIDE_SIMD
+            for (int j = 0; j < GM_EAGER_BLOCK; ++j) out[j] = f(in_g[j], in_x[j]);
+            for (int j = 0; j < m; ++j) y[i0 + j] = out[j];
+        }
+    }
+}
+
+template <typename T> static void gelu_backward(const T* g, const T* x, T* y, long long n, int nt) {
+    if constexpr (sizeof(T) == 4) {
+        zip_map(g, x, y, n, nt, [](T gv, T xv) { return gv * gm_eager_gelu_grad(xv); });
+    } else {  // float64: element by element as gelu_grad's blocked_map computes its derivative
+        const T* xs = x;
+        gelu_grad(xs, y, n, nt);
+        #pragma omp parallel for simd num_threads(nt) if(n >= GM_EAGER_PARALLEL_MIN) schedule(static)
+        for (long long i = 0; i < n; ++i) y[i] = g[i] * y[i];
+    }
+}
+
 // the math functions themselves, vectorized (codegen.c_helpers.MATH says through which
 // function each dtype goes); eager uses them on large arrays (LARGE)
 template <typename T> static void tanh_map(const T* x, T* y, long long n, int nt) {
@@ -753,6 +791,8 @@ template <typename T> static void sgd_multi(void* const* a, int nt) {
     GM_EAGER_UNARY(gelu_none, T, suffix) \
     GM_EAGER_UNARY(gelu_tanh, T, suffix) \
     GM_EAGER_UNARY(gelu_grad, T, suffix) \
+    extern "C" void gm_eager_gelu_backward_##suffix(void* const* a, int nt) { \
+        gelu_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], ((const long long*)a[3])[0], nt); } \
     GM_EAGER_UNARY(tanh_map, T, suffix) \
     GM_EAGER_UNARY(exp_map, T, suffix) \
     extern "C" void gm_eager_layer_norm_##suffix(void* const* a, int nt) { \

@@ -79,3 +79,24 @@ def test_float64_keeps_the_double_erf():
     want_gelu, want_grad = _reference(x)
     np.testing.assert_allclose(gelu, want_gelu, rtol=1e-14, atol=1e-15)
     np.testing.assert_allclose(grad, want_grad, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 4097])
+def test_the_one_pass_backward_gives_the_two_steps_bits(dtype, n):
+    """gelu_kernels.gelu_backward: g * gelu_grad(x) rounded once, whatever the length (the tail
+    block is padded), and eager's GELU backward through it."""
+    from gmnative import gelu_kernels
+
+    rng = np.random.default_rng(n)
+    x, g = (rng.standard_normal(n) * 3).astype(dtype), rng.standard_normal(n).astype(dtype)
+    got = gelu_kernels.gelu_backward(g, x)
+    assert got is not None
+    want = np.multiply(g, eager_kernels.gelu_grad(x))
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    assert gelu_kernels.gelu_backward(g[::2], x[::2]) is None or n == 1  # not contiguous: the caller's two steps
+    import eager  # noqa: PLC0415
+
+    t = eager.tensor(x, requires_grad=True)
+    eager.nn.functional.gelu(t).backward(eager.tensor(g))
+    np.testing.assert_array_equal(t.grad.numpy().view(np.uint8), want.view(np.uint8))
