@@ -90,6 +90,13 @@ from ._compositions import (  # noqa: F401,E402
     trapezoid, tril_indices, triu_indices, vsplit, xlogy,
 )
 from ._factories import logspace  # noqa: F401,E402
+from ._conveniences import (  # noqa: F401,E402  (eager._conveniences also attaches their Tensor methods)
+    addbmm, addr, aminmax, chain_matmul, conj, conj_physical, diagflat, dist, dsplit, fmax, fmin, gcd, imag, inner,
+    isin, isneginf, isposinf, isreal, lcm, matrix_power, msort, mv, range_ as range, ravel, real, renorm,
+    resolve_conj, resolve_neg, split_with_sizes, swapdims, take, unflatten, unique_consecutive, unravel_index,
+    vander, vdot,
+)
+from ._conveniences.methods import hardshrink, prelu  # noqa: F401,E402  (torch.hardshrink, torch.prelu)
 from .linalg import det, inv as inverse  # noqa: F401,E402
 from ._linalg_decompositions import (  # noqa: F401,E402  (torch.<name> of the decompositions)
     cholesky_inverse, cholesky_legacy as cholesky, cholesky_solve, logdet, svd_legacy as svd,

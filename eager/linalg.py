@@ -172,6 +172,7 @@ def matrix_power(A: Any, n: int) -> Any:  # noqa: N803
     return result
 
 
+from ._conveniences.linalg import linalg_vander as vander  # noqa: E402,F401  (torch.linalg.vander)
 from ._linalg_decompositions import (  # noqa: E402,F401  (the decompositions, kept in their own module)
     LinAlgError,
     cholesky,

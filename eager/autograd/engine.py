@@ -311,6 +311,8 @@ def _execute(node: BackwardNode, grads: Grads | None, targets: Targets, captured
         g0 = grads[0]
         if accumulate and g0 is not None and (not targets or (node, 0) in targets):
             node.accumulate(g0, create_graph, owned)
+            if hooks is not None and hooks.post:  # PyTorch runs an accumulator's hooks after .grad
+                hooks.run_post([], grads)  # is written (register_post_accumulate_grad_hook's)
         return None
     if useful is not None and id(node) not in useful:
         return None
