@@ -138,6 +138,13 @@ class MetadataInPlace:
         """transpose_ by NumPy's name. Mirrors torch.Tensor.swapaxes_."""
         return self.transpose_(axis0, axis1)
 
+    def as_strided_(self: _T, size: Any, stride: Any, storage_offset: Any = None) -> _T:
+        """Become the `size`/`stride` window over this tensor's memory, in place (its history
+        AsStridedBackward0, as as_strided's). Mirrors torch.Tensor.as_strided_."""
+        from ._functional.strided import as_strided_in_place  # noqa: PLC0415
+
+        return as_strided_in_place(self, size, stride, storage_offset, _view_in_place)
+
     def resize_(self: _T, *sizes: Any, memory_format: Any = None) -> _T:
         """Give the tensor the shape `sizes`, row-major: its first elements are kept, as many
         as fit, and the memory is reused where it holds enough (new elements are

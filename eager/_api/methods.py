@@ -101,6 +101,51 @@ class TensorMethods(TensorHooks):
     count_nonzero = F.count_nonzero
     addcmul = F.addcmul
     addcdiv = F.addcdiv
+    index_copy = F.index_copy
+    index_reduce = F.index_reduce
+    masked_scatter = F.masked_scatter
+    put = F.put
+    select_scatter = F.select_scatter
+    slice_scatter = F.slice_scatter
+    diagonal_scatter = F.diagonal_scatter
+    as_strided = F.as_strided
+    quantile = F.quantile
+    nanquantile = F.nanquantile
+    nanmedian = F.nanmedian
+    mode = F.mode
+    cov = F.cov
+    corrcoef = F.corrcoef
+    histogram = F.histogram
+
+    def polygamma(self, n: builtins.int) -> Any:
+        """The n-th derivative of digamma at each element. Mirrors torch.Tensor.polygamma."""
+        from .._special_more import polygamma  # noqa: PLC0415
+
+        return polygamma(n, self)
+
+    def mvlgamma(self, p: builtins.int) -> Any:
+        """The multivariate log-gamma of dimension p. Mirrors torch.Tensor.mvlgamma."""
+        from .._special_more import mvlgamma  # noqa: PLC0415
+
+        return mvlgamma(self, p)
+
+    def igamma(self, other: Any) -> Any:
+        """The regularized lower incomplete gamma P(self, other). Mirrors torch.Tensor.igamma."""
+        from .._special_more import igamma  # noqa: PLC0415
+
+        return igamma(self, other)
+
+    def igammac(self, other: Any) -> Any:
+        """The regularized upper incomplete gamma Q(self, other). Mirrors torch.Tensor.igammac."""
+        from .._special_more import igammac  # noqa: PLC0415
+
+        return igammac(self, other)
+
+    def matrix_exp(self) -> Any:
+        """The matrix exponential of the last two dims. Mirrors torch.Tensor.matrix_exp."""
+        from .._linalg_decompositions import matrix_exp  # noqa: PLC0415
+
+        return matrix_exp(self)
 
     # -- methods whose argument order differs from the function's ----------------------------------
     @property

@@ -9,6 +9,7 @@ functions (sin, mul, eq, isnan, ...) are generated from their records' `surface`
 
 from .._surface import functions as _generated  # noqa: E402
 from ._common import _host, _renamed, _row_major, _sizes  # noqa: F401
+from .calculus import gradient  # noqa: F401
 from .comparison import isclose  # noqa: F401
 from .elementwise import addcdiv, addcmul, check_sub, clone, lerp, to_dtype  # noqa: F401
 from .indexing import (  # noqa: F401
@@ -80,6 +81,7 @@ from .reductions import (  # noqa: F401
     var,
     var_mean,
 )
+from .scatters import diagonal_scatter, index_copy, index_reduce, masked_scatter, put, select_scatter, slice_scatter  # noqa: F401
 from .shape_ops import (  # noqa: F401
     atleast_1d,
     atleast_2d,
@@ -135,6 +137,19 @@ from .sorting import (  # noqa: F401
     sort,
     topk,
 )
+from .statistics import (  # noqa: F401
+    corrcoef,
+    cov,
+    histogram,
+    mode,
+    nanmedian,
+    nanquantile,
+    quantile,
+    return_types_histogram,
+    return_types_mode,
+    return_types_nanmedian,
+)
+from .strided import as_strided  # noqa: F401
 
 globals().update({name: fn for name, fn in _generated().items() if name not in globals()})  # written here wins
 
