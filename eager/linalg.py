@@ -189,3 +189,14 @@ from ._linalg_decompositions import (  # noqa: E402,F401  (the decompositions, k
     svd,
     svdvals,
 )
+from ._linalg_more import (  # noqa: E402,F401  (the LU family and the tensor/Householder solvers)
+    householder_product,
+    inv_ex,
+    lu,
+    lu_factor,
+    lu_factor_ex,
+    lu_solve,
+    solve_ex,
+    tensorinv,
+    tensorsolve,
+)

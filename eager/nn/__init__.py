@@ -9,6 +9,7 @@ from .dropout import Dropout  # noqa: F401
 from .flatten import Flatten  # noqa: F401
 from .loss import CrossEntropyLoss, MSELoss, NLLLoss  # noqa: F401
 from .module import Module  # noqa: F401
+from ._buffer import Buffer  # noqa: F401
 from .parameter import Parameter  # noqa: F401
 from .activation import (  # noqa: F401
     CELU, ELU, GLU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, Mish, MultiheadAttention,
@@ -68,7 +69,7 @@ from . import parameter as _parameter_module  # noqa: E402
 _parameter_module.UninitializedParameter = UninitializedParameter  # type: ignore[attr-defined]
 _parameter_module.UninitializedBuffer = UninitializedBuffer  # type: ignore[attr-defined]
 
-__all__ = ["Module", "Parameter", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax",
+__all__ = ["Module", "Parameter", "Buffer", "Linear", "Identity", "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax",
            "LogSoftmax", "Dropout", "Flatten", "Sequential", "ModuleList", "MSELoss", "CrossEntropyLoss",
            "NLLLoss", "functional", "init", "utils",
            "CELU", "ELU", "GLU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid", "Mish",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -90,10 +91,45 @@ def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float, f
                 p.grad.clamp_(-clip_value, clip_value)
 
 
-def get_total_norm(tensors: Iterable[Tensor], norm_type: float = 2.0, error_if_nonfinite: bool = False,
+def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0, error_if_nonfinite: bool = False,
                    foreach: bool | None = None) -> Tensor:
-    norms = _F.stack([_F.norm(t.detach(), float(norm_type)) for t in tensors])
-    return _F.amax(norms) if norm_type == math.inf else _F.norm(norms, float(norm_type))
+    """The norm of the norms of `tensors` (as if all were joined into one vector); 0 for none."""
+    tensors = _params(tensors)
+    norm_type = float(norm_type)
+    if not tensors:
+        from ..._factories import tensor  # noqa: PLC0415
+
+        return tensor(0.0)
+    norms = _F.stack([_F.norm(t.detach(), norm_type) for t in tensors])
+    total = _F.amax(norms) if norm_type == math.inf else _F.norm(norms, norm_type)
+    if error_if_nonfinite and not bool(_F.isfinite(total)):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
+                           "so it cannot be clipped. To disable this error and scale the gradients by the "
+                           "non-finite norm anyway, set `error_if_nonfinite=False`")
+    return total
+
+
+def clip_grads_with_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, total_norm: Tensor,
+                          foreach: bool | None = None) -> None:
+    """Scale the gradients by min(1, max_norm / (total_norm + 1e-6)) in place, total_norm
+    being given (get_total_norm of the gradients: the two halves of clip_grad_norm_)."""
+    grads = [p.grad for p in _params(parameters) if p.grad is not None]
+    if not grads:
+        return
+    with no_grad():
+        coef = _F.clamp(max_norm / (total_norm + 1e-6), max=1.0)
+        for g in grads:
+            g.mul_(coef.to(g.dtype))
+
+
+def clip_grad_norm(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+    """The deprecated spelling of clip_grad_norm_ (FutureWarning)."""
+    import warnings  # noqa: PLC0415
+
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+                  FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
 def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
@@ -111,3 +147,30 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
             n = p.numel()
             p.copy_(vec[start:start + n].reshape(*p.shape))
             start += n
+
+
+
+# The reparametrization and fusion helpers import the layer modules, which import this
+# package (nn.rnn reads utils.rnn) while eager.nn is still loading: they load on first use.
+_LAZY: dict[str, str] = {
+    "convert_parameters": "convert_parameters", "parametrizations": "parametrizations",
+    "parametrize": "parametrize", "stateless": "stateless", "fusion": "fusion",
+    "spectral_norm": "_spectral_norm", "remove_spectral_norm": "_spectral_norm",
+    "weight_norm": "_weight_norm", "remove_weight_norm": "_weight_norm",
+    "fuse_conv_bn_eval": "fusion", "fuse_conv_bn_weights": "fusion",
+    "fuse_linear_bn_eval": "fusion", "fuse_linear_bn_weights": "fusion", "skip_init": "init",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module 'eager.nn.utils' has no attribute '{name}'")
+    import importlib  # noqa: PLC0415
+
+    module = importlib.import_module(f"{__name__}.{home}")
+    if home == name:
+        return module
+    value = getattr(module, name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
