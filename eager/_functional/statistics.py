@@ -147,7 +147,8 @@ def nanmedian(input: Any, dim: Any = None, keepdim: bool = False) -> Any:
         raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     ordered, order = x.sort(d)
     count = E.LOGICAL_NOT(ordered.isnan()).sum(d, keepdim=True)
-    pos = to_dtype((count - 1).clamp(min=0) // 2, _dtypes.int64)
+    # PyTorch's middle of the non-NaN values; of an all-NaN row, the middle position
+    pos = to_dtype(E.WHERE(E.EQ(count, 0), (x.shape[d] - 1) // 2, (count - 1) // 2), _dtypes.int64)
     values = gather(ordered, d, pos)
     indices = gather(order, d, pos)
     if not nd:
