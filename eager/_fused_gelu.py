@@ -6,7 +6,10 @@ then the product with the incoming gradient), each with eager's per-op cost; on 
 GPT's MLP activations (16, 32, 256) the backward took about 475 us where its arithmetic is
 about 300. Here the forward is the op's forward called straight (the same kernel, its bits)
 and the backward g * gelu_grad(x) in one native pass (gmnative.gelu_kernels; else the kernel's
-gelu_grad(x) multiplied by g in place): the op path's product, bit for bit. The node is
+gelu_grad(x) multiplied by g in place): the op path's product, bit for bit. A float32 forward
+that records the node computes gelu_grad(x) with it (one erf for both, gelu_and_grad: about
+the cost of gelu_grad alone), kept on the node until its backward, which is then one product
+(W5: about 100 us less a layer a step, for one more activation-sized array held). The node is
 GeluBackward0, PyTorch's, with its one edge.
 
 It runs for float32/float64 plain eager tensors of NumPy memory, no dispatch mode or trace,
@@ -35,8 +38,14 @@ _ndarray = np.ndarray
 
 
 class _GeluCtx(FunctionCtx):
+    deriv: np.ndarray | None = None  # gelu'(x) made with the forward (float32), or None
+
     def name(self) -> str:
         return "GeluBackward0"
+
+    def release(self) -> None:
+        super().release()
+        self.deriv = None
 
 
 _GeluCtx.__name__ = _GeluCtx.__qualname__ = "GeluBackward0"
@@ -62,6 +71,9 @@ class GeluFunction(Function):
                 y = REGISTRY["gelu"](x, approximate="none")
                 return autograd.grad([y], [x], [g], create_graph=True, allow_unused=True)
         G = g._data
+        d = ctx.deriv
+        if d is not None and type(G) is _ndarray and G.shape == d.shape and G.dtype == d.dtype:
+            return (Tensor._make(np.multiply(G, d)),)  # (g * gelu_grad(x): the forward made gelu_grad(x))
         found = _gelu_kernels.gelu_backward(G, x._data) if type(G) is _ndarray else None
         if found is not None:  # one pass: g * gelu_grad(x), the two steps' bits
             return (Tensor._make(found),)
@@ -84,7 +96,13 @@ def gelu(input: Any, approximate: str) -> Tensor | None:
     if not (input._requires_grad and STATE.enabled):
         return Tensor._make(REGISTRY["gelu"].forward(np, x, approximate="none"))
     ctx = _GeluCtx(GeluFunction, (input,))
-    result = GeluFunction.forward(ctx, input)
+    both = _gelu_kernels.gelu_and_grad(x)  # float32: the derivative with the forward, erf once
+    if both is None:
+        result = GeluFunction.forward(ctx, input)
+    else:
+        ctx.save_for_backward(input)
+        result = Tensor._make(both[0])
+        ctx.deriv = both[1]
     return attach1(result, ctx, input, result._data.shape)
 
 

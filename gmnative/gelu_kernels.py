@@ -1,6 +1,7 @@
 """Exact GELU's gradient as one native pass (csrc/eager_kernels.cpp, gm_eager_gelu_backward_*):
 g * gelu'(x), the derivative gmnative.kernels.gelu_grad computes times the incoming gradient,
-rounded once.
+rounded once; and float32 GELU with its derivative from one erf (gm_eager_gelu_and_grad_f32),
+for a forward whose backward will follow.
 
 Why: eager's fused GELU backward (eager/_fused_gelu.py) ran gelu_grad's pass and then NumPy's
 product with g, a second pass over two arrays of the MLP's width (W5: (16, 32, 256), two
@@ -38,4 +39,23 @@ def gelu_backward(g: np.ndarray, x: np.ndarray) -> np.ndarray | None:
     return out
 
 
-__all__ = ["gelu_backward"]
+def gelu_and_grad(x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(gelu(x), gelu'(x)) of a C-contiguous float32 array in one pass (erf once for both; each
+    with the bits of kernels.gelu and kernels.gelu_grad), or None (float64 and other layouts:
+    the caller's separate passes)."""
+    if type(x) is not np.ndarray or x.dtype != np.float32 or not x.size or not x.flags.c_contiguous:
+        return None
+    k = _kernels.kernels()
+    if k is None:
+        return None
+    formats = _FORMATS.get("and_grad")
+    if formats is None:
+        formats = _FORMATS["and_grad"] = k.formats(("float32", "float32", "float32", "int64"))
+    y, d = np.empty(x.shape, x.dtype), np.empty(x.shape, x.dtype)
+    if not k.run("gm_eager_gelu_and_grad_f32", k.threads(), (x.nbytes, -y.nbytes, -d.nbytes, 8), formats,
+                 x, y, d, np.array([x.size], _I64)):
+        return None
+    return y, d
+
+
+__all__ = ["gelu_and_grad", "gelu_backward"]

@@ -179,6 +179,36 @@ template <typename T, typename F> static void zip_map(const T* g, const T* x, T*
     }
 }
 
+// GELU and its derivative together (the forward of eager's fused GELU when a gradient will
+// be asked for): erf once for both; each result is gelu_none's and gelu_grad's expression, so
+// their bits. float32 only (float64's library erf and exp keep the two passes).
+static inline void gelu_and_grad_block(const float* __restrict x, float* __restrict y, float* __restrict d) {
+    GM_EAGER_WIDE_SIMD
+    for (int j = 0; j < GM_EAGER_BLOCK; ++j) {
+        const float v = x[j];
+        const float phi2 = 1.0f + gm_eager_erf(v * 0.7071067811865475f);
+        y[j] = 0.5f * v * phi2;
+        d[j] = 0.5f * phi2 + v * gm_eager_expf(-0.5f * v * v) * 0.3989422804014327f;
+    }
+}
+
+static void gelu_and_grad(const float* x, float* y, float* d, long long n, int nt) {
+    const long long blocks = (n + GM_EAGER_BLOCK - 1) / GM_EAGER_BLOCK;
+    #pragma omp parallel for num_threads(nt) if(n >= GM_EAGER_PARALLEL_MIN) schedule(static)
+    for (long long blk = 0; blk < blocks; ++blk) {
+        const long long i0 = blk * GM_EAGER_BLOCK;
+        if (i0 + GM_EAGER_BLOCK <= n) {
+            gelu_and_grad_block(x + i0, y + i0, d + i0);
+        } else {
+            float in[GM_EAGER_BLOCK], oy[GM_EAGER_BLOCK], od[GM_EAGER_BLOCK];
+            const int m = (int)(n - i0);
+            for (int j = 0; j < GM_EAGER_BLOCK; ++j) in[j] = j < m ? x[i0 + j] : 0.0f;
+            gelu_and_grad_block(in, oy, od);
+            for (int j = 0; j < m; ++j) { y[i0 + j] = oy[j]; d[i0 + j] = od[j]; }
+        }
+    }
+}
+
 template <typename T> static void gelu_backward(const T* g, const T* x, T* y, long long n, int nt) {
     if constexpr (sizeof(T) == 4) {
         zip_map(g, x, y, n, nt, [](T gv, T xv) { return gv * gm_eager_gelu_grad(xv); });
@@ -791,6 +821,11 @@ template <typename T> static void sgd_multi(void* const* a, int nt) {
     GM_EAGER_UNARY(gelu_none, T, suffix) \
     GM_EAGER_UNARY(gelu_tanh, T, suffix) \
     GM_EAGER_UNARY(gelu_grad, T, suffix) \
+    extern "C" void gm_eager_gelu_and_grad_##suffix(void* const* a, int nt) { \
+        if constexpr (sizeof(T) == 4) \
+            gelu_and_grad((const float*)a[0], (float*)a[1], (float*)a[2], ((const long long*)a[3])[0], nt); \
+        else { gelu_none<T>((const T*)a[0], (T*)a[1], ((const long long*)a[3])[0], nt); \
+               gelu_grad<T>((const T*)a[0], (T*)a[2], ((const long long*)a[3])[0], nt); } } \
     extern "C" void gm_eager_gelu_backward_##suffix(void* const* a, int nt) { \
         gelu_backward<T>((const T*)a[0], (const T*)a[1], (T*)a[2], ((const long long*)a[3])[0], nt); } \
     GM_EAGER_UNARY(tanh_map, T, suffix) \

@@ -100,3 +100,46 @@ def test_the_one_pass_backward_gives_the_two_steps_bits(dtype, n):
     t = eager.tensor(x, requires_grad=True)
     eager.nn.functional.gelu(t).backward(eager.tensor(g))
     np.testing.assert_array_equal(t.grad.numpy().view(np.uint8), want.view(np.uint8))
+
+
+def test_a_float32_forward_keeps_the_derivative_until_its_backward():
+    """The derivative made with the forward (gelu_and_grad) gives the bits of the separate
+    passes; retain_graph runs it twice, the node lets it go after a plain backward, and an
+    in-place change of the input is still refused."""
+    import eager  # noqa: PLC0415
+
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((16, 300)) * 3).astype(np.float32)
+    g = rng.standard_normal((16, 300)).astype(np.float32)
+    t = eager.tensor(x, requires_grad=True)
+    y = eager.nn.functional.gelu(t)
+    np.testing.assert_array_equal(y.detach().numpy().view(np.uint32), eager_kernels.gelu(x, "none").view(np.uint32))
+    assert y.grad_fn.name() == "GeluBackward0" and y.grad_fn.deriv is not None
+    y.backward(eager.tensor(g), retain_graph=True)
+    want = np.multiply(g, eager_kernels.gelu_grad(x))
+    np.testing.assert_array_equal(t.grad.numpy().view(np.uint32), want.view(np.uint32))
+    t.grad = None
+    y.backward(eager.tensor(g))
+    np.testing.assert_array_equal(t.grad.numpy().view(np.uint32), want.view(np.uint32))
+    assert y.grad_fn.deriv is None  # released with the saved input
+    h = eager.tensor(x, requires_grad=True) * 1.0
+    z = eager.nn.functional.gelu(h)
+    h.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+    with eager.no_grad():
+        assert eager.nn.functional.gelu(t).grad_fn is None
+
+
+def test_second_derivative_through_the_fused_node():
+    import eager  # noqa: PLC0415
+    from eager.autograd import gradgradcheck  # noqa: PLC0415
+
+    x = eager.tensor(np.random.default_rng(4).standard_normal((3, 5)), requires_grad=True)
+    assert gradgradcheck(lambda t: eager.nn.functional.gelu(t), (x,))
+    xf = eager.tensor(np.linspace(-3, 3, 7, dtype=np.float32), requires_grad=True)
+    (g,) = eager.autograd.grad(eager.nn.functional.gelu(xf).sum(), xf, create_graph=True)
+    (gg,) = eager.autograd.grad(g.sum(), xf)
+    d = xf.detach().numpy().astype(np.float64)
+    np.testing.assert_allclose(gg.numpy(), np.exp(-0.5 * d * d) / np.sqrt(2 * np.pi) * (2 - d * d), rtol=1e-4,
+                               atol=1e-5)
