@@ -77,8 +77,9 @@ def gradient(input: Any, *, spacing: Any = 1, dim: Any = None, edge_order: int =
         dims = [norm_dim("gradient", dim, nd)]
     else:
         dims = [norm_dim("gradient", d, nd) for d in dim]
-    if len(set(dims)) != len(dims):
-        raise RuntimeError("torch.gradient expected each dimension to appear at most once in dim")
+    repeated = [d for k, d in enumerate(dims) if d in dims[:k]]
+    if repeated:
+        raise RuntimeError(f"dim {repeated[0]} appears multiple times in the list of dims")
     if isinstance(spacing, (list, tuple)):
         if len(spacing) != len(dims):
             where = (f"'self.dim() = {nd}', since dim argument was not given" if dim is None else

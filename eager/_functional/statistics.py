@@ -246,7 +246,7 @@ def cov(input: Any, *, correction: int = 1, fweights: Any = None, aweights: Any 
     if not hasattr(norm, "shape") or _concrete(norm):
         if float(_host(norm) if hasattr(norm, "shape") else norm) <= 0:
             warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number "
-                          "of observations.", UserWarning, stacklevel=2)
+                          "of observations.", UserWarning, stacklevel=3)
             norm = 0 if not hasattr(norm, "shape") else norm * 0
     centred = x - unsqueeze(avg, 1)
     weighted = centred * w if w is not None else centred
