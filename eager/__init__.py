@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import builtins as _builtins
+import math as _math
 
 from gmbase.allocator import keep_freed_blocks as _keep_freed_blocks
 from gmbase.version import __version__ as __version__  # (one constant, in the base layer for the disk cache)
@@ -114,47 +115,7 @@ from .amp import autocast, is_autocast_available  # noqa: F401,E402
 
 # `bool`, `int` and `float` are eager dtypes in this module (as in torch): annotations and
 # conversions below use the builtins by their full name.
-class cuda:  # noqa: N801  (mirrors the torch.cuda namespace users call)
-    """`eager.cuda.is_available()`: CuPy imports and a GPU answers."""
-
-    is_available = staticmethod(_cuda_is_available)
-    amp = amp.cuda_amp  # torch.cuda.amp.autocast / GradScaler
-
-    @staticmethod
-    def manual_seed(seed: _builtins.int) -> None:  # noqa: F811  (torch's keyword name shadows eager.seed here only)
-        manual_seed(seed)
-
-    @staticmethod
-    def device_count() -> _builtins.int:
-        from ._device import cupy_module  # noqa: PLC0415
-
-        cp = cupy_module()
-        return 0 if cp is None else _builtins.int(cp.cuda.runtime.getDeviceCount())
-
-    @staticmethod
-    def current_device() -> _builtins.int:
-        if not _cuda_is_available():
-            raise RuntimeError("Torch not compiled with CUDA enabled: no CUDA device (CuPy and a GPU are needed)")
-        from ._device import cupy_module  # noqa: PLC0415
-
-        return _builtins.int(cupy_module().cuda.Device().id)
-
-    @staticmethod
-    def is_bf16_supported() -> _builtins.bool:
-        """False: no bfloat16 here (see eager.bfloat16)."""
-        return False
-
-    @staticmethod
-    def manual_seed_all(seed: _builtins.int) -> None:  # noqa: F811  (torch's keyword name)
-        manual_seed(seed)
-
-    @staticmethod
-    def synchronize() -> None:
-        from ._device import cupy_module  # noqa: PLC0415
-
-        cp = cupy_module()
-        if cp is not None:
-            cp.cuda.Device().synchronize()
+from . import cuda  # noqa: E402,F401  (torch.cuda, a package as in torch: `import torch.cuda.amp` works)
 
 
 class cpu:  # noqa: N801  (mirrors the torch.cpu namespace)
@@ -217,7 +178,8 @@ def equal(input: Tensor, other: Tensor) -> _builtins.bool:
 # core above load on first use (PEP 562): `import static.ir`, which needs only the op set and
 # dtypes, must not pay for nn and optim (tests/test_import_contracts.py). `eager.nn`,
 # `from eager import nn` and `import eager.nn` all still work.
-_LAZY_SUBMODULES = frozenset({"distributed", "distributions", "nn", "onnx", "optim", "testing", "utils", "viz"})
+_LAZY_SUBMODULES = frozenset({"distributed", "distributions", "jit", "nn", "onnx", "optim", "random", "testing", "utils",
+                              "viz"})
 _NN_ACTIVATIONS = frozenset({"selu", "celu", "rrelu", "threshold", "relu_", "selu_", "celu_", "rrelu_", "threshold_"})
 
 
@@ -246,5 +208,11 @@ from .sparse import spmm  # noqa: E402,F401
 
 from ._out import install as _install_out  # noqa: E402
 _install_out(globals())  # torch.<fn>(..., out=t) for the functions PyTorch gives out= (eager._out)
+
+# torch's numeric constants (torch.pi, torch.e, torch.inf, torch.nan): Python floats, as PyTorch's
+pi: _builtins.float = _math.pi
+e: _builtins.float = _math.e
+inf: _builtins.float = _math.inf
+nan: _builtins.float = _math.nan
 
 _keep_freed_blocks()  # large arrays reused, not page-faulted in again every step (gmbase.allocator)

@@ -11,8 +11,9 @@ from .anomaly import detect_anomaly, set_detect_anomaly
 from .engine import run_backward
 from .function import Function, FunctionCtx
 from .gradcheck import gradcheck, gradgradcheck
+from .variable import Variable
 
-__all__ = ["backward", "grad", "Function", "FunctionCtx", "gradcheck", "gradgradcheck",
+__all__ = ["backward", "grad", "Variable", "Function", "FunctionCtx", "gradcheck", "gradgradcheck",
            "detect_anomaly", "set_detect_anomaly", "functional"]
 
 

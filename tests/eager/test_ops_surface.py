@@ -286,7 +286,7 @@ def test_cuda_device_queries_return_python_ints(monkeypatch):
     runtime = types.SimpleNamespace(getDeviceCount=lambda: np.int64(2))
     fake = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime, Device=lambda: types.SimpleNamespace(id=1)))
     monkeypatch.setattr(_device, "cupy_module", lambda: fake)
-    monkeypatch.setattr(eager, "_cuda_is_available", lambda: True)
+    monkeypatch.setattr(_device, "cuda_is_available", lambda: True)
     count, current = eager.cuda.device_count(), eager.cuda.current_device()
     assert (count, type(count)) == (2, int)
     assert (current, type(current)) == (1, int)

@@ -9,3 +9,6 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 from ..lazy import LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d  # noqa: E402,F401  (as torch's batchnorm.py)
 
 __all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
+# the bases isinstance checks name (a weight-decay filter's `isinstance(m, _BatchNorm)`)
+from ..normalization import _BatchNorm  # noqa: E402,F401
+from ..normalization import _RunningStatsNorm as _NormBase  # noqa: E402,F401

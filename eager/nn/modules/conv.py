@@ -14,3 +14,5 @@ from ..lazy import LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, Lazy
 
 __all__ += ["LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
             "LazyConvTranspose3d"]
+# the bases isinstance checks and subclasses name
+from ..conv import _ConvNd, _ConvTransposeNd  # noqa: E402,F401

@@ -9,3 +9,4 @@ __all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
 from ..dropout import FeatureAlphaDropout  # noqa: E402,F401
 
 __all__ += ["FeatureAlphaDropout"]
+from ..dropout import _DropoutNd  # noqa: E402,F401

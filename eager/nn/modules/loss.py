@@ -31,3 +31,5 @@ __all__ = [
 from ..loss import CTCLoss, MultiLabelMarginLoss, MultiMarginLoss, TripletMarginWithDistanceLoss  # noqa: E402,F401
 
 __all__ += ["CTCLoss", "MultiLabelMarginLoss", "MultiMarginLoss", "TripletMarginWithDistanceLoss"]
+# the bases a user's loss subclasses (torch.nn.modules.loss._Loss, _WeightedLoss)
+from ..loss import _Loss, _Reduction, _WeightedLoss  # noqa: E402,F401

@@ -24,3 +24,6 @@ from ..pooling import AdaptiveMaxPool1d, AdaptiveMaxPool3d, LPPool1d, LPPool2d, 
 
 __all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d",
             "MaxUnpool3d"]
+# the bases isinstance checks name: every max pooling derives from _MaxPoolNd
+from ..pooling import _MaxUnpoolNd  # noqa: E402,F401
+from ..pooling import _Pool as _MaxPoolNd  # noqa: E402,F401
