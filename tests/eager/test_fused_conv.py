@@ -139,5 +139,7 @@ def test_input_gradient_without_the_batch_major_fold_uses_the_ops_fold(monkeypat
         return ex.grad.numpy()
 
     want = grad()
+    # (the batch-major path: where the image-by-image kernels run, no batch-major fold is asked for)
+    monkeypatch.setattr(conv_kernels, "conv2d_images", lambda *a, **k: None)
     monkeypatch.setattr(conv_kernels, "fold2d_batch_major", lambda *a: None)
     np.testing.assert_allclose(grad(), want, rtol=1e-12, atol=1e-12)
