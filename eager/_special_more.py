@@ -75,8 +75,15 @@ def _result_dtype(*values: Any) -> Any:
     return dt if dt.is_floating_point else _dtypes.DEFAULT_FLOAT
 
 
-def _arr(v: Any) -> np.ndarray:
+def _arr(v: Any, name: str) -> np.ndarray:
+    """v's values in float64 (a number as it is); a traced value has none: these run eagerly
+    only, and compile's fallback='eager' breaks the graph on the Unsupported raised here."""
     data = getattr(v, "_data", None)
+    if data is None and hasattr(v, "shape"):
+        from ._linalg_decompositions import untraceable  # noqa: PLC0415
+
+        raise untraceable(f"{name} runs eagerly only and cannot be traced into a compiled graph; compile with "
+                          "fallback='eager' or call it outside the compiled function")
     if data is None:
         return np.asarray(v, np.float64)
     return np.asarray(data if type(data).__module__.startswith("numpy") else data.get(), np.float64)
@@ -92,7 +99,8 @@ def zeta(input: Any, other: Any) -> Any:  # noqa: A002
     """The Hurwitz zeta function sum_k (k + other)^-input, broadcast (numbers allowed).
     Mirrors torch.special.zeta (which records no gradient)."""
     like = input if hasattr(input, "shape") else other
-    return _out(_zeta_array(_arr(input), _arr(other)), _result_dtype(input, other), like)
+    return _out(_zeta_array(_arr(input, "special.zeta"),
+                            _arr(other, "special.zeta")), _result_dtype(input, other), like)
 
 
 def _polygamma_array(n: int, x: np.ndarray) -> np.ndarray:
@@ -109,7 +117,7 @@ class _Polygamma(Function):
     def forward(ctx: Any, x: Any, n: int) -> Any:
         ctx.save_for_backward(x)
         ctx.n = n
-        return _out(_polygamma_array(n, _arr(x)), x.dtype, x)
+        return _out(_polygamma_array(n, _arr(x, "polygamma")), x.dtype, x)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:
@@ -198,7 +206,7 @@ class _Igamma(Function):
     def forward(ctx: Any, a: Any, x: Any, upper: bool, dtype: Any) -> Any:
         ctx.save_for_backward(a, x)
         ctx.upper = upper
-        return _out(_igamma_array(_arr(a), _arr(x), upper), dtype, x)
+        return _out(_igamma_array(_arr(a, "igamma"), _arr(x, "igamma"), upper), dtype, x)
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> Any:

@@ -207,3 +207,13 @@ def test_statistics_trace_under_static_compile():
                 + eager.gradient(a, dim=1)[0].sum() + eager.nanmedian(a, 0).values.sum())
 
     np.testing.assert_allclose(static.compile(f)(x).numpy(), f(x).numpy(), rtol=1e-12)
+
+
+def test_host_functions_refuse_tracing_by_name():
+    x = E(torch.rand(3, dtype=torch.float64, generator=G) + 1)
+    with pytest.raises(static.TraceError, match="polygamma runs eagerly only"):
+        static.compile(lambda a: eager.polygamma(1, a))(x)
+    with pytest.raises(static.TraceError, match="igamma runs eagerly only"):
+        static.compile(lambda a: eager.igammac(a, a))(x)
+    with pytest.raises(static.TraceError):
+        static.compile(lambda a: eager.mode(a).values)(x)  # mode reads the values: eager only
