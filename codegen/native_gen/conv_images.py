@@ -25,6 +25,11 @@ if TYPE_CHECKING:
     from .driver import NativeModule
 
 FLOATS = ("float32", "float64")
+# Whether the input gradient runs in the kernels' backward too (W^T G[n] folded per image)
+# or as the library product and the fold window function: the kernels' dW (each image's
+# columns made again in cache) gained, their dx did not (W6's step 8.49-8.55 ms with the
+# product and fold against 8.55-8.80 with the kernels, CPU time, shuffled, load 5).
+DX_BY_KERNELS = False
 
 
 def _users(v: Value) -> list[Node]:
@@ -140,7 +145,10 @@ def _one(unfold: Node, outs: set, order: dict) -> dict | None:
         if (fold is None or fold.op != "fold" or _ints(fold.outputs[0].type.shape) != (n, c, h, w_)
                 or any(fold.attrs.get(a) != unfold.attrs.get(a) for a in ("kernel", "stride", "padding", "dilation"))):
             return None
-        nodes += [wt, dcols, dcp, dcr, fold]
+        if DX_BY_KERNELS:
+            nodes += [wt, dcols, dcp, dcr, fold]
+        else:
+            fold = None
     elif len(_users(wr.outputs[0])) != 1:
         return None
     first = min(nodes[4:], key=lambda v: order[id(v)])

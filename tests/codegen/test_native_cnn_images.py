@@ -11,6 +11,7 @@ import pytest
 import eager
 import static
 from codegen import native_build
+from codegen.native_gen import conv_images
 from eager import nn
 from gmnative import conv_kernels
 
@@ -44,7 +45,10 @@ CONVS = [
 
 @pytest.mark.parametrize("conv", CONVS)
 @pytest.mark.parametrize("first", [False, True])
-def test_an_image_by_image_convolution_runs_as_the_kernels_and_equals_eager(conv, first):
+@pytest.mark.parametrize("dx_by_kernels", [False, True])
+def test_an_image_by_image_convolution_runs_as_the_kernels_and_equals_eager(conv, first, dx_by_kernels,
+                                                                             monkeypatch):
+    monkeypatch.setattr(conv_images, "DX_BY_KERNELS", dx_by_kernels)
     c_in = 8  # K = 8 * 9 = 72 (8 * 6 = 48 for the 3x2 kernel: the product channel-major, the plan not taken)
     x = np.random.default_rng(1).standard_normal((3, c_in, 9, 8)).astype(np.float32)
     want, want_p, _ = _run(False, conv, c_in, first, x)
