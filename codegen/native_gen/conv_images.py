@@ -11,7 +11,9 @@ and window functions that is the columns written (3.6 MB for W6's second layer),
 products reading them or their gradient, and the fold: W6's step spent 2.7-3.2 ms there
 against 2.1-2.8 for the kernels (one thread, CPU time). The pattern is taken whole (forward
 and both gradients, in the same graph, every intermediate read by nothing else) or not at
-all; each call falls back to the library ops where the kernels cannot run (codegen.runtime).
+all; the input gradient stays the library product and the fold unless DX_BY_KERNELS (see
+there); each call falls back to the library ops where the kernels cannot run
+(codegen.runtime).
 """
 from __future__ import annotations
 
