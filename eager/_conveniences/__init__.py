@@ -129,7 +129,7 @@ def _install() -> None:
         if not hasattr(TensorAPI, name):
             entry.__set_name__(TensorAPI, name)
             setattr(TensorAPI, name, entry)
-    for name, getter in (("real", _real_property), ("imag", _imag_property)):
+    for name, getter in (("real", _real_property), ("imag", _imag_property), ("output_nr", _methods.output_nr)):
         if not hasattr(TensorAPI, name):
             setattr(TensorAPI, name, property(getter))
 
