@@ -158,29 +158,27 @@ def nanmedian(input: Any, dim: Any = None, keepdim: bool = False) -> Any:
     return return_types_nanmedian(_renamed(values, "NanmedianBackward1"), indices)
 
 
-def _row_mode(row: np.ndarray) -> tuple[int, int]:
-    """(position of the mode's value, its last index) of one row: the most frequent value, the
-    smallest among equally frequent ones; NaNs never equal each other."""
-    order = np.argsort(row, kind="stable")
-    s = row[order]
-    best_count, best_at = 0, 0
-    i = 0
-    while i < len(s):
-        j = i + 1
-        if s[i] == s[i]:  # (not NaN)
-            while j < len(s) and s[j] == s[i]:
-                j += 1
-        if j - i > best_count:
-            best_count, best_at = j - i, i
-        i = j
-    same = order[best_at:best_at + best_count]
-    return best_at, int(same.max())
+def _mode_positions(rows: np.ndarray) -> np.ndarray:
+    """For each row of the 2-d array, the last index of its mode: the most frequent value, the
+    smallest among equally frequent ones (NaNs never equal each other, so each counts once).
+    Vectorized over the rows: a stable sort, runs of equal values numbered, counted with one
+    bincount."""
+    m, n = rows.shape
+    order = np.argsort(rows, axis=1, kind="stable")
+    s = np.take_along_axis(rows, order, axis=1)
+    new_run = np.ones((m, n), dtype=np.int64)
+    new_run[:, 1:] = s[:, 1:] != s[:, :-1]
+    run = np.cumsum(new_run, axis=1) - 1  # the run each sorted position belongs to, per row
+    counts = np.bincount((run + np.arange(m)[:, None] * n).reshape(-1), minlength=m * n).reshape(m, n)
+    best = counts.argmax(axis=1)  # the first largest count: the smallest such value
+    return np.where(run == best[:, None], order, -1).max(axis=1)
 
 
 def mode(input: Any, dim: int = -1, keepdim: bool = False) -> Any:
     """The most frequent value along `dim` (the smallest among ties) and the last index where
     it occurs, as a (values, indices) named tuple. Mirrors torch.mode; the values' gradient
-    reaches the picked elements."""
+    reaches the picked elements. (PyTorch's index is the last of its run after an unstable
+    sort: the last occurrence for rows under 17 values, unspecified beyond, as NaN rows are.)"""
     nd = _ndim(input)
     d = norm_dim("mode", dim, max(nd, 1))
     x = reshape(input, 1) if not nd else input
@@ -188,7 +186,7 @@ def mode(input: Any, dim: int = -1, keepdim: bool = False) -> Any:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
     arr = np.moveaxis(_host(x), d, -1)
     flat = arr.reshape(-1, arr.shape[-1])
-    picks = np.array([_row_mode(r)[1] for r in flat], dtype=np.int64).reshape(arr.shape[:-1] + (1,))
+    picks = _mode_positions(flat).astype(np.int64).reshape(arr.shape[:-1] + (1,))
     index = _tensor(np.ascontiguousarray(np.moveaxis(picks, -1, d)), x, _dtypes.int64)
     values = gather(x, d, index)
     if not nd:
