@@ -499,3 +499,18 @@ __all__ += ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "hermite_polynom
 from ._special_more import gammainc, gammaincc, polygamma, zeta  # noqa: E402  (the gamma family's rest)
 
 __all__ += ["gammainc", "gammaincc", "polygamma", "zeta"]
+
+from ._special_bessel import (  # noqa: E402,F401  (the Bessel family and Airy Ai)
+    airy_ai,
+    bessel_j0,
+    bessel_j1,
+    bessel_y0,
+    bessel_y1,
+    modified_bessel_k0,
+    modified_bessel_k1,
+    scaled_modified_bessel_k0,
+    scaled_modified_bessel_k1,
+)
+
+__all__ += ["airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0", "modified_bessel_k1",
+            "scaled_modified_bessel_k0", "scaled_modified_bessel_k1"]

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Callable
+from typing import Any
 
 from .._grad_mode import no_grad
 from .._tensor import Tensor
@@ -172,9 +175,28 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     return tensor
 
 
-def kaiming_uniform(tensor: Tensor, *args, **kwargs) -> Tensor:  # the deprecated spellings
-    return kaiming_uniform_(tensor, *args, **kwargs)
+def _make_deprecate(meth: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The old spelling without the trailing underscore: warns (FutureWarning, as PyTorch's
+    nn.init) and calls the in-place form."""
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args: Any, **kwargs: Any) -> Tensor:
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.",
+                      FutureWarning, stacklevel=2)
+        return meth(*args, **kwargs)
+
+    deprecated_init.__doc__ = f"{old_name}(...) is deprecated: use {new_name}(...)."
+    deprecated_init.__name__ = old_name
+    return deprecated_init
 
 
-def xavier_uniform(tensor: Tensor, gain: float = 1.0) -> Tensor:
-    return xavier_uniform_(tensor, gain)
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)

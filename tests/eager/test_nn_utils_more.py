@@ -268,3 +268,17 @@ def test_skip_init_stateless_and_clip_helpers():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         nn.utils.get_total_norm([p.grad])
+
+
+@pytest.mark.parametrize("name,args", [("uniform", ()), ("normal", ()), ("constant", (0.5,)), ("xavier_uniform", ()),
+                                       ("xavier_normal", ()), ("kaiming_uniform", ()), ("kaiming_normal", ()),
+                                       ("orthogonal", ()), ("sparse", (0.5,))])
+def test_init_deprecated_spellings_warn_and_fill(name, args):
+    t = eager.zeros(6, 4)
+    with pytest.warns(FutureWarning, match=f"`nn.init.{name}` is now deprecated in favor of `nn.init.{name}_`"):
+        out = getattr(nn.init, name)(t, *args)
+    assert out is t
+    if name == "constant":
+        assert (t.numpy() == 0.5).all()
+    elif name != "sparse":
+        assert (t.numpy() != 0).any()
