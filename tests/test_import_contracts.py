@@ -99,8 +99,8 @@ def layer(module: str) -> str:
     return "tools"
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def _module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -120,10 +120,11 @@ def _resolve(importer: str, is_package: bool, level: int, module: str | None) ->
     return ".".join(base + ([module] if module else []))
 
 
-def imports_of(path: Path) -> list[tuple[str, int]]:
+def imports_of(path: Path, root: Path = ROOT) -> list[tuple[str, int]]:
     """(imported module, line) for every import in the file: statements at any depth,
-    importlib.import_module("...") and "module:attribute" string targets."""
-    importer = _module_name(path)
+    importlib.import_module("...") and "module:attribute" string targets. `root`: the
+    directory the file's module name counts from (a probe file outside the tree)."""
+    importer = _module_name(path, root)
     is_package = path.name == "__init__.py"
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     found: list[tuple[str, int]] = []
@@ -404,18 +405,18 @@ def _alias_modules() -> dict[str, str]:
     return found
 
 
-def old_path_imports(paths: list[Path], aliases: dict[str, str]) -> list[str]:
+def old_path_imports(paths: list[Path], aliases: dict[str, str], root: Path = ROOT) -> list[str]:
     """Imports (at any depth, import_module strings and "module:attribute" targets included)
     of a module by an old alias path, in the given package files."""
     bad = []
     for path in paths:
-        if _module_name(path) in aliases:  # the alias itself imports what it names
+        if _module_name(path, root) in aliases:  # the alias itself imports what it names
             continue
-        for imported, line in imports_of(path):
+        for imported, line in imports_of(path, root):
             old = [a for a in aliases if imported == a or imported.startswith(a + ".")]
             if old:
                 real = aliases[old[0]] + imported[len(old[0]):]
-                bad.append(f"{path.relative_to(ROOT)}:{line}: {imported} (an old name of {real}; import that)")
+                bad.append(f"{path.relative_to(root)}:{line}: {imported} (an old name of {real}; import that)")
     return bad
 
 
@@ -450,12 +451,12 @@ def test_the_old_path_scanner_sees_every_form(tmp_path):
             importlib.import_module("static.tracer")
         TARGET = "codegen.settings:SETTINGS"
     """)
-    path = ROOT / "eager" / "_old_path_probe.py"
-    try:
-        path.write_text(source)
-        found = old_path_imports([path], _alias_modules())
-    finally:
-        path.unlink()
+    # written outside the tree (as eager/_old_path_probe.py under tmp_path): a file in the
+    # package would be seen by the other tests scanning it while they run beside this one
+    path = tmp_path / "eager" / "_old_path_probe.py"
+    path.parent.mkdir()
+    path.write_text(source)
+    found = old_path_imports([path], _alias_modules(), root=tmp_path)
     assert sorted(f.split(": ", 1)[1].split(" ")[0] for f in found) == sorted([
         "eager._dtypes", "eager.ops", "eager.ops.views", "codegen.cache", "static.tracer", "codegen.settings"]), found
     assert any("static.tracer (an old name of static.tracing.tracer;" in f for f in found), found
