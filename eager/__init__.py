@@ -95,7 +95,7 @@ from ._functional import (  # noqa: F401,E402  (scatters, statistics, as_strided
     as_strided, corrcoef, cov, diagonal_scatter, gradient, histogram, index_copy, index_reduce, masked_scatter, mode,
     nanmedian, nanquantile, put, quantile, select_scatter, slice_scatter,
 )
-from ._special_more import igamma, igammac, mvlgamma, polygamma  # noqa: F401,E402
+from ._functional.gamma_family import igamma, igammac, mvlgamma, polygamma  # noqa: F401,E402
 from ._linalg_decompositions import matrix_exp  # noqa: F401,E402  (torch.matrix_exp is torch.linalg.matrix_exp)
 from ._conveniences import (  # noqa: F401,E402  (eager._conveniences also attaches their Tensor methods)
     addbmm, addr, aminmax, chain_matmul, conj, conj_physical, diagflat, dist, dsplit, fmax, fmin, gcd, imag, inner,

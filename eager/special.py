@@ -496,7 +496,7 @@ chebyshev_polynomial_u = _polynomial("chebyshev_polynomial_u", _chebyshev_u)
 __all__ += ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "hermite_polynomial_h", "hermite_polynomial_he",
             "laguerre_polynomial_l", "legendre_polynomial_p"]
 
-from ._special_more import gammainc, gammaincc, polygamma, zeta  # noqa: E402  (the gamma family's rest)
+from ._functional.gamma_family import gammainc, gammaincc, polygamma, zeta  # noqa: E402  (the gamma family's rest)
 
 __all__ += ["gammainc", "gammaincc", "polygamma", "zeta"]
 

@@ -68,25 +68,25 @@ class TensorInPlace(TensorHooks):
 
     def polygamma_(self: _T, n: builtins.int) -> _T:
         """In-place polygamma(n, self). Mirrors torch.Tensor.polygamma_."""
-        from .._special_more import polygamma  # noqa: PLC0415
+        from .._functional.gamma_family import polygamma  # noqa: PLC0415
 
         return self._apply_inplace(lambda s: polygamma(n, s), (), "polygamma_", saves_self=True)
 
     def mvlgamma_(self: _T, p: builtins.int) -> _T:
         """In-place mvlgamma(self, p). Mirrors torch.Tensor.mvlgamma_."""
-        from .._special_more import mvlgamma  # noqa: PLC0415
+        from .._functional.gamma_family import mvlgamma  # noqa: PLC0415
 
         return self._apply_inplace(lambda s: mvlgamma(s, p), (), "mvlgamma_", saves_self=True)
 
     def igamma_(self: _T, other: Any) -> _T:
         """In-place igamma(self, other). Mirrors torch.Tensor.igamma_."""
-        from .._special_more import igamma  # noqa: PLC0415
+        from .._functional.gamma_family import igamma  # noqa: PLC0415
 
         return self._apply_inplace(igamma, (other,), "igamma_", saves_self=True)
 
     def igammac_(self: _T, other: Any) -> _T:
         """In-place igammac(self, other). Mirrors torch.Tensor.igammac_."""
-        from .._special_more import igammac  # noqa: PLC0415
+        from .._functional.gamma_family import igammac  # noqa: PLC0415
 
         return self._apply_inplace(igammac, (other,), "igammac_", saves_self=True)
 

@@ -119,25 +119,25 @@ class TensorMethods(TensorHooks):
 
     def polygamma(self, n: builtins.int) -> Any:
         """The n-th derivative of digamma at each element. Mirrors torch.Tensor.polygamma."""
-        from .._special_more import polygamma  # noqa: PLC0415
+        from .._functional.gamma_family import polygamma  # noqa: PLC0415
 
         return polygamma(n, self)
 
     def mvlgamma(self, p: builtins.int) -> Any:
         """The multivariate log-gamma of dimension p. Mirrors torch.Tensor.mvlgamma."""
-        from .._special_more import mvlgamma  # noqa: PLC0415
+        from .._functional.gamma_family import mvlgamma  # noqa: PLC0415
 
         return mvlgamma(self, p)
 
     def igamma(self, other: Any) -> Any:
         """The regularized lower incomplete gamma P(self, other). Mirrors torch.Tensor.igamma."""
-        from .._special_more import igamma  # noqa: PLC0415
+        from .._functional.gamma_family import igamma  # noqa: PLC0415
 
         return igamma(self, other)
 
     def igammac(self, other: Any) -> Any:
         """The regularized upper incomplete gamma Q(self, other). Mirrors torch.Tensor.igammac."""
-        from .._special_more import igammac  # noqa: PLC0415
+        from .._functional.gamma_family import igammac  # noqa: PLC0415
 
         return igammac(self, other)
 

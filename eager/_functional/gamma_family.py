@@ -16,7 +16,7 @@ import numpy as np
 
 from gmbase import dtypes as _dtypes
 
-from .autograd.function import Function
+from ..autograd.function import Function
 
 _MACHEP = 1.11022302462515654042e-16
 _ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
@@ -69,7 +69,7 @@ def _zeta_array(x: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 def _result_dtype(*values: Any) -> Any:
     """The float dtype of the operands promoted together (integers give the default float)."""
-    from ._settings import result_type  # noqa: PLC0415
+    from .._settings import result_type  # noqa: PLC0415
 
     dt = result_type(*values) if len(values) > 1 else getattr(values[0], "dtype", _dtypes.DEFAULT_FLOAT)
     return dt if dt.is_floating_point else _dtypes.DEFAULT_FLOAT
@@ -80,7 +80,7 @@ def _arr(v: Any, name: str) -> np.ndarray:
     only, and compile's fallback='eager' breaks the graph on the Unsupported raised here."""
     data = getattr(v, "_data", None)
     if data is None and hasattr(v, "shape"):
-        from ._linalg_decompositions import untraceable  # noqa: PLC0415
+        from .._linalg_decompositions import untraceable  # noqa: PLC0415
 
         raise untraceable(f"{name} runs eagerly only and cannot be traced into a compiled graph; compile with "
                           "fallback='eager' or call it outside the compiled function")
@@ -90,7 +90,7 @@ def _arr(v: Any, name: str) -> np.ndarray:
 
 
 def _out(values: np.ndarray, dtype: Any, like: Any) -> Any:
-    from ._factories import tensor  # noqa: PLC0415
+    from .._factories import tensor  # noqa: PLC0415
 
     return tensor(np.asarray(values), dtype=dtype, device=getattr(like, "device", None))
 
@@ -104,7 +104,7 @@ def zeta(input: Any, other: Any) -> Any:  # noqa: A002
 
 
 def _polygamma_array(n: int, x: np.ndarray) -> np.ndarray:
-    from .special import _digamma_array  # noqa: PLC0415
+    from ..special import _digamma_array  # noqa: PLC0415
 
     if n == 0:
         return _digamma_array(x)
@@ -138,7 +138,7 @@ def polygamma(n: int, input: Any) -> Any:  # noqa: A002
 
 def mvlgamma(input: Any, p: int) -> Any:  # noqa: A002
     """The multivariate log-gamma of dimension p (see special.multigammaln). Mirrors torch.mvlgamma."""
-    from .special import multigammaln  # noqa: PLC0415
+    from ..special import multigammaln  # noqa: PLC0415
 
     if isinstance(p, bool) or not isinstance(p, int) or p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
@@ -150,7 +150,7 @@ def _igamma_array(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
     """P(a, x) (or Q = 1 - P with upper) by the series for x < a + 1 and the continued
     fraction (modified Lentz) otherwise, with PyTorch's edge values."""
     a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
-    from .special import _lgamma_array  # noqa: PLC0415
+    from ..special import _lgamma_array  # noqa: PLC0415
 
     with np.errstate(all="ignore"):
         safe_a = np.where((a > 0) & np.isfinite(a), a, 1.0)
@@ -214,7 +214,7 @@ class _Igamma(Function):
         name = "igammac" if ctx.upper else "igamma"
         if ctx.needs_input_grad[0]:
             raise NotImplementedError(f"the derivative for '{name}: input' is not implemented.")
-        from .special import lgamma  # noqa: PLC0415
+        from ..special import lgamma  # noqa: PLC0415
 
         g = grad * ((a - 1) * x.log() - x - lgamma(a)).exp()  # the gamma density at x
         return None, _sum_to(-g if ctx.upper else g, tuple(x.shape)), None, None
@@ -225,7 +225,7 @@ def _igamma(name: str, input: Any, other: Any, upper: bool) -> Any:
         dt = getattr(v, "dtype", None)
         if dt is not None and not dt.is_floating_point:
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtypes.scalar_type_name(dt)}'")
-    from ._factories import tensor  # noqa: PLC0415
+    from .._factories import tensor  # noqa: PLC0415
 
     dtype = _result_dtype(input, other)
     a = input if hasattr(input, "shape") else tensor(float(input), dtype=dtype)
