@@ -68,31 +68,60 @@ def _positive(index: Any, size: int) -> Any:
 
 
 def _index_scatter(op: str, input: Any, dim: int, index: Any, source: Any, run: Any) -> Any:
-    """What index_copy and index_reduce share: the checks, 0-d operands as 1-d, and `run(dest, d,
-    per-element index, source)` on the shapes PyTorch's kernel sees."""
+    """What index_copy and index_reduce share: PyTorch's checks (each op's own order, types
+    and messages), 0-d operands as 1-d, and `run(dest, d, per-element index, source)` on the
+    shapes PyTorch's kernel sees."""
+    copy = op == "index_copy_"
+    it = getattr(index, "dtype", None)
+    if copy and it is not _dtypes.int64:
+        raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {_tname(it)}")
+    if not copy and it not in (_dtypes.int64, _dtypes.int32):
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index but got: {_tname(it)}")
+    if _ndim(index) > 1:
+        if copy:
+            raise IndexError(f"{op}(): Index should have dimension 1 or 0 (got {_ndim(index)})")
+        raise IndexError(f"{op}(): Index is supposed to be a vector, but got dim: {_ndim(index)} with type: "
+                         f"{_tname(it)} and size: {list(index.shape)}")
     if input.dtype is not source.dtype:
-        raise RuntimeError(f"{op}(): self and source expected to have the same dtype, but got (self) "
-                           f"{_tname(input.dtype)} and (source) {_tname(source.dtype)}")
-    if _ndim(input) and _ndim(source) and _ndim(input) != _ndim(source):
+        if copy:
+            raise RuntimeError(f"{op}(): self and source expected to have the same dtype, but got (self) "
+                               f"{_tname(input.dtype)} and (source) {_tname(source.dtype)}")
+        raise RuntimeError(f"{op}(): self ({_tname(input.dtype)}) and source ({_tname(source.dtype)}) must have the "
+                           f"same scalar type")
+    if copy and _ndim(input) and _ndim(source) and _ndim(input) != _ndim(source):
         raise IndexError(f"{op}(): When source and destination are not scalars, their dimensionality must match. "
                          f"Source dimensionality ({_ndim(source)}), destination dimensionality ({_ndim(input)})")
     d = norm_dim(op, dim, max(_ndim(input), 1))
+    n = _numel(index)
+    along = source.shape[d] if d < _ndim(source) else 1
+    if n != along:
+        if copy:
+            raise IndexError(f"{op}(): Number of indices ({n}) should be equal to source.size(dim) ({along})")
+        raise RuntimeError(f"{op}(): Number of indices ({n}) should be equal to source.size(dim): ({along}), for "
+                           f"dim: {d}")
     dest = reshape(input, 1) if not _ndim(input) else input
     src = reshape(source, 1) if not _ndim(source) else source
-    if src.ndim != dest.ndim:
+    if src.ndim != dest.ndim and copy:
         src = reshape(src, *([1] * dest.ndim))
-    _check_index(op, index, dest.shape[d], d)
-    n = _numel(index)
-    if n != src.shape[d]:
-        raise IndexError(f"{op}(): Number of indices ({n}) should be equal to source.size(dim) ({src.shape[d]})")
-    for k in range(dest.ndim):
-        if k != d and dest.shape[k] != src.shape[k]:
-            raise IndexError(f"{op}(): Source/destination tensor must have same slice shapes. Destination slice "
-                             f"shape: {dest.shape[k]} at dimension {k} and source slice shape: {src.shape[k]} at "
-                             f"dimension {k}.")
+    rest_dest = [dest.shape[k] for k in range(dest.ndim) if k != d]
+    rest_src = [src.shape[k] for k in range(src.ndim) if k != d]
+    if rest_dest != rest_src:
+        if copy:
+            raise RuntimeError(f"{op}(): Source/destination tensor must have same slice shapes. Destination slice "
+                               f"shape: {' '.join(map(str, rest_dest))} at dimension {d} and source slice shape: "
+                               f"{' '.join(map(str, rest_src))} at dimension 0.")
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
+                           f"Got self.shape = {list(input.shape)} source.shape = {list(source.shape)}")
+    if _concrete(index):
+        size = dest.shape[d]
+        values = _host(index).reshape(-1)
+        bad = values[(values < -size) | (values >= size)]
+        if bad.size:
+            raise IndexError(f"{op}(): index {int(bad[0])} is out of bounds for dimension {d} with size {size}"
+                             if copy else "index out of range in self")
     if n == 0:
         return clone(input)
-    idx = _along(_positive(reshape(index, -1), dest.shape[d]), d, tuple(src.shape))
+    idx = _along(_positive(to_dtype(reshape(index, -1), _dtypes.int64), dest.shape[d]), d, tuple(src.shape))
     out = run(dest, d, idx, src)
     return reshape(out, *input.shape) if not _ndim(input) else out
 

@@ -57,7 +57,8 @@ def test_index_copy_scalars_and_errors():
     x = torch.zeros(3, 4)
     for args in [(0, torch.tensor([0.0]), torch.ones(1, 4)), (0, torch.tensor([0, 1]), torch.ones(1, 4)),
                  (0, torch.tensor([5]), torch.ones(1, 4)), (0, torch.tensor([0]), torch.ones(1, 4).double()),
-                 (0, torch.tensor(1), torch.ones(4))]:
+                 (0, torch.tensor(1), torch.ones(4)), (0, torch.tensor([[0]]), torch.ones(1, 4)),
+                 (0, torch.tensor([0]), torch.ones(1, 3))]:
         raises_like(lambda a=args: eager.index_copy(E(x), a[0], E(a[1]), E(a[2])),
                     lambda a=args: torch.index_copy(x, *a))
 
@@ -82,9 +83,20 @@ def test_index_reduce(reduce, include_self):
             (E(X, True), E(src, True)))
 
 
-def test_index_reduce_bad_reduce():
+def test_index_reduce_errors():
     raises_like(lambda: eager.index_reduce(E(X), 0, E(torch.tensor([0])), E(X[:1]), "sum"),
                 lambda: X.index_reduce(0, torch.tensor([0]), X[:1], "sum"))
+    x, x3 = torch.zeros(3, 4), torch.zeros(3, 4, 5)
+    for t, dim, index, src in [(x, 0, torch.tensor([[0]]), torch.ones(1, 4)), (x, 0, torch.tensor([0.0]), torch.ones(1, 4)),
+                               (x, 0, torch.tensor([7]), torch.ones(1, 4)), (x, 0, torch.tensor([0, 1]), torch.ones(1, 4)),
+                               (x, 0, torch.tensor([0]), torch.ones(1, 3)), (x, 0, torch.tensor([0]), torch.ones(4)),
+                               (x, 0, torch.tensor([0]), torch.ones(1, 4).double()),
+                               (x3, 1, torch.tensor([0, 1]), torch.ones(3, 2))]:
+        raises_like(lambda a=(t, dim, index, src): eager.index_reduce(E(a[0]), a[1], E(a[2]), E(a[3]), "amax"),
+                    lambda a=(t, dim, index, src): a[0].index_reduce(a[1], a[2], a[3], "amax"))
+    i32 = torch.tensor([2, 0], dtype=torch.int32)  # index_reduce takes int32 indices too
+    same(eager.index_reduce(E(x3), 1, E(i32), E(torch.ones(3, 2, 5)), "amax"),
+         x3.index_reduce(1, i32, torch.ones(3, 2, 5), "amax"))
 
 
 def test_masked_scatter():
