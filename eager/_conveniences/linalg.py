@@ -89,7 +89,12 @@ def dist(input: Any, other: Any, p: Any = 2) -> Any:  # noqa: A002
     """The p-norm of input - other (broadcast), a 0-d tensor. Mirrors torch.dist."""
     from ..linalg import vector_norm  # noqa: PLC0415
 
-    return vector_norm(_F.sub(input, other), float(p))
+    diff = _F.sub(input, other)
+    out = vector_norm(diff, float(p))
+    if float(p) == 0.0 and getattr(diff, "requires_grad", False) and not getattr(out, "requires_grad", True):
+        # the count of non-zeros has a zero gradient, but PyTorch's result is still in the graph
+        out = out + _F.sum(_F.where(_F.isfinite(diff), diff - diff.detach(), 0.0))
+    return out
 
 
 def renorm(input: Any, p: Any, dim: int, maxnorm: Any) -> Any:  # noqa: A002

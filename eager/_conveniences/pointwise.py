@@ -68,6 +68,7 @@ def isreal(input: Any) -> Any:  # noqa: A002
 
 def _integer_pair(name: str, input: Any, other: Any) -> tuple[Any, Any, _dtypes.dtype]:  # noqa: A002
     _check_tensor(name, "input", input)
+    _check_tensor(name, "other", other)
     d = _result_dtype(input, other)
     if d.is_floating_point or d is _dtypes.bool_:
         raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtypes.scalar_type_name(d)}\': {name} is defined '

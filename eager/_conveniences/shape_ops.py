@@ -144,12 +144,15 @@ def unravel_index(indices: Any, shape: Any) -> tuple[Any, ...]:
     dims = tuple(shape)
     if any(s < 0 for s in dims):
         raise ValueError(f"'shape' cannot have negative values, but got {dims}")
+    if 0 in dims:  # (PyTorch's floor division by the zero-sized coefficient)
+        raise RuntimeError(f"unravel_index: ZeroDivisionError: shape {dims} has a zero-sized dimension, so it holds "
+                           f"no flat index")
     idx = _F.to_dtype(indices, _dtypes.int64)
     out = []
     coef = 1
     for s in reversed(dims):
-        out.append(_F.remainder(_F.floor_divide(idx, coef), s) if s else _F.mul(idx, 0))
-        coef *= s if s else 1
+        out.append(_F.remainder(_F.floor_divide(idx, coef), s))
+        coef *= s
     return tuple(reversed(out))
 
 

@@ -97,6 +97,9 @@ def test_gcd_lcm(fn):
     _same(c, tc)
     f, tf = _t([1.5], np.float32)
     _raises_like(lambda: getattr(eager, fn)(f, f), lambda: getattr(torch, fn)(tf, tf))
+    _raises_like(lambda: getattr(eager, fn)(a, 4), lambda: getattr(torch, fn)(ta, 4))
+    u, tu = _t([12, 7], np.uint8)
+    _same(getattr(eager, fn)(u, u), getattr(torch, fn)(tu, tu))
 
 
 def test_complex_no_ops_of_real_tensors():
@@ -205,6 +208,8 @@ def test_unravel_index():
     f, tf = _t([1.0], np.float32)
     _raises_like(lambda: eager.unravel_index(f, (2,)), lambda: torch.unravel_index(tf, (2,)))
     _raises_like(lambda: eager.unravel_index(e, (2, -3)), lambda: torch.unravel_index(t, (2, -3)))
+    _raises_like(lambda: eager.unravel_index(e, (2, 0)), lambda: torch.unravel_index(t, (2, 0)))
+    _same(eager.unravel_index(eager.tensor(0), ()), torch.unravel_index(torch.tensor(0), ()))
 
 
 @pytest.mark.parametrize("kw", [{}, {"return_inverse": True}, {"return_counts": True},

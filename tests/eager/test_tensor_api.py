@@ -82,7 +82,8 @@ def test_the_in_place_table_is_complete_and_each_entry_is_eagers_function_writte
             **{f"bitwise_{op}_": [6] for op in ("and", "or", "xor")},
             "bitwise_left_shift_": [3], "bitwise_right_shift_": [1]}
     args.update({"cumsum_": [1], "cumprod_": [0], "hypot_": [2.0], "copysign_": [-1.0], "xlogy_": [2.0],
-                 "gcd_": [6], "lcm_": [4], "renorm_": [2, 0, 1.0], "addr_": [x[0], x[1]], "addmm_": [x, x],
+                 "gcd_": [eager.tensor(6)], "lcm_": [eager.tensor(4)], "renorm_": [2, 0, 1.0],
+                 "addr_": [x[0], x[1]], "addmm_": [x, x],
                  "addmv_": [x, x[0]], "addbmm_": [eager.ones(3, 2, 2), eager.ones(3, 2, 2)]})  # (eager._conveniences')
     integers = eager.tensor([[5, -3], [12, 0]])
     table = inplace_methods()
