@@ -68,6 +68,7 @@ def _quantile(input: Any, q: Any, dim: Any, keepdim: bool, interpolation: str, i
             if not ((values >= 0) & (values <= 1)).all():
                 raise RuntimeError("quantile() q values must be in the range [0, 1]")
         qv = reshape(q, -1)
+        scalar_q = _ndim(q) == 0  # a 0-d q adds no dim, as a number's
     if interpolation not in _MODES:
         raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest, "
                            f"but got {interpolation}")

@@ -46,7 +46,7 @@ def test_quantile_modes_dims_and_nan(name, interpolation):
     fe, ft = getattr(eager, name), getattr(torch, name)
     for dim in (None, 0, 1, -1):
         for keepdim in (False, True):
-            for q in (0.35, Q):
+            for q in (0.35, Q, Q[1]):
                 qe = E(q) if hasattr(q, "shape") else q
                 same(fe(E(XN), qe, dim, keepdim, interpolation=interpolation),
                      ft(XN, q, dim, keepdim, interpolation=interpolation))
