@@ -282,3 +282,37 @@ def test_init_deprecated_spellings_warn_and_fill(name, args):
         assert (t.numpy() == 0.5).all()
     elif name != "sparse":
         assert (t.numpy() != 0).any()
+
+
+@pytest.mark.parametrize("shape,orth_map,triv", [((4, 4), None, True), ((4, 4), "cayley", True),
+                                                 ((5, 3), "householder", False), ((3, 5), "householder", False)])
+def test_orthogonal_matches_torch_through_training(shape, orth_map, triv):
+    torch.manual_seed(0)
+    tl = torch.nn.Linear(shape[1], shape[0], bias=False)
+    el = nn.Linear(shape[1], shape[0], bias=False)
+    with eager.no_grad():
+        el.weight.copy_(_e(tl.weight))
+    torch.nn.utils.parametrizations.orthogonal(tl, orthogonal_map=orth_map, use_trivialization=triv)
+    nn.utils.parametrizations.orthogonal(el, orthogonal_map=orth_map, use_trivialization=triv)
+    assert list(el.state_dict()) == list(tl.state_dict())
+    _close(el.weight, tl.weight, 1e-5)
+    x = np.random.default_rng(5).standard_normal((2, shape[1])).astype(np.float32)
+    _train(tl, torch.tensor(x), 2, torch)
+    _train(el, eager.tensor(x), 2, eager)
+    _close(el.weight, tl.weight, 1e-5)
+
+
+def test_parametrized_module_deepcopy_pickle_and_load_state_dict():
+    import copy
+    import pickle
+
+    m = nn.utils.parametrizations.weight_norm(nn.Linear(3, 2))
+    m2 = copy.deepcopy(m)
+    assert type(m2).__name__ == "ParametrizedLinear"
+    assert m2.parametrizations.weight.original0 is not m.parametrizations.weight.original0
+    _close(m2.weight, m.weight, 0)
+    with pytest.raises(RuntimeError, match="only supported through state_dict"):
+        pickle.dumps(m)
+    m3 = nn.utils.parametrizations.weight_norm(nn.Linear(3, 2))
+    m3.load_state_dict(m.state_dict())
+    _close(m3.weight, m.weight, 0)
