@@ -221,6 +221,8 @@ def cov(input: Any, *, correction: int = 1, fweights: Any = None, aweights: Any 
     if _ndim(input) > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                            f"{_ndim(input)} dimensions")
+    if input.dtype is _dtypes.bool_:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
     x = reshape(input, 1, -1) if _ndim(input) < 2 else input
     observations = x.shape[1]
     w = None

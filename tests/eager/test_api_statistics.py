@@ -121,6 +121,7 @@ def test_cov_and_corrcoef():
                {"aweights": -torch.ones(4)}, {"fweights": torch.ones(2, 2, dtype=torch.long)}]:
         raises_like(lambda k=kw: eager.cov(E(x), **{n: E(v) for n, v in k.items()}), lambda k=kw: torch.cov(x, **k))
     raises_like(lambda: eager.cov(E(torch.zeros(2, 2, 2))), lambda: torch.cov(torch.zeros(2, 2, 2)))
+    raises_like(lambda: eager.cov(E(torch.tensor([True, False]))), lambda: torch.cov(torch.tensor([True, False])))
 
 
 def test_histogram():
