@@ -112,4 +112,4 @@ def install(namespace: dict[str, Any]) -> None:
         namespace[name] = wrapped
 
 
-_OP_MODULES = ("eager._functional", "eager._compositions")
+_OP_MODULES = ("eager._functional", "eager._compositions", "eager._conveniences")

@@ -159,6 +159,8 @@ def register_post_accumulate_grad_hook(self: Any, hook: Callable[[Any], None]) -
 
 
 def _cpu_values(self: Any, name: str) -> np.ndarray:
+    if getattr(self, "requires_grad", False):  # (a Python function per element: no gradient, as PyTorch refuses)
+        raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use var.detach().{name}() instead.")
     if getattr(self.device, "type", "cpu") != "cpu":
         raise TypeError(f"{name} is only implemented on CPU tensors")
     return np.asarray(_F._host(self))  # (a traced value refuses this with static's TraceError)
@@ -185,7 +187,12 @@ def map_(self: Any, tensor: Any, callable: Callable[[Any, Any], Any]) -> Any:  #
     """Replace each element with callable(element, other element), `tensor` broadcast to this
     tensor's shape; in place, CPU only. Mirrors torch.Tensor.map_."""
     data = _cpu_values(self, "map_")
-    other = np.broadcast_to(_cpu_values(tensor, "map_"), data.shape)
+    values = _cpu_values(tensor, "map_")
+    try:
+        other = np.broadcast_to(values, data.shape)
+    except ValueError:
+        raise RuntimeError(f"map_: the tensor of shape {list(values.shape)} cannot be expanded to this tensor's "
+                           f"shape {list(data.shape)}") from None
     pairs = zip(data.reshape(-1).tolist(), np.ascontiguousarray(other).reshape(-1).tolist())
     return _write_values(self, [callable(a, b) for a, b in pairs], "map_")
 

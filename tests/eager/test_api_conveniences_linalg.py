@@ -221,3 +221,15 @@ def test_data_dependent_ones_refuse_tracing():
 
     with pytest.raises(Exception, match="(?i)trace|data|concrete"):
         static.compile(f)(x)
+
+
+def test_out_keyword_as_pytorch():
+    (m, tm), (v, tv) = _pair(2, 3), _pair(3, seed=1)
+    out, tout = eager.empty(2, dtype=eager.float64), torch.empty(2, dtype=torch.float64)
+    assert eager.mv(m, v, out=out) is out
+    torch.mv(tm, tv, out=tout)
+    _same(out, tout)
+    mn, mx = eager.empty(0, dtype=eager.float64), eager.empty(0, dtype=eager.float64)
+    result = eager.aminmax(m, dim=1, out=(mn, mx))
+    _same(result.max, torch.aminmax(tm, dim=1).max)
+    assert result.min is mn

@@ -101,6 +101,15 @@ def test_apply_and_map():
     view = x[0]
     view.apply_(lambda v: 0.0)
     assert np.asarray(x)[0].tolist() == [0.0, 0.0]
+    leaf, tleaf = eager.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
+    for ours, theirs in ((lambda: leaf.apply_(abs), lambda: tleaf.apply_(abs)),
+                         (lambda: x.map_(leaf, max), lambda: tx.map_(tleaf, max)),
+                         (lambda: eager.ones(2, 3).map_(eager.ones(3, 2), max),
+                          lambda: torch.ones(2, 3).map_(torch.ones(3, 2), max))):
+        with pytest.raises(RuntimeError) as err:
+            theirs()
+        with pytest.raises(RuntimeError, match="requires grad" if "grad" in str(err.value) else "map_"):
+            ours()
 
 
 def test_hardshrink_prelu_methods():
