@@ -189,6 +189,7 @@ from ._linalg_decompositions import (  # noqa: E402,F401  (the decompositions, k
     svd,
     svdvals,
 )
+from ._linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: E402,F401  (Bunch-Kaufman LDL^T)
 from ._linalg_more import (  # noqa: E402,F401  (the LU family and the tensor/Householder solvers)
     householder_product,
     inv_ex,

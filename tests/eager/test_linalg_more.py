@@ -94,3 +94,34 @@ def test_householder_product():
     assert gradcheck(eager.linalg.householder_product, (_e(h).requires_grad_(True), _e(tau).requires_grad_(True)))
     with pytest.raises(RuntimeError, match="greater than or equal"):
         eager.linalg.householder_product(_e(h).mT, _e(tau))
+
+
+def test_ldl_factor_and_solve_match_lapack_pivots():
+    rng = np.random.default_rng(6)
+    for trial in range(40):
+        n = int(rng.integers(1, 8))
+        a = rng.standard_normal((n, n))
+        a = a + a.T
+        if trial % 2:
+            a[np.diag_indices(n)] *= 0.01  # small diagonal: 2x2 pivots
+        t = torch.linalg.ldl_factor_ex(torch.tensor(a))
+        e = eager.linalg.ldl_factor_ex(eager.tensor(a))
+        assert (t.pivots.numpy() == e.pivots.numpy()).all() and int(e.info) == int(t.info) == 0
+        _close(e.LD, t.LD, 1e-12)
+        b = rng.standard_normal((n, 2))
+        x = eager.linalg.ldl_solve(e.LD, e.pivots, _e(b))
+        np.testing.assert_allclose(a @ x.numpy(), b, atol=1e-9)
+    a = rng.standard_normal((2, 5, 5))
+    a = a + np.swapaxes(a, -1, -2)
+    e, t = eager.linalg.ldl_factor(_e(a)), torch.linalg.ldl_factor(torch.tensor(a))
+    _close(e.LD, t.LD, 1e-12)
+    assert e.pivots.dtype == eager.int32
+
+
+def test_ldl_factor_singular():
+    res = eager.linalg.ldl_factor_ex(eager.zeros(3, 3))
+    assert int(res.info) == 1 and res.pivots.tolist() == [1, 2, 3]
+    with pytest.raises(RuntimeError, match="singular"):
+        eager.linalg.ldl_factor(eager.zeros(3, 3))
+    with pytest.raises(RuntimeError, match="square"):
+        eager.linalg.ldl_factor(eager.zeros(2, 3))
