@@ -140,7 +140,7 @@ def lu_factor_ex(A: Any, *, pivot: bool = True, check_errors: bool = False) -> A
     diagonal not stored), the 1-based row swaps, and info > 0 where U has a zero pivot."""
     _check_lu_input("linalg.lu_factor_ex", A)
     if not pivot:
-        raise NotImplementedError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     lu, piv, info = _LUFactor.apply(A)
     if check_errors and bool((info != 0).any()):
         raise LinAlgError(f"linalg.lu_factor_ex: The factorization could not be completed because the input is "

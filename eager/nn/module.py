@@ -194,8 +194,8 @@ class Module:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
                                 "(eager.nn.Module or None expected)")
             self._modules[name] = None
-        elif isinstance(value, Tensor) and value.__dict__.get("_is_buffer"):  # nn.Buffer(t, persistent=...)
-            self.register_buffer(name, value, value.__dict__.get("persistent", True))
+        elif isinstance(value, Tensor) and getattr(value, "_is_buffer", False):  # nn.Buffer(t, persistent=...)
+            self.register_buffer(name, value, getattr(value, "persistent", True))
         elif name in self.__dict__.get("_buffers", {}):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
