@@ -155,8 +155,8 @@ def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:  # no
 def linalg_vander(x: Any, *, N: int | None = None) -> Any:  # noqa: N803
     """x[..., None] ** [0, ..., N-1] (increasing powers, batched over x's leading dims; N =
     x.shape[-1] by default). Mirrors torch.linalg.vander."""
-    if _dims(x) < 1:
-        raise RuntimeError("linalg.vander: x must have at least one dimension.")
+    if _dims(x) == 0:  # (PyTorch's: a 0-d x is one point, a row of one)
+        x = _F.reshape(x, (1,))
     n = x.shape[-1] if N is None else N
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")

@@ -21,7 +21,7 @@ from .. import _functional as _F
 def _size_args(name: str, size: tuple[Any, ...]) -> tuple[int, ...]:
     sizes = _F._sizes(size)
     if any(s < 0 for s in sizes):
-        raise RuntimeError(f"{name}: Trying to create tensor with negative dimension {min(sizes)}: {list(sizes)}")
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: {list(sizes)} ({name})")
     return sizes
 
 
@@ -46,8 +46,8 @@ def new_empty_strided(self: Any, size: Any, stride: Any, *, dtype: Any = None, d
     sizes = _size_args("new_empty_strided", tuple(size) if isinstance(size, (tuple, list)) else (size,))
     strides = tuple(int(s) for s in (stride if isinstance(stride, (tuple, list)) else (stride,)))
     if len(strides) != len(sizes):
-        raise RuntimeError(f"mismatch in length of strides and shape: size {list(sizes)} has {len(sizes)} "
-                           f"dimensions, stride {list(strides)} has {len(strides)}")
+        raise RuntimeError(f"dimensionality of sizes ({len(sizes)}) must match dimensionality of strides "
+                           f"({len(strides)})")
     if any(s < 0 for s in strides):
         raise RuntimeError(f"new_empty_strided: strides must be non-negative, got {list(strides)}")
     d = _dtypes.as_dtype(dtype or self.dtype)

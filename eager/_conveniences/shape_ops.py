@@ -67,7 +67,8 @@ def take(input: Any, index: Any) -> Any:  # noqa: A002
     """input's elements at the flat (row-major) positions `index`, negative ones counted from
     the end, in index's shape. Mirrors torch.take."""
     if not _is_tensor(index) or index.dtype is not _dtypes.int64:
-        got = getattr(index, "dtype", type(index).__name__)
+        dt = getattr(index, "dtype", None)
+        got = _dtypes.scalar_type_name(dt) if isinstance(dt, _dtypes.dtype) else type(index).__name__
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {got}")
     numel = math.prod(input.shape)
     from .._tensor import Tensor  # noqa: PLC0415
@@ -190,7 +191,7 @@ def aminmax(input: Any, *, dim: int | None = None, keepdim: bool = False) -> Any
         return return_types_aminmax(_F.amin(input), _F.amax(input))
     d = norm_dim("aminmax", dim, _dims(input))
     if _dims(input) and input.shape[d] == 0:
-        raise IndexError(f"aminmax(): Expected reduction dim {dim} to have non-zero size.")
+        raise IndexError(f"aminmax: Expected reduction dim {dim} to have non-zero size.")
     if _dims(input) == 0:
         return return_types_aminmax(input, input)
     return return_types_aminmax(_F.amin(input, d, keepdim=keepdim), _F.amax(input, d, keepdim=keepdim))
@@ -248,7 +249,7 @@ def range_(start: Any, end: Any, step: Any = 1, *, out: Any = None, dtype: Any =
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (step > 0 and end < start) or (step < 0 and end > start):
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     count = int(math.floor((end - start) / step)) + 1
     from gmbase.dtypes import DEFAULT_FLOAT  # noqa: PLC0415
 

@@ -145,6 +145,8 @@ def test_diagflat_vander_matrix_power_chain_matmul():
     _same(eager.linalg.vander(b), torch.linalg.vander(tb))
     _same(eager.linalg.vander(b, N=5), torch.linalg.vander(tb, N=5))
     _raises_like(lambda: eager.linalg.vander(b, N=1), lambda: torch.linalg.vander(tb, N=1))
+    _same(eager.linalg.vander(v[0], N=3), torch.linalg.vander(tv[0], N=3))
+    _raises_like(lambda: eager.linalg.vander(v[0]), lambda: torch.linalg.vander(tv[0]))
     assert gradcheck(lambda x: eager.vander(x, 4), (_leaf(3),))
     m, tm = _pair(3, 3)
     for n in (0, 1, 3, -2):
