@@ -235,3 +235,19 @@ def test_out_keyword_as_pytorch():
     result = eager.aminmax(m, dim=1, out=(mn, mx))
     _same(result.max, torch.aminmax(tm, dim=1).max)
     assert result.min is mn
+
+
+def test_inplace_forms_trace_under_static():
+    def f(x, v):
+        y = x.clone()
+        y.cumsum_(1)
+        y.hypot_(x)
+        y.addmm_(x, x.t(), beta=0.5)
+        y.addr_(v, v, alpha=2)
+        y.renorm_(2, 0, 1.0)
+        return y, eager.mv(x, v), eager.msort(x), eager.diagflat(v), eager.linalg.vander(v)
+
+    x, _ = _pair(3, 3)
+    v, _ = _pair(3, seed=1)
+    for want, got in zip(f(x, v), static.compile(f)(x, v)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-9)
