@@ -271,6 +271,21 @@ def corrcoef(input: Any) -> Any:
     return c.clamp(-1, 1)
 
 
+def _linspace(lo: float, hi: float, steps: int, npdt: Any) -> np.ndarray:
+    """PyTorch's linspace in the result dtype: the step rounded to it, then the first half
+    stepped up from lo and the second down from hi, each product-and-sum rounded once (its
+    kernel's fused multiply-add: computed wider here), so the bin edges, and the counts at
+    them, are PyTorch's to the last bit."""
+    npdt = np.dtype(npdt)
+    wide = np.float64 if npdt.itemsize < 8 else np.longdouble
+    start, end = npdt.type(lo), npdt.type(hi)
+    step = wide((end - start) / npdt.type(steps - 1))
+    i = np.arange(steps)
+    up = wide(start) + step * i.astype(wide)
+    down = wide(end) - step * (steps - i - 1).astype(wide)
+    return np.where(i < steps // 2, up, down).astype(npdt)
+
+
 def histogram(input: Any, bins: Any = 100, *, range: Any = None, weight: Any = None,  # noqa: A002
               density: bool = False) -> Any:
     """The counts (weights' sums with weight) of input's values in bins: `bins` equal-width
@@ -319,7 +334,7 @@ def histogram(input: Any, bins: Any = 100, *, range: Any = None, weight: Any = N
             raise RuntimeError(f"torch.histogramdd: dimension 0's range [{lo:g}, {hi:g}] is not finite")
         if lo == hi:
             lo, hi = (lo - 0.5, hi + 0.5) if data.size else (0.0, 1.0)
-        edges = np.linspace(lo, hi, nbins + 1).astype(npdt)
+        edges = _linspace(lo, hi, nbins + 1, npdt)
     e64 = edges.astype(np.float64)
     hist = np.zeros(max(len(e64) - 1, 0), dtype=np.float64)
     if len(e64) > 1:

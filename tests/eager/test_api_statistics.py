@@ -218,3 +218,15 @@ def test_host_functions_refuse_tracing_by_name():
         static.compile(lambda a: eager.igammac(a, a))(x)
     with pytest.raises(static.TraceError):
         static.compile(lambda a: eager.mode(a).values)(x)  # mode reads the values: eager only
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_histogram_edges_and_counts_are_bit_exact(dtype):
+    gen = torch.Generator().manual_seed(1)
+    for _ in range(20):
+        h = (torch.randn(50, generator=gen) * 3).to(dtype)
+        bins = int(torch.randint(1, 40, (1,), generator=gen))
+        for kw in ({}, {"range": (-1.3, 2.7)}):
+            got, want = eager.histogram(E(h), bins, **kw), torch.histogram(h, bins, **kw)
+            np.testing.assert_array_equal(got.bin_edges.numpy(), want.bin_edges.numpy())
+            np.testing.assert_array_equal(got.hist.numpy(), want.hist.numpy())
