@@ -109,6 +109,7 @@ from ._linalg_decompositions import (  # noqa: F401,E402  (torch.<name> of the d
     cholesky_inverse, cholesky_legacy as cholesky, cholesky_solve, logdet, svd_legacy as svd,
 )
 from .linalg import pinv as pinverse, slogdet  # noqa: F401,E402
+from ._linalg_more import lu_unpack  # noqa: F401,E402  (torch.lu_unpack)
 from . import amp  # noqa: E402
 from .amp import autocast, is_autocast_available  # noqa: F401,E402
 
