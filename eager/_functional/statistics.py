@@ -106,7 +106,7 @@ def _quantile(input: Any, q: Any, dim: Any, keepdim: bool, interpolation: str, i
     if interpolation in ("linear", "midpoint"):
         weights = ranks - to_dtype(below, input.dtype) if interpolation == "linear" else 0.5
         above = gather(ordered, -1, to_dtype(ranks.ceil(), _dtypes.int64))
-        out = lerp(out, above, weights)
+        out = _lerp(out, above, weights)
     if scalar_q:
         out = squeeze(out, -1)
     else:
@@ -115,6 +115,26 @@ def _quantile(input: Any, q: Any, dim: Any, keepdim: bool, interpolation: str, i
     if d is not None and not keepdim and nd:
         out = squeeze(out, d + (0 if scalar_q else 1))
     return out
+
+
+def _lerp(low: Any, high: Any, weight: Any) -> Any:
+    """PyTorch's lerp as its vector kernel rounds it: low + w * (high - low) for w < 0.5, else
+    high - (1 - w) * (high - low), each a fused multiply-add (one rounding). In float32 the
+    product and sum are made in float64 (exact product) and rounded once; float64 inputs
+    take eager's lerp, which already matches."""
+    if low.dtype is not _dtypes.float32:
+        return lerp(low, high, weight)
+    diff = to_dtype(high - low, _dtypes.float64)
+    if hasattr(weight, "shape"):
+        w = to_dtype(weight, _dtypes.float64)
+        rest = to_dtype(1.0 - weight, _dtypes.float64)
+    else:
+        w, rest = float(weight), 1.0 - float(weight)
+    near_low = to_dtype(low, _dtypes.float64) + w * diff
+    near_high = to_dtype(high, _dtypes.float64) - rest * diff
+    small = E.LT(weight, 0.5) if hasattr(weight, "shape") else bool(weight < 0.5)
+    out = E.WHERE(small, near_low, near_high) if hasattr(weight, "shape") else (near_low if small else near_high)
+    return to_dtype(out, _dtypes.float32)
 
 
 def quantile(input: Any, q: Any, dim: Any = None, keepdim: bool = False, *, interpolation: str = "linear") -> Any:

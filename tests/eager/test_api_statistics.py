@@ -230,3 +230,12 @@ def test_histogram_edges_and_counts_are_bit_exact(dtype):
             got, want = eager.histogram(E(h), bins, **kw), torch.histogram(h, bins, **kw)
             np.testing.assert_array_equal(got.bin_edges.numpy(), want.bin_edges.numpy())
             np.testing.assert_array_equal(got.hist.numpy(), want.hist.numpy())
+
+
+def test_float32_quantile_is_bit_exact():
+    gen = torch.Generator().manual_seed(2)
+    for _ in range(10):
+        x, q = torch.randn(5, 17, generator=gen), torch.rand(6, generator=gen)
+        for interp in ("linear", "midpoint", "nearest"):
+            np.testing.assert_array_equal(eager.quantile(E(x), E(q), 1, interpolation=interp).numpy(),
+                                          torch.quantile(x, q, 1, interpolation=interp).numpy())
