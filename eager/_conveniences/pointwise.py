@@ -66,17 +66,38 @@ def isreal(input: Any) -> Any:  # noqa: A002
     return _F.eq(nan, nan)
 
 
-def _integer_pair(name: str, input: Any, other: Any) -> tuple[Any, Any, _dtypes.dtype]:  # noqa: A002
+def _integer_dtype(name: str, input: Any, other: Any) -> _dtypes.dtype:  # noqa: A002
     _check_tensor(name, "input", input)
     _check_tensor(name, "other", other)
     d = _result_dtype(input, other)
     if d.is_floating_point or d is _dtypes.bool_:
-        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtypes.scalar_type_name(d)}\': {name} is defined '
-                           f"for integer tensors only; convert with .long()")
-    from .._functional import _host  # noqa: PLC0415
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtypes.scalar_type_name(d)}\': {name} is '
+                                  f"defined for integer tensors only; convert with .long()")
+    return d
 
-    b = _host(other) if _is_tensor(other) else np.asarray(other)
-    return _host(input), b, d
+
+def _on_host(*tensors: Any) -> bool:
+    """Eager tensors (their values at hand: NumPy's gcd runs); a traced value takes the
+    composition of ops instead."""
+    from .._tensor import Tensor  # noqa: PLC0415
+
+    return all(isinstance(t, Tensor) for t in tensors)
+
+
+# Euclid's steps enough for any pair of the dtype: the worst case is consecutive Fibonacci
+# numbers, about 1.44 * bits steps
+_EUCLID_STEPS = {1: 13, 2: 25, 4: 48, 8: 94}
+
+
+def _euclid(a: Any, b: Any, d: _dtypes.dtype) -> Any:
+    """gcd(|a|, |b|) in ops a trace can record: a fixed number of Euclid's steps, each a
+    remainder where the divisor is not yet 0."""
+    a, b = _F.abs(_F.to_dtype(a, d)), _F.abs(_F.to_dtype(b, d))
+    for _ in range(_EUCLID_STEPS[d.itemsize]):
+        going = _F.ne(b, 0)
+        rest = _F.remainder(a, _F.where(going, b, 1))
+        a, b = _F.where(going, b, a), _F.where(going, rest, 0)
+    return a
 
 
 def _integer_result(values: Any, d: _dtypes.dtype, like: Any) -> Any:
@@ -87,17 +108,24 @@ def _integer_result(values: Any, d: _dtypes.dtype, like: Any) -> Any:
 
 def gcd(input: Any, other: Any) -> Any:  # noqa: A002
     """The greatest common divisor of each pair (non-negative; gcd(0, 0) = 0), broadcast, for
-    integer tensors. Not differentiable; reads the values (static refuses it in a trace).
-    Mirrors torch.gcd."""
-    a, b, d = _integer_pair("gcd", input, other)
-    return _integer_result(np.gcd(a, b), d, input)
+    integer tensors; not differentiable. Eager tensors use NumPy's gcd on their values; a
+    traced value records Euclid's steps. Mirrors torch.gcd."""
+    d = _integer_dtype("gcd", input, other)
+    if _on_host(input, other):
+        return _integer_result(np.gcd(_F._host(input), _F._host(other)), d, input)
+    return _euclid(input, other, d)
 
 
 def lcm(input: Any, other: Any) -> Any:  # noqa: A002
     """The least common multiple of each pair (non-negative; 0 when either is 0), broadcast, for
     integer tensors. Mirrors torch.lcm."""
-    a, b, d = _integer_pair("lcm", input, other)
-    return _integer_result(np.lcm(a, b), d, input)
+    d = _integer_dtype("lcm", input, other)
+    if _on_host(input, other):
+        return _integer_result(np.lcm(_F._host(input), _F._host(other)), d, input)
+    g = _F.to_dtype(_euclid(input, other, d), _dtypes.int64)
+    a, b = _F.to_dtype(input, _dtypes.int64), _F.to_dtype(other, _dtypes.int64)
+    # |a / g * b| formed wide and then narrowed, as PyTorch's kernel (an overflow wraps alike)
+    return _F.to_dtype(_F.abs(_F.mul(_F.floor_divide(a, _F.where(_F.eq(g, 0), 1, g)), b)), d)
 
 
 def _real_only(name: str, input: Any) -> Any:  # noqa: A002

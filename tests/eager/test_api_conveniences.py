@@ -102,6 +102,21 @@ def test_gcd_lcm(fn):
     _same(getattr(eager, fn)(u, u), getattr(torch, fn)(tu, tu))
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64])
+def test_gcd_lcm_trace_as_euclids_steps(dtype):
+    import static
+
+    rng = np.random.default_rng(0)
+    low = 0 if dtype == np.uint8 else -100
+    a, b = rng.integers(low, 100, 40).astype(dtype), rng.integers(low, 100, 40).astype(dtype)
+    a[:3], b[1:4] = 0, 0
+    for fn in ("gcd", "lcm"):
+        got = static.compile(lambda x, y, fn=fn: getattr(eager, fn)(x, y))(eager.tensor(a), eager.tensor(b))
+        _same(got, getattr(torch, fn)(torch.tensor(a), torch.tensor(b)))
+    fib = eager.tensor([7540113804746346429]), eager.tensor([4660046610375530309])  # Euclid's worst case
+    assert static.compile(eager.gcd)(*fib).tolist() == [1]
+
+
 def test_complex_no_ops_of_real_tensors():
     e, t = _t([1.0, -2.0], np.float32)
     for name in ("conj", "resolve_conj", "resolve_neg", "conj_physical"):

@@ -588,6 +588,11 @@ def test_the_tracer_has_every_in_place_method_eager_has():
                                           "true_divide")},
             "heaviside_": [eager.tensor(0.5)], "ldexp_": [eager.tensor(2.0)], "nextafter_": [eager.tensor(0.0)],
             **{f"bitwise_{op}_": [3] for op in ("and", "or", "xor", "left_shift", "right_shift")}}
+    args.update({"cumsum_": [1], "cumprod_": [0], "hypot_": [2.0], "copysign_": [-1.0], "xlogy_": [2.0],
+                 "gcd_": [eager.tensor(6)], "lcm_": [eager.tensor(4)], "renorm_": [2, 0, 1.0],
+                 "addr_": [x[0], x[1]], "addmm_": [x, x], "addmv_": [x, x[0]],
+                 "addbmm_": [eager.ones(3, 2, 2), eager.ones(3, 2, 2)],
+                 "baddbmm_": [eager.ones(1, 2, 2), eager.ones(1, 2, 2)]})  # (eager._conveniences')
     integers = eager.tensor([[1, 2], [3, 4]])  # the bitwise forms take integers
     names = inplace_methods()
     assert {"add_", "mul_", "sin_", "masked_fill_"} <= set(names)
@@ -601,7 +606,9 @@ def test_the_tracer_has_every_in_place_method_eager_has():
             getattr(y, name)(*args.get(name, []))
             return y
 
-        inp = integers if name.startswith("bitwise_") else x
+        inp = integers if name.startswith(("bitwise_", "gcd_", "lcm_")) else x
+        if name == "baddbmm_":  # (a batch written back needs a 3-d tensor)
+            inp = x.unsqueeze(0)
         got = static.compile(f, backend="interpret")(inp)  # the tracing is under test, not codegen
         np.testing.assert_allclose(got.numpy(), f(inp).numpy(), rtol=1e-6, err_msg=name)
 
