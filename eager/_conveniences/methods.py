@@ -92,7 +92,7 @@ def new(self: Any, *args: Any, device: Any = None) -> Any:
             if arg.dtype != self.dtype:
                 raise TypeError(f"expected {self.dtype} (got {arg.dtype})")
             return arg
-        if isinstance(arg, (list, tuple, np.ndarray)) or isinstance(arg, (builtins.float, builtins.bool)):
+        if isinstance(arg, (list, tuple, np.ndarray)):
             return tensor(arg, dtype=self.dtype, device=dev)
     if all(isinstance(a, builtins.int) and not isinstance(a, builtins.bool) for a in args):
         return empty(*_size_args("new", args), dtype=self.dtype, device=dev)

@@ -38,6 +38,11 @@ def test_new_empty_and_new():
     assert x.new(same) is same
     with pytest.raises(TypeError):
         x.new(eager.ones(3, dtype=eager.int64))
+    _raises = pytest.raises(TypeError)
+    with pytest.raises(TypeError):
+        tx.new(2.5)
+    with _raises:
+        x.new(2.5)
 
 
 def test_new_empty_strided_honours_strides():
