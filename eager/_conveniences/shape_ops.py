@@ -110,9 +110,11 @@ def sum_to_size(input: Any, *size: Any) -> Any:  # noqa: A002
 def split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> tuple[Any, ...]:  # noqa: A002
     """input cut along `dim` into pieces of the given sizes, which must add up to its length.
     Mirrors torch.split_with_sizes."""
+    if _dims(input) == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = norm_dim("split_with_sizes", dim, _dims(input))
     sizes = [int(s) for s in split_sizes]
-    length = input.shape[d] if _dims(input) else 1
+    length = input.shape[d]
     if sum(sizes) != length or any(s < 0 for s in sizes):
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's size "
                            f"at dimension {dim}), but got split_sizes={sizes}")

@@ -206,6 +206,7 @@ def test_split_with_sizes_and_dsplit():
     _same(eager.split_with_sizes(e, [2, 0, 3]), torch.split_with_sizes(t, [2, 0, 3]))
     _same(e.split_with_sizes([1, 2], dim=1), t.split_with_sizes([1, 2], dim=1))
     _raises_like(lambda: e.split_with_sizes([2, 2]), lambda: t.split_with_sizes([2, 2]))
+    _raises_like(lambda: eager.split_with_sizes(e[0, 0, 0], [1]), lambda: torch.split_with_sizes(t[0, 0, 0], [1]))
     _same(eager.dsplit(e, 2), torch.dsplit(t, 2))
     _same(e.dsplit([1]), t.dsplit([1]))
     _raises_like(lambda: eager.dsplit(e[0], 1), lambda: torch.dsplit(t[0], 1))
