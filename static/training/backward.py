@@ -162,6 +162,11 @@ def _ancestors(state: TraceState, out) -> tuple[set, set]:
 
 def _accumulate(extra: _Training, p: Tensor, g: Tracer) -> None:
     """p.grad += g, or p.grad = g when it is None, as eager's AccumulateGrad does."""
+    hooks = getattr(getattr(p, "_acc", None), "_hooks", None)
+    if hooks is not None and (hooks.tensor or hooks.retain or hooks.pre or hooks.post):
+        raise TraceError(f"{user_location()}: backward() reaches a leaf of shape {tuple(p.shape)} that has hooks "
+                         f"(register_hook, register_post_accumulate_grad_hook): a compiled step would not run "
+                         f"them; remove the hooks or run this step eagerly")
     extra.seen(p)
     extra.guard_read(p)  # None or a tensor, as the call found it: the other case is another graph
     _own_grad(extra.state, p)

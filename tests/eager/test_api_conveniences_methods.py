@@ -161,3 +161,25 @@ def test_post_accumulate_grad_hook():
         nonleaf.register_post_accumulate_grad_hook(lambda t: None)
     with pytest.raises(RuntimeError):
         eager.ones(2).register_post_accumulate_grad_hook(lambda t: None)
+
+
+@pytest.mark.parametrize("register", [
+    lambda p: p.register_post_accumulate_grad_hook(lambda t: None),
+    lambda p: p.register_hook(lambda g: g * 2),
+], ids=["post_accumulate", "tensor_hook"])
+def test_a_compiled_step_refuses_a_hooked_leaf(register):
+    """A compiled training step does not run a leaf's hooks: it says so, not a silent .grad
+    without them."""
+    import static
+    from static.errors import TraceError
+
+    p = eager.ones(3, requires_grad=True)
+    register(p)
+
+    def step(x):
+        loss = (p * x).sum()
+        loss.backward()
+        return loss
+
+    with pytest.raises(TraceError, match="hooks"):
+        static.compile(step)(eager.ones(3))
