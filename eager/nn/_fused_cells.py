@@ -190,10 +190,10 @@ def node_apply(fn: Any, *args: Any) -> Tensor:
     if ctx_cls is None:  # the class apply would make (and cache) for this Function
         ctx_cls = type(f"{fn.__name__}Backward", (FusedCtx,), {"__module__": fn.__module__})
         fn._ctx_class = ctx_cls
-    record = STATE.enabled and any(type(a) is not bool and getattr(a, "_requires_grad", False) for a in args)
     ctx = ctx_cls(fn, args)
+    record = STATE.enabled and True in ctx.needs_input_grad  # (what the ctx read: no second pass)
     out = fn.forward(ctx, *args)
-    return attach(out, ctx, args, tuple(out.shape)) if record else out
+    return attach(out, ctx, args, out._data.shape) if record else out
 
 
 def _bias_grad(d: np.ndarray, b: Any, needed: bool) -> Tensor | None:
