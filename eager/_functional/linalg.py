@@ -105,6 +105,10 @@ def bmm(input, mat2):
 def _scaled_sum(input, product, beta, alpha, name):
     out = product if _is_one(alpha) else product * alpha
     if beta == 0:  # PyTorch ignores input then (nan and inf in it are not propagated)
+        if getattr(input, "requires_grad", False):  # its gradient is still beta * grad: zeros, not None
+            from .. import _functional as _F  # noqa: PLC0415  (the generated where/isfinite)
+
+            out = out + _F.where(_F.isfinite(input), input * 0.0, 0.0)  # (0 at inf and nan too)
         return _renamed(out, name)
     return _renamed((input if _is_one(beta) else input * beta) + out, name)
 

@@ -251,3 +251,22 @@ def test_inplace_forms_trace_under_static():
     v, _ = _pair(3, seed=1)
     for want, got in zip(f(x, v), static.compile(f)(x, v)):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("fn,shapes", [
+    ("addmm", [(2, 3), (2, 4), (4, 3)]), ("addmv", [(2,), (2, 4), (4,)]), ("baddbmm", [(2, 2, 3), (2, 2, 4), (2, 4, 3)]),
+    ("addr", [(2, 3), (2,), (3,)]), ("addbmm", [(2, 3), (5, 2, 4), (5, 4, 3)]),
+])
+def test_beta_zero_gives_the_input_a_zero_gradient(fn, shapes):
+    """beta = 0 does not read the input (its nan and inf do not reach the result), but the
+    input's gradient is beta * grad: a tensor of zeros, as PyTorch's, not None."""
+    arrays = [np.random.default_rng(k).standard_normal(s) for k, s in enumerate(shapes)]
+    arrays[0].reshape(-1)[0] = np.nan
+    ours = [eager.tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out, tout = getattr(eager, fn)(*ours, beta=0), getattr(torch, fn)(*theirs, beta=0)
+    _same(out, tout)
+    out.sum().backward()
+    tout.sum().backward()
+    for o, t in zip(ours, theirs):
+        _same(o.grad, t.grad)
