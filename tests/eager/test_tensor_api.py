@@ -85,6 +85,11 @@ def test_the_in_place_table_is_complete_and_each_entry_is_eagers_function_writte
                  "gcd_": [eager.tensor(6)], "lcm_": [eager.tensor(4)], "renorm_": [2, 0, 1.0],
                  "addr_": [x[0], x[1]], "addmm_": [x, x],
                  "addmv_": [x, x[0]], "addbmm_": [eager.ones(3, 2, 2), eager.ones(3, 2, 2)]})  # (eager._conveniences')
+    source = eager.tensor([[1.0, 2.0], [3.0, 4.0]])
+    args.update({"index_copy_": [0, eager.tensor([1, 0]), source],
+                 "index_reduce_": [0, eager.tensor([1, 0]), source, "prod"],
+                 "masked_scatter_": [eager.tensor([[True, False], [False, True]]), source],
+                 "put_": [eager.tensor([0, 3]), eager.tensor([9.0, 8.0])]})  # (eager/_functional/scatters.py)
     integers = eager.tensor([[5, -3], [12, 0]])
     table = inplace_methods()
     assert {"add_", "sub_", "mul_", "div_", "pow_", "exp_", "sigmoid_", "clamp_", "masked_fill_"} <= set(table)

@@ -593,6 +593,11 @@ def test_the_tracer_has_every_in_place_method_eager_has():
                  "addr_": [x[0], x[1]], "addmm_": [x, x], "addmv_": [x, x[0]],
                  "addbmm_": [eager.ones(3, 2, 2), eager.ones(3, 2, 2)],
                  "baddbmm_": [eager.ones(1, 2, 2), eager.ones(1, 2, 2)]})  # (eager._conveniences')
+    source = eager.tensor([[1.0, 2.0], [3.0, 4.0]])
+    args.update({"index_copy_": [0, eager.tensor([1, 0]), source],
+                 "index_reduce_": [0, eager.tensor([1, 0]), source, "prod"],
+                 "masked_scatter_": [eager.tensor([[True, False], [False, True]]), source],
+                 "put_": [eager.tensor([0, 3]), eager.tensor([9.0, 8.0])]})  # (eager/_functional/scatters.py)
     integers = eager.tensor([[1, 2], [3, 4]])  # the bitwise forms take integers
     names = inplace_methods()
     assert {"add_", "mul_", "sin_", "masked_fill_"} <= set(names)
