@@ -9,26 +9,9 @@ import static
 from eager._tensor import METADATA_VERSION
 
 torch = pytest.importorskip("torch")
+from torch_compare import E, raises_like, same  # noqa: E402
+
 pytestmark = pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
-
-
-def E(t, grad=False):
-    return eager.tensor(t.detach().numpy().copy(), requires_grad=grad)
-
-
-def same(got, want, tol=1e-12):
-    got = got.detach().numpy() if hasattr(got, "detach") else np.asarray(got)
-    want = want.detach().numpy()
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
-    np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True)
-
-
-def raises_like(fe, ft):
-    with pytest.raises(Exception) as want:
-        ft()
-    with pytest.raises(type(want.value)) as got:
-        fe()
-    assert str(got.value) == str(want.value).split("\n")[0]
 
 
 G = torch.Generator().manual_seed(0)

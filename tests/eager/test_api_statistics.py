@@ -11,26 +11,7 @@ import eager
 import static
 
 torch = pytest.importorskip("torch")
-
-
-def E(t, grad=False):
-    return eager.tensor(t.detach().numpy().copy(), requires_grad=grad)
-
-
-def same(got, want, tol=1e-12):
-    got = got.detach().numpy() if hasattr(got, "detach") else np.asarray(got)
-    want = want.detach().numpy()
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape, got.dtype, want.dtype)
-    np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True)
-
-
-def raises_like(fe, ft):
-    with pytest.raises(Exception) as want:
-        ft()
-    with pytest.raises(type(want.value)) as got:
-        fe()
-    assert str(got.value) == str(want.value).split("\n")[0]
-
+from torch_compare import E, raises_like, same  # noqa: E402
 
 G = torch.Generator().manual_seed(0)
 X = torch.randn(3, 5, 4, dtype=torch.float64, generator=G)
