@@ -11,6 +11,7 @@ from ..._grad_mode import no_grad
 from ..._tensor import Tensor
 from .. import functional as F
 from ..parameter import Parameter
+from ._norm_helpers import remove_norm_hook
 
 __all__ = ["SpectralNorm", "remove_spectral_norm", "spectral_norm"]
 
@@ -114,10 +115,4 @@ def spectral_norm(module: T, name: str = "weight", n_power_iterations: int = 1, 
 
 def remove_spectral_norm(module: T, name: str = "weight") -> T:
     """Make `<name>` a plain parameter again (its current normalized value)."""
-    hooks = module._forward_pre_hooks  # type: ignore[attr-defined]
-    for k, (hook, _) in list(hooks.items()):
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del hooks[k]
-            return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    return remove_norm_hook(module, SpectralNorm, name, "spectral_norm")

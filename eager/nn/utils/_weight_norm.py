@@ -7,7 +7,7 @@ import warnings
 from typing import Any, TypeVar
 
 from ..parameter import Parameter
-from ._norm_helpers import norm_except_dim, weight_norm_values
+from ._norm_helpers import norm_except_dim, remove_norm_hook, weight_norm_values
 
 __all__ = ["WeightNorm", "remove_weight_norm", "weight_norm"]
 
@@ -68,10 +68,4 @@ def weight_norm(module: T, name: str = "weight", dim: int | None = 0) -> T:
 
 def remove_weight_norm(module: T, name: str = "weight") -> T:
     """Fold g and v back into one parameter `<name>` and drop the hook."""
-    hooks = module._forward_pre_hooks  # type: ignore[attr-defined]
-    for k, (hook, _) in list(hooks.items()):
-        if isinstance(hook, WeightNorm) and hook.name == name:
-            hook.remove(module)
-            del hooks[k]
-            return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    return remove_norm_hook(module, WeightNorm, name, "weight_norm")
