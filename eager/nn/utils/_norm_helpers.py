@@ -28,7 +28,7 @@ def weight_norm_values(v: Tensor, g: Tensor, dim: int = 0) -> Tensor:
     return v * (g / norm_except_dim(v, 2, dim))
 
 
-def remove_norm_hook(module: Any, hook_type: type, name: str, what: str) -> Any:
+def remove_norm_hook(module: Any, hook_type: Any, name: str, what: str) -> Any:
     """Drop the forward pre-hook of type `hook_type` that normalizes `<name>`, making it a
     plain parameter again (the hook's `remove`); PyTorch's ValueError when there is none."""
     hooks = module._forward_pre_hooks
