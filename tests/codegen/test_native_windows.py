@@ -96,8 +96,11 @@ def test_max_pooling_and_its_gradient_equal_eagers_bits(kernel, stride, padding,
     np.testing.assert_array_equal(zc.detach().numpy(), ze.detach().numpy())
     np.testing.assert_array_equal(tc.grad.numpy(), te.grad.numpy())
     # eager's conv2d is one node (eager/nn/_fused_conv.py) whose dW sums the images' products
-    # in its own order: equal to rounding, not to the bit
-    np.testing.assert_allclose(wc.grad.numpy(), we.grad.numpy(), rtol=1e-5, atol=1e-5)
+    # in its own order: equal to rounding, not to the bit; an element that cancels (1.4 among
+    # sums of about 1600) is off by float32's rounding of the large terms, so the absolute
+    # bound scales with the largest element
+    we_grad = we.grad.numpy()
+    np.testing.assert_allclose(wc.grad.numpy(), we_grad, rtol=1e-5, atol=1e-6 * float(np.abs(we_grad).max()))
 
 
 def _driver_code(text: str) -> str:
