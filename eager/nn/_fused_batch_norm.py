@@ -35,25 +35,9 @@ from .._grad_mode import STATE
 from .._tensor import Tensor
 from ..autograd.function import Function, FunctionCtx
 from ._fused_cells import _grads_by_recompute
-from .parameter import Parameter
+from ._fused_conv import _FLOATS, _PLAIN, _kernels  # (the conv kernels' unit holds batch norm's)
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-_PLAIN = (Tensor, Parameter)  # exact types: a subclass may override ops (__torch_function__)
 _ndarray = np.ndarray
-_native: Any = None
-
-
-def _kernels() -> Any:
-    """gmnative.conv_kernels where eager's native kernels can run, else None."""
-    global _native
-    if _native is None:
-        try:
-            import gmnative.conv_kernels as module  # noqa: PLC0415
-
-            _native = module
-        except ImportError:  # a partial install: the op path only
-            _native = False
-    return _native if _native and _native._kernels.kernels() is not None else None
 
 
 def _running_ok(t: Any, c: int) -> bool:
