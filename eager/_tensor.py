@@ -18,6 +18,7 @@ from ._dispatch import dispatch
 from ._grad_mode import STATE
 from ._memory_format import _FORMATS, format_name
 from ._metadata_inplace import MetadataInPlace
+from ._random_fills import RandomFills
 from ._repr import tensor_repr
 from ._tensor_metadata import TensorMetadata
 from .autograd import backward as _autograd_backward  # (bound once: an import per call costs microseconds)
@@ -53,7 +54,7 @@ changes a tensor's shape, dtype, storage or requires_grad in place (`t_`, `squee
 name to that rule."""
 
 
-class Tensor(TensorMetadata, TensorAPI, MetadataInPlace):
+class Tensor(TensorMetadata, TensorAPI, MetadataInPlace, RandomFills):
     """A multi-dimensional array with autograd.
 
     `Tensor(3, 5)` / `Tensor([1., 2.])` are the legacy constructors (float32); prefer

@@ -177,6 +177,13 @@ def _vector_norm(input, p=2, dim=None, keepdim=False, dtype=None):
         return to_dtype(norm(to_dtype(input, _dtypes.float32), p, dim, keepdim), _dtypes.float16)
     if p == "fro":
         p = 2
+    if p == "nuc":  # the sum of singular values, over the two dims given (all two of a matrix)
+        from .. import linalg as _linalg  # noqa: PLC0415
+
+        dims = tuple(range(_ndim(input))) if dim is None else tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+        if len(dims) != 2:
+            raise RuntimeError(f"norm: p='nuc' needs a matrix: two dims, got {len(dims)} ({list(dims)})")
+        return _linalg.matrix_norm(input, "nuc", dims, keepdim)
     if isinstance(p, str) or not isinstance(p, (int, float)):
         raise RuntimeError(f"norm: p={p!r} is not supported (use a number, inf, -inf or 'fro')")
     if p == math.inf:

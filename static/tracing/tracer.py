@@ -22,6 +22,7 @@ from eager import _functional as F
 from eager._api import TensorAPI
 from eager._grad_mode import STATE
 from eager._inplace import _LEAF_MSG, _VIEW_OF_LEAF_MSG, check_result_cast
+from eager._random_fills import RandomFills
 from eager._tensor import Tensor
 from eager._tensor_metadata import Size
 from gmbase import dtypes as _dtypes
@@ -47,7 +48,7 @@ from .state import (
 )
 
 
-class Tracer(TensorAPI):
+class Tracer(TensorAPI, RandomFills):
     """A stand-in for a Tensor during tracing: it has a shape and dtype but no data.
 
     The operators and methods are eager's own (`TensorAPI`); this class gives the hooks:
@@ -406,6 +407,10 @@ class Tracer(TensorAPI):
 
     def exponential_(self, lambd: float = 1.0, *, generator=None) -> "Tracer":
         return self.copy_(-(-self._draw("uniform", generator=generator)).log1p() / lambd)
+
+    def _random_fill(self, kind: str, transform: Callable[[Any], Any], name: str) -> "Tracer":
+        """RandomFills' hook (geometric_, log_normal_, cauchy_): the transform of a fresh draw."""
+        return self.copy_(transform(self._draw(kind)))
 
     def bernoulli_(self, p=0.5, *, generator=None) -> "Tracer":
         return self.copy_((self._draw("uniform", generator=generator) < p).to(self.dtype))
