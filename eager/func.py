@@ -12,11 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _vmap, autograd
+from ._func_more import stack_module_state  # noqa: F401  (torch.func.stack_module_state)
 from ._grad_mode import enable_grad, is_grad_enabled, no_grad
 from ._tensor import Tensor
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "linearize", "vjp",
-           "vmap"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "linearize",
+           "stack_module_state", "vjp", "vmap"]
 
 
 def _positions(argnums: int | tuple, n: int) -> tuple:

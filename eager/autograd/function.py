@@ -204,3 +204,46 @@ def _save_outputs_as_returned(ctx, outputs, wrapped) -> None:
                 as_output = SavedTensor(t, is_output=True)
                 as_output.version = s.version  # (the version it was saved at)
                 saved[i] = s = as_output
+
+
+_ONCE_MSG = "trying to differentiate twice a function that was marked with @once_differentiable"
+
+
+class _DelayedError(Function):
+    """Where a @once_differentiable backward ran in grad mode: its results carry a node whose
+    own backward raises (PyTorch's DelayedError), so a second differentiation fails loudly
+    instead of silently seeing no history."""
+
+    @staticmethod
+    def forward(ctx: Any, result: Any, *inputs: Any) -> Any:
+        return result.clone()
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        raise RuntimeError(_ONCE_MSG)
+
+
+def once_differentiable(backward: Callable) -> Callable:
+    """Decorate a custom Function's backward that cannot itself be differentiated: it runs
+    without recording, and where the backward was asked to build a graph (create_graph) its
+    gradients carry a node that raises PyTorch's error if differentiated. Mirrors
+    torch.autograd.function.once_differentiable."""
+    import functools  # noqa: PLC0415
+
+    from .._tensor import Tensor  # noqa: PLC0415
+
+    @functools.wraps(backward)
+    def wrapper(ctx: Any, *grads: Any) -> Any:
+        with no_grad():
+            outputs = backward(ctx, *grads)
+        if not STATE.enabled:
+            return outputs
+        tracked = [g for g in grads if isinstance(g, Tensor) and g.requires_grad]
+        if not tracked:
+            return outputs
+        single = not isinstance(outputs, tuple)
+        wrapped = tuple(_DelayedError.apply(o, *tracked) if isinstance(o, Tensor) and o.is_floating_point() else o
+                        for o in ((outputs,) if single else outputs))
+        return wrapped[0] if single else wrapped
+
+    return wrapper

@@ -547,3 +547,31 @@ def layout_like(arr: Any, like: Any) -> Any:
     return view
 
 
+
+
+class save_on_cpu:  # noqa: N801  (PyTorch's name)
+    """torch.autograd.graph.save_on_cpu: a context whose saved tensors live in host memory.
+    Eager's tensors on the CPU are saved where they are already; a CuPy tensor stays on its
+    device (the same values, the device's memory instead of the host's)."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        self.pin_memory, self.device_type = pin_memory, device_type
+
+    def __enter__(self) -> "save_on_cpu":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class saved_tensors_hooks:  # noqa: N801  (PyTorch's name)
+    """torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook): refused with a clear
+    error. Eager's backward nodes hold their saved tensors directly (the op nodes as well as
+    custom Functions), so hooks that pack them would be called for some saves and not others;
+    rather than run them on part of the graph, this says so."""
+
+    def __init__(self, pack_hook: Any, unpack_hook: Any) -> None:
+        raise NotImplementedError(
+            "torch.autograd.graph.saved_tensors_hooks: packing and unpacking saved tensors is not supported here "
+            "(backward nodes keep the tensors they save); save_on_cpu is, and activation checkpointing "
+            "(eager.utils.checkpoint) recomputes instead of saving")

@@ -126,3 +126,52 @@ def test_fork_rng_restores_the_stream_and_the_constants():
     assert eager.rand(3).tolist() == inside
     assert (eager.pi, eager.e, eager.inf) == (math.pi, math.e, math.inf) and math.isnan(eager.nan)
     assert isinstance(eager.random.seed(), int)
+
+
+def test_once_differentiable_runs_once_and_refuses_a_second_differentiation():
+    from eager.autograd.function import once_differentiable
+
+    class Square(eager.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 2
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = eager.ones(2, requires_grad=True)
+    Square.apply(x).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+    z = (Square.apply(x) * x).sum()  # the backward's incoming gradient (x) requires grad
+    (g,) = eager.autograd.grad(z, x, create_graph=True)
+    assert g.tolist() == [3.0, 3.0] and g.requires_grad
+    with pytest.raises(RuntimeError, match="differentiate twice a function that was marked with @once_differentiable"):
+        g.sum().backward()
+
+
+def test_stack_module_state_feeds_vmap_over_an_ensemble():
+    models = [eager.nn.Linear(3, 2) for _ in range(4)]
+    params, buffers = eager.func.stack_module_state(models)
+    assert {k: tuple(v.shape) for k, v in params.items()} == {"weight": (4, 2, 3), "bias": (4, 2)}
+    assert all(v.is_leaf and v.requires_grad for v in params.values()) and buffers == {}
+    base = eager.nn.Linear(3, 2)
+    x = eager.randn(5, 3)
+    out = eager.vmap(lambda p, x: eager.func.functional_call(base, p, (x,)), in_dims=(0, None))(params, x)
+    for k, m in enumerate(models):
+        assert eager.allclose(out[k], m(x), atol=1e-6)
+    with pytest.raises(RuntimeError, match="same class"):
+        eager.func.stack_module_state([eager.nn.Linear(3, 2), eager.nn.Identity()])
+
+
+def test_save_on_cpu_keeps_the_values_and_saved_tensors_hooks_says_it_is_unsupported():
+    x = eager.ones(2, requires_grad=True)
+    with eager.autograd.graph.save_on_cpu(pin_memory=True):
+        y = (x * x).sum()
+    y.backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+    with pytest.raises(NotImplementedError, match="saved_tensors_hooks"):
+        eager.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)
