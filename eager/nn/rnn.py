@@ -45,6 +45,13 @@ def _lstm_cell_flat(x, h, c, w_ih, w_hh, b_ih, b_hh):
     return h, c
 
 
+def _lstm_proj_cell(x, state, w_ih, w_hh, b_ih, b_hh, w_hr):
+    """An LSTM cell with a projection (proj_size): h = W_hr (o * tanh(c)), op by op (h and c
+    differ in size, which the fused cell does not take)."""
+    h, c = _lstm_cell_flat(x, state[0], state[1], w_ih, w_hh, b_ih, b_hh)
+    return F.linear(h, w_hr), c
+
+
 def _gru_cell(x, h, w_ih, w_hh, b_ih, b_hh):
     if _fused.eligible(x, h, w_ih, w_hh, b_ih, b_hh):  # one node, not ~45 (nn/_fused_cells.py)
         return _fused.node_apply(_fused.GRUCellFunction, x, h, w_ih, w_hh, b_ih, b_hh)
@@ -139,8 +146,14 @@ class _RNNBase(Module):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
-                 device: Any = None, dtype: Any = None) -> None:
+                 proj_size: int = 0, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size and not self._lstm:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if proj_size and proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
         if not 0 <= dropout <= 1:
             raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
                              "element being zeroed")
@@ -150,18 +163,22 @@ class _RNNBase(Module):
                           UserWarning, stacklevel=3)
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
-        self.bidirectional = bidirectional
+        self.bidirectional, self.proj_size = bidirectional, proj_size
         dirs = 2 if bidirectional else 1
         g = self._gates * hidden_size
+        out_size = proj_size or hidden_size  # the size of h (the cell state c keeps hidden_size)
         for layer in range(num_layers):
-            width = input_size if layer == 0 else hidden_size * dirs
+            width = input_size if layer == 0 else out_size * dirs
             for suffix in ([""] + (["_reverse"] if bidirectional else [])):
                 setattr(self, f"weight_ih_l{layer}{suffix}", Parameter(empty(g, width, device=device, dtype=dtype)))
                 setattr(self, f"weight_hh_l{layer}{suffix}",
-                        Parameter(empty(g, hidden_size, device=device, dtype=dtype)))
+                        Parameter(empty(g, out_size, device=device, dtype=dtype)))
                 if bias:
                     setattr(self, f"bias_ih_l{layer}{suffix}", Parameter(empty(g, device=device, dtype=dtype)))
                     setattr(self, f"bias_hh_l{layer}{suffix}", Parameter(empty(g, device=device, dtype=dtype)))
+                if proj_size:
+                    setattr(self, f"weight_hr_l{layer}{suffix}",
+                            Parameter(empty(proj_size, hidden_size, device=device, dtype=dtype)))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -173,7 +190,8 @@ class _RNNBase(Module):
         def get(name):
             return getattr(self, f"{name}_l{layer}{suffix}") if self.bias or "weight" in name else None
 
-        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh")
+        params = get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh")
+        return params + (get("weight_hr"),) if self.proj_size else params
 
     def _cell(self):
         raise NotImplementedError
@@ -188,7 +206,8 @@ class _RNNBase(Module):
         names = []
         for layer in range(self.num_layers):
             for suffix in ([""] + (["_reverse"] if self.bidirectional else [])):
-                kinds = ["weight_ih", "weight_hh"] + (["bias_ih", "bias_hh"] if self.bias else [])
+                kinds = ["weight_ih", "weight_hh"] + (["bias_ih", "bias_hh"] if self.bias else []) + \
+                    (["weight_hr"] if self.proj_size else [])
                 names += [f"{k}_l{layer}{suffix}" for k in kinds]
         return names
 
@@ -199,7 +218,7 @@ class _RNNBase(Module):
     @property
     def all_weights(self) -> list[list]:
         """The parameters grouped per layer and direction, as PyTorch's `all_weights`."""
-        per = 4 if self.bias else 2
+        per = (4 if self.bias else 2) + (1 if self.proj_size else 0)
         flat = self._flat_weights
         return [flat[i:i + per] for i in range(0, len(flat), per)]
 
@@ -326,9 +345,11 @@ class _RNNBase(Module):
         return out, h
 
     def _initial_state(self, hx, N, dirs, x, batched):
-        shape = (self.num_layers * dirs, N, self.hidden_size)
+        shape = (self.num_layers * dirs, N, self.proj_size or self.hidden_size)
         if hx is None:
             z = zeros(*shape, dtype=x.dtype, device=x.device)
+            if self.proj_size:  # the cell state keeps hidden_size
+                return z, zeros(self.num_layers * dirs, N, self.hidden_size, dtype=x.dtype, device=x.device)
             return z, z
         if self._lstm:
             h, c = hx
@@ -343,6 +364,8 @@ class _RNNBase(Module):
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"  # (PyTorch's fields, in its order)
+        if self.proj_size:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if self.bias is not True:
@@ -378,7 +401,7 @@ class LSTM(_RNNBase):
     _lstm = True
 
     def _cell(self):
-        return _lstm_cell
+        return _lstm_proj_cell if self.proj_size else _lstm_cell
 
 
 class GRU(_RNNBase):

@@ -175,3 +175,33 @@ def test_save_on_cpu_keeps_the_values_and_saved_tensors_hooks_says_it_is_unsuppo
     assert x.grad.tolist() == [2.0, 2.0]
     with pytest.raises(NotImplementedError, match="saved_tensors_hooks"):
         eager.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)
+
+
+@pytest.mark.parametrize("bidirectional, layers, batch_first", [(False, 1, False), (True, 2, True)])
+def test_lstm_with_a_projection_matches_pytorch(bidirectional, layers, batch_first):
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    torch.manual_seed(0)
+    kw = dict(num_layers=layers, proj_size=3, bidirectional=bidirectional, batch_first=batch_first)
+    theirs, ours = torch.nn.LSTM(5, 6, **kw), eager.nn.LSTM(5, 6, **kw)
+    assert list(ours.state_dict()) == list(theirs.state_dict()) and repr(ours) == repr(theirs)
+    ours.load_state_dict({k: eager.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((4, 7, 5)).astype(np.float32)
+    tx, ex = torch.tensor(x, requires_grad=True), eager.tensor(x, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (PyTorch: projections are not supported by oneDNN)
+        to, (th, tc) = theirs(tx)
+    eo, (eh, ec) = ours(ex)
+    for a, b in ((eo, to), (eh, th), (ec, tc)):
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), atol=1e-6)
+    (to.sum() + th.sum()).backward()
+    (eo.sum() + eh.sum()).backward()
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), atol=1e-6)
+    for p, q in zip(ours.parameters(), theirs.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), atol=1e-5)
+    with pytest.raises(ValueError, match="proj_size has to be smaller than hidden_size"):
+        eager.nn.LSTM(5, 6, proj_size=6)
+    with pytest.raises(ValueError, match="only supported for LSTM"):
+        eager.nn.GRU(5, 6, proj_size=2)
