@@ -134,6 +134,19 @@ __attribute__((noinline)) static void gm_uniform_block(double* __restrict out, c
     for (long long i = 0; i < n; ++i) out[i] = (double)(long long)(v[i] >> 11) * (1.0 / 9007199254740992.0);
 }
 
+// the generator's state after a fill written back to p (NumPy's PCG64 state layout: p[0..1]
+// the state, p[4..5] the kept high half of a float32 fill's last output): `odd` 1 when a
+// float32 fill used only the low half of its last output (kept for the next draw), 0 when it
+// used both, -1 for a float64 fill (the kept half left as it is)
+static inline void gm_pcg_store(gm_u64* p, gm_u128 end, long long odd) {
+    p[0] = (gm_u64)(end >> 64);
+    p[1] = (gm_u64)end;
+    if (odd >= 0) {
+        p[4] = (gm_u64)odd;
+        p[5] = gm_pcg_output(end) >> 32;
+    }
+}
+
 extern "C" void gm_eager_uniform_f32(void* const* a, int nt) {
     float* out = (float*)a[0];
     gm_u64* p = (gm_u64*)a[1];
@@ -151,13 +164,7 @@ extern "C" void gm_eager_uniform_f32(void* const* a, int nt) {
         const long long e0 = 2 * j0, e1 = 2 * j1 < m ? 2 * j1 : m;
         gm_uniform_block(o + e0, (const unsigned*)v, e1 - e0);
     });
-    if (count > 0) {
-        const gm_u128 end = gm_pcg_advance(s, (gm_u128)count, inc);
-        p[0] = (gm_u64)(end >> 64);
-        p[1] = (gm_u64)end;
-        p[4] = (gm_u64)(m & 1);
-        p[5] = gm_pcg_output(end) >> 32;
-    }
+    if (count > 0) gm_pcg_store(p, gm_pcg_advance(s, (gm_u128)count, inc), m & 1);
 }
 
 extern "C" void gm_eager_uniform_f64(void* const* a, int nt) {
@@ -168,9 +175,7 @@ extern "C" void gm_eager_uniform_f64(void* const* a, int nt) {
     gm_pcg_blocks(s, inc, n, nt, [=](long long j0, long long j1, const gm_u64* v) {
         gm_uniform_block(out + j0, v, j1 - j0);
     });
-    const gm_u128 end = gm_pcg_advance(s, (gm_u128)n, inc);
-    p[0] = (gm_u64)(end >> 64);
-    p[1] = (gm_u64)end;
+    gm_pcg_store(p, gm_pcg_advance(s, (gm_u128)n, inc), -1);
 }
 
 extern "C" void gm_eager_uniform_dropout_f32(void* const* a, int nt) {
@@ -200,13 +205,7 @@ extern "C" void gm_eager_uniform_dropout_f32(void* const* a, int nt) {
         const long long e0 = 2 * j0, e1 = 2 * j1 < m ? 2 * j1 : m;
         gm_dropout_block(xo + e0, yo + e0, want ? mo + e0 : nullptr, u, thr, scale, e1 - e0);
     });
-    if (count > 0) {
-        const gm_u128 end = gm_pcg_advance(s, (gm_u128)count, inc);
-        p[0] = (gm_u64)(end >> 64);
-        p[1] = (gm_u64)end;
-        p[4] = (gm_u64)(m & 1);
-        p[5] = gm_pcg_output(end) >> 32;
-    }
+    if (count > 0) gm_pcg_store(p, gm_pcg_advance(s, (gm_u128)count, inc), m & 1);
 }
 
 extern "C" void gm_eager_uniform_dropout_f64(void* const* a, int nt) {
@@ -222,7 +221,5 @@ extern "C" void gm_eager_uniform_dropout_f64(void* const* a, int nt) {
     gm_pcg_blocks(s, inc, n, nt, [=](long long j0, long long j1, const gm_u64* v) {
         gm_dropout_block(x + j0, y + j0, want ? mk + j0 : nullptr, v, thr, scale, j1 - j0);
     });
-    const gm_u128 end = gm_pcg_advance(s, (gm_u128)n, inc);
-    p[0] = (gm_u64)(end >> 64);
-    p[1] = (gm_u64)end;
+    gm_pcg_store(p, gm_pcg_advance(s, (gm_u128)n, inc), -1);
 }
