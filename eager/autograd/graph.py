@@ -547,8 +547,6 @@ def layout_like(arr: Any, like: Any) -> Any:
     return view
 
 
-
-
 class save_on_cpu:  # noqa: N801  (PyTorch's name)
     """torch.autograd.graph.save_on_cpu: a context whose saved tensors live in host memory.
     Eager's tensors on the CPU are saved where they are already; a CuPy tensor stays on its
