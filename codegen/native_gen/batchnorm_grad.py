@@ -526,12 +526,7 @@ class CChannelRegionGradient(CFunction):
         return [
             f"        double dwq[{kw}] = {{0.0}};  // the weight gradient's {kw} dot products of this channel",
             f"        {T} ostage[{BN_BLOCK}];",
-            f"        for (long long nn = 0; nn < {n}; ++nn) {{",
-            f"            const long long at = (nn * {c} + cc) * {hw}LL;",
-            f"            for (long long k0 = 0; k0 < {hw}; k0 += {BN_BLOCK}) {{",
-            f"                const long long k1 = k0 + {BN_BLOCK} < {hw} ? k0 + {BN_BLOCK} : {hw};",
-            "                #pragma omp simd",
-            "                for (long long k = k0; k < k1; ++k) {",
+            *_staged_loops(n, c, hw),
             *(f"                    {s}" for s in kb.lines),
             f"                    const {T} o = {gradient_element(g_expr, f'{cx}[at + k]')};",
             *(f"                    {s}" for s in out_stores),
