@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ._device import xp_of_array
+
 _T = TypeVar("_T", bound="MetadataInPlace")
 
 
@@ -90,10 +92,14 @@ def _storage(data: Any) -> Any:
     root = data
     while isinstance(getattr(root, "base", None), type(data)):
         root = root.base
-    if root is not data and root.flags.c_contiguous and root.dtype == data.dtype and \
-            root.__array_interface__["data"][0] == data.__array_interface__["data"][0]:
+    if root is not data and root.flags.c_contiguous and root.dtype == data.dtype and _address(root) == _address(data):
         return root.reshape(-1)
     return data.reshape(-1) if data.flags.c_contiguous else None
+
+
+def _address(a: Any) -> int:
+    """The address of an array's first element (NumPy's interface, or CuPy's pointer)."""
+    return a.__array_interface__["data"][0] if type(a) is np.ndarray else a.data.ptr
 
 
 def _sizes(op: str, sizes: tuple) -> tuple[int, ...]:
@@ -152,7 +158,7 @@ class MetadataInPlace:
         shape = _sizes("resize_", sizes)
         data = self._data  # type: ignore[attr-defined]
         n = int(np.prod(shape, dtype=np.int64))
-        xp = np if type(data) is np.ndarray else __import__("cupy")
+        xp = xp_of_array(data)
         storage = _storage(data)
         if storage is not None and n <= storage.size:  # (PyTorch's storage keeps what a shrink left)
             new = storage[:n].reshape(shape)
