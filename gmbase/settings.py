@@ -1,5 +1,8 @@
 """Generator knobs that change the generated source (so they are part of the cache key).
-Kept apart from the generators so that a cache hit need not import them."""
+Kept apart from the generators so that a cache hit need not import them. Also the native
+kernels' target instruction set (native_arch, GRAPHMODE_NATIVE_ARCH), part of every native
+build's flags and so of its cache key."""
+import os
 
 # A fused region of at most this many elements runs its ops one by one at the top level:
 # the block machinery (slicing, scratch buffers, partial reductions) costs ~1.5 us per
@@ -15,3 +18,27 @@ MIN_BATCH = 8
 
 def fingerprint(backend: str) -> str:
     return f";inline<={INLINE_MAX_ELEMS};batch>={MIN_BATCH}" if backend == "numpy" else ""
+
+
+# -- the instruction set the native kernels are compiled for -----------------------------------
+NATIVE_ARCH_VARIABLE = "GRAPHMODE_NATIVE_ARCH"
+_ARCH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_+")
+
+
+def native_arch() -> str:
+    """The target every native compile asks for as `-march=<this>`: "native" (the default:
+    whatever this CPU runs, AVX-512 where it has it) or a GCC/Clang -march name from
+    GRAPHMODE_NATIVE_ARCH ("haswell" for AVX2 with FMA, "x86-64-v2" for SSE4.2, ...).
+
+    Read here alone, at each compile (not once at import), so that the eager kernels, the
+    generated kernels and the tests that compile with the backend's flags agree, and a
+    change of the variable within a process makes new cache keys rather than reusing a
+    shared object built for another instruction set. Why a knob at all: an AVX-512 host can
+    build and test what an AVX2-only machine (CI, a user's laptop) will run."""
+    value = os.environ.get(NATIVE_ARCH_VARIABLE, "").strip()
+    if not value:
+        return "native"
+    if not set(value) <= _ARCH_CHARS or value.startswith("-"):
+        raise ValueError(f"{NATIVE_ARCH_VARIABLE}={value!r} is not a -march name: use 'native' (the default) or "
+                         "the name a GCC -march= takes, such as 'haswell' (AVX2 and FMA) or 'x86-64-v2' (SSE4.2)")
+    return value

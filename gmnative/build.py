@@ -62,7 +62,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from gmbase import cache
+from gmbase import cache, settings
 from gmbase.threads import available as _available
 from gmbase.threads import blas_threads as _blas_threads
 from gmbase.threads import num_threads as _num_threads
@@ -79,7 +79,17 @@ from .so_cache import (  # noqa: F401
     unseal,
     uses_threads,
 )
-from .toolchain import _PROBE, NativeCompileError, NoCompiler, Toolchain, _find_compiler, _try, isa_fingerprint
+from .toolchain import (
+    _PROBE,
+    NativeCompileError,
+    NoCompiler,
+    Toolchain,
+    _find_compiler,
+    _try,
+    configured_target_problem,
+    describe_target,
+    isa_fingerprint,
+)
 
 PARALLEL_MIN_ELEMS = 1 << 15  # below this many elements a loop runs on the calling thread
 
@@ -231,20 +241,37 @@ def _run_probe(command: tuple) -> Toolchain | str:
 
 
 def availability() -> tuple[bool, str]:
-    """(whether the native backend can run here, a sentence saying what it would use or why not)."""
+    """(whether the native backend can run here, a sentence saying what it would use or why not).
+    A target the compiler or this CPU cannot take (GRAPHMODE_NATIVE_ARCH) makes it unavailable,
+    with one warning: "auto" and eager's kernels then run NumPy code, as without a compiler."""
     found = _probe()
     if isinstance(found, str):
         return False, found
+    problem = configured_target_problem(found)
+    if problem is not None:
+        return False, problem
     return True, found.describe()
 
 
 def toolchain() -> Toolchain:
-    """The probed toolchain; NoCompiler with the reason when there is none."""
+    """The probed toolchain; NoCompiler with the reason when there is none, or when the target
+    instruction set (GRAPHMODE_NATIVE_ARCH) cannot be built or run here."""
     found = _probe()
     if isinstance(found, str):
         raise NoCompiler(f"backend='native' needs a C++ compiler: {found}. Use backend='numpy' (or 'auto', "
                          "which runs NumPy code when no compiler is found).")
+    problem = configured_target_problem(found)
+    if problem is not None:
+        raise NoCompiler(f"the native backend cannot build here: {problem}. Unset {settings.NATIVE_ARCH_VARIABLE} "
+                         "(or set it to 'native') to compile for this CPU.")
     return found
+
+
+def target() -> str:
+    """The -march target of every native compile with the widest vector extension it enables,
+    e.g. "haswell (AVX2, 256-bit)": what reports print beside the host's width."""
+    found = _probe()
+    return describe_target(None if isinstance(found, str) else found)
 
 
 # -- threads ----------------------------------------------------------------------------------
@@ -552,7 +579,7 @@ from .caller import _ctypes_call, _ctypes_call_new, caller, caller_new, formats,
 
 __all__ = ["NoCompiler", "NativeCompileError", "Toolchain", "Library", "availability", "toolchain", "threads",
            "blas_threads",
-           "prefetch_probe", "prefetch_caller", "split_source", "compile_weight",
+           "prefetch_probe", "prefetch_caller", "target", "split_source", "compile_weight",
            "load_library", "caller", "caller_new", "loaded_copy_pairs",
            "formats", "isa_fingerprint", "read_verified", "seal", "unseal", "so_key",
            "uses_threads", "reuse", "REUSE_MIN_BYTES",
