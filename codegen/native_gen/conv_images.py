@@ -82,6 +82,8 @@ def claim_images(emit: dict, absorbed: set, graph: Graph, outs: set) -> None:
         emit[id(conv["product"])] = ("conv_images", conv["product"], conv)
         emit[id(conv["first_grad"])] = ("conv_images_grad", conv["first_grad"], conv)
         absorbed |= {id(n) for n in conv["nodes"] if n is not conv["first_grad"]}
+    from .conv_images_split import claim_split  # noqa: PLC0415  (it reads this module's helpers)
+    claim_split(emit, absorbed, graph, outs)  # a convolution's forward or weight gradient alone (a split graph)
 
 
 def _one(unfold: Node, outs: set, order: dict) -> dict | None:
@@ -170,6 +172,8 @@ def _geometry_args(unfold: Node) -> str:
 def forward_lines(module: "NativeModule", parts: dict) -> list[str]:
     """The driver's lines at the product: the input made contiguous once (the backward reads
     it too) and the kernels' forward, as the product's (N, O, L) value."""
+    if "lines" in parts:  # a forward alone (conv_images_split.py)
+        return parts["lines"](module, parts)
     x, cx = module.names(parts["x"]), _contiguous_name(module, parts)
     o, oh, ow = parts["geometry"]
     n = _ints(parts["x"].type.shape)[0]
@@ -181,6 +185,8 @@ def forward_lines(module: "NativeModule", parts: dict) -> list[str]:
 def backward_lines(module: "NativeModule", parts: dict) -> list[str]:
     """The driver's lines at the first gradient node: dx (the fold's value) and dW (the
     summed product's) from one call of the kernels' backward."""
+    if "lines" in parts:  # a weight gradient alone (conv_images_split.py)
+        return parts["lines"](module, parts)
     o, oh, ow = parts["geometry"]
     n = _ints(parts["x"].type.shape)[0]
     dw = parts["dw"].outputs[0]

@@ -138,10 +138,15 @@ class Capabilities:
       static imports no generator); None: every fusible op (the reference interpreter).
     row_regions: fusion may make regions that reduce along their last axis and read the
       result back (passes.fusion.Fuser): the native backend runs each as one kernel per row;
-      the others would run one op at a time, slower than the regions they replace."""
+      the others would run one op at a time, slower than the regions they replace.
+    image_convolutions: the backend runs a convolution traced image by image (unfold, one
+      product per image) as kernels that make each image's columns in cache, forward and
+      weight gradient each alone (codegen/native_gen/conv_images_split.py): the remat split
+      then saves the convolution's input rather than its columns (passes.remat)."""
 
     inline: str | None = None
     row_regions: bool = False
+    image_convolutions: bool = False
 
 
 # what a graph built for no named backend assumes: ops with a C expression inline (the
@@ -242,4 +247,5 @@ register_backend("native", "codegen:build")
 declare_capabilities("interpret", Capabilities(inline=None))
 declare_capabilities("numpy", Capabilities(inline="codegen.lowering:inlinable"))
 declare_capabilities("cupy", Capabilities(inline="codegen.lowering:c_inlinable"))
-declare_capabilities("native", Capabilities(inline="codegen.lowering:c_inlinable", row_regions=True))
+declare_capabilities("native", Capabilities(inline="codegen.lowering:c_inlinable", row_regions=True,
+                                            image_convolutions=True))

@@ -43,7 +43,9 @@ def optimize_joint(joint: Graph, primal: list, seeds: list, n_forward_outputs: i
     run_passes(joint, simplify, stages, options, label="joint: ", instrument=instrument)
     remat_on = opt_level >= 2 and (passes is None or (isinstance(passes, dict) and passes.get("remat", True))
                                    or (not isinstance(passes, dict) and "remat" in passes))
-    split, stats = partition(joint, primal, seeds, n_forward_outputs, recompute=remat_on)
+    from ..jit.executable import capabilities  # noqa: PLC0415  (executable imports the passes' users)
+    split, stats = partition(joint, primal, seeds, n_forward_outputs, recompute=remat_on,
+                             image_columns=backend is not None and capabilities(backend).image_convolutions)
     stage = "partition" + (" (min-cut remat)" if remat_on else "")
     if instrument is not None:
         instrument(stage, split.forward, stats)

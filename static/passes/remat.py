@@ -103,13 +103,49 @@ def _expands(node: Node) -> bool:
     copies of each element): recomputing it in the backward is a pass writing the whole
     copy again, which the forward has already paid for; saving it costs memory only. W6's
     drop-in backward spent 0.5 ms (5% of it) on the second unfold of its 16-channel image.
-    A view (expand: a broadcast of its operand) writes nothing and stays recomputable."""
+    A view (expand: a broadcast of its operand) writes nothing and stays recomputable.
+    (A backend running the convolution image by image recomputes the columns in cache
+    instead: _image_columns.)"""
     try:
         out = nbytes(node.outputs[0])
         read = sum(nbytes(v) for v in node.input_values())
         return int(out) > 2 * int(read)
     except TypeError:  # a symbolic size: leave the choice to the byte costs
         return False
+
+
+def _image_columns(nodes: list) -> set:
+    """ids of the unfolds that are an image-by-image convolution's columns: unfold (C, kh,
+    kw, N, OH, OW) of a 4-d float image -> reshape (K, N, L) -> permute (1, 0, 2), read by
+    products (the forward's W @ cols[n], the weight gradient's G[n] @ cols[n]^T). A backend
+    that runs these as kernels making each image's columns in cache (Capabilities.
+    image_convolutions) never writes the columns in the forward nor reads them in the
+    backward, so saving them (K times the image) is what costs and recomputing them is
+    free: they are left recomputable, and the min-cut saves the image instead, as
+    PyTorch's convolution saves its input and weight."""
+    found = set()
+    for node in nodes:
+        if node.op != "unfold" or node.body is not None or len(node.attrs.get("kernel") or ()) != 2:
+            continue
+        x, cols = node.inputs[0], node.outputs[0]
+        if (not isinstance(x, Value) or len(x.type.shape) != 4 or x.type.dtype.np.name not in ("float32", "float64")
+                or float(node.attrs.get("pad_value", 0.0)) != 0.0):
+            continue
+        readers = _readers(cols)
+        if len(readers) != 1 or readers[0].op != "reshape" or len(readers[0].outputs[0].type.shape) != 3:
+            continue
+        permutes = _readers(readers[0].outputs[0])
+        if (len(permutes) != 1 or permutes[0].op != "permute"
+                or tuple(int(d) for d in permutes[0].attrs.get("dims") or ()) != (1, 0, 2)):
+            continue
+        uses = _readers(permutes[0].outputs[0])
+        if uses and all(u.op in ("matmul", "transpose") and u.body is None for u in uses):
+            found.add(id(node))
+    return found
+
+
+def _readers(v: Value) -> list:
+    return list({id(u): u for u in v.users}.values())
 
 
 def _needed_by(nodes: list, values: list) -> list:
@@ -124,7 +160,10 @@ def _needed_by(nodes: list, values: list) -> list:
 
 
 def partition(joint: Graph, primal: list, seeds: list, n_forward_outputs: int,
-              recompute: bool = True) -> tuple[Split, dict]:
+              recompute: bool = True, image_columns: bool = False) -> tuple[Split, dict]:
+    """Split `joint` into forward and backward (see the module's docstring). `image_columns`:
+    the backend runs image-by-image convolutions as kernels (Capabilities.image_convolutions),
+    so their columns are recomputed in the backward rather than saved (_image_columns)."""
     from_seed = set(seeds)
     fwd_nodes, bwd_nodes = [], []
     for node in joint.nodes:
@@ -145,13 +184,14 @@ def partition(joint: Graph, primal: list, seeds: list, n_forward_outputs: int,
     # the flow network over forward values: v_in -> v_out costs bytes(v) to cut (save v)
     fg = _FlowGraph()
     relevant = _needed_by(fwd_nodes, needed)
+    columns = _image_columns(relevant) if recompute and image_columns else set()
     for v in primal:
         fg.add("source", ("in", v), INF)
         fg.add(("in", v), ("out", v), _cut_cost(v))
     for node in relevant:
         for o in node.outputs:
             fg.add(("in", o), ("out", o), _cut_cost(o))
-            if not (recompute and _recomputable(node)):
+            if not (recompute and (_recomputable(node) or id(node) in columns)):
                 fg.add("source", ("in", o), INF)
             for v in node.input_values():
                 fg.add(("out", v), ("in", o), INF)
@@ -189,6 +229,14 @@ def partition(joint: Graph, primal: list, seeds: list, n_forward_outputs: int,
     backward = Graph(name=joint.name + "_backward", inputs=[mapping[v] for v in list(saved) + list(seeds)],
                      nodes=copies + back_nodes,
                      outputs=[mapping.get(g, g) for g in grads])
+    # the joint is consumed: its nodes the forward does not run (the backward runs copies)
+    # stop listing themselves among the forward's readers, so that the passes and code
+    # generators reading `users` on the forward see its own nodes only (a convolution's
+    # columns read by the product alone there, not by the weight gradient's stale transpose)
+    kept = {id(n) for n in forward_nodes}
+    for n in joint.nodes:
+        if id(n) not in kept:
+            n.drop()
     stats = {
         "saved_values": len(saved),
         "saved_bytes": int(sum(_cut_cost(v) for v in saved)),
