@@ -10,7 +10,18 @@ import numpy as np
 from gmbase.fpstate import quiet_fp, restore_fp
 
 from .._functional import maximum
-from .optimizer import Optimizer, bump_versions, eager_arrays, filled_like, foreach_group, native_updates, state_arrays
+from .optimizer import (
+    Optimizer,
+    advance_steps,
+    bump_versions,
+    eager_arrays,
+    filled_like,
+    foreach_group,
+    native_updates,
+    next_step,
+    state_arrays,
+    step_tensor,
+)
 
 
 class _quiet_numpy:
@@ -72,8 +83,7 @@ class Adam(Optimizer):
         weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
         for p, g in self._gradients(group):
             state = self._state_of(p, group)
-            state["step"] += 1
-            step = state["step"]
+            step = next_step(state)  # (a Python number; the 0-d tensor itself while traced)
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             if self._update_arrays(p, g, state, group, step):
                 continue
@@ -109,11 +119,11 @@ class Adam(Optimizer):
             return False
         params, P_arrays, G_arrays, dtype = found
         states = [self._state_of(p, group) for p in params]
-        step = states[0]["step"]
-        if type(step) is not int or any(st["step"] != step for st in states):
+        counted = advance_steps(states)  # (every step tensor counted once more, or None: nothing done)
+        if counted is None:
             return False
+        step = int(counted)
         names = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
-        step += 1
         decoupled = group.get("decoupled_weight_decay", self._decoupled)
         native = native_updates()
         bufs = state_arrays(states, names) if native is not None else None
@@ -123,12 +133,9 @@ class Adam(Optimizer):
                 step=step):
             # each parameter's arrays in place, one native pass (no gather into flat buffers)
             for p, st in zip(params, states):
-                st["step"] = step
                 bump_versions(p, *(st[name] for name in names))
             return True
         flat = self._flat_state(group, params, P_arrays, dtype, names, states)
-        for st in states:
-            st["step"] = step
         flat.gather(P_arrays, G_arrays, bool(group.get("maximize")))
         P, G, m, v = flat.P, flat.G, flat.buffers["exp_avg"], flat.buffers["exp_avg_sq"]
         max_sq = flat.buffers["max_exp_avg_sq"] if amsgrad else None
@@ -139,7 +146,7 @@ class Adam(Optimizer):
         return True
 
     def _initial_state(self, p, group: dict) -> dict:
-        state = {"step": 0, "exp_avg": filled_like(p), "exp_avg_sq": filled_like(p)}
+        state = {"step": step_tensor(), "exp_avg": filled_like(p), "exp_avg_sq": filled_like(p)}
         if group["amsgrad"]:
             state["max_exp_avg_sq"] = filled_like(p)
         return state
@@ -151,8 +158,8 @@ class Adam(Optimizer):
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
         numbers = (lr, beta1, beta2, eps, weight_decay)
-        if not (type(step) is int and all(type(v) is float or type(v) is int for v in numbers)):
-            if not (isinstance(step, int) and all(isinstance(v, (int, float)) for v in numbers)):
+        if not ((type(step) is float or type(step) is int) and all(type(v) is float or type(v) is int for v in numbers)):
+            if not (isinstance(step, (int, float)) and all(isinstance(v, (int, float)) for v in numbers)):
                 return False
         buffers = [state["exp_avg"], state["exp_avg_sq"]] + ([state["max_exp_avg_sq"]] if amsgrad else [])
         arrays = eager_arrays(p, g, *buffers)
@@ -177,7 +184,7 @@ class Adam(Optimizer):
 
 
 def _adam_arrays(P, G, m, v, max_sq, lr: float, beta1: float, beta2: float, eps: float, weight_decay: float,
-                 decoupled: bool, step: int) -> None:
+                 decoupled: bool, step: float) -> None:
     """One Adam update in place on NumPy arrays with `out=` ufuncs: the one spelling of the
     update for one parameter and for all of a group's parameters laid end to end, so both give
     the same operations in the same order (the same roundings as eager's op-by-op step).

@@ -11,7 +11,8 @@ import numpy as np
 from gmbase import dtypes as _dtypes
 
 from .._functional import maximum, where
-from .optimizer import Optimizer, StateDict, filled_like
+from .._tensor import Tensor
+from .optimizer import Optimizer, StateDict, filled_like, next_step, step_tensor, tracing
 
 
 def _check(name: str, value: float, low: float = 0.0) -> None:
@@ -27,19 +28,21 @@ def _decayed(p, g, group):
 
 
 def _zero_state(p, *buffers: str) -> dict:
-    """A first step's state: step 0 and a zero tensor per name in `buffers`."""
-    return {"step": 0, **{name: filled_like(p) for name in buffers}}
+    """A first step's state: step 0 (a 0-d tensor, as PyTorch's) and a zero tensor per name in
+    `buffers`."""
+    return {"step": step_tensor(), **{name: filled_like(p) for name in buffers}}
 
 
 def _steps(opt: Optimizer, group: dict, decay=None):
-    """(p, g, state) for each parameter of `group` that has a gradient: its state is made on
-    its first step (the optimizer's `_initial_state`), and the step is counted. g has weight
-    decay applied by `decay` (default: the coupled L2 form, _decayed)."""
+    """(p, g, state, step) for each parameter of `group` that has a gradient: its state is made
+    on its first step (the optimizer's `_initial_state`), and the step is counted (`step`: the
+    count as the update reads it, `next_step`). g has weight decay applied by `decay` (default:
+    the coupled L2 form, _decayed)."""
     for p, g in opt._gradients(group):
         g = (decay or _decayed)(p, g, group)
         state = opt._state_of(p, group)
-        state["step"] += 1
-        yield p, g, state
+        step = next_step(state)
+        yield p, g, state, step
 
 
 def _kernel_choices(**flags: Any) -> dict[str, Any]:
@@ -75,7 +78,7 @@ class RMSprop(Optimizer):
 
     def _update_group(self, group: dict) -> None:
         lr, alpha, eps, momentum = group["lr"], group["alpha"], group["eps"], group["momentum"]
-        for p, g, state in _steps(self, group):
+        for p, g, state, _ in _steps(self, group):
             square_avg = state["square_avg"]
             square_avg.mul_(alpha).add_(g * g, alpha=1 - alpha)
             if group["centered"]:
@@ -111,14 +114,14 @@ class Adagrad(Optimizer):
                 self.state[p] = StateDict(self._initial_state(p, group))
 
     def _initial_state(self, p, group: dict) -> dict:
-        return {"step": 0, "sum": filled_like(p, group["initial_accumulator_value"])}
+        return {"step": step_tensor(), "sum": filled_like(p, group["initial_accumulator_value"])}
 
     def _update_group(self, group: dict) -> None:
         for p, g in self._gradients(group):
             g = _decayed(p, g, group)
             state = self._state_of(p, group)
-            state["step"] += 1
-            clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
+            step = next_step(state)
+            clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
             state["sum"].add_(g * g)
             p.sub_(g / (state["sum"].sqrt() + group["eps"]), alpha=clr)
 
@@ -144,7 +147,7 @@ class Adadelta(Optimizer):
 
     def _update_group(self, group: dict) -> None:
         rho, eps = group["rho"], group["eps"]
-        for p, g, state in _steps(self, group):
+        for p, g, state, _ in _steps(self, group):
             square_avg, acc_delta = state["square_avg"], state["acc_delta"]
             square_avg.mul_(rho).add_(g * g, alpha=1 - rho)
             delta = (acc_delta + eps).sqrt() / (square_avg + eps).sqrt() * g
@@ -173,12 +176,12 @@ class Adamax(Optimizer):
 
     def _update_group(self, group: dict) -> None:
         (beta1, beta2), eps = group["betas"], group["eps"]
-        for p, g, state in _steps(self, group):
+        for p, g, state, step in _steps(self, group):
             exp_avg = state["exp_avg"]
             exp_avg.mul_(beta1).add_(g, alpha=1 - beta1)
             # rebound rather than copied into: the same values, and a compiled step can trace it
             exp_inf = state["exp_inf"] = maximum(state["exp_inf"] * beta2, g.abs() + eps)
-            p.sub_(exp_avg / exp_inf, alpha=group["lr"] / (1 - beta1 ** state["step"]))
+            p.sub_(exp_avg / exp_inf, alpha=group["lr"] / (1 - beta1 ** step))
 
 
 def _decay(p, g, group):
@@ -197,15 +200,36 @@ def _sqrt(x):
     return math.sqrt(x) if isinstance(x, (int, float)) else x.sqrt()
 
 
-def _scalar_state_product(x, y: float):
+def _scalar_state_product(x, y: float, dtype=None):
     """x * y for a running product PyTorch keeps as a 0-d tensor of its scalar dtype (float32
     unless the default dtype is float64): computed in that dtype, y rounded to it first, as
     PyTorch's CPU kernel does, so the products agree bit for bit. A traced step's 0-d
     tensor multiplies as it is."""
     if not isinstance(x, float):
         return x * y
-    dt = _dtypes.DEFAULT_FLOAT.np
+    dt = _dtypes.DEFAULT_FLOAT.np if dtype is None else dtype
     return float(np.multiply(dt.type(x), dt.type(y), dtype=dt))
+
+
+def _update_product(state: dict, key: str, y):
+    """state[key] *= y for a running product PyTorch keeps as a 0-d tensor of its scalar dtype
+    (NAdam's mu_product), and the product as the update reads it: a Python number for an eager
+    tensor (written through its array: the product in the tensor's dtype, `_scalar_state_product`),
+    the tensor itself while the step is traced."""
+    x = state[key]
+    if type(x) is Tensor:
+        data = x._data
+        if type(data) is np.ndarray and data.ndim == 0 and not tracing():
+            data[()] = _scalar_state_product(data.item(), y, data.dtype)
+            x._vc[0] += 1
+            return data.item()
+        x.mul_(y)
+        return x if tracing() else x.item()
+    if isinstance(x, float):  # (a number set by hand)
+        state[key] = x = _scalar_state_product(x, y)
+        return x
+    state[key] = x = x * y  # (a tracer's value)
+    return x
 
 
 def _check_betas(betas) -> None:
@@ -219,6 +243,8 @@ class NAdam(Optimizer):
     mu_t = beta1 (1 - 0.96^(t psi) / 2) with psi = momentum_decay, their running product
     in the state, and p -= lr (1 - mu_t) / (1 - prod mu) g / d + lr mu_{t+1} / (1 - prod mu
     mu_{t+1}) m / d, with d = sqrt(v / (1 - beta2^t)) + eps."""
+
+    _tensor_numbers = ("step", "mu_product")
 
     def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0, momentum_decay: float = 4e-3,
@@ -235,18 +261,18 @@ class NAdam(Optimizer):
                                                                            differentiable=differentiable)))
 
     def _initial_state(self, p, group: dict) -> dict:
-        return {"step": 0, "mu_product": 1.0, "exp_avg": filled_like(p), "exp_avg_sq": filled_like(p)}
+        return {"step": step_tensor(), "mu_product": step_tensor(1.0), "exp_avg": filled_like(p),
+                "exp_avg_sq": filled_like(p)}
 
     def _update_group(self, group: dict) -> None:
         lr, (beta1, beta2), eps, psi = group["lr"], group["betas"], group["eps"], group["momentum_decay"]
         for p, g in self._gradients(group):
             state = self._state_of(p, group)
-            state["step"] += 1
-            step = state["step"]
+            step = next_step(state)
             g = _decay(p, g, group)
             mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * psi))
             mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * psi))
-            state["mu_product"] = mu_product = _scalar_state_product(state["mu_product"], mu)
+            mu_product = _update_product(state, "mu_product", mu)
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             exp_avg.lerp_(g, 1 - beta1)
             exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
@@ -279,8 +305,7 @@ class RAdam(Optimizer):
     def _update_group(self, group: dict) -> None:
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         rho_inf = 2 / (1 - beta2) - 1
-        for p, g, state in _steps(self, group, decay=_decay):
-            step = state["step"]
+        for p, g, state, step in _steps(self, group, decay=_decay):
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             exp_avg.lerp_(g, 1 - beta1)
             exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
@@ -313,14 +338,14 @@ class Rprop(Optimizer):
                                       maximize=maximize, differentiable=differentiable, capturable=capturable))
 
     def _initial_state(self, p, group: dict) -> dict:
-        return {"step": 0, "prev": filled_like(p), "step_size": filled_like(p, float(group["lr"]))}
+        return {"step": step_tensor(), "prev": filled_like(p), "step_size": filled_like(p, float(group["lr"]))}
 
     def _update_group(self, group: dict) -> None:
         etaminus, etaplus = group["etas"]
         low, high = group["step_sizes"]
         for p, g in self._gradients(group):
             state = self._state_of(p, group)
-            state["step"] += 1
+            next_step(state)
             prev, step_size = state["prev"], state["step_size"]
             sign = (g * prev).sign()
             # the factors in p's dtype (a where() of two Python numbers would be float32)
@@ -349,15 +374,14 @@ class ASGD(Optimizer):
     def _initial_state(self, p, group: dict) -> dict:
         from .._factories import tensor  # noqa: PLC0415
 
-        return {"step": 0, "eta": tensor(float(group["lr"]), dtype=_dtypes.float32),
+        return {"step": step_tensor(), "eta": tensor(float(group["lr"]), dtype=_dtypes.float32),
                 "mu": tensor(1.0, dtype=_dtypes.float32), "ax": filled_like(p)}
 
     def _update_group(self, group: dict) -> None:
         lr, lambd, alpha, t0 = float(group["lr"]), group["lambd"], group["alpha"], group["t0"]
         for p, g in self._gradients(group):
             state = self._state_of(p, group)
-            state["step"] += 1
-            step = state["step"]
+            step = next_step(state)
             if group["weight_decay"] != 0:
                 g = g.add(p, alpha=group["weight_decay"])
             eta = state["eta"].item()
@@ -378,7 +402,7 @@ class SparseAdam(Optimizer):
     dense gradient, whose touched rows are those with a nonzero entry (a looked-up row whose
     gradient is exactly zero is then left alone, where PyTorch would still decay its moments)."""
 
-    _step_as_tensor = False  # (PyTorch's SparseAdam saves an int step)
+    _tensor_numbers = ()  # (PyTorch's SparseAdam keeps and saves an int step)
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, maximize: bool = False) -> None:
@@ -396,7 +420,7 @@ class SparseAdam(Optimizer):
             raise ValueError(f"Sparse params at indices {sparse}: SparseAdam requires dense parameter tensors")
 
     def _initial_state(self, p, group: dict) -> dict:
-        return _zero_state(p, "exp_avg", "exp_avg_sq")
+        return {"step": 0, "exp_avg": filled_like(p), "exp_avg_sq": filled_like(p)}
 
     def _update_group(self, group: dict) -> None:
         from .._factories import tensor  # noqa: PLC0415
@@ -405,7 +429,7 @@ class SparseAdam(Optimizer):
         (beta1, beta2), eps, lr = group["betas"], group["eps"], float(group["lr"])
         for p, g in self._gradients(group):
             state = self._state_of(p, group)
-            state["step"] += 1
+            step = next_step(state)
             if isinstance(g, SparseTensor):
                 g = g.coalesce()
                 index = tuple(g._indices()[d] for d in range(g.sparse_dim()))
@@ -425,6 +449,5 @@ class SparseAdam(Optimizer):
             exp_avg_sq[index] = old_sq + update_sq
             numer = update + old
             denom = (update_sq + old_sq).sqrt() + eps
-            step = state["step"]
             step_size = lr * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)
             p[index] = p[index] + (numer / denom) * -step_size

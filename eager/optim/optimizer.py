@@ -4,10 +4,13 @@ parameters in place, so the Parameter objects a model holds stay the same."""
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
+
+from gmbase import dtypes as _dtypes
 
 from .._device import xp_of_array
 from .._grad_mode import no_grad
@@ -69,6 +72,83 @@ def bump_versions(*tensors: Tensor) -> None:
     """Count an in-place write into each tensor, as an op-by-op update would."""
     for t in tensors:
         t._vc[0] += 1  # (the counter `_version` reads, shared with the tensor's views)
+
+
+# -- the step count ---------------------------------------------------------------------------------
+# PyTorch keeps a parameter's step count (and NAdam's running product) as a 0-d tensor of its
+# scalar dtype, on the CPU, and scripts read it so (`state['step'].item()`, `int(state['step'])`,
+# `state['step'] += 1`). The updates below count in that tensor too: an eager CPU one is written
+# through its array (no op dispatched), and the update reads the count as a Python number, as
+# PyTorch's `_get_value` does; while a step is traced the tensor itself is the count, so the
+# graph reads and updates the caller's tensor.
+
+def scalar_dtype() -> np.dtype:
+    """The dtype of an optimizer's 0-d state numbers (PyTorch's `_get_scalar_dtype`): float64
+    when the default dtype is float64, float32 otherwise."""
+    return np.dtype(np.float64) if _dtypes.DEFAULT_FLOAT.np == np.float64 else np.dtype(np.float32)
+
+
+def step_tensor(value: float = 0.0) -> Tensor:
+    """A step count as PyTorch keeps it: a 0-d CPU tensor of the scalar dtype."""
+    return Tensor._make(np.array(value, dtype=scalar_dtype()))
+
+
+def tracing() -> bool:
+    """Whether a compiled function is being traced on this thread (static loaded and active):
+    the update's numbers are then the graph's, not read out of the tensors."""
+    tracer = sys.modules.get("static.tracing.tracer")
+    return tracer is not None and bool(tracer.ACTIVE.stack)
+
+
+def next_step(state: dict, key: str = "step") -> Any:
+    """One more step counted in `state[key]` (PyTorch's `step_t += 1`), and the count as the
+    update reads it: a Python number for an eager tensor or a number (a count set by hand,
+    SparseAdam's int), the tensor itself while the step is traced."""
+    t = state[key]
+    if type(t) is Tensor:
+        data = t._data
+        if type(data) is np.ndarray and not tracing():
+            data[()] = data.item() + 1  # (in place: the same tensor, no op dispatched)
+            t._vc[0] += 1
+            return data.item()
+        t += 1
+        state[key] = t
+        return t if tracing() else t.item()
+    if isinstance(t, Tensor):  # (a tracer's value, or a subclass)
+        t += 1
+        state[key] = t
+        return t
+    state[key] = t = t + 1
+    return t
+
+
+def advance_steps(states: list) -> float | None:
+    """Every state's step counted once more when they are all eager CPU tensors at one count
+    (a whole-group update's precondition); the new count, or None with nothing changed."""
+    if tracing():
+        return None
+    arrays = []
+    count = None
+    for st in states:
+        t = st.get("step")
+        if type(t) is not Tensor:
+            return None
+        data = t._data
+        if type(data) is not np.ndarray or data.ndim != 0:
+            return None
+        value = data.item()
+        if count is None:
+            count = value
+        elif value != count:
+            return None
+        arrays.append(data)
+    if count is None:
+        return None
+    count += 1
+    for st, data in zip(states, arrays):
+        data[()] = count
+        st["step"]._vc[0] += 1
+    return arrays[0].item()
 
 
 def filled_like(p: Tensor, value: float = 0.0) -> Tensor:
@@ -435,25 +515,29 @@ class Optimizer:
                  for p, s in self.state.items() if id(p) in index}
         return {"state": state, "param_groups": groups}
 
-    # PyTorch keeps a parameter's step count as a float32 0-d tensor (SparseAdam: an int) and
-    # checkpoints hold it so (`state['step'].item()`); eager counts in a Python int (the
-    # updates' fast path) and converts on the way out and back
-    _step_as_tensor = True
+    # the state numbers PyTorch keeps as 0-d tensors of its scalar dtype (`step_tensor`; a
+    # checkpoint holding a Python number for one is loaded as such a tensor, as PyTorch's
+    # __setstate__ converts it). SparseAdam keeps an int step: ()
+    _tensor_numbers: tuple = ("step",)
 
     def _saved_state_value(self, key: str, value: Any) -> Any:
         if isinstance(value, Tensor):
             return value.clone()
-        if key == "step" and self._step_as_tensor and type(value) is int:
-            from .._factories import tensor  # noqa: PLC0415
-
-            return tensor(float(value))
+        if key in self._tensor_numbers and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return step_tensor(float(value))
         return copy.deepcopy(value)
 
-    @staticmethod
-    def _loaded_state_value(key: str, value: Any, p: Any) -> Any:
-        if key == "step" and isinstance(value, Tensor) and value.ndim == 0 and float(value) == int(float(value)):
-            return int(float(value))  # (back to the counter the updates read)
-        return value.clone().to(p.device) if isinstance(value, Tensor) else copy.deepcopy(value)
+    def _loaded_state_value(self, key: str, value: Any, p: Any) -> Any:
+        """A saved state entry as p's state holds it: tensors copied to p's device, and to p's
+        dtype where p is floating point, except the step count (as PyTorch's load_state_dict)."""
+        if isinstance(value, Tensor):
+            value = value.detach().clone()
+            if key != "step" and p.is_floating_point() and value.is_floating_point():
+                return value.to(device=p.device, dtype=p.dtype)
+            return value if key == "step" else value.to(p.device)
+        if key in self._tensor_numbers and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return step_tensor(float(value))
+        return copy.deepcopy(value)
 
     def load_state_dict(self, state_dict: dict) -> None:
         groups = state_dict["param_groups"]
