@@ -1,6 +1,7 @@
 """eager's softmax and log_softmax gradient kernels over the last dimension
 (csrc/eager_softmax.cpp): each gradient as one native call on C-contiguous float32/float64
-rows. (The forwards stay NumPy's: compiled code reproduces their bits.)
+rows, and softmax's forward around NumPy's exp (the steps before and after it native, with
+the op's NumPy bits, which compiled code reproduces).
 
 Why: op by op, softmax is five NumPy passes forward and its gradient four eager ops backward
 (a small GPT's attention weights spent about 4x PyTorch's time there). Each function returns
@@ -35,6 +36,10 @@ class _Unit:
                                                  formats((dt, dt, "int64")))
             self.address[f"column_sum_{suffix}"] = (library.address(f"gm_eager_column_sum_{suffix}"),
                                                     formats((dt, dt, "int64")))
+            self.address[f"row_max_sub_{suffix}"] = (library.address(f"gm_eager_row_max_sub_{suffix}"),
+                                                     formats((dt, dt, "int64")))
+            self.address[f"rows_divide_by_sum_{suffix}"] = (library.address(f"gm_eager_rows_divide_by_sum_{suffix}"),
+                                                            formats((dt, "int64")))
 
 
 _loader: LazyUnit[_Unit] = LazyUnit(("eager_rows.h", "eager_softmax.cpp"), "gm_eager_softmax", _Unit)
@@ -90,6 +95,28 @@ def row_max(x: np.ndarray) -> tuple[np.ndarray, int] | None:
     return out, int(d[2])
 
 
+def softmax(x: np.ndarray) -> np.ndarray | None:
+    """softmax over x's last dimension with the op's NumPy bits: e = x - max (exact, native),
+    np.exp(e) (NumPy's own exp), e / (0 + NumPy's pairwise sum of the row) (native). None
+    where the kernels do not run or a row's maximum is not finite (NaN, or all -inf: the
+    op's forward then says what NumPy says)."""
+    rc = _rows(x)
+    u = _unit() if rc is not None else None
+    if u is None or rc is None:
+        return None
+    suffix = _SUFFIX[x.dtype]
+    addr, fmt = u.address[f"row_max_sub_{suffix}"]
+    e = np.empty(x.shape, x.dtype)
+    d = np.array([rc[0], rc[1], 0], _I64)
+    u.call(addr, 1, (x.nbytes, -e.nbytes, -24), fmt, x, e, d)
+    if d[2]:
+        return None
+    np.exp(e, out=e)
+    addr, fmt = u.address[f"rows_divide_by_sum_{suffix}"]
+    u.call(addr, 1, (-e.nbytes, 24), fmt, e, d)
+    return e
+
+
 def column_sum(g: np.ndarray) -> np.ndarray | None:
     """g.sum(0) of a 2-d C-contiguous float32/float64 array with its bits (each column summed
     row by row from 0, as NumPy does), or None where the kernel does not run."""
@@ -105,4 +132,4 @@ def column_sum(g: np.ndarray) -> np.ndarray | None:
     return out
 
 
-__all__ = ["available", "backward", "column_sum", "reset", "row_max"]
+__all__ = ["available", "backward", "column_sum", "reset", "row_max", "softmax"]

@@ -1,0 +1,43 @@
+"""Native steps of eager's attention-sized ops that must keep the op path's NumPy bits:
+softmax's forward around NumPy's exp (gmnative.softmax_kernels.softmax) over row lengths
+on either side of NumPy's pairwise-summation blocks (8 partial sums, halves above 128)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eager
+from gmnative import softmax_kernels
+from gmops import REGISTRY
+
+needs_kernel = pytest.mark.skipif(not softmax_kernels.available(), reason="no native compiler (the op path runs)")
+
+
+@needs_kernel
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("c", [1, 2, 7, 8, 9, 16, 17, 32, 33, 127, 128, 129, 200, 256, 257, 1031])
+def test_softmax_forward_has_the_op_paths_bits(dtype, c):
+    rng = np.random.default_rng(c)
+    x = (rng.standard_normal((23, c)) * rng.choice([0.1, 1.0, 40.0], (23, 1))).astype(dtype)
+    x[2, : c // 2] = -np.inf  # masked positions (a causal attention's), the row still finite
+    got = softmax_kernels.softmax(x)
+    want = REGISTRY["softmax"].forward(np, x, dim=1)
+    assert got is not None and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    # through eager's softmax of a 4-d tensor, the node's output too
+    x4 = x[:20].reshape(2, 2, 5, c)
+    t = eager.tensor(x4, requires_grad=True)
+    np.testing.assert_array_equal(eager.softmax(t, -1).detach().numpy(), REGISTRY["softmax"].forward(np, x4, dim=3))
+
+
+@needs_kernel
+@pytest.mark.parametrize("bad", [-np.inf, np.inf, np.nan])
+def test_softmax_rows_whose_maximum_is_not_finite_take_the_op_path(bad):
+    x = np.random.default_rng(0).standard_normal((4, 9)).astype(np.float32)
+    x[1, :] = -np.inf
+    x[1, 3] = bad
+    assert softmax_kernels.softmax(x) is None
+    with np.errstate(invalid="ignore"):  # (inf - inf: NaN rows, as PyTorch's)
+        want = REGISTRY["softmax"].forward(np, x, dim=1)
+        got = eager.softmax(eager.tensor(x), -1).numpy()
+    np.testing.assert_array_equal(got, want)
