@@ -26,6 +26,7 @@ from ..lowering import lowering_for
 from ..render import c_literal, c_type
 from .function import CFunction, _parallel
 from .indexing import _ints, _prod, _symbolic, load
+from .pool_fusion import scatter_lines
 
 if TYPE_CHECKING:
     from .driver import NativeModule
@@ -103,15 +104,16 @@ def channel_region(node: Node, outs: set) -> dict | None:
     return {"shape": shape, "dims": dims}
 
 
-def _body_env(fn: CFunction, body: Graph, node: Node, shape: tuple) -> dict:
+def _body_env(fn: CFunction, body: Graph, node: Node, shape: tuple, planed: Value | None = None) -> dict:
     """The C operands of a channel region's body inputs (shape `shape`, (N, C, ...)): a literal
     for a constant, else the input read at the element (at + k), once per channel (cc) or once
-    (0) by its broadcast shape."""
+    (0) by its broadcast shape; `planed` (a pooling's gradient, pool_fusion.py) from the plane
+    `gplane` the function fills per image."""
     env: dict = {}
     for p, outer in zip(body.inputs, node.inputs):
-        if not isinstance(outer, Value):
+        if not isinstance(outer, Value) or outer is planed:
             ctype = c_type(p.type.dtype)
-            env[p] = (c_literal(outer, ctype), ctype)
+            env[p] = (c_literal(outer, ctype), ctype) if outer is not planed else ("gplane[k]", ctype)
             continue
         cname = fn._param(p, fn.m.contiguous(outer), writable=False)
         s = _ints(p.type.shape)
@@ -440,7 +442,9 @@ class CChannelRegionGradient(CFunction):
         x = grad.inputs[1]
         T = c_type(x.type.dtype)
         eps = float(grad.attrs["eps"])
-        env = _body_env(self, body, node, shape)
+        pool_grad = parts.get("pool_grad")  # the pooling's gradient made here per image (pool_fusion.py)
+        env = _body_env(self, body, node, shape, pool_grad["value"] if pool_grad is not None else None)
+        scatter = scatter_lines(self, pool_grad) if pool_grad is not None else []
         cx = self._param(x, self.m.contiguous(x), writable=False)
         weight = parts.get("weight")
         cs = self._param(weight["src"], self.m.contiguous(weight["src"]), writable=False) if weight else None
@@ -514,6 +518,16 @@ class CChannelRegionGradient(CFunction):
             "    }",
             "}",
         ]
+        if scatter:  # the plane declared per channel, filled at each image's start in both passes
+            head = f"            const long long at = (nn * {c} + cc) * {hw}LL;"
+            lines = []
+            for line in self.lines:
+                lines.append(line)
+                if line == f"        {T} gstage[{BN_BLOCK}];":
+                    lines.append(f"        alignas(64) {T} gplane[{hw}];  // an image's pooled gradient")
+                elif line == head:
+                    lines += [f"            {s}" for s in scatter]
+            self.lines = lines
         self._call()
 
     @staticmethod

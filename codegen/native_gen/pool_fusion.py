@@ -23,7 +23,7 @@ from static.ir import Node, Value
 
 from ..render import c_type
 from .conv_planes import PLANE_BYTES
-from .indexing import _ints, _prod
+from .indexing import _ints, _prod, contiguous_strides, strided_source
 
 
 def _users(v: Value) -> list[Node]:
@@ -58,6 +58,80 @@ def fuse_pools(emit: dict, absorbed: set, outs: set) -> None:
         del emit[key]
         absorbed.add(id(argmax))
         del regions[id(x.producer)]  # one pooling a normalization
+    fuse_pool_grads(emit, absorbed, outs)
+
+
+def fuse_pool_grads(emit: dict, absorbed: set, outs: set) -> None:
+    """Move each max-pooling gradient (a `pool_grad` entry: the fold of the gradient where
+    the index says) that a batch norm's gradient region (a `bn_region_grad` entry) alone
+    reads into that region's function (parts["pool_grad"]): the region then scatters each
+    image plane's pooled gradient into a plane on the thread's stack and reads it there; the
+    full-size gradient (W6's first block: 1.6 MB) is never written nor read back. Windows that
+    share no cell and lie in the image (no padding), the index form, float32/float64."""
+    regions = {}
+    for kind, node, parts in list(emit.values()):
+        if kind == "bn_region_grad" and "pool_grad" not in parts:
+            regions[id(node)] = (node, parts)
+    for key, (kind, fold, parts) in list(emit.items()):
+        if kind != "pool_grad":
+            continue
+        _, index_mask, index, g = parts
+        y = fold.outputs[0]
+        users = _users(y)
+        if index_mask is None or len(users) != 1 or id(y) in outs or id(users[0]) not in regions:
+            continue
+        kh, kw = (int(k) for k in fold.attrs["kernel"])
+        sh, sw = (int(s) for s in fold.attrs["stride"])
+        if (any(int(p) for p in fold.attrs["padding"]) or sh < kh or sw < kw
+                or any(int(d) != 1 for d in fold.attrs["dilation"])):
+            continue
+        region, bn = regions[id(users[0])]
+        shape = _ints(y.type.shape)
+        if (bn["region"]["shape"] != shape or len(shape) != 4 or sum(1 for v in region.inputs if v is y) != 1
+                or _prod(shape[2:]) * y.type.dtype.np.itemsize > PLANE_BYTES):
+            continue
+        bn["pool_grad"] = {"value": y, "fold": fold, "index": index, "g": g}
+        del emit[key]
+        absorbed.add(id(fold))
+        del regions[id(region)]
+
+
+def _input(fn, v: Value) -> tuple[str, tuple, int]:
+    """(C array, element strides, element offset) of input v of fn: the base array of a view
+    read in place, else v itself (as CWindow._input)."""
+    view = strided_source(v)
+    if view is not None:
+        base, strides, offset = view
+        return fn._param(v, fn.m.names(base), writable=False, sized_by=base), strides, offset
+    return fn._param(v, fn.m.contiguous(v), writable=False), contiguous_strides(_ints(v.type.shape)), 0
+
+
+def scatter_lines(fn, pool_grad: dict) -> list[str]:
+    """The C lines, inside a channel region's loop over images `nn` of channel `cc`, that
+    write image nn's pooled gradient into `gplane` (zeros but at each window's chosen cell,
+    where the window's gradient goes: the fold's +0 + g, its bits); the index and the
+    gradient are fn's parameters (views read in place through their strides)."""
+    fold = pool_grad["fold"]
+    y = pool_grad["value"]
+    T = c_type(y.type.dtype)
+    c, kh, kw, n, oh, ow = _ints(fold.inputs[0].type.shape)
+    h, w = _ints(y.type.shape)[2:]
+    sh, sw = (int(s) for s in fold.attrs["stride"])
+    ci, si, oi = _input(fn, pool_grad["index"])
+    cg, sg, og = _input(fn, pool_grad["g"])
+    return [
+        f"// %{y.name} = max-pooling's gradient, image nn's plane: each window's gradient to its chosen cell",
+        f"for (long long e = 0; e < {h * w}LL; ++e) gplane[e] = ({T})0;",
+        f"for (long long oy = 0; oy < {oh}; ++oy) {{",
+        f"    for (long long ox = 0; ox < {ow}; ++ox) {{",
+        f"        const long long kk = (long long){ci}[{oi}LL + cc * {si[0]}LL + nn * {si[2]}LL + oy * {si[3]}LL "
+        f"+ ox * {si[4]}LL];",
+        f"        if (kk < 0 || kk >= {kh * kw}) continue;  // an index outside the window chooses nothing",
+        f"        gplane[(oy * {sh} + kk / {kw}) * {w}LL + ox * {sw} + kk % {kw}] += "
+        f"{cg}[{og}LL + cc * {sg[0]}LL + nn * {sg[2]}LL + oy * {sg[3]}LL + ox * {sg[4]}LL];",
+        "    }",
+        "}",
+    ]
 
 
 def _output(fn, y: Value) -> str:

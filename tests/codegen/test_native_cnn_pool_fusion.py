@@ -3,7 +3,9 @@ maxima and their index written in the normalization's second pass from a plane o
 thread's stack, the ReLU's output never stored. Checked against eager (the forward's values
 bit for bit, the gradients and a training step with check=True) on windows that leave cells
 over, overlapping windows, float64, NaN in the input, and the cases that keep the pooling's
-own function (padding)."""
+own functions (padding; windows sharing cells for the gradient). The pooling's gradient
+is taken into batch norm's gradient region the same way (scattered per image into a plane
+on the stack), checked on the training step."""
 from __future__ import annotations
 
 import numpy as np
@@ -64,21 +66,42 @@ def test_pooled_block_forward_and_gradients_equal_eager(shape, c_out, pool, dtyp
         np.testing.assert_allclose(a, b, **tol)
 
 
-def test_the_step_with_a_fused_pooling_passes_check_and_keeps_nans():
+GRAD_FUSED = "max-pooling's gradient, image nn's plane"
+
+
+@pytest.mark.parametrize("pool, shape, dtype, grad_fused", [
+    (nn.MaxPool2d(2), (2, 1, 7, 6), np.float32, True),  # a row left over: its gradient zero
+    (nn.MaxPool2d(2), (2, 2, 6, 4), np.float64, True),
+    (nn.MaxPool2d(3, stride=2), (2, 1, 9, 9), np.float32, False),  # windows share cells: the fold's own function
+])
+def test_the_step_with_fused_poolings_equals_eager(pool, shape, dtype, grad_fused):
+    x = np.random.default_rng(3).standard_normal(shape).astype(dtype)
+    runs = []
+    for compiled in (False, True):
+        model = _block(shape[1], 2, pool, dtype)
+        opt = eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def step(t, model=model, opt=opt):
+            opt.zero_grad()
+            loss = model(t).square().mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = static.compile(step, backend="native", check=True) if compiled else step
+        losses = [float(f(eager.from_numpy(x * (k + 1)))) for k in range(3)]
+        runs.append((losses, [p.detach().numpy().copy() for p in model.parameters()], f))
+    (want, want_p, _), (got, got_p, f) = runs
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(got, want, **tol)
+    for a, b in zip(got_p, want_p):
+        np.testing.assert_allclose(a, b, **tol)
+    text = _source(f, eager.from_numpy(x))
+    assert FUSED in text and (GRAD_FUSED in text) == grad_fused
+
+
+def test_a_fused_pooling_keeps_nans():
     x = np.random.default_rng(3).standard_normal((2, 1, 6, 6)).astype(np.float32)
     model = _block(1, 2, nn.MaxPool2d(2), np.float32)
-    opt = eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-
-    def step(t):
-        opt.zero_grad()
-        loss = model(t).square().mean()
-        loss.backward()
-        opt.step()
-        return loss
-    f = static.compile(step, backend="native", check=True)
-    for k in range(2):
-        f(eager.from_numpy(x * (k + 1)))
-    assert FUSED in _source(f, eager.from_numpy(x))
     # NaN in the input: the training normalization spreads it over its channel, and the
     # pooled values are NaN where eager's are
     bad = x.copy()
