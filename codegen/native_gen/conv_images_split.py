@@ -30,8 +30,11 @@ if TYPE_CHECKING:
     from .driver import NativeModule
 
 # Whether the backward's input gradient runs in the kernels too (W^T G[n] folded image by
-# image) or as the library product and the fold window function (see conv_images.py).
-DX_BY_KERNELS = False
+# image, in cache) or as the library product and the fold window function (see
+# conv_images.py, whose one-graph step measured no gain). In the split backward the kernels
+# gained: W6's drop-in fwd+bwd eager/compiled 1.14-1.16 with the product and fold against
+# 1.21-1.28 with the kernels (3 alternated processes each, CPU time, load 5-7).
+DX_BY_KERNELS = True
 
 
 def claim_split(emit: dict, absorbed: set, graph: Graph, outs: set) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..ir import Graph, Value, verify
 from ..passes import Split, is_recording, optimize_joint, run_pipeline
-from .executable import build_executable, row_regions
+from .executable import build_executable, capabilities, row_regions
 
 FORMAT = "3"  # 3: the record keeps the optimized graphs' texts (codegen's module keys)
 
@@ -52,7 +52,8 @@ def _options(owner) -> tuple:
         passes = tuple(sorted(passes.items()))
     elif passes is not None:
         passes = tuple(passes)
-    return (owner.opt_level, passes, bool(owner.fast_math), owner.backend, row_regions(owner.backend))
+    # the backend's declared capabilities shape the passes (fusion's regions, the remat split)
+    return (owner.opt_level, passes, bool(owner.fast_math), owner.backend, capabilities(owner.backend))
 
 
 def _key(text: str, owner, extra: tuple) -> str:
