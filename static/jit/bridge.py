@@ -213,6 +213,22 @@ def rebase(target: Tensor, result: Tensor) -> None:
     target._requires_grad = result._requires_grad
 
 
+def _aliasing(arrays: list, written: list) -> list[int]:
+    """Positions in `arrays` of those that may share memory with one of `written` (bounds
+    only). NumPy pairs ask NumPy's check directly: through the device-generic one
+    (eager._device.may_share_memory, 2 us a pair) W6's drop-in CNN, 15 residuals against 6
+    running statistics, spent 0.2-0.3 ms a call here."""
+    found = []
+    host = all(type(w) is np.ndarray for w in written)
+    for k, a in enumerate(arrays):
+        if host and type(a) is np.ndarray:
+            if any(np.may_share_memory(a, w) for w in written):
+                found.append(k)
+        elif any(eager._device.may_share_memory(a, w) for w in written):
+            found.append(k)
+    return found
+
+
 class CompiledFunction(eager.autograd.Function):
     """The eager autograd node of a compiled call: its backward runs the compiled backward.
 
@@ -236,9 +252,8 @@ class CompiledFunction(eager.autograd.Function):
         targets = [t for t in update_targets(trace, leaves) if t is not None]
         if targets:
             # a residual that aliases a buffer about to be overwritten must keep the old values
-            for k, r in enumerate(residuals):
-                if any(eager._device.may_share_memory(r, data_of(t)) for t in targets):
-                    residuals[k] = r.copy()
+            for k in _aliasing(residuals, [data_of(t) for t in targets]):
+                residuals[k] = residuals[k].copy()
         write_back(trace, leaves, updates)
         inputs = input_objects(trace, leaves)
         aliased: list[Tensor] = []
