@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from gmbase import dtypes as _dtypes
+from gmnative import stacked_gemm as _stacked_gemm
 from gmnative.kernels import GEMM_SPLIT_MIN
 
 from ._checks import broadcast_shapes, same_dtype
@@ -97,11 +98,21 @@ def _sum_batch(x):
 def _matmul_forward(xp, a, b):
     """xp.matmul; a large NumPy product with a 2-d right operand runs as one BLAS call per
     thread on blocks of rows where BLAS itself runs one thread (gmnative.kernels.matmul),
-    as the compiled code's matmul does: the same bits in both modes."""
-    if xp is np and getattr(b, "ndim", 0) == 2 and getattr(a, "ndim", 0) >= 2 and a.size * b.shape[1] >= GEMM_SPLIT_MIN:
-        out = try_native(xp, "matmul", a, b)
-        if out is not None:
-            return out
+    as the compiled code's matmul does: the same bits in both modes. A large stack of
+    products that is not one folded product (attention's q @ k^T, att @ v and their
+    gradients: 3-d or 4-d views) is split across the kernels' threads by matrices, each the
+    BLAS call NumPy's matmul makes (gmnative.stacked_gemm): np.matmul's bits."""
+    if xp is np:
+        ad, bd = getattr(a, "ndim", 0), getattr(b, "ndim", 0)
+        if bd == 2 and ad >= 2 and a.size * b.shape[1] >= GEMM_SPLIT_MIN:
+            out = try_native(xp, "matmul", a, b)
+            if out is not None:
+                return out
+        if (ad > 2 or bd > 2) and ad >= 2 and bd >= 2 and a.size * b.shape[-1] >= GEMM_SPLIT_MIN and not (
+                bd == 2 and a.flags.c_contiguous):
+            out = _stacked_gemm.matmul(a, b)
+            if out is not None:
+                return out
     return fold_matmul(xp, a, b)
 
 

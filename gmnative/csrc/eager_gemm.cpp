@@ -90,3 +90,51 @@ template <typename T, typename I> static void gemm_batched(const void* fn, const
         else gemm_batched<T, int>(fn, (const T*)a[0], (const T*)a[1], (T*)a[2], (T*)a[3], bias, d, nt); }
 GM_EAGER_GEMM_BATCHED(float, f32)
 GM_EAGER_GEMM_BATCHED(double, f64)
+
+// A stack of products C[i] = op(A[i]) op(B[i]) over up to GM_STACK_DIMS batch dims, broadcast
+// as NumPy's matmul broadcasts them (stride 0 where an operand's dim is 1), each product the
+// one BLAS call NumPy's matmul makes for that matrix (numpy/_core/src/umath/matmul.c.src: the
+// same transposes and leading dimensions, so its bits), the matrices split across the OpenMP
+// threads in `parts` consecutive runs (matmul of a stack runs them one after another on one
+// thread). C is C-contiguous (stack index i at i * M * N). A and B are the base buffers of
+// the operands' views, at element offsets d[11], d[12]. d = [batch dims D, M, N, K,
+// A transposed, B transposed, lda, ldb, parts, 64-bit integers, matrices, offset A,
+// offset B, shape[GM_STACK_DIMS], strides A[GM_STACK_DIMS], strides B[GM_STACK_DIMS]]
+// (strides in elements).
+#define GM_STACK_DIMS 6
+template <typename T, typename I> static void gemm_stacked(const void* fn, const T* a, const T* b, T* c,
+                                                           const long long* d, int nt) {
+    enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+    const gm_gemm_fn<T, I> gemm = (gm_gemm_fn<T, I>)fn;
+    const long long D = d[0], M = d[1], N = d[2], K = d[3], lda = d[6], ldb = d[7], parts = d[8], total = d[10];
+    const bool ta = d[4] != 0, tb = d[5] != 0;
+    const long long* shape = d + 13;
+    const long long* sa = shape + GM_STACK_DIMS;
+    const long long* sb = sa + GM_STACK_DIMS;
+    a += d[11];
+    b += d[12];
+    #pragma omp parallel for num_threads(nt) schedule(static)
+    for (long long p = 0; p < parts; ++p) {
+        const long long lo = total * p / parts, hi = total * (p + 1) / parts;
+        for (long long i = lo; i < hi; ++i) {
+            long long rest = i, oa = 0, ob = 0;
+            for (long long j = D - 1; j >= 0; --j) {
+                const long long q = rest % shape[j];
+                rest /= shape[j];
+                oa += q * sa[j];
+                ob += q * sb[j];
+            }
+            gemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (I)M, (I)N, (I)K, (T)1, a + oa, (I)lda,
+                 b + ob, (I)ldb, (T)0, c + i * M * N, (I)N);
+        }
+    }
+}
+
+#define GM_EAGER_GEMM_STACKED(T, suffix) \
+    extern "C" void gm_eager_gemm_stacked_##suffix(void* const* a, int nt) { \
+        const long long* d = (const long long*)a[3]; \
+        const void* fn = (const void*)((const long long*)a[4])[0]; \
+        if (d[9]) gemm_stacked<T, long long>(fn, (const T*)a[0], (const T*)a[1], (T*)a[2], d, nt); \
+        else gemm_stacked<T, int>(fn, (const T*)a[0], (const T*)a[1], (T*)a[2], d, nt); }
+GM_EAGER_GEMM_STACKED(float, f32)
+GM_EAGER_GEMM_STACKED(double, f64)
