@@ -33,6 +33,8 @@ from .batchnorm_grad import (  # noqa: F401  (CChannelRegion, channel_region, ov
     gradient_sums,
     over_all_but_channels,
 )
+from .bn_product import direct_product, weight_lines
+from .bn_product import element as product
 from .function import CFunction
 from .indexing import _ints, _prod, _symbolic, load
 from .pool_fusion import pool_lines
@@ -185,6 +187,8 @@ def channel_normalize(node: Node, outs: set, order: dict) -> dict | None:
                  and u.outputs[0].type.dtype == x.type.dtype]
     after = _pointwise_after(node, outs, order)
     before = _bias_add_before(node, order)
+    if before is not None:  # a narrow product computed in the first pass itself (bn_product.py)
+        before["direct"] = direct_product(before, outs, order, order[id(node)])
     means = [u for v in sources for u in _users(v) if order.get(id(u), -1) > order[id(node)]
              and _channel_mean(u, v, shape)]
     if not variances and after is None and before is None and not means:
@@ -336,10 +340,17 @@ class CChannelNormalize(CFunction):
         T = c_type(x.type.dtype)
         eps = float(node.attrs["eps"])
         before = self.parts.get("before")
+        direct = None
+        cw = ccols = cm = ""  # (the product's parameters, as the first pass reads them)
         if before is None:
             cx = self._param(x, self.m.contiguous(x), writable=False)
         else:  # x = permute(M) + b: M (C, N*H*W) and b read, x written in the first pass
-            cm = self._param(before["product"], self.m.contiguous(before["product"]), writable=False)
+            direct = before["direct"]
+            if direct is None:
+                cm = self._param(before["product"], self.m.contiguous(before["product"]), writable=False)
+            else:  # M = W @ cols made here: W (C, K) and cols (K, N*H*W) read
+                cw = self._param(direct["w"], self.m.contiguous(direct["w"]), writable=False)
+                ccols = self._param(direct["cols"], self.m.contiguous(direct["cols"]), writable=False)
             cb = self._param(before["bias"], self.m.contiguous(before["bias"]), writable=False,
                              sized_by=before["bias"])
         env = self._after_inputs(T) if self.parts.get("after") is not None else None  # inputs before outputs
@@ -368,17 +379,21 @@ class CChannelNormalize(CFunction):
             "                for (long long k = k0; k < k1; ++k) {",
         ]
         block_end = ["                }", "                sx += (double)fx; sxx += (double)fxx;", "            }", "        }"]
+        first_m = product(direct, ccols, "0") if direct is not None else f"{cm}[{row('0')}]"  # M's first element
         first_pass = [] if before is None else [
             f"        const {T} bias = {cb}[cc];",
-            f"        const {T} x0f = ({T})({cm}[{row('0')}] + bias);  // the shift: a large mean cancels nothing",
+            *([f"        {line}" for line in weight_lines(direct, cw, T)] if direct is not None else []),
+            f"        const {T} x0f = ({T})({first_m} + bias);  // the shift: a large mean cancels nothing",
             "        double sx = 0.0, sxx = 0.0;",
             f"        for (long long nn = 0; nn < {n}; ++nn) {{",
-            f"            const {T}* mp = {cm} + {row('nn')};",
+            *([f"            const {T}* mp = {cm} + {row('nn')};"] if direct is None else []),
             f"            {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
             f"            for (long long k0 = 0; k0 < {hw}; k0 += {BN_BLOCK}) {{",
             f"                const long long k1 = k0 + {BN_BLOCK} < {hw} ? k0 + {BN_BLOCK} : {hw};",
             *block_sums,
-            f"                    const {T} v = ({T})(mp[k] + bias);  // the bias add",
+            f"                    const {T} v = ({T})("
+            + (product(direct, ccols, f"nn * {hw}LL + k") if direct is not None else "mp[k]")
+            + " + bias);  // the bias add",
             "                    xp[k] = v;",
             f"                    const {T} d = v - x0f; fx += d; fxx += d * d;",
             *block_end,
@@ -494,7 +509,8 @@ def absorbed(parts: dict) -> set:
     if "var" in parts:
         return ({id(n) for n in parts["var"]} | {id(n) for n in parts.get("means", ())}
                 | ({id(parts["after"]["node"])} if parts.get("after") else set())
-                | ({id(parts["before"]["add"])} if parts.get("before") else set()))
+                | ({id(parts["before"]["add"])} if parts.get("before") else set())
+                | {id(n) for n in ((parts.get("before") or {}).get("direct") or {}).get("nodes", ())})
     if "dims" in parts:  # a channel region: itself only
         return set()
     return {id(n) for n in (parts["sum"], parts["permute"], parts["rows"]) if n is not None}
