@@ -17,8 +17,9 @@ from .activation import (  # noqa: F401
 )
 from .activation import Hardshrink, PReLU, Softmax2d, Softshrink, Threshold  # noqa: F401
 from .padding import (  # noqa: F401
-    CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ConstantPad3d, ReflectionPad1d, ReflectionPad2d,
-    ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
+    CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d, ConstantPad3d, ReflectionPad1d,
+    ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d,
+    ZeroPad3d,
 )
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
 from .resampling import PixelShuffle, PixelUnshuffle, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
@@ -50,7 +51,7 @@ from .parallel import DataParallel  # noqa: F401,E402
 from .activation import RReLU  # noqa: F401,E402
 from .conv import ConvTranspose3d, Fold, Unfold  # noqa: F401,E402
 from .pooling import (  # noqa: F401,E402
-    AdaptiveMaxPool1d, AdaptiveMaxPool3d, LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d,
+    AdaptiveMaxPool1d, AdaptiveMaxPool3d, LPPool1d, LPPool2d, LPPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d,
 )
 from .normalization import LocalResponseNorm  # noqa: F401,E402
 from .resampling import ChannelShuffle  # noqa: F401,E402
@@ -63,6 +64,7 @@ from .lazy import (  # noqa: F401,E402
     LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,
     LazyConvTranspose2d, LazyConvTranspose3d, LazyLinear, UninitializedBuffer, UninitializedParameter,
 )
+from .lazy import LazyModuleMixin  # noqa: F401,E402  (torch.nn.modules.lazy's, one definition)
 from . import parameter as _parameter_module  # noqa: E402
 
 # torch.nn.parameter.UninitializedParameter / UninitializedBuffer (defined with the lazy modules)
@@ -92,8 +94,12 @@ __all__ = ["Module", "Parameter", "Buffer", "Linear", "Identity", "ReLU", "Tanh"
            "ZeroPad1d", "ZeroPad2d", "Transformer", "InstanceNorm1d", "InstanceNorm3d", "EmbeddingBag",
            "AdaptiveAvgPool3d", "AvgPool3d", "Conv3d", "MaxPool3d", "modules", "parallel", "DataParallel",
            "RReLU", "AdaptiveMaxPool1d", "AdaptiveMaxPool3d", "ChannelShuffle", "Fold", "LocalResponseNorm",
-           "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Unfold", "FeatureAlphaDropout",
+           "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Unfold",
+           "FeatureAlphaDropout", "CircularPad3d", "ReflectionPad3d", "ZeroPad3d",
            "MultiLabelMarginLoss", "MultiMarginLoss", "TripletMarginWithDistanceLoss", "RNNBase", "RNNCellBase",
            "ConvTranspose3d", "CTCLoss", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d",
            "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
            "LazyLinear", "UninitializedBuffer", "UninitializedParameter"]
+from . import _constants  # noqa: E402
+
+_constants.apply()  # PyTorch's __constants__ on each module class

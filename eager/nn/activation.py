@@ -59,9 +59,19 @@ class Softmax(Module):
         return f"dim={self.dim}"
 
 
-class LogSoftmax(Softmax):
+class LogSoftmax(Module):
+    """log(softmax(x, dim)), computed stably (not a Softmax: isinstance checks tell them apart,
+    as PyTorch's)."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
     def forward(self, input: Tensor) -> Tensor:
         return F.log_softmax(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
 
 
 
@@ -98,7 +108,6 @@ ELU = _simple("ELU", F.elu, "x if x > 0 else alpha * (exp(x) - 1)", alpha=1.0, i
 CELU = _simple("CELU", F.celu, "x if x > 0 else alpha * (exp(x / alpha) - 1)", alpha=1.0, inplace=False)
 SELU = _simple("SELU", F.selu, "scale * elu(x, alpha) with the self-normalizing constants", inplace=False)
 Hardtanh = _simple("Hardtanh", F.hardtanh, "clamp(x, min_val, max_val)", min_val=-1.0, max_val=1.0, inplace=False)
-ReLU6 = _simple("ReLU6", F.relu6, "clamp(x, 0, 6)", inplace=False)
 Hardsigmoid = _simple("Hardsigmoid", F.hardsigmoid, "clamp(x / 6 + 1/2, 0, 1)", inplace=False)
 Hardswish = _simple("Hardswish", F.hardswish, "x * hardsigmoid(x)", inplace=False)
 LogSigmoid = _simple("LogSigmoid", F.logsigmoid, "log(sigmoid(x)), computed stably")
@@ -114,6 +123,20 @@ Threshold = _simple("Threshold", F.threshold, "x if x > threshold else value", t
                     inplace=False)
 Hardshrink = _simple("Hardshrink", F.hardshrink, "x if |x| > lambd else 0", lambd=0.5)
 Softshrink = _simple("Softshrink", F.softshrink, "x -+ lambd beyond +-lambd, else 0", lambd=0.5)
+Hardshrink.extra_repr = Softshrink.extra_repr = lambda self: f"{self.lambd}"  # (PyTorch's: `Hardshrink(0.5)`)
+
+
+class ReLU6(Hardtanh):  # type: ignore[misc,valid-type]
+    """clamp(x, 0, 6): a Hardtanh with min_val 0 and max_val 6, as PyTorch's."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(0.0, 6.0, inplace)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.relu6(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class PReLU(Module):

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, overload
 
 from .._tensor import Tensor
-from .module import Module
+from .module import Module, _addindent
 from .parameter import Parameter
 
 
@@ -90,6 +90,19 @@ class ModuleList(Module):
             self.append(module)
         return self
 
+    def __repr__(self) -> str:
+        """PyTorch's: a run of equal reprs printed once, as `(0-2): 3 x Linear(...)`."""
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return self._get_name() + "()"
+        runs: list[list] = []  # [first index, last index, repr]
+        for i, r in enumerate(reprs):
+            if runs and runs[-1][2] == r:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        lines = [_addindent(f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}", 2) for a, b, r in runs]
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ModuleDict(Module):
@@ -239,3 +252,16 @@ class ParameterDict(Module):
         items = parameters.items() if isinstance(parameters, Mapping) else parameters
         for key, value in items:
             self[key] = value
+
+    def extra_repr(self) -> str:
+        # PyTorch's: "  (w): Parameter containing: [torch.FloatTensor of size 2x3]"
+        lines = []
+        for k, p in self.items():
+            if isinstance(p, Tensor):
+                device = "" if p.device.type == "cpu" else f" ({p.device})"
+                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+                size = "x".join(str(n) for n in p.shape)
+                lines.append(f"  ({k}): {kind} containing: [{p.type()} of size {size}{device}]")
+            else:
+                lines.append(f"  ({k}): Object of type: {type(p).__name__}")
+        return "\n".join(lines)

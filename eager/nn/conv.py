@@ -38,6 +38,8 @@ class _ConvNd(Module):
         self.kernel_size, self.stride = _tuple(kernel_size, n), _tuple(stride, n)
         self.padding = padding if isinstance(padding, str) else _tuple(padding, n)
         self.dilation, self.groups, self.padding_mode = _tuple(dilation, n), groups, padding_mode
+        # PyTorch's _ConvNd attributes for every convolution (a transposed one sets its own)
+        self.transposed, self.output_padding = False, getattr(self, "output_padding", (0,) * n)
         self.weight = Parameter(empty(out_channels, in_channels // groups, *self.kernel_size, device=device,
                                       dtype=dtype))
         if bias:
@@ -77,6 +79,8 @@ class _ConvNd(Module):
             s += f", padding={self.padding}"
         if self.dilation != (1,) * self._spatial:
             s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * len(self.output_padding):
+            s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
@@ -131,6 +135,7 @@ class _ConvTransposeNd(_ConvNd):
                          padding_mode, device, dtype)
         # _ConvNd made (in, out/groups) swapped: name the channels as the layer sees them
         self.in_channels, self.out_channels = in_channels, out_channels
+        self.transposed = True
         self.weight = Parameter(empty(in_channels, out_channels // groups, *self.kernel_size, device=device,
                                       dtype=dtype))
         if bias:

@@ -44,7 +44,7 @@ def _running_stats(module: Module, num_features: int, track: bool, device: Any, 
             module.register_buffer(name, None)
 
 
-class _RunningStatsNorm(Module):
+class _NormBase(Module):
     """What batch and instance norms share (PyTorch's _NormBase): the per-channel affine
     parameters and the running statistics, and resetting them."""
 
@@ -69,7 +69,7 @@ class _RunningStatsNorm(Module):
 
 
 
-class _InstanceNorm(_RunningStatsNorm):
+class _InstanceNorm(_NormBase):
     """Shared by InstanceNorm1d/2d/3d, which differ only in the input ranks they take
     (`_batched`: the rank with a batch dimension; one less is an unbatched sample)."""
 
@@ -167,7 +167,7 @@ class GroupNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-class _BatchNorm(_RunningStatsNorm):
+class _BatchNorm(_NormBase):
     """Per-channel normalization with batch statistics in training and running ones in eval;
     running_var is updated with the unbiased batch variance, as PyTorch's."""
 
@@ -233,3 +233,6 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+_RunningStatsNorm = _NormBase  # (the name this base had before)

@@ -1,5 +1,7 @@
 """Padding modules (constant, zero, reflection, replication, circular; 1-3 dims), each a thin
-Module over nn.functional.pad with PyTorch's names, arguments and reprs."""
+Module over nn.functional.pad with PyTorch's names, arguments, bases (`_ConstantPadNd`,
+`_ReflectionPadNd`, `_ReplicationPadNd`, `_CircularPadNd`: what isinstance checks name),
+`__constants__` and reprs."""
 from __future__ import annotations
 
 from typing import Any
@@ -19,49 +21,85 @@ def _padding(padding: Any, n: int) -> tuple:
     return padding
 
 
-class _Pad(Module):
-    mode = "constant"
-    dims = 1
+def _check_dims(module: Module, input: Tensor, dims: int) -> None:
+    if input.ndim not in (dims + 1, dims + 2):
+        raise ValueError(f"{type(module).__name__}: expected {dims + 1}D or {dims + 2}D input "
+                         f"(got {input.ndim}D input, shape {tuple(input.shape)})")
 
-    def __init__(self, padding: Any, value: float = 0.0) -> None:
+
+class _ConstantPadNd(Module):
+    __constants__ = ["padding", "value"]
+    padding: tuple
+
+    def __init__(self, value: float) -> None:
         super().__init__()
-        self.padding = _padding(padding, self.dims)
         self.value = value
 
     def forward(self, input: Tensor) -> Tensor:
-        if input.ndim not in (self.dims + 1, self.dims + 2):
-            raise ValueError(f"{type(self).__name__}: expected {self.dims + 1}D or {self.dims + 2}D input, "
-                             f"got {input.ndim}D (shape {tuple(input.shape)})")
-        if self.mode == "constant":
-            return F.pad(input, self.padding, "constant", self.value)
+        return F.pad(input, self.padding, "constant", self.value)
+
+    def extra_repr(self) -> str:
+        return f"padding={self.padding}, value={self.value}"
+
+
+class _ModePadNd(Module):
+    """The padding modes without a value (reflect, replicate, circular)."""
+
+    __constants__ = ["padding"]
+    padding: tuple
+    mode = "reflect"
+    dims = 1
+
+    def __init__(self, padding: Any) -> None:
+        super().__init__()
+        self.padding = _padding(padding, self.dims)
+
+    def forward(self, input: Tensor) -> Tensor:
+        _check_dims(self, input, self.dims)
         return F.pad(input, self.padding, self.mode)
 
     def extra_repr(self) -> str:
-        return f"{self.padding}" + (f", value={self.value}" if self.mode == "constant" else "")
+        return f"{self.padding}"
 
 
-def _pad_class(name: str, mode: str, dims: int, constant: bool) -> type:
-    if constant:
-        def __init__(self, padding: Any, value: float = 0.0) -> None:
-            _Pad.__init__(self, padding, value)
-    else:
-        def __init__(self, padding: Any) -> None:  # type: ignore[misc]
-            _Pad.__init__(self, padding)
-    doc = f"Pad the last {dims} dim(s) of a {dims + 1}-D or {dims + 2}-D input ({mode}). Mirrors torch.nn.{name}."
-    return type(name, (_Pad,), {"__init__": __init__, "mode": mode, "dims": dims, "__doc__": doc,
-                                "__module__": __name__})
+class _ReflectionPadNd(_ModePadNd):
+    mode = "reflect"
 
 
-ConstantPad1d = _pad_class("ConstantPad1d", "constant", 1, True)
-ConstantPad2d = _pad_class("ConstantPad2d", "constant", 2, True)
-ConstantPad3d = _pad_class("ConstantPad3d", "constant", 3, True)
-ReflectionPad1d = _pad_class("ReflectionPad1d", "reflect", 1, False)
-ReflectionPad2d = _pad_class("ReflectionPad2d", "reflect", 2, False)
-ReplicationPad1d = _pad_class("ReplicationPad1d", "replicate", 1, False)
-ReplicationPad2d = _pad_class("ReplicationPad2d", "replicate", 2, False)
-ReplicationPad3d = _pad_class("ReplicationPad3d", "replicate", 3, False)
-CircularPad1d = _pad_class("CircularPad1d", "circular", 1, False)
-CircularPad2d = _pad_class("CircularPad2d", "circular", 2, False)
+class _ReplicationPadNd(_ModePadNd):
+    mode = "replicate"
+
+
+class _CircularPadNd(_ModePadNd):
+    mode = "circular"
+
+
+def _constant_class(name: str, dims: int) -> type:
+    def __init__(self, padding: Any, value: float) -> None:
+        _ConstantPadNd.__init__(self, value)
+        self.padding = _padding(padding, dims)
+
+    doc = (f"Pad the last {dims} dim(s) with a constant value. Mirrors torch.nn.{name}.")
+    return type(name, (_ConstantPadNd,), {"__init__": __init__, "__doc__": doc, "__module__": __name__})
+
+
+def _mode_class(name: str, base: type[_ModePadNd], dims: int) -> type:
+    doc = f"Pad the last {dims} dim(s) of a {dims + 1}-D or {dims + 2}-D input ({base.mode}). Mirrors torch.nn.{name}."
+    return type(name, (base,), {"dims": dims, "__doc__": doc, "__module__": __name__})
+
+
+ConstantPad1d = _constant_class("ConstantPad1d", 1)
+ConstantPad2d = _constant_class("ConstantPad2d", 2)
+ConstantPad3d = _constant_class("ConstantPad3d", 3)
+ReflectionPad1d = _mode_class("ReflectionPad1d", _ReflectionPadNd, 1)
+ReflectionPad2d = _mode_class("ReflectionPad2d", _ReflectionPadNd, 2)
+ReflectionPad3d = _mode_class("ReflectionPad3d", _ReflectionPadNd, 3)
+ReplicationPad1d = _mode_class("ReplicationPad1d", _ReplicationPadNd, 1)
+ReplicationPad2d = _mode_class("ReplicationPad2d", _ReplicationPadNd, 2)
+ReplicationPad3d = _mode_class("ReplicationPad3d", _ReplicationPadNd, 3)
+CircularPad1d = _mode_class("CircularPad1d", _CircularPadNd, 1)
+CircularPad2d = _mode_class("CircularPad2d", _CircularPadNd, 2)
+CircularPad3d = _mode_class("CircularPad3d", _CircularPadNd, 3)
 
 
 class ZeroPad1d(ConstantPad1d):  # type: ignore[misc,valid-type]
@@ -70,9 +108,25 @@ class ZeroPad1d(ConstantPad1d):  # type: ignore[misc,valid-type]
     def __init__(self, padding: Any) -> None:
         super().__init__(padding, 0.0)
 
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
 
 class ZeroPad2d(ConstantPad2d):  # type: ignore[misc,valid-type]
     """Pad the last two dims with zeros. Mirrors torch.nn.ZeroPad2d."""
 
     def __init__(self, padding: Any) -> None:
         super().__init__(padding, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+class ZeroPad3d(ConstantPad3d):  # type: ignore[misc,valid-type]
+    """Pad the last three dims with zeros. Mirrors torch.nn.ZeroPad3d."""
+
+    def __init__(self, padding: Any) -> None:
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"

@@ -1,5 +1,9 @@
 """Pooling modules: max, average, power and adaptive pooling over 1-3 spatial dims, and
-max-unpooling; each holds its window settings and calls eager.nn.functional."""
+max-unpooling; each holds its window settings and calls eager.nn.functional. The classes
+derive from PyTorch's bases (`_MaxPoolNd`, `_AvgPoolNd`, `_AdaptiveAvgPoolNd`,
+`_AdaptiveMaxPoolNd`, `_LPPoolNd`, `_MaxUnpoolNd`) with PyTorch's attributes, `__constants__`
+and `extra_repr`, so user code's isinstance checks and a printed model are PyTorch's (an
+adaptive max pool is not an adaptive average pool)."""
 from __future__ import annotations
 
 from .._tensor import Tensor
@@ -9,7 +13,9 @@ from .functional.pooling import _max_unpool
 from .module import Module
 
 
-class _Pool(Module):
+class _MaxPoolNd(Module):
+    __constants__ = ["kernel_size", "stride", "padding", "dilation", "return_indices", "ceil_mode"]
+
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices: bool = False,
                  ceil_mode: bool = False) -> None:
         super().__init__()
@@ -23,19 +29,26 @@ class _Pool(Module):
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
-class MaxPool2d(_Pool):
-    def forward(self, input: Tensor):
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                            self.return_indices)
+_Pool = _MaxPoolNd  # (the name this base had before)
 
 
-class MaxPool1d(_Pool):
+class MaxPool1d(_MaxPoolNd):
+    """The maximum over each window of (N, C, L) or (C, L) inputs."""
+
     def forward(self, input: Tensor):
         return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
                             self.return_indices)
 
 
-class MaxPool3d(_Pool):
+class MaxPool2d(_MaxPoolNd):
+    """The maximum over each window of (N, C, H, W) or (C, H, W) inputs."""
+
+    def forward(self, input: Tensor):
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
+
+
+class MaxPool3d(_MaxPoolNd):
     """The maximum over each window of (N, C, D, H, W) or (C, D, H, W) inputs."""
 
     def forward(self, input: Tensor):
@@ -43,7 +56,35 @@ class MaxPool3d(_Pool):
                             self.return_indices)
 
 
-class AvgPool2d(Module):
+class _AvgPoolNd(Module):
+    __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"]
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool1d(_AvgPoolNd):
+    """The mean over each window of (N, C, L) or (C, L) inputs (window settings kept as
+    1-tuples, as PyTorch keeps them)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:
+        super().__init__()
+        self.kernel_size = _tuple(kernel_size, 1)
+        self.stride = _tuple(stride if stride is not None else kernel_size, 1)
+        self.padding = _tuple(padding, 1)
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+
+class AvgPool2d(_AvgPoolNd):
+    """The mean over each window of (N, C, H, W) or (C, H, W) inputs."""
+
+    __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"]
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
                  divisor_override: int | None = None) -> None:
         super().__init__()
@@ -55,84 +96,109 @@ class AvgPool2d(Module):
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
-
-class AvgPool1d(AvgPool2d):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad)
-
-
-class AvgPool3d(AvgPool2d):
+class AvgPool3d(_AvgPoolNd):
     """The mean over each window of (N, C, D, H, W) or (C, D, H, W) inputs."""
+
+    __constants__ = AvgPool2d.__constants__
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
+                 divisor_override: int | None = None) -> None:
+        super().__init__()
+        self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input: Tensor) -> Tensor:
         return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
 
-class AdaptiveAvgPool2d(Module):
+class _AdaptiveAvgPoolNd(Module):
+    __constants__ = ["output_size"]
+
     def __init__(self, output_size) -> None:
         super().__init__()
         self.output_size = output_size
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_avg_pool2d(input, self.output_size)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     def forward(self, input: Tensor) -> Tensor:
         return F.adaptive_avg_pool1d(input, self.output_size)
 
 
-class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """The mean over windows chosen so the output has spatial size `output_size` (D, H, W)."""
 
     def forward(self, input: Tensor) -> Tensor:
         return F.adaptive_avg_pool3d(input, self.output_size)
 
 
-class AdaptiveMaxPool2d(AdaptiveAvgPool2d):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_max_pool2d(input, self.output_size)
+class _AdaptiveMaxPoolNd(Module):
+    __constants__ = ["output_size", "return_indices"]
+
+    def __init__(self, output_size, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
 
 
-class AdaptiveMaxPool1d(AdaptiveAvgPool2d):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_max_pool1d(input, self.output_size)
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    def forward(self, input: Tensor):
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
-class AdaptiveMaxPool3d(AdaptiveAvgPool2d):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_max_pool3d(input, self.output_size)
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    def forward(self, input: Tensor):
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
-class LPPool2d(Module):
-    """The p-norm over each window (F.lp_pool2d). Mirrors torch.nn.LPPool2d."""
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    def forward(self, input: Tensor):
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
 
-    _fn = staticmethod(F.lp_pool2d)
+
+class _LPPoolNd(Module):
+    __constants__ = ["norm_type", "kernel_size", "stride", "ceil_mode"]
 
     def __init__(self, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> None:
         super().__init__()
         self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
-
-    def forward(self, input: Tensor) -> Tensor:
-        return self._fn(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
     def extra_repr(self) -> str:
         return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
                 f"ceil_mode={self.ceil_mode}")
 
 
-class LPPool1d(LPPool2d):
+class LPPool1d(_LPPoolNd):
     """The p-norm over each window of (N, C, L) (F.lp_pool1d). Mirrors torch.nn.LPPool1d."""
 
-    _fn = staticmethod(F.lp_pool1d)
+    def forward(self, input: Tensor) -> Tensor:
+        return F.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool2d(_LPPoolNd):
+    """The p-norm over each window (F.lp_pool2d). Mirrors torch.nn.LPPool2d."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool3d(_LPPoolNd):
+    """The p-norm over each window of (N, C, D, H, W) (F.lp_pool3d). Mirrors torch.nn.LPPool3d."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
 
 class _MaxUnpoolNd(Module):

@@ -35,28 +35,6 @@ class PixelUnshuffle(Module):
         return f"downscale_factor={self.downscale_factor}"
 
 
-class UpsamplingNearest2d(Module):
-    """Nearest-neighbour 2-D upsampling. Mirrors torch.nn.UpsamplingNearest2d."""
-
-    def __init__(self, size=None, scale_factor=None) -> None:
-        super().__init__()
-        self.size, self.scale_factor = size, scale_factor
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.interpolate(input, self.size, self.scale_factor, mode="nearest")
-
-
-class UpsamplingBilinear2d(Module):
-    """Bilinear 2-D upsampling with align_corners=True. Mirrors torch.nn.UpsamplingBilinear2d."""
-
-    def __init__(self, size=None, scale_factor=None) -> None:
-        super().__init__()
-        self.size, self.scale_factor = size, scale_factor
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.interpolate(input, self.size, self.scale_factor, mode="bilinear", align_corners=True)
-
-
 class Upsample(Module):
     """Resize with F.interpolate (nearest, linear, bilinear, bicubic)."""
 
@@ -66,6 +44,7 @@ class Upsample(Module):
         # PyTorch keeps the factor as float(s): Upsample(scale_factor=2) prints scale_factor=2.0
         if scale_factor is not None:
             scale_factor = tuple(float(f) for f in scale_factor) if isinstance(scale_factor, tuple) else float(scale_factor)
+        self.name = type(self).__name__
         self.size, self.scale_factor, self.mode = size, scale_factor, mode
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 
@@ -76,6 +55,22 @@ class Upsample(Module):
     def extra_repr(self) -> str:
         what = f"scale_factor={self.scale_factor}" if self.scale_factor is not None else f"size={self.size}"
         return f"{what}, mode='{self.mode}'"
+
+
+class UpsamplingNearest2d(Upsample):
+    """Nearest-neighbour 2-D upsampling: an Upsample with mode 'nearest', as PyTorch's.
+    Mirrors torch.nn.UpsamplingNearest2d."""
+
+    def __init__(self, size=None, scale_factor=None) -> None:
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """Bilinear 2-D upsampling with align_corners=True: an Upsample, as PyTorch's.
+    Mirrors torch.nn.UpsamplingBilinear2d."""
+
+    def __init__(self, size=None, scale_factor=None) -> None:
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
 class ChannelShuffle(Module):

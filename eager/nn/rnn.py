@@ -71,7 +71,7 @@ def _gru_cell_ops(x, h, w_ih, w_hh, b_ih, b_hh):
     return (1.0 - z) * n + z * h
 
 
-class _CellBase(Module):
+class RNNCellBase(Module):
     _gates = 1
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None,
@@ -107,10 +107,12 @@ class _CellBase(Module):
             return self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
 
     def extra_repr(self) -> str:
-        return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
+        s = f"{self.input_size}, {self.hidden_size}" + ("" if self.bias is True else f", bias={self.bias}")
+        nonlinearity = self.__dict__.get("nonlinearity", "tanh")
+        return s + ("" if nonlinearity == "tanh" else f", nonlinearity={nonlinearity}")
 
 
-class RNNCell(_CellBase):
+class RNNCell(RNNCellBase):
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
                  device: Any = None, dtype: Any = None) -> None:
         if nonlinearity not in ("tanh", "relu"):
@@ -124,7 +126,7 @@ class RNNCell(_CellBase):
         return cell(input, h, *self._params())
 
 
-class LSTMCell(_CellBase):
+class LSTMCell(RNNCellBase):
     _gates = 4
 
     def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
@@ -132,7 +134,7 @@ class LSTMCell(_CellBase):
         return _lstm_cell(input, state, *self._params())
 
 
-class GRUCell(_CellBase):
+class GRUCell(RNNCellBase):
     _gates = 3
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
@@ -140,7 +142,7 @@ class GRUCell(_CellBase):
         return _gru_cell(input, h, *self._params())
 
 
-class _RNNBase(Module):
+class RNNBase(Module):
     _gates = 1
     _lstm = False
 
@@ -379,7 +381,7 @@ class _RNNBase(Module):
         return s
 
 
-class RNN(_RNNBase):
+class RNN(RNNBase):
     def __init__(self, *args: Any, nonlinearity: str = "tanh", **kwargs: Any) -> None:
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
@@ -396,7 +398,7 @@ class RNN(_RNNBase):
         return _rnn_tanh_cell if self.nonlinearity == "tanh" else _rnn_relu_cell
 
 
-class LSTM(_RNNBase):
+class LSTM(RNNBase):
     _gates = 4
     _lstm = True
 
@@ -404,12 +406,12 @@ class LSTM(_RNNBase):
         return _lstm_proj_cell if self.proj_size else _lstm_cell
 
 
-class GRU(_RNNBase):
+class GRU(RNNBase):
     _gates = 3
 
     def _cell(self):
         return _gru_cell
 
 
-RNNBase = _RNNBase  # torch.nn.RNNBase: the base of RNN, LSTM and GRU (isinstance checks name it)
-RNNCellBase = _CellBase  # torch.nn.RNNCellBase
+_RNNBase = RNNBase  # (the names these bases had before)
+_CellBase = RNNCellBase

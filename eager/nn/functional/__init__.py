@@ -86,6 +86,7 @@ from .pooling import (  # noqa: F401
     avg_pool3d,
     lp_pool1d,
     lp_pool2d,
+    lp_pool3d,
     max_pool1d,
     max_pool1d_with_indices,
     max_pool2d,

@@ -182,13 +182,39 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     return _F._renamed(_adaptive(input, output_size, _F.mean, "adaptive_avg_pool2d"), "AdaptiveAvgPool2DBackward0")
 
 
-def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False) -> Tensor:
-    """The maximum over windows chosen so the output has spatial size `output_size`.
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
+    """The maximum over windows chosen so the output has spatial size `output_size`; with
+    return_indices, (values, the flat index of each maximum in its input plane).
 
-    `return_indices=True` is not supported. Mirrors torch.nn.functional.adaptive_max_pool2d."""
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool2d(return_indices=True) is not supported")
-    return _adaptive(input, output_size, lambda t, d: _F.amax(t, d), "adaptive_max_pool2d")
+    Mirrors torch.nn.functional.adaptive_max_pool2d."""
+    out = _adaptive(input, output_size, lambda t, d: _F.amax(t, d), "adaptive_max_pool2d")
+    return (out, _adaptive_max_indices(input, out, 2)) if return_indices else out
+
+
+def _adaptive_max_indices(input: Tensor, out: Tensor, spatial: int) -> Tensor:
+    """The flat index (in the input's trailing `spatial`-dim plane) of each adaptive window's
+    maximum, the first in row-major order on ties and the first NaN where there is one, as
+    PyTorch's kernel scans (int64, not differentiable)."""
+    import numpy as np  # noqa: PLC0415
+
+    from ..._factories import tensor  # noqa: PLC0415
+
+    a = np.asarray(input.detach().cpu().numpy())
+    sizes = a.shape[-spatial:]
+    outs = tuple(out.shape[-spatial:])
+    lead = a.shape[:-spatial]
+    flat = a.reshape(-1, *sizes)
+    idx = np.empty((flat.shape[0], *outs), dtype=np.int64)
+    for cell in _itertools.product(*(range(o) for o in outs)):
+        bounds = [_adaptive_bounds(s, o)[i] for s, o, i in zip(sizes, outs, cell)]
+        window = flat[(slice(None),) + tuple(slice(lo, hi) for lo, hi in bounds)]
+        w = window.reshape(window.shape[0], -1)
+        nan = np.isnan(w) if w.dtype.kind == "f" else np.zeros(w.shape, bool)
+        local = np.where(nan.any(1), nan.argmax(1), w.argmax(1))
+        coords = np.unravel_index(local, window.shape[1:])
+        idx[(slice(None),) + cell] = np.ravel_multi_index(
+            tuple(c + lo for c, (lo, _) in zip(coords, bounds)), sizes)
+    return tensor(idx.reshape(*lead, *outs), device=input.device)
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
@@ -363,23 +389,29 @@ def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride=None, ce
     return (_F.sign(out) * relu(_F.abs(out)) * kernel_size) ** (1.0 / norm_type)
 
 
-def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False) -> Tensor:
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False) -> Tensor:
+    """The p-norm over each window of a (N, C, D, H, W) input. Mirrors torch.nn.functional.lp_pool3d."""
+    kd, kh, kw = _pair(kernel_size, 3)
+    out = avg_pool3d(input ** norm_type, kernel_size, stride, 0, ceil_mode)
+    return (_F.sign(out) * relu(_F.abs(out)) * (kd * kh * kw)) ** (1.0 / norm_type)
+
+
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
     """The maximum over windows chosen so the output has length `output_size`.
     Mirrors torch.nn.functional.adaptive_max_pool1d."""
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool1d(return_indices=True) is not supported; use max_pool1d with "
-                                  "return_indices when the length divides evenly")
     if input.ndim not in (2, 3):
         raise RuntimeError(f"adaptive_max_pool1d: Expected 2D or 3D input, but got {input.ndim}D")
-    return adaptive_max_pool2d(input.unsqueeze(-2), (1, _pair(output_size, 1)[0])).squeeze(-2)
+    out = adaptive_max_pool2d(input.unsqueeze(-2), (1, _pair(output_size, 1)[0]), return_indices)
+    if return_indices:  # (a plane of height 1: the flat index is the position along the length)
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
 
 
-def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False) -> Tensor:
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
     """The maximum over windows chosen so the output has spatial size `output_size`.
     Mirrors torch.nn.functional.adaptive_max_pool3d."""
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool3d(return_indices=True) is not supported")
-    return _adaptive_nd("adaptive_max_pool3d", input, output_size, lambda t, d: _F.amax(t, d), 3)
+    out = _adaptive_nd("adaptive_max_pool3d", input, output_size, lambda t, d: _F.amax(t, d), 3)
+    return (out, _adaptive_max_indices(input, out, 3)) if return_indices else out
 
 
 def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0, output_size=None) -> Tensor:

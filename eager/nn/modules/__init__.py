@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     flatten,
     fold,
     instancenorm,
+    lazy,
     linear,
     loss,
     module,

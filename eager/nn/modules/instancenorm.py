@@ -6,5 +6,7 @@ from __future__ import annotations
 from ..normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
-from ..normalization import _InstanceNorm  # noqa: E402,F401
-from ..normalization import _RunningStatsNorm as _NormBase  # noqa: E402,F401
+from ..normalization import (
+    _InstanceNorm,  # noqa: E402,F401
+    _NormBase,  # noqa: E402,F401
+)

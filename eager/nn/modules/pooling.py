@@ -20,10 +20,18 @@ __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",
     "AvgPool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d",
 ]
-from ..pooling import AdaptiveMaxPool1d, AdaptiveMaxPool3d, LPPool1d, LPPool2d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: E402,F401
+from ..pooling import (  # noqa: E402,F401
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool3d,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
+)
 
-__all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d",
-            "MaxUnpool3d"]
-# the bases isinstance checks name: every max pooling derives from _MaxPoolNd
-from ..pooling import _MaxUnpoolNd  # noqa: E402,F401
-from ..pooling import _Pool as _MaxPoolNd  # noqa: E402,F401
+__all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d",
+            "MaxUnpool2d", "MaxUnpool3d"]
+# PyTorch's bases, which isinstance checks name
+from ..pooling import _AdaptiveAvgPoolNd, _AdaptiveMaxPoolNd, _AvgPoolNd, _LPPoolNd, _MaxPoolNd, _MaxUnpoolNd  # noqa: E402,F401
