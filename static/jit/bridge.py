@@ -264,6 +264,11 @@ class CompiledFunction(eager.autograd.Function):
         ctx.save_for_backward(*[as_tensor(r) for r in residuals], *aliased)
         ctx.entry, ctx.n_residuals = entry, len(residuals)
         ctx.diff_tensors = diff_tensors
+        # outputs the loss does not reach (the running statistics a module updates) get no
+        # zeros made for them by eager's engine: the backward makes the seeds it lacks
+        ctx.set_materialize_grads(False)
+        ctx.out_meta = [(r.shape, r.dtype, np if type(r) is np.ndarray else eager._device.xp_of_array(r))
+                        for r in user + updates]
         outs = tuple(as_tensor(r) for r in user + updates)
         link_aliases(outs, entry.output_aliases, inputs)
         for k, t in enumerate(outs):
@@ -277,9 +282,13 @@ class CompiledFunction(eager.autograd.Function):
         residuals = [t._data for t in saved[:ctx.n_residuals]]
         seeds = []
         for positions in ctx.entry.grad.seed_positions:
-            total = grads[positions[0]]._data
-            for p in positions[1:]:
-                total = total + grads[p]._data
+            given = [grads[p]._data for p in positions if grads[p] is not None]
+            if not given:
+                shape, dtype, xp = ctx.out_meta[positions[0]]
+                given = [xp.zeros(shape, dtype)]
+            total = given[0]
+            for g in given[1:]:
+                total = total + g
             seeds.append(total)
         results = tuple(as_tensor(r) for r in ctx.entry.grad.backward.run(residuals + seeds))
         if STATE.enabled and results:  # create_graph=True: the compiled backward has no graph of its own
