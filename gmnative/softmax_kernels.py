@@ -59,6 +59,22 @@ def _rows(x: np.ndarray) -> tuple[int, int] | None:
     return x.size // c, c
 
 
+# elements from which softmax's row steps split their rows across the kernels' threads (as
+# PyTorch's softmax splits rows above its grain of 32768): below, handing rows to another
+# thread costs more than it saves
+ROWS_SPLIT_MIN = 1 << 15
+
+
+def _threads(size: int) -> int:
+    """The team for a row kernel over `size` elements: the kernels' threads (which shrink on a
+    loaded machine) from ROWS_SPLIT_MIN elements, else the calling thread alone."""
+    if size < ROWS_SPLIT_MIN:
+        return 1
+    from . import build  # noqa: PLC0415
+
+    return build.threads()
+
+
 def available() -> bool:
     """Whether the kernels run here (a compiler, and GRAPHMODE_EAGER_NATIVE not 0)."""
     return _unit() is not None
@@ -77,7 +93,8 @@ def backward(g: np.ndarray, y: np.ndarray, log: bool) -> np.ndarray | None:
     name = "log_softmax_rows_backward" if log else "softmax_backward"
     addr, fmt = u.address[f"{name}_{_SUFFIX[g.dtype]}"]
     out = np.empty(g.shape, g.dtype)
-    u.call(addr, 1, (g.nbytes, y.nbytes, -out.nbytes, 16), fmt, g, y, out, np.array(rc, _I64))
+    u.call(addr, 1 if log else _threads(g.size), (g.nbytes, y.nbytes, -out.nbytes, 16), fmt, g, y, out,
+           np.array(rc, _I64))
     return out
 
 
@@ -108,12 +125,13 @@ def softmax(x: np.ndarray) -> np.ndarray | None:
     addr, fmt = u.address[f"row_max_sub_{suffix}"]
     e = np.empty(x.shape, x.dtype)
     d = np.array([rc[0], rc[1], 0], _I64)
-    u.call(addr, 1, (x.nbytes, -e.nbytes, -24), fmt, x, e, d)
+    nt = _threads(x.size)
+    u.call(addr, nt, (x.nbytes, -e.nbytes, -24), fmt, x, e, d)
     if d[2]:
         return None
     np.exp(e, out=e)
     addr, fmt = u.address[f"rows_divide_by_sum_{suffix}"]
-    u.call(addr, 1, (-e.nbytes, 24), fmt, e, d)
+    u.call(addr, nt, (-e.nbytes, 24), fmt, e, d)
     return e
 
 

@@ -78,19 +78,21 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     k2, n = b.shape[-2:]
     if k_ != k2 or m < 2 or n < 2 or k_ < 2 or max(m, n, k_) > _INT_MAX:
         return None
-    try:
-        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    except ValueError:
+    from . import build as native_build  # noqa: PLC0415
+
+    threads = native_build.threads()  # (first: on a loaded machine it is one, nothing to split)
+    if threads < 2 or native_build.blas_threads() != 1:
         return None
+    batch = a.shape[:-2]
+    if batch != b.shape[:-2]:
+        try:
+            batch = np.broadcast_shapes(batch, b.shape[:-2])
+        except ValueError:
+            return None
     total = 1
     for d in batch:
         total *= d
     if total < 2 or len(batch) > STACK_DIMS or total * m * n * k_ < _kernels.split_min():
-        return None
-    from . import build as native_build  # noqa: PLC0415
-
-    threads = native_build.threads()
-    if threads < 2 or native_build.blas_threads() != 1:
         return None
     size = a.itemsize
     (ar, ac), (br, bc) = a.strides[-2:], b.strides[-2:]

@@ -6,8 +6,9 @@
 // its gradient four eager ops (g * y, the row sum, the subtraction, the product), each a
 // buffer of the whole tensor; on a small GPT's attention weights (B*H*T rows of T) the pair
 // cost about 4x PyTorch's. Here the gradient is one call: a row is read once into cache and
-// written once. No threads: the callers' tensors are small, and the eager layer runs on one
-// core's worth of work. Compiled after gmnative.c_helpers.host_prelude (no system header): its
+// written once. softmax's steps split their rows across the kernels' threads where the
+// caller passes more than one (a tensor of ROWS_SPLIT_MIN elements or more, as PyTorch's
+// softmax splits its rows); the others run on the calling thread. Compiled after gmnative.c_helpers.host_prelude (no system header): its
 // float exp computes in float and, where libmvec is there, vectorizes the loops below.
 //
 // Every array is (n, c) row-major; d = [n, c]. Row sums accumulate in double. The two
@@ -60,12 +61,15 @@ template <typename T> static void row_max(const T* x, T* out, gm_i64* d) {
 // a short last axis and the divide were three quarters of a (16, 4, 32, 32) attention
 // softmax (about 160 of 220 us); the exp stays NumPy's own (its vectorized float exp, whose
 // bits no C exp here reproduces).
-// row_max_sub: d = [n, c, rows whose maximum is not finite (out)]; e is written only where
-// every row's maximum is finite (else the caller takes the op's forward).
-template <typename T> static void row_max_sub(const T* x, T* e, gm_i64* d) {
+// row_max_sub: d = [n, c, rows whose maximum is not finite (out)]; where that count is not
+// 0 the caller takes the op's forward (e is then of no use). The rows are split across `nt`
+// OpenMP threads (each row's arithmetic is the same on any thread: the bits do not depend on
+// the count).
+template <typename T> static void row_max_sub(const T* x, T* e, gm_i64* d, int nt) {
     const gm_i64 n = d[0], c = d[1];
     gm_i64 bad = 0;
-    for (gm_i64 i = 0; i < n && !bad; ++i) {
+    #pragma omp parallel for num_threads(nt) schedule(static) reduction(+:bad) if(nt > 1)
+    for (gm_i64 i = 0; i < n; ++i) {
         const T* xi = x + i * c;
         T m = xi[0];
         int nan = m != m;
@@ -75,8 +79,8 @@ template <typename T> static void row_max_sub(const T* x, T* e, gm_i64* d) {
             nan |= xi[j] != xi[j];
         }
         if (nan || !(m > -__builtin_inf() && m < __builtin_inf())) {
-            bad = 1;
-            break;
+            bad += 1;
+            continue;
         }
         T* ei = e + i * c;
         #pragma omp simd
@@ -107,9 +111,10 @@ template <typename T> static T pairwise_sum(const T* a, gm_i64 n) {
     return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
 }
 
-// e[i, :] /= (0 + pairwise sum of e[i, :]) in place; d = [n, c]
-template <typename T> static void rows_divide_by_sum(T* e, const gm_i64* d) {
+// e[i, :] /= (0 + pairwise sum of e[i, :]) in place, the rows split across `nt` threads; d = [n, c]
+template <typename T> static void rows_divide_by_sum(T* e, const gm_i64* d, int nt) {
     const gm_i64 n = d[0], c = d[1];
+    #pragma omp parallel for num_threads(nt) schedule(static) if(nt > 1)
     for (gm_i64 i = 0; i < n; ++i) {
         T* ei = e + i * c;
         const T s = (T)0 + pairwise_sum(ei, c);
@@ -119,17 +124,33 @@ template <typename T> static void rows_divide_by_sum(T* e, const gm_i64* d) {
     }
 }
 
+// softmax's gradient (eager_rows.h), its rows split in `nt` blocks across the threads
+template <typename T> static void softmax_backward_rows(const T* g, const T* y, T* gx, const gm_i64* d, int nt) {
+    const gm_i64 n = d[0], c = d[1];
+    if (nt <= 1) {
+        softmax_rows_backward<false, T>(g, y, gx, d);
+        return;
+    }
+    #pragma omp parallel for num_threads(nt) schedule(static)
+    for (int p = 0; p < nt; ++p) {
+        const gm_i64 lo = n * p / nt, hi = n * (p + 1) / nt;
+        const gm_i64 part[2] = {hi - lo, c};
+        if (hi > lo)
+            softmax_rows_backward<false, T>(g + lo * c, y + lo * c, gx + lo * c, part);
+    }
+}
+
 #define GM_SOFTMAX_KERNELS(T, suffix) \
-    extern "C" void gm_eager_row_max_sub_##suffix(void* const* a, int) { \
-        row_max_sub<T>((const T*)a[0], (T*)a[1], (gm_i64*)a[2]); } \
-    extern "C" void gm_eager_rows_divide_by_sum_##suffix(void* const* a, int) { \
-        rows_divide_by_sum<T>((T*)a[0], (const gm_i64*)a[1]); } \
+    extern "C" void gm_eager_row_max_sub_##suffix(void* const* a, int nt) { \
+        row_max_sub<T>((const T*)a[0], (T*)a[1], (gm_i64*)a[2], nt); } \
+    extern "C" void gm_eager_rows_divide_by_sum_##suffix(void* const* a, int nt) { \
+        rows_divide_by_sum<T>((T*)a[0], (const gm_i64*)a[1], nt); } \
     extern "C" void gm_eager_row_max_##suffix(void* const* a, int) { \
         row_max<T>((const T*)a[0], (T*)a[1], (gm_i64*)a[2]); } \
     extern "C" void gm_eager_column_sum_##suffix(void* const* a, int) { \
         column_sum<T>((const T*)a[0], (T*)a[1], (const gm_i64*)a[2]); } \
-    extern "C" void gm_eager_softmax_backward_##suffix(void* const* a, int) { \
-        softmax_rows_backward<false, T>((const T*)a[0], (const T*)a[1], (T*)a[2], (const gm_i64*)a[3]); } \
+    extern "C" void gm_eager_softmax_backward_##suffix(void* const* a, int nt) { \
+        softmax_backward_rows<T>((const T*)a[0], (const T*)a[1], (T*)a[2], (const gm_i64*)a[3], nt); } \
     extern "C" void gm_eager_log_softmax_rows_backward_##suffix(void* const* a, int) { \
         softmax_rows_backward<true, T>((const T*)a[0], (const T*)a[1], (T*)a[2], (const gm_i64*)a[3]); }
 

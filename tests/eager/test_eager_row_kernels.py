@@ -1,6 +1,7 @@
 """Native steps of eager's attention-sized ops that must keep the op path's NumPy bits:
 softmax's forward around NumPy's exp (gmnative.softmax_kernels.softmax) over row lengths
-on either side of NumPy's pairwise-summation blocks (8 partial sums, halves above 128)."""
+on either side of NumPy's pairwise-summation blocks (8 partial sums, halves above 128), and
+the same bits (forward and gradient) with the rows split across threads."""
 from __future__ import annotations
 
 import numpy as np
@@ -41,3 +42,24 @@ def test_softmax_rows_whose_maximum_is_not_finite_take_the_op_path(bad):
         want = REGISTRY["softmax"].forward(np, x, dim=1)
         got = eager.softmax(eager.tensor(x), -1).numpy()
     np.testing.assert_array_equal(got, want)
+
+
+@needs_kernel
+@pytest.mark.parametrize("team", [2, 3])
+def test_softmax_rows_split_across_threads_keep_their_bits(team, monkeypatch):
+    from gmnative import build
+
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((16, 4, 32, 33)) * 4).astype(np.float32)  # above ROWS_SPLIT_MIN elements
+    x[:, :, :, 20:] = -np.inf
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    assert x.size >= softmax_kernels.ROWS_SPLIT_MIN
+    y1 = softmax_kernels.softmax(x)
+    gx1 = softmax_kernels.backward(g, y1, False)
+    monkeypatch.setattr(build, "threads", lambda: team)
+    y = softmax_kernels.softmax(x)
+    np.testing.assert_array_equal(y, REGISTRY["softmax"].forward(np, x, dim=3))
+    np.testing.assert_array_equal(y, y1)
+    np.testing.assert_array_equal(softmax_kernels.backward(g, y, False), gx1)
+    x[0, 0, 0, :] = -np.inf  # a row with no finite maximum: the op path, whatever the team
+    assert softmax_kernels.softmax(x) is None
