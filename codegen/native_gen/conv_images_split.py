@@ -155,12 +155,27 @@ def _backward(cols: dict, outs: set, order: dict) -> dict | None:
             if fold is not None:
                 nodes += fold
         break
-    at = min(nodes[len(cols["nodes"]) + 1:], key=lambda v: order[id(v)])
-    if g.producer is not None and order[id(g.producer)] > order[id(at)]:
+    at = _place([cols["x"], g, w4], nodes[len(cols["nodes"]) + 1:], [dw] + (fold[-1:] if fold else []), order)
+    if at is None and fold:  # the input's gradient is read before the image is made: dW alone
+        nodes, fold = nodes[:-len(fold)], None
+        at = _place([cols["x"], g, w4], nodes[len(cols["nodes"]) + 1:], [dw], order)
+    if at is None:
         return None
     return {"x": cols["x"], "w": w4, "unfold": cols["unfold"], "g": g, "dw": dw, "at": at,
             "dx": fold[-1] if fold else None, "nodes": nodes, "geometry": (o, oh, ow),
             "weight_shape": (o, c, kh, kw), "image": (n, c, h, w_)}
+
+
+def _place(inputs: list, claimed: list, results: list, order: dict) -> Node | None:
+    """The claimed node to write the kernels' backward at: the first after every node making
+    one of its inputs and not after a node whose value it gives (its readers follow that
+    node). None where there is none: a fused region of the backward may make the image (a
+    recomputed activation) together with something read before the gradient is taken."""
+    lo = max((order.get(id(v.producer), -1) for v in inputs if isinstance(v, Value) and v.producer is not None),
+             default=-1)
+    hi = min(order[id(n)] for n in results)
+    fits = [n for n in claimed if lo < order[id(n)] <= hi]
+    return min(fits, key=lambda n: order[id(n)]) if fits else None
 
 
 def _fold_of(dcols: Node, cols: dict, outs: set) -> list | None:

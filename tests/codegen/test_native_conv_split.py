@@ -145,3 +145,23 @@ def test_a_backend_declaring_image_convolutions_gets_the_image_saved(monkeypatch
     split = compiled._entry_for((x,), {})[3].grad.split
     assert all(len(v.type.shape) != 6 for v in split.residuals)
     assert [n.op for n in split.backward.nodes].count("unfold") == 1  # the columns made again there
+
+
+@native
+def test_two_convolutions_whose_backward_makes_the_image_with_a_gradient():
+    """conv -> relu -> conv: the backward recomputes the second convolution's image (the
+    relu) in a fused region that also reads the first one's input gradient, so the kernels'
+    backward is written after that region and takes dW alone (dx stays the library ops)."""
+    rng = np.random.default_rng(6)
+    data = rng.standard_normal((4, 8, 10, 10)).astype(np.float32)
+    eager.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1))
+    x = eager.from_numpy(data).requires_grad_()
+    want = _run(model, model, x)
+    compiled = static.compile(model, backend="native")
+    for _ in range(2):
+        got = _run(model, compiled, x)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-4)
+    for a, b in zip(got[1] + [got[2]], want[1] + [want[2]]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    assert "_rt.conv_images_backward(" in compiled._entry_for((x,), {})[3].grad.backward._loaded.source
