@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from gmbase import dtypes as _dtypes
+from gmbase.fpstate import quiet_fp, restore_fp
 
 from ._checks import norm_dim, numel, reduced_shape, require_float
 from ._native import kernels_module, try_native
@@ -477,9 +478,13 @@ def _softmax(xp, x, dim):
     axis = dim if x.ndim else None
     xa = _upcast(x)
     if xp is np and x.ndim:  # the ufuncs' reduce straight (amax and sum are these, behind a Python wrapper each)
-        e = np.subtract(xa, np.maximum.reduce(xa, axis=axis, keepdims=True))
-        np.exp(e, out=e)
-        e /= np.add.reduce(e, axis=axis, keepdims=True)
+        token = quiet_fp()  # (a row with an infinite maximum is NaN, as PyTorch's, and no error)
+        try:
+            e = np.subtract(xa, np.maximum.reduce(xa, axis=axis, keepdims=True))
+            np.exp(e, out=e)
+            e /= np.add.reduce(e, axis=axis, keepdims=True)
+        finally:
+            restore_fp(token)
         return e.astype(x.dtype, copy=False)
     e = xp.asarray(xa - xp.amax(xa, axis=axis, keepdims=True))  # a fresh buffer: exp and the division run in it
     xp.exp(e, out=e)
@@ -488,11 +493,25 @@ def _softmax(xp, x, dim):
 
 
 def _log_softmax(xp, x, dim):
+    """x - (log(sum(exp(x - m))) + m) along dim, m the row maximum (the bits eager's fused
+    row kernels give for finite rows). A row whose maximum is +inf or NaN, or that is all
+    -inf, is NaN throughout, as PyTorch's (its (x - m) - log(sum(exp(x - m))) is): unlike
+    logsumexp, whose +inf row is +inf, only an all -inf row's maximum is replaced (by 0, so
+    that row's exp(x - m) is 0 and x - log(0) is -inf + inf). NumPy's reports are off: those
+    rows are no error."""
     if x.size == 0:
         return x.copy()
     _require_float_kernel("log_softmax", x)
     xa = _upcast(x)
-    return (xa - _logsumexp_acc(xp, xa, (dim,), True)).astype(x.dtype, copy=False)
+    token = quiet_fp() if xp is np else None
+    try:
+        m = xp.amax(xa, axis=dim, keepdims=True)
+        m = xp.where(m > -math.inf, m, 0)
+        out = xa - (xp.log(xp.sum(xp.exp(xa - m), axis=dim, keepdims=True)) + m)
+    finally:
+        if token is not None:
+            restore_fp(token)
+    return out.astype(x.dtype, copy=False)
 
 
 def _softmax_vjp(ctx, g):
