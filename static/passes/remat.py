@@ -129,6 +129,7 @@ def _image_columns(nodes: list) -> set:
             continue
         x, cols = node.inputs[0], node.outputs[0]
         if (not isinstance(x, Value) or len(x.type.shape) != 4 or x.type.dtype.np.name not in ("float32", "float64")
+                or any(type(d) is not int for d in x.type.shape)  # a symbolic size: no kernel takes it
                 or float(node.attrs.get("pad_value", 0.0)) != 0.0):
             continue
         readers = _readers(cols)
