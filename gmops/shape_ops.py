@@ -568,6 +568,12 @@ def _split(xp, x, sizes, dim):
 
 def _split_vjp(ctx, grads):
     dim, sizes = ctx.attrs["dim"], ctx.attrs["sizes"]
+    if len(grads) > 1 and all(g is not None for g in grads):
+        # every part has a gradient: one concatenation, as PyTorch's split backward (cat); a
+        # buffer of zeros of the whole input per part, then their sums, cost 20x (a GPT's
+        # q, k, v split of a (16, 32, 192) projection: 390 against 20 us) and turned a -0.0
+        # gradient element into +0.0
+        return (CAT(*grads, dim=dim),)
     shape = ctx.in_shape(0)
     total, start = None, 0
     for g, n in zip(grads, sizes):
