@@ -1,0 +1,407 @@
+"""PyTorch programs as users write them (tutorial classifier over a Dataset and DataLoader, a
+TransformerEncoderLayer trained a few steps, an LSTM text model over packed sequences, a
+custom autograd.Function, learning-rate schedulers with their state_dict round trip,
+checkpoints of model and optimizer, gradient clipping, no_grad and inference_mode, buffers,
+named_modules and apply(init), in-place arithmetic), each run once with eager and once with
+PyTorch: the values agree within float32 tolerance, and the state_dict keys, printed shapes,
+dtypes and reprs are the same (eager's `eager.` prefix read as `torch.`)."""
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+import eager
+
+torch_ = pytest.importorskip("torch")
+
+
+# -- helpers the programs share --------------------------------------------------------------------
+def fill(torch, module, scale=0.2):
+    """Every parameter set from sin(arange): the same numbers in both libraries."""
+    with torch.no_grad():
+        for i, (_, p) in enumerate(sorted(module.named_parameters(), key=lambda kv: kv[0])):
+            n = p.numel()
+            p.copy_((torch.arange(n, dtype=torch.float64) * 0.37 + i).sin().reshape(p.shape).to(p.dtype) * scale)
+    return module
+
+
+def data(torch, *shape, scale=1.0, phase=0.0):
+    n = math.prod(shape)
+    return ((torch.arange(n, dtype=torch.float64) * 0.61 + phase).cos() * scale).float().reshape(shape)
+
+
+def values(t) -> list:
+    return np.asarray(t.detach().cpu().numpy(), dtype=np.float64).reshape(-1).tolist()
+
+
+def _same(want: Any, got: Any, path: str = "") -> None:
+    if isinstance(want, str):
+        assert isinstance(got, str) and got.replace("eager.", "torch.") == want, (path, want, got)
+    elif isinstance(want, bool) or want is None:
+        assert got is want or got == want, (path, want, got)
+    elif isinstance(want, float):
+        assert isinstance(got, (float, int)), (path, want, got)
+        assert got == pytest.approx(want, rel=2e-4, abs=2e-5, nan_ok=True), (path, want, got)
+    elif isinstance(want, int):
+        assert got == want and not isinstance(got, float), (path, want, got)
+    elif isinstance(want, (list, tuple)):
+        assert type(got) is type(want) and len(got) == len(want), (path, want, got)
+        for i, (w, g) in enumerate(zip(want, got)):
+            _same(w, g, f"{path}[{i}]")
+    elif isinstance(want, dict):
+        assert list(got) == list(want), (path, list(want), list(got))
+        for k in want:
+            _same(want[k], got[k], f"{path}.{k}")
+    else:
+        raise TypeError(f"{path}: compare {type(want).__name__}")
+
+
+# -- the programs ---------------------------------------------------------------------------------
+def tutorial_classifier(torch):
+    """The 60-minute blitz's shape: a custom Dataset, TensorDataset, DataLoader, a small CNN,
+    CrossEntropyLoss, SGD with momentum, a train loop and an evaluation under no_grad."""
+    DataLoader, Dataset, TensorDataset = torch.utils.data.DataLoader, torch.utils.data.Dataset, \
+        torch.utils.data.TensorDataset
+    nn, F = torch.nn, torch.nn.functional
+    out: dict = {}
+
+    class Shapes(Dataset):
+        def __init__(self, n):
+            self.x = data(torch, n, 1, 8, 8)
+            self.y = (torch.arange(n) * 7 % 3).long()
+
+        def __len__(self):
+            return len(self.y)
+
+        def __getitem__(self, i):
+            return self.x[i], self.y[i]
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
+            self.pool = nn.MaxPool2d(2, 2)
+            self.conv2 = nn.Conv2d(4, 6, 3)
+            self.fc1 = nn.Linear(6 * 1 * 1, 16)
+            self.fc2 = nn.Linear(16, 3)
+
+        def forward(self, x):
+            x = self.pool(F.relu(self.conv1(x)))
+            x = self.pool(F.relu(self.conv2(x)))
+            x = torch.flatten(x, 1)
+            return self.fc2(F.relu(self.fc1(x)))
+
+    net = fill(torch, Net())
+    loader = DataLoader(Shapes(20), batch_size=6, shuffle=False, drop_last=False)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    losses, shapes = [], []
+    for _epoch in range(2):
+        running = 0.0
+        for _i, (inputs, labels) in enumerate(loader):
+            shapes.append((str(inputs.shape), str(labels.dtype)))
+            optimizer.zero_grad()
+            loss = criterion(net(inputs), labels)
+            loss.backward()
+            optimizer.step()
+            running += loss.item()
+        losses.append(running)
+    out["losses"] = losses
+    out["shapes"] = shapes[:5]
+    out["n_batches"] = len(loader)
+    correct = total = 0
+    tds = TensorDataset(data(torch, 9, 1, 8, 8, phase=1.0), torch.arange(9) % 3)
+    with torch.no_grad():
+        for images, labels in DataLoader(tds, batch_size=4):
+            outputs = net(images)
+            _, predicted = torch.max(outputs.data, 1)
+            total += labels.size(0)
+            correct += (predicted == labels).sum().item()
+            out.setdefault("logits", values(outputs))
+    out["accuracy"] = (correct, total)
+    out["state_keys"] = list(net.state_dict())
+    out["repr"] = repr(net)
+    return out
+
+
+def transformer_encoder(torch):
+    """nn.TransformerEncoderLayer (batch_first, norm_first both ways) under a TransformerEncoder,
+    a classification head, Adam for a few steps."""
+    nn = torch.nn
+    out: dict = {}
+    for norm_first in (False, True):
+        layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0, batch_first=True,
+                                           norm_first=norm_first)
+        model = nn.Sequential()
+        encoder = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+        head = nn.Linear(8, 3)
+        fill(torch, encoder)
+        fill(torch, head)
+        opt = torch.optim.Adam(list(encoder.parameters()) + list(head.parameters()), lr=1e-2)
+        x = data(torch, 2, 5, 8)
+        mask = torch.tensor([[False] * 5, [False, False, False, True, True]])
+        y = torch.tensor([0, 2])
+        losses = []
+        for _ in range(3):
+            opt.zero_grad()
+            h = encoder(x, src_key_padding_mask=mask)
+            loss = nn.functional.cross_entropy(head(h.mean(1)), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        out[f"losses_{norm_first}"] = losses
+        out[f"keys_{norm_first}"] = list(encoder.state_dict())[:8]
+        out[f"shape_{norm_first}"] = str(h.shape)
+        del model
+    return out
+
+
+def lstm_text(torch):
+    """An Embedding with padding_idx, pack_padded_sequence into a bidirectional LSTM, the last
+    hidden states to a Linear; pad_packed_sequence's output and lengths."""
+    nn = torch.nn
+    rnn = torch.nn.utils.rnn
+    pack_padded_sequence, pad_packed_sequence, pad_sequence = rnn.pack_padded_sequence, rnn.pad_packed_sequence, \
+        rnn.pad_sequence
+    out: dict = {}
+
+    class TextModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(12, 6, padding_idx=0)
+            self.lstm = nn.LSTM(6, 5, num_layers=1, batch_first=True, bidirectional=True)
+            self.fc = nn.Linear(10, 2)
+
+        def forward(self, tokens, lengths):
+            packed = pack_padded_sequence(self.emb(tokens), lengths, batch_first=True, enforce_sorted=False)
+            seq, (h, c) = self.lstm(packed)
+            padded, lens = pad_packed_sequence(seq, batch_first=True)
+            return self.fc(torch.cat([h[-2], h[-1]], dim=1)), padded, lens
+
+    model = fill(torch, TextModel())
+    seqs = [torch.tensor([3, 4, 5, 6]), torch.tensor([7, 8]), torch.tensor([9, 10, 11])]
+    tokens = pad_sequence(seqs, batch_first=True, padding_value=0)
+    lengths = torch.tensor([len(s) for s in seqs])
+    opt = torch.optim.RMSprop(model.parameters(), lr=0.01)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        logits, padded, lens = model(tokens, lengths)
+        loss = nn.functional.cross_entropy(logits, torch.tensor([1, 0, 1]))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    out["losses"] = losses
+    out["tokens"] = tokens.tolist()
+    out["padded"] = (str(padded.shape), lens.tolist(), values(padded[1, 2:]))
+    out["emb_pad_row_grad"] = values(model.emb.weight.grad[0])
+    out["keys"] = list(model.state_dict())
+    return out
+
+
+def custom_function(torch):
+    """A custom autograd.Function (save_for_backward, needs_input_grad, a non-tensor argument,
+    mark_non_differentiable), used in a module, checked with gradcheck."""
+    out: dict = {}
+
+    class ClampedExp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, limit):
+            y = x.clamp(max=limit).exp()
+            mask = x <= limit
+            ctx.save_for_backward(y, mask)
+            ctx.mark_non_differentiable(mask)
+            return y, mask
+
+        @staticmethod
+        def backward(ctx, grad_y, grad_mask):
+            y, mask = ctx.saved_tensors
+            grad_x = grad_y * y * mask if ctx.needs_input_grad[0] else None
+            return grad_x, None
+
+    class Swish(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            s = torch.sigmoid(x)
+            ctx.save_for_backward(x, s)
+            return x * s
+
+        @staticmethod
+        def backward(ctx, g):
+            x, s = ctx.saved_tensors
+            return g * (s + x * s * (1 - s))
+
+    x = data(torch, 6, scale=2.0).requires_grad_()
+    y, mask = ClampedExp.apply(x, 1.0)
+    (y.sum() + Swish.apply(x).pow(2).sum()).backward()
+    out["y"] = values(y)
+    out["mask"] = (mask.tolist(), mask.requires_grad, str(mask.dtype))
+    out["grad"] = values(x.grad)
+    out["grad_fn"] = type(y.grad_fn).__name__.replace("Backward", "")
+    xd = data(torch, 4, scale=1.5).double().requires_grad_()
+    out["gradcheck"] = bool(torch.autograd.gradcheck(Swish.apply, (xd,), eps=1e-6, atol=1e-4))
+    return out
+
+
+def schedulers(torch):
+    """StepLR, MultiStepLR, CosineAnnealingLR, OneCycleLR, LambdaLR, ExponentialLR and
+    ReduceLROnPlateau over a few epochs; each scheduler's state_dict restored into a fresh one
+    continues the same learning rates."""
+    nn, sched = torch.nn, torch.optim.lr_scheduler
+    out: dict = {}
+    makers = {
+        "step": lambda o: sched.StepLR(o, step_size=2, gamma=0.5),
+        "multistep": lambda o: sched.MultiStepLR(o, milestones=[1, 3], gamma=0.1),
+        "cosine": lambda o: sched.CosineAnnealingLR(o, T_max=5, eta_min=0.001),
+        "onecycle": lambda o: sched.OneCycleLR(o, max_lr=0.5, total_steps=8),
+        "lambda": lambda o: sched.LambdaLR(o, lr_lambda=lambda epoch: 0.9 ** epoch),
+        "exponential": lambda o: sched.ExponentialLR(o, gamma=0.8),
+    }
+    for name, make in makers.items():
+        model = fill(torch, nn.Linear(2, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        s = make(opt)
+        lrs = []
+        for _ in range(4):
+            opt.zero_grad()
+            model(data(torch, 3, 2)).sum().backward()
+            opt.step()
+            s.step()
+            lrs.append(s.get_last_lr()[0])
+        sd = s.state_dict()
+        opt2 = torch.optim.SGD(fill(torch, nn.Linear(2, 1)).parameters(), lr=0.1, momentum=0.9)
+        opt2.load_state_dict(opt.state_dict())
+        s2 = make(opt2)
+        s2.load_state_dict(sd)
+        for o, sc in ((opt, s), (opt2, s2)):
+            o.step()
+            sc.step()
+        lrs.append((s.get_last_lr()[0], s2.get_last_lr()[0], opt2.param_groups[0]["lr"]))
+        out[name] = lrs
+        out[name + "_keys"] = sorted(k for k in sd if not callable(sd[k]) and k != "lr_lambdas")
+    model = fill(torch, nn.Linear(2, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=0.1)
+    plateau = sched.ReduceLROnPlateau(opt, mode="min", factor=0.5, patience=1)
+    lrs = []
+    for val_loss in [1.0, 0.9, 0.95, 0.97, 0.99, 0.5, 0.6, 0.7]:
+        plateau.step(val_loss)
+        lrs.append(opt.param_groups[0]["lr"])
+    out["plateau"] = lrs
+    out["plateau_state"] = (plateau.state_dict()["num_bad_epochs"], plateau.state_dict()["best"])
+    return out
+
+
+def checkpoint_and_clipping(torch):
+    """A checkpoint of model, optimizer and epoch through torch.save/torch.load, training
+    resumed from it; clip_grad_norm_ and clip_grad_value_; no_grad and inference_mode;
+    register_buffer, named_modules, apply(init), in-place arithmetic."""
+    nn = torch.nn
+    out: dict = {}
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4, bias=False)  # (a bias before batch norm would get only rounding noise)
+            self.bn = nn.BatchNorm1d(4)
+            self.register_buffer("calls", torch.zeros(1))
+            self.register_buffer("scratch", torch.ones(2), persistent=False)
+
+        def forward(self, x):
+            self.calls += 1
+            return torch.relu(self.bn(self.lin(x)))
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList([Block(), Block()])
+            self.head = nn.Linear(4, 1)
+
+        def forward(self, x):
+            for b in self.blocks:
+                x = x + b(x)
+            return self.head(x)
+
+    def init_weights(m):
+        if isinstance(m, nn.Linear):
+            with torch.no_grad():
+                m.weight.copy_(torch.linspace(-0.5, 0.5, m.weight.numel()).reshape(m.weight.shape))
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.BatchNorm1d):
+            nn.init.ones_(m.weight)
+            nn.init.constant_(m.bias, 0.1)
+
+    model = Model()
+    model.apply(init_weights)
+    out["modules"] = [(name, type(m).__name__) for name, m in model.named_modules()]
+    out["buffers"] = [name for name, _ in model.named_buffers()]
+    out["state_keys"] = list(model.state_dict())
+    opt = torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.1)
+    x, y = data(torch, 6, 4, scale=2.0), data(torch, 6, 1, phase=0.3)
+    norms = []
+    for _epoch in range(3):
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        norms.append(float(nn.utils.clip_grad_norm_(model.parameters(), max_norm=0.5)))
+        nn.utils.clip_grad_value_(model.parameters(), clip_value=0.05)
+        opt.step()
+    out["norms"] = norms
+    out["step"] = (type(opt.state[model.head.weight]["step"]).__name__, opt.state[model.head.weight]["step"].item())
+    buf = io.BytesIO()
+    torch.save({"epoch": 3, "model_state_dict": model.state_dict(), "optimizer_state_dict": opt.state_dict(),
+                "loss": loss.item()}, buf)
+    buf.seek(0)
+    ckpt = torch.load(buf, weights_only=True)
+    model2 = Model()
+    opt2 = torch.optim.AdamW(model2.parameters(), lr=0.01, weight_decay=0.1)
+    out["load"] = str(model2.load_state_dict(ckpt["model_state_dict"]))
+    opt2.load_state_dict(ckpt["optimizer_state_dict"])
+    out["ckpt"] = (ckpt["epoch"], sorted(ckpt), sorted(ckpt["optimizer_state_dict"]["state"][0]))
+    for m, o in ((model, opt), (model2, opt2)):
+        o.zero_grad()
+        nn.functional.mse_loss(m(x), y).backward()
+        o.step()
+    out["resumed"] = (values(model.head.weight), values(model2.head.weight))
+    out["running"] = [values(b) for name, b in model.named_buffers() if "running" in name]
+    model.eval()
+    with torch.no_grad():
+        pred = model(x)
+        out["no_grad"] = (pred.requires_grad, values(pred))
+    with torch.inference_mode():
+        pred2 = model(x)
+        out["inference"] = (pred2.requires_grad, bool(torch.equal(pred, pred2)))
+    out["calls"] = values(model.blocks[0].calls)
+    t = data(torch, 2, 3)
+    t.mul_(2).add_(1).clamp_(min=-0.5, max=2.5)
+    t[0] += 10
+    t[:, 1] *= -1
+    t.div_(torch.tensor([1.0, 2.0, 4.0]))
+    t.masked_fill_(t > 5, 0.0)
+    out["inplace"] = values(t)
+    return out
+
+
+PROGRAMS = [tutorial_classifier, transformer_encoder, lstm_text, custom_function, schedulers,
+            checkpoint_and_clipping]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _torch_on_one_thread():
+    """PyTorch's intra-op threads spin on a loaded two-core host (seconds for these small
+    programs): one thread while the oracle runs, as it was after."""
+    threads = torch_.get_num_threads()
+    torch_.set_num_threads(1)
+    yield
+    torch_.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda f: f.__name__)
+def test_program_matches_pytorch(program):
+    want = program(torch_)
+    got = program(eager)
+    _same(want, got)
