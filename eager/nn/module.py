@@ -435,8 +435,8 @@ class Module:
 
                 value = tensor(value, dtype=target.dtype)
             if tuple(value.shape) != tuple(target.shape):
-                errors.append(f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} from "
-                              f"checkpoint, the shape in current model is {tuple(target.shape)}.")
+                errors.append(f"size mismatch for {key}: copying a param with shape {value.shape} from "
+                              f"checkpoint, the shape in current model is {target.shape}.")  # (Size: PyTorch's text)
                 continue
             with no_grad():
                 target.copy_(value)

@@ -386,8 +386,232 @@ def checkpoint_and_clipping(torch):
     return out
 
 
+def data_utils(torch):
+    """torch.utils.data as scripts use it: a dataset of dicts, drop_last, Subset, ConcatDataset,
+    random_split by fractions, samplers, custom collate_fn, batch_size=None, an
+    IterableDataset, default_collate's dtypes."""
+    du = torch.utils.data
+    out = {}
+    class DictDS(du.Dataset):
+        def __len__(self): return 7
+        def __getitem__(self, i):
+            return {"x": torch.full((2,), float(i)), "y": i % 2, "name": f"s{i}", "t": (i, float(i))}
+    dl = du.DataLoader(DictDS(), batch_size=3, drop_last=True)
+    b = next(iter(dl))
+    out["dict_batch"] = (sorted(b), str(b["x"].shape), b["y"].tolist(), str(b["y"].dtype), b["name"],
+                         [str(type(v).__name__) for v in b["t"]], str(b["t"][1].dtype))
+    out["len"] = (len(dl), len(du.DataLoader(DictDS(), batch_size=3)))
+    tds = du.TensorDataset(torch.arange(10).float(), torch.arange(10) % 3)
+    sub = du.Subset(tds, [1, 3, 5])
+    cat = du.ConcatDataset([sub, tds])
+    out["concat"] = (len(cat), cat[4][0].item(), type(cat[0][1]).__name__)
+    parts = du.random_split(tds, [0.6, 0.4], generator=torch.Generator().manual_seed(0))
+    out["split"] = [len(p) for p in parts]
+    parts = du.random_split(tds, [7, 3])
+    out["split2"] = [len(p) for p in parts]
+    bs = list(du.BatchSampler(du.SequentialSampler(range(7)), batch_size=3, drop_last=False))
+    out["batch_sampler"] = bs
+    def collate(batch):
+        xs, ys = zip(*batch)
+        return torch.stack(xs), torch.tensor(ys)
+    dl2 = du.DataLoader(tds, batch_size=4, collate_fn=collate)
+    out["collate"] = [(str(x.shape), y.tolist()) for x, y in dl2]
+    dl3 = du.DataLoader(tds, batch_size=None)
+    first = next(iter(dl3))
+    out["no_batch"] = (str(first[0].shape), first[0].item())
+    ws = du.WeightedRandomSampler([0.1, 0.9], num_samples=5, replacement=True)
+    out["wrs_len"] = len(ws)
+    class It(du.IterableDataset):
+        def __iter__(self):
+            return iter(range(5))
+    out["iterable"] = [b.tolist() for b in du.DataLoader(It(), batch_size=2)]
+    dl4 = du.DataLoader(tds, batch_size=4, sampler=du.SubsetRandomSampler([0, 1]))
+    out["sampler_len"] = len(dl4)
+    out["default_collate"] = str(du.default_collate([np.array([1.0, 2.0]), np.array([3.0, 4.0])]).dtype)
+    out["collate_np_scalar"] = str(du.default_collate([np.float64(1.0), np.float64(2.0)]).dtype)
+    out["collate_ints"] = str(du.default_collate([1, 2]).dtype)
+    out["collate_floats"] = str(du.default_collate([1.0, 2.0]).dtype)
+    out["collate_bool"] = str(du.default_collate([True, False]).dtype)
+    return out
+
+def model_utils(torch):
+    """load_state_dict with strict=False and its errors, parameters_to_vector, freezing,
+    dtype conversions, param groups added, the optimizer's repr, zero_grad."""
+    nn = torch.nn
+    out = {}
+    model = fill(torch, nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)))
+    sd = model.state_dict()
+    sd2 = {k: v for k, v in sd.items() if k != "2.bias"}
+    sd2["extra.weight"] = torch.zeros(1)
+    res = model.load_state_dict(sd2, strict=False)
+    out["incompat"] = (res.missing_keys, res.unexpected_keys, str(res))
+    try:
+        model.load_state_dict(sd2)
+    except RuntimeError as e:
+        out["strict_err"] = str(e).split("\n")[0]
+    try:
+        bad = dict(sd)
+        bad["0.weight"] = torch.zeros(2, 2)
+        model.load_state_dict(bad)
+    except RuntimeError as e:
+        out["shape_err"] = str(e).replace("\t", " ").split("\n")[1][:120]
+    v = nn.utils.parameters_to_vector(model.parameters())
+    out["p2v"] = (str(v.shape), values(v)[:3])
+    nn.utils.vector_to_parameters(v * 2, model.parameters())
+    out["v2p"] = values(model[0].bias)
+    for p in model[0].parameters():
+        p.requires_grad_(False)
+    out["trainable"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    out["children"] = [n for n, _ in model.named_children()]
+    m64 = model.to(torch.float64)
+    out["dtype"] = str(next(m64.parameters()).dtype)
+    out["double"] = str(model.double()[0].weight.dtype)
+    out["float"] = str(model.float()[0].weight.dtype)
+    opt = torch.optim.SGD([{"params": model[0].parameters(), "lr": 0.01}, {"params": model[2].parameters()}], lr=0.1,
+                          momentum=0.9)
+    opt.add_param_group({"params": [nn.Parameter(torch.ones(2))], "lr": 0.5})
+    out["groups"] = [(g["lr"], len(g["params"]), g["momentum"]) for g in opt.param_groups]
+    out["opt_repr"] = repr(opt)
+    out["sd_groups"] = opt.state_dict()["param_groups"][1]
+    x = data(torch, 2, 3)
+    out["half"] = str(model.half()[0].weight.dtype)
+    model.float()
+    out["zero_grad"] = model[2].weight.grad is None
+    model(x).sum().backward()
+    model.zero_grad()
+    out["after_zero_grad"] = model[2].weight.grad is None
+    model.zero_grad(set_to_none=False)
+    out["mods"] = [type(m).__name__ for m in model.modules()]
+    out["train"] = (model.training, model.eval().training, model[0].training)
+    out["param_names"] = [n for n, _ in model.named_parameters()]
+    out["buffers"] = list(nn.BatchNorm1d(2).state_dict())
+    out["get_submodule"] = type(model.get_submodule("2")).__name__
+    out["extra"] = nn.Linear(2, 3).extra_repr()
+    return out
+
+def tensor_ops(torch):
+    """The tensor operations scripts use most, their values, dtypes, shapes and reprs."""
+    out = {}
+    x = data(torch, 3, 4)
+    idx = torch.tensor([[0, 1], [2, 3], [1, 1]])
+    out["gather"] = values(x.gather(1, idx))
+    z = torch.zeros(3, 4).scatter_add_(1, idx, torch.ones(3, 2))
+    out["scatter_add"] = values(z)
+    v, i = x.topk(2, dim=1)
+    out["topk"] = (values(v), i.tolist())
+    out["argsort"] = x.argsort(dim=1, descending=True).tolist()
+    out["cumsum"] = values(x.cumsum(0))
+    out["einsum"] = values(torch.einsum("ij,kj->ik", x, x))
+    out["nonzero"] = (x > 0).nonzero().tolist()
+    u, inv, cnt = torch.unique(torch.tensor([3, 1, 3, 2, 1]), return_inverse=True, return_counts=True)
+    out["unique"] = (u.tolist(), inv.tolist(), cnt.tolist())
+    out["bincount"] = torch.bincount(torch.tensor([0, 2, 2, 5])).tolist()
+    out["one_hot"] = torch.nn.functional.one_hot(torch.tensor([0, 2]), num_classes=4).tolist()
+    out["masked_select"] = values(x.masked_select(x > 0.5))
+    out["where"] = values(torch.where(x > 0, x, torch.zeros_like(x)))
+    out["clamp"] = values(x.clamp(-0.5, 0.5))
+    out["norm"] = (x.norm().item(), values(x.norm(dim=1)), values(torch.linalg.vector_norm(x, ord=1, dim=0)))
+    out["std"] = (x.std().item(), values(x.var(dim=0, unbiased=False)))
+    out["max"] = (x.max().item(), values(x.max(dim=1).values), x.max(dim=1).indices.tolist(), x.argmax().item())
+    out["chunk"] = [str(c.shape) for c in x.chunk(3, dim=1)]
+    out["split"] = [str(c.shape) for c in x.split([1, 3], dim=1)]
+    out["view"] = (str(x.view(-1, 2).shape), str(x.t().contiguous().view(4, 3).shape), x.is_contiguous(),
+                   x.t().is_contiguous())
+    out["repeat"] = (str(x.repeat(2, 1).shape), str(x.repeat_interleave(2, dim=0).shape),
+                     str(x.unsqueeze(0).expand(2, -1, -1).shape))
+    out["flip"] = values(x.flip(0)[0])
+    out["roll"] = values(x.roll(1, dims=1)[0])
+    out["tril"] = values(torch.tril(x))
+    out["diag"] = values(torch.diag(x[:3, :3]))
+    out["lin"] = (values(torch.linspace(0, 1, 5)), torch.arange(0, 1, 0.25).tolist(), values(torch.logspace(0, 2, 3)))
+    out["cat"] = str(torch.cat([x, x], dim=0).shape)
+    out["stack"] = str(torch.stack([x, x], dim=1).shape)
+    out["sort"] = (values(x.sort(dim=0).values), x.sort(dim=0).indices.tolist())
+    out["allclose"] = (torch.allclose(x, x + 1e-9), torch.equal(x, x.clone()))
+    out["item_types"] = (type(x.sum().item()).__name__, type(torch.tensor(3).item()).__name__, type(x.shape[0]).__name__)
+    out["int_div"] = (torch.tensor([5, -5]) // 2).tolist()
+    out["true_div"] = str((torch.tensor([5, 6]) / 2).dtype)
+    out["mixed"] = str((torch.tensor([1, 2]) * 1.5).dtype)
+    out["prod"] = (torch.tensor([[1, 2], [3, 4]]).prod(1).tolist(), str(torch.tensor([1, 2]).sum().dtype))
+    out["mean_int_err"] = None
+    try:
+        torch.tensor([1, 2]).mean()
+    except RuntimeError as e:
+        out["mean_int_err"] = str(e)[:60]
+    out["amax"] = values(x.amax(dim=(0, 1), keepdim=True))
+    out["baddbmm"] = values(torch.baddbmm(torch.zeros(2, 3, 3), data(torch, 2, 3, 4), data(torch, 2, 4, 3)))
+    out["outer"] = values(torch.outer(torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0])))
+    out["cdist"] = values(torch.cdist(x, x))
+    out["trapz"] = torch.trapezoid(torch.tensor([1.0, 2.0, 3.0])).item()
+    out["round"] = values(torch.round(torch.tensor([0.5, 1.5, 2.5, -0.5])))
+    out["sign"] = values(torch.sign(torch.tensor([-2.0, 0.0, 3.0])))
+    out["isin"] = torch.isin(torch.tensor([1, 2, 3]), torch.tensor([2, 5])).tolist()
+    out["searchsorted"] = torch.searchsorted(torch.tensor([1, 3, 5, 7]), torch.tensor([3, 6])).tolist()
+    out["bucketize"] = torch.bucketize(torch.tensor([0.5, 3.0, 9.0]), torch.tensor([1.0, 3.0, 5.0])).tolist()
+    out["meshgrid"] = [str(g.shape) for g in torch.meshgrid(torch.arange(2), torch.arange(3), indexing="ij")]
+    out["kthvalue"] = (values(x.kthvalue(2, dim=1).values), x.kthvalue(2, dim=1).indices.tolist())
+    out["mode"] = torch.tensor([1, 2, 2, 3]).mode().values.item()
+    out["median"] = (x.median().item(), values(x.median(dim=1).values))
+    out["nan"] = (torch.tensor([1.0, float("nan")]).nansum().item(), torch.tensor([1.0, float("nan"), 3.0]).nanmean().item())
+    out["to_list"] = torch.tensor([[1.5, 2.0]]).tolist()
+    out["repr"] = repr(torch.tensor([1.5, 2.0]))
+    out["repr2"] = repr(torch.tensor([[1, 2], [3, 4]]))
+    out["repr3"] = repr(torch.tensor([1e-8, 1.0]))
+    out["repr4"] = repr(torch.zeros(2, requires_grad=True) * 2)
+    return out
+
+def autograd_misc(torch):
+    """Double backward, hooks, retain_grad, vector backward and its error, grad modes,
+    jacobian and hessian, detach sharing memory, .numpy() of a tensor that requires grad."""
+    out = {}
+    x = data(torch, 3, 4).requires_grad_()
+    y = (x ** 2).sum(dim=1)
+    g, = torch.autograd.grad(y.sum(), x, create_graph=True)
+    gg, = torch.autograd.grad(g.sum(), x)
+    out["double"] = values(gg)
+    w = torch.ones(4, requires_grad=True)
+    h = w.register_hook(lambda grad: grad * 2)
+    (x.detach() @ w).sum().backward()
+    out["hook"] = values(w.grad)
+    h.remove()
+    out["retain"] = None
+    z = x * 2
+    z.retain_grad()
+    z.sum().backward()
+    out["retain"] = values(z.grad)
+    out["leaf"] = (x.is_leaf, z.is_leaf, z.grad_fn is not None, type(z.grad_fn).__name__)
+    a = torch.ones(2, requires_grad=True)
+    b = a * 3
+    b.backward(torch.tensor([1.0, 0.5]))
+    out["vec_backward"] = values(a.grad)
+    try:
+        (a * 2).backward()
+    except RuntimeError as e:
+        out["scalar_err"] = str(e)
+    with torch.enable_grad():
+        pass
+    out["set_grad"] = torch.is_grad_enabled()
+    with torch.set_grad_enabled(False):
+        out["disabled"] = (a * 2).requires_grad
+    jac = torch.autograd.functional.jacobian(lambda t: t ** 2, torch.tensor([1.0, 2.0]))
+    out["jac"] = values(jac)
+    hess = torch.autograd.functional.hessian(lambda t: (t ** 3).sum(), torch.tensor([1.0, 2.0]))
+    out["hess"] = values(hess)
+    d = torch.ones(3, requires_grad=True)
+    e = d.detach()
+    e.add_(1)
+    out["detach_shares"] = values(d)
+    f = torch.tensor([1.0, 2.0], requires_grad=True)
+    out["numpy_err"] = None
+    try:
+        f.numpy()
+    except RuntimeError as err:
+        out["numpy_err"] = str(err)
+    return out
+
+
 PROGRAMS = [tutorial_classifier, transformer_encoder, lstm_text, custom_function, schedulers,
-            checkpoint_and_clipping]
+            checkpoint_and_clipping, data_utils, model_utils, tensor_ops, autograd_misc]
 
 
 @pytest.fixture(autouse=True, scope="module")
