@@ -96,7 +96,8 @@ def host_vector_isa() -> tuple[str, int]:
 
 def compiler_vector_isa() -> tuple[str, int] | None:
     """(name, bits) of the widest extension the native backend's compiler targets with its
-    flags (-march=native): what the kernels were built for; None without a compiler."""
+    flags (-march=native, or the target GRAPHMODE_NATIVE_ARCH names): what the kernels were built
+    for; None without a compiler."""
     import subprocess  # noqa: PLC0415
 
     try:

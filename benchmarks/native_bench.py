@@ -67,6 +67,7 @@ from compiled_bench import W4_OPS, check_agree, w1, w1_numpy, w2, w2_numpy_cubed
 
 import static  # noqa: E402
 from codegen import native_build, runtime  # noqa: E402
+from gmbase import settings as gm_settings  # noqa: E402
 
 F32 = np.float32
 
@@ -574,7 +575,8 @@ def main(argv=None) -> int:
     target = compiler_vector_isa()
     floor_bw = copy_bandwidth(32 << 20 if args.small else 256 << 20)
     print(f"host vector width: {host_isa} ({host_bits}-bit registers); kernels compiled for "
-          f"{f'{target[0]} ({target[1]}-bit)' if target else 'an unknown target'}; measured copy bandwidth "
+          f"{f'{target[0]} ({target[1]}-bit)' if target else 'an unknown target'} "
+          f"(-march={gm_settings.native_arch()}, GRAPHMODE_NATIVE_ARCH); measured copy bandwidth "
           f"{floor_bw / 1e9:.1f} GB/s (read + write, the memory floor's rate): read the ratios against this machine")
     t0 = time.perf_counter()
     try:
@@ -586,7 +588,8 @@ def main(argv=None) -> int:
     if loaded:
         raise RuntimeError(f"{', '.join(loaded)} got imported into the graphmode process: its timings are not fair")
     print(table(rows))
-    payload = {"machine": machine_info(), "vector_isa": {"host": [host_isa, host_bits], "compiled_for": target},
+    payload = {"machine": machine_info(), "vector_isa": {"host": [host_isa, host_bits], "compiled_for": target,
+                                                         "march": gm_settings.native_arch()},
                "copy_bandwidth_GBps": floor_bw / 1e9, "runs": args.runs, "repeats": repeats, "threads": threads,
                "thread_settings": settings, "peers": {p.name: p.version for p in peers}, "rows": rows,
                "seconds": time.perf_counter() - t0}
