@@ -137,7 +137,8 @@ def softmax(x: np.ndarray) -> np.ndarray | None:
 
 def column_sum(g: np.ndarray) -> np.ndarray | None:
     """g.sum(0) of a 2-d C-contiguous float32/float64 array with its bits (each column summed
-    row by row from 0, as NumPy does), or None where the kernel does not run."""
+    row by row from 0, as NumPy does; the columns split across the kernels' threads from
+    ROWS_SPLIT_MIN elements), or None where the kernel does not run."""
     rc = _rows(g)
     if rc is None or g.ndim != 2:
         return None
@@ -146,7 +147,7 @@ def column_sum(g: np.ndarray) -> np.ndarray | None:
         return None
     addr, fmt = u.address[f"column_sum_{_SUFFIX[g.dtype]}"]
     out = np.empty(g.shape[1], g.dtype)
-    u.call(addr, 1, (g.nbytes, -out.nbytes, 16), fmt, g, out, np.array(g.shape, _I64))
+    u.call(addr, _threads(g.size), (g.nbytes, -out.nbytes, 16), fmt, g, out, np.array(g.shape, _I64))
     return out
 
 

@@ -16,17 +16,33 @@
 typedef long long gm_i64;
 
 // the column sums of g (a Linear's bias gradient): out = 0, then each row added in order, so each
-// column's sum is the sequential one NumPy's g.sum(0) computes (its bits)
-template <typename T> static void column_sum(const T* g, T* out, const gm_i64* d) {
-    const gm_i64 n = d[0], c = d[1];
+// column's sum is the sequential one NumPy's g.sum(0) computes (its bits). With `nt` > 1 the
+// columns are split in `nt` blocks (multiples of 16) across the threads, each block's rows still
+// added in order: the same sums on any team.
+template <typename T> static void column_sum_block(const T* g, T* out, gm_i64 n, gm_i64 c, gm_i64 lo, gm_i64 hi) {
     #pragma omp simd
-    for (gm_i64 j = 0; j < c; ++j)
+    for (gm_i64 j = lo; j < hi; ++j)
         out[j] = (T)0;
     for (gm_i64 i = 0; i < n; ++i) {
         const T* gi = g + i * c;
         #pragma omp simd
-        for (gm_i64 j = 0; j < c; ++j)
+        for (gm_i64 j = lo; j < hi; ++j)
             out[j] += gi[j];
+    }
+}
+
+template <typename T> static void column_sum(const T* g, T* out, const gm_i64* d, int nt) {
+    const gm_i64 n = d[0], c = d[1];
+    const gm_i64 blocks = (c + 15) / 16;
+    if (nt <= 1 || blocks < 2) {
+        column_sum_block(g, out, n, c, 0, c);
+        return;
+    }
+    const gm_i64 parts = nt < blocks ? nt : blocks;
+    #pragma omp parallel for num_threads(nt) schedule(static)
+    for (gm_i64 p = 0; p < parts; ++p) {
+        const gm_i64 lo = blocks * p / parts * 16, hi = blocks * (p + 1) / parts * 16;
+        column_sum_block(g, out, n, c, lo, hi < c ? hi : c);
     }
 }
 
@@ -147,8 +163,8 @@ template <typename T> static void softmax_backward_rows(const T* g, const T* y, 
         rows_divide_by_sum<T>((T*)a[0], (const gm_i64*)a[1], nt); } \
     extern "C" void gm_eager_row_max_##suffix(void* const* a, int) { \
         row_max<T>((const T*)a[0], (T*)a[1], (gm_i64*)a[2]); } \
-    extern "C" void gm_eager_column_sum_##suffix(void* const* a, int) { \
-        column_sum<T>((const T*)a[0], (T*)a[1], (const gm_i64*)a[2]); } \
+    extern "C" void gm_eager_column_sum_##suffix(void* const* a, int nt) { \
+        column_sum<T>((const T*)a[0], (T*)a[1], (const gm_i64*)a[2], nt); } \
     extern "C" void gm_eager_softmax_backward_##suffix(void* const* a, int nt) { \
         softmax_backward_rows<T>((const T*)a[0], (const T*)a[1], (T*)a[2], (const gm_i64*)a[3], nt); } \
     extern "C" void gm_eager_log_softmax_rows_backward_##suffix(void* const* a, int) { \

@@ -63,3 +63,15 @@ def test_softmax_rows_split_across_threads_keep_their_bits(team, monkeypatch):
     np.testing.assert_array_equal(softmax_kernels.backward(g, y, False), gx1)
     x[0, 0, 0, :] = -np.inf  # a row with no finite maximum: the op path, whatever the team
     assert softmax_kernels.softmax(x) is None
+
+
+@needs_kernel
+@pytest.mark.parametrize("team", [2, 3, 5])
+@pytest.mark.parametrize("shape", [(512, 192), (300, 17), (64, 513), (2048, 16)])
+def test_column_sums_split_across_threads_keep_numpys_bits(team, shape, monkeypatch):
+    from gmnative import build
+
+    rng = np.random.default_rng(12)
+    g = (rng.standard_normal(shape) * np.exp(rng.standard_normal(shape) * 4)).astype(np.float32)
+    monkeypatch.setattr(build, "threads", lambda: team)
+    np.testing.assert_array_equal(softmax_kernels.column_sum(g), g.sum(0))
