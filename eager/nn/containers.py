@@ -2,6 +2,7 @@
 contents the parent module sees (parameters(), state_dict(), to())."""
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, overload
@@ -9,6 +10,34 @@ from typing import Any, overload
 from .._tensor import Tensor
 from .module import Module, _addindent
 from .parameter import Parameter
+
+
+def _renumber(modules: dict) -> None:
+    """The registry's entries keyed 0..n-1 again, in order (after a deletion)."""
+    items = list(modules.values())
+    modules.clear()
+    for i, m in enumerate(items):
+        modules[str(i)] = m
+
+
+def _insert(modules: dict, index: int, module: Module) -> None:
+    n = len(modules)
+    if not -n <= index <= n:
+        raise IndexError(f"Index out of range: {index}")
+    if index < 0:
+        index += n
+    items = list(modules.values())
+    items.insert(index, module)
+    modules.clear()
+    for i, m in enumerate(items):
+        modules[str(i)] = m
+
+
+def _check_factor(seq: Module, other: Any) -> None:
+    if not isinstance(other, int):
+        raise TypeError(f"unsupported operand type(s) for *: {type(seq)} and {type(other)}")
+    if other <= 0:
+        raise ValueError(f"Non-positive multiplication factor {other} for {type(seq)}")
 
 
 class Sequential(Module):
@@ -46,6 +75,7 @@ class Sequential(Module):
         keys = list(self._modules)[idx] if isinstance(idx, slice) else [self._index(idx)]
         for key in keys:
             del self._modules[key]
+        _renumber(self._modules)  # (PyTorch's: the keys stay 0..n-1)
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -56,6 +86,43 @@ class Sequential(Module):
     def append(self, module: Module) -> "Sequential":
         self.add_module(str(len(self)), module)
         return self
+
+    def insert(self, index: int, module: Module) -> "Sequential":
+        """`module` at position `index`, the later ones moved up one (PyTorch's)."""
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
+        _insert(self._modules, index, module)
+        return self
+
+    def extend(self, sequential: Iterable[Module]) -> "Sequential":
+        for layer in sequential:
+            self.append(layer)
+        return self
+
+    def pop(self, key: int | slice) -> Module:
+        v = self[key]
+        del self[key]
+        return v
+
+    def __add__(self, other: "Sequential") -> "Sequential":
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+        return Sequential(*self, *other)
+
+    def __iadd__(self, other: "Sequential") -> "Sequential":
+        if not isinstance(other, Sequential):
+            raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
+        return self.extend(list(other))
+
+    def __mul__(self, other: int) -> "Sequential":
+        _check_factor(self, other)
+        return Sequential(*(list(self) * other))
+
+    __rmul__ = __mul__
+
+    def __imul__(self, other: int) -> "Sequential":
+        _check_factor(self, other)
+        return self.extend(list(self) * (other - 1))
 
     def forward(self, input: Any) -> Any:
         for module in self._modules.values():
@@ -89,6 +156,36 @@ class ModuleList(Module):
         for module in modules:
             self.append(module)
         return self
+
+    def _abs_key(self, idx: int) -> str:
+        idx = operator.index(idx)
+        if not -len(self) <= idx < len(self):
+            raise IndexError(f"index {idx} is out of range")
+        return str(idx % len(self))
+
+    def __setitem__(self, idx: int, module: Module) -> None:
+        self.add_module(self._abs_key(idx), module)
+
+    def __delitem__(self, idx: int | slice) -> None:
+        keys = [str(k) for k in range(len(self))[idx]] if isinstance(idx, slice) else [self._abs_key(idx)]
+        for key in keys:
+            del self._modules[key]
+        _renumber(self._modules)  # (PyTorch's: the keys stay 0..n-1)
+
+    def insert(self, index: int, module: Module) -> None:
+        """`module` at position `index`, the later ones moved up one (PyTorch's)."""
+        _insert(self._modules, index, module)
+
+    def pop(self, key: int | slice) -> Any:
+        v = self[key]
+        del self[key]
+        return v
+
+    def __iadd__(self, modules: Iterable[Module]) -> "ModuleList":
+        return self.extend(modules)
+
+    def __add__(self, other: Iterable[Module]) -> "ModuleList":
+        return ModuleList([*self, *other])
 
     def __repr__(self) -> str:
         """PyTorch's: a run of equal reprs printed once, as `(0-2): 3 x Linear(...)`."""
@@ -188,6 +285,9 @@ class ParameterList(Module):
             self.append(v)
         return self
 
+    def __iadd__(self, values: Iterable[Any]) -> "ParameterList":
+        return self.extend(values)
+
     def extra_repr(self) -> str:
         # PyTorch's: "  (0): Parameter containing: [torch.float32 of size 2x3]", a device
         # other than the CPU in parentheses
@@ -247,6 +347,28 @@ class ParameterDict(Module):
         value = self._parameters[key]
         del self._parameters[key]
         return value
+
+    def popitem(self) -> tuple[str, Any]:
+        key = next(reversed(self._parameters))
+        return key, self.pop(key)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self) -> None:
+        for key in list(self._parameters):
+            del self._parameters[key]
+
+    def copy(self) -> "ParameterDict":
+        return ParameterDict(OrderedDict(self._parameters.items()))
+
+    def fromkeys(self, keys: Iterable[str], default: Any = None) -> "ParameterDict":
+        return ParameterDict((k, default) for k in keys)
+
+    def __reversed__(self) -> Iterator[str]:
+        return reversed(list(self._parameters))
 
     def update(self, parameters) -> None:
         items = parameters.items() if isinstance(parameters, Mapping) else parameters

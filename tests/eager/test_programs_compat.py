@@ -610,8 +610,176 @@ def autograd_misc(torch):
     return out
 
 
+def more_schedulers(torch):
+    """CyclicLR, CosineAnnealingWarmRestarts, LinearLR, ConstantLR, PolynomialLR, SequentialLR,
+    ChainedScheduler, MultiplicativeLR, a three-phase linear OneCycleLR: learning rates,
+    cycled momentum and state_dict keys."""
+    nn, S = torch.nn, torch.optim.lr_scheduler
+    out = {}
+    makers = {
+        "cyclic": lambda o: S.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=2),
+        "warm": lambda o: S.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, eta_min=0.001),
+        "linear": lambda o: S.LinearLR(o, start_factor=0.25, total_iters=3),
+        "constant": lambda o: S.ConstantLR(o, factor=0.5, total_iters=2),
+        "poly": lambda o: S.PolynomialLR(o, total_iters=4, power=2.0),
+        "seq": lambda o: S.SequentialLR(o, [S.LinearLR(o, start_factor=0.1, total_iters=2),
+                                            S.ExponentialLR(o, gamma=0.9)], milestones=[2]),
+        "chained": lambda o: S.ChainedScheduler([S.ConstantLR(o, factor=0.5, total_iters=2), S.ExponentialLR(o, gamma=0.9)]),
+        "mult": lambda o: S.MultiplicativeLR(o, lr_lambda=lambda e: 0.95),
+        "onecycle_lin": lambda o: S.OneCycleLR(o, max_lr=0.3, total_steps=6, anneal_strategy="linear", three_phase=True),
+    }
+    for name, make in makers.items():
+        p = nn.Parameter(torch.ones(2))
+        opt = torch.optim.SGD([p], lr=0.1, momentum=0.9)
+        s = make(opt)
+        lrs = [opt.param_groups[0]["lr"]]
+        for _ in range(6):
+            opt.step()
+            s.step()
+            lrs.append(round(opt.param_groups[0]["lr"], 10))
+        out[name] = (lrs, [round(v, 10) for v in s.get_last_lr()], opt.param_groups[0].get("momentum"))
+        sd = s.state_dict()
+        out[name + "_sd"] = sorted(k for k in sd if not k.startswith("_") or k in ("_step_count", "_last_lr"))
+    return out
+
+def functional_losses(torch):
+    """nn.functional's losses with their options and the functional layers scripts call."""
+    F = torch.nn.functional
+    out = {}
+    x = data(torch, 4, 5)
+    t = torch.tensor([1, 0, 4, 2])
+    out["ce_opts"] = (F.cross_entropy(x, t, label_smoothing=0.1).item(),
+                      F.cross_entropy(x, t, weight=torch.linspace(0.5, 1.5, 5)).item(),
+                      F.cross_entropy(x, torch.tensor([1, -100, 4, 2])).item(), values(F.cross_entropy(x, t, reduction="none")))
+    probs = torch.softmax(data(torch, 4, 5, phase=1.0), 1)
+    out["ce_probs"] = F.cross_entropy(x, probs).item()
+    out["nll"] = F.nll_loss(F.log_softmax(x, 1), t).item()
+    y = torch.sigmoid(data(torch, 4, 5, phase=2.0))
+    out["bce"] = (F.binary_cross_entropy(torch.sigmoid(x), y).item(),
+                  F.binary_cross_entropy_with_logits(x, y, pos_weight=torch.ones(5) * 2).item())
+    out["kl"] = F.kl_div(F.log_softmax(x, 1), probs, reduction="batchmean").item()
+    out["huber"] = (F.huber_loss(x, y, delta=0.5).item(), F.smooth_l1_loss(x, y, beta=0.5).item(), F.l1_loss(x, y).item())
+    out["margin"] = F.margin_ranking_loss(x[0], x[1], torch.tensor([1.0, -1, 1, -1, 1])).item()
+    out["cos_emb"] = F.cosine_embedding_loss(x[:2], x[2:], torch.tensor([1, -1])).item()
+    out["triplet"] = F.triplet_margin_loss(x[0:1], x[1:2], x[2:3]).item()
+    out["ce_3d"] = F.cross_entropy(data(torch, 2, 3, 4), torch.tensor([[0, 1, 2, 0], [2, 2, 1, 0]])).item()
+    out["normalize"] = values(F.normalize(x, dim=1)[0])
+    out["pad"] = (str(F.pad(x, (1, 2)).shape), str(F.pad(x.unsqueeze(0), (1, 1, 2, 0), mode="reflect").shape))
+    out["interp"] = values(F.interpolate(data(torch, 1, 1, 2, 3), scale_factor=2, mode="bilinear", align_corners=False))[:6]
+    out["interp_n"] = values(F.interpolate(data(torch, 1, 1, 2, 3), size=(3, 4), mode="nearest"))[:6]
+    out["unfold"] = str(F.unfold(data(torch, 1, 2, 4, 4), kernel_size=2, stride=2).shape)
+    out["embed"] = values(F.embedding(torch.tensor([0, 2]), data(torch, 3, 2)))
+    out["dropout_eval"] = values(F.dropout(x, 0.5, training=False))[:3]
+    out["gelu"] = values(F.gelu(x, approximate="tanh"))[:3]
+    out["silu"] = values(F.silu(x))[:3]
+    out["softplus"] = values(F.softplus(x, beta=2))[:3]
+    out["glu"] = str(F.glu(data(torch, 2, 4)).shape)
+    out["one_hot"] = str(F.one_hot(torch.tensor([1, 2])).dtype)
+    q, k, v = data(torch, 1, 2, 3, 4), data(torch, 1, 2, 3, 4, phase=1.0), data(torch, 1, 2, 3, 4, phase=2.0)
+    out["sdpa"] = values(F.scaled_dot_product_attention(q, k, v, is_causal=True))[:6]
+    out["cos_sim"] = values(F.cosine_similarity(x[0:2], x[2:4]))
+    out["pdist"] = values(F.pairwise_distance(x[0:2], x[2:4]))
+    out["layer_norm"] = values(F.layer_norm(x, (5,)))[:3]
+    out["group_norm"] = values(F.group_norm(data(torch, 2, 4, 3), 2))[:3]
+    out["avg"] = values(F.avg_pool2d(data(torch, 1, 1, 4, 4), 2))
+    out["adaptive"] = values(F.adaptive_avg_pool2d(data(torch, 1, 1, 5, 5), (2, 3)))
+    out["max_idx"] = F.max_pool2d(data(torch, 1, 1, 4, 4), 2, return_indices=True)[1].tolist()
+    out["conv_t"] = values(F.conv_transpose2d(data(torch, 1, 2, 3, 3), data(torch, 2, 1, 2, 2), stride=2))[:5]
+    out["grid"] = values(F.grid_sample(data(torch, 1, 1, 3, 3), data(torch, 1, 2, 2, 2, scale=0.8), align_corners=False))
+    out["affine"] = values(F.affine_grid(torch.tensor([[[1.0, 0, 0], [0, 1, 0]]]), [1, 1, 2, 2], align_corners=False))
+    return out
+
+def init_and_modules(torch):
+    """nn.init, GRU, EmbeddingBag, Upsample, PixelShuffle, MultiheadAttention, container
+    editing (insert, append, slices, ModuleDict), cumulative batch-norm averages,
+    nn.Transformer with a causal mask."""
+    nn = torch.nn
+    out = {}
+    torch.manual_seed(0)
+    w = torch.empty(3, 5)
+    nn.init.xavier_uniform_(w)
+    out["xavier_bound"] = bool(w.abs().max() <= math.sqrt(6 / 8))
+    out["gain"] = (nn.init.calculate_gain("relu"), nn.init.calculate_gain("leaky_relu", 0.2), nn.init.calculate_gain("tanh"))
+    nn.init.orthogonal_(w)
+    out["orth"] = values((w @ w.t()).round(decimals=4))
+    nn.init.eye_(w)
+    out["eye"] = values(w)
+    out["dirac"] = values(nn.init.dirac_(torch.empty(2, 2, 3))[0])
+    out["trunc"] = bool(nn.init.trunc_normal_(torch.empty(100), std=1.0, a=-0.5, b=0.5).abs().max() <= 0.5)
+    gru = fill(torch, nn.GRU(3, 4, num_layers=2, batch_first=True))
+    o, h = gru(data(torch, 2, 5, 3))
+    out["gru"] = (str(o.shape), str(h.shape), values(o[0, -1]), values(h[-1, 0]))
+    bag = fill(torch, nn.EmbeddingBag(6, 3, mode="mean"))
+    out["bag"] = values(bag(torch.tensor([1, 2, 4, 5, 3]), torch.tensor([0, 2])))
+    up = nn.Upsample(scale_factor=2, mode="nearest")
+    out["up"] = str(up(data(torch, 1, 1, 2, 2)).shape)
+    ps = nn.PixelShuffle(2)
+    out["ps"] = values(ps(data(torch, 1, 4, 1, 1)))
+    mha = fill(torch, nn.MultiheadAttention(4, 2, batch_first=True))
+    a, wts = mha(data(torch, 1, 3, 4), data(torch, 1, 3, 4), data(torch, 1, 3, 4), need_weights=True)
+    out["mha"] = (values(a), values(wts), str(wts.shape))
+    a2, w2 = mha(data(torch, 1, 3, 4), data(torch, 1, 3, 4), data(torch, 1, 3, 4), average_attn_weights=False)
+    out["mha_heads"] = str(w2.shape)
+    seq = nn.Sequential(nn.Linear(2, 2))
+    seq.append(nn.ReLU())
+    seq.insert(0, nn.Identity())
+    out["seq"] = ([type(m).__name__ for m in seq], len(seq), type(seq[1:]).__name__, type(seq[-1]).__name__)
+    md = nn.ModuleDict({"a": nn.Linear(1, 1)})
+    md["b"] = nn.ReLU()
+    out["md"] = (list(md.keys()), len(md), "a" in md)
+    bn = nn.BatchNorm1d(3, momentum=None)
+    for k in range(3):
+        bn(data(torch, 4, 3, phase=k))
+    out["bn_cma"] = (values(bn.running_mean), bn.num_batches_tracked.item())
+    ln = nn.LayerNorm(3, elementwise_affine=False)
+    out["ln_params"] = len(list(ln.parameters()))
+    flat = nn.Unflatten(1, (2, 2))
+    out["unflat"] = str(flat(data(torch, 3, 4)).shape)
+    t = nn.Transformer(d_model=4, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=8, dropout=0.0,
+                       batch_first=True)
+    fill(torch, t)
+    mask = nn.Transformer.generate_square_subsequent_mask(3)
+    out["mask"] = values(mask)
+    out["transformer"] = values(t(data(torch, 1, 2, 4), data(torch, 1, 3, 4), tgt_mask=mask))
+    return out
+
+
+
+def containers(torch):
+    """Sequential and ModuleList edited as lists (del renumbers, insert, extend, pop, +, *)."""
+    nn = torch.nn
+    s = nn.Sequential(nn.Linear(1, 1), nn.ReLU(), nn.Tanh())
+    del s[1]
+    s.insert(1, nn.Sigmoid())
+    s.insert(-1, nn.ELU())
+    s.extend([nn.GELU()])
+    popped = s.pop(0)
+    s2 = s + nn.Sequential(nn.ReLU())
+    s3 = 2 * nn.Sequential(nn.ReLU())
+    s3 *= 2
+    m = nn.ModuleList([nn.ReLU(), nn.Tanh(), nn.ELU()])
+    del m[0:2]
+    m.insert(0, nn.GELU())
+    m[1] = nn.SiLU()
+    m += [nn.ReLU()]
+    last = m.pop(-1)
+    errors = []
+    for bad in (lambda: nn.Sequential() * 0, lambda: nn.Sequential() + nn.ModuleList(), lambda: m[5]):
+        try:
+            bad()
+        except (ValueError, IndexError) as e:
+            errors.append(type(e).__name__)
+    pd = nn.ParameterDict({"a": nn.Parameter(torch.ones(1))})
+    pd.setdefault("b", nn.Parameter(torch.zeros(2)))
+    key, _ = pd.popitem()
+    return {"seq": (list(s._modules), [type(q).__name__ for q in s], type(popped).__name__, len(s2), list(s3._modules)),
+            "list": (list(m._modules), [type(q).__name__ for q in m], type(last).__name__, type(m + [nn.ReLU()]).__name__),
+            "errors": errors, "pdict": (key, list(pd.keys()), list(reversed(pd)))}
+
+
 PROGRAMS = [tutorial_classifier, transformer_encoder, lstm_text, custom_function, schedulers,
-            checkpoint_and_clipping, data_utils, model_utils, tensor_ops, autograd_misc]
+            checkpoint_and_clipping, data_utils, model_utils, tensor_ops, autograd_misc, more_schedulers,
+            functional_losses, init_and_modules, containers]
 
 
 @pytest.fixture(autouse=True, scope="module")
