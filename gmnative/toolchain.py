@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 from gmbase import settings
 
+_X86_64 = platform.machine().lower() in ("x86_64", "amd64")
+
 
 class NoCompiler(RuntimeError):
     """No usable C++ compiler: the native backend cannot run."""
@@ -49,6 +51,12 @@ class Toolchain:
         # kept such loops scalar. The kernels never read the floating-point exception flags.
         flags = ["-std=c++17", "-O3", f"-march={settings.native_arch()}", "-fPIC", "-fno-math-errno",
                  "-fno-trapping-math", "-ffp-contract=off", "-Wno-unknown-pragmas"]
+        if _X86_64:
+            # no MMX registers: they are the x87 stack's, and gcc 12 tuning for a generic target
+            # (x86-64-v2) moved a 64-bit value into an XMM register through %mm0 (movq2dq) with
+            # no EMMS after it, leaving the x87 stack full: NumPy's float32 floor_divide then
+            # gave NaN in the caller. The kernels use no MMX; the code is otherwise the same.
+            flags.append("-mno-mmx")
         if self.openmp:
             flags.append("-fopenmp" if threads else "-fopenmp-simd")
         if fast_math:  # compile only: see the module docstring about linking

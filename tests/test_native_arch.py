@@ -196,3 +196,37 @@ def test_a_target_wider_than_this_cpu_is_refused_before_anything_runs(monkeypatc
     with pytest.warns(RuntimeWarning, match="avx512f"):
         assert not build.availability()[0]
     assert toolchain.target_problem(tc.command, "native") is None  # this CPU by definition
+
+
+_ROW_MAX_IR = """
+func @f(%x: f32[6,5]) -> f32[6,5] {
+  %1 = fused %x : f32[6,5] {
+    ^body(%a: f32[6,5]):
+    %4 = exp %a : f32[6,5]
+    %2 = amax %4 {dims = [1], keepdim = true} : f32[6,1]
+    %3 = sub %4, %2 : f32[6,5]
+    yield %3
+  }
+  return %1
+}"""
+
+
+def test_kernels_leave_the_x87_stack_empty_on_a_generic_target(monkeypatch, tmp_path):
+    """gcc 12 tuning for x86-64-v2 moved a value into an XMM register through an MMX one
+    (movq2dq) without EMMS: the x87 stack stayed full, and NumPy's float32 floor_divide gave
+    NaN in the same process afterwards. The kernels are compiled with -mno-mmx."""
+    import codegen  # noqa: PLC0415
+    import static  # noqa: PLC0415
+
+    _usable("x86-64-v2")
+    monkeypatch.setenv(VAR, "x86-64-v2")
+    assert "-mno-mmx" in _toolchain().compile_flags()
+    x = np.random.default_rng(2).standard_normal((6, 5)).astype(np.float32)
+    exe = codegen.build(static.parse_ir(_ROW_MAX_IR), "native")
+    got = exe.run([x])[0]
+    np.testing.assert_allclose(got, np.exp(x) - np.exp(x).max(axis=1, keepdims=True), rtol=1e-6, atol=1e-6)
+    with np.errstate(invalid="raise"):
+        q = np.floor_divide(np.float32([0.37719065, 7.0]), np.float32([-1.7861065, 2.0]))
+    np.testing.assert_array_equal(q, np.float32([-1.0, 3.0]))
+    data = build.build_bytes(exe.c_source(), "gm_arch_x87")[0]
+    assert not re.search(r"%mm[0-7]\b", _instructions(data, tmp_path))
