@@ -6,8 +6,14 @@ one index_select on the flattened input, so the gradient is PyTorch's as_strided
 (each output element's gradient summed into the input element it read, overlapping
 windows included) and the static tracer records it. Storage positions that the input does
 not cover (a narrow view of a larger buffer) read the buffer's current values with no
-gradient, as PyTorch's backward drops them. The result is a copy: writing into it does not
-reach the input, unlike PyTorch's view.
+gradient, as PyTorch's backward drops them.
+
+Where no gradient is recorded through the result and the input is an eager tensor over one
+row-major NumPy buffer, the result is then made PyTorch's view (`_share_memory`): its array a
+strided NumPy view of that buffer, its version counter the input's, so writes through either
+reach the other (a self-overlapping view is read-only: writing into it raises PyTorch's
+error). A result that records a gradient stays the gather's copy: writing into it does not
+reach the input (the input's history could not be rewritten for that write).
 """
 from __future__ import annotations
 
@@ -89,7 +95,41 @@ def as_strided(input: Any, size: Any, stride: Any, storage_offset: int | None = 
         buffer = tensor(np.ascontiguousarray(root).reshape(-1)[wanted.reshape(-1)], device=input.device)
         got = flat.index_select(0, tensor(np.maximum(pick, 0), device=input.device))
         out = E.WHERE(tensor(pick >= 0, device=input.device), got, buffer)
-    return _renamed(reshape(out, *size), "AsStridedBackward0")
+    return _share_memory(input, _renamed(reshape(out, *size), "AsStridedBackward0"), size, stride, offset)
+
+
+def _overlaps(size: tuple, stride: tuple) -> bool:
+    """Whether two indices of a (size, stride) view reach one storage position (the dims
+    sorted by stride, each stride must pass the extent of the smaller ones)."""
+    extent = 0
+    for n, s in sorted(((n, s) for n, s in zip(size, stride) if n > 1), key=lambda d: d[1]):
+        if s <= extent:
+            return True
+        extent += (n - 1) * s
+    return False
+
+
+def _share_memory(input: Any, result: Any, size: tuple, stride: tuple, offset: int) -> Any:
+    """`result` (the gather's values) made a view of input's memory as PyTorch's as_strided is,
+    where input is an eager tensor over one row-major NumPy buffer and result records no
+    gradient (see the module docstring); else result as it is."""
+    from .._tensor import Tensor  # noqa: PLC0415
+
+    if not isinstance(input, Tensor) or type(result) is not Tensor or result._requires_grad:
+        return result
+    data = input._data
+    if type(data) is not np.ndarray:
+        return result
+    view = strided_view(data, size, stride, offset)
+    if view is None or view.shape != result._data.shape:
+        return result
+    if _overlaps(size, stride) or not data.flags.writeable:
+        view.flags.writeable = False
+    result._data = view
+    result._vc = input._vc
+    result._base = input if input._base is None else input._base
+    result._view = None  # (no steps to replay: the write is the memory's, no graph to rewrite)
+    return result
 
 
 def strided_view(data: Any, size: tuple, stride: tuple, storage_offset: int | None) -> Any:
