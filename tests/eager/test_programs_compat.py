@@ -777,9 +777,125 @@ def containers(torch):
             "errors": errors, "pdict": (key, list(pd.keys()), list(reversed(pd)))}
 
 
+def hooks_and_utils(torch):
+    """Forward, pre-forward and full backward hooks (their arguments), hook removal,
+    weight_norm and spectral_norm parametrizations, clip_grad_norm_ with the inf norm,
+    get_total_norm, non-persistent buffers, named_parameters' recurse and prefix."""
+    nn = torch.nn
+    out = {}
+    model = fill(torch, nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)))
+    feats = {}
+    def fwd_hook(m, inp, outp):
+        feats["relu"] = (type(inp).__name__, len(inp), str(outp.shape))
+    h1 = model[1].register_forward_hook(fwd_hook)
+    pre = model[0].register_forward_pre_hook(lambda m, inp: (inp[0] * 2,))
+    grads = {}
+    def bwd_hook(m, gin, gout):
+        grads["lin"] = (type(gin).__name__, len(gin), [None if g is None else str(g.shape) for g in gin], str(gout[0].shape))
+    h2 = model[2].register_full_backward_hook(bwd_hook)
+    x = data(torch, 5, 3).requires_grad_()
+    y = model(x)
+    y.sum().backward()
+    out["feats"] = feats
+    out["grads"] = grads
+    out["y"] = values(y)
+    for h in (h1, pre, h2):
+        h.remove()
+    out["after_remove"] = values(model(data(torch, 1, 3)))
+    lin = fill(torch, nn.Linear(3, 2))
+    wn = nn.utils.parametrizations.weight_norm(lin)
+    out["wn_params"] = sorted(n for n, _ in wn.named_parameters())
+    out["wn_out"] = values(wn(data(torch, 2, 3)))
+    sn = nn.utils.parametrizations.spectral_norm(fill(torch, nn.Linear(3, 3)))
+    out["sn_keys"] = sorted(sn.state_dict())
+    model.zero_grad()
+    model(data(torch, 4, 3)).sum().backward()
+    out["clip_inf"] = float(nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0, norm_type=float("inf")))
+    out["grad_after"] = values(model[0].weight.grad)[:4]
+    out["get_total_norm"] = float(nn.utils.get_total_norm([p.grad for p in model.parameters()]))
+    m2 = nn.Linear(2, 2)
+    m2.register_buffer("running", torch.ones(2), persistent=False)
+    out["np_buffers"] = (list(m2.state_dict()), [n for n, _ in m2.named_buffers()])
+    out["recurse"] = [n for n, _ in model.named_parameters(recurse=False)]
+    out["prefix"] = [n for n, _ in model.named_parameters(prefix="net")][:2]
+    return out
+
+def amp_and_misc(torch):
+    """GradScaler disabled on the CPU, type predicates, generators, default dtype, finfo/iinfo,
+    promotion, devices, NumPy round trips, dtype conversions, reprs and print options."""
+    nn = torch.nn
+    out = {}
+    model = fill(torch, nn.Linear(4, 3))
+    x = data(torch, 2, 4)
+    scaler = torch.amp.GradScaler("cpu", enabled=False)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss = model(x).pow(2).mean()
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+    out["scaled"] = values(model.bias)
+    out["is_tensor"] = (torch.is_tensor(x), torch.is_floating_point(x), torch.numel(x))
+    g = torch.Generator().manual_seed(42)
+    out["gen"] = (len(torch.randperm(5, generator=g)), str(torch.rand(2, generator=g).dtype))
+    out["default_dtype"] = str(torch.get_default_dtype())
+    out["finfo"] = (torch.finfo(torch.float32).eps, torch.finfo(torch.float16).max, torch.iinfo(torch.int8).min)
+    out["promote"] = (str(torch.promote_types(torch.int32, torch.float16)), str(torch.result_type(torch.tensor([1]), 1.0)))
+    out["device"] = (str(x.device), x.is_cuda, str(torch.device("cpu")), torch.cuda.is_available())
+    out["numpy_roundtrip"] = (str(torch.from_numpy(np.arange(3)).dtype), str(torch.as_tensor(np.float32(2)).dtype),
+                              torch.tensor(np.array([1, 2])).tolist())
+    out["dtypes"] = (str(torch.tensor([1, 2]).dtype), str(torch.tensor([1.0]).dtype), str(torch.tensor([True]).dtype),
+                     str(torch.tensor(3.0, dtype=torch.float64).dtype))
+    out["size"] = (tuple(x.size()), x.size(1), x.dim(), x.nelement(), x.element_size(), str(x.shape))
+    out["contig"] = (x.t().is_contiguous(), x.t().contiguous().stride(), x.stride())
+    out["type_conv"] = (str(x.long().dtype), str(x.half().dtype), str(x.to(torch.int32).dtype),
+                        str(x.type(torch.float64).dtype), x.type())
+    out["clone_detach"] = (x.clone().detach().requires_grad, x.requires_grad_().detach().is_leaf)
+    out["inference"] = None
+    with torch.inference_mode():
+        t = torch.ones(2)
+    out["inference"] = (t.requires_grad, torch.is_inference_mode_enabled())
+    out["printoptions"] = None
+    torch.set_printoptions(precision=2)
+    out["printoptions"] = repr(torch.tensor([1.23456, 2.0]))
+    torch.set_printoptions(profile="default")
+    out["repr_big"] = repr(torch.arange(2000.)).replace("\n", "|")[:200]
+    out["repr_int"] = repr(torch.arange(3, dtype=torch.int32))
+    out["repr_bool"] = repr(torch.tensor([True, False]))
+    out["repr_empty"] = repr(torch.zeros(0, 3))
+    out["repr_f64"] = repr(torch.tensor([1.5], dtype=torch.float64))
+    out["str_param"] = str(nn.Parameter(torch.ones(2)))
+    return out
+
+def save_load(torch):
+    """torch.save/torch.load of a state_dict, of nested containers (weights_only), and of
+    tensors sharing storage (shared again after loading)."""
+    nn = torch.nn
+    out = {}
+    model = fill(torch, nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(), nn.Linear(8, 2)))
+    buf = io.BytesIO()
+    torch.save(model.state_dict(), buf)
+    buf.seek(0)
+    sd = torch.load(buf)
+    out["keys"] = list(sd)
+    out["types"] = [str(v.dtype) for v in sd.values()]
+    buf = io.BytesIO()
+    torch.save({"t": torch.arange(3), "list": [torch.ones(1), 2], "s": "x", "nested": {"a": torch.zeros(2, 2)}}, buf)
+    buf.seek(0)
+    obj = torch.load(buf, weights_only=True)
+    out["obj"] = (obj["t"].tolist(), obj["list"][1], obj["s"], str(obj["nested"]["a"].shape))
+    v = torch.arange(6.0)
+    buf = io.BytesIO()
+    torch.save([v, v[2:4]], buf)
+    buf.seek(0)
+    a, b = torch.load(buf)
+    a[2] = 100
+    out["shared_storage"] = b.tolist()
+    return out
+
+
 PROGRAMS = [tutorial_classifier, transformer_encoder, lstm_text, custom_function, schedulers,
             checkpoint_and_clipping, data_utils, model_utils, tensor_ops, autograd_misc, more_schedulers,
-            functional_losses, init_and_modules, containers]
+            functional_losses, init_and_modules, containers, hooks_and_utils, amp_and_misc, save_load]
 
 
 @pytest.fixture(autouse=True, scope="module")
