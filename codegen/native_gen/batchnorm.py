@@ -356,7 +356,8 @@ class CChannelNormalize(CFunction):
         env = self._after_inputs(T) if self.parts.get("after") is not None else None  # inputs before outputs
         if before is not None:
             cx = self._fresh_output(x)
-        out = self._fresh_output(node.outputs[0])
+        keep_y = not self.parts.get("drop_y")  # xhat unstored where its gradient recomputes it (bn_recompute.py)
+        out = self._fresh_output(node.outputs[0]) if keep_y else ""
         pool = self.parts.get("pool")  # a max-pooling of the region's output, done here (pool_fusion.py)
         after_lines = self._after(env, pool) if env is not None else []
         pool_lines = self._pool(pool) if pool is not None else []
@@ -422,13 +423,13 @@ class CChannelNormalize(CFunction):
             *([f"        alignas(64) {T} gm_plane[{hw}];  // the pooled plane (pool_fusion.py)"] if pool_lines else []),
             f"        for (long long nn = 0; nn < {n}; ++nn) {{",
             f"            const {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
-            f"            {T}* yp = {out} + (nn * {c} + cc) * {hw}LL;",
+            *([f"            {T}* yp = {out} + (nn * {c} + cc) * {hw}LL;"] if keep_y else []),
             f"            const long long at = (nn * {c} + cc) * {hw}LL;",
             "            (void)at;",
             "            #pragma omp simd",
             f"            for (long long k = 0; k < {hw}; ++k) {{",
             f"                const {T} yv = (xp[k] - x0f) * rstd_t + shift_t;",
-            "                yp[k] = yv;",
+            *(["                yp[k] = yv;"] if keep_y else []),
             *(f"                {line}" for line in after_lines),
             "            }",
             *(f"            {line}" for line in pool_lines),

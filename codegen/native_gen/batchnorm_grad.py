@@ -24,6 +24,7 @@ from static.ir import Graph, Node, Value
 from ..c_kernel import KernelBody
 from ..lowering import lowering_for
 from ..render import c_literal, c_type
+from .bn_recompute import recomputed_sums
 from .function import CFunction, _parallel
 from .indexing import _ints, _prod, _symbolic, load
 from .pool_fusion import scatter_lines
@@ -104,16 +105,18 @@ def channel_region(node: Node, outs: set) -> dict | None:
     return {"shape": shape, "dims": dims}
 
 
-def _body_env(fn: CFunction, body: Graph, node: Node, shape: tuple, planed: Value | None = None) -> dict:
+def _body_env(fn: CFunction, body: Graph, node: Node, shape: tuple, made: dict | None = None) -> dict:
     """The C operands of a channel region's body inputs (shape `shape`, (N, C, ...)): a literal
     for a constant, else the input read at the element (at + k), once per channel (cc) or once
-    (0) by its broadcast shape; `planed` (a pooling's gradient, pool_fusion.py) from the plane
-    `gplane` the function fills per image."""
+    (0) by its broadcast shape; `made` maps id(input) to the C expression that makes it in the
+    function instead (a pooling's gradient from its plane, pool_fusion.py; xhat's shifted
+    input, bn_recompute.py)."""
     env: dict = {}
+    made = made or {}
     for p, outer in zip(body.inputs, node.inputs):
-        if not isinstance(outer, Value) or outer is planed:
+        if not isinstance(outer, Value) or id(outer) in made:
             ctype = c_type(p.type.dtype)
-            env[p] = (c_literal(outer, ctype), ctype) if outer is not planed else ("gplane[k]", ctype)
+            env[p] = (c_literal(outer, ctype), ctype) if not isinstance(outer, Value) else (made[id(outer)], ctype)
             continue
         cname = fn._param(p, fn.m.contiguous(outer), writable=False)
         s = _ints(p.type.shape)
@@ -443,9 +446,13 @@ class CChannelRegionGradient(CFunction):
         T = c_type(x.type.dtype)
         eps = float(grad.attrs["eps"])
         pool_grad = parts.get("pool_grad")  # the pooling's gradient made here per image (pool_fusion.py)
-        env = _body_env(self, body, node, shape, pool_grad["value"] if pool_grad is not None else None)
-        scatter = scatter_lines(self, pool_grad) if pool_grad is not None else []
+        xhat = parts.get("xhat") or []  # xhat read as x - x0f, its sums corrected (bn_recompute.py)
         cx = self._param(x, self.m.contiguous(x), writable=False)
+        made = {id(h["outer"]): f"(({cx}[at + k]) - x0f)" for h in xhat}
+        if pool_grad is not None:
+            made[id(pool_grad["value"])] = "gplane[k]"
+        env = _body_env(self, body, node, shape, made)
+        scatter = scatter_lines(self, pool_grad) if pool_grad is not None else []
         weight = parts.get("weight")
         cs = self._param(weight["src"], self.m.contiguous(weight["src"]), writable=False) if weight else None
         kb, reductions, outputs = _emit_body(self, body, node, env)
@@ -461,6 +468,7 @@ class CChannelRegionGradient(CFunction):
             rows = self._fresh_output(gp["rows"].outputs[0])
             out_stores.append(f"{rows}[cc * {count}LL + nn * {hw}LL + k] = o;")
         decls, stage, adds, accs, finals = _channel_sums(self, kb, reductions, outputs)
+        late = recomputed_sums(xhat, kb, reductions, (decls, stage, adds, accs, finals), BN_BLOCK)
         if gp["sum"] is not None:
             total = self._fresh_output(gp["sum"].outputs[0])
             grad_final.append(f"{total}[cc] = ({T})so;")
@@ -503,6 +511,7 @@ class CChannelRegionGradient(CFunction):
             "        }",
             *(f"        {f}" for f in finals),
             *channel_statistics(count, eps, T),
+            *(f"        {f}" for f in late),
             *(self._second_pass(T, kb, cx, cs, g_expr, out_stores, n, c, hw, kw_) if weight is not None else [
                 *_staged_loops(n, c, hw)[:-2],
                 "                #pragma omp simd",

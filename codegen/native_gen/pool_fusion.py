@@ -22,6 +22,7 @@ from __future__ import annotations
 from static.ir import Node, Value
 
 from ..render import c_type
+from .bn_recompute import drop_normalized
 from .conv_planes import PLANE_BYTES
 from .indexing import _ints, _prod, contiguous_strides, strided_source
 
@@ -59,6 +60,7 @@ def fuse_pools(emit: dict, absorbed: set, outs: set) -> None:
         absorbed.add(id(argmax))
         del regions[id(x.producer)]  # one pooling a normalization
     fuse_pool_grads(emit, absorbed, outs)
+    drop_normalized(emit, outs)  # xhat recomputed by its gradient, not stored (bn_recompute.py)
 
 
 def fuse_pool_grads(emit: dict, absorbed: set, outs: set) -> None:
