@@ -893,9 +893,114 @@ def save_load(torch):
     return out
 
 
+def gan_vae(torch):
+    """A GAN step (two Adam optimizers, detach for the discriminator) and a VAE step
+    (reparameterization, summed BCE plus the KL term)."""
+    nn, F = torch.nn, torch.nn.functional
+    out = {}
+    G = fill(torch, nn.Sequential(nn.Linear(2, 8), nn.LeakyReLU(0.2), nn.Linear(8, 3), nn.Tanh()))
+    D = fill(torch, nn.Sequential(nn.Linear(3, 8), nn.LeakyReLU(0.2), nn.Linear(8, 1)))
+    optG = torch.optim.Adam(G.parameters(), lr=2e-3, betas=(0.5, 0.999))
+    optD = torch.optim.Adam(D.parameters(), lr=2e-3, betas=(0.5, 0.999))
+    crit = nn.BCEWithLogitsLoss()
+    real = data(torch, 4, 3)
+    z = data(torch, 4, 2, phase=0.5)
+    hist = []
+    for _ in range(3):
+        optD.zero_grad()
+        fake = G(z)
+        lossD = crit(D(real), torch.ones(4, 1)) + crit(D(fake.detach()), torch.zeros(4, 1))
+        lossD.backward()
+        optD.step()
+        optG.zero_grad()
+        lossG = crit(D(fake), torch.ones(4, 1))
+        lossG.backward()
+        optG.step()
+        hist.append((lossD.item(), lossG.item()))
+    out["gan"] = hist
+
+    class VAE(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.Linear(6, 8)
+            self.mu = nn.Linear(8, 2)
+            self.logvar = nn.Linear(8, 2)
+            self.dec = nn.Linear(2, 6)
+
+        def forward(self, x, eps):
+            h = F.relu(self.enc(x))
+            mu, logvar = self.mu(h), self.logvar(h)
+            zz = mu + eps * torch.exp(0.5 * logvar)
+            return torch.sigmoid(self.dec(zz)), mu, logvar
+
+    vae = fill(torch, VAE())
+    opt = torch.optim.Adam(vae.parameters(), lr=1e-2)
+    x = torch.sigmoid(data(torch, 5, 6))
+    eps = data(torch, 5, 2, phase=1.3)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        recon, mu, logvar = vae(x, eps)
+        bce = F.binary_cross_entropy(recon, x, reduction="sum")
+        kld = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+        loss = bce + kld
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    out["vae"] = losses
+    return out
+
+def accumulation_and_tying(torch):
+    """A GRU language model with tied embedding and output weights, gradient accumulation
+    with clipping and Nesterov SGD; distributions (Normal, Categorical, kl_divergence)."""
+    nn, F = torch.nn, torch.nn.functional
+    out = {}
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(10, 4)
+            self.drop = nn.Dropout(0.5)
+            self.rnn = nn.GRU(4, 4, batch_first=True)
+            self.head = nn.Linear(4, 10, bias=False)
+            self.head.weight = self.emb.weight
+
+        def forward(self, idx):
+            h, _ = self.rnn(self.drop(self.emb(idx)))
+            return self.head(h)
+
+    lm = fill(torch, LM())
+    lm.eval()
+    out["tied"] = (lm.head.weight is lm.emb.weight, len(list(lm.parameters())), list(lm.state_dict())[:3])
+    opt = torch.optim.SGD(lm.parameters(), lr=0.5, momentum=0.9, nesterov=True, weight_decay=1e-3)
+    idx = torch.tensor([[1, 2, 3, 4], [5, 6, 7, 8]])
+    accum = 2
+    losses = []
+    for step in range(4):
+        logits = lm(idx[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, 10), idx[:, 1:].reshape(-1)) / accum
+        loss.backward()
+        losses.append(loss.item())
+        if (step + 1) % accum == 0:
+            torch.nn.utils.clip_grad_norm_(lm.parameters(), 1.0)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+    out["losses"] = losses
+    out["emb"] = values(lm.emb.weight[1])
+    dist = torch.distributions.Normal(torch.tensor([0.0, 1.0]), torch.tensor([1.0, 2.0]))
+    out["normal"] = (values(dist.log_prob(torch.tensor([0.5, 0.5]))), values(dist.entropy()),
+                     values(dist.cdf(torch.tensor([0.0, 1.0]))))
+    cat = torch.distributions.Categorical(logits=torch.tensor([0.0, 1.0, 2.0]))
+    out["cat"] = (values(cat.probs), cat.log_prob(torch.tensor(1)).item(), cat.entropy().item())
+    kl = torch.distributions.kl_divergence(dist, torch.distributions.Normal(torch.zeros(2), torch.ones(2)))
+    out["kl"] = values(kl)
+    return out
+
+
 PROGRAMS = [tutorial_classifier, transformer_encoder, lstm_text, custom_function, schedulers,
             checkpoint_and_clipping, data_utils, model_utils, tensor_ops, autograd_misc, more_schedulers,
-            functional_losses, init_and_modules, containers, hooks_and_utils, amp_and_misc, save_load]
+            functional_losses, init_and_modules, containers, hooks_and_utils, amp_and_misc, save_load,
+            gan_vae, accumulation_and_tying]
 
 
 @pytest.fixture(autouse=True, scope="module")
