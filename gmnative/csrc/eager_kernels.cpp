@@ -526,8 +526,10 @@ static inline float gm_cell_tanh(float x) {
 }
 #define GM_CELL_SIMD GM_EAGER_WIDE_SIMD
 #else
-static inline float gm_cell_sigmoid(float x) { return gm_sigmoid(x); }
-static inline float gm_cell_tanh(float x) { return tanh(x); }
+// without FMA (an SSE target: GRAPHMODE_NATIVE_ARCH=x86-64-v2) in double, rounded once: the
+// float library path (libmvec's SSE4 expf, then a division) reached 3.03 ulp there
+static inline float gm_cell_sigmoid(float x) { return (float)gm_sigmoid((double)x); }
+static inline float gm_cell_tanh(float x) { return (float)tanh((double)x); }
 #define GM_CELL_SIMD _Pragma("omp simd")
 #endif
 // The cells' passes split across the threads from 8192 gate elements (a GRU cell of 32 x 128
