@@ -11,8 +11,10 @@ Capabilities.image_convolutions). Compiled as library calls that is the columns 
 the forward (3.6 MB for W6's second layer), read by the products, made again in the
 backward and read twice more; here the forward is gmnative.conv_kernels.conv2d_images and
 the weight's gradient conv2d_images_backward, each image's columns made in a buffer of the
-thread's own. The input's gradient (W^T G folded) stays the library product and the fold
-window function unless DX_BY_KERNELS, as in conv_images.py. Each half is matched alone, so
+thread's own. The input's gradient (W^T G folded) comes from the same call (DX_BY_KERNELS),
+except where the backward reads it before the image is made (a fused region recomputing the
+image's activation beside an earlier layer's gradient): there it stays the library product
+and the fold window function. Each half is matched alone, so
 each is valid alone: the forward's columns read by the product only, the backward's by the
 weight gradient only (and by nothing the graph returns). Each call falls back to the
 library ops where the kernels cannot run (codegen.runtime).
