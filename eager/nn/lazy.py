@@ -8,12 +8,17 @@ moves the built values into the placeholders (the same Parameter objects, so the
 keeps them) and turns the module into that layer's class, as PyTorch's `cls_to_become`."""
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 from .._factories import empty
 from .._tensor import Tensor
+from . import conv as _conv
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .linear import Linear
 from .module import Module
+from .normalization import _BatchNorm, _NormBase
 from .parameter import Parameter
 
 __all__ = ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d", "LazyConv3d",
@@ -104,8 +109,9 @@ def _placeholders(module: Module, names: tuple[str, ...], device: Any, dtype: An
         setattr(module, name, UninitializedParameter(device=device, dtype=dtype))
 
 
-class LazyLinear(LazyModuleMixin, Module):
-    """Linear whose in_features is the last dim of the first input. Mirrors torch.nn.LazyLinear."""
+class LazyLinear(LazyModuleMixin, Linear):
+    """Linear whose in_features is the last dim of the first input (a Linear, as PyTorch's:
+    isinstance checks see one). Mirrors torch.nn.LazyLinear."""
 
     def __init__(self, out_features: int, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
         Module.__init__(self)
@@ -120,64 +126,97 @@ class LazyLinear(LazyModuleMixin, Module):
 
         return Linear(input.shape[-1], self.out_features, self._bias, self._device, self._dtype)
 
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params():  # (nothing to draw before the first input)
+            Linear.reset_parameters(self)
+
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self._bias}"
 
 
-class _LazyConv(LazyModuleMixin, Module):
+class _LazyConvXdMixin(LazyModuleMixin):
+    """What the lazy convolutions share (PyTorch's _LazyConvXdMixin); each is also its
+    convolution's class, as PyTorch's, with that class's settings (in_channels 0) until the
+    first input."""
+
     _target = ""
     _spatial = 2
     _transposed = False
 
     def __init__(self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0, *rest: Any,
                  device: Any = None, dtype: Any = None, **kwargs: Any) -> None:
-        Module.__init__(self)
+        me: Any = self  # (a Module: each lazy convolution is also its convolution's class)
+        Module.__init__(me)
         self.out_channels = out_channels
         self._args = (kernel_size, stride, padding, *rest)
         self._kwargs = dict(kwargs, device=device, dtype=dtype)
         bias = rest[2] if len(rest) > 2 else kwargs.get("bias", True)  # (dilation | output_padding, groups, bias)
-        _placeholders(self, ("weight", "bias") if bias else ("weight",), device, dtype)
+        _placeholders(me, ("weight", "bias") if bias else ("weight",), device, dtype)
         if not bias:
-            self.register_parameter("bias", None)
+            me.register_parameter("bias", None)
+        self._settings()
+
+    def _settings(self) -> None:
+        """The convolution's settings as its constructor would keep them (what its repr and
+        scripts read before the first input), from the arguments given."""
+        real = getattr(_conv, self._target)
+        bound = inspect.signature(real.__init__).bind(self, 0, self.out_channels, *self._args, **self._kwargs)
+        bound.apply_defaults()
+        a, n = bound.arguments, self._spatial
+        self.in_channels = 0
+        self.kernel_size, self.stride = _conv._tuple(a["kernel_size"], n), _conv._tuple(a["stride"], n)
+        padding = a["padding"]
+        self.padding = padding if isinstance(padding, str) else _conv._tuple(padding, n)
+        self.dilation, self.groups = _conv._tuple(a["dilation"], n), a["groups"]
+        self.padding_mode, self.transposed = a["padding_mode"], self._transposed
+        self.output_padding = _conv._tuple(a.get("output_padding", 0), n)
 
     def _build(self, input: Tensor) -> Module:
-        from . import conv  # noqa: PLC0415
-
         channels = input.shape[0] if input.ndim == self._spatial + 1 else input.shape[1]
-        return getattr(conv, self._target)(channels, self.out_channels, *self._args, **self._kwargs)
+        return getattr(_conv, self._target)(channels, self.out_channels, *self._args, **self._kwargs)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params():
+            getattr(_conv, self._target).reset_parameters(self)
 
 
-class LazyConv1d(_LazyConv):
+_LazyConv = _LazyConvXdMixin  # (the name this base had before)
+
+
+class LazyConv1d(_LazyConvXdMixin, Conv1d):
     """Conv1d whose in_channels comes from the first input. Mirrors torch.nn.LazyConv1d."""
     _target, _spatial = "Conv1d", 1
 
 
-class LazyConv2d(_LazyConv):
+class LazyConv2d(_LazyConvXdMixin, Conv2d):
     """Conv2d whose in_channels comes from the first input. Mirrors torch.nn.LazyConv2d."""
     _target, _spatial = "Conv2d", 2
 
 
-class LazyConv3d(_LazyConv):
+class LazyConv3d(_LazyConvXdMixin, Conv3d):
     """Conv3d whose in_channels comes from the first input. Mirrors torch.nn.LazyConv3d."""
     _target, _spatial = "Conv3d", 3
 
 
-class LazyConvTranspose1d(_LazyConv):
+class LazyConvTranspose1d(_LazyConvXdMixin, ConvTranspose1d):
     """ConvTranspose1d whose in_channels comes from the first input. Mirrors torch.nn.LazyConvTranspose1d."""
     _target, _spatial, _transposed = "ConvTranspose1d", 1, True
 
 
-class LazyConvTranspose2d(_LazyConv):
+class LazyConvTranspose2d(_LazyConvXdMixin, ConvTranspose2d):
     """ConvTranspose2d whose in_channels comes from the first input. Mirrors torch.nn.LazyConvTranspose2d."""
     _target, _spatial, _transposed = "ConvTranspose2d", 2, True
 
 
-class LazyConvTranspose3d(_LazyConv):
+class LazyConvTranspose3d(_LazyConvXdMixin, ConvTranspose3d):
     """ConvTranspose3d whose in_channels comes from the first input. Mirrors torch.nn.LazyConvTranspose3d."""
     _target, _spatial, _transposed = "ConvTranspose3d", 3, True
 
 
-class _LazyBatchNorm(LazyModuleMixin, Module):
+class _LazyNormBase(LazyModuleMixin, _NormBase):
+    """What the lazy batch norms share (PyTorch's _LazyNormBase); each is also a _BatchNorm,
+    as PyTorch's, with num_features 0 until the first input."""
+
     _target = "BatchNorm2d"
 
     def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
@@ -186,6 +225,7 @@ class _LazyBatchNorm(LazyModuleMixin, Module):
         self._config = dict(eps=eps, momentum=momentum, affine=affine, track_running_stats=track_running_stats,
                             device=device, dtype=dtype)
         self.eps, self.momentum, self.affine, self.track_running_stats = eps, momentum, affine, track_running_stats
+        self.num_features = 0
         if affine:
             _placeholders(self, ("weight", "bias"), device, dtype)
         else:
@@ -195,7 +235,7 @@ class _LazyBatchNorm(LazyModuleMixin, Module):
     def has_uninitialized_params(self) -> bool:
         return type(self) is not self._real_class()
 
-    def _real_class(self) -> type:
+    def _real_class(self) -> Any:
         from . import normalization  # noqa: PLC0415
 
         return getattr(normalization, self._target)
@@ -203,17 +243,24 @@ class _LazyBatchNorm(LazyModuleMixin, Module):
     def _build(self, input: Tensor) -> Module:
         return self._real_class()(input.shape[1], **self._config)
 
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params():
+            self._real_class().reset_parameters(self)
 
-class LazyBatchNorm1d(_LazyBatchNorm):
+
+_LazyBatchNorm = _LazyNormBase  # (the name this base had before)
+
+
+class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
     """BatchNorm1d whose num_features comes from the first input. Mirrors torch.nn.LazyBatchNorm1d."""
     _target = "BatchNorm1d"
 
 
-class LazyBatchNorm2d(_LazyBatchNorm):
+class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
     """BatchNorm2d whose num_features comes from the first input. Mirrors torch.nn.LazyBatchNorm2d."""
     _target = "BatchNorm2d"
 
 
-class LazyBatchNorm3d(_LazyBatchNorm):
+class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
     """BatchNorm3d whose num_features comes from the first input. Mirrors torch.nn.LazyBatchNorm3d."""
     _target = "BatchNorm3d"

@@ -10,4 +10,5 @@ from ..lazy import LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d  # noqa: E4
 
 __all__ += ["LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
 # the bases isinstance checks name (a weight-decay filter's `isinstance(m, _BatchNorm)`)
+from ..lazy import _LazyNormBase  # noqa: E402,F401
 from ..normalization import _BatchNorm, _NormBase  # noqa: E402,F401

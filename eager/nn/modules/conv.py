@@ -16,3 +16,4 @@ __all__ += ["LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "La
             "LazyConvTranspose3d"]
 # the bases isinstance checks and subclasses name
 from ..conv import _ConvNd, _ConvTransposeNd  # noqa: E402,F401
+from ..lazy import _LazyConvXdMixin  # noqa: E402,F401
