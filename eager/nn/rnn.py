@@ -106,6 +106,13 @@ class RNNCellBase(Module):
         except KeyError:
             return self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh
 
+    def _check_input(self, input: Tensor) -> None:
+        """PyTorch's errors for an input of the wrong rank or width."""
+        if input.ndim not in (1, 2):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got {input.ndim}D instead")
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[-1]} expected {self.input_size}")
+
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}" + ("" if self.bias is True else f", bias={self.bias}")
         nonlinearity = self.__dict__.get("nonlinearity", "tanh")
@@ -121,6 +128,7 @@ class RNNCell(RNNCellBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        self._check_input(input)
         h = self._zeros(input) if hx is None else hx
         cell = _rnn_tanh_cell if self.nonlinearity == "tanh" else _rnn_relu_cell
         return cell(input, h, *self._params())
@@ -130,6 +138,7 @@ class LSTMCell(RNNCellBase):
     _gates = 4
 
     def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+        self._check_input(input)
         state = (self._zeros(input), self._zeros(input)) if hx is None else hx
         return _lstm_cell(input, state, *self._params())
 
@@ -138,6 +147,7 @@ class GRUCell(RNNCellBase):
     _gates = 3
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        self._check_input(input)
         h = self._zeros(input) if hx is None else hx
         return _gru_cell(input, h, *self._params())
 
@@ -225,6 +235,9 @@ class RNNBase(Module):
         return [flat[i:i + per] for i in range(0, len(flat), per)]
 
     def forward(self, input: Tensor, hx: Any = None):
+        width = (input.data if isinstance(input, PackedSequence) else input).shape[-1]
+        if width != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got {width}")
         if isinstance(input, PackedSequence):
             return self._forward_packed(input, hx)
         batched = input.ndim == 3

@@ -72,6 +72,11 @@ def _nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index
     if target.is_floating_point():
         raise RuntimeError(f"expected scalar type Long but found {target.dtype.name}: nll_loss takes class "
                            "indices (pass class probabilities to cross_entropy instead)")
+    if not (input.is_floating_point() or input.is_complex()):
+        from gmbase.dtypes import scalar_type_name  # noqa: PLC0415
+
+        raise NotImplementedError(f'"nll_loss_out_frame" not implemented for \'{scalar_type_name(input.dtype)}\': '
+                                  "nll_loss takes log-probabilities (a float tensor)")
     n_classes = logp.shape[1]
     valid = flat_target != ignore_index
     safe_target = _F.where(valid, flat_target, 0)
