@@ -360,7 +360,7 @@ class Rprop(Optimizer):
 class ASGD(Optimizer):
     """Averaged SGD (PyTorch's): p = p (1 - lambd eta) - eta g, with eta decaying as
     lr / (1 + lambd lr t) ** alpha; `ax` keeps the average of the iterates from step t0 on.
-    eta and mu are float32 0-d tensors, as PyTorch keeps them (so the rounding agrees)."""
+    eta and mu are 0-d tensors of the scalar dtype, as PyTorch keeps them (so the rounding agrees)."""
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
                  t0: float = 1e6, weight_decay: float = 0, foreach: Any = None, maximize: bool = False,
@@ -372,10 +372,9 @@ class ASGD(Optimizer):
                                       capturable=capturable))
 
     def _initial_state(self, p, group: dict) -> dict:
-        from .._factories import tensor  # noqa: PLC0415
-
-        return {"step": step_tensor(), "eta": tensor(float(group["lr"]), dtype=_dtypes.float32),
-                "mu": tensor(1.0, dtype=_dtypes.float32), "ax": filled_like(p)}
+        # (0-d tensors of the scalar dtype, as PyTorch's: float64 under a float64 default)
+        return {"step": step_tensor(), "eta": step_tensor(float(group["lr"])), "mu": step_tensor(1.0),
+                "ax": filled_like(p)}
 
     def _update_group(self, group: dict) -> None:
         lr, lambd, alpha, t0 = float(group["lr"]), group["lambd"], group["alpha"], group["t0"]

@@ -74,11 +74,17 @@ def test_sgd_keeps_no_step_and_sparse_adam_an_int():
 
 def test_float64_default_dtype_gives_a_float64_step():
     eager.set_default_dtype(eager.float64)
+    torch.set_default_dtype(torch.float64)
     try:
-        opt, params = _run(eager, "Adam", 1)
-        assert opt.state[params[0]]["step"].dtype == eager.float64
+        for name in ("Adam", "ASGD", "NAdam"):
+            opt, params = _run(eager, name, 1)
+            ref, ref_params = _run(torch, name, 1)
+            got = {k: str(v.dtype).split(".")[-1] for k, v in opt.state[params[0]].items() if v.ndim == 0}
+            want = {k: str(v.dtype).split(".")[-1] for k, v in ref.state[ref_params[0]].items() if v.ndim == 0}
+            assert got == want and got["step"] == "float64", name
     finally:
         eager.set_default_dtype(eager.float32)
+        torch.set_default_dtype(torch.float32)
 
 
 @pytest.mark.parametrize("form", ["tensor", "int", "float"])
