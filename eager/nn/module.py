@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from .._grad_mode import no_grad
 from .._tensor import Tensor
+from ._module_more import _ModuleMore
 from .parameter import Parameter
 
 
@@ -85,7 +86,7 @@ def _addindent(text: str, spaces: int) -> str:
     return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
 
 
-class Module:
+class Module(_ModuleMore):
     """Base class of layers: subclass it, set parameters and submodules in `__init__`,
     compute in `forward`; call the module itself (`model(x)`) to run forward."""
 
@@ -176,7 +177,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, "_parameters")
             params[name] = value
         elif params is not None and name in params:
             if value is not None:
@@ -187,7 +188,7 @@ class Module:
             modules = self.__dict__.get("_modules")
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, "_modules")
             modules[name] = value
         elif name in self.__dict__.get("_modules", {}):
             if value is not None:
@@ -204,11 +205,13 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name: str) -> None:
-        """Drop `name` from every registry and the instance dict before re-registering it."""
+    def _forget(self, name: str, keep: str | None = None) -> None:
+        """Drop `name` from every registry but `keep` (the one about to hold it: a replaced
+        entry keeps its place, as PyTorch's, so state_dict order stays) and the instance dict."""
         self.__dict__.pop(name, None)
         for key in ("_parameters", "_buffers", "_modules"):
-            self.__dict__[key].pop(name, None)
+            if key != keep:
+                self.__dict__[key].pop(name, None)
         self._non_persistent.discard(name)
 
     def __getattr__(self, name: str) -> Any:
@@ -239,7 +242,7 @@ class Module:
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
                             "(eager.nn.Parameter or None required)")
-        self._claim(name)
+        self._claim(name, "_parameters")
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -249,7 +252,7 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                             "(eager.Tensor or None required)")
-        self._claim(name)
+        self._claim(name, "_buffers")
         self._buffers[name] = tensor
         if not persistent:
             self._non_persistent.add(name)
@@ -257,7 +260,7 @@ class Module:
     def add_module(self, name: str, module: "Module | None") -> None:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        self._claim(name)
+        self._claim(name, "_modules")
         self._modules[name] = module
 
     register_module = add_module
@@ -267,14 +270,14 @@ class Module:
         if registry not in self.__dict__:
             raise AttributeError(f"cannot assign {what} before Module.__init__() call")
 
-    def _claim(self, name: str) -> None:
+    def _claim(self, name: str, keep: str) -> None:
         """Check a name about to be registered (PyTorch's errors) and drop it from the other
         registries and the instance dict: one name, one entry."""
         if not isinstance(name, str):
             raise TypeError(f"name should be a string, got {type(name).__name__}")
         if name == "" or "." in name:
             raise KeyError(f'name can\'t be empty or contain ".", got: {name!r}')
-        self._forget(name)
+        self._forget(name, keep)
 
     # -- traversal ----------------------------------------------------------------------------
     def named_modules(self, memo: set | None = None, prefix: str = "",

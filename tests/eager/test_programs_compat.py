@@ -997,10 +997,52 @@ def accumulation_and_tying(torch):
     return out
 
 
+def transfer_learning(torch):
+    """Fine-tuning idioms: a pretrained-style model whose first conv and head are replaced
+    (their places in state_dict and named_parameters kept), the backbone frozen, an optimizer
+    over the trainable parameters; get_parameter, get_buffer and set_submodule."""
+    nn = torch.nn
+    out: dict = {}
+
+    class Backbone(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 4, 3)
+            self.bn1 = nn.BatchNorm2d(4)
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(4, 10)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(self.pool(torch.relu(self.bn1(self.conv1(x)))), 1))
+
+    model = Backbone()
+    model.conv1 = nn.Conv2d(1, 4, 3, bias=False)
+    model.fc = nn.Linear(model.fc.in_features, 2)
+    fill(torch, model)
+    for name, p in model.named_parameters():
+        p.requires_grad = name.startswith("fc")
+    out["keys"] = list(model.state_dict())
+    out["trainable"] = [n for n, p in model.named_parameters() if p.requires_grad]
+    opt = torch.optim.Adam(filter(lambda p: p.requires_grad, model.parameters()), lr=0.01)
+    x = data(torch, 2, 1, 5, 5)
+    for _ in range(2):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), torch.tensor([0, 1]))
+        loss.backward()
+        opt.step()
+    out["loss"] = loss.item()
+    out["frozen_grad"] = model.conv1.weight.grad is None
+    out["get"] = (str(model.get_parameter("fc.weight").shape), values(model.get_buffer("bn1.running_mean")))
+    model.set_submodule("pool", nn.AdaptiveMaxPool2d(1))
+    out["modules"] = [n for n, _ in model.named_children()]
+    out["repr"] = repr(model)
+    return out
+
+
 PROGRAMS = [tutorial_classifier, transformer_encoder, lstm_text, custom_function, schedulers,
             checkpoint_and_clipping, data_utils, model_utils, tensor_ops, autograd_misc, more_schedulers,
             functional_losses, init_and_modules, containers, hooks_and_utils, amp_and_misc, save_load,
-            gan_vae, accumulation_and_tying]
+            gan_vae, accumulation_and_tying, transfer_learning]
 
 
 @pytest.fixture(autouse=True, scope="module")
