@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -14,10 +15,18 @@ NAMED = re.compile(r"\b(static|eager)\.([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Z
 
 
 def _resolves(module, dotted: str) -> bool:
-    obj = module
+    """Whether module.dotted names something: an attribute, or a submodule that imports (a
+    lazily imported module is not an attribute of its package until something imports it, so
+    the answer must not depend on which tests ran first)."""
+    obj, path = module, module.__name__
     for part in dotted.split("."):
+        path = f"{path}.{part}"
         if not hasattr(obj, part):
-            return False
+            try:
+                obj = importlib.import_module(path)
+            except ImportError:
+                return False
+            continue
         obj = getattr(obj, part)
     return True
 
