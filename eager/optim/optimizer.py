@@ -16,6 +16,7 @@ from .._device import xp_of_array
 from .._grad_mode import no_grad
 from .._tensor import METADATA_VERSION, Tensor
 from ..nn.module import _clear_grad
+from ._hooks import OptimizerHooks, register_optimizer_step_post_hook, register_optimizer_step_pre_hook  # noqa: F401
 
 
 def eager_arrays(*tensors: Any) -> list | None:
@@ -369,7 +370,7 @@ for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "e
 del _name
 
 
-class Optimizer:
+class Optimizer(OptimizerHooks):
     """Holds `param_groups` (dicts with 'params' and hyper-parameters) and `state` (per
     parameter, keyed by the parameter object)."""
 
@@ -502,6 +503,7 @@ class Optimizer:
     def state_dict(self) -> dict:
         """{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}: parameters
         are named by their position across groups, as PyTorch does."""
+        self._state_dict_hooks("pre")
         index: dict = {}
         groups = []
         for group in self.param_groups:
@@ -513,7 +515,7 @@ class Optimizer:
             groups.append(packed)
         state = {index[id(p)]: {k: self._saved_state_value(k, v) for k, v in s.items()}
                  for p, s in self.state.items() if id(p) in index}
-        return {"state": state, "param_groups": groups}
+        return self._state_dict_hooks("post", {"state": state, "param_groups": groups})
 
     # the state numbers PyTorch keeps as 0-d tensors of its scalar dtype (`step_tensor`; a
     # checkpoint holding a Python number for one is loaded as such a tensor, as PyTorch's
@@ -540,6 +542,7 @@ class Optimizer:
         return copy.deepcopy(value)
 
     def load_state_dict(self, state_dict: dict) -> None:
+        state_dict = self._state_dict_hooks("load_pre", state_dict)
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
@@ -556,6 +559,7 @@ class Optimizer:
             self.state[p] = StateDict({k: self._loaded_state_value(k, v, p) for k, v in s.items()})
         for mine, saved in zip(self.param_groups, groups):
             mine.update({k: v for k, v in saved.items() if k != "params"})
+        self._state_dict_hooks("load_post")
 
     def __repr__(self) -> str:
         lines = [type(self).__name__ + " ("]
