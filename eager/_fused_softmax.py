@@ -125,19 +125,16 @@ def _softmax_rows(x: np.ndarray) -> np.ndarray | None:
 
 
 def _log_softmax_rows(x: np.ndarray) -> np.ndarray | None:
-    """The op's log_softmax steps over the last dimension (x - (log(sum(exp(x - m))) + m), its
+    """The op's log_softmax steps over the last dimension ((x - m) - log(sum(exp(x - m))), its
     bits) with the row maxima m from the kernel, as _softmax_rows; None when the kernel does
     not run or a row's maximum is not finite (the op's forward then)."""
     found = _native.row_max(x)
     if found is None or found[1]:
         return None
-    m = found[0]
-    e = np.subtract(x, m)
-    np.exp(e, out=e)
-    lse = np.add.reduce(e, axis=-1, keepdims=True)
+    d = np.subtract(x, found[0])
+    lse = np.add.reduce(np.exp(d), axis=-1, keepdims=True)
     np.log(lse, out=lse)
-    lse += m
-    return np.subtract(x, lse, out=e)
+    return np.subtract(d, lse, out=d)
 
 
 def rows(input: Any, dim: int, log: bool) -> Tensor | None:

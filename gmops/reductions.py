@@ -493,8 +493,9 @@ def _softmax(xp, x, dim):
 
 
 def _log_softmax(xp, x, dim):
-    """x - (log(sum(exp(x - m))) + m) along dim, m the row maximum (the bits eager's fused
-    row kernels give for finite rows). A row whose maximum is +inf or NaN, or that is all
+    """(x - m) - log(sum(exp(x - m))) along dim, m the row maximum, in PyTorch's order (the
+    bits eager's fused row kernels give for finite rows): x - (log(sum) + m) lost the log-sum
+    against a large maximum (float32 logits of 1e30 gave 0 for log(1/2)). A row whose maximum is +inf or NaN, or that is all
     -inf, is NaN throughout, as PyTorch's (its (x - m) - log(sum(exp(x - m))) is): unlike
     logsumexp, whose +inf row is +inf, only an all -inf row's maximum is replaced (by 0, so
     that row's exp(x - m) is 0 and x - log(0) is -inf + inf). NumPy's reports are off: those
@@ -507,7 +508,8 @@ def _log_softmax(xp, x, dim):
     try:
         m = xp.amax(xa, axis=dim, keepdims=True)
         m = xp.where(m > -math.inf, m, 0)
-        out = xa - (xp.log(xp.sum(xp.exp(xa - m), axis=dim, keepdims=True)) + m)
+        d = xa - m
+        out = d - xp.log(xp.sum(xp.exp(d), axis=dim, keepdims=True))
     finally:
         if token is not None:
             restore_fp(token)

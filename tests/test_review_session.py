@@ -1,0 +1,50 @@
+"""Review of recent eager and compiled changes: inputs the new paths could get wrong,
+each checked against PyTorch (or NumPy) and against the other mode."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eager
+import static
+
+torch = pytest.importorskip("torch")
+
+
+# log_softmax is (x - m) - log(sum(exp(x - m))) as PyTorch's kernel computes it: adding the
+# maximum back to the log-sum first (x - (lse + m)) lost the log-sum against a large maximum
+# (float32 logits of 1000: an error of ulp(1000) = 6e-5; of 1e30: log(2) lost altogether,
+# and the gradient from exp(y) wrong with it).
+LARGE = np.array([[1e30, 1e30, -1e30], [1000.0, 1000.0, 999.0], [-3e4, -3e4 + 1.5, -3e4 - 2.0]])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dim", [-1, 0])  # (the fused rows path, and the op's)
+def test_log_softmax_of_large_logits_is_pytorchs(dtype, dim):
+    x = LARGE.astype(dtype) if dim == -1 else np.ascontiguousarray(LARGE.T.astype(dtype))
+    g = np.random.default_rng(0).standard_normal(x.shape).astype(dtype)
+    t = eager.tensor(x, requires_grad=True)
+    y = eager.nn.functional.log_softmax(t, dim=dim)
+    y.backward(eager.tensor(g))
+    tt = torch.tensor(x, requires_grad=True)
+    yt = torch.log_softmax(tt, dim=dim)
+    yt.backward(torch.tensor(g))
+    tol = dict(rtol=2e-7, atol=1e-7) if dtype == np.float32 else dict(rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), **tol)
+    np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_compiled_log_softmax_and_cross_entropy_of_large_logits(backend):
+    x = LARGE.astype(np.float32)
+    target = np.array([0, 2, 1])
+
+    def fn(t, k):
+        return eager.nn.functional.log_softmax(t, dim=-1), eager.nn.functional.cross_entropy(t, k)
+    try:
+        got = static.compile(fn, backend=backend)(eager.tensor(x), eager.tensor(target))
+    except static.BackendError:
+        pytest.skip("no C++ compiler")
+    want = (torch.log_softmax(torch.tensor(x), -1), torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor(target)))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-7, atol=1e-7)
