@@ -114,7 +114,7 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     dims = np.array([len(batch), m, n, k_, la[0], lb[0], la[1], lb[1], min(threads, total), found[1], total,
                      oa[1], ob[1], *batch, *([1] * pad), *sa, *([0] * pad), *sb, *([0] * pad)], _I64)
     out = np.empty(tuple(batch) + (m, n), a.dtype)
-    dt = a.dtype.name
+    dt = "float32" if _SUFFIX[a.dtype] == "f32" else "float64"  # (dtype.name: a slow property)
     if not k.run(f"gm_eager_gemm_stacked_{_SUFFIX[a.dtype]}", threads,
                  (oa[0].nbytes, ob[0].nbytes, -out.nbytes, dims.nbytes, 8),
                  k.formats((dt, dt, dt, "int64", "int64")), oa[0], ob[0], out, dims,
