@@ -48,3 +48,46 @@ def test_compiled_log_softmax_and_cross_entropy_of_large_logits(backend):
     want = (torch.log_softmax(torch.tensor(x), -1), torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor(target)))
     for a, b in zip(got, want):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-7, atol=1e-7)
+
+
+# register_parameter, register_buffer and add_module refuse a name that another kind of
+# attribute already holds, with PyTorch's KeyError: replacing it silently dropped a parameter
+# from the module (register_buffer("c") over parameter c: c gone from parameters()).
+@pytest.mark.parametrize("register", [
+    lambda m, L: m.register_buffer("c", L.ones(1)),  # c a parameter
+    lambda m, L: m.add_module("c", L.nn.ReLU()),
+    lambda m, L: m.register_parameter("a", L.nn.Parameter(L.ones(1))),  # a a submodule
+    lambda m, L: m.register_buffer("plain", L.ones(1)),  # a plain attribute
+    lambda m, L: m.register_parameter("b", None),  # b a buffer
+    lambda m, L: m.register_buffer("forward", L.ones(1)),  # a method
+])
+def test_registering_over_another_attribute_raises_pytorchs_keyerror(register):
+    def build(L):
+        class M(L.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = L.nn.Linear(1, 1)
+                self.register_buffer("b", L.ones(1))
+                self.c = L.nn.Parameter(L.ones(1))
+                self.plain = 3
+        return M()
+    want = build(torch)
+    with pytest.raises(KeyError) as info:
+        register(want, torch)
+    got = build(eager)
+    with pytest.raises(KeyError, match=str(info.value).strip("'\"").replace("'", ".")):
+        register(got, eager)
+    assert list(got.state_dict()) == list(want.state_dict())
+    assert [n for n, _ in got.named_parameters()] == [n for n, _ in want.named_parameters()]
+
+
+def test_re_registering_the_same_kind_keeps_its_place():
+    for L in (eager, torch):
+        m = L.nn.BatchNorm2d(2)
+        m.register_buffer("running_mean", L.zeros(2), persistent=False)
+        m.register_buffer("running_mean", L.zeros(2))
+        m.register_parameter("weight", L.nn.Parameter(L.zeros(2)))
+        m.add_module("sub", L.nn.ReLU())
+        m.add_module("sub", L.nn.Tanh())
+        assert list(m.state_dict()) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
+        assert type(m.sub).__name__ == "Tanh"

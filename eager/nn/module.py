@@ -277,6 +277,8 @@ class Module(_ModuleMore):
             raise TypeError(f"name should be a string, got {type(name).__name__}")
         if name == "" or "." in name:
             raise KeyError(f'name can\'t be empty or contain ".", got: {name!r}')
+        if name not in self.__dict__[keep] and hasattr(self, name):  # (replacing it dropped, say, a parameter)
+            raise KeyError(f"attribute '{name}' already exists")
         self._forget(name, keep)
 
     # -- traversal ----------------------------------------------------------------------------
