@@ -148,7 +148,7 @@ def _max_pool(unfold: Node, outs: set) -> tuple | None:
         return None
     argmax = arg[0]
     if argmax.body is not None or int(argmax.attrs["dim"]) % 5 != 1 or argmax.attrs.get("keepdim") \
-            or argmax.outputs[0].type.dtype.np.name != "int64":
+            or argmax.outputs[0].type.dtype.np.name not in ("int64", "int8"):
         return None
     take = None
     for r in readers:
@@ -187,7 +187,7 @@ def _pool_grad(fold: Node, outs: set) -> tuple | None:
         index = index_mask.inputs[0]
         if (int(index_mask.attrs["dim"]) == 1 and int(index_mask.attrs["size"]) == kh * kw
                 and isinstance(index, Value) and _ints(index.type.shape) == (c, 1, n, oh, ow)
-                and index.type.dtype.np.name == "int64"):
+                and index.type.dtype.np.name in ("int64", "int8")):
             return where, index_mask, index, g
     if mask.type.dtype.np.name == "bool" and _ints(mask.type.shape) == (c, kh * kw, n, oh, ow):
         return where, None, mask, g

@@ -19,6 +19,7 @@ indices are the pooling function's bits. Anything else keeps the two functions.
 """
 from __future__ import annotations
 
+from gmbase import dtypes
 from static.ir import Node, Value
 
 from ..render import c_type
@@ -60,6 +61,7 @@ def fuse_pools(emit: dict, absorbed: set, outs: set) -> None:
         absorbed.add(id(argmax))
         del regions[id(x.producer)]  # one pooling a normalization
     fuse_pool_grads(emit, absorbed, outs)
+    narrow_indices(emit, outs)  # the index as int8 where only the fused functions read it
     drop_normalized(emit, outs)  # xhat recomputed by its gradient, not stored (bn_recompute.py)
 
 
@@ -96,6 +98,55 @@ def fuse_pool_grads(emit: dict, absorbed: set, outs: set) -> None:
         del emit[key]
         absorbed.add(id(fold))
         del regions[id(region)]
+
+
+_INDEX_VIEWS = frozenset({"reshape", "permute", "transpose", "squeeze", "unsqueeze"})
+
+
+def narrow_indices(emit: dict, outs: set) -> None:
+    """Store a fused max-pooling's index as int8 (the window cell, 0..kh*kw-1) where its
+    windows have at most 127 cells and nothing but the functions this module writes reads it:
+    the pooled maxima and mask in the normalization's pass, the scatter in the gradient's
+    (through views: reshapes, permutes). The index is written in the forward and read back
+    in the backward: W6's two poolings wrote and read 1.2 MB of int64 for 150 KB of int8.
+    The index value and its views are retyped in the graph (their only readers are C lines
+    that convert the cell to long long); any other reader, or a graph output, keeps int64."""
+    grads = set()  # the index values the gradient regions scatter by
+    for kind, _, parts in emit.values():
+        if kind == "bn_region_grad" and "pool_grad" in parts:
+            grads.add(id(parts["pool_grad"]["index"]))
+    for kind, _, parts in list(emit.values()):
+        pool = parts.get("pool") if kind == "bn_norm" else None
+        if pool is None:
+            continue
+        kh, kw = (int(k) for k in pool["unfold"].attrs["kernel"])
+        index = pool["argmax"].outputs[0]
+        if kh * kw > 127 or index.type.dtype.np.name != "int64":
+            continue
+        terminal = {id(pool["take"]) if pool["take"] is not None else None,
+                    id(pool["mask"][0]) if pool["mask"] is not None else None}
+        chain, todo, ok = [index], [index], True
+        while todo and ok:
+            v = todo.pop()
+            if id(v) in outs:
+                ok = False
+                break
+            for u in _users(v):
+                if id(u) in terminal:
+                    continue
+                if u.op == "index_mask" and id(v) in grads:
+                    continue
+                if u.op in _INDEX_VIEWS and u.body is None and len(u.outputs) == 1 and u.inputs[0] is v:
+                    chain.append(u.outputs[0])
+                    todo.append(u.outputs[0])
+                    continue
+                ok = False
+                break
+        if not ok:
+            continue
+        int8 = dtypes.int8
+        for v in chain:
+            v.type = v.type._replace(dtype=int8)
 
 
 def _input(fn, v: Value) -> tuple[str, tuple, int]:
@@ -168,10 +219,19 @@ def pool_lines(fn, pool: dict, windows) -> list[str]:
     keep_index = (any(id(u) not in absorbed_readers for u in _users(index))
                   or any(v is index for v in fn.m.graph.outputs))
     store = []
-    if keep_index:
+    # the maxima's parameter first: an index small enough for the call path to make it (int8,
+    # narrow_indices) would otherwise take the maxima after it there, made each call
+    maxima = _output(fn, take.outputs[0]) if take is not None else None
+    row_index = []
+    if keep_index and index.type.dtype.np.itemsize == 1:
+        # a byte index: the row's cells gathered in ints, stored after the row's windows
+        out_k = _output(fn, index)
+        store.append("            cells[ox] = (int)best_k;")
+        row_index = [f"        for (long long ox = 0; ox < {ow}; ++ox) {out_k}[pat + ox] = (signed char)cells[ox];"]
+    elif keep_index:
         store.append(f"            {_output(fn, index)}[pat + ox] = best_k;")
-    if take is not None:
-        store.append(f"            {_output(fn, take.outputs[0])}[pat + ox] = best;")
+    if maxima is not None:
+        store.append(f"            {maxima}[pat + ox] = best;")
     row_mask = []
     if mask is not None:  # (C, kh*kw, N, oh, ow): each offset's row written contiguously
         out_m = _output(fn, mask[1].outputs[0])
@@ -190,10 +250,12 @@ def pool_lines(fn, pool: dict, windows) -> list[str]:
         f"    for (long long oy = 0; oy < {oh}; ++oy) {{",
         f"        const long long pat = ((cc * {n} + nn) * {oh} + oy) * {ow}LL;",
         *([f"        int chosen[{ow}];"] if row_mask else []),
+        *([f"        int cells[{ow}];"] if row_index else []),
         f"        for (long long ox = 0; ox < {ow}; ++ox) {{",
         *windows(T, kh, kw, sh, sw, dh, dw, w, 1),
         *store,
         "        }",
+        *row_index,
         *row_mask,
         "    }",
         "}",
