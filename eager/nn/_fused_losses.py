@@ -86,18 +86,16 @@ def eligible(input: Any, target: Any, weight: Any, ignore_index: int, reduction:
 
 
 def log_softmax_rows(x: np.ndarray) -> np.ndarray:
-    """log_softmax over dim 1 of 2-d x, the op's formula x - (log(sum(exp(x - m))) + m) with
+    """log_softmax over dim 1 of 2-d x, the op's formula (x - m) - log(sum(exp(x - m))) with
     its bits, in fresh buffers written in place (about half the op's NumPy calls)."""
     m = _max(x, axis=1, keepdims=True)
-    if not np.isfinite(m).all():  # a row holding nan or inf: the op's where(isfinite(m), m, 0), no warning
+    if not np.isfinite(m).all():  # a row holding nan or inf, or all -inf: the op's nan rows, no warning
         with np.errstate(all="ignore"):
             return _log_softmax_op(np, x, dim=1)
-    e = np.subtract(x, m)
-    _exp(e, out=e)
-    s = _add(e, axis=1, keepdims=True)
+    d = np.subtract(x, m)
+    s = _add(_exp(d), axis=1, keepdims=True)
     _log(s, out=s)
-    s += m
-    return np.subtract(x, s, out=e)
+    return np.subtract(d, s, out=d)
 
 
 def _hang(ctx: FunctionCtx, a: Tensor, out: Tensor) -> Tensor:

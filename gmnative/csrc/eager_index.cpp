@@ -17,8 +17,9 @@ typedef unsigned int gm_u32;
 // x, logp: (n, c) row-major; t: (n) targets; loss: (n + 1), -logp[i, t_i] per row (0 where
 // t_i == ignore_index) and their sum last (accumulated in double);
 // d = [n, c, ignore_index, first row whose target is out of range or -1 (out), rows kept (out)].
-// A row's shift is its maximum, or 0 when that is not finite (the op's where(isfinite(m), m, 0):
-// a row of -inf gives nan, a row holding +inf gives -inf and nan, as log_softmax does).
+// logp is (x - m) - log(sum(exp(x - m))), PyTorch's order, m the row's maximum, or 0 for a row
+// of -inf (the op's where(m > -inf, m, 0)): a row of -inf, or holding +inf or nan, is nan
+// throughout, as PyTorch's log_softmax (the nan reaches the row's sum).
 template <typename T> static void ce_forward(const T* x, const gm_i64* t, T* logp, T* loss, gm_i64* d) {
     const gm_i64 n = d[0], c = d[1], ignore = d[2];
     gm_i64 bad = -1, kept = 0;
@@ -30,16 +31,16 @@ template <typename T> static void ce_forward(const T* x, const gm_i64* t, T* log
         #pragma omp simd reduction(max:m)
         for (gm_i64 j = 1; j < c; ++j)
             m = xi[j] > m ? xi[j] : m;
-        if (!(m > -__builtin_inf() && m < __builtin_inf()))
+        if (m == -__builtin_inf())
             m = (T)0;
         double s = 0.0;
         #pragma omp simd reduction(+:s)
         for (gm_i64 j = 0; j < c; ++j)
             s += (double)exp((T)(xi[j] - m));
-        const T lse = (T)log((T)s) + m;
+        const T lse = (T)log((T)s);
         #pragma omp simd
         for (gm_i64 j = 0; j < c; ++j)
-            li[j] = xi[j] - lse;
+            li[j] = (T)(xi[j] - m) - lse;
         const gm_i64 ti = t[i];
         if (ti == ignore) {
             loss[i] = (T)0;
