@@ -134,7 +134,13 @@ _X86_MACRO_FLAGS = (("__SSE3__", "pni"), ("__SSSE3__", "ssse3"), ("__SSE4_1__", 
                     ("__AVX512F__", "avx512f"), ("__AVX512CD__", "avx512cd"), ("__AVX512BW__", "avx512bw"),
                     ("__AVX512DQ__", "avx512dq"), ("__AVX512VL__", "avx512vl"), ("__AVX512VNNI__", "avx512_vnni"),
                     ("__AVX512BF16__", "avx512_bf16"), ("__AVX512FP16__", "avx512_fp16"),
-                    ("__AVXVNNI__", "avx_vnni"), ("__AMX_TILE__", "amx_tile"))
+                    ("__AVXVNNI__", "avx_vnni"), ("__AMX_TILE__", "amx_tile"),
+                    # (extensions the vectorizer emits: vpermb, vpcompressb, vpopcntd, gf2p8affine)
+                    ("__AVX512VBMI__", "avx512vbmi"), ("__AVX512VBMI2__", "avx512_vbmi2"),
+                    ("__AVX512IFMA__", "avx512ifma"), ("__AVX512BITALG__", "avx512_bitalg"),
+                    ("__AVX512VPOPCNTDQ__", "avx512_vpopcntdq"), ("__GFNI__", "gfni"),
+                    ("__AVX512ER__", "avx512er"), ("__AVX512PF__", "avx512pf"),
+                    ("__SSE4A__", "sse4a"), ("__FMA4__", "fma4"), ("__XOP__", "xop"))
 # the widest vector extension a target names: (macro, name, bits a register holds)
 _VECTOR_MACROS = (("__AVX512F__", "AVX-512", 512), ("__AVX2__", "AVX2", 256), ("__AVX__", "AVX", 256),
                   ("__SSE4_2__", "SSE4.2", 128), ("__SSE2__", "SSE2", 128), ("__ARM_FEATURE_SVE", "SVE", 0),

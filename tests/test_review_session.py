@@ -91,3 +91,25 @@ def test_re_registering_the_same_kind_keeps_its_place():
         m.add_module("sub", L.nn.Tanh())
         assert list(m.state_dict()) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
         assert type(m.sub).__name__ == "Tanh"
+
+
+# GRAPHMODE_NATIVE_ARCH: a target is refused where it enables an extension this CPU lacks.
+# The AVX-512 extensions after Skylake's (VBMI, VBMI2, IFMA, BITALG, VPOPCNTDQ; GFNI), which
+# gcc's vectorizer emits (vpermb, vpcompressb, vpopcntd), were not compared: icelake-server
+# on a Skylake-X host was taken, and its kernels could stop with an illegal instruction.
+def test_a_target_beyond_skylake_avx512_is_refused_on_a_skylake_host(monkeypatch):
+    import platform
+
+    from gmnative import build, toolchain
+
+    found = build._probe()
+    if isinstance(found, str) or platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("needs a C++ compiler on x86-64")
+    if isinstance(toolchain.target_macros(found.command, "icelake-server"), str):
+        pytest.skip("the compiler does not know icelake-server")
+    skylake_x = frozenset("fpu sse sse2 pni ssse3 sse4_1 sse4_2 popcnt avx avx2 fma f16c bmi1 bmi2 movbe abm "
+                          "avx512f avx512cd avx512bw avx512dq avx512vl".split())
+    monkeypatch.setattr(toolchain, "host_cpu_flags", lambda: skylake_x)
+    problem = toolchain.target_problem(found.command, "icelake-server")
+    assert problem is not None and "avx512vbmi" in problem and "illegal instruction" in problem
+    assert toolchain.target_problem(found.command, "skylake-avx512") is None
