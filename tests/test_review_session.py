@@ -113,3 +113,36 @@ def test_a_target_beyond_skylake_avx512_is_refused_on_a_skylake_host(monkeypatch
     problem = toolchain.target_problem(found.command, "icelake-server")
     assert problem is not None and "avx512vbmi" in problem and "illegal instruction" in problem
     assert toolchain.target_problem(found.command, "skylake-avx512") is None
+
+
+# A compiled module's returned output that its backward also reads (one value in the compiled
+# graph: the trace merges equal expressions, so h.mean() returned and h.mean() fed to a layer
+# are one array) was saved as is: an in-place change of the output before backward (eager's
+# separate tensors: no effect) reached the compiled gradient (the Linear's weight gradient 2x).
+@pytest.mark.parametrize("outputs", ["mean_twice", "exp_sum_twice"])
+def test_an_output_changed_in_place_before_backward_leaves_the_compiled_gradient(outputs):
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+
+    class Two(eager.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = eager.nn.Linear(3, 2)
+
+        def forward(self, t):
+            if outputs == "mean_twice":
+                return t.mean(2), self.lin(t.mean(2))
+            return t.exp().sum(2), self.lin(t.exp().sum(2))
+    grads = []
+    for compiled in (False, True):
+        eager.manual_seed(0)
+        model = Two()
+        f = static.compile(model, backend="numpy") if compiled else model
+        for k in range(2):
+            model.zero_grad()
+            a, b = f(eager.tensor(x * (k + 1)))
+            loss = b.sum()
+            a.mul_(2)
+            loss.backward()
+            grads.append(model.lin.weight.grad.numpy().copy())
+    for got, want in zip(grads[2:], grads[:2]):
+        np.testing.assert_allclose(got, want, rtol=1e-6)

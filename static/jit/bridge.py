@@ -272,6 +272,11 @@ class CompiledFunction(eager.autograd.Function):
             # a residual that aliases a buffer about to be overwritten must keep the old values
             for k in _aliasing(residuals, [data_of(t) for t in targets]):
                 residuals[k] = residuals[k].copy()
+        if residuals and user:
+            # nor one that is a returned output: the caller may change that in place before
+            # the backward (eager's tensors are apart where the trace merged equal values)
+            for k in _aliasing(residuals, [u for u in user if getattr(u, "ndim", None) is not None]):
+                residuals[k] = residuals[k].copy()
         write_back(trace, leaves, updates)
         inputs = input_objects(trace, leaves)
         aliased: list[Tensor] = []
