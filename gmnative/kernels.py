@@ -279,7 +279,7 @@ def layer_norm(rows, w, b, eps: float, stats: np.ndarray | None = None) -> np.nd
     written there too, for the backward."""
     suffix = _usable(rows, w, b)
     k = kernels() if suffix is not None and rows.size else None
-    if k is None:
+    if k is None or suffix is None:
         return None
     groups, n = rows.shape
     out = np.empty_like(rows)
@@ -301,7 +301,7 @@ def layer_norm_backward(g, rows, w, eps: float, stats: np.ndarray | None = None)
     instead of computing them again (two of its four passes)."""
     suffix = _usable(g, rows, w)
     k = kernels() if suffix is not None and rows.size else None
-    if k is None:
+    if k is None or suffix is None:
         return None
     groups, n = rows.shape
     nt = k.threads()
