@@ -182,6 +182,7 @@ def equal(input: Tensor, other: Tensor) -> _builtins.bool:
 _LAZY_SUBMODULES = frozenset({"distributed", "distributions", "jit", "nn", "onnx", "optim", "random", "testing", "utils",
                               "viz"})
 _NN_ACTIVATIONS = frozenset({"selu", "celu", "rrelu", "threshold", "relu_", "selu_", "celu_", "rrelu_", "threshold_"})
+from ._conveniences.spelling_names import NN_SPELLINGS as _NN_SPELLINGS  # noqa: E402
 
 
 def __getattr__(name: str) -> object:
@@ -193,6 +194,10 @@ def __getattr__(name: str) -> object:
         from .nn import functional as _nnf  # noqa: PLC0415
 
         return getattr(_nnf, name)
+    if name in _NN_SPELLINGS:  # torch.conv2d, torch.dropout(x, p, train), ...: on first use, as nn
+        from ._conveniences import torch_spellings  # noqa: PLC0415
+
+        return getattr(torch_spellings, name)
     raise AttributeError(f"module 'eager' has no attribute '{name}'")
 
 
@@ -209,6 +214,9 @@ from .sparse import spmm  # noqa: E402,F401
 
 from ._out import install as _install_out  # noqa: E402
 _install_out(globals())  # torch.<fn>(..., out=t) for the functions PyTorch gives out= (eager._out)
+from ._conveniences.method_spellings import install as _install_method_spellings  # noqa: E402
+_install_method_spellings(globals())  # torch.abs_(t), torch.detach(t), torch.is_nonzero(t), ...: the methods
+from ._conveniences.factories_flags import *  # noqa: E402,F401,F403  (windows, asarray, typename, mode queries)
 
 # torch's numeric constants (torch.pi, torch.e, torch.inf, torch.nan): Python floats, as PyTorch's
 pi: _builtins.float = _math.pi

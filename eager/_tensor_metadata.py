@@ -117,8 +117,11 @@ class TensorMetadata:
         return False
 
     def is_shared(self) -> bool:
-        """False: tensors are not in shared memory (no worker processes). Mirrors torch.Tensor.is_shared."""
-        return False
+        """Whether share_memory_ was called on this tensor (eager._conveniences.tensor_extras records it).
+        Mirrors torch.Tensor.is_shared."""
+        from ._conveniences.tensor_extras import is_shared  # noqa: PLC0415
+
+        return is_shared(self)
 
     def is_distributed(self) -> bool:
         """False. Mirrors torch.Tensor.is_distributed."""

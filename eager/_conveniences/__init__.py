@@ -20,6 +20,7 @@ from .._api.inplace import _InPlace
 from .._compositions import copysign, deg2rad, hypot, rad2deg, sinc, xlogy
 from ..special import logit
 from . import methods as _methods
+from . import tensor_extras as _tensor_extras
 from .linalg import (  # noqa: F401
     addbmm,
     addr,
@@ -129,6 +130,12 @@ def _install() -> None:
         if not hasattr(TensorAPI, name):
             entry.__set_name__(TensorAPI, name)
             setattr(TensorAPI, name, entry)
+    for name, fn in _tensor_extras.METHODS.items():
+        if not hasattr(TensorAPI, name):
+            setattr(TensorAPI, name, fn)
+    for name, getter in _tensor_extras.PROPERTIES.items():
+        if not hasattr(TensorAPI, name):
+            setattr(TensorAPI, name, property(getter))
     for name, getter in (("real", _real_property), ("imag", _imag_property), ("output_nr", _methods.output_nr)):
         if not hasattr(TensorAPI, name):
             setattr(TensorAPI, name, property(getter))
