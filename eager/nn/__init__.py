@@ -52,6 +52,7 @@ from .activation import RReLU  # noqa: F401,E402
 from .conv import ConvTranspose3d, Fold, Unfold  # noqa: F401,E402
 from .pooling import (  # noqa: F401,E402
     AdaptiveMaxPool1d, AdaptiveMaxPool3d, LPPool1d, LPPool2d, LPPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d,
+    FractionalMaxPool2d, FractionalMaxPool3d,
 )
 from .normalization import LocalResponseNorm  # noqa: F401,E402
 from .resampling import ChannelShuffle  # noqa: F401,E402
@@ -95,6 +96,7 @@ __all__ = ["Module", "Parameter", "Buffer", "Linear", "Identity", "ReLU", "Tanh"
            "AdaptiveAvgPool3d", "AvgPool3d", "Conv3d", "MaxPool3d", "modules", "parallel", "DataParallel",
            "RReLU", "AdaptiveMaxPool1d", "AdaptiveMaxPool3d", "ChannelShuffle", "Fold", "LocalResponseNorm",
            "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Unfold",
+           "FractionalMaxPool2d", "FractionalMaxPool3d",
            "FeatureAlphaDropout", "CircularPad3d", "ReflectionPad3d", "ZeroPad3d",
            "MultiLabelMarginLoss", "MultiMarginLoss", "TripletMarginWithDistanceLoss", "RNNBase", "RNNCellBase",
            "ConvTranspose3d", "CTCLoss", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d",

@@ -235,3 +235,43 @@ class MaxUnpool3d(_MaxUnpoolNd):
     """The partial inverse of MaxPool3d. Mirrors torch.nn.MaxUnpool3d."""
 
     _spatial = 3
+
+
+class _FractionalMaxPoolNd(Module):
+    """Fractional max pooling's module: output_size or output_ratio (in (0, 1)), one of them."""
+
+    __constants__ = ["kernel_size", "return_indices", "output_size", "output_ratio"]
+    _spatial = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices: bool = False,
+                 _random_samples=None) -> None:
+        super().__init__()
+        n = self._spatial
+        self.kernel_size = _tuple(kernel_size, n)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _tuple(output_size, n) if output_size is not None else None
+        self.output_ratio = _tuple(output_ratio, n) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"FractionalMaxPool{n}d requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input: Tensor):
+        pool = F.fractional_max_pool2d if self._spatial == 2 else F.fractional_max_pool3d
+        return pool(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                    _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """2-D fractional max pooling over (N, C, H, W) or (C, H, W). Mirrors torch.nn.FractionalMaxPool2d."""
+
+    _spatial = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """3-D fractional max pooling over (N, C, T, H, W) or (C, T, H, W). Mirrors torch.nn.FractionalMaxPool3d."""
+
+    _spatial = 3

@@ -50,6 +50,16 @@ from .ctc import ctc_loss  # noqa: F401
 from .distances import cosine_similarity, pairwise_distance, pdist  # noqa: F401
 from .dropouts import alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout  # noqa: F401
 from .embeddings import embedding, embedding_bag, one_hot  # noqa: F401
+from .fractional_pooling import (  # noqa: F401
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d_with_indices,
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+    max_pool3d_with_indices,
+)
 from .linear_maps import bilinear, linear  # noqa: F401
 from .losses import (  # noqa: F401
     binary_cross_entropy,

@@ -23,6 +23,8 @@ __all__ = [
 from ..pooling import (  # noqa: E402,F401
     AdaptiveMaxPool1d,
     AdaptiveMaxPool3d,
+    FractionalMaxPool2d,
+    FractionalMaxPool3d,
     LPPool1d,
     LPPool2d,
     LPPool3d,
@@ -31,7 +33,16 @@ from ..pooling import (  # noqa: E402,F401
     MaxUnpool3d,
 )
 
+__all__ += ["FractionalMaxPool2d", "FractionalMaxPool3d"]
 __all__ += ["AdaptiveMaxPool1d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d",
             "MaxUnpool2d", "MaxUnpool3d"]
 # PyTorch's bases, which isinstance checks name
-from ..pooling import _AdaptiveAvgPoolNd, _AdaptiveMaxPoolNd, _AvgPoolNd, _LPPoolNd, _MaxPoolNd, _MaxUnpoolNd  # noqa: E402,F401
+from ..pooling import (  # noqa: E402,F401
+    _AdaptiveAvgPoolNd,
+    _AdaptiveMaxPoolNd,
+    _AvgPoolNd,
+    _FractionalMaxPoolNd,
+    _LPPoolNd,
+    _MaxPoolNd,
+    _MaxUnpoolNd,
+)
