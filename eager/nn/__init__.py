@@ -105,3 +105,6 @@ __all__ = ["Module", "Parameter", "Buffer", "Linear", "Identity", "ReLU", "Tanh"
 from . import _constants  # noqa: E402
 
 _constants.apply()  # PyTorch's __constants__ on each module class
+from . import grad  # noqa: E402  (torch.nn.grad: conv{1,2,3}d_input / _weight)
+
+functional.grad = grad  # type: ignore[attr-defined]  # torch.nn.functional.grad is that module too
