@@ -523,11 +523,12 @@ class Optimizer(OptimizerHooks):
     _tensor_numbers: tuple = ("step",)
 
     def _saved_state_value(self, key: str, value: Any) -> Any:
-        if isinstance(value, Tensor):
-            return value.clone()
+        """The live value, as PyTorch's state_dict holds it (not a copy: a dict taken before
+        more steps sees them, and torch.save or copy.deepcopy freeze it), except a step
+        count kept as a number, given as PyTorch's tensor."""
         if key in self._tensor_numbers and isinstance(value, (int, float)) and not isinstance(value, bool):
             return step_tensor(float(value))
-        return copy.deepcopy(value)
+        return value
 
     def _loaded_state_value(self, key: str, value: Any, p: Any) -> Any:
         """A saved state entry as p's state holds it: tensors copied to p's device, and to p's

@@ -137,3 +137,20 @@ def test_a_script_incrementing_the_step_by_hand():
         p.grad = eager.ones(3, 2)
     opt.step()
     assert st["step"].item() == 3 and opt.state[params[1]]["step"] == 6
+
+
+def test_state_dict_holds_the_live_state_as_pytorchs():
+    """PyTorch's state_dict hands out the optimizer's own state tensors: a dict taken before
+    more steps sees them (torch.save or deepcopy freezes it)."""
+    import copy  # noqa: PLC0415
+
+    lin = eager.nn.Linear(3, 2)
+    opt = eager.optim.Adam(lin.parameters())
+    for _ in range(2):
+        opt.zero_grad()
+        lin(eager.ones(4, 3)).sum().backward()
+        opt.step()
+        if _ == 0:
+            live, frozen = opt.state_dict(), copy.deepcopy(opt.state_dict())
+    assert live["state"][0]["exp_avg"] is opt.state[lin.weight]["exp_avg"]
+    assert float(live["state"][0]["step"]) == 2.0 and float(frozen["state"][0]["step"]) == 1.0
