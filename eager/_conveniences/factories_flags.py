@@ -15,6 +15,7 @@ import numpy as np
 from gmbase import dtypes as _dtypes
 
 from .._grad_mode import STATE as _GRAD_STATE
+from .histograms import histogramdd
 
 
 def _window_positions(op: str, window_length: int, periodic: bool, dtype: Any, requires_grad: bool) -> Any:
@@ -290,7 +291,7 @@ __all__ = [
     "asarray", "bartlett_window", "blackman_window", "clear_autocast_cache", "cumulative_trapezoid",
     "empty_strided", "frombuffer", "get_autocast_cpu_dtype", "get_autocast_dtype", "get_autocast_gpu_dtype",
     "get_deterministic_debug_mode", "hamming_window", "hann_window", "has_lapack", "has_mkl", "has_openmp",
-    "has_spectral", "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "is_autocast_cache_enabled",
+    "has_spectral", "histogramdd", "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "is_autocast_cache_enabled",
     "is_autocast_cpu_enabled", "is_autocast_enabled", "is_warn_always_enabled", "kaiser_window", "matrix_rank",
     "set_anomaly_enabled", "set_autocast_cache_enabled", "set_autocast_cpu_dtype", "set_autocast_dtype",
     "set_deterministic_debug_mode", "set_warn_always", "typename",

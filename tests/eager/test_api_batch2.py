@@ -214,3 +214,44 @@ def test_mode_queries() -> None:
     assert eager.has_lapack is True and isinstance(eager.has_openmp, bool)
     with pytest.raises(RuntimeError, match="linalg.matrix_rank"):
         eager.matrix_rank(eager.eye(3))
+
+
+def test_histogramdd_matches_torch() -> None:
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((50, 3)).astype(np.float32)
+    w = rng.random(50).astype(np.float32)
+    cases = [dict(bins=4), dict(bins=[2, 3, 4], weight=True), dict(bins=3, range=[-1.0, 1.0, -2.0, 0.0, 0.0, 3.0]),
+             dict(bins=[2, 2, 5], density=True)]
+    for kw in cases:
+        ekw = {k: (eager.tensor(w) if k == "weight" else v) for k, v in kw.items()}
+        tkw = {k: (torch.tensor(w) if k == "weight" else v) for k, v in kw.items()}
+        eh, ee = eager.histogramdd(eager.tensor(a), **ekw)
+        th, te = torch.histogramdd(torch.tensor(a), **tkw)
+        _close(eh, th)
+        for x, y in zip(ee, te):
+            _close(x, y)
+    edges = [torch.tensor([-1.0, 0.0, 2.0]), torch.tensor([0.0, 3.0])]
+    th, _ = torch.histogramdd(torch.tensor(a[:, :2]), bins=edges)
+    eh, _ = eager.histogramdd(eager.tensor(a[:, :2]), bins=[eager.tensor(e.numpy()) for e in edges])
+    _close(eh, th)
+    with pytest.raises(RuntimeError):
+        eager.histogramdd(eager.tensor(a), bins=[2, 2])
+
+
+def test_spellings_gradcheck_and_inplace_dropout() -> None:
+    rng = np.random.default_rng(8)
+    x = eager.tensor(rng.standard_normal((2, 3, 4)), requires_grad=True)
+    w = eager.tensor(rng.standard_normal(4), requires_grad=True)
+    t = eager.tensor(rng.random((2, 3, 4)))
+    gc = eager.autograd.gradcheck
+    assert gc(lambda a, b: eager.layer_norm(a, [4], b, None, 1e-5, False), (x, w))
+    assert gc(lambda a: eager.binary_cross_entropy_with_logits(a, t, None, None, 2), (x,))
+    assert gc(lambda a: eager.constant_pad_nd(a, [1, 1, 2, 0], 0.5), (x,))
+    assert gc(lambda a: eager.kl_div(a, t, 0), (x,))
+    assert gc(lambda a: eager.cumulative_trapezoid(a, dim=1), (x,))
+    y = eager.ones(100)
+    assert eager.dropout_(y, 0.5, True) is y
+    kept = y[y != 0]
+    assert float((y == 0).float().sum()) > 0 and np.allclose(kept.numpy(), 2.0)
+    assert eager.alpha_dropout(y, 0.5, False) is y or np.array_equal(eager.alpha_dropout(y, 0.5, False).numpy(),
+                                                                       y.numpy())
