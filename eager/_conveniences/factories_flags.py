@@ -160,6 +160,28 @@ def typename(obj: Any) -> str:
     return name if module in ("builtins", "__builtin__", None) else f"{module}.{name}"
 
 
+def scalar_tensor(s: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
+                  requires_grad: bool = False, pin_memory: bool = False) -> Any:
+    """A 0-d tensor holding s, of the default float dtype unless given (an int or bool too, as
+    PyTorch's). Mirrors torch.scalar_tensor."""
+    from .. import get_default_dtype, tensor  # noqa: PLC0415
+
+    return tensor(s, dtype=dtype or get_default_dtype(), requires_grad=requires_grad)
+
+
+def randint_like(input: Any, low: Any, high: Any = None, *, dtype: Any = None, layout: Any = None,
+                 device: Any = None, requires_grad: bool = False, memory_format: Any = None,
+                 generator: Any = None) -> Any:
+    """Integers drawn uniformly from [low, high) (from [0, low) when high is not given) in input's shape and
+    dtype unless given. Mirrors torch.randint_like."""
+    from .. import randint  # noqa: PLC0415
+
+    if high is None:
+        low, high = 0, low
+    return randint(int(low), int(high), tuple(input.shape), dtype=dtype or input.dtype,
+                   requires_grad=requires_grad)
+
+
 def matrix_rank(input: Any, tol: Any = None, symmetric: bool = False, *, out: Any = None) -> Any:
     """Removed since PyTorch 1.9: raises as PyTorch 2.x does, naming the replacement."""
     raise RuntimeError(
@@ -289,7 +311,8 @@ def set_deterministic_debug_mode(debug_mode: int | str) -> None:
 
 __all__ = [
     "asarray", "bartlett_window", "blackman_window", "clear_autocast_cache", "cumulative_trapezoid",
-    "empty_strided", "frombuffer", "get_autocast_cpu_dtype", "get_autocast_dtype", "get_autocast_gpu_dtype",
+    "empty_strided", "frombuffer", "randint_like",
+    "scalar_tensor", "get_autocast_cpu_dtype", "get_autocast_dtype", "get_autocast_gpu_dtype",
     "get_deterministic_debug_mode", "hamming_window", "hann_window", "has_lapack", "has_mkl", "has_openmp",
     "has_spectral", "histogramdd", "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "is_autocast_cache_enabled",
     "is_autocast_cpu_enabled", "is_autocast_enabled", "is_warn_always_enabled", "kaiser_window", "matrix_rank",

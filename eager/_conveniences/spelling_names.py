@@ -10,4 +10,5 @@ NN_SPELLINGS = frozenset((
     "feature_alpha_dropout", "feature_alpha_dropout_", "rrelu", "rrelu_", "layer_norm", "group_norm", "batch_norm",
     "instance_norm", "embedding", "kl_div", "binary_cross_entropy_with_logits", "cosine_embedding_loss",
     "hinge_embedding_loss", "margin_ranking_loss", "triplet_margin_loss", "poisson_nll_loss", "constant_pad_nd",
+    "rms_norm", "ctc_loss", "feature_dropout", "feature_dropout_",
 ))

@@ -159,8 +159,20 @@ def _no_grad() -> Any:
     return no_grad()
 
 
+def as_subclass(self: Any, cls: type) -> Any:
+    """A `cls` instance over the same data, attached to the same autograd graph (a view of self).
+    Mirrors torch.Tensor.as_subclass."""
+    from .. import Tensor  # noqa: PLC0415
+
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(f"as_subclass: cls must be a subclass of Tensor, got {cls!r}")
+    out = self.view_as(self)
+    out.__class__ = cls
+    return out
+
+
 METHODS = {fn.__name__: fn for fn in (
     adjoint, frexp, unsafe_chunk, unsafe_split, unsafe_split_with_sizes, nonzero_static, resize, resize_as,
-    pin_memory, is_shared, share_memory_, conj_physical_, map2_,
+    pin_memory, is_shared, share_memory_, conj_physical_, map2_, as_subclass,
 )}
 PROPERTIES = {"H": H, "mH": mH}

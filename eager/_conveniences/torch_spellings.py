@@ -213,3 +213,39 @@ def constant_pad_nd(input: Any, pad: Any, value: float = 0) -> Any:
     return _NF.pad(input, tuple(pad), mode="constant", value=value)
 
 
+
+
+def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float | None = None) -> Any:
+    """torch.rms_norm."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    return _NF.rms_norm(input, tuple(normalized_shape), weight, eps)
+
+
+def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any, blank: int = 0,
+             reduction: Any = 1, zero_infinity: bool = False) -> Any:
+    """torch.ctc_loss: ATen's integer reduction."""
+    return _NF.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                        _reduction("ctc_loss", reduction), zero_infinity)
+
+
+def feature_dropout(input: Any, p: float, train: bool) -> Any:
+    """Dropout of whole feature maps: one draw per (sample, channel), kept maps scaled by 1 / (1 - p).
+    Mirrors torch.feature_dropout."""
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not train or p == 0:
+        return input
+    if input.dim() < 2:
+        raise RuntimeError(f"Feature dropout requires at least 2 dimensions in the input, got {input.dim()}")
+    if p == 1:
+        return input * 0
+    shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
+    noise = input.new_empty(shape).bernoulli_(1 - p) / (1 - p)
+    return input * noise
+
+
+def feature_dropout_(input: Any, p: float, train: bool) -> Any:
+    """torch.feature_dropout_: feature_dropout written into input."""
+    out = feature_dropout(input, p, train)
+    return input if out is input else input.copy_(out)

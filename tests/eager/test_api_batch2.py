@@ -255,3 +255,34 @@ def test_spellings_gradcheck_and_inplace_dropout() -> None:
     assert float((y == 0).float().sum()) > 0 and np.allclose(kept.numpy(), 2.0)
     assert eager.alpha_dropout(y, 0.5, False) is y or np.array_equal(eager.alpha_dropout(y, 0.5, False).numpy(),
                                                                        y.numpy())
+
+
+def test_more_spellings() -> None:
+    x, tx = _pair(2, 3, 4)
+    _close(eager.rms_norm(x, [4]), torch.rms_norm(tx, [4]))
+    rng = np.random.default_rng(9)
+    lp = np.log(rng.dirichlet(np.ones(5), size=(6, 2))).astype(np.float32)
+    tg = np.array([[1, 2], [3, 3]])
+    for red in (0, 1, 2):
+        _close(eager.ctc_loss(eager.tensor(lp), eager.tensor(tg), [6, 5], [2, 2], 0, red),
+               torch.ctc_loss(torch.tensor(lp), torch.tensor(tg), [6, 5], [2, 2], 0, red), atol=1e-4)
+    _close(eager.scalar_tensor(3), torch.scalar_tensor(3))
+    r = eager.randint_like(eager.zeros(50), 2, 5)
+    assert r.dtype == eager.float32 and float(r.min()) >= 2 and float(r.max()) < 5
+    y = eager.feature_dropout(eager.ones(4, 6, 3), 0.5, True)
+    per_map = y.numpy()
+    assert all(np.all(m == m[0]) for m in per_map.reshape(24, 3)) and set(np.unique(per_map)) <= {0.0, 2.0}
+    assert eager.feature_dropout(x, 0.5, False) is x
+
+
+def test_as_subclass_keeps_data_and_graph() -> None:
+    class Sub(eager.Tensor):
+        pass
+
+    x = eager.ones(3, requires_grad=True)
+    y = x.as_subclass(Sub)
+    assert type(y) is Sub
+    (y * 3).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0, 3.0])
+    with pytest.raises(TypeError):
+        x.as_subclass(int)
