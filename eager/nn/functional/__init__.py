@@ -83,6 +83,7 @@ from .losses import (  # noqa: F401
     triplet_margin_loss,
     triplet_margin_with_distance_loss,
 )
+from .mha import multi_head_attention_forward  # noqa: F401
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, local_response_norm, normalize, rms_norm  # noqa: F401
 from .pooling import (  # noqa: F401
     adaptive_avg_pool1d,
