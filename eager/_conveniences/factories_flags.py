@@ -213,7 +213,8 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     _GRAD_STATE.anomaly_check_nan = bool(check_nan)
 
 
-_AUTOCAST: dict[str, Any] = {"dtype": {"cpu": "bfloat16", "cuda": "float16"}, "cache": True}
+_AUTOCAST: dict[str, Any] = {"dtype": {"cpu": "bfloat16", "cuda": "float16"}, "cache": True,
+                              "enabled": {}, "nesting": 0}
 _warn_always = [False]
 _debug_mode = [0]
 
@@ -225,13 +226,40 @@ def _autocast_dtype_of(device_type: str) -> Any:
 
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:
-    """False: eager's autocast does not change dtypes on the host. Mirrors torch.is_autocast_enabled."""
-    return False
+    """What set_autocast_enabled last recorded for device_type ('cuda' when not given, as PyTorch's); False
+    by default. Eager's ops do not change dtypes under it: the state is kept so code that saves and
+    restores it round-trips. Mirrors torch.is_autocast_enabled."""
+    return bool(_AUTOCAST["enabled"].get("cuda" if device_type is None else device_type, False))
+
+
+def set_autocast_enabled(device_type: Any, enabled: Any = None) -> None:
+    """Records the autocast flag for device_type (or, given one bool, for 'cuda'). Mirrors
+    torch.set_autocast_enabled."""
+    if enabled is None:
+        device_type, enabled = "cuda", device_type
+    _AUTOCAST["enabled"][str(device_type)] = bool(enabled)
 
 
 def is_autocast_cpu_enabled() -> bool:
-    """False (see is_autocast_enabled). Mirrors torch.is_autocast_cpu_enabled."""
-    return False
+    """Mirrors the deprecated torch.is_autocast_cpu_enabled."""
+    return is_autocast_enabled("cpu")
+
+
+def set_autocast_cpu_enabled(enabled: bool) -> None:
+    """Mirrors the deprecated torch.set_autocast_cpu_enabled."""
+    set_autocast_enabled("cpu", enabled)
+
+
+def autocast_increment_nesting() -> int:
+    """The autocast nesting depth after entering one more region. Mirrors torch.autocast_increment_nesting."""
+    _AUTOCAST["nesting"] += 1
+    return int(_AUTOCAST["nesting"])
+
+
+def autocast_decrement_nesting() -> int:
+    """The depth after leaving one region. Mirrors torch.autocast_decrement_nesting."""
+    _AUTOCAST["nesting"] = max(0, _AUTOCAST["nesting"] - 1)
+    return int(_AUTOCAST["nesting"])
 
 
 def get_autocast_dtype(device_type: str) -> Any:
@@ -310,6 +338,7 @@ def set_deterministic_debug_mode(debug_mode: int | str) -> None:
 
 
 __all__ = [
+    "autocast_decrement_nesting", "autocast_increment_nesting", "set_autocast_cpu_enabled", "set_autocast_enabled",
     "asarray", "bartlett_window", "blackman_window", "clear_autocast_cache", "cumulative_trapezoid",
     "empty_strided", "frombuffer", "randint_like",
     "scalar_tensor", "get_autocast_cpu_dtype", "get_autocast_dtype", "get_autocast_gpu_dtype",

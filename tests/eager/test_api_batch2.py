@@ -286,3 +286,16 @@ def test_as_subclass_keeps_data_and_graph() -> None:
     np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0, 3.0])
     with pytest.raises(TypeError):
         x.as_subclass(int)
+
+
+def test_autocast_state_round_trips_as_torch() -> None:
+    for lib in (eager, torch):
+        assert lib.is_autocast_enabled() is False and lib.is_autocast_enabled("cpu") is False
+        lib.set_autocast_enabled("cpu", True)
+        try:
+            assert lib.is_autocast_enabled("cpu") is True and lib.is_autocast_cpu_enabled() is True
+            assert lib.is_autocast_enabled() is False  # no device: cuda's
+        finally:
+            lib.set_autocast_enabled("cpu", False)
+        assert lib.is_autocast_cpu_enabled() is False
+        assert lib.autocast_increment_nesting() == 1 and lib.autocast_decrement_nesting() == 0
