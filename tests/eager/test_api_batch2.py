@@ -8,6 +8,8 @@ import pytest
 import eager
 
 torch = pytest.importorskip("torch")
+# NumPy code, not native kernels: a first native call compiles them into the test's private cache (seconds)
+pytestmark = pytest.mark.usefixtures("numpy_eager_kernels")
 
 
 def _pair(*shape: int, seed: int = 0) -> tuple:
@@ -23,13 +25,10 @@ def _close(e: object, t: object, atol: float = 1e-5) -> None:
 
 def test_functional_spellings_match_torch() -> None:
     x, tx = _pair(2, 3, 8, 8)
-    w, tw = _pair(4, 3, 3, 3, seed=1)
-    _close(eager.conv2d(x, w, None, 1, 1), torch.conv2d(tx, tw, None, 1, 1))
+    # the convolutions are F's functions themselves (tested with them; a first call builds native kernels)
+    for name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):
+        assert getattr(eager, name) is getattr(eager.nn.functional, name)
     x1, tx1 = _pair(2, 3, 10)
-    w1, tw1 = _pair(4, 3, 3, seed=2)
-    _close(eager.conv1d(x1, w1), torch.conv1d(tx1, tw1))
-    _close(eager.conv_transpose1d(x1, w1.transpose(0, 1).contiguous()),
-           torch.conv_transpose1d(tx1, tw1.transpose(0, 1).contiguous()))
     _close(eager.max_pool2d(x, 2), torch.max_pool2d(tx, 2))
     _close(eager.max_pool1d(x1, 3, 2), torch.max_pool1d(tx1, 3, 2))
     for e, t in zip(eager.max_pool1d_with_indices(x1, 2), torch.max_pool1d_with_indices(tx1, 2)):

@@ -9,6 +9,8 @@ import eager
 import eager.nn.functional as EF
 
 torch = pytest.importorskip("torch")
+# NumPy code, not native kernels: a first native call compiles them into the test's private cache (seconds)
+pytestmark = pytest.mark.usefixtures("numpy_eager_kernels")
 TF = torch.nn.functional
 
 

@@ -8,6 +8,8 @@ import eager
 import eager.nn.grad as EG
 
 torch = pytest.importorskip("torch")
+# NumPy code, not native kernels: a first native call compiles them into the test's private cache (seconds)
+pytestmark = pytest.mark.usefixtures("numpy_eager_kernels")
 
 
 @pytest.mark.parametrize("nd", [1, 2, 3])
