@@ -86,7 +86,10 @@ def claim_images(emit: dict, absorbed: set, graph: Graph, outs: set) -> None:
     claim_split(emit, absorbed, graph, outs)  # a convolution's forward or weight gradient alone (a split graph)
 
 
-def _one(unfold: Node, outs: set, order: dict) -> dict | None:
+def _columns(unfold: Node, outs: set) -> dict | None:
+    """{"x", "unfold", "permute" (the (N, K, L) columns), "nodes", "shape" (n, c, h, w, kh,
+    kw, oh, ow)} when unfold is an image-by-image convolution's columns, read only through
+    reshape (K, N, L) and permute (1, 0, 2), none of them returned by the graph."""
     if unfold.op != "unfold" or unfold.body is not None or len(unfold.attrs.get("kernel") or ()) != 2:
         return None
     if float(unfold.attrs.get("pad_value", 0.0)) != 0.0:
@@ -98,13 +101,24 @@ def _one(unfold: Node, outs: set, order: dict) -> dict | None:
         return None
     n, c, h, w_ = _ints(x.type.shape)
     _, kh, kw, _, oh, ow = _ints(cols.type.shape)
-    k, el = c * kh * kw, oh * ow
     r1 = _only(cols, outs)
-    if r1 is None or r1.op != "reshape" or _ints(r1.outputs[0].type.shape) != (k, n, el):
+    if r1 is None or r1.op != "reshape" or _ints(r1.outputs[0].type.shape) != (c * kh * kw, n, oh * ow):
         return None
     p1 = _only(r1.outputs[0], outs)
-    if p1 is None or p1.op != "permute" or _dims(p1) != (1, 0, 2) or id(p1.outputs[0]) in outs:
+    if p1 is None or p1.op != "permute" or _dims(p1) != (1, 0, 2) or id(p1.outputs[0]) in outs or n < 2:
         return None
+    return {"x": x, "unfold": unfold, "permute": p1, "nodes": [unfold, r1, p1],
+            "shape": (n, c, h, w_, kh, kw, oh, ow)}
+
+
+def _one(unfold: Node, outs: set, order: dict) -> dict | None:
+    parts = _columns(unfold, outs)
+    if parts is None:
+        return None
+    x, p1 = parts["x"], parts["permute"]
+    r1 = parts["nodes"][1]
+    n, c, h, w_, kh, kw, oh, ow = parts["shape"]
+    k, el = c * kh * kw, oh * ow
     readers = _users(p1.outputs[0])
     mm = next((u for u in readers if u.op == "matmul" and u.body is None and u.inputs[1] is p1.outputs[0]), None)
     t = next((u for u in readers if _transpose_of(u)), None)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from static.ir import Graph, Node, Value
 
-from .conv_images import FLOATS, _dims, _geometry_args, _made_by, _only, _transpose_of, _users
+from .conv_images import _columns, _dims, _geometry_args, _made_by, _only, _transpose_of, _users
 from .indexing import _ints, _symbolic
 
 if TYPE_CHECKING:
@@ -61,31 +61,6 @@ def claim_split(emit: dict, absorbed: set, graph: Graph, outs: set) -> None:
             emit[id(found["at"])] = ("conv_images" if kind == "forward" else "conv_images_grad", found["at"], found)
             absorbed |= {id(n) for n in found["nodes"] if n is not found["at"]}
             taken |= {id(n) for n in found["nodes"]}
-
-
-def _columns(unfold: Node, outs: set) -> dict | None:
-    """{"x", "unfold", "permute" (the (N, K, L) columns), "nodes", "shape" (n, c, h, w, kh,
-    kw, oh, ow)} when unfold is an image-by-image convolution's columns, read only through
-    reshape (K, N, L) and permute (1, 0, 2), none of them returned by the graph."""
-    if unfold.op != "unfold" or unfold.body is not None or len(unfold.attrs.get("kernel") or ()) != 2:
-        return None
-    if float(unfold.attrs.get("pad_value", 0.0)) != 0.0:
-        return None
-    x, cols = unfold.inputs[0], unfold.outputs[0]
-    if not isinstance(x, Value) or x.type.dtype.np.name not in FLOATS or len(x.type.shape) != 4:
-        return None
-    if any(_symbolic(d) for d in x.type.shape):
-        return None
-    n, c, h, w_ = _ints(x.type.shape)
-    _, kh, kw, _, oh, ow = _ints(cols.type.shape)
-    r1 = _only(cols, outs)
-    if r1 is None or r1.op != "reshape" or _ints(r1.outputs[0].type.shape) != (c * kh * kw, n, oh * ow):
-        return None
-    p1 = _only(r1.outputs[0], outs)
-    if p1 is None or p1.op != "permute" or _dims(p1) != (1, 0, 2) or id(p1.outputs[0]) in outs or n < 2:
-        return None
-    return {"x": x, "unfold": unfold, "permute": p1, "nodes": [unfold, r1, p1],
-            "shape": (n, c, h, w_, kh, kw, oh, ow)}
 
 
 def _forward(cols: dict, outs: set) -> dict | None:
