@@ -52,7 +52,7 @@ from .batchnorm_grad import (
     weight_product,
 )
 from .conv_images import backward_lines, claim_images, forward_lines
-from .conv_planes import PlaneLoops, _disjoint, _padded_extent
+from .conv_planes import PlaneLoops, _disjoint, _padded_extent, mask_rows
 from .function import CFunction
 from .indexing import _ints, _prod, _symbolic, contiguous_strides, strided_source
 from .pool_fusion import fuse_pools
@@ -527,13 +527,7 @@ class CWindow(PlaneLoops, CFunction):
             # the row's offsets kept, then each offset's mask row written contiguously: the
             # kh*kw stores a window, each to another plane, took 0.85 ms of W6's first pooling
             store.append("            chosen[ox] = (int)best_k;")
-            row_mask = [
-                f"        for (long long k = 0; k < {kh * kw}; ++k) {{",
-                f"            unsigned char* mrow = (unsigned char*){out_m} + ((cc * {kh * kw} + k) * {n} + nn) * "
-                f"{oh * ow}LL + oy * {ow};",
-                f"            for (long long ox = 0; ox < {ow}; ++ox) mrow[ox] = (unsigned char)(chosen[ox] == k);",
-                "        }",
-            ]
+            row_mask = mask_rows(out_m, kh, kw, n, oh, ow)
         neg_inf = c_literal(float("-inf"), T)
         self.lines += [
             f"{{  // %{argmax.outputs[0].name} = max-pooling: first maximum of each {kh}x{kw} window of "

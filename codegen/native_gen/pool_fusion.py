@@ -24,7 +24,7 @@ from static.ir import Node, Value
 
 from ..render import c_type
 from .bn_recompute import drop_normalized
-from .conv_planes import PLANE_BYTES
+from .conv_planes import PLANE_BYTES, mask_rows
 from .indexing import _ints, _prod, contiguous_strides, strided_source
 
 
@@ -236,13 +236,7 @@ def pool_lines(fn, pool: dict, windows) -> list[str]:
     if mask is not None:  # (C, kh*kw, N, oh, ow): each offset's row written contiguously
         out_m = _output(fn, mask[1].outputs[0])
         store.append("            chosen[ox] = (int)best_k;")
-        row_mask = [
-            f"        for (long long k = 0; k < {kh * kw}; ++k) {{",
-            f"            unsigned char* mrow = (unsigned char*){out_m} + ((cc * {kh * kw} + k) * {n} + nn) * "
-            f"{oh * ow}LL + oy * {ow};",
-            f"            for (long long ox = 0; ox < {ow}; ++ox) mrow[ox] = (unsigned char)(chosen[ox] == k);",
-            "        }",
-        ]
+        row_mask = mask_rows(out_m, kh, kw, n, oh, ow)
     return [
         "{  // " + f"%{index.name} = max-pooling: first maximum of each {kh}x{kw} window of the plane (NaN wins), "
         "in the normalization's pass",
