@@ -1,5 +1,6 @@
-"""Review of recent eager and compiled changes: inputs the new paths could get wrong,
-each checked against PyTorch (or NumPy) and against the other mode."""
+"""Edge cases of the native paths and the module registry: inputs a fast path could get
+wrong (large logits, aliased outputs, attribute kinds, CPU targets), each checked against
+PyTorch (or NumPy) and against the other mode."""
 from __future__ import annotations
 
 import numpy as np
