@@ -9,6 +9,7 @@ from .._factories import empty, zeros
 from .._tensor import Tensor
 from . import functional as F
 from . import init
+from .functional.mha import head_weights, scaled_heads
 from .module import Module
 from .parameter import Parameter
 
@@ -241,23 +242,15 @@ class MultiheadAttention(Module):
         k = F.linear(key, w_k, b_k).reshape(S, N * h, d).transpose(0, 1)
         v = F.linear(value, w_v, b_v).reshape(S, N * h, d).transpose(0, 1)
         mask = _merge_masks(attn_mask, key_padding_mask, is_causal, L, S, N, h, q)
-        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
-        if mask is not None:
-            scores = scores + mask
-        weights = F.softmax(scores, -1)
-        if self.dropout > 0.0 and self.training:
-            weights = F.dropout(weights, self.dropout, True)
-        out = (weights @ v).transpose(0, 1).reshape(L, N, E)
-        out = self.out_proj(out)
+        att, weights = scaled_heads(q, k, v, mask, self.dropout, self.training)
+        out = self.out_proj(att.transpose(0, 1).reshape(L, N, E))
         if self.batch_first and batched:
             out = out.transpose(0, 1)
         if not batched:
             out = out.squeeze(1)
         if not need_weights:
             return out, None
-        weights = weights.reshape(N, h, L, S)
-        if average_attn_weights:
-            weights = weights.mean(1)
+        weights = head_weights(weights, N, h, average_attn_weights)
         if not batched:
             weights = weights.squeeze(0)
         return out, weights

@@ -73,19 +73,31 @@ def multi_head_attention_forward(
         k = _F.cat([k, k.new_zeros((N * h, 1, d))], 1)
         v = _F.cat([v, v.new_zeros((N * h, 1, d))], 1)
         mask = None if mask is None else pad(mask, (0, 1))
-    S = k.shape[1]
-    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
+    att, weights = scaled_heads(q, k, v, mask, dropout_p, training)
+    out = linear(att.transpose(0, 1).reshape(L, N, E), out_proj_weight, out_proj_bias)
+    if not batched:
+        out = out.squeeze(1)
+    if not need_weights:
+        return out, None
+    weights = head_weights(weights, N, h, average_attn_weights)
+    return out, (weights if batched else weights.squeeze(0))
+
+
+def scaled_heads(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float,
+                 training: bool) -> tuple[Tensor, Tensor]:
+    """(softmax(q k^T / sqrt(d) + mask) @ v, the softmax) of (N*h, L, d) heads, the softmax
+    dropped out in training: the attention nn.MultiheadAttention and
+    multi_head_attention_forward both run."""
+    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
     if mask is not None:
         scores = scores + mask
     weights = softmax(scores, -1)
     if dropout_p > 0.0 and training:
         weights = dropout(weights, dropout_p, True)
-    out = linear((weights @ v).transpose(0, 1).reshape(L, N, E), out_proj_weight, out_proj_bias)
-    if not batched:
-        out = out.squeeze(1)
-    if not need_weights:
-        return out, None
-    weights = weights.reshape(N, h, L, S)
-    if average_attn_weights:
-        weights = weights.mean(1)
-    return out, (weights if batched else weights.squeeze(0))
+    return weights @ v, weights
+
+
+def head_weights(weights: Tensor, n: int, h: int, average: bool) -> Tensor:
+    """The (N*h, L, S) attention weights as (N, h, L, S), or their mean over the h heads."""
+    weights = weights.reshape(n, h, weights.shape[-2], weights.shape[-1])
+    return weights.mean(1) if average else weights
