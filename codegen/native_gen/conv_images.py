@@ -111,6 +111,21 @@ def _columns(unfold: Node, outs: set) -> dict | None:
             "shape": (n, c, h, w_, kh, kw, oh, ow)}
 
 
+def _summed_product(t: Node, outs: set, dtype) -> tuple | None:
+    """(product, sum, G) where the transposed columns t are read once, by matmul(G, t), and
+    that product once, by its sum over the images (the batch's weight gradient), G a Value
+    of `dtype`; None otherwise."""
+    dwb = _only(t.outputs[0], outs)
+    if dwb is None or dwb.op != "matmul" or dwb.body is not None or dwb.inputs[1] is not t.outputs[0]:
+        return None
+    g = dwb.inputs[0]
+    dw = _only(dwb.outputs[0], outs)
+    if (dw is None or dw.op != "sum" or dw.body is not None or _dims(dw) != (0,) or not isinstance(g, Value)
+            or g.type.dtype != dtype):
+        return None
+    return dwb, dw, g
+
+
 def _one(unfold: Node, outs: set, order: dict) -> dict | None:
     parts = _columns(unfold, outs)
     if parts is None:
@@ -135,14 +150,10 @@ def _one(unfold: Node, outs: set, order: dict) -> dict | None:
     if _ints(mm.outputs[0].type.shape) != (n, o, el):
         return None
     # the weight's gradient: sum over the images of matmul(G, t)
-    dwb = _only(t.outputs[0], outs)
-    if dwb is None or dwb.op != "matmul" or dwb.body is not None or dwb.inputs[1] is not t.outputs[0]:
+    summed = _summed_product(t, outs, x.type.dtype)
+    if summed is None or _ints(summed[2].type.shape) != (n, o, el):
         return None
-    g = dwb.inputs[0]
-    dw = _only(dwb.outputs[0], outs)
-    if (dw is None or dw.op != "sum" or dw.body is not None or _dims(dw) != (0,) or not isinstance(g, Value)
-            or _ints(g.type.shape) != (n, o, el) or g.type.dtype != x.type.dtype):
-        return None
+    dwb, dw, g = summed
     nodes = [unfold, r1, p1, t, dwb, dw]
     # the input's gradient, when taken: fold(reshape(permute(matmul(transpose(wr), G))))
     fold = None

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from static.ir import Graph, Node, Value
 
-from .conv_images import _columns, _dims, _geometry_args, _made_by, _only, _transpose_of, _users
+from .conv_images import _columns, _dims, _geometry_args, _made_by, _only, _summed_product, _transpose_of, _users
 from .indexing import _ints, _symbolic
 
 if TYPE_CHECKING:
@@ -103,15 +103,10 @@ def _backward(cols: dict, outs: set, order: dict) -> dict | None:
     t = _only(cols["permute"].outputs[0], outs)
     if t is None or not _transpose_of(t) or id(t.outputs[0]) in outs:
         return None
-    dwb = _only(t.outputs[0], outs)
-    if dwb is None or dwb.op != "matmul" or dwb.body is not None or dwb.inputs[1] is not t.outputs[0]:
+    summed = _summed_product(t, outs, cols["x"].type.dtype)
+    if summed is None or len(summed[2].type.shape) != 3 or any(_symbolic(d) for d in summed[2].type.shape):
         return None
-    g = dwb.inputs[0]
-    dw = _only(dwb.outputs[0], outs)
-    if (dw is None or dw.op != "sum" or dw.body is not None or _dims(dw) != (0,) or not isinstance(g, Value)
-            or g.type.dtype != cols["x"].type.dtype or len(g.type.shape) != 3
-            or any(_symbolic(d) for d in g.type.shape)):
-        return None
+    dwb, dw, g = summed
     gn, o, el = _ints(g.type.shape)
     if (gn, el) != (n, oh * ow):
         return None
