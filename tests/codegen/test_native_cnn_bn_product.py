@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cnn_step_compare import compiled_step_source  # (tests/codegen's shared check)
 
-import eager
-import static
 from codegen import native_build
 from eager import nn
 
@@ -20,33 +19,13 @@ DIRECT = "multiply-adds an element (bn_product.py)"
 
 
 def _step_and_source(c_in: int, shape: tuple, dtype, also_conv: bool):
+    def loss_of(model, t):
+        conv, bn = model
+        h = conv(t)
+        return bn(h).relu().square().mean() + (h.mean() if also_conv else 0.0)
     x = np.random.default_rng(5).standard_normal(shape).astype(dtype)
-    runs = []
-    for compiled in (False, True):
-        eager.manual_seed(0)
-        conv, bn = nn.Conv2d(c_in, 4, 3, padding=1), nn.BatchNorm2d(4)
-        model = nn.ModuleList([conv, bn])
-        if dtype == np.float64:
-            model = model.to(eager.float64)
-        opt = eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-
-        def step(t, conv=conv, bn=bn, opt=opt):
-            opt.zero_grad()
-            h = conv(t)
-            loss = bn(h).relu().square().mean() + (h.mean() if also_conv else 0.0)
-            loss.backward()
-            opt.step()
-            return loss
-        f = static.compile(step, backend="native", check=True) if compiled else step
-        losses = [float(f(eager.from_numpy(x * (k + 1)))) for k in range(2)]
-        runs.append((losses, [p.detach().numpy().copy() for p in model.parameters()], f))
-    (want, want_p, _), (got, got_p, f) = runs
-    tol = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-11)
-    np.testing.assert_allclose(got, want, **tol)
-    for a, b in zip(got_p, want_p):
-        np.testing.assert_allclose(a, b, **tol)
-    entry = f._entry_for((eager.from_numpy(x),), {})[3]
-    return entry.forward._loaded.source
+    return compiled_step_source(lambda: nn.ModuleList([nn.Conv2d(c_in, 4, 3, padding=1), nn.BatchNorm2d(4)]),
+                                loss_of, x, steps=2)
 
 
 @pytest.mark.parametrize("c_in, shape, dtype, also_conv, direct", [

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cnn_step_compare import compiled_step_source  # (tests/codegen's shared check)
 
-import eager
-import static
 from codegen import native_build
 from eager import nn
 from eager.nn import functional as F
@@ -21,34 +20,15 @@ RECOMPUTED = "sum(a xhat) from sum(a d) (bn_recompute.py)"
 
 
 def _run(shape, dtype, affine: bool, read_bn: bool):
+    def loss_of(model, t):
+        conv, bn = model
+        h = bn(conv(t))
+        loss = F.max_pool2d(h.relu(), 2).square().mean()
+        return (loss, h.detach()) if read_bn else loss
     x = np.random.default_rng(7).standard_normal(shape).astype(dtype)
-    runs = []
-    for compiled in (False, True):
-        eager.manual_seed(0)
-        conv, bn = nn.Conv2d(shape[1], 3, 3, padding=1), nn.BatchNorm2d(3, affine=affine)
-        model = nn.ModuleList([conv, bn])
-        if dtype == np.float64:
-            model = model.to(eager.float64)
-        opt = eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-
-        def step(t, conv=conv, bn=bn, opt=opt):
-            opt.zero_grad()
-            h = bn(conv(t))
-            loss = F.max_pool2d(h.relu(), 2).square().mean()
-            loss.backward()
-            opt.step()
-            return (loss, h.detach()) if read_bn else loss
-        f = static.compile(step, backend="native", check=True) if compiled else step
-        outs = [f(eager.from_numpy(x * (k + 1))) for k in range(2)]
-        runs.append((outs, [p.detach().numpy().copy() for p in model.parameters()], f))
-    (want, want_p, _), (got, got_p, f) = runs
-    tol = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-11)
-    for a, b in zip(got, want):
-        for u, v in zip(a if read_bn else (a,), b if read_bn else (b,)):
-            np.testing.assert_allclose(u.detach().numpy(), v.detach().numpy(), **tol)
-    for a, b in zip(got_p, want_p):
-        np.testing.assert_allclose(a, b, **tol)
-    return f._entry_for((eager.from_numpy(x),), {})[3].forward._loaded.source
+    return compiled_step_source(
+        lambda: nn.ModuleList([nn.Conv2d(shape[1], 3, 3, padding=1), nn.BatchNorm2d(3, affine=affine)]),
+        loss_of, x, steps=2)
 
 
 @pytest.mark.parametrize("shape, dtype, read_bn", [((1, 2, 6, 5), np.float32, True), ((2, 2, 4, 4), np.float64, False)])

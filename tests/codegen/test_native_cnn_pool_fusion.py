@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cnn_step_compare import compiled_step_source  # (tests/codegen's shared check)
 
 import eager
 import static
@@ -75,26 +76,8 @@ GRAD_FUSED = "max-pooling's gradient, image nn's plane"
 ])
 def test_the_step_with_fused_poolings_equals_eager(pool, shape, dtype, grad_fused):
     x = np.random.default_rng(3).standard_normal(shape).astype(dtype)
-    runs = []
-    for compiled in (False, True):
-        model = _block(shape[1], 2, pool, dtype)
-        opt = eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-
-        def step(t, model=model, opt=opt):
-            opt.zero_grad()
-            loss = model(t).square().mean()
-            loss.backward()
-            opt.step()
-            return loss
-        f = static.compile(step, backend="native", check=True) if compiled else step
-        losses = [float(f(eager.from_numpy(x * (k + 1)))) for k in range(3)]
-        runs.append((losses, [p.detach().numpy().copy() for p in model.parameters()], f))
-    (want, want_p, _), (got, got_p, f) = runs
-    tol = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-11)
-    np.testing.assert_allclose(got, want, **tol)
-    for a, b in zip(got_p, want_p):
-        np.testing.assert_allclose(a, b, **tol)
-    text = _source(f, eager.from_numpy(x))
+    text = compiled_step_source(lambda: _block(shape[1], 2, pool, dtype), lambda model, t: model(t).square().mean(),
+                                x, steps=3)
     assert FUSED in text and (GRAD_FUSED in text) == grad_fused
 
 

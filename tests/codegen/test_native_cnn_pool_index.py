@@ -9,9 +9,8 @@ import re
 
 import numpy as np
 import pytest
+from cnn_step_compare import compiled_step_source  # (tests/codegen's shared check)
 
-import eager
-import static
 from codegen import native_build
 from eager import nn
 
@@ -26,30 +25,9 @@ def _int8_arrays(text: str) -> int:
 
 def _step_source(pool: nn.Module, shape: tuple, dtype) -> str:
     x = np.random.default_rng(5).standard_normal(shape).astype(dtype)
-    runs = []
-    for compiled in (False, True):
-        eager.manual_seed(0)
-        model = nn.Sequential(nn.Conv2d(shape[1], 3, 3, padding=1), nn.BatchNorm2d(3), nn.ReLU(), pool)
-        if dtype == np.float64:
-            model = model.to(eager.float64)
-        opt = eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-
-        def step(t, model=model, opt=opt):
-            opt.zero_grad()
-            loss = model(t).square().mean()
-            loss.backward()
-            opt.step()
-            return loss
-        f = static.compile(step, backend="native", check=True) if compiled else step
-        losses = [float(f(eager.from_numpy(x * (k + 1)))) for k in range(3)]
-        runs.append((losses, [p.detach().numpy().copy() for p in model.parameters()], f))
-    (want, want_p, _), (got, got_p, f) = runs
-    tol = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-11)
-    np.testing.assert_allclose(got, want, **tol)
-    for a, b in zip(got_p, want_p):
-        np.testing.assert_allclose(a, b, **tol)
-    entry = f._entry_for((eager.from_numpy(x),), {})[3]
-    return entry.forward._loaded.source
+    return compiled_step_source(
+        lambda: nn.Sequential(nn.Conv2d(shape[1], 3, 3, padding=1), nn.BatchNorm2d(3), nn.ReLU(), pool),
+        lambda model, t: model(t).square().mean(), x, steps=3)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
