@@ -46,7 +46,7 @@ RULES = [
     Rule("softmax", ("softmax",), _by_forward, matches=_not_0d,
          doc="softmax x -> e / sum(e) with e = exp(x - amax x) (the record's forward on IR values)"),
     Rule("log_softmax", ("log_softmax",), _by_forward, matches=_not_0d,
-         doc="log_softmax x -> x - logsumexp x (the record's forward on IR values)"),
+         doc="log_softmax x -> (x - m) - log(sum(exp(x - m))) (the record's forward on IR values)"),
     Rule("logsumexp", ("logsumexp",), _by_forward, matches=_not_0d,
          doc="logsumexp x -> log(sum(exp(x - m))) + m, m = amax x (0 where not finite) (the record's forward)"),
     Rule("gelu", ("gelu",), _by_forward, matches=_decomposable,
