@@ -59,6 +59,10 @@ def draws_on_this_thread() -> int:
 class _DrawHook:
     # static's tracer: while a trace is active on a thread, a draw there becomes a graph input
     fn: Callable[..., Any] | None = None
+    # whether `fn` would answer a draw on this thread now (a trace is active): static installs
+    # fn for good at import, so a fused path that draws on its own (F.dropout's native pass)
+    # asks this rather than whether fn is set; None: assume it would
+    active: Callable[[], bool] | None = None
 
 
 DRAW_HOOK = _DrawHook()

@@ -10,9 +10,10 @@ ones `rand_like(x) >= p` gives: manual_seed, checkpoint's replay and a compiled 
 see no difference). The node is MulBackward0, as PyTorch's CPU dropout (input * mask) names it.
 
 It runs for float32/float64 plain eager tensors of NumPy memory, drawing from eager's global
-generator with no dispatch mode, trace (its draw hook) or vmap active; anything else takes the
-op path. A backward that records a graph (create_graph=True) multiplies by the saved mask with
-eager's ops, so it is differentiable again.
+generator with no dispatch mode, trace (its draw hook answering on this thread: importing static
+installs the hook, which alone changes nothing) or vmap active; anything else takes the op path.
+A backward that records a graph (create_graph=True) multiplies by the saved mask with eager's
+ops, so it is differentiable again.
 """
 from __future__ import annotations
 
@@ -69,7 +70,10 @@ def dropout(input: Any, p: float) -> Tensor | None:
     x = input._data
     if type(x) is not _ndarray or x.dtype not in _FLOATS or x.size == 0:
         return None
-    if _random.DRAW_HOOK.fn is not None or _random.VMAP_DRAWS.rule is not None or _random.VMAP_DRAWS.lead:
+    hook = _random.DRAW_HOOK
+    if hook.fn is not None and (hook.active is None or hook.active()):
+        return None  # a trace records the draw (static installs the hook at import: ask whether one runs)
+    if _random.VMAP_DRAWS.rule is not None or _random.VMAP_DRAWS.lead:
         return None
     grad = input._requires_grad and STATE.enabled
     if not x.flags.c_contiguous:

@@ -63,7 +63,14 @@ def _traced_draw(kind, shape, dt, dev, a, b, high, generator=None):
     return placeholder
 
 
+def _tracing() -> bool:
+    """Whether _traced_draw answers a draw on this thread now (eager's fused dropout asks)."""
+    state = current_state()
+    return state is not None and not state.finished
+
+
 _factories.DRAW_HOOK.fn = _traced_draw
+_factories.DRAW_HOOK.active = _tracing
 
 
 def draws_of(state) -> list:
