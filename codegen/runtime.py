@@ -15,6 +15,7 @@ import numpy as np
 from gmbase import dtypes as _dtypes
 from gmbase import threads as _threads
 from gmbase.fpstate import quiet_fp, restore_fp
+from gmnative.gemm import product as own_product
 from gmops import REGISTRY
 from gmops.linalg import GEMM_SPLIT_MIN, fold_matmul
 
@@ -200,11 +201,18 @@ def matmul(a, b):
     parts = min(workers, a.shape[0])
     bounds = [a.shape[0] * k // parts for k in range(parts + 1)]
     pool = _get_pool(parts - 1)
-    futures = [pool.submit(np.matmul, a[lo:hi], b, out=out[lo:hi]) for lo, hi in zip(bounds[1:-1], bounds[2:])]
-    np.matmul(a[:bounds[1]], b, out=out[:bounds[1]])
+    futures = [pool.submit(_part_product, a[lo:hi], b, out[lo:hi]) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    _part_product(a[:bounds[1]], b, out[:bounds[1]])
     for f in futures:
         f.result()
     return out
+
+
+def _part_product(a, b, out):
+    """One row block of the pool's split: the project's own sgemm for float32 (gmnative.gemm:
+    the bits of eager's product, whatever the split), else NumPy's matmul."""
+    if own_product(a, b, out) is None:
+        np.matmul(a, b, out=out)
 
 
 def _one_product(a, b):
@@ -216,7 +224,11 @@ def _one_product(a, b):
     against 1.44; 100x3000x300: 2.05 against 1.80), while a depth under twice the columns
     lost (256x512x784: 1.83 against 2.04), so only rows < columns and depth >= 2 columns
     take it. The result is copied C-contiguous (rows x columns elements, small against the
-    product): the same dot products, equal to rounding."""
+    product): the same dot products, equal to rounding. A float32 product is the project's
+    own sgemm where it runs (gmnative.gemm.product: eager's bits for it, split or not)."""
+    out = own_product(a, b)
+    if out is not None:
+        return out
     if a.ndim == 2 and b.flags.f_contiguous and not b.flags.c_contiguous and a.flags.c_contiguous:
         m, k = a.shape
         n = b.shape[1]

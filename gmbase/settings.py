@@ -42,3 +42,17 @@ def native_arch() -> str:
         raise ValueError(f"{NATIVE_ARCH_VARIABLE}={value!r} is not a -march name: use 'native' (the default) or "
                          "the name a GCC -march= takes, such as 'haswell' (AVX2 and FMA) or 'x86-64-v2' (SSE4.2)")
     return value
+
+
+# -- which single-precision matrix product the native kernels call -----------------------------
+NATIVE_GEMM_VARIABLE = "GRAPHMODE_NATIVE_GEMM"
+
+
+def native_gemm() -> bool:
+    """Whether float32 products that go through a BLAS routine table (eager's row-split,
+    batched and stacked products, the image-by-image convolutions, the generated C loops'
+    gm_blas table) call the project's own sgemm (gmnative/csrc/gm_gemm.h, gmnative.gemm):
+    the default. GRAPHMODE_NATIVE_GEMM=0 (or false, no, off) gives them NumPy's OpenBLAS
+    sgemm again, everywhere at once (read when the routine tables are first made in a
+    process). Why a switch: an escape hatch should a host's BLAS be faster, or to compare."""
+    return os.environ.get(NATIVE_GEMM_VARIABLE, "1").strip().lower() not in ("0", "false", "no", "off")

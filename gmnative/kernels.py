@@ -32,6 +32,7 @@ import numpy as np
 
 from ._sources import read_source
 from .c_helpers import PREAMBLE, host_prelude
+from .gemm import blas_gemm, numpy_blas_gemm, product  # noqa: F401  (blas_gemm, numpy_blas_gemm: their names here for conv_kernels, stacked_gemm and callers of old)
 
 # The kernels' C++ (csrc/): one translation unit per dtype (eager_kernels.cpp, instantiated
 # by INSTANTIATE), matmul's row blocks (eager_gemm.cpp, a unit of its own, small enough to
@@ -39,6 +40,8 @@ from .c_helpers import PREAMBLE, host_prelude
 # machine waits for it) and NumPy's PCG64 generator reproduced bit for bit (eager_random.cpp).
 # Read when first built; the text is the cache key's, so an edited file rebuilds.
 SOURCES = {"kernels": "eager_kernels.cpp", "gemm": "eager_gemm.cpp", "random": "eager_random.cpp"}
+# the single-precision product (gmnative.gemm): its header, then the unit exporting it
+SGEMM_SOURCES = ("gm_gemm.h", "gm_gemm.cpp")
 
 _SOURCE_NAMES = {"KERNELS": "kernels", "GEMM": "gemm", "RANDOM": "random"}
 
@@ -73,7 +76,7 @@ GEMM_SPLIT_MIN = 1 << 20
 # p = [state hi, state lo, inc hi, inc lo, has_uint32, uinteger, n], updated in place.
 # the standalone translation units, by the prefix of their kernels' names (the others are
 # one library per dtype suffix)
-_UNITS = {"gm_eager_gemm_": "gemm", "gm_eager_uniform_": "random"}
+_UNITS = {"gm_eager_gemm_": "gemm", "gm_eager_uniform_": "random", "gm_sgemm": "sgemm"}
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _DT_NAME = {"f32": "float32", "f64": "float64"}
@@ -111,6 +114,8 @@ class _Kernels:
         the random draws ("random")."""
         if suffix in ("gemm", "random"):
             return read_source(SOURCES[suffix])
+        if suffix == "sgemm":  # the single-precision product (gmnative.gemm): its header, then the exports
+            return "\n".join(read_source(name) for name in SGEMM_SOURCES)
         return self._prelude + INSTANTIATE[suffix]
 
     def address(self, name: str) -> int | None:
@@ -485,28 +490,9 @@ def take_middle(x, index, dim: int) -> np.ndarray | None:
 
 
 # -- matmul: BLAS one row block per thread ---------------------------------------------------------
-# NumPy's own BLAS, called per row block from the OpenMP threads (gemm_rows in csrc/eager_gemm.cpp). The names
-# NumPy's wheels export (scipy-openblas, 64-bit integers first), and the 32-bit forms of other
-# OpenBLAS builds; where none is found, matmul stays NumPy's.
-_GEMM_SYMBOLS = (("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", 1), ("cblas_sgemm64_", "cblas_dgemm64_", 1),
-                 ("scipy_cblas_sgemm", "scipy_cblas_dgemm", 0), ("cblas_sgemm", "cblas_dgemm", 0))
-
-
-@functools.lru_cache(maxsize=1)
-def blas_gemm() -> tuple | None:
-    """({dtype: address of cblas_?gemm}, 64-bit integers) of the BLAS that NumPy loaded, or None."""
-    import ctypes  # noqa: PLC0415
-
-    from gmbase.threads import numpy_openblas  # noqa: PLC0415
-
-    for lib in numpy_openblas():
-        for single, double, ilp64 in _GEMM_SYMBOLS:
-            fs, fd = getattr(lib, single, None), getattr(lib, double, None)
-            if fs is not None and fd is not None:
-                address = {np.dtype(np.float32): ctypes.cast(fs, ctypes.c_void_p).value,
-                           np.dtype(np.float64): ctypes.cast(fd, ctypes.c_void_p).value}
-                return address, ilp64
-    return None
+# The BLAS table's gemm (gmnative.gemm.blas_gemm: NumPy's own cblas_?gemm, float32's entry the
+# project's own sgemm), called per row block from the OpenMP threads (gemm_rows in csrc/eager_gemm.cpp);
+# where none is found, matmul stays NumPy's.
 
 
 def _gemm_operand(x) -> tuple | None:
@@ -583,12 +569,21 @@ _GEMM_PLANS: dict = {}
 def matmul(a, b) -> np.ndarray | None:
     """a @ b split by rows across the kernels' threads (gemm) where that is worth it and safe:
     a large enough product, two threads or more, and BLAS running one thread of its own
-    (where it runs several, splitting oversubscribes the cores: slower). None otherwise."""
+    (where it runs several, splitting oversubscribes the cores: slower). A float32 product
+    of GEMM_SPLIT_MIN or more runs on the own sgemm in any case (on this thread where it is
+    not split): its bits do not depend on the split. None otherwise."""
     if type(b) is not np.ndarray or b.ndim != 2 or type(a) is not np.ndarray or a.size * b.shape[1] < GEMM_SPLIT_MIN:
         return None
     from . import build as native_build  # noqa: PLC0415
 
     threads = native_build.threads()
     if threads < 2 or native_build.blas_threads() != 1:
-        return None
-    return gemm(a, b, threads)
+        return _own_product(a, b)
+    out = gemm(a, b, threads)
+    return out if out is not None else _own_product(a, b)
+
+
+def _own_product(a, b) -> np.ndarray | None:
+    """a @ b on this thread with the project's own sgemm (gmnative.gemm.product: a float32
+    product's bits, split or not), or None (NumPy's matmul)."""
+    return product(a, b)

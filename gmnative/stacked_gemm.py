@@ -107,7 +107,7 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     if oa[0] is ob[0] and m == n and ar == bc and ac == br and la[0] != lb[0] and (oa[1] == ob[1] or sa != sb):
         return None  # A times its own transpose (the same matrix): NumPy's matmul calls syrk there, not gemm
     k = _kernels.kernels()
-    found = _kernels.blas_gemm() if k is not None else None
+    found = _kernels.numpy_blas_gemm() if k is not None else None  # (np.matmul's own sgemm: its bits)
     if k is None or found is None or (not found[1] and total * m * n > _INT_MAX):
         return None
     pad = STACK_DIMS - len(batch)

@@ -60,20 +60,27 @@ def blas_table() -> np.ndarray:
     """What the loop functions read of BLAS, one int64 each: the addresses of _ROUTINES, then
     the smallest product split by rows across the threads and whether BLAS runs one thread
     (the two conditions under which the Python-driven body splits a product: _rt.matmul,
-    gmnative.kernels.matmul), read at each call as they are there."""
-    from gmnative import build, kernels  # noqa: PLC0415
+    gmnative.kernels.matmul), read at each call as they are there, then the sgemm of
+    products of GEMM_SPLIT_MIN multiply-adds and more (the project's own, gmnative.gemm,
+    where the Python-driven body's products of that size run on it; NumPy's otherwise)."""
+    from gmnative import build, gemm, kernels  # noqa: PLC0415
 
     found = _blas()
     assert found is not None, "blas_table is only called by modules generated where BLAS was found"
     table = _TABLE.get("t")
     if table is None:
-        table = _TABLE["t"] = np.array(list(found[0]) + [0, 0], np.int64)
-    table[len(_ROUTINES)] = kernels.split_min()
-    table[len(_ROUTINES) + 1] = build.blas_threads() == 1
+        table = _TABLE["t"] = np.array(list(found[0]) + [0, 0, found[0][0]], np.int64)
+    table[_SPLIT_AT] = kernels.split_min()
+    table[_SPLIT_AT + 1] = build.blas_threads() == 1
+    own = gemm.sgemm_address(found[1]) if gemm.own_sgemm() else None
+    table[_LARGE_SGEMM_AT] = own if own is not None else found[0][0]
     return table
 
 
-TABLE_LEN = len(_ROUTINES) + 2
+# the table's entries after the routines: the split's size, BLAS on one thread, large products' sgemm
+_SPLIT_AT = len(_ROUTINES)
+_LARGE_SGEMM_AT = len(_ROUTINES) + 2
+TABLE_LEN = len(_ROUTINES) + 3
 
 
 _TABLE: dict = {}
@@ -277,6 +284,7 @@ def matmul(body: "_Body", node: Node) -> None:
                        f"    ((gm_gemv_t)gm_blas[{2 + f}])({order}, 112, {k_}, {rows}, ({T})1, {cast}({mat}), "
                        f"{lda}, {cast}({vec}), {inc}, ({T})0, ({T}*)({c}), 1);", "}"]
     else:  # gemm, each operand transposed where it is not blasable as it lies
+        entry = _LARGE_SGEMM_AT if f == 0 and m_ * n_ * k_ >= GEMM_SPLIT_MIN else f
         ta, lda = (111, sa[0]) if _blasable2d(sa[0], sa[1], k_) else (112, sa[1])
         tb, ldb = (111, sb[0]) if _blasable2d(sb[0], sb[1], n_) else (112, sb[1])
         if pa == pb and m_ == n_ and sa == (sb[1], sb[0]) and ta != tb:
@@ -284,13 +292,15 @@ def matmul(body: "_Body", node: Node) -> None:
         body.steps += [head,
                        f"    typedef void (*gm_gemm_t)(int, int, int, {idx}, {idx}, {idx}, {T}, const {T}*, {idx}, "
                        f"const {T}*, {idx}, {T}, {T}*, {idx});",
-                       f"    const gm_gemm_t gm_gemm = (gm_gemm_t)gm_blas[{f}];"]
+                       # (a float32 product of GEMM_SPLIT_MIN or more: the sgemm the Python-driven body's
+                       # product of that size runs on, gmnative.kernels.matmul's: its bits)
+                       f"    const gm_gemm_t gm_gemm = (gm_gemm_t)gm_blas[{entry}];"]
         if m_ >= 2 and m_ * n_ * k_ >= GEMM_SPLIT_MIN and (found[1] or max(m_, n_, k_) < 1 << 31):
             # the Python-driven body splits such a product by rows across the threads, each part one
             # BLAS call (gmnative's gemm_rows), where BLAS runs one thread: so does the loop
             a_rows = f"{cast}({pa}) + gm_lo" if ta == 112 else f"{cast}({pa}) + gm_lo * {lda}LL"
             body.steps += [
-                f"    if (gm_nt >= 2 && gm_blas[{TABLE_LEN - 1}] != 0 && {m_ * n_ * k_}LL >= gm_blas[{TABLE_LEN - 2}]) {{",
+                f"    if (gm_nt >= 2 && gm_blas[{_SPLIT_AT + 1}] != 0 && {m_ * n_ * k_}LL >= gm_blas[{_SPLIT_AT}]) {{",
                 f"        const long long gm_parts = gm_nt < {m_} ? gm_nt : {m_};",
                 "        #pragma omp parallel for num_threads(gm_nt) schedule(static)",
                 "        for (long long gm_p = 0; gm_p < gm_parts; ++gm_p) {",

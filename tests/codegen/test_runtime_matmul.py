@@ -43,6 +43,15 @@ def _calls(monkeypatch) -> list:
         return real(a, b, **kw)
 
     monkeypatch.setattr(runtime.np, "matmul", counting)
+    own = runtime.own_product
+
+    def counting_own(a, b, out=None):  # (float32: the project's own sgemm, gmnative.gemm.product)
+        got = own(a, b, out)
+        if got is not None:
+            seen.append(a.shape)
+        return got
+
+    monkeypatch.setattr(runtime, "own_product", counting_own)
     return seen
 
 

@@ -1,0 +1,158 @@
+"""The project's own single-precision matrix product (csrc/gm_gemm.h), under cblas_sgemm's
+calling convention so that it stands in every table of BLAS routines the native code calls
+through: eager's row-split, batched and stacked products and image-by-image convolutions
+(gmnative.kernels.blas_gemm, read by csrc/eager_gemm.cpp and csrc/eager_conv.cpp) and the
+generated C loops' gm_blas table (codegen/native_gen/loop_library.py).
+
+Why: the project splits a product by rows across its own threads, one single-threaded BLAS
+call a part, on small shapes (a GPT block's 512x64 by 64x256 and its gradients, a CNN's
+per-image 32x144 by 144x196). NumPy's OpenBLAS reaches 95-128 GFLOP/s a core there
+(it packs both operands for each call); this kernel packs only B, broadcasts A's elements
+in place and keeps a 12 x 32 tile of C in AVX-512 registers (6 x 16 with AVX2 and FMA, a
+plain C tile elsewhere): 135-165 GFLOP/s a core on the same shapes (benchmarks/gemm_bench.py).
+
+Each element's sum over k runs in a fixed order (blocks of 128 in order, an accumulator from
+0 within a block, the block's sum added to C), whatever the element's position or the rows a
+call is given, so a row-split product has the bits of one call and eager and the generated
+code agree on every product routed here.
+
+GRAPHMODE_NATIVE_GEMM=0 (gmbase.settings.native_gemm) gives those tables NumPy's OpenBLAS
+sgemm again. float64 stays on BLAS.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+
+import numpy as np
+
+from gmbase import settings
+
+# the unit's exported names, by BLAS integer width (64-bit: NumPy's scipy-openblas64)
+SYMBOLS = {True: "gm_sgemm64", False: "gm_sgemm32"}
+_F32 = np.dtype(np.float32)
+_I64 = np.dtype(np.int64)
+
+# the names NumPy's wheels export cblas_?gemm under (scipy-openblas, 64-bit integers first), and
+# the 32-bit forms of other OpenBLAS builds
+_GEMM_SYMBOLS = (("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", 1), ("cblas_sgemm64_", "cblas_dgemm64_", 1),
+                 ("scipy_cblas_sgemm", "scipy_cblas_dgemm", 0), ("cblas_sgemm", "cblas_dgemm", 0))
+
+
+def _kernels():
+    from . import kernels  # noqa: PLC0415  (kernels imports this module: its table is here)
+
+    return kernels
+
+
+def enabled() -> bool:
+    """Whether float32 products routed through the BLAS tables use this kernel (the setting,
+    and a compiler to build it with)."""
+    return sgemm_address(True) is not None
+
+
+def sgemm_address(ilp64: bool) -> int | None:
+    """The address of the kernel under cblas_sgemm's signature with 64-bit (ilp64) or 32-bit
+    integers, building its unit on first use; None where it cannot be built or is switched
+    off (GRAPHMODE_NATIVE_GEMM=0, GRAPHMODE_EAGER_NATIVE=0, no compiler)."""
+    if not settings.native_gemm():
+        return None
+    k = _kernels().kernels()
+    return None if k is None else k.address(SYMBOLS[bool(ilp64)])
+
+
+@functools.lru_cache(maxsize=1)
+def numpy_blas_gemm() -> tuple | None:
+    """({dtype: address of cblas_?gemm}, 64-bit integers) of the BLAS that NumPy loaded itself,
+    or None: for the products whose contract is np.matmul's bits (gmnative.stacked_gemm)."""
+    from gmbase.threads import numpy_openblas  # noqa: PLC0415
+
+    for lib in numpy_openblas():
+        for single, double, ilp64 in _GEMM_SYMBOLS:
+            fs, fd = getattr(lib, single, None), getattr(lib, double, None)
+            if fs is not None and fd is not None:
+                return ({_F32: ctypes.cast(fs, ctypes.c_void_p).value,
+                         np.dtype(np.float64): ctypes.cast(fd, ctypes.c_void_p).value}, ilp64)
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def blas_gemm() -> tuple | None:
+    """({dtype: address of cblas_?gemm}, 64-bit integers): the table eager's row-split and
+    batched products and image-by-image convolutions call (csrc/eager_gemm.cpp,
+    csrc/eager_conv.cpp), NumPy's own BLAS routines but for float32's entry, this kernel
+    under the same signature and integer width, unless GRAPHMODE_NATIVE_GEMM=0 or it cannot
+    be built; None where NumPy's BLAS exports no cblas gemm. Cached: blas_gemm.cache_clear()
+    after changing the setting."""
+    found = numpy_blas_gemm()
+    if found is None:
+        return None
+    own = sgemm_address(bool(found[1]))
+    return found if own is None else ({**found[0], _F32: own}, found[1])
+
+
+def own_sgemm() -> bool:
+    """Whether blas_gemm's float32 entry is this kernel."""
+    found, native = blas_gemm(), numpy_blas_gemm()
+    return found is not None and native is not None and found[0][_F32] != native[0][_F32]
+
+
+def _operand(x: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """(C-contiguous buffer, transposed) of a 2-d operand: x, or x.T for a Fortran-ordered x."""
+    if x.flags.c_contiguous:
+        return x, 0
+    if x.flags.f_contiguous:
+        return x.T, 1
+    return None
+
+
+def product(a, b, out: np.ndarray | None = None) -> np.ndarray | None:
+    """a @ b with this kernel on the calling thread, for float32 NumPy arrays: b 2-d, a 2-d
+    (C- or Fortran-ordered) or a C-contiguous stack (its leading dims taken as rows); `out`
+    (optional) a C-contiguous array of the result's shape to write. None where it does not
+    apply (other dtypes or layouts, the kernel switched off or not built): NumPy's matmul then.
+
+    Why: the callers that keep a product on one thread or split it themselves (eager's
+    products where the kernels' team is one thread, the generated code's one-call products
+    and its thread-pool parts) then give the bits of gmnative.kernels.gemm's split products:
+    this kernel's bits do not depend on the rows a call is given."""
+    if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype != _F32 or b.dtype != _F32
+            or b.ndim != 2 or a.ndim < 2 or a.shape[-1] != b.shape[0] or not own_sgemm()):
+        return None
+    k_, n = b.shape
+    m = a.size // k_ if k_ else 0
+    if m < 2 or n < 2 or k_ < 2:
+        return None  # (NumPy's matmul calls gemv, dot or a loop of its own there: so does the generated code)
+    a2 = a if a.ndim == 2 else (a.reshape(m, k_) if a.flags.c_contiguous else None)
+    ao = None if a2 is None else _operand(a2)
+    bo = _operand(b)
+    k = _kernels().kernels()
+    if ao is None or bo is None or k is None:
+        return None
+    shape = a.shape[:-1] + (n,)
+    if out is None:
+        out = np.empty(shape, _F32)
+    elif type(out) is not np.ndarray or out.shape != shape or out.dtype != _F32 or not out.flags.c_contiguous:
+        return None
+    dims = np.array([m, n, k_, ao[1], bo[1]], _I64)
+    if not k.run("gm_sgemm_call", 1, (ao[0].nbytes, bo[0].nbytes, -out.nbytes, 40),
+                 k.formats(("float32", "float32", "float32", "int64")), ao[0], bo[0], out, dims):
+        return None
+    return out
+
+
+_CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong,
+                          ctypes.c_longlong, ctypes.c_float, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_void_p,
+                          ctypes.c_longlong, ctypes.c_float, ctypes.c_void_p, ctypes.c_longlong)
+
+
+def sgemm_function():
+    """The 64-bit-integer kernel as a ctypes function of cblas_sgemm's arguments (order,
+    transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc; pointers as integers), for
+    tests and benchmarks; None where it cannot be built."""
+    address = sgemm_address(True)
+    return None if address is None else _CFUNC(address)
+
+
+__all__ = ["SYMBOLS", "blas_gemm", "enabled", "numpy_blas_gemm", "own_sgemm", "product", "sgemm_address",
+           "sgemm_function"]
