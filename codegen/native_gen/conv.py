@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from static.ir import Graph, Node, Value
 
 from ..render import c_literal, c_type
+from . import conv_images
 from .batchnorm import (
     CChannelGradient,
     CChannelNormalize,
@@ -72,7 +73,13 @@ def enabled() -> bool:
 
 
 def fingerprint() -> str:
-    return "" if enabled() else ";native_windows=0"
+    """The cache key's part for the switches that change what this module writes: the window
+    functions, and where a convolution's dx comes from (conv_images', conv_images_split's
+    DX_BY_KERNELS: a test or a measurement sets them in a running process)."""
+    from . import conv_images_split  # noqa: PLC0415  (it imports conv_images' helpers)
+
+    return ("" if enabled() else ";native_windows=0") + ("" if conv_images.DX_BY_KERNELS else ";images_dx=0") \
+        + ("" if conv_images_split.DX_BY_KERNELS else ";split_dx=0")
 
 
 @dataclass

@@ -11,9 +11,8 @@ and window functions that is the columns written (3.6 MB for W6's second layer),
 products reading them or their gradient, and the fold: W6's step spent 2.7-3.2 ms there
 against 2.1-2.8 for the kernels (one thread, CPU time). The pattern is taken whole (forward
 and both gradients, in the same graph, every intermediate read by nothing else) or not at
-all; the input gradient stays the library product and the fold unless DX_BY_KERNELS (see
-there); each call falls back to the library ops where the kernels cannot run
-(codegen.runtime).
+all; the input gradient comes from the same backward call (DX_BY_KERNELS, see there); each
+call falls back to the library ops where the kernels cannot run (codegen.runtime).
 """
 from __future__ import annotations
 
@@ -27,11 +26,14 @@ if TYPE_CHECKING:
     from .driver import NativeModule
 
 FLOATS = ("float32", "float64")
-# Whether the input gradient runs in the kernels' backward too (W^T G[n] folded per image)
-# or as the library product and the fold window function: the kernels' dW (each image's
-# columns made again in cache) gained, their dx did not (W6's step 8.49-8.55 ms with the
-# product and fold against 8.55-8.80 with the kernels, CPU time, shuffled, load 5).
-DX_BY_KERNELS = False
+# Whether the input gradient runs in the kernels' backward too (W^T G[n] folded image by image
+# in a buffer of the thread's own) or as the library product and the fold window function
+# (the batch's dx columns, 3.6 MB for W6's second layer, written by BLAS and read back by the
+# fold). With default settings (both cores) the kernels gained: W6's compiled step 2.97-3.02
+# ms against 3.53-3.77 with the product and fold (eager/compiled 1.52 against 1.31-1.34,
+# 3 alternated processes, wall time); on one thread in CPU time an earlier measure had found
+# them even (8.49-8.55 ms against 8.55-8.80).
+DX_BY_KERNELS = True
 
 
 def _users(v: Value) -> list[Node]:

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from .driver import NativeModule
 
 # Whether the backward's input gradient runs in the kernels too (W^T G[n] folded image by
-# image, in cache) or as the library product and the fold window function (see
-# conv_images.py, whose one-graph step measured no gain). In the split backward the kernels
+# image, in cache) or as the library product and the fold window function (the kernels,
+# as in conv_images.py's one-graph step). In the split backward the kernels
 # gained: W6's drop-in fwd+bwd eager/compiled 1.14-1.16 with the product and fold against
 # 1.21-1.28 with the kernels (3 alternated processes each, CPU time, load 5-7).
 DX_BY_KERNELS = True

@@ -73,3 +73,18 @@ def test_without_the_kernels_the_library_ops_give_the_same_step(monkeypatch):
     np.testing.assert_allclose(got, want, rtol=1e-5)
     for a, b in zip(got_p, want_p):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_by_default_the_input_gradient_comes_from_the_kernels_backward_call():
+    """With default settings the one-graph step takes dx from the kernels' backward call (the
+    image's dx columns folded in the thread's buffer), not the batch's columns written by a
+    library product and folded by a window function."""
+    x = np.random.default_rng(3).standard_normal((3, 8, 9, 8)).astype(np.float32)
+    conv = dict(kernel_size=3, padding=1)
+    want, want_p, _ = _run(False, conv, 8, False, x)
+    got, got_p, f = _run(True, conv, 8, False, x)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    for a, b in zip(got_p, want_p):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    calls = [line for line in f.source(eager.from_numpy(x)).splitlines() if "_rt.conv_images_backward(" in line]
+    assert len(calls) == 1 and calls[0].lstrip().split(",")[0] != "_", calls  # dx, dW = ... (not _, dW)
