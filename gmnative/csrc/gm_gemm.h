@@ -43,7 +43,7 @@ static inline gm_gemm_v gm_gemm_fma(gm_gemm_v a, gm_gemm_v b, gm_gemm_v c) { ret
 static inline gm_gemm_v gm_gemm_add(gm_gemm_v a, gm_gemm_v b) { return _mm512_add_ps(a, b); }
 static inline gm_gemm_v gm_gemm_mul(gm_gemm_v a, gm_gemm_v b) { return _mm512_mul_ps(a, b); }
 static inline gm_gemm_v gm_gemm_load_n(const float* p, int n) {
-    return n >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), p);
+    return n >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps((__mmask16)((1u << (n > 0 ? n : 0)) - 1u), p);
 }
 static inline void gm_gemm_store_n(float* p, gm_gemm_v v, int n) {
     if (n >= 16) _mm512_storeu_ps(p, v);
@@ -93,12 +93,13 @@ static inline void gm_gemm_store_n(float* p, gm_gemm_v v, int n) { if (n >= 1) *
 #endif
 #define GM_GEMM_NR (GM_GEMM_VL * GM_GEMM_NV)
 
-// One MR x (NV lanes) tile: acc = sum over k < kc of op(A)[i, k] Bp[k, :] (A's element (i, k)
-// at a[i * ars + k * acs], Bp a packed panel of NR floats a k), then C = alpha acc (+ C when
+// One MR x (NV vectors) tile: acc = sum over k < kc of op(A)[i, k] B[k, :] (A's element (i, k)
+// at a[i * ars + k * acs]; B's row k at b + k * bs: a packed panel, bs = NR, or op(B) read in
+// place, bs = ldb, EDGE then loading only the first nr columns), then C = alpha acc (+ C when
 // `add`), for the first `nr` columns of the tile and the MR rows.
-template <int MR, int NV>
-static inline void gm_gemm_tile(long long kc, const float* a, long long ars, long long acs, const float* bp, float* c,
-                                long long ldc, int nr, float alpha, bool add) {
+template <int MR, int NV, bool EDGE>
+static inline void gm_gemm_tile(long long kc, const float* a, long long ars, long long acs, const float* b,
+                                long long bs, float* c, long long ldc, int nr, float alpha, bool add) {
     gm_gemm_v acc[MR][NV];
     for (int i = 0; i < MR; ++i)
         for (int v = 0; v < NV; ++v) acc[i][v] = gm_gemm_zero();
@@ -106,21 +107,25 @@ static inline void gm_gemm_tile(long long kc, const float* a, long long ars, lon
         const float* rows[MR];
         for (int i = 0; i < MR; ++i) rows[i] = a + i * ars;
         for (long long k = 0; k < kc; ++k) {
-            gm_gemm_v b[NV];
-            for (int v = 0; v < NV; ++v) b[v] = gm_gemm_load(bp + k * GM_GEMM_NR + v * GM_GEMM_VL);
+            gm_gemm_v bv[NV];
+            for (int v = 0; v < NV; ++v)
+                bv[v] = EDGE ? gm_gemm_load_n(b + k * bs + v * GM_GEMM_VL, nr - v * GM_GEMM_VL)
+                             : gm_gemm_load(b + k * bs + v * GM_GEMM_VL);
             for (int i = 0; i < MR; ++i) {
                 const gm_gemm_v x = gm_gemm_bcast(rows[i] + k);
-                for (int v = 0; v < NV; ++v) acc[i][v] = gm_gemm_fma(x, b[v], acc[i][v]);
+                for (int v = 0; v < NV; ++v) acc[i][v] = gm_gemm_fma(x, bv[v], acc[i][v]);
             }
         }
     } else {  // a transposed A (ars == 1) or another stride: MR elements of one k together
         for (long long k = 0; k < kc; ++k) {
-            gm_gemm_v b[NV];
-            for (int v = 0; v < NV; ++v) b[v] = gm_gemm_load(bp + k * GM_GEMM_NR + v * GM_GEMM_VL);
+            gm_gemm_v bv[NV];
+            for (int v = 0; v < NV; ++v)
+                bv[v] = EDGE ? gm_gemm_load_n(b + k * bs + v * GM_GEMM_VL, nr - v * GM_GEMM_VL)
+                             : gm_gemm_load(b + k * bs + v * GM_GEMM_VL);
             const float* col = a + k * acs;
             for (int i = 0; i < MR; ++i) {
                 const gm_gemm_v x = gm_gemm_bcast(col + i * ars);
-                for (int v = 0; v < NV; ++v) acc[i][v] = gm_gemm_fma(x, b[v], acc[i][v]);
+                for (int v = 0; v < NV; ++v) acc[i][v] = gm_gemm_fma(x, bv[v], acc[i][v]);
             }
         }
     }
@@ -139,13 +144,30 @@ static inline void gm_gemm_tile(long long kc, const float* a, long long ars, lon
 }
 
 // the tile for the last mr (< MR) rows: one instantiation per row count
-template <int NV, int R = GM_GEMM_MR - 1>
+template <int NV, bool EDGE, int R = GM_GEMM_MR - 1>
 static inline void gm_gemm_tile_rows(int mr, long long kc, const float* a, long long ars, long long acs,
-                                     const float* bp, float* c, long long ldc, int nr, float alpha, bool add) {
+                                     const float* b, long long bs, float* c, long long ldc, int nr, float alpha,
+                                     bool add) {
     if constexpr (R >= 1) {
-        if (mr == R) gm_gemm_tile<R, NV>(kc, a, ars, acs, bp, c, ldc, nr, alpha, add);
-        else gm_gemm_tile_rows<NV, R - 1>(mr, kc, a, ars, acs, bp, c, ldc, nr, alpha, add);
+        if (mr == R) gm_gemm_tile<R, NV, EDGE>(kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add);
+        else gm_gemm_tile_rows<NV, EDGE, R - 1>(mr, kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add);
     }
+}
+
+// one tile of any size: MR rows or fewer, NR columns or fewer (one vector where nr allows)
+template <bool EDGE>
+static inline void gm_gemm_any_tile(int mr, long long kc, const float* a, long long ars, long long acs,
+                                    const float* b, long long bs, float* c, long long ldc, int nr, float alpha,
+                                    bool add) {
+#if GM_GEMM_NV == 2
+    if (nr <= GM_GEMM_VL) {  // a right edge of one vector: half the work
+        if (mr == GM_GEMM_MR) gm_gemm_tile<GM_GEMM_MR, 1, EDGE>(kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add);
+        else gm_gemm_tile_rows<1, EDGE>(mr, kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add);
+        return;
+    }
+#endif
+    if (mr == GM_GEMM_MR) gm_gemm_tile<GM_GEMM_MR, GM_GEMM_NV, EDGE>(kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add);
+    else gm_gemm_tile_rows<GM_GEMM_NV, EDGE>(mr, kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add);
 }
 
 // op(B)[pc:pc+kc, jc:jc+nc] into panels of NR columns (k-major inside a panel, zeros past nc)
@@ -178,17 +200,18 @@ static inline void gm_gemm_pack_b(const float* b, long long ldb, bool tb, long l
     }
 }
 
-// the calling thread's packing buffer, grown on demand and kept (one per OpenMP worker)
-static inline float* gm_gemm_buffer(size_t floats) {
-    static thread_local float* buf = nullptr;
-    static thread_local size_t cap = 0;
-    if (floats > cap) {
-        free(buf);
+// the calling thread's buffers (0: B's panels, 1: a transposed result), grown on demand and
+// kept (one set per OpenMP worker)
+static inline float* gm_gemm_buffer(size_t floats, int which = 0) {
+    static thread_local float* buf[2] = {nullptr, nullptr};
+    static thread_local size_t cap[2] = {0, 0};
+    if (floats > cap[which]) {
+        free(buf[which]);
         const size_t bytes = ((floats * sizeof(float) + 63) / 64) * 64;
-        buf = (float*)aligned_alloc(64, bytes);
-        cap = buf ? floats : 0;
+        buf[which] = (float*)aligned_alloc(64, bytes);
+        cap[which] = buf[which] ? floats : 0;
     }
-    return buf;
+    return buf[which];
 }
 
 // row-major C (M x N, ldc) = alpha op(A) op(B) + beta C; op(A) element (i, k) at
@@ -204,34 +227,48 @@ static void gm_sgemm_rows(long long M, long long N, long long K, float alpha, co
             for (long long i = 0; i < M; ++i) memset(c + i * ldc, 0, (size_t)N * sizeof(float));
         return;
     }
+    if (beta != 0.0f) beta = 1.0f;  // (C scaled above)
+    if (tb && M < N && (acs == 1 || ars == 1)) {
+        // A transposed B, wider than A is tall (a weight gradient G cols^T): C^T = op(B)^T op(A)^T,
+        // whose left operand is B as stored (read in place) and whose right one, op(A)^T, is
+        // M columns wide (packed where A is not transposed): M x K floats packed, not K x N.
+        // The same products summed in the same order (an FMA's two factors commute): the bits
+        // of the direct product. C^T is made in a buffer and copied back.
+        float* t = gm_gemm_buffer((size_t)(M * N), 1);
+        if (!t) abort();
+        if (beta != 0.0f)
+            for (long long i = 0; i < M; ++i)
+                for (long long j = 0; j < N; ++j) t[j * M + i] = c[i * ldc + j];
+        if (ars == 1) gm_sgemm_rows(N, M, K, alpha, b, ldb, 1, a, acs, false, beta, t, M);
+        else gm_sgemm_rows(N, M, K, alpha, b, ldb, 1, a, ars, true, beta, t, M);
+        for (long long i = 0; i < M; ++i)
+            for (long long j = 0; j < N; ++j) c[i * ldc + j] = t[j * M + i];
+        return;
+    }
     const long long kblk = K < GM_GEMM_KC ? K : GM_GEMM_KC;
     const long long ncmax = N < GM_GEMM_NC ? N : GM_GEMM_NC;
     const size_t bfloats = (size_t)kblk * (size_t)((ncmax + GM_GEMM_NR - 1) / GM_GEMM_NR * GM_GEMM_NR);
-    float* bp = gm_gemm_buffer(bfloats);
-    if (!bp) abort();
+    // op(B) stored row-major is read in place (its rows ldb apart; the right edge's loads masked):
+    // packing it cost as much as the product where A has few rows (a CNN's 32 x 144 weight);
+    // a transposed B is packed
+    float* bp = tb ? gm_gemm_buffer(bfloats) : nullptr;
+    if (tb && !bp) abort();
     for (long long jc = 0; jc < N; jc += GM_GEMM_NC) {
         const long long nc = N - jc < GM_GEMM_NC ? N - jc : GM_GEMM_NC;
         for (long long pc = 0; pc < K; pc += GM_GEMM_KC) {
             const long long kc = K - pc < GM_GEMM_KC ? K - pc : GM_GEMM_KC;
             const bool add = pc > 0 || beta != 0.0f;
-            gm_gemm_pack_b(b, ldb, tb, pc, jc, kc, nc, bp);
+            if (tb) gm_gemm_pack_b(b, ldb, tb, pc, jc, kc, nc, bp);
             for (long long i0 = 0; i0 < M; i0 += GM_GEMM_MR) {
                 const int mr = M - i0 < GM_GEMM_MR ? (int)(M - i0) : GM_GEMM_MR;
                 const float* ai = a + i0 * ars + pc * acs;
                 for (long long j0 = 0; j0 < nc; j0 += GM_GEMM_NR) {
                     const int nr = nc - j0 < GM_GEMM_NR ? (int)(nc - j0) : GM_GEMM_NR;
-                    const float* panel = bp + j0 * kc;
                     float* cij = c + i0 * ldc + jc + j0;
-#if GM_GEMM_NV == 2
-                    if (nr <= GM_GEMM_VL) {  // a right edge of one vector: half the work
-                        if (mr == GM_GEMM_MR) gm_gemm_tile<GM_GEMM_MR, 1>(kc, ai, ars, acs, panel, cij, ldc, nr, alpha, add);
-                        else gm_gemm_tile_rows<1>(mr, kc, ai, ars, acs, panel, cij, ldc, nr, alpha, add);
-                        continue;
-                    }
-#endif
-                    if (mr == GM_GEMM_MR)
-                        gm_gemm_tile<GM_GEMM_MR, GM_GEMM_NV>(kc, ai, ars, acs, panel, cij, ldc, nr, alpha, add);
-                    else gm_gemm_tile_rows<GM_GEMM_NV>(mr, kc, ai, ars, acs, panel, cij, ldc, nr, alpha, add);
+                    if (tb) gm_gemm_any_tile<false>(mr, kc, ai, ars, acs, bp + j0 * kc, GM_GEMM_NR, cij, ldc, nr, alpha, add);
+                    else if (nr == GM_GEMM_NR)
+                        gm_gemm_any_tile<false>(mr, kc, ai, ars, acs, b + pc * ldb + jc + j0, ldb, cij, ldc, nr, alpha, add);
+                    else gm_gemm_any_tile<true>(mr, kc, ai, ars, acs, b + pc * ldb + jc + j0, ldb, cij, ldc, nr, alpha, add);
                 }
             }
         }
