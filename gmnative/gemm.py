@@ -84,6 +84,7 @@ def blas_gemm() -> tuple | None:
     under the same signature and integer width, unless GRAPHMODE_NATIVE_GEMM=0 or it cannot
     be built; None where NumPy's BLAS exports no cblas gemm. Cached: blas_gemm.cache_clear()
     after changing the setting."""
+    _PLANS.clear()  # (product's plans hold the answer of the table they were made under)
     found = numpy_blas_gemm()
     if found is None:
         return None
@@ -108,37 +109,60 @@ def _operand(x: np.ndarray) -> tuple[np.ndarray, int] | None:
 
 def product(a, b, out: np.ndarray | None = None) -> np.ndarray | None:
     """a @ b with this kernel on the calling thread, for float32 NumPy arrays: b 2-d, a 2-d
-    (C- or Fortran-ordered) or a C-contiguous stack (its leading dims taken as rows); `out`
-    (optional) a C-contiguous array of the result's shape to write. None where it does not
-    apply (other dtypes or layouts, the kernel switched off or not built): NumPy's matmul then.
+    (C- or Fortran-ordered) or a C-contiguous stack (its leading dims taken as rows), each
+    dimension 2 or more (NumPy's matmul calls gemv, dot or a loop of its own otherwise, and so
+    does the generated code); `out` (optional) a C-contiguous array of the result's shape to
+    write. None where it does not apply (other dtypes or layouts, the kernel switched off or
+    not built): NumPy's matmul then.
 
     Why: the callers that keep a product on one thread or split it themselves (eager's
     products where the kernels' team is one thread, the generated code's one-call products
     and its thread-pool parts) then give the bits of gmnative.kernels.gemm's split products:
     this kernel's bits do not depend on the rows a call is given."""
     if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype != _F32 or b.dtype != _F32
-            or b.ndim != 2 or a.ndim < 2 or a.shape[-1] != b.shape[0] or not own_sgemm()):
+            or b.ndim != 2 or a.ndim < 2 or a.shape[-1] != b.shape[0]):
         return None
-    k_, n = b.shape
-    m = a.size // k_ if k_ else 0
-    if m < 2 or n < 2 or k_ < 2:
-        return None  # (NumPy's matmul calls gemv, dot or a loop of its own there: so does the generated code)
-    a2 = a if a.ndim == 2 else (a.reshape(m, k_) if a.flags.c_contiguous else None)
+    a2 = a if a.ndim == 2 else (a.reshape(-1, a.shape[-1]) if a.flags.c_contiguous else None)
     ao = None if a2 is None else _operand(a2)
     bo = _operand(b)
-    k = _kernels().kernels()
-    if ao is None or bo is None or k is None:
+    if ao is None or bo is None:
         return None
-    shape = a.shape[:-1] + (n,)
+    key = (a2.shape, b.shape, ao[1], bo[1])  # type: ignore[union-attr]
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(key)
+        if plan is None:
+            return None
+    k, sizes, formats, dims = plan
+    shape = a.shape[:-1] + (b.shape[1],)
     if out is None:
         out = np.empty(shape, _F32)
     elif type(out) is not np.ndarray or out.shape != shape or out.dtype != _F32 or not out.flags.c_contiguous:
         return None
-    dims = np.array([m, n, k_, ao[1], bo[1]], _I64)
-    if not k.run("gm_sgemm_call", 1, (ao[0].nbytes, bo[0].nbytes, -out.nbytes, 40),
-                 k.formats(("float32", "float32", "float32", "int64")), ao[0], bo[0], out, dims):
+    if not k.run("gm_sgemm_call", 1, sizes, formats, ao[0], bo[0], out, dims):
         return None
     return out
+
+
+def _plan(key: tuple) -> tuple | None:
+    """(kernels, byte sizes, type codes, dims) of product's call for one shape and layout, kept
+    while the own sgemm is the table's (reset by blas_gemm.cache_clear through own_sgemm)."""
+    (m, k_), (_, n), ta, tb = key
+    if m < 2 or n < 2 or k_ < 2 or not own_sgemm():
+        return None  # (NumPy's matmul calls gemv, dot or a loop of its own there: so does the generated code)
+    k = _kernels().kernels()
+    if k is None:
+        return None
+    plan = (k, (4 * m * k_, 4 * k_ * n, -4 * m * n, 40), k.formats(("float32", "float32", "float32", "int64")),
+            np.array([m, n, k_, ta, tb], _I64))
+    if len(_PLANS) > 4096:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    return plan
+
+
+# (rows x depth, depth x columns, A transposed, B transposed) -> product's call constants
+_PLANS: dict = {}
 
 
 _CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong,
