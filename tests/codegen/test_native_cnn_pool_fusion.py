@@ -95,3 +95,31 @@ def test_a_fused_pooling_keeps_nans():
     want = model(eager.from_numpy(bad)).detach().numpy()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_array_equal(got[~np.isnan(got)], want[~np.isnan(want)])
+
+
+@pytest.mark.parametrize("pool, shape, dtype, grad_fused", [
+    (nn.MaxPool2d(2), (2, 1, 7, 6), np.float32, True),  # a row left over: its gradient zero
+    (nn.MaxPool2d(2), (3, 2, 6, 4), np.float64, True),
+    (nn.MaxPool2d(3, stride=2), (2, 1, 9, 9), np.float32, False),  # windows share cells: the fold's own function
+])
+def test_a_drop_in_module_scatters_the_saved_pooling_mask_in_the_gradient_region(pool, shape, dtype, grad_fused):
+    """A module compiled as a drop-in splits into a forward and a backward graph: the
+    backward receives the pooling's mask (C, kh*kw, N, oh, ow) from the forward, and batch
+    norm's gradient region scatters the pooled gradient through it per image (the full-size
+    gradient never written); the gradients equal eager's."""
+    x = np.random.default_rng(4).standard_normal(shape).astype(dtype)
+    grads = []
+    for compiled in (False, True):
+        model = _block(shape[1], 2, pool, dtype)
+        f = static.compile(model, backend="native") if compiled else model
+        for k in range(2):
+            model.zero_grad()
+            (f(eager.from_numpy(x * (k + 1))) ** 2).mean().backward()
+        grads.append([p.grad.numpy().copy() for p in model.parameters()])
+        if compiled:
+            entry = f._entry_for((eager.from_numpy(x),), {})[3]
+            text = entry.grad.backward._loaded.source
+            assert (GRAD_FUSED in text) == grad_fused
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-11)
+    for a, b in zip(grads[1], grads[0]):
+        np.testing.assert_allclose(a, b, **tol)
