@@ -90,9 +90,11 @@ class LayerNormFunction(Function):
             gx, gw, gb = (np.asarray(a) for a in found)
         else:
             gx, gw, gb = found
-        return (Tensor._make(gx.reshape(X.shape)) if needs[0] else None,
-                Tensor._make(gw.reshape(W.shape)) if needs[1] else None,
-                Tensor._make(gb.reshape(W.shape)) if needs[2] else None)
+        # (reshaped only where the shape differs: a reshape to the same shape is a view, which
+        # a leaf's .grad then stores only after asking who else holds its base)
+        return (Tensor._make(gx if gx.shape == X.shape else gx.reshape(X.shape)) if needs[0] else None,
+                Tensor._make(gw if gw.shape == W.shape else gw.reshape(W.shape)) if needs[1] else None,
+                Tensor._make(gb if gb.shape == W.shape else gb.reshape(W.shape)) if needs[2] else None)
 
 
 def layer_norm(input: Any, weight: Any, bias: Any, ndim: int, eps: float) -> Tensor | None:

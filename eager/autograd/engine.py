@@ -26,7 +26,7 @@ from .._fast_path import _indent, define
 from .._grad_mode import STATE
 from .graph import _NOTHING_SAVED as _NOTHING_SAVED  # (`x as x`: names the rendered loop reads)
 from .graph import COMPACT_PASSES as COMPACT_PASSES
-from .graph import FIT, RELEASE, VJP, AccumulateGrad, Node
+from .graph import FIT, RELEASE, VJP, AccumulateGrad, Node, _private_view
 from .graph import HOOKED as HOOKED
 from .graph import PLAIN_NODE_TYPES as PLAIN_NODE_TYPES
 
@@ -273,14 +273,15 @@ def _sum(prev: Tensor, g: Tensor, create_graph: bool) -> Tensor:
     extra gradient (a recurrent step's weights meet one gradient per time step).
 
     The reference counts: prev is held by the slot, the caller's local `prev`, this call's
-    argument and getrefcount's; its array by prev._data, the local `a` and getrefcount's. Any other holder (the same
-    gradient passed to two operands by an add's backward, a saved tensor, a view of the
-    array) makes the count higher, and the sum is then a new tensor."""
+    argument and getrefcount's; its array by prev._data, the local `a` and getrefcount's (an
+    array that views another, whole, is taken when nothing else holds that one: _private_view).
+    Any other holder (the same gradient passed to two operands by an add's backward, a saved
+    tensor, a view of the array) makes the count higher, and the sum is then a new tensor."""
     a = prev._data
     b = g._data
-    if (not create_graph and type(a) is np.ndarray and type(b) is np.ndarray and a.base is None
-            and a.shape == b.shape and a.dtype is b.dtype and a.flags.writeable
-            and _refcount(prev) == 4 and _refcount(a) == 3 and prev.grad_fn is None):
+    if (not create_graph and type(a) is np.ndarray and type(b) is np.ndarray
+            and (a.base is None or _private_view(a)) and a.shape == b.shape and a.dtype is b.dtype
+            and a.flags.writeable and _refcount(prev) == 4 and _refcount(a) == 3 and prev.grad_fn is None):
         np.add(a, b, out=a)
         return prev
     total: Tensor = prev + g

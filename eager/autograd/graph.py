@@ -3,6 +3,7 @@ per leaf. A node keeps exactly what its op's VJP asked to save, checks version c
 when it reads them back, and frees them after a backward pass (unless retained)."""
 from __future__ import annotations
 
+import sys
 import types
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -199,6 +200,7 @@ COMPACT_PASSES: list[bool] = []
 HOOKED = [False]
 
 _NOTHING_SAVED: dict[int, Any] = _Released()  # shared by released nodes; never written to
+_refcount = sys.getrefcount
 
 
 # -- running a node, written once ---------------------------------------------------------------
@@ -450,7 +452,8 @@ class AccumulateGrad(HookMixin):
     def accumulate(self, grad: Tensor, create_graph: bool, owned: set[int]) -> None:
         var = self.variable
         arr = grad._data
-        if var._grad is None and not create_graph and type(arr) is np.ndarray and arr.base is None:
+        if var._grad is None and not create_graph and type(arr) is np.ndarray and (
+                arr.base is None or _private_view(arr)):
             # the common first gradient of a step: a fresh row-major array no one else holds,
             # for a row-major leaf (what the general branch below decides, in fewer steps)
             flags = arr.flags
@@ -494,6 +497,17 @@ class AccumulateGrad(HookMixin):
                 var._grad._vc[0] += 1
             else:
                 var._grad = var._grad + grad.detach()
+
+
+def _private_view(arr: np.ndarray) -> bool:
+    """Whether `arr` is a whole-buffer view (a reshape) of an array that nothing but `arr`
+    holds: a gradient a fused backward computed flat and reshaped to its operand's shape (a
+    layer norm's weight gradient). Such an array is as private as a fresh one, and storing it
+    as `.grad` spares the copy the general branch makes of a view. The counts: the base is
+    held by arr, the local `base` and getrefcount's argument."""
+    base = arr.base
+    return (type(base) is np.ndarray and base.base is None and base.nbytes == arr.nbytes
+            and _refcount(base) == 3)
 
 
 def _clone(t: Tensor) -> Tensor:

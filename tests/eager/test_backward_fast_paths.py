@@ -38,3 +38,73 @@ def test_dropout_inside_a_trace_is_still_replayed_per_call():
     eager.manual_seed(3)
     first = F.dropout(x, 0.5).numpy()  # eager draws the same first mask from the same seed
     np.testing.assert_array_equal(a, first)
+
+
+class _FlatGrad(eager.autograd.Function):
+    """x * 3 whose backward computes its gradient flat and hands back a whole view of that
+    buffer (as a fused backward that works on rows does); `held` keeps the buffer when set."""
+
+    keep = False
+    held: list = []
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 3.0
+
+    @staticmethod
+    def backward(ctx, g):
+        flat = (g.numpy().reshape(-1) * 3.0).astype(np.float32)
+        if _FlatGrad.keep:
+            _FlatGrad.held.append(flat)
+        return eager.from_numpy(flat.reshape(g.shape))
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_leafs_gradient_that_views_a_private_buffer_is_stored_without_a_copy(keep, monkeypatch):
+    monkeypatch.setattr(_FlatGrad, "keep", keep)
+    monkeypatch.setattr(_FlatGrad, "held", [])
+    w = eager.ones(4, 5, requires_grad=True)
+    _FlatGrad.apply(w).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((4, 5), 3.0, np.float32))
+    if keep:  # someone else holds the buffer: .grad is a copy of its own
+        w.grad.add_(1.0)
+        np.testing.assert_array_equal(_FlatGrad.held[0], np.full(20, 3.0, np.float32))
+    else:
+        assert w.grad._data.base is not None and w.grad._data.base.shape == (20,)
+    # a second pass accumulates into .grad in place, as for any gradient
+    g = w.grad
+    _FlatGrad.apply(w).sum().backward()
+    assert w.grad is g
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((4, 5), 7.0 if keep else 6.0, np.float32))
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_gradients_meeting_at_a_slot_add_into_a_private_view_only(keep, monkeypatch):
+    monkeypatch.setattr(_FlatGrad, "keep", keep)
+    monkeypatch.setattr(_FlatGrad, "held", [])
+    x = eager.ones(3, 4, requires_grad=True)
+    h = x * 1.0  # h's node receives the _FlatGrad gradient and the product's
+    (_FlatGrad.apply(h).sum() + (h * 2.0).sum()).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((3, 4), 5.0, np.float32))
+    for arr in _FlatGrad.held:  # a buffer someone else holds was never written
+        np.testing.assert_array_equal(arr, np.full(12, 3.0, np.float32))
+
+
+def test_layer_norm_gradients_match_the_op_path():
+    # the fused node's gradients (stored as the parameters' .grad without a copy) against the
+    # op record's, whose backward is written with ops
+    from gmops._registry import REGISTRY
+
+    ln = eager.nn.LayerNorm(8)
+    with eager.no_grad():
+        ln.weight.copy_(eager.linspace(0.5, 1.5, 8))
+        ln.bias.copy_(eager.linspace(-1.0, 1.0, 8))
+    x = eager.randn(4, 3, 8, requires_grad=True)
+    ln(x).pow(2).sum().backward()
+    assert ln(x).grad_fn.name() == "NativeLayerNormBackward0"
+    fused = [p.grad.numpy().copy() for p in (x, ln.weight, ln.bias)]
+    for p in (x, ln.weight, ln.bias):
+        p.grad = None
+    REGISTRY["layer_norm"](x, ln.weight, ln.bias, ndim=1, eps=ln.eps).pow(2).sum().backward()
+    for p, f in zip((x, ln.weight, ln.bias), fused):
+        np.testing.assert_allclose(f, p.grad.numpy(), rtol=1e-5, atol=1e-5)
