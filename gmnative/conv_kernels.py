@@ -278,16 +278,23 @@ def relu(x) -> np.ndarray | None:
 
 def select_number(c, number: float, b, invert: bool = False) -> np.ndarray | None:
     """np.where(c, number, b) (`invert`: np.where(~c, number, b)) for a C-contiguous bool
-    mask c and float array b of one shape, in one threaded pass; or None."""
-    if (type(c) is not np.ndarray or type(b) is not np.ndarray or c.dtype != np.bool_ or c.shape != b.shape
+    mask c and float array b of one shape, or a mask of b's trailing shape (repeated over b's
+    leading dims, read in place: no tiled copy), in one threaded pass; or None."""
+    if (type(c) is not np.ndarray or type(b) is not np.ndarray or c.dtype != np.bool_
             or not c.flags.c_contiguous or not b.flags.c_contiguous or b.dtype not in _SUFFIX):
+        return None
+    if c.shape == b.shape:
+        period = 0
+    elif 0 < c.ndim < b.ndim and c.shape == b.shape[b.ndim - c.ndim:] and c.size:
+        period = c.size
+    else:
         return None
     found = _kernel("select_number", _SUFFIX[b.dtype])
     if found is None:
         return None
     out = np.empty(b.shape, b.dtype)
     a = np.array([number], b.dtype)
-    dims = np.array([b.size, int(invert)], _I64)
+    dims = np.array([b.size, int(invert), period], _I64)
     _call(found, (c, a, b, out, dims), written=(3,))
     return out
 

@@ -350,9 +350,27 @@ template <typename T> static void batch_norm_backward(const T* g, const T* x, co
 
 // where(c, a, b) for a bool mask c, a number a and an array b of c's size (`invert`: where(!c,
 // a, b)): relu's gradient (zero where the result is <= 0) and every masked fill of that form,
-// one pass, each element b's bits or a's, as the select it replaces.
+// one pass, each element b's bits or a's, as the select it replaces. `period` > 0: c holds
+// that many elements, repeated over b's rows of that length (a mask of b's trailing dims, as
+// the causal mask of attention scores), read in place of a tiled copy of c.
 template <typename T> static void select_number(const unsigned char* c, T a, const T* b, T* out, long long n,
-                                                bool invert, int nt) {
+                                                bool invert, int nt, long long period = 0) {
+    if (period > 0) {
+        const long long rows = n / period;
+        #pragma omp parallel for num_threads(nt) if(n >= GM_CONV_PARALLEL_MIN) schedule(static)
+        for (long long r = 0; r < rows; ++r) {
+            const T* br = b + r * period;
+            T* o = out + r * period;
+            if (invert) {
+                #pragma omp simd
+                for (long long j = 0; j < period; ++j) o[j] = c[j] ? br[j] : a;
+            } else {
+                #pragma omp simd
+                for (long long j = 0; j < period; ++j) o[j] = c[j] ? a : br[j];
+            }
+        }
+        return;
+    }
     #pragma omp parallel for num_threads(nt) if(n >= GM_CONV_PARALLEL_MIN) schedule(static)
     for (long long i0 = 0; i0 < n; i0 += 4096) {
         const long long i1 = i0 + 4096 < n ? i0 + 4096 : n;
@@ -547,7 +565,7 @@ template <typename T> static void relu(const T* x, T* out, long long n, int nt) 
     extern "C" void gm_eager_conv_select_number_##suffix(void* const* a, int nt) { \
         const long long* d = (const long long*)a[4]; \
         select_number<T>((const unsigned char*)a[0], ((const T*)a[1])[0], (const T*)a[2], (T*)a[3], d[0], d[1] != 0, \
-                         nt); } \
+                         nt, d[2]); } \
     extern "C" void gm_eager_conv_conv2d_images_##suffix(void* const* a, int nt) { \
         const long long* d = (const long long*)a[4]; \
         const void* fn = (const void*)((const long long*)a[5])[0]; \

@@ -108,3 +108,41 @@ def test_layer_norm_gradients_match_the_op_path():
     REGISTRY["layer_norm"](x, ln.weight, ln.bias, ndim=1, eps=ln.eps).pow(2).sum().backward()
     for p, f in zip((x, ln.weight, ln.bias), fused):
         np.testing.assert_allclose(f, p.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@needs_compiler
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mask_shape", [(32, 32), (32,), (4, 32, 32)])
+def test_a_trailing_mask_is_read_in_place_by_the_native_select(dtype, mask_shape):
+    from gmnative import conv_kernels
+
+    rng = np.random.default_rng(2)
+    b = rng.standard_normal((16, 4, 32, 32)).astype(dtype)
+    b[0, 0, 0, :3] = [np.nan, -0.0, np.inf]
+    c = rng.random(mask_shape) > 0.4
+    bits = np.uint32 if dtype == np.float32 else np.uint64
+    for invert in (False, True):
+        got = conv_kernels.select_number(c, -np.inf, b, invert)
+        expected = np.where(~c if invert else c, dtype(-np.inf), b)
+        assert got is not None and got.dtype == dtype
+        np.testing.assert_array_equal(got.view(bits), expected.view(bits))
+    # a mask that only broadcasts (not b's trailing shape) is not taken
+    assert conv_kernels.select_number(np.ones((16, 1, 1, 32), bool), 0.0, b) is None
+
+
+def test_masked_fill_with_a_causal_mask_forward_and_backward_against_pytorch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    s = rng.standard_normal((8, 4, 32, 32)).astype(np.float32)
+    g = rng.standard_normal((8, 4, 32, 32)).astype(np.float32)
+    g[0, 0, 0, 1] = np.nan  # a NaN gradient where the mask fills: PyTorch's gradient is 0 there
+    mask = np.triu(np.ones((32, 32), bool), 1)
+    ours = eager.tensor(s, requires_grad=True)
+    theirs = torch.tensor(s, requires_grad=True)
+    y = ours.masked_fill(eager.tensor(mask), float("-inf"))
+    ty = theirs.masked_fill(torch.tensor(mask), float("-inf"))
+    y.backward(eager.tensor(g))
+    ty.backward(torch.tensor(g))
+    assert y.grad_fn.name() == "MaskedFillBackward0"
+    np.testing.assert_array_equal(y.detach().numpy(), ty.detach().numpy())
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
