@@ -90,14 +90,22 @@ def recomputed_sums(xhat: list, kb, reductions: list, sums: tuple, block: int) -
         for _, other, red in h["products"]:
             j = next(i for i, r in enumerate(reductions) if r is red)
             rt = c_type(red.inputs[0].type.dtype)
-            decls.append(f"{rt} stagea{j}[{block}];")
-            stage.append(f"stagea{j}[k - k0] = {kb.operand(other, rt)};")
-            adds.append(f"pa{j} += stagea{j}[k];")
-            accs.append((f"pa{j}", rt, f"acca{j}"))
+            # sum(a) is a channel sum the region takes already where one of its sums reads a
+            # itself (batch norm's bias gradient beside its weight's): that one is reused, the
+            # same values added in the same order (a second accumulator of it cost W6's first
+            # gradient region a staged array and an add per element)
+            same = next((i for i, r in enumerate(reductions) if r.inputs[0] is other
+                         and c_type(r.inputs[0].type.dtype) == rt), None)
+            alone = f"acc{same}" if same is not None else f"acca{j}"
+            if same is None:
+                decls.append(f"{rt} stagea{j}[{block}];")
+                stage.append(f"stagea{j}[k - k0] = {kb.operand(other, rt)};")
+                adds.append(f"pa{j} += stagea{j}[k];")
+                accs.append((f"pa{j}", rt, f"acca{j}"))
             for i, line in enumerate(finals):
                 if line.endswith(f")acc{j};"):
                     head, cast = line.split(" = (", 1)
-                    late.append(f"{head} = ({cast.split(')', 1)[0]})(rstd * (acc{j} - mean_d * acca{j}));"
+                    late.append(f"{head} = ({cast.split(')', 1)[0]})(rstd * (acc{j} - mean_d * {alone}));"
                                 "  // sum(a xhat) from sum(a d) (bn_recompute.py)")
                     del finals[i]
                     break
