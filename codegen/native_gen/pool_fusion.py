@@ -260,6 +260,7 @@ def pool_lines(fn, pool: dict, windows) -> list[str]:
         f"        const long long pat = ((cc * {n} + nn) * {oh} + oy) * {ow}LL;",
         *([f"        int chosen[{ow}];"] if row_mask else []),
         *([f"        int cells[{ow}];"] if row_index else []),
+        "        #pragma omp simd",
         f"        for (long long ox = 0; ox < {ow}; ++ox) {{",
         *windows(T, kh, kw, sh, sw, dh, dw, w, 1),
         *store,

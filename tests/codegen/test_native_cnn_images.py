@@ -14,6 +14,7 @@ from codegen import native_build
 from codegen.native_gen import conv_images
 from eager import nn
 from gmnative import conv_kernels
+from static.jit import trace_cache
 
 pytestmark = pytest.mark.skipif(not native_build.availability()[0],
                                 reason=f"no C++ compiler: {native_build.availability()[1]}")
@@ -49,6 +50,7 @@ CONVS = [
 def test_an_image_by_image_convolution_runs_as_the_kernels_and_equals_eager(conv, first, dx_by_kernels,
                                                                              monkeypatch):
     monkeypatch.setattr(conv_images, "DX_BY_KERNELS", dx_by_kernels)
+    trace_cache.clear_memory()  # what this process built is keyed by the traced graph alone, not the switch
     c_in = 8  # K = 8 * 9 = 72 (8 * 6 = 48 for the 3x2 kernel: the product channel-major, the plan not taken)
     x = np.random.default_rng(1).standard_normal((3, c_in, 9, 8)).astype(np.float32)
     want, want_p, _ = _run(False, conv, c_in, first, x)
@@ -79,6 +81,7 @@ def test_by_default_the_input_gradient_comes_from_the_kernels_backward_call():
     """With default settings the one-graph step takes dx from the kernels' backward call (the
     image's dx columns folded in the thread's buffer), not the batch's columns written by a
     library product and folded by a window function."""
+    trace_cache.clear_memory()  # (a test before may have built this graph with the switch off)
     x = np.random.default_rng(3).standard_normal((3, 8, 9, 8)).astype(np.float32)
     conv = dict(kernel_size=3, padding=1)
     want, want_p, _ = _run(False, conv, 8, False, x)
