@@ -49,9 +49,9 @@ NATIVE_GEMM_VARIABLE = "GRAPHMODE_NATIVE_GEMM"
 
 
 def native_gemm() -> bool:
-    """Whether float32 products that go through a BLAS routine table (eager's row-split,
-    batched and stacked products, the image-by-image convolutions, the generated C loops'
-    gm_blas table) call the project's own sgemm (gmnative/csrc/gm_gemm.h, gmnative.gemm):
+    """Whether float32 products of 2**20 multiply-adds and more (eager's and the generated
+    code's, split across the threads or not, and the generated C loops' through their gm_blas
+    table) call the project's own sgemm (gmnative/csrc/gm_gemm.h, gmnative.gemm):
     the default. GRAPHMODE_NATIVE_GEMM=0 (or false, no, off) gives them NumPy's OpenBLAS
     sgemm again, everywhere at once (read when the routine tables are first made in a
     process). Why a switch: an escape hatch should a host's BLAS be faster, or to compare."""

@@ -354,7 +354,9 @@ def gemm_batched(a, b, *, sum_batch: bool = False, bias=None, threads: int | Non
                              or bias.shape != (m,) or not bias.flags.c_contiguous):
         return None
     k = _kernels.kernels()
-    found = _kernels.blas_gemm() if k is not None else None
+    # (NumPy's own sgemm: per-image products of a small CNN, few rows by odd widths, are the
+    # shapes where OpenBLAS's small-matrix kernels beat the own sgemm, gmnative.gemm)
+    found = _kernels.numpy_blas_gemm() if k is not None else None
     if k is None or found is None or (not found[1] and max(m, n, k_) >= 1 << 31):
         return None
     if threads is None:
@@ -401,7 +403,7 @@ def _conv_plan(name: str, x, w, out, stride, padding, dilation, flags: tuple) ->
     key = (name, x.shape, x.dtype, w.shape, tuple(out), tuple(stride), tuple(padding), tuple(dilation), parts, flags)
     plan = _CONV_PLANS.get(key)
     if plan is None:
-        found = _kernels.blas_gemm() if _kernels.kernels() is not None else None
+        found = _kernels.numpy_blas_gemm() if _kernels.kernels() is not None else None  # (as gemm_batched)
         o, k_ = w.shape[0], w.shape[1] * w.shape[2] * w.shape[3]
         if found is None or (not found[1] and max(o, k_, out[0] * out[1]) >= 1 << 31):
             return None

@@ -1,8 +1,11 @@
 """The project's own single-precision matrix product (csrc/gm_gemm.h), under cblas_sgemm's
-calling convention so that it stands in every table of BLAS routines the native code calls
-through: eager's row-split, batched and stacked products and image-by-image convolutions
-(gmnative.kernels.blas_gemm, read by csrc/eager_gemm.cpp and csrc/eager_conv.cpp) and the
-generated C loops' gm_blas table (codegen/native_gen/loop_library.py).
+calling convention so that it stands in the tables of BLAS routines the native code calls
+through: eager's row-split products (gmnative.kernels.blas_gemm, read by csrc/eager_gemm.cpp)
+and the generated C loops' gm_blas table (codegen/native_gen/loop_library.py); `product` runs
+it on the calling thread for the products eager and the generated code keep whole. Stacked
+products (stacked_gemm: np.matmul's bits are their contract) and a CNN's per-image products
+(conv_kernels: few rows by odd widths, where OpenBLAS's small-matrix kernels measured faster)
+keep NumPy's BLAS.
 
 Why: the project splits a product by rows across its own threads, one single-threaded BLAS
 call a part, on small shapes (a GPT block's 512x64 by 64x256 and its gradients, a CNN's
@@ -78,9 +81,8 @@ def numpy_blas_gemm() -> tuple | None:
 
 @functools.lru_cache(maxsize=1)
 def blas_gemm() -> tuple | None:
-    """({dtype: address of cblas_?gemm}, 64-bit integers): the table eager's row-split and
-    batched products and image-by-image convolutions call (csrc/eager_gemm.cpp,
-    csrc/eager_conv.cpp), NumPy's own BLAS routines but for float32's entry, this kernel
+    """({dtype: address of cblas_?gemm}, 64-bit integers): the table eager's row-split products
+    call (csrc/eager_gemm.cpp), NumPy's own BLAS routines but for float32's entry, this kernel
     under the same signature and integer width, unless GRAPHMODE_NATIVE_GEMM=0 or it cannot
     be built; None where NumPy's BLAS exports no cblas gemm. Cached: blas_gemm.cache_clear()
     after changing the setting."""

@@ -13,7 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from gmnative import conv_kernels, gemm
+from gmnative import gemm
 from gmnative import kernels as native_kernels
 
 pytestmark = pytest.mark.skipif(gemm.sgemm_function() is None, reason="no C++ compiler: the own sgemm is not built")
@@ -104,8 +104,8 @@ def test_a_row_block_has_the_bits_of_the_whole_product():
 
 
 def test_the_split_and_the_one_call_products_agree():
-    """kernels.gemm's row-split product (the threads), gemm.product (one thread) and the batched
-    products give one set of bits for a float32 product."""
+    """kernels.gemm's row-split product (the threads), gemm.product (one thread) and
+    kernels.matmul (what eager and the generated code call) give one set of bits."""
     if not gemm.own_sgemm():
         pytest.skip("GRAPHMODE_NATIVE_GEMM=0: float32 products are NumPy's BLAS")
     rng = np.random.default_rng(11)
@@ -119,9 +119,9 @@ def test_the_split_and_the_one_call_products_agree():
             np.testing.assert_array_equal(split, one)
     g = rng.standard_normal((512, 192)).astype(np.float32)
     np.testing.assert_array_equal(gemm.product(g.T, a), gemm.product(np.ascontiguousarray(g.T), a))
-    stack = a.reshape(4, 128, 64)
-    batched = conv_kernels.gemm_batched(stack, w.T, threads=2)
-    np.testing.assert_array_equal(batched.reshape(512, 192), one)
+    stack = a.reshape(4, 128, 64)  # a C-contiguous stack by a matrix: its rows as one product
+    np.testing.assert_array_equal(gemm.product(stack, w.T).reshape(512, 192), one)
+    np.testing.assert_array_equal(native_kernels.matmul(stack, w.T).reshape(512, 192), one)
     exact = a.astype(np.float64) @ w.T.astype(np.float64)
     assert (np.abs(one - exact) <= _tol(a, w.T)).all()
 
