@@ -5,9 +5,10 @@
 // C, run by the OpenMP threads: BLAS (on one thread of its own) is handed one row block per
 // thread without Python's thread hand-off (about 50 us a product, as much as a 512x64x256
 // product costs on one core). The blocks depend on `parts` only, never on which thread runs
-// one, so the bits of C depend on the thread count, not on timing. fn is NumPy's own BLAS
-// (cblas_?gemm, 64- or 32-bit integers: I); d = [M, N, K, A transposed, B transposed, parts,
-// 64-bit integers].
+// one, so the bits of C depend on the thread count, not on timing. fn is the BLAS table's gemm
+// (gmnative.gemm.blas_gemm: NumPy's cblas_dgemm; for float32 the project's own sgemm, whose
+// bits do not depend on the rows a call is given, so not on `parts` either; 64- or 32-bit
+// integers: I); d = [M, N, K, A transposed, B transposed, parts, 64-bit integers].
 template <typename T, typename I> using gm_gemm_fn = void (*)(int, int, int, I, I, I, T, const T*, I, const T*, I,
                                                              T, T*, I);
 template <typename T, typename I> static void gemm_rows(const void* fn, const T* a, const T* b, T* c,
