@@ -202,16 +202,20 @@ static inline void gm_gemm_pack_b(const float* b, long long ldb, bool tb, long l
 
 // the calling thread's buffers (0: B's panels, 1: a transposed result), grown on demand and
 // kept (one set per OpenMP worker)
+struct gm_gemm_buffers {
+    float* buf[2] = {nullptr, nullptr};
+    size_t cap[2] = {0, 0};
+    ~gm_gemm_buffers() { free(buf[0]); free(buf[1]); }  // (a thread's exit frees them)
+};
 static inline float* gm_gemm_buffer(size_t floats, int which = 0) {
-    static thread_local float* buf[2] = {nullptr, nullptr};
-    static thread_local size_t cap[2] = {0, 0};
-    if (floats > cap[which]) {
-        free(buf[which]);
+    static thread_local gm_gemm_buffers b;
+    if (floats > b.cap[which]) {
+        free(b.buf[which]);
         const size_t bytes = ((floats * sizeof(float) + 63) / 64) * 64;
-        buf[which] = (float*)aligned_alloc(64, bytes);
-        cap[which] = buf[which] ? floats : 0;
+        b.buf[which] = (float*)aligned_alloc(64, bytes);
+        b.cap[which] = b.buf[which] ? floats : 0;
     }
-    return buf[which];
+    return b.buf[which];
 }
 
 // row-major C (M x N, ldc) = alpha op(A) op(B) + beta C; op(A) element (i, k) at
