@@ -51,7 +51,11 @@ class FunctionCtx(HookMixin):
     def saved_tensors(self) -> tuple:
         if self._freed:
             raise RuntimeError(_FREED_MSG)
-        return tuple(None if s is None else s.unpack(self) for i, s in enumerate(self._saved or ()))
+        saved = self._saved
+        if not saved:
+            return ()
+        # (a list first: a generator costs a frame; fused backwards read this once per node)
+        return tuple([None if s is None else s.unpack(self) for s in saved])
 
     def mark_non_differentiable(self, *tensors) -> None:
         self._non_diff.update(id(t) for t in tensors)
@@ -98,15 +102,17 @@ class FunctionCtx(HookMixin):
                 raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
                                    f"(expected {expected}, got {len(result)})")
         out: list[Tensor | None] = []
+        needs = self.needs_input_grad
         for i, (g, meta) in enumerate(zip(result, self._in_meta)):
-            if g is None or meta is None or not self.needs_input_grad[i]:
+            if g is None or meta is None or not needs[i]:
                 if g is not None and meta is None:
                     raise RuntimeError(f"function {self.name()} returned a gradient different than None at "
                                        f"position {i + 1}, but the corresponding forward input was not a Variable")
                 out.append(None)
                 continue
             data = getattr(g, "_data", None)  # (an array's shape is a tuple already: no Size made)
-            if (data.shape if data is not None else tuple(g.shape)) != tuple(meta[0]):
+            shape = data.shape if data is not None else tuple(g.shape)
+            if shape != meta[0] and shape != tuple(meta[0]):  # (meta[0] is mostly a tuple: no copy made)
                 try:
                     from gmops._registry import reduce_to_shape  # noqa: PLC0415
 
