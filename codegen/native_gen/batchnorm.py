@@ -496,7 +496,8 @@ class CChannelNormalize(CFunction):
                 stores.append(f"gm_plane[k] = {value};")
                 if not pool["keep"]:
                     continue
-            stores.append(f"{self._fresh_output(outer)}[at + k] = {value};")
+            if id(outer) not in self.parts.get("unstored", ()):  # (pool_fusion.gate_masks)
+                stores.append(f"{self._fresh_output(outer)}[at + k] = {value};")
         return list(kb.lines) + stores
 
     def _pool(self, pool: dict) -> list[str]:

@@ -123,3 +123,23 @@ def test_a_drop_in_module_scatters_the_saved_pooling_mask_in_the_gradient_region
     tol = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-11)
     for a, b in zip(grads[1], grads[0]):
         np.testing.assert_allclose(a, b, **tol)
+
+
+GATED = "the ReLU's mask at each chosen cell from the window's maximum"
+
+
+@pytest.mark.parametrize("shape, dtype", [((3, 2, 8, 6), np.float32), ((2, 1, 7, 6), np.float64)])
+def test_the_relu_mask_is_read_from_the_pooled_maxima_not_stored(shape, dtype):
+    """In the one-graph step the ReLU's mask meets the pooling's gradient only at each window's
+    chosen cell, where it is the sign of the pooled maximum: the forward stores no mask (no
+    boolean buffer in the driver) and the step equals eager's, windows whose maximum is a
+    ReLU zero (their gradient +0) included."""
+    x = np.random.default_rng(5).standard_normal(shape).astype(dtype)
+
+    def model():
+        m = _block(shape[1], 2, nn.MaxPool2d(2), dtype)
+        with eager.no_grad():
+            m[1].bias.fill_(-1.0)  # most ReLU outputs zero: many windows' maximum is 0
+        return m
+    text = compiled_step_source(model, lambda model, t: model(t).square().mean(), x, steps=3)
+    assert GATED in text and "np.bool_" not in text
