@@ -86,7 +86,8 @@ def blas_gemm() -> tuple | None:
     under the same signature and integer width, unless GRAPHMODE_NATIVE_GEMM=0 or it cannot
     be built; None where NumPy's BLAS exports no cblas gemm. Cached: blas_gemm.cache_clear()
     after changing the setting."""
-    _PLANS.clear()  # (product's plans hold the answer of the table they were made under)
+    _PLANS.clear()  # (product's and the row split's plans hold the table they were made under)
+    _kernels()._GEMM_PLANS.clear()
     found = numpy_blas_gemm()
     if found is None:
         return None
@@ -175,8 +176,9 @@ _CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes
 def sgemm_function():
     """The 64-bit-integer kernel as a ctypes function of cblas_sgemm's arguments (order,
     transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc; pointers as integers), for
-    tests and benchmarks; None where it cannot be built."""
-    address = sgemm_address(True)
+    tests and benchmarks, whatever GRAPHMODE_NATIVE_GEMM routes; None where it cannot be built."""
+    k = _kernels().kernels()
+    address = None if k is None else k.address(SYMBOLS[True])
     return None if address is None else _CFUNC(address)
 
 

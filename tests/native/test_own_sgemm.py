@@ -127,17 +127,18 @@ def test_the_split_and_the_one_call_products_agree():
 
 
 def test_the_escape_hatch_restores_numpys_blas(monkeypatch):
-    monkeypatch.setenv("GRAPHMODE_NATIVE_GEMM", "0")
-    native_kernels.blas_gemm.cache_clear()
+    a = np.ones((64, 64), np.float32)
     try:
-        assert native_kernels.blas_gemm() == gemm.numpy_blas_gemm()
-        assert not gemm.own_sgemm() and gemm.sgemm_address(True) is None
-        assert gemm.product(np.ones((4, 4), np.float32), np.ones((4, 4), np.float32)) is None
+        for value, own in (("0", False), ("1", gemm.numpy_blas_gemm() is not None)):
+            with monkeypatch.context() as env:
+                env.setenv("GRAPHMODE_NATIVE_GEMM", value)
+                native_kernels.blas_gemm.cache_clear()
+                assert gemm.own_sgemm() is own
+                assert (native_kernels.blas_gemm() == gemm.numpy_blas_gemm()) is not own
+                assert (gemm.sgemm_address(True) is None) is not own
+                assert (gemm.product(a, a) is None) is not own
     finally:
-        monkeypatch.delenv("GRAPHMODE_NATIVE_GEMM")
-        native_kernels.blas_gemm.cache_clear()
-    if gemm.numpy_blas_gemm() is not None:
-        assert gemm.own_sgemm()
+        native_kernels.blas_gemm.cache_clear()  # (the table of this process's setting again)
 
 
 def test_an_avx2_build_gives_the_same_properties(tmp_path):
@@ -168,3 +169,46 @@ def test_an_avx2_build_gives_the_same_properties(tmp_path):
     env = dict(os.environ, GRAPHMODE_NATIVE_ARCH="haswell", GRAPHMODE_CACHE_DIR=str(tmp_path))
     run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_eager_and_compiled_products_have_the_same_bits(monkeypatch, threads):
+    """A float32 product of 2**20 multiply-adds or more is the own sgemm's in eager (the matmul
+    op, the fused linear), in the compiled code's one-call or split product and in a scan's C
+    loop (the gm_blas table's large-product entry) as in its Python-driven loop: one set of
+    bits, on one thread or two."""
+    import eager  # noqa: PLC0415
+    import static  # noqa: PLC0415
+    from gmnative import build  # noqa: PLC0415
+    from static import trace_cache  # noqa: PLC0415
+
+    monkeypatch.setattr(build, "threads", lambda: threads)
+    own = gemm.own_sgemm()  # (GRAPHMODE_NATIVE_GEMM=0: NumPy's BLAS, the same agreement asked)
+    rng = np.random.default_rng(13)
+    x = eager.tensor(rng.standard_normal((3, 130, 96)).astype(np.float32))
+    w = eager.tensor(rng.standard_normal((96, 100)).astype(np.float32) * 0.1)  # 130x96x100: 1.25M
+    lin = eager.nn.Linear(96, 100)
+    want = [eager.matmul(x[i], w).numpy() for i in range(3)]
+    if own or threads == 1:  # (OpenBLAS's bits change with the rows a part has: 130 rows split in two)
+        mm = gemm.product if own else np.matmul
+        np.testing.assert_array_equal(want[0], mm(x.numpy()[0], w.numpy()))
+        np.testing.assert_array_equal(lin(x[0]).detach().numpy(),
+                                      mm(x.numpy()[0], lin.weight.detach().numpy().T) + lin.bias.detach().numpy())
+
+    def body(w, xs):
+        return static.scan(lambda h, xi: (h, xi @ w), xs[0, :1, :1], xs)[1]
+
+    got = {}
+    for flag in ("1", "0"):
+        monkeypatch.setenv("GRAPHMODE_NATIVE_LOOPS", flag)
+        trace_cache._MEMORY.clear()
+        f = static.compile(body, backend="native")
+        got[flag] = f(w, x).numpy()
+        source = f.lower(w, x).compile().as_text()
+        assert ("as a C loop around its body's kernels" in source) == (flag == "1")
+    trace_cache._MEMORY.clear()
+    one = static.compile(lambda a, b: a @ b, backend="native")(x[1], w).numpy()
+    np.testing.assert_array_equal(one, want[1])
+    for flag in ("1", "0"):
+        for i in range(3):
+            np.testing.assert_array_equal(got[flag][i], want[i])
