@@ -146,3 +146,34 @@ def test_masked_fill_with_a_causal_mask_forward_and_backward_against_pytorch():
     assert y.grad_fn.name() == "MaskedFillBackward0"
     np.testing.assert_array_equal(y.detach().numpy(), ty.detach().numpy())
     np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+
+
+@pytest.mark.parametrize("used", [(0, 2), (1, 2), (0,)])
+def test_split_parts_without_a_gradient_are_zeros_beside_the_others_bits(used):
+    # q, k, v of one projection, some unused: the used parts' gradients kept bit for bit
+    # (a -0.0 too) and zeros elsewhere, as PyTorch's split backward (zeros, then cat)
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 5, 12)).astype(np.float32)
+    gs = [rng.standard_normal((2, 5, 4)).astype(np.float32) for _ in range(3)]
+    for g in gs:
+        g[0, 0, 0] = -0.0
+    a, t = eager.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ours = (a * 1.0).split(4, dim=2)
+    theirs = (t * 1.0).split(4, dim=2)
+    eager.autograd.backward([ours[i] for i in used], [eager.tensor(gs[i]) for i in used])
+    torch.autograd.backward([theirs[i] for i in used], [torch.tensor(gs[i]) for i in used])
+    np.testing.assert_array_equal(a.grad.numpy().view(np.uint32), t.grad.numpy().view(np.uint32))
+
+
+def test_split_partial_gradient_double_backward_and_gradcheck():
+    from eager.autograd import gradcheck, gradgradcheck
+
+    x = eager.tensor(np.random.default_rng(5).standard_normal((3, 6)), requires_grad=True)
+
+    def f(v):
+        q, _, w = v.split(2, dim=1)
+        return (q * q).sum() + (w * w * w).sum()
+
+    assert gradcheck(f, (x,))
+    assert gradgradcheck(f, (x,))
