@@ -138,7 +138,7 @@ def gate_masks(emit: dict, outs: set) -> None:
         i_v = _at(after.outputs, pool["value"])
         for p_m, m in zip(region.body.inputs, region.inputs):
             users = _users(p_m)
-            i_m = _at(after.outputs, m) if isinstance(m, Value) and m.producer is after else None
+            i_m = _at(after.outputs, m) if isinstance(m, Value) else None  # m one of the forward region's outputs
             if i_m is None or i_v is None or len(users) != 1 or sum(1 for v in region.inputs if v is m) != 1:
                 continue
             w, le = users[0], after.body.outputs[i_m].producer
