@@ -190,12 +190,11 @@ static inline void gm_gemm_pack_b(const float* b, long long ldb, bool tb, long l
                 for (long long j = w; j < GM_GEMM_NR; ++j) out[j] = 0.0f;
             }
         } else {
+            if (w < GM_GEMM_NR) memset(panel, 0, (size_t)(kc * GM_GEMM_NR) * sizeof(float));  // (the padding)
             for (long long j = 0; j < w; ++j) {
                 const float* src = b + (jc + j0 + j) * ldb + pc;
                 for (long long k = 0; k < kc; ++k) panel[k * GM_GEMM_NR + j] = src[k];
             }
-            for (long long j = w; j < GM_GEMM_NR; ++j)
-                for (long long k = 0; k < kc; ++k) panel[k * GM_GEMM_NR + j] = 0.0f;
         }
     }
 }
