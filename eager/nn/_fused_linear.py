@@ -58,10 +58,11 @@ _SPLIT_MIN = _gemm.GEMM_SPLIT_MIN
 
 def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a @ b for 2-d NumPy operands; a product of GEMM_SPLIT_MIN multiply-adds or more split by
-    rows across the kernels' threads, one single-threaded BLAS call each (gmnative.kernels.matmul,
-    what the matmul op does): BLAS runs one thread in this process, so the plain product used
+    rows across the kernels' threads, one single-threaded call each (gmnative.kernels.matmul,
+    what the matmul op does; float32 on the project's own sgemm, gmnative.gemm, whose bits do
+    not depend on the split): BLAS runs one thread in this process, so the plain product used
     one core where PyTorch's linear uses them all (W5's products are 2-8 million
-    multiply-adds). The op path's bits either way."""
+    multiply-adds). The op path's and the compiled code's bits either way."""
     if a.shape[0] * a.shape[1] * b.shape[1] >= _SPLIT_MIN:
         out = _gemm.matmul(a, b)
         if out is not None:
