@@ -135,6 +135,8 @@ def gate_masks(emit: dict, outs: set) -> None:
             continue
         after, pool = bn["after"]["node"], bn["pool"]
         p_y = next((p for p, o in zip(region.body.inputs, region.inputs) if o is pg["value"]), None)
+        if p_y is None or len(_users(p_y)) != 1:  # the gated plane is what every reader of it would see
+            continue
         i_v = _at(after.outputs, pool["value"])
         for p_m, m in zip(region.body.inputs, region.inputs):
             users = _users(p_m)
