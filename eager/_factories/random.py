@@ -60,12 +60,22 @@ class _DrawHook:
     # static's tracer: while a trace is active on a thread, a draw there becomes a graph input
     fn: Callable[..., Any] | None = None
     # whether `fn` would answer a draw on this thread now (a trace is active): static installs
-    # fn for good at import, so a fused path that draws on its own (F.dropout's native pass)
-    # asks this rather than whether fn is set; None: assume it would
+    # fn for good at import, so a path that draws on its own asks this (draw_hook_answers)
+    # rather than whether fn is set; None: assume it would
     active: Callable[[], bool] | None = None
 
 
 DRAW_HOOK = _DrawHook()
+
+
+def draw_hook_answers() -> bool:
+    """Whether a draw on this thread goes to the draw hook now (a trace is active): a path that
+    draws on its own, outside `_rng_array` (randint's common draw, F.dropout's native pass),
+    runs only where it does not."""
+    if DRAW_HOOK.fn is None:
+        return False
+    active = DRAW_HOOK.active
+    return active is None or active()
 
 
 class _VmapDraws(threading.local):
@@ -213,7 +223,7 @@ def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=Fa
     if isinstance(low, (int, float)) and isinstance(high, (int, float)) and not low < high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     if (generator is None and dtype is None and not requires_grad and type(size) is tuple
-            and DRAW_HOOK.fn is None and not VMAP_DRAWS.lead and _dev(device).type == "cpu"):
+            and not VMAP_DRAWS.lead and not draw_hook_answers() and _dev(device).type == "cpu"):
         # the common draw (a minibatch's indices each step): int64 on the CPU from eager's
         # generator, what draw_array does, without its layers (each a call and a check)
         n = 1

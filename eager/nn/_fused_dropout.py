@@ -70,11 +70,8 @@ def dropout(input: Any, p: float) -> Tensor | None:
     x = input._data
     if type(x) is not _ndarray or x.dtype not in _FLOATS or x.size == 0:
         return None
-    hook = _random.DRAW_HOOK
-    if hook.fn is not None and (hook.active is None or hook.active()):
-        return None  # a trace records the draw (static installs the hook at import: ask whether one runs)
-    if _random.VMAP_DRAWS.rule is not None or _random.VMAP_DRAWS.lead:
-        return None
+    if _random.VMAP_DRAWS.rule is not None or _random.VMAP_DRAWS.lead or _random.draw_hook_answers():
+        return None  # (a trace records the draw: static installs its hook at import, so ask whether one runs)
     grad = input._requires_grad and STATE.enabled
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)  # (the draws follow the logical order, as rand_like's)

@@ -177,3 +177,22 @@ def test_split_partial_gradient_double_backward_and_gradcheck():
 
     assert gradcheck(f, (x,))
     assert gradgradcheck(f, (x,))
+
+
+def test_randints_common_draw_keeps_its_native_call_once_static_is_imported(monkeypatch):
+    import static  # noqa: F401  (installs the draw hook)
+    from eager._factories import random as _random
+
+    calls = []
+    real = _random._index_kernels.bounded_int64
+    monkeypatch.setattr(_random._index_kernels, "bounded_int64", lambda *a: calls.append(a) or real(*a))
+    eager.manual_seed(0)
+    first = eager.randint(0, 10, (32,)).numpy()
+    assert calls  # outside a trace the hook does not answer: the one native call ran
+    with monkeypatch.context() as m:  # the general path (as where the hook answers): the same numbers
+        m.setattr(_random, "draw_hook_answers", lambda: True)
+        m.setattr(_random.DRAW_HOOK, "fn", lambda *a: NotImplemented)
+        eager.manual_seed(0)
+        general = eager.randint(0, 10, (32,)).numpy()
+    assert len(calls) == 1
+    np.testing.assert_array_equal(first, general)
