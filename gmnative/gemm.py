@@ -2,7 +2,10 @@
 calling convention so that it stands in the tables of BLAS routines the native code calls
 through: eager's row-split products (gmnative.kernels.blas_gemm, read by csrc/eager_gemm.cpp)
 and the generated C loops' gm_blas table (codegen/native_gen/loop_library.py); `product` runs
-it on the calling thread for the products eager and the generated code keep whole. Stacked
+it on the calling thread for the products eager and the generated code keep whole. A result
+narrower than 10 or wider than 320 columns goes to NumPy's sgemm from inside the unit
+(csrc/gm_gemm.cpp: OpenBLAS measured faster there; the width is never split, so a product
+takes one road however its rows are split). Stacked
 products (stacked_gemm: np.matmul's bits are their contract) and a CNN's per-image products
 (conv_kernels: few rows by odd widths, where OpenBLAS's small-matrix kernels measured faster)
 keep NumPy's BLAS.
@@ -61,7 +64,24 @@ def sgemm_address(ilp64: bool) -> int | None:
     if not settings.native_gemm():
         return None
     k = _kernels().kernels()
-    return None if k is None else k.address(SYMBOLS[bool(ilp64)])
+    address = None if k is None else k.address(SYMBOLS[bool(ilp64)])
+    if address is not None and not _ROUTED:
+        _route(k)
+    return address
+
+
+_ROUTED: list = []
+
+
+def _route(k) -> None:
+    """Give the unit NumPy's sgemm for the products it routes there (csrc/gm_gemm.cpp: a result
+    narrower than 10 or wider than 320 columns, where OpenBLAS measured faster); without it the
+    unit computes every product itself."""
+    found = numpy_blas_gemm()
+    setter = k.address("gm_sgemm_use_blas")
+    if found is not None and setter is not None:
+        ctypes.CFUNCTYPE(None, ctypes.c_longlong, ctypes.c_int)(setter)(found[0][_F32], int(found[1]))
+    _ROUTED.append(True)
 
 
 @functools.lru_cache(maxsize=1)
@@ -174,11 +194,12 @@ _CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes
 
 
 def sgemm_function():
-    """The 64-bit-integer kernel as a ctypes function of cblas_sgemm's arguments (order,
-    transa, transb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc; pointers as integers), for
-    tests and benchmarks, whatever GRAPHMODE_NATIVE_GEMM routes; None where it cannot be built."""
+    """The 64-bit-integer kernel itself (whatever the width, and whatever GRAPHMODE_NATIVE_GEMM
+    routes) as a ctypes function of cblas_sgemm's arguments (order, transa, transb, M, N, K,
+    alpha, A, lda, B, ldb, beta, C, ldc; pointers as integers), for tests and benchmarks; None
+    where it cannot be built."""
     k = _kernels().kernels()
-    address = None if k is None else k.address(SYMBOLS[True])
+    address = None if k is None else k.address("gm_sgemm64_kernel")
     return None if address is None else _CFUNC(address)
 
 

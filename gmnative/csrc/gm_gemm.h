@@ -31,6 +31,9 @@
 
 #define GM_GEMM_KC 128
 #define GM_GEMM_NC 512
+#ifndef GM_GEMM_PACK_ROWS
+#define GM_GEMM_PACK_ROWS 96
+#endif
 
 #if defined(__AVX512F__)
 #define GM_GEMM_VL 16
@@ -254,21 +257,22 @@ static void gm_sgemm_rows(long long M, long long N, long long K, float alpha, co
     // op(B) stored row-major is read in place (its rows ldb apart; the right edge's loads masked):
     // packing it cost as much as the product where A has few rows (a CNN's 32 x 144 weight);
     // a transposed B is packed
-    float* bp = tb ? gm_gemm_buffer(bfloats) : nullptr;
-    if (tb && !bp) abort();
+    const bool pack = tb || M >= GM_GEMM_PACK_ROWS;
+    float* bp = pack ? gm_gemm_buffer(bfloats) : nullptr;
+    if (pack && !bp) abort();
     for (long long jc = 0; jc < N; jc += GM_GEMM_NC) {
         const long long nc = N - jc < GM_GEMM_NC ? N - jc : GM_GEMM_NC;
         for (long long pc = 0; pc < K; pc += GM_GEMM_KC) {
             const long long kc = K - pc < GM_GEMM_KC ? K - pc : GM_GEMM_KC;
             const bool add = pc > 0 || beta != 0.0f;
-            if (tb) gm_gemm_pack_b(b, ldb, tb, pc, jc, kc, nc, bp);
+            if (pack) gm_gemm_pack_b(b, ldb, tb, pc, jc, kc, nc, bp);
             for (long long i0 = 0; i0 < M; i0 += GM_GEMM_MR) {
                 const int mr = M - i0 < GM_GEMM_MR ? (int)(M - i0) : GM_GEMM_MR;
                 const float* ai = a + i0 * ars + pc * acs;
                 for (long long j0 = 0; j0 < nc; j0 += GM_GEMM_NR) {
                     const int nr = nc - j0 < GM_GEMM_NR ? (int)(nc - j0) : GM_GEMM_NR;
                     float* cij = c + i0 * ldc + jc + j0;
-                    if (tb) gm_gemm_any_tile<false>(mr, kc, ai, ars, acs, bp + j0 * kc, GM_GEMM_NR, cij, ldc, nr, alpha, add);
+                    if (pack) gm_gemm_any_tile<false>(mr, kc, ai, ars, acs, bp + j0 * kc, GM_GEMM_NR, cij, ldc, nr, alpha, add);
                     else if (nr == GM_GEMM_NR)
                         gm_gemm_any_tile<false>(mr, kc, ai, ars, acs, b + pc * ldb + jc + j0, ldb, cij, ldc, nr, alpha, add);
                     else gm_gemm_any_tile<true>(mr, kc, ai, ars, acs, b + pc * ldb + jc + j0, ldb, cij, ldc, nr, alpha, add);
