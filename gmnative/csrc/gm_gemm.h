@@ -234,12 +234,12 @@ static void gm_sgemm_rows(long long M, long long N, long long K, float alpha, co
         return;
     }
     if (beta != 0.0f) beta = 1.0f;  // (C scaled above)
-    if (tb && M < N && (acs == 1 || ars == 1)) {
+    if (tb && M < N && M * N <= (1LL << 20) && (acs == 1 || ars == 1)) {
         // A transposed B, wider than A is tall (a weight gradient G cols^T): C^T = op(B)^T op(A)^T,
         // whose left operand is B as stored (read in place) and whose right one, op(A)^T, is
         // M columns wide (packed where A is not transposed): M x K floats packed, not K x N.
         // The same products summed in the same order (an FMA's two factors commute): the bits
-        // of the direct product. C^T is made in a buffer and copied back.
+        // of the direct product. C^T is made in a buffer (of at most 4 MiB) and copied back.
         float* t = gm_gemm_buffer((size_t)(M * N), 1);
         if (!t) abort();
         if (beta != 0.0f)
