@@ -576,10 +576,8 @@ def _split_vjp(ctx, grads):
         return (CAT(*grads, dim=dim),)
     like = {n: g for g, n in zip(grads, sizes) if g is not None}  # a present part's gradient per size
     if sum(g is not None for g in grads) > 1 and all(g is not None or n in like for g, n in zip(grads, sizes)):
-        # several parts have gradients: the others as zeros of a present part's shape (a split
-        # into equal parts, as q, k, v), then one concatenation, as PyTorch (zeros for the
-        # undefined parts, then cat); a buffer of the whole input per part and their sums would
-        # cost an array each and turn a -0.0 gradient element into +0.0
+        # the parts without one as zeros of a present part's shape (equal parts: q, k, v), then
+        # one cat, as PyTorch; the sums below cost an array a part and turn -0.0 into +0.0
         from .special import FULL_LIKE  # noqa: PLC0415  (special's records load after these)
 
         return (CAT(*(g if g is not None else FULL_LIKE(like[n], value=0.0) for g, n in zip(grads, sizes)),
