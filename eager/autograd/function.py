@@ -32,7 +32,8 @@ class FunctionCtx(HookMixin):
 
     def __init__(self, fn_cls, inputs) -> None:
         self._cls = fn_cls
-        self.needs_input_grad = tuple(bool(getattr(i, "_requires_grad", False)) for i in inputs)
+        # (a list first: a generator costs a frame, and every fused op's node is made here)
+        self.needs_input_grad = tuple([bool(getattr(i, "_requires_grad", False)) for i in inputs])
         self._saved: list[SavedTensor | None] | None = None
         self._freed = False
         self._non_diff: set[int] = set()  # ids of the outputs marked non-differentiable
