@@ -143,6 +143,10 @@ def _emit_body(fn: CFunction, body: Graph, node: Node, env: dict) -> tuple:
 # whose second pass takes 9 dot products a block: 0.66 against 0.74 ms, one thread); four
 # staged rows of 1024 floats stay in a 48 KiB L1.
 BN_BLOCK = 1024
+# A channel's pooled gradient planes kept from the first pass for the second when all of them
+# fit in this many bytes of the thread's stack (W6's first block: 32 planes of 28x28, 100 KB):
+# the scatter, scalar, cost a fifth of that gradient region made twice.
+KEPT_PLANES_BYTES = 256 * 1024
 
 
 def _staged_loops(n: int, c: int, hw: int) -> list[str]:
@@ -529,15 +533,21 @@ class CChannelRegionGradient(CFunction):
             "    }",
             "}",
         ]
-        if scatter:  # the plane declared per channel, filled at each image's start in both passes
+        if scatter:  # each image's plane filled at its start in both passes, or kept from the first
             head = f"            const long long at = (nn * {c} + cc) * {hw}LL;"
-            lines = []
+            keep = self.lines.count(head) == 2 and n * hw * x.type.dtype.np.itemsize <= KEPT_PLANES_BYTES
+            lines, seen = [], 0
             for line in self.lines:
                 lines.append(line)
                 if line == f"        {T} gstage[{BN_BLOCK}];":
-                    lines.append(f"        alignas(64) {T} gplane[{hw}];  // an image's pooled gradient")
+                    lines.append(f"        alignas(64) {T} gplanes[{n * hw}];  // the channel's pooled gradient, image by image"
+                                 if keep else f"        alignas(64) {T} gplane[{hw}];  // an image's pooled gradient")
                 elif line == head:
-                    lines += [f"            {s}" for s in scatter]
+                    seen += 1
+                    if keep:
+                        lines.append(f"            {'' if seen == 1 else 'const '}{T}* gplane = gplanes + nn * {hw}LL;")
+                    if not keep or seen == 1:
+                        lines += [f"            {s}" for s in scatter]
             self.lines = lines
         self._call()
 

@@ -143,3 +143,14 @@ def test_the_relu_mask_is_read_from_the_pooled_maxima_not_stored(shape, dtype):
         return m
     text = compiled_step_source(model, lambda model, t: model(t).square().mean(), x, steps=3)
     assert GATED in text and "np.bool_" not in text
+
+
+@pytest.mark.parametrize("shape, kept", [((3, 1, 8, 6), True), ((5, 1, 128, 128), False)])
+def test_the_pooled_gradient_planes_are_kept_for_the_second_pass_where_they_fit(shape, kept):
+    """Batch norm's gradient region scatters each image's pooled gradient once and keeps the
+    channel's planes for its second pass where they fit on the thread's stack
+    (batchnorm_grad.KEPT_PLANES_BYTES), else scatters again in the second pass: the same step."""
+    x = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
+    text = compiled_step_source(lambda: _block(shape[1], 2, nn.MaxPool2d(2), np.float32),
+                                lambda model, t: model(t).square().mean(), x, steps=2)
+    assert GRAD_FUSED in text and ("gplanes" in text) == kept
