@@ -297,15 +297,38 @@ def _mark_views(op, attrs, first, outs, xp):
     register = STATE.enabled and not (root._requires_grad and root.grad_fn is None)
     for k, t in enumerate(outs):
         if xp.may_share_memory(t._data, first._data):
-            step = (op, attrs, k if op.multi_output else None)
-            if first._base is None:
-                t._base, t._view = first, (step,)
-            else:
-                t._base = first._base
-                t._view = None if first._view is None else first._view + (step,)
-            t._vc = first._vc
-            if register and t._view is not None:
-                _register_view(root, t)
+            _link_view(op, attrs, first, t, k if op.multi_output else None, root, register)
+
+
+def _link_view(op, attrs, first, t, k, root, register) -> None:
+    """t made a view of `first` (one output of _mark_views, whose arrays share memory): its
+    base, its view steps, the version counter, and its registration with the root."""
+    step = (op, attrs, k)
+    if first._base is None:
+        t._base, t._view = first, (step,)
+    else:
+        t._base = first._base
+        t._view = None if first._view is None else first._view + (step,)
+    t._vc = first._vc
+    if register and t._view is not None:
+        _register_view(root, t)
+
+
+def _mark_view_of(op, attrs, first, t) -> None:
+    """_mark_views for one NumPy output of a one-output view op: a result whose base is the
+    owner of first's memory (NumPy keeps a view's base at the memory's owner) is a view
+    without the overlap test; a fresh array (no base) is none; anything else asks NumPy."""
+    base = t._data.base
+    if base is None:
+        if t._data is first._data:  # (an op that hands its operand's array back)
+            _mark_views(op, attrs, first, (t,), np)
+        return
+    data = first._data
+    if base is not data and base is not data.base:
+        _mark_views(op, attrs, first, (t,), np)
+        return
+    root = first if first._base is None else first._base
+    _link_view(op, attrs, first, t, None, root, STATE.enabled and not (root._requires_grad and root.grad_fn is None))
 
 
 def _register_view(root, view) -> None:

@@ -196,7 +196,7 @@ def _view_of(op, a, attrs):
     except (ValueError, IndexError, TypeError) as exc:
         _explain_failure(op, (a,), attrs, exc)
     out = _new_tensor(result)
-    _mark_views(op, attrs, a, (out,), np)
+    _mark_view_of(op, attrs, a, out)
     if a._requires_grad and STATE.enabled and op.vjp is not None:
         _record(op, (a,), attrs, (out,))
     return out
@@ -314,5 +314,6 @@ from . import _apply_run  # noqa: E402
 _COMPACT_MIN_ELEMS, _F16, _F32, _F64 = _apply_run._COMPACT_MIN_ELEMS, _apply_run._F16, _apply_run._F32, _apply_run._F64
 _HALF_SCALAR_IN_FLOAT32 = _apply_run._HALF_SCALAR_IN_FLOAT32  # (static's tracer reads it here)
 _explain_failure, _mark_views, _record = _apply_run._explain_failure, _apply_run._mark_views, _apply_run._record
+_mark_view_of = _apply_run._mark_view_of
 _on_broadcast_base, _run, _run_float = _apply_run._on_broadcast_base, _apply_run._run, _apply_run._run_float
 _make_node = _apply_run.make_node  # (the general path's node)
