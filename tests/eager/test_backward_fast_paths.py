@@ -196,3 +196,16 @@ def test_randints_common_draw_keeps_its_native_call_once_static_is_imported(monk
         general = eager.randint(0, 10, (32,)).numpy()
     assert len(calls) == 1
     np.testing.assert_array_equal(first, general)
+
+
+def test_views_of_views_and_copies_are_marked_as_pytorch():
+    base = eager.arange(24.0).reshape(4, 6)
+    v = base.t()  # a view of a view: the same root, the same version counter
+    w = v.reshape(24) if not v.is_contiguous() else None
+    assert v._base is base._base or v._base is base
+    v2 = base.transpose(0, 1).transpose(0, 1)
+    v2.add_(1.0)
+    assert base._version == v2._version and float(base[0, 0]) == 1.0
+    assert w is not None and w._base is None  # a copy: no view of base, its own version counter
+    w.add_(1.0)
+    assert float(base[0, 1]) == 2.0 and base._version == 1
