@@ -194,7 +194,37 @@ static inline void gm_gemm_pack_b(const float* b, long long ldb, bool tb, long l
             }
         } else {
             if (w < GM_GEMM_NR) memset(panel, 0, (size_t)(kc * GM_GEMM_NR) * sizeof(float));  // (the padding)
-            for (long long j = 0; j < w; ++j) {
+            long long j = 0;
+#if defined(__AVX__)
+            // 8 x 8 blocks transposed in registers (a scalar copy cost a tenth of W5's X W^T)
+            const long long k8 = kc - kc % 8;
+            for (; j + 8 <= w; j += 8) {
+                const float* src = b + (jc + j0 + j) * ldb + pc;
+                for (long long k = 0; k < k8; k += 8) {
+                    __m256 r[8], t[8];
+                    for (int q = 0; q < 8; ++q) r[q] = _mm256_loadu_ps(src + q * ldb + k);
+                    for (int q = 0; q < 8; q += 2) {
+                        t[q] = _mm256_unpacklo_ps(r[q], r[q + 1]);
+                        t[q + 1] = _mm256_unpackhi_ps(r[q], r[q + 1]);
+                    }
+                    for (int q = 0; q < 8; q += 4) {
+                        r[q] = _mm256_shuffle_ps(t[q], t[q + 2], 0x44);
+                        r[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], 0xEE);
+                        r[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0x44);
+                        r[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0xEE);
+                    }
+                    // r[q], q < 4: depth q (low half) and q + 4 (high half) of columns 0-3; r[q + 4]: of 4-7
+                    for (int q = 0; q < 4; ++q) {
+                        _mm256_storeu_ps(panel + (k + q) * GM_GEMM_NR + j, _mm256_permute2f128_ps(r[q], r[q + 4], 0x20));
+                        _mm256_storeu_ps(panel + (k + q + 4) * GM_GEMM_NR + j,
+                                         _mm256_permute2f128_ps(r[q], r[q + 4], 0x31));
+                    }
+                }
+                for (long long q = 0; q < 8; ++q)
+                    for (long long k = k8; k < kc; ++k) panel[k * GM_GEMM_NR + j + q] = src[q * ldb + k];
+            }
+#endif
+            for (; j < w; ++j) {
                 const float* src = b + (jc + j0 + j) * ldb + pc;
                 for (long long k = 0; k < kc; ++k) panel[k * GM_GEMM_NR + j] = src[k];
             }
