@@ -124,10 +124,10 @@ def layer_norm(input: Any, weight: Any, bias: Any, ndim: int, eps: float) -> Ten
     ctx = _LayerNormCtx(LayerNormFunction, args)
     ctx.save_for_backward(input, weight)
     ctx.ndim, ctx.eps, ctx.bias, ctx.stats = ndim, eps, bias, stats
-    ctx.next_functions = tuple(
+    ctx.next_functions = tuple([  # (a list first: a generator costs a frame per call)
         ((a.grad_fn, a._output_nr) if a.grad_fn is not None else (a._accumulator(), 0))
         if a._requires_grad else (None, 0)
-        for a in args)
+        for a in args])
     ctx._out_meta = [(X.shape, result.dtype)]
     result._requires_grad = True
     result.grad_fn = ctx
