@@ -5,7 +5,9 @@ each library in a process of its own, one thread each:
 - W5 (the tiny GPT, examples/workloads/w5_gpt.py): X(512,64) @ W^T(64,N), G(512,N) @ W(N,64),
   G^T(N,512) @ X(512,64) for N in 192, 64, 256, 65, and (512,256) @ (256,64);
 - W6 (the small CNN): conv2's per-image products, W(32,144) @ cols(144,196), its input
-  gradient W^T(144,32) @ G(32,196) and weight gradient G(32,196) @ cols^T(196,144).
+  gradient W^T(144,32) @ G(32,196) and weight gradient G(32,196) @ cols^T(196,144): the
+  kernel's record on them only; the CNN's per-image products stay on NumPy's BLAS
+  (gmnative.conv_kernels), which is faster on the first two.
 
     python benchmarks/gemm_bench.py [--runs 3] [--quick] [--json out.json]
 
