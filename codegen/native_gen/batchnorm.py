@@ -192,7 +192,13 @@ def channel_normalize(node: Node, outs: set, order: dict) -> dict | None:
     means = [u for v in sources for u in _users(v) if order.get(id(u), -1) > order[id(node)]
              and _channel_mean(u, v, shape)]
     if not variances and after is None and before is None and not means:
-        return None
+        # a split backward's recomputed xhat (static.passes.remat._channel_normalizations):
+        # taken where only fused regions read it, so that bn_recompute.drop_normalized can
+        # let their gradient recompute it and nothing be written (parts["bare"])
+        readers = _users(node.outputs[0])
+        if id(node.outputs[0]) in outs or not readers or any(u.op != "fused" or u.body is None for u in readers):
+            return None
+        return {"var": [], "after": None, "before": None, "means": [], "bare": True}
     return {"var": variances, "after": after, "before": before, "means": means}
 
 

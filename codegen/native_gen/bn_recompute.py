@@ -70,6 +70,9 @@ def drop_normalized(emit: dict, outs: set) -> None:
                 continue
             parts.setdefault("xhat", []).append({"outer": outer, "param": p, "products": products})
             readers_done.setdefault(id(outer), set()).add(id(region))
+    for yid, (_, nparts) in norms.items():  # xhat read by the pointwise region alone (a split forward)
+        if nparts.get("after") is not None and yid not in outs:
+            readers_done.setdefault(yid, set())
     for yid, regions in readers_done.items():
         norm, nparts = norms[yid]
         after = nparts.get("after")

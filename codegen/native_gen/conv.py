@@ -308,6 +308,9 @@ def window_op(module: "NativeModule", node: Node, at: str) -> bool:
     if kind == "summed_product":  # sum_n a[n] @ b[n] as one product (batchnorm_grad.summed_batch_product)
         module.body.append(summed_product_line(module, node, parts))
         return True
+    if kind == "bn_norm" and parts.get("bare") and parts.get("drop_y"):  # nothing reads xhat (bn_recompute.py)
+        module.body.append(f"# %{node.outputs[0].name}: recomputed by its gradient's region, not stored (bn_recompute.py)")
+        return True
     fn: CFunction
     if kind == "bn_grad":
         fn = CChannelGradient(module, node, f"gm_channels{len(module.functions)}", parts)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..ir import Graph, verify
 from .manager import (PASSES, GraphPass, Instrument, Pipeline, StageRecorder, is_recording, pipeline_for, recording,
                       run_passes, summarize)
+from .pool_masks import gate_pool_masks
 from .remat import Split, partition
 from .rewrite import clone, renumber
 from .stability import stabilize_values
@@ -44,8 +45,11 @@ def optimize_joint(joint: Graph, primal: list, seeds: list, n_forward_outputs: i
     remat_on = opt_level >= 2 and (passes is None or (isinstance(passes, dict) and passes.get("remat", True))
                                    or (not isinstance(passes, dict) and "remat" in passes))
     from ..jit.executable import capabilities  # noqa: PLC0415  (executable imports the passes' users)
+    gated = gate_pool_masks(joint) if remat_on else 0  # the ReLU's mask from the pooled maxima (pool_masks.py)
     split, stats = partition(joint, primal, seeds, n_forward_outputs, recompute=remat_on,
                              image_columns=backend is not None and capabilities(backend).image_convolutions)
+    if gated:
+        stats["pool_masks_gated"] = gated
     stage = "partition" + (" (min-cut remat)" if remat_on else "")
     if instrument is not None:
         instrument(stage, split.forward, stats)

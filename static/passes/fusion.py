@@ -237,13 +237,16 @@ class Fuser:
                 elif g is not joined:
                     self.try_merge(joined, g)
             if joined is None and role == "ew":
-                # siblings: an earlier elementwise reader of one of our inputs
+                # siblings: an earlier reader of one of our inputs over the same iteration space
+                # (an elementwise chain, or a reduction of the input itself: batch norm's bias
+                # gradient sum(g) beside the weight gradient's sum(g * xhat) and g * w, one pass)
                 for v in node.input_values():
                     for s in users.get(v, []):
                         if s is node or id(s) not in self.group_of or self.pos[id(s)] > self.pos[id(node)]:
                             continue
                         g = self.group_of[id(s)]
-                        if g.reduce is None and g.space == tuple(node.outputs[0].type.shape) \
+                        if (g.reduce is None or tuple(v.type.shape) == g.space) \
+                                and g.space == tuple(node.outputs[0].type.shape) \
                                 and self.try_join(g, node, role, s):
                             joined = g
                             break

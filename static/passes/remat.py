@@ -145,6 +145,27 @@ def _image_columns(nodes: list) -> set:
     return found
 
 
+def _channel_normalizations(nodes: list) -> set:
+    """ids of batch norm's normalizations (normalize over every dim but 1, of a float 4-d
+    or wider input of static sizes) for a backend that runs their gradient as one region
+    recomputing xhat from the input it reads anyway (Capabilities.image_convolutions, the
+    native backend's codegen/native_gen/bn_recompute.py): the backward's normalize_backward
+    reads x, so saving x and recomputing xhat costs the cut nothing, and the forward no longer
+    writes the normalized output (W6's first block: 1.6 MB a call) for the backward to read
+    back; the one-graph training step already keeps x alone."""
+    found = set()
+    for node in nodes:
+        if node.op != "normalize" or node.body is not None or len(node.inputs) != 1:
+            continue
+        x = node.inputs[0]
+        if (not isinstance(x, Value) or len(x.type.shape) < 3 or x.type.dtype.np.name not in ("float32", "float64")
+                or any(type(d) is not int for d in x.type.shape)):
+            continue
+        if tuple(int(d) for d in node.attrs.get("dims") or ()) == (0, *range(2, len(x.type.shape))):
+            found.add(id(node))
+    return found
+
+
 def _readers(v: Value) -> list:
     return list({id(u): u for u in v.users}.values())
 
@@ -164,7 +185,8 @@ def partition(joint: Graph, primal: list, seeds: list, n_forward_outputs: int,
               recompute: bool = True, image_columns: bool = False) -> tuple[Split, dict]:
     """Split `joint` into forward and backward (see the module's docstring). `image_columns`:
     the backend runs image-by-image convolutions as kernels (Capabilities.image_convolutions),
-    so their columns are recomputed in the backward rather than saved (_image_columns)."""
+    so their columns are recomputed in the backward rather than saved (_image_columns), and
+    batch norm's normalized output with them (_channel_normalizations)."""
     from_seed = set(seeds)
     fwd_nodes, bwd_nodes = [], []
     for node in joint.nodes:
@@ -185,7 +207,7 @@ def partition(joint: Graph, primal: list, seeds: list, n_forward_outputs: int,
     # the flow network over forward values: v_in -> v_out costs bytes(v) to cut (save v)
     fg = _FlowGraph()
     relevant = _needed_by(fwd_nodes, needed)
-    columns = _image_columns(relevant) if recompute and image_columns else set()
+    columns = (_image_columns(relevant) | _channel_normalizations(relevant)) if recompute and image_columns else set()
     for v in primal:
         fg.add("source", ("in", v), INF)
         fg.add(("in", v), ("out", v), _cut_cost(v))
