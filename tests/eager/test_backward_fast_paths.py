@@ -209,3 +209,37 @@ def test_views_of_views_and_copies_are_marked_as_pytorch():
     assert w is not None and w._base is None  # a copy: no view of base, its own version counter
     w.add_(1.0)
     assert float(base[0, 1]) == 2.0 and base._version == 1
+
+
+@needs_compiler
+@pytest.mark.parametrize("rows", [1, 3, 4, 5, 9, 821])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_layer_norm_backward_rows_in_blocks_and_their_tails(rows, threads, monkeypatch):
+    # the kernel's second pass takes rows four at a time; a block's tail and a thread's share
+    # that is no multiple of four go row by row (821 rows of 40: two threads' shares of 410 and
+    # 411): every row's gradient as the textbook formula's
+    from gmnative import kernels, layer_norm_kernels
+
+    k = kernels.kernels()
+    if k is None:
+        pytest.skip("eager's native kernels are off (GRAPHMODE_EAGER_NATIVE=0)")
+    monkeypatch.setattr(k, "threads", lambda: threads)
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((rows, 40)).astype(np.float32)
+    w = rng.standard_normal(40).astype(np.float32)
+    g = rng.standard_normal((rows, 40)).astype(np.float32)
+    _, stats = layer_norm_kernels.layer_norm_stats(x, w, np.zeros(40, np.float32), 1e-5)
+    found = layer_norm_kernels.layer_norm_backward_stats(g, x, w, 1e-5, stats)
+    again = kernels.layer_norm_backward(g, x, w, 1e-5)  # the statistics computed again: the same bits
+    assert found is not None and again is not None
+    for a, b in zip(found, again):
+        np.testing.assert_array_equal(a, b)
+    xd, wd, gd = x.astype(np.float64), w.astype(np.float64), g.astype(np.float64)
+    mean = xd.mean(1, keepdims=True)
+    rstd = 1 / np.sqrt(xd.var(1, keepdims=True) + 1e-5)
+    xhat = (xd - mean) * rstd
+    gw = gd * wd
+    gx = rstd * (gw - gw.mean(1, keepdims=True) - xhat * (gw * xhat).mean(1, keepdims=True))
+    np.testing.assert_allclose(found[0], gx, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(found[1], (gd * xhat).sum(0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(found[2], gd.sum(0), rtol=1e-5, atol=1e-5)
