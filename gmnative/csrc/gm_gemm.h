@@ -1,21 +1,24 @@
 // A single-precision matrix product C = alpha op(A) op(B) + beta C on one thread, with the
 // cblas_sgemm calling convention (row- or column-major, either operand transposed, leading
-// dimensions), standing in for NumPy's OpenBLAS where the project's products call sgemm
-// (gm_blas tables, eager's row blocks, batched and stacked products).
+// dimensions), standing in for NumPy's OpenBLAS where the project's float32 products call
+// sgemm: eager's row blocks (csrc/eager_gemm.cpp), eager's and the generated code's one-call
+// products and the generated C loops' gm_blas table (gmnative.gemm, csrc/gm_gemm.cpp).
 //
-// Why our own: eager splits a product by rows across its threads, one single-threaded BLAS
-// call a part, and the project's products are small (512x64 by 64x256 and the like).
-// OpenBLAS's generic driver reaches 95-128 GFLOP/s a core on them where the FMA units allow
-// about twice that; most of the gap is packing both operands for every call. Here:
+// Why our own: eager splits a product by rows across its threads, one single-threaded call a
+// part, and the project's products are small (512x64 by 64x256 and the like), where NumPy's
+// OpenBLAS measured 95-128 GFLOP/s a core, well below what two AVX-512 FMA units allow. Here:
 //
 // - B (op(B), K x N) is packed into NR-wide panels (KC x NR each, zero-padded at the right
-//   edge), a KC x NC block at a time (in L2);
+//   edge), a KC x NC block at a time (in L2), where it is transposed or A has GM_GEMM_PACK_ROWS
+//   rows or more to reuse it; otherwise it is read in place (masked loads at the right edge);
 // - A is never packed: the micro-kernel broadcasts op(A)'s elements straight from A with its
 //   row and column strides (a transposed A reads MR consecutive floats a k, a plain one MR
 //   rows in step), so a product of 64 columns pays no transpose of A;
 // - the micro-kernel keeps an MR x NR tile of C in registers (AVX-512: 12 x 32 in 24 zmm,
 //   AVX2 with FMA: 6 x 16 in 12 ymm, else a plain C 4 x 4 tile), one FMA per multiply-add;
-//   the MR x KC sliver of A stays in L1 while the kernel walks the NR panels of B.
+//   the MR x KC sliver of A stays in L1 while the kernel walks the NR panels of B;
+// - a transposed B wider than A is tall is computed as C^T = op(B)^T op(A)^T (B then read in
+//   place), through a buffer.
 //
 // Summation order (why the bits do not depend on how a product is split): each element of
 // C is the sum over k in blocks of at most GM_GEMM_KC (128), the blocks in order; within a block
