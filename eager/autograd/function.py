@@ -16,8 +16,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gmbase import dtypes as _dtypes
+from gmbase.dtypes import _BY_NP
 
 from .._grad_mode import STATE, no_grad
+from .._tensor_metadata import TensorMetadata as _TensorMetadata
 from .anomaly import capture_stack
 from .graph import _FREED_MSG, AccumulateGrad, HookMixin, Node, NodeHooks, SavedTensor
 
@@ -25,6 +27,9 @@ if TYPE_CHECKING:
     from .._tensor import Tensor
 
 _Edge = tuple["Node | FunctionCtx | AccumulateGrad | None", int]  # (next backward node, its output number)
+# a tensor whose class keeps these properties records its input metadata from its array (the
+# properties' own values: the shape as a tuple, the dtype looked up), without a Size made
+_SHAPE, _DTYPE = _TensorMetadata.__dict__["shape"], _TensorMetadata.__dict__["dtype"]
 
 
 class FunctionCtx(HookMixin):
@@ -37,7 +42,10 @@ class FunctionCtx(HookMixin):
         self._saved: list[SavedTensor | None] | None = None
         self._freed = False
         self._non_diff: set[int] = set()  # ids of the outputs marked non-differentiable
-        self._in_meta = [(tuple(i.shape), i.dtype) if hasattr(i, "_data") else None for i in inputs]
+        self._in_meta = [
+            ((i._data.shape, _BY_NP[i._data.dtype]) if (t := type(i)).shape is _SHAPE and t.dtype is _DTYPE
+             else (tuple(i.shape), i.dtype)) if hasattr(i, "_data") else None
+            for i in inputs]
         self.next_functions: tuple[_Edge, ...] = ()
         self._hooks: NodeHooks | None = None
         self._out_meta: list[tuple[tuple[int, ...], _dtypes.dtype] | None] = []
