@@ -455,7 +455,8 @@ class CChannelRegionGradient(CFunction):
         made = {id(h["outer"]): f"(({cx}[at + k]) - x0f)" for h in xhat}
         if pool_grad is not None:
             made[id(pool_grad["value"])] = "gplane[k]"
-            if pool_grad.get("gate") is not None:  # the ReLU's mask applied in the scatter (pool_fusion.gate_masks)
+            if (pool_grad.get("gate") or {}).get("mask") is not None:  # the ReLU's mask applied in the scatter
+                # (pool_fusion.gate_masks)
                 made[id(pool_grad["gate"]["mask"])] = "false"
         env = _body_env(self, body, node, shape, made)
         scatter = scatter_lines(self, pool_grad) if pool_grad is not None else []

@@ -54,23 +54,33 @@ def test_a_drop_in_block_gives_eager_gradients(backend, pool, shape, dtype):
 
 
 def test_the_split_forward_saves_no_normalized_output_and_no_relu_mask():
-    """W6's first block as a drop-in: the forward's saved values are the convolution's output
-    (normalize_backward reads it), the pooled maxima and the pooling's mask; the normalized
-    output (the activation's size) is not among them, and the backward runs no normalization
-    function of its own (its gradient region recomputes xhat from x)."""
-    model = _block(1, 4, nn.MaxPool2d(2), np.float32)
+    """W6's first block and a convolution as a drop-in: the forward's saved values are the
+    convolution's output (normalize_backward reads it), the pooled maxima and the pooling's
+    mask; the normalized output (the activation's size) is not among them, the backward runs
+    no normalization function of its own (its gradient region recomputes xhat from x) and no
+    pass for the ReLU's mask (the region's scatter gates each window by its maximum)."""
+    model = _block(1, 8, nn.MaxPool2d(2), np.float32)
+    model.append(nn.Conv2d(8, 4, 3, padding=1))  # reads the pooled maxima (saved for its own gradient), as W6
     f = static.compile(model, backend="native")
-    x = np.random.default_rng(1).standard_normal((4, 1, 8, 8)).astype(np.float32)
-    _grads(model, f, x)
+    x = np.random.default_rng(1).standard_normal((4, 1, 16, 16)).astype(np.float32)
+    got = _grads(model, f, x)
+    reference = _block(1, 8, nn.MaxPool2d(2), np.float32)
+    reference.append(nn.Conv2d(8, 4, 3, padding=1))  # the same draws after the same seed: the same weights
+    for gs, ws in zip(got, _grads(reference, reference, x)):
+        for g, w in zip(gs, ws):
+            np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-5)
     graphs = f.autograd_graphs(eager.from_numpy(x))
     saved = graphs.forward.outputs[len(graphs.forward.outputs) - graphs.n_saved:]
     producers = [v.producer.op if isinstance(v, Value) and v.producer is not None else "input" for v in saved]
     assert "normalize" not in producers
-    full = (4, 4, 8, 8)
+    full = (4, 8, 16, 16)
     assert sum(1 for v in saved if tuple(v.type.shape) == full and v.type.dtype.np.name == "float32") == 1  # x only
     assert not any(n.op == "relu" for n in graphs.backward.nodes)
     source = f._entry_for((eager.from_numpy(x),), {})[3].grad.backward._loaded.source
     assert "recomputed by its gradient's region, not stored" in source
+    # the gate where(p <= 0, 0, g) applied in the gradient region's scatter, no pass of its own
+    assert "the ReLU's mask at each chosen cell from the window's maximum" in source
+    assert source.count("_call_new(_K") == 2  # the gradient region alone (twice: the call and its cast form)
 
 
 def test_nan_wins_the_window_and_keeps_its_gradient_as_eager():
