@@ -357,7 +357,9 @@ def fuse(graph: Graph, max_ops: int | None = None, rows: bool = False, backend: 
     inline them (its declared capabilities, static.executable.capabilities)."""
     from ..jit.executable import inline_predicate  # noqa: PLC0415  (executable imports the passes' users)
 
-    fuser = Fuser(graph, MAX_FUSED_OPS if max_ops is None else max_ops, rows, inline_predicate(backend))
+    inline = inline_predicate(backend)
+    broadcast = _broadcast_expands(graph, inline)
+    fuser = Fuser(graph, MAX_FUSED_OPS if max_ops is None else max_ops, rows, inline)
     groups = fuser.run()
     namer = Namer(graph)
     outside: dict = {}
@@ -392,4 +394,65 @@ def fuse(graph: Graph, max_ops: int | None = None, rows: bool = False, backend: 
     graph.nodes = new_nodes
     replace_uses(graph, mapping)
     graph.nodes = _toposort(graph.nodes)
-    return {"regions": regions, "fused_ops": fused_ops, "why_not_fused": fuser.rejections}
+    stats = {"regions": regions, "fused_ops": fused_ops, "why_not_fused": fuser.rejections}
+    if broadcast:
+        stats["expands_broadcast"] = broadcast
+    return stats
+
+
+def _broadcast_expands(graph: Graph, inline: Callable | None) -> int:
+    """Read `expand(x)` as x where every reader is a pointwise op the region will inline,
+    of the expand's shape, with another operand of that shape: broadcasting gives each
+    element the same x, so the expanded copy (a driver line of its own, np.broadcast_to: W6's
+    cross-entropy gradient expands its 0-d seed to the batch) is never made. Returns how many."""
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "expand" or node.body is not None or len(node.outputs) != 1:
+            continue
+        x, y = node.inputs[0], node.outputs[0]
+        if (not isinstance(x, Value) or x.type.dtype != y.type.dtype
+                or any(type(d) is not int for d in (*x.type.shape, *y.type.shape))):  # static sizes only
+            continue
+        _sink_expand(graph, node, inline)
+        x, y = node.inputs[0], node.outputs[0]
+        if any(v is y for v in graph.outputs) or x.type.dtype != y.type.dtype:
+            continue
+        shape = tuple(y.type.shape)
+        readers = list({id(u): u for u in y.users}.values())
+        if not readers or len(tuple(x.type.shape)) > len(shape) or any(
+                _role(u, inline) != "ew" or tuple(u.outputs[0].type.shape) != shape
+                or not any(isinstance(v, Value) and v is not y and tuple(v.type.shape) == shape for v in u.inputs)
+                for u in readers):
+            continue
+        for u in readers:
+            u.inputs = [x if v is y else v for v in u.inputs]
+        graph.nodes.remove(node)  # read by nothing now (fusion runs after DCE)
+        node.drop()
+        count += 1
+    return count
+
+
+def _sink_expand(graph: Graph, expand: Node, inline: Callable | None) -> None:
+    """expand(x) read by one one-operand pointwise op u alone, repeatedly: u(expand(x)) is
+    expand(u(x)), so u runs on x's elements and the expand moves after it, where a binary
+    reader of the full shape may take it as a broadcast (W6: the cross-entropy gradient's
+    neg(expand(1/n)) * p)."""
+    while True:
+        x, y = expand.inputs[0], expand.outputs[0]
+        readers = list({id(u): u for u in y.users}.values())
+        if len(readers) != 1:
+            return
+        u = readers[0]
+        if (_role(u, inline) != "ew" or [v for v in u.inputs if isinstance(v, Value)] != [y]
+                or tuple(u.outputs[0].type.shape) != tuple(y.type.shape) or u.outputs[0].type.dtype != y.type.dtype):
+            return
+        o = u.outputs[0]
+        u.inputs = [x if v is y else v for v in u.inputs]
+        o.type = o.type._replace(shape=x.type.shape)
+        for r in list({id(n): n for n in o.users}.values()):
+            if r is not u:
+                r.inputs = [y if v is o else v for v in r.inputs]
+        graph.outputs = [y if v is o else v for v in graph.outputs]
+        expand.inputs = [o if v is x else v for v in expand.inputs]
+        graph.nodes.remove(u)
+        graph.nodes.insert(graph.nodes.index(expand), u)
