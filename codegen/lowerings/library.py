@@ -89,7 +89,7 @@ _add("index_add", NumpyLowering(call="", body=("{out} = np.array({0}, copy=True)
                                          else ""},
      note="a copy of x with src's slices added at index along dim (np.add.at: repeats accumulate)")
 _add("embedding", NumpyLowering(call="np.take({0}, {1}, axis=0)"), CupyLowering(call="cp.take({0}, {1}, axis=0)"))
-_add("check_index_range", NumpyLowering(call="_rt.forward('check_index_range', np, {args}, **{attrs})", alias=True),
+_add("check_index_range", NumpyLowering(call="_rt.check_index_range({args}, **{attrs})", alias=True),
      CupyLowering(call="_rt.forward('check_index_range', cp, {args}, **{attrs})"),
      note="the op's forward: one min/max pass over the index, raising eager's exception and message")
 _add("embedding_backward", NumpyLowering(call="_rt.forward('embedding_backward', np, {args}, **{attrs})"),
