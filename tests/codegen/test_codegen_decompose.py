@@ -43,9 +43,9 @@ FORWARD_CALLS = {"view_scatter", "prod_except_self", "embedding_backward", "unfo
                  # structured control flow: a Python loop around the body's own generated code
                  "scan", "while_loop", "cond",
                  # Tensor.unfold's windows: a strided view of the operand
-                 "windows",
-                 # index values checked against a size: eager's exception and message from one place
-                 "check_index_range"}
+                 "windows"}
+# (check_index_range: _rt.check_index_range compares the index's min and max itself and calls the
+# op's forward only where a bound is broken, for eager's exception and message from one place)
 
 X = eager.tensor(np.random.default_rng(0).standard_normal((64, 300)).astype(np.float32))
 
