@@ -184,7 +184,7 @@ def matmul(a, b):
         return _one_product(a, b)
     from gmnative import kernels as eager_kernels  # noqa: PLC0415  (the native layer, loaded when first needed)
 
-    out = eager_kernels.matmul(a, b)
+    out = eager_kernels.split_matmul(a, b)
     if out is not None:
         return out
     if a.shape[0] < 2 or a.size * b.shape[1] < MATMUL_SPLIT_MIN or a.shape[-1] > MATMUL_POOL_MAX_DEPTH:

@@ -567,20 +567,30 @@ _GEMM_PLANS: dict = {}
 
 
 def matmul(a, b) -> np.ndarray | None:
+    """a @ b split by rows across the kernels' threads where that is worth it and safe
+    (split_matmul); a float32 product of GEMM_SPLIT_MIN or more that is not split runs on the
+    own sgemm on this thread (its bits do not depend on the split). None otherwise."""
+    out = split_matmul(a, b)
+    if out is None and type(b) is np.ndarray and type(a) is np.ndarray and b.ndim == 2 \
+            and a.size * b.shape[1] >= GEMM_SPLIT_MIN:
+        out = _own_product(a, b)
+    return out
+
+
+def split_matmul(a, b) -> np.ndarray | None:
     """a @ b split by rows across the kernels' threads (gemm) where that is worth it and safe:
     a large enough product, two threads or more, and BLAS running one thread of its own
-    (where it runs several, splitting oversubscribes the cores: slower). A float32 product
-    of GEMM_SPLIT_MIN or more runs on the own sgemm in any case (on this thread where it is
-    not split): its bits do not depend on the split. None otherwise."""
+    (where it runs several, splitting oversubscribes the cores: slower). None otherwise: a
+    caller with another way to split (codegen.runtime's sleeping pool, for a team that shrank
+    under contention) takes it."""
     if type(b) is not np.ndarray or b.ndim != 2 or type(a) is not np.ndarray or a.size * b.shape[1] < GEMM_SPLIT_MIN:
         return None
     from . import build as native_build  # noqa: PLC0415
 
     threads = native_build.threads()
     if threads < 2 or native_build.blas_threads() != 1:
-        return _own_product(a, b)
-    out = gemm(a, b, threads)
-    return out if out is not None else _own_product(a, b)
+        return None
+    return gemm(a, b, threads)
 
 
 def _own_product(a, b) -> np.ndarray | None:

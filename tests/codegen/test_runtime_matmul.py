@@ -27,7 +27,7 @@ def split_matmul(monkeypatch):
 @pytest.fixture
 def pool_matmul(split_matmul, monkeypatch):
     """The Python thread pool's split (the native kernels' one switched off)."""
-    monkeypatch.setattr(eager_kernels, "matmul", lambda a, b: None)
+    monkeypatch.setattr(eager_kernels, "split_matmul", lambda a, b: None)
 
 
 native = pytest.mark.skipif(not native_build.availability()[0] or eager_kernels.blas_gemm() is None,
@@ -60,7 +60,7 @@ def _calls(monkeypatch) -> list:
 @pytest.mark.parametrize("split", ["pool", "native"])
 def test_a_split_product_equals_numpy(split_matmul, monkeypatch, dtype, layout, split):
     if split == "pool":
-        monkeypatch.setattr(eager_kernels, "matmul", lambda a, b: None)
+        monkeypatch.setattr(eager_kernels, "split_matmul", lambda a, b: None)
     rng = np.random.default_rng(0)
     m, k, n = BIG
     if layout == "transposed":
@@ -193,7 +193,7 @@ def test_a_product_with_few_rows_a_part_runs_as_one_call(split_matmul, monkeypat
     """Each part of a split packs the whole right operand again: below MATMUL_SPLIT_MIN_ROWS
     rows a part (a convolution's (32, 144) @ (144, 6272)) the product is one NumPy call."""
     monkeypatch.setattr(runtime, "MATMUL_SPLIT_MIN_ROWS", 64)
-    monkeypatch.setattr(eager_kernels, "matmul", lambda a, b: pytest.fail("split"))
+    monkeypatch.setattr(eager_kernels, "split_matmul", lambda a, b: pytest.fail("split"))
     seen = _calls(monkeypatch)
     a, b = np.ones((96, 256), np.float32), np.ones((256, 200), np.float32)
     got = runtime.matmul(a, b)
