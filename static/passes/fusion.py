@@ -245,7 +245,8 @@ class Fuser:
                         if s is node or id(s) not in self.group_of or self.pos[id(s)] > self.pos[id(node)]:
                             continue
                         g = self.group_of[id(s)]
-                        if (g.reduce is None or tuple(v.type.shape) == g.space) \
+                        if (g.reduce is None or (_role(s, self.inline) == "red" and tuple(v.type.shape) == g.space
+                                                 and self._reduces_alike(node, g.reduce, users))) \
                                 and g.space == tuple(node.outputs[0].type.shape) \
                                 and self.try_join(g, node, role, s):
                             joined = g
@@ -261,6 +262,27 @@ class Fuser:
                 seen.add(id(g))
                 groups.append(g)
         return self.merge_scalars(groups)
+
+    def _reduces_alike(self, node: Node, reduce: tuple, users: dict) -> bool:
+        """Whether every fusible reduction downstream of node through pointwise readers of
+        its shape reduces as `reduce` does: joining a group that reduces otherwise would leave
+        node's chain to be written out for a reduction of its own (six sums along alternating
+        axes of one input became one kernel writing five full-size chains)."""
+        todo, seen = [node], set()
+        shape = tuple(node.outputs[0].type.shape)
+        while todo:
+            n = todo.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            for u in users.get(n.outputs[0], []):
+                role = _role(u, self.inline)
+                if role == "red":
+                    if (u.attrs.get("dims"), u.attrs.get("keepdim"), tuple(u.outputs[0].type.shape)) != reduce:
+                        return False
+                elif role == "ew" and tuple(u.outputs[0].type.shape) == shape:
+                    todo.append(u)
+        return True
 
     def merge_scalars(self, groups: list) -> list:
         """Groups of 0-d pointwise ops that read only graph inputs and literals become one
