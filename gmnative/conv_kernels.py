@@ -412,7 +412,7 @@ def _conv_plan(name: str, x, w, out, stride, padding, dilation, flags: tuple) ->
             return None
         geometry = _geometry(x, w.shape[2:], out, stride, padding, dilation)
         dims = np.concatenate([geometry, np.array((o, parts) + flags, _I64)])
-        fn = np.array([found[0][x.dtype], found[1]], _I64)
+        fn = np.array([found[0][x.dtype], found[1], _own_dw_gemm(x.dtype, name)], _I64)
         dt = x.dtype.name
         # (forward: x, w, bias, out, dims, fn; backward: g, x, w, dx, dw, work, dims, fn, db)
         codes = (dt,) * 6 + ("int64", "int64", dt) if name.endswith("backward") else (dt,) * 4 + ("int64", "int64")
@@ -422,6 +422,22 @@ def _conv_plan(name: str, x, w, out, stride, padding, dilation, flags: tuple) ->
 
 # (kernel, shapes, dtype, geometry, parts, flags) -> the image-by-image conv call's constants
 _CONV_PLANS: dict = {}
+
+
+def _own_dw_gemm(dtype, name: str) -> int:
+    """The address of the project's own sgemm (gmnative.gemm, the kernel alone) for the float32
+    backward's transposed weight gradient (sum_n cols[n] G[n]^T with G[n] read transposed, no
+    copy of it made), 0 elsewhere or where it is switched off (GRAPHMODE_NATIVE_GEMM=0) or
+    cannot be built: there it beat NumPy's OpenBLAS plus the transposition of G[n] (W6's
+    second layer: 12.2 against 15.4 us an image). dW's bits are then the own kernel's (the
+    tests hold dW to a tolerance against the batch-major path, dx to its bits)."""
+    if dtype != np.float32 or not name.endswith("backward"):
+        return 0
+    from . import gemm  # noqa: PLC0415
+
+    k = _kernels.kernels() if gemm.enabled() else None
+    address = None if k is None else k.address("gm_sgemm64_kernel")
+    return int(address or 0)
 
 
 def conv2d_images(x, w, bias, out, stride, padding, dilation) -> np.ndarray | None:
