@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .._functional.statistics import _linspace
+from .._functional.statistics import _linspace, _value_range
 from ..return_types import make
 
 
@@ -24,17 +24,7 @@ def _edges(d: int, column: np.ndarray, bins: Any, lo_hi: tuple[float, float] | N
     nbins = int(bins)
     if nbins <= 0:
         raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {nbins} for dimension {d}")
-    if lo_hi is not None:
-        lo, hi = lo_hi
-    elif column.size:
-        lo, hi = float(column.min()), float(column.max())
-    else:
-        lo, hi = 0.0, 0.0
-    if lo > hi:
-        raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo:g} max {hi:g} for "
-                           f"dimension {d}")
-    if lo == hi:
-        lo, hi = (lo - 0.5, hi + 0.5) if column.size else (0.0, 1.0)
+    lo, hi = _value_range(column, lo_hi, d)
     return _linspace(lo, hi, nbins + 1, npdt)
 
 

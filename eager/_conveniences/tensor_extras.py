@@ -88,6 +88,11 @@ def resize(self: Any, *sizes: Any) -> Any:
     (PyTorch's autograd resize; a different count is a RuntimeError). Mirrors torch.Tensor.resize."""
     shape = _F._sizes(sizes)
     warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    return _resized(self, shape)
+
+
+def _resized(self: Any, shape: tuple) -> Any:
+    """self reshaped to `shape`, which must hold as many elements (autograd's resize)."""
     if math.prod(shape) != self.numel():
         raise RuntimeError(
             f"requested resize to {'x'.join(map(str, shape))} ({math.prod(shape)} elements in total), but the "
@@ -99,13 +104,7 @@ def resize(self: Any, *sizes: Any) -> Any:
 def resize_as(self: Any, other: Any) -> Any:
     """Deprecated out-of-place resize_as: resize to other's shape. Mirrors torch.Tensor.resize_as."""
     warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
-    shape = tuple(other.shape)
-    if math.prod(shape) != self.numel():
-        raise RuntimeError(
-            f"requested resize to {'x'.join(map(str, shape))} ({math.prod(shape)} elements in total), but the "
-            f"given tensor has a size of {'x'.join(map(str, self.shape))} ({self.numel()} elements). autograd's "
-            "resize can only change the shape of a given tensor, while preserving the number of elements.")
-    return self.reshape(shape)
+    return _resized(self, tuple(other.shape))
 
 
 def pin_memory(self: Any, device: Any = None) -> Any:

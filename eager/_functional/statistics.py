@@ -291,6 +291,24 @@ def corrcoef(input: Any) -> Any:
     return c.clamp(-1, 1)
 
 
+def _value_range(values: np.ndarray, lo_hi: Any, d: int) -> tuple[float, float]:
+    """(lo, hi) of dimension d's uniform bins, as torch.histogram and histogramdd take them:
+    `lo_hi` where given, else the values' min and max; lo above hi is an error, and an empty
+    width is widened by half a unit each side ((0, 1) for no values)."""
+    if lo_hi is not None:
+        lo, hi = float(lo_hi[0]), float(lo_hi[1])
+    elif values.size:
+        lo, hi = float(values.min()), float(values.max())
+    else:
+        lo, hi = 0.0, 0.0
+    if lo > hi:
+        raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo:g} max {hi:g} for "
+                           f"dimension {d}")
+    if lo == hi:
+        lo, hi = (lo - 0.5, hi + 0.5) if values.size else (0.0, 1.0)
+    return lo, hi
+
+
 def _linspace(lo: float, hi: float, steps: int, npdt: Any) -> np.ndarray:
     """PyTorch's linspace in the result dtype: the step rounded to it, then the first half
     stepped up from lo and the second down from hi, each product-and-sum rounded once (its
@@ -341,19 +359,9 @@ def histogram(input: Any, bins: Any = 100, *, range: Any = None, weight: Any = N
         nbins = int(bins)
         if nbins <= 0:
             raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {nbins} for dimension 0")
-        if range is not None:
-            lo, hi = float(range[0]), float(range[1])
-        elif data.size:
-            lo, hi = float(data.min()), float(data.max())
-        else:
-            lo, hi = 0.0, 0.0
-        if lo > hi:
-            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {lo:g} max {hi:g} for "
-                               f"dimension 0")
-        if not (np.isfinite(lo) and np.isfinite(hi)):
+        lo, hi = _value_range(data, range, 0)
+        if not (np.isfinite(lo) and np.isfinite(hi)):  # (widening an empty width keeps a bound infinite)
             raise RuntimeError(f"torch.histogramdd: dimension 0's range [{lo:g}, {hi:g}] is not finite")
-        if lo == hi:
-            lo, hi = (lo - 0.5, hi + 0.5) if data.size else (0.0, 1.0)
         edges = _linspace(lo, hi, nbins + 1, npdt)
     e64 = edges.astype(np.float64)
     hist = np.zeros(max(len(e64) - 1, 0), dtype=np.float64)
