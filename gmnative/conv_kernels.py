@@ -354,9 +354,7 @@ def gemm_batched(a, b, *, sum_batch: bool = False, bias=None, threads: int | Non
                              or bias.shape != (m,) or not bias.flags.c_contiguous):
         return None
     k = _kernels.kernels()
-    # (NumPy's own sgemm: per-image products of a small CNN, few rows by odd widths, are the
-    # shapes where OpenBLAS's small-matrix kernels beat the own sgemm, gmnative.gemm)
-    found = _kernels.numpy_blas_gemm() if k is not None else None
+    found = _products() if k is not None else None
     if k is None or found is None or (not found[1] and max(m, n, k_) >= 1 << 31):
         return None
     if threads is None:
@@ -403,7 +401,7 @@ def _conv_plan(name: str, x, w, out, stride, padding, dilation, flags: tuple) ->
     key = (name, x.shape, x.dtype, w.shape, tuple(out), tuple(stride), tuple(padding), tuple(dilation), parts, flags)
     plan = _CONV_PLANS.get(key)
     if plan is None:
-        found = _kernels.numpy_blas_gemm() if _kernels.kernels() is not None else None  # (as gemm_batched)
+        found = _products() if _kernels.kernels() is not None else None  # (as gemm_batched)
         o, k_ = w.shape[0], w.shape[1] * w.shape[2] * w.shape[3]
         if found is None or (not found[1] and max(o, k_, out[0] * out[1]) >= 1 << 31):
             return None
@@ -412,7 +410,7 @@ def _conv_plan(name: str, x, w, out, stride, padding, dilation, flags: tuple) ->
             return None
         geometry = _geometry(x, w.shape[2:], out, stride, padding, dilation)
         dims = np.concatenate([geometry, np.array((o, parts) + flags, _I64)])
-        fn = np.array([found[0][x.dtype], found[1], _own_dw_gemm(x.dtype, name)], _I64)
+        fn = np.array([found[0][x.dtype], found[1], _own_dw_gemm(x.dtype, name), *_grid_products(x.dtype)], _I64)
         dt = x.dtype.name
         # (forward: x, w, bias, out, dims, fn; backward: g, x, w, dx, dw, work, dims, fn, db)
         codes = (dt,) * 6 + ("int64", "int64", dt) if name.endswith("backward") else (dt,) * 4 + ("int64", "int64")
@@ -422,6 +420,34 @@ def _conv_plan(name: str, x, w, out, stride, padding, dilation, flags: tuple) ->
 
 # (kernel, shapes, dtype, geometry, parts, flags) -> the image-by-image conv call's constants
 _CONV_PLANS: dict = {}
+
+
+def _products() -> tuple | None:
+    """({dtype: cblas_?gemm address}, 64-bit integers): the table every product here calls,
+    gemm_batched's and the image-by-image kernels' alike, so that the two paths give the same
+    bits: gmnative.gemm.blas_gemm (NumPy's BLAS, but float32's entry the project's own sgemm,
+    routed by the result's width, unless GRAPHMODE_NATIVE_GEMM=0), or None where NumPy's BLAS
+    exports no cblas gemm.
+
+    Why the own sgemm for float32: the stride-1 layers' products run on the padded image's grid
+    (gm_sgemm_grid, csrc/gm_gemm.cpp: no columns copied, whole vectors), which keeps the own
+    sgemm's bits, not OpenBLAS's; W6's second layer's forward took 22 us an image with OpenBLAS
+    and its columns, 15-16 on the grid (one thread, AVX-512)."""
+    return _kernels.blas_gemm()
+
+
+def _grid_products(dtype) -> tuple[int, int]:
+    """The addresses of gm_sgemm_grid and gm_sgemm_grid_t (csrc/gm_gemm.cpp) for float32 where the
+    own sgemm is the table's (gmnative.gemm.own_sgemm), else (0, 0): the kernels then make each
+    image's columns and call the table's product."""
+    from . import gemm  # noqa: PLC0415
+
+    if dtype != np.float32 or not gemm.own_sgemm():
+        return 0, 0
+    k = _kernels.kernels()
+    if k is None:
+        return 0, 0
+    return int(k.address("gm_sgemm_grid") or 0), int(k.address("gm_sgemm_grid_t") or 0)
 
 
 def _own_dw_gemm(dtype, name: str) -> int:

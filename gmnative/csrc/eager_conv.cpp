@@ -1,6 +1,9 @@
 
 #include <omp.h>
 #include <cmath>
+#include <cstring>
+#include <immintrin.h>
+#include <type_traits>
 
 // Eager's 2-d convolution, pooling and batch-norm kernels on NCHW (batch-major, C-contiguous)
 // images: im2col into the column layout of the unfold op, max-pooling's forward and backward
@@ -484,9 +487,170 @@ static inline void gm_conv_image_columns(const double* x, double* cols, const gm
         im2col_row(x, cols + r * L, g, r / (g.KH * g.KW), (r / g.KW) % g.KH, r % g.KW, 0.0);
 }
 
-// d = [the 14 gm_geom numbers, O, parts, has bias]
+// -- the stride-1 layers on the padded image's grid (the own sgemm's grid products) ----------
+// gm_sgemm_grid / gm_sgemm_grid_t (csrc/gm_gemm.cpp): outputs indexed on the zero-padded image's
+// grid (Hp x Wp, position oh * Wp + ow, the columns ow >= OW computed and thrown away), so that a
+// window row (c, kh, kw) is the padded image read in place from c Hp Wp + kh dh Wp + kw dw: no
+// columns copied (W6's im2col took 2.5 us an image) and whole vectors (no edge tile). The
+// forward and W^T G[n] keep the bits of the compact products through the routed sgemm (the
+// grid product declines, returning 0, where that routing hands the product to NumPy's BLAS).
+typedef int (*gm_grid_fn)(long long, long long, long long, const float*, long long, long long, const float*,
+                          const long long*, float*, long long, const unsigned char*, long long);
+typedef void (*gm_grid_t_fn)(long long, long long, long long, const float*, const long long*, const float*,
+                             long long, float, float*, long long);
+
+// dst[0:n] = src[0:n] (+ add, where `plus`), with masked vectors for a row's last part (a library
+// memcpy a 14-float row cost 5 ns a call: 2 us of W6's image); the result: whether a value read
+// is NaN or infinite (x - x is then NaN; the masked-off lanes read 0)
+static inline bool gm_row_copy(float* dst, const float* src, long long n, bool plus = false, float add = 0.0f) {
+#if defined(__AVX512F__)
+    const __m512 z = _mm512_setzero_ps(), b = _mm512_set1_ps(add);
+    __mmask16 bad = 0;
+    for (long long j = 0; j < n; j += 16) {
+        const __mmask16 m = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
+        const __m512 v = _mm512_maskz_loadu_ps(m, src + j);
+        bad |= _mm512_cmp_ps_mask(_mm512_sub_ps(v, v), z, _CMP_NEQ_UQ);
+        _mm512_mask_storeu_ps(dst + j, m, plus ? _mm512_add_ps(v, b) : v);
+    }
+    return bad != 0;
+#else
+    float z = 0.0f;
+    #pragma omp simd reduction(+:z)
+    for (long long j = 0; j < n; ++j) {
+        const float v = src[j];
+        z += v - v;
+        dst[j] = plus ? v + add : v;
+    }
+    return z != 0.0f;
+#endif
+}
+
+struct gm_grid {
+    long long Hp, Wp, P, Pr, size;  // grid rows and columns, OH * Wp positions (Pr: rounded up to 16), xp's floats
+};
+
+// the grid of a stride-1 layer, or false (strided, or more than about a third of the grid thrown away)
+static inline bool gm_grid_of(const gm_geom& g, gm_grid* q) {
+    if (g.sh != 1 || g.sw != 1 || g.OH <= 0 || g.OW <= 0) return false;
+    q->Hp = g.OH + (g.KH - 1) * g.dh;
+    q->Wp = g.OW + (g.KW - 1) * g.dw;
+    q->P = g.OH * q->Wp;
+    q->Pr = (q->P + 15) / 16 * 16;
+    // (+ the last window row's overrun past the grid and the rounding to whole vectors, read as zeros)
+    q->size = g.C * q->Hp * q->Wp + (g.KW - 1) * g.dw + 16;
+    return g.ph < q->Hp && g.pw < q->Wp && 10 * q->P <= 13 * g.OH * g.OW + 160;
+}
+
+// window row (c, kh, kw)'s offset in the padded image (the grid products' row offsets)
+static inline void gm_grid_offsets(const gm_geom& g, const gm_grid& q, long long* off) {
+    for (long long c = 0; c < g.C; ++c)
+        for (long long kh = 0; kh < g.KH; ++kh)
+            for (long long kw = 0; kw < g.KW; ++kw)
+                off[(c * g.KH + kh) * g.KW + kw] = c * q.Hp * q.Wp + kh * g.dh * q.Wp + kw * g.dw;
+}
+
+// image x (C, H, W) into the padded grid xp (C, Hp, Wp), whose border is zero from its allocation
+// and never written; whether every value copied is finite
+static inline bool gm_grid_image(const float* x, float* xp, const gm_geom& g, const gm_grid& q) {
+    const long long w = g.W < q.Wp - g.pw ? g.W : q.Wp - g.pw, h = g.H < q.Hp - g.ph ? g.H : q.Hp - g.ph;
+    bool bad = false;
+    for (long long c = 0; c < g.C; ++c)
+        for (long long y = 0; y < h; ++y)
+            bad |= gm_row_copy(xp + c * q.Hp * q.Wp + (y + g.ph) * q.Wp + g.pw, x + (c * g.H + y) * g.W, w);
+    return !bad;
+}
+
+// G[n] (O, OH * OW) onto the grid gp (O, Pr): its thrown-away cells zero from the allocation
+static inline void gm_grid_gradient(const float* gn, float* gp, long long O, const gm_geom& g, const gm_grid& q) {
+    for (long long o = 0; o < O; ++o)
+        for (long long oh = 0; oh < g.OH; ++oh)
+            gm_row_copy(gp + o * q.Pr + oh * q.Wp, gn + (o * g.OH + oh) * g.OW, g.OW);
+}
+
+// the fold of the grid's columns into dx (C, H, W): window row r = (c, kh, kw) of dcols at
+// dcols + r * S (S: gm_grid_fold_stride, the row's Pr grid positions after a zero margin of M0 =
+// gm_grid_fold_margin floats, zeros after them too), each padded-plane cell t the sum over the
+// window rows of row r's position t - (kh dh Wp + kw dw), in (kh, kw) order from +0, summed in
+// registers a vector of cells at a time (adding each row into the plane in turn reloaded cells
+// stored a float off the last pass's, a store-forwarding stall each: 20 us an image), then the
+// plane's inside copied out. A cell's sums are fold_image's, in its order: the thrown-away
+// positions (and the margins) add +0, which changes nothing (a cell never holds -0).
+// plane: gm_grid_plane floats.
+static inline long long gm_grid_fold_margin(const gm_geom& g, const gm_grid& q) {
+    return ((g.KH - 1) * g.dh * q.Wp + (g.KW - 1) * g.dw + 15) / 16 * 16;
+}
+static inline long long gm_grid_plane(const gm_grid& q) { return (q.Hp * q.Wp + 15) / 16 * 16; }
+static inline long long gm_grid_fold_stride(const gm_geom& g, const gm_grid& q) {
+    return gm_grid_fold_margin(g, q) + gm_grid_plane(q);
+}
+static inline void gm_grid_fold(const float* dcols, float* dx, const gm_geom& g, const gm_grid& q, float* plane) {
+    const long long S = gm_grid_fold_stride(g, q), M0 = gm_grid_fold_margin(g, q), T = gm_grid_plane(q);
+    const long long R = g.KH * g.KW;
+    const long long t0 = g.ph * q.Wp / 16 * 16, t1 = (g.ph + g.H) * q.Wp < T ? (g.ph + g.H) * q.Wp : T;
+    const float* rows[64];
+    const float** rp = R <= 64 ? rows : new const float*[R];
+    for (long long c = 0; c < g.C; ++c) {
+        for (long long kh = 0; kh < g.KH; ++kh)
+            for (long long kw = 0; kw < g.KW; ++kw)
+                rp[kh * g.KW + kw] = dcols + (c * R + kh * g.KW + kw) * S + M0 - (kh * g.dh * q.Wp + kw * g.dw);
+        for (long long t = t0; t < t1; t += 16) {  // (the rows the image's inside lies on)
+            float acc[16];
+            for (int l = 0; l < 16; ++l) acc[l] = 0.0f;
+            for (long long r = 0; r < R; ++r) {
+                const float* src = rp[r] + t;
+                #pragma omp simd
+                for (int l = 0; l < 16; ++l) acc[l] += src[l];
+            }
+            for (int l = 0; l < 16; ++l) plane[t + l] = acc[l];
+        }
+        float* o = dx + c * g.H * g.W;
+        const long long w = g.W < q.Wp - g.pw ? g.W : q.Wp - g.pw;
+        for (long long y = 0; y < g.H; ++y) {
+            float* orow = o + y * g.W;
+            if (y + g.ph < q.Hp) {
+                gm_row_copy(orow, plane + (y + g.ph) * q.Wp + g.pw, w);
+                for (long long xx = w; xx < g.W; ++xx) orow[xx] = 0.0f;
+            } else {
+                for (long long xx = 0; xx < g.W; ++xx) orow[xx] = 0.0f;
+            }
+        }
+    }
+    if (rp != rows) delete[] rp;
+}
+
+// the forward of a run of images on the grid: false where the grid product declined (the caller
+// runs the compact product)
+static bool conv2d_images_grid(gm_grid_fn grid, const float* x, const float* w, const float* bias, float* out,
+                               const gm_geom& g, long long O, long long lo, long long hi) {
+    gm_grid q;
+    if (!gm_grid_of(g, &q)) return false;
+    const long long K = g.C * g.KH * g.KW, L = g.OH * g.OW;
+    float* xp = new float[q.size]();
+    float* cg = new float[O * q.Pr];
+    long long* off = new long long[K];
+    gm_grid_offsets(g, q, off);
+    bool ok = true;
+    for (long long n = lo; n < hi && ok; ++n) {
+        gm_grid_image(x + n * g.C * g.H * g.W, xp, g, q);
+        ok = grid(O, q.Pr, K, w, K, 1, xp, off, cg, q.Pr, nullptr, L) != 0;
+        if (!ok) break;
+        for (long long i = 0; i < O; ++i) {  // the kept positions, the bias added (the compact path's sums)
+            float* row = out + (n * O + i) * L;
+            const float bi = bias ? bias[i] : 0.0f;
+            for (long long oh = 0; oh < g.OH; ++oh)
+                gm_row_copy(row + oh * g.OW, cg + i * q.Pr + oh * q.Wp, g.OW, bias != nullptr, bi);
+        }
+    }
+    delete[] xp;
+    delete[] cg;
+    delete[] off;
+    return ok;
+}
+
+// d = [the 14 gm_geom numbers, O, parts, has bias]; gridfn: gm_sgemm_grid (float) or null
 template <typename T, typename I> static void conv2d_images(const void* fn, const T* x, const T* w, const T* bias,
-                                                            T* out, const long long* d, int nt) {
+                                                            T* out, const long long* d, int nt,
+                                                            const void* gridfn = nullptr) {
     const gm_conv_gemm_fn<T, I> gemm = (gm_conv_gemm_fn<T, I>)fn;
     const gm_geom g = gm_geom_of(d);
     const long long O = d[14], parts = d[15], K = g.C * g.KH * g.KW, L = g.OH * g.OW;
@@ -494,6 +658,10 @@ template <typename T, typename I> static void conv2d_images(const void* fn, cons
     #pragma omp parallel for num_threads(nt) schedule(static)
     for (long long p = 0; p < parts; ++p) {
         const long long lo = g.N * p / parts, hi = g.N * (p + 1) / parts;
+        if constexpr (std::is_same<T, float>::value) {
+            if (gridfn && conv2d_images_grid((gm_grid_fn)gridfn, x, w, has_bias ? bias : nullptr, out, g, O, lo, hi))
+                continue;  // (a declined grid declines at its first image: the routing is the shape's)
+        }
         T* cols = new T[K * L];
         for (long long n = lo; n < hi; ++n) {
             gm_conv_image_columns(x + n * g.C * g.H * g.W, cols, g);
@@ -511,6 +679,69 @@ template <typename T, typename I> static void conv2d_images(const void* fn, cons
     }
 }
 
+// the backward of a run of images on the grid: dx by the grid product W^T G[n] (its thrown-away
+// positions written +0) and gm_grid_fold, dw (transposed, K x O) by gm_sgemm_grid_t over the
+// grid's positions (G[n] zero at the thrown-away ones; an image with a non-finite value, whose
+// x * 0 terms there would be NaN, takes the compact columns and `own` instead), db summed as
+// the compact path sums it. False where a part asked for does not run here (strided layers,
+// a dx product routed to NumPy's BLAS, dw not transposed): the caller's path then.
+static bool conv2d_images_backward_grid(gm_grid_fn grid, gm_grid_t_fn gridt, gm_conv_gemm_fn<float, long long> own,
+                                        const float* gout, const float* x, const float* w, float* dx, float* partial,
+                                        double* dbp, const gm_geom& g, long long O, long long lo, long long hi,
+                                        bool want_dx, bool want_dw, bool dw_t, bool want_db) {
+    gm_grid q;
+    if (!gm_grid_of(g, &q)) return false;
+    const long long K = g.C * g.KH * g.KW, L = g.OH * g.OW;
+    if (want_dw && !(dw_t && gridt && own)) return false;
+    if (want_dx && !(grid && grid(0, q.Pr, O, w, 1, K, nullptr, nullptr, nullptr, q.Pr, nullptr, L))) return false;
+    float* gp = new float[O * q.Pr]();
+    float* xp = want_dw ? new float[q.size]() : nullptr;
+    const long long S = gm_grid_fold_stride(g, q), M0 = gm_grid_fold_margin(g, q);
+    float* dcols = want_dx ? new float[K * S + M0]() : nullptr;  // (zero margins, never written)
+    float* plane = want_dx ? new float[gm_grid_plane(q)] : nullptr;
+    float* cols = nullptr;  // (an image with a non-finite value)
+    long long* off = new long long[K + O];
+    unsigned char* keep = new unsigned char[q.Pr];
+    gm_grid_offsets(g, q, off);
+    for (long long o = 0; o < O; ++o) off[K + o] = o * q.Pr;
+    for (long long j = 0; j < q.Pr; ++j) keep[j] = (j < q.P && j % q.Wp < g.OW) ? 1 : 0;
+    for (long long n = lo; n < hi; ++n) {
+        const float* gn = gout + n * O * L;
+        const float beta = n > lo ? 1.0f : 0.0f;
+        if (want_db)
+            for (long long i = 0; i < O; ++i) {
+                double sum = 0.0;
+                const float* row = gn + i * L;
+                #pragma omp simd reduction(+:sum)
+                for (long long j = 0; j < L; ++j) sum += (double)row[j];
+                dbp[i] += sum;
+            }
+        gm_grid_gradient(gn, gp, O, g, q);
+        if (want_dw) {
+            const float* xn = x + n * g.C * g.H * g.W;
+            if (gm_grid_image(xn, xp, g, q)) {
+                gridt(K, O, q.P, xp, off, gp, q.Pr, beta, partial, O);
+            } else {
+                if (!cols) cols = new float[K * L];
+                gm_conv_image_columns(xn, cols, g);
+                own(GM_ROW_MAJOR, GM_NO_TRANS, GM_TRANS, K, O, L, 1.0f, cols, L, gn, L, beta, partial, O);
+            }
+        }
+        if (want_dx) {
+            grid(K, q.Pr, O, w, 1, K, gp, off + K, dcols + M0, S, keep, L);
+            gm_grid_fold(dcols, dx + n * g.C * g.H * g.W, g, q, plane);
+        }
+    }
+    delete[] gp;
+    delete[] xp;
+    delete[] dcols;
+    delete[] plane;
+    delete[] cols;
+    delete[] off;
+    delete[] keep;
+    return true;
+}
+
 // d = [the 14 gm_geom numbers, O, parts, wants dx, wants dw, dw transposed, wants db]; db: the
 // bias gradient, each image's gradient rows summed in double while in cache, the runs' sums
 // added in run order (bits fixed by `parts`); dw transposed:
@@ -525,7 +756,9 @@ template <typename T, typename I> static void conv2d_images(const void* fn, cons
 template <typename T, typename I> static void conv2d_images_backward(const void* fn, const T* gout, const T* x,
                                                                      const T* w, T* dx, T* dw, T* work, T* db,
                                                                      const long long* d, int nt,
-                                                                     const void* dwfn = nullptr) {
+                                                                     const void* dwfn = nullptr,
+                                                                     const void* gridfn = nullptr,
+                                                                     const void* gridtfn = nullptr) {
     const gm_conv_gemm_fn<T, I> gemm = (gm_conv_gemm_fn<T, I>)fn;
     const gm_conv_gemm_fn<T, long long> own = (gm_conv_gemm_fn<T, long long>)dwfn;
     const gm_geom g = gm_geom_of(d);
@@ -536,10 +769,17 @@ template <typename T, typename I> static void conv2d_images_backward(const void*
     #pragma omp parallel for num_threads(nt) schedule(static)
     for (long long p = 0; p < parts; ++p) {
         const long long lo = g.N * p / parts, hi = g.N * (p + 1) / parts;
+        T* partial = p == 0 ? dw : work + (p - 1) * O * K;
+        if constexpr (std::is_same<T, float>::value) {
+            if ((gridfn || gridtfn)
+                && conv2d_images_backward_grid((gm_grid_fn)gridfn, (gm_grid_t_fn)gridtfn, own, gout, x, w, dx, partial,
+                                               want_db ? db_parts + p * O : nullptr, g, O, lo, hi, want_dx, want_dw,
+                                               dw_t, want_db))
+                continue;
+        }
         T* cols = new T[K * L];
         T* gt = (want_dw && dw_t && own == nullptr) ? new T[L * O] : nullptr;
         T* plane = want_dx ? new T[PH * PW] : nullptr;
-        T* partial = p == 0 ? dw : work + (p - 1) * O * K;
         for (long long n = lo; n < hi; ++n) {
             const T* gn = gout + n * O * L;
             const T beta = n > lo ? (T)1 : (T)0;
@@ -624,18 +864,21 @@ template <typename T> static void relu(const T* x, T* out, long long n, int nt) 
         const long long* d = (const long long*)a[4]; \
         const void* fn = (const void*)((const long long*)a[5])[0]; \
         const T* bias = d[16] ? (const T*)a[2] : nullptr; \
+        const void* gridfn = (const void*)((const long long*)a[5])[3]; \
         if (((const long long*)a[5])[1]) \
-            conv2d_images<T, long long>(fn, (const T*)a[0], (const T*)a[1], bias, (T*)a[3], d, nt); \
-        else conv2d_images<T, int>(fn, (const T*)a[0], (const T*)a[1], bias, (T*)a[3], d, nt); } \
+            conv2d_images<T, long long>(fn, (const T*)a[0], (const T*)a[1], bias, (T*)a[3], d, nt, gridfn); \
+        else conv2d_images<T, int>(fn, (const T*)a[0], (const T*)a[1], bias, (T*)a[3], d, nt, gridfn); } \
     extern "C" void gm_eager_conv_conv2d_images_backward_##suffix(void* const* a, int nt) { \
         const long long* d = (const long long*)a[6]; \
         const void* fn = (const void*)((const long long*)a[7])[0]; \
         const void* dwfn = (const void*)((const long long*)a[7])[2]; \
+        const void* gridfn = (const void*)((const long long*)a[7])[3]; \
+        const void* gridtfn = (const void*)((const long long*)a[7])[4]; \
         if (((const long long*)a[7])[1]) \
             conv2d_images_backward<T, long long>(fn, (const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], \
-                                                 (T*)a[4], (T*)a[5], (T*)a[8], d, nt, dwfn); \
+                                                 (T*)a[4], (T*)a[5], (T*)a[8], d, nt, dwfn, gridfn, gridtfn); \
         else conv2d_images_backward<T, int>(fn, (const T*)a[0], (const T*)a[1], (const T*)a[2], (T*)a[3], \
-                                            (T*)a[4], (T*)a[5], (T*)a[8], d, nt, dwfn); } \
+                                            (T*)a[4], (T*)a[5], (T*)a[8], d, nt, dwfn, gridfn, gridtfn); } \
     extern "C" void gm_eager_conv_relu_##suffix(void* const* a, int nt) { \
         relu<T>((const T*)a[0], (T*)a[1], ((const long long*)a[2])[0], nt); } \
     extern "C" void gm_eager_conv_batch_norm_##suffix(void* const* a, int nt) { \

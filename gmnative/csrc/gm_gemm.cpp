@@ -72,3 +72,187 @@ extern "C" void gm_sgemm_call(void* const* a, int) {
     else gm_sgemm_blas_call(101, ta ? 112 : 111, tb ? 112 : 111, M, N, K, 1.0f, (const float*)a[0], ta ? M : K,
                             (const float*)a[1], tb ? K : N, 0.0f, (float*)a[2], N);
 }
+
+// -- products on a convolution's position grid (csrc/eager_conv.cpp, stride-1 layers) --------
+// A stride-1 convolution's columns are shifted copies of the zero-padded image: window offset
+// (c, kh, kw)'s row at output (oh, ow) is xp[c, oh + kh dh, ow + kw dw]. Indexing the outputs on
+// the padded image's grid (position oh * Wp + ow, ow < Wp, the columns ow >= OW computed and
+// thrown away) makes each row one contiguous run of xp, at offset c Hp Wp + kh dh Wp + kw dw:
+// the product reads the image in place (no im2col copy; the rows overlap, so all of B is the
+// 16 KiB padded image, in L1), and a W6-like 14 x 14 layer's 224 grid positions are 14 whole
+// vectors (the 196 compact ones were 12 vectors and a 4-column edge tile at a quarter of the
+// lanes). The same grid carries the input gradient's W^T G[n] (G[n] spread onto the grid, its
+// thrown-away columns zero) and the weight gradient's sum over positions.
+//
+// Bits: each element is gm_sgemm_rows's sum (depth blocks of GM_GEMM_KC in order, one
+// accumulator from 0 a block, an FMA a term, the block sums added to C in order), whatever its
+// grid position, tile or edge: the bits of the compact product W @ cols (W^T @ G[n]) through
+// the routed gm_sgemm, so the per-image path and the batch-major one (gemm_batched, the
+// same routed sgemm) agree. gm_sgemm_grid runs only where that routing computes the compact
+// product here (gm_sgemm_here of its width; route_n), and answers 0 elsewhere (the caller
+// then runs the compact product through the routed sgemm).
+#if defined(GM_GRID_MR)
+#elif GM_GEMM_VL == 16
+#define GM_GRID_MR 8  // 8 x 3 vectors: 24 accumulators, 3 loads and 8 broadcasts a depth step (the
+#define GM_GRID_NV 3  // unaligned loads of B, most split over two cache lines, cost more than broadcasts:
+                      // 4 x 7 measured 102 GFLOP/s, 4 x 6 129, 12 x 2 144, 8 x 3 147 on W6's forward)
+#elif GM_GEMM_VL == 8
+#define GM_GRID_MR 4  // 4 x 3 vectors: 12 of the 16 ymm registers
+#define GM_GRID_NV 3
+#else
+#define GM_GRID_MR 4
+#define GM_GRID_NV 4
+#endif
+
+// v with the lanes whose bit in `bits` is clear set to +0 (NaN and infinities included)
+static inline gm_gemm_v gm_grid_keep(gm_gemm_v v, unsigned bits) {
+#if GM_GEMM_VL == 16
+    return _mm512_maskz_mov_ps((__mmask16)bits, v);
+#elif GM_GEMM_VL == 8
+    const __m256i lane = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256i m = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bits), lane), lane);
+    return _mm256_and_ps(v, _mm256_castsi256_ps(m));
+#else
+    return (bits & 1u) ? v : 0.0f;
+#endif
+}
+
+// One MR x NV-vector tile over depth [0, kc): B's row k at b + boff[k] (whole vectors, read in
+// place), op(A)'s element (i, k) at a[i * ars + k * acs]; C = acc, or C + acc where `add`; then,
+// where keep is given (one lane mask a vector), the cleared lanes written +0.
+template <int MR, int NV>
+static inline void gm_grid_tile(long long kc, const float* a, long long ars, long long acs, const float* b,
+                                const long long* boff, float* c, long long ldc, bool add, const unsigned* keep) {
+    gm_gemm_v acc[MR][NV];
+    for (int i = 0; i < MR; ++i)
+        for (int v = 0; v < NV; ++v) acc[i][v] = gm_gemm_zero();
+    if (acs == 1) {
+        const float* rows[MR];
+        for (int i = 0; i < MR; ++i) rows[i] = a + i * ars;
+        for (long long k = 0; k < kc; ++k) {
+            const float* bk = b + boff[k];
+            gm_gemm_v bv[NV];
+            for (int v = 0; v < NV; ++v) bv[v] = gm_gemm_load(bk + v * GM_GEMM_VL);
+            for (int i = 0; i < MR; ++i) {
+                const gm_gemm_v x = gm_gemm_bcast(rows[i] + k);
+                for (int v = 0; v < NV; ++v) acc[i][v] = gm_gemm_fma(x, bv[v], acc[i][v]);
+            }
+        }
+    } else {
+        for (long long k = 0; k < kc; ++k) {
+            const float* bk = b + boff[k];
+            gm_gemm_v bv[NV];
+            for (int v = 0; v < NV; ++v) bv[v] = gm_gemm_load(bk + v * GM_GEMM_VL);
+            const float* col = a + k * acs;
+            for (int i = 0; i < MR; ++i) {
+                const gm_gemm_v x = gm_gemm_bcast(col + i * ars);
+                for (int v = 0; v < NV; ++v) acc[i][v] = gm_gemm_fma(x, bv[v], acc[i][v]);
+            }
+        }
+    }
+    for (int i = 0; i < MR; ++i) {
+        float* row = c + i * ldc;
+        for (int v = 0; v < NV; ++v) {
+            gm_gemm_v t = acc[i][v];
+            if (add) t = gm_gemm_add(gm_gemm_load(row + v * GM_GEMM_VL), t);
+            if (keep) t = gm_grid_keep(t, keep[v]);
+            gm_gemm_store_n(row + v * GM_GEMM_VL, t, GM_GEMM_VL);
+        }
+    }
+}
+
+template <int MR, int NV = GM_GRID_NV>
+static inline void gm_grid_tile_nv(int nv, long long kc, const float* a, long long ars, long long acs,
+                                   const float* b, const long long* boff, float* c, long long ldc, bool add,
+                                   const unsigned* keep) {
+    if constexpr (NV >= 1) {
+        if (nv == NV) gm_grid_tile<MR, NV>(kc, a, ars, acs, b, boff, c, ldc, add, keep);
+        else gm_grid_tile_nv<MR, NV - 1>(nv, kc, a, ars, acs, b, boff, c, ldc, add, keep);
+    }
+}
+
+template <int MR = GM_GRID_MR>
+static inline void gm_grid_tile_any(int mr, int nv, long long kc, const float* a, long long ars, long long acs,
+                                    const float* b, const long long* boff, float* c, long long ldc, bool add,
+                                    const unsigned* keep) {
+    if constexpr (MR >= 1) {
+        if (mr == MR) gm_grid_tile_nv<MR>(nv, kc, a, ars, acs, b, boff, c, ldc, add, keep);
+        else gm_grid_tile_any<MR - 1>(mr, nv, kc, a, ars, acs, b, boff, c, ldc, add, keep);
+    }
+}
+
+// C (M x P, ldc) = op(A) B for B's row k at b + boff[k], P a multiple of 16 (B readable over whole
+// vectors); keep (or null): P bytes, 0 where C's column is to be +0 (a position thrown away)
+extern "C" int gm_sgemm_grid(long long M, long long P, long long K, const float* a, long long ars, long long acs,
+                             const float* b, const long long* boff, float* c, long long ldc,
+                             const unsigned char* keep, long long route_n) {
+    if (!gm_sgemm_here(route_n) || P % 16 != 0) return 0;
+    if (M <= 0 || P <= 0) return 1;
+    if (K <= 0) {
+        for (long long i = 0; i < M; ++i) memset(c + i * ldc, 0, (size_t)P * sizeof(float));
+        return 1;
+    }
+    const long long nvec = P / GM_GEMM_VL, chunks = (nvec + GM_GRID_NV - 1) / GM_GRID_NV;
+    unsigned bits_local[256];
+    unsigned* bits = nullptr;
+    if (keep) {
+        bits = nvec <= 256 ? bits_local : new unsigned[nvec];
+        for (long long v = 0; v < nvec; ++v) {
+            unsigned m = 0;
+            for (int l = 0; l < GM_GEMM_VL; ++l) m |= (keep[v * GM_GEMM_VL + l] ? 1u : 0u) << l;
+            bits[v] = m;
+        }
+    }
+    for (long long pc = 0; pc < K; pc += GM_GEMM_KC) {
+        const long long kc = K - pc < GM_GEMM_KC ? K - pc : GM_GEMM_KC;
+        const bool add = pc > 0, last = pc + kc >= K;
+        for (long long i0 = 0; i0 < M; i0 += GM_GRID_MR) {
+            const int mr = M - i0 < GM_GRID_MR ? (int)(M - i0) : GM_GRID_MR;
+            const float* ai = a + i0 * ars + pc * acs;
+            for (long long q = 0; q < chunks; ++q) {  // (vector chunks of balanced sizes)
+                const long long v0 = nvec * q / chunks, v1 = nvec * (q + 1) / chunks;
+                gm_grid_tile_any(mr, (int)(v1 - v0), kc, ai, ars, acs, b + v0 * GM_GEMM_VL, boff + pc,
+                                 c + i0 * ldc + v0 * GM_GEMM_VL, ldc, add, last && bits ? bits + v0 : nullptr);
+            }
+        }
+    }
+    if (bits && bits != bits_local) delete[] bits;
+    return 1;
+}
+
+// C (M x N, ldc) = sum over p < P of a[aoff[i] + p] bt[j * ldb + p] (+ C where beta is not 0): a
+// weight gradient on the grid, the window rows (c, kh, kw) read in the padded image at aoff, G[n]
+// on the grid transposed in the packing (bt: N rows of P, zero at the thrown-away positions);
+// gm_sgemm_rows's blocks and tiles, N <= GM_GEMM_NC.
+extern "C" void gm_sgemm_grid_t(long long M, long long N, long long P, const float* a, const long long* aoff,
+                                const float* bt, long long ldb, float beta, float* c, long long ldc) {
+    if (M <= 0 || N <= 0) return;
+    if (P <= 0 || N > GM_GEMM_NC) {
+        if (beta == 0.0f)
+            for (long long i = 0; i < M; ++i) memset(c + i * ldc, 0, (size_t)N * sizeof(float));
+        if (P <= 0) return;
+        for (long long i = 0; i < M; ++i)  // (wider than a block of panels: not a convolution's weight)
+            for (long long j = 0; j < N; ++j) {
+                float s = 0.0f;
+                for (long long p = 0; p < P; ++p) s += a[aoff[i] + p] * bt[j * ldb + p];
+                c[i * ldc + j] += s;
+            }
+        return;
+    }
+    const long long kblk = P < GM_GEMM_KC ? P : GM_GEMM_KC;
+    float* bp = gm_gemm_buffer((size_t)kblk * (size_t)((N + GM_GEMM_NR - 1) / GM_GEMM_NR * GM_GEMM_NR));
+    if (!bp) abort();
+    for (long long pc = 0; pc < P; pc += GM_GEMM_KC) {
+        const long long kc = P - pc < GM_GEMM_KC ? P - pc : GM_GEMM_KC;
+        const bool add = pc > 0 || beta != 0.0f;
+        gm_gemm_pack_b(bt, ldb, true, pc, 0, kc, N, bp);
+        for (long long i0 = 0; i0 < M; i0 += GM_GEMM_MR) {
+            const int mr = M - i0 < GM_GEMM_MR ? (int)(M - i0) : GM_GEMM_MR;
+            for (long long j0 = 0; j0 < N; j0 += GM_GEMM_NR) {
+                const int nr = N - j0 < GM_GEMM_NR ? (int)(N - j0) : GM_GEMM_NR;
+                gm_gemm_any_tile<false>(mr, kc, a + pc, 0, 1, bp + j0 * kc, GM_GEMM_NR, c + i0 * ldc + j0, ldc, nr,
+                                        1.0f, add, aoff + i0);
+            }
+        }
+    }
+}

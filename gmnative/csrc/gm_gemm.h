@@ -102,16 +102,18 @@ static inline void gm_gemm_store_n(float* p, gm_gemm_v v, int n) { if (n >= 1) *
 // One MR x (NV vectors) tile: acc = sum over k < kc of op(A)[i, k] B[k, :] (A's element (i, k)
 // at a[i * ars + k * acs]; B's row k at b + k * bs: a packed panel, bs = NR, or op(B) read in
 // place, bs = ldb, EDGE then loading only the first nr columns), then C = alpha acc (+ C when
-// `add`), for the first `nr` columns of the tile and the MR rows.
+// `add`), for the first `nr` columns of the tile and the MR rows. aoff (with acs 1): row i of op(A)
+// at a + aoff[i] instead of a + i * ars (a convolution's window rows read in the padded image).
 template <int MR, int NV, bool EDGE>
 static inline void gm_gemm_tile(long long kc, const float* a, long long ars, long long acs, const float* b,
-                                long long bs, float* c, long long ldc, int nr, float alpha, bool add) {
+                                long long bs, float* c, long long ldc, int nr, float alpha, bool add,
+                                const long long* aoff = nullptr) {
     gm_gemm_v acc[MR][NV];
     for (int i = 0; i < MR; ++i)
         for (int v = 0; v < NV; ++v) acc[i][v] = gm_gemm_zero();
     if (acs == 1) {  // op(A) row-major: MR rows read in step
         const float* rows[MR];
-        for (int i = 0; i < MR; ++i) rows[i] = a + i * ars;
+        for (int i = 0; i < MR; ++i) rows[i] = aoff ? a + aoff[i] : a + i * ars;
         for (long long k = 0; k < kc; ++k) {
             gm_gemm_v bv[NV];
             for (int v = 0; v < NV; ++v)
@@ -153,10 +155,10 @@ static inline void gm_gemm_tile(long long kc, const float* a, long long ars, lon
 template <int NV, bool EDGE, int R = GM_GEMM_MR - 1>
 static inline void gm_gemm_tile_rows(int mr, long long kc, const float* a, long long ars, long long acs,
                                      const float* b, long long bs, float* c, long long ldc, int nr, float alpha,
-                                     bool add) {
+                                     bool add, const long long* aoff = nullptr) {
     if constexpr (R >= 1) {
-        if (mr == R) gm_gemm_tile<R, NV, EDGE>(kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add);
-        else gm_gemm_tile_rows<NV, EDGE, R - 1>(mr, kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add);
+        if (mr == R) gm_gemm_tile<R, NV, EDGE>(kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add, aoff);
+        else gm_gemm_tile_rows<NV, EDGE, R - 1>(mr, kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add, aoff);
     }
 }
 
@@ -164,16 +166,17 @@ static inline void gm_gemm_tile_rows(int mr, long long kc, const float* a, long 
 template <bool EDGE>
 static inline void gm_gemm_any_tile(int mr, long long kc, const float* a, long long ars, long long acs,
                                     const float* b, long long bs, float* c, long long ldc, int nr, float alpha,
-                                    bool add) {
+                                    bool add, const long long* aoff = nullptr) {
 #if GM_GEMM_NV == 2
     if (nr <= GM_GEMM_VL) {  // a right edge of one vector: half the work
-        if (mr == GM_GEMM_MR) gm_gemm_tile<GM_GEMM_MR, 1, EDGE>(kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add);
-        else gm_gemm_tile_rows<1, EDGE>(mr, kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add);
+        if (mr == GM_GEMM_MR) gm_gemm_tile<GM_GEMM_MR, 1, EDGE>(kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add, aoff);
+        else gm_gemm_tile_rows<1, EDGE>(mr, kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add, aoff);
         return;
     }
 #endif
-    if (mr == GM_GEMM_MR) gm_gemm_tile<GM_GEMM_MR, GM_GEMM_NV, EDGE>(kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add);
-    else gm_gemm_tile_rows<GM_GEMM_NV, EDGE>(mr, kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add);
+    if (mr == GM_GEMM_MR)
+        gm_gemm_tile<GM_GEMM_MR, GM_GEMM_NV, EDGE>(kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add, aoff);
+    else gm_gemm_tile_rows<GM_GEMM_NV, EDGE>(mr, kc, a, ars, acs, b, bs, c, ldc, nr, alpha, add, aoff);
 }
 
 // op(B)[pc:pc+kc, jc:jc+nc] into panels of NR columns (k-major inside a panel, zeros past nc)
