@@ -18,7 +18,7 @@ from ..errors import TraceError
 from ..tracing.tracer import ACTIVE
 from ..training.backward import with_freed_history
 from . import graph_breaks
-from .bridge import CompiledFunction, as_tensor, input_arrays, input_objects, rebase, wrap_outputs, write_back
+from .bridge import CompiledFunction, as_tensor, input_arrays, input_objects, rebase, wrap_outputs, write_back, writer
 from .check import checked_call
 from .entry import Entry
 from .signature import MISS, fast_call
@@ -92,7 +92,13 @@ def run(self, entry: Entry, leaves):
     for i in entry.fresh_copies:  # a constant the function returns: a new buffer every call
         results[i] = results[i].copy()
     if trace.updates:
-        write_back(trace, leaves, results[trace.n_outputs:], entry.fresh_grads, entry.fresh_grad_copies)
+        write = entry.writer
+        if write is None:  # the write-back as straight-line code, made once (bridge.writer)
+            write = entry.writer = writer(trace, leaves, entry.fresh_grads, entry.fresh_grad_copies) or False
+        if write:
+            write(leaves, results[trace.n_outputs:])
+        else:
+            write_back(trace, leaves, results[trace.n_outputs:], entry.fresh_grads, entry.fresh_grad_copies)
     if entry.freed_outputs and entry.as_tensors:
         for i in entry.freed_outputs:
             results[i] = with_freed_history(as_tensor(results[i]))
