@@ -24,6 +24,7 @@ from static.ir import Graph, Node, Value
 from ..c_kernel import KernelBody
 from ..lowering import lowering_for
 from ..render import c_literal, c_type
+from .bn_product import dot_chunk, dot_runs, muladd_macros
 from .bn_recompute import recomputed_sums
 from .function import CFunction, _parallel
 from .indexing import _ints, _prod, _symbolic, load
@@ -485,6 +486,12 @@ class CChannelRegionGradient(CFunction):
             dw = self._fresh_output(weight["product"].outputs[0])
             grad_final.append(f"for (long long q = 0; q < {kw_}; ++q) {dw}[cc * {kw_} + q] = ({T})dwq[q];")
         g_expr = kb.operand(g_inner, T)
+        # the channel's gradient values kept for the dot products (_second_pass) where they
+        # fit: in the pooled gradient's planes (read once per element, overwritten in place)
+        # or an array of their own
+        kept = None
+        if weight is not None and n * hw * x.type.dtype.np.itemsize <= KEPT_PLANES_BYTES:
+            kept = "gplanes" if scatter else "oplanes"
         par = channel_parallel(n * c * hw)
         pdecls, padds = block_partials(accs)
         gdecls, gbody, gadds = gradient_sums(T, f"{cx}[at + k0 + k]", "gstage[k]")
@@ -501,6 +508,8 @@ class CChannelRegionGradient(CFunction):
             "        double " + ", ".join(f"{a} = 0.0" for a in [a for _, _, a in accs] + ["sx", "sxx", "sg", "sgx"]) + ";",
             *(f"        {d}" for d in decls),
             f"        {T} gstage[{BN_BLOCK}];",
+            *([f"        alignas(64) {T} oplanes[{n * hw}];  // the gradient's values, image by image"]
+              if kept == "oplanes" else []),
             *_staged_loops(n, c, hw),
             *(f"                    {s}" for s in kb.lines),
             *(f"                    {s}" for s in stores),
@@ -519,7 +528,7 @@ class CChannelRegionGradient(CFunction):
             *(f"        {f}" for f in finals),
             *channel_statistics(count, eps, T),
             *(f"        {f}" for f in late),
-            *(self._second_pass(T, kb, cx, cs, g_expr, out_stores, n, c, hw, kw_) if weight is not None else [
+            *(self._second_pass(T, kb, cx, cs, g_expr, out_stores, n, c, hw, kw_, kept) if weight is not None else [
                 *_staged_loops(n, c, hw)[:-2],
                 "                #pragma omp simd",
                 "                for (long long k = k0; k < k1; ++k) {",
@@ -536,7 +545,8 @@ class CChannelRegionGradient(CFunction):
         ]
         if scatter:  # each image's plane filled at its start in both passes, or kept from the first
             head = f"            const long long at = (nn * {c} + cc) * {hw}LL;"
-            keep = self.lines.count(head) == 2 and n * hw * x.type.dtype.np.itemsize <= KEPT_PLANES_BYTES
+            keep = kept == "gplanes" or (self.lines.count(head) == 2
+                                          and n * hw * x.type.dtype.np.itemsize <= KEPT_PLANES_BYTES)
             lines, seen = [], 0
             for line in self.lines:
                 lines.append(line)
@@ -554,32 +564,23 @@ class CChannelRegionGradient(CFunction):
 
     @staticmethod
     def _second_pass(T: str, kb: KernelBody, cx: str, cs: str | None, g_expr: str, out_stores: list, n: int, c: int,
-                     hw: int, kw: int) -> list[str]:
+                     hw: int, kw: int, kept: str | None = None) -> list[str]:
         """The gradient's second pass with the weight gradient's dot products (weight_product):
-        each chunk of gradient values staged in floats, then K dot products with the rows of
-        S over the chunk (float within a chunk, added up in double)."""
-        count = n * hw
+        where the channel's values are kept (`kept`, the array they go to), the dot products
+        after the pass over runs across images, else over each staged chunk (bn_product.py)."""
+        assert cs is not None
         return [
             f"        double dwq[{kw}] = {{0.0}};  // the weight gradient's {kw} dot products of this channel",
-            f"        {T} ostage[{BN_BLOCK}];",
+            *([f"        {T} ostage[{BN_BLOCK}];"] if kept is None else []),
+            *(f"        {line}" for line in muladd_macros()),
             *_staged_loops(n, c, hw),
             *(f"                    {s}" for s in kb.lines),
             f"                    const {T} o = {gradient_element(g_expr, f'{cx}[at + k]')};",
             *(f"                    {s}" for s in out_stores),
-            "                    ostage[k - k0] = o;",
+            "                    " + (f"{kept}[nn * {hw}LL + k] = o;" if kept is not None else "ostage[k - k0] = o;"),
             "                }",
-            # the K dot products in one loop over the chunk (K accumulators, each row of S
-            # streamed once), then added to the channel's double sums
-            "                {",
-            *(f"                    const {T}* s{q} = {cs} + {q * count}LL + nn * {hw}LL + k0;" for q in range(kw)),
-            "                    " + " ".join(f"{T} d{q} = ({T})0;" for q in range(kw)),
-            f"                    #pragma omp simd reduction(+:{', '.join(f'd{q}' for q in range(kw))})",
-            "                    for (long long k = 0; k < k1 - k0; ++k) {",
-            f"                        const {T} o = ostage[k];",
-            *(f"                        d{q} += o * s{q}[k];" for q in range(kw)),
-            "                    }",
-            "                    " + " ".join(f"dwq[{q}] += (double)d{q};" for q in range(kw)),
-            "                }",
+            *(dot_chunk(T, cs, n * hw, hw, kw) if kept is None else []),
             "            }",
             "        }",
+            *(dot_runs(T, cs, n * hw, kw, kept) if kept is not None else []),
         ]
