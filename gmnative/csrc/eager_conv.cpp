@@ -496,8 +496,8 @@ static inline void gm_conv_image_columns(const double* x, double* cols, const gm
 // grid product declines, returning 0, where that routing hands the product to NumPy's BLAS).
 typedef int (*gm_grid_fn)(long long, long long, long long, const float*, long long, long long, const float*,
                           const long long*, float*, long long, const unsigned char*, long long);
-typedef void (*gm_grid_t_fn)(long long, long long, long long, const float*, const long long*, const float*,
-                             long long, float, float*, long long);
+typedef void (*gm_grid_t_fn)(long long, long long, long long, long long, long long, const float*, const long long*,
+                             const float*, long long, float, float*, long long);
 
 // dst[0:n] = src[0:n] (+ add, where `plus`), with masked vectors for a row's last part (a library
 // memcpy a 14-float row cost 5 ns a call: 2 us of W6's image); the result: whether a value read
@@ -681,25 +681,22 @@ template <typename T, typename I> static void conv2d_images(const void* fn, cons
 
 // the backward of a run of images on the grid: dx by the grid product W^T G[n] (its thrown-away
 // positions written +0) and gm_grid_fold, dw (transposed, K x O) by gm_sgemm_grid_t over the
-// grid's positions (G[n] zero at the thrown-away ones; an image with a non-finite value, whose
-// x * 0 terms there would be NaN, takes the compact columns and `own` instead), db summed as
-// the compact path sums it. False where a part asked for does not run here (strided layers,
-// a dx product routed to NumPy's BLAS, dw not transposed): the caller's path then.
-static bool conv2d_images_backward_grid(gm_grid_fn grid, gm_grid_t_fn gridt, gm_conv_gemm_fn<float, long long> own,
-                                        const float* gout, const float* x, const float* w, float* dx, float* partial,
+// kept positions (the window rows read in the padded image, G[n] as it is), db summed as the
+// compact path sums it. False where a part asked for does not run here (strided layers, a dx
+// product routed to NumPy's BLAS, dw not transposed): the caller's path then.
+static bool conv2d_images_backward_grid(gm_grid_fn grid, gm_grid_t_fn gridt, const float* gout, const float* x, const float* w, float* dx, float* partial,
                                         double* dbp, const gm_geom& g, long long O, long long lo, long long hi,
                                         bool want_dx, bool want_dw, bool dw_t, bool want_db) {
     gm_grid q;
     if (!gm_grid_of(g, &q)) return false;
     const long long K = g.C * g.KH * g.KW, L = g.OH * g.OW;
-    if (want_dw && !(dw_t && gridt && own)) return false;
+    if (want_dw && !(dw_t && gridt)) return false;
     if (want_dx && !(grid && grid(0, q.Pr, O, w, 1, K, nullptr, nullptr, nullptr, q.Pr, nullptr, L))) return false;
-    float* gp = new float[O * q.Pr]();
+    float* gp = want_dx ? new float[O * q.Pr]() : nullptr;
     float* xp = want_dw ? new float[q.size]() : nullptr;
     const long long S = gm_grid_fold_stride(g, q), M0 = gm_grid_fold_margin(g, q);
     float* dcols = want_dx ? new float[K * S + M0]() : nullptr;  // (zero margins, never written)
     float* plane = want_dx ? new float[gm_grid_plane(q)] : nullptr;
-    float* cols = nullptr;  // (an image with a non-finite value)
     long long* off = new long long[K + O];
     unsigned char* keep = new unsigned char[q.Pr];
     gm_grid_offsets(g, q, off);
@@ -716,18 +713,12 @@ static bool conv2d_images_backward_grid(gm_grid_fn grid, gm_grid_t_fn gridt, gm_
                 for (long long j = 0; j < L; ++j) sum += (double)row[j];
                 dbp[i] += sum;
             }
-        gm_grid_gradient(gn, gp, O, g, q);
         if (want_dw) {
-            const float* xn = x + n * g.C * g.H * g.W;
-            if (gm_grid_image(xn, xp, g, q)) {
-                gridt(K, O, q.P, xp, off, gp, q.Pr, beta, partial, O);
-            } else {
-                if (!cols) cols = new float[K * L];
-                gm_conv_image_columns(xn, cols, g);
-                own(GM_ROW_MAJOR, GM_NO_TRANS, GM_TRANS, K, O, L, 1.0f, cols, L, gn, L, beta, partial, O);
-            }
+            gm_grid_image(x + n * g.C * g.H * g.W, xp, g, q);
+            gridt(K, O, L, g.OW, q.Wp, xp, off, gn, L, beta, partial, O);
         }
         if (want_dx) {
+            gm_grid_gradient(gn, gp, O, g, q);
             grid(K, q.Pr, O, w, 1, K, gp, off + K, dcols + M0, S, keep, L);
             gm_grid_fold(dcols, dx + n * g.C * g.H * g.W, g, q, plane);
         }
@@ -736,7 +727,6 @@ static bool conv2d_images_backward_grid(gm_grid_fn grid, gm_grid_t_fn gridt, gm_
     delete[] xp;
     delete[] dcols;
     delete[] plane;
-    delete[] cols;
     delete[] off;
     delete[] keep;
     return true;
@@ -772,7 +762,7 @@ template <typename T, typename I> static void conv2d_images_backward(const void*
         T* partial = p == 0 ? dw : work + (p - 1) * O * K;
         if constexpr (std::is_same<T, float>::value) {
             if ((gridfn || gridtfn)
-                && conv2d_images_backward_grid((gm_grid_fn)gridfn, (gm_grid_t_fn)gridtfn, own, gout, x, w, dx, partial,
+                && conv2d_images_backward_grid((gm_grid_fn)gridfn, (gm_grid_t_fn)gridtfn, gout, x, w, dx, partial,
                                                want_db ? db_parts + p * O : nullptr, g, O, lo, hi, want_dx, want_dw,
                                                dw_t, want_db))
                 continue;

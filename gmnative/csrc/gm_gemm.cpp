@@ -220,38 +220,87 @@ extern "C" int gm_sgemm_grid(long long M, long long P, long long K, const float*
     return 1;
 }
 
-// C (M x N, ldc) = sum over p < P of a[aoff[i] + p] bt[j * ldb + p] (+ C where beta is not 0): a
-// weight gradient on the grid, the window rows (c, kh, kw) read in the padded image at aoff, G[n]
-// on the grid transposed in the packing (bt: N rows of P, zero at the thrown-away positions);
-// gm_sgemm_rows's blocks and tiles, N <= GM_GEMM_NC.
-extern "C" void gm_sgemm_grid_t(long long M, long long N, long long P, const float* a, const long long* aoff,
-                                const float* bt, long long ldb, float beta, float* c, long long ldc) {
+// One MR x NR tile of a weight gradient over the compact positions [p0, p0 + kc): op(A)'s row i
+// at a + aoff[i], its position p at (p / run) * stride + p % run (an output row's `run` cells,
+// then a jump over the grid's thrown-away columns to the next row's), B's panel packed (NR
+// wide, zero-padded); C = acc, or C + acc where `add`, for the first nr columns.
+template <int MR>
+static inline void gm_runs_tile(long long kc, long long p0, long long run, long long stride, const float* a,
+                                const long long* aoff, const float* bp, float* c, long long ldc, int nr, bool add) {
+    gm_gemm_v acc[MR][GM_GEMM_NV];
+    for (int i = 0; i < MR; ++i)
+        for (int v = 0; v < GM_GEMM_NV; ++v) acc[i][v] = gm_gemm_zero();
+    const float* rows[MR];
+    for (int i = 0; i < MR; ++i) rows[i] = a + aoff[i];
+    long long ow = p0 % run, at = (p0 / run) * stride + ow;
+    const long long jump = stride - run + 1;
+    for (long long k = 0; k < kc; ++k) {
+        gm_gemm_v bv[GM_GEMM_NV];
+        for (int v = 0; v < GM_GEMM_NV; ++v) bv[v] = gm_gemm_load(bp + k * GM_GEMM_NR + v * GM_GEMM_VL);
+        for (int i = 0; i < MR; ++i) {
+            const gm_gemm_v x = gm_gemm_bcast(rows[i] + at);
+            for (int v = 0; v < GM_GEMM_NV; ++v) acc[i][v] = gm_gemm_fma(x, bv[v], acc[i][v]);
+        }
+        if (++ow == run) {
+            ow = 0;
+            at += jump;
+        } else {
+            ++at;
+        }
+    }
+    for (int i = 0; i < MR; ++i) {
+        float* row = c + i * ldc;
+        for (int v = 0; v < GM_GEMM_NV; ++v) {
+            const int n = nr - v * GM_GEMM_VL;
+            if (n <= 0) break;
+            gm_gemm_v t = acc[i][v];
+            if (add) t = gm_gemm_add(gm_gemm_load_n(row + v * GM_GEMM_VL, n), t);
+            gm_gemm_store_n(row + v * GM_GEMM_VL, t, n);
+        }
+    }
+}
+
+template <int R = GM_GEMM_MR>
+static inline void gm_runs_tile_rows(int mr, long long kc, long long p0, long long run, long long stride,
+                                     const float* a, const long long* aoff, const float* bp, float* c, long long ldc,
+                                     int nr, bool add) {
+    if constexpr (R >= 1) {
+        if (mr == R) gm_runs_tile<R>(kc, p0, run, stride, a, aoff, bp, c, ldc, nr, add);
+        else gm_runs_tile_rows<R - 1>(mr, kc, p0, run, stride, a, aoff, bp, c, ldc, nr, add);
+    }
+}
+
+// C (M x N, ldc) = sum over the L compact positions p of a[aoff[i] + (p / run) * stride + p % run]
+// bt[j * ldb + p] (+ C where beta is not 0): a weight gradient sum_p cols[i, p] G[n][j, p] with
+// window row i = (c, kh, kw) read in the padded image in place (run = OW, stride = Wp: only the
+// kept positions, so no x * 0 term of a thrown-away one) and G[n] (N rows of L) transposed in
+// the packing; gm_sgemm_rows's depth blocks, in order.
+extern "C" void gm_sgemm_grid_t(long long M, long long N, long long L, long long run, long long stride,
+                                const float* a, const long long* aoff, const float* bt, long long ldb, float beta,
+                                float* c, long long ldc) {
     if (M <= 0 || N <= 0) return;
-    if (P <= 0 || N > GM_GEMM_NC) {
+    if (L <= 0 || run <= 0) {
         if (beta == 0.0f)
             for (long long i = 0; i < M; ++i) memset(c + i * ldc, 0, (size_t)N * sizeof(float));
-        if (P <= 0) return;
-        for (long long i = 0; i < M; ++i)  // (wider than a block of panels: not a convolution's weight)
-            for (long long j = 0; j < N; ++j) {
-                float s = 0.0f;
-                for (long long p = 0; p < P; ++p) s += a[aoff[i] + p] * bt[j * ldb + p];
-                c[i * ldc + j] += s;
-            }
         return;
     }
-    const long long kblk = P < GM_GEMM_KC ? P : GM_GEMM_KC;
-    float* bp = gm_gemm_buffer((size_t)kblk * (size_t)((N + GM_GEMM_NR - 1) / GM_GEMM_NR * GM_GEMM_NR));
+    const long long kblk = L < GM_GEMM_KC ? L : GM_GEMM_KC;
+    const long long ncmax = N < GM_GEMM_NC ? N : GM_GEMM_NC;
+    float* bp = gm_gemm_buffer((size_t)kblk * (size_t)((ncmax + GM_GEMM_NR - 1) / GM_GEMM_NR * GM_GEMM_NR));
     if (!bp) abort();
-    for (long long pc = 0; pc < P; pc += GM_GEMM_KC) {
-        const long long kc = P - pc < GM_GEMM_KC ? P - pc : GM_GEMM_KC;
-        const bool add = pc > 0 || beta != 0.0f;
-        gm_gemm_pack_b(bt, ldb, true, pc, 0, kc, N, bp);
-        for (long long i0 = 0; i0 < M; i0 += GM_GEMM_MR) {
-            const int mr = M - i0 < GM_GEMM_MR ? (int)(M - i0) : GM_GEMM_MR;
-            for (long long j0 = 0; j0 < N; j0 += GM_GEMM_NR) {
-                const int nr = N - j0 < GM_GEMM_NR ? (int)(N - j0) : GM_GEMM_NR;
-                gm_gemm_any_tile<false>(mr, kc, a + pc, 0, 1, bp + j0 * kc, GM_GEMM_NR, c + i0 * ldc + j0, ldc, nr,
-                                        1.0f, add, aoff + i0);
+    for (long long jc = 0; jc < N; jc += GM_GEMM_NC) {
+        const long long nc = N - jc < GM_GEMM_NC ? N - jc : GM_GEMM_NC;
+        for (long long pc = 0; pc < L; pc += GM_GEMM_KC) {
+            const long long kc = L - pc < GM_GEMM_KC ? L - pc : GM_GEMM_KC;
+            const bool add = pc > 0 || beta != 0.0f;
+            gm_gemm_pack_b(bt, ldb, true, pc, jc, kc, nc, bp);
+            for (long long i0 = 0; i0 < M; i0 += GM_GEMM_MR) {
+                const int mr = M - i0 < GM_GEMM_MR ? (int)(M - i0) : GM_GEMM_MR;
+                for (long long j0 = 0; j0 < nc; j0 += GM_GEMM_NR) {
+                    const int nr = nc - j0 < GM_GEMM_NR ? (int)(nc - j0) : GM_GEMM_NR;
+                    gm_runs_tile_rows(mr, kc, pc, run, stride, a, aoff + i0, bp + j0 * kc, c + i0 * ldc + jc + j0,
+                                      ldc, nr, add);
+                }
             }
         }
     }

@@ -84,9 +84,9 @@ def test_the_bits_do_not_depend_on_the_thread_count(monkeypatch):
 @pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
 def test_a_non_finite_image_value_leaves_the_weight_gradient_it_does_not_reach_finite(value):
     """x's first column holds `value`: the window rows that never read it (kw = 2 reads columns
-    1.., past the padding) keep finite gradients, though their thrown-away grid positions read
-    the cell (the next row's first column); the rows that read it are inf or NaN as the sums
-    over the compact columns are."""
+    1.., past the padding) keep finite gradients, though a thrown-away grid position of theirs
+    lies on the cell (the next row's first column): the weight gradient sums the kept positions
+    only. The rows that read it are inf or NaN as the sums over the compact columns are."""
     n, c, h, w_, o = 2, 3, 6, 6, 4
     x, w, _, g = _data((n, c, h, w_), (o, c, 3, 3), (h, w_))
     x[1, 2, 3, 0] = value
