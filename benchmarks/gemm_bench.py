@@ -5,9 +5,14 @@ each library in a process of its own, one thread each:
 - W5 (the tiny GPT, examples/workloads/w5_gpt.py): X(512,64) @ W^T(64,N), G(512,N) @ W(N,64),
   G^T(N,512) @ X(512,64) for N in 192, 64, 256, 65, and (512,256) @ (256,64);
 - W6 (the small CNN): conv2's per-image products, W(32,144) @ cols(144,196), its input
-  gradient W^T(144,32) @ G(32,196) and weight gradient G(32,196) @ cols^T(196,144): the
-  kernel's record on them only; the CNN's per-image products stay on NumPy's BLAS
-  (gmnative.conv_kernels), which is faster on the first two.
+  gradient W^T(144,32) @ G(32,196) and weight gradient G(32,196) @ cols^T(196,144), as
+  compact products (the kernel's record on them);
+- W6 conv2 as the layer runs it, a batch of 32 16x14x14 images by a 32x16x3x3 weight, per
+  image: ours the image-by-image kernels (gmnative.conv_kernels: the products on the padded
+  image's grid, gm_sgemm_grid, with the padding copies, the fold of dx and the compaction
+  included), NumPy the batch's products alone (np.matmul of the batch, the columns made
+  beforehand, no fold: a lower bound of its path), PyTorch its own conv2d, conv2d_input and
+  conv2d_weight (oneDNN's direct convolutions); rates count the compact products' flops.
 
     python benchmarks/gemm_bench.py [--runs 3] [--quick] [--json out.json]
 
@@ -50,6 +55,48 @@ def shapes() -> list[tuple[str, tuple, tuple, bool, bool]]:
             ("W6 W^T@G", (32, 144), (32, 196), True, False),
             ("W6 G@cols^T", (32, 196), (144, 196), False, True)]
     return out
+
+
+# W6's second convolution, image by image: (row name, part)
+CONV_ROWS = (("W6 conv2 fwd/img", "fwd"), ("W6 conv2 dx/img", "dx"), ("W6 conv2 dw/img", "dw"))
+
+
+def _conv_functions(lib: str, part: str):
+    """A call running `part` of W6's conv2 over a batch of 32 images with `lib` on one thread."""
+    import numpy as np  # noqa: PLC0415
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((32, 16, 14, 14)).astype(np.float32)
+    w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    g = rng.standard_normal((32, 32, 14, 14)).astype(np.float32)
+    if lib == "torch":
+        import torch  # noqa: PLC0415
+
+        xt, wt, gt = torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(g)
+        if part == "fwd":
+            return lambda: torch.nn.functional.conv2d(xt, wt, None, 1, 1)
+        if part == "dx":
+            return lambda: torch.nn.grad.conv2d_input(xt.shape, wt, gt, 1, 1)
+        return lambda: torch.nn.grad.conv2d_weight(xt, wt.shape, gt, 1, 1)
+    from gmnative import conv_kernels as ck  # noqa: PLC0415
+
+    if lib == "numpy":
+        cols = ck.im2col2d_batch_major(x, (3, 3), (14, 14), (1, 1), (1, 1), (1, 1))
+        wm, gm = w.reshape(32, -1), g.reshape(32, 32, -1)
+        if part == "fwd":
+            return lambda: np.matmul(wm, cols)
+        if part == "dx":
+            return lambda: np.matmul(wm.T, gm)
+        g2 = np.ascontiguousarray(gm.transpose(1, 0, 2).reshape(32, -1))
+        c2 = np.ascontiguousarray(cols.transpose(0, 2, 1).reshape(-1, 144))
+        return lambda: g2 @ c2
+    from gmbase import threads  # noqa: PLC0415
+
+    threads.set_num_threads(1)
+    if part == "fwd":
+        return lambda: ck.conv2d_images(x, w, None, (14, 14), (1, 1), (1, 1), (1, 1))
+    want = part == "dx"
+    return lambda: ck.conv2d_images_backward(g, x, w, (1, 1), (1, 1), (1, 1), want, not want)
 
 
 def _flops(a_shape, b_shape, ta, tb) -> int:
@@ -101,6 +148,20 @@ def child(lib: str, quick: bool) -> dict:
                 fn()
             samples.append((time.thread_time() - t) / reps)
         results[name] = flops / statistics.median(samples) / 1e9
+    for name, part in CONV_ROWS:
+        fn = _conv_functions(lib, part)
+        assert fn() is not None, name
+        flops = 2 * 32 * 144 * 196 * 32
+        reps = 3 if quick else 60
+        for _ in range(max(3, reps // 10)):
+            fn()
+        samples = []
+        for _ in range(3 if quick else 7):
+            t = time.thread_time()
+            for _ in range(reps):
+                fn()
+            samples.append((time.thread_time() - t) / reps)
+        results[name] = flops / statistics.median(samples) / 1e9
     return results
 
 
@@ -143,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     good = [lib for lib in libs if lib not in errors]
     rows = []
     payload: dict = {"shapes": {}}
-    for name, *_ in shapes():
+    for name in [name for name, *_ in shapes()] + [name for name, _ in CONV_ROWS]:
         rates = {lib: statistics.median(rd[lib][name] for rd in rounds) for lib in good}
         row: list = [name] + [f"{rates[lib]:.0f}" for lib in good]
         entry: dict = {"gflops": rates}
