@@ -1,0 +1,72 @@
+"""The write-back of a compiled training step as generated code (static/jit/bridge.writer):
+made at the first call of an entry, it gives the values write_back's loop gives (parameters,
+optimizer state, fresh `.grad` tensors), and refuses a read-only parameter as write_back does,
+changing nothing."""
+import numpy as np
+import pytest
+
+import eager
+import eager.nn as nn
+import static
+import static.jit.call as jit_call
+from static.jit.bridge import _OVERLAP_MSG
+
+X = eager.tensor(np.random.default_rng(0).standard_normal((8, 3)).astype(np.float32))
+
+
+def _run(planned: bool, monkeypatch, steps: int = 3):
+    if not planned:
+        monkeypatch.setattr(jit_call, "writer", lambda *a, **k: None)
+    eager.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 2))
+    opt = eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+    f = static.compile(step)
+    out, grads = [], []
+    for _ in range(steps):
+        out.append(f(X).detach().numpy().copy())
+        grads.append(model[0].weight.grad)  # kept: each step's own tensor
+    entry = f._last_entry
+    assert bool(entry.writer) == planned
+    state = [t.detach().numpy().copy() for t in model.state_dict().values()]
+    momenta = [s["momentum_buffer"].numpy().copy() for s in opt.state.values()]
+    monkeypatch.undo()
+    return out, [g.numpy().copy() for g in grads], state, momenta, len({id(g) for g in grads})
+
+
+def test_the_generated_write_back_gives_write_backs_values(monkeypatch):
+    planned, generic = _run(True, monkeypatch), _run(False, monkeypatch)
+    assert planned[4] == generic[4] == 3  # a new .grad tensor each step
+    for a, b in zip(planned[:4], generic[:4]):
+        for u, v in zip(a, b):
+            np.testing.assert_array_equal(u, v)
+
+
+def test_a_read_only_parameter_is_refused_and_nothing_is_written():
+    eager.manual_seed(0)
+    model = nn.Linear(3, 2)
+    opt = eager.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+    f = static.compile(step)
+    f(X)
+    f(X)
+    assert f._last_entry.writer
+    before = [p.detach().numpy().copy() for p in model.parameters()]
+    model.weight._data.flags.writeable = False
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        f(X)
+    assert _OVERLAP_MSG.startswith("unsupported operation")
+    for p, b in zip(model.parameters(), before):
+        np.testing.assert_array_equal(p.detach().numpy(), b)
