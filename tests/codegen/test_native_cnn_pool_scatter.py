@@ -1,0 +1,41 @@
+"""The max-pooling gradient's scatter in batch norm's gradient region (pool_fusion.scatter_lines):
+windows two cells wide tiling float32 rows write each plane row whole (a window's two cells
+one 64-bit word, pool_fusion._paired_rows); other windows and float64 keep the scalar
+scatter. Each form checked on a training step against eager (check=True), with the form
+asserted from the generated source: rows left below the windows, windows three rows high,
+a column left over, float64."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cnn_step_compare import compiled_step_source  # (tests/codegen's shared check)
+
+import eager
+from codegen import native_build
+from eager import nn
+
+pytestmark = pytest.mark.skipif(not native_build.availability()[0],
+                                reason=f"no C++ compiler: {native_build.availability()[1]}")
+
+SCATTER = "max-pooling's gradient, image nn's plane"
+PAIRED = "gm_pair* r0"
+
+
+def _block(pool: nn.Module, dtype) -> nn.Module:
+    eager.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.BatchNorm2d(2), nn.ReLU(), pool)
+    return m.to(eager.float64) if dtype == np.float64 else m
+
+
+@pytest.mark.parametrize("pool, shape, dtype, paired", [
+    (nn.MaxPool2d(2), (2, 1, 7, 6), np.float32, True),  # a row below the windows: zero
+    (nn.MaxPool2d((3, 2)), (2, 1, 9, 8), np.float32, True),  # windows three rows high
+    (nn.MaxPool2d(2), (2, 1, 6, 7), np.float32, False),  # a column left over: the scalar scatter
+    (nn.MaxPool2d(2), (2, 1, 6, 6), np.float64, False),
+])
+def test_the_pooled_gradient_scatter_equals_eager(pool, shape, dtype, paired):
+    x = np.random.default_rng(4).standard_normal(shape).astype(dtype)
+    src = compiled_step_source(lambda: _block(pool, dtype), lambda model, t: model(t).square().mean(), x, steps=2)
+    assert SCATTER in src and (PAIRED in src) == paired
+    if paired:  # the scalar lines stay for big-endian targets
+        assert "#else" in src and "__ORDER_LITTLE_ENDIAN__" in src
