@@ -77,12 +77,14 @@ class NativeGraph:
         self._gpu: CompiledGraph | None = None  # the CuPy module's CompiledGraph, made when "auto" gets CuPy arrays
         self.ir_text = str(graph) if ir_text is None else ir_text
         self._description = ""
+        from .native_gen.combine import fingerprint as combine_fingerprint  # noqa: PLC0415  (small calls combined)
         from .native_gen.conv import fingerprint as windows_fingerprint  # noqa: PLC0415  (window functions on or off)
         from .native_gen.loops import fingerprint as loops_fingerprint  # noqa: PLC0415  (C loops on or off)
 
         key = cache.key(self.ir_text, "native",
                         f"numpy-{np.__version__};{tc.fingerprint()};fast_math={fast_math}"
-                        f"{settings.fingerprint('native')}{loops_fingerprint()}{windows_fingerprint()}")
+                        f"{settings.fingerprint('native')}{loops_fingerprint()}{windows_fingerprint()}"
+                        f"{combine_fingerprint()}")
 
         def generate() -> str:
             from .native_gen import NativeModule  # noqa: PLC0415

@@ -16,7 +16,9 @@ from ..lowering import lowering_for
 from ..regions import analyze, analyze_rows, bind_symbols
 from ..render import C_TYPES, Names, c_literal, c_type, fields, line_numbers, node_line, np_dtype, py_literal
 from ..templates import render
+from .combine import combinable, combine_calls
 from .conv import window_op
+from .driver_lines import drop_unread_views
 from .function import CFunction, supported
 from .indexing import _ints, _prod, _symbolic, _symbols_of, load, lone_region
 from .matmul import CBatchedMatmul, small_batched_matmul
@@ -96,11 +98,17 @@ class NativeModule(Driver):
         self.fresh: set = set()  # Python names bound to arrays this module allocated (C-contiguous)
         self.stats = {"native": 0, "library": 0, "eager": 0}
         self.notes: list = []
+        self._last_call: dict | None = None  # the kernel record of the last kernel_call
+        self.reshape_of: dict = {}  # name of a reshape's result -> name of its operand (kernel_call passes that)
 
     def _native_function(self, c, at: str) -> None:
         """Emit C function `c` (a region, a batch of products) and its call; a function whose
         code an earlier one has is not emitted again, the earlier one says it also runs `at`."""
+        before = self._last_call
         c.emit()
+        call = self._last_call
+        if isinstance(c, CRegion) and call is not before and call is not None and "at" in call and combinable(c.lines):
+            call["combinable"] = True  # (combine.py: small calls that meet run as one)
         if not c.reused:
             self.functions.append(c.function())
         else:  # say so above the function the region calls
@@ -135,15 +143,21 @@ class NativeModule(Driver):
         for no conversion. Small outputs (made_by_call, the last parameters) are allocated
         by the call path and returned by it."""
         const = f"_K{len(self.kernels)}"
+        # a reshape of an array made here or of a graph input, read by the kernel, is its
+        # operand's memory in the same order: the operand is passed (it passes the call path's
+        # checks where the reshape would, and converts to the same bytes where not), and the
+        # reshape's line is dropped when nothing else reads it (driver_lines)
+        params = [(d, src if w else self._reshape_base(src), nb, w) for d, src, nb, w in params]
         sizes = py_literal(tuple(-nb if w else nb for _, _, nb, w in params))
         made = [src for _, src, _, w in params if w and src in self.made_by_call]
         shapes = py_literal(tuple(self.made_by_call[name] for name in made))
         # sizes with a symbol (static.dynamic_shapes) are worked out at each call, in the driver
         per_call = bool(self.symbols) and any(_symbolic(nb) for _, _, nb, _ in params) or any(
             _symbolic(d) for name in made for d in self.made_by_call[name])
-        self.kernels.append({"const": const, "fn": fn, "sizes": "None" if per_call else sizes,
-                             "dtypes": py_literal(tuple(dtypes)),
-                             "shapes": ("None" if per_call else shapes) if made else None})
+        record: dict = {"const": const, "fn": fn, "sizes": "None" if per_call else sizes,
+                        "dtypes": py_literal(tuple(dtypes)),
+                        "shapes": ("None" if per_call else shapes) if made else None}
+        self.kernels.append(record)
         if per_call:  # worked out once per new size, at the top of the driver (see source)
             self.per_call.append((const, sizes, shapes if made else None))
         sizes_at, shapes_at = f"{const}_SIZES", f"{const}_SHAPES"
@@ -156,7 +170,18 @@ class NativeModule(Driver):
                    f"{const}_FORMATS, {shapes_at}, "
         else:
             head = f"_call({const}, _nt, {sizes_at}, {const}_FORMATS, "
+        start = len(self.body)
         self.body += _converting_call(head, plain, converted)
+        if not per_call:  # what combine.py reads to move the call and run it with others
+            converted_of = dict(zip(plain, converted))
+            record.update(at=(start, len(self.body)), params=params, dtypes_of=list(dtypes), made=made,
+                          converted_of=[converted_of.get(src, src) for _, src, _, _ in params])
+        self._last_call = record
+
+    def _reshape_base(self, src: str) -> str:
+        while src in self.reshape_of:
+            src = self.reshape_of[src]
+        return src
 
     def eager_kernel(self, node: Node) -> None:
         """node (EAGER_KERNEL_OPS, eager_kernel_call) as a straight call of eager's kernel for
@@ -216,6 +241,7 @@ class NativeModule(Driver):
             # an array this module made: the method is a fifth of np.reshape's cost, and a
             # reshape raises no floating-point error (no error state needed for it)
             self.fresh.add(outs[0])
+            self.reshape_of[outs[0]] = operands[0]
             return [f"{outs[0]} = {operands[0]}.reshape({py_literal(tuple(node.outputs[0].type.shape))})"]
         view = _VIEW_METHODS.get(node.op)
         x = node.inputs[0] if node.inputs else None
@@ -224,6 +250,8 @@ class NativeModule(Driver):
             # is np.<function>'s work without its Python wrapper (W5's step has 90 of these
             # views); a view raises no floating-point error either
             method, arguments = view
+            if node.op == "reshape" and x in self.graph.inputs:  # (a view made here may not be contiguous)
+                self.reshape_of[outs[0]] = operands[0]
             return [f"{outs[0]} = {operands[0]}.{method}({', '.join(str(a) for a in arguments(node))})"]
         self.fp_calls += 1
         return lowering_for(node.op).numpy.statements(self.targets(node, outs), operands, fields(node, operands))
@@ -319,6 +347,7 @@ class NativeModule(Driver):
                 self.stats["library"] += 1
                 self.notes.append(f"%{node.outputs[0].name}: {why}")
                 self.op_by_op(node, f"# not native: {why}; its ops run one by one as NumPy calls")
+        combine_calls(self)
         if self.symbols:
             self.body[sizes_at:sizes_at] = self._per_size_lines()
         returns = []
@@ -326,6 +355,7 @@ class NativeModule(Driver):
             s = self.src(v)
             returns.append(f"np.asarray({s})" if isinstance(v, Value) and len(v.type.shape) == 0
                            and s not in self.fresh else s)
+        self.body = drop_unread_views(self.body, returns)
         tc = native_build.toolchain()
         c_source = render("native_module.cpp.j2", graph_name=g.name, ir_text=str(g),
                           prelude=host_prelude(tc.vector_math), preamble=PREAMBLE, functions=self.functions,

@@ -1086,7 +1086,8 @@ def test_permuted_views_are_read_in_place_by_index_arithmetic():
     thread and two."""
     exe = codegen.build(static.parse_ir(_PERMUTED_IR), "native")
     calls = [line for line in exe.source().split("def forward")[1].splitlines() if "_call" in line and "_c(" not in line]
-    assert len(calls) == 2 and not any(re.search(r"\bv[12]\b", c) for c in calls), calls  # x and w, not the views
+    # x and w, not the views (the two small regions run as one call: native_gen/combine.py)
+    assert len(calls) == 1 and not any(re.search(r"\bv[12]\b", c) for c in calls), calls
     rng = np.random.default_rng(6)
     x = rng.standard_normal((4, 6, 5)).astype(np.float32)
     w = rng.standard_normal((5, 6)).astype(np.float32)
@@ -1163,7 +1164,8 @@ def test_views_of_every_kind_are_read_in_place_by_index_arithmetic():
     exe = codegen.build(static.parse_ir(_VIEWS_IR), "native")
     forward = exe.source().split("def forward")[1]
     calls = [line.split("_SHAPES, ")[1] for line in forward.splitlines() if "_call" in line and "_c(" not in line]
-    assert [re.findall(r"\b(?:x|y|z|v\d+)\b", c) for c in calls] == [["x"], ["x"], ["y"], ["z"], ["v7"], ["x"]], calls
+    # (the six small regions run as one call, native_gen/combine.py: each operand passed once)
+    assert [re.findall(r"\b(?:x|y|z|v\d+)\b", c) for c in calls] == [["x", "y", "z", "v7"]], calls
     rng = np.random.default_rng(7)
     inputs = [rng.standard_normal(s).astype(np.float32) for s in ((8, 6), (4, 5), (2, 3, 4))]
     expected = static.run_graph(static.parse_ir(_VIEWS_IR), inputs)
