@@ -354,7 +354,7 @@ def gemm_batched(a, b, *, sum_batch: bool = False, bias=None, threads: int | Non
                              or bias.shape != (m,) or not bias.flags.c_contiguous):
         return None
     k = _kernels.kernels()
-    found = _products() if k is not None else None
+    found = _product(a.dtype, k_) if k is not None else None
     if k is None or found is None or (not found[1] and max(m, n, k_) >= 1 << 31):
         return None
     if threads is None:
@@ -374,7 +374,7 @@ def gemm_batched(a, b, *, sum_batch: bool = False, bias=None, threads: int | Non
         name = dt.name
         plan = _BATCHED_PLANS[key] = (f"gm_eager_gemm_batched_{_SUFFIX[dt]}",
                                       k.formats((name, name, name, name, "int64", "int64", name)), dims,
-                                      np.array([found[0][dt]], _I64))
+                                      np.array([found[0]], _I64))
     kname, formats, dims, fn = plan
     if bias is None:
         bias = work
@@ -401,8 +401,9 @@ def _conv_plan(name: str, x, w, out, stride, padding, dilation, flags: tuple) ->
     key = (name, x.shape, x.dtype, w.shape, tuple(out), tuple(stride), tuple(padding), tuple(dilation), parts, flags)
     plan = _CONV_PLANS.get(key)
     if plan is None:
-        found = _products() if _kernels.kernels() is not None else None  # (as gemm_batched)
         o, k_ = w.shape[0], w.shape[1] * w.shape[2] * w.shape[3]
+        # (as gemm_batched: the forward's product W @ cols is k_ deep, the input gradient's W^T G[n] o deep)
+        found = _product(x.dtype, o if name.endswith("backward") else k_) if _kernels.kernels() is not None else None
         if found is None or (not found[1] and max(o, k_, out[0] * out[1]) >= 1 << 31):
             return None
         kernel = _kernel(name, suffix)
@@ -410,7 +411,11 @@ def _conv_plan(name: str, x, w, out, stride, padding, dilation, flags: tuple) ->
             return None
         geometry = _geometry(x, w.shape[2:], out, stride, padding, dilation)
         dims = np.concatenate([geometry, np.array((o, parts) + flags, _I64)])
-        fn = np.array([found[0][x.dtype], found[1], _own_dw_gemm(x.dtype, name), *_grid_products(x.dtype)], _I64)
+        grid, grid_t = _grid_products(x.dtype)
+        native = _kernels.numpy_blas_gemm()
+        if native is None or found[0] == native[0][x.dtype]:
+            grid = 0  # (the grid keeps the own sgemm's bits: not for a product on NumPy's BLAS)
+        fn = np.array([found[0], found[1], _own_dw_gemm(x.dtype, name), grid, grid_t], _I64)
         dt = x.dtype.name
         # (forward: x, w, bias, out, dims, fn; backward: g, x, w, dx, dw, work, dims, fn, db)
         codes = (dt,) * 6 + ("int64", "int64", dt) if name.endswith("backward") else (dt,) * 4 + ("int64", "int64")
@@ -422,18 +427,26 @@ def _conv_plan(name: str, x, w, out, stride, padding, dilation, flags: tuple) ->
 _CONV_PLANS: dict = {}
 
 
-def _products() -> tuple | None:
-    """({dtype: cblas_?gemm address}, 64-bit integers): the table every product here calls,
-    gemm_batched's and the image-by-image kernels' alike, so that the two paths give the same
-    bits: gmnative.gemm.blas_gemm (NumPy's BLAS, but float32's entry the project's own sgemm,
-    routed by the result's width, unless GRAPHMODE_NATIVE_GEMM=0), or None where NumPy's BLAS
-    exports no cblas gemm.
+# the depth from which a float32 product here runs on the own sgemm (gmnative.gemm): deeper
+# products (W6's second-layer forward W @ cols, 144 deep) run on the padded image's grid
+# (gm_sgemm_grid, csrc/gm_gemm.cpp: no columns copied, whole vectors), which keeps the own
+# sgemm's bits; shallower ones keep NumPy's OpenBLAS, whose small-matrix kernels ran W6's input
+# gradient W^T G[n] (32 deep: a short accumulation a tile) at 137 GFLOP/s a core, the own
+# sgemm's compact product at 104 and its grid product, with G[n] spread onto the grid, slower
+# than OpenBLAS with the compact fold (19.8 against 18.1 us an image, one thread, AVX-512).
+OWN_MIN_DEPTH = 64
 
-    Why the own sgemm for float32: the stride-1 layers' products run on the padded image's grid
-    (gm_sgemm_grid, csrc/gm_gemm.cpp: no columns copied, whole vectors), which keeps the own
-    sgemm's bits, not OpenBLAS's; W6's second layer's forward took 22 us an image with OpenBLAS
-    and its columns, 15-16 on the grid (one thread, AVX-512)."""
-    return _kernels.blas_gemm()
+
+def _product(dtype, depth: int) -> tuple | None:
+    """(cblas_?gemm address, 64-bit integers) for a product `depth` deep, the one entry both
+    gemm_batched and the image-by-image kernels call for that shape, so that the two paths give
+    the same bits: for float32 at least OWN_MIN_DEPTH deep, gmnative.gemm.blas_gemm's (the
+    project's own sgemm, routed by the result's width, unless GRAPHMODE_NATIVE_GEMM=0), else
+    NumPy's own BLAS routine; None where NumPy's BLAS exports no cblas gemm."""
+    found = _kernels.blas_gemm() if depth >= OWN_MIN_DEPTH else _kernels.numpy_blas_gemm()
+    if found is None or dtype not in found[0]:
+        return None
+    return found[0][dtype], found[1]
 
 
 def _grid_products(dtype) -> tuple[int, int]:

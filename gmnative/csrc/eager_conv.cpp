@@ -609,6 +609,14 @@ static inline void gm_grid_fold(const float* dcols, float* dx, const gm_geom& g,
             _mm512_storeu_ps(plane + t + 16, a1);
             _mm512_storeu_ps(plane + t + 32, a2);
             _mm512_storeu_ps(plane + t + 48, a3);
+#elif defined(__AVX__)
+            __m256 a[8];
+            for (int v = 0; v < 8; ++v) a[v] = _mm256_setzero_ps();
+            for (long long r = 0; r < R; ++r) {
+                const float* src = rp[r] + t;
+                for (int v = 0; v < 8; ++v) a[v] = _mm256_add_ps(a[v], _mm256_loadu_ps(src + 8 * v));
+            }
+            for (int v = 0; v < 8; ++v) _mm256_storeu_ps(plane + t + 8 * v, a[v]);
 #else
             float acc[64];
             for (int l = 0; l < 64; ++l) acc[l] = 0.0f;
@@ -697,23 +705,33 @@ template <typename T, typename I> static void conv2d_images(const void* fn, cons
 }
 
 // the backward of a run of images on the grid: dx by the grid product W^T G[n] (its thrown-away
-// positions written +0) and gm_grid_fold, dw (transposed, K x O) by gm_sgemm_grid_t over the
-// kept positions (the window rows read in the padded image, G[n] as it is), db summed as the
-// compact path sums it. False where a part asked for does not run here (strided layers, a dx
-// product routed to NumPy's BLAS, dw not transposed): the caller's path then.
-static bool conv2d_images_backward_grid(gm_grid_fn grid, gm_grid_t_fn gridt, const float* gout, const float* x, const float* w, float* dx, float* partial,
+// positions written +0) and gm_grid_fold, or where that product is not the own sgemm's (a
+// shallow one on NumPy's BLAS: the grid is null, or declines) by the compact product `gemm`
+// and fold_image as the caller's path; dw (transposed, K x O) by gm_sgemm_grid_t over the kept
+// positions (the window rows read in the padded image, G[n] as it is); db summed as the
+// compact path sums it. False where the grid does not apply (strided layers, dw not asked for
+// transposed, no grid_t): the caller's path then.
+template <typename I>
+static bool conv2d_images_backward_grid(gm_grid_fn grid, gm_grid_t_fn gridt, gm_conv_gemm_fn<float, I> gemm,
+                                        const float* gout, const float* x, const float* w, float* dx, float* partial,
                                         double* dbp, const gm_geom& g, long long O, long long lo, long long hi,
                                         bool want_dx, bool want_dw, bool dw_t, bool want_db) {
     gm_grid q;
     if (!gm_grid_of(g, &q)) return false;
     const long long K = g.C * g.KH * g.KW, L = g.OH * g.OW;
     if (want_dw && !(dw_t && gridt)) return false;
-    if (want_dx && !(grid && grid(0, q.Pr, O, w, 1, K, nullptr, nullptr, nullptr, q.Pr, nullptr, L))) return false;
-    float* gp = want_dx ? new float[O * q.Pr]() : nullptr;
+    if (!want_dw && !grid) return false;
+    const bool dx_grid = want_dx && grid && grid(0, q.Pr, O, w, 1, K, nullptr, nullptr, nullptr, q.Pr, nullptr, L);
+    if (want_dx && !dx_grid && !want_dw) return false;
+    const bool dx_compact = want_dx && !dx_grid;
+    float* gp = dx_grid ? new float[O * q.Pr]() : nullptr;
     float* xp = want_dw ? new float[q.size]() : nullptr;
     const long long S = gm_grid_fold_stride(g, q), M0 = gm_grid_fold_margin(g, q);
-    float* dcols = want_dx ? new float[K * S + M0]() : nullptr;  // (zero margins, never written)
-    float* plane = want_dx ? new float[gm_grid_plane(q)] : nullptr;
+    float* dcols = dx_grid ? new float[K * S + M0]() : nullptr;  // (zero margins, never written)
+    float* plane = dx_grid ? new float[gm_grid_plane(q)] : nullptr;
+    float* cols = dx_compact ? new float[K * L] : nullptr;
+    const long long PH = (g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1, PW = (g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
+    float* cplane = dx_compact ? new float[PH * PW] : nullptr;
     long long* off = new long long[K + O];
     unsigned char* keep = new unsigned char[q.Pr];
     gm_grid_offsets(g, q, off);
@@ -734,7 +752,10 @@ static bool conv2d_images_backward_grid(gm_grid_fn grid, gm_grid_t_fn gridt, con
             gm_grid_image(x + n * g.C * g.H * g.W, xp, g, q);
             gridt(K, O, L, g.OW, q.Wp, xp, off, gn, L, beta, partial, O);
         }
-        if (want_dx) {
+        if (dx_compact) {
+            gemm(GM_ROW_MAJOR, GM_TRANS, GM_NO_TRANS, (I)K, (I)L, (I)O, 1.0f, w, (I)K, gn, (I)L, 0.0f, cols, (I)L);
+            fold_image(cols, dx + n * g.C * g.H * g.W, g, cplane);
+        } else if (want_dx) {
             gm_grid_gradient(gn, gp, O, g, q);
             grid(K, q.Pr, O, w, 1, K, gp, off + K, dcols + M0, S, keep, L);
             gm_grid_fold(dcols, dx + n * g.C * g.H * g.W, g, q, plane);
@@ -744,6 +765,8 @@ static bool conv2d_images_backward_grid(gm_grid_fn grid, gm_grid_t_fn gridt, con
     delete[] xp;
     delete[] dcols;
     delete[] plane;
+    delete[] cols;
+    delete[] cplane;
     delete[] off;
     delete[] keep;
     return true;
@@ -779,9 +802,9 @@ template <typename T, typename I> static void conv2d_images_backward(const void*
         T* partial = p == 0 ? dw : work + (p - 1) * O * K;
         if constexpr (std::is_same<T, float>::value) {
             if ((gridfn || gridtfn)
-                && conv2d_images_backward_grid((gm_grid_fn)gridfn, (gm_grid_t_fn)gridtfn, gout, x, w, dx, partial,
-                                               want_db ? db_parts + p * O : nullptr, g, O, lo, hi, want_dx, want_dw,
-                                               dw_t, want_db))
+                && conv2d_images_backward_grid<I>((gm_grid_fn)gridfn, (gm_grid_t_fn)gridtfn, gemm, gout, x, w, dx,
+                                                  partial, want_db ? db_parts + p * O : nullptr, g, O, lo, hi,
+                                                  want_dx, want_dw, dw_t, want_db))
                 continue;
         }
         T* cols = new T[K * L];

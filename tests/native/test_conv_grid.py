@@ -19,15 +19,18 @@ from gmnative import kernels as native_kernels
 pytestmark = pytest.mark.skipif(native_kernels.kernels() is None or native_kernels.blas_gemm() is None,
                                 reason="eager's native kernels or NumPy's cblas symbol are not available")
 
-# (N, C, H, W), (O, KH, KW), (top, left) padding, dilation, (OH, OW); stride 1
+# (N, C, H, W), (O, KH, KW), (top, left) padding, dilation, (OH, OW); stride 1. The forward runs
+# on the grid where C KH KW >= 64 (conv_kernels.OWN_MIN_DEPTH), the input gradient where O >= 64
 GEOMETRIES = [
     ((4, 16, 14, 14), (32, 3, 3), (1, 1), (1, 1), (14, 14)),  # W6's second layer
-    ((3, 5, 9, 11), (7, 3, 3), (1, 1), (1, 1), (9, 11)),  # a grid of 9 x 13: not whole vectors
+    ((3, 8, 9, 11), (7, 3, 3), (1, 1), (1, 1), (9, 11)),  # a grid of 9 x 13: not whole vectors
     ((2, 3, 8, 8), (13, 5, 5), (2, 2), (1, 1), (8, 8)),  # 5x5 "same", 13 output channels (edge rows)
-    ((2, 4, 10, 7), (6, 3, 3), (2, 1), (2, 1), (10, 7)),  # dilated rows
-    ((2, 2, 7, 6), (5, 3, 3), (1, 0), (1, 1), (7, 4)),  # no left padding: OW < W
-    ((2, 3, 6, 9), (4, 2, 3), (1, 2), (1, 1), (6, 10)),  # uneven padding: a column past the right
-    ((3, 2, 12, 12), (9, 3, 3), (0, 0), (1, 1), (10, 10)),  # no padding
+    ((2, 8, 10, 7), (6, 3, 3), (2, 1), (2, 1), (10, 7)),  # dilated rows
+    ((2, 8, 7, 6), (5, 3, 3), (1, 0), (1, 1), (7, 4)),  # no left padding: OW < W
+    ((2, 11, 6, 9), (4, 2, 3), (1, 2), (1, 1), (6, 10)),  # uneven padding: a column past the right
+    ((3, 8, 12, 12), (9, 3, 3), (0, 0), (1, 1), (10, 10)),  # no padding
+    ((2, 3, 9, 9), (64, 3, 3), (1, 1), (1, 1), (9, 9)),  # the input gradient on the grid
+    ((2, 8, 7, 9), (70, 3, 3), (1, 1), (2, 1), (5, 9)),  # both, 70 rows (edge tiles), dilated
 ]
 
 
