@@ -250,6 +250,11 @@ def _input(fn, v: Value) -> tuple[str, tuple, int]:
     return fn._param(v, fn.m.contiguous(v), writable=False), contiguous_strides(_ints(v.type.shape)), 0
 
 
+# The fewest windows a row for the paired scatter (_paired_rows): with fewer, the vector loops'
+# tails cost more than the scalar scatter (W6's second block, 7 a row: 0.18 -> 0.20 ms).
+PAIRED_MIN_WINDOWS = 8
+
+
 def scatter_lines(fn, pool_grad: dict) -> list[str]:
     """The C lines, inside a channel region's loop over images `nn` of channel `cc`, that
     write image nn's pooled gradient into `gplane` (zeros but at each window's chosen cell,
@@ -308,7 +313,7 @@ def scatter_lines(fn, pool_grad: dict) -> list[str]:
     ]
     rows_contiguous = all(st[-2] == ow * st[-1] for st in (si, sg, *((gm[1],) if gm is not None else ())))
     paired = (not pool_grad.get("mask") and T == "float" and kw == 2 and sw == 2 and kh == sh and w == 2 * ow
-              and rows_contiguous)
+              and ow >= PAIRED_MIN_WINDOWS and rows_contiguous)
     return [
         f"// %{y.name} = max-pooling's gradient, image nn's plane: each window's gradient to its chosen cell",
         *gated,
