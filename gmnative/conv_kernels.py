@@ -19,12 +19,15 @@ largest (argmax's rule), and a window's gradient goes to that cell. Used only wh
 kernels of gmnative.kernels can be (a compiler, float32/float64 C-contiguous NumPy arrays,
 GRAPHMODE_EAGER_NATIVE not 0); None otherwise, and the op runs its NumPy code.
 
-The convolution's products run here too, on the kernels' threads with NumPy's own BLAS one
-single-threaded call an image: `gemm_batched` (a batch of products, a broadcast weight, an
-optional row bias, or their sum over the batch: a weight gradient), and `conv2d_images` /
+The convolution's products run here too, on the kernels' threads, one single-threaded call an
+image (float32 products at least 64 deep on the project's own sgemm, others on NumPy's own
+BLAS: _product): `gemm_batched` (a batch of products, a broadcast weight, an optional row
+bias, or their sum over the batch: a weight gradient), and `conv2d_images` /
 `conv2d_images_backward` (each image's columns made in a thread's own buffer and used there,
-so a batch's columns are never written out). eager's fused conv2d (eager/nn/_fused_conv.py)
-calls them, and compiled code may (codegen.runtime.conv_images).
+so a batch's columns are never written out; a stride-1 layer's own-sgemm products read the
+zero-padded image in place instead, on its grid: csrc/eager_conv.cpp, gm_sgemm_grid). eager's
+fused conv2d (eager/nn/_fused_conv.py) calls them, and compiled code may
+(codegen.runtime.conv_images).
 """
 from __future__ import annotations
 

@@ -6,9 +6,11 @@ it on the calling thread for the products eager and the generated code keep whol
 narrower than 10 or wider than 320 columns goes to NumPy's sgemm from inside the unit
 (csrc/gm_gemm.cpp: OpenBLAS measured faster there; the width is never split, so a product
 takes one road however its rows are split). Stacked
-products (stacked_gemm: np.matmul's bits are their contract) and a CNN's per-image products
-(conv_kernels: few rows by odd widths, where OpenBLAS's small-matrix kernels measured faster)
-keep NumPy's BLAS.
+products (stacked_gemm: np.matmul's bits are their contract) keep NumPy's BLAS; a CNN's
+per-image products (conv_kernels) run here where they are at least 64 deep (a stride-1
+layer's forward as a product on the padded image's grid, gm_sgemm_grid in csrc/gm_gemm.cpp,
+reading the image in place) and keep NumPy's BLAS where shallower (its small-matrix kernels
+measured faster there).
 
 Why: the project splits a product by rows across its own threads, one single-threaded BLAS
 call a part, on small shapes (a GPT block's 512x64 by 64x256 and its gradients, a CNN's

@@ -2,7 +2,9 @@
 // cblas_sgemm calling convention (row- or column-major, either operand transposed, leading
 // dimensions), standing in for NumPy's OpenBLAS where the project's float32 products call
 // sgemm: eager's row blocks (csrc/eager_gemm.cpp), eager's and the generated code's one-call
-// products and the generated C loops' gm_blas table (gmnative.gemm, csrc/gm_gemm.cpp).
+// products and the generated C loops' gm_blas table (gmnative.gemm, csrc/gm_gemm.cpp), and a
+// CNN's per-image products at least 64 deep (gmnative.conv_kernels; a stride-1 layer's on the
+// padded image's grid, gm_sgemm_grid in csrc/gm_gemm.cpp, on these tiles' arithmetic).
 //
 // Why our own: eager splits a product by rows across its threads, one single-threaded call a
 // part, and the project's products are small (512x64 by 64x256 and the like), where NumPy's
