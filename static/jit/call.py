@@ -19,6 +19,7 @@ from ..tracing.tracer import ACTIVE
 from ..training.backward import with_freed_history
 from . import graph_breaks
 from .bridge import CompiledFunction, as_tensor, input_arrays, input_objects, rebase, wrap_outputs, write_back, writer
+from .call_plan import runner
 from .check import checked_call
 from .entry import Entry
 from .signature import MISS, fast_call
@@ -76,6 +77,19 @@ def run(self, entry: Entry, leaves):
         trace.replays.run_before()
     if trace.prepare is not None:  # random draws as eager makes them, attributes the trace set (static.training)
         trace.prepare(leaves, rebind=entry.grad is None)
+    plan = entry.runner
+    if plan is None:  # the rest as one generated function (call_plan.runner), made at the second call
+        if entry.writer is None and trace.updates:
+            return run_prepared(self, entry, leaves)
+        plan = entry.runner = runner(entry, leaves, lambda e, lv: run_prepared(self, e, lv)) or False
+    if plan:
+        return plan(leaves)
+    return run_prepared(self, entry, leaves)
+
+
+def run_prepared(self, entry: Entry, leaves):
+    """run's general path, after the call's CallPrep ran."""
+    trace = entry.trace
     if entry.grad is not None:
         return self._call_with_grad(entry, leaves)
     if entry.all_tensor_inputs:

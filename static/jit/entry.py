@@ -171,6 +171,7 @@ class Entry:
         self.fresh_grads = trace.prepare.rebinds() if trace.prepare is not None else []
         self.fresh_grad_copies = _shared_results(self.graph, n_user, [k for k, _ in self.fresh_grads])
         self.writer: Any = None  # bridge.writer's function for this trace's updates, made at the first call (False: none)
+        self.runner: Any = None  # call_plan.runner's function for the calls, made at the second (False: none)
         self.single_output = (trace.replays is None and trace.out_tree == ("leaf",) and n_user == 1 and not trace.updates
                               and not trace.out_consts and not self.fresh_copies and not self.freed_outputs)
         # a tuple of arrays out, arrays in, nothing else to do: value_and_grad's (value, grad)

@@ -1,7 +1,9 @@
-"""The write-back of a compiled training step as generated code (static/jit/bridge.writer):
-made at the first call of an entry, it gives the values write_back's loop gives (parameters,
-optimizer state, fresh `.grad` tensors), and refuses a read-only parameter as write_back does,
-changing nothing."""
+"""The write-back of a compiled training step as generated code (static/jit/bridge.writer),
+and the rest of a call after its preparation as one generated function (static/jit/call_plan):
+made at an entry's first calls, they give the values of the general path (loss, parameters,
+optimizer state, fresh `.grad` tensors, the loss's freed history), refuse a read-only
+parameter as write_back does, changing nothing, and hand a call whose captured tensor changed
+type to the general path."""
 import numpy as np
 import pytest
 
@@ -17,6 +19,7 @@ X = eager.tensor(np.random.default_rng(0).standard_normal((8, 3)).astype(np.floa
 def _run(planned: bool, monkeypatch, steps: int = 3):
     if not planned:
         monkeypatch.setattr(jit_call, "writer", lambda *a, **k: None)
+        monkeypatch.setattr(jit_call, "runner", lambda *a, **k: None)
     eager.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 2))
     opt = eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -30,10 +33,12 @@ def _run(planned: bool, monkeypatch, steps: int = 3):
     f = static.compile(step)
     out, grads = [], []
     for _ in range(steps):
-        out.append(f(X).detach().numpy().copy())
+        loss = f(X)
+        assert loss.requires_grad and loss.grad_fn is not None  # (a backward() inside freed its graph)
+        out.append(loss.detach().numpy().copy())
         grads.append(model[0].weight.grad)  # kept: each step's own tensor
     entry = f._last_entry
-    assert bool(entry.writer) == planned
+    assert bool(entry.writer) == planned and bool(entry.runner) == planned
     state = [t.detach().numpy().copy() for t in model.state_dict().values()]
     momenta = [s["momentum_buffer"].numpy().copy() for s in opt.state.values()]
     monkeypatch.undo()
@@ -70,3 +75,32 @@ def test_a_read_only_parameter_is_refused_and_nothing_is_written():
     assert _OVERLAP_MSG.startswith("unsupported operation")
     for p, b in zip(model.parameters(), before):
         np.testing.assert_array_equal(p.detach().numpy(), b)
+
+
+def test_a_captured_tensor_of_another_type_takes_the_general_path():
+    eager.manual_seed(0)
+    model = nn.Linear(3, 2)
+    opt = eager.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+    f = static.compile(step)
+    for _ in range(3):
+        f(X)
+    entry = f._last_entry
+    assert entry.runner
+    captured = next(c for c in entry.trace.captured if c[0] is model.weight)
+    taken = []
+    general = entry.runner.__globals__["GENERAL"]
+    entry.runner.__globals__["GENERAL"] = lambda e, lv: taken.append(1) or general(e, lv)
+    try:
+        captured[0] = eager.Tensor._make(model.weight.detach().numpy().copy())  # a plain tensor, not a Parameter
+        f(X)
+    finally:
+        captured[0] = model.weight
+        entry.runner.__globals__["GENERAL"] = general
+    assert taken == [1]
