@@ -7,7 +7,8 @@ call path (its arguments checked, its outputs made), and one more Python line th
 cold after its large kernels. Here each such call moves down to just before the first line
 that reads what it writes (the end of the driver when only the caller reads it), and the
 calls that meet there become one: one call, one argument check, every output made at once.
-A region reading another's output in the same group gets the other's buffer in C.
+A region reading another's output in the same group gets the other's buffer in C, and an
+output only the group reads is scratch on the C stack rather than an array the call makes.
 
 Nothing is computed differently: each region is the same C function with the same operands,
 called in the same relative order, so the results are the same bits. What moves is only when
@@ -85,10 +86,13 @@ def combine_calls(m: "NativeModule") -> None:
         pinned |= alone
     placed: dict = {}
     moved: set = set()
+    outputs = {m.src(v) for v in m.graph.outputs}
     for at, members in groups.items():
         if len(members) < 2:
             continue
-        placed[at] = _combined_call(m, members)
+        spans = {j for k in members for j in range(*k["at"])}
+        read = outputs.union(*(tokens[j] for j in range(n) if j not in spans))
+        placed[at] = _combined_call(m, members, read)
         for k in members:
             moved.add(id(k))
     if not placed:
@@ -143,19 +147,30 @@ def _deadlines(body: list, calls: list, owner: dict, tokens: list, pinned: set) 
     return deadline
 
 
-def _combined_call(m: "NativeModule", members: list) -> list:
-    """The driver lines of one call running `members` in order, and its C function."""
+SCRATCH_MAX_BYTES = 1 << 12  # a combined call's scratch on the C stack, at most
+
+
+def _combined_call(m: "NativeModule", members: list, read: set) -> list:
+    """The driver lines of one call running `members` in order, and its C function. An output
+    of a member that only later members read (not a line outside the group: `read`, nor the
+    graph's result) is scratch of the C function, not an array the call makes (a step's
+    learning-rate factors, a reduction's partial sums)."""
     given: list = []  # (source, converted source, byte size, writable, dtype)
     made: list = []  # (name, byte size, dtype)
+    scratch: list = []  # (name, byte size)
     where: dict = {}  # name -> ("given" | "made", position), for the names the group passes
     plans = []
     for k in members:
         idx = []
         for (_, src, nbytes, w), dt, conv in zip(k["params"], k["dtypes_of"], k["converted_of"]):
-            if w and src in k["made"]:
+            if w and src in k["made"] and src not in read and \
+                    sum(nb for _, nb in scratch) + nbytes <= SCRATCH_MAX_BYTES:
+                where[src] = ("scratch", len(scratch))
+                scratch.append((src, nbytes))
+            elif w and src in k["made"]:
                 where[src] = ("made", len(made))
                 made.append((src, nbytes, dt))
-            elif src in where and (w or where[src][0] == "made" or given[where[src][1]][2:] == (nbytes, False, dt)):
+            elif src in where and (w or where[src][0] != "given" or given[where[src][1]][2:] == (nbytes, False, dt)):
                 if w:  # (a buffer written twice in a group is not formed: names are single assignments)
                     raise AssertionError(f"{src} written by two calls of one group")
             else:
@@ -169,8 +184,13 @@ def _combined_call(m: "NativeModule", members: list) -> list:
     # declared here, at block scope (C linkage, as the function encloses them): a split build
     # (gmnative.build.split_source) may compile the regions in another part
     lines = [f"void {fn_name}(void* const*, int);" for fn_name in dict.fromkeys(k["fn"] for k in members)]
+    lines += [f"alignas(64) unsigned char gm_scratch{j}[{max(nb, 1)}];  // {name}" for j, (name, nb) in enumerate(scratch)]
+
+    def arg(kind: str, p: int) -> str:
+        return f"gm_args[{p}]" if kind == "given" else f"gm_args[{n_given + p}]" if kind == "made" else \
+            f"(void*)gm_scratch{p}"
     for k, idx in plans:
-        args = ", ".join(f"gm_args[{p if kind == 'given' else n_given + p}]" for kind, p in idx)
+        args = ", ".join(arg(kind, p) for kind, p in idx)
         lines += [f"{{  // {k['const']}: {k['fn']}", f"    void* const gm_part[] = {{{args}}};",
                   f"    {k['fn']}(gm_part, gm_nt);", "}"]
     title = f"{len(members)} small regions called as one: " + ", ".join(k["fn"] for k in members)

@@ -34,6 +34,9 @@ def test_a_training_steps_small_updates_run_as_one_call_and_equal_eager():
     src = compiled_step_source(_mlp, _loss, x, steps=3)  # (compares with eager's step)
     assert COMBINED in src
     assert src.count("runs in the combined call below") >= 4  # the four parameters' updates at least
+    # the step's factors (learning rate, momentum), read by the updates alone: scratch of the C
+    # function, not arrays the call makes and returns
+    assert "unsigned char gm_scratch0[" in src
 
 
 def _trained(combine: str, monkeypatch) -> list:
