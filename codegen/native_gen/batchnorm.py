@@ -37,7 +37,7 @@ from .bn_product import direct_product, weight_lines
 from .bn_product import element as product
 from .function import CFunction
 from .indexing import _ints, _prod, _symbolic, load
-from .pool_fusion import pool_lines
+from .pool_fusion import plane_pad, pool_lines
 
 if TYPE_CHECKING:
     from .driver import NativeModule
@@ -426,7 +426,8 @@ class CChannelNormalize(CFunction):
             # y = (x - x0f) rstd - mean_d rstd in the dtype: x - x0f exact near the shift, the
             # mean less the shift rounded relative to the spread
             f"        const {T} rstd_t = ({T})rstd, shift_t = ({T})(-mean_d * rstd);",
-            *([f"        alignas(64) {T} gm_plane[{hw}];  // the pooled plane (pool_fusion.py)"] if pool_lines else []),
+            *([f"        alignas(64) {T} gm_plane[{hw + plane_pad(pool)}] = {{}};  // the pooled plane (pool_fusion.py)"]
+              if pool_lines and pool is not None else []),
             f"        for (long long nn = 0; nn < {n}; ++nn) {{",
             f"            const {T}* xp = {cx} + (nn * {c} + cc) * {hw}LL;",
             *([f"            {T}* yp = {out} + (nn * {c} + cc) * {hw}LL;"] if keep_y else []),
