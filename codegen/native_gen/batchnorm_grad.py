@@ -28,7 +28,7 @@ from .bn_product import dot_chunk, dot_runs, muladd_macros
 from .bn_recompute import recomputed_sums
 from .function import CFunction, _parallel
 from .indexing import _ints, _prod, _symbolic, load
-from .pool_fusion import scatter_lines
+from .pool_fusion import scatter_lines, scatter_pad
 
 if TYPE_CHECKING:
     from .driver import NativeModule
@@ -555,8 +555,10 @@ class CChannelRegionGradient(CFunction):
             for line in self.lines:
                 lines.append(line)
                 if line == planes_at:
-                    lines.append(f"        alignas(64) {T} gplanes[{n * hw}];  // the channel's pooled gradient, image by image"
-                                 if keep else f"        alignas(64) {T} gplane[{hw}];  // an image's pooled gradient")
+                    over = scatter_pad(pool_grad) if pool_grad is not None else 0  # the last row's lanes over
+                    lines.append(f"        alignas(64) {T} gplanes[{n * hw + over}];  // the channel's pooled gradient, "
+                                 "image by image" if keep else
+                                 f"        alignas(64) {T} gplane[{hw + over}];  // an image's pooled gradient")
                 elif line == head:
                     seen += 1
                     if keep:

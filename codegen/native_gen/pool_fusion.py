@@ -250,11 +250,6 @@ def _input(fn, v: Value) -> tuple[str, tuple, int]:
     return fn._param(v, fn.m.contiguous(v), writable=False), contiguous_strides(_ints(v.type.shape)), 0
 
 
-# The fewest windows a row for the paired scatter (_paired_rows): with fewer, the vector loops'
-# tails cost more than the scalar scatter (W6's second block, 7 a row: 0.18 -> 0.20 ms).
-PAIRED_MIN_WINDOWS = 8
-
-
 def scatter_lines(fn, pool_grad: dict) -> list[str]:
     """The C lines, inside a channel region's loop over images `nn` of channel `cc`, that
     write image nn's pooled gradient into `gplane` (zeros but at each window's chosen cell,
@@ -313,7 +308,7 @@ def scatter_lines(fn, pool_grad: dict) -> list[str]:
     ]
     rows_contiguous = all(st[-2] == ow * st[-1] for st in (si, sg, *((gm[1],) if gm is not None else ())))
     paired = (not pool_grad.get("mask") and T == "float" and kw == 2 and sw == 2 and kh == sh and w == 2 * ow
-              and ow >= PAIRED_MIN_WINDOWS and rows_contiguous)
+              and rows_contiguous)
     return [
         f"// %{y.name} = max-pooling's gradient, image nn's plane: each window's gradient to its chosen cell",
         *gated,
@@ -333,12 +328,12 @@ def _paired_rows(ci: str, index_at: str, grad: str, scalar: list, kh: int, h: in
     W6's first gradient region spent a quarter of its time in the scalar scatter (0.51 ->
     0.46 ms on one thread). Little-endian targets (the low half the lower address); others
     keep the scalar lines."""
-    n_win = oh * ow
+    n_win, owp = oh * ow, padded_row(ow)
     lines = [
         "#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__",
         "{",
         "    typedef unsigned long long gm_pair __attribute__((may_alias));  // a window's two cells of a row",
-        f"    int kr[{n_win}]; unsigned int gr[{n_win}];",
+        f"    int kr[{n_win + owp}]; unsigned int gr[{n_win + owp}];",
         "    #pragma omp simd",
         f"    for (long long j = 0; j < {n_win}; ++j) kr[j] = (int){ci}[{index_at}];",
         "    #pragma omp simd",
@@ -346,23 +341,33 @@ def _paired_rows(ci: str, index_at: str, grad: str, scalar: list, kh: int, h: in
         f"        const float g = (float)0 + {grad};",
         "        __builtin_memcpy(&gr[j], &g, sizeof g);",
         "    }",
+        f"    for (long long j = {n_win}; j < {n_win + owp}; ++j) {{ kr[j] = -1; gr[j] = 0u; }}  // the last row's lanes over",
         f"    for (long long oy = 0; oy < {oh}; ++oy) {{",
     ]
+    # each plane row by a loop of its own: its lanes past the row (owp of them, scatter_pad)
+    # write the next row's first cells, which that row's loop then writes
     for dy in range(kh):
-        lines.append(f"        gm_pair* r{dy} = (gm_pair*)(gplane + (oy * {kh} + {dy}) * {w}LL);")
-    lines += [
-        "        #pragma omp simd",
-        f"        for (long long ox = 0; ox < {ow}; ++ox) {{",
-        f"            const long long kk = kr[oy * {ow} + ox];  // an index outside the window picks no row",
-        f"            const unsigned long long v = (unsigned long long)gr[oy * {ow} + ox]"
-        " << ((unsigned long long)(kk & 1) << 5);  // the +0 + g's bits in the chosen cell's half",
-        *(f"            r{dy}[ox] = (kk >> 1) == {dy} ? v : 0ULL;" for dy in range(kh)),
-        "        }",
-        "    }",
-    ]
+        lines += [
+            f"        gm_pair* r{dy} = (gm_pair*)(gplane + (oy * {kh} + {dy}) * {w}LL);",
+            "        #pragma omp simd",
+            f"        for (long long ox = 0; ox < {owp}; ++ox) {{",
+            f"            const long long kk = kr[oy * {ow} + ox];  // an index outside the window picks no row",
+            f"            const unsigned long long v = (unsigned long long)gr[oy * {ow} + ox]"
+            " << ((unsigned long long)(kk & 1) << 5);  // the +0 + g's bits in the chosen cell's half",
+            f"            r{dy}[ox] = (kk >> 1) == {dy} ? v : 0ULL;",
+            "        }",
+        ]
+    lines.append("    }")
     if h > kh * oh:  # rows below the last window
         lines.append(f"    for (long long e = {kh * oh * w}LL; e < {h * w}LL; ++e) gplane[e] = (float)0;")
     return [*lines, "}", "#else", *scalar, "#endif"]
+
+
+def scatter_pad(pool_grad: dict) -> int:
+    """Elements the gradient's plane needs past its end for _paired_rows' last row (its lanes
+    past the row, POOL_LANES a vector): 2 * (padded_row(ow) - ow)."""
+    ow = _ints(pool_grad["fold"].inputs[0].type.shape)[5]
+    return 2 * (padded_row(ow) - ow)
 
 
 def _output(fn, y: Value) -> str:

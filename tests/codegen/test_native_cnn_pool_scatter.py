@@ -1,10 +1,11 @@
 """The max-pooling gradient's scatter in batch norm's gradient region (pool_fusion.scatter_lines):
-windows two cells wide tiling float32 rows (PAIRED_MIN_WINDOWS of them or more) write each plane row whole (a window's two cells
-one 64-bit word, pool_fusion._paired_rows); other windows and float64 keep the scalar
-scatter. Each form checked on a training step against eager (check=True), with the form
-asserted from the generated source: rows left below the windows, windows three rows high,
-a column left over, float64. And the forward's fused pooling (pool_fusion.pool_lines), a row's
-windows pooled as whole vectors of lanes (POOL_LANES), the lanes past the row dropped."""
+windows two cells wide tiling float32 rows write each plane row whole (a window's two cells
+one 64-bit word, pool_fusion._paired_rows; whole vectors of lanes, the lanes past a row
+written over by the next row); other windows and float64 keep the scalar scatter. Each
+form checked on a training step against eager (check=True), with the form asserted from
+the generated source: rows left below the windows, windows three rows high, a column left
+over, float64. And the forward's fused pooling (pool_fusion.pool_lines), a row's windows
+pooled as whole vectors of lanes (POOL_LANES), the lanes past the row dropped."""
 from __future__ import annotations
 
 import numpy as np
@@ -33,7 +34,7 @@ def _block(pool: nn.Module, dtype) -> nn.Module:
     (nn.MaxPool2d(2), (2, 1, 7, 16), np.float32, True),  # a row below the windows: zero
     (nn.MaxPool2d((3, 2)), (2, 1, 9, 18), np.float32, True),  # windows three rows high
     (nn.MaxPool2d(2), (2, 1, 6, 17), np.float32, False),  # a column left over: the scalar scatter
-    (nn.MaxPool2d(2), (2, 1, 6, 6), np.float32, False),  # fewer than PAIRED_MIN_WINDOWS a row
+    (nn.MaxPool2d(2), (2, 1, 6, 6), np.float32, True),  # 3 windows a row: 8 lanes, 5 past the row
     (nn.MaxPool2d(2), (2, 1, 6, 16), np.float64, False),
 ])
 def test_the_pooled_gradient_scatter_equals_eager(pool, shape, dtype, paired):
