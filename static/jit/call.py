@@ -5,6 +5,7 @@ side effects redone; through `CompiledFunction` when the call records gradients.
 methods of `Compiled` (static.jit.compiled binds them), written here as functions of it."""
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
@@ -57,6 +58,12 @@ def call_unchecked(self, args: tuple, kwargs: dict, stacklevel: int):
     return self._run(entry, leaves)
 
 
+def planned() -> bool:
+    """Whether a cached call runs as generated code (call_plan.runner, bridge.writer), read when
+    an entry makes them: GRAPHMODE_CALL_PLAN=0 keeps the general path (a comparison's baseline)."""
+    return os.environ.get("GRAPHMODE_CALL_PLAN", "1").strip().lower() not in ("0", "off", "no", "false")
+
+
 def refused(self, entry: Entry, stacklevel: int) -> None:
     """A signature whose trace did something to Python state that a compiled call cannot
     redo runs eagerly: said once (fullgraph=True raises instead)."""
@@ -81,7 +88,7 @@ def run(self, entry: Entry, leaves):
     if plan is None:  # the rest as one generated function (call_plan.runner), made at the second call
         if entry.writer is None and trace.updates:
             return run_prepared(self, entry, leaves)
-        plan = entry.runner = runner(entry, leaves, lambda e, lv: run_prepared(self, e, lv)) or False
+        plan = entry.runner = planned() and runner(entry, leaves, lambda e, lv: run_prepared(self, e, lv)) or False
     if plan:
         return plan(leaves)
     return run_prepared(self, entry, leaves)
@@ -108,7 +115,8 @@ def run_prepared(self, entry: Entry, leaves):
     if trace.updates:
         write = entry.writer
         if write is None:  # the write-back as straight-line code, made once (bridge.writer)
-            write = entry.writer = writer(trace, leaves, entry.fresh_grads, entry.fresh_grad_copies) or False
+            write = entry.writer = planned() and writer(trace, leaves, entry.fresh_grads,
+                                                        entry.fresh_grad_copies) or False
         if write:
             write(leaves, results[trace.n_outputs:])
         else:

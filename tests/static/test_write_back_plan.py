@@ -104,3 +104,21 @@ def test_a_captured_tensor_of_another_type_takes_the_general_path():
         captured[0] = model.weight
         entry.runner.__globals__["GENERAL"] = general
     assert taken == [1]
+
+
+def test_graphmode_call_plan_0_keeps_the_general_path(monkeypatch):
+    monkeypatch.setenv("GRAPHMODE_CALL_PLAN", "0")
+    eager.manual_seed(0)
+    model = nn.Linear(3, 2)
+    opt = eager.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+    f = static.compile(step)
+    for _ in range(3):
+        f(X)
+    assert f._last_entry.writer is False and f._last_entry.runner is False
