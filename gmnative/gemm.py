@@ -19,7 +19,8 @@ per-image 32x144 by 144x196). NumPy's OpenBLAS reaches 95-128 GFLOP/s a core the
 in place and keeps a 12 x 32 tile of C in AVX-512 registers (6 x 16 with AVX2 and FMA, a
 plain C tile elsewhere): 135-165 GFLOP/s a core on the same shapes (benchmarks/gemm_bench.py).
 
-Each element's sum over k runs in a fixed order (blocks of 128 in order, an accumulator from
+Each element's sum over k runs in a fixed order (blocks of 128 in order, or one block for a
+depth up to 160, an accumulator from
 0 within a block, the block's sum added to C), whatever the element's position or the rows a
 call is given, so a row-split product has the bits of one call and eager and the generated
 code agree on every product routed here.

@@ -84,7 +84,7 @@ extern "C" void gm_sgemm_call(void* const* a, int) {
 // lanes). The same grid carries the input gradient's W^T G[n] (G[n] spread onto the grid, its
 // thrown-away columns zero) and the weight gradient's sum over positions.
 //
-// Bits: each element is gm_sgemm_rows's sum (depth blocks of GM_GEMM_KC in order, one
+// Bits: each element is gm_sgemm_rows's sum (depth blocks of gm_gemm_kblock in order, one
 // accumulator from 0 a block, an FMA a term, the block sums added to C in order), whatever its
 // grid position, tile or edge: the bits of the compact product W @ cols (W^T @ G[n]) through
 // the routed gm_sgemm, so the per-image path and the batch-major one (gemm_batched, the
@@ -203,8 +203,9 @@ extern "C" int gm_sgemm_grid(long long M, long long P, long long K, const float*
             bits[v] = m;
         }
     }
-    for (long long pc = 0; pc < K; pc += GM_GEMM_KC) {
-        const long long kc = K - pc < GM_GEMM_KC ? K - pc : GM_GEMM_KC;
+    const long long kblk = gm_gemm_kblock(K);
+    for (long long pc = 0; pc < K; pc += kblk) {
+        const long long kc = K - pc < kblk ? K - pc : kblk;
         const bool add = pc > 0, last = pc + kc >= K;
         for (long long i0 = 0; i0 < M; i0 += GM_GRID_MR) {
             const int mr = M - i0 < GM_GRID_MR ? (int)(M - i0) : GM_GRID_MR;
@@ -284,14 +285,14 @@ extern "C" void gm_sgemm_grid_t(long long M, long long N, long long L, long long
             for (long long i = 0; i < M; ++i) memset(c + i * ldc, 0, (size_t)N * sizeof(float));
         return;
     }
-    const long long kblk = L < GM_GEMM_KC ? L : GM_GEMM_KC;
+    const long long kblk = gm_gemm_kblock(L);
     const long long ncmax = N < GM_GEMM_NC ? N : GM_GEMM_NC;
     float* bp = gm_gemm_buffer((size_t)kblk * (size_t)((ncmax + GM_GEMM_NR - 1) / GM_GEMM_NR * GM_GEMM_NR));
     if (!bp) abort();
     for (long long jc = 0; jc < N; jc += GM_GEMM_NC) {
         const long long nc = N - jc < GM_GEMM_NC ? N - jc : GM_GEMM_NC;
-        for (long long pc = 0; pc < L; pc += GM_GEMM_KC) {
-            const long long kc = L - pc < GM_GEMM_KC ? L - pc : GM_GEMM_KC;
+        for (long long pc = 0; pc < L; pc += kblk) {
+            const long long kc = L - pc < kblk ? L - pc : kblk;
             const bool add = pc > 0 || beta != 0.0f;
             gm_gemm_pack_b(bt, ldb, true, pc, jc, kc, nc, bp);
             for (long long i0 = 0; i0 < M; i0 += GM_GEMM_MR) {

@@ -23,7 +23,7 @@
 //   place), through a buffer.
 //
 // Summation order (why the bits do not depend on how a product is split): each element of
-// C is the sum over k in blocks of at most GM_GEMM_KC (128), the blocks in order; within a block
+// C is the sum over k in blocks of GM_GEMM_KC (128; a depth up to 160 one block), in order; within a block
 // one accumulator starts at 0 and adds a[i,k] b[k,j] for k in order (an FMA each); the
 // block's sum is then added to C (or written, for the first block with beta 0). Nothing
 // depends on the element's position in its tile, the tile's position in C, the edge tiles
@@ -35,6 +35,12 @@
 #include <string.h>
 
 #define GM_GEMM_KC 128
+// a depth up to this is one block (a 144-deep product, a CNN's 16-channel 3x3 layer, took a
+// second pass of 16 over every tile: its start and its C reloaded and stored again)
+#define GM_GEMM_KC_ONE 160
+
+// the depth block of a product K deep: all of it up to GM_GEMM_KC_ONE, else GM_GEMM_KC
+static inline long long gm_gemm_kblock(long long K) { return K <= GM_GEMM_KC_ONE ? K : GM_GEMM_KC; }
 #define GM_GEMM_NC 512
 #ifndef GM_GEMM_PACK_ROWS
 #define GM_GEMM_PACK_ROWS 96
@@ -289,7 +295,7 @@ static void gm_sgemm_rows(long long M, long long N, long long K, float alpha, co
             for (long long j = 0; j < N; ++j) c[i * ldc + j] = t[j * M + i];
         return;
     }
-    const long long kblk = K < GM_GEMM_KC ? K : GM_GEMM_KC;
+    const long long kblk = gm_gemm_kblock(K);
     const long long ncmax = N < GM_GEMM_NC ? N : GM_GEMM_NC;
     const size_t bfloats = (size_t)kblk * (size_t)((ncmax + GM_GEMM_NR - 1) / GM_GEMM_NR * GM_GEMM_NR);
     // op(B) stored row-major is read in place (its rows ldb apart; the right edge's loads masked):
@@ -300,8 +306,8 @@ static void gm_sgemm_rows(long long M, long long N, long long K, float alpha, co
     if (pack && !bp) abort();
     for (long long jc = 0; jc < N; jc += GM_GEMM_NC) {
         const long long nc = N - jc < GM_GEMM_NC ? N - jc : GM_GEMM_NC;
-        for (long long pc = 0; pc < K; pc += GM_GEMM_KC) {
-            const long long kc = K - pc < GM_GEMM_KC ? K - pc : GM_GEMM_KC;
+        for (long long pc = 0; pc < K; pc += kblk) {
+            const long long kc = K - pc < kblk ? K - pc : kblk;
             const bool add = pc > 0 || beta != 0.0f;
             if (pack) gm_gemm_pack_b(b, ldb, tb, pc, jc, kc, nc, bp);
             for (long long i0 = 0; i0 < M; i0 += GM_GEMM_MR) {

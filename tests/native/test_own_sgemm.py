@@ -19,9 +19,10 @@ from gmnative import kernels as native_kernels
 pytestmark = pytest.mark.skipif(gemm.sgemm_function() is None, reason="no C++ compiler: the own sgemm is not built")
 
 ROW, COL, NO, TRANS = 101, 102, 111, 112
-# tiles are 12 x 32 (AVX-512), 6 x 16 (AVX2), 4 x 4 (plain C); depth blocks of 128
+# tiles are 12 x 32 (AVX-512), 6 x 16 (AVX2), 4 x 4 (plain C); depth blocks of 128 (a depth up to
+# 160 one block: 144, 160; 161 the first past it)
 SHAPES = [(1, 1, 1), (1, 37, 5), (29, 1, 130), (2, 3, 2), (13, 17, 19), (12, 32, 128), (13, 33, 129),
-          (25, 65, 257), (97, 47, 300), (6, 16, 8), (7, 15, 1)]
+          (25, 65, 257), (97, 47, 300), (6, 16, 8), (7, 15, 1), (32, 196, 144), (5, 40, 160), (14, 31, 161)]
 
 
 def _call(a, b, ta, tb, *, alpha=1.0, beta=0.0, c=None, pad=0, order=ROW):
