@@ -38,7 +38,7 @@ def runner(entry, leaves: list, general: Callable) -> Callable | None:
             trace, leaves, entry.fresh_grads, entry.fresh_grad_copies)
         if not write:
             return None
-    env: dict[str, Any] = {"GENERAL": general, "ENTRY": entry, "Tensor": Tensor, "FORWARD": entry.forward.run,
+    env: dict[str, Any] = {"GENERAL": general, "ENTRY": entry, "Tensor": Tensor,
                            "WRITE": write, "AS_TENSOR": as_tensor, "FREED": with_freed_history, "BUILD": build}
     reads, checks, arrays = [], [], []
     for j, leaf_index in enumerate(trace.input_leaves):
@@ -57,7 +57,9 @@ def runner(entry, leaves: list, general: Callable) -> Callable | None:
     lines = ["def run(leaves):", *(f"    {line}" for line in reads)]
     if checks:
         lines += [f"    if {' or '.join(checks)}:", "        return GENERAL(ENTRY, leaves)"]
-    lines.append(f"    results = FORWARD([{', '.join(arrays)}])")
+    # (the executable's run looked up at each call: a wrapper set on it later, as the checks'
+    # tests inject one, is called)
+    lines.append(f"    results = ENTRY.forward.run([{', '.join(arrays)}])")
     lines += [f"    results[{i}] = results[{i}].copy()" for i in entry.fresh_copies]
     n_user = trace.n_outputs
     if write is not None:
