@@ -39,6 +39,8 @@ from . import kernels as _kernels
 from ._sources import read_source
 
 SOURCE = "eager_conv.cpp"
+# the unit's text: the kernels, then the stride-1 layers' runs on the padded image's grid
+SOURCES = (SOURCE, "eager_conv_grid.cpp")
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _I64 = np.dtype(np.int64)
@@ -59,7 +61,8 @@ def _address(name: str) -> tuple | None:
                 from . import build as native_build  # noqa: PLC0415
 
                 try:
-                    _state["lib"] = native_build.load_library(read_source(SOURCE), "gm_eager_conv")
+                    _state["lib"] = native_build.load_library("\n".join(read_source(n) for n in SOURCES),
+                                                               "gm_eager_conv")
                 except (native_build.NativeCompileError, OSError):
                     _state["lib"] = None
             lib = _state["lib"]

@@ -1,6 +1,6 @@
 """The stride-1 convolution products on the padded image's grid (gm_sgemm_grid and
 gm_sgemm_grid_t in gmnative/csrc/gm_gemm.cpp, called image by image from
-gmnative/csrc/eager_conv.cpp): the forward and the input gradient must keep the bits of the
+gmnative/csrc/eager_conv_grid.cpp): the forward and the input gradient must keep the bits of the
 batch-major path (im2col2d_batch_major + gemm_batched, the same routed sgemm; the fold's
 order), whatever the geometry (dilation, uneven padding, windows wider than the padding, a
 grid whose positions are not whole vectors), the thread count and the values (NaN,
