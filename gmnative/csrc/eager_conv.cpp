@@ -518,7 +518,8 @@ struct gm_gather_fold {
             }
         M0 = (m + (HW > L ? HW - L : L - HW) + 64 + 15) / 16 * 16;
         S = L + M0;
-        buf = new float[K * S + M0]();
+        buf = new float[K * S + M0];  // (its margins zeroed; the product writes every row's L cells)
+        for (long long r = 0; r <= K; ++r) memset(buf + r * S, 0, (size_t)M0 * sizeof(float));
         chunks = (HW + 15) / 16;
         masks = new unsigned short[g.KW * (chunks + 4)]();
         for (long long kw = 0; kw < g.KW; ++kw)

@@ -150,6 +150,9 @@ static bool conv2d_images_grid(gm_grid_fn grid, const float* x, const float* w, 
     gm_grid q;
     if (!gm_grid_of(g, &q)) return false;
     const long long K = g.C * g.KH * g.KW, L = g.OH * g.OW;
+    // (asked first with no rows: a product the routing hands to NumPy's BLAS, a large image's,
+    // declines before its padded image is allocated and zeroed)
+    if (!grid(0, q.Pr, K, w, K, 1, nullptr, nullptr, nullptr, q.Pr, nullptr, L)) return false;
     float* xp = new float[q.size]();
     float* cg = new float[O * q.Pr];
     long long* off = new long long[K];
@@ -194,7 +197,13 @@ static bool conv2d_images_backward_grid(gm_grid_fn grid, gm_grid_t_fn gridt, gm_
     float* gp = dx_grid ? new float[O * q.Pr]() : nullptr;
     float* xp = want_dw ? new float[q.size]() : nullptr;
     const long long S = gm_grid_fold_stride(g, q), M0 = gm_grid_fold_margin(g, q);
-    float* dcols = dx_grid ? new float[K * S + M0]() : nullptr;  // (zero margins, never written)
+    float* dcols = dx_grid ? new float[K * S + M0] : nullptr;
+    if (dcols)  // (zero margins and the cells past a row's Pr positions, never written)
+        for (long long r = 0; r <= K; ++r) {
+            float* row = dcols + r * S;
+            memset(row, 0, (size_t)M0 * sizeof(float));
+            if (r < K) memset(row + M0 + q.Pr, 0, (size_t)(S - M0 - q.Pr) * sizeof(float));
+        }
     float* plane = dx_grid ? new float[gm_grid_plane(q)] : nullptr;
     float* cols = dx_compact ? new float[K * L] : nullptr;
     const long long PH = (g.OH - 1) * g.sh + (g.KH - 1) * g.dh + 1, PW = (g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
