@@ -476,6 +476,27 @@ template <typename T> static void fold_image(const T* cols, T* out, const gm_geo
     }
 }
 
+// The bias gradient's part of one image: each of the O rows of G[n] (L values) summed in
+// double and added to acc[row]. Sixteen running sums a row (sixteen lanes in flight, combined
+// in a fixed order at the row's end): one vector's chain of dependent adds waited on each add,
+// 1.5 cycles an element (W6's first layer, 16 x 784 values an image: 0.23 ms a batch on one
+// thread). The order depends on L alone, never on the thread count.
+template <typename T> static inline void gm_add_row_sums(const T* g, long long rows, long long L, double* acc) {
+    for (long long i = 0; i < rows; ++i) {
+        const T* row = g + i * L;
+        double part[16] = {0.0};
+        long long j = 0;
+        for (; j + 16 <= L; j += 16) {
+            #pragma omp simd
+            for (int k = 0; k < 16; ++k) part[k] += (double)row[j + k];
+        }
+        double sum = 0.0;
+        for (; j < L; ++j) sum += (double)row[j];
+        for (int k = 0; k < 16; ++k) sum += part[k];
+        acc[i] += sum;
+    }
+}
+
 static inline void gm_conv_image_columns(const float* x, float* cols, const gm_geom& g) {
     const long long L = g.OH * g.OW;
     for (long long r = 0; r < g.C * g.KH * g.KW; ++r)
@@ -700,14 +721,7 @@ template <typename T, typename I> static void conv2d_images_backward(const void*
         for (long long n = lo; n < hi; ++n) {
             const T* gn = gout + n * O * L;
             const T beta = n > lo ? (T)1 : (T)0;
-            if (want_db)
-                for (long long i = 0; i < O; ++i) {
-                    double sum = 0.0;
-                    const T* row = gn + i * L;
-                    #pragma omp simd reduction(+:sum)
-                    for (long long j = 0; j < L; ++j) sum += (double)row[j];
-                    db_parts[p * O + i] += sum;
-                }
+            if (want_db) gm_add_row_sums(gn, O, L, db_parts + p * O);
             if (want_dw) {
                 gm_conv_image_columns(x + n * g.C * g.H * g.W, cols, g);
                 if (dw_t && own != nullptr) {

@@ -217,14 +217,7 @@ static bool conv2d_images_backward_grid(gm_grid_fn grid, gm_grid_t_fn gridt, gm_
     for (long long n = lo; n < hi; ++n) {
         const float* gn = gout + n * O * L;
         const float beta = n > lo ? 1.0f : 0.0f;
-        if (want_db)
-            for (long long i = 0; i < O; ++i) {
-                double sum = 0.0;
-                const float* row = gn + i * L;
-                #pragma omp simd reduction(+:sum)
-                for (long long j = 0; j < L; ++j) sum += (double)row[j];
-                dbp[i] += sum;
-            }
+        if (want_db) gm_add_row_sums(gn, O, L, dbp);
         if (want_dw) {
             gm_grid_image(x + n * g.C * g.H * g.W, xp, g, q);
             gridt(K, O, L, g.OW, q.Wp, xp, off, gn, L, beta, partial, O);
