@@ -23,7 +23,6 @@ from .function import CFunction, supported
 from .indexing import _ints, _prod, _symbolic, _symbols_of, load, lone_region
 from .matmul import CBatchedMatmul, small_batched_matmul
 from .range_check import emit_check
-from .range_check import emit_check
 from .region import CRegion
 
 
@@ -335,8 +334,6 @@ class NativeModule(Driver):
             at = f"L{self.lines.get(id(node), '?')}"  # its IR line (a lone op's region is a copy)
             if node.body is None and node.op in LOOP_OPS and self.native_loop(node, at):
                 continue
-            if node.body is None and node.op == "check_index_range" and emit_check(self, node, at):
-                continue  # one C pass writing a flag (range_check.py)
             if node.body is None and node.op == "check_index_range" and emit_check(self, node, at):
                 continue  # one C pass writing a flag (range_check.py)
             if (node.body is None or node.op == "fused") and window_op(self, node, at):  # windows, batch norm (conv.py)
