@@ -63,3 +63,20 @@ def test_out_of_range_label_raises_from_compiled_step(backend, bad):
         np.testing.assert_allclose(p, b, rtol=1e-5, atol=1e-6)
     want = ref_step(*_batch(good))
     np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_native_step_checks_labels_in_c_and_raises_only_on_its_flag():
+    """The native module checks the labels in one C pass (codegen/native_gen/range_check.py),
+    called with the region that makes them; the op's runtime function (NumPy's min and max)
+    runs only under the flag's test, where it raises eager's error."""
+    _, step = _setup()
+    compiled = static.compile(step, backend="native")
+    x, y = _batch([0, 1, 2, 3, 1, 0])
+    compiled(x, y)
+    src = compiled.source(x, y)
+    assert "gm_check" in src
+    lines = src.splitlines()
+    calls = [i for i, line in enumerate(lines) if "_rt.check_index_range(" in line and not line.lstrip().startswith("#")]
+    assert calls, "the raising branch is missing"
+    for i in calls:
+        assert lines[i - 1].lstrip().startswith("if ") and "_bad" in lines[i - 1], lines[i - 1]
