@@ -26,7 +26,7 @@ from ..render import c_literal, c_type
 from .bn_recompute import drop_normalized
 from .conv_planes import PLANE_BYTES, mask_rows
 from .indexing import _ints, _prod, contiguous_strides, strided_source
-from .pool_layout import INDEX_VIEWS, batch_major_pools, read_in_place
+from .pool_layout import INDEX_VIEWS, batch_major_pools, read_in_place, saved_input
 
 
 def _users(v: Value) -> list[Node]:
@@ -267,7 +267,7 @@ def scatter_lines(fn, pool_grad: dict) -> list[str]:
     ci, si, oi = _input(fn, pool_grad["index"])
     cg, sg, og = _input(fn, pool_grad["g"])
     gate = pool_grad.get("gate")
-    gm = _input(fn, gate["pooled"]) if gate is not None else None
+    gm = (saved_input(fn, gate["pooled"]) or _input(fn, gate["pooled"])) if gate is not None else None
 
     def grad_at(oy: str, ox: str) -> str:
         grad = f"{cg}[{og}LL + cc * {sg[0]}LL + nn * {sg[2]}LL + {oy} * {sg[3]}LL + {ox} * {sg[4]}LL]"

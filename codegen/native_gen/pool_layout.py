@@ -30,10 +30,13 @@ def batch_major_pools(emit: dict, outs: set) -> None:
     the convolution's contiguous input nor the head's reshape copies it (W6's step: two
     copies, 13 and 9-22 us). Taken where every graph reader of the maxima is a permute by
     those dims (the spatial dims last, the row writes stay contiguous) and every reader of the
-    index a fused gradient's scatter through views (it reads any strides: _input), neither a
-    graph output. The driver's name of each value stays its IR layout (a transposed view of
-    the array written, pool_view_lines): a reader that is not told reads it as before, copied
-    where a kernel needs it contiguous, so no reader sees the wrong layout."""
+    index a fused gradient's scatter through views (it reads any strides: _input), the index
+    no graph output. The maxima may be one (a split forward saves them for its backward): the
+    output is then the IR's view, which the backward permutes back to the array written and
+    its scatter reads through that permute (saved_input). The driver's name of each value
+    stays its IR layout (a transposed view of the array written, pool_view_lines): a reader
+    that is not told reads it as before, copied where a kernel needs it contiguous, so no
+    reader sees the wrong layout."""
     scattered = {}  # index value -> the scatters' index operands (views of it) that read it
     for kind, _, parts in emit.values():
         pg = parts.get("pool_grad") if kind == "bn_region_grad" else None
@@ -49,7 +52,7 @@ def batch_major_pools(emit: dict, outs: set) -> None:
                 for u in readers}
         perm = dims.pop() if len(dims) == 1 else None
         if (perm is None or len(perm) != 4 or perm[2:] != (2, 3) or perm == (0, 1, 2, 3)
-                or id(maxima) in outs or not _index_scattered(pool, index, outs, scattered, perm)):
+                or not _index_scattered(pool, index, outs, scattered, perm)):
             continue
         pool["layout"] = perm
 
@@ -120,3 +123,29 @@ def read_in_place(fn, v: Value) -> tuple[str, tuple, int] | None:
         found = relaid(_ints(base.type.shape), laid[0], strides, offset, _ints(v.type.shape))
         return None if found is None else (laid[1], *found)
     return None if view is None else (fn.m.names(view[0]), view[1], view[2])
+
+
+def saved_input(fn, v: Value) -> tuple[str, tuple, int] | None:
+    """(the driver's name, element strides, offset) where scatter function fn reads graph input
+    v, a split backward's saved pooled maxima, through a permute of it the driver makes before
+    fn's call (spatial dims last): the forward wrote them in that permute's layout
+    (batch_major_pools) and saved the IR's view of it, so the permute is that array, read in
+    place. Should v come in another layout, the call copies the permute's view to C order
+    first, read by the same strides. None where there is no such permute."""
+    view = strided_source(v)  # (the scatter's (C, 1, N, oh, ow) reshape of the input)
+    base, strides, offset = view if view is not None else (v, contiguous_strides(_ints(v.type.shape)), 0)
+    if (base.producer is not None or id(base) in fn.m.layouts or fn.node is None
+            or not any(base is i for i in fn.m.graph.inputs)):
+        return None
+    at = {id(n): i for i, n in enumerate(fn.m.graph.nodes)}
+    plan = getattr(fn.m, "_window_plan", None)  # (a permute a window function takes has no driver line)
+    taken = (plan.absorbed | set(plan.emit)) if plan is not None else set()
+    shape = _ints(base.type.shape)
+    for u in _users(base):
+        perm = tuple(int(d) for d in u.attrs["dims"]) if u.op == "permute" and u.body is None else ()
+        if (len(perm) == 4 and len(shape) == 4 and perm[2:] == (2, 3) and perm != (0, 1, 2, 3) and id(u) not in taken
+                and at.get(id(u), len(at)) < at.get(id(fn.node), -1)):
+            found = relaid(shape, perm, strides, offset, _ints(v.type.shape))
+            if found is not None:
+                return fn._param(v, fn.m.names(u.outputs[0]), writable=False, sized_by=base), *found
+    return None

@@ -95,3 +95,45 @@ def test_relaid_strides_read_the_same_elements_as_numpy(view):
 def test_relaid_refuses_a_view_that_is_not_one_strided_array():
     # a reshape merging the permuted dims: contiguous in the IR's layout, not in the one written
     assert relaid((2, 3, 4), (1, 0, 2), (1,), 0, (24,)) is None
+
+
+def _driver(src: str) -> list[str]:
+    return [line for line in src[src.index("def forward("):].splitlines() if not line.lstrip().startswith("#")]
+
+
+@native
+def test_a_drop_in_model_saves_the_maxima_batch_major_and_its_backward_reads_them_in_place():
+    # forward and backward as two graphs (static.compile(model)): the forward saves the IR's
+    # view of the maxima written batch-major; the backward's permute of it is that array, which
+    # the convolution's gradient and the scatter's ReLU gate read without a copy
+    import eager
+    import static
+
+    x = np.random.default_rng(6).standard_normal((3, 2, 8, 8)).astype(np.float32)
+
+    def grads(compiled: bool) -> tuple:
+        eager.manual_seed(0)
+        model = _two_blocks(2, 8)
+        f = static.compile(model, backend="native") if compiled else model
+        out = []
+        for k in range(2):
+            model.zero_grad()
+            (f(eager.from_numpy(x * (k + 1))) ** 2).mean().backward()
+            out.append([p.grad.numpy().copy() for p in model.parameters()])
+        return out, f
+    want, _ = grads(False)
+    got, f = grads(True)
+    for gs, ws in zip(got, want):
+        for g, w in zip(gs, ws):
+            np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-5)
+    entry = f._entry_for((eager.from_numpy(x),), {})[3]
+    forward, backward = _driver(entry.forward._loaded.source), _driver(entry.grad.backward._loaded.source)
+    laid = _laid("\n".join(forward))  # the second pooling's maxima (the first one's are read by a mask too)
+    assert laid
+    permutes = {view: saved for view, saved in re.findall(r"^\s*(\w+) = np\.transpose\((\w+), \(1, 0, 2, 3\)\)$",
+                                                          "\n".join(backward), re.M) if f"{saved}_laid" in laid}
+    assert permutes, backward
+    calls = [line for line in backward if "_call_new(" in line and "_c(" not in line]
+    for view, saved in permutes.items():  # the scatter reads the permute (the array written), not the saved view
+        assert any(re.search(rf"\b{view}\b", line) for line in calls)
+        assert not any(re.search(rf"\b{saved}\b", line) for line in calls)
