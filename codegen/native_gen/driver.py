@@ -22,6 +22,7 @@ from .driver_lines import drop_unread_views
 from .function import CFunction, supported
 from .indexing import _ints, _prod, _symbolic, _symbols_of, load, lone_region
 from .matmul import CBatchedMatmul, small_batched_matmul
+from .pair_index import emit_pair_index
 from .range_check import emit_check
 from .region import CRegion
 
@@ -336,6 +337,8 @@ class NativeModule(Driver):
                 continue
             if node.body is None and node.op == "check_index_range" and emit_check(self, node, at):
                 continue  # one C pass writing a flag (range_check.py)
+            if node.body is None and node.op in ("index", "index_grad") and emit_pair_index(self, node, at):
+                continue  # x[rows, cols] and its gradient, one C pass writing a flag (pair_index.py)
             if (node.body is None or node.op == "fused") and window_op(self, node, at):  # windows, batch norm (conv.py)
                 continue
             if node.body is None and eager_kernel_call(node) is None:
