@@ -38,7 +38,6 @@ from .bn_product import element as product
 from .function import CFunction
 from .indexing import _ints, _prod, _symbolic, load
 from .pool_fusion import plane_pad, pool_lines
-from .pool_layout import pool_view_lines
 
 if TYPE_CHECKING:
     from .driver import NativeModule
@@ -447,8 +446,6 @@ class CChannelNormalize(CFunction):
             "}",
         ]
         self._call()
-        if pool is not None:  # the pooled values' IR views of the arrays written batch-major
-            self.m.body += pool_view_lines(self, pool)
 
     def _means(self, T: str, count: int) -> list[str]:
         """The channel-mean regions read after the normalization (_channel_mean): the mean

@@ -57,7 +57,6 @@ from .conv_planes import PlaneLoops, _disjoint, _padded_extent, mask_rows
 from .function import CFunction
 from .indexing import _ints, _prod, _symbolic, contiguous_strides, strided_source
 from .pool_fusion import fuse_pools
-from .pool_layout import read_in_place
 
 if TYPE_CHECKING:
     from .driver import NativeModule
@@ -337,9 +336,10 @@ class CWindow(PlaneLoops, CFunction):
     def _input(self, v: Value) -> tuple[str, tuple, int]:
         """(C array, element strides, element offset) of input v: the base array of a view
         read in place, else v itself (C-contiguous, as the call checks or converts)."""
-        view, found = strided_source(v), read_in_place(self, v)  # (a laid-out value's array: pool_layout.py)
-        if found is not None:
-            return self._param(v, found[0], writable=False, sized_by=view[0] if view else v), found[1], found[2]
+        view = strided_source(v)
+        if view is not None:
+            base, strides, offset = view
+            return self._param(v, self.m.names(base), writable=False, sized_by=base), strides, offset
         return self._param(v, self.m.contiguous(v), writable=False), contiguous_strides(_ints(v.type.shape)), 0
 
     def emit(self) -> None:

@@ -204,8 +204,7 @@ def forward_lines(module: "NativeModule", parts: dict) -> list[str]:
     x, cx = module.names(parts["x"]), _contiguous_name(module, parts)
     o, oh, ow = parts["geometry"]
     n = _ints(parts["x"].type.shape)[0]
-    # (an array this module wrote is C-contiguous already: pool_fusion.batch_major_pools)
-    return [f"{cx} = {x}" if x in module.fresh else f"{cx} = np.ascontiguousarray({x})",
+    return [f"{cx} = np.ascontiguousarray({x})",
             f"{module.names(parts['product'].outputs[0])} = _rt.conv_images({cx}, {module.names(parts['w'])}, "
             f"{(oh, ow)}, {_geometry_args(parts['unfold'])}).reshape(({n}, {o}, {oh * ow}))"]
 

@@ -102,10 +102,6 @@ class NativeModule(Driver):
         self.notes: list = []
         self._last_call: dict | None = None  # the kernel record of the last kernel_call
         self.reshape_of: dict = {}  # name of a reshape's result -> name of its operand (kernel_call passes that)
-        # id(value) -> (permutation, name of the array written): a value a kernel writes as
-        # np.transpose(value, permutation) made contiguous, its own name bound to the IR's
-        # view of it (pool_fusion.batch_major_pools); kernels that read strides read the array
-        self.layouts: dict = {}
 
     def _native_function(self, c, at: str) -> None:
         """Emit C function `c` (a region, a batch of products) and its call; a function whose
@@ -251,13 +247,6 @@ class NativeModule(Driver):
             return [f"{outs[0]} = {operands[0]}.reshape({py_literal(tuple(node.outputs[0].type.shape))})"]
         view = _VIEW_METHODS.get(node.op)
         x = node.inputs[0] if node.inputs else None
-        laid = self.layouts.get(id(x)) if node.op == "permute" and isinstance(x, Value) else None
-        if laid is not None and tuple(int(d) for d in node.attrs["dims"]) == laid[0]:
-            # the permute a kernel wrote its output for (pool_fusion.batch_major_pools): the
-            # array written, C-contiguous, so its readers (a convolution's images, a reshape
-            # to a head's rows) copy nothing
-            self.fresh.add(outs[0])
-            return [f"{outs[0]} = {laid[1]}"]
         if view is not None and isinstance(x, Value) and len(x.type.shape) > 0:
             # an operand of one or more dims is an array (never a Python number), whose method
             # is np.<function>'s work without its Python wrapper (W5's step has 90 of these

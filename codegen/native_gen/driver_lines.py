@@ -15,8 +15,7 @@ from collections import Counter
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 # a top-level line binding a view (or an alias) of one name: no side effect, nothing to raise
-_VIEW_LINE = re.compile(r"^(\w+) = (?:(\w+)\.(?:reshape|swapaxes|transpose)\([\d(), -]*\)"
-                        r"|np\.transpose\((\w+), \([\d, ]*\)\)|(\w+))$")
+_VIEW_LINE = re.compile(r"^(\w+) = (?:(\w+)\.(?:reshape|swapaxes)\([\d(), -]*\)|np\.transpose\((\w+), \([\d, ]*\)\)|(\w+))$")
 
 
 def drop_unread_views(body: list, returns: list) -> list:

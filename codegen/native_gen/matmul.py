@@ -10,7 +10,6 @@ from static.ir import Node, Value
 from ..render import c_type
 from .function import CFunction, _parallel
 from .indexing import _ints, _prod, _symbolic, contiguous_strides, strided_index, strided_source
-from .pool_layout import read_in_place
 
 if TYPE_CHECKING:
     from .driver import NativeModule
@@ -134,9 +133,10 @@ class CBatchedMatmul(CFunction):
     def _operand(self, v: Value) -> tuple[str, tuple, int]:
         """(C array name, v's element strides in it, offset) of operand v: the base of a view
         read in place, else v itself (C-contiguous, as the call checks)."""
-        view, found = strided_source(v), read_in_place(self, v)  # (a laid-out value's array: pool_layout.py)
-        if found is not None:
-            return self._param(v, found[0], writable=False, sized_by=view[0] if view else v), found[1], found[2]
+        view = strided_source(v)
+        if view is not None:
+            base, strides, offset = view
+            return self._param(v, self.m.names(base), writable=False, sized_by=base), strides, offset
         strides = contiguous_strides(_ints(v.type.shape))
         return self._param(v, self.m.contiguous(v), writable=False), strides, 0
 

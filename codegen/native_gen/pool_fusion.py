@@ -26,7 +26,6 @@ from ..render import c_literal, c_type
 from .bn_recompute import drop_normalized
 from .conv_planes import PLANE_BYTES, mask_rows
 from .indexing import _ints, _prod, contiguous_strides, strided_source
-from .pool_layout import INDEX_VIEWS, batch_major_pools, read_in_place, saved_input
 
 
 def _users(v: Value) -> list[Node]:
@@ -65,7 +64,6 @@ def fuse_pools(emit: dict, absorbed: set, outs: set) -> None:
     gate_masks(emit, outs)  # the ReLU's mask read as the pooled maximum's sign, not stored
     gate_regions(emit, absorbed, outs)  # the same gate written on the IR (static/passes/pool_masks.py)
     narrow_indices(emit, outs)  # the index as int8 where only the fused functions read it
-    batch_major_pools(emit, outs)  # the pooled maxima and index written in the layout their permute reads
     drop_normalized(emit, outs)  # xhat recomputed by its gradient, not stored (bn_recompute.py)
 
 
@@ -193,7 +191,7 @@ def gate_regions(emit: dict, absorbed: set, outs: set) -> None:
         absorbed.add(id(pre))
 
 
-_INDEX_VIEWS = INDEX_VIEWS
+_INDEX_VIEWS = frozenset({"reshape", "permute", "transpose", "squeeze", "unsqueeze"})
 
 
 def narrow_indices(emit: dict, outs: set) -> None:
@@ -243,12 +241,12 @@ def narrow_indices(emit: dict, outs: set) -> None:
 
 
 def _input(fn, v: Value) -> tuple[str, tuple, int]:
-    """(C array, element strides, element offset) of input v of fn: the array a view or a
-    value laid out by batch_major_pools is read in, else v itself (as CWindow._input)."""
-    found = read_in_place(fn, v)
-    if found is not None:
-        base = strided_source(v)
-        return fn._param(v, found[0], writable=False, sized_by=base[0] if base is not None else v), *found[1:]
+    """(C array, element strides, element offset) of input v of fn: the base array of a view
+    read in place, else v itself (as CWindow._input)."""
+    view = strided_source(v)
+    if view is not None:
+        base, strides, offset = view
+        return fn._param(v, fn.m.names(base), writable=False, sized_by=base), strides, offset
     return fn._param(v, fn.m.contiguous(v), writable=False), contiguous_strides(_ints(v.type.shape)), 0
 
 
@@ -267,7 +265,7 @@ def scatter_lines(fn, pool_grad: dict) -> list[str]:
     ci, si, oi = _input(fn, pool_grad["index"])
     cg, sg, og = _input(fn, pool_grad["g"])
     gate = pool_grad.get("gate")
-    gm = (saved_input(fn, gate["pooled"]) or _input(fn, gate["pooled"])) if gate is not None else None
+    gm = _input(fn, gate["pooled"]) if gate is not None else None
 
     def grad_at(oy: str, ox: str) -> str:
         grad = f"{cg}[{og}LL + cc * {sg[0]}LL + nn * {sg[2]}LL + {oy} * {sg[3]}LL + {ox} * {sg[4]}LL]"
@@ -372,27 +370,14 @@ def scatter_pad(pool_grad: dict) -> int:
     return 2 * (padded_row(ow) - ow)
 
 
-def _output(fn, y: Value, pool: dict | None = None) -> str:
+def _output(fn, y: Value) -> str:
     """y as an output parameter of fn after its others: made by the call path (returned by
     it) where an earlier output already is, since those are the function's last parameters
-    (NativeModule.kernel_call); else from the module's buffers as any fresh output. In the
-    pooling's layout where it has one (batch_major_pools): the array under a name of its own,
-    the value's name bound to its IR view after the call (pool_view_lines)."""
-    perm = pool.get("layout") if pool is not None else None
-    shape = _ints(y.type.shape)
-    if perm is None or pool is None:
-        if not any(w and src in fn.m.made_by_call for _, src, _, w in fn.params):
-            return fn._fresh_output(y)
-        name = fn.m.names(y)
-    else:
-        shape = tuple(shape[p] for p in perm)
-        name = fn.m.names.fresh(f"{fn.m.names(y)}_laid")
-        fn.m.layouts[id(y)] = (perm, name)
-        pool.setdefault("laid", []).append((y, name))
-        if not any(w and src in fn.m.made_by_call for _, src, _, w in fn.params):
-            fn._fresh_array(name, shape, y.type.dtype)
-            return fn._param(y, name, writable=True)
-    fn.m.made_by_call[name] = shape
+    (NativeModule.kernel_call); else from the module's buffers as any fresh output."""
+    if not any(w and src in fn.m.made_by_call for _, src, _, w in fn.params):
+        return fn._fresh_output(y)
+    name = fn.m.names(y)
+    fn.m.made_by_call[name] = _ints(y.type.shape)
     fn.m.fresh.add(name)
     return fn._param(y, name, writable=True)
 
@@ -419,16 +404,15 @@ def pool_lines(fn, pool: dict, windows) -> list[str]:
     store = []
     # the maxima's parameter first: an index small enough for the call path to make it (int8,
     # narrow_indices) would otherwise take the maxima after it there, made each call
-    pool.pop("laid", None)  # (pool_view_lines: what this emission lays out)
-    maxima = _output(fn, take.outputs[0], pool) if take is not None else None
+    maxima = _output(fn, take.outputs[0]) if take is not None else None
     row_index = []
     if keep_index and index.type.dtype.np.itemsize == 1:
         # a byte index: the row's cells gathered in ints, stored after the row's windows
-        out_k = _output(fn, index, pool)
+        out_k = _output(fn, index)
         store.append("            cells[ox] = (int)best_k;")
         row_index = [f"        for (long long ox = 0; ox < {ow}; ++ox) {out_k}[pat + ox] = (signed char)cells[ox];"]
     elif keep_index:
-        store.append(f"            {_output(fn, index, pool)}[pat + ox] = best_k;")
+        store.append(f"            {_output(fn, index)}[pat + ox] = best_k;")
     if maxima is not None:
         store.append(f"            {maxima}[pat + ox] = best;")
     row_mask = []
@@ -436,8 +420,6 @@ def pool_lines(fn, pool: dict, windows) -> list[str]:
         out_m = _output(fn, mask[1].outputs[0])
         store.append("            chosen[ox] = (int)best_k;")
         row_mask = mask_rows(out_m, kh, kw, n, oh, ow)
-    # the maxima and index (C, N, oh, ow), or (N, C, oh, ow) as a permute reads them (batch_major_pools)
-    first = f"(nn * {c} + cc)" if pool.get("layout") else f"(cc * {n} + nn)"
     owp = padded_row(ow)
     if owp != ow:  # the row's windows as owp lanes (pool["plane_pad"]), the first ow of them stored
         body = ["            bests[ox] = best;", "            keys[ox] = best_i;", "        }",
@@ -451,7 +433,7 @@ def pool_lines(fn, pool: dict, windows) -> list[str]:
         "in the normalization's pass",
         f"    const {T}* src = gm_plane;",
         f"    for (long long oy = 0; oy < {oh}; ++oy) {{",
-        f"        const long long pat = {first} * {oh * ow}LL + oy * {ow}LL;  // row oy of (channel cc, image nn)",
+        f"        const long long pat = ((cc * {n} + nn) * {oh} + oy) * {ow}LL;",
         *([f"        int chosen[{ow}];"] if row_mask else []),
         *([f"        int cells[{ow}];"] if row_index else []),
         *([f"        alignas(64) {T} bests[{owp}]; alignas(64) int keys[{owp}];"] if owp != ow else []),

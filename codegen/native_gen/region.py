@@ -13,7 +13,6 @@ from ..regions import Region
 from ..render import c_literal, c_type, node_line
 from .function import _acc_init, _acc_nan, _acc_update, _parallel, _post_expr, _reduce_step, _simd_clause, one_team
 from .indexing import _ACC, ROW_MIN, _ints, _prod, index_expr, index_type, load, strided_index, strided_source
-from .pool_layout import read_in_place
 from .region_reductions import RegionReductions
 
 if TYPE_CHECKING:
@@ -60,10 +59,10 @@ class CRegion(RegionReductions):
         for p in r.body.inputs:
             outer = r.binding[p]
             if isinstance(outer, Value):
-                view, found = strided_source(outer), read_in_place(self, outer)
-                if found is not None:  # its memory, not a copy (a laid-out value's: pool_layout.py)
-                    self._param(p, found[0], writable=False, sized_by=view[0] if view is not None else outer)
-                    self.strides[p] = (found[1], found[2])
+                view = strided_source(outer)
+                if view is not None:
+                    self._param(p, m.names(view[0]), writable=False, sized_by=view[0])  # its memory, not a copy
+                    self.strides[p] = (view[1], view[2])
                 else:
                     self._param(p, m.contiguous(outer), writable=False)
             else:
