@@ -138,31 +138,26 @@ def child(lib: str, quick: bool) -> dict:
                 return gemm.product(a, b)
         assert fn() is not None, name
         flops = _flops(sa, sb, ta, tb)
-        reps = max(3, min(2000, int(2e8 // flops))) if not quick else 3
-        for _ in range(max(3, reps // 10)):
-            fn()
-        samples = []
-        for _ in range(3 if quick else 7):
-            t = time.thread_time()
-            for _ in range(reps):
-                fn()
-            samples.append((time.thread_time() - t) / reps)
-        results[name] = flops / statistics.median(samples) / 1e9
+        results[name] = _gflops(fn, flops, max(3, min(2000, int(2e8 // flops))) if not quick else 3, quick)
     for name, part in CONV_ROWS:
         fn = _conv_functions(lib, part)
         assert fn() is not None, name
-        flops = 2 * 32 * 144 * 196 * 32
-        reps = 3 if quick else 60
-        for _ in range(max(3, reps // 10)):
-            fn()
-        samples = []
-        for _ in range(3 if quick else 7):
-            t = time.thread_time()
-            for _ in range(reps):
-                fn()
-            samples.append((time.thread_time() - t) / reps)
-        results[name] = flops / statistics.median(samples) / 1e9
+        results[name] = _gflops(fn, 2 * 32 * 144 * 196 * 32, 3 if quick else 60, quick)
     return results
+
+
+def _gflops(fn, flops: int, reps: int, quick: bool) -> float:
+    """GFLOP/s of `fn` (`flops` a call): a warm-up, then the median of 3 (quick) or 7 samples
+    of `reps` calls each, on this thread's CPU clock."""
+    for _ in range(max(3, reps // 10)):
+        fn()
+    samples = []
+    for _ in range(3 if quick else 7):
+        t = time.thread_time()
+        for _ in range(reps):
+            fn()
+        samples.append((time.thread_time() - t) / reps)
+    return flops / statistics.median(samples) / 1e9
 
 
 def _run_child(lib: str, quick: bool) -> dict:

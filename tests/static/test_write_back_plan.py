@@ -16,6 +16,21 @@ from static.jit.bridge import _OVERLAP_MSG
 X = eager.tensor(np.random.default_rng(0).standard_normal((8, 3)).astype(np.float32))
 
 
+def _compiled_sgd_step():
+    """(model, compiled step) of a Linear(3, 2) trained by plain SGD, seed 0."""
+    eager.manual_seed(0)
+    model = nn.Linear(3, 2)
+    opt = eager.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+    return model, static.compile(step)
+
+
 def _run(planned: bool, monkeypatch, steps: int = 3):
     if not planned:
         monkeypatch.setattr(jit_call, "writer", lambda *a, **k: None)
@@ -54,17 +69,7 @@ def test_the_generated_write_back_gives_write_backs_values(monkeypatch):
 
 
 def test_a_read_only_parameter_is_refused_and_nothing_is_written():
-    eager.manual_seed(0)
-    model = nn.Linear(3, 2)
-    opt = eager.optim.SGD(model.parameters(), lr=0.1)
-
-    def step(x):
-        opt.zero_grad()
-        loss = model(x).sum()
-        loss.backward()
-        opt.step()
-        return loss
-    f = static.compile(step)
+    model, f = _compiled_sgd_step()
     f(X)
     f(X)
     assert f._last_entry.writer
@@ -78,17 +83,7 @@ def test_a_read_only_parameter_is_refused_and_nothing_is_written():
 
 
 def test_a_captured_tensor_of_another_type_takes_the_general_path():
-    eager.manual_seed(0)
-    model = nn.Linear(3, 2)
-    opt = eager.optim.SGD(model.parameters(), lr=0.1)
-
-    def step(x):
-        opt.zero_grad()
-        loss = model(x).sum()
-        loss.backward()
-        opt.step()
-        return loss
-    f = static.compile(step)
+    model, f = _compiled_sgd_step()
     for _ in range(3):
         f(X)
     entry = f._last_entry
@@ -108,17 +103,7 @@ def test_a_captured_tensor_of_another_type_takes_the_general_path():
 
 def test_graphmode_call_plan_0_keeps_the_general_path(monkeypatch):
     monkeypatch.setenv("GRAPHMODE_CALL_PLAN", "0")
-    eager.manual_seed(0)
-    model = nn.Linear(3, 2)
-    opt = eager.optim.SGD(model.parameters(), lr=0.1)
-
-    def step(x):
-        opt.zero_grad()
-        loss = model(x).sum()
-        loss.backward()
-        opt.step()
-        return loss
-    f = static.compile(step)
+    model, f = _compiled_sgd_step()
     for _ in range(3):
         f(X)
     assert f._last_entry.writer is False and f._last_entry.runner is False
