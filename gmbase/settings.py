@@ -20,6 +20,12 @@ def fingerprint(backend: str) -> str:
     return f";inline<={INLINE_MAX_ELEMS};batch>={MIN_BATCH}" if backend == "numpy" else ""
 
 
+def switch(variable: str) -> bool:
+    """An on/off environment switch, on unless set to 0, off, no or false (any case): the
+    generators' and the call path's escape hatches read this, so one spelling holds for all."""
+    return os.environ.get(variable, "1").strip().lower() not in ("0", "off", "no", "false")
+
+
 # -- the instruction set the native kernels are compiled for -----------------------------------
 NATIVE_ARCH_VARIABLE = "GRAPHMODE_NATIVE_ARCH"
 _ARCH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_+")
@@ -55,4 +61,4 @@ def native_gemm() -> bool:
     the default. GRAPHMODE_NATIVE_GEMM=0 (or false, no, off) gives them NumPy's OpenBLAS
     sgemm again, everywhere at once (read when the routine tables are first made in a
     process). Why a switch: an escape hatch should a host's BLAS be faster, or to compare."""
-    return os.environ.get(NATIVE_GEMM_VARIABLE, "1").strip().lower() not in ("0", "false", "no", "off")
+    return switch(NATIVE_GEMM_VARIABLE)

@@ -19,9 +19,10 @@ rebinds a name a call reads stops the move there). `GRAPHMODE_NATIVE_COMBINE=0`
 """
 from __future__ import annotations
 
-import os
 import re
 from typing import TYPE_CHECKING
+
+from gmbase import settings
 
 from ..render import py_literal
 
@@ -34,7 +35,7 @@ _ASSIGNED = re.compile(r"^\s*([A-Za-z_][\w, ]*?)\s*=[^=]")
 
 def enabled() -> bool:
     """Whether small region calls are combined (GRAPHMODE_NATIVE_COMBINE, on unless 0)."""
-    return os.environ.get("GRAPHMODE_NATIVE_COMBINE", "1").strip().lower() not in ("0", "off", "no", "false")
+    return settings.switch("GRAPHMODE_NATIVE_COMBINE")
 
 
 def fingerprint() -> str:

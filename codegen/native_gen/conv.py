@@ -26,10 +26,10 @@ no symbolic size); anything else runs as it did.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gmbase import settings
 from static.ir import Graph, Node, Value
 
 from ..render import c_literal, c_type
@@ -69,7 +69,7 @@ def enabled() -> bool:
     module's own functions (GRAPHMODE_NATIVE_WINDOWS, on unless 0; off, they are library calls
     as before, for measuring one against the other): part of the native module's cache key
     (fingerprint), since the generated code differs."""
-    return os.environ.get("GRAPHMODE_NATIVE_WINDOWS", "1").strip().lower() not in ("0", "off", "no", "false")
+    return settings.switch("GRAPHMODE_NATIVE_WINDOWS")
 
 
 def fingerprint() -> str:

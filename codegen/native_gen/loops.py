@@ -38,10 +38,10 @@ GRAPHMODE_NATIVE_LOOPS=0 turns the C loops off (the comparison the tests and ben
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from gmbase import settings
 from gmnative import build as native_build
 from static.ir import Graph, Node, Value
 
@@ -72,7 +72,7 @@ _ALIGN = 64  # bytes: each scratch slot starts on a cache line
 def enabled() -> bool:
     """Whether scan and while_loop nodes become C loops (GRAPHMODE_NATIVE_LOOPS, on unless 0):
     part of the native module's cache key (fingerprint), since the generated code differs."""
-    return os.environ.get("GRAPHMODE_NATIVE_LOOPS", "1").strip().lower() not in ("0", "off", "no", "false")
+    return settings.switch("GRAPHMODE_NATIVE_LOOPS")
 
 
 def fingerprint() -> str:

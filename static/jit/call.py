@@ -5,7 +5,6 @@ side effects redone; through `CompiledFunction` when the call records gradients.
 methods of `Compiled` (static.jit.compiled binds them), written here as functions of it."""
 from __future__ import annotations
 
-import os
 import warnings
 
 import numpy as np
@@ -14,6 +13,7 @@ import eager
 from eager._dynamo import STANCE as _STANCE
 from eager._tensor import Tensor
 from eager.nn.module import structure_version
+from gmbase import settings
 
 from ..errors import TraceError
 from ..tracing.tracer import ACTIVE
@@ -61,7 +61,7 @@ def call_unchecked(self, args: tuple, kwargs: dict, stacklevel: int):
 def planned() -> bool:
     """Whether a cached call runs as generated code (call_plan.runner, bridge.writer), read when
     an entry makes them: GRAPHMODE_CALL_PLAN=0 keeps the general path (a comparison's baseline)."""
-    return os.environ.get("GRAPHMODE_CALL_PLAN", "1").strip().lower() not in ("0", "off", "no", "false")
+    return settings.switch("GRAPHMODE_CALL_PLAN")
 
 
 def refused(self, entry: Entry, stacklevel: int) -> None:
