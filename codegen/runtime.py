@@ -137,12 +137,10 @@ MATMUL_SPLIT_MIN = 1 << 23  # multiply-adds below which one BLAS call is cheaper
 # in two against 0.9 ms in one call, and no less wall time (16 to 128 rows, shared 2-core
 # AVX-512 host under load; at 128 rows, 64 a part, still 1.5x the CPU time).
 MATMUL_SPLIT_MIN_ROWS = 64
-# Depth above which the Python pool's split (the kernels' team shrunk: other processes keep
-# the cores busy) is not made: a convolution's weight gradient (144, 6272) @ (6272, 32) split
-# in two beside busy processes cost W6's compiled step 1.2 ms more CPU time than one call
-# (8.5 against 9.8-10.4 ms, interleaved, load 5 on two cores) and no wall time, each part
-# streaming the whole deep right operand; the products the split was made for (W5's,
-# depth 64-512) keep it.
+# Depth above which the Python pool's split (kernels not built) is not made: a convolution's
+# weight gradient (144, 6272) @ (6272, 32) split in two cost W6's compiled step 1.2 ms more CPU
+# time than one call (8.5 against 9.8-10.4 ms, interleaved, load 5 on two cores) and no wall
+# time, each part streaming the whole deep right operand.
 MATMUL_POOL_MAX_DEPTH = 1024
 
 
@@ -167,7 +165,8 @@ def matmul(a, b):
     """np.matmul(a, b); a large product with a 2-d right operand runs as one BLAS call per
     thread on consecutive blocks of a's rows when BLAS runs one thread: from the OpenMP
     threads of eager's native kernels where they are built (eager_kernels.matmul, which
-    eager's matmul calls too), else on blocks of a's leading axis from a Python thread pool.
+    eager's matmul calls too), else on blocks of a's leading axis from a Python thread pool;
+    on the caller alone while other processes keep the cores busy (see below).
     The blocks are fixed by the shape and the team: the same inputs give the same bits on
     every call while the team stays (use_deterministic_algorithms pins it, see
     gmbase.threads.available).
@@ -187,16 +186,18 @@ def matmul(a, b):
     out = eager_kernels.split_matmul(a, b)
     if out is not None:
         return out
-    if a.shape[0] < 2 or a.size * b.shape[1] < MATMUL_SPLIT_MIN or a.shape[-1] > MATMUL_POOL_MAX_DEPTH:
+    if (a.shape[0] < 2 or a.size * b.shape[1] < MATMUL_SPLIT_MIN or a.shape[-1] > MATMUL_POOL_MAX_DEPTH
+            or _threads.available(workers) < 2):
         return _one_product(a, b)
-    # Here also when the kernels declined because other processes keep cores busy (their
-    # OpenMP team shrank to one): a product this large is still split in the configured count,
-    # on this pool, on purpose. Its helper sleeps between products (OpenMP's workers spin), and
-    # a thread that slept is the one the scheduler runs first on a busy core; the caller sleeps
-    # on the result too. W5's compiled step beside a busy sibling process, both variants
-    # alternating in one process (shared 2-core host, load ~8): 16-17 ms a step with this
-    # split, 52-74 ms with these products on the calling thread alone; without the sibling the
-    # split cost 12-15% (38 against 44 ms).
+    # The pool splits only where the kernels could not (not built, or a layout their gemm does
+    # not take), never when their team shrank because other processes keep the cores busy: the
+    # caller then waits on the result of a helper queued behind the busy process, and one call
+    # was faster. Beside one spinning process (default settings, 2-core AVX-512 host, fresh
+    # processes alternated, 3 each): W5's compiled step 11.8-12.8 ms with its products on the
+    # caller against 13.4-14.7 split here; W3 large 5.0-5.2 against 6.0-6.1 ms. A C helper
+    # thread that sleeps between products and that the caller never waits on to start (the
+    # product's rows claimed chunk by chunk) did no better: it joined 60% of the products, ~30 us
+    # after the wake-up, and the W5 step took 11.0-12.4 ms against 10.5-10.8 on the caller alone.
     out = np.empty(a.shape[:-1] + (b.shape[1],), np.result_type(a.dtype, b.dtype))
     parts = min(workers, a.shape[0])
     bounds = [a.shape[0] * k // parts for k in range(parts + 1)]

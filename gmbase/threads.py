@@ -20,15 +20,15 @@ time). PyTorch avoids it by owning both pools; here the kernels own the parallel
   the cores that are free rather than on the configured count. A team larger than the free
   cores makes every parallel loop wait for its slowest, descheduled thread, and the idle
   team's spinning makes it worse (W5's compiled step: 9 ms quiet, 22 ms beside one busy
-  process with two threads, 12 ms with one). The number of runnable tasks the kernel
-  reports (/proc/loadavg), less this process's own running threads, is sampled at most
-  every SAMPLE_SECONDS and smoothed; threads = min(configured, cores - others), at least
+  process with two threads, 12 ms with one). The cores other processes keep busy (the
+  busy time of this process's cores in /proc/stat less this process's own CPU time, over the
+  interval since the last sample: `others_running`) are sampled at most every SAMPLE_SECONDS
+  and smoothed; threads = min(configured, cores - others), at least
   one, shrinking at once and growing back only once the load has clearly gone (hysteresis,
   `_next_free`). GRAPHMODE_ADAPT_THREADS=0 turns this off (a fixed team, as OpenMP's default).
   The team's idle OpenMP workers then wait unwoken: no worker spins on a core another
   process needs (libgomp reads its spin count once, so shrinking the team is how spinning
-  stops). A product large enough to split is still split on a sleeping Python pool under
-  contention (codegen.runtime.matmul says why).
+  stops). Products are not split under contention either (codegen.runtime.matmul says why).
 """
 from __future__ import annotations
 
@@ -263,9 +263,9 @@ def _own_running() -> int:
     return max(running, 1)  # the caller at least
 
 
-def others_running() -> float | None:
-    """Runnable tasks of other processes right now (smoothed over recent samples); None where
-    the OS does not say (no /proc/loadavg: not Linux)."""
+def _runnable_now() -> float | None:
+    """Runnable tasks of other processes at this instant: the kernel's count of runnable tasks
+    (/proc/loadavg) less this process's own; None where the OS does not say."""
     text = _read("/proc/loadavg")
     if text is None:
         return None
@@ -274,6 +274,70 @@ def others_running() -> float | None:
     except (IndexError, ValueError):
         return None
     return float(max(0, running - _own_running()))
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") and "SC_CLK_TCK" in os.sysconf_names else 100
+_cpu_reading: dict = {}  # the last reading: "wall", "busy" (CPU seconds of the usable cores), "own" (this process's)
+
+
+def busy_ticks(stat: str, cores: set[int]) -> int:
+    """Clock ticks the given cores have spent busy, from the text of /proc/stat: user, nice,
+    system, irq, softirq and steal time of each `cpuN` line whose N is in `cores` (idle and
+    iowait are not busy; guest time is inside user time)."""
+    ticks = 0
+    for line in stat.splitlines():
+        if not line.startswith("cpu") or line.startswith("cpu "):
+            continue
+        name, *fields = line.split()
+        if not name[3:].isdigit() or int(name[3:]) not in cores or len(fields) < 8:
+            continue
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
+        ticks += user + nice + system + irq + softirq + steal
+    return ticks
+
+
+def _busy_seconds() -> float | None:
+    """CPU seconds the cores this process may run on have spent busy since boot (busy_ticks of
+    /proc/stat); None where the OS does not say."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            text = f.read(1 << 20).decode("ascii", "replace")
+        cores = os.sched_getaffinity(0)
+    except (OSError, AttributeError):
+        return None
+    return busy_ticks(text, cores) / _CLOCK_TICKS
+
+
+def _take_reading() -> float | None:
+    """Record the usable cores' busy seconds, this process's CPU seconds and the wall clock
+    now (the next others_running takes its differences from here); the busy seconds, or None
+    where the OS does not say."""
+    busy, own, wall = _busy_seconds(), time.process_time(), time.monotonic()
+    if busy is not None:
+        _cpu_reading.update(wall=wall, busy=busy, own=own)
+    return busy
+
+
+def others_running() -> float | None:
+    """Cores other processes kept busy since the previous call: the busy time of the cores
+    this process may run on (/proc/stat) less this process's own CPU time, over the wall time
+    between the two calls (the first reading is taken when this module is imported, so the
+    first call already measures an interval); without a reading, or within a millisecond of
+    the last, the runnable tasks of other processes at this instant (/proc/loadavg). None where the OS does not say (not Linux).
+
+    Why CPU time rather than a count of runnable tasks: a count is an instant, and any task
+    that happens to be runnable then (a kernel worker, a daemon's tick, this process's own
+    thread between two reads) counted as a busy core. On a quiet machine 40% of the samples of
+    W5's compiled step counted one, and with the smoothing 15-60% of its kernel calls ran on a
+    shrunk team (9.1 against 7.5 ms a step). Busy time over the interval counts a process that
+    runs 6% of the time as 0.06 of a core, and a spinning one as a whole core."""
+    last = dict(_cpu_reading)
+    busy = _take_reading()
+    if busy is None or not last or _cpu_reading["wall"] - last["wall"] < 1e-3:
+        return _runnable_now()
+    own, wall = _cpu_reading["own"], _cpu_reading["wall"]
+    others = (busy - last["busy"] - (own - last["own"])) / (wall - last["wall"])
+    return max(0.0, others)
 
 
 def available(configured: int) -> int:
@@ -311,6 +375,10 @@ def _next_free(cores: int, others: float, free: int | None) -> int:
     return max(free, max(1, cores - int(others + FREE_ROUNDING)))
 
 
+_take_reading()  # (the first kernel call then measures the interval since the import)
+
+
 def reset_adaptation() -> None:
     """Start the contention estimate afresh (tests; after GRAPHMODE_ADAPT_THREADS changed)."""
     _load.update(at=-1.0, others=0.0, free=1 << 30, off=False)
+    _cpu_reading.clear()

@@ -137,10 +137,44 @@ def test_no_adaptation_when_switched_off_or_deterministic(monkeypatch):
         _threads.reset_adaptation()
 
 
+def test_busy_ticks_count_the_usable_cores_busy_time_only():
+    stat = ("cpu  900 0 90 9000 9 0 9 0 0 0\n"
+            "cpu0 100 5 20 4000 7 1 2 3 40 0\n"    # busy: 100 + 5 + 20 + 1 + 2 + 3 (guest inside user)
+            "cpu1 200 0 30 3000 0 0 0 0 0 0\n"
+            "cpu2 999 0 0 0 0 0 0 0 0 0\n"          # a core this process may not run on
+            "intr 12345 1 2 3\n")
+    assert _threads.busy_ticks(stat, {0, 1}) == 131 + 230
+    assert _threads.busy_ticks(stat, {1}) == 230
+    assert _threads.busy_ticks(stat, set()) == 0
+
+
+def test_other_processes_load_is_busy_time_less_our_own(monkeypatch):
+    """Cores kept busy by others over the interval between two samples: the usable cores' busy
+    seconds less this process's own CPU seconds, over the wall time; the first sample (nothing
+    to take a difference from) reads the run queue instead."""
+    readings = iter([(10.0, 1.0, 100.0), (10.3, 1.1, 100.2), (10.5, 1.5, 100.4)])  # busy, own, wall
+    now: dict = {}
+
+    def step():
+        now["busy"], now["own"], now["wall"] = next(readings)
+        return now["busy"]
+    monkeypatch.setattr(_threads, "_busy_seconds", step)
+    monkeypatch.setattr(_threads.time, "process_time", lambda: now["own"])
+    monkeypatch.setattr(_threads.time, "monotonic", lambda: now["wall"])
+    monkeypatch.setattr(_threads, "_runnable_now", lambda: 7.0)
+    _threads.reset_adaptation()
+    try:
+        assert _threads.others_running() == 7.0                           # the first: the run queue
+        assert _threads.others_running() == pytest.approx((0.3 - 0.1) / 0.2)  # one core busy elsewhere
+        assert _threads.others_running() == 0.0  # our own threads' time is not others' (never below 0)
+    finally:
+        _threads.reset_adaptation()
+
+
 def test_the_run_queue_sample_counts_other_processes_only():
     if not os.path.exists("/proc/loadavg"):
         pytest.skip("no /proc/loadavg on this OS")
-    found = _threads.others_running()
+    found = _threads._runnable_now()
     assert found is not None and 0 <= found <= 10_000
     assert _threads._own_running() >= 1  # this thread is running while it asks
 
