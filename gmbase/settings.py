@@ -62,3 +62,10 @@ def native_gemm() -> bool:
     sgemm again, everywhere at once (read when the routine tables are first made in a
     process). Why a switch: an escape hatch should a host's BLAS be faster, or to compare."""
     return switch(NATIVE_GEMM_VARIABLE)
+
+
+def native_gemm_forced() -> bool:
+    """Whether GRAPHMODE_NATIVE_GEMM is set to 1 (on, yes or true): the own sgemm then runs
+    whatever vector width the host has; left unset, only where it measured faster than
+    OpenBLAS (AVX-512 builds: gmnative.gemm.sgemm_address)."""
+    return os.environ.get(NATIVE_GEMM_VARIABLE, "").strip().lower() in ("1", "on", "yes", "true")

@@ -62,15 +62,40 @@ def enabled() -> bool:
 
 def sgemm_address(ilp64: bool) -> int | None:
     """The address of the kernel under cblas_sgemm's signature with 64-bit (ilp64) or 32-bit
-    integers, building its unit on first use; None where it cannot be built or is switched
-    off (GRAPHMODE_NATIVE_GEMM=0, GRAPHMODE_EAGER_NATIVE=0, no compiler)."""
+    integers, building its unit on first use; None where it cannot be built, is switched off
+    (GRAPHMODE_NATIVE_GEMM=0, GRAPHMODE_EAGER_NATIVE=0, no compiler) or is not faster here.
+
+    Not faster: a build without AVX-512, unless GRAPHMODE_NATIVE_GEMM=1 asks for it. The kernel
+    was tuned on AVX-512 (12 x 32 tiles in 32 registers); built for AVX2 (6 x 16 tiles in 16)
+    and timed against OpenBLAS's Haswell kernel on the same host (GRAPHMODE_NATIVE_ARCH=haswell,
+    OPENBLAS_CORETYPE=Haswell, one thread) it took 1.2-1.5x OpenBLAS's time on W5's products
+    (512x64 by 64x192: 0.216 against 0.153 ms) and 1.5-1.9x on 512-wide ones, and W5's compiled
+    step 10.2 against 7.9 ms. OpenBLAS then takes every float32 product, as under
+    GRAPHMODE_NATIVE_GEMM=0."""
     if not settings.native_gemm():
         return None
     k = _kernels().kernels()
     address = None if k is None else k.address(SYMBOLS[bool(ilp64)])
+    if address is not None and not settings.native_gemm_forced() and vector_floats() < 16:
+        return None
     if address is not None and not _ROUTED:
         _route(k)
     return address
+
+
+def vector_floats() -> int:
+    """The floats a vector of the kernel's build holds (16 with AVX-512, 8 with AVX2 and FMA,
+    1 in plain C); 0 where the unit cannot be built."""
+    if not _VECTOR:
+        k = _kernels().kernels()
+        address = None if k is None else k.address("gm_sgemm_vector_floats")
+        if address is None:
+            return 0
+        _VECTOR.append(int(ctypes.CFUNCTYPE(ctypes.c_int)(address)()))
+    return _VECTOR[0]
+
+
+_VECTOR: list = []  # vector_floats' answer, kept once the unit is built (it is built once a process)
 
 
 _ROUTED: list = []

@@ -59,6 +59,10 @@ extern "C" void gm_sgemm64_kernel(int order, int ta, int tb, long long M, long l
     gm_sgemm<long long>(order, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+// The floats a vector of this build holds (16: AVX-512, 8: AVX2 with FMA, 1: plain C). The kernel
+// stands in for OpenBLAS by default only at 16 (gmnative.gemm.sgemm_address says why).
+extern "C" int gm_sgemm_vector_floats() { return GM_GEMM_VL; }
+
 // The kernels' calling convention (gmnative.caller), for one product on the calling thread
 // (gmnative.gemm.product): a = [A, B, C, d], d = [M, N, K, A transposed, B transposed]; A and B
 // C-contiguous as stored (transposed: read as their transposes), C row-major M x N.

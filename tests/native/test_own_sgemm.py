@@ -172,6 +172,30 @@ def test_an_avx2_build_gives_the_same_properties():
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
 
 
+def test_an_avx2_build_leaves_products_to_openblas_unless_asked():
+    """Built without AVX-512 the kernel measured slower than OpenBLAS (gemm.sgemm_address), so
+    by default OpenBLAS takes every float32 product there; GRAPHMODE_NATIVE_GEMM=1 asks for the
+    kernel anyway. In processes of their own (the target is part of every cache key)."""
+    from gmnative import build, toolchain  # noqa: PLC0415
+
+    problem = toolchain.target_problem(build.toolchain().command, "haswell")
+    if problem is not None:
+        pytest.skip(problem)
+    script = ("from gmnative import gemm\n"
+              "print(gemm.vector_floats(), gemm.own_sgemm(), gemm.sgemm_address(True) is not None)\n")
+    seen = {}
+    for value in (None, "1"):
+        env = {k: v for k, v in os.environ.items() if k != "GRAPHMODE_NATIVE_GEMM"}
+        env["GRAPHMODE_NATIVE_ARCH"] = "haswell"
+        if value is not None:
+            env["GRAPHMODE_NATIVE_GEMM"] = value
+        run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        seen[value] = run.stdout.split()
+    assert seen[None] == ["8", "False", "False"]
+    assert seen["1"] == ["8", str(gemm.numpy_blas_gemm() is not None), "True"]
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_eager_and_compiled_products_have_the_same_bits(monkeypatch, threads):
     """A float32 product of 2**20 multiply-adds or more is the own sgemm's in eager (the matmul
