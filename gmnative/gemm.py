@@ -66,12 +66,12 @@ def sgemm_address(ilp64: bool) -> int | None:
     (GRAPHMODE_NATIVE_GEMM=0, GRAPHMODE_EAGER_NATIVE=0, no compiler) or is not faster here.
 
     Not faster: a build without AVX-512, unless GRAPHMODE_NATIVE_GEMM=1 asks for it. The kernel
-    was tuned on AVX-512 (12 x 32 tiles in 32 registers); built for AVX2 (6 x 16 tiles in 16)
+    was tuned on AVX-512 (12 x 32 tiles in 32 registers). Built for AVX2 (6 x 16 tiles in 16)
     and timed against OpenBLAS's Haswell kernel on the same host (GRAPHMODE_NATIVE_ARCH=haswell,
-    OPENBLAS_CORETYPE=Haswell, one thread) it took 1.2-1.5x OpenBLAS's time on W5's products
-    (512x64 by 64x192: 0.216 against 0.153 ms) and 1.5-1.9x on 512-wide ones, and W5's compiled
-    step 10.2 against 7.9 ms. OpenBLAS then takes every float32 product, as under
-    GRAPHMODE_NATIVE_GEMM=0."""
+    OPENBLAS_CORETYPE=Haswell, one thread), it took 0.95-1.16x OpenBLAS's time on W5's and
+    W3's products (1.2-1.9x before its tile loops were unrolled early, GM_GEMM_UNROLL), and W5's
+    compiled step 8.7 against 7.8 ms (W6's 3.14 against 3.26). OpenBLAS then takes every
+    float32 product, as under GRAPHMODE_NATIVE_GEMM=0."""
     if not settings.native_gemm():
         return None
     k = _kernels().kernels()

@@ -128,17 +128,23 @@ template <int MR, int NV>
 static inline void gm_grid_tile(long long kc, const float* a, long long ars, long long acs, const float* b,
                                 const long long* boff, float* c, long long ldc, bool add, const unsigned* keep) {
     gm_gemm_v acc[MR][NV];
+    GM_GEMM_UNROLL
     for (int i = 0; i < MR; ++i)
+        GM_GEMM_UNROLL
         for (int v = 0; v < NV; ++v) acc[i][v] = gm_gemm_zero();
     if (acs == 1) {
         const float* rows[MR];
+        GM_GEMM_UNROLL
         for (int i = 0; i < MR; ++i) rows[i] = a + i * ars;
         for (long long k = 0; k < kc; ++k) {
             const float* bk = b + boff[k];
             gm_gemm_v bv[NV];
+            GM_GEMM_UNROLL
             for (int v = 0; v < NV; ++v) bv[v] = gm_gemm_load(bk + v * GM_GEMM_VL);
+            GM_GEMM_UNROLL
             for (int i = 0; i < MR; ++i) {
                 const gm_gemm_v x = gm_gemm_bcast(rows[i] + k);
+                GM_GEMM_UNROLL
                 for (int v = 0; v < NV; ++v) acc[i][v] = gm_gemm_fma(x, bv[v], acc[i][v]);
             }
         }
@@ -146,16 +152,21 @@ static inline void gm_grid_tile(long long kc, const float* a, long long ars, lon
         for (long long k = 0; k < kc; ++k) {
             const float* bk = b + boff[k];
             gm_gemm_v bv[NV];
+            GM_GEMM_UNROLL
             for (int v = 0; v < NV; ++v) bv[v] = gm_gemm_load(bk + v * GM_GEMM_VL);
             const float* col = a + k * acs;
+            GM_GEMM_UNROLL
             for (int i = 0; i < MR; ++i) {
                 const gm_gemm_v x = gm_gemm_bcast(col + i * ars);
+                GM_GEMM_UNROLL
                 for (int v = 0; v < NV; ++v) acc[i][v] = gm_gemm_fma(x, bv[v], acc[i][v]);
             }
         }
     }
+    GM_GEMM_UNROLL
     for (int i = 0; i < MR; ++i) {
         float* row = c + i * ldc;
+        GM_GEMM_UNROLL
         for (int v = 0; v < NV; ++v) {
             gm_gemm_v t = acc[i][v];
             if (add) t = gm_gemm_add(gm_gemm_load(row + v * GM_GEMM_VL), t);
@@ -233,17 +244,23 @@ template <int MR>
 static inline void gm_runs_tile(long long kc, long long p0, long long run, long long stride, const float* a,
                                 const long long* aoff, const float* bp, float* c, long long ldc, int nr, bool add) {
     gm_gemm_v acc[MR][GM_GEMM_NV];
+    GM_GEMM_UNROLL
     for (int i = 0; i < MR; ++i)
+        GM_GEMM_UNROLL
         for (int v = 0; v < GM_GEMM_NV; ++v) acc[i][v] = gm_gemm_zero();
     const float* rows[MR];
+    GM_GEMM_UNROLL
     for (int i = 0; i < MR; ++i) rows[i] = a + aoff[i];
     long long ow = p0 % run, at = (p0 / run) * stride + ow;
     const long long jump = stride - run + 1;
     for (long long k = 0; k < kc; ++k) {
         gm_gemm_v bv[GM_GEMM_NV];
+        GM_GEMM_UNROLL
         for (int v = 0; v < GM_GEMM_NV; ++v) bv[v] = gm_gemm_load(bp + k * GM_GEMM_NR + v * GM_GEMM_VL);
+        GM_GEMM_UNROLL
         for (int i = 0; i < MR; ++i) {
             const gm_gemm_v x = gm_gemm_bcast(rows[i] + at);
+            GM_GEMM_UNROLL
             for (int v = 0; v < GM_GEMM_NV; ++v) acc[i][v] = gm_gemm_fma(x, bv[v], acc[i][v]);
         }
         if (++ow == run) {
@@ -253,8 +270,10 @@ static inline void gm_runs_tile(long long kc, long long p0, long long run, long 
             ++at;
         }
     }
+    GM_GEMM_UNROLL
     for (int i = 0; i < MR; ++i) {
         float* row = c + i * ldc;
+        GM_GEMM_UNROLL
         for (int v = 0; v < GM_GEMM_NV; ++v) {
             const int n = nr - v * GM_GEMM_VL;
             if (n <= 0) break;
