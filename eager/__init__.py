@@ -78,7 +78,7 @@ from .func import vmap  # noqa: F401,E402  (torch.vmap)
 from ._settings import (  # noqa: F401,E402
     are_deterministic_algorithms_enabled, finfo, get_num_interop_threads, get_num_threads, iinfo,
     is_complex, is_deterministic_algorithms_warn_only_enabled, is_floating_point, set_num_interop_threads,
-    set_num_threads, set_printoptions, use_deterministic_algorithms,
+    set_flush_denormal, set_num_threads, set_printoptions, use_deterministic_algorithms,
 )
 from ._settings import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: F401,E402
 from ._settings import can_cast, promote_types, result_type  # noqa: F401,E402

@@ -23,12 +23,42 @@ def set_num_threads(n: int) -> None:
     among these threads instead, so the two pools never fight (gmbase.threads, where the one
     count lives); a kernel call still runs on fewer while other processes keep cores busy."""
     _threads.set_num_threads(n)
+    if _flush["mode"]:  # workers a larger team starts get the mode too
+        _apply_flush_denormal(True)
 
 
 def get_num_threads() -> int:
     """The thread count set_num_threads sets (default: GRAPHMODE_THREADS, OMP_NUM_THREADS or
     the usable cores), as torch.get_num_threads."""
     return _threads.num_threads()
+
+
+_flush = {"mode": False}
+
+
+def _apply_flush_denormal(mode: bool) -> bool:
+    from gmnative import kernels as native_kernels  # noqa: PLC0415  (builds a small unit on first use)
+
+    return native_kernels.flush_denormal(mode, max(_threads.num_threads(), 1))
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """As torch.set_flush_denormal: with mode True, float32 and float64 arithmetic reads a
+    subnormal operand as zero and writes a subnormal result as zero (the x86 MXCSR's
+    denormals-are-zero and flush-to-zero bits), in the calling thread, where NumPy computes,
+    and in the native kernels' OpenMP workers; False turns it off. Returns True where the mode
+    could be set, False where it cannot (no native kernels on this machine, or not x86).
+
+    Why: a model trained long on small gradients fills its gradients and optimizer buffers with
+    subnormal numbers, which x86 cores compute on a slow path (W6's eager step: 6.3 against 4.8
+    ms once most of its momentum values were subnormal). Threads started by Python code (a
+    DataLoader's, a thread pool's) keep their own mode, as in PyTorch."""
+    if not isinstance(mode, bool):
+        raise RuntimeError(f"set_flush_denormal expects a bool, but got {type(mode).__name__}")
+    done = _apply_flush_denormal(mode)
+    if done:
+        _flush["mode"] = mode
+    return done
 
 
 _interop_threads = 1

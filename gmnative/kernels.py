@@ -24,6 +24,7 @@ timing.
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
 import threading
@@ -37,9 +38,11 @@ from .gemm import blas_gemm, numpy_blas_gemm, product  # noqa: F401  (blas_gemm,
 # The kernels' C++ (csrc/): one translation unit per dtype (eager_kernels.cpp, instantiated
 # by INSTANTIATE), matmul's row blocks (eager_gemm.cpp, a unit of its own, small enough to
 # compile in a fraction of the kernels' time: the first large product of a process on a fresh
-# machine waits for it) and NumPy's PCG64 generator reproduced bit for bit (eager_random.cpp).
+# machine waits for it), NumPy's PCG64 generator reproduced bit for bit (eager_random.cpp) and
+# the threads' floating-point mode (eager_fpmode.cpp, set_flush_denormal).
 # Read when first built; the text is the cache key's, so an edited file rebuilds.
-SOURCES = {"kernels": "eager_kernels.cpp", "gemm": "eager_gemm.cpp", "random": "eager_random.cpp"}
+SOURCES = {"kernels": "eager_kernels.cpp", "gemm": "eager_gemm.cpp", "random": "eager_random.cpp",
+           "fpmode": "eager_fpmode.cpp"}
 # the single-precision product (gmnative.gemm): its header, then the unit exporting it
 SGEMM_SOURCES = ("gm_gemm.h", "gm_gemm.cpp")
 
@@ -76,7 +79,7 @@ GEMM_SPLIT_MIN = 1 << 20
 # p = [state hi, state lo, inc hi, inc lo, has_uint32, uinteger, n], updated in place.
 # the standalone translation units, by the prefix of their kernels' names (the others are
 # one library per dtype suffix)
-_UNITS = {"gm_eager_gemm_": "gemm", "gm_eager_uniform_": "random", "gm_sgemm": "sgemm"}
+_UNITS = {"gm_eager_gemm_": "gemm", "gm_eager_uniform_": "random", "gm_sgemm": "sgemm", "gm_eager_fpmode_": "fpmode"}
 
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 _DT_NAME = {"f32": "float32", "f64": "float64"}
@@ -112,7 +115,7 @@ class _Kernels:
     def source(self, suffix: str) -> str:
         """The translation unit of one dtype's kernels, of matmul's row blocks ("gemm") or of
         the random draws ("random")."""
-        if suffix in ("gemm", "random"):
+        if suffix in ("gemm", "random", "fpmode"):
             return read_source(SOURCES[suffix])
         if suffix == "sgemm":  # the single-precision product (gmnative.gemm): its header, then the exports
             return "\n".join(read_source(name) for name in SGEMM_SOURCES)
@@ -219,6 +222,27 @@ def address(name: str) -> int | None:
     (codegen.native_gen.EAGER_KERNEL_OPS); None where eager's kernels cannot be used."""
     k = kernels()
     return None if k is None else k.address(name)
+
+
+def flush_denormal(on: bool, threads: int) -> bool:
+    """Flush subnormal float results to zero and read subnormal operands as zero (on) or not,
+    in the calling thread and in each OpenMP worker of a team of `threads` (csrc/eager_fpmode.cpp);
+    False where that cannot be done here (no native kernels, not x86)."""
+    k = kernels()
+    address = None if k is None else k.address("gm_eager_fpmode_flush_denormal")
+    if address is None:
+        return False
+    return bool(ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int)(address)(int(bool(on)), int(threads)))
+
+
+def flushing() -> bool | None:
+    """Whether the calling thread flushes subnormal numbers now (None: cannot say)."""
+    k = kernels()
+    address = None if k is None else k.address("gm_eager_fpmode_flushing")
+    if address is None:
+        return None
+    found = ctypes.CFUNCTYPE(ctypes.c_int)(address)()
+    return None if found < 0 else bool(found)
 
 
 def reset() -> None:

@@ -134,3 +134,33 @@ def test_linalg_matrix_norms_of_every_order():
                                    torch.linalg.norm(torch.tensor(a[0]), order).numpy(), rtol=1e-12)
     with pytest.raises(RuntimeError, match="Order 3 not supported"):
         eager.linalg.matrix_norm(eager.ones(2, 2), 3)
+
+
+@pytest.fixture
+def flush_off():
+    yield
+    eager.set_flush_denormal(False)
+
+
+def test_set_flush_denormal_flushes_in_numpy_and_in_the_kernels_threads(flush_off, restore_settings):
+    """As torch.set_flush_denormal: subnormal operands read as zero and subnormal results
+    written as zero, in the calling thread (NumPy) and in the native kernels' workers (a GELU
+    large enough to run on the team); off again, subnormals are kept."""
+    eager.set_num_threads(2)
+    tiny64 = eager.tensor([1e-323], dtype=eager.float64)
+    big = eager.full((1 << 17,), 1e-39)  # float32 subnormals, enough for the native kernel's threads
+    if not eager.set_flush_denormal(True):
+        pytest.skip("no native kernels here (or not x86): the mode cannot be set")
+    assert (tiny64 * 1.0).item() == 0.0
+    assert not np.any(eager.nn.functional.gelu(big).numpy())
+    eager.set_num_threads(3)  # a larger team's new workers get the mode too
+    assert not np.any(eager.nn.functional.gelu(big).numpy())
+    assert eager.set_flush_denormal(False) is True
+    assert (tiny64 * 1.0).item() == 1e-323
+    assert np.all(eager.nn.functional.gelu(big).numpy() > 0)
+
+
+def test_set_flush_denormal_takes_a_bool_only():
+    for bad in (1, None, "yes"):
+        with pytest.raises(RuntimeError, match="set_flush_denormal expects a bool"):
+            eager.set_flush_denormal(bad)
