@@ -3,8 +3,9 @@ calling convention so that it stands in the tables of BLAS routines the native c
 through: eager's row-split products (gmnative.kernels.blas_gemm, read by csrc/eager_gemm.cpp)
 and the generated C loops' gm_blas table (codegen/native_gen/loop_library.py); `product` runs
 it on the calling thread for the products eager and the generated code keep whole. A result
-narrower than 10 or wider than 320 columns goes to NumPy's sgemm from inside the unit
-(csrc/gm_gemm.cpp: OpenBLAS measured faster there; the width is never split, so a product
+narrower than 10 or wider than 320 columns goes to NumPy's sgemm from inside the unit, but for
+results up to 1024 wide, at least 64 deep, with A not transposed on AVX-512 (csrc/gm_gemm.cpp:
+OpenBLAS measured faster in the others; width, depth and layout are never split, so a product
 takes one road however its rows are split). Stacked
 products (stacked_gemm: np.matmul's bits are their contract) keep NumPy's BLAS; a CNN's
 per-image products (conv_kernels) run here where they are at least 64 deep (a stride-1

@@ -2,14 +2,29 @@
 // integer width (gm_sgemm64: 64-bit, as NumPy's scipy-openblas64; gm_sgemm32: 32-bit), so
 // that its address can stand in a table of BLAS routines (gmnative.gemm).
 //
-// Routed by the result's width alone: products whose row-major result has GM_SGEMM_MIN_N to
-// GM_SGEMM_MAX_N columns (the project's: a GPT block's 64-256, a classifier's 10) run here;
-// wider or narrower ones call NumPy's BLAS (gm_sgemm_use_blas), where OpenBLAS measured faster
-// (a 512-wide result of a 256- or 2048-deep product with a transposed operand, 1024 x 1024,
-// 8 columns over a depth of 4096). The width is not split by the callers (they split rows), so
-// a product takes one road whatever the split, and its bits stay those of one call.
+// Routed by the result's width and op(A)'s layout: products whose row-major result has
+// GM_SGEMM_MIN_N to GM_SGEMM_MAX_N columns (the project's: a GPT block's 64-256, a classifier's
+// 10) run here, and on AVX-512 also those up to GM_SGEMM_WIDE_N columns with A not transposed;
+// others call NumPy's BLAS (gm_sgemm_use_blas), where OpenBLAS measured faster (a 512-wide
+// result of a 256- or 2048-deep product with a transposed A, 2048 columns, 8 columns over a
+// depth of 4096). Neither is split by the callers (they split rows), so a product takes one road
+// whatever the split, and its bits stay those of one call.
 #define GM_SGEMM_MIN_N 10
 #define GM_SGEMM_MAX_N 320
+// AVX-512 builds also take results of up to GM_SGEMM_WIDE_N columns where op(A) is A as stored
+// (not transposed: A is not packed, and its rows are read in step): against OpenBLAS on one
+// thread, 128 x 784 by 784 x 512 (W3's first layer, either B) 0.89x its time, 256 x 784 x 512
+// 0.89x, 512 x 1024 x 512 0.95x, 256 x 256 x 1024 0.93x, 1024 x 1024 x 1024 1.01x; a transposed
+// A at those widths measured 0.92-1.07x and 2048 columns 1.25x, so they stay with OpenBLAS. The
+// rule reads the layout, never the rows, so a split product still takes one road.
+// A shallow product stays with OpenBLAS at those widths: W6's eager step took 3% longer with its
+// first convolution's 16 x 9 by 9 x 784 per-image products here.
+#define GM_SGEMM_WIDE_MIN_K 64
+#if GM_GEMM_VL == 16
+#define GM_SGEMM_WIDE_N 1024
+#else
+#define GM_SGEMM_WIDE_N 0
+#endif
 
 typedef void (*gm_blas64_t)(int, int, int, long long, long long, long long, float, const float*, long long,
                             const float*, long long, float, float*, long long);
@@ -23,8 +38,11 @@ extern "C" void gm_sgemm_use_blas(long long address, int ilp64) {
     gm_sgemm_blas_ilp64 = ilp64;
 }
 
-static inline bool gm_sgemm_here(long long n) {
-    return gm_sgemm_blas == nullptr || (n >= GM_SGEMM_MIN_N && n <= GM_SGEMM_MAX_N);
+// whether a row-major product whose result is n wide, k deep (op(A) transposed: a_transposed)
+// runs here
+static inline bool gm_sgemm_here(long long n, bool a_transposed = true, long long k = 0) {
+    return gm_sgemm_blas == nullptr || (n >= GM_SGEMM_MIN_N && n <= GM_SGEMM_MAX_N)
+           || (!a_transposed && k >= GM_SGEMM_WIDE_MIN_K && n > GM_SGEMM_MAX_N && n <= GM_SGEMM_WIDE_N);
 }
 
 static void gm_sgemm_blas_call(int order, int ta, int tb, long long M, long long N, long long K, float alpha,
@@ -38,7 +56,8 @@ static void gm_sgemm_blas_call(int order, int ta, int tb, long long M, long long
 template <typename I>
 static void gm_sgemm_routed(int order, int ta, int tb, I M, I N, I K, float alpha, const float* A, I lda,
                             const float* B, I ldb, float beta, float* C, I ldc) {
-    if (gm_sgemm_here(order == 102 ? (long long)M : (long long)N))
+    // (column-major: C^T = op(B)^T op(A)^T row-major, so B plays A's part)
+    if (gm_sgemm_here(order == 102 ? (long long)M : (long long)N, (order == 102 ? tb : ta) == 112, (long long)K))
         gm_sgemm<I>(order, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     else gm_sgemm_blas_call(order, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
@@ -70,7 +89,7 @@ extern "C" void gm_sgemm_call(void* const* a, int) {
     const long long* d = (const long long*)a[3];
     const long long M = d[0], N = d[1], K = d[2];
     const bool ta = d[3] != 0, tb = d[4] != 0;
-    if (gm_sgemm_here(N))
+    if (gm_sgemm_here(N, ta, K))
         gm_sgemm_rows(M, N, K, 1.0f, (const float*)a[0], ta ? 1 : K, ta ? M : 1, (const float*)a[1], tb ? K : N, tb,
                       0.0f, (float*)a[2], N);
     else gm_sgemm_blas_call(101, ta ? 112 : 111, tb ? 112 : 111, M, N, K, 1.0f, (const float*)a[0], ta ? M : K,

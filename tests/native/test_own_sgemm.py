@@ -127,6 +127,26 @@ def test_the_split_and_the_one_call_products_agree():
     assert (np.abs(one - exact) <= _tol(a, w.T)).all()
 
 
+@pytest.mark.parametrize("b_transposed", [False, True])
+def test_a_wide_product_has_the_bits_of_one_call_however_split(b_transposed):
+    """A result wider than 320 columns (W3's 256 x 784 by 784 x 512) takes one road, the own
+    sgemm or OpenBLAS (csrc/gm_gemm.cpp: by its width, depth and A's layout, never its rows):
+    split by rows across threads it gives the one call's bits."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((256, 784)).astype(np.float32)
+    w = rng.standard_normal((512, 784)).astype(np.float32)
+    b = w.T if b_transposed else np.ascontiguousarray(w.T)
+    one = native_kernels.matmul(a, b)
+    if one is None:
+        pytest.skip("no native kernels here")
+    for threads in (2, 3):
+        split = native_kernels.gemm(a, b, threads)
+        if split is not None:
+            np.testing.assert_array_equal(split, one)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    assert (np.abs(one - exact) <= _tol(a, b)).all()
+
+
 def test_the_escape_hatch_restores_numpys_blas(monkeypatch):
     a = np.ones((64, 64), np.float32)
     try:
