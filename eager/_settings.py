@@ -37,9 +37,9 @@ _flush = {"mode": False}
 
 
 def _apply_flush_denormal(mode: bool) -> bool:
-    from gmnative import kernels as native_kernels  # noqa: PLC0415  (builds a small unit on first use)
+    from gmnative import fpmode  # noqa: PLC0415  (builds a small unit on first use)
 
-    return native_kernels.flush_denormal(mode, max(_threads.num_threads(), 1))
+    return fpmode.flush_denormal(mode, max(_threads.num_threads(), 1))
 
 
 def set_flush_denormal(mode: bool) -> bool:

@@ -24,7 +24,6 @@ timing.
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import os
 import threading
@@ -41,8 +40,7 @@ from .gemm import blas_gemm, numpy_blas_gemm, product  # noqa: F401  (blas_gemm,
 # machine waits for it), NumPy's PCG64 generator reproduced bit for bit (eager_random.cpp) and
 # the threads' floating-point mode (eager_fpmode.cpp, set_flush_denormal).
 # Read when first built; the text is the cache key's, so an edited file rebuilds.
-SOURCES = {"kernels": "eager_kernels.cpp", "gemm": "eager_gemm.cpp", "random": "eager_random.cpp",
-           "fpmode": "eager_fpmode.cpp"}
+SOURCES = {"kernels": "eager_kernels.cpp", "gemm": "eager_gemm.cpp", "random": "eager_random.cpp", "fpmode": "eager_fpmode.cpp"}
 # the single-precision product (gmnative.gemm): its header, then the unit exporting it
 SGEMM_SOURCES = ("gm_gemm.h", "gm_gemm.cpp")
 
@@ -222,27 +220,6 @@ def address(name: str) -> int | None:
     (codegen.native_gen.EAGER_KERNEL_OPS); None where eager's kernels cannot be used."""
     k = kernels()
     return None if k is None else k.address(name)
-
-
-def flush_denormal(on: bool, threads: int) -> bool:
-    """Flush subnormal float results to zero and read subnormal operands as zero (on) or not,
-    in the calling thread and in each OpenMP worker of a team of `threads` (csrc/eager_fpmode.cpp);
-    False where that cannot be done here (no native kernels, not x86)."""
-    k = kernels()
-    address = None if k is None else k.address("gm_eager_fpmode_flush_denormal")
-    if address is None:
-        return False
-    return bool(ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int)(address)(int(bool(on)), int(threads)))
-
-
-def flushing() -> bool | None:
-    """Whether the calling thread flushes subnormal numbers now (None: cannot say)."""
-    k = kernels()
-    address = None if k is None else k.address("gm_eager_fpmode_flushing")
-    if address is None:
-        return None
-    found = ctypes.CFUNCTYPE(ctypes.c_int)(address)()
-    return None if found < 0 else bool(found)
 
 
 def reset() -> None:
