@@ -219,8 +219,11 @@ def forget_blas() -> None:
 # -- contention ----------------------------------------------------------------------------------
 SAMPLE_SECONDS = 0.05  # at most one look at the run queue this often (~20 us a look)
 SMOOTHING = 0.5        # weight of the newest sample in the running estimate of busy cores
-BUSY_ROUNDING = 0.3    # a core counts as taken once the estimate reaches 0.7 of one (two samples of three)
+BUSY_ROUNDING = 0.5    # a core counts as taken once the estimate reaches half of one (see below)
 FREE_ROUNDING = 0.7    # and as free again only once it falls below 0.3 (hysteresis, see `available`)
+# Why half: the estimate is CPU time, and a team as large as the cores beside one spinning process
+# shares them three ways, so the spinner shows as 2/3 of a core (W3 small's step kept its team of
+# two for 17% of its calls beside it at 0.7); on a quiet machine the samples stayed under 0.32.
 
 _load: dict = {"at": -1.0, "others": 0.0, "free": 1 << 30, "off": False, "pinned": False}
 
@@ -363,7 +366,7 @@ def available(configured: int) -> int:
 
 def _next_free(cores: int, others: float, free: int | None) -> int:
     """The free cores after a sample: fewer at once when the estimate of busy cores reaches
-    0.7 of one more (BUSY_ROUNDING), more only once it falls below 0.3 of one fewer
+    half of one more (BUSY_ROUNDING), more only once it falls below 0.3 of one fewer
     (FREE_ROUNDING). Why the gap: a load that comes and goes (another process's short jobs,
     a sibling that sleeps now and then) gives samples of 1, 0, 1, 0 ..., whose running estimate
     crossed one threshold every other sample, so the team grew back to the configured count

@@ -36,7 +36,8 @@ def _sample(load: list, value: float) -> int:
 
 def test_a_steady_busy_core_shrinks_the_team_within_two_samples(two_cores):
     assert _sample(two_cores, 0.0) == 2
-    assert [_sample(two_cores, 1.0) for _ in range(3)] == [2, 1, 1]  # estimate 0.5, 0.75, 0.875
+    assert [_sample(two_cores, 1.0) for _ in range(3)] == [1, 1, 1]  # estimate 0.5, 0.75, 0.875
+    assert _sample(two_cores, 0.0) == 1 and _sample(two_cores, 0.0) == 2  # 0.44, then 0.22: free again
 
 
 def test_a_flickering_load_keeps_the_team_shrunk(two_cores):
