@@ -8,7 +8,7 @@ time). PyTorch avoids it by owning both pools; here the kernels own the parallel
 
 - kernel threads: `set_num_threads(n)` (torch.set_num_threads), else GRAPHMODE_THREADS,
   else OMP_NUM_THREADS (its first entry, as libgomp reads it), else the cores this process
-  may run on (its affinity mask, not the machine's count);
+  may use (its affinity mask, not the machine's count, and no more than a cgroup CPU quota allows);
 - BLAS: one thread, set through the library itself (a ctypes call of the OpenBLAS NumPy's
   wheels bundle, else threadpoolctl for MKL, BLIS or another OpenBLAS) the first time the
   kernels' matmul asks (`blas_threads`); large products are then split by rows across the
@@ -50,13 +50,44 @@ def _positive(text: str | None) -> int | None:
     return int(head) if head.isdigit() and int(head) > 0 else None
 
 
-def usable_cores() -> int:
-    """Cores this process may run on: its affinity mask where the OS has one (a container or
-    `taskset` limits it below the machine's count), else os.cpu_count()."""
+def affinity_cores() -> int:
+    """Cores in this process's affinity mask where the OS has one (`taskset` or a container's
+    cpuset limit it below the machine's count), else os.cpu_count()."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+def quota_from(cpu_max: str | None, cfs_quota: str | None, cfs_period: str | None) -> int | None:
+    """Whole cores a cgroup CPU quota allows (rounded up), from cgroup v2's cpu.max ("200000
+    100000", or "max 100000": none) or v1's cpu.cfs_quota_us and cpu.cfs_period_us (-1: none);
+    None without a quota."""
+    try:
+        if cpu_max is not None:
+            quota, period = cpu_max.split()[:2]
+            return None if quota == "max" else max(1, -(-int(quota) // int(period)))
+        if cfs_quota is not None and cfs_period is not None and int(cfs_quota) > 0:
+            return max(1, -(-int(cfs_quota) // int(cfs_period)))
+    except (ValueError, ZeroDivisionError):
+        return None
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def quota_cores() -> int | None:
+    """Whole cores this process's cgroup CPU quota allows (a container started with --cpus=2
+    on a larger host), None without one; read once per process."""
+    return quota_from(_read("/sys/fs/cgroup/cpu.max"), _read("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
+                      _read("/sys/fs/cgroup/cpu/cpu.cfs_period_us"))
+
+
+def usable_cores() -> int:
+    """Cores this process may use: its affinity mask, less where a cgroup CPU quota allows fewer
+    (a team sized by the mask alone, 64 threads on a 64-core host for a container limited to 2
+    cores' time, would have every parallel loop wait on throttled threads)."""
+    quota = quota_cores()
+    return min(affinity_cores(), quota) if quota is not None else affinity_cores()
 
 
 def default_threads() -> int:
@@ -326,7 +357,9 @@ def others_running() -> float | None:
     this process may run on (/proc/stat) less this process's own CPU time, over the wall time
     between the two calls (the first reading is taken when this module is imported, so the
     first call already measures an interval); without a reading, or within a millisecond of
-    the last, the runnable tasks of other processes at this instant (/proc/loadavg). None where the OS does not say (not Linux).
+    the last, the runnable tasks of other processes at this instant (/proc/loadavg). Under a
+    cgroup CPU quota smaller than the affinity mask, 0: the quota is this process's share
+    whatever the host's other processes do (and /proc/stat speaks of the host). None where the OS does not say (not Linux).
 
     Why CPU time rather than a count of runnable tasks: a count is an instant, and any task
     that happens to be runnable then (a kernel worker, a daemon's tick, this process's own
@@ -334,6 +367,9 @@ def others_running() -> float | None:
     W5's compiled step counted one, and with the smoothing 15-60% of its kernel calls ran on a
     shrunk team (9.1 against 7.5 ms a step). Busy time over the interval counts a process that
     runs 6% of the time as 0.06 of a core, and a spinning one as a whole core."""
+    quota = quota_cores()
+    if quota is not None and quota < affinity_cores():
+        return 0.0  # a quota is this process's own share: the host's other processes do not take it
     last = dict(_cpu_reading)
     busy = _take_reading()
     if busy is None or not last or _cpu_reading["wall"] - last["wall"] < 1e-3:

@@ -217,3 +217,20 @@ def test_products_give_numpy_values_with_blas_on_one_thread():
     a, b = rng.standard_normal((300, 256)).astype(np.float32), rng.standard_normal((256, 200)).astype(np.float32)
     got = (eager.tensor(a) @ eager.tensor(b)).numpy()
     np.testing.assert_allclose(got, a @ b, rtol=1e-5, atol=1e-4)
+
+
+def test_a_cgroup_quota_limits_the_usable_cores(monkeypatch):
+    """cgroup v2's cpu.max and v1's cfs quota, rounded up to whole cores; no quota: the mask."""
+    assert _threads.quota_from("200000 100000", None, None) == 2
+    assert _threads.quota_from("150000 100000\n", None, None) == 2   # 1.5 cores' time: 2 threads
+    assert _threads.quota_from("max 100000", "50000", "100000") is None  # v2 says none (v1 not read)
+    assert _threads.quota_from(None, "-1", "100000") is None
+    assert _threads.quota_from(None, "300000", "100000") == 3
+    assert _threads.quota_from(None, None, None) is None
+    assert _threads.quota_from("garbage", None, None) is None
+    monkeypatch.setattr(_threads, "affinity_cores", lambda: 64)
+    monkeypatch.setattr(_threads, "quota_cores", lambda: 2)
+    assert _threads.usable_cores() == 2
+    assert _threads.others_running() == 0.0  # the quota is ours: the host's load is not read
+    monkeypatch.setattr(_threads, "quota_cores", lambda: None)
+    assert _threads.usable_cores() == 64
