@@ -248,7 +248,7 @@ def forget_blas() -> None:
 
 
 # -- contention ----------------------------------------------------------------------------------
-SAMPLE_SECONDS = 0.05  # at most one look at the run queue this often (~20 us a look)
+SAMPLE_SECONDS = 0.05  # at most one reading of the cores' busy time this often (~30 us a reading)
 SMOOTHING = 0.5        # weight of the newest sample in the running estimate of busy cores
 BUSY_ROUNDING = 0.5    # a core counts as taken once the estimate reaches half of one (see below)
 FREE_ROUNDING = 0.7    # and as free again only once it falls below 0.3 (hysteresis, see `available`)
@@ -359,7 +359,8 @@ def others_running() -> float | None:
     first call already measures an interval); without a reading, or within a millisecond of
     the last, the runnable tasks of other processes at this instant (/proc/loadavg). Under a
     cgroup CPU quota smaller than the affinity mask, 0: the quota is this process's share
-    whatever the host's other processes do (and /proc/stat speaks of the host). None where the OS does not say (not Linux).
+    whatever the host's other processes do (and /proc/stat speaks of the host). None where the
+    OS does not say (not Linux).
 
     Why CPU time rather than a count of runnable tasks: a count is an instant, and any task
     that happens to be runnable then (a kernel worker, a daemon's tick, this process's own
