@@ -61,40 +61,58 @@ def _swapped_for_reader(y: Value) -> tuple[int, int] | None:
 
 # Rows of C computed together by _product_rows: the accumulators of R rows by V vectors of a
 # row stay in registers through the k loop, one broadcast of a's element and V loads of B's
-# row a step. R * V at most PRODUCT_REGISTERS (of AVX2's 16 vector registers: B's row and the
+# row a step. R * V at most the registers given (of AVX2's 16 vector registers: B's row and the
 # broadcast need the rest). Measured on W5's products (64 of 32x16 by 16x32 and of 32x32 by
 # 32x16, 2 threads): 31 and 35 us, against 45 and 51 for accumulator arrays the compiler kept
-# partly in memory, with the multiply-add fused (below).
+# partly in memory, with the multiply-add fused (below). AVX-512 builds take a variant of 64-byte
+# vectors and twice the accumulators (its 32 registers), chosen by the compiler's own macro so the
+# generated text is the same on every host: W5's attention products (64 of 32x16 by 16x32, then
+# of 32x32 by 32x16) compiled as one function, on one thread, 76-78 against 84-86 us a call.
 PRODUCT_REGISTERS = 8
 PRODUCT_VECTOR_BYTES = 32
+WIDE_PRODUCT_REGISTERS = 16
+WIDE_PRODUCT_VECTOR_BYTES = 64
+
+
+def _register_blocked(T: str, rows: int, depth: int, cols: int, a_row: str, a_k: str, c_row: str,
+                      vector_bytes: int, registers: int) -> list[str] | None:
+    """The register-blocked loops of _product_rows for vectors of `vector_bytes` and at most
+    `registers` accumulators; None where a row of C is not whole vectors of that size."""
+    lanes = vector_bytes // (4 if T == "float" else 8)
+    if cols % lanes != 0 or cols // lanes > registers:
+        return None
+    v = cols // lanes
+    r = 1
+    while r * 2 * v <= registers and rows % (r * 2) == 0:
+        r *= 2
+    acc = [[f"c{q}_{k}" for k in range(v)] for q in range(r)]
+    lines = [f"typedef {T} gm_vec __attribute__((vector_size({vector_bytes})));",
+             f"for (int i0 = 0; i0 < {rows}; i0 += {r}) {{  // {r} row(s) of C by {v} vector(s), in registers",
+             "    gm_vec " + ", ".join(f"{name} = {{}}" for row in acc for name in row) + ";",
+             f"    for (int k = 0; k < {depth}; ++k) {{",
+             *(f"        gm_vec b{k}; __builtin_memcpy(&b{k}, &tile[k][{k * lanes}], sizeof b{k});" for k in range(v))]
+    for q in range(r):
+        lines.append(f"        {{ const gm_vec s = (gm_vec){{}} + a[(i0 + {q}) * {a_row} + k * {a_k}];  // broadcast")
+        lines += [f"          {acc[q][k]} += s * b{k};" for k in range(v)]
+        lines.append("        }")
+    lines.append("    }")
+    lines += [f"    __builtin_memcpy(&c[(i0 + {q}) * {c_row} + {k * lanes}], &{acc[q][k]}, sizeof {acc[q][k]});"
+              for q in range(r) for k in range(v)]
+    return lines + ["}"]
 
 
 def _product_rows(T: str, rows: int, depth: int, cols: int, a_row: str, a_k: str, c_row: str) -> list[str]:
     """The loops computing c = a @ tile for one product: register-blocked vector code where a
     row of C is whole vectors, else a vector loop along the row over a few rows at once. Each
     element of C accumulates over k in order; the multiply-adds are fused (one rounding each,
-    as BLAS computes: the products' bits are not NumPy's either way)."""
-    size = 4 if T == "float" else 8
-    lanes = PRODUCT_VECTOR_BYTES // size
-    if cols % lanes == 0 and cols // lanes <= PRODUCT_REGISTERS:
-        v = cols // lanes
-        r = 1
-        while r * 2 * v <= PRODUCT_REGISTERS and rows % (r * 2) == 0:
-            r *= 2
-        acc = [[f"c{q}_{k}" for k in range(v)] for q in range(r)]
-        lines = [f"typedef {T} gm_vec __attribute__((vector_size({PRODUCT_VECTOR_BYTES})));",
-                 f"for (int i0 = 0; i0 < {rows}; i0 += {r}) {{  // {r} row(s) of C by {v} vector(s), in registers",
-                 "    gm_vec " + ", ".join(f"{name} = {{}}" for row in acc for name in row) + ";",
-                 f"    for (int k = 0; k < {depth}; ++k) {{",
-                 *(f"        gm_vec b{k}; __builtin_memcpy(&b{k}, &tile[k][{k * lanes}], sizeof b{k});" for k in range(v))]
-        for q in range(r):
-            lines.append(f"        {{ const gm_vec s = (gm_vec){{}} + a[(i0 + {q}) * {a_row} + k * {a_k}];  // broadcast")
-            lines += [f"          {acc[q][k]} += s * b{k};" for k in range(v)]
-            lines.append("        }")
-        lines.append("    }")
-        lines += [f"    __builtin_memcpy(&c[(i0 + {q}) * {c_row} + {k * lanes}], &{acc[q][k]}, sizeof {acc[q][k]});"
-                  for q in range(r) for k in range(v)]
-        return lines + ["}"]
+    as BLAS computes: the products' bits are not NumPy's either way), so either vector width
+    gives the same bits."""
+    narrow = _register_blocked(T, rows, depth, cols, a_row, a_k, c_row, PRODUCT_VECTOR_BYTES, PRODUCT_REGISTERS)
+    if narrow is not None:
+        wide = _register_blocked(T, rows, depth, cols, a_row, a_k, c_row, WIDE_PRODUCT_VECTOR_BYTES,
+                                 WIDE_PRODUCT_REGISTERS)
+        return narrow if wide is None else ["#if defined(__AVX512F__)", *wide, "#else", *narrow, "#endif"]
+    lanes = PRODUCT_VECTOR_BYTES // (4 if T == "float" else 8)
     block = 1  # rows of C accumulated together: each k step has `block` independent vector chains
     while block < 8 and rows % (block * 2) == 0 and block * 2 * cols <= 16 * lanes:
         block *= 2
