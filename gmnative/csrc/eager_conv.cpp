@@ -561,15 +561,20 @@ struct gm_gather_fold {
         delete[] lanes;
     }
     float* product() const { return buf + M0; }  // (W^T G[n] written here, leading dimension S)
+    // rows[r]: window row r = (kh, kw) of channel c, shifted so that input cell i reads rows[r][i]
+    void window_rows(long long c, const gm_geom& g, const float** rows) const {
+        const long long R = g.KH * g.KW;
+        for (long long kh = 0; kh < g.KH; ++kh)
+            for (long long kw = 0; kw < g.KW; ++kw)
+                rows[kh * g.KW + kw] = buf + (c * R + kh * g.KW + kw) * S + M0
+                                       - ((kh * g.dh - g.ph) * g.W + (kw - g.pw));
+    }
     void fold(float* dx, const gm_geom& g) const {
 #if defined(__AVX512F__)
         const long long HW = g.H * g.W, R = g.KH * g.KW, MS = chunks + 4;
         const float* rows[256];
         for (long long c = 0; c < g.C; ++c) {
-            for (long long kh = 0; kh < g.KH; ++kh)
-                for (long long kw = 0; kw < g.KW; ++kw)
-                    rows[kh * g.KW + kw] = buf + (c * R + kh * g.KW + kw) * S + M0
-                                           - ((kh * g.dh - g.ph) * g.W + (kw - g.pw));
+            window_rows(c, g, rows);
             float* o = dx + c * HW;
             for (long long q = 0; q < chunks; q += 4) {  // (four vectors in flight)
                 __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -593,10 +598,7 @@ struct gm_gather_fold {
         const float* rows[256];
         const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         for (long long c = 0; c < g.C; ++c) {
-            for (long long kh = 0; kh < g.KH; ++kh)
-                for (long long kw = 0; kw < g.KW; ++kw)
-                    rows[kh * g.KW + kw] = buf + (c * R + kh * g.KW + kw) * S + M0
-                                           - ((kh * g.dh - g.ph) * g.W + (kw - g.pw));
+            window_rows(c, g, rows);
             float* o = dx + c * HW;
             for (long long q = 0; q < chunks; q += 2) {  // (32 cells: four vectors in flight)
                 __m256 a[4];
